@@ -1,0 +1,38 @@
+# One-command set-up: `make test` and `make lab` each build everything they need.
+PY      ?= python3
+VENV    := .venv
+VPY     := $(VENV)/bin/python
+STAMP   := $(VENV)/.installed
+LAB_PORT ?= 8888
+
+.PHONY: test lab java bench conformance clean
+
+$(STAMP): pyproject.toml setup.py $(wildcard rmqlab/_native/*.c)
+	@test -x $(VPY) || $(PY) -m venv $(VENV)
+	@$(VPY) -m pip install --quiet --upgrade pip uv
+	@# uv installs the same packages as pip, about three times faster (pyspark is a large source build).
+	$(VPY) -m uv pip install --python $(VPY) --reinstall-package rmqlab -e '.[dev]' \
+	  || $(VPY) -m pip install -e '.[dev]'
+	@mkdir -p $(VENV)/share/jupyter/lab/settings
+	@echo '{"@jupyterlab/apputils-extension:notification": {"fetchNews": "false", "checkForUpdates": false}}' \
+	  > $(VENV)/share/jupyter/lab/settings/overrides.json
+	@touch $(STAMP)
+
+java:
+	@.ci/ensure-java
+
+test: $(STAMP) java
+	$(VPY) -m pytest -q
+
+lab: $(STAMP) java
+	$(VENV)/bin/jupyter lab --ip 127.0.0.1 --port $(LAB_PORT) --no-browser \
+	  --ServerApp.root_dir=notebooks $(if $(filter 0,$(shell id -u)),--allow-root,)
+
+bench: $(STAMP)
+	$(VPY) benchmarks/bench_indexfile.py
+
+conformance: $(STAMP)
+	$(VPY) ../shared/conformance/indexfile_conformance.py tests/data/golden
+
+clean:
+	rm -rf $(VENV) build *.egg-info rmqlab/*.so

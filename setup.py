@@ -1,0 +1,16 @@
+"""Only the C accelerators are declared here; everything else lives in pyproject.toml.
+
+Two small extension modules, no NumPy C API (they exchange data through the buffer protocol):
+  rmqlab._jhash      Java String.hashCode over Python str, NumPy and Arrow string arrays
+  rmqlab._indexcore  the IndexFile put and select loops over a memory-mapped file
+"""
+from setuptools import Extension, setup
+
+FLAGS = ["-O3", "-std=c99", "-Wall"]
+
+setup(
+    ext_modules=[
+        Extension("rmqlab._jhash", sources=["rmqlab/_native/jhash.c"], extra_compile_args=FLAGS),
+        Extension("rmqlab._indexcore", sources=["rmqlab/_native/indexcore.c"], extra_compile_args=FLAGS),
+    ]
+)
