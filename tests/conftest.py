@@ -1,0 +1,20 @@
+"""Shared fixtures. The Spark session is the expensive one: one JVM for the whole test run."""
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+
+@pytest.fixture(scope="session")
+def spark():
+    """A local SparkSession from rmqlab.spark.get_session(). Cost: about 12 s once per run (the
+    JVM start), nothing for later tests. Skips when no `java` is on PATH."""
+    if shutil.which("java") is None:
+        pytest.skip("no `java` on PATH: Spark needs a Java 17+ runtime "
+                    "(apt-get install openjdk-17-jre-headless)")
+    from rmqlab.spark import get_session
+
+    session = get_session()
+    yield session
+    session.stop()
