@@ -1,0 +1,916 @@
+"""RocketMQ's IndexFile: the on-disk hash index behind "query message by key".
+
+Mirrors ``org.apache.rocketmq.store.index.IndexFile`` and ``IndexHeader`` (RocketMQ store
+module; checked against 5.3.x and the golden files written by that Java code).
+
+A file is three regions, all integers big-endian and signed::
+
+    header   40 bytes                      IndexHeader below
+    slots    hash_slot_num x 4 bytes       slot i -> number of the newest entry hashed to i
+    entries  index_num x 20 bytes          IndexEntry below; entry 0 is never written
+
+A key is the string ``topic + "#" + key``; its stored hash is ``abs(String.hashCode)`` with
+Integer.MIN_VALUE mapped to 0, and its slot is ``hash % hash_slot_num``. Each slot heads a
+chain of entries linked by ``prev_index`` from newest to oldest.
+
+Entry points, in the npTDMS manner:
+
+* :meth:`IndexFile.open` maps a file read-only; nothing is read until asked, so a 420 MB
+  default-size file opens in microseconds. :attr:`IndexFile.slots` and
+  :attr:`IndexFile.entries` are NumPy views over the map (no copy).
+* :func:`read_header` reads only the 40-byte header.
+* :meth:`IndexFile.create` + :meth:`IndexFile.put_key` behave exactly as the broker's putKey;
+  :func:`build_index_file` produces the same bytes for millions of keys at once, in C.
+
+>>> import tempfile, os
+>>> path = os.path.join(tempfile.mkdtemp(), "20240610061524062")
+>>> with IndexFile.create(path, hash_slot_num=8, index_num=5) as f:
+...     f.put_key("TopicTest#k1", 100, 1718000000000)
+...     f.select_phy_offsets("TopicTest#k1", 64, 0, 2**63 - 1)
+True
+[100]
+>>> read_header(path).index_count      # one put: entry 0 unused, so the count is 2
+2
+"""
+from __future__ import annotations
+
+import mmap
+import os
+import secrets
+from dataclasses import dataclass, field, fields as dc_fields
+from pathlib import Path
+from typing import Any, Iterator, Literal, Sequence
+
+import numpy as np
+
+from rmqlab import _indexcore
+from rmqlab.errors import (
+    CorruptIndexError,
+    GeometryError,
+    ReadOnlyError,
+    TruncatedFileError,
+)
+from rmqlab.formats._layout import Layout
+from rmqlab.javahash import index_hash, index_hash_many
+
+__all__ = [
+    "HEADER",
+    "SLOT",
+    "ENTRY",
+    "DEFAULT_HASH_SLOT_NUM",
+    "DEFAULT_INDEX_NUM",
+    "Geometry",
+    "IndexHeader",
+    "IndexFile",
+    "QueryTrace",
+    "TraceStep",
+    "BatchResult",
+    "read_header",
+    "build_index_file",
+]
+
+# IndexHeader.java
+HEADER = Layout("IndexHeader", [
+    ("begin_timestamp", "q", "store time (ms) of the first entry; a follow-on file starts with the previous file's end"),
+    ("end_timestamp", "q", "store time (ms) of the last entry"),
+    ("begin_phy_offset", "q", "CommitLog offset of the first entry's message"),
+    ("end_phy_offset", "q", "CommitLog offset of the last entry's message"),
+    ("hash_slot_count", "i", "slots used (>= 4.7.1: slots that were empty when written to; <= 4.7.0: every put)"),
+    ("index_count", "i", "next entry number; starts at 1 because entry 0 is never written"),
+])
+
+# IndexFile.java, hashSlotSize = 4
+SLOT = Layout("HashSlot", [
+    ("newest_entry", "i", "number of the newest entry of this slot's chain; 0 = empty"),
+])
+
+# IndexFile.java, indexSize = 20
+ENTRY = Layout("IndexEntry", [
+    ("key_hash", "i", "abs(String.hashCode(topic#key)), Integer.MIN_VALUE stored as 0"),
+    ("phy_offset", "q", "CommitLog offset of the message"),
+    ("time_diff", "i", "whole seconds after header.begin_timestamp, truncated toward zero, clamped to [0, 2^31-1]"),
+    ("prev_index", "i", "older entry of the same slot; 0 ends the chain"),
+])
+
+DEFAULT_HASH_SLOT_NUM = 5_000_000  # MessageStoreConfig.maxHashSlotNum
+DEFAULT_INDEX_NUM = 5_000_000 * 4  # MessageStoreConfig.maxIndexNum
+INT_MAX = 2**31 - 1
+LONG_MIN, LONG_MAX = -(2**63), 2**63 - 1
+
+SlotCountRule = Literal["new-slot", "every-put"]
+#: hashSlotCount += 1 only when the slot was empty (RocketMQ >= 4.7.1, the default) ...
+NEW_SLOT: SlotCountRule = "new-slot"
+#: ... or on every put (RocketMQ <= 4.7.0).
+EVERY_PUT: SlotCountRule = "every-put"
+
+_SLOT_I32 = SLOT.field_struct("newest_entry")
+_HEADER_FIELD_STRUCTS = {f.name: (f.offset, HEADER.field_struct(f.name)) for f in HEADER.fields}
+
+
+def _wrap64(x: int) -> int:
+    """Java long arithmetic: wrap to signed 64 bits."""
+    return ((x + 2**63) % 2**64) - 2**63
+
+
+def _check_long(name: str, value: int) -> int:
+    value = int(value)
+    if not LONG_MIN <= value <= LONG_MAX:
+        raise ValueError(f"{name}={value} does not fit in a Java long (signed 64-bit)")
+    return value
+
+
+def time_diff_seconds(store_timestamp: int, begin_timestamp: int) -> int:
+    """The time_diff putKey stores: whole seconds after begin, truncated toward zero, clamped.
+
+    0 whenever ``begin_timestamp <= 0``; negative differences become 0; more than 2^31-1
+    seconds becomes 2^31-1. The subtraction wraps like Java's long arithmetic.
+
+    >>> time_diff_seconds(1718000001999, 1718000000000), time_diff_seconds(5, 1718000000000)
+    (1, 0)
+    """
+    diff = _wrap64(store_timestamp - begin_timestamp)
+    seconds = abs(diff) // 1000 * (1 if diff >= 0 else -1)  # Java's / truncates toward zero
+    if begin_timestamp <= 0 or seconds < 0:
+        return 0
+    return min(seconds, INT_MAX)
+
+
+@dataclass(frozen=True)
+class Geometry:
+    """Sizes of one index file: ``40 + 4*hash_slot_num + 20*index_num`` bytes.
+
+    >>> Geometry(5_000_000, 20_000_000).file_size
+    420000040
+    """
+
+    hash_slot_num: int
+    index_num: int
+
+    def __post_init__(self):
+        for name in ("hash_slot_num", "index_num"):
+            v = getattr(self, name)
+            if not isinstance(v, (int, np.integer)) or isinstance(v, bool) or v <= 0 or v > INT_MAX:
+                raise ValueError(f"{name} must be a positive 32-bit int, got {v!r}")
+
+    @property
+    def slots_offset(self) -> int:
+        return HEADER.size
+
+    @property
+    def entries_offset(self) -> int:
+        return HEADER.size + SLOT.size * self.hash_slot_num
+
+    @property
+    def file_size(self) -> int:
+        return self.entries_offset + ENTRY.size * self.index_num
+
+    @property
+    def capacity(self) -> int:
+        """Keys a file can hold: ``index_num - 1``, because entry 0 is never written."""
+        return self.index_num - 1
+
+    def region_at(self, offset: int) -> str:
+        """Which structure holds byte `offset`: "header", "slot[i]" or "entry[n]"."""
+        if offset < self.slots_offset:
+            return "header"
+        if offset < self.entries_offset:
+            return f"slot[{(offset - self.slots_offset) // SLOT.size}]"
+        return f"entry[{(offset - self.entries_offset) // ENTRY.size}]"
+
+    def slot_offset(self, slot: int) -> int:
+        return self.slots_offset + SLOT.size * slot
+
+    def entry_offset(self, entry: int) -> int:
+        return self.entries_offset + ENTRY.size * entry
+
+    @classmethod
+    def default(cls) -> "Geometry":
+        return cls(DEFAULT_HASH_SLOT_NUM, DEFAULT_INDEX_NUM)
+
+    @classmethod
+    def infer(cls, file_size: int, hash_slot_num: int | None = None, index_num: int | None = None,
+              *, path: str | os.PathLike | None = None) -> "Geometry":
+        """The geometry of a file of `file_size` bytes, given at most one of the two counts.
+
+        With neither count, only the default size (420,000,040 bytes) has one sensible answer;
+        any other size raises :class:`GeometryError` saying which argument to pass.
+        """
+        body = file_size - HEADER.size
+        if hash_slot_num is not None and index_num is not None:
+            g = cls(int(hash_slot_num), int(index_num))
+            rest = body - SLOT.size * g.hash_slot_num
+            fits = rest > 0 and rest % ENTRY.size == 0
+            if file_size < g.file_size and not fits:
+                raise TruncatedFileError(
+                    f"file is {file_size} bytes but hash_slot_num={hash_slot_num}, index_num={index_num} "
+                    f"need {g.file_size}: it ends inside {g.region_at(file_size)}",
+                    path=path, offset=file_size, field=g.region_at(file_size))
+            if g.file_size != file_size:
+                hint = (f"; with hash_slot_num={hash_slot_num} the file holds index_num={rest // ENTRY.size} "
+                        f"(or it was cut on an entry boundary)" if fits else "")
+                raise GeometryError(
+                    f"file is {file_size} bytes but hash_slot_num={hash_slot_num}, index_num={index_num} "
+                    f"need 40 + 4*{hash_slot_num} + 20*{index_num} = {g.file_size} bytes{hint}",
+                    path=path, offset=file_size, field="file size")
+            return g
+        if file_size < HEADER.size:
+            raise TruncatedFileError(
+                f"file is {file_size} bytes, shorter than the {HEADER.size}-byte header",
+                path=path, offset=file_size, field="header")
+        if hash_slot_num is not None:
+            rest = body - SLOT.size * int(hash_slot_num)
+            if rest <= 0 or rest % ENTRY.size:
+                raise GeometryError(
+                    f"file is {file_size} bytes: with hash_slot_num={hash_slot_num} the remaining "
+                    f"{rest} bytes are not a whole positive number of 20-byte entries",
+                    path=path, offset=file_size, field="file size")
+            return cls(int(hash_slot_num), rest // ENTRY.size)
+        if index_num is not None:
+            rest = body - ENTRY.size * int(index_num)
+            if rest <= 0 or rest % SLOT.size:
+                raise GeometryError(
+                    f"file is {file_size} bytes: with index_num={index_num} the remaining "
+                    f"{rest} bytes are not a whole positive number of 4-byte slots",
+                    path=path, offset=file_size, field="file size")
+            return cls(rest // SLOT.size, int(index_num))
+        default = cls.default()
+        if file_size == default.file_size:
+            return default
+        raise GeometryError(
+            f"file is {file_size} bytes, not the default {default.file_size}; many slot/entry "
+            f"splits fit this size, so pass hash_slot_num= or index_num= (the broker's "
+            f"maxHashSlotNum / maxIndexNum)", path=path, offset=file_size, field="file size")
+
+
+@dataclass(frozen=True)
+class IndexHeader:
+    """The six header fields, as the broker holds them after ``IndexHeader.load()``."""
+
+    begin_timestamp: int
+    end_timestamp: int
+    begin_phy_offset: int
+    end_phy_offset: int
+    hash_slot_count: int
+    index_count: int
+
+    @property
+    def keys(self) -> int:
+        """Number of entries written: ``index_count - 1``."""
+        return max(self.index_count - 1, 0)
+
+    def as_dict(self) -> dict[str, int]:
+        return {f.name: getattr(self, f.name) for f in dc_fields(self)}
+
+
+def _unpack_header(buf, path=None) -> tuple[IndexHeader, int]:
+    """Header as loaded by Java (index_count <= 0 reads as 1), and the raw index_count."""
+    raw = HEADER.unpack_from(buf, 0)
+    loaded = raw._replace(index_count=raw.index_count if raw.index_count > 0 else 1)
+    return IndexHeader(*loaded), raw.index_count
+
+
+def read_header(path: str | os.PathLike) -> IndexHeader:
+    """Read only the 40-byte header of an index file (as the broker loads it). Cost: one read."""
+    with open(path, "rb") as fh:
+        data = fh.read(HEADER.size)
+    if len(data) < HEADER.size:
+        raise TruncatedFileError(f"file is {len(data)} bytes, shorter than the {HEADER.size}-byte header",
+                                 path=path, offset=len(data), field="header")
+    return _unpack_header(data, path)[0]
+
+
+# ----------------------------------------------------------------------------------- trace
+
+
+@dataclass(frozen=True)
+class TraceStep:
+    """One entry read by a chain walk."""
+
+    entry: int          # entry number
+    key_hash: int       # stored hash
+    phy_offset: int
+    time_diff: int      # stored seconds
+    time_read: int      # begin_timestamp + time_diff*1000, what the broker compares (ms)
+    prev_index: int
+    hash_match: bool
+    time_match: bool
+    returned: bool      # appended to the result (hash and time matched)
+
+
+#: Why a walk stopped, in the broker's order of checks.
+STOP_REASONS = {
+    "empty-slot": "the slot is empty (0) or points past index_count: no chain to walk",
+    "empty-file": "index_count <= 1: the file holds no entries",
+    "max-num": "the result list reached max_num (checked before each read)",
+    "negative-time-diff": "the entry's time_diff is negative (a corrupt entry): the broker stops",
+    "end-of-chain": "prev_index is 0: the oldest entry of this slot was read",
+    "older-than-begin": "the entry's time is before `begin`; older entries are assumed older still",
+    "prev-out-of-range": "prev_index points past index_count (corrupt or torn): the broker stops",
+    "self-loop": "prev_index points at the entry itself: the broker stops",
+    "cycle": "as many reads as the file has entries without a new result: a cycle the broker would never leave",
+    "entry-past-end": "an entry number lies beyond the file (index_count larger than index_num)",
+}
+
+
+@dataclass
+class QueryTrace:
+    """Everything a select_phy_offsets walk did, for explaining a query's answer.
+
+    ``steps`` lists every entry read in order; ``stop`` is a key of :data:`STOP_REASONS`.
+    """
+
+    path: str | None
+    key: str
+    key_hash: int
+    slot: int
+    slot_value: int
+    max_num: int
+    begin: int
+    end: int
+    steps: list[TraceStep] = field(default_factory=list)
+    results: list[int] = field(default_factory=list)
+    stop: str = ""
+
+    @property
+    def stop_reason(self) -> str:
+        return STOP_REASONS[self.stop]
+
+    @property
+    def hash_matches(self) -> int:
+        """Entries read whose stored hash equals the key's. Some may belong to other keys with the
+        same hash: only the CommitLog can tell (the verified query mode reads it)."""
+        return sum(1 for s in self.steps if s.hash_match)
+
+    @property
+    def revisited(self) -> list[int]:
+        """Entry numbers read more than once: non-empty only when a corrupt chain has a cycle."""
+        seen, again = set(), []
+        for s in self.steps:
+            if s.entry in seen and s.entry not in again:
+                again.append(s.entry)
+            seen.add(s.entry)
+        return again
+
+    def to_frame(self):
+        """The steps as a pandas DataFrame, one row per entry read."""
+        import pandas as pd
+
+        cols = [f.name for f in dc_fields(TraceStep)]
+        return pd.DataFrame([[getattr(s, c) for c in cols] for s in self.steps], columns=cols)
+
+    def __str__(self) -> str:
+        lines = [f"key {self.key!r}: hash {self.key_hash}, slot {self.slot} -> entry {self.slot_value}"]
+        for s in self.steps:
+            mark = "returned" if s.returned else ("hash match, outside time range" if s.hash_match
+                                                  else "other hash")
+            lines.append(f"  entry {s.entry:>10}  hash {s.key_hash:>10}  phy {s.phy_offset:>14}  "
+                         f"time {s.time_read}  prev {s.prev_index:>10}  {mark}")
+        lines.append(f"stopped: {self.stop} ({self.stop_reason}); {len(self.results)} offsets")
+        return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class BatchResult:
+    """Answers for many keys at once, in CSR form: key i's offsets are
+    ``phy_offsets[starts[i]:starts[i+1]]``, newest first."""
+
+    starts: np.ndarray       # int64, len(keys) + 1
+    phy_offsets: np.ndarray  # int64
+    entries_read: np.ndarray  # int32 per key
+
+    def __len__(self) -> int:
+        return len(self.starts) - 1
+
+    def __getitem__(self, i: int) -> list[int]:
+        return self.phy_offsets[self.starts[i]:self.starts[i + 1]].tolist()
+
+    def counts(self) -> np.ndarray:
+        return np.diff(self.starts)
+
+    def to_frame(self, keys: Sequence[str] | None = None):
+        """One row per returned offset: key number (and key), phy_offset."""
+        import pandas as pd
+
+        idx = np.repeat(np.arange(len(self)), self.counts())
+        df = pd.DataFrame({"key_index": idx, "phy_offset": self.phy_offsets})
+        if keys is not None:
+            df.insert(1, "key", np.asarray(keys, dtype=object)[idx])
+        return df
+
+
+# ------------------------------------------------------------------------------- the file
+
+
+class IndexFile:
+    """One RocketMQ index file: create and write it like the broker, or map it read-only.
+
+    Use :meth:`create` for a new file and :meth:`open` for an existing one; do not call the
+    constructor directly. Also a context manager (``close()`` on exit).
+
+    Costs: open O(1) (a memory map); put_key O(1); select_phy_offsets O(chain length);
+    :meth:`check` O(file) vectorized.
+    """
+
+    def __init__(self, path: Path, geometry: Geometry, fileobj, mm: mmap.mmap, *,
+                 writable: bool, slot_count_rule: SlotCountRule):
+        self.path = path
+        self.geometry = geometry
+        self._file = fileobj
+        self._mm = mm
+        self.writable = writable
+        if slot_count_rule not in (NEW_SLOT, EVERY_PUT):
+            raise ValueError(f"slot_count_rule must be {NEW_SLOT!r} or {EVERY_PUT!r}")
+        self.slot_count_rule = slot_count_rule
+        hdr, self.raw_index_count = _unpack_header(mm, path)
+        # The broker's in-memory header (IndexHeader's atomics); the bytes follow each setter.
+        self._h = hdr.as_dict()
+        self._views: dict[str, np.ndarray] = {}
+        self._closed = False
+
+    # -- construction -------------------------------------------------------------------
+
+    @classmethod
+    def create(cls, path: str | os.PathLike, hash_slot_num: int = DEFAULT_HASH_SLOT_NUM,
+               index_num: int = DEFAULT_INDEX_NUM, end_phy_offset: int = 0, end_timestamp: int = 0,
+               *, slot_count_rule: SlotCountRule = NEW_SLOT, overwrite: bool = False) -> "IndexFile":
+        """A new, zero-filled index file, as ``new IndexFile(name, slots, num, endPhy, endTs)``.
+
+        A follow-on file is seeded with the previous file's `end_phy_offset` and
+        `end_timestamp` (when > 0): they become both begin and end values until the first put
+        replaces the begin values. The header's counts stay 0 on disk until the first put or
+        :meth:`flush`, as in the broker. Refuses to replace an existing file unless `overwrite`.
+        """
+        geometry = Geometry(hash_slot_num, index_num)
+        end_phy_offset = _check_long("end_phy_offset", end_phy_offset)
+        end_timestamp = _check_long("end_timestamp", end_timestamp)
+        path = Path(path)
+        fh = open(path, "w+b" if overwrite else "x+b")
+        try:
+            fh.truncate(geometry.file_size)
+            mm = mmap.mmap(fh.fileno(), geometry.file_size, access=mmap.ACCESS_WRITE)
+        except BaseException:
+            fh.close()
+            raise
+        f = cls(path, geometry, fh, mm, writable=True, slot_count_rule=slot_count_rule)
+        f._h["index_count"] = 1  # IndexHeader's AtomicInteger starts at 1
+        if end_phy_offset > 0:
+            f._set("begin_phy_offset", end_phy_offset)
+            f._set("end_phy_offset", end_phy_offset)
+        if end_timestamp > 0:
+            f._set("begin_timestamp", end_timestamp)
+            f._set("end_timestamp", end_timestamp)
+        return f
+
+    @classmethod
+    def open(cls, path: str | os.PathLike, hash_slot_num: int | None = None,
+             index_num: int | None = None, *, writable: bool = False,
+             slot_count_rule: SlotCountRule = NEW_SLOT, strict: bool = True) -> "IndexFile":
+        """Map an existing file; read-only unless `writable` (then puts continue after the last
+        entry, as a broker does after a restart).
+
+        Pass the broker's ``maxHashSlotNum`` / ``maxIndexNum``; with neither, only the default
+        size is accepted (see :meth:`Geometry.infer`). With `strict` (the default) a header that
+        contradicts the geometry raises :class:`CorruptIndexError`; with ``strict=False`` the
+        file opens anyway and queries stay bounded (see :meth:`problems`).
+        """
+        path = Path(path)
+        fh = open(path, "r+b" if writable else "rb")
+        try:
+            size = os.fstat(fh.fileno()).st_size
+            geometry = Geometry.infer(size, hash_slot_num, index_num, path=path)
+            access = mmap.ACCESS_WRITE if writable else mmap.ACCESS_READ
+            mm = mmap.mmap(fh.fileno(), size, access=access)
+        except BaseException:
+            fh.close()
+            raise
+        f = cls(path, geometry, fh, mm, writable=writable, slot_count_rule=slot_count_rule)
+        if strict:
+            problems = f._header_problems()
+            if problems:
+                f.close()
+                raise problems[0]
+        return f
+
+    # -- header -------------------------------------------------------------------------
+
+    @property
+    def header(self) -> IndexHeader:
+        """The header as the broker holds it (a snapshot)."""
+        return IndexHeader(**self._h)
+
+    def _set(self, name: str, value: int) -> None:
+        self._h[name] = value
+        off, st = _HEADER_FIELD_STRUCTS[name]
+        st.pack_into(self._mm, off, value)
+
+    def _header_problems(self) -> list[CorruptIndexError]:
+        h, g, p = self._h, self.geometry, str(self.path)
+        out = []
+        if self.raw_index_count < 0:
+            out.append(CorruptIndexError(f"index_count {self.raw_index_count} is negative",
+                                         path=p, offset=HEADER.offset("index_count"), field="header.index_count"))
+        if h["index_count"] > g.index_num:
+            out.append(CorruptIndexError(
+                f"index_count {h['index_count']} exceeds index_num {g.index_num}: the header "
+                f"contradicts the geometry (wrong index_num, or a corrupt header)",
+                path=p, offset=HEADER.offset("index_count"), field="header.index_count"))
+        if h["hash_slot_count"] < 0 or h["hash_slot_count"] > max(h["index_count"] - 1, 0):
+            out.append(CorruptIndexError(
+                f"hash_slot_count {h['hash_slot_count']} is outside 0..index_count-1 "
+                f"({h['index_count'] - 1}); each put adds at most one",
+                path=p, offset=HEADER.offset("hash_slot_count"), field="header.hash_slot_count"))
+        return out
+
+    @property
+    def is_write_full(self) -> bool:
+        """True when ``index_count >= index_num`` (IndexFile.isWriteFull)."""
+        return self._h["index_count"] >= self.geometry.index_num
+
+    def is_time_matched(self, begin: int, end: int) -> bool:
+        """IndexFile.isTimeMatched: does [begin, end] (ms) touch this file's time range?
+
+        For begin <= end this is closed-interval overlap with [begin_timestamp, end_timestamp];
+        the three clauses are kept as in Java, which also decides inverted ranges.
+        """
+        b, e = self._h["begin_timestamp"], self._h["end_timestamp"]
+        return (begin < b and end > e) or (b <= begin <= e) or (b <= end <= e)
+
+    # -- NumPy views ----------------------------------------------------------------------
+
+    def _view(self, name: str, dtype, offset: int, count: int) -> np.ndarray:
+        v = self._views.get(name)
+        if v is None:
+            v = np.frombuffer(self._mm, dtype=dtype, count=count, offset=offset)
+            self._views[name] = v
+        return v
+
+    @property
+    def slots(self) -> np.ndarray:
+        """All ``hash_slot_num`` slots as a big-endian int32 view of the map (no copy)."""
+        g = self.geometry
+        return self._view("slots", SLOT.dtype["newest_entry"], g.slots_offset, g.hash_slot_num)
+
+    @property
+    def entries(self) -> np.ndarray:
+        """All ``index_num`` entries (entry 0 included) as a structured view (no copy)."""
+        g = self.geometry
+        return self._view("entries", ENTRY.dtype, g.entries_offset, g.index_num)
+
+    @property
+    def used_entries(self) -> np.ndarray:
+        """Entries 1 .. index_count-1, the ones written. Element i is entry number i+1."""
+        n = min(self._h["index_count"], self.geometry.index_num)
+        return self.entries[1:n]
+
+    def entry(self, number: int):
+        """Entry `number` as a named tuple (key_hash, phy_offset, time_diff, prev_index)."""
+        if not 0 <= number < self.geometry.index_num:
+            raise IndexError(f"entry {number} outside 0..{self.geometry.index_num - 1}")
+        return ENTRY.unpack_from(self._mm, self.geometry.entry_offset(number))
+
+    # -- writing --------------------------------------------------------------------------
+
+    def _require_writable(self) -> None:
+        if self._closed:
+            raise ValueError(f"{self.path}: index file is closed")
+        if not self.writable:
+            raise ReadOnlyError("opened read-only; use IndexFile.create or open(..., writable=True)",
+                                path=self.path)
+
+    def put_key(self, key: str, phy_offset: int, store_timestamp: int) -> bool:
+        """IndexFile.putKey: index `key` (already ``topic#key``). False once the file is full.
+
+        Cost: O(1) (plus O(len(key)) to hash). For many keys use :meth:`put_keys`.
+        """
+        self._require_writable()
+        phy_offset = _check_long("phy_offset", phy_offset)
+        store_timestamp = _check_long("store_timestamp", store_timestamp)
+        h, g, mm = self._h, self.geometry, self._mm
+        count = h["index_count"]
+        if count >= g.index_num:
+            return False
+        key_hash = index_hash(key)
+        slot_pos = g.slot_offset(key_hash % g.hash_slot_num)
+        slot_value = _SLOT_I32.unpack_from(mm, slot_pos)[0]
+        if slot_value <= 0 or slot_value > count:
+            slot_value = 0
+        time_diff = time_diff_seconds(store_timestamp, h["begin_timestamp"])
+        ENTRY.pack_into(mm, g.entry_offset(count), key_hash, phy_offset, time_diff, slot_value)
+        _SLOT_I32.pack_into(mm, slot_pos, count)
+        if count <= 1:
+            self._set("begin_phy_offset", phy_offset)
+            self._set("begin_timestamp", store_timestamp)
+        if slot_value == 0 or self.slot_count_rule == EVERY_PUT:
+            self._set("hash_slot_count", h["hash_slot_count"] + 1)
+        self._set("index_count", count + 1)
+        self._set("end_phy_offset", phy_offset)
+        self._set("end_timestamp", store_timestamp)
+        return True
+
+    def put_keys(self, keys: Any, phy_offsets: Any, store_timestamps: Any, *,
+                 hashes: np.ndarray | None = None) -> int:
+        """Put many keys in order, exactly as repeated :meth:`put_key` would; returns how many
+        fit. Cost: O(n) in C (about 20-50 ns a key), no Python loop.
+
+        `keys` is anything :func:`rmqlab.javahash.index_hash_many` accepts; pass `hashes`
+        (int32, already index hashes) instead to skip hashing.
+        """
+        self._require_writable()
+        phy = _as_longs("phy_offsets", phy_offsets)
+        ts = _as_longs("store_timestamps", store_timestamps)
+        n = len(phy)
+        if len(ts) != n:
+            raise ValueError(f"{n} phy_offsets but {len(ts)} store_timestamps")
+        room = max(self.geometry.index_num - self._h["index_count"], 0)
+        take = min(n, room)
+        if hashes is None:
+            if len(keys) != n:
+                raise ValueError(f"{len(keys)} keys but {n} phy_offsets")
+            hashes = index_hash_many(_head(keys, take) if take < n else keys)
+        hashes = np.ascontiguousarray(hashes[:take], dtype=np.int32)
+        if take == 0:
+            return 0
+        if hashes.min() < 0:
+            raise ValueError("index hashes must be >= 0 (use index_hash_many)")
+        state = (self._h["begin_timestamp"], self._h["end_timestamp"], self._h["begin_phy_offset"],
+                 self._h["end_phy_offset"], self._h["hash_slot_count"], self._h["index_count"])
+        new_state = _indexcore.put_entries(
+            self._mm, self.geometry.hash_slot_num, self.geometry.index_num, state,
+            hashes, phy[:take], ts[:take], self.slot_count_rule == EVERY_PUT)
+        for name, value in zip(("begin_timestamp", "end_timestamp", "begin_phy_offset",
+                                "end_phy_offset", "hash_slot_count", "index_count"), new_state):
+            self._set(name, value)
+        return take
+
+    def flush(self, sync: bool = True) -> None:
+        """Write the whole header (IndexHeader.updateByteBuffer) and, with `sync`, force the
+        map to disk (MappedByteBuffer.force: about 0.25 s for a full default-size file)."""
+        self._require_writable()
+        for name, value in self._h.items():
+            self._set(name, value)
+        if sync:
+            self._mm.flush()
+
+    def close(self, sync: bool = True) -> None:
+        """Flush (when writable; see :meth:`flush`) and unmap. NumPy views handed out keep the
+        map alive until they are collected."""
+        if self._closed:
+            return
+        if self.writable:
+            self.flush(sync)
+        self._views.clear()
+        try:
+            self._mm.close()
+        except BufferError:
+            pass  # a caller still holds a view; the map closes when that view is collected
+        self._file.close()
+        self._closed = True
+
+    def __enter__(self) -> "IndexFile":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        h = self._h
+        mode = "rw" if self.writable else "r"
+        return (f"IndexFile({str(self.path)!r}, mode={mode!r}, hash_slot_num={self.geometry.hash_slot_num}, "
+                f"index_num={self.geometry.index_num}, keys={h['index_count'] - 1})")
+
+    # -- queries --------------------------------------------------------------------------
+
+    def select_phy_offsets(self, key: str, max_num: int, begin: int, end: int) -> list[int]:
+        """IndexFile.selectPhyOffset: offsets whose stored hash equals `key`'s and whose stored
+        time (whole seconds after begin_timestamp) lies in [begin, end] ms, newest first.
+
+        Only hashes are compared: other keys with the same stored hash come back too.
+        Cost: O(entries walked), at most the chain length; bounded even on corrupt files.
+        """
+        results: list[int] = []
+        self._walk(index_hash(key), max_num, begin, end, results, None)
+        return results
+
+    def trace_query(self, key: str, max_num: int = 64, begin: int = 0, end: int = LONG_MAX) -> QueryTrace:
+        """Like :meth:`select_phy_offsets`, and record every entry read and why the walk stopped.
+
+        >>> import tempfile, os
+        >>> with IndexFile.create(os.path.join(tempfile.mkdtemp(), "f"), 4, 8) as f:
+        ...     _ = f.put_key("T#a", 10, 1000); _ = f.put_key("T#a", 20, 3000)
+        ...     t = f.trace_query("T#a", begin=2000)
+        >>> t.results, [s.entry for s in t.steps], t.stop
+        ([20], [2, 1], 'older-than-begin')
+        """
+        h = index_hash(key)
+        t = QueryTrace(str(self.path), key, h, h % self.geometry.hash_slot_num, 0, max_num, begin, end)
+        t.stop = self._walk(h, max_num, begin, end, t.results, t)
+        return t
+
+    def _walk(self, key_hash: int, max_num: int, begin: int, end: int,
+              results: list[int], trace: QueryTrace | None) -> str:
+        g, mm = self.geometry, self._mm
+        count = self._h["index_count"]
+        begin_ts = self._h["begin_timestamp"]
+        slot_value = _SLOT_I32.unpack_from(mm, g.slot_offset(key_hash % g.hash_slot_num))[0]
+        if trace is not None:
+            trace.slot_value = slot_value
+        if slot_value <= 0 or slot_value > count:
+            return "empty-slot"
+        if count <= 1:
+            return "empty-file"
+        unpack, entries_offset, limit = ENTRY.struct.unpack_from, g.entries_offset, g.index_num
+        # A sound chain visits each entry once, so `limit` reads without a new result means a
+        # cycle the broker would never leave. A cycle that keeps matching is walked as the broker
+        # walks it, until max_num: at most max_num * limit reads.
+        reads_since_result = 0
+        current = slot_value
+        while True:
+            if len(results) >= max_num:
+                return "max-num"
+            if current >= limit:
+                return "entry-past-end"
+            if reads_since_result >= limit:
+                return "cycle"
+            stored_hash, phy, time_diff, prev = unpack(mm, entries_offset + 20 * current)
+            reads_since_result += 1
+            time_read = begin_ts + time_diff * 1000
+            if time_read > LONG_MAX or time_read < LONG_MIN:
+                time_read = _wrap64(time_read)
+            hash_match = stored_hash == key_hash
+            time_match = time_diff >= 0 and begin <= time_read <= end
+            returned = hash_match and time_match
+            if trace is not None:
+                trace.steps.append(TraceStep(current, stored_hash, phy, time_diff, time_read, prev,
+                                             hash_match, time_match, returned))
+            if time_diff < 0:
+                return "negative-time-diff"
+            if returned:
+                results.append(phy)
+                reads_since_result = 0
+            if prev <= 0:
+                return "end-of-chain"
+            if prev > count:
+                return "prev-out-of-range"
+            if prev == current:
+                return "self-loop"
+            if time_read < begin:
+                return "older-than-begin"
+            current = prev
+
+    def select_phy_offsets_many(self, keys: Any, max_num: int = 64, begin: int = 0,
+                                end: int = LONG_MAX, *, hashes: np.ndarray | None = None) -> BatchResult:
+        """:meth:`select_phy_offsets` for many keys at once, in C. Cost: O(total entries walked).
+
+        Returns a :class:`BatchResult` (CSR arrays); ``result[i]`` is the list for key i.
+        """
+        if hashes is None:
+            hashes = index_hash_many(keys)
+        hashes = np.ascontiguousarray(hashes, dtype=np.int32)
+        starts, offsets, read = _indexcore.select_many(
+            self._mm, self.geometry.hash_slot_num, self.geometry.index_num,
+            self._h["index_count"], self._h["begin_timestamp"], hashes,
+            int(max(min(max_num, INT_MAX), -1)), int(begin), int(end))
+        return BatchResult(np.frombuffer(starts, np.int64), np.frombuffer(offsets, np.int64),
+                           np.frombuffer(read, np.int32))
+
+    # -- invariants -----------------------------------------------------------------------
+
+    def problems(self) -> list[CorruptIndexError]:
+        """Every invariant violation found (empty for a healthy file). Cost: O(file), vectorized.
+
+        Checks: the header against the geometry; every slot and prev_index in range; each
+        prev_index older than its entry (so no cycles); every chain's entries hashed to its slot;
+        every written entry on exactly one chain; non-negative hashes and time diffs; and
+        hash_slot_count against the slot-count rule.
+        """
+        out = list(self._header_problems())
+        g, p = self.geometry, str(self.path)
+        count = min(self._h["index_count"], g.index_num)
+        slots = self.slots.astype(np.int64)
+        e = self.used_entries
+        numbers = np.arange(1, count, dtype=np.int64)
+        key_hash = e["key_hash"].astype(np.int64)
+        prev = e["prev_index"].astype(np.int64)
+
+        def first(mask, what, field_name, offsets):
+            bad = np.flatnonzero(mask)
+            if len(bad):
+                i = int(bad[0])
+                out.append(CorruptIndexError(f"{what} ({len(bad)} such)", path=p,
+                                             offset=int(offsets[i]), field=field_name.format(i=i)))
+            return bad
+
+        slot_offsets = g.slots_offset + 4 * np.arange(g.hash_slot_num, dtype=np.int64)
+        entry_offsets = g.entries_offset + 20 * numbers
+        first((slots < 0) | (slots >= count), f"slot value outside 0..{count - 1}",
+              "slot[{i}]", slot_offsets)
+        first(key_hash < 0, "negative key_hash", "entry.key_hash", entry_offsets)
+        first(e["time_diff"] < 0, "negative time_diff", "entry.time_diff", entry_offsets + 12)
+        bad_prev = first((prev < 0) | (prev >= numbers), "prev_index not older than its entry "
+                         "(out of range, self-loop or cycle)", "entry.prev_index", entry_offsets + 16)
+        slot_of = np.where(key_hash >= 0, key_hash % g.hash_slot_num, -1)
+        linked = (prev > 0) & (prev < numbers)
+        wrong_slot = np.zeros(len(prev), dtype=bool)
+        wrong_slot[linked] = slot_of[prev[linked] - 1] != slot_of[linked]
+        first(wrong_slot, "prev_index links entries of different slots", "entry.prev_index",
+              entry_offsets + 16)
+        heads = np.flatnonzero((slots > 0) & (slots < count))
+        first(slot_of[slots[heads] - 1] != heads, "slot points at an entry hashed to another slot",
+              "slot", slot_offsets[heads])
+        # Each written entry must be referenced exactly once: by a slot (chain head) or a prev.
+        refs = np.concatenate([slots[heads], prev[linked]])
+        seen = np.bincount(refs, minlength=count)[1:] if count > 1 else np.zeros(0, np.int64)
+        first(seen > 1, "entry referenced by more than one slot/prev_index", "entry", entry_offsets)
+        first(seen == 0, "entry not reachable from any slot", "entry", entry_offsets)
+        occupied = int(np.count_nonzero(slots))
+        want = occupied if self.slot_count_rule == NEW_SLOT else count - 1
+        if not (len(bad_prev) or self._h["hash_slot_count"] == want):
+            rule = ">= 4.7.1: occupied slots" if self.slot_count_rule == NEW_SLOT else "<= 4.7.0: puts"
+            out.append(CorruptIndexError(
+                f"hash_slot_count {self._h['hash_slot_count']} but the slot-count rule ({rule}) gives {want}",
+                path=p, offset=HEADER.offset("hash_slot_count"), field="header.hash_slot_count"))
+        return out
+
+    def check(self) -> None:
+        """Raise the first invariant violation as :class:`CorruptIndexError`; see :meth:`problems`."""
+        problems = self.problems()
+        if problems:
+            raise problems[0]
+
+    def chain(self, slot: int) -> Iterator[int]:
+        """Entry numbers of `slot`'s chain, newest first (bounded by index_count)."""
+        count = self._h["index_count"]
+        current = int(self.slots[slot])
+        for _ in range(count):
+            if current <= 0 or current >= min(count, self.geometry.index_num):
+                return
+            yield current
+            nxt = int(self.entries[current]["prev_index"])
+            if nxt == current:
+                return
+            current = nxt
+
+
+def _as_longs(name: str, values: Any) -> np.ndarray:
+    """`values` as a contiguous int64 array, refusing what a Java long cannot hold (no wrapping)."""
+    try:
+        arr = np.asarray(values)
+    except OverflowError:
+        raise ValueError(f"{name}: a value does not fit in a Java long (signed 64-bit)") from None
+    if arr.dtype == object:  # Python ints beyond 64 bits, or mixed objects
+        try:
+            arr = np.array([_check_long(name, v) for v in arr.ravel()], dtype=np.int64)
+        except TypeError:
+            raise TypeError(f"{name} must hold integers") from None
+    if arr.ndim != 1 and arr.size:
+        raise ValueError(f"{name} must be one-dimensional")
+    if arr.size == 0:
+        return np.zeros(0, dtype=np.int64)
+    if arr.dtype.kind == "u" and arr.dtype.itemsize == 8 and int(arr.max()) > LONG_MAX:
+        raise ValueError(f"{name}: {int(arr.max())} does not fit in a Java long (signed 64-bit)")
+    if arr.dtype.kind not in "iu":
+        raise TypeError(f"{name} must hold integers, got dtype {arr.dtype}")
+    return np.ascontiguousarray(arr, dtype=np.int64)
+
+
+def _head(keys: Any, n: int):
+    """The first n keys of a list, NumPy array or Arrow array."""
+    return keys[:n] if not hasattr(keys, "slice") else keys.slice(0, n)
+
+
+def build_index_file(path: str | os.PathLike, keys: Any, phy_offsets: Any, store_timestamps: Any, *,
+                     hash_slot_num: int = DEFAULT_HASH_SLOT_NUM, index_num: int = DEFAULT_INDEX_NUM,
+                     end_phy_offset: int = 0, end_timestamp: int = 0,
+                     slot_count_rule: SlotCountRule = NEW_SLOT, hashes: np.ndarray | None = None,
+                     fsync: bool = False) -> int:
+    """Write a whole index file in one call: the same bytes as create + put_key in order + close.
+
+    Keys beyond the capacity (``index_num - 1``) are not written. The file appears atomically:
+    it is written under a temporary name in the same folder, then renamed over `path`, so a
+    reader sees either no file or the whole file. With `fsync` the bytes are also forced to disk
+    before the rename, so the file survives a power loss too (about 0.25 s more for a full
+    default-size file). Returns the number of keys written.
+    Cost: O(n) in C, about 30 ns a key for the default geometry, plus the OS's page faults.
+
+    >>> import tempfile, os
+    >>> d = tempfile.mkdtemp()
+    >>> build_index_file(os.path.join(d, "f"), ["T#a", "T#b"], [100, 200], [1000, 2000],
+    ...                  hash_slot_num=8, index_num=16)
+    2
+    """
+    path = Path(path)
+    # A unique hidden name in the same folder, so the rename stays on one file system.
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+    try:
+        f = IndexFile.create(tmp, hash_slot_num, index_num, end_phy_offset, end_timestamp,
+                             slot_count_rule=slot_count_rule)
+        try:
+            written = f.put_keys(keys, phy_offsets, store_timestamps, hashes=hashes)
+        finally:
+            f.close(sync=fsync)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+    return written
