@@ -10,7 +10,8 @@ FLAGS = ["-O3", "-std=c99", "-Wall"]
 
 setup(
     ext_modules=[
-        Extension("rmqlab._jhash", sources=["rmqlab/_native/jhash.c"], extra_compile_args=FLAGS),
+        Extension("rmqlab._jhash", sources=["rmqlab/_native/jhash.c"],
+                  extra_compile_args=FLAGS + ["-pthread"], extra_link_args=["-pthread"]),
         Extension("rmqlab._indexcore", sources=["rmqlab/_native/indexcore.c"], extra_compile_args=FLAGS),
     ]
 )

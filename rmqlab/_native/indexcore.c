@@ -249,7 +249,7 @@ static int walk_group(const walk_params *w, const int32_t *hashes, Py_ssize_t m,
             __builtin_prefetch(slot_at[j]);
     }
     for (Py_ssize_t j = 0; j < m; j++) {
-        found[j] = nread[j] = 0;
+        found[j] = nread[j] = cur[j] = 0;
         steps[j] = 0;
         if (!active[j])
             continue;
@@ -387,7 +387,53 @@ done:
     return result;
 }
 
+/* select_one(buffer, hash_slot_num, index_num, index_count, begin_timestamp, key_hash,
+ *            max_num, begin, end) -> list of int: one selectPhyOffset walk, for single look-ups
+ * where building arrays would cost more than the walk. */
+static PyObject *select_one(PyObject *self, PyObject *args) {
+    Py_buffer file;
+    Py_ssize_t hsn, index_num;
+    long long count, begin_ts, begin, end;
+    int max_num;
+    int32_t key_hash;
+    if (!PyArg_ParseTuple(args, "y*nnLLiiLL", &file, &hsn, &index_num, &count, &begin_ts, &key_hash,
+                          &max_num, &begin, &end))
+        return NULL;
+    PyObject *list = NULL;
+    vec64 out = {NULL, 0, 0}, tmp_off = {NULL, 0, 0}, tmp_key = {NULL, 0, 0};
+    if (check_geometry(file.len, hsn, index_num) < 0)
+        goto done;
+    {
+        walk_params w = {(const uint8_t *)file.buf + HEADER_SIZE, NULL, fastmod_of((uint32_t)hsn),
+                         index_num, count, begin_ts, begin, end, max_num};
+        w.entries = w.slots + (size_t)SLOT_SIZE * hsn;
+        int64_t start;
+        int32_t nread;
+        if (walk_group(&w, &key_hash, 1, &start, &nread, &out, &tmp_off, &tmp_key) < 0) {
+            PyErr_NoMemory();
+            goto done;
+        }
+    }
+    list = PyList_New((Py_ssize_t)out.len);
+    for (size_t i = 0; list && i < out.len; i++) {
+        PyObject *v = PyLong_FromLongLong(out.data[i]);
+        if (!v) {
+            Py_CLEAR(list);
+            break;
+        }
+        PyList_SET_ITEM(list, (Py_ssize_t)i, v);
+    }
+done:
+    free(out.data);
+    free(tmp_off.data);
+    free(tmp_key.data);
+    PyBuffer_Release(&file);
+    return list;
+}
+
 static PyMethodDef methods[] = {
+    {"select_one", select_one, METH_VARARGS,
+     "select_one(buffer, hash_slot_num, index_num, index_count, begin_ts, key_hash, max_num, begin, end) -> list"},
     {"put_entries", put_entries, METH_VARARGS,
      "put_entries(buffer, hash_slot_num, index_num, header6, hashes, phy, ts, every_put) -> header6"},
     {"select_many", select_many, METH_VARARGS,

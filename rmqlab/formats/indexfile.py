@@ -570,9 +570,12 @@ class IndexFile:
 
     # -- writing --------------------------------------------------------------------------
 
-    def _require_writable(self) -> None:
+    def _require_open(self) -> None:
         if self._closed:
             raise ValueError(f"{self.path}: index file is closed")
+
+    def _require_writable(self) -> None:
+        self._require_open()
         if not self.writable:
             raise ReadOnlyError("opened read-only; use IndexFile.create or open(..., writable=True)",
                                 path=self.path)
@@ -686,10 +689,13 @@ class IndexFile:
 
         Only hashes are compared: other keys with the same stored hash come back too.
         Cost: O(entries walked), at most the chain length; bounded even on corrupt files.
+        The walk runs in C (about 1-2 µs); :meth:`trace_query` walks the same way in Python.
         """
-        results: list[int] = []
-        self._walk(index_hash(key), max_num, begin, end, results, None)
-        return results
+        self._require_open()
+        return _indexcore.select_one(
+            self._mm, self.geometry.hash_slot_num, self.geometry.index_num, self._h["index_count"],
+            self._h["begin_timestamp"], index_hash(key), _clamp_max_num(max_num),
+            _check_long("begin", begin), _check_long("end", end))
 
     def trace_query(self, key: str, max_num: int = 64, begin: int = 0, end: int = LONG_MAX) -> QueryTrace:
         """Like :meth:`select_phy_offsets`, and record every entry read and why the walk stopped.
@@ -701,6 +707,7 @@ class IndexFile:
         >>> t.results, [s.entry for s in t.steps], t.stop
         ([20], [2, 1], 'older-than-begin')
         """
+        self._require_open()
         h = index_hash(key)
         t = QueryTrace(str(self.path), key, h, h % self.geometry.hash_slot_num, 0, max_num, begin, end)
         t.stop = self._walk(h, max_num, begin, end, t.results, t)
@@ -766,10 +773,11 @@ class IndexFile:
         if hashes is None:
             hashes = index_hash_many(keys)
         hashes = np.ascontiguousarray(hashes, dtype=np.int32)
+        self._require_open()
         starts, offsets, read = _indexcore.select_many(
             self._mm, self.geometry.hash_slot_num, self.geometry.index_num,
             self._h["index_count"], self._h["begin_timestamp"], hashes,
-            int(max(min(max_num, INT_MAX), -1)), int(begin), int(end))
+            _clamp_max_num(max_num), _check_long("begin", begin), _check_long("end", end))
         return BatchResult(np.frombuffer(starts, np.int64), np.frombuffer(offsets, np.int64),
                            np.frombuffer(read, np.int32))
 
@@ -849,6 +857,13 @@ class IndexFile:
             if nxt == current:
                 return
             current = nxt
+
+
+def _clamp_max_num(max_num: int) -> int:
+    """max_num as a Java int would compare: any value <= 0 returns nothing, and no list can
+    reach 2^31 entries, so larger values behave as INT_MAX."""
+    max_num = int(max_num)
+    return INT_MAX if max_num > INT_MAX else -1 if max_num < 0 else max_num
 
 
 def _as_longs(name: str, values: Any) -> np.ndarray:
