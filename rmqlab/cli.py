@@ -18,6 +18,7 @@ import argparse
 import datetime as _dt
 import json
 import logging
+import re
 import sys
 from pathlib import Path
 from typing import Any, Sequence
@@ -234,7 +235,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SystemExit as e:
         return int(e.code or 0)
     except RmqlabError as e:
-        print(f"rmqlab: error: {e}", file=sys.stderr)
+        # The library speaks in argument names; on the command line they are flags.
+        message = re.sub(r"\b(hash_slot_num|index_num)=(\d*)",
+                         lambda m: "--" + m[1].replace("_", "-") + (" " + m[2] if m[2] else ""), str(e))
+        print(f"rmqlab: error: {message}", file=sys.stderr)
         return 1
     except OSError as e:          # missing file, a folder given as FILE, permissions
         print(f"rmqlab: error: {e}", file=sys.stderr)

@@ -190,7 +190,7 @@ def test_errors_and_usage(tmp_path, capsys):
     code, out, err = run(capsys, "index", "info", c["path"], "--hash-slot-num", 63, "--index-num", 200)
     assert code == 1 and out == "" and "need 40 + 4*63" in err and "Traceback" not in err
     code, _, err = run(capsys, "index", "info", c["path"])          # non-default size, no geometry
-    assert code == 1 and "pass hash_slot_num" in err
+    assert code == 1 and "pass --hash-slot-num or --index-num" in err  # flags, not Python names
     code, _, err = run(capsys, "index", "info", tmp_path / "missing")
     assert code == 1 and "missing" in err
     # a corrupt header refuses a query (strict open) -> CorruptIndexError -> 1
