@@ -15,6 +15,7 @@ import pytest
 
 from rmqlab.cli import main
 from rmqlab.indexservice import IndexService
+from reference_model import java_hash as jhash
 
 REPO = Path(__file__).resolve().parent.parent
 GOLDEN = REPO / "tests" / "data" / "golden"
@@ -30,14 +31,6 @@ def case(name):
     c["path"] = GOLDEN / name / c["fileName"]
     c["geom"] = ["--hash-slot-num", str(c["hashSlotNum"]), "--index-num", str(c["indexNum"])]
     return c
-
-
-def jhash(s: str) -> int:
-    h = 0
-    b = s.encode("utf-16-le", "surrogatepass")
-    for i in range(0, len(b), 2):
-        h = (31 * h + int.from_bytes(b[i:i + 2], "little")) & 0xFFFFFFFF
-    return h - 2**32 if h >= 2**31 else h
 
 
 def run(capsys, *argv):

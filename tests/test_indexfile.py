@@ -30,6 +30,7 @@ from rmqlab import (
     read_header,
 )
 from rmqlab.formats.indexfile import time_diff_seconds
+from reference_model import java_hash as jhash, stored_hash
 
 LONG_MIN, LONG_MAX = -(2**63), 2**63 - 1
 INT_MIN, INT_MAX = -(2**31), 2**31 - 1
@@ -38,20 +39,6 @@ ENTRY_FMT = ">iqii"      # key_hash, phy_offset, time_diff, prev_index
 RULES = ("new-slot", "every-put")
 
 # --------------------------------------------------------------------------- reference model
-
-
-def jhash(s: str) -> int:
-    """java.lang.String.hashCode over UTF-16 code units, signed 32-bit (independent of rmqlab)."""
-    h = 0
-    data = s.encode("utf-16-be", "surrogatepass")
-    for i in range(0, len(data), 2):
-        h = (31 * h + ((data[i] << 8) | data[i + 1])) & 0xFFFFFFFF
-    return h - 2**32 if h >= 2**31 else h
-
-
-def stored_hash(key: str) -> int:
-    h = jhash(key)
-    return 0 if h == INT_MIN else abs(h)
 
 
 def wrap64(x: int) -> int:

@@ -23,6 +23,7 @@ from rmqlab import (
     read_header,
 )
 from rmqlab.errors import FormatError
+from reference_model import stored_hash
 
 LONG_MAX = 2**63 - 1
 GOLDEN = Path(__file__).parent / "data" / "golden"
@@ -41,19 +42,6 @@ def slot_off(i: int) -> int:
 
 def entry_off(n: int, field: str = "key_hash") -> int:
     return ENTRIES + 20 * n + {"key_hash": 0, "phy_offset": 4, "time_diff": 12, "prev_index": 16}[field]
-
-
-def jhash(s: str) -> int:
-    h = 0
-    data = s.encode("utf-16-be", "surrogatepass")
-    for i in range(0, len(data), 2):
-        h = (31 * h + ((data[i] << 8) | data[i + 1])) & 0xFFFFFFFF
-    return h - 2**32 if h >= 2**31 else h
-
-
-def stored_hash(s: str) -> int:
-    h = jhash(s)
-    return 0 if h == -(2**31) else abs(h)
 
 
 def raw_chain(data: bytes, slot: int) -> list[int]:

@@ -30,6 +30,8 @@ from rmqlab.indexservice import (
     index_file_name,
 )
 
+from reference_model import java_hash as jhash
+
 UTC = dt.timezone.utc
 LONG_MAX = 2**63 - 1
 T0 = 1_718_000_000_000
@@ -37,15 +39,6 @@ GOLDEN = Path(__file__).parent / "data" / "golden"
 
 
 # --------------------------------------------------------------------- independent model
-
-
-def jhash(s: str) -> int:
-    """Java String.hashCode over UTF-16 code units, signed 32-bit."""
-    h = 0
-    b = s.encode("utf-16-le", "surrogatepass")
-    for i in range(0, len(b), 2):
-        h = (31 * h + int.from_bytes(b[i:i + 2], "little")) & 0xFFFFFFFF
-    return h - 2**32 if h >= 2**31 else h
 
 
 def ihash(s: str) -> int:

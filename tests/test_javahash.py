@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import random
-import struct
 from pathlib import Path
 
 import numpy as np
@@ -26,6 +25,8 @@ from rmqlab.javahash import (
     java_hash_many,
 )
 
+from reference_model import java_hash as ref_hash, utf16_units
+
 GOLDEN = json.loads(
     (Path(__file__).parent / "data" / "golden" / "java_string_hashcode.json").read_text("utf-8")
 )["strings"]
@@ -34,18 +35,6 @@ GOLDEN_HASHES = [e["hashCode"] for e in GOLDEN]
 
 
 # ---- the reference model ---------------------------------------------------------------------
-
-def utf16_units(s: str) -> list[int]:
-    # surrogatepass: a lone surrogate is the single code unit Java would hold for it.
-    return [u for (u,) in struct.iter_unpack("<H", s.encode("utf-16-le", "surrogatepass"))]
-
-
-def ref_hash(s: str) -> int:
-    h = 0
-    for u in utf16_units(s):
-        h = (31 * h + u) & 0xFFFFFFFF
-    return h - (1 << 32) if h & 0x80000000 else h
-
 
 # ---- containers ------------------------------------------------------------------------------
 
