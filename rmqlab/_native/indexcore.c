@@ -209,15 +209,24 @@ typedef struct {
     size_t len, cap;
 } vec64;
 
-static int vec_push(vec64 *v, int64_t x) {
-    if (v->len == v->cap) {
-        size_t cap = v->cap ? v->cap * 2 : 1024;
+/* Room for at least `need` elements, growing by doubling. -1 when memory runs out. */
+static int vec_reserve(vec64 *v, size_t need) {
+    size_t cap = v->cap ? v->cap : 1024;
+    while (cap < need)
+        cap *= 2;
+    if (cap != v->cap) {
         int64_t *d = realloc(v->data, cap * sizeof(int64_t));
         if (!d)
             return -1;
         v->data = d;
         v->cap = cap;
     }
+    return 0;
+}
+
+static int vec_push(vec64 *v, int64_t x) {
+    if (v->len == v->cap && vec_reserve(v, v->len + 1) < 0)
+        return -1;
     v->data[v->len++] = x;
     return 0;
 }
@@ -310,14 +319,8 @@ static int walk_group(const walk_params *w, const int32_t *hashes, Py_ssize_t m,
         at[j + 1] = at[j] + found[j];
     }
     size_t need = (size_t)at[m];
-    while (out->cap < need) {
-        size_t cap = out->cap ? out->cap * 2 : 1024;
-        int64_t *d = realloc(out->data, cap * sizeof(int64_t));
-        if (!d)
-            return -1;
-        out->data = d;
-        out->cap = cap;
-    }
+    if (vec_reserve(out, need) < 0)
+        return -1;
     for (size_t r = 0; r < tmp_off->len; r++)
         out->data[at[tmp_key->data[r]]++] = tmp_off->data[r];
     out->len = need;
