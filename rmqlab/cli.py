@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as _dt
+import importlib
 import json
 import logging
 import re
@@ -178,6 +179,10 @@ def _query_dir(args, target: Path) -> int:
     return 0
 
 
+#: Other command groups, each a module with register(subparsers) (see rmqlab.commands).
+COMMAND_GROUPS: tuple[str, ...] = ()
+
+
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="rmqlab", description="RocketMQ message-store formats, byte for byte.")
     p.add_argument("-v", "--verbose", action="count", default=0, help="more log output on stderr")
@@ -211,6 +216,8 @@ def _parser() -> argparse.ArgumentParser:
                    help=f"folder queries: KEY is a message id (UNIQ_KEY); maxNum {DEFAULT_QUERY_MAX_NUM} as the broker")
     q.add_argument("--trace", action="store_true", help="show every file and entry read and why the walk stopped")
     geometry(q)
+    for module in COMMAND_GROUPS:
+        importlib.import_module(module).register(sub)
     return p
 
 
@@ -229,6 +236,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if getattr(args, "max_msgs_num_batch", 1) < 0:
         return _usage(parser, "--max-msgs-num-batch must be >= 0")
     try:
+        if hasattr(args, "run"):
+            return int(args.run(args) or 0)
         if args.index_command == "info":
             return _cmd_info(args)
         return _cmd_query(args, parser)
