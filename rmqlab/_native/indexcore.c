@@ -204,6 +204,48 @@ done:
     return result;
 }
 
+/* put_one(buffer, hash_slot_num, index_num, header6, key_hash, phy, ts, every_put) -> header6,
+ * or None when the file is full. One putKey; like the broker's IndexHeader setters it also
+ * writes the header fields into the buffer (after a put all six equal the in-memory values). */
+static PyObject *put_one(PyObject *self, PyObject *args) {
+    Py_buffer file;
+    Py_ssize_t hsn, index_num;
+    header_state h;
+    int32_t key_hash;
+    int64_t phy, ts;
+    int every_put;
+    if (!PyArg_ParseTuple(args, "w*nn(LLLLLL)iLLp", &file, &hsn, &index_num, &h.bts, &h.ets, &h.bphy,
+                          &h.ephy, &h.hsc, &h.count, &key_hash, &phy, &ts, &every_put))
+        return NULL;
+    PyObject *result = NULL;
+    if (check_geometry(file.len, hsn, index_num) < 0)
+        goto done;
+    if (key_hash < 0 || h.count < 0) {
+        PyErr_SetString(PyExc_ValueError, "index hash and index_count must be >= 0");
+        goto done;
+    }
+    if (h.count >= index_num) {
+        result = Py_None;
+        Py_INCREF(result);
+        goto done;
+    }
+    {
+        uint8_t *base = file.buf, *slots = base + HEADER_SIZE;
+        put_sequential(slots, slots + (size_t)SLOT_SIZE * hsn, fastmod_of((uint32_t)hsn), index_num, &h,
+                       &key_hash, &phy, &ts, 0, 1, every_put);
+        store_i64(base, h.bts);
+        store_i64(base + 8, h.ets);
+        store_i64(base + 16, h.bphy);
+        store_i64(base + 24, h.ephy);
+        store_i32(base + 32, (int32_t)h.hsc);
+        store_i32(base + 36, (int32_t)h.count);
+    }
+    result = Py_BuildValue("(LLLLLL)", h.bts, h.ets, h.bphy, h.ephy, h.hsc, h.count);
+done:
+    PyBuffer_Release(&file);
+    return result;
+}
+
 typedef struct {
     int64_t *data;
     size_t len, cap;
@@ -435,6 +477,8 @@ done:
 }
 
 static PyMethodDef methods[] = {
+    {"put_one", put_one, METH_VARARGS,
+     "put_one(buffer, hash_slot_num, index_num, header6, key_hash, phy, ts, every_put) -> header6 or None"},
     {"select_one", select_one, METH_VARARGS,
      "select_one(buffer, hash_slot_num, index_num, index_count, begin_ts, key_hash, max_num, begin, end) -> list"},
     {"put_entries", put_entries, METH_VARARGS,

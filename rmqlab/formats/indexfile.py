@@ -583,31 +583,25 @@ class IndexFile:
     def put_key(self, key: str, phy_offset: int, store_timestamp: int) -> bool:
         """IndexFile.putKey: index `key` (already ``topic#key``). False once the file is full.
 
-        Cost: O(1) (plus O(len(key)) to hash). For many keys use :meth:`put_keys`.
+        In order: refuse when index_count >= index_num; read the slot (a value outside
+        1..index_count counts as empty); write the entry at index_count with the time diff
+        against the current begin_timestamp; point the slot at it; on the first entry take its
+        begin values; count the slot (only if it was empty, unless the <= 4.7.0 rule); advance
+        index_count and the end values. Cost: O(1), about 1 µs (the put itself runs in C, the
+        same code as :meth:`put_keys`).
         """
         self._require_writable()
-        phy_offset = _check_long("phy_offset", phy_offset)
-        store_timestamp = _check_long("store_timestamp", store_timestamp)
-        h, g, mm = self._h, self.geometry, self._mm
-        count = h["index_count"]
-        if count >= g.index_num:
+        h = self._h
+        state = _indexcore.put_one(
+            self._mm, self.geometry.hash_slot_num, self.geometry.index_num,
+            (h["begin_timestamp"], h["end_timestamp"], h["begin_phy_offset"], h["end_phy_offset"],
+             h["hash_slot_count"], h["index_count"]),
+            index_hash(key), _check_long("phy_offset", phy_offset),
+            _check_long("store_timestamp", store_timestamp), self.slot_count_rule == EVERY_PUT)
+        if state is None:
             return False
-        key_hash = index_hash(key)
-        slot_pos = g.slot_offset(key_hash % g.hash_slot_num)
-        slot_value = _SLOT_I32.unpack_from(mm, slot_pos)[0]
-        if slot_value <= 0 or slot_value > count:
-            slot_value = 0
-        time_diff = time_diff_seconds(store_timestamp, h["begin_timestamp"])
-        ENTRY.pack_into(mm, g.entry_offset(count), key_hash, phy_offset, time_diff, slot_value)
-        _SLOT_I32.pack_into(mm, slot_pos, count)
-        if count <= 1:
-            self._set("begin_phy_offset", phy_offset)
-            self._set("begin_timestamp", store_timestamp)
-        if slot_value == 0 or self.slot_count_rule == EVERY_PUT:
-            self._set("hash_slot_count", h["hash_slot_count"] + 1)
-        self._set("index_count", count + 1)
-        self._set("end_phy_offset", phy_offset)
-        self._set("end_timestamp", store_timestamp)
+        (h["begin_timestamp"], h["end_timestamp"], h["begin_phy_offset"], h["end_phy_offset"],
+         h["hash_slot_count"], h["index_count"]) = state
         return True
 
     def put_keys(self, keys: Any, phy_offsets: Any, store_timestamps: Any, *,
