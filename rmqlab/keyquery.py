@@ -1,0 +1,215 @@
+"""Query messages by key in two modes, and explain how the broker's answer differs from the truth.
+
+**broker** mode is exactly what RocketMQ's ``IndexService.queryOffset`` returns: offsets whose
+*hash* matches, stored times compared in whole seconds, walks that stop early, and at most
+``max_num`` (64) offsets. **verified** mode reads every candidate message and keeps the real
+``topic`` + key matches whose millisecond store time lies in ``[begin, end]``. The comparison
+names every difference and why it happened:
+
+========================  =====================================================================
+``collision``             returned, but the message's topic#key only shares the hash
+``outside-time-range``    returned, real key, but its real store time is outside [begin, end]:
+                          the index keeps whole seconds after the file's begin timestamp
+``missed-time``           a real match the walk read but judged outside the range (the same
+                          second truncation, the other way round, or a follow-on file's seed)
+``missed-early-stop``     the walk in its file stopped before reaching it (an older-looking
+                          entry ended the chain walk, or max_num)
+``missed-file-skipped``   its file's [begin, end] header range does not touch the query range
+                          (out-of-order store times put the message outside its file's range)
+``missed-not-visited``    the walk over files stopped at a newer file (it began before `begin`,
+                          or max_num was reached)
+``missed-max-num``        max_num offsets were found before this one (collisions count too)
+========================  =====================================================================
+
+The module needs only an :class:`~rmqlab.indexservice.IndexService` and a function that reads
+messages at CommitLog offsets; :class:`rmqlab.store.Store` supplies one from the CommitLog.
+Cost: the broker walk, plus a full walk of the key's chain in every file (about the number of
+entries in its slots) and one CommitLog read per candidate.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+import pandas as pd
+
+from rmqlab.formats.indexfile import LONG_MAX
+from rmqlab.indexservice import DEFAULT_MAX_MSGS_NUM_BATCH, DirectoryQueryTrace, IndexService
+from rmqlab.javahash import index_key
+
+__all__ = ["KeyQuery", "query_key", "REASONS", "MODES"]
+
+MODES = ("broker", "verified")
+
+REASONS = {
+    "ok": "returned by the broker and a real match",
+    "collision": "returned by the broker, but the message's topic#key only shares the stored hash",
+    "outside-time-range": "returned by the broker, but the real store time (ms) is outside [begin, end]: "
+                          "the index keeps whole seconds after the file's begin timestamp",
+    "missed-time": "a real match in [begin, end] that the walk read but judged outside it: its stored "
+                   "time is whole seconds after the file's begin timestamp (or after a follow-on file's seed)",
+    "missed-early-stop": "a real match the walk never reached: the chain walk in its file stopped first",
+    "missed-file-skipped": "a real match in a file the broker did not search: the file's header time range "
+                           "does not touch [begin, end] (out-of-order store times)",
+    "missed-not-visited": "a real match in an older file the broker never reached: the walk over files "
+                          "stopped at a newer one",
+    "missed-max-num": "a real match left out because max_num offsets had already been found "
+                      "(hash collisions take room too)",
+}
+
+#: Reads messages at CommitLog offsets: returns a DataFrame with at least phy_offset, topic,
+#: keys (the KEYS property or None), uniq_key (or None) and store_timestamp (ms).
+MessageReader = Callable[[np.ndarray], pd.DataFrame]
+
+
+@dataclass
+class KeyQuery:
+    """The answer to one key query in both modes, and their comparison.
+
+    ``broker``: the messages RocketMQ returns, in its order. ``verified``: the real matches in
+    [begin, end], newest first. ``diff``: one row per message in either, with its ``reason``
+    (a key of :data:`REASONS`). ``trace``: the broker walk over files and entries.
+    """
+
+    topic: str
+    key: str
+    unique: bool
+    begin: int
+    end: int
+    max_num: int
+    broker: pd.DataFrame
+    verified: pd.DataFrame
+    diff: pd.DataFrame
+    trace: DirectoryQueryTrace
+    candidates: int          # distinct offsets whose stored hash matched, over all files
+
+    def frame(self, mode: str = "verified") -> pd.DataFrame:
+        if mode not in MODES:
+            raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+        return self.broker if mode == "broker" else self.verified
+
+    @property
+    def problems(self) -> pd.DataFrame:
+        """The rows of :attr:`diff` where the broker's answer is wrong or incomplete."""
+        return self.diff[self.diff["reason"] != "ok"]
+
+    def summary(self) -> dict[str, int]:
+        counts = self.diff["reason"].value_counts().to_dict()
+        return {"broker": len(self.broker), "verified": len(self.verified),
+                "candidates": self.candidates, **{k: int(counts.get(k, 0)) for k in REASONS}}
+
+    def explain(self) -> str:
+        lines = [str(self.trace), "",
+                 f"verified: {len(self.verified)} real matches of {self.topic}#{self.key} in "
+                 f"[{self.begin}, {self.end}] among {self.candidates} hash-matching entries"]
+        for row in self.problems.itertuples():
+            lines.append(f"  phy {row.phy_offset}: {row.reason}: {row.detail}")
+        if self.problems.empty:
+            lines.append("  the broker's answer is exactly right")
+        return "\n".join(lines)
+
+
+def _real_match(messages: pd.DataFrame, topic: str, key: str, unique: bool) -> np.ndarray:
+    if messages.empty:
+        return np.zeros(0, dtype=bool)
+    same_topic = (messages["topic"] == topic).to_numpy()
+    uniq = (messages["uniq_key"] == key).fillna(False).to_numpy(dtype=bool)
+    if unique:
+        return same_topic & uniq
+    # buildIndex indexes UNIQ_KEY and every KEYS token split on single spaces: the same set here
+    tokens = messages["keys"].map(lambda k: key in k.split(" ") if isinstance(k, str) else False)
+    return same_topic & (uniq | tokens.to_numpy(dtype=bool))
+
+
+def query_key(index: IndexService, read_messages: MessageReader, topic: str, key: str, *,
+              begin: int = 0, end: int = LONG_MAX, max_num: int = DEFAULT_MAX_MSGS_NUM_BATCH,
+              unique: bool = False) -> KeyQuery:
+    """Run the broker's query for ``topic#key`` and the verified one, and compare them.
+
+    `unique` queries a UNIQ_KEY (message id) the way the broker does: max_num 32, and a real
+    match is a message whose UNIQ_KEY equals `key`.
+
+    >>> import tempfile, pandas as pd
+    >>> from rmqlab.indexservice import IndexService
+    >>> msgs = pd.DataFrame({"phy_offset": [100, 200], "topic": ["T", "T"], "keys": ["Aa", "BB"],
+    ...                      "uniq_key": [None, None], "store_timestamp": [1718000000000, 1718000001000]})
+    >>> with IndexService(tempfile.mkdtemp(), 8, 16, read_only=False) as s:
+    ...     s.build_columns(msgs.assign(sys_flag=0))
+    ...     q = query_key(s, lambda offs: msgs[msgs.phy_offset.isin(offs)], "T", "Aa")
+    2
+    >>> q.broker.phy_offset.tolist(), q.verified.phy_offset.tolist(), q.summary()["collision"]
+    ([200, 100], [100], 1)
+    """
+    if unique:
+        max_num = min(max_num, 32)
+    trace = index.trace_query(topic, key, max_num, begin, end)
+    broker_offsets = list(trace.result.phy_offsets)
+    full_key = index_key(topic, key)
+
+    # Every entry of every file whose stored hash matches, wherever the broker stopped.
+    rows = []
+    for position, f in enumerate(index.files):
+        walk = f.trace_query(full_key, 2**31 - 1, 0, LONG_MAX)
+        rows += [(position, f.path.name, s.entry, s.phy_offset, s.time_read) for s in walk.steps if s.hash_match]
+    entries = pd.DataFrame(rows, columns=["position", "file", "entry", "phy_offset", "time_read"])
+    candidates = np.unique(np.concatenate([entries["phy_offset"].to_numpy(np.int64),
+                                           np.asarray(broker_offsets, dtype=np.int64)]))
+    messages = read_messages(candidates).drop_duplicates("phy_offset").set_index("phy_offset", drop=False)
+    messages.index.name = "at"   # looked up by offset; the phy_offset column stays for output
+    real = pd.Series(_real_match(messages, topic, key, unique), index=messages.index, dtype=bool)
+    in_range = messages["store_timestamp"].between(begin, end) if not messages.empty else real
+    truth = messages[real & in_range].sort_values(["store_timestamp", "phy_offset"], ascending=False)
+
+    broker = messages.reindex(broker_offsets).reset_index(drop=True)
+    broker.insert(0, "rank", np.arange(len(broker)))
+    verified = truth.reset_index(drop=True)
+    verified.insert(0, "broker_returned", verified["phy_offset"].isin(broker_offsets))
+
+    diff = _compare(trace, entries, messages, real, in_range, broker_offsets, truth, begin, end)
+    return KeyQuery(topic, key, unique, begin, end, trace.max_num, broker, verified, diff, trace,
+                    len(np.unique(entries["phy_offset"])) if len(entries) else 0)
+
+
+def _compare(trace: DirectoryQueryTrace, entries: pd.DataFrame, messages: pd.DataFrame,
+             real: pd.Series, in_range: pd.Series, broker_offsets: list[int], truth: pd.DataFrame,
+             begin: int, end: int) -> pd.DataFrame:
+    visits = {v.name: v for v in trace.files}
+    returned = set(broker_offsets)
+    out = []
+    for phy in broker_offsets:
+        if phy not in messages.index:
+            out.append((phy, "collision", "no message starts at this offset"))
+        elif not real[phy]:
+            m = messages.loc[phy]
+            out.append((phy, "collision", f"the message is {m['topic']}#{m['keys'] or m['uniq_key']}"))
+        elif not in_range[phy]:
+            out.append((phy, "outside-time-range",
+                        f"real store time {messages.loc[phy, 'store_timestamp']} is outside [{begin}, {end}]"))
+        else:
+            out.append((phy, "ok", ""))
+    for phy in truth["phy_offset"]:
+        if phy in returned:
+            continue
+        where = entries[entries["phy_offset"] == phy]
+        if where.empty:
+            out.append((phy, "missed-not-visited", "no index entry points at it"))
+            continue
+        e = where.iloc[0]
+        v = visits[e["file"]]
+        ts = int(messages.loc[phy, "store_timestamp"])
+        if v.action == "not-visited":
+            out.append((phy, "missed-not-visited", f"file {v.name} was never reached (the walk stopped: {trace.stop})"))
+        elif v.action == "not-time-matched":
+            out.append((phy, "missed-file-skipped",
+                        f"file {v.name} covers [{v.begin_timestamp}, {v.end_timestamp}], the message was stored at {ts}"))
+        else:
+            step = next((s for s in v.trace.steps if s.entry == e["entry"]), None)
+            if step is None:
+                reason = "missed-max-num" if v.trace.stop == "max-num" else "missed-early-stop"
+                out.append((phy, reason, f"the walk in {v.name} stopped first ({v.trace.stop})"))
+            elif not step.time_match:
+                out.append((phy, "missed-time", f"the index says {step.time_read}, the message was stored at {ts}"))
+            else:  # read and matched, yet not returned: only the room (max_num) can explain it
+                out.append((phy, "missed-max-num", f"max_num {trace.max_num} reached"))
+    return pd.DataFrame(out, columns=["phy_offset", "reason", "detail"])

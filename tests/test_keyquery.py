@@ -1,0 +1,121 @@
+"""Key queries in broker and verified mode: each kind of broker error shown on purpose-built
+stores, and verified mode checked against a brute-force scan of every message."""
+import datetime as dt
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+from rmqlab.indexservice import IndexService
+from rmqlab.keyquery import REASONS, query_key
+
+B = 1718000000000
+UTC = dt.timezone.utc
+
+
+def store(tmp_path, rows, hash_slot_num=4, index_num=64):
+    """rows: (topic, keys, store_timestamp[, uniq_key]); offsets 100, 200, ... in row order."""
+    msgs = pd.DataFrame({
+        "phy_offset": [100 * (i + 1) for i in range(len(rows))],
+        "topic": [r[0] for r in rows], "keys": [r[1] for r in rows],
+        "store_timestamp": [r[2] for r in rows],
+        "uniq_key": [r[3] if len(r) > 3 else None for r in rows], "sys_flag": 0})
+    s = IndexService(tmp_path, hash_slot_num, index_num, read_only=False, tz=UTC, name_by_store_time=True)
+    s.build_columns(msgs)
+    return s, (lambda offs: msgs[msgs["phy_offset"].isin(offs)])
+
+
+def reasons(q):
+    return dict(zip(q.diff["phy_offset"], q.diff["reason"]))
+
+
+def test_hash_collision_returned_by_broker_dropped_by_verified(tmp_path):
+    s, read = store(tmp_path, [("T", "ORDER_Aa1", B), ("T", "ORDER_BB1", B + 10), ("T", "other", B + 20)])
+    q = query_key(s, read, "T", "ORDER_Aa1")
+    assert sorted(q.broker["phy_offset"]) == [100, 200]            # both share the hash
+    assert q.verified["phy_offset"].tolist() == [100]
+    assert reasons(q) == {100: "ok", 200: "collision"}
+
+
+def test_second_truncation_both_ways(tmp_path):
+    # stored as whole seconds after B: the message at B+1700 is indexed as B+1000
+    s, read = store(tmp_path, [("T", "k", B), ("T", "k", B + 1700)])
+    missed = query_key(s, read, "T", "k", begin=B + 1500, end=B + 2000)
+    assert missed.broker.empty and missed.verified["phy_offset"].tolist() == [200]
+    assert reasons(missed) == {200: "missed-time"}
+    wrong = query_key(s, read, "T", "k", begin=B + 500, end=B + 1200)
+    assert wrong.broker["phy_offset"].tolist() == [200] and wrong.verified.empty
+    assert reasons(wrong) == {200: "outside-time-range"}
+
+
+def test_early_stop_on_out_of_order_store_times(tmp_path):
+    # the broker clock steps back: an entry of another key looks older than `begin` and ends the
+    # walk (time diffs are relative to the first entry, B, so the step back is visible)
+    s, read = store(tmp_path, [("T", "y", B), ("T", "k", B + 10_000), ("T", "x", B + 2_000),
+                               ("T", "k", B + 12_000)], hash_slot_num=1)
+    q = query_key(s, read, "T", "k", begin=B + 5_000, end=B + 20_000)
+    assert q.broker["phy_offset"].tolist() == [400]
+    assert q.verified["phy_offset"].tolist() == [400, 200]
+    assert reasons(q) == {400: "ok", 200: "missed-early-stop"}
+
+
+def test_max_num_cut(tmp_path):
+    rows = [("T", "hot", B + i) for i in range(70)] + [("T", "ORDER_BB1", B + 100)]
+    s, read = store(tmp_path, rows, index_num=128)
+    q = query_key(s, read, "T", "hot")
+    assert len(q.broker) == 64 and len(q.verified) == 70
+    assert q.summary()["missed-max-num"] == 6 and q.summary()["ok"] == 64
+
+
+def test_unique_key_query_caps_at_32_and_matches_uniq_only(tmp_path):
+    rows = [("T", "U1", B + i, "U1" if i % 2 else None) for i in range(80)]
+    s, read = store(tmp_path, rows, index_num=256)
+    q = query_key(s, read, "T", "U1", unique=True)
+    assert q.max_num == 32 and len(q.broker) == 32
+    assert len(q.verified) == 40 and q.verified["uniq_key"].eq("U1").all()
+
+
+def test_follow_on_seed_and_skipped_file(tmp_path):
+    # files of 2 keys. File 2 starts with c@B+50s (seeded with file 1's end, B+1s: its stored diff
+    # is 49 s, read back against its own begin as B+99s) and then k@B+5s: its header range is
+    # [B+50s, B+5s], which a query ending exactly at B+5s does not touch (isTimeMatched is false)
+    rows = [("T", "a", B), ("T", "b", B + 1000), ("T", "c", B + 50_000), ("T", "k", B + 5_000),
+            ("T", "d", B + 60_000)]
+    s, read = store(tmp_path, rows, index_num=3)
+    skipped = query_key(s, read, "T", "k", begin=B + 4_900, end=B + 5_000)
+    assert skipped.broker.empty and skipped.verified["phy_offset"].tolist() == [400]
+    assert reasons(skipped) == {400: "missed-file-skipped"}
+    seed = query_key(s, read, "T", "c", begin=B + 49_000, end=B + 51_000)
+    assert seed.broker.empty and reasons(seed) == {300: "missed-time"}
+    assert "99000" in seed.diff["detail"].iloc[0] or str(B + 99_000) in seed.diff["detail"].iloc[0]
+
+
+TOKENS = ["Aa", "BB", "AaAa", "BBBB", "AaBB", "k", "x"]   # the first five all share String.hashCode
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(seed=st.integers(0, 2**32 - 1), n=st.integers(1, 90), index_num=st.integers(3, 40),
+       step_back=st.booleans(), data=st.data())
+def test_verified_equals_brute_force_and_diff_is_complete(tmp_path_factory, seed, n, index_num, step_back, data):
+    rng = np.random.default_rng(seed)
+    ts = B + np.cumsum(rng.integers(0 if not step_back else -3000, 1500, n))
+    rows = [(str(rng.choice(["T", "U"])), " ".join(rng.choice(TOKENS, rng.integers(1, 3))), int(t)) for t in ts]
+    s, read = store(tmp_path_factory.mktemp("q"), rows, hash_slot_num=3, index_num=index_num)
+    topic, key = data.draw(st.sampled_from(["T", "U"])), data.draw(st.sampled_from(TOKENS))
+    lo = int(data.draw(st.integers(int(ts.min()) - 2000, int(ts.max()) + 2000)))
+    hi = int(data.draw(st.integers(lo, int(ts.max()) + 3000)))
+    max_num = data.draw(st.integers(0, 70))
+    q = query_key(s, read, topic, key, begin=lo, end=hi, max_num=max_num)
+    brute = sorted(100 * (i + 1) for i, r in enumerate(rows)
+                   if r[0] == topic and key in r[1].split(" ") and lo <= r[2] <= hi)
+    assert sorted(q.verified["phy_offset"]) == brute
+    # every broker offset is classified as returned; every missed truth as missed
+    d = reasons(q)
+    assert [d[p] for p in q.broker["phy_offset"]] == [
+        "ok" if p in brute else d[p] for p in q.broker["phy_offset"]]
+    assert all(not d[p].startswith("missed") for p in q.broker["phy_offset"])
+    assert {p for p, r in d.items() if r.startswith("missed")} == set(brute) - set(q.broker["phy_offset"])
+    # the broker's own answer is the service's queryOffset
+    assert q.broker["phy_offset"].tolist() == s.query_offset(topic, key, max_num, lo, hi).phy_offsets
+    s.close()
