@@ -1,8 +1,9 @@
 """Only the C accelerators are declared here; everything else lives in pyproject.toml.
 
-Two small extension modules, no NumPy C API (they exchange data through the buffer protocol):
+Three small extension modules, no NumPy C API (they exchange data through the buffer protocol):
   rmqlab._jhash      Java String.hashCode over Python str, NumPy and Arrow string arrays
   rmqlab._indexcore  the IndexFile put and select loops over a memory-mapped file
+  rmqlab._records    the CommitLog record walk, CRC32 of many spans, span copies, property scan
 """
 from setuptools import Extension, setup
 
@@ -13,5 +14,6 @@ setup(
         Extension("rmqlab._jhash", sources=["rmqlab/_native/jhash.c"],
                   extra_compile_args=FLAGS + ["-pthread"], extra_link_args=["-pthread"]),
         Extension("rmqlab._indexcore", sources=["rmqlab/_native/indexcore.c"], extra_compile_args=FLAGS),
+        Extension("rmqlab._records", sources=["rmqlab/_native/records.c"], extra_compile_args=FLAGS),
     ]
 )

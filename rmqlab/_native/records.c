@@ -1,0 +1,393 @@
+/*
+ * rmqlab._records: the loops of the CommitLog reader and encoder that NumPy cannot express.
+ *
+ *   walk          follow the TOTALSIZE chain of one CommitLog file (each record's position
+ *                 depends on the previous record's size: a sequential loop)
+ *   crc32_spans   CRC32 (zlib's polynomial, as java.util.zip.CRC32) of many byte ranges
+ *   copy_spans    copy many byte ranges from one buffer to another (gather and scatter of the
+ *                 variable-length parts: bodies, topics, properties)
+ *   find_props    check property blocks (`name\x01value\x02`...) and locate chosen properties
+ *
+ * Semantics mirror CommitLog.checkMessageAndReturnSize and MessageDecoder.string2messageProperties
+ * (RocketMQ store/common modules); rmqlab/formats/commitlog.py holds the readable pure-Python
+ * model of each step (the iterator reader), and the tests compare the two on random logs.
+ * Everything is exchanged through the buffer protocol; no NumPy C API. The GIL is released in
+ * the loops, so several files can be scanned from threads.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAGIC_V1 ((int32_t)0xDAA320A7)
+#define MAGIC_V2 ((int32_t)0xDAA320AB)
+#define MAGIC_BLANK ((int32_t)0xCBD43194)
+/* The smallest possible message: v1, IPv4 hosts, empty body, topic and properties. */
+#define MIN_MESSAGE_SIZE 91
+
+static inline int32_t load_i32(const uint8_t *p) {
+    uint32_t v;
+    memcpy(&v, p, 4);
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+    return (int32_t)v;
+#else
+    return (int32_t)__builtin_bswap32(v);
+#endif
+}
+
+/* ------------------------------------------------------------------------------ walk */
+
+/* Why a walk stopped; the Python side names them (commitlog._WALK_STOPS). */
+enum {
+    STOP_END = 0,        /* reached the end exactly on a record boundary */
+    STOP_BLANK = 1,      /* end-of-file blank record whose TOTALSIZE is the bytes left */
+    STOP_BLANK_SIZE = 2, /* blank record whose TOTALSIZE is not the bytes left */
+    STOP_SHORT = 3,      /* fewer than 8 bytes left: TOTALSIZE + MAGICCODE cannot be read */
+    STOP_MAGIC = 4,      /* MAGICCODE is none of v1, v2, blank */
+    STOP_PAST_END = 5,   /* TOTALSIZE runs past the end of the file */
+    STOP_TOO_SMALL = 6,  /* TOTALSIZE below the smallest possible message (91) */
+    STOP_LIMIT = 7,      /* max_records reached */
+};
+
+/* walk(buffer, start, end, max_records) -> (positions: bytes of native int64, stop_pos, stop_code)
+ * Follows TOTALSIZE from `start` and lists the position of every v1/v2 message record. */
+static PyObject *walk(PyObject *self, PyObject *args) {
+    Py_buffer b;
+    Py_ssize_t start, end, max_records;
+    if (!PyArg_ParseTuple(args, "y*nnn", &b, &start, &end, &max_records))
+        return NULL;
+    if (start < 0 || end > b.len || start > end) {
+        PyBuffer_Release(&b);
+        PyErr_Format(PyExc_ValueError, "walk range [%zd, %zd) outside a buffer of %zd bytes", start, end, b.len);
+        return NULL;
+    }
+    const uint8_t *buf = b.buf;
+    size_t cap = 1024, n = 0;
+    int64_t *pos = malloc(cap * sizeof(int64_t));
+    if (pos == NULL) {
+        PyBuffer_Release(&b);
+        return PyErr_NoMemory();
+    }
+    Py_ssize_t p = start;
+    int code = STOP_END;
+    int oom = 0;
+    Py_BEGIN_ALLOW_THREADS
+    for (;;) {
+        Py_ssize_t left = end - p;
+        if (left == 0) {
+            code = STOP_END;
+            break;
+        }
+        if (max_records >= 0 && (Py_ssize_t)n >= max_records) {
+            code = STOP_LIMIT;
+            break;
+        }
+        if (left < 8) {
+            code = STOP_SHORT;
+            break;
+        }
+        int32_t size = load_i32(buf + p);
+        int32_t magic = load_i32(buf + p + 4);
+        if (magic == MAGIC_BLANK) {
+            code = (Py_ssize_t)size == left ? STOP_BLANK : STOP_BLANK_SIZE;
+            break;
+        }
+        if (magic != MAGIC_V1 && magic != MAGIC_V2) {
+            code = STOP_MAGIC;
+            break;
+        }
+        if ((Py_ssize_t)size > left) {
+            code = STOP_PAST_END;
+            break;
+        }
+        if (size < MIN_MESSAGE_SIZE) {
+            code = STOP_TOO_SMALL;
+            break;
+        }
+        if (n == cap) {
+            int64_t *grown = realloc(pos, 2 * cap * sizeof(int64_t));
+            if (grown == NULL) {
+                oom = 1;
+                break;
+            }
+            pos = grown;
+            cap *= 2;
+        }
+        pos[n++] = p;
+        p += size;
+    }
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&b);
+    if (oom) {
+        free(pos);
+        return PyErr_NoMemory();
+    }
+    PyObject *positions = PyBytes_FromStringAndSize((const char *)pos, (Py_ssize_t)(n * sizeof(int64_t)));
+    free(pos);
+    if (positions == NULL)
+        return NULL;
+    return Py_BuildValue("(Nni)", positions, p, code);
+}
+
+/* ------------------------------------------------------------------------------ CRC32 */
+
+/* CRC-32/ISO-HDLC (reflected polynomial 0xEDB88320), the CRC of zlib and java.util.zip.CRC32,
+ * eight bytes a step ("slicing-by-8"). */
+static uint32_t crc_table[8][256];
+
+static void crc_init(void) {
+    for (uint32_t i = 0; i < 256; i++) {
+        uint32_t c = i;
+        for (int k = 0; k < 8; k++)
+            c = c & 1 ? (c >> 1) ^ 0xEDB88320u : c >> 1;
+        crc_table[0][i] = c;
+    }
+    for (uint32_t i = 0; i < 256; i++)
+        for (int t = 1; t < 8; t++)
+            crc_table[t][i] = (crc_table[t - 1][i] >> 8) ^ crc_table[0][crc_table[t - 1][i] & 0xFF];
+}
+
+static uint32_t crc32_of(const uint8_t *p, size_t len) {
+    uint32_t c = 0xFFFFFFFFu;
+#if !(defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__)
+    while (len >= 8) {
+        uint32_t lo, hi;
+        memcpy(&lo, p, 4);
+        memcpy(&hi, p + 4, 4);
+        lo ^= c;
+        c = crc_table[7][lo & 0xFF] ^ crc_table[6][(lo >> 8) & 0xFF] ^ crc_table[5][(lo >> 16) & 0xFF] ^
+            crc_table[4][lo >> 24] ^ crc_table[3][hi & 0xFF] ^ crc_table[2][(hi >> 8) & 0xFF] ^
+            crc_table[1][(hi >> 16) & 0xFF] ^ crc_table[0][hi >> 24];
+        p += 8;
+        len -= 8;
+    }
+#endif
+    while (len--)
+        c = (c >> 8) ^ crc_table[0][(c ^ *p++) & 0xFF];
+    return c ^ 0xFFFFFFFFu;
+}
+
+/* Spans are (int64 start, int64 length) arrays; check them against a buffer of `len` bytes. */
+static int check_spans(const char *what, const int64_t *st, const int64_t *ln, Py_ssize_t n, Py_ssize_t len) {
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (st[i] < 0 || ln[i] < 0 || st[i] > (int64_t)len || ln[i] > (int64_t)len - st[i]) {
+            PyErr_Format(PyExc_ValueError, "%s span %zd [%lld, +%lld) outside a buffer of %zd bytes", what, i,
+                         (long long)st[i], (long long)ln[i], len);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static int spans_arg(Py_buffer *s, Py_buffer *l, Py_ssize_t *n) {
+    if (s->len % 8 || l->len != s->len) {
+        PyErr_SetString(PyExc_ValueError, "starts and lengths must be int64 arrays of one length");
+        return -1;
+    }
+    *n = s->len / 8;
+    return 0;
+}
+
+/* crc32_spans(buffer, starts int64[n], lengths int64[n], out uint32[n]) */
+static PyObject *crc32_spans(PyObject *self, PyObject *args) {
+    Py_buffer b, s, l, o;
+    if (!PyArg_ParseTuple(args, "y*y*y*w*", &b, &s, &l, &o))
+        return NULL;
+    PyObject *result = NULL;
+    Py_ssize_t n;
+    if (spans_arg(&s, &l, &n) < 0)
+        goto done;
+    if (o.len != 4 * n) {
+        PyErr_SetString(PyExc_ValueError, "out must be a uint32 array of one entry a span");
+        goto done;
+    }
+    if (check_spans("crc", s.buf, l.buf, n, b.len) < 0)
+        goto done;
+    {
+        const uint8_t *buf = b.buf;
+        const int64_t *st = s.buf, *ln = l.buf;
+        uint32_t *out = o.buf;
+        Py_BEGIN_ALLOW_THREADS
+        for (Py_ssize_t i = 0; i < n; i++)
+            out[i] = crc32_of(buf + st[i], (size_t)ln[i]);
+        Py_END_ALLOW_THREADS
+    }
+    result = Py_NewRef(Py_None);
+done:
+    PyBuffer_Release(&b);
+    PyBuffer_Release(&s);
+    PyBuffer_Release(&l);
+    PyBuffer_Release(&o);
+    return result;
+}
+
+/* copy_spans(dst, dst_starts int64[n], src, src_starts int64[n], lengths int64[n]) */
+static PyObject *copy_spans(PyObject *self, PyObject *args) {
+    Py_buffer d, ds, s, ss, l;
+    if (!PyArg_ParseTuple(args, "w*y*y*y*y*", &d, &ds, &s, &ss, &l))
+        return NULL;
+    PyObject *result = NULL;
+    Py_ssize_t n, n2;
+    if (spans_arg(&ds, &l, &n) < 0 || spans_arg(&ss, &l, &n2) < 0)
+        goto done;
+    if (check_spans("destination", ds.buf, l.buf, n, d.len) < 0 ||
+        check_spans("source", ss.buf, l.buf, n, s.len) < 0)
+        goto done;
+    {
+        uint8_t *dst = d.buf;
+        const uint8_t *src = s.buf;
+        const int64_t *dst_st = ds.buf, *src_st = ss.buf, *ln = l.buf;
+        Py_BEGIN_ALLOW_THREADS
+        for (Py_ssize_t i = 0; i < n; i++)
+            memcpy(dst + dst_st[i], src + src_st[i], (size_t)ln[i]);
+        Py_END_ALLOW_THREADS
+    }
+    result = Py_NewRef(Py_None);
+done:
+    PyBuffer_Release(&d);
+    PyBuffer_Release(&ds);
+    PyBuffer_Release(&s);
+    PyBuffer_Release(&ss);
+    PyBuffer_Release(&l);
+    return result;
+}
+
+/* ------------------------------------------------------------------------- properties */
+
+/* Why a property block does not parse; the Python side names them (commitlog._PROP_PROBLEMS). */
+enum {
+    PROP_OK = 0,
+    PROP_EMPTY_PAIR = 1,    /* two separators in a row (or a block starting with \x02) */
+    PROP_NO_SEPARATOR = 2,  /* a pair without \x01 */
+    PROP_EMPTY_NAME = 3,    /* a pair starting with \x01 */
+    PROP_UNTERMINATED = 4,  /* the block does not end with \x02 */
+};
+
+#define MAX_NAMES 16
+
+/* find_props(buffer, starts int64[n], lengths int64[n], names tuple[bytes], value_starts
+ *            int64[n*k] (out), value_lengths int64[n*k] (out)) -> (row, offset, problem) or None
+ *
+ * Splits every block on \x02 and each pair on its first \x01, as
+ * MessageDecoder.string2messageProperties does; for each wanted name stores where its value
+ * starts and how long it is (-1 when absent). A later pair of the same name replaces an earlier
+ * one (a HashMap put), and a pair with an empty value is skipped, as in Java. Unlike Java, which
+ * silently skips malformed pairs, a block with a malformed pair or without the final \x02 that
+ * every encoder writes stops the scan: the first such row is returned with the offset of the
+ * bad pair inside the block and a problem code. Rows after it are left unfilled. */
+static PyObject *find_props(PyObject *self, PyObject *args) {
+    Py_buffer b, s, l, vs, vl;
+    PyObject *names;
+    if (!PyArg_ParseTuple(args, "y*y*y*O!w*w*", &b, &s, &l, &PyTuple_Type, &names, &vs, &vl))
+        return NULL;
+    PyObject *result = NULL;
+    Py_ssize_t n, k = PyTuple_GET_SIZE(names);
+    const char *name_ptr[MAX_NAMES];
+    Py_ssize_t name_len[MAX_NAMES];
+    if (spans_arg(&s, &l, &n) < 0)
+        goto done;
+    if (k > MAX_NAMES) {
+        PyErr_Format(PyExc_ValueError, "at most %d names", MAX_NAMES);
+        goto done;
+    }
+    for (Py_ssize_t j = 0; j < k; j++) {
+        PyObject *nm = PyTuple_GET_ITEM(names, j);
+        if (!PyBytes_Check(nm) || PyBytes_GET_SIZE(nm) == 0) {
+            PyErr_SetString(PyExc_TypeError, "names must be non-empty bytes");
+            goto done;
+        }
+        name_ptr[j] = PyBytes_AS_STRING(nm);
+        name_len[j] = PyBytes_GET_SIZE(nm);
+    }
+    if (vs.len != 8 * n * k || vl.len != 8 * n * k) {
+        PyErr_SetString(PyExc_ValueError, "value_starts and value_lengths must be int64[n * len(names)]");
+        goto done;
+    }
+    if (check_spans("property block", s.buf, l.buf, n, b.len) < 0)
+        goto done;
+    {
+        const uint8_t *buf = b.buf;
+        const int64_t *st = s.buf, *ln = l.buf;
+        int64_t *out_s = vs.buf, *out_l = vl.buf;
+        Py_ssize_t bad_row = -1;
+        int64_t bad_at = 0;
+        int problem = PROP_OK;
+        Py_BEGIN_ALLOW_THREADS
+        for (Py_ssize_t i = 0; i < n && bad_row < 0; i++) {
+            for (Py_ssize_t j = 0; j < k; j++) {
+                out_s[i * k + j] = -1;
+                out_l[i * k + j] = -1;
+            }
+            const uint8_t *blk = buf + st[i];
+            int64_t len = ln[i], at = 0;
+            while (at < len) {
+                const uint8_t *sep = memchr(blk + at, 2, (size_t)(len - at));
+                int64_t e = sep ? (int64_t)(sep - blk) : len;
+                if (e == at) {
+                    problem = PROP_EMPTY_PAIR;
+                    break;
+                }
+                const uint8_t *kv = memchr(blk + at, 1, (size_t)(e - at));
+                if (kv == NULL) {
+                    problem = PROP_NO_SEPARATOR;
+                    break;
+                }
+                int64_t kvi = (int64_t)(kv - blk);
+                if (kvi == at) {
+                    problem = PROP_EMPTY_NAME;
+                    break;
+                }
+                if (sep == NULL) {
+                    problem = PROP_UNTERMINATED;
+                    break;
+                }
+                if (e > kvi + 1) { /* Java skips a pair whose value is empty */
+                    for (Py_ssize_t j = 0; j < k; j++) {
+                        if (name_len[j] == kvi - at && memcmp(blk + at, name_ptr[j], (size_t)name_len[j]) == 0) {
+                            out_s[i * k + j] = st[i] + kvi + 1;
+                            out_l[i * k + j] = e - kvi - 1;
+                        }
+                    }
+                }
+                at = e + 1;
+            }
+            if (problem != PROP_OK) {
+                bad_row = i;
+                bad_at = at;
+            }
+        }
+        Py_END_ALLOW_THREADS
+        if (bad_row >= 0)
+            result = Py_BuildValue("(nLi)", bad_row, (long long)bad_at, problem);
+        else
+            result = Py_NewRef(Py_None);
+    }
+done:
+    PyBuffer_Release(&b);
+    PyBuffer_Release(&s);
+    PyBuffer_Release(&l);
+    PyBuffer_Release(&vs);
+    PyBuffer_Release(&vl);
+    return result;
+}
+
+static PyMethodDef methods[] = {
+    {"walk", walk, METH_VARARGS,
+     "walk(buffer, start, end, max_records) -> (positions int64 bytes, stop_pos, stop_code)"},
+    {"crc32_spans", crc32_spans, METH_VARARGS, "crc32_spans(buffer, starts, lengths, out_uint32) -> None"},
+    {"copy_spans", copy_spans, METH_VARARGS,
+     "copy_spans(dst, dst_starts, src, src_starts, lengths) -> None"},
+    {"find_props", find_props, METH_VARARGS,
+     "find_props(buffer, starts, lengths, names, value_starts_out, value_lengths_out) -> None or (row, offset, problem)"},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_records",
+                                    "CommitLog record walk, CRC32, span copies and property scan in C.", -1,
+                                    methods};
+
+PyMODINIT_FUNC PyInit__records(void) {
+    crc_init();
+    return PyModule_Create(&module);
+}
