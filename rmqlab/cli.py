@@ -180,7 +180,7 @@ def _query_dir(args, target: Path) -> int:
 
 
 #: Other command groups, each a module with register(subparsers) (see rmqlab.commands).
-COMMAND_GROUPS: tuple[str, ...] = ()
+COMMAND_GROUPS: tuple[str, ...] = ("rmqlab.commands.commitlog", "rmqlab.commands.store")
 
 
 def _parser() -> argparse.ArgumentParser:

@@ -4,11 +4,10 @@ import datetime as dt
 
 import numpy as np
 import pandas as pd
-import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from rmqlab.indexservice import IndexService
-from rmqlab.keyquery import REASONS, query_key
+from rmqlab.keyquery import query_key
 
 B = 1718000000000
 UTC = dt.timezone.utc

@@ -1,0 +1,126 @@
+"""`rmqlab store info|dispatch|query|generate`: a whole store directory."""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import sys
+
+from rmqlab.formats.indexfile import DEFAULT_HASH_SLOT_NUM, DEFAULT_INDEX_NUM, LONG_MAX
+from rmqlab.store import Store, generate_store
+
+RESULT_COLUMNS = ["phy_offset", "store_timestamp", "topic", "keys", "uniq_key", "tags", "queue_id", "queue_offset"]
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    store = sub.add_parser("store", help="a store directory: commitlog/, consumequeue/, index/, checkpoint")
+    ssub = store.add_subparsers(dest="store_command", required=True)
+
+    def common(p: argparse.ArgumentParser) -> None:
+        p.add_argument("dir", metavar="DIR")
+        p.add_argument("--hash-slot-num", type=int, default=DEFAULT_HASH_SLOT_NUM, metavar="N",
+                       help="maxHashSlotNum of the index files (default 5000000)")
+        p.add_argument("--index-num", type=int, default=DEFAULT_INDEX_NUM, metavar="N",
+                       help="maxIndexNum of the index files (default 20000000)")
+        p.add_argument("--commitlog-file-size", type=int, default=1 << 30, metavar="BYTES",
+                       help="mappedFileSizeCommitLog (default 1 GiB)")
+        p.add_argument("--json", action="store_true", help="JSON to stdout (one object per line for results)")
+
+    p = ssub.add_parser("info", help="what the store holds: messages, files, queues, index, checkpoint")
+    common(p)
+    p.set_defaults(run=_info)
+    p = ssub.add_parser("dispatch", help="build ConsumeQueue and index files from the CommitLog (incremental)")
+    common(p)
+    p.set_defaults(run=_dispatch)
+    p = ssub.add_parser("query", help="messages by key (broker or verified mode)")
+    common(p)
+    p.add_argument("--topic", required=True)
+    p.add_argument("--key", required=True)
+    p.add_argument("--begin", type=int, default=0, metavar="MS")
+    p.add_argument("--end", type=int, default=LONG_MAX, metavar="MS")
+    p.add_argument("--max", type=int, default=64, metavar="N", help="maxNum (capped at 64, as the broker)")
+    p.add_argument("--mode", choices=["broker", "verified"], default="broker")
+    p.add_argument("--unique-key", action="store_true", help="KEY is a UNIQ_KEY message id (maxNum 32)")
+    p.add_argument("--explain", action="store_true", help="files and entries read, and what broker mode got wrong")
+    p.set_defaults(run=_query)
+    p = ssub.add_parser("generate", help="write a synthetic store (deterministic by seed), then dispatch it")
+    common(p)
+    p.add_argument("--messages", type=int, default=100_000)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--topics", default="TopicTest", help="comma-separated topic names")
+    p.add_argument("--rate", type=float, default=1000.0, help="mean messages per second")
+    p.add_argument("--pattern", choices=["steady", "daily", "bursty"], default="steady")
+    p.add_argument("--collision-pairs", type=int, default=0, help="pairs of keys with equal String.hashCode")
+    p.add_argument("--transaction-fraction", type=float, default=0.0)
+    p.add_argument("--delay-fraction", type=float, default=0.0)
+    p.set_defaults(run=_generate)
+
+
+def _store(args) -> Store:
+    return Store(args.dir, hash_slot_num=args.hash_slot_num, index_num=args.index_num,
+                 commitlog_file_size=args.commitlog_file_size)
+
+
+def _emit(args, obj, text: str) -> None:
+    print(json.dumps(obj, default=str) if args.json else text)
+
+
+def _info(args) -> int:
+    info = _store(args).info()
+    _emit(args, info, "\n".join(f"{k:<22}{v}" for k, v in info.items()))
+    return 0
+
+
+def _dispatch(args) -> int:
+    r = _store(args).dispatch()
+    d = r.as_dict()
+    _emit(args, d, f"dispatched {r.messages} messages from offset {r.from_offset} to {r.to_offset}: "
+                   f"{r.consume_queue_units} ConsumeQueue units in {r.queues} queues, {r.index_keys} index keys "
+                   f"({r.index_files} index files) in {r.seconds:.2f} s")
+    return 0
+
+
+def _query(args) -> int:
+    s = _store(args)
+    q = s.explain_key(args.topic, args.key, begin=args.begin, end=args.end, max_num=args.max, unique=args.unique_key)
+    frame = q.frame(args.mode)
+    cols = [c for c in RESULT_COLUMNS + (["broker_returned"] if args.mode == "verified" else []) if c in frame]
+    if args.json:
+        for rec in frame[cols].to_dict(orient="records"):
+            print(json.dumps(rec, default=_jsonable))
+        if args.explain:
+            print(json.dumps({"summary": q.summary(), "problems": q.problems.to_dict(orient="records"),
+                              "trace": q.trace.as_dict()}, default=_jsonable))
+    else:
+        print(frame[cols].to_string(index=False) if len(frame) else f"no {args.mode} results")
+        if args.explain:
+            print()
+            print(q.explain())
+    return 0
+
+
+def _generate(args) -> int:
+    from rmqlab.workload import Workload
+
+    w = Workload(messages=args.messages, seed=args.seed, topics=tuple(args.topics.split(",")), rate=args.rate,
+                 pattern=args.pattern, collision_pairs=args.collision_pairs,
+                 transaction_fraction=args.transaction_fraction, delay_fraction=args.delay_fraction)
+    def progress(done, total):
+        if not args.json:
+            print(f"\r{done:,} / {total:,} messages", end="", file=sys.stderr, flush=True)
+    s = generate_store(args.dir, w, commitlog_file_size=args.commitlog_file_size, progress=progress,
+                       hash_slot_num=args.hash_slot_num, index_num=args.index_num)
+    if not args.json:
+        print(file=sys.stderr)
+    info = s.info()
+    info["workload"] = dataclasses.asdict(w)
+    _emit(args, info, "\n".join(f"{k:<22}{v}" for k, v in info.items() if k != "workload"))
+    return 0
+
+
+def _jsonable(v):
+    if hasattr(v, "item"):
+        return v.item()
+    if isinstance(v, bytes):
+        return v.decode("utf-8", "replace")
+    return str(v)
