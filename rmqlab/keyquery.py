@@ -176,6 +176,11 @@ def _compare(trace: DirectoryQueryTrace, entries: pd.DataFrame, messages: pd.Dat
              begin: int, end: int) -> pd.DataFrame:
     visits = {v.name: v for v in trace.files}
     returned = set(broker_offsets)
+    # first index entry of each offset, and each searched file's steps by entry number: looked up
+    # once per missed message, so a hot key with many misses stays linear
+    entry_of = {int(p): (f, int(e)) for f, e, p in
+                reversed(list(zip(entries["file"], entries["entry"], entries["phy_offset"])))}
+    steps_of = {v.name: {st.entry: st for st in v.trace.steps} for v in trace.files if v.trace is not None}
     out = []
     for phy in broker_offsets:
         if phy not in messages.index:
@@ -191,12 +196,11 @@ def _compare(trace: DirectoryQueryTrace, entries: pd.DataFrame, messages: pd.Dat
     for phy in truth["phy_offset"]:
         if phy in returned:
             continue
-        where = entries[entries["phy_offset"] == phy]
-        if where.empty:
+        if int(phy) not in entry_of:
             out.append((phy, "missed-not-visited", "no index entry points at it"))
             continue
-        e = where.iloc[0]
-        v = visits[e["file"]]
+        file_name, entry = entry_of[int(phy)]
+        v = visits[file_name]
         ts = int(messages.loc[phy, "store_timestamp"])
         if v.action == "not-visited":
             out.append((phy, "missed-not-visited", f"file {v.name} was never reached (the walk stopped: {trace.stop})"))
@@ -204,7 +208,7 @@ def _compare(trace: DirectoryQueryTrace, entries: pd.DataFrame, messages: pd.Dat
             out.append((phy, "missed-file-skipped",
                         f"file {v.name} covers [{v.begin_timestamp}, {v.end_timestamp}], the message was stored at {ts}"))
         else:
-            step = next((s for s in v.trace.steps if s.entry == e["entry"]), None)
+            step = steps_of[v.name].get(entry)
             if step is None:
                 reason = "missed-max-num" if v.trace.stop == "max-num" else "missed-early-stop"
                 out.append((phy, reason, f"the walk in {v.name} stopped first ({v.trace.stop})"))
