@@ -1195,13 +1195,21 @@ def _int_column(table, name, n, default=0, dtype=np.int64):
 
 def _hosts(table, name, n):
     """(ip bytes (n, 16) left-aligned, width (n,), port (n,)) of a host column; distinct hosts parsed once."""
-    import pandas as pd
+    import pyarrow as pa
+    import pyarrow.compute as pc
 
     if name not in table.column_names:
-        vals = np.array(["127.0.0.1:0"], dtype=object)
+        vals = ["127.0.0.1:0"]
         codes = np.zeros(n, np.intp)
     else:
-        codes, vals = pd.factorize(table.column(name).to_numpy(zero_copy_only=False))
+        # Arrow factorizes in C++; going through Python str objects cost 0.35 µs a message
+        col = table.column(name)
+        col = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
+        if col.null_count:
+            col = pc.fill_null(col, pa.scalar("127.0.0.1:0", col.type))
+        enc = pc.dictionary_encode(col)
+        codes = enc.indices.to_numpy(zero_copy_only=False).astype(np.intp)
+        vals = enc.dictionary.to_pylist()
     parsed = [parse_host(v) for v in vals]
     ipm = np.zeros((len(parsed), 16), np.uint8)
     for i, (ip, _) in enumerate(parsed):
