@@ -284,25 +284,29 @@ class Store:
         """Messages of `topic` stored in [begin, end] ms, through the ConsumeQueue: each queue is
         searched by store time (the broker's getOffsetInQueueByTime, lower bound for `begin`,
         upper for `end`), the units between are read from the CommitLog, and rows outside the
-        range (store times are not monotone) are dropped. Sorted by store time."""
-        frames = []
+        range (store times are not monotone) are dropped. Sorted by store time.
+        ``result.attrs["explain"]`` maps each queue id to its two searches (the broker's
+        TimeSearch: every unit probed, and the outcome)."""
+        frames, explain = [], {}
         for t, qid in self.queues():
             if t != topic or (queue_ids is not None and qid not in queue_ids):
                 continue
             with cq.ConsumeQueue.open(cq.queue_dir(self.root, t, qid), self.consume_queue_file_size) as q:
                 if q.count == 0:
                     continue
-                lo = q.offset_by_time(begin, self._store_time_of, boundary="lower").offset
-                hi = q.offset_by_time(end, self._store_time_of, boundary="upper").offset
-                units = q.to_frame(max(lo, q.min_offset), min(hi + 1, q.max_offset))
+                lower = q.offset_by_time(begin, self._store_time_of, boundary="lower")
+                upper = q.offset_by_time(end, self._store_time_of, boundary="upper")
+                explain[qid] = {"lower": lower, "upper": upper}
+                units = q.to_frame(max(lower.offset, q.min_offset), min(upper.offset + 1, q.max_offset))
             units = units[units["size"] != cq.INT_MAX]
             if units.empty:
                 continue
             m = self.read_at(units["commitlog_offset"].to_numpy(np.int64))
             frames.append(m[m["store_timestamp"].between(begin, end)])
-        if not frames:
-            return self.read_at([])
-        return pd.concat(frames, ignore_index=True).sort_values(["store_timestamp", "phy_offset"], ignore_index=True)
+        result = (pd.concat(frames, ignore_index=True).sort_values(["store_timestamp", "phy_offset"], ignore_index=True)
+                  if frames else self.read_at([]))
+        result.attrs["explain"] = explain
+        return result
 
     def _store_time_of(self, phy_offsets: np.ndarray) -> np.ndarray:
         m = self.read_at(phy_offsets)

@@ -100,3 +100,13 @@ def test_queries_need_an_index(tmp_path):
     s = write(tmp_path, [("T", "k", B, 0)])
     with pytest.raises(FileNotFoundError, match="dispatch"):
         s.query_by_key("T", "k")
+
+
+def test_time_query_explains_its_searches(tmp_path):
+    s = write(tmp_path, [("T", f"k{i}", B + 1000 * i, 0) for i in range(20)])
+    s.dispatch()
+    got = s.query_by_time("T", B + 4500, B + 9000)
+    assert got["store_timestamp"].tolist() == [B + 1000 * i for i in range(5, 10)]
+    search = got.attrs["explain"][0]
+    assert search["lower"].probes > 0 and search["upper"].probes > 0
+    assert str(search["lower"])   # the broker's search, printable for notebooks
