@@ -377,3 +377,21 @@ def test_inputs_are_opened_read_only(tmp_path):
     cl.read_at(tmp_path, [0])
     cl.max_offset(tmp_path)
     assert os.stat(p).st_mtime_ns == mt and p.read_bytes() == data
+
+
+def test_encode_records_checks_rows_before_writing():
+    def args(dst, total, dst_off=0, code=0):
+        i = lambda *v: np.array(v, np.int64)
+        ip = np.zeros(16, np.uint8)
+        body, topic = np.frombuffer(b"xy", np.uint8), np.frombuffer(b"T", np.uint8)
+        return (dst, i(dst_off), i(total), i(1), i(0), i(0), i(0), i(0), i(0), i(0), i(code), i(0), i(0),
+                i(0), i(0), ip, i(4), i(0), ip, i(4), i(0), body, i(0, 2), topic, i(0, 1), body, i(0, 0))
+
+    ok = np.empty(94, np.uint8)
+    _records.encode_records(*args(ok, 94))
+    assert bytes(ok) == cl.encode_message(topic="T", body=b"xy", born_host="0.0.0.0:0", store_host="0.0.0.0:0")
+    for bad in (args(np.zeros(94, np.uint8), 95), args(np.zeros(93, np.uint8), 94),
+                args(np.zeros(100, np.uint8), 94, dst_off=7), args(np.zeros(94, np.uint8), 94, code=1)):
+        with pytest.raises(ValueError):
+            _records.encode_records(*bad)
+        assert not bad[0].any()

@@ -6,6 +6,7 @@
  *   crc32_spans   CRC32 (zlib's polynomial, as java.util.zip.CRC32) of many byte ranges
  *   copy_spans    copy many byte ranges from one buffer to another (gather and scatter of the
  *                 variable-length parts: bodies, topics, properties)
+ *   encode_records  write whole message records from column arrays (the encoder's one pass)
  *   find_props    check property blocks (`name\x01value\x02`...) and locate chosen properties
  *
  * Semantics mirror CommitLog.checkMessageAndReturnSize and MessageDecoder.string2messageProperties
@@ -253,6 +254,198 @@ done:
     return result;
 }
 
+/* ------------------------------------------------------------------------------ encode */
+
+static inline void store_be32(uint8_t *p, int64_t v) {
+    uint32_t u = (uint32_t)v;
+#if !(defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__)
+    u = __builtin_bswap32(u);
+#endif
+    memcpy(p, &u, 4);
+}
+
+static inline void store_be64(uint8_t *p, int64_t v) {
+    uint64_t u = (uint64_t)v;
+#if !(defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__)
+    u = __builtin_bswap64(u);
+#endif
+    memcpy(p, &u, 8);
+}
+
+/* encode_records' arguments, in order. */
+enum {
+    E_DST, E_DST_OFF, E_TOTAL, E_VERSION, E_QUEUE_ID, E_FLAG, E_QUEUE_OFFSET, E_PHY_OFFSET, E_SYS_FLAG,
+    E_BORN_TS, E_BORN_CODE, E_STORE_TS, E_STORE_CODE, E_RECONSUME, E_PTO,
+    E_BORN_IP, E_BORN_W, E_BORN_PORT, E_STORE_IP, E_STORE_W, E_STORE_PORT,
+    E_BODY, E_BODY_OFF, E_TOPIC, E_TOPIC_OFF, E_PROP, E_PROP_OFF, E_NARGS
+};
+
+/* Why a row could not be encoded (checked before anything of the row is written). */
+enum {
+    ENC_OK = 0,
+    ENC_HOST_CODE = 1,  /* host code outside the host table */
+    ENC_HOST_WIDTH = 2, /* host address width neither 4 nor 16 */
+    ENC_SPAN = 3,       /* body / topic / properties offsets outside their data */
+    ENC_VERSION = 4,    /* version neither 1 nor 2 */
+    ENC_TOTAL = 5,      /* TOTALSIZE differs from the laid-out length */
+    ENC_DST = 6,        /* the record runs outside the destination */
+};
+
+static int var_span(const int64_t *off, Py_ssize_t i, Py_ssize_t len, int64_t *st, int64_t *ln) {
+    int64_t a = off[i], b = off[i + 1];
+    if (a < 0 || b < a || b > (int64_t)len)
+        return -1;
+    *st = a;
+    *ln = b - a;
+    return 0;
+}
+
+/* encode_records(dst, dst_off, total, version, queue_id, flag, queue_offset, phy_offset, sys_flag,
+ *                born_timestamp, born_code, store_timestamp, store_code, reconsume_times,
+ *                prepared_transaction_offset, born_ip u8[kb*16], born_width, born_port,
+ *                store_ip u8[ks*16], store_width, store_port, body, body_offsets[n+1],
+ *                topic, topic_offsets[n+1], properties, properties_offsets[n+1]) -> None
+ *
+ * Writes n whole message records (MessageExtEncoder's layout, big-endian) at dst + dst_off[i]:
+ * every per-row argument is int64[n]; hosts are codes into a table of addresses (16 bytes a
+ * row, left-aligned, `width` of them used) and ports. BODYCRC is CRC32(body) & 0x7FFFFFFF,
+ * computed here. Each row is checked (spans, codes, TOTALSIZE against its layout, room in
+ * dst) before it is written; the first bad row raises ValueError (rows before it are written). */
+static PyObject *encode_records(PyObject *self, PyObject *args) {
+    if (!PyTuple_Check(args) || PyTuple_GET_SIZE(args) != E_NARGS) {
+        PyErr_Format(PyExc_TypeError, "encode_records takes %d arguments", (int)E_NARGS);
+        return NULL;
+    }
+    Py_buffer v[E_NARGS];
+    int got = 0;
+    PyObject *result = NULL;
+    for (; got < E_NARGS; got++) {
+        int flags = got == E_DST ? PyBUF_WRITABLE : PyBUF_SIMPLE;
+        if (PyObject_GetBuffer(PyTuple_GET_ITEM(args, got), &v[got], flags) < 0)
+            goto done;
+    }
+    Py_ssize_t n = v[E_DST_OFF].len / 8;
+    if (v[E_DST_OFF].len % 8) {
+        PyErr_SetString(PyExc_ValueError, "dst_off must be an int64 array");
+        goto done;
+    }
+    for (int j = E_DST_OFF; j <= E_PTO; j++) {
+        if (v[j].len != 8 * n) {
+            PyErr_Format(PyExc_ValueError, "argument %d must be int64[%zd]", j, n);
+            goto done;
+        }
+    }
+    for (int j = E_BODY_OFF; j <= E_PROP_OFF; j += 2) {
+        if (v[j].len != 8 * (n + 1)) {
+            PyErr_Format(PyExc_ValueError, "argument %d must be int64[%zd]", j, n + 1);
+            goto done;
+        }
+    }
+    Py_ssize_t kb = v[E_BORN_W].len / 8, ks = v[E_STORE_W].len / 8;
+    if (v[E_BORN_W].len % 8 || v[E_BORN_PORT].len != 8 * kb || v[E_BORN_IP].len != 16 * kb ||
+        v[E_STORE_W].len % 8 || v[E_STORE_PORT].len != 8 * ks || v[E_STORE_IP].len != 16 * ks) {
+        PyErr_SetString(PyExc_ValueError, "host tables must be ip uint8[k, 16], width int64[k], port int64[k]");
+        goto done;
+    }
+    {
+        uint8_t *dst = v[E_DST].buf;
+        const Py_ssize_t dst_len = v[E_DST].len;
+#define COL(j) ((const int64_t *)v[j].buf)
+        const int64_t *dst_off = COL(E_DST_OFF), *total = COL(E_TOTAL), *version = COL(E_VERSION),
+                      *queue_id = COL(E_QUEUE_ID), *flag = COL(E_FLAG), *qoff = COL(E_QUEUE_OFFSET),
+                      *phy = COL(E_PHY_OFFSET), *sys_flag = COL(E_SYS_FLAG), *born_ts = COL(E_BORN_TS),
+                      *born_code = COL(E_BORN_CODE), *store_ts = COL(E_STORE_TS),
+                      *store_code = COL(E_STORE_CODE), *recon = COL(E_RECONSUME), *pto = COL(E_PTO),
+                      *born_w = COL(E_BORN_W), *born_port = COL(E_BORN_PORT), *store_w = COL(E_STORE_W),
+                      *store_port = COL(E_STORE_PORT), *body_off = COL(E_BODY_OFF),
+                      *topic_off = COL(E_TOPIC_OFF), *prop_off = COL(E_PROP_OFF);
+#undef COL
+        const uint8_t *born_ip = v[E_BORN_IP].buf, *store_ip = v[E_STORE_IP].buf, *body = v[E_BODY].buf,
+                      *topic = v[E_TOPIC].buf, *prop = v[E_PROP].buf;
+        const Py_ssize_t body_len_all = v[E_BODY].len, topic_len_all = v[E_TOPIC].len,
+                         prop_len_all = v[E_PROP].len;
+        Py_ssize_t bad_row = -1;
+        int problem = ENC_OK;
+        Py_BEGIN_ALLOW_THREADS
+        for (Py_ssize_t i = 0; i < n; i++) {
+            int64_t bc = born_code[i], sc = store_code[i];
+            if (bc < 0 || bc >= kb || sc < 0 || sc >= ks) {
+                problem = ENC_HOST_CODE;
+            } else {
+                int64_t bw = born_w[bc], sw = store_w[sc];
+                int64_t bs, bl, ts, tl, ps, pl;
+                int64_t ver = version[i];
+                if ((bw != 4 && bw != 16) || (sw != 4 && sw != 16))
+                    problem = ENC_HOST_WIDTH;
+                else if (var_span(body_off, i, body_len_all, &bs, &bl) < 0 ||
+                         var_span(topic_off, i, topic_len_all, &ts, &tl) < 0 ||
+                         var_span(prop_off, i, prop_len_all, &ps, &pl) < 0)
+                    problem = ENC_SPAN;
+                else if (ver != 1 && ver != 2)
+                    problem = ENC_VERSION;
+                else if (total[i] != MIN_MESSAGE_SIZE + (ver - 1) + (bw - 4) + (sw - 4) + bl + tl + pl)
+                    problem = ENC_TOTAL;
+                else if (dst_off[i] < 0 || dst_off[i] > (int64_t)dst_len - total[i])
+                    problem = ENC_DST;
+                else {
+                    uint8_t *p = dst + dst_off[i];
+                    store_be32(p, total[i]);
+                    store_be32(p + 4, ver == 1 ? MAGIC_V1 : MAGIC_V2);
+                    store_be32(p + 8, (int64_t)(crc32_of(body + bs, (size_t)bl) & 0x7FFFFFFFu));
+                    store_be32(p + 12, queue_id[i]);
+                    store_be32(p + 16, flag[i]);
+                    store_be64(p + 20, qoff[i]);
+                    store_be64(p + 28, phy[i]);
+                    store_be32(p + 36, sys_flag[i]);
+                    store_be64(p + 40, born_ts[i]);
+                    p += 48;
+                    memcpy(p, born_ip + 16 * bc, (size_t)bw);
+                    p += bw;
+                    store_be32(p, born_port[bc]);
+                    store_be64(p + 4, store_ts[i]);
+                    p += 12;
+                    memcpy(p, store_ip + 16 * sc, (size_t)sw);
+                    p += sw;
+                    store_be32(p, store_port[sc]);
+                    store_be32(p + 4, recon[i]);
+                    store_be64(p + 8, pto[i]);
+                    store_be32(p + 16, bl);
+                    p += 20;
+                    memcpy(p, body + bs, (size_t)bl);
+                    p += bl;
+                    if (ver == 1) {
+                        *p++ = (uint8_t)tl;
+                    } else {
+                        p[0] = (uint8_t)(tl >> 8);
+                        p[1] = (uint8_t)tl;
+                        p += 2;
+                    }
+                    memcpy(p, topic + ts, (size_t)tl);
+                    p += tl;
+                    p[0] = (uint8_t)(pl >> 8);
+                    p[1] = (uint8_t)pl;
+                    memcpy(p + 2, prop + ps, (size_t)pl);
+                }
+            }
+            if (problem != ENC_OK) {
+                bad_row = i;
+                break;
+            }
+        }
+        Py_END_ALLOW_THREADS
+        if (bad_row >= 0) {
+            PyErr_Format(PyExc_ValueError, "encode_records: row %zd cannot be encoded (problem %d)", bad_row,
+                         problem);
+            goto done;
+        }
+    }
+    result = Py_NewRef(Py_None);
+done:
+    for (int j = 0; j < got; j++)
+        PyBuffer_Release(&v[j]);
+    return result;
+}
+
 /* ------------------------------------------------------------------------- properties */
 
 /* Why a property block does not parse; the Python side names them (commitlog._PROP_PROBLEMS). */
@@ -378,6 +571,11 @@ static PyMethodDef methods[] = {
     {"crc32_spans", crc32_spans, METH_VARARGS, "crc32_spans(buffer, starts, lengths, out_uint32) -> None"},
     {"copy_spans", copy_spans, METH_VARARGS,
      "copy_spans(dst, dst_starts, src, src_starts, lengths) -> None"},
+    {"encode_records", encode_records, METH_VARARGS,
+     "encode_records(dst, dst_off, total, version, queue_id, flag, queue_offset, phy_offset, sys_flag, "
+     "born_timestamp, born_code, store_timestamp, store_code, reconsume_times, prepared_transaction_offset, "
+     "born_ip, born_width, born_port, store_ip, store_width, store_port, body, body_offsets, topic, "
+     "topic_offsets, properties, properties_offsets) -> None"},
     {"find_props", find_props, METH_VARARGS,
      "find_props(buffer, starts, lengths, names, value_starts_out, value_lengths_out) -> None or (row, offset, problem)"},
     {NULL, NULL, 0, NULL},

@@ -1193,14 +1193,15 @@ def _int_column(table, name, n, default=0, dtype=np.int64):
     return np.asarray(table.column(name).to_numpy(zero_copy_only=False), dtype=dtype)
 
 
-def _hosts(table, name, n):
-    """(ip bytes (n, 16) left-aligned, width (n,), port (n,)) of a host column; distinct hosts parsed once."""
+def _host_table(table, name, n):
+    """(ip bytes (k, 16) left-aligned, width (k,), port (k,), code (n,)) of a host column: the k
+    distinct hosts, each parsed once, and every row's index into them (all int64 but the ips)."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
     if name not in table.column_names:
         vals = ["127.0.0.1:0"]
-        codes = np.zeros(n, np.intp)
+        codes = np.zeros(n, np.int64)
     else:
         # Arrow factorizes in C++; going through Python str objects cost 0.35 µs a message
         col = table.column(name)
@@ -1208,7 +1209,7 @@ def _hosts(table, name, n):
         if col.null_count:
             col = pc.fill_null(col, pa.scalar("127.0.0.1:0", col.type))
         enc = pc.dictionary_encode(col)
-        codes = enc.indices.to_numpy(zero_copy_only=False).astype(np.intp)
+        codes = np.ascontiguousarray(enc.indices.to_numpy(zero_copy_only=False), dtype=np.int64)
         vals = enc.dictionary.to_pylist()
     parsed = [parse_host(v) for v in vals]
     ipm = np.zeros((len(parsed), 16), np.uint8)
@@ -1216,18 +1217,7 @@ def _hosts(table, name, n):
         ipm[i, :len(ip)] = np.frombuffer(ip, np.uint8)
     widths = np.array([len(ip) for ip, _ in parsed], np.int64)
     ports = np.array([port for _, port in parsed], np.int64)
-    return ipm[codes], widths[codes], ports[codes]
-
-
-def _prefix_dtype(bw: int, sw: int) -> np.dtype:
-    """Structured dtype of a record from TOTALSIZE to BODYLEN, derived from the layouts."""
-    fields = [(f.name, ">" + np.dtype(HEAD.dtype[f.name]).str[1:]) for f in HEAD.fields]
-    fields += [("born_ip", "u1", (bw,)), ("born_port", ">i4"), ("store_timestamp", ">i8"),
-               ("store_ip", "u1", (sw,)), ("store_port", ">i4")]
-    fields += [(f.name, ">" + np.dtype(TAIL.dtype[f.name]).str[1:]) for f in TAIL.fields]
-    dt = np.dtype(fields)
-    assert dt.itemsize == HEAD.size + bw + PORT.size + STORE_TIME.size + sw + PORT.size + TAIL.size
-    return dt
+    return ipm, widths, ports, codes
 
 
 def assign_queue_offsets(topics: np.ndarray, queue_ids: np.ndarray, sys_flag: np.ndarray,
@@ -1262,7 +1252,7 @@ def assign_queue_offsets(topics: np.ndarray, queue_ids: np.ndarray, sys_flag: np
 def encode_messages(columns, start_offset: int = 0, file_size: int = DEFAULT_FILE_SIZE, *,
                     queue_table: dict[tuple[str, int], int] | None = None, row_base: int = 0,
                     prior_phy_offsets: np.ndarray | None = None) -> EncodedBatch:
-    """Lay many messages out into CommitLog files, vectorized (NumPy + C span copies and CRCs).
+    """Lay many messages out into CommitLog files, vectorized (NumPy placement, one C pass writing records and CRCs).
 
     `columns`: a pyarrow Table, pandas DataFrame or dict of sequences with the names of
     :data:`COLUMNS` (``topic`` required; others default to 0 / empty / ``127.0.0.1:0``; hosts'
@@ -1285,8 +1275,10 @@ def encode_messages(columns, start_offset: int = 0, file_size: int = DEFAULT_FIL
     topic_len = np.diff(topic_o)
     body_len = np.diff(body_o)
     plen = np.diff(prop_o)
-    bip, bw, bport = _hosts(table, "born_host", n)
-    sip, sw, sport = _hosts(table, "store_host", n)
+    b_ip, b_w, b_port, b_code = _host_table(table, "born_host", n)
+    s_ip, s_w, s_port, s_code = _host_table(table, "store_host", n)
+    bw = b_w[b_code]
+    sw = s_w[s_code]
     sys_flag = _int_column(table, "sys_flag", n)
     sys_flag = sys_flag | np.where(bw == _IPV6, BORNHOST_V6_FLAG, 0) | np.where(sw == _IPV6, STOREHOSTADDRESS_V6_FLAG, 0)
     if ((bw == _IPV4) & (sys_flag & BORNHOST_V6_FLAG != 0)).any() or \
@@ -1350,65 +1342,24 @@ def encode_messages(columns, start_offset: int = 0, file_size: int = DEFAULT_FIL
                 raise ValueError("prepared_index refers to rows before this batch but no prior_phy_offsets")
             pto[prior] = np.asarray(prior_phy_offsets)[pidx[prior]]
 
-    crc = np.empty(n, np.uint32)
-    _records.crc32_spans(body_d, np.ascontiguousarray(body_o[:-1]), np.ascontiguousarray(body_len), crc)
-    crc = (crc & 0x7FFFFFFF).astype(np.int64)
-    queue_id = _int_column(table, "queue_id", n)
-    flag = _int_column(table, "flag", n)
-    born_ts = _int_column(table, "born_timestamp", n)
-    store_ts = _int_column(table, "store_timestamp", n)
-    recon = _int_column(table, "reconsume_times", n)
+    def col(x):
+        return np.ascontiguousarray(x, dtype=np.int64)
+
+    # per-row int64 columns for the C record writer, in its argument order (BODYCRC is computed there)
+    rows_cols = [col(c) for c in (
+        total, version, _int_column(table, "queue_id", n), _int_column(table, "flag", n), qoff, phy,
+        sys_flag, _int_column(table, "born_timestamp", n), b_code, _int_column(table, "store_timestamp", n),
+        s_code, _int_column(table, "reconsume_times", n), pto)]
+    hosts = (np.ascontiguousarray(b_ip), b_w, b_port, np.ascontiguousarray(s_ip), s_w, s_port)
+    topic_o, body_o, prop_o = col(topic_o), col(body_o), col(prop_o)
 
     for fstart, pos, a, b, used, full in spans:
         size = used - pos + (END_FILE_MIN_BLANK_LENGTH if full else 0)
-        D = np.zeros(size, np.uint8)
-        rows = np.arange(a, b)
-        d = phy[a:b] - fstart - pos
-        for bwv in (_IPV4, _IPV6):
-            for swv in (_IPV4, _IPV6):
-                sel = rows[(bw[a:b] == bwv) & (sw[a:b] == swv)]
-                if not len(sel):
-                    continue
-                dt = _prefix_dtype(bwv, swv)
-                S = np.zeros(len(sel), dt)
-                S["total_size"] = total[sel]
-                S["magic"] = np.where(version[sel] == 1, MAGIC_V1, MAGIC_V2)
-                S["body_crc"] = crc[sel]
-                S["queue_id"] = queue_id[sel]
-                S["flag"] = flag[sel]
-                S["queue_offset"] = qoff[sel]
-                S["phy_offset"] = phy[sel]
-                S["sys_flag"] = sys_flag[sel]
-                S["born_timestamp"] = born_ts[sel]
-                S["born_ip"] = bip[sel, :bwv]
-                S["born_port"] = bport[sel]
-                S["store_timestamp"] = store_ts[sel]
-                S["store_ip"] = sip[sel, :swv]
-                S["store_port"] = sport[sel]
-                S["reconsume_times"] = recon[sel]
-                S["prepared_transaction_offset"] = pto[sel]
-                S["body_len"] = body_len[sel]
-                isz = dt.itemsize
-                _records.copy_spans(D, np.ascontiguousarray(d[sel - a]), S.view(np.uint8).reshape(-1),
-                                    np.arange(len(sel), dtype=np.int64) * isz, np.full(len(sel), isz, np.int64))
-        o_body = d + (HEAD.size + bw[a:b] + PORT.size + STORE_TIME.size + sw[a:b] + PORT.size + TAIL.size)
-        _records.copy_spans(D, np.ascontiguousarray(o_body), body_d, np.ascontiguousarray(body_o[a:b]),
-                            np.ascontiguousarray(body_len[a:b]))
-        o_tl = o_body + body_len[a:b]
-        v2 = version[a:b] == 2
-        tl = topic_len[a:b]
-        D[o_tl[~v2]] = tl[~v2].astype(np.uint8)
-        D[o_tl[v2]] = (tl[v2] >> 8).astype(np.uint8)
-        D[o_tl[v2] + 1] = (tl[v2] & 0xFF).astype(np.uint8)
-        o_topic = o_tl + version[a:b]
-        _records.copy_spans(D, np.ascontiguousarray(o_topic), topic_d, np.ascontiguousarray(topic_o[a:b]),
-                            np.ascontiguousarray(tl))
-        o_pl = o_topic + tl
-        pl = plen[a:b]
-        D[o_pl] = (pl >> 8).astype(np.uint8)
-        D[o_pl + 1] = (pl & 0xFF).astype(np.uint8)
-        _records.copy_spans(D, np.ascontiguousarray(o_pl + 2), prop_d, np.ascontiguousarray(prop_o[a:b]),
-                            np.ascontiguousarray(pl))
+        # every byte gets written: the records lie back to back from 0, the blank record after them
+        D = np.empty(size, np.uint8)
+        d = phy[a:b] - (fstart + pos)
+        _records.encode_records(D, d, *[c[a:b] for c in rows_cols], *hosts,
+                                body_d, body_o[a:b + 1], topic_d, topic_o[a:b + 1], prop_d, prop_o[a:b + 1])
         if full:
             D[used - pos:] = np.frombuffer(blank_record(file_size - used), np.uint8)
         files.append(EncodedFile(fstart, pos, D, full))
