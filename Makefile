@@ -5,7 +5,7 @@ VPY     := $(VENV)/bin/python
 STAMP   := $(VENV)/.installed
 LAB_PORT ?= 8888
 
-.PHONY: test lab java bench conformance clean
+.PHONY: test lab java bench conformance data clean
 
 $(STAMP): pyproject.toml setup.py $(wildcard rmqlab/_native/*.c)
 	@test -x $(VPY) || $(PY) -m venv $(VENV)
@@ -33,6 +33,12 @@ bench: $(STAMP)
 
 conformance: $(STAMP)
 	$(VPY) ../shared/conformance/indexfile_conformance.py tests/data/golden
+
+# The sample store: rebuilt from scratch into data/generated/sample-store/ (git ignores it), then
+# checked file by file against the committed data/MANIFEST.sha256; fails if any byte differs.
+# After an intended change: $(VPY) -m rmqlab.sample --write-manifest (see data/README.md).
+data: $(STAMP)
+	$(VPY) -m rmqlab.sample --root data/generated/sample-store --manifest data/MANIFEST.sha256
 
 clean:
 	rm -rf $(VENV) build *.egg-info rmqlab/*.so
