@@ -8,6 +8,7 @@ import sys
 
 from rmqlab.formats.indexfile import DEFAULT_HASH_SLOT_NUM, DEFAULT_INDEX_NUM, LONG_MAX
 from rmqlab.store import Store, generate_store
+from rmqlab.workload import PATTERNS
 
 RESULT_COLUMNS = ["phy_offset", "store_timestamp", "topic", "keys", "uniq_key", "tags", "queue_id", "queue_offset"]
 
@@ -49,7 +50,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--topics", default="TopicTest", help="comma-separated topic names")
     p.add_argument("--rate", type=float, default=1000.0, help="mean messages per second")
-    p.add_argument("--pattern", choices=["steady", "daily", "bursty"], default="steady")
+    p.add_argument("--pattern", choices=PATTERNS, default="steady")
     p.add_argument("--collision-pairs", type=int, default=0, help="pairs of keys with equal String.hashCode")
     p.add_argument("--transaction-fraction", type=float, default=0.0)
     p.add_argument("--delay-fraction", type=float, default=0.0)
@@ -57,6 +58,10 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _store(args) -> Store:
+    from pathlib import Path
+
+    if not Path(args.dir).is_dir():
+        raise NotADirectoryError(f"{args.dir}: not a store directory (it should hold commitlog/)")
     return Store(args.dir, hash_slot_num=args.hash_slot_num, index_num=args.index_num,
                  commitlog_file_size=args.commitlog_file_size)
 
@@ -102,9 +107,13 @@ def _query(args) -> int:
 def _generate(args) -> int:
     from rmqlab.workload import Workload
 
-    w = Workload(messages=args.messages, seed=args.seed, topics=tuple(args.topics.split(",")), rate=args.rate,
-                 pattern=args.pattern, collision_pairs=args.collision_pairs,
-                 transaction_fraction=args.transaction_fraction, delay_fraction=args.delay_fraction)
+    try:
+        w = Workload(messages=args.messages, seed=args.seed, topics=tuple(args.topics.split(",")), rate=args.rate,
+                     pattern=args.pattern, collision_pairs=args.collision_pairs,
+                     transaction_fraction=args.transaction_fraction, delay_fraction=args.delay_fraction)
+    except ValueError as e:   # the workload checks its own ranges; a usage error here
+        print(f"rmqlab: error: {e}", file=sys.stderr)
+        return 2
     def progress(done, total):
         if not args.json:
             print(f"\r{done:,} / {total:,} messages", end="", file=sys.stderr, flush=True)

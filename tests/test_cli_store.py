@@ -1,0 +1,209 @@
+"""`rmqlab store generate|info|dispatch|query` and `rmqlab commitlog dump` on a small generated
+store, through rmqlab.cli.main: output formats, agreement with the library, exit codes."""
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+
+from rmqlab.cli import main
+from rmqlab.formats import commitlog as cl
+from rmqlab.keyquery import REASONS
+from rmqlab.store import Store
+
+# small geometry: 2,000 messages fill several index files and 64 KiB CommitLog files
+GEO = ["--hash-slot-num", "64", "--index-num", "1024", "--commitlog-file-size", "65536"]
+STORE_OPTIONS = dict(hash_slot_num=64, index_num=1024, commitlog_file_size=65536)
+RESULT_KEYS = {"phy_offset", "store_timestamp", "topic", "keys"}
+
+
+def generate(path, capsys, *extra: str) -> dict:
+    argv = ["store", "generate", str(path), *GEO, "--messages", "2000", "--seed", "5", "--topics", "A,B",
+            "--collision-pairs", "2", "--rate", "500", *extra, "--json"]
+    assert main(argv) == 0
+    out = capsys.readouterr()
+    assert out.err == ""                 # --json: no progress on stderr
+    lines = out.out.splitlines()
+    assert len(lines) == 1
+    return json.loads(lines[0])
+
+
+@pytest.fixture
+def store_dir(tmp_path, capsys):
+    d = tmp_path / "store"
+    generate(d, capsys)
+    return d
+
+
+def json_lines(text: str) -> list[dict]:
+    return [json.loads(line) for line in text.splitlines()]
+
+
+def test_generate_writes_and_reports_a_dispatched_store(tmp_path, capsys):
+    d = tmp_path / "s"
+    info = generate(d, capsys)
+    w = info.pop("workload")
+    assert w["messages"] == 2000 and w["seed"] == 5 and w["topics"] == ["A", "B"] and w["collision_pairs"] == 2
+    assert info["messages"] == 2000 and info["topics"] == ["A", "B"]
+    assert info["commitlog_files"] >= 2 and info["index_files"] >= 2      # both rolled over
+    assert info["consume_queue_units"] == 2000 and info["index_keys"] > 2000
+    assert info == json.loads(json.dumps(Store(d, **STORE_OPTIONS).info(), default=str))
+    # text mode: progress on stderr, a table on stdout
+    assert main(["store", "generate", str(tmp_path / "t"), *GEO, "--messages", "300"]) == 0
+    out = capsys.readouterr()
+    assert "300 / 300 messages" in out.err
+    assert any(line.split() == ["messages", "300"] for line in out.out.splitlines())
+
+
+def test_generate_is_deterministic_by_seed(tmp_path, capsys):
+    a = generate(tmp_path / "a", capsys)
+    b = generate(tmp_path / "b", capsys)
+    c = generate(tmp_path / "c", capsys, "--seed", "6")
+    strip = lambda i: {k: v for k, v in i.items() if k not in ("root", "workload")}
+    assert strip(a) == strip(b) and strip(a) != strip(c)
+    for name in ("commitlog", "index"):
+        files = sorted(p.relative_to(tmp_path / "a") for p in (tmp_path / "a" / name).iterdir())
+        assert files == sorted(p.relative_to(tmp_path / "b") for p in (tmp_path / "b" / name).iterdir())
+        assert all((tmp_path / "a" / f).read_bytes() == (tmp_path / "b" / f).read_bytes() for f in files)
+
+
+def test_info_text_and_json(store_dir, capsys):
+    assert main(["store", "info", str(store_dir), *GEO, "--json"]) == 0
+    info = json.loads(capsys.readouterr().out)
+    assert info == json.loads(json.dumps(Store(store_dir, **STORE_OPTIONS).info(), default=str))
+    assert main(["store", "info", str(store_dir), *GEO]) == 0
+    rows = {line.split()[0]: line.split(None, 1)[1] for line in capsys.readouterr().out.splitlines()}
+    assert set(rows) == set(info)
+    assert rows["messages"] == "2000" and rows["index_files"] == str(info["index_files"])
+    assert rows["commitlog_files"] == str(info["commitlog_files"])
+
+
+def test_dispatch_is_incremental(store_dir, tmp_path, capsys):
+    # generate already dispatched: a second dispatch finds nothing new
+    assert main(["store", "dispatch", str(store_dir), *GEO, "--json"]) == 0
+    r = json.loads(capsys.readouterr().out)
+    assert r["messages"] == 0 and r["consume_queue_units"] == 0 and r["index_keys"] == 0
+    assert r["from_offset"] == r["to_offset"] == cl.read_columns(store_dir / "commitlog", body=False).attrs[
+        "report"].end_phy_offset
+    # from a bare CommitLog: everything, then nothing; the result is the generated store's bytes
+    bare = tmp_path / "bare"
+    shutil.copytree(store_dir / "commitlog", bare / "commitlog")
+    assert main(["store", "dispatch", str(bare), *GEO]) == 0
+    text = capsys.readouterr().out
+    assert text.startswith("dispatched 2000 messages from offset 0 to ") and "2000 ConsumeQueue units" in text
+    assert main(["store", "dispatch", str(bare), *GEO]) == 0
+    assert capsys.readouterr().out.startswith("dispatched 0 messages")
+    for p in sorted(store_dir.rglob("*")):
+        if p.is_file():
+            assert (bare / p.relative_to(store_dir)).read_bytes() == p.read_bytes(), p
+
+
+@pytest.mark.parametrize("mode", ["broker", "verified"])
+def test_query_json_one_object_per_line(store_dir, capsys, mode):
+    s = Store(store_dir, **STORE_OPTIONS)
+    msgs = s.messages()
+    key = msgs["keys"].dropna().str.split(" ").explode().value_counts().index[0]   # the hottest key
+    assert main(["store", "query", str(store_dir), *GEO, "--topic", "A", "--key", key, "--mode", mode, "--json"]) == 0
+    rows = json_lines(capsys.readouterr().out)
+    expected = s.query_by_key("A", key, mode=mode)
+    assert len(rows) == len(expected) > 1
+    assert [r["phy_offset"] for r in rows] == expected["phy_offset"].tolist()
+    for r in rows:
+        assert RESULT_KEYS <= set(r) and r["topic"] == "A"
+        assert isinstance(r["phy_offset"], int) and isinstance(r["store_timestamp"], int)
+        if mode == "verified":
+            assert isinstance(r["broker_returned"], bool) and key in r["keys"].split(" ") + [r["uniq_key"]]
+        else:
+            assert "broker_returned" not in r
+
+
+def test_query_explain_names_the_reasons(store_dir, capsys):
+    argv = ["store", "query", str(store_dir), *GEO, "--topic", "A", "--key", "ORDER_Aa0", "--mode", "verified"]
+    assert main([*argv, "--explain"]) == 0
+    text = capsys.readouterr().out
+    assert "verified:" in text and ": collision: the message is A#" in text and "ORDER_BB0" in text
+    assert main([*argv, "--explain", "--json"]) == 0
+    *rows, explain = json_lines(capsys.readouterr().out)
+    assert all(r["broker_returned"] for r in rows)                      # verified rows
+    assert set(explain) == {"summary", "problems", "trace"}
+    assert set(REASONS) <= set(explain["summary"]) and explain["summary"]["collision"] >= 1
+    assert {p["reason"] for p in explain["problems"]} == {"collision"}
+    assert len(rows) == explain["summary"]["verified"] < explain["summary"]["broker"]
+
+
+def test_query_without_results(store_dir, capsys):
+    assert main(["store", "query", str(store_dir), *GEO, "--topic", "A", "--key", "no-such-key"]) == 0
+    assert capsys.readouterr().out.strip() == "no broker results"
+    assert main(["store", "query", str(store_dir), *GEO, "--topic", "A", "--key", "no-such-key", "--json"]) == 0
+    assert capsys.readouterr().out == ""
+
+
+def test_commitlog_dump_of_the_generated_store(store_dir, capsys):
+    assert main(["commitlog", "dump", str(store_dir / "commitlog"), "--json", "--limit", "3"]) == 0
+    rows = json_lines(capsys.readouterr().out)
+    head = cl.read_columns(store_dir / "commitlog").head(3)
+    assert len(rows) == 3
+    assert [r["phy_offset"] for r in rows] == head["phy_offset"].tolist()
+    assert [r["topic"] for r in rows] == head["topic"].tolist()
+    assert [r["store_timestamp"] for r in rows] == head["store_timestamp"].tolist()
+    assert [r["properties"].get("UNIQ_KEY") for r in rows] == head["uniq_key"].tolist()
+    assert all(r["crc_ok"] for r in rows)
+
+
+# -- exit codes ------------------------------------------------------------------------------
+
+
+def test_query_on_a_missing_dir_is_exit_1_with_a_message(tmp_path, capsys):
+    assert main(["store", "query", str(tmp_path / "nowhere"), "--topic", "T", "--key", "k"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("rmqlab: error: ") and "not a store directory" in err and "Traceback" not in err
+
+
+def test_wrong_geometry_is_exit_1(store_dir, capsys):
+    argv = ["store", "query", str(store_dir), "--hash-slot-num", "65", "--index-num", "1024",
+            "--commitlog-file-size", "65536", "--topic", "A", "--key", "ORDER_Aa0"]
+    assert main(argv) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("rmqlab: error: ") and "Traceback" not in err
+
+
+def test_generate_into_an_existing_store_is_exit_1(store_dir, capsys):
+    before = sorted(p.name for p in (store_dir / "commitlog").iterdir())
+    assert main(["store", "generate", str(store_dir), *GEO, "--messages", "10"]) == 1
+    err = capsys.readouterr().err
+    assert "already holds files" in err and "Traceback" not in err
+    assert sorted(p.name for p in (store_dir / "commitlog").iterdir()) == before
+
+
+def test_garbage_commitlog_is_exit_1(tmp_path, capsys):
+    (tmp_path / "commitlog").mkdir()
+    (tmp_path / "commitlog" / f"{0:020d}").write_bytes(b"\x00\x00\x01\x00" + b"\xab" * 4092)
+    assert main(["store", "info", str(tmp_path)]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("rmqlab: error: ") and "Traceback" not in err
+
+
+def test_usage_errors_are_exit_2(tmp_path, capsys):
+    assert main(["store", "query", str(tmp_path)]) == 2                      # --topic/--key missing
+    assert main(["store", "query", str(tmp_path), "--topic", "T", "--key", "k", "--mode", "exact"]) == 2
+    assert main(["store", "info", str(tmp_path), "--index-num", "0"]) == 2
+    assert "usage:" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("command", ["info", "dispatch"])
+@pytest.mark.parametrize("what", ["missing", "a file"])
+def test_info_and_dispatch_on_a_bad_dir_are_exit_1(tmp_path, capsys, command, what):
+    target = tmp_path / "nowhere"
+    if what == "a file":
+        target.write_text("not a store")
+    assert main(["store", command, str(target)]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("rmqlab: error: ") and "Traceback" not in err
+
+
+@pytest.mark.parametrize("extra", [["--pattern", "bursty"], ["--transaction-fraction", "2"]])
+def test_generate_rejects_bad_workload_values_without_a_traceback(tmp_path, capsys, extra):
+    rc = main(["store", "generate", str(tmp_path / "s"), *GEO, "--messages", "10", *extra])
+    err = capsys.readouterr().err
+    assert rc == 2 and "error:" in err and "Traceback" not in err
