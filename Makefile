@@ -5,7 +5,7 @@ VPY     := $(VENV)/bin/python
 STAMP   := $(VENV)/.installed
 LAB_PORT ?= 8888
 
-.PHONY: test lab java bench conformance data clean
+.PHONY: test lab java bench bench-store conformance data clean
 
 $(STAMP): pyproject.toml setup.py $(wildcard rmqlab/_native/*.c)
 	@test -x $(VPY) || $(PY) -m venv $(VENV)
@@ -28,8 +28,13 @@ lab: $(STAMP) java
 	$(VENV)/bin/jupyter lab --ip 127.0.0.1 --port $(LAB_PORT) --no-browser \
 	  --ServerApp.root_dir=notebooks $(if $(filter 0,$(shell id -u)),--allow-root,)
 
+# Benchmarks print their tables; add --record (e.g. make bench ARGS=--record) to append to RESULTS.md.
 bench: $(STAMP)
-	$(VPY) benchmarks/bench_indexfile.py
+	cd benchmarks && ../$(VPY) bench_indexfile.py $(ARGS)
+	cd benchmarks && ../$(VPY) bench_workload.py $(ARGS)
+
+bench-store: $(STAMP)
+	cd benchmarks && ../$(VPY) bench_store.py $(ARGS)
 
 conformance: $(STAMP)
 	$(VPY) ../shared/conformance/indexfile_conformance.py tests/data/golden

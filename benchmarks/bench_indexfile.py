@@ -22,7 +22,6 @@ import datetime as dt
 import gc
 import json
 import os
-import platform
 import resource
 import statistics
 import threading
@@ -35,6 +34,7 @@ import pyarrow.compute as pc
 
 import rmqlab
 from rmqlab.formats.indexfile import DEFAULT_HASH_SLOT_NUM, DEFAULT_INDEX_NUM, Geometry, IndexFile
+from common import machine
 
 HERE = Path(__file__).resolve().parent
 OUT = HERE / "out"
@@ -83,20 +83,6 @@ def workload(n: int):
     numbers = np.arange(n, dtype=np.int64)
     keys = pc.binary_join_element_wise("TopicTest#ORDER_", pc.cast(pa.array(numbers), pa.string()), "")
     return keys, 200 * (numbers + 1), 1718000000000 + numbers // 10
-
-
-def machine() -> str:
-    cpu = "unknown CPU"
-    try:
-        for line in open("/proc/cpuinfo"):
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
-    return (f"{cpu}, {os.cpu_count()} cores, {mem:.0f} GiB RAM, Linux {platform.release()}, "
-            f"Python {platform.python_version()}, NumPy {np.__version__}, pyarrow {pa.__version__}")
 
 
 def bench_build(keys, phy, ts, repeat: int, fsync: bool) -> dict:

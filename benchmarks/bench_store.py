@@ -27,12 +27,12 @@ from rmqlab.formats import commitlog as cl
 from rmqlab.store import Store, generate_store
 from rmqlab.workload import Workload
 
+from common import machine
+
 HERE = Path(__file__).resolve().parent
 OUT = HERE / "out" / "store"
 RESULTS = HERE / "RESULTS.md"
 
-# Machine description shared with the IndexFile benchmark.
-from bench_indexfile import machine  # noqa: E402
 
 
 def timed(fn):

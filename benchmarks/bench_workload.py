@@ -20,9 +20,13 @@ Run:  python benchmarks/bench_workload.py [--messages 2000000] [--cpu 0]
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
+import contextlib
+import datetime as dt
+import io
+import sys
 import json
 import os
-import platform
 import shutil
 import tempfile
 import time
@@ -32,6 +36,7 @@ import pyarrow as pa
 
 import rmqlab
 from rmqlab.workload import BLOCK_MESSAGES, Workload, generate_chunks
+from common import machine
 
 SMALL = dict(rate=100_000.0, body_median=100, body_max=256)
 FEATURES = dict(SMALL, producers=16, topics=("Orders", "Payments", "Audit"), ipv6_fraction=0.25,
@@ -39,19 +44,6 @@ FEATURES = dict(SMALL, producers=16, topics=("Orders", "Payments", "Audit"), ipv
                 delay_levels=(1, 2, 3), collision_pairs=10)
 
 
-def machine() -> str:
-    cpu = "unknown CPU"
-    try:
-        with open("/proc/cpuinfo") as fh:
-            for line in fh:
-                if line.startswith("model name"):
-                    cpu = line.split(":", 1)[1].strip()
-                    break
-    except OSError:
-        pass
-    mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
-    return (f"{cpu}, {os.cpu_count()} cores, {mem:.0f} GiB RAM, Linux {platform.release()}, "
-            f"Python {platform.python_version()}, NumPy {np.__version__}, pyarrow {pa.__version__}")
 
 
 def time_columns(w: Workload, chunk: int) -> tuple[float, int]:
@@ -97,7 +89,32 @@ def main() -> None:
     ap.add_argument("--cpu", type=int, default=0, help="pin to this CPU (-1: do not pin)")
     ap.add_argument("--no-write", action="store_true", help="skip the encode + write path")
     ap.add_argument("--json", help="also write the figures to this JSON file")
+    ap.add_argument("--record", action="store_true", help="append the table to benchmarks/RESULTS.md")
     args = ap.parse_args()
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(_Tee(sys.stdout, printed)):
+        _run(args)
+    if args.record:
+        text = printed.getvalue().replace("# rmqlab.workload benchmark",
+                                          f"## {dt.date.today().isoformat()}: workload generator", 1)
+        with open(Path(__file__).resolve().parent / "RESULTS.md", "a") as fh:
+            fh.write("\n" + text.strip() + "\n")
+
+
+class _Tee:
+    def __init__(self, *streams):
+        self.streams = streams
+
+    def write(self, text):
+        for st in self.streams:
+            st.write(text)
+
+    def flush(self):
+        for st in self.streams:
+            st.flush()
+
+
+def _run(args) -> None:
     if args.cpu >= 0 and hasattr(os, "sched_setaffinity"):
         os.sched_setaffinity(0, {args.cpu})
     pa.set_cpu_count(1)

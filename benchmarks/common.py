@@ -1,0 +1,24 @@
+"""What every benchmark records about the machine it ran on."""
+from __future__ import annotations
+
+import os
+import platform
+
+import numpy as np
+import pyarrow as pa
+
+
+def machine() -> str:
+    """CPU model, cores, memory, kernel and the library versions that matter for the numbers."""
+    cpu = "unknown CPU"
+    try:
+        with open("/proc/cpuinfo") as fh:
+            for line in fh:
+                if line.startswith("model name"):
+                    cpu = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
+    return (f"{cpu}, {os.cpu_count()} cores, {mem:.0f} GiB RAM, Linux {platform.release()}, "
+            f"Python {platform.python_version()}, NumPy {np.__version__}, pyarrow {pa.__version__}")
