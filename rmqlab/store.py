@@ -189,8 +189,8 @@ class Store:
     def dispatch(self) -> DispatchReport:
         """Build ConsumeQueue and index files from the CommitLog as the broker's reput service
         does, from :meth:`reput_from_offset` on, and update the checkpoint. Writes only under
-        consumequeue/, index/ and the checkpoint file. Cost: one columnar read of the
-        CommitLog, then vectorized writes (no Python loop per message).
+        consumequeue/, index/ and the checkpoint file. Cost: one columnar read of the CommitLog
+        from that offset on, then vectorized writes (no Python loop per message).
         """
         import time
 
@@ -198,9 +198,8 @@ class Store:
         start = self.reput_from_offset()
         if not self._has_commitlog():
             return DispatchReport(start, start, 0, 0, 0, 0, 0)
-        msgs = cl.read_columns(self.commitlog_dir, body=False)
+        msgs = cl.read_columns(self.commitlog_dir, body=False, start_offset=start)
         report = msgs.attrs.get("report")
-        msgs = msgs[msgs["phy_offset"] >= start].reset_index(drop=True)
         end = int((msgs["phy_offset"] + msgs["total_size"]).max()) if len(msgs) else start
         units, queues, skipped = self._dispatch_consume_queues(msgs)
         with self.index(writable=True) as idx:

@@ -901,11 +901,11 @@ def _decode_positions(U, P: np.ndarray, f: StoreFile, *, body: bool, check_crc: 
 
 
 def _scan_file(buf, f: StoreFile, *, last: bool, check_crc: bool, report: ReadReport, on_error: str,
-               body: bool = False):
-    """Walk one mapped file in C, check and (optionally) decode its records.
-    Returns (columns or None, end phy offset, positions, damage)."""
+               body: bool = False, start: int = 0):
+    """Walk one mapped file in C from byte `start` (a record boundary), check and (optionally)
+    decode its records. Returns (columns or None, end phy offset, positions, damage)."""
     U = np.frombuffer(buf, np.uint8) if len(buf) else np.empty(0, np.uint8)
-    raw_pos, stop_pos, code = _records.walk(buf, 0, len(buf), -1)
+    raw_pos, stop_pos, code = _records.walk(buf, start, len(buf), -1)
     P = np.frombuffer(raw_pos, np.int64)
     cols, dmg, P = _decode_positions(U, P, f, body=body, check_crc=check_crc)
     if dmg is not None:
@@ -935,7 +935,7 @@ def _frame(parts: list[dict], body: bool, check_crc: bool):
 
 
 def read_columns(path_or_dir: str | os.PathLike, *, body: bool = True, check_crc: bool = False,
-                 on_error: Literal["raise", "report"] = "raise"):
+                 on_error: Literal["raise", "report"] = "raise", start_offset: int = 0):
     """Every message of a CommitLog file or ``commitlog/`` folder as a pandas DataFrame, one row a
     message in offset order, columns :data:`COLUMNS` (``crc_ok`` added when `check_crc`; ``body``
     left out when `body` is False).
@@ -944,28 +944,36 @@ def read_columns(path_or_dir: str | os.PathLike, *, body: bool = True, check_crc
     (no Python loop per message); text columns go through pyarrow. The :class:`ReadReport`
     (damage, torn tail, end offset) is ``df.attrs["report"]``. Cost: a few million messages/s
     (see benchmarks/bench_commitlog.py); memory about twice the decoded columns.
+
+    `start_offset` (a CommitLog offset where a record starts, e.g. where the last dispatch
+    stopped) skips the files that end before it and starts the walk inside the one holding it.
     """
     if on_error not in ("raise", "report"):
         raise ValueError(f"on_error must be 'raise' or 'report', got {on_error!r}")
+    if start_offset < 0:
+        raise ValueError(f"start_offset must be >= 0, got {start_offset}")
     files = store_files(path_or_dir)
+    kept = [f for f in files if f.start_offset + f.size > start_offset]
+    files = kept if kept else files[-1:]
     report = ReadReport()
     parts = []
     gc_was = gc.isenabled()
     gc.disable()   # millions of new str/bytes objects, no cycles: skip the collector's passes
     try:
-        df = _read_files(files, report, parts, body, check_crc, on_error)
+        df = _read_files(files, report, parts, body, check_crc, on_error, start_offset)
     finally:
         if gc_was:
             gc.enable()
     return df
 
 
-def _read_files(files, report, parts, body, check_crc, on_error):
+def _read_files(files, report, parts, body, check_crc, on_error, start_offset=0):
     for i, f in enumerate(files):
         report.files.append(os.fspath(f.path))
         with _Mapped(f.path) as buf:
+            start = min(max(start_offset - f.start_offset, 0), len(buf))
             cols, end, code, _ = _scan_file(buf, f, last=i == len(files) - 1, check_crc=check_crc,
-                                            report=report, on_error=on_error, body=body)
+                                            report=report, on_error=on_error, body=body, start=start)
         report.messages += len(cols["topic"])
         if len(cols["topic"]):
             parts.append(cols)
