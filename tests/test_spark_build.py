@@ -1,0 +1,135 @@
+"""Distributed index build: the files Spark writes are byte for byte (and name for name) those of
+the single-process bulk_build of the same keys, and those of the broker-order IndexService."""
+import datetime
+import random
+
+import numpy as np
+import pytest
+
+from rmqlab.indexservice import ExpandedKeys, IndexService, bulk_build, expand_columns
+
+pytestmark = pytest.mark.jvm
+
+UTC = datetime.timezone.utc
+HSN, INUM = 61, 1000
+CAP = INUM - 1
+
+
+def messages(n_target_keys, seed=7):
+    """Message columns: a UNIQ_KEY (mostly) and 0-5 KEYS tokens each, colliding keys (Aa/BB),
+    repeated keys, empty tokens, store timestamps 0-3 s apart and out of order by up to 50 ms; stops once the expanded keys
+    reach `n_target_keys`."""
+    rng = random.Random(seed)
+    cols = {"topic": [], "phy_offset": [], "store_timestamp": [], "keys": [], "uniq_key": []}
+    phy, ts, n = 0, 1718000000000, 0
+    while n < n_target_keys:
+        toks = [rng.choice(["Aa", "BB", "AaAa", "BBBB", "AaBB", f"ORDER_{rng.randint(0, 300)}",
+                            "中文", ""]) for _ in range(rng.randint(0, 5))]
+        uniq = None if rng.random() < 0.1 else f"U{len(cols['topic']):06d}"
+        cols["topic"].append(rng.choice(["TopicA", "TopicB"]))
+        cols["phy_offset"].append(phy)
+        cols["store_timestamp"].append(ts + rng.randint(-50, 5))      # not monotonic
+        cols["keys"].append(" ".join(toks) if toks else None)
+        cols["uniq_key"].append(uniq)
+        n += (uniq is not None) + sum(1 for t in toks if t)
+        phy += rng.randint(150, 400)
+        ts += rng.randint(0, 3000)
+    return cols
+
+
+def to_df(spark, exp, partitions=4):
+    rows = list(zip(exp.key_list(), exp.phy_offsets.tolist(), exp.store_timestamps.tolist()))
+    rdd = spark.sparkContext.parallelize(rows, partitions)     # contiguous slices, in order
+    return spark.createDataFrame(rdd, "key string, phy_offset long, store_timestamp long")
+
+
+def first_key_times(exp):
+    return [int(exp.store_timestamps[lo]) for lo in range(0, len(exp), CAP)]
+
+
+def truth(exp, directory):
+    return bulk_build(exp, directory, hash_slot_num=HSN, index_num=INUM,
+                      clock=iter(first_key_times(exp)).__next__, tz=UTC)
+
+
+def assert_same_files(a, b):
+    assert [p.name for p in a] == [p.name for p in b]
+    for x, y in zip(a, b):
+        assert x.read_bytes() == y.read_bytes(), f"{x.name} differs"
+    leftovers = [p.name for p in b[0].parent.iterdir() if p not in b] if b else []
+    assert leftovers == []   # no temporary file left behind
+
+
+def test_spark_build_is_byte_identical_across_files(spark, tmp_path):
+    from rmqlab.spark.build import build_index_files
+
+    cols = messages(5600, seed=18)
+    exp = expand_columns(cols)
+    k = len(exp)
+    assert 5 * CAP < k < 6 * CAP and k % CAP != 0
+    # a file boundary falls inside one message's keys (the message spans two files)
+    inside = [f for f in range(1, 6) if exp.message_index[f * CAP - 1] == exp.message_index[f * CAP]]
+    assert inside, "no file boundary inside a message"
+    # and a boundary where the seed shows in the bytes: the first entry's time diff is taken
+    # against the seeded begin_timestamp, in whole seconds
+    ts = exp.store_timestamps
+    assert any(ts[f * CAP] - ts[f * CAP - 1] >= 1000 for f in range(1, 6))
+
+    want = truth(exp, tmp_path / "single")
+    assert len(want) == 6
+    got = build_index_files(to_df(spark, exp), tmp_path / "spark", hash_slot_num=HSN,
+                            index_num=INUM, tz=UTC)
+    assert_same_files(want, got)
+
+    # and the broker itself (one message at a time, files named by store time) agrees
+    with IndexService(tmp_path / "broker", hash_slot_num=HSN, index_num=INUM, read_only=False,
+                      tz=UTC, name_by_store_time=True) as svc:
+        for m in zip(*(cols[c] for c in ("topic", "phy_offset", "store_timestamp", "keys", "uniq_key"))):
+            svc.put_message(*m)
+        broker = [f.path for f in svc.files]
+    assert_same_files(broker, got)
+
+
+def test_fewer_keys_than_one_file(spark, tmp_path):
+    from rmqlab.spark.build import build_index_files
+
+    exp = expand_columns(messages(40, seed=3))
+    assert len(exp) < CAP
+    want = truth(exp, tmp_path / "single")
+    got = build_index_files(to_df(spark, exp), tmp_path / "spark", hash_slot_num=HSN,
+                            index_num=INUM, tz=UTC)
+    assert len(got) == 1
+    assert_same_files(want, got)
+
+
+def test_exact_multiple_of_capacity_and_same_millisecond_names(spark, tmp_path):
+    from rmqlab.spark.build import build_index_files
+
+    full = expand_columns(messages(2 * CAP + 10, seed=5))
+    n = 2 * CAP
+    # every key at the same store time: the second file's name is bumped by 1 ms, as the broker
+    exp = ExpandedKeys(full.keys.slice(0, n), full.phy_offsets[:n],
+                       np.full(n, 1718000000123, np.int64))
+    want = truth(exp, tmp_path / "single")
+    assert [p.name for p in want] == ["20240610061320123", "20240610061320124"]
+    got = build_index_files(to_df(spark, exp, partitions=3), tmp_path / "spark",
+                            hash_slot_num=HSN, index_num=INUM, tz=UTC)
+    assert_same_files(want, got)
+
+    # explicit names
+    names = ["20240101000000000", "20240101000000001"]
+    want = bulk_build(exp, tmp_path / "single2", hash_slot_num=HSN, index_num=INUM,
+                      clock=iter([1704067200000, 1704067200000]).__next__, tz=UTC)
+    assert [p.name for p in want] == names
+    got = build_index_files(to_df(spark, exp, partitions=5), tmp_path / "spark2",
+                            hash_slot_num=HSN, index_num=INUM, names=names)
+    assert_same_files(want, got)
+
+
+def test_refuses_a_folder_with_index_files(spark, tmp_path):
+    from rmqlab.spark.build import build_index_files
+
+    (tmp_path / "20240101000000000").write_bytes(b"")
+    df = spark.createDataFrame([("T#a", 1, 2)], "key string, phy_offset long, store_timestamp long")
+    with pytest.raises(FileExistsError):
+        build_index_files(df, tmp_path, hash_slot_num=HSN, index_num=INUM)
