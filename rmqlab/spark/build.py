@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import datetime as _dt
 import os
-from bisect import bisect_right
 from pathlib import Path
 from typing import Sequence
 
