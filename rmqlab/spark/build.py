@@ -11,10 +11,13 @@ The work is split as the broker's order allows:
    ``f * cap - 1`` (its seed: the previous file's end_phy_offset / end_timestamp, exactly what
    the broker seeds a new file with) and for every file the row of rank ``f * cap`` (its
    name); the driver names the files with the same function ``bulk_build`` uses;
-3. one job tags each row with its file id (from the partition's first rank, no sort), brings
-   each file's rows into one task (``partitionBy(n_files)``: the rows move once), orders them by
-   rank there and calls :func:`rmqlab.formats.indexfile.build_index_file` (the C builder;
-   temporary file + rename, so every file appears atomically).
+3. one job tags each row with its rank and file id (from the partition's first rank, no sort),
+   brings each file's rows into one group (``groupBy("file").applyInPandas``: the rows move
+   once), orders them by rank there and calls :func:`rmqlab.formats.indexfile.build_index_file`
+   (the C builder; temporary file + rename, so every file appears atomically).
+
+Every step works on Arrow record batches (``mapInArrow``, ``applyInPandas``): no Python loop
+per row.
 
 Spark tasks only call rmqlab's format modules; no format is re-implemented here.
 
@@ -72,7 +75,7 @@ def build_index_files(df, directory: str | os.PathLike, *, hash_slot_num: int, i
     by THAT message's store time, not by the next key's (pass `names` then). `df` is evaluated three times (counts, boundaries, build):
     its rows and partitioning must be deterministic (cache or checkpoint it otherwise). Files
     are written by the executors, so on a cluster `directory` must be a shared file system.
-    Cost: O(rows) Python per row for tagging, one shuffle of the rows, C per file.
+    Cost: three passes over Arrow batches, one shuffle of the rows, the C builder per file.
     """
     from rmqlab.indexservice import _check_capacity, _next_free_name, is_index_file_name
 
@@ -86,12 +89,12 @@ def build_index_files(df, directory: str | os.PathLike, *, hash_slot_num: int, i
         raise FileExistsError(f"{directory} already holds index files ({existing[0]}, ...); "
                               "build_index_files writes a new folder")
 
-    rdd = df.select("key", "phy_offset", "store_timestamp").rdd
+    keys = df.select("key", "phy_offset", "store_timestamp")
+    partitions = keys.rdd.getNumPartitions()
 
     # 1. per-partition counts -> first rank of each partition
-    counts = dict(rdd.mapPartitionsWithIndex(lambda i, it: [(i, sum(1 for _ in it))]).collect())
-    starts, total, n_files = plan_ranks([counts.get(i, 0) for i in range(rdd.getNumPartitions())],
-                                        index_num)
+    counts = {r["p"]: r["n"] for r in keys.mapInArrow(_count_rows, "p int, n long").collect()}
+    starts, total, n_files = plan_ranks([counts.get(i, 0) for i in range(partitions)], index_num)
     if names is not None and len(names) != n_files:
         raise ValueError(f"{len(names)} names given for {n_files} files")
     if n_files == 0:
@@ -99,21 +102,8 @@ def build_index_files(df, directory: str | os.PathLike, *, hash_slot_num: int, i
 
     # 2. boundary rows: rank f*cap - 1 (seed of file f) and f*cap (first key of file f)
     wanted = sorted({r for f in range(n_files) for r in (f * cap - 1, f * cap) if 0 <= r < total})
-
-    def boundary_rows(i, it, starts=starts, wanted=wanted):
-        lo = starts[i]
-        hi = starts[i + 1] if i + 1 < len(starts) else total
-        mine = {r - lo for r in wanted if lo <= r < hi}
-        if not mine:
-            return
-        for j, row in enumerate(it):
-            if j in mine:
-                yield lo + j, int(row[1]), int(row[2])
-                mine.discard(j)
-                if not mine:
-                    return
-
-    at = {r: (phy, ts) for r, phy, ts in rdd.mapPartitionsWithIndex(boundary_rows).collect()}
+    picked = keys.mapInArrow(_ranked(starts, _pick(wanted)), "rank long, phy_offset long, store_timestamp long")
+    at = {r["rank"]: (r["phy_offset"], r["store_timestamp"]) for r in picked.collect()}
     if set(at) != set(wanted):
         raise RuntimeError(f"boundary rows missing: {sorted(set(wanted) - set(at))[:5]}; "
                            "is the DataFrame deterministic?")
@@ -132,36 +122,29 @@ def build_index_files(df, directory: str | os.PathLike, *, hash_slot_num: int, i
             raise ValueError("file names must be distinct")
     paths = [directory / n for n in names_out]
 
-    # 3. tag rows with (file, rank), one task per file, build with the C builder
-    def tag(i, it, starts=starts, cap=cap):
-        r = starts[i]
-        for row in it:
-            yield r // cap, (r, row[0], int(row[1]), int(row[2]))
-            r += 1
-
+    # 3. tag rows with (rank, file), one group per file, build with the C builder
     plan = [(str(p), seeds[f][0], seeds[f][1]) for f, p in enumerate(paths)]
 
-    def build(f, it, plan=plan):
-        import numpy as np
+    def build(pdf):
+        import pandas as pd
 
         from rmqlab.formats.indexfile import build_index_file   # imported in the worker
 
-        rows = sorted((v for _, v in it), key=lambda v: v[0])
-        if not rows:
-            return
+        pdf = pdf.sort_values("rank", kind="stable")
+        f = int(pdf["file"].iloc[0])
         path, seed_phy, seed_ts = plan[f]
-        written = build_index_file(path, [v[1] for v in rows],
-                                   np.fromiter((v[2] for v in rows), np.int64, len(rows)),
-                                   np.fromiter((v[3] for v in rows), np.int64, len(rows)),
+        written = build_index_file(path, pdf["key"].to_numpy(), pdf["phy_offset"].to_numpy(),
+                                   pdf["store_timestamp"].to_numpy(),
                                    hash_slot_num=hash_slot_num, index_num=index_num,
                                    end_phy_offset=seed_phy, end_timestamp=seed_ts,
                                    slot_count_rule=slot_count_rule)
-        yield f, rows[0][0], rows[-1][0], len(rows), written
+        return pd.DataFrame({"file": [f], "first": [int(pdf["rank"].iloc[0])],
+                             "last": [int(pdf["rank"].iloc[-1])], "n": [len(pdf)], "written": [written]})
 
-    done = (rdd.mapPartitionsWithIndex(tag)
-            .partitionBy(n_files, lambda f: f)
-            .mapPartitionsWithIndex(build)
-            .collect())
+    tagged = keys.mapInArrow(_ranked(starts, _tag(cap)),
+                             "key string, phy_offset long, store_timestamp long, rank long, file int")
+    done = [tuple(r) for r in tagged.groupBy("file").applyInPandas(
+        build, "file int, first long, last long, n long, written long").collect()]
     got = {f: (first, last, n, w) for f, first, last, n, w in done}
     for f in range(n_files):
         lo, hi = f * cap, min((f + 1) * cap, total)
@@ -170,3 +153,59 @@ def build_index_files(df, directory: str | os.PathLike, *, hash_slot_num: int, i
             raise RuntimeError(f"file {f} ({names_out[f]}): built (first rank, last rank, rows, "
                                f"written) {got.get(f)}, expected {expect}")
     return paths
+
+
+# -- per-batch functions run in the executors (module level, so they pickle small) -----------
+
+
+def _count_rows(batches):
+    """One row per partition: its id and number of rows."""
+    import pyarrow as pa
+    from pyspark import TaskContext
+
+    n = sum(b.num_rows for b in batches)
+    yield pa.RecordBatch.from_pydict({"p": pa.array([TaskContext.get().partitionId()], pa.int32()),
+                                      "n": pa.array([n], pa.int64())})
+
+
+def _ranked(starts: list[int], per_batch):
+    """mapInArrow function giving `per_batch(batch, ranks)` each batch with the global rank of
+    its rows: the partition's first rank (from the counts) plus the row's place in the partition."""
+    def run(batches):
+        import numpy as np
+        from pyspark import TaskContext
+
+        first = starts[TaskContext.get().partitionId()]
+        for batch in batches:
+            ranks = np.arange(first, first + batch.num_rows, dtype=np.int64)
+            first += batch.num_rows
+            out = per_batch(batch, ranks)
+            if out is not None and out.num_rows:
+                yield out
+    return run
+
+
+def _pick(wanted: list[int]):
+    """The rows whose rank is in `wanted` (sorted), as (rank, phy_offset, store_timestamp)."""
+    def pick(batch, ranks):
+        import numpy as np
+        import pyarrow as pa
+
+        hit = np.flatnonzero(np.isin(ranks, wanted))
+        if not len(hit):
+            return None
+        rows = batch.take(pa.array(hit))
+        return pa.RecordBatch.from_arrays([pa.array(ranks[hit]), rows.column("phy_offset"),
+                                           rows.column("store_timestamp")],
+                                          names=["rank", "phy_offset", "store_timestamp"])
+    return pick
+
+
+def _tag(cap: int):
+    """Each row with its rank and file (rank // cap)."""
+    def tag(batch, ranks):
+        import pyarrow as pa
+
+        return pa.RecordBatch.from_arrays(batch.columns + [pa.array(ranks), pa.array((ranks // cap).astype("int32"))],
+                                          names=batch.schema.names + ["rank", "file"])
+    return tag
