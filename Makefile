@@ -7,7 +7,7 @@ LAB_PORT ?= 8888
 
 .PHONY: test lab java bench bench-store conformance data clean
 
-$(STAMP): pyproject.toml setup.py $(wildcard rmqlab/_native/*.c)
+$(STAMP): pyproject.toml setup.py $(wildcard rmqlab/_native/*.c rmqlab/_native/*.h)
 	@test -x $(VPY) || $(PY) -m venv $(VENV)
 	@$(VPY) -m pip install --quiet --upgrade pip uv
 	@# uv installs the same packages as pip, about three times faster (pyspark is a large source build).

@@ -8,12 +8,15 @@ Three small extension modules, no NumPy C API (they exchange data through the bu
 from setuptools import Extension, setup
 
 FLAGS = ["-O3", "-std=c99", "-Wall"]
+HEADERS = ["rmqlab/_native/bigendian.h"]
 
 setup(
     ext_modules=[
         Extension("rmqlab._jhash", sources=["rmqlab/_native/jhash.c"],
                   extra_compile_args=FLAGS + ["-pthread"], extra_link_args=["-pthread"]),
-        Extension("rmqlab._indexcore", sources=["rmqlab/_native/indexcore.c"], extra_compile_args=FLAGS),
-        Extension("rmqlab._records", sources=["rmqlab/_native/records.c"], extra_compile_args=FLAGS),
+        Extension("rmqlab._indexcore", sources=["rmqlab/_native/indexcore.c"], depends=HEADERS,
+                  extra_compile_args=FLAGS),
+        Extension("rmqlab._records", sources=["rmqlab/_native/records.c"], depends=HEADERS,
+                  extra_compile_args=FLAGS),
     ]
 )

@@ -15,40 +15,12 @@
 #include <stdlib.h>
 #include <sys/mman.h>
 
+#include "bigendian.h"
+
 #define HEADER_SIZE 40
 #define SLOT_SIZE 4
 #define ENTRY_SIZE 20
 #define PREFETCH_AHEAD 16
-
-static inline uint32_t bswap32_(uint32_t v) { return __builtin_bswap32(v); }
-static inline uint64_t bswap64_(uint64_t v) { return __builtin_bswap64(v); }
-
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-#define BE32(v) (v)
-#define BE64(v) (v)
-#else
-#define BE32(v) bswap32_(v)
-#define BE64(v) bswap64_(v)
-#endif
-
-static inline int32_t load_i32(const uint8_t *p) {
-    uint32_t v;
-    memcpy(&v, p, 4);
-    return (int32_t)BE32(v);
-}
-static inline int64_t load_i64(const uint8_t *p) {
-    uint64_t v;
-    memcpy(&v, p, 8);
-    return (int64_t)BE64(v);
-}
-static inline void store_i32(uint8_t *p, int32_t x) {
-    uint32_t v = BE32((uint32_t)x);
-    memcpy(p, &v, 4);
-}
-static inline void store_i64(uint8_t *p, int64_t x) {
-    uint64_t v = BE64((uint64_t)x);
-    memcpy(p, &v, 8);
-}
 
 /* x % d by two multiplications (Lemire, Kaser & Kurz, "Faster remainder by direct computation",
  * 2019): a 32-bit division costs more than the rest of a put. Valid for every x and d > 0. */

@@ -21,21 +21,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bigendian.h"
+
 #define MAGIC_V1 ((int32_t)0xDAA320A7)
 #define MAGIC_V2 ((int32_t)0xDAA320AB)
 #define MAGIC_BLANK ((int32_t)0xCBD43194)
 /* The smallest possible message: v1, IPv4 hosts, empty body, topic and properties. */
 #define MIN_MESSAGE_SIZE 91
-
-static inline int32_t load_i32(const uint8_t *p) {
-    uint32_t v;
-    memcpy(&v, p, 4);
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-    return (int32_t)v;
-#else
-    return (int32_t)__builtin_bswap32(v);
-#endif
-}
 
 /* ------------------------------------------------------------------------------ walk */
 
@@ -256,22 +248,6 @@ done:
 
 /* ------------------------------------------------------------------------------ encode */
 
-static inline void store_be32(uint8_t *p, int64_t v) {
-    uint32_t u = (uint32_t)v;
-#if !(defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__)
-    u = __builtin_bswap32(u);
-#endif
-    memcpy(p, &u, 4);
-}
-
-static inline void store_be64(uint8_t *p, int64_t v) {
-    uint64_t u = (uint64_t)v;
-#if !(defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__)
-    u = __builtin_bswap64(u);
-#endif
-    memcpy(p, &u, 8);
-}
-
 /* encode_records' arguments, in order. */
 enum {
     E_DST, E_DST_OFF, E_TOTAL, E_VERSION, E_QUEUE_ID, E_FLAG, E_QUEUE_OFFSET, E_PHY_OFFSET, E_SYS_FLAG,
@@ -389,27 +365,27 @@ static PyObject *encode_records(PyObject *self, PyObject *args) {
                     problem = ENC_DST;
                 else {
                     uint8_t *p = dst + dst_off[i];
-                    store_be32(p, total[i]);
-                    store_be32(p + 4, ver == 1 ? MAGIC_V1 : MAGIC_V2);
-                    store_be32(p + 8, (int64_t)(crc32_of(body + bs, (size_t)bl) & 0x7FFFFFFFu));
-                    store_be32(p + 12, queue_id[i]);
-                    store_be32(p + 16, flag[i]);
-                    store_be64(p + 20, qoff[i]);
-                    store_be64(p + 28, phy[i]);
-                    store_be32(p + 36, sys_flag[i]);
-                    store_be64(p + 40, born_ts[i]);
+                    store_i32(p, total[i]);
+                    store_i32(p + 4, ver == 1 ? MAGIC_V1 : MAGIC_V2);
+                    store_i32(p + 8, (int64_t)(crc32_of(body + bs, (size_t)bl) & 0x7FFFFFFFu));
+                    store_i32(p + 12, queue_id[i]);
+                    store_i32(p + 16, flag[i]);
+                    store_i64(p + 20, qoff[i]);
+                    store_i64(p + 28, phy[i]);
+                    store_i32(p + 36, sys_flag[i]);
+                    store_i64(p + 40, born_ts[i]);
                     p += 48;
                     memcpy(p, born_ip + 16 * bc, (size_t)bw);
                     p += bw;
-                    store_be32(p, born_port[bc]);
-                    store_be64(p + 4, store_ts[i]);
+                    store_i32(p, born_port[bc]);
+                    store_i64(p + 4, store_ts[i]);
                     p += 12;
                     memcpy(p, store_ip + 16 * sc, (size_t)sw);
                     p += sw;
-                    store_be32(p, store_port[sc]);
-                    store_be32(p + 4, recon[i]);
-                    store_be64(p + 8, pto[i]);
-                    store_be32(p + 16, bl);
+                    store_i32(p, store_port[sc]);
+                    store_i32(p + 4, recon[i]);
+                    store_i64(p + 8, pto[i]);
+                    store_i32(p + 16, bl);
                     p += 20;
                     memcpy(p, body + bs, (size_t)bl);
                     p += bl;
