@@ -74,7 +74,7 @@ import pyarrow.compute as pc
 # MessageSysFlag: BORNHOST_V6_FLAG 0x10 / STOREHOSTADDRESS_V6_FLAG 0x20 mark an IPv6 host
 from rmqlab.formats.commitlog import BORNHOST_V6_FLAG, STOREHOSTADDRESS_V6_FLAG
 from rmqlab.formats.consumequeue import DEFAULT_DELAY_LEVELS, SCHEDULE_TOPIC, parse_delay_levels
-from rmqlab.formats.msgid import create_uniq_id, format_host, month_start_ms, parse_host
+from rmqlab.formats.msgid import create_uniq_id, format_host, month_start_ms, parse_host, uniq_ids_arrow
 from rmqlab.indexservice import (
     KEY_SEPARATOR,
     TRANSACTION_COMMIT_TYPE,
@@ -570,12 +570,8 @@ class _Setup:
         self.props = _PropertyBuilder(self)
         # UNIQ_KEY: the fixed part (address, pid, class-loader hash) of each producer as hex
         # text, made by msgid.create_uniq_id (the last 12 digits are the per-message part)
-        self.uniq_prefix4 = np.zeros((P, 20), np.uint8)     # IPv4: 4 + 2 + 4 bytes = 20 digits
-        self.uniq_prefix6 = np.zeros((P, 44), np.uint8)     # IPv6: 16 + 2 + 4 bytes = 44 digits
-        for p, a in enumerate(self.ip):
-            fixed = create_uniq_id(a.packed, int(self.pid[p]), int(self.clh[p]), w.start_ms, 0,
-                                   tz=w.timezone)[:-12].encode()
-            (self.uniq_prefix6 if self.v6[p] else self.uniq_prefix4)[p] = np.frombuffer(fixed, np.uint8)
+        self.uniq_prefixes = [create_uniq_id(a.packed, int(self.pid[p]), int(self.clh[p]), w.start_ms, 0,
+                                             tz=w.timezone)[:-12] for p, a in enumerate(self.ip)]
         self.month_starts = _MonthStarts(w.timezone)
         # the body tape: text, seed-derived, doubled so any window of _TAPE_LEN is one slice
         tape = _TAPE_ALPHABET[np.random.default_rng([w.seed, _TAG_TAPE]).integers(
@@ -709,10 +705,6 @@ class _MonthStarts:
 
     def _next(self, start: int) -> int:
         return month_start_ms(start + 32 * _DAY * 1000, self.tz)
-
-
-# Four upper-case hex digits of each 16-bit value as one uint32 (memory order = text order).
-_HEX_WORDS = np.frombuffer(b"".join(b"%04X" % i for i in range(1 << 16)), np.uint32)
 
 
 def _prefixed(prefix: str, numbers: np.ndarray) -> pa.Array:
@@ -996,47 +988,10 @@ def _tape_bodies(s: _Setup, st: _State, size: np.ndarray) -> pa.Array:
 
 
 def _uniq_keys(s: _Setup, producer: np.ndarray, born_ts: np.ndarray, counter: np.ndarray) -> pa.Array:
-    """UNIQ_KEY of each send (MessageClientIDSetter.createUniqID at the born time), written
-    straight into an Arrow string buffer.
-
-    TODO(msgid): this vectorized path belongs in rmqlab.formats.msgid. ``msgid.uniq_ids_many``
-    gives the same text (tests/test_workload.py checks it row for row) but as a NumPy ``<U``
-    array, ~0.5 µs a message plus the conversion to Arrow; this one is ~30 ns. The fixed part
-    of each producer's id comes from ``msgid.create_uniq_id``; only the per-message tail
-    (ms since the start of the month int32 + counter int16, 12 hex digits) is made here.
-    """
-    n = len(producer)
+    """UNIQ_KEY of each send (MessageClientIDSetter.createUniqID at the born time), built by
+    msgid.uniq_ids_arrow straight into an Arrow string buffer."""
     # ms since the start of the id's own month (>= 0; its low 32 bits are Java's (int) cast)
-    diff = born_ts - s.month_starts(born_ts)
-    words = np.empty((n, 3), np.int64)                 # three 16-bit words, big-endian order
-    words[:, 0] = (diff >> 16) & 0xFFFF
-    words[:, 1] = diff & 0xFFFF
-    words[:, 2] = counter & 0xFFFF                     # (short) of the AtomicInteger
-    tail_hex = _HEX_WORDS[words].view(np.uint8).reshape(n, 12)
-    is6 = s.v6[producer]
-    any6 = bool(is6.any())
-    all6 = any6 and bool(is6.all())
-    families = []                                       # (prefix matrix, rows or None = all)
-    if not all6:
-        families.append((s.uniq_prefix4, np.flatnonzero(~is6) if any6 else None))
-    if any6:
-        families.append((s.uniq_prefix6, None if all6 else np.flatnonzero(is6)))
-    parts, where = [], []
-    for prefix, rows in families:
-        pr = producer if rows is None else producer[rows]
-        m, width = len(pr), prefix.shape[1] + 12
-        mat = np.empty((m, width), np.uint8)
-        mat[:, :-12] = prefix[pr]
-        mat[:, -12:] = tail_hex if rows is None else tail_hex[rows]
-        offsets = np.arange(0, (m + 1) * width, width, dtype=np.int32)
-        parts.append(pa.StringArray.from_buffers(m, pa.py_buffer(offsets), pa.py_buffer(mat)))
-        where.append(rows)
-    if len(parts) == 1:
-        return parts[0]
-    pos = np.empty(n, np.int64)
-    pos[np.concatenate(where)] = np.arange(n)
-    return pa.concat_arrays(parts).take(pa.array(pos))
-
+    return uniq_ids_arrow(s.uniq_prefixes, producer, born_ts - s.month_starts(born_ts), counter)
 
 
 def _derived(s: _Setup, st: _State, recs: _Records, extra: dict) -> None:

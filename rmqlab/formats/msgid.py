@@ -44,7 +44,7 @@ from __future__ import annotations
 import datetime as _dt
 import ipaddress
 import re
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Sequence
 
 import numpy as np
 
@@ -59,6 +59,7 @@ __all__ = [
     "create_uniq_id",
     "parse_uniq_id",
     "uniq_ids_many",
+    "uniq_ids_arrow",
     "month_start_ms",
     "uniq_id_time",
 ]
@@ -372,11 +373,68 @@ def uniq_ids_many(ip: Any, pid: Any, class_loader_hash: Any, timestamps_ms: Any,
     diff = (ts - starts).astype(np.int64)
     diff = ((diff + 2**31) % 2**32) - 2**31  # (int) cast
     diff[(diff < 0) & (diff > -_NTP_STEP_MS)] = 0
-    rows = np.hstack([
-        ips,
-        (pids & 0xFFFF).astype(">u2").view(np.uint8).reshape(n, 2),
-        (clh & 0xFFFFFFFF).astype(">u4").view(np.uint8).reshape(n, 4),
-        (diff & 0xFFFFFFFF).astype(">u4").view(np.uint8).reshape(n, 4),
-        (cnt & 0xFFFF).astype(">u2").view(np.uint8).reshape(n, 2),
-    ]) if n else np.empty((0, ips.shape[1] + 12), np.uint8)
-    return _hex_rows(rows)
+    width = 2 * (ips.shape[1] + 12)
+    if n == 0:
+        return np.empty(0, dtype=f"<U{width}")
+    fixed = np.hstack([ips, (pids & 0xFFFF).astype(">u2").view(np.uint8).reshape(n, 2),
+                       (clh & 0xFFFFFFFF).astype(">u4").view(np.uint8).reshape(n, 4)])
+    distinct, codes = np.unique(fixed, axis=0, return_inverse=True)
+    ids = uniq_ids_arrow(_hex_rows(distinct).tolist(), codes.reshape(-1), diff, cnt)
+    return ids.to_numpy(zero_copy_only=False).astype(f"<U{width}")
+
+
+#: 16-bit word -> its 4 upper-case hex digits, as one uint32 of ASCII bytes (a 256 KiB table)
+_HEX_WORDS = np.frombuffer(b"".join(b"%04X" % i for i in range(1 << 16)), np.uint32)
+
+
+def uniq_ids_arrow(prefixes: Sequence[str], codes: Any, month_offsets_ms: Any, counters: Any):
+    """Unique ids for many messages as a pyarrow StringArray, written straight into Arrow's
+    buffers: about 30 ns a message, no Python string per row.
+
+    `prefixes` are the fixed parts of the ids, one per producer JVM, as hex text (the first
+    20 digits of an IPv4 id, 44 of an IPv6 one: ``create_uniq_id(...)[:-12]``); `codes` says
+    which prefix each row uses; `month_offsets_ms` is each message's ms since the start of its
+    month (Java's ``(int)`` of it is stored) and `counters` the per-JVM counter (its low 16 bits).
+
+    >>> p = create_uniq_id("10.0.0.7", 4242, 0x1B6D3586, 1718000000000, 0, tz="UTC")[:-12]
+    >>> uniq_ids_arrow([p], [0], [1718000000000 - month_start_ms(1718000000000, "UTC")], [7]).to_pylist()
+    ['0A00000710921B6D35862FAF08000007']
+    """
+    import pyarrow as pa
+
+    codes = np.asarray(codes, dtype=np.int64).reshape(-1)
+    n = len(codes)
+    offsets_ms = np.broadcast_to(np.asarray(month_offsets_ms, dtype=np.int64), (n,))
+    cnt = np.broadcast_to(np.asarray(counters, dtype=np.int64), (n,))
+    words = np.empty((n, 3), np.int64)                # three 16-bit words, big-endian order
+    words[:, 0] = (offsets_ms >> 16) & 0xFFFF
+    words[:, 1] = offsets_ms & 0xFFFF
+    words[:, 2] = cnt & 0xFFFF
+    tail = _HEX_WORDS[words].view(np.uint8).reshape(n, 12)
+    raw = [p.encode("ascii") for p in prefixes]
+    widths = np.array([len(r) for r in raw], dtype=np.int64)
+    distinct = sorted(set(widths.tolist()))           # IPv4 and IPv6 ids differ in length
+    row_widths = widths[codes] if len(distinct) > 1 else None
+    parts, where = [], []
+    for w in distinct if n else []:
+        table = np.zeros((len(raw), w), np.uint8)
+        for i, r in enumerate(raw):
+            if len(r) == w:
+                table[i] = np.frombuffer(r, np.uint8)
+        rows = np.flatnonzero(row_widths == w) if row_widths is not None else None
+        if rows is not None and not len(rows):
+            continue
+        m = n if rows is None else len(rows)
+        mat = np.empty((m, w + 12), np.uint8)
+        mat[:, :w] = table[codes if rows is None else codes[rows]]
+        mat[:, w:] = tail if rows is None else tail[rows]
+        offsets = np.arange(0, (m + 1) * (w + 12), w + 12, dtype=np.int32)
+        parts.append(pa.StringArray.from_buffers(m, pa.py_buffer(offsets), pa.py_buffer(mat)))
+        where.append(rows)
+    if not parts:
+        return pa.array([], pa.string())
+    if len(parts) == 1:
+        return parts[0]
+    pos = np.empty(n, np.int64)
+    pos[np.concatenate(where)] = np.arange(n)
+    return pa.concat_arrays(parts).take(pa.array(pos))
