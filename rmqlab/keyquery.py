@@ -118,8 +118,15 @@ def _real_match(messages: pd.DataFrame, topic: str, key: str, unique: bool) -> n
     if unique:
         return same_topic & uniq
     # buildIndex indexes UNIQ_KEY and every KEYS token split on single spaces: the same set here
-    tokens = messages["keys"].map(lambda k: key in k.split(" ") if isinstance(k, str) else False)
-    return same_topic & (uniq | tokens.to_numpy(dtype=bool))
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    tokens = pc.split_pattern(pa.array(messages["keys"], pa.string(), from_pandas=True), " ")
+    parents = np.asarray(pc.list_parent_indices(tokens))
+    equal = pc.equal(pc.list_flatten(tokens), key).to_numpy(zero_copy_only=False)
+    in_keys = np.zeros(len(messages), dtype=bool)
+    in_keys[parents[equal]] = True
+    return same_topic & (uniq | in_keys)
 
 
 def query_key(index: IndexService, read_messages: MessageReader, topic: str, key: str, *,
