@@ -239,6 +239,9 @@ class Workload:
         hot_keys (1000): size of the hot vocabulary ``<hot_key_prefix><rank>``, rank 1..hot_keys.
         zipf_s (1.1): Zipf exponent of the hot keys: P(rank r) ∝ r^-s.
         order_key_prefix ("ORDER_"), hot_key_prefix ("USER_").
+        first_order_id (0): the n of the first order id (later ones count up from it); lets
+            independent pieces of one workload (see :mod:`rmqlab.spark.sources`) keep their
+            order ids apart.
         collision_pairs (0): pairs of keys whose Java hashes collide on purpose:
             ``<order_key_prefix>Aa<i>`` / ``<order_key_prefix>BB<i>`` ("Aa" and "BB" hash
             alike, so topic#key does too): see :func:`collision_keys`.
@@ -311,6 +314,7 @@ class Workload:
     zipf_s: float = 1.1
     order_key_prefix: str = "ORDER_"
     hot_key_prefix: str = "USER_"
+    first_order_id: int = 0
     collision_pairs: int = 0
     collision_fraction: float = 0.01
     uniq_key: bool = True
@@ -404,6 +408,7 @@ def _validate(w: Workload) -> None:
     need(1.0 <= w.keys_per_message <= w.max_keys_per_message,
          "keys_per_message must be in [1, max_keys_per_message]")
     count("hot_keys", 1, 10_000_000)
+    count("first_order_id", 0, 2**62)
     need(w.zipf_s >= 0, "zipf_s must be >= 0")
     text("order_key_prefix", w.order_key_prefix, allow_empty=True)
     text("hot_key_prefix", w.hot_key_prefix, allow_empty=True)
@@ -819,7 +824,7 @@ class _State:
         self.profile = _Profile(w)
         self.rr = np.zeros(w.producers * len(w.topics), np.int64)
         self.uniq_counter = np.zeros(w.producers, np.int64)
-        self.order_counter = 0
+        self.order_counter = w.first_order_id
         self.tape_pos = 0
         self.q_next = np.zeros((len(w.topics) + 1) * _qmax(s), np.int64)
         self.row = 0                                       # rows emitted so far

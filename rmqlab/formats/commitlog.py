@@ -85,7 +85,8 @@ __all__ = [
     "DEFAULT_FILE_SIZE", "COLUMNS", "Message", "Damage", "ReadReport", "StoreFile",
     "message_length", "parse_properties", "properties_block", "read_message", "iter_messages",
     "read_columns", "read_at", "store_files", "min_offset", "max_offset", "walk_py",
-    "encode_message", "encode_messages", "EncodedBatch", "EncodedFile", "CommitLogWriter",
+    "encode_message", "encode_messages", "record_sizes", "place_records", "EncodedBatch", "EncodedFile",
+    "CommitLogWriter",
 ]
 
 # ------------------------------------------------------------------------------- layout
@@ -1257,25 +1258,21 @@ def assign_queue_offsets(topics: np.ndarray, queue_ids: np.ndarray, sys_flag: np
     return out, table
 
 
-def encode_messages(columns, start_offset: int = 0, file_size: int = DEFAULT_FILE_SIZE, *,
-                    queue_table: dict[tuple[str, int], int] | None = None, row_base: int = 0,
-                    prior_phy_offsets: np.ndarray | None = None) -> EncodedBatch:
-    """Lay many messages out into CommitLog files, vectorized (NumPy placement, one C pass writing records and CRCs).
+@dataclass
+class _Sizes:
+    """What placing and encoding a batch of messages needs from its columns."""
 
-    `columns`: a pyarrow Table, pandas DataFrame or dict of sequences with the names of
-    :data:`COLUMNS` (``topic`` required; others default to 0 / empty / ``127.0.0.1:0``; hosts'
-    IPv6 bits are OR-ed into sys_flag). Messages go one after another from `start_offset`;
-    when ``msgLen + 8`` exceeds the bytes left in a file, an 8-byte blank record (TOTALSIZE =
-    bytes left) ends it and the message starts the next file (offset = next multiple of
-    `file_size`). ``queue_offset`` is taken when given, else assigned as
-    :func:`assign_queue_offsets` (from `queue_table`). ``prepared_index`` (row of the half
-    message, -1 none; rows below `row_base` are looked up in `prior_phy_offsets`) sets
-    ``prepared_transaction_offset`` to that row's phy offset. ``version`` defaults to v2 only
-    for topics over 127 bytes. Cost: O(total bytes), about a million small messages/s.
-    """
+    var: tuple          # (data, offsets) of topic, body, properties, flattened
+    born: tuple         # _host_table of born_host
+    store: tuple        # _host_table of store_host
+    sys_flag: np.ndarray
+    version: np.ndarray
+    total: np.ndarray   # TOTALSIZE of each record, bytes
+
+
+def _record_sizes(table, file_size: int) -> _Sizes:
     import pyarrow as pa
 
-    table = _to_table(columns)
     n = table.num_rows
     topic_d, topic_o = _var_column(table, "topic", pa.large_binary(), n)
     body_d, body_o = _var_column(table, "body", pa.large_binary(), n)
@@ -1283,10 +1280,10 @@ def encode_messages(columns, start_offset: int = 0, file_size: int = DEFAULT_FIL
     topic_len = np.diff(topic_o)
     body_len = np.diff(body_o)
     plen = np.diff(prop_o)
-    b_ip, b_w, b_port, b_code = _host_table(table, "born_host", n)
-    s_ip, s_w, s_port, s_code = _host_table(table, "store_host", n)
-    bw = b_w[b_code]
-    sw = s_w[s_code]
+    born = _host_table(table, "born_host", n)
+    store = _host_table(table, "store_host", n)
+    bw = born[1][born[3]]
+    sw = store[1][store[3]]
     sys_flag = _int_column(table, "sys_flag", n)
     sys_flag = sys_flag | np.where(bw == _IPV6, BORNHOST_V6_FLAG, 0) | np.where(sw == _IPV6, STOREHOSTADDRESS_V6_FLAG, 0)
     if ((bw == _IPV4) & (sys_flag & BORNHOST_V6_FLAG != 0)).any() or \
@@ -1303,14 +1300,40 @@ def encode_messages(columns, start_offset: int = 0, file_size: int = DEFAULT_FIL
     total = MIN_MESSAGE_SIZE + (version - 1) + (bw - 4) + (sw - 4) + body_len + topic_len + plen
     if (total + END_FILE_MIN_BLANK_LENGTH > file_size).any():
         raise ValueError(f"a message of {int(total.max())} bytes does not fit a {file_size}-byte file")
+    return _Sizes((topic_d, topic_o, body_d, body_o, prop_d, prop_o), born, store, sys_flag, version, total)
 
-    # ---- placement: loop over files, searchsorted within each
+
+def record_sizes(columns, file_size: int = DEFAULT_FILE_SIZE) -> np.ndarray:
+    """TOTALSIZE (bytes, int64) of each message's record, as :func:`encode_messages` would write
+    it, without encoding anything. `columns` as for :func:`encode_messages`. Cost: O(messages),
+    vectorized (the bodies are only measured, not read).
+
+    >>> record_sizes({"topic": ["T"], "body": [b"x" * 10]}).tolist() == [message_length(10, 1, 0)]
+    True
+    """
+    return _record_sizes(_to_table(columns), file_size).total
+
+
+def place_records(sizes: np.ndarray, start_offset: int = 0, file_size: int = DEFAULT_FILE_SIZE):
+    """Where records of these `sizes` (bytes) go when appended from `start_offset`, as
+    ``CommitLog.DefaultAppendMessageCallback.doAppend`` places them: a record that would leave
+    fewer than 8 bytes (END_FILE_MIN_BLANK_LENGTH) in its file goes to the start of the next
+    file instead, the rest of the file being one blank record.
+
+    Returns (phy_offsets, spans, end_offset): spans are (file start, position in it, first
+    row, end row, bytes used, rolled over) for each file touched. Cost: O(n) plus one binary
+    search per file touched.
+
+    >>> place_records(np.array([40, 40, 40]), 0, 100)[0].tolist()    # 40+40+8 fits, +40 does not
+    [0, 40, 100]
+    """
+    total = np.asarray(sizes, dtype=np.int64)
+    n = len(total)
     phy = np.empty(n, np.int64)
-    files: list[EncodedFile] = []
     cur = int(start_offset)
     ends = np.cumsum(total)
     i = 0
-    spans = []  # (file start, position, rows a..b, full)
+    spans = []
     while True:
         fstart = cur - cur % file_size
         pos = cur - fstart
@@ -1328,7 +1351,34 @@ def encode_messages(columns, start_offset: int = 0, file_size: int = DEFAULT_FIL
             cur = fstart + used
             break
         cur = fstart + file_size
-    end_offset = cur
+    return phy, spans, cur
+
+
+def encode_messages(columns, start_offset: int = 0, file_size: int = DEFAULT_FILE_SIZE, *,
+                    queue_table: dict[tuple[str, int], int] | None = None, row_base: int = 0,
+                    prior_phy_offsets: np.ndarray | None = None) -> EncodedBatch:
+    """Lay many messages out into CommitLog files, vectorized (NumPy placement, one C pass writing records and CRCs).
+
+    `columns`: a pyarrow Table, pandas DataFrame or dict of sequences with the names of
+    :data:`COLUMNS` (``topic`` required; others default to 0 / empty / ``127.0.0.1:0``; hosts'
+    IPv6 bits are OR-ed into sys_flag). Messages go one after another from `start_offset`;
+    when ``msgLen + 8`` exceeds the bytes left in a file, an 8-byte blank record (TOTALSIZE =
+    bytes left) ends it and the message starts the next file (offset = next multiple of
+    `file_size`). ``queue_offset`` is taken when given, else assigned as
+    :func:`assign_queue_offsets` (from `queue_table`). ``prepared_index`` (row of the half
+    message, -1 none; rows below `row_base` are looked up in `prior_phy_offsets`) sets
+    ``prepared_transaction_offset`` to that row's phy offset. ``version`` defaults to v2 only
+    for topics over 127 bytes. Cost: O(total bytes), about a million small messages/s.
+    """
+    table = _to_table(columns)
+    n = table.num_rows
+    sizes = _record_sizes(table, file_size)
+    topic_d, topic_o, body_d, body_o, prop_d, prop_o = sizes.var
+    b_ip, b_w, b_port, b_code = sizes.born
+    s_ip, s_w, s_port, s_code = sizes.store
+    sys_flag, version, total = sizes.sys_flag, sizes.version, sizes.total
+    phy, spans, end_offset = place_records(total, start_offset, file_size)
+    files: list[EncodedFile] = []
 
     # ---- queue offsets and prepared offsets
     topics_obj = None

@@ -1,39 +1,51 @@
-"""Distributed build of a broker ``index/`` folder from a Spark DataFrame of index keys.
+"""Distributed build of a broker ``index/`` folder, without shuffling the keys.
 
 :func:`build_index_files` writes the same files, byte for byte and with the same names, as
-:func:`rmqlab.indexservice.bulk_build` of the same rows named by store time (each file named
-after the store timestamp of its first key, as ``IndexService(name_by_store_time=True)`` does).
-The work is split as the broker's order allows:
+:func:`rmqlab.indexservice.bulk_build` of the same keys named by store time (each file named
+after the store timestamp of its first key, as ``IndexService(name_by_store_time=True)``).
+It needs the keys in broker order (CommitLog offset, then UNIQ_KEY, then the KEYS tokens), and
+gets them either as a Spark DataFrame whose partition order is that order, or as a
+:class:`rmqlab.spark.sources.Source` whose pieces are.
 
-1. one job counts the rows of every partition; the driver turns the counts into each
-   partition's first global rank (prefix sums) -- the partition order IS the broker order;
-2. one small job collects only the boundary rows: for every file ``f > 0`` the row of rank
-   ``f * cap - 1`` (its seed: the previous file's end_phy_offset / end_timestamp, exactly what
-   the broker seeds a new file with) and for every file the row of rank ``f * cap`` (its
-   name); the driver names the files with the same function ``bulk_build`` uses;
-3. one job tags each row with its rank and file id (from the partition's first rank, no sort),
-   brings each file's rows into one group (``groupBy("file").applyInPandas``: the rows move
-   once), orders them by rank there and calls :func:`rmqlab.formats.indexfile.build_index_file`
-   (the C builder; temporary file + rename, so every file appears atomically).
+Two passes, no shuffle:
 
-Every step works on Arrow record batches (``mapInArrow``, ``applyInPandas``): no Python loop
-per row.
+1. **Runs.** One task per input partition hashes its keys (rmqlab's C String.hashCode) and
+   appends them, in order, to a run file of fixed-size records (:data:`RUN_DTYPE`: hash,
+   phy offset, store time; 20 bytes a key) in a hidden folder next to the output; it returns
+   only its row count. The key strings are read once and never leave the task.
+2. **Files.** The driver turns the counts into each partition's first global rank (prefix
+   sums): file ``f`` holds ranks ``[f·cap, (f+1)·cap)``, ``cap = index_num - 1``, a contiguous
+   range of one or more runs. It reads two records per file from the runs: the row before the
+   file (its seed, the previous file's end_phy_offset / end_timestamp, exactly what the broker
+   seeds a new file with) and the file's first row (its name). One task per file then reads
+   its range of runs and calls :func:`rmqlab.formats.indexfile.build_index_file` (the C
+   builder; temporary name, then rename: each file appears whole).
 
-Spark tasks only call rmqlab's format modules; no format is re-implemented here.
-
-Next step (not done here): a shuffle-free variant where each input partition writes its
-contiguous range of entries straight into the files it overlaps, instead of moving rows.
+The runs are deleted at the end, also on failure. Spark tasks only call rmqlab's format
+modules; no format is re-implemented here.
 """
 from __future__ import annotations
 
 import datetime as _dt
 import os
+import shutil
+import uuid
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Iterable, Sequence
+
+import numpy as np
 
 from rmqlab.formats.indexfile import NEW_SLOT, SlotCountRule
 
-__all__ = ["build_index_files", "plan_ranks"]
+__all__ = ["build_index_files", "plan_ranks", "RUN_DTYPE", "BuildPlan"]
+
+#: One key in a run file: packed, little-endian, 20 bytes (the size of an index entry).
+RUN_DTYPE = np.dtype([
+    ("hash", "<i4"),              # index hash of topic#key (rmqlab.javahash.index_hash_many)
+    ("phy_offset", "<i8"),        # CommitLog offset of the message
+    ("store_timestamp", "<i8"),   # ms since the epoch
+])
 
 
 def plan_ranks(counts: Sequence[int], index_num: int) -> tuple[list[int], int, int]:
@@ -51,161 +63,247 @@ def plan_ranks(counts: Sequence[int], index_num: int) -> tuple[list[int], int, i
     return starts, total, -(-total // cap)
 
 
-def build_index_files(df, directory: str | os.PathLike, *, hash_slot_num: int, index_num: int,
+@dataclass(frozen=True)
+class BuildPlan:
+    """What the driver decided for one index file: where it goes, its seed and its rows as
+    slices of run files (path, first row, end row)."""
+
+    file: int
+    path: str
+    seed_phy_offset: int
+    seed_timestamp: int
+    parts: tuple[tuple[str, int, int], ...]
+
+    @property
+    def rows(self) -> int:
+        return sum(hi - lo for _, lo, hi in self.parts)
+
+
+def build_index_files(source: Any, directory: str | os.PathLike, *, hash_slot_num: int, index_num: int,
                       slot_count_rule: SlotCountRule = NEW_SLOT, names: Sequence[str] | None = None,
-                      tz: _dt.tzinfo | None = None) -> list[Path]:
-    """Write the index files for `df`'s keys into `directory`; returns their paths, oldest first.
+                      tz: _dt.tzinfo | None = None, max_keys: int | None = None, spark=None,
+                      progress: Any = True) -> list[Path]:
+    """Write the index files for `source`'s keys into `directory`; returns their paths, oldest first.
 
-    `df` has columns ``key`` (``topic#key``), ``phy_offset`` and ``store_timestamp`` (longs),
-    one row per put, already expanded (:func:`rmqlab.indexservice.expand_columns`), and its
-    PARTITION ORDER is broker order: partition 0 first, rows in order inside each partition.
-    File ``f`` holds global ranks ``[f * cap, (f + 1) * cap)``, ``cap = index_num - 1``; file 0
-    is seeded with 0/0, file ``f`` with the previous file's last row.
+    `source` is a Spark DataFrame with columns ``key`` (``topic#key``), ``phy_offset`` and
+    ``store_timestamp`` (longs), one row per put, already expanded (as
+    :meth:`rmqlab.spark.sources.Source.keys_frame` or
+    :func:`rmqlab.indexservice.expand_columns` give them) whose PARTITION ORDER is broker order
+    (partition 0 first, rows in order inside each partition); or a
+    :class:`rmqlab.spark.sources.Source` (then the keys are made and hashed inside the same
+    task, and `spark` is the session to use, default the active one). `max_keys` keeps only
+    the first that many keys.
 
-    Names: `names` (one per file, oldest first), or by default the name the broker gives a file
-    created while indexing the file's first key (``yyyyMMddHHmmssSSS`` of that key's store
-    timestamp in `tz`, None = local time zone), bumped by 1 ms while taken -- the same as
+    File ``f`` holds global ranks ``[f·cap, (f+1)·cap)``, ``cap = index_num - 1``; file 0 is
+    seeded with 0/0, file ``f`` with the previous file's last row. Names: `names` (one per
+    file, oldest first), or by default the name the broker gives a file created while
+    indexing the file's first key (``yyyyMMddHHmmssSSS`` of that key's store timestamp in
+    `tz`, None = local time zone), bumped by 1 ms while taken: the same as
     ``bulk_build(..., clock=<first store timestamp of each file>)``. `directory` must hold no
-    index file yet (like ``bulk_build``).
+    index file yet (like ``bulk_build``). `progress`: see
+    :class:`rmqlab.spark.progress.JobProgress` (True = a bar in notebooks and on terminals).
 
-    Not covered (the rows carry no message boundaries): the extra empty file the broker
-    creates when a later message arrives after the last file filled exactly; a DataFrame with
-    no rows writes no file; and when a file fills exactly at a message's end and the next
-    message puts no key (no keys, rollback, already indexed), the broker names the next file
-    by THAT message's store time, not by the next key's (pass `names` then). `df` is evaluated three times (counts, boundaries, build):
-    its rows and partitioning must be deterministic (cache or checkpoint it otherwise). Files
-    are written by the executors, so on a cluster `directory` must be a shared file system.
-    Cost: three passes over Arrow batches, one shuffle of the rows, the C builder per file.
+    Not covered (the keys carry no message boundaries): the extra empty file the broker
+    creates when a later message arrives after the last file filled exactly; no keys write no
+    file; and when a file fills exactly at a message's end and the next message puts no key,
+    the broker names the next file by THAT message's store time (pass `names` then).
+
+    Each input partition is evaluated once. On a cluster `directory` must be on storage that
+    the driver and all executors see (the runs are written next to it). Disk: the runs take
+    20 bytes a key until the files are built (about as much as the files). Cost: one pass
+    over the input (hashing in C), then one C build per file, ``min(files, cores)`` at a time.
     """
-    from rmqlab.indexservice import _check_capacity, _next_free_name, is_index_file_name
+    from rmqlab.indexservice import _check_capacity, is_index_file_name
+    from rmqlab.spark.progress import JobProgress
+    from rmqlab.spark.sources import Source
 
     _check_capacity(index_num)
     hash_slot_num, index_num = int(hash_slot_num), int(index_num)
-    cap = index_num - 1
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     existing = sorted(p.name for p in directory.iterdir() if is_index_file_name(p.name))
     if existing:
         raise FileExistsError(f"{directory} already holds index files ({existing[0]}, ...); "
                               "build_index_files writes a new folder")
-
-    keys = df.select("key", "phy_offset", "store_timestamp")
-    partitions = keys.rdd.getNumPartitions()
-
-    # 1. per-partition counts -> first rank of each partition
-    counts = {r["p"]: r["n"] for r in keys.mapInArrow(_count_rows, "p int, n long").collect()}
-    starts, total, n_files = plan_ranks([counts.get(i, 0) for i in range(partitions)], index_num)
-    if names is not None and len(names) != n_files:
-        raise ValueError(f"{len(names)} names given for {n_files} files")
-    if n_files == 0:
-        return []
-
-    # 2. boundary rows: rank f*cap - 1 (seed of file f) and f*cap (first key of file f)
-    wanted = sorted({r for f in range(n_files) for r in (f * cap - 1, f * cap) if 0 <= r < total})
-    picked = keys.mapInArrow(_ranked(starts, _pick(wanted)), "rank long, phy_offset long, store_timestamp long")
-    at = {r["rank"]: (r["phy_offset"], r["store_timestamp"]) for r in picked.collect()}
-    if set(at) != set(wanted):
-        raise RuntimeError(f"boundary rows missing: {sorted(set(wanted) - set(at))[:5]}; "
-                           "is the DataFrame deterministic?")
-    seeds = [(0, 0)] + [at[f * cap - 1] for f in range(1, n_files)]
-
-    if names is None:
-        names_out: list[str] = []
-        for f in range(n_files):
-            taken = set(names_out)
-            names_out.append(_next_free_name(at[f * cap][1], tz,
-                                             lambda n: n in taken or (directory / n).exists(),
-                                             after=names_out[-1] if names_out else None))
-    else:
-        names_out = [str(n) for n in names]
-        if len(set(names_out)) != len(names_out):
+    if names is not None:
+        names = [str(n) for n in names]
+        if len(set(names)) != len(names):
             raise ValueError("file names must be distinct")
-    paths = [directory / n for n in names_out]
 
-    # 3. tag rows with (rank, file), one group per file, build with the C builder
-    plan = [(str(p), seeds[f][0], seeds[f][1]) for f, p in enumerate(paths)]
+    if isinstance(source, Source):
+        if spark is None:
+            from rmqlab.spark import get_session
+            spark = get_session()
+        runs_of = _source_runs(spark, source)
+    else:
+        spark = source.sparkSession
+        runs_of = _frame_runs(source.select("key", "phy_offset", "store_timestamp"))
+    sc = spark.sparkContext
 
-    def build(pdf):
-        import pandas as pd
+    runs_dir = directory / f".rmqlab-runs-{uuid.uuid4().hex[:12]}"
+    runs_dir.mkdir()
+    try:
+        with JobProgress(sc, "hashing keys into runs", progress):
+            got = runs_of(str(runs_dir)).collect()
+        runs = _complete_runs(runs_dir, {r["part"]: (r["path"], r["n"]) for r in got})
+        plans = _plan_files(runs, directory, index_num, names, tz, max_keys)
+        if not plans:
+            return []
+        cap = index_num - 1
 
-        from rmqlab.formats.indexfile import build_index_file   # imported in the worker
+        def build(plan: BuildPlan) -> tuple[int, int]:
+            return plan.file, _build_one(plan, hash_slot_num, index_num, slot_count_rule)
 
-        pdf = pdf.sort_values("rank", kind="stable")
-        f = int(pdf["file"].iloc[0])
-        path, seed_phy, seed_ts = plan[f]
-        written = build_index_file(path, pdf["key"].to_numpy(), pdf["phy_offset"].to_numpy(),
-                                   pdf["store_timestamp"].to_numpy(),
-                                   hash_slot_num=hash_slot_num, index_num=index_num,
-                                   end_phy_offset=seed_phy, end_timestamp=seed_ts,
-                                   slot_count_rule=slot_count_rule)
-        return pd.DataFrame({"file": [f], "first": [int(pdf["rank"].iloc[0])],
-                             "last": [int(pdf["rank"].iloc[-1])], "n": [len(pdf)], "written": [written]})
-
-    tagged = keys.mapInArrow(_ranked(starts, _tag(cap)),
-                             "key string, phy_offset long, store_timestamp long, rank long, file int")
-    done = [tuple(r) for r in tagged.groupBy("file").applyInPandas(
-        build, "file int, first long, last long, n long, written long").collect()]
-    got = {f: (first, last, n, w) for f, first, last, n, w in done}
-    for f in range(n_files):
-        lo, hi = f * cap, min((f + 1) * cap, total)
-        expect = (lo, hi - 1, hi - lo, hi - lo)
-        if got.get(f) != expect:
-            raise RuntimeError(f"file {f} ({names_out[f]}): built (first rank, last rank, rows, "
-                               f"written) {got.get(f)}, expected {expect}")
-    return paths
-
-
-# -- per-batch functions run in the executors (module level, so they pickle small) -----------
+        with JobProgress(sc, f"building {len(plans)} index files", progress):
+            done = dict(sc.parallelize(plans, len(plans)).map(build).collect())
+        for p in plans:
+            if done.get(p.file) != p.rows or not 0 < p.rows <= cap:
+                raise RuntimeError(f"file {p.file} ({Path(p.path).name}): wrote {done.get(p.file)} keys, "
+                                   f"expected {p.rows}")
+        return [Path(p.path) for p in plans]
+    finally:
+        shutil.rmtree(runs_dir, ignore_errors=True)
 
 
-def _count_rows(batches):
-    """One row per partition: its id and number of rows."""
+# -- pass 1: runs ---------------------------------------------------------------------------
+
+
+def _write_run(runs_dir: str, part: int, batches: Iterable[Any]):
+    """Hash and append `batches` (key, phy_offset, store_timestamp) to a new run file; the
+    one-row result (part, path, n) for the driver."""
     import pyarrow as pa
     from pyspark import TaskContext
 
-    n = sum(b.num_rows for b in batches)
-    yield pa.RecordBatch.from_pydict({"p": pa.array([TaskContext.get().partitionId()], pa.int32()),
-                                      "n": pa.array([n], pa.int64())})
+    from rmqlab.javahash import index_hash_many
 
-
-def _ranked(starts: list[int], per_batch):
-    """mapInArrow function giving `per_batch(batch, ranks)` each batch with the global rank of
-    its rows: the partition's first rank (from the counts) plus the row's place in the partition."""
-    def run(batches):
-        import numpy as np
-        from pyspark import TaskContext
-
-        first = starts[TaskContext.get().partitionId()]
+    ctx = TaskContext.get()
+    attempt = ctx.attemptNumber() if ctx is not None else 0
+    path = os.path.join(runs_dir, f"{part:06d}.{attempt}.{uuid.uuid4().hex[:8]}.run")
+    n = 0
+    with open(path, "wb") as f:
         for batch in batches:
-            ranks = np.arange(first, first + batch.num_rows, dtype=np.int64)
-            first += batch.num_rows
-            out = per_batch(batch, ranks)
-            if out is not None and out.num_rows:
-                yield out
-    return run
+            if not batch.num_rows:
+                continue
+            rec = np.empty(batch.num_rows, RUN_DTYPE)
+            rec["hash"] = index_hash_many(batch.column("key"))
+            rec["phy_offset"] = batch.column("phy_offset").to_numpy()
+            rec["store_timestamp"] = batch.column("store_timestamp").to_numpy()
+            f.write(rec.data)
+            n += batch.num_rows
+    return pa.RecordBatch.from_pydict({"part": pa.array([part], pa.int32()), "path": [path],
+                                       "n": pa.array([n], pa.int64())})
 
 
-def _pick(wanted: list[int]):
-    """The rows whose rank is in `wanted` (sorted), as (rank, phy_offset, store_timestamp)."""
-    def pick(batch, ranks):
-        import numpy as np
-        import pyarrow as pa
-
-        hit = np.flatnonzero(np.isin(ranks, wanted))
-        if not len(hit):
-            return None
-        rows = batch.take(pa.array(hit))
-        return pa.RecordBatch.from_arrays([pa.array(ranks[hit]), rows.column("phy_offset"),
-                                           rows.column("store_timestamp")],
-                                          names=["rank", "phy_offset", "store_timestamp"])
-    return pick
+_RUN_RESULT = "part int, path string, n long"
 
 
-def _tag(cap: int):
-    """Each row with its rank and file (rank // cap)."""
-    def tag(batch, ranks):
-        import pyarrow as pa
+def _frame_runs(df):
+    """Pass 1 over a DataFrame: one run per partition."""
+    def run_of(runs_dir: str):
+        def task(batches):
+            from pyspark import TaskContext
 
-        return pa.RecordBatch.from_arrays(batch.columns + [pa.array(ranks), pa.array((ranks // cap).astype("int32"))],
-                                          names=batch.schema.names + ["rank", "file"])
-    return tag
+            yield _write_run(runs_dir, TaskContext.get().partitionId(), batches)
+        return df.mapInArrow(task, _RUN_RESULT)
+    return run_of
+
+
+def _source_runs(spark, source):
+    """Pass 1 over a Source: one run per piece, the keys made in the same task."""
+    n = source.num_partitions
+
+    def run_of(runs_dir: str):
+        def task(batches):
+            for batch in batches:
+                for i in batch.column(0).to_pylist():
+                    yield _write_run(runs_dir, i, source.keys(i))
+        return spark.range(0, n, 1, max(n, 1)).mapInArrow(task, _RUN_RESULT)
+    return run_of
+
+
+def _complete_runs(runs_dir: Path, got: dict[int, tuple[str, int]]) -> list[tuple[str, int]]:
+    """The run of every partition, in order; leftovers of failed task attempts are deleted."""
+    parts = sorted(got)
+    if parts != list(range(len(parts))):
+        raise RuntimeError(f"runs missing for partitions {sorted(set(range(max(parts, default=-1) + 1)) - set(parts))[:5]}")
+    keep = {os.path.basename(got[p][0]) for p in parts}
+    for leftover in runs_dir.iterdir():
+        if leftover.name not in keep:
+            leftover.unlink()
+    return [got[p] for p in parts]
+
+
+# -- pass 2: files --------------------------------------------------------------------------
+
+
+def _open_run(path: str, n: int) -> np.ndarray:
+    if n == 0:
+        return np.zeros(0, RUN_DTYPE)
+    size = os.path.getsize(path)
+    if size != n * RUN_DTYPE.itemsize:
+        raise RuntimeError(f"{path}: {size} bytes for {n} keys of {RUN_DTYPE.itemsize} bytes")
+    return np.memmap(path, RUN_DTYPE, mode="r", shape=(n,))
+
+
+def _plan_files(runs, directory: Path, index_num: int, names, tz, max_keys) -> list[BuildPlan]:
+    from rmqlab.indexservice import _next_free_name
+
+    cap = index_num - 1
+    starts, total, _ = plan_ranks([n for _, n in runs], index_num)
+    if max_keys is not None:
+        total = min(total, int(max_keys))
+    n_files = -(-total // cap)
+    if names is not None and len(names) != n_files:
+        raise ValueError(f"{len(names)} names given for {n_files} files")
+    maps = [_open_run(p, n) for p, n in runs]
+    ends = np.cumsum([n for _, n in runs], dtype=np.int64)
+
+    def row(rank: int):
+        r = int(np.searchsorted(ends, rank, side="right"))
+        return maps[r][rank - starts[r]]
+
+    def parts(lo: int, hi: int):
+        out = []
+        for r, (path, n) in enumerate(runs):
+            a, b = max(lo, starts[r]), min(hi, starts[r] + n)
+            if a < b:
+                out.append((path, a - starts[r], b - starts[r]))
+        return tuple(out)
+
+    plans: list[BuildPlan] = []
+    out_names: list[str] = []
+    for f in range(n_files):
+        lo, hi = f * cap, min((f + 1) * cap, total)
+        seed = (0, 0) if f == 0 else (int(row(lo - 1)["phy_offset"]), int(row(lo - 1)["store_timestamp"]))
+        if names is None:
+            taken = set(out_names)
+            name = _next_free_name(int(row(lo)["store_timestamp"]), tz,
+                                   lambda n: n in taken or (directory / n).exists(),
+                                   after=out_names[-1] if out_names else None)
+        else:
+            name = names[f]
+        out_names.append(name)
+        plans.append(BuildPlan(f, str(directory / name), seed[0], seed[1], parts(lo, hi)))
+    del maps
+    return plans
+
+
+def _build_one(plan: BuildPlan, hash_slot_num: int, index_num: int, slot_count_rule) -> int:
+    """Runs in an executor: gather the plan's rows into columns and build the file in C."""
+    from rmqlab.formats.indexfile import build_index_file
+
+    n = plan.rows
+    hashes = np.empty(n, np.int32)
+    phy = np.empty(n, np.int64)
+    ts = np.empty(n, np.int64)
+    at = 0
+    for path, lo, hi in plan.parts:
+        run = np.memmap(path, RUN_DTYPE, mode="r")[lo:hi]
+        hashes[at:at + hi - lo] = run["hash"]
+        phy[at:at + hi - lo] = run["phy_offset"]
+        ts[at:at + hi - lo] = run["store_timestamp"]
+        at += hi - lo
+        del run
+    return build_index_file(plan.path, None, phy, ts, hash_slot_num=hash_slot_num, index_num=index_num,
+                            end_phy_offset=plan.seed_phy_offset, end_timestamp=plan.seed_timestamp,
+                            slot_count_rule=slot_count_rule, hashes=hashes)
