@@ -837,7 +837,7 @@ def _qmax(s: _Setup) -> int:
     return max(s.w.queues_per_topic, len(s.delay_ms))
 
 
-def _primaries(s: _Setup, st: _State, block: int, g0: int, n: int):
+def _primaries(s: _Setup, st: _State, block: int, g0: int, n: int, bodies: bool = True):
     """The `n` producer sends of block `block` (global send numbers g0..g0+n-1), plus what is
     needed to derive their decision records and delivered copies. Features that are off draw
     no random numbers (so they cost nothing)."""
@@ -895,7 +895,7 @@ def _primaries(s: _Setup, st: _State, block: int, g0: int, n: int):
         size = np.clip(np.rint(size), w.body_min, w.body_max).astype(np.int64)
     else:
         size = np.full(n, min(max(w.body_median, w.body_min), w.body_max), np.int64)
-    body = _tape_bodies(s, st, size)
+    body = _tape_bodies(s, st, size, bodies)
 
     # UNIQ_KEY: MessageClientIDSetter, a counter per producer JVM from 0
     uniq = None
@@ -979,14 +979,18 @@ def _keys(s: _Setup, st: _State, rng: np.random.Generator, n: int) -> tuple[pa.A
     return pc.binary_join(lists, KEY_SEPARATOR), has
 
 
-def _tape_bodies(s: _Setup, st: _State, size: np.ndarray) -> pa.Array:
-    """Bodies as consecutive windows of the text tape: one buffer, no per-message copy."""
+def _tape_bodies(s: _Setup, st: _State, size: np.ndarray, content: bool = True) -> pa.Array:
+    """Bodies as consecutive windows of the text tape: one buffer, no per-message copy.
+    Without `content`, zero bytes of the same sizes (calloc'd: no page is touched)."""
     n = len(size)
     offsets = np.zeros(n + 1, np.int64)
     np.cumsum(size, out=offsets[1:])
     total = int(offsets[-1])
     start = st.tape_pos % _TAPE_LEN
-    data = np.resize(s.tape2[start:start + _TAPE_LEN], total)   # repeats the window cyclically
+    if content:
+        data = np.resize(s.tape2[start:start + _TAPE_LEN], total)   # repeats the window cyclically
+    else:
+        data = np.zeros(total, np.uint8)
     st.tape_pos = (st.tape_pos + total) % _TAPE_LEN
     return pa.LargeBinaryArray.from_buffers(pa.large_binary(), n, [None, pa.py_buffer(offsets),
                                                                     pa.py_buffer(data)])
@@ -1036,7 +1040,7 @@ def _derived(s: _Setup, st: _State, recs: _Records, extra: dict) -> None:
         st.pending.add_deliveries(int(lv), d)
 
 
-def _blocks(w: Workload) -> Iterator[pa.Table]:
+def _blocks(w: Workload, bodies: bool = True) -> Iterator[pa.Table]:
     """Tables of CommitLog records, one per internal block of sends, in CommitLog order."""
     s = _Setup(w)
     st = _State(s)
@@ -1044,7 +1048,7 @@ def _blocks(w: Workload) -> Iterator[pa.Table]:
     for b in range(n_blocks):
         g0 = b * BLOCK_MESSAGES
         n = min(BLOCK_MESSAGES, w.messages - g0)
-        recs, extra = _primaries(s, st, b, g0, n)
+        recs, extra = _primaries(s, st, b, g0, n, bodies)
         _derived(s, st, recs, extra)
         last = b == n_blocks - 1
         # everything due by this block's last send; at the end, all of it if draining
@@ -1123,12 +1127,14 @@ def _table(s: _Setup, st: _State, r: _Records) -> pa.Table:
     return pa.Table.from_arrays(cols, schema=SCHEMA)
 
 
-def generate_chunks(w: Workload, chunk_messages: int = 1_000_000) -> Iterator[pa.Table]:
+def generate_chunks(w: Workload, chunk_messages: int = 1_000_000, *, bodies: bool = True) -> Iterator[pa.Table]:
     """Yield the workload's CommitLog records as Tables of `chunk_messages` rows (the last one
     shorter), in CommitLog order. Concatenated, they are exactly :func:`generate`'s table, for
     any chunk size. Memory: about one chunk plus one block of :data:`BLOCK_MESSAGES` sends and
     the derived records still pending (delayed deliveries: up to the longest delay's worth).
-    Cost: O(rows + bytes), vectorized.
+    Cost: O(rows + bytes), vectorized. With ``bodies=False`` every body is zero bytes of its
+    usual size (same rows otherwise, record sizes included) and costs nothing to make: for
+    uses that only need the sizes, such as index keys and their CommitLog offsets.
 
     >>> w = Workload(messages=10, seed=3)
     >>> [t.num_rows for t in generate_chunks(w, chunk_messages=4)]
@@ -1140,7 +1146,7 @@ def generate_chunks(w: Workload, chunk_messages: int = 1_000_000) -> Iterator[pa
         raise ValueError(f"chunk_messages must be a positive int, got {chunk_messages!r}")
     buf: list[pa.Table] = []
     have = 0
-    for tbl in _blocks(w):
+    for tbl in _blocks(w, bodies):
         buf.append(tbl)
         have += tbl.num_rows
         while have >= chunk_messages:

@@ -1181,7 +1181,8 @@ def _var_column(table, name, typ, n, default: bytes = b""):
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    if name not in table.column_names:
+    if name not in table.column_names or pa.types.is_null(table.column(name).type):
+        # absent, or every value missing (Arrow gives an all-None column the null type)
         return np.frombuffer(default * n, np.uint8) if default else np.empty(0, np.uint8), \
             np.arange(n + 1, dtype=np.int64) * len(default)
     col = table.column(name)
@@ -1208,7 +1209,7 @@ def _host_table(table, name, n):
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    if name not in table.column_names:
+    if name not in table.column_names or pa.types.is_null(table.column(name).type):
         vals = ["127.0.0.1:0"]
         codes = np.zeros(n, np.int64)
     else:
@@ -1282,8 +1283,14 @@ def _record_sizes(table, file_size: int) -> _Sizes:
     plen = np.diff(prop_o)
     born = _host_table(table, "born_host", n)
     store = _host_table(table, "store_host", n)
-    bw = born[1][born[3]]
-    sw = store[1][store[3]]
+    sys_flag, version, total = _check_sizes(table, n, topic_len, body_len, plen, born[1][born[3]],
+                                            store[1][store[3]], file_size)
+    return _Sizes((topic_d, topic_o, body_d, body_o, prop_d, prop_o), born, store, sys_flag, version, total)
+
+
+def _check_sizes(table, n, topic_len, body_len, plen, bw, sw, file_size):
+    """(sys_flag with the hosts' IPv6 bits, version, TOTALSIZE) of each record, after checking
+    that every field fits its width; bw / sw are the host address widths (4 or 16 bytes)."""
     sys_flag = _int_column(table, "sys_flag", n)
     sys_flag = sys_flag | np.where(bw == _IPV6, BORNHOST_V6_FLAG, 0) | np.where(sw == _IPV6, STOREHOSTADDRESS_V6_FLAG, 0)
     if ((bw == _IPV4) & (sys_flag & BORNHOST_V6_FLAG != 0)).any() or \
@@ -1300,7 +1307,27 @@ def _record_sizes(table, file_size: int) -> _Sizes:
     total = MIN_MESSAGE_SIZE + (version - 1) + (bw - 4) + (sw - 4) + body_len + topic_len + plen
     if (total + END_FILE_MIN_BLANK_LENGTH > file_size).any():
         raise ValueError(f"a message of {int(total.max())} bytes does not fit a {file_size}-byte file")
-    return _Sizes((topic_d, topic_o, body_d, body_o, prop_d, prop_o), born, store, sys_flag, version, total)
+    return sys_flag, version, total
+
+
+def _byte_lengths(table, name, n) -> np.ndarray:
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if name not in table.column_names or pa.types.is_null(table.column(name).type):
+        return np.zeros(n, np.int64)
+    return np.asarray(pc.fill_null(pc.binary_length(table.column(name)), 0), dtype=np.int64)
+
+
+def _host_widths(table, name, n) -> np.ndarray:
+    """4 or 16: an IPv6 host is written "[addr]:port" (the only form with a bracket)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if name not in table.column_names or pa.types.is_null(table.column(name).type):
+        return np.full(n, _IPV4, np.int64)
+    v6 = np.asarray(pc.fill_null(pc.starts_with(table.column(name), "["), False), dtype=bool)
+    return np.where(v6, _IPV6, _IPV4)
 
 
 def record_sizes(columns, file_size: int = DEFAULT_FILE_SIZE) -> np.ndarray:
@@ -1311,7 +1338,11 @@ def record_sizes(columns, file_size: int = DEFAULT_FILE_SIZE) -> np.ndarray:
     >>> record_sizes({"topic": ["T"], "body": [b"x" * 10]}).tolist() == [message_length(10, 1, 0)]
     True
     """
-    return _record_sizes(_to_table(columns), file_size).total
+    table = _to_table(columns)
+    n = table.num_rows
+    lengths = [_byte_lengths(table, name, n) for name in ("topic", "body", "properties")]
+    return _check_sizes(table, n, *lengths, _host_widths(table, "born_host", n),
+                        _host_widths(table, "store_host", n), file_size)[2]
 
 
 def place_records(sizes: np.ndarray, start_offset: int = 0, file_size: int = DEFAULT_FILE_SIZE):

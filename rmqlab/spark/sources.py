@@ -237,7 +237,7 @@ class WorkloadSource(Source):
         piece = self.pieces[i]
         cur = piece.file_start
         left = piece.messages
-        for table in generate_chunks(piece.workload, self.chunk_messages):
+        for table in generate_chunks(piece.workload, self.chunk_messages, bodies=body):
             table = table.slice(0, left)
             sizes = record_sizes(table, self.file_size)
             phy, spans, end = place_records(sizes, cur, self.file_size)
