@@ -180,7 +180,7 @@ def _query_dir(args, target: Path) -> int:
 
 
 #: Other command groups, each a module with register(subparsers) (see rmqlab.commands).
-COMMAND_GROUPS: tuple[str, ...] = ("rmqlab.commands.commitlog", "rmqlab.commands.store")
+COMMAND_GROUPS: tuple[str, ...] = ("rmqlab.commands.commitlog", "rmqlab.commands.store", "rmqlab.commands.spark")
 
 
 def _parser() -> argparse.ArgumentParser:

@@ -133,3 +133,24 @@ def test_refuses_a_folder_with_index_files(spark, tmp_path):
     df = spark.createDataFrame([("T#a", 1, 2)], "key string, phy_offset long, store_timestamp long")
     with pytest.raises(FileExistsError):
         build_index_files(df, tmp_path, hash_slot_num=HSN, index_num=INUM)
+
+
+def test_verify_hashes_checks_every_key_against_the_jvm_first(spark, tmp_path):
+    from rmqlab.spark.build import build_index_files
+
+    keys = ["T#中文", "T#键😀", "T#Aa", "T#BB", "T#e\u0301", "T#" + "x" * 300]
+    exp = ExpandedKeys(keys * 400, np.arange(2400) * 100, 1718000000000 + np.arange(2400))
+    want = truth(exp, tmp_path / "single")
+    got = build_index_files(to_df(spark, exp, partitions=3), tmp_path / "spark", hash_slot_num=HSN,
+                            index_num=INUM, tz=UTC, verify_hashes=True, progress=False)
+    assert_same_files(want, got)
+
+
+def test_hash_mismatch_error_names_a_key():
+    import pandas as pd
+
+    from rmqlab.spark.build import HashMismatchError
+
+    e = HashMismatchError(pd.DataFrame({"key": ["T#x"], "rmqlab": [1], "jvm": [2]}))
+    assert "'T#x'" in str(e) and "rmqlab 1, JVM 2" in str(e)
+    assert e.mismatches.shape == (1, 3)

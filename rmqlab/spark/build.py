@@ -29,6 +29,7 @@ from __future__ import annotations
 import datetime as _dt
 import os
 import shutil
+import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,7 +39,18 @@ import numpy as np
 
 from rmqlab.formats.indexfile import NEW_SLOT, SlotCountRule
 
-__all__ = ["build_index_files", "plan_ranks", "RUN_DTYPE", "BuildPlan"]
+__all__ = ["build_index_files", "plan_ranks", "RUN_DTYPE", "BuildPlan", "HashMismatchError"]
+
+
+class HashMismatchError(RuntimeError):
+    """rmqlab's String.hashCode differs from the JVM's for some keys: no file was written.
+    ``mismatches`` is a DataFrame (key, rmqlab, jvm) of up to 100 of them."""
+
+    def __init__(self, mismatches):
+        self.mismatches = mismatches
+        first = mismatches.iloc[0]
+        super().__init__(f"String.hashCode differs from the JVM's for {len(mismatches)}+ keys, "
+                         f"e.g. {first['key']!r}: rmqlab {first['rmqlab']}, JVM {first['jvm']}")
 
 #: One key in a run file: packed, little-endian, 20 bytes (the size of an index entry).
 RUN_DTYPE = np.dtype([
@@ -82,7 +94,8 @@ class BuildPlan:
 def build_index_files(source: Any, directory: str | os.PathLike, *, hash_slot_num: int, index_num: int,
                       slot_count_rule: SlotCountRule = NEW_SLOT, names: Sequence[str] | None = None,
                       tz: _dt.tzinfo | None = None, max_keys: int | None = None, spark=None,
-                      progress: Any = True) -> list[Path]:
+                      progress: Any = True, verify_hashes: bool = False,
+                      timings: dict | None = None) -> list[Path]:
     """Write the index files for `source`'s keys into `directory`; returns their paths, oldest first.
 
     `source` is a Spark DataFrame with columns ``key`` (``topic#key``), ``phy_offset`` and
@@ -103,10 +116,19 @@ def build_index_files(source: Any, directory: str | os.PathLike, *, hash_slot_nu
     index file yet (like ``bulk_build``). `progress`: see
     :class:`rmqlab.spark.progress.JobProgress` (True = a bar in notebooks and on terminals).
 
+    `verify_hashes`: first compare rmqlab's String.hashCode of every key with the JVM's own
+    (:func:`rmqlab.spark.hashcheck.check_hashes`, one more pass over the keys, which then do
+    go through the JVM) and raise :class:`HashMismatchError` before writing anything if one
+    differs.
+
     Not covered (the keys carry no message boundaries): the extra empty file the broker
     creates when a later message arrives after the last file filled exactly; no keys write no
     file; and when a file fills exactly at a message's end and the next message puts no key,
     the broker names the next file by THAT message's store time (pass `names` then).
+
+    `timings`: a dict to fill with where the time went (seconds): ``runs`` (pass 1, wall),
+    ``plan`` (driver), ``files`` (pass 2, wall), ``run_tasks`` and ``file_tasks`` (each
+    task's own wall time, in partition / file order).
 
     Each input partition is evaluated once. On a cluster `directory` must be on storage that
     the driver and all executors see (the runs are written next to it). Disk: the runs take
@@ -140,22 +162,43 @@ def build_index_files(source: Any, directory: str | os.PathLike, *, hash_slot_nu
         runs_of = _frame_runs(source.select("key", "phy_offset", "store_timestamp"))
     sc = spark.sparkContext
 
+    if verify_hashes:
+        from rmqlab.spark.hashcheck import check_hashes
+
+        keys = source.keys_frame(spark) if isinstance(source, Source) else source
+        with JobProgress(sc, "checking hashes against the JVM", progress):
+            check = check_hashes(keys, "key")
+        if not check.mismatches.empty:
+            raise HashMismatchError(check.mismatches)
+
+    timings = {} if timings is None else timings
     runs_dir = directory / f".rmqlab-runs-{uuid.uuid4().hex[:12]}"
     runs_dir.mkdir()
     try:
+        t0 = time.monotonic()
         with JobProgress(sc, "hashing keys into runs", progress):
             got = runs_of(str(runs_dir)).collect()
+        t1 = time.monotonic()
+        timings["runs"] = t1 - t0
+        timings["run_tasks"] = [r["seconds"] for r in sorted(got, key=lambda r: r["part"])]
         runs = _complete_runs(runs_dir, {r["part"]: (r["path"], r["n"]) for r in got})
         plans = _plan_files(runs, directory, index_num, names, tz, max_keys)
+        timings["plan"] = time.monotonic() - t1
         if not plans:
             return []
         cap = index_num - 1
 
-        def build(plan: BuildPlan) -> tuple[int, int]:
-            return plan.file, _build_one(plan, hash_slot_num, index_num, slot_count_rule)
+        def build(plan: BuildPlan) -> tuple[int, int, float]:
+            start = time.monotonic()
+            written = _build_one(plan, hash_slot_num, index_num, slot_count_rule)
+            return plan.file, written, time.monotonic() - start
 
+        t2 = time.monotonic()
         with JobProgress(sc, f"building {len(plans)} index files", progress):
-            done = dict(sc.parallelize(plans, len(plans)).map(build).collect())
+            built = sorted(sc.parallelize(plans, len(plans)).map(build).collect())
+        timings["files"] = time.monotonic() - t2
+        timings["file_tasks"] = [seconds for _, _, seconds in built]
+        done = {f: n for f, n, _ in built}
         for p in plans:
             if done.get(p.file) != p.rows or not 0 < p.rows <= cap:
                 raise RuntimeError(f"file {p.file} ({Path(p.path).name}): wrote {done.get(p.file)} keys, "
@@ -176,6 +219,7 @@ def _write_run(runs_dir: str, part: int, batches: Iterable[Any]):
 
     from rmqlab.javahash import index_hash_many
 
+    start = time.monotonic()
     ctx = TaskContext.get()
     attempt = ctx.attemptNumber() if ctx is not None else 0
     path = os.path.join(runs_dir, f"{part:06d}.{attempt}.{uuid.uuid4().hex[:8]}.run")
@@ -191,10 +235,11 @@ def _write_run(runs_dir: str, part: int, batches: Iterable[Any]):
             f.write(rec.data)
             n += batch.num_rows
     return pa.RecordBatch.from_pydict({"part": pa.array([part], pa.int32()), "path": [path],
-                                       "n": pa.array([n], pa.int64())})
+                                       "n": pa.array([n], pa.int64()),
+                                       "seconds": pa.array([time.monotonic() - start], pa.float64())})
 
 
-_RUN_RESULT = "part int, path string, n long"
+_RUN_RESULT = "part int, path string, n long, seconds double"
 
 
 def _frame_runs(df):

@@ -179,7 +179,7 @@ class WorkloadSource(Source):
     How the pieces are joined (all decided on the driver, from `workload`):
 
     * Messages per file, M: from the mean record size of the first 100,000 messages
-      (generated on the driver once, about 1.5 s); ``num_partitions = ceil(messages / M)``,
+      (generated on the driver once, about 0.1 s); ``num_partitions = ceil(messages / M)``,
       the last piece gets the remainder, so the total is close to, not exactly,
       ``workload.messages``.
     * Time: piece ``i`` starts at ``Λ⁻¹(i · M · (1 + g))`` (Λ the workload's cumulative rate,
@@ -205,7 +205,7 @@ class WorkloadSource(Source):
     SAMPLE_MESSAGES = 100_000
 
     def __init__(self, workload: Workload, *, commitlog_file_size: int = DEFAULT_FILE_SIZE,
-                 chunk_messages: int = 262_144):
+                 chunk_messages: int = 131_072):
         from rmqlab.workload import _Profile
 
         self.workload = workload
