@@ -5,7 +5,7 @@ VPY     := $(VENV)/bin/python
 STAMP   := $(VENV)/.installed
 LAB_PORT ?= 8888
 
-.PHONY: test lab java bench bench-store conformance data clean
+.PHONY: test lab java bench bench-store bench-spark conformance data clean
 
 $(STAMP): pyproject.toml setup.py $(wildcard rmqlab/_native/*.c rmqlab/_native/*.h)
 	@test -x $(VPY) || $(PY) -m venv $(VENV)
@@ -35,6 +35,10 @@ bench: $(STAMP)
 
 bench-store: $(STAMP)
 	cd benchmarks && ../$(VPY) bench_store.py $(ARGS)
+
+# 200,000,000 index keys with Spark on local[2] and local[1]: about 5 minutes, 8 GiB of scratch disk.
+bench-spark: $(STAMP) java
+	cd benchmarks && ../$(VPY) bench_spark.py $(ARGS)
 
 conformance: $(STAMP)
 	$(VPY) ../shared/conformance/indexfile_conformance.py tests/data/golden

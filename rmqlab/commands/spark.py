@@ -111,7 +111,8 @@ def _stats(args) -> int:
         raise NotADirectoryError(f"{args.dir}: not an index folder")
     stats = index_stats(_session(args), d, hash_slot_num=args.hash_slot_num, index_num=args.index_num,
                         top=args.top, parquet=args.parquet).to_pandas()
-    overall = stats.overall.iloc[0].to_dict() if len(stats.overall) else {}
+    # column by column: a row of mixed types would come back as floats
+    overall = {c: stats.overall[c].iloc[0] for c in stats.overall.columns} if len(stats.overall) else {}
     if args.json:
         print(json.dumps({"overall": overall, "files": stats.files.drop(columns=["path"]).to_dict(orient="records")},
                          default=_jsonable))
@@ -120,7 +121,8 @@ def _stats(args) -> int:
             "max_chain_length", "span_seconds", "entries_per_second"]
     print(stats.files[[c for c in cols if c in stats.files]].to_string(index=False, float_format=lambda v: f"{v:.4g}"))
     print()
-    print("\n".join(f"{k:<22}{_jsonable(v)}" for k, v in overall.items()))
+    print("\n".join(f"{k:<22}{_jsonable(v):.6g}" if isinstance(_jsonable(v), float) else f"{k:<22}{_jsonable(v)}"
+                    for k, v in overall.items()))
     if args.parquet:
         print(f"\nParquet tables in {args.parquet}")
     return 0

@@ -188,14 +188,21 @@ def build_index_files(source: Any, directory: str | os.PathLike, *, hash_slot_nu
             return []
         cap = index_num - 1
 
-        def build(plan: BuildPlan) -> tuple[int, int, float]:
-            start = time.monotonic()
-            written = _build_one(plan, hash_slot_num, index_num, slot_count_rule)
-            return plan.file, written, time.monotonic() - start
+        def build(batches):
+            import pyarrow as pa
+
+            for batch in batches:
+                for f in batch.column(0).to_pylist():
+                    start = time.monotonic()
+                    written = _build_one(plans[f], hash_slot_num, index_num, slot_count_rule)
+                    yield pa.RecordBatch.from_pydict({"file": [f], "written": [written],
+                                                      "seconds": [time.monotonic() - start]})
 
         t2 = time.monotonic()
         with JobProgress(sc, f"building {len(plans)} index files", progress):
-            built = sorted(sc.parallelize(plans, len(plans)).map(build).collect())
+            # the same kind of job as pass 1, so its Python workers are already warm
+            job = spark.range(0, len(plans), 1, len(plans)).mapInArrow(build, "file long, written long, seconds double")
+            built = sorted(tuple(r) for r in job.collect())
         timings["files"] = time.monotonic() - t2
         timings["file_tasks"] = [seconds for _, _, seconds in built]
         done = {f: n for f, n, _ in built}
