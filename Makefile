@@ -11,8 +11,12 @@ $(STAMP): pyproject.toml setup.py $(wildcard rmqlab/_native/*.c rmqlab/_native/*
 	@test -x $(VPY) || $(PY) -m venv $(VENV)
 	@$(VPY) -m pip install --quiet --upgrade pip uv
 	@# uv installs the same packages as pip, about three times faster (pyspark is a large source build).
-	$(VPY) -m uv pip install --python $(VPY) --reinstall-package rmqlab -e '.[dev]' \
+	@# --compile-bytecode: every later Python process (each Spark worker, each test run) imports
+	@# pandas, pyarrow and pyspark from .pyc files, also where PYTHONDONTWRITEBYTECODE is set;
+	@# compiling them on every import cost a Spark worker about 2 s at start-up.
+	$(VPY) -m uv pip install --python $(VPY) --compile-bytecode --reinstall-package rmqlab -e '.[dev]' \
 	  || $(VPY) -m pip install -e '.[dev]'
+	@$(VPY) -m compileall -q rmqlab > /dev/null
 	@mkdir -p $(VENV)/share/jupyter/lab/settings
 	@echo '{"@jupyterlab/apputils-extension:notification": {"fetchNews": "false", "checkForUpdates": false}}' \
 	  > $(VENV)/share/jupyter/lab/settings/overrides.json
