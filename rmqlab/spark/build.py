@@ -21,7 +21,9 @@ Two passes, no shuffle:
    its range of runs and calls :func:`rmqlab.formats.indexfile.build_index_file` (the C
    builder; temporary name, then rename: each file appears whole).
 
-The runs are deleted at the end, also on failure. Spark tasks only call rmqlab's format
+A DataFrame input runs as Arrow jobs (``mapInArrow``); a Source runs as plain RDD jobs, which
+skip the SQL engine's warm-up in a new JVM (about 6 s). The runs are deleted at the end, also
+on failure. Spark tasks only call rmqlab's format
 modules; no format is re-implemented here.
 """
 from __future__ import annotations
@@ -157,9 +159,11 @@ def build_index_files(source: Any, directory: str | os.PathLike, *, hash_slot_nu
             from rmqlab.spark import get_session
             spark = get_session()
         runs_of = _source_runs(spark, source)
+        run_files = _files_rdd
     else:
         spark = source.sparkSession
         runs_of = _frame_runs(source.select("key", "phy_offset", "store_timestamp"))
+        run_files = _files_arrow
     sc = spark.sparkContext
 
     if verify_hashes:
@@ -177,32 +181,25 @@ def build_index_files(source: Any, directory: str | os.PathLike, *, hash_slot_nu
     try:
         t0 = time.monotonic()
         with JobProgress(sc, "hashing keys into runs", progress):
-            got = runs_of(str(runs_dir)).collect()
+            got = [tuple(r) for r in runs_of(str(runs_dir))]
         t1 = time.monotonic()
         timings["runs"] = t1 - t0
-        timings["run_tasks"] = [r["seconds"] for r in sorted(got, key=lambda r: r["part"])]
-        runs = _complete_runs(runs_dir, {r["part"]: (r["path"], r["n"]) for r in got})
+        timings["run_tasks"] = [seconds for _, _, _, seconds in sorted(got)]
+        runs = _complete_runs(runs_dir, {part: (path, n) for part, path, n, _ in got})
         plans = _plan_files(runs, directory, index_num, names, tz, max_keys)
         timings["plan"] = time.monotonic() - t1
         if not plans:
             return []
         cap = index_num - 1
 
-        def build(batches):
-            import pyarrow as pa
-
-            for batch in batches:
-                for f in batch.column(0).to_pylist():
-                    start = time.monotonic()
-                    written = _build_one(plans[f], hash_slot_num, index_num, slot_count_rule)
-                    yield pa.RecordBatch.from_pydict({"file": [f], "written": [written],
-                                                      "seconds": [time.monotonic() - start]})
+        def build(f: int) -> tuple[int, int, float]:
+            start = time.monotonic()
+            written = _build_one(plans[f], hash_slot_num, index_num, slot_count_rule)
+            return f, written, time.monotonic() - start
 
         t2 = time.monotonic()
         with JobProgress(sc, f"building {len(plans)} index files", progress):
-            # the same kind of job as pass 1, so its Python workers are already warm
-            job = spark.range(0, len(plans), 1, len(plans)).mapInArrow(build, "file long, written long, seconds double")
-            built = sorted(tuple(r) for r in job.collect())
+            built = sorted(run_files(spark, len(plans), build))
         timings["files"] = time.monotonic() - t2
         timings["file_tasks"] = [seconds for _, _, seconds in built]
         done = {f: n for f, n, _ in built}
@@ -218,10 +215,9 @@ def build_index_files(source: Any, directory: str | os.PathLike, *, hash_slot_nu
 # -- pass 1: runs ---------------------------------------------------------------------------
 
 
-def _write_run(runs_dir: str, part: int, batches: Iterable[Any]):
-    """Hash and append `batches` (key, phy_offset, store_timestamp) to a new run file; the
-    one-row result (part, path, n) for the driver."""
-    import pyarrow as pa
+def _write_run(runs_dir: str, part: int, batches: Iterable[Any]) -> tuple[int, str, int, float]:
+    """Hash and append `batches` (key, phy_offset, store_timestamp) to a new run file; what
+    the driver needs: (part, path, rows, seconds the task took)."""
     from pyspark import TaskContext
 
     from rmqlab.javahash import index_hash_many
@@ -241,36 +237,53 @@ def _write_run(runs_dir: str, part: int, batches: Iterable[Any]):
             rec["store_timestamp"] = batch.column("store_timestamp").to_numpy()
             f.write(rec.data)
             n += batch.num_rows
-    return pa.RecordBatch.from_pydict({"part": pa.array([part], pa.int32()), "path": [path],
-                                       "n": pa.array([n], pa.int64()),
-                                       "seconds": pa.array([time.monotonic() - start], pa.float64())})
+    return part, path, n, time.monotonic() - start
 
 
 _RUN_RESULT = "part int, path string, n long, seconds double"
 
 
 def _frame_runs(df):
-    """Pass 1 over a DataFrame: one run per partition."""
+    """Pass 1 over a DataFrame: one run per partition (an Arrow job)."""
     def run_of(runs_dir: str):
         def task(batches):
+            import pyarrow as pa
             from pyspark import TaskContext
 
-            yield _write_run(runs_dir, TaskContext.get().partitionId(), batches)
-        return df.mapInArrow(task, _RUN_RESULT)
+            part, path, n, seconds = _write_run(runs_dir, TaskContext.get().partitionId(), batches)
+            yield pa.RecordBatch.from_pydict({"part": pa.array([part], pa.int32()), "path": [path],
+                                              "n": pa.array([n], pa.int64()), "seconds": [seconds]})
+        return df.mapInArrow(task, "part int, path string, n long, seconds double").collect()
     return run_of
 
 
 def _source_runs(spark, source):
-    """Pass 1 over a Source: one run per piece, the keys made in the same task."""
+    """Pass 1 over a Source: one run per piece, the keys made in the same task. A plain RDD
+    job: it needs no SQL engine, whose first job in a new JVM costs about 6 s more."""
     n = source.num_partitions
 
     def run_of(runs_dir: str):
-        def task(batches):
-            for batch in batches:
-                for i in batch.column(0).to_pylist():
-                    yield _write_run(runs_dir, i, source.keys(i))
-        return spark.range(0, n, 1, max(n, 1)).mapInArrow(task, _RUN_RESULT)
+        return spark.sparkContext.parallelize(range(n), max(n, 1)).map(
+            lambda i: _write_run(runs_dir, i, source.keys(i))).collect()
     return run_of
+
+
+def _files_rdd(spark, n: int, build):
+    """Pass 2 as an RDD job: one task per index file."""
+    return spark.sparkContext.parallelize(range(n), n).map(build).collect()
+
+
+def _files_arrow(spark, n: int, build):
+    """Pass 2 as an Arrow job, the same kind as a DataFrame's pass 1 (its workers are warm)."""
+    def task(batches):
+        import pyarrow as pa
+
+        for batch in batches:
+            for f in batch.column(0).to_pylist():
+                f, written, seconds = build(f)
+                yield pa.RecordBatch.from_pydict({"file": [f], "written": [written], "seconds": [seconds]})
+    return [tuple(r) for r in spark.range(0, n, 1, n).mapInArrow(
+        task, "file long, written long, seconds double").collect()]
 
 
 def _complete_runs(runs_dir: Path, got: dict[int, tuple[str, int]]) -> list[tuple[str, int]]:
