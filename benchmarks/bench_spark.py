@@ -120,6 +120,7 @@ def main() -> None:
     ap.add_argument("--masters", nargs="+", default=["local[2]", "local[1]"])
     ap.add_argument("--work", default=None, help="scratch folder (default: a temporary one)")
     ap.add_argument("--record", action="store_true")
+    ap.add_argument("--replay", metavar="LOG", help="tabulate (and --record) the JSON lines of an earlier run's output")
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--master", help=argparse.SUPPRESS)
     ap.add_argument("--out", help=argparse.SUPPRESS)
@@ -127,14 +128,18 @@ def main() -> None:
     if args.child:
         return child(args)
 
-    work = Path(args.work or tempfile.mkdtemp(prefix="rmqlab-bench-spark-"))
     results = []
-    for m in args.masters:
-        os.sync()          # the previous run's writes out of the way: each run starts with a quiet disk
-        time.sleep(5)
-        r = run(m, args.keys, work)
-        results.append(r)
-        print(json.dumps(r), flush=True)
+    if args.replay:
+        # the JSON lines a run printed (its stdout): tabulate or record them without running again
+        results = [json.loads(line) for line in open(args.replay) if line.startswith("{") and '"master"' in line]
+    else:
+        work = Path(args.work or tempfile.mkdtemp(prefix="rmqlab-bench-spark-"))
+        for m in args.masters:
+            os.sync()          # the previous run's writes out of the way: each run starts with a quiet disk
+            time.sleep(5)
+            r = run(m, args.keys, work)
+            results.append(r)
+            print(json.dumps(r), flush=True)
     by = {r["master"]: r for r in results}
     lines = ["| master | end to end | JVM start | pass 1: runs (tasks' own time) | pass 2: files | keys/s "
              "| pieces | files | peak memory (process tree) | peak disk |",
@@ -157,11 +162,11 @@ def main() -> None:
             print(f"local[2] speed-up over local[1], {what}: {x:.2f}x")
     if args.record:
         r2 = by.get("local[2]")
-        text = [f"\n## {datetime.date.today()}: Spark build, {args.keys:,} index keys from a synthetic workload\n",
+        text = [f"\n## {datetime.date.today()}: Spark build, {results[0]['keys']:,} index keys from a synthetic workload\n",
                 f"Machine: {machine()}.",
                 f"Workload: `Workload(messages={results[0]['messages']:,}, seed=1)` (about 1.9 keys a message), "
                 f"`WorkloadSource` pieces of one 1 GiB CommitLog file each, default index geometry "
-                f"(5,000,000 slots, 20,000,000 entries), `max_keys={args.keys:,}`. "
+                f"(5,000,000 slots, 20,000,000 entries), `max_keys={results[0]['keys']:,}`. "
                 "Command: `make bench-spark ARGS=--record` (each master in a fresh process, local[1] first). "
                 "Targets from the issue: under 3 minutes end to end on local[2]; local[2] at least 1.7x "
                 "faster than local[1].\n",
