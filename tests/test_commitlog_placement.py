@@ -2,7 +2,6 @@
 which writes the records, and against a plain loop placing them one at a time."""
 from __future__ import annotations
 
-import numpy as np
 from hypothesis import given, settings, strategies as st
 
 from rmqlab.formats import commitlog as cl

@@ -7,7 +7,6 @@ from __future__ import annotations
 import datetime
 from pathlib import Path
 
-import numpy as np
 import pyarrow as pa
 import pytest
 

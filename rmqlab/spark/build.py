@@ -349,7 +349,6 @@ def _plan_files(runs, directory: Path, index_num: int, names, tz, max_keys) -> l
             name = names[f]
         out_names.append(name)
         plans.append(BuildPlan(f, str(directory / name), seed[0], seed[1], parts(lo, hi)))
-    del maps
     return plans
 
 
