@@ -1,0 +1,464 @@
+"""The figure functions of :mod:`rmqlab.viz`; see that module's docstring.
+
+Each function returns a :class:`matplotlib.figure.Figure` made with ``Figure()`` (no pyplot:
+no window, no ``plt.show``, nothing kept in pyplot's registry). Statistics come from
+:mod:`rmqlab.indexstats` where it has them; only what it does not offer (per-slot chain
+lengths for a range of slots, entries per time bin) is computed here, vectorized with NumPy.
+
+Bad input raises the typed errors of :meth:`rmqlab.formats.indexfile.IndexFile.open`
+(:class:`rmqlab.errors.TruncatedFileError`, :class:`~rmqlab.errors.GeometryError`,
+:class:`~rmqlab.errors.CorruptIndexError`); bad arguments raise ValueError.
+"""
+from __future__ import annotations
+
+import math
+import os
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator, Union
+
+import numpy as np
+from matplotlib.colors import Normalize
+from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator
+
+from rmqlab import indexstats
+from rmqlab.formats.indexfile import IndexFile
+
+__all__ = [
+    "slot_chain_lengths",
+    "slot_occupancy_image",
+    "chain_length_histogram_figure",
+    "entries_over_time",
+    "poisson_expected_slots",
+]
+
+PathOrFile = Union[str, os.PathLike, IndexFile]
+
+#: Colour of empty slots (chain length 0) in :func:`slot_occupancy_image`; cells past the
+#: end of the range (padding of the last row) are transparent.
+EMPTY_COLOUR = "#c8c8c8"
+HOT_COLOUR = "#d62728"      # slots far longer than the rest (a hot key), beyond the colour scale
+#: Share of the figure's pixels (per side) the image axes is assumed to get, for deciding
+#: whether the slot image must be reduced for display (see :func:`slot_occupancy_image`).
+_AXES_SHARE = 0.6
+#: Bin widths (seconds) :func:`entries_over_time` picks from when none is given.
+_NICE_BINS = (1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 10800, 21600,
+              43200, 86400)
+_TARGET_BINS = 100
+
+
+# ------------------------------------------------------------------------------ helpers
+
+
+@contextmanager
+def _opened(path_or_file: PathOrFile, hash_slot_num: int | None,
+            index_num: int | None) -> Iterator[IndexFile]:
+    """An open IndexFile: the one given (left open), or `path` mapped read-only and closed after."""
+    if isinstance(path_or_file, IndexFile):
+        g = path_or_file.geometry
+        for name, given, actual in (("hash_slot_num", hash_slot_num, g.hash_slot_num),
+                                    ("index_num", index_num, g.index_num)):
+            if given is not None and int(given) != actual:
+                raise ValueError(f"{name}={given} given, but the open file has {name}={actual}")
+        yield path_or_file
+        return
+    f = IndexFile.open(path_or_file, hash_slot_num, index_num)
+    try:
+        yield f
+    finally:
+        f.close()
+
+
+def _slot_range(m: int, start: int, stop: int | None) -> tuple[int, int]:
+    start = int(start)
+    stop = m if stop is None else int(stop)
+    if not 0 <= start <= stop <= m:
+        raise ValueError(f"slot range [{start}, {stop}) is not within [0, {m}] with start <= stop")
+    return start, stop
+
+
+def _all_chain_lengths(f: IndexFile) -> np.ndarray:
+    """Entries per slot for every slot of `f` (int32): bincount of ``key_hash % m`` over the
+    written entries. Cost: one strided read of the 4-byte hashes, a remainder and a bincount."""
+    m = f.geometry.hash_slot_num
+    key_hash = f.used_entries["key_hash"].astype(np.int32)       # big-endian view -> native copy
+    # floor remainder, as rmqlab.indexstats: never negative, even for a corrupt negative hash
+    slots = np.remainder(key_hash, np.int32(m))
+    return np.bincount(slots, minlength=m).astype(np.int32)
+
+
+def _lengths_in_range(f: IndexFile, start: int, stop: int | None) -> tuple[np.ndarray, int, int]:
+    start, stop = _slot_range(f.geometry.hash_slot_num, start, stop)
+    return _all_chain_lengths(f)[start:stop], start, stop
+
+
+def _block_max(grid: np.ndarray, k: int) -> np.ndarray:
+    """Max over k x k blocks of `grid` (int32, -1 = padding); pads the edges with -1."""
+    rows, cols = grid.shape
+    r2, c2 = -(-rows // k), -(-cols // k)
+    padded = np.full((r2 * k, c2 * k), -1, dtype=grid.dtype)
+    padded[:rows, :cols] = grid
+    return padded.reshape(r2, k, c2, k).max(axis=(1, 3))
+
+
+# ------------------------------------------------------------------------------ slots
+
+
+def slot_chain_lengths(path_or_file: PathOrFile, *, start: int = 0, stop: int | None = None,
+                       hash_slot_num: int | None = None, index_num: int | None = None) -> np.ndarray:
+    """Chain length (entries) of each slot in ``[start, stop)``, as int32; element i is slot
+    ``start + i``. `stop` None means the last slot (hash_slot_num).
+
+    The chain length of a slot is the number of written entries whose ``key_hash % hash_slot_num``
+    is that slot: a bincount over the entries (no loop per slot or entry). For a sound file it
+    equals the number of entries the slot's chain walk (slot head, then prev_index) visits, and
+    it agrees with :func:`rmqlab.indexstats.chain_length_histogram`.
+
+    `path_or_file` is a path (mapped read-only with the geometry arguments, the broker's
+    maxHashSlotNum / maxIndexNum; with neither only the default size is accepted) or an open
+    :class:`IndexFile` (then the geometry arguments may be omitted; it is left open).
+    Cost: O(entries + hash_slot_num): about 0.5 s (mostly the bincount's scattered adds) and
+    about 250 MB of temporaries for a full default-size file (20M entries, 5M slots), in the
+    page cache; milliseconds for small files.
+
+    >>> import tempfile, os
+    >>> from rmqlab.formats.indexfile import build_index_file
+    >>> p = os.path.join(tempfile.mkdtemp(), "20240610061524062")
+    >>> build_index_file(p, ["T#Aa", "T#BB", "T#c"], [0, 100, 200], [0, 0, 0],
+    ...                  hash_slot_num=8, index_num=5)
+    3
+    >>> lengths = slot_chain_lengths(p, hash_slot_num=8, index_num=5)
+    >>> int(lengths.sum()), int(lengths.max()), lengths.dtype.name, len(lengths)
+    (3, 2, 'int32', 8)
+    """
+    with _opened(path_or_file, hash_slot_num, index_num) as f:
+        return _lengths_in_range(f, start, stop)[0]
+
+
+def slot_occupancy_image(path_or_file: PathOrFile, *, start: int = 0, stop: int | None = None,
+                         width: int | None = None, hash_slot_num: int | None = None,
+                         index_num: int | None = None, downsample: bool = True,
+                         figsize: tuple[float, float] = (7.0, 6.0)) -> Figure:
+    """One cell per hash slot of ``[start, stop)``, coloured by chain length (entries in the slot).
+
+    Layout: row-major, `width` cells a row (default ``ceil(sqrt(n))`` for n slots, a near
+    square), so the cell at (row, column) is slot ``start + row * width + column``. Empty slots
+    (chain length 0) have their own colour (grey, the colour bar's lower triangle); the cells
+    after the last slot of the range, which fill the last row, are masked (transparent), not 0.
+    The colour bar is labelled "entries in slot"; the title gives the file name, the range and
+    the occupancy (non-empty slots of the range).
+
+    Display reduction: when the grid has more cells per side than about 60% of the figure's
+    pixels (``figsize`` x ``fig.dpi``, what the image axes gets), each k x k block of cells is
+    shown as one pixel holding the *maximum* of its cells (padding ignored; a block shows
+    "empty" only if all its slots are empty), so a single long chain stays visible where
+    matplotlib's own resampling would drop it; the title then says "max of k x k slots". This
+    touches only the displayed array (``fig.axes[0].images[0].get_array()``): the exact
+    numbers are :func:`slot_chain_lengths`. With ``downsample=False`` the full grid is handed
+    to matplotlib (``interpolation="nearest"``), which is exact but slower and, past the
+    screen's resolution, shows only some of the cells. Axis units are cells either way.
+
+    `path_or_file` and the geometry arguments as :func:`slot_chain_lengths`.
+    Cost: :func:`slot_chain_lengths` plus O(n) for the grid: about 0.55 s for a full
+    default-size file (5M slots, 20M entries) from its path, and about 1.1 s including
+    ``savefig`` to PNG (benchmarks/bench_viz.py, 2-core Xeon).
+
+    >>> import tempfile, os, io
+    >>> from rmqlab.formats.indexfile import build_index_file
+    >>> p = os.path.join(tempfile.mkdtemp(), "20240610061524062")
+    >>> build_index_file(p, ["T#Aa", "T#BB", "T#c"], [0, 100, 200], [0, 0, 0],
+    ...                  hash_slot_num=8, index_num=5)
+    3
+    >>> fig = slot_occupancy_image(p, hash_slot_num=8, index_num=5)
+    >>> grid = fig.axes[0].images[0].get_array()
+    >>> grid.shape, int(grid.sum()), int(grid.mask.sum())    # 3 x 3 cells, the last one padding
+    ((3, 3), 3, 1)
+    >>> fig.savefig(io.BytesIO(), format="png")
+    """
+    with _opened(path_or_file, hash_slot_num, index_num) as f:
+        lengths, start, stop = _lengths_in_range(f, start, stop)
+        name = f.path.name
+        m = f.geometry.hash_slot_num
+    n = stop - start
+    if n == 0:
+        raise ValueError(f"slot range [{start}, {stop}) is empty")
+    if width is None:
+        width = max(1, math.isqrt(n - 1) + 1 if n > 1 else 1)
+    width = int(width)
+    if width <= 0:
+        raise ValueError(f"width must be positive, got {width}")
+    rows = -(-n // width)
+    grid = np.full(rows * width, -1, dtype=np.int32)      # -1 marks padding, masked below
+    grid[:n] = lengths
+    grid = grid.reshape(rows, width)
+
+    fig = Figure(figsize=figsize, layout="constrained")
+    k = 1
+    if downsample:
+        budget_w = max(1, int(figsize[0] * fig.dpi * _AXES_SHARE))
+        budget_h = max(1, int(figsize[1] * fig.dpi * _AXES_SHARE))
+        k = max(1, -(-width // budget_w), -(-rows // budget_h))
+    shown = _block_max(grid, k) if k > 1 else grid
+    data = np.ma.masked_less(shown, 0)
+
+    used = int(np.count_nonzero(lengths))
+    top = int(lengths.max())
+    # One hot key can make a slot thousands of times longer than the rest: scale the colours
+    # to the 99.9th percentile of occupied slots and show the few longer ones in red.
+    cap = _colour_cap(lengths)
+    cmap = _colormap()
+    norm = Normalize(vmin=0.5, vmax=cap + 0.5)   # 0 falls under: the "empty" colour
+    ax = fig.subplots()
+    im = ax.imshow(data, cmap=cmap, norm=norm, interpolation="nearest", origin="upper",
+                   extent=(0, shown.shape[1] * k, shown.shape[0] * k, 0))
+    cb = fig.colorbar(im, ax=ax, extend="both" if cap < top else "min", label="entries in slot")
+    cb.ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.set_xlabel("column")
+    ax.set_ylabel(f"row (slot = {start:,} + row × {width:,} + column)" if start
+                  else f"row (slot = row × {width:,} + column)")
+    shown_note = f"; shown as max of {k}×{k} slots" if k > 1 else ""
+    if cap < top:
+        hot = int(np.count_nonzero(lengths > cap))
+        shown_note += f"\nred = {hot:,} slots with more than {cap} entries (longest {top:,})"
+    ax.set_title(f"{name}: slots {start:,}..{stop - 1:,} of {m:,}\n"
+                 f"{used:,} of {n:,} occupied ({used / n:.1%}), grey = empty{shown_note}",
+                 fontsize="medium")
+    return fig
+
+
+def _colormap():
+    from matplotlib import colormaps
+
+    return colormaps["viridis"].with_extremes(under=EMPTY_COLOUR, over=HOT_COLOUR, bad=(0, 0, 0, 0))
+
+
+def _colour_cap(lengths: np.ndarray) -> int:
+    """The longest chain the colour scale spans: all of them, unless a few slots are more than
+    twice as long as the 99.9th percentile of occupied slots (those are drawn in HOT_COLOUR)."""
+    occupied = lengths[lengths > 0]
+    top = int(lengths.max()) if lengths.size else 0
+    if not occupied.size:
+        return 1
+    cap = max(int(np.ceil(np.percentile(occupied, 99.9))), 1)
+    return cap if 2 * cap < top else max(top, 1)
+
+
+# ------------------------------------------------------------------------------ chains
+
+
+def poisson_expected_slots(hash_slot_num: int, entries: int, max_length: int) -> np.ndarray:
+    """Expected number of slots with 0..max_length entries when `entries` uniformly random
+    hashes fall into `hash_slot_num` slots, in the Poisson approximation:
+    ``hash_slot_num * exp(-λ) λ^k / k!`` with ``λ = entries / hash_slot_num``.
+    Computed in log space (no overflow for large k or λ). Cost: O(max_length).
+
+    >>> poisson_expected_slots(10, 10, 2).round(3).tolist()
+    [3.679, 3.679, 1.839]
+    """
+    m, n = int(hash_slot_num), int(entries)
+    k = np.arange(int(max_length) + 1, dtype=np.float64)
+    if n <= 0:
+        return np.where(k == 0, float(m), 0.0)
+    lam = n / m
+    log_fact = np.concatenate([[0.0], np.cumsum(np.log(k[1:]))])      # log k!
+    return m * np.exp(k * math.log(lam) - lam - log_fact)
+
+
+def chain_length_histogram_figure(path_or_file: PathOrFile, *, hash_slot_num: int | None = None,
+                                  index_num: int | None = None, log: bool = False,
+                                  figsize: tuple[float, float] = (7.0, 4.5)) -> Figure:
+    """The file's chain-length distribution against an ideal uniform hash.
+
+    Bars: slots (y) with each chain length (x, entries in a slot), from
+    :func:`rmqlab.indexstats.chain_length_histogram` (only lengths that occur, plus 0).
+    Line with markers: the Poisson expectation ``slots x pmf(k; λ)`` with
+    ``λ = entries / hash_slot_num``, for k = 0 .. ``ceil(λ + 8 sqrt(λ) + 8)`` (beyond that
+    the expectation is below 1e-6 slots for any file size RocketMQ allows), computed by
+    :func:`poisson_expected_slots`. The legend gives λ. `log` puts the y axis on a log scale
+    (zero-height bars and vanishing expectations are then simply not drawn), which shows the
+    tail where hot keys and bad hashes live.
+
+    `path_or_file` and the geometry arguments as :func:`slot_chain_lengths`.
+    Cost: that of :func:`~rmqlab.indexstats.chain_length_histogram` plus drawing: about
+    1.4 s for a full default-size file including ``savefig`` to PNG (benchmarks/bench_viz.py).
+
+    >>> import tempfile, os
+    >>> from rmqlab.formats.indexfile import build_index_file
+    >>> p = os.path.join(tempfile.mkdtemp(), "20240610061524062")
+    >>> build_index_file(p, ["T#Aa", "T#BB", "T#c"], [0, 100, 200], [0, 0, 0],
+    ...                  hash_slot_num=8, index_num=5)
+    3
+    >>> fig = chain_length_histogram_figure(p, hash_slot_num=8, index_num=5, log=True)
+    >>> [int(b.get_height()) for b in fig.axes[0].containers[0]]
+    [6, 1, 1]
+    """
+    if isinstance(path_or_file, IndexFile):
+        with _opened(path_or_file, hash_slot_num, index_num) as f:
+            path, hash_slot_num, index_num = f.path, f.geometry.hash_slot_num, f.geometry.index_num
+    else:
+        path = Path(path_or_file)
+    hist = indexstats.chain_length_histogram(path, hash_slot_num=hash_slot_num, index_num=index_num)
+    lengths = hist["chain_length"].to_numpy()
+    slots = hist["slots"].to_numpy()
+    m = int(slots.sum())
+    n = int((lengths * slots).sum())
+    lam = n / m
+    k_max = math.ceil(lam + 8 * math.sqrt(lam) + 8) if n else 1
+    expected = poisson_expected_slots(m, n, k_max)
+
+    fig = Figure(figsize=figsize, layout="constrained")
+    ax = fig.subplots()
+    ax.bar(lengths, slots, width=0.8, color="C0", alpha=0.75, label="slots in this file")
+    ax.plot(np.arange(k_max + 1), expected, color="C3", marker="o", markersize=4, linewidth=1.2,
+            label=f"uniform hash: slots × Poisson pmf, λ = {lam:.4g}")
+    if log:
+        ax.set_yscale("log")
+        ax.set_ylim(bottom=0.5)
+    top = int(lengths.max())
+    # a hot key's slot can be thousands of entries long: keep the Poisson range readable and
+    # say what falls beyond it
+    x_max = max(k_max, _colour_cap(np.repeat(lengths, slots)))
+    if top > 2 * x_max:
+        ax.set_xlim(-0.7, x_max + 0.7)
+        beyond = int(slots[lengths > x_max].sum())
+        ax.text(0.98, 0.6, f"{beyond:,} slots longer than {x_max} not shown\n(longest: {top:,} entries)",
+                transform=ax.transAxes, ha="right", va="top", fontsize="small")
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.set_xlabel("chain length (entries in slot)")
+    ax.set_ylabel("slots")
+    ax.set_title(f"{path.name}: {n:,} entries in {m:,} slots, longest chain {int(lengths.max())}",
+                 fontsize="medium")
+    ax.legend()
+    return fig
+
+
+# ------------------------------------------------------------------------------ time
+
+
+def _nice_bin_seconds(span_seconds: float) -> int:
+    want = span_seconds / _TARGET_BINS
+    for b in _NICE_BINS:
+        if b >= want:
+            return b
+    return 86400 * math.ceil(want / 86400)
+
+
+def _to_datetime64(ms) -> np.ndarray:
+    return np.asarray(ms, dtype=np.int64).astype("datetime64[ms]")
+
+
+def entries_over_time(directory: str | os.PathLike, *, hash_slot_num: int | None = None,
+                      index_num: int | None = None, bin_seconds: int | None = None,
+                      figsize: tuple[float, float] | None = None) -> Figure:
+    """Entries per time bin for every index file of `directory`, and each file's time span.
+
+    Upper panel: for each file (oldest first, as :func:`rmqlab.indexstats.index_file_paths`
+    picks and orders them), a step line of its entries per bin of `bin_seconds` seconds, from
+    its first to its last non-empty bin. An entry's store time is what the broker compares
+    in a query: ``header.begin_timestamp + time_diff * 1000`` ms (whole seconds, so an entry
+    can fall up to 1 s before its message's real store time). Bins are aligned to multiples
+    of `bin_seconds` since the epoch; with None a round width giving about 100 bins over the
+    folder's span is picked (1 s .. 1 day, then whole days). The y axis is entries per bin;
+    each file's counts sum to its entries.
+
+    Lower panel: one horizontal bar per file from its header's ``begin_timestamp`` to its
+    ``end_timestamp`` (ms since the epoch), labelled with the file name and its entry count.
+    Files whose header holds no timestamp (begin 0: created, never written) get no bar.
+    Times are shown in UTC.
+
+    Geometry arguments as :func:`rmqlab.indexstats.file_stats` (the same for every file).
+    Cost: one header and one strided read of the 4-byte time diffs per file, and one
+    bincount per file: O(entries); about 1 s for a folder of one full default-size file,
+    including ``savefig`` to PNG (benchmarks/bench_viz.py).
+    An empty folder gives a figure saying so; a file that is not an index file of that
+    geometry raises its typed error.
+
+    >>> import tempfile, datetime
+    >>> from rmqlab.indexservice import ExpandedKeys, bulk_build
+    >>> d = tempfile.mkdtemp()
+    >>> _ = bulk_build(ExpandedKeys(["T#a", "T#b", "T#c"], [0, 100, 200],
+    ...                             [1718000000000, 1718000001000, 1718000065000]),
+    ...                d, hash_slot_num=4, index_num=3, clock=lambda: 1718000000000,
+    ...                tz=datetime.timezone.utc)
+    >>> fig = entries_over_time(d, hash_slot_num=4, index_num=3, bin_seconds=60)
+    >>> [int(s.get_data().values.sum()) for s in fig.axes[0].patches]
+    [2, 1]
+    """
+    import matplotlib.dates as mdates
+
+    paths = indexstats.index_file_paths(directory)
+    files = []
+    for p in paths:
+        with IndexFile.open(p, hash_slot_num, index_num) as f:
+            h = f.header
+            diffs = f.used_entries["time_diff"].astype(np.int64)
+        files.append((p.name, h, h.begin_timestamp + diffs * 1000))
+
+    n_files = len(files)
+    if figsize is None:
+        figsize = (9.0, 4.0 + 0.3 * max(n_files, 1))
+    fig = Figure(figsize=figsize, layout="constrained")
+    if not files:
+        ax = fig.subplots()
+        ax.text(0.5, 0.5, f"no index files in {directory}", ha="center", va="center",
+                transform=ax.transAxes)
+        ax.set_axis_off()
+        return fig
+
+    stamped = [(name, h) for name, h, _ in files if h.begin_timestamp > 0]
+    times = [t for _, _, t in files if len(t)]
+    lo = min([int(t.min()) for t in times] + [h.begin_timestamp for _, h in stamped])
+    hi = max([int(t.max()) for t in times] + [h.end_timestamp for _, h in stamped])
+    if bin_seconds is None:
+        bin_seconds = _nice_bin_seconds((hi - lo) / 1000)
+    bin_seconds = int(bin_seconds)
+    if bin_seconds <= 0:
+        raise ValueError(f"bin_seconds must be positive, got {bin_seconds}")
+    bin_ms = 1000 * bin_seconds
+    origin = (lo // bin_ms) * bin_ms
+
+    ax, ax_span = fig.subplots(2, 1, sharex=True,
+                               height_ratios=[3.0, max(1.0, 0.25 * n_files + 0.5)])
+    for i, (name, h, t) in enumerate(files):
+        if not len(t):
+            continue
+        b = (t - origin) // bin_ms
+        first = int(b.min())
+        counts = np.bincount(b - first)
+        edges = origin + bin_ms * np.arange(first, first + len(counts) + 1, dtype=np.int64)
+        ax.stairs(counts, mdates.date2num(_to_datetime64(edges)), color=f"C{i % 10}",
+                  linewidth=1.3, label=f"{name} ({len(t):,})")
+    ax.set_ylabel(f"entries per {_bin_label(bin_seconds)}")
+    ax.set_ylim(bottom=0)
+    ax.set_title(f"{Path(directory).name or directory}: {n_files} index file"
+                 f"{'s' if n_files != 1 else ''}, {sum(len(t) for _, _, t in files):,} entries",
+                 fontsize="medium")
+    if n_files <= 12:
+        ax.legend(fontsize="small", title="file (entries)", title_fontsize="small")
+
+    if stamped:
+        begin = mdates.date2num(_to_datetime64([h.begin_timestamp for _, h in stamped]))
+        end = mdates.date2num(_to_datetime64([h.end_timestamp for _, h in stamped]))
+        y = np.arange(len(stamped))
+        bars = ax_span.barh(y, end - begin, left=begin, height=0.6,
+                            color=[f"C{i % 10}" for i, (_, h, _) in enumerate(files)
+                                   if h.begin_timestamp > 0])
+        ax_span.bar_label(bars, labels=[f" {name}: {h.keys:,} entries" for name, h in stamped],
+                          fontsize="small")
+        ax_span.set_yticks(y, [name for name, _ in stamped], fontsize="small")
+        ax_span.invert_yaxis()                                   # oldest on top
+    ax_span.set_xlabel("store time (UTC)")
+    ax_span.set_ylabel("file span")
+    locator = mdates.AutoDateLocator()
+    ax_span.xaxis.set_major_locator(locator)
+    ax_span.xaxis.set_major_formatter(mdates.ConciseDateFormatter(locator))
+    return fig
+
+
+def _bin_label(seconds: int) -> str:
+    for unit, size in (("day", 86400), ("h", 3600), ("min", 60)):
+        if seconds % size == 0:
+            q = seconds // size
+            return f"{q} {unit}{'s' if unit == 'day' and q != 1 else ''}" if q != 1 else unit
+    return f"{seconds} s" if seconds != 1 else "second"
