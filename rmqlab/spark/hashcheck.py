@@ -19,19 +19,21 @@ import pandas as pd
 __all__ = ["with_java_hash", "check_hashes", "HashCheck"]
 
 
-def with_java_hash(df, column: str, out: str = "java_hash"):
-    """`df` with column `out`: rmqlab's java_hash_many of `column`, computed in the executors
-    (Arrow batches straight into the C hash; no Python loop per row). Cost: O(rows)."""
+def with_java_hash(df, column: str, out: str = "java_hash", *, index: bool = False):
+    """`df` with column `out`: rmqlab's java_hash_many of `column` (with `index`: the stored
+    index hash, index_hash_many), computed in the executors (Arrow batches straight into the C
+    hash; no Python loop per row). Cost: O(rows)."""
     import pyarrow as pa
     from pyspark.sql.types import IntegerType, StructField, StructType
 
     schema = StructType(df.schema.fields + [StructField(out, IntegerType(), False)])
 
     def add_hash(batches):
-        from rmqlab.javahash import java_hash_many   # imported in the worker
+        from rmqlab.javahash import index_hash_many, java_hash_many   # imported in the worker
 
+        hash_many = index_hash_many if index else java_hash_many
         for batch in batches:
-            hashes = java_hash_many(batch.column(column))
+            hashes = hash_many(batch.column(column))
             yield pa.RecordBatch.from_arrays(batch.columns + [pa.array(hashes, pa.int32())],
                                              names=batch.schema.names + [out])
 

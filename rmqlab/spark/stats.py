@@ -7,8 +7,8 @@
   optionally also written as Parquet.
 * :func:`key_stats` ranks the keys of a DataFrame of puts and finds true hash collisions
   (different key strings, same stored index hash), the hash computed in the executors by
-  :func:`rmqlab.javahash.index_hash_many` over Arrow batches, as
-  :func:`rmqlab.spark.hashcheck.with_java_hash` does.
+  :func:`rmqlab.spark.hashcheck.with_java_hash` with ``index=True`` (rmqlab's C
+  index_hash_many over Arrow batches).
 
 The format is read only through :mod:`rmqlab.indexstats` (and so :mod:`rmqlab.formats.indexfile`);
 nothing here re-implements it. Figures are the same as the single-process functions give:
@@ -218,18 +218,6 @@ def index_stats(spark, directory: str | os.PathLike, *, hash_slot_num: int | Non
 # ----------------------------------------------------------------------------------- keys
 
 
-def _add_index_hash(batches):
-    """mapInArrow function: each (key, puts) batch with key_hash = index_hash_many(key) (int64)."""
-    import pyarrow as pa
-
-    from rmqlab.javahash import index_hash_many   # imported in the worker
-
-    for batch in batches:
-        hashes = index_hash_many(batch.column("key"))
-        yield pa.RecordBatch.from_arrays(batch.columns + [pa.array(hashes.astype("int64"), pa.int64())],
-                                         names=batch.schema.names + ["key_hash"])
-
-
 def key_stats(df, *, top: int | None = 10, column: str = "key") -> KeyStats:
     """Hottest keys and true hash collisions of the puts in `df`, computed in Spark.
 
@@ -246,12 +234,15 @@ def key_stats(df, *, top: int | None = 10, column: str = "key") -> KeyStats:
     """
     from pyspark.sql import functions as F
 
+    from rmqlab.spark.hashcheck import with_java_hash
+
     keys = df.select(F.col(column).cast("string").alias("key")).where(F.col("key").isNotNull())
     counts = keys.groupBy("key").agg(F.count(F.lit(1)).cast("bigint").alias("puts"))
     hottest = counts.orderBy(F.desc("puts"), F.asc("key"))
     if top is not None:
         hottest = hottest.limit(max(int(top), 0))
-    hashed = counts.mapInArrow(_add_index_hash, "key string, puts bigint, key_hash bigint")
+    hashed = with_java_hash(counts, "key", "key_hash", index=True) \
+        .withColumn("key_hash", F.col("key_hash").cast("bigint"))
     collisions = (hashed.groupBy("key_hash")
                   .agg(F.count(F.lit(1)).cast("bigint").alias("distinct_keys"),
                        F.sort_array(F.collect_list("key")).alias("keys"),
