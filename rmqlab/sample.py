@@ -50,6 +50,7 @@ __all__ = [
     "DEFAULT_ROOT",
     "DEFAULT_MANIFEST",
     "build_sample_store",
+    "sample_store",
     "manifest",
     "format_manifest",
     "read_manifest",
@@ -123,6 +124,31 @@ def build_sample_store(root: str | os.PathLike, *, workload: Workload = SAMPLE_W
     return generate_store(root, workload, **options)
 
 
+def sample_store(root: str | os.PathLike | None = None) -> Store:
+    """The sample store, opened read-only with its geometry; built first if it is not there.
+
+    `root` defaults to ``data/generated/sample-store`` in the repository this package was
+    installed from (editable install), so notebooks find it whatever their working folder.
+    A missing store is built in about a second; an existing one is opened as it is (``make
+    data`` checks it against the manifest). Cost: a few directory listings when it exists.
+
+    >>> sample_store().info()["index_files"]
+    10
+    """
+    root = Path(root) if root is not None else Path(__file__).resolve().parents[1] / DEFAULT_ROOT
+    if not (root / "commitlog").is_dir():
+        _clear(root)                  # what an interrupted build left
+        root.parent.mkdir(parents=True, exist_ok=True)
+        tmp = root.parent / f".{root.name}.building-{os.getpid()}"
+        shutil.rmtree(tmp, ignore_errors=True)
+        build_sample_store(tmp)
+        try:
+            os.rename(tmp, root)      # readers see no store or a whole one, never half of one
+        except OSError:               # another process finished first: keep its store
+            shutil.rmtree(tmp, ignore_errors=True)
+    return Store(root, **SAMPLE_STORE_OPTIONS)
+
+
 def manifest(root: str | os.PathLike) -> dict[str, str]:
     """``{relative path: sha256 hex}`` of every file under `root`, sorted by path; paths use
     ``/`` whatever the OS."""
@@ -186,10 +212,10 @@ def _clear(root: Path) -> None:
     if not root.exists():
         return
     if not root.is_dir():
-        raise SystemExit(f"rmqlab.sample: {root} is not a folder")
+        raise ValueError(f"rmqlab.sample: {root} is not a folder")
     other = sorted(p.name for p in root.iterdir() if p.name not in _STORE_ENTRIES)
     if other:
-        raise SystemExit(f"rmqlab.sample: {root} holds files that are not a store ({', '.join(other[:5])}); "
+        raise ValueError(f"rmqlab.sample: {root} holds files that are not a store ({', '.join(other[:5])}); "
                          "refusing to delete it")
     shutil.rmtree(root)
 
@@ -215,7 +241,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 1
         store, what = Store(args.root, **SAMPLE_STORE_OPTIONS), "existing"
     else:
-        _clear(args.root)
+        try:
+            _clear(args.root)
+        except ValueError as e:
+            raise SystemExit(str(e)) from None
         t0 = time.perf_counter()
         store = build_sample_store(args.root)
         what = f"built in {time.perf_counter() - t0:.1f} s"

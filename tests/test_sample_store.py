@@ -180,3 +180,33 @@ def test_transactions_delays_and_ipv6(messages):
     assert ((messages["topic"] == SCHEDULE_TOPIC) & (messages["delay_level"] > 0)).sum() > 100
     assert ((messages["sys_flag"] & 0x10) != 0).sum() > 1000
     assert messages["born_host"].str.startswith("[2001:db8:").any()
+
+
+# -- sample_store(): what notebooks call --------------------------------------------------
+
+
+def test_sample_store_builds_once_and_matches_the_manifest(tmp_path):
+    root = tmp_path / "gen" / "sample-store"
+    store = sample.sample_store(root)
+    assert sample.compare_manifests(sample.read_manifest(MANIFEST), sample.manifest(root)) == []
+    assert store.hash_slot_num == sample.SAMPLE_STORE_OPTIONS["hash_slot_num"]
+    stamp = (root / "checkpoint").stat().st_mtime_ns
+    again = sample.sample_store(root)            # present: opened, not rebuilt
+    assert (root / "checkpoint").stat().st_mtime_ns == stamp
+    assert again.info()["messages"] == store.info()["messages"]
+    assert not [p for p in root.parent.iterdir() if p.name != "sample-store"], "no build folder left behind"
+
+
+def test_sample_store_replaces_an_interrupted_build(tmp_path):
+    root = tmp_path / "sample-store"
+    (root / "index").mkdir(parents=True)          # a build that died before writing its CommitLog
+    (root / "index" / "20240610061320000").write_bytes(b"\0" * 10)
+    sample.sample_store(root)
+    assert sample.compare_manifests(sample.read_manifest(MANIFEST), sample.manifest(root)) == []
+
+
+def test_sample_store_never_deletes_a_folder_that_is_not_a_store(tmp_path):
+    (tmp_path / "notes.txt").write_text("mine")
+    with pytest.raises(ValueError, match="not a store"):
+        sample.sample_store(tmp_path)
+    assert (tmp_path / "notes.txt").read_text() == "mine"
