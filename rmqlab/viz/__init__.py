@@ -10,6 +10,16 @@ as the cell's value), in a script (``fig.savefig("x.png")``) and on a headless s
 * :func:`chain_length_histogram_figure` - the chain-length distribution against the
   Poisson expectation of an ideal uniform hash.
 * :func:`entries_over_time` - entries per time bin and the time span of every file of a folder.
+* :func:`query_walk_figure` - a key query's walk, file by file and entry by entry, coloured by
+  what each entry read did (returned, hash match outside the time range, another key), and why
+  each walk stopped; :func:`walk_table` is the exact data behind it.
+* :func:`annotated_hex_figure` - the header, some slots and some entries as a hex dump, each
+  field shaded and decoded; :func:`hex_fields` is the table behind it.
+* :func:`load_factor_figure`, :func:`load_factor_comparison_figure` - chain lengths and query
+  costs a (hash_slot_num, index_num) configuration implies for uniform hashes (theory in
+  :func:`rmqlab.indexstats.chain_length_theory`); :func:`disk_usage_figure` and
+  :func:`index_fill_time_figure` (with :func:`hours_to_fill`) - disk bytes over days and the
+  time to fill an index file, for capacity planning.
 """
 from rmqlab.viz.figures import (
     chain_length_histogram_figure,
@@ -17,10 +27,28 @@ from rmqlab.viz.figures import (
     slot_chain_lengths,
     slot_occupancy_image,
 )
+from rmqlab.viz.capacity import (
+    disk_usage_figure,
+    hours_to_fill,
+    index_fill_time_figure,
+    load_factor_comparison_figure,
+    load_factor_figure,
+)
+from rmqlab.viz.hexview import annotated_hex_figure, hex_fields
+from rmqlab.viz.walk import query_walk_figure, walk_table
 
 __all__ = [
     "slot_chain_lengths",
     "slot_occupancy_image",
     "chain_length_histogram_figure",
     "entries_over_time",
+    "walk_table",
+    "query_walk_figure",
+    "hex_fields",
+    "annotated_hex_figure",
+    "load_factor_figure",
+    "load_factor_comparison_figure",
+    "disk_usage_figure",
+    "index_fill_time_figure",
+    "hours_to_fill",
 ]

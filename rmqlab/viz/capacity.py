@@ -1,0 +1,323 @@
+"""Load factor and capacity charts: pure functions of configuration numbers (no store needed).
+
+The question they answer first: *what load factor does the default configuration (5,000,000
+slots, 20,000,000 entries a file) run at, and what chain lengths does that imply?* A full file
+holds ``index_num - 1`` keys, so λ = 19,999,999 / 5,000,000 ≈ 4.0; with uniformly random
+hashes 1.83 % of slots stay empty, an occupied slot's chain holds 4.07 entries on average, a
+query for a missing key reads about 4 entries and reaching a stored key about 3
+(:func:`rmqlab.indexstats.chain_length_summary` defines and derives each number).
+
+* :func:`load_factor_figure` - one configuration: the chain-length distribution of a full file
+  and the entries a query reads as the file fills.
+* :func:`load_factor_comparison_figure` - several configurations side by side.
+* :func:`disk_usage_figure` - bytes on disk over days against the disk size and thresholds.
+* :func:`index_fill_time_figure` - hours to fill one index file against the key rate;
+  :func:`hours_to_fill` is the number behind it.
+
+>>> import io
+>>> load_factor_figure().savefig(io.BytesIO(), format="png")
+"""
+from __future__ import annotations
+
+from typing import Mapping, Sequence
+
+import numpy as np
+from matplotlib.figure import Figure
+from matplotlib.ticker import EngFormatter, FuncFormatter, MaxNLocator
+
+from rmqlab.formats.indexfile import DEFAULT_HASH_SLOT_NUM, DEFAULT_INDEX_NUM, INT_MAX
+from rmqlab.indexstats import chain_length_summary, chain_length_theory
+
+__all__ = [
+    "check_configuration",
+    "hours_to_fill",
+    "load_factor_figure",
+    "load_factor_comparison_figure",
+    "disk_usage_figure",
+    "index_fill_time_figure",
+]
+
+_CURVE_POINTS = 201
+_BINARY_UNITS = (("TiB", 2**40), ("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10), ("bytes", 1))
+
+
+def check_configuration(hash_slot_num, index_num) -> tuple[int, int]:
+    """`hash_slot_num` and `index_num` as ints, or ValueError/TypeError naming the bad one:
+    both are Java ints (at most 2^31 - 1), slots at least 1 and entries at least 2 (entry 0 is
+    never written, so index_num 1 holds no key)."""
+    out = []
+    for name, v, low in (("hash_slot_num", hash_slot_num, 1), ("index_num", index_num, 2)):
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+            raise TypeError(f"{name} must be an integer, got {v!r}")
+        if not low <= v <= INT_MAX:
+            raise ValueError(f"{name} must be in {low}..{INT_MAX}, got {v}")
+        out.append(int(v))
+    return out[0], out[1]
+
+
+def _count(n: float) -> str:
+    return f"{n:,.0f}"
+
+
+# ------------------------------------------------------------------------------ load factor
+
+
+def load_factor_figure(hash_slot_num: int = DEFAULT_HASH_SLOT_NUM,
+                       index_num: int = DEFAULT_INDEX_NUM, *,
+                       figsize: tuple[float, float] = (11.0, 4.3)) -> Figure:
+    """The chain lengths and query costs one configuration implies, for uniformly random hashes.
+
+    Left: bars of the expected share of slots (%) with each chain length when the file is
+    full (``index_num - 1`` keys), from :func:`rmqlab.indexstats.chain_length_theory`; the
+    title gives the load factor λ and the mean chain of an occupied slot, the empty bar is
+    labelled with its share. Right: expected entries a query reads against the keys in the
+    file (0 .. index_num - 1): a missing key (n/m), reaching a stored key
+    (1 + (n-1)/(2m)) and a stored key's whole walk (1 + (n-1)/m) (definitions:
+    :func:`rmqlab.indexstats.chain_length_summary`); the full-file point is marked and labelled
+    with its values. Cost: O(chain lengths + 201 curve points); milliseconds.
+    """
+    m, inum = check_configuration(hash_slot_num, index_num)
+    full = inum - 1
+    theory = chain_length_theory(m, full)
+    s = theory.attrs
+    fig = Figure(figsize=figsize, layout="constrained")
+    ax_hist, ax_read = fig.subplots(1, 2, width_ratios=[1.1, 1.0])
+
+    share = 100 * theory["share"].to_numpy()
+    k = theory["chain_length"].to_numpy()
+    keep = (share >= 1e-3) | (k == 0)              # lengths with at least 0.001 % of the slots
+    bars = ax_hist.bar(k[keep], share[keep], width=0.8, color="C0", alpha=0.8)
+    ax_hist.bar_label(bars, labels=[f"{share[0]:.2f} %\nempty"] + [""] * (int(keep.sum()) - 1),
+                      fontsize="small")
+    ax_hist.set_xlabel("chain length (entries in a slot)")
+    ax_hist.set_ylabel("share of slots (%)")
+    ax_hist.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax_hist.set_title(f"full file: {full:,} keys in {m:,} slots\n"
+                      f"load factor λ = {s['load_factor']:.3f}, "
+                      f"mean occupied chain {s['mean_occupied_chain']:.3f}", fontsize="medium")
+
+    x = np.linspace(0, full, _CURVE_POINTS)
+    miss = x / m
+    with np.errstate(invalid="ignore"):
+        hit = np.where(x >= 1, 1 + (x - 1) / (2 * m), np.nan)
+        walk = np.where(x >= 1, 1 + (x - 1) / m, np.nan)
+    ax_read.plot(x, miss, color="C3", label="missing key: whole chain, n/m")
+    ax_read.plot(x, hit, color="C2", label="stored key: entries to reach it, 1 + (n-1)/2m")
+    ax_read.plot(x, walk, color="C2", linestyle="--",
+                 label="stored key: whole walk, 1 + (n-1)/m")
+    values = [(s["entries_read_miss"], "C3"), (s["entries_read_hit"], "C2"),
+              (s["entries_read_hit_walk"], "C2")]
+    for value, colour in values:
+        ax_read.plot([full], [value], marker="o", color=colour, markersize=5)
+        ax_read.annotate(f"{value:.3f}", (full, value), xytext=(-6, 4), textcoords="offset points",
+                         ha="right", va="bottom", fontsize="small", color=colour)
+    ax_read.axvline(full, color="#888888", linewidth=0.8, linestyle=":")
+    ax_read.text(full, 0, f" full file\n ({full:,} keys)", rotation=90, ha="right", va="bottom",
+                 fontsize="small", color="#555555")
+    ax_read.set_xlim(0, full * 1.02 if full else 1)
+    ax_read.set_ylim(bottom=0)
+    ax_read.xaxis.set_major_formatter(EngFormatter(sep=""))
+    ax_read.set_xlabel("keys in the file")
+    ax_read.set_ylabel("expected entries read per query")
+    ax_read.set_title("query cost as the file fills (uniform hash)", fontsize="medium")
+    ax_read.legend(fontsize="small", loc="upper left")
+    return fig
+
+
+def load_factor_comparison_figure(configs: Mapping[str, tuple[int, int]], *,
+                                  figsize: tuple[float, float] | None = None) -> Figure:
+    """Several (hash_slot_num, index_num) configurations side by side, each file full.
+
+    `configs` maps a label to ``(hash_slot_num, index_num)``, drawn in the mapping's order,
+    for example ``{"default": (5_000_000, 20_000_000), "4.x small": (500_000, 2_000_000),
+    "double slots": (10_000_000, 20_000_000)}``. Three bar panels, each bar labelled with its
+    value: the share of empty slots (%), the mean chain of an occupied slot (entries), and the
+    entries a query reads (a missing key; reaching a stored key), all from
+    :func:`rmqlab.indexstats.chain_length_summary` with ``keys = index_num - 1``. The title
+    lists each label's slots, entries and load factor. Cost: O(configurations).
+    """
+    if not configs:
+        raise ValueError("configs is empty: give at least one label -> (hash_slot_num, index_num)")
+    labels, details, summaries = [], [], []
+    for label, pair in configs.items():
+        try:
+            m, inum = pair
+        except (TypeError, ValueError):
+            raise ValueError(f"configs[{label!r}] must be (hash_slot_num, index_num), got {pair!r}") from None
+        m, inum = check_configuration(m, inum)
+        s = chain_length_summary(m, inum - 1)
+        labels.append(str(label))
+        details.append(f"{label}: {m:,} slots × {inum:,} entries, λ = {s['load_factor']:.2f}")
+        summaries.append(s)
+    n = len(labels)
+    if figsize is None:
+        figsize = (max(9.0, 1.5 + 2.4 * n), 4.4 + 0.2 * n)
+    fig = Figure(figsize=figsize, layout="constrained")
+    axes = fig.subplots(1, 3)
+    x = np.arange(n)
+    empty = [100 * s["empty_share"] for s in summaries]
+    chain = [s["mean_occupied_chain"] for s in summaries]
+    miss = [s["entries_read_miss"] for s in summaries]
+    hit = [s["entries_read_hit"] for s in summaries]
+    b = axes[0].bar(x, empty, color="C0")
+    axes[0].bar_label(b, fmt="%.2f", fontsize="small")
+    axes[0].set_ylabel("empty slots (% of slots)")
+    axes[0].set_title("empty slots, full file", fontsize="medium")
+    b = axes[1].bar(x, chain, color="C1")
+    axes[1].bar_label(b, fmt="%.3f", fontsize="small")
+    axes[1].set_ylabel("entries")
+    axes[1].set_title("mean chain of an occupied slot", fontsize="medium")
+    w = 0.38
+    b1 = axes[2].bar(x - w / 2, miss, width=w, color="C3", label="missing key")
+    b2 = axes[2].bar(x + w / 2, hit, width=w, color="C2", label="reach a stored key")
+    axes[2].bar_label(b1, fmt="%.2f", fontsize="small")
+    axes[2].bar_label(b2, fmt="%.2f", fontsize="small")
+    axes[2].set_ylabel("expected entries read per query")
+    axes[2].set_title("entries read per query", fontsize="medium")
+    axes[2].legend(fontsize="small", ncol=2, loc="upper center")
+    for ax in axes:
+        ax.set_xticks(x, labels, fontsize="small")
+        ax.set_ylim(top=ax.get_ylim()[1] * (1.3 if ax is axes[2] else 1.12))   # room for labels
+    fig.suptitle("index geometry compared (full files, uniform hash)\n" + "\n".join(details),
+                 fontsize="medium")
+    return fig
+
+
+# ------------------------------------------------------------------------------ capacity
+
+
+def _binary_unit(max_bytes: float) -> tuple[str, int]:
+    for name, size in _BINARY_UNITS:
+        if max_bytes >= size:
+            return name, size
+    return "bytes", 1
+
+
+def disk_usage_figure(days: Sequence[float], series: Mapping[str, Sequence[float]], *,
+                      disk_bytes: float | None = None,
+                      thresholds: Mapping[str, float] | None = None, stacked: bool = True,
+                      figsize: tuple[float, float] = (9.0, 4.5)) -> Figure:
+    """Bytes on disk over time: one series per store part (for example CommitLog,
+    ConsumeQueue, index), stacked by default (they share the disk) or as separate lines.
+
+    `days`: the x values (days since the start); `series`: label -> bytes at each day (same
+    length as `days`). `disk_bytes` draws the disk size as a horizontal line; `thresholds`
+    maps a label to a *fraction* of `disk_bytes` (for example RocketMQ's
+    ``diskMaxUsedSpaceRatio`` 0.75, the 0.85 forced-clean and 0.90 write-refusal ratios) and
+    draws each as a dashed line (it needs `disk_bytes`). The y axis is in binary units picked
+    from the largest value (bytes, KiB, MiB, GiB or TiB, said in the label). Cost: O(points).
+    """
+    x = np.asarray(days, dtype=np.float64)
+    if x.ndim != 1 or len(x) == 0:
+        raise ValueError("days must be a non-empty one-dimensional sequence")
+    if not series:
+        raise ValueError("series is empty: give at least one label -> bytes per day")
+    ys = {}
+    for label, values in series.items():
+        y = np.asarray(values, dtype=np.float64)
+        if y.shape != x.shape:
+            raise ValueError(f"series[{label!r}] has {y.size} values, days has {x.size}")
+        if np.any(y < 0):
+            raise ValueError(f"series[{label!r}] has negative bytes")
+        ys[label] = y
+    if thresholds and disk_bytes is None:
+        raise ValueError("thresholds are fractions of disk_bytes: give disk_bytes too")
+    if disk_bytes is not None and not disk_bytes > 0:
+        raise ValueError(f"disk_bytes must be positive, got {disk_bytes}")
+    for label, frac in (thresholds or {}).items():
+        if not 0 < frac <= 1:
+            raise ValueError(f"thresholds[{label!r}] must be a fraction in (0, 1], got {frac}")
+    total = np.sum(list(ys.values()), axis=0)
+    top = max(float(total.max() if stacked else max(y.max() for y in ys.values())),
+              float(disk_bytes or 0), 1.0)
+    unit, size = _binary_unit(top)
+
+    fig = Figure(figsize=figsize, layout="constrained")
+    ax = fig.subplots()
+    if stacked:
+        ax.stackplot(x, *[y / size for y in ys.values()], labels=list(ys), alpha=0.85)
+    else:
+        for label, y in ys.items():
+            ax.plot(x, y / size, label=label)
+    if disk_bytes is not None:
+        ax.axhline(disk_bytes / size, color="black", linewidth=1.2,
+                   label=f"disk: {disk_bytes / size:,.3g} {unit}")
+        for i, (label, frac) in enumerate((thresholds or {}).items()):
+            ax.axhline(frac * disk_bytes / size, color=f"C{(i + 3) % 10}", linestyle="--",
+                       linewidth=1, label=f"{label}: {100 * frac:g} % of disk")
+    ax.set_xlabel("days")
+    ax.set_ylabel(f"bytes on disk ({unit})")
+    ax.set_xlim(float(x.min()), float(x.max()) if x.max() > x.min() else float(x.min()) + 1)
+    ax.set_ylim(bottom=0)
+    ax.set_title("disk usage" + (" (stacked)" if stacked else ""), fontsize="medium")
+    ax.legend(fontsize="small", loc="upper left")
+    return fig
+
+
+def hours_to_fill(keys_per_second, index_num: int = DEFAULT_INDEX_NUM):
+    """Hours until one index file is full at a steady key rate: ``(index_num - 1) / rate / 3600``
+    (a file holds index_num - 1 keys; every UNIQ_KEY and KEYS token is one key). Accepts a
+    number or an array of rates (keys per second, positive). Cost: O(rates).
+
+    >>> round(hours_to_fill(1000), 3)          # the default file at 1,000 keys/s
+    5.556
+    """
+    _, inum = check_configuration(1, index_num)
+    rate = np.asarray(keys_per_second, dtype=np.float64)
+    if np.any(~(rate > 0)):
+        raise ValueError("keys_per_second must be positive")
+    hours = (inum - 1) / rate / 3600.0
+    return float(hours) if hours.ndim == 0 else hours
+
+
+def index_fill_time_figure(keys_per_second, *, index_num: int = DEFAULT_INDEX_NUM,
+                           figsize: tuple[float, float] = (7.5, 4.5)) -> Figure:
+    """Hours to fill one index file against the key rate (keys per second), log-log.
+
+    `keys_per_second`: one rate (then the curve spans 1/100 .. 100 times it and the rate is
+    marked) or several rates (the curve spans them and each is marked). Marked points are
+    labelled with their fill time; dotted lines mark 1 hour, 1 day and 1 week. Values from
+    :func:`hours_to_fill`. Cost: O(points).
+    """
+    _, inum = check_configuration(1, index_num)
+    marks = np.atleast_1d(np.asarray(keys_per_second, dtype=np.float64))
+    if marks.ndim != 1 or marks.size == 0:
+        raise ValueError("keys_per_second must be a number or a non-empty sequence")
+    if np.any(~(marks > 0)):
+        raise ValueError("keys_per_second must be positive")
+    marks = np.unique(marks)
+    lo, hi = (marks[0] / 100, marks[0] * 100) if marks.size == 1 else (marks[0], marks[-1])
+    rates = np.geomspace(lo, hi, _CURVE_POINTS)
+    fig = Figure(figsize=figsize, layout="constrained")
+    ax = fig.subplots()
+    ax.plot(rates, hours_to_fill(rates, inum), color="C0",
+            label=f"one file: {inum - 1:,} keys")
+    mark_hours = hours_to_fill(marks, inum)
+    ax.plot(marks, mark_hours, "o", color="C3")
+    for i, (r, h) in enumerate(zip(marks, mark_hours)):
+        last = marks.size > 1 and i == marks.size - 1          # keep the label inside the axes
+        ax.annotate(f"{_count(r)} keys/s: {_duration(h)}", (r, h), xytext=(-6 if last else 6, 6),
+                    textcoords="offset points", ha="right" if last else "left", fontsize="small")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    y_lo, y_hi = ax.get_ylim()
+    for hours, label in ((1, "1 hour"), (24, "1 day"), (168, "1 week")):
+        if y_lo <= hours <= y_hi:
+            ax.axhline(hours, color="#999999", linestyle=":", linewidth=0.9)
+            ax.text(rates[-1], hours, f"{label} ", ha="right", va="bottom", fontsize="small",
+                    color="#666666")
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}" if v >= 1 else f"{v:g}"))
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}" if v >= 1 else f"{v:g}"))
+    ax.set_xlabel("key rate (keys per second, log scale)")
+    ax.set_ylabel("hours to fill one index file (log scale)")
+    ax.set_title(f"time to fill an index file of {inum:,} entries", fontsize="medium")
+    ax.legend(fontsize="small")
+    return fig
+
+
+def _duration(hours: float) -> str:
+    if hours >= 48:
+        return f"{hours / 24:.1f} days"
+    if hours >= 1:
+        return f"{hours:.1f} h"
+    return f"{hours * 60:.1f} min"

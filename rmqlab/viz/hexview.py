@@ -1,0 +1,410 @@
+"""An annotated hex view of an index file: the header, some slots and some entries, byte for
+byte as stored, each field decoded and explained.
+
+:func:`hex_fields` is the table (one row per field: offset, size, raw bytes, signed big-endian
+value, meaning); :func:`annotated_hex_figure` draws it as a hex dump with each field's bytes
+shaded in its own colour and its decoded value beside.
+
+Offsets come from the format's declarations (:data:`rmqlab.formats.indexfile.HEADER`,
+``SLOT``, ``ENTRY`` and :class:`~rmqlab.formats.indexfile.Geometry`), and the bytes from the
+file's read-only memory map (:meth:`IndexFile.open <rmqlab.formats.indexfile.IndexFile.open>`),
+so the view shows what is on disk, not what a parser made of it. Fields are named as in
+RocketMQ's Java code (``beginTimestamp``, ``slot[17]``, ``entry[3].keyHash``).
+
+>>> import tempfile, os
+>>> from rmqlab.formats.indexfile import build_index_file
+>>> p = os.path.join(tempfile.mkdtemp(), "20240610061320000")
+>>> build_index_file(p, ["T#a", "T#b"], [100, 200], [1718000000000, 1718000012000],
+...                  hash_slot_num=4, index_num=8)
+2
+>>> df = hex_fields(p, slots=[], entries=[2], hash_slot_num=4, index_num=8)
+>>> df[["offset", "field", "hex", "meaning"]].iloc[[0, 8]].values.tolist()   # doctest: +NORMALIZE_WHITESPACE
+[[0, 'beginTimestamp', '00 00 01 90 00 c7 9c 00', '2024-06-10T06:13:20.000+00:00'],
+ [108, 'entry[2].timeDiff', '00 00 00 0c', '+12 s -> 06:13:32.000']]
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import os
+from dataclasses import dataclass
+from typing import Iterable, Union
+
+import numpy as np
+import pandas as pd
+from matplotlib.figure import Figure
+from matplotlib.patches import Rectangle
+
+from rmqlab.formats.indexfile import ENTRY, HEADER, SLOT, IndexFile
+from rmqlab.viz.figures import _opened
+
+__all__ = [
+    "HEX_FIELD_COLUMNS",
+    "JAVA_FIELD_NAMES",
+    "hex_fields",
+    "annotated_hex_figure",
+]
+
+PathOrFile = Union[str, os.PathLike, IndexFile]
+Numbers = Union[int, range, Iterable[int], None]
+
+#: Columns of :func:`hex_fields`, in order.
+HEX_FIELD_COLUMNS = ["offset", "size", "region", "field", "hex", "value", "meaning"]
+
+#: The Java names of the layout fields (IndexHeader.java / IndexFile.java).
+JAVA_FIELD_NAMES = {
+    "begin_timestamp": "beginTimestamp",
+    "end_timestamp": "endTimestamp",
+    "begin_phy_offset": "beginPhyOffset",
+    "end_phy_offset": "endPhyOffset",
+    "hash_slot_count": "hashSlotCount",
+    "index_count": "indexCount",
+    "key_hash": "keyHash",
+    "phy_offset": "phyOffset",
+    "time_diff": "timeDiff",
+    "prev_index": "prevIndex",
+}
+
+_DEFAULT_FIRST_SLOTS = 8
+_DEFAULT_EXTRA_SLOTS = 4
+_DEFAULT_ENTRIES = 5
+#: Bytes per dump row, by region, so that no field is split and fields line up in columns:
+#: two 8-byte header fields a row (the two 4-byte counts share the last), five slots, one entry.
+_ROW_BYTES = {"header": 16, "slot": 20, "entry": 20}
+_MAX_ROW_BYTES = max(_ROW_BYTES.values())
+
+
+# ------------------------------------------------------------------------------ selection
+
+
+def _numbers(value: Numbers, limit: int, name: str) -> np.ndarray:
+    """Sorted distinct numbers of `value` (int, range or iterable), each in 0..limit-1."""
+    if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
+        items = [int(value)]
+    else:
+        if isinstance(value, (str, bytes)):
+            raise TypeError(f"{name} must be a number, a range or a sequence of numbers, "
+                            f"got {type(value).__name__}")
+        try:
+            items = [int(v) for v in value]
+        except (TypeError, ValueError):
+            raise TypeError(f"{name} must be a number, a range or a sequence of numbers, "
+                            f"got {value!r}") from None
+    arr = np.unique(np.asarray(items, dtype=np.int64))
+    bad = arr[(arr < 0) | (arr >= limit)]
+    if len(bad):
+        raise ValueError(f"{name}: {int(bad[0])} is outside 0..{limit - 1} "
+                         f"(the file has {limit:,} {name})")
+    return arr
+
+
+def _default_slots(f: IndexFile) -> np.ndarray:
+    """The first 8 slots, plus the first 4 non-empty slots after them."""
+    m = f.geometry.hash_slot_num
+    first = np.arange(min(_DEFAULT_FIRST_SLOTS, m), dtype=np.int64)
+    later = np.flatnonzero(f.slots[_DEFAULT_FIRST_SLOTS:] != 0)[:_DEFAULT_EXTRA_SLOTS]
+    return np.concatenate([first, later.astype(np.int64) + _DEFAULT_FIRST_SLOTS])
+
+
+# ------------------------------------------------------------------------------ meanings
+
+
+def _iso(ms: int, tz) -> str:
+    try:
+        t = _dt.datetime.fromtimestamp(ms // 1000, tz) + _dt.timedelta(milliseconds=ms % 1000)
+    except (OverflowError, OSError, ValueError):
+        return f"{ms} ms since the epoch (outside the calendar)"
+    return t.isoformat(timespec="milliseconds")
+
+
+def _clock(ms: int, tz) -> str:
+    try:
+        t = _dt.datetime.fromtimestamp(ms // 1000, tz)
+    except (OverflowError, OSError, ValueError):
+        return f"{ms} ms"
+    return t.strftime("%H:%M:%S") + f".{ms % 1000:03d}"
+
+
+def _header_meaning(name: str, value: int, raw_index_count: int, tz) -> str:
+    if name in ("begin_timestamp", "end_timestamp"):
+        return "0: not set (no entry yet)" if value == 0 else _iso(value, tz)
+    if name in ("begin_phy_offset", "end_phy_offset"):
+        return f"CommitLog byte offset {value:,}"
+    if name == "hash_slot_count":
+        return f"{value:,} slots counted as used"
+    if raw_index_count <= 0:
+        return f"{value} on disk: never flushed; loads as 1 (no entry written)"
+    return f"next entry {value:,}: {max(value - 1, 0):,} keys written"
+
+
+def _slot_meaning(value: int, index_count: int) -> str:
+    if value == 0:
+        return "empty"
+    if value < 0 or value >= index_count:
+        return f"-> {value}: outside 1..{index_count - 1}, read as empty"
+    return f"-> entry {value}"
+
+
+def _entry_meanings(number: int, e, index_count: int, begin_ts: int, m: int, tz) -> list[str]:
+    if number == 0:
+        note = ("entry 0 is never written" if not any(e)
+                else "entry 0 is never written, yet holds non-zero bytes")
+        return [note] * 4
+    if number >= index_count:
+        note = f"not written yet (entry {number} >= indexCount {index_count})"
+        return [note] * 4
+    key_hash, phy, time_diff, prev = e
+    hash_note = (f"slot {key_hash % m} (hash % {m:,})" if key_hash >= 0
+                 else "negative: corrupt (a stored hash is never negative)")
+    time_note = (f"+{time_diff} s -> {_clock(begin_ts + 1000 * time_diff, tz)}" if time_diff >= 0
+                 else f"{time_diff} s: negative, the broker stops a walk here")
+    if prev == 0:
+        prev_note = "end of chain"
+    elif 0 < prev < number:
+        prev_note = f"-> entry {prev} (older, same slot)"
+    else:
+        prev_note = f"-> {prev}: not an older entry (corrupt)"
+    return [hash_note, f"CommitLog byte offset {phy:,}", time_note, prev_note]
+
+
+# ------------------------------------------------------------------------------ the table
+
+
+def _hex(data: bytes) -> str:
+    return " ".join(f"{b:02x}" for b in data)
+
+
+def _raw(f: IndexFile, offset: int, size: int) -> bytes:
+    # The memory map itself (not the NumPy views or the cached header): what is on disk now.
+    return bytes(f._mm[offset:offset + size])
+
+
+def _collect(f: IndexFile, slots: Numbers, entries: Numbers, tz) -> pd.DataFrame:
+    g = f.geometry
+    tz = _dt.timezone.utc if tz is None else tz
+    slot_numbers = (_default_slots(f) if slots is None
+                    else _numbers(slots, g.hash_slot_num, "slots"))
+    entry_numbers = (np.arange(min(_DEFAULT_ENTRIES, g.index_num), dtype=np.int64) if entries is None
+                     else _numbers(entries, g.index_num, "entries"))
+    header_bytes = _raw(f, 0, HEADER.size)
+    header = HEADER.unpack(header_bytes)
+    index_count = f.header.index_count          # as the broker loads it (0 on disk reads as 1)
+    rows = []
+    for fld in HEADER.fields:
+        data = header_bytes[fld.offset:fld.offset + fld.size]
+        value = getattr(header, fld.name)
+        rows.append((fld.offset, fld.size, "header", JAVA_FIELD_NAMES[fld.name], _hex(data), value,
+                     _header_meaning(fld.name, value, f.raw_index_count, tz)))
+    slot_struct = SLOT.field_struct("newest_entry")
+    for s in slot_numbers.tolist():
+        off = g.slot_offset(s)
+        data = _raw(f, off, SLOT.size)
+        value = slot_struct.unpack(data)[0]
+        rows.append((off, SLOT.size, "slot", f"slot[{s}]", _hex(data), value,
+                     _slot_meaning(value, index_count)))
+    for n in entry_numbers.tolist():
+        off = g.entry_offset(n)
+        data = _raw(f, off, ENTRY.size)
+        e = ENTRY.unpack(data)
+        meanings = _entry_meanings(n, e, index_count, header.begin_timestamp, g.hash_slot_num, tz)
+        for fld, value, meaning in zip(ENTRY.fields, e, meanings):
+            rows.append((off + fld.offset, fld.size, "entry", f"entry[{n}].{JAVA_FIELD_NAMES[fld.name]}",
+                         _hex(data[fld.offset:fld.offset + fld.size]), value, meaning))
+    df = pd.DataFrame(rows, columns=HEX_FIELD_COLUMNS)
+    df["offset"] = df["offset"].astype(np.int64)
+    df["size"] = df["size"].astype(np.int64)
+    df["value"] = df["value"].astype(np.int64)
+    df.attrs.update({"file": f.path.name, "hash_slot_num": g.hash_slot_num,
+                     "index_num": g.index_num, "file_size": g.file_size,
+                     "slots": slot_numbers.tolist(), "entries": entry_numbers.tolist()})
+    return df
+
+
+def hex_fields(path_or_file: PathOrFile, *, slots: Numbers = None, entries: Numbers = None,
+               hash_slot_num: int | None = None, index_num: int | None = None,
+               tz: _dt.tzinfo | None = None) -> pd.DataFrame:
+    """One row per field of the header, the chosen slots and the chosen entries, in file order.
+
+    Columns (:data:`HEX_FIELD_COLUMNS`): ``offset`` (bytes from the start of the file, from
+    the format's :class:`~rmqlab.formats.indexfile.Geometry`), ``size`` (bytes), ``region``
+    ("header", "slot", "entry"), ``field`` (Java names: "beginTimestamp", "slot[17]",
+    "entry[3].keyHash"), ``hex`` (the raw bytes as stored, "00 00 01 90 ..."), ``value``
+    (those bytes as a signed big-endian integer, exactly as on disk: a never-flushed file
+    shows indexCount 0 here, which the broker loads as 1) and ``meaning``: timestamps as ISO
+    8601 with milliseconds in `tz` (default UTC), CommitLog offsets in bytes, slots as
+    "empty" or "-> entry 5", ``prevIndex`` 0 as "end of chain", ``timeDiff`` as
+    "+12 s -> 06:13:32.000" (the time the broker compares: the header's beginTimestamp plus
+    whole seconds), entry 0 as "entry 0 is never written", entries at or past indexCount as
+    not written yet.
+
+    `slots` and `entries` take a number, a range or a sequence of numbers (duplicates and
+    order do not matter); defaults: slots 0..7 plus the first 4 non-empty slots after them,
+    entries 0..4 (entry 0 included, to show it is unused). A number outside the file raises
+    ValueError naming the argument. `path_or_file` is a path (mapped read-only, with the
+    geometry arguments as for :meth:`IndexFile.open`; its typed errors for a truncated or
+    mis-sized file) or an open :class:`IndexFile` (left open). ``df.attrs`` holds file,
+    hash_slot_num, index_num, file_size and the slot and entry numbers shown.
+    Cost: O(fields shown), plus one scan of the slots (4 bytes each) for the default slots.
+    """
+    with _opened(path_or_file, hash_slot_num, index_num) as f:
+        return _collect(f, slots, entries, tz)
+
+
+# ------------------------------------------------------------------------------ the figure
+
+
+_FONT = 7.5
+_CHAR_IN = 0.6021 * _FONT / 72          # DejaVu Sans Mono advances 0.602 em per character
+_LINE_IN = 1.45 * _FONT / 72
+_OFFSET_CHARS = 25                      # "  420,000,020  0x1908b134" and two spaces
+_BYTES_X = _OFFSET_CHARS
+_NOTE_X = _BYTES_X + 3 * _MAX_ROW_BYTES + 2
+_NOTE_CHARS = 74
+
+_HEADER_COLOURS = ["#fdd0a2", "#fdae6b", "#c7e9c0", "#a1d99b", "#dadaeb", "#bcbddc"]
+_SLOT_COLOURS = ["#c6dbef", "#9ecae1"]
+_ENTRY_COLOURS = {"keyHash": "#fbb4ae", "phyOffset": "#b3cde3", "timeDiff": "#ccebc5",
+                  "prevIndex": "#decbe4"}
+_REGION_TITLES = {
+    "header": "header (40 bytes: IndexHeader)",
+    "slot": "slots (4 bytes each: number of the newest entry of the chain, 0 = empty)",
+    "entry": "entries (20 bytes: keyHash i32, phyOffset i64, timeDiff i32, prevIndex i32)",
+}
+
+
+@dataclass
+class _Row:
+    kind: str                      # "title", "gap", "bytes"
+    text: str = ""
+    offset: int = 0
+    fields: list | None = None     # rows of the table
+
+    @property
+    def lines(self) -> int:
+        return max(1, len(self.fields)) if self.kind == "bytes" else 1
+
+
+def _field_colour(region: str, field: str, index: int) -> str:
+    if region == "header":
+        return _HEADER_COLOURS[index % len(_HEADER_COLOURS)]
+    if region == "slot":
+        return _SLOT_COLOURS[int(field[5:-1]) % 2]
+    return _ENTRY_COLOURS[field.rsplit(".", 1)[1]]
+
+
+def _describe_gap(start: int, stop: int, hash_slot_num: int, entries_offset: int) -> str:
+    """What the bytes [start, stop) hold, e.g. "slots 12..1023, entries 0..3"."""
+    parts = []
+    s_lo, s_hi = max(start, 40), min(stop, entries_offset)
+    if s_lo < s_hi:
+        a, b = (s_lo - 40) // 4, (s_hi - 40) // 4 - 1
+        parts.append(f"slot {a}" if a == b else f"slots {a}..{b}")
+    e_lo, e_hi = max(start, entries_offset), stop
+    if e_lo < e_hi:
+        a, b = (e_lo - entries_offset) // 20, (e_hi - entries_offset) // 20 - 1
+        parts.append(f"entry {a}" if a == b else f"entries {a}..{b}")
+    return ", ".join(parts)
+
+
+def _rows(df: pd.DataFrame) -> list[_Row]:
+    """Group fields into dump rows: a new row at each region change or gap, at most 20 bytes a
+    row and never a field split across rows."""
+    m = int(df.attrs["hash_slot_num"])
+    entries_offset = 40 + 4 * m
+    rows: list[_Row] = []
+    end = 0
+    region = None
+    current: _Row | None = None
+    for i, r in enumerate(df.itertuples(index=False)):
+        r = r._asdict()
+        r["colour"] = _field_colour(r["region"], r["field"], i)
+        gap = r["offset"] - end
+        if gap > 0:
+            rows.append(_Row("gap", f"… {gap:,} bytes ({_describe_gap(end, r['offset'], m, entries_offset)})"
+                                    " not shown"))
+            current = None
+        if r["region"] != region:
+            rows.append(_Row("title", _REGION_TITLES[r["region"]]))
+            region = r["region"]
+            current = None
+        used = 0 if current is None else sum(x["size"] for x in current.fields)
+        if current is None or used + r["size"] > _ROW_BYTES[r["region"]]:
+            current = _Row("bytes", offset=r["offset"], fields=[])
+            rows.append(current)
+        current.fields.append(r)
+        end = r["offset"] + r["size"]
+    tail = int(df.attrs["file_size"]) - end
+    if tail > 0:
+        rows.append(_Row("gap", f"… {tail:,} bytes ({_describe_gap(end, end + tail, m, entries_offset)})"
+                                " not shown, to the end of the file"))
+    return rows
+
+
+def annotated_hex_figure(path_or_file: PathOrFile, *, slots: Numbers = None, entries: Numbers = None,
+                         hash_slot_num: int | None = None, index_num: int | None = None,
+                         tz: _dt.tzinfo | None = None) -> Figure:
+    """The fields of :func:`hex_fields` drawn as an annotated hex dump.
+
+    Left: the offset of each row's first byte (decimal and hex); middle: the bytes, laid out
+    so that no field is split (two 8-byte header fields a row, then the two 4-byte counts; five
+    slots a row; one 20-byte entry a row), each field's bytes shaded in its own colour; right: one line
+    per field of the row, with the same colour, giving its name, signed value and meaning.
+    A title row opens each region, and skipped bytes are one line, "… N bytes (slots k..m)
+    not shown". Arguments as :func:`hex_fields`. Each byte-span rectangle has the gid
+    ``"field:<name>"`` (for instance ``"field:entry[3].keyHash"``). Deterministic: the same
+    file and arguments give the same PNG bytes. Cost: O(fields shown); under a second to save
+    the default view as PNG.
+    """
+    df = hex_fields(path_or_file, slots=slots, entries=entries, hash_slot_num=hash_slot_num,
+                    index_num=index_num, tz=tz)
+    rows = _rows(df)
+    width_chars = _NOTE_X + _NOTE_CHARS
+    height_lines = sum(r.lines for r in rows) + 0.5 * sum(r.kind != "bytes" for r in rows)
+    top_in, bottom_in, side_in = 0.55, 0.15, 0.15
+    fig_w = width_chars * _CHAR_IN + 2 * side_in
+    fig_h = max(height_lines, 1) * _LINE_IN + top_in + bottom_in
+    fig = Figure(figsize=(fig_w, fig_h))
+    ax = fig.add_axes((side_in / fig_w, bottom_in / fig_h, width_chars * _CHAR_IN / fig_w,
+                       max(height_lines, 1) * _LINE_IN / fig_h))
+    ax.set_xlim(0, width_chars)
+    ax.set_ylim(max(height_lines, 1), 0)
+    ax.set_axis_off()
+    a = df.attrs
+    fig.text(0.5, 1 - 0.08 / fig_h,
+             f"{a['file']}: {a['file_size']:,} bytes = 40 + 4 × {a['hash_slot_num']:,} slots + "
+             f"20 × {a['index_num']:,} entries\n(big-endian, signed; value = the bytes as an integer)",
+             ha="center", va="top", fontsize=8.5)
+    mono = dict(family="DejaVu Sans Mono", fontsize=_FONT, va="center")
+    y = 0.0
+    for row in rows:
+        if row.kind == "title":
+            y += 0.5
+            ax.text(0, y + 0.5, row.text, fontweight="bold", ha="left", **mono)
+            y += 1
+            continue
+        if row.kind == "gap":
+            ax.text(_BYTES_X, y + 0.5, row.text, color="#666666", fontstyle="italic", ha="left",
+                    **mono)
+            y += 1.5
+            continue
+        ax.text(0, y + 0.5, f"{row.offset:>13,}  0x{row.offset:08x}", color="#444444", ha="left",
+                **mono)
+        col = 0
+        for line, fld in enumerate(row.fields):
+            x = _BYTES_X + 3 * col
+            chars = 3 * fld["size"] - 1
+            rect = Rectangle((x - 0.3, y + 0.08), chars + 0.6, 0.84, facecolor=fld["colour"],
+                             edgecolor="none")
+            rect.set_gid(f"field:{fld['field']}")
+            ax.add_patch(rect)
+            ax.text(x, y + 0.5, fld["hex"], ha="left", **mono)
+            col += fld["size"]
+            note_y = y + line + 0.5
+            ax.add_patch(Rectangle((_NOTE_X - 1.6, note_y - 0.38), 1.0, 0.76,
+                                   facecolor=fld["colour"], edgecolor="#777777", linewidth=0.4))
+            note = f"{fld['field']} = {fld['value']}  {fld['meaning']}"
+            if len(note) > _NOTE_CHARS:
+                note = note[:_NOTE_CHARS - 1] + "…"
+            ax.text(_NOTE_X, note_y, note, ha="left", **mono)
+        y += row.lines
+    return fig
+
