@@ -20,6 +20,15 @@ as the cell's value), in a script (``fig.savefig("x.png")``) and on a headless s
   :func:`rmqlab.indexstats.chain_length_theory`); :func:`disk_usage_figure` and
   :func:`index_fill_time_figure` (with :func:`hours_to_fill`) - disk bytes over days and the
   time to fill an index file, for capacity planning.
+
+Widgets (ipywidgets; imported on first use, so ``import rmqlab.viz`` does not load them):
+
+* :class:`QueryExplorer` - a key query on a store in broker and verified mode, with a
+  millisecond time-range slider, the results, the trace and the walk diagram.
+* :class:`InsertionStepper` - put keys one at a time into a tiny real file and watch the
+  header, slots and entries change.
+* :class:`SlotBrowser` - the occupancy of a whole file, a page of slots as buttons, and the
+  chain of the slot clicked.
 """
 from rmqlab.viz.figures import (
     chain_length_histogram_figure,
@@ -51,4 +60,18 @@ __all__ = [
     "disk_usage_figure",
     "index_fill_time_figure",
     "hours_to_fill",
+    "QueryExplorer",
+    "InsertionStepper",
+    "SlotBrowser",
 ]
+
+_WIDGETS = {"QueryExplorer": "rmqlab.viz.explorer", "InsertionStepper": "rmqlab.viz.stepper",
+            "SlotBrowser": "rmqlab.viz.slotbrowser"}
+
+
+def __getattr__(name):
+    if name in _WIDGETS:
+        import importlib
+
+        return getattr(importlib.import_module(_WIDGETS[name]), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

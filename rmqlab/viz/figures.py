@@ -206,7 +206,7 @@ def slot_occupancy_image(path_or_file: PathOrFile, *, start: int = 0, stop: int 
     top = int(lengths.max())
     # One hot key can make a slot thousands of times longer than the rest: scale the colours
     # to the 99.9th percentile of occupied slots and show the few longer ones in red.
-    cap = _colour_cap(lengths)
+    cap = colour_cap(lengths)
     cmap = _colormap()
     norm = Normalize(vmin=0.5, vmax=cap + 0.5)   # 0 falls under: the "empty" colour
     ax = fig.subplots()
@@ -233,7 +233,7 @@ def _colormap():
     return colormaps["viridis"].with_extremes(under=EMPTY_COLOUR, over=HOT_COLOUR, bad=(0, 0, 0, 0))
 
 
-def _colour_cap(lengths: np.ndarray) -> int:
+def colour_cap(lengths: np.ndarray) -> int:
     """The longest chain the colour scale spans: all of them, unless a few slots are more than
     twice as long as the 99.9th percentile of occupied slots (those are drawn in HOT_COLOUR)."""
     occupied = lengths[lengths > 0]
@@ -318,7 +318,7 @@ def chain_length_histogram_figure(path_or_file: PathOrFile, *, hash_slot_num: in
     top = int(lengths.max())
     # a hot key's slot can be thousands of entries long: keep the Poisson range readable and
     # say what falls beyond it
-    x_max = max(k_max, _colour_cap(np.repeat(lengths, slots)))
+    x_max = max(k_max, colour_cap(np.repeat(lengths, slots)))
     if top > 2 * x_max:
         ax.set_xlim(-0.7, x_max + 0.7)
         beyond = int(slots[lengths > x_max].sum())

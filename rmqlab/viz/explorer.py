@@ -1,0 +1,635 @@
+"""Ask a store "which messages have this key?" the way the broker answers, and see why.
+
+:class:`QueryExplorer` is a widget over :meth:`rmqlab.store.Store.explain_key`: pick an index
+file (or the whole folder), a topic, a key and a time range in milliseconds, and it shows
+
+* a timeline of the window: whole-second boundaries, the key's messages at their real store
+  times (green: the broker returned them, red: inside the window but missed, grey: outside)
+  and, under them, the times the index stored for them (whole seconds after the file's
+  beginTimestamp), which is what the broker compares with the range;
+* a summary: rows in broker and verified mode, hash-matching candidates, and a count for each
+  reason the broker's answer differs from the truth (:data:`rmqlab.keyquery.REASONS`);
+* the result rows of the chosen mode, the folder walk as text, and the walk diagram
+  (:func:`rmqlab.viz.walk.query_walk_figure`).
+
+Every control is a public attribute and every change calls :meth:`QueryExplorer.refresh`;
+:attr:`QueryExplorer.result` is the current :class:`~rmqlab.keyquery.KeyQuery`.
+
+>>> x = QueryExplorer(topic="Orders", key="ORDER_Aa0", walk=False)     # the sample store
+>>> x.result.summary()["collision"] > 0                      # ORDER_BB0 shares its hash
+True
+"""
+from __future__ import annotations
+
+import html
+import os
+from contextlib import contextmanager
+from typing import Any, Iterator
+
+import ipywidgets as widgets
+import numpy as np
+import pandas as pd
+from matplotlib.collections import LineCollection
+from matplotlib.figure import Figure
+
+from rmqlab.formats.indexfile import LONG_MAX, IndexFile
+from rmqlab.indexservice import (
+    DEFAULT_MAX_MSGS_NUM_BATCH,
+    DirectoryQueryTrace,
+    FileVisit,
+    QueryOffsetResult,
+)
+from rmqlab.javahash import index_hash_many, index_key
+from rmqlab.keyquery import MODES, REASONS, KeyQuery, query_key
+from rmqlab.store import Store
+from rmqlab.viz._widgetkit import (
+    HIGHLIGHT,
+    WidgetBase,
+    clear_image,
+    frame_html,
+    image_widget,
+    message_html,
+    ms_to_iso,
+    progress_bar,
+    show_figure,
+    working,
+)
+
+__all__ = [
+    "QueryExplorer",
+    "ALL_FILES",
+    "SYSTEM_TOPIC_PREFIXES",
+    "is_system_topic",
+    "key_occurrences",
+    "colliding_keys",
+    "result_table",
+    "key_timeline_figure",
+]
+
+#: The file picker's value for "walk every index file, as queryOffset does".
+ALL_FILES = "all"
+
+#: Topics the broker keeps for itself (TopicValidator and MixAll): not offered unless asked for.
+SYSTEM_TOPICS = frozenset({
+    "SCHEDULE_TOPIC_XXXX", "RMQ_SYS_TRANS_HALF_TOPIC", "RMQ_SYS_TRANS_OP_HALF_TOPIC",
+    "TRANS_CHECK_MAX_TIME_TOPIC", "RMQ_SYS_TRACE_TOPIC", "OFFSET_MOVED_EVENT", "SELF_TEST_TOPIC",
+    "TBW102", "BenchmarkTest", "RMQ_SYS_SELF_TEST_TOPIC",
+})
+SYSTEM_TOPIC_PREFIXES = ("RMQ_SYS_", "rmq_sys_", "%RETRY%", "%DLQ%")
+
+_ROLLBACK = 0xC            # sysFlag & 0xC: rolled-back transactions are never indexed
+_RESULT_ROWS = 100         # rows of the results table shown
+_PROBLEM_LINES = 40        # problem lines under the trace text
+
+_RETURNED = "#2ca02c"
+_MISSED = "#d62728"
+_OUTSIDE = "#9a9a9a"
+
+
+def is_system_topic(topic: str) -> bool:
+    """True for the broker's own topics (SCHEDULE_TOPIC_XXXX, RMQ_SYS_*, %RETRY%..., %DLQ%...).
+
+    >>> is_system_topic("SCHEDULE_TOPIC_XXXX"), is_system_topic("Orders")
+    (True, False)
+    """
+    return topic in SYSTEM_TOPICS or topic.startswith(SYSTEM_TOPIC_PREFIXES)
+
+
+def key_occurrences(messages: pd.DataFrame) -> pd.DataFrame:
+    """One row per (message, key) the broker's buildIndex indexes: the UNIQ_KEY and every
+    non-empty KEYS token split on a space; rolled-back transactions are left out, as buildIndex
+    leaves them out. Columns: topic, key, phy_offset, store_timestamp. A key given twice in one
+    message counts once. Cost: O(messages), vectorized (pandas string split).
+
+    >>> m = pd.DataFrame({"topic": ["T", "T"], "keys": ["a b", None], "uniq_key": ["U1", "U2"],
+    ...                   "phy_offset": [0, 100], "store_timestamp": [5, 6], "sys_flag": [0, 0]})
+    >>> key_occurrences(m)["key"].tolist()
+    ['U1', 'U2', 'a', 'b']
+    """
+    cols = ["topic", "key", "phy_offset", "store_timestamp"]
+    if messages.empty:
+        return pd.DataFrame(columns=cols)
+    m = messages[(messages["sys_flag"].to_numpy(np.int64) & _ROLLBACK) != _ROLLBACK]
+    base = m[["topic", "phy_offset", "store_timestamp"]]
+    uniq = base.assign(key=m["uniq_key"])[m["uniq_key"].notna().to_numpy()]
+    tokens = base.assign(key=m["keys"].str.split(" ")).explode("key")
+    tokens = tokens[tokens["key"].notna() & (tokens["key"] != "")]
+    out = pd.concat([uniq, tokens], ignore_index=True)[cols]
+    return out.drop_duplicates(["phy_offset", "key"]).reset_index(drop=True)
+
+
+def colliding_keys(occurrences: pd.DataFrame) -> pd.DataFrame:
+    """The distinct ``topic#key`` strings of `occurrences` whose stored index hash is shared with
+    another distinct ``topic#key``: the broker returns one for the other. Columns: topic, key,
+    index_key, hash, shares_with (how many other keys have that hash); sorted by hash, then key.
+    Cost: one vectorized String.hashCode over the distinct keys.
+
+    >>> occ = pd.DataFrame({"topic": ["T"] * 3, "key": ["Aa", "BB", "c"]})
+    >>> colliding_keys(occ)[["key", "shares_with"]].values.tolist()
+    [['Aa', 1], ['BB', 1]]
+    """
+    cols = ["topic", "key", "index_key", "hash", "shares_with"]
+    if occurrences.empty:
+        return pd.DataFrame(columns=cols)
+    distinct = occurrences[["topic", "key"]].drop_duplicates().reset_index(drop=True)
+    full = (distinct["topic"] + "#" + distinct["key"]).to_numpy(dtype=object)
+    distinct["index_key"] = full
+    distinct["hash"] = index_hash_many(full).astype(np.int64)
+    size = distinct.groupby("hash")["index_key"].transform("size")
+    out = distinct[size > 1].assign(shares_with=(size[size > 1] - 1).astype(np.int64))
+    return out.sort_values(["hash", "key"]).reset_index(drop=True)[cols]
+
+
+def result_table(kq: KeyQuery, mode: str) -> pd.DataFrame:
+    """The rows the explorer's results table shows for `mode` ("broker" or "verified").
+
+    broker: ``rank`` (order the broker returned), ``phy_offset``, ``topic``, ``keys``,
+    ``uniq_key``, ``store_time`` (the message's real store time, ISO with milliseconds),
+    ``store_timestamp`` (ms) and ``reason`` (:data:`rmqlab.keyquery.REASONS` key: "ok",
+    "collision", "outside-time-range"). verified: ``broker_returned`` instead of ``rank``, and
+    reasons "ok" or "missed-*". A broker offset where no message starts has empty message
+    columns.
+    """
+    if mode not in MODES:
+        raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+    reasons = kq.diff.drop_duplicates("phy_offset").set_index("phy_offset")["reason"]
+    if mode == "broker":
+        frame = kq.broker
+        first = ("rank", frame["rank"].to_numpy())
+        phy = np.asarray(kq.trace.result.phy_offsets, dtype=np.int64)
+    else:
+        frame = kq.verified
+        first = ("broker_returned", frame["broker_returned"].to_numpy(bool))
+        phy = frame["phy_offset"].to_numpy(np.int64)
+    ts = frame["store_timestamp"]
+    return pd.DataFrame({
+        first[0]: first[1],
+        "phy_offset": phy,
+        "topic": frame["topic"].to_numpy(object),
+        "keys": frame["keys"].to_numpy(object),
+        "uniq_key": frame["uniq_key"].to_numpy(object),
+        "store_time": [ms_to_iso(t) for t in ts],
+        "store_timestamp": ts.astype("Int64").to_numpy(),
+        "reason": reasons.reindex(phy).to_numpy(object),
+    })
+
+
+def key_timeline_figure(real_ms: np.ndarray, real_returned: np.ndarray, stored_ms: np.ndarray,
+                        stored_returned: np.ndarray, begin: int, end: int, *, origin: int,
+                        real_of_stored: np.ndarray | None = None, title: str = "",
+                        figsize: tuple[float, float] = (8.0, 1.6)) -> Figure:
+    """A strip of the query window [begin, end] (ms since the epoch) with context on both sides.
+
+    Top row: the key's messages at their real store times, green when the broker returned them,
+    red when inside [begin, end] but not returned, grey otherwise. Bottom row: ticks at the
+    times the index stored (what the broker compares), green when returned. `real_of_stored`
+    (same length as `stored_ms`, -1 for none) links a tick to its message with a thin line.
+    Thin vertical lines mark every whole second (epoch ms divisible by 1000) when at most 240
+    fall in view; the shaded band is [begin, end]. x is ms after `origin` (the store's first
+    store timestamp, the time slider's zero). Cost: O(points).
+    """
+    span = max(end - begin, 1)
+    pad = max(span // 10, 1000)
+    lo, hi = begin - pad, end + pad
+    fig = Figure(figsize=figsize, layout="constrained")
+    ax = fig.subplots()
+    ax.axvspan(begin - origin, end - origin, color="#dbe9f7", zorder=0)
+    for edge in (begin, end):
+        ax.axvline(edge - origin, color="#1f5fa8", lw=1.0, zorder=1)
+    first_second, last_second = -(-lo // 1000), hi // 1000
+    seconds = last_second - first_second + 1
+    note = ""
+    if 0 < seconds <= 240:
+        ax.vlines(np.arange(first_second, last_second + 1, dtype=np.int64) * 1000 - origin, -0.6, 1.6,
+                  color="#8a8a8a", lw=0.7, linestyles=":", zorder=1)
+    elif seconds > 240:
+        note = " (whole-second lines omitted: more than 240 in view)"
+    real_ms = np.asarray(real_ms, dtype=np.int64)
+    stored_ms = np.asarray(stored_ms, dtype=np.int64)
+    real_returned = np.asarray(real_returned, dtype=bool)
+    stored_returned = np.asarray(stored_returned, dtype=bool)
+    if real_of_stored is not None:
+        link = np.asarray(real_of_stored, dtype=np.int64)
+        has = np.flatnonzero(link >= 0)
+        a, b = stored_ms[has], real_ms[link[has]]
+        near = ((a >= lo) & (a <= hi)) | ((b >= lo) & (b <= hi))
+        segments = np.stack([np.column_stack([a[near] - origin, np.zeros(near.sum())]),
+                             np.column_stack([b[near] - origin, np.ones(near.sum())])], axis=1)
+        ax.add_collection(LineCollection(segments, colors="#c0c0c0", linewidths=0.5, zorder=2))
+    inside = (real_ms >= begin) & (real_ms <= end)
+    colours = np.where(real_returned, _RETURNED, np.where(inside, _MISSED, _OUTSIDE))
+    shown = (real_ms >= lo) & (real_ms <= hi)
+    ax.scatter(real_ms[shown] - origin, np.ones(shown.sum()), c=colours[shown], s=14, zorder=3,
+               edgecolors="none")
+    tick_shown = (stored_ms >= lo) & (stored_ms <= hi)
+    ax.scatter(stored_ms[tick_shown] - origin, np.zeros(tick_shown.sum()), marker="|", s=90, zorder=3,
+               c=np.where(stored_returned[tick_shown], _RETURNED, "#444444"))
+    ax.set_xlim(lo - origin, hi - origin)
+    ax.set_ylim(-0.6, 1.6)
+    ax.set_yticks([0, 1], ["index (s)", "message (ms)"], fontsize=7)
+    ax.tick_params(axis="x", labelsize=7)
+    ax.set_xlabel(f"ms after {ms_to_iso(origin)} (the store's first message){note}", fontsize=7)
+    ax.set_title(title or "green: returned   red: in [begin, end] but missed   grey: outside   "
+                          "dotted: whole seconds", fontsize=7, loc="left")
+    return fig
+
+
+class _OneFileIndex:
+    """An index 'folder' of one file for :func:`rmqlab.keyquery.query_key`: the broker's
+    selectPhyOffset on that file alone (no isTimeMatched check, max_num capped at 64 as
+    queryOffset caps it), recorded as a one-file :class:`DirectoryQueryTrace`."""
+
+    def __init__(self, f: IndexFile, max_msgs_num_batch: int):
+        self.files = [f]
+        self.max_msgs_num_batch = max_msgs_num_batch
+
+    def trace_query(self, topic: str, key: str, max_num: int, begin: int, end: int) -> DirectoryQueryTrace:
+        f = self.files[0]
+        h = f.header
+        capped = min(int(max_num), self.max_msgs_num_batch)
+        t = f.trace_query(index_key(topic, key), capped, begin, end)
+        after = "max-num" if len(t.results) >= capped else "oldest-file"
+        visit = FileVisit(0, f.path.name, h.begin_timestamp, h.end_timestamp, h.index_count, "searched",
+                          after, t, list(t.results))
+        return DirectoryQueryTrace(index_key(topic, key), max_num, capped, begin, end, [visit],
+                                   QueryOffsetResult(list(t.results), h.end_timestamp, h.end_phy_offset),
+                                   after)
+
+
+class QueryExplorer(WidgetBase):
+    """Explore key queries on a store: controls, timeline, summary, rows, trace and walk diagram.
+
+    Parameters
+    ----------
+    store:
+        A :class:`rmqlab.store.Store`, or the path of a store folder (opened with
+        ``Store(path, **store_options)``; pass the broker's ``hash_slot_num`` / ``index_num``
+        there unless the index files have the default size). Default: the sample store
+        (:func:`rmqlab.sample.sample_store`).
+    topic, key:
+        The initial query (default: the topic with the most messages and its most frequent key).
+    begin, end:
+        The initial time range, ms since the epoch (default: the whole store), clamped to the
+        store's first and last store timestamps (the time slider's range).
+    max_num:
+        1..64 (the broker caps maxNum at maxMsgsNumBatch, 64).
+    mode:
+        Which rows the results table shows: "broker" or "verified".
+    suggestions:
+        How many of the topic's most frequent keys the key box offers (keys that collide with
+        another key's hash are offered too).
+    system_topics:
+        Offer the broker's own topics (SCHEDULE_TOPIC_XXXX, RMQ_SYS_*, ...) in the topic list.
+    walk:
+        Draw the walk diagram (the initial value of :attr:`walk_toggle`). It is the slowest part
+        of a refresh (about 1 s on the sample store, a figure of some 15 × 20 inches); turning it
+        off makes moving the time slider snappier.
+    store_options:
+        Keyword arguments of :class:`rmqlab.store.Store` when `store` is a path.
+
+    Controls: :attr:`file_picker`, :attr:`topic_picker`, :attr:`key_box`, :attr:`time_slider`
+    (ms after :attr:`origin`, the store's first store timestamp), :attr:`max_num_box`,
+    :attr:`mode_buttons`, :attr:`walk_toggle`. State: :attr:`result` (the current KeyQuery or None),
+    :attr:`last_error` (the last error message or None), :attr:`begin` / :attr:`end` (absolute
+    ms of the slider). Outputs: :attr:`timeline_image`, :attr:`summary_html`,
+    :attr:`results_html`, :attr:`trace_html`, :attr:`walk_image`, :attr:`status_html`.
+    Cost per change: the query in both modes (about 0.1 s on the sample store), the timeline
+    (about 0.2 s) and the walk diagram (about 1 s); construction adds one read of the CommitLog
+    (about 0.2 s on the sample store) for the key suggestions and the timeline.
+
+    A bad `store` (no such folder, not a store) raises at construction; problems with a query
+    (no key, a key with a space, an empty store) show as a message in the widget.
+    """
+
+    def __init__(self, store: Store | str | os.PathLike | None = None, *, topic: str | None = None,
+                 key: str | None = None, begin: int | None = None, end: int | None = None,
+                 max_num: int = DEFAULT_MAX_MSGS_NUM_BATCH, mode: str = "broker", suggestions: int = 20,
+                 system_topics: bool = False, walk: bool = True,
+                 store_options: dict[str, Any] | None = None):
+        self.store = _as_store(store, store_options)
+        if mode not in MODES:
+            raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+        if not isinstance(max_num, (int, np.integer)) or isinstance(max_num, bool) or not 1 <= max_num <= 64:
+            raise ValueError(f"max_num must be an int in 1..64 (the broker caps it at 64), got {max_num!r}")
+        if int(suggestions) < 1:
+            raise ValueError(f"suggestions must be at least 1, got {suggestions}")
+        self.suggestions = int(suggestions)
+        self.result: KeyQuery | None = None
+        self.last_error: str | None = None
+        self._hold = 0
+        self._last_query: tuple | None = None
+        self._walk_drawn = False
+        self._suggestion_cache: dict[str, list[str]] = {}
+
+        self.messages = self.store.messages()
+        self.occurrences = key_occurrences(self.messages)
+        self.collisions = colliding_keys(self.occurrences)
+        self.index_files = self._index_file_frame()
+        if len(self.messages):
+            self.origin = int(self.messages["store_timestamp"].min())
+            last = int(self.messages["store_timestamp"].max())
+        else:
+            self.origin = last = 0
+        counts = self.messages["topic"].value_counts() if len(self.messages) else pd.Series(dtype=int)
+        topics = [t for t in counts.index if system_topics or not is_system_topic(t)]
+        if topic is not None:
+            if topic not in counts.index:
+                raise ValueError(f"topic={topic!r} has no message in this store "
+                                 f"(topics: {', '.join(map(str, counts.index)) or 'none'})")
+            if topic not in topics:
+                topics.append(topic)
+        span = last - self.origin
+        lo = 0 if begin is None else int(begin) - self.origin
+        hi = span if end is None else int(end) - self.origin
+        if lo > hi:
+            raise ValueError(f"begin={begin} is after end={end}")
+        lo, hi = min(max(lo, 0), span), min(max(hi, 0), span)
+
+        file_options = [("all index files (queryOffset across the folder)", ALL_FILES)]
+        for row in self.index_files.itertuples():
+            file_options.append((f"{row.name}  ({ms_to_iso(row.begin_timestamp)} … "
+                                 f"{ms_to_iso(row.end_timestamp)}, {row.keys:,} keys)", row.name))
+        self.file_picker = widgets.Dropdown(options=file_options, value=ALL_FILES, description="index",
+                                            layout=widgets.Layout(width="40em"))
+        self.topic_picker = widgets.Dropdown(options=topics, value=topic or (topics[0] if topics else None),
+                                             description="topic")
+        initial_topic = self.topic_picker.value
+        options = self.key_suggestions(initial_topic) if initial_topic else []
+        self.key_box = widgets.Combobox(value=key if key is not None else (options[0] if options else ""),
+                                        options=options, ensure_option=False, continuous_update=False,
+                                        placeholder="a key (KEYS token or UNIQ_KEY)", description="key")
+        self.time_slider = widgets.IntRangeSlider(value=(lo, hi), min=0, max=max(span, 1), step=1,
+                                                  continuous_update=False, readout=True, readout_format="d",
+                                                  description="ms after first",
+                                                  style={"description_width": "initial"},
+                                                  layout=widgets.Layout(width="60em"))
+        self.time_label = widgets.HTML()
+        self.max_num_box = widgets.BoundedIntText(value=int(max_num), min=1, max=64, description="maxNum",
+                                                  layout=widgets.Layout(width="12em"))
+        max_note = widgets.HTML("<span style='font-size:12px;color:#555'>the broker caps maxNum at 64 "
+                                "(maxMsgsNumBatch); unique-key queries use 32</span>")
+        self.mode_buttons = widgets.ToggleButtons(options=list(MODES), value=mode, description="rows")
+        self.walk_toggle = widgets.Checkbox(value=bool(walk), description="draw the walk diagram",
+                                            indent=False)
+        self.progress = progress_bar("querying")
+        self.status_html = widgets.HTML()
+        self.timeline_image = image_widget("rmqlab-timeline")
+        self.summary_html = widgets.HTML()
+        self.results_html = widgets.HTML()
+        self.trace_html = widgets.HTML()
+        self.walk_image = image_widget("rmqlab-walk")
+        for w, cls in ((self.file_picker, "rmqlab-file"), (self.topic_picker, "rmqlab-topic"),
+                       (self.key_box, "rmqlab-key"), (self.time_slider, "rmqlab-time-slider"),
+                       (self.time_label, "rmqlab-time-label"), (self.max_num_box, "rmqlab-max-num"),
+                       (self.mode_buttons, "rmqlab-mode"), (self.walk_toggle, "rmqlab-walk-toggle"),
+                       (self.status_html, "rmqlab-status"),
+                       (self.summary_html, "rmqlab-summary"), (self.results_html, "rmqlab-results"),
+                       (self.trace_html, "rmqlab-trace")):
+            w.add_class(cls)
+
+        self.file_picker.observe(lambda _: self.refresh(), names="value")
+        self.topic_picker.observe(self._topic_changed, names="value")
+        self.key_box.observe(lambda _: self.refresh(), names="value")
+        self.time_slider.observe(lambda _: self.refresh(), names="value")
+        self.max_num_box.observe(lambda _: self.refresh(), names="value")
+        self.mode_buttons.observe(lambda _: self.refresh(), names="value")
+        self.walk_toggle.observe(lambda _: self.refresh(), names="value")
+
+        heading = lambda text: widgets.HTML(f"<h4 style='margin:8px 0 2px 0'>{text}</h4>")  # noqa: E731
+        self.widget = widgets.VBox([
+            widgets.HTML(f"<b>Key query explorer</b>: {html.escape(str(self.store.root))}"),
+            self.file_picker,
+            widgets.HBox([self.topic_picker, self.key_box]),
+            self.time_slider,
+            self.time_label,
+            self.timeline_image,
+            widgets.HBox([self.max_num_box, max_note]),
+            widgets.HBox([self.mode_buttons, self.progress]),
+            self.status_html,
+            self.summary_html,
+            heading("Rows"), self.results_html,
+            heading("Walk over the index files"), self.trace_html,
+            self.walk_toggle,
+            self.walk_image,
+        ])
+        self.widget.add_class("rmqlab-query-explorer")
+        self.refresh()
+
+    # -- data ---------------------------------------------------------------------------
+
+    def _index_file_frame(self) -> pd.DataFrame:
+        if not self.store.index_dir.is_dir():
+            return pd.DataFrame(columns=["name", "begin_timestamp", "end_timestamp", "keys"])
+        with self.store.index() as idx:
+            return idx.to_frame()
+
+    def key_suggestions(self, topic: str) -> list[str]:
+        """The keys the key box offers for `topic`: its :attr:`suggestions` most frequent keys
+        (messages per key, ties by key), then its keys whose hash collides with another key's.
+        Computed once per topic."""
+        if topic not in self._suggestion_cache:
+            occ = self.occurrences[self.occurrences["topic"] == topic]
+            counts = occ.groupby("key").size().reset_index(name="messages")
+            hot = counts.sort_values(["messages", "key"], ascending=[False, True])["key"].head(self.suggestions)
+            colliding = self.collisions[self.collisions["topic"] == topic]["key"]
+            self._suggestion_cache[topic] = list(dict.fromkeys([*hot, *colliding.head(self.suggestions)]))
+        return self._suggestion_cache[topic]
+
+    @property
+    def begin(self) -> int:
+        """The query's begin: the store's first store timestamp + the slider's lower value (ms)."""
+        return self.origin + int(self.time_slider.value[0])
+
+    @property
+    def end(self) -> int:
+        """The query's end: the store's first store timestamp + the slider's upper value (ms)."""
+        return self.origin + int(self.time_slider.value[1])
+
+    # -- updates ------------------------------------------------------------------------
+
+    @contextmanager
+    def hold(self) -> Iterator[None]:
+        """Change several controls with one refresh at the end of the block."""
+        self._hold += 1
+        try:
+            yield
+        finally:
+            self._hold -= 1
+            if not self._hold:
+                self.refresh()
+
+    def _topic_changed(self, change) -> None:
+        topic = change["new"]
+        self.key_box.options = self.key_suggestions(topic) if topic else []
+        self.refresh()
+
+    def refresh(self) -> KeyQuery | None:
+        """Run the query the controls describe and redraw everything; returns :attr:`result`.
+        When only the mode or the walk toggle changed, the query is not run again: only the
+        results table (and the walk diagram, when turned on) is redrawn."""
+        if self._hold:
+            return self.result
+        self.time_label.value = self._time_text()
+        error = self._check_inputs()
+        if error:
+            return self._fail(error, kind="info" if not self.key_box.value.strip() else "error")
+        query = (self.file_picker.value, self.topic_picker.value, self.key_box.value.strip(), self.begin,
+                 self.end, int(self.max_num_box.value))
+        try:
+            # Pictures first, text last: a reader (or a browser test) that sees the new caption
+            # also sees the new pictures.
+            with working(self.progress, 4) as advance:
+                new_query = query != self._last_query or self.result is None
+                if new_query:
+                    self.result = self._explain(*query)
+                    self._last_query = query
+                    self._walk_drawn = False
+                    advance()
+                    show_figure(self.timeline_image, self._timeline(self.result))
+                    advance()
+                if not self.walk_toggle.value:
+                    clear_image(self.walk_image)
+                    self._walk_drawn = False
+                elif not self._walk_drawn:
+                    from rmqlab.viz.walk import query_walk_figure
+
+                    show_figure(self.walk_image, query_walk_figure(self.result.trace))
+                    self._walk_drawn = True
+                advance()
+                if new_query:
+                    self.summary_html.value = self._summary_html(self.result)
+                    self.trace_html.value = self._trace_html(self.result)
+                mode = self.mode_buttons.value
+                table = result_table(self.result, mode)
+                self.results_html.value = frame_html(
+                    table, max_rows=_RESULT_ROWS, caption=f"{len(table)} rows · {mode}",
+                    data={"rows": len(table), "mode": mode})
+                advance()
+        except Exception as e:     # shown in the widget: a notebook user should never get a traceback
+            return self._fail(f"{type(e).__name__}: {e}")
+        self.last_error = None
+        self.status_html.value = ""
+        return self.result
+
+    def _check_inputs(self) -> str | None:
+        if self.messages.empty:
+            return f"The store at {self.store.root} holds no messages: nothing to query."
+        if self.index_files.empty:
+            return f"The store at {self.store.root} has no index files (run `rmqlab store dispatch`)."
+        if not self.topic_picker.value:
+            return "Pick a topic."
+        key = self.key_box.value.strip()
+        if not key:
+            return "Type a key (a KEYS token or a UNIQ_KEY), or pick one of the suggestions."
+        if " " in key:
+            return (f"{key!r} holds a space: the broker splits KEYS on spaces and indexes each part, so "
+                    f"no message can be found by it. Query one part, e.g. {key.split()[0]!r}.")
+        return None
+
+    def _fail(self, message: str, kind: str = "error") -> None:
+        self.result = None
+        self._last_query = None
+        self._walk_drawn = False
+        self.last_error = message
+        self.status_html.value = message_html(message, kind)
+        for w in (self.summary_html, self.results_html, self.trace_html):
+            w.value = ""
+        for image in (self.timeline_image, self.walk_image):
+            clear_image(image)
+        return None
+
+    def _explain(self, file_name: str, topic: str, key: str, begin: int, end: int, max_num: int) -> KeyQuery:
+        if file_name == ALL_FILES:
+            return self.store.explain_key(topic, key, begin=begin, end=end, max_num=max_num)
+        with self.store.index() as idx:
+            chosen = [f for f in idx.files if f.path.name == file_name]
+            if not chosen:
+                raise FileNotFoundError(f"index file {file_name} is no longer in {self.store.index_dir}")
+            one = _OneFileIndex(chosen[0], idx.max_msgs_num_batch)
+            return query_key(one, lambda offs: self.store.read_at(offs), topic, key, begin=begin, end=end,
+                             max_num=max_num)
+
+    # -- rendering ----------------------------------------------------------------------
+
+    def _time_text(self) -> str:
+        lo, hi = self.time_slider.value
+        return (f"<span style='font-family:monospace;font-size:12px'>begin {ms_to_iso(self.begin)} "
+                f"(+{lo:,} ms) · end {ms_to_iso(self.end)} (+{hi:,} ms) · window {(hi - lo) / 1000:.3f} s"
+                f"</span>")
+
+    def _summary_html(self, kq: KeyQuery) -> str:
+        s = kq.summary()
+        head = (f"<div class='rmqlab-counts' data-broker='{s['broker']}' data-verified='{s['verified']}' "
+                f"data-candidates='{s['candidates']}' style='font-family:sans-serif'>"
+                f"<b>{html.escape(kq.topic)}#{html.escape(kq.key)}</b> in [{ms_to_iso(kq.begin)}, "
+                f"{ms_to_iso(kq.end)}], maxNum {kq.max_num}: broker <b>{s['broker']}</b> rows, verified "
+                f"<b>{s['verified']}</b> rows, {s['candidates']} hash-matching candidates</div>")
+        rows = []
+        for reason, text in REASONS.items():
+            n = s[reason]
+            style = f"background:{HIGHLIGHT}" if n and reason != "ok" else ("color:#999" if not n else "")
+            rows.append(f"<tr class='rmqlab-reason-{reason}' data-count='{n}' style='{style}'>"
+                        f"<td style='padding:0 8px;text-align:right'>{n}</td><td style='padding:0 8px'>"
+                        f"<code>{reason}</code></td><td>{html.escape(text)}</td></tr>")
+        return head + ("<table style='font-size:12px;font-family:sans-serif;border-collapse:collapse'>"
+                       + "".join(rows) + "</table>")
+
+    def _trace_html(self, kq: KeyQuery) -> str:
+        lines = [str(kq.trace)]
+        problems = kq.problems
+        if len(problems):
+            lines.append("")
+            lines.append(f"what the broker got wrong ({len(problems)}):")
+            for row in problems.head(_PROBLEM_LINES).itertuples():
+                lines.append(f"  phy {row.phy_offset}: {row.reason}: {row.detail}")
+            if len(problems) > _PROBLEM_LINES:
+                lines.append(f"  … {len(problems) - _PROBLEM_LINES} more")
+        return ("<details open><summary style='font-family:sans-serif'>trace</summary>"
+                f"<pre style='font-size:11px;line-height:1.25'>{html.escape(chr(10).join(lines))}</pre></details>")
+
+    def _timeline(self, kq: KeyQuery) -> Figure:
+        occ = self.occurrences
+        mine = occ[(occ["topic"] == kq.topic) & (occ["key"] == kq.key)]
+        real_phy = mine["phy_offset"].to_numpy(np.int64)
+        real_ms = mine["store_timestamp"].to_numpy(np.int64)
+        returned = set(int(p) for p in kq.trace.result.phy_offsets)
+        real_returned = np.isin(real_phy, list(returned))
+        stored_phy, stored_ms = self._stored_times(kq)
+        position = {int(p): i for i, p in enumerate(real_phy)}
+        real_of_stored = np.array([position.get(int(p), -1) for p in stored_phy], dtype=np.int64)
+        stored_returned = np.isin(stored_phy, list(returned))
+        return key_timeline_figure(real_ms, real_returned, stored_ms, stored_returned, kq.begin, kq.end,
+                                   origin=self.origin, real_of_stored=real_of_stored)
+
+    def _stored_times(self, kq: KeyQuery) -> tuple[np.ndarray, np.ndarray]:
+        """CommitLog offset and stored time (ms) of every index entry whose hash matches the key,
+        in the files the query could search (all, or the picked one)."""
+        full_key = index_key(kq.topic, kq.key)
+        phy, ms = [], []
+        with self.store.index() as idx:
+            for f in idx.files:
+                if self.file_picker.value not in (ALL_FILES, f.path.name):
+                    continue
+                walk = f.trace_query(full_key, 2**31 - 1, 0, LONG_MAX)
+                for s in walk.steps:
+                    if s.hash_match:
+                        phy.append(s.phy_offset)
+                        ms.append(s.time_read)
+        return np.asarray(phy, dtype=np.int64), np.asarray(ms, dtype=np.int64)
+
+
+def _as_store(store: Store | str | os.PathLike | None, options: dict[str, Any] | None) -> Store:
+    if store is None:
+        from rmqlab.sample import sample_store
+
+        return sample_store()
+    if isinstance(store, Store):
+        return store
+    if not isinstance(store, (str, os.PathLike)):
+        raise TypeError(f"store must be a Store or the path of a store folder, got {type(store).__name__}")
+    path = os.fspath(store)
+    if not os.path.isdir(path):
+        raise FileNotFoundError(f"store={path!r}: no such folder")
+    if not (os.path.isdir(os.path.join(path, "commitlog")) or os.path.isdir(os.path.join(path, "index"))):
+        raise ValueError(f"store={path!r} is not a store folder: it has neither commitlog/ nor index/")
+    return Store(path, **(options or {}))
