@@ -4,10 +4,12 @@ VENV    := .venv
 VPY     := $(VENV)/bin/python
 STAMP   := $(VENV)/.installed
 LAB_PORT ?= 8888
+APP_PORT ?= 8866
+ALLOW_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root,)
 
-.PHONY: test lab java bench bench-store bench-spark conformance data clean
+.PHONY: test lab app java chromium bench bench-store bench-spark conformance data clean
 
-$(STAMP): pyproject.toml setup.py $(wildcard rmqlab/_native/*.c rmqlab/_native/*.h)
+$(STAMP): pyproject.toml setup.py .ci/install-kernel $(wildcard rmqlab/_native/*.c rmqlab/_native/*.h)
 	@test -x $(VPY) || $(PY) -m venv $(VENV)
 	@$(VPY) -m pip install --quiet --upgrade pip uv
 	@# uv installs the same packages as pip, about three times faster (pyspark is a large source build).
@@ -17,20 +19,37 @@ $(STAMP): pyproject.toml setup.py $(wildcard rmqlab/_native/*.c rmqlab/_native/*
 	$(VPY) -m uv pip install --python $(VPY) --compile-bytecode --reinstall-package rmqlab -e '.[dev]' \
 	  || $(VPY) -m pip install -e '.[dev]'
 	@$(VPY) -m compileall -q rmqlab > /dev/null
+	@# The kernel spec "rmqlab" names this environment's Python by absolute path: made here, never committed.
+	@$(VPY) .ci/install-kernel
+	@# JupyterLab settings for this environment: no news toast over the notebooks, and Markdown
+	@# (the start page notebooks/README.md) opens rendered rather than in the text editor.
 	@mkdir -p $(VENV)/share/jupyter/lab/settings
-	@echo '{"@jupyterlab/apputils-extension:notification": {"fetchNews": "false", "checkForUpdates": false}}' \
+	@echo '{"@jupyterlab/apputils-extension:notification": {"fetchNews": "false", "checkForUpdates": false},' \
+	  '"@jupyterlab/docmanager-extension:plugin": {"defaultViewers": {"markdown": "Markdown Preview"}}}' \
 	  > $(VENV)/share/jupyter/lab/settings/overrides.json
 	@touch $(STAMP)
 
 java:
 	@.ci/ensure-java
 
-test: $(STAMP) java
+# The real-browser test drives /usr/bin/chromium (installed with apt when running as root).
+chromium:
+	@.ci/ensure-chromium
+
+test: $(STAMP) java chromium
 	$(VPY) -m pytest -q
 
-lab: $(STAMP) java
-	$(VENV)/bin/jupyter lab --ip 127.0.0.1 --port $(LAB_PORT) --no-browser \
-	  --ServerApp.root_dir=notebooks $(if $(filter 0,$(shell id -u)),--allow-root,)
+# JupyterLab on http://127.0.0.1:$(LAB_PORT)/ (the URL with its token is printed), opening the
+# notebook index notebooks/README.md.
+lab: $(STAMP) java chromium
+	$(VENV)/bin/jupyter lab --ip 127.0.0.1 --port $(LAB_PORT) --no-browser $(ALLOW_ROOT) \
+	  --ServerApp.root_dir=notebooks --LabApp.default_url=/lab/tree/README.md
+
+# The time-range query explorer as a stand-alone web app (Voilà: widgets only, no code cells).
+app: $(STAMP)
+	@echo "rmqlab query explorer: http://127.0.0.1:$(APP_PORT)/"
+	$(VENV)/bin/voila notebooks/apps/query-explorer.ipynb --no-browser --port=$(APP_PORT) \
+	  --Voila.ip=127.0.0.1
 
 # Benchmarks print their tables; add --record (e.g. make bench ARGS=--record) to append to RESULTS.md.
 bench: $(STAMP)
