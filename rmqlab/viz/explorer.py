@@ -24,6 +24,7 @@ from __future__ import annotations
 import html
 import os
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any, Iterator
 
 import ipywidgets as widgets
@@ -397,7 +398,7 @@ class QueryExplorer(WidgetBase):
 
         heading = lambda text: widgets.HTML(f"<h4 style='margin:8px 0 2px 0'>{text}</h4>")  # noqa: E731
         self.widget = widgets.VBox([
-            widgets.HTML(f"<b>Key query explorer</b>: {html.escape(str(self.store.root))}"),
+            widgets.HTML(f"<b>Key query explorer</b>: {html.escape(_store_label(self.store.root))}"),
             self.file_picker,
             widgets.HBox([self.topic_picker, self.key_box]),
             self.time_slider,
@@ -633,3 +634,14 @@ def _as_store(store: Store | str | os.PathLike | None, options: dict[str, Any] |
     if not (os.path.isdir(os.path.join(path, "commitlog")) or os.path.isdir(os.path.join(path, "index"))):
         raise ValueError(f"store={path!r} is not a store folder: it has neither commitlog/ nor index/")
     return Store(path, **(options or {}))
+
+
+def _store_label(root) -> str:
+    """How the store is named on screen: "the sample store", or its folder name (a full path
+    says more about the machine than about the store)."""
+    from rmqlab.sample import DEFAULT_ROOT
+
+    root = Path(root).resolve()
+    if root.parts[-len(DEFAULT_ROOT.parts):] == DEFAULT_ROOT.parts:
+        return f"the sample store ({'/'.join(DEFAULT_ROOT.parts)})"
+    return f"store {root.name}"
