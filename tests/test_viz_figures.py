@@ -381,3 +381,27 @@ def test_a_hot_key_is_drawn_beyond_the_scale_and_cut_from_the_histogram(tmp_path
     h = chain_length_histogram_figure(p, hash_slot_num=4093, index_num=30_000)
     assert h.axes[0].get_xlim()[1] < lengths.max()
     assert any("not shown" in t.get_text() for t in h.axes[0].texts)
+
+
+# -- in a notebook kernel -------------------------------------------------------------------
+
+
+def _run_cells(*sources):
+    nbformat = pytest.importorskip("nbformat")
+    nbclient = pytest.importorskip("nbclient")
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(s) for s in sources])
+    nbclient.NotebookClient(nb, kernel_name="python3", timeout=120).execute()
+    return [[mime for o in c.outputs for mime in o.get("data", {})] for c in nb.cells]
+
+
+def test_a_figure_ending_a_cell_shows_as_a_picture_without_any_magic():
+    # Figure() bypasses pyplot, so without rmqlab.viz's formatter the cell would show only
+    # "<Figure size ...>" as text.
+    shown = _run_cells("from rmqlab.viz import load_factor_figure\nload_factor_figure(1000, 4000)")
+    assert "image/png" in shown[0]
+
+
+def test_a_figure_format_the_user_chose_is_kept():
+    shown = _run_cells("%matplotlib inline\n%config InlineBackend.figure_formats = ['svg']",
+                       "from rmqlab.viz import load_factor_figure\nload_factor_figure(1000, 4000)")
+    assert "image/svg+xml" in shown[1] and "image/png" not in shown[1]

@@ -65,6 +65,32 @@ __all__ = [
     "SlotBrowser",
 ]
 
+
+
+def _show_figures_inline() -> None:
+    """Under IPython (a notebook, Voilà), make a Figure that ends a cell display as a picture.
+
+    Figures here are made with ``Figure()``, not pyplot, so without ``%matplotlib inline`` the
+    kernel shows only ``<Figure size ...>``. A formatter the user chose already is kept."""
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return
+    shell = get_ipython()
+    if shell is None or not hasattr(shell, "display_formatter"):
+        return
+    from matplotlib.figure import Figure
+
+    formatters = shell.display_formatter.formatters.values()
+    if any(Figure in f.type_printers for f in formatters if hasattr(f, "type_printers")):
+        return
+    from IPython.core.pylabtools import select_figure_formats
+
+    select_figure_formats(shell, {"png"}, bbox_inches="tight")
+
+
+_show_figures_inline()
+
 _WIDGETS = {"QueryExplorer": "rmqlab.viz.explorer", "InsertionStepper": "rmqlab.viz.stepper",
             "SlotBrowser": "rmqlab.viz.slotbrowser"}
 
