@@ -29,6 +29,13 @@ class Field(NamedTuple):
     offset: int
     size: int
 
+    @property
+    def java_name(self) -> str:
+        """The field's name in the Java source (declared here in snake case): hash_slot_count ->
+        hashSlotCount."""
+        head, *rest = self.name.split("_")
+        return head + "".join(part.title() for part in rest)
+
 
 class Layout:
     """A fixed-size record: big-endian signed integers in declared order, no padding."""

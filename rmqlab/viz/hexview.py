@@ -51,18 +51,7 @@ Numbers = Union[int, range, Iterable[int], None]
 HEX_FIELD_COLUMNS = ["offset", "size", "region", "field", "hex", "value", "meaning"]
 
 #: The Java names of the layout fields (IndexHeader.java / IndexFile.java).
-JAVA_FIELD_NAMES = {
-    "begin_timestamp": "beginTimestamp",
-    "end_timestamp": "endTimestamp",
-    "begin_phy_offset": "beginPhyOffset",
-    "end_phy_offset": "endPhyOffset",
-    "hash_slot_count": "hashSlotCount",
-    "index_count": "indexCount",
-    "key_hash": "keyHash",
-    "phy_offset": "phyOffset",
-    "time_diff": "timeDiff",
-    "prev_index": "prevIndex",
-}
+JAVA_FIELD_NAMES = {f.name: f.java_name for f in HEADER.fields + ENTRY.fields}
 
 _DEFAULT_FIRST_SLOTS = 8
 _DEFAULT_EXTRA_SLOTS = 4

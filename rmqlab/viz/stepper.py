@@ -67,14 +67,7 @@ DEFAULT_KEYS = ("Aa", "order-1", "BB", "order-2", "order-3", "order-1", "order-4
 DEFAULT_START_MS = 1_718_000_000_400
 
 #: The header fields by their Java names (IndexHeader.java), in file order.
-HEADER_NAMES = {
-    "begin_timestamp": "beginTimestamp",
-    "end_timestamp": "endTimestamp",
-    "begin_phy_offset": "beginPhyOffset",
-    "end_phy_offset": "endPhyOffset",
-    "hash_slot_count": "hashSlotCount",
-    "index_count": "indexCount",
-}
+HEADER_NAMES = {f.name: f.java_name for f in HEADER.fields}
 
 #: The stepper draws and tabulates every slot and entry: beyond this use SlotBrowser.
 MAX_SLOTS = 64
