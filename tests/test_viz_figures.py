@@ -405,3 +405,137 @@ def test_a_figure_format_the_user_chose_is_kept():
     shown = _run_cells("%matplotlib inline\n%config InlineBackend.figure_formats = ['svg']",
                        "from rmqlab.viz import load_factor_figure\nload_factor_figure(1000, 4000)")
     assert "image/svg+xml" in shown[1] and "image/png" not in shown[1]
+
+
+# -- per-file statistics -------------------------------------------------------------------
+
+
+def _dash_heights_and_spans(ax) -> tuple[list[float], list[tuple[float, float]]]:
+    (dashes,) = ax.collections
+    segments = dashes.get_segments()
+    assert all(s[0][1] == s[1][1] for s in segments)                # horizontal
+    return [float(s[0][1]) for s in segments], [(float(s[0][0]), float(s[1][0])) for s in segments]
+
+
+def test_file_stats_figure_draws_each_files_numbers_oldest_first(folder, paths):
+    from rmqlab.indexstats import directory_stats
+    from rmqlab.viz import file_stats_figure
+
+    stats = directory_stats(folder, hash_slot_num=HSN, index_num=INUM)
+    shuffled = stats.sample(frac=1.0, random_state=1)
+    assert shuffled["name"].tolist() != stats["name"].tolist()
+    fig = file_stats_figure(shuffled)
+    occupancy_ax, chain_ax = fig.axes[:2]
+
+    # independent truth: chain lengths counted entry by entry, the expectation by the formula
+    truth = []
+    for p in paths:
+        lengths = brute_force_lengths(p)
+        n, used = sum(lengths), sum(1 for c in lengths if c)
+        truth.append({"name": p.name, "occupancy": used / HSN,
+                      "expected": 1 - (1 - 1 / HSN) ** n, "mean": n / used, "max": max(lengths)})
+    bars = occupancy_ax.patches
+    assert len(bars) == len(paths)
+    heights = [b.get_height() for b in bars]
+    assert heights == pytest.approx([t["occupancy"] for t in truth], abs=1e-12)
+    assert [b.get_height() for b in bars] == stats["occupancy"].tolist()
+    heights, spans = _dash_heights_and_spans(occupancy_ax)
+    assert heights == pytest.approx([t["expected"] for t in truth], rel=1e-9)
+    assert heights == pytest.approx(stats["expected_occupancy"].tolist(), rel=1e-15)
+    for b, (x0, x1) in zip(bars, spans):                             # each dash across its bar
+        assert (x0, x1) == pytest.approx((b.get_x(), b.get_x() + b.get_width()))
+    printed = [t.get_text() for t in occupancy_ax.texts]
+    assert printed == [f"{t['occupancy']:.1%}" for t in truth]
+
+    means = [b.get_height() for b in chain_ax.patches]
+    assert means == pytest.approx([t["mean"] for t in truth], rel=1e-12)
+    (longest,) = chain_ax.lines
+    assert longest.get_ydata().tolist() == [t["max"] for t in truth]
+    assert chain_ax.get_yscale() == "log"
+    assert chain_ax.get_ylim()[1] > max(t["max"] for t in truth)
+
+    for ax in (occupancy_ax, chain_ax):
+        assert [t.get_text() for t in ax.get_xticklabels()] == [p.name for p in paths]
+        legend = " ".join(t.get_text() for t in ax.get_legend().get_texts())
+        assert ("uniform hash" in legend) if ax is occupancy_ax else ("longest" in legend)
+    assert f"longest chain {max(t['max'] for t in truth)}" in fig.get_suptitle()
+    fig.savefig(io.BytesIO(), format="png")
+
+
+def test_file_stats_figure_legends_stay_clear_of_the_data(folder):
+    from rmqlab.indexstats import directory_stats
+    from rmqlab.viz import file_stats_figure
+
+    fig = file_stats_figure(directory_stats(folder, hash_slot_num=HSN, index_num=INUM))
+    fig.draw_without_rendering()                                     # runs the constrained layout
+    for ax in fig.axes[:2]:
+        legend = ax.get_legend().get_window_extent()
+        to_data = ax.transData.inverted()
+        bottom = to_data.transform((legend.x0, legend.y0))[1]
+        tops = [b.get_height() for b in ax.patches]
+        tops += [y for line in ax.lines for y in line.get_ydata()]
+        tops += [s[0][1] for c in ax.collections for s in c.get_segments()]
+        assert bottom > max(tops)
+
+
+def test_file_stats_figure_without_a_column_names_it(folder):
+    from rmqlab.indexstats import directory_stats
+    from rmqlab.viz import file_stats_figure
+    from rmqlab.viz.figures import FILE_STATS_FIGURE_COLUMNS
+
+    stats = directory_stats(folder, hash_slot_num=HSN, index_num=INUM)
+    for column in FILE_STATS_FIGURE_COLUMNS:
+        with pytest.raises(ValueError, match=f"no column '{column}'"):
+            file_stats_figure(stats.drop(columns=column))
+    with pytest.raises(ValueError, match="'occupancy', 'max_chain_length'"):
+        file_stats_figure(stats.drop(columns=["max_chain_length", "occupancy"]))
+    with pytest.raises(ValueError, match="DataFrame"):
+        file_stats_figure(stats.to_dict("list"))
+
+
+def test_file_stats_figure_empty_folder_empty_file_and_many_files(tmp_path, folder):
+    import pandas as pd
+
+    from rmqlab.indexstats import directory_stats
+    from rmqlab.viz import file_stats_figure
+
+    fig = file_stats_figure(directory_stats(tmp_path))
+    assert "no index files" in fig.axes[0].texts[0].get_text()
+    fig.savefig(io.BytesIO(), format="png")
+
+    # a file created and never written: no mean, no longest chain, no crash
+    empty_dir = tmp_path / "one-empty"
+    empty_dir.mkdir()
+    with IndexFile.create(empty_dir / "20240610061320005", HSN, INUM):
+        pass
+    stats = directory_stats(empty_dir, hash_slot_num=HSN, index_num=INUM)
+    fig = file_stats_figure(stats)
+    assert [b.get_height() for b in fig.axes[0].patches] == [0.0]
+    assert np.isnan(fig.axes[1].patches[0].get_height())
+    assert np.isnan(fig.axes[1].lines[0].get_ydata()).all()
+    fig.savefig(io.BytesIO(), format="png")
+
+    # past 30 files the axes count the files and the bars carry no percentages
+    one = directory_stats(folder, hash_slot_num=HSN, index_num=INUM)
+    many = pd.concat([one] * 14, ignore_index=True)
+    many["name"] = [f"{20240610061320005 + 1000 * i}" for i in range(len(many))]
+    fig = file_stats_figure(many)
+    assert len(fig.axes[0].patches) == 42 and not fig.axes[0].texts
+    assert [b.get_height() for b in fig.axes[0].patches] == many["occupancy"].tolist()
+    assert "0 = oldest" in fig.axes[0].get_xlabel()
+    title = fig.get_suptitle()
+    assert many["name"].iloc[0] in title and many["name"].iloc[-1] in title
+
+
+def test_entries_over_time_legend_is_outside_the_data(folder, paths):
+    fig = entries_over_time(folder, hash_slot_num=HSN, index_num=INUM)
+    fig.draw_without_rendering()                                     # runs the constrained layout
+    ax = fig.axes[0]
+    legend = ax.get_legend()
+    assert [t.get_text().split()[0] for t in legend.get_texts()] == [p.name for p in paths]
+    box, axes_box = legend.get_window_extent(), ax.get_window_extent()
+    assert box.x0 >= axes_box.x1                                     # right of the plotting area
+    assert box.x1 <= fig.bbox.x1 + 0.5                               # and inside the figure
+    # the two panels keep one time axis: same left and right edges
+    span_box = fig.axes[1].get_window_extent()
+    assert (span_box.x0, span_box.x1) == pytest.approx((axes_box.x0, axes_box.x1), abs=0.5)

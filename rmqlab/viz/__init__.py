@@ -10,6 +10,8 @@ as the cell's value), in a script (``fig.savefig("x.png")``) and on a headless s
 * :func:`chain_length_histogram_figure` - the chain-length distribution against the
   Poisson expectation of an ideal uniform hash.
 * :func:`entries_over_time` - entries per time bin and the time span of every file of a folder.
+* :func:`file_stats_figure` - per file of a folder, non-empty slots against a uniform hash's
+  share, and the mean and longest chains (from :func:`rmqlab.indexstats.directory_stats`).
 * :func:`query_walk_figure` - a key query's walk, file by file and entry by entry, coloured by
   what each entry read did (returned, hash match outside the time range, another key), and why
   each walk stopped; :func:`walk_table` is the exact data behind it.
@@ -33,6 +35,7 @@ Widgets (ipywidgets; imported on first use, so ``import rmqlab.viz`` does not lo
 from rmqlab.viz.figures import (
     chain_length_histogram_figure,
     entries_over_time,
+    file_stats_figure,
     slot_chain_lengths,
     slot_occupancy_image,
 )
@@ -51,6 +54,7 @@ __all__ = [
     "slot_occupancy_image",
     "chain_length_histogram_figure",
     "entries_over_time",
+    "file_stats_figure",
     "walk_table",
     "query_walk_figure",
     "hex_fields",

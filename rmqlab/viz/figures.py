@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Iterator, Union
 
 import numpy as np
+import pandas as pd
 from matplotlib.colors import Normalize
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
@@ -30,6 +31,7 @@ __all__ = [
     "slot_occupancy_image",
     "chain_length_histogram_figure",
     "entries_over_time",
+    "file_stats_figure",
     "poisson_expected_slots",
 ]
 
@@ -46,6 +48,12 @@ _AXES_SHARE = 0.6
 _NICE_BINS = (1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 10800, 21600,
               43200, 86400)
 _TARGET_BINS = 100
+#: Columns :func:`file_stats_figure` reads (of :data:`rmqlab.indexstats.FILE_STATS_COLUMNS`).
+FILE_STATS_FIGURE_COLUMNS = ("name", "occupancy", "expected_occupancy", "mean_chain_length",
+                             "max_chain_length")
+#: Up to this many files :func:`file_stats_figure` names each one on the x axis; past it the
+#: axis counts files (0 = the oldest) and the title names the first and the last.
+_MAX_NAMED_FILES = 30
 
 
 # ------------------------------------------------------------------------------ helpers
@@ -333,6 +341,108 @@ def chain_length_histogram_figure(path_or_file: PathOrFile, *, hash_slot_num: in
     return fig
 
 
+# ------------------------------------------------------------------------------ files
+
+
+def file_stats_figure(files: pd.DataFrame, *,
+                      figsize: tuple[float, float] | None = None) -> Figure:
+    """Per index file, oldest first: its share of non-empty slots against a uniform hash's, and
+    its mean and longest chain lengths.
+
+    `files` is the per-file statistics frame of :func:`rmqlab.indexstats.directory_stats` (or
+    rows of :func:`~rmqlab.indexstats.file_stats`), or ``index_stats(...).to_pandas().files``
+    of :mod:`rmqlab.spark.stats`; only the columns of :data:`FILE_STATS_FIGURE_COLUMNS` are
+    read, and a missing one raises ValueError naming it. Rows are drawn in the order of
+    ``name`` (``yyyyMMddHHmmssSSS``: oldest first), whatever the frame's order.
+
+    Left panel: one bar per file, its ``occupancy`` (non-empty slots / hash_slot_num, 0..1,
+    printed inside the bar up to 30 files), and a black dash across the bar at its
+    ``expected_occupancy`` (``1 - (1 - 1/m)**entries``, what uniformly random hashes would leave
+    non-empty); a hot key, put many times into one slot, keeps the bar below the dash.
+    Right panel, log scale: one bar per file, its ``mean_chain_length`` (entries per non-empty
+    slot), and a line through each file's ``max_chain_length`` (entries in its fullest slot).
+    An empty file has no mean bar and no longest-chain marker. The x axes name the files (up to
+    30; past that they count them, 0 = the oldest). The legends sit where no data can be: above
+    100 % on the left, in the decade above the longest chain on the right.
+
+    Cost: O(files) to draw; no file is read.
+
+    >>> import pandas as pd
+    >>> files = pd.DataFrame({"name": ["20240610061326569", "20240610061320005"],
+    ...                       "occupancy": [0.5, 0.9], "expected_occupancy": [0.55, 0.95],
+    ...                       "mean_chain_length": [1.5, 4.0], "max_chain_length": [3, 40]})
+    >>> fig = file_stats_figure(files)
+    >>> [float(b.get_height()) for b in fig.axes[0].patches]      # oldest first
+    [0.9, 0.5]
+    """
+    if not isinstance(files, pd.DataFrame):
+        raise ValueError(f"files must be a pandas DataFrame of per-file statistics, "
+                         f"got {type(files).__name__}")
+    missing = [c for c in FILE_STATS_FIGURE_COLUMNS if c not in files.columns]
+    if missing:
+        raise ValueError(f"files has no column {', '.join(map(repr, missing))}: expected the "
+                         f"frame of rmqlab.indexstats.directory_stats (columns "
+                         f"{', '.join(FILE_STATS_FIGURE_COLUMNS)})")
+    files = files.sort_values("name", kind="stable")
+    n = len(files)
+    if figsize is None:
+        figsize = (10.0, 4.6 if n <= _MAX_NAMED_FILES else 3.8)
+    fig = Figure(figsize=figsize, layout="constrained")
+    if n == 0:
+        ax = fig.subplots()
+        ax.text(0.5, 0.5, "no index files", ha="center", va="center", transform=ax.transAxes)
+        ax.set_axis_off()
+        return fig
+
+    names = files["name"].astype(str).tolist()
+    occupancy = files["occupancy"].to_numpy(np.float64)
+    expected = files["expected_occupancy"].to_numpy(np.float64)
+    mean_chain = files["mean_chain_length"].to_numpy(np.float64)
+    max_chain = files["max_chain_length"].to_numpy(np.float64)
+    x = np.arange(n)
+    occupancy_ax, chain_ax = fig.subplots(1, 2)
+
+    bars = occupancy_ax.bar(x, occupancy, width=0.8, color="#4c78a8", label="observed")
+    if n <= _MAX_NAMED_FILES:
+        printed = [f"{v:.1%}" if np.isfinite(v) else "" for v in occupancy]
+        occupancy_ax.bar_label(bars, labels=printed, label_type="center", rotation=90, color="white",
+                               fontsize="x-small" if n > 12 else "small")
+    # one dash across the top of each bar, as wide as the bar whatever the figure's size
+    occupancy_ax.hlines(expected, x - 0.4, x + 0.4, color="black", linewidth=2,
+                        label="uniform hash")
+    occupancy_ax.set_ylim(0, 1.2)         # the band above 1 holds the legend: no data goes there
+    occupancy_ax.set_yticks(np.linspace(0, 1, 6))
+    occupancy_ax.yaxis.set_major_formatter("{x:.0%}")
+    occupancy_ax.set_ylabel("share of slots")
+    occupancy_ax.set_title("non-empty slots", fontsize="medium")
+    occupancy_ax.legend(loc="upper center", ncols=2, fontsize="small")
+
+    chain_ax.bar(x, mean_chain, width=0.8, color="#f58518", label="mean (non-empty slots)")
+    longest = np.where(max_chain > 0, max_chain, np.nan)     # an empty file: nothing on a log axis
+    chain_ax.plot(x, longest, marker="o", color="#54a24b", label="longest")
+    chain_ax.set_yscale("log")
+    top = np.nanmax(longest) if np.isfinite(longest).any() else 1.0
+    # the top decade holds the legend: the longest chain stays below it
+    chain_ax.set_ylim(0.8, 10 * max(top, 1.0))
+    chain_ax.set_ylabel("entries in a slot")
+    chain_ax.set_title("chain length", fontsize="medium")
+    chain_ax.legend(loc="upper center", ncols=2, fontsize="small")
+
+    for ax in (occupancy_ax, chain_ax):
+        if n <= _MAX_NAMED_FILES:
+            ax.set_xticks(x, names, rotation=45, ha="right", rotation_mode="anchor",
+                          fontsize="small" if n <= 12 else "x-small")
+            ax.set_xlabel("index file (oldest first)")
+        else:
+            ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+            ax.set_xlabel("index file number (0 = oldest)")
+        ax.set_xlim(-0.6, n - 0.4)
+    span = names[0] if n == 1 else f"{names[0]} .. {names[-1]}"
+    fig.suptitle(f"{n} index file{'s' if n != 1 else ''} ({span}): "
+                 f"longest chain {int(np.nanmax(max_chain)):,}", fontsize="medium")
+    return fig
+
+
 # ------------------------------------------------------------------------------ time
 
 
@@ -365,7 +475,8 @@ def entries_over_time(directory: str | os.PathLike, *, hash_slot_num: int | None
     Lower panel: one horizontal bar per file from its header's ``begin_timestamp`` to its
     ``end_timestamp`` (ms since the epoch), labelled with the file name and its entry count.
     Files whose header holds no timestamp (begin 0: created, never written) get no bar.
-    Times are shown in UTC.
+    Times are shown in UTC. Up to 12 files, a legend to the right of the upper panel (outside
+    it, so it never hides a step) names each file's colour, the same in both panels.
 
     Geometry arguments as :func:`rmqlab.indexstats.file_stats` (the same for every file).
     Cost: one header and one strided read of the 4-byte time diffs per file, and one
@@ -435,7 +546,10 @@ def entries_over_time(directory: str | os.PathLike, *, hash_slot_num: int | None
                  f"{'s' if n_files != 1 else ''}, {sum(len(t) for _, _, t in files):,} entries",
                  fontsize="medium")
     if n_files <= 12:
-        ax.legend(fontsize="small", title="file (entries)", title_fontsize="small")
+        # outside the axes, to the right: inside, it covers the steps of the first files
+        # (constrained layout narrows both panels alike, so their time axes stay aligned)
+        ax.legend(fontsize="small", title="file (entries)", title_fontsize="small",
+                  loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0)
 
     if stamped:
         begin = mdates.date2num(_to_datetime64([h.begin_timestamp for _, h in stamped]))
