@@ -1,0 +1,677 @@
+"""The capacity model: a :class:`~rmqlab.capacity.plan.Plan` in, an :class:`Estimate` out.
+
+Units: time in seconds unless a name says hours/days/minutes, sizes in bytes, rates per second.
+The equations (derivations in the docstrings of the functions named; summary in
+rmqlab/capacity/README.md), with R = messages/s, k = index keys per message:
+
+* k = [uniq_key] + (1 - keyless_fraction) x keys_per_message (buildIndex puts UNIQ_KEY, then
+  every non-empty KEYS token); index keys/day = 86400 R k.
+* A full index file holds C = index_num - 1 keys (entry 0 is never written:
+  :attr:`Geometry.capacity`) and is ``40 + 4 hash_slot_num + 20 index_num`` bytes
+  (:attr:`Geometry.file_size`); it fills in C / (R k) s, the span one file covers.
+* A CommitLog record is ``MIN_MESSAGE_SIZE`` (91, v1 with IPv4 hosts) + body + topic +
+  properties bytes; a file of F bytes takes ``floor((F - 8) / record)`` records (a record must
+  leave 8 bytes for the end-of-file blank record); exact when all records have the mean size.
+* Retention (:func:`retained_hours`): a file is deleted at a deletion pass once its last write
+  is older than fileReservedTime; passes run only in the deleteWhen hours, so files live up to
+  K = fileReservedTime + (longest gap between deletion hours) after their last write. ConsumeQueue
+  and index files go when the CommitLog's minimum offset passes their last message, i.e. with
+  the CommitLog file holding it: K + (hours one CommitLog file spans).
+* Files on disk at the worst moment (:func:`files_on_disk`): ceil(V_K / per_file) + 1, V_K the
+  most written in any window of K hours (the daily cycle makes some windows heavier:
+  :func:`peak_window_messages`), + 1 the file being written.
+* Slot occupancy and chains (:func:`sample_occupancy`): the real Java hash of keys generated as
+  rmqlab.workload generates them, on a full file (or a scaled one with the same load factor).
+* Hot-key truncation (:func:`poisson_tail`): matches of key rank r in a window W are
+  Poisson(r_key W); the query is cut when they exceed maxMsgsNumBatch.
+* Days to a disk threshold (:func:`days_to_reach`): the store fills from empty at b bytes/day
+  growing by e^(γ t), keeping K days: solved in closed form.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, fields
+from typing import Any, Iterable
+
+import numpy as np
+import pandas as pd
+
+from rmqlab.capacity.plan import POINTS, Interval, Plan, PlanError
+from rmqlab.formats.commitlog import END_FILE_MIN_BLANK_LENGTH, MIN_MESSAGE_SIZE
+from rmqlab.formats.consumequeue import UNIT_SIZE
+from rmqlab.formats.indexfile import Geometry
+from rmqlab.formats.msgid import create_uniq_id
+from rmqlab.indexservice import KEY_SEPARATOR
+from rmqlab.indexstats import chain_length_summary
+from rmqlab.javahash import index_hash_many
+
+__all__ = [
+    "Estimate",
+    "OccupancySample",
+    "SAMPLE_ENTRIES",
+    "estimate",
+    "monte_carlo",
+    "chain_lengths_from_keys",
+    "sample_index_keys",
+    "sample_occupancy",
+    "retained_hours",
+    "peak_window_messages",
+    "files_on_disk",
+    "commitlog_records_per_file",
+    "poisson_tail",
+    "days_to_reach",
+    "written",
+]
+
+_DAY = 86400.0
+_MONTH_DAYS = 365.25 / 12
+#: Entries of the largest index file the key sample simulates at full size; bigger files are
+#: simulated with fewer slots at the same load factor (see :func:`sample_occupancy`). 200,000
+#: keys hash in about 0.1 s.
+SAMPLE_ENTRIES = 200_000
+
+# Properties block parts (``NAME\x01value\x02``): the UNIQ_KEY pair of an IPv4 client (32 hex
+# digits) and the KEYS pair without its value
+_UNIQ_KEY_PROPERTY_BYTES = len("UNIQ_KEY") + 2 + len(create_uniq_id(bytes(4), 0, 0, 0, 0, start_time_ms=0))
+_KEYS_PROPERTY_BYTES = len("KEYS") + 2
+
+
+# ------------------------------------------------------------------------------ exact pieces
+
+
+def commitlog_records_per_file(record_bytes, file_size: int):
+    """Records of `record_bytes` each in one CommitLog file of `file_size` bytes:
+    ``floor((file_size - 8) / record_bytes)``. doAppend moves a record to the next file unless
+    8 bytes (the blank record's TOTALSIZE + MAGICCODE) stay free after it. Exact for records of
+    equal size; with varied sizes the mean gives the count to within one record a file.
+
+    >>> commitlog_records_per_file(40, 100)        # 40 + 40 + 8 <= 100 < 40 + 40 + 40
+    2
+    """
+    return np.floor((file_size - END_FILE_MIN_BLANK_LENGTH) / np.asarray(record_bytes, float)).astype(np.int64) \
+        if np.ndim(record_bytes) else int((file_size - END_FILE_MIN_BLANK_LENGTH) // record_bytes)
+
+
+def retained_hours(file_reserved_time_hours, delete_when: Iterable[int]):
+    """Longest time (hours) a CommitLog file survives after its last write: fileReservedTime
+    plus the longest wait for a deletion hour.
+
+    CleanCommitLogService deletes a file (never the newest) when last-modified +
+    fileReservedTime has passed, but only while the clock is in one of the deleteWhen hours
+    (or the disk is above diskMaxUsedSpaceRatio, which a plan under its thresholds never is).
+    A file expiring just after the end of a deletion hour waits until the next deletion hour
+    starts: the longest gap between the end of one listed hour and the start of the next.
+    deleteWhen "04" -> 23 h; every hour listed -> 0.
+
+    >>> [float(retained_hours(72, [4])), float(retained_hours(72, range(24))), float(retained_hours(48, [4, 16]))]
+    [95.0, 72.0, 59.0]
+    """
+    hours = sorted(set(int(h) for h in delete_when))
+    gaps = [((hours[(i + 1) % len(hours)] - (h + 1)) % 24) for i, h in enumerate(hours)]
+    return np.asarray(file_reserved_time_hours, float) + float(max(gaps))
+
+
+def peak_window_messages(rate, hours, amplitude: float = 0.0):
+    """Most messages written in any window of `hours` at mean `rate` (messages/s) under the
+    daily cycle r(t) = rate (1 + a cos(2π (t - t_peak) / 24 h)):
+    ∫ over [u, u + K] = rate (K + a (24 h / 2π) [sin(2π(u + K - t_peak)/24h) - sin(2π(u - t_peak)/24h)])
+    = rate (K + a (24 h / π) cos(...) sin(π K / 24 h)), whose maximum over u is
+    ``rate x 3600 x (K + a (24/π) |sin(π K / 24)|)`` (K in hours). a = 0 for a flat profile.
+
+    >>> float(peak_window_messages(1.0, 24.0, 0.5)), round(float(peak_window_messages(1.0, 12.0, 0.5)))
+    (86400.0, 56951)
+    """
+    k = np.asarray(hours, float)
+    return np.asarray(rate, float) * 3600.0 * (k + amplitude * (24.0 / math.pi) * np.abs(np.sin(math.pi * k / 24.0)))
+
+
+def files_on_disk(units_in_window, units_per_file):
+    """Files of `units_per_file` units on disk at the worst moment, when every file whose last
+    unit fell in the retention window is kept: ``ceil(units_in_window / units_per_file) + 1``
+    (files completed inside the window, at most the ceiling of the window's volume in files,
+    plus the file being written, which is never deleted).
+
+    >>> int(files_on_disk(10, 5)), int(files_on_disk(11, 5))
+    (3, 4)
+    """
+    return np.ceil(np.asarray(units_in_window, float) / units_per_file).astype(np.int64) + 1
+
+
+def poisson_tail(mean, k: int):
+    """P(X > k) for X ~ Poisson(`mean`) (vectorized over `mean`): the chance a hot key has
+    more than k = maxMsgsNumBatch matches in the query window, so that the broker's answer is
+    cut at k. Exact sum in log space for k <= 5000; Wilson-Hilferty (P(X <= k) = P(χ²(2k+2) > 2 mean))
+    above, accurate to ~1e-4.
+
+    >>> round(float(poisson_tail(64.0, 64)), 4), float(poisson_tail(0.0, 64))
+    (0.4668, 0.0)
+    """
+    mu = np.atleast_1d(np.asarray(mean, float))
+    out = np.zeros(mu.shape)
+    pos = mu > 0
+    if k <= 5000:
+        j = np.arange(k + 1, dtype=float)
+        lgam = np.array([math.lgamma(x + 1) for x in j])
+        logs = -mu[pos, None] + j[None, :] * np.log(mu[pos, None]) - lgam[None, :]
+        top = logs.max(axis=1, keepdims=True)
+        cdf = np.exp(top[:, 0]) * np.exp(logs - top).sum(axis=1)
+        out[pos] = np.clip(1.0 - cdf, 0.0, 1.0)
+    else:
+        nu = 2.0 * (k + 1)
+        z = ((2 * mu[pos] / nu) ** (1 / 3) - (1 - 2 / (9 * nu))) / math.sqrt(2 / (9 * nu))
+        out[pos] = 0.5 * (1 + np.vectorize(math.erf)(z / math.sqrt(2)))
+    return out if np.ndim(mean) else float(out[0])
+
+
+def days_to_reach(target_bytes, bytes_per_day, keep_days, growth_per_day=0.0):
+    """Days from an empty store until it holds `target_bytes`, when it writes
+    b(t) = bytes_per_day x e^(γ t) bytes/day (γ = `growth_per_day`, continuous) and keeps the
+    last `keep_days` (D = K) days of writes. Held bytes: S(t) = ∫_{max(0, t-K)}^{t} b(u) du:
+    t <= K: S = b (e^(γt) - 1) / γ  ->  t = ln(1 + γ X / b) / γ
+    t >  K: S = b e^(γt) (1 - e^(-γK)) / γ  ->  t = ln(γ X / (b (1 - e^(-γK)))) / γ
+    (γ -> 0: S = b t then b K, so t = X / b if X <= b K, else never). "Never" is ``inf``;
+    a target already reached (X <= 0) is 0. Vectorized.
+
+    >>> days_to_reach(50, 10, 7), days_to_reach(100, 10, 7), round(days_to_reach(100, 10, 7, 0.01), 2)
+    (5.0, inf, 39.15)
+    """
+    X, b, K, g = np.broadcast_arrays(*(np.asarray(v, float) for v in (target_bytes, bytes_per_day, keep_days,
+                                                                        growth_per_day)))
+    out = np.full(X.shape, np.inf)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        flat = np.abs(g) < 1e-9
+        t_flat = np.where(X <= b * K, X / b, np.inf)
+        g_safe = np.where(flat, 1.0, g)
+        fill_k = b * np.expm1(g_safe * K) / g_safe            # S(K)
+        t1 = np.log1p(g_safe * X / b) / g_safe
+        t2 = np.log(g_safe * X / (b * -np.expm1(-g_safe * K))) / g_safe
+        grow = np.where(X <= fill_k, t1, np.where(g_safe > 0, t2, np.inf))
+        out = np.where(flat, t_flat, grow)
+        out = np.where(np.isnan(out), np.inf, out)
+    out = np.where(X <= 0, 0.0, out)
+    return out if out.ndim else float(out)
+
+
+# --------------------------------------------------------------------------- the key sample
+
+
+@dataclass(frozen=True)
+class OccupancySample:
+    """Slots and chains of one simulated index file, from the real Java hash of its keys.
+
+    ``scale`` = sample slots / real slots (1.0: the file was simulated at full size); the
+    histogram counts slots of the sample (multiply by 1/scale for the real file).
+    ``entries_read_hit``: mean, over the distinct stored keys, of the entries a whole walk of
+    the key's slot reads (its chain length: nothing stops early, begin = 0, fewer than maxNum
+    matches); ``entries_read_miss``: mean chain length over all slots (a missing key's slot is
+    uniformly random), = entries / slots."""
+
+    hash_slot_num: int
+    entries: int
+    distinct_keys: int
+    slots_used: int
+    occupancy: float
+    mean_chain_length: float
+    max_chain_length: int
+    entries_read_hit: float
+    entries_read_miss: float
+    histogram: pd.DataFrame = field(repr=False, compare=False)
+    scale: float = 1.0
+
+
+def chain_lengths_from_keys(keys: Any, hash_slot_num: int, keys_in_file: int) -> OccupancySample:
+    """Put the first `keys_in_file` of `keys` (index key strings, ``topic#key``, in put order)
+    into a file of `hash_slot_num` slots with RocketMQ's hash (Java String.hashCode, abs,
+    slot = hash % hash_slot_num) and measure it as rmqlab.indexstats.file_stats does:
+    occupancy = non-empty slots / slots, mean chain length = entries / non-empty slots.
+    `keys`: list, NumPy or pyarrow string array. Cost: O(keys) in C plus a bincount of the slots.
+
+    >>> s = chain_lengths_from_keys(["T#Aa", "T#BB", "T#c", "T#Aa"], 7, 4)
+    >>> s.slots_used, s.mean_chain_length, s.max_chain_length, s.distinct_keys
+    (2, 2.0, 3, 2)
+    """
+    for name, v in (("hash_slot_num", hash_slot_num), ("keys_in_file", keys_in_file)):
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
+            raise ValueError(f"{name} must be a positive int, got {v!r}")
+    if len(keys) < keys_in_file:
+        raise ValueError(f"keys_in_file is {keys_in_file} but only {len(keys)} keys were given")
+    keys = keys[:keys_in_file]
+    hashes = index_hash_many(keys).astype(np.int64)
+    m = int(hash_slot_num)
+    chains = np.bincount(hashes % m, minlength=m)
+    used = int(np.count_nonzero(chains))
+    n = len(hashes)
+    distinct = np.unique(hashes)
+    lengths, counts = np.unique(chains, return_counts=True)
+    return OccupancySample(
+        hash_slot_num=m, entries=n, distinct_keys=len(distinct), slots_used=used, occupancy=used / m,
+        mean_chain_length=n / used, max_chain_length=int(chains.max()),
+        entries_read_hit=float(chains[distinct % m].mean()), entries_read_miss=n / m,
+        histogram=pd.DataFrame({"chain_length": lengths, "slots": counts}))
+
+
+def _workload(plan: Plan, messages: int, hot_keys: int):
+    from rmqlab.workload import Workload
+
+    k, m = plan.keys, plan.messages
+    return Workload(seed=plan.seed, messages=messages, rate=plan.traffic.messages_per_second.likely,
+                    topics=m.topics, queues_per_topic=m.queues_per_topic,
+                    keyless_fraction=k.keyless_fraction, keys_per_message=k.keys_per_message.likely,
+                    max_keys_per_message=k.max_keys_per_message, hot_key_fraction=k.hot_key_fraction,
+                    hot_keys=hot_keys, zipf_s=k.zipf_s.likely, uniq_key=k.uniq_key)
+
+
+def sample_index_keys(plan: Plan, entries: int, *, hot_keys: int | None = None):
+    """The first `entries` index key strings (``topic#key``, pyarrow string array) a broker
+    would put for the plan's traffic at its likely values: messages made by
+    :func:`rmqlab.workload.generate_chunks` (same key shapes: UNIQ_KEY ids, one-off order ids,
+    Zipf hot keys), each message's UNIQ_KEY first, then its KEYS tokens, as buildIndex does.
+    `hot_keys` overrides the hot vocabulary size. Cost: about 1 µs a key.
+    """
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from rmqlab.workload import generate_chunks
+
+    w_hot = int(plan.keys.cardinality.likely) if hot_keys is None else int(hot_keys)
+    per_msg = _index_keys_per_message(plan.keys, "likely")
+    if per_msg <= 0:
+        return pa.array([], pa.string())
+    messages = int(math.ceil(entries / per_msg * 1.05)) + 16
+    parts, have = [], 0
+    while True:
+        w = _workload(plan, messages, w_hot)
+        tables = list(generate_chunks(w, 1 << 20, bodies=False))
+        table = pa.concat_tables(tables) if len(tables) > 1 else tables[0]
+        topic = table.column("topic").combine_chunks()
+        tokens = pc.split_pattern(table.column("keys").combine_chunks(), pattern=KEY_SEPARATOR)
+        ntok = np.asarray(pc.fill_null(pc.list_value_length(tokens), 0).to_numpy(zero_copy_only=False), np.int64)
+        flat = pc.list_flatten(tokens)
+        n = table.num_rows
+        uniq = plan.keys.uniq_key
+        counts = ntok + (1 if uniq else 0)
+        starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
+        total = int(counts.sum())
+        # gather index into [uniq keys (n) | flat tokens]: per message UNIQ_KEY then its tokens
+        idx = np.empty(total, np.int64)
+        owner = np.repeat(np.arange(n), counts)
+        if uniq:
+            idx[starts] = np.arange(n)
+        tok_pos = np.ones(total, bool)
+        if uniq:
+            tok_pos[starts] = False
+        idx[tok_pos] = (n if uniq else 0) + np.arange(len(flat))
+        pool = pa.concat_arrays([table.column("uniq_key").combine_chunks().cast(pa.string()), flat]) if uniq \
+            else flat
+        values = pool.take(pa.array(idx))
+        keys = pc.binary_join_element_wise(topic.take(pa.array(owner)), values, "#")
+        have = len(keys)
+        if have >= entries:
+            return keys.slice(0, entries)
+        messages = int(messages * 1.5) + 16
+
+
+def sample_occupancy(plan: Plan, hash_slot_num: int | None = None, index_num: int | None = None, *,
+                     max_entries: int = SAMPLE_ENTRIES) -> OccupancySample:
+    """Occupancy and chains of one full index file of the plan's traffic (likely values), from
+    the real hash of sampled keys (:func:`sample_index_keys`, :func:`chain_lengths_from_keys`).
+
+    A full file holds C = index_num - 1 keys in m slots. If C <= `max_entries` the file is
+    simulated at full size. Otherwise it is scaled by q = max_entries / C: m' = round(q m)
+    slots and C' = round(C m' / m) keys (the same load factor C/m), and the hot vocabulary
+    shrinks to round(q x cardinality) keys, so that hot keys, which repeat and therefore take
+    one slot however often they occur, fill the same share of the slots as in the real file
+    (for a Zipf vocabulary the expected distinct keys of n draws from V keys scale together:
+    D(qn, qV) ≈ q D(n, V)). Occupancy, mean chain length and entries read do not depend on m
+    for a fixed load factor (Binomial(n, 1/m) slot counts tend to Poisson(n/m)); the test
+    suite checks the scaled file against a full-size one. The histogram is the sample's
+    (``scale`` = m'/m). Cost: about 0.1-0.3 s at the default `max_entries`.
+    """
+    m = plan.index.hash_slot_num if hash_slot_num is None else int(hash_slot_num)
+    n_idx = plan.index.index_num if index_num is None else int(index_num)
+    capacity = Geometry(m, n_idx).capacity
+    hot = int(plan.keys.cardinality.likely)
+    if capacity <= max_entries:
+        m_s, c_s, hot_s = m, capacity, hot
+    else:
+        q = max_entries / capacity
+        m_s = max(1, round(m * q))
+        c_s = max(1, round(capacity * m_s / m))
+        hot_s = max(1, round(hot * q))
+    keys = sample_index_keys(plan, c_s, hot_keys=hot_s)
+    s = chain_lengths_from_keys(keys, m_s, c_s)
+    return OccupancySample(**{f.name: getattr(s, f.name) for f in fields(s) if f.name != "scale"},
+                           scale=m_s / m)
+
+
+# ------------------------------------------------------------------------------- the model
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """The model's outputs for one point of a plan (units in the names; bytes, hours, days).
+
+    Rates and volumes
+        messages_per_day; index_keys_per_message (k); index_keys_per_day; commitlog_record_bytes
+        (mean TOTALSIZE); commitlog_bytes_per_day (whole files, blank tails included);
+        commitlog_files_per_day; consume_queue_bytes_per_day (20 bytes a message).
+    Index files
+        keys_per_index_file (index_num - 1); index_file_bytes; index_files_per_day;
+        hours_to_fill_index_file (at the mean rate; = index_file_span_hours, the time one
+        file covers); hours_to_fill_index_file_at_peak (at the peak rate).
+    Disk at the worst moment of the steady state (files are preallocated: apparent sizes)
+        retained_hours (K, CommitLog); commitlog_files_on_disk, commitlog_disk_bytes;
+        consume_queue_files_on_disk (all queues), consume_queue_disk_bytes; index_files_on_disk,
+        index_disk_bytes; total_disk_bytes; disk_used_ratio ((total + other used) / capacity);
+        page_cache_bytes (the newest index file, all of it: slots are hit at random).
+    Slots and queries (one full file; real hash on sampled keys)
+        load_factor (keys / slots); occupancy, mean_chain_length (entries per used slot), and
+        their uniform-hash counterparts occupancy_uniform / mean_chain_length_uniform (for the
+        distinct keys the file holds); entries_read_hit / entries_read_miss (per file searched,
+        whole walk); index_files_per_query (files a query window overlaps, 1 + W / span);
+        hot_key_matches_per_query (mean matches of the hot key in the window);
+        hot_key_truncation_probability (P(matches > maxMsgsNumBatch)).
+    Days from an empty store until the disk passes each ratio (inf = never)
+        days_to_disk_max_used_space_ratio, days_to_disk_space_clean_forcibly_ratio,
+        days_to_disk_space_warning_level_ratio.
+    """
+
+    messages_per_day: float
+    index_keys_per_message: float
+    index_keys_per_day: float
+    commitlog_record_bytes: float
+    commitlog_bytes_per_day: float
+    commitlog_files_per_day: float
+    consume_queue_bytes_per_day: float
+    keys_per_index_file: int
+    index_file_bytes: int
+    index_files_per_day: float
+    hours_to_fill_index_file: float
+    hours_to_fill_index_file_at_peak: float
+    index_file_span_hours: float
+    retained_hours: float
+    commitlog_files_on_disk: int
+    commitlog_disk_bytes: int
+    consume_queue_files_on_disk: int
+    consume_queue_disk_bytes: int
+    index_files_on_disk: int
+    index_disk_bytes: int
+    total_disk_bytes: int
+    disk_used_ratio: float
+    page_cache_bytes: int
+    load_factor: float
+    occupancy: float
+    occupancy_uniform: float
+    mean_chain_length: float
+    mean_chain_length_uniform: float
+    entries_read_hit: float
+    entries_read_miss: float
+    index_files_per_query: float
+    hot_key_matches_per_query: float
+    hot_key_truncation_probability: float
+    days_to_disk_max_used_space_ratio: float
+    days_to_disk_space_clean_forcibly_ratio: float
+    days_to_disk_space_warning_level_ratio: float
+    sample: OccupancySample | None = field(default=None, repr=False, compare=False)
+
+    def as_dict(self) -> dict[str, float | int]:
+        """The numeric outputs by name (the key sample left out)."""
+        return {f.name: getattr(self, f.name) for f in fields(self) if f.name != "sample"}
+
+
+OUTPUTS: tuple[str, ...] = tuple(f.name for f in fields(Estimate) if f.name != "sample")
+
+_THRESHOLDS = ("disk_max_used_space_ratio", "disk_space_clean_forcibly_ratio", "disk_space_warning_level_ratio")
+
+
+def _index_keys_per_message(keys, point: str = "likely"):
+    kpm = keys.keys_per_message.at(point) if isinstance(keys.keys_per_message, Interval) else keys.keys_per_message
+    return (1.0 if keys.uniq_key else 0.0) + (1.0 - keys.keyless_fraction) * kpm
+
+
+def _zipf_share(rank: int, cardinality, s):
+    """P(rank) = rank^-s / Σ_{r<=V} r^-s, vectorized over V and s. The sum: exact for
+    r <= 1000, above that the Euler-Maclaurin integral ∫ x^-s dx + midpoint terms."""
+    V = np.atleast_1d(np.asarray(cardinality, float))
+    s = np.atleast_1d(np.asarray(s, float))
+    V, s = np.broadcast_arrays(V, s)
+    head = np.arange(1, 1001, dtype=float)
+    terms = head[None, :] ** -s.reshape(-1, 1)
+    mask = head[None, :] <= V.reshape(-1, 1)
+    total = (terms * mask).sum(axis=1)
+    a, b = 1000.5, V.reshape(-1) + 0.5
+    sv = s.reshape(-1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        tail = np.where(np.abs(sv - 1) < 1e-9, np.log(b / a), (b ** (1 - sv) - a ** (1 - sv)) / (1 - sv))
+    total = total + np.where(V.reshape(-1) > 1000, tail, 0.0)
+    return (rank ** -sv / total).reshape(V.shape)
+
+
+def _distinct_hot(draws, cardinality, s):
+    """Expected distinct keys among `draws` Zipf(s) draws from `cardinality` keys:
+    Σ_r 1 - exp(-draws p_r) (Poisson approximation of 1 - (1 - p_r)^draws), summed on a
+    geometric grid of ranks (each grid point stands for its block of ranks). Vectorized."""
+    V = np.atleast_1d(np.asarray(cardinality, float)).reshape(-1)
+    s = np.broadcast_to(np.atleast_1d(np.asarray(s, float)).reshape(-1), V.shape)
+    d = np.broadcast_to(np.atleast_1d(np.asarray(draws, float)).reshape(-1), V.shape)
+    out = np.empty(V.shape)
+    for i in range(len(V)):      # one grid per sample: V differs; 200 points each
+        edges = np.unique(np.round(np.geomspace(1, V[i] + 1, 200)))
+        lo, hi = edges[:-1], edges[1:]
+        mid = np.sqrt(lo * np.maximum(hi - 1, lo))
+        p = mid ** -s[i]
+        norm = float((p * (hi - lo)).sum())
+        out[i] = float(((hi - lo) * -np.expm1(-d[i] * p / norm)).sum())
+    return out
+
+
+def _core(plan: Plan, v: dict[str, Any], sample: OccupancySample | None) -> dict[str, Any]:
+    """Every output from the inputs `v` (dotted name -> float or array of samples)."""
+    t, k, m, r, d, ix, fl, q = (plan.traffic, plan.keys, plan.messages, plan.retention, plan.disk,
+                                plan.index, plan.files, plan.queries)
+    geom = Geometry(ix.hash_slot_num, ix.index_num)
+    C = geom.capacity
+    R = v["traffic.messages_per_second"]
+    kpm = v["keys.keys_per_message"]
+    keyed_tokens = (1.0 - k.keyless_fraction) * kpm
+    k_idx = (1.0 if k.uniq_key else 0.0) + keyed_tokens
+    o = {}
+    o["messages_per_day"] = R * _DAY
+    o["index_keys_per_message"] = k_idx + 0 * R
+    o["index_keys_per_day"] = R * k_idx * _DAY
+
+    # CommitLog record: v1, IPv4 hosts (MIN_MESSAGE_SIZE) + body + topic + properties
+    if m.properties_bytes is not None:
+        props = v["messages.properties_bytes"]
+    else:
+        props = (m.other_properties_bytes + (_UNIQ_KEY_PROPERTY_BYTES if k.uniq_key else 0)
+                 + (1.0 - k.keyless_fraction) * (_KEYS_PROPERTY_BYTES + kpm * v["keys.key_bytes"] + (kpm - 1)))
+    record = MIN_MESSAGE_SIZE + v["messages.body_bytes"] + m.topic_name_bytes + props
+    F = fl.commitlog_file_size
+    per_cl_file = np.floor((F - END_FILE_MIN_BLANK_LENGTH) / record)
+    o["commitlog_record_bytes"] = record
+    o["commitlog_files_per_day"] = R * _DAY / per_cl_file
+    o["commitlog_bytes_per_day"] = o["commitlog_files_per_day"] * F
+    o["consume_queue_bytes_per_day"] = R * _DAY * UNIT_SIZE
+
+    # index files
+    keys_per_s = R * k_idx
+    o["keys_per_index_file"] = C
+    o["index_file_bytes"] = geom.file_size
+    o["index_files_per_day"] = keys_per_s * _DAY / C
+    o["hours_to_fill_index_file"] = C / keys_per_s / 3600.0
+    amplitude = t.daily_amplitude if t.daily_profile == "daily" else 0.0
+    peak_rate = R * (1.0 + amplitude) * v["traffic.peak_factor"]
+    o["hours_to_fill_index_file_at_peak"] = C / (peak_rate * k_idx) / 3600.0
+    o["index_file_span_hours"] = o["hours_to_fill_index_file"]
+
+    # retention: K for the CommitLog, K + one CommitLog file's span for what follows it
+    K = retained_hours(v["retention.file_reserved_time_hours"], r.delete_when)
+    cl_file_hours = per_cl_file / R / 3600.0
+    K_after = K + cl_file_hours
+    o["retained_hours"] = K
+    cl_files = files_on_disk(peak_window_messages(R, K, amplitude), per_cl_file)
+    o["commitlog_files_on_disk"] = cl_files
+    o["commitlog_disk_bytes"] = cl_files * F
+    queues = len(m.topics) * m.queues_per_topic
+    U = fl.consume_queue_units_per_file
+    cq_files = queues * files_on_disk(peak_window_messages(R / queues, K_after, amplitude), U)
+    o["consume_queue_files_on_disk"] = cq_files
+    o["consume_queue_disk_bytes"] = cq_files * U * UNIT_SIZE
+    idx_files = files_on_disk(peak_window_messages(R, K_after, amplitude) * k_idx, C)
+    o["index_files_on_disk"] = idx_files
+    o["index_disk_bytes"] = idx_files * geom.file_size
+    total = o["commitlog_disk_bytes"] + o["consume_queue_disk_bytes"] + o["index_disk_bytes"]
+    o["total_disk_bytes"] = total
+    o["disk_used_ratio"] = (total + d.used_bytes) / d.capacity_bytes
+    o["page_cache_bytes"] = geom.file_size + 0 * R
+
+    # slots and chains of one full file
+    o["load_factor"] = C / ix.hash_slot_num + 0 * R
+    hot_share = keyed_tokens * k.hot_key_fraction / k_idx if np.all(k_idx > 0) else 0 * R
+    hot_draws = C * hot_share
+    distinct = C - hot_draws + _distinct_hot(hot_draws, v["keys.cardinality"], v["keys.zipf_s"]).reshape(np.shape(R))
+    occ_uniform = -np.expm1(distinct * math.log1p(-1.0 / ix.hash_slot_num)) if ix.hash_slot_num > 1 \
+        else np.ones_like(distinct)
+    o["occupancy_uniform"] = occ_uniform
+    o["mean_chain_length_uniform"] = C / (occ_uniform * ix.hash_slot_num)
+    if sample is not None:
+        o["occupancy"] = sample.occupancy + 0 * R
+        o["entries_read_hit"] = sample.entries_read_hit + 0 * R
+    else:
+        o["occupancy"] = occ_uniform
+        o["entries_read_hit"] = chain_length_summary(ix.hash_slot_num, C)["entries_read_hit_walk"] + 0 * R
+    o["mean_chain_length"] = C / (o["occupancy"] * ix.hash_slot_num)
+    o["entries_read_miss"] = C / ix.hash_slot_num + 0 * R
+    window_h = v["queries.window_minutes"] / 60.0
+    o["index_files_per_query"] = 1.0 + window_h / o["index_file_span_hours"]
+    p_rank = _zipf_share(q.hot_key_rank, v["keys.cardinality"], v["keys.zipf_s"]).reshape(np.shape(R))
+    hot_rate = R * keyed_tokens * k.hot_key_fraction * p_rank
+    o["hot_key_matches_per_query"] = hot_rate * window_h * 3600.0
+    o["hot_key_truncation_probability"] = poisson_tail(o["hot_key_matches_per_query"], ix.max_msgs_num_batch)
+
+    # days until each disk ratio, filling from empty and growing
+    per_day = o["commitlog_bytes_per_day"] + o["consume_queue_bytes_per_day"] + o["index_files_per_day"] * geom.file_size
+    current = F + queues * U * UNIT_SIZE + geom.file_size       # the files being written
+    growth = np.log1p(v["traffic.growth_percent_per_month"] / 100.0) / _MONTH_DAYS
+    for name in _THRESHOLDS:
+        target = getattr(d, name) * d.capacity_bytes - d.used_bytes - current
+        days = days_to_reach(target, per_day, K_after / 24.0, growth)
+        # without growth, a steady state under the threshold is never reached
+        under = (total + d.used_bytes < getattr(d, name) * d.capacity_bytes) & (np.abs(growth) < 1e-9)
+        o[f"days_to_{name}"] = np.where(under, np.inf, days)
+    return o
+
+
+def _point_values(plan: Plan, point: str) -> dict[str, float]:
+    return {name: iv.at(point) for name, iv in plan.intervals().items()}
+
+
+def estimate(plan: Plan, point: str = "likely", *, sample: bool | OccupancySample = True) -> Estimate:
+    """The model at one point of the plan: every interval at its "low", "likely" or "high"
+    value (inputs that move outputs in opposite directions are not mixed: this is a corner, not a
+    bound; use :func:`monte_carlo` for percentiles). With `sample` the occupancy, chains and
+    entries read come from the real hash of sampled keys (:func:`sample_occupancy`, at the
+    plan's likely key shape; pass an :class:`OccupancySample` to reuse one); with
+    ``sample=False`` from the uniform-hash model. Cost: < 1 s for the default plan, nearly all
+    in the key sample; ~1 ms with ``sample=False``.
+
+    >>> from rmqlab.capacity.plan import parse_plan
+    >>> e = estimate(parse_plan({}), sample=False)
+    >>> e.keys_per_index_file, e.index_file_bytes, round(e.index_files_per_day, 2)
+    (19999999, 420000040, 8.21)
+    """
+    if not isinstance(plan, Plan):
+        raise TypeError(f"plan must be a Plan (parse_plan / load_plan), got {type(plan).__name__}")
+    if point not in POINTS:
+        raise ValueError(f"point must be one of {POINTS}, got {point!r}")
+    occ = None
+    if isinstance(sample, OccupancySample):
+        occ = sample
+    elif sample:
+        occ = sample_occupancy(plan)
+    out = _core(plan, _point_values(plan, point), occ)
+    if occ is not None and point != "likely":
+        # carry the real-hash occupancy to this point by the uniform model's ratio
+        ref = _core(plan, _point_values(plan, "likely"), None)["occupancy_uniform"]
+        out["occupancy"] = occ.occupancy * out["occupancy_uniform"] / ref
+        out["mean_chain_length"] = out["keys_per_index_file"] / (out["occupancy"] * plan.index.hash_slot_num)
+    return Estimate(**{k: _scalar(out[k]) for k in OUTPUTS}, sample=occ)
+
+
+def _scalar(x):
+    a = np.asarray(x)
+    if a.dtype.kind in "iu":
+        return int(a)
+    return float(a)
+
+
+def _pert(rng: np.random.Generator, iv: Interval, n: int) -> np.ndarray:
+    """PERT(low, likely, high) samples: low + (high - low) Beta(1 + 4 (likely - low) / (high - low),
+    1 + 4 (high - likely) / (high - low)); mean (low + 4 likely + high) / 6."""
+    if iv.is_point:
+        return np.full(n, iv.likely)
+    span = iv.high - iv.low
+    a = 1 + 4 * (iv.likely - iv.low) / span
+    b = 1 + 4 * (iv.high - iv.likely) / span
+    return iv.low + span * rng.beta(a, b, n)
+
+
+def monte_carlo(plan: Plan, samples: int = 2000, seed: int | None = None, *,
+                sample: bool | OccupancySample = True, percentiles=(5, 50, 95)) -> pd.DataFrame:
+    """Percentiles of every output when each interval input is drawn independently from a
+    PERT(low, likely, high) distribution (a Beta scaled to [low, high] with mode `likely`;
+    a plain number stays fixed). One row per output (index = output name), columns
+    ``p5``, ``p50``, ``p95`` (by default) and ``mean``; infinite outputs (never reaching a
+    disk threshold) count as +inf in percentiles and make the mean inf. `seed` None uses the
+    plan's seed. Vectorized over samples; the real-hash occupancy is sampled once at the
+    likely point and carried to each draw by the uniform model's ratio (see :func:`estimate`).
+    Cost: ~50 ms for 2000 samples plus the key sample.
+    """
+    if isinstance(samples, bool) or not isinstance(samples, (int, np.integer)) or samples < 1:
+        raise ValueError(f"samples must be a positive int, got {samples!r}")
+    rng = np.random.default_rng(plan.seed if seed is None else seed)
+    v = {name: _pert(rng, iv, int(samples)) for name, iv in plan.intervals().items()}
+    occ = sample if isinstance(sample, OccupancySample) else (sample_occupancy(plan) if sample else None)
+    out = _core(plan, v, None)
+    if occ is not None:
+        ref = _core(plan, _point_values(plan, "likely"), None)["occupancy_uniform"]
+        out["occupancy"] = occ.occupancy * out["occupancy_uniform"] / ref
+        out["mean_chain_length"] = out["keys_per_index_file"] / (out["occupancy"] * plan.index.hash_slot_num)
+        out["entries_read_hit"] = np.full(samples, occ.entries_read_hit)
+    rows = {}
+    for name in OUTPUTS:
+        x = np.broadcast_to(np.asarray(out[name], float), (samples,))
+        row = {f"p{p:g}": float(np.percentile(x, p, method="linear")) if np.isfinite(x).all()
+               else float(np.sort(x)[min(samples - 1, int(math.ceil(p / 100 * samples)) - 1 if p > 0 else 0)])
+               for p in percentiles}
+        row["mean"] = float(x.mean())
+        rows[name] = row
+    return pd.DataFrame.from_dict(rows, orient="index")
+
+
+# -------------------------------------------------------------- exact counts for a store
+
+
+def written(plan: Plan, messages: int, point: str = "likely") -> dict[str, float]:
+    """What a store holds after `messages` messages and no deletion, by the model's counting
+    rules: index keys (messages x k), index files ceil(keys / (index_num - 1)) and their bytes,
+    CommitLog records per file and files, ConsumeQueue units (one a message) and files when
+    the messages spread evenly over the queues. Exact for equal-size records and an even
+    spread; for a measured store feed its own counts to the per-file rules instead."""
+    if isinstance(messages, bool) or not isinstance(messages, (int, np.integer)) or messages < 0:
+        raise ValueError(f"messages must be a non-negative int, got {messages!r}")
+    e = estimate(plan, point, sample=False)
+    keys = messages * e.index_keys_per_message
+    g = plan.geometry
+    index_files = math.ceil(round(keys, 6) / g.capacity)
+    per_file = commitlog_records_per_file(e.commitlog_record_bytes, plan.files.commitlog_file_size)
+    cl_files = math.ceil(messages / per_file)
+    queues = len(plan.messages.topics) * plan.messages.queues_per_topic
+    per_queue = messages / queues
+    cq_files = queues * math.ceil(per_queue / plan.files.consume_queue_units_per_file)
+    return {"messages": messages, "index_keys": keys, "index_files": index_files,
+            "index_bytes": index_files * g.file_size, "commitlog_records_per_file": per_file,
+            "commitlog_files": cl_files, "commitlog_bytes": cl_files * plan.files.commitlog_file_size,
+            "consume_queue_units": messages, "consume_queue_files": cq_files,
+            "consume_queue_bytes": cq_files * plan.files.consume_queue_units_per_file * UNIT_SIZE}
