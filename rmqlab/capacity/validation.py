@@ -1,0 +1,330 @@
+"""Check the capacity model against stores rmqlab builds: the model-vs-measured table.
+
+Each :class:`Scenario` is a workload (:class:`rmqlab.workload.Workload`) with store settings,
+in two sizes:
+
+* ``"small"``: the index, CommitLog and ConsumeQueue files scaled down 1250-fold from the
+  broker's defaults (4,000 slots and 16,000 entries instead of 5,000,000 and 20,000,000: the
+  same load factor 4; 1 MiB CommitLog files; 240-unit ConsumeQueue files), so that a store
+  of a few dozen full index files builds in seconds;
+* ``"full"``: the broker's own sizes (default geometry, 1 GiB CommitLog files, 300,000-unit
+  ConsumeQueue files) and 24-160 times the messages, enough for at least one full index file (what
+  ``benchmarks/bench_capacity_validation.py`` runs).
+
+:func:`validate` generates the store into a temporary folder
+(:func:`rmqlab.store.generate_store`: the same CommitLog writer and dispatch as for real
+stores), measures it (:func:`rmqlab.capacity.measure.measure_store`), builds the matching
+:class:`~rmqlab.capacity.plan.Plan` (:meth:`Scenario.plan`) and compares.
+
+**What the model is fed, and what it must derive.** A generated store's counts are random
+(keyless messages, tokens a message, body sizes are drawn), and the model's inputs are means;
+so the plan is fed the store's own realised inputs: the message count and time span (the
+rate), the keyless share and tokens per keyed message, UNIQ_KEY on or off, the mean body,
+topic and properties bytes, the messages of each ConsumeQueue (the model's even-spread
+rule is replaced by the measured spread), and the index and file settings. The key *shape*
+(hot-key share, vocabulary, Zipf exponent) is given as in the workload, and the model draws
+its own key sample with another seed. Everything else is derived by the model: index keys,
+index files and their bytes, keys a file, ConsumeQueue files and bytes, CommitLog records,
+files and bytes, the load factor, occupancy, mean chain length, entries read per hit and
+miss, the time one index file spans, and the hot key's truncation probability.
+
+**Tolerances.** Counts and byte sizes: exact (0). Occupancy and mean chain length: 1 %
+relative. Entries read per miss: exact up to float rounding (it is entries / slots for every
+sound file). Quantities whose measured side is a finite random sample are compared within
+four standard errors of that sample, computed from the measurement itself and shown in the
+table (``tolerance``): the index file span (Poisson arrivals), entries read per hit (the
+model's key sample and the store's keys are independent draws), the hot key's truncation
+share (windows of one store). Nothing is widened to make a row pass.
+
+>>> SCENARIO_NAMES
+('default', 'small-slot-table', 'hot-keys', 'many-keys', 'bursty')
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+import shutil
+import tempfile
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from rmqlab.capacity.measure import measure_store, truncation_share
+from rmqlab.capacity.model import commitlog_records_per_file, estimate, sample_occupancy
+from rmqlab.capacity.plan import Plan, parse_plan
+from rmqlab.formats import consumequeue as cq
+from rmqlab.formats.commitlog import DEFAULT_FILE_SIZE as COMMITLOG_FILE_SIZE
+from rmqlab.formats.indexfile import DEFAULT_HASH_SLOT_NUM, DEFAULT_INDEX_NUM, Geometry
+from rmqlab.workload import Workload
+
+__all__ = ["Scenario", "SCENARIOS", "SCENARIO_NAMES", "SIZES", "COLUMNS", "validate", "compare",
+           "validation_table"]
+
+SIZES = ("small", "full")
+#: Columns of :func:`validate`'s frame.
+COLUMNS = ("scenario", "quantity", "unit", "model", "measured", "difference", "tolerance", "ok", "note")
+
+#: Scale of the "small" stores: files 1250 times smaller than the broker's defaults.
+SMALL_SCALE = 1250
+_SMALL_FILES = dict(hash_slot_num=DEFAULT_HASH_SLOT_NUM // SMALL_SCALE,           # 4,000
+                    index_num=DEFAULT_INDEX_NUM // SMALL_SCALE,                   # 16,000
+                    commitlog_file_size=1 << 20,
+                    consume_queue_file_size=cq.DEFAULT_UNITS_PER_FILE // SMALL_SCALE * cq.UNIT_SIZE)
+_FULL_FILES = dict(hash_slot_num=DEFAULT_HASH_SLOT_NUM, index_num=DEFAULT_INDEX_NUM,
+                   commitlog_file_size=COMMITLOG_FILE_SIZE,
+                   consume_queue_file_size=cq.DEFAULT_MAPPED_FILE_SIZE)
+#: Messages of each size; "full" is multiplied by the scale (a few full 20M-key files).
+_SMALL_MESSAGES = 150_000
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """A named workload and store settings, at two sizes (see the module docstring).
+
+    `workload` is the small variant; the full one multiplies its messages by `full_factor`
+    (chosen for at least one full 20M-key index file; the rate stays, so bursts and query
+    windows keep their meaning) and uses the broker's file sizes. `files` overrides
+    the small store settings (e.g. a smaller slot table), `full_files` the full ones.
+    `window_minutes` is the key-query window for the truncation row (None = no such row).
+    """
+
+    name: str
+    description: str
+    workload: Workload
+    files: dict[str, int] = field(default_factory=dict)
+    full_files: dict[str, int] = field(default_factory=dict)
+    full_factor: int = 80
+    window_minutes: float | None = None
+    truncation_queries: int = 2000
+
+    def variant(self, size: str = "small") -> tuple[Workload, dict[str, int]]:
+        """(workload, store options) of one size."""
+        if size == "small":
+            return self.workload, {**_SMALL_FILES, **self.files}
+        if size == "full":
+            w = self.workload
+            return w.replace(messages=w.messages * self.full_factor), {**_FULL_FILES, **self.full_files}
+        raise ValueError(f"size must be one of {SIZES}, got {size!r}")
+
+    def plan(self, size: str, measured: dict[str, Any], *, seed_offset: int = 1000,
+             overrides: dict[str, Any] | None = None) -> Plan:
+        """The plan the model is given for this scenario's store, fed the measured inputs
+        listed in the module docstring. The key sample uses the workload's seed +
+        `seed_offset` (0 would hand the model the store's own keys). `overrides` change plan
+        fields by dotted path (e.g. ``{"index.hash_slot_num": 4400}`` for a wrong model)."""
+        w, opts = self.variant(size)
+        span = measured["input_span_seconds"]
+        tokens = measured["input_tokens_per_keyed_message"]
+        mapping = {
+            "plan": {"name": f"validation: {self.name} ({size})", "seed": w.seed + seed_offset},
+            "traffic": {"messages_per_second": measured["messages"] / span,
+                        "peak_factor": w.burst_factor if "bursts" in w.pattern else 1.0},
+            "keys": {"keys_per_message": 1.0 if math.isnan(tokens) else tokens,
+                     "max_keys_per_message": w.max_keys_per_message, "uniq_key": w.uniq_key,
+                     "keyless_fraction": measured["input_keyless_fraction"],
+                     "hot_key_fraction": w.hot_key_fraction, "cardinality": w.hot_keys,
+                     "zipf_s": w.zipf_s},
+            "messages": {"body_bytes": measured["input_body_bytes_mean"], "topics": list(w.topics),
+                         "topic_name_bytes": measured["input_topic_bytes_mean"],
+                         "queues_per_topic": w.queues_per_topic,
+                         "properties_bytes": measured["input_properties_bytes_mean"]},
+            "index": {"hash_slot_num": opts["hash_slot_num"], "index_num": opts["index_num"]},
+            "files": {"commitlog_file_size": opts["commitlog_file_size"],
+                      "consume_queue_units_per_file": opts["consume_queue_file_size"] // cq.UNIT_SIZE},
+        }
+        if self.window_minutes is not None:
+            mapping["queries"] = {"window_minutes": self.window_minutes, "hot_key_rank": 1}
+        plan = parse_plan(mapping)
+        return plan.replace(overrides) if overrides else plan
+
+
+def _scenarios() -> dict[str, Scenario]:
+    base = Workload(messages=_SMALL_MESSAGES, seed=11, rate=2000.0, topics=("Orders", "Payments", "Inventory"),
+                    queues_per_topic=4)
+    return {s.name: s for s in [
+        Scenario("default", "broker defaults scaled 1:1250 (load factor 4), 1 key a message and "
+                 "UNIQ_KEY, 20 % of tokens from 1,000 Zipf(1.1) hot keys", base),
+        Scenario("small-slot-table", "a slot table 10 times smaller than the default "
+                 "(400 slots for 16,000 entries: load factor 40)", base.replace(seed=12),
+                 files=dict(hash_slot_num=_SMALL_FILES["hash_slot_num"] // 10),
+                 full_files=dict(hash_slot_num=DEFAULT_HASH_SLOT_NUM // 10)),
+        Scenario("hot-keys", "one topic, no UNIQ_KEY, 90 % of tokens from 200 Zipf(1.2) hot keys: "
+                 "few distinct keys, long chains of one key; the hottest key's 1-minute queries "
+                 "are cut at maxNum about half the time",
+                 base.replace(seed=13, rate=5.0, topics=("Orders",), hot_key_fraction=0.9, hot_keys=200,
+                              zipf_s=1.2, uniq_key=False),
+                 window_minutes=1.0, full_factor=160),
+        Scenario("many-keys", "6 KEYS tokens a message on average (up to 8), UNIQ_KEY on: "
+                 "index files fill 7 times faster than messages arrive",
+                 base.replace(seed=14, keys_per_message=6.0, max_keys_per_message=8), full_factor=24),
+        Scenario("bursty", "bursts of 10 times the base rate for 5 s every 30 s on average: "
+                 "uneven index file spans",
+                 base.replace(seed=15, pattern="bursts", burst_interval_s=30.0, burst_duration_s=5.0,
+                              burst_factor=10.0)),
+    ]}
+
+
+#: The validation scenarios by name.
+SCENARIOS: dict[str, Scenario] = _scenarios()
+SCENARIO_NAMES: tuple[str, ...] = tuple(SCENARIOS)
+
+
+def _row(quantity: str, unit: str, model: float, measured: float, tolerance: float, kind: str,
+         note: str = "") -> dict[str, Any]:
+    """kind "exact": |model - measured| <= tolerance (absolute); "relative": |d| / |measured| <=
+    tolerance; "absolute": |d| <= tolerance."""
+    diff = model - measured
+    if kind == "relative":
+        ok = abs(diff) <= tolerance * abs(measured)
+    else:
+        ok = abs(diff) <= tolerance
+    ok = bool(ok) and not (math.isnan(model) or math.isnan(measured))
+    return {"quantity": quantity, "unit": unit, "model": model, "measured": measured,
+            "difference": diff, "tolerance": (f"{tolerance:.3g} rel" if kind == "relative"
+                                              else "exact" if tolerance == 0 else f"±{tolerance:.3g}"),
+            "ok": ok, "note": note}
+
+
+def compare(scenario: Scenario, size: str, measured: dict[str, Any], plan: Plan, *,
+            truncation: dict[str, float] | None = None) -> pd.DataFrame:
+    """The model-vs-measured rows for one measured store (see :func:`validate`)."""
+    est = estimate(plan, sample=sample_occupancy(plan))
+    g: Geometry = plan.geometry
+    n = measured["messages"]
+    files = measured["files"]
+    full = files[files["full"]]
+    rows = []
+
+    # -- counts and bytes: exact
+    keys = n * est.index_keys_per_message
+    rows.append(_row("index keys", "keys", round(keys, 6), measured["index_keys"], 0, "exact",
+                     "messages x ([UNIQ_KEY] + (1 - keyless) x tokens)"))
+    index_files = math.ceil(round(keys, 6) / g.capacity)
+    rows.append(_row("index files", "files", index_files, measured["index_files"], 0, "exact",
+                     "ceil(keys / (index_num - 1))"))
+    rows.append(_row("full index files", "files", math.floor(round(keys, 6) / g.capacity),
+                     measured["full_index_files"], 0, "exact"))
+    rows.append(_row("keys a full index file", "keys", est.keys_per_index_file,
+                     measured["keys_per_index_file"], 0, "exact"))
+    rows.append(_row("index disk", "bytes", index_files * est.index_file_bytes,
+                     measured["index_disk_bytes"], 0, "exact", "files x (40 + 4 slots + 20 entries)"))
+    rows.append(_row("ConsumeQueue units", "units", n, measured["consume_queue_units"], 0, "exact",
+                     "one a message"))
+    units_per_file = plan.files.consume_queue_units_per_file
+    cq_files = sum(math.ceil(u / units_per_file) for u in measured["input_consume_queue_units_per_queue"].values())
+    rows.append(_row("ConsumeQueue files", "files", cq_files, measured["consume_queue_files"], 0, "exact",
+                     "per queue ceil(units / units a file), measured units per queue"))
+    rows.append(_row("ConsumeQueue disk", "bytes", cq_files * units_per_file * cq.UNIT_SIZE,
+                     measured["consume_queue_disk_bytes"], 0, "exact"))
+    record_bytes = round(n * est.commitlog_record_bytes, 6)
+    rows.append(_row("CommitLog record bytes", "bytes", record_bytes, measured["commitlog_record_bytes"], 0,
+                     "exact", "messages x (91 + body + topic + properties)"))
+    per_file = commitlog_records_per_file(est.commitlog_record_bytes, plan.files.commitlog_file_size)
+    cl_files = math.ceil(n / per_file)
+    rows.append(_row("CommitLog files", "files", cl_files, measured["commitlog_files"], 0, "exact",
+                     "ceil(messages / floor((file size - 8) / mean record))"))
+    rows.append(_row("CommitLog disk", "bytes", cl_files * plan.files.commitlog_file_size,
+                     measured["commitlog_disk_bytes"], 0, "exact"))
+
+    # -- slots and chains of the full files
+    rows.append(_row("load factor", "keys/slot", est.load_factor, measured["load_factor"], 1e-12, "relative"))
+    rows.append(_row("occupancy", "share of slots", est.occupancy, measured["occupancy"], 0.01, "relative",
+                     f"model: real hash of {est.sample.entries:,} sampled keys; measured: mean of "
+                     f"{len(full)} full files"))
+    rows.append(_row("mean chain length", "entries/used slot", est.mean_chain_length,
+                     measured["mean_chain_length"], 0.01, "relative"))
+    rows.append(_row("entries read, miss", "entries", est.entries_read_miss, measured["entries_read_miss"],
+                     1e-12, "relative", "a walk from every slot with a hash no entry holds"))
+    # the model's hit is a whole walk of the key's slot (no maxNum cut); its mean varies from
+    # file to file: 4 standard errors of the model's one-file sample and of the measured mean
+    hits = full["entries_read_hit_whole_chain"].to_numpy(float)
+    if len(hits) > 1:
+        per_file_sd = float(hits.std(ddof=1))
+        se = per_file_sd * math.sqrt(1.0 + 1.0 / len(hits))
+    else:   # one full file: the spread of single walks over the model's and the store's keys
+        per_file_sd = math.nan
+        key_sd = float(full["entries_read_hit_whole_chain_sd"].iloc[0]) if len(full) else math.nan
+        walked = float(full["hit_hashes_walked"].iloc[0]) if len(full) else math.nan
+        se = key_sd * math.sqrt(1.0 / est.sample.distinct_keys + 1.0 / walked)
+    rows.append(_row("entries read, hit", "entries", est.entries_read_hit,
+                     measured["entries_read_hit_whole_chain"], 4 * se, "absolute",
+                     f"whole walks of every distinct key; ±4 SE (per-file SD {per_file_sd:.3g}); "
+                     f"with the broker's maxNum cut: {measured['entries_read_hit']:.3g}"))
+    # time one index file spans: compare with the spread of the full files' spans
+    spans = full["span_seconds"].to_numpy(float)
+    span_se = float(spans.std(ddof=1) / math.sqrt(len(spans))) if len(spans) > 1 else math.nan
+    if len(spans) > 1:   # one file gives no spread to judge its span by
+            rows.append(_row("index file span", "seconds", est.index_file_span_hours * 3600.0,
+                         measured["index_file_span_seconds"], 4 * span_se, "absolute",
+                         f"mean of {len(spans)} full files; ±4 SE"))
+    if truncation is not None:
+        windows = truncation["independent_windows"]
+        p = est.hot_key_truncation_probability
+        se_p = math.sqrt(max(p * (1 - p), 1e-12) / windows)
+        rows.append(_row("hot key truncation", "share of queries", p, truncation["share"], 4 * se_p,
+                         "absolute", f"{truncation['queries']} queries of the hottest key over "
+                         f"{plan.queries.window_minutes.likely:g}-minute windows; ±4 SE of "
+                         f"{windows:.0f} independent windows; Poisson mean {est.hot_key_matches_per_query:.1f}"))
+    df = pd.DataFrame(rows)
+    df.insert(0, "scenario", scenario.name)
+    return df[list(COLUMNS)]
+
+
+def validate(scenario: Scenario | str, *, size: str = "small", overrides: dict[str, Any] | None = None,
+             directory: str | None = None, keep: bool = False, queries: int | None = None) -> pd.DataFrame:
+    """Build the scenario's store of `size` in a temporary folder (under `directory` if given),
+    measure it, run the model on the matching plan and return the comparison, one row per
+    quantity: columns :data:`COLUMNS` (``ok`` False where the model misses its tolerance).
+    `overrides` change plan fields by dotted path (a deliberately wrong model). The store is
+    deleted afterwards unless `keep` (then ``frame.attrs["store"]`` is its folder).
+    ``frame.attrs`` also holds the plan, the measurement and the estimate. `queries` caps the
+    hit walks per file (None: every distinct key). Cost: a few seconds for "small" (the store
+    build dominates); minutes and several GiB of disk for "full".
+
+    >>> df = validate("default")                                  # doctest: +SKIP
+    >>> bool(df.ok.all())                                         # doctest: +SKIP
+    True
+    """
+    from rmqlab.store import generate_store
+
+    if isinstance(scenario, str):
+        if scenario not in SCENARIOS:
+            raise ValueError(f"scenario must be one of {SCENARIO_NAMES}, got {scenario!r}")
+        scenario = SCENARIOS[scenario]
+    w, opts = scenario.variant(size)
+    root = tempfile.mkdtemp(prefix=f"rmqlab-validate-{scenario.name}-", dir=directory)
+    try:
+        store = generate_store(root, w, **opts)
+        measured = measure_store(store, queries=queries)
+        plan = scenario.plan(size, measured, overrides=overrides)
+        truncation = None
+        if scenario.window_minutes is not None:
+            truncation = _truncation(store, w, scenario, measured)
+        df = compare(scenario, size, measured, plan, truncation=truncation)
+    finally:
+        if not keep:
+            shutil.rmtree(root, ignore_errors=True)
+    df.attrs.update(plan=plan, measured={k: v for k, v in measured.items() if k != "files"},
+                    files=measured["files"], truncation=truncation, size=size)
+    if keep:
+        df.attrs["store"] = root
+    return df
+
+
+def _truncation(store, w: Workload, scenario: Scenario, measured: dict[str, Any]) -> dict[str, float]:
+    """Share of queries of the hottest key (rank 1 of the hot vocabulary, in its most sent
+    topic... every topic alike: the first) cut at maxNum, over windows of the scenario's
+    length placed at random in the store's time span."""
+    key = f"{w.topics[0]}#{w.hot_key_prefix}1"
+    window_ms = int(round(scenario.window_minutes * 60_000))
+    out = truncation_share(store, [key], window_ms=window_ms, queries=scenario.truncation_queries,
+                           seed=w.seed)
+    out["independent_windows"] = max(1.0, (measured["input_span_seconds"] * 1000.0 - window_ms) / window_ms)
+    return out
+
+
+def validation_table(size: str = "small", names: tuple[str, ...] = SCENARIO_NAMES, **kwargs) -> pd.DataFrame:
+    """:func:`validate` of several scenarios, one frame."""
+    return pd.concat([validate(n, size=size, **kwargs) for n in names], ignore_index=True)

@@ -1,0 +1,157 @@
+"""The capacity model against stores rmqlab builds: every scenario's small variant must agree
+(counts and bytes exactly, occupancy and mean chain length within 1 %), a wrong model input
+must not, and the measurement itself agrees with the format's own readers."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from rmqlab.capacity.measure import index_file_measurements, measure_store, truncation_share
+from rmqlab.capacity.validation import COLUMNS, SCENARIO_NAMES, SCENARIOS, validate
+from rmqlab.formats.indexfile import IndexFile
+from rmqlab.store import generate_store
+from rmqlab.workload import Workload
+
+
+@pytest.fixture(scope="module")
+def tables():
+    return {}
+
+
+def _table(tables, name):
+    if name not in tables:
+        tables[name] = validate(name)
+    return tables[name]
+
+
+def test_the_issue_scenarios_are_there():
+    assert set(SCENARIO_NAMES) >= {"default", "small-slot-table", "hot-keys", "many-keys", "bursty"}
+    small = SCENARIOS["small-slot-table"].variant("small")[1]
+    default = SCENARIOS["default"].variant("small")[1]
+    assert small["hash_slot_num"] * 10 == default["hash_slot_num"]
+    # the small stores keep the broker's load factor (20,000,000 / 5,000,000)
+    assert default["index_num"] / default["hash_slot_num"] == 4
+    full = SCENARIOS["default"].variant("full")[1]
+    assert (full["hash_slot_num"], full["index_num"]) == (5_000_000, 20_000_000)
+
+
+@pytest.mark.parametrize("name", SCENARIO_NAMES)
+def test_model_matches_the_measured_store(tables, name):
+    df = _table(tables, name)
+    assert list(df.columns) == list(COLUMNS)
+    bad = df[~df.ok]
+    assert bad.empty, "\n" + bad.to_string()
+    exact = df[df.tolerance == "exact"]
+    # counts and byte sizes are compared exactly, and there are enough of them
+    assert {"index keys", "index files", "index disk", "ConsumeQueue files", "ConsumeQueue disk",
+            "CommitLog files", "CommitLog disk", "CommitLog record bytes"} <= set(exact.quantity)
+    assert (exact.model == exact.measured).all()
+    for q in ("occupancy", "mean chain length"):
+        row = df[df.quantity == q].iloc[0]
+        assert row.tolerance == "0.01 rel"
+        assert abs(row.model - row.measured) <= 0.01 * row.measured
+    # a scenario with no full index file would compare nothing about slots
+    assert df.attrs["measured"]["full_index_files"] >= 5
+
+
+def test_hot_key_scenario_is_cut_about_half_the_time(tables):
+    row = _table(tables, "hot-keys").set_index("quantity").loc["hot key truncation"]
+    assert 0.2 < row.measured < 0.8 and row.ok
+
+
+def test_a_wrong_slot_count_fails_validation():
+    # the model told 10 % more slots than the store has: chains and misses disagree (occupancy
+    # at load factor 4 is near saturation, 1 - e^-4 vs 1 - e^-3.6: it moves by less than 1 %)
+    df = validate("default", overrides={"index.hash_slot_num": 4400}).set_index("quantity")
+    assert not df.loc["load factor", "ok"]
+    assert not df.loc["mean chain length", "ok"]
+    assert not df.loc["entries read, miss", "ok"]
+    assert not df.loc["index disk", "ok"]          # each file is 1,600 bytes larger
+    assert df.loc["index files", "ok"]
+
+
+def test_a_wrong_key_count_fails_validation():
+    df = validate("many-keys", overrides={"keys.keys_per_message": 5.5}).set_index("quantity")
+    assert not df.loc["index keys", "ok"] and not df.loc["index file span", "ok"]
+
+
+# ----------------------------------------------------------------- the measurement itself
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory):
+    w = Workload(messages=3000, seed=5, rate=500.0, hot_key_fraction=0.6, hot_keys=20)
+    return generate_store(tmp_path_factory.mktemp("tiny"), w, commitlog_file_size=1 << 18,
+                          hash_slot_num=50, index_num=400, consume_queue_file_size=20 * 100)
+
+
+def test_measured_counts_match_the_store_readers(tiny):
+    m = measure_store(tiny)
+    info = tiny.info()
+    assert m["messages"] == info["messages"] == 3000
+    assert m["index_keys"] == info["index_keys"]
+    assert m["index_files"] == info["index_files"]
+    assert m["consume_queue_units"] == info["consume_queue_units"] == 3000
+    assert m["commitlog_disk_bytes"] == info["commitlog_files"] * (1 << 18)
+    assert m["commitlog_bytes_in_use"] == info["commitlog_max_offset"] - info["commitlog_min_offset"]
+    assert m["index_disk_bytes"] == m["index_files"] * (40 + 4 * 50 + 20 * 400)
+    assert sum(m["input_consume_queue_units_per_queue"].values()) == 3000
+    # body + topic + properties + 91 bytes is every record's size
+    assert m["commitlog_record_bytes"] == round(3000 * (91 + m["input_body_bytes_mean"] + m["input_topic_bytes_mean"]
+                                                       + m["input_properties_bytes_mean"]))
+
+
+def test_walk_counts_are_the_trace_step_counts(tiny):
+    """The C batch walk counts what IndexFile.trace_query (the readable Python walk) reads."""
+    files = index_file_measurements(tiny)
+    msgs = tiny.messages()
+    keys = sorted({f"{t}#{k}" for t, ks in zip(msgs.topic, msgs["keys"]) if ks for k in ks.split(" ")})[:80]
+    with tiny.index() as idx:
+        f = idx.files[0]
+        stored = set(f.used_entries["key_hash"].astype(np.int64).tolist())
+        slot_len = np.bincount(f.used_entries["key_hash"].astype(np.int64) % 50, minlength=50)
+        from rmqlab.javahash import index_hash
+
+        hit_reads, whole_reads = [], []
+        for k in keys:
+            if index_hash(k) in stored:
+                hit_reads.append(len(f.trace_query(k, 64).steps))
+                whole_reads.append(len(f.trace_query(k, 2**31 - 1).steps))
+                assert whole_reads[-1] == slot_len[index_hash(k) % 50]
+    assert hit_reads and max(whole_reads) > 0
+    row = files.iloc[0]
+    # exact miss mean over every slot = entries / slots, walked for real
+    assert row.entries_read_miss == pytest.approx(row.entries / 50, rel=1e-12)
+    assert row.entries_read_hit_whole_chain >= row.entries_read_hit
+    assert row.full and row.entries == 399
+
+
+def test_truncation_share_counts_the_brokers_cut(tiny):
+    from rmqlab.indexservice import IndexService
+
+    span, window, max_num = (1_718_000_000_000, 1_718_000_004_000), 2000, 145
+    got = truncation_share(tiny, ["TopicTest#USER_1"], window_ms=window, queries=40, seed=3,
+                           span=span, max_num=max_num)
+    # independent truth: the same windows (same random stream), every match found by the
+    # broker's directory query with no cap; cut when there are more than max_num
+    rng = np.random.default_rng(3)
+    rng.choice(1, size=40)
+    begins = rng.integers(span[0], span[1] + 1, size=40)
+    with IndexService(tiny.index_dir, 50, 400, max_msgs_num_batch=10**9) as idx:
+        counts = [len(idx.query_offset("TopicTest", "USER_1", 10**9, int(b), int(b) + window).phy_offsets)
+                  for b in begins]
+    assert got["cut"] == sum(c > max_num for c in counts)
+    assert 0 < got["cut"] < 40            # the windows are chosen so that both happen
+
+
+def test_bad_arguments_are_named(tiny):
+    with pytest.raises(ValueError, match="queries"):
+        index_file_measurements(tiny, queries=0)
+    with pytest.raises(ValueError, match="window_ms"):
+        truncation_share(tiny, ["T#k"], window_ms=0)
+    with pytest.raises(ValueError, match="size"):
+        SCENARIOS["default"].variant("huge")
+    with pytest.raises(ValueError, match="scenario"):
+        validate("nope")
