@@ -20,10 +20,9 @@ import time
 from pathlib import Path
 
 from rmqlab.capacity.validation import SCENARIO_NAMES, SCENARIOS, SIZES, validate
-from common import machine
+from common import machine, publish
 
 HERE = Path(__file__).resolve().parent
-RESULTS = HERE / "RESULTS.md"
 
 
 def fmt(x) -> str:
@@ -74,11 +73,7 @@ def main() -> None:
              f" --queries {args.queries}`.", "", *notes, "", *markdown(table, seconds, args.size), "",
              f"Rows outside tolerance: {bad} of {len(table)}."]
     text = "\n".join(lines)
-    print(text)
-    if args.record:
-        with open(RESULTS, "a") as fh:
-            fh.write("\n" + text + "\n")
-        print(f"appended to {RESULTS}")
+    publish(text, args.record)
 
 
 if __name__ == "__main__":

@@ -34,11 +34,10 @@ import pyarrow.compute as pc
 
 import rmqlab
 from rmqlab.formats.indexfile import DEFAULT_HASH_SLOT_NUM, DEFAULT_INDEX_NUM, Geometry, IndexFile
-from common import machine
+from common import machine, publish
 
 HERE = Path(__file__).resolve().parent
 OUT = HERE / "out"
-RESULTS = HERE / "RESULTS.md"
 
 # RocketMQ's own Java IndexFile on a 2-core machine of this kind, median of 3 runs (issue figures).
 JAVA_PUT_KEYS_PER_S = 10.0e6          # 19,999,999 keys in 2.0 s
@@ -181,12 +180,8 @@ def main() -> None:
     (OUT / "20240610000000000").unlink()
 
     text = report(res)
-    print(text)
     (OUT / "last.json").write_text(json.dumps(res, indent=2))
-    if args.record:
-        with open(RESULTS, "a") as fh:
-            fh.write("\n" + text + "\n")
-        print(f"appended to {RESULTS}")
+    publish(text, args.record)
 
 
 def report(r: dict) -> str:

@@ -27,11 +27,10 @@ from rmqlab.formats import commitlog as cl
 from rmqlab.store import Store, generate_store
 from rmqlab.workload import Workload
 
-from common import machine
+from common import machine, publish
 
 HERE = Path(__file__).resolve().parent
 OUT = HERE / "out" / "store"
-RESULTS = HERE / "RESULTS.md"
 
 
 
@@ -103,10 +102,7 @@ def main() -> None:
         "queries": args.queries,
     }
     text = render(res)
-    print(text)
-    if args.record:
-        with open(RESULTS, "a") as fh:
-            fh.write("\n" + text + "\n")
+    publish(text, args.record)
     if not args.keep:
         shutil.rmtree(OUT, ignore_errors=True)
 

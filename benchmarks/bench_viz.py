@@ -40,11 +40,10 @@ from rmqlab.viz import (
     slot_chain_lengths,
     slot_occupancy_image,
 )
-from common import machine
+from common import machine, publish
 
 HERE = Path(__file__).resolve().parent
 OUT = HERE / "out" / "viz"
-RESULTS = HERE / "RESULTS.md"
 TARGET_S = 2.0
 T0 = 1_718_000_000_000
 
@@ -134,11 +133,7 @@ def main() -> None:
               f"- slot occupancy image of a full default-size file, path to PNG, < {TARGET_S:.0f} s: "
               f"{met} ({med_total:.3f} s)"]
     text = "\n".join(lines)
-    print(text)
-    if args.record:
-        with open(RESULTS, "a") as fh:
-            fh.write("\n" + text + "\n")
-        print(f"appended to {RESULTS}")
+    publish(text, args.record)
 
 
 if __name__ == "__main__":

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import os
 import platform
+from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
@@ -22,3 +23,16 @@ def machine() -> str:
     mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
     return (f"{cpu}, {os.cpu_count()} cores, {mem:.0f} GiB RAM, Linux {platform.release()}, "
             f"Python {platform.python_version()}, NumPy {np.__version__}, pyarrow {pa.__version__}")
+
+
+RESULTS = Path(__file__).resolve().with_name("RESULTS.md")
+
+
+def publish(text: str, record: bool) -> None:
+    """Print a result section; with `record` (the benchmarks' --record), also append it to
+    RESULTS.md, which keeps every run with its date and machine."""
+    print(text)
+    if record:
+        with open(RESULTS, "a") as fh:
+            fh.write("\n" + text.strip() + "\n")
+        print(f"appended to {RESULTS}")
