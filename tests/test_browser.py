@@ -27,18 +27,13 @@ from pathlib import Path
 from typing import Iterator
 
 import pytest
+from browser_support import ARTIFACTS, ROOT, launch, require_chromium
 
 pytestmark = pytest.mark.browser
 
-ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = ROOT / "notebooks"
 NOTEBOOK = "05-time-range-query-explorer.ipynb"
 APP = "apps/query-explorer.ipynb"
-ARTIFACTS = ROOT / "build" / "test-artifacts"
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic",
-                 "--disable-dev-shm-usage"]
 # A tall window: the explorer's controls, timeline, summary and first rows fit in one screenshot.
 VIEWPORT = {"width": 1400, "height": 2000}
 SERVER_START_S = 60
@@ -50,10 +45,7 @@ EXPLORER = ".rmqlab-query-explorer"
 CAPTION = ".rmqlab-results caption"
 CAPTION_FORMAT = re.compile(r"^(\d+) rows · (broker|verified)$")
 
-if not CHROMIUM.is_file():
-    pytest.skip(f"no Chromium at {CHROMIUM} (install it: apt-get install chromium, or run "
-                f".ci/ensure-chromium as root)", allow_module_level=True)
-sync_api = pytest.importorskip("playwright.sync_api", reason="Playwright is not installed (pip install -e '.[dev]')")
+sync_api = require_chromium()
 pytest.importorskip("jupyterlab", reason="JupyterLab is not installed")
 pytest.importorskip("voila", reason="Voilà is not installed (pip install -e '.[dev]')")
 
@@ -141,7 +133,7 @@ def artifacts() -> Path:
 @pytest.fixture(scope="module")
 def browser():
     with sync_api.sync_playwright() as pw:
-        b = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        b = launch(pw)
         yield b
         b.close()
 

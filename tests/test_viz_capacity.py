@@ -11,6 +11,7 @@ from __future__ import annotations
 import io
 import itertools
 import math
+import re
 
 import matplotlib
 
@@ -355,3 +356,54 @@ def test_index_fill_bad_arguments(rate, kwargs, match):
 
 def test_figures_deterministic():
     assert png(load_factor_figure(1024, 8192)) == png(load_factor_figure(1024, 8192))
+
+
+# ------------------------------------------------------------------------------ sampled chains
+
+
+def test_sampled_chain_lengths_figure_draws_a_real_files_histogram(tmp_path):
+    from rmqlab.viz.capacity import sampled_chain_lengths_figure
+    from rmqlab.viz.figures import poisson_expected_slots
+
+    # 3,000 distinct keys and one key put 400 times: its slot's chain is far beyond the rest
+    keys = [f"T#ORDER_{i}" for i in range(3000)] + ["T#HOT"] * 400
+    n, m = len(keys), 1024
+    path = tmp_path / "20240610061524062"
+    build_index_file(path, keys, np.arange(n), np.full(n, 1_718_000_000_000), hash_slot_num=m, index_num=n + 1)
+    hist = chain_length_histogram(path, hash_slot_num=m, index_num=n + 1)
+    fig = sampled_chain_lengths_figure(hist)
+    ax = fig.axes[0]
+    bars = ax.containers[0]
+    assert [round(b.get_x() + b.get_width() / 2, 6) for b in bars] == hist["chain_length"].tolist()
+    assert np.allclose([b.get_height() for b in bars], 100 * hist["slots"] / m)
+    line = ax.get_lines()[0]
+    k = line.get_xdata()
+    assert np.allclose(line.get_ydata(), 100 * poisson_expected_slots(m, n, int(k.max()))[k] / m)
+    legend = texts(fig)
+    assert f"λ = {n / m:.3f}" in legend
+    assert f"longest chain {int(hist['chain_length'].max()):,}" in legend
+    assert ax.get_xscale() == "symlog" and ax.get_yscale() == "log"
+    assert ax.get_xlim()[1] > hist["chain_length"].max()
+    fig.savefig(io.BytesIO(), format="png")
+
+
+@pytest.mark.parametrize("hist", [{"chain_length": [1]}, {"chain_length": [], "slots": []},
+                                  {"chain_length": [0, 1], "slots": [0, 0]},
+                                  {"chain_length": [0, -1], "slots": [3, 1]}])
+def test_sampled_chain_lengths_bad_histograms(hist):
+    import pandas as pd
+
+    from rmqlab.viz.capacity import sampled_chain_lengths_figure
+
+    with pytest.raises(ValueError, match="histogram"):
+        sampled_chain_lengths_figure(pd.DataFrame(hist) if len(hist) == 2 else hist)
+
+
+def test_index_fill_time_labels_ticks_plainly_within_one_decade():
+    fig = index_fill_time_figure([1800, 2300, 2900, 4700])     # fill times within one decade
+    ax = fig.axes[0]
+    fig.savefig(io.BytesIO(), format="png")
+    labels = [t.get_text() for t in ax.yaxis.get_minorticklabels() + ax.yaxis.get_majorticklabels()
+              if t.get_text()]
+    assert labels and not any("times" in s or "^" in s for s in labels), labels
+    assert all(re.fullmatch(r"[\d,.]+", s) for s in labels), labels

@@ -13,6 +13,8 @@ query for a missing key reads about 4 entries and reaching a stored key about 3
 * :func:`disk_usage_figure` - bytes on disk over days against the disk size and thresholds.
 * :func:`index_fill_time_figure` - hours to fill one index file against the key rate;
   :func:`hours_to_fill` is the number behind it.
+* :func:`sampled_chain_lengths_figure` - a chain-length histogram measured on hashed keys
+  (a real file or the capacity model's key sample) against a uniform hash.
 
 >>> import io
 >>> load_factor_figure().savefig(io.BytesIO(), format="png")
@@ -35,6 +37,7 @@ __all__ = [
     "load_factor_comparison_figure",
     "disk_usage_figure",
     "index_fill_time_figure",
+    "sampled_chain_lengths_figure",
 ]
 
 _CURVE_POINTS = 201
@@ -306,8 +309,12 @@ def index_fill_time_figure(keys_per_second, *, index_num: int = DEFAULT_INDEX_NU
             ax.axhline(hours, color="#999999", linestyle=":", linewidth=0.9)
             ax.text(rates[-1], hours, f"{label} ", ha="right", va="bottom", fontsize="small",
                     color="#666666")
-    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}" if v >= 1 else f"{v:g}"))
-    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}" if v >= 1 else f"{v:g}"))
+    plain = FuncFormatter(lambda v, _: f"{v:,.0f}" if v >= 1 else f"{v:g}")
+    for axis, (lo, hi) in ((ax.xaxis, ax.get_xlim()), (ax.yaxis, ax.get_ylim())):
+        axis.set_major_formatter(plain)
+        # within one decade the minor ticks are the only labels; matplotlib writes them as 3×10^0
+        if hi < 10 * lo:
+            axis.set_minor_formatter(plain)
     ax.set_xlabel("key rate (keys per second, log scale)")
     ax.set_ylabel("hours to fill one index file (log scale)")
     ax.set_title(f"time to fill an index file of {inum:,} entries", fontsize="medium")
@@ -321,3 +328,64 @@ def _duration(hours: float) -> str:
     if hours >= 1:
         return f"{hours:.1f} h"
     return f"{hours * 60:.1f} min"
+
+
+def sampled_chain_lengths_figure(histogram, *, title: str | None = None,
+                                 figsize: tuple[float, float] = (9.0, 4.3)) -> Figure:
+    """A measured chain-length distribution against a uniform hash at the same load factor.
+
+    `histogram`: a DataFrame with columns ``chain_length`` and ``slots`` (slots with that many
+    entries), as :func:`rmqlab.indexstats.chain_length_histogram` returns for a file or
+    :attr:`rmqlab.capacity.OccupancySample.histogram` for the capacity model's key sample.
+    Bars: share of slots (%) with each length, log y axis, so the few long chains of hot keys
+    (keys put many times share one slot) stay visible; markers and line: the Poisson share
+    ``exp(-λ) λ^k / k!`` with λ = entries / slots, from
+    :func:`rmqlab.viz.figures.poisson_expected_slots`. The legend gives λ, the measured empty
+    share and the longest chain. Cost: O(chain lengths).
+
+    >>> import pandas as pd
+    >>> fig = sampled_chain_lengths_figure(pd.DataFrame({"chain_length": [0, 1, 9], "slots": [5, 4, 1]}))
+    >>> [round(float(b.get_height()), 1) for b in fig.axes[0].containers[0]]
+    [50.0, 40.0, 10.0]
+    """
+    from rmqlab.viz.figures import poisson_expected_slots
+
+    try:
+        lengths = np.asarray(histogram["chain_length"], dtype=np.int64)
+        slots = np.asarray(histogram["slots"], dtype=np.int64)
+    except (KeyError, TypeError, IndexError):
+        raise ValueError("histogram needs columns chain_length and slots") from None
+    if lengths.ndim != 1 or lengths.shape != slots.shape or len(lengths) == 0:
+        raise ValueError("histogram must have at least one row of chain_length and slots")
+    if np.any(lengths < 0) or np.any(slots < 0) or slots.sum() == 0:
+        raise ValueError("histogram lengths and slots must be non-negative, with at least one slot")
+    m = int(slots.sum())
+    n = int((lengths * slots).sum())
+    lam = n / m
+    share = 100.0 * slots / m
+    k_max = int(np.ceil(lam + 8 * np.sqrt(lam) + 8)) if n else 1
+    expected = 100.0 * poisson_expected_slots(m, n, k_max) / m
+    empty = float(share[lengths == 0].sum())
+
+    longest = int(lengths.max())
+    symlog = longest > 4 * max(k_max, 1)
+    # on the log part of a symlog axis a 0.8-wide bar is thinner than a pixel
+    widths = np.where(symlog & (lengths > k_max), 0.04 * lengths, 0.8)
+    fig = Figure(figsize=figsize, layout="constrained")
+    ax = fig.subplots()
+    ax.bar(lengths, share, width=widths, color="C0", alpha=0.8,
+           label=f"measured: {empty:.2f} % empty, longest chain {int(lengths[slots > 0].max()):,}")
+    k = np.arange(k_max + 1)
+    visible = expected >= 1e-6
+    ax.plot(k[visible], expected[visible], "o-", color="C3", markersize=3, linewidth=1,
+            label=f"uniform hash (Poisson, λ = {lam:.3f})")
+    ax.set_yscale("log")
+    ax.set_xlabel("chain length (entries in a slot)")
+    ax.set_ylabel("share of slots (%, log scale)")
+    if symlog:
+        ax.set_xscale("symlog", linthresh=max(k_max, 1))     # hot keys' chains far to the right
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}"))
+    ax.set_xlim(-0.6, max(longest, k_max) * 1.15 + 1)
+    ax.set_title(title or f"chain lengths: {n:,} entries in {m:,} slots", fontsize="medium")
+    ax.legend(fontsize="small", loc="upper right")
+    return fig

@@ -1,0 +1,887 @@
+"""The capacity report: a plan's inputs, the model's results with Monte Carlo percentiles,
+figures, the [[compare]] configurations side by side with a computed recommendation, the Kafka
+counterpart and the model's assumptions, as one self-contained HTML file
+(:func:`render_report`) or a JSON-ready dict (:func:`report_json`) holding the same numbers.
+
+Both start from :func:`analyse_plan`, which runs the model once per configuration; pass its
+result instead of a plan to render both forms from one run.
+
+>>> from rmqlab.capacity import parse_plan
+>>> a = analyse_plan(parse_plan({"traffic": {"messages_per_second": 50}}), samples=200)
+>>> a.recommendation.configuration, a.configurations[0].fits
+('this plan', True)
+
+:class:`PlanExplorer` is the notebook widget: sliders for the main inputs, the estimate and
+charts redrawn on every change.
+"""
+from __future__ import annotations
+
+import base64
+import html
+import math
+import os
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+from rmqlab.capacity.kafka import KafkaEstimate, kafka_estimate
+from rmqlab.capacity.model import Estimate, estimate, monte_carlo
+from rmqlab.capacity.plan import FIELDS, Interval, Plan
+
+__all__ = [
+    "ConfigurationResult",
+    "Recommendation",
+    "PlanAnalysis",
+    "RESULT_ROWS",
+    "ASSUMPTIONS",
+    "KAFKA_RECORD_OVERHEAD_BYTES",
+    "analyse_plan",
+    "render_report",
+    "write_report",
+    "report_json",
+    "format_value",
+    "output_kind",
+    "disk_over_days",
+    "PlanExplorer",
+]
+
+#: Bytes a Kafka record adds around its key and value (length, attributes, timestamp and
+#: offset deltas, key and value lengths, header count: varints of 1-3 bytes each).
+KAFKA_RECORD_OVERHEAD_BYTES = 10
+
+#: The results table: (output name, label, format kind). Kinds: see :func:`format_value`.
+RESULT_ROWS: tuple[tuple[str, str, str], ...] = (
+    ("messages_per_day", "messages per day", "count"),
+    ("index_keys_per_message", "index keys per message", "number"),
+    ("index_keys_per_day", "index keys per day", "count"),
+    ("index_files_per_day", "index files per day", "number"),
+    ("hours_to_fill_index_file", "time to fill one index file (= span it covers)", "hours"),
+    ("hours_to_fill_index_file_at_peak", "time to fill one index file at the peak rate", "hours"),
+    ("commitlog_record_bytes", "CommitLog record (mean)", "bytes_exact"),
+    ("commitlog_files_per_day", "CommitLog files per day", "number"),
+    ("retained_hours", "longest CommitLog file life (fileReservedTime + wait for deleteWhen)", "hours"),
+    ("commitlog_disk_bytes", "CommitLog on disk", "bytes"),
+    ("consume_queue_disk_bytes", "ConsumeQueue on disk", "bytes"),
+    ("index_files_on_disk", "index files on disk", "count"),
+    ("index_disk_bytes", "index on disk", "bytes"),
+    ("total_disk_bytes", "store on disk (CommitLog + ConsumeQueue + index)", "bytes"),
+    ("disk_used_ratio", "disk used (with other data)", "percent"),
+    ("page_cache_bytes", "page cache to keep the newest index file hot", "bytes"),
+    ("load_factor", "load factor (keys / slots of a full file)", "number"),
+    ("occupancy", "slot occupancy (real hash, sampled keys)", "percent"),
+    ("mean_chain_length", "mean chain of an occupied slot", "number"),
+    ("entries_read_hit", "entries read per file, stored key", "number"),
+    ("entries_read_miss", "entries read per file, missing key", "number"),
+    ("index_files_per_query", "index files a query window overlaps", "number"),
+    ("hot_key_matches_per_query", "hottest key's matches in the window", "count"),
+    ("hot_key_truncation_probability", "chance the hot key's query is cut at maxMsgsNumBatch", "percent"),
+    ("days_to_disk_max_used_space_ratio", "days to diskMaxUsedSpaceRatio", "days"),
+    ("days_to_disk_space_clean_forcibly_ratio", "days to diskSpaceCleanForciblyRatio", "days"),
+    ("days_to_disk_space_warning_level_ratio", "days to diskSpaceWarningLevelRatio (writes refused)", "days"),
+)
+
+#: What the model assumes and leaves out; printed in the report and its JSON.
+ASSUMPTIONS: tuple[str, ...] = (
+    "Rates are means over a day; the daily profile shapes the retention window's volume and the "
+    "peak fill time, peak_factor only the peak fill time. Growth compounds monthly and only "
+    "moves the days-to-threshold figures; the disk sizes are the steady state at today's rate.",
+    "Disk is apparent size: CommitLog, ConsumeQueue and index files are preallocated, so a file "
+    "counts whole from its first byte. Files on disk are the worst moment: every file whose last "
+    "write is inside the retention window, plus the one being written.",
+    "A CommitLog file lives up to fileReservedTime plus the longest wait for a deleteWhen hour; "
+    "ConsumeQueue and index files go with the CommitLog file holding their last message. The disk "
+    "is assumed to stay under diskMaxUsedSpaceRatio (above it the broker deletes early, "
+    "which this model does not simulate).",
+    "CommitLog records are version 1 with IPv4 hosts, the properties block derived from the keys "
+    "unless given; equal-size records make the per-file count exact, varied sizes move it by "
+    "at most one record a file.",
+    "Messages spread evenly over topics x queues_per_topic ConsumeQueues.",
+    "Slot occupancy, chain lengths and entries read for a stored key come from Java's "
+    "String.hashCode of keys generated like rmqlab.workload's (UNIQ_KEY ids, one-off order ids, "
+    "Zipf hot keys), on a full file or a scaled one at the same load factor; other points of "
+    "the intervals are carried by the uniform-hash model's ratio.",
+    "Entries read count a whole walk of the key's slot in each file searched (no early stop at "
+    "begin, fewer than maxNum matches). 'Per query' assumes a stored key sits in one of the "
+    "files the window overlaps and the others are walked in vain: "
+    "hit + (files - 1) x miss; a missing key reads files x miss.",
+    "Hot-key matches in a window are Poisson; the truncation probability is P(matches > "
+    "maxMsgsNumBatch), for the key of rank hot_key_rank.",
+    "Monte Carlo draws every interval independently from PERT(low, likely, high); correlated "
+    "inputs (a high rate with many keys) are not modelled, so the p5-p95 range of a product "
+    "can be narrower than reality.",
+    f"Kafka side: one message per batch (RocketMQ stores one record per message), a record of "
+    f"body + one key of key_bytes + {KAFKA_RECORD_OVERHEAD_BYTES} bytes of varints, no headers; "
+    "Kafka's defaults for segment.bytes, segment.index.bytes and index.interval.bytes; "
+    "replication and compaction are left out on both sides.",
+)
+
+_GiB = 1 << 30
+
+
+# ------------------------------------------------------------------------------ formatting
+
+
+def _binary(x: float) -> str:
+    for name, size in (("TiB", 1 << 40), ("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if abs(x) >= size:
+            return f"{x / size:,.2f} {name}"
+    return f"{x:,.0f} bytes"
+
+
+def format_value(value: Any, kind: str) -> str:
+    """One number as the report shows it. Kinds: ``bytes`` (binary units: KiB .. TiB),
+    ``bytes_exact`` (bytes with one decimal), ``count`` (thousands separators), ``number`` (3
+    significant decimals), ``percent`` (a fraction shown in %), ``hours`` (minutes, hours or days
+    as fits), ``days`` (inf is "never"; long spans also in years), ``text``.
+
+    >>> format_value(15540001480, "bytes"), format_value(2.6709, "hours"), format_value(math.inf, "days")
+    ('14.47 GiB', '2.67 h', 'never')
+    >>> format_value(0.9777, "percent"), format_value(95.0, "hours"), format_value(1454.5, "days")
+    ('97.77 %', '3.96 days (95 h)', '1,454 days (3.98 years)')
+    """
+    if value is None:
+        return "-"
+    if kind == "text":
+        return str(value)
+    x = float(value)
+    if math.isnan(x):
+        return "-"
+    if kind in ("days", "hours") and math.isinf(x):
+        return "never"
+    if kind == "bytes":
+        return _binary(x)
+    if kind == "bytes_exact":
+        return f"{x:,.1f} bytes"
+    if kind == "count":
+        return f"{x:,.0f}"
+    if kind == "number":
+        return f"{x:,.3f}" if abs(x) < 1000 else f"{x:,.0f}"
+    if kind == "percent":
+        p = 100.0 * x
+        return f"{p:.2f} %" if p >= 0.01 or p == 0 else f"{p:.2e} %"
+    if kind == "hours":
+        if x < 1:
+            return f"{x * 60:.1f} min"
+        if x < 48:
+            return f"{x:.2f} h"
+        return f"{x / 24:.2f} days ({x:,.0f} h)"
+    if kind == "days":
+        if x >= 730:
+            return f"{x:,.0f} days ({x / 365.25:.2f} years)"
+        return f"{x:,.1f} days"
+    raise ValueError(f"kind must be one of bytes, bytes_exact, count, number, percent, hours, days, text; "
+                     f"got {kind!r}")
+
+
+def output_kind(name: str) -> str:
+    """The :func:`format_value` kind of an :class:`Estimate` output, from its name.
+
+    >>> output_kind("index_disk_bytes"), output_kind("days_to_disk_max_used_space_ratio"), output_kind("occupancy")
+    ('bytes', 'days', 'percent')
+    """
+    kinds = {n: k for n, _, k in RESULT_ROWS}
+    if name in kinds:
+        return kinds[name]
+    if name.endswith("_bytes") or name.endswith("_bytes_per_day"):
+        return "bytes"
+    if name.startswith("days_to_"):
+        return "days"
+    if "hours" in name:
+        return "hours"
+    if name.endswith(("_uniform",)) and name.startswith("occupancy"):
+        return "percent"
+    if name in ("keys_per_index_file", "commitlog_files_on_disk", "consume_queue_files_on_disk"):
+        return "count"
+    return "number"
+
+
+def _json_number(x: Any) -> Any:
+    """JSON has no infinity: "never reached" becomes None."""
+    if isinstance(x, (bool, np.bool_)):
+        return bool(x)
+    if isinstance(x, (int, np.integer)):
+        return int(x)
+    if isinstance(x, (float, np.floating)):
+        return float(x) if math.isfinite(x) else None
+    return x
+
+
+# ------------------------------------------------------------------------------ the analysis
+
+
+@dataclass(frozen=True)
+class ConfigurationResult:
+    """One index configuration under the plan's traffic (the plan's own or a [[compare]]
+    alternative). Likely-point numbers unless a name ends in ``_p95`` (Monte Carlo).
+
+    ``entries_read_per_query_hit`` = entries_read_hit + (index_files_per_query - 1) x
+    entries_read_miss: a stored key in one of the files the query window overlaps, the other
+    files walked in vain; ``entries_read_per_query_miss`` = index_files_per_query x
+    entries_read_miss. ``fits``: the p95 store on disk plus the disk's other data stays at or
+    under diskMaxUsedSpaceRatio x capacity (``disk_ratio_p95`` <= the ratio)."""
+
+    name: str
+    is_plan: bool
+    hash_slot_num: int
+    index_num: int
+    max_msgs_num_batch: int
+    load_factor: float
+    index_file_bytes: int
+    hours_to_fill_index_file: float
+    index_files_on_disk: int
+    index_disk_bytes: int
+    index_disk_bytes_p95: float
+    total_disk_bytes_p95: float
+    disk_ratio_p95: float
+    fits: bool
+    page_cache_bytes: int
+    occupancy: float
+    mean_chain_length: float
+    entries_read_hit: float
+    entries_read_miss: float
+    index_files_per_query: float
+    entries_read_per_query_hit: float
+    entries_read_per_query_miss: float
+    hot_key_truncation_probability: float
+
+    def as_dict(self) -> dict[str, Any]:
+        return {k: _json_number(v) for k, v in asdict(self).items()}
+
+
+@dataclass(frozen=True)
+class Recommendation:
+    """The configuration to use and why, in plain words (``text``) and as numbers."""
+
+    configuration: str
+    fits: bool
+    text: str
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class PlanAnalysis:
+    """Everything the report shows: the likely estimate, Monte Carlo percentiles (DataFrame,
+    one row per output, columns p5 / p50 / p95 / mean), the configurations compared (the plan's
+    first), the recommendation, and the Kafka counterpart at the likely rate."""
+
+    plan: Plan
+    samples: int
+    seed: int
+    estimate: Estimate
+    monte_carlo: pd.DataFrame = field(repr=False)
+    configurations: tuple[ConfigurationResult, ...]
+    recommendation: Recommendation
+    kafka_record_bytes: int
+    kafka: KafkaEstimate
+
+
+def _configuration(plan: Plan, name: str, is_plan: bool, samples: int, seed: int
+                   ) -> tuple[ConfigurationResult, Estimate, pd.DataFrame]:
+    e = estimate(plan)
+    mc = monte_carlo(plan, samples, seed, sample=e.sample)
+    ix, d = plan.index, plan.disk
+    total_p95 = float(mc.loc["total_disk_bytes", "p95"])
+    ratio_p95 = (total_p95 + d.used_bytes) / d.capacity_bytes
+    files = e.index_files_per_query
+    return ConfigurationResult(
+        name=name, is_plan=is_plan, hash_slot_num=ix.hash_slot_num, index_num=ix.index_num,
+        max_msgs_num_batch=ix.max_msgs_num_batch, load_factor=e.load_factor,
+        index_file_bytes=e.index_file_bytes, hours_to_fill_index_file=e.hours_to_fill_index_file,
+        index_files_on_disk=e.index_files_on_disk, index_disk_bytes=e.index_disk_bytes,
+        index_disk_bytes_p95=float(mc.loc["index_disk_bytes", "p95"]), total_disk_bytes_p95=total_p95,
+        disk_ratio_p95=ratio_p95, fits=bool(ratio_p95 <= d.disk_max_used_space_ratio),
+        page_cache_bytes=int(e.page_cache_bytes), occupancy=e.occupancy,
+        mean_chain_length=e.mean_chain_length, entries_read_hit=e.entries_read_hit,
+        entries_read_miss=e.entries_read_miss, index_files_per_query=files,
+        entries_read_per_query_hit=e.entries_read_hit + (files - 1.0) * e.entries_read_miss,
+        entries_read_per_query_miss=files * e.entries_read_miss,
+        hot_key_truncation_probability=e.hot_key_truncation_probability), e, mc
+
+
+def _describe(c: ConfigurationResult) -> str:
+    return f"“{c.name}” ({c.hash_slot_num:,} slots × {c.index_num:,} entries)"
+
+
+def recommend(configurations: Sequence[ConfigurationResult], plan: Plan) -> Recommendation:
+    """The configuration with the fewest entries read per query for a stored key among those
+    whose disk fits (ties: the smaller index on disk, then the order given); when none fits,
+    the one needing the least disk, said so. The text states the numbers behind the choice."""
+    if not configurations:
+        raise ValueError("configurations is empty")
+    ratio = plan.disk.disk_max_used_space_ratio
+    window = plan.queries.window_minutes.likely
+    fitting = [c for c in configurations if c.fits]
+    own = next((c for c in configurations if c.is_plan), configurations[0])
+    if not fitting:
+        best = min(configurations, key=lambda c: (c.total_disk_bytes_p95, c.index_disk_bytes))
+        text = (f"No configuration fits: even {_describe(best)}, the smallest, needs "
+                f"{_binary(best.total_disk_bytes_p95)} at p95, {100 * best.disk_ratio_p95:.1f} % of the "
+                f"disk, above the {100 * ratio:g} % diskMaxUsedSpaceRatio, where the broker starts deleting "
+                f"files early. Shorten fileReservedTime, lower the traffic or use a bigger disk.")
+        return Recommendation(best.name, False, text)
+    best = min(fitting, key=lambda c: (round(c.entries_read_per_query_hit, 9), c.index_disk_bytes))
+    head = (f"Keep this plan's configuration ({best.hash_slot_num:,} slots × {best.index_num:,} entries)"
+            if best.is_plan else f"Use {_describe(best)}")
+    text = (f"{head}: a query for a stored key over a {window:g}-minute window reads about "
+            f"{best.entries_read_per_query_hit:.2f} index entries ({best.index_files_per_query:.2f} files "
+            f"of {best.entries_read_hit:.2f} / {best.entries_read_miss:.2f} entries for a hit / miss)")
+    if not best.is_plan:
+        text += (f", against {own.entries_read_per_query_hit:.2f} with this plan's configuration "
+                 f"({own.hash_slot_num:,} slots × {own.index_num:,} entries)")
+    text += (f". Its index takes {_binary(best.index_disk_bytes)} on disk "
+             f"({_binary(best.index_disk_bytes_p95)} at p95) and the whole store "
+             f"{100 * best.disk_ratio_p95:.1f} % of the disk at p95, under the {100 * ratio:g} % "
+             f"diskMaxUsedSpaceRatio; keeping the newest index file hot takes "
+             f"{_binary(best.page_cache_bytes)} of page cache")
+    if not best.is_plan:
+        text += f" (against {_binary(own.page_cache_bytes)})"
+    text += "."
+    left_out = [c for c in configurations if not c.fits]
+    if left_out:
+        text += " Left out because the disk would pass the ratio: " + ", ".join(
+            f"“{c.name}” ({100 * c.disk_ratio_p95:.1f} %)" for c in left_out) + "."
+    if best.hot_key_truncation_probability >= 0.5:
+        text += (f" Whatever the configuration, a query for the hot key is cut at "
+                 f"maxMsgsNumBatch = {best.max_msgs_num_batch} with probability "
+                 f"{100 * best.hot_key_truncation_probability:.0f} %: query it with narrower time windows.")
+    return Recommendation(best.name, True, text)
+
+
+def _kafka_record_bytes(plan: Plan) -> int:
+    return math.ceil(plan.messages.body_bytes.likely + plan.keys.key_bytes.likely + KAFKA_RECORD_OVERHEAD_BYTES)
+
+
+def analyse_plan(plan: Plan, *, samples: int = 2000, seed: int | None = None) -> PlanAnalysis:
+    """Run the model for the plan and for each [[compare]] alternative (the plan with that
+    alternative's hash_slot_num, index_num and max_msgs_num_batch): a likely estimate with the
+    real-hash key sample and `samples` Monte Carlo draws each (`seed` None: the plan's seed),
+    then :func:`recommend`. Cost: about 0.5 s per configuration at the default sizes.
+    """
+    if not isinstance(plan, Plan):
+        raise TypeError(f"plan must be a Plan (load_plan / parse_plan), got {type(plan).__name__}")
+    if isinstance(samples, bool) or not isinstance(samples, (int, np.integer)) or samples < 1:
+        raise ValueError(f"samples must be a positive int, got {samples!r}")
+    seed = plan.seed if seed is None else int(seed)
+    own, e, mc = _configuration(plan, "this plan", True, int(samples), seed)
+    configs = [own]
+    for alt in plan.compare:
+        other = plan.replace({"index.hash_slot_num": alt.hash_slot_num, "index.index_num": alt.index_num,
+                              "index.max_msgs_num_batch": alt.max_msgs_num_batch})
+        configs.append(_configuration(other, alt.name, False, int(samples), seed)[0])
+    record = _kafka_record_bytes(plan)
+    kafka = kafka_estimate(float(plan.traffic.messages_per_second.likely), record_bytes=record)
+    return PlanAnalysis(plan=plan, samples=int(samples), seed=seed, estimate=e, monte_carlo=mc,
+                        configurations=tuple(configs), recommendation=recommend(configs, plan),
+                        kafka_record_bytes=record, kafka=kafka)
+
+
+def _analysis(plan_or_analysis: Plan | PlanAnalysis, samples: int, seed: int | None) -> PlanAnalysis:
+    if isinstance(plan_or_analysis, PlanAnalysis):
+        return plan_or_analysis
+    return analyse_plan(plan_or_analysis, samples=samples, seed=seed)
+
+
+# ------------------------------------------------------------------------------ Kafka side
+
+
+def _side_by_side(a: PlanAnalysis) -> list[tuple[str, str, str]]:
+    """(quantity, RocketMQ, Kafka) rows at the likely rate."""
+    e, k = a.estimate, a.kafka
+    rocket_index_per_million = e.index_keys_per_message * e.index_file_bytes / e.keys_per_index_file * 1e6
+    rocket_cq_per_million = e.consume_queue_bytes_per_day / e.messages_per_day * 1e6
+    return [
+        ("log bytes per day", format_value(e.commitlog_bytes_per_day, "bytes"),
+         format_value(k.bytes_per_day, "bytes")),
+        ("log files per day", f"{e.commitlog_files_per_day:,.1f} CommitLog files",
+         f"{k.segments_per_day:,.1f} segments"),
+        ("stored bytes per message", f"{e.commitlog_record_bytes:,.1f} (CommitLog record)",
+         f"{k.batch_bytes:,} (a one-record batch)"),
+        ("index files per day", f"{e.index_files_per_day:,.2f} index files",
+         f"{2 * k.segments_per_day:,.1f} (an offset and a time index per segment)"),
+        ("time one index file covers", format_value(e.index_file_span_hours, "hours"),
+         format_value(k.hours_per_segment, "hours")),
+        ("index entries per file", f"{e.keys_per_index_file:,} (a key each)",
+         f"{k.index_entries_per_segment:,} (one per {k.batches_per_index_entry} batches)"),
+        ("what closes a file first", "index file full (index_num - 1 keys)", k.rolls_first),
+        ("index disk per million messages", format_value(rocket_index_per_million, "bytes"),
+         format_value(k.index_bytes_per_million_messages, "bytes")),
+        ("queue / offset lookup per million messages", f"{format_value(rocket_cq_per_million, 'bytes')} "
+         "(ConsumeQueue)", "in the offset index above"),
+        ("lookup by key", "hash slot walk in each index file the window overlaps",
+         "none (Kafka indexes offsets and times only)"),
+    ]
+
+
+# ------------------------------------------------------------------------------ JSON
+
+
+def report_json(plan: Plan | PlanAnalysis, *, samples: int = 2000, seed: int | None = None) -> dict[str, Any]:
+    """The report's numbers for machines: ``plan`` (TOML-shaped), ``estimate`` (every output
+    at the likely point), ``monte_carlo`` (output -> p5 / p50 / p95 / mean), ``configurations``,
+    ``recommendation``, ``kafka`` (with ``record_bytes``, the Kafka record size assumed) and
+    ``assumptions``. Infinite values (a threshold never reached) are null, so the dict is strict
+    JSON (``json.dumps(d, allow_nan=False)`` works). Same cost as :func:`analyse_plan`."""
+    a = _analysis(plan, samples, seed)
+    mc = {name: {col: _json_number(v) for col, v in row.items()}
+          for name, row in a.monte_carlo.to_dict(orient="index").items()}
+    return {
+        "name": a.plan.name,
+        "samples": a.samples,
+        "seed": a.seed,
+        "plan": a.plan.to_dict(),
+        "estimate": {k: _json_number(v) for k, v in a.estimate.as_dict().items()},
+        "monte_carlo": mc,
+        "configurations": [c.as_dict() for c in a.configurations],
+        "recommendation": a.recommendation.as_dict(),
+        "kafka": {"record_bytes": a.kafka_record_bytes, "messages_per_batch": 1,
+                  **{k: _json_number(v) for k, v in a.kafka.as_dict().items()}},
+        "assumptions": list(ASSUMPTIONS),
+    }
+
+
+# ------------------------------------------------------------------------------ figures
+
+
+def disk_over_days(a: PlanAnalysis, days: np.ndarray) -> dict[str, np.ndarray]:
+    """Bytes on disk of each store part at `days` since an empty store at the likely point:
+    held(t) = ∫ over the last K days of b e^(γu) du (K: each part's retention, b its bytes a
+    day, γ the growth), scaled so that without growth the plateau is the estimate's worst-moment
+    disk bytes of that part. Cost: O(days)."""
+    e, plan = a.estimate, a.plan
+    growth = math.log1p(plan.traffic.growth_percent_per_month.likely / 100.0) / (365.25 / 12)
+    commitlog_days = e.retained_hours / 24.0
+    after_days = commitlog_days + 1.0 / e.commitlog_files_per_day      # + one CommitLog file's span
+    t = np.asarray(days, float)
+
+    def held(keep: float) -> np.ndarray:
+        lo = np.maximum(0.0, t - keep)
+        if abs(growth) < 1e-12:
+            return (t - lo) / keep
+        return (np.exp(growth * t) - np.exp(growth * lo)) / growth / keep
+
+    out = {"CommitLog": e.commitlog_disk_bytes * held(commitlog_days),
+           "ConsumeQueue": e.consume_queue_disk_bytes * held(after_days),
+           "index": e.index_disk_bytes * held(after_days)}
+    if plan.disk.used_bytes:
+        out = {"other data": np.full(t.shape, float(plan.disk.used_bytes)), **out}
+    return out
+
+
+def _disk_figure(a: PlanAnalysis):
+    from rmqlab.viz.capacity import disk_usage_figure
+
+    e, d = a.estimate, a.plan.disk
+    reached = [x for x in (e.days_to_disk_max_used_space_ratio, e.days_to_disk_space_clean_forcibly_ratio,
+                           e.days_to_disk_space_warning_level_ratio) if math.isfinite(x)]
+    keep_days = e.retained_hours / 24.0 + 1.0 / e.commitlog_files_per_day
+    horizon = min(1.1 * max(reached), 5 * 365.25) if reached else max(4 * keep_days, 14.0)
+    horizon = max(horizon, 2 * keep_days)
+    days = np.linspace(0.0, horizon, 400)
+    fig = disk_usage_figure(days, disk_over_days(a, days), disk_bytes=d.capacity_bytes, thresholds={
+        "diskMaxUsedSpaceRatio": d.disk_max_used_space_ratio,
+        "diskSpaceCleanForciblyRatio": d.disk_space_clean_forcibly_ratio,
+        "diskSpaceWarningLevelRatio": d.disk_space_warning_level_ratio})
+    ax = fig.axes[0]
+    if e.days_to_disk_max_used_space_ratio <= horizon:
+        x = e.days_to_disk_max_used_space_ratio
+        ax.axvline(x, color="#555555", linestyle=":", linewidth=1)
+        ax.annotate(f"day {x:,.0f}: diskMaxUsedSpaceRatio", (x, 0), xytext=(-4, 6),
+                    textcoords="offset points", rotation=90, ha="right", va="bottom", fontsize="small")
+    ax.set_title(f"disk usage from an empty store (likely inputs, growth "
+                 f"{a.plan.traffic.growth_percent_per_month.likely:g} %/month)", fontsize="medium")
+    ax.legend(fontsize="small", loc="upper left", ncol=2)
+    return fig
+
+
+def _fill_figure(a: PlanAnalysis):
+    from rmqlab.viz.capacity import index_fill_time_figure
+
+    mc = a.monte_carlo
+    rates = [mc.loc["index_keys_per_day", p] / 86400.0 for p in ("p5", "p50", "p95")]
+    peak = a.estimate.keys_per_index_file / (a.estimate.hours_to_fill_index_file_at_peak * 3600.0)
+    fig = index_fill_time_figure(sorted(set(rates + [peak])), index_num=a.plan.index.index_num)
+    fig.axes[0].set_title(f"time to fill an index file of {a.plan.index.index_num:,} entries "
+                          f"(key rate p5, p50, p95 and the peak)", fontsize="medium")
+    return fig
+
+
+def _chain_figure(a: PlanAnalysis):
+    from rmqlab.viz.capacity import sampled_chain_lengths_figure
+
+    s = a.estimate.sample
+    scaled = "" if s.scale == 1.0 else f"\n(the file simulated at {s.scale:.3g} × its slots, same load factor)"
+    return sampled_chain_lengths_figure(
+        s.histogram, title=f"a full file from the real hash of sampled keys: "
+                           f"{s.entries:,} keys in {s.hash_slot_num:,} slots{scaled}")
+
+
+def _scale_note(a: PlanAnalysis) -> str:
+    s = a.estimate.sample
+    if s is None or s.scale == 1.0:
+        return ""
+    return (f"; the sample is the file at {s.scale:.3g} × its size with the hot vocabulary shrunk alike, "
+            f"so its longest chains are shorter than the real file's, while the shares of short chains "
+            f"are the same")
+
+
+def _figures(a: PlanAnalysis) -> list[tuple[str, str, Any]]:
+    """(id, caption, figure) in report order."""
+    from rmqlab.viz.capacity import load_factor_comparison_figure, load_factor_figure
+
+    ix = a.plan.index
+    out = [
+        ("disk-usage", "Bytes on disk over days against the disk size and RocketMQ's three disk "
+                       "ratios, filling from an empty store at the likely inputs.", _disk_figure(a)),
+        ("index-fill-time", "Hours to fill one index file (the time span it covers) against the "
+                            "key rate; marked: the Monte Carlo p5 / p50 / p95 of the mean key rate "
+                            "and the likely peak rate.", _fill_figure(a)),
+        ("load-factor", f"The plan's configuration ({ix.hash_slot_num:,} slots × {ix.index_num:,} "
+                        "entries) for a uniform hash: chain lengths of a full file and entries a "
+                        "query reads as the file fills.", load_factor_figure(ix.hash_slot_num, ix.index_num)),
+        ("sampled-chains", "The same file from the real Java hash of keys shaped like the plan's "
+                           "(UNIQ_KEY ids, one-off ids, Zipf hot keys): hot keys put many times "
+                           "make the long chains on the right" + _scale_note(a) + ".", _chain_figure(a)),
+    ]
+    if len(a.configurations) > 1:
+        configs = {c.name: (c.hash_slot_num, c.index_num) for c in a.configurations}
+        out.append(("configurations", "The configurations compared, each file full (uniform hash).",
+                    load_factor_comparison_figure(configs, figsize=(max(12.0, 1.5 + 2.6 * len(configs)), 5.4))))
+    return out
+
+
+# ------------------------------------------------------------------------------ HTML
+
+_CSS = """
+body { font-family: -apple-system, "Segoe UI", Helvetica, Arial, sans-serif; color: #222;
+       margin: 0; background: #fafafa; line-height: 1.45; }
+main { max-width: 1200px; margin: 0 auto; padding: 24px 32px 48px; background: #fff; }
+h1 { font-size: 1.7em; margin: 0.2em 0 0.1em; }
+h2 { font-size: 1.3em; margin-top: 2em; border-bottom: 2px solid #e3e3e3; padding-bottom: 4px; }
+.sub { color: #666; margin-top: 0; }
+nav { font-size: 0.92em; margin: 0.8em 0 1.2em; }
+nav a { margin-right: 1.1em; color: #1f5fa8; text-decoration: none; }
+.recommendation { background: #eef6ee; border-left: 5px solid #3c8d40; padding: 10px 16px; }
+.recommendation.nofit { background: #fdf0ee; border-left-color: #b3261e; }
+.findings li { margin: 0.2em 0; }
+table { border-collapse: collapse; font-size: 0.88em; margin: 0.6em 0 1em; }
+.wide { overflow-x: auto; }
+table.configurations { font-size: 0.8em; }
+th, td { border: 1px solid #d6d6d6; padding: 3px 9px; vertical-align: top; }
+th { background: #f1f1f1; text-align: left; }
+td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
+tr.best td { background: #eef6ee; font-weight: 600; }
+tr.nofit td { color: #8a1c14; }
+td.section { background: #f7f7f7; font-weight: 600; }
+figure { margin: 1.2em 0 2em; }
+figure img { max-width: 100%; height: auto; border: 1px solid #e3e3e3; display: block; }
+figcaption { color: #555; font-size: 0.9em; margin-top: 4px; }
+code { background: #f3f3f3; padding: 0 3px; }
+ul.assumptions li { margin: 0.35em 0; }
+footer { color: #888; font-size: 0.85em; margin-top: 3em; }
+"""
+
+#: The report's section headings, in order (id, title).
+SECTIONS: tuple[tuple[str, str], ...] = (
+    ("recommendation", "Recommendation"),
+    ("results", "Results"),
+    ("figures", "Figures"),
+    ("configurations", "Configurations compared"),
+    ("kafka", "Kafka side by side"),
+    ("inputs", "Inputs"),
+    ("assumptions", "Assumptions and limits"),
+)
+
+
+def _esc(x: Any) -> str:
+    return html.escape(str(x))
+
+
+def _table(head: Sequence[str], rows: Sequence[Sequence[Any]], *, numeric_from: int = 1,
+           row_classes: Sequence[str] | None = None, css_class: str = "") -> str:
+    out = [f'<table class="{_esc(css_class)}"><thead><tr>'
+           + "".join(f"<th>{_esc(h)}</th>" for h in head) + "</tr></thead><tbody>"]
+    for i, row in enumerate(rows):
+        cls = f' class="{row_classes[i]}"' if row_classes and row_classes[i] else ""
+        cells = "".join(f'<td class="num">{_esc(v)}</td>' if j >= numeric_from else f"<td>{_esc(v)}</td>"
+                        for j, v in enumerate(row))
+        out.append(f"<tr{cls}>{cells}</tr>")
+    out.append("</tbody></table>")
+    return "".join(out)
+
+
+def _png_data_uri(fig, dpi: int) -> str:
+    from rmqlab.viz._widgetkit import figure_png
+
+    return "data:image/png;base64," + base64.b64encode(figure_png(fig, dpi=dpi)).decode("ascii")
+
+
+def _input_text(value: Any, kind: str) -> str:
+    if value is None:
+        return "(derived)"
+    if isinstance(value, Interval):
+        fmt = (lambda x: f"{x:,g}")
+        if value.is_point:
+            return fmt(value.likely)
+        return f"{fmt(value.low)} / {fmt(value.likely)} / {fmt(value.high)}"
+    if kind == "size":
+        return f"{_binary(value)} ({value:,} bytes)" if value else "0"
+    if kind == "topics":
+        return ", ".join(value)
+    if kind == "hours":
+        return ";".join(f"{h:02d}" for h in value)
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        return f"{value:,g}"
+    if isinstance(value, int):
+        return f"{value:,}"
+    return str(value)
+
+
+def _inputs_html(plan: Plan) -> str:
+    rows, classes = [], []
+    for sec, fields_ in FIELDS.items():
+        if sec == "plan":
+            continue
+        rows.append((f"[{sec}]", "", "", "", ""))
+        classes.append("")
+        obj = getattr(plan, sec)
+        for key, f in fields_.items():
+            rows.append((f"{sec}.{key}", _input_text(getattr(obj, key), f.kind), f.unit, f.rocketmq, f.doc))
+            classes.append("")
+    body = _table(["input", "value (low / likely / high)", "unit", "RocketMQ", "meaning"], rows,
+                  numeric_from=99)
+    # section rows span the table visually
+    body = body.replace("<tr><td>[", '<tr><td class="section">[')
+    if plan.compare:
+        body += "<p>Alternative index configurations ([[compare]]):</p>" + _table(
+            ["name", "hash_slot_num", "index_num", "max_msgs_num_batch"],
+            [(c.name, f"{c.hash_slot_num:,}", f"{c.index_num:,}", f"{c.max_msgs_num_batch:,}")
+             for c in plan.compare])
+    return body
+
+
+def _results_html(a: PlanAnalysis) -> str:
+    e, mc = a.estimate.as_dict(), a.monte_carlo
+    rows = [(label, format_value(e[name], kind), *(format_value(mc.loc[name, p], kind) for p in ("p5", "p50", "p95")))
+            for name, label, kind in RESULT_ROWS]
+    return (f"<p>“likely”: every input at its likely value. p5 / p50 / p95: percentiles of "
+            f"{a.samples:,} Monte Carlo draws (seed {a.seed}), each interval drawn from PERT(low, likely, high).</p>"
+            + _table(["output", "likely", "p5", "p50", "p95"], rows, css_class="results"))
+
+
+def _configurations_html(a: PlanAnalysis) -> str:
+    rows, classes = [], []
+    for c in a.configurations:
+        rows.append((c.name, f"{c.hash_slot_num:,}", f"{c.index_num:,}", f"{c.load_factor:.2f}",
+                     format_value(c.index_file_bytes, "bytes"), format_value(c.hours_to_fill_index_file, "hours"),
+                     format_value(c.index_disk_bytes, "bytes"), format_value(c.index_disk_bytes_p95, "bytes"),
+                     f"{100 * c.disk_ratio_p95:.1f} %", "yes" if c.fits else "no",
+                     f"{c.occupancy * 100:.2f} %", f"{c.index_files_per_query:.2f}",
+                     f"{c.entries_read_per_query_hit:.2f}", f"{c.entries_read_per_query_miss:.2f}",
+                     format_value(c.page_cache_bytes, "bytes"),
+                     format_value(c.hot_key_truncation_probability, "percent")))
+        classes.append("best" if c.name == a.recommendation.configuration else ("nofit" if not c.fits else ""))
+    return _table(["configuration", "slots", "entries", "λ", "file", "fills in", "index disk", "index disk p95",
+                   "store / disk p95", "fits", "occupancy", "files / query", "entries / query (hit)",
+                   "entries / query (miss)", "page cache", "hot key cut"], rows, row_classes=classes,
+                  css_class="configurations")
+
+
+def _findings(a: PlanAnalysis) -> list[str]:
+    e, mc = a.estimate, a.monte_carlo
+    out = [
+        f"{e.index_files_per_day:,.1f} index files a day (p5-p95 {mc.loc['index_files_per_day', 'p5']:,.1f}"
+        f"-{mc.loc['index_files_per_day', 'p95']:,.1f}); one fills in {format_value(e.hours_to_fill_index_file, 'hours')}.",
+        f"{format_value(e.total_disk_bytes, 'bytes')} on disk at steady state (p95 "
+        f"{format_value(mc.loc['total_disk_bytes', 'p95'], 'bytes')}): CommitLog "
+        f"{format_value(e.commitlog_disk_bytes, 'bytes')}, ConsumeQueue {format_value(e.consume_queue_disk_bytes, 'bytes')}, "
+        f"index {format_value(e.index_disk_bytes, 'bytes')}.",
+        f"diskMaxUsedSpaceRatio reached after {format_value(e.days_to_disk_max_used_space_ratio, 'days')} "
+        f"(p5 {format_value(mc.loc['days_to_disk_max_used_space_ratio', 'p5'], 'days')}).",
+        f"A key lookup reads {e.entries_read_hit:.2f} entries per file for a stored key, "
+        f"{e.entries_read_miss:.2f} for a missing one; the hot key's query is cut at maxMsgsNumBatch with "
+        f"probability {format_value(e.hot_key_truncation_probability, 'percent')}.",
+    ]
+    return out
+
+
+def render_report(plan: Plan | PlanAnalysis, *, samples: int = 2000, seed: int | None = None,
+                  dpi: int = 96) -> str:
+    """The report as one self-contained HTML page: inline CSS, figures as base64 PNG
+    ``<img>``, no scripts and no external links. Sections (``<h2 id=...>``, see
+    :data:`SECTIONS`): recommendation, results (likely and Monte Carlo p5 / p50 / p95), figures
+    (disk over days, index fill time, load factor, sampled chains, configurations compared),
+    configurations compared, Kafka side by side, inputs, assumptions and limits. `plan`: a
+    :class:`Plan` (analysed here with `samples` and `seed`) or a :class:`PlanAnalysis`.
+    Cost: :func:`analyse_plan` plus about 1 s of drawing; a few hundred KB of HTML.
+    """
+    a = _analysis(plan, samples, seed)
+    p = a.plan
+    rec = a.recommendation
+    parts = ["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
+             '<meta name="viewport" content="width=device-width, initial-scale=1">',
+             f"<title>Capacity plan: {_esc(p.name)}</title><style>{_CSS}</style></head><body><main>",
+             f"<h1>Capacity plan: {_esc(p.name)}</h1>",
+             f'<p class="sub">RocketMQ store sized by rmqlab.capacity: index, ConsumeQueue and CommitLog '
+             f"under {format_value(p.retention.file_reserved_time_hours.likely, 'hours')} of retention on a "
+             f"{format_value(p.disk.capacity_bytes, 'bytes')} disk, "
+             f"{p.traffic.messages_per_second.likely:,g} messages/s likely.</p>",
+             "<nav>" + "".join(f'<a href="#{sid}">{_esc(title)}</a>' for sid, title in SECTIONS) + "</nav>",
+             '<ul class="findings">' + "".join(f"<li>{_esc(t)}</li>" for t in _findings(a)) + "</ul>"]
+
+    parts.append(f'<h2 id="recommendation">Recommendation</h2>'
+                 f'<p class="recommendation{"" if rec.fits else " nofit"}">{_esc(rec.text)}</p>')
+    parts.append('<h2 id="results">Results</h2>' + _results_html(a))
+    parts.append('<h2 id="figures">Figures</h2>')
+    for fid, caption, fig in _figures(a):
+        parts.append(f'<figure id="fig-{fid}"><img alt="{_esc(caption)}" src="{_png_data_uri(fig, dpi)}">'
+                     f"<figcaption>{_esc(caption)}</figcaption></figure>")
+    parts.append('<h2 id="configurations">Configurations compared</h2>'
+                 "<p>Each configuration under the plan's traffic. “fits”: the store's p95 disk plus other "
+                 "data stays under diskMaxUsedSpaceRatio. Entries per query for a stored key: the hit "
+                 "file's walk plus a missing-key walk in every other file the window overlaps. "
+                 "The recommended row is highlighted.</p>"
+                 f'<div class="wide">{_configurations_html(a)}</div>')
+    parts.append('<h2 id="kafka">Kafka side by side</h2>'
+                 f"<p>The same traffic in Kafka with its defaults (1 GiB segments, 10 MiB index files, an "
+                 f"index entry every 4096 bytes), one {a.kafka_record_bytes:,}-byte record per batch.</p>"
+                 + _table(["quantity", "RocketMQ", "Kafka"], _side_by_side(a), numeric_from=99))
+    parts.append('<h2 id="inputs">Inputs</h2>' + _inputs_html(p))
+    parts.append('<h2 id="assumptions">Assumptions and limits</h2><ul class="assumptions">'
+                 + "".join(f"<li>{_esc(t)}</li>" for t in ASSUMPTIONS) + "</ul>")
+    from rmqlab import __version__
+
+    parts.append(f"<footer>rmqlab {__version__} · {a.samples:,} Monte Carlo samples, seed {a.seed} · "
+                 "the model's equations: rmqlab/capacity/README.md</footer></main></body></html>")
+    return "\n".join(parts)
+
+
+def write_report(plan: Plan | PlanAnalysis, path: str | os.PathLike, *, samples: int = 2000,
+                 seed: int | None = None) -> Path:
+    """:func:`render_report` written to `path` (UTF-8); returns the path."""
+    out = Path(path)
+    out.write_text(render_report(plan, samples=samples, seed=seed), encoding="utf-8")
+    return out
+
+
+# ------------------------------------------------------------------------------ the widget
+
+#: The explorer's sliders: dotted plan field -> (label, min, max, step, int?).
+EXPLORER_INPUTS: dict[str, tuple[str, float, float, float, bool]] = {
+    "traffic.messages_per_second": ("messages/s", 10, 50_000, 10, False),
+    "keys.keys_per_message": ("keys/message", 1, 8, 0.1, False),
+    "retention.file_reserved_time_hours": ("retention h", 1, 720, 1, False),
+    "index.hash_slot_num": ("hash slots", 100_000, 20_000_000, 100_000, True),
+    "index.index_num": ("index entries", 1_000_000, 80_000_000, 1_000_000, True),
+}
+
+
+class PlanExplorer:
+    """Sliders for the main inputs of a plan (rate, keys per message, retention, hash_slot_num,
+    index_num); each change re-runs :func:`estimate` on ``plan.replace({field: value})`` (a
+    slider sets its field to one value, no interval) and redraws the results table, the disk
+    usage and the load-factor charts. An invalid combination (index_num below hash_slot_num)
+    shows the PlanError's message instead. Cost per change: one estimate (about 0.3 s with the
+    key sample) plus drawing.
+
+    ``explorer.set(**{"traffic.messages_per_second": 2000})`` moves sliders from code;
+    :attr:`plan` and :attr:`estimate` are the current ones; :attr:`widget` is what a notebook
+    shows.
+    """
+
+    def __init__(self, plan: Plan, *, sample: bool = True, dpi: int = 72):
+        import ipywidgets as widgets
+
+        from rmqlab.capacity.plan import PlanError
+
+        if not isinstance(plan, Plan):
+            raise TypeError(f"plan must be a Plan, got {type(plan).__name__}")
+        self._PlanError = PlanError
+        self.base = plan
+        self.plan = plan
+        self._sample = sample
+        self._dpi = dpi
+        self.error: str | None = None
+        self.sliders: dict[str, Any] = {}
+        for path, (label, lo, hi, step, integer) in EXPLORER_INPUTS.items():
+            value = self._value_of(plan, path)
+            lo, hi = min(lo, value), max(hi, value)
+            cls = widgets.IntSlider if integer else widgets.FloatSlider
+            s = cls(value=int(value) if integer else value, min=lo, max=hi, step=step, description=label,
+                    continuous_update=False, style={"description_width": "110px"},
+                    layout=widgets.Layout(width="520px"))
+            s.add_class("rmqlab-plan-" + path.replace(".", "-").replace("_", "-"))
+            s.observe(self._on_change, names="value")
+            self.sliders[path] = s
+        self.status = widgets.HTML()
+        self.table = widgets.HTML()
+        self.disk_image = widgets.Image(format="png", layout=widgets.Layout(max_width="100%"))
+        self.load_image = widgets.Image(format="png", layout=widgets.Layout(max_width="100%"))
+        self.widget = widgets.VBox([widgets.VBox(list(self.sliders.values())), self.status, self.table,
+                                    self.disk_image, self.load_image])
+        self.widget.add_class("rmqlab-plan-explorer")
+        self.estimate: Estimate | None = None
+        self._update()
+
+    @staticmethod
+    def _value_of(plan: Plan, path: str) -> float:
+        sec, key = path.split(".")
+        v = getattr(getattr(plan, sec), key)
+        return v.likely if isinstance(v, Interval) else v
+
+    def changes(self) -> dict[str, Any]:
+        """The slider values as ``Plan.replace`` changes (only those differing from the base)."""
+        out = {}
+        for path, s in self.sliders.items():
+            if s.value != self._value_of(self.base, path):
+                out[path] = s.value
+        return out
+
+    def set(self, changes: Mapping[str, Any] | None = None, **plain: Any) -> None:
+        """Move sliders (by dotted field) and update once."""
+        self._hold = True
+        try:
+            for path, value in {**(changes or {}), **plain}.items():
+                if path not in self.sliders:
+                    raise ValueError(f"no slider for {path!r}; sliders: {', '.join(self.sliders)}")
+                self.sliders[path].value = value
+        finally:
+            self._hold = False
+        self._update()
+
+    def _on_change(self, _change) -> None:
+        if not getattr(self, "_hold", False):
+            self._update()
+
+    def _update(self) -> None:
+        from rmqlab.viz._widgetkit import figure_png
+        from rmqlab.viz.capacity import load_factor_figure
+
+        try:
+            plan = self.base.replace(self.changes())
+        except self._PlanError as e:
+            self.error = str(e)
+            self.status.value = f'<div class="rmqlab-error" style="color:#b00020">{_esc(e)}</div>'
+            return
+        self.error = None
+        self.status.value = ""
+        self.plan = plan
+        self.estimate = estimate(plan, sample=self._sample)
+        e = self.estimate.as_dict()
+        rows = [(label, format_value(e[name], kind)) for name, label, kind in RESULT_ROWS]
+        self.table.value = _table(["output", "likely"], rows)
+        analysis = PlanAnalysis(plan=plan, samples=0, seed=plan.seed, estimate=self.estimate,
+                                monte_carlo=pd.DataFrame(), configurations=(), recommendation=
+                                Recommendation("", True, ""), kafka_record_bytes=0, kafka=None)
+        self.disk_image.value = figure_png(_disk_figure(analysis), dpi=self._dpi)
+        self.load_image.value = figure_png(load_factor_figure(plan.index.hash_slot_num, plan.index.index_num),
+                                           dpi=self._dpi)
+
+    def _repr_mimebundle_(self, **kwargs):
+        return self.widget._repr_mimebundle_(**kwargs)

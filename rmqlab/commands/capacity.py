@@ -1,0 +1,97 @@
+"""`rmqlab capacity report|estimate|example`: size a broker from a plan (TOML).
+
+``rmqlab capacity example > plan.toml`` prints a commented plan; ``rmqlab capacity estimate
+plan.toml`` prints the model's outputs at the likely point; ``rmqlab capacity report plan.toml
+--out report.html`` writes the self-contained HTML report (``--json``: its numbers on stdout).
+A bad plan exits with status 2 and the PlanError message, which starts with the field's dotted
+path (``traffic.messages_per_second: must be > 0, got -5``), on stderr.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from rmqlab.capacity.plan import EXAMPLE_PLAN_TOML, POINTS, PlanError, load_plan
+
+#: Exit status of a plan with bad input: a usage error, as argparse's.
+BAD_PLAN = 2
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    cap = sub.add_parser("capacity", help="capacity planning: disk, index files, query cost from a plan (TOML)")
+    csub = cap.add_subparsers(dest="capacity_command", required=True)
+
+    p = csub.add_parser("report", help="write the HTML report of a plan (figures embedded); --json for machines")
+    p.add_argument("plan", metavar="PLAN.toml")
+    p.add_argument("--out", metavar="FILE.html", help="where to write the HTML report")
+    p.add_argument("--samples", type=int, default=2000, metavar="N", help="Monte Carlo draws (default 2000)")
+    p.add_argument("--seed", type=int, metavar="S", help="Monte Carlo seed (default: the plan's seed)")
+    p.add_argument("--json", action="store_true", help="print the report's numbers as JSON to stdout")
+    p.set_defaults(run=_report)
+
+    p = csub.add_parser("estimate", help="the model's outputs for a plan at one point of its intervals")
+    p.add_argument("plan", metavar="PLAN.toml")
+    p.add_argument("--point", choices=POINTS, default="likely", help="every interval at this value (default likely)")
+    p.add_argument("--json", action="store_true", help="print JSON to stdout")
+    p.set_defaults(run=_estimate)
+
+    p = csub.add_parser("example", help="print a commented example plan (every field, unit and RocketMQ name)")
+    p.set_defaults(run=_example)
+
+
+def _bad_plan(e: PlanError) -> int:
+    print(f"rmqlab: error: {e}", file=sys.stderr)
+    return BAD_PLAN
+
+
+def _report(args) -> int:
+    from rmqlab.capacity.report import analyse_plan, render_report, report_json
+
+    if not args.out and not args.json:
+        print("rmqlab: error: give --out FILE.html, --json, or both", file=sys.stderr)
+        return BAD_PLAN
+    if args.samples < 1:
+        print(f"rmqlab: error: --samples must be >= 1, got {args.samples}", file=sys.stderr)
+        return BAD_PLAN
+    try:
+        plan = load_plan(args.plan)
+    except PlanError as e:
+        return _bad_plan(e)
+    analysis = analyse_plan(plan, samples=args.samples, seed=args.seed)
+    if args.out:
+        text = render_report(analysis)
+        with open(args.out, "w", encoding="utf-8") as f:
+            f.write(text)
+        print(f"wrote {args.out} ({len(text.encode()):,} bytes). {analysis.recommendation.text}", file=sys.stderr)
+    if args.json:
+        print(json.dumps(report_json(analysis), indent=2, allow_nan=False))
+    return 0
+
+
+def _estimate(args) -> int:
+    from rmqlab.capacity.model import estimate
+    from rmqlab.capacity.report import _json_number, format_value, output_kind
+
+    try:
+        plan = load_plan(args.plan)
+    except PlanError as e:
+        return _bad_plan(e)
+    e = estimate(plan, args.point)
+    values = e.as_dict()
+    if args.json:
+        print(json.dumps({"name": plan.name, "point": args.point,
+                          "estimate": {k: _json_number(v) for k, v in values.items()}},
+                         indent=2, allow_nan=False))
+        return 0
+    width = max(len(k) for k in values)
+    print(f"# {plan.name}: every interval at its {args.point} value")
+    for name, value in values.items():
+        shown = format_value(value, output_kind(name))
+        print(f"{name:<{width}}  {shown}")
+    return 0
+
+
+def _example(args) -> int:
+    sys.stdout.write(EXAMPLE_PLAN_TOML)
+    return 0

@@ -1,0 +1,381 @@
+"""The capacity report (rmqlab.capacity.report): one self-contained HTML page and a JSON dict
+whose numbers are the model's own (checked against estimate / monte_carlo / kafka_estimate
+called here directly), a recommendation checked against a brute-force choice over the
+configurations, the disk-over-days curve against numerical integration, and the PlanExplorer
+widget against estimate(plan.replace(...)).
+"""
+from __future__ import annotations
+
+import base64
+import io
+import json
+import math
+import re
+import tomllib
+from html.parser import HTMLParser
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+from hypothesis import given, settings, strategies as st  # noqa: E402
+
+from rmqlab.capacity import EXAMPLE_PLAN_TOML, estimate, kafka_estimate, monte_carlo, parse_plan  # noqa: E402
+from rmqlab.capacity.report import (  # noqa: E402
+    KAFKA_RECORD_OVERHEAD_BYTES,
+    RESULT_ROWS,
+    SECTIONS,
+    PlanAnalysis,
+    analyse_plan,
+    disk_over_days,
+    format_value,
+    render_report,
+    report_json,
+)
+
+SAMPLES = 300
+
+
+@pytest.fixture(scope="module")
+def plan():
+    return parse_plan(tomllib.loads(EXAMPLE_PLAN_TOML))
+
+
+@pytest.fixture(scope="module")
+def analysis(plan):
+    return analyse_plan(plan, samples=SAMPLES)
+
+
+@pytest.fixture(scope="module")
+def page(analysis):
+    return render_report(analysis)
+
+
+class _Page(HTMLParser):
+    """Tags, attributes and the text of table cells and headings of an HTML page."""
+
+    def __init__(self):
+        super().__init__()
+        self.tags: list[tuple[str, dict]] = []
+        self.headings: list[tuple[str, str | None, str]] = []
+        self.rows: list[list[str]] = []
+        self._heading = None
+        self._cell = None
+        self._row = None
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        self.tags.append((tag, a))
+        if tag in ("h1", "h2"):
+            self._heading = [tag, a.get("id"), ""]
+        elif tag == "tr":
+            self._row = []
+        elif tag in ("td", "th"):
+            self._cell = ""
+
+    def handle_endtag(self, tag):
+        if tag in ("h1", "h2") and self._heading:
+            self.headings.append(tuple(self._heading))
+            self._heading = None
+        elif tag in ("td", "th") and self._cell is not None:
+            self._row.append(self._cell.strip())
+            self._cell = None
+        elif tag == "tr" and self._row is not None:
+            self.rows.append(self._row)
+            self._row = None
+
+    def handle_data(self, data):
+        if self._heading is not None:
+            self._heading[2] += data
+        if self._cell is not None:
+            self._cell += data
+
+
+def parsed(text: str) -> _Page:
+    p = _Page()
+    p.feed(text)
+    return p
+
+
+def json_numbers(d: dict) -> dict:
+    return {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in d.items()}
+
+
+# ------------------------------------------------------------------------------ the page
+
+
+def test_the_page_is_self_contained_with_every_section_and_figure(page):
+    p = parsed(page)
+    tags = {t for t, _ in p.tags}
+    assert "script" not in tags and "link" not in tags and "iframe" not in tags
+    for tag, attrs in p.tags:
+        for name in ("src", "href"):
+            value = attrs.get(name)
+            if value is not None:
+                assert value.startswith("#") or value.startswith("data:image/png;base64,"), (tag, value[:60])
+    assert "http://" not in page and "https://" not in page and "url(" not in page
+    assert [(hid, text) for tag, hid, text in p.headings if tag == "h2"] == list(SECTIONS)
+    images = [a["src"] for t, a in p.tags if t == "img"]
+    assert len(images) == 5          # disk, fill time, load factor, sampled chains, comparison
+    for src in images:
+        png = base64.b64decode(src.split(",", 1)[1], validate=True)
+        assert png[:8] == b"\x89PNG\r\n\x1a\n"
+        width, height = int.from_bytes(png[16:20], "big"), int.from_bytes(png[20:24], "big")
+        assert width > 400 and height > 200
+        image = matplotlib.image.imread(io.BytesIO(png), format="png")
+        assert image.std() > 0.01          # not a blank picture
+    ids = {a.get("id") for t, a in p.tags if t == "figure"}
+    assert ids == {"fig-disk-usage", "fig-index-fill-time", "fig-load-factor", "fig-sampled-chains",
+                   "fig-configurations"}
+
+
+def test_results_table_shows_the_models_numbers(plan, page):
+    rows = {r[0]: r[1:] for r in parsed(page).rows if len(r) == 5}
+    likely = estimate(plan).as_dict()
+    mc = monte_carlo(plan, SAMPLES, plan.seed)
+    assert len(RESULT_ROWS) == len([label for _, label, _ in RESULT_ROWS if label in rows])
+    for name, label, kind in RESULT_ROWS:
+        expected = [format_value(likely[name], kind)] + [format_value(mc.loc[name, p], kind)
+                                                         for p in ("p5", "p50", "p95")]
+        assert rows[label] == expected, name
+    # spot checks of units against the raw numbers
+    assert rows["index on disk"][0] == f"{likely['index_disk_bytes'] / 2**30:,.2f} GiB"
+    assert rows["index files on disk"][0] == f"{likely['index_files_on_disk']:,}"
+
+
+def test_inputs_table_shows_every_interval_as_low_likely_high(plan, page):
+    rows = {r[0]: r for r in parsed(page).rows if len(r) == 5}
+    assert rows["traffic.messages_per_second"][1] == "800 / 1,000 / 1,500"
+    assert rows["keys.zipf_s"][1] == "0.8 / 1.1 / 1.4"
+    assert rows["index.hash_slot_num"][1] == "5,000,000" and rows["index.hash_slot_num"][3] == "maxHashSlotNum"
+    assert rows["disk.capacity_bytes"][1].startswith("2.00 TiB")
+    assert rows["retention.file_reserved_time_hours"][3] == "fileReservedTime"
+
+
+def test_kafka_side_by_side_uses_kafka_estimate(plan, analysis, page):
+    record = math.ceil(plan.messages.body_bytes.likely + plan.keys.key_bytes.likely + KAFKA_RECORD_OVERHEAD_BYTES)
+    expected = kafka_estimate(plan.traffic.messages_per_second.likely, record_bytes=record)
+    assert analysis.kafka == expected and analysis.kafka_record_bytes == record
+    rows = {r[0]: r[1:] for r in parsed(page).rows if len(r) == 3}
+    assert rows["what closes a file first"][1] == expected.rolls_first
+    assert rows["index disk per million messages"][1] == format_value(expected.index_bytes_per_million_messages, "bytes")
+    e = estimate(plan)
+    rocket = e.index_keys_per_message * e.index_file_bytes / e.keys_per_index_file * 1e6
+    assert rows["index disk per million messages"][0] == format_value(rocket, "bytes")
+
+
+# ------------------------------------------------------------------------------ JSON
+
+
+def test_report_json_is_strict_json_with_the_models_numbers(plan, analysis):
+    d = report_json(analysis)
+    text = json.dumps(d, allow_nan=False)
+    assert json.loads(text) == d
+    assert d["estimate"] == json_numbers(estimate(plan).as_dict())
+    mc = monte_carlo(plan, SAMPLES, plan.seed)
+    assert d["monte_carlo"] == {name: json_numbers(row) for name, row in mc.to_dict(orient="index").items()}
+    assert parse_plan(d["plan"]) == plan
+    assert [c["name"] for c in d["configurations"]] == ["this plan"] + [c.name for c in plan.compare]
+    assert d["recommendation"]["configuration"] in {c["name"] for c in d["configurations"]}
+    assert d["kafka"]["rolls_first"] == analysis.kafka.rolls_first and d["samples"] == SAMPLES
+    assert d["assumptions"]
+
+
+def test_report_json_from_a_plan_equals_the_one_from_its_analysis(plan, analysis):
+    assert report_json(plan, samples=SAMPLES) == report_json(analysis)
+    other = report_json(plan, samples=SAMPLES, seed=plan.seed + 1)
+    assert other["monte_carlo"] != report_json(analysis)["monte_carlo"]
+    assert other["estimate"] == report_json(analysis)["estimate"]
+
+
+def test_a_threshold_never_reached_is_null_in_json_and_never_in_html():
+    plan = parse_plan({"traffic": {"messages_per_second": 50}})       # no growth: a steady state
+    a = analyse_plan(plan, samples=50)
+    assert math.isinf(a.estimate.days_to_disk_max_used_space_ratio)
+    d = report_json(a)
+    assert d["estimate"]["days_to_disk_max_used_space_ratio"] is None
+    html_page = parsed(render_report(a))
+    rows = {r[0]: r[1:] for r in html_page.rows if len(r) == 5}
+    assert rows["days to diskMaxUsedSpaceRatio"] == ["never"] * 4
+    assert len([1 for t, _ in html_page.tags if t == "img"]) == 4    # nothing to compare
+
+
+# ------------------------------------------------------------------------------ configurations
+
+
+def brute_force_choice(plan, samples):
+    """The recommendation's rule, recomputed from estimate / monte_carlo of each configuration."""
+    configs = [("this plan", plan)] + [
+        (alt.name, plan.replace({"index.hash_slot_num": alt.hash_slot_num, "index.index_num": alt.index_num,
+                                 "index.max_msgs_num_batch": alt.max_msgs_num_batch})) for alt in plan.compare]
+    rows = []
+    for name, p in configs:
+        e = estimate(p)
+        mc = monte_carlo(p, samples, plan.seed)
+        fits = mc.loc["total_disk_bytes", "p95"] + p.disk.used_bytes <= p.disk.disk_max_used_space_ratio * p.disk.capacity_bytes
+        reads = e.entries_read_hit + (e.index_files_per_query - 1) * e.entries_read_miss
+        rows.append((name, fits, reads, e.index_disk_bytes, mc.loc["total_disk_bytes", "p95"]))
+    fitting = [r for r in rows if r[1]]
+    if not fitting:
+        return min(rows, key=lambda r: r[4])[0], False, rows
+    return min(fitting, key=lambda r: (r[2], r[3]))[0], True, rows
+
+
+def test_configurations_match_the_model_for_each_alternative(plan, analysis):
+    assert len(analysis.configurations) == 1 + len(plan.compare)
+    for c, alt in zip(analysis.configurations[1:], plan.compare):
+        p = plan.replace({"index.hash_slot_num": alt.hash_slot_num, "index.index_num": alt.index_num})
+        e = estimate(p)
+        assert (c.hash_slot_num, c.index_num, c.index_disk_bytes, c.occupancy, c.entries_read_hit) == \
+            (alt.hash_slot_num, alt.index_num, e.index_disk_bytes, e.occupancy, e.entries_read_hit)
+        assert c.index_file_bytes == 40 + 4 * alt.hash_slot_num + 20 * alt.index_num
+        assert c.entries_read_per_query_miss == pytest.approx(e.index_files_per_query * e.entries_read_miss)
+
+
+def test_the_recommendation_is_the_brute_force_choice(plan, analysis, page):
+    name, fits, rows = brute_force_choice(plan, SAMPLES)
+    assert analysis.recommendation.configuration == name and analysis.recommendation.fits == fits
+    # the example plan's larger files cover a longer span: fewer files per query
+    assert name == "double size"
+    reads = {r[0]: r[2] for r in rows}
+    text = analysis.recommendation.text
+    assert f"{reads['double size']:.2f}" in text and f"{reads['this plan']:.2f}" in text
+    best_row = [r for r in parsed(page).rows if r and r[0] == name]
+    assert best_row and re.search(r'<tr class="best"><td>double size</td>', page)
+
+
+def test_a_configuration_whose_disk_does_not_fit_is_not_recommended(plan, analysis):
+    totals = {c.name: c.total_disk_bytes_p95 for c in analysis.configurations}
+    assert totals["double size"] > totals["this plan"] > totals["half the slots"]
+    # a disk whose diskMaxUsedSpaceRatio falls between "this plan" and "double size"
+    ratio = plan.disk.disk_max_used_space_ratio
+    capacity = int((totals["double size"] + totals["this plan"]) / 2 / ratio)
+    small = plan.replace({"disk.capacity_bytes": capacity})
+    a = analyse_plan(small, samples=SAMPLES)
+    assert [c.fits for c in a.configurations] == [True, True, False]
+    name, fits, _ = brute_force_choice(small, SAMPLES)
+    assert a.recommendation.configuration == name == "this plan" and fits
+    assert "Keep this plan's configuration" in a.recommendation.text and "“double size”" in a.recommendation.text
+    # a disk nothing fits on: the smallest store is named, and the text says none fits
+    tiny = plan.replace({"disk.capacity_bytes": int(totals["half the slots"] / 2 / ratio)})
+    a = analyse_plan(tiny, samples=SAMPLES)
+    assert not any(c.fits for c in a.configurations)
+    assert a.recommendation.configuration == brute_force_choice(tiny, SAMPLES)[0] == "half the slots"
+    assert a.recommendation.text.startswith("No configuration fits") and not a.recommendation.fits
+    assert 'class="recommendation nofit"' in render_report(a)
+
+
+# ------------------------------------------------------------------------------ disk over days
+
+
+def test_disk_over_days_plateaus_at_the_estimate_without_growth():
+    plan = parse_plan({"traffic": {"messages_per_second": 300}, "disk": {"used_bytes": "10GiB"}})
+    a = analyse_plan(plan, samples=20)
+    e = a.estimate
+    keep = e.retained_hours / 24 + 1 / e.commitlog_files_per_day
+    days = np.array([0.0, keep / 2, keep, 2 * keep, 10 * keep])
+    s = disk_over_days(a, days)
+    assert list(s) == ["other data", "CommitLog", "ConsumeQueue", "index"]
+    assert (s["other data"] == 10 * 2**30).all()
+    assert s["index"][0] == 0 and s["index"][1] == pytest.approx(e.index_disk_bytes / 2)
+    assert s["index"][-2:] == pytest.approx([e.index_disk_bytes] * 2)
+    assert s["CommitLog"][-3:] == pytest.approx([e.commitlog_disk_bytes] * 3)
+    assert s["ConsumeQueue"][-1] == pytest.approx(e.consume_queue_disk_bytes)
+
+
+def test_disk_over_days_with_growth_is_the_integral_of_the_growing_rate(plan, analysis):
+    e = analysis.estimate
+    gamma = math.log1p(plan.traffic.growth_percent_per_month.likely / 100) / (365.25 / 12)
+    keep = e.retained_hours / 24
+    for t in (1.0, keep, 30.0, 400.0):
+        u = np.linspace(max(0.0, t - keep), t, 20001)
+        integral = np.trapezoid(np.exp(gamma * u), u)
+        assert disk_over_days(analysis, np.array([t]))["CommitLog"][0] == \
+            pytest.approx(e.commitlog_disk_bytes * integral / keep, rel=1e-6)
+
+
+# ------------------------------------------------------------------------------ formatting
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.floats(min_value=1.0, max_value=2.0**52))
+def test_format_bytes_reads_back_within_rounding(x):
+    text = format_value(x, "bytes")
+    number, unit = text.rsplit(" ", 1)
+    size = {"bytes": 1, "KiB": 2**10, "MiB": 2**20, "GiB": 2**30, "TiB": 2**40}[unit]
+    value = float(number.replace(",", ""))
+    assert 1 <= value < 1024 or unit in ("bytes", "TiB")
+    assert abs(value * size - x) <= 0.005 * size + 0.5
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.floats(min_value=0.0, max_value=1e6))
+def test_format_hours_picks_a_unit_by_size(h):
+    text = format_value(h, "hours")
+    if h < 1:
+        assert text.endswith(" min") and float(text.split()[0]) == pytest.approx(h * 60, abs=0.051)
+    elif h < 48:
+        assert text.endswith(" h") and float(text.split()[0]) == pytest.approx(h, abs=0.0051)
+    else:
+        assert " days (" in text and float(text.split()[0].replace(",", "")) == pytest.approx(h / 24, abs=0.0051)
+
+
+def test_format_value_rejects_an_unknown_kind_and_handles_missing():
+    with pytest.raises(ValueError, match="kind"):
+        format_value(1.0, "furlongs")
+    assert format_value(None, "bytes") == "-" and format_value(float("nan"), "count") == "-"
+    assert format_value(math.inf, "days") == "never"
+
+
+def test_bad_arguments_name_themselves(plan):
+    with pytest.raises(TypeError, match="plan must be a Plan"):
+        analyse_plan({"traffic": {}})
+    with pytest.raises(ValueError, match="samples"):
+        analyse_plan(plan, samples=0)
+
+
+# ------------------------------------------------------------------------------ the widget
+
+
+def test_plan_explorer_sliders_give_estimate_of_the_replaced_plan(plan):
+    pytest.importorskip("ipywidgets")
+    from rmqlab.capacity.report import PlanExplorer
+
+    x = PlanExplorer(plan)
+    assert x.estimate == estimate(plan.replace({})) and x.error is None
+    first_png = x.disk_image.value
+    assert first_png[:4] == b"\x89PNG" and x.load_image.value[:4] == b"\x89PNG"
+
+    # a slider moved the way a browser moves it: its value changes, the explorer follows
+    x.sliders["traffic.messages_per_second"].value = 2500.0
+    assert x.estimate.as_dict() == estimate(plan.replace({"traffic.messages_per_second": 2500.0})).as_dict()
+    assert x.estimate.index_files_per_day > estimate(plan).index_files_per_day
+    assert x.disk_image.value != first_png
+    assert "2,500" in x.table.value.replace("5,", "") or "messages per day" in x.table.value
+
+    changes = {"traffic.messages_per_second": 2500.0, "keys.keys_per_message": 3.0,
+               "retention.file_reserved_time_hours": 24.0, "index.hash_slot_num": 2_000_000,
+               "index.index_num": 8_000_000}
+    x.set(changes)
+    assert x.changes() == changes
+    assert x.estimate.as_dict() == estimate(plan.replace(changes)).as_dict()
+    assert x.estimate.index_file_bytes == 40 + 4 * 2_000_000 + 20 * 8_000_000
+    rows = dict(re.findall(r"<td>([^<]+)</td><td class=\"num\">([^<]+)</td>", x.table.value))
+    assert rows["index on disk"] == format_value(x.estimate.index_disk_bytes, "bytes")
+
+    # index_num below hash_slot_num: the plan's own error, the last good estimate kept
+    good = x.estimate
+    x.set({"index.hash_slot_num": 10_000_000, "index.index_num": 5_000_000})
+    assert x.error and x.error.startswith("index.index_num:")
+    assert "index.index_num" in x.status.value and x.estimate is good
+    x.set({"index.index_num": 40_000_000})
+    assert x.error is None and x.estimate.index_file_bytes == 40 + 4 * 10_000_000 + 20 * 40_000_000
+    with pytest.raises(ValueError, match="no slider"):
+        x.set({"disk.capacity_bytes": 1})
+
+
+def test_the_analysis_is_reused_not_recomputed(analysis, page):
+    assert isinstance(analysis, PlanAnalysis)
+    assert render_report(analysis, samples=1, seed=999) == page
