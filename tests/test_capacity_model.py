@@ -15,7 +15,9 @@ from rmqlab.capacity import EXAMPLE_PLAN_TOML, estimate, monte_carlo, parse_plan
 from rmqlab.capacity.model import (
     OUTPUTS,
     _distinct_hot,
+    _uniform_occupancy_sd,
     _zipf_share,
+    broker_walk_entries,
     chain_lengths_from_keys,
     commitlog_records_per_file,
     days_to_reach,
@@ -28,7 +30,7 @@ from rmqlab.capacity.model import (
     written,
 )
 from rmqlab.formats.commitlog import message_length, place_records
-from rmqlab.formats.indexfile import build_index_file
+from rmqlab.formats.indexfile import IndexFile, build_index_file
 from rmqlab.indexstats import chain_length_theory, file_stats
 
 
@@ -113,12 +115,103 @@ def test_chains_of_random_keys_follow_the_uniform_theory():
 
 def test_scaled_sample_agrees_with_a_full_size_one():
     plan = parse_plan({"index": {"hash_slot_num": 50_000, "index_num": 200_001}})
-    full = sample_occupancy(plan, max_entries=200_000)
-    scaled = sample_occupancy(plan, max_entries=20_000)
-    assert full.scale == 1.0 and scaled.scale == pytest.approx(0.1)
+    full = sample_occupancy(plan, max_entries=400_000, files=2)
+    scaled = sample_occupancy(plan, max_entries=40_000)
+    assert full.scale == 1.0 and full.files == 2
+    assert scaled.files == 4 and scaled.scale == pytest.approx(0.05)
     assert scaled.occupancy == pytest.approx(full.occupancy, rel=0.01)
     assert scaled.mean_chain_length == pytest.approx(full.mean_chain_length, rel=0.01)
     assert scaled.entries_read_hit == pytest.approx(full.entries_read_hit, rel=0.03)
+    assert scaled.entries_read_hit_broker == pytest.approx(full.entries_read_hit_broker, rel=0.03)
+
+
+def test_sample_averages_consecutive_files_of_the_stream():
+    # few distinct keys: a file's occupancy depends on which order ids it holds
+    plan = parse_plan({"keys": {"uniq_key": False, "hot_key_fraction": 0.9, "cardinality": 200, "zipf_s": 1.2},
+                       "index": {"hash_slot_num": 4000, "index_num": 16_000}})
+    s = sample_occupancy(plan)
+    C = 15_999
+    assert s.scale == 1.0 and s.files == min(16, 200_000 // C)
+    keys = sample_index_keys(plan, s.files * C)
+    each = [chain_lengths_from_keys(keys.slice(j * C, C), 4000, C, max_num=64) for j in range(s.files)]
+    occ = np.array([f.occupancy for f in each])
+    assert s.occupancy_files == tuple(occ) and s.occupancy == pytest.approx(occ.mean())
+    assert s.mean_chain_length == pytest.approx(s.files * C / sum(f.slots_used for f in each))
+    assert s.entries_read_hit_broker == pytest.approx(np.mean([f.entries_read_hit_broker for f in each]))
+    assert s.occupancy_file_sd == pytest.approx(occ.std(ddof=1)) and s.occupancy_file_sd > 0.003
+    assert occ.min() <= s.occupancy_file_p5 < s.occupancy < s.occupancy_file_p95 <= occ.max()
+    assert int(s.histogram.slots.sum()) == 4000 * s.files
+    e = estimate(plan, sample=s)
+    assert (e.occupancy, e.occupancy_file_sd, e.occupancy_file_p5) == \
+        (s.occupancy, s.occupancy_file_sd, s.occupancy_file_p5)
+
+
+def test_uniform_occupancy_spread_against_simulation():
+    rng = np.random.default_rng(4)
+    for m, d in [(50, 120), (400, 300), (7, 3)]:
+        draws = np.sort(rng.integers(0, m, (20_000, d)), axis=1)
+        used = (1 + np.count_nonzero(np.diff(draws, axis=1), axis=1)) / m
+        assert float(_uniform_occupancy_sd(d, m)) == pytest.approx(np.std(used), rel=0.03)
+    e = estimate(parse_plan(SMALL_INDEX), sample=False)
+    assert e.occupancy_file_p5 < e.occupancy < e.occupancy_file_p95
+
+
+def _broker_walks(tmp_path, keys, m, max_num):
+    """Entries the real walk (IndexFile.trace_query) reads for each distinct key, by key."""
+    n = len(keys)
+    path = tmp_path / "20240610061320000"
+    build_index_file(path, keys, np.arange(n) * 100, np.full(n, 1_718_000_000_000),
+                     hash_slot_num=m, index_num=n + 1)
+    with IndexFile.open(path, hash_slot_num=m, index_num=n + 1) as f:
+        return {k: len(f.trace_query(k, max_num=max_num).steps) for k in dict.fromkeys(keys)}
+
+
+def test_broker_cut_expectation_against_shuffled_real_walks(tmp_path):
+    # one composition (a key 12 times, another 5 times, 40 one-off keys in 3 slots), walked
+    # in many random put orders: the mean walk is M (L + 1) / (c + 1) for c >= M, else L
+    keys = ["T#hot"] * 12 + ["T#warm"] * 5 + [f"T#k{i}" for i in range(40)]
+    m, M = 3, 4
+    rng = np.random.default_rng(8)
+    totals, runs = {}, 150
+    for r in range(runs):
+        order = [keys[i] for i in rng.permutation(len(keys))]
+        for k, read in _broker_walks(tmp_path, order, m, M).items():
+            totals.setdefault(k, []).append(read)
+    s = chain_lengths_from_keys(keys, m, len(keys), max_num=M)
+    from rmqlab.javahash import index_hash_many
+    h = index_hash_many(keys).astype(np.int64)
+    chains = np.bincount(h % m, minlength=m)
+    for k, count in (("T#hot", 12), ("T#warm", 5)):
+        L = chains[index_hash_many([k])[0] % m]
+        reads = np.array(totals[k], float)
+        want = float(broker_walk_entries(L, count, M))
+        assert want == pytest.approx(M * (L + 1) / (count + 1))
+        assert reads.mean() == pytest.approx(want, abs=4 * reads.std() / math.sqrt(runs) + 1e-9), k
+    # one-off keys (c = 1 < M) read their whole chain whatever the order
+    assert all(set(totals[f"T#k{i}"]) == {int(chains[index_hash_many([f"T#k{i}"])[0] % m])} for i in range(40))
+    assert s.entries_read_hit_broker < s.entries_read_hit
+
+
+def test_broker_cut_against_walks_of_a_sampled_file(tmp_path):
+    # hot keys with hundreds of entries a file: the broker stops at maxNum, far before the
+    # chain's end; the model's expectation against every distinct key's real walk
+    plan = parse_plan({"keys": {"uniq_key": False, "hot_key_fraction": 0.9, "cardinality": 200, "zipf_s": 1.2},
+                       "index": {"hash_slot_num": 1000, "index_num": 4001, "max_msgs_num_batch": 16}})
+    keys = sample_index_keys(plan, 4000).to_pylist()
+    s = chain_lengths_from_keys(keys, 1000, 4000, max_num=16)
+    walks = _broker_walks(tmp_path, keys, 1000, 16)
+    from rmqlab.javahash import index_hash_many
+    by_hash = {}
+    for k, read in walks.items():
+        by_hash[int(index_hash_many([k])[0])] = read          # one walk a hash, as the model counts
+    reads = np.array(list(by_hash.values()), float)
+    assert len(reads) == s.distinct_keys
+    whole = _broker_walks(tmp_path, keys, 1000, 10**9)
+    assert np.mean([whole[k] for k in dict.fromkeys(keys)]) == pytest.approx(s.entries_read_hit, rel=0.01)
+    assert s.entries_read_hit_broker < 0.8 * s.entries_read_hit
+    # the keys cut are few; their order in the file is one draw: 4 standard errors of the mean
+    assert s.entries_read_hit_broker == pytest.approx(reads.mean(), abs=4 * reads.std() / math.sqrt(len(reads)))
+    assert estimate(plan, sample=s).entries_read_hit_broker == s.entries_read_hit_broker
 
 
 def test_hot_keys_take_one_slot_each():
@@ -206,6 +299,21 @@ def test_days_to_reach_against_integration(target, per_day, keep, growth):
     else:
         assert held(t) == pytest.approx(target, rel=1e-6)
         assert (h[grid < t * (1 - 1e-6)] <= target * (1 + 1e-9)).all()
+
+
+def test_hot_key_rate_is_one_topics_share():
+    # a query names one topic#key: count how often "Orders#USER_1" is put in a sampled stream
+    base = {"traffic": {"messages_per_second": 40.0}, "queries": {"window_minutes": 5},
+            "keys": {"cardinality": 50, "zipf_s": 1.0, "keyless_fraction": 0.2, "hot_key_fraction": 0.5}}
+    one = estimate(parse_plan({**base, "messages": {"topics": ["Orders"]}}), sample=False)
+    plan = parse_plan({**base, "messages": {"topics": ["Orders", "Payments", "Inventory"]}})
+    three = estimate(plan, sample=False)
+    assert three.hot_key_matches_per_query == pytest.approx(one.hot_key_matches_per_query / 3)
+    n = 300_000
+    keys = np.asarray(sample_index_keys(plan, n).to_pylist(), dtype=object)
+    per_key = float(np.count_nonzero(keys == "Orders#USER_1")) / n           # share of index keys
+    measured = per_key * three.index_keys_per_message * 40.0 * 300            # matches in 5 minutes
+    assert three.hot_key_matches_per_query == pytest.approx(measured, rel=4 / math.sqrt(per_key * n))
 
 
 def test_hot_key_truncation_matches_simulated_queries():

@@ -21,14 +21,19 @@ rmqlab/capacity/README.md), with R = messages/s, k = index keys per message:
   most written in any window of K hours (the daily cycle makes some windows heavier:
   :func:`peak_window_messages`), + 1 the file being written.
 * Slot occupancy and chains (:func:`sample_occupancy`): the real Java hash of keys generated as
-  rmqlab.workload generates them, on a full file (or a scaled one with the same load factor).
-* Hot-key truncation (:func:`poisson_tail`): matches of key rank r in a window W are
-  Poisson(r_key W); the query is cut when they exceed maxMsgsNumBatch.
+  rmqlab.workload generates them, on several full files at different positions of the key
+  stream (or scaled ones with the same load factor), averaged; their spread is reported.
+* Entries read per hit with the broker's maxNum cut (:func:`chain_lengths_from_keys`): a key
+  with c entries in a chain of L reads L if c < M, else M (L + 1) / (c + 1).
+* Hot-key truncation (:func:`poisson_tail`): a query names one ``topic#key``; matches of key
+  rank r in a window W are Poisson(R x topic share x keyed tokens x hot share x Zipf share x W);
+  the query is cut when they exceed maxMsgsNumBatch.
 * Days to a disk threshold (:func:`days_to_reach`): the store fills from empty at b bytes/day
   growing by e^(γ t), keeping K days: solved in closed form.
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass, field, fields
 from typing import Any, Iterable
@@ -49,9 +54,11 @@ __all__ = [
     "Estimate",
     "OccupancySample",
     "SAMPLE_ENTRIES",
+    "SAMPLE_FILES",
     "estimate",
     "monte_carlo",
     "chain_lengths_from_keys",
+    "broker_walk_entries",
     "sample_index_keys",
     "sample_occupancy",
     "retained_hours",
@@ -69,6 +76,12 @@ _MONTH_DAYS = 365.25 / 12
 #: simulated with fewer slots at the same load factor (see :func:`sample_occupancy`). 200,000
 #: keys hash in about 0.1 s.
 SAMPLE_ENTRIES = 200_000
+#: Simulated files the key sample averages (most and fewest): a file's occupancy depends on
+#: which stretch of the key stream it holds (sequential order ids hash into runs that depend on
+#: their digits), so one file from the stream's start is not representative.
+#: :func:`sample_occupancy` takes up to the most files at full size within SAMPLE_ENTRIES, or
+#: the fewest scaled ones when fewer than that fit.
+SAMPLE_FILES = (16, 4)
 
 # Properties block parts (``NAME\x01value\x02``): the UNIQ_KEY pair of an IPv4 client (32 hex
 # digits) and the KEYS pair without its value
@@ -199,12 +212,25 @@ def days_to_reach(target_bytes, bytes_per_day, keep_days, growth_per_day=0.0):
 class OccupancySample:
     """Slots and chains of one simulated index file, from the real Java hash of its keys.
 
-    ``scale`` = sample slots / real slots (1.0: the file was simulated at full size); the
-    histogram counts slots of the sample (multiply by 1/scale for the real file).
+    ``scale`` = slots of one simulated file / real slots (1.0: simulated at full size); the
+    histogram counts the slots of all ``files`` simulated files together (multiply by
+    1 / (files x scale) for one real file).
     ``entries_read_hit``: mean, over the distinct stored keys, of the entries a whole walk of
     the key's slot reads (its chain length: nothing stops early, begin = 0, fewer than maxNum
-    matches); ``entries_read_miss``: mean chain length over all slots (a missing key's slot is
-    uniformly random), = entries / slots."""
+    matches); ``entries_read_hit_broker``: the same keys' walks as the broker cuts them at
+    ``max_num`` matches (expected value given each chain's composition, see
+    :func:`chain_lengths_from_keys`; None `max_num`: no cut, = entries_read_hit);
+    ``entries_read_miss``: mean chain length over all slots (a missing key's slot is uniformly
+    random), = entries / slots.
+
+    Several files (``files`` > 1, :func:`sample_occupancy`): ``occupancy``, ``entries_read_*``
+    are means over the files (as a store's full files are averaged), ``mean_chain_length`` is
+    pooled (their entries / their used slots); ``entries``, ``slots_used`` and
+    ``distinct_keys`` are per-file means rounded, ``max_chain_length`` the largest.
+    ``occupancy_files`` holds each file's occupancy, ``occupancy_file_sd`` their standard
+    deviation (ddof 1; 0 for one file) and ``occupancy_file_p5`` / ``_p95`` their 5th / 95th
+    percentiles (linear): the spread of one file around the mean. For scaled files the spread
+    includes the extra noise of fewer slots (the binomial part grows as 1/sqrt(slots))."""
 
     hash_slot_num: int
     entries: int
@@ -217,22 +243,60 @@ class OccupancySample:
     entries_read_miss: float
     histogram: pd.DataFrame = field(repr=False, compare=False)
     scale: float = 1.0
+    entries_read_hit_broker: float = math.nan
+    max_num: int | None = None
+    files: int = 1
+    occupancy_file_sd: float = 0.0
+    occupancy_file_p5: float = math.nan
+    occupancy_file_p95: float = math.nan
+    occupancy_files: tuple[float, ...] = field(default=(), repr=False, compare=False)
 
 
-def chain_lengths_from_keys(keys: Any, hash_slot_num: int, keys_in_file: int) -> OccupancySample:
+def broker_walk_entries(chain_length, matches, max_num):
+    """Expected entries the broker's walk reads for a key with `matches` entries (of its hash)
+    in a slot chain of `chain_length` entries, with begin = 0 and end = Long.MAX (every entry
+    time-matches), when the key's entries sit at random places of the chain. Vectorized.
+
+    IndexFile.selectPhyOffset walks the chain newest first and checks ``size >= maxNum``
+    before reading each entry, so it reads up to and including the `max_num`-th match, or the
+    whole chain if there are fewer matches. With c matches and c >= M, their positions
+    (1 = newest) are a uniformly random c-subset of 1..L, and the M-th smallest of such a
+    subset has mean M (L + 1) / (c + 1) (order statistics of a random subset: the c matches
+    cut the L - c others into c + 1 gaps of equal mean (L - c) / (c + 1)). So:
+    L if c < M, else M (L + 1) / (c + 1). "At random places" holds when the file's keys come
+    in a stationary order (no key bunched at one end of the file).
+
+    >>> float(broker_walk_entries(10, 3, 64)), float(broker_walk_entries(99, 99, 64)), float(broker_walk_entries(9, 1, 1))
+    (10.0, 64.0, 5.0)
+    """
+    L = np.asarray(chain_length, float)
+    c = np.asarray(matches, float)
+    return np.where(c < max_num, L, max_num * (L + 1.0) / (c + 1.0))
+
+
+def chain_lengths_from_keys(keys: Any, hash_slot_num: int, keys_in_file: int, *,
+                            max_num: int | None = None) -> OccupancySample:
     """Put the first `keys_in_file` of `keys` (index key strings, ``topic#key``, in put order)
     into a file of `hash_slot_num` slots with RocketMQ's hash (Java String.hashCode, abs,
     slot = hash % hash_slot_num) and measure it as rmqlab.indexstats.file_stats does:
     occupancy = non-empty slots / slots, mean chain length = entries / non-empty slots.
+    With `max_num` (maxMsgsNumBatch) also the entries a broker's walk reads per stored key
+    (``entries_read_hit_broker``, :func:`broker_walk_entries` of each distinct hash's
+    entries and its slot's chain, averaged over the distinct hashes).
     `keys`: list, NumPy or pyarrow string array. Cost: O(keys) in C plus a bincount of the slots.
 
-    >>> s = chain_lengths_from_keys(["T#Aa", "T#BB", "T#c", "T#Aa"], 7, 4)
+    >>> s = chain_lengths_from_keys(["T#Aa", "T#BB", "T#c", "T#Aa"], 7, 4, max_num=2)
     >>> s.slots_used, s.mean_chain_length, s.max_chain_length, s.distinct_keys
     (2, 2.0, 3, 2)
+    >>> s.entries_read_hit, s.entries_read_hit_broker   # "Aa" and "BB" share a hash: 3 matches
+    (2.0, 1.5)
     """
     for name, v in (("hash_slot_num", hash_slot_num), ("keys_in_file", keys_in_file)):
         if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
             raise ValueError(f"{name} must be a positive int, got {v!r}")
+    if max_num is not None and (isinstance(max_num, bool) or not isinstance(max_num, (int, np.integer))
+                                or max_num < 1):
+        raise ValueError(f"max_num must be a positive int or None, got {max_num!r}")
     if len(keys) < keys_in_file:
         raise ValueError(f"keys_in_file is {keys_in_file} but only {len(keys)} keys were given")
     keys = keys[:keys_in_file]
@@ -241,32 +305,40 @@ def chain_lengths_from_keys(keys: Any, hash_slot_num: int, keys_in_file: int) ->
     chains = np.bincount(hashes % m, minlength=m)
     used = int(np.count_nonzero(chains))
     n = len(hashes)
-    distinct = np.unique(hashes)
+    distinct, per_hash = np.unique(hashes, return_counts=True)
     lengths, counts = np.unique(chains, return_counts=True)
+    whole = chains[distinct % m]
+    broker = whole if max_num is None else broker_walk_entries(whole, per_hash, int(max_num))
+    occ = used / m
     return OccupancySample(
-        hash_slot_num=m, entries=n, distinct_keys=len(distinct), slots_used=used, occupancy=used / m,
+        hash_slot_num=m, entries=n, distinct_keys=len(distinct), slots_used=used, occupancy=occ,
         mean_chain_length=n / used, max_chain_length=int(chains.max()),
-        entries_read_hit=float(chains[distinct % m].mean()), entries_read_miss=n / m,
-        histogram=pd.DataFrame({"chain_length": lengths, "slots": counts}))
+        entries_read_hit=float(whole.mean()), entries_read_miss=n / m,
+        histogram=pd.DataFrame({"chain_length": lengths, "slots": counts}),
+        entries_read_hit_broker=float(np.mean(broker)), max_num=None if max_num is None else int(max_num),
+        occupancy_file_p5=occ, occupancy_file_p95=occ, occupancy_files=(occ,))
 
 
-def _workload(plan: Plan, messages: int, hot_keys: int):
+def _workload(plan: Plan, messages: int, hot_keys: int, seed: int, first_order_id: int = 0):
     from rmqlab.workload import Workload
 
     k, m = plan.keys, plan.messages
-    return Workload(seed=plan.seed, messages=messages, rate=plan.traffic.messages_per_second.likely,
+    return Workload(seed=seed, messages=messages, first_order_id=first_order_id, rate=plan.traffic.messages_per_second.likely,
                     topics=m.topics, queues_per_topic=m.queues_per_topic,
                     keyless_fraction=k.keyless_fraction, keys_per_message=k.keys_per_message.likely,
                     max_keys_per_message=k.max_keys_per_message, hot_key_fraction=k.hot_key_fraction,
                     hot_keys=hot_keys, zipf_s=k.zipf_s.likely, uniq_key=k.uniq_key)
 
 
-def sample_index_keys(plan: Plan, entries: int, *, hot_keys: int | None = None):
+def sample_index_keys(plan: Plan, entries: int, *, hot_keys: int | None = None, seed: int | None = None,
+                      first_order_id: int = 0):
     """The first `entries` index key strings (``topic#key``, pyarrow string array) a broker
     would put for the plan's traffic at its likely values: messages made by
     :func:`rmqlab.workload.generate_chunks` (same key shapes: UNIQ_KEY ids, one-off order ids,
     Zipf hot keys), each message's UNIQ_KEY first, then its KEYS tokens, as buildIndex does.
-    `hot_keys` overrides the hot vocabulary size. Cost: about 1 µs a key.
+    `hot_keys` overrides the hot vocabulary size, `seed` the plan's seed; `first_order_id`
+    starts the one-off order ids further along the stream (ORDER_<first_order_id>, ...).
+    Cost: about 1 µs a key.
     """
     import pyarrow as pa
     import pyarrow.compute as pc
@@ -280,7 +352,7 @@ def sample_index_keys(plan: Plan, entries: int, *, hot_keys: int | None = None):
     messages = int(math.ceil(entries / per_msg * 1.05)) + 16
     parts, have = [], 0
     while True:
-        w = _workload(plan, messages, w_hot)
+        w = _workload(plan, messages, w_hot, plan.seed if seed is None else int(seed), int(first_order_id))
         tables = list(generate_chunks(w, 1 << 20, bodies=False))
         table = pa.concat_tables(tables) if len(tables) > 1 else tables[0]
         topic = table.column("topic").combine_chunks()
@@ -311,37 +383,96 @@ def sample_index_keys(plan: Plan, entries: int, *, hot_keys: int | None = None):
         messages = int(messages * 1.5) + 16
 
 
-def sample_occupancy(plan: Plan, hash_slot_num: int | None = None, index_num: int | None = None, *,
-                     max_entries: int = SAMPLE_ENTRIES) -> OccupancySample:
-    """Occupancy and chains of one full index file of the plan's traffic (likely values), from
-    the real hash of sampled keys (:func:`sample_index_keys`, :func:`chain_lengths_from_keys`).
+def _order_ids_per_file(plan: Plan, capacity: int) -> int:
+    """One-off order ids a full file of `capacity` keys holds (likely values): its keys times
+    the share of index keys that are order ids, keyed tokens x (1 - hot share) / k."""
+    k = plan.keys
+    per_msg = _index_keys_per_message(k, "likely")
+    if per_msg <= 0:
+        return 0
+    tokens = (1.0 - k.keyless_fraction) * k.keys_per_message.likely
+    return int(round(capacity * tokens * (1.0 - k.hot_key_fraction) / per_msg))
 
-    A full file holds C = index_num - 1 keys in m slots. If C <= `max_entries` the file is
-    simulated at full size. Otherwise it is scaled by q = max_entries / C: m' = round(q m)
-    slots and C' = round(C m' / m) keys (the same load factor C/m), and the hot vocabulary
-    shrinks to round(q x cardinality) keys, so that hot keys, which repeat and therefore take
-    one slot however often they occur, fill the same share of the slots as in the real file
-    (for a Zipf vocabulary the expected distinct keys of n draws from V keys scale together:
-    D(qn, qV) ≈ q D(n, V)). Occupancy, mean chain length and entries read do not depend on m
+
+def _combine(samples: list[OccupancySample], scale: float) -> OccupancySample:
+    """One OccupancySample of several simulated files (see :class:`OccupancySample`)."""
+    if len(samples) == 1:
+        return dataclasses.replace(samples[0], scale=scale)
+    occ = np.array([s.occupancy for s in samples])
+    hist = pd.concat([s.histogram for s in samples]).groupby("chain_length", as_index=False)["slots"].sum()
+    entries = sum(s.entries for s in samples)
+    used = sum(s.slots_used for s in samples)
+    k = len(samples)
+    return OccupancySample(
+        hash_slot_num=samples[0].hash_slot_num, entries=round(entries / k),
+        distinct_keys=round(sum(s.distinct_keys for s in samples) / k), slots_used=round(used / k),
+        occupancy=float(occ.mean()), mean_chain_length=entries / used,
+        max_chain_length=max(s.max_chain_length for s in samples),
+        entries_read_hit=float(np.mean([s.entries_read_hit for s in samples])),
+        entries_read_miss=float(np.mean([s.entries_read_miss for s in samples])),
+        histogram=hist, scale=scale,
+        entries_read_hit_broker=float(np.mean([s.entries_read_hit_broker for s in samples])),
+        max_num=samples[0].max_num, files=k, occupancy_file_sd=float(occ.std(ddof=1)),
+        occupancy_file_p5=float(np.percentile(occ, 5)), occupancy_file_p95=float(np.percentile(occ, 95)),
+        occupancy_files=tuple(float(x) for x in occ))
+
+
+def sample_occupancy(plan: Plan, hash_slot_num: int | None = None, index_num: int | None = None, *,
+                     max_entries: int = SAMPLE_ENTRIES, files: int | None = None) -> OccupancySample:
+    """Occupancy and chains of full index files of the plan's traffic (likely values), from
+    the real hash of sampled keys (:func:`sample_index_keys`, :func:`chain_lengths_from_keys`
+    with the plan's maxMsgsNumBatch), averaged over several files at different positions of
+    the key stream; at most `max_entries` keys are hashed in all.
+
+    Why several files: a file's occupancy depends on which stretch of the stream it holds
+    (sequential order ids ``ORDER_<n>`` hash into runs of neighbouring slots that depend on
+    the digits of n), by several % when the file holds few distinct keys. So the sample
+    averages `files` files, as a store's full files are averaged, and reports their spread.
+
+    A full file holds C = index_num - 1 keys in m slots. If `files` full-size files fit in
+    `max_entries` (`files` None: as many as fit, at most ``SAMPLE_FILES[0]``, if at least
+    ``SAMPLE_FILES[1]`` do), they are the first `files` files of one key stream, consecutive
+    as in a store. Otherwise (`files` None: ``SAMPLE_FILES[1]`` files) each file is scaled by
+    q = (max_entries / files) / C: m' = round(q m) slots and C' = round(C m' / m) keys (the
+    same load factor C/m), and the hot vocabulary shrinks to round(q x cardinality) keys, so
+    that hot keys, which repeat and therefore take one slot however often they occur, fill the
+    same share of the slots as in the real file (for a Zipf vocabulary the expected distinct
+    keys of n draws from V keys scale together: D(qn, qV) ≈ q D(n, V)); file j has its own
+    random stream (seed + j) and starts at the order id real file j + 1 would start at
+    ((j + 1) x order ids a file). Not at 0: a scaled file holds only q of a real file's order
+    ids, and the first q x (order ids a file) ids are short numbers whose hashes bunch into few
+    slots (occupancy 4 % low for the default plan), unlike the long ids that fill a real file. Occupancy, mean chain length and entries read do not depend on m
     for a fixed load factor (Binomial(n, 1/m) slot counts tend to Poisson(n/m)); the test
-    suite checks the scaled file against a full-size one. The histogram is the sample's
-    (``scale`` = m'/m). Cost: about 0.1-0.3 s at the default `max_entries`.
+    suite checks the scaled files against full-size ones. A scaled file keeps the mean
+    entries of a hot key (q draws over q V keys) but not the Zipf head's shape, so the broker
+    cut (``entries_read_hit_broker``) is approximate there. Cost: about 0.2-0.4 s at the
+    default `max_entries`.
     """
     m = plan.index.hash_slot_num if hash_slot_num is None else int(hash_slot_num)
     n_idx = plan.index.index_num if index_num is None else int(index_num)
+    if files is not None and (isinstance(files, bool) or not isinstance(files, (int, np.integer)) or files < 1):
+        raise ValueError(f"files must be a positive int or None, got {files!r}")
     capacity = Geometry(m, n_idx).capacity
     hot = int(plan.keys.cardinality.likely)
-    if capacity <= max_entries:
-        m_s, c_s, hot_s = m, capacity, hot
-    else:
-        q = max_entries / capacity
-        m_s = max(1, round(m * q))
-        c_s = max(1, round(capacity * m_s / m))
-        hot_s = max(1, round(hot * q))
-    keys = sample_index_keys(plan, c_s, hot_keys=hot_s)
-    s = chain_lengths_from_keys(keys, m_s, c_s)
-    return OccupancySample(**{f.name: getattr(s, f.name) for f in fields(s) if f.name != "scale"},
-                           scale=m_s / m)
+    max_num = plan.index.max_msgs_num_batch
+    if files is None:
+        fit = max_entries // capacity
+        files = min(SAMPLE_FILES[0], fit) if fit >= SAMPLE_FILES[1] else SAMPLE_FILES[1]
+    files = int(files)
+    if files * capacity <= max_entries:
+        keys = sample_index_keys(plan, files * capacity)
+        samples = [chain_lengths_from_keys(keys.slice(j * capacity, capacity), m, capacity, max_num=max_num)
+                   for j in range(files)]
+        return _combine(samples, 1.0)
+    q = (max_entries / files) / capacity
+    m_s = max(1, round(m * q))
+    c_s = max(1, round(capacity * m_s / m))
+    hot_s = max(1, round(hot * q))
+    ids_per_file = _order_ids_per_file(plan, capacity)
+    samples = [chain_lengths_from_keys(
+        sample_index_keys(plan, c_s, hot_keys=hot_s, seed=plan.seed + j, first_order_id=(j + 1) * ids_per_file),
+        m_s, c_s, max_num=max_num) for j in range(files)]
+    return _combine(samples, m_s / m)
 
 
 # ------------------------------------------------------------------------------- the model
@@ -365,12 +496,18 @@ class Estimate:
         index_disk_bytes; total_disk_bytes; disk_used_ratio ((total + other used) / capacity);
         page_cache_bytes (the newest index file, all of it: slots are hit at random).
     Slots and queries (one full file; real hash on sampled keys)
-        load_factor (keys / slots); occupancy, mean_chain_length (entries per used slot), and
-        their uniform-hash counterparts occupancy_uniform / mean_chain_length_uniform (for the
-        distinct keys the file holds); entries_read_hit / entries_read_miss (per file searched,
-        whole walk); index_files_per_query (files a query window overlaps, 1 + W / span);
-        hot_key_matches_per_query (mean matches of the hot key in the window);
-        hot_key_truncation_probability (P(matches > maxMsgsNumBatch)).
+        load_factor (keys / slots); occupancy (mean over the sampled files), mean_chain_length
+        (entries per used slot), and their uniform-hash counterparts occupancy_uniform /
+        mean_chain_length_uniform (for the distinct keys the file holds);
+        occupancy_file_p5 / occupancy_file_p95 / occupancy_file_sd: the spread of one file's
+        occupancy (across the sampled files; without a sample, the uniform hash's binomial
+        spread, p5/p95 = mean ∓ 1.645 sd); entries_read_hit / entries_read_miss (per file
+        searched, whole walk); entries_read_hit_broker (per file searched, the broker's walk
+        cut at maxMsgsNumBatch matches: :func:`broker_walk_entries`); index_files_per_query
+        (files a query window overlaps, 1 + W / span); hot_key_matches_per_query (mean
+        matches of the hot key in the window, in one topic: a query names one ``topic#key``,
+        and the plan's topics share the traffic equally); hot_key_truncation_probability
+        (P(matches > maxMsgsNumBatch)).
     Days from an empty store until the disk passes each ratio (inf = never)
         days_to_disk_max_used_space_ratio, days_to_disk_space_clean_forcibly_ratio,
         days_to_disk_space_warning_level_ratio.
@@ -402,9 +539,13 @@ class Estimate:
     load_factor: float
     occupancy: float
     occupancy_uniform: float
+    occupancy_file_p5: float
+    occupancy_file_p95: float
+    occupancy_file_sd: float
     mean_chain_length: float
     mean_chain_length_uniform: float
     entries_read_hit: float
+    entries_read_hit_broker: float
     entries_read_miss: float
     index_files_per_query: float
     hot_key_matches_per_query: float
@@ -530,23 +671,39 @@ def _core(plan: Plan, v: dict[str, Any], sample: OccupancySample | None) -> dict
     o["load_factor"] = C / ix.hash_slot_num + 0 * R
     hot_share = keyed_tokens * k.hot_key_fraction / k_idx if np.all(k_idx > 0) else 0 * R
     hot_draws = C * hot_share
-    distinct = C - hot_draws + _distinct_hot(hot_draws, v["keys.cardinality"], v["keys.zipf_s"]).reshape(np.shape(R))
-    occ_uniform = -np.expm1(distinct * math.log1p(-1.0 / ix.hash_slot_num)) if ix.hash_slot_num > 1 \
-        else np.ones_like(distinct)
+    # a hot key is topic#key: each topic's share of the draws over its own V keys
+    T = len(m.topics)
+    distinct = C - hot_draws + T * _distinct_hot(hot_draws / T, v["keys.cardinality"],
+                                                 v["keys.zipf_s"]).reshape(np.shape(R))
+    slots = ix.hash_slot_num
+    occ_uniform = -np.expm1(distinct * math.log1p(-1.0 / slots)) if slots > 1 else np.ones_like(distinct)
     o["occupancy_uniform"] = occ_uniform
-    o["mean_chain_length_uniform"] = C / (occ_uniform * ix.hash_slot_num)
+    o["mean_chain_length_uniform"] = C / (occ_uniform * slots)
     if sample is not None:
         o["occupancy"] = sample.occupancy + 0 * R
+        o["occupancy_file_p5"] = sample.occupancy_file_p5 + 0 * R
+        o["occupancy_file_p95"] = sample.occupancy_file_p95 + 0 * R
+        o["occupancy_file_sd"] = sample.occupancy_file_sd + 0 * R
         o["entries_read_hit"] = sample.entries_read_hit + 0 * R
+        o["entries_read_hit_broker"] = sample.entries_read_hit_broker + 0 * R
     else:
         o["occupancy"] = occ_uniform
-        o["entries_read_hit"] = chain_length_summary(ix.hash_slot_num, C)["entries_read_hit_walk"] + 0 * R
+        sd = _uniform_occupancy_sd(distinct, slots)
+        o["occupancy_file_sd"] = sd
+        o["occupancy_file_p5"] = occ_uniform - _Z95 * sd
+        o["occupancy_file_p95"] = occ_uniform + _Z95 * sd
+        walk = chain_length_summary(slots, C)["entries_read_hit_walk"]
+        o["entries_read_hit"] = walk + 0 * R
+        # every key once in a file (uniform model): the cut matters only for maxNum = 1, where
+        # the walk stops at the key itself, on average halfway down its chain
+        o["entries_read_hit_broker"] = (walk if ix.max_msgs_num_batch > 1 else (walk + 1.0) / 2.0) + 0 * R
     o["mean_chain_length"] = C / (o["occupancy"] * ix.hash_slot_num)
     o["entries_read_miss"] = C / ix.hash_slot_num + 0 * R
     window_h = v["queries.window_minutes"] / 60.0
     o["index_files_per_query"] = 1.0 + window_h / o["index_file_span_hours"]
     p_rank = _zipf_share(q.hot_key_rank, v["keys.cardinality"], v["keys.zipf_s"]).reshape(np.shape(R))
-    hot_rate = R * keyed_tokens * k.hot_key_fraction * p_rank
+    # a query names one topic#key: only the queried topic's share of the traffic matches
+    hot_rate = R / T * keyed_tokens * k.hot_key_fraction * p_rank
     o["hot_key_matches_per_query"] = hot_rate * window_h * 3600.0
     o["hot_key_truncation_probability"] = poisson_tail(o["hot_key_matches_per_query"], ix.max_msgs_num_batch)
 
@@ -561,6 +718,32 @@ def _core(plan: Plan, v: dict[str, Any], sample: OccupancySample | None) -> dict
         under = (total + d.used_bytes < getattr(d, name) * d.capacity_bytes) & (np.abs(growth) < 1e-9)
         o[f"days_to_{name}"] = np.where(under, np.inf, days)
     return o
+
+
+_Z95 = 1.6448536269514722    # the standard normal's 95th percentile
+
+
+def _uniform_occupancy_sd(distinct, slots: int):
+    """Standard deviation of one file's occupancy when `distinct` keys hash uniformly into
+    `slots` slots: the empty-slot count E has E[E] = m a, Var(E) = m a + m (m - 1) b - m² a²
+    with a = (1 - 1/m)^D, b = (1 - 2/m)^D (indicator covariances); sd = sqrt(Var) / m."""
+    m = float(slots)
+    D = np.asarray(distinct, float)
+    a = np.power(1.0 - 1.0 / m, D)
+    b = np.power(max(0.0, 1.0 - 2.0 / m), D)
+    var = m * a + m * (m - 1.0) * b - m * m * a * a
+    return np.sqrt(np.maximum(var, 0.0)) / m
+
+
+def _carry_sample(plan: Plan, out: dict[str, Any], occ: OccupancySample) -> None:
+    """Carry the real-hash occupancy (sampled at the likely point) to other inputs by the
+    uniform model's ratio; the files' spread moves with it."""
+    ref = _core(plan, _point_values(plan, "likely"), None)["occupancy_uniform"]
+    ratio = out["occupancy_uniform"] / ref
+    out["occupancy"] = occ.occupancy * ratio
+    out["occupancy_file_p5"] = occ.occupancy_file_p5 * ratio
+    out["occupancy_file_p95"] = occ.occupancy_file_p95 * ratio
+    out["mean_chain_length"] = out["keys_per_index_file"] / (out["occupancy"] * plan.index.hash_slot_num)
 
 
 def _point_values(plan: Plan, point: str) -> dict[str, float]:
@@ -592,10 +775,7 @@ def estimate(plan: Plan, point: str = "likely", *, sample: bool | OccupancySampl
         occ = sample_occupancy(plan)
     out = _core(plan, _point_values(plan, point), occ)
     if occ is not None and point != "likely":
-        # carry the real-hash occupancy to this point by the uniform model's ratio
-        ref = _core(plan, _point_values(plan, "likely"), None)["occupancy_uniform"]
-        out["occupancy"] = occ.occupancy * out["occupancy_uniform"] / ref
-        out["mean_chain_length"] = out["keys_per_index_file"] / (out["occupancy"] * plan.index.hash_slot_num)
+        _carry_sample(plan, out, occ)
     return Estimate(**{k: _scalar(out[k]) for k in OUTPUTS}, sample=occ)
 
 
@@ -633,12 +813,9 @@ def monte_carlo(plan: Plan, samples: int = 2000, seed: int | None = None, *,
     rng = np.random.default_rng(plan.seed if seed is None else seed)
     v = {name: _pert(rng, iv, int(samples)) for name, iv in plan.intervals().items()}
     occ = sample if isinstance(sample, OccupancySample) else (sample_occupancy(plan) if sample else None)
-    out = _core(plan, v, None)
+    out = _core(plan, v, occ)
     if occ is not None:
-        ref = _core(plan, _point_values(plan, "likely"), None)["occupancy_uniform"]
-        out["occupancy"] = occ.occupancy * out["occupancy_uniform"] / ref
-        out["mean_chain_length"] = out["keys_per_index_file"] / (out["occupancy"] * plan.index.hash_slot_num)
-        out["entries_read_hit"] = np.full(samples, occ.entries_read_hit)
+        _carry_sample(plan, out, occ)
     rows = {}
     for name in OUTPUTS:
         x = np.broadcast_to(np.asarray(out[name], float), (samples,))
