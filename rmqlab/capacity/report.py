@@ -514,19 +514,23 @@ def _chain_figure(a: PlanAnalysis):
     from rmqlab.viz.capacity import sampled_chain_lengths_figure
 
     s = a.estimate.sample
-    scaled = "" if s.scale == 1.0 else f"\n(the file simulated at {s.scale:.3g} × its slots, same load factor)"
+    # the histogram pools every simulated file's slots: say how many files of how many slots
+    scaled = "" if s.scale == 1.0 else f"\n(each file simulated at {s.scale:.3g} × its slots, same load factor)"
     return sampled_chain_lengths_figure(
-        s.histogram, title=f"a full file from the real hash of sampled keys: "
-                           f"{s.entries:,} keys in {s.hash_slot_num:,} slots{scaled}")
+        s.histogram, title=f"full files from the real hash of sampled keys, pooled: {s.files} files × "
+                           f"{s.hash_slot_num:,} slots, {s.entries:,} keys a file{scaled}")
 
 
 def _scale_note(a: PlanAnalysis) -> str:
     s = a.estimate.sample
     if s is None or s.scale == 1.0:
         return ""
-    return (f"; the sample is the file at {s.scale:.3g} × its size with the hot vocabulary shrunk alike, "
-            f"so its longest chains are shorter than the real file's, while the shares of short chains "
-            f"are the same")
+    # q of the draws over q of the hot keys: a hot key keeps its mean entries, so its chain keeps
+    # its length; only the Zipf head (the very hottest keys) differs
+    return (f"; each sampled file is the real one at {s.scale:.3g} × its slots and keys with the hot "
+            f"vocabulary shrunk alike, so a hot key keeps its mean number of entries and the shares of "
+            f"chain lengths are the real file's (the real file has {1 / s.scale:,.0f} × the slots); only "
+            f"the longest chains, of the very hottest keys, are approximate")
 
 
 def _figures(a: PlanAnalysis) -> list[tuple[str, str, Any]]:
