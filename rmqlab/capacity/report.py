@@ -191,8 +191,8 @@ def output_kind(name: str) -> str:
         return "days"
     if "hours" in name:
         return "hours"
-    if name.endswith(("_uniform",)) and name.startswith("occupancy"):
-        return "percent"
+    if name.startswith("occupancy") and not name.endswith("_sd"):
+        return "percent"        # occupancy_uniform and one file's p5 / p95, like occupancy itself
     if name in ("keys_per_index_file", "commitlog_files_on_disk", "consume_queue_files_on_disk"):
         return "count"
     return "number"
