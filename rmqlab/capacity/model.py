@@ -445,8 +445,12 @@ def sample_occupancy(plan: Plan, hash_slot_num: int | None = None, index_num: in
     for a fixed load factor (Binomial(n, 1/m) slot counts tend to Poisson(n/m)); the test
     suite checks the scaled files against full-size ones. A scaled file keeps the mean
     entries of a hot key (q draws over q V keys) but not the Zipf head's shape, so the broker
-    cut (``entries_read_hit_broker``) is approximate there. Cost: about 0.2-0.4 s at the
-    default `max_entries`.
+    cut (``entries_read_hit_broker``) is approximate there. Scaled files also lose how runs of
+    sequential ids fold into the real slot count: at the default geometry they put occupancy
+    1.3 % (many keys a message) to 6 % (few distinct hot keys) too high, where one whole
+    full-size file matches a real store to 0.1 % (benchmarks/RESULTS.md, 2026-11-22). For
+    those workloads pass ``files=1, max_entries=index_num - 1`` (15-20 s). Cost: about
+    0.2-0.4 s at the default `max_entries`.
     """
     m = plan.index.hash_slot_num if hash_slot_num is None else int(hash_slot_num)
     n_idx = plan.index.index_num if index_num is None else int(index_num)
