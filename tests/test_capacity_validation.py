@@ -157,11 +157,69 @@ def test_truncation_share_counts_the_brokers_cut(tiny):
     assert 0 < got["cut"] < 40            # the windows are chosen so that both happen
 
 
+def _broker_counts(store, topic, key, begins, window):
+    """Entries the broker's directory query finds for each window, with no cap: the truth."""
+    from rmqlab.indexservice import IndexService
+
+    with IndexService(store.index_dir, store.hash_slot_num, store.index_num, max_msgs_num_batch=10**9) as idx:
+        return np.array([len(idx.query_offset(topic, key, 10**9, int(b), int(b) + window).phy_offsets)
+                         for b in begins])
+
+
+def _same_windows(seed, queries, span, keys=1):
+    rng = np.random.default_rng(seed)
+    rng.choice(keys, size=queries)
+    return rng.integers(span[0], span[1] + 1, size=queries)
+
+
+@pytest.mark.parametrize("clock_steps", [0, 4])
+def test_truncation_share_scan_and_walks_agree_with_the_broker(tmp_path, clock_steps):
+    # with clock steps the stored times go back: walks stop early, the scan would over-count,
+    # so every window must be walked for real; without, the scan answers every window
+    # files span several seconds, so that a step back shows in the stored (whole-second) times
+    w = Workload(messages=4000, seed=9, rate=50.0, hot_key_fraction=0.7, hot_keys=10,
+                 broker_clock_steps=clock_steps, broker_clock_step_ms=3000)
+    store = generate_store(tmp_path, w, commitlog_file_size=1 << 18, hash_slot_num=40, index_num=300)
+    span, window, q = (w.start_ms, w.start_ms + 70_000), 5000, 300
+    got = truncation_share(store, ["TopicTest#USER_1"], window_ms=window, queries=q, seed=4, span=span, max_num=45)
+    counts = _broker_counts(store, "TopicTest", "USER_1", _same_windows(4, q, span), window)
+    assert got["method"] == ("walk" if clock_steps else "scan")
+    assert got["walked"] == (q if clock_steps else 20)
+    assert got["cut"] == int((counts > 45).sum()) and 0 < got["cut"] < q
+    assert got["matches_mean"] == pytest.approx(counts.mean(), rel=1e-12)
+    if clock_steps:     # the steps really do hide entries a scan of stored times would count
+        from rmqlab.capacity.measure import _stored_times_of_hash
+        from rmqlab.javahash import index_hash
+
+        with store.index() as idx:
+            times = np.sort(np.concatenate([_stored_times_of_hash(f, index_hash("TopicTest#USER_1"))
+                                            for f in idx.files]))
+        begins = _same_windows(4, q, span)
+        scanned = np.searchsorted(times, begins + window, "right") - np.searchsorted(times, begins, "left")
+        assert (scanned > counts).any()
+
+
+def test_truncation_share_catches_a_scan_the_walks_contradict(tmp_path):
+    import shutil
+
+    w = Workload(messages=2000, seed=3, rate=400.0, hot_key_fraction=0.8, hot_keys=5)
+    store = generate_store(tmp_path / "s", w, commitlog_file_size=1 << 18, hash_slot_num=40, index_num=300)
+    # cut every chain after its newest entry: the walks now read one entry, the entries are all there
+    for path in store.index_dir.iterdir():
+        with IndexFile.open(path, 40, 300, writable=True) as f:
+            f.entries["prev_index"][:] = 0
+    with pytest.raises(RuntimeError, match=r"query 0 .*the broker's walks find \d+ entries but the stored times hold"):
+        truncation_share(store, ["TopicTest#USER_1"], window_ms=2000, queries=50, max_num=5)
+    shutil.rmtree(tmp_path / "s")
+
+
 def test_bad_arguments_are_named(tiny):
     with pytest.raises(ValueError, match="queries"):
         index_file_measurements(tiny, queries=0)
     with pytest.raises(ValueError, match="window_ms"):
         truncation_share(tiny, ["T#k"], window_ms=0)
+    with pytest.raises(ValueError, match="verify"):
+        truncation_share(tiny, ["T#k"], window_ms=10, verify=-1)
     with pytest.raises(ValueError, match="size"):
         SCENARIOS["default"].variant("huge")
     with pytest.raises(ValueError, match="scenario"):

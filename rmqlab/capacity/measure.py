@@ -227,25 +227,63 @@ def index_file_measurements(store, *, queries: int | None = None, seed: int = 0,
     return pd.DataFrame(rows)
 
 
+def _stored_times_of_hash(f, key_hash: int) -> np.ndarray:
+    """Stored times (ms: begin_timestamp + time_diff x 1000, as the broker reads them) of the
+    entries of file `f` whose key hash is `key_hash`, in entry order."""
+    e = f.used_entries
+    td = e["time_diff"][e["key_hash"] == key_hash].astype(np.int64)
+    return f.header.begin_timestamp + td * 1000
+
+
+def _entry_times_ascend(f) -> bool:
+    """True if the stored times never decrease in entry order: then every walk, which reads
+    newest first and stops at the first entry older than the window, has passed every entry
+    of the window before it stops, and the matches are exactly the entries of the key's hash
+    whose stored time falls in the window."""
+    td = f.used_entries["time_diff"]
+    return bool(len(td) < 2 or (np.diff(td.astype(np.int64)) >= 0).all())
+
+
 def truncation_share(store, keys: Sequence[str], *, window_ms: int, queries: int = 1000,
                      weights: Sequence[float] | None = None, seed: int = 0,
-                     max_num: int | None = None, span: tuple[int, int] | None = None) -> dict[str, float]:
+                     max_num: int | None = None, span: tuple[int, int] | None = None,
+                     verify: int = 20) -> dict[str, Any]:
     """Share of key queries the broker cuts at `max_num`: draw `queries` (full key, window)
     pairs, the key from `keys` (``topic#key`` strings; by `weights` if given, else uniformly)
     and the window ``[begin, begin + window_ms]`` with begin uniform over `span` (default: the
     index's first to last store time, minus the window), and count the queries for which the
-    index files holds more than `max_num` entries of that key's hash whose stored time falls in
+    index files hold more than `max_num` entries of that key's hash whose stored time falls in
     the window (the broker returns `max_num` of them and drops the rest).
 
-    The matches are counted by the broker's own walks (:meth:`IndexFile.select_phy_offsets_many`
-    with no cap, in every file whose time range touches the window). Returns ``queries``,
-    ``cut`` and ``share`` (cut / queries). Cost: one C walk per (query, time-matched file).
+    What the broker would find is counted two ways. Where every index file's stored times
+    ascend in entry order (any store written in arrival order with a clock that never steps
+    back), a query's matches are the entries of its hash whose stored time is in the window:
+    one scan of each file's entries per key, then a binary search per query, so 100,000
+    queries cost about as much as one. Otherwise every query is a real walk. The first
+    `verify` queries are always also walked for real (:meth:`IndexFile.select_phy_offsets_many`
+    with no cap, in every file whose time range touches the window) and must agree; a
+    disagreement raises RuntimeError naming the query.
+
+    Returns ``queries``, ``cut``, ``share`` (cut / queries), ``matches_mean`` and
+    ``matches_var`` (entries matched per query, over the queries), ``walked`` (queries
+    walked for real) and ``method`` ("scan" or "walk").
+
+    >>> import tempfile
+    >>> from rmqlab.store import generate_store
+    >>> from rmqlab.workload import Workload
+    >>> s = generate_store(tempfile.mkdtemp(), Workload(messages=3000, seed=2, hot_key_fraction=0.9,
+    ...                    hot_keys=5), commitlog_file_size=1 << 20, hash_slot_num=100, index_num=400)
+    >>> r = truncation_share(s, ["TopicTest#USER_1"], window_ms=1000, queries=500, max_num=350)
+    >>> r["method"], r["walked"], round(r["matches_mean"]), r["share"]
+    ('scan', 20, 357, 0.516)
     """
     max_num = store.max_msgs_num_batch if max_num is None else int(max_num)
     if window_ms <= 0:
         raise ValueError(f"window_ms must be > 0, got {window_ms}")
     if queries < 1:
         raise ValueError(f"queries must be >= 1, got {queries}")
+    if verify < 0:
+        raise ValueError(f"verify must be >= 0, got {verify}")
     if len(keys) == 0:
         raise ValueError("keys must name at least one key")
     rng = np.random.default_rng(seed)
@@ -255,25 +293,47 @@ def truncation_share(store, keys: Sequence[str], *, window_ms: int, queries: int
         if len(p) != len(keys) or (p < 0).any() or p.sum() <= 0:
             raise ValueError("weights: one non-negative weight per key, not all 0")
         p = p / p.sum()
-    which = rng.choice(len(keys), size=int(queries), p=p)
+    queries = int(queries)
+    which = rng.choice(len(keys), size=queries, p=p)
     hashes = index_hash_many(list(keys))
-    cut = 0
     with store.index() as idx:
         files = idx.files
         if span is None:
             first = min((f.header.begin_timestamp for f in files), default=0)
             last = max((f.header.end_timestamp for f in files), default=0)
             span = (first, max(first, last - int(window_ms)))
-        begins = rng.integers(span[0], span[1] + 1, size=int(queries))
-        for q in range(int(queries)):
-            b, e = int(begins[q]), int(begins[q]) + int(window_ms)
+        begins = rng.integers(span[0], span[1] + 1, size=queries)
+        ends = begins + int(window_ms)
+
+        def walked(q: int) -> int:
+            b, e = int(begins[q]), int(ends[q])
             h = hashes[which[q]:which[q] + 1]
-            found = 0
-            for f in files:
-                if f.is_time_matched(b, e):
-                    found += int(f.select_phy_offsets_many(None, _NO_CAP, b, e, hashes=h).counts()[0])
-            cut += found > max_num
-    return {"queries": int(queries), "cut": int(cut), "share": cut / int(queries)}
+            return sum(int(f.select_phy_offsets_many(None, _NO_CAP, b, e, hashes=h).counts()[0])
+                       for f in files if f.is_time_matched(b, e))
+
+        method = "scan" if all(_entry_times_ascend(f) for f in files) else "walk"
+        if method == "scan":
+            found = np.zeros(queries, np.int64)
+            for j, h in enumerate(hashes):
+                times = np.sort(np.concatenate([_stored_times_of_hash(f, int(h)) for f in files]
+                                               or [np.zeros(0, np.int64)]))
+                mine = which == j
+                found[mine] = (np.searchsorted(times, ends[mine], side="right")
+                               - np.searchsorted(times, begins[mine], side="left"))
+            checked = min(verify, queries)
+            for q in range(checked):
+                w = walked(q)
+                if w != found[q]:
+                    raise RuntimeError(
+                        f"query {q} ({keys[which[q]]!r}, window [{begins[q]}, {ends[q]}]): the broker's walks "
+                        f"find {w} entries but the stored times hold {found[q]}")
+        else:
+            found = np.array([walked(q) for q in range(queries)], np.int64)
+            checked = queries
+    cut = int((found > max_num).sum())
+    return {"queries": queries, "cut": cut, "share": cut / queries, "matches_mean": float(found.mean()),
+            "matches_var": float(found.var(ddof=1)) if queries > 1 else 0.0, "walked": int(checked),
+            "method": method}
 
 
 def measure_store(store, *, queries: int | None = None, seed: int = 0,

@@ -34,8 +34,9 @@ sound file). Quantities whose measured side is a finite random sample are compar
 four standard errors of that sample, computed from the measurement itself and shown in the
 table (``tolerance``): the index file span (Poisson arrivals), entries read per hit (the
 model's key sample and the store's keys are independent draws; the same for the broker's cut
-walks), the hot key's truncation
-share (windows of one store). Nothing is widened to make a row pass.
+walks), the hot key's matches per query and truncation share (random windows of one store:
+the error of the sampled windows and of the store, one realisation of the traffic, both
+counted). Nothing is widened to make a row pass.
 
 >>> SCENARIO_NAMES
 ('default', 'small-slot-table', 'hot-keys', 'many-keys', 'bursty')
@@ -88,7 +89,9 @@ class Scenario:
     (chosen for at least one full 20M-key index file; the rate stays, so bursts and query
     windows keep their meaning) and uses the broker's file sizes. `files` overrides
     the small store settings (e.g. a smaller slot table), `full_files` the full ones.
-    `window_minutes` is the key-query window for the truncation row (None = no such row).
+    `window_minutes` is the key-query window for the truncation rows (None = no such rows),
+    `truncation_queries` how many random windows measure them (cheap: one scan of the entries
+    per key, then a binary search per window; see :func:`truncation_share`).
     """
 
     name: str
@@ -98,7 +101,7 @@ class Scenario:
     full_files: dict[str, int] = field(default_factory=dict)
     full_factor: int = 80
     window_minutes: float | None = None
-    truncation_queries: int = 2000
+    truncation_queries: int = 100_000
 
     def variant(self, size: str = "small") -> tuple[Workload, dict[str, int]]:
         """(workload, store options) of one size."""
@@ -192,14 +195,13 @@ def compare(scenario: Scenario, size: str, measured: dict[str, Any], plan: Plan,
             truncation: dict[str, float] | None = None) -> pd.DataFrame:
     """The model-vs-measured rows for one measured store (see :func:`validate`).
 
-    At "full" size the key sample hashes one whole full-size file (20,000,000 keys, 15-20 s)
-    instead of the default scaled-down files: those keep the load factor but not how runs of
-    sequential ids fold into the real slot count, and miss occupancy by 1.3 % (many-keys) to
-    6 % (hot-keys) at this size (benchmarks/RESULTS.md, 2026-11-22)."""
-    if size == "full":
-        sample = sample_occupancy(plan, files=1, max_entries=plan.geometry.capacity)
-    else:
-        sample = sample_occupancy(plan)
+    The model's key sample is the command line's default, whole files (``whole_files=True``):
+    at "small" size several whole files fit the default budget anyway; at "full" size it
+    hashes one whole full-size file (20,000,000 keys, 15-20 s). Scaled-down files keep the
+    load factor but not how runs of sequential ids fold into the real slot count, and miss
+    occupancy by 1.3 % (many-keys) to 6 % (hot-keys) at full size (benchmarks/RESULTS.md,
+    2026-11-22)."""
+    sample = sample_occupancy(plan, whole_files=True)
     est = estimate(plan, sample=sample)
     g: Geometry = plan.geometry
     n = measured["messages"]
@@ -281,13 +283,21 @@ def compare(scenario: Scenario, size: str, measured: dict[str, Any], plan: Plan,
                          measured["index_file_span_seconds"], 4 * span_se, "absolute",
                          f"mean of {len(spans)} full files; ±4 SE"))
     if truncation is not None:
+        # two sources of error: the sampled windows (Q of them, at random over the store's span)
+        # and the store itself, one realisation of the traffic (span / W independent windows)
         windows = truncation["independent_windows"]
+        Q = truncation["queries"]
+        both = 1.0 / Q + 1.0 / windows
+        mu = est.hot_key_matches_per_query
+        se_mu = math.sqrt(truncation["matches_var"] * both)
+        rows.append(_row("hot key matches per query", "entries", mu, truncation["matches_mean"], 4 * se_mu,
+                         "absolute", f"entries of the hottest key in a {plan.queries.window_minutes.likely:g}-minute "
+                         f"window, mean of {Q:,} queries; ±4 SE ({Q:,} windows, {windows:,.0f} independent)"))
         p = est.hot_key_truncation_probability
-        se_p = math.sqrt(max(p * (1 - p), 1e-12) / windows)
+        se_p = math.sqrt(max(p * (1 - p), 1e-12) * both)
         rows.append(_row("hot key truncation", "share of queries", p, truncation["share"], 4 * se_p,
-                         "absolute", f"{truncation['queries']} queries of the hottest key over "
-                         f"{plan.queries.window_minutes.likely:g}-minute windows; ±4 SE of "
-                         f"{windows:.0f} independent windows; Poisson mean {est.hot_key_matches_per_query:.1f}"))
+                         "absolute", f"share of the same queries with more than maxNum = "
+                         f"{plan.index.max_msgs_num_batch} matches; Poisson({mu:.1f}) tail; ±4 SE"))
     df = pd.DataFrame(rows)
     df.insert(0, "scenario", scenario.name)
     return df[list(COLUMNS)]
