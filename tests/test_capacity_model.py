@@ -14,6 +14,8 @@ from hypothesis import given, settings, strategies as st
 from rmqlab.capacity import EXAMPLE_PLAN_TOML, estimate, monte_carlo, parse_plan
 from rmqlab.capacity.model import (
     OUTPUTS,
+    SAMPLE_ENTRIES,
+    SAMPLE_FILES,
     _distinct_hot,
     _uniform_occupancy_sd,
     _zipf_share,
@@ -123,6 +125,26 @@ def test_scaled_sample_agrees_with_a_full_size_one():
     assert scaled.mean_chain_length == pytest.approx(full.mean_chain_length, rel=0.01)
     assert scaled.entries_read_hit == pytest.approx(full.entries_read_hit, rel=0.03)
     assert scaled.entries_read_hit_broker == pytest.approx(full.entries_read_hit_broker, rel=0.03)
+
+
+def test_whole_file_sample_is_the_first_real_file_of_the_stream(tmp_path):
+    # too big for SAMPLE_FILES[1] whole files in the default budget: whole_files hashes one
+    # whole file where the fast sample scales; the one file is a real index file's slots
+    plan = parse_plan({"index": {"hash_slot_num": 60_000, "index_num": 240_000},
+                       "keys": {"uniq_key": False, "hot_key_fraction": 0.9, "cardinality": 200, "zipf_s": 1.2}})
+    cap = plan.geometry.capacity
+    assert cap * SAMPLE_FILES[1] > SAMPLE_ENTRIES
+    whole = sample_occupancy(plan, whole_files=True)
+    fast = sample_occupancy(plan)
+    assert (whole.files, whole.scale, whole.entries) == (1, 1.0, cap)
+    assert fast.scale < 1.0 and fast.files == SAMPLE_FILES[1]
+    path = tmp_path / "20240610061320000"
+    build_index_file(path, sample_index_keys(plan, cap), np.arange(cap), np.full(cap, 1_718_000_000_000),
+                     hash_slot_num=60_000, index_num=240_000)
+    f = file_stats(path, hash_slot_num=60_000, index_num=240_000)
+    assert whole.slots_used == f["slots_used"] and whole.occupancy == f["occupancy"]
+    assert whole.mean_chain_length == pytest.approx(f["mean_chain_length"], rel=1e-12)
+    assert estimate(plan, whole_files=True).occupancy == whole.occupancy
 
 
 def test_sample_averages_consecutive_files_of_the_stream():

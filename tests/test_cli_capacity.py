@@ -38,18 +38,37 @@ def test_example_prints_the_commented_plan_which_loads_back(plan_file, capsys):
 
 
 def test_estimate_json_is_the_library_estimate(plan_file, capsys):
-    assert main(["capacity", "estimate", str(plan_file), "--json"]) == 0
+    assert main(["capacity", "estimate", str(plan_file), "--json", "--fast"]) == 0
     out = capsys.readouterr()
     d = json.loads(out.out)
     plan = load_plan(plan_file)
     assert d["point"] == "likely" and d["name"] == plan.name
     assert d["estimate"] == finite_or_none(estimate(plan).as_dict())
-    assert main(["capacity", "estimate", str(plan_file), "--json", "--point", "high"]) == 0
+    assert out.err == ""
+    assert main(["capacity", "estimate", str(plan_file), "--json", "--point", "high", "--fast"]) == 0
     assert json.loads(capsys.readouterr().out)["estimate"] == finite_or_none(estimate(plan, "high").as_dict())
 
 
+def test_without_fast_the_sample_is_whole_files(tmp_path, capsys):
+    # a geometry too large for several whole files in the fast budget, small enough for a test
+    path = tmp_path / "plan.toml"
+    path.write_text('[index]\nhash_slot_num = 60000\nindex_num = 240000\n'
+                    '[keys]\nuniq_key = false\nhot_key_fraction = 0.9\ncardinality = 200\n')
+    plan = load_plan(path)
+    assert main(["capacity", "estimate", str(path), "--json"]) == 0
+    out = capsys.readouterr()
+    whole = estimate(plan, whole_files=True)
+    assert json.loads(out.out)["estimate"] == finite_or_none(whole.as_dict())
+    assert "hashing a whole index file of 239,999 sampled keys" in out.err
+    assert whole.sample.scale == 1.0 and estimate(plan).sample.scale < 1.0
+    assert main(["capacity", "report", str(path), "--json", "--samples", "50"]) == 0
+    out = capsys.readouterr()
+    assert json.loads(out.out)["estimate"]["occupancy"] == whole.occupancy
+    assert "[1/1] this plan: 60,000 slots x 240,000 entries, whole files" in out.err
+
+
 def test_estimate_text_is_a_table_of_every_output(plan_file, capsys):
-    assert main(["capacity", "estimate", str(plan_file)]) == 0
+    assert main(["capacity", "estimate", str(plan_file), "--fast"]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].startswith("# ")
     rows = {line.split()[0]: line.split(None, 1)[1] for line in lines[1:]}
@@ -63,17 +82,19 @@ def test_estimate_text_is_a_table_of_every_output(plan_file, capsys):
 def test_report_writes_html_and_prints_json(plan_file, tmp_path, capsys):
     out = tmp_path / "report.html"
     assert main(["capacity", "report", str(plan_file), "--out", str(out), "--samples", "200", "--seed", "7",
-                 "--json"]) == 0
+                 "--json", "--fast"]) == 0
     printed = capsys.readouterr()
     d = json.loads(printed.out)
     assert d == json.loads(json.dumps(report_json(load_plan(plan_file), samples=200, seed=7)))
     assert d["samples"] == 200 and d["seed"] == 7
-    assert printed.err.startswith(f"wrote {out} (") and d["recommendation"]["text"] in printed.err
+    assert f"\nwrote {out} (" in printed.err and d["recommendation"]["text"] in printed.err
+    assert printed.err.startswith("rmqlab: [1/3] this plan: 5,000,000 slots x 20,000,000 entries, sampled files")
     page = out.read_text(encoding="utf-8")
     assert page.startswith("<!DOCTYPE html>") and page.count('<img alt="') == 5
     assert len(re.findall(r'src="data:image/png;base64,', page)) == 5
     # HTML only: nothing on stdout
-    assert main(["capacity", "report", str(plan_file), "--out", str(tmp_path / "b.html"), "--samples", "50"]) == 0
+    assert main(["capacity", "report", str(plan_file), "--out", str(tmp_path / "b.html"), "--samples", "50",
+                 "--fast"]) == 0
     assert capsys.readouterr().out == "" and (tmp_path / "b.html").stat().st_size > 10_000
 
 

@@ -32,6 +32,8 @@ SMALL_PARAMETERS: dict[str, dict[str, object]] = {
         "HASH_SLOT_NUM": 2_000,
         "INDEX_NUM": 8_000,
     },
+    # whole-file key samples cost 15-20 s a configuration; tests/test_cli_capacity.py covers them
+    "06-capacity-planning.ipynb": {"WHOLE_FILES": False},
 }
 
 KERNELSPEC = {"name": "rmqlab", "display_name": "rmqlab (Python 3)", "language": "python"}

@@ -418,7 +418,8 @@ def _combine(samples: list[OccupancySample], scale: float) -> OccupancySample:
 
 
 def sample_occupancy(plan: Plan, hash_slot_num: int | None = None, index_num: int | None = None, *,
-                     max_entries: int = SAMPLE_ENTRIES, files: int | None = None) -> OccupancySample:
+                     max_entries: int = SAMPLE_ENTRIES, files: int | None = None,
+                     whole_files: bool = False) -> OccupancySample:
     """Occupancy and chains of full index files of the plan's traffic (likely values), from
     the real hash of sampled keys (:func:`sample_index_keys`, :func:`chain_lengths_from_keys`
     with the plan's maxMsgsNumBatch), averaged over several files at different positions of
@@ -448,9 +449,22 @@ def sample_occupancy(plan: Plan, hash_slot_num: int | None = None, index_num: in
     cut (``entries_read_hit_broker``) is approximate there. Scaled files also lose how runs of
     sequential ids fold into the real slot count: at the default geometry they put occupancy
     1.3 % (many keys a message) to 6 % (few distinct hot keys) too high, where one whole
-    full-size file matches a real store to 0.1 % (benchmarks/RESULTS.md, 2026-11-22). For
-    those workloads pass ``files=1, max_entries=index_num - 1`` (15-20 s). Cost: about
+    full-size file matches a real store to 0.1 % (benchmarks/RESULTS.md, 2026-11-22).
+
+    `whole_files`: never scale. Where fewer than ``SAMPLE_FILES[1]`` full-size files fit in
+    `max_entries`, hash `files` (default 1) whole full-size files instead, however many keys
+    that takes (about 1 µs a key: 15-20 s for the default 19,999,999-key file). This is what
+    the command line's estimate and report use unless told ``--fast``. Cost otherwise: about
     0.2-0.4 s at the default `max_entries`.
+
+    >>> from rmqlab.capacity.plan import parse_plan
+    >>> plan = parse_plan({"index": {"hash_slot_num": 5000, "index_num": 20000}})
+    >>> s = sample_occupancy(plan, whole_files=True)     # 10 files of 19,999 keys fit: as without
+    >>> s.scale, s.files, s.entries
+    (1.0, 10, 19999)
+    >>> whole = sample_occupancy(plan, max_entries=30_000, whole_files=True)
+    >>> whole.files, whole.scale, sample_occupancy(plan, max_entries=30_000).scale
+    (1, 1.0, 0.375)
     """
     m = plan.index.hash_slot_num if hash_slot_num is None else int(hash_slot_num)
     n_idx = plan.index.index_num if index_num is None else int(index_num)
@@ -459,10 +473,12 @@ def sample_occupancy(plan: Plan, hash_slot_num: int | None = None, index_num: in
     capacity = Geometry(m, n_idx).capacity
     hot = int(plan.keys.cardinality.likely)
     max_num = plan.index.max_msgs_num_batch
+    fit = max_entries // capacity
     if files is None:
-        fit = max_entries // capacity
-        files = min(SAMPLE_FILES[0], fit) if fit >= SAMPLE_FILES[1] else SAMPLE_FILES[1]
+        files = min(SAMPLE_FILES[0], fit) if fit >= SAMPLE_FILES[1] else (1 if whole_files else SAMPLE_FILES[1])
     files = int(files)
+    if whole_files:
+        max_entries = max(int(max_entries), files * capacity)
     if files * capacity <= max_entries:
         keys = sample_index_keys(plan, files * capacity)
         samples = [chain_lengths_from_keys(keys.slice(j * capacity, capacity), m, capacity, max_num=max_num)
@@ -754,14 +770,17 @@ def _point_values(plan: Plan, point: str) -> dict[str, float]:
     return {name: iv.at(point) for name, iv in plan.intervals().items()}
 
 
-def estimate(plan: Plan, point: str = "likely", *, sample: bool | OccupancySample = True) -> Estimate:
+def estimate(plan: Plan, point: str = "likely", *, sample: bool | OccupancySample = True,
+             whole_files: bool = False) -> Estimate:
     """The model at one point of the plan: every interval at its "low", "likely" or "high"
     value (inputs that move outputs in opposite directions are not mixed: this is a corner, not a
     bound; use :func:`monte_carlo` for percentiles). With `sample` the occupancy, chains and
     entries read come from the real hash of sampled keys (:func:`sample_occupancy`, at the
     plan's likely key shape; pass an :class:`OccupancySample` to reuse one); with
-    ``sample=False`` from the uniform-hash model. Cost: < 1 s for the default plan, nearly all
-    in the key sample; ~1 ms with ``sample=False``.
+    ``sample=False`` from the uniform-hash model. `whole_files`: the key sample hashes whole
+    full-size files, never scaled-down ones (:func:`sample_occupancy`): exact for any key
+    shape, 15-20 s at the default geometry. Cost: < 1 s for the default plan, nearly all in
+    the key sample; ~1 ms with ``sample=False``.
 
     >>> from rmqlab.capacity.plan import parse_plan
     >>> e = estimate(parse_plan({}), sample=False)
@@ -776,7 +795,7 @@ def estimate(plan: Plan, point: str = "likely", *, sample: bool | OccupancySampl
     if isinstance(sample, OccupancySample):
         occ = sample
     elif sample:
-        occ = sample_occupancy(plan)
+        occ = sample_occupancy(plan, whole_files=whole_files)
     out = _core(plan, _point_values(plan, point), occ)
     if occ is not None and point != "likely":
         _carry_sample(plan, out, occ)
@@ -802,21 +821,24 @@ def _pert(rng: np.random.Generator, iv: Interval, n: int) -> np.ndarray:
 
 
 def monte_carlo(plan: Plan, samples: int = 2000, seed: int | None = None, *,
-                sample: bool | OccupancySample = True, percentiles=(5, 50, 95)) -> pd.DataFrame:
+                sample: bool | OccupancySample = True, percentiles=(5, 50, 95),
+                whole_files: bool = False) -> pd.DataFrame:
     """Percentiles of every output when each interval input is drawn independently from a
     PERT(low, likely, high) distribution (a Beta scaled to [low, high] with mode `likely`;
     a plain number stays fixed). One row per output (index = output name), columns
     ``p5``, ``p50``, ``p95`` (by default) and ``mean``; infinite outputs (never reaching a
     disk threshold) count as +inf in percentiles and make the mean inf. `seed` None uses the
     plan's seed. Vectorized over samples; the real-hash occupancy is sampled once at the
-    likely point and carried to each draw by the uniform model's ratio (see :func:`estimate`).
+    likely point and carried to each draw by the uniform model's ratio (see :func:`estimate`;
+    `whole_files` as there).
     Cost: ~50 ms for 2000 samples plus the key sample.
     """
     if isinstance(samples, bool) or not isinstance(samples, (int, np.integer)) or samples < 1:
         raise ValueError(f"samples must be a positive int, got {samples!r}")
     rng = np.random.default_rng(plan.seed if seed is None else seed)
     v = {name: _pert(rng, iv, int(samples)) for name, iv in plan.intervals().items()}
-    occ = sample if isinstance(sample, OccupancySample) else (sample_occupancy(plan) if sample else None)
+    occ = sample if isinstance(sample, OccupancySample) else (
+        sample_occupancy(plan, whole_files=whole_files) if sample else None)
     out = _core(plan, v, occ)
     if occ is not None:
         _carry_sample(plan, out, occ)
