@@ -1,9 +1,10 @@
 """Only the C accelerators are declared here; everything else lives in pyproject.toml.
 
-Three small extension modules, no NumPy C API (they exchange data through the buffer protocol):
+Small extension modules, no NumPy C API (they exchange data through the buffer protocol):
   rmqlab._jhash      Java String.hashCode over Python str, NumPy and Arrow string arrays
   rmqlab._indexcore  the IndexFile put and select loops over a memory-mapped file
   rmqlab._records    the CommitLog record walk, CRC32 of many spans, span copies, property scan
+  rmqlab._crc32c     CRC-32C (Castagnoli) of Kafka's record batches, one buffer or many spans
 """
 from setuptools import Extension, setup
 
@@ -18,5 +19,6 @@ setup(
                   extra_compile_args=FLAGS),
         Extension("rmqlab._records", sources=["rmqlab/_native/records.c"], depends=HEADERS,
                   extra_compile_args=FLAGS),
+        Extension("rmqlab._crc32c", sources=["rmqlab/_native/crc32c.c"], extra_compile_args=FLAGS),
     ]
 )
