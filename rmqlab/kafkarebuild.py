@@ -26,6 +26,12 @@ recovery (and every broker since) uses the batch's last offset. A time entry who
 inside the right batch but not its last offset is therefore not corruption: :func:`compare`
 reports it as ``pre-3.8 time entry``.
 
+On files: :func:`segment_batches` reads a ``.log``'s batch headers, :func:`rebuild_indexes`
+writes the ``.index`` / ``.timeindex`` the broker would have written for it, and
+:func:`verify_segment` / :func:`verify_directory` compare the index files on disk with the
+rule, entry by entry, like ``kafka-dump-log --verify-index-only`` but reporting every
+mismatch and explaining the pre-3.8 time entries.
+
 Cost: O(batches) vectorized, plus one binary search per offset entry.
 
 >>> import numpy as np
@@ -38,13 +44,18 @@ Cost: O(batches) vectorized, plus one binary search per offset entry.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-__all__ = ["INDEX_INTERVAL_BYTES", "batch_table", "expected_entries", "compare", "Mismatch"]
+from rmqlab.errors import RmqlabError
+
+__all__ = ["INDEX_INTERVAL_BYTES", "batch_table", "expected_entries", "compare", "Mismatch",
+           "segment_batches", "rebuild_indexes", "SegmentReport", "verify_segment", "verify_directory"]
 
 #: ``index.interval.bytes``: bytes appended between two offset index entries (Kafka default).
 INDEX_INTERVAL_BYTES = 4096
@@ -169,3 +180,167 @@ def compare(batches: pd.DataFrame, offset_entries, time_entries, *, offset_file:
         else:
             out.append(Mismatch(time_file, "time entry", int(i), (int(wt), int(wo)), (int(gt), int(go))))
     return out
+
+
+# ------------------------------------------------------------------------------ on files
+
+
+def segment_batches(log_path: str | os.PathLike) -> pd.DataFrame:
+    """The batch headers of a ``.log`` segment (:func:`rmqlab.formats.kafkalog.read_batches`,
+    CRCs computed, a torn tail raises), in the columns :func:`expected_entries` needs plus the
+    rest of the header. Read-only. Cost: one walk of the batch headers."""
+    from rmqlab.formats.kafkalog import read_batches
+
+    return read_batches(log_path)
+
+
+def _paths(log_path: Path) -> tuple[Path, Path]:
+    from rmqlab.formats.kafka import INDEX_SUFFIX, TIME_INDEX_SUFFIX
+
+    stem = log_path.name[: -len(".log")] if log_path.name.endswith(".log") else log_path.stem
+    return log_path.with_name(stem + INDEX_SUFFIX), log_path.with_name(stem + TIME_INDEX_SUFFIX)
+
+
+def rebuild_indexes(log_path: str | os.PathLike, out_dir: str | os.PathLike, *,
+                    index_interval_bytes: int = INDEX_INTERVAL_BYTES, rolled: bool = True,
+                    overwrite: bool = False) -> tuple[Path, Path]:
+    """Write the ``.index`` and ``.timeindex`` the broker writes for the segment `log_path`
+    into `out_dir` (named by the segment's base offset, trimmed to their entries as on a roll
+    or clean close; ``rolled=False``: as an active segment, without the final time entry).
+    The ``.log`` is only read. Existing index files in `out_dir` are refused unless
+    `overwrite`. Returns (index path, time index path). Cost: one walk of the batch headers
+    plus O(entries) writes.
+
+    >>> import tempfile
+    >>> from rmqlab.formats.kafkalog import KafkaRecord, write_segment
+    >>> d = tempfile.mkdtemp()
+    >>> log = write_segment(d, 0, [KafkaRecord(i, 1000 * i, None, bytes(900)) for i in range(20)])
+    >>> index, timeindex = rebuild_indexes(log, tempfile.mkdtemp())
+    >>> from rmqlab.formats.kafka import read_offset_index
+    >>> read_offset_index(index).tolist()
+    [(5, 4850), (10, 9700), (15, 14550)]
+    """
+    from rmqlab.formats.kafka import base_offset_of, build_offset_index, build_time_index, segment_file_name
+
+    log_path = Path(log_path)
+    base = base_offset_of(log_path)
+    offsets, times = expected_entries(segment_batches(log_path), index_interval_bytes, rolled=rolled)
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    index = out / segment_file_name(base, ".index")
+    timeindex = out / segment_file_name(base, ".timeindex")
+    for p in (index, timeindex):
+        if p.exists() and not overwrite:
+            raise FileExistsError(f"{p} exists; pass overwrite=True to replace it")
+        if p.exists() and p.resolve() == log_path.resolve():
+            raise ValueError(f"{p} is the segment itself")
+    build_offset_index(index, offsets, base, overwrite=overwrite)
+    build_time_index(timeindex, times, base, overwrite=overwrite)
+    return index, timeindex
+
+
+@dataclass
+class SegmentReport:
+    """What :func:`verify_segment` found for one segment. ``ok``: every check passed (explained
+    pre-3.8 time entries allowed)."""
+
+    log: str
+    base_offset: int | None = None
+    batches: int = 0
+    log_bytes: int = 0
+    offset_entries: int | None = None
+    time_entries: int | None = None
+    expected_offset_entries: int | None = None
+    expected_time_entries: int | None = None
+    errors: list[str] = field(default_factory=list)
+    mismatches: list[Mismatch] = field(default_factory=list)
+
+    @property
+    def explained(self) -> list[Mismatch]:
+        return [m for m in self.mismatches if m.kind == "pre-3.8 time entry"]
+
+    @property
+    def ok(self) -> bool:
+        return not self.errors and len(self.explained) == len(self.mismatches)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"log": self.log, "base_offset": self.base_offset, "ok": self.ok, "batches": self.batches,
+                "log_bytes": self.log_bytes, "offset_entries": self.offset_entries,
+                "time_entries": self.time_entries, "expected_offset_entries": self.expected_offset_entries,
+                "expected_time_entries": self.expected_time_entries, "errors": list(self.errors),
+                "mismatches": [m.as_dict() for m in self.mismatches]}
+
+    def summary(self) -> str:
+        """One line, like kafka-dump-log's per-file summary."""
+        state = "ok" if self.ok else "FAILED"
+        extra = f", {len(self.explained)} pre-3.8 time entries explained" if self.explained else ""
+        bad = len(self.mismatches) - len(self.explained) + len(self.errors)
+        return (f"{self.log}: {state}: {self.batches} batches, {self.log_bytes:,} bytes; offset index "
+                f"{self.offset_entries} entries (rule: {self.expected_offset_entries}), time index "
+                f"{self.time_entries} entries (rule: {self.expected_time_entries}){extra}"
+                + (f"; {bad} problems" if bad else ""))
+
+
+def verify_segment(log_path: str | os.PathLike, *, index_interval_bytes: int = INDEX_INTERVAL_BYTES,
+                   rolled: bool = True) -> SegmentReport:
+    """Check one segment: every batch CRC, the index files' own invariants
+    (:meth:`OffsetIndex.problems` / :meth:`TimeIndex.problems`), and every entry against the
+    broker's rule (:func:`compare`). Missing index files, a torn tail or a bad file are errors
+    in the report, not exceptions. Read-only. Cost: one walk of the batch headers and one read
+    of each index."""
+    from rmqlab.formats.kafka import OffsetIndex, TimeIndex, base_offset_of
+
+    log_path = Path(log_path)
+    rep = SegmentReport(log=str(log_path))
+    try:
+        rep.base_offset = base_offset_of(log_path)
+        batches = segment_batches(log_path)
+    except RmqlabError as e:
+        rep.errors.append(str(e))
+        return rep
+    rep.batches = len(batches)
+    rep.log_bytes = int(log_path.stat().st_size)
+    for row in batches.loc[~batches["crc_ok"], ["position", "crc"]].itertuples():
+        rep.errors.append(f"{log_path}: offset {row.position}: crc: stored {row.crc:#010x} does not match the batch")
+    want_off, want_time = expected_entries(batches, index_interval_bytes, rolled=rolled)
+    rep.expected_offset_entries, rep.expected_time_entries = len(want_off), len(want_time)
+    index_path, time_path = _paths(log_path)
+    found: dict[str, np.ndarray] = {}
+    for path, cls, cols in ((index_path, OffsetIndex, ("offsets", "positions")),
+                            (time_path, TimeIndex, ("timestamps", "offsets"))):
+        if not path.exists():
+            rep.errors.append(f"{path}: missing")
+            continue
+        try:
+            with cls.open(path, rep.base_offset) as idx:
+                rep.errors.extend(str(p) for p in idx.problems())
+                found[path.suffix] = np.stack([np.asarray(getattr(idx, c), np.int64) for c in cols], axis=1) \
+                    if idx.entry_count else np.zeros((0, 2), np.int64)
+        except RmqlabError as e:
+            rep.errors.append(str(e))
+    if ".index" in found:
+        rep.offset_entries = len(found[".index"])
+    if ".timeindex" in found:
+        rep.time_entries = len(found[".timeindex"])
+    if len(found) == 2:
+        rep.mismatches = compare(batches, found[".index"], found[".timeindex"], offset_file=str(index_path),
+                                 time_file=str(time_path), index_interval_bytes=index_interval_bytes,
+                                 rolled=rolled)
+    return rep
+
+
+def verify_directory(directory: str | os.PathLike, **kwargs) -> list[SegmentReport]:
+    """:func:`verify_segment` for every ``*.log`` in `directory` (a partition folder), in base
+    offset order; index files without their ``.log`` are reported too."""
+    d = Path(directory)
+    if not d.is_dir():
+        raise NotADirectoryError(f"{d}: not a directory")
+    logs = sorted(d.glob("*.log"))
+    reports = [verify_segment(p, **kwargs) for p in logs]
+    stems = {p.name[:-4] for p in logs}
+    for p in sorted(list(d.glob("*.index")) + list(d.glob("*.timeindex"))):
+        if p.name.split(".")[0] not in stems:
+            orphan = SegmentReport(log=str(p.with_name(p.name.split(".")[0] + ".log")))
+            orphan.errors.append(f"{p}: no .log segment beside it")
+            reports.append(orphan)
+    return reports

@@ -73,3 +73,90 @@ def test_a_pre_38_time_entry_is_explained_and_a_wrong_one_is_not():
     assert [m.kind for m in wrong] == ["time entry"]
     short = compare(b, offsets[:0], times)
     assert [m.kind for m in short] == ["offset entry count"]
+
+
+# ------------------------------------------------------------------------ real segments
+
+import hashlib
+import shutil
+from pathlib import Path
+
+from rmqlab.formats.kafka import TIME_ENTRY, read_time_index
+from rmqlab.kafkarebuild import rebuild_indexes, verify_directory, verify_segment
+
+REAL = Path(__file__).resolve().parents[2] / "shared" / "real-data" / "kafka"
+needs_real = pytest.mark.skipif(not REAL.is_dir(), reason=f"real Kafka segments not present at {REAL} "
+                                "(the repository never holds them)")
+QUIRK = "flink-on-prem/connect-status-1"          # README: pre-3.8 time entry, offset 6 for 7
+ACTIVE_WITHOUT_INDEXES = "kafka-2.7.1/__consumer_offsets-17/00000000000000000001.log"
+
+
+def real_segments():
+    return sorted(p for p in REAL.rglob("*.log")) if REAL.is_dir() else []
+
+
+def _digest(paths):
+    return {p: (p.stat().st_mtime_ns, hashlib.sha256(p.read_bytes()).hexdigest()) for p in paths}
+
+
+@needs_real
+@pytest.mark.realdata
+def test_every_real_segment_rebuilds_to_its_own_index_files(tmp_path):
+    before = _digest([p for p in REAL.rglob("*") if p.is_file()])
+    rebuilt = 0
+    for log in real_segments():
+        rel = str(log.relative_to(REAL))
+        index, timeindex = log.with_suffix(".index"), log.with_suffix(".timeindex")
+        if rel == ACTIVE_WITHOUT_INDEXES:
+            assert not index.exists() and not timeindex.exists()
+            continue
+        out = tmp_path / rel.replace("/", "_")
+        got_index, got_time = rebuild_indexes(log, out)
+        assert got_index.read_bytes() == index.read_bytes(), rel
+        if str(log.parent.relative_to(REAL)) == QUIRK:
+            # the only difference: entry 0's offset, 7 (the batch's last) where the broker wrote 6
+            want, got = read_time_index(timeindex), read_time_index(got_time)
+            assert len(want) == len(got) == 1 and want["timestamp"][0] == got["timestamp"][0]
+            assert (int(want["offset"][0]), int(got["offset"][0])) == (6, 7)
+            assert got_time.stat().st_size == timeindex.stat().st_size == TIME_ENTRY.size
+        else:
+            assert got_time.read_bytes() == timeindex.read_bytes(), rel
+        rebuilt += 1
+    assert rebuilt == len(real_segments()) - 1 >= 10
+    assert _digest([p for p in REAL.rglob("*") if p.is_file()]) == before          # inputs only read
+
+
+@needs_real
+@pytest.mark.realdata
+def test_verify_passes_real_segments_and_explains_the_quirk():
+    reports = {str(Path(r.log).relative_to(REAL)): r for d in sorted({p.parent for p in real_segments()})
+               for r in verify_directory(d)}
+    assert set(reports) == {str(p.relative_to(REAL)) for p in real_segments()}
+    for rel, r in reports.items():
+        if rel == ACTIVE_WITHOUT_INDEXES:
+            assert not r.ok and len(r.errors) == 2 and all(e.endswith("missing") for e in r.errors)
+            continue
+        assert r.ok, r.summary()
+        explained = [m.kind for m in r.mismatches]
+        assert explained == (["pre-3.8 time entry"] if rel.startswith(QUIRK) else []), rel
+        assert r.offset_entries == r.expected_offset_entries and r.time_entries == r.expected_time_entries
+    assert reports["LDI-POC/__consumer_offsets-6/00000000000000000000.log"].time_entries == 3
+
+
+@needs_real
+@pytest.mark.realdata
+def test_verify_reports_a_damaged_index_entry_and_a_damaged_batch(tmp_path):
+    src = REAL / "flink-on-prem" / "connect-offsets-14"
+    shutil.copytree(src, tmp_path / "p")
+    index = tmp_path / "p" / "00000000000000000000.index"
+    data = bytearray(index.read_bytes())
+    data[8 * 3 + 7] ^= 0x01                       # entry 3's position, lowest byte
+    index.write_bytes(bytes(data))
+    r = verify_segment(tmp_path / "p" / "00000000000000000000.log")
+    assert not r.ok and [(m.kind, m.entry) for m in r.mismatches] == [("offset entry", 3)]
+    log = tmp_path / "p" / "00000000000000000000.log"
+    raw = bytearray(log.read_bytes())
+    raw[185 + 100] ^= 0xFF                        # inside the second batch's records (it starts at 185)
+    log.write_bytes(bytes(raw))
+    r = verify_segment(log)
+    assert any("crc" in e for e in r.errors) and not r.ok

@@ -73,6 +73,7 @@ from rmqlab import _records
 from rmqlab._crc32c import crc32c, crc32c_spans
 from rmqlab.errors import FormatError, RmqlabError, TruncatedFileError
 from rmqlab.formats._layout import Layout
+from rmqlab.formats.kafka import LOG_SUFFIX, segment_file_name
 
 __all__ = [
     "HEADER", "LOG_OVERHEAD", "RECORD_BATCH_OVERHEAD", "HEADER_SIZE_UP_TO_MAGIC", "CRC_START",
@@ -80,7 +81,7 @@ __all__ = [
     "CONTROL_FLAG_MASK", "DELETE_HORIZON_FLAG_MASK", "COMPRESSION_TYPES", "TIMESTAMP_TYPES",
     "NO_PRODUCER_ID", "NO_PRODUCER_EPOCH", "NO_SEQUENCE", "NO_TIMESTAMP",
     "crc32c", "compression_name", "Batch", "WalkReport", "BatchStream", "KafkaRecord", "EncodedBatches",
-    "segment_file_name", "walk_batches", "read_batches", "read_records", "scan_key",
+    "log_file_name", "walk_batches", "read_batches", "read_records", "scan_key",
     "encode_batches", "SegmentWriter", "write_segment", "records_from_workload",
 ]
 
@@ -145,15 +146,14 @@ def compression_name(attributes: int) -> str:
     return COMPRESSION_TYPES.get(code, f"unknown({code})")
 
 
-def segment_file_name(base_offset: int) -> str:
-    """The file name of the segment starting at `base_offset` (LogFileUtils: 20 digits + .log).
+def log_file_name(base_offset: int) -> str:
+    """The ``.log`` file name of the segment starting at `base_offset`
+    (:func:`rmqlab.formats.kafka.segment_file_name` with ``.log``).
 
-    >>> segment_file_name(78)
+    >>> log_file_name(78)
     '00000000000000000078.log'
     """
-    if not 0 <= int(base_offset) <= 2**63 - 1:
-        raise ValueError(f"base_offset must be in [0, 2**63), got {base_offset}")
-    return f"{int(base_offset):020d}.log"
+    return segment_file_name(base_offset, LOG_SUFFIX)
 
 
 # ------------------------------------------------------------------------------- batches
@@ -1303,7 +1303,7 @@ class SegmentWriter:
             raise ValueError(f"records_per_batch must be a positive int, got {records_per_batch!r}")
         self.dir = Path(directory)
         self.base_offset = int(base_offset)
-        self.path = self.dir / segment_file_name(self.base_offset)
+        self.path = self.dir / log_file_name(self.base_offset)
         self.records_per_batch = records_per_batch
         self.partition_leader_epoch = partition_leader_epoch
         self.next_offset = self.base_offset
@@ -1356,7 +1356,7 @@ def write_segment(directory: str | os.PathLike, base_offset: int, records, *,
     >>> read_records(p)["value"].tolist()
     [b'a', b'b']
     """
-    path = Path(directory) / segment_file_name(base_offset)
+    path = Path(directory) / log_file_name(base_offset)
     if path.exists() and path.stat().st_size:
         raise FileExistsError(f"{path} exists and is not empty; use SegmentWriter to append")
     enc = encode_batches(records, records_per_batch=records_per_batch,

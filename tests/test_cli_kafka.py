@@ -1,0 +1,79 @@
+"""`rmqlab kafka dump|verify|rebuild-index` through rmqlab.cli.main, against the library readers
+and the real segments (skipped when absent)."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from rmqlab.cli import main
+from rmqlab.formats.kafka import read_offset_index, read_time_index
+from rmqlab.formats.kafkalog import KafkaRecord, read_batches, write_segment
+from rmqlab.kafkarebuild import rebuild_indexes
+
+REAL = Path(__file__).resolve().parents[2] / "shared" / "real-data" / "kafka"
+needs_real = pytest.mark.skipif(not REAL.is_dir(), reason=f"real Kafka segments not present at {REAL}")
+
+
+@pytest.fixture
+def segment(tmp_path):
+    """A closed segment of 40 records of 300 bytes, its indexes written by the rule."""
+    d = tmp_path / "t-0"
+    log = write_segment(d, 100, [KafkaRecord(100 + i, 5000 + 10 * i, b"k%d" % i, bytes(300)) for i in range(40)])
+    rebuild_indexes(log, d)
+    return log
+
+
+def test_dump_json_is_what_the_readers_read(segment, capsys):
+    index, timeindex = segment.with_suffix(".index"), segment.with_suffix(".timeindex")
+    assert main(["kafka", "dump", str(index), str(timeindex), str(segment), "--json", "--records"]) == 0
+    out = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [d["kind"] for d in out] == ["index", "timeindex", "log"]
+    assert [(e["offset"], e["position"]) for e in out[0]["entries"]] == read_offset_index(index).tolist()
+    assert [(e["timestamp"], e["offset"]) for e in out[1]["entries"]] == read_time_index(timeindex).tolist()
+    batches = read_batches(segment)
+    assert [b["position"] for b in out[2]["batches"]] == batches["position"].tolist()
+    assert [r["offset"] for r in out[2]["records"]] == list(range(100, 140))
+    assert len(out[0]["entries"]) > 2                  # a sparse index, but not empty
+
+
+def test_dump_text_looks_like_kafka_dump_log(segment, capsys):
+    assert main(["kafka", "dump", str(segment.with_suffix(".index"))]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == f"Dumping {segment.with_suffix('.index')}"
+    first = read_offset_index(segment.with_suffix(".index"))[0]
+    assert lines[1] == f"offset: {first['offset']} position: {first['position']}"
+    assert main(["kafka", "dump", str(segment.with_suffix(".txt"))]) == 2
+
+
+def test_verify_exit_status_follows_the_findings(segment, capsys):
+    assert main(["kafka", "verify", str(segment.parent)]) == 0
+    assert capsys.readouterr().out.splitlines()[-1] == "1 segments, 0 failed"
+    assert main(["kafka", "verify", str(segment), "--active"]) == 1     # the roll entry was not expected
+    capsys.readouterr()
+    segment.with_suffix(".timeindex").unlink()
+    assert main(["kafka", "verify", str(segment.parent), "--json"]) == 1
+    d = json.loads(capsys.readouterr().out)
+    assert d["failed"] == 1 and d["reports"][0]["errors"][0].endswith(".timeindex: missing")
+    assert main(["kafka", "verify", str(segment.parent / "none")]) == 1
+
+
+def test_rebuild_index_writes_the_rule_and_refuses_to_overwrite(segment, tmp_path, capsys):
+    out = tmp_path / "out"
+    assert main(["kafka", "rebuild-index", str(segment), "--out", str(out)]) == 0
+    assert "wrote" in capsys.readouterr().out
+    for suffix in (".index", ".timeindex"):
+        assert (out / segment.with_suffix(suffix).name).read_bytes() == segment.with_suffix(suffix).read_bytes()
+    assert main(["kafka", "rebuild-index", str(segment), "--out", str(out)]) == 2
+    assert "exists" in capsys.readouterr().err
+    assert main(["kafka", "rebuild-index", str(segment), "--out", str(out), "--overwrite", "--active"]) == 0
+
+
+@needs_real
+@pytest.mark.realdata
+def test_verify_on_real_data_explains_the_pre_38_entry(capsys):
+    assert main(["kafka", "verify", str(REAL / "flink-on-prem" / "connect-status-1")]) == 0
+    out = capsys.readouterr().out
+    assert "pre-3.8 time entry 0: expected (1713541794161, 7), found (1713541794161, 6)" in out
+    assert "KAFKA-16310" in out
