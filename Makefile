@@ -5,6 +5,8 @@ VPY     := $(VENV)/bin/python
 STAMP   := $(VENV)/.installed
 LAB_PORT ?= 8888
 APP_PORT ?= 8866
+# A fresh secret for each `make app`, so the app is not open to every local user.
+APP_TOKEN ?= $(shell python3 -c 'import secrets; print(secrets.token_hex(24))')
 ALLOW_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root,)
 
 .PHONY: test lab app java chromium bench bench-store bench-spark conformance data clean
@@ -47,9 +49,9 @@ lab: $(STAMP) java chromium
 
 # The time-range query explorer as a stand-alone web app (Voilà: widgets only, no code cells).
 app: $(STAMP)
-	@echo "rmqlab query explorer: http://127.0.0.1:$(APP_PORT)/"
-	$(VENV)/bin/voila notebooks/apps/query-explorer.ipynb --no-browser --port=$(APP_PORT) \
-	  --Voila.ip=127.0.0.1
+	@echo "rmqlab query explorer: http://127.0.0.1:$(APP_PORT)/?token=$(APP_TOKEN)"
+	@$(VENV)/bin/voila notebooks/apps/query-explorer.ipynb --no-browser --port=$(APP_PORT) \
+	  --Voila.ip=127.0.0.1 --Voila.token=$(APP_TOKEN)
 
 # Benchmarks print their tables; add --record (e.g. make bench ARGS=--record) to append to RESULTS.md.
 bench: $(STAMP)

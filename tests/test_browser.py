@@ -352,16 +352,19 @@ def test_notebook_05_explorer_in_jupyterlab(lab, browser, sample, artifacts):
 def test_query_explorer_app_in_voila(browser, sample, artifacts, tmp_path):
     root = _copy_notebooks(tmp_path / "notebooks")
     home = tmp_path / "home"
-    port = _free_port()
+    port, token = _free_port(), secrets.token_hex(24)
     base = f"http://127.0.0.1:{port}"
     argv = [sys.executable, "-m", "voila", str(root / APP), "--no-browser", f"--port={port}",
-            "--Voila.ip=127.0.0.1", f"--Voila.connection_dir_root={tmp_path}"]
+            "--Voila.ip=127.0.0.1", f"--Voila.token={token}", f"--Voila.connection_dir_root={tmp_path}"]
     log = tmp_path / "voila.log"
     # Voilà has no status API; its static files answer once it serves.
     with _server(argv, f"{base}/voila/static/voila.js", _isolated_env(home), log, cwd=root):
         page = browser.new_page(viewport=VIEWPORT)
         try:
-            page.goto(f"{base}/", timeout=NOTEBOOK_RUN_S * 1000)
+            # as `make app` runs it: nothing without the token
+            assert page.goto(f"{base}/", timeout=NOTEBOOK_RUN_S * 1000).url != f"{base}/"
+            assert EXPLORER.strip(".") not in page.content()
+            page.goto(f"{base}/?token={token}", timeout=NOTEBOOK_RUN_S * 1000)
             page.wait_for_selector(f"{EXPLORER} {CAPTION}", timeout=NOTEBOOK_RUN_S * 1000)
             explorer = ExplorerPage(page)
             explorer.wait_until_settled()
