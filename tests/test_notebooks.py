@@ -228,6 +228,3 @@ def test_readme_lists_every_notebook():
     linked = set(re.findall(r"\]\(([^)\s]+\.ipynb)(?:#[^)]*)?\)", readme))
     missing = sorted(n for n in linked if not (NOTEBOOK_DIR / n).is_file())
     assert not missing, f"README.md links to notebooks that do not exist: {missing}"
-    for placeholder in ("07-rocketmq-vs-kafka-indexes",):
-        assert sum(1 for line in lines if re.match(rf"\s*(?:[-*]|\|)\s*\**{placeholder}\b", line)) == 1, \
-            f"README.md needs one line for the coming notebook {placeholder}"
