@@ -543,8 +543,20 @@ def write_partition(directory: str | os.PathLike, records, *, segment_bytes: int
 # ------------------------------------------------------------------------------ reading
 
 
+class _Touched:
+    """Totals of a lookup's cost: index and log bytes, index and log pages."""
+
+    @property
+    def bytes_touched(self) -> int:
+        return self.index_bytes_read + self.log_bytes
+
+    @property
+    def pages_touched(self) -> int:
+        return self.index_pages + self.log_pages
+
+
 @dataclass
-class OffsetLookup:
+class OffsetLookup(_Touched):
     """How the broker finds the batch holding offset `target` (a fetch): the segment with the
     largest base offset <= target (in memory), a binary search of its offset index
     (:attr:`index_trace`), then a walk over batch headers from that position to the first
@@ -571,17 +583,10 @@ class OffsetLookup:
     def index_bytes_read(self) -> int:
         return self.index_entries_read * kidx.OFFSET_ENTRY.size
 
-    @property
-    def bytes_touched(self) -> int:
-        return self.index_bytes_read + self.log_bytes
-
-    @property
-    def pages_touched(self) -> int:
-        return self.index_pages + self.log_pages
 
 
 @dataclass
-class TimeLookup:
+class TimeLookup(_Touched):
     """How the broker answers ``offsetsForTimes(target)`` (ListOffsets by timestamp): the
     first segment whose largest timestamp (its time index's last entry; a running broker keeps
     it in memory) is >= target, its time index (largest entry <= target), its offset index
@@ -618,13 +623,6 @@ class TimeLookup:
     def index_pages(self) -> int:
         return sum(len(t.pages_touched) for t in (self.time_trace, self.offset_trace) if t is not None)
 
-    @property
-    def bytes_touched(self) -> int:
-        return self.index_bytes_read + self.log_bytes
-
-    @property
-    def pages_touched(self) -> int:
-        return self.index_pages + self.log_pages
 
 
 def _pages_spanned(start: int, stop: int) -> int:
