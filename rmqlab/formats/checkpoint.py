@@ -79,10 +79,15 @@ def time_millis_to_human_string(ms: int, tz: _dt.tzinfo | None = None) -> str:
 
     >>> time_millis_to_human_string(1718000000123, _dt.timezone.utc)
     '20240610061320123'
+
+    A time outside the years 1..9999 (any long can be stored) raises ValueError.
     """
-    t = _dt.datetime.fromtimestamp(ms / 1000, tz=tz or _dt.timezone.utc)
-    if tz is None:
-        t = t.astimezone()
+    try:
+        t = _dt.datetime.fromtimestamp(ms / 1000, tz=tz or _dt.timezone.utc)
+        if tz is None:
+            t = t.astimezone()
+    except (OverflowError, OSError, ValueError):
+        raise ValueError(f"{ms} ms is outside the dates datetime can show (years 1..9999)") from None
     return t.strftime("%Y%m%d%H%M%S") + f"{ms % 1000:03d}"
 
 
@@ -144,10 +149,17 @@ class StoreCheckpoint:
         return {f.name: getattr(self, f.name) for f in dc_fields(self)}
 
     def times(self) -> dict[str, _dt.datetime | None]:
-        """The three timestamps as UTC datetimes (None for 0: never set)."""
-        return {n: (None if getattr(self, n) == 0 else
-                    _dt.datetime.fromtimestamp(getattr(self, n) / 1000, tz=_dt.timezone.utc))
-                for n in _TIMESTAMPS}
+        """The three timestamps as UTC datetimes (None for 0: never set). A value outside the
+        years 1..9999 (a corrupt field) raises :class:`FormatError` naming its offset and field."""
+        out = {}
+        for n in _TIMESTAMPS:
+            v = getattr(self, n)
+            try:
+                out[n] = None if v == 0 else _dt.datetime.fromtimestamp(v / 1000, tz=_dt.timezone.utc)
+            except (OverflowError, OSError, ValueError):
+                raise FormatError(f"{n} {v} ms is outside the dates datetime can show (years 1..9999)",
+                                  offset=CHECKPOINT.offset(n), field=n) from None
+        return out
 
     def describe(self, tz: _dt.tzinfo | None = _dt.timezone.utc) -> str:
         """One line per field, timestamps also in the broker's log format (in `tz`; None = local)."""
@@ -156,7 +168,10 @@ class StoreCheckpoint:
             v = getattr(self, f.name)
             extra = ""
             if f.name in _TIMESTAMPS:
-                extra = "  (never set)" if v == 0 else f"  {time_millis_to_human_string(v, tz)}"
+                try:
+                    extra = "  (never set)" if v == 0 else f"  {time_millis_to_human_string(v, tz)}"
+                except ValueError:   # a corrupt field: show the number, not a date
+                    extra = "  (not a date in years 1..9999)"
             lines.append(f"{f.offset:>3} {f.name:<22} {v:>20}{extra}")
         lines.append(f"    min_timestamp          {self.min_timestamp:>20}  (min(physic, logics) - 3000)")
         lines.append(f"    min_timestamp_index    {self.min_timestamp_index:>20}")

@@ -161,6 +161,7 @@ COLUMNS = ("topic", "queue_id", "flag", "queue_offset", "phy_offset", "sys_flag"
            "delay_level", "total_size", "version", "body_crc")
 
 _FILE_NAME = re.compile(r"\d{20}")
+_LONG_MAX = 2**63 - 1
 
 # rmqlab._records.walk stop codes
 STOP_END, STOP_BLANK, STOP_BLANK_SIZE, STOP_SHORT, STOP_MAGIC, STOP_PAST_END, STOP_TOO_SMALL, STOP_LIMIT = range(8)
@@ -409,16 +410,24 @@ class StoreFile:
     size: int
 
 
+def _store_file(p: Path, start: int) -> StoreFile:
+    size = p.stat().st_size
+    if start + max(size, 1) - 1 > _LONG_MAX:   # Java's Long.parseLong / long offsets cannot hold it
+        raise FormatError(f"file name {p.name}: the file's offsets {start}..{start + max(size, 1) - 1} run "
+                          f"past Long.MAX_VALUE", path=p, offset=0, field="file name")
+    return StoreFile(p, start, size)
+
+
 def store_files(path: str | os.PathLike) -> list[StoreFile]:
     """The CommitLog files of a ``commitlog/`` folder (names of 20 digits, sorted by offset),
-    or the one file `path`. A single file whose name is not 20 digits starts at offset 0."""
+    or the one file `path`. A single file whose name is not 20 digits starts at offset 0.
+    A name whose offsets run past Long.MAX_VALUE raises FormatError (field "file name")."""
     p = Path(path)
     if p.is_dir():
-        out = [StoreFile(c, int(c.name), c.stat().st_size) for c in p.iterdir()
+        out = [_store_file(c, int(c.name)) for c in p.iterdir()
                if _FILE_NAME.fullmatch(c.name) and c.is_file()]
         return sorted(out, key=lambda f: f.start_offset)
-    start = int(p.name) if _FILE_NAME.fullmatch(p.name) else 0
-    return [StoreFile(p, start, p.stat().st_size)]
+    return [_store_file(p, int(p.name) if _FILE_NAME.fullmatch(p.name) else 0)]
 
 
 def min_offset(path: str | os.PathLike) -> int | None:
@@ -915,8 +924,13 @@ def _scan_file(buf, f: StoreFile, *, last: bool, check_crc: bool, report: ReadRe
         end, code = dmg.offset, -1
     else:
         stop = _check_head(buf, stop_pos, len(buf)) if stop_pos < len(buf) else None
-        fld, reason = (stop[1], stop[2]) if stop else ("", "")
-        d2 = _classify_stop(buf, f, stop_pos, code, fld, reason, last, None)
+        if stop is None and stop_pos < len(buf):
+            # A whole record where the walk saw none: a writer appended it since (the map is
+            # live). What was read is a consistent prefix that ends here, not damage.
+            d2 = None
+        else:
+            fld, reason = (stop[1], stop[2]) if stop else ("", "")
+            d2 = _classify_stop(buf, f, stop_pos, code, fld, reason, last, None)
         end = stop_pos
     _record(report, d2, on_error)
     return cols, f.start_offset + end, code, d2

@@ -625,10 +625,15 @@ class ConsumeQueue:
                 if pos < s.wrote:
                     return s, pos // UNIT_SIZE
                 break
+        if self.first_offset <= index < self.max_offset:   # in range, yet in no file: a gap (strict=False)
+            raise CorruptIndexError(f"queue offset {index} lies in a gap between the files: they are not "
+                                    f"contiguous", path=self.folder, offset=0, field="file name")
         raise IndexError(f"queue offset {index} is not in the files ({self.first_offset}..{self.max_offset - 1})")
 
     def unit(self, index: int):
-        """Unit at queue offset `index` (first_offset <= index < max_offset) as a named tuple."""
+        """Unit at queue offset `index` (first_offset <= index < max_offset) as a named tuple.
+        IndexError outside that range; CorruptIndexError for an offset in a gap between files
+        (a queue opened with ``strict=False``)."""
         self._require_open()
         index = int(index)
         if not self.first_offset <= index < self.max_offset:
@@ -676,8 +681,9 @@ class ConsumeQueue:
 
     @property
     def queue_offsets(self) -> np.ndarray:
-        """int64 queue offsets aligned with :attr:`units`."""
-        return np.arange(self.min_offset, self.max_offset, dtype=np.int64)
+        """int64 queue offsets aligned with :attr:`units` (so, like it, CorruptIndexError for files
+        with gaps, whose min..max offset range may be far larger than the files)."""
+        return np.arange(self.min_offset, self.min_offset + len(self.units), dtype=np.int64)
 
     def to_frame(self, start: int | None = None, stop: int | None = None):
         """Units from `start` to `stop` (default min_offset..max_offset) as a pandas DataFrame:
@@ -748,6 +754,10 @@ class ConsumeQueue:
         From 5.0.0 the store clamps the answer to [min offset, max offset]. `min_phy_offset` is
         the CommitLog's min offset (units below it are skipped without reading the CommitLog);
         `min_logic_offset` defaults to :attr:`min_offset`. Cost: O(log units + files) reads.
+
+        A `min_logic_offset` past the units of the file searched raises ValueError (the broker's
+        search would throw); the same from the default :attr:`min_offset`, which only files that
+        disagree with each other produce, raises :class:`~rmqlab.errors.CorruptIndexError`.
         """
         self._require_open()
         if broker not in ("5", "5.0", "4"):
@@ -762,7 +772,8 @@ class ConsumeQueue:
         if broker == "5":
             seg = self._file_by_store_time(timestamp, boundary, probe)
             res.file_probes = res.probes
-            raw = self._search_5(seg, timestamp, boundary, probe, min_phy_offset, min_logic, res)
+            raw = self._search_5(seg, timestamp, boundary, probe, min_phy_offset, min_logic, res,
+                                 min_logic_given=min_logic_offset is not None)
         else:
             seg = self._file_by_mtime(timestamp, last_modified)
             raw = self._search_4(seg, timestamp, probe, min_phy_offset, min_logic, res)
@@ -811,7 +822,8 @@ class ConsumeQueue:
                 return s
         return live[-1]
 
-    def _search_5(self, seg, ts, boundary, probe, min_phy, min_logic, res) -> int:
+    def _search_5(self, seg, ts, boundary, probe, min_phy, min_logic, res, *,
+                  min_logic_given: bool = True) -> int:
         if seg is None:
             res.outcome = "no-file"
             return 0
@@ -825,8 +837,13 @@ class ConsumeQueue:
         ceiling = rng - UNIT_SIZE
         floor = low
         if floor > ceiling:
-            raise ValueError(f"min_logic_offset {min_logic} lies past the units of {seg.file.path}: "
-                             f"the broker's search would throw")
+            if min_logic_given:
+                raise ValueError(f"min_logic_offset {min_logic} lies past the units of {seg.file.path}: "
+                                 f"the broker's search would throw")
+            raise CorruptIndexError(f"the queue's min offset {min_logic} lies past the {seg.wrote // UNIT_SIZE} "
+                                    f"units of this file, the one the search picked: the files disagree (the "
+                                    f"broker's search would throw)", path=seg.file.path, offset=seg.wrote,
+                                    field="unit")
         lower = boundary == "lower"
         t = probe.one(seg, ceiling // UNIT_SIZE, "last")
         if t < ts:

@@ -696,10 +696,11 @@ class IndexFile:
 
         >>> import tempfile, os
         >>> with IndexFile.create(os.path.join(tempfile.mkdtemp(), "f"), 4, 8) as f:
-        ...     _ = f.put_key("T#a", 10, 1000); _ = f.put_key("T#a", 20, 3000)
-        ...     t = f.trace_query("T#a", begin=2000)
-        >>> t.results, [s.entry for s in t.steps], t.stop
-        ([20], [2, 1], 'older-than-begin')
+        ...     for offset, ms in ((10, 1000), (20, 3000), (30, 5000)):
+        ...         _ = f.put_key("T#a", offset, ms)
+        ...     t = f.trace_query("T#a", begin=4000)
+        >>> t.results, [s.entry for s in t.steps], t.stop    # entry 2 (3000 ms) is older than begin
+        ([30], [3, 2], 'older-than-begin')
         """
         self._require_open()
         h = index_hash(key)
@@ -840,10 +841,12 @@ class IndexFile:
             raise problems[0]
 
     def chain(self, slot: int) -> Iterator[int]:
-        """Entry numbers of `slot`'s chain, newest first (bounded by index_count)."""
+        """Entry numbers of `slot`'s chain, newest first. Bounded by the entries the file holds
+        (min(index_count, index_num)): a corrupt chain with a cycle repeats entries up to that
+        many, never more, even when a strict=False header claims a huge index_count."""
         count = self._h["index_count"]
         current = int(self.slots[slot])
-        for _ in range(count):
+        for _ in range(min(count, self.geometry.index_num)):
             if current <= 0 or current >= min(count, self.geometry.index_num):
                 return
             yield current

@@ -248,22 +248,28 @@ def month_start_ms(timestamp_ms: int, tz: Any = None) -> int:
     1717200000000
     """
     zone = _zone(tz)
-    t = _dt.datetime.fromtimestamp(int(timestamp_ms) // 1000, zone or _dt.timezone.utc)
-    if zone is None:
-        t = t.astimezone()  # local zone
-    start = t.replace(day=1, hour=0, minute=0, second=0, microsecond=0)
-    if zone is None:
-        start = start.replace(tzinfo=None)  # a naive local time: .timestamp() resolves it locally
-    return int(start.timestamp()) * 1000
+    try:
+        t = _dt.datetime.fromtimestamp(int(timestamp_ms) // 1000, zone or _dt.timezone.utc)
+        if zone is None:
+            t = t.astimezone()  # local zone
+        start = t.replace(day=1, hour=0, minute=0, second=0, microsecond=0)
+        if zone is None:
+            start = start.replace(tzinfo=None)  # a naive local time: .timestamp() resolves it locally
+        return int(start.timestamp()) * 1000
+    except (OverflowError, OSError, ValueError) as e:
+        raise ValueError(f"timestamp {timestamp_ms} ms is outside the dates datetime can handle: {e}") from None
 
 
 def _add_months(ms: int, months: int, tz: Any) -> int:
     zone = _zone(tz)
-    t = _dt.datetime.fromtimestamp(ms // 1000, zone or _dt.timezone.utc)
-    if zone is None:
-        t = t.astimezone().replace(tzinfo=None)
-    y, m = divmod(t.year * 12 + (t.month - 1) + months, 12)
-    return int(t.replace(year=y, month=m + 1, day=1).timestamp()) * 1000
+    try:
+        t = _dt.datetime.fromtimestamp(ms // 1000, zone or _dt.timezone.utc)
+        if zone is None:
+            t = t.astimezone().replace(tzinfo=None)
+        y, m = divmod(t.year * 12 + (t.month - 1) + months, 12)
+        return int(t.replace(year=y, month=m + 1, day=1).timestamp()) * 1000
+    except (OverflowError, OSError, ValueError) as e:
+        raise ValueError(f"{ms} ms + {months} months is outside the dates datetime can handle: {e}") from None
 
 
 class UniqId(NamedTuple):
@@ -317,7 +323,8 @@ def parse_uniq_id(uniq_id: str, *, now: int | None = None, tz: Any = None) -> Un
 
     With `now` (ms; e.g. the message's store timestamp) the creation time is also computed, as
     :func:`uniq_id_time` (Java uses the reader's clock). 56 hex digits = IPv6 client, 32 = IPv4.
-    Raises ValueError for other lengths or non-hex text.
+    Raises ValueError for other lengths or non-hex text, and for a `now` outside the dates
+    Python's datetime handles (years 1..9999; e.g. a corrupt store timestamp).
     """
     raw = _unhex(uniq_id, "unique id")
     n = 16 if len(raw) == 28 else 4

@@ -1,0 +1,157 @@
+"""Hostile bytes: every reader, fed valid files mutated at random, either answers or raises a
+typed :class:`~rmqlab.errors.RmqlabError` (a ValueError only where a call documents it for its
+arguments): never another exception, never a hang, never memory beyond a small multiple of the
+input. Where a reader has two implementations (C and Python walks, columnar and iterator
+CommitLog readers, vectorized and scalar Kafka lookups) they must agree on the same bytes.
+
+One test per format. The inputs are valid files written with rmqlab's own writers (small
+geometries), mutated by bit flips, byte and span overwrites, fields set to hostile values (0,
+-1, Integer/Long MIN/MAX, the file's own counts +- 1), truncation at any offset, extension,
+random sizes, insertions, deletions, chunk copies, wholly random contents and format-specific
+edits (IndexFile prev_index self-loops, forward pointers, two-entry cycles, also ones that keep
+matching the query key; slots past index_count; ConsumeQueue file gaps and bad names; hostile
+Kafka varints with the batch CRC recomputed; CommitLog names past Long.MAX_VALUE). The
+machinery is in ``fuzz_support.py``.
+
+Budget. Each test runs at least ``RMQLAB_FUZZ_EXAMPLES`` inputs (default 10,000) of its
+format. A hypothesis example (derandomized, no database: the same inputs every run) runs its own
+shrinkable mutation program plus a swarm of ``SWARM - 1`` programs from a seed it draws:
+hypothesis costs close to a millisecond an example on a small machine, a swarm input a few
+microseconds to build. Each input opens/walks its file; the optional query groups and the
+pandas-building calls run on a deterministic share of the inputs (see ``fuzz_support``), so
+every call still sees hundreds to thousands of inputs while the file takes about 75 s on two
+cores (90,000+ inputs; input files go to /dev/shm where there is one). Per input: a SIGALRM
+timeout (default 10 s; ``RMQLAB_FUZZ_TIMEOUT``), a faulthandler watchdog for C code, bounded walk
+counters (trace steps, probes, records, chain lengths), and a tracemalloc peak check on every
+hypothesis input and every 16th swarm input: peak < 64 x input bytes + 4 MiB (a reader that
+sizes anything by a count read from the file fails it; the peaks seen stay under 100 KB).
+``benchmarks/bench_fuzz.py`` runs the same properties with a far larger budget.
+
+A failure message names the seed and the mutation program; ``fuzz_support.replay(target, seed,
+ops)`` rebuilds the input. Put a minimized copy in ``tests/data/corrupt/`` (make_corpus.py) when
+fixing the reader.
+"""
+from __future__ import annotations
+
+import math
+import os
+import shutil
+import tempfile
+import time
+
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+import fuzz_support as fs
+
+BUDGET = fs.budget()                                       # inputs per format
+SWARM = 64                                                 # inputs per hypothesis example
+TIMEOUT = float(os.environ.get("RMQLAB_FUZZ_TIMEOUT", 10))  # seconds per input
+MEM_EVERY = 16                                             # tracemalloc check: every 16th swarm input
+
+
+def run_target(name: str, workdir, budget: int = BUDGET) -> fs.Runner:
+    target = fs.TARGETS[name]
+    with fs.Runner(target, workdir, timeout=TIMEOUT, mem_every=MEM_EVERY) as rt:
+        programs = fs.hypothesis_programs(rt.seeds, target.max_ops)
+
+        @settings(max_examples=math.ceil(budget / SWARM), deadline=None, derandomize=True, database=None,
+                  suppress_health_check=list(HealthCheck), report_multiple_bugs=False)
+        @given(program=programs, swarm=st.integers(0, 2**32 - 1))
+        def prop(program, swarm):
+            si, ops = program
+            rt.run_program(si, ops, mem=True)
+            rt.run_swarm(swarm, SWARM - 1)
+
+        prop()
+        k = 0
+        while rt.inputs < budget:   # hypothesis skips duplicate examples: top up deterministically
+            rt.run_swarm(2**40 + k, min(SWARM, budget - rt.inputs))
+            k += 1
+    return rt
+
+
+@pytest.fixture
+def scratch(tmp_path):
+    """Where each input's files are written: a memory file system when the OS has one (Linux's
+    /dev/shm; opening and writing a small file there costs half what it does on a disk, and the
+    fuzzer writes one or more files per input), else pytest's tmp_path."""
+    shm = "/dev/shm"
+    if os.path.isdir(shm) and os.access(shm, os.W_OK):
+        d = tempfile.mkdtemp(prefix="rmqlab-fuzz-", dir=shm)
+        yield d
+        shutil.rmtree(d, ignore_errors=True)
+    else:
+        yield tmp_path
+
+
+@pytest.mark.parametrize("name", list(fs.TARGETS))
+def test_fuzz(name, scratch):
+    rt = run_target(name, scratch)
+    print(f"\n{name}: {rt.inputs} inputs, {rt.calls} reader calls ({rt.typed_errors} typed errors, "
+          f"{rt.allowed_errors} documented ValueErrors), {rt.measured} memory-checked (max peak "
+          f"{rt.max_peak} bytes, {rt.max_peak_ratio:.3f} of the bound), {rt.elapsed:.1f} s ({rt.cpu:.1f} s CPU)")
+    assert not rt.failures, "\n".join(map(str, rt.failures[:3]))
+    assert rt.inputs >= BUDGET
+    # the mutations must not only produce garbage: most calls reach past the first check
+    assert 0 < rt.typed_errors + rt.allowed_errors < rt.calls
+
+
+# ------------------------------------------------------------------ the checker checks itself
+
+
+class _Broken(fs.Target):
+    """A target whose "reader" misbehaves as told."""
+
+    name = "broken"
+    mem_const = 1 << 20
+
+    def __init__(self, how):
+        self.how = how
+
+    def seeds(self, workdir):
+        return [fs.Seed("s", b"\x00" * 64, [fs.Field("f", 0, 4)])]
+
+    def run(self, rt, seed, data, ops, rng, heavy):
+        if not ops:          # the warm-up run of the unmutated seed passes
+            return
+        if self.how == "untyped":
+            rt.call("reader", lambda: {}["missing"])
+        elif self.how == "typed":
+            from rmqlab.errors import FormatError
+
+            def reader():
+                raise FormatError("bad", path="f", offset=1, field="x")
+
+            rt.call("reader", reader)
+        elif self.how == "hang":
+            while True:
+                time.sleep(0.01)
+        elif self.how == "memory":
+            blob = bytearray(8 << 20)
+            assert len(blob)
+
+
+@pytest.mark.parametrize("how, label", [("untyped", "reader"), ("hang", "timeout"), ("memory", "memory")])
+def test_runner_catches(how, label, tmp_path):
+    with fs.Runner(_Broken(how), tmp_path, timeout=0.3) as rt:
+        with pytest.raises(fs.FuzzFailure, match=label) as exc:
+            rt.run_program(0, (("flip", 0, 1),), mem=True)
+    assert "replay: fuzz_support.replay('broken', 's', (('flip', 0, 1),))" in str(exc.value)
+
+
+def test_runner_accepts_typed_errors(tmp_path):
+    with fs.Runner(_Broken("typed"), tmp_path) as rt:
+        rt.run_program(0, (("flip", 0, 1),), mem=True)
+    assert rt.typed_errors == 1 and not rt.failures
+
+
+def test_mutations_are_deterministic():
+    seeds = [fs.Seed("s", bytes(range(200)), [fs.Field("f", 8, 4)])]
+    import random
+
+    a = [fs.draw_program(fs.RandomChooser(random.Random(7)), seeds) for _ in range(50)]
+    b = [fs.draw_program(fs.RandomChooser(random.Random(7)), seeds) for _ in range(50)]
+    assert a == b
+    assert fs.apply(b"\x00\x01\x02\x03", (("set", 0, 2, -1), ("truncate", 3), ("extend", b"zz"))) == b"\xff\xff\x02zz"
+    assert fs.apply(b"abc", (("flip", 4, 0), ("resize", 5))) == b"acc\x00\x00"
