@@ -181,7 +181,8 @@ def _query_dir(args, target: Path) -> int:
 
 #: Other command groups, each a module with register(subparsers) (see rmqlab.commands).
 COMMAND_GROUPS: tuple[str, ...] = ("rmqlab.commands.commitlog", "rmqlab.commands.store", "rmqlab.commands.spark",
-                                   "rmqlab.commands.capacity", "rmqlab.commands.kafka")
+                                   "rmqlab.commands.capacity", "rmqlab.commands.kafka",
+                                   "rmqlab.commands.verify")
 
 
 def _parser() -> argparse.ArgumentParser:

@@ -1,0 +1,94 @@
+"""`rmqlab verify DIR|FILE`: every check of every file of a store, and across files.
+
+    rmqlab verify store/                                  # a whole store directory
+    rmqlab verify store/commitlog --json                  # a CommitLog folder, JSON report
+    rmqlab verify store/index/20240610061524062 --hash-slot-num 64 --index-num 512
+    rmqlab verify some/file --kind consumequeue --cq-file-size 6000000
+
+Prints one summary line a file (like ``kafka-dump-log`` / ``rmqlab kafka verify``), each
+problem under its file (``error:`` or ``warning:``, check code, file, byte offset, field),
+the cross-file line for a store, notes, and a total. Exit status: 0 when no error was found
+(warnings allowed), 1 when one was (or the target cannot be read), 2 for a usage error. Inputs
+are only read (see :mod:`rmqlab.verify`).
+
+>>> import argparse
+>>> p = argparse.ArgumentParser(prog="rmqlab"); register(p.add_subparsers(dest="command"))
+>>> args = p.parse_args(["verify", "store", "--kind", "store", "--json"])
+>>> args.target, args.kind, args.json, args.run is run
+('store', 'store', True, True)
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from rmqlab.verify import KINDS, VerifyReport, verify_path
+
+#: Exit status when verify finds an error: the same as a bad file.
+VERIFY_FAILED = 1
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("verify", help="check every file of a store (or one file) and the files against each other")
+    p.add_argument("target", metavar="DIR|FILE",
+                   help="a store directory, a commitlog/, index/ or ConsumeQueue folder, or one file")
+    p.add_argument("--kind", choices=KINDS, help="what TARGET is (default: detected from its location, "
+                                                  "name and first bytes)")
+    p.add_argument("--hash-slot-num", type=int, metavar="N",
+                   help="maxHashSlotNum of the index files (default: inferred from each file)")
+    p.add_argument("--index-num", type=int, metavar="N",
+                   help="maxIndexNum of the index files (default: inferred from each file)")
+    p.add_argument("--commitlog-file-size", type=int, metavar="BYTES",
+                   help="mappedFileSizeCommitLog (default: the most common CommitLog file size)")
+    p.add_argument("--cq-file-size", type=int, metavar="BYTES",
+                   help="mappedFileSizeConsumeQueue (default: the most common ConsumeQueue file size)")
+    p.add_argument("--slot-count-rule", choices=["new-slot", "every-put"], default="new-slot",
+                   help="hash_slot_count rule: new-slot (RocketMQ >= 4.7.1, default) or every-put (<= 4.7.0)")
+    p.add_argument("--no-crc", action="store_true", help="skip the BODYCRC check of every message")
+    p.add_argument("--json", action="store_true", help="print the report as JSON to stdout")
+    p.set_defaults(run=run)
+
+
+def _usage(message: str) -> int:
+    print(f"rmqlab verify: error: {message}", file=sys.stderr)
+    return 2
+
+
+def print_report(report: VerifyReport) -> None:
+    """The text form: per file its summary line and problems; cross-file problems; notes; total."""
+    for f in report.files:
+        print(f.summary())
+        for p in f.problems:
+            print(f"  {p}")
+    lines = report.summary()[len(report.files):]
+    if report.kind == "store":
+        print(lines[0])
+        for p in report.cross:
+            print(f"  {p}")
+        lines = lines[1:]
+    elif report.cross:
+        for p in report.cross:
+            print(f"  {p}")
+    for n in report.notes:
+        print(f"note: {n}")
+    print(lines[-1])
+
+
+def run(args) -> int:
+    for name in ("commitlog_file_size", "cq_file_size"):
+        v = getattr(args, name)
+        if v is not None and v <= 0:
+            return _usage(f"--{name.replace('_', '-')} must be > 0")
+    try:
+        report = verify_path(args.target, kind=args.kind, hash_slot_num=args.hash_slot_num,
+                             index_num=args.index_num, commitlog_file_size=args.commitlog_file_size,
+                             consume_queue_file_size=args.cq_file_size, slot_count_rule=args.slot_count_rule,
+                             check_crc=not args.no_crc)
+    except ValueError as e:       # cannot tell what the target is: the user must say
+        return _usage(str(e))
+    if args.json:
+        print(json.dumps(report.as_dict(), indent=2, default=str))
+    else:
+        print_report(report)
+    return 0 if report.ok else VERIFY_FAILED
