@@ -1,4 +1,4 @@
-"""`rmqlab store info|dispatch|query|generate`: a whole store directory."""
+"""`rmqlab store info|dispatch|query|generate|recover`: a whole store directory."""
 from __future__ import annotations
 
 import argparse
@@ -55,6 +55,22 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--transaction-fraction", type=float, default=0.0)
     p.add_argument("--delay-fraction", type=float, default=0.0)
     p.set_defaults(run=_generate)
+    p = ssub.add_parser("recover", help="after a crash: cut torn tails, fix ConsumeQueues, rebuild the index "
+                                        "from the last consistent point (writes only inside DIR)")
+    p.add_argument("dir", metavar="DIR")
+    p.add_argument("--hash-slot-num", type=int, default=None, metavar="N",
+                   help="maxHashSlotNum of the index files (default: inferred from them, else 5000000)")
+    p.add_argument("--index-num", type=int, default=None, metavar="N",
+                   help="maxIndexNum of the index files (default: inferred from them, else 20000000)")
+    p.add_argument("--commitlog-file-size", type=int, default=None, metavar="BYTES",
+                   help="mappedFileSizeCommitLog (default: the size of the CommitLog files)")
+    p.add_argument("--consume-queue-file-size", type=int, default=None, metavar="BYTES",
+                   help="mappedFileSizeConsumeQueue (default: the size of the ConsumeQueue files)")
+    p.add_argument("--deep", action="store_true", help="compare every index file's bytes, not only the newest "
+                                                     "consistent one")
+    p.add_argument("--dry-run", action="store_true", help="write nothing; report what would change")
+    p.add_argument("--json", action="store_true", help="the report as one JSON object")
+    p.set_defaults(run=_recover)
 
 
 def _store(args) -> Store:
@@ -124,6 +140,21 @@ def _generate(args) -> int:
     info = s.info()
     info["workload"] = dataclasses.asdict(w)
     _emit(args, info, "\n".join(f"{k:<22}{v}" for k, v in info.items() if k != "workload"))
+    return 0
+
+
+def _recover(args) -> int:
+    from pathlib import Path
+
+    from rmqlab.recover import recover_store
+
+    if not Path(args.dir).is_dir():
+        raise NotADirectoryError(f"{args.dir}: not a store directory (it should hold commitlog/)")
+    r = recover_store(args.dir, hash_slot_num=args.hash_slot_num, index_num=args.index_num,
+                      commitlog_file_size=args.commitlog_file_size,
+                      consume_queue_file_size=args.consume_queue_file_size, deep_check_all=args.deep,
+                      dry_run=args.dry_run)
+    _emit(args, r.as_dict(), r.summary())
     return 0
 
 

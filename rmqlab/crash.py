@@ -1,0 +1,771 @@
+"""Crash harness: kill a store writer with SIGKILL, recover, and count the key lookups lost.
+
+One *trial* (:func:`run_trial`) starts a writer subprocess (``python -m rmqlab.crash writer``)
+on a copy of a prepared store and kills it with SIGKILL part way through one *phase*:
+
+``generate``
+    :func:`rmqlab.store.generate_store` writes a workload's CommitLog chunk by chunk and, as the
+    broker's ReputMessageService runs behind the CommitLog, ``Store.dispatch`` after each chunk
+    (ConsumeQueue units, index entries, checkpoint).
+``dispatch``
+    ``Store.dispatch`` of a store whose first part was dispatched earlier (its checkpoint says
+    so) and whose CommitLog has grown since.
+``bulk``
+    :func:`rmqlab.indexservice.bulk_build` writes the whole index folder of a dispatched store
+    (ConsumeQueue and checkpoint present, no index), each file through
+    :func:`~rmqlab.formats.indexfile.build_index_file` (temporary name, then rename), and sets
+    the checkpoint's indexMsgTimestamp at the end.
+
+Where the kill lands (seeded):
+
+* ``trigger="write"``: the writer kills itself with SIGKILL just before its k-th write event,
+  k uniform over the events an uninterrupted run makes (counted once by :func:`calibrate`).
+  Events are every ``os.pwrite`` piece (each write is split into ``piece_bytes`` pieces, as a
+  broker's memcpy into its mapped file can be cut anywhere: torn records and torn units), every
+  ``put_batch`` index puts, twice (before the batch, and after its entries and slots are in the
+  map but before its header is: a kill there restores the old header bytes first), each index
+  file created, each rename and each checkpoint write.
+  Reproducible: the same seed gives the same bytes on disk.
+* ``trigger="time"``: the parent sends SIGKILL a uniform random delay after the writer reports
+  it is ready, within the duration of an uninterrupted run; this can also land inside the C
+  loops writing index entries and headers through the memory map.
+
+After the kill the crashed folder is copied twice:
+
+* copy A: :func:`rmqlab.recover.recover_store`; then every key of every complete message
+  (UNIQ_KEY and each KEYS token, as buildIndex indexes them) is looked up (:func:`check_lookups`:
+  the verified-mode walk of every index file, which a sample cross-checks against
+  ``Store.explain_key(...).verified``), :func:`rmqlab.verify.verify_path` must find no error,
+  and the ConsumeQueue, index files and checkpoint must be byte-equal to a fresh one-go
+  ``Store.dispatch`` of the same CommitLog;
+* copy B: :func:`rmqlab.recover.broker_restart`, the broker's own restart after an abnormal
+  shutdown (index files newer than indexMsgTimestamp deleted, re-dispatch from the recovery
+  file only), and the same lookups.
+
+:func:`run_trials` runs many trials into a DataFrame; :func:`summary_table`,
+:func:`summary_markdown` and :func:`losses_figure` summarise it per phase.
+
+>>> PHASES
+('generate', 'dispatch', 'bulk')
+>>> CrashConfig().workload().messages
+400
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import datetime as _dt
+import json
+import os
+import select
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+import pandas as pd
+
+from rmqlab.formats import checkpoint as cpf
+from rmqlab.formats import commitlog as cl
+from rmqlab.formats.indexfile import HEADER, INT_MAX, LONG_MAX, IndexFile
+from rmqlab.indexservice import IndexService, bulk_build, is_index_file_name
+from rmqlab.javahash import index_hash_many
+from rmqlab.recover import (
+    _expected_files,
+    broker_restart,
+    expected_index_rows,
+    is_index_temp_name,
+    recover_store,
+)
+from rmqlab.store import Store, generate_store
+from rmqlab.workload import Workload, generate
+
+__all__ = [
+    "PHASES",
+    "TRIGGERS",
+    "CrashConfig",
+    "Calibration",
+    "WriterRun",
+    "LookupCheck",
+    "TrialResult",
+    "prepare_template",
+    "calibrate",
+    "run_writer",
+    "check_lookups",
+    "compare_stores",
+    "run_trial",
+    "run_trials",
+    "summary_table",
+    "summary_markdown",
+    "losses_figure",
+]
+
+PHASES = ("generate", "dispatch", "bulk")
+TRIGGERS = ("write", "time")
+_UTC = _dt.timezone.utc
+
+
+@dataclass(frozen=True)
+class CrashConfig:
+    """The store every trial writes: small files so that a few hundred messages roll over
+    CommitLog, ConsumeQueue and index files many times.
+
+    The rate is low (10 messages/s of store time) so that the broker's recovery window (3 s
+    before the checkpoint's timestamps) is shorter than an index file: the case where its
+    restart rule loses keys. All sizes in bytes.
+    """
+
+    messages: int = 400
+    workload_seed: int = 1
+    rate: float = 10.0                    # messages/s of store time
+    keys_per_message: float = 1.5
+    topics: tuple[str, ...] = ("TopicTest", "orders")
+    chunk_messages: int = 25              # generate: CommitLog appends between two dispatches
+    dispatch_fraction: float = 0.5        # dispatch: share of messages dispatched before the writer runs
+    commitlog_file_size: int = 8192
+    consume_queue_file_size: int = 400    # 20 units a file
+    hash_slot_num: int = 64
+    index_num: int = 256                  # 255 keys a file
+    piece_bytes: int = 96                 # writes are split into pieces of this size (torn records and units)
+    put_batch: int = 16                   # index puts per write event
+
+    def workload(self) -> Workload:
+        return Workload(messages=self.messages, seed=self.workload_seed, rate=self.rate,
+                        keys_per_message=self.keys_per_message, topics=tuple(self.topics))
+
+    def store_options(self) -> dict[str, Any]:
+        """Keyword arguments of :class:`rmqlab.store.Store` (CommitLog file size included)."""
+        return dict(hash_slot_num=self.hash_slot_num, index_num=self.index_num,
+                    commitlog_file_size=self.commitlog_file_size,
+                    consume_queue_file_size=self.consume_queue_file_size, tz=_UTC)
+
+    def geometry(self) -> dict[str, Any]:
+        """Keyword arguments of recover_store / broker_restart / verify_path."""
+        return dict(hash_slot_num=self.hash_slot_num, index_num=self.index_num,
+                    commitlog_file_size=self.commitlog_file_size)
+
+    def to_json(self) -> str:
+        return json.dumps(dataclasses.asdict(self))
+
+    @classmethod
+    def from_json(cls, text: str) -> "CrashConfig":
+        d = json.loads(text)
+        d["topics"] = tuple(d["topics"])
+        return cls(**d)
+
+
+# ------------------------------------------------------------------------------ the writer (child side)
+
+
+class _Events:
+    """Counts write events; SIGKILLs this process just before event `kill_at` (0 = never)."""
+
+    def __init__(self, kill_at: int, log: bool):
+        self.kill_at = kill_at
+        self.count = 0
+        self.kinds: list[str] | None = [] if log else None
+
+    def tick(self, kind: str, before_kill: Callable[[], None] | None = None) -> None:
+        self.count += 1
+        if self.kinds is not None:
+            self.kinds.append(kind)
+        if self.count == self.kill_at:
+            if before_kill is not None:
+                before_kill()
+            os.kill(os.getpid(), signal.SIGKILL)
+
+
+def _slice(keys, lo, hi):
+    return keys.slice(lo, hi - lo) if hasattr(keys, "slice") else keys[lo:hi]
+
+
+def _instrument(ev: _Events, piece: int, put_batch: int) -> None:
+    """Route the writer's writes through `ev` (this process only)."""
+    real_pwrite, real_replace = os.pwrite, os.replace
+
+    def pwrite(fd, data, offset):
+        mv = memoryview(data).cast("B")
+        n, done = len(mv), 0
+        kind = "pwrite"
+        if ev.kinds is not None:     # calibration: say which folder, for tests that aim the kill
+            target = os.readlink(f"/proc/self/fd/{fd}") if os.path.exists(f"/proc/self/fd/{fd}") else ""
+            kind += ":" + next((part for part in ("commitlog", "consumequeue", "index") if
+                                f"{os.sep}{part}{os.sep}" in target), "other")
+        while done < n:
+            ev.tick(kind if done == 0 else kind + ":cont")   # ":cont": a piece inside one write call
+            done += real_pwrite(fd, mv[done:done + piece], offset + done)
+        return n
+
+    def replace(src, dst, *a, **kw):
+        ev.tick("rename")
+        return real_replace(src, dst, *a, **kw)
+
+    real_put_keys = IndexFile.put_keys
+
+    def put_keys(self, keys, phy_offsets, store_timestamps, *, hashes=None):
+        phy, ts = np.asarray(phy_offsets), np.asarray(store_timestamps)
+        n, done = len(phy), 0
+        while done < n:
+            ev.tick("put")
+            lo, hi = done, min(n, done + put_batch)
+            header = bytes(self._mm[:HEADER.size])
+            got = real_put_keys(self, _slice(keys, lo, hi), phy[lo:hi], ts[lo:hi],
+                                hashes=None if hashes is None else hashes[lo:hi])
+            # a kill here: the batch's entries and slots are in the map, its header is not yet
+            ev.tick("put:header", lambda: self._mm.__setitem__(slice(0, HEADER.size), header))
+            done += got
+            if got < hi - lo:       # the file is full
+                break
+        return done
+
+    real_create = IndexFile.create.__func__
+
+    def create(cls, *a, **kw):
+        f = real_create(cls, *a, **kw)
+        ev.tick("create")
+        return f
+
+    for name in ("write_checkpoint", "update_checkpoint"):
+        real = getattr(cpf, name)
+
+        def hooked(*a, _real=real, **kw):
+            ev.tick("checkpoint")
+            return _real(*a, **kw)
+
+        setattr(cpf, name, hooked)
+    os.pwrite, os.replace = pwrite, replace
+    IndexFile.put_keys = put_keys
+    IndexFile.create = classmethod(create)
+
+
+def _creator_times(rows, cap: int, store_ts: np.ndarray) -> list[int]:
+    """Store time of the message that creates each index file of an uninterrupted dispatch."""
+    k, msg = len(rows), rows.message_index
+    last = int(msg[-1]) if k else -1
+    out = []
+    for i in range(_expected_files(k, cap, len(store_ts), last)):
+        lo = i * cap
+        if lo == 0:
+            creator = 0
+        elif lo < k and msg[lo] == msg[lo - 1]:
+            creator = int(msg[lo])
+        else:
+            creator = int(msg[lo - 1]) + 1
+        out.append(int(store_ts[creator]))
+    return out
+
+
+def bulk_index(root: str | os.PathLike, config: "CrashConfig") -> list[Path]:
+    """The bulk phase's work: build the index folder of a store in one go with
+    :func:`rmqlab.indexservice.bulk_build` (files named as ``Store.dispatch`` names them: by the
+    store time of the message creating each), then set the checkpoint's indexMsgTimestamp as
+    dispatch leaves it. Returns the files written. Cost: O(keys) in C plus the files' zero-fill."""
+    root = Path(root)
+    msgs = cl.read_columns(root / "commitlog", body=False)
+    rows = expected_index_rows(msgs)
+    cap = config.index_num - 1
+    times = _creator_times(rows, cap, msgs["store_timestamp"].to_numpy(np.int64))
+    paths = bulk_build(rows, root / "index", hash_slot_num=config.hash_slot_num, index_num=config.index_num,
+                       clock=iter(times).__next__, tz=_UTC)
+    ts = int(rows.store_timestamps[(len(paths) - 1) * cap - 1]) if len(paths) >= 2 else 0
+    cpf.update_checkpoint(root / "checkpoint", index_msg_timestamp=ts)
+    return paths
+
+
+def _do_phase(phase: str, root: Path, config: CrashConfig) -> None:
+    opts = config.store_options()
+    if phase == "generate":
+        def progress(done, total):     # the reput service, behind the CommitLog
+            Store(root, **opts).dispatch()
+
+        cl_size = opts.pop("commitlog_file_size")
+        generate_store(root, config.workload(), chunk_messages=config.chunk_messages, commitlog_file_size=cl_size,
+                       dispatch=True, progress=progress, **opts)
+    elif phase == "dispatch":
+        Store(root, **opts).dispatch()
+    elif phase == "bulk":
+        bulk_index(root, config)
+    else:
+        raise ValueError(f"phase must be one of {PHASES}, got {phase!r}")
+
+
+def _writer_main(argv: list[str]) -> int:
+    ap = argparse.ArgumentParser(prog="python -m rmqlab.crash writer")
+    ap.add_argument("--phase", required=True, choices=PHASES)
+    ap.add_argument("--root", required=True)
+    ap.add_argument("--config", required=True)
+    ap.add_argument("--kill-at", type=int, default=0)
+    ap.add_argument("--log-kinds", action="store_true")
+    a = ap.parse_args(argv)
+    config = CrashConfig.from_json(a.config)
+    ev = _Events(a.kill_at, a.log_kinds)
+    _instrument(ev, config.piece_bytes, config.put_batch)
+    print("ready", flush=True)
+    t0 = time.perf_counter()
+    _do_phase(a.phase, Path(a.root), config)
+    print(json.dumps({"events": ev.count, "seconds": time.perf_counter() - t0, "kinds": ev.kinds}), flush=True)
+    return 0
+
+
+# ------------------------------------------------------------------------------ parent side
+
+
+def prepare_template(phase: str, config: CrashConfig, directory: str | os.PathLike) -> Path:
+    """The store a phase's writer starts from, written in this process into `directory`/store:
+    nothing (generate); the first ``dispatch_fraction`` of the workload dispatched and the rest
+    appended to the CommitLog (dispatch); the whole workload dispatched, then the index folder
+    removed and indexMsgTimestamp reset (bulk). Deterministic. Cost: one generate + dispatch."""
+    root = Path(directory) / "store"
+    if root.exists():
+        shutil.rmtree(root)
+    root.mkdir(parents=True)
+    opts = config.store_options()
+    if phase == "generate":
+        return root
+    if phase == "dispatch":
+        table = generate(config.workload())
+        k = int(table.num_rows * config.dispatch_fraction)
+        with cl.CommitLogWriter(root / "commitlog", config.commitlog_file_size) as w:
+            w.append(table.slice(0, k))
+        Store(root, **opts).dispatch()
+        with cl.CommitLogWriter(root / "commitlog", config.commitlog_file_size) as w:
+            w.append(table.slice(k))
+        return root
+    if phase == "bulk":
+        cl_size = opts.pop("commitlog_file_size")
+        generate_store(root, config.workload(), commitlog_file_size=cl_size, **opts)
+        shutil.rmtree(root / "index")
+        cpf.update_checkpoint(root / "checkpoint", index_msg_timestamp=0)
+        return root
+    raise ValueError(f"phase must be one of {PHASES}, got {phase!r}")
+
+
+@dataclass
+class WriterRun:
+    """One writer subprocess: how it ended and what it reported."""
+
+    returncode: int
+    killed: bool              # ended by SIGKILL
+    events: int | None        # write events made (None when killed)
+    seconds: float | None     # its work time (None when killed)
+    elapsed: float            # parent's clock from "ready" to the end, s
+    kinds: list[str] | None = None
+
+
+def _child_env() -> dict[str, str]:
+    env = dict(os.environ)
+    pkg_root = str(Path(__file__).resolve().parent.parent)
+    env["PYTHONPATH"] = pkg_root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    return env
+
+
+def run_writer(root: str | os.PathLike, phase: str, config: CrashConfig, *, kill_at: int = 0,
+               delay: float | None = None, log_kinds: bool = False, timeout: float = 300.0) -> WriterRun:
+    """Run a phase's writer on `root` in a subprocess. `kill_at` > 0: it SIGKILLs itself before
+    that write event; `delay`: the parent SIGKILLs it that many seconds after it is ready (if
+    still running). Raises RuntimeError when the writer fails otherwise or exceeds `timeout` s."""
+    cmd = [sys.executable, "-m", "rmqlab.crash", "writer", "--phase", phase, "--root", str(root),
+           "--config", config.to_json(), "--kill-at", str(int(kill_at))] + (["--log-kinds"] if log_kinds else [])
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_child_env())
+    try:
+        ready, _, _ = select.select([proc.stdout], [], [], timeout)
+        line = proc.stdout.readline() if ready else ""
+        t_ready = time.perf_counter()
+        if line.strip() != "ready":
+            proc.kill()
+            out, err = proc.communicate(timeout=30)
+            raise RuntimeError(f"writer did not start ({line!r}): {err[-2000:]}")
+        if delay is not None:
+            try:
+                proc.wait(timeout=delay)
+            except subprocess.TimeoutExpired:
+                proc.send_signal(signal.SIGKILL)
+        out, err = proc.communicate(timeout=timeout)
+    except BaseException:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        raise
+    elapsed = time.perf_counter() - t_ready
+    rc = proc.returncode
+    if rc == -signal.SIGKILL:
+        return WriterRun(rc, True, None, None, elapsed)
+    if rc != 0:
+        raise RuntimeError(f"writer failed with exit status {rc}: {err[-3000:]}")
+    done = json.loads(out.strip().splitlines()[-1])
+    return WriterRun(rc, False, done["events"], done["seconds"], elapsed, done["kinds"])
+
+
+@dataclass
+class Calibration:
+    """An uninterrupted run of a phase's writer: its write events (and their kinds, in order:
+    pwrite:commitlog / pwrite:consumequeue, ":cont" for a piece inside one write call, put,
+    put:header, create, rename, checkpoint),
+    its work time, the template it started from and the store it left (`reference`)."""
+
+    phase: str
+    events: int
+    seconds: float
+    kinds: list[str]
+    template: Path
+    reference: Path
+
+
+_CALIBRATIONS: dict[tuple, Calibration] = {}
+
+
+def calibrate(phase: str, config: CrashConfig, workdir: str | os.PathLike) -> Calibration:
+    """Prepare the phase's template under `workdir` and run its writer once to the end (cached per
+    phase, config and workdir in this process). Cost: one template and one writer run."""
+    workdir = Path(workdir)
+    key = (phase, config, str(workdir.resolve()))
+    c = _CALIBRATIONS.get(key)
+    if c is not None and c.template.exists() and c.reference.exists():
+        return c
+    base = workdir / "_templates" / phase
+    template = prepare_template(phase, config, base)
+    reference = base / "reference"
+    if reference.exists():
+        shutil.rmtree(reference)
+    shutil.copytree(template, reference)
+    run = run_writer(reference, phase, config, log_kinds=True)
+    c = Calibration(phase, int(run.events), float(run.seconds), list(run.kinds or []), template, reference)
+    _CALIBRATIONS[key] = c
+    return c
+
+
+# ------------------------------------------------------------------------------ lookups
+
+
+@dataclass
+class LookupCheck:
+    """Every key of every complete message looked up in verified mode."""
+
+    messages: int                 # complete messages in the CommitLog
+    lookups: int                  # (message, key) pairs buildIndex indexes
+    lost: int                     # pairs whose message the key does not find
+    lost_examples: list[str] = field(default_factory=list)
+    sample_checked: int = 0       # pairs also asked through Store.explain_key(...).verified
+    sample_agree: bool = True     # ... with the same answer
+
+
+def check_lookups(root: str | os.PathLike, *, hash_slot_num: int, index_num: int, sample: int = 0,
+                  seed: int = 0, tz: _dt.tzinfo | None = None) -> LookupCheck:
+    """Is every complete message of the store found by each of its keys in verified mode?
+
+    For each index file, every distinct ``topic#key`` of the complete messages is walked with the
+    broker's chain walk but no early stop (max_num 2^31-1, time range [0, Long.MAX_VALUE]): the
+    candidates verified mode (:mod:`rmqlab.keyquery`) reads, in C
+    (``IndexFile.select_phy_offsets_many``). A message is found by a key when its offset is among
+    the key's candidates: verified mode then reads it and keeps it, its topic and key being
+    real. `sample` pairs are also asked through ``Store.explain_key(...).verified`` and must give
+    the same answer (`sample_agree`). Read-only. Cost: O(keys x files) walks in C.
+    """
+    root = Path(root)
+    d = root / "commitlog"
+    msgs = cl.read_columns(d, body=False, on_error="report") if d.is_dir() and any(d.iterdir()) else pd.DataFrame()
+    rows = expected_index_rows(msgs)
+    k = len(rows)
+    if not k:
+        return LookupCheck(len(msgs), 0, 0)
+    keys = np.asarray(rows.key_list(), dtype=object)
+    ukeys, key_id = np.unique(keys, return_inverse=True)
+    hashes = index_hash_many(list(ukeys))
+    found_parts = []
+    index_dir = root / "index"
+    if index_dir.is_dir():
+        with IndexService(index_dir, hash_slot_num, index_num, strict=False) as svc:
+            for f in svc.files:
+                res = f.select_phy_offsets_many(None, INT_MAX, 0, LONG_MAX, hashes=hashes)
+                counts = res.counts()
+                found_parts.append(pd.DataFrame({"k": np.repeat(np.arange(len(ukeys)), counts),
+                                                 "p": np.asarray(res.phy_offsets, np.int64)}))
+    want = pd.DataFrame({"k": key_id.astype(np.int64), "p": rows.phy_offsets})
+    if found_parts:
+        found = pd.concat(found_parts).drop_duplicates()
+        hit = want.merge(found.assign(hit=1), on=["k", "p"], how="left")["hit"].notna().to_numpy(bool)
+    else:
+        hit = np.zeros(k, bool)
+    lost_idx = np.flatnonzero(~hit)
+    examples = [f"{keys[i]} @ {int(rows.phy_offsets[i])}" for i in lost_idx[:5]]
+    out = LookupCheck(len(msgs), k, int(len(lost_idx)), examples)
+    if sample and index_dir.is_dir():
+        rng = np.random.default_rng(seed)
+        picks = rng.choice(k, size=min(sample, k), replace=False)
+        if len(lost_idx):   # include lost ones: verified mode must miss them too
+            picks = np.unique(np.concatenate([picks, lost_idx[:max(1, sample // 2)]]))
+        store = Store(root, hash_slot_num=hash_slot_num, index_num=index_num, tz=tz)
+        agree = True
+        for i in picks:
+            topic, key = str(keys[i]).split("#", 1)
+            q = store.explain_key(topic, key)
+            agree &= bool(int(rows.phy_offsets[i]) in set(q.verified["phy_offset"].tolist())) == bool(hit[i])
+        out.sample_checked, out.sample_agree = len(picks), bool(agree)
+    return out
+
+
+def compare_stores(a: str | os.PathLike, b: str | os.PathLike) -> list[str]:
+    """Differences between the ConsumeQueue files, index files and checkpoints of two stores
+    (names and bytes); empty when they are byte-equal. An absent folder equals an empty one."""
+    a, b = Path(a), Path(b)
+    out = []
+
+    def listing(root: Path, sub: str, pattern: Callable[[Path], bool]) -> dict[str, Path]:
+        d = root / sub
+        if not d.is_dir():
+            return {}
+        return {str(p.relative_to(root)): p for p in d.rglob("*") if p.is_file() and pattern(p)}
+
+    for sub, pat in (("consumequeue", lambda p: p.name.isdigit() and len(p.name) == 20),
+                     ("index", lambda p: is_index_file_name(p.name))):
+        la, lb = listing(a, sub, pat), listing(b, sub, pat)
+        for name in sorted(set(la) | set(lb)):
+            if name not in la or name not in lb:
+                out.append(f"{name}: only in {'the first' if name in la else 'the second'}")
+            elif la[name].read_bytes() != lb[name].read_bytes():
+                out.append(f"{name}: bytes differ")
+    ca, cb = a / "checkpoint", b / "checkpoint"
+    if ca.exists() != cb.exists() or (ca.exists() and ca.read_bytes() != cb.read_bytes()):
+        out.append("checkpoint: differs")
+    return out
+
+
+# ------------------------------------------------------------------------------ trials
+
+
+@dataclass
+class TrialResult:
+    """One crash trial. Times in seconds; offsets in bytes."""
+
+    phase: str
+    seed: int
+    trigger: str
+    kill_event: int | None          # write trigger: the event the writer died before
+    kill_delay: float | None        # time trigger: seconds after "ready" the parent sent SIGKILL
+    killed: bool                    # False when the writer finished before the delay ran out
+    events_total: int               # write events of an uninterrupted run
+    elapsed: float                  # writer's life after "ready"
+    messages_complete: int
+    torn_bytes: int
+    lookups: int
+    lost_rmqlab: int
+    lost_broker: int
+    verify_ok: bool
+    verify_errors: int
+    fresh_equal: bool               # recovered CQ/index/checkpoint == a fresh one-go dispatch
+    fresh_diffs: list[str]
+    atomic_ok: bool | None          # bulk: every file under a final name is complete
+    temp_files: int                 # hidden temporary index files found (and removed by recover)
+    recover_actions: dict[str, int]
+    index_files_removed: int
+    index_entries_added: int
+    cq_units_dropped: int
+    broker_files_deleted: int
+    broker_keys_deleted: int
+    broker_recovery_from: int
+    sample_agree: bool
+    seconds: float
+    lost_examples: list[str] = field(default_factory=list)
+
+    def as_row(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+def _copy(src: Path, dst: Path) -> Path:
+    if dst.exists():
+        shutil.rmtree(dst)
+    shutil.copytree(src, dst)
+    return dst
+
+
+def run_trial(workdir: str | os.PathLike, phase: str, seed: int, *, config: CrashConfig | None = None,
+              trigger: str = "write", kill_at: int | None = None, delay: float | None = None,
+              sample_verified: int = 3, compare_fresh: bool = True, keep: bool = False) -> TrialResult:
+    """One crash trial (see the module docstring): prepare/calibrate the phase (cached), copy
+    its template, run the writer and kill it where `seed` says (or at `kill_at` / after
+    `delay`), then recover copy A and check it, apply the broker's restart to copy B and check
+    it. Everything happens under `workdir`; the trial's folders are removed unless `keep`.
+    Cost: a writer process (about 2 s of interpreter start-up) plus the checks (< 1 s)."""
+    if trigger not in TRIGGERS:
+        raise ValueError(f"trigger must be one of {TRIGGERS}, got {trigger!r}")
+    config = config or CrashConfig()
+    workdir = Path(workdir)
+    t0 = time.perf_counter()
+    cal = calibrate(phase, config, workdir)
+    rng = np.random.default_rng([int(seed), PHASES.index(phase), TRIGGERS.index(trigger)])
+    tdir = workdir / f"trial-{phase}-{trigger}-{seed}"
+    if tdir.exists():
+        shutil.rmtree(tdir)
+    crashed = _copy(cal.template, tdir / "crashed")
+    if trigger == "write":
+        kill_at = int(kill_at if kill_at is not None else rng.integers(1, cal.events + 1))
+        run = run_writer(crashed, phase, config, kill_at=kill_at)
+    else:
+        delay = float(delay if delay is not None else rng.uniform(0.0, cal.seconds))
+        run = run_writer(crashed, phase, config, delay=delay)
+    geo = config.geometry()
+    index_dir = crashed / "index"
+    temp = [p.name for p in index_dir.iterdir() if is_index_temp_name(p.name)] if index_dir.is_dir() else []
+    atomic = None
+    if phase == "bulk":
+        atomic = True
+        if index_dir.is_dir():
+            for p in index_dir.iterdir():
+                if is_index_file_name(p.name):
+                    ref = cal.reference / "index" / p.name
+                    atomic &= ref.exists() and ref.read_bytes() == p.read_bytes()
+    a = _copy(crashed, tdir / "A")
+    b = _copy(crashed, tdir / "B")
+    rec = recover_store(a, consume_queue_file_size=config.consume_queue_file_size, tz=_UTC, **geo)
+    la = check_lookups(a, hash_slot_num=config.hash_slot_num, index_num=config.index_num, sample=sample_verified,
+                       seed=seed, tz=_UTC)
+    from rmqlab.verify import verify_path
+
+    ver = verify_path(a, consume_queue_file_size=config.consume_queue_file_size, **geo)
+    diffs: list[str] = []
+    if compare_fresh:
+        fresh = tdir / "fresh"
+        (fresh / "commitlog").parent.mkdir(parents=True, exist_ok=True)
+        if (a / "commitlog").is_dir():
+            shutil.copytree(a / "commitlog", fresh / "commitlog")
+            Store(fresh, **config.store_options()).dispatch()
+        diffs = compare_stores(a, fresh)
+    br = broker_restart(b, hash_slot_num=config.hash_slot_num, index_num=config.index_num,
+                        commitlog_file_size=config.commitlog_file_size, tz=_UTC)
+    lb = check_lookups(b, hash_slot_num=config.hash_slot_num, index_num=config.index_num, sample=sample_verified,
+                       seed=seed + 1, tz=_UTC)
+    kinds: dict[str, int] = {}
+    for act in rec.actions:
+        kinds[act.kind] = kinds.get(act.kind, 0) + 1
+    res = TrialResult(
+        phase=phase, seed=int(seed), trigger=trigger, kill_event=kill_at if trigger == "write" else None,
+        kill_delay=delay if trigger == "time" else None, killed=run.killed, events_total=cal.events,
+        elapsed=run.elapsed, messages_complete=la.messages, torn_bytes=rec.torn_bytes, lookups=la.lookups,
+        lost_rmqlab=la.lost, lost_broker=lb.lost, verify_ok=ver.ok, verify_errors=len(ver.errors),
+        fresh_equal=not diffs, fresh_diffs=diffs, atomic_ok=atomic, temp_files=len(temp), recover_actions=kinds,
+        index_files_removed=len(rec.index_files_removed), index_entries_added=rec.index_entries_added,
+        cq_units_dropped=rec.cq_units_dropped, broker_files_deleted=len(br.index_files_deleted),
+        broker_keys_deleted=br.index_keys_deleted, broker_recovery_from=br.recovery_from_offset,
+        sample_agree=la.sample_agree and lb.sample_agree, seconds=time.perf_counter() - t0,
+        lost_examples=la.lost_examples)
+    if not keep:
+        shutil.rmtree(tdir, ignore_errors=True)
+    return res
+
+
+def run_trials(n: int, phases: tuple[str, ...] = PHASES, seed: int = 0, *, workdir: str | os.PathLike | None = None,
+               config: CrashConfig | None = None, triggers: tuple[str, ...] = TRIGGERS, jobs: int = 1,
+               progress: Callable[[int, TrialResult], None] | None = None, **trial_options) -> pd.DataFrame:
+    """`n` trials, phases in turn and, within each phase, triggers in turn; trial i has seed
+    ``seed * 100003 + i``. One row a trial (the fields of :class:`TrialResult`), in trial order.
+    `jobs` trials run at once (threads, each waiting on its own writer process; the phases are
+    calibrated first, one at a time). `workdir` None: a temporary folder, removed afterwards.
+    Cost: about 2 s a trial (mostly the writer's interpreter start-up) divided by `jobs`, on
+    as many cores."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    config = config or CrashConfig()
+    own = workdir is None
+    workdir = Path(tempfile.mkdtemp(prefix="rmqlab-crash-")) if own else Path(workdir)
+    plan = [(phases[i % len(phases)], triggers[(i // len(phases)) % len(triggers)], seed * 100003 + i)
+            for i in range(n)]
+    rows: list[dict | None] = [None] * n
+    try:
+        for phase in dict.fromkeys(p for p, _, _ in plan):
+            calibrate(phase, config, workdir)
+
+        def one(i):
+            phase, trigger, s = plan[i]
+            return i, run_trial(workdir, phase, s, config=config, trigger=trigger, **trial_options)
+
+        with ThreadPoolExecutor(max_workers=max(1, int(jobs))) as pool:
+            for i, r in pool.map(one, range(n)):
+                rows[i] = r.as_row()
+                if progress is not None:
+                    progress(i, r)
+    finally:
+        if own:
+            shutil.rmtree(workdir, ignore_errors=True)
+    cols = [f.name for f in dataclasses.fields(TrialResult)]
+    return pd.DataFrame(rows, columns=cols)
+
+
+# ------------------------------------------------------------------------------ summaries
+
+
+def summary_table(df: pd.DataFrame) -> pd.DataFrame:
+    """Per phase (and a total row): trials, writers killed, complete messages, lookups, lookups
+    lost after ``rmqlab store recover`` and under the broker's restart rule, trials where the
+    broker rule lost keys, verify_path ok and byte-equal to a fresh dispatch (counts).
+
+    >>> row = dict(phase="bulk", killed=True, messages_complete=10, lookups=15, lost_rmqlab=0, lost_broker=4,
+    ...            verify_ok=True, fresh_equal=True)
+    >>> int(summary_table(pd.DataFrame([row])).loc["total", "lost_broker"])
+    4
+    """
+    g = df.groupby("phase", sort=False)
+    t = pd.DataFrame({
+        "trials": g.size(),
+        "killed": g["killed"].sum(),
+        "messages_complete": g["messages_complete"].sum(),
+        "lookups": g["lookups"].sum(),
+        "lost_rmqlab": g["lost_rmqlab"].sum(),
+        "lost_broker": g["lost_broker"].sum(),
+        "trials_broker_lost": g["lost_broker"].apply(lambda s: int((s > 0).sum())),
+        "verify_ok": g["verify_ok"].sum(),
+        "fresh_equal": g["fresh_equal"].sum(),
+    })
+    t.loc["total"] = t.sum(numeric_only=True)
+    return t.astype(np.int64)
+
+
+def summary_markdown(df: pd.DataFrame) -> str:
+    """:func:`summary_table` as a Markdown table."""
+    t = summary_table(df)
+    head = ["phase"] + list(t.columns)
+    lines = ["| " + " | ".join(head) + " |", "|" + "|".join("---" if i == 0 else "---:" for i in range(len(head))) + "|"]
+    for name, row in t.iterrows():
+        cells = [f"**{name}**" if name == "total" else str(name)] + [f"{int(v):,}" for v in row]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def losses_figure(df: pd.DataFrame):
+    """Lookups lost per phase: after ``rmqlab store recover`` and under the broker's restart rule
+    on the same crashes (bars, with the lookups attempted written above). A matplotlib Figure
+    made without pyplot."""
+    from matplotlib.figure import Figure
+
+    t = summary_table(df).drop(index="total")
+    fig = Figure(figsize=(7.0, 3.6), layout="constrained")
+    ax = fig.add_subplot()
+    x = np.arange(len(t))
+    w = 0.38
+    b1 = ax.bar(x - w / 2, t["lost_rmqlab"], w, label="rmqlab store recover", color="#2ca02c")
+    b2 = ax.bar(x + w / 2, t["lost_broker"], w, label="broker restart rule", color="#d62728")
+    for bars in (b1, b2):
+        ax.bar_label(bars, fmt="%d", fontsize=8)
+    ax.set_xticks(x, [f"{p}\n({int(r.trials)} trials, {int(r.lookups):,} lookups)" for p, r in t.iterrows()])
+    ax.set_ylabel("key lookups lost")
+    ax.set_title("Lookups lost after a SIGKILL of the writer")
+    ax.legend(frameon=False)
+    return fig
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] == "writer":
+        return _writer_main(argv[1:])
+    print("usage: python -m rmqlab.crash writer --phase PHASE --root DIR --config JSON [--kill-at N]",
+          file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
