@@ -3,7 +3,7 @@
 The stable top-level names (the public contract):
 
 >>> import rmqlab
->>> rmqlab.java_hash("TopicTest#ORDER_1") == rmqlab.java_hash_many(["TopicTest#ORDER_1"])[0]
+>>> rmqlab.java_hash("TopicTest#ORDER_1") == int(rmqlab.java_hash_many(["TopicTest#ORDER_1"])[0])
 True
 """
 from rmqlab.errors import (

@@ -6,7 +6,7 @@ for a column, inside the executors, and returns every row where they differ. A d
 build can run it on its input before trusting any index file it writes.
 
 >>> from rmqlab.spark import get_session                      # doctest: +SKIP
->>> df = get_session().createDataFrame([("TopicTest#ORDER_1",), ("主题#键😀",)], ["key"])
+>>> df = get_session().createDataFrame([("TopicTest#ORDER_1",), ("主题#键😀",)], ["key"])  # doctest: +SKIP
 >>> check_hashes(df, "key").ok                                 # doctest: +SKIP
 True
 """
