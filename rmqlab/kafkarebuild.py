@@ -194,13 +194,6 @@ def segment_batches(log_path: str | os.PathLike) -> pd.DataFrame:
     return read_batches(log_path)
 
 
-def _paths(log_path: Path) -> tuple[Path, Path]:
-    from rmqlab.formats.kafka import INDEX_SUFFIX, TIME_INDEX_SUFFIX
-
-    stem = log_path.name[: -len(".log")] if log_path.name.endswith(".log") else log_path.stem
-    return log_path.with_name(stem + INDEX_SUFFIX), log_path.with_name(stem + TIME_INDEX_SUFFIX)
-
-
 def rebuild_indexes(log_path: str | os.PathLike, out_dir: str | os.PathLike, *,
                     index_interval_bytes: int = INDEX_INTERVAL_BYTES, rolled: bool = True,
                     overwrite: bool = False) -> tuple[Path, Path]:
@@ -220,15 +213,16 @@ def rebuild_indexes(log_path: str | os.PathLike, out_dir: str | os.PathLike, *,
     >>> read_offset_index(index).tolist()
     [(5, 4850), (10, 9700), (15, 14550)]
     """
-    from rmqlab.formats.kafka import base_offset_of, build_offset_index, build_time_index, segment_file_name
+    from rmqlab.formats.kafka import (INDEX_SUFFIX, TIME_INDEX_SUFFIX, base_offset_of, build_offset_index,
+                                      build_time_index, segment_file_name)
 
     log_path = Path(log_path)
     base = base_offset_of(log_path)
     offsets, times = expected_entries(segment_batches(log_path), index_interval_bytes, rolled=rolled)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    index = out / segment_file_name(base, ".index")
-    timeindex = out / segment_file_name(base, ".timeindex")
+    index = out / segment_file_name(base, INDEX_SUFFIX)
+    timeindex = out / segment_file_name(base, TIME_INDEX_SUFFIX)
     for p in (index, timeindex):
         if p.exists() and not overwrite:
             raise FileExistsError(f"{p} exists; pass overwrite=True to replace it")
@@ -288,7 +282,8 @@ def verify_segment(log_path: str | os.PathLike, *, index_interval_bytes: int = I
     broker's rule (:func:`compare`). Missing index files, a torn tail or a bad file are errors
     in the report, not exceptions. Read-only. Cost: one walk of the batch headers and one read
     of each index."""
-    from rmqlab.formats.kafka import OffsetIndex, TimeIndex, base_offset_of
+    from rmqlab.formats.kafka import INDEX_SUFFIX, TIME_INDEX_SUFFIX, OffsetIndex, TimeIndex, base_offset_of, \
+        segment_file_name
 
     log_path = Path(log_path)
     rep = SegmentReport(log=str(log_path))
@@ -304,7 +299,8 @@ def verify_segment(log_path: str | os.PathLike, *, index_interval_bytes: int = I
         rep.errors.append(f"{log_path}: offset {row.position}: crc: stored {row.crc:#010x} does not match the batch")
     want_off, want_time = expected_entries(batches, index_interval_bytes, rolled=rolled)
     rep.expected_offset_entries, rep.expected_time_entries = len(want_off), len(want_time)
-    index_path, time_path = _paths(log_path)
+    index_path = log_path.with_name(segment_file_name(rep.base_offset, INDEX_SUFFIX))
+    time_path = log_path.with_name(segment_file_name(rep.base_offset, TIME_INDEX_SUFFIX))
     found: dict[str, np.ndarray] = {}
     for path, cls, cols in ((index_path, OffsetIndex, ("offsets", "positions")),
                             (time_path, TimeIndex, ("timestamps", "offsets"))):

@@ -77,12 +77,12 @@ def test_a_pre_38_time_entry_is_explained_and_a_wrong_one_is_not():
 
 # ------------------------------------------------------------------------ real segments
 
-import hashlib
 import shutil
 from pathlib import Path
 
 from rmqlab.formats.kafka import TIME_ENTRY, read_time_index
 from rmqlab.kafkarebuild import rebuild_indexes, verify_directory, verify_segment
+from snapshot_support import snapshot
 
 REAL = Path(__file__).resolve().parents[2] / "shared" / "real-data" / "kafka"
 needs_real = pytest.mark.skipif(not REAL.is_dir(), reason=f"real Kafka segments not present at {REAL} "
@@ -95,14 +95,10 @@ def real_segments():
     return sorted(p for p in REAL.rglob("*.log")) if REAL.is_dir() else []
 
 
-def _digest(paths):
-    return {p: (p.stat().st_mtime_ns, hashlib.sha256(p.read_bytes()).hexdigest()) for p in paths}
-
-
 @needs_real
 @pytest.mark.realdata
 def test_every_real_segment_rebuilds_to_its_own_index_files(tmp_path):
-    before = _digest([p for p in REAL.rglob("*") if p.is_file()])
+    before = snapshot(REAL)
     rebuilt = 0
     for log in real_segments():
         rel = str(log.relative_to(REAL))
@@ -123,7 +119,7 @@ def test_every_real_segment_rebuilds_to_its_own_index_files(tmp_path):
             assert got_time.read_bytes() == timeindex.read_bytes(), rel
         rebuilt += 1
     assert rebuilt == len(real_segments()) - 1 >= 10
-    assert _digest([p for p in REAL.rglob("*") if p.is_file()]) == before          # inputs only read
+    assert snapshot(REAL) == before          # inputs only read
 
 
 @needs_real

@@ -6,8 +6,6 @@ was added or removed. The commands open their inputs read-only, so a write would
 than corrupt; this checks the result from outside."""
 from __future__ import annotations
 
-import hashlib
-import os
 from pathlib import Path
 
 import pytest
@@ -17,6 +15,7 @@ from rmqlab.formats.kafkalog import KafkaRecord, write_segment
 from rmqlab.kafkarebuild import rebuild_indexes
 from rmqlab.store import generate_store
 from rmqlab.workload import Workload
+from snapshot_support import snapshot
 
 GEOMETRY = ["--hash-slot-num", "50", "--index-num", "400"]
 STORE = ["--hash-slot-num", "50", "--index-num", "400", "--commitlog-file-size", str(1 << 18)]
@@ -32,16 +31,6 @@ def inputs(tmp_path_factory):
     plan = root / "plan.toml"
     plan.write_text("[traffic]\nmessages_per_second = 50\n[index]\nhash_slot_num = 1000\nindex_num = 4000\n")
     return root, store
-
-
-def snapshot(root: Path) -> dict[str, tuple[int, int, str]]:
-    out = {}
-    for dirpath, _dirs, files in os.walk(root):
-        for name in files:
-            p = Path(dirpath) / name
-            st = p.stat()
-            out[str(p.relative_to(root))] = (st.st_size, st.st_mtime_ns, hashlib.sha256(p.read_bytes()).hexdigest())
-    return out
 
 
 def read_commands(root: Path, store) -> list[list[str]]:

@@ -8,7 +8,6 @@ codes its side effects may raise."""
 from __future__ import annotations
 
 import datetime as dt
-import hashlib
 import json
 import os
 import shutil
@@ -37,6 +36,7 @@ from rmqlab.verify import (
     verify_index_file,
     verify_path,
 )
+from snapshot_support import snapshot
 from rmqlab.workload import Workload
 
 UTC = dt.timezone.utc
@@ -69,16 +69,6 @@ def copy(store, tmp_path) -> Path:
     dst = tmp_path / "copy"
     shutil.copytree(store, dst)
     return dst
-
-
-def snapshot(root: Path) -> dict[str, tuple[int, int, str]]:
-    """(size, mtime_ns, sha256) of every file under root."""
-    out = {}
-    for p in sorted(root.rglob("*")):
-        if p.is_file():
-            s = p.stat()
-            out[str(p.relative_to(root))] = (s.st_size, s.st_mtime_ns, hashlib.sha256(p.read_bytes()).hexdigest())
-    return out
 
 
 def describe(report) -> str:
