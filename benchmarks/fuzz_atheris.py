@@ -36,8 +36,8 @@ with atheris.instrument_imports(include=["rmqlab"]):
     import rmqlab.formats.commitlog  # noqa: F401
     import rmqlab.formats.consumequeue  # noqa: F401
     import rmqlab.formats.indexfile  # noqa: F401
-    import rmqlab.formats.kafka  # noqa: F401
-    import rmqlab.formats.kafkalog  # noqa: F401
+    import rmqlab.kafka.index  # noqa: F401
+    import rmqlab.kafka.log  # noqa: F401
     import rmqlab.formats.msgid  # noqa: F401
     import rmqlab.indexservice  # noqa: F401
     import rmqlab.indexstats  # noqa: F401  (file_report: the heavy calls)

@@ -1088,7 +1088,7 @@ class _KafkaIndexTarget(Target):
         raise NotImplementedError
 
     def seeds(self, workdir: Path) -> list[Seed]:
-        from rmqlab.formats import kafka as kx
+        from rmqlab.kafka import index as kx
 
         workdir.mkdir(parents=True, exist_ok=True)
         cls = kx.OffsetIndex if self.kind == "offset" else kx.TimeIndex
@@ -1112,7 +1112,7 @@ class _KafkaIndexTarget(Target):
         return out
 
     def run(self, rt, seed, data, ops, rng, heavy):
-        from rmqlab.formats import kafka as kx
+        from rmqlab.kafka import index as kx
 
         base = seed.meta["base"]
         name = kx.segment_file_name(base, self.suffix)
@@ -1240,7 +1240,7 @@ class KafkaLogTarget(Target):
     heavy_every = 16
 
     def seeds(self, workdir: Path) -> list[Seed]:
-        from rmqlab.formats import kafkalog as kl
+        from rmqlab.kafka import log as kl
 
         K = kl.KafkaRecord
         specs = {
@@ -1266,7 +1266,7 @@ class KafkaLogTarget(Target):
         return out
 
     def run(self, rt, seed, data, ops, rng, heavy):
-        from rmqlab.formats import kafkalog as kl
+        from rmqlab.kafka import log as kl
 
         if any(op[0] == "fixcrc" for op in ops):
             data = _fix_crcs(data)

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from rmqlab.cli import main
-from rmqlab.formats.kafka import read_offset_index, read_time_index
-from rmqlab.formats.kafkalog import KafkaRecord, read_batches, write_segment
-from rmqlab.kafkarebuild import rebuild_indexes
+from rmqlab.kafka.index import read_offset_index, read_time_index
+from rmqlab.kafka.log import KafkaRecord, read_batches, write_segment
+from rmqlab.kafka.rebuild import rebuild_indexes
 
 REAL = Path(__file__).resolve().parents[2] / "shared" / "real-data" / "kafka"
 needs_real = pytest.mark.skipif(not REAL.is_dir(), reason=f"real Kafka segments not present at {REAL}")

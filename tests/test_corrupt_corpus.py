@@ -16,8 +16,8 @@ import pytest
 
 import rmqlab.errors as errors
 from rmqlab.formats import commitlog as cl
-from rmqlab.formats import kafka as kx
-from rmqlab.formats import kafkalog as kl
+from rmqlab.kafka import index as kx
+from rmqlab.kafka import log as kl
 from rmqlab.formats import msgid as mi
 from rmqlab.formats.checkpoint import read_checkpoint
 from rmqlab.formats.consumequeue import ConsumeQueue

@@ -1,4 +1,4 @@
-"""Kafka's offset and time indexes (rmqlab.formats.kafka) against real broker files, brute-force
+"""Kafka's offset and time indexes (rmqlab.kafka.index) against real broker files, brute-force
 searches and a reference model of the Java append rules written out here independently."""
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from rmqlab.errors import CorruptIndexError, FormatError, RmqlabError
-from rmqlab.formats.kafka import (
+from rmqlab.kafka.index import (
     DEFAULT_MAX_INDEX_SIZE,
     IndexFullError,
     IndexOffsetOverflowError,

@@ -2,7 +2,7 @@
 
 Independent truth: a bitwise pure-Python CRC-32C and the RFC 3720 vectors; a small
 pure-Python encoder and decoder written here from the format description (DefaultRecordBatch /
-DefaultRecord / ByteUtils) sharing no code with rmqlab.formats.kafkalog; the offsets in
+DefaultRecord / ByteUtils) sharing no code with rmqlab.kafka.log; the offsets in
 DefaultRecordBatch.java; and real broker segments in ../shared/real-data/kafka (facts from its
 READMEs: every batch magic v2 with a valid CRC-32C, batch counts, one LZ4 + LogAppendTime segment).
 """
@@ -19,8 +19,8 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from rmqlab import _crc32c
 from rmqlab.errors import FormatError, RmqlabError, TruncatedFileError
-from rmqlab.formats import kafkalog as kl
-from rmqlab.formats.kafkalog import (
+from rmqlab.kafka import log as kl
+from rmqlab.kafka.log import (
     HEADER,
     KafkaRecord,
     SegmentWriter,

@@ -1,4 +1,4 @@
-"""rmqlab.kafkapartition against a literal, batch-by-batch model of the broker (UnifiedLog.maybeRoll
+"""rmqlab.kafka.partition against a literal, batch-by-batch model of the broker (UnifiedLog.maybeRoll
 -> LogSegment.shouldRoll, LogSegment.append, onBecomeInactiveSegment / close), against the index
 rule re-derived from the .log files as written, and against brute force over the records for the
 three lookups."""
@@ -13,9 +13,9 @@ import pandas as pd
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from rmqlab.formats import kafka as kidx
-from rmqlab.formats.kafkalog import encode_batches, read_batches, read_records
-from rmqlab.kafkapartition import (
+from rmqlab.kafka import index as kidx
+from rmqlab.kafka.log import encode_batches, read_batches, read_records
+from rmqlab.kafka.partition import (
     KafkaPartition,
     PartitionConfig,
     PartitionWriter,
@@ -23,7 +23,7 @@ from rmqlab.kafkapartition import (
     read_partition,
     write_partition,
 )
-from rmqlab.kafkarebuild import expected_entries, verify_directory
+from rmqlab.kafka.rebuild import expected_entries, verify_directory
 
 INT_MAX = 2**31 - 1
 
@@ -245,7 +245,7 @@ def test_roll_on_segment_ms():
 
 
 def test_the_rebuild_verifier_accepts_every_segment():
-    """Another implementation's check (kafkarebuild.verify_directory: CRCs, index invariants,
+    """Another implementation's check (rmqlab.kafka.rebuild.verify_directory: CRCs, index invariants,
     every entry against the rule) on partitions rolled by each reason."""
     cases = [dict(segment_bytes=20_000), dict(segment_index_bytes=48, index_interval_bytes=300),
              dict(segment_index_bytes=400, index_interval_bytes=0), dict(segment_ms=3000)]

@@ -1,4 +1,4 @@
-"""The broker's index-building rule (rmqlab.kafkarebuild) against a literal, batch-by-batch
+"""The broker's index-building rule (rmqlab.kafka.rebuild) against a literal, batch-by-batch
 model of LogSegment.recover + TimeIndex.maybeAppend, and against real segments."""
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from rmqlab.kafkarebuild import batch_table, compare, expected_entries
+from rmqlab.kafka.rebuild import batch_table, compare, expected_entries
 
 
 def literal_rule(batches, interval=4096, rolled=True):
@@ -80,8 +80,8 @@ def test_a_pre_38_time_entry_is_explained_and_a_wrong_one_is_not():
 import shutil
 from pathlib import Path
 
-from rmqlab.formats.kafka import TIME_ENTRY, read_time_index
-from rmqlab.kafkarebuild import rebuild_indexes, verify_directory, verify_segment
+from rmqlab.kafka.index import TIME_ENTRY, read_time_index
+from rmqlab.kafka.rebuild import rebuild_indexes, verify_directory, verify_segment
 from snapshot_support import snapshot
 
 REAL = Path(__file__).resolve().parents[2] / "shared" / "real-data" / "kafka"

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from rmqlab.cli import main
-from rmqlab.formats.kafkalog import KafkaRecord, write_segment
-from rmqlab.kafkarebuild import rebuild_indexes
+from rmqlab.kafka.log import KafkaRecord, write_segment
+from rmqlab.kafka.rebuild import rebuild_indexes
 from rmqlab.store import generate_store
 from rmqlab.workload import Workload
 from snapshot_support import snapshot

@@ -58,8 +58,8 @@ def _kind(path: Path) -> str:
 def dump_file(path: str | Path, *, records: bool = False) -> dict[str, Any]:
     """One file's contents as a JSON-ready dict: ``file``, ``kind`` and ``entries`` (index
     files, absolute offsets) or ``batches`` (and ``records``) for a ``.log``."""
-    from rmqlab.formats.kafka import OffsetIndex, TimeIndex
-    from rmqlab.formats.kafkalog import read_batches, read_records
+    from rmqlab.kafka.index import OffsetIndex, TimeIndex
+    from rmqlab.kafka.log import read_batches, read_records
 
     path = Path(path)
     kind = _kind(path)
@@ -126,7 +126,7 @@ def _dump(args) -> int:
 
 
 def _verify(args) -> int:
-    from rmqlab.kafkarebuild import verify_directory, verify_segment
+    from rmqlab.kafka.rebuild import verify_directory, verify_segment
 
     if args.index_interval_bytes < 0:
         print("rmqlab: error: --index-interval-bytes must be >= 0", file=sys.stderr)
@@ -154,7 +154,7 @@ def _verify(args) -> int:
 
 
 def _rebuild(args) -> int:
-    from rmqlab.kafkarebuild import rebuild_indexes
+    from rmqlab.kafka.rebuild import rebuild_indexes
 
     if args.index_interval_bytes < 0:
         print("rmqlab: error: --index-interval-bytes must be >= 0", file=sys.stderr)
@@ -165,7 +165,7 @@ def _rebuild(args) -> int:
     except FileExistsError as e:
         print(f"rmqlab: error: {e}", file=sys.stderr)
         return 2
-    from rmqlab.formats.kafka import entry_count
+    from rmqlab.kafka.index import entry_count
 
     print(f"wrote {index} ({entry_count(index)} entries) and {timeindex} ({entry_count(timeindex)} entries)")
     return 0

@@ -182,7 +182,7 @@ def checkpoint_bytes(**values) -> bytes:
 
 
 def kafka_index_bytes(kind: str) -> bytes:
-    from rmqlab.formats import kafka as kx
+    from rmqlab.kafka import index as kx
 
     d = _tmp()
     if kind == "offset":
@@ -199,7 +199,7 @@ def kafka_index_bytes(kind: str) -> bytes:
 def kafka_log_bytes() -> bytes:
     """Three v2 batches (offsets 0-2, 3, 4-5) from byte 0. In batch 0, record 0 starts at 61:
     length varint 61, attributes 62, timestampDelta 63, offsetDelta 64, keyLength 65, key 66.."""
-    from rmqlab.formats.kafkalog import KafkaRecord, encode_batches
+    from rmqlab.kafka.log import KafkaRecord, encode_batches
 
     recs = [KafkaRecord(i, 1718000000000 + i, b"k%d" % (i % 2), b"value-%d" % i, [("h", b"x")] if i == 1 else [])
             for i in range(6)]

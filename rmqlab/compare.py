@@ -4,8 +4,8 @@
 stream's messages with consecutive numbers (queue offsets, Kafka offsets). The simplest honest
 comparison therefore takes a workload with **one topic and one queue** and writes its
 messages twice: a RocketMQ store (:func:`rmqlab.store.generate_store`: CommitLog,
-ConsumeQueue, IndexFile) and one Kafka partition (:func:`rmqlab.kafkapartition.write_partition`
-of :func:`rmqlab.formats.kafkalog.records_from_workload`). Message ``i`` is then queue offset
+ConsumeQueue, IndexFile) and one Kafka partition (:func:`rmqlab.kafka.partition.write_partition`
+of :func:`rmqlab.kafka.log.records_from_workload`). Message ``i`` is then queue offset
 ``i`` and Kafka offset ``i``. The Kafka record's key is the message's KEYS property and its
 timestamp the RocketMQ store time (broker clock, so both systems search the same times), its
 value the body. The workload must have one key a message (``keys_per_message=1``), no
@@ -48,14 +48,14 @@ import pandas as pd
 
 from rmqlab.capacity.kafka import KafkaConfig, kafka_estimate
 from rmqlab.formats import consumequeue as cq
-from rmqlab.formats import kafka as kidx
+from rmqlab.kafka import index as kidx
 from rmqlab.formats.commitlog import DEFAULT_FILE_SIZE as COMMITLOG_FILE_SIZE
 from rmqlab.formats.commitlog import HEAD as COMMITLOG_HEAD
 from rmqlab.formats.indexfile import DEFAULT_HASH_SLOT_NUM, DEFAULT_INDEX_NUM, ENTRY, HEADER, LONG_MAX, SLOT
 from rmqlab.formats.indexfile import Geometry, read_header
-from rmqlab.formats.kafkalog import RECORD_BATCH_OVERHEAD, records_from_workload
+from rmqlab.kafka.log import RECORD_BATCH_OVERHEAD, records_from_workload
 from rmqlab.indexservice import DEFAULT_MAX_MSGS_NUM_BATCH
-from rmqlab.kafkapartition import (
+from rmqlab.kafka.partition import (
     DEFAULT_SEGMENT_BYTES,
     DEFAULT_SEGMENT_INDEX_BYTES,
     INDEX_INTERVAL_BYTES,

@@ -1,4 +1,4 @@
-"""rmqlab.indexcompare: the two stores hold the same messages, the byte counts equal the files,
+"""rmqlab.compare: the two stores hold the same messages, the byte counts equal the files,
 the lookups of both systems find the same message as brute force, the cost counts equal
 independent recounts, and the figures draw the numbers they are given."""
 from __future__ import annotations
@@ -12,8 +12,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from rmqlab.formats.indexfile import IndexFile, read_header
-from rmqlab.formats.kafkalog import read_batches, read_records
-from rmqlab.indexcompare import (
+from rmqlab.kafka.log import read_batches, read_records
+from rmqlab.compare import (
     COST_COLUMNS,
     build_side_by_side,
     comparison_table,
@@ -24,8 +24,8 @@ from rmqlab.indexcompare import (
     time_semantics,
 )
 from rmqlab.javahash import index_hash, index_key
-from rmqlab.kafkarebuild import expected_entries
-from rmqlab.viz.kafkaviz import index_bytes_figure, lookup_cost_figure, sparse_index_figure
+from rmqlab.kafka.rebuild import expected_entries
+from rmqlab.viz.kafka import index_bytes_figure, lookup_cost_figure, sparse_index_figure
 
 N = 20_000
 

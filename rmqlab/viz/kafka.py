@@ -7,9 +7,9 @@ made with ``Figure()`` (no pyplot: nothing shown, nothing kept in pyplot's regis
   entry every ~``index.interval.bytes``, the binary search a lookup makes over the entries and
   the short log scan from the entry found to the batch holding the offset.
 * :func:`index_bytes_figure` - index bytes per million messages, structure by structure (from
-  :func:`rmqlab.indexcompare.index_bytes_per_million`).
+  :func:`rmqlab.compare.index_bytes_per_million`).
 * :func:`lookup_cost_figure` - bytes and pages touched per lookup by offset, time and key,
-  both systems, on log scales (from :func:`rmqlab.indexcompare.lookup_cost_summary`).
+  both systems, on log scales (from :func:`rmqlab.compare.lookup_cost_summary`).
 """
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter
 
-from rmqlab.kafkapartition import KafkaPartition
+from rmqlab.kafka.partition import KafkaPartition
 
 __all__ = ["SYSTEM_COLOURS", "sparse_index_figure", "index_bytes_figure", "lookup_cost_figure"]
 
@@ -59,7 +59,7 @@ def sparse_index_figure(partition: PartitionLike, offset: int, *, zoom_bytes: in
     """The lookup of `offset` in its segment. Top: the whole segment on a byte axis, every
     offset-index entry as a tick at its position, and the entries the binary search read, in
     order (step 1, 2, ...; :meth:`OffsetIndex.trace_lookup
-    <rmqlab.formats.kafka.OffsetIndex.trace_lookup>`). Bottom: a window around the answer
+    <rmqlab.kafka.index.OffsetIndex.trace_lookup>`). Bottom: a window around the answer
     (`zoom_bytes` each side; default two index intervals' worth, at least 4 KiB): every batch
     as a box, the entries with their offsets, and the scan from the entry's position to the
     batch holding `offset` (:meth:`KafkaPartition.lookup_offset`). `partition` is a folder or
@@ -67,7 +67,7 @@ def sparse_index_figure(partition: PartitionLike, offset: int, *, zoom_bytes: in
     hold `offset`. Cost: the lookup plus one pass over the segment's batches and entries.
 
     >>> import tempfile
-    >>> from rmqlab.kafkapartition import write_partition
+    >>> from rmqlab.kafka.partition import write_partition
     >>> d = tempfile.mkdtemp()
     >>> _ = write_partition(d, {"timestamp": list(range(400)), "value": [b"v" * 90] * 400})
     >>> fig = sparse_index_figure(d, 250)
@@ -147,7 +147,7 @@ def sparse_index_figure(partition: PartitionLike, offset: int, *, zoom_bytes: in
 def index_bytes_figure(index_bytes: pd.DataFrame, *, figsize=(9, 4.2)) -> Figure:
     """Index bytes per million messages, one bar a structure (log scale), coloured by system,
     with the capacity model's value as a black mark where it has one. `index_bytes` is
-    :func:`rmqlab.indexcompare.index_bytes_per_million`'s table (the data rows are left out).
+    :func:`rmqlab.compare.index_bytes_per_million`'s table (the data rows are left out).
 
     >>> frame = pd.DataFrame({"system": ["RocketMQ", "Kafka"], "structure": ["IndexFile", ".index"],
     ...                       "role": ["key index", "offset index"], "bytes_per_million": [4e7, 5e5],
@@ -188,7 +188,7 @@ def index_bytes_figure(index_bytes: pd.DataFrame, *, figsize=(9, 4.2)) -> Figure
 def lookup_cost_figure(summary: pd.DataFrame, *, metrics=("bytes_touched", "pages_touched"),
                        figsize=(10, 4)) -> Figure:
     """Mean cost per lookup by offset, time and key, RocketMQ beside Kafka, one panel a
-    metric, log scales. `summary` is :func:`rmqlab.indexcompare.lookup_cost_summary`'s table
+    metric, log scales. `summary` is :func:`rmqlab.compare.lookup_cost_summary`'s table
     (index: kind, system).
 
     >>> idx = pd.MultiIndex.from_product([["offset", "key"], ["RocketMQ", "Kafka"]], names=["kind", "system"])

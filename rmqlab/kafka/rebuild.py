@@ -186,10 +186,10 @@ def compare(batches: pd.DataFrame, offset_entries, time_entries, *, offset_file:
 
 
 def segment_batches(log_path: str | os.PathLike) -> pd.DataFrame:
-    """The batch headers of a ``.log`` segment (:func:`rmqlab.formats.kafkalog.read_batches`,
+    """The batch headers of a ``.log`` segment (:func:`rmqlab.kafka.log.read_batches`,
     CRCs computed, a torn tail raises), in the columns :func:`expected_entries` needs plus the
     rest of the header. Read-only. Cost: one walk of the batch headers."""
-    from rmqlab.formats.kafkalog import read_batches
+    from rmqlab.kafka.log import read_batches
 
     return read_batches(log_path)
 
@@ -205,15 +205,15 @@ def rebuild_indexes(log_path: str | os.PathLike, out_dir: str | os.PathLike, *,
     plus O(entries) writes.
 
     >>> import tempfile
-    >>> from rmqlab.formats.kafkalog import KafkaRecord, write_segment
+    >>> from rmqlab.kafka.log import KafkaRecord, write_segment
     >>> d = tempfile.mkdtemp()
     >>> log = write_segment(d, 0, [KafkaRecord(i, 1000 * i, None, bytes(900)) for i in range(20)])
     >>> index, timeindex = rebuild_indexes(log, tempfile.mkdtemp())
-    >>> from rmqlab.formats.kafka import read_offset_index
+    >>> from rmqlab.kafka.index import read_offset_index
     >>> read_offset_index(index).tolist()
     [(5, 4850), (10, 9700), (15, 14550)]
     """
-    from rmqlab.formats.kafka import (INDEX_SUFFIX, TIME_INDEX_SUFFIX, base_offset_of, build_offset_index,
+    from rmqlab.kafka.index import (INDEX_SUFFIX, TIME_INDEX_SUFFIX, base_offset_of, build_offset_index,
                                       build_time_index, segment_file_name)
 
     log_path = Path(log_path)
@@ -282,7 +282,7 @@ def verify_segment(log_path: str | os.PathLike, *, index_interval_bytes: int = I
     broker's rule (:func:`compare`). Missing index files, a torn tail or a bad file are errors
     in the report, not exceptions. Read-only. Cost: one walk of the batch headers and one read
     of each index."""
-    from rmqlab.formats.kafka import INDEX_SUFFIX, TIME_INDEX_SUFFIX, OffsetIndex, TimeIndex, base_offset_of, \
+    from rmqlab.kafka.index import INDEX_SUFFIX, TIME_INDEX_SUFFIX, OffsetIndex, TimeIndex, base_offset_of, \
         segment_file_name
 
     log_path = Path(log_path)

@@ -73,7 +73,7 @@ from rmqlab import _records
 from rmqlab._crc32c import crc32c, crc32c_spans
 from rmqlab.errors import FormatError, RmqlabError, TruncatedFileError
 from rmqlab.formats._layout import Layout
-from rmqlab.formats.kafka import LOG_SUFFIX, segment_file_name
+from rmqlab.kafka.index import LOG_SUFFIX, segment_file_name
 
 __all__ = [
     "HEADER", "LOG_OVERHEAD", "RECORD_BATCH_OVERHEAD", "HEADER_SIZE_UP_TO_MAGIC", "CRC_START",
@@ -148,7 +148,7 @@ def compression_name(attributes: int) -> str:
 
 def log_file_name(base_offset: int) -> str:
     """The ``.log`` file name of the segment starting at `base_offset`
-    (:func:`rmqlab.formats.kafka.segment_file_name` with ``.log``).
+    (:func:`rmqlab.kafka.index.segment_file_name` with ``.log``).
 
     >>> log_file_name(78)
     '00000000000000000078.log'

@@ -1,7 +1,7 @@
 """A Kafka partition directory written the way a broker writes it, and read back for lookups.
 
 A partition's folder holds segments, each the files ``<base offset, 20 digits>.log``,
-``.index`` and ``.timeindex`` (:mod:`rmqlab.formats.kafkalog`, :mod:`rmqlab.formats.kafka`).
+``.index`` and ``.timeindex`` (:mod:`rmqlab.kafka.log`, :mod:`rmqlab.kafka.index`).
 :class:`PartitionWriter` appends record batches to the active segment and rolls to a new one
 with the broker's rule (Kafka 3.x / 4.x, read in ``storage/.../log/LogSegment.java``
 ``shouldRoll``, ``UnifiedLog.maybeRoll`` and ``LocalLog.roll``). Before appending a batch of
@@ -24,7 +24,7 @@ Each batch is appended as its own produce request, so the size the check uses is
 A batch larger than ``segment.bytes`` is refused, as the broker refuses it
 (``RecordBatchTooLargeException``).
 
-Index entries follow ``LogSegment.append`` (:func:`rmqlab.kafkarebuild.expected_entries`):
+Index entries follow ``LogSegment.append`` (:func:`rmqlab.kafka.rebuild.expected_entries`):
 an offset entry (batch last offset, batch position) and an offered time entry each time more
 than ``index.interval.bytes`` were appended since the last entry. On roll
 (``onBecomeInactiveSegment``) the segment's largest timestamp is offered to the time index
@@ -49,7 +49,7 @@ time index -> offset index -> ``searchForTimestamp``), and :meth:`~KafkaPartitio
 (no key index: every byte of every segment).
 
 >>> import tempfile
->>> from rmqlab.formats.kafkalog import KafkaRecord
+>>> from rmqlab.kafka.log import KafkaRecord
 >>> d = tempfile.mkdtemp()
 >>> recs = [KafkaRecord(None, 1000 + i, f"k{i}", b"x" * 100) for i in range(300)]
 >>> write_partition(d, recs, segment_bytes=16384, index_interval_bytes=1024)
@@ -75,9 +75,9 @@ import numpy as np
 import pandas as pd
 
 from rmqlab.errors import CorruptIndexError
-from rmqlab.formats import kafka as kidx
-from rmqlab.formats import kafkalog
-from rmqlab.kafkarebuild import INDEX_INTERVAL_BYTES, expected_entries
+from rmqlab.kafka import index as kidx
+from rmqlab.kafka import log as kafka_log
+from rmqlab.kafka.rebuild import INDEX_INTERVAL_BYTES, expected_entries
 
 __all__ = [
     "DEFAULT_SEGMENT_BYTES",
@@ -276,7 +276,7 @@ class _Planner:
 def plan_segments(batches: pd.DataFrame, config: PartitionConfig = PartitionConfig(), *,
                   first_base_offset: int | None = None) -> list[SegmentSpan]:
     """How a broker splits `batches` (rows in append order; columns ``size``, ``base_offset``,
-    ``last_offset``, ``max_timestamp``, as :func:`rmqlab.formats.kafkalog.read_batches`
+    ``last_offset``, ``max_timestamp``, as :func:`rmqlab.kafka.log.read_batches`
     gives) into segments, appending them one at a time to an empty partition whose first
     segment starts at `first_base_offset` (default: the first batch's offset). Raises
     ValueError for a batch larger than ``segment_bytes``. Cost: O(batches) vectorized, plus
@@ -332,7 +332,7 @@ class _OpenSegment:
         self.ts = np.concatenate([self.ts, ts])
 
     def table(self) -> pd.DataFrame:
-        """The batches in :func:`rmqlab.kafkarebuild.batch_table`'s columns (positions from 0)."""
+        """The batches in :func:`rmqlab.kafka.rebuild.batch_table`'s columns (positions from 0)."""
         pos = np.zeros(len(self.size), np.int64)
         if len(pos) > 1:
             np.cumsum(self.size[:-1], out=pos[1:])
@@ -358,7 +358,7 @@ def _structured(entries: np.ndarray, names: tuple[str, str]) -> np.ndarray:
 class PartitionWriter:
     """Append records to a new partition folder as a broker does: batches of
     ``records_per_batch`` records (magic v2, uncompressed, CreateTime: see
-    :func:`rmqlab.formats.kafkalog.encode_batches`), segments rolled by the rule in the module
+    :func:`rmqlab.kafka.log.encode_batches`), segments rolled by the rule in the module
     docstring, indexes written at each roll and, for the active segment, on :meth:`close`.
     The folder must hold no segment yet (it is created when missing). Use as a context
     manager: leaving it closes cleanly, or (after an exception) as a crashed broker would.
@@ -400,13 +400,13 @@ class PartitionWriter:
 
     # -- appending ---------------------------------------------------------------------------
 
-    def append(self, records) -> kafkalog.EncodedBatches:
-        """Encode `records` (anything :func:`~rmqlab.formats.kafkalog.encode_batches` takes;
+    def append(self, records) -> kafka_log.EncodedBatches:
+        """Encode `records` (anything :func:`~rmqlab.kafka.log.encode_batches` takes;
         records without offsets continue from :attr:`next_offset`), roll where the broker
         would, and append. Returns the encoded batches (positions within `data`)."""
         if self._closed:
             raise ValueError(f"{self.dir}: the writer is closed")
-        enc = kafkalog.encode_batches(records, records_per_batch=self.records_per_batch,
+        enc = kafka_log.encode_batches(records, records_per_batch=self.records_per_batch,
                                       partition_leader_epoch=self.partition_leader_epoch,
                                       next_offset=self.next_offset)
         if len(enc.size) == 0:
@@ -520,8 +520,8 @@ def write_partition(directory: str | os.PathLike, records, *, segment_bytes: int
     segment's indexes trimmed, with its final time entry; ``clean=False``: the active
     segment as a crash leaves it), and return the segments' base offsets.
 
-    `records` is anything :func:`~rmqlab.formats.kafkalog.encode_batches` takes (e.g.
-    ``kafkalog.records_from_workload(table)``), or an *iterator* of such chunks (e.g. a
+    `records` is anything :func:`~rmqlab.kafka.log.encode_batches` takes (e.g.
+    ``kafka_log.records_from_workload(table)``), or an *iterator* of such chunks (e.g. a
     generator over :func:`rmqlab.workload.generate_chunks`), appended in order. Defaults are
     Kafka's: segment.bytes 1 GiB, segment.index.bytes 10 MiB, index.interval.bytes 4096,
     segment.ms 7 days. Cost: see :class:`PartitionWriter` (about 100 MB/s of batches).
@@ -699,10 +699,10 @@ class KafkaPartition:
         return self._seg(base).log
 
     def batches(self, base: int) -> pd.DataFrame:
-        """The segment's batch headers (:func:`~rmqlab.formats.kafkalog.read_batches`), cached."""
+        """The segment's batch headers (:func:`~rmqlab.kafka.log.read_batches`), cached."""
         s = self._seg(base)
         if s.batches is None:
-            s.batches = kafkalog.read_batches(s.log)
+            s.batches = kafka_log.read_batches(s.log)
             b = s.batches
             s.arrays = tuple(b[c].to_numpy(np.int64) for c in
                              ("position", "size", "base_offset", "last_offset", "max_timestamp"))
@@ -850,7 +850,7 @@ class KafkaPartition:
         end = int(P[j] + S[j])
         res.log_bytes = end - pos
         res.log_pages = _pages_spanned(pos, end)
-        recs = kafkalog.read_records(self._mapped(s.base)[int(P[j]):end], values=False, headers=False)
+        recs = kafka_log.read_records(self._mapped(s.base)[int(P[j]):end], values=False, headers=False)
         ok = (recs["timestamp"].to_numpy() >= ts) & (recs["offset"].to_numpy() >= start)
         if ok.any():
             k = int(np.argmax(ok))
@@ -861,12 +861,12 @@ class KafkaPartition:
 
     def scan_key(self, key: bytes | str) -> pd.DataFrame:
         """Every record whose key is `key`, by reading every segment
-        (:func:`~rmqlab.formats.kafkalog.scan_key`): Kafka keeps no key index. Columns as
+        (:func:`~rmqlab.kafka.log.scan_key`): Kafka keeps no key index. Columns as
         scan_key's plus ``segment``; ``attrs["log_bytes"]`` is the bytes read (all of them).
         Cost: a decode of every record of the partition."""
         frames = []
         for s in self._segs:
-            f = kafkalog.scan_key(s.log, key)
+            f = kafka_log.scan_key(s.log, key)
             f.insert(0, "segment", s.base)
             frames.append(f)
         out = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
@@ -880,7 +880,7 @@ class KafkaPartition:
         if self._keys is None:
             frames = []
             for s in self._segs:
-                r = kafkalog.read_records(s.log, values=False, headers=False)
+                r = kafka_log.read_records(s.log, values=False, headers=False)
                 frames.append(pd.DataFrame({"offset": r["offset"].to_numpy(np.int64),
                                             "timestamp": r["timestamp"].to_numpy(np.int64),
                                             "key": r["key"].to_numpy(object), "segment": s.base}))

@@ -1,0 +1,9 @@
+"""Kafka's on-disk formats and rules, kept beside RocketMQ's for comparison.
+
+- :mod:`rmqlab.kafka.index`      ``.index`` / ``.timeindex``: read, look up and write exactly as the broker
+- :mod:`rmqlab.kafka.log`        magic v2 record batches of a ``.log`` segment: walk, CRC-32C, decode, write
+- :mod:`rmqlab.kafka.rebuild`    the index entries a broker writes for a segment; rebuild and verify
+- :mod:`rmqlab.kafka.partition`  a partition directory written from a workload, rolled as the broker rolls it
+
+:mod:`rmqlab.compare` is the one module that uses both systems.
+"""
