@@ -50,6 +50,7 @@ EXPECTED = {
     "kafka-0.11.0/test0-0": (0, 0, 1, [], [(1600054618983, 10)]),
     "kafka-0.11.0/mac_test-0": (78, 0, 0, [], []),
     "kafka-2.7.1/__consumer_offsets-17": (0, 0, 1, [], [(1670071252901, 0)]),
+    "kraft-metadata-restart/__cluster_metadata-0": (0, 22, 24, None, None),
 }
 
 needs_real = pytest.mark.skipif(not REAL.is_dir(), reason=f"real Kafka data not present at {REAL} "
@@ -119,6 +120,16 @@ def test_real_indexes_open_check_and_match_the_readmes(rel):
     assert entry_count(tp) == entry_count(tp, count="dump") == n_time
     assert read_offset_index(ip).tolist() == truth
     assert read_time_index(tp).tolist() == truth_t
+
+
+@pytest.mark.realdata
+@needs_real
+def test_entries_across_a_restart_read_as_the_readme_spells_them():
+    folder = REAL / "kraft-metadata-restart" / "__cluster_metadata-0"
+    offsets = read_offset_index(folder / "00000000000000000000.index")
+    times = read_time_index(folder / "00000000000000000000.timeindex")
+    assert int(offsets["offset"][15]) == 969                 # counted again from the restart at 913
+    assert (int(times["timestamp"][15]), int(times["offset"][15])) == (1725787026189, 912)  # at shutdown
 
 
 @pytest.mark.realdata
