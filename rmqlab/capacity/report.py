@@ -581,26 +581,30 @@ def _figures(a: PlanAnalysis) -> list[tuple[str, str, Any]]:
 _CSS = """
 body { font-family: -apple-system, "Segoe UI", Helvetica, Arial, sans-serif; color: #222;
        margin: 0; background: #fafafa; line-height: 1.45; }
-main { max-width: 1200px; margin: 0 auto; padding: 24px 32px 48px; background: #fff; }
+main { max-width: 1200px; margin: 0 auto; padding: 24px 32px 48px; background: #fff;
+       overflow-wrap: break-word; }
 h1 { font-size: 1.7em; margin: 0.2em 0 0.1em; }
 h2 { font-size: 1.3em; margin-top: 2em; border-bottom: 2px solid #e3e3e3; padding-bottom: 4px; }
 .sub { color: #666; margin-top: 0; }
-nav { font-size: 0.92em; margin: 0.8em 0 1.2em; }
-nav a { margin-right: 1.1em; color: #1f5fa8; text-decoration: none; }
+nav { font-size: 0.92em; margin: 0.8em 0 1.2em; display: flex; flex-wrap: wrap; gap: 0.15em 1.1em; }
+nav a { color: #1f5fa8; text-decoration: none; }
 .recommendation { background: #eef6ee; border-left: 5px solid #3c8d40; padding: 10px 16px; }
 .recommendation.nofit { background: #fdf0ee; border-left-color: #b3261e; }
 .findings li { margin: 0.2em 0; }
-table { border-collapse: collapse; font-size: 0.88em; margin: 0.6em 0 1em; }
-.wide { overflow-x: auto; }
+.table-box { max-width: 100%; overflow-x: auto; margin: 0.6em 0 1em; }
+table { border-collapse: collapse; font-size: 0.88em; }
 table.configurations { font-size: 0.8em; }
 th, td { border: 1px solid #d6d6d6; padding: 3px 9px; vertical-align: top; }
-th { background: #f1f1f1; text-align: left; }
+table.configurations th, table.configurations td { padding: 3px 6px; }
+th { background: #f1f1f1; text-align: left; vertical-align: bottom; white-space: normal;
+     hyphens: manual; }
 td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
 tr.best td { background: #eef6ee; font-weight: 600; }
 tr.nofit td { color: #8a1c14; }
 td.section { background: #f7f7f7; font-weight: 600; }
 figure { margin: 1.2em 0 2em; }
-figure img { max-width: 100%; height: auto; border: 1px solid #e3e3e3; display: block; }
+figure img { max-width: 100%; height: auto; box-sizing: border-box; border: 1px solid #e3e3e3;
+             display: block; }
 figcaption { color: #555; font-size: 0.9em; margin-top: 4px; }
 code { background: #f3f3f3; padding: 0 3px; }
 ul.assumptions li { margin: 0.35em 0; }
@@ -634,6 +638,12 @@ def _table(head: Sequence[str], rows: Sequence[Sequence[Any]], *, numeric_from: 
         out.append(f"<tr{cls}>{cells}</tr>")
     out.append("</tbody></table>")
     return "".join(out)
+
+
+def _table_box(table_html: str) -> str:
+    # a table wider than the column (a narrow window, a wide font) scrolls inside its own box
+    # instead of pushing the page sideways
+    return f'<div class="table-box">{table_html}</div>'
 
 
 def _png_data_uri(fig, dpi: int) -> str:
@@ -676,15 +686,15 @@ def _inputs_html(plan: Plan) -> str:
         for key, f in fields_.items():
             rows.append((f"{sec}.{key}", _input_text(getattr(obj, key), f.kind), f.unit, f.rocketmq, f.doc))
             classes.append("")
-    body = _table(["input", "value (low / likely / high)", "unit", "RocketMQ", "meaning"], rows,
-                  numeric_from=99)
+    body = _table_box(_table(["input", "value (low / likely / high)", "unit", "RocketMQ", "meaning"], rows,
+                             numeric_from=99))
     # section rows span the table visually
     body = body.replace("<tr><td>[", '<tr><td class="section">[')
     if plan.compare:
-        body += "<p>Alternative index configurations ([[compare]]):</p>" + _table(
+        body += "<p>Alternative index configurations ([[compare]]):</p>" + _table_box(_table(
             ["name", "hash_slot_num", "index_num", "max_msgs_num_batch"],
             [(c.name, f"{c.hash_slot_num:,}", f"{c.index_num:,}", f"{c.max_msgs_num_batch:,}")
-             for c in plan.compare])
+             for c in plan.compare]))
     return body
 
 
@@ -694,7 +704,7 @@ def _results_html(a: PlanAnalysis) -> str:
             for name, label, kind in RESULT_ROWS]
     return (f"<p>“likely”: every input at its likely value. p5 / p50 / p95: percentiles of "
             f"{a.samples:,} Monte Carlo draws (seed {a.seed}), each interval drawn from PERT(low, likely, high).</p>"
-            + _table(["output", "likely", "p5", "p50", "p95"], rows, css_class="results"))
+            + _table_box(_table(["output", "likely", "p5", "p50", "p95"], rows, css_class="results")))
 
 
 def _configurations_html(a: PlanAnalysis) -> str:
@@ -709,10 +719,12 @@ def _configurations_html(a: PlanAnalysis) -> str:
                      format_value(c.page_cache_bytes, "bytes"),
                      format_value(c.hot_key_truncation_probability, "percent")))
         classes.append("best" if c.name == a.recommendation.configuration else ("nofit" if not c.fits else ""))
-    return _table(["configuration", "slots", "entries", "λ", "file", "fills in", "index disk", "index disk p95",
-                   "store / disk p95", "fits", "occupancy", "files / query", "entries / query (hit)",
-                   "entries / query (miss)", "page cache", "hot key cut"], rows, row_classes=classes,
-                  css_class="configurations")
+    # sixteen columns fit the page only with the headers wrapped to about the width of their
+    # numbers; soft hyphens let the two longest single words break too
+    return _table(["config\u00aduration", "slots", "entries", "λ", "file", "fills in", "index disk",
+                   "index disk p95", "store / disk p95", "fits", "occu\u00adpancy", "files / query",
+                   "entries / query (hit)", "entries / query (miss)", "page cache", "hot key cut"], rows,
+                  row_classes=classes, css_class="configurations")
 
 
 def _findings(a: PlanAnalysis) -> list[str]:
@@ -770,11 +782,11 @@ def render_report(plan: Plan | PlanAnalysis, *, samples: int = 2000, seed: int |
                  "data stays under diskMaxUsedSpaceRatio. Entries per query for a stored key: the hit "
                  "file's walk plus a missing-key walk in every other file the window overlaps. "
                  "The recommended row is highlighted.</p>"
-                 f'<div class="wide">{_configurations_html(a)}</div>')
+                 + _table_box(_configurations_html(a)))
     parts.append('<h2 id="kafka">Kafka side by side</h2>'
                  f"<p>The same traffic in Kafka with its defaults (1 GiB segments, 10 MiB index files, an "
                  f"index entry every 4096 bytes), one {a.kafka_record_bytes:,}-byte record per batch.</p>"
-                 + _table(["quantity", "RocketMQ", "Kafka"], _side_by_side(a), numeric_from=99))
+                 + _table_box(_table(["quantity", "RocketMQ", "Kafka"], _side_by_side(a), numeric_from=99)))
     parts.append('<h2 id="inputs">Inputs</h2>' + _inputs_html(p))
     parts.append('<h2 id="assumptions">Assumptions and limits</h2><ul class="assumptions">'
                  + "".join(f"<li>{_esc(t)}</li>" for t in ASSUMPTIONS) + "</ul>")
