@@ -51,6 +51,8 @@ from rmqlab.formats import consumequeue as cq
 from rmqlab.kafka import index as kidx
 from rmqlab.formats.commitlog import DEFAULT_FILE_SIZE as COMMITLOG_FILE_SIZE
 from rmqlab.formats.commitlog import HEAD as COMMITLOG_HEAD
+from rmqlab.formats.commitlog import PORT as COMMITLOG_PORT
+from rmqlab.formats.commitlog import STORE_TIME as COMMITLOG_STORE_TIME
 from rmqlab.formats.indexfile import DEFAULT_HASH_SLOT_NUM, DEFAULT_INDEX_NUM, ENTRY, HEADER, LONG_MAX, SLOT
 from rmqlab.formats.indexfile import Geometry, read_header
 from rmqlab.kafka.log import RECORD_BATCH_OVERHEAD, records_from_workload
@@ -89,8 +91,9 @@ COST_COLUMNS = ("index_entries_read", "index_bytes_read", "data_reads", "data_by
 PAGE = kidx.PAGE_SIZE
 #: Where STORETIMESTAMP lies in a CommitLog record with an IPv4 born host (the 8 bytes
 #: CommitLog.pickupStoreTimestamp reads); 12 bytes further with an IPv6 born host.
-_STORE_TIME_AT = COMMITLOG_HEAD.size + 8
-_STORE_TIME_BYTES = 8
+_IPV4_ADDRESS_BYTES = 4
+_STORE_TIME_AT = COMMITLOG_HEAD.size + _IPV4_ADDRESS_BYTES + COMMITLOG_PORT.size
+_STORE_TIME_BYTES = COMMITLOG_STORE_TIME.size
 
 
 def comparison_workload(messages: int = 100_000, *, seed: int = 0, topic: str = "TopicTest", **changes) -> Workload:

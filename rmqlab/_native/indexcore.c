@@ -1,12 +1,19 @@
 /*
  * rmqlab._indexcore: the two hot loops of RocketMQ's IndexFile, over a buffer holding the
  * whole file (a memory map or a bytearray). Semantics mirror IndexFile.putKey and
- * IndexFile.selectPhyOffset (RocketMQ store module); the pure-Python IndexFile.put_key and
- * IndexFile._walk in rmqlab/formats/indexfile.py are the readable model, and the tests
- * compare the two on random inputs.
+ * IndexFile.selectPhyOffset (RocketMQ store module).
  *
- * Layout (all big-endian): header 40 bytes | hash_slot_num x int32 | index_num x 20-byte entry
- * entry = key_hash int32, phy_offset int64, time_diff int32, prev_index int32.
+ * Every write goes through this module: IndexFile.put_key (put_one) and put_keys /
+ * build_index_file (put_entries) share put_sequential, so there is no second put to drift from
+ * it; the tests check both against a dict-based model of putKey written from the Java source.
+ * The walk has a readable twin, IndexFile._walk in rmqlab/formats/indexfile.py (behind
+ * trace_query), with the same checks in the same order; the tests compare the two on random
+ * inputs.
+ *
+ * Layout (all big-endian): header | hash_slot_num slots | index_num entries. The sizes and
+ * offsets below restate rmqlab.formats.indexfile's HEADER, SLOT and ENTRY layouts; the module
+ * exports them under the same names and tests/test_native_layouts.py checks them against those
+ * declarations.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -17,9 +24,26 @@
 
 #include "bigendian.h"
 
+/* IndexHeader: four longs, then two ints. */
+#define HEADER_BEGIN_TIMESTAMP_OFFSET 0
+#define HEADER_END_TIMESTAMP_OFFSET 8
+#define HEADER_BEGIN_PHY_OFFSET_OFFSET 16
+#define HEADER_END_PHY_OFFSET_OFFSET 24
+#define HEADER_HASH_SLOT_COUNT_OFFSET 32
+#define HEADER_INDEX_COUNT_OFFSET 36
 #define HEADER_SIZE 40
+
+/* A hash slot: the number of the newest entry of its chain. */
+#define SLOT_NEWEST_ENTRY_OFFSET 0
 #define SLOT_SIZE 4
+
+/* IndexEntry: key_hash int32, phy_offset int64, time_diff int32, prev_index int32. */
+#define ENTRY_KEY_HASH_OFFSET 0
+#define ENTRY_PHY_OFFSET_OFFSET 4
+#define ENTRY_TIME_DIFF_OFFSET 12
+#define ENTRY_PREV_INDEX_OFFSET 16
 #define ENTRY_SIZE 20
+
 #define PREFETCH_AHEAD 16
 
 /* x % d by two multiplications (Lemire, Kaser & Kurz, "Faster remainder by direct computation",
@@ -69,10 +93,10 @@ static inline int32_t time_diff_of(int64_t ts, int64_t bts) {
 }
 
 static inline void write_entry(uint8_t *e, int32_t key_hash, int64_t phy, int32_t time_diff, int32_t prev) {
-    store_i32(e, key_hash);
-    store_i64(e + 4, phy);
-    store_i32(e + 12, time_diff);
-    store_i32(e + 16, prev);
+    store_i32(e + ENTRY_KEY_HASH_OFFSET, key_hash);
+    store_i64(e + ENTRY_PHY_OFFSET_OFFSET, phy);
+    store_i32(e + ENTRY_TIME_DIFF_OFFSET, time_diff);
+    store_i32(e + ENTRY_PREV_INDEX_OFFSET, prev);
 }
 
 /* One putKey after another: the model the parallel path must match. Puts keys [from, to). */
@@ -86,12 +110,12 @@ static Py_ssize_t put_sequential(uint8_t *slots, uint8_t *entries, fastmod hsn, 
         if (i + PREFETCH_AHEAD < to)
             __builtin_prefetch(slots + (size_t)SLOT_SIZE * mod_of(hashes[i + PREFETCH_AHEAD], hsn), 1);
         uint8_t *slot = slots + (size_t)SLOT_SIZE * mod_of(key_hash, hsn);
-        int32_t slot_value = load_i32(slot);
+        int32_t slot_value = load_i32(slot + SLOT_NEWEST_ENTRY_OFFSET);
         if (slot_value <= 0 || slot_value > h->count)
             slot_value = 0;
         write_entry(entries + (size_t)ENTRY_SIZE * (size_t)h->count, key_hash, phy[i],
                     time_diff_of(ts[i], h->bts), slot_value);
-        store_i32(slot, (int32_t)h->count);
+        store_i32(slot + SLOT_NEWEST_ENTRY_OFFSET, (int32_t)h->count);
         if (h->count <= 1) {
             h->bphy = phy[i];
             h->bts = ts[i];
@@ -138,8 +162,9 @@ static PyObject *put_entries(PyObject *self, PyObject *args) {
     PyObject *result = NULL;
     if (check_geometry(file.len, hsn, index_num) < 0)
         goto done;
-    Py_ssize_t n = hb.len / 4;
-    if (hb.len % 4 || pb.len != 8 * n || tb.len != 8 * n) {
+    Py_ssize_t n = hb.len / (Py_ssize_t)sizeof(int32_t);
+    if (hb.len % (Py_ssize_t)sizeof(int32_t) || pb.len != (Py_ssize_t)sizeof(int64_t) * n ||
+        tb.len != (Py_ssize_t)sizeof(int64_t) * n) {
         PyErr_SetString(PyExc_ValueError, "hashes (int32), phy_offsets and timestamps (int64) differ in length");
         goto done;
     }
@@ -205,12 +230,12 @@ static PyObject *put_one(PyObject *self, PyObject *args) {
         uint8_t *base = file.buf, *slots = base + HEADER_SIZE;
         put_sequential(slots, slots + (size_t)SLOT_SIZE * hsn, fastmod_of((uint32_t)hsn), index_num, &h,
                        &key_hash, &phy, &ts, 0, 1, every_put);
-        store_i64(base, h.bts);
-        store_i64(base + 8, h.ets);
-        store_i64(base + 16, h.bphy);
-        store_i64(base + 24, h.ephy);
-        store_i32(base + 32, (int32_t)h.hsc);
-        store_i32(base + 36, (int32_t)h.count);
+        store_i64(base + HEADER_BEGIN_TIMESTAMP_OFFSET, h.bts);
+        store_i64(base + HEADER_END_TIMESTAMP_OFFSET, h.ets);
+        store_i64(base + HEADER_BEGIN_PHY_OFFSET_OFFSET, h.bphy);
+        store_i64(base + HEADER_END_PHY_OFFSET_OFFSET, h.ephy);
+        store_i32(base + HEADER_HASH_SLOT_COUNT_OFFSET, (int32_t)h.hsc);
+        store_i32(base + HEADER_INDEX_COUNT_OFFSET, (int32_t)h.count);
     }
     result = Py_BuildValue("(LLLLLL)", h.bts, h.ets, h.bphy, h.ephy, h.hsc, h.count);
 done:
@@ -276,7 +301,7 @@ static int walk_group(const walk_params *w, const int32_t *hashes, Py_ssize_t m,
         steps[j] = 0;
         if (!active[j])
             continue;
-        cur[j] = load_i32(slot_at[j]);
+        cur[j] = load_i32(slot_at[j] + SLOT_NEWEST_ENTRY_OFFSET);
         if (cur[j] <= 0 || cur[j] > w->count || w->count <= 1) {
             active[j] = 0;
             continue;
@@ -297,14 +322,14 @@ static int walk_group(const walk_params *w, const int32_t *hashes, Py_ssize_t m,
             } else {
                 steps[j]++;
                 const uint8_t *e = w->entries + (size_t)ENTRY_SIZE * (size_t)cur[j];
-                int32_t time_diff = load_i32(e + 12), prev = load_i32(e + 16);
+                int32_t time_diff = load_i32(e + ENTRY_TIME_DIFF_OFFSET), prev = load_i32(e + ENTRY_PREV_INDEX_OFFSET);
                 nread[j]++;
                 if (time_diff < 0) {
                     stop = 1;
                 } else {
                     int64_t time_read = (int64_t)((uint64_t)w->begin_ts + (uint64_t)((int64_t)time_diff * 1000));
-                    if (load_i32(e) == hashes[j] && time_read >= w->begin && time_read <= w->end) {
-                        if (vec_push(tmp_off, load_i64(e + 4)) < 0 || vec_push(tmp_key, j) < 0)
+                    if (load_i32(e + ENTRY_KEY_HASH_OFFSET) == hashes[j] && time_read >= w->begin && time_read <= w->end) {
+                        if (vec_push(tmp_off, load_i64(e + ENTRY_PHY_OFFSET_OFFSET)) < 0 || vec_push(tmp_key, j) < 0)
                             return -1;
                         found[j]++;
                         steps[j] = 0;
@@ -357,9 +382,9 @@ static PyObject *select_many(PyObject *self, PyObject *args) {
     int oom = 0;
     if (check_geometry(file.len, hsn, index_num) < 0)
         goto done;
-    Py_ssize_t n = hb.len / 4;
-    starts_b = PyBytes_FromStringAndSize(NULL, (n + 1) * 8);
-    read_b = PyBytes_FromStringAndSize(NULL, n * 4);
+    Py_ssize_t n = hb.len / (Py_ssize_t)sizeof(int32_t);
+    starts_b = PyBytes_FromStringAndSize(NULL, (n + 1) * (Py_ssize_t)sizeof(int64_t));
+    read_b = PyBytes_FromStringAndSize(NULL, n * (Py_ssize_t)sizeof(int32_t));
     if (!starts_b || !read_b)
         goto done;
     {
@@ -388,7 +413,7 @@ static PyObject *select_many(PyObject *self, PyObject *args) {
         PyErr_NoMemory();
         goto done;
     }
-    offsets_b = PyBytes_FromStringAndSize((const char *)out.data, (Py_ssize_t)(out.len * 8));
+    offsets_b = PyBytes_FromStringAndSize((const char *)out.data, (Py_ssize_t)(out.len * sizeof(int64_t)));
     if (!offsets_b)
         goto done;
     result = PyTuple_Pack(3, starts_b, offsets_b, read_b);
@@ -463,4 +488,25 @@ static PyMethodDef methods[] = {
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_indexcore",
                                     "IndexFile put and select loops in C.", -1, methods};
 
-PyMODINIT_FUNC PyInit__indexcore(void) { return PyModule_Create(&module); }
+/* The layout facts above, exported so that Python can check them against its declarations. */
+#define NAMED(constant) {#constant, constant}
+static const struct {
+    const char *name;
+    long value;
+} exported_constants[] = {
+    NAMED(HEADER_BEGIN_TIMESTAMP_OFFSET), NAMED(HEADER_END_TIMESTAMP_OFFSET),
+    NAMED(HEADER_BEGIN_PHY_OFFSET_OFFSET), NAMED(HEADER_END_PHY_OFFSET_OFFSET),
+    NAMED(HEADER_HASH_SLOT_COUNT_OFFSET), NAMED(HEADER_INDEX_COUNT_OFFSET), NAMED(HEADER_SIZE),
+    NAMED(SLOT_NEWEST_ENTRY_OFFSET), NAMED(SLOT_SIZE),
+    NAMED(ENTRY_KEY_HASH_OFFSET), NAMED(ENTRY_PHY_OFFSET_OFFSET), NAMED(ENTRY_TIME_DIFF_OFFSET),
+    NAMED(ENTRY_PREV_INDEX_OFFSET), NAMED(ENTRY_SIZE),
+};
+#undef NAMED
+
+PyMODINIT_FUNC PyInit__indexcore(void) {
+    PyObject *m = PyModule_Create(&module);
+    for (size_t i = 0; m != NULL && i < sizeof exported_constants / sizeof exported_constants[0]; i++)
+        if (PyModule_AddIntConstant(m, exported_constants[i].name, exported_constants[i].value) < 0)
+            Py_CLEAR(m);
+    return m;
+}

@@ -11,9 +11,15 @@
  *
  * Semantics mirror CommitLog.checkMessageAndReturnSize and MessageDecoder.string2messageProperties
  * (RocketMQ store/common modules); rmqlab/formats/commitlog.py holds the readable pure-Python
- * model of each step (the iterator reader), and the tests compare the two on random logs.
+ * model of each step (walk_py, the property checks of parse_properties, encode_message), and
+ * the tests compare the two on random logs.
  * Everything is exchanged through the buffer protocol; no NumPy C API. The GIL is released in
  * the loops, so several files can be scanned from threads.
+ *
+ * The record layout below restates rmqlab.formats.commitlog's HEAD, PORT, STORE_TIME, TAIL,
+ * TOPIC_LEN_V1/V2, PROPERTIES_LEN and BLANK layouts; the module exports every size, offset,
+ * magic code and stop code under the names used here, and tests/test_native_layouts.py checks
+ * them against those declarations.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -26,17 +32,61 @@
 #define MAGIC_V1 ((int32_t)0xDAA320A7)
 #define MAGIC_V2 ((int32_t)0xDAA320AB)
 #define MAGIC_BLANK ((int32_t)0xCBD43194)
-/* The smallest possible message: v1, IPv4 hosts, empty body, topic and properties. */
-#define MIN_MESSAGE_SIZE 91
+
+/* MessageHead: TOTALSIZE to BORNTIMESTAMP, the fixed start of every message. */
+#define HEAD_TOTAL_SIZE_OFFSET 0
+#define HEAD_MAGIC_OFFSET 4
+#define HEAD_BODY_CRC_OFFSET 8
+#define HEAD_QUEUE_ID_OFFSET 12
+#define HEAD_FLAG_OFFSET 16
+#define HEAD_QUEUE_OFFSET_OFFSET 20
+#define HEAD_PHY_OFFSET_OFFSET 28
+#define HEAD_SYS_FLAG_OFFSET 36
+#define HEAD_BORN_TIMESTAMP_OFFSET 40
+#define HEAD_SIZE 48
+
+/* BORNHOST and STOREHOST: an address of 4 bytes, or 16 when the SYSFLAG bit says IPv6, then the
+ * port. STORETIMESTAMP sits between the two hosts. */
+#define IPV4_ADDRESS_SIZE 4
+#define IPV6_ADDRESS_SIZE 16
+#define PORT_SIZE 4
+#define STORE_TIME_SIZE 8
+
+/* MessageTail: after STOREHOST, up to BODYLEN; BODY follows. */
+#define TAIL_RECONSUME_TIMES_OFFSET 0
+#define TAIL_PREPARED_TRANSACTION_OFFSET_OFFSET 4
+#define TAIL_BODY_LEN_OFFSET 12
+#define TAIL_SIZE 16
+
+/* TOPICLEN is one signed byte in v1, a short in v2; PROPERTIESLENGTH is a short. */
+#define TOPIC_LEN_V1_SIZE 1
+#define TOPIC_LEN_V2_SIZE 2
+#define PROPERTIES_LEN_SIZE 2
+
+/* The end-of-file blank record is TOTALSIZE and MAGICCODE only: the bytes every record starts
+ * with, so also the least a walk must be able to read at a record's position. */
+#define BLANK_SIZE 8
+
+/* The smallest possible message: v1, IPv4 hosts, empty body, topic and properties (91 bytes). */
+#define MIN_MESSAGE_SIZE                                                                            \
+    (HEAD_SIZE + 2 * (IPV4_ADDRESS_SIZE + PORT_SIZE) + STORE_TIME_SIZE + TAIL_SIZE + TOPIC_LEN_V1_SIZE + \
+     PROPERTIES_LEN_SIZE)
+
+/* BODYCRC keeps the low 31 bits of CRC32(body). */
+#define BODY_CRC_MASK 0x7FFFFFFFu
+
+/* PROPERTIES: name NAME_VALUE_SEPARATOR value PROPERTY_SEPARATOR, repeated. */
+#define NAME_VALUE_SEPARATOR 1
+#define PROPERTY_SEPARATOR 2
 
 /* ------------------------------------------------------------------------------ walk */
 
-/* Why a walk stopped; the Python side names them (commitlog._WALK_STOPS). */
+/* Why a walk stopped; exported under these names, which commitlog's STOP_* mirror. */
 enum {
     STOP_END = 0,        /* reached the end exactly on a record boundary */
     STOP_BLANK = 1,      /* end-of-file blank record whose TOTALSIZE is the bytes left */
     STOP_BLANK_SIZE = 2, /* blank record whose TOTALSIZE is not the bytes left */
-    STOP_SHORT = 3,      /* fewer than 8 bytes left: TOTALSIZE + MAGICCODE cannot be read */
+    STOP_SHORT = 3,      /* fewer than BLANK_SIZE bytes left: TOTALSIZE + MAGICCODE cannot be read */
     STOP_MAGIC = 4,      /* MAGICCODE is none of v1, v2, blank */
     STOP_PAST_END = 5,   /* TOTALSIZE runs past the end of the file */
     STOP_TOO_SMALL = 6,  /* TOTALSIZE below the smallest possible message (91) */
@@ -76,12 +126,12 @@ static PyObject *walk(PyObject *self, PyObject *args) {
             code = STOP_LIMIT;
             break;
         }
-        if (left < 8) {
+        if (left < BLANK_SIZE) {
             code = STOP_SHORT;
             break;
         }
-        int32_t size = load_i32(buf + p);
-        int32_t magic = load_i32(buf + p + 4);
+        int32_t size = load_i32(buf + p + HEAD_TOTAL_SIZE_OFFSET);
+        int32_t magic = load_i32(buf + p + HEAD_MAGIC_OFFSET);
         if (magic == MAGIC_BLANK) {
             code = (Py_ssize_t)size == left ? STOP_BLANK : STOP_BLANK_SIZE;
             break;
@@ -174,11 +224,11 @@ static int check_spans(const char *what, const int64_t *st, const int64_t *ln, P
 }
 
 static int spans_arg(Py_buffer *s, Py_buffer *l, Py_ssize_t *n) {
-    if (s->len % 8 || l->len != s->len) {
+    if (s->len % (Py_ssize_t)sizeof(int64_t) || l->len != s->len) {
         PyErr_SetString(PyExc_ValueError, "starts and lengths must be int64 arrays of one length");
         return -1;
     }
-    *n = s->len / 8;
+    *n = s->len / (Py_ssize_t)sizeof(int64_t);
     return 0;
 }
 
@@ -191,7 +241,7 @@ static PyObject *crc32_spans(PyObject *self, PyObject *args) {
     Py_ssize_t n;
     if (spans_arg(&s, &l, &n) < 0)
         goto done;
-    if (o.len != 4 * n) {
+    if (o.len != (Py_ssize_t)sizeof(uint32_t) * n) {
         PyErr_SetString(PyExc_ValueError, "out must be a uint32 array of one entry a span");
         goto done;
     }
@@ -248,6 +298,9 @@ done:
 
 /* ------------------------------------------------------------------------------ encode */
 
+/* A host table row holds the widest address; a narrower one is left-aligned in it. */
+#define HOST_ROW_SIZE IPV6_ADDRESS_SIZE
+
 /* encode_records' arguments, in order. */
 enum {
     E_DST, E_DST_OFF, E_TOTAL, E_VERSION, E_QUEUE_ID, E_FLAG, E_QUEUE_OFFSET, E_PHY_OFFSET, E_SYS_FLAG,
@@ -283,8 +336,8 @@ static int var_span(const int64_t *off, Py_ssize_t i, Py_ssize_t len, int64_t *s
  *                topic, topic_offsets[n+1], properties, properties_offsets[n+1]) -> None
  *
  * Writes n whole message records (MessageExtEncoder's layout, big-endian) at dst + dst_off[i]:
- * every per-row argument is int64[n]; hosts are codes into a table of addresses (16 bytes a
- * row, left-aligned, `width` of them used) and ports. BODYCRC is CRC32(body) & 0x7FFFFFFF,
+ * every per-row argument is int64[n]; hosts are codes into a table of addresses (HOST_ROW_SIZE
+ * bytes a row, left-aligned, `width` of them used) and ports. BODYCRC is CRC32(body) & 0x7FFFFFFF,
  * computed here. Each row is checked (spans, codes, TOTALSIZE against its layout, room in
  * dst) before it is written; the first bad row raises ValueError (rows before it are written). */
 static PyObject *encode_records(PyObject *self, PyObject *args) {
@@ -300,26 +353,27 @@ static PyObject *encode_records(PyObject *self, PyObject *args) {
         if (PyObject_GetBuffer(PyTuple_GET_ITEM(args, got), &v[got], flags) < 0)
             goto done;
     }
-    Py_ssize_t n = v[E_DST_OFF].len / 8;
-    if (v[E_DST_OFF].len % 8) {
+    const Py_ssize_t i64 = (Py_ssize_t)sizeof(int64_t);
+    Py_ssize_t n = v[E_DST_OFF].len / i64;
+    if (v[E_DST_OFF].len % i64) {
         PyErr_SetString(PyExc_ValueError, "dst_off must be an int64 array");
         goto done;
     }
     for (int j = E_DST_OFF; j <= E_PTO; j++) {
-        if (v[j].len != 8 * n) {
+        if (v[j].len != i64 * n) {
             PyErr_Format(PyExc_ValueError, "argument %d must be int64[%zd]", j, n);
             goto done;
         }
     }
     for (int j = E_BODY_OFF; j <= E_PROP_OFF; j += 2) {
-        if (v[j].len != 8 * (n + 1)) {
+        if (v[j].len != i64 * (n + 1)) {
             PyErr_Format(PyExc_ValueError, "argument %d must be int64[%zd]", j, n + 1);
             goto done;
         }
     }
-    Py_ssize_t kb = v[E_BORN_W].len / 8, ks = v[E_STORE_W].len / 8;
-    if (v[E_BORN_W].len % 8 || v[E_BORN_PORT].len != 8 * kb || v[E_BORN_IP].len != 16 * kb ||
-        v[E_STORE_W].len % 8 || v[E_STORE_PORT].len != 8 * ks || v[E_STORE_IP].len != 16 * ks) {
+    Py_ssize_t kb = v[E_BORN_W].len / i64, ks = v[E_STORE_W].len / i64;
+    if (v[E_BORN_W].len % i64 || v[E_BORN_PORT].len != i64 * kb || v[E_BORN_IP].len != HOST_ROW_SIZE * kb ||
+        v[E_STORE_W].len % i64 || v[E_STORE_PORT].len != i64 * ks || v[E_STORE_IP].len != HOST_ROW_SIZE * ks) {
         PyErr_SetString(PyExc_ValueError, "host tables must be ip uint8[k, 16], width int64[k], port int64[k]");
         goto done;
     }
@@ -351,7 +405,8 @@ static PyObject *encode_records(PyObject *self, PyObject *args) {
                 int64_t bw = born_w[bc], sw = store_w[sc];
                 int64_t bs, bl, ts, tl, ps, pl;
                 int64_t ver = version[i];
-                if ((bw != 4 && bw != 16) || (sw != 4 && sw != 16))
+                if ((bw != IPV4_ADDRESS_SIZE && bw != IPV6_ADDRESS_SIZE) ||
+                    (sw != IPV4_ADDRESS_SIZE && sw != IPV6_ADDRESS_SIZE))
                     problem = ENC_HOST_WIDTH;
                 else if (var_span(body_off, i, body_len_all, &bs, &bl) < 0 ||
                          var_span(topic_off, i, topic_len_all, &ts, &tl) < 0 ||
@@ -359,48 +414,53 @@ static PyObject *encode_records(PyObject *self, PyObject *args) {
                     problem = ENC_SPAN;
                 else if (ver != 1 && ver != 2)
                     problem = ENC_VERSION;
-                else if (total[i] != MIN_MESSAGE_SIZE + (ver - 1) + (bw - 4) + (sw - 4) + bl + tl + pl)
+                else if (total[i] != MIN_MESSAGE_SIZE + (ver - 1) * (TOPIC_LEN_V2_SIZE - TOPIC_LEN_V1_SIZE) +
+                                         (bw - IPV4_ADDRESS_SIZE) + (sw - IPV4_ADDRESS_SIZE) + bl + tl + pl)
                     problem = ENC_TOTAL;
                 else if (dst_off[i] < 0 || dst_off[i] > (int64_t)dst_len - total[i])
                     problem = ENC_DST;
                 else {
                     uint8_t *p = dst + dst_off[i];
-                    store_i32(p, total[i]);
-                    store_i32(p + 4, ver == 1 ? MAGIC_V1 : MAGIC_V2);
-                    store_i32(p + 8, (int64_t)(crc32_of(body + bs, (size_t)bl) & 0x7FFFFFFFu));
-                    store_i32(p + 12, queue_id[i]);
-                    store_i32(p + 16, flag[i]);
-                    store_i64(p + 20, qoff[i]);
-                    store_i64(p + 28, phy[i]);
-                    store_i32(p + 36, sys_flag[i]);
-                    store_i64(p + 40, born_ts[i]);
-                    p += 48;
-                    memcpy(p, born_ip + 16 * bc, (size_t)bw);
+                    store_i32(p + HEAD_TOTAL_SIZE_OFFSET, total[i]);
+                    store_i32(p + HEAD_MAGIC_OFFSET, ver == 1 ? MAGIC_V1 : MAGIC_V2);
+                    store_i32(p + HEAD_BODY_CRC_OFFSET, (int64_t)(crc32_of(body + bs, (size_t)bl) & BODY_CRC_MASK));
+                    store_i32(p + HEAD_QUEUE_ID_OFFSET, queue_id[i]);
+                    store_i32(p + HEAD_FLAG_OFFSET, flag[i]);
+                    store_i64(p + HEAD_QUEUE_OFFSET_OFFSET, qoff[i]);
+                    store_i64(p + HEAD_PHY_OFFSET_OFFSET, phy[i]);
+                    store_i32(p + HEAD_SYS_FLAG_OFFSET, sys_flag[i]);
+                    store_i64(p + HEAD_BORN_TIMESTAMP_OFFSET, born_ts[i]);
+                    p += HEAD_SIZE;
+                    memcpy(p, born_ip + HOST_ROW_SIZE * bc, (size_t)bw);
                     p += bw;
                     store_i32(p, born_port[bc]);
-                    store_i64(p + 4, store_ts[i]);
-                    p += 12;
-                    memcpy(p, store_ip + 16 * sc, (size_t)sw);
+                    p += PORT_SIZE;
+                    store_i64(p, store_ts[i]);
+                    p += STORE_TIME_SIZE;
+                    memcpy(p, store_ip + HOST_ROW_SIZE * sc, (size_t)sw);
                     p += sw;
                     store_i32(p, store_port[sc]);
-                    store_i32(p + 4, recon[i]);
-                    store_i64(p + 8, pto[i]);
-                    store_i32(p + 16, bl);
-                    p += 20;
+                    p += PORT_SIZE;
+                    store_i32(p + TAIL_RECONSUME_TIMES_OFFSET, recon[i]);
+                    store_i64(p + TAIL_PREPARED_TRANSACTION_OFFSET_OFFSET, pto[i]);
+                    store_i32(p + TAIL_BODY_LEN_OFFSET, bl);
+                    p += TAIL_SIZE;
                     memcpy(p, body + bs, (size_t)bl);
                     p += bl;
+                    /* TOPICLEN and PROPERTIESLENGTH big-endian, byte by byte: 1 or 2 bytes wide */
                     if (ver == 1) {
-                        *p++ = (uint8_t)tl;
+                        p[0] = (uint8_t)tl;
+                        p += TOPIC_LEN_V1_SIZE;
                     } else {
                         p[0] = (uint8_t)(tl >> 8);
                         p[1] = (uint8_t)tl;
-                        p += 2;
+                        p += TOPIC_LEN_V2_SIZE;
                     }
                     memcpy(p, topic + ts, (size_t)tl);
                     p += tl;
                     p[0] = (uint8_t)(pl >> 8);
                     p[1] = (uint8_t)pl;
-                    memcpy(p + 2, prop + ps, (size_t)pl);
+                    memcpy(p + PROPERTIES_LEN_SIZE, prop + ps, (size_t)pl);
                 }
             }
             if (problem != ENC_OK) {
@@ -424,7 +484,8 @@ done:
 
 /* ------------------------------------------------------------------------- properties */
 
-/* Why a property block does not parse; the Python side names them (commitlog._PROP_PROBLEMS). */
+/* Why a property block does not parse; exported under these names, which the keys of
+ * commitlog._PROP_PROBLEMS mirror. */
 enum {
     PROP_OK = 0,
     PROP_EMPTY_PAIR = 1,    /* two separators in a row (or a block starting with \x02) */
@@ -469,7 +530,7 @@ static PyObject *find_props(PyObject *self, PyObject *args) {
         name_ptr[j] = PyBytes_AS_STRING(nm);
         name_len[j] = PyBytes_GET_SIZE(nm);
     }
-    if (vs.len != 8 * n * k || vl.len != 8 * n * k) {
+    if (vs.len != (Py_ssize_t)sizeof(int64_t) * n * k || vl.len != (Py_ssize_t)sizeof(int64_t) * n * k) {
         PyErr_SetString(PyExc_ValueError, "value_starts and value_lengths must be int64[n * len(names)]");
         goto done;
     }
@@ -491,13 +552,13 @@ static PyObject *find_props(PyObject *self, PyObject *args) {
             const uint8_t *blk = buf + st[i];
             int64_t len = ln[i], at = 0;
             while (at < len) {
-                const uint8_t *sep = memchr(blk + at, 2, (size_t)(len - at));
+                const uint8_t *sep = memchr(blk + at, PROPERTY_SEPARATOR, (size_t)(len - at));
                 int64_t e = sep ? (int64_t)(sep - blk) : len;
                 if (e == at) {
                     problem = PROP_EMPTY_PAIR;
                     break;
                 }
-                const uint8_t *kv = memchr(blk + at, 1, (size_t)(e - at));
+                const uint8_t *kv = memchr(blk + at, NAME_VALUE_SEPARATOR, (size_t)(e - at));
                 if (kv == NULL) {
                     problem = PROP_NO_SEPARATOR;
                     break;
@@ -561,7 +622,36 @@ static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_records",
                                     "CommitLog record walk, CRC32, span copies and property scan in C.", -1,
                                     methods};
 
+/* The layout facts and codes above, exported so that Python can check them against its
+ * declarations and name the codes the functions return. */
+#define NAMED(constant) {#constant, constant}
+static const struct {
+    const char *name;
+    long value;
+} exported_constants[] = {
+    NAMED(MAGIC_V1), NAMED(MAGIC_V2), NAMED(MAGIC_BLANK),
+    NAMED(HEAD_TOTAL_SIZE_OFFSET), NAMED(HEAD_MAGIC_OFFSET), NAMED(HEAD_BODY_CRC_OFFSET),
+    NAMED(HEAD_QUEUE_ID_OFFSET), NAMED(HEAD_FLAG_OFFSET), NAMED(HEAD_QUEUE_OFFSET_OFFSET),
+    NAMED(HEAD_PHY_OFFSET_OFFSET), NAMED(HEAD_SYS_FLAG_OFFSET), NAMED(HEAD_BORN_TIMESTAMP_OFFSET),
+    NAMED(HEAD_SIZE),
+    NAMED(IPV4_ADDRESS_SIZE), NAMED(IPV6_ADDRESS_SIZE), NAMED(PORT_SIZE), NAMED(STORE_TIME_SIZE),
+    NAMED(TAIL_RECONSUME_TIMES_OFFSET), NAMED(TAIL_PREPARED_TRANSACTION_OFFSET_OFFSET),
+    NAMED(TAIL_BODY_LEN_OFFSET), NAMED(TAIL_SIZE),
+    NAMED(TOPIC_LEN_V1_SIZE), NAMED(TOPIC_LEN_V2_SIZE), NAMED(PROPERTIES_LEN_SIZE),
+    NAMED(BLANK_SIZE), NAMED(MIN_MESSAGE_SIZE),
+    NAMED(NAME_VALUE_SEPARATOR), NAMED(PROPERTY_SEPARATOR),
+    NAMED(STOP_END), NAMED(STOP_BLANK), NAMED(STOP_BLANK_SIZE), NAMED(STOP_SHORT), NAMED(STOP_MAGIC),
+    NAMED(STOP_PAST_END), NAMED(STOP_TOO_SMALL), NAMED(STOP_LIMIT),
+    NAMED(PROP_OK), NAMED(PROP_EMPTY_PAIR), NAMED(PROP_NO_SEPARATOR), NAMED(PROP_EMPTY_NAME),
+    NAMED(PROP_UNTERMINATED),
+};
+#undef NAMED
+
 PyMODINIT_FUNC PyInit__records(void) {
     crc_init();
-    return PyModule_Create(&module);
+    PyObject *m = PyModule_Create(&module);
+    for (size_t i = 0; m != NULL && i < sizeof exported_constants / sizeof exported_constants[0]; i++)
+        if (PyModule_AddIntConstant(m, exported_constants[i].name, exported_constants[i].value) < 0)
+            Py_CLEAR(m);
+    return m;
 }

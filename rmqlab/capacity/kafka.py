@@ -26,12 +26,14 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass
 
+from rmqlab.kafka.index import OFFSET_ENTRY, TIME_ENTRY
+from rmqlab.kafka.log import RECORD_BATCH_OVERHEAD
+
 __all__ = ["KafkaConfig", "KafkaEstimate", "kafka_estimate", "RECORD_BATCH_OVERHEAD",
            "OFFSET_ENTRY_BYTES", "TIME_ENTRY_BYTES"]
 
-RECORD_BATCH_OVERHEAD = 61     # DefaultRecordBatch: the v2 batch header
-OFFSET_ENTRY_BYTES = 8         # OffsetIndex: relative offset i32 + position i32
-TIME_ENTRY_BYTES = 12          # TimeIndex: timestamp i64 + relative offset i32
+OFFSET_ENTRY_BYTES = OFFSET_ENTRY.size   # OffsetIndex: relative offset i32 + position i32
+TIME_ENTRY_BYTES = TIME_ENTRY.size       # TimeIndex: timestamp i64 + relative offset i32
 _INT_MAX = 2**31 - 1
 
 

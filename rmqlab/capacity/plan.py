@@ -29,8 +29,16 @@ from typing import Any, Mapping
 
 from rmqlab.errors import RmqlabError
 from rmqlab.formats.commitlog import DEFAULT_FILE_SIZE as COMMITLOG_FILE_SIZE
-from rmqlab.formats.consumequeue import DEFAULT_UNITS_PER_FILE
-from rmqlab.formats.indexfile import DEFAULT_HASH_SLOT_NUM, DEFAULT_INDEX_NUM, INT_MAX, Geometry
+from rmqlab.formats.consumequeue import DEFAULT_UNITS_PER_FILE, UNIT_SIZE
+from rmqlab.formats.indexfile import (
+    DEFAULT_HASH_SLOT_NUM,
+    DEFAULT_INDEX_NUM,
+    ENTRY,
+    HEADER,
+    INT_MAX,
+    SLOT,
+    Geometry,
+)
 from rmqlab.indexservice import DEFAULT_MAX_MSGS_NUM_BATCH
 
 __all__ = [
@@ -202,8 +210,9 @@ FIELDS: dict[str, dict[str, Field]] = {
         "commitlog_file_size": Field("size", COMMITLOG_FILE_SIZE, "bytes", "CommitLog file size",
                                      "mappedFileSizeCommitLog", lo=1024, hi=INT_MAX),
         "consume_queue_units_per_file": Field("int", DEFAULT_UNITS_PER_FILE, "units",
-                                              "20-byte units per ConsumeQueue file",
-                                              "mappedFileSizeConsumeQueue / 20", lo=1, hi=INT_MAX // 20),
+                                              f"{UNIT_SIZE}-byte units per ConsumeQueue file",
+                                              f"mappedFileSizeConsumeQueue / {UNIT_SIZE}", lo=1,
+                                              hi=INT_MAX // UNIT_SIZE),
     },
     "queries": {
         "window_minutes": Field("interval", 60.0, "minutes", "time range [begin, end] of a key query",
@@ -513,7 +522,8 @@ def _check_index(hash_slot_num: int, index_num: int, prefix: str) -> None:
     size = Geometry(hash_slot_num, index_num).file_size
     if size > INT_MAX:
         raise PlanError(f"{prefix}.index_num",
-                        f"40 + 4 x {hash_slot_num} + 20 x {index_num} = {size} bytes does not fit the "
+                        f"{HEADER.size} + {SLOT.size} x {hash_slot_num} + {ENTRY.size} x {index_num} = "
+                        f"{size} bytes does not fit the "
                         f"broker's int file size (at most {INT_MAX})")
 
 

@@ -57,8 +57,8 @@ from rmqlab.capacity.measure import measure_store, truncation_share
 from rmqlab.capacity.model import commitlog_records_per_file, estimate, sample_occupancy
 from rmqlab.capacity.plan import Plan, parse_plan
 from rmqlab.formats import consumequeue as cq
-from rmqlab.formats.commitlog import DEFAULT_FILE_SIZE as COMMITLOG_FILE_SIZE
-from rmqlab.formats.indexfile import DEFAULT_HASH_SLOT_NUM, DEFAULT_INDEX_NUM, Geometry
+from rmqlab.formats.commitlog import DEFAULT_FILE_SIZE as COMMITLOG_FILE_SIZE, MIN_MESSAGE_SIZE
+from rmqlab.formats.indexfile import DEFAULT_HASH_SLOT_NUM, DEFAULT_INDEX_NUM, ENTRY, HEADER, SLOT, Geometry
 from rmqlab.workload import Workload
 
 __all__ = ["Scenario", "SCENARIOS", "SCENARIO_NAMES", "SIZES", "COLUMNS", "validate", "compare",
@@ -221,7 +221,8 @@ def compare(scenario: Scenario, size: str, measured: dict[str, Any], plan: Plan,
     rows.append(_row("keys a full index file", "keys", est.keys_per_index_file,
                      measured["keys_per_index_file"], 0, "exact"))
     rows.append(_row("index disk", "bytes", index_files * est.index_file_bytes,
-                     measured["index_disk_bytes"], 0, "exact", "files x (40 + 4 slots + 20 entries)"))
+                     measured["index_disk_bytes"], 0, "exact",
+                     f"files x ({HEADER.size} + {SLOT.size} slots + {ENTRY.size} entries)"))
     rows.append(_row("ConsumeQueue units", "units", n, measured["consume_queue_units"], 0, "exact",
                      "one a message"))
     units_per_file = plan.files.consume_queue_units_per_file
@@ -232,7 +233,7 @@ def compare(scenario: Scenario, size: str, measured: dict[str, Any], plan: Plan,
                      measured["consume_queue_disk_bytes"], 0, "exact"))
     record_bytes = round(n * est.commitlog_record_bytes, 6)
     rows.append(_row("CommitLog record bytes", "bytes", record_bytes, measured["commitlog_record_bytes"], 0,
-                     "exact", "messages x (91 + body + topic + properties)"))
+                     "exact", f"messages x ({MIN_MESSAGE_SIZE} + body + topic + properties)"))
     per_file = commitlog_records_per_file(est.commitlog_record_bytes, plan.files.commitlog_file_size)
     cl_files = math.ceil(n / per_file)
     rows.append(_row("CommitLog files", "files", cl_files, measured["commitlog_files"], 0, "exact",

@@ -210,7 +210,8 @@ class Geometry:
                         f"(or it was cut on an entry boundary)" if fits else "")
                 raise GeometryError(
                     f"file is {file_size} bytes but hash_slot_num={hash_slot_num}, index_num={index_num} "
-                    f"need 40 + 4*{hash_slot_num} + 20*{index_num} = {g.file_size} bytes{hint}",
+                    f"need {HEADER.size} + {SLOT.size}*{hash_slot_num} + {ENTRY.size}*{index_num} = "
+                    f"{g.file_size} bytes{hint}",
                     path=path, offset=file_size, field="file size")
             return g
         if file_size < HEADER.size:
@@ -222,7 +223,7 @@ class Geometry:
             if rest <= 0 or rest % ENTRY.size:
                 raise GeometryError(
                     f"file is {file_size} bytes: with hash_slot_num={hash_slot_num} the remaining "
-                    f"{rest} bytes are not a whole positive number of 20-byte entries",
+                    f"{rest} bytes are not a whole positive number of {ENTRY.size}-byte entries",
                     path=path, offset=file_size, field="file size")
             return cls(int(hash_slot_num), rest // ENTRY.size)
         if index_num is not None:
@@ -230,7 +231,7 @@ class Geometry:
             if rest <= 0 or rest % SLOT.size:
                 raise GeometryError(
                     f"file is {file_size} bytes: with index_num={index_num} the remaining "
-                    f"{rest} bytes are not a whole positive number of 4-byte slots",
+                    f"{rest} bytes are not a whole positive number of {SLOT.size}-byte slots",
                     path=path, offset=file_size, field="file size")
             return cls(rest // SLOT.size, int(index_num))
         default = cls.default()
@@ -721,6 +722,7 @@ class IndexFile:
         if count <= 1:
             return "empty-file"
         unpack, entries_offset, limit = ENTRY.struct.unpack_from, g.entries_offset, g.index_num
+        entry_size = ENTRY.size
         # A sound chain visits each entry once, so `limit` reads without a new result means a
         # cycle the broker would never leave. A cycle that keeps matching is walked as the broker
         # walks it, until max_num: at most max_num * limit reads.
@@ -733,7 +735,7 @@ class IndexFile:
                 return "entry-past-end"
             if reads_since_result >= limit:
                 return "cycle"
-            stored_hash, phy, time_diff, prev = unpack(mm, entries_offset + 20 * current)
+            stored_hash, phy, time_diff, prev = unpack(mm, entries_offset + entry_size * current)
             reads_since_result += 1
             time_read = begin_ts + time_diff * 1000
             if time_read > LONG_MAX or time_read < LONG_MIN:
@@ -803,20 +805,22 @@ class IndexFile:
                                              offset=int(offsets[i]), field=field_name.format(i=i)))
             return bad
 
-        slot_offsets = g.slots_offset + 4 * np.arange(g.hash_slot_num, dtype=np.int64)
-        entry_offsets = g.entries_offset + 20 * numbers
+        slot_offsets = g.slots_offset + SLOT.size * np.arange(g.hash_slot_num, dtype=np.int64)
+        entry_offsets = g.entries_offset + ENTRY.size * numbers
         first((slots < 0) | (slots >= count), f"slot value outside 0..{count - 1}",
               "slot[{i}]", slot_offsets)
         first(key_hash < 0, "negative key_hash", "entry.key_hash", entry_offsets)
-        first(e["time_diff"] < 0, "negative time_diff", "entry.time_diff", entry_offsets + 12)
+        first(e["time_diff"] < 0, "negative time_diff", "entry.time_diff",
+              entry_offsets + ENTRY.offset("time_diff"))
         bad_prev = first((prev < 0) | (prev >= numbers), "prev_index not older than its entry "
-                         "(out of range, self-loop or cycle)", "entry.prev_index", entry_offsets + 16)
+                         "(out of range, self-loop or cycle)", "entry.prev_index",
+                         entry_offsets + ENTRY.offset("prev_index"))
         slot_of = np.where(key_hash >= 0, key_hash % g.hash_slot_num, -1)
         linked = (prev > 0) & (prev < numbers)
         wrong_slot = np.zeros(len(prev), dtype=bool)
         wrong_slot[linked] = slot_of[prev[linked] - 1] != slot_of[linked]
         first(wrong_slot, "prev_index links entries of different slots", "entry.prev_index",
-              entry_offsets + 16)
+              entry_offsets + ENTRY.offset("prev_index"))
         heads = np.flatnonzero((slots > 0) & (slots < count))
         first(slot_of[slots[heads] - 1] != heads, "slot points at an entry hashed to another slot",
               "slot", slot_offsets[heads])

@@ -167,6 +167,11 @@ Algorithm = Literal["warm", "classic"]
 
 _I32 = struct.Struct(">i")
 _I64 = struct.Struct(">q")
+# One field of entry `slot` is read at slot * size + its offset (the binary search reads one).
+_OFFSET_ENTRY_SIZE = OFFSET_ENTRY.size
+_OFFSET_ENTRY_POSITION_AT = OFFSET_ENTRY.offset("position")
+_TIME_ENTRY_SIZE = TIME_ENTRY.size
+_TIME_ENTRY_RELATIVE_OFFSET_AT = TIME_ENTRY.offset("relative_offset")
 
 
 class OffsetPosition(NamedTuple):
@@ -524,7 +529,7 @@ class _SparseIndex:
             raise IndexError(f"attempt to fetch entry {n} from {self.path}, which has {self.entry_count} entries")
         return self._result(n)
 
-    def _entry_problem(self, mask: np.ndarray, what: str, field_name: str, field_offset: int,
+    def _entry_problem(self, mask: np.ndarray, what: str, field_name: str,
                        out: list, start: int = 0) -> int | None:
         bad = np.flatnonzero(mask)
         if not len(bad):
@@ -535,7 +540,7 @@ class _SparseIndex:
             tail = (f"; entries {self.written_entry_count}.. are the zero-filled tail of an untrimmed "
                     f"(preallocated) file, which Kafka trims on close: open with count='dump' to stop there")
         out.append(CorruptIndexError(f"{what} ({len(bad)} such){tail}", path=str(self.path),
-                                     offset=i * self.LAYOUT.size + field_offset,
+                                     offset=i * self.LAYOUT.size + self.LAYOUT.offset(field_name),
                                      field=f"entry[{i}].{field_name}"))
         return i
 
@@ -698,13 +703,13 @@ class OffsetIndex(_SparseIndex):
     RESULT = OffsetPosition
 
     def _key_at(self, slot: int) -> int:
-        return _wrap64(self.base_offset + _I32.unpack_from(self._buf, slot * 8)[0])
+        return _wrap64(self.base_offset + _I32.unpack_from(self._buf, slot * _OFFSET_ENTRY_SIZE)[0])
 
     def _value_at(self, slot: int) -> int:
-        return _I32.unpack_from(self._buf, slot * 8 + 4)[0]
+        return _I32.unpack_from(self._buf, slot * _OFFSET_ENTRY_SIZE + _OFFSET_ENTRY_POSITION_AT)[0]
 
     def _result(self, slot: int) -> OffsetPosition:
-        rel, pos = OFFSET_ENTRY.struct.unpack_from(self._buf, slot * 8)
+        rel, pos = OFFSET_ENTRY.struct.unpack_from(self._buf, slot * _OFFSET_ENTRY_SIZE)
         return OffsetPosition(_wrap64(self.base_offset + rel), pos)
 
     def _not_found(self) -> OffsetPosition:
@@ -793,7 +798,8 @@ class OffsetIndex(_SparseIndex):
                 out.append(CorruptIndexError(
                     f"Corrupt index found: non-zero size but the last offset is {last} which is {word} "
                     f"the base offset {self.base_offset}", path=str(self.path),
-                    offset=(self.entry_count - 1) * 8, field=f"entry[{self.entry_count - 1}].relative_offset"))
+                    offset=(self.entry_count - 1) * OFFSET_ENTRY.size + OFFSET_ENTRY.offset("relative_offset"),
+                    field=f"entry[{self.entry_count - 1}].relative_offset"))
         length = self._length_problem()
         if length is not None:
             out.append(length)
@@ -810,11 +816,11 @@ class OffsetIndex(_SparseIndex):
         rel = self.entries["relative_offset"].astype(np.int64)
         pos = self.entries["position"].astype(np.int64)
         self._entry_problem(rel < 0, "relative offset below 0 (offset below the base offset)",
-                            "relative_offset", 0, out)
+                            "relative_offset", out)
         self._entry_problem(rel[1:] <= rel[:-1], "offset not larger than the previous entry's",
-                            "relative_offset", 0, out, start=1)
-        self._entry_problem(pos < 0, "negative position", "position", 4, out)
-        self._entry_problem(pos[1:] < pos[:-1], "position below the previous entry's", "position", 4,
+                            "relative_offset", out, start=1)
+        self._entry_problem(pos < 0, "negative position", "position", out)
+        self._entry_problem(pos[1:] < pos[:-1], "position below the previous entry's", "position",
                             out, start=1)
         return out
 
@@ -846,13 +852,14 @@ class TimeIndex(_SparseIndex):
     RESULT = TimestampOffset
 
     def _key_at(self, slot: int) -> int:
-        return _I64.unpack_from(self._buf, slot * 12)[0]
+        return _I64.unpack_from(self._buf, slot * _TIME_ENTRY_SIZE)[0]
 
     def _value_at(self, slot: int) -> int:
-        return _wrap64(self.base_offset + _I32.unpack_from(self._buf, slot * 12 + 8)[0])
+        return _wrap64(self.base_offset + _I32.unpack_from(self._buf, slot * _TIME_ENTRY_SIZE
+                                                           + _TIME_ENTRY_RELATIVE_OFFSET_AT)[0])
 
     def _result(self, slot: int) -> TimestampOffset:
-        ts, rel = TIME_ENTRY.struct.unpack_from(self._buf, slot * 12)
+        ts, rel = TIME_ENTRY.struct.unpack_from(self._buf, slot * _TIME_ENTRY_SIZE)
         return TimestampOffset(ts, _wrap64(self.base_offset + rel))
 
     def _not_found(self) -> TimestampOffset:
@@ -917,13 +924,15 @@ class TimeIndex(_SparseIndex):
             if last.timestamp < first_ts:
                 out.append(CorruptIndexError(
                     f"Corrupt time index found: non-zero size but the last timestamp is {last.timestamp} "
-                    f"which is less than the first timestamp {first_ts}", path=p, offset=(n - 1) * 12,
+                    f"which is less than the first timestamp {first_ts}", path=p,
+                    offset=(n - 1) * TIME_ENTRY.size + TIME_ENTRY.offset("timestamp"),
                     field=f"entry[{n - 1}].timestamp"))
             if last.offset < self.base_offset:
                 out.append(CorruptIndexError(
                     f"Corrupt time index found: non-zero size but the last offset is {last.offset} "
                     f"which is less than the first offset {self.base_offset}", path=p,
-                    offset=(n - 1) * 12 + 8, field=f"entry[{n - 1}].relative_offset"))
+                    offset=(n - 1) * TIME_ENTRY.size + TIME_ENTRY.offset("relative_offset"),
+                    field=f"entry[{n - 1}].relative_offset"))
         length = self._length_problem()
         if length is not None:
             out.append(length)
@@ -941,13 +950,13 @@ class TimeIndex(_SparseIndex):
         ts = self.entries["timestamp"].astype(np.int64)
         rel = self.entries["relative_offset"].astype(np.int64)
         self._entry_problem(ts[:1] < 0, "first timestamp below 0: maybeAppend writes only timestamps "
-                            "above NO_TIMESTAMP (-1)", "timestamp", 0, out)
+                            "above NO_TIMESTAMP (-1)", "timestamp", out)
         self._entry_problem(ts[1:] <= ts[:-1], "timestamp not larger than the previous entry's",
-                            "timestamp", 0, out, start=1)
+                            "timestamp", out, start=1)
         self._entry_problem(rel < 0, "relative offset below 0 (offset below the base offset)",
-                            "relative_offset", 8, out)
+                            "relative_offset", out)
         self._entry_problem(rel[1:] < rel[:-1], "offset below the previous entry's", "relative_offset",
-                            8, out, start=1)
+                            out, start=1)
         return out
 
     def to_frame(self):
@@ -1179,7 +1188,7 @@ class OffsetIndexWriter(_IndexWriter):
 
     def _load_last(self, data: bytes) -> None:
         if self.entry_count:
-            rel = _I32.unpack_from(data, (self.entry_count - 1) * 8)[0]
+            rel = _I32.unpack_from(data, (self.entry_count - 1) * OFFSET_ENTRY.size)[0]
             self.last_offset = _wrap64(self.base_offset + rel)
 
     @property
@@ -1271,7 +1280,7 @@ class TimeIndexWriter(_IndexWriter):
 
     def _load_last(self, data: bytes) -> None:
         if self.entry_count:
-            ts, rel = TIME_ENTRY.struct.unpack_from(data, (self.entry_count - 1) * 12)
+            ts, rel = TIME_ENTRY.struct.unpack_from(data, (self.entry_count - 1) * TIME_ENTRY.size)
             self.last_entry = TimestampOffset(ts, _wrap64(self.base_offset + rel))
 
     @property

@@ -1275,8 +1275,9 @@ def encode_batches(records, *, records_per_batch: int | Sequence[int] = 1, parti
     crc = np.empty(B, np.uint32)
     crc32c_spans(out, np.ascontiguousarray(bpos + CRC_START), np.ascontiguousarray(bsize - CRC_START), crc)
     if B:
+        crc_size = HEADER.field("crc").size
         _records.copy_spans(out, bpos + HEADER.offset("crc"), crc.astype(">u4").view(np.uint8),
-                            np.arange(B, dtype=np.int64) * 4, np.full(B, 4, np.int64))
+                            np.arange(B, dtype=np.int64) * crc_size, np.full(B, crc_size, np.int64))
     return EncodedBatches(out, bpos, bsize, base_off, O[li], max_ts, li - fi + 1, crc.astype(np.int64))
 
 

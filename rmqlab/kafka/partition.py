@@ -770,7 +770,8 @@ class KafkaPartition:
             slot = trace.slot
             raise CorruptIndexError(f"the index points at byte {position}, which is not where a batch starts "
                                     f"in {s.log.name}", path=s.index,
-                                    offset=max(slot, 0) * kidx.OFFSET_ENTRY.size + 4, field=f"entry[{slot}].position")
+                                    offset=max(slot, 0) * kidx.OFFSET_ENTRY.size + kidx.OFFSET_ENTRY.offset("position"),
+                                    field=f"entry[{slot}].position")
         return i
 
     def lookup_offset(self, offset: int) -> OffsetLookup:

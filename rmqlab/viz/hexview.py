@@ -58,7 +58,7 @@ _DEFAULT_EXTRA_SLOTS = 4
 _DEFAULT_ENTRIES = 5
 #: Bytes per dump row, by region, so that no field is split and fields line up in columns:
 #: two 8-byte header fields a row (the two 4-byte counts share the last), five slots, one entry.
-_ROW_BYTES = {"header": 16, "slot": 20, "entry": 20}
+_ROW_BYTES = {"header": 2 * HEADER.field("begin_timestamp").size, "slot": 5 * SLOT.size, "entry": ENTRY.size}
 _MAX_ROW_BYTES = max(_ROW_BYTES.values())
 
 
@@ -254,9 +254,9 @@ _SLOT_COLOURS = ["#c6dbef", "#9ecae1"]
 _ENTRY_COLOURS = {"keyHash": "#fbb4ae", "phyOffset": "#b3cde3", "timeDiff": "#ccebc5",
                   "prevIndex": "#decbe4"}
 _REGION_TITLES = {
-    "header": "header (40 bytes: IndexHeader)",
-    "slot": "slots (4 bytes each: number of the newest entry of the chain, 0 = empty)",
-    "entry": "entries (20 bytes: keyHash i32, phyOffset i64, timeDiff i32, prevIndex i32)",
+    "header": f"header ({HEADER.size} bytes: IndexHeader)",
+    "slot": f"slots ({SLOT.size} bytes each: number of the newest entry of the chain, 0 = empty)",
+    "entry": f"entries ({ENTRY.size} bytes: keyHash i32, phyOffset i64, timeDiff i32, prevIndex i32)",
 }
 
 
@@ -283,13 +283,13 @@ def _field_colour(region: str, field: str, index: int) -> str:
 def _describe_gap(start: int, stop: int, hash_slot_num: int, entries_offset: int) -> str:
     """What the bytes [start, stop) hold, e.g. "slots 12..1023, entries 0..3"."""
     parts = []
-    s_lo, s_hi = max(start, 40), min(stop, entries_offset)
+    s_lo, s_hi = max(start, HEADER.size), min(stop, entries_offset)
     if s_lo < s_hi:
-        a, b = (s_lo - 40) // 4, (s_hi - 40) // 4 - 1
+        a, b = (s_lo - HEADER.size) // SLOT.size, (s_hi - HEADER.size) // SLOT.size - 1
         parts.append(f"slot {a}" if a == b else f"slots {a}..{b}")
     e_lo, e_hi = max(start, entries_offset), stop
     if e_lo < e_hi:
-        a, b = (e_lo - entries_offset) // 20, (e_hi - entries_offset) // 20 - 1
+        a, b = (e_lo - entries_offset) // ENTRY.size, (e_hi - entries_offset) // ENTRY.size - 1
         parts.append(f"entry {a}" if a == b else f"entries {a}..{b}")
     return ", ".join(parts)
 
@@ -298,7 +298,7 @@ def _rows(df: pd.DataFrame) -> list[_Row]:
     """Group fields into dump rows: a new row at each region change or gap, at most 20 bytes a
     row and never a field split across rows."""
     m = int(df.attrs["hash_slot_num"])
-    entries_offset = 40 + 4 * m
+    entries_offset = HEADER.size + SLOT.size * m
     rows: list[_Row] = []
     end = 0
     region = None
@@ -359,8 +359,9 @@ def annotated_hex_figure(path_or_file: PathOrFile, *, slots: Numbers = None, ent
     ax.set_axis_off()
     a = df.attrs
     fig.text(0.5, 1 - 0.08 / fig_h,
-             f"{a['file']}: {a['file_size']:,} bytes = 40 + 4 × {a['hash_slot_num']:,} slots + "
-             f"20 × {a['index_num']:,} entries\n(big-endian, signed; value = the bytes as an integer)",
+             f"{a['file']}: {a['file_size']:,} bytes = {HEADER.size} + {SLOT.size} × {a['hash_slot_num']:,} "
+             f"slots + {ENTRY.size} × {a['index_num']:,} entries\n"
+             f"(big-endian, signed; value = the bytes as an integer)",
              ha="center", va="top", fontsize=8.5)
     mono = dict(family="DejaVu Sans Mono", fontsize=_FONT, va="center")
     y = 0.0
