@@ -2,7 +2,9 @@
 
 Results go to stdout (human-readable, or JSON with ``--json``); logs and errors go to stderr.
 Exit status: 0 success, 2 usage error, 1 a bad file (a typed :class:`rmqlab.RmqlabError`, or
-a file that cannot be opened); the message is printed without a traceback.
+a file that cannot be opened) or a command whose optional extra is not installed
+(:class:`rmqlab.extras.MissingExtraError`, naming the extra); the message is printed without a
+traceback.
 
 Examples::
 
@@ -27,6 +29,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from rmqlab.errors import RmqlabError
+from rmqlab.extras import MissingExtraError
 from rmqlab.formats.indexfile import LONG_MAX, IndexFile
 from rmqlab.indexservice import (
     DEFAULT_MAX_MSGS_NUM_BATCH,
@@ -224,7 +227,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command line; returns the exit status (0 ok, 1 bad file, 2 usage)."""
+    """Run the command line; returns the exit status (0 ok, 1 bad file or missing extra, 2 usage)."""
     parser = _parser()
     try:
         args = parser.parse_args(argv)
@@ -252,6 +255,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"rmqlab: error: {message}", file=sys.stderr)
         return 1
     except OSError as e:          # missing file, a folder given as FILE, permissions
+        print(f"rmqlab: error: {e}", file=sys.stderr)
+        return 1
+    except MissingExtraError as e:
         print(f"rmqlab: error: {e}", file=sys.stderr)
         return 1
 

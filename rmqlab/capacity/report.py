@@ -30,6 +30,7 @@ import pandas as pd
 from rmqlab.capacity.kafka import KafkaEstimate, kafka_estimate
 from rmqlab.capacity.model import Estimate, estimate, monte_carlo
 from rmqlab.capacity.plan import FIELDS, Interval, Plan
+from rmqlab.extras import require
 
 __all__ = [
     "ConfigurationResult",
@@ -754,8 +755,11 @@ def render_report(plan: Plan | PlanAnalysis, *, samples: int = 2000, seed: int |
     configurations compared, Kafka side by side, inputs, assumptions and limits. `plan`: a
     :class:`Plan` (analysed here with `samples`, `seed` and `whole_files`) or a
     :class:`PlanAnalysis`. Cost: :func:`analyse_plan` plus about 1 s of drawing; a few
-    hundred KB of HTML.
+    hundred KB of HTML. Needs the ``viz`` extra for the figures: checked first, so that a
+    missing one fails before the analysis runs.
     """
+    require("viz", "matplotlib", "the capacity report's figures")
+    require("viz", "ipywidgets", "the capacity report's figures")
     a = _analysis(plan, samples, seed, whole_files)
     p = a.plan
     rec = a.recommendation
@@ -832,9 +836,9 @@ class PlanExplorer:
     """
 
     def __init__(self, plan: Plan, *, sample: bool = True, whole_files: bool = False, dpi: int = 72):
-        import ipywidgets as widgets
-
         from rmqlab.capacity.plan import PlanError
+
+        widgets = require("viz", "ipywidgets", "PlanExplorer")
 
         if not isinstance(plan, Plan):
             raise TypeError(f"plan must be a Plan, got {type(plan).__name__}")

@@ -17,6 +17,7 @@ import json
 import sys
 
 from rmqlab.capacity.plan import EXAMPLE_PLAN_TOML, POINTS, PlanError, load_plan
+from rmqlab.extras import require
 
 #: Exit status of a plan with bad input: a usage error, as argparse's.
 BAD_PLAN = 2
@@ -78,6 +79,10 @@ def _report(args) -> int:
     if args.samples < 1:
         print(f"rmqlab: error: --samples must be >= 1, got {args.samples}", file=sys.stderr)
         return BAD_PLAN
+    if args.out:
+        # Before the analysis (up to minutes), not after it.
+        require("viz", "matplotlib", "rmqlab capacity report --out")
+        require("viz", "ipywidgets", "rmqlab capacity report --out")
     try:
         plan = load_plan(args.plan)
     except PlanError as e:

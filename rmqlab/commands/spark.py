@@ -8,6 +8,7 @@ import sys
 import time
 from pathlib import Path
 
+from rmqlab.extras import require
 from rmqlab.formats.indexfile import DEFAULT_HASH_SLOT_NUM, DEFAULT_INDEX_NUM
 from rmqlab.workload import PATTERNS
 
@@ -61,6 +62,7 @@ def _session(args):
 
 
 def _build(args) -> int:
+    require("spark", "pyspark", "rmqlab spark build")
     from rmqlab.spark.build import build_index_files
     from rmqlab.spark.sources import StoreSource, WorkloadSource
 
@@ -102,6 +104,7 @@ def _entries(path: Path) -> int:
 
 
 def _stats(args) -> int:
+    require("spark", "pyspark", "rmqlab spark stats")
     from rmqlab.spark.stats import index_stats
 
     d = Path(args.dir)

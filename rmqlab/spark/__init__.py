@@ -1,7 +1,8 @@
 """Spark sessions for the workbench: one call that gives a working, quiet session.
 
-Spark is optional for rmqlab: nothing else in the package imports this module, and pyspark is
-imported only when :func:`get_session` runs.
+Spark is optional for rmqlab (the ``spark`` extra): nothing else in the package imports this
+module, and pyspark is imported only when :func:`get_session` runs, which raises
+:class:`rmqlab.extras.MissingExtraError` naming the extra when pyspark is not installed.
 """
 from __future__ import annotations
 
@@ -10,6 +11,8 @@ import sys
 import tempfile
 from pathlib import Path
 from typing import Any
+
+from rmqlab.extras import require
 
 __all__ = ["get_session"]
 
@@ -80,6 +83,9 @@ def get_session(master: str | None = None, app_name: str = "rmqlab",
     partitions), and only turns Arrow on if ``spark-submit`` left it unset. For example
     ``spark-submit --master yarn job.py`` with ``spark = get_session()`` in ``job.py`` runs on
     YARN. An explicit `master` or `conf` is still applied there.
+
+    Raises :class:`rmqlab.extras.MissingExtraError` when pyspark (the ``spark`` extra) is not
+    installed.
     """
     # The driver was launched by spark-submit (or pyspark's own shell): the JVM exists already.
     submitted = "PYSPARK_GATEWAY_PORT" in os.environ
@@ -88,7 +94,8 @@ def get_session(master: str | None = None, app_name: str = "rmqlab",
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 
-    from pyspark.sql import SparkSession  # imported late: pyspark costs about 0.5 s to import
+    # Here rather than at the top: pyspark costs about 0.5 s to import.
+    SparkSession = require("spark", "pyspark.sql", "rmqlab.spark").SparkSession
 
     options: dict[str, str] = {}
     if not submitted:

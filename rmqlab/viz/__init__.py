@@ -31,7 +31,15 @@ Widgets (ipywidgets; imported on first use, so ``import rmqlab.viz`` does not lo
   header, slots and entries change.
 * :class:`SlotBrowser` - the occupancy of a whole file, a page of slots as buttons, and the
   chain of the slot clicked.
+
+Needs the ``viz`` extra (``pip install 'rmqlab[viz]'``); without it, importing this package
+raises :class:`rmqlab.extras.MissingExtraError`.
 """
+from rmqlab.extras import require
+
+# Before the figure modules, which import matplotlib at their top.
+require("viz", "matplotlib", "rmqlab.viz")
+
 from rmqlab.viz.figures import (
     chain_length_histogram_figure,
     entries_over_time,
@@ -103,5 +111,6 @@ def __getattr__(name):
     if name in _WIDGETS:
         import importlib
 
+        require("viz", "ipywidgets", f"rmqlab.viz.{name}")
         return getattr(importlib.import_module(_WIDGETS[name]), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
