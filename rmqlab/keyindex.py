@@ -124,7 +124,8 @@ def index_entries(index: IndexService, messages: pd.DataFrame) -> pd.DataFrame:
         e = f.entries[1:f.header.index_count]    # entry 0 is never written
         frames.append(pd.DataFrame({
             "file": f.path.name, "entry": np.arange(1, f.header.index_count),
-            "key_hash": e["key_hash"], "phy_offset": e["phy_offset"].astype(np.int64),
+            # native byte order: pandas cannot index big-endian columns, and one file is not concatenated
+            "key_hash": e["key_hash"].astype(np.int32), "phy_offset": e["phy_offset"].astype(np.int64),
             "stored_ms": f.header.begin_timestamp + e["time_diff"].astype(np.int64) * 1000,
             "file_begin": f.header.begin_timestamp, "file_end": f.header.end_timestamp}))
     if not frames:
