@@ -63,6 +63,7 @@ __all__ = [
     "expected_occupancy",
     "chain_length_theory",
     "chain_length_summary",
+    "poisson_expected_slots",
 ]
 
 #: The keys of :func:`file_stats`'s dict, in order, with their kind ("str", "int" or "float").
@@ -211,6 +212,24 @@ def chain_length_theory(hash_slot_num: int, keys: int, max_length: int | None = 
     df = pd.DataFrame({"chain_length": k, "slots": slots, "share": slots / m})
     df.attrs.update(chain_length_summary(m, n))
     return df
+
+
+def poisson_expected_slots(hash_slot_num: int, entries: int, max_length: int) -> np.ndarray:
+    """Expected number of slots with 0..max_length entries when `entries` uniformly random
+    hashes fall into `hash_slot_num` slots, in the Poisson approximation:
+    ``hash_slot_num * exp(-λ) λ^k / k!`` with ``λ = entries / hash_slot_num``.
+    Computed in log space (no overflow for large k or λ). Cost: O(max_length).
+
+    >>> poisson_expected_slots(10, 10, 2).round(3).tolist()
+    [3.679, 3.679, 1.839]
+    """
+    m, n = int(hash_slot_num), int(entries)
+    k = np.arange(int(max_length) + 1, dtype=np.float64)
+    if n <= 0:
+        return np.where(k == 0, float(m), 0.0)
+    lam = n / m
+    log_fact = np.concatenate([[0.0], np.cumsum(np.log(k[1:]))])      # log k!
+    return m * np.exp(k * math.log(lam) - lam - log_fact)
 
 
 # ------------------------------------------------------------------------------ one file

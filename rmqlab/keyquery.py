@@ -29,16 +29,23 @@ entries in its slots) and one CommitLog read per candidate.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable
+from typing import Any, Callable, Iterable
 
 import numpy as np
 import pandas as pd
 
-from rmqlab.formats.indexfile import LONG_MAX
-from rmqlab.indexservice import DEFAULT_MAX_MSGS_NUM_BATCH, DirectoryQueryTrace, IndexService
+from rmqlab.formats.indexfile import LONG_MAX, IndexFile
+from rmqlab.indexservice import (
+    DEFAULT_MAX_MSGS_NUM_BATCH,
+    DirectoryQueryTrace,
+    FileVisit,
+    IndexService,
+    QueryOffsetResult,
+)
 from rmqlab.javahash import index_key
+from rmqlab.timefmt import ms_to_iso
 
-__all__ = ["KeyQuery", "query_key", "REASONS", "MODES"]
+__all__ = ["KeyQuery", "query_key", "REASONS", "MODES", "OneFileIndex", "result_table", "first_with_reason"]
 
 MODES = ("broker", "verified")
 
@@ -224,3 +231,109 @@ def _compare(trace: DirectoryQueryTrace, entries: pd.DataFrame, messages: pd.Dat
             else:  # read and matched, yet not returned: only the room (max_num) can explain it
                 out.append((phy, "missed-max-num", f"max_num {trace.max_num} reached"))
     return pd.DataFrame(out, columns=["phy_offset", "reason", "detail"])
+
+
+class OneFileIndex:
+    """An index folder of one file, for :func:`query_key`: the broker's selectPhyOffset on that
+    file alone (no isTimeMatched check of the file's header range, max_num capped at
+    `max_msgs_num_batch` as queryOffset caps it), recorded as a one-file
+    :class:`~rmqlab.indexservice.DirectoryQueryTrace`. Cost: one broker walk of the file.
+
+    >>> from rmqlab.sample import sample_store
+    >>> store = sample_store()
+    >>> with store.index() as idx:
+    ...     one = OneFileIndex(idx.files[-1], idx.max_msgs_num_batch)
+    ...     q = query_key(one, store.read_at, "Orders", "USER_1")
+    >>> len(q.trace.files), q.trace.files[0].action
+    (1, 'searched')
+
+    Parameters: `f`, an open :class:`~rmqlab.formats.indexfile.IndexFile`;
+    `max_msgs_num_batch`, the broker's cap on max_num (64 by default).
+    """
+
+    def __init__(self, f: IndexFile, max_msgs_num_batch: int):
+        self.files = [f]
+        self.max_msgs_num_batch = max_msgs_num_batch
+
+    def trace_query(self, topic: str, key: str, max_num: int, begin: int, end: int) -> DirectoryQueryTrace:
+        """The broker's walk of the one file for ``topic#key`` in [begin, end] (ms)."""
+        f = self.files[0]
+        h = f.header
+        capped = min(int(max_num), self.max_msgs_num_batch)
+        t = f.trace_query(index_key(topic, key), capped, begin, end)
+        after = "max-num" if len(t.results) >= capped else "oldest-file"
+        visit = FileVisit(0, f.path.name, h.begin_timestamp, h.end_timestamp, h.index_count, "searched",
+                          after, t, list(t.results))
+        return DirectoryQueryTrace(index_key(topic, key), max_num, capped, begin, end, [visit],
+                                   QueryOffsetResult(list(t.results), h.end_timestamp, h.end_phy_offset),
+                                   after)
+
+
+def result_table(kq: KeyQuery, mode: str) -> pd.DataFrame:
+    """The rows of `kq` in `mode` ("broker" or "verified"), each with the reason it differs.
+
+    broker: ``rank`` (order the broker returned), ``phy_offset``, ``topic``, ``keys``,
+    ``uniq_key``, ``store_time`` (the message's real store time, ISO with milliseconds),
+    ``store_timestamp`` (ms) and ``reason`` (:data:`REASONS` key: "ok", "collision",
+    "outside-time-range"). verified: ``broker_returned`` instead of ``rank``, and reasons "ok"
+    or "missed-*". A broker offset where no message starts has empty message columns.
+    Cost: O(rows).
+
+    >>> from rmqlab.sample import sample_store
+    >>> rows = result_table(sample_store().explain_key("Orders", "ORDER_Aa0"), "broker")
+    >>> sorted(set(rows["reason"]))                      # ORDER_BB0 shares its hash
+    ['collision', 'ok']
+
+    Raises ValueError for another `mode`.
+    """
+    if mode not in MODES:
+        raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+    reasons = kq.diff.drop_duplicates("phy_offset").set_index("phy_offset")["reason"]
+    if mode == "broker":
+        frame = kq.broker
+        first = ("rank", frame["rank"].to_numpy())
+        phy = np.asarray(kq.trace.result.phy_offsets, dtype=np.int64)
+    else:
+        frame = kq.verified
+        first = ("broker_returned", frame["broker_returned"].to_numpy(bool))
+        phy = frame["phy_offset"].to_numpy(np.int64)
+    ts = frame["store_timestamp"]
+    return pd.DataFrame({
+        first[0]: first[1],
+        "phy_offset": phy,
+        "topic": frame["topic"].to_numpy(object),
+        "keys": frame["keys"].to_numpy(object),
+        "uniq_key": frame["uniq_key"].to_numpy(object),
+        "store_time": [ms_to_iso(t) for t in ts],
+        "store_timestamp": ts.astype("Int64").to_numpy(),
+        "reason": reasons.reindex(phy).to_numpy(object),
+    })
+
+
+def first_with_reason(candidates: Iterable[Any], reason: str,
+                      query: Callable[[Any], KeyQuery]) -> tuple[Any, KeyQuery | None, Any]:
+    """The first candidate message whose own query gives it `reason`: a search for a query that
+    shows one way the broker's answer goes wrong. Cost: one `query` per candidate tried (a few
+    ms each on the sample store), stopping at the first hit.
+
+    >>> from rmqlab.keyindex import key_occurrences
+    >>> from rmqlab.sample import sample_store
+    >>> store = sample_store()
+    >>> occ = key_occurrences(store.messages())
+    >>> twins = occ[(occ["topic"] == "Orders") & occ["key"].isin(["ORDER_Aa0", "ORDER_BB0"])]
+    >>> m, q, row = first_with_reason(twins.itertuples(), "collision",
+    ...                               lambda m: store.explain_key("Orders", "ORDER_Aa0"))
+    >>> m.key, row.reason
+    ('ORDER_BB0', 'collision')
+
+    Parameters: `candidates`, objects with a ``phy_offset`` attribute (rows of
+    ``DataFrame.itertuples()``), tried in order; `reason`, a key of :data:`REASONS`; `query`,
+    the query to run for a candidate. Returns (candidate, its query, its row of the query's
+    ``diff``), or (None, None, None) when no candidate gets `reason`.
+    """
+    for c in candidates:
+        q = query(c)
+        rows = q.diff[(q.diff["reason"] == reason) & (q.diff["phy_offset"] == c.phy_offset)]
+        if len(rows):
+            return c, q, rows.iloc[0]
+    return None, None, None

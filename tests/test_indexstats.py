@@ -28,6 +28,7 @@ from rmqlab.indexservice import ExpandedKeys, bulk_build
 from rmqlab.indexstats import (
     FILE_STATS_COLUMNS,
     chain_length_histogram,
+    chain_length_theory,
     directory_stats,
     expected_occupancy,
     file_report,
@@ -36,6 +37,7 @@ from rmqlab.indexstats import (
     hottest_keys,
     index_file_paths,
     longest_chains,
+    poisson_expected_slots,
     true_collisions,
 )
 from rmqlab.javahash import index_hash
@@ -410,3 +412,15 @@ def test_key_statistics_edge_cases():
     assert true_collisions(df).values.tolist() == [[0, 2, ["\x00", "polygenelubricants"], 2]]
     with pytest.raises(ValueError):
         hottest_keys(pd.DataFrame({"k": ["a"]}))
+
+
+def test_poisson_expected_slots_is_the_poisson_law_times_the_slots():
+    m, n = 1000, 2500
+    lam = n / m
+    want = [m * math.exp(-lam) * lam**k / math.factorial(k) for k in range(13)]
+    np.testing.assert_allclose(poisson_expected_slots(m, n, 12), want, rtol=1e-12)
+    # for many slots it is the exact binomial expectation of chain_length_theory
+    np.testing.assert_allclose(poisson_expected_slots(5_000_000, 19_999_999, 20),
+                               chain_length_theory(5_000_000, 19_999_999, 20)["slots"], rtol=1e-5)
+    assert poisson_expected_slots(7, 0, 3).tolist() == [7.0, 0.0, 0.0, 0.0]
+    assert np.isfinite(poisson_expected_slots(10, 10**9, 10**6)).all()      # no overflow

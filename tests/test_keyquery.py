@@ -4,10 +4,12 @@ import datetime as dt
 
 import numpy as np
 import pandas as pd
+import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
+from rmqlab.formats.indexfile import LONG_MAX
 from rmqlab.indexservice import IndexService
-from rmqlab.keyquery import query_key
+from rmqlab.keyquery import OneFileIndex, first_with_reason, query_key, result_table
 
 B = 1718000000000
 UTC = dt.timezone.utc
@@ -88,6 +90,59 @@ def test_follow_on_seed_and_skipped_file(tmp_path):
     seed = query_key(s, read, "T", "c", begin=B + 49_000, end=B + 51_000)
     assert seed.broker.empty and reasons(seed) == {300: "missed-time"}
     assert "99000" in seed.diff["detail"].iloc[0] or str(B + 99_000) in seed.diff["detail"].iloc[0]
+
+
+def test_one_file_index_is_select_phy_offset_on_that_file_alone(tmp_path):
+    # 4 entries a file: three files, and a query range no file's header range touches
+    s, read = store(tmp_path, [("T", "k", B + i * 10) for i in range(12)], index_num=5)
+    assert len(s.files) == 3
+    for f in s.files:
+        for cap, max_num in ((64, 64), (2, 64), (64, 3)):
+            q = query_key(OneFileIndex(f, cap), read, "T", "k", max_num=max_num, begin=0, end=B - 1)
+            assert q.trace.result.phy_offsets == []          # stored times are compared ...
+            q = query_key(OneFileIndex(f, cap), read, "T", "k", max_num=max_num)
+            want = f.select_phy_offsets("T#k", min(cap, max_num), 0, LONG_MAX)
+            assert q.trace.result.phy_offsets == want and len(want) == min(cap, max_num, 4)
+            assert [v.name for v in q.trace.files] == [f.path.name]
+            assert q.trace.files[0].after == ("max-num" if min(cap, max_num) <= 4 else "oldest-file")
+    one = query_key(OneFileIndex(s.files[0], 64), read, "T", "k", begin=B + 5_000, end=LONG_MAX)
+    assert one.trace.files[0].action == "searched"            # ... but never the header range
+
+
+def test_result_table_rows_and_reasons_in_both_modes(tmp_path):
+    s, read = store(tmp_path, [("T", "ORDER_Aa1", B), ("T", "ORDER_BB1", B + 10), ("T", "ORDER_Aa1", B + 1700)])
+    q = query_key(s, read, "T", "ORDER_Aa1", begin=B + 1000, end=LONG_MAX)
+    broker = result_table(q, "broker")
+    assert broker.columns.tolist() == ["rank", "phy_offset", "topic", "keys", "uniq_key", "store_time",
+                                       "store_timestamp", "reason"]
+    assert broker["phy_offset"].tolist() == q.trace.result.phy_offsets == [300]
+    verified = result_table(q, "verified")
+    assert verified.columns[0] == "broker_returned" and verified["phy_offset"].tolist() == [300]
+    assert verified["store_time"].tolist() == ["2024-06-10T06:13:21.700Z"]
+    everything = query_key(s, read, "T", "ORDER_Aa1")
+    rows = result_table(everything, "broker")
+    assert dict(zip(rows["phy_offset"], rows["reason"])) == reasons(everything) == {100: "ok", 200: "collision",
+                                                                                    300: "ok"}
+    assert rows["rank"].tolist() == [0, 1, 2]
+    with pytest.raises(ValueError, match="mode must be one of"):
+        result_table(q, "both")
+
+
+def test_first_with_reason_stops_at_the_first_hit(tmp_path):
+    s, read = store(tmp_path, [("T", "ORDER_Aa1", B), ("T", "ORDER_BB1", B + 10), ("T", "ORDER_BB2", B + 20)])
+    asked = []
+
+    def query(m):
+        asked.append(m.phy_offset)
+        return query_key(s, read, "T", "ORDER_Aa1")
+
+    msgs = read(np.array([100, 200, 300]))
+    m, q, row = first_with_reason(msgs.itertuples(), "collision", query)
+    # the query returns both ORDER_Aa1 (ok) and ORDER_BB1 (collision): only the second is a hit
+    assert m.phy_offset == 200 and row.phy_offset == 200 and row.reason == "collision"
+    assert q.key == "ORDER_Aa1" and asked == [100, 200]
+    assert first_with_reason(msgs.itertuples(), "missed-max-num", query) == (None, None, None)
+    assert first_with_reason([], "ok", query) == (None, None, None)
 
 
 TOKENS = ["Aa", "BB", "AaAa", "BBBB", "AaBB", "k", "x"]   # the first five all share String.hashCode

@@ -362,8 +362,8 @@ def test_figures_deterministic():
 
 
 def test_sampled_chain_lengths_figure_draws_a_real_files_histogram(tmp_path):
+    from rmqlab.indexstats import poisson_expected_slots
     from rmqlab.viz.capacity import sampled_chain_lengths_figure
-    from rmqlab.viz.figures import poisson_expected_slots
 
     # 3,000 distinct keys and one key put 400 times: its slot's chain is far beyond the rest
     keys = [f"T#ORDER_{i}" for i in range(3000)] + ["T#HOT"] * 400

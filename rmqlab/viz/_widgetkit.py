@@ -10,7 +10,6 @@ Nothing here keeps a figure open: :func:`figure_png` renders a :class:`matplotli
 """
 from __future__ import annotations
 
-import datetime as _dt
 import html
 import io
 from contextlib import contextmanager
@@ -27,7 +26,6 @@ __all__ = [
     "image_widget",
     "show_figure",
     "clear_image",
-    "ms_to_iso",
     "frame_html",
     "table_html",
     "message_html",
@@ -83,20 +81,6 @@ def clear_image(image: widgets.Image) -> None:
     """Empty `image` and hide it (a browser would draw empty bytes as a broken image)."""
     image.value = b""
     image.layout.display = "none"
-
-
-def ms_to_iso(ms: Any) -> str:
-    """Milliseconds since the epoch as an ISO 8601 UTC time with milliseconds; "" for a missing
-    value.
-
-    >>> ms_to_iso(1718000000005)
-    '2024-06-10T06:13:20.005Z'
-    """
-    if ms is None or (isinstance(ms, float) and np.isnan(ms)) or ms is pd.NA:
-        return ""
-    ms = int(ms)
-    t = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc) + _dt.timedelta(milliseconds=ms)
-    return t.strftime("%Y-%m-%dT%H:%M:%S.") + f"{ms % 1000:03d}Z"
 
 
 def frame_html(frame: pd.DataFrame, *, max_rows: int = 50, caption: str | None = None,

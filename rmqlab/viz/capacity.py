@@ -28,7 +28,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import EngFormatter, FuncFormatter, MaxNLocator
 
 from rmqlab.formats.indexfile import DEFAULT_HASH_SLOT_NUM, DEFAULT_INDEX_NUM, INT_MAX
-from rmqlab.indexstats import chain_length_summary, chain_length_theory
+from rmqlab.indexstats import chain_length_summary, chain_length_theory, poisson_expected_slots
 
 __all__ = [
     "check_configuration",
@@ -340,7 +340,7 @@ def sampled_chain_lengths_figure(histogram, *, title: str | None = None,
     Bars: share of slots (%) with each length, log y axis, so the few long chains of hot keys
     (keys put many times share one slot) stay visible; markers and line: the Poisson share
     ``exp(-λ) λ^k / k!`` with λ = entries / slots, from
-    :func:`rmqlab.viz.figures.poisson_expected_slots`. The legend gives λ, the measured empty
+    :func:`rmqlab.indexstats.poisson_expected_slots`. The legend gives λ, the measured empty
     share and the longest chain. Cost: O(chain lengths).
 
     >>> import pandas as pd
@@ -348,8 +348,6 @@ def sampled_chain_lengths_figure(histogram, *, title: str | None = None,
     >>> [round(float(b.get_height()), 1) for b in fig.axes[0].containers[0]]
     [50.0, 40.0, 10.0]
     """
-    from rmqlab.viz.figures import poisson_expected_slots
-
     try:
         lengths = np.asarray(histogram["chain_length"], dtype=np.int64)
         slots = np.asarray(histogram["slots"], dtype=np.int64)

@@ -33,16 +33,12 @@ import pandas as pd
 from matplotlib.collections import LineCollection
 from matplotlib.figure import Figure
 
-from rmqlab.formats.indexfile import LONG_MAX, IndexFile
-from rmqlab.indexservice import (
-    DEFAULT_MAX_MSGS_NUM_BATCH,
-    DirectoryQueryTrace,
-    FileVisit,
-    QueryOffsetResult,
-)
-from rmqlab.javahash import index_hash_many, index_key
-from rmqlab.keyquery import MODES, REASONS, KeyQuery, query_key
+from rmqlab.indexservice import DEFAULT_MAX_MSGS_NUM_BATCH
+from rmqlab.keyindex import colliding_keys, hash_matching_entries, key_occurrences, suggested_keys
+from rmqlab.keyquery import MODES, REASONS, KeyQuery, OneFileIndex, query_key, result_table
 from rmqlab.store import Store
+from rmqlab.timefmt import ms_to_iso
+from rmqlab.topics import is_system_topic
 from rmqlab.viz._widgetkit import (
     HIGHLIGHT,
     WidgetBase,
@@ -50,7 +46,6 @@ from rmqlab.viz._widgetkit import (
     frame_html,
     image_widget,
     message_html,
-    ms_to_iso,
     progress_bar,
     show_figure,
     working,
@@ -59,120 +54,18 @@ from rmqlab.viz._widgetkit import (
 __all__ = [
     "QueryExplorer",
     "ALL_FILES",
-    "SYSTEM_TOPIC_PREFIXES",
-    "is_system_topic",
-    "key_occurrences",
-    "colliding_keys",
-    "result_table",
     "key_timeline_figure",
 ]
 
 #: The file picker's value for "walk every index file, as queryOffset does".
 ALL_FILES = "all"
 
-#: Topics the broker keeps for itself (TopicValidator and MixAll): not offered unless asked for.
-SYSTEM_TOPICS = frozenset({
-    "SCHEDULE_TOPIC_XXXX", "RMQ_SYS_TRANS_HALF_TOPIC", "RMQ_SYS_TRANS_OP_HALF_TOPIC",
-    "TRANS_CHECK_MAX_TIME_TOPIC", "RMQ_SYS_TRACE_TOPIC", "OFFSET_MOVED_EVENT", "SELF_TEST_TOPIC",
-    "TBW102", "BenchmarkTest", "RMQ_SYS_SELF_TEST_TOPIC",
-})
-SYSTEM_TOPIC_PREFIXES = ("RMQ_SYS_", "rmq_sys_", "%RETRY%", "%DLQ%")
-
-_ROLLBACK = 0xC            # sysFlag & 0xC: rolled-back transactions are never indexed
 _RESULT_ROWS = 100         # rows of the results table shown
 _PROBLEM_LINES = 40        # problem lines under the trace text
 
 _RETURNED = "#2ca02c"
 _MISSED = "#d62728"
 _OUTSIDE = "#9a9a9a"
-
-
-def is_system_topic(topic: str) -> bool:
-    """True for the broker's own topics (SCHEDULE_TOPIC_XXXX, RMQ_SYS_*, %RETRY%..., %DLQ%...).
-
-    >>> is_system_topic("SCHEDULE_TOPIC_XXXX"), is_system_topic("Orders")
-    (True, False)
-    """
-    return topic in SYSTEM_TOPICS or topic.startswith(SYSTEM_TOPIC_PREFIXES)
-
-
-def key_occurrences(messages: pd.DataFrame) -> pd.DataFrame:
-    """One row per (message, key) the broker's buildIndex indexes: the UNIQ_KEY and every
-    non-empty KEYS token split on a space; rolled-back transactions are left out, as buildIndex
-    leaves them out. Columns: topic, key, phy_offset, store_timestamp. A key given twice in one
-    message counts once. Cost: O(messages), vectorized (pandas string split).
-
-    >>> m = pd.DataFrame({"topic": ["T", "T"], "keys": ["a b", None], "uniq_key": ["U1", "U2"],
-    ...                   "phy_offset": [0, 100], "store_timestamp": [5, 6], "sys_flag": [0, 0]})
-    >>> key_occurrences(m)["key"].tolist()
-    ['U1', 'U2', 'a', 'b']
-    """
-    cols = ["topic", "key", "phy_offset", "store_timestamp"]
-    if messages.empty:
-        return pd.DataFrame(columns=cols)
-    m = messages[(messages["sys_flag"].to_numpy(np.int64) & _ROLLBACK) != _ROLLBACK]
-    base = m[["topic", "phy_offset", "store_timestamp"]]
-    uniq = base.assign(key=m["uniq_key"])[m["uniq_key"].notna().to_numpy()]
-    tokens = base.assign(key=m["keys"].str.split(" ")).explode("key")
-    tokens = tokens[tokens["key"].notna() & (tokens["key"] != "")]
-    out = pd.concat([uniq, tokens], ignore_index=True)[cols]
-    return out.drop_duplicates(["phy_offset", "key"]).reset_index(drop=True)
-
-
-def colliding_keys(occurrences: pd.DataFrame) -> pd.DataFrame:
-    """The distinct ``topic#key`` strings of `occurrences` whose stored index hash is shared with
-    another distinct ``topic#key``: the broker returns one for the other. Columns: topic, key,
-    index_key, hash, shares_with (how many other keys have that hash); sorted by hash, then key.
-    Cost: one vectorized String.hashCode over the distinct keys.
-
-    >>> occ = pd.DataFrame({"topic": ["T"] * 3, "key": ["Aa", "BB", "c"]})
-    >>> colliding_keys(occ)[["key", "shares_with"]].values.tolist()
-    [['Aa', 1], ['BB', 1]]
-    """
-    cols = ["topic", "key", "index_key", "hash", "shares_with"]
-    if occurrences.empty:
-        return pd.DataFrame(columns=cols)
-    distinct = occurrences[["topic", "key"]].drop_duplicates().reset_index(drop=True)
-    full = (distinct["topic"] + "#" + distinct["key"]).to_numpy(dtype=object)
-    distinct["index_key"] = full
-    distinct["hash"] = index_hash_many(full).astype(np.int64)
-    size = distinct.groupby("hash")["index_key"].transform("size")
-    out = distinct[size > 1].assign(shares_with=(size[size > 1] - 1).astype(np.int64))
-    return out.sort_values(["hash", "key"]).reset_index(drop=True)[cols]
-
-
-def result_table(kq: KeyQuery, mode: str) -> pd.DataFrame:
-    """The rows the explorer's results table shows for `mode` ("broker" or "verified").
-
-    broker: ``rank`` (order the broker returned), ``phy_offset``, ``topic``, ``keys``,
-    ``uniq_key``, ``store_time`` (the message's real store time, ISO with milliseconds),
-    ``store_timestamp`` (ms) and ``reason`` (:data:`rmqlab.keyquery.REASONS` key: "ok",
-    "collision", "outside-time-range"). verified: ``broker_returned`` instead of ``rank``, and
-    reasons "ok" or "missed-*". A broker offset where no message starts has empty message
-    columns.
-    """
-    if mode not in MODES:
-        raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
-    reasons = kq.diff.drop_duplicates("phy_offset").set_index("phy_offset")["reason"]
-    if mode == "broker":
-        frame = kq.broker
-        first = ("rank", frame["rank"].to_numpy())
-        phy = np.asarray(kq.trace.result.phy_offsets, dtype=np.int64)
-    else:
-        frame = kq.verified
-        first = ("broker_returned", frame["broker_returned"].to_numpy(bool))
-        phy = frame["phy_offset"].to_numpy(np.int64)
-    ts = frame["store_timestamp"]
-    return pd.DataFrame({
-        first[0]: first[1],
-        "phy_offset": phy,
-        "topic": frame["topic"].to_numpy(object),
-        "keys": frame["keys"].to_numpy(object),
-        "uniq_key": frame["uniq_key"].to_numpy(object),
-        "store_time": [ms_to_iso(t) for t in ts],
-        "store_timestamp": ts.astype("Int64").to_numpy(),
-        "reason": reasons.reindex(phy).to_numpy(object),
-    })
 
 
 def key_timeline_figure(real_ms: np.ndarray, real_returned: np.ndarray, stored_ms: np.ndarray,
@@ -233,28 +126,6 @@ def key_timeline_figure(real_ms: np.ndarray, real_returned: np.ndarray, stored_m
     ax.set_title(title or "green: returned   red: in [begin, end] but missed   grey: outside   "
                           "dotted: whole seconds", fontsize=7, loc="left")
     return fig
-
-
-class _OneFileIndex:
-    """An index 'folder' of one file for :func:`rmqlab.keyquery.query_key`: the broker's
-    selectPhyOffset on that file alone (no isTimeMatched check, max_num capped at 64 as
-    queryOffset caps it), recorded as a one-file :class:`DirectoryQueryTrace`."""
-
-    def __init__(self, f: IndexFile, max_msgs_num_batch: int):
-        self.files = [f]
-        self.max_msgs_num_batch = max_msgs_num_batch
-
-    def trace_query(self, topic: str, key: str, max_num: int, begin: int, end: int) -> DirectoryQueryTrace:
-        f = self.files[0]
-        h = f.header
-        capped = min(int(max_num), self.max_msgs_num_batch)
-        t = f.trace_query(index_key(topic, key), capped, begin, end)
-        after = "max-num" if len(t.results) >= capped else "oldest-file"
-        visit = FileVisit(0, f.path.name, h.begin_timestamp, h.end_timestamp, h.index_count, "searched",
-                          after, t, list(t.results))
-        return DirectoryQueryTrace(index_key(topic, key), max_num, capped, begin, end, [visit],
-                                   QueryOffsetResult(list(t.results), h.end_timestamp, h.end_phy_offset),
-                                   after)
 
 
 class QueryExplorer(WidgetBase):
@@ -429,11 +300,8 @@ class QueryExplorer(WidgetBase):
         (messages per key, ties by key), then its keys whose hash collides with another key's.
         Computed once per topic."""
         if topic not in self._suggestion_cache:
-            occ = self.occurrences[self.occurrences["topic"] == topic]
-            counts = occ.groupby("key").size().reset_index(name="messages")
-            hot = counts.sort_values(["messages", "key"], ascending=[False, True])["key"].head(self.suggestions)
-            colliding = self.collisions[self.collisions["topic"] == topic]["key"]
-            self._suggestion_cache[topic] = list(dict.fromkeys([*hot, *colliding.head(self.suggestions)]))
+            self._suggestion_cache[topic] = suggested_keys(self.occurrences, self.collisions, topic,
+                                                           self.suggestions)
         return self._suggestion_cache[topic]
 
     @property
@@ -546,7 +414,7 @@ class QueryExplorer(WidgetBase):
             chosen = [f for f in idx.files if f.path.name == file_name]
             if not chosen:
                 raise FileNotFoundError(f"index file {file_name} is no longer in {self.store.index_dir}")
-            one = _OneFileIndex(chosen[0], idx.max_msgs_num_batch)
+            one = OneFileIndex(chosen[0], idx.max_msgs_num_batch)
             return query_key(one, lambda offs: self.store.read_at(offs), topic, key, begin=begin, end=end,
                              max_num=max_num)
 
@@ -605,18 +473,9 @@ class QueryExplorer(WidgetBase):
     def _stored_times(self, kq: KeyQuery) -> tuple[np.ndarray, np.ndarray]:
         """CommitLog offset and stored time (ms) of every index entry whose hash matches the key,
         in the files the query could search (all, or the picked one)."""
-        full_key = index_key(kq.topic, kq.key)
-        phy, ms = [], []
         with self.store.index() as idx:
-            for f in idx.files:
-                if self.file_picker.value not in (ALL_FILES, f.path.name):
-                    continue
-                walk = f.trace_query(full_key, 2**31 - 1, 0, LONG_MAX)
-                for s in walk.steps:
-                    if s.hash_match:
-                        phy.append(s.phy_offset)
-                        ms.append(s.time_read)
-        return np.asarray(phy, dtype=np.int64), np.asarray(ms, dtype=np.int64)
+            files = [f for f in idx.files if self.file_picker.value in (ALL_FILES, f.path.name)]
+            return hash_matching_entries(files, kq.topic, kq.key)
 
 
 def _as_store(store: Store | str | os.PathLike | None, options: dict[str, Any] | None) -> Store:

@@ -32,7 +32,6 @@ __all__ = [
     "chain_length_histogram_figure",
     "entries_over_time",
     "file_stats_figure",
-    "poisson_expected_slots",
 ]
 
 PathOrFile = Union[str, os.PathLike, IndexFile]
@@ -255,24 +254,6 @@ def colour_cap(lengths: np.ndarray) -> int:
 # ------------------------------------------------------------------------------ chains
 
 
-def poisson_expected_slots(hash_slot_num: int, entries: int, max_length: int) -> np.ndarray:
-    """Expected number of slots with 0..max_length entries when `entries` uniformly random
-    hashes fall into `hash_slot_num` slots, in the Poisson approximation:
-    ``hash_slot_num * exp(-λ) λ^k / k!`` with ``λ = entries / hash_slot_num``.
-    Computed in log space (no overflow for large k or λ). Cost: O(max_length).
-
-    >>> poisson_expected_slots(10, 10, 2).round(3).tolist()
-    [3.679, 3.679, 1.839]
-    """
-    m, n = int(hash_slot_num), int(entries)
-    k = np.arange(int(max_length) + 1, dtype=np.float64)
-    if n <= 0:
-        return np.where(k == 0, float(m), 0.0)
-    lam = n / m
-    log_fact = np.concatenate([[0.0], np.cumsum(np.log(k[1:]))])      # log k!
-    return m * np.exp(k * math.log(lam) - lam - log_fact)
-
-
 def chain_length_histogram_figure(path_or_file: PathOrFile, *, hash_slot_num: int | None = None,
                                   index_num: int | None = None, log: bool = False,
                                   figsize: tuple[float, float] = (7.0, 4.5)) -> Figure:
@@ -283,9 +264,9 @@ def chain_length_histogram_figure(path_or_file: PathOrFile, *, hash_slot_num: in
     Line with markers: the Poisson expectation ``slots x pmf(k; λ)`` with
     ``λ = entries / hash_slot_num``, for k = 0 .. ``ceil(λ + 8 sqrt(λ) + 8)`` (beyond that
     the expectation is below 1e-6 slots for any file size RocketMQ allows), computed by
-    :func:`poisson_expected_slots`. The legend gives λ. `log` puts the y axis on a log scale
-    (zero-height bars and vanishing expectations are then simply not drawn), which shows the
-    tail where hot keys and bad hashes live.
+    :func:`rmqlab.indexstats.poisson_expected_slots`. The legend gives λ. `log` puts the y axis
+    on a log scale (zero-height bars and vanishing expectations are then simply not drawn),
+    which shows the tail where hot keys and bad hashes live.
 
     `path_or_file` and the geometry arguments as :func:`slot_chain_lengths`.
     Cost: that of :func:`~rmqlab.indexstats.chain_length_histogram` plus drawing: about
@@ -313,7 +294,7 @@ def chain_length_histogram_figure(path_or_file: PathOrFile, *, hash_slot_num: in
     n = int((lengths * slots).sum())
     lam = n / m
     k_max = math.ceil(lam + 8 * math.sqrt(lam) + 8) if n else 1
-    expected = poisson_expected_slots(m, n, k_max)
+    expected = indexstats.poisson_expected_slots(m, n, k_max)
 
     fig = Figure(figsize=figsize, layout="constrained")
     ax = fig.subplots()

@@ -32,12 +32,12 @@ import pandas as pd
 from matplotlib import colormaps
 
 from rmqlab.formats.indexfile import IndexFile
+from rmqlab.timefmt import ms_to_iso
 from rmqlab.viz._widgetkit import (
     WidgetBase,
     frame_html,
     image_widget,
     message_html,
-    ms_to_iso,
     progress_bar,
     show_figure,
     working,

@@ -1,0 +1,58 @@
+"""Store times (milliseconds since the epoch, as the broker keeps them) as readable UTC text.
+
+Millisecond times are how every message, index header and query range in this package speaks;
+people read them as clock times. Both formatters keep the milliseconds, because the difference
+between a store time and the whole second the index keeps for it is the point of most tables.
+"""
+from __future__ import annotations
+
+import datetime as _dt
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+__all__ = ["ms_to_iso", "ms_to_clock", "utc_text_to_ms"]
+
+_EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
+
+
+def ms_to_iso(ms: Any) -> str:
+    """Milliseconds since the epoch as an ISO 8601 UTC time with milliseconds; "" for a missing
+    value.
+
+    >>> ms_to_iso(1718000000005)
+    '2024-06-10T06:13:20.005Z'
+    """
+    if ms is None or (isinstance(ms, float) and np.isnan(ms)) or ms is pd.NA:
+        return ""
+    ms = int(ms)
+    t = _EPOCH + _dt.timedelta(milliseconds=ms)
+    return t.strftime("%Y-%m-%dT%H:%M:%S.") + f"{ms % 1000:03d}Z"
+
+
+def ms_to_clock(ms: Any) -> str:
+    """Milliseconds since the epoch as the UTC time of day, HH:MM:SS.mmm (no date): short enough
+    for a sentence about times a few seconds apart.
+
+    >>> ms_to_clock(1718000000005)
+    '06:13:20.005'
+    """
+    return pd.Timestamp(int(ms), unit="ms", tz="UTC").strftime("%H:%M:%S.%f")[:-3]
+
+
+def utc_text_to_ms(text: str) -> int:
+    """A time written as ISO 8601 text, UTC unless it names an offset, as milliseconds since the
+    epoch: the inverse of :func:`ms_to_iso`. Exact (integer arithmetic, no float rounding).
+
+    >>> utc_text_to_ms("2024-06-10 10:00:00.500")
+    1718013600500
+    >>> utc_text_to_ms(ms_to_iso(1718000000005))
+    1718000000005
+
+    Raises ValueError for text that is not an ISO 8601 time.
+    """
+    t = _dt.datetime.fromisoformat(text)
+    if t.tzinfo is None:
+        t = t.replace(tzinfo=_dt.timezone.utc)
+    return (t - _EPOCH) // _dt.timedelta(milliseconds=1)
