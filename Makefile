@@ -9,7 +9,7 @@ APP_PORT ?= 8866
 APP_TOKEN ?= $(shell python3 -c 'import secrets; print(secrets.token_hex(24))')
 ALLOW_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root,)
 
-.PHONY: test lab app java chromium bench bench-store bench-spark conformance data clean
+.PHONY: test check lab app java chromium bench bench-store bench-spark conformance data clean
 
 $(STAMP): pyproject.toml setup.py .ci/install-kernel $(wildcard rmqlab/_native/*.c rmqlab/_native/*.h)
 	@test -x $(VPY) || $(PY) -m venv $(VENV)
@@ -40,6 +40,12 @@ chromium:
 
 test: $(STAMP) java chromium
 	$(VPY) -m pytest -q
+
+# Lint (ruff: pyflakes, pycodestyle, bugbear, isort, pyupgrade) and types (mypy on the formats and
+# the dispatch rules); CI runs this before the tests.
+check: $(STAMP)
+	$(VENV)/bin/ruff check rmqlab tests benchmarks
+	$(VENV)/bin/mypy
 
 # JupyterLab on http://127.0.0.1:$(LAB_PORT)/ (the URL with its token is printed), opening the
 # notebook index notebooks/README.md.
