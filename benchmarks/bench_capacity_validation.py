@@ -19,8 +19,9 @@ import math
 import time
 from pathlib import Path
 
-from rmqlab.capacity.validation import SCENARIO_NAMES, SCENARIOS, SIZES, validate
 from common import machine, publish
+
+from rmqlab.capacity.validation import SCENARIO_NAMES, SCENARIOS, SIZES, validate
 
 HERE = Path(__file__).resolve().parent
 

@@ -32,9 +32,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from rmqlab.crash import PHASES, CrashConfig, losses_figure, run_trials, summary_markdown
-
 from common import machine, publish
+
+from rmqlab.crash import CrashConfig, losses_figure, run_trials, summary_markdown
 
 HERE = Path(__file__).resolve().parent
 OUT = HERE / "out" / "crash"

@@ -31,10 +31,10 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+from common import machine, publish
 
 import rmqlab
 from rmqlab.formats.indexfile import DEFAULT_HASH_SLOT_NUM, DEFAULT_INDEX_NUM, Geometry, IndexFile
-from common import machine, publish
 
 HERE = Path(__file__).resolve().parent
 OUT = HERE / "out"

@@ -22,12 +22,11 @@ import time
 from pathlib import Path
 
 import numpy as np
+from common import machine, publish
 
 from rmqlab.formats import commitlog as cl
 from rmqlab.store import Store, generate_store
 from rmqlab.workload import Workload
-
-from common import machine, publish
 
 HERE = Path(__file__).resolve().parent
 OUT = HERE / "out" / "store"

@@ -31,6 +31,7 @@ import matplotlib
 matplotlib.use("Agg")
 
 import numpy as np
+from common import machine, publish
 
 import rmqlab
 from rmqlab.formats.indexfile import DEFAULT_HASH_SLOT_NUM, DEFAULT_INDEX_NUM
@@ -40,7 +41,6 @@ from rmqlab.viz import (
     slot_chain_lengths,
     slot_occupancy_image,
 )
-from common import machine, publish
 
 HERE = Path(__file__).resolve().parent
 OUT = HERE / "out" / "viz"

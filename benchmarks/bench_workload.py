@@ -20,23 +20,23 @@ Run:  python benchmarks/bench_workload.py [--messages 2000000] [--cpu 0]
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 import contextlib
 import datetime as dt
 import io
-import sys
 import json
 import os
 import shutil
+import sys
 import tempfile
 import time
+from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
+from common import machine
 
 import rmqlab
 from rmqlab.workload import BLOCK_MESSAGES, Workload, generate_chunks
-from common import machine
 
 SMALL = dict(rate=100_000.0, body_median=100, body_max=256)
 FEATURES = dict(SMALL, producers=16, topics=("Orders", "Payments", "Audit"), ipv6_fraction=0.25,

@@ -36,11 +36,11 @@ with atheris.instrument_imports(include=["rmqlab"]):
     import rmqlab.formats.commitlog  # noqa: F401
     import rmqlab.formats.consumequeue  # noqa: F401
     import rmqlab.formats.indexfile  # noqa: F401
-    import rmqlab.kafka.index  # noqa: F401
-    import rmqlab.kafka.log  # noqa: F401
     import rmqlab.formats.msgid  # noqa: F401
     import rmqlab.indexservice  # noqa: F401
     import rmqlab.indexstats  # noqa: F401  (file_report: the heavy calls)
+    import rmqlab.kafka.index  # noqa: F401
+    import rmqlab.kafka.log  # noqa: F401
 
 import fuzz_support as fs  # noqa: E402
 

@@ -23,8 +23,9 @@ import json
 import logging
 import re
 import sys
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -47,7 +48,7 @@ log = logging.getLogger("rmqlab")
 def _utc(ms: int) -> str | None:
     """ISO-8601 UTC for a ms timestamp; None when out of datetime's range."""
     try:
-        return _dt.datetime.fromtimestamp(ms / 1000, _dt.timezone.utc).isoformat(timespec="milliseconds")
+        return _dt.datetime.fromtimestamp(ms / 1000, _dt.UTC).isoformat(timespec="milliseconds")
     except (OverflowError, OSError, ValueError):
         return None
 

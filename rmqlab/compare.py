@@ -48,15 +48,23 @@ import pandas as pd
 
 from rmqlab.capacity.kafka import KafkaConfig, kafka_estimate
 from rmqlab.formats import consumequeue as cq
-from rmqlab.kafka import index as kidx
 from rmqlab.formats.commitlog import DEFAULT_FILE_SIZE as COMMITLOG_FILE_SIZE
 from rmqlab.formats.commitlog import HEAD as COMMITLOG_HEAD
 from rmqlab.formats.commitlog import PORT as COMMITLOG_PORT
 from rmqlab.formats.commitlog import STORE_TIME as COMMITLOG_STORE_TIME
-from rmqlab.formats.indexfile import DEFAULT_HASH_SLOT_NUM, DEFAULT_INDEX_NUM, ENTRY, HEADER, LONG_MAX, SLOT
-from rmqlab.formats.indexfile import Geometry, read_header
-from rmqlab.kafka.log import RECORD_BATCH_OVERHEAD, records_from_workload
+from rmqlab.formats.indexfile import (
+    DEFAULT_HASH_SLOT_NUM,
+    DEFAULT_INDEX_NUM,
+    ENTRY,
+    HEADER,
+    LONG_MAX,
+    SLOT,
+    Geometry,
+    read_header,
+)
 from rmqlab.indexservice import DEFAULT_MAX_MSGS_NUM_BATCH
+from rmqlab.kafka import index as kidx
+from rmqlab.kafka.log import RECORD_BATCH_OVERHEAD, records_from_workload
 from rmqlab.kafka.partition import (
     DEFAULT_SEGMENT_BYTES,
     DEFAULT_SEGMENT_INDEX_BYTES,
@@ -190,7 +198,7 @@ class SideBySide:
             self._cq.close()
             self._cq = None
 
-    def __enter__(self) -> "SideBySide":
+    def __enter__(self) -> SideBySide:
         return self
 
     def __exit__(self, *exc) -> None:

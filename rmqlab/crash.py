@@ -64,9 +64,10 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -108,7 +109,7 @@ __all__ = [
 
 PHASES = ("generate", "dispatch", "bulk")
 TRIGGERS = ("write", "time")
-_UTC = _dt.timezone.utc
+_UTC = _dt.UTC
 
 
 @dataclass(frozen=True)
@@ -154,7 +155,7 @@ class CrashConfig:
         return json.dumps(dataclasses.asdict(self))
 
     @classmethod
-    def from_json(cls, text: str) -> "CrashConfig":
+    def from_json(cls, text: str) -> CrashConfig:
         d = json.loads(text)
         d["topics"] = tuple(d["topics"])
         return cls(**d)
@@ -261,7 +262,7 @@ def _creator_times(rows, cap: int, store_ts: np.ndarray) -> list[int]:
     return out
 
 
-def bulk_index(root: str | os.PathLike, config: "CrashConfig") -> list[Path]:
+def bulk_index(root: str | os.PathLike, config: CrashConfig) -> list[Path]:
     """The bulk phase's work: build the index folder of a store in one go with
     :func:`rmqlab.indexservice.bulk_build` (files named as ``Store.dispatch`` names them: by the
     store time of the message creating each), then set the checkpoint's indexMsgTimestamp as

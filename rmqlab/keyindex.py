@@ -9,7 +9,7 @@ should have found. Everything is in milliseconds since the epoch unless a name s
 """
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
 
 import numpy as np
 import pandas as pd

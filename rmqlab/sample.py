@@ -38,8 +38,9 @@ import os
 import shutil
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from rmqlab.store import Store, generate_store
 from rmqlab.workload import Workload
@@ -109,7 +110,7 @@ SAMPLE_STORE_OPTIONS: dict[str, Any] = {
     "hash_slot_num": 1024,
     "index_num": 8192,
     "commitlog_file_size": 1 << 20,
-    "tz": _dt.timezone.utc,
+    "tz": _dt.UTC,
 }
 
 _STORE_ENTRIES = {"commitlog", "consumequeue", "index", "checkpoint"}
@@ -178,7 +179,7 @@ def read_manifest(path: str | os.PathLike) -> dict[str, str]:
             continue
         digest, sep, name = line.partition(" ")
         if not sep or len(digest) != 64 or any(c not in "0123456789abcdef" for c in digest) \
-                or not name[:1] in (" ", "*") or not name[1:]:
+                or name[:1] not in (" ", "*") or not name[1:]:
             raise ValueError(f"{path}:{n}: not a sha256sum line: {line!r}")
         name = name[1:]
         if name in out:

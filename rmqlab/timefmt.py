@@ -14,7 +14,7 @@ import pandas as pd
 
 __all__ = ["ms_to_iso", "ms_to_clock", "utc_text_to_ms"]
 
-_EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
+_EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.UTC)
 
 
 def ms_to_iso(ms: Any) -> str:
@@ -54,5 +54,5 @@ def utc_text_to_ms(text: str) -> int:
     """
     t = _dt.datetime.fromisoformat(text)
     if t.tzinfo is None:
-        t = t.replace(tzinfo=_dt.timezone.utc)
+        t = t.replace(tzinfo=_dt.UTC)
     return (t - _EPOCH) // _dt.timedelta(milliseconds=1)

@@ -42,12 +42,13 @@ import shutil
 import signal
 import sys
 import time
-import tracemalloc
 import traceback
+import tracemalloc
 import zlib
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -98,7 +99,7 @@ class Seed:
     data: bytes
     fields: list[Field] = field(default_factory=list)
     hot: list[int] = field(default_factory=list)
-    special: Callable[[Any, "Seed"], list[tuple]] | None = None
+    special: Callable[[Any, Seed], list[tuple]] | None = None
     meta: dict = field(default_factory=dict)
 
 
@@ -308,7 +309,7 @@ class Runner:
     check runs on every k-th input (0 = never).
     """
 
-    def __init__(self, target: "Target", workdir: str | os.PathLike, *, fail_fast: bool = True,
+    def __init__(self, target: Target, workdir: str | os.PathLike, *, fail_fast: bool = True,
                  timeout: float = 10.0, heavy_every: int | None = None, mem_every: int = 8,
                  watchdog: float = 600.0, everything: bool = False):
         self.target = target
@@ -1071,7 +1072,7 @@ class CheckpointTarget(Target):
         if cp is None:
             return
         cp.min_timestamp, cp.min_timestamp_index, cp.recovery_timestamp(True), cp.layout, cp.as_dict()
-        tz = rng.choice((dt.timezone.utc, dt.timezone(dt.timedelta(hours=14)), dt.timezone(-dt.timedelta(hours=12)), None))
+        tz = rng.choice((dt.UTC, dt.timezone(dt.timedelta(hours=14)), dt.timezone(-dt.timedelta(hours=12)), None))
         rt.call("describe", cp.describe, tz)
         rt.call("times", cp.times)
 

@@ -22,9 +22,9 @@ import subprocess
 import sys
 import time
 import urllib.request
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
 
 import pytest
 from browser_support import ARTIFACTS, ROOT, launch, require_chromium

@@ -4,7 +4,8 @@ since the last one; roll on size, full index, or segment.ms)."""
 from __future__ import annotations
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from rmqlab.capacity.kafka import KafkaConfig, kafka_estimate
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import tomllib
 
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
 from rmqlab.capacity.plan import (
     EXAMPLE_PLAN_TOML,

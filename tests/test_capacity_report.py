@@ -20,7 +20,8 @@ matplotlib.use("Agg")
 
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
-from hypothesis import given, settings, strategies as st  # noqa: E402
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st
 
 from rmqlab.capacity import EXAMPLE_PLAN_TOML, estimate, kafka_estimate, monte_carlo, parse_plan  # noqa: E402
 from rmqlab.capacity.report import (  # noqa: E402

@@ -3,8 +3,6 @@
 must not, and the measurement itself agrees with the format's own readers."""
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import pytest
 

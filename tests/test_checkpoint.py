@@ -11,7 +11,8 @@ import os
 import struct
 
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from rmqlab.errors import FormatError, GeometryError, TruncatedFileError
 from rmqlab.formats.checkpoint import (
@@ -166,9 +167,9 @@ def test_read_only_open_leaves_bytes_and_mtime(tmp_path):
 
 def test_human_readable_times():
     cp = StoreCheckpoint(1718000000123, 0, 1718000000000)
-    assert time_millis_to_human_string(1718000000123, dt.timezone.utc) == "20240610061320123"
+    assert time_millis_to_human_string(1718000000123, dt.UTC) == "20240610061320123"
     assert cp.times()["physic_msg_timestamp"] == dt.datetime(2024, 6, 10, 6, 13, 20, 123000,
-                                                              tzinfo=dt.timezone.utc)
+                                                              tzinfo=dt.UTC)
     assert cp.times()["logics_msg_timestamp"] is None
     text = cp.describe()
     assert "20240610061320123" in text and "never set" in text and "cannot tell" in text

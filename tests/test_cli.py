@@ -12,10 +12,10 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from reference_model import java_hash as jhash
 
 from rmqlab.cli import main
 from rmqlab.indexservice import IndexService
-from reference_model import java_hash as jhash
 
 REPO = Path(__file__).resolve().parent.parent
 GOLDEN = REPO / "tests" / "data" / "golden"
@@ -142,7 +142,7 @@ def test_query_file_trace(capsys):
 
 def build_dir(tmp_path):
     clock = iter(range(T0, T0 + 10**6, 1000)).__next__
-    with IndexService(tmp_path, 8, 4, read_only=False, clock=clock, tz=dt.timezone.utc) as svc:
+    with IndexService(tmp_path, 8, 4, read_only=False, clock=clock, tz=dt.UTC) as svc:
         for i in range(10):
             svc.put_message("T", 100 * i, T0 + 1000 * i, keys="k other", uniq_key=f"ID{i}")
     return IndexService(tmp_path, 8, 4)

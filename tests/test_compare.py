@@ -9,10 +9,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
-from rmqlab.formats.indexfile import IndexFile, read_header
-from rmqlab.kafka.log import read_batches, read_records
 from rmqlab.compare import (
     COST_COLUMNS,
     build_side_by_side,
@@ -23,7 +22,9 @@ from rmqlab.compare import (
     lookup_costs,
     time_semantics,
 )
+from rmqlab.formats.indexfile import IndexFile, read_header
 from rmqlab.javahash import index_hash, index_key
+from rmqlab.kafka.log import read_batches, read_records
 from rmqlab.kafka.rebuild import expected_entries
 from rmqlab.viz.kafka import index_bytes_figure, lookup_cost_figure, sparse_index_figure
 

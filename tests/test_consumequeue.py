@@ -14,7 +14,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from rmqlab.errors import CorruptIndexError, FormatError, GeometryError, TruncatedFileError
 from rmqlab.formats.consumequeue import (

@@ -16,13 +16,13 @@ import pytest
 
 import rmqlab.errors as errors
 from rmqlab.formats import commitlog as cl
-from rmqlab.kafka import index as kx
-from rmqlab.kafka import log as kl
 from rmqlab.formats import msgid as mi
 from rmqlab.formats.checkpoint import read_checkpoint
 from rmqlab.formats.consumequeue import ConsumeQueue
 from rmqlab.formats.indexfile import IndexFile
 from rmqlab.javahash import index_hash
+from rmqlab.kafka import index as kx
+from rmqlab.kafka import log as kl
 
 CORPUS = Path(__file__).parent / "data" / "corrupt"
 MANIFEST = json.loads((CORPUS / "expected.json").read_text(encoding="utf-8"))

@@ -52,7 +52,7 @@ from rmqlab.store import Store, generate_store
 from rmqlab.verify import verify_path
 from rmqlab.workload import Workload
 
-UTC = dt.timezone.utc
+UTC = dt.UTC
 CONFIG = CrashConfig()
 TRIALS = 12
 

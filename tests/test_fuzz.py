@@ -39,10 +39,10 @@ import shutil
 import tempfile
 import time
 
-import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
-
 import fuzz_support as fs
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 BUDGET = fs.budget()                                       # inputs per format
 SWARM = 64                                                 # inputs per hypothesis example

@@ -17,7 +17,7 @@ from rmqlab.javahash import index_hash, index_hash_many, index_key
 from rmqlab.store import generate_store
 from rmqlab.workload import SCHEMA, Workload, generate
 
-UTC = dt.timezone.utc
+UTC = dt.UTC
 SMALL = dict(commitlog_file_size=1 << 16, hash_slot_num=64, index_num=512, tz=UTC)
 
 # the columns generate() sets that the CommitLog stores (prepared_index becomes an offset;

@@ -18,7 +18,10 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from reference_model import java_hash as jhash
+from reference_model import stored_hash
 
 import rmqlab
 from rmqlab import (
@@ -30,7 +33,6 @@ from rmqlab import (
     read_header,
 )
 from rmqlab.formats.indexfile import time_diff_seconds
-from reference_model import java_hash as jhash, stored_hash
 
 LONG_MIN, LONG_MAX = -(2**63), 2**63 - 1
 INT_MIN, INT_MAX = -(2**31), 2**31 - 1

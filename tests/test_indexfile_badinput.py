@@ -12,7 +12,9 @@ import struct
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from reference_model import stored_hash
 
 from rmqlab import (
     CorruptIndexError,
@@ -23,7 +25,6 @@ from rmqlab import (
     read_header,
 )
 from rmqlab.errors import FormatError
-from reference_model import stored_hash
 
 LONG_MAX = 2**63 - 1
 GOLDEN = Path(__file__).parent / "data" / "golden"

@@ -9,7 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 import struct
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 import numpy as np
@@ -36,7 +36,7 @@ def test_all_golden_cases_found():
     assert {"basic", "collisions", "ctor_carryover", "empty", "fill_5000", "full"} <= set(CASES)
 
 
-@lru_cache(maxsize=None)
+@cache
 def load(name: str) -> dict:
     # json reads integers exactly (arbitrary precision), never through float
     return json.loads((GOLDEN / name / "case.json").read_text(encoding="utf-8"))
@@ -46,7 +46,7 @@ def golden_path(name: str) -> Path:
     return GOLDEN / name / load(name)["fileName"]
 
 
-@lru_cache(maxsize=None)
+@cache
 def golden_bytes(name: str) -> bytes:
     return golden_path(name).read_bytes()
 

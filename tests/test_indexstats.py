@@ -20,7 +20,9 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from reference_model import stored_hash
 
 from rmqlab import CorruptIndexError, GeometryError, IndexFile, TruncatedFileError
 from rmqlab.errors import FormatError
@@ -42,9 +44,7 @@ from rmqlab.indexstats import (
 )
 from rmqlab.javahash import index_hash
 
-from reference_model import stored_hash
-
-UTC = dt.timezone.utc
+UTC = dt.UTC
 HSN, INUM = 61, 1000
 CAP = INUM - 1
 T0 = 1_718_000_000_000

@@ -14,7 +14,10 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from reference_model import java_hash as ref_hash
+from reference_model import utf16_units
 
 from rmqlab import _jhash
 from rmqlab.javahash import (
@@ -24,8 +27,6 @@ from rmqlab.javahash import (
     java_hash,
     java_hash_many,
 )
-
-from reference_model import java_hash as ref_hash, utf16_units
 
 GOLDEN = json.loads(
     (Path(__file__).parent / "data" / "golden" / "java_string_hashcode.json").read_text("utf-8")

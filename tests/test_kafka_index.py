@@ -9,7 +9,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from rmqlab.errors import CorruptIndexError, FormatError, RmqlabError
 from rmqlab.kafka.index import (

@@ -15,7 +15,8 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from rmqlab import _crc32c
 from rmqlab.errors import FormatError, RmqlabError, TruncatedFileError

@@ -11,7 +11,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from rmqlab.kafka import index as kidx
 from rmqlab.kafka.log import encode_batches, read_batches, read_records

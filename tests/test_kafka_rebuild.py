@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from rmqlab.kafka.rebuild import batch_table, compare, expected_entries
 
@@ -80,9 +81,10 @@ def test_a_pre_38_time_entry_is_explained_and_a_wrong_one_is_not():
 import shutil
 from pathlib import Path
 
+from snapshot_support import snapshot
+
 from rmqlab.kafka.index import TIME_ENTRY, read_offset_index, read_time_index
 from rmqlab.kafka.rebuild import rebuild_indexes, verify_directory, verify_segment
-from snapshot_support import snapshot
 
 REAL = Path(__file__).resolve().parents[2] / "shared" / "real-data" / "kafka"
 needs_real = pytest.mark.skipif(not REAL.is_dir(), reason=f"real Kafka segments not present at {REAL} "

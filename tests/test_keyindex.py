@@ -11,6 +11,7 @@ import datetime as dt
 import numpy as np
 import pandas as pd
 import pytest
+from reference_model import stored_hash
 
 from rmqlab.indexservice import IndexService
 from rmqlab.keyindex import (
@@ -22,10 +23,9 @@ from rmqlab.keyindex import (
     key_occurrences,
     suggested_keys,
 )
-from reference_model import stored_hash
 
 B = 1_718_000_000_250          # a begin timestamp with milliseconds: stored times lag by 0-999 ms
-UTC = dt.timezone.utc
+UTC = dt.UTC
 
 
 def messages(rows):

@@ -10,7 +10,7 @@ from rmqlab.indexservice import ExpandedKeys, IndexService, bulk_build, expand_c
 
 pytestmark = pytest.mark.jvm
 
-UTC = datetime.timezone.utc
+UTC = datetime.UTC
 HSN, INUM = 61, 1000
 CAP = INUM - 1
 

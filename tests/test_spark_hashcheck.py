@@ -3,7 +3,6 @@ agrees with java.util.Objects.hashCode, and a wrong hash is caught."""
 import random
 
 import pytest
-
 from reference_model import java_hash as model_hash
 
 pytestmark = pytest.mark.jvm

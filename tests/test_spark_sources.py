@@ -15,7 +15,7 @@ from rmqlab.indexservice import ExpandedKeys, bulk_build, expand_columns
 from rmqlab.spark.sources import KEY_SCHEMA, MESSAGE_SCHEMA, StoreSource, WorkloadSource
 from rmqlab.workload import Workload
 
-UTC = datetime.timezone.utc
+UTC = datetime.UTC
 FILE = 64 * 1024
 REAL = Path(__file__).resolve().parents[1].parent / "shared" / "real-data" / "rocketmq" / "store-4e25b979"
 
@@ -76,7 +76,7 @@ def test_workload_pieces_join_in_time_and_keep_order_ids_apart(workload_source):
         assert a.max() < b.min()                  # no overlap: a short quiet gap between pieces
         assert b.min() - a.max() < 2 * g * (a.max() - a.min()) + 20
     keys = [k for t in pieces for v in t.column("keys").to_pylist() if v for k in v.split(" ")]
-    orders = [k for k in keys if k.startswith("ORDER_") and not k[6:8] in ("Aa", "BB")]
+    orders = [k for k in keys if k.startswith("ORDER_") and k[6:8] not in ("Aa", "BB")]
     assert len(orders) == len(set(orders)) > 1000
     total = sum(t.num_rows for t in pieces)
     assert abs(total - 3000) < 0.05 * 3000

@@ -7,6 +7,7 @@ import math
 
 import pandas as pd
 import pytest
+from test_indexstats import CAP, HSN, INUM, build, random_keys
 
 from rmqlab.indexstats import (
     FILE_STATS_COLUMNS,
@@ -17,8 +18,6 @@ from rmqlab.indexstats import (
     longest_chains,
     true_collisions,
 )
-
-from test_indexstats import CAP, HSN, INUM, build, random_keys
 
 pytestmark = pytest.mark.jvm
 

@@ -12,7 +12,7 @@ from rmqlab.timefmt import ms_to_clock, ms_to_iso, utc_text_to_ms
 
 @pytest.mark.parametrize("ms", [0, 999, 1_718_000_000_005, 1_718_006_399_999, 4_102_444_800_123])
 def test_iso_and_clock_agree_with_datetime(ms):
-    t = dt.datetime.fromtimestamp(ms / 1000, dt.timezone.utc)
+    t = dt.datetime.fromtimestamp(ms / 1000, dt.UTC)
     assert ms_to_iso(ms) == t.strftime("%Y-%m-%dT%H:%M:%S.") + f"{ms % 1000:03d}Z"
     assert ms_to_clock(ms) == t.strftime("%H:%M:%S.") + f"{ms % 1000:03d}"
     assert ms_to_iso(np.int64(ms)) == ms_to_iso(ms) == ms_to_iso(float(ms))

@@ -19,7 +19,8 @@ matplotlib.use("Agg")
 
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
-from hypothesis import given, settings, strategies as st  # noqa: E402
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st
 
 from rmqlab.formats.indexfile import build_index_file  # noqa: E402
 from rmqlab.indexstats import (  # noqa: E402

@@ -12,11 +12,11 @@ from html.parser import HTMLParser
 
 import pytest
 from pandas.testing import assert_frame_equal
+from reference_model import stored_hash
 
 from rmqlab.formats.indexfile import IndexFile
 from rmqlab.sample import SAMPLE_STORE_OPTIONS, sample_store
 from rmqlab.viz.explorer import ALL_FILES, QueryExplorer
-from reference_model import stored_hash
 
 
 @pytest.fixture(scope="module")

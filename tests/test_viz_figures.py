@@ -37,7 +37,7 @@ from rmqlab.viz import (  # noqa: E402
     slot_occupancy_image,
 )
 
-UTC = dt.timezone.utc
+UTC = dt.UTC
 HSN, INUM = 61, 1000
 T0 = 1_718_000_000_000
 COLLIDING = ["Aa", "BB", "AaAa", "AaBB", "BBAa", "BBBB"]

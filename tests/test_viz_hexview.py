@@ -18,13 +18,14 @@ matplotlib.use("Agg")
 
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
-from hypothesis import HealthCheck, given, settings, strategies as st  # noqa: E402
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st
 
 from rmqlab.errors import GeometryError, TruncatedFileError  # noqa: E402
 from rmqlab.formats.indexfile import IndexFile, build_index_file  # noqa: E402
 from rmqlab.viz.hexview import HEX_FIELD_COLUMNS, annotated_hex_figure, hex_fields  # noqa: E402
 
-UTC = dt.timezone.utc
+UTC = dt.UTC
 T0 = 1_718_000_000_000
 M, N = 16, 32
 ENTRY_FIELDS = [("keyHash", 0, 4), ("phyOffset", 4, 8), ("timeDiff", 12, 4), ("prevIndex", 16, 4)]

@@ -11,7 +11,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from rmqlab.formats.indexfile import IndexFile, build_index_file
 from rmqlab.sample import SAMPLE_STORE_OPTIONS, sample_store

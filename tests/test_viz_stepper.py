@@ -10,11 +10,12 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from reference_model import stored_hash
 
 from rmqlab.formats.indexfile import IndexFile
 from rmqlab.viz.stepper import DEFAULT_KEYS, HEADER_NAMES, InsertionStepper
-from reference_model import stored_hash
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -18,7 +18,8 @@ matplotlib.use("Agg")
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
-from hypothesis import HealthCheck, given, settings, strategies as st  # noqa: E402
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st
 from matplotlib.colors import to_rgba  # noqa: E402
 
 from rmqlab.formats.indexfile import LONG_MAX, STOP_REASONS, IndexFile  # noqa: E402
@@ -33,7 +34,7 @@ from rmqlab.viz.walk import (  # noqa: E402
     walk_table,
 )
 
-UTC = dt.timezone.utc
+UTC = dt.UTC
 T0 = 1_718_000_000_000
 STEP_COLS = ["entry", "key_hash", "phy_offset", "time_diff", "time_read", "prev_index",
              "hash_match", "time_match", "returned"]

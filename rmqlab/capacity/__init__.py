@@ -14,6 +14,15 @@ Public API::
 The model's equations, units and derivations: rmqlab/capacity/README.md and the docstrings of
 :mod:`rmqlab.capacity.model`.
 """
+from rmqlab.capacity.kafka import KafkaConfig, KafkaEstimate, kafka_estimate
+from rmqlab.capacity.model import (
+    Estimate,
+    OccupancySample,
+    chain_lengths_from_keys,
+    estimate,
+    monte_carlo,
+    sample_index_keys,
+)
 from rmqlab.capacity.plan import (
     EXAMPLE_PLAN_TOML,
     FIELDS,
@@ -26,15 +35,6 @@ from rmqlab.capacity.plan import (
     parse_plan,
     parse_size,
 )
-from rmqlab.capacity.model import (
-    Estimate,
-    OccupancySample,
-    chain_lengths_from_keys,
-    estimate,
-    monte_carlo,
-    sample_index_keys,
-)
-from rmqlab.capacity.kafka import KafkaConfig, KafkaEstimate, kafka_estimate
 
 __all__ = [
     "EXAMPLE_PLAN_TOML",

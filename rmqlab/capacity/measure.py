@@ -68,7 +68,7 @@ from rmqlab.formats import commitlog as cl
 from rmqlab.formats import consumequeue as cq
 from rmqlab.formats.indexfile import ENTRY, LONG_MAX
 from rmqlab.indexservice import ExpandedKeys, expand_columns
-from rmqlab.indexstats import file_stats, index_file_paths
+from rmqlab.indexstats import file_stats
 from rmqlab.javahash import index_hash_many
 
 __all__ = ["measure_store", "index_file_measurements", "truncation_share", "stored_index_keys"]

@@ -24,8 +24,9 @@ import math
 import os
 import re
 import tomllib
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 from rmqlab.errors import RmqlabError
 from rmqlab.formats.commitlog import DEFAULT_FILE_SIZE as COMMITLOG_FILE_SIZE
@@ -82,7 +83,7 @@ class Interval:
             raise ValueError(f"need low <= likely <= high, got {self.low}, {self.likely}, {self.high}")
 
     @classmethod
-    def point(cls, value: float) -> "Interval":
+    def point(cls, value: float) -> Interval:
         return cls(float(value), float(value), float(value))
 
     def at(self, point: str) -> float:
@@ -472,7 +473,7 @@ class Plan:
             out["compare"] = [dataclasses.asdict(a) for a in self.compare]
         return out
 
-    def replace(self, changes: Mapping[str, Any] | None = None, **plain: Any) -> "Plan":
+    def replace(self, changes: Mapping[str, Any] | None = None, **plain: Any) -> Plan:
         """A new plan with some inputs changed, by dotted path (validated like the TOML):
         ``p.replace({"traffic.messages_per_second": 2000, "index.hash_slot_num": 1_000_000})``."""
         d = self.to_dict()
@@ -484,7 +485,7 @@ class Plan:
                 d.setdefault(sec, {})[key] = value
         return parse_plan(d)
 
-    def at(self, point: str) -> "Plan":
+    def at(self, point: str) -> Plan:
         """Every interval collapsed to its value at `point` ("low", "likely", "high")."""
         if point not in POINTS:
             raise ValueError(f"point must be one of {POINTS}, got {point!r}")
@@ -496,7 +497,7 @@ class Plan:
                 if isinstance(v := getattr(obj, k), Interval)})
         return dataclasses.replace(self, **kw)
 
-    def with_likely(self) -> "Plan":
+    def with_likely(self) -> Plan:
         """Every interval collapsed to its likely value (a plan without uncertainty)."""
         return self.at("likely")
 

@@ -43,21 +43,20 @@ counted). Nothing is widened to make a row pass.
 """
 from __future__ import annotations
 
-import dataclasses
 import math
 import shutil
 import tempfile
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
 from rmqlab.capacity.measure import measure_store, truncation_share
 from rmqlab.capacity.model import commitlog_records_per_file, estimate, sample_occupancy
 from rmqlab.capacity.plan import Plan, parse_plan
 from rmqlab.formats import consumequeue as cq
-from rmqlab.formats.commitlog import DEFAULT_FILE_SIZE as COMMITLOG_FILE_SIZE, MIN_MESSAGE_SIZE
+from rmqlab.formats.commitlog import DEFAULT_FILE_SIZE as COMMITLOG_FILE_SIZE
+from rmqlab.formats.commitlog import MIN_MESSAGE_SIZE
 from rmqlab.formats.indexfile import DEFAULT_HASH_SLOT_NUM, DEFAULT_INDEX_NUM, ENTRY, HEADER, SLOT, Geometry
 from rmqlab.workload import Workload
 

@@ -81,7 +81,7 @@ def _build(args) -> int:
         source = WorkloadSource(w, commitlog_file_size=args.commitlog_file_size)
     spark = _session(args)
     paths = build_index_files(source, args.out, hash_slot_num=args.hash_slot_num, index_num=args.index_num,
-                              max_keys=args.max_keys, tz=_dt.timezone.utc if args.utc else None, spark=spark,
+                              max_keys=args.max_keys, tz=_dt.UTC if args.utc else None, spark=spark,
                               progress=not (args.quiet or args.json), verify_hashes=args.verify_hashes)
     seconds = time.monotonic() - t0
     keys = sum(_entries(p) for p in paths)

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import struct
 from collections import namedtuple
-from typing import Iterable, NamedTuple
+from collections.abc import Iterable
+from typing import NamedTuple
 
 import numpy as np
 

@@ -33,7 +33,8 @@ from __future__ import annotations
 import datetime as _dt
 import mmap
 import os
-from dataclasses import dataclass, fields as dc_fields, replace
+from dataclasses import dataclass, replace
+from dataclasses import fields as dc_fields
 from pathlib import Path
 from typing import Literal
 
@@ -83,7 +84,7 @@ def time_millis_to_human_string(ms: int, tz: _dt.tzinfo | None = None) -> str:
     A time outside the years 1..9999 (any long can be stored) raises ValueError.
     """
     try:
-        t = _dt.datetime.fromtimestamp(ms / 1000, tz=tz or _dt.timezone.utc)
+        t = _dt.datetime.fromtimestamp(ms / 1000, tz=tz or _dt.UTC)
         if tz is None:
             t = t.astimezone()
     except (OverflowError, OSError, ValueError):
@@ -155,13 +156,13 @@ class StoreCheckpoint:
         for n in _TIMESTAMPS:
             v = getattr(self, n)
             try:
-                out[n] = None if v == 0 else _dt.datetime.fromtimestamp(v / 1000, tz=_dt.timezone.utc)
+                out[n] = None if v == 0 else _dt.datetime.fromtimestamp(v / 1000, tz=_dt.UTC)
             except (OverflowError, OSError, ValueError):
                 raise FormatError(f"{n} {v} ms is outside the dates datetime can show (years 1..9999)",
                                   offset=CHECKPOINT.offset(n), field=n) from None
         return out
 
-    def describe(self, tz: _dt.tzinfo | None = _dt.timezone.utc) -> str:
+    def describe(self, tz: _dt.tzinfo | None = _dt.UTC) -> str:
         """One line per field, timestamps also in the broker's log format (in `tz`; None = local)."""
         lines = []
         for f in CHECKPOINT.fields:

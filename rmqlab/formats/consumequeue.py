@@ -60,9 +60,10 @@ import mmap
 import os
 import re
 import sys
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator, Literal, Sequence
+from typing import Any, Literal
 
 import numpy as np
 
@@ -499,7 +500,7 @@ class ConsumeQueue:
 
     @classmethod
     def open(cls, folder: str | os.PathLike, mapped_file_size: int = DEFAULT_MAPPED_FILE_SIZE, *,
-             strict: bool = True, topic: str | None = None, queue_id: int | None = None) -> "ConsumeQueue":
+             strict: bool = True, topic: str | None = None, queue_id: int | None = None) -> ConsumeQueue:
         """Map every file of the queue folder read-only (nothing is written, mtimes unchanged).
 
         `mapped_file_size` is the broker's ``mappedFileSizeConsumeQueue`` (rounded up to whole
@@ -512,7 +513,7 @@ class ConsumeQueue:
 
     @classmethod
     def read(cls, folder: str | os.PathLike, mapped_file_size: int = DEFAULT_MAPPED_FILE_SIZE, *,
-             strict: bool = True, topic: str | None = None, queue_id: int | None = None) -> "ConsumeQueue":
+             strict: bool = True, topic: str | None = None, queue_id: int | None = None) -> ConsumeQueue:
         """Like :meth:`open`, but read every file into memory and close them (eager)."""
         return cls._load(folder, mapped_file_size, strict, topic, queue_id, eager=True)
 
@@ -782,7 +783,7 @@ class ConsumeQueue:
         res.offset = raw if broker == "4" else min(max(raw, min_logic), self.max_offset)
         return res
 
-    def _file_by_store_time(self, ts: int, boundary: str, probe: "_Prober") -> _Segment | None:
+    def _file_by_store_time(self, ts: int, boundary: str, probe: _Prober) -> _Segment | None:
         live = self._live
         n = len(live)
         if not n:
@@ -1055,7 +1056,7 @@ class ConsumeQueue:
                 pass  # a caller still holds a view; the map closes when it is collected
         self._closed = True
 
-    def __enter__(self) -> "ConsumeQueue":
+    def __enter__(self) -> ConsumeQueue:
         return self
 
     def __exit__(self, *exc) -> None:
@@ -1170,7 +1171,7 @@ class ConsumeQueueWriter:
 
     @classmethod
     def create(cls, folder: str | os.PathLike, *,
-               mapped_file_size: int = DEFAULT_MAPPED_FILE_SIZE) -> "ConsumeQueueWriter":
+               mapped_file_size: int = DEFAULT_MAPPED_FILE_SIZE) -> ConsumeQueueWriter:
         """A writer for a new queue; `folder` is created if needed and must hold no files."""
         folder = Path(folder)
         folder.mkdir(parents=True, exist_ok=True)
@@ -1180,7 +1181,7 @@ class ConsumeQueueWriter:
 
     @classmethod
     def open(cls, folder: str | os.PathLike, *,
-             mapped_file_size: int = DEFAULT_MAPPED_FILE_SIZE) -> "ConsumeQueueWriter":
+             mapped_file_size: int = DEFAULT_MAPPED_FILE_SIZE) -> ConsumeQueueWriter:
         """Continue an existing queue after the state recover() rebuilds: the write position is
         the end of the queue and maxPhysicOffset the last unit's offset + size.
 
@@ -1382,7 +1383,7 @@ class ConsumeQueueWriter:
             self._fd = None
         self._closed = True
 
-    def __enter__(self) -> "ConsumeQueueWriter":
+    def __enter__(self) -> ConsumeQueueWriter:
         return self
 
     def __exit__(self, *exc) -> None:

@@ -44,7 +44,8 @@ from __future__ import annotations
 import datetime as _dt
 import ipaddress
 import re
-from typing import Any, NamedTuple, Sequence
+from collections.abc import Sequence
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -249,7 +250,7 @@ def month_start_ms(timestamp_ms: int, tz: Any = None) -> int:
     """
     zone = _zone(tz)
     try:
-        t = _dt.datetime.fromtimestamp(int(timestamp_ms) // 1000, zone or _dt.timezone.utc)
+        t = _dt.datetime.fromtimestamp(int(timestamp_ms) // 1000, zone or _dt.UTC)
         if zone is None:
             t = t.astimezone()  # local zone
         start = t.replace(day=1, hour=0, minute=0, second=0, microsecond=0)
@@ -263,7 +264,7 @@ def month_start_ms(timestamp_ms: int, tz: Any = None) -> int:
 def _add_months(ms: int, months: int, tz: Any) -> int:
     zone = _zone(tz)
     try:
-        t = _dt.datetime.fromtimestamp(ms // 1000, zone or _dt.timezone.utc)
+        t = _dt.datetime.fromtimestamp(ms // 1000, zone or _dt.UTC)
         if zone is None:
             t = t.astimezone().replace(tzinfo=None)
         y, m = divmod(t.year * 12 + (t.month - 1) + months, 12)

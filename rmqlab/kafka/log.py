@@ -62,10 +62,11 @@ from __future__ import annotations
 import mmap
 import os
 import struct
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator, Literal, NamedTuple, Sequence
+from typing import Any, Literal, NamedTuple
 
 import numpy as np
 

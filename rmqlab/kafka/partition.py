@@ -490,7 +490,7 @@ class PartitionWriter:
                 "time_entries", "reason", "closed"]
         return pd.DataFrame(rows, columns=cols)
 
-    def __enter__(self) -> "PartitionWriter":
+    def __enter__(self) -> PartitionWriter:
         return self
 
     def __exit__(self, exc_type, *exc) -> None:
@@ -906,7 +906,7 @@ class KafkaPartition:
             fh.close()
         self._maps.clear()
 
-    def __enter__(self) -> "KafkaPartition":
+    def __enter__(self) -> KafkaPartition:
         return self
 
     def __exit__(self, *exc) -> None:

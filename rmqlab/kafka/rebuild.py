@@ -213,8 +213,14 @@ def rebuild_indexes(log_path: str | os.PathLike, out_dir: str | os.PathLike, *,
     >>> read_offset_index(index).tolist()
     [(5, 4850), (10, 9700), (15, 14550)]
     """
-    from rmqlab.kafka.index import (INDEX_SUFFIX, TIME_INDEX_SUFFIX, base_offset_of, build_offset_index,
-                                      build_time_index, segment_file_name)
+    from rmqlab.kafka.index import (
+        INDEX_SUFFIX,
+        TIME_INDEX_SUFFIX,
+        base_offset_of,
+        build_offset_index,
+        build_time_index,
+        segment_file_name,
+    )
 
     log_path = Path(log_path)
     base = base_offset_of(log_path)
@@ -282,8 +288,14 @@ def verify_segment(log_path: str | os.PathLike, *, index_interval_bytes: int = I
     broker's rule (:func:`compare`). Missing index files, a torn tail or a bad file are errors
     in the report, not exceptions. Read-only. Cost: one walk of the batch headers and one read
     of each index."""
-    from rmqlab.kafka.index import INDEX_SUFFIX, TIME_INDEX_SUFFIX, OffsetIndex, TimeIndex, base_offset_of, \
-        segment_file_name
+    from rmqlab.kafka.index import (
+        INDEX_SUFFIX,
+        TIME_INDEX_SUFFIX,
+        OffsetIndex,
+        TimeIndex,
+        base_offset_of,
+        segment_file_name,
+    )
 
     log_path = Path(log_path)
     rep = SegmentReport(log=str(log_path))

@@ -29,7 +29,7 @@ def with_java_hash(df, column: str, out: str = "java_hash", *, index: bool = Fal
     schema = StructType(df.schema.fields + [StructField(out, IntegerType(), False)])
 
     def add_hash(batches):
-        from rmqlab.javahash import index_hash_many, java_hash_many   # imported in the worker
+        from rmqlab.javahash import index_hash_many, java_hash_many  # imported in the worker
 
         hash_many = index_hash_many if index else java_hash_many
         for batch in batches:

@@ -20,7 +20,7 @@ import sys
 import threading
 import time
 import uuid
-from typing import Callable
+from collections.abc import Callable
 
 __all__ = ["JobProgress", "Report"]
 
@@ -127,7 +127,7 @@ class JobProgress:
             done, total = self.poll()
             self.report(done, total, self.description)
 
-    def __enter__(self) -> "JobProgress":
+    def __enter__(self) -> JobProgress:
         self.sc.setJobGroup(self.group, self.description, interruptOnCancel=True)
         if self.report is not None:
             self._thread = threading.Thread(target=self._run, daemon=True, name=self.group)

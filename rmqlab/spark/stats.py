@@ -81,7 +81,7 @@ class IndexStats:
     hottest_hashes: Any
     overall: Any
 
-    def to_pandas(self) -> "IndexStats":
+    def to_pandas(self) -> IndexStats:
         """The same tables as pandas DataFrames (collected to the driver), sorted: files by name;
         chain_lengths by file, chain_length; longest_chains by file, chain_length descending,
         slot; hottest_hashes by file, entries descending, key_hash. Cost: one collect per table
@@ -105,7 +105,7 @@ class KeyStats:
     hottest_keys: Any
     true_collisions: Any
 
-    def to_pandas(self) -> "KeyStats":
+    def to_pandas(self) -> KeyStats:
         """Both tables as pandas DataFrames in their documented order, ``keys`` as Python lists
         of str (as :func:`rmqlab.indexstats.true_collisions` gives). Cost: one collect each."""
         hot = _sorted_pandas(self.hottest_keys, [("puts", False), ("key", True)])
@@ -124,7 +124,7 @@ def _report_task(paths: list[str], top: int | None, hash_slot_num: int | None, i
     def run(batches):
         import pyarrow as pa
 
-        from rmqlab.indexstats import FILE_STATS_COLUMNS, file_report   # imported in the worker
+        from rmqlab.indexstats import FILE_STATS_COLUMNS, file_report  # imported in the worker
 
         arrow = {"str": pa.string(), "int": pa.int64(), "float": pa.float64()}
         nested = {name: pa.list_(pa.struct([(f, pa.int64()) for f, _ in cols]))

@@ -40,19 +40,19 @@ from rmqlab.extras import require
 # Before the figure modules, which import matplotlib at their top.
 require("viz", "matplotlib", "rmqlab.viz")
 
-from rmqlab.viz.figures import (
-    chain_length_histogram_figure,
-    entries_over_time,
-    file_stats_figure,
-    slot_chain_lengths,
-    slot_occupancy_image,
-)
 from rmqlab.viz.capacity import (
     disk_usage_figure,
     hours_to_fill,
     index_fill_time_figure,
     load_factor_comparison_figure,
     load_factor_figure,
+)
+from rmqlab.viz.figures import (
+    chain_length_histogram_figure,
+    entries_over_time,
+    file_stats_figure,
+    slot_chain_lengths,
+    slot_occupancy_image,
 )
 from rmqlab.viz.hexview import annotated_hex_figure, hex_fields
 from rmqlab.viz.walk import query_walk_figure, walk_table

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import html
 import io
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any, Iterable, Iterator, Sequence
+from typing import Any
 
 import ipywidgets as widgets
 import numpy as np

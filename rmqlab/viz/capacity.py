@@ -21,7 +21,7 @@ query for a missing key reads about 4 entries and reaching a stored key about 3
 """
 from __future__ import annotations
 
-from typing import Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 from matplotlib.figure import Figure

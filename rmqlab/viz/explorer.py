@@ -23,9 +23,10 @@ from __future__ import annotations
 
 import html
 import os
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import ipywidgets as widgets
 import numpy as np

@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import math
 import os
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator, Union
+from typing import Union
 
 import numpy as np
 import pandas as pd

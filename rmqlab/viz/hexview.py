@@ -26,8 +26,9 @@ from __future__ import annotations
 
 import datetime as _dt
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Iterable, Union
+from typing import Union
 
 import numpy as np
 import pandas as pd
@@ -169,7 +170,7 @@ def _raw(f: IndexFile, offset: int, size: int) -> bytes:
 
 def _collect(f: IndexFile, slots: Numbers, entries: Numbers, tz) -> pd.DataFrame:
     g = f.geometry
-    tz = _dt.timezone.utc if tz is None else tz
+    tz = _dt.UTC if tz is None else tz
     slot_numbers = (_default_slots(f) if slots is None
                     else _numbers(slots, g.hash_slot_num, "slots"))
     entry_numbers = (np.arange(min(_DEFAULT_ENTRIES, g.index_num), dtype=np.int64) if entries is None

@@ -14,8 +14,9 @@ made with ``Figure()`` (no pyplot: nothing shown, nothing kept in pyplot's regis
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Iterator, Union
+from typing import Union
 
 import numpy as np
 import pandas as pd

@@ -46,7 +46,7 @@ from rmqlab.viz.figures import (
     EMPTY_COLOUR,
     HOT_COLOUR,
     PathOrFile,
-    colour_cap,      # the occupancy image's colour scale, so buttons and image agree on "hot"
+    colour_cap,  # the occupancy image's colour scale, so buttons and image agree on "hot"
     slot_chain_lengths,
     slot_occupancy_image,
 )

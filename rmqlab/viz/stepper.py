@@ -33,8 +33,9 @@ import os
 import shutil
 import tempfile
 import weakref
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import ipywidgets as widgets
 import numpy as np
@@ -73,7 +74,7 @@ HEADER_NAMES = {f.name: f.java_name for f in HEADER.fields}
 MAX_SLOTS = 64
 MAX_ENTRIES = 64
 
-_UTC = _dt.timezone.utc
+_UTC = _dt.UTC
 
 
 def read_index_bytes(path: str | os.PathLike, hash_slot_num: int, index_num: int

@@ -213,7 +213,7 @@ def walk_table(trace: Trace) -> pd.DataFrame:
 
 
 def _utc_or(tz):
-    return _dt.timezone.utc if tz is None else tz
+    return _dt.UTC if tz is None else tz
 
 
 def _clock(ms: int, tz, *, date: bool = False) -> str:

@@ -17,9 +17,9 @@ import shutil
 import struct
 import sys
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 HERE = Path(__file__).resolve().parent
 
