@@ -264,10 +264,6 @@ def truncation_share(store, keys: Sequence[str], *, window_ms: int, queries: int
     with no cap, in every file whose time range touches the window) and must agree; a
     disagreement raises RuntimeError naming the query.
 
-    Returns ``queries``, ``cut``, ``share`` (cut / queries), ``matches_mean`` and
-    ``matches_var`` (entries matched per query, over the queries), ``walked`` (queries
-    walked for real) and ``method`` ("scan" or "walk").
-
     >>> import tempfile
     >>> from rmqlab.store import generate_store
     >>> from rmqlab.workload import Workload
@@ -276,6 +272,10 @@ def truncation_share(store, keys: Sequence[str], *, window_ms: int, queries: int
     >>> r = truncation_share(s, ["TopicTest#USER_1"], window_ms=1000, queries=500, max_num=350)
     >>> r["method"], r["walked"], round(r["matches_mean"]), r["share"]
     ('scan', 20, 357, 0.516)
+
+    Returns ``queries``, ``cut``, ``share`` (cut / queries), ``matches_mean`` and
+    ``matches_var`` (entries matched per query, over the queries), ``walked`` (queries
+    walked for real) and ``method`` ("scan" or "walk").
     """
     max_num = store.max_msgs_num_batch if max_num is None else int(max_num)
     if window_ms <= 0:

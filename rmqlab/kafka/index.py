@@ -281,11 +281,13 @@ def segment_file_name(base_offset: int, suffix: str) -> str:
 def base_offset_of(path: str | os.PathLike) -> int:
     """LogFileUtils.offsetFromFileName: the number before the first dot of the file's name.
 
-    Raises :class:`~rmqlab.errors.FormatError` (field "file name") when that part is not a
-    plain non-negative decimal that fits a Java long. Cost: O(1), no I/O.
+    Cost: O(1), no I/O.
 
     >>> base_offset_of("/data/t-0/00000000000000000078.timeindex")
     78
+
+    Raises :class:`~rmqlab.errors.FormatError` (field "file name") when that part is not a
+    plain non-negative decimal that fits a Java long.
     """
     name = os.path.basename(os.fspath(path))
     stem, dot, _ = name.partition(".")
