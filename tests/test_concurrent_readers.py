@@ -9,6 +9,7 @@ never garbage.
 """
 from __future__ import annotations
 
+import inspect
 import os
 import subprocess
 import sys
@@ -22,20 +23,20 @@ from rmqlab.formats import commitlog as cl
 from rmqlab.formats.indexfile import LONG_MAX, IndexFile, time_diff_seconds
 from rmqlab.javahash import index_hash
 
-# Shared by the writer process and the checks: message i, deterministic.
-MESSAGE_SRC = r'''
+
+# Shared by the writer process (its source is part of WRITER) and the checks.
 def message(i):
+    """Message i, deterministic."""
     return {"topic": "T", "queue_id": i % 4, "store_timestamp": 1718000000000 + 10 * i,
             "body": (f"body-{i}-" * (1 + i % 9)).encode(), "properties": f"KEYS\x01k{i}\x02"}
-'''
-exec(MESSAGE_SRC)
+
 
 FILE_SIZE = 4096                 # CommitLog files: a roll-over every ~15 messages
 HASH_SLOT_NUM, INDEX_NUM = 16, 4096
 SECONDS = 2.5
 MAX_MESSAGES = INDEX_NUM - 1
 
-WRITER = MESSAGE_SRC + r'''
+WRITER = inspect.getsource(message) + r'''
 import os, sys, time
 from pathlib import Path
 from rmqlab.formats.commitlog import CommitLogWriter
