@@ -574,11 +574,12 @@ class IndexFileTarget(Target):
     def _queries(rt, f, m, rng):
         g = f.geometry
         h = f.header
-        f.is_write_full
+        _ = f.is_write_full   # properties are read for the errors they may raise on damaged files
         f.is_time_matched(0, LONG_MAX)
         f.is_time_matched(h.end_timestamp, h.begin_timestamp)
         max_num = rng.choice((0, 1, 2, 5, 64, 64, 64, -1))
-        begin, end = rng.choice([(0, LONG_MAX), (0, LONG_MAX), (LONG_MIN, LONG_MAX), (h.begin_timestamp, h.end_timestamp),
+        begin, end = rng.choice([(0, LONG_MAX), (0, LONG_MAX), (LONG_MIN, LONG_MAX),
+                                 (h.begin_timestamp, h.end_timestamp),
                                  (min(h.begin_timestamp + 3000, LONG_MAX), LONG_MAX), (5, 4)])
         keys = rng.sample(m["keys"], min(2, len(m["keys"]))) + ["T#absent"]
         bound = (max(max_num, 0) + 1) * g.index_num + 1
@@ -612,7 +613,7 @@ class IndexFileTarget(Target):
                           "problems", f"untyped or unlocated problem {e!r}")
         if rt.want(rng, 0.3):
             for s in {0, g.hash_slot_num - 1, rng.randrange(g.hash_slot_num)}:
-                chain = rt.call("chain", lambda: list(f.chain(s)))
+                chain = rt.call("chain", lambda s=s: list(f.chain(s)))
                 if chain is not None:
                     rt.expect(len(chain) <= g.index_num, "chain", f"{len(chain)} entries > index_num {g.index_num}")
         if rt.want(rng, 0.2):
@@ -646,7 +647,8 @@ def _index_special(ch, seed: Seed) -> list[tuple]:
     if used < 1 and kind not in ("slot", "count"):
         kind = ch.pick(("slot", "count"))
     if kind == "slot":
-        return [("set", 40 + 4 * ch.int(0, hsn - 1), 4, ch.pick((count, count + 1, num, num + 1, INT_MAX, -1, INT_MIN)))]
+        return [("set", 40 + 4 * ch.int(0, hsn - 1), 4,
+                 ch.pick((count, count + 1, num, num + 1, INT_MAX, -1, INT_MIN)))]
     if kind == "count":
         return [("set", 36, 4, ch.pick((num, num + 1, num + 7, INT_MAX, 0, -1, 1, count + 1)))]
     a = ch.int(1, used)
@@ -927,7 +929,7 @@ class CommitLogTarget(Target):
         d.mkdir(exist_ok=True)
         paths = _write_chunks(d, data, CL_FILE, first)
         if rt.want(rng, 0.5):
-            for i, p in enumerate(paths):   # the C walk against its Python model, on the raw bytes
+            for i in range(len(paths)):   # the C walk against its Python model, on the raw bytes
                 buf = data[i * CL_FILE:(i + 1) * CL_FILE]
                 raw, stop, code = cl._records.walk(buf, 0, len(buf), -1)
                 pos, stop2, code2 = cl.walk_py(buf, 0, len(buf))
@@ -946,7 +948,7 @@ class CommitLogTarget(Target):
             if msgs and rt.want(rng, 0.4):
                 m = msgs[rng.randrange(len(msgs))]
                 rt.call("Message.offset_msg_id", lambda: m.offset_msg_id)
-                m.keys, m.tags, m.uniq_key, m.delay_level, m.crc_ok, m.transaction_type
+                _ = (m.keys, m.tags, m.uniq_key, m.delay_level, m.crc_ok, m.transaction_type)  # must not raise
                 enc = rt.call("Message.encode", m.encode)
                 if enc is not None:
                     k = paths.index(Path(m.path))
@@ -1172,7 +1174,7 @@ class _KafkaIndexTarget(Target):
                     if 0 <= i < n:
                         rt.call("entry", idx.entry, i)
             if self.kind == "offset" and rt.want(rng, 0.3):
-                idx.positions
+                _ = idx.positions   # must not raise
                 pos = rng.choice((0, -1, INT_MAX, INT_MIN, 4096))
                 rt.call("fetch_upper_bound_offset", idx.fetch_upper_bound_offset, (0, pos),
                         rng.choice((0, 1, 4096, INT_MAX)))
@@ -1185,8 +1187,8 @@ class _KafkaIndexTarget(Target):
 def _kafka_index_special(ch, seed: Seed) -> list[tuple]:
     kind = ch.pick(("name", "base", "unsort"))
     if kind == "name":
-        return [("layout", "name", ch.pick((
-            f"{0:020d}", f"{2**63 - 100:020d}", "9" * 20, "x", "00000000000000000100", "", "-5", "١٢٣")) + ch.pick((".index", ".timeindex")))]
+        name = ch.pick((f"{0:020d}", f"{2**63 - 100:020d}", "9" * 20, "x", "00000000000000000100", "", "-5", "١٢٣"))
+        return [("layout", "name", name + ch.pick((".index", ".timeindex")))]
     if kind == "base":
         return [("layout", "base", ch.pick((0, 1, LONG_MAX, LONG_MAX - 5, -1, 2**31, INT_MAX)))]
     n = len(seed.data)
@@ -1292,7 +1294,7 @@ class KafkaLogTarget(Target):
             rt.expect(len(bs) <= len(data) // 61 + 1, "walk_batches", f"{len(bs)} batches from {len(data)} bytes")
             if rt.want(rng, 0.1):
                 for b in bs[:2]:
-                    b.compression, b.timestamp_type, b.is_control, b.last_offset
+                    _ = (b.compression, b.timestamp_type, b.is_control, b.last_offset)   # must not raise
         # read_batches without its DataFrame: the batch table (walk, headers, CRC-32C in C) and
         # the first pending error, which the public call raises
         mv = memoryview(data)

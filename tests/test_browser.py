@@ -90,7 +90,8 @@ def _isolated_env(home: Path) -> dict[str, str]:
 
 
 @contextmanager
-def _server(argv: list[str], ready_url: str, env: dict[str, str], log_path: Path, cwd: Path) -> Iterator[subprocess.Popen]:
+def _server(argv: list[str], ready_url: str, env: dict[str, str], log_path: Path,
+            cwd: Path) -> Iterator[subprocess.Popen]:
     """Run `argv` until the block ends; yields once `ready_url` answers. Stopped by its PID:
     SIGTERM (it shuts its kernels down), then SIGKILL to its process group after 15 s."""
     with open(log_path, "w") as log:
@@ -104,10 +105,10 @@ def _server(argv: list[str], ready_url: str, env: dict[str, str], log_path: Path
             try:
                 with urllib.request.urlopen(ready_url, timeout=5):
                     break
-            except OSError:           # refused, reset, timed out, or an HTTP error status
+            except OSError as err:    # refused, reset, timed out, or an HTTP error status
                 if time.monotonic() > deadline:
                     raise AssertionError(f"{argv[2]} did not answer {ready_url} within {SERVER_START_S} s:\n"
-                                         f"{_tail(log_path)}")
+                                         f"{_tail(log_path)}") from err
                 time.sleep(0.25)
         yield proc
     finally:
@@ -304,10 +305,10 @@ def test_notebook_05_explorer_in_jupyterlab(lab, browser, sample, artifacts):
                     const prompts = [...document.querySelectorAll('.jp-Notebook .jp-CodeCell .jp-InputPrompt')];
                     return prompts.length === n && prompts.every(p => /\\[\\d+\\]/.test(p.textContent));
                 }""", arg=code_cells, timeout=NOTEBOOK_RUN_S * 1000)
-        except sync_api.TimeoutError:
+        except sync_api.TimeoutError as err:
             page.screenshot(path=artifacts / "jupyterlab-05-run-all-failed.png")
             _no_errors(page)
-            raise AssertionError(f"Run All did not finish within {NOTEBOOK_RUN_S} s:\n{_tail(log)}")
+            raise AssertionError(f"Run All did not finish within {NOTEBOOK_RUN_S} s:\n{_tail(log)}") from err
         _no_errors(page)
 
         explorer = ExplorerPage(page)

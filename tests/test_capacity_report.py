@@ -175,7 +175,8 @@ def test_kafka_side_by_side_uses_kafka_estimate(plan, analysis, page):
     assert analysis.kafka == expected and analysis.kafka_record_bytes == record
     rows = {r[0]: r[1:] for r in parsed(page).rows if len(r) == 3}
     assert rows["what closes a file first"][1] == expected.rolls_first
-    assert rows["index disk per million messages"][1] == format_value(expected.index_bytes_per_million_messages, "bytes")
+    assert rows["index disk per million messages"][1] == format_value(expected.index_bytes_per_million_messages,
+                                                                     "bytes")
     e = estimate(plan)
     rocket = e.index_keys_per_message * e.index_file_bytes / e.keys_per_index_file * 1e6
     assert rows["index disk per million messages"][0] == format_value(rocket, "bytes")
@@ -229,7 +230,8 @@ def brute_force_choice(plan, samples):
     for name, p in configs:
         e = estimate(p)
         mc = monte_carlo(p, samples, plan.seed)
-        fits = mc.loc["total_disk_bytes", "p95"] + p.disk.used_bytes <= p.disk.disk_max_used_space_ratio * p.disk.capacity_bytes
+        fits = (mc.loc["total_disk_bytes", "p95"] + p.disk.used_bytes
+                <= p.disk.disk_max_used_space_ratio * p.disk.capacity_bytes)
         reads = e.entries_read_hit + (e.index_files_per_query - 1) * e.entries_read_miss
         rows.append((name, fits, reads, e.index_disk_bytes, mc.loc["total_disk_bytes", "p95"]))
     fitting = [r for r in rows if r[1]]

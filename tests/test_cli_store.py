@@ -60,7 +60,10 @@ def test_generate_is_deterministic_by_seed(tmp_path, capsys):
     a = generate(tmp_path / "a", capsys)
     b = generate(tmp_path / "b", capsys)
     c = generate(tmp_path / "c", capsys, "--seed", "6")
-    strip = lambda i: {k: v for k, v in i.items() if k not in ("root", "workload")}
+
+    def strip(info):
+        return {k: v for k, v in info.items() if k not in ("root", "workload")}
+
     assert strip(a) == strip(b) and strip(a) != strip(c)
     for name in ("commitlog", "index"):
         files = sorted(p.relative_to(tmp_path / "a") for p in (tmp_path / "a" / name).iterdir())

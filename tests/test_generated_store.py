@@ -175,7 +175,7 @@ def test_colliding_keys(tmp_path):
         assert sorted(q.broker["phy_offset"]) == sorted(truth + brute_force(msgs, "T", other))
         assert sorted(q.verified["phy_offset"]) == truth and q.verified["broker_returned"].all()
         wrong = q.broker[~q.broker["phy_offset"].isin(truth)]
-        assert len(wrong) >= 5 and wrong["keys"].map(lambda k: other in k.split(" ")).all()
+        assert len(wrong) >= 5 and wrong["keys"].map(lambda k, other=other: other in k.split(" ")).all()
         r = reasons(q)
         assert {r[p] for p in truth} == {"ok"} and {r[p] for p in wrong["phy_offset"]} == {"collision"}
 

@@ -61,7 +61,7 @@ def random_keys(n: int, seed: int) -> pd.DataFrame:
     rng = random.Random(seed)
     keys, phy, ts = [], [], []
     p, t = 0, T0
-    for i in range(n):
+    for _ in range(n):
         r = rng.random()
         topic = rng.choice(["TopicA", "TopicB"])
         if r < 0.25:

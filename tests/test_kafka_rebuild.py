@@ -2,12 +2,24 @@
 model of LogSegment.recover + TimeIndex.maybeAppend, and against real segments."""
 from __future__ import annotations
 
+import shutil
+from pathlib import Path
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from snapshot_support import snapshot
 
-from rmqlab.kafka.rebuild import batch_table, compare, expected_entries
+from rmqlab.kafka.index import TIME_ENTRY, read_offset_index, read_time_index
+from rmqlab.kafka.rebuild import (
+    batch_table,
+    compare,
+    expected_entries,
+    rebuild_indexes,
+    verify_directory,
+    verify_segment,
+)
 
 
 def literal_rule(batches, interval=4096, rolled=True):
@@ -77,14 +89,6 @@ def test_a_pre_38_time_entry_is_explained_and_a_wrong_one_is_not():
 
 
 # ------------------------------------------------------------------------ real segments
-
-import shutil
-from pathlib import Path
-
-from snapshot_support import snapshot
-
-from rmqlab.kafka.index import TIME_ENTRY, read_offset_index, read_time_index
-from rmqlab.kafka.rebuild import rebuild_indexes, verify_directory, verify_segment
 
 REAL = Path(__file__).resolve().parents[2] / "shared" / "real-data" / "kafka"
 needs_real = pytest.mark.skipif(not REAL.is_dir(), reason=f"real Kafka segments not present at {REAL} "

@@ -89,7 +89,8 @@ def test_no_data_is_evaluated_as_code():
             f = node.func
             if isinstance(f, ast.Name) and f.id in banned_names:
                 found.append(f"{path.name}:{node.lineno} {f.id}()")
-            elif isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and (f.value.id, f.attr) in banned_attrs:
+            elif (isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name)
+                  and (f.value.id, f.attr) in banned_attrs):
                 found.append(f"{path.name}:{node.lineno} {f.value.id}.{f.attr}()")
             for kw in node.keywords:
                 if kw.arg == "shell" and isinstance(kw.value, ast.Constant) and kw.value.value is True:

@@ -45,7 +45,7 @@ def test_the_build_matches_the_committed_manifest(built):
 def test_the_committed_manifest_is_in_sha256sum_format():
     text = MANIFEST.read_text(encoding="utf-8")
     lines = text.splitlines()
-    assert text.endswith("\n") and lines == sorted(lines, key=lambda l: l[66:])
+    assert text.endswith("\n") and lines == sorted(lines, key=lambda entry: entry[66:])
     for line in lines:
         digest, path = line[:64], line[66:]
         assert line[64:66] == "  " and int(digest, 16) >= 0 and not path.startswith("/") and ".." not in path

@@ -120,7 +120,7 @@ def test_every_step_shows_the_bytes_and_follows_the_model():
     model = new_model(s.hash_slot_num, s.index_num)
     assert_display_matches_bytes(s)
     assert Path(s.path).read_bytes() == bytes(len(Path(s.path).read_bytes()))   # all zero at first
-    for n, key in enumerate(DEFAULT_KEYS):
+    for key in DEFAULT_KEYS:
         r = s.step()
         want = model_put(model, f"T#{key}", r["phy_offset"], r["store_timestamp"], 4, 8)
         assert r["stored"] is want

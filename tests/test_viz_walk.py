@@ -274,7 +274,7 @@ def test_figure_single_file_colours_and_texts(tiny):
     assert len(drawn) == len(df)
     colours = {m: to_rgba(c) for m, c in MARK_COLOURS.items()}
     assert len(set(colours.values())) == 3
-    for order, mark, entry in zip(df["order"], df["mark"], df["entry"]):
+    for order, mark in zip(df["order"], df["mark"]):
         patch = drawn[f"step:{order}"]
         assert patch.get_facecolor() == colours[mark]
     joined = "\n".join(all_texts(fig))
