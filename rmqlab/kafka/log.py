@@ -59,6 +59,7 @@ segment to its last whole batch); ``report.torn_tail`` says where. A CRC mismatc
 """
 from __future__ import annotations
 
+import functools
 import mmap
 import os
 import struct
@@ -780,6 +781,19 @@ def _decode_fields(U, path, rec, body, bend, brow, index, cols, fails: _Failures
                                                       f"{int(e[r] - p[r])} bytes left in the record")
     hc = np.where(alive, np.maximum(hc, 0), 0)
     h_rec, h_kp, h_ks, h_vp, h_vs = [], [], [], [], []
+
+    def header_check(act, bad, h, m, at, fld, reason):
+        """Report the first of the records act[m] not already failed while reading header h, and
+        mark them all in bad; bad is one array updated in place, shared by every check of header h."""
+        m = m & ~bad
+        if m.any():
+            r = int(np.argmax(m))
+            row = int(act[r])
+            fails.add(int(at[r]), f"record[{int(index[row])}].header[{h}].{fld}",
+                      f"record {int(index[row])} of the batch at {int(cols['position'][brow[row]])}: "
+                      + reason(r))
+            np.logical_or(bad, m, out=bad)
+
     # header h of every record that has more than h headers, all records at once; bounded by
     # the largest headersCount, itself at most the record's bytes
     for h in range(int(hc.max(initial=0))):
@@ -788,17 +802,7 @@ def _decode_fields(U, path, rec, body, bend, brow, index, cols, fails: _Failures
             break
         q, ea = p[act], e[act]
         bad = np.zeros(len(act), bool)
-
-        def check(m, at, fld, reason):
-            m = m & ~bad
-            if m.any():
-                r = int(np.argmax(m))
-                row = int(act[r])
-                fails.add(int(at[r]), f"record[{int(index[row])}].header[{h}].{fld}",
-                          f"record {int(index[row])} of the batch at {int(cols['position'][brow[row]])}: "
-                          + reason(r))
-                np.logical_or(bad, m, out=bad)
-
+        check = functools.partial(header_check, act, bad, h)
         raw, sz, st = _varints(U, q, ea, _VARINT_BYTES)
         klen = _unzigzag(raw)
         for code in (1, 2):
@@ -806,10 +810,10 @@ def _decode_fields(U, path, rec, body, bend, brow, index, cols, fails: _Failures
                   _VARINT_PROBLEM[c].format(what="record", width=_VARINT_BYTES))
         q = q + sz
         check(klen < 0, q - sz, "headerKeyLength",
-              lambda r: f"negative header key size {int(klen[r])} (\"Invalid negative header key size\")")
+              lambda r, klen=klen: f"negative header key size {int(klen[r])} (\"Invalid negative header key size\")")
         check(q + klen > ea, q, "headerKey",
-              lambda r: f"headerKeyLength {int(klen[r])} runs {int(q[r] + klen[r] - ea[r])} bytes past the "
-                        f"record's end")
+              lambda r, klen=klen, q=q, ea=ea: f"headerKeyLength {int(klen[r])} runs {int(q[r] + klen[r] - ea[r])} "
+                                               f"bytes past the record's end")
         kp = q
         q = q + np.maximum(klen, 0)
         raw, sz, st = _varints(U, q, ea, _VARINT_BYTES)
@@ -819,8 +823,8 @@ def _decode_fields(U, path, rec, body, bend, brow, index, cols, fails: _Failures
                   _VARINT_PROBLEM[c].format(what="record", width=_VARINT_BYTES))
         q = q + sz
         check((vlen >= 0) & (q + vlen > ea), q, "headerValue",
-              lambda r: f"headerValueLength {int(vlen[r])} runs {int(q[r] + vlen[r] - ea[r])} bytes past the "
-                        f"record's end")
+              lambda r, vlen=vlen, q=q, ea=ea: f"headerValueLength {int(vlen[r])} runs "
+                                               f"{int(q[r] + vlen[r] - ea[r])} bytes past the record's end")
         vp = q
         q = q + np.maximum(vlen, 0)
         alive[act[bad]] = False
@@ -1174,14 +1178,15 @@ def encode_batches(records, *, records_per_batch: int | Sequence[int] = 1, parti
         raise ValueError(f"partition_leader_epoch must fit a Java int, got {partition_leader_epoch}")
     c = _columns(records, next_offset)
     n = len(c.offset)
-    O, T = c.offset, c.timestamp
-    if n and O[0] < next_offset:
-        raise ValueError(f"offset {int(O[0])} is below the next offset {next_offset}")
-    if n > 1 and not (np.diff(O) > 0).all():
-        i = int(np.argmin(np.diff(O) > 0))
-        raise ValueError(f"offsets must increase strictly: {int(O[i])} then {int(O[i + 1])}")
-    if ((T < 0) & (T != NO_TIMESTAMP)).any():
-        raise ValueError(f"invalid negative timestamp {int(T[np.argmax((T < 0) & (T != NO_TIMESTAMP))])} "
+    offsets, stamps = c.offset, c.timestamp
+    if n and offsets[0] < next_offset:
+        raise ValueError(f"offset {int(offsets[0])} is below the next offset {next_offset}")
+    if n > 1 and not (np.diff(offsets) > 0).all():
+        i = int(np.argmin(np.diff(offsets) > 0))
+        raise ValueError(f"offsets must increase strictly: {int(offsets[i])} then {int(offsets[i + 1])}")
+    negative_stamp = (stamps < 0) & (stamps != NO_TIMESTAMP)
+    if negative_stamp.any():
+        raise ValueError(f"invalid negative timestamp {int(stamps[np.argmax(negative_stamp)])} "
                          f"(only -1, NO_TIMESTAMP, is allowed)")
     if sizes is None:
         rpb = int(records_per_batch)
@@ -1196,13 +1201,13 @@ def encode_batches(records, *, records_per_batch: int | Sequence[int] = 1, parti
         li = np.cumsum(sizes) - 1
         fi = li - sizes + 1
         bid = np.repeat(np.arange(B, dtype=np.int64), sizes)
-    base_off = O[fi]
-    off_delta = O - base_off[bid]
+    base_off = offsets[fi]
+    off_delta = offsets - base_off[bid]
     if (off_delta > INT_MAX).any():
         raise ValueError("offsets inside one batch span more than 2**31 - 1 (lastOffsetDelta is an int)")
-    base_ts = T[fi]
-    ts_delta = T - base_ts[bid]
-    max_ts = np.maximum.reduceat(T, fi) if n else np.empty(0, np.int64)
+    base_ts = stamps[fi]
+    ts_delta = stamps - base_ts[bid]
+    max_ts = np.maximum.reduceat(stamps, fi) if n else np.empty(0, np.int64)
 
     klen, vlen = c.key[2], c.value[2]
     hkl, hvl = c.header_key[2], c.header_value[2]
@@ -1240,7 +1245,7 @@ def encode_batches(records, *, records_per_batch: int | Sequence[int] = 1, parti
     hdr["partition_leader_epoch"] = int(partition_leader_epoch)
     hdr["magic"] = MAGIC
     hdr["attributes"] = 0          # no compression, CreateTime, not transactional, not control
-    hdr["last_offset_delta"] = O[li] - base_off
+    hdr["last_offset_delta"] = offsets[li] - base_off
     hdr["base_timestamp"] = base_ts
     hdr["max_timestamp"] = max_ts
     hdr["producer_id"] = NO_PRODUCER_ID
@@ -1279,7 +1284,7 @@ def encode_batches(records, *, records_per_batch: int | Sequence[int] = 1, parti
         crc_size = HEADER.field("crc").size
         _records.copy_spans(out, bpos + HEADER.offset("crc"), crc.astype(">u4").view(np.uint8),
                             np.arange(B, dtype=np.int64) * crc_size, np.full(B, crc_size, np.int64))
-    return EncodedBatches(out, bpos, bsize, base_off, O[li], max_ts, li - fi + 1, crc.astype(np.int64))
+    return EncodedBatches(out, bpos, bsize, base_off, offsets[li], max_ts, li - fi + 1, crc.astype(np.int64))
 
 
 class SegmentWriter:
