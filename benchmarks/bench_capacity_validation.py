@@ -35,7 +35,8 @@ def fmt(x) -> str:
 
 
 def markdown(df, seconds: dict[str, float], size: str) -> list[str]:
-    lines = ["| scenario | quantity | model | measured | difference | tolerance | ok |", "|---|---|---|---|---|---|---|"]
+    lines = ["| scenario | quantity | model | measured | difference | tolerance | ok |",
+             "|---|---|---|---|---|---|---|"]
     for r in df.itertuples():
         lines.append(f"| {r.scenario} | {r.quantity} ({r.unit}) | {fmt(r.model)} | {fmt(r.measured)} | "
                      f"{fmt(r.difference)} | {r.tolerance} | {'yes' if r.ok else '**NO**'} |")

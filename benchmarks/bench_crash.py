@@ -96,7 +96,8 @@ def main() -> None:
         "even when the crash damaged nothing; a bulk build sets indexMsgTimestamp only at its end.",
     ]
     if len(bad):
-        lines.append(f"FAILED trials: {bad[['phase', 'seed', 'trigger', 'lost_rmqlab', 'fresh_diffs']].to_dict('records')}")
+        failed = bad[['phase', 'seed', 'trigger', 'lost_rmqlab', 'fresh_diffs']].to_dict('records')
+        lines.append(f"FAILED trials: {failed}")
     publish("\n".join(lines), args.record)
     if len(bad):
         sys.exit(1)

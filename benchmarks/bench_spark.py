@@ -162,7 +162,8 @@ def main() -> None:
             print(f"local[2] speed-up over local[1], {what}: {x:.2f}x")
     if args.record:
         r2 = by.get("local[2]")
-        text = [f"\n## {datetime.date.today()}: Spark build, {results[0]['keys']:,} index keys from a synthetic workload\n",
+        text = [f"\n## {datetime.date.today()}: Spark build, {results[0]['keys']:,} index keys "
+                f"from a synthetic workload\n",
                 f"Machine: {machine()}.",
                 f"Workload: `Workload(messages={results[0]['messages']:,}, seed=1)` (about 1.9 keys a message), "
                 f"`WorkloadSource` pieces of one 1 GiB CommitLog file each, default index geometry "

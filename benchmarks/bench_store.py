@@ -120,7 +120,8 @@ def render(r: dict) -> str:
         f"| CommitLog decode, read_columns with bodies | {r['dec_body'] / 1e3:,.0f} k messages/s |",
         f"| dispatch (ConsumeQueue + index + checkpoint) | {r['disp'] / 1e3:,.0f} k messages/s ({r['disp_s']:.1f} s: "
         f"{r['units']:,} units, {r['keys']:,} index keys, {r['index_files']} index files) |",
-        f"| key query, broker mode, end to end | p50 {r['b50']:.2f} ms, p99 {r['b99']:.2f} ms ({r['queries']} random keys) |",
+        f"| key query, broker mode, end to end | p50 {r['b50']:.2f} ms, p99 {r['b99']:.2f} ms "
+        f"({r['queries']} random keys) |",
         f"| key query, verified mode, end to end | p50 {r['v50']:.2f} ms, p99 {r['v99']:.2f} ms |",
     ])
 

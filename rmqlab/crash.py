@@ -219,7 +219,7 @@ def _instrument(ev: _Events, piece: int, put_batch: int) -> None:
             got = real_put_keys(self, _slice(keys, lo, hi), phy[lo:hi], ts[lo:hi],
                                 hashes=None if hashes is None else hashes[lo:hi])
             # a kill here: the batch's entries and slots are in the map, its header is not yet
-            ev.tick("put:header", lambda: self._mm.__setitem__(slice(0, HEADER.size), header))
+            ev.tick("put:header", lambda header=header: self._mm.__setitem__(slice(0, HEADER.size), header))
             done += got
             if got < hi - lo:       # the file is full
                 break
@@ -730,7 +730,8 @@ def summary_markdown(df: pd.DataFrame) -> str:
     """:func:`summary_table` as a Markdown table."""
     t = summary_table(df)
     head = ["phase"] + list(t.columns)
-    lines = ["| " + " | ".join(head) + " |", "|" + "|".join("---" if i == 0 else "---:" for i in range(len(head))) + "|"]
+    rule = "|" + "|".join("---" if i == 0 else "---:" for i in range(len(head))) + "|"
+    lines = ["| " + " | ".join(head) + " |", rule]
     for name, row in t.iterrows():
         cells = [f"**{name}**" if name == "total" else str(name)] + [f"{int(v):,}" for v in row]
         lines.append("| " + " | ".join(cells) + " |")

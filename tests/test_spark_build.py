@@ -17,8 +17,8 @@ CAP = INUM - 1
 
 def messages(n_target_keys, seed=7):
     """Message columns: a UNIQ_KEY (mostly) and 0-5 KEYS tokens each, colliding keys (Aa/BB),
-    repeated keys, empty tokens, store timestamps 0-3 s apart and out of order by up to 50 ms; stops once the expanded keys
-    reach `n_target_keys`."""
+    repeated keys, empty tokens, store timestamps 0-3 s apart and out of order by up to 50 ms; stops
+    once the expanded keys reach `n_target_keys`."""
     rng = random.Random(seed)
     cols = {"topic": [], "phy_offset": [], "store_timestamp": [], "keys": [], "uniq_key": []}
     phy, ts, n = 0, 1718000000000, 0

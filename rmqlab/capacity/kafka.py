@@ -13,7 +13,8 @@ Pure arithmetic from Kafka's log semantics (``LogSegment.append`` / ``shouldRoll
 * A segment rolls when the next batch would pass ``segment.bytes`` (n = floor(S / B)
   batches), when its offset index (``segment.index.bytes`` / 8 entries) or time index
   (``segment.index.bytes`` / 12 entries, the file size rounded down to whole entries) is
-  full (checked before each append: a full index lets max_entries x P + 1 batches in), when its relative offsets would pass Int.MAX, or after ``segment.ms``.
+  full (checked before each append: a full index lets max_entries x P + 1 batches in), when
+  its relative offsets would pass Int.MAX, or after ``segment.ms``.
 * On roll both index files are trimmed to their entries; the active segment's are
   preallocated to ``segment.index.bytes`` each.
 

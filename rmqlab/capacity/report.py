@@ -549,7 +549,8 @@ def _scale_note(a: PlanAnalysis) -> str:
             f"with the hot vocabulary shrunk alike so that a hot key keeps its mean number of entries. "
             f"Scaled files do not keep how runs of sequential ids (order ids, UNIQ_KEY counters) fold into "
             f"the real slot count: against stores of the broker's size they put occupancy up to 6 % off "
-            f"(1.3 % with six keys a message, 6 % with few distinct hot keys). Without --fast the report hashes whole full-size files instead "
+            f"(1.3 % with six keys a message, 6 % with few distinct hot keys). "
+            f"Without --fast the report hashes whole full-size files instead "
             f"(15-20 s a configuration), which matched those stores to 0.1 %")
 
 
@@ -658,7 +659,9 @@ def _input_text(value: Any, kind: str) -> str:
     if value is None:
         return "(derived)"
     if isinstance(value, Interval):
-        fmt = (lambda x: f"{x:,g}")
+        def fmt(x):
+            return f"{x:,g}"
+
         if value.is_point:
             return fmt(value.likely)
         return f"{fmt(value.low)} / {fmt(value.likely)} / {fmt(value.high)}"
@@ -733,10 +736,12 @@ def _findings(a: PlanAnalysis) -> list[str]:
     e, mc = a.estimate, a.monte_carlo
     out = [
         f"{e.index_files_per_day:,.1f} index files a day (p5-p95 {mc.loc['index_files_per_day', 'p5']:,.1f}"
-        f"-{mc.loc['index_files_per_day', 'p95']:,.1f}); one fills in {format_value(e.hours_to_fill_index_file, 'hours')}.",
+        f"-{mc.loc['index_files_per_day', 'p95']:,.1f}); "
+        f"one fills in {format_value(e.hours_to_fill_index_file, 'hours')}.",
         f"{format_value(e.total_disk_bytes, 'bytes')} on disk at steady state (p95 "
         f"{format_value(mc.loc['total_disk_bytes', 'p95'], 'bytes')}): CommitLog "
-        f"{format_value(e.commitlog_disk_bytes, 'bytes')}, ConsumeQueue {format_value(e.consume_queue_disk_bytes, 'bytes')}, "
+        f"{format_value(e.commitlog_disk_bytes, 'bytes')}, "
+        f"ConsumeQueue {format_value(e.consume_queue_disk_bytes, 'bytes')}, "
         f"index {format_value(e.index_disk_bytes, 'bytes')}.",
         f"diskMaxUsedSpaceRatio reached after {format_value(e.days_to_disk_max_used_space_ratio, 'days')} "
         f"(p5 {format_value(mc.loc['days_to_disk_max_used_space_ratio', 'p5'], 'days')}).",

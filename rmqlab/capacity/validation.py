@@ -26,7 +26,8 @@ rule is replaced by the measured spread), and the index and file settings. The k
 its own key sample with another seed. Everything else is derived by the model: index keys,
 index files and their bytes, keys a file, ConsumeQueue files and bytes, CommitLog records,
 files and bytes, the load factor, occupancy, mean chain length, entries read per hit (whole
-walks and the broker's walks cut at maxNum) and miss, the time one index file spans, and the hot key's truncation probability.
+walks and the broker's walks cut at maxNum) and miss, the time one index file spans, and the
+hot key's truncation probability.
 
 **Tolerances.** Counts and byte sizes: exact (0). Occupancy and mean chain length: 1 %
 relative. Entries read per miss: exact up to float rounding (it is entries / slots for every

@@ -449,7 +449,8 @@ def _list_files(folder: Path, size: int) -> tuple[list[QueueFile], list[Path], l
             cls = TruncatedFileError if f.size < size else GeometryError
             hint = ""
             if f.size % UNIT_SIZE == 0 and all(g.size == f.size for g in files):
-                hint = f"; every file is {f.size} bytes: pass mapped_file_size={f.size} (the broker's mappedFileSizeConsumeQueue)"
+                hint = (f"; every file is {f.size} bytes: pass mapped_file_size={f.size} "
+                        f"(the broker's mappedFileSizeConsumeQueue)")
             problems.append(cls(
                 f"file is {f.size} bytes, not the mapped file size {size} (the broker refuses to load "
                 f"it){hint}", path=f.path, offset=f.size, field="file size"))

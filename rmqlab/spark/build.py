@@ -291,7 +291,8 @@ def _complete_runs(runs_dir: Path, got: dict[int, tuple[str, int]]) -> list[tupl
     """The run of every partition, in order; leftovers of failed task attempts are deleted."""
     parts = sorted(got)
     if parts != list(range(len(parts))):
-        raise RuntimeError(f"runs missing for partitions {sorted(set(range(max(parts, default=-1) + 1)) - set(parts))[:5]}")
+        missing = sorted(set(range(max(parts, default=-1) + 1)) - set(parts))
+        raise RuntimeError(f"runs missing for partitions {missing[:5]}")
     keep = {os.path.basename(got[p][0]) for p in parts}
     for leftover in runs_dir.iterdir():
         if leftover.name not in keep:
@@ -344,7 +345,7 @@ def _plan_files(runs, directory: Path, index_num: int, names, tz, max_keys) -> l
         if names is None:
             taken = set(out_names)
             name = _next_free_name(int(row(lo)["store_timestamp"]), tz,
-                                   lambda n: n in taken or (directory / n).exists(),
+                                   lambda n, taken=taken: n in taken or (directory / n).exists(),
                                    after=out_names[-1] if out_names else None)
         else:
             name = names[f]

@@ -225,7 +225,8 @@ class WorkloadSource(Source):
             seed = int(np.random.SeedSequence([w.seed, 0x5EC, i]).generate_state(1, np.uint64)[0] >> 1)
             steps = w.broker_clock_steps * (i + 1) // n - w.broker_clock_steps * i // n
             share = w.messages - (n - 1) * per_file if last else budget
-            sub = w.replace(seed=seed, messages=max(share, steps + 1), start_ms=w.start_ms + int(round(starts[i] * 1000)),
+            sub = w.replace(seed=seed, messages=max(share, steps + 1),
+                            start_ms=w.start_ms + int(round(starts[i] * 1000)),
                             first_order_id=w.first_order_id + i * budget * w.max_keys_per_message,
                             broker_clock_steps=steps, drain=w.drain if last else False)
             pieces.append(_Piece(sub, i * self.file_size, share, not last))

@@ -37,25 +37,26 @@ raises :class:`rmqlab.extras.MissingExtraError`.
 """
 from rmqlab.extras import require
 
-# Before the figure modules, which import matplotlib at their top.
+# Before the figure modules, which import matplotlib at their top: without the extra, importing
+# this package raises MissingExtraError rather than ModuleNotFoundError, hence the late imports.
 require("viz", "matplotlib", "rmqlab.viz")
 
-from rmqlab.viz.capacity import (
+from rmqlab.viz.capacity import (  # noqa: E402
     disk_usage_figure,
     hours_to_fill,
     index_fill_time_figure,
     load_factor_comparison_figure,
     load_factor_figure,
 )
-from rmqlab.viz.figures import (
+from rmqlab.viz.figures import (  # noqa: E402
     chain_length_histogram_figure,
     entries_over_time,
     file_stats_figure,
     slot_chain_lengths,
     slot_occupancy_image,
 )
-from rmqlab.viz.hexview import annotated_hex_figure, hex_fields
-from rmqlab.viz.walk import query_walk_figure, walk_table
+from rmqlab.viz.hexview import annotated_hex_figure, hex_fields  # noqa: E402
+from rmqlab.viz.walk import query_walk_figure, walk_table  # noqa: E402
 
 __all__ = [
     "slot_chain_lengths",

@@ -16,7 +16,6 @@ import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Union
 
 import numpy as np
 import pandas as pd
@@ -35,7 +34,7 @@ __all__ = [
     "file_stats_figure",
 ]
 
-PathOrFile = Union[str, os.PathLike, IndexFile]
+PathOrFile = str | os.PathLike | IndexFile
 
 #: Colour of empty slots (chain length 0) in :func:`slot_occupancy_image`; cells past the
 #: end of the range (padding of the last row) are transparent.
@@ -513,7 +512,7 @@ def entries_over_time(directory: str | os.PathLike, *, hash_slot_num: int | None
 
     ax, ax_span = fig.subplots(2, 1, sharex=True,
                                height_ratios=[3.0, max(1.0, 0.25 * n_files + 0.5)])
-    for i, (name, h, t) in enumerate(files):
+    for i, (name, _header, t) in enumerate(files):
         if not len(t):
             continue
         b = (t - origin) // bin_ms

@@ -28,7 +28,6 @@ import datetime as _dt
 import os
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Union
 
 import numpy as np
 import pandas as pd
@@ -45,8 +44,8 @@ __all__ = [
     "annotated_hex_figure",
 ]
 
-PathOrFile = Union[str, os.PathLike, IndexFile]
-Numbers = Union[int, range, Iterable[int], None]
+PathOrFile = str | os.PathLike | IndexFile
+Numbers = int | range | Iterable[int] | None
 
 #: Columns of :func:`hex_fields`, in order.
 HEX_FIELD_COLUMNS = ["offset", "size", "region", "field", "hex", "value", "meaning"]

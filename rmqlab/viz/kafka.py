@@ -16,7 +16,6 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Union
 
 import numpy as np
 import pandas as pd
@@ -32,7 +31,7 @@ SYSTEM_COLOURS = {"RocketMQ": "#d62728", "Kafka": "#1f77b4"}
 _BATCH_COLOURS = ("#c6dbef", "#9ecae1")
 _TARGET_COLOUR = "#ff7f0e"
 
-PartitionLike = Union[str, os.PathLike, KafkaPartition]
+PartitionLike = str | os.PathLike | KafkaPartition
 
 
 @contextmanager
@@ -119,7 +118,7 @@ def sparse_index_figure(partition: PartitionLike, offset: int, *, zoom_bytes: in
     lo = max(0, res.position - half)
     hi = min(seg_bytes, res.batch_position + res.batch_size + half)
     inside = np.flatnonzero((pos + size > lo) & (pos < hi))
-    for k, i in enumerate(inside.tolist()):
+    for i in inside.tolist():
         colour = _TARGET_COLOUR if first[i] <= offset <= last[i] else _BATCH_COLOURS[i % 2]
         bottom.broken_barh([(int(pos[i]), int(size[i]))], (0, 1), facecolors=colour, edgecolors="white",
                            linewidth=0.3)

@@ -34,7 +34,6 @@ import datetime as _dt
 import math
 import textwrap
 from pathlib import Path
-from typing import Union
 
 import pandas as pd
 from matplotlib.figure import Figure
@@ -54,7 +53,7 @@ __all__ = [
     "query_walk_figure",
 ]
 
-Trace = Union[QueryTrace, DirectoryQueryTrace]
+Trace = QueryTrace | DirectoryQueryTrace
 
 #: Marks of entries read, and what each means.
 MARKS = {
