@@ -52,7 +52,7 @@ from rmqlab.kafka import index as kidx
 from rmqlab.formats.commitlog import DEFAULT_FILE_SIZE as COMMITLOG_FILE_SIZE
 from rmqlab.formats.commitlog import HEAD as COMMITLOG_HEAD
 from rmqlab.formats.indexfile import DEFAULT_HASH_SLOT_NUM, DEFAULT_INDEX_NUM, ENTRY, HEADER, LONG_MAX, SLOT
-from rmqlab.formats.indexfile import Geometry, read_header
+from rmqlab.formats.indexfile import Geometry, read_header, time_diff_seconds
 from rmqlab.kafka.log import RECORD_BATCH_OVERHEAD, records_from_workload
 from rmqlab.indexservice import DEFAULT_MAX_MSGS_NUM_BATCH
 from rmqlab.kafka.partition import (
@@ -489,7 +489,7 @@ def time_semantics(sbs: SideBySide, *, window_ms: int = 999, seed: int = 0) -> p
     # the file holding a message's entry is the one whose time range holds its store time
     # (files follow one another in store time); the entry's time is begin + whole seconds
     which = np.clip(np.searchsorted(ends, ts, side="left"), 0, len(files) - 1)
-    stored = begins[which] + (ts - begins[which]) // 1000 * 1000
+    stored = begins[which] + time_diff_seconds(ts, begins[which]) * 1000
     cand = np.flatnonzero(own & first_at & (stored < ts) & (ts >= begins[which]))
     # keep the first candidate whose entry the broker's walk reads and judges too early
     # (keyquery's "missed-time"), not one the walk stops before reaching

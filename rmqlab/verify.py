@@ -80,13 +80,19 @@ from rmqlab.errors import (
     RmqlabError,
     TruncatedFileError,
 )
+from rmqlab.dispatch import (
+    TRANSACTION_PREPARED_TYPE,
+    goes_to_consume_queue_many,
+    goes_to_index_many,
+    message_tags_codes,
+    transaction_type,
+)
 from rmqlab.formats import checkpoint as cpf
 from rmqlab.formats import commitlog as cl
 from rmqlab.formats import consumequeue as cq
 from rmqlab.formats.indexfile import (
     ENTRY,
     HEADER,
-    INT_MAX,
     NEW_SLOT,
     Geometry,
     IndexFile,
@@ -179,8 +185,6 @@ CHECKS: dict[str, str] = {
 _SUCH = re.compile(r"\((\d+) such\)")
 _DIGITS20 = re.compile(r"\d{20}")
 _DIGITS17 = re.compile(r"\d{17}")
-_TRAN_MASK = 0xC
-_PREPARED, _ROLLBACK = 0x4, 0xC
 #: bits of the (row, key hash) codes used for joins: hash < 2^31
 _HASH_BITS = 31
 
@@ -408,16 +412,6 @@ def _broker_text(s):
     if not isinstance(s, str):
         return s
     return s.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
-
-
-def _time_diff_many(store_ts: np.ndarray, begin: int) -> np.ndarray:
-    """:func:`time_diff_seconds` vectorized (Java long arithmetic wraps; clamped)."""
-    with np.errstate(over="ignore"):
-        diff = store_ts.astype(np.int64) - np.int64(begin)
-    sec = np.where(diff >= 0, diff // 1000, -((-diff) // 1000))
-    if begin <= 0:
-        return np.zeros(len(store_ts), np.int64)
-    return np.clip(sec, 0, INT_MAX)
 
 
 def _most_common(values: Iterable[int]) -> int | None:
@@ -809,21 +803,13 @@ class _Messages:
 
     @property
     def tags_codes(self) -> np.ndarray:
-        """The tags code the broker dispatches for each message (ConsumeQueue), vectorized:
-        ``TAGS.hashCode()``, or for SCHEDULE_TOPIC_XXXX with DELAY > 0 the delivery time."""
+        """The tags code the broker dispatches for each message (ConsumeQueue):
+        :func:`rmqlab.dispatch.message_tags_codes`."""
         if self._tags is None:
             f = self.frame
-            codes = cq.tags_codes(f["tags"].to_numpy(object)) if self.n else np.zeros(0, np.int64)
-            level = f["delay_level"].to_numpy(np.int64) if self.n else np.zeros(0, np.int64)
-            delayed = (f["topic"].to_numpy(object) == cq.SCHEDULE_TOPIC) & (level > 0) if self.n \
-                else np.zeros(0, bool)
-            if delayed.any():
-                table = cq.DELAY_LEVEL_TABLE
-                top = max(table)
-                delays = np.array([0] + [table.get(i, 1000) for i in range(1, top + 1)], np.int64)
-                lv = np.minimum(level[delayed], top)
-                with np.errstate(over="ignore"):
-                    codes[delayed] = self.store_ts[delayed] + delays[lv]
+            codes = message_tags_codes(f["topic"].to_numpy(object), f["tags"].to_numpy(object),
+                                       f["delay_level"].to_numpy(np.int64), self.store_ts) if self.n \
+                else np.zeros(0, np.int64)
             self._tags = codes
         return self._tags
 
@@ -1240,7 +1226,7 @@ def _index_cross(f: IndexFile, msgs: _Messages, seed: int | None, found: list[np
                         "entry.key_hash", count=c)
 
     _add(out, _first(hit & ~matched, bad_hash))
-    rolled = hit & ((msgs.sys_flag[r] & _TRAN_MASK) == _ROLLBACK)
+    rolled = hit & ~goes_to_index_many(msgs.sys_flag[r])
 
     def rollback(i, c):
         return _problem("index.rolled-back", CorruptIndexError,
@@ -1249,7 +1235,7 @@ def _index_cross(f: IndexFile, msgs: _Messages, seed: int | None, found: list[np
                         count=c)
 
     _add(out, _first(rolled, rollback))
-    want = _time_diff_many(msgs.store_ts[r], h.begin_timestamp)
+    want = time_diff_seconds(msgs.store_ts[r], h.begin_timestamp)
     checkable = hit & (numbers >= 2)
     if seed is not None:
         want[0] = time_diff_seconds(int(msgs.store_ts[r[0]]), seed)
@@ -1302,7 +1288,7 @@ def _index_dir_cross(opened: list[tuple[FileReport, IndexFile | None]], msgs: _M
     hi = max(f.header.end_phy_offset for f in with_keys)
     _, codes, rows = msgs.key_codes
     pos = msgs.positions[rows]
-    want = (pos >= lo) & (pos <= hi) & ((msgs.sys_flag[rows] & _TRAN_MASK) != _ROLLBACK)
+    want = (pos >= lo) & (pos <= hi) & goes_to_index_many(msgs.sys_flag[rows])
     have = np.unique(np.concatenate(found)) if found else np.zeros(0, np.int64)
     at = np.searchsorted(have, codes)
     present = at < len(have)
@@ -1386,9 +1372,10 @@ def _queue_cross(q, msgs: _Messages, report_path: str, fix, notes: list[str]) ->
                            f"(TAGS {msgs.frame['tags'].iat[int(r[i])]!r}, topic {topics[r[i]]!r})")
     unit_problem("cq.queue-offset", m & ~other & (mqoff[r] != qoff), "commitlog_offset",
                  lambda i: f"the message at {co[i]} has QUEUEOFFSET {mqoff[r[i]]}")
-    tran = msgs.sys_flag[r] & _TRAN_MASK
-    unit_problem("cq.transaction", m & ((tran == _PREPARED) | (tran == _ROLLBACK)), "commitlog_offset",
-                 lambda i: f"the message at {co[i]} is a {'prepared' if tran[i] == _PREPARED else 'rolled-back'} "
+    tran = transaction_type(msgs.sys_flag[r])
+    unit_problem("cq.transaction", m & ~goes_to_consume_queue_many(msgs.sys_flag[r]), "commitlog_offset",
+                 lambda i: f"the message at {co[i]} is a "
+                           f"{'prepared' if tran[i] == TRANSACTION_PREPARED_TYPE else 'rolled-back'} "
                            f"transaction record: only plain and committed messages are dispatched to a queue")
     return out, end
 
@@ -1404,8 +1391,7 @@ def _missing_units(queues: list[tuple[str, int, int, int]], msgs: _Messages, dis
 
     if not msgs.n or dispatched_end <= 0:
         return None
-    tran = msgs.sys_flag & _TRAN_MASK
-    elig = ((tran == 0) | (tran == 0x8)) & (msgs.positions < dispatched_end)
+    elig = goes_to_consume_queue_many(msgs.sys_flag) & (msgs.positions < dispatched_end)
     if not elig.any():
         return None
     frame = pd.DataFrame({"topic": msgs.frame["topic"].to_numpy(object), "queue_id": msgs.frame["queue_id"].to_numpy(np.int64),
@@ -1438,8 +1424,7 @@ def _checkpoint_cross(path: Path, c: cpf.StoreCheckpoint, msgs: _Messages | None
             bad("checkpoint.physic-timestamp", "physic_msg_timestamp",
                 f"physicMsgTimestamp {c.physic_msg_timestamp} is after the last store time in the CommitLog "
                 f"({last}): the checkpoint records messages the CommitLog does not hold")
-        tran = msgs.sys_flag & _TRAN_MASK
-        disp = msgs.store_ts[(tran == 0) | (tran == 0x8)]
+        disp = msgs.store_ts[goes_to_consume_queue_many(msgs.sys_flag)]
         if have_cq and len(disp) and c.logics_msg_timestamp > int(disp.max()):
             bad("checkpoint.logics-timestamp", "logics_msg_timestamp",
                 f"logicsMsgTimestamp {c.logics_msg_timestamp} is after the last store time of any message a "

@@ -687,7 +687,8 @@ class ConsumeQueueTarget(Target):
     heavy_every = 16
 
     def seeds(self, workdir: Path) -> list[Seed]:
-        from rmqlab.formats.consumequeue import ConsumeQueueWriter, tags_code
+        from rmqlab.dispatch import tags_code
+        from rmqlab.formats.consumequeue import ConsumeQueueWriter
 
         out = []
         specs = {

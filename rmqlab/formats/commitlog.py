@@ -75,6 +75,7 @@ from typing import Any, Iterator, Literal, Sequence
 import numpy as np
 
 from rmqlab import _records
+from rmqlab.dispatch import assign_queue_offsets, next_queue_offsets, transaction_type
 from rmqlab.errors import FormatError, TruncatedFileError
 from rmqlab.formats._layout import Layout
 from rmqlab.formats.msgid import format_host, offset_msg_id, parse_host
@@ -95,11 +96,8 @@ MAGIC_V1 = -626843481       # 0xDAA320A7, MessageDecoder.MESSAGE_MAGIC_CODE
 MAGIC_V2 = -626843477       # 0xDAA320AB, MessageDecoder.MESSAGE_MAGIC_CODE_V2
 MAGIC_BLANK = -875286124    # 0xCBD43194, CommitLog.BLANK_MAGIC_CODE
 
-# MessageSysFlag
+# MessageSysFlag (the transaction type bits are a dispatch rule: rmqlab.dispatch)
 COMPRESSED_FLAG = 0x1
-TRANSACTION_MASK = 0xC
-TRANSACTION_NOT_TYPE, TRANSACTION_PREPARED_TYPE = 0x0, 0x4
-TRANSACTION_COMMIT_TYPE, TRANSACTION_ROLLBACK_TYPE = 0x8, 0xC
 BORNHOST_V6_FLAG = 0x10
 STOREHOSTADDRESS_V6_FLAG = 0x20
 
@@ -334,7 +332,7 @@ class Message:
 
     @property
     def transaction_type(self) -> int:
-        return self.sys_flag & TRANSACTION_MASK
+        return transaction_type(self.sys_flag)
 
     @property
     def offset_msg_id(self) -> str:
@@ -1244,35 +1242,6 @@ def _host_table(table, name, n):
     return ipm, widths, ports, codes
 
 
-def assign_queue_offsets(topics: np.ndarray, queue_ids: np.ndarray, sys_flag: np.ndarray,
-                         queue_table: dict[tuple[str, int], int] | None = None):
-    """Queue offsets as the broker's topicQueueTable assigns them, in row order: NOT_TYPE and
-    COMMIT_TYPE rows get the next offset of their (topic, queue id) and advance it; PREPARED and
-    ROLLBACK rows get 0. Returns (offsets int64, the updated table). Vectorized (groupby)."""
-    import pandas as pd
-
-    table = dict(queue_table or {})
-    n = len(topics)
-    out = np.zeros(n, np.int64)
-    tran = sys_flag & TRANSACTION_MASK
-    elig = (tran == TRANSACTION_NOT_TYPE) | (tran == TRANSACTION_COMMIT_TYPE)
-    if not elig.any():
-        return out, table
-    df = pd.DataFrame({"t": pd.Series(topics[elig], dtype=object), "q": queue_ids[elig]})
-    grp = df.groupby(["t", "q"], sort=False)
-    cum = grp.cumcount().to_numpy()
-    keys = list(grp.size().index)
-    counts = grp.size().to_numpy()
-    ngroup = grp.ngroup().to_numpy()
-    keys = [(str(t), int(q)) for t, q in keys]
-    # grp.size() is ordered like ngroup (sort=False: order of first appearance)
-    base = np.array([table.get(k, 0) for k in keys], np.int64)
-    out[elig] = base[ngroup] + cum
-    for k, b, c in zip(keys, base, counts):
-        table[k] = int(b + c)
-    return out, table
-
-
 @dataclass
 class _Sizes:
     """What placing and encoding a batch of messages needs from its columns."""
@@ -1410,7 +1379,7 @@ def encode_messages(columns, start_offset: int = 0, file_size: int = DEFAULT_FIL
     when ``msgLen + 8`` exceeds the bytes left in a file, an 8-byte blank record (TOTALSIZE =
     bytes left) ends it and the message starts the next file (offset = next multiple of
     `file_size`). ``queue_offset`` is taken when given, else assigned as
-    :func:`assign_queue_offsets` (from `queue_table`). ``prepared_index`` (row of the half
+    :func:`rmqlab.dispatch.assign_queue_offsets` (from `queue_table`). ``prepared_index`` (row of the half
     message, -1 none; rows below `row_base` are looked up in `prior_phy_offsets`) sets
     ``prepared_transaction_offset`` to that row's phy offset. ``version`` defaults to v2 only
     for topics over 127 bytes. Cost: O(total bytes), about a million small messages/s.
@@ -1497,11 +1466,8 @@ class CommitLogWriter:
                                   path=bad.path, offset=bad.offset, field=bad.field)
             self.offset = int(rep.end_phy_offset)
             if queue_table is None:
-                queue_table, _ = {}, None
-                tran = df["sys_flag"].to_numpy() & TRANSACTION_MASK
-                ok = df[(tran == TRANSACTION_NOT_TYPE) | (tran == TRANSACTION_COMMIT_TYPE)]
-                for (t, q), v in ok.groupby(["topic", "queue_id"])["queue_offset"].max().items():
-                    queue_table[(str(t), int(q))] = int(v) + 1
+                queue_table = next_queue_offsets(df["topic"].to_numpy(object), df["queue_id"].to_numpy(),
+                                                 df["sys_flag"].to_numpy(), df["queue_offset"].to_numpy())
         else:
             self.offset = int(start_offset)
         self.queue_table = dict(queue_table or {})
