@@ -94,6 +94,7 @@ from rmqlab.formats.indexfile import (
     ENTRY,
     HEADER,
     NEW_SLOT,
+    SLOT,
     Geometry,
     IndexFile,
     SlotCountRule,
@@ -414,6 +415,14 @@ def _broker_text(s):
     return s.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
 
 
+def _gather_field(buf: np.ndarray, record_offsets: np.ndarray, layout, name: str) -> np.ndarray:
+    """Field `name` of `layout` read from the record starting at each of `record_offsets` in the
+    byte array `buf`, widened to int64. Cost: O(records), NumPy."""
+    f = layout.field(name)
+    idx = (record_offsets + f.offset)[:, None] + np.arange(f.size, dtype=np.int64)
+    return buf[idx].view(layout.dtype[name]).reshape(-1).astype(np.int64)
+
+
 def _most_common(values: Iterable[int]) -> int | None:
     c = Counter(values)
     return c.most_common(1)[0][0] if c else None
@@ -524,12 +533,14 @@ def infer_index_geometry(path: str | os.PathLike) -> Geometry:
         if count <= 1:
             raise GeometryError(f"file is {size} bytes and holds no entries (index_count {count}): any split "
                                 f"of slots and entries fits; {hint}", path=path, offset=size, field="file size")
-        if body % 4:
+        if body % SLOT.size:
             raise GeometryError(f"file is {size} bytes: 40 + 4*slots + 20*entries can never make it",
                                 path=path, offset=size, field="file size")
-        first = (body // 4) % 5 or 5
-        last = (body - ENTRY.size * count) // 4
-        slots = np.arange(first, last + 1, 5, dtype=np.int64)
+        # body = SLOT.size * slots + ENTRY.size * entries, so slots is fixed modulo the size ratio
+        ratio = ENTRY.size // SLOT.size
+        first = (body // SLOT.size) % ratio or ratio
+        last = (body - ENTRY.size * count) // SLOT.size
+        slots = np.arange(first, last + 1, ratio, dtype=np.int64)
         if not len(slots):
             raise GeometryError(f"file is {size} bytes: too small for index_count {count}", path=path,
                                 offset=size, field="file size")
@@ -537,30 +548,27 @@ def infer_index_geometry(path: str | os.PathLike) -> Geometry:
         try:
             U = np.frombuffer(mm, np.uint8)
             # nothing is written after entry index_count - 1: the last non-zero byte bounds the split
-            slots = slots[HEADER.size + 4 * slots + ENTRY.size * count > _last_nonzero(U)]
-            eo = HEADER.size + 4 * slots
-
-            def gather(buf, offsets, width, dtype):
-                idx = offsets[:, None] + np.arange(width, dtype=np.int64)
-                return buf[idx].view(dtype).reshape(-1).astype(np.int64)
+            slots = slots[HEADER.size + SLOT.size * slots + ENTRY.size * count > _last_nonzero(U)]
+            eo = HEADER.size + SLOT.size * slots
 
             e1 = eo + ENTRY.size
             el = eo + ENTRY.size * (count - 1)
-            ok = ((gather(U, e1 + 4, 8, ">i8") == h.begin_phy_offset) & (gather(U, e1 + 16, 4, ">i4") == 0)
-                  & (gather(U, el + 4, 8, ">i8") == h.end_phy_offset))
+            ok = ((_gather_field(U, e1, ENTRY, "phy_offset") == h.begin_phy_offset)
+                  & (_gather_field(U, e1, ENTRY, "prev_index") == 0)
+                  & (_gather_field(U, el, ENTRY, "phy_offset") == h.end_phy_offset))
             if count > 2:
                 want = time_diff_seconds(h.end_timestamp, h.begin_timestamp)
-                ok &= gather(U, el + 12, 4, ">i4") == want
+                ok &= _gather_field(U, el, ENTRY, "time_diff") == want
             found = slots[ok]
             if len(found):   # entry 0 is never written
-                zero = ~U[(HEADER.size + 4 * found)[:, None] + np.arange(ENTRY.size, dtype=np.int64)].any(axis=1)
+                zero = ~U[(HEADER.size + SLOT.size * found)[:, None] + np.arange(ENTRY.size, dtype=np.int64)].any(axis=1)
                 found = found[zero]
             del U
         finally:
             mm.close()
     if len(found) == 1:
         s = int(found[0])
-        return Geometry(s, (body - 4 * s) // ENTRY.size)
+        return Geometry(s, (body - SLOT.size * s) // ENTRY.size)
     if not len(found):
         raise GeometryError(f"file is {size} bytes and no split of slots and entries agrees with its header; "
                             f"{hint}", path=path, offset=size, field="file size")
@@ -855,8 +863,7 @@ def _crc_check(U: np.ndarray, pos: np.ndarray, sys_flag: np.ndarray, stored: np.
     sw = np.where(sys_flag & cl.STOREHOSTADDRESS_V6_FLAG, 16, 4)
     o_tail = cl.HEAD.size + bw + cl.PORT.size + cl.STORE_TIME.size + sw + cl.PORT.size
     o_body = o_tail + cl.TAIL.size
-    blen_at = pos + o_tail + cl.TAIL.offset("body_len")
-    body_len = U[blen_at[:, None] + np.arange(4, dtype=np.int64)].view(">i4").reshape(-1).astype(np.int64)
+    body_len = _gather_field(U, pos + o_tail, cl.TAIL, "body_len")
     crc = np.empty(len(pos), np.uint32)
     _records.crc32_spans(U, np.ascontiguousarray(pos + o_body, np.int64),
                          np.ascontiguousarray(body_len, np.int64), crc)
