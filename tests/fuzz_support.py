@@ -917,6 +917,7 @@ class CommitLogTarget(Target):
         return out
 
     def run(self, rt, seed, data, ops, rng, heavy):
+        from rmqlab import _records
         from rmqlab.formats import commitlog as cl
 
         first = seed.meta["first"]
@@ -929,7 +930,7 @@ class CommitLogTarget(Target):
         if rt.want(rng, 0.5):
             for i, p in enumerate(paths):   # the C walk against its Python model, on the raw bytes
                 buf = data[i * CL_FILE:(i + 1) * CL_FILE]
-                raw, stop, code = cl._records.walk(buf, 0, len(buf), -1)
+                raw, stop, code = _records.walk(buf, 0, len(buf), -1)
                 pos, stop2, code2 = cl.walk_py(buf, 0, len(buf))
                 rt.expect((np.frombuffer(raw, np.int64).tolist(), stop, code) == (pos, stop2, code2),
                           "_records.walk", f"C walk {(stop, code)} != walk_py {(stop2, code2)}")

@@ -10,6 +10,7 @@ import numpy as np
 from rmqlab.dispatch import message_tags_codes
 from rmqlab.errors import FormatError, GeometryError, RmqlabError, TruncatedFileError
 from rmqlab.formats import commitlog as cl
+from rmqlab.formats.commitlog.columns import columns_frame, scan_file
 from rmqlab.verify.common import (
     OFFSET_FILE_NAME,
     add_problem,
@@ -128,7 +129,7 @@ def _message_frame(parts: list[dict]):
     import pandas as pd
 
     if not parts:
-        return cl._frame([], False, False)[list(_MESSAGE_COLUMNS)]
+        return columns_frame([], False, False)[list(_MESSAGE_COLUMNS)]
     return pd.DataFrame({c: np.concatenate([p[c] for p in parts]) for c in _MESSAGE_COLUMNS})
 
 
@@ -254,7 +255,7 @@ def scan_commitlog(path: Path, file_size: int | None, check_crc: bool) -> tuple[
                 # the format module's own walk and decode (C walk + NumPy gathers), each file as if it
                 # were the last: zeros after the last message are no damage there; a missing
                 # end-of-file blank record is judged below
-                cols, _, _, _ = cl._scan_file(buf, f, last=True, check_crc=False, report=rr,
+                cols, _, _, _ = scan_file(buf, f, last=True, check_crc=False, report=rr,
                                               on_error="report", body=False)
                 sizes = cols["total_size"].astype(np.int64)
                 pos = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64) if len(sizes) \
