@@ -56,6 +56,7 @@ __all__ = [
     "tags_codes",
     "message_tags_code",
     "message_tags_codes",
+    "assign_queue_offsets_coded",
     "assign_queue_offsets",
     "next_queue_offsets",
 ]
@@ -342,11 +343,38 @@ def message_tags_codes(topics: Any, tags: Any, delay_levels: Any, store_timestam
 # ---------------------------------------------------------------------------- queue offsets
 
 
+def assign_queue_offsets_coded(queue_codes: np.ndarray, sys_flag: Any, next_offset: np.ndarray) -> np.ndarray:
+    """Queue offsets as the broker's topicQueueTable assigns them, in row order, for queues
+    given as small non-negative integer codes: NOT_TYPE and COMMIT_TYPE rows get
+    ``next_offset[code]`` plus the number of earlier such rows of their queue; PREPARED and
+    ROLLBACK rows get 0. `next_offset` (int64, one entry a code) is advanced in place.
+    Cost: O(n), NumPy.
+
+    >>> table = np.array([7, 0])
+    >>> assign_queue_offsets_coded(np.array([0, 0, 1, 0]), np.array([0, 4, 0, 8]), table).tolist(), table.tolist()
+    ([7, 0, 0, 8], [9, 1])
+    """
+    queue_codes = np.asarray(queue_codes, dtype=np.int64)
+    out = np.zeros(len(queue_codes), np.int64)
+    rows = np.flatnonzero(goes_to_consume_queue_many(sys_flag))
+    q = queue_codes[rows]
+    counts = np.bincount(q, minlength=len(next_offset))
+    # rank of each row among the earlier rows of its queue; a stable sort of small ints is a
+    # radix sort in NumPy, five times faster than on int64
+    order = np.argsort(q.astype(np.uint16) if len(next_offset) <= 1 << 16 else q, kind="stable")
+    first = np.cumsum(counts) - counts
+    rank = np.empty(len(q), np.int64)
+    rank[order] = np.arange(len(q)) - first[q[order]]
+    out[rows] = next_offset[q] + rank
+    next_offset += counts
+    return out
+
+
 def assign_queue_offsets(topics: np.ndarray, queue_ids: np.ndarray, sys_flag: np.ndarray,
                          queue_table: dict[tuple[str, int], int] | None = None):
-    """Queue offsets as the broker's topicQueueTable assigns them, in row order: NOT_TYPE and
-    COMMIT_TYPE rows get the next offset of their (topic, queue id) and advance it; PREPARED and
-    ROLLBACK rows get 0. Returns (offsets int64, the updated table). Vectorized (groupby).
+    """:func:`assign_queue_offsets_coded` for queues named by (topic, queue id), with the
+    topicQueueTable as a dict (next offset per queue; missing = 0). Returns (offsets int64, the
+    updated table). Cost: O(n), one pandas groupby.
 
     >>> offs, table = assign_queue_offsets(np.array(["A", "A", "B", "A"], object),
     ...                                    np.array([0, 0, 0, 0]), np.array([0, 4, 0, 8]), {("A", 0): 7})
@@ -357,22 +385,17 @@ def assign_queue_offsets(topics: np.ndarray, queue_ids: np.ndarray, sys_flag: np
 
     table = dict(queue_table or {})
     n = len(topics)
-    out = np.zeros(n, np.int64)
     elig = goes_to_consume_queue_many(sys_flag)
     if not elig.any():
-        return out, table
-    df = pd.DataFrame({"t": pd.Series(topics[elig], dtype=object), "q": queue_ids[elig]})
-    grp = df.groupby(["t", "q"], sort=False)
-    cum = grp.cumcount().to_numpy()
-    keys = list(grp.size().index)
-    counts = grp.size().to_numpy()
-    ngroup = grp.ngroup().to_numpy()
-    keys = [(str(t), int(q)) for t, q in keys]
-    # grp.size() is ordered like ngroup (sort=False: order of first appearance)
-    base = np.array([table.get(k, 0) for k in keys], np.int64)
-    out[elig] = base[ngroup] + cum
-    for k, b, c in zip(keys, base, counts):
-        table[k] = int(b + c)
+        return np.zeros(n, np.int64), table
+    grp = pd.DataFrame({"t": pd.Series(topics, dtype=object), "q": queue_ids}).groupby(["t", "q"], sort=False)
+    keys = [(str(t), int(q)) for t, q in grp.size().index]   # in ngroup order (sort=False)
+    before = np.array([table.get(k, 0) for k in keys], np.int64)
+    after = before.copy()
+    out = assign_queue_offsets_coded(grp.ngroup().to_numpy(), sys_flag, after)
+    for k, b, a in zip(keys, before, after):
+        if a != b:
+            table[k] = int(a)
     return out, table
 
 

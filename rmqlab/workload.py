@@ -81,7 +81,7 @@ from rmqlab.dispatch import (
     TRANSACTION_NOT_TYPE,
     TRANSACTION_PREPARED_TYPE,
     TRANSACTION_ROLLBACK_TYPE,
-    goes_to_consume_queue_many,
+    assign_queue_offsets_coded,
     key_tokens_many,
     parse_delay_levels,
     transaction_type,
@@ -1102,13 +1102,7 @@ def _table(s: _Setup, st: _State, r: _Records) -> pa.Table:
     steps = np.searchsorted(st.step_times, r.t, side="right") if len(st.step_times) else 0
     store_ts = w.start_ms + np.floor(r.t * 1000.0).astype(np.int64) - steps * w.broker_clock_step_ms
     # queue offsets: per (topic, queue), in this order, only for NOT_TYPE and COMMIT_TYPE
-    consumes = goes_to_consume_queue_many(r.sys_flag)
-    gq = r.topic_code * _qmax(s) + r.queue
-    qoff = np.zeros(n, np.int64)
-    rows = np.flatnonzero(consumes)
-    rank, counts = _cumcount(gq[rows], len(st.q_next))
-    qoff[rows] = st.q_next[gq[rows]] + rank
-    st.q_next += counts
+    qoff = assign_queue_offsets_coded(r.topic_code * _qmax(s) + r.queue, r.sys_flag, st.q_next)
     cols = [
         s.topic_names.take(pa.array(r.topic_code)),
         pa.array(r.queue.astype(np.int32)),

@@ -239,3 +239,14 @@ def test_assign_queue_offsets_equals_the_model(rows, table):
     for k, v in rebuilt.items():
         assert v == want_table[k]
     assert set(rebuilt) == {(t, q) for t, q, f in rows if model_goes_to_consume_queue(f)}
+
+
+@given(st.lists(st.tuples(st.integers(0, 4), st.sampled_from([0, 4, 8, 12, 0x18])), max_size=40),
+       st.lists(st.integers(0, 1000), min_size=5, max_size=5))
+def test_assign_queue_offsets_coded_equals_the_model(rows, start):
+    table = np.array(start, np.int64)
+    got = d.assign_queue_offsets_coded(np.array([q for q, _ in rows], np.int64),
+                                       np.array([f for _, f in rows], np.int32), table)
+    want, want_table = model_queue_offsets([("t", q, f) for q, f in rows], {("t", q): v for q, v in enumerate(start)})
+    assert got.tolist() == want
+    assert table.tolist() == [want_table[("t", q)] for q in range(5)]
