@@ -61,6 +61,7 @@ from rmqlab.formats.indexfile import (
     SLOT,
     Geometry,
     read_header,
+    time_diff_seconds,
 )
 from rmqlab.indexservice import DEFAULT_MAX_MSGS_NUM_BATCH
 from rmqlab.kafka import index as kidx
@@ -500,7 +501,7 @@ def time_semantics(sbs: SideBySide, *, window_ms: int = 999, seed: int = 0) -> p
     # the file holding a message's entry is the one whose time range holds its store time
     # (files follow one another in store time); the entry's time is begin + whole seconds
     which = np.clip(np.searchsorted(ends, ts, side="left"), 0, len(files) - 1)
-    stored = begins[which] + (ts - begins[which]) // 1000 * 1000
+    stored = begins[which] + time_diff_seconds(ts, begins[which]) * 1000
     cand = np.flatnonzero(own & first_at & (stored < ts) & (ts >= begins[which]))
     # keep the first candidate whose entry the broker's walk reads and judges too early
     # (keyquery's "missed-time"), not one the walk stops before reaching

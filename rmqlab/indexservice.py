@@ -46,6 +46,7 @@ from typing import Any, Callable, Iterable, Iterator, Mapping
 
 import numpy as np
 
+from rmqlab.dispatch import goes_to_index, goes_to_index_many, index_keys, index_keys_many, transaction_type
 from rmqlab.errors import ReadOnlyError
 from rmqlab.formats.indexfile import (
     DEFAULT_HASH_SLOT_NUM,
@@ -62,11 +63,6 @@ from rmqlab.javahash import index_hash_many, index_key
 __all__ = [
     "DEFAULT_MAX_MSGS_NUM_BATCH",
     "DEFAULT_QUERY_MAX_NUM",
-    "KEY_SEPARATOR",
-    "TRANSACTION_NOT_TYPE",
-    "TRANSACTION_PREPARED_TYPE",
-    "TRANSACTION_COMMIT_TYPE",
-    "TRANSACTION_ROLLBACK_TYPE",
     "DispatchRequest",
     "QueryOffsetResult",
     "FileVisit",
@@ -88,15 +84,6 @@ DEFAULT_MAX_MSGS_NUM_BATCH = 64
 #: MessageStoreConfig.defaultQueryMaxNum: the maxNum QueryMessageProcessor forces for a
 #: unique-key (message id) query.
 DEFAULT_QUERY_MAX_NUM = 32
-#: MessageConst.KEY_SEPARATOR: the KEYS property is split on one space.
-KEY_SEPARATOR = " "
-
-# MessageSysFlag: the transaction type is bits 2-3 of sysFlag (getTransactionValue).
-TRANSACTION_NOT_TYPE = 0
-TRANSACTION_PREPARED_TYPE = 0x1 << 2
-TRANSACTION_COMMIT_TYPE = 0x2 << 2
-TRANSACTION_ROLLBACK_TYPE = 0x3 << 2
-
 _NAME_RE = re.compile(r"\d{17}")
 _INT64_MIN = np.iinfo(np.int64).min
 
@@ -146,12 +133,12 @@ class DispatchRequest:
 
     @property
     def transaction_type(self) -> int:
-        """MessageSysFlag.getTransactionValue: ``sys_flag & 0xC``."""
-        return self.sys_flag & TRANSACTION_ROLLBACK_TYPE
+        """MessageSysFlag.getTransactionValue (:func:`rmqlab.dispatch.transaction_type`)."""
+        return transaction_type(self.sys_flag)
 
     @property
     def is_rollback(self) -> bool:
-        return self.transaction_type == TRANSACTION_ROLLBACK_TYPE
+        return not goes_to_index(self.sys_flag)
 
     def index_keys(self) -> list[str]:
         """The key parts buildIndex indexes, in its order: UNIQ_KEY first (whenever it is not
@@ -161,12 +148,7 @@ class DispatchRequest:
         >>> DispatchRequest("T", 0, 0, keys=" a  b ", uniq_key="U").index_keys()
         ['U', 'a', 'b']
         """
-        out = [] if self.uniq_key is None else [self.uniq_key]
-        if self.keys:
-            # Java's split(" ") keeps leading empty tokens and drops trailing ones; buildIndex
-            # skips empty tokens anyway, so a plain split + filter gives the same keys.
-            out.extend(k for k in self.keys.split(KEY_SEPARATOR) if k)
-        return out
+        return index_keys(self.keys, self.uniq_key)
 
 
 # ------------------------------------------------------------------------------- queries
@@ -514,9 +496,9 @@ class IndexService:
         In the broker's order: get (or create) the writable file -- so a file is created even
         for a message that is then skipped; skip the message if its phy_offset < that file's
         end_phy_offset (already indexed; an equal offset is indexed again); skip a rolled-back
-        transaction (``sys_flag & 0xC == 0xC``; prepared and committed ones are indexed); put
-        ``topic#UNIQ_KEY`` if the unique key is not None, then ``topic#k`` for each non-empty
-        token of KEYS split on " ". A put refused because the file is full creates the next
+        transaction (prepared and committed ones are indexed: :func:`rmqlab.dispatch.goes_to_index`);
+        put ``topic#k`` for each part of :func:`rmqlab.dispatch.index_keys` (``UNIQ_KEY`` if not
+        None, then each non-empty token of KEYS split on " "). A put refused because the file is full creates the next
         file and is retried there. Cost: O(keys), one put_key each.
         """
         self._store_time_hint = msg.store_timestamp
@@ -823,13 +805,9 @@ def expand_columns(columns: Any, *, end_phy_offset: int = 0) -> ExpandedKeys:
     keys = _string_column(get("keys"), "keys", n, nullable=True)
     uniq = _string_column(get("uniq_key"), "uniq_key", n, nullable=True)
 
-    rollback = (sys_flag & TRANSACTION_ROLLBACK_TYPE) == TRANSACTION_ROLLBACK_TYPE
-    tokens = pc.split_pattern(keys, pattern=KEY_SEPARATOR)     # null KEYS -> null list
-    flat = pc.list_flatten(tokens)
-    parents = np.asarray(pc.list_parent_indices(tokens), dtype=np.int64)
-    nonempty = np.asarray(pc.greater(pc.binary_length(flat), 0), dtype=bool) if len(flat) else np.zeros(0, bool)
-    has_uniq = np.asarray(uniq.is_valid(), dtype=bool) if n else np.zeros(0, bool)
-    nkeys = has_uniq.astype(np.int64) + np.bincount(parents[nonempty], minlength=n)
+    rollback = ~goes_to_index_many(sys_flag)
+    part_msg, parts = index_keys_many(keys, uniq)
+    nkeys = np.bincount(part_msg, minlength=n)
 
     # end_phy_offset seen by message i = max(start, offsets of earlier messages that put keys)
     eligible = ~rollback & (nkeys > 0)
@@ -840,16 +818,9 @@ def expand_columns(columns: Any, *, end_phy_offset: int = 0) -> ExpandedKeys:
         np.maximum(running[:-1], end_phy_offset, out=end_before[1:])
     keep = ~rollback & (phy >= end_before)
 
-    u_msg = np.flatnonzero(has_uniq & keep)
-    t_sel = nonempty & keep[parents] if len(parents) else np.zeros(0, bool)
-    t_msg = parents[t_sel]
-    msg = np.concatenate([u_msg, t_msg])
-    # stable: within a message the unique key (listed first) stays before its KEYS tokens
-    order = np.argsort(msg, kind="stable")
-    msg = msg[order]
-    parts = pa.concat_arrays([uniq.take(pa.array(u_msg, pa.int64())),
-                              flat.filter(pa.array(t_sel)).cast(pa.large_string())])
-    parts = parts.take(pa.array(order, pa.int64()))
+    sel = keep[part_msg] if len(part_msg) else np.zeros(0, bool)
+    msg = part_msg[sel]
+    parts = parts.filter(pa.array(sel))
     sep = pa.scalar("#", pa.large_string())
     full = pc.binary_join_element_wise(topic.take(pa.array(msg, pa.int64())), parts, sep)
     return ExpandedKeys(full, phy[msg], ts[msg], msg, n)

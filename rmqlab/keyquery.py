@@ -28,12 +28,14 @@ entries in its slots) and one CommitLog read per candidate.
 """
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from rmqlab.dispatch import key_tokens_many
 from rmqlab.formats.indexfile import LONG_MAX, IndexFile
 from rmqlab.indexservice import (
     DEFAULT_MAX_MSGS_NUM_BATCH,
@@ -124,13 +126,12 @@ def _real_match(messages: pd.DataFrame, topic: str, key: str, unique: bool) -> n
     uniq = (messages["uniq_key"] == key).fillna(False).to_numpy(dtype=bool)
     if unique:
         return same_topic & uniq
-    # buildIndex indexes UNIQ_KEY and every KEYS token split on single spaces: the same set here
-    import pyarrow as pa
+    # the keys buildIndex indexes the message under (UNIQ_KEY is matched above)
     import pyarrow.compute as pc
 
-    tokens = pc.split_pattern(pa.array(messages["keys"], pa.string(), from_pandas=True), " ")
-    parents = np.asarray(pc.list_parent_indices(tokens))
-    equal = pc.equal(pc.list_flatten(tokens), key).to_numpy(zero_copy_only=False)
+    tokens = key_tokens_many(messages["keys"].to_numpy(object))
+    parents = np.asarray(pc.list_parent_indices(tokens), dtype=np.int64)
+    equal = np.asarray(pc.equal(pc.list_flatten(tokens), key).to_numpy(zero_copy_only=False), dtype=bool)
     in_keys = np.zeros(len(messages), dtype=bool)
     in_keys[parents[equal]] = True
     return same_topic & (uniq | in_keys)
@@ -220,7 +221,8 @@ def _compare(trace: DirectoryQueryTrace, entries: pd.DataFrame, messages: pd.Dat
             out.append((phy, "missed-not-visited", f"file {v.name} was never reached (the walk stopped: {trace.stop})"))
         elif v.action == "not-time-matched":
             out.append((phy, "missed-file-skipped",
-                        f"file {v.name} covers [{v.begin_timestamp}, {v.end_timestamp}], the message was stored at {ts}"))
+                        f"file {v.name} covers [{v.begin_timestamp}, {v.end_timestamp}], "
+                        f"the message was stored at {ts}"))
         else:
             step = steps_of[v.name].get(entry)
             if step is None:

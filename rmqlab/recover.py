@@ -86,6 +86,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from rmqlab.dispatch import goes_to_consume_queue_many, message_tags_codes
 from rmqlab.errors import FormatError
 from rmqlab.formats import checkpoint as cpf
 from rmqlab.formats import commitlog as cl
@@ -116,8 +117,6 @@ __all__ = [
 
 _TEMP_RE = re.compile(r"\..+\.tmp")
 _DIGITS20 = re.compile(r"\d{20}")
-_DISPATCHABLE = (0x0, 0x8)          # sysFlag & 0xC values that get a ConsumeQueue unit
-_TRAN_MASK = 0xC
 _CHUNK = 1 << 24                    # bytes compared / zeroed per step
 
 
@@ -355,17 +354,6 @@ def _commitlog(root: Path, file_size: int | None, dry_run: bool, actions: list[R
 # ------------------------------------------------------------------------------ ConsumeQueue
 
 
-def _tags_codes(msgs: pd.DataFrame) -> np.ndarray:
-    """The tags code Store.dispatch writes for each message (TAGS.hashCode, or the delivery time
-    of a delayed message in SCHEDULE_TOPIC_XXXX)."""
-    codes = cq.tags_codes(msgs["tags"].to_numpy(object)).astype(np.int64)
-    delayed = ((msgs["topic"] == cq.SCHEDULE_TOPIC) & (msgs["delay_level"] > 0)).to_numpy()
-    if delayed.any():
-        codes[delayed] = [cq.compute_deliver_timestamp(int(lv), int(ts)) for lv, ts in
-                          zip(msgs["delay_level"][delayed], msgs["store_timestamp"][delayed])]
-    return codes
-
-
 def _queue_folders(cq_dir: Path) -> list[tuple[str, int, Path]]:
     out = []
     if cq_dir.is_dir():
@@ -390,8 +378,9 @@ def _consume_queues(root: Path, msgs: pd.DataFrame, end: int, cq_size: int | Non
         topics = msgs["topic"].to_numpy(object)
         qids = msgs["queue_id"].to_numpy(np.int64)
         mqoff = msgs["queue_offset"].to_numpy(np.int64)
-        tran = msgs["sys_flag"].to_numpy(np.int64) & _TRAN_MASK
-        codes = _tags_codes(msgs)
+        dispatched = goes_to_consume_queue_many(msgs["sys_flag"].to_numpy(np.int64))
+        codes = message_tags_codes(topics, msgs["tags"].to_numpy(object), msgs["delay_level"].to_numpy(np.int64),
+                                   msgs["store_timestamp"].to_numpy(np.int64))
     next_offset: dict[tuple[str, int], int] = {}
     for topic, qid, folder in queues:
         names = sorted(f for f in folder.iterdir() if f.is_file() and _DIGITS20.fullmatch(f.name))
@@ -416,7 +405,7 @@ def _consume_queues(root: Path, msgs: pd.DataFrame, end: int, cq_size: int | Non
             ok = hit.copy()
             if len(msgs) and ok.any():
                 ok &= (sz == total[r]) & (topics[r] == topic) & (qids[r] == qid) & (mqoff[r] == qoff)
-                ok &= np.isin(tran[r], _DISPATCHABLE) & (tc == codes[r])
+                ok &= dispatched[r] & (tc == codes[r])
             good = int(np.argmin(ok)) if len(ok) and not ok.all() else len(ok)
             keep_byte = (q.min_offset + good) * cq.UNIT_SIZE if good else 0
             files = [(f.path, f.start) for f in q.info.files]
@@ -448,9 +437,8 @@ def _consume_queues(root: Path, msgs: pd.DataFrame, end: int, cq_size: int | Non
             next_offset[(topic, qid)] = keep_byte // cq.UNIT_SIZE
     if not len(msgs):
         return
-    disp = np.isin(tran, _DISPATCHABLE)
     base = np.array([next_offset.get((t, int(q)), -1) for t, q in zip(topics, qids)], np.int64)
-    want = disp & (mqoff >= np.where(base < 0, np.iinfo(np.int64).min, base))
+    want = dispatched & (mqoff >= np.where(base < 0, np.iinfo(np.int64).min, base))
     sub = msgs[want]
     if len(sub):
         n_q = sub.groupby(["topic", "queue_id"]).ngroups
@@ -706,8 +694,7 @@ def _checkpoint(root: Path, msgs: pd.DataFrame, end: int, index_ts: int, dry_run
         report.checkpoint_after = report.checkpoint_before
         return
     base = old or cpf.StoreCheckpoint()
-    tran = msgs["sys_flag"].to_numpy(np.int64) & _TRAN_MASK
-    logics = msgs["store_timestamp"].to_numpy(np.int64)[np.isin(tran, _DISPATCHABLE)]
+    logics = msgs["store_timestamp"].to_numpy(np.int64)[goes_to_consume_queue_many(msgs["sys_flag"].to_numpy(np.int64))]
     confirm = base.confirm_phy_offset if base.confirm_phy_offset <= end else end
     new = cpf.StoreCheckpoint(int(msgs["store_timestamp"].iloc[-1]),
                               int(logics[-1]) if len(logics) else base.logics_msg_timestamp,

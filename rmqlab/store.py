@@ -34,6 +34,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from rmqlab.dispatch import goes_to_consume_queue_many, message_tags_codes
 from rmqlab.formats import checkpoint as cp
 from rmqlab.formats import commitlog as cl
 from rmqlab.formats import consumequeue as cq
@@ -45,10 +46,6 @@ from rmqlab.keyquery import MODES, KeyQuery, query_key
 __all__ = ["Store", "DispatchReport", "generate_store"]
 
 log = logging.getLogger(__name__)
-
-TRANSACTION_TYPE_MASK = 0xC
-#: sysFlag & 0xC values that get a ConsumeQueue unit (TRANSACTION_NOT_TYPE, TRANSACTION_COMMIT_TYPE)
-CONSUME_QUEUE_TYPES = (0x0, 0x8)
 
 
 @dataclass
@@ -211,15 +208,11 @@ class Store:
                               time.perf_counter() - t0, skipped)
 
     def _dispatch_consume_queues(self, msgs: pd.DataFrame) -> tuple[int, int, dict[str, int]]:
-        tran = msgs["sys_flag"].to_numpy(np.int64) & TRANSACTION_TYPE_MASK
-        put = msgs[np.isin(tran, CONSUME_QUEUE_TYPES)]
+        put = msgs[goes_to_consume_queue_many(msgs["sys_flag"].to_numpy(np.int64))]
         if put.empty:
             return 0, 0, {}
-        codes = cq.tags_codes(put["tags"].to_numpy(object))
-        delayed = ((put["topic"] == cq.SCHEDULE_TOPIC) & (put["delay_level"] > 0)).to_numpy()
-        if delayed.any():   # the delivery time replaces the tags code (few rows: a plain loop)
-            codes[delayed] = [cq.compute_deliver_timestamp(int(level), int(ts)) for level, ts in
-                              zip(put["delay_level"][delayed], put["store_timestamp"][delayed])]
+        codes = message_tags_codes(put["topic"].to_numpy(object), put["tags"].to_numpy(object),
+                                   put["delay_level"].to_numpy(np.int64), put["store_timestamp"].to_numpy(np.int64))
         put = put.assign(tags_code=codes)
         written, skipped = 0, {}
         groups = put.groupby(["topic", "queue_id"], sort=True)
@@ -242,8 +235,7 @@ class Store:
         if msgs.empty:
             return
         old = cp.read_checkpoint(self.checkpoint_path) if self.checkpoint_path.exists() else cp.StoreCheckpoint(0, 0, 0)
-        tran = msgs["sys_flag"].to_numpy(np.int64) & TRANSACTION_TYPE_MASK
-        logics = msgs["store_timestamp"][np.isin(tran, CONSUME_QUEUE_TYPES)]
+        logics = msgs["store_timestamp"][goes_to_consume_queue_many(msgs["sys_flag"].to_numpy(np.int64))]
         new = cp.StoreCheckpoint(
             physic_msg_timestamp=int(msgs["store_timestamp"].iloc[-1]),
             logics_msg_timestamp=int(logics.iloc[-1]) if len(logics) else old.logics_msg_timestamp,

@@ -72,16 +72,22 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 # MessageSysFlag: BORNHOST_V6_FLAG 0x10 / STOREHOSTADDRESS_V6_FLAG 0x20 mark an IPv6 host
-from rmqlab.formats.commitlog import BORNHOST_V6_FLAG, STOREHOSTADDRESS_V6_FLAG
-from rmqlab.formats.consumequeue import DEFAULT_DELAY_LEVELS, SCHEDULE_TOPIC, parse_delay_levels
-from rmqlab.formats.msgid import create_uniq_id, format_host, month_start_ms, parse_host, uniq_ids_arrow
-from rmqlab.indexservice import (
+from rmqlab.dispatch import (
+    DEFAULT_DELAY_LEVELS,
     KEY_SEPARATOR,
+    SCHEDULE_TOPIC,
     TRANSACTION_COMMIT_TYPE,
+    TRANSACTION_MASK,
     TRANSACTION_NOT_TYPE,
     TRANSACTION_PREPARED_TYPE,
     TRANSACTION_ROLLBACK_TYPE,
+    assign_queue_offsets_coded,
+    key_tokens_many,
+    parse_delay_levels,
+    transaction_type,
 )
+from rmqlab.formats.commitlog import BORNHOST_V6_FLAG, STOREHOSTADDRESS_V6_FLAG
+from rmqlab.formats.msgid import create_uniq_id, format_host, month_start_ms, parse_host, uniq_ids_arrow
 from rmqlab.javahash import java_hash
 
 if TYPE_CHECKING:
@@ -1016,7 +1022,7 @@ def _derived(s: _Setup, st: _State, recs: _Records, extra: dict) -> None:
         # a decision arrives strictly after its half message (a zero delay still queues behind it)
         d.t = recs.t[dec] + np.maximum(extra["decision_delay"][decided], 1e-6)
         tran = np.where(is_rb, TRANSACTION_ROLLBACK_TYPE, TRANSACTION_COMMIT_TYPE)
-        d.sys_flag = ((d.sys_flag & ~TRANSACTION_ROLLBACK_TYPE) | tran).astype(np.int32)
+        d.sys_flag = ((d.sys_flag & ~TRANSACTION_MASK) | tran).astype(np.int32)
         if is_rb.any():
             # EndTransactionProcessor (<= 4.2): a rollback record has setBody(null): no body bytes
             d.body = pc.if_else(pa.array(is_rb), pa.scalar(b"", pa.large_binary()), d.body)
@@ -1072,7 +1078,7 @@ def _blocks(w: Workload, bodies: bool = True) -> Iterator[pa.Table]:
         # decisions point at their half message's row: fill in those whose half is in this block
         for r in [batch] + ([st.pending.decisions] if st.pending.decisions is not None else []):
             mine = np.flatnonzero((r.prepared < 0) & (r.src >= g0)
-                                  & ((r.sys_flag & TRANSACTION_ROLLBACK_TYPE) >= TRANSACTION_COMMIT_TYPE))
+                                  & (transaction_type(r.sys_flag) >= TRANSACTION_COMMIT_TYPE))
             if len(mine):
                 r.prepared = r.prepared.copy()
                 r.prepared[mine] = send_row[r.src[mine] - g0]
@@ -1096,14 +1102,7 @@ def _table(s: _Setup, st: _State, r: _Records) -> pa.Table:
     steps = np.searchsorted(st.step_times, r.t, side="right") if len(st.step_times) else 0
     store_ts = w.start_ms + np.floor(r.t * 1000.0).astype(np.int64) - steps * w.broker_clock_step_ms
     # queue offsets: per (topic, queue), in this order, only for NOT_TYPE and COMMIT_TYPE
-    tran = r.sys_flag & TRANSACTION_ROLLBACK_TYPE
-    consumes = (tran == TRANSACTION_NOT_TYPE) | (tran == TRANSACTION_COMMIT_TYPE)
-    gq = r.topic_code * _qmax(s) + r.queue
-    qoff = np.zeros(n, np.int64)
-    rows = np.flatnonzero(consumes)
-    rank, counts = _cumcount(gq[rows], len(st.q_next))
-    qoff[rows] = st.q_next[gq[rows]] + rank
-    st.q_next += counts
+    qoff = assign_queue_offsets_coded(r.topic_code * _qmax(s) + r.queue, r.sys_flag, st.q_next)
     cols = [
         s.topic_names.take(pa.array(r.topic_code)),
         pa.array(r.queue.astype(np.int32)),
@@ -1211,7 +1210,7 @@ def describe(table: Any, top_keys: int = 5) -> "pd.DataFrame":
     n = table.num_rows
     col = lambda name: table.column(name).to_numpy(zero_copy_only=False) if n else np.zeros(0)
     sys_flag = col("sys_flag").astype(np.int64)
-    tran = sys_flag & TRANSACTION_ROLLBACK_TYPE
+    tran = transaction_type(sys_flag)
     topic = table.column("topic")
     delay = col("delay_level")
     is_sched = np.asarray(pc.equal(topic, SCHEDULE_TOPIC).to_numpy(zero_copy_only=False), bool) if n \
@@ -1234,7 +1233,7 @@ def describe(table: Any, top_keys: int = 5) -> "pd.DataFrame":
             add("queue", f"{t}/{q}", int(c))
 
     keys = table.column("keys")
-    tokens = pc.split_pattern(keys, pattern=KEY_SEPARATOR)
+    tokens = key_tokens_many(keys)
     per = np.asarray(pc.fill_null(pc.list_value_length(tokens), 0).to_numpy(zero_copy_only=False)) if n \
         else np.zeros(0)
     keyed = per > 0

@@ -690,7 +690,8 @@ class ConsumeQueueTarget(Target):
     heavy_every = 16
 
     def seeds(self, workdir: Path) -> list[Seed]:
-        from rmqlab.formats.consumequeue import ConsumeQueueWriter, tags_code
+        from rmqlab.dispatch import tags_code
+        from rmqlab.formats.consumequeue import ConsumeQueueWriter
 
         out = []
         specs = {
@@ -919,6 +920,7 @@ class CommitLogTarget(Target):
         return out
 
     def run(self, rt, seed, data, ops, rng, heavy):
+        from rmqlab import _records
         from rmqlab.formats import commitlog as cl
 
         first = seed.meta["first"]
@@ -931,7 +933,7 @@ class CommitLogTarget(Target):
         if rt.want(rng, 0.5):
             for i in range(len(paths)):   # the C walk against its Python model, on the raw bytes
                 buf = data[i * CL_FILE:(i + 1) * CL_FILE]
-                raw, stop, code = cl._records.walk(buf, 0, len(buf), -1)
+                raw, stop, code = _records.walk(buf, 0, len(buf), -1)
                 pos, stop2, code2 = cl.walk_py(buf, 0, len(buf))
                 rt.expect((np.frombuffer(raw, np.int64).tolist(), stop, code) == (pos, stop2, code2),
                           "_records.walk", f"C walk {(stop, code)} != walk_py {(stop2, code2)}")

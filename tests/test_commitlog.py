@@ -13,6 +13,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 from rmqlab import _records
 from rmqlab.errors import FormatError, TruncatedFileError
 from rmqlab.formats import commitlog as cl
+from rmqlab.formats.msgid import parse_host
 
 FAST = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -58,7 +59,7 @@ def test_encode_decode_round_trip(fields):
     assert bool(m.sys_flag & 0x10) == fields["born_host"].startswith("[")
     assert bool(m.sys_flag & 0x20) == fields["store_host"].startswith("[")
     for h in ("born_host", "store_host"):
-        assert cl.parse_host(getattr(m, h)) == cl.parse_host(fields[h])
+        assert parse_host(getattr(m, h)) == parse_host(fields[h])
     assert m.body_crc == zlib.crc32(fields["body"]) & 0x7FFFFFFF and m.crc_ok
     assert m.encode() == rec
     # the columnar reader sees the same message

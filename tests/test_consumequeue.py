@@ -17,22 +17,18 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from rmqlab.dispatch import DELAY_LEVEL_TABLE, SCHEDULE_TOPIC, message_tags_code, tags_code, tags_codes
 from rmqlab.errors import CorruptIndexError, FormatError, GeometryError, TruncatedFileError
 from rmqlab.formats.consumequeue import (
     DEFAULT_MAPPED_FILE_SIZE,
-    DELAY_LEVEL_TABLE,
-    SCHEDULE_TOPIC,
     STATUS_NAMES,
     UNIT,
     ConsumeQueue,
     ConsumeQueueWriter,
     delay_level_to_queue_id,
     mapped_file_size_for,
-    message_tags_code,
     read_queue_info,
     subscription_codes,
-    tags_code,
-    tags_codes,
 )
 
 INT_MAX = 2**31 - 1

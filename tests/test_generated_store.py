@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from rmqlab.dispatch import SCHEDULE_TOPIC
 from rmqlab.formats import commitlog as cl
 from rmqlab.formats import consumequeue as cq
 from rmqlab.formats.indexfile import LONG_MAX
@@ -95,8 +96,8 @@ def test_features_are_really_exercised():
     t = generate(ROUND_TRIP_CASES["transactions+delays+ipv6"]).to_pandas()
     tran = t["sys_flag"] & 0xC
     assert {0x0, 0x4, 0x8, 0xC} <= set(tran)
-    delivered = (t["delay_level"] > 0) & (t["topic"] != cq.SCHEDULE_TOPIC)
-    assert (t["topic"] == cq.SCHEDULE_TOPIC).sum() > 50 and delivered.sum() > 50
+    delivered = (t["delay_level"] > 0) & (t["topic"] != SCHEDULE_TOPIC)
+    assert (t["topic"] == SCHEDULE_TOPIC).sum() > 50 and delivered.sum() > 50
     assert ((t["sys_flag"] & 0x10) != 0).any() and ((t["sys_flag"] & 0x20) != 0).all()
     assert t["born_host"].str.startswith("[").any() and t["store_host"].str.startswith("[2001:db8::1]").all()
     odd = generate(ROUND_TRIP_CASES["odd"]).to_pandas()

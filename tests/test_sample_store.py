@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from rmqlab import sample
-from rmqlab.formats.consumequeue import SCHEDULE_TOPIC
+from rmqlab.dispatch import SCHEDULE_TOPIC
 
 ROOT = Path(__file__).resolve().parent.parent
 MANIFEST = ROOT / "data" / "MANIFEST.sha256"

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from rmqlab.dispatch import tags_codes
 from rmqlab.formats import commitlog as cl
 from rmqlab.formats import consumequeue as cq
 from rmqlab.formats.msgid import offset_msg_id
@@ -79,7 +80,7 @@ def test_transaction_rules(tmp_path):
     units = cq.ConsumeQueue.open(cq.queue_dir(tmp_path, "T", 0)).to_frame()
     msgs = s.messages()
     assert units["commitlog_offset"].tolist() == msgs["phy_offset"][[0, 2]].tolist()
-    assert units["tags_code"].tolist() == cq.tags_codes(["a", "b"]).tolist()
+    assert units["tags_code"].tolist() == tags_codes(["a", "b"]).tolist()
     assert r.index_keys == 3
     assert [len(s.query_by_key("T", k)) for k in ("k0", "k1", "k2", "k3")] == [1, 1, 1, 0]
 

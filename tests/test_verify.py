@@ -21,6 +21,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from rmqlab.cli import main
+from rmqlab.dispatch import SCHEDULE_TOPIC
 from rmqlab.formats import checkpoint as cpf
 from rmqlab.formats import commitlog as cl
 from rmqlab.formats import consumequeue as cq
@@ -103,7 +104,7 @@ def test_generated_store_verifies_clean_and_counts_match_the_readers(store):
     assert r.settings["commitlog_file_size"] == CL_SIZE
     # the store really exercises the cross checks: rolled-back, prepared and delayed messages
     tran = msgs["sys_flag"] & 0xC
-    assert (tran == 0xC).any() and (tran == 0x4).any() and (msgs["topic"] == cq.SCHEDULE_TOPIC).any()
+    assert (tran == 0xC).any() and (tran == 0x4).any() and (msgs["topic"] == SCHEDULE_TOPIC).any()
 
 
 def test_index_geometry_is_inferred_from_the_bytes(store):

@@ -80,7 +80,8 @@ typedef struct {
 } header_state;
 
 static inline int32_t time_diff_of(int64_t ts, int64_t bts) {
-    /* Java: (storeTs - beginTs) / 1000 in wrapping long arithmetic, then clamped. */
+    /* rmqlab.formats.indexfile.time_diff_seconds is the definition; this is its C form for the
+     * put loop, and the tests hold the two equal. */
     int64_t diff = (int64_t)((uint64_t)ts - (uint64_t)bts);
     int64_t time_diff = diff / 1000;
     if (bts <= 0)

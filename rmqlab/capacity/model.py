@@ -42,11 +42,11 @@ import numpy as np
 import pandas as pd
 
 from rmqlab.capacity.plan import POINTS, Interval, Plan, PlanError
+from rmqlab.dispatch import index_keys_many
 from rmqlab.formats.commitlog import END_FILE_MIN_BLANK_LENGTH, MIN_MESSAGE_SIZE
 from rmqlab.formats.consumequeue import UNIT_SIZE
 from rmqlab.formats.indexfile import Geometry
 from rmqlab.formats.msgid import create_uniq_id
-from rmqlab.indexservice import KEY_SEPARATOR
 from rmqlab.indexstats import chain_length_summary
 from rmqlab.javahash import index_hash_many
 
@@ -356,26 +356,8 @@ def sample_index_keys(plan: Plan, entries: int, *, hot_keys: int | None = None, 
         tables = list(generate_chunks(w, 1 << 20, bodies=False))
         table = pa.concat_tables(tables) if len(tables) > 1 else tables[0]
         topic = table.column("topic").combine_chunks()
-        tokens = pc.split_pattern(table.column("keys").combine_chunks(), pattern=KEY_SEPARATOR)
-        ntok = np.asarray(pc.fill_null(pc.list_value_length(tokens), 0).to_numpy(zero_copy_only=False), np.int64)
-        flat = pc.list_flatten(tokens)
-        n = table.num_rows
-        uniq = plan.keys.uniq_key
-        counts = ntok + (1 if uniq else 0)
-        starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
-        total = int(counts.sum())
-        # gather index into [uniq keys (n) | flat tokens]: per message UNIQ_KEY then its tokens
-        idx = np.empty(total, np.int64)
-        owner = np.repeat(np.arange(n), counts)
-        if uniq:
-            idx[starts] = np.arange(n)
-        tok_pos = np.ones(total, bool)
-        if uniq:
-            tok_pos[starts] = False
-        idx[tok_pos] = (n if uniq else 0) + np.arange(len(flat))
-        pool = pa.concat_arrays([table.column("uniq_key").combine_chunks().cast(pa.string()), flat]) if uniq \
-            else flat
-        values = pool.take(pa.array(idx))
+        owner, values = index_keys_many(table.column("keys"), table.column("uniq_key"))
+        values = values.cast(pa.string())
         keys = pc.binary_join_element_wise(topic.take(pa.array(owner)), values, "#")
         have = len(keys)
         if have >= entries:

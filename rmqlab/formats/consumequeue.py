@@ -1,10 +1,8 @@
 """RocketMQ's ConsumeQueue: the per-queue index of a topic, 20 bytes per message.
 
 Mirrors ``org.apache.rocketmq.store.ConsumeQueue`` and the parts of ``MappedFileQueue`` /
-``MappedFile`` it relies on (RocketMQ store module, read in 4.9.7 and 5.x up to 5.3.3), plus
-the tags-code rules of ``CommitLog.checkMessageAndReturnSize``,
-``MessageExtBrokerInner.tagsString2tagsCode`` and ``computeDeliverTimestamp``
-(``ScheduleMessageService`` in 4.x, ``DefaultMessageStore`` in 5.x).
+``MappedFile`` it relies on (RocketMQ store module, read in 4.9.7 and 5.x up to 5.3.3). The
+tags code a dispatched message gets is a dispatch rule: :mod:`rmqlab.dispatch` computes it.
 
 A queue is the folder ``consumequeue/<topic>/<queueId>/``. Its files are named by the
 20-digit byte offset of their first unit in the queue's logical byte space (queue offset x 20)
@@ -31,8 +29,9 @@ Facts settled from the Java source (not guesses):
   repeatedly"). Queue offset 0 skips the logical check.
 * **Tags code.** ``tagsString2tagsCode`` is ``TAGS.hashCode()`` (0 for null or ""), a Java int
   widened to long. For a message stored in ``SCHEDULE_TOPIC_XXXX`` with a ``DELAY`` property
-  (clamped to the highest level) > 0, the code is ``storeTimestamp + delay(level)`` instead.
-  Consumers match ``codeSet.contains((int) tagsCode)``: only the low 32 bits are compared.
+  (clamped to the highest level) > 0, the code is ``storeTimestamp + delay(level)`` instead
+  (:func:`rmqlab.dispatch.message_tags_code`). Consumers match ``codeSet.contains((int) tagsCode)``:
+  only the low 32 bits are compared.
 * **Search by time.** 5.1.1+ (``BoundaryType`` LOWER/UPPER) picks the file by the store times
   of each file's first and last unit, then binary-searches it with corner cases first; 4.x to
   5.1.0 pick the file by its *file system modification time* and return the nearer of the two
@@ -46,6 +45,7 @@ Entry points, in the npTDMS manner:
 * :class:`ConsumeQueueWriter` appends units exactly as ``putMessagePositionInfo``.
 
 >>> import tempfile
+>>> from rmqlab.dispatch import tags_code
 >>> d = tempfile.mkdtemp()
 >>> with ConsumeQueueWriter.create(d, mapped_file_size=100) as w:   # 5 units a file
 ...     [w.put(1000 * i, 172, tags_code("TagA"), i).status for i in range(3)]
@@ -59,7 +59,6 @@ from __future__ import annotations
 import mmap
 import os
 import re
-import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -75,7 +74,7 @@ from rmqlab.errors import (
     TruncatedFileError,
 )
 from rmqlab.formats._layout import Layout
-from rmqlab.javahash import java_hash, java_hash_many
+from rmqlab.javahash import java_hash
 
 __all__ = [
     "UNIT",
@@ -84,18 +83,10 @@ __all__ = [
     "DEFAULT_MAPPED_FILE_SIZE",
     "BLANK_UNIT",
     "EXT_ADDR_MAX",
-    "SCHEDULE_TOPIC",
-    "DEFAULT_DELAY_LEVELS",
-    "DELAY_LEVEL_TABLE",
     "STATUS_NAMES",
     "mapped_file_size_for",
     "file_name",
     "queue_dir",
-    "tags_code",
-    "tags_codes",
-    "parse_delay_levels",
-    "compute_deliver_timestamp",
-    "message_tags_code",
     "delay_level_to_queue_id",
     "subscription_codes",
     "QueueFile",
@@ -125,10 +116,6 @@ BLANK_UNIT = (0, INT_MAX, 0)
 _BLANK_BYTES = UNIT.pack(*BLANK_UNIT)
 #: ConsumeQueueExt.MAX_ADDR = Integer.MIN_VALUE - 1L: tags codes <= this are ext-file addresses.
 EXT_ADDR_MAX = -(2**31) - 1
-#: TopicValidator.RMQ_SYS_SCHEDULE_TOPIC: delayed messages wait here, queue id = level - 1.
-SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"
-#: MessageStoreConfig.messageDelayLevel (4.x and 5.x default).
-DEFAULT_DELAY_LEVELS = "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"
 
 _NAME_RE = re.compile(r"^[0-9]{20}$")
 _UNIT_FIELD = {f.name: f for f in UNIT.fields}
@@ -138,10 +125,6 @@ def _jdiv(a: int, b: int) -> int:
     """Java long division: truncates toward zero (Python's // floors)."""
     q = abs(a) // abs(b)
     return q if (a >= 0) == (b > 0) else -q
-
-
-def _wrap64(x: int) -> int:
-    return ((x + 2**63) % 2**64) - 2**63
 
 
 def mapped_file_size_for(configured: int) -> int:
@@ -174,105 +157,6 @@ def file_name(byte_offset: int) -> str:
 def queue_dir(store_root: str | os.PathLike, topic: str, queue_id: int) -> Path:
     """``<store_root>/consumequeue/<topic>/<queue_id>`` (StorePathConfigHelper.getStorePathConsumeQueue)."""
     return Path(store_root) / "consumequeue" / topic / str(int(queue_id))
-
-
-# ------------------------------------------------------------------------------ tags codes
-
-
-def tags_code(tags: str | None) -> int:
-    """MessageExtBrokerInner.tagsString2tagsCode: ``TAGS.hashCode()`` widened to a long; 0 for
-    None or "". Cost: O(len(tags)).
-
-    >>> tags_code("TagA"), tags_code(None), tags_code("polygenelubricants")
-    (2598919, 0, -2147483648)
-    """
-    if tags is None or tags == "":
-        return 0
-    return java_hash(tags)
-
-
-def tags_codes(tags: Any) -> np.ndarray:
-    """:func:`tags_code` of every element, as an int64 array (sign-extended Java ints).
-
-    Accepts what :func:`rmqlab.javahash.java_hash_many` accepts (list, NumPy str/object array,
-    pyarrow string array, pandas Series); None / nulls give 0, as a message without TAGS does.
-    Cost: O(total length), in C.
-
-    >>> tags_codes(["TagA", None, ""]).tolist()
-    [2598919, 0, 0]
-    """
-    if isinstance(tags, (list, tuple)):
-        tags = ["" if t is None else t for t in tags]
-    elif isinstance(tags, np.ndarray) and tags.dtype == object:
-        tags = np.frompyfunc(lambda t: "" if t is None else t, 1, 1)(tags).astype(object)
-    else:
-        pa = sys.modules.get("pyarrow")
-        pd = sys.modules.get("pandas")
-        if pa is not None and isinstance(tags, (pa.Array, pa.ChunkedArray)) and tags.null_count:
-            import pyarrow.compute as pc
-
-            tags = pc.fill_null(tags, "")
-        elif pd is not None and isinstance(tags, (pd.Series, pd.Index)) and tags.hasnans:
-            tags = tags.fillna("")
-    return java_hash_many(tags).astype(np.int64)
-
-
-_TIME_UNITS = {"s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
-
-
-def parse_delay_levels(levels: str = DEFAULT_DELAY_LEVELS) -> dict[int, int]:
-    """parseDelayLevel: level (1-based) -> delay in ms, from a ``messageDelayLevel`` string.
-
-    >>> t = parse_delay_levels(); len(t), t[1], t[18]
-    (18, 1000, 7200000)
-    """
-    table = {}
-    for i, value in enumerate(levels.split(" ")):
-        unit = _TIME_UNITS.get(value[-1:])
-        if unit is None or not value[:-1].lstrip("-").isdigit():
-            raise ValueError(f"delay level {i + 1}: {value!r} is not <number><s|m|h|d>")
-        table[i + 1] = int(value[:-1]) * unit
-    return table
-
-
-#: The default level table: level -> delay in ms (level 1 = 1 s ... level 18 = 2 h).
-DELAY_LEVEL_TABLE: dict[int, int] = parse_delay_levels(DEFAULT_DELAY_LEVELS)
-
-
-def compute_deliver_timestamp(delay_level: int, store_timestamp: int,
-                              level_table: dict[int, int] | None = None) -> int:
-    """computeDeliverTimestamp: ``store_timestamp + delay(level)``; ``store_timestamp + 1000``
-    for a level missing from the table. Java long arithmetic (wraps).
-
-    >>> compute_deliver_timestamp(3, 1718000000000)     # level 3 = 10 s
-    1718000010000
-    """
-    table = DELAY_LEVEL_TABLE if level_table is None else level_table
-    delay = table.get(int(delay_level))
-    return _wrap64(int(store_timestamp) + (delay if delay is not None else 1000))
-
-
-def message_tags_code(topic: str, tags: str | None, delay_level: int | str | None,
-                      store_timestamp: int, level_table: dict[int, int] | None = None) -> int:
-    """The tags code the broker dispatches for a CommitLog message (checkMessageAndReturnSize).
-
-    `topic` is the topic *as stored* (a delayed message is stored under SCHEDULE_TOPIC_XXXX);
-    `delay_level` is the ``DELAY`` property (None when absent). The level is clamped to the
-    table's highest level; only a level > 0 replaces the hash with the delivery time.
-
-    >>> message_tags_code("T", "TagA", None, 5), message_tags_code(SCHEDULE_TOPIC, "TagA", "99", 5)
-    (2598919, 7200005)
-    """
-    code = tags_code(tags)
-    if topic == SCHEDULE_TOPIC and delay_level is not None:
-        table = DELAY_LEVEL_TABLE if level_table is None else level_table
-        level = int(delay_level)  # Integer.parseInt
-        max_level = max(table) if table else 0
-        if level > max_level:
-            level = max_level
-        if level > 0:
-            code = compute_deliver_timestamp(level, store_timestamp, table)
-    return code
 
 
 def delay_level_to_queue_id(delay_level: int) -> int:

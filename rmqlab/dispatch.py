@@ -1,0 +1,416 @@
+"""What the broker does with each CommitLog message after storing it: the dispatch rules.
+
+Mirrors, from the RocketMQ store (read in 4.9.7 and 5.x up to 5.3.3):
+
+* ``MessageSysFlag``: the transaction type is bits 2-3 of SYSFLAG (``getTransactionValue``);
+* ``CommitLogDispatcherBuildConsumeQueue`` / ``DefaultMessageStore`` dispatch: only
+  NOT_TYPE and COMMIT_TYPE messages get a ConsumeQueue unit;
+* ``CommitLogDispatcherBuildIndex`` / ``IndexService.buildIndex``: every message but a
+  rolled-back one is indexed, under ``UNIQ_KEY`` first, then each non-empty token of ``KEYS``
+  split on ``MessageConst.KEY_SEPARATOR`` (one space);
+* ``CommitLog.checkMessageAndReturnSize`` with ``MessageExtBrokerInner.tagsString2tagsCode``
+  and ``computeDeliverTimestamp`` (``ScheduleMessageService`` in 4.x, ``DefaultMessageStore``
+  in 5.x): the tags code of a ConsumeQueue unit, ``TAGS.hashCode()`` or, for a delayed message
+  waiting in ``SCHEDULE_TOPIC_XXXX``, its delivery time;
+* ``CommitLog``'s topicQueueTable: the QUEUEOFFSET a message is written with.
+
+Each rule is written here once, as a scalar function (readable, one message) and, where callers
+work on columns, a vectorized one (NumPy / Arrow, no Python loop per message) that the tests
+hold equal to it. This module depends only on :mod:`rmqlab.javahash` and NumPy (pyarrow and
+pandas are imported by the functions that take their arrays), so the format modules can use it.
+
+>>> goes_to_consume_queue(TRANSACTION_COMMIT_TYPE), goes_to_index(TRANSACTION_ROLLBACK_TYPE)
+(True, False)
+>>> index_keys(" a  b ", "U")
+['U', 'a', 'b']
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from rmqlab.javahash import java_hash, java_hash_many
+
+__all__ = [
+    "TRANSACTION_MASK",
+    "TRANSACTION_NOT_TYPE",
+    "TRANSACTION_PREPARED_TYPE",
+    "TRANSACTION_COMMIT_TYPE",
+    "TRANSACTION_ROLLBACK_TYPE",
+    "transaction_type",
+    "goes_to_consume_queue",
+    "goes_to_consume_queue_many",
+    "goes_to_index",
+    "goes_to_index_many",
+    "KEY_SEPARATOR",
+    "index_keys",
+    "key_tokens_many",
+    "index_keys_many",
+    "SCHEDULE_TOPIC",
+    "DEFAULT_DELAY_LEVELS",
+    "DELAY_LEVEL_TABLE",
+    "parse_delay_levels",
+    "compute_deliver_timestamp",
+    "tags_code",
+    "tags_codes",
+    "message_tags_code",
+    "message_tags_codes",
+    "assign_queue_offsets_coded",
+    "assign_queue_offsets",
+    "next_queue_offsets",
+]
+
+# ------------------------------------------------------------------------ transaction types
+
+#: MessageSysFlag.TRANSACTION_ROLLBACK_TYPE doubles as the mask of getTransactionValue.
+TRANSACTION_MASK = 0x3 << 2
+TRANSACTION_NOT_TYPE = 0
+TRANSACTION_PREPARED_TYPE = 0x1 << 2
+TRANSACTION_COMMIT_TYPE = 0x2 << 2
+TRANSACTION_ROLLBACK_TYPE = 0x3 << 2
+
+
+def transaction_type(sys_flag: Any) -> Any:
+    """MessageSysFlag.getTransactionValue: ``sys_flag & 0xC``, of an int or elementwise of an
+    integer array. Cost: O(1) a message.
+
+    >>> transaction_type(0x4 | 0x10), transaction_type(np.array([0x8, 0xD])).tolist()
+    (4, [8, 12])
+    """
+    return sys_flag & TRANSACTION_MASK
+
+
+def goes_to_consume_queue(sys_flag: int) -> bool:
+    """True when the dispatch gives the message a ConsumeQueue unit: transaction type NOT_TYPE
+    or COMMIT_TYPE (a prepared half message and a rollback record get none). Cost: O(1).
+
+    >>> [goes_to_consume_queue(f) for f in (0x0, 0x4, 0x8, 0xC)]
+    [True, False, True, False]
+    """
+    tran = transaction_type(int(sys_flag))
+    return tran == TRANSACTION_NOT_TYPE or tran == TRANSACTION_COMMIT_TYPE
+
+
+def goes_to_consume_queue_many(sys_flag: Any) -> np.ndarray:
+    """:func:`goes_to_consume_queue` of every element, as a bool array. Cost: O(n), NumPy.
+
+    >>> goes_to_consume_queue_many([0x0, 0x4, 0x8, 0xC]).tolist()
+    [True, False, True, False]
+    """
+    tran = transaction_type(np.asarray(sys_flag, dtype=np.int64))
+    return (tran == TRANSACTION_NOT_TYPE) | (tran == TRANSACTION_COMMIT_TYPE)
+
+
+def goes_to_index(sys_flag: int) -> bool:
+    """True when buildIndex indexes the message: every transaction type but ROLLBACK_TYPE
+    (prepared half messages are indexed). Cost: O(1).
+
+    >>> [goes_to_index(f) for f in (0x0, 0x4, 0x8, 0xC)]
+    [True, True, True, False]
+    """
+    return transaction_type(int(sys_flag)) != TRANSACTION_ROLLBACK_TYPE
+
+
+def goes_to_index_many(sys_flag: Any) -> np.ndarray:
+    """:func:`goes_to_index` of every element, as a bool array. Cost: O(n), NumPy.
+
+    >>> goes_to_index_many([0x0, 0x4, 0x8, 0xC]).tolist()
+    [True, True, True, False]
+    """
+    return transaction_type(np.asarray(sys_flag, dtype=np.int64)) != TRANSACTION_ROLLBACK_TYPE
+
+
+# ------------------------------------------------------------------------------- index keys
+
+#: MessageConst.KEY_SEPARATOR: the KEYS property is split on one space.
+KEY_SEPARATOR = " "
+
+
+def index_keys(keys: str | None, uniq_key: str | None) -> list[str]:
+    """The key parts buildIndex indexes for one message, in its order: UNIQ_KEY first
+    (whenever it is not None, even when empty), then every non-empty token of KEYS split on
+    single spaces. Cost: O(len(keys)).
+
+    >>> index_keys("a  b ", None), index_keys(None, ""), index_keys("", "U")
+    (['a', 'b'], [''], ['U'])
+    """
+    out = [] if uniq_key is None else [uniq_key]
+    if keys:
+        # Java's split(" ") keeps leading empty tokens and drops trailing ones; buildIndex
+        # skips empty tokens anyway, so a plain split + filter gives the same keys.
+        out.extend(k for k in keys.split(KEY_SEPARATOR) if k)
+    return out
+
+
+def _large_strings(values: Any):
+    import pyarrow as pa
+
+    if isinstance(values, pa.ChunkedArray):
+        values = values.combine_chunks()
+    if isinstance(values, pa.Array):
+        return values.cast(pa.large_string())
+    # from_pandas: None and NaN (pandas' missing values) both become nulls
+    return pa.array(np.asarray(values, dtype=object), type=pa.large_string(), from_pandas=True)
+
+
+def key_tokens_many(keys: Any):
+    """The non-empty KEYS tokens of every message, as a pyarrow list array (null where KEYS is
+    null). Accepts a pyarrow string array, a NumPy object array, a pandas Series or a list.
+    Cost: O(total length), in Arrow.
+
+    >>> key_tokens_many(["a  b ", None, ""]).to_pylist()
+    [['a', 'b'], None, []]
+    """
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    keys = _large_strings(keys)
+    tokens = pc.split_pattern(keys, pattern=KEY_SEPARATOR)
+    flat = pc.list_flatten(tokens)
+    if not len(flat):
+        return tokens.cast(pa.large_list(pa.large_string()))
+    nonempty = pc.greater(pc.binary_length(flat), 0)
+    parents = np.asarray(pc.list_parent_indices(tokens), dtype=np.int64)
+    kept = np.bincount(parents[np.asarray(nonempty, dtype=bool)], minlength=len(keys))
+    offsets = np.concatenate([[0], np.cumsum(kept)]).astype(np.int64)
+    return pa.LargeListArray.from_arrays(pa.array(offsets, pa.int64()), flat.filter(nonempty),
+                                         mask=pc.is_null(keys))
+
+
+def index_keys_many(keys: Any, uniq_key: Any) -> tuple[np.ndarray, Any]:
+    """:func:`index_keys` of every message, flattened: ``(message_index, parts)``, where
+    `message_index` (int64, non-decreasing) names the message each key part belongs to and
+    `parts` is a pyarrow LargeStringArray; per message UNIQ_KEY first, then its KEYS tokens.
+    `keys` and `uniq_key` are columns of equal length (pyarrow, NumPy, pandas or list; missing
+    = None/NaN/null). Cost: O(messages + total key length), no Python loop per message.
+
+    >>> rows, parts = index_keys_many(["a  b", None, "c"], [None, "U", ""])
+    >>> rows.tolist(), parts.to_pylist()
+    ([0, 0, 1, 2, 2], ['a', 'b', 'U', '', 'c'])
+    """
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    keys, uniq = _large_strings(keys), _large_strings(uniq_key)
+    if len(keys) != len(uniq):
+        raise ValueError(f"keys has {len(keys)} rows but uniq_key has {len(uniq)}")
+    tokens = key_tokens_many(keys)
+    flat = pc.list_flatten(tokens)
+    t_msg = np.asarray(pc.list_parent_indices(tokens), dtype=np.int64)
+    u_msg = np.flatnonzero(np.asarray(uniq.is_valid(), dtype=bool)) if len(uniq) else np.zeros(0, np.int64)
+    msg = np.concatenate([u_msg, t_msg])
+    # stable: within a message the unique key (listed first) stays before its KEYS tokens
+    order = np.argsort(msg, kind="stable")
+    parts = pa.concat_arrays([uniq.take(pa.array(u_msg, pa.int64())), flat.cast(pa.large_string())])
+    return msg[order], parts.take(pa.array(order, pa.int64()))
+
+
+# -------------------------------------------------------------------------------- tags code
+
+#: TopicValidator.RMQ_SYS_SCHEDULE_TOPIC: delayed messages wait here, queue id = level - 1.
+SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"
+#: MessageStoreConfig.messageDelayLevel (4.x and 5.x default).
+DEFAULT_DELAY_LEVELS = "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"
+
+_TIME_UNITS = {"s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
+#: computeDeliverTimestamp's delay for a level missing from the table (ms).
+_MISSING_LEVEL_DELAY = 1000
+
+
+def _wrap64(x: int) -> int:
+    """Java long arithmetic: wrap to signed 64 bits."""
+    return ((x + 2**63) % 2**64) - 2**63
+
+
+def parse_delay_levels(levels: str = DEFAULT_DELAY_LEVELS) -> dict[int, int]:
+    """parseDelayLevel: level (1-based) -> delay in ms, from a ``messageDelayLevel`` string.
+
+    >>> t = parse_delay_levels(); len(t), t[1], t[18]
+    (18, 1000, 7200000)
+    """
+    table = {}
+    for i, value in enumerate(levels.split(" ")):
+        unit = _TIME_UNITS.get(value[-1:])
+        if unit is None or not value[:-1].lstrip("-").isdigit():
+            raise ValueError(f"delay level {i + 1}: {value!r} is not <number><s|m|h|d>")
+        table[i + 1] = int(value[:-1]) * unit
+    return table
+
+
+#: The default level table: level -> delay in ms (level 1 = 1 s ... level 18 = 2 h).
+DELAY_LEVEL_TABLE: dict[int, int] = parse_delay_levels(DEFAULT_DELAY_LEVELS)
+
+
+def compute_deliver_timestamp(delay_level: int, store_timestamp: int,
+                              level_table: dict[int, int] | None = None) -> int:
+    """computeDeliverTimestamp: ``store_timestamp + delay(level)``; ``store_timestamp + 1000``
+    for a level missing from the table. Java long arithmetic (wraps). Units: ms.
+
+    >>> compute_deliver_timestamp(3, 1718000000000)     # level 3 = 10 s
+    1718000010000
+    """
+    table = DELAY_LEVEL_TABLE if level_table is None else level_table
+    delay = table.get(int(delay_level))
+    return _wrap64(int(store_timestamp) + (delay if delay is not None else _MISSING_LEVEL_DELAY))
+
+
+def tags_code(tags: str | None) -> int:
+    """MessageExtBrokerInner.tagsString2tagsCode: ``TAGS.hashCode()`` widened to a long; 0 for
+    None or "". Cost: O(len(tags)).
+
+    >>> tags_code("TagA"), tags_code(None), tags_code("polygenelubricants")
+    (2598919, 0, -2147483648)
+    """
+    if tags is None or tags == "":
+        return 0
+    return java_hash(tags)
+
+
+def tags_codes(tags: Any) -> np.ndarray:
+    """:func:`tags_code` of every element, as an int64 array (sign-extended Java ints).
+
+    Accepts what :func:`rmqlab.javahash.java_hash_many` accepts (list, NumPy str/object array,
+    pyarrow string array, pandas Series); None / nulls give 0, as a message without TAGS does.
+    Cost: O(total length), in C.
+
+    >>> tags_codes(["TagA", None, ""]).tolist()
+    [2598919, 0, 0]
+    """
+    import sys
+
+    if isinstance(tags, (list, tuple)):
+        tags = ["" if t is None else t for t in tags]
+    elif isinstance(tags, np.ndarray) and tags.dtype == object:
+        tags = np.frompyfunc(lambda t: "" if t is None else t, 1, 1)(tags).astype(object)
+    else:
+        pa = sys.modules.get("pyarrow")
+        pd = sys.modules.get("pandas")
+        if pa is not None and isinstance(tags, (pa.Array, pa.ChunkedArray)) and tags.null_count:
+            import pyarrow.compute as pc
+
+            tags = pc.fill_null(tags, "")
+        elif pd is not None and isinstance(tags, (pd.Series, pd.Index)) and tags.hasnans:
+            tags = tags.fillna("")
+    return java_hash_many(tags).astype(np.int64)
+
+
+def message_tags_code(topic: str, tags: str | None, delay_level: int | str | None,
+                      store_timestamp: int, level_table: dict[int, int] | None = None) -> int:
+    """The tags code the broker dispatches for a CommitLog message (checkMessageAndReturnSize).
+
+    `topic` is the topic *as stored* (a delayed message is stored under SCHEDULE_TOPIC_XXXX);
+    `delay_level` is the ``DELAY`` property (None when absent). The level is clamped to the
+    table's highest level; only a level > 0 replaces the hash with the delivery time (ms).
+    Cost: O(len(tags)).
+
+    >>> message_tags_code("T", "TagA", None, 5), message_tags_code(SCHEDULE_TOPIC, "TagA", "99", 5)
+    (2598919, 7200005)
+    """
+    code = tags_code(tags)
+    if topic == SCHEDULE_TOPIC and delay_level is not None:
+        table = DELAY_LEVEL_TABLE if level_table is None else level_table
+        level = int(delay_level)  # Integer.parseInt
+        max_level = max(table) if table else 0
+        if level > max_level:
+            level = max_level
+        if level > 0:
+            code = compute_deliver_timestamp(level, store_timestamp, table)
+    return code
+
+
+def message_tags_codes(topics: Any, tags: Any, delay_levels: Any, store_timestamps: Any,
+                       level_table: dict[int, int] | None = None) -> np.ndarray:
+    """:func:`message_tags_code` of every message, as an int64 array. `delay_levels` is the
+    parsed DELAY property (0 when absent). Cost: O(total tags length), in C and NumPy.
+
+    >>> message_tags_codes(["T", SCHEDULE_TOPIC], ["TagA", "TagA"], [0, 99], [5, 5]).tolist()
+    [2598919, 7200005]
+    """
+    codes = tags_codes(tags)
+    table = DELAY_LEVEL_TABLE if level_table is None else level_table
+    top = max(table) if table else 0
+    level = np.minimum(np.asarray(delay_levels, dtype=np.int64).reshape(-1), top)
+    delayed = (np.asarray(topics, dtype=object).reshape(-1) == SCHEDULE_TOPIC) & (level > 0)
+    if delayed.any():
+        delays = np.array([0] + [table.get(i, _MISSING_LEVEL_DELAY) for i in range(1, top + 1)], np.int64)
+        with np.errstate(over="ignore"):
+            codes[delayed] = np.asarray(store_timestamps, dtype=np.int64).reshape(-1)[delayed] \
+                + delays[level[delayed]]
+    return codes
+
+
+# ---------------------------------------------------------------------------- queue offsets
+
+
+def assign_queue_offsets_coded(queue_codes: np.ndarray, sys_flag: Any, next_offset: np.ndarray) -> np.ndarray:
+    """Queue offsets as the broker's topicQueueTable assigns them, in row order, for queues
+    given as small non-negative integer codes: NOT_TYPE and COMMIT_TYPE rows get
+    ``next_offset[code]`` plus the number of earlier such rows of their queue; PREPARED and
+    ROLLBACK rows get 0. `next_offset` (int64, one entry a code) is advanced in place.
+    Cost: O(n), NumPy.
+
+    >>> table = np.array([7, 0])
+    >>> assign_queue_offsets_coded(np.array([0, 0, 1, 0]), np.array([0, 4, 0, 8]), table).tolist(), table.tolist()
+    ([7, 0, 0, 8], [9, 1])
+    """
+    queue_codes = np.asarray(queue_codes, dtype=np.int64)
+    out = np.zeros(len(queue_codes), np.int64)
+    rows = np.flatnonzero(goes_to_consume_queue_many(sys_flag))
+    q = queue_codes[rows]
+    counts = np.bincount(q, minlength=len(next_offset))
+    # rank of each row among the earlier rows of its queue; a stable sort of small ints is a
+    # radix sort in NumPy, five times faster than on int64
+    order = np.argsort(q.astype(np.uint16) if len(next_offset) <= 1 << 16 else q, kind="stable")
+    first = np.cumsum(counts) - counts
+    rank = np.empty(len(q), np.int64)
+    rank[order] = np.arange(len(q)) - first[q[order]]
+    out[rows] = next_offset[q] + rank
+    next_offset += counts
+    return out
+
+
+def assign_queue_offsets(topics: np.ndarray, queue_ids: np.ndarray, sys_flag: np.ndarray,
+                         queue_table: dict[tuple[str, int], int] | None = None):
+    """:func:`assign_queue_offsets_coded` for queues named by (topic, queue id), with the
+    topicQueueTable as a dict (next offset per queue; missing = 0). Returns (offsets int64, the
+    updated table). Cost: O(n), one pandas groupby.
+
+    >>> offs, table = assign_queue_offsets(np.array(["A", "A", "B", "A"], object),
+    ...                                    np.array([0, 0, 0, 0]), np.array([0, 4, 0, 8]), {("A", 0): 7})
+    >>> offs.tolist(), table
+    ([7, 0, 0, 8], {('A', 0): 9, ('B', 0): 1})
+    """
+    import pandas as pd
+
+    table = dict(queue_table or {})
+    n = len(topics)
+    elig = goes_to_consume_queue_many(sys_flag)
+    if not elig.any():
+        return np.zeros(n, np.int64), table
+    grp = pd.DataFrame({"t": pd.Series(topics, dtype=object), "q": queue_ids}).groupby(["t", "q"], sort=False)
+    keys = [(str(t), int(q)) for t, q in grp.size().index]   # in ngroup order (sort=False)
+    before = np.array([table.get(k, 0) for k in keys], np.int64)
+    after = before.copy()
+    out = assign_queue_offsets_coded(grp.ngroup().to_numpy(), sys_flag, after)
+    for k, b, a in zip(keys, before, after):
+        if a != b:
+            table[k] = int(a)
+    return out, table
+
+
+def next_queue_offsets(topics: Any, queue_ids: Any, sys_flag: Any,
+                       queue_offsets: Any) -> dict[tuple[str, int], int]:
+    """The topicQueueTable after stored messages: for each (topic, queue id), one past the
+    largest QUEUEOFFSET of its NOT_TYPE / COMMIT_TYPE messages. Cost: O(n), one groupby.
+
+    >>> next_queue_offsets(["A", "A", "B"], [0, 0, 1], [0, 4, 0], [3, 0, 0])
+    {('A', 0): 4, ('B', 1): 1}
+    """
+    import pandas as pd
+
+    df = pd.DataFrame({"topic": pd.Series(np.asarray(topics, dtype=object), dtype=object),
+                       "queue_id": np.asarray(queue_ids), "queue_offset": np.asarray(queue_offsets)})
+    ok = df[goes_to_consume_queue_many(sys_flag)]
+    return {(str(t), int(q)): int(v) + 1
+            for (t, q), v in ok.groupby(["topic", "queue_id"])["queue_offset"].max().items()}

@@ -1,0 +1,133 @@
+"""RocketMQ's CommitLog: every message of a broker, appended to 1 GiB files, byte for byte.
+
+Mirrors ``org.apache.rocketmq.store.CommitLog`` (``DefaultAppendMessageCallback.doAppend``,
+``checkMessageAndReturnSize``), ``MessageExtEncoder``, ``MessageDecoder``
+(``string2messageProperties``, ``createCrc32``), ``MessageSysFlag`` and ``MessageVersion`` of the
+RocketMQ store / common modules (read in 5.3.x; the v1 record is unchanged since 4.0).
+
+A store keeps its log in ``commitlog/``, files named by the 20-digit CommitLog offset of their
+first byte and preallocated to ``mappedFileSizeCommitLog`` bytes (default 1 GiB) of zeros. A
+record is (big-endian, Java's signed integers)::
+
+    TOTALSIZE i32  MAGICCODE i32  BODYCRC i32  QUEUEID i32  FLAG i32  QUEUEOFFSET i64
+    PHYSICALOFFSET i64  SYSFLAG i32  BORNTIMESTAMP i64  BORNHOST (ip 4|16 + port i32)
+    STORETIMESTAMP i64  STOREHOST (ip 4|16 + port i32)  RECONSUMETIMES i32
+    PREPAREDTRANSACTIONOFFSET i64  BODYLEN i32 + BODY  TOPICLEN (i8 v1 | i16 v2) + TOPIC
+    PROPERTIESLENGTH i16 + PROPERTIES ("name\\x01value\\x02" ...)
+
+The fixed parts are declared once below (:data:`HEAD`, :data:`STORE_TIME`, :data:`TAIL`, ...);
+a v1 message with IPv4 hosts and empty body, topic and properties is 91 bytes
+(:data:`MIN_MESSAGE_SIZE`). SYSFLAG bit 0x10 / 0x20 makes the born / store host IPv6 (16 address
+bytes), bit 0x1 marks a compressed body (kept here exactly as stored), bits 0xC the transaction
+type. A message that does not fit in the rest of a file (``msgLen + 8 > bytes left``) leaves an
+8-byte blank record (TOTALSIZE = bytes left, MAGICCODE 0xCBD43194) and goes to the next file.
+
+Facts settled from the Java source:
+
+* **BODYCRC** is ``CRC32(body) & 0x7FFFFFFF``; the broker checks it only when BODYLEN > 0.
+* **Queue offsets** come from the broker's topicQueueTable per (topic, queue id): NOT_TYPE and
+  COMMIT_TYPE messages take the next offset and advance it; PREPARED (0x4) and ROLLBACK (0xC)
+  messages are written with QUEUEOFFSET 0 and advance nothing.
+* **Version.** v2 (2-byte topic length) is chosen when the topic is longer than 127 bytes
+  (``autoMessageVersionOnTopicLen``); the v1 length byte is read back signed.
+* **__CRC32#** (``enabledAppendPropCRC``, 5.x): the properties get a trailing
+  ``__CRC32#\\x01dddddddddd\\x02`` (20 bytes) whose ten digits are ``CRC32(record bytes before
+  them) & 0x7FFFFFFF`` written *least significant digit first*; any old ``__CRC32#`` is removed
+  first and a ``\\x02`` added when the block does not end with one. See ``append_prop_crc``.
+
+Readers: :func:`read_message` (one record), :func:`iter_messages` (pure Python, readable model
+of every check), :func:`read_columns` / :func:`read_at` (columnar: the C walk of
+``rmqlab._records`` plus NumPy gathers). Writers: :func:`encode_message`,
+:func:`encode_messages` (vectorized, lays out files), :class:`CommitLogWriter`.
+
+Damage. The reader cannot resynchronise inside a file (a record's position is the previous
+record's end), so the first bad record ends that file: ``on_error="raise"`` (default) raises
+:class:`~rmqlab.errors.FormatError` naming path, offset (file position of the record) and
+field; ``on_error="report"`` records a :class:`Damage` and goes on with the next file. The
+last file may end in a torn write (the file ends inside a record, or the last record is bad and
+only zeros follow it): that is reported as ``report.torn_tail`` and never raised. Zeros after
+the last message of the last file are the normal unwritten space of a preallocated file.
+
+>>> import tempfile, os
+>>> d = tempfile.mkdtemp()
+>>> with CommitLogWriter(d, file_size=4096) as w:
+...     b = w.append({"topic": ["T", "T"], "body": [b"hello", b"world"],
+...                   "properties": ["KEYS\\x01k1\\x02", "TAGS\\x01a\\x02"]})
+>>> b.phy_offset.tolist(), b.queue_offset.tolist()
+([0, 105], [0, 1])
+>>> read_message(os.path.join(d, "00000000000000000000"), 105).body
+b'world'
+>>> df = read_columns(d)
+>>> df[["topic", "phy_offset", "keys", "tags"]].values.tolist()
+[['T', 0, 'k1', None], ['T', 105, None, 'a']]
+"""
+
+from __future__ import annotations
+
+from rmqlab.formats.commitlog.columns import max_offset, read_at, read_columns
+from rmqlab.formats.commitlog.encode import (
+    EncodedBatch,
+    EncodedFile,
+    blank_record,
+    encode_message,
+    encode_messages,
+    place_records,
+    prop_crc_value,
+    record_sizes,
+)
+from rmqlab.formats.commitlog.files import StoreFile, min_offset, store_files
+from rmqlab.formats.commitlog.layout import (
+    BLANK,
+    BORNHOST_V6_FLAG,
+    COLUMNS,
+    COMPRESSED_FLAG,
+    CRC32_RESERVED_LEN,
+    DEFAULT_FILE_SIZE,
+    END_FILE_MIN_BLANK_LENGTH,
+    HEAD,
+    MAGIC_BLANK,
+    MAGIC_V1,
+    MAGIC_V2,
+    MIN_MESSAGE_SIZE,
+    PORT,
+    PROPERTIES_LEN,
+    PROPERTY_CRC32,
+    STOP_BLANK,
+    STOP_BLANK_SIZE,
+    STOP_END,
+    STOP_LIMIT,
+    STOP_MAGIC,
+    STOP_PAST_END,
+    STOP_SHORT,
+    STOP_TOO_SMALL,
+    STORE_TIME,
+    STOREHOSTADDRESS_V6_FLAG,
+    TAIL,
+    TOPIC_LEN_V1,
+    TOPIC_LEN_V2,
+    message_length,
+)
+from rmqlab.formats.commitlog.records import (
+    Damage,
+    Message,
+    MessageStream,
+    ReadReport,
+    iter_messages,
+    parse_properties,
+    properties_block,
+    read_message,
+    walk_py,
+)
+from rmqlab.formats.commitlog.write import CommitLogWriter
+
+# Names outside __all__ (SYSFLAG bits, the walk stop codes, MessageStream, ...) are public too:
+# `from rmqlab.formats.commitlog import STOP_BLANK` works as it always has.
+__all__ = [
+    "HEAD", "STORE_TIME", "TAIL", "PORT", "TOPIC_LEN_V1", "TOPIC_LEN_V2", "PROPERTIES_LEN", "BLANK",
+    "MAGIC_V1", "MAGIC_V2", "MAGIC_BLANK", "MIN_MESSAGE_SIZE", "END_FILE_MIN_BLANK_LENGTH",
+    "DEFAULT_FILE_SIZE", "COLUMNS", "Message", "Damage", "ReadReport", "StoreFile",
+    "message_length", "parse_properties", "properties_block", "read_message", "iter_messages",
+    "read_columns", "read_at", "store_files", "min_offset", "max_offset", "walk_py",
+    "encode_message", "encode_messages", "record_sizes", "place_records", "EncodedBatch", "EncodedFile",
+    "CommitLogWriter",
+]

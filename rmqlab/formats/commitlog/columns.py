@@ -1,0 +1,406 @@
+"""The columnar reader: the C walk of ``rmqlab._records`` plus NumPy gathers, into pandas columns."""
+from __future__ import annotations
+
+import gc
+import os
+from typing import Any, Literal, Sequence
+
+import numpy as np
+
+from rmqlab import _records
+from rmqlab.formats.commitlog.files import ReadOnlyMap, StoreFile, store_files
+from rmqlab.formats.commitlog.layout import (
+    BLANK,
+    BORNHOST_V6_FLAG,
+    COLUMNS,
+    HEAD,
+    IPV4_SIZE,
+    IPV6_SIZE,
+    MAGIC_V1,
+    MAGIC_V2,
+    MIN_MESSAGE_SIZE,
+    PORT,
+    PROPERTIES_LEN,
+    PROPERTY_PROBLEMS,
+    STOP_BLANK,
+    STORE_TIME,
+    STOREHOSTADDRESS_V6_FLAG,
+    TAIL,
+    WANTED_PROPERTIES,
+)
+from rmqlab.formats.commitlog.records import (
+    Damage,
+    ReadReport,
+    check_head,
+    classify_stop,
+    decode_text,
+    read_message,
+    record_damage,
+)
+from rmqlab.formats.msgid import format_host
+
+
+def _gather(U: np.ndarray, starts: np.ndarray, width: int, dtype: str) -> np.ndarray:
+    """Big-endian integers of `width` bytes at byte positions `starts` (clipped into U)."""
+    if len(starts) == 0:
+        return np.empty(0, dtype=np.dtype(dtype).newbyteorder("="))
+    idx = starts[:, None] + np.arange(width, dtype=np.int64)
+    np.clip(idx, 0, len(U) - 1, out=idx)
+    return U[idx].view(dtype).reshape(-1).astype(np.dtype(dtype).newbyteorder("="))
+
+
+def _spans_bytes(U, starts: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Concatenate byte spans of U: (data uint8, offsets int64[n+1])."""
+    lengths = lengths.astype(np.int64)
+    offsets = np.zeros(len(lengths) + 1, np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    data = np.empty(int(offsets[-1]), np.uint8)
+    if len(lengths):
+        _records.copy_spans(data, np.ascontiguousarray(offsets[:-1]), U,
+                            np.ascontiguousarray(starts, np.int64), lengths)
+    return data, offsets
+
+
+def _text_column(data: np.ndarray, offsets: np.ndarray, valid: np.ndarray | None = None,
+                 binary: bool = False, dictionary: bool = False) -> np.ndarray:
+    """Object array of str (or bytes) from concatenated spans, None where not `valid`."""
+    import pyarrow as pa
+
+    n = len(offsets) - 1
+    bitmap = None
+    null_count = 0
+    if valid is not None:
+        null_count = int(n - np.count_nonzero(valid))
+        if null_count:
+            bitmap = pa.py_buffer(np.packbits(valid, bitorder="little"))
+    typ = pa.large_binary() if binary else pa.large_string()
+    arr = pa.Array.from_buffers(typ, n, [bitmap, pa.py_buffer(offsets), pa.py_buffer(data)], null_count)
+    if not binary:
+        try:
+            arr.validate(full=True)
+        except pa.ArrowInvalid:   # invalid UTF-8: decode as the pure-Python model does
+            raw = pa.Array.from_buffers(pa.large_binary(), n, [bitmap, pa.py_buffer(offsets), pa.py_buffer(data)],
+                                        null_count).to_pylist()
+            return np.array([None if r is None else decode_text(r) for r in raw], dtype=object)
+    if dictionary:   # few distinct values (topics, tags): one Python object per distinct value
+        enc = arr.dictionary_encode()
+        values = enc.dictionary.to_numpy(zero_copy_only=False)
+        idx = enc.indices.to_numpy(zero_copy_only=False)
+        if enc.null_count:
+            out = np.empty(n, dtype=object)
+            ok = ~np.isnan(idx)
+            out[ok] = values[idx[ok].astype(np.int64)]
+            return out
+        return values[idx]
+    return arr.to_numpy(zero_copy_only=False)
+
+
+def _format_hosts(ip: np.ndarray, port: np.ndarray) -> np.ndarray:
+    """(n, 4|16) address bytes + ports -> "ip:port" strings; formats each distinct host once."""
+    n = len(port)
+    if n == 0:
+        return np.empty(0, dtype=object)
+    key = np.hstack([ip, port.astype(">i4").view(np.uint8).reshape(n, 4)])
+    key = np.ascontiguousarray(key).view(f"V{key.shape[1]}").reshape(n)
+    w = ip.shape[1]
+    if w == IPV4_SIZE:   # hash-based factorize of one uint64 per row: O(n), no sort
+        import pandas as pd
+
+        ip32 = np.ascontiguousarray(ip).view(">u4").reshape(n).astype(np.uint64)
+        k64 = (ip32 << np.uint64(32)) | (port.astype(np.int64) & 0xFFFFFFFF).astype(np.uint64)
+        inv, uk = pd.factorize(k64)
+        texts = np.array([format_host((int(u) >> 32).to_bytes(4, "big"),
+                                      (int(u) & 0xFFFFFFFF) - ((int(u) & 0x80000000) << 1))
+                          for u in uk], dtype=object)
+        return texts[inv]
+    uniq, inv = np.unique(key, return_inverse=True)
+    texts = np.array([format_host(u.tobytes()[:w], int.from_bytes(u.tobytes()[w:], "big", signed=True))
+                      for u in uniq], dtype=object)
+    return texts[inv.reshape(-1)]
+
+
+def _check_fields(U, P, total, magic, sys_flag):
+    """Vectorized field checks of records at positions P: (first bad row or -1, field, reason)
+    plus the per-row spans. Same checks, same order as _parse_record."""
+    n = len(P)
+    version = np.where(magic == MAGIC_V1, 1, 2)
+    bw = np.where(sys_flag & BORNHOST_V6_FLAG, IPV6_SIZE, IPV4_SIZE)
+    sw = np.where(sys_flag & STOREHOSTADDRESS_V6_FLAG, IPV6_SIZE, IPV4_SIZE)
+    tlw = version  # 1 or 2 bytes
+    o_st = HEAD.size + bw + PORT.size
+    o_sh = o_st + STORE_TIME.size
+    o_tail = o_sh + sw + PORT.size
+    o_body = o_tail + TAIL.size
+    end = total
+    fixed_bad = o_body + tlw + PROPERTIES_LEN.size > end
+    body_len = _gather(U, P + o_tail + TAIL.offset("body_len"), 4, ">i4").astype(np.int64)
+    body_bad = (body_len < 0) | (o_body + body_len + tlw + PROPERTIES_LEN.size > end)
+    o_tl = o_body + body_len
+    tl1 = _gather(U, P + o_tl, 1, ">i1").astype(np.int64)
+    tl2 = _gather(U, P + o_tl, 2, ">i2").astype(np.int64)
+    topic_len = np.where(version == 1, tl1, tl2)
+    o_topic = o_tl + tlw
+    topic_bad = (topic_len < 0) | (o_topic + topic_len + PROPERTIES_LEN.size > end)
+    o_pl = o_topic + topic_len
+    plen = _gather(U, P + o_pl, 2, ">i2").astype(np.int64)
+    o_props = o_pl + PROPERTIES_LEN.size
+    plen_bad = (plen < 0) | (o_props + plen > end)
+    size_bad = o_props + plen != end
+    checks = [(fixed_bad, "TOTALSIZE", lambda r: f"TOTALSIZE {total[r]} is smaller than the fixed fields "
+                                                 f"of this record (SYSFLAG 0x{sys_flag[r] & 0xFFFFFFFF:X}, v{version[r]})"),
+              (body_bad, "BODYLEN", lambda r: f"BODYLEN {body_len[r]} disagrees with TOTALSIZE {total[r]}"),
+              (topic_bad, "TOPICLEN", lambda r: f"TOPICLEN {topic_len[r]} disagrees with TOTALSIZE {total[r]}"),
+              (plen_bad, "PROPERTIESLENGTH", lambda r: f"PROPERTIESLENGTH {plen[r]} disagrees with TOTALSIZE {total[r]}"),
+              (size_bad, "TOTALSIZE", lambda r: f"TOTALSIZE {total[r]} but the fields end after "
+                                                f"{o_props[r] + plen[r]} bytes")]
+    bad_row, bad_field, bad_reason = -1, "", ""
+    acc = np.zeros(n, bool)
+    first = {}
+    for mask, fld, why in checks:
+        m = mask & ~acc
+        if m.any():
+            first[int(np.argmax(m))] = first.get(int(np.argmax(m)), (fld, why))
+        acc |= mask
+    if first:
+        bad_row = min(first)
+        bad_field, why = first[bad_row]
+        bad_reason = why(bad_row)
+    spans = dict(version=version, bw=bw, sw=sw, o_st=o_st, o_sh=o_sh, o_tail=o_tail, o_body=o_body,
+                 body_len=body_len, o_topic=o_topic, topic_len=topic_len, o_props=o_props, plen=plen)
+    return bad_row, bad_field, bad_reason, spans
+
+
+def _decode_positions(U, P: np.ndarray, f: StoreFile, *, body: bool, check_crc: bool):
+    """Decode the message records at positions P (heads already checked) of one mapped file.
+    Returns (columns dict of the good prefix, Damage or None for the first bad record)."""
+    path = os.fspath(f.path)
+    n = len(P)
+    H = U[(P[:, None] + np.arange(HEAD.size, dtype=np.int64))].view(HEAD.dtype).reshape(n) if n else \
+        np.empty(0, HEAD.dtype)
+    total = H["total_size"].astype(np.int64)
+    sys_flag = H["sys_flag"].astype(np.int64)
+    bad_row, bad_field, bad_reason, s = _check_fields(U, P, total, H["magic"].astype(np.int64), sys_flag)
+    limit = n if bad_row < 0 else bad_row
+    dmg = None if bad_row < 0 else Damage(path, int(P[bad_row]), f.start_offset + int(P[bad_row]), bad_field, bad_reason)
+    # properties: check the blocks and find the wanted values (stops at the first bad block)
+    k = len(WANTED_PROPERTIES)
+    vs = np.empty(limit * k, np.int64)
+    vl = np.empty(limit * k, np.int64)
+    pst = np.ascontiguousarray((P + s["o_props"])[:limit])
+    pln = np.ascontiguousarray(s["plen"][:limit])
+    res = _records.find_props(U, pst, pln, WANTED_PROPERTIES, vs, vl) if limit else None
+    if res is not None:
+        row, at, problem = res
+        dmg = Damage(path, int(P[row]), f.start_offset + int(P[row]), "PROPERTIES",
+                     f"unparseable property block: {PROPERTY_PROBLEMS[problem]} at byte {at} of the block "
+                     f"(file position {int(pst[row]) + at})")
+        limit = row
+    crc = None
+    if check_crc or body:
+        bst = np.ascontiguousarray((P + s["o_body"])[:limit])
+        bln = np.ascontiguousarray(s["body_len"][:limit])
+    if check_crc and limit:
+        crc = np.empty(limit, np.uint32)
+        _records.crc32_spans(U, bst, bln, crc)
+        good = (bln == 0) | ((crc & 0x7FFFFFFF).astype(np.int64) == H["body_crc"][:limit].astype(np.int64))
+        if not good.all():
+            r = int(np.argmin(good))
+            dmg = Damage(path, int(P[r]), f.start_offset + int(P[r]), "BODYCRC",
+                         f"BODYCRC {int(H['body_crc'][r])} but CRC32(body) & 0x7FFFFFFF = {int(crc[r]) & 0x7FFFFFFF}")
+            limit = r
+    P, H = P[:limit], H[:limit]
+    s = {key: (v[:limit] if isinstance(v, np.ndarray) else v) for key, v in s.items()}
+    vs, vl = vs.reshape(-1, k)[:limit], vl.reshape(-1, k)[:limit]
+    cols: dict[str, Any] = {}
+    cols["topic"] = _text_column(*_spans_bytes(U, P + s["o_topic"], s["topic_len"]), dictionary=True)
+    for name in ("queue_id", "flag", "queue_offset", "phy_offset", "sys_flag", "born_timestamp"):
+        cols[name] = H[name].astype(H.dtype[name].newbyteorder("="))
+
+    def host(o_ip, width_arr, v6_flag):
+        out = np.empty(limit, dtype=object)
+        for w in (IPV4_SIZE, IPV6_SIZE):
+            rows = np.flatnonzero(width_arr == w)
+            if len(rows):
+                st = P[rows] + o_ip[rows] if isinstance(o_ip, np.ndarray) else P[rows] + o_ip
+                ip = U[st[:, None] + np.arange(w, dtype=np.int64)]
+                port = _gather(U, st + w, 4, ">i4")
+                out[rows] = _format_hosts(ip, port)
+        return out
+
+    cols["born_host"] = host(HEAD.size, s["bw"], BORNHOST_V6_FLAG)
+    cols["store_timestamp"] = _gather(U, P + s["o_st"], 8, ">i8")
+    cols["store_host"] = host(s["o_sh"], s["sw"], STOREHOSTADDRESS_V6_FLAG)
+    cols["reconsume_times"] = _gather(U, P + s["o_tail"], 4, ">i4")
+    cols["prepared_transaction_offset"] = _gather(U, P + s["o_tail"] + TAIL.offset("prepared_transaction_offset"), 8, ">i8")
+    if body:
+        cols["body"] = _text_column(*_spans_bytes(U, P + s["o_body"], s["body_len"]), binary=True)
+    cols["properties"] = _text_column(*_spans_bytes(U, P + s["o_props"], s["plen"]))
+    for j, name in enumerate(("keys", "uniq_key", "tags")):
+        valid = vs[:, j] >= 0
+        cols[name] = _text_column(*_spans_bytes(U, np.where(valid, vs[:, j], 0), np.where(valid, vl[:, j], 0)),
+                                  valid=valid, dictionary=name == "tags")
+    dvalid = vs[:, 3] >= 0
+    delay = np.zeros(limit, np.int32)
+    if dvalid.any():
+        import pandas as pd
+
+        txt = _text_column(*_spans_bytes(U, vs[dvalid, 3], vl[dvalid, 3]))
+        delay[dvalid] = pd.to_numeric(pd.Series(txt, dtype=object), errors="coerce").fillna(0) \
+            .clip(-2**31, 2**31 - 1).astype(np.int32).to_numpy()
+    cols["delay_level"] = delay
+    cols["total_size"] = H["total_size"].astype(np.int32)
+    cols["version"] = s["version"].astype(np.int8)
+    cols["body_crc"] = H["body_crc"].astype(np.int32)
+    if check_crc:
+        cols["crc_ok"] = np.ones(limit, bool)
+    return cols, dmg, P
+
+
+def scan_file(buf, f: StoreFile, *, last: bool, check_crc: bool, report: ReadReport, on_error: str,
+               body: bool = False, start: int = 0):
+    """Walk one mapped file in C from byte `start` (a record boundary), check and (optionally)
+    decode its records. Returns (columns or None, end phy offset, positions, damage)."""
+    U = np.frombuffer(buf, np.uint8) if len(buf) else np.empty(0, np.uint8)
+    raw_pos, stop_pos, code = _records.walk(buf, start, len(buf), -1)
+    P = np.frombuffer(raw_pos, np.int64)
+    cols, dmg, P = _decode_positions(U, P, f, body=body, check_crc=check_crc)
+    if dmg is not None:
+        size = int(BLANK.unpack_from(buf, dmg.offset).total_size)
+        d2 = classify_stop(buf, f, dmg.offset, -1, dmg.field, dmg.reason, last, dmg.offset + size)
+        end, code = dmg.offset, -1
+    else:
+        stop = check_head(buf, stop_pos, len(buf)) if stop_pos < len(buf) else None
+        if stop is None and stop_pos < len(buf):
+            # A whole record where the walk saw none: a writer appended it since (the map is
+            # live). What was read is a consistent prefix that ends here, not damage.
+            d2 = None
+        else:
+            fld, reason = (stop[1], stop[2]) if stop else ("", "")
+            d2 = classify_stop(buf, f, stop_pos, code, fld, reason, last, None)
+        end = stop_pos
+    record_damage(report, d2, on_error)
+    return cols, f.start_offset + end, code, d2
+
+
+def columns_frame(parts: list[dict], body: bool, check_crc: bool):
+    import pandas as pd
+
+    names = [c for c in COLUMNS if body or c != "body"] + (["crc_ok"] if check_crc else [])
+    if not parts:
+        empty = {c: np.empty(0, dtype=object if c in ("topic", "born_host", "store_host", "body", "properties",
+                                                      "keys", "uniq_key", "tags") else
+                            (bool if c == "crc_ok" else np.int64)) for c in names}
+        return pd.DataFrame(empty, columns=names)
+    data = {c: (parts[0][c] if len(parts) == 1 else np.concatenate([p[c] for p in parts])) for c in names}
+    return pd.DataFrame(data, columns=names)
+
+
+def read_columns(path_or_dir: str | os.PathLike, *, body: bool = True, check_crc: bool = False,
+                 on_error: Literal["raise", "report"] = "raise", start_offset: int = 0):
+    """Every message of a CommitLog file or ``commitlog/`` folder as a pandas DataFrame, one row a
+    message in offset order, columns :data:`COLUMNS` (``crc_ok`` added when `check_crc`; ``body``
+    left out when `body` is False).
+
+    Built on ``rmqlab._records.walk`` (the TOTALSIZE chain in C) and NumPy gathers of every field
+    (no Python loop per message); text columns go through pyarrow. The :class:`ReadReport`
+    (damage, torn tail, end offset) is ``df.attrs["report"]``. Cost: a few million messages/s
+    (see benchmarks/bench_commitlog.py); memory about twice the decoded columns.
+
+    `start_offset` (a CommitLog offset where a record starts, e.g. where the last dispatch
+    stopped) skips the files that end before it and starts the walk inside the one holding it.
+    """
+    if on_error not in ("raise", "report"):
+        raise ValueError(f"on_error must be 'raise' or 'report', got {on_error!r}")
+    if start_offset < 0:
+        raise ValueError(f"start_offset must be >= 0, got {start_offset}")
+    files = store_files(path_or_dir)
+    kept = [f for f in files if f.start_offset + f.size > start_offset]
+    files = kept if kept else files[-1:]
+    report = ReadReport()
+    parts = []
+    gc_was = gc.isenabled()
+    gc.disable()   # millions of new str/bytes objects, no cycles: skip the collector's passes
+    try:
+        df = _read_files(files, report, parts, body, check_crc, on_error, start_offset)
+    finally:
+        if gc_was:
+            gc.enable()
+    return df
+
+
+def _read_files(files, report, parts, body, check_crc, on_error, start_offset=0):
+    for i, f in enumerate(files):
+        report.files.append(os.fspath(f.path))
+        with ReadOnlyMap(f.path) as buf:
+            start = min(max(start_offset - f.start_offset, 0), len(buf))
+            cols, end, code, _ = scan_file(buf, f, last=i == len(files) - 1, check_crc=check_crc,
+                                            report=report, on_error=on_error, body=body, start=start)
+        report.messages += len(cols["topic"])
+        if len(cols["topic"]):
+            parts.append(cols)
+        if i == len(files) - 1:
+            report.end_phy_offset = f.start_offset + f.size if code == STOP_BLANK else end
+    df = columns_frame(parts, body, check_crc)
+    df.attrs["report"] = report
+    return df
+
+
+def read_at(path_or_dir: str | os.PathLike, phy_offsets: Sequence[int], *, body: bool = True,
+            check_crc: bool = False):
+    """The messages at many CommitLog offsets (any order, repeats allowed) as a DataFrame with
+    the :data:`COLUMNS` of :func:`read_columns`, row i for ``phy_offsets[i]``.
+
+    Each offset's file is found by a binary search of the file start offsets; records are
+    checked as by the walk and decoded with the same NumPy gathers, one pass per file touched.
+    An offset that is not the start of a valid message raises FormatError / TruncatedFileError
+    (path, position in the file, field); an offset outside every file raises ValueError.
+    """
+    offs = np.asarray(phy_offsets, dtype=np.int64).reshape(-1)
+    files = store_files(path_or_dir)
+    starts = np.array([f.start_offset for f in files], np.int64)
+    which = np.searchsorted(starts, offs, side="right") - 1
+    sizes = np.array([f.size for f in files], np.int64)
+    out_of = (which < 0) | (offs - starts[np.maximum(which, 0)] >= sizes[np.maximum(which, 0)]) if len(files) \
+        else np.ones(len(offs), bool)
+    if out_of.any():
+        raise ValueError(f"phy offset {int(offs[np.argmax(out_of)])} is in no file of {path_or_dir}")
+    order = np.argsort(which, kind="stable")
+    parts, rows = [], []
+    for fi in np.unique(which):
+        f = files[int(fi)]
+        sel = order[which[order] == fi]
+        P = offs[sel] - f.start_offset
+        with ReadOnlyMap(f.path) as buf:
+            U = np.frombuffer(buf, np.uint8)
+            n = len(buf)
+            tot = _gather(U, P, 4, ">i4").astype(np.int64)
+            mag = _gather(U, P + 4, 4, ">i4").astype(np.int64)
+            left = n - P
+            bad = (left < 8) | ((mag != MAGIC_V1) & (mag != MAGIC_V2)) | (tot > left) | (tot < MIN_MESSAGE_SIZE)
+            if bad.any():
+                p = int(P[np.argmax(bad)])
+                read_message(f.path, p)   # raises the pure model's typed error for this record
+            cols, dmg, _ = _decode_positions(U, P, f, body=body, check_crc=check_crc)
+        if dmg is not None:
+            raise dmg.error()
+        parts.append(cols)
+        rows.append(sel)
+    df = columns_frame(parts, body, check_crc)
+    if rows:
+        inv = np.empty(len(offs), np.int64)
+        inv[np.concatenate(rows)] = np.arange(len(offs))
+        df = df.iloc[inv].reset_index(drop=True)
+    return df
+
+
+def max_offset(path: str | os.PathLike) -> int | None:
+    """Offset after the last good message (the broker's getMaxOffset after recovery); reads only
+    the last file (walks its TOTALSIZE chain). None without files."""
+    files = store_files(path)
+    if not files:
+        return None
+    f = files[-1]
+    with ReadOnlyMap(f.path) as buf:
+        _, end, code, _ = scan_file(buf, f, last=True, check_crc=False, report=ReadReport(), on_error="report")
+    # a file ended by the blank record is full: the broker's write position is its end
+    return f.start_offset + f.size if code == STOP_BLANK else end

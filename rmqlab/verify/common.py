@@ -1,0 +1,65 @@
+"""Small array and text helpers the checks share."""
+from __future__ import annotations
+
+import re
+from collections import Counter
+from typing import Iterable
+
+import numpy as np
+
+from rmqlab.verify.report import Problem
+
+#: CommitLog and ConsumeQueue file names: the 20-digit offset of their first byte.
+OFFSET_FILE_NAME = re.compile(r"\d{20}")
+#: IndexFile names: yyyyMMddHHmmssSSS.
+INDEX_FILE_NAME = re.compile(r"\d{17}")
+
+
+def first_problem(mask: np.ndarray, make) -> Problem | None:
+    """`make(i, count)` for the first True of `mask`, None when there is none."""
+    bad = np.flatnonzero(mask)
+    return make(int(bad[0]), len(bad)) if len(bad) else None
+
+
+def add_problem(out: list, p: Problem | None) -> None:
+    if p is not None:
+        out.append(p)
+
+
+def first_nonzero(a: np.ndarray, chunk: int = 1 << 24) -> int:
+    """Index of the first non-zero byte of the uint8 array `a`, -1 when all zero. Scans in
+    chunks so a mostly-zero 420 MB region costs no index array. Cost: O(len(a))."""
+    for lo in range(0, len(a), chunk):
+        part = a[lo:lo + chunk]
+        if part.any():
+            return lo + int(np.argmax(part != 0))
+    return -1
+
+
+def last_nonzero(a: np.ndarray, chunk: int = 1 << 24) -> int:
+    """Index of the last non-zero byte of the uint8 array `a`, -1 when all zero. Cost: O(len(a))."""
+    for hi in range(len(a), 0, -chunk):
+        part = a[max(hi - chunk, 0):hi]
+        if part.any():
+            return max(hi - chunk, 0) + int(np.flatnonzero(part)[-1])
+    return -1
+
+
+def broker_text(s):
+    """A string read with surrogate escapes (invalid UTF-8) as Java decodes the same bytes."""
+    if not isinstance(s, str):
+        return s
+    return s.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+
+
+def gather_field(buf: np.ndarray, record_offsets: np.ndarray, layout, name: str) -> np.ndarray:
+    """Field `name` of `layout` read from the record starting at each of `record_offsets` in the
+    byte array `buf`, widened to int64. Cost: O(records), NumPy."""
+    f = layout.field(name)
+    idx = (record_offsets + f.offset)[:, None] + np.arange(f.size, dtype=np.int64)
+    return buf[idx].view(layout.dtype[name]).reshape(-1).astype(np.int64)
+
+
+def most_common(values: Iterable[int]) -> int | None:
+    c = Counter(values)
+    return c.most_common(1)[0][0] if c else None

@@ -1,0 +1,292 @@
+"""The checks across files: index entries and ConsumeQueue units against the messages, and the checkpoint against the data."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from rmqlab.dispatch import (
+    TRANSACTION_PREPARED_TYPE,
+    goes_to_consume_queue_many,
+    goes_to_index_many,
+    transaction_type,
+)
+from rmqlab.errors import CorruptIndexError, FormatError
+from rmqlab.formats import checkpoint as cpf
+from rmqlab.formats import consumequeue as cq
+from rmqlab.formats.indexfile import ENTRY, HEADER, IndexFile, time_diff_seconds
+from rmqlab.verify.check_commitlog import KEY_CODE_HASH_BITS, Messages
+from rmqlab.verify.common import add_problem, broker_text, first_problem
+from rmqlab.verify.report import FileReport, Problem, make_problem
+
+
+def _index_cross(f: IndexFile, msgs: Messages, seed: int | None, found: list[np.ndarray],
+                 notes: list[str]) -> list[Problem]:
+    """Entries of one open index file against the message table."""
+    out: list[Problem] = []
+    g, h, p = f.geometry, f.header, str(f.path)
+    e = f.used_entries
+    n = len(e)
+    if not n:
+        return out
+    numbers = np.arange(1, n + 1, dtype=np.int64)
+    off = g.entries_offset + ENTRY.size * numbers
+    phy = e["phy_offset"].astype(np.int64)
+    kh = e["key_hash"].astype(np.int64)
+    td = e["time_diff"].astype(np.int64)
+    expired = msgs.expired(phy)
+    if expired.any():
+        notes.append(f"{p}: {int(expired.sum())} entries point below the CommitLog's first file "
+                     f"(expired messages): not checked")
+    row, hit = msgs.lookup(phy)
+
+    def not_boundary(i, c):
+        return make_problem("index.phy-offset", CorruptIndexError,
+                        f"entry {i + 1}: phy_offset {phy[i]} is not where a message starts: {msgs.where(int(phy[i]))}",
+                        p, off[i] + ENTRY.offset("phy_offset"), "entry.phy_offset", count=c)
+
+    add_problem(out, first_problem(~hit & ~expired, not_boundary))
+    if not msgs.n:
+        return out
+    r = np.where(hit, row, 0)
+    if hit[0] and int(msgs.store_ts[r[0]]) != h.begin_timestamp:
+        out.append(make_problem("index.header-range", CorruptIndexError,
+                            f"begin_timestamp {h.begin_timestamp} but entry 1's message (the first put, which sets "
+                            f"it) was stored at {int(msgs.store_ts[r[0]])}", p, HEADER.offset("begin_timestamp"),
+                            "header.begin_timestamp"))
+    if hit[-1] and int(msgs.store_ts[r[-1]]) != h.end_timestamp:
+        out.append(make_problem("index.header-range", CorruptIndexError,
+                            f"end_timestamp {h.end_timestamp} but the last entry's message ({n}) was stored at "
+                            f"{int(msgs.store_ts[r[-1]])}", p, HEADER.offset("end_timestamp"), "header.end_timestamp"))
+    codes = (r << KEY_CODE_HASH_BITS) | np.where(kh >= 0, kh, 0)
+    uniq, _, _ = msgs.key_codes
+    at = np.searchsorted(uniq, codes)
+    matched = hit & (kh >= 0) & (at < len(uniq))
+    matched[matched] = uniq[at[matched]] == codes[matched]
+    found.append(codes[matched])
+
+    def bad_hash(i, c):
+        return make_problem("index.key-hash", CorruptIndexError,
+                        f"entry {i + 1}: key_hash {kh[i]} is not index_hash(topic#key) of any key of the message "
+                        f"at {phy[i]} ({msgs.describe(int(r[i]))})", p, off[i] + ENTRY.offset("key_hash"),
+                        "entry.key_hash", count=c)
+
+    add_problem(out, first_problem(hit & ~matched, bad_hash))
+    rolled = hit & ~goes_to_index_many(msgs.sys_flag[r])
+
+    def rollback(i, c):
+        return make_problem("index.rolled-back", CorruptIndexError,
+                        f"entry {i + 1}: the message at {phy[i]} is a rolled-back transaction record, which "
+                        f"buildIndex never indexes", p, off[i] + ENTRY.offset("phy_offset"), "entry.phy_offset",
+                        count=c)
+
+    add_problem(out, first_problem(rolled, rollback))
+    want = time_diff_seconds(msgs.store_ts[r], h.begin_timestamp)
+    checkable = hit & (numbers >= 2)
+    if seed is not None:
+        want[0] = time_diff_seconds(int(msgs.store_ts[r[0]]), seed)
+        checkable[0] = hit[0]
+
+    def bad_time(i, c):
+        base = h.begin_timestamp if i else seed
+        return make_problem("index.entry-time", CorruptIndexError,
+                        f"entry {i + 1}: time_diff {td[i]} s but its message was stored at "
+                        f"{int(msgs.store_ts[r[i]])}, {want[i]} s after {'begin_timestamp' if i else 'the seed'} "
+                        f"{base}", p, off[i] + ENTRY.offset("time_diff"), "entry.time_diff", count=c)
+
+    add_problem(out, first_problem(checkable & (td != want), bad_time))
+    return out
+
+
+def index_dir_cross(opened: list[tuple[FileReport, IndexFile | None]], msgs: Messages | None,
+                     notes: list[str], counts: dict) -> list[Problem]:
+    out: list[Problem] = []
+    live = [f for _, f in opened if f is not None]
+    prev: IndexFile | None = None
+    found: list[np.ndarray] = []
+    entries = 0
+    for f in live:
+        h = f.header
+        if prev is not None and h.keys and prev.header.keys and h.begin_phy_offset < prev.header.end_phy_offset:
+            out.append(make_problem("index.file-order", CorruptIndexError,
+                                f"begin_phy_offset {h.begin_phy_offset} is before the end_phy_offset "
+                                f"{prev.header.end_phy_offset} of the previous file {prev.path.name}: files are "
+                                f"written one after the other", f.path, HEADER.offset("begin_phy_offset"),
+                                "header.begin_phy_offset"))
+        if prev is not None and not prev.is_write_full:
+            notes.append(f"{prev.path}: not full, yet a newer index file exists (the broker only starts a new "
+                         f"file when the last one is full)")
+        if msgs is not None:
+            seed = None
+            if prev is not None and prev.is_write_full and prev.header.end_timestamp > 0:
+                seed = prev.header.end_timestamp
+            out += _index_cross(f, msgs, seed, found, notes)
+        entries += f.header.keys
+        prev = f
+    counts["index_entries"] = entries
+    if msgs is None or not msgs.n:
+        return out
+    # every key of every message between the first and last indexed offsets has an entry
+    with_keys = [f for f in live if f.header.keys]
+    if not with_keys:
+        return out
+    lo = min(f.header.begin_phy_offset for f in with_keys)
+    hi = max(f.header.end_phy_offset for f in with_keys)
+    _, codes, rows = msgs.key_codes
+    pos = msgs.positions[rows]
+    want = (pos >= lo) & (pos <= hi) & goes_to_index_many(msgs.sys_flag[rows])
+    have = np.unique(np.concatenate(found)) if found else np.zeros(0, np.int64)
+    at = np.searchsorted(have, codes)
+    present = at < len(have)
+    present[present] = have[at[present]] == codes[present]
+    missing = want & ~present
+
+    def make(i, c):
+        from rmqlab.javahash import index_hash
+
+        rr = int(rows[i])
+        key_hash = int(codes[i]) & ((1 << KEY_CODE_HASH_BITS) - 1)
+        uniq, topic = msgs.frame["uniq_key"].iat[rr], msgs.frame["topic"].iat[rr]
+        fld = "UNIQ_KEY" if isinstance(uniq, str) and index_hash(broker_text(f"{topic}#{uniq}")) == key_hash \
+            else "KEYS"
+        return make_problem("index.missing-key", CorruptIndexError,
+                        f"the message at {int(msgs.positions[rr])} ({msgs.describe(rr)}) has a key ({fld}) with "
+                        f"hash {key_hash} but no index entry, though it lies inside the indexed range {lo}..{hi}: "
+                        f"a key query will not find it", msgs.files[int(msgs.file_of[rr])], int(msgs.file_pos[rr]),
+                        fld, count=c)
+
+    add_problem(out, first_problem(missing, make))
+    return out
+
+
+def queue_cross(q, msgs: Messages, report_path: str, fix, notes: list[str]) -> tuple[list[Problem], int]:
+    """Units of one open queue against the message table; returns problems and the queue's
+    dispatched end (the end of the last message a unit rightly points at, 0 when none)."""
+    out: list[Problem] = []
+    parts = []
+    for qf, (first, units) in zip(q.files, q.segments()):
+        if len(units):
+            parts.append((str(qf.path), first, units))
+    if not parts:
+        return out, 0
+    co = np.concatenate([u["commitlog_offset"].astype(np.int64) for _, _, u in parts])
+    sz = np.concatenate([u["size"].astype(np.int64) for _, _, u in parts])
+    tc = np.concatenate([u["tags_code"].astype(np.int64) for _, _, u in parts])
+    qoff = np.concatenate([first + np.arange(len(u), dtype=np.int64) for _, first, u in parts])
+    upos = np.concatenate([np.arange(len(u), dtype=np.int64) * cq.UNIT_SIZE for _, _, u in parts])
+    fidx = np.concatenate([np.full(len(u), k, np.int32) for k, (_, _, u) in enumerate(parts)])
+    paths = [_fix_path(pth, fix) for pth, _, _ in parts]
+    real = ~((co == 0) & (sz == cq.INT_MAX) & (tc == 0)) & (qoff >= q.min_offset)
+    expired = real & msgs.expired(co)
+    if expired.any():
+        notes.append(f"{report_path}: {int(expired.sum())} units point below the CommitLog's first file "
+                     f"(expired messages): not checked")
+    check = real & ~expired
+    row, hit = msgs.lookup(co)
+    r = np.where(hit, row, 0)
+    fields = {f.name: f.offset for f in cq.UNIT.fields}
+
+    def unit_problem(check_code, mask, fld, what):
+        def make(i, c):
+            return make_problem(check_code, CorruptIndexError, f"queue offset {qoff[i]}: {what(i)}", paths[fidx[i]],
+                            int(upos[i]) + fields[fld], f"unit.{fld}", count=c)
+        add_problem(out, first_problem(mask, make))
+
+    unit_problem("cq.phy-offset", check & ~hit, "commitlog_offset",
+                 lambda i: f"commitlog offset {co[i]} is not where a message starts: {msgs.where(int(co[i]))}")
+    if not msgs.n:
+        return out, 0
+    m = check & hit
+    sound = m & (sz == msgs.total_size[r])      # a corrupt unit must not move the dispatched end
+    end = int((co[sound] + sz[sound]).max()) if sound.any() else 0
+    topics = msgs.frame["topic"].to_numpy(object)
+    qids = msgs.frame["queue_id"].to_numpy(np.int64)
+    mqoff = msgs.frame["queue_offset"].to_numpy(np.int64)
+    other = m & ((topics[r] != q.topic) | (qids[r] != (q.queue_id if q.queue_id is not None else -1)))
+    unit_problem("cq.queue", other, "commitlog_offset",
+                 lambda i: f"the message at {co[i]} belongs to topic {topics[r[i]]!r} queue {qids[r[i]]}, "
+                           f"not this queue ({q.topic!r}, {q.queue_id})")
+    unit_problem("cq.size", m & (sz != msgs.total_size[r]), "size",
+                 lambda i: f"size {sz[i]} but the message at {co[i]} has TOTALSIZE {msgs.total_size[r[i]]}")
+    ext = m & (tc <= cq.EXT_ADDR_MAX)
+    if ext.any():
+        notes.append(f"{report_path}: {int(ext.sum())} units hold ConsumeQueueExt addresses instead of tags "
+                     f"codes: not checked")
+    want_tc = msgs.tags_codes[r]
+    unit_problem("cq.tags-code", m & ~ext & (tc != want_tc), "tags_code",
+                 lambda i: f"tags code {tc[i]} but the message at {co[i]} gives {want_tc[i]} "
+                           f"(TAGS {msgs.frame['tags'].iat[int(r[i])]!r}, topic {topics[r[i]]!r})")
+    unit_problem("cq.queue-offset", m & ~other & (mqoff[r] != qoff), "commitlog_offset",
+                 lambda i: f"the message at {co[i]} has QUEUEOFFSET {mqoff[r[i]]}")
+    tran = transaction_type(msgs.sys_flag[r])
+    unit_problem("cq.transaction", m & ~goes_to_consume_queue_many(msgs.sys_flag[r]), "commitlog_offset",
+                 lambda i: f"the message at {co[i]} is a "
+                           f"{'prepared' if tran[i] == TRANSACTION_PREPARED_TYPE else 'rolled-back'} "
+                           f"transaction record: only plain and committed messages are dispatched to a queue")
+    return out, end
+
+
+def _fix_path(path: str, fix) -> str:
+    e = fix(FormatError("", path=path))
+    return e.path
+
+
+def missing_units(queues: list[tuple[str, int, int, int]], msgs: Messages, dispatched_end: int) -> Problem | None:
+    """Dispatchable messages before the dispatched end without a unit in their queue."""
+    import pandas as pd
+
+    if not msgs.n or dispatched_end <= 0:
+        return None
+    elig = goes_to_consume_queue_many(msgs.sys_flag) & (msgs.positions < dispatched_end)
+    if not elig.any():
+        return None
+    frame = pd.DataFrame({"topic": msgs.frame["topic"].to_numpy(object), "queue_id": msgs.frame["queue_id"].to_numpy(np.int64),
+                          "qoff": msgs.frame["queue_offset"].to_numpy(np.int64), "row": np.arange(msgs.n)})[elig]
+    qs = pd.DataFrame(queues, columns=["topic", "queue_id", "qmin", "qmax"])
+    j = frame.merge(qs, on=["topic", "queue_id"], how="left")
+    missing = j["qmax"].isna() | (j["qoff"] >= j["qmax"])
+    if not missing.any():
+        return None
+    first = j[missing].sort_values("row").iloc[0]
+    rr = int(first["row"])
+    where = "no such queue folder" if pd.isna(first["qmax"]) else f"the queue ends at {int(first['qmax'])}"
+    return make_problem("cq.missing-unit", CorruptIndexError,
+                    f"the message at {int(msgs.positions[rr])} (topic {first['topic']!r}, queue {int(first['queue_id'])}, "
+                    f"QUEUEOFFSET {int(first['qoff'])}) lies before the dispatched end {dispatched_end} but has no "
+                    f"ConsumeQueue unit ({where})", msgs.files[int(msgs.file_of[rr])], int(msgs.file_pos[rr]),
+                    "QUEUEOFFSET", count=int(missing.sum()))
+
+
+def checkpoint_cross(path: Path, c: cpf.StoreCheckpoint, msgs: Messages | None, have_cq: bool,
+                      index_files: list[IndexFile] | None, notes: list[str]) -> list[Problem]:
+    out: list[Problem] = []
+
+    def bad(check, fld, what):
+        out.append(make_problem(check, FormatError, what, path, cpf.CHECKPOINT.offset(fld), fld))
+
+    if msgs is not None and msgs.n:
+        last = int(msgs.store_ts.max())
+        if c.physic_msg_timestamp > last:
+            bad("checkpoint.physic-timestamp", "physic_msg_timestamp",
+                f"physicMsgTimestamp {c.physic_msg_timestamp} is after the last store time in the CommitLog "
+                f"({last}): the checkpoint records messages the CommitLog does not hold")
+        disp = msgs.store_ts[goes_to_consume_queue_many(msgs.sys_flag)]
+        if have_cq and len(disp) and c.logics_msg_timestamp > int(disp.max()):
+            bad("checkpoint.logics-timestamp", "logics_msg_timestamp",
+                f"logicsMsgTimestamp {c.logics_msg_timestamp} is after the last store time of any message a "
+                f"ConsumeQueue can hold ({int(disp.max())})")
+        if c.confirm_phy_offset > msgs.end_offset:
+            bad("checkpoint.confirm-offset", "confirm_phy_offset",
+                f"confirmPhyOffset {c.confirm_phy_offset} is past the CommitLog's end {msgs.end_offset}")
+    if index_files is not None:
+        full_ends = {f.header.end_timestamp for f in index_files if f.is_write_full}
+        ts = c.index_msg_timestamp
+        if ts != 0 and ts not in full_ends:
+            bad("checkpoint.index-timestamp", "index_msg_timestamp",
+                f"indexMsgTimestamp {ts} is not the end_timestamp of any full index file "
+                f"({len(full_ends)} full files): the broker sets it to one when a file fills")
+        lost = [f for f in index_files if f.header.end_timestamp > ts]
+        if lost:
+            notes.append(f"{path}: after an abnormal shutdown the broker would delete {len(lost)} index files "
+                         f"(end_timestamp > indexMsgTimestamp {ts}), {sum(f.header.keys for f in lost)} keys")
+    return out

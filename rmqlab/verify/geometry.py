@@ -1,0 +1,110 @@
+"""An IndexFile's hash_slot_num and index_num, inferred from its size and contents."""
+from __future__ import annotations
+
+import mmap
+import os
+from pathlib import Path
+
+import numpy as np
+
+from rmqlab.errors import GeometryError, RmqlabError, TruncatedFileError
+from rmqlab.formats.indexfile import ENTRY, HEADER, SLOT, Geometry, time_diff_seconds
+from rmqlab.verify.common import gather_field, last_nonzero
+
+
+def infer_index_geometry(path: str | os.PathLike) -> Geometry:
+    """The geometry of an index file of any size, from its own bytes.
+
+    The default size has one answer. Otherwise every split ``40 + 4*slots + 20*entries`` that
+    holds ``index_count`` entries is tried, and kept when the bytes agree with what putKey
+    always writes: entry 0 all zeros and nothing after entry index_count - 1; entry 1's
+    phy_offset is the header's begin_phy_offset and its prev_index 0; the last entry's
+    phy_offset is end_phy_offset and its time_diff ``(end - begin) // 1000``.
+    Raises :class:`GeometryError` when no split or several splits agree (an empty file fits
+    any). Cost: two reads per candidate split, vectorized (memory map).
+
+    >>> import tempfile, os
+    >>> p = os.path.join(tempfile.mkdtemp(), "f")
+    >>> from rmqlab.formats.indexfile import build_index_file
+    >>> build_index_file(p, ["T#a", "T#b", "T#c"], [0, 200, 400], [1000, 2000, 5000],
+    ...                  hash_slot_num=7, index_num=30)
+    3
+    >>> infer_index_geometry(p)
+    Geometry(hash_slot_num=7, index_num=30)
+    """
+    path = Path(path)
+    size = path.stat().st_size
+    default = Geometry.default()
+    if size == default.file_size:
+        return default
+    if size < HEADER.size:
+        raise TruncatedFileError(f"file is {size} bytes, shorter than the {HEADER.size}-byte header",
+                                 path=path, offset=size, field="header")
+    with open(path, "rb") as fh:
+        h = HEADER.unpack(fh.read(HEADER.size))
+        count = h.index_count
+        body = size - HEADER.size
+        hint = "pass hash_slot_num= or index_num= (the broker's maxHashSlotNum / maxIndexNum)"
+        if count <= 1:
+            raise GeometryError(f"file is {size} bytes and holds no entries (index_count {count}): any split "
+                                f"of slots and entries fits; {hint}", path=path, offset=size, field="file size")
+        if body % SLOT.size:
+            raise GeometryError(f"file is {size} bytes: 40 + 4*slots + 20*entries can never make it",
+                                path=path, offset=size, field="file size")
+        # body = SLOT.size * slots + ENTRY.size * entries, so slots is fixed modulo the size ratio
+        ratio = ENTRY.size // SLOT.size
+        first = (body // SLOT.size) % ratio or ratio
+        last = (body - ENTRY.size * count) // SLOT.size
+        slots = np.arange(first, last + 1, ratio, dtype=np.int64)
+        if not len(slots):
+            raise GeometryError(f"file is {size} bytes: too small for index_count {count}", path=path,
+                                offset=size, field="file size")
+        mm = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+        try:
+            U = np.frombuffer(mm, np.uint8)
+            # nothing is written after entry index_count - 1: the last non-zero byte bounds the split
+            slots = slots[HEADER.size + SLOT.size * slots + ENTRY.size * count > last_nonzero(U)]
+            eo = HEADER.size + SLOT.size * slots
+
+            e1 = eo + ENTRY.size
+            el = eo + ENTRY.size * (count - 1)
+            ok = ((gather_field(U, e1, ENTRY, "phy_offset") == h.begin_phy_offset)
+                  & (gather_field(U, e1, ENTRY, "prev_index") == 0)
+                  & (gather_field(U, el, ENTRY, "phy_offset") == h.end_phy_offset))
+            if count > 2:
+                want = time_diff_seconds(h.end_timestamp, h.begin_timestamp)
+                ok &= gather_field(U, el, ENTRY, "time_diff") == want
+            found = slots[ok]
+            if len(found):   # entry 0 is never written
+                zero = ~U[(HEADER.size + SLOT.size * found)[:, None] + np.arange(ENTRY.size, dtype=np.int64)].any(axis=1)
+                found = found[zero]
+            del U
+        finally:
+            mm.close()
+    if len(found) == 1:
+        s = int(found[0])
+        return Geometry(s, (body - SLOT.size * s) // ENTRY.size)
+    if not len(found):
+        raise GeometryError(f"file is {size} bytes and no split of slots and entries agrees with its header; "
+                            f"{hint}", path=path, offset=size, field="file size")
+    some = ", ".join(f"hash_slot_num={int(s)}" for s in found[:3])
+    raise GeometryError(f"file is {size} bytes and {len(found)} splits agree with its header ({some}, ...); "
+                        f"{hint}", path=path, offset=size, field="file size")
+
+
+def index_geometries(paths: list[Path], hash_slot_num, index_num) -> dict[Path, tuple[int | None, int | None]]:
+    """(hash_slot_num, index_num) to open each file with: as given, else inferred per size."""
+    if hash_slot_num is not None or index_num is not None:
+        return {p: (hash_slot_num, index_num) for p in paths}
+    by_size: dict[int, set] = {}
+    for p in paths:
+        try:
+            g = infer_index_geometry(p)
+        except (RmqlabError, OSError):
+            continue
+        by_size.setdefault(p.stat().st_size, set()).add((g.hash_slot_num, g.index_num))
+    out = {}
+    for p in paths:
+        found = by_size.get(p.stat().st_size, set())
+        out[p] = next(iter(found)) if len(found) == 1 else (None, None)
+    return out

@@ -1,0 +1,73 @@
+"""Which RocketMQ file a path is, from its location, name and content."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from rmqlab.formats import checkpoint as cpf
+from rmqlab.formats import commitlog as cl
+from rmqlab.formats import consumequeue as cq
+from rmqlab.verify.common import INDEX_FILE_NAME, OFFSET_FILE_NAME
+
+
+def _is_commitlog_bytes(path: Path) -> bool:
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(8)
+    except OSError:
+        return False
+    if len(head) < 8:
+        return False
+    magic = int.from_bytes(head[4:8], "big", signed=True)
+    return magic in (cl.MAGIC_V1, cl.MAGIC_V2, cl.MAGIC_BLANK)
+
+
+def detect_kind(path: str | os.PathLike) -> str:
+    """What `path` is, from its location, name and first bytes: one of :data:`KINDS`.
+
+    A folder holding ``commitlog/``, ``consumequeue/``, ``index/`` or ``checkpoint`` is a
+    store; a folder named ``commitlog`` / ``index`` / ``consumequeue`` (or inside
+    ``consumequeue/``) is that part; a file is judged by its folder, then its name (17 digits:
+    an index file; ``checkpoint``), then its bytes (a CommitLog record magic at byte 4).
+    Raises ValueError when nothing fits (pass ``kind=``).
+
+    >>> import tempfile
+    >>> d = Path(tempfile.mkdtemp()); (d / "commitlog").mkdir(); detect_kind(d)
+    'store'
+    """
+    p = Path(path)
+    if p.is_dir():
+        if any((p / n).exists() for n in ("commitlog", "consumequeue", "index", "checkpoint")):
+            return "store"
+        if p.name in ("commitlog", "index", "consumequeue"):
+            return p.name
+        if "consumequeue" in (p.parent.name, p.parent.parent.name):
+            return "consumequeue"
+        names = sorted(c.name for c in p.iterdir() if c.is_file())
+        if any(INDEX_FILE_NAME.fullmatch(n) for n in names):
+            return "index"
+        twenty = [n for n in names if OFFSET_FILE_NAME.fullmatch(n)]
+        if twenty:
+            return "commitlog" if _is_commitlog_bytes(p / twenty[0]) else "consumequeue"
+        raise ValueError(f"{p}: cannot tell what this folder holds (no store parts, no index, CommitLog "
+                         f"or ConsumeQueue files); pass kind=")
+    if not p.exists():
+        raise FileNotFoundError(f"{p}: no such file or directory")
+    parent = p.parent.name
+    if p.name == "checkpoint":
+        return "checkpoint"
+    if parent == "commitlog":
+        return "commitlog"
+    if parent == "index" or INDEX_FILE_NAME.fullmatch(p.name):
+        return "index"
+    if p.parent.parent.parent.name == "consumequeue":
+        return "consumequeue"
+    if _is_commitlog_bytes(p):
+        return "commitlog"
+    size = p.stat().st_size
+    if OFFSET_FILE_NAME.fullmatch(p.name) and size % cq.UNIT_SIZE == 0:
+        return "consumequeue"
+    if size == cpf.FILE_SIZE:
+        return "checkpoint"
+    raise ValueError(f"{p}: cannot tell what this file is (not in commitlog/, index/ or consumequeue/, "
+                     f"and its name and bytes do not say); pass kind=")

@@ -1,0 +1,260 @@
+"""What verify reports: the check codes, :class:`Problem`, :class:`FileReport` and :class:`VerifyReport`."""
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from rmqlab.errors import RmqlabError
+
+#: What verify_path can verify.
+KINDS = ("store", "commitlog", "consumequeue", "index", "checkpoint")
+Kind = Literal["store", "commitlog", "consumequeue", "index", "checkpoint"]
+
+#: Every check code a :class:`Problem` can carry, and what it means.
+CHECKS: dict[str, str] = {
+    # IndexFile, per file
+    "index.geometry": "the file size does not fit the geometry (or no geometry could be inferred)",
+    "index.header": "a header field contradicts the geometry (index_count, hash_slot_count range)",
+    "index.hash-slot-count": "hash_slot_count disagrees with the slot-count rule",
+    "index.header-range": "begin/end phy offsets or timestamps disagree with the first/last entries",
+    "index.slot-range": "a slot value lies outside 0..index_count-1",
+    "index.slot-chain": "a slot points at an entry hashed to another slot",
+    "index.prev-range": "a prev_index is not older than its entry (out of range, self-loop or cycle)",
+    "index.prev-slot": "a prev_index links entries of different slots",
+    "index.entry-refs": "an entry is on no chain, or on more than one",
+    "index.negative-hash": "an entry's key_hash is negative",
+    "index.negative-time-diff": "an entry's time_diff is negative",
+    "index.time-order": "an older entry of a chain has a greater time_diff than a newer one",
+    "index.tail": "entry 0 or an entry from index_count on holds non-zero bytes",
+    # IndexFile, across files
+    "index.file-order": "index files (by name) overlap in CommitLog offsets",
+    "index.phy-offset": "an entry's phy_offset is not where a message starts",
+    "index.key-hash": "an entry's key_hash is not index_hash(topic#key) of any key of its message",
+    "index.entry-time": "an entry's time_diff is not what putKey stored for its message's store time",
+    "index.rolled-back": "an entry points at a rolled-back transaction record (buildIndex skips them)",
+    "index.missing-key": "a key of a message inside the indexed range has no entry",
+    # CommitLog, per file
+    "commitlog.file-size": "the file size is not the mapped file size",
+    "commitlog.file-name": "the file name is not a multiple of the mapped file size",
+    "commitlog.continuity": "a file does not start where the previous one ends",
+    "commitlog.record": "a record breaks the walk (TOTALSIZE, MAGICCODE, lengths, properties)",
+    "commitlog.torn-tail": "the last file ends in a torn write (the broker truncates it at recovery)",
+    "commitlog.body-crc": "BODYCRC is not CRC32(body) & 0x7FFFFFFF",
+    "commitlog.phy-offset-field": "PHYSICALOFFSET is not the file's start offset + the record's position",
+    "commitlog.blank": "a file other than the last does not end with the end-of-file blank record",
+    # ConsumeQueue, per queue folder
+    "cq.file-name": "a file name is not a 20-digit offset, not a multiple of the file size, or leaves a gap",
+    "cq.file-size": "a file size is not the mapped file size",
+    "cq.unit": "an invalid unit (offset < 0 or size <= 0) before the end of the queue",
+    "cq.end-marker": "the unit ending the queue is not all zeros",
+    "cq.tail": "non-zero bytes after the end of the queue",
+    "cq.dirty-file": "a file after the end of the queue holds data",
+    "cq.blank-unit": "a blank filler unit after the first real unit",
+    "cq.order": "commitlog offsets do not increase",
+    "cq.overlap": "a unit's message starts inside the previous unit's message",
+    "cq.past-commitlog-end": "a unit's message ends past the CommitLog's end",
+    # ConsumeQueue, across files
+    "cq.phy-offset": "a unit's commitlog offset is not where a message starts",
+    "cq.size": "a unit's size is not its message's TOTALSIZE",
+    "cq.tags-code": "a unit's tags code is not the broker's tags code of its message",
+    "cq.queue": "a unit's message belongs to another topic or queue",
+    "cq.queue-offset": "a unit's message has another QUEUEOFFSET than the unit's queue offset",
+    "cq.transaction": "a unit points at a prepared or rolled-back transaction record",
+    "cq.missing-unit": "a dispatchable message before the dispatched end has no unit",
+    # checkpoint
+    "checkpoint.file": "the file is not 4096 bytes or has non-zero padding",
+    "checkpoint.value": "a field is negative",
+    "checkpoint.physic-timestamp": "physicMsgTimestamp is after every message's store time",
+    "checkpoint.logics-timestamp": "logicsMsgTimestamp is after every dispatched message's store time",
+    "checkpoint.index-timestamp": "indexMsgTimestamp is neither 0 nor the end timestamp of a full index file",
+    "checkpoint.confirm-offset": "confirmPhyOffset is past the CommitLog's end",
+    # anything a format module reports that has no finer code
+    "index.invariant": "another IndexFile invariant",
+    "cq.invariant": "another ConsumeQueue invariant",
+}
+
+_SUCH = re.compile(r"\((\d+) such\)")
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One finding: a check code (:data:`CHECKS`), the typed error naming file, byte offset and
+    field, a severity, and how many such were found in that file (the error names the first)."""
+
+    check: str
+    error: RmqlabError
+    severity: str = "error"
+    count: int = 1
+
+    @property
+    def path(self) -> str | None:
+        return self.error.path
+
+    @property
+    def offset(self) -> int | None:
+        return self.error.offset
+
+    @property
+    def field(self) -> str | None:
+        return self.error.field
+
+    @property
+    def message(self) -> str:
+        return self.error.reason
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"check": self.check, "severity": self.severity, "type": type(self.error).__name__,
+                "path": self.path, "offset": self.offset, "field": self.field, "count": self.count,
+                "message": self.message}
+
+    def __str__(self) -> str:
+        return f"{self.severity}: [{self.check}] {self.error}"
+
+
+def make_problem(check: str, cls: type, message: str, path: Any, offset: int | None, fld: str | None, *,
+             count: int = 1, severity: str = "error") -> Problem:
+    assert check in CHECKS, check
+    if count > 1:
+        message = f"{message} ({count} such)"
+    return Problem(check, cls(message, path=path, offset=None if offset is None else int(offset), field=fld),
+                   severity, int(count))
+
+
+def problem_from_error(check: str, err: RmqlabError, severity: str = "error") -> Problem:
+    """A format module's own error as a Problem (its "(N such)" becomes the count)."""
+    m = _SUCH.search(err.reason)
+    count = int(m.group(1)) if m else 1
+    if count == 1 and m:   # "(1 such)" says nothing: drop it
+        reason = (err.reason[:m.start()] + err.reason[m.end():]).replace("  ", " ").rstrip()
+        err = type(err)(reason, path=err.path, offset=err.offset, field=err.field)
+    return Problem(check, err, severity, count)
+
+
+@dataclass
+class FileReport:
+    """What the checks of one file (or one ConsumeQueue folder) found. ``ok``: no error
+    (warnings allowed)."""
+
+    path: str
+    kind: str
+    counts: dict[str, Any] = field(default_factory=dict)
+    problems: list[Problem] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def errors(self) -> list[Problem]:
+        return [p for p in self.problems if p.severity == "error"]
+
+    @property
+    def warnings(self) -> list[Problem]:
+        return [p for p in self.problems if p.severity != "error"]
+
+    @property
+    def ok(self) -> bool:
+        return not self.errors
+
+    def _details(self) -> str:
+        c = self.counts
+        if "unreadable" in c:
+            return "unreadable"
+        if self.kind == "index":
+            return (f"{c['keys']} keys of {c['capacity']}, {c['slots_used']} of {c['hash_slot_num']} "
+                    f"slots used, longest chain {c['longest_chain']}")
+        if self.kind == "commitlog":
+            return (f"{c['messages']} messages, {c['bytes_used']:,} of {c['file_size']:,} bytes"
+                    + (", end-of-file blank" if c.get("blank") else ""))
+        if self.kind == "consumequeue":
+            return (f"{c['units']} units in {c['files']} files, queue offsets "
+                    f"{c['min_offset']}..{c['max_offset']}")
+        if self.kind == "checkpoint":
+            return (f"physicMsgTimestamp {c['physic_msg_timestamp']}, logicsMsgTimestamp "
+                    f"{c['logics_msg_timestamp']}, indexMsgTimestamp {c['index_msg_timestamp']}")
+        return ", ".join(f"{k} {v}" for k, v in c.items())
+
+    def check(self) -> None:
+        """Raise the first error's typed :class:`~rmqlab.errors.RmqlabError` (as
+        :meth:`IndexFile.check` does); nothing when :attr:`ok`."""
+        if self.errors:
+            raise self.errors[0].error
+
+    def summary(self) -> str:
+        """One line, like kafka-dump-log's per-file summary (and :meth:`SegmentReport.summary`)."""
+        state = "ok" if self.ok else "FAILED"
+        return f"{self.path}: {state}: {self._details()}" + _problem_tail(self.problems)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"path": self.path, "kind": self.kind, "ok": self.ok, "counts": dict(self.counts),
+                "problems": [p.as_dict() for p in self.problems], "notes": list(self.notes)}
+
+
+def _problem_tail(problems: list[Problem]) -> str:
+    if not problems:
+        return ""
+    w = sum(p.severity != "error" for p in problems)
+    n = len(problems)
+    return f"; {n} problem{'s' if n != 1 else ''}" + (f" ({w} warning{'s' if w != 1 else ''})" if w else "")
+
+
+@dataclass
+class VerifyReport:
+    """Everything :func:`verify_path` found: per-file reports, cross-file problems, notes.
+    ``ok``: no error anywhere (warnings allowed)."""
+
+    target: str
+    kind: str
+    files: list[FileReport] = field(default_factory=list)
+    cross: list[Problem] = field(default_factory=list)
+    cross_counts: dict[str, Any] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    settings: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def problems(self) -> list[Problem]:
+        """Every problem: each file's, then the cross-file ones."""
+        return [p for f in self.files for p in f.problems] + list(self.cross)
+
+    @property
+    def errors(self) -> list[Problem]:
+        return [p for p in self.problems if p.severity == "error"]
+
+    @property
+    def ok(self) -> bool:
+        return not self.errors
+
+    @property
+    def failed_files(self) -> int:
+        return sum(not f.ok for f in self.files)
+
+    def check(self) -> None:
+        """Raise the first error's typed :class:`~rmqlab.errors.RmqlabError`; nothing when :attr:`ok`."""
+        if self.errors:
+            raise self.errors[0].error
+
+    def problems_at(self, path: str | os.PathLike) -> list[Problem]:
+        """Problems (per-file and cross-file) whose error names `path`."""
+        p = os.fspath(path)
+        return [x for x in self.problems if x.path == p]
+
+    def summary(self) -> list[str]:
+        """One line a file, one for the cross-file checks (store directories), and a total."""
+        lines = [f.summary() for f in self.files]
+        if self.kind == "store":
+            c = self.cross_counts
+            state = "ok" if not any(p.severity == "error" for p in self.cross) else "FAILED"
+            lines.append(f"cross-file: {state}: {c.get('index_entries', 0)} index entries and "
+                         f"{c.get('cq_units', 0)} ConsumeQueue units against {c.get('messages', 0)} "
+                         f"messages" + ("; checkpoint against the data" if c.get("checkpoint") else "")
+                         + _problem_tail(self.cross))
+        lines.append(f"{len(self.files)} files, {self.failed_files} failed, {len(self.errors)} errors, "
+                     f"{len(self.problems) - len(self.errors)} warnings: {'ok' if self.ok else 'FAILED'}")
+        return lines
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"target": self.target, "kind": self.kind, "ok": self.ok, "files": len(self.files),
+                "failed_files": self.failed_files, "errors": len(self.errors),
+                "warnings": len(self.problems) - len(self.errors), "settings": dict(self.settings),
+                "reports": [f.as_dict() for f in self.files],
+                "cross": {"counts": dict(self.cross_counts), "problems": [p.as_dict() for p in self.cross]},
+                "notes": list(self.notes)}
