@@ -14,6 +14,7 @@ from collections.abc import Iterable
 import numpy as np
 import pandas as pd
 
+from rmqlab.dispatch import goes_to_index_many, key_tokens_many
 from rmqlab.formats.indexfile import LONG_MAX, IndexFile
 from rmqlab.indexservice import IndexService
 from rmqlab.javahash import index_hash, index_hash_many, index_key
@@ -27,8 +28,6 @@ __all__ = [
     "key_entries",
     "hash_matching_entries",
 ]
-
-_ROLLBACK = 0xC            # sysFlag & 0xC: rolled-back transactions are never indexed
 
 #: Columns of :func:`index_entries`.
 INDEX_ENTRY_COLUMNS = ["file", "entry", "key_hash", "phy_offset", "stored_ms", "file_begin", "file_end",
@@ -49,11 +48,14 @@ def key_occurrences(messages: pd.DataFrame) -> pd.DataFrame:
     cols = ["topic", "key", "phy_offset", "store_timestamp"]
     if messages.empty:
         return pd.DataFrame(columns=cols)
-    m = messages[(messages["sys_flag"].to_numpy(np.int64) & _ROLLBACK) != _ROLLBACK]
+    import pyarrow.compute as pc
+
+    m = messages[goes_to_index_many(messages["sys_flag"].to_numpy(np.int64))]
     base = m[["topic", "phy_offset", "store_timestamp"]]
     uniq = base.assign(key=m["uniq_key"])[m["uniq_key"].notna().to_numpy()]
-    tokens = base.assign(key=m["keys"].str.split(" ")).explode("key")
-    tokens = tokens[tokens["key"].notna() & (tokens["key"] != "")]
+    per_message = key_tokens_many(m["keys"])
+    tokens = base.iloc[np.asarray(pc.list_parent_indices(per_message), dtype=np.int64)]
+    tokens = tokens.assign(key=pc.list_flatten(per_message).to_numpy(zero_copy_only=False))
     out = pd.concat([uniq, tokens], ignore_index=True)[cols]
     return out.drop_duplicates(["phy_offset", "key"]).reset_index(drop=True)
 
