@@ -11,6 +11,7 @@ import pytest
 from rmqlab import _indexcore, _records
 from rmqlab.formats import commitlog as cl
 from rmqlab.formats import indexfile
+from rmqlab.formats.commitlog.records import property_problem
 
 
 def exported(module) -> dict[str, int]:
@@ -95,13 +96,13 @@ def test_walk_reads_a_blank_record_with_the_message_head_offsets():
 def test_every_walk_stop_code_is_named_and_described():
     codes = [getattr(_records, name) for name in STOP_NAMES]
     assert len(set(codes)) == len(codes)
-    assert sorted(cl._WALK_STOPS) == sorted(codes)
+    assert sorted(cl.WALK_STOPS) == sorted(codes)
 
 
 def test_every_property_problem_code_is_named_and_described():
     codes = [getattr(_records, name) for name in PROP_PROBLEM_BLOCKS]
-    assert sorted(cl._PROP_PROBLEMS) == sorted(codes)
-    assert _records.PROP_OK not in cl._PROP_PROBLEMS
+    assert sorted(cl.PROPERTY_PROBLEMS) == sorted(codes)
+    assert _records.PROP_OK not in cl.PROPERTY_PROBLEMS
 
 
 @pytest.mark.parametrize("name", sorted(PROP_PROBLEM_BLOCKS))
@@ -110,6 +111,6 @@ def test_property_problem_codes_mean_the_same_in_c_and_python(name):
     starts, lengths = np.zeros(1, np.int64), np.array([len(block)], np.int64)
     value_starts, value_lengths = np.empty(0, np.int64), np.empty(0, np.int64)
     row, at, c_code = _records.find_props(block, starts, lengths, (), value_starts, value_lengths)
-    python_at, python_code = cl._props_problem(block)
+    python_at, python_code = property_problem(block)
     assert (row, at, c_code) == (0, python_at, getattr(_records, name))
     assert python_code == c_code

@@ -485,7 +485,7 @@ done:
 /* ------------------------------------------------------------------------- properties */
 
 /* Why a property block does not parse; exported under these names, which the keys of
- * commitlog._PROP_PROBLEMS mirror. */
+ * commitlog.PROPERTY_PROBLEMS mirror. */
 enum {
     PROP_OK = 0,
     PROP_EMPTY_PAIR = 1,    /* two separators in a row (or a block starting with \x02) */

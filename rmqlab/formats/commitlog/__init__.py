@@ -92,6 +92,7 @@ from rmqlab.formats.commitlog.layout import (
     PORT,
     PROPERTIES_LEN,
     PROPERTY_CRC32,
+    PROPERTY_PROBLEMS,
     STOP_BLANK,
     STOP_BLANK_SIZE,
     STOP_END,
@@ -105,6 +106,7 @@ from rmqlab.formats.commitlog.layout import (
     TAIL,
     TOPIC_LEN_V1,
     TOPIC_LEN_V2,
+    WALK_STOPS,
     message_length,
 )
 from rmqlab.formats.commitlog.records import (
@@ -120,8 +122,6 @@ from rmqlab.formats.commitlog.records import (
 )
 from rmqlab.formats.commitlog.write import CommitLogWriter
 
-# Names outside __all__ (SYSFLAG bits, the walk stop codes, MessageStream, ...) are public too:
-# `from rmqlab.formats.commitlog import STOP_BLANK` works as it always has.
 __all__ = [
     "HEAD", "STORE_TIME", "TAIL", "PORT", "TOPIC_LEN_V1", "TOPIC_LEN_V2", "PROPERTIES_LEN", "BLANK",
     "MAGIC_V1", "MAGIC_V2", "MAGIC_BLANK", "MIN_MESSAGE_SIZE", "END_FILE_MIN_BLANK_LENGTH",
@@ -129,5 +129,8 @@ __all__ = [
     "message_length", "parse_properties", "properties_block", "read_message", "iter_messages",
     "read_columns", "read_at", "store_files", "min_offset", "max_offset", "walk_py",
     "encode_message", "encode_messages", "record_sizes", "place_records", "EncodedBatch", "EncodedFile",
-    "CommitLogWriter",
+    "CommitLogWriter", "MessageStream", "blank_record", "prop_crc_value",
+    "BORNHOST_V6_FLAG", "STOREHOSTADDRESS_V6_FLAG", "COMPRESSED_FLAG", "PROPERTY_CRC32", "CRC32_RESERVED_LEN",
+    "STOP_END", "STOP_BLANK", "STOP_BLANK_SIZE", "STOP_SHORT", "STOP_MAGIC", "STOP_PAST_END", "STOP_TOO_SMALL",
+    "STOP_LIMIT", "WALK_STOPS", "PROPERTY_PROBLEMS",
 ]

@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import gc
 import os
-from typing import Any, Literal, Sequence
+from collections.abc import Sequence
+from typing import Any, Literal
 
 import numpy as np
 
@@ -374,9 +375,9 @@ def read_at(path_or_dir: str | os.PathLike, phy_offsets: Sequence[int], *, body:
             U = np.frombuffer(buf, np.uint8)
             n = len(buf)
             tot = _gather(U, P, 4, ">i4").astype(np.int64)
-            mag = _gather(U, P + 4, 4, ">i4").astype(np.int64)
+            mag = _gather(U, P + HEAD.offset("magic"), HEAD.field("magic").size, ">i4").astype(np.int64)
             left = n - P
-            bad = (left < 8) | ((mag != MAGIC_V1) & (mag != MAGIC_V2)) | (tot > left) | (tot < MIN_MESSAGE_SIZE)
+            bad = (left < BLANK.size) | ((mag != MAGIC_V1) & (mag != MAGIC_V2)) | (tot > left) | (tot < MIN_MESSAGE_SIZE)
             if bad.any():
                 p = int(P[np.argmax(bad)])
                 read_message(f.path, p)   # raises the pure model's typed error for this record

@@ -70,8 +70,22 @@ COLUMNS = ("topic", "queue_id", "flag", "queue_offset", "phy_offset", "sys_flag"
            "delay_level", "total_size", "version", "body_crc")
 
 
-# rmqlab._records.walk stop codes
-STOP_END, STOP_BLANK, STOP_BLANK_SIZE, STOP_SHORT, STOP_MAGIC, STOP_PAST_END, STOP_TOO_SMALL, STOP_LIMIT = range(8)
+# rmqlab._records.walk's stop codes, as the C walk defines them (tests/test_native_layouts.py)
+from rmqlab._records import (  # noqa: E402  (kept beside the table that describes them)
+    PROP_EMPTY_NAME,
+    PROP_EMPTY_PAIR,
+    PROP_NO_SEPARATOR,
+    PROP_UNTERMINATED,
+    STOP_BLANK,
+    STOP_BLANK_SIZE,
+    STOP_END,
+    STOP_LIMIT,
+    STOP_MAGIC,
+    STOP_PAST_END,
+    STOP_SHORT,
+    STOP_TOO_SMALL,
+)
+
 WALK_STOPS = {
     STOP_END: "end of the data exactly on a record boundary",
     STOP_BLANK: "end-of-file blank record",
@@ -84,10 +98,10 @@ WALK_STOPS = {
 }
 # rmqlab._records.find_props problem codes
 PROPERTY_PROBLEMS = {
-    1: "empty pair (two \\x02 in a row, or a block starting with \\x02)",
-    2: "a pair without the \\x01 name/value separator",
-    3: "a pair with an empty name",
-    4: "the block does not end with \\x02",
+    PROP_EMPTY_PAIR: "empty pair (two \\x02 in a row, or a block starting with \\x02)",
+    PROP_NO_SEPARATOR: "a pair without the \\x01 name/value separator",
+    PROP_EMPTY_NAME: "a pair with an empty name",
+    PROP_UNTERMINATED: "the block does not end with \\x02",
 }
 WANTED_PROPERTIES = (b"KEYS", b"UNIQ_KEY", b"TAGS", b"DELAY")
 

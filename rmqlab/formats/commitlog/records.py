@@ -3,9 +3,10 @@ from __future__ import annotations
 
 import os
 import zlib
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from dataclasses import fields as dc_fields
-from typing import Any, Iterator, Literal
+from typing import Any, Literal
 
 import numpy as np
 
@@ -24,6 +25,10 @@ from rmqlab.formats.commitlog.layout import (
     MAGIC_V2,
     MIN_MESSAGE_SIZE,
     PORT,
+    PROP_EMPTY_NAME,
+    PROP_EMPTY_PAIR,
+    PROP_NO_SEPARATOR,
+    PROP_UNTERMINATED,
     PROPERTIES_LEN,
     PROPERTY_PROBLEMS,
     STOP_BLANK,
@@ -57,9 +62,9 @@ def encode_text(text: str) -> bytes:
     return text.encode("utf-8", "surrogateescape")
 
 
-def _props_problem(raw: bytes) -> tuple[int, int] | None:
-    """(offset inside the block, problem code) of the first malformed pair, or None.
-    The readable model of rmqlab._records.find_props' checks."""
+def property_problem(raw: bytes) -> tuple[int, int] | None:
+    """(offset inside the block, problem code of :data:`PROPERTY_PROBLEMS`) of the first
+    malformed pair, or None. The readable model of rmqlab._records.find_props' checks."""
     at, n = 0, len(raw)
     while at < n:
         e = raw.find(b"\x02", at)
@@ -67,14 +72,14 @@ def _props_problem(raw: bytes) -> tuple[int, int] | None:
         if not sep_found:
             e = n
         if e == at:
-            return at, 1
+            return at, PROP_EMPTY_PAIR
         kv = raw.find(b"\x01", at, e)
         if kv < 0:
-            return at, 2
+            return at, PROP_NO_SEPARATOR
         if kv == at:
-            return at, 3
+            return at, PROP_EMPTY_NAME
         if not sep_found:
-            return at, 4
+            return at, PROP_UNTERMINATED
         at = e + 1
     return None
 
@@ -91,7 +96,7 @@ def parse_properties(raw: bytes, *, path: Any = None, offset: int | None = None)
     >>> parse_properties(b"KEYS\\x01a b\\x02TAGS\\x01t\\x02")
     {'KEYS': 'a b', 'TAGS': 't'}
     """
-    bad = _props_problem(raw)
+    bad = property_problem(raw)
     if bad is not None:
         at, code = bad
         raise FormatError(f"unparseable property block: {PROPERTY_PROBLEMS[code]} at byte {at} of the block",
@@ -261,7 +266,7 @@ def walk_py(buf, start: int, end: int, max_records: int = -1) -> tuple[list[int]
             return pos, p, STOP_END
         if 0 <= max_records <= len(pos):
             return pos, p, STOP_LIMIT
-        if left < 8:
+        if left < BLANK.size:
             return pos, p, STOP_SHORT
         size, magic = BLANK.unpack_from(buf, p)
         if magic == MAGIC_BLANK:
@@ -280,7 +285,7 @@ def check_head(buf, p: int, end: int) -> tuple[int, str, str] | None:
     """The walk's checks of the record at `p`: None when it is a message; else (stop code,
     field, reason)."""
     left = end - p
-    if left < 8:
+    if left < BLANK.size:
         return STOP_SHORT, "TOTALSIZE", f"{left} bytes left in the file: {WALK_STOPS[STOP_SHORT]}"
     size, magic = BLANK.unpack_from(buf, p)
     if magic == MAGIC_BLANK:
@@ -341,7 +346,7 @@ def _parse_record(buf, p: int, *, path=None, check_crc: bool = False) -> Message
     if at + plen != end:
         raise bad("TOTALSIZE", f"TOTALSIZE {total} but the fields end after {at + plen - p} bytes")
     raw = bytes(buf[at:at + plen])
-    bad_props = _props_problem(raw)
+    bad_props = property_problem(raw)
     if bad_props is not None:
         raise bad("PROPERTIES", f"unparseable property block: {PROPERTY_PROBLEMS[bad_props[1]]} "
                                 f"at byte {bad_props[0]} of the block (file position {at + bad_props[0]})")
@@ -399,7 +404,7 @@ def classify_stop(buf, f: StoreFile, p: int, code: int, fld: str, reason: str, l
         if code in (STOP_SHORT, STOP_PAST_END):
             return Damage(path, p, f.start_offset + p, fld, "torn tail: " + reason, "torn-tail")
         # a write cut short in a preallocated file: the record ends in zeros and only zeros follow
-        after = p + 8 if record_end is None else max(record_end, p + 8)
+        after = p + BLANK.size if record_end is None else max(record_end, p + BLANK.size)
         if _tail_is_zero(buf, after) and (record_end is None or buf[min(record_end, len(buf)) - 1] == 0):
             return Damage(path, p, f.start_offset + p, fld, "torn tail: " + reason, "torn-tail")
     elif code == STOP_MAGIC and _tail_is_zero(buf, p):
