@@ -183,3 +183,49 @@ def test_the_end_of_a_prefix_read_beside_a_writer_is_not_called_damage(run):
     # the walk's stop is the end of the prefix, even when the writer has appended since
     _, logs, _, _ = run
     assert logs.end_reports["damage"] == 0, (logs.end_reports, sorted(set(logs.reasons))[:3])
+
+
+# ---------------------------------------------------------------- the race, made deterministic
+
+def _half_written(record: bytes, visible: int) -> bytearray:
+    """A last file with one record of which only the first `visible` bytes reached the page
+    cache, followed by bytes a writer already put beyond it."""
+    buf = bytearray(1024)
+    buf[:visible] = record[:visible]
+    buf[len(record):len(record) + 8] = b"\x11" * 8
+    return buf
+
+
+def _stop(buf):
+    from rmqlab.formats.commitlog.files import StoreFile
+    from rmqlab.formats.commitlog.records import check_head, classify_stop
+
+    f = StoreFile(Path("00000000000000000000"), 0, len(buf))
+    code, fld, reason = check_head(buf, 0, len(buf))
+    return code, fld, reason, lambda: classify_stop(buf, f, 0, code, fld, reason, True, None)
+
+
+def test_a_record_that_changes_while_it_is_classified_is_the_write_in_flight(monkeypatch):
+    from rmqlab.formats.commitlog import encode_message, records
+
+    record = encode_message(**{k: v for k, v in message(0).items() if k != "properties"}, phy_offset=0)
+    buf = _half_written(record, 4)                # TOTALSIZE seen, MAGICCODE still zero
+    code, fld, _, classify = _stop(buf)
+    assert (code, fld) == (cl.STOP_MAGIC, "MAGICCODE")
+    zero = records._tail_is_zero
+
+    def writer_finishes(b, start):               # the writer's copy completes mid-classification
+        buf[:len(record)] = record
+        return zero(b, start)
+
+    monkeypatch.setattr(records, "_tail_is_zero", writer_finishes)
+    d = classify()
+    assert d.kind == "torn-tail" and "write in flight" in d.reason
+
+
+def test_the_same_bytes_read_twice_are_still_damage():
+    from rmqlab.formats.commitlog import encode_message
+
+    record = encode_message(**{k: v for k, v in message(0).items() if k != "properties"}, phy_offset=0)
+    d = _stop(_half_written(record, 4))[3]()
+    assert d.kind == "damage" and d.field == "MAGICCODE"

@@ -399,6 +399,8 @@ def classify_stop(buf, f: StoreFile, p: int, code: int, fld: str, reason: str, l
         return None
     path = os.fspath(f.path)
     if last:
+        end = len(buf) if record_end is None else min(max(record_end, p + BLANK.size), len(buf))
+        seen = bytes(buf[p:end])
         if _tail_is_zero(buf, p):
             return None          # unwritten preallocated space
         if code in (STOP_SHORT, STOP_PAST_END):
@@ -407,6 +409,14 @@ def classify_stop(buf, f: StoreFile, p: int, code: int, fld: str, reason: str, l
         after = p + BLANK.size if record_end is None else max(record_end, p + BLANK.size)
         if _tail_is_zero(buf, after) and (record_end is None or buf[min(record_end, len(buf)) - 1] == 0):
             return Damage(path, p, f.start_offset + p, fld, "torn tail: " + reason, "torn-tail")
+        # The last file of a live store is mapped while a writer appends: damage stays put, a
+        # write in flight does not. Bytes that changed since the walk, or a head that now reads
+        # differently, are the record being written: the end of the prefix, not damage.
+        now = check_head(buf, p, len(buf)) if code >= 0 else None
+        if (code >= 0 and (now is None or now[:2] != (code, fld))) or bytes(buf[p:end]) != seen:
+            return Damage(path, p, f.start_offset + p, fld,
+                          "torn tail: the record changed while it was read (a write in flight): " + reason,
+                          "torn-tail")
     elif code == STOP_MAGIC and _tail_is_zero(buf, p):
         reason = "zeros where the next record or the end-of-file blank should be (not the last file)"
     return Damage(path, p, f.start_offset + p, fld, reason)
