@@ -133,13 +133,13 @@ def test_the_page_is_self_contained_with_every_section_and_figure(page):
 
 
 def test_the_sampled_chains_figure_says_it_pools_every_sampled_file(analysis, page):
-    from rmqlab.capacity.report import _chain_figure
+    from rmqlab.capacity.report import chain_figure
 
     s = analysis.estimate.sample
     assert s.files > 1 and s.scale < 1.0          # the example plan is sampled on scaled files
     # the histogram counts the slots of every sampled file together: the title must say so
     assert int(s.histogram["slots"].sum()) == s.files * s.hash_slot_num
-    title = " ".join(ax.get_title() for ax in _chain_figure(analysis).axes)
+    title = " ".join(ax.get_title() for ax in chain_figure(analysis).axes)
     assert f"{s.files} files × {s.hash_slot_num:,} slots" in title and "pooled" in title
     caption = re.sub(r"\s+", " ", page.split('id="fig-sampled-chains"', 1)[1].split("</figure>", 1)[0])
     # a scaled file keeps a hot key's mean entries (q draws over q keys): no claim of shorter chains

@@ -186,11 +186,11 @@ def test_truncation_share_scan_and_walks_agree_with_the_broker(tmp_path, clock_s
     assert got["cut"] == int((counts > 45).sum()) and 0 < got["cut"] < q
     assert got["matches_mean"] == pytest.approx(counts.mean(), rel=1e-12)
     if clock_steps:     # the steps really do hide entries a scan of stored times would count
-        from rmqlab.capacity.measure import _stored_times_of_hash
+        from rmqlab.capacity.measure import stored_times_of_hash
         from rmqlab.javahash import index_hash
 
         with store.index() as idx:
-            times = np.sort(np.concatenate([_stored_times_of_hash(f, index_hash("TopicTest#USER_1"))
+            times = np.sort(np.concatenate([stored_times_of_hash(f, index_hash("TopicTest#USER_1"))
                                             for f in idx.files]))
         begins = _same_windows(4, q, span)
         scanned = np.searchsorted(times, begins + window, "right") - np.searchsorted(times, begins, "left")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import io
 from types import SimpleNamespace
 
-from rmqlab.spark.progress import JobProgress, _TerminalLine, _WidgetBar
+from rmqlab.spark.progress import JobProgress, TerminalLine, WidgetBar
 
 
 class FakeTracker:
@@ -60,7 +60,7 @@ def test_counts_the_tasks_of_its_own_jobs_only():
 
 def test_terminal_line_redraws_in_place():
     out = io.StringIO()
-    line = _TerminalLine(out)
+    line = TerminalLine(out)
     line(1, 4, "building")
     line(4, 4, "building")
     line.close()
@@ -73,7 +73,7 @@ def test_notebook_bar_shows_done_of_total(monkeypatch):
     import IPython.display
 
     monkeypatch.setattr(IPython.display, "display", lambda *a, **k: None)
-    bar = _WidgetBar("hashing")
+    bar = WidgetBar("hashing")
     bar(3, 8, "hashing")
     assert (bar.bar.value, bar.bar.max) == (3, 8)
     assert bar.label.value == "hashing: 3/8 tasks"

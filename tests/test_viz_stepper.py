@@ -253,9 +253,9 @@ def test_displays_as_a_widget():
 def test_docstring_examples():
     import doctest
 
-    import rmqlab.viz._widgetkit
     import rmqlab.viz.stepper
+    import rmqlab.viz.widgetkit
 
-    for module in (rmqlab.viz.stepper, rmqlab.viz._widgetkit):
+    for module in (rmqlab.viz.stepper, rmqlab.viz.widgetkit):
         result = doctest.testmod(module)
         assert result.attempted and not result.failed, module.__name__

@@ -227,7 +227,7 @@ def index_file_measurements(store, *, queries: int | None = None, seed: int = 0,
     return pd.DataFrame(rows)
 
 
-def _stored_times_of_hash(f, key_hash: int) -> np.ndarray:
+def stored_times_of_hash(f, key_hash: int) -> np.ndarray:
     """Stored times (ms: begin_timestamp + time_diff x 1000, as the broker reads them) of the
     entries of file `f` whose key hash is `key_hash`, in entry order."""
     e = f.used_entries
@@ -315,7 +315,7 @@ def truncation_share(store, keys: Sequence[str], *, window_ms: int, queries: int
         if method == "scan":
             found = np.zeros(queries, np.int64)
             for j, h in enumerate(hashes):
-                times = np.sort(np.concatenate([_stored_times_of_hash(f, int(h)) for f in files]
+                times = np.sort(np.concatenate([stored_times_of_hash(f, int(h)) for f in files]
                                                or [np.zeros(0, np.int64)]))
                 mine = which == j
                 found[mine] = (np.searchsorted(times, ends[mine], side="right")

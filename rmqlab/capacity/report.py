@@ -200,7 +200,7 @@ def output_kind(name: str) -> str:
     return "number"
 
 
-def _json_number(x: Any) -> Any:
+def json_number(x: Any) -> Any:
     """JSON has no infinity: "never reached" becomes None."""
     if isinstance(x, (bool, np.bool_)):
         return bool(x)
@@ -250,7 +250,7 @@ class ConfigurationResult:
     hot_key_truncation_probability: float
 
     def as_dict(self) -> dict[str, Any]:
-        return {k: _json_number(v) for k, v in asdict(self).items()}
+        return {k: json_number(v) for k, v in asdict(self).items()}
 
 
 @dataclass(frozen=True)
@@ -445,19 +445,19 @@ def report_json(plan: Plan | PlanAnalysis, *, samples: int = 2000, seed: int | N
     ``assumptions``. Infinite values (a threshold never reached) are null, so the dict is strict
     JSON (``json.dumps(d, allow_nan=False)`` works). Same cost as :func:`analyse_plan`."""
     a = _analysis(plan, samples, seed, whole_files)
-    mc = {name: {col: _json_number(v) for col, v in row.items()}
+    mc = {name: {col: json_number(v) for col, v in row.items()}
           for name, row in a.monte_carlo.to_dict(orient="index").items()}
     return {
         "name": a.plan.name,
         "samples": a.samples,
         "seed": a.seed,
         "plan": a.plan.to_dict(),
-        "estimate": {k: _json_number(v) for k, v in a.estimate.as_dict().items()},
+        "estimate": {k: json_number(v) for k, v in a.estimate.as_dict().items()},
         "monte_carlo": mc,
         "configurations": [c.as_dict() for c in a.configurations],
         "recommendation": a.recommendation.as_dict(),
         "kafka": {"record_bytes": a.kafka_record_bytes, "messages_per_batch": 1,
-                  **{k: _json_number(v) for k, v in a.kafka.as_dict().items()}},
+                  **{k: json_number(v) for k, v in a.kafka.as_dict().items()}},
         "assumptions": list(ASSUMPTIONS),
     }
 
@@ -528,7 +528,8 @@ def _fill_figure(a: PlanAnalysis):
     return fig
 
 
-def _chain_figure(a: PlanAnalysis):
+def chain_figure(a: PlanAnalysis):
+    """The report's chain-length figure: chain lengths of full index files of the plan's sampled keys."""
     from rmqlab.viz.capacity import sampled_chain_lengths_figure
 
     s = a.estimate.sample
@@ -570,7 +571,7 @@ def _figures(a: PlanAnalysis) -> list[tuple[str, str, Any]]:
                         "query reads as the file fills.", load_factor_figure(ix.hash_slot_num, ix.index_num)),
         ("sampled-chains", "The same file from the real Java hash of keys shaped like the plan's "
                            "(UNIQ_KEY ids, one-off ids, Zipf hot keys): hot keys put many times "
-                           "make the long chains on the right" + _scale_note(a) + ".", _chain_figure(a)),
+                           "make the long chains on the right" + _scale_note(a) + ".", chain_figure(a)),
     ]
     if len(a.configurations) > 1:
         configs = {c.name: (c.hash_slot_num, c.index_num) for c in a.configurations}
@@ -650,7 +651,7 @@ def _table_box(table_html: str) -> str:
 
 
 def _png_data_uri(fig, dpi: int) -> str:
-    from rmqlab.viz._widgetkit import figure_png
+    from rmqlab.viz.widgetkit import figure_png
 
     return "data:image/png;base64," + base64.b64encode(figure_png(fig, dpi=dpi)).decode("ascii")
 
@@ -907,8 +908,8 @@ class PlanExplorer:
             self._update()
 
     def _update(self) -> None:
-        from rmqlab.viz._widgetkit import figure_png
         from rmqlab.viz.capacity import load_factor_figure
+        from rmqlab.viz.widgetkit import figure_png
 
         try:
             plan = self.base.replace(self.changes())

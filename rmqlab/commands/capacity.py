@@ -101,7 +101,7 @@ def _report(args) -> int:
 
 def _estimate(args) -> int:
     from rmqlab.capacity.model import estimate
-    from rmqlab.capacity.report import _json_number, format_value, output_kind
+    from rmqlab.capacity.report import format_value, json_number, output_kind
 
     try:
         plan = load_plan(args.plan)
@@ -113,7 +113,7 @@ def _estimate(args) -> int:
     values = e.as_dict()
     if args.json:
         print(json.dumps({"name": plan.name, "point": args.point,
-                          "estimate": {k: _json_number(v) for k, v in values.items()}},
+                          "estimate": {k: json_number(v) for k, v in values.items()}},
                          indent=2, allow_nan=False))
         return 0
     width = max(len(k) for k in values)

@@ -36,7 +36,9 @@ def _in_notebook() -> bool:
     return shell is not None and type(shell).__name__ == "ZMQInteractiveShell"
 
 
-class _WidgetBar:
+class WidgetBar:
+    """Progress of one job as an ipywidgets bar in the notebook cell that started it."""
+
     def __init__(self, description: str):
         import ipywidgets as widgets
         from IPython.display import display
@@ -53,7 +55,9 @@ class _WidgetBar:
         self.label.value = f"{description}: {done}/{total} tasks"
 
 
-class _TerminalLine:
+class TerminalLine:
+    """Progress of one job as one line rewritten in place on a terminal (stderr by default)."""
+
     def __init__(self, stream=None):
         self.stream = stream or sys.stderr
         self.start = time.monotonic()
@@ -76,11 +80,11 @@ class _TerminalLine:
 def _default_report(description: str):
     if _in_notebook():
         try:
-            return _WidgetBar(description)
+            return WidgetBar(description)
         except ImportError:
             return None
     if getattr(sys.stderr, "isatty", lambda: False)():
-        return _TerminalLine()
+        return TerminalLine()
     return None
 
 

@@ -40,7 +40,7 @@ from rmqlab.keyquery import MODES, REASONS, KeyQuery, OneFileIndex, query_key, r
 from rmqlab.store import Store
 from rmqlab.timefmt import ms_to_iso
 from rmqlab.topics import is_system_topic
-from rmqlab.viz._widgetkit import (
+from rmqlab.viz.widgetkit import (
     HIGHLIGHT,
     WidgetBase,
     clear_image,

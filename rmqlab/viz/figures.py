@@ -59,8 +59,8 @@ _MAX_NAMED_FILES = 30
 
 
 @contextmanager
-def _opened(path_or_file: PathOrFile, hash_slot_num: int | None,
-            index_num: int | None) -> Iterator[IndexFile]:
+def opened_index_file(path_or_file: PathOrFile, hash_slot_num: int | None,
+                      index_num: int | None) -> Iterator[IndexFile]:
     """An open IndexFile: the one given (left open), or `path` mapped read-only and closed after."""
     if isinstance(path_or_file, IndexFile):
         g = path_or_file.geometry
@@ -139,7 +139,7 @@ def slot_chain_lengths(path_or_file: PathOrFile, *, start: int = 0, stop: int | 
     >>> int(lengths.sum()), int(lengths.max()), lengths.dtype.name, len(lengths)
     (3, 2, 'int32', 8)
     """
-    with _opened(path_or_file, hash_slot_num, index_num) as f:
+    with opened_index_file(path_or_file, hash_slot_num, index_num) as f:
         return _lengths_in_range(f, start, stop)[0]
 
 
@@ -183,7 +183,7 @@ def slot_occupancy_image(path_or_file: PathOrFile, *, start: int = 0, stop: int 
     ((3, 3), 3, 1)
     >>> fig.savefig(io.BytesIO(), format="png")
     """
-    with _opened(path_or_file, hash_slot_num, index_num) as f:
+    with opened_index_file(path_or_file, hash_slot_num, index_num) as f:
         lengths, start, stop = _lengths_in_range(f, start, stop)
         name = f.path.name
         m = f.geometry.hash_slot_num
@@ -283,7 +283,7 @@ def chain_length_histogram_figure(path_or_file: PathOrFile, *, hash_slot_num: in
     [6, 1, 1]
     """
     if isinstance(path_or_file, IndexFile):
-        with _opened(path_or_file, hash_slot_num, index_num) as f:
+        with opened_index_file(path_or_file, hash_slot_num, index_num) as f:
             path, hash_slot_num, index_num = f.path, f.geometry.hash_slot_num, f.geometry.index_num
     else:
         path = Path(path_or_file)

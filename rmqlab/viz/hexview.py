@@ -35,7 +35,7 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
 from rmqlab.formats.indexfile import ENTRY, HEADER, SLOT, IndexFile
-from rmqlab.viz.figures import _opened
+from rmqlab.viz.figures import opened_index_file
 
 __all__ = [
     "HEX_FIELD_COLUMNS",
@@ -234,7 +234,7 @@ def hex_fields(path_or_file: PathOrFile, *, slots: Numbers = None, entries: Numb
     hash_slot_num, index_num, file_size and the slot and entry numbers shown.
     Cost: O(fields shown), plus one scan of the slots (4 bytes each) for the default slots.
     """
-    with _opened(path_or_file, hash_slot_num, index_num) as f:
+    with opened_index_file(path_or_file, hash_slot_num, index_num) as f:
         return _collect(f, slots, entries, tz)
 
 

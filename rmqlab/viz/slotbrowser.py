@@ -33,15 +33,6 @@ from matplotlib import colormaps
 
 from rmqlab.formats.indexfile import IndexFile
 from rmqlab.timefmt import ms_to_iso
-from rmqlab.viz._widgetkit import (
-    WidgetBase,
-    frame_html,
-    image_widget,
-    message_html,
-    progress_bar,
-    show_figure,
-    working,
-)
 from rmqlab.viz.figures import (
     EMPTY_COLOUR,
     HOT_COLOUR,
@@ -49,6 +40,15 @@ from rmqlab.viz.figures import (
     colour_cap,  # the occupancy image's colour scale, so buttons and image agree on "hot"
     slot_chain_lengths,
     slot_occupancy_image,
+)
+from rmqlab.viz.widgetkit import (
+    WidgetBase,
+    frame_html,
+    image_widget,
+    message_html,
+    progress_bar,
+    show_figure,
+    working,
 )
 
 __all__ = ["SlotBrowser", "slot_button_colour", "CHAIN_COLUMNS"]

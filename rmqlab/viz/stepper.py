@@ -47,7 +47,7 @@ from rmqlab.formats.indexfile import ENTRY, HEADER, NEW_SLOT, SLOT, IndexFile
 from rmqlab.indexservice import index_file_name
 from rmqlab.javahash import index_hash, index_key
 from rmqlab.timefmt import ms_to_iso
-from rmqlab.viz._widgetkit import (
+from rmqlab.viz.widgetkit import (
     HIGHLIGHT,
     WidgetBase,
     image_widget,
