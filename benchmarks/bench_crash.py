@@ -34,7 +34,8 @@ from pathlib import Path
 
 from common import machine, publish
 
-from rmqlab.crash import CrashConfig, losses_figure, run_trials, summary_markdown
+from rmqlab.crash import CrashConfig, run_trials, summary_markdown, summary_table
+from rmqlab.viz.crash import losses_figure
 
 HERE = Path(__file__).resolve().parent
 OUT = HERE / "out" / "crash"
@@ -66,7 +67,7 @@ def main() -> None:
     print(file=sys.stderr)
     seconds = time.perf_counter() - t0
     df.to_csv(OUT / "trials.csv", index=False)
-    losses_figure(df).savefig(OUT / "losses.png", dpi=110)
+    losses_figure(summary_table(df)).savefig(OUT / "losses.png", dpi=110)
     bad = df[(df.lost_rmqlab != 0) | ~df.verify_ok | ~df.fresh_equal | ~df.sample_agree]
     bulk = df[df.phase == "bulk"]
     lines = [

@@ -43,7 +43,8 @@ After the kill the crashed folder is copied twice:
   file only), and the same lookups.
 
 :func:`run_trials` runs many trials into a DataFrame; :func:`summary_table`,
-:func:`summary_markdown` and :func:`losses_figure` summarise it per phase.
+:func:`summary_table` and :func:`summary_markdown` summarise it per phase
+(:func:`rmqlab.viz.crash.losses_figure` draws the table).
 
 >>> PHASES
 ('generate', 'dispatch', 'bulk')
@@ -104,7 +105,6 @@ __all__ = [
     "run_trials",
     "summary_table",
     "summary_markdown",
-    "losses_figure",
 ]
 
 PHASES = ("generate", "dispatch", "bulk")
@@ -736,28 +736,6 @@ def summary_markdown(df: pd.DataFrame) -> str:
         cells = [f"**{name}**" if name == "total" else str(name)] + [f"{int(v):,}" for v in row]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
-
-
-def losses_figure(df: pd.DataFrame):
-    """Lookups lost per phase: after ``rmqlab store recover`` and under the broker's restart rule
-    on the same crashes (bars, with the lookups attempted written above). A matplotlib Figure
-    made without pyplot."""
-    from matplotlib.figure import Figure
-
-    t = summary_table(df).drop(index="total")
-    fig = Figure(figsize=(7.0, 3.6), layout="constrained")
-    ax = fig.add_subplot()
-    x = np.arange(len(t))
-    w = 0.38
-    b1 = ax.bar(x - w / 2, t["lost_rmqlab"], w, label="rmqlab store recover", color="#2ca02c")
-    b2 = ax.bar(x + w / 2, t["lost_broker"], w, label="broker restart rule", color="#d62728")
-    for bars in (b1, b2):
-        ax.bar_label(bars, fmt="%d", fontsize=8)
-    ax.set_xticks(x, [f"{p}\n({int(r.trials)} trials, {int(r.lookups):,} lookups)" for p, r in t.iterrows()])
-    ax.set_ylabel("key lookups lost")
-    ax.set_title("Lookups lost after a SIGKILL of the writer")
-    ax.legend(frameon=False)
-    return fig
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -30,7 +30,6 @@ from rmqlab.crash import (
     calibrate,
     check_lookups,
     compare_stores,
-    losses_figure,
     run_trial,
     run_trials,
     summary_markdown,
@@ -116,7 +115,9 @@ def test_summaries(trials):
     assert t.loc["total", "lost_broker"] == trials["lost_broker"].sum()
     md = summary_markdown(trials)
     assert md.splitlines()[0].startswith("| phase | trials |") and "**total**" in md
-    fig = losses_figure(trials)
+    from rmqlab.viz.crash import losses_figure
+
+    fig = losses_figure(t)
     assert len(fig.axes) == 1 and len(fig.axes[0].patches) == 2 * len(PHASES)
 
 
