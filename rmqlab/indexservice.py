@@ -40,9 +40,10 @@ import logging
 import os
 import re
 import time
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator, Mapping
+from typing import Any
 
 import numpy as np
 
@@ -397,7 +398,7 @@ class IndexService:
     def __iter__(self) -> Iterator[IndexFile]:
         return iter(self.files)
 
-    def __enter__(self) -> "IndexService":
+    def __enter__(self) -> IndexService:
         return self
 
     def __exit__(self, *exc) -> None:

@@ -308,7 +308,7 @@ def _commitlog(root: Path, file_size: int | None, dry_run: bool, actions: list[R
     if not files:
         return cl.read_at(d, [], body=False) if d.is_dir() else pd.DataFrame(), 0, 0
     mapped = file_size or _most_common(f.size for f in files)
-    for i, f in enumerate(files):
+    for f in files:
         if f.size != mapped:
             raise UnrecoverableError(f"file is {f.size} bytes, not the mapped file size {mapped} "
                                      f"(mappedFileSizeCommitLog): not crash damage; pass the right "

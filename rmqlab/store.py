@@ -218,7 +218,8 @@ class Store:
         groups = put.groupby(["topic", "queue_id"], sort=True)
         for (topic, qid), g in groups:
             folder = cq.queue_dir(self.root, topic, int(qid))
-            opener = cq.ConsumeQueueWriter.open if folder.is_dir() and any(folder.iterdir()) else cq.ConsumeQueueWriter.create
+            has_files = folder.is_dir() and any(folder.iterdir())
+            opener = cq.ConsumeQueueWriter.open if has_files else cq.ConsumeQueueWriter.create
             with opener(folder, mapped_file_size=self.consume_queue_file_size) as w:
                 status = w.put_many(g["phy_offset"].to_numpy(np.int64), g["total_size"].to_numpy(np.int64),
                                     g["tags_code"].to_numpy(np.int64), g["queue_offset"].to_numpy(np.int64))

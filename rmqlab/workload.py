@@ -55,8 +55,11 @@ What the broker does, and this module mirrors (RocketMQ 5.3.x unless said otherw
 (5, 'TopicTest')
 >>> list(zip(t.column("queue_id").to_pylist(), t.column("queue_offset").to_pylist()))
 [(3, 0), (0, 0), (0, 1), (1, 0), (1, 1)]
->>> t.column("properties")[0].as_py().split("\\x02")
-['UNIQ_KEY\\x010A0100023FFD007146F02FAF08020000', 'CLUSTER\\x01DefaultCluster', 'TAGS\\x01TagB', 'KEYS\\x01ORDER_0', 'WAIT\\x01true', '']
+>>> props = t.column("properties")[0].as_py().split("\\x02")
+>>> props[:2]
+['UNIQ_KEY\\x010A0100023FFD007146F02FAF08020000', 'CLUSTER\\x01DefaultCluster']
+>>> props[2:]
+['TAGS\\x01TagB', 'KEYS\\x01ORDER_0', 'WAIT\\x01true', '']
 """
 from __future__ import annotations
 
@@ -64,8 +67,9 @@ import dataclasses
 import ipaddress
 import math
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Iterator
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
@@ -349,7 +353,7 @@ class Workload:
                 object.__setattr__(self, name, tuple(v))
         _validate(self)
 
-    def replace(self, **changes) -> "Workload":
+    def replace(self, **changes) -> Workload:
         """A copy with some fields changed (``dataclasses.replace``)."""
         return dataclasses.replace(self, **changes)
 
@@ -365,8 +369,9 @@ def _validate(w: Workload) -> None:
 
     def count(name: str, lo: int = 0, hi: int | None = None):
         v = getattr(w, name)
+        upper = hi if hi is not None else "..."
         need(isinstance(v, (int, np.integer)) and not isinstance(v, bool) and v >= lo
-             and (hi is None or v <= hi), f"{name} must be an int in [{lo}, {hi if hi is not None else '...'}], got {v!r}")
+             and (hi is None or v <= hi), f"{name} must be an int in [{lo}, {upper}], got {v!r}")
 
     def text(name: str, v: str, *, allow_space: bool = False, allow_empty: bool = False):
         need(isinstance(v, str), f"{name} must be a str, got {type(v).__name__}")
@@ -457,8 +462,8 @@ class _Profile:
     duration fits in bounded memory. Second k covers [k, k+1) s after start_ms."""
 
     def __init__(self, w: Workload):
-        from zoneinfo import ZoneInfo
         import datetime as _dt
+        from zoneinfo import ZoneInfo
 
         self.w = w
         start = _dt.datetime.fromtimestamp(w.start_ms / 1000, ZoneInfo(w.timezone))
@@ -609,7 +614,7 @@ class _PropertyBuilder:
     # factor -> number of values; fragment(name, factor values) below says how each is used
     _LIMIT = 1 << 16          # largest lookup table; bigger runs are split
 
-    def __init__(self, s: "_Setup"):
+    def __init__(self, s: _Setup):
         w = s.w
         # a feature that is off has one value: it then costs nothing in the codes
         delayed = w.delay_fraction > 0
@@ -757,18 +762,18 @@ class _Records:
     def __len__(self):
         return len(self.t)
 
-    def take(self, idx: np.ndarray) -> "_Records":
+    def take(self, idx: np.ndarray) -> _Records:
         ia = pa.array(idx, pa.int64())
         return _Records(**{k: getattr(self, k)[idx] for k in _NUM},
                         **{k: getattr(self, k).take(ia) for k in _ARR})
 
-    def slice(self, lo: int, hi: int) -> "_Records":
+    def slice(self, lo: int, hi: int) -> _Records:
         """Rows lo..hi-1 without copying (NumPy views, Arrow slices)."""
         return _Records(**{k: getattr(self, k)[lo:hi] for k in _NUM},
                         **{k: getattr(self, k).slice(lo, hi - lo) for k in _ARR})
 
     @staticmethod
-    def concat(parts: list["_Records | None"]) -> "_Records | None":
+    def concat(parts: list[_Records | None]) -> _Records | None:
         """The records of `parts` in order; None when there are none."""
         parts = [p for p in parts if p is not None and len(p)]
         if not parts:
@@ -1180,7 +1185,7 @@ def generate(w: Workload) -> pa.Table:
 # ---------------------------------------------------------------------------------- describe
 
 
-def describe(table: Any, top_keys: int = 5) -> "pd.DataFrame":
+def describe(table: Any, top_keys: int = 5) -> pd.DataFrame:
     """Summary statistics of a message table (:data:`SCHEMA` columns; a pandas DataFrame works
     too), as a long DataFrame with columns ``section``, ``item``, ``value``:
 
@@ -1206,9 +1211,14 @@ def describe(table: Any, top_keys: int = 5) -> "pd.DataFrame":
         table = pa.Table.from_pandas(table, preserve_index=False) if hasattr(table, "columns") \
             else pa.table(table)
     rows: list[tuple[str, str, Any]] = []
-    add = lambda sec, item, v: rows.append((sec, item, v))
     n = table.num_rows
-    col = lambda name: table.column(name).to_numpy(zero_copy_only=False) if n else np.zeros(0)
+
+    def add(section: str, item: str, value: Any) -> None:
+        rows.append((section, item, value))
+
+    def col(name: str) -> np.ndarray:
+        return table.column(name).to_numpy(zero_copy_only=False) if n else np.zeros(0)
+
     sys_flag = col("sys_flag").astype(np.int64)
     tran = transaction_type(sys_flag)
     topic = table.column("topic")
@@ -1265,7 +1275,10 @@ def describe(table: Any, top_keys: int = 5) -> "pd.DataFrame":
             add("rate", f"p{q} records/s", float(np.percentile(per_s, q)))
         add("rate", "max records/s", int(per_s.max()))
     txn_sends = int((sends & (tran == TRANSACTION_PREPARED_TYPE)).sum())
-    frac = lambda a, b: float(a) / b if b else 0.0
+
+    def frac(a, b) -> float:
+        return float(a) / b if b else 0.0
+
     add("fraction", "transactional sends", frac(txn_sends, n_sends))
     add("fraction", "rolled back (of transactional)", frac((tran == TRANSACTION_ROLLBACK_TYPE).sum(), txn_sends))
     add("fraction", "committed (of transactional)", frac((tran == TRANSACTION_COMMIT_TYPE).sum(), txn_sends))

@@ -4,12 +4,12 @@ simulations of retention, Poisson tails and disk growth, and Monte Carlo's degen
 from __future__ import annotations
 
 import math
-import os
 import tomllib
 
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from rmqlab.capacity import EXAMPLE_PLAN_TOML, estimate, monte_carlo, parse_plan
 from rmqlab.capacity.model import (
@@ -34,7 +34,6 @@ from rmqlab.capacity.model import (
 from rmqlab.formats.commitlog import message_length, place_records
 from rmqlab.formats.indexfile import IndexFile, build_index_file
 from rmqlab.indexstats import chain_length_theory, file_stats
-
 
 SMALL_INDEX = {"index": {"hash_slot_num": 1000, "index_num": 4001}}
 
@@ -195,7 +194,7 @@ def test_broker_cut_expectation_against_shuffled_real_walks(tmp_path):
     m, M = 3, 4
     rng = np.random.default_rng(8)
     totals, runs = {}, 150
-    for r in range(runs):
+    for _ in range(runs):
         order = [keys[i] for i in rng.permutation(len(keys))]
         for k, read in _broker_walks(tmp_path, order, m, M).items():
             totals.setdefault(k, []).append(read)

@@ -8,7 +8,8 @@ import zlib
 import numpy as np
 import pandas as pd
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from rmqlab import _records
 from rmqlab.errors import FormatError, TruncatedFileError
@@ -382,7 +383,9 @@ def test_inputs_are_opened_read_only(tmp_path):
 
 def test_encode_records_checks_rows_before_writing():
     def args(dst, total, dst_off=0, code=0):
-        i = lambda *v: np.array(v, np.int64)
+        def i(*v):
+            return np.array(v, np.int64)
+
         ip = np.zeros(16, np.uint8)
         body, topic = np.frombuffer(b"xy", np.uint8), np.frombuffer(b"T", np.uint8)
         return (dst, i(dst_off), i(total), i(1), i(0), i(0), i(0), i(0), i(0), i(0), i(code), i(0), i(0),

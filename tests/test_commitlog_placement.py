@@ -2,7 +2,8 @@
 which writes the records, and against a plain loop placing them one at a time."""
 from __future__ import annotations
 
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from rmqlab.formats import commitlog as cl
 from rmqlab.workload import Workload, generate, generate_chunks

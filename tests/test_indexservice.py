@@ -17,7 +17,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from reference_model import java_hash as jhash
 
 from rmqlab import IndexFile, ReadOnlyError, read_header
 from rmqlab.indexservice import (
@@ -30,9 +32,7 @@ from rmqlab.indexservice import (
     index_file_name,
 )
 
-from reference_model import java_hash as jhash
-
-UTC = dt.timezone.utc
+UTC = dt.UTC
 LONG_MAX = 2**63 - 1
 T0 = 1_718_000_000_000
 GOLDEN = Path(__file__).parent / "data" / "golden"

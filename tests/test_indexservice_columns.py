@@ -4,11 +4,13 @@ import filecmp
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
+from rmqlab.errors import ReadOnlyError
 from rmqlab.indexservice import DispatchRequest, IndexService
 
-UTC = dt.timezone.utc
+UTC = dt.UTC
 
 
 def messages(seed, n, phy_start=1000):
@@ -75,5 +77,5 @@ def test_file_named_by_the_message_that_creates_it(tmp_path):
 
 
 def test_read_only_service_refuses(tmp_path):
-    with IndexService(tmp_path) as s, pytest.raises(Exception):
+    with IndexService(tmp_path) as s, pytest.raises(ReadOnlyError):
         s.build_columns(messages(1, 3))

@@ -5,14 +5,15 @@ import datetime as dt
 import numpy as np
 import pandas as pd
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from rmqlab.formats.indexfile import LONG_MAX
 from rmqlab.indexservice import IndexService
 from rmqlab.keyquery import OneFileIndex, first_with_reason, query_key, result_table
 
 B = 1718000000000
-UTC = dt.timezone.utc
+UTC = dt.UTC
 
 
 def store(tmp_path, rows, hash_slot_num=4, index_num=64):

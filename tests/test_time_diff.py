@@ -4,7 +4,8 @@ array form equal to the scalar form."""
 from __future__ import annotations
 
 import numpy as np
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from rmqlab import _indexcore
 from rmqlab.formats.indexfile import ENTRY, Geometry, time_diff_seconds

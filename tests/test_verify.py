@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from snapshot_support import snapshot
 
 from rmqlab.cli import main
 from rmqlab.dispatch import SCHEDULE_TOPIC
@@ -37,10 +38,9 @@ from rmqlab.verify import (
     verify_index_file,
     verify_path,
 )
-from snapshot_support import snapshot
 from rmqlab.workload import Workload
 
-UTC = dt.timezone.utc
+UTC = dt.UTC
 HSN, INUM, CL_SIZE, CQ_SIZE = 64, 512, 1 << 16, 2000
 REAL = Path(__file__).resolve().parents[2] / "shared" / "real-data" / "rocketmq"
 REAL_STORE = REAL / "store-4e25b979"

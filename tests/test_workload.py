@@ -2,13 +2,15 @@
 from __future__ import annotations
 
 import collections
+import dataclasses
 from unittest import mock
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import rmqlab
 import rmqlab.workload as W
@@ -93,7 +95,10 @@ def test_many_internal_blocks_keep_the_rules_and_chunk_invariance():
         assert pa.concat_tables(generate_chunks(w, 100)).equals(t)
         # a longer workload starts with the same rows (nothing looks ahead)
         longer = generate(w.replace(messages=4000, drain=False))
-    sends = lambda tbl: tbl.filter(pc.equal(pc.bit_wise_and(tbl["sys_flag"], 0xC), 0))
+
+    def sends(tbl):
+        return tbl.filter(pc.equal(pc.bit_wise_and(tbl["sys_flag"], 0xC), 0))
+
     a, b = sends(t), sends(longer)
     n = 1000
     assert a.slice(0, n).drop_columns(["queue_offset"]).equals(b.slice(0, n).drop_columns(["queue_offset"]))
@@ -506,7 +511,7 @@ def test_bad_workloads_are_refused(bad):
 def test_workload_is_frozen_and_lists_become_tuples():
     w = Workload(topics=["A", "B"], tags=["x"])
     assert w.topics == ("A", "B") and w.tags == ("x",)
-    with pytest.raises(Exception):
+    with pytest.raises(dataclasses.FrozenInstanceError):
         w.seed = 3
     hash(w)
 

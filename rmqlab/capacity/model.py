@@ -35,13 +35,14 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass, field, fields
-from typing import Any, Iterable
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from rmqlab.capacity.plan import POINTS, Interval, Plan, PlanError
+from rmqlab.capacity.plan import POINTS, Interval, Plan
 from rmqlab.dispatch import index_keys_many
 from rmqlab.formats.commitlog import END_FILE_MIN_BLANK_LENGTH, MIN_MESSAGE_SIZE
 from rmqlab.formats.consumequeue import UNIT_SIZE
@@ -266,7 +267,8 @@ def broker_walk_entries(chain_length, matches, max_num):
     L if c < M, else M (L + 1) / (c + 1). "At random places" holds when the file's keys come
     in a stationary order (no key bunched at one end of the file).
 
-    >>> float(broker_walk_entries(10, 3, 64)), float(broker_walk_entries(99, 99, 64)), float(broker_walk_entries(9, 1, 1))
+    >>> (float(broker_walk_entries(10, 3, 64)), float(broker_walk_entries(99, 99, 64)),
+    ...  float(broker_walk_entries(9, 1, 1)))
     (10.0, 64.0, 5.0)
     """
     L = np.asarray(chain_length, float)
@@ -323,8 +325,8 @@ def _workload(plan: Plan, messages: int, hot_keys: int, seed: int, first_order_i
     from rmqlab.workload import Workload
 
     k, m = plan.keys, plan.messages
-    return Workload(seed=seed, messages=messages, first_order_id=first_order_id, rate=plan.traffic.messages_per_second.likely,
-                    topics=m.topics, queues_per_topic=m.queues_per_topic,
+    return Workload(seed=seed, messages=messages, first_order_id=first_order_id,
+                    rate=plan.traffic.messages_per_second.likely, topics=m.topics, queues_per_topic=m.queues_per_topic,
                     keyless_fraction=k.keyless_fraction, keys_per_message=k.keys_per_message.likely,
                     max_keys_per_message=k.max_keys_per_message, hot_key_fraction=k.hot_key_fraction,
                     hot_keys=hot_keys, zipf_s=k.zipf_s.likely, uniq_key=k.uniq_key)
@@ -350,7 +352,6 @@ def sample_index_keys(plan: Plan, entries: int, *, hot_keys: int | None = None, 
     if per_msg <= 0:
         return pa.array([], pa.string())
     messages = int(math.ceil(entries / per_msg * 1.05)) + 16
-    parts, have = [], 0
     while True:
         w = _workload(plan, messages, w_hot, plan.seed if seed is None else int(seed), int(first_order_id))
         tables = list(generate_chunks(w, 1 << 20, bodies=False))
@@ -359,8 +360,7 @@ def sample_index_keys(plan: Plan, entries: int, *, hot_keys: int | None = None, 
         owner, values = index_keys_many(table.column("keys"), table.column("uniq_key"))
         values = values.cast(pa.string())
         keys = pc.binary_join_element_wise(topic.take(pa.array(owner)), values, "#")
-        have = len(keys)
-        if have >= entries:
+        if len(keys) >= entries:
             return keys.slice(0, entries)
         messages = int(messages * 1.5) + 16
 
@@ -424,9 +424,10 @@ def sample_occupancy(plan: Plan, hash_slot_num: int | None = None, index_num: in
     random stream (seed + j) and starts at the order id real file j + 1 would start at
     ((j + 1) x order ids a file). Not at 0: a scaled file holds only q of a real file's order
     ids, and the first q x (order ids a file) ids are short numbers whose hashes bunch into few
-    slots (occupancy 4 % low for the default plan), unlike the long ids that fill a real file. Occupancy, mean chain length and entries read do not depend on m
-    for a fixed load factor (Binomial(n, 1/m) slot counts tend to Poisson(n/m)); the test
-    suite checks the scaled files against full-size ones. A scaled file keeps the mean
+    slots (occupancy 4 % low for the default plan), unlike the long ids that fill a real file.
+    Occupancy, mean chain length and entries read do not depend on m for a fixed load factor
+    (Binomial(n, 1/m) slot counts tend to Poisson(n/m)); the test suite checks the scaled files
+    against full-size ones. A scaled file keeps the mean
     entries of a hot key (q draws over q V keys) but not the Zipf head's shape, so the broker
     cut (``entries_read_hit_broker``) is approximate there. Scaled files also lose how runs of
     sequential ids fold into the real slot count: at the default geometry they put occupancy
@@ -710,7 +711,8 @@ def _core(plan: Plan, v: dict[str, Any], sample: OccupancySample | None) -> dict
     o["hot_key_truncation_probability"] = poisson_tail(o["hot_key_matches_per_query"], ix.max_msgs_num_batch)
 
     # days until each disk ratio, filling from empty and growing
-    per_day = o["commitlog_bytes_per_day"] + o["consume_queue_bytes_per_day"] + o["index_files_per_day"] * geom.file_size
+    per_day = (o["commitlog_bytes_per_day"] + o["consume_queue_bytes_per_day"]
+               + o["index_files_per_day"] * geom.file_size)
     current = F + queues * U * UNIT_SIZE + geom.file_size       # the files being written
     growth = np.log1p(v["traffic.growth_percent_per_month"] / 100.0) / _MONTH_DAYS
     for name in _THRESHOLDS:

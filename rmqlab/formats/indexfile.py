@@ -37,9 +37,11 @@ from __future__ import annotations
 import mmap
 import os
 import secrets
-from dataclasses import dataclass, field, fields as dc_fields
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from dataclasses import fields as dc_fields
 from pathlib import Path
-from typing import Any, Iterator, Literal, Sequence
+from typing import Any, Literal
 
 import numpy as np
 
@@ -71,7 +73,8 @@ __all__ = [
 
 # IndexHeader.java
 HEADER = Layout("IndexHeader", [
-    ("begin_timestamp", "q", "store time (ms) of the first entry; a follow-on file starts with the previous file's end"),
+    ("begin_timestamp", "q", "store time (ms) of the first entry; "
+                             "a follow-on file starts with the previous file's end"),
     ("end_timestamp", "q", "store time (ms) of the last entry"),
     ("begin_phy_offset", "q", "CommitLog offset of the first entry's message"),
     ("end_phy_offset", "q", "CommitLog offset of the last entry's message"),
@@ -189,12 +192,12 @@ class Geometry:
         return self.entries_offset + ENTRY.size * entry
 
     @classmethod
-    def default(cls) -> "Geometry":
+    def default(cls) -> Geometry:
         return cls(DEFAULT_HASH_SLOT_NUM, DEFAULT_INDEX_NUM)
 
     @classmethod
     def infer(cls, file_size: int, hash_slot_num: int | None = None, index_num: int | None = None,
-              *, path: str | os.PathLike | None = None) -> "Geometry":
+              *, path: str | os.PathLike | None = None) -> Geometry:
         """The geometry of a file of `file_size` bytes, given at most one of the two counts.
 
         With neither count, only the default size (420,000,040 bytes) has one sensible answer;
@@ -438,7 +441,7 @@ class IndexFile:
     @classmethod
     def create(cls, path: str | os.PathLike, hash_slot_num: int = DEFAULT_HASH_SLOT_NUM,
                index_num: int = DEFAULT_INDEX_NUM, end_phy_offset: int = 0, end_timestamp: int = 0,
-               *, slot_count_rule: SlotCountRule = NEW_SLOT, overwrite: bool = False) -> "IndexFile":
+               *, slot_count_rule: SlotCountRule = NEW_SLOT, overwrite: bool = False) -> IndexFile:
         """A new, zero-filled index file, as ``new IndexFile(name, slots, num, endPhy, endTs)``.
 
         A follow-on file is seeded with the previous file's `end_phy_offset` and
@@ -470,7 +473,7 @@ class IndexFile:
     @classmethod
     def open(cls, path: str | os.PathLike, hash_slot_num: int | None = None,
              index_num: int | None = None, *, writable: bool = False,
-             slot_count_rule: SlotCountRule = NEW_SLOT, strict: bool = True) -> "IndexFile":
+             slot_count_rule: SlotCountRule = NEW_SLOT, strict: bool = True) -> IndexFile:
         """Map an existing file; read-only unless `writable` (then puts continue after the last
         entry, as a broker does after a restart).
 
@@ -669,7 +672,7 @@ class IndexFile:
         self._file.close()
         self._closed = True
 
-    def __enter__(self) -> "IndexFile":
+    def __enter__(self) -> IndexFile:
         return self
 
     def __exit__(self, *exc) -> None:

@@ -1,4 +1,5 @@
-"""The checks across files: index entries and ConsumeQueue units against the messages, and the checkpoint against the data."""
+"""The checks across files: index entries and ConsumeQueue units against the messages, and the
+checkpoint against the data."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -240,7 +241,8 @@ def missing_units(queues: list[tuple[str, int, int, int]], msgs: Messages, dispa
     elig = goes_to_consume_queue_many(msgs.sys_flag) & (msgs.positions < dispatched_end)
     if not elig.any():
         return None
-    frame = pd.DataFrame({"topic": msgs.frame["topic"].to_numpy(object), "queue_id": msgs.frame["queue_id"].to_numpy(np.int64),
+    frame = pd.DataFrame({"topic": msgs.frame["topic"].to_numpy(object),
+                          "queue_id": msgs.frame["queue_id"].to_numpy(np.int64),
                           "qoff": msgs.frame["queue_offset"].to_numpy(np.int64), "row": np.arange(msgs.n)})[elig]
     qs = pd.DataFrame(queues, columns=["topic", "queue_id", "qmin", "qmax"])
     j = frame.merge(qs, on=["topic", "queue_id"], how="left")
@@ -251,7 +253,8 @@ def missing_units(queues: list[tuple[str, int, int, int]], msgs: Messages, dispa
     rr = int(first["row"])
     where = "no such queue folder" if pd.isna(first["qmax"]) else f"the queue ends at {int(first['qmax'])}"
     return make_problem("cq.missing-unit", CorruptIndexError,
-                    f"the message at {int(msgs.positions[rr])} (topic {first['topic']!r}, queue {int(first['queue_id'])}, "
+                    f"the message at {int(msgs.positions[rr])} (topic {first['topic']!r}, "
+                    f"queue {int(first['queue_id'])}, "
                     f"QUEUEOFFSET {int(first['qoff'])}) lies before the dispatched end {dispatched_end} but has no "
                     f"ConsumeQueue unit ({where})", msgs.files[int(msgs.file_of[rr])], int(msgs.file_pos[rr]),
                     "QUEUEOFFSET", count=int(missing.sum()))

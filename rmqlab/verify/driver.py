@@ -72,7 +72,8 @@ def verify_path(path: str | os.PathLike, *, kind: Kind | None = None, hash_slot_
         rep.files = files
         rep.settings["commitlog_file_size"] = s["mapped_file_size"]
     elif kind == "index":
-        paths = sorted(c for c in p.iterdir() if c.is_file() and INDEX_FILE_NAME.fullmatch(c.name)) if p.is_dir() else [p]
+        paths = (sorted(c for c in p.iterdir() if c.is_file() and INDEX_FILE_NAME.fullmatch(c.name))
+                 if p.is_dir() else [p])
         opened = _open_indexes(paths, hash_slot_num, index_num, slot_count_rule)
         try:
             rep.files = [r for r, _ in opened]

@@ -76,7 +76,8 @@ def infer_index_geometry(path: str | os.PathLike) -> Geometry:
                 ok &= gather_field(U, el, ENTRY, "time_diff") == want
             found = slots[ok]
             if len(found):   # entry 0 is never written
-                zero = ~U[(HEADER.size + SLOT.size * found)[:, None] + np.arange(ENTRY.size, dtype=np.int64)].any(axis=1)
+                entry_bytes = (HEADER.size + SLOT.size * found)[:, None] + np.arange(ENTRY.size, dtype=np.int64)
+                zero = ~U[entry_bytes].any(axis=1)
                 found = found[zero]
             del U
         finally:

@@ -148,10 +148,12 @@ def _check_fields(U, P, total, magic, sys_flag):
     plen_bad = (plen < 0) | (o_props + plen > end)
     size_bad = o_props + plen != end
     checks = [(fixed_bad, "TOTALSIZE", lambda r: f"TOTALSIZE {total[r]} is smaller than the fixed fields "
-                                                 f"of this record (SYSFLAG 0x{sys_flag[r] & 0xFFFFFFFF:X}, v{version[r]})"),
+                                                 f"of this record (SYSFLAG 0x{sys_flag[r] & 0xFFFFFFFF:X}, "
+                                                 f"v{version[r]})"),
               (body_bad, "BODYLEN", lambda r: f"BODYLEN {body_len[r]} disagrees with TOTALSIZE {total[r]}"),
               (topic_bad, "TOPICLEN", lambda r: f"TOPICLEN {topic_len[r]} disagrees with TOTALSIZE {total[r]}"),
-              (plen_bad, "PROPERTIESLENGTH", lambda r: f"PROPERTIESLENGTH {plen[r]} disagrees with TOTALSIZE {total[r]}"),
+              (plen_bad, "PROPERTIESLENGTH",
+               lambda r: f"PROPERTIESLENGTH {plen[r]} disagrees with TOTALSIZE {total[r]}"),
               (size_bad, "TOTALSIZE", lambda r: f"TOTALSIZE {total[r]} but the fields end after "
                                                 f"{o_props[r] + plen[r]} bytes")]
     bad_row, bad_field, bad_reason = -1, "", ""
@@ -182,7 +184,8 @@ def _decode_positions(U, P: np.ndarray, f: StoreFile, *, body: bool, check_crc: 
     sys_flag = H["sys_flag"].astype(np.int64)
     bad_row, bad_field, bad_reason, s = _check_fields(U, P, total, H["magic"].astype(np.int64), sys_flag)
     limit = n if bad_row < 0 else bad_row
-    dmg = None if bad_row < 0 else Damage(path, int(P[bad_row]), f.start_offset + int(P[bad_row]), bad_field, bad_reason)
+    dmg = None if bad_row < 0 else \
+        Damage(path, int(P[bad_row]), f.start_offset + int(P[bad_row]), bad_field, bad_reason)
     # properties: check the blocks and find the wanted values (stops at the first bad block)
     k = len(WANTED_PROPERTIES)
     vs = np.empty(limit * k, np.int64)
@@ -232,7 +235,8 @@ def _decode_positions(U, P: np.ndarray, f: StoreFile, *, body: bool, check_crc: 
     cols["store_timestamp"] = _gather(U, P + s["o_st"], 8, ">i8")
     cols["store_host"] = host(s["o_sh"], s["sw"], STOREHOSTADDRESS_V6_FLAG)
     cols["reconsume_times"] = _gather(U, P + s["o_tail"], 4, ">i4")
-    cols["prepared_transaction_offset"] = _gather(U, P + s["o_tail"] + TAIL.offset("prepared_transaction_offset"), 8, ">i8")
+    cols["prepared_transaction_offset"] = _gather(
+        U, P + s["o_tail"] + TAIL.offset("prepared_transaction_offset"), 8, ">i8")
     if body:
         cols["body"] = _text_column(*_spans_bytes(U, P + s["o_body"], s["body_len"]), binary=True)
     cols["properties"] = _text_column(*_spans_bytes(U, P + s["o_props"], s["plen"]))
@@ -377,7 +381,8 @@ def read_at(path_or_dir: str | os.PathLike, phy_offsets: Sequence[int], *, body:
             tot = _gather(U, P, 4, ">i4").astype(np.int64)
             mag = _gather(U, P + HEAD.offset("magic"), HEAD.field("magic").size, ">i4").astype(np.int64)
             left = n - P
-            bad = (left < BLANK.size) | ((mag != MAGIC_V1) & (mag != MAGIC_V2)) | (tot > left) | (tot < MIN_MESSAGE_SIZE)
+            bad = ((left < BLANK.size) | ((mag != MAGIC_V1) & (mag != MAGIC_V2))
+                   | (tot > left) | (tot < MIN_MESSAGE_SIZE))
             if bad.any():
                 p = int(P[np.argmax(bad)])
                 read_message(f.path, p)   # raises the pure model's typed error for this record

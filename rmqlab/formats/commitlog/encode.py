@@ -267,7 +267,8 @@ def _check_sizes(table, n, topic_len, body_len, plen, bw, sw, file_size):
     """(sys_flag with the hosts' IPv6 bits, version, TOTALSIZE) of each record, after checking
     that every field fits its width; bw / sw are the host address widths (4 or 16 bytes)."""
     sys_flag = _int_column(table, "sys_flag", n)
-    sys_flag = sys_flag | np.where(bw == IPV6_SIZE, BORNHOST_V6_FLAG, 0) | np.where(sw == IPV6_SIZE, STOREHOSTADDRESS_V6_FLAG, 0)
+    sys_flag = (sys_flag | np.where(bw == IPV6_SIZE, BORNHOST_V6_FLAG, 0)
+                | np.where(sw == IPV6_SIZE, STOREHOSTADDRESS_V6_FLAG, 0))
     if ((bw == IPV4_SIZE) & (sys_flag & BORNHOST_V6_FLAG != 0)).any() or \
             ((sw == IPV4_SIZE) & (sys_flag & STOREHOSTADDRESS_V6_FLAG != 0)).any():
         raise ValueError("sys_flag has an IPv6 host bit for an IPv4 host")

@@ -1,4 +1,5 @@
-"""The CommitLog record layout: magic codes, SYSFLAG bits, the fixed parts of a record and the sizes derived from them."""
+"""The CommitLog record layout: magic codes, SYSFLAG bits, the fixed parts of a record and the
+sizes derived from them."""
 from __future__ import annotations
 
 from rmqlab.formats._layout import Layout

@@ -1,4 +1,5 @@
-"""One record at a time: the message model, property blocks, and the pure-Python reader (the readable model of every check)."""
+"""One record at a time: the message model, property blocks, and the pure-Python reader (the
+readable model of every check)."""
 from __future__ import annotations
 
 import os
