@@ -389,7 +389,8 @@ def assign_queue_offsets(topics: np.ndarray, queue_ids: np.ndarray, sys_flag: np
     if not elig.any():
         return np.zeros(n, np.int64), table
     grp = pd.DataFrame({"t": pd.Series(topics, dtype=object), "q": queue_ids}).groupby(["t", "q"], sort=False)
-    keys = [(str(t), int(q)) for t, q in grp.size().index]   # in ngroup order (sort=False)
+    groups = grp.size().index                                  # in ngroup order (sort=False)
+    keys = [(str(t), int(q)) for t, q in zip(groups.get_level_values(0), groups.get_level_values(1))]
     before = np.array([table.get(k, 0) for k in keys], np.int64)
     after = before.copy()
     out = assign_queue_offsets_coded(grp.ngroup().to_numpy(), sys_flag, after)
@@ -412,5 +413,6 @@ def next_queue_offsets(topics: Any, queue_ids: Any, sys_flag: Any,
     df = pd.DataFrame({"topic": pd.Series(np.asarray(topics, dtype=object), dtype=object),
                        "queue_id": np.asarray(queue_ids), "queue_offset": np.asarray(queue_offsets)})
     ok = df[goes_to_consume_queue_many(sys_flag)]
-    return {(str(t), int(q)): int(v) + 1
-            for (t, q), v in ok.groupby(["topic", "queue_id"])["queue_offset"].max().items()}
+    last = ok.groupby(["topic", "queue_id"])["queue_offset"].max()
+    topic, queue = last.index.get_level_values(0), last.index.get_level_values(1)
+    return {(str(t), int(q)): int(v) + 1 for t, q, v in zip(topic, queue, last.to_numpy())}

@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from rmqlab import _jhash
+import rmqlab._jhash as _jhash
 
 __all__ = [
     "java_hash",

@@ -15,7 +15,7 @@ from __future__ import annotations
 import struct
 from collections import namedtuple
 from collections.abc import Iterable
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -38,6 +38,11 @@ class Field(NamedTuple):
         return head + "".join(part.title() for part in rest)
 
 
+def _record_class(name: str, field_names: list[str]) -> Any:
+    # the field names are known only at run time, which a static NamedTuple cannot declare
+    return namedtuple(name, field_names)
+
+
 class Layout:
     """A fixed-size record: big-endian signed integers in declared order, no padding."""
 
@@ -55,7 +60,7 @@ class Layout:
         self.size = offset
         self.struct = struct.Struct(">" + "".join(f.code for f in self.fields))
         self.dtype = np.dtype([(f.name, _NUMPY_CODE[f.code]) for f in self.fields])
-        self.record = namedtuple(name, [f.name for f in self.fields])
+        self.record = _record_class(name, [f.name for f in self.fields])
         self._by_name = {f.name: f for f in self.fields}
         self._field_structs = {f.name: struct.Struct(">" + f.code) for f in self.fields}
 

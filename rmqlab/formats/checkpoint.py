@@ -36,7 +36,7 @@ import os
 from dataclasses import dataclass, replace
 from dataclasses import fields as dc_fields
 from pathlib import Path
-from typing import Literal
+from typing import BinaryIO, Literal
 
 from rmqlab.errors import FormatError, GeometryError, TruncatedFileError
 from rmqlab.formats._layout import Layout
@@ -243,7 +243,7 @@ def read_checkpoint(path: str | os.PathLike, *, strict: bool = True) -> StoreChe
     return StoreCheckpoint(*CHECKPOINT.unpack(data))
 
 
-def _open_mapped(path: Path) -> tuple[object, mmap.mmap]:
+def _open_mapped(path: Path) -> tuple[BinaryIO, mmap.mmap]:
     """Open or create `path` read-write and map 4096 bytes, as the broker's constructor does."""
     fh = open(path, "r+b" if path.exists() else "w+b")
     try:

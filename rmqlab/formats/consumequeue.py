@@ -62,7 +62,7 @@ import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, BinaryIO, Literal
 
 import numpy as np
 
@@ -313,7 +313,9 @@ def _list_files(folder: Path, size: int) -> tuple[list[QueueFile], list[Path], l
     if not folder.is_dir():
         raise FileNotFoundError(f"{folder}: not a ConsumeQueue folder")
     entries = sorted((e for e in os.scandir(folder) if not e.is_dir()), key=lambda e: e.name)
-    files, ignored, problems = [], [], []
+    files: list[QueueFile] = []
+    ignored: list[Path] = []
+    problems: list[RmqlabError] = []
     for i, e in enumerate(entries):
         path = Path(e.path)
         length = e.stat().st_size
@@ -410,7 +412,8 @@ class ConsumeQueue:
         if strict and problems:
             raise problems[0]
         ftopic, fqid = _parse_folder(folder)
-        segments, handles = [], []
+        segments: list[_Segment] = []
+        handles: list[BinaryIO | mmap.mmap] = []
         try:
             for f in files:
                 if eager:
@@ -418,10 +421,12 @@ class ConsumeQueue:
                     continue
                 fh = open(f.path, "rb")
                 handles.append(fh)
-                buf = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) if f.size else b""
                 if f.size:
-                    handles.append(buf)
-                segments.append(_Segment(f, buf))
+                    mapped = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+                    handles.append(mapped)
+                    segments.append(_Segment(f, mapped))
+                else:
+                    segments.append(_Segment(f, b""))
         except BaseException:
             for h in reversed(handles):
                 h.close()
@@ -648,17 +653,17 @@ class ConsumeQueue:
         self._require_open()
         if broker not in ("5", "5.0", "4"):
             raise ValueError(f"broker must be '5', '5.0' or '4', got {broker!r}")
-        boundary = boundary.lower() if isinstance(boundary, str) else boundary  # BoundaryType.getType
-        if broker == "5" and boundary not in ("lower", "upper"):
-            raise ValueError(f"boundary must be 'lower' or 'upper', got {boundary!r}")
+        side = boundary.lower() if isinstance(boundary, str) else boundary  # BoundaryType.getType
+        if broker == "5" and side not in ("lower", "upper"):
+            raise ValueError(f"boundary must be 'lower' or 'upper', got {side!r}")
         timestamp = int(timestamp)
         min_logic = self.min_offset if min_logic_offset is None else int(min_logic_offset)
-        res = TimeSearch(timestamp, boundary if broker == "5" else None, broker)
+        res = TimeSearch(timestamp, side if broker == "5" else None, broker)
         probe = _Prober(store_time_of, res)
         if broker == "5":
-            seg = self._file_by_store_time(timestamp, boundary, probe)
+            seg = self._file_by_store_time(timestamp, side, probe)
             res.file_probes = res.probes
-            raw = self._search_5(seg, timestamp, boundary, probe, min_phy_offset, min_logic, res,
+            raw = self._search_5(seg, timestamp, side, probe, min_phy_offset, min_logic, res,
                                  min_logic_given=min_logic_offset is not None)
         else:
             seg = self._file_by_mtime(timestamp, last_modified)
@@ -861,7 +866,7 @@ class ConsumeQueue:
                     f"non-zero bytes after the end of the queue (queue offset {self.max_offset}): "
                     f"the broker would overwrite them", path=last.file.path, offset=off, field="unit"))
         for s in self._dirty:
-            nz = np.flatnonzero(np.frombuffer(s.buf, dtype=np.uint8)) if len(s.buf) else []
+            nz = np.flatnonzero(np.frombuffer(s.buf, dtype=np.uint8)) if len(s.buf) else np.empty(0, np.intp)
             if len(nz):
                 out.append(CorruptIndexError(
                     f"file starts after the end of the queue (queue offset {self.max_offset}) but "
@@ -963,7 +968,7 @@ class _Prober:
         units = [s.units[pos] for s, pos, _ in asks]
         blank = [bool(_is_blank(u)) for u in units]
         phys = np.array([int(u["commitlog_offset"]) for u, b in zip(units, blank) if not b], dtype=np.int64)
-        got = iter([])
+        got: Iterator[int] = iter([])
         if len(phys):
             times = np.asarray(self.fn(phys)).astype(np.int64, copy=False).reshape(-1)
             if len(times) != len(phys):
@@ -1118,13 +1123,9 @@ class ConsumeQueueWriter:
     def _last_file(self, expect_bytes: int) -> tuple[_WFile, Path | None]:
         size = self.mapped_file_size
         last = self._files[-1] if self._files else None
-        create = -1
-        if last is None:
-            create = expect_bytes - expect_bytes % size
-        elif last.wrote == size:
-            create = last.start + size
-        if create == -1:
+        if last is not None and last.wrote != size:
             return last, None
+        create = expect_bytes - expect_bytes % size if last is None else last.start + size
         path = self.folder / file_name(create)
         with open(path, "xb") as fh:  # MappedFile maps fileSize bytes: a zero-filled file
             fh.truncate(size)
@@ -1133,7 +1134,7 @@ class ConsumeQueueWriter:
         return f, path
 
     def _write(self, f: _WFile, data: bytes) -> None:
-        if self._fd_path != f.path:
+        if self._fd is None or self._fd_path != f.path:
             if self._fd is not None:
                 os.close(self._fd)
             self._fd = os.open(f.path, os.O_WRONLY)

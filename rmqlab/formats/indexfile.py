@@ -45,7 +45,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from rmqlab import _indexcore
+import rmqlab._indexcore as _indexcore
 from rmqlab.errors import (
     CorruptIndexError,
     GeometryError,

@@ -201,6 +201,7 @@ def offset_msg_ids_many(store_hosts: Any, phy_offsets: Any) -> np.ndarray:
     """
     offs = np.asarray(phy_offsets, dtype=np.int64).reshape(-1)
     n = len(offs)
+    uniques: Sequence[Any] | np.ndarray
     if isinstance(store_hosts, (str, tuple)):
         uniques, codes = [store_hosts], np.zeros(n, np.intp)
     else:
@@ -423,7 +424,8 @@ def uniq_ids_arrow(prefixes: Sequence[str], codes: Any, month_offsets_ms: Any, c
     widths = np.array([len(r) for r in raw], dtype=np.int64)
     distinct = sorted(set(widths.tolist()))           # IPv4 and IPv6 ids differ in length
     row_widths = widths[codes] if len(distinct) > 1 else None
-    parts, where = [], []
+    parts: list[pa.StringArray] = []
+    where: list[np.ndarray] = []
     for w in distinct if n else []:
         table = np.zeros((len(raw), w), np.uint8)
         for i, r in enumerate(raw):
@@ -438,7 +440,8 @@ def uniq_ids_arrow(prefixes: Sequence[str], codes: Any, month_offsets_ms: Any, c
         mat[:, w:] = tail if rows is None else tail[rows]
         offsets = np.arange(0, (m + 1) * (w + 12), w + 12, dtype=np.int32)
         parts.append(pa.StringArray.from_buffers(m, pa.py_buffer(offsets), pa.py_buffer(mat)))
-        where.append(rows)
+        if rows is not None:      # None: one width, one part, which needs no reordering
+            where.append(rows)
     if not parts:
         return pa.array([], pa.string())
     if len(parts) == 1:

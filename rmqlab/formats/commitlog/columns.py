@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import gc
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
 import numpy as np
@@ -158,7 +158,7 @@ def _check_fields(U, P, total, magic, sys_flag):
                                                 f"{o_props[r] + plen[r]} bytes")]
     bad_row, bad_field, bad_reason = -1, "", ""
     acc = np.zeros(n, bool)
-    first = {}
+    first: dict[int, tuple[str, Callable[[int], str]]] = {}
     for mask, fld, why in checks:
         m = mask & ~acc
         if m.any():
@@ -322,7 +322,7 @@ def read_columns(path_or_dir: str | os.PathLike, *, body: bool = True, check_crc
     kept = [f for f in files if f.start_offset + f.size > start_offset]
     files = kept if kept else files[-1:]
     report = ReadReport()
-    parts = []
+    parts: list[dict[str, Any]] = []
     gc_was = gc.isenabled()
     gc.disable()   # millions of new str/bytes objects, no cycles: skip the collector's passes
     try:

@@ -316,8 +316,8 @@ def record_sizes(columns, file_size: int = DEFAULT_FILE_SIZE) -> np.ndarray:
     """
     table = _to_table(columns)
     n = table.num_rows
-    lengths = [_byte_lengths(table, name, n) for name in ("topic", "body", "properties")]
-    return _check_sizes(table, n, *lengths, _host_widths(table, "born_host", n),
+    topic_len, body_len, plen = (_byte_lengths(table, name, n) for name in ("topic", "body", "properties"))
+    return _check_sizes(table, n, topic_len, body_len, plen, _host_widths(table, "born_host", n),
                         _host_widths(table, "store_host", n), file_size)[2]
 
 

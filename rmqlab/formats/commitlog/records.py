@@ -7,7 +7,7 @@ import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from dataclasses import fields as dc_fields
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 import numpy as np
 
@@ -463,8 +463,9 @@ class MessageStream:
                         m = _parse_record(buf, p, path=f.path, check_crc=self.check_crc)
                     except FormatError as e:
                         size = BLANK.unpack_from(buf, p).total_size
-                        record_damage(rep, classify_stop(buf, f, p, -1, e.field, e.reason, last, p + size),
-                                self.on_error)
+                        fld = cast(str, e.field)   # every error _parse_record raises names its field
+                        record_damage(rep, classify_stop(buf, f, p, -1, fld, e.reason, last, p + size),
+                                      self.on_error)
                         break
                     rep.messages += 1
                     yield m

@@ -41,6 +41,7 @@ class CommitLogWriter:
                 raise FormatError("the last file ends in a torn or damaged record; appending would rewrite "
                                   "its bytes (a broker truncates it at recovery): " + bad.reason,
                                   path=bad.path, offset=bad.offset, field=bad.field)
+            assert rep.end_phy_offset is not None   # read_columns sets it from the last file
             self.offset = int(rep.end_phy_offset)
             if queue_table is None:
                 queue_table = next_queue_offsets(df["topic"].to_numpy(object), df["queue_id"].to_numpy(),
@@ -64,7 +65,7 @@ class CommitLogWriter:
             try:
                 if os.fstat(fd).st_size < self.file_size:
                     os.ftruncate(fd, self.file_size)
-                os.pwrite(fd, memoryview(ef.data), ef.position)
+                os.pwrite(fd, ef.data.data, ef.position)   # .data: the array's memoryview
             finally:
                 os.close(fd)
         self.offset = batch.end_offset
