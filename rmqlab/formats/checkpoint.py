@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import BinaryIO, Literal
 
 from rmqlab.errors import FormatError, GeometryError, TruncatedFileError
-from rmqlab.formats._layout import Layout
+from rmqlab.formats.layout import Layout
 
 __all__ = [
     "CHECKPOINT",

@@ -73,7 +73,7 @@ from rmqlab.errors import (
     RmqlabError,
     TruncatedFileError,
 )
-from rmqlab.formats._layout import Layout
+from rmqlab.formats.layout import Layout
 from rmqlab.javahash import java_hash
 
 __all__ = [

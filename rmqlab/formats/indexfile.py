@@ -52,7 +52,7 @@ from rmqlab.errors import (
     ReadOnlyError,
     TruncatedFileError,
 )
-from rmqlab.formats._layout import Layout
+from rmqlab.formats.layout import Layout
 from rmqlab.javahash import index_hash, index_hash_many
 
 __all__ = [

@@ -92,7 +92,7 @@ from typing import Any, Literal, NamedTuple
 import numpy as np
 
 from rmqlab.errors import CorruptIndexError, FormatError, RmqlabError
-from rmqlab.formats._layout import Layout
+from rmqlab.formats.layout import Layout
 
 __all__ = [
     "OFFSET_ENTRY",

@@ -74,7 +74,7 @@ import numpy as np
 from rmqlab import _records
 from rmqlab._crc32c import crc32c, crc32c_spans
 from rmqlab.errors import FormatError, RmqlabError, TruncatedFileError
-from rmqlab.formats._layout import Layout
+from rmqlab.formats.layout import Layout
 from rmqlab.kafka.index import LOG_SUFFIX, segment_file_name
 
 __all__ = [

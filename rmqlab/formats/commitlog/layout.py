@@ -2,7 +2,7 @@
 sizes derived from them."""
 from __future__ import annotations
 
-from rmqlab.formats._layout import Layout
+from rmqlab.formats.layout import Layout
 
 MAGIC_V1 = -626843481       # 0xDAA320A7, MessageDecoder.MESSAGE_MAGIC_CODE
 MAGIC_V2 = -626843477       # 0xDAA320AB, MessageDecoder.MESSAGE_MAGIC_CODE_V2
