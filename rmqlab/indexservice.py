@@ -72,6 +72,8 @@ __all__ = [
     "IndexService",
     "index_file_name",
     "is_index_file_name",
+    "check_index_num",
+    "next_free_index_file_name",
     "expand_messages",
     "expand_columns",
     "bulk_build",
@@ -452,8 +454,8 @@ class IndexService:
     def _new_name(self) -> str:
         taken = {f.path.name for f in self.files}
         ms = self._store_time_hint if self.name_by_store_time and self._store_time_hint is not None else self.clock()
-        return _next_free_name(ms, self.tz, lambda n: n in taken or (self.directory / n).exists(),
-                               after=self.files[-1].path.name if self.files else None)
+        return next_free_index_file_name(ms, self.tz, lambda n: n in taken or (self.directory / n).exists(),
+                                         after=self.files[-1].path.name if self.files else None)
 
     def get_and_create_last_file(self) -> IndexFile:
         """getAndCreateLastIndexFile: the newest file unless it is full; otherwise (or when the
@@ -488,7 +490,7 @@ class IndexService:
             hsn, inum = g.hash_slot_num, g.index_num
         else:
             raise ValueError("hash_slot_num and index_num are needed to create the first index file")
-        _check_capacity(inum)
+        check_index_num(inum)
         return hsn, inum
 
     def build_index(self, msg: DispatchRequest) -> int:
@@ -652,15 +654,34 @@ class IndexService:
         return QueryOffsetResult(offsets, last_ts, last_phy)
 
 
-def _check_capacity(index_num: int) -> None:
+def check_index_num(index_num: int) -> None:
+    """Refuse an `index_num` (entries a file holds, counting the unused entry 0) that leaves
+    no room for a key.
+
+    >>> check_index_num(2)
+    >>> check_index_num(1)
+    Traceback (most recent call last):
+    ...
+    ValueError: index_num=1 holds no key (a file holds index_num - 1); use >= 2
+
+    Raises ValueError for `index_num` < 2.
+    """
     # entry 0 is never written, so index_num 1 holds nothing: the broker would create files
     # forever retrying the put.
     if index_num < 2:
         raise ValueError(f"index_num={index_num} holds no key (a file holds index_num - 1); use >= 2")
 
 
-def _next_free_name(ms: int, tz, taken: Callable[[str], bool], after: str | None = None) -> str:
-    """The name for a file created at `ms`, bumped by 1 ms while it is taken."""
+def next_free_index_file_name(ms: int, tz: _dt.tzinfo | None, taken: Callable[[str], bool],
+                              after: str | None = None) -> str:
+    """The name for an index file created at `ms` (ms since the epoch, named in `tz` as
+    :func:`index_file_name`), bumped by 1 ms while `taken(name)` is true. A name that sorts
+    before `after` (the newest existing file's) is logged as a warning: the clock went
+    backwards, and the broker would list the files in the wrong order after a restart.
+
+    >>> next_free_index_file_name(1718000125510, _dt.timezone.utc, {"20240610061525510"}.__contains__)
+    '20240610061525511'
+    """
     name = index_file_name(ms, tz)
     while taken(name):
         ms += 1
@@ -856,7 +877,7 @@ def bulk_build(source: Any, directory: str | os.PathLike, *,
     then each file takes the next ``index_num - 1`` rows through :func:`build_index_file`,
     seeded with the previous file's last row (its end_phy_offset / end_timestamp). The clock
     is read once per file, in order, like the broker. `directory` must hold no index file yet.
-    Returns the paths written, oldest first. Cost: O(keys) in C plus the files' zero-fill.
+    Cost: O(keys) in C plus the files' zero-fill.
 
     >>> import tempfile, datetime
     >>> d = tempfile.mkdtemp()
@@ -865,8 +886,10 @@ def bulk_build(source: Any, directory: str | os.PathLike, *,
     ...                    tz=datetime.timezone.utc)
     >>> [p.name for p in paths]      # the second name is bumped by 1 ms: never reuse a name
     ['19700101000000000', '19700101000000001']
+
+    Returns the paths written, oldest first.
     """
-    _check_capacity(index_num)
+    check_index_num(index_num)
     exp = _as_expanded(source)
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
@@ -889,8 +912,8 @@ def bulk_build(source: Any, directory: str | os.PathLike, *,
     seed_phy = seed_ts = 0
     for i in range(n_files):
         lo, hi = i * cap, min((i + 1) * cap, k)
-        name = _next_free_name(clock(), tz, lambda n: (directory / n).exists(),
-                               after=paths[-1].name if paths else None)
+        name = next_free_index_file_name(clock(), tz, lambda n: (directory / n).exists(),
+                                         after=paths[-1].name if paths else None)
         path = directory / name
         build_index_file(path, _slice(exp.keys, lo, hi), phy[lo:hi], ts[lo:hi],
                          hash_slot_num=hash_slot_num, index_num=index_num,

@@ -108,6 +108,7 @@ __all__ = [
     "generate",
     "generate_chunks",
     "rate_profile",
+    "RateProfile",
     "collision_keys",
     "describe",
     "java_hashmap_order",
@@ -457,9 +458,19 @@ def collision_keys(w: Workload) -> list[tuple[str, str]]:
 # ------------------------------------------------------------------------------ rate profile
 
 
-class _Profile:
-    """r(t) on the 1 s grid and the cumulative intensity Λ, built segment by segment so any
-    duration fits in bounded memory. Second k covers [k, k+1) s after start_ms."""
+class RateProfile:
+    """The arrival intensity of workload `w`: r(t) in messages/s on a 1 s grid (second k covers
+    [k, k+1) s after start_ms), and the inverse of its cumulative Λ(t), the time by which s
+    messages are expected. The grid is built segment by segment as :meth:`invert` walks
+    forward, so any duration fits in bounded memory. Cost: O(seconds) for :meth:`rates`;
+    :meth:`invert` O(len(s) + seconds walked), and O(len(s)) for a steady rate.
+
+    >>> p = RateProfile(Workload(rate=50.0))
+    >>> p.rates(0, 3).tolist()
+    [50.0, 50.0, 50.0]
+    >>> p.invert(np.array([0.0, 25.0, 100.0])).tolist()
+    [0.0, 0.5, 2.0]
+    """
 
     def __init__(self, w: Workload):
         import datetime as _dt
@@ -476,7 +487,7 @@ class _Profile:
         self.seg_r = np.zeros(0)
 
     def rates(self, a: int, b: int) -> np.ndarray:
-        """r for seconds a..b-1 (messages/s)."""
+        """r for seconds a..b-1 after start_ms (messages/s, float64)."""
         w = self.w
         r = np.full(b - a, float(w.rate))
         if self.daily:
@@ -502,7 +513,9 @@ class _Profile:
         return np.cumsum(depth[:-1]) > 0
 
     def invert(self, s: np.ndarray) -> np.ndarray:
-        """t (s) with Λ(t) = s for ascending s; Λ is linear inside a second."""
+        """t (seconds after start_ms, float64) with Λ(t) = s, for ascending expected message
+        counts `s`; Λ is linear inside a second. The grid only walks forward: a later call's
+        counts must not be smaller than the largest count of an earlier call."""
         if not self.daily and not self.bursts:
             # a constant rate: Λ(t) = rate * t, the grid is not needed (the same t, faster)
             return s / float(self.w.rate)
@@ -531,7 +544,7 @@ def rate_profile(w: Workload, seconds: int, start: int = 0) -> np.ndarray:
     >>> rate_profile(Workload(rate=50.0), 3).tolist()
     [50.0, 50.0, 50.0]
     """
-    return _Profile(w).rates(int(start), int(start) + int(seconds))
+    return RateProfile(w).rates(int(start), int(start) + int(seconds))
 
 
 # ------------------------------------------------------------------------------------ setup
@@ -832,7 +845,7 @@ class _State:
     def __init__(self, s: _Setup):
         w = s.w
         self.s_cum = 0.0                                   # the unit Poisson process so far
-        self.profile = _Profile(w)
+        self.profile = RateProfile(w)
         self.rr = np.zeros(w.producers * len(w.topics), np.int64)
         self.uniq_counter = np.zeros(w.producers, np.int64)
         self.order_counter = w.first_order_id

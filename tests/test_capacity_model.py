@@ -16,9 +16,6 @@ from rmqlab.capacity.model import (
     OUTPUTS,
     SAMPLE_ENTRIES,
     SAMPLE_FILES,
-    _distinct_hot,
-    _uniform_occupancy_sd,
-    _zipf_share,
     broker_walk_entries,
     chain_lengths_from_keys,
     commitlog_records_per_file,
@@ -29,7 +26,10 @@ from rmqlab.capacity.model import (
     retained_hours,
     sample_index_keys,
     sample_occupancy,
+    uniform_occupancy_sd,
     written,
+    zipf_distinct_keys,
+    zipf_share,
 )
 from rmqlab.formats.commitlog import message_length, place_records
 from rmqlab.formats.indexfile import IndexFile, build_index_file
@@ -172,7 +172,7 @@ def test_uniform_occupancy_spread_against_simulation():
     for m, d in [(50, 120), (400, 300), (7, 3)]:
         draws = np.sort(rng.integers(0, m, (20_000, d)), axis=1)
         used = (1 + np.count_nonzero(np.diff(draws, axis=1), axis=1)) / m
-        assert float(_uniform_occupancy_sd(d, m)) == pytest.approx(np.std(used), rel=0.03)
+        assert float(uniform_occupancy_sd(d, m)) == pytest.approx(np.std(used), rel=0.03)
     e = estimate(parse_plan(SMALL_INDEX), sample=False)
     assert e.occupancy_file_p5 < e.occupancy < e.occupancy_file_p95
 
@@ -251,10 +251,10 @@ def test_zipf_helpers_against_brute_force():
     for V, s in [(10, 1.1), (5000, 1.1), (20000, 0.7), (3000, 1.0)]:
         p = np.arange(1, V + 1, dtype=float) ** -s
         p /= p.sum()
-        assert float(_zipf_share(1, V, s)[0]) == pytest.approx(p[0], rel=1e-3)
+        assert float(zipf_share(1, V, s)[0]) == pytest.approx(p[0], rel=1e-3)
         for draws in (100, 10_000, 1_000_000):
             brute = float((1 - (1 - p) ** draws).sum())
-            assert float(_distinct_hot(draws, V, s)[0]) == pytest.approx(brute, rel=0.02)
+            assert float(zipf_distinct_keys(draws, V, s)[0]) == pytest.approx(brute, rel=0.02)
 
 
 def test_retained_hours_and_files_on_disk_against_a_simulation():

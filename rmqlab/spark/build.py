@@ -138,11 +138,11 @@ def build_index_files(source: Any, directory: str | os.PathLike, *, hash_slot_nu
     20 bytes a key until the files are built (about as much as the files). Cost: one pass
     over the input (hashing in C), then one C build per file, ``min(files, cores)`` at a time.
     """
-    from rmqlab.indexservice import _check_capacity, is_index_file_name
+    from rmqlab.indexservice import check_index_num, is_index_file_name
     from rmqlab.spark.progress import JobProgress
     from rmqlab.spark.sources import Source
 
-    _check_capacity(index_num)
+    check_index_num(index_num)
     hash_slot_num, index_num = int(hash_slot_num), int(index_num)
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
@@ -313,7 +313,7 @@ def _open_run(path: str, n: int) -> np.ndarray:
 
 
 def _plan_files(runs, directory: Path, index_num: int, names, tz, max_keys) -> list[BuildPlan]:
-    from rmqlab.indexservice import _next_free_name
+    from rmqlab.indexservice import next_free_index_file_name
 
     cap = index_num - 1
     starts, total, _ = plan_ranks([n for _, n in runs], index_num)
@@ -344,9 +344,9 @@ def _plan_files(runs, directory: Path, index_num: int, names, tz, max_keys) -> l
         seed = (0, 0) if f == 0 else (int(row(lo - 1)["phy_offset"]), int(row(lo - 1)["store_timestamp"]))
         if names is None:
             taken = set(out_names)
-            name = _next_free_name(int(row(lo)["store_timestamp"]), tz,
-                                   lambda n, taken=taken: n in taken or (directory / n).exists(),
-                                   after=out_names[-1] if out_names else None)
+            name = next_free_index_file_name(int(row(lo)["store_timestamp"]), tz,
+                                             lambda n, taken=taken: n in taken or (directory / n).exists(),
+                                             after=out_names[-1] if out_names else None)
         else:
             name = names[f]
         out_names.append(name)

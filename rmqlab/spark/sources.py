@@ -206,7 +206,7 @@ class WorkloadSource(Source):
 
     def __init__(self, workload: Workload, *, commitlog_file_size: int = DEFAULT_FILE_SIZE,
                  chunk_messages: int = 131_072):
-        from rmqlab.workload import _Profile
+        from rmqlab.workload import RateProfile
 
         self.workload = workload
         self.file_size = int(commitlog_file_size)
@@ -217,7 +217,7 @@ class WorkloadSource(Source):
         per_file = max(1, int((self.file_size - 8) // mean))
         n = max(1, math.ceil(w.messages / per_file))
         gap = 0.005 + 4.0 / math.sqrt(per_file)
-        starts = _Profile(w).invert(np.arange(n, dtype=float) * per_file * (1.0 + gap))
+        starts = RateProfile(w).invert(np.arange(n, dtype=float) * per_file * (1.0 + gap))
         budget = 2 * per_file + 1000
         pieces = []
         for i in range(n):
