@@ -20,8 +20,7 @@ def infer_index_geometry(path: str | os.PathLike) -> Geometry:
     always writes: entry 0 all zeros and nothing after entry index_count - 1; entry 1's
     phy_offset is the header's begin_phy_offset and its prev_index 0; the last entry's
     phy_offset is end_phy_offset and its time_diff ``(end - begin) // 1000``.
-    Raises :class:`GeometryError` when no split or several splits agree (an empty file fits
-    any). Cost: two reads per candidate split, vectorized (memory map).
+    Cost: two reads per candidate split, vectorized (memory map).
 
     >>> import tempfile, os
     >>> p = os.path.join(tempfile.mkdtemp(), "f")
@@ -31,6 +30,9 @@ def infer_index_geometry(path: str | os.PathLike) -> Geometry:
     3
     >>> infer_index_geometry(p)
     Geometry(hash_slot_num=7, index_num=30)
+
+    Raises :class:`GeometryError` when no split or several splits agree (an empty file fits
+    any).
     """
     path = Path(path)
     size = path.stat().st_size

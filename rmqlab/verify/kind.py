@@ -29,11 +29,12 @@ def detect_kind(path: str | os.PathLike) -> str:
     store; a folder named ``commitlog`` / ``index`` / ``consumequeue`` (or inside
     ``consumequeue/``) is that part; a file is judged by its folder, then its name (17 digits:
     an index file; ``checkpoint``), then its bytes (a CommitLog record magic at byte 4).
-    Raises ValueError when nothing fits (pass ``kind=``).
 
     >>> import tempfile
     >>> d = Path(tempfile.mkdtemp()); (d / "commitlog").mkdir(); detect_kind(d)
     'store'
+
+    Raises ValueError when nothing fits (pass ``kind=``).
     """
     p = Path(path)
     if p.is_dir():

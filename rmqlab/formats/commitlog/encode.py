@@ -325,14 +325,14 @@ def place_records(sizes: np.ndarray, start_offset: int = 0, file_size: int = DEF
     """Where records of these `sizes` (bytes) go when appended from `start_offset`, as
     ``CommitLog.DefaultAppendMessageCallback.doAppend`` places them: a record that would leave
     fewer than 8 bytes (END_FILE_MIN_BLANK_LENGTH) in its file goes to the start of the next
-    file instead, the rest of the file being one blank record.
-
-    Returns (phy_offsets, spans, end_offset): spans are (file start, position in it, first
-    row, end row, bytes used, rolled over) for each file touched. Cost: O(n) plus one binary
+    file instead, the rest of the file being one blank record. Cost: O(n) plus one binary
     search per file touched.
 
     >>> place_records(np.array([40, 40, 40]), 0, 100)[0].tolist()    # 40+40+8 fits, +40 does not
     [0, 40, 100]
+
+    Returns (phy_offsets, spans, end_offset): spans are (file start, position in it, first
+    row, end row, bytes used, rolled over) for each file touched.
     """
     total = np.asarray(sizes, dtype=np.int64)
     n = len(total)
