@@ -79,8 +79,8 @@ from rmqlab.formats.indexfile import HEADER, INT_MAX, LONG_MAX, IndexFile
 from rmqlab.indexservice import IndexService, bulk_build, is_index_file_name
 from rmqlab.javahash import index_hash_many
 from rmqlab.recover import (
-    _expected_files,
     broker_restart,
+    expected_index_files,
     expected_index_rows,
     is_index_temp_name,
     recover_store,
@@ -250,7 +250,7 @@ def _creator_times(rows, cap: int, store_ts: np.ndarray) -> list[int]:
     k, msg = len(rows), rows.message_index
     last = int(msg[-1]) if k else -1
     out = []
-    for i in range(_expected_files(k, cap, len(store_ts), last)):
+    for i in range(expected_index_files(k, cap, len(store_ts), last)):
         lo = i * cap
         if lo == 0:
             creator = 0

@@ -104,6 +104,7 @@ from rmqlab.formats.indexfile import (
 from rmqlab.indexservice import ExpandedKeys, IndexService, expand_columns, is_index_file_name
 
 __all__ = [
+    "expected_index_files",
     "UnrecoverableError",
     "RecoveryAction",
     "RecoveryReport",
@@ -472,8 +473,15 @@ def expected_index_rows(msgs: pd.DataFrame) -> ExpandedKeys:
                           end_phy_offset=0)
 
 
-def _expected_files(k: int, cap: int, n_messages: int, last_message_with_key: int) -> int:
-    """How many index files an uninterrupted dispatch writes (bulk_build's count)."""
+def expected_index_files(k: int, cap: int, n_messages: int, last_message_with_key: int) -> int:
+    """How many index files an uninterrupted dispatch writes (bulk_build's count) for `k` keys,
+    `cap` keys a file, `n_messages` messages of which the last one with a key is
+    `last_message_with_key` (its position; -1 for none). A file that fills exactly is followed by
+    an empty one only when messages come after its last key. Cost: O(1).
+
+    >>> expected_index_files(0, 3, 5, -1), expected_index_files(6, 3, 9, 8), expected_index_files(6, 3, 9, 5)
+    (1, 2, 3)
+    """
     if n_messages <= 0:
         return 0
     if k == 0:
@@ -500,7 +508,7 @@ class _IndexPlan:
         self.cap = geometry.index_num - 1
         self.k = len(rows)
         last_msg = int(rows.message_index[-1]) if self.k else -1
-        self.n_expected = _expected_files(self.k, self.cap, n_messages, last_msg)
+        self.n_expected = expected_index_files(self.k, self.cap, n_messages, last_msg)
         self.names = sorted(p.name for p in index_dir.iterdir() if p.is_file() and is_index_file_name(p.name)) \
             if index_dir.is_dir() else []
         self.reasons: dict[str, str] = {}

@@ -22,6 +22,7 @@ import pytest  # noqa: E402
 from hypothesis import given, settings  # noqa: E402
 from hypothesis import strategies as st
 
+from rmqlab.capacity.model import hours_to_fill  # noqa: E402
 from rmqlab.formats.indexfile import build_index_file  # noqa: E402
 from rmqlab.indexstats import (  # noqa: E402
     chain_length_histogram,
@@ -31,7 +32,6 @@ from rmqlab.indexstats import (  # noqa: E402
 )
 from rmqlab.viz.capacity import (  # noqa: E402
     disk_usage_figure,
-    hours_to_fill,
     index_fill_time_figure,
     load_factor_comparison_figure,
     load_factor_figure,

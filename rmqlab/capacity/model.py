@@ -46,12 +46,14 @@ from rmqlab.capacity.plan import POINTS, Interval, Plan
 from rmqlab.dispatch import index_keys_many
 from rmqlab.formats.commitlog import END_FILE_MIN_BLANK_LENGTH, MIN_MESSAGE_SIZE
 from rmqlab.formats.consumequeue import UNIT_SIZE
-from rmqlab.formats.indexfile import Geometry
+from rmqlab.formats.indexfile import DEFAULT_INDEX_NUM, INT_MAX, Geometry
 from rmqlab.formats.msgid import create_uniq_id
 from rmqlab.indexstats import chain_length_summary
 from rmqlab.javahash import index_hash_many
 
 __all__ = [
+    "check_configuration",
+    "hours_to_fill",
     "Estimate",
     "OccupancySample",
     "SAMPLE_ENTRIES",
@@ -94,6 +96,40 @@ _KEYS_PROPERTY_BYTES = len("KEYS") + 2
 
 
 # ------------------------------------------------------------------------------ exact pieces
+
+
+def check_configuration(hash_slot_num, index_num) -> tuple[int, int]:
+    """`hash_slot_num` and `index_num` as ints, or ValueError/TypeError naming the bad one:
+    both are Java ints (at most 2^31 - 1), slots at least 1 and entries at least 2 (entry 0 is
+    never written, so index_num 1 holds no key)."""
+    out = []
+    for name, v, low in (("hash_slot_num", hash_slot_num, 1), ("index_num", index_num, 2)):
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+            raise TypeError(f"{name} must be an integer, got {v!r}")
+        if not low <= v <= INT_MAX:
+            raise ValueError(f"{name} must be in {low}..{INT_MAX}, got {v}")
+        out.append(int(v))
+    return out[0], out[1]
+
+
+def hours_to_fill(keys_per_second, index_num: int = DEFAULT_INDEX_NUM):
+    """Hours until one index file is full at a steady key rate: ``(index_num - 1) / rate / 3600``
+    (a file holds index_num - 1 keys; every UNIQ_KEY and KEYS token is one key). Accepts a
+    number or an array of rates (keys per second, >= 0; 0 never fills: infinity).
+    Cost: O(rates).
+
+    >>> round(hours_to_fill(1000), 3)          # the default file at 1,000 keys/s
+    5.556
+    >>> hours_to_fill([0, 1], index_num=3601).tolist()
+    [inf, 1.0]
+    """
+    _, inum = check_configuration(1, index_num)
+    rate = np.asarray(keys_per_second, dtype=np.float64)
+    if np.any(~(rate >= 0)):
+        raise ValueError("keys_per_second must be >= 0")
+    with np.errstate(divide="ignore"):
+        hours = (inum - 1) / rate / 3600.0
+    return float(hours) if hours.ndim == 0 else hours
 
 
 def commitlog_records_per_file(record_bytes, file_size: int):
@@ -659,10 +695,10 @@ def _core(plan: Plan, v: dict[str, Any], sample: OccupancySample | None) -> dict
     o["keys_per_index_file"] = C
     o["index_file_bytes"] = geom.file_size
     o["index_files_per_day"] = keys_per_s * _DAY / C
-    o["hours_to_fill_index_file"] = C / keys_per_s / 3600.0
+    o["hours_to_fill_index_file"] = hours_to_fill(keys_per_s, geom.index_num)
     amplitude = t.daily_amplitude if t.daily_profile == "daily" else 0.0
     peak_rate = R * (1.0 + amplitude) * v["traffic.peak_factor"]
-    o["hours_to_fill_index_file_at_peak"] = C / (peak_rate * k_idx) / 3600.0
+    o["hours_to_fill_index_file_at_peak"] = hours_to_fill(peak_rate * k_idx, geom.index_num)
     o["index_file_span_hours"] = o["hours_to_fill_index_file"]
 
     # retention: K for the CommitLog, K + one CommitLog file's span for what follows it

@@ -20,7 +20,7 @@ as the cell's value), in a script (``fig.savefig("x.png")``) and on a headless s
 * :func:`load_factor_figure`, :func:`load_factor_comparison_figure` - chain lengths and query
   costs a (hash_slot_num, index_num) configuration implies for uniform hashes (theory in
   :func:`rmqlab.indexstats.chain_length_theory`); :func:`disk_usage_figure` and
-  :func:`index_fill_time_figure` (with :func:`hours_to_fill`) - disk bytes over days and the
+  :func:`index_fill_time_figure` (with :func:`rmqlab.capacity.model.hours_to_fill`) - disk bytes over days and the
   time to fill an index file, for capacity planning.
 
 Widgets (ipywidgets; imported on first use, so ``import rmqlab.viz`` does not load them):
@@ -43,7 +43,6 @@ require("viz", "matplotlib", "rmqlab.viz")
 
 from rmqlab.viz.capacity import (  # noqa: E402
     disk_usage_figure,
-    hours_to_fill,
     index_fill_time_figure,
     load_factor_comparison_figure,
     load_factor_figure,
@@ -72,7 +71,6 @@ __all__ = [
     "load_factor_comparison_figure",
     "disk_usage_figure",
     "index_fill_time_figure",
-    "hours_to_fill",
     "QueryExplorer",
     "InsertionStepper",
     "SlotBrowser",

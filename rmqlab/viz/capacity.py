@@ -12,7 +12,7 @@ query for a missing key reads about 4 entries and reaching a stored key about 3
 * :func:`load_factor_comparison_figure` - several configurations side by side.
 * :func:`disk_usage_figure` - bytes on disk over days against the disk size and thresholds.
 * :func:`index_fill_time_figure` - hours to fill one index file against the key rate;
-  :func:`hours_to_fill` is the number behind it.
+  :func:`rmqlab.capacity.model.hours_to_fill` is the number behind it.
 * :func:`sampled_chain_lengths_figure` - a chain-length histogram measured on hashed keys
   (a real file or the capacity model's key sample) against a uniform hash.
 
@@ -27,12 +27,11 @@ import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.ticker import EngFormatter, FuncFormatter, MaxNLocator
 
-from rmqlab.formats.indexfile import DEFAULT_HASH_SLOT_NUM, DEFAULT_INDEX_NUM, INT_MAX
+from rmqlab.capacity.model import check_configuration, hours_to_fill
+from rmqlab.formats.indexfile import DEFAULT_HASH_SLOT_NUM, DEFAULT_INDEX_NUM
 from rmqlab.indexstats import chain_length_summary, chain_length_theory, poisson_expected_slots
 
 __all__ = [
-    "check_configuration",
-    "hours_to_fill",
     "load_factor_figure",
     "load_factor_comparison_figure",
     "disk_usage_figure",
@@ -42,20 +41,6 @@ __all__ = [
 
 _CURVE_POINTS = 201
 _BINARY_UNITS = (("TiB", 2**40), ("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10), ("bytes", 1))
-
-
-def check_configuration(hash_slot_num, index_num) -> tuple[int, int]:
-    """`hash_slot_num` and `index_num` as ints, or ValueError/TypeError naming the bad one:
-    both are Java ints (at most 2^31 - 1), slots at least 1 and entries at least 2 (entry 0 is
-    never written, so index_num 1 holds no key)."""
-    out = []
-    for name, v, low in (("hash_slot_num", hash_slot_num, 1), ("index_num", index_num, 2)):
-        if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
-            raise TypeError(f"{name} must be an integer, got {v!r}")
-        if not low <= v <= INT_MAX:
-            raise ValueError(f"{name} must be in {low}..{INT_MAX}, got {v}")
-        out.append(int(v))
-    return out[0], out[1]
 
 
 def _count(n: float) -> str:
@@ -257,22 +242,6 @@ def disk_usage_figure(days: Sequence[float], series: Mapping[str, Sequence[float
     return fig
 
 
-def hours_to_fill(keys_per_second, index_num: int = DEFAULT_INDEX_NUM):
-    """Hours until one index file is full at a steady key rate: ``(index_num - 1) / rate / 3600``
-    (a file holds index_num - 1 keys; every UNIQ_KEY and KEYS token is one key). Accepts a
-    number or an array of rates (keys per second, positive). Cost: O(rates).
-
-    >>> round(hours_to_fill(1000), 3)          # the default file at 1,000 keys/s
-    5.556
-    """
-    _, inum = check_configuration(1, index_num)
-    rate = np.asarray(keys_per_second, dtype=np.float64)
-    if np.any(~(rate > 0)):
-        raise ValueError("keys_per_second must be positive")
-    hours = (inum - 1) / rate / 3600.0
-    return float(hours) if hours.ndim == 0 else hours
-
-
 def index_fill_time_figure(keys_per_second, *, index_num: int = DEFAULT_INDEX_NUM,
                            figsize: tuple[float, float] = (7.5, 4.5)) -> Figure:
     """Hours to fill one index file against the key rate (keys per second), log-log.
@@ -280,7 +249,7 @@ def index_fill_time_figure(keys_per_second, *, index_num: int = DEFAULT_INDEX_NU
     `keys_per_second`: one rate (then the curve spans 1/100 .. 100 times it and the rate is
     marked) or several rates (the curve spans them and each is marked). Marked points are
     labelled with their fill time; dotted lines mark 1 hour, 1 day and 1 week. Values from
-    :func:`hours_to_fill`. Cost: O(points).
+    :func:`rmqlab.capacity.model.hours_to_fill`. Cost: O(points).
     """
     _, inum = check_configuration(1, index_num)
     marks = np.atleast_1d(np.asarray(keys_per_second, dtype=np.float64))
