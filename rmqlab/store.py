@@ -323,7 +323,8 @@ def generate_store(root: str | os.PathLike, workload, *, chunk_messages: int = 1
     if (root / "commitlog").is_dir() and any((root / "commitlog").iterdir()):
         raise FileExistsError(f"{root / 'commitlog'} already holds files; generate into a new folder")
     done = 0
-    with cl.CommitLogWriter(root / "commitlog", commitlog_file_size) as writer:
+    with cl.CommitLogWriter(root / "commitlog", commitlog_file_size,
+                            append_prop_crc=workload.append_prop_crc) as writer:
         for table in generate_chunks(workload, chunk_messages):
             writer.append(table)
             done += table.num_rows

@@ -76,6 +76,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 # MessageSysFlag: BORNHOST_V6_FLAG 0x10 / STOREHOSTADDRESS_V6_FLAG 0x20 mark an IPv6 host
+from rmqlab.brokerversion import layout_facts
 from rmqlab.dispatch import (
     DEFAULT_DELAY_LEVELS,
     KEY_SEPARATOR,
@@ -284,6 +285,15 @@ class Workload:
         delay_levels (1..18): levels drawn uniformly for delayed sends.
         delay_level_table (the broker default "1s 5s 10s 30s 1m ... 1h 2h"): messageDelayLevel.
 
+    Broker version
+        broker_version (None): the release whose store form the records take
+            (:mod:`rmqlab.brokerversion`), e.g. "4.9.4": its properties blocks end without
+            the final \\x02 for 4.9.1 to 5.1.x; IPv6 hosts need 4.6.0+. None: rmqlab's
+            default form (final \\x02 kept, as 4.9.0 and older and 5.2+ write it).
+        append_prop_crc (False): end every record's properties with the __CRC32# pair
+            (enabledAppendPropCRC, 5.2+; written by the CommitLog encoder, which needs the
+            record's bytes: the tables here hold the properties without it).
+
     >>> w = Workload(messages=1000, pattern="daily", transaction_fraction=0.1)
     >>> dataclasses.replace(w, seed=1).seed, w.pattern
     (1, 'daily')
@@ -344,6 +354,9 @@ class Workload:
     delay_fraction: float = 0.0
     delay_levels: tuple[int, ...] = tuple(range(1, 19))
     delay_level_table: str = DEFAULT_DELAY_LEVELS
+    # the broker's store form
+    broker_version: str | None = None
+    append_prop_crc: bool = False
 
     def __post_init__(self):
         for name in ("topics", "tags", "delay_levels", "topic_weights"):
@@ -409,6 +422,13 @@ def _validate(w: Workload) -> None:
              and sum(w.topic_weights) > 0, "topic_weights: one non-negative weight per topic, not all 0")
     count("queues_per_topic", 1, 1024)
     parse_host(w.broker_host)   # raises ValueError for bad text
+    facts = layout_facts(w.broker_version)   # BrokerVersionError (a ValueError) for a bad version
+    need(isinstance(w.append_prop_crc, bool), f"append_prop_crc must be a bool, got {w.append_prop_crc!r}")
+    need(not w.append_prop_crc or facts.prop_crc,
+         f"broker {facts.version} has no __CRC32# property (enabledAppendPropCRC comes in 5.2.0)")
+    need(facts.ipv6_hosts or (w.ipv6_fraction == 0 and len(parse_host(w.broker_host)[0]) == 4),
+         f"broker {facts.version} has no IPv6 hosts (they come in 4.6.0): ipv6_fraction must be 0 "
+         f"and broker_host IPv4")
     if w.cluster is not None:
         text("cluster", w.cluster)
     count("flag", -(2**31), 2**31 - 1)
@@ -637,6 +657,7 @@ class _PropertyBuilder:
                       "rqid": w.queues_per_topic + 1 if delayed else 1,
                       "haskeys": 2 if w.keyless_fraction > 0 else 1}
         tags, topics, uniq_on, cluster = w.tags, w.topics, w.uniq_key, w.cluster
+        self.drop_final_separator = not layout_facts(w.broker_version).final_property_separator
 
         def frag(name: str, f: dict) -> str:
             v = {"CLUSTER": cluster,
@@ -712,7 +733,10 @@ class _PropertyBuilder:
                 args.append(inp[2].take(pa.array(code)))
         # a null free-text column (no UNIQ_KEY / no KEYS) adds nothing; its NAME\x01 and \x02
         # come from the tables only when present
-        return pc.binary_join_element_wise(*args, "", null_handling="replace", null_replacement="")
+        block = pc.binary_join_element_wise(*args, "", null_handling="replace", null_replacement="")
+        if self.drop_final_separator:   # values hold no \x02: only the final separator goes
+            block = pc.utf8_rtrim(block, characters="\x02")
+        return block
 
 
 class _MonthStarts:

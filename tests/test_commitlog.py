@@ -311,8 +311,10 @@ def test_unparseable_properties(tmp_path):
         list(cl.iter_messages(p))
     assert (e.value.offset, e.value.field) == (len(good), "PROPERTIES")
     with pytest.raises(FormatError) as e:
-        cl.parse_properties(b"A\x01b")
-    assert e.value.field == "PROPERTIES"
+        cl.parse_properties(b"A\x01b\x02NOSEP")
+    assert (e.value.field, e.value.offset) == ("PROPERTIES", None)
+    # a last pair without its \x02 is how brokers 4.9.1 to 5.1.x store every block: no damage
+    assert cl.parse_properties(b"A\x01b") == {"A": "b"}
 
 
 def test_torn_tail_cut_at_every_byte(tmp_path):

@@ -108,7 +108,8 @@ def test_reencode_is_byte_identical(data):
 
 def test_columns_equal_iterator(data):
     df = cl.read_columns(DIR, check_crc=True)
-    assert list(df.columns) == list(cl.COLUMNS) + ["crc_ok"]
+    assert list(df.columns) == list(cl.COLUMNS) + ["crc_ok", "prop_crc_ok"]
+    assert df["prop_crc_ok"].isna().all()   # written before 5.2: no __CRC32# property
     msgs = list(cl.iter_messages(DIR))
     assert len(df) == len(msgs)
     for row, m in zip(df.itertuples(index=False), msgs):

@@ -59,8 +59,18 @@ PROP_PROBLEM_BLOCKS = {
     "PROP_EMPTY_PAIR": b"\x02",
     "PROP_NO_SEPARATOR": b"name\x02",
     "PROP_EMPTY_NAME": b"\x01value\x02",
-    "PROP_UNTERMINATED": b"name\x01value",
 }
+
+
+@pytest.mark.parametrize("block", [b"name\x01value", b"a\x01x\x02name\x01value", b"a\x01x\x02name\x01"])
+def test_a_last_pair_without_its_separator_is_no_problem_in_c_or_python(block):
+    # brokers 4.9.1 to 5.1.x write the block without its final \x02
+    starts, lengths = np.zeros(1, np.int64), np.array([len(block)], np.int64)
+    value_starts, value_lengths = np.empty(1, np.int64), np.empty(1, np.int64)
+    assert _records.find_props(block, starts, lengths, (b"name",), value_starts, value_lengths) is None
+    assert property_problem(block) is None
+    want = (-1, -1) if block.endswith(b"\x01") else (block.index(b"value"), 5)
+    assert (int(value_starts[0]), int(value_lengths[0])) == want
 
 
 def test_records_exports_exactly_the_commitlog_layouts_and_codes():

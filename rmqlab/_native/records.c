@@ -491,7 +491,6 @@ enum {
     PROP_EMPTY_PAIR = 1,    /* two separators in a row (or a block starting with \x02) */
     PROP_NO_SEPARATOR = 2,  /* a pair without \x01 */
     PROP_EMPTY_NAME = 3,    /* a pair starting with \x01 */
-    PROP_UNTERMINATED = 4,  /* the block does not end with \x02 */
 };
 
 #define MAX_NAMES 16
@@ -502,10 +501,12 @@ enum {
  * Splits every block on \x02 and each pair on its first \x01, as
  * MessageDecoder.string2messageProperties does; for each wanted name stores where its value
  * starts and how long it is (-1 when absent). A later pair of the same name replaces an earlier
- * one (a HashMap put), and a pair with an empty value is skipped, as in Java. Unlike Java, which
- * silently skips malformed pairs, a block with a malformed pair or without the final \x02 that
- * every encoder writes stops the scan: the first such row is returned with the offset of the
- * bad pair inside the block and a problem code. Rows after it are left unfilled. */
+ * one (a HashMap put), and a pair with an empty value is skipped, as in Java. The last pair ends
+ * at the block's end with or without its \x02: brokers 4.9.1 to 5.1.x drop that separator
+ * (messageProperties2String) and their parser reads the last pair up to the end of the string.
+ * Unlike Java, which silently skips malformed pairs, a block with a malformed pair stops the
+ * scan: the first such row is returned with the offset of the bad pair inside the block and a
+ * problem code. Rows after it are left unfilled. */
 static PyObject *find_props(PyObject *self, PyObject *args) {
     Py_buffer b, s, l, vs, vl;
     PyObject *names;
@@ -566,10 +567,6 @@ static PyObject *find_props(PyObject *self, PyObject *args) {
                 int64_t kvi = (int64_t)(kv - blk);
                 if (kvi == at) {
                     problem = PROP_EMPTY_NAME;
-                    break;
-                }
-                if (sep == NULL) {
-                    problem = PROP_UNTERMINATED;
                     break;
                 }
                 if (e > kvi + 1) { /* Java skips a pair whose value is empty */
@@ -643,7 +640,6 @@ static const struct {
     NAMED(STOP_END), NAMED(STOP_BLANK), NAMED(STOP_BLANK_SIZE), NAMED(STOP_SHORT), NAMED(STOP_MAGIC),
     NAMED(STOP_PAST_END), NAMED(STOP_TOO_SMALL), NAMED(STOP_LIMIT),
     NAMED(PROP_OK), NAMED(PROP_EMPTY_PAIR), NAMED(PROP_NO_SEPARATOR), NAMED(PROP_EMPTY_NAME),
-    NAMED(PROP_UNTERMINATED),
 };
 #undef NAMED
 

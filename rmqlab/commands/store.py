@@ -54,6 +54,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--collision-pairs", type=int, default=0, help="pairs of keys with equal String.hashCode")
     p.add_argument("--transaction-fraction", type=float, default=0.0)
     p.add_argument("--delay-fraction", type=float, default=0.0)
+    p.add_argument("--broker-version", default=None, metavar="X.Y.Z",
+                   help="write the store form of this RocketMQ release (e.g. 4.9.4: properties without the "
+                        "final \\x02); default: rmqlab's own form (final \\x02 kept, as 4.9.0- and 5.2+)")
+    p.add_argument("--append-prop-crc", action="store_true",
+                   help="end every record's properties with __CRC32# (enabledAppendPropCRC, 5.2+)")
     p.set_defaults(run=_generate)
     p = ssub.add_parser("recover", help="after a crash: cut torn tails, fix ConsumeQueues, rebuild the index "
                                         "from the last consistent point (writes only inside DIR)")
@@ -126,7 +131,8 @@ def _generate(args) -> int:
     try:
         w = Workload(messages=args.messages, seed=args.seed, topics=tuple(args.topics.split(",")), rate=args.rate,
                      pattern=args.pattern, collision_pairs=args.collision_pairs,
-                     transaction_fraction=args.transaction_fraction, delay_fraction=args.delay_fraction)
+                     transaction_fraction=args.transaction_fraction, delay_fraction=args.delay_fraction,
+                     broker_version=args.broker_version, append_prop_crc=args.append_prop_crc)
     except ValueError as e:   # the workload checks its own ranges; a usage error here
         print(f"rmqlab: error: {e}", file=sys.stderr)
         return 2

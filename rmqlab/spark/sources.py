@@ -213,7 +213,7 @@ class WorkloadSource(Source):
         self.chunk_messages = int(chunk_messages)
         w = workload
         sample = generate(w.replace(messages=max(1, min(w.messages, self.SAMPLE_MESSAGES)), drain=False))
-        mean = float(record_sizes(sample, self.file_size).mean())
+        mean = float(record_sizes(sample, self.file_size, append_prop_crc=w.append_prop_crc).mean())
         per_file = max(1, int((self.file_size - 8) // mean))
         n = max(1, math.ceil(w.messages / per_file))
         gap = 0.005 + 4.0 / math.sqrt(per_file)
@@ -240,7 +240,9 @@ class WorkloadSource(Source):
         left = piece.messages
         for table in generate_chunks(piece.workload, self.chunk_messages, bodies=body):
             table = table.slice(0, left)
-            sizes = record_sizes(table, self.file_size)
+            # the workload's tables hold the broker version's properties form already; the
+            # __CRC32# pair is only reserved for here (its digits need the encoded record)
+            sizes = record_sizes(table, self.file_size, append_prop_crc=piece.workload.append_prop_crc)
             phy, spans, end = place_records(sizes, cur, self.file_size)
             rolled = [s for s in spans if s[5]]
             if rolled:

@@ -10,7 +10,7 @@ import numpy as np
 from rmqlab.dispatch import message_tags_codes
 from rmqlab.errors import FormatError, GeometryError, RmqlabError, TruncatedFileError
 from rmqlab.formats import commitlog as cl
-from rmqlab.formats.commitlog.columns import columns_frame, scan_file
+from rmqlab.formats.commitlog.columns import PROP_CRC_MISMATCH, columns_frame, prop_crc_states, scan_file
 from rmqlab.verify.common import (
     OFFSET_FILE_NAME,
     add_problem,
@@ -170,8 +170,8 @@ def _crc_check(U: np.ndarray, pos: np.ndarray, sys_flag: np.ndarray, stored: np.
 
 def _commitlog_file_checks(rep: FileReport, f: cl.StoreFile, rr: cl.ReadReport, cols: dict, pos: np.ndarray,
                            used: int, blank: bool, last: bool, crc_buf) -> None:
-    """Damage, torn tail, end-of-file blank, PHYSICALOFFSET and (with `crc_buf`) BODYCRC of one
-    walked file; problems go to `rep`."""
+    """Damage, torn tail, end-of-file blank, PHYSICALOFFSET and (with `crc_buf`) BODYCRC and the
+    __CRC32# property of one walked file; problems go to `rep`."""
     p = str(f.path)
     for d in rr.damage:
         rep.problems.append(make_problem("commitlog.record", FormatError,
@@ -214,6 +214,19 @@ def _commitlog_file_checks(rep: FileReport, f: cl.StoreFile, rr: cl.ReadReport, 
                             p, int(pos[k]), "BODYCRC", count=c)
 
         add_problem(rep.problems, first_problem(~good, make_crc))
+        U = np.frombuffer(crc_buf, np.uint8)
+        prop_crc = prop_crc_states(U, pos, cols["total_size"].astype(np.int64), cols["version"],
+                                   cols["sys_flag"].astype(np.int64))
+        del U
+
+        def make_prop_crc(k, c):
+            return make_problem("commitlog.prop-crc", FormatError,
+                                f"the __CRC32# property does not match the record: the broker (5.2+, "
+                                f"forceVerifyPropCRC) wants it > 0 and equal to CRC32(the record's first "
+                                f"{int(cols['total_size'][k]) - cl.CRC32_RESERVED_LEN} bytes) & 0x7FFFFFFF",
+                                p, int(pos[k]), "PROPERTIES", count=c)
+
+        add_problem(rep.problems, first_problem(prop_crc == PROP_CRC_MISMATCH, make_prop_crc))
 
 
 def scan_commitlog(path: Path, file_size: int | None, check_crc: bool) -> tuple[list[FileReport], Messages, dict]:

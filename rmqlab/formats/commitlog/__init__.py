@@ -30,10 +30,16 @@ Facts settled from the Java source:
   messages are written with QUEUEOFFSET 0 and advance nothing.
 * **Version.** v2 (2-byte topic length) is chosen when the topic is longer than 127 bytes
   (``autoMessageVersionOnTopicLen``); the v1 length byte is read back signed.
-* **__CRC32#** (``enabledAppendPropCRC``, 5.x): the properties get a trailing
+* **Properties separator.** Brokers 4.9.1 to 5.1.x write the block without its final ``\\x02``
+  (``messageProperties2String``); every reader accepts both forms, as the broker's
+  ``string2messageProperties`` does. Which version writes which form: :mod:`rmqlab.brokerversion`.
+* **__CRC32#** (``enabledAppendPropCRC``, 5.2+): the properties get a trailing
   ``__CRC32#\\x01dddddddddd\\x02`` (20 bytes) whose ten digits are ``CRC32(record bytes before
   them) & 0x7FFFFFFF`` written *least significant digit first*; any old ``__CRC32#`` is removed
   first and a ``\\x02`` added when the block does not end with one. See ``append_prop_crc``.
+  Readers check it when present (``Message.prop_crc_ok``, the ``prop_crc_ok`` column of
+  ``read_columns(check_crc=True)``; ``rmqlab verify`` reports a mismatch) by the broker's rule
+  with forceVerifyPropCRC: CRC32 of the record's bytes before its last 20, read in 5.2.0 and 5.3.1.
 
 Readers: :func:`read_message` (one record), :func:`iter_messages` (pure Python, readable model
 of every check), :func:`read_columns` / :func:`read_at` (columnar: the C walk of
@@ -74,6 +80,7 @@ from rmqlab.formats.commitlog.encode import (
     place_records,
     prop_crc_value,
     record_sizes,
+    stored_properties,
 )
 from rmqlab.formats.commitlog.files import StoreFile, min_offset, store_files
 from rmqlab.formats.commitlog.layout import (
@@ -116,7 +123,10 @@ from rmqlab.formats.commitlog.records import (
     ReadReport,
     iter_messages,
     parse_properties,
+    prop_crc_expected,
+    prop_crc_matches,
     properties_block,
+    property_pairs,
     read_message,
     walk_py,
 )
@@ -129,7 +139,8 @@ __all__ = [
     "message_length", "parse_properties", "properties_block", "read_message", "iter_messages",
     "read_columns", "read_at", "store_files", "min_offset", "max_offset", "walk_py",
     "encode_message", "encode_messages", "record_sizes", "place_records", "EncodedBatch", "EncodedFile",
-    "CommitLogWriter", "MessageStream", "blank_record", "prop_crc_value",
+    "CommitLogWriter", "MessageStream", "blank_record", "prop_crc_value", "prop_crc_expected", "prop_crc_matches",
+    "property_pairs", "stored_properties",
     "BORNHOST_V6_FLAG", "STOREHOSTADDRESS_V6_FLAG", "COMPRESSED_FLAG", "PROPERTY_CRC32", "CRC32_RESERVED_LEN",
     "STOP_END", "STOP_BLANK", "STOP_BLANK_SIZE", "STOP_SHORT", "STOP_MAGIC", "STOP_PAST_END", "STOP_TOO_SMALL",
     "STOP_LIMIT", "WALK_STOPS", "PROPERTY_PROBLEMS",

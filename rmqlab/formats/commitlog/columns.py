@@ -14,6 +14,7 @@ from rmqlab.formats.commitlog.layout import (
     BLANK,
     BORNHOST_V6_FLAG,
     COLUMNS,
+    CRC32_RESERVED_LEN,
     HEAD,
     IPV4_SIZE,
     IPV6_SIZE,
@@ -22,6 +23,7 @@ from rmqlab.formats.commitlog.layout import (
     MIN_MESSAGE_SIZE,
     PORT,
     PROPERTIES_LEN,
+    PROPERTY_CRC32,
     PROPERTY_PROBLEMS,
     STOP_BLANK,
     STORE_TIME,
@@ -35,6 +37,7 @@ from rmqlab.formats.commitlog.records import (
     check_head,
     classify_stop,
     decode_text,
+    prop_crc_expected,
     read_message,
     record_damage,
 )
@@ -173,6 +176,56 @@ def _check_fields(U, P, total, magic, sys_flag):
     return bad_row, bad_field, bad_reason, spans
 
 
+#: PROP_CRC_STATES codes: no __CRC32# property, its CRC does not match, it matches
+PROP_CRC_ABSENT, PROP_CRC_MISMATCH, PROP_CRC_MATCH = -1, 0, 1
+_JAVA_INT = 1 << 32
+
+
+def _prop_crc_from_values(U, P: np.ndarray, total: np.ndarray, vs: np.ndarray, vl: np.ndarray) -> np.ndarray:
+    """PROP_CRC_* code of each record at P, given where its ``__CRC32#`` value starts and how
+    long it is (vs < 0: absent), by the broker's rule (:func:`records.prop_crc_expected`)."""
+    n = len(P)
+    state = np.full(n, PROP_CRC_ABSENT, np.int8)
+    present = np.flatnonzero(vs >= 0)
+    if not len(present):
+        return state
+    expected = np.zeros(len(present), np.int64)
+    ten = vl[present] == 10
+    if ten.any():   # the ten digits every broker writes: parsed for all such rows at once
+        digits = U[vs[present[ten]][:, None] + np.arange(10, dtype=np.int64)].astype(np.int64) - 0x30
+        x = np.zeros(int(ten.sum()), np.int64)
+        for k in range(9, -1, -1):   # Java int arithmetic: wraps at 32 bits
+            x = (x * 10 + digits[:, k] + (1 << 31)) % _JAVA_INT - (1 << 31)
+        expected[ten] = x
+    for j in np.flatnonzero(~ten):
+        r = present[j]
+        expected[j] = prop_crc_expected(decode_text(U[vs[r]:vs[r] + vl[r]].tobytes()))
+    crc = np.empty(len(present), np.uint32)
+    _records.crc32_spans(U, np.ascontiguousarray(P[present], np.int64),
+                         np.ascontiguousarray(total[present] - CRC32_RESERVED_LEN, np.int64), crc)
+    ok = (expected > 0) & ((crc & 0x7FFFFFFF).astype(np.int64) == expected)
+    state[present] = np.where(ok, PROP_CRC_MATCH, PROP_CRC_MISMATCH)
+    return state
+
+
+def prop_crc_states(U: np.ndarray, P: np.ndarray, total: np.ndarray, version: np.ndarray,
+                    sys_flag: np.ndarray) -> np.ndarray:
+    """For message records at positions P of a file's bytes U (checked by the walk and the field
+    checks): -1 without a ``__CRC32#`` property, 0 when its CRC does not match, 1 when it does
+    (int8), as ``CommitLog.checkMessageAndReturnSize`` checks it with forceVerifyPropCRC.
+    Cost: one property scan and one CRC32 of each record that has the property."""
+    P = np.asarray(P, np.int64)
+    total = np.asarray(total, np.int64)
+    magic = np.where(np.asarray(version) == 1, MAGIC_V1, MAGIC_V2)
+    _, _, _, s = _check_fields(U, P, total, magic, np.asarray(sys_flag, np.int64))
+    vs = np.empty(len(P), np.int64)
+    vl = np.empty(len(P), np.int64)
+    if len(P):
+        _records.find_props(U, np.ascontiguousarray(P + s["o_props"]), np.ascontiguousarray(s["plen"]),
+                            (PROPERTY_CRC32.encode(),), vs, vl)
+    return _prop_crc_from_values(U, P, total, vs, vl)
+
+
 def _decode_positions(U, P: np.ndarray, f: StoreFile, *, body: bool, check_crc: bool):
     """Decode the message records at positions P (heads already checked) of one mapped file.
     Returns (columns dict of the good prefix, Damage or None for the first bad record)."""
@@ -187,12 +240,13 @@ def _decode_positions(U, P: np.ndarray, f: StoreFile, *, body: bool, check_crc: 
     dmg = None if bad_row < 0 else \
         Damage(path, int(P[bad_row]), f.start_offset + int(P[bad_row]), bad_field, bad_reason)
     # properties: check the blocks and find the wanted values (stops at the first bad block)
-    k = len(WANTED_PROPERTIES)
+    wanted = WANTED_PROPERTIES + ((PROPERTY_CRC32.encode(),) if check_crc else ())
+    k = len(wanted)
     vs = np.empty(limit * k, np.int64)
     vl = np.empty(limit * k, np.int64)
     pst = np.ascontiguousarray((P + s["o_props"])[:limit])
     pln = np.ascontiguousarray(s["plen"][:limit])
-    res = _records.find_props(U, pst, pln, WANTED_PROPERTIES, vs, vl) if limit else None
+    res = _records.find_props(U, pst, pln, wanted, vs, vl) if limit else None
     if res is not None:
         row, at, problem = res
         dmg = Damage(path, int(P[row]), f.start_offset + int(P[row]), "PROPERTIES",
@@ -258,6 +312,8 @@ def _decode_positions(U, P: np.ndarray, f: StoreFile, *, body: bool, check_crc: 
     cols["body_crc"] = H["body_crc"].astype(np.int32)
     if check_crc:
         cols["crc_ok"] = np.ones(limit, bool)
+        state = _prop_crc_from_values(U, P, H["total_size"].astype(np.int64), vs[:, 4], vl[:, 4])
+        cols["prop_crc_ok"] = np.array([None, False, True], dtype=object)[state + 1]
     return cols, dmg, P
 
 
@@ -290,10 +346,10 @@ def scan_file(buf, f: StoreFile, *, last: bool, check_crc: bool, report: ReadRep
 def columns_frame(parts: list[dict], body: bool, check_crc: bool):
     import pandas as pd
 
-    names = [c for c in COLUMNS if body or c != "body"] + (["crc_ok"] if check_crc else [])
+    names = [c for c in COLUMNS if body or c != "body"] + (["crc_ok", "prop_crc_ok"] if check_crc else [])
     if not parts:
         empty = {c: np.empty(0, dtype=object if c in ("topic", "born_host", "store_host", "body", "properties",
-                                                      "keys", "uniq_key", "tags") else
+                                                      "keys", "uniq_key", "tags", "prop_crc_ok") else
                             (bool if c == "crc_ok" else np.int64)) for c in names}
         return pd.DataFrame(empty, columns=names)
     data = {c: (parts[0][c] if len(parts) == 1 else np.concatenate([p[c] for p in parts])) for c in names}
@@ -303,8 +359,11 @@ def columns_frame(parts: list[dict], body: bool, check_crc: bool):
 def read_columns(path_or_dir: str | os.PathLike, *, body: bool = True, check_crc: bool = False,
                  on_error: Literal["raise", "report"] = "raise", start_offset: int = 0):
     """Every message of a CommitLog file or ``commitlog/`` folder as a pandas DataFrame, one row a
-    message in offset order, columns :data:`COLUMNS` (``crc_ok`` added when `check_crc`; ``body``
-    left out when `body` is False).
+    message in offset order, columns :data:`COLUMNS` (``crc_ok`` and ``prop_crc_ok`` added when
+    `check_crc`; ``body`` left out when `body` is False). ``prop_crc_ok`` is None for a record
+    without a ``__CRC32#`` property (5.2+ brokers with enabledAppendPropCRC write one), else
+    whether it matches the record (:func:`rmqlab.formats.commitlog.records.prop_crc_expected`);
+    a mismatch is shown, not treated as damage (``rmqlab verify`` reports it).
 
     Built on ``rmqlab._records.walk`` (the TOTALSIZE chain in C) and NumPy gathers of every field
     (no Python loop per message); text columns go through pyarrow. The :class:`ReadReport`

@@ -7,6 +7,7 @@ from typing import Any
 import numpy as np
 
 from rmqlab import _records
+from rmqlab.brokerversion import BrokerVersion, LayoutFacts, layout_facts
 from rmqlab.dispatch import assign_queue_offsets
 from rmqlab.formats.commitlog.layout import (
     BLANK,
@@ -67,26 +68,69 @@ def _strip_prop_crc(block: bytes) -> bytes:
     return b"".join(p + b"\x02" for p in kept) + tail
 
 
+_CRC_PAIR_PREFIX = PROPERTY_CRC32.encode() + b"\x01"
+
+
+def _version_form(broker_version: str | BrokerVersion | None,
+                  append_prop_crc: bool | None) -> tuple[LayoutFacts, bool]:
+    """The layout facts of `broker_version` and whether to write ``__CRC32#`` (None: that
+    version's default). Raises ValueError when that version cannot write it."""
+    facts = layout_facts(broker_version)
+    crc = facts.prop_crc_default if append_prop_crc is None else bool(append_prop_crc)
+    if crc and not facts.prop_crc:
+        raise ValueError(f"broker {facts.version} has no __CRC32# property (enabledAppendPropCRC "
+                         f"comes in 5.2.0)")
+    return facts, crc
+
+
+def stored_properties(block: bytes, broker_version: str | BrokerVersion | None = None) -> bytes:
+    """The properties block as a broker of `broker_version` stores it: 4.9.1 to 5.1.x drop the
+    final ``\\x02`` of ``messageProperties2String``; other versions (and None) keep it.
+
+    >>> stored_properties(b"KEYS\\x01k\\x02", "4.9.4"), stored_properties(b"KEYS\\x01k\\x02", "5.2.0")
+    (b'KEYS\\x01k', b'KEYS\\x01k\\x02')
+    """
+    if not layout_facts(broker_version).final_property_separator and block.endswith(b"\x02"):
+        return block[:-1]
+    return block
+
+
+def _check_version_rules(facts: LayoutFacts, topic_len: np.ndarray, version: np.ndarray, v6: np.ndarray) -> None:
+    """What a broker of `facts.version` cannot write: v2 records before 5.1.0 (and so topics
+    over 127 bytes), IPv6 hosts before 4.6.0."""
+    if not facts.magic_v2 and (version == 2).any():
+        raise ValueError(f"broker {facts.version} writes v1 records only (v2 magic comes in 5.1.0); "
+                         f"its topics are at most 127 bytes")
+    if not facts.ipv6_hosts and v6.any():
+        raise ValueError(f"broker {facts.version} has no IPv6 hosts (SYSFLAG's IPv6 bits come in 4.6.0)")
+
+
 def encode_message(*, topic: str, body: bytes = b"", queue_id: int = 0, flag: int = 0,
                    queue_offset: int = 0, phy_offset: int = 0, sys_flag: int = 0,
                    born_timestamp: int = 0, born_host: Any = "127.0.0.1:0", store_timestamp: int = 0,
                    store_host: Any = "127.0.0.1:0", reconsume_times: int = 0,
                    prepared_transaction_offset: int = 0,
                    properties: dict[str, str] | str | bytes | None = None, version: int | None = None,
-                   body_crc: int | None = None, append_prop_crc: bool = False) -> bytes:
+                   body_crc: int | None = None, append_prop_crc: bool | None = None,
+                   broker_version: str | BrokerVersion | None = None) -> bytes:
     """The bytes of one message record, as ``MessageExtEncoder`` + ``doAppend`` write them.
 
     `version` None picks v2 when the topic is longer than 127 bytes (else v1). SYSFLAG's IPv6
     bits 0x10 / 0x20 are set from the hosts' address family (an IPv4 host with the bit set is a
     ValueError). `body_crc` None computes ``CRC32(body) & 0x7FFFFFFF``; the body is written as
     given (compressed bodies included). `properties` is a dict (written in its order) or an
-    already serialised block. `append_prop_crc` mirrors ``enabledAppendPropCRC``. Cost: O(size).
+    already serialised block. `append_prop_crc` mirrors ``enabledAppendPropCRC`` (None: the
+    default of `broker_version`, off). `broker_version` ("4.9.4"; None: rmqlab's default form)
+    writes that broker's form (:mod:`rmqlab.brokerversion`): the properties block without its
+    final ``\\x02`` for 4.9.1 to 5.1.x, and a ValueError for what it cannot write (v2 records
+    before 5.1.0, IPv6 hosts before 4.6.0, ``__CRC32#`` before 5.2.0). Cost: O(size).
 
     >>> from rmqlab.formats.commitlog import read_message
     >>> rec = encode_message(topic="T", body=b"x", properties={"KEYS": "k"})
     >>> len(rec), read_message(rec, 0).keys
     (100, 'k')
     """
+    facts, append_prop_crc = _version_form(broker_version, append_prop_crc)
     topic_b = encode_text(topic)
     body = bytes(body)
     born_ip, born_port = parse_host(born_host)
@@ -97,12 +141,16 @@ def encode_message(*, topic: str, body: bytes = b"", queue_id: int = 0, flag: in
         elif sys_flag & bit:
             raise ValueError(f"sys_flag has the IPv6 {name}-host bit 0x{bit:X} but {name}_host is IPv4")
     if version is None:
-        version = 2 if len(topic_b) > 127 else 1
+        version = 2 if len(topic_b) > 127 and facts.magic_v2 else 1
     if version not in (1, 2):
         raise ValueError(f"version is 1 or 2, got {version!r}")
     if len(topic_b) > (127 if version == 1 else 32767):
         raise ValueError(f"topic of {len(topic_b)} bytes does not fit a v{version} TOPICLEN")
+    _check_version_rules(facts, np.array([len(topic_b)]), np.array([version]),
+                         np.array([len(born_ip) == IPV6_SIZE or len(store_ip) == IPV6_SIZE]))
     props = properties_block(properties)
+    if not facts.final_property_separator and props.endswith(b"\x02"):
+        props = props[:-1]
     if append_prop_crc:
         props = _strip_prop_crc(props)
         if props and not props.endswith(b"\x02"):
@@ -123,7 +171,7 @@ def encode_message(*, topic: str, body: bytes = b"", queue_id: int = 0, flag: in
     rec = b"".join(parts)
     if append_prop_crc:
         head = rec[:-CRC32_RESERVED_LEN]
-        rec = head + (PROPERTY_CRC32.encode() + b"\x01" + _crc_digits(compute_body_crc(head)) + b"\x02")
+        rec = head + (_CRC_PAIR_PREFIX + _crc_digits(compute_body_crc(head)) + b"\x02")
     return rec
 
 
@@ -246,26 +294,61 @@ class _Sizes:
     total: np.ndarray   # TOTALSIZE of each record, bytes
 
 
-def _record_sizes(table, file_size: int) -> _Sizes:
+def _stored_property_column(data: np.ndarray, offsets: np.ndarray, facts: LayoutFacts,
+                            crc: bool) -> tuple[np.ndarray, np.ndarray]:
+    """(data, offsets) of the properties column in the stored form of `facts`: the final
+    ``\\x02`` dropped (4.9.1 to 5.1.x), or, with `crc`, any ``__CRC32#`` pair removed, a final
+    ``\\x02`` added where missing and CRC32_RESERVED_LEN zero bytes reserved for the pair (as
+    ``DefaultAppendMessageCallback`` lays it out; the pair is written after the record)."""
+    if facts.final_property_separator and not crc:
+        return data, offsets
+    offsets = np.asarray(offsets, np.int64)
+    if crc and data.tobytes().find(_CRC_PAIR_PREFIX) >= 0:
+        # an old __CRC32# pair is rare: those rows go through the readable model
+        raw = data.tobytes()
+        rows = [_strip_prop_crc(raw[a:b]) for a, b in zip(offsets[:-1].tolist(), offsets[1:].tolist())]
+        data = np.frombuffer(b"".join(rows), np.uint8) if rows else np.empty(0, np.uint8)
+        offsets = np.zeros(len(rows) + 1, np.int64)
+        np.cumsum([len(r) for r in rows], out=offsets[1:])
+    plen = np.diff(offsets)
+    has = plen > 0
+    last = np.zeros(len(plen), np.uint8)
+    last[has] = data[offsets[1:][has] - 1]
+    ends_with_sep = has & (last == 2)
+    core = plen - (ends_with_sep if not facts.final_property_separator else 0)
+    add_sep = has & ~ends_with_sep if crc else np.zeros(len(plen), bool)
+    new_len = core + (add_sep + CRC32_RESERVED_LEN if crc else 0)
+    new_off = np.zeros(len(plen) + 1, np.int64)
+    np.cumsum(new_len, out=new_off[1:])
+    out = np.zeros(int(new_off[-1]), np.uint8)
+    if len(plen):
+        _records.copy_spans(out, np.ascontiguousarray(new_off[:-1]), data, np.ascontiguousarray(offsets[:-1]),
+                            np.ascontiguousarray(core, np.int64))
+    out[(new_off[:-1] + core)[add_sep]] = 2
+    return out, new_off
+
+
+def _record_sizes(table, file_size: int, facts: LayoutFacts, crc: bool) -> _Sizes:
     import pyarrow as pa
 
     n = table.num_rows
     topic_d, topic_o = _var_column(table, "topic", pa.large_binary(), n)
     body_d, body_o = _var_column(table, "body", pa.large_binary(), n)
-    prop_d, prop_o = _var_column(table, "properties", pa.large_binary(), n)
+    prop_d, prop_o = _stored_property_column(*_var_column(table, "properties", pa.large_binary(), n), facts, crc)
     topic_len = np.diff(topic_o)
     body_len = np.diff(body_o)
     plen = np.diff(prop_o)
     born = _host_table(table, "born_host", n)
     store = _host_table(table, "store_host", n)
     sys_flag, version, total = _check_sizes(table, n, topic_len, body_len, plen, born[1][born[3]],
-                                            store[1][store[3]], file_size)
+                                            store[1][store[3]], file_size, facts)
     return _Sizes((topic_d, topic_o, body_d, body_o, prop_d, prop_o), born, store, sys_flag, version, total)
 
 
-def _check_sizes(table, n, topic_len, body_len, plen, bw, sw, file_size):
+def _check_sizes(table, n, topic_len, body_len, plen, bw, sw, file_size, facts: LayoutFacts):
     """(sys_flag with the hosts' IPv6 bits, version, TOTALSIZE) of each record, after checking
-    that every field fits its width; bw / sw are the host address widths (4 or 16 bytes)."""
+    that every field fits its width and that the broker of `facts` could write it; bw / sw are
+    the host address widths (4 or 16 bytes)."""
     sys_flag = _int_column(table, "sys_flag", n)
     sys_flag = (sys_flag | np.where(bw == IPV6_SIZE, BORNHOST_V6_FLAG, 0)
                 | np.where(sw == IPV6_SIZE, STOREHOSTADDRESS_V6_FLAG, 0))
@@ -273,9 +356,10 @@ def _check_sizes(table, n, topic_len, body_len, plen, bw, sw, file_size):
             ((sw == IPV4_SIZE) & (sys_flag & STOREHOSTADDRESS_V6_FLAG != 0)).any():
         raise ValueError("sys_flag has an IPv6 host bit for an IPv4 host")
     version = _int_column(table, "version", n, 0)
-    version = np.where(version == 0, np.where(topic_len > 127, 2, 1), version)
+    version = np.where(version == 0, np.where((topic_len > 127) & facts.magic_v2, 2, 1), version)
     if ((version != 1) & (version != 2)).any():
         raise ValueError("version is 1 or 2")
+    _check_version_rules(facts, topic_len, version, (bw == IPV6_SIZE) | (sw == IPV6_SIZE))
     if (topic_len > np.where(version == 1, 127, 32767)).any():
         raise ValueError("a topic does not fit its version's TOPICLEN")
     if (plen > 32767).any():
@@ -306,19 +390,27 @@ def _host_widths(table, name, n) -> np.ndarray:
     return np.where(v6, IPV6_SIZE, IPV4_SIZE)
 
 
-def record_sizes(columns, file_size: int = DEFAULT_FILE_SIZE) -> np.ndarray:
+def record_sizes(columns, file_size: int = DEFAULT_FILE_SIZE, *, broker_version: str | BrokerVersion | None = None,
+                 append_prop_crc: bool | None = None) -> np.ndarray:
     """TOTALSIZE (bytes, int64) of each message's record, as :func:`encode_messages` would write
-    it, without encoding anything. `columns` as for :func:`encode_messages`. Cost: O(messages),
-    vectorized (the bodies are only measured, not read).
+    it, without encoding anything. `columns`, `broker_version` and `append_prop_crc` as for
+    :func:`encode_messages`. Cost: O(messages), vectorized (the bodies are only measured, not
+    read; the properties are read only for a version form that changes them).
 
     >>> record_sizes({"topic": ["T"], "body": [b"x" * 10]}).tolist() == [message_length(10, 1, 0)]
     True
     """
+    import pyarrow as pa
+
+    facts, crc = _version_form(broker_version, append_prop_crc)
     table = _to_table(columns)
     n = table.num_rows
     topic_len, body_len, plen = (_byte_lengths(table, name, n) for name in ("topic", "body", "properties"))
+    if crc or not facts.final_property_separator:
+        plen = np.diff(_stored_property_column(*_var_column(table, "properties", pa.large_binary(), n),
+                                               facts, crc)[1])
     return _check_sizes(table, n, topic_len, body_len, plen, _host_widths(table, "born_host", n),
-                        _host_widths(table, "store_host", n), file_size)[2]
+                        _host_widths(table, "store_host", n), file_size, facts)[2]
 
 
 def place_records(sizes: np.ndarray, start_offset: int = 0, file_size: int = DEFAULT_FILE_SIZE):
@@ -361,9 +453,28 @@ def place_records(sizes: np.ndarray, start_offset: int = 0, file_size: int = DEF
     return phy, spans, cur
 
 
+def _write_prop_crc_pairs(D: np.ndarray, starts: np.ndarray, total: np.ndarray) -> None:
+    """Fill the reserved last CRC32_RESERVED_LEN bytes of the records at `starts` of D with
+    ``__CRC32#\\x01`` + ten digits of CRC32(the record's bytes before them) & 0x7FFFFFFF, least
+    significant first, + ``\\x02`` (``MessageDecoder.createCrc32``)."""
+    starts = np.ascontiguousarray(starts, np.int64)
+    covered = np.ascontiguousarray(np.asarray(total, np.int64) - CRC32_RESERVED_LEN)
+    crc = np.empty(len(starts), np.uint32)
+    _records.crc32_spans(D, starts, covered, crc)
+    value = (crc & 0x7FFFFFFF).astype(np.int64)
+    pair = np.empty((len(starts), CRC32_RESERVED_LEN), np.uint8)
+    pair[:, :len(_CRC_PAIR_PREFIX)] = np.frombuffer(_CRC_PAIR_PREFIX, np.uint8)
+    for k in range(10):
+        pair[:, len(_CRC_PAIR_PREFIX) + k] = 0x30 + value % 10
+        value //= 10
+    pair[:, -1] = 2
+    D[(starts + covered)[:, None] + np.arange(CRC32_RESERVED_LEN, dtype=np.int64)] = pair
+
+
 def encode_messages(columns, start_offset: int = 0, file_size: int = DEFAULT_FILE_SIZE, *,
                     queue_table: dict[tuple[str, int], int] | None = None, row_base: int = 0,
-                    prior_phy_offsets: np.ndarray | None = None) -> EncodedBatch:
+                    prior_phy_offsets: np.ndarray | None = None, broker_version: str | BrokerVersion | None = None,
+                    append_prop_crc: bool | None = None) -> EncodedBatch:
     """Lay many messages out into CommitLog files, vectorized (NumPy placement, one C pass writing records and CRCs).
 
     `columns`: a pyarrow Table, pandas DataFrame or dict of sequences with the names of
@@ -375,11 +486,15 @@ def encode_messages(columns, start_offset: int = 0, file_size: int = DEFAULT_FIL
     :func:`rmqlab.dispatch.assign_queue_offsets` (from `queue_table`). ``prepared_index`` (row of the half
     message, -1 none; rows below `row_base` are looked up in `prior_phy_offsets`) sets
     ``prepared_transaction_offset`` to that row's phy offset. ``version`` defaults to v2 only
-    for topics over 127 bytes. Cost: O(total bytes), about a million small messages/s.
+    for topics over 127 bytes. `broker_version` and `append_prop_crc` as for
+    :func:`encode_message`: the stored form of that broker (the final ``\\x02`` of 4.9.1 to
+    5.1.x dropped; with `append_prop_crc` a ``__CRC32#`` pair ends every record's properties).
+    Cost: O(total bytes), about a million small messages/s.
     """
+    facts, crc = _version_form(broker_version, append_prop_crc)
     table = _to_table(columns)
     n = table.num_rows
-    sizes = _record_sizes(table, file_size)
+    sizes = _record_sizes(table, file_size, facts, crc)
     topic_d, topic_o, body_d, body_o, prop_d, prop_o = sizes.var
     b_ip, b_w, b_port, b_code = sizes.born
     s_ip, s_w, s_port, s_code = sizes.store
@@ -425,6 +540,8 @@ def encode_messages(columns, start_offset: int = 0, file_size: int = DEFAULT_FIL
         d = phy[a:b] - (fstart + pos)
         _records.encode_records(D, d, *[c[a:b] for c in rows_cols], *hosts,
                                 body_d, body_o[a:b + 1], topic_d, topic_o[a:b + 1], prop_d, prop_o[a:b + 1])
+        if crc and b > a:
+            _write_prop_crc_pairs(D, d, total[a:b])
         if full:
             D[used - pos:] = np.frombuffer(blank_record(file_size - used), np.uint8)
         files.append(EncodedFile(fstart, pos, D, full))

@@ -45,7 +45,8 @@ TOPIC_LEN_V2 = Layout("TopicLenV2", [("topic_len", "h", "TOPICLEN of a v2 record
 PROPERTIES_LEN = Layout("PropertiesLen", [
     ("properties_len", "h", "PROPERTIESLENGTH: bytes of PROPERTIES that follow (signed short)"),
 ])
-# PROPERTIES follows: "name\x01value\x02" per property, UTF-8.
+# PROPERTIES follows: "name\x01value\x02" per property, UTF-8; brokers 4.9.1 to 5.1.x leave out the
+# last \x02 (rmqlab.brokerversion).
 
 # End-of-file filler: TOTALSIZE = the bytes left in the file, then MAGICCODE; the rest is not written.
 BLANK = Layout("BlankRecord", [
@@ -76,7 +77,6 @@ from rmqlab._records import (  # noqa: E402  (kept beside the table that describ
     PROP_EMPTY_NAME,
     PROP_EMPTY_PAIR,
     PROP_NO_SEPARATOR,
-    PROP_UNTERMINATED,
     STOP_BLANK,
     STOP_BLANK_SIZE,
     STOP_END,
@@ -102,7 +102,6 @@ PROPERTY_PROBLEMS = {
     PROP_EMPTY_PAIR: "empty pair (two \\x02 in a row, or a block starting with \\x02)",
     PROP_NO_SEPARATOR: "a pair without the \\x01 name/value separator",
     PROP_EMPTY_NAME: "a pair with an empty name",
-    PROP_UNTERMINATED: "the block does not end with \\x02",
 }
 WANTED_PROPERTIES = (b"KEYS", b"UNIQ_KEY", b"TAGS", b"DELAY")
 

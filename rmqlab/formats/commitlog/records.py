@@ -18,6 +18,7 @@ from rmqlab.formats.commitlog.layout import (
     BLANK,
     BORNHOST_V6_FLAG,
     COMPRESSED_FLAG,
+    CRC32_RESERVED_LEN,
     HEAD,
     IPV4_SIZE,
     IPV6_SIZE,
@@ -29,8 +30,8 @@ from rmqlab.formats.commitlog.layout import (
     PROP_EMPTY_NAME,
     PROP_EMPTY_PAIR,
     PROP_NO_SEPARATOR,
-    PROP_UNTERMINATED,
     PROPERTIES_LEN,
+    PROPERTY_CRC32,
     PROPERTY_PROBLEMS,
     STOP_BLANK,
     STOP_BLANK_SIZE,
@@ -63,26 +64,67 @@ def encode_text(text: str) -> bytes:
     return text.encode("utf-8", "surrogateescape")
 
 
+def property_pairs(raw: bytes) -> list[bytes]:
+    """The ``name\\x01value`` pairs of a block, split on ``\\x02`` as
+    ``MessageDecoder.string2messageProperties`` splits them: the last pair ends at the block's end
+    whether or not a ``\\x02`` follows it (brokers 4.9.1 to 5.1.x leave that one out).
+
+    >>> property_pairs(b"A\\x01x\\x02B\\x01y"), property_pairs(b"A\\x01x\\x02B\\x01y\\x02")
+    ([b'A\\x01x', b'B\\x01y'], [b'A\\x01x', b'B\\x01y'])
+    """
+    pairs = raw.split(b"\x02")
+    if pairs[-1] == b"":   # the final separator (or an empty block): no pair after it
+        pairs.pop()
+    return pairs
+
+
 def property_problem(raw: bytes) -> tuple[int, int] | None:
     """(offset inside the block, problem code of :data:`PROPERTY_PROBLEMS`) of the first
     malformed pair, or None. The readable model of rmqlab._records.find_props' checks."""
-    at, n = 0, len(raw)
-    while at < n:
-        e = raw.find(b"\x02", at)
-        sep_found = e >= 0
-        if not sep_found:
-            e = n
-        if e == at:
+    at = 0
+    for pair in property_pairs(raw):
+        if not pair:
             return at, PROP_EMPTY_PAIR
-        kv = raw.find(b"\x01", at, e)
+        kv = pair.find(b"\x01")
         if kv < 0:
             return at, PROP_NO_SEPARATOR
-        if kv == at:
+        if kv == 0:
             return at, PROP_EMPTY_NAME
-        if not sep_found:
-            return at, PROP_UNTERMINATED
-        at = e + 1
+        at += len(pair) + 1
     return None
+
+
+def prop_crc_expected(value: str) -> int:
+    """The CRC a ``__CRC32#`` value stands for, read as the broker reads it
+    (``CommitLog.checkMessageAndReturnSize``): digits least significant first, each char minus
+    '0', in Java int arithmetic (wrapping at 32 bits). The broker accepts a record only when this
+    is > 0 and equals ``CRC32(record bytes before the last 20) & 0x7FFFFFFF``.
+
+    >>> prop_crc_expected("3210000000")
+    123
+    """
+    x = 0
+    for ch in reversed(value):
+        x = (x * 10 + ord(ch) - 0x30 + (1 << 31)) % (1 << 32) - (1 << 31)
+    return x
+
+
+def prop_crc_matches(record: bytes, properties: dict[str, str]) -> bool | None:
+    """None when `properties` has no ``__CRC32#``; else whether the broker's check passes: the
+    value read by :func:`prop_crc_expected` is > 0 and equals ``CRC32(record[:-20]) &
+    0x7FFFFFFF`` (the bytes before the reserved CRC32_RESERVED_LEN, wherever the pair sits).
+    Cost: one CRC32 of the record.
+
+    >>> from rmqlab.formats.commitlog import encode_message
+    >>> rec = encode_message(topic="T", properties={"KEYS": "k"}, append_prop_crc=True)
+    >>> prop_crc_matches(rec, read_message(rec, 0).properties)
+    True
+    """
+    value = properties.get(PROPERTY_CRC32)
+    if value is None:
+        return None
+    expected = prop_crc_expected(value)
+    return expected > 0 and compute_body_crc(bytes(record[:len(record) - CRC32_RESERVED_LEN])) == expected
 
 
 def parse_properties(raw: bytes, *, path: Any = None, offset: int | None = None) -> dict[str, str]:
@@ -90,11 +132,13 @@ def parse_properties(raw: bytes, *, path: Any = None, offset: int | None = None)
 
     Pairs are split on ``\\x02``, each on its first ``\\x01``; a later pair of the same name
     replaces an earlier one and pairs with an empty value are skipped (as Java's HashMap puts).
-    Java silently skips malformed pairs; here a malformed pair or a block not ending in ``\\x02``
-    raises :class:`FormatError` (field ``PROPERTIES``, `offset` = where the block starts plus
-    the bad pair's position). Cost: O(len(raw)).
+    The last pair may end without its ``\\x02``, as brokers 4.9.1 to 5.1.x write it. Java
+    silently skips malformed pairs; here a malformed pair raises :class:`FormatError` (field
+    ``PROPERTIES``, `offset` = where the block starts plus the bad pair's position). Cost: O(len(raw)).
 
     >>> parse_properties(b"KEYS\\x01a b\\x02TAGS\\x01t\\x02")
+    {'KEYS': 'a b', 'TAGS': 't'}
+    >>> parse_properties(b"KEYS\\x01a b\\x02TAGS\\x01t")     # a 4.9.1 to 5.1.x broker's block
     {'KEYS': 'a b', 'TAGS': 't'}
     """
     bad = property_problem(raw)
@@ -103,7 +147,7 @@ def parse_properties(raw: bytes, *, path: Any = None, offset: int | None = None)
         raise FormatError(f"unparseable property block: {PROPERTY_PROBLEMS[code]} at byte {at} of the block",
                           path=path, offset=None if offset is None else offset + at, field="PROPERTIES")
     out: dict[str, str] = {}
-    for pair in raw.split(b"\x02")[:-1]:
+    for pair in property_pairs(raw):
         name, _, value = pair.partition(b"\x01")
         if value:
             out[decode_text(name)] = decode_text(value)
@@ -178,6 +222,12 @@ class Message:
     def crc_ok(self) -> bool:
         """The broker's check: BODYLEN == 0 or CRC32(body) & 0x7FFFFFFF == BODYCRC."""
         return not self.body or compute_body_crc(self.body) == self.body_crc
+
+    @property
+    def prop_crc_ok(self) -> bool | None:
+        """None without a ``__CRC32#`` property (5.2+ enabledAppendPropCRC), else whether it
+        matches the record's bytes (:func:`prop_crc_matches`)."""
+        return prop_crc_matches(self.encode(), self.properties)
 
     @property
     def compressed(self) -> bool:

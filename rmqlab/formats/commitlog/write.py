@@ -6,10 +6,11 @@ from pathlib import Path
 
 import numpy as np
 
+from rmqlab.brokerversion import BrokerVersion
 from rmqlab.dispatch import next_queue_offsets
 from rmqlab.errors import FormatError
 from rmqlab.formats.commitlog.columns import read_columns
-from rmqlab.formats.commitlog.encode import EncodedBatch, encode_messages
+from rmqlab.formats.commitlog.encode import EncodedBatch, _version_form, encode_messages
 from rmqlab.formats.commitlog.files import store_files
 from rmqlab.formats.commitlog.layout import DEFAULT_FILE_SIZE
 from rmqlab.formats.commitlog.records import ReadReport
@@ -22,11 +23,16 @@ class CommitLogWriter:
     mapped files) and named by their start offset. Existing bytes are never rewritten: opening
     an existing folder walks its last file and resumes after its last message (or in the next
     file when it ends with the blank record); the queue-offset table is rebuilt from the
-    messages already stored (or given as `queue_table`). Use as a context manager.
+    messages already stored (or given as `queue_table`). `broker_version` and
+    `append_prop_crc` choose the stored form of every record appended (see
+    :func:`encode_messages`; None: rmqlab's default form). Use as a context manager.
     """
 
     def __init__(self, directory: str | os.PathLike, file_size: int = DEFAULT_FILE_SIZE, *,
-                 start_offset: int = 0, queue_table: dict[tuple[str, int], int] | None = None):
+                 start_offset: int = 0, queue_table: dict[tuple[str, int], int] | None = None,
+                 broker_version: str | BrokerVersion | None = None, append_prop_crc: bool | None = None):
+        _version_form(broker_version, append_prop_crc)   # a bad version fails before any file is touched
+        self.broker_version, self.append_prop_crc = broker_version, append_prop_crc
         self.dir = Path(directory)
         self.dir.mkdir(parents=True, exist_ok=True)
         self.file_size = int(file_size)
@@ -58,7 +64,8 @@ class CommitLogWriter:
         from the writer's first append."""
         prior = np.concatenate(self._phy_parts) if self._phy_parts else np.empty(0, np.int64)
         batch = encode_messages(columns, self.offset, self.file_size, queue_table=self.queue_table,
-                                row_base=self.rows_written, prior_phy_offsets=prior)
+                                row_base=self.rows_written, prior_phy_offsets=prior,
+                                broker_version=self.broker_version, append_prop_crc=self.append_prop_crc)
         for ef in batch.files:
             p = self._path(ef.start_offset)
             fd = os.open(p, os.O_RDWR | os.O_CREAT, 0o644)

@@ -1,0 +1,121 @@
+"""Which store layout facts apply to which RocketMQ broker version: one home for them.
+
+Each fact was settled by reading the broker's Java source at the release tags named beside it
+(``rocketmq-all-X.Y.Z`` of apache/rocketmq):
+
+* **Properties separator.** ``MessageDecoder.messageProperties2String`` writes
+  ``name\\x01value\\x02`` per property. 4.9.1 added ``sb.deleteCharAt(sb.length() - 1)``, so the
+  block loses its final ``\\x02``; 5.2.0 removed that line again (read at 4.9.0, 4.9.1, 4.9.4,
+  5.1.4, 5.2.0). ``string2messageProperties`` (4.9.1 onwards) reads the last pair up to the end
+  of the string either way, so every reader accepts both forms.
+* **__CRC32# property.** ``MessageStoreConfig.enabledAppendPropCRC`` and
+  ``CommitLog.CRC32_RESERVED_LEN`` come in 5.2.0 (off by default there and up to 5.3.x).
+* **Magic v2.** ``MessageVersion.MESSAGE_VERSION_V2`` (magic 0xDAA320AB, 2-byte TOPICLEN) and
+  ``autoMessageVersionOnTopicLen`` (default true: v2 for topics over 127 bytes) come in 5.1.0;
+  5.0.0 has v1 only, and 4.x neither the enum nor the magic.
+* **IPv6 hosts.** ``MessageSysFlag.BORNHOST_V6_FLAG`` / ``STOREHOSTADDRESS_V6_FLAG`` come in 4.6.0.
+* **ConsumeQueueExt** (``store/ConsumeQueueExt.java``, ``enableConsumeQueueExt`` default false)
+  exists from 4.x through 5.3.x; **BatchConsumeQueue** (``store/queue/BatchConsumeQueue.java``)
+  from 5.0.0; **light message queues** (``MultiDispatch``, ``INNER_MULTI_DISPATCH``) from 4.9.3.
+
+``None`` as a version everywhere means rmqlab's own default form: the final ``\\x02`` kept, no
+CRC property unless asked for, v2 for long topics, IPv6 allowed (a 5.2+ broker's form).
+
+>>> facts = layout_facts("4.9.4")
+>>> facts.final_property_separator, facts.prop_crc, facts.magic_v2, facts.ipv6_hosts
+(False, False, False, True)
+>>> layout_facts("5.3.1").prop_crc
+True
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+__all__ = ["BrokerVersion", "BrokerVersionError", "LayoutFacts", "parse_broker_version", "layout_facts",
+           "KNOWN_RANGE"]
+
+_FORM = re.compile(r"(?:rocketmq-all-|v)?(\d{1,3})\.(\d{1,3})\.(\d{1,3})")
+
+#: Releases whose layout facts this module knows: 4.0.0 up to (not including) 6.0.0.
+KNOWN_RANGE = ((4, 0, 0), (6, 0, 0))
+
+
+class BrokerVersionError(ValueError):
+    """A broker version string that is not ``MAJOR.MINOR.PATCH`` of a known release line."""
+
+
+@dataclass(frozen=True, order=True)
+class BrokerVersion:
+    """A RocketMQ release, compared as (major, minor, patch)."""
+
+    major: int
+    minor: int
+    patch: int
+
+    def __str__(self) -> str:
+        return f"{self.major}.{self.minor}.{self.patch}"
+
+
+def parse_broker_version(text: str | BrokerVersion) -> BrokerVersion:
+    """``"4.9.4"`` (also ``"rocketmq-all-4.9.4"`` or ``"v4.9.4"``) -> :class:`BrokerVersion`.
+
+    >>> parse_broker_version("5.3.1"), str(parse_broker_version("rocketmq-all-4.2.0"))
+    (BrokerVersion(major=5, minor=3, patch=1), '4.2.0')
+
+    Raises :class:`BrokerVersionError` for any other form and for releases outside
+    :data:`KNOWN_RANGE`.
+    """
+    if isinstance(text, BrokerVersion):
+        version = text
+    else:
+        m = _FORM.fullmatch(text.strip()) if isinstance(text, str) else None
+        if m is None:
+            raise BrokerVersionError(f"broker version {text!r} is not of the form MAJOR.MINOR.PATCH "
+                                     f"(e.g. 4.9.4 or 5.3.1)")
+        version = BrokerVersion(*(int(g) for g in m.groups()))
+    low, high = KNOWN_RANGE
+    if not low <= (version.major, version.minor, version.patch) < high:
+        raise BrokerVersionError(f"broker version {version}: the store layout is known for "
+                                 f"{'.'.join(map(str, low))} up to {high[0]}.x only")
+    return version
+
+
+@dataclass(frozen=True)
+class LayoutFacts:
+    """The store layout facts of one broker version (see the module docstring for sources)."""
+
+    version: BrokerVersion | None
+    final_property_separator: bool   # the properties block ends with \x02
+    prop_crc: bool                   # enabledAppendPropCRC exists (__CRC32# can be written)
+    prop_crc_default: bool           # ... and is on by default
+    magic_v2: bool                   # v2 records (2-byte TOPICLEN) for topics over 127 bytes
+    ipv6_hosts: bool                 # SYSFLAG's IPv6 host bits
+    consume_queue_ext: bool          # ConsumeQueueExt can be enabled (off by default)
+    batch_consume_queue: bool        # BatchConsumeQueue
+    light_message_queue: bool        # INNER_MULTI_DISPATCH / %LMQ%
+
+
+def layout_facts(version: str | BrokerVersion | None) -> LayoutFacts:
+    """The :class:`LayoutFacts` of a broker version; None gives rmqlab's default form.
+
+    >>> layout_facts(None).final_property_separator, layout_facts("4.9.0").final_property_separator
+    (True, True)
+
+    Raises :class:`BrokerVersionError` as :func:`parse_broker_version`.
+    """
+    if version is None:
+        return LayoutFacts(None, True, True, False, True, True, True, True, True)
+    v = parse_broker_version(version)
+    t = (v.major, v.minor, v.patch)
+    return LayoutFacts(
+        version=v,
+        final_property_separator=not (4, 9, 1) <= t < (5, 2, 0),
+        prop_crc=t >= (5, 2, 0),
+        prop_crc_default=False,
+        magic_v2=t >= (5, 1, 0),
+        ipv6_hosts=t >= (4, 6, 0),
+        consume_queue_ext=True,
+        batch_consume_queue=t >= (5, 0, 0),
+        light_message_queue=t >= (4, 9, 3),
+    )
