@@ -18,3 +18,19 @@ def spark():
     session = get_session()
     yield session
     session.stop()
+
+
+def require_real_data(path):
+    """`path` (real broker data under ../shared/real-data/) when it exists; else FAIL when the
+    environment variable CI is "true" (the oracle must be there) and skip with the reason
+    otherwise."""
+    import os
+    from pathlib import Path
+
+    path = Path(path)
+    if not path.exists():
+        reason = f"real data not found at {path} (../shared/real-data/ is outside the repository)"
+        if os.environ.get("CI") == "true":
+            pytest.fail(reason)
+        pytest.skip(reason)
+    return path

@@ -851,6 +851,9 @@ def _commitlog_records() -> list[bytes]:
         encode_message(topic="", body=b"", store_timestamp=1718000000200),
         encode_message(topic="T", body=b"z" * 40, sys_flag=0x1 | 0x4, properties={"TAGS": "t"},
                        append_prop_crc=True, store_timestamp=1718000000300),
+        # a 4.9.1 to 5.1.x broker's form: the properties block without its final \x02
+        encode_message(topic="TopicTest", body=b"494", properties={"KEYS": "k3", "TAGS": "TagB"},
+                       broker_version="4.9.4", store_timestamp=1718000000400),
     ]
 
 

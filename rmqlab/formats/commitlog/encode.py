@@ -334,7 +334,8 @@ def _record_sizes(table, file_size: int, facts: LayoutFacts, crc: bool) -> _Size
     n = table.num_rows
     topic_d, topic_o = _var_column(table, "topic", pa.large_binary(), n)
     body_d, body_o = _var_column(table, "body", pa.large_binary(), n)
-    prop_d, prop_o = _stored_property_column(*_var_column(table, "properties", pa.large_binary(), n), facts, crc)
+    prop_d, prop_o = _var_column(table, "properties", pa.large_binary(), n)
+    prop_d, prop_o = _stored_property_column(prop_d, prop_o, facts, crc)
     topic_len = np.diff(topic_o)
     body_len = np.diff(body_o)
     plen = np.diff(prop_o)
@@ -407,8 +408,8 @@ def record_sizes(columns, file_size: int = DEFAULT_FILE_SIZE, *, broker_version:
     n = table.num_rows
     topic_len, body_len, plen = (_byte_lengths(table, name, n) for name in ("topic", "body", "properties"))
     if crc or not facts.final_property_separator:
-        plen = np.diff(_stored_property_column(*_var_column(table, "properties", pa.large_binary(), n),
-                                               facts, crc)[1])
+        prop_d, prop_o = _var_column(table, "properties", pa.large_binary(), n)
+        plen = np.diff(_stored_property_column(prop_d, prop_o, facts, crc)[1])
     return _check_sizes(table, n, topic_len, body_len, plen, _host_widths(table, "born_host", n),
                         _host_widths(table, "store_host", n), file_size, facts)[2]
 
