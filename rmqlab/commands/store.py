@@ -6,6 +6,8 @@ import dataclasses
 import json
 import sys
 
+import pandas as pd
+
 from rmqlab.formats.indexfile import DEFAULT_HASH_SLOT_NUM, DEFAULT_INDEX_NUM, LONG_MAX
 from rmqlab.store import Store, generate_store
 from rmqlab.workload import PATTERNS
@@ -54,6 +56,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--collision-pairs", type=int, default=0, help="pairs of keys with equal String.hashCode")
     p.add_argument("--transaction-fraction", type=float, default=0.0)
     p.add_argument("--delay-fraction", type=float, default=0.0)
+    p.add_argument("--config-version", default=None, metavar="VERSION",
+                   help="also write config/ (topics, consumer offsets...) as broker VERSION does, e.g. 4.9.7")
     p.set_defaults(run=_generate)
     p = ssub.add_parser("recover", help="after a crash: cut torn tails, fix ConsumeQueues, rebuild the index "
                                         "from the last consistent point (writes only inside DIR)")
@@ -87,8 +91,20 @@ def _emit(args, obj, text: str) -> None:
 
 
 def _info(args) -> int:
-    info = _store(args).info()
-    _emit(args, info, "\n".join(f"{k:<22}{v}" for k, v in info.items()))
+    store = _store(args)
+    info = store.info()
+    text = "\n".join(f"{k:<22}{v}" for k, v in info.items())
+    progress = store.consumer_progress()
+    config = progress.attrs["config"]
+    info["config"] = config
+    info["consumer_progress"] = [{k: (None if v is pd.NA else v) for k, v in rec.items()}
+                                 for rec in progress.to_dict(orient="records")]
+    text += "\n" + "\n".join(f"config/{c['path'].rsplit('/', 1)[-1]}: {c['source']} ({c['reason']})"
+                              for c in config.values())
+    if len(progress):
+        text += "\n\nconsumer progress (committed offset, ConsumeQueue max offset, lag = max - committed):\n"
+        text += progress.to_string(index=False)
+    _emit(args, info, text)
     return 0
 
 
@@ -127,6 +143,10 @@ def _generate(args) -> int:
         w = Workload(messages=args.messages, seed=args.seed, topics=tuple(args.topics.split(",")), rate=args.rate,
                      pattern=args.pattern, collision_pairs=args.collision_pairs,
                      transaction_fraction=args.transaction_fraction, delay_fraction=args.delay_fraction)
+        if args.config_version is not None:
+            from rmqlab.formats.storeconfig_writer import shape_for
+
+            shape_for(args.config_version)
     except ValueError as e:   # the workload checks its own ranges; a usage error here
         print(f"rmqlab: error: {e}", file=sys.stderr)
         return 2
@@ -134,7 +154,8 @@ def _generate(args) -> int:
         if not args.json:
             print(f"\r{done:,} / {total:,} messages", end="", file=sys.stderr, flush=True)
     s = generate_store(args.dir, w, commitlog_file_size=args.commitlog_file_size, progress=progress,
-                       hash_slot_num=args.hash_slot_num, index_num=args.index_num)
+                       hash_slot_num=args.hash_slot_num, index_num=args.index_num,
+                       config_version=args.config_version)
     if not args.json:
         print(file=sys.stderr)
     info = s.info()

@@ -362,6 +362,12 @@ class _Checker:
         return DataVersion(got["timestamp"], got["counter"], got["stateVersion"])
 
 
+def _or_empty(v: Any) -> Any:
+    """A missing or null table is an empty one (fastjson leaves the field's default); any other
+    value goes on to the type check."""
+    return {} if v is None else v
+
+
 def _json_type(v: Any) -> str:
     if v is None:
         return "null"
@@ -383,7 +389,7 @@ def _split_key(key: str) -> tuple[str, str | None, str | None]:
 
 def _topics(ck: _Checker, root: dict) -> tuple[list[dict], dict]:
     rows = []
-    table = ck.obj(root.get("topicConfigTable") or {}, "topicConfigTable")
+    table = ck.obj(_or_empty(root.get("topicConfigTable")), "topicConfigTable")
     for name, v in table.items():
         where = _path("topicConfigTable", name)
         if v is None:
@@ -399,7 +405,7 @@ def _topics(ck: _Checker, root: dict) -> tuple[list[dict], dict]:
             raise ck.fail(_path(where, "topicFilterType"),
                           f"topicFilterType {tft!r} is not one of {_TOPIC_FILTER_TYPES}")
         topic_name = ck.string(tc.get("topicName", name), _path(where, "topicName"), "topicName")
-        attrs = ck.obj(tc.get("attributes") or {}, _path(where, "attributes"))
+        attrs = ck.obj(_or_empty(tc.get("attributes")), _path(where, "attributes"))
         for k, a in attrs.items():
             ck.string(a, _path(_path(where, "attributes"), k), "attribute value")
         rows.append({"topic": name, "topic_name": topic_name, "read_queue_nums": got["readQueueNums"],
@@ -412,7 +418,7 @@ def _topics(ck: _Checker, root: dict) -> tuple[list[dict], dict]:
 
 def _consumer_offsets(ck: _Checker, root: dict) -> tuple[list[dict], dict]:
     rows = []
-    table = ck.obj(root.get("offsetTable") or {}, "offsetTable")
+    table = ck.obj(_or_empty(root.get("offsetTable")), "offsetTable")
     for key, v in table.items():
         where = _path("offsetTable", key)
         if v is None:
@@ -423,7 +429,7 @@ def _consumer_offsets(ck: _Checker, root: dict) -> tuple[list[dict], dict]:
             rows.append({"key": key, "topic": topic, "group": group, "suffix": suffix,
                          "queue_id": ck.key_int(qkey, at, "queue id"),
                          "offset": ck.integer(off, at, "offset"), "table": "offsetTable"})
-    lmq = ck.obj(root.get("lmqOffsetTable") or {}, "lmqOffsetTable")
+    lmq = ck.obj(_or_empty(root.get("lmqOffsetTable")), "lmqOffsetTable")
     for key, off in lmq.items():   # LmqConsumerOffsetManager: one offset per key, reported as queue 0
         topic, group, suffix = _split_key(key)
         rows.append({"key": key, "topic": topic, "group": group, "suffix": suffix, "queue_id": 0,
@@ -436,7 +442,7 @@ def _consumer_offsets(ck: _Checker, root: dict) -> tuple[list[dict], dict]:
 
 def _delay_offsets(ck: _Checker, root: dict) -> tuple[list[dict], dict]:
     rows = []
-    for lkey, off in ck.obj(root.get("offsetTable") or {}, "offsetTable").items():
+    for lkey, off in ck.obj(_or_empty(root.get("offsetTable")), "offsetTable").items():
         at = _path("offsetTable", lkey)
         rows.append({"level": ck.key_int(lkey, at, "delay level"), "offset": ck.integer(off, at, "offset")})
     return rows, {}
@@ -444,7 +450,7 @@ def _delay_offsets(ck: _Checker, root: dict) -> tuple[list[dict], dict]:
 
 def _subscription_groups(ck: _Checker, root: dict) -> tuple[list[dict], dict]:
     rows = []
-    for name, v in ck.obj(root.get("subscriptionGroupTable") or {}, "subscriptionGroupTable").items():
+    for name, v in ck.obj(_or_empty(root.get("subscriptionGroupTable")), "subscriptionGroupTable").items():
         where = _path("subscriptionGroupTable", name)
         if v is None:
             continue
@@ -461,9 +467,9 @@ def _subscription_groups(ck: _Checker, root: dict) -> tuple[list[dict], dict]:
                 row[col] = ck.integer(raw, at, jname, *((INT_MIN, INT_MAX) if kind == "int" else (LONG_MIN, LONG_MAX)))
         rows.append(row)
     forbidden = []
-    for group, topics in ck.obj(root.get("forbiddenTable") or {}, "forbiddenTable").items():
+    for group, topics in ck.obj(_or_empty(root.get("forbiddenTable")), "forbiddenTable").items():
         where = _path("forbiddenTable", group)
-        for topic, bits in ck.obj(topics or {}, where).items():
+        for topic, bits in ck.obj(_or_empty(topics), where).items():
             forbidden.append({"group": group, "topic": topic,
                               "forbidden": ck.integer(bits, _path(where, topic), "forbidden", INT_MIN, INT_MAX)})
     return rows, {"forbidden": forbidden}

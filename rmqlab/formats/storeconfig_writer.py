@@ -49,7 +49,7 @@ def shape_for(broker_version: str) -> Shape:
     try:
         parts = tuple(int(p) for p in broker_version.split(".")[:2])
     except ValueError:
-        raise ValueError(f"broker_version must look like 4.9.7, got {broker_version!r}") from None
+        raise ValueError(f"a broker version looks like 4.9.7, got {broker_version!r}") from None
     if parts < (5,):
         return "4"
     return "5.0" if parts < (5, 1) else "5.1"
