@@ -94,16 +94,17 @@ def _info(args) -> int:
     store = _store(args)
     info = store.info()
     text = "\n".join(f"{k:<22}{v}" for k, v in info.items())
-    progress = store.consumer_progress()
-    config = progress.attrs["config"]
-    info["config"] = config
-    info["consumer_progress"] = [{k: (None if v is pd.NA else v) for k, v in rec.items()}
-                                 for rec in progress.to_dict(orient="records")]
-    text += "\n" + "\n".join(f"config/{c['path'].rsplit('/', 1)[-1]}: {c['source']} ({c['reason']})"
-                              for c in config.values())
-    if len(progress):
-        text += "\n\nconsumer progress (committed offset, ConsumeQueue max offset, lag = max - committed):\n"
-        text += progress.to_string(index=False)
+    if (store.root / "config").is_dir():   # a store without config/ shows what it always showed
+        progress = store.consumer_progress()
+        config = progress.attrs["config"]
+        info["config"] = config
+        info["consumer_progress"] = [{k: (None if v is pd.NA else v) for k, v in rec.items()}
+                                     for rec in progress.to_dict(orient="records")]
+        text += "\n" + "\n".join(f"config/{c['path'].rsplit('/', 1)[-1]}: {c['source']} ({c['reason']})"
+                                  for c in config.values())
+        if len(progress):
+            text += "\n\nconsumer progress (committed offset, ConsumeQueue max offset, lag = max - committed):\n"
+            text += progress.to_string(index=False)
     _emit(args, info, text)
     return 0
 
