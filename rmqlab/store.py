@@ -43,7 +43,7 @@ from rmqlab.formats.msgid import parse_offset_msg_id
 from rmqlab.indexservice import DEFAULT_MAX_MSGS_NUM_BATCH, IndexService
 from rmqlab.keyquery import MODES, KeyQuery, query_key
 
-__all__ = ["Store", "DispatchReport", "generate_store"]
+__all__ = ["Store", "DispatchReport", "generate_store", "write_simulated_config"]
 
 log = logging.getLogger(__name__)
 
@@ -300,6 +300,45 @@ class Store:
         result.attrs["explain"] = explain
         return result
 
+    def consumer_progress(self) -> pd.DataFrame:
+        """Each consumer group's progress per queue: the committed offset from
+        config/consumerOffset.json (loaded as the broker loads it, .bak fallback included)
+        against the queue's ConsumeQueue. ``lag`` = max_offset - committed (the broker's
+        "diff"). Flags: ``beyond_max`` (committed past the queue's end), ``behind_min``
+        (committed before the queue's first unit: those messages were deleted unconsumed),
+        ``unknown_queue`` (no ConsumeQueue folder: offsets, lag are missing),
+        ``no_subscription_group`` (the group has no subscriptionGroup.json entry).
+        ``result.attrs["config"]`` says which file each table came from.
+        Cost: the config files, and the ends of each queue named.
+        """
+        from rmqlab.formats.storeconfig import read_store_config
+
+        cfg = read_store_config(self.root)
+        offsets = cfg.consumer_offsets()
+        groups = set(cfg.subscription_groups()["group"])
+        known = set(self.queues())
+        ends: dict[tuple[str, int], tuple[int, int]] = {}
+        rows = []
+        for r in offsets.itertuples(index=False):
+            where = (r.topic, int(r.queue_id))
+            if where in known and where not in ends:
+                info = cq.read_queue_info(cq.queue_dir(self.root, r.topic, int(r.queue_id)),
+                                          self.consume_queue_file_size)
+                ends[where] = (info.min_offset, info.max_offset)
+            lo, hi = ends.get(where, (None, None))
+            rows.append({"group": r.group, "topic": r.topic, "queue_id": int(r.queue_id), "committed": int(r.offset),
+                         "min_offset": lo, "max_offset": hi, "lag": None if hi is None else hi - int(r.offset),
+                         "beyond_max": hi is not None and int(r.offset) > hi,
+                         "behind_min": lo is not None and int(r.offset) < lo,
+                         "unknown_queue": hi is None, "no_subscription_group": r.group not in groups})
+        cols = ["group", "topic", "queue_id", "committed", "min_offset", "max_offset", "lag", "beyond_max",
+                "behind_min", "unknown_queue", "no_subscription_group"]
+        out = pd.DataFrame(rows, columns=cols)
+        for c in ("min_offset", "max_offset", "lag"):
+            out[c] = out[c].astype("Int64")
+        out.attrs["config"] = cfg.as_dict()
+        return out
+
     def _store_time_of(self, phy_offsets: np.ndarray) -> np.ndarray:
         m = self.read_at(phy_offsets)
         got = dict(zip(m["phy_offset"], m["store_timestamp"]))
@@ -309,13 +348,16 @@ class Store:
 
 def generate_store(root: str | os.PathLike, workload, *, chunk_messages: int = 1_000_000,
                    commitlog_file_size: int = cl.DEFAULT_FILE_SIZE, dispatch: bool = True,
-                   progress=None, **store_options) -> Store:
+                   progress=None, config_version: str | None = None, **store_options) -> Store:
     """Write a complete store directory for a :class:`rmqlab.workload.Workload`: the CommitLog
     through :class:`commitlog.CommitLogWriter` chunk by chunk, then (with `dispatch`) the
     ConsumeQueue, index files and checkpoint through :meth:`Store.dispatch` -- the same format
     code that reads real stores. Deterministic: the same workload gives the same bytes.
     `progress(done, total)` is called after each chunk. Refuses a folder that already holds a
     CommitLog. Cost: about a million small messages/s for the CommitLog, then dispatch.
+    With `config_version` (a broker version such as "4.9.7") and `dispatch`, also writes
+    config/ in that version's shape with simulated consumer progress (see
+    :func:`write_simulated_config`); off by default.
     """
     from rmqlab.workload import generate_chunks
 
@@ -333,4 +375,35 @@ def generate_store(root: str | os.PathLike, workload, *, chunk_messages: int = 1
     store = Store(root, commitlog_file_size=commitlog_file_size, **store_options)
     if dispatch:
         store.dispatch()
+        if config_version is not None:
+            write_simulated_config(store, config_version, seed=workload.seed)
     return store
+
+
+def write_simulated_config(store: Store, broker_version: str, *, seed: int = 0) -> None:
+    """Write config/ for a dispatched store as a broker of `broker_version` would have it, with
+    simulated consumers: for each topic, group ``<topic>_consumer`` has committed a
+    seed-chosen share (0 to 100 %) of each queue, and ``<topic>_stale`` (no subscription group
+    config) half of queue 0; delayOffset.json holds each schedule queue's max offset. Every
+    file is persisted twice, so each has a .bak. Deterministic by `seed`.
+    """
+    import random
+
+    from rmqlab.formats.storeconfig_writer import write_store_config
+
+    rng = random.Random(seed)
+    queues: dict[str, dict[int, int]] = {}
+    for topic, qid in store.queues():
+        queues.setdefault(topic, {})[qid] = cq.read_queue_info(cq.queue_dir(store.root, topic, qid),
+                                                               store.consume_queue_file_size).max_offset
+    schedule = queues.pop("SCHEDULE_TOPIC_XXXX", {})
+    offsets = {}
+    for topic, ends in sorted(queues.items()):
+        offsets[f"{topic}@{topic}_consumer"] = {q: end * rng.randint(0, 100) // 100 for q, end in sorted(ends.items())}
+        first = min(ends)
+        offsets[f"{topic}@{topic}_stale"] = {first: ends[first] // 2}
+    info = store.info()
+    write_store_config(store.root, broker_version=broker_version, timestamp=info["last_store_timestamp"] or 0,
+                       persists=2, topics={t: len(e) for t, e in queues.items()}, consumer_offsets=offsets,
+                       delay_offsets={q + 1: end for q, end in schedule.items()},
+                       subscription_groups=[f"{t}_consumer" for t in queues])

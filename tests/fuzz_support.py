@@ -1415,11 +1415,72 @@ def _msgid_special(ch, seed: Seed) -> list[tuple]:
                                                          b"\xc3", "٣".encode())))]
 
 
+# ------------------------------------------------------------------------------- config JSON
+
+
+class StoreConfigTarget(Target):
+    """A store's config/ JSON (fastjson dialect): load_config_file with and without a .bak, for
+    each kind, and read_store_config's frames. Hostile edits: deep nesting, wrong types, huge
+    numbers, invalid UTF-8, bare keys, truncation (the generic ops)."""
+
+    name = "storeconfig"
+    mem_const = 4 << 20
+
+    def seeds(self, workdir: Path) -> list[Seed]:
+        from rmqlab.formats.storeconfig_writer import config_documents
+
+        out = []
+        for version in ("4.2.0", "5.3.1"):
+            docs = config_documents(broker_version=version, timestamp=1718000000000, topics={"T": 4, "%RETRY%G": 1},
+                                    consumer_offsets={"T@G": {0: 5, 1: 2**40}, "T@G@broadcast": {3: 0}},
+                                    delay_offsets={1: 7, 18: 0})
+            for name, text in docs.items():
+                data = text.encode("utf-8")
+                hot = [i for i, b in enumerate(data) if b in b'{}[]:,"'][:64]
+                out.append(Seed(f"{version}-{name}", data, [], hot, _config_special, {"file": name}))
+        return out
+
+    def run(self, rt, seed, data, ops, rng, heavy):
+        from rmqlab.formats import storeconfig as sc
+
+        d = rt.fresh_dir()
+        cfg = d / "config"
+        cfg.mkdir(exist_ok=True)
+        name = seed.meta["file"]
+        kind = {v: k for k, v in sc.CONFIG_FILES.items()}[name]
+        (cfg / name).write_bytes(data)
+        if rng.random() < 0.3:
+            (cfg / (name + ".bak")).write_bytes(data[: rng.randint(0, len(data))])
+        load = rt.call("load_config_file", sc.load_config_file, cfg / name, kind)
+        if load is not None:
+            rt.expect(load.source in ("file", "bak", "none"), "load_config_file", f"source {load.source!r}")
+        other = rng.choice([k for k in sc.KINDS if k != kind])
+        rt.call("load_config_file(other kind)", sc.load_config_file, cfg / name, other)
+        if heavy:
+            store_cfg = rt.call("read_store_config", sc.read_store_config, d)
+            if store_cfg is not None:
+                for frame in ("topics", "consumer_offsets", "delay_offsets", "subscription_groups"):
+                    rt.call(frame, getattr(store_cfg, frame))
+
+
+def _config_special(ch, seed: Seed) -> list[tuple]:
+    n = len(seed.data)
+    at = ch.pick(seed.hot) if seed.hot else 0
+    payload = ch.pick((b"[" * 5000, b"{" * 3000, b"9" * 5000, b"-9223372036854775809", b"1e999", b"1.5",
+                       b"\xff\xfe", b"\xc3", b"null", b"true", b'"x"', b"[]", b"{}", b"0:", b"abc:",
+                       b'"\\ud800"', b'"\\u12"', b"\x00", b"\xef\xbb\xbf", b",", b":"))
+    how = ch.int(0, 2)
+    if how == 0:
+        return [("insert", min(at, n), payload)]
+    if how == 1:
+        return [("write", min(at, max(n - 1, 0)), payload)]
+    return [("truncate", ch.int(0, n))]
+
 # ------------------------------------------------------------------------------- registry
 
 TARGETS: dict[str, Target] = {t.name: t for t in (
     IndexFileTarget(), ConsumeQueueTarget(), CommitLogTarget(), MessageTarget(), CheckpointTarget(),
-    OffsetIndexTarget(), TimeIndexTarget(), KafkaLogTarget(), MsgIdTarget())}
+    OffsetIndexTarget(), TimeIndexTarget(), KafkaLogTarget(), MsgIdTarget(), StoreConfigTarget())}
 
 
 def budget(default: int = 10_000) -> int:

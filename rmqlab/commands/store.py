@@ -6,9 +6,14 @@ import dataclasses
 import json
 import sys
 
+import pandas as pd
+
 from rmqlab.formats.indexfile import DEFAULT_HASH_SLOT_NUM, DEFAULT_INDEX_NUM, LONG_MAX
 from rmqlab.store import Store, generate_store
 from rmqlab.workload import PATTERNS
+
+# The config/ shape `store generate --config` writes without --broker-version: the newest known.
+DEFAULT_CONFIG_VERSION = "5.3.1"
 
 RESULT_COLUMNS = ["phy_offset", "store_timestamp", "topic", "keys", "uniq_key", "tags", "queue_id", "queue_offset"]
 
@@ -59,6 +64,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "final \\x02); default: rmqlab's own form (final \\x02 kept, as 4.9.0- and 5.2+)")
     p.add_argument("--append-prop-crc", action="store_true",
                    help="end every record's properties with __CRC32# (enabledAppendPropCRC, 5.2+)")
+    p.add_argument("--config", action="store_true",
+                   help="also write config/ (topics, consumer offsets, subscription groups) with simulated "
+                        f"consumers, in the shape --broker-version writes (default {DEFAULT_CONFIG_VERSION})")
     p.set_defaults(run=_generate)
     p = ssub.add_parser("recover", help="after a crash: cut torn tails, fix ConsumeQueues, rebuild the index "
                                         "from the last consistent point (writes only inside DIR)")
@@ -92,8 +100,21 @@ def _emit(args, obj, text: str) -> None:
 
 
 def _info(args) -> int:
-    info = _store(args).info()
-    _emit(args, info, "\n".join(f"{k:<22}{v}" for k, v in info.items()))
+    store = _store(args)
+    info = store.info()
+    text = "\n".join(f"{k:<22}{v}" for k, v in info.items())
+    if (store.root / "config").is_dir():   # a store without config/ shows what it always showed
+        progress = store.consumer_progress()
+        config = progress.attrs["config"]
+        info["config"] = config
+        info["consumer_progress"] = [{k: (None if v is pd.NA else v) for k, v in rec.items()}
+                                     for rec in progress.to_dict(orient="records")]
+        text += "\n" + "\n".join(f"config/{c['path'].rsplit('/', 1)[-1]}: {c['source']} ({c['reason']})"
+                                  for c in config.values())
+        if len(progress):
+            text += "\n\nconsumer progress (committed offset, ConsumeQueue max offset, lag = max - committed):\n"
+            text += progress.to_string(index=False)
+    _emit(args, info, text)
     return 0
 
 
@@ -133,6 +154,12 @@ def _generate(args) -> int:
                      pattern=args.pattern, collision_pairs=args.collision_pairs,
                      transaction_fraction=args.transaction_fraction, delay_fraction=args.delay_fraction,
                      broker_version=args.broker_version, append_prop_crc=args.append_prop_crc)
+        config_version = None
+        if args.config:
+            from rmqlab.formats.storeconfig_writer import shape_for
+
+            config_version = args.broker_version or DEFAULT_CONFIG_VERSION
+            shape_for(config_version)
     except ValueError as e:   # the workload checks its own ranges; a usage error here
         print(f"rmqlab: error: {e}", file=sys.stderr)
         return 2
@@ -140,7 +167,8 @@ def _generate(args) -> int:
         if not args.json:
             print(f"\r{done:,} / {total:,} messages", end="", file=sys.stderr, flush=True)
     s = generate_store(args.dir, w, commitlog_file_size=args.commitlog_file_size, progress=progress,
-                       hash_slot_num=args.hash_slot_num, index_num=args.index_num)
+                       hash_slot_num=args.hash_slot_num, index_num=args.index_num,
+                       config_version=config_version)
     if not args.json:
         print(file=sys.stderr)
     info = s.info()

@@ -1,0 +1,639 @@
+"""A broker's ``config/`` folder: topics, consumer offsets, delay offsets, subscription groups.
+
+Mirrors the broker's config managers, read at rocketmq-all-4.2.0, 4.9.7, 5.0.0, 5.1.0, 5.2.0 and
+5.3.1: ``common/.../ConfigManager.java`` (load / loadBak / persist), ``MixAll.string2File`` /
+``file2String``, ``DataVersion``, ``broker/.../TopicConfigManager`` with ``TopicConfig`` and
+``TopicConfigSerializeWrapper``, ``ConsumerOffsetManager`` (and 5.x ``LmqConsumerOffsetManager``),
+``SubscriptionGroupManager`` with ``SubscriptionGroupConfig``, and ``ScheduleMessageService`` with
+``DelayOffsetSerializeWrapper`` (store module in 4.x, broker module in 5.x).
+
+Files (``BrokerPathConfigHelper`` / ``StorePathConfigHelper``), each ``<root>/config/<name>``:
+
+=====================  ==========================================================================
+topics.json            ``topicConfigTable``: topic -> TopicConfig; ``dataVersion``
+consumerOffset.json    ``offsetTable``: "topic@group" -> {queueId: committed offset};
+                       5.0.0+ also ``dataVersion`` and the derived ``groupTopicMap``
+lmqConsumerOffset.json 5.x with enableLmq: the same plus ``lmqOffsetTable`` "topic@group" -> offset
+delayOffset.json       ``offsetTable``: delay level -> offset in SCHEDULE_TOPIC_XXXX's queue
+                       (level - 1); 5.0.0+ also ``dataVersion``
+subscriptionGroup.json ``subscriptionGroupTable``: group -> SubscriptionGroupConfig; ``dataVersion``;
+                       5.1.0+ ``forbiddenTable`` group -> {topic: bits}
+=====================  ==========================================================================
+
+Facts settled from the Java source:
+
+* **Writing** (``string2File``): the new text goes to ``<name>.tmp``; the *previous* main file's
+  text is copied to ``<name>.bak``; the main file is deleted and the tmp file renamed over it.
+  So ``.bak`` holds the state one persist older, and a crash can leave the main file missing.
+* **Loading** (``ConfigManager.load``): a main file that is missing or empty, or whose decode
+  throws, is replaced by the ``.bak``. A ``.bak`` that is missing or empty loads *nothing* and
+  the broker starts with empty tables (``loadBak`` returns true); a ``.bak`` that does not
+  decode makes ``load`` return false and the broker refuses to start. :func:`load_config_file`
+  reports which file was used and why, and raises only where the broker would fail.
+* **Text**: ``new String(bytes, UTF-8)`` replaces invalid UTF-8 rather than failing; so does
+  this reader (and says so in :attr:`ConfigLoad.utf8_replaced`).
+* **JSON dialect**: fastjson writes ``Map<Integer, Long>`` keys (queue ids, delay levels) bare:
+  ``{0:37960,1:37961}``, which is not JSON. :func:`parse_fastjson` accepts bare integer keys;
+  fastjson's ``prettyFormat`` indents with tabs and sorts bean fields by name; maps keep the
+  ConcurrentHashMap's order. A ``null`` document loads nothing (decode skips a null result).
+* **Shapes by version**: 4.x ``DataVersion`` is {counter, timestamp}; 5.0.0+ adds
+  ``stateVersion``; 5.0.0+ ``TopicConfig`` adds ``attributes``; 5.x ``SubscriptionGroupConfig``
+  adds ``consumeMessageOrderly``, ``groupRetryPolicy``, ``groupSysFlag``,
+  ``consumeTimeoutMinute``, ``subscriptionDataSet``, ``attributes``. Fields this module does not
+  know are kept out of the frames and listed in :attr:`ConfigLoad.unknown_fields` (newer brokers
+  add fields; fastjson ignores unknown ones too).
+* Offset keys are split as ``key.split("@")``: topic, group, and anything after a second ``@``
+  (5.x broadcast offsets are stored as "topic@group@broadcast") as ``suffix``.
+
+The reader is stricter than fastjson about types (a queue offset must be a JSON integer that
+fits a Java long; fastjson would also coerce "12" or 12.0): a value of another type is a
+:class:`~rmqlab.errors.FormatError` naming the file and the JSON path of the field, e.g.
+``offsetTable["abc@g"]["x"]`` (syntax errors also name the byte offset; after invalid UTF-8
+was replaced it counts the replaced text's bytes). Only 5.3's optional RocksDB
+config storage (``config/rocksdb*``) is not read. Nothing here writes.
+
+>>> import json, tempfile, pathlib
+>>> d = pathlib.Path(tempfile.mkdtemp())
+>>> _ = (d / "consumerOffset.json").write_text('{"offsetTable":{"T@G":{0:5,1:7}}}')
+>>> load = load_config_file(d / "consumerOffset.json", "consumer_offsets")
+>>> load.source, [(r["topic"], r["group"], r["queue_id"], r["offset"]) for r in load.rows]
+('file', [('T', 'G', 0, 5), ('T', 'G', 1, 7)])
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import pandas as pd
+
+from rmqlab.errors import FormatError
+
+__all__ = [
+    "CONFIG_FILES",
+    "KINDS",
+    "MAX_DEPTH",
+    "DataVersion",
+    "ConfigLoad",
+    "StoreConfig",
+    "parse_fastjson",
+    "decode_config",
+    "load_config_file",
+    "read_store_config",
+    "perm_text",
+]
+
+INT_MIN, INT_MAX = -(2**31), 2**31 - 1
+LONG_MIN, LONG_MAX = -(2**63), 2**63 - 1
+
+#: kind -> file name under ``<root>/config/``.
+CONFIG_FILES: dict[str, str] = {
+    "topics": "topics.json",
+    "consumer_offsets": "consumerOffset.json",
+    "lmq_consumer_offsets": "lmqConsumerOffset.json",
+    "delay_offsets": "delayOffset.json",
+    "subscription_groups": "subscriptionGroup.json",
+}
+KINDS = tuple(CONFIG_FILES)
+Kind = Literal["topics", "consumer_offsets", "lmq_consumer_offsets", "delay_offsets", "subscription_groups"]
+
+#: Nesting deeper than this is refused (the broker's files nest four levels at most).
+MAX_DEPTH = 64
+#: A number token longer than this cannot be a Java long or double the broker wrote.
+_MAX_NUMBER_CHARS = 40
+#: At most this many unknown field paths are listed per file.
+_MAX_UNKNOWN = 100
+
+# TopicConfig defaults: defaultReadQueueNums / defaultWriteQueueNums 16, perm PERM_READ|PERM_WRITE
+_TOPIC_DEFAULTS = {"readQueueNums": 16, "writeQueueNums": 16, "perm": 6, "topicFilterType": "SINGLE_TAG",
+                   "topicSysFlag": 0, "order": False}
+_TOPIC_FILTER_TYPES = ("SINGLE_TAG", "MULTI_TAG")
+# SubscriptionGroupConfig: field -> (frame column, kind, default); 5.x fields default to None in 4.x files
+_GROUP_FIELDS: dict[str, tuple[str, str, Any]] = {
+    "consumeEnable": ("consume_enable", "bool", True),
+    "consumeFromMinEnable": ("consume_from_min_enable", "bool", True),
+    "consumeBroadcastEnable": ("consume_broadcast_enable", "bool", True),
+    "consumeMessageOrderly": ("consume_message_orderly", "bool", False),
+    "retryQueueNums": ("retry_queue_nums", "int", 1),
+    "retryMaxTimes": ("retry_max_times", "int", 16),
+    "brokerId": ("broker_id", "long", 0),
+    "whichBrokerWhenConsumeSlowly": ("which_broker_when_consume_slowly", "long", 1),
+    "notifyConsumerIdsChangedEnable": ("notify_consumer_ids_changed_enable", "bool", True),
+    "groupSysFlag": ("group_sys_flag", "int", 0),
+    "consumeTimeoutMinute": ("consume_timeout_minute", "int", 15),
+}
+# fields the reader knows but keeps out of the frames (nested policies, derived tables)
+_GROUP_OPAQUE = ("groupName", "groupRetryPolicy", "subscriptionDataSet", "attributes")
+_ROOT_FIELDS: dict[str, tuple[str, ...]] = {
+    "topics": ("topicConfigTable", "dataVersion"),
+    "consumer_offsets": ("offsetTable", "dataVersion", "groupTopicMap", "lmqOffsetTable"),
+    "lmq_consumer_offsets": ("offsetTable", "dataVersion", "groupTopicMap", "lmqOffsetTable"),
+    "delay_offsets": ("offsetTable", "dataVersion"),
+    "subscription_groups": ("subscriptionGroupTable", "dataVersion", "forbiddenTable"),
+}
+
+
+def perm_text(perm: int) -> str:
+    """PermName.perm2String: ``R``/``W``/``X`` (inherit) or ``-`` for each of bits 4, 2 and 1.
+
+    >>> perm_text(6), perm_text(7), perm_text(4)
+    ('RW-', 'RWX', 'R--')
+    """
+    return ("R" if perm & 4 else "-") + ("W" if perm & 2 else "-") + ("X" if perm & 1 else "-")
+
+
+# ------------------------------------------------------------------------------- the JSON dialect
+
+
+_WS = re.compile(r"[ \t\n\r]*")
+_NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(\.[0-9]+)?([eE][-+]?[0-9]+)?")
+_BARE_KEY = re.compile(r"-?[0-9]+")
+_scanstring: Callable[..., tuple[str, int]] = json.decoder.scanstring  # type: ignore[attr-defined]
+
+
+class _Parser:
+    """fastjson's output: JSON plus bare integer object keys. Recursive descent with a depth
+    limit, so hostile nesting ends in a FormatError, never a RecursionError."""
+
+    def __init__(self, text: str, path: str | os.PathLike | None):
+        self.text = text
+        self.path = path
+
+    def error(self, pos: int, what: str, where: str) -> FormatError:
+        offset = len(self.text[:pos].encode("utf-8", "surrogatepass"))
+        return FormatError(what, path=self.path, offset=offset, field=where or "the document")
+
+    def ws(self, pos: int) -> int:
+        m = _WS.match(self.text, pos)
+        return m.end() if m else pos
+
+    def value(self, pos: int, where: str, depth: int) -> tuple[Any, int]:
+        text = self.text
+        pos = self.ws(pos)
+        if pos >= len(text):
+            raise self.error(pos, "the text ends where a value should start (truncated file?)", where)
+        c = text[pos]
+        if c == "{" or c == "[":
+            if depth >= MAX_DEPTH:
+                raise self.error(pos, f"nested deeper than {MAX_DEPTH} levels", where)
+            return (self.obj if c == "{" else self.array)(pos + 1, where, depth + 1)
+        if c == '"':
+            return self.string(pos, where)
+        for word, val in (("true", True), ("false", False), ("null", None)):
+            if text.startswith(word, pos):
+                return val, pos + len(word)
+        m = _NUMBER.match(text, pos)
+        if m is None:
+            raise self.error(pos, f"unexpected character {c!r}", where)
+        token = m.group()
+        if len(token) > _MAX_NUMBER_CHARS:
+            raise self.error(pos, f"number of {len(token)} characters: too long for a Java long or double", where)
+        if m.group(1) or m.group(2):
+            return float(token), m.end()
+        return int(token), m.end()
+
+    def string(self, pos: int, where: str) -> tuple[str, int]:
+        try:
+            return _scanstring(self.text, pos + 1, False)
+        except ValueError as e:
+            raise self.error(pos, f"bad string: {e}", where) from None
+
+    def obj(self, pos: int, where: str, depth: int) -> tuple[dict, int]:
+        text = self.text
+        out: dict[str, Any] = {}
+        pos = self.ws(pos)
+        if text.startswith("}", pos):
+            return out, pos + 1
+        while True:
+            pos = self.ws(pos)
+            if text.startswith('"', pos):
+                key, pos = self.string(pos, where)
+            else:
+                m = _BARE_KEY.match(text, pos)
+                if m is None or len(m.group()) > _MAX_NUMBER_CHARS:
+                    raise self.error(pos, "expected an object key (a string or a bare integer)", where)
+                key, pos = m.group(), m.end()
+            inner = _path(where, key)
+            pos = self.ws(pos)
+            if not text.startswith(":", pos):
+                raise self.error(pos, "expected ':' after the key", inner)
+            out[key], pos = self.value(pos + 1, inner, depth)   # fastjson: a repeated key's last value wins
+            pos = self.ws(pos)
+            if text.startswith(",", pos):
+                pos += 1
+            elif text.startswith("}", pos):
+                return out, pos + 1
+            else:
+                raise self.error(pos, "expected ',' or '}' in an object", where)
+
+    def array(self, pos: int, where: str, depth: int) -> tuple[list, int]:
+        text = self.text
+        out: list[Any] = []
+        pos = self.ws(pos)
+        if text.startswith("]", pos):
+            return out, pos + 1
+        while True:
+            item, pos = self.value(pos, f"{where}[{len(out)}]", depth)
+            out.append(item)
+            pos = self.ws(pos)
+            if text.startswith(",", pos):
+                pos += 1
+            elif text.startswith("]", pos):
+                return out, pos + 1
+            else:
+                raise self.error(pos, "expected ',' or ']' in an array", where)
+
+
+def _path(where: str, key: str) -> str:
+    return f"{where}[{json.dumps(key, ensure_ascii=False)}]" if where else key
+
+
+def parse_fastjson(text: str, *, path: str | os.PathLike | None = None) -> Any:
+    """The value of a config file's text: JSON plus fastjson's bare integer map keys (keys stay
+    strings). Cost: one pass over the text; nesting is limited to :data:`MAX_DEPTH`.
+
+    >>> parse_fastjson('{"offsetTable":{1:0,2:17}}')
+    {'offsetTable': {'1': 0, '2': 17}}
+
+    Raises FormatError (file, byte offset, JSON path) for text that is not this dialect.
+    """
+    p = _Parser(text, path)
+    value, pos = p.value(0, "", 0)
+    pos = p.ws(pos)
+    if pos != len(text):
+        raise p.error(pos, "text after the end of the document", "")
+    return value
+
+
+# ------------------------------------------------------------------------------- the shapes
+
+
+@dataclass(frozen=True)
+class DataVersion:
+    """DataVersion: when and how often the table changed (``stateVersion`` 5.0.0+)."""
+
+    timestamp: int | None
+    counter: int | None
+    state_version: int | None = None
+
+
+@dataclass
+class ConfigLoad:
+    """One config file as ConfigManager.load sees it.
+
+    ``source`` is ``"file"`` (the main file), ``"bak"`` (the main file was missing, empty or
+    did not decode: ``reason`` says which) or ``"none"`` (neither had data: the broker starts
+    with empty tables). ``rows`` are the frame rows of the kind; ``extra`` holds the tables that
+    are not the kind's main one (forbiddenTable rows).
+    """
+
+    kind: str
+    path: Path
+    source: Literal["file", "bak", "none"]
+    reason: str
+    used: Path | None = None
+    rows: list[dict[str, Any]] = field(default_factory=list)
+    data_version: DataVersion | None = None
+    unknown_fields: list[str] = field(default_factory=list)
+    utf8_replaced: bool = False
+    extra: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "path": str(self.path), "source": self.source, "reason": self.reason,
+                "used": None if self.used is None else str(self.used), "rows": len(self.rows),
+                "data_version": None if self.data_version is None else vars(self.data_version),
+                "unknown_fields": list(self.unknown_fields), "utf8_replaced": self.utf8_replaced}
+
+
+class _Checker:
+    """Typed field access with errors that name the file and the JSON path."""
+
+    def __init__(self, path: str | os.PathLike | None):
+        self.path = path
+        self.unknown: list[str] = []
+
+    def fail(self, where: str, what: str) -> FormatError:
+        return FormatError(what, path=self.path, field=where)
+
+    def obj(self, v: Any, where: str) -> dict:
+        if not isinstance(v, dict):
+            raise self.fail(where, f"expected an object, found {_json_type(v)}")
+        return v
+
+    def integer(self, v: Any, where: str, what: str, lo: int = LONG_MIN, hi: int = LONG_MAX) -> int:
+        if isinstance(v, bool) or not isinstance(v, int):
+            raise self.fail(where, f"{what} is not an integer ({_json_type(v)})")
+        if not lo <= v <= hi:
+            raise self.fail(where, f"{what} {v} does not fit a Java {'int' if hi == INT_MAX else 'long'}")
+        return v
+
+    def key_int(self, key: str, where: str, what: str, lo: int = INT_MIN, hi: int = INT_MAX) -> int:
+        if _BARE_KEY.fullmatch(key) is None or len(key) > _MAX_NUMBER_CHARS:
+            raise self.fail(where, f"{what} is not an integer")
+        return self.integer(int(key), where, what, lo, hi)
+
+    def boolean(self, v: Any, where: str, what: str) -> bool:
+        if not isinstance(v, bool):
+            raise self.fail(where, f"{what} is not true or false ({_json_type(v)})")
+        return v
+
+    def string(self, v: Any, where: str, what: str) -> str:
+        if not isinstance(v, str):
+            raise self.fail(where, f"{what} is not a string ({_json_type(v)})")
+        return v
+
+    def note_unknown(self, obj: dict, known, where: str) -> None:
+        for k in obj:
+            if k not in known and len(self.unknown) < _MAX_UNKNOWN:
+                self.unknown.append(_path(where, k))
+
+    def data_version(self, root: dict) -> DataVersion | None:
+        v = root.get("dataVersion")
+        if v is None:
+            return None
+        dv = self.obj(v, "dataVersion")
+        self.note_unknown(dv, ("timestamp", "counter", "stateVersion"), "dataVersion")
+        got = {k: (None if dv.get(k) is None else self.integer(dv[k], _path("dataVersion", k), k))
+               for k in ("timestamp", "counter", "stateVersion")}
+        return DataVersion(got["timestamp"], got["counter"], got["stateVersion"])
+
+
+def _or_empty(v: Any) -> Any:
+    """A missing or null table is an empty one (fastjson leaves the field's default); any other
+    value goes on to the type check."""
+    return {} if v is None else v
+
+
+def _json_type(v: Any) -> str:
+    if v is None:
+        return "null"
+    if isinstance(v, bool):
+        return "a boolean"
+    if isinstance(v, int):
+        return "an integer"
+    if isinstance(v, float):
+        return "a number with a fraction or exponent"
+    if isinstance(v, str):
+        return "a string"
+    return "an array" if isinstance(v, list) else "an object"
+
+
+def _split_key(key: str) -> tuple[str, str | None, str | None]:
+    parts = key.split("@")
+    return parts[0], parts[1] if len(parts) > 1 else None, "@".join(parts[2:]) if len(parts) > 2 else None
+
+
+def _topics(ck: _Checker, root: dict) -> tuple[list[dict], dict]:
+    rows = []
+    table = ck.obj(_or_empty(root.get("topicConfigTable")), "topicConfigTable")
+    for name, v in table.items():
+        where = _path("topicConfigTable", name)
+        if v is None:
+            continue
+        tc = ck.obj(v, where)
+        ck.note_unknown(tc, tuple(_TOPIC_DEFAULTS) + ("topicName", "attributes"), where)
+        got = {k: tc.get(k, d) for k, d in _TOPIC_DEFAULTS.items()}
+        for k in ("readQueueNums", "writeQueueNums", "perm", "topicSysFlag"):
+            got[k] = ck.integer(got[k], _path(where, k), k, INT_MIN, INT_MAX)
+        got["order"] = ck.boolean(got["order"], _path(where, "order"), "order")
+        tft = ck.string(got["topicFilterType"], _path(where, "topicFilterType"), "topicFilterType")
+        if tft not in _TOPIC_FILTER_TYPES:
+            raise ck.fail(_path(where, "topicFilterType"),
+                          f"topicFilterType {tft!r} is not one of {_TOPIC_FILTER_TYPES}")
+        topic_name = ck.string(tc.get("topicName", name), _path(where, "topicName"), "topicName")
+        attrs = ck.obj(_or_empty(tc.get("attributes")), _path(where, "attributes"))
+        for k, a in attrs.items():
+            ck.string(a, _path(_path(where, "attributes"), k), "attribute value")
+        rows.append({"topic": name, "topic_name": topic_name, "read_queue_nums": got["readQueueNums"],
+                     "write_queue_nums": got["writeQueueNums"], "perm": got["perm"],
+                     "perm_text": perm_text(got["perm"]),
+                     "topic_filter_type": tft, "topic_sys_flag": got["topicSysFlag"], "order": got["order"],
+                     "attributes": dict(attrs)})
+    return rows, {}
+
+
+def _consumer_offsets(ck: _Checker, root: dict) -> tuple[list[dict], dict]:
+    rows = []
+    table = ck.obj(_or_empty(root.get("offsetTable")), "offsetTable")
+    for key, v in table.items():
+        where = _path("offsetTable", key)
+        if v is None:
+            continue
+        topic, group, suffix = _split_key(key)
+        for qkey, off in ck.obj(v, where).items():
+            at = _path(where, qkey)
+            rows.append({"key": key, "topic": topic, "group": group, "suffix": suffix,
+                         "queue_id": ck.key_int(qkey, at, "queue id"),
+                         "offset": ck.integer(off, at, "offset"), "table": "offsetTable"})
+    lmq = ck.obj(_or_empty(root.get("lmqOffsetTable")), "lmqOffsetTable")
+    for key, off in lmq.items():   # LmqConsumerOffsetManager: one offset per key, reported as queue 0
+        topic, group, suffix = _split_key(key)
+        rows.append({"key": key, "topic": topic, "group": group, "suffix": suffix, "queue_id": 0,
+                     "offset": ck.integer(off, _path("lmqOffsetTable", key), "offset"), "table": "lmqOffsetTable"})
+    gtm = root.get("groupTopicMap")
+    if gtm is not None:
+        ck.obj(gtm, "groupTopicMap")
+    return rows, {}
+
+
+def _delay_offsets(ck: _Checker, root: dict) -> tuple[list[dict], dict]:
+    rows = []
+    for lkey, off in ck.obj(_or_empty(root.get("offsetTable")), "offsetTable").items():
+        at = _path("offsetTable", lkey)
+        rows.append({"level": ck.key_int(lkey, at, "delay level"), "offset": ck.integer(off, at, "offset")})
+    return rows, {}
+
+
+def _subscription_groups(ck: _Checker, root: dict) -> tuple[list[dict], dict]:
+    rows = []
+    for name, v in ck.obj(_or_empty(root.get("subscriptionGroupTable")), "subscriptionGroupTable").items():
+        where = _path("subscriptionGroupTable", name)
+        if v is None:
+            continue
+        g = ck.obj(v, where)
+        ck.note_unknown(g, tuple(_GROUP_FIELDS) + _GROUP_OPAQUE, where)
+        row: dict[str, Any] = {"group": name, "group_name": ck.string(g.get("groupName", name),
+                                                                    _path(where, "groupName"), "groupName")}
+        for jname, (col, kind, default) in _GROUP_FIELDS.items():
+            raw = g.get(jname, default)
+            at = _path(where, jname)
+            if kind == "bool":
+                row[col] = ck.boolean(raw, at, jname)
+            else:
+                row[col] = ck.integer(raw, at, jname, *((INT_MIN, INT_MAX) if kind == "int" else (LONG_MIN, LONG_MAX)))
+        rows.append(row)
+    forbidden = []
+    for group, topics in ck.obj(_or_empty(root.get("forbiddenTable")), "forbiddenTable").items():
+        where = _path("forbiddenTable", group)
+        for topic, bits in ck.obj(_or_empty(topics), where).items():
+            forbidden.append({"group": group, "topic": topic,
+                              "forbidden": ck.integer(bits, _path(where, topic), "forbidden", INT_MIN, INT_MAX)})
+    return rows, {"forbidden": forbidden}
+
+
+_DECODERS: dict[str, Callable[[_Checker, dict], tuple[list[dict], dict]]] = {
+    "topics": _topics, "consumer_offsets": _consumer_offsets, "lmq_consumer_offsets": _consumer_offsets,
+    "delay_offsets": _delay_offsets, "subscription_groups": _subscription_groups,
+}
+
+
+def decode_config(text: str, kind: str, *, path: str | os.PathLike | None = None
+                  ) -> tuple[list[dict], DataVersion | None, list[str], dict]:
+    """(rows, dataVersion, unknown field paths, extra tables) of one config text, as the
+    manager's ``decode`` would take it. Cost: one parse and one pass over the tables.
+
+    >>> rows, dv, unknown, _ = decode_config('{"offsetTable":{3:42},"version":2}', "delay_offsets")
+    >>> rows, dv, unknown
+    ([{'level': 3, 'offset': 42}], None, ['version'])
+
+    Raises FormatError naming the file and the JSON path of the first bad field; ValueError
+    for an unknown `kind`.
+    """
+    if kind not in _DECODERS:
+        raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
+    value = None if not text.strip() else parse_fastjson(text, path=path)
+    if value is None:   # fastjson returns null for "null": decode loads nothing
+        return [], None, [], {}
+    ck = _Checker(path)
+    root = ck.obj(value, "")
+    ck.note_unknown(root, _ROOT_FIELDS[kind], "")
+    dv = ck.data_version(root)
+    rows, extra = _DECODERS[kind](ck, root)
+    return rows, dv, ck.unknown, extra
+
+
+# ------------------------------------------------------------------------------- loading
+
+
+def _read_text(path: Path) -> tuple[str | None, bool, str]:
+    """MixAll.file2String: (text or None, invalid UTF-8 replaced, why None)."""
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return None, False, "missing"
+    except IsADirectoryError:
+        return None, False, "a directory, not a file"
+    if not data:
+        return None, False, "empty"
+    try:
+        return data.decode("utf-8"), False, ""
+    except UnicodeDecodeError:
+        return data.decode("utf-8", "replace"), True, ""
+
+
+def load_config_file(path: str | os.PathLike, kind: str) -> ConfigLoad:
+    """One config file with its ``.bak`` fallback, exactly as ConfigManager.load chooses.
+    Reads only. Cost: reads one or two small files.
+
+    >>> import tempfile, pathlib
+    >>> d = pathlib.Path(tempfile.mkdtemp())
+    >>> _ = (d / "delayOffset.json").write_text('{"offsetTable":{1:')        # torn by a crash
+    >>> _ = (d / "delayOffset.json.bak").write_text('{"offsetTable":{1:9}}')
+    >>> load = load_config_file(d / "delayOffset.json", "delay_offsets")
+    >>> load.source, load.rows
+    ('bak', [{'level': 1, 'offset': 9}])
+
+    Returns a :class:`ConfigLoad`. Raises FormatError when the broker's load would fail (the
+    main file unusable and the ``.bak`` present but undecodable); ValueError for a bad `kind`.
+    """
+    if kind not in _DECODERS:
+        raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
+    main = Path(path)
+    bak = main.with_name(main.name + ".bak")
+    text, replaced, why = _read_text(main)
+    main_error: FormatError | None = None
+    if text is not None:
+        try:
+            rows, dv, unknown, extra = decode_config(text, kind, path=main)
+            return ConfigLoad(kind, main, "file", "the main file decodes", main, rows, dv, unknown, replaced, extra)
+        except FormatError as e:
+            main_error = e
+            reason = f"{main.name} does not decode ({e}); the broker loads {bak.name}"
+    else:
+        reason = f"{main.name} is {why}; the broker loads {bak.name}"
+    btext, breplaced, bwhy = _read_text(bak)
+    if btext is None:
+        return ConfigLoad(kind, main, "none", f"{reason}, which is {bwhy}: the broker starts with empty tables")
+    try:
+        rows, dv, unknown, extra = decode_config(btext, kind, path=bak)
+    except FormatError as e:
+        if main_error is None:
+            raise
+        raise FormatError(f"{e.reason} (and {main.name} does not decode either: {main_error.reason}); "
+                          f"the broker's load fails", path=e.path, offset=e.offset, field=e.field) from None
+    return ConfigLoad(kind, main, "bak", reason, bak, rows, dv, unknown, breplaced, extra)
+
+
+_FRAME_COLUMNS: dict[str, list[str]] = {
+    "topics": ["topic", "topic_name", "read_queue_nums", "write_queue_nums", "perm", "perm_text",
+               "topic_filter_type", "topic_sys_flag", "order", "attributes"],
+    "consumer_offsets": ["topic", "group", "queue_id", "offset", "key", "suffix", "table"],
+    "delay_offsets": ["level", "offset"],
+    "subscription_groups": ["group", "group_name"] + [c for c, _, _ in _GROUP_FIELDS.values()],
+}
+
+
+class StoreConfig:
+    """Every config file of a store root, loaded as the broker loads them.
+
+    >>> import tempfile
+    >>> cfg = read_store_config(tempfile.mkdtemp())
+    >>> cfg.loads["topics"].source, len(cfg.consumer_offsets())
+    ('none', 0)
+    """
+
+    def __init__(self, root: str | os.PathLike, loads: dict[str, ConfigLoad]):
+        self.root = Path(root)
+        self.loads = loads
+
+    def _frame(self, kind: str, columns_of: str | None = None) -> pd.DataFrame:
+        rows = list(self.loads[kind].rows) if kind in self.loads else []
+        return pd.DataFrame(rows, columns=_FRAME_COLUMNS[columns_of or kind])
+
+    def topics(self) -> pd.DataFrame:
+        """topics.json: one row per topic (queue numbers, perm, filter type, flags, attributes)."""
+        return self._frame("topics")
+
+    def consumer_offsets(self) -> pd.DataFrame:
+        """consumerOffset.json (and lmqConsumerOffset.json when present): one row per
+        (topic@group key, queue id) with the committed offset, sorted by topic, group, queue."""
+        frames = [self._frame(k, "consumer_offsets") for k in ("consumer_offsets", "lmq_consumer_offsets")]
+        out = pd.concat([f for f in frames if len(f)] or frames[:1], ignore_index=True)
+        order = out.assign(_g=out["group"].fillna("")).sort_values(["topic", "_g", "queue_id"], kind="stable").index
+        return out.loc[order].reset_index(drop=True)
+
+    def delay_offsets(self) -> pd.DataFrame:
+        """delayOffset.json: one row per delay level with the offset in its schedule queue."""
+        return self._frame("delay_offsets").sort_values("level", ignore_index=True)
+
+    def subscription_groups(self) -> pd.DataFrame:
+        """subscriptionGroup.json: one row per consumer group's configuration."""
+        return self._frame("subscription_groups")
+
+    def as_dict(self) -> dict[str, Any]:
+        return {k: v.as_dict() for k, v in self.loads.items()}
+
+
+def read_store_config(root: str | os.PathLike) -> StoreConfig:
+    """The ``config/`` folder of the store at `root`, every file through :func:`load_config_file`
+    (the optional lmqConsumerOffset.json only when it or its .bak exists). Reads only. Cost: reads
+    the JSON files once.
+
+    >>> import tempfile
+    >>> sorted(read_store_config(tempfile.mkdtemp()).loads)
+    ['consumer_offsets', 'delay_offsets', 'subscription_groups', 'topics']
+
+    Raises FormatError where the broker's load of a file would fail.
+    """
+    folder = Path(root) / "config"
+    loads = {}
+    for kind, name in CONFIG_FILES.items():
+        p = folder / name
+        if kind == "lmq_consumer_offsets" and not (p.exists() or p.with_name(name + ".bak").exists()):
+            continue
+        loads[kind] = load_config_file(p, kind)
+    return StoreConfig(root, loads)

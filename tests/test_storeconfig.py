@@ -1,0 +1,214 @@
+"""config/ files: the broker's .bak fallback, every version's shape, typed errors with JSON
+paths, hypothesis round trips against a plain-dict model, and consumer progress against the
+ConsumeQueue. No real broker config files exist in the shared data: the shapes come from the
+broker source (see rmqlab.formats.storeconfig) and generated stores."""
+from __future__ import annotations
+
+import json
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from rmqlab.cli import main
+from rmqlab.errors import FormatError
+from rmqlab.formats import storeconfig as sc
+from rmqlab.formats import storeconfig_writer as sw
+from rmqlab.store import Store, generate_store
+from rmqlab.workload import Workload
+
+VERSIONS = ["4.2.0", "4.9.7", "5.0.0", "5.3.1"]
+
+# the shape a 5.x broker with broadcast consumers and enableLmq writes (fastjson, bare int keys)
+FIVE_X_OFFSETS = """{
+\t"dataVersion":{
+\t\t"counter":1448,
+\t\t"stateVersion":0,
+\t\t"timestamp":1736661762584
+\t},
+\t"groupTopicMap":{
+\t\t"g1":["t"]
+\t},
+\t"lmqOffsetTable":{"%LMQ%q@%LMQ%g":12},
+\t"offsetTable":{
+\t\t"t@g1":{0:37960,1:37961},
+\t\t"t@g2@broadcast":{0:100831},
+\t\t"%RETRY%g1@g1":{0:0}
+\t}
+}"""
+
+
+def write(path, text: str | bytes):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(text.encode() if isinstance(text, str) else text)
+    return path
+
+
+def test_five_x_offsets_shape(tmp_path):
+    load = sc.load_config_file(write(tmp_path / "consumerOffset.json", FIVE_X_OFFSETS), "consumer_offsets")
+    assert load.source == "file" and load.unknown_fields == []
+    assert load.data_version == sc.DataVersion(1736661762584, 1448, 0)
+    got = {(r["topic"], r["group"], r["suffix"], r["queue_id"], r["offset"], r["table"]) for r in load.rows}
+    assert got == {("t", "g1", None, 0, 37960, "offsetTable"), ("t", "g1", None, 1, 37961, "offsetTable"),
+                   ("t", "g2", "broadcast", 0, 100831, "offsetTable"), ("%RETRY%g1", "g1", None, 0, 0, "offsetTable"),
+                   ("%LMQ%q", "%LMQ%g", None, 0, 12, "lmqOffsetTable")}
+
+
+@pytest.mark.parametrize("main, bak, source", [
+    (None, '{"offsetTable":{1:9}}', "bak"),          # crash between delete and rename
+    ("", '{"offsetTable":{1:9}}', "bak"),            # empty main file
+    ('{"offsetTable":{1:', '{"offsetTable":{1:9}}', "bak"),   # torn main file
+    ('{"offsetTable":{1:8}}', '{"offsetTable":{1:9}}', "file"),
+    (None, None, "none"),
+    ("{oops", None, "none"),                        # loadBak: no .bak loads nothing, the broker starts
+    ("null", '{"offsetTable":{1:9}}', "file"),      # decode ignores a null document
+])
+def test_bak_fallback(tmp_path, main, bak, source):
+    p = tmp_path / "delayOffset.json"
+    if main is not None:
+        write(p, main)
+    if bak is not None:
+        write(tmp_path / "delayOffset.json.bak", bak)
+    load = sc.load_config_file(p, "delay_offsets")
+    assert load.source == source, load.reason
+    if source == "bak":
+        assert load.rows == [{"level": 1, "offset": 9}] and load.used.name == "delayOffset.json.bak"
+        assert "delayOffset.json" in load.reason
+
+
+def test_both_files_bad_is_the_brokers_load_failure(tmp_path):
+    write(tmp_path / "topics.json", "{")
+    write(tmp_path / "topics.json.bak", '{"topicConfigTable":[]}')
+    with pytest.raises(FormatError, match="load fails") as e:
+        sc.load_config_file(tmp_path / "topics.json", "topics")
+    assert e.value.path.endswith("topics.json.bak") and e.value.field == "topicConfigTable"
+
+
+@pytest.mark.parametrize("text, field, message", [
+    ('{"offsetTable":{"abc@g":{"x":1}}}', 'offsetTable["abc@g"]["x"]', "queue id is not an integer"),
+    ('{"offsetTable":{"abc@g":{0:1.5}}}', 'offsetTable["abc@g"]["0"]', "offset is not an integer"),
+    ('{"offsetTable":{"abc@g":{0:9223372036854775808}}}', 'offsetTable["abc@g"]["0"]', "does not fit a Java long"),
+    ('{"offsetTable":{"abc@g":{0:' + "9" * 100 + "}}}", 'offsetTable["abc@g"]["0"]', "too long"),
+    ('{"offsetTable":{"abc@g":{0:1}', "offsetTable", "truncated|expected"),
+    ('{"offsetTable":' + "[" * 500 + "]" * 500 + "}", "offsetTable", "nested deeper"),
+    ('{"offsetTable":"x"}', "offsetTable", "expected an object"),
+])
+def test_typed_errors_name_the_json_path(tmp_path, text, field, message):
+    with pytest.raises(FormatError, match=message) as e:
+        sc.decode_config(text, "consumer_offsets", path=tmp_path / "consumerOffset.json")
+    assert e.value.field.startswith(field) and e.value.path.endswith("consumerOffset.json")
+
+
+def test_invalid_utf8_is_replaced_as_java_does(tmp_path):
+    p = write(tmp_path / "subscriptionGroup.json", b'{"subscriptionGroupTable":{"g\xff":{"groupName":"g\xff"}}}')
+    load = sc.load_config_file(p, "subscription_groups")
+    assert load.utf8_replaced and load.rows[0]["group"] == "g\ufffd"
+
+
+def test_unknown_fields_are_tolerated_and_listed():
+    rows, _, unknown, _ = sc.decode_config('{"version":3,"topicConfigTable":{"T":{"readQueueNums":2,"newField":1}}}',
+                                           "topics")
+    assert unknown == ["version", 'topicConfigTable["T"]["newField"]']
+    assert rows[0]["read_queue_nums"] == 2 and rows[0]["write_queue_nums"] == 16   # Java default
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_each_version_shape(tmp_path, version):
+    sw.write_store_config(tmp_path, broker_version=version, timestamp=1718000000000, persists=2,
+                          topics={"T": 4}, consumer_offsets={"T@G": {0: 1, 3: 2}}, delay_offsets={2: 5})
+    shape = sw.shape_for(version)
+    offsets = json.loads((tmp_path / "config/consumerOffset.json").read_text().replace("{0:", '{"0":')
+                         .replace(",3:", ',"3":'))
+    assert ("dataVersion" in offsets) == (shape != "4")
+    groups = (tmp_path / "config/subscriptionGroup.json").read_text()
+    assert ("forbiddenTable" in groups) == (shape == "5.1")
+    assert ("stateVersion" in groups) == (shape != "4")
+    cfg = sc.read_store_config(tmp_path)
+    assert all(load.source == "file" and not load.unknown_fields for load in cfg.loads.values())
+    assert (tmp_path / "config/topics.json.bak").read_bytes() == (tmp_path / "config/topics.json").read_bytes()
+    assert cfg.topics()[["topic", "read_queue_nums", "perm_text"]].values.tolist() == [["T", 4, "RW-"]]
+    assert cfg.consumer_offsets()[["topic", "group", "queue_id", "offset"]].values.tolist() == [
+        ["T", "G", 0, 1], ["T", "G", 3, 2]]
+    assert cfg.delay_offsets().values.tolist() == [[2, 5]]
+    assert cfg.subscription_groups()["group"].tolist() == ["G"]
+
+
+names = st.text(st.sampled_from("abcXYZ09_-%"), min_size=1, max_size=8)
+
+
+@settings(max_examples=60, deadline=None)
+@given(version=st.sampled_from(VERSIONS),
+       model=st.dictionaries(st.tuples(names, names), st.dictionaries(st.integers(0, 2**31 - 1),
+                                                                      st.integers(-(2**63), 2**63 - 1), max_size=4),
+                             max_size=5),
+       delay=st.dictionaries(st.integers(-(2**31), 2**31 - 1), st.integers(-(2**63), 2**63 - 1), max_size=20))
+def test_round_trip_matches_a_plain_model(tmp_path_factory, version, model, delay):
+    root = tmp_path_factory.mktemp("cfg")
+    offsets = {f"{t}@{g}": q for (t, g), q in model.items()}
+    sw.write_store_config(root, broker_version=version, timestamp=0, consumer_offsets=offsets, delay_offsets=delay)
+    cfg = sc.read_store_config(root)
+    got = {(r.topic, r.group, r.queue_id, r.offset) for r in cfg.consumer_offsets().itertuples()}
+    assert got == {(t, g, q, o) for (t, g), qs in model.items() for q, o in qs.items()}
+    assert dict(cfg.delay_offsets().values.tolist()) == delay
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.binary(max_size=300))
+def test_hostile_bytes_answer_or_raise_typed(data):
+    try:
+        sc.decode_config(data.decode("utf-8", "replace"), "consumer_offsets", path="consumerOffset.json")
+    except FormatError as e:
+        assert e.path == "consumerOffset.json"
+
+
+@pytest.fixture(scope="module")
+def progress_store(tmp_path_factory):
+    root = tmp_path_factory.mktemp("store")
+    w = Workload(messages=2000, seed=5, topics=("A", "B"), rate=500, delay_fraction=0.05)
+    return generate_store(root, w, commitlog_file_size=65536, hash_slot_num=64, index_num=1024,
+                          config_version="5.3.1")
+
+
+def test_consumer_progress_against_the_consume_queue(progress_store):
+    p = progress_store.consumer_progress()
+    assert set(p["group"]) == {"A_consumer", "A_stale", "B_consumer", "B_stale"}
+    assert (p["lag"] == p["max_offset"] - p["committed"]).all() and (p["lag"] >= 0).all()
+    assert p.loc[p["group"].str.endswith("_stale"), "no_subscription_group"].all()
+    assert not p.loc[p["group"].str.endswith("_consumer"), "no_subscription_group"].any()
+    assert not p["beyond_max"].any() and not p["unknown_queue"].any()
+    assert p.attrs["config"]["consumer_offsets"]["source"] == "file"
+
+
+def test_consumer_progress_flags(tmp_path, progress_store):
+    import shutil
+
+    root = tmp_path / "s"
+    shutil.copytree(progress_store.root, root)
+    store = Store(root, commitlog_file_size=65536, hash_slot_num=64, index_num=1024)
+    end = int(store.consumer_progress().query("group == 'A_consumer' and queue_id == 0")["max_offset"].iloc[0])
+    (root / "config/consumerOffset.json").unlink()     # the broker falls back to the .bak
+    write(root / "config/consumerOffset.json.bak",
+          '{"offsetTable":{"A@A_consumer":{0:' + str(end + 5) + ',9:3},"Nope@A_consumer":{0:1}}}')
+    p = store.consumer_progress().set_index(["topic", "queue_id"])
+    assert p.attrs["config"]["consumer_offsets"]["source"] == "bak"
+    assert bool(p.loc[("A", 0), "beyond_max"]) and int(p.loc[("A", 0), "lag"]) == -5
+    assert bool(p.loc[("A", 9), "unknown_queue"]) and p.loc[("A", 9), "lag"] is __import__("pandas").NA
+    assert bool(p.loc[("Nope", 0), "unknown_queue"])
+
+
+def test_store_info_shows_progress(progress_store, capsys):
+    argv = ["store", "info", str(progress_store.root), "--hash-slot-num", "64", "--index-num", "1024",
+            "--commitlog-file-size", "65536"]
+    assert main([*argv, "--json"]) == 0
+    info = json.loads(capsys.readouterr().out)
+    assert {r["group"] for r in info["consumer_progress"]} == {"A_consumer", "A_stale", "B_consumer", "B_stale"}
+    assert info["config"]["topics"]["source"] == "file"
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "consumer progress" in out and "A_consumer" in out and "config/consumerOffset.json: file" in out
+
+
+def test_generate_rejects_a_bad_version(tmp_path, capsys):
+    assert main(["store", "generate", str(tmp_path / "s"), "--messages", "10", "--config",
+                 "--broker-version", "x.y"]) == 2
+    assert "MAJOR.MINOR.PATCH" in capsys.readouterr().err
