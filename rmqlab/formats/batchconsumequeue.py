@@ -306,8 +306,9 @@ class BatchConsumeQueue:
         return sum(s.count for s in self._live)
 
     def __len__(self) -> int:
-        """Message offsets covered: max_offset - min_offset (getMessageTotalInQueue), 0 when empty."""
-        return self.max_offset - self.min_offset if self.min_offset >= 0 else 0
+        """Message offsets covered: max_offset - min_offset (getMessageTotalInQueue); 0 when the
+        queue is empty or damaged so that max < min."""
+        return max(self.max_offset - self.min_offset, 0) if self.min_offset >= 0 else 0
 
     def _require_open(self) -> None:
         if self._closed:
