@@ -12,7 +12,15 @@ Mirrors, from the RocketMQ store (read in 4.9.7 and 5.x up to 5.3.3):
   and ``computeDeliverTimestamp`` (``ScheduleMessageService`` in 4.x, ``DefaultMessageStore``
   in 5.x): the tags code of a ConsumeQueue unit, ``TAGS.hashCode()`` or, for a delayed message
   waiting in ``SCHEDULE_TOPIC_XXXX``, its delivery time;
-* ``CommitLog``'s topicQueueTable: the QUEUEOFFSET a message is written with.
+* ``CommitLog``'s topicQueueTable: the QUEUEOFFSET a message is written with;
+* BatchConsumeQueue (5.0.0+; read at rocketmq-all-5.3.1, commit b122c8109d62):
+  ``QueueTypeUtils.getCQType`` (a topic is BatchCQ by its ``queue.type`` attribute),
+  ``CommitLog.setBatchSizeIfNeeded`` with ``DispatchRequest``'s defaults (a unit's base and
+  batch size) and ``CommitLog.getMessageNum`` (how far a message advances its queue);
+* light message queues (4.9.3+; read at rocketmq-all-4.9.3, c7989f8574, and 5.3.1):
+  ``MultiDispatchUtils.checkMultiDispatchQueue`` and ``ConsumeQueue.multiDispatchLmqQueue``
+  (the extra ConsumeQueue units of a message naming queues in ``INNER_MULTI_DISPATCH``) and
+  ``MultiDispatch.wrapMultiDispatch`` / ``updateMultiQueueOffset`` (the offsets it is given).
 
 Each rule is written here once, as a scalar function (readable, one message) and, where callers
 work on columns, a vectorized one (NumPy / Arrow, no Python loop per message) that the tests
@@ -59,6 +67,27 @@ __all__ = [
     "assign_queue_offsets_coded",
     "assign_queue_offsets",
     "next_queue_offsets",
+    "NEED_UNWRAP_FLAG",
+    "INNER_BATCH_FLAG",
+    "PROPERTY_INNER_NUM",
+    "PROPERTY_INNER_BASE",
+    "QUEUE_TYPE_ATTRIBUTE",
+    "CQ_TYPES",
+    "cq_type",
+    "property_value",
+    "property_values",
+    "batch_unit",
+    "batch_units_many",
+    "message_num",
+    "LMQ_PREFIX",
+    "MULTI_DISPATCH_QUEUE_SPLITTER",
+    "PROPERTY_INNER_MULTI_DISPATCH",
+    "PROPERTY_INNER_MULTI_QUEUE_OFFSET",
+    "is_lmq",
+    "handles_multi_dispatch",
+    "lmq_dispatch",
+    "lmq_dispatch_many",
+    "assign_lmq_offsets",
 ]
 
 # ------------------------------------------------------------------------ transaction types
@@ -416,3 +445,271 @@ def next_queue_offsets(topics: Any, queue_ids: Any, sys_flag: Any,
     last = ok.groupby(["topic", "queue_id"])["queue_offset"].max()
     topic, queue = last.index.get_level_values(0), last.index.get_level_values(1)
     return {(str(t), int(q)): int(v) + 1 for t, q, v in zip(topic, queue, last.to_numpy())}
+
+
+
+# ------------------------------------------------------------ BatchConsumeQueue (5.0.0+)
+
+#: MessageSysFlag.NEED_UNWRAP_FLAG: the consumer unwraps the inner batch (set with INNER_BATCH_FLAG).
+NEED_UNWRAP_FLAG = 0x1 << 6
+#: MessageSysFlag.INNER_BATCH_FLAG: one stored message holds a batch of INNER_NUM messages.
+INNER_BATCH_FLAG = 0x1 << 7
+#: MessageConst.PROPERTY_INNER_NUM: messages in an inner batch (SendMessageProcessor sets it).
+PROPERTY_INNER_NUM = "INNER_NUM"
+#: MessageConst.PROPERTY_INNER_BASE: the batch's first message offset (BatchConsumeQueue.assignQueueOffset).
+PROPERTY_INNER_BASE = "INNER_BASE"
+#: TopicAttributes.QUEUE_TYPE_ATTRIBUTE: the topic attribute naming the queue type.
+QUEUE_TYPE_ATTRIBUTE = "queue.type"
+#: CQType's values; the attribute's default is SimpleCQ.
+CQ_TYPES = ("SimpleCQ", "BatchCQ", "RocksDBCQ")
+
+_PROP_PAIR, _PROP_NAME = "\x02", "\x01"
+
+def cq_type(attributes: dict[str, str] | None) -> str:
+    """QueueTypeUtils.getCQType: a topic's queue type from its attributes (topics.json);
+    SimpleCQ when absent. Cost: O(1).
+
+    >>> cq_type({"queue.type": "BatchCQ"}), cq_type(None), cq_type({"other": "x"})
+    ('BatchCQ', 'SimpleCQ', 'SimpleCQ')
+
+    Raises ValueError for a value that is not a CQType (CQType.valueOf throws).
+    """
+    value = (attributes or {}).get(QUEUE_TYPE_ATTRIBUTE, "SimpleCQ")
+    if value not in CQ_TYPES:
+        raise ValueError(f"{QUEUE_TYPE_ATTRIBUTE}={value!r} is not one of {CQ_TYPES}")
+    return value
+
+
+def _java_parse(text: str, bits: int) -> int:
+    """Short/Long.parseShort/parseLong: an optional sign and ASCII digits, in range."""
+    body = text[1:] if text[:1] in "+-" else text
+    if not body or not body.isascii() or not body.isdigit():
+        raise ValueError(f"{text!r} is not a decimal integer (Java's parse{'Short' if bits == 16 else 'Long'})")
+    value = int(text)
+    if not -(1 << (bits - 1)) <= value < 1 << (bits - 1):
+        raise ValueError(f"{text!r} does not fit {bits} bits")
+    return value
+
+
+def property_value(properties: str | None, name: str) -> str | None:
+    """The value of property `name` in a raw PROPERTIES block (``name\\x01value\\x02...``, the
+    final separator optional), as string2messageProperties leaves it: the last pair wins, an
+    empty value counts as absent. Cost: O(len(properties)).
+
+    >>> property_value("INNER_NUM\\x013\\x02TAGS\\x01a\\x02INNER_NUM\\x014", "INNER_NUM")
+    '4'
+    """
+    if not properties:
+        return None
+    found = None
+    for pair in properties.split(_PROP_PAIR):
+        key, sep, value = pair.partition(_PROP_NAME)
+        if sep and key == name and value:
+            found = value
+    return found
+
+
+def property_values(properties: Any, name: str):
+    """:func:`property_value` of every block of a column, as a pyarrow string array (null where
+    absent). Only the blocks that mention `name` are split in Python; the filter is one Arrow
+    pass. Cost: O(total length) in Arrow plus O(matching blocks).
+
+    >>> property_values(["A\\x01x\\x02INNER_BASE\\x017\\x02", None, "B\\x01y"], "INNER_BASE").to_pylist()
+    ['7', None, None]
+    """
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    props = _large_strings(properties)
+    out = np.full(len(props), None, dtype=object)
+    hits = pc.fill_null(pc.match_substring(props, name + _PROP_NAME), False)
+    rows = np.flatnonzero(np.asarray(hits, dtype=bool))
+    if len(rows):
+        texts = props.take(pa.array(rows, pa.int64())).to_pylist()
+        out[rows] = [property_value(t, name) for t in texts]
+    return pa.array(out, type=pa.string(), from_pandas=True)
+
+
+def batch_unit(queue_offset: int, properties: dict[str, str] | None) -> tuple[int, int]:
+    """(msg_base_offset, batch_size) of the BatchConsumeQueue unit a message gets: INNER_BASE
+    and INNER_NUM when the message has both (CommitLog.setBatchSizeIfNeeded), else its own
+    queue offset and 1 (DispatchRequest's defaults). Cost: O(1).
+
+    >>> batch_unit(7, {"INNER_NUM": "5", "INNER_BASE": "7"}), batch_unit(7, {"INNER_NUM": "5"})
+    ((7, 5), (7, 1))
+
+    Raises ValueError when a value does not parse: the broker's checkMessageAndReturnSize then
+    fails the message (no unit).
+    """
+    props = properties or {}
+    if PROPERTY_INNER_NUM in props and PROPERTY_INNER_BASE in props:
+        return _java_parse(props[PROPERTY_INNER_BASE], 64), _java_parse(props[PROPERTY_INNER_NUM], 16)
+    return int(queue_offset), 1
+
+
+def batch_units_many(queue_offsets: Any, properties: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`batch_unit` of every message from its raw PROPERTIES block: (msg_base_offset
+    int64, batch_size int64, ok bool; ok False where a value does not parse). Cost: O(total
+    length) in Arrow plus O(messages with both properties).
+
+    >>> base, size, ok = batch_units_many([3, 9], ["INNER_NUM\\x012\\x02INNER_BASE\\x013\\x02", "TAGS\\x01a\\x02"])
+    >>> base.tolist(), size.tolist(), ok.tolist()
+    ([3, 9], [2, 1], [True, True])
+    """
+    base = np.asarray(queue_offsets, dtype=np.int64).reshape(-1).copy()
+    size = np.ones(len(base), np.int64)
+    ok = np.ones(len(base), bool)
+    nums = property_values(properties, PROPERTY_INNER_NUM).to_numpy(zero_copy_only=False)
+    bases = property_values(properties, PROPERTY_INNER_BASE).to_numpy(zero_copy_only=False)
+    for r in np.flatnonzero((nums != None) & (bases != None)):  # noqa: E711 (object arrays)
+        try:
+            base[r], size[r] = _java_parse(bases[r], 64), _java_parse(nums[r], 16)
+        except ValueError:
+            ok[r] = False
+    return base, size, ok
+
+
+def message_num(sys_flag: int, batch_cq_topic: bool, inner_num: str | None) -> int:
+    """CommitLog.getMessageNum: how far a stored message advances its queue's offset: INNER_NUM
+    (at least 1) for an inner batch or any message of a BatchCQ topic that has it, else 1.
+    Cost: O(1).
+
+    >>> message_num(INNER_BATCH_FLAG, True, "10"), message_num(0, False, "10"), message_num(0, True, "0")
+    (10, 1, 1)
+    """
+    if (int(sys_flag) & INNER_BATCH_FLAG or batch_cq_topic) and inner_num is not None:
+        return max(_java_parse(inner_num, 16), 1)
+    return 1
+
+
+# ------------------------------------------------------------ light message queues (4.9.3+)
+
+#: MixAll.LMQ_PREFIX: a queue name with this prefix is a light message queue.
+LMQ_PREFIX = "%LMQ%"
+#: MixAll.MULTI_DISPATCH_QUEUE_SPLITTER: INNER_MULTI_DISPATCH and its offsets are comma-separated.
+MULTI_DISPATCH_QUEUE_SPLITTER = ","
+#: MessageConst.PROPERTY_INNER_MULTI_DISPATCH: the queues (topic names) a message also goes to.
+PROPERTY_INNER_MULTI_DISPATCH = "INNER_MULTI_DISPATCH"
+#: MessageConst.PROPERTY_INNER_MULTI_QUEUE_OFFSET: its queue offset in each, same order.
+PROPERTY_INNER_MULTI_QUEUE_OFFSET = "INNER_MULTI_QUEUE_OFFSET"
+# TopicValidator / MixAll names multi dispatch leaves alone
+_RETRY_PREFIX, _SYSTEM_PREFIX = "%RETRY%", "rmq_sys_"
+
+
+def is_lmq(name: str | None) -> bool:
+    """MixAll.isLmq: the name starts with ``%LMQ%``.
+
+    >>> is_lmq("%LMQ%123"), is_lmq("TopicTest"), is_lmq(None)
+    (True, False, False)
+    """
+    return name is not None and name.startswith(LMQ_PREFIX)
+
+
+def handles_multi_dispatch(topic: str, enable_multi_dispatch: bool) -> bool:
+    """MultiDispatchUtils.isNeedHandleMultiDispatch: enableMultiDispatch is on and the topic is
+    not a retry, system or schedule topic. Cost: O(1).
+
+    >>> handles_multi_dispatch("T", True), handles_multi_dispatch("%RETRY%g", True), handles_multi_dispatch("T", False)
+    (True, False, False)
+    """
+    return (bool(enable_multi_dispatch) and not topic.startswith(_RETRY_PREFIX)
+            and not topic.startswith(_SYSTEM_PREFIX) and topic != SCHEDULE_TOPIC)
+
+
+def _java_split(text: str) -> list[str]:
+    """String.split(","): trailing empty strings dropped."""
+    parts = text.split(MULTI_DISPATCH_QUEUE_SPLITTER)
+    while parts and parts[-1] == "":
+        parts.pop()
+    return parts
+
+
+def lmq_dispatch(topic: str, queue_id: int, properties: dict[str, str] | None, *,
+                 enable_lmq: bool, enable_multi_dispatch: bool) -> list[tuple[str, int, int]]:
+    """The extra ConsumeQueue units a dispatched message gets (ConsumeQueue.multiDispatchLmqQueue
+    after checkMultiDispatchQueue): one per name in INNER_MULTI_DISPATCH, as (queue name =
+    topic, queue id, queue offset from INNER_MULTI_QUEUE_OFFSET). The queue id is 0 for an LMQ
+    name when `enable_lmq`, else the message's own; 5.x skips names holding a path separator.
+    Nothing when multi dispatch is off or does not apply to the topic, when either property is
+    blank, or when the two lists differ in length. The units carry the message's own CommitLog
+    offset, size and tags code. Cost: O(len(properties)).
+
+    >>> lmq_dispatch("T", 3, {"INNER_MULTI_DISPATCH": "%LMQ%a,%LMQ%b", "INNER_MULTI_QUEUE_OFFSET": "4,0"},
+    ...              enable_lmq=True, enable_multi_dispatch=True)
+    [('%LMQ%a', 0, 4), ('%LMQ%b', 0, 0)]
+
+    Raises ValueError for an offset that is not a Java long (the broker's dispatch throws).
+    """
+    props = properties or {}
+    if not handles_multi_dispatch(topic, enable_multi_dispatch):
+        return []
+    names, offsets = props.get(PROPERTY_INNER_MULTI_DISPATCH), props.get(PROPERTY_INNER_MULTI_QUEUE_OFFSET)
+    if names is None or not names.strip() or offsets is None or not offsets.strip():
+        return []
+    queues, values = _java_split(names), _java_split(offsets)
+    if len(queues) != len(values):
+        return []
+    out = []
+    for name, value in zip(queues, values):
+        if "/" in name:
+            continue
+        out.append((name, 0 if enable_lmq and is_lmq(name) else int(queue_id), _java_parse(value, 64)))
+    return out
+
+
+def lmq_dispatch_many(topics: Any, queue_ids: Any, properties: Any, *, enable_lmq: bool,
+                      enable_multi_dispatch: bool) -> tuple[np.ndarray, list[tuple[str, int, int]], np.ndarray]:
+    """:func:`lmq_dispatch` of every message, flattened: (message row of each unit, the units,
+    rows whose offsets do not parse). Only rows with INNER_MULTI_DISPATCH are looked at in
+    Python (one Arrow filter finds them). Cost: O(total length) in Arrow plus O(those rows).
+
+    >>> rows, units, bad = lmq_dispatch_many(["T", "T"], [1, 2], ["TAGS\\x01a\\x02",
+    ...     "INNER_MULTI_DISPATCH\\x01%LMQ%x\\x02INNER_MULTI_QUEUE_OFFSET\\x015\\x02"],
+    ...     enable_lmq=True, enable_multi_dispatch=True)
+    >>> rows.tolist(), units, bad.tolist()
+    ([1], [('%LMQ%x', 0, 5)], [])
+    """
+    if not enable_multi_dispatch:
+        return np.zeros(0, np.int64), [], np.zeros(0, np.int64)
+    names = property_values(properties, PROPERTY_INNER_MULTI_DISPATCH).to_numpy(zero_copy_only=False)
+    rows_with = np.flatnonzero(names != None)  # noqa: E711 (object array)
+    if not len(rows_with):
+        return np.zeros(0, np.int64), [], np.zeros(0, np.int64)
+    offsets = property_values(properties, PROPERTY_INNER_MULTI_QUEUE_OFFSET).to_numpy(zero_copy_only=False)
+    topics = np.asarray(topics, dtype=object).reshape(-1)
+    qids = np.asarray(queue_ids, dtype=np.int64).reshape(-1)
+    rows, units, bad = [], [], []
+    for r in rows_with:
+        props = {PROPERTY_INNER_MULTI_DISPATCH: names[r]}
+        if offsets[r] is not None:
+            props[PROPERTY_INNER_MULTI_QUEUE_OFFSET] = offsets[r]
+        try:
+            got = lmq_dispatch(str(topics[r]), int(qids[r]), props, enable_lmq=enable_lmq,
+                               enable_multi_dispatch=enable_multi_dispatch)
+        except ValueError:
+            bad.append(r)
+            continue
+        rows += [r] * len(got)
+        units += got
+    return np.asarray(rows, np.int64), units, np.asarray(bad, np.int64)
+
+
+def assign_lmq_offsets(queue_names: list[str], queue_id: int, table: dict[tuple[str, int], int]) -> str:
+    """The INNER_MULTI_QUEUE_OFFSET the 5.x broker stores for a message naming `queue_names`
+    (MultiDispatch.wrapMultiDispatch with enableLmq, then updateMultiQueueOffset): each LMQ
+    name's next offset in `table` (keyed (name, 0); missing = 0), joined by commas, and the
+    table advanced by 1 each. A name that is not an LMQ gets an empty entry (a null joined).
+    Cost: O(names).
+
+    >>> t = {}; assign_lmq_offsets(["%LMQ%a", "%LMQ%b"], 2, t), assign_lmq_offsets(["%LMQ%a"], 1, t), t
+    ('0,0', '1', {('%LMQ%a', 0): 2, ('%LMQ%b', 0): 1})
+    """
+    out = []
+    for name in queue_names:
+        if is_lmq(name):
+            key = (name, 0)
+            out.append(str(table.get(key, 0)))
+            table[key] = table.get(key, 0) + 1
+        else:
+            out.append("")
+    return MULTI_DISPATCH_QUEUE_SPLITTER.join(out)

@@ -27,6 +27,7 @@ from __future__ import annotations
 import datetime as _dt
 import logging
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -34,7 +35,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from rmqlab.dispatch import goes_to_consume_queue_many, message_tags_codes
+from rmqlab.dispatch import batch_units_many, goes_to_consume_queue_many, lmq_dispatch_many, message_tags_codes
+from rmqlab.formats import batchconsumequeue as bcq
 from rmqlab.formats import checkpoint as cp
 from rmqlab.formats import commitlog as cl
 from rmqlab.formats import consumequeue as cq
@@ -62,10 +64,13 @@ class DispatchReport:
     commitlog_report: Any = None   # the CommitLog reader's report (torn tail, damage)
     seconds: float = 0.0
     skipped_units: dict[str, int] = field(default_factory=dict)  # ConsumeQueue statuses other than ok
+    batch_queue_units: int = 0     # BatchConsumeQueue units written (BatchCQ topics)
+    lmq_units: int = 0             # extra ConsumeQueue units of multi-dispatched messages
 
     def as_dict(self) -> dict[str, Any]:
         d = {k: getattr(self, k) for k in ("from_offset", "to_offset", "messages", "consume_queue_units",
                                            "queues", "index_keys", "index_files", "seconds", "skipped_units")}
+        d.update({k: getattr(self, k) for k in ("batch_queue_units", "lmq_units") if getattr(self, k)})
         return d
 
 
@@ -80,7 +85,9 @@ class Store:
     def __init__(self, root: str | os.PathLike, *, hash_slot_num: int = DEFAULT_HASH_SLOT_NUM,
                  index_num: int = DEFAULT_INDEX_NUM, commitlog_file_size: int = cl.DEFAULT_FILE_SIZE,
                  consume_queue_file_size: int = cq.DEFAULT_MAPPED_FILE_SIZE,
-                 max_msgs_num_batch: int = DEFAULT_MAX_MSGS_NUM_BATCH, tz: _dt.tzinfo | None = None):
+                 max_msgs_num_batch: int = DEFAULT_MAX_MSGS_NUM_BATCH, tz: _dt.tzinfo | None = None,
+                 batch_cq_topics: Iterable[str] = (), enable_lmq: bool = False, enable_multi_dispatch: bool = False,
+                 batch_consume_queue_file_size: int = bcq.DEFAULT_MAPPED_FILE_SIZE):
         self.root = Path(root)
         self.hash_slot_num = hash_slot_num
         self.index_num = index_num
@@ -88,6 +95,12 @@ class Store:
         self.consume_queue_file_size = consume_queue_file_size
         self.max_msgs_num_batch = max_msgs_num_batch
         self.tz = tz
+        # topics whose queue.type attribute is BatchCQ, and the broker's enableLmq /
+        # enableMultiDispatch: the 5.x dispatch features (see _dispatch_5x)
+        self.batch_cq_topics = frozenset(batch_cq_topics)
+        self.enable_lmq = enable_lmq
+        self.enable_multi_dispatch = enable_multi_dispatch
+        self.batch_consume_queue_file_size = batch_consume_queue_file_size
 
     # -- paths ----------------------------------------------------------------------------
 
@@ -180,6 +193,7 @@ class Store:
                 if q.count:
                     last = q.unit(q.max_offset - 1)
                     start = max(start, int(last.commitlog_offset) + int(last.size))
+        start = max(start, self._batch_queues_end())
         low = cl.min_offset(self.commitlog_dir) if self._has_commitlog() else 0
         return max(start, low or 0)
 
@@ -198,14 +212,16 @@ class Store:
         msgs = cl.read_columns(self.commitlog_dir, body=False, start_offset=start)
         report = msgs.attrs.get("report")
         end = int((msgs["phy_offset"] + msgs["total_size"]).max()) if len(msgs) else start
-        units, queues, skipped = self._dispatch_consume_queues(msgs)
+        simple, extra = self._dispatch_5x(msgs)
+        units, queues, skipped = self._dispatch_consume_queues(simple)
+        extra.update(lmq_units=self._dispatch_lmq(simple))
         with self.index(writable=True) as idx:
             keys = idx.build_columns(msgs) if len(msgs) else 0
             index_files = len(idx.files)
             index_msg_ts = idx.index_msg_timestamp
         self._update_checkpoint(msgs, index_msg_ts)
         return DispatchReport(start, end, len(msgs), units, queues, keys, index_files, report,
-                              time.perf_counter() - t0, skipped)
+                              time.perf_counter() - t0, skipped, **extra)
 
     def _dispatch_consume_queues(self, msgs: pd.DataFrame) -> tuple[int, int, dict[str, int]]:
         put = msgs[goes_to_consume_queue_many(msgs["sys_flag"].to_numpy(np.int64))]
@@ -231,6 +247,84 @@ class Store:
                 else:
                     skipped[name] = skipped.get(name, 0) + int(c)
         return written, groups.ngroups, skipped
+
+    # -- 5.x dispatch: BatchConsumeQueue and light message queues ----------------------------
+
+    @property
+    def batchconsumequeue_dir(self) -> Path:
+        return self.root / bcq.FOLDER
+
+    def batch_queues(self) -> list[tuple[str, int]]:
+        """(topic, queue_id) of every BatchConsumeQueue folder, sorted."""
+        d = self.batchconsumequeue_dir
+        if not d.is_dir():
+            return []
+        return [(t.name, int(q.name)) for t in sorted(d.iterdir()) if t.is_dir()
+                for q in sorted(t.iterdir(), key=lambda p: p.name) if q.is_dir() and q.name.isdigit()]
+
+    def _batch_queues_end(self) -> int:
+        end = 0
+        for topic, qid in self.batch_queues():
+            with bcq.BatchConsumeQueue.open(bcq.queue_dir(self.root, topic, qid),
+                                            self.batch_consume_queue_file_size) as q:
+                u = q.units
+                if len(u):
+                    end = max(end, int(u["commitlog_offset"][-1]) + int(u["size"][-1]))
+        return end
+
+    def _dispatch_5x(self, msgs: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, int]]:
+        """Write the BatchConsumeQueue units of the BatchCQ topics' messages (ConsumeQueueStore
+        picks a BatchConsumeQueue for them; the transaction rule applies as to any queue) and
+        return the other messages, for the ConsumeQueue."""
+        if not self.batch_cq_topics or msgs.empty:
+            return msgs, {"batch_queue_units": 0}
+        batch = msgs["topic"].isin(self.batch_cq_topics).to_numpy()
+        put = msgs[batch & goes_to_consume_queue_many(msgs["sys_flag"].to_numpy(np.int64))]
+        written = 0
+        if len(put):
+            base, size, ok = batch_units_many(put["queue_offset"].to_numpy(np.int64), put["properties"])
+            codes = message_tags_codes(put["topic"].to_numpy(object), put["tags"].to_numpy(object),
+                                       put["delay_level"].to_numpy(np.int64), put["store_timestamp"].to_numpy(np.int64))
+            put = put.assign(bcq_base=base, bcq_size=size, tags_code=codes)[ok]
+            for (topic, qid), g in put.groupby(["topic", "queue_id"], sort=True):
+                folder = bcq.queue_dir(self.root, topic, int(qid))
+                has_files = folder.is_dir() and any(folder.iterdir())
+                opener = bcq.BatchConsumeQueueWriter.open if has_files else bcq.BatchConsumeQueueWriter.create
+                with opener(folder, mapped_file_size=self.batch_consume_queue_file_size) as w:
+                    written += w.put_many(g["phy_offset"], g["total_size"], g["tags_code"], g["store_timestamp"],
+                                          g["bcq_base"], g["bcq_size"])
+        return msgs[~batch], {"batch_queue_units": written}
+
+    def _dispatch_lmq(self, msgs: pd.DataFrame) -> int:
+        """ConsumeQueue.multiDispatchLmqQueue: the extra units of messages naming queues in
+        INNER_MULTI_DISPATCH, when the store has enableMultiDispatch."""
+        if not self.enable_multi_dispatch or msgs.empty:
+            return 0
+        put = msgs[goes_to_consume_queue_many(msgs["sys_flag"].to_numpy(np.int64))]
+        rows, units, _ = lmq_dispatch_many(put["topic"].to_numpy(object), put["queue_id"].to_numpy(np.int64),
+                                           put["properties"], enable_lmq=self.enable_lmq,
+                                           enable_multi_dispatch=True)
+        if not len(rows):
+            return 0
+        src = put.iloc[rows]
+        codes = message_tags_codes(src["topic"].to_numpy(object), src["tags"].to_numpy(object),
+                                   src["delay_level"].to_numpy(np.int64), src["store_timestamp"].to_numpy(np.int64))
+        frame = pd.DataFrame({"name": [u[0] for u in units], "qid": [u[1] for u in units],
+                              "qoff": np.array([u[2] for u in units], np.int64),
+                              "phy": src["phy_offset"].to_numpy(np.int64),
+                              "size": src["total_size"].to_numpy(np.int64), "code": codes})
+        written = 0
+        for (name, qid), g in frame.groupby(["name", "qid"], sort=True):
+            folder = cq.queue_dir(self.root, name, int(qid))
+            has_files = folder.is_dir() and any(folder.iterdir())
+            opener = cq.ConsumeQueueWriter.open if has_files else cq.ConsumeQueueWriter.create
+            with opener(folder, mapped_file_size=self.consume_queue_file_size) as w:
+                status = w.put_many(g["phy"].to_numpy(), g["size"].to_numpy(), g["code"].to_numpy(),
+                                    g["qoff"].to_numpy())
+            landed = (status != cq.STATUS_NAMES.index("duplicate-physical")) \
+                & (status != cq.STATUS_NAMES.index("duplicate-logical"))
+            written += int(landed.sum())
+        return written
 
     def _update_checkpoint(self, msgs: pd.DataFrame, index_msg_ts: int | None) -> None:
         if msgs.empty:

@@ -79,14 +79,23 @@ import pyarrow.compute as pc
 from rmqlab.brokerversion import layout_facts
 from rmqlab.dispatch import (
     DEFAULT_DELAY_LEVELS,
+    INNER_BATCH_FLAG,
     KEY_SEPARATOR,
+    NEED_UNWRAP_FLAG,
+    PROPERTY_INNER_BASE,
+    PROPERTY_INNER_MULTI_DISPATCH,
+    PROPERTY_INNER_MULTI_QUEUE_OFFSET,
+    PROPERTY_INNER_NUM,
     SCHEDULE_TOPIC,
     TRANSACTION_COMMIT_TYPE,
     TRANSACTION_MASK,
     TRANSACTION_NOT_TYPE,
     TRANSACTION_PREPARED_TYPE,
     TRANSACTION_ROLLBACK_TYPE,
+    assign_lmq_offsets,
     assign_queue_offsets_coded,
+    goes_to_consume_queue_many,
+    is_lmq,
     key_tokens_many,
     parse_delay_levels,
     transaction_type,
@@ -280,6 +289,19 @@ class Workload:
         decision_delay_ms (100.0): mean time (exponential) from the half message's arrival to
             the decision's, ms.
 
+    5.x store features (off by default; the tables are unchanged when off)
+        batch_cq_topics (()): topics whose ``queue.type`` is BatchCQ: each send to one is
+            stored as an inner batch (sysFlag INNER_BATCH_FLAG | NEED_UNWRAP_FLAG, INNER_NUM,
+            INNER_BASE = its queue offset) and advances its queue by INNER_NUM
+            (CommitLog.getMessageNum). The body stays an ordinary body, not an encoded batch:
+            the store never reads it. Pass the same topics to :class:`rmqlab.store.Store`.
+        inner_batch_max (1): INNER_NUM is 1..inner_batch_max, a fixed function of the row.
+        lmq_queues (()): light message queue names (``%LMQ%...``).
+        multi_dispatch_every (0): every n-th row (a plain send to a topic that is not BatchCQ)
+            names one or two of `lmq_queues` in INNER_MULTI_DISPATCH, with the offsets a 5.x
+            broker with enableLmq stores in INNER_MULTI_QUEUE_OFFSET. The two properties are
+            appended to the block (a broker's HashMap order is not modelled).
+
     Delayed messages
         delay_fraction (0.0): share of sends with a DELAY level (never transactional ones).
         delay_levels (1..18): levels drawn uniformly for delayed sends.
@@ -357,9 +379,14 @@ class Workload:
     # the broker's store form
     broker_version: str | None = None
     append_prop_crc: bool = False
+    # 5.x store features (see _store_features): off by default
+    batch_cq_topics: tuple[str, ...] = ()
+    inner_batch_max: int = 1
+    lmq_queues: tuple[str, ...] = ()
+    multi_dispatch_every: int = 0
 
     def __post_init__(self):
-        for name in ("topics", "tags", "delay_levels", "topic_weights"):
+        for name in ("topics", "tags", "delay_levels", "topic_weights", "batch_cq_topics", "lmq_queues"):
             v = getattr(self, name)
             if v is not None and not isinstance(v, tuple):
                 if isinstance(v, str):
@@ -457,6 +484,13 @@ def _validate(w: Workload) -> None:
     for lv in w.delay_levels:
         need(isinstance(lv, (int, np.integer)) and 1 <= lv <= len(table),
              f"delay level {lv!r} is not in 1..{len(table)} (the delay_level_table)")
+    need(all(t in w.topics for t in w.batch_cq_topics), "batch_cq_topics must be among topics")
+    count("inner_batch_max", 1, 2**15 - 1)             # INNER_NUM is a Java short
+    for q in w.lmq_queues:
+        need(isinstance(q, str) and is_lmq(q) and _TOPIC_RE.fullmatch(q) is not None and len(q) <= _TOPIC_MAX,
+             f"lmq_queues: {q!r} is not a queue name starting with %LMQ%")
+    count("multi_dispatch_every", 0)
+    need(not w.multi_dispatch_every or len(w.lmq_queues) >= 1, "multi_dispatch_every needs lmq_queues")
     from zoneinfo import ZoneInfo
 
     ZoneInfo(w.timezone)   # raises for an unknown zone
@@ -879,6 +913,7 @@ class _State:
         self.step_times = np.zeros(0)                      # true times of steps seen so far
         self.pending = _Pending(len(s.delay_ms))
         self.last_delivery = np.full(len(s.delay_ms) + 1, -np.inf)   # per level
+        self.lmq_next: dict[tuple[str, int], int] = {}     # the broker's lmqTopicQueueTable
 
 
 def _qmax(s: _Setup) -> int:
@@ -1144,19 +1179,23 @@ def _table(s: _Setup, st: _State, r: _Records) -> pa.Table:
     steps = np.searchsorted(st.step_times, r.t, side="right") if len(st.step_times) else 0
     store_ts = w.start_ms + np.floor(r.t * 1000.0).astype(np.int64) - steps * w.broker_clock_step_ms
     # queue offsets: per (topic, queue), in this order, only for NOT_TYPE and COMMIT_TYPE
+    q_before = st.q_next.copy() if (w.batch_cq_topics or w.multi_dispatch_every) else None
     qoff = assign_queue_offsets_coded(r.topic_code * _qmax(s) + r.queue, r.sys_flag, st.q_next)
+    sys_flag, properties = r.sys_flag, r.properties
+    if q_before is not None:
+        sys_flag, properties = _store_features(s, st, r, qoff, q_before)
     cols = [
         s.topic_names.take(pa.array(r.topic_code)),
         pa.array(r.queue.astype(np.int32)),
         pa.array(np.full(n, w.flag, np.int32)),
-        pa.array(r.sys_flag.astype(np.int32)),
+        pa.array(sys_flag.astype(np.int32)),
         pa.array(r.born_ts.astype(np.int64)),
         s.born_hosts.take(pa.array(r.producer)),
         pa.array(store_ts),
         _repeat_str(s.store_host_bytes, n),
         pa.array(np.zeros(n, np.int32)),
         r.body,
-        r.properties,
+        properties,
         r.keys,
         r.uniq_key,
         r.tags,
@@ -1166,6 +1205,50 @@ def _table(s: _Setup, st: _State, r: _Records) -> pa.Table:
         pa.array(qoff),
     ]
     return pa.Table.from_arrays(cols, schema=SCHEMA)
+
+
+def _append_properties(block: str, pairs: list[tuple[str, str]]) -> str:
+    text = "\x02".join(f"{k}\x01{v}" for k, v in pairs)
+    if block and not block.endswith("\x02"):
+        return block + "\x02" + text          # a block written without its final separator
+    return block + text + "\x02"
+
+
+def _store_features(s: _Setup, st: _State, r: _Records, qoff: np.ndarray,
+                    q_before: np.ndarray) -> tuple[np.ndarray, pa.Array]:
+    """Inner batches (BatchCQ topics) and multi-dispatch to light message queues: rewrites
+    `qoff` in place and returns (sys_flag, properties). A Python loop over the affected rows
+    only; workloads without these features never come here."""
+    w = s.w
+    sys_flag = r.sys_flag.astype(np.int64).copy()
+    props = r.properties.to_pylist()
+    row_no = st.row + np.arange(len(r), dtype=np.int64)
+    codes = r.topic_code * _qmax(s) + r.queue
+    plain = transaction_type(sys_flag) == TRANSACTION_NOT_TYPE
+    if w.batch_cq_topics:
+        batch_codes = [i for i, t in enumerate(w.topics) if t in w.batch_cq_topics]
+        rows = np.flatnonzero(np.isin(r.topic_code, batch_codes) & goes_to_consume_queue_many(sys_flag))
+        nxt = q_before.copy()
+        for row in rows:
+            c, k = int(codes[row]), 1 + int(row_no[row] * 2654435761 % w.inner_batch_max)
+            qoff[row] = nxt[c]
+            nxt[c] += k
+            sys_flag[row] |= INNER_BATCH_FLAG | NEED_UNWRAP_FLAG
+            props[row] = _append_properties(props[row], [(PROPERTY_INNER_NUM, str(k)),
+                                                         (PROPERTY_INNER_BASE, str(int(qoff[row])))])
+        touched = np.unique(codes[rows])
+        st.q_next[touched] = nxt[touched]
+    if w.multi_dispatch_every and w.lmq_queues:
+        n, lmq = w.multi_dispatch_every, w.lmq_queues
+        simple = np.array([t not in w.batch_cq_topics for t in w.topics] + [False])
+        rows = np.flatnonzero(plain & (r.delay_level == 0) & simple[r.topic_code] & (row_no % n == 0))
+        for row in rows:
+            j = int(row_no[row] // n)
+            names = [lmq[j % len(lmq)]] + ([lmq[(j + 1) % len(lmq)]] if len(lmq) > 1 else [])
+            offsets = assign_lmq_offsets(names, int(r.queue[row]), st.lmq_next)
+            props[row] = _append_properties(props[row], [(PROPERTY_INNER_MULTI_DISPATCH, ",".join(names)),
+                                                         (PROPERTY_INNER_MULTI_QUEUE_OFFSET, offsets)])
+    return sys_flag, pa.array(props, pa.string())
 
 
 def generate_chunks(w: Workload, chunk_messages: int = 1_000_000, *, bodies: bool = True) -> Iterator[pa.Table]:

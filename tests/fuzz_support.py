@@ -1478,9 +1478,74 @@ def _config_special(ch, seed: Seed) -> list[tuple]:
 
 # ------------------------------------------------------------------------------- registry
 
+# ------------------------------------------------------------------------ BatchConsumeQueue
+
+BCQ_FILE = 46 * 4   # 4 units a file
+
+
+class BatchConsumeQueueTarget(Target):
+    """BatchConsumeQueue folders: open/read (strict and not), units, to_frame, find at every
+    interesting message offset, offset_by_time (both boundaries), problems/check; the input is
+    cut into 4-unit files (layout ops as for the ConsumeQueue)."""
+
+    name = "batchconsumequeue"
+    heavy_every = 8
+
+    def seeds(self, workdir: Path) -> list[Seed]:
+        from rmqlab.formats.batchconsumequeue import UNIT, BatchConsumeQueueWriter
+
+        out = []
+        specs = {
+            "batches": [(100 * i, 90, 7, 1718000000000 + 10 * i, 3 * i, 3) for i in range(9)],
+            "mixed": [(500 + 80 * i, 70, 0, 1718000000000 + (i // 2), i * (i + 1) // 2, i + 1) for i in range(6)],
+            "one": [(0, 91, 0, 5, 0, 1)],
+        }
+        for name, units in specs.items():
+            folder = workdir / name / "T" / "0"
+            with BatchConsumeQueueWriter.create(folder, mapped_file_size=BCQ_FILE) as w:
+                for u in units:
+                    w.put(*u)
+            files = sorted(folder.iterdir())
+            data = b"".join(p.read_bytes() for p in files)
+            fields = [Field(f"unit[{k}].{f.name}", 46 * k + f.offset, f.size, (0, -1))
+                      for k in range(len(data) // 46) for f in UNIT.fields]
+            out.append(Seed(name, data, fields, [], None, dict(first=0, nfiles=len(files))))
+        return out
+
+    def run(self, rt, seed, data, ops, rng, heavy):
+        from rmqlab.formats.batchconsumequeue import BatchConsumeQueue
+
+        d = rt.fresh_dir() / "T" / "0"
+        d.mkdir(parents=True, exist_ok=True)
+        _write_chunks(d, data, BCQ_FILE, 0)
+        if rt.want(rng, 0.3):
+            q = rt.call("BatchConsumeQueue.open(strict=True)", BatchConsumeQueue.open, d, BCQ_FILE)
+            if q is not None:
+                q.close()
+        opener = BatchConsumeQueue.read if rng.random() < 0.2 else BatchConsumeQueue.open
+        q = rt.call("BatchConsumeQueue.open(strict=False)", opener, d, BCQ_FILE, strict=False)
+        if q is None:
+            return
+        with q:
+            rt.expect(q.unit_count <= len(data) // 46 + 1, "BatchConsumeQueue", f"{q.unit_count} units")
+            len(q), q.files, q.dirty_files, repr(q)
+            rt.call("units", lambda: q.units)
+            for x in {q.min_offset, q.max_offset - 1, q.max_offset, 0, -1, rng.randint(-5, 40), 2**62}:
+                rt.call("find", q.find, x)
+            for ts in (0, 1718000000000, 1718000000045, 2**63 - 1, -(2**63)):
+                rt.call("offset_by_time", q.offset_by_time, ts, rng.choice(("lower", "upper")))
+            probs = rt.call("problems", q.problems, rng.choice((None, 0, 1000, 2**63 - 1)))
+            for e in probs or ():
+                rt.expect(isinstance(e, RmqlabError) and e.path is not None, "problems", f"untyped problem {e!r}")
+            if heavy:
+                rt.call("to_frame", q.to_frame)
+                rt.call("check", q.check)
+
+
 TARGETS: dict[str, Target] = {t.name: t for t in (
     IndexFileTarget(), ConsumeQueueTarget(), CommitLogTarget(), MessageTarget(), CheckpointTarget(),
-    OffsetIndexTarget(), TimeIndexTarget(), KafkaLogTarget(), MsgIdTarget(), StoreConfigTarget())}
+    OffsetIndexTarget(), TimeIndexTarget(), KafkaLogTarget(), MsgIdTarget(), StoreConfigTarget(),
+    BatchConsumeQueueTarget())}
 
 
 def budget(default: int = 10_000) -> int:

@@ -122,7 +122,7 @@ class Messages:
 
 #: the message columns the cross-file joins use (the rest is dropped file by file)
 _MESSAGE_COLUMNS = ("topic", "queue_id", "queue_offset", "phy_offset", "sys_flag", "store_timestamp", "keys",
-                    "uniq_key", "tags", "delay_level", "total_size")
+                    "uniq_key", "tags", "delay_level", "total_size", "properties")
 
 
 def _message_frame(parts: list[dict]):

@@ -4,7 +4,17 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from rmqlab.formats import batchconsumequeue as bcq
 from rmqlab.formats.indexfile import NEW_SLOT, IndexFile, SlotCountRule
+from rmqlab.verify.check_batchconsumequeue import (
+    batch_file_size,
+    batch_queue_checks,
+    batch_queue_cross,
+    batch_queue_folders,
+    is_lmq,
+    lmq_queue_cross,
+    verify_batch_consume_queue,
+)
 from rmqlab.verify.check_checkpoint import checkpoint_report
 from rmqlab.verify.check_commitlog import Messages, scan_commitlog
 from rmqlab.verify.check_consumequeue import (
@@ -84,6 +94,8 @@ def verify_path(path: str | os.PathLike, *, kind: Kind | None = None, hash_slot_
                     f.close()
     elif kind == "consumequeue":
         rep.files = verify_consume_queue(p, mapped_file_size=consume_queue_file_size)
+    elif kind == "batchconsumequeue":
+        rep.files = verify_batch_consume_queue(p)
     else:
         if p.is_dir():
             raise IsADirectoryError(f"{p}: a checkpoint is a file")
@@ -146,12 +158,15 @@ def _verify_store(root: Path, rep: VerifyReport, hsn, inum, cl_size, cq_size, ru
                     r = queue_checks(q, str(folder), msgs.end_offset if msgs is not None else None)
                     rep.files.append(r)
                     units += q.count
-                    if msgs is not None and q.topic is not None and q.queue_id is not None:
+                    if msgs is not None and is_lmq(q.topic):
+                        rep.cross += lmq_queue_cross(q, msgs)
+                    elif msgs is not None and q.topic is not None and q.queue_id is not None:
                         probs, end = queue_cross(q, msgs, str(folder), lambda e: e, notes)
                         rep.cross += probs
                         dispatched_end = max(dispatched_end, end)
                         queues.append((q.topic, q.queue_id, q.min_offset, q.max_offset))
             rep.cross_counts["cq_units"] = units
+            queues += _verify_batch_queues(root, rep, msgs)
             if msgs is not None:
                 add_problem(rep.cross, missing_units(queues, msgs, dispatched_end))
         if checkpoint.exists():
@@ -165,3 +180,21 @@ def _verify_store(root: Path, rep: VerifyReport, hsn, inum, cl_size, cq_size, ru
         for _, f in opened:
             if f is not None:
                 f.close()
+
+
+def _verify_batch_queues(root: Path, rep: VerifyReport, msgs: Messages | None) -> list[tuple[str, int, int, int]]:
+    """The BatchConsumeQueue folders of a 5.x store: their own checks and their units against
+    the CommitLog. Returns (topic, queue id, min, max message offset) of each, so that
+    messages of BatchCQ topics count as dispatched."""
+    folder = root / bcq.FOLDER
+    if not folder.is_dir():
+        return []
+    out = []
+    for qdir in batch_queue_folders(folder):
+        with bcq.BatchConsumeQueue.open(qdir, batch_file_size(qdir, None), strict=False) as q:
+            rep.files.append(batch_queue_checks(q, msgs.end_offset if msgs is not None else None))
+            if msgs is not None:
+                rep.cross += batch_queue_cross(q, msgs)
+            if q.topic is not None and q.queue_id is not None:
+                out.append((q.topic, q.queue_id, q.min_offset, q.max_offset))
+    return out

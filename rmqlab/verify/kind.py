@@ -4,6 +4,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from rmqlab.formats import batchconsumequeue as bcq
 from rmqlab.formats import checkpoint as cpf
 from rmqlab.formats import commitlog as cl
 from rmqlab.formats import consumequeue as cq
@@ -40,6 +41,8 @@ def detect_kind(path: str | os.PathLike) -> str:
     if p.is_dir():
         if any((p / n).exists() for n in ("commitlog", "consumequeue", "index", "checkpoint")):
             return "store"
+        if bcq.FOLDER in (p.name, p.parent.name, p.parent.parent.name):
+            return "batchconsumequeue"
         if p.name in ("commitlog", "index", "consumequeue"):
             return p.name
         if "consumequeue" in (p.parent.name, p.parent.parent.name):
@@ -61,6 +64,8 @@ def detect_kind(path: str | os.PathLike) -> str:
         return "commitlog"
     if parent == "index" or INDEX_FILE_NAME.fullmatch(p.name):
         return "index"
+    if p.parent.parent.parent.name == bcq.FOLDER:
+        return "batchconsumequeue"
     if p.parent.parent.parent.name == "consumequeue":
         return "consumequeue"
     if _is_commitlog_bytes(p):

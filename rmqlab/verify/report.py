@@ -9,8 +9,8 @@ from typing import Any, Literal
 from rmqlab.errors import RmqlabError
 
 #: What verify_path can verify.
-KINDS = ("store", "commitlog", "consumequeue", "index", "checkpoint")
-Kind = Literal["store", "commitlog", "consumequeue", "index", "checkpoint"]
+KINDS = ("store", "commitlog", "consumequeue", "index", "checkpoint", "batchconsumequeue")
+Kind = Literal["store", "commitlog", "consumequeue", "index", "checkpoint", "batchconsumequeue"]
 
 #: Every check code a :class:`Problem` can carry, and what it means.
 CHECKS: dict[str, str] = {
@@ -64,6 +64,27 @@ CHECKS: dict[str, str] = {
     "cq.queue-offset": "a unit's message has another QUEUEOFFSET than the unit's queue offset",
     "cq.transaction": "a unit points at a prepared or rolled-back transaction record",
     "cq.missing-unit": "a dispatchable message before the dispatched end has no unit",
+    # BatchConsumeQueue (5.x), per queue folder and against the CommitLog
+    "bcq.file-name": "a file name is not a 20-digit offset, not a multiple of the file size, or leaves a gap",
+    "bcq.file-size": "a file size is not the mapped file size",
+    "bcq.unit": "an invalid unit in a file recover() takes as full",
+    "bcq.end": "the unit ending the queue is not all zeros",
+    "bcq.tail": "non-zero bytes after the end of the queue, or in a file after it",
+    "bcq.base-offset": "a unit's msg_base_offset is not the previous base + batch size",
+    "bcq.order": "commitlog offsets do not increase",
+    "bcq.reserved": "compacted_offset is not -1 or reserved is not 0",
+    "bcq.past-commitlog-end": "a unit's message ends past the CommitLog's end",
+    "bcq.phy-offset": "a unit's commitlog offset is not where a message starts",
+    "bcq.queue": "a unit's message belongs to another topic or queue",
+    "bcq.size": "a unit's size is not its message's TOTALSIZE",
+    "bcq.tags-code": "a unit's tags code is not the broker's tags code of its message",
+    "bcq.store-time": "a unit's store time is not its message's STORETIMESTAMP",
+    "bcq.transaction": "a unit points at a prepared or rolled-back transaction record",
+    "bcq.batch": "a unit's (msg_base_offset, batch_size) is not what the message's INNER_BASE / INNER_NUM give",
+    "bcq.invariant": "another BatchConsumeQueue invariant",
+    # light message queues (consumequeue/%LMQ%.../0)
+    "lmq.unit": "an LMQ unit points at no message naming the queue with that offset",
+    "lmq.missing-unit": "a message names an LMQ offset before the queue's end that has no unit",
     # checkpoint
     "checkpoint.file": "the file is not 4096 bytes or has non-zero padding",
     "checkpoint.value": "a field is negative",

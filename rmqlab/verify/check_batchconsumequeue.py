@@ -1,0 +1,197 @@
+"""The checks of one BatchConsumeQueue folder, and of the light message queues' units.
+
+BatchConsumeQueue files follow ``store/.../queue/BatchConsumeQueue.java`` (rocketmq-all-5.3.1,
+commit b122c8109d62); their units are checked against the CommitLog messages with the dispatch
+rules of :mod:`rmqlab.dispatch` (``CommitLog.setBatchSizeIfNeeded``). LMQ units follow
+``ConsumeQueue.multiDispatchLmqQueue`` (4.9.3+): a ``consumequeue/%LMQ%.../0`` unit points at a
+message of another topic that names the queue in INNER_MULTI_DISPATCH with that queue offset.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from rmqlab.dispatch import batch_unit, goes_to_consume_queue_many, is_lmq, lmq_dispatch_many, property_value
+from rmqlab.errors import CorruptIndexError, RmqlabError
+from rmqlab.formats import batchconsumequeue as bcq
+from rmqlab.formats import consumequeue as cq
+from rmqlab.verify.check_commitlog import Messages
+from rmqlab.verify.common import add_problem, first_problem, most_common
+from rmqlab.verify.report import FileReport, make_problem, problem_from_error
+
+_CODES = (
+    ("file name", "bcq.file-name"),
+    ("file size", "bcq.file-size"),
+    ("end of the queue", "bcq.end"),
+    ("recover() takes as full", "bcq.unit"),
+    ("after the end", "bcq.tail"),
+    ("not contiguous: base", "bcq.base-offset"),
+    ("commitlog offset not greater", "bcq.order"),
+    ("compacted_offset", "bcq.reserved"),
+    ("reserved field", "bcq.reserved"),
+    ("past the CommitLog's max offset", "bcq.past-commitlog-end"),
+)
+
+
+def _code(err: RmqlabError) -> str:
+    for text, code in _CODES:
+        if text in err.reason or text == err.field:
+            return code
+    return "bcq.invariant"
+
+
+def batch_queue_folders(root: Path) -> list[Path]:
+    """Queue folders under a batchconsumequeue root, a topic folder, or a queue folder itself."""
+    subs = sorted(c for c in root.iterdir() if c.is_dir())
+    if root.name != bcq.FOLDER and (any(c.is_file() for c in root.iterdir()) or not subs):
+        return [root]
+    if root.name != bcq.FOLDER:
+        return [c for c in subs if c.name.isdigit()]
+    return [q for t in subs for q in sorted(t.iterdir()) if q.is_dir() and q.name.isdigit()]
+
+
+def batch_file_size(folder: Path, given: int | None) -> int:
+    """mapperFileSizeBatchConsumeQueue: `given`, else the most common file size when it is a
+    whole number of units, else the default."""
+    if given is not None:
+        return int(given)
+    common = most_common(p.stat().st_size for p in folder.iterdir() if p.is_file() and p.stat().st_size)
+    return common if common and common % bcq.UNIT_SIZE == 0 else bcq.DEFAULT_MAPPED_FILE_SIZE
+
+
+def batch_queue_checks(q: bcq.BatchConsumeQueue, commitlog_end: int | None) -> FileReport:
+    """One folder's own invariants as a report of kind ``batchconsumequeue``."""
+    r = FileReport(str(q.folder), "batchconsumequeue")
+    r.counts = {"units": q.unit_count, "files": len(q.files), "min_offset": q.min_offset,
+                "max_offset": q.max_offset}
+    r.problems = [problem_from_error(_code(e), e) for e in q.problems(commitlog_end)]
+    return r
+
+
+def verify_batch_consume_queue(path: Path, mapped_file_size: int | None = None) -> list[FileReport]:
+    """Each queue folder under `path` checked on its own (no CommitLog)."""
+    out = []
+    for folder in batch_queue_folders(Path(path)):
+        try:
+            q = bcq.BatchConsumeQueue.open(folder, batch_file_size(folder, mapped_file_size), strict=False)
+        except RmqlabError as e:
+            out.append(FileReport(str(folder), "batchconsumequeue", {"unreadable": True},
+                                  [problem_from_error(_code(e), e)]))
+            continue
+        with q:
+            out.append(batch_queue_checks(q, None))
+    return out
+
+
+def batch_queue_cross(q: bcq.BatchConsumeQueue, msgs: Messages) -> list:
+    """Units against the messages they point at: a message start of this topic and queue,
+    TOTALSIZE, tags code, store time, and (msg_base_offset, batch_size) as the dispatch makes
+    them from the message's QUEUEOFFSET, INNER_BASE and INNER_NUM; a committed or plain message."""
+    out: list = []
+    u = q.units
+    if not len(u) or not msgs.n:
+        return out
+    co = u["commitlog_offset"].astype(np.int64)
+    sizes = np.concatenate([np.full(len(v), k) for k, (_, v) in enumerate(q.segments())])
+    pos = np.concatenate([np.arange(len(v)) * bcq.UNIT_SIZE for _, v in q.segments()])
+    files = [f.path for f in q.files]
+    row, hit = msgs.lookup(co)
+    r = np.where(hit, row, 0)
+    check = ~msgs.expired(co)
+
+    def bad(code, mask, fld, what):
+        def make(i, c):
+            return make_problem(code, CorruptIndexError, f"unit {pos[i] // bcq.UNIT_SIZE}: {what(i)}",
+                                files[sizes[i]], int(pos[i]) + bcq.UNIT.offset(fld), f"unit.{fld}", count=c)
+        add_problem(out, first_problem(mask, make))
+
+    bad("bcq.phy-offset", check & ~hit, "commitlog_offset",
+        lambda i: f"commitlog offset {co[i]} is not where a message starts: {msgs.where(int(co[i]))}")
+    m = check & hit
+    topics = msgs.frame["topic"].to_numpy(object)
+    qids = msgs.frame["queue_id"].to_numpy(np.int64)
+    bad("bcq.queue", m & ((topics[r] != q.topic) | (qids[r] != (q.queue_id if q.queue_id is not None else -1))),
+        "commitlog_offset", lambda i: f"the message at {co[i]} belongs to topic {topics[r[i]]!r} queue {qids[r[i]]}")
+    sz = u["size"].astype(np.int64)
+    bad("bcq.size", m & (sz != msgs.total_size[r]), "size",
+        lambda i: f"size {sz[i]} but the message has TOTALSIZE {msgs.total_size[r[i]]}")
+    tc = u["tags_code"].astype(np.int64)
+    bad("bcq.tags-code", m & (tc != msgs.tags_codes[r]), "tags_code",
+        lambda i: f"tags code {tc[i]} but the message gives {msgs.tags_codes[r[i]]}")
+    st = u["store_time"].astype(np.int64)
+    bad("bcq.store-time", m & (st != msgs.store_ts[r]), "store_time",
+        lambda i: f"store time {st[i]} but the message's STORETIMESTAMP is {msgs.store_ts[r[i]]}")
+    bad("bcq.transaction", m & ~goes_to_consume_queue_many(msgs.sys_flag[r]), "commitlog_offset",
+        lambda i: f"the message at {co[i]} is a prepared or rolled-back transaction record")
+    mqoff = msgs.frame["queue_offset"].to_numpy(np.int64)
+    props = msgs.frame["properties"].to_numpy(object)
+    want = np.zeros((len(u), 2), np.int64)
+    ok = np.ones(len(u), bool)
+    for i in np.flatnonzero(m):
+        block = props[r[i]]
+        try:
+            want[i] = batch_unit(int(mqoff[r[i]]), {k: v for k in ("INNER_NUM", "INNER_BASE")
+                                                    if (v := property_value(block, k)) is not None})
+        except ValueError:
+            ok[i] = False
+    base, size = u["msg_base_offset"].astype(np.int64), u["batch_size"].astype(np.int64)
+    bad("bcq.batch", m & ((~ok) | (base != want[:, 0]) | (size != want[:, 1])), "msg_base_offset",
+        lambda i: f"(msg_base_offset, batch_size) ({base[i]}, {size[i]}) but the message gives "
+                  f"{tuple(int(x) for x in want[i]) if ok[i] else 'unparseable INNER_BASE / INNER_NUM'}")
+    return out
+
+
+def lmq_queue_cross(q: cq.ConsumeQueue, msgs: Messages, *, enable_lmq: bool = True) -> list:
+    """A light message queue's units against the messages naming it: each unit points at a
+    message whose INNER_MULTI_DISPATCH / INNER_MULTI_QUEUE_OFFSET put it at this queue offset
+    (with its TOTALSIZE and tags code), and every such message before the queue's end has its unit."""
+    out: list = []
+    if not msgs.n:
+        return out
+    rows, units, _ = lmq_dispatch_many(msgs.frame["topic"].to_numpy(object), msgs.frame["queue_id"].to_numpy(np.int64),
+                                       msgs.frame["properties"], enable_lmq=enable_lmq, enable_multi_dispatch=True)
+    elig = goes_to_consume_queue_many(msgs.sys_flag[rows]) if len(rows) else np.zeros(0, bool)
+    mine = [(int(rw), off) for rw, (name, qid, off), e in zip(rows, units, elig)
+            if e and name == q.topic and qid == q.queue_id]
+    expect = {off: rw for rw, off in mine}
+    seen = set()
+    for first, view in q.segments():
+        for k in range(len(view)):
+            qoff = first + k
+            if qoff < q.min_offset:
+                continue
+            co, sz, tc = (int(view[k][f]) for f in ("commitlog_offset", "size", "tags_code"))
+            rw = expect.get(qoff)
+            seen.add(qoff)
+            path = q.files[[f.first_index for f in q.files].index(first)].path
+            if rw is None or int(msgs.positions[rw]) != co or int(msgs.total_size[rw]) != sz \
+                    or int(msgs.tags_codes[rw]) != tc:
+                why = ("no message names this queue with this offset" if rw is None else
+                       f"the message naming it with this offset is at {int(msgs.positions[rw])} "
+                       f"(TOTALSIZE {int(msgs.total_size[rw])}, tags code {int(msgs.tags_codes[rw])})")
+                out.append(make_problem("lmq.unit", CorruptIndexError,
+                                        f"queue offset {qoff}: unit ({co}, {sz}, {tc}): {why}", path,
+                                        k * cq.UNIT_SIZE, "unit.commitlog_offset"))
+                return out
+    missing = sorted(off for off in expect if off not in seen and q.min_offset <= off < q.max_offset)
+    missing += sorted(off for off in expect if off >= q.max_offset
+                      and int(msgs.positions[expect[off]]) < _dispatched_end(q))
+    if missing:
+        rw = expect[missing[0]]
+        out.append(make_problem("lmq.missing-unit", CorruptIndexError,
+                                f"the message at {int(msgs.positions[rw])} names {q.topic!r} with queue offset "
+                                f"{missing[0]} but the queue has no such unit", msgs.files[int(msgs.file_of[rw])],
+                                int(msgs.file_pos[rw]), "PROPERTIES", count=len(missing)))
+    return out
+
+
+def _dispatched_end(q: cq.ConsumeQueue) -> int:
+    if not q.count:
+        return 0
+    u = q.unit(q.max_offset - 1)
+    return int(u.commitlog_offset) + int(u.size)
+
+
+__all__ = ["batch_queue_folders", "batch_file_size", "batch_queue_checks", "verify_batch_consume_queue",
+           "batch_queue_cross", "lmq_queue_cross", "is_lmq"]
