@@ -18,3 +18,19 @@ def spark():
     session = get_session()
     yield session
     session.stop()
+
+
+def require_real_data(path):
+    """`path` (real broker data under ../shared/real-data/, outside the repository) if it exists.
+    Otherwise the calling test fails when the environment variable CI is "true" (the oracle must
+    be there) and is skipped, with the reason, elsewhere."""
+    import os
+    from pathlib import Path
+
+    path = Path(path)
+    if not path.exists():
+        reason = f"real data {path} not found (../shared/real-data/ is kept outside the repository)"
+        if os.environ.get("CI") == "true":
+            pytest.fail(reason)
+        pytest.skip(reason)
+    return path

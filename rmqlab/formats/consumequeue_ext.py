@@ -775,7 +775,7 @@ class ConsumeQueueExtWriter:
         rec["msg_store_time"] = times
         raw = rec.tobytes()
         done = 0
-        for _ in range(len(codes) + 2):   # each pass writes at least one unit or rolls one file
+        for _ in range(2 * len(codes) + 2):   # a pass writes units or rolls a file, never twice a roll
             if done == len(codes):
                 break
             f = self._last_file()
@@ -792,6 +792,8 @@ class ConsumeQueueExtWriter:
             out[done:done + k] = decorate_many(start + wrote + np.arange(k, dtype=np.int64) * MIN_UNIT_SIZE)
             f[1] = wrote + k * MIN_UNIT_SIZE
             done += k
+        if done != len(codes):
+            raise AssertionError(f"put_many stopped after {done} of {len(codes)} units")
         return out
 
     def close(self) -> None:
