@@ -327,3 +327,27 @@ def test_store_info_cli_shows_ext(tmp_path, capsys):
 
     info = json.loads(capsys.readouterr().out)
     assert info["consume_queue_ext_units"] == 56 and info["consume_queue_ext_folders"] == 1
+
+
+def test_generated_store_with_ext_verifies_clean_and_resolves(tmp_path):
+    """A generated store with ext enabled (delayed messages included: their tags code is the
+    delivery time) verifies clean; each queue's units resolve to the tags codes dispatch gives."""
+    from rmqlab.store import generate_store
+    from rmqlab.verify import verify_path
+    from rmqlab.workload import Workload
+
+    w = Workload(messages=1500, seed=2, transaction_fraction=0.2, decision_delay_ms=30.0, delay_fraction=0.1,
+                 delay_levels=(1, 2), drain=True)
+    s = generate_store(tmp_path, w, commitlog_file_size=1 << 20, consume_queue_file_size=2000,
+                       consume_queue_ext=True, consume_queue_ext_file_size=1000)
+    r = verify_path(tmp_path, commitlog_file_size=1 << 20, consume_queue_file_size=2000)
+    assert [p.check for f in r.files for p in f.problems] == [] and r.cross == []
+    plain = tmp_path / "plain"
+    generate_store(plain, w, commitlog_file_size=1 << 20, consume_queue_file_size=2000)
+    for topic, qid in s.queues():
+        with cq.ConsumeQueue.open(cq.queue_dir(tmp_path, topic, qid), 2000) as q, \
+                cq.ConsumeQueue.open(cq.queue_dir(plain, topic, qid), 2000) as p, \
+                cqx.ConsumeQueueExt.open(cqx.ext_dir(tmp_path, topic, qid)) as x:
+            codes, resolved = q.resolved_tags_codes(x)
+            assert resolved.all() and (codes == p.units["tags_code"]).all()
+            assert (q.units["commitlog_offset"] == p.units["commitlog_offset"]).all()
