@@ -184,9 +184,9 @@ class Store:
         folders = [q for t in sorted(root.iterdir()) if t.is_dir()
                    for q in sorted(t.iterdir()) if q.is_dir()] if root.is_dir() else []
         infos = [cqx.read_ext_info(q, strict=False) for q in folders]
-        return {"consume_queue_ext_folders": len(folders),
-                "consume_queue_ext_units": sum(i.units for i in infos),
-                "consume_queue_ext_file_size": infos[0].mapped_file_size if infos else None}
+        return {"cq_ext_folders": len(folders),
+                "cq_ext_units": sum(i.units for i in infos),
+                "cq_ext_file_size": infos[0].mapped_file_size if infos else None}
 
     # -- dispatch -------------------------------------------------------------------------
 

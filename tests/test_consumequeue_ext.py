@@ -278,7 +278,7 @@ def test_real_store_dispatch_round_trip_is_byte_identical(tmp_path):
         assert mine[:dispatched_bytes] == real[:dispatched_bytes]
         assert real[dispatched_bytes:].strip(b"\0") == b""      # the broker had written no more
     info = s.info()
-    assert info["consume_queue_ext_units"] == 179 and info["consume_queue_ext_file_size"] == 840
+    assert info["cq_ext_units"] == 179 and info["cq_ext_file_size"] == 840
 
 
 @pytest.mark.parametrize("where, offset, value, check", [
@@ -326,7 +326,7 @@ def test_store_info_cli_shows_ext(tmp_path, capsys):
     import json
 
     info = json.loads(capsys.readouterr().out)
-    assert info["consume_queue_ext_units"] == 56 and info["consume_queue_ext_folders"] == 1
+    assert info["cq_ext_units"] == 56 and info["cq_ext_folders"] == 1
 
 
 def test_generated_store_with_ext_verifies_clean_and_resolves(tmp_path):
