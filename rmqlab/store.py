@@ -180,9 +180,11 @@ class Store:
         }
 
     def _ext_info(self) -> dict[str, Any]:
+        """ConsumeQueueExt counts, only for a store that has the folder (the others show as before)."""
         root = self.root / "consumequeue_ext"
-        folders = [q for t in sorted(root.iterdir()) if t.is_dir()
-                   for q in sorted(t.iterdir()) if q.is_dir()] if root.is_dir() else []
+        if not root.is_dir():
+            return {}
+        folders = [q for t in sorted(root.iterdir()) if t.is_dir() for q in sorted(t.iterdir()) if q.is_dir()]
         infos = [cqx.read_ext_info(q, strict=False) for q in folders]
         return {"cq_ext_folders": len(folders),
                 "cq_ext_units": sum(i.units for i in infos),
