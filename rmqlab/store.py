@@ -4,6 +4,7 @@ Layout (DefaultMessageStore / StorePathConfigHelper)::
 
     <root>/commitlog/<20-digit offset>                 messages
     <root>/consumequeue/<topic>/<queueId>/<20 digits>  20-byte units per queue
+    <root>/consumequeue_ext/<topic>/<queueId>/<20 d.>  ConsumeQueueExt units (enableConsumeQueueExt)
     <root>/index/<yyyyMMddHHmmssSSS>                   IndexFile
     <root>/checkpoint                                  StoreCheckpoint
 
@@ -40,6 +41,7 @@ from rmqlab.formats import batchconsumequeue as bcq
 from rmqlab.formats import checkpoint as cp
 from rmqlab.formats import commitlog as cl
 from rmqlab.formats import consumequeue as cq
+from rmqlab.formats import consumequeue_ext as cqx
 from rmqlab.formats.indexfile import DEFAULT_HASH_SLOT_NUM, DEFAULT_INDEX_NUM, LONG_MAX
 from rmqlab.formats.msgid import parse_offset_msg_id
 from rmqlab.indexservice import DEFAULT_MAX_MSGS_NUM_BATCH, IndexService
@@ -79,7 +81,10 @@ class Store:
 
     `hash_slot_num` / `index_num` are the broker's maxHashSlotNum / maxIndexNum;
     `commitlog_file_size` mappedFileSizeCommitLog (1 GiB); `consume_queue_file_size`
-    mappedFileSizeConsumeQueue (6,000,000 bytes).
+    mappedFileSizeConsumeQueue (6,000,000 bytes). With `consume_queue_ext` (the broker's
+    enableConsumeQueueExt) dispatch also writes ConsumeQueueExt units, files of
+    `consume_queue_ext_file_size` bytes (mappedFileSizeConsumeQueueExt, 48 MiB), and the
+    ConsumeQueue units hold their addresses.
     """
 
     def __init__(self, root: str | os.PathLike, *, hash_slot_num: int = DEFAULT_HASH_SLOT_NUM,
@@ -87,7 +92,9 @@ class Store:
                  consume_queue_file_size: int = cq.DEFAULT_MAPPED_FILE_SIZE,
                  max_msgs_num_batch: int = DEFAULT_MAX_MSGS_NUM_BATCH, tz: _dt.tzinfo | None = None,
                  batch_cq_topics: Iterable[str] = (), enable_lmq: bool = False, enable_multi_dispatch: bool = False,
-                 batch_consume_queue_file_size: int = bcq.DEFAULT_MAPPED_FILE_SIZE):
+                 batch_consume_queue_file_size: int = bcq.DEFAULT_MAPPED_FILE_SIZE,
+                 consume_queue_ext: bool = False,
+                 consume_queue_ext_file_size: int = cqx.DEFAULT_MAPPED_FILE_SIZE):
         self.root = Path(root)
         self.hash_slot_num = hash_slot_num
         self.index_num = index_num
@@ -101,6 +108,8 @@ class Store:
         self.enable_lmq = enable_lmq
         self.enable_multi_dispatch = enable_multi_dispatch
         self.batch_consume_queue_file_size = batch_consume_queue_file_size
+        self.consume_queue_ext = consume_queue_ext
+        self.consume_queue_ext_file_size = consume_queue_ext_file_size
 
     # -- paths ----------------------------------------------------------------------------
 
@@ -177,10 +186,22 @@ class Store:
             "last_store_timestamp": int(msgs["store_timestamp"].max()) if len(msgs) else None,
             "consume_queues": len(queues),
             "consume_queue_units": units,
+            **self._ext_info(),
             "index_files": len(index_frame),
             "index_keys": int(index_frame["keys"].sum()) if len(index_frame) else 0,
             "checkpoint": checkpoint,
         }
+
+    def _ext_info(self) -> dict[str, Any]:
+        """ConsumeQueueExt counts, only for a store that has the folder (the others show as before)."""
+        root = self.root / "consumequeue_ext"
+        if not root.is_dir():
+            return {}
+        folders = [q for t in sorted(root.iterdir()) if t.is_dir() for q in sorted(t.iterdir()) if q.is_dir()]
+        infos = [cqx.read_ext_info(q, strict=False) for q in folders]
+        return {"cq_ext_folders": len(folders),
+                "cq_ext_units": sum(i.units for i in infos),
+                "cq_ext_file_size": infos[0].mapped_file_size if infos else None}
 
     # -- dispatch -------------------------------------------------------------------------
 
@@ -235,10 +256,13 @@ class Store:
         for (topic, qid), g in groups:
             folder = cq.queue_dir(self.root, topic, int(qid))
             has_files = folder.is_dir() and any(folder.iterdir())
+            codes = g["tags_code"].to_numpy(np.int64)
+            if self.consume_queue_ext:
+                codes = self._put_ext(topic, int(qid), codes, g["store_timestamp"].to_numpy(np.int64), has_files)
             opener = cq.ConsumeQueueWriter.open if has_files else cq.ConsumeQueueWriter.create
             with opener(folder, mapped_file_size=self.consume_queue_file_size) as w:
                 status = w.put_many(g["phy_offset"].to_numpy(np.int64), g["total_size"].to_numpy(np.int64),
-                                    g["tags_code"].to_numpy(np.int64), g["queue_offset"].to_numpy(np.int64))
+                                    codes, g["queue_offset"].to_numpy(np.int64))
             names, counts = np.unique(status, return_counts=True)
             for s_, c in zip(names, counts):
                 name = cq.STATUS_NAMES[int(s_)]
@@ -325,6 +349,25 @@ class Store:
                 & (status != cq.STATUS_NAMES.index("duplicate-logical"))
             written += int(landed.sum())
         return written
+    def _put_ext(self, topic: str, qid: int, codes: np.ndarray, store_times: np.ndarray,
+                 queue_has_files: bool) -> np.ndarray:
+        """ConsumeQueue.putMessagePositionInfoWrapper's ext step: one ext unit per request (even one
+        the queue then skips as a duplicate), its address replacing the tags code. No filter bit
+        map: the broker computes one only with enableCalcFilterBitMap, from consumer filter data
+        that the store directory does not hold."""
+        folder = cqx.ext_dir(self.root, topic, qid)
+        if folder.is_dir() and any(folder.iterdir()):
+            max_address = None
+            if queue_has_files:
+                with cq.ConsumeQueue.open(cq.queue_dir(self.root, topic, qid), self.consume_queue_file_size) as q:
+                    ext = q.units["tags_code"][cqx.is_ext_addr_many(q.units["tags_code"])]
+                    max_address = int(ext.max()) if len(ext) else None
+            writer = cqx.ConsumeQueueExtWriter.open(folder, mapped_file_size=self.consume_queue_ext_file_size,
+                                                    max_address=max_address)
+        else:
+            writer = cqx.ConsumeQueueExtWriter.create(folder, mapped_file_size=self.consume_queue_ext_file_size)
+        with writer:
+            return writer.put_many(codes, store_times)
 
     def _update_checkpoint(self, msgs: pd.DataFrame, index_msg_ts: int | None) -> None:
         if msgs.empty:

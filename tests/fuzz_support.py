@@ -1084,6 +1084,81 @@ class CheckpointTarget(Target):
         rt.call("times", cp.times)
 
 
+# ------------------------------------------------------------------------------- ConsumeQueueExt
+
+EXT_FILE = 84   # (84 - 4) // 20 = 4 bit-map-less units a file, then the -1 fill marker
+
+
+class ConsumeQueueExtTarget(Target):
+    """ConsumeQueueExt folders: open/read (strict and not, given and inferred file size), the
+    walk (units, count, end), get at unit starts and hostile addresses, locate/resolve (must
+    agree with get), iter_units, to_frame, problems/check, read_ext_info; the input bytes are
+    cut into 84-byte files."""
+
+    name = "consumequeue_ext"
+    heavy_every = 8
+
+    def seeds(self, workdir: Path) -> list[Seed]:
+        from rmqlab.formats.consumequeue_ext import UNIT_HEADER, ConsumeQueueExtWriter
+
+        out = []
+        specs = {
+            "three-files": [(2567159 + i % 2, 1532257321553 + i, b"") for i in range(10)],
+            "bit-maps": [(-7 * i, 1718000000000 + i, bytes([i] * (i % 3 * 4))) for i in range(7)],
+            "one-unit": [(0, 0, b"")],
+        }
+        for name, units in specs.items():
+            d = workdir / name
+            with ConsumeQueueExtWriter.create(d, mapped_file_size=EXT_FILE) as w:
+                addrs = [w.put(t, s, b) for t, s, b in units]
+            data = b"".join(p.read_bytes() for p in sorted(d.iterdir()))
+            starts = [a + 2**63 for a in addrs]
+            fields = [Field(f"unit@{at}.{f.name}", at + f.offset, f.size) for at in starts for f in UNIT_HEADER.fields]
+            out.append(Seed(name, data, fields, starts, None, {"addresses": addrs}))
+        return out
+
+    def run(self, rt, seed, data, ops, rng, heavy):
+        from rmqlab.formats import consumequeue_ext as cqx
+
+        d = rt.fresh_dir() / "ext"
+        d.mkdir(exist_ok=True)
+        _write_chunks(d, data, EXT_FILE, 0)
+        rt.call("open(strict)", cqx.ConsumeQueueExt.open, d, EXT_FILE)
+        opener = cqx.ConsumeQueueExt.read if rng.random() < 0.3 else cqx.ConsumeQueueExt.open
+        size = rng.choice((EXT_FILE, None))
+        x = rt.call("open(strict=False)", opener, d, size, strict=False)
+        if x is None:
+            return
+        with x:
+            units = rt.call("units", lambda: x.units)
+            if units is not None:
+                rt.expect(len(units) <= len(data) // 20 + 1, "units", f"{len(units)} units from {len(data)} bytes")
+                _ = (x.count, x.min_address)
+                rt.call("end_offset", lambda: x.end_offset)
+            asks = list(seed.meta["addresses"]) + [cqx.decorate(rng.randrange(0, len(data) + 8)), 1, LONG_MAX,
+                                                  LONG_MIN, cqx.MAX_ADDR, cqx.decorate(cqx.MAX_REAL_OFFSET)]
+            got = [rt.call("get", x.get, a) for a in asks]
+            located = rt.call("locate", x.locate, asks)
+            if units is not None and located is not None:
+                idx, found = located
+                for a, g, i, f in zip(asks, got, idx.tolist(), found.tolist()):
+                    # a walked unit start: get reads the same header
+                    if f and g is not None and g.tags_code != int(units["tags_code"][i]):
+                        rt.fail("locate", f"address {a}: walked unit {units[i]} but get gives {g}")
+                rt.call("resolve", x.resolve, asks)
+            if rt.want(rng, 0.5):
+                probs = rt.call("problems", x.problems)
+                for e in probs or ():
+                    rt.expect(isinstance(e, RmqlabError) and e.path is not None, "problems", f"untyped problem {e!r}")
+                rt.call("check", x.check)
+            if heavy:
+                repr(x)
+                rt.call("iter_units", lambda: list(x.iter_units()))
+                rt.call("to_frame", x.to_frame)
+        if heavy:
+            rt.call("read_ext_info", cqx.read_ext_info, d, strict=False)
+
+
 # ------------------------------------------------------------------------------- Kafka indexes
 
 
@@ -1543,8 +1618,8 @@ class BatchConsumeQueueTarget(Target):
 
 
 TARGETS: dict[str, Target] = {t.name: t for t in (
-    IndexFileTarget(), ConsumeQueueTarget(), CommitLogTarget(), MessageTarget(), CheckpointTarget(),
-    OffsetIndexTarget(), TimeIndexTarget(), KafkaLogTarget(), MsgIdTarget(), StoreConfigTarget(),
+    IndexFileTarget(), ConsumeQueueTarget(), ConsumeQueueExtTarget(), CommitLogTarget(), MessageTarget(),
+    CheckpointTarget(), OffsetIndexTarget(), TimeIndexTarget(), KafkaLogTarget(), MsgIdTarget(), StoreConfigTarget(),
     BatchConsumeQueueTarget())}
 
 

@@ -615,6 +615,33 @@ class ConsumeQueue:
         want = np.asarray(list(codes), dtype=np.int64)
         return np.isin(self.units["tags_code"].astype(np.int64), want)
 
+    def resolved_tags_codes(self, ext: Any) -> tuple[np.ndarray, np.ndarray]:
+        """The real tags code of each of :attr:`units`: a tagsCode holding a ConsumeQueueExt
+        address (:func:`~rmqlab.formats.consumequeue_ext.is_ext_addr`) is replaced by the tags
+        code of the ext unit it points at, as ConsumeQueue.getExt / the broker's message filter
+        read it. `ext` is an open :class:`~rmqlab.formats.consumequeue_ext.ConsumeQueueExt` (or
+        None: nothing resolves). Cost: O(units log ext units), vectorized.
+
+        >>> import tempfile
+        >>> from rmqlab.formats.consumequeue_ext import ConsumeQueueExt, ConsumeQueueExtWriter
+        >>> d, e = tempfile.mkdtemp(), tempfile.mkdtemp()
+        >>> with ConsumeQueueExtWriter.create(e, mapped_file_size=840) as x:
+        ...     addrs = x.put_many([2567159, 2567159], [1, 2])
+        >>> with ConsumeQueueWriter.create(d, mapped_file_size=100) as w:
+        ...     _ = w.put_many([0, 172], [172, 172], addrs, [0, 1])
+        >>> with ConsumeQueue.open(d, 100) as q, ConsumeQueueExt.open(e) as x:
+        ...     codes, resolved = q.resolved_tags_codes(x)
+        >>> codes.tolist(), resolved.tolist()
+        ([2567159, 2567159], [True, True])
+
+        Returns (int64 codes, bool mask of the units whose address resolved); an address that
+        points at no ext unit start keeps its value and is False in the mask.
+        """
+        codes = self.units["tags_code"].astype(np.int64)
+        if ext is None:
+            return codes, np.zeros(len(codes), dtype=bool)
+        return ext.resolve(codes)
+
     # -- search by time --------------------------------------------------------------------
 
     def offset_by_time(self, timestamp: int, store_time_of: Callable[[np.ndarray], np.ndarray], *,

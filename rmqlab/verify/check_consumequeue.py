@@ -6,10 +6,13 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from rmqlab.errors import RmqlabError
+import numpy as np
+
+from rmqlab.errors import CorruptIndexError, RmqlabError
 from rmqlab.formats import consumequeue as cq
-from rmqlab.verify.common import OFFSET_FILE_NAME, most_common
-from rmqlab.verify.report import FileReport, problem_from_error
+from rmqlab.formats import consumequeue_ext as cqx
+from rmqlab.verify.common import OFFSET_FILE_NAME, add_problem, first_problem, most_common
+from rmqlab.verify.report import FileReport, make_problem, problem_from_error
 
 _CQ_CODES = (
     ("not a 20-digit offset", "cq.file-name"),
@@ -97,6 +100,64 @@ def open_queue(folder: Path, mapped_file_size: int | None, one_file: _OneFileQue
     return q, size
 
 
+def ext_folder(q) -> Path | None:
+    """The ``consumequeue_ext/<topic>/<queueId>`` folder beside a queue folder, if it exists."""
+    folder = Path(q.folder)
+    if folder.parent.parent.name != "consumequeue":
+        return None
+    ext = folder.parent.parent.parent / "consumequeue_ext" / folder.parent.name / folder.name
+    return ext if ext.is_dir() and any(c.is_file() for c in ext.iterdir()) else None
+
+
+def open_ext(q):
+    """The queue's ConsumeQueueExt, opened leniently (its problems are reported), or None."""
+    folder = ext_folder(q)
+    return cqx.ConsumeQueueExt.open(folder, strict=False) if folder is not None else None
+
+
+def _ext_code(err: RmqlabError) -> str:
+    if err.field in ("file name", "file size"):
+        return "cqext.file"
+    if "fill marker" in err.reason and "neither" not in err.reason or "after the end" in err.reason:
+        return "cqext.end"
+    return "cqext.unit"
+
+
+def _ext_address_problems(q, ext, fix) -> list:
+    """Each ext address in the queue must point at an ext unit's start, in increasing order."""
+    out: list = []
+    parts = [(qf, first, units) for qf, (first, units) in zip(q.files, q.segments()) if len(units)]
+    if not parts:
+        return out
+    tc = np.concatenate([u["tags_code"].astype(np.int64) for _, _, u in parts])
+    qoff = np.concatenate([first + np.arange(len(u), dtype=np.int64) for _, first, u in parts])
+    fidx = np.concatenate([np.full(len(u), k, np.int32) for k, (_, _, u) in enumerate(parts)])
+    is_ext = cqx.is_ext_addr_many(tc)
+    if not is_ext.any():
+        return out
+    tags_at = cq.UNIT.offset("tags_code")
+
+    def make(check, what):
+        def build(i, c):
+            f = parts[fidx[i]]
+            err = CorruptIndexError(f"queue offset {qoff[i]}: {what(i)}", path=f[0].path,
+                                    offset=int(qoff[i] - f[1]) * cq.UNIT_SIZE + tags_at, field="unit.tags_code")
+            err = fix(err)
+            return make_problem(check, CorruptIndexError, err.reason, err.path, err.offset, err.field, count=c)
+        return build
+
+    _, found = ext.locate(tc)
+    add_problem(out, first_problem(is_ext & ~found, make(
+        "cq.ext-address", lambda i: f"tagsCode {tc[i]} is the ext address of byte {cqx.undecorate(int(tc[i]))}, "
+                                    f"where no ConsumeQueueExt unit starts ({ext.folder})")))
+    idx = np.flatnonzero(is_ext)
+    back = np.zeros(len(tc), dtype=bool)
+    back[idx[1:]] = tc[idx[1:]] <= tc[idx[:-1]]
+    add_problem(out, first_problem(back, make(
+        "cq.ext-order", lambda i: f"ext address {tc[i]} is not after the previous unit's: put() only appends")))
+    return out
+
+
 def queue_checks(q, report_path: str, commitlog_max_offset: int | None,
                   fix=lambda e: e) -> FileReport:
     rep = FileReport(report_path, "consumequeue")
@@ -104,6 +165,13 @@ def queue_checks(q, report_path: str, commitlog_max_offset: int | None,
     rep.counts = {"topic": q.topic, "queue_id": q.queue_id, "files": len(q.info.files), "units": q.count,
                   "min_offset": q.min_offset, "max_offset": q.max_offset, "blank_units": q.blank_units,
                   "mapped_file_size": q.mapped_file_size}
+    ext = open_ext(q)
+    if ext is not None:
+        with ext:
+            rep.problems += [problem_from_error(_ext_code(e), e) for e in ext.problems()]
+            rep.problems += _ext_address_problems(q, ext, fix)
+            rep.counts["ext_units"] = ext.count
+            rep.counts["ext_mapped_file_size"] = ext.mapped_file_size
     if q.dirty_files:
         rep.notes.append(f"{report_path}: {len(q.dirty_files)} files after the end of the queue (the broker "
                          f"deletes them at restart)")

@@ -15,8 +15,10 @@ from rmqlab.dispatch import (
 from rmqlab.errors import CorruptIndexError, FormatError
 from rmqlab.formats import checkpoint as cpf
 from rmqlab.formats import consumequeue as cq
+from rmqlab.formats import consumequeue_ext as cqx
 from rmqlab.formats.indexfile import ENTRY, HEADER, IndexFile, time_diff_seconds
 from rmqlab.verify.check_commitlog import KEY_CODE_HASH_BITS, Messages
+from rmqlab.verify.check_consumequeue import open_ext
 from rmqlab.verify.common import add_problem, broker_text, first_problem
 from rmqlab.verify.report import FileReport, Problem, make_problem
 
@@ -209,13 +211,21 @@ def queue_cross(q, msgs: Messages, report_path: str, fix, notes: list[str]) -> t
                            f"not this queue ({q.topic!r}, {q.queue_id})")
     unit_problem("cq.size", m & (sz != msgs.total_size[r]), "size",
                  lambda i: f"size {sz[i]} but the message at {co[i]} has TOTALSIZE {msgs.total_size[r[i]]}")
-    ext = m & (tc <= cq.EXT_ADDR_MAX)
+    ext = m & cqx.is_ext_addr_many(tc)
+    via_ext = np.zeros(len(tc), dtype=bool)
     if ext.any():
-        notes.append(f"{report_path}: {int(ext.sum())} units hold ConsumeQueueExt addresses instead of tags "
-                     f"codes: not checked")
+        ext_store = open_ext(q)
+        if ext_store is None:
+            notes.append(f"{report_path}: {int(ext.sum())} units hold ConsumeQueueExt addresses but there is no "
+                         f"consumequeue_ext folder beside the queue: their tags codes are not checked")
+        else:
+            with ext_store:
+                tc, via_ext = _ext_cross(ext_store, tc, ext, r, msgs, out)
+    unresolved = ext & ~via_ext      # reported by the queue's own checks (cq.ext-address)
     want_tc = msgs.tags_codes[r]
-    unit_problem("cq.tags-code", m & ~ext & (tc != want_tc), "tags_code",
-                 lambda i: f"tags code {tc[i]} but the message at {co[i]} gives {want_tc[i]} "
+    unit_problem("cq.tags-code", m & ~unresolved & (tc != want_tc), "tags_code",
+                 lambda i: f"tags code {tc[i]}{' (through its ext unit)' if via_ext[i] else ''} but the message at "
+                           f"{co[i]} gives {want_tc[i]} "
                            f"(TAGS {msgs.frame['tags'].iat[int(r[i])]!r}, topic {topics[r[i]]!r})")
     unit_problem("cq.queue-offset", m & ~other & (mqoff[r] != qoff), "commitlog_offset",
                  lambda i: f"the message at {co[i]} has QUEUEOFFSET {mqoff[r[i]]}")
@@ -225,6 +235,31 @@ def queue_cross(q, msgs: Messages, report_path: str, fix, notes: list[str]) -> t
                            f"{'prepared' if tran[i] == TRANSACTION_PREPARED_TYPE else 'rolled-back'} "
                            f"transaction record: only plain and committed messages are dispatched to a queue")
     return out, end
+
+
+def _ext_cross(ext, tc: np.ndarray, is_ext: np.ndarray, r: np.ndarray, msgs: Messages,
+               out: list[Problem]) -> tuple[np.ndarray, np.ndarray]:
+    """Resolve the queue's ext addresses (the tags codes to check) and check each ext unit's
+    store time against its message's; returns the resolved codes and which units resolved."""
+    idx, found = ext.locate(np.where(is_ext, tc, 0))
+    found &= is_ext
+    resolved = tc.copy()
+    u = ext.units
+    resolved[found] = u["tags_code"][idx[found]]
+    ext_time = np.zeros(len(tc), np.int64)
+    ext_time[found] = u["msg_store_time"][idx[found]]
+    want = msgs.store_ts[r]
+    size = ext.mapped_file_size
+
+    def bad_time(i, c):
+        off = int(u["offset"][idx[i]])
+        return make_problem("cqext.store-time", CorruptIndexError,
+                            f"ext unit at {off}: msgStoreTime {ext_time[i]} but its message at "
+                            f"{int(msgs.positions[r[i]])} was stored at {want[i]}",
+                            ext.folder / f"{off - off % size:020d}",
+                            off % size + cqx.UNIT_HEADER.offset("msg_store_time"), "unit.msg_store_time", count=c)
+    add_problem(out, first_problem(found & (ext_time != want), bad_time))
+    return resolved, found
 
 
 def _fix_path(path: str, fix) -> str:

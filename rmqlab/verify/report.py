@@ -85,6 +85,13 @@ CHECKS: dict[str, str] = {
     # light message queues (consumequeue/%LMQ%.../0)
     "lmq.unit": "an LMQ unit points at no message naming the queue with that offset",
     "lmq.missing-unit": "a message names an LMQ offset before the queue's end that has no unit",
+    # ConsumeQueueExt (consumequeue_ext/<topic>/<queueId>)
+    "cqext.file": "an ext file name or size is wrong, or files leave a gap",
+    "cqext.unit": "an ext unit's size or bit map size is impossible, or it runs into the file's last 4 bytes",
+    "cqext.end": "an ext file's data ends badly (no fill marker before a later file, non-zero tail)",
+    "cq.ext-address": "a unit's tagsCode is an ext address that points at no ext unit",
+    "cq.ext-order": "the ext addresses of a queue's units do not increase",
+    "cqext.store-time": "an ext unit's store time is not its message's store time",
     # checkpoint
     "checkpoint.file": "the file is not 4096 bytes or has non-zero padding",
     "checkpoint.value": "a field is negative",

@@ -28,12 +28,14 @@ import datetime as _dt
 import os
 from collections.abc import Iterable
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
+from rmqlab.formats import consumequeue_ext as cqx
 from rmqlab.formats.indexfile import ENTRY, HEADER, SLOT, IndexFile
 from rmqlab.viz.figures import opened_index_file
 
@@ -41,6 +43,7 @@ __all__ = [
     "HEX_FIELD_COLUMNS",
     "JAVA_FIELD_NAMES",
     "hex_fields",
+    "ext_hex_fields",
     "annotated_hex_figure",
 ]
 
@@ -239,6 +242,79 @@ def hex_fields(path_or_file: PathOrFile, *, slots: Numbers = None, entries: Numb
 
 
 # ------------------------------------------------------------------------------ the figure
+
+
+def _ext_unit_rows(buf, pos: int, number: int, file_start: int, tz) -> list[tuple]:
+    h = cqx.UNIT_HEADER.unpack_from(buf, pos)
+    meanings = {
+        "size": f"{h.size} bytes; address {cqx.decorate(file_start + pos)} (byte {file_start + pos} of the folder)",
+        "tags_code": "the tags code the ConsumeQueue unit would hold (String.hashCode of TAGS, or a delivery time)",
+        "msg_store_time": f"message stored {_iso(h.msg_store_time, tz)}",
+        "bit_map_size": "no filter bit map" if h.bit_map_size == 0 else f"{h.bit_map_size}-byte filter bit map follows",
+    }
+    rows = []
+    for fld, value in zip(cqx.UNIT_HEADER.fields, h):
+        rows.append((pos + fld.offset, fld.size, "ext-unit", f"unit[{number}].{fld.java_name}",
+                     _hex(bytes(buf[pos + fld.offset:pos + fld.offset + fld.size])), int(value), meanings[fld.name]))
+    n_map = max(0, min(int(h.bit_map_size), len(buf) - pos - cqx.MIN_UNIT_SIZE))
+    if n_map:
+        at = pos + cqx.MIN_UNIT_SIZE
+        data = bytes(buf[at:at + n_map])
+        rows.append((at, n_map, "ext-unit", f"unit[{number}].filterBitMap", _hex(data),
+                     int.from_bytes(data[:8], "big", signed=True), "filter bit map (first 8 bytes as the value)"))
+    return rows
+
+
+def ext_hex_fields(path: str | os.PathLike, *, units: Numbers = None,
+                   tz: _dt.tzinfo | None = None) -> pd.DataFrame:
+    """One row per field of the chosen units of a ConsumeQueueExt file, and the end of its data.
+
+    Columns as :func:`hex_fields` (:data:`HEX_FIELD_COLUMNS`); ``region`` is "ext-unit" or
+    "end"; fields are named as in CqExtUnit (``unit[3].msgStoreTime``). Units are numbered
+    from the file's first unit; the "end" row is the 2-byte size where the broker's walk
+    stops: the fill marker -1 (the file is full) or 0 (unused). `units`: a number, range or
+    sequence (default: the first 5). Cost: the walk of the file's unit sizes.
+
+    >>> import tempfile, os
+    >>> from rmqlab.formats.consumequeue_ext import ConsumeQueueExtWriter
+    >>> d = tempfile.mkdtemp()
+    >>> with ConsumeQueueExtWriter.create(d, mapped_file_size=64) as w:
+    ...     _ = w.put_many([2567159] * 4, [1532257321553] * 4)
+    >>> df = ext_hex_fields(os.path.join(d, "0" * 20), units=[1])
+    >>> df[["offset", "field", "value"]].values.tolist()
+    [[20, 'unit[1].size', 20], [22, 'unit[1].tagsCode', 2567159], [30, 'unit[1].msgStoreTime', 1532257321553], \
+[38, 'unit[1].bitMapSize', 0], [60, 'end', -1]]
+
+    Parameters: `path` one file of a ``consumequeue_ext/<topic>/<queueId>`` folder (its
+    folder is opened read-only; the file size is this file's). Returns the table, with
+    ``df.attrs`` file, file_size, units shown and end. Raises the reader's typed errors, and
+    ValueError for a unit number outside the file's units.
+    """
+    path = Path(path)
+    tz = _dt.UTC if tz is None else tz
+    with cqx.ConsumeQueueExt.open(path.parent, path.stat().st_size, strict=False) as x:
+        _ = x.units   # walks every file: the segment ends below come from it
+        seg = next((s for s in x._segs if s.file.path.name == path.name), None)
+        if seg is None:
+            raise ValueError(f"{path}: not a file of its ConsumeQueueExt folder (name or size)")
+        count = len(seg.units)
+        numbers = (np.arange(min(_DEFAULT_ENTRIES, count), dtype=np.int64) if units is None
+                   else _numbers(units, count, "units"))
+        rows = []
+        for n in numbers.tolist():
+            rows += _ext_unit_rows(seg.buf, int(seg.units["offset"][n]) - seg.file.start, n, seg.file.start, tz)
+        if seg.end + 2 <= len(seg.buf):
+            data = bytes(seg.buf[seg.end:seg.end + 2])
+            value = int.from_bytes(data, "big", signed=True)
+            meaning = {"fill": "fill marker -1: the next unit did not fit, the broker moved to the next file",
+                       "zero": "0: unused space, the end of the written units"}.get(seg.end_kind, "not a unit size")
+            rows.append((seg.end, 2, "end", "end", _hex(data), value, meaning))
+        df = pd.DataFrame(rows, columns=HEX_FIELD_COLUMNS)
+        for c in ("offset", "size", "value"):
+            df[c] = df[c].astype(np.int64)
+        df.attrs.update({"file": path.name, "file_size": x.mapped_file_size, "units": numbers.tolist(),
+                         "end": seg.end})
+        return df
 
 
 _FONT = 7.5
