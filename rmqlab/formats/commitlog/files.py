@@ -67,18 +67,25 @@ def min_offset(path: str | os.PathLike) -> int | None:
 
 
 #: bytes read per step when checking that a file holds only zeros
-_ZERO_CHECK_CHUNK = 1 << 24
+_ZERO_CHECK_CHUNK = 1 << 20
 
 
 def holds_data(path: str | os.PathLike) -> bool:
     """True when the file has a non-zero byte (a preallocated, never written file has none).
-    Cost: the first record head; a whole read in 16 MiB steps only for a zero file."""
+    Cost: the first record head; a whole read in 1 MiB steps only for a zero file."""
     with open(path, "rb") as fh:
-        if any(fh.read(8)):
+        left = os.fstat(fh.fileno()).st_size
+        head = fh.read(min(8, left))
+        if any(head):
             return True
-        while chunk := fh.read(_ZERO_CHECK_CHUNK):
+        left -= len(head)
+        while left > 0:
+            chunk = fh.read(min(_ZERO_CHECK_CHUNK, left))   # never a buffer larger than the file
+            if not chunk:
+                break
             if chunk.count(0) != len(chunk):
                 return True
+            left -= len(chunk)
     return False
 
 
