@@ -24,7 +24,8 @@ What it does, in this order (each step as the broker's own recovery would, excep
 2. **ConsumeQueue.** In each queue the longest prefix of units that match their messages is
    kept: a message starts at the unit's offset, ends before the CommitLog's valid end, has the
    unit's size, topic, queue id and queue offset, is dispatchable (not a prepared or rolled
-   back transaction record) and gives the unit's tags code. The units after it are zeroed (a
+   back transaction record) and gives the unit's tags code (or the unit holds a ConsumeQueueExt
+   address there, ``ConsumeQueueExt.isExtAddr``). The units after it are zeroed (a
    torn unit included) and files that start after it deleted (``ConsumeQueue.
    truncateDirtyLogicFiles`` only drops units past the CommitLog end). Then every queue gets
    the units of its messages after its kept prefix, through the same writer ``Store.dispatch``
@@ -394,7 +395,9 @@ def _consume_queues(root: Path, msgs: pd.DataFrame, end: int, cq_size: int | Non
             ok = hit.copy()
             if len(msgs) and ok.any():
                 ok &= (sz == total[r]) & (topics[r] == topic) & (qids[r] == qid) & (mqoff[r] == qoff)
-                ok &= dispatched[r] & (tc == codes[r])
+                # a ConsumeQueueExt address stands where the tags code would be (ext files enabled):
+                # the message's tags are in the ext unit, so the address is not a mismatch
+                ok &= dispatched[r] & ((tc == codes[r]) | (tc <= cq.EXT_ADDR_MAX))
             good = int(np.argmin(ok)) if len(ok) and not ok.all() else len(ok)
             keep_byte = (q.min_offset + good) * cq.UNIT_SIZE if good else 0
             files = [(f.path, f.start) for f in q.info.files]
