@@ -601,7 +601,8 @@ class IndexService:
         >>> IndexService(tempfile.mkdtemp()).trace_query("T", "k").stop
         'no-files'
         """
-        trace = DirectoryQueryTrace(key if topic is None else index_key(topic, key), max_num, 0, begin, end, [], None, "no-files")
+        full_key = key if topic is None else index_key(topic, key)
+        trace = DirectoryQueryTrace(full_key, max_num, 0, begin, end, [], None, "no-files")
         trace.result = self._query(topic, key, max_num, begin, end, trace)
         return trace
 
