@@ -10,6 +10,7 @@ Examples::
 
     rmqlab index info store/index/20240610061524062 --hash-slot-num 64 --index-num 200 --json
     rmqlab index query store/index --topic TopicTest --key ORDER_1 --begin 0 --trace
+    rmqlab index query store/index --key 'TopicTest#ORDER_1'     # the key as stored
     python -m rmqlab index info ...
 
 Also callable from Python: ``rmqlab.cli.main(["index", "info", path])`` returns the exit status.
@@ -29,6 +30,7 @@ from typing import Any
 
 import numpy as np
 
+from rmqlab.commands import UsageError
 from rmqlab.errors import RmqlabError
 from rmqlab.extras import MissingExtraError
 from rmqlab.formats.indexfile import LONG_MAX, IndexFile
@@ -133,7 +135,7 @@ def _cmd_query(args, parser) -> int:
     if args.unique_key:
         parser.error("--unique-key needs a folder (it is an IndexService query)")
     max_num = DEFAULT_MAX_MSGS_NUM_BATCH if args.max is None else args.max
-    key = index_key(args.topic, args.key)
+    key = _stored_key(args.topic, args.key)
     with IndexFile.open(target, args.hash_slot_num, args.index_num) as f:
         trace = f.trace_query(key, max_num, args.begin, args.end) if args.trace else None
         offsets = trace.results if trace else f.select_phy_offsets(key, max_num, args.begin, args.end)
@@ -153,6 +155,12 @@ def _cmd_query(args, parser) -> int:
     return 0
 
 
+def _stored_key(topic: str | None, key: str) -> str:
+    """The string looked up: ``topic#key`` as the broker's buildIndex puts it, or, without a
+    topic, `key` as stored (brokers' own tests and tools put raw keys)."""
+    return key if topic is None else index_key(topic, key)
+
+
 def _query_dir(args, target: Path) -> int:
     hsn, inum = args.hash_slot_num, args.index_num
     with IndexService(target, hsn, inum, max_msgs_num_batch=args.max_msgs_num_batch, read_only=True) as svc:
@@ -166,7 +174,7 @@ def _query_dir(args, target: Path) -> int:
         result = trace.result if trace else svc.query_offset(args.topic, args.key, max_num, args.begin, args.end)
         n_files = len(svc)
     if args.json:
-        out = {"path": str(target), "key": index_key(args.topic, args.key), "files": n_files,
+        out = {"path": str(target), "key": _stored_key(args.topic, args.key), "files": n_files,
                "max_num": min(max_num, args.max_msgs_num_batch), "begin": args.begin, "end": args.end,
                **result.as_dict()}
         if trace:
@@ -176,7 +184,7 @@ def _query_dir(args, target: Path) -> int:
         if trace:
             print(trace)
         offs = result.phy_offsets
-        print(f"{len(offs)} offsets for {index_key(args.topic, args.key)!r} in {n_files} files"
+        print(f"{len(offs)} offsets for {_stored_key(args.topic, args.key)!r} in {n_files} files"
               + (": " + ", ".join(map(str, offs)) if offs else ""))
         print(f"index last update: timestamp {result.index_last_update_timestamp}, "
               f"phy offset {result.index_last_update_phyoffset}")
@@ -210,7 +218,8 @@ def _parser() -> argparse.ArgumentParser:
     q = isub.add_parser("query", help="offsets of topic#key: one file (selectPhyOffset) "
                                       "or a folder (IndexService.queryOffset)")
     q.add_argument("target", metavar="FILE_OR_DIR")
-    q.add_argument("--topic", required=True)
+    q.add_argument("--topic", help="the message's topic: KEY is looked up as TOPIC#KEY, as the broker indexes "
+                                   "it (default: KEY as stored, for raw keys)")
     q.add_argument("--key", required=True)
     q.add_argument("--begin", type=int, default=0, metavar="MS", help="start of the time range, ms (default 0)")
     q.add_argument("--end", type=int, default=LONG_MAX, metavar="MS",
@@ -227,6 +236,53 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
+#: library keywords whose command-line option has another name: the options tried, in order
+KEYWORD_OPTION_ALIASES: dict[str, tuple[str, ...]] = {
+    "consume_queue_file_size": ("cq_file_size",),
+    "mapped_file_size": ("cq_file_size", "consume_queue_file_size"),
+}
+
+_KEYWORD = re.compile(r"\b([a-z][a-z0-9_]*)=([^\s,;)]*)")
+
+
+def invoked_parser(parser: argparse.ArgumentParser, args: argparse.Namespace) -> argparse.ArgumentParser:
+    """The (sub)parser of the command `args` were parsed for: ``rmqlab verify`` -> its parser."""
+    while True:
+        subs = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+        name = getattr(args, subs[0].dest, None) if subs else None
+        if name is None or name not in subs[0].choices:
+            return parser
+        parser = subs[0].choices[name]
+
+
+def command_line_words(message: str, parser: argparse.ArgumentParser) -> str:
+    """`message` with each ``keyword=value`` of the library written as the option of `parser`'s
+    command that sets it (``pass kind=`` -> ``pass --kind``, ``hash_slot_num=64`` ->
+    ``--hash-slot-num 64``, ``overwrite=True`` -> ``--overwrite``); other text is kept.
+
+    Cost: one regular-expression pass over the message.
+
+    >>> p = argparse.ArgumentParser(prog="rmqlab verify")
+    >>> _ = p.add_argument("--kind"); _ = p.add_argument("--cq-file-size", type=int)
+    >>> command_line_words("cannot tell; pass kind=", p)
+    'cannot tell; pass --kind'
+    >>> command_line_words("every file is 600 bytes: pass mapped_file_size=600 to read them", p)
+    'every file is 600 bytes: pass --cq-file-size 600 to read them'
+    """
+    options = {a.dest: a for a in parser._actions if any(o.startswith("--") for o in a.option_strings)}
+
+    def option(m: re.Match) -> str:
+        action = next((options[d] for d in (m[1], *KEYWORD_OPTION_ALIASES.get(m[1], ())) if d in options), None)
+        if action is None:
+            return m[0]
+        flag = next(o for o in action.option_strings if o.startswith("--"))
+        if action.nargs == 0 or not m[2]:     # a switch (store_true), or no value given
+            return flag
+        return f"{flag} {m[2]}"
+
+    return _KEYWORD.sub(option, message)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit status (0 ok, 1 bad file or missing extra, 2 usage)."""
     parser = _parser()
@@ -235,6 +291,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SystemExit as e:       # argparse: usage errors exit 2, --help exits 0
         return int(e.code or 0)
     _setup_logging(args.verbose)
+    command = invoked_parser(parser, args)
+    args.command_line_words = lambda message: command_line_words(message, command)
     for name in ("hash_slot_num", "index_num", "max"):
         v = getattr(args, name, None)
         if v is not None and v < (0 if name == "max" else 1):
@@ -249,17 +307,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _cmd_query(args, parser)
     except SystemExit as e:
         return int(e.code or 0)
-    except RmqlabError as e:
-        # The library speaks in argument names; on the command line they are flags.
-        message = re.sub(r"\b(hash_slot_num|index_num)=(\d*)",
-                         lambda m: "--" + m[1].replace("_", "-") + (" " + m[2] if m[2] else ""), str(e))
-        print(f"rmqlab: error: {message}", file=sys.stderr)
-        return 1
-    except OSError as e:          # missing file, a folder given as FILE, permissions
-        print(f"rmqlab: error: {e}", file=sys.stderr)
-        return 1
-    except MissingExtraError as e:
-        print(f"rmqlab: error: {e}", file=sys.stderr)
+    except UsageError as e:
+        print(f"rmqlab: error: {command_line_words(str(e), command)}", file=sys.stderr)
+        return 2
+    # The library speaks in keyword names; on the command line they are options.
+    except (RmqlabError, OSError, MissingExtraError) as e:   # OSError: a missing file, permissions
+        print(f"rmqlab: error: {command_line_words(str(e), command)}", file=sys.stderr)
         return 1
 
 

@@ -573,9 +573,10 @@ class IndexService:
 
     # -- queries ------------------------------------------------------------------------
 
-    def query_offset(self, topic: str, key: str, max_num: int = DEFAULT_MAX_MSGS_NUM_BATCH,
+    def query_offset(self, topic: str | None, key: str, max_num: int = DEFAULT_MAX_MSGS_NUM_BATCH,
                      begin: int = 0, end: int = LONG_MAX) -> QueryOffsetResult:
-        """IndexService.queryOffset: CommitLog offsets of ``topic#key`` stored in [begin, end] ms.
+        """IndexService.queryOffset: CommitLog offsets of ``topic#key`` stored in [begin, end] ms
+        (`topic` None: `key` as stored).
 
         max_num is capped at :attr:`max_msgs_num_batch`; files are walked newest -> oldest;
         only a file whose time range touches [begin, end] is searched, all files sharing one
@@ -592,7 +593,7 @@ class IndexService:
         the id minus 1000 ms and end = Long.MAX_VALUE."""
         return self._query(topic, uniq_key, DEFAULT_QUERY_MAX_NUM, begin, end, None)
 
-    def trace_query(self, topic: str, key: str, max_num: int = DEFAULT_MAX_MSGS_NUM_BATCH,
+    def trace_query(self, topic: str | None, key: str, max_num: int = DEFAULT_MAX_MSGS_NUM_BATCH,
                     begin: int = 0, end: int = LONG_MAX) -> DirectoryQueryTrace:
         """:meth:`query_offset`, recording every file visited or skipped and each walk's steps.
 
@@ -600,18 +601,19 @@ class IndexService:
         >>> IndexService(tempfile.mkdtemp()).trace_query("T", "k").stop
         'no-files'
         """
-        trace = DirectoryQueryTrace(index_key(topic, key), max_num, 0, begin, end, [], None, "no-files")
+        full_key = key if topic is None else index_key(topic, key)
+        trace = DirectoryQueryTrace(full_key, max_num, 0, begin, end, [], None, "no-files")
         trace.result = self._query(topic, key, max_num, begin, end, trace)
         return trace
 
-    def _query(self, topic: str, key: str, max_num: int, begin: int, end: int,
+    def _query(self, topic: str | None, key: str, max_num: int, begin: int, end: int,
                trace: DirectoryQueryTrace | None) -> QueryOffsetResult:
         requested = max_num
         max_num = min(int(max_num), self.max_msgs_num_batch)
         if max_num < 0:
             # Java builds `new ArrayList<>(maxNum)` first, which throws for a negative size.
             raise ValueError(f"max_num must be >= 0 (after the cap), got {max_num} (asked {requested})")
-        full_key = index_key(topic, key)
+        full_key = key if topic is None else index_key(topic, key)
         offsets: list[int] = []
         last_ts = last_phy = 0
         files = self.files

@@ -16,13 +16,16 @@ What it does, in this order (each step as the broker's own recovery would, excep
    broker's ``MappedFileQueue.truncateDirtyFiles`` only moves its write position there and
    deletes the files after it; the bytes stay until the next append overwrites them. Zeroing
    them makes every offline reader see the same end.) An empty (0-byte) last file is deleted,
-   as ``MappedFileQueue.doLoad`` does. Damage anywhere else is not a crash artifact: recover
+   as ``MappedFileQueue.doLoad`` does; all-zero files after the active one (preallocated ahead
+   of use) are kept, as a running broker keeps them (the load rules are
+   :func:`rmqlab.formats.commitlog.load_files`). Damage anywhere else is not a crash artifact: recover
    raises :class:`UnrecoverableError` and writes nothing (the broker would truncate there and
    delete every later file).
 2. **ConsumeQueue.** In each queue the longest prefix of units that match their messages is
    kept: a message starts at the unit's offset, ends before the CommitLog's valid end, has the
    unit's size, topic, queue id and queue offset, is dispatchable (not a prepared or rolled
-   back transaction record) and gives the unit's tags code. The units after it are zeroed (a
+   back transaction record) and gives the unit's tags code (or the unit holds a ConsumeQueueExt
+   address there, ``ConsumeQueueExt.isExtAddr``). The units after it are zeroed (a
    torn unit included) and files that start after it deleted (``ConsumeQueue.
    truncateDirtyLogicFiles`` only drops units past the CommitLog end). Then every queue gets
    the units of its messages after its kept prefix, through the same writer ``Store.dispatch``
@@ -72,7 +75,6 @@ False
 """
 from __future__ import annotations
 
-import dataclasses
 import datetime as _dt
 import os
 import re
@@ -299,9 +301,9 @@ def _commitlog(root: Path, file_size: int | None, dry_run: bool, actions: list[R
     """Step 1: the complete messages (DataFrame, no bodies), the valid end offset and the torn
     bytes zeroed (or to zero)."""
     d = root / "commitlog"
-    files = cl.store_files(d) if d.is_dir() else []
-    while files and files[-1].size == 0:        # MappedFileQueue.doLoad deletes an empty last file
-        f = files.pop()
+    loaded = cl.load_files(d) if d.is_dir() else None
+    files = [f for f in loaded.files if f not in loaded.dropped] if loaded is not None else []
+    for f in loaded.dropped if loaded is not None else []:
         actions.append(RecoveryAction("commitlog-file-deleted", str(f.path), "empty (0-byte) last file, "
                                       "as MappedFileQueue.doLoad deletes it", 1))
         if not dry_run:
@@ -315,22 +317,9 @@ def _commitlog(root: Path, file_size: int | None, dry_run: bool, actions: list[R
                                      f"(mappedFileSizeCommitLog): not crash damage; pass the right "
                                      f"commitlog_file_size or repair it by hand", path=f.path, offset=f.size,
                                      field="file size")
-    view = None
-    if dry_run and len(files) < len(cl.store_files(d)):
-        # read as if the empty last files were gone: a folder of links to the others (read-only)
-        view = Path(tempfile.mkdtemp(prefix="rmqlab-recover-"))
-        for f in files:
-            (view / f.path.name).symlink_to(f.path.resolve())
-    try:
-        df = cl.read_columns(view or d, body=False, check_crc=True, on_error="report")
-    finally:
-        if view is not None:
-            shutil.rmtree(view, ignore_errors=True)
+    # the reader follows the same load rules: the dropped file is not read, deleted or not
+    df = cl.read_columns(d, body=False, check_crc=True, on_error="report")
     rep: cl.ReadReport = df.attrs["report"]
-    if view is not None:
-        real = lambda dmg: dataclasses.replace(dmg, path=str(d / Path(dmg.path).name))  # noqa: E731
-        rep.damage = [real(x) for x in rep.damage]
-        rep.torn_tail = real(rep.torn_tail) if rep.torn_tail is not None else None
     if rep.damage:
         dmg = rep.damage[0]
         raise UnrecoverableError(f"{dmg.reason}: damage before the end of the CommitLog is not a crash "
@@ -406,7 +395,9 @@ def _consume_queues(root: Path, msgs: pd.DataFrame, end: int, cq_size: int | Non
             ok = hit.copy()
             if len(msgs) and ok.any():
                 ok &= (sz == total[r]) & (topics[r] == topic) & (qids[r] == qid) & (mqoff[r] == qoff)
-                ok &= dispatched[r] & (tc == codes[r])
+                # a ConsumeQueueExt address stands where the tags code would be (ext files enabled):
+                # the message's tags are in the ext unit, so the address is not a mismatch
+                ok &= dispatched[r] & ((tc == codes[r]) | (tc <= cq.EXT_ADDR_MAX))
             good = int(np.argmin(ok)) if len(ok) and not ok.all() else len(ok)
             keep_byte = (q.min_offset + good) * cq.UNIT_SIZE if good else 0
             files = [(f.path, f.start) for f in q.info.files]
@@ -806,7 +797,8 @@ def recovery_start(root: str | os.PathLike, threshold_ms: int) -> tuple[int, str
     (0, None)
     """
     d = Path(root) / "commitlog"
-    files = cl.store_files(d) if d.is_dir() else []
+    loaded = cl.load_files(d) if d.is_dir() else None
+    files = [f for f in loaded.files if f not in loaded.dropped] if loaded is not None else []
     for f in reversed(files):
         try:
             m = cl.read_message(f.path, 0, check_crc=True)

@@ -207,7 +207,10 @@ class Store:
 
     def reput_from_offset(self) -> int:
         """Where a restarted broker resumes dispatch: the largest CommitLog end (offset + size)
-        any ConsumeQueue records, at least the CommitLog's first offset (DefaultMessageStore.start)."""
+        any ConsumeQueue records, at least the CommitLog's first offset (DefaultMessageStore.start).
+        With the ``abort`` file (the broker did not shut down cleanly) no later than where
+        ``CommitLog.recoverAbnormally`` re-dispatches from (:func:`rmqlab.recover.recovery_start`
+        with the checkpoint's min timestamp; units and index keys already there are skipped)."""
         start = 0
         for topic, qid in self.queues():
             with cq.ConsumeQueue.open(cq.queue_dir(self.root, topic, qid), self.consume_queue_file_size) as q:
@@ -216,7 +219,14 @@ class Store:
                     start = max(start, int(last.commitlog_offset) + int(last.size))
         start = max(start, self._batch_queues_end())
         low = cl.min_offset(self.commitlog_dir) if self._has_commitlog() else 0
-        return max(start, low or 0)
+        start = max(start, low or 0)
+        if (self.root / "abort").exists() and self._has_commitlog():
+            from rmqlab.recover import recovery_start
+
+            checkpoint = (cp.read_checkpoint(self.checkpoint_path, strict=False) if self.checkpoint_path.exists()
+                          else cp.StoreCheckpoint())
+            start = min(start, recovery_start(self.root, checkpoint.recovery_timestamp())[0])
+        return start
 
     def dispatch(self) -> DispatchReport:
         """Build ConsumeQueue and index files from the CommitLog as the broker's reput service

@@ -1,7 +1,9 @@
 """Shared fixtures. The Spark session is the expensive one: one JVM for the whole test run."""
 from __future__ import annotations
 
+import os
 import shutil
+from pathlib import Path
 
 import pytest
 
@@ -20,17 +22,19 @@ def spark():
     session.stop()
 
 
-def require_real_data(path):
-    """`path` (real broker data under ../shared/real-data/) when it exists; else FAIL when the
-    environment variable CI is "true" (the oracle must be there) and skip with the reason
-    otherwise."""
-    import os
-    from pathlib import Path
+#: real broker data, read-only, beside the repository (never copied into it)
+REAL_DATA = Path(__file__).resolve().parents[2] / "shared" / "real-data"
 
-    path = Path(path)
-    if not path.exists():
-        reason = f"real data not found at {path} (../shared/real-data/ is outside the repository)"
+
+def require_real_data(path: str | os.PathLike) -> Path:
+    """`path` (under :data:`REAL_DATA`, or relative to it) when it exists. Missing, it fails the
+    test when the environment variable CI is "true" (the oracle must be there) and skips it
+    with the reason elsewhere."""
+    p = Path(path)
+    p = p if p.is_absolute() else REAL_DATA / p
+    if not p.exists():
+        reason = (f"real broker data not found at {p} (../shared/real-data/ lives outside the repository)")
         if os.environ.get("CI") == "true":
             pytest.fail(reason)
         pytest.skip(reason)
-    return path
+    return p

@@ -920,6 +920,7 @@ class CommitLogTarget(Target):
         build("mixed", [([recs[0], recs[1], recs[2], recs[3]], "zeros")], first_start=CL_FILE * 4)
         build("ends-on-blank", [([recs[3]] * 4, "blank")])
         build("exact", [([recs[0]], None)])
+        build("preallocated", [([recs[0], recs[1]], "blank"), ([recs[2]], "zeros"), ([], "zeros")])
         return out
 
     def run(self, rt, seed, data, ops, rng, heavy):
@@ -940,6 +941,11 @@ class CommitLogTarget(Target):
                 pos, stop2, code2 = cl.walk_py(buf, 0, len(buf))
                 rt.expect((np.frombuffer(raw, np.int64).tolist(), stop, code) == (pos, stop2, code2),
                           "_records.walk", f"C walk {(stop, code)} != walk_py {(stop2, code2)}")
+        loaded = rt.call("load_files", cl.load_files, d)
+        if loaded is not None:
+            rt.expect(loaded.data + loaded.preallocated + loaded.dropped == loaded.files
+                      and (loaded.active is None) == (loaded.files == loaded.dropped), "load_files",
+                      f"roles do not cover the files in order: {[loaded.role(f) for f in loaded.files]}")
         check_crc = rng.random() < 0.5
         it = cl.iter_messages(d, on_error="report", check_crc=check_crc)
         msgs = rt.call("iter_messages(report)", lambda: list(it))

@@ -125,6 +125,32 @@ def test_query_file_matches_java(capsys):
     assert checked > 50
 
 
+@pytest.mark.parametrize("name", CASES)
+def test_query_without_topic_looks_up_the_key_as_stored(tmp_path, capsys, name):
+    """Java's own IndexFile calls put raw keys (some without a '#'); without --topic the key is
+    looked up as given, in one file and in a folder."""
+    c = case(name)
+    folder = tmp_path / "index"
+    folder.mkdir()
+    shutil.copyfile(c["path"], folder / c["path"].name)
+    checked = 0
+    queries = [q for q in c["queries"] if q["maxNum"] >= 0]
+    # every raw key (no '#'), and a few topic#key ones typed whole
+    queries = [q for q in queries if "#" not in q["key"]] + [q for q in queries if "#" in q["key"]][:8]
+    for q in queries:
+        common = ["--key", q["key"], "--max", q["maxNum"], "--begin", q["begin"], "--end", q["end"], "--json"]
+        code, out, err = run(capsys, "index", "query", c["path"], *c["geom"], *common)
+        assert code == 0, err
+        r = json.loads(out)
+        assert r["key"] == q["key"] and r["phy_offsets"] == q["result"]
+        if q["maxNum"] <= 64 and q["isTimeMatched"]:
+            code, out, err = run(capsys, "index", "query", folder, *c["geom"], *common)
+            assert code == 0, err
+            assert json.loads(out)["phy_offsets"] == q["result"]
+        checked += 1
+    assert checked == len(queries)
+
+
 def test_query_file_trace(capsys):
     c = case("collisions")
     q = next(q for q in c["queries"] if len(q["result"]) > 1 and "#" in q["key"])
@@ -194,7 +220,7 @@ def test_errors_and_usage(tmp_path, capsys):
     code, _, err = run(capsys, "index", "query", bad, *c["geom"], "--topic", "T", "--key", "k")
     assert code == 1 and "index_count 500" in err
     # usage errors -> 2
-    assert run(capsys, "index", "query", c["path"], "--key", "k")[0] == 2         # --topic missing
+    assert run(capsys, "index", "query", c["path"], *c["geom"], "--topic", "T")[0] == 2   # --key missing
     assert run(capsys, "index", "query", c["path"], *c["geom"], "--topic", "T", "--key", "k",
                "--max", -1)[0] == 2
     assert run(capsys, "index", "info", c["path"], "--index-num", 0)[0] == 2

@@ -210,3 +210,22 @@ def test_generate_rejects_bad_workload_values_without_a_traceback(tmp_path, caps
     rc = main(["store", "generate", str(tmp_path / "s"), *GEO, "--messages", "10", *extra])
     err = capsys.readouterr().err
     assert rc == 2 and "error:" in err and "Traceback" not in err
+
+
+def test_errors_name_options_not_library_keywords(tmp_path, capsys):
+    """A ConsumeQueue of another file size: the message names the command's option."""
+    from rmqlab.store import generate_store
+    from rmqlab.workload import Workload
+
+    root = tmp_path / "s"
+    generate_store(root, Workload(messages=50, seed=1), commitlog_file_size=65536, hash_slot_num=64,
+                   index_num=1024, consume_queue_file_size=400)
+    for command in ("info", "dispatch"):
+        assert main(["store", command, str(root), *GEO]) == 1
+        err = capsys.readouterr().err
+        assert "pass --consume-queue-file-size 400" in err and "mapped_file_size" not in err, err
+    assert main(["store", "info", str(root), *GEO, "--consume-queue-file-size", "400", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["consume_queue_units"] == 50
+    # a workload out of range is a usage error (exit 2), printed once
+    assert main(["store", "generate", str(tmp_path / "g"), *GEO, "--messages", "-1"]) == 2
+    assert capsys.readouterr().err.startswith("rmqlab: error: ")

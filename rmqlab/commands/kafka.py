@@ -15,6 +15,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from rmqlab.commands import UsageError
+
 #: Exit status when verify finds a problem: the same as a bad file.
 VERIFY_FAILED = 1
 
@@ -94,8 +96,7 @@ def _dump(args) -> int:
         try:
             _kind(Path(name))
         except ValueError as e:
-            print(f"rmqlab: error: {e}", file=sys.stderr)
-            return 2
+            raise UsageError(str(e)) from e
     for name in args.files:
         d = dump_file(name, records=args.records)
         if args.json:
@@ -163,8 +164,7 @@ def _rebuild(args) -> int:
         index, timeindex = rebuild_indexes(args.log, args.out, index_interval_bytes=args.index_interval_bytes,
                                            rolled=not args.active, overwrite=args.overwrite)
     except FileExistsError as e:
-        print(f"rmqlab: error: {e}", file=sys.stderr)
-        return 2
+        raise UsageError(str(e)) from e
     from rmqlab.kafka.index import entry_count
 
     print(f"wrote {index} ({entry_count(index)} entries) and {timeindex} ({entry_count(timeindex)} entries)")

@@ -4,10 +4,10 @@ from __future__ import annotations
 import argparse
 import datetime as _dt
 import json
-import sys
 import time
 from pathlib import Path
 
+from rmqlab.commands import UsageError
 from rmqlab.extras import require
 from rmqlab.formats.indexfile import DEFAULT_HASH_SLOT_NUM, DEFAULT_INDEX_NUM
 from rmqlab.workload import PATTERNS
@@ -77,8 +77,7 @@ def _build(args) -> int:
             w = Workload(messages=args.messages, seed=args.seed, topics=tuple(args.topics.split(",")),
                          rate=args.rate, pattern=args.pattern, collision_pairs=args.collision_pairs)
         except ValueError as e:
-            print(f"rmqlab: error: {e}", file=sys.stderr)
-            return 2
+            raise UsageError(str(e)) from e
         source = WorkloadSource(w, commitlog_file_size=args.commitlog_file_size)
     spark = _session(args)
     paths = build_index_files(source, args.out, hash_slot_num=args.hash_slot_num, index_num=args.index_num,

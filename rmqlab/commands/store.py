@@ -8,6 +8,8 @@ import sys
 
 import pandas as pd
 
+from rmqlab.commands import UsageError
+from rmqlab.formats.consumequeue import DEFAULT_MAPPED_FILE_SIZE
 from rmqlab.formats.indexfile import DEFAULT_HASH_SLOT_NUM, DEFAULT_INDEX_NUM, LONG_MAX
 from rmqlab.store import Store, generate_store
 from rmqlab.workload import PATTERNS
@@ -32,14 +34,21 @@ def register(sub: argparse._SubParsersAction) -> None:
                        help="mappedFileSizeCommitLog (default 1 GiB)")
         p.add_argument("--json", action="store_true", help="JSON to stdout (one object per line for results)")
 
+    def queue_file_size(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--consume-queue-file-size", type=int, default=DEFAULT_MAPPED_FILE_SIZE, metavar="BYTES",
+                       help=f"mappedFileSizeConsumeQueue (default {DEFAULT_MAPPED_FILE_SIZE})")
+
     p = ssub.add_parser("info", help="what the store holds: messages, files, queues, index, checkpoint")
     common(p)
+    queue_file_size(p)
     p.set_defaults(run=_info)
     p = ssub.add_parser("dispatch", help="build ConsumeQueue and index files from the CommitLog (incremental)")
     common(p)
+    queue_file_size(p)
     p.set_defaults(run=_dispatch)
     p = ssub.add_parser("query", help="messages by key (broker or verified mode)")
     common(p)
+    queue_file_size(p)
     p.add_argument("--topic", required=True)
     p.add_argument("--key", required=True)
     p.add_argument("--begin", type=int, default=0, metavar="MS")
@@ -92,7 +101,8 @@ def _store(args) -> Store:
     if not Path(args.dir).is_dir():
         raise NotADirectoryError(f"{args.dir}: not a store directory (it should hold commitlog/)")
     return Store(args.dir, hash_slot_num=args.hash_slot_num, index_num=args.index_num,
-                 commitlog_file_size=args.commitlog_file_size)
+                 commitlog_file_size=args.commitlog_file_size,
+                 consume_queue_file_size=getattr(args, "consume_queue_file_size", DEFAULT_MAPPED_FILE_SIZE))
 
 
 def _emit(args, obj, text: str) -> None:
@@ -161,8 +171,7 @@ def _generate(args) -> int:
             config_version = args.broker_version or DEFAULT_CONFIG_VERSION
             shape_for(config_version)
     except ValueError as e:   # the workload checks its own ranges; a usage error here
-        print(f"rmqlab: error: {e}", file=sys.stderr)
-        return 2
+        raise UsageError(str(e)) from e
     def progress(done, total):
         if not args.json:
             print(f"\r{done:,} / {total:,} messages", end="", file=sys.stderr, flush=True)

@@ -21,8 +21,9 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
+from collections.abc import Callable
 
+from rmqlab.commands import UsageError
 from rmqlab.verify import KINDS, VerifyReport, verify_path
 
 #: Exit status when verify finds an error: the same as a bad file.
@@ -50,28 +51,24 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(run=run)
 
 
-def _usage(message: str) -> int:
-    print(f"rmqlab verify: error: {message}", file=sys.stderr)
-    return 2
-
-
-def print_report(report: VerifyReport) -> None:
-    """The text form: per file its summary line and problems; cross-file problems; notes; total."""
+def print_report(report: VerifyReport, words: Callable[[str], str] = str) -> None:
+    """The text form: per file its summary line and problems; cross-file problems; notes; total.
+    `words` rewrites each problem and note for the command line (library keywords as options)."""
     for f in report.files:
         print(f.summary())
         for p in f.problems:
-            print(f"  {p}")
+            print(f"  {words(str(p))}")
     lines = report.summary()[len(report.files):]
     if report.kind == "store":
         print(lines[0])
         for p in report.cross:
-            print(f"  {p}")
+            print(f"  {words(str(p))}")
         lines = lines[1:]
     elif report.cross:
         for p in report.cross:
-            print(f"  {p}")
+            print(f"  {words(str(p))}")
     for n in report.notes:
-        print(f"note: {n}")
+        print(f"note: {words(n)}")
     print(lines[-1])
 
 
@@ -79,16 +76,16 @@ def run(args) -> int:
     for name in ("commitlog_file_size", "cq_file_size"):
         v = getattr(args, name)
         if v is not None and v <= 0:
-            return _usage(f"--{name.replace('_', '-')} must be > 0")
+            raise UsageError(f"--{name.replace('_', '-')} must be > 0")
     try:
         report = verify_path(args.target, kind=args.kind, hash_slot_num=args.hash_slot_num,
                              index_num=args.index_num, commitlog_file_size=args.commitlog_file_size,
                              consume_queue_file_size=args.cq_file_size, slot_count_rule=args.slot_count_rule,
                              check_crc=not args.no_crc)
     except ValueError as e:       # cannot tell what the target is: the user must say
-        return _usage(str(e))
+        raise UsageError(str(e)) from e
     if args.json:
         print(json.dumps(report.as_dict(), indent=2, default=str))
     else:
-        print_report(report)
+        print_report(report, getattr(args, "command_line_words", str))
     return 0 if report.ok else VERIFY_FAILED

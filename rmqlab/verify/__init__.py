@@ -20,8 +20,11 @@ Per file, the format modules' own ``problems()`` plus what they leave out:
   time_diff is measured from the seed of a follow-on file, so it counts as 0 here).
 * **CommitLog**: file size = the mapped file size, names = start offsets, files continuous;
   the record walk (TOTALSIZE, MAGICCODE, field lengths, property block); BODYCRC; the
-  PHYSICALOFFSET field = file start + position; every file but the last ends in the 8-byte
-  end-of-file blank record; a torn tail of the last file is a warning (a broker truncates it).
+  PHYSICALOFFSET field = file start + position; every file before the active one (the last
+  holding data) ends in the 8-byte end-of-file blank record; a torn tail of the active file is
+  a warning (a broker truncates it). As the broker loads a store, an empty last file (deleted
+  on load) and all-zero files after the active one (preallocated) are notes, not damage
+  (:func:`rmqlab.formats.commitlog.load_files`).
 * **ConsumeQueue** (:meth:`ConsumeQueue.problems`): file names and sizes, 20-byte units,
   valid units up to the end, zero end marker and zero tail, no data after the end, blank
   filler units only in front, commitlog offsets increasing and messages not overlapping.

@@ -232,14 +232,23 @@ def _commitlog_file_checks(rep: FileReport, f: cl.StoreFile, rr: cl.ReadReport, 
 def scan_commitlog(path: Path, file_size: int | None, check_crc: bool) -> tuple[list[FileReport], Messages, dict]:
     """Per-file checks of a CommitLog file or folder, and the message table."""
     files, reports = _commitlog_files(path)
-    mapped = file_size or most_common(f.size for f in files)
+    loaded = cl.classify_files(files)
+    loaded_sizes = [f.size for f in files if f not in loaded.dropped]
+    mapped = file_size or most_common(loaded_sizes or [f.size for f in files])
     frames, positions, file_of, file_pos = [], [], [], []
     end_offset = files[0].start_offset if files else 0
     for i, f in enumerate(files):
-        last = i == len(files) - 1
+        # the broker's load rules: only the active file may end without the end-of-file blank
+        last = f == loaded.active
         p = str(f.path)
         rep = FileReport(p, "commitlog")
         reports.append(rep)
+        role = loaded.role(f)
+        if role == "dropped":
+            rep.notes.append(f"{p}: {loaded.reasons[f.path]}")
+            rep.counts = {"messages": 0, "bytes_used": 0, "file_size": f.size, "blank": False,
+                          "start_offset": f.start_offset, "role": role}
+            continue
         if f.size != mapped:
             cls = TruncatedFileError if f.size < mapped else GeometryError
             rep.problems.append(make_problem("commitlog.file-size", cls,
@@ -260,6 +269,11 @@ def scan_commitlog(path: Path, file_size: int | None, check_crc: bool) -> tuple[
                                              f"starts at {f.start_offset} but the previous file "
                                              f"{files[i - 1].path.name} ends at {want}: {what}",
                                              p, 0, "file name"))
+        if role == "preallocated":
+            rep.notes.append(f"{p}: {loaded.reasons[f.path]}")
+            rep.counts = {"messages": 0, "bytes_used": 0, "file_size": f.size, "blank": False,
+                          "start_offset": f.start_offset, "role": role}
+            continue
         rr = cl.ReadReport()
         with open(f.path, "rb") as fh:
             mm = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) if f.size else None

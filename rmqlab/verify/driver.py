@@ -4,6 +4,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from rmqlab.errors import RmqlabError
 from rmqlab.formats import batchconsumequeue as bcq
 from rmqlab.formats.indexfile import NEW_SLOT, IndexFile, SlotCountRule
 from rmqlab.verify.check_batchconsumequeue import (
@@ -126,7 +127,7 @@ def _verify_store(root: Path, rep: VerifyReport, hsn, inum, cl_size, cq_size, ru
     notes = rep.notes
     if (root / "abort").exists():
         notes.append(f"{root / 'abort'}: present: the broker did not shut down cleanly (recovery will re-dispatch "
-                     f"from the checkpoint and may delete index files)")
+                     f"from the checkpoint and may delete index files)" + _abnormal_recovery_start(root))
     msgs: Messages | None = None
     if commitlog.is_dir():
         files, msgs, s = scan_commitlog(commitlog, cl_size, check_crc)
@@ -198,3 +199,25 @@ def _verify_batch_queues(root: Path, rep: VerifyReport, msgs: Messages | None) -
             if q.topic is not None and q.queue_id is not None:
                 out.append((q.topic, q.queue_id, q.min_offset, q.max_offset))
     return out
+
+
+def _abnormal_recovery_start(root: Path) -> str:
+    """Where CommitLog.recoverAbnormally would start re-dispatching, as words for the abort note
+    (a missing or unreadable checkpoint reads as zeros, as StoreCheckpoint creates it)."""
+    from rmqlab.formats import checkpoint as cpf
+    from rmqlab.recover import recovery_start
+
+    cp = cpf.StoreCheckpoint()
+    try:
+        cp = cpf.read_checkpoint(root / "checkpoint", strict=False)
+    except (OSError, RmqlabError):
+        pass
+    try:
+        start, name = recovery_start(root, cp.recovery_timestamp())
+    except (OSError, RmqlabError):
+        return ""
+    if name is None:
+        return ""
+    return (f"; recoverAbnormally re-dispatches from CommitLog file {name} (offset {start}): the newest whose "
+            f"first message was stored at or before the checkpoint's min timestamp {cp.recovery_timestamp()}, "
+            f"else the first")

@@ -50,9 +50,11 @@ Damage. The reader cannot resynchronise inside a file (a record's position is th
 record's end), so the first bad record ends that file: ``on_error="raise"`` (default) raises
 :class:`~rmqlab.errors.FormatError` naming path, offset (file position of the record) and
 field; ``on_error="report"`` records a :class:`Damage` and goes on with the next file. The
-last file may end in a torn write (the file ends inside a record, or the last record is bad and
-only zeros follow it): that is reported as ``report.torn_tail`` and never raised. Zeros after
-the last message of the last file are the normal unwritten space of a preallocated file.
+files read are those the broker loads (:func:`load_files`): an empty last file and all-zero
+files after the active one (the last holding data) are left out. The active file may end in a
+torn write (the file ends inside a record, or the last record is bad and only zeros follow
+it): that is reported as ``report.torn_tail`` and never raised. Zeros after its last message
+are the normal unwritten space of a preallocated file.
 
 >>> import tempfile, os
 >>> d = tempfile.mkdtemp()
@@ -82,7 +84,7 @@ from rmqlab.formats.commitlog.encode import (
     record_sizes,
     stored_properties,
 )
-from rmqlab.formats.commitlog.files import StoreFile, min_offset, store_files
+from rmqlab.formats.commitlog.files import LoadedFiles, StoreFile, classify_files, load_files, min_offset, store_files
 from rmqlab.formats.commitlog.layout import (
     BLANK,
     BORNHOST_V6_FLAG,
@@ -144,4 +146,5 @@ __all__ = [
     "BORNHOST_V6_FLAG", "STOREHOSTADDRESS_V6_FLAG", "COMPRESSED_FLAG", "PROPERTY_CRC32", "CRC32_RESERVED_LEN",
     "STOP_END", "STOP_BLANK", "STOP_BLANK_SIZE", "STOP_SHORT", "STOP_MAGIC", "STOP_PAST_END", "STOP_TOO_SMALL",
     "STOP_LIMIT", "WALK_STOPS", "PROPERTY_PROBLEMS",
+    "LoadedFiles", "classify_files", "load_files",
 ]

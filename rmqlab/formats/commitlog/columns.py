@@ -9,7 +9,7 @@ from typing import Any, Literal
 import numpy as np
 
 from rmqlab import _records
-from rmqlab.formats.commitlog.files import ReadOnlyMap, StoreFile, store_files
+from rmqlab.formats.commitlog.files import ReadOnlyMap, StoreFile, store_files, walked_files
 from rmqlab.formats.commitlog.layout import (
     BLANK,
     BORNHOST_V6_FLAG,
@@ -370,6 +370,10 @@ def read_columns(path_or_dir: str | os.PathLike, *, body: bool = True, check_crc
     (damage, torn tail, end offset) is ``df.attrs["report"]``. Cost: a few million messages/s
     (see benchmarks/bench_commitlog.py); memory about twice the decoded columns.
 
+    The files read are those the broker loads (:func:`files.load_files`): an empty last file and
+    all-zero files after the active one are left out, and only the active file may end without
+    the end-of-file blank record.
+
     `start_offset` (a CommitLog offset where a record starts, e.g. where the last dispatch
     stopped) skips the files that end before it and starts the walk inside the one holding it.
     """
@@ -377,7 +381,7 @@ def read_columns(path_or_dir: str | os.PathLike, *, body: bool = True, check_crc
         raise ValueError(f"on_error must be 'raise' or 'report', got {on_error!r}")
     if start_offset < 0:
         raise ValueError(f"start_offset must be >= 0, got {start_offset}")
-    files = store_files(path_or_dir)
+    files = walked_files(path_or_dir)
     kept = [f for f in files if f.start_offset + f.size > start_offset]
     files = kept if kept else files[-1:]
     report = ReadReport()
@@ -460,8 +464,8 @@ def read_at(path_or_dir: str | os.PathLike, phy_offsets: Sequence[int], *, body:
 
 def max_offset(path: str | os.PathLike) -> int | None:
     """Offset after the last good message (the broker's getMaxOffset after recovery); reads only
-    the last file (walks its TOTALSIZE chain). None without files."""
-    files = store_files(path)
+    the active file (walks its TOTALSIZE chain; files.load_files). None without files."""
+    files = walked_files(path)
     if not files:
         return None
     f = files[-1]

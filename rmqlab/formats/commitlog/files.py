@@ -1,4 +1,22 @@
-"""The files of a ``commitlog/`` folder: names, sizes, offsets and read-only maps."""
+"""The files of a ``commitlog/`` folder: names, sizes, offsets, read-only maps, and the
+broker's load rules that say which files hold the log (:func:`load_files`).
+
+The load rules mirror ``MappedFileQueue.load`` / ``doLoad``, ``CommitLog.recoverNormally`` /
+``recoverAbnormally`` and ``DefaultMessageStore.load``, read at rocketmq-all-4.2.0 and
+rocketmq-all-5.3.1:
+
+- files are loaded in name order; an empty (0-byte) **last** file is deleted on load (5.1.3 and
+  later; 4.2.0 to 4.4.x stop loading at the first file of the wrong size and ignore it and
+  every later one, which for an empty last file is the same). Any other file whose size is not
+  mappedFileSize fails the load (4.5.1 and later: "please check it manually");
+- ``AllocateMappedFileService`` creates the next file ahead of use, so all-zero files may follow
+  the one being written; recovery walks into them, finds no record and
+  ``truncateDirtyFiles`` deletes the files past the end;
+- the last file holding data is the one being written (the active file): after its last
+  message there are zeros. Every earlier file ends with the 8-byte end-of-file blank record
+  (TOTALSIZE = bytes left, MAGICCODE 0xCBD43194); the broker writes only those 8 bytes, so
+  whatever follows them in the file is never read.
+"""
 from __future__ import annotations
 
 import mmap
@@ -46,6 +64,112 @@ def min_offset(path: str | os.PathLike) -> int | None:
     """Offset of the first file's first byte (the broker's getMinOffset), None without files."""
     files = store_files(path)
     return files[0].start_offset if files else None
+
+
+#: bytes read per step when checking that a file holds only zeros
+_ZERO_CHECK_CHUNK = 1 << 20
+
+
+def holds_data(path: str | os.PathLike) -> bool:
+    """True when the file has a non-zero byte (a preallocated, never written file has none).
+    Cost: the first record head; a whole read in 1 MiB steps only for a zero file."""
+    with open(path, "rb") as fh:
+        left = os.fstat(fh.fileno()).st_size
+        head = fh.read(min(8, left))
+        if any(head):
+            return True
+        left -= len(head)
+        while left > 0:
+            chunk = fh.read(min(_ZERO_CHECK_CHUNK, left))   # never a buffer larger than the file
+            if not chunk:
+                break
+            if chunk.count(0) != len(chunk):
+                return True
+            left -= len(chunk)
+    return False
+
+
+@dataclass(frozen=True)
+class LoadedFiles:
+    """A CommitLog's files sorted by the broker's load rules (see the module docstring).
+
+    ``data``: the files the log is read from, in offset order; the last is the active one.
+    ``preallocated``: all-zero files after the active one. ``dropped``: an empty last file,
+    which the broker deletes on load. ``reasons``: why each file that is not read is left out.
+    """
+
+    files: list[StoreFile]
+    data: list[StoreFile]
+    preallocated: list[StoreFile]
+    dropped: list[StoreFile]
+    reasons: dict[Path, str]
+
+    @property
+    def active(self) -> StoreFile | None:
+        """The file the broker was writing (the last one holding data), None without files."""
+        return self.data[-1] if self.data else None
+
+    def role(self, f: StoreFile) -> str:
+        """"data", "active", "preallocated" or "dropped"."""
+        if f in self.dropped:
+            return "dropped"
+        if f in self.preallocated:
+            return "preallocated"
+        return "active" if f == self.active else "data"
+
+
+DROPPED_REASON = ("0 bytes, the last file: created ahead of use; the broker deletes an empty last "
+                  "file on load (MappedFileQueue.doLoad)")
+PREALLOCATED_REASON = ("all zeros after the active file: created ahead of use (AllocateMappedFileService); "
+                       "recovery deletes files past the end (MappedFileQueue.truncateDirtyFiles)")
+
+
+def classify_files(files: list[StoreFile]) -> LoadedFiles:
+    """Sort CommitLog files (from :func:`store_files`) by the broker's load rules.
+
+    Cost: one 8-byte read per trailing file, whole reads only of all-zero trailing files.
+
+    >>> import tempfile
+    >>> d = Path(tempfile.mkdtemp())
+    >>> (d / "00000000000000000000").write_bytes(b"\\x01" + bytes(99))
+    100
+    >>> (d / "00000000000000000100").write_bytes(bytes(100))
+    100
+    >>> (d / "00000000000000000200").write_bytes(b"")
+    0
+    >>> lf = classify_files(store_files(d))
+    >>> [lf.role(f) for f in lf.files]
+    ['active', 'preallocated', 'dropped']
+    """
+    rest = list(files)
+    dropped = [rest.pop()] if rest and rest[-1].size == 0 else []
+    n_data = len(rest)
+    while n_data > 1 and not holds_data(rest[n_data - 1].path):
+        n_data -= 1
+    # with no file holding data the first stays: nothing written yet, the broker writes there next
+    data, preallocated = rest[:n_data], rest[n_data:]
+    reasons = {f.path: DROPPED_REASON for f in dropped}
+    reasons.update({f.path: PREALLOCATED_REASON for f in preallocated})
+    return LoadedFiles(list(files), data, preallocated, dropped, reasons)
+
+
+def load_files(path: str | os.PathLike) -> LoadedFiles:
+    """:func:`classify_files` of :func:`store_files` (a ``commitlog/`` folder or one file).
+
+    Cost: as :func:`classify_files`.
+
+    >>> import tempfile
+    >>> load_files(tempfile.mkdtemp()).active is None
+    True
+    """
+    return classify_files(store_files(path))
+
+
+def walked_files(path: str | os.PathLike) -> list[StoreFile]:
+    """The files a reader walks: the data files of :func:`load_files`, or, when there are none,
+    the first file (empty or zeros: no messages, the end offset is its start)."""
+    lf = load_files(path)
+    return lf.data if lf.data else lf.files[:1]
 
 
 class ReadOnlyMap:

@@ -13,7 +13,7 @@ import numpy as np
 
 from rmqlab.dispatch import transaction_type
 from rmqlab.errors import FormatError, TruncatedFileError
-from rmqlab.formats.commitlog.files import ReadOnlyMap, StoreFile, store_files
+from rmqlab.formats.commitlog.files import ReadOnlyMap, StoreFile, walked_files
 from rmqlab.formats.commitlog.layout import (
     BLANK,
     BORNHOST_V6_FLAG,
@@ -496,7 +496,7 @@ class MessageStream:
         self.report = ReadReport()
 
     def __iter__(self) -> Iterator[Message]:
-        files = store_files(self.path)
+        files = walked_files(self.path)
         rep = self.report
         for i, f in enumerate(files):
             last = i == len(files) - 1
