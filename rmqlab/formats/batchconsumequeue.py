@@ -217,8 +217,8 @@ class BatchConsumeQueue:
 
         >>> import tempfile
         >>> with BatchConsumeQueue.open(tempfile.mkdtemp()) as q:
-        ...     q.min_offset, q.max_offset, len(q)
-        (-1, 0, 0)
+        ...     q.min_offset, q.max_offset, len(q), q.message_total()
+        (-1, 0, 0, 0)
         """
         return cls._load(folder, mapped_file_size, strict, eager=False)
 
@@ -306,8 +306,14 @@ class BatchConsumeQueue:
         return sum(s.count for s in self._live)
 
     def __len__(self) -> int:
+        """Units in the queue (:attr:`unit_count`): one a batch, not one a message; see
+        :meth:`message_total` for the messages they cover."""
+        return self.unit_count
+
+    def message_total(self) -> int:
         """Message offsets covered: max_offset - min_offset (getMessageTotalInQueue); 0 when the
-        queue is empty or damaged so that max < min."""
+        queue is empty or damaged so that max < min. A Python int: a damaged queue's offsets
+        may span more than a container length can."""
         return max(self.max_offset - self.min_offset, 0) if self.min_offset >= 0 else 0
 
     def _require_open(self) -> None:
