@@ -202,6 +202,7 @@ class Store:
             "consume_queues": len(queues),
             "consume_queue_units": units,
             **self._ext_info(),
+            **self._feature_info(queues),
             "index_files": len(index_frame),
             "index_keys": int(index_frame["keys"].sum()) if len(index_frame) else 0,
             "checkpoint": checkpoint,
@@ -217,6 +218,28 @@ class Store:
         return {"cq_ext_folders": len(folders),
                 "cq_ext_units": sum(i.units for i in infos),
                 "cq_ext_file_size": infos[0].mapped_file_size if infos else None}
+
+    def _feature_info(self, queues: list[tuple[str, int]]) -> dict[str, Any]:
+        """BatchConsumeQueue and light message queue counts, only for a store that has them."""
+        out: dict[str, Any] = {}
+        batch = self.batch_queues()
+        if batch:
+            from rmqlab.verify.check_batchconsumequeue import batch_file_size
+
+            units = 0
+            for topic, qid in batch:
+                folder = bcq.queue_dir(self.root, topic, qid)
+                # the files' own size when it is a whole number of units: info needs no option
+                size = batch_file_size(folder, None) if any(folder.iterdir()) else self.batch_consume_queue_file_size
+                with bcq.BatchConsumeQueue.open(folder, size, strict=False) as q:
+                    units += q.unit_count
+            out.update(batch_cq_topics=sorted({t for t, _ in batch}), batch_cq_folders=len(batch),
+                       batch_cq_units=units)
+        lmq = [(t, q) for t, q in queues if is_lmq(t)]
+        if lmq:
+            out.update(lmq_queues=len(lmq), lmq_units=sum(
+                cq.read_queue_info(cq.queue_dir(self.root, t, q), self.consume_queue_file_size).count for t, q in lmq))
+        return out
 
     # -- dispatch -------------------------------------------------------------------------
 
