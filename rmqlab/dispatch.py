@@ -694,22 +694,40 @@ def lmq_dispatch_many(topics: Any, queue_ids: Any, properties: Any, *, enable_lm
     return np.asarray(rows, np.int64), units, np.asarray(bad, np.int64)
 
 
-def assign_lmq_offsets(queue_names: list[str], queue_id: int, table: dict[tuple[str, int], int]) -> str:
-    """The INNER_MULTI_QUEUE_OFFSET the 5.x broker stores for a message naming `queue_names`
-    (MultiDispatch.wrapMultiDispatch with enableLmq, then updateMultiQueueOffset): each LMQ
-    name's next offset in `table` (keyed (name, 0); missing = 0), joined by commas, and the
-    table advanced by 1 each. A name that is not an LMQ gets an empty entry (a null joined).
-    Cost: O(names).
+def assign_lmq_offsets(queue_names: list[str], queue_id: int, table: dict[tuple[str, int], int], *,
+                       broker_version: str | None = None, enable_lmq: bool = True) -> str:
+    """The INNER_MULTI_QUEUE_OFFSET a broker stores for a message naming `queue_names`, and
+    `table` (next offset per (name, queue id); missing = 0) advanced past it.
+
+    5.x (``broker_version`` None or 5.0.0+; ``ConsumeQueue.assignQueueOffset`` in 5.0.0,
+    ``MultiDispatch.wrapMultiDispatch`` / ``updateMultiQueueOffset`` in 5.2.0+): with
+    enableLmq, each LMQ name's next offset (keyed (name, 0)); every other name, and every name
+    without enableLmq, gets an empty entry (Java's join of a null). 4.9.3 to 4.9.8
+    (``MultiDispatch``, read at rocketmq-all-4.9.3 c7989f8574 and 4.9.4 06f2208a34): *every*
+    name gets an offset, an LMQ name with enableLmq keyed (name, 0), any other keyed
+    (name, the message's queue id) in the topic queue table. For LMQ names with enableLmq the
+    two forms agree. Cost: O(names).
 
     >>> t = {}; assign_lmq_offsets(["%LMQ%a", "%LMQ%b"], 2, t), assign_lmq_offsets(["%LMQ%a"], 1, t), t
     ('0,0', '1', {('%LMQ%a', 0): 2, ('%LMQ%b', 0): 1})
+    >>> assign_lmq_offsets(["%LMQ%a", "P"], 3, {}), assign_lmq_offsets(["%LMQ%a", "P"], 3, {}, broker_version="4.9.4")
+    ('0,', '0,0')
     """
+    every_name = broker_version is not None and _version_tuple(broker_version) < (5, 0, 0)
     out = []
     for name in queue_names:
-        if is_lmq(name):
-            key = (name, 0)
+        lmq_key = enable_lmq and is_lmq(name)
+        if lmq_key or every_name:
+            key = (name, 0 if lmq_key else int(queue_id))
             out.append(str(table.get(key, 0)))
             table[key] = table.get(key, 0) + 1
         else:
             out.append("")
     return MULTI_DISPATCH_QUEUE_SPLITTER.join(out)
+
+
+def _version_tuple(version: str) -> tuple[int, int, int]:
+    from rmqlab.brokerversion import parse_broker_version
+
+    v = parse_broker_version(version)
+    return v.major, v.minor, v.patch

@@ -36,7 +36,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from rmqlab.dispatch import batch_units_many, goes_to_consume_queue_many, lmq_dispatch_many, message_tags_codes
+from rmqlab.dispatch import (
+    batch_units_many,
+    goes_to_consume_queue_many,
+    is_lmq,
+    lmq_dispatch_many,
+    message_tags_codes,
+)
 from rmqlab.formats import batchconsumequeue as bcq
 from rmqlab.formats import checkpoint as cp
 from rmqlab.formats import commitlog as cl
@@ -81,7 +87,10 @@ class Store:
 
     `hash_slot_num` / `index_num` are the broker's maxHashSlotNum / maxIndexNum;
     `commitlog_file_size` mappedFileSizeCommitLog (1 GiB); `consume_queue_file_size`
-    mappedFileSizeConsumeQueue (6,000,000 bytes). With `consume_queue_ext` (the broker's
+    mappedFileSizeConsumeQueue (6,000,000 bytes). `batch_cq_topics` are the topics dispatched
+    to BatchConsumeQueues; None (the default) reads them from config/topics.json as the broker
+    does (:func:`rmqlab.formats.storeconfig.batch_cq_topics`; none without config/).
+    With `consume_queue_ext` (the broker's
     enableConsumeQueueExt) dispatch also writes ConsumeQueueExt units, files of
     `consume_queue_ext_file_size` bytes (mappedFileSizeConsumeQueueExt, 48 MiB), and the
     ConsumeQueue units hold their addresses.
@@ -91,7 +100,8 @@ class Store:
                  index_num: int = DEFAULT_INDEX_NUM, commitlog_file_size: int = cl.DEFAULT_FILE_SIZE,
                  consume_queue_file_size: int = cq.DEFAULT_MAPPED_FILE_SIZE,
                  max_msgs_num_batch: int = DEFAULT_MAX_MSGS_NUM_BATCH, tz: _dt.tzinfo | None = None,
-                 batch_cq_topics: Iterable[str] = (), enable_lmq: bool = False, enable_multi_dispatch: bool = False,
+                 batch_cq_topics: Iterable[str] | None = None, enable_lmq: bool = False,
+                 enable_multi_dispatch: bool = False,
                  batch_consume_queue_file_size: int = bcq.DEFAULT_MAPPED_FILE_SIZE,
                  consume_queue_ext: bool = False,
                  consume_queue_ext_file_size: int = cqx.DEFAULT_MAPPED_FILE_SIZE):
@@ -103,7 +113,12 @@ class Store:
         self.max_msgs_num_batch = max_msgs_num_batch
         self.tz = tz
         # topics whose queue.type attribute is BatchCQ, and the broker's enableLmq /
-        # enableMultiDispatch: the 5.x dispatch features (see _dispatch_5x)
+        # enableMultiDispatch: the 5.x dispatch features (see _dispatch_5x). The broker takes
+        # the queue type from config/topics.json, so a real 5.x store needs no argument.
+        if batch_cq_topics is None:
+            from rmqlab.formats.storeconfig import batch_cq_topics as configured_batch_cq_topics
+
+            batch_cq_topics = configured_batch_cq_topics(self.root)
         self.batch_cq_topics = frozenset(batch_cq_topics)
         self.enable_lmq = enable_lmq
         self.enable_multi_dispatch = enable_multi_dispatch
@@ -187,6 +202,7 @@ class Store:
             "consume_queues": len(queues),
             "consume_queue_units": units,
             **self._ext_info(),
+            **self._feature_info(queues),
             "index_files": len(index_frame),
             "index_keys": int(index_frame["keys"].sum()) if len(index_frame) else 0,
             "checkpoint": checkpoint,
@@ -202,6 +218,28 @@ class Store:
         return {"cq_ext_folders": len(folders),
                 "cq_ext_units": sum(i.units for i in infos),
                 "cq_ext_file_size": infos[0].mapped_file_size if infos else None}
+
+    def _feature_info(self, queues: list[tuple[str, int]]) -> dict[str, Any]:
+        """BatchConsumeQueue and light message queue counts, only for a store that has them."""
+        out: dict[str, Any] = {}
+        batch = self.batch_queues()
+        if batch:
+            from rmqlab.verify.check_batchconsumequeue import batch_file_size
+
+            units = 0
+            for topic, qid in batch:
+                folder = bcq.queue_dir(self.root, topic, qid)
+                # the files' own size when it is a whole number of units: info needs no option
+                size = batch_file_size(folder, None) if any(folder.iterdir()) else self.batch_consume_queue_file_size
+                with bcq.BatchConsumeQueue.open(folder, size, strict=False) as q:
+                    units += q.unit_count
+            out.update(batch_cq_topics=sorted({t for t, _ in batch}), batch_cq_folders=len(batch),
+                       batch_cq_units=units)
+        lmq = [(t, q) for t, q in queues if is_lmq(t)]
+        if lmq:
+            out.update(lmq_queues=len(lmq), lmq_units=sum(
+                cq.read_queue_info(cq.queue_dir(self.root, t, q), self.consume_queue_file_size).count for t, q in lmq))
+        return out
 
     # -- dispatch -------------------------------------------------------------------------
 
@@ -541,8 +579,13 @@ def write_simulated_config(store: Store, broker_version: str, *, seed: int = 0) 
     rng = random.Random(seed)
     queues: dict[str, dict[int, int]] = {}
     for topic, qid in store.queues():
+        if is_lmq(topic):   # light message queues have no TopicConfig in topics.json
+            continue
         queues.setdefault(topic, {})[qid] = cq.read_queue_info(cq.queue_dir(store.root, topic, qid),
                                                                store.consume_queue_file_size).max_offset
+    batch_queues: dict[str, int] = {}
+    for topic, qid in store.batch_queues():
+        batch_queues[topic] = max(batch_queues.get(topic, 0), qid + 1)
     schedule = queues.pop("SCHEDULE_TOPIC_XXXX", {})
     offsets = {}
     for topic, ends in sorted(queues.items()):
@@ -551,6 +594,7 @@ def write_simulated_config(store: Store, broker_version: str, *, seed: int = 0) 
         offsets[f"{topic}@{topic}_stale"] = {first: ends[first] // 2}
     info = store.info()
     write_store_config(store.root, broker_version=broker_version, timestamp=info["last_store_timestamp"] or 0,
-                       persists=2, topics={t: len(e) for t, e in queues.items()}, consumer_offsets=offsets,
+                       persists=2, topics={**{t: len(e) for t, e in queues.items()}, **batch_queues},
+                       batch_cq_topics=store.batch_cq_topics & set(batch_queues), consumer_offsets=offsets,
                        delay_offsets={q + 1: end for q, end in schedule.items()},
                        subscription_groups=[f"{t}_consumer" for t in queues])

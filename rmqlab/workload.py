@@ -298,9 +298,11 @@ class Workload:
         inner_batch_max (1): INNER_NUM is 1..inner_batch_max, a fixed function of the row.
         lmq_queues (()): light message queue names (``%LMQ%...``).
         multi_dispatch_every (0): every n-th row (a plain send to a topic that is not BatchCQ)
-            names one or two of `lmq_queues` in INNER_MULTI_DISPATCH, with the offsets a 5.x
-            broker with enableLmq stores in INNER_MULTI_QUEUE_OFFSET. The two properties are
-            appended to the block (a broker's HashMap order is not modelled).
+            names one or two of `lmq_queues` in INNER_MULTI_DISPATCH, with the offsets a
+            broker of `broker_version` with enableLmq stores in INNER_MULTI_QUEUE_OFFSET
+            (:func:`rmqlab.dispatch.assign_lmq_offsets`: for LMQ names 4.9.3+ and 5.x agree).
+            The two properties are appended to the block (a broker's HashMap order is not
+            modelled). BatchCQ topics need a 5.0.0+ `broker_version`, multi dispatch 4.9.3+.
 
     Delayed messages
         delay_fraction (0.0): share of sends with a DELAY level (never transactional ones).
@@ -491,6 +493,10 @@ def _validate(w: Workload) -> None:
              f"lmq_queues: {q!r} is not a queue name starting with %LMQ%")
     count("multi_dispatch_every", 0)
     need(not w.multi_dispatch_every or len(w.lmq_queues) >= 1, "multi_dispatch_every needs lmq_queues")
+    need(not w.batch_cq_topics or facts.batch_consume_queue,
+         f"broker {facts.version} has no BatchConsumeQueue (it comes in 5.0.0)")
+    need(not w.multi_dispatch_every or facts.light_message_queue,
+         f"broker {facts.version} has no multi dispatch (INNER_MULTI_DISPATCH comes in 4.9.3)")
     from zoneinfo import ZoneInfo
 
     ZoneInfo(w.timezone)   # raises for an unknown zone
@@ -1245,7 +1251,7 @@ def _store_features(s: _Setup, st: _State, r: _Records, qoff: np.ndarray,
         for row in rows:
             j = int(row_no[row] // n)
             names = [lmq[j % len(lmq)]] + ([lmq[(j + 1) % len(lmq)]] if len(lmq) > 1 else [])
-            offsets = assign_lmq_offsets(names, int(r.queue[row]), st.lmq_next)
+            offsets = assign_lmq_offsets(names, int(r.queue[row]), st.lmq_next, broker_version=w.broker_version)
             props[row] = _append_properties(props[row], [(PROPERTY_INNER_MULTI_DISPATCH, ",".join(names)),
                                                          (PROPERTY_INNER_MULTI_QUEUE_OFFSET, offsets)])
     return sys_flag, pa.array(props, pa.string())

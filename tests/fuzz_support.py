@@ -1537,6 +1537,10 @@ class StoreConfigTarget(Target):
             rt.expect(load.source in ("file", "bak", "none"), "load_config_file", f"source {load.source!r}")
         other = rng.choice([k for k in sc.KINDS if k != kind])
         rt.call("load_config_file(other kind)", sc.load_config_file, cfg / name, other)
+        if kind == "topics":
+            batch = rt.call("batch_cq_topics", sc.batch_cq_topics, d)
+            if batch is not None:
+                rt.expect(isinstance(batch, frozenset), "batch_cq_topics", f"returned {type(batch).__name__}")
         if heavy:
             store_cfg = rt.call("read_store_config", sc.read_store_config, d)
             if store_cfg is not None:

@@ -274,3 +274,67 @@ def test_verify_finds_damaged_units(feature_store, tmp_path):
     checks = {p.check for p in rep.cross} | {p.check for r in rep.files for p in r.problems}
     assert {"bcq.batch", "bcq.base-offset", "lmq.unit"} <= checks
     assert verify_path(root / "batchconsumequeue").kind == "batchconsumequeue"
+
+
+# ------------------------------------------------------------ INNER_MULTI_QUEUE_OFFSET by version
+
+
+def test_lmq_offsets_form_by_broker_version():
+    """4.9.3-4.9.8 MultiDispatch numbers every name (a plain name per message queue id, as an
+    LMQ name without enableLmq); 5.x numbers only LMQ names with enableLmq, the rest empty."""
+    for version in ("4.9.3", "4.9.4", "4.9.8"):
+        t: dict = {}
+        assert dp.assign_lmq_offsets(["%LMQ%a", "P"], 3, t, broker_version=version) == "0,0"
+        assert dp.assign_lmq_offsets(["%LMQ%a", "P"], 2, t, broker_version=version) == "1,0"
+        assert t == {("%LMQ%a", 0): 2, ("P", 3): 1, ("P", 2): 1}
+        off: dict = {}
+        assert dp.assign_lmq_offsets(["%LMQ%a"], 5, off, broker_version=version, enable_lmq=False) == "0"
+        assert off == {("%LMQ%a", 5): 1}
+    for version in (None, "5.0.0", "5.3.1"):
+        t = {}
+        assert dp.assign_lmq_offsets(["%LMQ%a", "P"], 3, t, broker_version=version) == "0,"
+        assert dp.assign_lmq_offsets(["%LMQ%a"], 3, {}, broker_version=version, enable_lmq=False) == ""
+        assert t == {("%LMQ%a", 0): 1}
+    # what the two forms mean to the dispatch: 5.x's "0," splits to one offset for two names
+    props = {dp.PROPERTY_INNER_MULTI_DISPATCH: "%LMQ%a,P", dp.PROPERTY_INNER_MULTI_QUEUE_OFFSET: "0,"}
+    assert dp.lmq_dispatch("T", 3, props, enable_lmq=True, enable_multi_dispatch=True) == []
+    props[dp.PROPERTY_INNER_MULTI_QUEUE_OFFSET] = "0,0"
+    assert dp.lmq_dispatch("T", 3, props, enable_lmq=True, enable_multi_dispatch=True) == [("%LMQ%a", 0, 0),
+                                                                                          ("P", 3, 0)]
+
+
+def test_workload_lmq_offsets_agree_for_lmq_names_across_versions():
+    from rmqlab.workload import Workload, generate
+
+    def offsets(version):
+        t = generate(Workload(messages=300, seed=2, broker_version=version, **FEATURES_LMQ)).to_pandas()
+        return [dp.property_value(p, dp.PROPERTY_INNER_MULTI_QUEUE_OFFSET) for p in t["properties"]]
+
+    a, b = offsets("4.9.4"), offsets("5.3.1")
+    assert a == b and sum(x is not None for x in a) == 100
+
+
+FEATURES_LMQ = dict(topics=("T",), lmq_queues=("%LMQ%a", "%LMQ%b"), multi_dispatch_every=3)
+
+
+@pytest.mark.parametrize("version", ["4.9.3", "4.9.4", "5.3.1"])
+def test_store_of_each_lmq_version_dispatches_and_verifies(tmp_path, version):
+    from rmqlab.store import generate_store
+    from rmqlab.verify import verify_path
+    from rmqlab.workload import Workload
+
+    store = generate_store(tmp_path / "s", Workload(messages=300, seed=2, broker_version=version, **FEATURES_LMQ),
+                           commitlog_file_size=1 << 18, hash_slot_num=16, index_num=2048,
+                           consume_queue_file_size=2000, enable_lmq=True, enable_multi_dispatch=True)
+    assert {t for t, _ in store.queues() if dp.is_lmq(t)} == {"%LMQ%a", "%LMQ%b"}
+    rep = verify_path(tmp_path / "s")
+    assert rep.ok, rep.summary()
+
+
+def test_workload_refuses_features_the_version_lacks():
+    from rmqlab.workload import Workload
+
+    with pytest.raises(ValueError, match="BatchConsumeQueue"):
+        Workload(messages=10, topics=("B",), batch_cq_topics=("B",), broker_version="4.9.8")
+    with pytest.raises(ValueError, match="multi dispatch"):
+        Workload(messages=10, broker_version="4.9.2", **{k: v for k, v in FEATURES_LMQ.items() if k != "topics"})

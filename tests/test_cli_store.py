@@ -229,3 +229,50 @@ def test_errors_name_options_not_library_keywords(tmp_path, capsys):
     # a workload out of range is a usage error (exit 2), printed once
     assert main(["store", "generate", str(tmp_path / "g"), *GEO, "--messages", "-1"]) == 2
     assert capsys.readouterr().err.startswith("rmqlab: error: ")
+
+
+# ------------------------------------------------------------ 5.x / 4.x store features
+
+FEATURES = ["--broker-version", "5.3.1", "--batch-cq-topics", "B", "--inner-batch-max", "4",
+            "--lmq-queues", "%LMQ%a,%LMQ%b", "--multi-dispatch-every", "5", "--enable-lmq",
+            "--enable-multi-dispatch", "--consume-queue-ext", "--consume-queue-ext-file-size", "4000"]
+
+
+def test_generate_with_store_features_then_info_dispatch_query_verify(tmp_path, capsys):
+    d = tmp_path / "f"
+    info = generate(d, capsys, *FEATURES, "--config")
+    assert info["batch_cq_topics"] == ["B"] and info["batch_cq_units"] > 0 and info["batch_cq_folders"] >= 1
+    assert info["lmq_queues"] == 2 and info["lmq_units"] > 0 and info["cq_ext_units"] > 0
+    assert info["workload"]["multi_dispatch_every"] == 5
+    assert '"queue.type":"BatchCQ"' in (d / "config" / "topics.json").read_text()
+    # info needs no feature option: BatchCQ from topics.json, the file sizes from the files
+    assert main(["store", "info", str(d), *GEO, "--json"]) == 0
+    again = json.loads(capsys.readouterr().out)
+    assert {k: again[k] for k in ("batch_cq_units", "lmq_units", "cq_ext_units")} == \
+        {k: info[k] for k in ("batch_cq_units", "lmq_units", "cq_ext_units")}
+    assert main(["store", "dispatch", str(d), *GEO, "--enable-lmq", "--enable-multi-dispatch", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["messages"] == 0
+    msgs = Store(d, **STORE_OPTIONS).messages()
+    key = msgs[msgs["topic"] == "B"].iloc[0]["keys"].split()[0]
+    assert main(["store", "query", str(d), *GEO, "--topic", "B", "--key", key, "--json"]) == 0
+    assert any(r["topic"] == "B" for r in json_lines(capsys.readouterr().out))
+    assert main(["verify", str(d)]) == 0
+    assert "0 errors" in capsys.readouterr().out
+
+
+def test_store_without_features_shows_no_feature_rows(store_dir, capsys):
+    assert main(["store", "info", str(store_dir), *GEO, "--json"]) == 0
+    info = json.loads(capsys.readouterr().out)
+    assert not {"batch_cq_topics", "batch_cq_folders", "batch_cq_units", "lmq_queues", "lmq_units",
+                "cq_ext_folders"} & set(info)
+
+
+@pytest.mark.parametrize("extra, message", [
+    (["--lmq-queues", "%LMQ%a", "--multi-dispatch-every", "3"], "--enable-multi-dispatch"),
+    (["--batch-cq-topics", "B", "--broker-version", "4.9.7"], "BatchConsumeQueue"),
+    (["--batch-cq-topics", "B", "--config", "--broker-version", "4.9.7"], "BatchConsumeQueue"),
+])
+def test_generate_refuses_features_that_do_not_fit(tmp_path, capsys, extra, message):
+    argv = ["store", "generate", str(tmp_path / "x"), *GEO, "--messages", "10", "--topics", "A,B", *extra]
+    assert main(argv) == 2
+    assert message in capsys.readouterr().err

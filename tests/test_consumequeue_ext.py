@@ -237,6 +237,45 @@ def test_real_store_every_unit_resolves_to_tag1_and_store_times_match():
         assert found.all() and (x.units["msg_store_time"][idx] == times).all()
 
 
+def test_real_store_tag_filter_compares_the_ext_units_codes():
+    """DefaultMessageStore.getMessage (4.2.0) filters by the ext unit's tagsCode: every unit
+    holds an ext address, all resolve to "TAG1".hashCode()."""
+    root = require_real_data(REAL)
+    with cq.ConsumeQueue.open(root / "consumequeue" / "abc" / "0", 200) as q, \
+            cqx.ConsumeQueueExt.open(root / "consumequeue_ext" / "abc" / "0") as x:
+        assert q.tag_mask("TAG1", ext=x).sum() == 56
+        assert q.tag_mask("TAG2", ext=x).sum() == 0
+        assert q.tag_mask("TAG1 || TAG2", ext=x).sum() == 56 and q.tag_mask("*", ext=x).sum() == 56
+        assert q.code_mask(java_hash("TAG1"), ext=x).sum() == 56
+        # the raw values are addresses: without the ext nothing matches by tag
+        assert q.tag_mask("TAG1").sum() == 0 and q.code_mask(java_hash("TAG1")).sum() == 0
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["a", "b", "c"]), st.booleans(), st.booleans()), min_size=1, max_size=30))
+def test_tag_filter_with_ext_matches_a_model(tmp_path_factory, rows):
+    """Each unit: its tag, whether dispatch put it through the ext, and (for those) whether its
+    address is damaged so it points at no unit start. Model: resolved code when found; a
+    dangling address passes any tag subscription (the broker's null tagsCode)."""
+    d, e = tmp_path_factory.mktemp("q"), tmp_path_factory.mktemp("x")
+    with cqx.ConsumeQueueExtWriter.create(e, mapped_file_size=20 * 64) as w:
+        addrs = w.put_many([java_hash(t) for t, _, _ in rows], list(range(len(rows))))
+    codes = []
+    for (t, via_ext, dangling), a in zip(rows, addrs):
+        if not via_ext:
+            codes.append(java_hash(t))
+        else:
+            codes.append(int(a) + 1 if dangling else int(a))
+    with cq.ConsumeQueueWriter.create(d, mapped_file_size=20 * 64) as w:
+        w.put_many([i * 100 for i in range(len(rows))], [100] * len(rows), codes, list(range(len(rows))))
+    with cq.ConsumeQueue.open(d, 20 * 64) as q, cqx.ConsumeQueueExt.open(e) as x:
+        for sub in ("a", "a || c", "*"):
+            want = set(sub.split(" || "))
+            expect = [sub == "*" or (via and dang) or t in want for t, via, dang in rows]
+            assert q.tag_mask(sub, ext=x).tolist() == expect
+        assert q.code_mask(java_hash("b"), ext=x).tolist() == [t == "b" and not (v and g) for t, v, g in rows]
+
+
 def test_real_store_verify_finds_nothing_in_queue_and_ext():
     root = require_real_data(REAL)
     from rmqlab.verify import verify_path

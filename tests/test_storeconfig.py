@@ -212,3 +212,60 @@ def test_generate_rejects_a_bad_version(tmp_path, capsys):
     assert main(["store", "generate", str(tmp_path / "s"), "--messages", "10", "--config",
                  "--broker-version", "x.y"]) == 2
     assert "MAJOR.MINOR.PATCH" in capsys.readouterr().err
+
+
+# ------------------------------------------------------------ BatchCQ topics from topics.json
+
+
+def test_batch_cq_topics_from_topics_json_and_bak(tmp_path):
+    from rmqlab.errors import FormatError
+    from rmqlab.formats.storeconfig import batch_cq_topics
+    from rmqlab.formats.storeconfig_writer import write_store_config
+
+    assert batch_cq_topics(tmp_path) == frozenset()
+    write_store_config(tmp_path, broker_version="5.3.1", timestamp=0, persists=2, topics={"B": 2, "T": 1},
+                       batch_cq_topics=["B"])
+    assert batch_cq_topics(tmp_path) == {"B"}
+    (tmp_path / "config" / "topics.json").write_text("{")          # torn: the broker loads the .bak
+    assert batch_cq_topics(tmp_path) == {"B"}
+    (tmp_path / "config" / "topics.json").write_text(
+        '{"topicConfigTable":{"X":{"attributes":{"queue.type":"Other"}}}}')
+    with pytest.raises(FormatError, match="queue.type"):
+        batch_cq_topics(tmp_path)
+    with pytest.raises(ValueError, match="5.0.0"):
+        write_store_config(tmp_path, broker_version="4.9.7", timestamp=0, topics={"B": 1}, batch_cq_topics=["B"])
+
+
+def test_store_takes_batch_cq_topics_from_config(tmp_path):
+    from rmqlab.formats.storeconfig_writer import write_store_config
+    from rmqlab.store import Store
+
+    assert Store(tmp_path).batch_cq_topics == frozenset()
+    write_store_config(tmp_path, broker_version="5.0.0", timestamp=0, topics={"B": 1, "T": 1}, batch_cq_topics=["B"])
+    assert Store(tmp_path).batch_cq_topics == {"B"}
+    assert Store(tmp_path, batch_cq_topics=()).batch_cq_topics == frozenset()   # the caller's word wins
+
+
+def test_generated_batch_cq_store_with_config_dispatches_again_from_config(tmp_path):
+    """A 5.x store written with --config: a fresh Store on it, told nothing, finds the BatchCQ
+    topic in topics.json, and dispatching a copy without its queues rebuilds them."""
+    import shutil
+
+    from rmqlab.store import Store, generate_store
+    from rmqlab.workload import Workload
+
+    opts = dict(commitlog_file_size=1 << 18, hash_slot_num=16, index_num=2048, consume_queue_file_size=2000)
+    w = Workload(messages=200, seed=1, topics=("T", "B"), batch_cq_topics=("B",), inner_batch_max=4,
+                 broker_version="5.3.1")
+    generate_store(tmp_path / "s", w, config_version="5.3.1", batch_cq_topics=("B",), **opts)
+    assert '"queue.type":"BatchCQ"' in (tmp_path / "s" / "config" / "topics.json").read_text()
+    shutil.copytree(tmp_path / "s", tmp_path / "c", ignore=shutil.ignore_patterns("consumequeue", "batchconsumequeue",
+                                                                                 "index", "checkpoint"))
+    s = Store(tmp_path / "c", **opts)
+    assert s.batch_cq_topics == {"B"}
+    r = s.dispatch()
+    assert r.batch_queue_units > 0 and not (tmp_path / "c" / "consumequeue" / "B").exists()
+    for sub in ("batchconsumequeue", "consumequeue"):
+        for f in sorted((tmp_path / "s" / sub).rglob("*")):
+            if f.is_file():
+                assert f.read_bytes() == (tmp_path / "c" / f.relative_to(tmp_path / "s")).read_bytes()

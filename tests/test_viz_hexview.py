@@ -264,3 +264,46 @@ def test_figure_on_sample_store_file():
         png(fig)
     finally:
         svc.close()
+
+
+# ------------------------------------------------------------ BatchConsumeQueue files
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.lists(st.tuples(st.integers(1, 5000), st.integers(-2**31, 2**31 - 1), st.integers(1, 9)),
+                min_size=1, max_size=7))
+def test_batch_hex_fields_match_struct_unpacking(tmp_path_factory, units):
+    """Every field row of batch_hex_fields equals the big-endian bytes at its offset, unpacked
+    here with struct from BatchConsumeQueue.java's 46-byte unit (q i q q q h i i)."""
+    from rmqlab.formats.batchconsumequeue import BatchConsumeQueueWriter
+    from rmqlab.viz.hexview import batch_hex_fields
+
+    d = tmp_path_factory.mktemp("bcq")
+    phys, bases, pos, base = [], [], 0, 0
+    for size, _, k in units:
+        phys.append(pos)
+        bases.append(base)
+        pos += size
+        base += k
+    with BatchConsumeQueueWriter.create(d, mapped_file_size=46 * 8) as w:
+        w.put_many(phys, [u[0] for u in units], [u[1] for u in units], [1718000000000 + i for i in range(len(units))],
+                   bases, [u[2] for u in units])
+    path = d / ("0" * 20)
+    raw = path.read_bytes()
+    df = batch_hex_fields(path, units=range(len(units)))
+    assert list(df.columns) == list(HEX_FIELD_COLUMNS)
+    names = ["commitlogOffset", "size", "tagsCode", "storeTime", "msgBaseOffset", "batchSize", "compactedOffset",
+             "reserved"]
+    for n in range(len(units)):
+        want = struct.unpack_from(">qiqqqhii", raw, 46 * n)
+        got = df[df["field"].str.startswith(f"unit[{n}].")]
+        assert got["value"].tolist() == list(want)
+        assert [f.split(".", 1)[1] for f in got["field"]] == names
+        for r in got.itertuples():
+            assert bytes.fromhex(r.hex.replace(" ", "")) == raw[r.offset:r.offset + r.size]
+    end = df[df["region"] == "end"]
+    assert (len(end) == 1) == (len(units) < 8)
+    if len(end):
+        assert int(end["offset"].iloc[0]) == 46 * len(units) and int(end["value"].iloc[0]) == 0
+    with pytest.raises(ValueError):
+        batch_hex_fields(path, units=[len(units)])

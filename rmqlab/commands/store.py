@@ -33,6 +33,17 @@ def register(sub: argparse._SubParsersAction) -> None:
         p.add_argument("--commitlog-file-size", type=int, default=1 << 30, metavar="BYTES",
                        help="mappedFileSizeCommitLog (default 1 GiB)")
         p.add_argument("--json", action="store_true", help="JSON to stdout (one object per line for results)")
+        p.add_argument("--batch-cq-topics", default=None, metavar="T1,T2",
+                       help="topics dispatched to BatchConsumeQueues (default: those whose queue.type is "
+                            "BatchCQ in config/topics.json; none without config/)")
+        p.add_argument("--enable-lmq", action="store_true", help="the broker's enableLmq: LMQ units in queue 0")
+        p.add_argument("--enable-multi-dispatch", action="store_true",
+                       help="the broker's enableMultiDispatch: extra ConsumeQueue units for INNER_MULTI_DISPATCH")
+        p.add_argument("--consume-queue-ext", action="store_true",
+                       help="the broker's enableConsumeQueueExt: dispatch also writes consumequeue_ext/ "
+                            "(default: on when the store has that folder)")
+        p.add_argument("--consume-queue-ext-file-size", type=int, default=None, metavar="BYTES",
+                       help="mappedFileSizeConsumeQueueExt (default 48 MiB)")
 
     def queue_file_size(p: argparse.ArgumentParser) -> None:
         p.add_argument("--consume-queue-file-size", type=int, default=DEFAULT_MAPPED_FILE_SIZE, metavar="BYTES",
@@ -73,6 +84,12 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "final \\x02); default: rmqlab's own form (final \\x02 kept, as 4.9.0- and 5.2+)")
     p.add_argument("--append-prop-crc", action="store_true",
                    help="end every record's properties with __CRC32# (enabledAppendPropCRC, 5.2+)")
+    p.add_argument("--inner-batch-max", type=int, default=1, metavar="N",
+                   help="each send to a --batch-cq-topics topic is an inner batch of 1..N messages")
+    p.add_argument("--lmq-queues", default="", metavar="Q1,Q2",
+                   help="light message queue names (%%LMQ%%...) for multi-dispatched messages")
+    p.add_argument("--multi-dispatch-every", type=int, default=0, metavar="N",
+                   help="every N-th plain send also names one or two --lmq-queues in INNER_MULTI_DISPATCH")
     p.add_argument("--config", action="store_true",
                    help="also write config/ (topics, consumer offsets, subscription groups) with simulated "
                         f"consumers, in the shape --broker-version writes (default {DEFAULT_CONFIG_VERSION})")
@@ -102,7 +119,26 @@ def _store(args) -> Store:
         raise NotADirectoryError(f"{args.dir}: not a store directory (it should hold commitlog/)")
     return Store(args.dir, hash_slot_num=args.hash_slot_num, index_num=args.index_num,
                  commitlog_file_size=args.commitlog_file_size,
-                 consume_queue_file_size=getattr(args, "consume_queue_file_size", DEFAULT_MAPPED_FILE_SIZE))
+                 consume_queue_file_size=getattr(args, "consume_queue_file_size", DEFAULT_MAPPED_FILE_SIZE),
+                 **_feature_options(args))
+
+
+def _names(text: str | None) -> tuple[str, ...]:
+    return tuple(t for t in (text or "").split(",") if t)
+
+
+def _feature_options(args) -> dict:
+    """The Store options of the 5.x / 4.x store features given on the command line."""
+    from pathlib import Path
+
+    from rmqlab.formats.consumequeue_ext import DEFAULT_MAPPED_FILE_SIZE as EXT_FILE_SIZE
+
+    opts: dict = {"enable_lmq": args.enable_lmq, "enable_multi_dispatch": args.enable_multi_dispatch,
+                  "consume_queue_ext": args.consume_queue_ext or (Path(args.dir) / "consumequeue_ext").is_dir(),
+                  "consume_queue_ext_file_size": args.consume_queue_ext_file_size or EXT_FILE_SIZE}
+    if args.batch_cq_topics is not None:
+        opts["batch_cq_topics"] = _names(args.batch_cq_topics)
+    return opts
 
 
 def _emit(args, obj, text: str) -> None:
@@ -163,13 +199,20 @@ def _generate(args) -> int:
         w = Workload(messages=args.messages, seed=args.seed, topics=tuple(args.topics.split(",")), rate=args.rate,
                      pattern=args.pattern, collision_pairs=args.collision_pairs,
                      transaction_fraction=args.transaction_fraction, delay_fraction=args.delay_fraction,
-                     broker_version=args.broker_version, append_prop_crc=args.append_prop_crc)
+                     broker_version=args.broker_version, append_prop_crc=args.append_prop_crc,
+                     batch_cq_topics=_names(args.batch_cq_topics), inner_batch_max=args.inner_batch_max,
+                     lmq_queues=_names(args.lmq_queues), multi_dispatch_every=args.multi_dispatch_every)
         config_version = None
         if args.config:
             from rmqlab.formats.storeconfig_writer import shape_for
 
             config_version = args.broker_version or DEFAULT_CONFIG_VERSION
-            shape_for(config_version)
+            if shape_for(config_version) == "4" and w.batch_cq_topics:
+                raise ValueError(f"--config in the shape of {config_version} cannot hold queue.type=BatchCQ "
+                                 f"(it comes in 5.0.0)")
+        if w.multi_dispatch_every and not (args.enable_multi_dispatch and args.enable_lmq):
+            raise ValueError("--multi-dispatch-every needs --enable-multi-dispatch and --enable-lmq (the offsets "
+                             "written are those of a broker with enableMultiDispatch and enableLmq)")
     except ValueError as e:   # the workload checks its own ranges; a usage error here
         raise UsageError(str(e)) from e
     def progress(done, total):
@@ -177,7 +220,8 @@ def _generate(args) -> int:
             print(f"\r{done:,} / {total:,} messages", end="", file=sys.stderr, flush=True)
     s = generate_store(args.dir, w, commitlog_file_size=args.commitlog_file_size, progress=progress,
                        hash_slot_num=args.hash_slot_num, index_num=args.index_num,
-                       config_version=config_version)
+                       config_version=config_version, **{**_feature_options(args),
+                                                         "batch_cq_topics": w.batch_cq_topics})
     if not args.json:
         print(file=sys.stderr)
     info = s.info()

@@ -73,6 +73,7 @@ from rmqlab.errors import (
     RmqlabError,
     TruncatedFileError,
 )
+from rmqlab.formats.consumequeue_ext import is_ext_addr_many
 from rmqlab.formats.layout import Layout
 from rmqlab.javahash import java_hash
 
@@ -594,26 +595,65 @@ class ConsumeQueue:
 
     # -- tag filtering ---------------------------------------------------------------------
 
-    def tag_mask(self, subscription: str | Iterable[str] | None) -> np.ndarray:
+    def tag_mask(self, subscription: str | Iterable[str] | None, *, ext: Any = None) -> np.ndarray:
         """Which of :attr:`units` a TAG subscription lets through, as the broker decides from
         the ConsumeQueue alone (ExpressionMessageFilter.isMatchedByConsumeQueue): the unit's
         tags code cut to a Java int must be in :func:`subscription_codes` (all for "*" / "").
 
-        Hash collisions pass too (the client re-checks the tag string). Cost: O(units).
+        With `ext` (the queue's open
+        :class:`~rmqlab.formats.consumequeue_ext.ConsumeQueueExt`), a tagsCode holding an ext
+        address is first replaced by the ext unit's tags code, as DefaultMessageStore.getMessage
+        does (read at rocketmq-all-4.2.0); an address that points at no ext unit is let
+        through, as the broker passes a null tags code (the client filters it).
+        Without `ext` the raw values are compared.
+
+        Hash collisions pass too (the client re-checks the tag string). Cost: O(units), plus
+        O(units log ext units) with `ext`.
+
+        >>> import tempfile
+        >>> from rmqlab.formats.consumequeue_ext import ConsumeQueueExt, ConsumeQueueExtWriter
+        >>> d, e = tempfile.mkdtemp(), tempfile.mkdtemp()
+        >>> with ConsumeQueueExtWriter.create(e, mapped_file_size=840) as x:
+        ...     addrs = x.put_many([java_hash("TagA"), java_hash("TagB")], [1, 2])
+        >>> with ConsumeQueueWriter.create(d, mapped_file_size=100) as w:
+        ...     _ = w.put_many([0, 172], [172, 172], addrs, [0, 1])
+        >>> with ConsumeQueue.open(d, 100) as q, ConsumeQueueExt.open(e) as x:
+        ...     q.tag_mask("TagA").tolist(), q.tag_mask("TagA", ext=x).tolist()
+        ([False, False], [True, False])
         """
         codes = subscription_codes(subscription)
         u = self.units
         if codes is None:
             return np.ones(len(u), dtype=bool)
-        as_int = u["tags_code"].astype(np.int64).astype(np.int32)  # Long.intValue(): low 32 bits
-        return np.isin(as_int, np.fromiter(codes, dtype=np.int32, count=len(codes)))
+        raw = u["tags_code"].astype(np.int64)
+        resolved, unresolved = raw, np.zeros(len(raw), dtype=bool)
+        if ext is not None:
+            resolved, found = ext.resolve(raw)
+            unresolved = is_ext_addr_many(raw) & ~found
+        as_int = resolved.astype(np.int32)  # Long.intValue(): low 32 bits
+        return np.isin(as_int, np.fromiter(codes, dtype=np.int32, count=len(codes))) | unresolved
 
-    def code_mask(self, codes: Iterable[int] | int) -> np.ndarray:
-        """Which of :attr:`units` have a tags code (all 64 bits) in `codes`. Cost: O(units)."""
+    def code_mask(self, codes: Iterable[int] | int, *, ext: Any = None) -> np.ndarray:
+        """Which of :attr:`units` have a tags code (all 64 bits) in `codes`; with `ext` (the
+        queue's open ConsumeQueueExt) ext addresses are compared by the tags code of the unit
+        they point at (an unresolved address keeps its raw value). Cost: O(units), plus
+        O(units log ext units) with `ext`.
+
+        >>> import tempfile
+        >>> d = tempfile.mkdtemp()
+        >>> with ConsumeQueueWriter.create(d, mapped_file_size=100) as w:
+        ...     _ = w.put_many([0, 172], [172, 172], [7, 8], [0, 1])
+        >>> with ConsumeQueue.open(d, 100) as q:
+        ...     q.code_mask(8).tolist()
+        [False, True]
+        """
         if isinstance(codes, (int, np.integer)):
             codes = [codes]
         want = np.asarray(list(codes), dtype=np.int64)
-        return np.isin(self.units["tags_code"].astype(np.int64), want)
+        have = self.units["tags_code"].astype(np.int64)
+        if ext is not None:
+            have = ext.resolve(have)[0]
+        return np.isin(have, want)
 
     def resolved_tags_codes(self, ext: Any) -> tuple[np.ndarray, np.ndarray]:
         """The real tags code of each of :attr:`units`: a tagsCode holding a ConsumeQueueExt

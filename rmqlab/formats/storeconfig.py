@@ -84,6 +84,7 @@ __all__ = [
     "decode_config",
     "load_config_file",
     "read_store_config",
+    "batch_cq_topics",
     "perm_text",
 ]
 
@@ -637,3 +638,39 @@ def read_store_config(root: str | os.PathLike) -> StoreConfig:
             continue
         loads[kind] = load_config_file(p, kind)
     return StoreConfig(root, loads)
+
+
+def batch_cq_topics(root: str | os.PathLike) -> frozenset[str]:
+    """The topics of the store at `root` whose queues are BatchConsumeQueues: those whose
+    ``queue.type`` attribute in config/topics.json (or its .bak, as the broker loads it) is
+    ``BatchCQ`` (QueueTypeUtils.getCQType with TopicAttributes.QUEUE_TYPE_ATTRIBUTE, read at
+    rocketmq-all-5.3.1: absent attributes mean SimpleCQ, so every 4.x file gives none). A
+    store without config/ has none. Reads only. Cost: reads topics.json once.
+
+    >>> import tempfile, pathlib
+    >>> root = pathlib.Path(tempfile.mkdtemp()); (root / "config").mkdir()
+    >>> _ = (root / "config" / "topics.json").write_text(
+    ...     '{"topicConfigTable":{"B":{"attributes":{"queue.type":"BatchCQ"}},"T":{"attributes":{}}}}')
+    >>> sorted(batch_cq_topics(root)), batch_cq_topics(tempfile.mkdtemp())
+    (['B'], frozenset())
+
+    Raises FormatError where the broker's load of topics.json fails, and for a queue.type
+    that is no CQType (the broker's CQType.valueOf throws), naming the file and the field.
+    """
+    from rmqlab.dispatch import QUEUE_TYPE_ATTRIBUTE, cq_type
+
+    main = Path(root) / "config" / CONFIG_FILES["topics"]
+    if not (main.exists() or main.with_name(main.name + ".bak").exists()):
+        return frozenset()
+    load = load_config_file(main, "topics")
+    out = set()
+    for row in load.rows:
+        try:
+            kind = cq_type(row["attributes"])
+        except ValueError as e:
+            raise FormatError(str(e), path=load.used,
+                              field=_path(_path(_path("topicConfigTable", row["topic"]), "attributes"),
+                                          QUEUE_TYPE_ATTRIBUTE)) from None
+        if kind == "BatchCQ":
+            out.add(row["topic"])
+    return frozenset(out)

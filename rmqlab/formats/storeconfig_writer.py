@@ -23,10 +23,11 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, Literal
 
+from rmqlab.dispatch import QUEUE_TYPE_ATTRIBUTE
 from rmqlab.formats.storeconfig import CONFIG_FILES
 
 __all__ = ["Shape", "shape_for", "encode_fastjson", "write_config_file", "config_documents", "write_store_config"]
@@ -101,10 +102,13 @@ def _data_version(shape: Shape, timestamp: int, counter: int) -> dict[str, int]:
     return {"counter": counter, "stateVersion": 0, "timestamp": timestamp}
 
 
-def _topic_config(shape: Shape, name: str, queues: int) -> dict[str, Any]:
+def _topic_config(shape: Shape, name: str, queues: int, batch_cq: bool = False) -> dict[str, Any]:
     tc: dict[str, Any] = {"order": False, "perm": 6, "readQueueNums": queues, "topicFilterType": "SINGLE_TAG",
                           "topicName": name, "topicSysFlag": 0, "writeQueueNums": queues}
-    return tc if shape == "4" else {"attributes": {}, **tc}
+    if shape == "4":
+        return tc
+    # AttributeUtil stores an added attribute without its "+" prefix
+    return {"attributes": {QUEUE_TYPE_ATTRIBUTE: "BatchCQ"} if batch_cq else {}, **tc}
 
 
 def _group_config(shape: Shape, name: str) -> dict[str, Any]:
@@ -123,25 +127,36 @@ def _group_config(shape: Shape, name: str) -> dict[str, Any]:
 def config_documents(*, broker_version: str, timestamp: int, topics: Mapping[str, int] | None = None,
                      consumer_offsets: Mapping[str, Mapping[int, int]] | None = None,
                      delay_offsets: Mapping[int, int] | None = None,
-                     subscription_groups: list[str] | None = None) -> dict[str, str]:
+                     subscription_groups: list[str] | None = None,
+                     batch_cq_topics: Iterable[str] = ()) -> dict[str, str]:
     """file name -> text of the four config files in `broker_version`'s shape. `topics` maps a
     topic to its queue count; `consumer_offsets` a "topic@group" key to {queue id: offset};
     `delay_offsets` a level to an offset; `subscription_groups` lists group names (default: the
-    groups of `consumer_offsets`). Cost: proportional to the entries.
+    groups of `consumer_offsets`); `batch_cq_topics` (among `topics`) get the attribute
+    ``queue.type`` = ``BatchCQ``. Cost: proportional to the entries.
 
     >>> docs = config_documents(broker_version="4.2.0", timestamp=0, delay_offsets={1: 3})
     >>> docs["delayOffset.json"]
     '{\\n\\t"offsetTable":{1:3}\\n}'
+
+    Raises ValueError for BatchCQ topics before 5.0.0 (TopicConfig has no attributes there)
+    or not among `topics`.
     """
     shape = shape_for(broker_version)
     topics = dict(topics or {})
+    batch = frozenset(batch_cq_topics)
+    if batch and shape == "4":
+        raise ValueError(f"broker {broker_version} has no BatchConsumeQueue (queue.type comes in 5.0.0)")
+    if not batch <= set(topics):
+        raise ValueError(f"BatchCQ topics {sorted(batch - set(topics))} are not among the topics")
     offsets = {k: _Bare(sorted((int(q), int(o)) for q, o in v.items()))
                for k, v in sorted((consumer_offsets or {}).items())}
     groups = sorted(set(subscription_groups if subscription_groups is not None
                         else [k.split("@")[1] for k in offsets if "@" in k]))
     dv = _data_version(shape, timestamp, 1)
     topics_doc = {"dataVersion": dv,
-                  "topicConfigTable": {t: _topic_config(shape, t, n) for t, n in sorted(topics.items())}}
+                  "topicConfigTable": {t: _topic_config(shape, t, n, t in batch)
+                                       for t, n in sorted(topics.items())}}
     offsets_doc: dict[str, Any] = {"offsetTable": offsets}
     delay_table = _Bare(sorted((int(k), int(v)) for k, v in (delay_offsets or {}).items()))
     delay_doc: dict[str, Any] = {"offsetTable": delay_table}

@@ -142,13 +142,21 @@ def batch_queue_cross(q: bcq.BatchConsumeQueue, msgs: Messages) -> list:
     return out
 
 
-def lmq_queue_cross(q: cq.ConsumeQueue, msgs: Messages, *, enable_lmq: bool = True) -> list:
+def lmq_queue_cross(q: cq.ConsumeQueue, msgs: Messages, *, enable_lmq: bool | None = None) -> list:
     """A light message queue's units against the messages naming it: each unit points at a
     message whose INNER_MULTI_DISPATCH / INNER_MULTI_QUEUE_OFFSET put it at this queue offset
-    (with its TOTALSIZE and tags code), and every such message before the queue's end has its unit."""
+    (with its TOTALSIZE and tags code), and every such message before the queue's end has its unit.
+
+    `enable_lmq` None infers the broker's enableLmq from the folders: with it every LMQ unit
+    is in queue 0; without it (a 4.9.x broker numbers the names per message queue id, see
+    :func:`rmqlab.dispatch.assign_lmq_offsets`) they are in the sending message's queue, so a
+    sibling folder other than 0 means off."""
     out: list = []
     if not msgs.n:
         return out
+    if enable_lmq is None:
+        siblings = [p.name for p in q.folder.parent.iterdir() if p.is_dir()] if q.folder.parent.is_dir() else []
+        enable_lmq = q.queue_id == 0 and all(n == "0" for n in siblings)
     rows, units, _ = lmq_dispatch_many(msgs.frame["topic"].to_numpy(object), msgs.frame["queue_id"].to_numpy(np.int64),
                                        msgs.frame["properties"], enable_lmq=enable_lmq, enable_multi_dispatch=True)
     elig = goes_to_consume_queue_many(msgs.sys_flag[rows]) if len(rows) else np.zeros(0, bool)

@@ -35,6 +35,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
+from rmqlab.formats import batchconsumequeue as bcq
 from rmqlab.formats import consumequeue_ext as cqx
 from rmqlab.formats.indexfile import ENTRY, HEADER, SLOT, IndexFile
 from rmqlab.viz.figures import opened_index_file
@@ -44,6 +45,7 @@ __all__ = [
     "JAVA_FIELD_NAMES",
     "hex_fields",
     "ext_hex_fields",
+    "batch_hex_fields",
     "annotated_hex_figure",
 ]
 
@@ -314,6 +316,76 @@ def ext_hex_fields(path: str | os.PathLike, *, units: Numbers = None,
             df[c] = df[c].astype(np.int64)
         df.attrs.update({"file": path.name, "file_size": x.mapped_file_size, "units": numbers.tolist(),
                          "end": seg.end})
+        return df
+
+
+def _batch_unit_rows(buf, pos: int, number: int, file_start: int, tz) -> list[tuple]:
+    u = bcq.UNIT.unpack_from(buf, pos)
+    meanings = {
+        "commitlog_offset": f"the message at CommitLog byte {u.commitlog_offset}",
+        "size": f"its TOTALSIZE, {u.size} bytes",
+        "tags_code": "String.hashCode of TAGS (or a delivery time), as the dispatch computes it",
+        "store_time": f"message stored {_iso(u.store_time, tz)}",
+        "msg_base_offset": f"queue offset of the batch's first message; this unit covers "
+                           f"{u.msg_base_offset}..{u.msg_base_offset + u.batch_size - 1}",
+        "batch_size": "messages in the unit (INNER_NUM; 1 for a plain message)",
+        "compacted_offset": "INVALID_POS (-1), as the store writes it" if u.compacted_offset == bcq.INVALID_POS
+                            else "not INVALID_POS: the store writes -1",
+        "reserved": "reserved, 0" if u.reserved == 0 else "reserved: the store writes 0",
+    }
+    return [(pos + fld.offset, fld.size, "batch-unit", f"unit[{number}].{fld.java_name}",
+             _hex(bytes(buf[pos + fld.offset:pos + fld.offset + fld.size])), int(value), meanings[fld.name])
+            for fld, value in zip(bcq.UNIT.fields, u)]
+
+
+def batch_hex_fields(path: str | os.PathLike, *, units: Numbers = None,
+                     tz: _dt.tzinfo | None = None) -> pd.DataFrame:
+    """One row per field of the chosen units of a BatchConsumeQueue file, and the end of its data.
+
+    Columns as :func:`hex_fields` (:data:`HEX_FIELD_COLUMNS`); ``region`` is "batch-unit" or
+    "end"; fields are the unit layout's, in Java case (``unit[3].msgBaseOffset``).
+    Units are numbered from the file's first unit; the "end" row is the commitlog offset field
+    of the first slot after the units recover() takes (its unit fails the test, usually zeros),
+    shown when the file has room for it. `units`: a number, range or sequence (default: the
+    first 5). Cost: the queue folder's end search.
+
+    >>> import tempfile, os
+    >>> from rmqlab.formats.batchconsumequeue import BatchConsumeQueueWriter
+    >>> d = tempfile.mkdtemp()
+    >>> with BatchConsumeQueueWriter.create(d, mapped_file_size=46 * 4) as w:
+    ...     _ = w.put_many([0, 300], [300, 200], [7, 7], [1718000000000] * 2, [0, 3], [3, 1])
+    >>> df = batch_hex_fields(os.path.join(d, "0" * 20), units=[1])
+    >>> df[["offset", "field", "value"]].values.tolist()[4:6], df["field"].iloc[-1]
+    ([[74, 'unit[1].msgBaseOffset', 3], [82, 'unit[1].batchSize', 1]], 'end')
+
+    Parameters: `path` one file of a ``batchconsumequeue/<topic>/<queueId>`` folder (its
+    folder is opened read-only; the file size is this file's). Returns the table, with
+    ``df.attrs`` file, file_size, units shown and end. Raises the reader's typed errors, and
+    ValueError for a unit number outside the file's units.
+    """
+    path = Path(path)
+    tz = _dt.UTC if tz is None else tz
+    with bcq.BatchConsumeQueue.open(path.parent, path.stat().st_size, strict=False) as q:
+        seg = next((sg for sg in q._live + q._dirty if sg.file.path.name == path.name), None)
+        if seg is None:
+            raise ValueError(f"{path}: not a file of its BatchConsumeQueue folder (name or size)")
+        count = seg.count
+        numbers = (np.arange(min(_DEFAULT_ENTRIES, count), dtype=np.int64) if units is None
+                   else _numbers(units, count, "units"))
+        rows = []
+        for n in numbers.tolist():
+            rows += _batch_unit_rows(seg.buf, n * bcq.UNIT_SIZE, n, seg.file.start, tz)
+        end = count * bcq.UNIT_SIZE
+        fld = bcq.UNIT.field("commitlog_offset")
+        if end + bcq.UNIT_SIZE <= len(seg.buf):
+            data = bytes(seg.buf[end + fld.offset:end + fld.offset + fld.size])
+            value = int.from_bytes(data, "big", signed=True)
+            rows.append((end + fld.offset, fld.size, "end", "end", _hex(data), value,
+                         "the first slot recover() does not take as a unit: the end of the queue's data"))
+        df = pd.DataFrame(rows, columns=HEX_FIELD_COLUMNS)
+        for c in ("offset", "size", "value"):
+            df[c] = df[c].astype(np.int64)
+        df.attrs.update({"file": path.name, "file_size": len(seg.buf), "units": numbers.tolist(), "end": end})
         return df
 
 
