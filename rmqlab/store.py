@@ -91,9 +91,10 @@ class Store:
     to BatchConsumeQueues; None (the default) reads them from config/topics.json as the broker
     does (:func:`rmqlab.formats.storeconfig.batch_cq_topics`; none without config/).
     With `consume_queue_ext` (the broker's
-    enableConsumeQueueExt) dispatch also writes ConsumeQueueExt units, files of
-    `consume_queue_ext_file_size` bytes (mappedFileSizeConsumeQueueExt, 48 MiB), and the
-    ConsumeQueue units hold their addresses.
+    enableConsumeQueueExt; None, the default: on when the store has ``consumequeue_ext/``, which
+    only a broker with it on writes) dispatch also writes ConsumeQueueExt units, files of
+    `consume_queue_ext_file_size` bytes (mappedFileSizeConsumeQueueExt; None: the size of the
+    store's ext files, else 48 MiB), and the ConsumeQueue units hold their addresses.
     """
 
     def __init__(self, root: str | os.PathLike, *, hash_slot_num: int = DEFAULT_HASH_SLOT_NUM,
@@ -103,8 +104,8 @@ class Store:
                  batch_cq_topics: Iterable[str] | None = None, enable_lmq: bool = False,
                  enable_multi_dispatch: bool = False,
                  batch_consume_queue_file_size: int = bcq.DEFAULT_MAPPED_FILE_SIZE,
-                 consume_queue_ext: bool = False,
-                 consume_queue_ext_file_size: int = cqx.DEFAULT_MAPPED_FILE_SIZE):
+                 consume_queue_ext: bool | None = None,
+                 consume_queue_ext_file_size: int | None = None):
         self.root = Path(root)
         self.hash_slot_num = hash_slot_num
         self.index_num = index_num
@@ -123,7 +124,11 @@ class Store:
         self.enable_lmq = enable_lmq
         self.enable_multi_dispatch = enable_multi_dispatch
         self.batch_consume_queue_file_size = batch_consume_queue_file_size
-        self.consume_queue_ext = consume_queue_ext
+        ext_files = sorted(p for p in (self.root / cqx.FOLDER).glob("*/*/*") if p.is_file()) \
+            if consume_queue_ext is not False or consume_queue_ext_file_size is None else []
+        self.consume_queue_ext = bool(ext_files) if consume_queue_ext is None else consume_queue_ext
+        if consume_queue_ext_file_size is None:
+            consume_queue_ext_file_size = ext_files[0].stat().st_size if ext_files else cqx.DEFAULT_MAPPED_FILE_SIZE
         self.consume_queue_ext_file_size = consume_queue_ext_file_size
 
     # -- paths ----------------------------------------------------------------------------

@@ -230,6 +230,20 @@ def test_every_message_dispatches(dispatched):
     assert r.cross_counts["cq_units"] == MESSAGES
 
 
+def test_dispatch_continues_the_ext_files_as_the_broker_would(dispatched):
+    """The store has consumequeue_ext/, so its broker ran with enableConsumeQueueExt: every unit
+    dispatch adds holds an ext address too, and each resolves to "TAG1".hashCode()."""
+    from rmqlab.formats import consumequeue_ext as cqx
+
+    assert dispatched.consume_queue_ext and dispatched.consume_queue_ext_file_size == 840
+    with cq.ConsumeQueue.open(cq.queue_dir(dispatched.root, "abc", 0), CQ_SIZE) as q, \
+            cqx.ConsumeQueueExt.open(cqx.ext_dir(dispatched.root, "abc", 0)) as ext:
+        codes = q.units["tags_code"]
+        assert cqx.is_ext_addr_many(codes).all() and len(codes) == MESSAGES
+        codes, resolved = q.resolved_tags_codes(ext)
+        assert resolved.all() and set(codes.tolist()) == {2567159}
+
+
 @pytest.mark.parametrize("mode", ["broker", "verified"])
 def test_every_message_is_found_by_key(dispatched, mode):
     msgs = dispatched.messages()

@@ -43,7 +43,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                        help="the broker's enableConsumeQueueExt: dispatch also writes consumequeue_ext/ "
                             "(default: on when the store has that folder)")
         p.add_argument("--consume-queue-ext-file-size", type=int, default=None, metavar="BYTES",
-                       help="mappedFileSizeConsumeQueueExt (default 48 MiB)")
+                       help="mappedFileSizeConsumeQueueExt (default: the size of the store's ext files, else 48 MiB)")
 
     def queue_file_size(p: argparse.ArgumentParser) -> None:
         p.add_argument("--consume-queue-file-size", type=int, default=DEFAULT_MAPPED_FILE_SIZE, metavar="BYTES",
@@ -129,13 +129,11 @@ def _names(text: str | None) -> tuple[str, ...]:
 
 def _feature_options(args) -> dict:
     """The Store options of the 5.x / 4.x store features given on the command line."""
-    from pathlib import Path
-
-    from rmqlab.formats.consumequeue_ext import DEFAULT_MAPPED_FILE_SIZE as EXT_FILE_SIZE
-
+    # without the options the Store follows the store: ext on when it has consumequeue_ext/,
+    # files of the size they have
     opts: dict = {"enable_lmq": args.enable_lmq, "enable_multi_dispatch": args.enable_multi_dispatch,
-                  "consume_queue_ext": args.consume_queue_ext or (Path(args.dir) / "consumequeue_ext").is_dir(),
-                  "consume_queue_ext_file_size": args.consume_queue_ext_file_size or EXT_FILE_SIZE}
+                  "consume_queue_ext": args.consume_queue_ext or None,
+                  "consume_queue_ext_file_size": args.consume_queue_ext_file_size}
     if args.batch_cq_topics is not None:
         opts["batch_cq_topics"] = _names(args.batch_cq_topics)
     return opts

@@ -184,9 +184,13 @@ def undecorate_many(addresses: Any) -> np.ndarray:
     return np.where(x <= MAX_ADDR, x ^ _SIGN, x)
 
 
+#: The store's folder of ext files (StorePathConfigHelper.getStorePathConsumeQueueExt).
+FOLDER = "consumequeue_ext"
+
+
 def ext_dir(store_root: str | os.PathLike, topic: str, queue_id: int) -> Path:
     """``<store_root>/consumequeue_ext/<topic>/<queue_id>`` (StorePathConfigHelper)."""
-    return Path(store_root) / "consumequeue_ext" / topic / str(int(queue_id))
+    return Path(store_root) / FOLDER / topic / str(int(queue_id))
 
 
 def _file_name(byte_offset: int) -> str:
