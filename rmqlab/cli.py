@@ -238,8 +238,7 @@ def _parser() -> argparse.ArgumentParser:
 
 #: library keywords whose command-line option has another name: the options tried, in order
 KEYWORD_OPTION_ALIASES: dict[str, tuple[str, ...]] = {
-    "consume_queue_file_size": ("cq_file_size",),
-    "mapped_file_size": ("cq_file_size", "consume_queue_file_size"),
+    "mapped_file_size": ("consume_queue_file_size",),
 }
 
 _KEYWORD = re.compile(r"\b([a-z][a-z0-9_]*)=([^\s,;)]*)")
@@ -263,11 +262,11 @@ def command_line_words(message: str, parser: argparse.ArgumentParser) -> str:
     Cost: one regular-expression pass over the message.
 
     >>> p = argparse.ArgumentParser(prog="rmqlab verify")
-    >>> _ = p.add_argument("--kind"); _ = p.add_argument("--cq-file-size", type=int)
+    >>> _ = p.add_argument("--kind"); _ = p.add_argument("--consume-queue-file-size", type=int)
     >>> command_line_words("cannot tell; pass kind=", p)
     'cannot tell; pass --kind'
     >>> command_line_words("every file is 600 bytes: pass mapped_file_size=600 to read them", p)
-    'every file is 600 bytes: pass --cq-file-size 600 to read them'
+    'every file is 600 bytes: pass --consume-queue-file-size 600 to read them'
     """
     options = {a.dest: a for a in parser._actions if any(o.startswith("--") for o in a.option_strings)}
 

@@ -3,7 +3,7 @@
     rmqlab verify store/                                  # a whole store directory
     rmqlab verify store/commitlog --json                  # a CommitLog folder, JSON report
     rmqlab verify store/index/20240610061524062 --hash-slot-num 64 --index-num 512
-    rmqlab verify some/file --kind consumequeue --cq-file-size 6000000
+    rmqlab verify some/file --kind consumequeue --consume-queue-file-size 6000000
 
 Prints one summary line a file (like ``kafka-dump-log`` / ``rmqlab kafka verify``), each
 problem under its file (``error:`` or ``warning:``, check code, file, byte offset, field),
@@ -42,7 +42,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="maxIndexNum of the index files (default: inferred from each file)")
     p.add_argument("--commitlog-file-size", type=int, metavar="BYTES",
                    help="mappedFileSizeCommitLog (default: the most common CommitLog file size)")
-    p.add_argument("--cq-file-size", type=int, metavar="BYTES",
+    p.add_argument("--consume-queue-file-size", type=int, metavar="BYTES",
                    help="mappedFileSizeConsumeQueue (default: the most common ConsumeQueue file size)")
     p.add_argument("--slot-count-rule", choices=["new-slot", "every-put"], default="new-slot",
                    help="hash_slot_count rule: new-slot (RocketMQ >= 4.7.1, default) or every-put (<= 4.7.0)")
@@ -73,14 +73,14 @@ def print_report(report: VerifyReport, words: Callable[[str], str] = str) -> Non
 
 
 def run(args) -> int:
-    for name in ("commitlog_file_size", "cq_file_size"):
+    for name in ("commitlog_file_size", "consume_queue_file_size"):
         v = getattr(args, name)
         if v is not None and v <= 0:
             raise UsageError(f"--{name.replace('_', '-')} must be > 0")
     try:
         report = verify_path(args.target, kind=args.kind, hash_slot_num=args.hash_slot_num,
                              index_num=args.index_num, commitlog_file_size=args.commitlog_file_size,
-                             consume_queue_file_size=args.cq_file_size, slot_count_rule=args.slot_count_rule,
+                             consume_queue_file_size=args.consume_queue_file_size, slot_count_rule=args.slot_count_rule,
                              check_crc=not args.no_crc)
     except ValueError as e:       # cannot tell what the target is: the user must say
         raise UsageError(str(e)) from e
