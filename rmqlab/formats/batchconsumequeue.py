@@ -59,6 +59,7 @@ import numpy as np
 
 from rmqlab.errors import CorruptIndexError, FormatError, GeometryError, RmqlabError, TruncatedFileError
 from rmqlab.formats.layout import Layout
+from rmqlab.formats.mapped import MappedFolder
 
 __all__ = [
     "UNIT",
@@ -184,7 +185,7 @@ def _list_files(folder: Path, size: int) -> tuple[list[BcqFile], list[RmqlabErro
     return files, problems
 
 
-class BatchConsumeQueue:
+class BatchConsumeQueue(MappedFolder):
     """All files of one ``batchconsumequeue/<topic>/<queueId>`` folder, read-only.
 
     :meth:`open` maps the files read-only (lazy); :meth:`read` loads them into memory (eager).
@@ -530,24 +531,9 @@ class BatchConsumeQueue:
 
     # -- life cycle ----------------------------------------------------------------------------
 
-    def close(self) -> None:
-        """Unmap and close the files (a view still held keeps its map alive until collected)."""
-        if self._closed:
-            return
+    def _release(self) -> None:
         for s in self._all:
             s.units = np.zeros(0, UNIT.dtype)
-        for h in reversed(self._handles):
-            try:
-                h.close()
-            except BufferError:
-                pass
-        self._closed = True
-
-    def __enter__(self) -> BatchConsumeQueue:
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
 
     def __repr__(self) -> str:
         return (f"BatchConsumeQueue({str(self.folder)!r}, files={len(self._live)}, units={self.unit_count}, "

@@ -75,6 +75,7 @@ from rmqlab.errors import (
 )
 from rmqlab.formats.consumequeue_ext import is_ext_addr_many
 from rmqlab.formats.layout import Layout
+from rmqlab.formats.mapped import MappedFolder
 from rmqlab.javahash import java_hash
 
 __all__ = [
@@ -358,7 +359,7 @@ def _is_blank(units: np.ndarray) -> np.ndarray:
     return (units["commitlog_offset"] == 0) & (units["size"] == INT_MAX) & (units["tags_code"] == 0)
 
 
-class ConsumeQueue:
+class ConsumeQueue(MappedFolder):
     """All files of one ``consumequeue/<topic>/<queueId>`` folder, read-only.
 
     Use :meth:`open` (memory maps) or :meth:`read` (into memory); also a context manager.
@@ -999,25 +1000,10 @@ class ConsumeQueue:
 
     # -- life cycle ------------------------------------------------------------------------
 
-    def close(self) -> None:
-        """Unmap and close the files. NumPy views handed out keep a map alive until collected."""
-        if self._closed:
-            return
+    def _release(self) -> None:
         self._units_cache = None
         for s in self._all:
             s.units = np.zeros(0, UNIT.dtype)
-        for h in reversed(self._handles):
-            try:
-                h.close()
-            except BufferError:
-                pass  # a caller still holds a view; the map closes when it is collected
-        self._closed = True
-
-    def __enter__(self) -> ConsumeQueue:
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
 
     def __repr__(self) -> str:
         return (f"ConsumeQueue({str(self.folder)!r}, topic={self.topic!r}, queue_id={self.queue_id}, "

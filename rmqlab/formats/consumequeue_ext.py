@@ -62,6 +62,7 @@ import numpy as np
 
 from rmqlab.errors import CorruptIndexError, FormatError, GeometryError, RmqlabError, TruncatedFileError
 from rmqlab.formats.layout import Layout
+from rmqlab.formats.mapped import MappedFolder
 
 __all__ = [
     "UNIT_HEADER",
@@ -355,7 +356,7 @@ def _walk(seg: _ExtSegment, mapped_file_size: int) -> None:
     seg.walked = True
 
 
-class ConsumeQueueExt:
+class ConsumeQueueExt(MappedFolder):
     """All files of one ``consumequeue_ext/<topic>/<queueId>`` folder, read-only.
 
     Use :meth:`open` (memory maps) or :meth:`read` (into memory); also a context manager.
@@ -596,26 +597,11 @@ class ConsumeQueueExt:
 
     # -- life cycle ------------------------------------------------------------------------
 
-    def close(self) -> None:
-        """Unmap and close the files."""
-        if self._closed:
-            return
+    def _release(self) -> None:
         self._units = None
         for s in self._segs:
             s.units = np.zeros(0, UNIT_DTYPE)
             s.buf = b""
-        for h in reversed(self._handles):
-            try:
-                h.close()
-            except BufferError:
-                pass  # a caller still holds a view; the map closes when it is collected
-        self._closed = True
-
-    def __enter__(self) -> ConsumeQueueExt:
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
 
     def __repr__(self) -> str:
         return f"ConsumeQueueExt({str(self.folder)!r}, files={len(self._segs)}, " \
