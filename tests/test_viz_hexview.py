@@ -18,6 +18,7 @@ matplotlib.use("Agg")
 
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
+from conftest import require_real_data  # noqa: E402
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st
 
@@ -307,3 +308,131 @@ def test_batch_hex_fields_match_struct_unpacking(tmp_path_factory, units):
         assert int(end["offset"].iloc[0]) == 46 * len(units) and int(end["value"].iloc[0]) == 0
     with pytest.raises(ValueError):
         batch_hex_fields(path, units=[len(units)])
+
+
+# ------------------------------------------------------------ queue files drawn
+
+REAL_EXT_FILE = "rocketmq/store-ericpangopher-4.2.0/consumequeue_ext/abc/0/00000000000000000000"
+TAG1_CODE = 2567159          # "TAG1".hashCode(), the tag every message of that store carries
+
+
+def check_figure_draws_table(fig, df, note_chars=None) -> None:
+    """Every row of the table is shaded once (gid) and drawn: its hex and its "name = value
+    meaning" line, in full."""
+    from rmqlab.viz.hexview import _MAX_ROW_BYTES
+
+    shaded = {p.get_gid(): p for ax in fig.axes for p in ax.patches if p.get_gid()}
+    assert set(shaded) == {f"field:{name}" for name in df["field"]}
+    texts = figure_texts(fig)
+    for r in df.itertuples():
+        if r.size <= _MAX_ROW_BYTES:
+            assert r.hex in texts, r.field
+        note = f"{r.field} = {r.value}  {r.meaning}"
+        assert (note if note_chars is None else note[:note_chars - 1]) in "\n".join(texts), r.field
+
+
+@pytest.fixture(scope="module")
+def ext_file(tmp_path_factory):
+    from rmqlab.formats.consumequeue_ext import ConsumeQueueExtWriter
+
+    d = tmp_path_factory.mktemp("ext")
+    with ConsumeQueueExtWriter.create(d, mapped_file_size=200) as w:
+        w.put_many([TAG1_CODE, -7, 12], [T0, T0 + 1, T0 + 2_000])
+    return d / ("0" * 20)
+
+
+@pytest.fixture(scope="module")
+def batch_file(tmp_path_factory):
+    from rmqlab.formats.batchconsumequeue import BatchConsumeQueueWriter
+
+    d = tmp_path_factory.mktemp("bcq")
+    with BatchConsumeQueueWriter.create(d, mapped_file_size=46 * 8) as w:
+        w.put_many([0, 300, 500], [300, 200, 90], [TAG1_CODE] * 3, [T0, T0 + 1, T0 + 2], [0, 3, 4], [3, 1, 2])
+    return d / ("0" * 20)
+
+
+def test_ext_figure_draws_the_table(ext_file):
+    from rmqlab.viz.hexview import ext_hex_fields, fields_hex_figure
+
+    df = ext_hex_fields(ext_file)
+    fig = fields_hex_figure(df)
+    check_figure_draws_table(fig, df)
+    texts = figure_texts(fig)
+    assert f"unit[0].tagsCode = {TAG1_CODE}" in "\n".join(texts)
+    assert f"unit[1].msgStoreTime = {T0 + 1}  message stored 2024-06-10T06:13:20.001+00:00" in texts
+    assert "unit[2].size = 20  20 bytes; address -9223372036854775768 (byte 40 of the folder)" in texts
+    assert df["region"].iloc[-1] == "end" and "end = 0  0: unused space, the end of the written units" in texts
+    assert shaded_colour(fig, "field:unit[0].tagsCode") != shaded_colour(fig, "field:unit[0].msgStoreTime")
+    assert "units (CqExtUnit, 20 bytes: size i16, tagsCode i64, msgStoreTime i64, bitMapSize i16; " \
+           "then bitMapSize bytes of filter bit map)" in texts
+    assert "… 138 bytes (unused) not shown, to the end of the file" in texts
+    assert png(fig)[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def shaded_colour(fig, gid):
+    return next(p.get_facecolor() for ax in fig.axes for p in ax.patches if p.get_gid() == gid)
+
+
+def test_ext_figure_gaps_and_title(ext_file):
+    from rmqlab.viz.hexview import ext_hex_fields, fields_hex_figure
+
+    fig = fields_hex_figure(ext_hex_fields(ext_file, units=[2]), title="my ext file")
+    texts = figure_texts(fig)
+    assert "… 40 bytes (units 0..1) not shown" in texts
+    assert texts[0].startswith("my ext file\n")
+    assert png(fields_hex_figure(ext_hex_fields(ext_file))) == png(fields_hex_figure(ext_hex_fields(ext_file)))
+
+
+def test_batch_figure_draws_the_table(batch_file):
+    from rmqlab.viz.hexview import batch_hex_fields, fields_hex_figure
+
+    df = batch_hex_fields(batch_file, units=[0, 2])
+    fig = fields_hex_figure(df)
+    check_figure_draws_table(fig, df)
+    joined = "\n".join(figure_texts(fig))
+    assert f"unit[2].tagsCode = {TAG1_CODE}" in joined
+    assert "unit[2].msgBaseOffset = 4  queue offset of the batch's first message; this unit covers 4..5" in joined
+    assert "unit[2].batchSize = 2" in joined
+    assert f"unit[0].storeTime = {T0}  message stored 2024-06-10T06:13:20.000+00:00" in joined
+    assert "… 46 bytes (unit 1) not shown" in joined
+    assert "end = 0  the first slot recover() does not take as a unit" in joined
+    assert "BatchConsumeQueue file, 368 bytes; data ends at byte 138" in joined
+    assert png(fig)[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_a_field_wider_than_a_row_is_cut_in_the_bytes_column():
+    import pandas as pd
+
+    from rmqlab.viz.hexview import fields_hex_figure
+
+    raw = bytes(range(30))
+    df = pd.DataFrame([(0, 30, "ext-unit", "unit[0].filterBitMap", raw.hex(" "), 0, "filter bit map")],
+                      columns=HEX_FIELD_COLUMNS)
+    df.attrs.update({"file": "f", "file_size": 30, "units": [0], "end": 30})
+    fig = fields_hex_figure(df)
+    texts = figure_texts(fig)
+    assert any(t.startswith(raw[:19].hex(" ")) and t.endswith("…") for t in texts)
+    assert shaded_colour(fig, "field:unit[0].filterBitMap") is not None
+    png(fig)
+
+
+def test_index_figure_is_the_table_figure(small):
+    from rmqlab.viz.hexview import fields_hex_figure
+
+    df = hex_fields(small, hash_slot_num=M, index_num=N)
+    assert png(fields_hex_figure(df)) == png(annotated_hex_figure(small, hash_slot_num=M, index_num=N))
+
+
+def test_real_ext_file_draws_tag1(tmp_path):
+    from rmqlab.viz.hexview import ext_hex_fields, fields_hex_figure
+
+    path = require_real_data(REAL_EXT_FILE)
+    df = ext_hex_fields(path, units=range(3))
+    fig = fields_hex_figure(df)
+    check_figure_draws_table(fig, df)
+    units = df[df["field"].str.endswith(".tagsCode")]
+    assert units["value"].tolist() == [TAG1_CODE] * 3
+    joined = "\n".join(figure_texts(fig))
+    for n in range(3):
+        assert f"unit[{n}].tagsCode = {TAG1_CODE}" in joined
+    (tmp_path / "ext.png").write_bytes(png(fig))

@@ -54,7 +54,13 @@ from rmqlab.viz.figures import (  # noqa: E402
     slot_chain_lengths,
     slot_occupancy_image,
 )
-from rmqlab.viz.hexview import annotated_hex_figure, hex_fields  # noqa: E402
+from rmqlab.viz.hexview import (  # noqa: E402
+    annotated_hex_figure,
+    batch_hex_fields,
+    ext_hex_fields,
+    fields_hex_figure,
+    hex_fields,
+)
 from rmqlab.viz.walk import query_walk_figure, walk_table  # noqa: E402
 
 __all__ = [
@@ -67,6 +73,9 @@ __all__ = [
     "query_walk_figure",
     "hex_fields",
     "annotated_hex_figure",
+    "ext_hex_fields",
+    "batch_hex_fields",
+    "fields_hex_figure",
     "load_factor_figure",
     "load_factor_comparison_figure",
     "disk_usage_figure",

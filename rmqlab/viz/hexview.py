@@ -1,9 +1,11 @@
-"""An annotated hex view of an index file: the header, some slots and some entries, byte for
-byte as stored, each field decoded and explained.
+"""An annotated hex view of an index file, a ConsumeQueueExt file or a BatchConsumeQueue file:
+the fields byte for byte as stored, each decoded and explained.
 
-:func:`hex_fields` is the table (one row per field: offset, size, raw bytes, signed big-endian
-value, meaning); :func:`annotated_hex_figure` draws it as a hex dump with each field's bytes
-shaded in its own colour and its decoded value beside.
+:func:`hex_fields` is the table of an index file (one row per field: offset, size, raw bytes,
+signed big-endian value, meaning), :func:`ext_hex_fields` and :func:`batch_hex_fields` those of
+the two queue files; :func:`fields_hex_figure` draws any of them as a hex dump with each
+field's bytes shaded in the colour of its kind and its decoded value beside, and
+:func:`annotated_hex_figure` is that figure of an index file.
 
 Offsets come from the format's declarations (:data:`rmqlab.formats.indexfile.HEADER`,
 ``SLOT``, ``ENTRY`` and :class:`~rmqlab.formats.indexfile.Geometry`), and the bytes from the
@@ -47,6 +49,7 @@ __all__ = [
     "ext_hex_fields",
     "batch_hex_fields",
     "annotated_hex_figure",
+    "fields_hex_figure",
 ]
 
 PathOrFile = str | os.PathLike | IndexFile
@@ -392,20 +395,41 @@ def batch_hex_fields(path: str | os.PathLike, *, units: Numbers = None,
 _FONT = 7.5
 _CHAR_IN = 0.6021 * _FONT / 72          # DejaVu Sans Mono advances 0.602 em per character
 _LINE_IN = 1.45 * _FONT / 72
-_OFFSET_CHARS = 25                      # "  420,000,020  0x1908b134" and two spaces
+_OFFSET_CHARS = 27                      # "  420,000,020  0x1908b134" and two spaces
 _BYTES_X = _OFFSET_CHARS
 _NOTE_X = _BYTES_X + 3 * _MAX_ROW_BYTES + 2
 _NOTE_CHARS = 74
+#: Unit notes carry a full ISO time or a 20-digit ext address, so their column widens up to this.
+_MAX_UNIT_NOTE_CHARS = 120
 
 _HEADER_COLOURS = ["#fdd0a2", "#fdae6b", "#c7e9c0", "#a1d99b", "#dadaeb", "#bcbddc"]
 _SLOT_COLOURS = ["#c6dbef", "#9ecae1"]
 _ENTRY_COLOURS = {"keyHash": "#fbb4ae", "phyOffset": "#b3cde3", "timeDiff": "#ccebc5",
                   "prevIndex": "#decbe4"}
+#: Unit fields by kind, so that the same kind has the same colour in both queue formats.
+_UNIT_COLOURS = {"size": "#fdd0a2", "tagsCode": "#fbb4ae", "msgStoreTime": "#ccebc5",
+                 "storeTime": "#ccebc5", "bitMapSize": "#dadaeb", "filterBitMap": "#bcbddc",
+                 "commitlogOffset": "#b3cde3", "msgBaseOffset": "#bebada", "batchSize": "#ffffb3",
+                 "compactedOffset": "#e5d8bd", "reserved": "#f0f0f0"}
+_END_COLOUR = "#fb8072"
+
+
+def _layout_summary(layout) -> str:
+    """ "size i16, tagsCode i64, ..." of a unit layout."""
+    return ", ".join(f"{f.java_name} i{8 * f.size}" for f in layout.fields)
+
+
 _REGION_TITLES = {
     "header": f"header ({HEADER.size} bytes: IndexHeader)",
     "slot": f"slots ({SLOT.size} bytes each: number of the newest entry of the chain, 0 = empty)",
     "entry": f"entries ({ENTRY.size} bytes: keyHash i32, phyOffset i64, timeDiff i32, prevIndex i32)",
+    "ext-unit": f"units (CqExtUnit, {cqx.MIN_UNIT_SIZE} bytes: {_layout_summary(cqx.UNIT_HEADER)}; "
+                "then bitMapSize bytes of filter bit map)",
+    "batch-unit": f"units ({bcq.UNIT_SIZE} bytes: {_layout_summary(bcq.UNIT)})",
+    "end": "end of data (where the broker's walk over the units stops)",
 }
+_UNIT_REGIONS = {"ext-unit": "ConsumeQueueExt", "batch-unit": "BatchConsumeQueue"}
+_VALUE_NOTE = "(big-endian, signed; value = the bytes as an integer)"
 
 
 @dataclass
@@ -425,7 +449,10 @@ def _field_colour(region: str, field: str, index: int) -> str:
         return _HEADER_COLOURS[index % len(_HEADER_COLOURS)]
     if region == "slot":
         return _SLOT_COLOURS[int(field[5:-1]) % 2]
-    return _ENTRY_COLOURS[field.rsplit(".", 1)[1]]
+    if region == "end":
+        return _END_COLOUR
+    short = field.rsplit(".", 1)[1]
+    return _ENTRY_COLOURS[short] if region == "entry" else _UNIT_COLOURS.get(short, "#d9d9d9")
 
 
 def _describe_gap(start: int, stop: int, hash_slot_num: int, entries_offset: int) -> str:
@@ -442,59 +469,131 @@ def _describe_gap(start: int, stop: int, hash_slot_num: int, entries_offset: int
     return ", ".join(parts)
 
 
+def _unit_number(field: str | None) -> int | None:
+    """3 for "unit[3].tagsCode"; None for "end" or no field."""
+    if field is None or not field.startswith("unit["):
+        return None
+    return int(field[5:field.index("]")])
+
+
+def _describe_unit_gap(before: str | None, after: str | None) -> str:
+    """What lies between two shown fields of a queue file, from their unit numbers alone
+    (ext units vary in size, so bytes cannot be turned into unit numbers)."""
+    a = 0 if before is None else _unit_number(before)
+    b = _unit_number(after)
+    if a is None:
+        return "unused"
+    if before is not None:
+        a += 1
+    if b is None:
+        return f"units from {a} on" if after is not None else ""
+    if b <= a:
+        return ""
+    return f"unit {a}" if a == b - 1 else f"units {a}..{b - 1}"
+
+
+def _record(field: str) -> str | None:
+    """The record a field belongs to ("entry[3]" of "entry[3].keyHash"); None for a lone field."""
+    return field.rsplit(".", 1)[0] if "." in field else None
+
+
+def _gap_text(size: int, what: str, tail: str) -> str:
+    return f"… {size:,} bytes{f' ({what})' if what else ''} not shown{tail}"
+
+
 def _rows(df: pd.DataFrame) -> list[_Row]:
-    """Group fields into dump rows: a new row at each region change or gap, at most 20 bytes a
-    row and never a field split across rows."""
-    m = int(df.attrs["hash_slot_num"])
-    entries_offset = HEADER.size + SLOT.size * m
+    """Group fields into dump rows: a new row at each region change, gap or record, at most 20
+    bytes a row and never a field split across rows."""
+    index_file = "hash_slot_num" in df.attrs
+    if index_file:
+        m = int(df.attrs["hash_slot_num"])
+        entries_offset = HEADER.size + SLOT.size * m
+
+    def describe(start: int, stop: int, before: str | None, after: str | None) -> str:
+        if index_file:
+            return _describe_gap(start, stop, m, entries_offset)
+        return _describe_unit_gap(before, after)
+
     rows: list[_Row] = []
     end = 0
     region = None
+    record = None
+    previous_field = None
     current: _Row | None = None
     for i, r in enumerate(df.itertuples(index=False)):
         r = r._asdict()
         r["colour"] = _field_colour(r["region"], r["field"], i)
         gap = r["offset"] - end
         if gap > 0:
-            rows.append(_Row("gap", f"… {gap:,} bytes ({_describe_gap(end, r['offset'], m, entries_offset)})"
-                                    " not shown"))
+            rows.append(_Row("gap", _gap_text(gap, describe(end, r["offset"], previous_field, r["field"]), "")))
             current = None
         if r["region"] != region:
             rows.append(_Row("title", _REGION_TITLES[r["region"]]))
             region = r["region"]
             current = None
+        if _record(r["field"]) != record:
+            record = _record(r["field"])
+            current = None
         used = 0 if current is None else sum(x["size"] for x in current.fields)
-        if current is None or used + r["size"] > _ROW_BYTES[r["region"]]:
+        if current is None or used + r["size"] > _ROW_BYTES.get(r["region"], _MAX_ROW_BYTES):
             current = _Row("bytes", offset=r["offset"], fields=[])
             rows.append(current)
         current.fields.append(r)
         end = r["offset"] + r["size"]
+        previous_field = r["field"]
     tail = int(df.attrs["file_size"]) - end
     if tail > 0:
-        rows.append(_Row("gap", f"… {tail:,} bytes ({_describe_gap(end, end + tail, m, entries_offset)})"
-                                " not shown, to the end of the file"))
+        rows.append(_Row("gap", _gap_text(tail, describe(end, end + tail, previous_field, None),
+                                          ", to the end of the file")))
     return rows
 
 
-def annotated_hex_figure(path_or_file: PathOrFile, *, slots: Numbers = None, entries: Numbers = None,
-                         hash_slot_num: int | None = None, index_num: int | None = None,
-                         tz: _dt.tzinfo | None = None) -> Figure:
-    """The fields of :func:`hex_fields` drawn as an annotated hex dump.
+def _default_heading(df: pd.DataFrame) -> str:
+    a = df.attrs
+    if "hash_slot_num" in a:
+        return (f"{a['file']}: {a['file_size']:,} bytes = {HEADER.size} + {SLOT.size} × {a['hash_slot_num']:,} "
+                f"slots + {ENTRY.size} × {a['index_num']:,} entries")
+    kind = next((_UNIT_REGIONS[r] for r in df["region"] if r in _UNIT_REGIONS), "queue")
+    return f"{a.get('file', '')}: {kind} file, {int(a['file_size']):,} bytes; data ends at byte {a['end']:,}"
 
-    Left: the offset of each row's first byte (decimal and hex); middle: the bytes, laid out
-    so that no field is split (two 8-byte header fields a row, then the two 4-byte counts; five
-    slots a row; one 20-byte entry a row), each field's bytes shaded in its own colour; right: one line
-    per field of the row, with the same colour, giving its name, signed value and meaning.
-    A title row opens each region, and skipped bytes are one line, "… N bytes (slots k..m)
-    not shown". Arguments as :func:`hex_fields`. Each byte-span rectangle has the gid
-    ``"field:<name>"`` (for instance ``"field:entry[3].keyHash"``). Deterministic: the same
-    file and arguments give the same PNG bytes. Cost: O(fields shown); under a second to save
-    the default view as PNG.
+
+def fields_hex_figure(table: pd.DataFrame, *, title: str | None = None) -> Figure:
+    """A field table of any of the three formats drawn as an annotated hex dump.
+
+    The table is one of :func:`hex_fields`, :func:`ext_hex_fields` or :func:`batch_hex_fields`.
+    Units: offsets in bytes from the start of the file; values as the table gives them
+    (signed big-endian integers). Cost: O(rows of the table); under a second to save as PNG.
+
+    >>> import tempfile, os
+    >>> from rmqlab.formats.consumequeue_ext import ConsumeQueueExtWriter
+    >>> d = tempfile.mkdtemp()
+    >>> with ConsumeQueueExtWriter.create(d, mapped_file_size=64) as w:
+    ...     _ = w.put_many([2567159] * 2, [1532257321553] * 2)
+    >>> fig = fields_hex_figure(ext_hex_fields(os.path.join(d, "0" * 20)))
+    >>> sorted(p.get_gid() for p in fig.axes[0].patches if p.get_gid())[:3]
+    ['field:end', 'field:unit[0].bitMapSize', 'field:unit[0].msgStoreTime']
+
+    Left: the offset of each row's first byte (decimal and hex); middle: the bytes, at most 20
+    a row, a new row at each region, record (``entry[3]``, ``unit[3]``) or gap, no field split
+    (a field wider than a row shows its first bytes and "…"), each field's bytes shaded in the
+    colour of its kind (tagsCode, store time, ... alike in every format; the end-of-data
+    marker in red); right: one line per field, same colour, "name = value  meaning". A title
+    row opens each region; skipped bytes are one line, "… N bytes (units 5..9) not shown".
+    Each byte-span rectangle has the gid ``"field:<name>"``. Deterministic: the same table
+    gives the same PNG bytes.
+
+    Parameters: `table` a table with the columns :data:`HEX_FIELD_COLUMNS` and the ``attrs``
+    its function sets; `title` the first heading line (default: the file, its size and, for
+    a queue file, where its data ends). Returns a matplotlib Figure. Raises KeyError for a
+    region none of the three functions produces.
     """
-    df = hex_fields(path_or_file, slots=slots, entries=entries, hash_slot_num=hash_slot_num,
-                    index_num=index_num, tz=tz)
-    rows = _rows(df)
-    width_chars = _NOTE_X + _NOTE_CHARS
+    rows = _rows(table)
+    index_file = "hash_slot_num" in table.attrs
+    note_chars = _NOTE_CHARS
+    if not index_file and len(table):
+        longest = max(len(f"{r.field} = {r.value}  {r.meaning}") for r in table.itertuples())
+        note_chars = min(max(_NOTE_CHARS, longest), _MAX_UNIT_NOTE_CHARS)
+    width_chars = _NOTE_X + note_chars
     height_lines = sum(r.lines for r in rows) + 0.5 * sum(r.kind != "bytes" for r in rows)
     top_in, bottom_in, side_in = 0.55, 0.15, 0.15
     fig_w = width_chars * _CHAR_IN + 2 * side_in
@@ -505,12 +604,8 @@ def annotated_hex_figure(path_or_file: PathOrFile, *, slots: Numbers = None, ent
     ax.set_xlim(0, width_chars)
     ax.set_ylim(max(height_lines, 1), 0)
     ax.set_axis_off()
-    a = df.attrs
-    fig.text(0.5, 1 - 0.08 / fig_h,
-             f"{a['file']}: {a['file_size']:,} bytes = {HEADER.size} + {SLOT.size} × {a['hash_slot_num']:,} "
-             f"slots + {ENTRY.size} × {a['index_num']:,} entries\n"
-             f"(big-endian, signed; value = the bytes as an integer)",
-             ha="center", va="top", fontsize=8.5)
+    heading = _default_heading(table) if title is None else title
+    fig.text(0.5, 1 - 0.08 / fig_h, f"{heading}\n{_VALUE_NOTE}", ha="center", va="top", fontsize=8.5)
     mono = dict(family="DejaVu Sans Mono", fontsize=_FONT, va="center")
     y = 0.0
     for row in rows:
@@ -529,20 +624,40 @@ def annotated_hex_figure(path_or_file: PathOrFile, *, slots: Numbers = None, ent
         col = 0
         for line, fld in enumerate(row.fields):
             x = _BYTES_X + 3 * col
-            chars = 3 * fld["size"] - 1
+            shown = min(fld["size"], _MAX_ROW_BYTES)
+            chars = 3 * shown - 1
             rect = Rectangle((x - 0.3, y + 0.08), chars + 0.6, 0.84, facecolor=fld["colour"],
                              edgecolor="none")
             rect.set_gid(f"field:{fld['field']}")
             ax.add_patch(rect)
-            ax.text(x, y + 0.5, fld["hex"], ha="left", **mono)
-            col += fld["size"]
+            hex_text = fld["hex"] if shown == fld["size"] else fld["hex"][:chars - 1] + "…"
+            ax.text(x, y + 0.5, hex_text, ha="left", **mono)
+            col += shown
             note_y = y + line + 0.5
             ax.add_patch(Rectangle((_NOTE_X - 1.6, note_y - 0.38), 1.0, 0.76,
                                    facecolor=fld["colour"], edgecolor="#777777", linewidth=0.4))
             note = f"{fld['field']} = {fld['value']}  {fld['meaning']}"
-            if len(note) > _NOTE_CHARS:
-                note = note[:_NOTE_CHARS - 1] + "…"
+            if len(note) > note_chars:
+                note = note[:note_chars - 1] + "…"
             ax.text(_NOTE_X, note_y, note, ha="left", **mono)
         y += row.lines
     return fig
 
+
+def annotated_hex_figure(path_or_file: PathOrFile, *, slots: Numbers = None, entries: Numbers = None,
+                         hash_slot_num: int | None = None, index_num: int | None = None,
+                         tz: _dt.tzinfo | None = None) -> Figure:
+    """The fields of :func:`hex_fields` drawn as an annotated hex dump (:func:`fields_hex_figure`).
+
+    Left: the offset of each row's first byte (decimal and hex); middle: the bytes, laid out
+    so that no field is split (two 8-byte header fields a row, then the two 4-byte counts; five
+    slots a row; one 20-byte entry a row), each field's bytes shaded in its own colour; right: one line
+    per field of the row, with the same colour, giving its name, signed value and meaning.
+    A title row opens each region, and skipped bytes are one line, "… N bytes (slots k..m)
+    not shown". Arguments as :func:`hex_fields`. Each byte-span rectangle has the gid
+    ``"field:<name>"`` (for instance ``"field:entry[3].keyHash"``). Deterministic: the same
+    file and arguments give the same PNG bytes. Cost: O(fields shown); under a second to save
+    the default view as PNG.
+    """
+    return fields_hex_figure(hex_fields(path_or_file, slots=slots, entries=entries, hash_slot_num=hash_slot_num,
+                                        index_num=index_num, tz=tz))
