@@ -17,10 +17,13 @@ Mirrors, from the RocketMQ store (read in 4.9.7 and 5.x up to 5.3.3):
   ``QueueTypeUtils.getCQType`` (a topic is BatchCQ by its ``queue.type`` attribute),
   ``CommitLog.setBatchSizeIfNeeded`` with ``DispatchRequest``'s defaults (a unit's base and
   batch size) and ``CommitLog.getMessageNum`` (how far a message advances its queue);
-* light message queues (4.9.3+; read at rocketmq-all-4.9.3, c7989f8574, and 5.3.1):
-  ``MultiDispatchUtils.checkMultiDispatchQueue`` and ``ConsumeQueue.multiDispatchLmqQueue``
+* light message queues (4.9.3+; read at rocketmq-all-4.9.3 c7989f8574, 4.9.4 06f2208a34 and
+  5.3.1 b122c8109d62): ``MultiDispatchUtils.checkMultiDispatchQueue`` (5.x) /
+  ``DefaultMessageStore.checkMultiDispatchQueue`` (4.9.x) and ``ConsumeQueue.multiDispatchLmqQueue``
   (the extra ConsumeQueue units of a message naming queues in ``INNER_MULTI_DISPATCH``) and
   ``MultiDispatch.wrapMultiDispatch`` / ``updateMultiQueueOffset`` (the offsets it is given).
+  4.9.x multi-dispatches messages of every topic and every name; 5.x leaves retry, system and
+  schedule topics alone and skips names holding a path separator.
 
 Each rule is written here once, as a scalar function (readable, one message) and, where callers
 work on columns, a vectorized one (NumPy / Arrow, no Python loop per message) that the tests
@@ -605,15 +608,25 @@ def is_lmq(name: str | None) -> bool:
     return name is not None and name.startswith(LMQ_PREFIX)
 
 
-def handles_multi_dispatch(topic: str, enable_multi_dispatch: bool) -> bool:
+def handles_multi_dispatch(topic: str, enable_multi_dispatch: bool, *, broker_version: str | None = None) -> bool:
     """MultiDispatchUtils.isNeedHandleMultiDispatch: enableMultiDispatch is on and the topic is
-    not a retry, system or schedule topic. Cost: O(1).
+    not a retry, system or schedule topic. A 4.9.x broker (4.9.3 to 4.9.8, `broker_version`;
+    ``DefaultMessageStore.checkMultiDispatchQueue``) looks at enableMultiDispatch only. Cost: O(1).
 
     >>> handles_multi_dispatch("T", True), handles_multi_dispatch("%RETRY%g", True), handles_multi_dispatch("T", False)
     (True, False, False)
+    >>> handles_multi_dispatch("%RETRY%g", True, broker_version="4.9.4")
+    True
     """
+    if _multi_dispatch_49(broker_version):
+        return bool(enable_multi_dispatch)
     return (bool(enable_multi_dispatch) and not topic.startswith(_RETRY_PREFIX)
             and not topic.startswith(_SYSTEM_PREFIX) and topic != SCHEDULE_TOPIC)
+
+
+def _multi_dispatch_49(broker_version: str | None) -> bool:
+    """True for the 4.9.x multi dispatch (4.9.3 <= version < 5.0.0); None means 5.x."""
+    return broker_version is not None and (4, 9, 3) <= _version_tuple(broker_version) < (5, 0, 0)
 
 
 def _java_split(text: str) -> list[str]:
@@ -625,23 +638,31 @@ def _java_split(text: str) -> list[str]:
 
 
 def lmq_dispatch(topic: str, queue_id: int, properties: dict[str, str] | None, *,
-                 enable_lmq: bool, enable_multi_dispatch: bool) -> list[tuple[str, int, int]]:
+                 enable_lmq: bool, enable_multi_dispatch: bool,
+                 broker_version: str | None = None) -> list[tuple[str, int, int]]:
     """The extra ConsumeQueue units a dispatched message gets (ConsumeQueue.multiDispatchLmqQueue
     after checkMultiDispatchQueue): one per name in INNER_MULTI_DISPATCH, as (queue name =
     topic, queue id, queue offset from INNER_MULTI_QUEUE_OFFSET). The queue id is 0 for an LMQ
     name when `enable_lmq`, else the message's own; 5.x skips names holding a path separator.
     Nothing when multi dispatch is off or does not apply to the topic, when either property is
     blank, or when the two lists differ in length. The units carry the message's own CommitLog
-    offset, size and tags code. Cost: O(len(properties)).
+    offset, size and tags code. `broker_version` None or 5.0.0+ gives the 5.x rule; 4.9.3 to
+    4.9.x dispatches every topic and keeps names with "/" (see :func:`handles_multi_dispatch`).
+    Cost: O(len(properties)).
 
     >>> lmq_dispatch("T", 3, {"INNER_MULTI_DISPATCH": "%LMQ%a,%LMQ%b", "INNER_MULTI_QUEUE_OFFSET": "4,0"},
     ...              enable_lmq=True, enable_multi_dispatch=True)
     [('%LMQ%a', 0, 4), ('%LMQ%b', 0, 0)]
+    >>> lmq_dispatch("%RETRY%g", 3, {"INNER_MULTI_DISPATCH": "a/b,P", "INNER_MULTI_QUEUE_OFFSET": "1,2"},
+    ...              enable_lmq=True, enable_multi_dispatch=True, broker_version="4.9.4")
+    [('a/b', 3, 1), ('P', 3, 2)]
 
-    Raises ValueError for an offset that is not a Java long (the broker's dispatch throws).
+    Raises ValueError for an offset that is not a Java long (the broker's dispatch throws), and
+    BrokerVersionError for a `broker_version` that is not a known release.
     """
     props = properties or {}
-    if not handles_multi_dispatch(topic, enable_multi_dispatch):
+    keep_paths = _multi_dispatch_49(broker_version)
+    if not handles_multi_dispatch(topic, enable_multi_dispatch, broker_version=broker_version):
         return []
     names, offsets = props.get(PROPERTY_INNER_MULTI_DISPATCH), props.get(PROPERTY_INNER_MULTI_QUEUE_OFFSET)
     if names is None or not names.strip() or offsets is None or not offsets.strip():
@@ -651,17 +672,19 @@ def lmq_dispatch(topic: str, queue_id: int, properties: dict[str, str] | None, *
         return []
     out = []
     for name, value in zip(queues, values):
-        if "/" in name:
+        if "/" in name and not keep_paths:
             continue
         out.append((name, 0 if enable_lmq and is_lmq(name) else int(queue_id), _java_parse(value, 64)))
     return out
 
 
 def lmq_dispatch_many(topics: Any, queue_ids: Any, properties: Any, *, enable_lmq: bool,
-                      enable_multi_dispatch: bool) -> tuple[np.ndarray, list[tuple[str, int, int]], np.ndarray]:
+                      enable_multi_dispatch: bool, broker_version: str | None = None,
+                      ) -> tuple[np.ndarray, list[tuple[str, int, int]], np.ndarray]:
     """:func:`lmq_dispatch` of every message, flattened: (message row of each unit, the units,
     rows whose offsets do not parse). Only rows with INNER_MULTI_DISPATCH are looked at in
-    Python (one Arrow filter finds them). Cost: O(total length) in Arrow plus O(those rows).
+    Python (one Arrow filter finds them). `broker_version` as in :func:`lmq_dispatch` (None:
+    the 5.x rule). Cost: O(total length) in Arrow plus O(those rows).
 
     >>> rows, units, bad = lmq_dispatch_many(["T", "T"], [1, 2], ["TAGS\\x01a\\x02",
     ...     "INNER_MULTI_DISPATCH\\x01%LMQ%x\\x02INNER_MULTI_QUEUE_OFFSET\\x015\\x02"],
@@ -669,6 +692,9 @@ def lmq_dispatch_many(topics: Any, queue_ids: Any, properties: Any, *, enable_lm
     >>> rows.tolist(), units, bad.tolist()
     ([1], [('%LMQ%x', 0, 5)], [])
     """
+    if broker_version is not None:
+        # checked here: inside the loop below a bad version would be taken for a bad offset
+        _version_tuple(broker_version)
     if not enable_multi_dispatch:
         return np.zeros(0, np.int64), [], np.zeros(0, np.int64)
     names = property_values(properties, PROPERTY_INNER_MULTI_DISPATCH).to_numpy(zero_copy_only=False)
@@ -685,7 +711,7 @@ def lmq_dispatch_many(topics: Any, queue_ids: Any, properties: Any, *, enable_lm
             props[PROPERTY_INNER_MULTI_QUEUE_OFFSET] = offsets[r]
         try:
             got = lmq_dispatch(str(topics[r]), int(qids[r]), props, enable_lmq=enable_lmq,
-                               enable_multi_dispatch=enable_multi_dispatch)
+                               enable_multi_dispatch=enable_multi_dispatch, broker_version=broker_version)
         except ValueError:
             bad.append(r)
             continue

@@ -95,6 +95,8 @@ class Store:
     only a broker with it on writes) dispatch also writes ConsumeQueueExt units, files of
     `consume_queue_ext_file_size` bytes (mappedFileSizeConsumeQueueExt; None: the size of the
     store's ext files, else 48 MiB), and the ConsumeQueue units hold their addresses.
+    `broker_version` (e.g. "4.9.4"; None: the 5.x rules) selects the multi-dispatch rules of
+    that release (:func:`rmqlab.dispatch.lmq_dispatch`).
     """
 
     def __init__(self, root: str | os.PathLike, *, hash_slot_num: int = DEFAULT_HASH_SLOT_NUM,
@@ -105,7 +107,7 @@ class Store:
                  enable_multi_dispatch: bool = False,
                  batch_consume_queue_file_size: int = bcq.DEFAULT_MAPPED_FILE_SIZE,
                  consume_queue_ext: bool | None = None,
-                 consume_queue_ext_file_size: int | None = None):
+                 consume_queue_ext_file_size: int | None = None, broker_version: str | None = None):
         self.root = Path(root)
         self.hash_slot_num = hash_slot_num
         self.index_num = index_num
@@ -123,6 +125,7 @@ class Store:
         self.batch_cq_topics = frozenset(batch_cq_topics)
         self.enable_lmq = enable_lmq
         self.enable_multi_dispatch = enable_multi_dispatch
+        self.broker_version = broker_version
         self.batch_consume_queue_file_size = batch_consume_queue_file_size
         ext_files = sorted(p for p in (self.root / cqx.FOLDER).glob("*/*/*") if p.is_file()) \
             if consume_queue_ext is not False or consume_queue_ext_file_size is None else []
@@ -380,7 +383,7 @@ class Store:
         put = msgs[goes_to_consume_queue_many(msgs["sys_flag"].to_numpy(np.int64))]
         rows, units, _ = lmq_dispatch_many(put["topic"].to_numpy(object), put["queue_id"].to_numpy(np.int64),
                                            put["properties"], enable_lmq=self.enable_lmq,
-                                           enable_multi_dispatch=True)
+                                           enable_multi_dispatch=True, broker_version=self.broker_version)
         if not len(rows):
             return 0
         src = put.iloc[rows]

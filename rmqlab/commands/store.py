@@ -56,6 +56,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = ssub.add_parser("dispatch", help="build ConsumeQueue and index files from the CommitLog (incremental)")
     common(p)
     queue_file_size(p)
+    p.add_argument("--broker-version", default=None, metavar="X.Y.Z",
+                   help="dispatch as this broker release does (4.9.x multi-dispatches every topic and "
+                        "name; default: the 5.x rules)")
     p.set_defaults(run=_dispatch)
     p = ssub.add_parser("query", help="messages by key (broker or verified mode)")
     common(p)
@@ -134,6 +137,8 @@ def _feature_options(args) -> dict:
     opts: dict = {"enable_lmq": args.enable_lmq, "enable_multi_dispatch": args.enable_multi_dispatch,
                   "consume_queue_ext": args.consume_queue_ext or None,
                   "consume_queue_ext_file_size": args.consume_queue_ext_file_size}
+    if getattr(args, "broker_version", None) is not None:
+        opts["broker_version"] = args.broker_version
     if args.batch_cq_topics is not None:
         opts["batch_cq_topics"] = _names(args.batch_cq_topics)
     return opts

@@ -11,6 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import pyarrow as pa
 
 from rmqlab.dispatch import batch_unit, goes_to_consume_queue_many, is_lmq, lmq_dispatch_many, property_value
 from rmqlab.errors import CorruptIndexError, RmqlabError
@@ -142,7 +143,8 @@ def batch_queue_cross(q: bcq.BatchConsumeQueue, msgs: Messages) -> list:
     return out
 
 
-def lmq_queue_cross(q: cq.ConsumeQueue, msgs: Messages, *, enable_lmq: bool | None = None) -> list:
+def lmq_queue_cross(q: cq.ConsumeQueue, msgs: Messages, *, enable_lmq: bool | None = None,
+                    broker_version: str | None = None) -> list:
     """A light message queue's units against the messages naming it: each unit points at a
     message whose INNER_MULTI_DISPATCH / INNER_MULTI_QUEUE_OFFSET put it at this queue offset
     (with its TOTALSIZE and tags code), and every such message before the queue's end has its unit.
@@ -150,7 +152,8 @@ def lmq_queue_cross(q: cq.ConsumeQueue, msgs: Messages, *, enable_lmq: bool | No
     `enable_lmq` None infers the broker's enableLmq from the folders: with it every LMQ unit
     is in queue 0; without it (a 4.9.x broker numbers the names per message queue id, see
     :func:`rmqlab.dispatch.assign_lmq_offsets`) they are in the sending message's queue, so a
-    sibling folder other than 0 means off."""
+    sibling folder other than 0 means off. `broker_version` picks the release's multi-dispatch
+    rule as dispatch does (:func:`rmqlab.dispatch.lmq_dispatch`; None: 5.x)."""
     out: list = []
     if not msgs.n:
         return out
@@ -158,10 +161,19 @@ def lmq_queue_cross(q: cq.ConsumeQueue, msgs: Messages, *, enable_lmq: bool | No
         siblings = [p.name for p in q.folder.parent.iterdir() if p.is_dir()] if q.folder.parent.is_dir() else []
         enable_lmq = q.queue_id == 0 and all(n == "0" for n in siblings)
     rows, units, _ = lmq_dispatch_many(msgs.frame["topic"].to_numpy(object), msgs.frame["queue_id"].to_numpy(np.int64),
-                                       msgs.frame["properties"], enable_lmq=enable_lmq, enable_multi_dispatch=True)
+                                       msgs.frame["properties"], enable_lmq=enable_lmq, enable_multi_dispatch=True,
+                                       broker_version=broker_version)
     elig = goes_to_consume_queue_many(msgs.sys_flag[rows]) if len(rows) else np.zeros(0, bool)
     mine = [(int(rw), off) for rw, (name, qid, off), e in zip(rows, units, elig)
             if e and name == q.topic and qid == q.queue_id]
+    if not is_lmq(q.topic):
+        # a plain name multi-dispatched to is also a topic queue: its own messages share the
+        # offsets (4.9.x keys both topic-queueId in the topic queue table)
+        own = np.flatnonzero((msgs.frame["topic"].to_numpy(object) == q.topic)
+                             & (msgs.frame["queue_id"].to_numpy(np.int64) == q.queue_id)
+                             & goes_to_consume_queue_many(msgs.sys_flag))
+        qoffs = msgs.frame["queue_offset"].to_numpy(np.int64)
+        mine += [(int(rw), int(qoffs[rw])) for rw in own]
     expect = {off: rw for rw, off in mine}
     seen = set()
     for first, view in q.segments():
@@ -194,6 +206,24 @@ def lmq_queue_cross(q: cq.ConsumeQueue, msgs: Messages, *, enable_lmq: bool | No
     return out
 
 
+def multi_dispatch_plain_queues(msgs: Messages, *, broker_version: str | None = None) -> set[tuple[str, int]]:
+    """The (queue name, queue id) of every plain (non-LMQ) name that multi dispatch writes units
+    to: those queues hold other topics' messages too, so verify checks them with
+    :func:`lmq_queue_cross`. Cost: O(messages) in Arrow plus O(messages naming queues)."""
+    if not msgs.n:
+        return set()
+    props = msgs.frame["properties"]
+    try:
+        props = pa.array(np.asarray(props, dtype=object), type=pa.large_string(), from_pandas=True)
+    except UnicodeEncodeError:
+        # a damaged block holds undecodable bytes; its names cannot be read, the rest can
+        props = pa.array([p.encode("utf-8", "surrogateescape").decode("utf-8", "replace") if isinstance(p, str)
+                          else p for p in np.asarray(props, dtype=object)], type=pa.large_string(), from_pandas=True)
+    _, units, _ = lmq_dispatch_many(msgs.frame["topic"].to_numpy(object), msgs.frame["queue_id"].to_numpy(np.int64),
+                                    props, enable_lmq=True, enable_multi_dispatch=True, broker_version=broker_version)
+    return {(name, qid) for name, qid, _ in units if not is_lmq(name)}
+
+
 def _dispatched_end(q: cq.ConsumeQueue) -> int:
     if not q.count:
         return 0
@@ -202,4 +232,4 @@ def _dispatched_end(q: cq.ConsumeQueue) -> int:
 
 
 __all__ = ["batch_queue_folders", "batch_file_size", "batch_queue_checks", "verify_batch_consume_queue",
-           "batch_queue_cross", "lmq_queue_cross", "is_lmq"]
+           "batch_queue_cross", "lmq_queue_cross", "multi_dispatch_plain_queues", "is_lmq"]

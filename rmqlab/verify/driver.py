@@ -14,6 +14,7 @@ from rmqlab.verify.check_batchconsumequeue import (
     batch_queue_folders,
     is_lmq,
     lmq_queue_cross,
+    multi_dispatch_plain_queues,
     verify_batch_consume_queue,
 )
 from rmqlab.verify.check_checkpoint import checkpoint_report
@@ -40,14 +41,15 @@ from rmqlab.verify.report import KINDS, FileReport, Kind, VerifyReport
 def verify_path(path: str | os.PathLike, *, kind: Kind | None = None, hash_slot_num: int | None = None,
                 index_num: int | None = None, commitlog_file_size: int | None = None,
                 consume_queue_file_size: int | None = None, slot_count_rule: SlotCountRule = NEW_SLOT,
-                check_crc: bool = True) -> VerifyReport:
+                check_crc: bool = True, broker_version: str | None = None) -> VerifyReport:
     """Verify a store directory, a part of one, or one file (see the module docstring).
 
     `kind` forces what `path` is (one of :data:`KINDS`; default :func:`detect_kind`).
     `hash_slot_num` / `index_num`: the broker's maxHashSlotNum / maxIndexNum (default: inferred
     from each index file, :func:`infer_index_geometry`); `commitlog_file_size` /
     `consume_queue_file_size`: mappedFileSizeCommitLog / mappedFileSizeConsumeQueue (default:
-    the most common file size). `check_crc`: compute every BODYCRC. Read-only. Raises
+    the most common file size). `check_crc`: compute every BODYCRC. `broker_version` (None:
+    5.x) picks the release's multi-dispatch rule for the light message queue check. Read-only. Raises
     FileNotFoundError / ValueError for a missing or unrecognisable `path`; bad bytes are
     problems in the report, never exceptions. Cost: O(store), vectorized: about 0.3 s for a
     store of 2,000 messages in small files, dominated by a fixed cost per CommitLog file.
@@ -77,7 +79,7 @@ def verify_path(path: str | os.PathLike, *, kind: Kind | None = None, hash_slot_
         if not p.is_dir():
             raise NotADirectoryError(f"{p}: a store is a directory")
         _verify_store(p, rep, hash_slot_num, index_num, commitlog_file_size, consume_queue_file_size,
-                      slot_count_rule, check_crc)
+                      slot_count_rule, check_crc, broker_version)
     elif kind == "commitlog":
         files, _, s = scan_commitlog(p, commitlog_file_size, check_crc)
         rep.files = files
@@ -121,7 +123,8 @@ def _open_indexes(paths: list[Path], hsn, inum, rule) -> list[tuple[FileReport, 
     return out
 
 
-def _verify_store(root: Path, rep: VerifyReport, hsn, inum, cl_size, cq_size, rule, check_crc) -> None:
+def _verify_store(root: Path, rep: VerifyReport, hsn, inum, cl_size, cq_size, rule, check_crc,
+                  broker_version: str | None = None) -> None:
     commitlog, index_dir, cq_dir, checkpoint = (root / "commitlog", root / "index", root / "consumequeue",
                                                 root / "checkpoint")
     notes = rep.notes
@@ -151,6 +154,8 @@ def _verify_store(root: Path, rep: VerifyReport, hsn, inum, cl_size, cq_size, ru
             index_files = [f for _, f in opened if f is not None]
         if cq_dir.is_dir():
             queues, dispatched_end, units = [], 0, 0
+            plain_targets = multi_dispatch_plain_queues(msgs, broker_version=broker_version) \
+                if msgs is not None else set()
             for folder in queue_folders(cq_dir):
                 if folder == cq_dir:
                     continue
@@ -159,8 +164,10 @@ def _verify_store(root: Path, rep: VerifyReport, hsn, inum, cl_size, cq_size, ru
                     r = queue_checks(q, str(folder), msgs.end_offset if msgs is not None else None)
                     rep.files.append(r)
                     units += q.count
-                    if msgs is not None and is_lmq(q.topic):
-                        rep.cross += lmq_queue_cross(q, msgs)
+                    if msgs is not None and (is_lmq(q.topic) or (q.topic, q.queue_id) in plain_targets):
+                        rep.cross += lmq_queue_cross(q, msgs, broker_version=broker_version)
+                        if not is_lmq(q.topic):
+                            queues.append((q.topic, q.queue_id, q.min_offset, q.max_offset))
                     elif msgs is not None and q.topic is not None and q.queue_id is not None:
                         probs, end = queue_cross(q, msgs, str(folder), lambda e: e, notes)
                         rep.cross += probs
