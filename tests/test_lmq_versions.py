@@ -168,6 +168,7 @@ def test_cli_dispatch_takes_the_broker_version(tmp_path):
                  "--consume-queue-file-size", "2000", "--hash-slot-num", "16", "--index-num", "2048",
                  "--enable-lmq", "--enable-multi-dispatch", "--broker-version", "4.9.4", "--json"]) == 0
     assert verify_path(tmp_path, broker_version="4.9.4").ok
+    assert main(["verify", str(tmp_path), "--broker-version", "4.9.4", "--json"]) == 0
 
 
 def test_a_retry_topic_is_dispatched_by_49_only():

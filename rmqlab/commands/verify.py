@@ -46,6 +46,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="mappedFileSizeConsumeQueue (default: the most common ConsumeQueue file size)")
     p.add_argument("--slot-count-rule", choices=["new-slot", "every-put"], default="new-slot",
                    help="hash_slot_count rule: new-slot (RocketMQ >= 4.7.1, default) or every-put (<= 4.7.0)")
+    p.add_argument("--broker-version", metavar="X.Y.Z",
+                   help="the RocketMQ release that wrote the store, where its rules differ (e.g. 4.9.4: its "
+                        "multi-dispatch rule); default: the newest rules")
     p.add_argument("--no-crc", action="store_true", help="skip the BODYCRC check of every message")
     p.add_argument("--json", action="store_true", help="print the report as JSON to stdout")
     p.set_defaults(run=run)
@@ -81,7 +84,7 @@ def run(args) -> int:
         report = verify_path(args.target, kind=args.kind, hash_slot_num=args.hash_slot_num,
                              index_num=args.index_num, commitlog_file_size=args.commitlog_file_size,
                              consume_queue_file_size=args.consume_queue_file_size, slot_count_rule=args.slot_count_rule,
-                             check_crc=not args.no_crc)
+                             check_crc=not args.no_crc, broker_version=args.broker_version)
     except ValueError as e:       # cannot tell what the target is: the user must say
         raise UsageError(str(e)) from e
     if args.json:
