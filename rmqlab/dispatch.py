@@ -466,7 +466,7 @@ QUEUE_TYPE_ATTRIBUTE = "queue.type"
 #: CQType's values; the attribute's default is SimpleCQ.
 CQ_TYPES = ("SimpleCQ", "BatchCQ", "RocksDBCQ")
 
-_PROP_PAIR, _PROP_NAME = "\x02", "\x01"
+_PROP_NAME = "\x01"
 
 def cq_type(attributes: dict[str, str] | None) -> str:
     """QueueTypeUtils.getCQType: a topic's queue type from its attributes (topics.json);
@@ -502,10 +502,13 @@ def property_value(properties: str | None, name: str) -> str | None:
     >>> property_value("INNER_NUM\\x013\\x02TAGS\\x01a\\x02INNER_NUM\\x014", "INNER_NUM")
     '4'
     """
+    # formats.commitlog imports this module: the pair rule is imported when first needed
+    from rmqlab.formats.commitlog.records import property_pairs
+
     if not properties:
         return None
     found = None
-    for pair in properties.split(_PROP_PAIR):
+    for pair in property_pairs(properties):
         key, sep, value = pair.partition(_PROP_NAME)
         if sep and key == name and value:
             found = value

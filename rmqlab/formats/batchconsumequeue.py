@@ -301,6 +301,14 @@ class BatchConsumeQueue(MappedFolder):
         """Files after the end's file: the broker deletes them at restart."""
         return tuple(s.file for s in self._dirty)
 
+    def file_segment(self, name: str) -> _Segment | None:
+        """The mapped file named `name`, live or dirty: ``.file``, ``.buf`` (its bytes),
+        ``.units`` (a view of its slots) and ``.count`` (units before the end); None when the
+        folder has no such file. Cost: O(files).
+        """
+        self._require_open()
+        return next((s for s in self._live + self._dirty if s.file.path.name == name), None)
+
     @property
     def unit_count(self) -> int:
         """Units before the end (stored messages, not message offsets)."""

@@ -443,6 +443,14 @@ class ConsumeQueueExt(MappedFolder):
             self._units = np.concatenate(parts) if parts else np.zeros(0, UNIT_DTYPE)
         return self._units
 
+    def file_segment(self, name: str) -> _ExtSegment | None:
+        """The mapped file named `name`, walked as recover() walks it: ``.file``, ``.buf`` (its
+        bytes), ``.units`` (its units, real offsets), ``.end`` (bytes of units) and ``.end_kind``;
+        None when the folder has no such file. Cost: walks the files up to it once (cached).
+        """
+        self._require_open()
+        return next((s for s in self._walked() if s.file.path.name == name), None)
+
     @property
     def count(self) -> int:
         return len(self.units)

@@ -298,8 +298,7 @@ def ext_hex_fields(path: str | os.PathLike, *, units: Numbers = None,
     path = Path(path)
     tz = _dt.UTC if tz is None else tz
     with cqx.ConsumeQueueExt.open(path.parent, path.stat().st_size, strict=False) as x:
-        _ = x.units   # walks every file: the segment ends below come from it
-        seg = next((s for s in x._segs if s.file.path.name == path.name), None)
+        seg = x.file_segment(path.name)
         if seg is None:
             raise ValueError(f"{path}: not a file of its ConsumeQueueExt folder (name or size)")
         count = len(seg.units)
@@ -369,7 +368,7 @@ def batch_hex_fields(path: str | os.PathLike, *, units: Numbers = None,
     path = Path(path)
     tz = _dt.UTC if tz is None else tz
     with bcq.BatchConsumeQueue.open(path.parent, path.stat().st_size, strict=False) as q:
-        seg = next((sg for sg in q._live + q._dirty if sg.file.path.name == path.name), None)
+        seg = q.file_segment(path.name)
         if seg is None:
             raise ValueError(f"{path}: not a file of its BatchConsumeQueue folder (name or size)")
         count = seg.count

@@ -7,7 +7,7 @@ import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from dataclasses import fields as dc_fields
-from typing import Any, Literal, cast
+from typing import Any, AnyStr, Literal, cast
 
 import numpy as np
 
@@ -64,16 +64,17 @@ def encode_text(text: str) -> bytes:
     return text.encode("utf-8", "surrogateescape")
 
 
-def property_pairs(raw: bytes) -> list[bytes]:
-    """The ``name\\x01value`` pairs of a block, split on ``\\x02`` as
-    ``MessageDecoder.string2messageProperties`` splits them: the last pair ends at the block's end
-    whether or not a ``\\x02`` follows it (brokers 4.9.1 to 5.1.x leave that one out).
+def property_pairs(raw: AnyStr) -> list[AnyStr]:
+    """The ``name\\x01value`` pairs of a block (bytes as stored, or decoded text), split on
+    ``\\x02`` as ``MessageDecoder.string2messageProperties`` splits them: the last pair ends at
+    the block's end whether or not a ``\\x02`` follows it (brokers 4.9.1 to 5.1.x leave that one
+    out).
 
-    >>> property_pairs(b"A\\x01x\\x02B\\x01y"), property_pairs(b"A\\x01x\\x02B\\x01y\\x02")
-    ([b'A\\x01x', b'B\\x01y'], [b'A\\x01x', b'B\\x01y'])
+    >>> property_pairs(b"A\\x01x\\x02B\\x01y"), property_pairs("A\\x01x\\x02B\\x01y\\x02")
+    ([b'A\\x01x', b'B\\x01y'], ['A\\x01x', 'B\\x01y'])
     """
-    pairs = raw.split(b"\x02")
-    if pairs[-1] == b"":   # the final separator (or an empty block): no pair after it
+    pairs = raw.split(b"\x02" if isinstance(raw, bytes) else "\x02")
+    if not pairs[-1]:   # the final separator (or an empty block): no pair after it
         pairs.pop()
     return pairs
 
