@@ -116,7 +116,9 @@ _XERIAL_BLOCK = 32 << 10
 
 def _snappy_xerial(raw: bytes) -> bytes:
     parts = [_XERIAL_HEADER.pack(XERIAL_MAGIC, 1, 1)]
-    for start in range(0, len(raw), _XERIAL_BLOCK):
+    # an empty payload still gets one (empty) chunk: readers that sniff the framing want more
+    # than the header
+    for start in range(0, max(len(raw), 1), _XERIAL_BLOCK):
         block = bytes(cramjam.snappy.compress_raw(raw[start:start + _XERIAL_BLOCK]))
         parts += [_XERIAL_CHUNK.pack(len(block)), block]
     return b"".join(parts)

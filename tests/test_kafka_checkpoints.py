@@ -1,0 +1,127 @@
+"""The partition directory's text files: the real ones read to what their READMEs state, a
+test-side writer of Kafka's CheckpointFile layout round-trips, and bad text is a typed error."""
+from __future__ import annotations
+
+import base64
+import json
+import uuid
+
+import pytest
+from conftest import require_real_data
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from rmqlab.errors import FormatError, TruncatedFileError
+from rmqlab.kafka.checkpoints import (
+    LEADER_EPOCH_CHECKPOINT,
+    PARTITION_METADATA,
+    QUORUM_STATE,
+    read_leader_epoch_checkpoint,
+    read_partition_metadata,
+    read_quorum_state,
+)
+
+KAFKA = "kafka"
+
+
+@pytest.mark.realdata
+@pytest.mark.parametrize("partition, epochs", [
+    ("kraft-metadata-restart/__cluster_metadata-0", [(1, 0), (2, 913)]),
+    ("idempotent-gzip/lsx1-0", [(0, 0), (1, 9), (3, 10), (5, 12), (6, 13), (7, 14)]),
+    ("producer-state-snapshots/client.order.report-0", [(0, 0), (2, 5381), (4, 53420)]),
+    ("producer-state-snapshots/__cluster_metadata-0", [(1, 0), (2, 6347), (3, 7454), (4, 31831)]),
+])
+def test_real_leader_epoch_checkpoints(partition, epochs):
+    path = require_real_data(f"{KAFKA}/{partition}/{LEADER_EPOCH_CHECKPOINT}")
+    df = read_leader_epoch_checkpoint(path)
+    assert list(map(tuple, df.values.tolist())) == epochs
+    assert df.dtypes.tolist() == ["int64", "int64"]
+
+
+@pytest.mark.realdata
+def test_real_partition_metadata_and_quorum_state():
+    meta = read_partition_metadata(require_real_data(f"{KAFKA}/idempotent-gzip/lsx1-0/{PARTITION_METADATA}"))
+    assert meta["version"] == 0 and meta["topic_id"] == "nigi0dJNRASJVYh5eRn0Vg"
+    # the metadata topic's fixed id (Uuid.METADATA_TOPIC_ID: 0...01)
+    kraft = require_real_data(f"{KAFKA}/kraft-metadata-restart/__cluster_metadata-0")
+    assert read_partition_metadata(kraft / PARTITION_METADATA)["topic_uuid"] == "00000000-0000-0000-0000-000000000001"
+    state = read_quorum_state(kraft / QUORUM_STATE)
+    # the leader epoch the quorum state holds is the last one of the leader-epoch checkpoint
+    last_epoch = int(read_leader_epoch_checkpoint(kraft / LEADER_EPOCH_CHECKPOINT)["epoch"].iloc[-1])
+    assert (state["leaderId"], state["leaderEpoch"], state["votedId"]) == (1, last_epoch, -1)
+    assert state["currentVoters"] == [{"voterId": 1}]
+
+
+def write_epochs(path, rows, version=0):
+    # CheckpointFile: version line, count line, one "epoch offset" line each
+    path.write_text("\n".join([str(version), str(len(rows))] + [f"{e} {o}" for e, o in rows]) + "\n")
+
+
+@settings(max_examples=50, deadline=None)
+@given(rows=st.lists(st.tuples(st.integers(0, 2**31 - 1), st.integers(0, 2**63 - 1)), max_size=30))
+def test_leader_epoch_round_trip(tmp_path_factory, rows):
+    path = tmp_path_factory.mktemp("e") / LEADER_EPOCH_CHECKPOINT
+    write_epochs(path, rows)
+    assert list(map(tuple, read_leader_epoch_checkpoint(path).values.tolist())) == rows
+
+
+@settings(max_examples=30, deadline=None)
+@given(raw=st.binary(min_size=16, max_size=16))
+def test_partition_metadata_round_trip(tmp_path_factory, raw):
+    text = base64.urlsafe_b64encode(raw).decode().rstrip("=")
+    path = tmp_path_factory.mktemp("m") / PARTITION_METADATA
+    path.write_text(f"version: 0\ntopic_id: {text}")
+    assert read_partition_metadata(path) == {"version": 0, "topic_id": text, "topic_uuid": str(uuid.UUID(bytes=raw))}
+
+
+@pytest.mark.parametrize("text, error, field, offset", [
+    ("", TruncatedFileError, "header", 0),
+    ("1\n0\n", FormatError, "version", 0),
+    ("0\n2\n1 0\n", FormatError, "count", 2),
+    ("0\n1\n1\n", FormatError, "entry", 4),
+    ("0\n1\n1 x\n", FormatError, "startOffset", 4),
+    ("zero\n0\n", FormatError, "version", 0),
+])
+def test_bad_leader_epoch_checkpoints(tmp_path, text, error, field, offset):
+    path = tmp_path / LEADER_EPOCH_CHECKPOINT
+    path.write_text(text)
+    with pytest.raises(error) as e:
+        read_leader_epoch_checkpoint(path)
+    assert type(e.value) is error and e.value.field == field and e.value.offset == offset
+    assert e.value.path == str(path)
+
+
+@pytest.mark.parametrize("text, field", [
+    ("version: 0\n", "topic_id"),
+    ("version: 1\ntopic_id: AAAAAAAAAAAAAAAAAAAAAQ", "version"),
+    ("version: 0\ntopic_id: short", "topic_id"),
+    ("version 0\n", "line"),
+])
+def test_bad_partition_metadata(tmp_path, text, field):
+    path = tmp_path / PARTITION_METADATA
+    path.write_text(text)
+    with pytest.raises(FormatError) as e:
+        read_partition_metadata(path)
+    assert e.value.field == field
+
+
+@pytest.mark.parametrize("state, field", [
+    ("not json", "json"),
+    ("[1]", "json"),
+    (json.dumps({"leaderEpoch": 1, "data_version": 7}), "data_version"),
+    (json.dumps({"leaderId": 1, "data_version": 0}), "leaderEpoch"),
+])
+def test_bad_quorum_state(tmp_path, state, field):
+    path = tmp_path / QUORUM_STATE
+    path.write_text(state)
+    with pytest.raises(FormatError) as e:
+        read_quorum_state(path)
+    assert e.value.field == field
+
+
+def test_binary_garbage_is_a_format_error(tmp_path):
+    path = tmp_path / LEADER_EPOCH_CHECKPOINT
+    path.write_bytes(b"0\n1\n\xff\xfe 3\n")
+    with pytest.raises(FormatError) as e:
+        read_leader_epoch_checkpoint(path)
+    assert e.value.field == "text" and e.value.offset == 4
