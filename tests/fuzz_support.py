@@ -1561,7 +1561,44 @@ def _config_special(ch, seed: Seed) -> list[tuple]:
         return [("write", min(at, max(n - 1, 0)), payload)]
     return [("truncate", ch.int(0, n))]
 
-# ------------------------------------------------------------------------------- registry
+
+# ------------------------------------------------------------------- Kafka's small text files
+
+class KafkaTextFilesTarget(Target):
+    """A partition directory's leader-epoch-checkpoint, partition.metadata and quorum-state,
+    seeded with the real files when they are there. Hostile edits: huge and negative numbers,
+    missing lines, invalid UTF-8, wrong JSON types, truncation (the generic ops)."""
+
+    name = "kafka-textfiles"
+    mem_const = 4 << 20
+
+    def seeds(self, workdir: Path) -> list[Seed]:
+        from rmqlab.kafka import checkpoints as kc
+
+        texts = {kc.LEADER_EPOCH_CHECKPOINT: b"0\n2\n1 0\n2 913\n",
+                 kc.PARTITION_METADATA: b"version: 0\ntopic_id: AAAAAAAAAAAAAAAAAAAAAQ",
+                 kc.QUORUM_STATE: b'{"clusterId":"","leaderId":1,"leaderEpoch":2,"votedId":-1,"appliedOffset":0,'
+                                  b'"currentVoters":[{"voterId":1}],"data_version":0}'}
+        out = [(f"synthetic-{name}", name, data) for name, data in texts.items()]
+        real = Path(__file__).resolve().parents[2] / "shared" / "real-data" / "kafka"
+        for path in sorted(real.glob("*/*/*")) if real.is_dir() else ():
+            if path.name in texts:
+                out.append((f"{path.parent.parent.name}-{path.parent.name}-{path.name}", path.name, path.read_bytes()))
+        return [Seed(seed, data, [], [i for i, b in enumerate(data) if b in b'\n :{},"'][:64], _config_special,
+                     {"file": name}) for seed, name, data in out]
+
+    def run(self, rt, seed, data, ops, rng, heavy):
+        from rmqlab.kafka import checkpoints as kc
+
+        path = rt.fresh_dir() / seed.meta["file"]
+        path.write_bytes(data)
+        for reader in (kc.read_leader_epoch_checkpoint, kc.read_partition_metadata, kc.read_quorum_state):
+            rt.call(reader.__name__, reader, path)
+        epochs = rt.call("read_leader_epoch_checkpoint", kc.read_leader_epoch_checkpoint, path)
+        if epochs is not None:
+            rt.expect(list(epochs.columns) == ["epoch", "start_offset"], "read_leader_epoch_checkpoint",
+                      f"columns {list(epochs.columns)}")
+
 
 # ------------------------------------------------------------------------ BatchConsumeQueue
 
@@ -1630,7 +1667,7 @@ class BatchConsumeQueueTarget(Target):
 TARGETS: dict[str, Target] = {t.name: t for t in (
     IndexFileTarget(), ConsumeQueueTarget(), ConsumeQueueExtTarget(), CommitLogTarget(), MessageTarget(),
     CheckpointTarget(), OffsetIndexTarget(), TimeIndexTarget(), KafkaLogTarget(), MsgIdTarget(), StoreConfigTarget(),
-    BatchConsumeQueueTarget())}
+    BatchConsumeQueueTarget(), KafkaTextFilesTarget())}
 
 
 def budget(default: int = 10_000) -> int:

@@ -110,6 +110,7 @@ def test_bad_partition_metadata(tmp_path, text, field):
     ("[1]", "json"),
     (json.dumps({"leaderEpoch": 1, "data_version": 7}), "data_version"),
     (json.dumps({"leaderId": 1, "data_version": 0}), "leaderEpoch"),
+    ("[" * 100_000, "json"),
 ])
 def test_bad_quorum_state(tmp_path, state, field):
     path = tmp_path / QUORUM_STATE

@@ -168,6 +168,8 @@ def read_quorum_state(path: str | os.PathLike) -> dict[str, Any]:
         state = json.loads(text)
     except json.JSONDecodeError as e:
         raise FormatError(f"not JSON ({e.msg})", path=path, offset=e.pos, field="json") from None
+    except RecursionError:
+        raise FormatError("JSON nested too deeply to be a quorum state", path=path, offset=0, field="json") from None
     if not isinstance(state, dict):
         raise FormatError("not a JSON object", path=path, offset=0, field="json")
     version = state.get("data_version")
