@@ -7,7 +7,7 @@ Kafka's source, read at 2.8.2, 3.4.0, 3.5.0, 3.7.0 and trunk after 3.9 (commit 1
 
 - ``OffsetCommitKey.json`` / ``GroupMetadataKey.json`` (``core/src/main/resources/common/message/``
   up to 3.4, ``group-coordinator/src/main/resources/common/message/`` since 3.5; before 2.8 the
-  same schemas were declared in ``GroupMetadataManager.scala``). The *key* version is the record
+  same schemas were declared in ``GroupMetadataManager.scala``, compared at 2.7.1). The *key* version is the record
   type: 0 and 1 are an offset commit (group, topic, partition), 2 a classic group's metadata
   (group); 3-8 are the KIP-848 consumer-group records and 9-15 the KIP-932 share-group records
   of Kafka 3.7+/4.x, whose keys are decoded here and whose values are named but not decoded.
