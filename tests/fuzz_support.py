@@ -1439,6 +1439,73 @@ def _fix_crcs(data: bytes) -> bytes:
     return bytes(b)
 
 
+# ------------------------------------------------------------------------------- Kafka internal topics
+
+
+class KafkaInternalTopicsTarget(Target):
+    """``__consumer_offsets`` / ``__transaction_state`` records: decode_group_record and
+    decode_transaction_record on mutated keys and values (every schema version, flexible ones
+    with tagged fields, consumer-protocol members), and the segment readers (group_records,
+    committed_offsets, group_members, transaction_states, describe_records) on mutated
+    segments of such records. The seeds come from the test-side encoder of
+    test_kafka_internal_topics (nothing of rmqlab's decoder)."""
+
+    name = "kafka-internal-topics"
+    anonymous_errors = True
+    heavy_every = 8
+
+    def seeds(self, workdir: Path) -> list[Seed]:
+        import test_kafka_internal_topics as enc
+
+        from rmqlab.kafka.log import KafkaRecord, encode_batches
+
+        member = dict(memberId="m-1", groupInstanceId="s", clientId="c", clientHost="/h", rebalanceTimeout=1,
+                      sessionTimeout=2, subscription=enc.subscription(3, ["a"], b"u", [("a", [0])], 4, "r"),
+                      assignment=enc.assignment(1, [("a", [0, 1])]))
+        okey, gkey, tkey = enc.offset_key("g", "t", 1), enc.group_key("g"), enc.txn_key("tx")
+        values = {f"offset-v{v}": ("offsets", okey,
+                                   enc.offset_value(v, 5, "md", 9, 2, 3, {3: b"zz"} if v == 4 else None))
+                  for v in range(5)}
+        values.update({f"group-v{v}": ("offsets", gkey, enc.group_value(v, "consumer", 3, "range", "m-1", 7,
+                                                                         [member, member]))
+                       for v in range(5)})
+        values["txn-v0"] = ("transaction-log", tkey, enc.txn_value(0, 1, 2, 3, 1, [("t", [0, 1])], 5, 6))
+        values["txn-v1"] = ("transaction-log", tkey, enc.txn_value(1, 1, 2, 3, 1, [("t", [0])], 5, 6,
+                                                                   {0: enc.i64(4), 2: enc.i16(1)}))
+        out = [Seed(name, value, [Field("version", 0, 2, (5, 4, 1, 0, -1))], [], None,
+                    dict(kind="value", decoder=decoder, key=key))
+               for name, (decoder, key, value) in values.items()]
+        for name, decoder, recs in (
+                ("offsets-segment", "offsets", [(okey, values["offset-v3"][2]), (gkey, values["group-v3"][2]),
+                                                (okey, None), (gkey, values["group-v4"][2])]),
+                ("txn-segment", "transaction-log", [(tkey, values["txn-v1"][2]), (tkey, None)])):
+            data = encode_batches([KafkaRecord(i, 1000 + i, k, v) for i, (k, v) in enumerate(recs)],
+                                  records_per_batch=2).data.tobytes()
+            out.append(Seed(name, data, [], [], None, dict(kind="segment", decoder=decoder)))
+        return out
+
+    def run(self, rt, seed, data, ops, rng, heavy):
+        from rmqlab.kafka import internal_topics as it
+
+        offsets = seed.meta["decoder"] == "offsets"
+        if seed.meta["kind"] == "value":
+            decode = it.decode_group_record if offsets else it.decode_transaction_record
+            r = rt.call("decode", decode, seed.meta["key"], data, path="f", value_offset=100)
+            if r is not None:
+                text = it.format_offsets_record(r, 0) if offsets else it.format_transaction_record(r)
+                rt.expect(isinstance(text[0], str), "format", f"key text {text[0]!r}")
+            return
+        if offsets:
+            rt.call("group_records", it.group_records, data)
+            if heavy:
+                rt.call("committed_offsets", it.committed_offsets, data)
+                rt.call("group_members", it.group_members, data)
+        else:
+            rt.call("transaction_states", it.transaction_states, data)
+        if heavy:
+            rt.call("describe_records", it.describe_records, data, seed.meta["decoder"])
+
+
 # ------------------------------------------------------------------------------- message ids
 
 
@@ -1667,7 +1734,7 @@ class BatchConsumeQueueTarget(Target):
 TARGETS: dict[str, Target] = {t.name: t for t in (
     IndexFileTarget(), ConsumeQueueTarget(), ConsumeQueueExtTarget(), CommitLogTarget(), MessageTarget(),
     CheckpointTarget(), OffsetIndexTarget(), TimeIndexTarget(), KafkaLogTarget(), MsgIdTarget(), StoreConfigTarget(),
-    BatchConsumeQueueTarget(), KafkaTextFilesTarget())}
+    BatchConsumeQueueTarget(), KafkaTextFilesTarget(), KafkaInternalTopicsTarget())}
 
 
 def budget(default: int = 10_000) -> int:

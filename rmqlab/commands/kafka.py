@@ -29,6 +29,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("files", nargs="+", metavar="FILE")
     p.add_argument("--records", action="store_true", help=".log: also one line a record (uncompressed batches)")
     p.add_argument("--json", action="store_true", help="one JSON object a file on stdout")
+    decoders = p.add_mutually_exclusive_group()
+    decoders.add_argument("--offsets-decoder", dest="decoder", action="store_const", const="offsets",
+                          help=".log of __consumer_offsets: decode each record's key and payload (implies --records)")
+    decoders.add_argument("--transaction-log-decoder", dest="decoder", action="store_const", const="transaction-log",
+                          help=".log of __transaction_state: decode each record's key and payload (implies --records)")
     p.set_defaults(run=_dump)
 
     p = ksub.add_parser("verify", help="check every segment's CRCs and index entries against the broker's rule")
@@ -57,9 +62,11 @@ def _kind(path: Path) -> str:
     raise ValueError(f"{path}: not a .index, .timeindex or .log file")
 
 
-def dump_file(path: str | Path, *, records: bool = False) -> dict[str, Any]:
+def dump_file(path: str | Path, *, records: bool = False, decoder: str | None = None) -> dict[str, Any]:
     """One file's contents as a JSON-ready dict: ``file``, ``kind`` and ``entries`` (index
-    files, absolute offsets) or ``batches`` (and ``records``) for a ``.log``."""
+    files, absolute offsets) or ``batches`` (and ``records``) for a ``.log``. `decoder`
+    ("offsets" / "transaction-log") adds each data record's ``decoded_key`` and ``payload``
+    text as ``kafka-dump-log`` prints them."""
     from rmqlab.kafka.index import OffsetIndex, TimeIndex
     from rmqlab.kafka.log import read_batches, read_records
 
@@ -88,7 +95,18 @@ def dump_file(path: str | Path, *, records: bool = False) -> dict[str, Any]:
             out["records"] = [{c: (v.item() if hasattr(v, "item") else v) for c, v in row.items()}
                               for row in recs[keep].to_dict(orient="records")]
             out["compressed_batches_skipped"] = len(recs.attrs.get("skipped_batches", []))
+            if decoder:
+                _add_decoded(out["records"], path, decoder)
     return out
+
+
+def _add_decoded(records: list[dict[str, Any]], path: Path, decoder: str) -> None:
+    from rmqlab.kafka.internal_topics import describe_records
+
+    decoded = describe_records(path, decoder)
+    for r in records:
+        if r["offset"] in decoded:
+            r["decoded_key"], r["payload"] = decoded[r["offset"]]
 
 
 def _dump(args) -> int:
@@ -98,7 +116,8 @@ def _dump(args) -> int:
         except ValueError as e:
             raise UsageError(str(e)) from e
     for name in args.files:
-        d = dump_file(name, records=args.records)
+        decoder = getattr(args, "decoder", None)
+        d = dump_file(name, records=args.records or decoder is not None, decoder=decoder)
         if args.json:
             print(json.dumps(d))
             continue
@@ -120,10 +139,16 @@ def _dump(args) -> int:
                       f"compresscodec: {b['compression']} crc: {b['crc']} isvalid: {str(b['crc_ok']).lower()}")
             for r in d.get("records", []):
                 print(f"| offset: {r['offset']} timestamp: {r['timestamp']} keySize: {r['key_size']} "
-                      f"valueSize: {r['value_size']} headers: {r['headers_count']}")
+                      f"valueSize: {r['value_size']} headers: {r['headers_count']}" + _decoded_text(r))
             if d.get("compressed_batches_skipped"):
                 print(f"({d['compressed_batches_skipped']} compressed batches: records not decoded)")
     return 0
+
+
+def _decoded_text(r: dict[str, Any]) -> str:
+    if "decoded_key" not in r:
+        return ""
+    return f" key: {r['decoded_key']}" + ("" if r["payload"] is None else f" payload: {r['payload']}")
 
 
 def _verify(args) -> int:

@@ -4,6 +4,7 @@
 - :mod:`rmqlab.kafka.log`        magic v2 record batches of a ``.log`` segment: walk, CRC-32C, decode, write
 - :mod:`rmqlab.kafka.rebuild`    the index entries a broker writes for a segment; rebuild and verify
 - :mod:`rmqlab.kafka.partition`  a partition directory written from a workload, rolled as the broker rolls it
+- :mod:`rmqlab.kafka.internal_topics`  ``__consumer_offsets`` / ``__transaction_state`` records; committed offsets
 
 :mod:`rmqlab.compare` is the one module that uses both systems.
 """

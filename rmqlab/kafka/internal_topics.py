@@ -1,0 +1,887 @@
+"""Kafka's internal topics ``__consumer_offsets`` and ``__transaction_state``: their record keys
+and values decoded, as ``kafka-dump-log --offsets-decoder`` / ``--transaction-log-decoder`` show them.
+
+Both topics hold ordinary magic v2 records whose key and value are each a big-endian ``int16``
+version followed by a message in Kafka's schema encoding. The schemas mirror these files of
+Kafka's source, read at 2.8.2, 3.4.0, 3.5.0, 3.7.0 and trunk after 3.9 (commit 1eb7644):
+
+- ``OffsetCommitKey.json`` / ``GroupMetadataKey.json`` (``core/src/main/resources/common/message/``
+  up to 3.4, ``group-coordinator/src/main/resources/common/message/`` since 3.5; before 2.8 the
+  same schemas were declared in ``GroupMetadataManager.scala``, compared at 2.7.1). The *key* version is the record
+  type: 0 and 1 are an offset commit (group, topic, partition), 2 a classic group's metadata
+  (group); 3-8 are the KIP-848 consumer-group records and 9-15 the KIP-932 share-group records
+  of Kafka 3.7+/4.x, whose keys are decoded here and whose values are named but not decoded.
+- ``OffsetCommitValue.json`` v0-v4 (v1 adds ``expireTimestamp``, v2 drops it, v3 adds
+  ``leaderEpoch``, v4 is the first flexible version: compact strings, tagged fields; Kafka 3.5+
+  writes v4 only where v3 cannot carry a field, so a 2.x-3.x broker's files hold v1 or v3).
+- ``GroupMetadataValue.json`` v0-v4 (v1 ``rebalanceTimeout``, v2 ``currentStateTimestamp``,
+  v3 ``groupInstanceId``, v4 flexible). When ``protocolType`` is ``"consumer"`` each member's
+  ``subscription`` and ``assignment`` bytes are themselves ``ConsumerProtocolSubscription`` /
+  ``ConsumerProtocolAssignment`` v0-v3 (``clients/src/main/resources/common/message/``),
+  decoded as ``DumpLogSegments.OffsetsMessageParser`` does: a version it cannot read leaves the
+  bytes as they are.
+- ``TransactionLogKey.json`` v0 (transactionalId) and ``TransactionLogValue.json`` v0/v1
+  (``core/src/main/resources/common/message/``; v1, Kafka 3.5+, is flexible and may carry the
+  tagged fields previousProducerId, nextProducerId and clientTransactionVersion of KIP-890);
+  the state ids are ``TransactionMetadata.scala``'s (0 Empty .. 7 PrepareEpochFence).
+
+The printed form follows ``core/src/main/scala/kafka/tools/DumpLogSegments.scala`` (3.8+):
+``key: {"type":"1","data":{...}} payload: {"version":"3","data":{...}}`` (Jackson's compact
+JSON of the generated ``*JsonConverter``: fields in schema order, bytes as base64, tagged fields
+only when not their default), ``payload: <DELETE>`` for a tombstone; and
+``TransactionLog.formatRecordKeyAndValue`` for the transaction log.
+
+Readers: :func:`decode_group_record` / :func:`decode_transaction_record` (one key and value),
+:func:`group_records`, :func:`offset_commits`, :func:`group_metadata`, :func:`group_members`,
+:func:`committed_offsets` (a segment or a partition directory as DataFrames) and
+:func:`transaction_states`. Bad bytes raise :class:`~rmqlab.errors.FormatError` naming the
+file, the byte offset of the field and its path (``value.members[0].clientId``); a key, value
+or embedded struct with bytes left over after its schema is an error too, since the broker's
+writers never leave any.
+
+>>> key = bytes.fromhex("0001") + b"\\x00\\x01g" + b"\\x00\\x01t" + bytes(4)
+>>> value = bytes.fromhex("0003") + (42).to_bytes(8, "big") + bytes.fromhex("ffffffff") + bytes(2) \\
+...         + (1700000000000).to_bytes(8, "big")
+>>> r = decode_group_record(key, value)
+>>> r.name, r.key, r.value["offset"], r.value["leaderEpoch"]
+('OffsetCommit', {'group': 'g', 'topic': 't', 'partition': 0}, 42, -1)
+>>> key_text, payload_text = format_offsets_record(r, 0)
+>>> key_text
+'{"type":"1","data":{"group":"g","topic":"t","partition":0}}'
+>>> payload_text
+'{"version":"3","data":{"offset":42,"leaderEpoch":-1,"metadata":"","commitTimestamp":1700000000000}}'
+"""
+from __future__ import annotations
+
+import base64
+import json
+import os
+import struct
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import pandas as pd
+
+from rmqlab.errors import FormatError, TruncatedFileError
+
+__all__ = [
+    "OFFSETS_TOPIC", "TRANSACTION_TOPIC", "GROUP_RECORD_TYPES", "TRANSACTION_STATES",
+    "GroupRecord", "TransactionRecord", "decode_group_record", "decode_transaction_record",
+    "format_offsets_record", "format_transaction_record",
+    "group_records", "offset_commits", "group_metadata", "group_members", "committed_offsets",
+    "transaction_states", "describe_records",
+]
+
+OFFSETS_TOPIC = "__consumer_offsets"
+TRANSACTION_TOPIC = "__transaction_state"
+
+# =============================================================================================
+# Protocol primitives. A self-contained cursor over bytes with the reads of Kafka's
+# ByteBufferAccessor / generated message readers. Kept apart from the schemas below so that it
+# can be folded into a shared primitives reader without touching them.
+# =============================================================================================
+
+_I8, _I16, _I32, _I64 = (struct.Struct(c) for c in (">b", ">h", ">i", ">q"))
+_UVARINT_MAX_BYTES = 5   # ByteUtils.readUnsignedVarint: an unsigned int takes at most 5 bytes
+
+
+class _Cursor:
+    """Reads Kafka protocol primitives from `data` in order. Every error is a FormatError
+    (TruncatedFileError when the bytes end) naming `path`, the byte offset ``origin + pos`` of
+    the field in the file, and the field's path."""
+
+    __slots__ = ("data", "pos", "origin", "path")
+
+    def __init__(self, data: bytes, *, path: str | os.PathLike | None = None, origin: int = 0):
+        self.data = bytes(data)
+        self.pos = 0
+        self.origin = origin
+        self.path = path
+
+    @property
+    def remaining(self) -> int:
+        return len(self.data) - self.pos
+
+    def error(self, field: str, reason: str, at: int | None = None) -> FormatError:
+        return FormatError(reason, path=self.path, offset=self.origin + (self.pos if at is None else at), field=field)
+
+    def take(self, n: int, field: str) -> bytes:
+        if n > self.remaining:
+            raise TruncatedFileError(f"needs {n} bytes, {self.remaining} left", path=self.path,
+                                     offset=self.origin + self.pos, field=field)
+        out = self.data[self.pos:self.pos + n]
+        self.pos += n
+        return out
+
+    def _fixed(self, s: struct.Struct, field: str) -> int:
+        return s.unpack(self.take(s.size, field))[0]
+
+    def int8(self, field: str) -> int:
+        return self._fixed(_I8, field)
+
+    def int16(self, field: str) -> int:
+        return self._fixed(_I16, field)
+
+    def int32(self, field: str) -> int:
+        return self._fixed(_I32, field)
+
+    def int64(self, field: str) -> int:
+        return self._fixed(_I64, field)
+
+    def uvarint(self, field: str) -> int:
+        start, value = self.pos, 0
+        for i in range(_UVARINT_MAX_BYTES):
+            b = self.take(1, field)[0]
+            value |= (b & 0x7F) << (7 * i)
+            if not b & 0x80:
+                if value > 0xFFFFFFFF:
+                    break
+                return value
+        raise self.error(field, "unsigned varint longer than 5 bytes or above 2^32-1", at=start)
+
+    def _length(self, n: int, start: int, field: str, nullable: bool, what: str) -> int | None:
+        if n == -1 and nullable:
+            return None
+        if n < 0:
+            raise self.error(field, f"{what} length {n}" + ("" if nullable else " (the field is not nullable)"),
+                             at=start)
+        if n > self.remaining:
+            raise self.error(field, f"{what} length {n} but {self.remaining} bytes left", at=start)
+        return n
+
+    def _text(self, n: int | None, field: str) -> str | None:
+        # Kafka decodes with new String(bytes, UTF_8): malformed input becomes U+FFFD
+        return None if n is None else self.take(n, field).decode("utf-8", "replace")
+
+    def string(self, field: str, nullable: bool = False) -> str | None:
+        start = self.pos
+        return self._text(self._length(self.int16(field), start, field, nullable, "string"), field)
+
+    def compact_string(self, field: str, nullable: bool = False) -> str | None:
+        start = self.pos
+        return self._text(self._length(self.uvarint(field) - 1, start, field, nullable, "string"), field)
+
+    def bytes(self, field: str, nullable: bool = False) -> bytes | None:
+        start = self.pos
+        n = self._length(self.int32(field), start, field, nullable, "bytes")
+        return None if n is None else self.take(n, field)
+
+    def compact_bytes(self, field: str, nullable: bool = False) -> bytes | None:
+        start = self.pos
+        n = self._length(self.uvarint(field) - 1, start, field, nullable, "bytes")
+        return None if n is None else self.take(n, field)
+
+    def _items(self, n: int | None, field: str, read_item: Callable[[str], Any]) -> list | None:
+        if n is None:
+            return None
+        # every item takes at least one byte, so the count is bounded by the bytes left
+        return [read_item(f"{field}[{i}]") for i in range(n)]
+
+    def array(self, field: str, read_item: Callable[[str], Any], nullable: bool = False) -> list | None:
+        start = self.pos
+        return self._items(self._length(self.int32(field), start, field, nullable, "array"), field, read_item)
+
+    def compact_array(self, field: str, read_item: Callable[[str], Any], nullable: bool = False) -> list | None:
+        start = self.pos
+        return self._items(self._length(self.uvarint(field) - 1, start, field, nullable, "array"), field, read_item)
+
+    def tagged_fields(self, field: str) -> dict[int, tuple[int, bytes]]:
+        """The tagged-field section: {tag: (offset of its data in this cursor, data)}. Tags
+        must increase strictly, as the generated readers require."""
+        count = self._length(self.uvarint(field), self.pos, field, False, "tagged field count")
+        out: dict[int, tuple[int, bytes]] = {}
+        last = -1
+        for _ in range(count or 0):
+            at = self.pos
+            tag = self.uvarint(f"{field}.tag")
+            if tag <= last:
+                raise self.error(f"{field}.tag", f"tag {tag} after tag {last}: tags must increase", at=at)
+            last = tag
+            size = self._length(self.uvarint(f"{field}[{tag}].size"), at, f"{field}[{tag}].size", False, "tagged")
+            out[tag] = (self.pos, self.take(size or 0, f"{field}[{tag}]"))
+        return out
+
+    def expect_end(self, field: str) -> None:
+        if self.remaining:
+            raise self.error(field, f"{self.remaining} bytes left after the message")
+
+
+# =============================================================================================
+# Schemas, declared once as data (name, type, versions, nullable versions, tag, default).
+# =============================================================================================
+
+_ANY = 2**15 - 1   # "N+" in the JSON schemas: no upper bound
+
+
+class _Field(NamedTuple):
+    name: str                        # the JSON converter's camelCase name
+    type: Any                        # "int8" .. "int64", "string", "bytes", "[]int32", "[]string" or ("[]", fields)
+    versions: tuple[int, int]
+    nullable: tuple[int, int] | None = None
+    tag: int | None = None           # a tagged field (flexible versions only)
+    default: Any = None
+
+
+class _Schema(NamedTuple):
+    name: str
+    versions: tuple[int, int]
+    flexible_from: int | None
+    fields: tuple[_Field, ...]
+
+
+def _in(v: int, r: tuple[int, int] | None) -> bool:
+    return r is not None and r[0] <= v <= r[1]
+
+
+def _string_key(name: str, record_type: int, *names: str) -> _Schema:
+    return _Schema(name, (record_type, record_type), None,
+                   tuple(_Field(n, "string", (record_type, record_type)) for n in names))
+
+
+OFFSET_COMMIT_KEY = _Schema("OffsetCommitKey", (0, 1), None, (
+    _Field("group", "string", (0, 1)),
+    _Field("topic", "string", (0, 1)),
+    _Field("partition", "int32", (0, 1)),
+))
+OFFSET_COMMIT_VALUE = _Schema("OffsetCommitValue", (0, 4), 4, (
+    _Field("offset", "int64", (0, _ANY)),
+    _Field("leaderEpoch", "int32", (3, _ANY), default=-1),
+    _Field("metadata", "string", (0, _ANY)),
+    _Field("commitTimestamp", "int64", (0, _ANY)),
+    _Field("expireTimestamp", "int64", (1, 1), default=-1),
+))
+GROUP_METADATA_KEY = _string_key("GroupMetadataKey", 2, "group")
+_MEMBER_METADATA = (
+    _Field("memberId", "string", (0, _ANY)),
+    _Field("groupInstanceId", "string", (3, _ANY), nullable=(3, _ANY)),
+    _Field("clientId", "string", (0, _ANY)),
+    _Field("clientHost", "string", (0, _ANY)),
+    _Field("rebalanceTimeout", "int32", (1, _ANY), default=-1),
+    _Field("sessionTimeout", "int32", (0, _ANY)),
+    _Field("subscription", "bytes", (0, _ANY)),
+    _Field("assignment", "bytes", (0, _ANY)),
+)
+GROUP_METADATA_VALUE = _Schema("GroupMetadataValue", (0, 4), 4, (
+    _Field("protocolType", "string", (0, _ANY)),
+    _Field("generation", "int32", (0, _ANY)),
+    _Field("protocol", "string", (0, _ANY), nullable=(0, _ANY)),
+    _Field("leader", "string", (0, _ANY), nullable=(0, _ANY)),
+    _Field("currentStateTimestamp", "int64", (2, _ANY), default=-1),
+    _Field("members", ("[]", _MEMBER_METADATA), (0, _ANY)),
+))
+_TOPIC_PARTITIONS = (_Field("topic", "string", (0, _ANY)), _Field("partitions", "[]int32", (0, _ANY)))
+CONSUMER_PROTOCOL_SUBSCRIPTION = _Schema("ConsumerProtocolSubscription", (0, 3), None, (
+    _Field("topics", "[]string", (0, _ANY)),
+    _Field("userData", "bytes", (0, _ANY), nullable=(0, _ANY)),
+    _Field("ownedPartitions", ("[]", _TOPIC_PARTITIONS), (1, _ANY)),
+    _Field("generationId", "int32", (2, _ANY), default=-1),
+    _Field("rackId", "string", (3, _ANY), nullable=(3, _ANY)),
+))
+CONSUMER_PROTOCOL_ASSIGNMENT = _Schema("ConsumerProtocolAssignment", (0, 3), None, (
+    _Field("assignedPartitions", ("[]", _TOPIC_PARTITIONS), (0, _ANY)),
+    _Field("userData", "bytes", (0, _ANY), nullable=(0, _ANY)),
+))
+TRANSACTION_LOG_KEY = _Schema("TransactionLogKey", (0, 0), None, (_Field("transactionalId", "string", (0, 0)),))
+TRANSACTION_LOG_VALUE = _Schema("TransactionLogValue", (0, 1), 1, (
+    _Field("producerId", "int64", (0, _ANY)),
+    _Field("previousProducerId", "int64", (1, _ANY), tag=0, default=-1),
+    _Field("nextProducerId", "int64", (1, _ANY), tag=1, default=-1),
+    _Field("producerEpoch", "int16", (0, _ANY)),
+    _Field("transactionTimeoutMs", "int32", (0, _ANY)),
+    _Field("transactionStatus", "int8", (0, _ANY)),
+    _Field("transactionPartitions", ("[]", _TOPIC_PARTITIONS[:1] + (_Field("partitionIds", "[]int32", (0, _ANY)),)),
+           (0, _ANY), nullable=(0, _ANY)),
+    _Field("transactionLastUpdateTimestampMs", "int64", (0, _ANY)),
+    _Field("transactionStartTimestampMs", "int64", (0, _ANY)),
+    _Field("clientTransactionVersion", "int16", (1, _ANY), tag=2, default=0),
+))
+
+#: Record type (the key's version) -> (record name, key schema). Values of types 3+ are not decoded.
+GROUP_RECORD_TYPES: dict[int, tuple[str, _Schema]] = {
+    0: ("OffsetCommit", OFFSET_COMMIT_KEY),
+    1: ("OffsetCommit", OFFSET_COMMIT_KEY),
+    2: ("GroupMetadata", GROUP_METADATA_KEY),
+    3: ("ConsumerGroupMetadata", _string_key("ConsumerGroupMetadataKey", 3, "groupId")),
+    4: ("ConsumerGroupPartitionMetadata", _string_key("ConsumerGroupPartitionMetadataKey", 4, "groupId")),
+    5: ("ConsumerGroupMemberMetadata", _string_key("ConsumerGroupMemberMetadataKey", 5, "groupId", "memberId")),
+    6: ("ConsumerGroupTargetAssignmentMetadata",
+        _string_key("ConsumerGroupTargetAssignmentMetadataKey", 6, "groupId")),
+    7: ("ConsumerGroupTargetAssignmentMember",
+        _string_key("ConsumerGroupTargetAssignmentMemberKey", 7, "groupId", "memberId")),
+    8: ("ConsumerGroupCurrentMemberAssignment",
+        _string_key("ConsumerGroupCurrentMemberAssignmentKey", 8, "groupId", "memberId")),
+    9: ("ShareGroupPartitionMetadata", _string_key("ShareGroupPartitionMetadataKey", 9, "groupId")),
+    10: ("ShareGroupMemberMetadata", _string_key("ShareGroupMemberMetadataKey", 10, "groupId", "memberId")),
+    11: ("ShareGroupMetadata", _string_key("ShareGroupMetadataKey", 11, "groupId")),
+    12: ("ShareGroupTargetAssignmentMetadata", _string_key("ShareGroupTargetAssignmentMetadataKey", 12, "groupId")),
+    13: ("ShareGroupTargetAssignmentMember",
+         _string_key("ShareGroupTargetAssignmentMemberKey", 13, "groupId", "memberId")),
+    14: ("ShareGroupCurrentMemberAssignment",
+         _string_key("ShareGroupCurrentMemberAssignmentKey", 14, "groupId", "memberId")),
+    15: ("ShareGroupStatePartitionMetadata", _string_key("ShareGroupStatePartitionMetadataKey", 15, "groupId")),
+}
+_VALUE_SCHEMAS = {0: OFFSET_COMMIT_VALUE, 1: OFFSET_COMMIT_VALUE, 2: GROUP_METADATA_VALUE}
+
+#: TransactionState ids (TransactionMetadata.scala) -> names
+TRANSACTION_STATES = {0: "Empty", 1: "Ongoing", 2: "PrepareCommit", 3: "PrepareAbort", 4: "CompleteCommit",
+                      5: "CompleteAbort", 6: "Dead", 7: "PrepareEpochFence"}
+
+
+def _read_value(cur: _Cursor, ftype: Any, version: int, flexible: bool, nullable: bool, where: str) -> Any:
+    if ftype in ("int8", "int16", "int32", "int64"):
+        return getattr(cur, ftype)(where)
+    if ftype == "string":
+        return cur.compact_string(where, nullable) if flexible else cur.string(where, nullable)
+    if ftype == "bytes":
+        return cur.compact_bytes(where, nullable) if flexible else cur.bytes(where, nullable)
+    array = cur.compact_array if flexible else cur.array
+    if ftype == "[]int32":
+        return array(where, cur.int32, nullable)
+    if ftype == "[]string":
+        return array(where, lambda w: _read_value(cur, "string", version, flexible, False, w), nullable)
+    _, fields = ftype
+    return array(where, lambda w: _read_struct(cur, fields, version, flexible, w), nullable)
+
+
+def _read_struct(cur: _Cursor, fields: tuple[_Field, ...], version: int, flexible: bool, where: str) -> dict:
+    got: dict[str, Any] = {}
+    tagged = {}
+    for f in fields:
+        if not _in(version, f.versions):
+            continue
+        if f.tag is not None:
+            tagged[f.tag] = f
+            continue
+        got[f.name] = _read_value(cur, f.type, version, flexible, _in(version, f.nullable), f"{where}.{f.name}")
+    if flexible:
+        for tag, (at, raw) in cur.tagged_fields(f"{where}._tagged").items():
+            f = tagged.get(tag)
+            if f is None:
+                continue   # unknown tags are skipped, as the generated readers do
+            sub = _Cursor(raw, path=cur.path, origin=cur.origin + at)
+            value = _read_value(sub, f.type, version, flexible, _in(version, f.nullable), f"{where}.{f.name}")
+            sub.expect_end(f"{where}.{f.name}")
+            if value != f.default:
+                got[f.name] = value
+    # the JSON converters write the fields in schema order, tagged ones only when not default
+    return {f.name: got[f.name] for f in fields if f.name in got}
+
+
+def _read_message(cur: _Cursor, schema: _Schema, version: int, where: str) -> dict:
+    flexible = schema.flexible_from is not None and version >= schema.flexible_from
+    out = _read_struct(cur, schema.fields, version, flexible, where)
+    cur.expect_end(where)
+    return out
+
+
+def _version(cur: _Cursor, schema: _Schema, where: str) -> int:
+    v = cur.int16(f"{where}.version")
+    if not _in(v, schema.versions):
+        raise cur.error(f"{where}.version", f"{schema.name} version {v}: Kafka writes "
+                                            f"{schema.versions[0]}..{schema.versions[1]}", at=cur.pos - 2)
+    return v
+
+
+def _embedded(raw: bytes, schema: _Schema) -> dict | None:
+    """A ConsumerProtocol struct inside a member's bytes, or None where the dump tool keeps the
+    bytes (a version it cannot read, or bytes its reader rejects)."""
+    cur = _Cursor(raw)
+    try:
+        v = cur.int16("version")
+        if not _in(v, schema.versions):
+            return None
+        return {"version": v, "data": _read_struct(cur, schema.fields, v, False, schema.name)}
+    except FormatError:
+        return None
+
+
+# =============================================================================================
+# One record
+# =============================================================================================
+
+
+class GroupRecord(NamedTuple):
+    """One decoded ``__consumer_offsets`` record. ``record_type`` is the key's version, ``name``
+    what it holds ("OffsetCommit", "GroupMetadata", "ConsumerGroupMetadata", ... or "Unknown"),
+    ``key`` / ``value`` the fields by their Kafka JSON names (``value`` None for a tombstone
+    and for record types whose values are not decoded: then ``value_bytes`` keeps them)."""
+
+    record_type: int
+    name: str
+    key: dict | None
+    value_version: int | None
+    value: dict | None
+    tombstone: bool
+    value_bytes: bytes | None = None
+
+
+class TransactionRecord(NamedTuple):
+    """One decoded ``__transaction_state`` record: ``key_version``, ``transactional_id``
+    (None for an unknown key version), ``value_version`` / ``value`` (None for a tombstone)."""
+
+    key_version: int
+    transactional_id: str | None
+    value_version: int | None
+    value: dict | None
+    tombstone: bool
+
+
+def decode_group_record(key: bytes | None, value: bytes | None, *, path: str | os.PathLike | None = None,
+                        key_offset: int = 0, value_offset: int = 0) -> GroupRecord:
+    """One ``__consumer_offsets`` record's key and value (None for a tombstone), decoded.
+
+    Cost: a few microseconds for an offset commit; a group's metadata costs about 1 µs per
+    member field plus its embedded subscription and assignment.
+
+    >>> r = decode_group_record(bytes.fromhex("0002") + b"\\x00\\x02g1", None)
+    >>> r.name, r.key, r.tombstone
+    ('GroupMetadata', {'group': 'g1'}, True)
+
+    `path`, `key_offset` and `value_offset` (where the key and value bytes lie in the file)
+    only serve the error messages. Returns a :class:`GroupRecord`; an unknown record type
+    (above 15) is ``name="Unknown"`` with no key, which the broker's loader skips too. Raises
+    :class:`~rmqlab.errors.FormatError` (:class:`~rmqlab.errors.TruncatedFileError` when the
+    bytes end early) naming the file, the field's byte offset and its path, for a missing key,
+    a value version the schema does not have, a bad length, or bytes left over.
+    """
+    if key is None:
+        raise FormatError("a __consumer_offsets record without a key", path=path, offset=key_offset, field="key")
+    kc = _Cursor(key, path=path, origin=key_offset)
+    record_type = kc.int16("key.version")
+    known = GROUP_RECORD_TYPES.get(record_type)
+    if known is None:
+        return GroupRecord(record_type, "Unknown", None, None, None, value is None, value)
+    name, key_schema = known
+    k = _read_message(kc, key_schema, record_type, "key")
+    if value is None:
+        return GroupRecord(record_type, name, k, None, None, True)
+    vc = _Cursor(value, path=path, origin=value_offset)
+    schema = _VALUE_SCHEMAS.get(record_type)
+    if schema is None:
+        return GroupRecord(record_type, name, k, vc.int16("value.version"), None, False, bytes(value))
+    v_version = _version(vc, schema, "value")
+    v = _read_message(vc, schema, v_version, "value")
+    if record_type == 2 and v["protocolType"] == "consumer":
+        for m in v["members"]:
+            m["subscription"] = _embedded(m["subscription"], CONSUMER_PROTOCOL_SUBSCRIPTION) or m["subscription"]
+            m["assignment"] = _embedded(m["assignment"], CONSUMER_PROTOCOL_ASSIGNMENT) or m["assignment"]
+    return GroupRecord(record_type, name, k, v_version, v, False)
+
+
+def decode_transaction_record(key: bytes | None, value: bytes | None, *, path: str | os.PathLike | None = None,
+                              key_offset: int = 0, value_offset: int = 0) -> TransactionRecord:
+    """One ``__transaction_state`` record's key and value (None for a tombstone), decoded.
+
+    Cost: a few microseconds.
+
+    >>> key = bytes.fromhex("0000") + b"\\x00\\x03tx1"
+    >>> value = (bytes.fromhex("0000") + (7).to_bytes(8, "big") + bytes(2) + (60000).to_bytes(4, "big") + b"\\x04"
+    ...          + (1).to_bytes(4, "big") + b"\\x00\\x01t" + (1).to_bytes(4, "big") + bytes(4) + bytes(16))
+    >>> r = decode_transaction_record(key, value)
+    >>> r.transactional_id, r.value["producerId"], r.value["state"], r.value["transactionPartitions"]
+    ('tx1', 7, 'CompleteCommit', [{'topic': 't', 'partitionIds': [0]}])
+
+    Arguments as :func:`decode_group_record`. An unknown key version gives
+    ``transactional_id=None`` (the dump tool prints ``unknown::version=N``). The value dict has
+    the schema's fields plus ``state`` (the state's name). Raises
+    :class:`~rmqlab.errors.FormatError` naming file, offset and field for a value version other
+    than 0/1, a state id Kafka does not define, a bad length or bytes left over.
+    """
+    if key is None:
+        raise FormatError("a __transaction_state record without a key", path=path, offset=key_offset, field="key")
+    kc = _Cursor(key, path=path, origin=key_offset)
+    kv = kc.int16("key.version")
+    if not _in(kv, TRANSACTION_LOG_KEY.versions):
+        return TransactionRecord(kv, None, None, None, value is None)
+    tid = _read_message(kc, TRANSACTION_LOG_KEY, kv, "key")["transactionalId"]
+    if value is None:
+        return TransactionRecord(kv, tid, None, None, True)
+    vc = _Cursor(value, path=path, origin=value_offset)
+    vv = _version(vc, TRANSACTION_LOG_VALUE, "value")
+    v = _read_message(vc, TRANSACTION_LOG_VALUE, vv, "value")
+    state = TRANSACTION_STATES.get(v["transactionStatus"])
+    if state is None:
+        raise FormatError(f"transaction state id {v['transactionStatus']} (Kafka defines 0..7)", path=path,
+                          offset=value_offset + 2 + 8 + 2 + 4, field="value.transactionStatus")
+    v["state"] = state
+    return TransactionRecord(kv, tid, vv, v, False)
+
+
+# =============================================================================================
+# The dump tool's text
+# =============================================================================================
+
+
+def _json_ready(x: Any) -> Any:
+    if isinstance(x, bytes):
+        return base64.b64encode(x).decode()   # Jackson's BinaryNode: standard base64 with padding
+    if isinstance(x, dict):
+        return {k: _json_ready(v) for k, v in x.items()}
+    if isinstance(x, list):
+        return [_json_ready(v) for v in x]
+    return x
+
+
+def _compact_json(x: Any) -> str:
+    return json.dumps(_json_ready(x), separators=(",", ":"), ensure_ascii=False)
+
+
+def _member_json(m: dict) -> dict:
+    out = dict(m)
+    for name in ("subscription", "assignment"):
+        if isinstance(out.get(name), dict):   # decoded: the converter writes the struct itself
+            out[name] = out[name]["data"]
+    return out
+
+
+def format_offsets_record(r: GroupRecord, offset: int) -> tuple[str, str | None]:
+    """``kafka-dump-log --offsets-decoder``'s key and payload text of a decoded record.
+
+    Cost: one JSON serialisation.
+
+    >>> print(*format_offsets_record(decode_group_record(bytes.fromhex("0002") + b"\\x00\\x01g", None), 5))
+    {"type":"2","data":{"group":"g"}} <DELETE>
+
+    `offset` is the record's offset (named in the text for an unknown record type). Returns
+    (key text, payload text or None where the tool prints no payload).
+    """
+    if r.name == "Unknown":
+        return f"Unknown record type {r.record_type} at offset {offset}, skipping.", None
+    key = _compact_json({"type": str(r.record_type), "data": r.key})
+    if r.tombstone:
+        return key, "<DELETE>"
+    if r.value is None:
+        return key, (f"<{GROUP_RECORD_TYPES[r.record_type][0]}Value version {r.value_version}: "
+                     f"{len(r.value_bytes or b'')} bytes, not decoded>")
+    data = dict(r.value)
+    if "members" in data:
+        data["members"] = [_member_json(m) for m in data["members"]]
+    return key, _compact_json({"version": str(r.value_version), "data": data})
+
+
+def format_transaction_record(r: TransactionRecord) -> tuple[str, str | None]:
+    """``kafka-dump-log --transaction-log-decoder``'s key and payload text of a decoded record
+    (``TransactionLog.formatRecordKeyAndValue``).
+
+    Cost: string formatting.
+
+    >>> print(*format_transaction_record(TransactionRecord(0, "tx1", None, None, True)))
+    transaction_metadata::transactionalId=tx1 <DELETE>
+
+    Returns (key text, payload text or None). The broker keeps the partitions in a hash set
+    (printed in hash order) and drops them for the Empty state; here they are in file order,
+    duplicates removed, and dropped for Empty likewise.
+    """
+    if r.transactional_id is None:
+        return f"unknown::version={r.key_version}", None
+    key = f"transaction_metadata::transactionalId={r.transactional_id}"
+    if r.tombstone or r.value is None:
+        return key, "<DELETE>"
+    v = r.value
+    parts = [] if v["state"] == "Empty" else list(dict.fromkeys(_topic_partitions(v)))
+    return key, (f"producerId:{v['producerId']},producerEpoch:{v['producerEpoch']},state={v['state']},"
+                 f"partitions=[{','.join(parts)}],txnLastUpdateTimestamp={v['transactionLastUpdateTimestampMs']},"
+                 f"txnTimeoutMs={v['transactionTimeoutMs']}")
+
+
+def _topic_partitions(v: dict) -> list[str]:
+    # TopicPartition.toString: "topic-partition"
+    return [f"{t['topic']}-{p}" for t in (v["transactionPartitions"] or []) for p in t["partitionIds"]]
+
+
+# =============================================================================================
+# Segments and partition directories
+# =============================================================================================
+
+
+def _varint_size(n: int) -> int:
+    z = ((n << 1) ^ (n >> 63)) & 0xFFFFFFFFFFFFFFFF   # zig-zag
+    size = 1
+    while z >= 0x80:
+        z >>= 7
+        size += 1
+    return size
+
+
+def _payload_offsets(position: int, size: int, timestamp_delta: int, offset_delta: int, key_size: int,
+                     value_size: int) -> tuple[int, int]:
+    """File offsets of a record's key and value bytes, from DefaultRecord's layout: length,
+    attributes, timestampDelta, offsetDelta, keyLength, key, valueLength, value."""
+    body = next(size - k for k in range(1, 6) if _varint_size(size - k) == k)
+    key_at = position + _varint_size(body) + 1 + _varint_size(timestamp_delta) + _varint_size(offset_delta) \
+        + _varint_size(key_size)
+    return key_at, key_at + max(key_size, 0) + _varint_size(value_size)
+
+
+def _segments(source) -> list:
+    if isinstance(source, (str, os.PathLike)) and Path(source).is_dir():
+        return sorted(Path(source).glob("*.log"))
+    return [source]
+
+
+def _records(source, decode: Callable) -> list[tuple[Any, int, int, Any]]:
+    """(path, record offset, position, decoded) for every data record of every segment in
+    `source`; control batches (transaction markers) are skipped as the dump tool skips them."""
+    from rmqlab.kafka.log import read_batches, read_records
+
+    out = []
+    for seg in _segments(source):
+        path = seg if isinstance(seg, (str, os.PathLike)) else None
+        batches = read_batches(seg)
+        plain = {int(p) for p, c, ctl in zip(batches["position"], batches["compression"], batches["is_control"])
+                 if c == "none" and not ctl}
+        skipped = {int(p) for p, c, ctl in zip(batches["position"], batches["compression"], batches["is_control"])
+                   if ctl}
+        recs = read_records(seg, headers=False)
+        cols = [recs[c].tolist() for c in ("batch_position", "position", "size", "timestamp_delta", "offset_delta",
+                                           "key_size", "value_size", "offset", "key", "value")]
+        for bp, pos, size, td, od, ks, vs, off, key, value in zip(*cols):
+            if bp in skipped:
+                continue
+            # records of a compressed batch lie in its decompressed bytes: errors name the batch
+            ko, vo = _payload_offsets(pos, size, td, od, ks, vs) if bp in plain else (bp, bp)
+            out.append((path, int(off), int(pos if bp in plain else bp),
+                        decode(key, value, path=path, key_offset=ko, value_offset=vo)))
+    return out
+
+
+def group_records(source) -> pd.DataFrame:
+    """Every record of a ``__consumer_offsets`` segment or partition directory, decoded: one row a
+    record in log order.
+
+    Cost: the record walk of :func:`rmqlab.kafka.log.read_records` plus a few microseconds a
+    record (about 10 ms for a 14 KB segment).
+
+    >>> import tempfile
+    >>> from rmqlab.kafka.log import KafkaRecord, write_segment
+    >>> key = bytes.fromhex("0002") + b"\\x00\\x01g"
+    >>> seg = write_segment(tempfile.mkdtemp(), 0, [KafkaRecord(0, 1000, key, None)])
+    >>> group_records(seg)[["offset", "record_type", "name", "group", "tombstone"]].values.tolist()
+    [[0, 2, 'GroupMetadata', 'g', True]]
+
+    `source`: a ``.log`` path, a partition directory (its segments in base-offset order) or
+    the bytes of a segment. Columns: ``offset``, ``position``, ``record_type``, ``name``,
+    ``group``, ``key`` (dict), ``value_version``, ``value`` (dict or None), ``tombstone``. Raises
+    what :func:`decode_group_record` and :func:`rmqlab.kafka.log.read_records` raise.
+    """
+    rows = []
+    for _, off, pos, r in _records(source, decode_group_record):
+        group = None if r.key is None else r.key.get("group", r.key.get("groupId"))
+        rows.append((off, pos, r.record_type, r.name, group, r.key, r.value_version, r.value, r.tombstone))
+    df = pd.DataFrame(rows, columns=["offset", "position", "record_type", "name", "group", "key", "value_version",
+                                     "value", "tombstone"])
+    df["value_version"] = df["value_version"].astype("Int64")   # <NA> for a tombstone
+    return df
+
+
+_COMMIT_COLUMNS = ["group", "topic", "partition", "offset", "leader_epoch", "metadata", "commit_timestamp",
+                   "expire_timestamp", "record_offset", "tombstone"]
+
+
+def _commit_frame(records: pd.DataFrame) -> pd.DataFrame:
+    rows = []
+    for off, name, key, value, tomb in zip(records["offset"], records["name"], records["key"], records["value"],
+                                           records["tombstone"]):
+        if name != "OffsetCommit":
+            continue
+        v = value or {}
+        rows.append((key["group"], key["topic"], key["partition"], v.get("offset", -1), v.get("leaderEpoch", -1),
+                     v.get("metadata"), v.get("commitTimestamp", -1), v.get("expireTimestamp", -1), off, tomb))
+    df = pd.DataFrame(rows, columns=_COMMIT_COLUMNS)
+    for c in ("partition", "offset", "leader_epoch", "commit_timestamp", "expire_timestamp", "record_offset"):
+        df[c] = df[c].astype("int64")
+    df["tombstone"] = df["tombstone"].astype(bool)
+    return df
+
+
+def offset_commits(source) -> pd.DataFrame:
+    """The offset commits of a ``__consumer_offsets`` segment or directory, one row a record in log
+    order (tombstones included).
+
+    Units: offsets are the committed next offset to read; timestamps ms since the epoch.
+    Cost: :func:`group_records`.
+
+    >>> import tempfile
+    >>> from rmqlab.kafka.log import KafkaRecord, write_segment
+    >>> key = bytes.fromhex("0001") + b"\\x00\\x01g\\x00\\x01t" + (3).to_bytes(4, "big")
+    >>> value = bytes.fromhex("0001") + (9).to_bytes(8, "big") + b"\\x00\\x02md" + (5).to_bytes(8, "big") \\
+    ...         + (8).to_bytes(8, "big")
+    >>> seg = write_segment(tempfile.mkdtemp(), 0, [KafkaRecord(0, 1000, key, value)])
+    >>> cols = ["group", "topic", "partition", "offset", "leader_epoch", "metadata", "expire_timestamp"]
+    >>> offset_commits(seg)[cols].values.tolist()
+    [['g', 't', 3, 9, -1, 'md', 8]]
+
+    Columns: ``group``, ``topic``, ``partition``, ``offset``, ``leader_epoch`` (-1 before
+    value v3 or when unknown), ``metadata``, ``commit_timestamp``, ``expire_timestamp`` (-1
+    except in value v1), ``record_offset`` (the record's offset in this partition),
+    ``tombstone`` (a deleted commit: offset -1, metadata None). Raises as :func:`group_records`.
+    """
+    return _commit_frame(group_records(source))
+
+
+def committed_offsets(source) -> pd.DataFrame:
+    """The latest committed offset of each (group, topic, partition), as the group coordinator
+    holds them after loading the partition: the last commit wins and a tombstone removes it.
+
+    Cost: :func:`group_records` of every segment.
+
+    >>> import tempfile
+    >>> from rmqlab.kafka.log import KafkaRecord, write_segment
+    >>> key = bytes.fromhex("0001") + b"\\x00\\x01g\\x00\\x01t" + bytes(4)
+    >>> def commit(n):
+    ...     return bytes.fromhex("0003") + n.to_bytes(8, "big") + bytes(4) + bytes(2) + bytes(8)
+    >>> seg = write_segment(tempfile.mkdtemp(), 0, [KafkaRecord(0, 1, key, commit(5)),
+    ...                                             KafkaRecord(1, 2, key, commit(8))])
+    >>> committed_offsets(seg)[["group", "topic", "partition", "offset", "record_offset"]].values.tolist()
+    [['g', 't', 0, 8, 1]]
+
+    `source` as :func:`group_records`. Columns as :func:`offset_commits` without
+    ``tombstone``, sorted by group, topic and partition.
+    """
+    df = offset_commits(source)
+    last = df.drop_duplicates(["group", "topic", "partition"], keep="last")
+    last = last.loc[~last["tombstone"].to_numpy(bool)].drop(columns="tombstone")
+    return last.sort_values(["group", "topic", "partition"], kind="stable").reset_index(drop=True)
+
+
+def group_metadata(source) -> pd.DataFrame:
+    """The classic groups' metadata records of a ``__consumer_offsets`` segment or directory, one
+    row a record in log order: each rebalance's generation, protocol, leader and members.
+
+    Cost: :func:`group_records`.
+
+    >>> import tempfile
+    >>> from rmqlab.kafka.log import KafkaRecord, write_segment
+    >>> key = bytes.fromhex("0002") + b"\\x00\\x01g"
+    >>> value = bytes.fromhex("0000") + b"\\x00\\x08consumer" + (1).to_bytes(4, "big") + b"\\xff\\xff\\xff\\xff" \\
+    ...         + bytes(4)
+    >>> seg = write_segment(tempfile.mkdtemp(), 0, [KafkaRecord(0, 1000, key, value)])
+    >>> group_metadata(seg)[["group", "protocol_type", "generation", "protocol", "member_count"]].values.tolist()
+    [['g', 'consumer', 1, None, 0]]
+
+    Columns: ``group``, ``protocol_type``, ``generation``, ``protocol`` and ``leader`` (None
+    for an empty group), ``current_state_timestamp`` (ms, -1 before value v2), ``member_count``,
+    ``members`` (list of dicts by Kafka's JSON names, consumer subscriptions and assignments
+    decoded), ``value_version``, ``record_offset``, ``tombstone``.
+    """
+    records = group_records(source)
+    rows = []
+    for off, name, group, version, value, tomb in zip(records["offset"], records["name"], records["group"],
+                                                      records["value_version"], records["value"],
+                                                      records["tombstone"]):
+        if name != "GroupMetadata":
+            continue
+        v = value or {}
+        members = v.get("members", [])
+        rows.append((group, v.get("protocolType"), v.get("generation", -1), v.get("protocol"), v.get("leader"),
+                     v.get("currentStateTimestamp", -1), len(members), members, version, off, tomb))
+    df = pd.DataFrame(rows, columns=["group", "protocol_type", "generation", "protocol", "leader",
+                                     "current_state_timestamp", "member_count", "members", "value_version",
+                                     "record_offset", "tombstone"])
+    df["value_version"] = df["value_version"].astype("Int64")
+    return df
+
+
+def group_members(source) -> pd.DataFrame:
+    """One row per member of each group metadata record: who was in the group at each
+    generation, with its subscribed topics and assigned partitions when the group uses the
+    consumer protocol.
+
+    Cost: :func:`group_records`.
+
+    >>> import tempfile
+    >>> group_members(tempfile.mkdtemp()).columns.tolist()[:4]
+    ['group', 'generation', 'member_id', 'group_instance_id']
+
+    Columns: ``group``, ``generation``, ``member_id``, ``group_instance_id``, ``client_id``,
+    ``client_host``, ``rebalance_timeout`` / ``session_timeout`` (ms; -1 where the version has
+    no rebalance timeout), ``topics`` (subscribed; None when not decoded), ``assigned``
+    (list of "topic-partition"; None when not decoded), ``record_offset``.
+    """
+    rows = []
+    for g in group_metadata(source).itertuples():
+        for m in g.members:
+            sub, asg = m.get("subscription"), m.get("assignment")
+            topics = sub["data"]["topics"] if isinstance(sub, dict) else None
+            assigned = ([f"{t['topic']}-{p}" for t in asg["data"]["assignedPartitions"] for p in t["partitions"]]
+                        if isinstance(asg, dict) else None)
+            rows.append((g.group, g.generation, m["memberId"], m.get("groupInstanceId"), m["clientId"],
+                         m["clientHost"], m.get("rebalanceTimeout", -1), m["sessionTimeout"], topics, assigned,
+                         g.record_offset))
+    return pd.DataFrame(rows, columns=["group", "generation", "member_id", "group_instance_id", "client_id",
+                                       "client_host", "rebalance_timeout", "session_timeout", "topics", "assigned",
+                                       "record_offset"])
+
+
+def transaction_states(source) -> pd.DataFrame:
+    """Every record of a ``__transaction_state`` segment or directory, decoded: one row a record
+    in log order.
+
+    Units: timestamps ms since the epoch, the timeout ms. Cost: the record walk plus a few
+    microseconds a record.
+
+    >>> import tempfile
+    >>> from rmqlab.kafka.log import KafkaRecord, write_segment
+    >>> key = bytes.fromhex("0000") + b"\\x00\\x03tx1"
+    >>> seg = write_segment(tempfile.mkdtemp(), 0, [KafkaRecord(0, 1000, key, None)])
+    >>> transaction_states(seg)[["transactional_id", "tombstone"]].values.tolist()
+    [['tx1', True]]
+
+    Columns: ``transactional_id``, ``producer_id``, ``producer_epoch``, ``timeout_ms``,
+    ``state``, ``partitions`` (list of "topic-partition", file order), ``last_update_timestamp``,
+    ``start_timestamp``, ``previous_producer_id`` / ``next_producer_id`` (-1 unless value v1
+    carries them), ``client_transaction_version``, ``value_version``, ``record_offset``,
+    ``tombstone``. Raises what :func:`decode_transaction_record` raises.
+    """
+    rows = []
+    for _, off, _pos, r in _records(source, decode_transaction_record):
+        v = r.value or {}
+        rows.append((r.transactional_id, v.get("producerId", -1), v.get("producerEpoch", -1),
+                     v.get("transactionTimeoutMs", -1), v.get("state"), _topic_partitions(v) if v else [],
+                     v.get("transactionLastUpdateTimestampMs", -1), v.get("transactionStartTimestampMs", -1),
+                     v.get("previousProducerId", -1), v.get("nextProducerId", -1),
+                     v.get("clientTransactionVersion", 0), r.value_version, off, r.tombstone))
+    df = pd.DataFrame(rows, columns=["transactional_id", "producer_id", "producer_epoch", "timeout_ms", "state",
+                                     "partitions", "last_update_timestamp", "start_timestamp",
+                                     "previous_producer_id", "next_producer_id", "client_transaction_version",
+                                     "value_version", "record_offset", "tombstone"])
+    df["value_version"] = df["value_version"].astype("Int64")
+    return df
+
+
+def describe_records(source, decoder: str) -> dict[int, tuple[str, str | None]]:
+    """The dump tool's (key, payload) text of every data record of one segment, by record
+    offset; a record that does not decode gets the tool's "Error at offset N,
+    skipping." text instead of raising.
+
+    Cost: :func:`group_records` / :func:`transaction_states` of the segment.
+
+    >>> import tempfile
+    >>> from rmqlab.kafka.log import KafkaRecord, write_segment
+    >>> seg = write_segment(tempfile.mkdtemp(), 0, [KafkaRecord(0, 1, bytes.fromhex("0002") + b"\\x00\\x01g", None)])
+    >>> describe_records(seg, "offsets")
+    {0: ('{"type":"2","data":{"group":"g"}}', '<DELETE>')}
+
+    `decoder`: "offsets" or "transaction-log". Raises ValueError for another decoder, and
+    what :func:`rmqlab.kafka.log.read_records` raises for the segment itself.
+    """
+    if decoder not in ("offsets", "transaction-log"):
+        raise ValueError(f"decoder must be 'offsets' or 'transaction-log', not {decoder!r}")
+    decode = decode_group_record if decoder == "offsets" else decode_transaction_record
+    out: dict[int, tuple[str, str | None]] = {}
+
+    def tolerant(key, value, **where):
+        try:
+            return decode(key, value, **where)
+        except FormatError as e:
+            return e
+
+    for _, off, _pos, r in _records(source, tolerant):
+        if isinstance(r, FormatError):
+            out[off] = (f"Error at offset {off}, skipping. {r}", None)
+        elif decoder == "offsets":
+            out[off] = format_offsets_record(r, off)
+        else:
+            out[off] = format_transaction_record(r)
+    return out

@@ -1,0 +1,512 @@
+"""`__consumer_offsets` and `__transaction_state` records: every key and value version, built here
+field by field with this file's own encoder (nothing shared with rmqlab), round trips against
+that encoder, damage, the dump CLI, and the real broker segments in ../shared/real-data/kafka/."""
+from __future__ import annotations
+
+import base64
+import json
+import struct
+from pathlib import Path
+
+import pytest
+from conftest import require_real_data
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from rmqlab.cli import main
+from rmqlab.errors import FormatError, TruncatedFileError
+from rmqlab.kafka import internal_topics as it
+from rmqlab.kafka.log import KafkaRecord, read_records, write_segment
+
+# ------------------------------------------------------------------ the test's own encoder
+
+
+def i8(v):
+    return struct.pack(">b", v)
+
+
+def i16(v):
+    return struct.pack(">h", v)
+
+
+def i32(v):
+    return struct.pack(">i", v)
+
+
+def i64(v):
+    return struct.pack(">q", v)
+
+
+def uvarint(n):
+    out = bytearray()
+    while n >= 0x80:
+        out.append((n & 0x7F) | 0x80)
+        n >>= 7
+    out.append(n)
+    return bytes(out)
+
+
+def string(s, flexible=False):
+    if s is None:
+        return uvarint(0) if flexible else i16(-1)
+    raw = s.encode()
+    return (uvarint(len(raw) + 1) if flexible else i16(len(raw))) + raw
+
+
+def blob(b, flexible=False):
+    if b is None:
+        return uvarint(0) if flexible else i32(-1)
+    return (uvarint(len(b) + 1) if flexible else i32(len(b))) + b
+
+
+def array(items, flexible=False):
+    if items is None:
+        return uvarint(0) if flexible else i32(-1)
+    return (uvarint(len(items) + 1) if flexible else i32(len(items))) + b"".join(items)
+
+
+def tags(fields=None):
+    fields = fields or {}
+    out = uvarint(len(fields))
+    for tag in sorted(fields):
+        out += uvarint(tag) + uvarint(len(fields[tag])) + fields[tag]
+    return out
+
+
+def offset_key(group, topic, partition, version=1):
+    return i16(version) + string(group) + string(topic) + i32(partition)
+
+
+def group_key(group):
+    return i16(2) + string(group)
+
+
+def offset_value(version, offset, metadata, commit_ts, leader_epoch=-1, expire_ts=-1, extra_tags=None):
+    fx = version >= 4
+    out = i16(version) + i64(offset)
+    if version >= 3:
+        out += i32(leader_epoch)
+    out += string(metadata, fx) + i64(commit_ts)
+    if version == 1:
+        out += i64(expire_ts)
+    return out + (tags(extra_tags) if fx else b"")
+
+
+def member(version, m):
+    fx = version >= 4
+    out = string(m["memberId"], fx)
+    if version >= 3:
+        out += string(m.get("groupInstanceId"), fx)
+    out += string(m["clientId"], fx) + string(m["clientHost"], fx)
+    if version >= 1:
+        out += i32(m["rebalanceTimeout"])
+    out += i32(m["sessionTimeout"]) + blob(m["subscription"], fx) + blob(m["assignment"], fx)
+    return out + (tags() if fx else b"")
+
+
+def group_value(version, protocol_type, generation, protocol, leader, state_ts, members, extra_tags=None):
+    fx = version >= 4
+    out = i16(version) + string(protocol_type, fx) + i32(generation) + string(protocol, fx) + string(leader, fx)
+    if version >= 2:
+        out += i64(state_ts)
+    out += array([member(version, m) for m in members], fx)
+    return out + (tags(extra_tags) if fx else b"")
+
+
+def topic_partitions(pairs):
+    return array([string(t) + array([i32(p) for p in ps]) for t, ps in pairs])
+
+
+def subscription(version, topics, user_data=None, owned=(), generation=-1, rack=None):
+    out = i16(version) + array([string(t) for t in topics]) + blob(user_data)
+    if version >= 1:
+        out += topic_partitions(owned)
+    if version >= 2:
+        out += i32(generation)
+    if version >= 3:
+        out += string(rack)
+    return out
+
+
+def assignment(version, pairs, user_data=None):
+    return i16(version) + topic_partitions(pairs) + blob(user_data)
+
+
+def txn_key(tid):
+    return i16(0) + string(tid)
+
+
+def txn_value(version, pid, epoch, timeout, status, partitions, last_ts, start_ts, tagged=None):
+    fx = version >= 1
+    parts = None if partitions is None else [string(t, fx) + array([i32(p) for p in ps], fx) + (tags() if fx else b"")
+                                             for t, ps in partitions]
+    out = (i16(version) + i64(pid) + i16(epoch) + i32(timeout) + i8(status) + array(parts, fx) + i64(last_ts)
+           + i64(start_ts))
+    return out + (tags(tagged) if fx else b"")
+
+
+# ------------------------------------------------------------------ every version, by hand
+
+
+@pytest.mark.parametrize("key_version", [0, 1])
+def test_offset_commit_keys(key_version):
+    r = it.decode_group_record(offset_key("grp", "orders", 7, key_version), None)
+    assert (r.record_type, r.name, r.key, r.tombstone) == (key_version, "OffsetCommit",
+                                                          {"group": "grp", "topic": "orders", "partition": 7}, True)
+
+
+@pytest.mark.parametrize("version, expected", [
+    (0, {"offset": 5, "metadata": "m", "commitTimestamp": 11}),
+    (1, {"offset": 5, "metadata": "m", "commitTimestamp": 11, "expireTimestamp": 99}),
+    (2, {"offset": 5, "metadata": "m", "commitTimestamp": 11}),
+    (3, {"offset": 5, "leaderEpoch": 4, "metadata": "m", "commitTimestamp": 11}),
+    (4, {"offset": 5, "leaderEpoch": 4, "metadata": "m", "commitTimestamp": 11}),
+])
+def test_offset_commit_values(version, expected):
+    value = offset_value(version, 5, "m", 11, leader_epoch=4, expire_ts=99,
+                         extra_tags={7: b"\x01\x02"} if version == 4 else None)   # an unknown tag is skipped
+    r = it.decode_group_record(offset_key("g", "t", 0), value)
+    assert r.value_version == version and r.value == expected
+    df = it.offset_commits(write_segment(_tmp(), 0, [KafkaRecord(0, 1, offset_key("g", "t", 0), value)]))
+    row = df.iloc[0]
+    assert (row["offset"], row["leader_epoch"], row["expire_timestamp"]) == (
+        5, 4 if version >= 3 else -1, 99 if version == 1 else -1)
+
+
+_MEMBER = dict(memberId="m-1", groupInstanceId="static-1", clientId="c-1", clientHost="/10.0.0.1",
+               rebalanceTimeout=300000, sessionTimeout=45000)
+
+
+@pytest.mark.parametrize("version", [0, 1, 2, 3, 4])
+@pytest.mark.parametrize("embedded", [0, 1, 2, 3])
+def test_group_metadata_values(version, embedded):
+    sub = subscription(embedded, ["a", "b"], b"ud", owned=[("a", [0, 1])], generation=6, rack="r1")
+    asg = assignment(embedded, [("a", [0]), ("b", [2, 3])], None)
+    value = group_value(version, "consumer", 7, "range", "m-1", 1700000000000,
+                        [dict(_MEMBER, subscription=sub, assignment=asg)])
+    r = it.decode_group_record(group_key("g"), value)
+    v = r.value
+    assert (r.name, r.value_version, v["protocolType"], v["generation"], v["protocol"], v["leader"]) == \
+        ("GroupMetadata", version, "consumer", 7, "range", "m-1")
+    assert ("currentStateTimestamp" in v) == (version >= 2)
+    m = v["members"][0]
+    assert (m["memberId"], m["clientId"], m["clientHost"], m["sessionTimeout"]) == ("m-1", "c-1", "/10.0.0.1", 45000)
+    assert m.get("groupInstanceId") == ("static-1" if version >= 3 else None)
+    assert m.get("rebalanceTimeout", -1) == (300000 if version >= 1 else -1)
+    s = m["subscription"]["data"]
+    assert (s["topics"], s["userData"]) == (["a", "b"], b"ud")
+    assert s.get("ownedPartitions") == ([{"topic": "a", "partitions": [0, 1]}] if embedded >= 1 else None)
+    assert s.get("generationId") == (6 if embedded >= 2 else None)
+    assert s.get("rackId") == ("r1" if embedded >= 3 else None)
+    assert m["assignment"]["data"]["assignedPartitions"] == [{"topic": "a", "partitions": [0]},
+                                                             {"topic": "b", "partitions": [2, 3]}]
+    members = it.group_members(write_segment(_tmp(), 0, [KafkaRecord(0, 1, group_key("g"), value)]))
+    assert members[["topics", "assigned"]].values.tolist() == [[["a", "b"], ["a-0", "b-2", "b-3"]]]
+
+
+def test_group_metadata_of_other_protocols_keeps_the_bytes():
+    value = group_value(3, "connect", 2, "sessioned", "w", 5, [dict(_MEMBER, subscription=b"\x00\x02xyz",
+                                                                      assignment=b"")])
+    r = it.decode_group_record(group_key("g"), value)
+    assert r.value["members"][0]["subscription"] == b"\x00\x02xyz"
+    payload = json.loads(it.format_offsets_record(r, 0)[1])
+    assert payload["data"]["members"][0]["subscription"] == base64.b64encode(b"\x00\x02xyz").decode()
+
+
+def test_consumer_bytes_that_do_not_decode_stay_bytes():
+    bad = [i16(9) + b"later version", i16(0) + i32(5)]     # a version Kafka cannot read; a short array
+    value = group_value(3, "consumer", 1, "range", "m", 5, [dict(_MEMBER, subscription=bad[0], assignment=bad[1])])
+    m = it.decode_group_record(group_key("g"), value).value["members"][0]
+    assert (m["subscription"], m["assignment"]) == tuple(bad)
+
+
+def test_empty_group_and_tombstone():
+    r = it.decode_group_record(group_key("g"), group_value(3, "consumer", 3, None, None, 8, []))
+    assert (r.value["protocol"], r.value["leader"], r.value["members"]) == (None, None, [])
+    assert it.format_offsets_record(it.decode_group_record(group_key("g"), None), 4)[1] == "<DELETE>"
+
+
+@pytest.mark.parametrize("record_type, name, fields", [
+    (3, "ConsumerGroupMetadata", ["groupId"]), (4, "ConsumerGroupPartitionMetadata", ["groupId"]),
+    (5, "ConsumerGroupMemberMetadata", ["groupId", "memberId"]),
+    (6, "ConsumerGroupTargetAssignmentMetadata", ["groupId"]),
+    (7, "ConsumerGroupTargetAssignmentMember", ["groupId", "memberId"]),
+    (8, "ConsumerGroupCurrentMemberAssignment", ["groupId", "memberId"]),
+    (11, "ShareGroupMetadata", ["groupId"]),
+])
+def test_newer_record_types_are_named(record_type, name, fields):
+    key = i16(record_type) + b"".join(string(f"x{i}") for i in range(len(fields)))
+    r = it.decode_group_record(key, i16(0) + b"\x00\x01\x02")
+    assert (r.name, r.key, r.value, r.value_version, r.value_bytes) == (
+        name, {f: f"x{i}" for i, f in enumerate(fields)}, None, 0, i16(0) + b"\x00\x01\x02")
+    key_text, payload = it.format_offsets_record(r, 3)
+    assert json.loads(key_text) == {"type": str(record_type), "data": r.key}
+    assert payload == f"<{name}Value version 0: 5 bytes, not decoded>"
+
+
+def test_unknown_record_type_is_skipped_as_the_tool_does():
+    r = it.decode_group_record(i16(99) + b"whatever", b"x")
+    assert r.name == "Unknown"
+    assert it.format_offsets_record(r, 12) == ("Unknown record type 99 at offset 12, skipping.", None)
+
+
+@pytest.mark.parametrize("version", [0, 1])
+def test_transaction_log(version):
+    tagged = {0: i64(41), 1: i64(43), 2: i16(2)} if version == 1 else None
+    value = txn_value(version, 42, 3, 60000, 1, [("t", [0, 2]), ("u", [1])], 1000, 900, tagged)
+    r = it.decode_transaction_record(txn_key("tx"), value)
+    v = r.value
+    assert (r.transactional_id, r.value_version, v["producerId"], v["producerEpoch"], v["transactionTimeoutMs"],
+            v["state"], v["transactionLastUpdateTimestampMs"], v["transactionStartTimestampMs"]) == \
+        ("tx", version, 42, 3, 60000, "Ongoing", 1000, 900)
+    assert v["transactionPartitions"] == [{"topic": "t", "partitionIds": [0, 2]}, {"topic": "u", "partitionIds": [1]}]
+    if version == 1:
+        assert (v["previousProducerId"], v["nextProducerId"], v["clientTransactionVersion"]) == (41, 43, 2)
+    assert it.format_transaction_record(r) == (
+        "transaction_metadata::transactionalId=tx",
+        "producerId:42,producerEpoch:3,state=Ongoing,partitions=[t-0,t-2,u-1],txnLastUpdateTimestamp=1000,"
+        "txnTimeoutMs=60000")
+
+
+def test_transaction_log_empty_state_null_partitions_tombstone_unknown_key():
+    r = it.decode_transaction_record(txn_key("tx"), txn_value(0, 1, 0, 10, 0, None, 5, -1))
+    assert r.value["transactionPartitions"] is None and r.value["state"] == "Empty"
+    assert "partitions=[]" in it.format_transaction_record(r)[1]
+    assert it.format_transaction_record(it.decode_transaction_record(txn_key("tx"), None))[1] == "<DELETE>"
+    assert it.format_transaction_record(it.decode_transaction_record(i16(5) + b"??", b"")) == \
+        ("unknown::version=5", None)
+
+
+# ------------------------------------------------------------------ round trips
+
+
+_text = st.text(max_size=12)
+_opt_text = st.none() | _text
+_i32 = st.integers(-2**31, 2**31 - 1)
+_i64 = st.integers(-2**63, 2**63 - 1)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(0, 4), _i64, _text, _i64, _i32, _i64, _text, _text, _i32)
+def test_offset_commit_round_trip(version, offset, metadata, commit_ts, leader_epoch, expire_ts, group, topic, part):
+    r = it.decode_group_record(offset_key(group, topic, part), offset_value(version, offset, metadata, commit_ts,
+                                                                            leader_epoch, expire_ts))
+    assert r.key == {"group": group, "topic": topic, "partition": part}
+    assert (r.value["offset"], r.value["metadata"], r.value["commitTimestamp"]) == (offset, metadata, commit_ts)
+    assert r.value.get("leaderEpoch") == (leader_epoch if version >= 3 else None)
+    assert r.value.get("expireTimestamp") == (expire_ts if version == 1 else None)
+
+
+_members = st.lists(st.fixed_dictionaries(dict(
+    memberId=_text, groupInstanceId=_opt_text, clientId=_text, clientHost=_text, rebalanceTimeout=_i32,
+    sessionTimeout=_i32, subscription=st.binary(max_size=20), assignment=st.binary(max_size=20))), max_size=4)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(0, 4), _text, _i32, _opt_text, _opt_text, _i64, _members)
+def test_group_metadata_round_trip(version, protocol_type, generation, protocol, leader, state_ts, members):
+    protocol_type = "x" + protocol_type   # not "consumer": the member bytes stay as they are
+    r = it.decode_group_record(group_key("g"), group_value(version, protocol_type, generation, protocol, leader,
+                                                           state_ts, members))
+    v = r.value
+    assert (v["protocolType"], v["generation"], v["protocol"], v["leader"]) == (protocol_type, generation, protocol,
+                                                                               leader)
+    for got, m in zip(v["members"], members, strict=True):
+        want = dict(m)
+        if version < 3:
+            del want["groupInstanceId"]
+        if version < 1:
+            del want["rebalanceTimeout"]
+        assert got == want
+
+
+_partitions = st.none() | st.lists(st.tuples(_text, st.lists(_i32, max_size=3)), max_size=3)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(0, 1), _text, _i64, st.integers(-2**15, 2**15 - 1), _i32, st.integers(0, 7), _partitions, _i64,
+       _i64, st.dictionaries(st.integers(0, 2), st.just(None)))
+def test_transaction_round_trip(version, tid, pid, epoch, timeout, status, partitions, last_ts, start_ts, tag_set):
+    tagged = {t: (i64(77) if t < 2 else i16(1)) for t in tag_set} if version == 1 else None
+    r = it.decode_transaction_record(txn_key(tid), txn_value(version, pid, epoch, timeout, status, partitions,
+                                                             last_ts, start_ts, tagged))
+    v = r.value
+    assert (r.transactional_id, v["producerId"], v["producerEpoch"], v["transactionTimeoutMs"],
+            v["transactionStatus"]) == (tid, pid, epoch, timeout, status)
+    want = None if partitions is None else [{"topic": t, "partitionIds": ps} for t, ps in partitions]
+    assert v["transactionPartitions"] == want
+    for t, name in enumerate(("previousProducerId", "nextProducerId", "clientTransactionVersion")):
+        assert v.get(name) == ((77 if t < 2 else 1) if version == 1 and t in tag_set else None)
+
+
+# ------------------------------------------------------------------ segments, damage, CLI
+
+
+def _tmp():
+    import tempfile
+
+    return tempfile.mkdtemp()
+
+
+def _where_value(seg: Path, offset: int) -> int:
+    """The file offset of record `offset`'s value bytes, found by searching the file for them."""
+    rec = read_records(seg)
+    value = rec.loc[rec["offset"] == offset, "value"].iloc[0]
+    return seg.read_bytes().index(value)
+
+
+def test_committed_offsets_keep_the_last_commit_and_drop_deleted_ones(tmp_path):
+    k1, k2 = offset_key("g", "t", 0), offset_key("g", "t", 1)
+    recs = [KafkaRecord(0, 1, k1, offset_value(3, 5, "", 1)), KafkaRecord(1, 2, k2, offset_value(3, 9, "", 2)),
+            KafkaRecord(2, 3, k1, offset_value(3, 6, "a", 3)), KafkaRecord(3, 4, k2, None),
+            KafkaRecord(4, 5, group_key("g"), group_value(3, "consumer", 1, None, None, 5, []))]
+    write_segment(tmp_path, 0, recs[:3])
+    write_segment(tmp_path, 3, recs[3:])
+    got = it.committed_offsets(tmp_path)
+    assert got[["group", "topic", "partition", "offset", "metadata", "record_offset"]].values.tolist() == \
+        [["g", "t", 0, 6, "a", 2]]
+    assert it.offset_commits(tmp_path)["tombstone"].tolist() == [False, False, False, True]
+
+
+def test_control_batches_are_skipped(tmp_path):
+    seg = write_segment(tmp_path, 0, [KafkaRecord(0, 1, b"\x00\x00\x00\x01", b"\x00\x00\x00\x00\x00\x05")])
+    data = bytearray(seg.read_bytes())
+    data[22] |= 0x20        # attributes (int16 at byte 21): the control bit; read_records does not check the CRC
+    seg.write_bytes(bytes(data))
+    assert it.group_records(seg).empty
+
+
+@pytest.mark.parametrize("damage, field, cls", [
+    ("truncate", "value.commitTimestamp", TruncatedFileError),
+    ("version", "value.version", FormatError),
+    ("string", "value.metadata", FormatError),
+    ("extra", "value", FormatError),
+])
+def test_damage_names_file_offset_and_field(tmp_path, damage, field, cls):
+    good = offset_value(3, 5, "meta", 1)
+    value = {"truncate": good[:-3], "version": i16(9) + good[2:],
+             "string": good[:14] + i16(200) + good[16:], "extra": good + b"!"}[damage]
+    seg = write_segment(tmp_path, 0, [KafkaRecord(0, 1, offset_key("g", "t", 0), offset_value(3, 1, "", 1)),
+                                      KafkaRecord(1, 2, offset_key("g", "t", 0), value)])
+    with pytest.raises(cls) as e:
+        it.offset_commits(seg)
+    at = _where_value(seg, 1)
+    assert (e.value.path, e.value.field) == (str(seg), field)
+    expected = {"truncate": at + 20, "version": at, "string": at + 14, "extra": at + len(good)}[damage]
+    assert e.value.offset == expected
+    # the dump tool reports the record and goes on
+    out = it.describe_records(seg, "offsets")
+    assert out[1][0].startswith("Error at offset 1, skipping.") and out[0][1].startswith('{"version":"3"')
+
+
+def test_bad_transaction_state_id(tmp_path):
+    with pytest.raises(FormatError) as e:
+        it.decode_transaction_record(txn_key("t"), txn_value(0, 1, 0, 1, 9, [], 1, 1), path="p", value_offset=100)
+    assert (e.value.path, e.value.offset, e.value.field) == ("p", 100 + 16, "value.transactionStatus")
+
+
+def test_missing_key_and_bad_tag_order():
+    with pytest.raises(FormatError, match="without a key"):
+        it.decode_group_record(None, b"")
+    value = offset_value(4, 1, "", 1)[:-1] + uvarint(2) + uvarint(3) + uvarint(0) + uvarint(1) + uvarint(0)
+    with pytest.raises(FormatError, match="tags must increase"):
+        it.decode_group_record(offset_key("g", "t", 0), value)
+
+
+def test_cli_offsets_decoder(tmp_path, capsys):
+    seg = write_segment(tmp_path, 0, [KafkaRecord(0, 1, offset_key("g", "t", 2), offset_value(3, 8, "", 7)),
+                                      KafkaRecord(1, 2, group_key("g"), None)])
+    assert main(["kafka", "dump", "--offsets-decoder", str(seg)]) == 0
+    lines = [line for line in capsys.readouterr().out.splitlines() if line.startswith("| ")]
+    assert lines[0].endswith(' key: {"type":"1","data":{"group":"g","topic":"t","partition":2}} payload: '
+                             '{"version":"3","data":{"offset":8,"leaderEpoch":-1,"metadata":"","commitTimestamp":7}}')
+    assert lines[1].endswith(' key: {"type":"2","data":{"group":"g"}} payload: <DELETE>')
+    assert main(["kafka", "dump", "--offsets-decoder", "--json", str(seg)]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert d["records"][1]["payload"] == "<DELETE>"
+
+
+def test_cli_transaction_log_decoder(tmp_path, capsys):
+    seg = write_segment(tmp_path, 0, [KafkaRecord(0, 1, txn_key("tx-1"),
+                                                  txn_value(0, 4, 0, 60000, 4, [("t", [0])], 10, 9))])
+    assert main(["kafka", "dump", "--transaction-log-decoder", str(seg)]) == 0
+    line = capsys.readouterr().out.splitlines()[-1]
+    assert line.endswith(" key: transaction_metadata::transactionalId=tx-1 payload: producerId:4,producerEpoch:0,"
+                         "state=CompleteCommit,partitions=[t-0],txnLastUpdateTimestamp=10,txnTimeoutMs=60000")
+
+
+# ------------------------------------------------------------------ real broker data
+
+KAFKA = Path("kafka")
+
+
+def test_real_ldi_poc_consumer_group():
+    d = require_real_data(KAFKA / "LDI-POC" / "__consumer_offsets-6")
+    records = it.group_records(d)
+    assert len(records) == 13 and set(records["group"]) == {"DEVSmileCDR"}
+    assert records["value_version"].tolist() == [3] * 13 and not records["tombstone"].any()
+    got = it.committed_offsets(d)
+    assert got[["topic", "partition", "offset", "record_offset"]].values.tolist() == [
+        ["Retry.TestTopicPatient", 0, 0, 9], ["TestTopicPatient", 0, 3, 12],
+        ["batch2.work.notification.SHR_PROD.persistence", 0, 0, 1],
+        ["subscription.matching.SHR_PROD.persistence", 0, 0, 3]]
+    # the last commit is the one the time index's closing entry points at: (1769793578176, 12)
+    assert got.loc[got["topic"] == "TestTopicPatient", "commit_timestamp"].item() == 1769793578176
+    meta = it.group_metadata(d)
+    assert meta["generation"].tolist() == [1, 2, 3, 4, 5, 6]
+    assert meta["member_count"].tolist() == [8, 13, 0, 8, 13, 17]
+    assert set(meta["protocol"].dropna()) == {"range"}
+    members = it.group_members(d)
+    assert set(members["client_host"]) == {"/172.18.0.5"}          # the README's Docker-internal IP
+    assert members["client_id"].str.startswith("consumer-DEVSmileCDR-").all()
+    last = members[members["generation"] == 6]
+    assert sorted(a for lst in last["assigned"] for a in lst) == [
+        "Retry.TestTopicPatient-0", "TestTopicPatient-0", "batch2.work.notification.SHR_PROD.persistence-0",
+        "subscription.matching.SHR_PROD.persistence-0"]
+
+
+def test_real_flink_connect_group():
+    d = require_real_data(KAFKA / "flink-on-prem" / "__consumer_offsets-34")
+    meta = it.group_metadata(d)
+    assert len(meta) == 10 and set(meta["group"]) == {"connect-group"}
+    assert set(meta["protocol_type"]) == {"connect"} and meta["generation"].tolist() == list(range(1, 11))
+    assert it.committed_offsets(d).empty
+    members = it.group_members(d)
+    assert set(members["client_id"]) == {"connect-1"} and members["topics"].isna().all()   # not the consumer protocol
+    sub = meta["members"][0][0]["subscription"]
+    assert b"http://connect:8083/" in sub                         # the README's `connect:8083`
+
+
+def test_real_flink_control_center_streams_group():
+    d = require_real_data(KAFKA / "flink-on-prem" / "__consumer_offsets-28")
+    got = it.committed_offsets(d)
+    assert got[["group", "topic", "partition", "offset", "metadata", "commit_timestamp"]].values.tolist() == [
+        ["_confluent-controlcenter-7-6-0-1-command", "_confluent-command", 0, 2, "AgAAAY72k0g+", 1713533857012]]
+    members = it.group_members(d)
+    assert members["assigned"].tolist() == [["_confluent-command-0"], ["_confluent-command-0"]]
+    assert set(it.group_metadata(d)["protocol"]) == {"stream"}
+
+
+def test_real_kafka_271_both_segments():
+    d = require_real_data(KAFKA / "kafka-2.7.1" / "__consumer_offsets-17")
+    records = it.group_records(d)
+    assert records["offset"].tolist() == [0, 1, 2] and records["tombstone"].tolist() == [False, False, True]
+    members = it.group_members(d)
+    assert members[["group", "generation", "client_id", "client_host", "topics", "assigned"]].values.tolist() == [
+        ["console-consumer-55231", 1, "consumer-console-consumer-55231-1", "/127.0.0.1", ["myTopic"], ["myTopic-0"]]]
+
+
+@pytest.mark.parametrize("segment", ["LDI-POC/__consumer_offsets-6/00000000000000000000.log",
+                                     "flink-on-prem/__consumer_offsets-28/00000000000000000000.log",
+                                     "flink-on-prem/__consumer_offsets-34/00000000000000000000.log",
+                                     "kafka-2.7.1/__consumer_offsets-17/00000000000000000000.log",
+                                     "kafka-2.7.1/__consumer_offsets-17/00000000000000000001.log"])
+def test_real_segments_decode_completely(segment, capsys):
+    seg = require_real_data(KAFKA / segment)
+    n = len(read_records(seg))
+    # every key and value is read to its last byte (the decoder rejects bytes left over)
+    assert len(it.group_records(seg)) == n
+    text = it.describe_records(seg, "offsets")
+    assert len(text) == n and not any(k.startswith(("Error", "Unknown")) for k, _ in text.values())
+    assert main(["kafka", "dump", "--offsets-decoder", str(seg)]) == 0
+    assert sum(" key: {" in line for line in capsys.readouterr().out.splitlines()) == n
