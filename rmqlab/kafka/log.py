@@ -1081,7 +1081,7 @@ def read_records(source, *, values: bool = True, headers: bool = True, verify_cr
     >>> z = encode_batches([KafkaRecord(i, 7, None, b"v" * 50) for i in range(3)], records_per_batch=3,
     ...                    compression="zstd").data.tobytes()
     >>> read_records(z)[["position", "inner_position", "offset", "value_size"]].values.tolist()
-    [[-1, 0, 0, 50], [-1, 58, 1, 50], [-1, 116, 2, 50]]
+    [[-1, 0, 0, 50], [-1, 57, 1, 50], [-1, 114, 2, 50]]
     """
     with _opened(source) as (buf, path):
         d = _decode(buf, path, verify_crc=verify_crc, torn_tail=torn_tail, compressed=compressed)
