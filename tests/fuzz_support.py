@@ -1318,11 +1318,24 @@ class TimeIndexTarget(_KafkaIndexTarget):
 # ------------------------------------------------------------------------------- Kafka log
 
 
+#: real compressed segments (read-only, beside the repository): their first batches are seeds
+_REAL_KAFKA = Path(__file__).resolve().parents[2] / "shared" / "real-data" / "kafka"
+_REAL_COMPRESSED_SEEDS = {
+    "real-lz4-logappendtime": "flink-on-prem/_confluent-controlcenter-7-6-0-1-monitoring-trigger-event-rekey-0/"
+                              "00000000000000000000.log",
+    "real-gzip-idempotent": "idempotent-gzip/lsx1-0/00000000000000000000.log",
+}
+_REAL_SEED_BATCHES = 24
+
+
 class KafkaLogTarget(Target):
     """Kafka .log segments: walk_batches, read_batches (compared with the walk: same batches or
-    the same error), read_records (records bounded by the bytes), scan_key; from bytes, and on
-    some inputs from a file. A "fixcrc" op recomputes every walkable batch's CRC-32C after the
-    other edits, so mutations also reach the record decoder with verify_crc=True."""
+    the same error), read_records (records bounded by the bytes and the headers' counts),
+    scan_key, compressed_batch_problems; from bytes, and on some inputs from a file. A "fixcrc"
+    op recomputes every walkable batch's CRC-32C after the other edits, so mutations also reach
+    the record decoder with verify_crc=True. Compressed seeds (each codec, written here, and
+    the first batches of real lz4 and gzip segments when ../shared is there) reach the
+    decompression and the compressed batches' record checks."""
 
     name = "kafka-log"
     anonymous_errors = True
@@ -1339,19 +1352,35 @@ class KafkaLogTarget(Target):
             "one": ([K(7, 1000, b"k1", b"value")], 1),
             "big-value": ([K(0, 0, b"k", b"x" * 300), K(5, 10, b"k1", b"y")], [1, 1]),
         }
+        datas = {name: kl.encode_batches(records, records_per_batch=per).data.tobytes()
+                 for name, (records, per) in specs.items()}
+        records, per = specs["batches"]
+        for codec in ("gzip", "snappy", "lz4", "zstd"):
+            datas[codec] = (kl.encode_batches(records, records_per_batch=per, compression=codec).data.tobytes()
+                            + kl.encode_batches([K(200, 5, b"k1", b"p")]).data.tobytes())
+        for name, rel in _REAL_COMPRESSED_SEEDS.items():
+            path = _REAL_KAFKA / rel
+            if path.exists():
+                raw = path.read_bytes()
+                b = kl.read_batches(raw)
+                datas[name] = raw[:int(b["position"].iloc[min(len(b), _REAL_SEED_BATCHES) - 1]
+                                       + b["size"].iloc[min(len(b), _REAL_SEED_BATCHES) - 1])]
         out = []
-        for name, (records, per) in specs.items():
-            enc = kl.encode_batches(records, records_per_batch=per)
-            data = enc.data.tobytes()
+        for name, data in datas.items():
             fields, hot = [], []
-            for p in kl.read_batches(data)["position"].tolist():
-                size = 12 + int.from_bytes(data[p + 8:p + 12], "big")
+            batches = kl.read_batches(data)
+            for p, size, comp in zip(batches["position"].tolist(), batches["size"].tolist(),
+                                     batches["compression"].tolist()):
                 fields += [Field(f"batch@{p}.{f.name}", p + f.offset, f.size, (size, size - 12, 49, 48, 61, -61))
                            for f in kl.HEADER.fields]
+                if comp != "none":   # the codec's frame header, its first block, its end
+                    hot += [p + 61, p + 62, p + 65, p + 70, p + size - 5, p + size - 1]
             rec = kl.read_records(data)
             for p, s in zip(rec["position"].tolist(), rec["size"].tolist()):
-                hot += [p, p + 1, p + 2, p + s - 1]
-            out.append(Seed(name, data, fields, hot, _kafka_log_special, {}))
+                if p >= 0:
+                    hot += [p, p + 1, p + 2, p + s - 1]
+            out.append(Seed(name, data, fields, sorted({h for h in hot if 0 <= h < len(data)}),
+                            _kafka_log_special, {}))
         return out
 
     def run(self, rt, seed, data, ops, rng, heavy):
@@ -1397,15 +1426,23 @@ class KafkaLogTarget(Target):
                           "read_batches", f"walk_batches raised {a!r} but the batch table has {pending!r}")
         if rt.want(rng, 0.5):   # read_records without its DataFrame: every record decoded
             d = rt.call("read_records core (_decode)", kl._decode, mv, None, verify_crc=vc, torn_tail=torn,
-                        compressed=rng.choice(("skip", "raise")))
+                        compressed=rng.choice(("decode", "decode", "skip")))
             if d is not None:
-                rt.expect(len(d.position) <= len(data) // 7, "read_records",
-                          f"{len(d.position)} records from {len(data)} bytes")
+                in_file = int((~d.compressed).sum())
+                rt.expect(in_file <= len(data) // 7, "read_records", f"{in_file} records from {len(data)} bytes")
+                counted = int(np.maximum(d.batches["records_count"], 0).sum())
+                rt.expect(len(d.position) <= counted, "read_records",
+                          f"{len(d.position)} records but the headers count {counted}")
+                del d
         if rt.want(rng, 0.08):
             rt.call("read_batches", kl.read_batches, src, verify_crc=vc, torn_tail=torn)
         if rt.want(rng, 0.08):
             rt.call("read_records", kl.read_records, src, values=rng.random() < 0.7, headers=rng.random() < 0.7,
-                    verify_crc=vc, torn_tail=torn, compressed=rng.choice(("skip", "raise")))
+                    verify_crc=vc, torn_tail=torn, compressed=rng.choice(("decode", "skip")))
+        if rt.want(rng, 0.1):
+            problems = rt.call("compressed_batch_problems", kl.compressed_batch_problems, src)
+            if problems is not None:
+                rt.expect(all(isinstance(x, str) for x in problems), "compressed_batch_problems", repr(problems))
         if heavy:
             rt.call("scan_key", kl.scan_key, src, rng.choice((b"k1", "k0", b"")), torn_tail=torn)
         del mv

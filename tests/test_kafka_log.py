@@ -544,14 +544,16 @@ def test_negative_records_count_and_huge_count_are_bounded():
         read_records(bad_batch(good * 3, 2**31 - 1))
 
 
-def test_compressed_batches_are_walked_not_decoded():
+def test_compressed_batches_skipped_on_request_else_decoded():
     lz4 = ref_batch(5, 2, b"\x04\x22\x4d\x18garbage", 3, 1, 9, attributes=0x0B)
     plain = encode_batches([KafkaRecord(8, 3, None, b"x")]).data.tobytes()
-    r = read_records(lz4 + plain)
+    r = read_records(lz4 + plain, compressed="skip")
     assert r["offset"].tolist() == [8] and r.attrs["skipped_batches"] == [0]
-    with pytest.raises(FormatError, match="lz4-compressed") as e:
-        read_records(lz4 + plain, compressed="raise")
-    assert e.value.offset == 21
+    with pytest.raises(FormatError, match="lz4 payload") as e:
+        read_records(lz4 + plain)
+    assert (e.value.offset, e.value.field) == (61, "records (compressed)")
+    with pytest.raises(ValueError, match="compressed must be"):
+        read_records(plain, compressed="raise")
 
 
 def test_error_inside_a_damaged_batch_mentions_the_crc():
@@ -731,9 +733,10 @@ def test_real_segment(rel):
             assert lo[0] == first
         if last is not None:
             assert hi[-1] == last
-    r = read_records(path)
+    r = read_records(path, compressed="skip")
     plain = b[b["compression"] == "none"]
     assert len(r) == plain["records_count"].sum() == len(ref_r)
+    assert len(read_records(path)) == b["records_count"].sum()      # compressed batches decoded too
     for col in ("position", "offset", "timestamp", "key", "value", "headers", "batch_position"):
         assert r[col].tolist() == [x[col] for x in ref_r], col
     if len(r):
@@ -760,10 +763,14 @@ def test_real_lz4_log_append_time_segment():
     b = read_batches(path)
     assert (b["compression"] == "lz4").all() and (b["timestamp_type"] == "LogAppendTime").all()
     assert (b["attributes"] == 0x0B).all()
-    r = read_records(path)
+    r = read_records(path, compressed="skip")
     assert len(r) == 0 and r.attrs["skipped_batches"] == b["position"].tolist()
-    with pytest.raises(FormatError, match="lz4-compressed"):
-        read_records(path, compressed="raise")
+    r = read_records(path)
+    assert len(r) == b["records_count"].sum() and r.attrs["skipped_batches"] == []
+    assert (r["position"] == -1).all()
+    # LogAppendTime: every record carries its batch's maxTimestamp
+    max_ts = dict(zip(b["position"], b["max_timestamp"]))
+    assert r["timestamp"].tolist() == [max_ts[p] for p in r["batch_position"]]
 
 
 @pytest.mark.realdata

@@ -1,7 +1,8 @@
 """`rmqlab kafka dump|verify|rebuild-index`: Kafka segment files, as ``kafka-dump-log`` shows them.
 
 ``rmqlab kafka dump FILE...`` prints each ``.index`` (offset, position), ``.timeindex``
-(timestamp, offset) or ``.log`` (one line a batch; ``--records`` adds one a record) file;
+(timestamp, offset) or ``.log`` (one line a batch; ``--records`` adds one a record under
+it, compressed batches decompressed, ``--print-data-log`` also its key and payload) file;
 ``rmqlab kafka verify DIR|SEGMENT.log`` checks every segment's batches and index files against
 the broker's indexing rule and reports every mismatch (exit 1 if any is unexplained);
 ``rmqlab kafka rebuild-index SEGMENT.log --out DIR`` writes the ``.index`` and ``.timeindex``
@@ -27,7 +28,10 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     p = ksub.add_parser("dump", help="print the entries of .index / .timeindex files and the batches of .log files")
     p.add_argument("files", nargs="+", metavar="FILE")
-    p.add_argument("--records", action="store_true", help=".log: also one line a record (uncompressed batches)")
+    p.add_argument("--records", action="store_true",
+                   help=".log: also one line a record under its batch (compressed batches decompressed)")
+    p.add_argument("--print-data-log", action="store_true",
+                   help=".log: also each record's key and payload as UTF-8 text (implies --records)")
     p.add_argument("--json", action="store_true", help="one JSON object a file on stdout")
     decoders = p.add_mutually_exclusive_group()
     decoders.add_argument("--offsets-decoder", dest="decoder", action="store_const", const="offsets",
@@ -62,11 +66,30 @@ def _kind(path: Path) -> str:
     raise ValueError(f"{path}: not a .index, .timeindex or .log file")
 
 
-def dump_file(path: str | Path, *, records: bool = False, decoder: str | None = None) -> dict[str, Any]:
+def _sequence(base_sequence: int, offset_delta: int) -> int:
+    """A record's producer sequence (DefaultRecord.sequence): the batch's baseSequence plus the
+    record's offsetDelta, wrapping past Integer.MAX_VALUE to 0
+    (DefaultRecordBatch.incrementSequence); -1 without one."""
+    if base_sequence < 0:
+        return -1
+    int_max = 2**31 - 1
+    if base_sequence > int_max - offset_delta:
+        return offset_delta - (int_max - base_sequence) - 1
+    return base_sequence + offset_delta
+
+
+def _text(b) -> str | None:
+    # kafka-dump-log's StringDecoder: new String(bytes, UTF-8), malformed input replaced
+    return None if b is None else bytes(b).decode("utf-8", "replace")
+
+
+def dump_file(path: str | Path, *, records: bool = False, print_data: bool = False,
+              decoder: str | None = None) -> dict[str, Any]:
     """One file's contents as a JSON-ready dict: ``file``, ``kind`` and ``entries`` (index
-    files, absolute offsets) or ``batches`` (and ``records``) for a ``.log``. `decoder`
-    ("offsets" / "transaction-log") adds each data record's ``decoded_key`` and ``payload``
-    text as ``kafka-dump-log`` prints them."""
+    files, absolute offsets) or ``batches`` (and ``records``, every record of every batch,
+    compressed ones decompressed; ``print_data`` adds ``key`` and ``payload`` as text) for a
+    ``.log``. `decoder` ("offsets" / "transaction-log") makes ``key`` and ``payload`` each data
+    record's decoded key and value as ``kafka-dump-log --offsets-decoder`` prints them."""
     from rmqlab.kafka.index import OffsetIndex, TimeIndex
     from rmqlab.kafka.log import read_batches, read_records
 
@@ -88,13 +111,21 @@ def dump_file(path: str | Path, *, records: bool = False, decoder: str | None = 
                 "producer_id", "producer_epoch", "base_sequence", "partition_leader_epoch", "crc", "crc_ok"]
         out["batches"] = [{c: (v.item() if hasattr(v, "item") else v) for c, v in row.items()}
                           for row in batches[cols].to_dict(orient="records")]
-        if records:
-            recs = read_records(path, values=False, headers=False)
-            keep = [c for c in ("position", "offset", "timestamp", "key_size", "value_size", "headers_count")
-                    if c in recs.columns]
-            out["records"] = [{c: (v.item() if hasattr(v, "item") else v) for c, v in row.items()}
-                              for row in recs[keep].to_dict(orient="records")]
-            out["compressed_batches_skipped"] = len(recs.attrs.get("skipped_batches", []))
+        if records or print_data or decoder:
+            recs = read_records(path, values=print_data)
+            batch_of = {b["position"]: b for b in out["batches"]}
+            rows = []
+            for r in recs.to_dict(orient="records"):
+                b = batch_of[int(r["batch_position"])]
+                row = {c: int(r[c]) for c in ("position", "inner_position", "batch_position", "offset", "timestamp",
+                                              "key_size", "value_size", "headers_count")}
+                row["timestamp_type"] = b["timestamp_type"]
+                row["sequence"] = _sequence(b["base_sequence"], int(r["offset_delta"]))
+                row["header_keys"] = [k for k, _ in r["headers"]]
+                if print_data and not b["is_control"]:
+                    row["key"], row["payload"] = _text(r["key"]), _text(r["value"])
+                rows.append(row)
+            out["records"] = rows
             if decoder:
                 _add_decoded(out["records"], path, decoder)
     return out
@@ -106,7 +137,7 @@ def _add_decoded(records: list[dict[str, Any]], path: Path, decoder: str) -> Non
     decoded = describe_records(path, decoder)
     for r in records:
         if r["offset"] in decoded:
-            r["decoded_key"], r["payload"] = decoded[r["offset"]]
+            r["key"], r["payload"] = decoded[r["offset"]]
 
 
 def _dump(args) -> int:
@@ -117,7 +148,7 @@ def _dump(args) -> int:
             raise UsageError(str(e)) from e
     for name in args.files:
         decoder = getattr(args, "decoder", None)
-        d = dump_file(name, records=args.records or decoder is not None, decoder=decoder)
+        d = dump_file(name, records=args.records, print_data=args.print_data_log, decoder=decoder)
         if args.json:
             print(json.dumps(d))
             continue
@@ -129,6 +160,9 @@ def _dump(args) -> int:
             for e in d["entries"]:
                 print(f"timestamp: {e['timestamp']} offset: {e['offset']}")
         else:
+            records_of: dict[int, list] = {}
+            for r in d.get("records", []):
+                records_of.setdefault(r["batch_position"], []).append(r)
             for b in d["batches"]:
                 print(f"baseOffset: {b['base_offset']} lastOffset: {b['last_offset']} count: {b['records_count']} "
                       f"producerId: {b['producer_id']} producerEpoch: {b['producer_epoch']} "
@@ -137,18 +171,20 @@ def _dump(args) -> int:
                       f"isControl: {str(b['is_control']).lower()} position: {b['position']} "
                       f"{b['timestamp_type']}: {b['max_timestamp']} size: {b['size']} magic: 2 "
                       f"compresscodec: {b['compression']} crc: {b['crc']} isvalid: {str(b['crc_ok']).lower()}")
-            for r in d.get("records", []):
-                print(f"| offset: {r['offset']} timestamp: {r['timestamp']} keySize: {r['key_size']} "
-                      f"valueSize: {r['value_size']} headers: {r['headers_count']}" + _decoded_text(r))
-            if d.get("compressed_batches_skipped"):
-                print(f"({d['compressed_batches_skipped']} compressed batches: records not decoded)")
+                for r in records_of.get(b["position"], []):
+                    print(_record_line(r))
     return 0
 
 
-def _decoded_text(r: dict[str, Any]) -> str:
-    if "decoded_key" not in r:
-        return ""
-    return f" key: {r['decoded_key']}" + ("" if r["payload"] is None else f" payload: {r['payload']}")
+def _record_line(r: dict[str, Any]) -> str:
+    """A record as kafka-dump-log prints it under its batch (DumpLogSegments.dumpLog)."""
+    line = (f"| offset: {r['offset']} {r['timestamp_type']}: {r['timestamp']} keySize: {r['key_size']} "
+            f"valueSize: {r['value_size']} sequence: {r['sequence']} headerKeys: [{','.join(r['header_keys'])}]")
+    if r.get("key") is not None:
+        line += f" key: {r['key']}"
+    if r.get("payload") is not None:
+        line += f" payload: {r['payload']}"
+    return line
 
 
 def _verify(args) -> int:

@@ -5,7 +5,10 @@ range), ``DefaultRecord`` (the record inside an uncompressed batch), ``FileLogIn
 (the batch walk of a ``FileRecords``), ``CompressionType`` / ``TimestampType``,
 ``org.apache.kafka.common.utils.ByteUtils`` (zig-zag varints) and ``Crc32C`` (clients module;
 the v2 format is unchanged since 0.11 but for the attributes' hasDeleteHorizonMs bit of Kafka
-3.x) and, for a torn tail, what ``LogSegment.recover`` keeps.
+3.x) and, for a torn tail, what ``LogSegment.recover`` keeps. Compressed batches are read as
+``DefaultRecordBatch.compressedIterator`` / ``StreamRecordIterator`` read them and checked as
+``LogValidator.validateMessagesAndAssignOffsetsCompressed`` and ``MemoryRecords.filterTo``
+leave them (read at Kafka 2.8.2 and 3.7.0); the codecs are :mod:`rmqlab.kafka.codecs`.
 
 A segment is batches back to back from byte 0, no padding, no file header. A batch is its
 61-byte header (:data:`HEADER`, big-endian) followed by ``recordsCount`` records, compressed
@@ -28,17 +31,30 @@ Varints are zig-zag encoded base-128 (at most 5 bytes, varlongs 10); a negative 
 null. A record's offset is ``baseOffset + offsetDelta``; its timestamp ``baseTimestamp +
 timestampDelta``, or ``maxTimestamp`` for the whole batch when the batch is LogAppendTime.
 
+Compressed batches (gzip, snappy, lz4, zstd). The records of a compressed batch are one
+compressed block after the header; decompressed, they are the same records as above. They
+have no file position of their own: :func:`read_records` gives them ``position`` -1 and
+``inner_position``, their byte offset in the decompressed records (for an uncompressed
+batch, the offset from the end of its header). A compressed batch must hold exactly
+``recordsCount`` records with no bytes left after them, and its offsetDeltas rise within 0
+.. ``lastOffsetDelta`` (the broker rewrites a compressed batch whose inner offsets are not
+0, 1, 2 ...; the log cleaner keeps the survivors' offsets and the batch's lastOffset).
+
 Readers: :func:`walk_batches` (one :class:`Batch` at a time), :func:`read_batches` (headers
-as a DataFrame, CRCs checked in C), :func:`read_records` (records of the uncompressed
-batches as a DataFrame), :func:`scan_key` (records with one key: Kafka has no key index, a
-key look-up is this scan). Writers: :func:`encode_batches`, :class:`SegmentWriter`,
-:func:`write_segment`; :func:`records_from_workload` turns rmqlab's synthetic workload into
-records, so the same messages can be stored as a RocketMQ CommitLog and as a Kafka segment.
+as a DataFrame, CRCs checked in C), :func:`read_records` (every record, compressed batches
+decompressed, as a DataFrame), :func:`scan_key` (records with one key: Kafka has no key
+index, a key look-up is this scan), :func:`compressed_batch_problems` (every damaged
+compressed batch, for ``rmqlab kafka verify``). Writers (uncompressed or any of the four
+codecs): :func:`encode_batches`, :class:`SegmentWriter`, :func:`write_segment`;
+:func:`records_from_workload` turns rmqlab's synthetic workload into records, so the same
+messages can be stored as a RocketMQ CommitLog and as a Kafka segment.
 
 Damage. Bad bytes raise a typed error naming file, byte offset and field: magic other than 2
 (only v2 is supported), a ``batchLength`` below the header, a bad varint or length inside a
-record (:class:`~rmqlab.errors.FormatError`). A segment may end inside a batch (a torn write):
-that raises :class:`~rmqlab.errors.TruncatedFileError` at the batch's offset, or, with
+record, a compressed payload that does not decompress, a record count or offsetDelta that
+does not agree with the header (:class:`~rmqlab.errors.FormatError`). A segment may end
+inside a batch (a torn write): that raises :class:`~rmqlab.errors.TruncatedFileError` at
+the batch's offset, or, with
 ``torn_tail="stop"``, ends the walk there quietly as Kafka's recovery does (it truncates the
 segment to its last whole batch); ``report.torn_tail`` says where. A CRC mismatch is a
 ``crc_ok`` of False, or a FormatError when ``verify_crc=True``.
@@ -83,7 +99,7 @@ __all__ = [
     "CONTROL_FLAG_MASK", "DELETE_HORIZON_FLAG_MASK", "COMPRESSION_TYPES", "TIMESTAMP_TYPES",
     "NO_PRODUCER_ID", "NO_PRODUCER_EPOCH", "NO_SEQUENCE", "NO_TIMESTAMP",
     "crc32c", "compression_name", "Batch", "WalkReport", "BatchStream", "KafkaRecord", "EncodedBatches",
-    "log_file_name", "walk_batches", "read_batches", "read_records", "scan_key",
+    "log_file_name", "walk_batches", "read_batches", "read_records", "scan_key", "compressed_batch_problems",
     "encode_batches", "SegmentWriter", "write_segment", "records_from_workload",
 ]
 
@@ -567,14 +583,27 @@ _VARINT_PROBLEM = {1: "runs past the end of the {what}", 2: "is longer than {wid
 
 
 class _Failures:
-    """First failures found by the vectorized decode; the earliest in the file is raised."""
+    """First failures found by the vectorized decode; the earliest in the file is raised.
 
-    def __init__(self, path):
+    Records of compressed batches are decoded from their decompressed bytes, placed after the
+    file's bytes in one buffer (:class:`_Regions`). A failure found there has no file offset of
+    its own: it is reported at the batch's compressed payload (its first byte in the file), the
+    reason saying the byte of the decompressed records and the batch's baseOffset."""
+
+    def __init__(self, path, regions: _Regions | None = None):
         self.path = path
+        self.regions = regions
         self.items: list[RmqlabError] = []
 
     def add(self, offset: int, field: str, reason: str) -> None:
-        self.items.append(FormatError(reason, path=self.path, offset=int(offset), field=field))
+        offset = int(offset)
+        r = self.regions
+        i = int(np.searchsorted(r.inflated_start, offset, side="right")) - 1 if r is not None else -1
+        if r is not None and i >= 0:
+            reason = (f"byte {offset - int(r.inflated_start[i])} of the {int(r.inflated_size[i])} decompressed "
+                      f"bytes of the {r.codec_name(i)} batch with baseOffset {int(r.base_offset[i])}: {reason}")
+            offset = int(r.payload_position[i])
+        self.items.append(FormatError(reason, path=self.path, offset=offset, field=field))
 
     def add_error(self, error: RmqlabError) -> None:
         self.items.append(error)
@@ -666,13 +695,36 @@ def _chain_failure(fails, b, k, p, e, st, length, sz, batch_pos, counts):
 
 
 @dataclass
+class _Regions:
+    """Where the decompressed records of the compressed batches lie in the decode buffer: the
+    file's bytes come first (``file_size``), then each batch's decompressed records, in batch
+    order. Per decompressed batch: its row, where its records start and how many bytes they
+    take there, its payload's file position (batch position + 61), baseOffset and codec."""
+
+    file_size: int
+    rows: np.ndarray
+    inflated_start: np.ndarray
+    inflated_size: np.ndarray
+    payload_position: np.ndarray
+    base_offset: np.ndarray
+    codec: np.ndarray
+
+    def codec_name(self, i: int) -> str:
+        return compression_name(int(self.codec[i]))
+
+
+@dataclass
 class _Decoded:
-    """Every record of the decoded batches, as arrays (file positions and sizes in bytes)."""
+    """Every record of the decoded batches, as arrays. Positions are in ``data``: the file's
+    bytes, followed by the decompressed records of the compressed batches (see _Regions)."""
 
     batches: dict                # _batch_table columns
-    report: WalkReport
+    report: WalkReport | None
     skipped: np.ndarray          # positions of the compressed batches not decoded
-    position: np.ndarray         # record start (its length varint)
+    data: np.ndarray             # uint8 decode buffer every *_pos below points into
+    records_start: np.ndarray    # per batch row: where its records start in `data` (-1 not decoded)
+    compressed: np.ndarray       # per record: True when its batch is compressed
+    position: np.ndarray         # record start (its length varint) in `data`
     size: np.ndarray             # bytes of the record, length varint included
     batch_row: np.ndarray        # row in `batches`
     index: np.ndarray            # record number inside its batch
@@ -691,9 +743,14 @@ class _Decoded:
     header_value_size: np.ndarray  # -1 = null
 
 
-def _decode(buf, path, *, verify_crc, torn_tail, compressed) -> _Decoded:
-    if compressed not in ("skip", "raise"):
-        raise ValueError(f"compressed must be 'skip' or 'raise', got {compressed!r}")
+#: read_records / scan_key ``compressed=``: decode the records of compressed batches, or leave
+#: them out (their positions in ``attrs["skipped_batches"]``)
+_COMPRESSED_MODES = ("decode", "skip")
+
+
+def _decode(buf, path, *, verify_crc, torn_tail, compressed="decode") -> _Decoded:
+    if compressed not in _COMPRESSED_MODES:
+        raise ValueError(f"compressed must be 'decode' or 'skip', got {compressed!r}")
     if torn_tail not in ("raise", "stop"):
         raise ValueError(f"torn_tail must be 'raise' or 'stop', got {torn_tail!r}")
     cols, report, pending = _batch_table(buf, path, verify_crc, torn_tail)
@@ -702,22 +759,8 @@ def _decode(buf, path, *, verify_crc, torn_tail, compressed) -> _Decoded:
         fails.add_error(pending)
     U = np.frombuffer(buf, np.uint8) if len(buf) else np.empty(0, np.uint8)
     comp = cols["attributes"].astype(np.int64) & COMPRESSION_CODEC_MASK
-    if compressed == "raise" and comp.any():
-        i = int(np.argmax(comp != 0))
-        fails.add(cols["position"][i] + HEADER.offset("attributes"), "attributes",
-                  f"{compression_name(comp[i])}-compressed batch: only the headers of compressed batches "
-                  f"are walked, their records are not decoded")
-    neg = cols["records_count"] < 0
-    for i in np.nonzero(neg)[0][:1]:
-        fails.add(cols["position"][i] + HEADER.offset("records_count"), "recordsCount",
-                  f"negative recordsCount {int(cols['records_count'][i])} (\"Found invalid record count\")")
-    rows = np.nonzero((comp == 0) & ~neg)[0]
-    pos = cols["position"][rows]
-    rec, body, bend, brow, index = _record_chain(
-        buf, U, path, pos + RECORD_BATCH_OVERHEAD, pos + cols["size"][rows], cols["records_count"][rows],
-        pos, fails)
-    brow = rows[brow]
-    d = _decode_fields(U, path, rec, body, bend, brow, index, cols, fails)
+    rows = np.arange(len(comp)) if compressed == "decode" else np.nonzero(comp == 0)[0]
+    d = _decode_rows(U, path, cols, rows, fails)
     err = fails.first()
     if err is not None:
         i = int(np.searchsorted(cols["position"], err.offset, side="right")) - 1
@@ -725,7 +768,105 @@ def _decode(buf, path, *, verify_crc, torn_tail, compressed) -> _Decoded:
             err = type(err)(err.reason + f" (the CRC-32C of the batch at {int(cols['position'][i])} does not "
                               f"verify either: its bytes are damaged)", path=path, offset=err.offset, field=err.field)
         raise err
-    return _Decoded(cols, report, cols["position"][comp != 0], rec, bend - rec, brow, index, **d)
+    d.report = report
+    d.skipped = cols["position"][comp != 0] if compressed == "skip" else np.empty(0, np.int64)
+    return d
+
+
+def _inflate(U: np.ndarray, path, cols, rows: np.ndarray, fails: _Failures):
+    """The decode buffer of the batches `rows`: (data, records start, records end, the rows
+    kept, _Regions). Uncompressed batches' records are read where they lie in the file;
+    each compressed batch's payload is decompressed (``codecs.decompress``, magic 2) and
+    appended after the file's bytes. A payload that does not decompress is a failure and its
+    batch is left out. Cost: the codec's speed, plus one copy of the file when any batch is
+    compressed."""
+    from rmqlab.kafka import codecs
+
+    pos, size = cols["position"][rows], cols["size"][rows]
+    codec = cols["attributes"][rows].astype(np.int64) & COMPRESSION_CODEC_MASK
+    starts, ends = pos + RECORD_BATCH_OVERHEAD, pos + size
+    keep = np.ones(len(rows), bool)
+    parts, where = [], []
+    for i in np.nonzero(codec != 0)[0].tolist():
+        p0, p1 = int(starts[i]), int(ends[i])
+        try:
+            parts.append(codecs.decompress(int(codec[i]), U[p0:p1], magic=MAGIC, path=path, offset=p0))
+        except FormatError as e:
+            fails.add_error(FormatError(f"the batch at {int(pos[i])} (baseOffset {int(cols['base_offset'][rows[i]])}"
+                                        f"): {e.reason}", path=path, offset=e.offset, field=e.field))
+            keep[i] = False
+            continue
+        where.append(i)
+    where_a = np.array(where, np.int64)
+    lengths = np.array([len(x) for x in parts], np.int64)
+    inflated = np.empty(len(where_a), np.int64)
+    data = U
+    if len(parts):
+        # one unused byte before each decompressed block, so that the end of the file and the
+        # end of each block (where a "premature EOF" is reported) name one place only
+        data = np.zeros(len(U) + int(lengths.sum()) + len(parts), np.uint8)
+        data[:len(U)] = U
+        at = len(U)
+        for k, part in enumerate(parts):
+            at += 1
+            inflated[k] = at
+            data[at:at + len(part)] = np.frombuffer(part, np.uint8)
+            at += len(part)
+        starts[where_a] = inflated
+        ends[where_a] = inflated + lengths
+    regions = _Regions(len(U), rows[where_a], inflated, lengths, pos[where_a] + RECORD_BATCH_OVERHEAD,
+                       cols["base_offset"][rows[where_a]], codec[where_a])
+    return data, starts[keep], ends[keep], rows[keep], regions
+
+
+def _decode_rows(U: np.ndarray, path, cols, rows: np.ndarray, fails: _Failures) -> _Decoded:
+    """Decode the records of the batches `rows` (compressed ones decompressed first); failures
+    go to `fails`. Records come out in batch order, then record order."""
+    neg = cols["records_count"][rows] < 0
+    for i in rows[neg][:1]:
+        fails.add(cols["position"][i] + HEADER.offset("records_count"), "recordsCount",
+                  f"negative recordsCount {int(cols['records_count'][i])} (\"Found invalid record count\")")
+    data, starts, ends, rows, regions = _inflate(U, path, cols, rows[~neg], fails)
+    fails.regions = regions
+    pos = cols["position"][rows]
+    rec, body, bend, brow, index = _record_chain(
+        memoryview(data), data, path, starts, ends, cols["records_count"][rows], pos, fails)
+    brow = rows[brow]
+    order = np.lexsort((index, brow))
+    rec, body, bend, brow, index = rec[order], body[order], bend[order], brow[order], index[order]
+    d = _decode_fields(data, path, rec, body, bend, brow, index, cols, fails)
+    compressed = (cols["attributes"][brow].astype(np.int64) & COMPRESSION_CODEC_MASK) != 0
+    _check_offset_deltas(d["offset_delta"], rec, brow, index, compressed, cols, fails)
+    records_start = np.full(len(cols["position"]), -1, np.int64)
+    records_start[rows] = starts
+    return _Decoded(cols, None, np.empty(0, np.int64), data, records_start, compressed, rec, bend - rec, brow,
+                    index, **d)
+
+
+def _check_offset_deltas(offset_delta, rec, brow, index, compressed, cols, fails: _Failures) -> None:
+    """The offsetDeltas of compressed batches' records: increasing, within 0 ..
+    lastOffsetDelta. The broker keeps a compressed batch as the producer sent it only when its
+    inner offsets are 0, 1, 2 ... (LogValidator.validateMessagesAndAssignOffsetsCompressed),
+    and the log cleaner keeps the surviving records' offsets and the batch's lastOffset
+    (MemoryRecords.filterTo): on disk they rise within the header's range. Uncompressed
+    batches are not checked: the broker assigns their offsets without reading the deltas."""
+    if not compressed.any():
+        return
+    last = cols["last_offset_delta"][brow]
+    prev = np.empty_like(offset_delta)
+    prev[1:] = offset_delta[:-1]
+    prev[:1] = -1
+    follows = index > 0
+    bad_order = compressed & follows & (offset_delta <= prev)
+    bad_range = compressed & ((offset_delta < 0) | (offset_delta > last))
+    for mask, why in ((bad_range, lambda r: f"offsetDelta {int(offset_delta[r])} is outside the batch's range "
+                                            f"0 .. lastOffsetDelta={int(last[r])}"),
+                      (bad_order, lambda r: f"offsetDelta {int(offset_delta[r])} does not rise above the previous "
+                                            f"record's {int(prev[r])}")):
+        if mask.any():
+            r = int(np.argmax(mask))
+            fails.add(int(rec[r]), f"record[{int(index[r])}].offsetDelta",
+                      f"record {int(index[r])} of the batch at {int(cols['position'][brow[r]])}: " + why(r))
 
 
 def _decode_fields(U, path, rec, body, bend, brow, index, cols, fails: _Failures) -> dict:
@@ -867,19 +1008,21 @@ def _binary_column(U: np.ndarray, pos: np.ndarray, size: np.ndarray) -> np.ndarr
     return arr.to_numpy(zero_copy_only=False)
 
 
-_RECORD_COLUMNS = ("position", "size", "batch_position", "offset", "timestamp", "timestamp_delta",
+_RECORD_COLUMNS = ("position", "size", "batch_position", "inner_position", "offset", "timestamp", "timestamp_delta",
                    "offset_delta", "attributes", "key", "key_size", "value", "value_size", "headers_count",
                    "headers")
 
 
-def _record_frame(U, d: _Decoded, *, values: bool, headers: bool, keys: bool = True):
+def _record_frame(d: _Decoded, *, values: bool, headers: bool, keys: bool = True):
     import pandas as pd
 
+    U = d.data
     c = d.batches
     b = d.batch_row
     lat = (c["attributes"][b].astype(np.int64) & TIMESTAMP_TYPE_MASK) != 0
     out = {
-        "position": d.position, "size": d.size, "batch_position": c["position"][b],
+        "position": np.where(d.compressed, -1, d.position), "size": d.size, "batch_position": c["position"][b],
+        "inner_position": d.position - d.records_start[b],
         "offset": c["base_offset"][b] + d.offset_delta,
         "timestamp": np.where(lat, c["max_timestamp"][b], c["base_timestamp"][b] + d.timestamp_delta),
         "timestamp_delta": d.timestamp_delta, "offset_delta": d.offset_delta, "attributes": d.attributes,
@@ -904,38 +1047,54 @@ def _record_frame(U, d: _Decoded, *, values: bool, headers: bool, keys: bool = T
 
 def read_records(source, *, values: bool = True, headers: bool = True, verify_crc: bool = False,
                  torn_tail: Literal["raise", "stop"] = "raise",
-                 compressed: Literal["skip", "raise"] = "skip"):
-    """Every record of the uncompressed batches of a segment as a pandas DataFrame, in file order.
+                 compressed: Literal["decode", "skip"] = "decode"):
+    """Every record of a segment as a pandas DataFrame, in file order (batch by batch), the
+    records of compressed batches (gzip, snappy, lz4, zstd) decompressed and decoded too.
 
-    Columns: ``position`` / ``size`` (the record's bytes in the file, length varint included),
-    ``batch_position``, ``offset``, ``timestamp`` (ms: baseTimestamp + timestampDelta, or
-    the batch's maxTimestamp for LogAppendTime), ``timestamp_delta``, ``offset_delta``,
-    ``attributes``, ``key`` / ``value`` (bytes, None for null), ``key_size`` / ``value_size``
-    (-1 for null), ``headers_count`` and ``headers`` (list of (str key, bytes-or-None value)).
-    `values` / `headers` False leave those columns out. Compressed batches are skipped (their
-    positions in ``df.attrs["skipped_batches"]``), or raise with ``compressed="raise"``.
+    Columns: ``position`` (the record's first byte, its length varint, in the file; -1 for a
+    record of a compressed batch, which has no bytes of its own in the file), ``size`` (bytes,
+    length varint included), ``batch_position``, ``inner_position`` (the record's byte offset
+    from the start of its batch's records: in the file after the 61-byte header, or in the
+    decompressed records of a compressed batch), ``offset``, ``timestamp`` (ms: baseTimestamp
+    + timestampDelta, or the batch's maxTimestamp for LogAppendTime), ``timestamp_delta``,
+    ``offset_delta``, ``attributes``, ``key`` / ``value`` (bytes, None for null),
+    ``key_size`` / ``value_size`` (-1 for null), ``headers_count`` and ``headers`` (list of
+    (str key, bytes-or-None value)). `values` / `headers` False leave those columns out.
+    ``compressed="skip"`` leaves the records of compressed batches out (their positions in
+    ``df.attrs["skipped_batches"]``, empty otherwise).
 
     Bad varints and lengths raise FormatError naming the field (e.g. ``record[3].keyLength``)
-    and its byte offset; batch-level errors as :func:`read_batches`. Cost: the record chain
-    is followed for all batches together (one NumPy step per record index, so a segment of
-    small batches costs a few NumPy passes), the fields are decoded with NumPy, keys and values
-    copied in C. A batch of many records costs about 1 µs a record.
+    and its byte offset; batch-level errors as :func:`read_batches`. A compressed batch is
+    checked as the broker's reader checks it (``DefaultRecordBatch``'s compressed iterator):
+    a payload that does not decompress, fewer or more records than ``recordsCount``, bytes
+    left after them, and offsetDeltas that do not rise within 0 .. ``lastOffsetDelta`` raise
+    FormatError at the payload's first byte in the file (batch position + 61), the reason
+    naming the batch's baseOffset and the byte of the decompressed records. Cost: the record
+    chain is followed for all batches together (one NumPy step per record index, so a segment
+    of small batches costs a few NumPy passes), the fields are decoded with NumPy, keys and
+    values copied in C; about 1 µs a record in a batch of many. Compressed batches add the
+    codec's time and memory for the decompressed records plus one copy of the file.
 
     >>> data = encode_batches([KafkaRecord(0, 7, b"k", None, [("a", None)])]).data.tobytes()
     >>> read_records(data)[["offset", "timestamp", "key", "value", "value_size", "headers"]].values.tolist()
     [[0, 7, b'k', None, -1, [('a', None)]]]
+    >>> z = encode_batches([KafkaRecord(i, 7, None, b"v" * 50) for i in range(3)], records_per_batch=3,
+    ...                    compression="zstd").data.tobytes()
+    >>> read_records(z)[["position", "inner_position", "offset", "value_size"]].values.tolist()
+    [[-1, 0, 0, 50], [-1, 57, 1, 50], [-1, 114, 2, 50]]
     """
     with _opened(source) as (buf, path):
         d = _decode(buf, path, verify_crc=verify_crc, torn_tail=torn_tail, compressed=compressed)
-        U = np.frombuffer(buf, np.uint8) if len(buf) else np.empty(0, np.uint8)
-        df = _record_frame(U, d, values=values, headers=headers)
-        del U
+        df = _record_frame(d, values=values, headers=headers)
+        del d
     return df
 
 
-def scan_key(source, key: bytes | str, *, torn_tail: Literal["raise", "stop"] = "raise"):
+def scan_key(source, key: bytes | str, *, torn_tail: Literal["raise", "stop"] = "raise",
+             compressed: Literal["decode", "skip"] = "decode"):
     """The records whose key equals `key` (str is UTF-8 encoded), as :func:`read_records`
-    rows without the value and headers. Kafka keeps no key index: this is the scan a "by key"
+    rows without the value and headers (compressed batches decoded too, unless
+    ``compressed="skip"``). Kafka keeps no key index: this is the scan a "by key"
     look-up needs. Cost: the record walk of :func:`read_records` plus one vectorized byte
     comparison of the keys of the right length.
 
@@ -947,18 +1106,60 @@ def scan_key(source, key: bytes | str, *, torn_tail: Literal["raise", "stop"] = 
 
     want = key.encode("utf-8") if isinstance(key, str) else bytes(key)
     with _opened(source) as (buf, path):
-        d = _decode(buf, path, verify_crc=False, torn_tail=torn_tail, compressed="skip")
-        U = np.frombuffer(buf, np.uint8) if len(buf) else np.empty(0, np.uint8)
+        d = _decode(buf, path, verify_crc=False, torn_tail=torn_tail, compressed=compressed)
+        U = d.data
         cand = np.nonzero(d.key_size == len(want))[0]
         if len(want) and len(cand):
             got = U[d.key_pos[cand][:, None] + np.arange(len(want), dtype=np.int64)]
             cand = cand[(got == np.frombuffer(want, np.uint8)).all(axis=1)]
-        df = _record_frame(U, d, values=False, headers=False, keys=False)
-        del U
+        df = _record_frame(d, values=False, headers=False, keys=False)
+        del U, d
     out = df.iloc[cand].reset_index(drop=True)
     out.insert(int(out.columns.get_loc("key_size")), "key", pd.Series([want] * len(out), dtype=object))
     out.attrs = df.attrs
     return out
+
+
+#: compressed_batch_problems stops after this many problems (each costs a decode of the rest)
+_MAX_BATCH_PROBLEMS = 100
+
+
+def compressed_batch_problems(source) -> list[str]:
+    """One line a damaged compressed batch of a segment: its records checked as
+    :func:`read_records` checks them (the payload decompresses; exactly ``recordsCount``
+    records, no bytes left; offsetDeltas rising within 0 .. ``lastOffsetDelta``). An empty
+    list when every compressed batch is sound. The batch walk's own errors (a torn tail, a bad
+    header, CRCs) are not repeated here: :func:`read_batches` reports them.
+
+    Cost: one decode of every compressed batch's records, again after each damaged batch is
+    found (at most 100 problems are listed).
+
+    >>> data = bytearray(encode_batches([KafkaRecord(0, 1, None, b"v" * 40)] * 1, compression="gzip").data)
+    >>> compressed_batch_problems(bytes(data))
+    []
+    >>> data[-9] ^= 0xFF                        # inside the gzip trailer's CRC-32
+    >>> [p.split(": ")[:2] for p in compressed_batch_problems(bytes(data))]
+    [['offset 61', 'records (compressed)']]
+    """
+    problems: list[str] = []
+    with _opened(source) as (buf, path):
+        cols, _, _ = _batch_table(buf, path, False, "stop")
+        U = np.frombuffer(buf, np.uint8) if len(buf) else np.empty(0, np.uint8)
+        todo = np.nonzero(cols["attributes"].astype(np.int64) & COMPRESSION_CODEC_MASK)[0]
+        for _ in range(min(len(todo), _MAX_BATCH_PROBLEMS)):
+            fails = _Failures(path)
+            _decode_rows(U, path, cols, todo, fails)
+            err = fails.first()
+            if err is None:
+                break
+            problems.append(str(err))
+            bad = int(np.searchsorted(cols["position"], err.offset, side="right")) - 1
+            todo = todo[todo != bad]
+        else:
+            if len(todo) and len(problems) == _MAX_BATCH_PROBLEMS:
+                problems.append(f"{path or 'data'}: stopped after {_MAX_BATCH_PROBLEMS} damaged compressed batches")
+        del U
+    return problems
 
 
 # ------------------------------------------------------------------------------- writing
@@ -1148,19 +1349,33 @@ def _copy(out: np.ndarray, dst: np.ndarray, src: tuple) -> None:
                             np.ascontiguousarray(starts[nz], np.int64), np.ascontiguousarray(lengths[nz]))
 
 
+def _codec_id(compression: str) -> int:
+    """The CompressionType id of a codec name ("none", "gzip", "snappy", "lz4", "zstd")."""
+    ids = {name: code for code, name in COMPRESSION_TYPES.items()}
+    if compression not in ids:
+        raise ValueError(f"compression must be one of {', '.join(map(repr, ids))}, got {compression!r}")
+    return ids[compression]
+
+
 def encode_batches(records, *, records_per_batch: int | Sequence[int] = 1, partition_leader_epoch: int = 0,
-                   next_offset: int = 0) -> EncodedBatches:
-    """Encode records as magic v2 uncompressed CreateTime batches, ``records_per_batch`` a batch
+                   next_offset: int = 0, compression: str = "none") -> EncodedBatches:
+    """Encode records as magic v2 CreateTime batches, ``records_per_batch`` a batch
     (or a sequence of batch sizes, e.g. a real segment's ``records_count``, to copy its
     batching), as a non-transactional, non-idempotent producer's (``MemoryRecordsBuilder``):
     producerId / producerEpoch / baseSequence -1, baseTimestamp = the batch's first record's
-    timestamp, maxTimestamp its largest, CRC-32C over attributes .. end.
+    timestamp, maxTimestamp its largest, CRC-32C over attributes .. end. With `compression`
+    ("gzip", "snappy", "lz4", "zstd"; default "none") each batch's records are compressed as
+    one block as the Java producer frames it (:func:`rmqlab.kafka.codecs.compress`: xerial
+    snappy, an LZ4 frame of independent blocks), the codec in the attributes' low bits and the
+    CRC over the compressed bytes; like ``MemoryRecordsBuilder``, a batch is compressed even
+    when that does not make it smaller.
 
     `records`: an iterable of :class:`KafkaRecord` (or 4/5-tuples), or columns (pyarrow Table,
     pandas DataFrame, dict) named ``offset`` (optional: then consecutive from `next_offset`),
     ``timestamp`` (ms; -1 = none), ``key``, ``value`` (bytes / str / None) and ``headers``
     (optional, lists of (key, value)). Offsets must increase strictly. Cost: O(records + bytes),
-    vectorized (NumPy scatter of every field, C copies of keys and values, C CRCs).
+    vectorized (NumPy scatter of every field, C copies of keys and values, C CRCs), plus the
+    codec's time, one call a batch, when compressing.
 
     >>> e = encode_batches([KafkaRecord(None, 1000, b"key", b"value")], next_offset=42)
     >>> e.base_offset.tolist(), e.size.tolist(), bytes(e.data[16:17])   # magic 2
@@ -1176,6 +1391,7 @@ def encode_batches(records, *, records_per_batch: int | Sequence[int] = 1, parti
             raise ValueError("records_per_batch: every batch size must be a positive int")
     if not -2**31 <= int(partition_leader_epoch) <= INT_MAX:
         raise ValueError(f"partition_leader_epoch must fit a Java int, got {partition_leader_epoch}")
+    codec = _codec_id(compression)
     c = _columns(records, next_offset)
     n = len(c.offset)
     offsets, stamps = c.offset, c.timestamp
@@ -1277,6 +1493,8 @@ def encode_batches(records, *, records_per_batch: int | Sequence[int] = 1, parti
         hp += hkl
         hp += _put_varints(out, hp, z_hvl)
         _copy(out, hp, c.header_value)
+    if codec and B:
+        out, bpos, bsize = _compress_records(out, bpos, bsize, hdr, codec)
 
     crc = np.empty(B, np.uint32)
     crc32c_spans(out, np.ascontiguousarray(bpos + CRC_START), np.ascontiguousarray(bsize - CRC_START), crc)
@@ -1287,11 +1505,35 @@ def encode_batches(records, *, records_per_batch: int | Sequence[int] = 1, parti
     return EncodedBatches(out, bpos, bsize, base_off, offsets[li], max_ts, li - fi + 1, crc.astype(np.int64))
 
 
+def _compress_records(out: np.ndarray, bpos: np.ndarray, bsize: np.ndarray, hdr: np.ndarray, codec: int):
+    """The batches of `out` rebuilt with each one's records compressed as one block: the
+    headers `hdr` get the codec bits and the new batchLength (the CRC is left to the caller).
+    Returns (data, positions, sizes)."""
+    from rmqlab.kafka import codecs
+
+    payloads = [codecs.compress(codec, out[p + RECORD_BATCH_OVERHEAD:p + n]) for p, n in
+                zip(bpos.tolist(), bsize.tolist())]
+    sizes = RECORD_BATCH_OVERHEAD + np.array([len(x) for x in payloads], np.int64)
+    if (sizes - LOG_OVERHEAD > INT_MAX).any():
+        raise ValueError("a compressed batch is larger than 2**31 - 1 bytes: use fewer records_per_batch")
+    positions = np.zeros(len(sizes), np.int64)
+    np.cumsum(sizes[:-1], out=positions[1:])
+    hdr["attributes"] |= codec
+    hdr["batch_length"] = sizes - LOG_OVERHEAD
+    packed = np.empty(int(sizes.sum()), np.uint8)
+    B = len(sizes)
+    _records.copy_spans(packed, positions, hdr.view(np.uint8), np.arange(B, dtype=np.int64) * HEADER.size,
+                        np.full(B, HEADER.size, np.int64))
+    for p, payload in zip(positions.tolist(), payloads):
+        packed[p + RECORD_BATCH_OVERHEAD:p + RECORD_BATCH_OVERHEAD + len(payload)] = np.frombuffer(payload, np.uint8)
+    return packed, positions, sizes
+
+
 class SegmentWriter:
     """Append records to the segment ``<directory>/<base offset, 20 digits>.log``.
 
-    Batches are magic v2, uncompressed, CreateTime, ``records_per_batch`` records each (see
-    :func:`encode_batches`). An existing segment is walked first and appended to after its last
+    Batches are magic v2, CreateTime, ``records_per_batch`` records each, compressed with
+    `compression` (see :func:`encode_batches`). An existing segment is walked first and appended to after its last
     batch (offsets continue after its last offset); one ending in a torn batch is refused, as
     appending would bury it. Only the ``.log`` is written (no ``.index`` / ``.timeindex``);
     segments are not rolled. Use as a context manager.
@@ -1305,9 +1547,11 @@ class SegmentWriter:
     """
 
     def __init__(self, directory: str | os.PathLike, base_offset: int = 0, *, records_per_batch: int = 1,
-                 partition_leader_epoch: int = 0):
+                 partition_leader_epoch: int = 0, compression: str = "none"):
         if not isinstance(records_per_batch, (int, np.integer)) or records_per_batch < 1:
             raise ValueError(f"records_per_batch must be a positive int, got {records_per_batch!r}")
+        _codec_id(compression)
+        self.compression = compression
         self.dir = Path(directory)
         self.base_offset = int(base_offset)
         self.path = self.dir / log_file_name(self.base_offset)
@@ -1333,7 +1577,8 @@ class SegmentWriter:
         returns them with ``position`` as file positions. Records without offsets continue from
         :attr:`next_offset`."""
         enc = encode_batches(records, records_per_batch=self.records_per_batch,
-                             partition_leader_epoch=self.partition_leader_epoch, next_offset=self.next_offset)
+                             partition_leader_epoch=self.partition_leader_epoch, next_offset=self.next_offset,
+                             compression=self.compression)
         self._fh.write(memoryview(enc.data))
         self._fh.flush()
         enc.position = enc.position + self.position
@@ -1353,10 +1598,11 @@ class SegmentWriter:
 
 
 def write_segment(directory: str | os.PathLike, base_offset: int, records, *,
-                  records_per_batch: int | Sequence[int] = 1, partition_leader_epoch: int = 0) -> Path:
+                  records_per_batch: int | Sequence[int] = 1, partition_leader_epoch: int = 0,
+                  compression: str = "none") -> Path:
     """Write `records` as a new segment ``<directory>/<base_offset, 20 digits>.log`` and return
     its path. Refuses to overwrite an existing non-empty segment (use :class:`SegmentWriter`
-    to append). Cost: as :func:`encode_batches`.
+    to append). `compression` as :func:`encode_batches`. Cost: as :func:`encode_batches`.
 
     >>> import tempfile
     >>> p = write_segment(tempfile.mkdtemp(), 0, [(0, 1, None, b"a"), (1, 2, None, b"b")])
@@ -1367,7 +1613,8 @@ def write_segment(directory: str | os.PathLike, base_offset: int, records, *,
     if path.exists() and path.stat().st_size:
         raise FileExistsError(f"{path} exists and is not empty; use SegmentWriter to append")
     enc = encode_batches(records, records_per_batch=records_per_batch,
-                         partition_leader_epoch=partition_leader_epoch, next_offset=int(base_offset))
+                         partition_leader_epoch=partition_leader_epoch, next_offset=int(base_offset),
+                         compression=compression)
     Path(directory).mkdir(parents=True, exist_ok=True)
     with open(path, "wb") as fh:
         fh.write(memoryview(enc.data))

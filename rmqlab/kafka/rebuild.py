@@ -283,7 +283,8 @@ class SegmentReport:
 
 def verify_segment(log_path: str | os.PathLike, *, index_interval_bytes: int = INDEX_INTERVAL_BYTES,
                    rolled: bool = True) -> SegmentReport:
-    """Check one segment: every batch CRC, the index files' own invariants
+    """Check one segment: every batch CRC, the records of compressed batches
+    (:func:`~rmqlab.kafka.log.compressed_batch_problems`), the index files' own invariants
     (:meth:`OffsetIndex.problems` / :meth:`TimeIndex.problems`), and every entry against the
     broker's rule (:func:`compare`). Missing index files, a torn tail or a bad file are errors
     in the report, not exceptions. Read-only. Cost: one walk of the batch headers and one read
@@ -309,6 +310,8 @@ def verify_segment(log_path: str | os.PathLike, *, index_interval_bytes: int = I
     rep.log_bytes = int(log_path.stat().st_size)
     for row in batches.loc[~batches["crc_ok"], ["position", "crc"]].itertuples():
         rep.errors.append(f"{log_path}: offset {row.position}: crc: stored {row.crc:#010x} does not match the batch")
+    from rmqlab.kafka.log import compressed_batch_problems
+    rep.errors.extend(compressed_batch_problems(log_path))
     want_off, want_time = expected_entries(batches, index_interval_bytes, rolled=rolled)
     rep.expected_offset_entries, rep.expected_time_entries = len(want_off), len(want_time)
     index_path = log_path.with_name(segment_file_name(rep.base_offset, INDEX_SUFFIX))
