@@ -37,7 +37,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--index-interval-bytes", type=int, default=4096, metavar="N",
                    help="index.interval.bytes of the topic (default 4096)")
     p.add_argument("--active", action="store_true",
-                   help="the segments were not rolled or closed: no final time entry is expected")
+                   help="the segments were not rolled or closed: no final time entry is expected "
+                        "(default: decided per segment: a later segment or trimmed index files mean "
+                        "rolled or closed, preallocated ones mean active)")
     p.add_argument("--json", action="store_true", help="print JSON to stdout")
     p.set_defaults(run=_verify)
 

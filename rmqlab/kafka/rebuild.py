@@ -347,10 +347,11 @@ def restart_candidates(log_path: str | os.PathLike,
     ...                 max_timestamps=[5, 6])
     >>> evidence, notes = restart_candidates(d / "00000000000000000000.log", b)
     >>> evidence[10][0][:42], notes
-    ('00000000000000000010.snapshot (producer-s', [])
+    ('00000000000000000010.snapshot (producer-st', [])
 
     Evidence: a producer-state snapshot ``<offset>.snapshot`` (the broker writes one at clean
-    shutdown, named by the log end offset, and at segment roll); a leader epoch of
+    shutdown, named by the log end offset, at segment roll, and after recovering a segment at
+    startup: inside a segment, only a stop can leave one); a leader epoch of
     ``leader-epoch-checkpoint`` starting there; the batches' ``partitionLeaderEpoch`` changing
     there. A leader change alone does not restart a broker, so :func:`choose_restarts` applies
     a candidate only where the index entries agree.
@@ -365,7 +366,7 @@ def restart_candidates(log_path: str | os.PathLike,
     for offset, name in sorted(_snapshot_offsets(directory).items()):
         if offset in inside:
             evidence.setdefault(offset, []).append(
-                f"{name} ({_SHUTDOWN_HINT}: the broker shut down cleanly at that log end offset)")
+                f"{name} ({_SHUTDOWN_HINT} at log end offset {offset}: the broker stopped there)")
     checkpoint = directory / LEADER_EPOCH_CHECKPOINT
     epochs_listed = set()
     if checkpoint.exists():
@@ -589,7 +590,7 @@ def rebuild_indexes(log_path: str | os.PathLike, out_dir: str | os.PathLike, *,
     [(5, 4850), (10, 9700), (15, 14550)]
     >>> index, _ = rebuild_indexes(log, tempfile.mkdtemp(), restarts=[8])
     >>> read_offset_index(index).tolist()
-    [(5, 4850), (14, 13580)]
+    [(5, 4850), (13, 12610), (18, 17460)]
 
     `restarts`: the offsets where the broker restarted (:func:`expected_entries`); None (the
     default) reads the evidence beside the segment (:func:`restart_candidates`): with index
