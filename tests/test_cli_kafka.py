@@ -10,7 +10,7 @@ import pytest
 from rmqlab.cli import main
 from rmqlab.kafka.index import read_offset_index, read_time_index
 from rmqlab.kafka.log import KafkaRecord, read_batches, write_segment
-from rmqlab.kafka.rebuild import rebuild_indexes
+from rmqlab.kafka.rebuild import expected_entries, rebuild_indexes
 
 REAL = Path(__file__).resolve().parents[2] / "shared" / "real-data" / "kafka"
 needs_real = pytest.mark.skipif(not REAL.is_dir(), reason=f"real Kafka segments not present at {REAL}")
@@ -52,10 +52,15 @@ def test_verify_exit_status_follows_the_findings(segment, capsys):
     assert capsys.readouterr().out.splitlines()[-1] == "1 segments, 0 failed"
     assert main(["kafka", "verify", str(segment), "--active"]) == 1     # the roll entry was not expected
     capsys.readouterr()
-    segment.with_suffix(".timeindex").unlink()
+    segment.with_suffix(".timeindex").unlink()        # the broker creates it empty on load: a note
+    assert main(["kafka", "verify", str(segment.parent), "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert d["failed"] == 0 and d["reports"][0]["notes"][0].startswith("no .timeindex file")
+    index = segment.with_suffix(".index")
+    index.write_bytes(index.read_bytes()[:-1] + b"\x00")
     assert main(["kafka", "verify", str(segment.parent), "--json"]) == 1
     d = json.loads(capsys.readouterr().out)
-    assert d["failed"] == 1 and d["reports"][0]["errors"][0].endswith(".timeindex: missing")
+    assert d["failed"] == 1 and d["reports"][0]["mismatches"][0]["kind"] == "offset entry"
     assert main(["kafka", "verify", str(segment.parent / "none")]) == 1
 
 
@@ -68,6 +73,14 @@ def test_rebuild_index_writes_the_rule_and_refuses_to_overwrite(segment, tmp_pat
     assert main(["kafka", "rebuild-index", str(segment), "--out", str(out)]) == 2
     assert "exists" in capsys.readouterr().err
     assert main(["kafka", "rebuild-index", str(segment), "--out", str(out), "--overwrite", "--active"]) == 0
+    capsys.readouterr()
+    assert main(["kafka", "rebuild-index", str(segment), "--out", str(out), "--overwrite", "--restart-at", "120"]) == 0
+    assert read_offset_index(out / segment.with_suffix(".index").name).tolist() == \
+        [tuple(e) for e in expected_entries(read_batches(segment), restarts=[120])[0].tolist()]
+    assert main(["kafka", "rebuild-index", str(segment), "--out", str(out), "--overwrite", "--restart-at", "99"]) == 2
+    assert "restart offset 99" in capsys.readouterr().err
+    assert main(["kafka", "rebuild-index", str(segment), "--out", str(out), "--overwrite", "--restart-at", "120",
+                 "--no-restarts"]) == 2
 
 
 @needs_real
@@ -77,3 +90,22 @@ def test_verify_on_real_data_explains_the_pre_38_entry(capsys):
     out = capsys.readouterr().out
     assert "pre-3.8 time entry 0: expected (1713541794161, 7), found (1713541794161, 6)" in out
     assert "KAFKA-16310" in out
+
+
+@needs_real
+@pytest.mark.realdata
+def test_verify_names_the_real_restart_and_notes_absent_indexes(capsys):
+    restart = REAL / "kraft-metadata-restart" / "__cluster_metadata-0"
+    assert main(["kafka", "verify", str(restart)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[1].startswith("  restart at offset 913 (position 65785): 00000000000000000913.snapshot")
+    assert "leader epoch 2 starts at 913; 7 offset entries follow it" in lines[1]
+    assert "time entry 15 (1725787026189, 912) was appended when the segment was closed at shutdown" in lines[1]
+    assert lines[-1] == "1 segments, 0 failed"
+    assert main(["kafka", "verify", str(restart), "--json"]) == 0
+    (r,) = json.loads(capsys.readouterr().out)["reports"]
+    assert r["restarts"][0]["offset"] == 913 and r["restarts"][0]["closing_time_entry"]["offset"] == 912
+    assert r["restarts"][0]["evidence"][1] == "leader epoch 2 starts at 913" and r["closed"] is True
+    assert main(["kafka", "verify", str(REAL / "idempotent-gzip" / "lsx1-0"), "--json"]) == 0
+    (r,) = json.loads(capsys.readouterr().out)["reports"]
+    assert r["notes"][0].startswith("no index files: the broker rebuilds them when it loads the log")

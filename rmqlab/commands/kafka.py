@@ -4,9 +4,10 @@
 (timestamp, offset) or ``.log`` (one line a batch; ``--records`` adds one a record under
 it, compressed batches decompressed, ``--print-data-log`` also its key and payload) file;
 ``rmqlab kafka verify DIR|SEGMENT.log`` checks every segment's batches and index files against
-the broker's indexing rule and reports every mismatch (exit 1 if any is unexplained);
-``rmqlab kafka rebuild-index SEGMENT.log --out DIR`` writes the ``.index`` and ``.timeindex``
-the broker would have written. ``--json`` prints JSON instead. Inputs are only read.
+the broker's indexing rule, restarts included (each named with its evidence), and reports every
+mismatch (exit 1 if any is unexplained; absent or preallocated index files are notes);
+``rmqlab kafka rebuild-index SEGMENT.log --out DIR [--restart-at OFFSET]...`` writes the
+``.index`` and ``.timeindex`` the broker would have written. ``--json`` prints JSON instead. Inputs are only read.
 """
 from __future__ import annotations
 
@@ -45,7 +46,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--index-interval-bytes", type=int, default=4096, metavar="N",
                    help="index.interval.bytes of the topic (default 4096)")
     p.add_argument("--active", action="store_true",
-                   help="the segments were not rolled or closed: no final time entry is expected")
+                   help="the segments were not rolled or closed: no final time entry is expected "
+                        "(default: decided per segment: a later segment or trimmed index files mean "
+                        "rolled or closed, preallocated ones mean active)")
     p.add_argument("--json", action="store_true", help="print JSON to stdout")
     p.set_defaults(run=_verify)
 
@@ -56,6 +59,13 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="index.interval.bytes of the topic (default 4096)")
     p.add_argument("--active", action="store_true", help="as an active segment: no final time entry")
     p.add_argument("--overwrite", action="store_true", help="replace index files already in --out")
+    p.add_argument("--restart-at", type=int, action="append", metavar="OFFSET", dest="restart_at",
+                   help="the broker restarted at this batch's first offset (repeatable): the bytes-since-"
+                        "last-entry count starts again there and the closing time entry is offered. "
+                        "Without it the evidence beside the segment decides: producer-state snapshots and "
+                        "leader-epoch starts inside it, applied where the index files there agree (a "
+                        "snapshot alone when there are no index files)")
+    p.add_argument("--no-restarts", action="store_true", help="ignore the evidence: no restarts")
     p.set_defaults(run=_rebuild)
 
 
@@ -197,7 +207,7 @@ def _verify(args) -> int:
     if not target.exists():
         print(f"rmqlab: error: {target}: no such file or directory", file=sys.stderr)
         return 1
-    opts = dict(index_interval_bytes=args.index_interval_bytes, rolled=not args.active)
+    opts = dict(index_interval_bytes=args.index_interval_bytes, rolled=False if args.active else None)
     reports = verify_directory(target, **opts) if target.is_dir() else [verify_segment(target, **opts)]
     failed = sum(not r.ok for r in reports)
     if args.json:
@@ -206,6 +216,10 @@ def _verify(args) -> int:
     else:
         for r in reports:
             print(r.summary())
+            for restart in r.restarts:
+                print(f"  {restart.describe()}")
+            for note in r.notes:
+                print(f"  note: {note}")
             for e in r.errors:
                 print(f"  error: {e}")
             for m in r.mismatches:
@@ -221,10 +235,13 @@ def _rebuild(args) -> int:
     if args.index_interval_bytes < 0:
         print("rmqlab: error: --index-interval-bytes must be >= 0", file=sys.stderr)
         return 2
+    if args.restart_at and args.no_restarts:
+        raise UsageError("--restart-at and --no-restarts exclude each other")
+    restarts = () if args.no_restarts else args.restart_at
     try:
         index, timeindex = rebuild_indexes(args.log, args.out, index_interval_bytes=args.index_interval_bytes,
-                                           rolled=not args.active, overwrite=args.overwrite)
-    except FileExistsError as e:
+                                           rolled=not args.active, overwrite=args.overwrite, restarts=restarts)
+    except (FileExistsError, ValueError) as e:
         raise UsageError(str(e)) from e
     from rmqlab.kafka.index import entry_count
 

@@ -20,6 +20,35 @@ while writing (Kafka 3.x / 4.x, ``storage/.../log/LogSegment.java``):
 The offset entry uses the batch's *last* offset with the position of the batch's *first*
 byte: a fetch for any offset of that batch starts reading there.
 
+**Restarts.** The count of bytes since the last offset entry (``bytesSinceLastIndexEntry``)
+lives only in memory and is 0 in a freshly loaded ``LogSegment``; ``maxTimestampAndOffsetSoFar``
+starts UNKNOWN and is loaded lazily from the time index's last entry (``TimeIndex.lastEntry``,
+``(-1, baseOffset)`` when empty). Read in ``storage/.../log/LogSegment.java`` at Kafka 3.9.0
+and in ``core/.../kafka/log/LogSegment.scala`` at 2.0.1, 2.7.1 and 3.4.1 (2.0 loads both
+eagerly in the constructor; the effect is the same). So when the broker restarts, the
+segment's offset entries after the restart count bytes from the first batch appended after
+it, and ``close()`` at shutdown first offers the running maximum to the time index (kept if
+its timestamp is larger than the last entry's). Because that offer makes the time index's last
+entry the running maximum, the maximum loaded after the restart is the one the broker had:
+the time entries simply go on. An unclean restart looks the same, as ``LogSegment.recover``
+rebuilds the indexes from position 0 and ends with the same offer, while the counter still
+starts at 0 where appends resume. (A follower's ``truncateTo`` also zeroes the counter, but
+offers no closing entry: not modelled.) :func:`expected_entries` takes the restart offsets;
+:func:`restart_candidates` collects the evidence on disk (producer-state ``.snapshot`` files,
+which a broker writes at clean shutdown named by the log end offset, leader epochs starting
+inside the segment); :func:`choose_restarts` applies a candidate only where the entries agree
+with it; :func:`infer_restart` accepts a restart the entries alone prove (one point explaining
+every later entry, the closing time entry included).
+
+**Absent and preallocated index files.** A segment without its ``.index`` is recovered when
+the broker loads the log (``LogLoader.loadSegmentFiles``: "Could not find offset index file
+corresponding to log file ..., recovering segment and rebuilding index files...", read at
+3.9.0; ``Log.loadSegmentFiles`` at 2.7.1), and a missing ``.timeindex`` alone is created empty
+(``LogSegment.sanityCheck``): verify notes both, it does not fail. The active segment's indexes
+are preallocated (zero-filled tail) while the broker runs and trimmed on a clean shutdown,
+which also appends the closing time entry: verify reads an untrimmed file up to its tail and
+then expects no closing entry.
+
 **The pre-3.8 time index.** Until Kafka 3.8 (KAFKA-16310) the leader's append path offered the
 offset of the *record* holding the maximum timestamp, which can lie inside a batch, where
 recovery (and every broker since) uses the batch's last offset. A time entry whose offset is
@@ -30,7 +59,7 @@ On files: :func:`segment_batches` reads a ``.log``'s batch headers, :func:`rebui
 writes the ``.index`` / ``.timeindex`` the broker would have written for it, and
 :func:`verify_segment` / :func:`verify_directory` compare the index files on disk with the
 rule, entry by entry, like ``kafka-dump-log --verify-index-only`` but reporting every
-mismatch and explaining the pre-3.8 time entries.
+mismatch, naming each restart with its evidence and explaining the pre-3.8 time entries.
 
 Cost: O(batches) vectorized, plus one binary search per offset entry.
 
@@ -54,8 +83,9 @@ import pandas as pd
 
 from rmqlab.errors import RmqlabError
 
-__all__ = ["INDEX_INTERVAL_BYTES", "batch_table", "expected_entries", "compare", "Mismatch",
-           "segment_batches", "rebuild_indexes", "SegmentReport", "verify_segment", "verify_directory"]
+__all__ = ["INDEX_INTERVAL_BYTES", "PRE_38_TIME_ENTRY", "batch_table", "expected_entries", "compare", "Mismatch",
+           "Restart", "restart_candidates", "choose_restarts", "infer_restart", "segment_batches",
+           "rebuild_indexes", "SegmentReport", "verify_segment", "verify_directory"]
 
 #: ``index.interval.bytes``: bytes appended between two offset index entries (Kafka default).
 INDEX_INTERVAL_BYTES = 4096
@@ -86,45 +116,100 @@ def _running_max_with_owner(ts: np.ndarray, owner_values: np.ndarray) -> tuple[n
     return run, owner_values[owner]
 
 
-def expected_entries(batches: pd.DataFrame, index_interval_bytes: int = INDEX_INTERVAL_BYTES, *,
-                     rolled: bool = True) -> tuple[np.ndarray, np.ndarray]:
-    """The offset entries (absolute offset, position) and time entries (timestamp, absolute
-    offset) the broker writes for `batches` (:func:`batch_table` columns), as two int64
-    arrays of shape (n, 2). `rolled`: the segment was rolled or closed, so the final time entry
-    is offered too (an active segment's index lacks it)."""
+def _restart_indexes(batches: pd.DataFrame, restarts) -> np.ndarray:
+    """Batch numbers of the restart offsets (each must be a batch's first offset); restarts at
+    the first batch change nothing and are dropped."""
+    base = batches["base_offset"].to_numpy(np.int64)
+    wanted = np.unique(np.asarray(list(restarts), np.int64))
+    k = np.searchsorted(base, wanted)
+    bad = (k >= len(base)) | (base[np.minimum(k, len(base) - 1)] != wanted) if len(base) else wanted == wanted
+    if bad.any():
+        raise ValueError(f"restart offset {int(wanted[bad][0])} is not the first offset of a batch of the segment")
+    return k[k > 0]
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """The entries of :func:`expected_entries` with where each came from: ``offset_batches``
+    (batch number of each offset entry) and ``time_origins`` (per time entry: 2i+1 for the
+    offer at offset entry batch i, 2k for the closing offer before restart batch k, 2n for the
+    final one of a rolled or closed segment)."""
+
+    offsets: np.ndarray
+    times: np.ndarray
+    offset_batches: np.ndarray
+    time_origins: np.ndarray
+
+
+def _plan(batches: pd.DataFrame, index_interval_bytes: int, rolled: bool, restarts) -> _Plan:
     if index_interval_bytes < 0:
         raise ValueError(f"index_interval_bytes must be >= 0, got {index_interval_bytes}")
     n = len(batches)
+    empty = np.zeros((0, 2), np.int64)
+    if n == 0:
+        if len(list(restarts)):
+            raise ValueError("restarts given for a segment without batches")
+        return _Plan(empty, empty, np.zeros(0, np.int64), np.zeros(0, np.int64))
     pos = batches["position"].to_numpy(np.int64)
     last = batches["last_offset"].to_numpy(np.int64)
     ts = batches["max_timestamp"].to_numpy(np.int64)
-    if n == 0:
-        return np.zeros((0, 2), np.int64), np.zeros((0, 2), np.int64)
-    # offset entries: the first batch starting more than the interval past the last entry
-    # (lastIndexEntry starts at position 0); one binary search per entry written
-    picks = []
-    mark = 0
-    i = int(np.searchsorted(pos, mark + index_interval_bytes, side="right"))
-    while i < n:
-        picks.append(i)
-        mark = int(pos[i])
+    cuts = _restart_indexes(batches, restarts)
+    # offset entries, run by run: the first batch starting more than the interval past the last
+    # entry or the run's start (the in-memory counter is 0 when the segment is loaded; the
+    # first run counts from position 0); one binary search per entry written
+    picks: list[int] = []
+    for start, end in zip(np.concatenate([[0], cuts]), np.concatenate([cuts, [n]])):
+        mark = 0 if start == 0 else int(pos[start])
         i = int(np.searchsorted(pos, mark + index_interval_bytes, side="right"))
-    picks = np.asarray(picks, np.int64)
-    offsets = np.stack([last[picks], pos[picks]], axis=1) if len(picks) else np.zeros((0, 2), np.int64)
+        while i < end:
+            picks.append(i)
+            mark = int(pos[i])
+            i = int(np.searchsorted(pos, mark + index_interval_bytes, side="right"))
+    pick_arr = np.asarray(picks, np.int64)
+    offsets = np.stack([last[pick_arr], pos[pick_arr]], axis=1) if len(pick_arr) else empty
 
+    # Time offers in the order the broker makes them. After a restart maxTimestampSoFar is the
+    # time index's last entry, which the closing offer just made equal to the running maximum
+    # (kept, or already there with that timestamp), so the running maximum carries on.
     run_ts, run_off = _running_max_with_owner(ts, last)
-    offered_ts = run_ts[picks]
-    offered_off = run_off[picks]
-    if rolled:
-        offered_ts = np.append(offered_ts, run_ts[-1])
-        offered_off = np.append(offered_off, run_off[-1])
+    origin = np.concatenate([2 * pick_arr + 1, 2 * cuts, [2 * n] if rolled else []]).astype(np.int64)
+    source = np.concatenate([pick_arr, cuts - 1, [n - 1] if rolled else []]).astype(np.int64)
+    order = np.argsort(origin, kind="stable")
+    origin, source = origin[order], source[order]
+    offered_ts, offered_off = run_ts[source], run_off[source]
     # maybeAppend keeps an offer only if its timestamp beats the last kept one (-1 when empty);
     # the offers are a running maximum, so those are the first offers of each new value
     keep = offered_ts > NO_TIMESTAMP
     if len(offered_ts) > 1:
         keep[1:] &= offered_ts[1:] > offered_ts[:-1]
-    times = np.stack([offered_ts[keep], offered_off[keep]], axis=1)
-    return offsets, times
+    times = np.stack([offered_ts[keep], offered_off[keep]], axis=1) if keep.any() else empty
+    return _Plan(offsets, times, pick_arr, origin[keep])
+
+
+def expected_entries(batches: pd.DataFrame, index_interval_bytes: int = INDEX_INTERVAL_BYTES, *,
+                     rolled: bool = True, restarts=()) -> tuple[np.ndarray, np.ndarray]:
+    """The offset entries (absolute offset, position) and time entries (timestamp, absolute
+    offset) the broker writes for `batches` (:func:`batch_table` columns), as two int64
+    arrays of shape (n, 2).
+
+    Units: offsets, bytes, ms. Cost: O(batches) vectorized plus one binary search per offset
+    entry.
+
+    >>> b = batch_table(positions=[0, 3000, 6000, 9000, 14000], sizes=[3000, 3000, 3000, 5000, 100],
+    ...                 base_offsets=[0, 5, 10, 15, 20], last_offsets=[4, 9, 14, 19, 20],
+    ...                 max_timestamps=[100, 250, 200, 300, 300])
+    >>> [e.tolist() for e in expected_entries(b, restarts=[10])]
+    [[[20, 14000]], [[250, 9], [300, 19]]]
+
+    `rolled`: the segment was rolled or closed, so the final time entry is offered too (an
+    active segment's index lacks it). `restarts`: first offsets of the batches the broker
+    appended first after loading the segment again (a restart): the count of bytes since the
+    last offset entry starts at 0 from that batch's position, and the closing time entry of
+    the run before is offered first. Raises ValueError for a restart that is not a batch's
+    first offset, or a negative interval.
+    """
+    plan = _plan(batches, index_interval_bytes, rolled, restarts)
+    return plan.offsets, plan.times
 
 
 @dataclass(frozen=True)
@@ -147,22 +232,30 @@ class Mismatch:
                 "expected": self.expected, "found": self.found, "explanation": self.explanation}
 
 
+#: The one :class:`Mismatch` kind that is explained, not corruption.
+PRE_38_TIME_ENTRY = "pre-3.8 time entry"
+
+
 def compare(batches: pd.DataFrame, offset_entries, time_entries, *, offset_file: str = ".index",
             time_file: str = ".timeindex", index_interval_bytes: int = INDEX_INTERVAL_BYTES,
-            rolled: bool = True) -> list[Mismatch]:
+            rolled: bool = True, restarts=()) -> list[Mismatch]:
     """Every difference between the entries on disk (absolute offsets; arrays of shape (n, 2))
-    and :func:`expected_entries`, entry by entry. A time entry that differs only in pointing
-    inside the batch holding its timestamp (a pre-3.8 broker) is reported as
-    ``"pre-3.8 time entry"`` with the explanation; anything else is a real mismatch."""
-    want_off, want_time = expected_entries(batches, index_interval_bytes, rolled=rolled)
-    got_off = np.asarray(offset_entries, np.int64).reshape(-1, 2)
-    got_time = np.asarray(time_entries, np.int64).reshape(-1, 2)
+    and :func:`expected_entries` (with the same `rolled` and `restarts`), entry by entry. A
+    time entry that differs only in pointing inside the batch holding its timestamp (a pre-3.8
+    broker) is reported as ``"pre-3.8 time entry"`` with the explanation; anything else is a
+    real mismatch. ``None`` for `offset_entries` or `time_entries` skips that index."""
+    want_off, want_time = expected_entries(batches, index_interval_bytes, rolled=rolled, restarts=restarts)
     out: list[Mismatch] = []
-    if len(got_off) != len(want_off):
-        out.append(Mismatch(offset_file, "offset entry count", -1, len(want_off), len(got_off)))
-    for i in np.flatnonzero((want_off[:len(got_off)] != got_off[:len(want_off)]).any(axis=1)):
-        out.append(Mismatch(offset_file, "offset entry", int(i), tuple(map(int, want_off[i])),
-                            tuple(map(int, got_off[i]))))
+    if offset_entries is not None:
+        got_off = np.asarray(offset_entries, np.int64).reshape(-1, 2)
+        if len(got_off) != len(want_off):
+            out.append(Mismatch(offset_file, "offset entry count", -1, len(want_off), len(got_off)))
+        for i in np.flatnonzero((want_off[:len(got_off)] != got_off[:len(want_off)]).any(axis=1)):
+            out.append(Mismatch(offset_file, "offset entry", int(i), tuple(map(int, want_off[i])),
+                                tuple(map(int, got_off[i]))))
+    if time_entries is None:
+        return out
+    got_time = np.asarray(time_entries, np.int64).reshape(-1, 2)
     if len(got_time) != len(want_time):
         out.append(Mismatch(time_file, "time entry count", -1, len(want_time), len(got_time)))
     base = batches["base_offset"].to_numpy(np.int64)
@@ -172,7 +265,7 @@ def compare(batches: pd.DataFrame, offset_entries, time_entries, *, offset_file:
         j = int(np.searchsorted(last, wo))          # the batch whose last offset is expected
         inside = (wt == gt and j < len(last) and last[j] == wo and base[j] <= go < last[j])
         if inside:
-            out.append(Mismatch(time_file, "pre-3.8 time entry", int(i), (int(wt), int(wo)), (int(gt), int(go)),
+            out.append(Mismatch(time_file, PRE_38_TIME_ENTRY, int(i), (int(wt), int(wo)), (int(gt), int(go)),
                                 f"offset {go} is a record inside batch {base[j]}..{last[j]}, the batch "
                                 f"holding timestamp {gt}: brokers before Kafka 3.8 wrote the offset of the "
                                 f"record with the largest timestamp; recovery and Kafka >= 3.8 (KAFKA-16310) "
@@ -180,6 +273,248 @@ def compare(batches: pd.DataFrame, offset_entries, time_entries, *, offset_file:
         else:
             out.append(Mismatch(time_file, "time entry", int(i), (int(wt), int(wo)), (int(gt), int(go))))
     return out
+
+
+def _unexplained(mismatches: list[Mismatch]) -> int:
+    return sum(m.kind != PRE_38_TIME_ENTRY for m in mismatches)
+
+
+# ------------------------------------------------------------------------------ restarts
+
+
+@dataclass(frozen=True)
+class Restart:
+    """A point where the broker loaded the segment again and went on appending to it.
+
+    ``offset`` / ``position``: the first batch appended after the restart; ``evidence``: what
+    on disk says so (file names, leader epochs, or the entries alone); ``offset_entries_after``:
+    offset entries written from there to the next restart or the end; ``closing_time_entry``:
+    (entry number, (timestamp, offset)) of the time entry the shutdown before it appended, or
+    None when that offer was not kept (its timestamp was not larger than the last entry's).
+    """
+
+    offset: int
+    position: int
+    evidence: tuple[str, ...]
+    offset_entries_after: int = 0
+    closing_time_entry: tuple[int, tuple[int, int]] | None = None
+
+    def describe(self) -> str:
+        text = (f"restart at offset {self.offset} (position {self.position}): {', '.join(self.evidence)}; "
+                f"{self.offset_entries_after} offset entries follow it, counted from there")
+        if self.closing_time_entry is not None:
+            n, entry = self.closing_time_entry
+            text += f"; time entry {n} {entry} was appended when the segment was closed at shutdown"
+        return text
+
+    def as_dict(self) -> dict[str, Any]:
+        closing = None if self.closing_time_entry is None else \
+            {"entry": self.closing_time_entry[0], "timestamp": self.closing_time_entry[1][0],
+             "offset": self.closing_time_entry[1][1]}
+        return {"offset": self.offset, "position": self.position, "evidence": list(self.evidence),
+                "offset_entries_after": self.offset_entries_after, "closing_time_entry": closing}
+
+
+#: Evidence strings that prove a clean shutdown (not merely a change of leader) start with this.
+SNAPSHOT_SUFFIX = ".snapshot"
+_SHUTDOWN_HINT = "producer-state snapshot"
+
+
+def _snapshot_offsets(directory: Path) -> dict[int, str]:
+    """Producer-state snapshot files beside a segment, by the offset in their name."""
+    out = {}
+    for p in directory.glob("*" + SNAPSHOT_SUFFIX):
+        stem = p.name[:-len(SNAPSHOT_SUFFIX)]
+        if len(stem) == 20 and stem.isdigit():
+            out[int(stem)] = p.name
+    return out
+
+
+def restart_candidates(log_path: str | os.PathLike,
+                       batches: pd.DataFrame) -> tuple[dict[int, tuple[str, ...]], list[str]]:
+    """Where the files beside a segment say the broker may have restarted inside it: offsets
+    (first offsets of the segment's batches, not its first) with the evidence for each, and
+    notes on evidence that could not be read.
+
+    Units: offsets. Cost: a directory listing, the leader-epoch checkpoint, one pass over the
+    batches' leader epochs.
+
+    >>> import tempfile, pathlib
+    >>> d = pathlib.Path(tempfile.mkdtemp())
+    >>> (d / "00000000000000000010.snapshot").write_bytes(b"")
+    0
+    >>> b = batch_table(positions=[0, 100], sizes=[100, 100], base_offsets=[0, 10], last_offsets=[9, 19],
+    ...                 max_timestamps=[5, 6])
+    >>> evidence, notes = restart_candidates(d / "00000000000000000000.log", b)
+    >>> evidence[10][0][:42], notes
+    ('00000000000000000010.snapshot (producer-st', [])
+
+    Evidence: a producer-state snapshot ``<offset>.snapshot`` (the broker writes one at clean
+    shutdown, named by the log end offset, at segment roll, and after recovering a segment at
+    startup: inside a segment, only a stop can leave one); a leader epoch of
+    ``leader-epoch-checkpoint`` starting there; the batches' ``partitionLeaderEpoch`` changing
+    there. A leader change alone does not restart a broker, so :func:`choose_restarts` applies
+    a candidate only where the index entries agree.
+    """
+    from rmqlab.kafka.checkpoints import LEADER_EPOCH_CHECKPOINT, read_leader_epoch_checkpoint
+
+    directory = Path(log_path).parent
+    base = batches["base_offset"].to_numpy(np.int64)
+    inside = set(base[1:].tolist())
+    evidence: dict[int, list[str]] = {}
+    notes: list[str] = []
+    for offset, name in sorted(_snapshot_offsets(directory).items()):
+        if offset in inside:
+            evidence.setdefault(offset, []).append(
+                f"{name} ({_SHUTDOWN_HINT} at log end offset {offset}: the broker stopped there)")
+    checkpoint = directory / LEADER_EPOCH_CHECKPOINT
+    epochs_listed = set()
+    if checkpoint.exists():
+        try:
+            for epoch, start in read_leader_epoch_checkpoint(checkpoint).itertuples(index=False):
+                epochs_listed.add(int(start))
+                if start in inside:
+                    evidence.setdefault(int(start), []).append(f"leader epoch {epoch} starts at {start}")
+        except RmqlabError as e:
+            notes.append(f"leader-epoch-checkpoint not used as restart evidence: {e}")
+    if "partition_leader_epoch" in batches.columns and len(batches) > 1:
+        ple = batches["partition_leader_epoch"].to_numpy(np.int64)
+        for i in np.flatnonzero(ple[1:] != ple[:-1]) + 1:
+            if int(base[i]) not in epochs_listed:
+                evidence.setdefault(int(base[i]), []).append(
+                    f"the batches' partitionLeaderEpoch goes from {ple[i - 1]} to {ple[i]} there")
+    return {k: tuple(v) for k, v in sorted(evidence.items())}, notes
+
+
+def _is_shutdown(evidence: tuple[str, ...]) -> bool:
+    return any(_SHUTDOWN_HINT in e for e in evidence)
+
+
+#: Most restart hypotheses kept while :func:`choose_restarts` walks the candidates.
+_MAX_HYPOTHESES = 16
+
+
+def choose_restarts(batches: pd.DataFrame, offset_entries, time_entries, candidates, *,
+                    index_interval_bytes: int = INDEX_INTERVAL_BYTES, rolled: bool = True) -> list[int]:
+    """The subset of candidate restart offsets under which the broker's rule best explains the
+    entries on disk: fewest unexplained mismatches, then (a tie: the entries cannot tell) the
+    restarts a clean-shutdown snapshot proves, then the fewest restarts.
+
+    Units: offsets. Cost: per candidate, two rule evaluations over the batches before the next
+    candidate for each kept hypothesis (at most 16).
+
+    >>> b = batch_table(positions=[0, 3000, 6000, 9000, 14000], sizes=[3000, 3000, 3000, 5000, 100],
+    ...                 base_offsets=[0, 5, 10, 15, 20], last_offsets=[4, 9, 14, 19, 20],
+    ...                 max_timestamps=[100, 250, 200, 300, 300])
+    >>> on_disk = expected_entries(b, restarts=[10])
+    >>> choose_restarts(b, *on_disk, {10: ("leader epoch 2 starts at 10",), 15: ("leader epoch 3 starts at 15",)})
+    [10]
+
+    `candidates`: offsets, or a mapping offset -> evidence (:func:`restart_candidates`);
+    `offset_entries` / `time_entries`: as :func:`compare` (None: that index is not used).
+    """
+    evidence = dict(candidates) if isinstance(candidates, dict) else {int(c): () for c in candidates}
+    offsets = sorted(int(c) for c in evidence)
+    if not offsets:
+        return []
+    base = batches["base_offset"].to_numpy(np.int64)
+    last = batches["last_offset"].to_numpy(np.int64)
+    ks = _restart_indexes(batches, offsets).tolist()
+    if len(ks) != len(offsets):                 # a candidate at the first batch changes nothing
+        offsets = [o for o in offsets if o != int(base[0])]
+    got_off = None if offset_entries is None else np.asarray(offset_entries, np.int64).reshape(-1, 2)
+    got_time = None if time_entries is None else np.asarray(time_entries, np.int64).reshape(-1, 2)
+    n = len(batches)
+
+    def score(chosen: tuple[int, ...], upto: int) -> int:
+        """Unexplained mismatches among the entries the batches before `upto` decide."""
+        head = batches.iloc[:upto]
+        final = upto == n
+        want_off, want_time = expected_entries(head, index_interval_bytes, rolled=rolled and final,
+                                               restarts=chosen)
+        off = None if got_off is None else (got_off if final else got_off[got_off[:, 0] <= last[upto - 1]])
+        tim = None if got_time is None else (got_time if final else got_time[:len(want_time)])
+        return _unexplained(compare(head, off, tim, index_interval_bytes=index_interval_bytes,
+                                    rolled=rolled and final, restarts=chosen))
+
+    def rank(item):
+        bad, chosen = item
+        return (bad, -sum(_is_shutdown(evidence.get(c, ())) for c in chosen), len(chosen), chosen)
+
+    hypotheses: list[tuple[int, tuple[int, ...]]] = [(0, ())]
+    for j, offset in enumerate(offsets):
+        upto = ks[j + 1] if j + 1 < len(ks) else n
+        children = {chosen: score(chosen, upto) for _, h in hypotheses for chosen in (h, h + (offset,))}
+        ranked = sorted(((bad, chosen) for chosen, bad in children.items()), key=rank)
+        best = ranked[0][0]
+        hypotheses = [r for r in ranked if r[0] == best][:_MAX_HYPOTHESES]
+    return list(min(hypotheses, key=rank)[1])
+
+
+def _describe_restarts(batches: pd.DataFrame, restarts, evidence: dict[int, tuple[str, ...]], *,
+                       index_interval_bytes: int, rolled: bool) -> list[Restart]:
+    plan = _plan(batches, index_interval_bytes, rolled, restarts)
+    cuts = _restart_indexes(batches, restarts)
+    pos = batches["position"].to_numpy(np.int64)
+    base = batches["base_offset"].to_numpy(np.int64)
+    ends = np.concatenate([cuts[1:], [len(batches)]])
+    out = []
+    for k, end in zip(cuts.tolist(), ends.tolist()):
+        follow = int(((plan.offset_batches >= k) & (plan.offset_batches < end)).sum())
+        closing = np.flatnonzero(plan.time_origins == 2 * k)
+        entry = None if not len(closing) else (int(closing[0]), tuple(map(int, plan.times[closing[0]])))
+        out.append(Restart(int(base[k]), int(pos[k]), evidence.get(int(base[k]), ("given",)), follow, entry))
+    return out
+
+
+def infer_restart(batches: pd.DataFrame, offset_entries, time_entries, restarts=(), *,
+                  index_interval_bytes: int = INDEX_INTERVAL_BYTES, rolled: bool = True,
+                  max_tries: int = 512) -> int | None:
+    """A restart the entries alone prove, when no file says so: the one batch boundary, among
+    those before the first unexplained entry, at which a restart (added to `restarts`) makes
+    every entry agree, and whose closing time entry is on disk. None when there is no such
+    point or more than one.
+
+    Units: offsets. Cost: up to `max_tries` rule evaluations over the whole segment.
+
+    >>> b = batch_table(positions=[0, 3000, 6000, 9000, 14000], sizes=[3000, 3000, 3000, 5000, 100],
+    ...                 base_offsets=[0, 5, 10, 15, 20], last_offsets=[4, 9, 14, 19, 20],
+    ...                 max_timestamps=[100, 250, 200, 300, 300])
+    >>> infer_restart(b, *expected_entries(b, restarts=[10]))
+    10
+    """
+    got_off = np.asarray(offset_entries, np.int64).reshape(-1, 2)
+    got_time = np.asarray(time_entries, np.int64).reshape(-1, 2)
+    kw = dict(index_interval_bytes=index_interval_bytes, rolled=rolled)
+    found = compare(batches, got_off, got_time, restarts=restarts, **kw)
+    if not _unexplained(found):
+        return None
+    base = batches["base_offset"].to_numpy(np.int64)
+    last = batches["last_offset"].to_numpy(np.int64)
+    plan = _plan(batches, index_interval_bytes, rolled, restarts)
+    # the restart lies after the last entry that still agrees and at or before the batch of
+    # the first entry that does not
+    first_off = min([m.entry for m in found if m.kind == "offset entry"] +
+                    [min(len(got_off), len(plan.offsets))])
+    first_time = min([m.entry for m in found if m.kind == "time entry"] +
+                     [min(len(got_time), len(plan.times))])
+    lo = max([0] + _restart_indexes(batches, restarts).tolist()
+             + [int(plan.offset_batches[first_off - 1]) + 1] * (first_off > 0))
+    hi_offsets = [int(got_off[first_off, 0])] if first_off < len(got_off) else []
+    hi_offsets += [int(got_time[first_time, 1]) + 1] if first_time < len(got_time) else []
+    hi = int(np.searchsorted(last, max(hi_offsets), side="left")) if hi_offsets else len(batches) - 1
+    hi = min(hi, len(batches) - 1)
+    if hi - lo + 1 > max_tries or hi < max(lo, 1):
+        return None
+    fits = []
+    for k in range(max(lo, 1), hi + 1):
+        trial = sorted(set(restarts) | {int(base[k])})
+        if _unexplained(compare(batches, got_off, got_time, restarts=trial, **kw)):
+            continue
+        closing = _plan(batches, index_interval_bytes, rolled, trial).time_origins == 2 * k
+        if closing.any():
+            fits.append(int(base[k]))
+    return fits[0] if len(fits) == 1 else None
 
 
 # ------------------------------------------------------------------------------ on files
@@ -194,15 +529,56 @@ def segment_batches(log_path: str | os.PathLike) -> pd.DataFrame:
     return read_batches(log_path)
 
 
+@dataclass
+class _IndexOnDisk:
+    """One index file as verify sees it: ``entries`` (absolute, shape (n, 2)) or None when the
+    file is absent; ``untrimmed``: preallocated, written entries then a zero-filled tail;
+    ``slots``: whole entries the file holds."""
+
+    path: Path
+    entries: np.ndarray | None = None
+    untrimmed: bool = False
+    slots: int = 0
+
+
+def _read_index(path: Path, cls, base_offset: int, columns: tuple[str, str], errors: list[str]) -> _IndexOnDisk:
+    found = _IndexOnDisk(path)
+    if not path.exists():
+        return found
+    try:
+        # count="dump": an untrimmed (preallocated) file's entries stop at its zero-filled tail
+        with cls.open(path, base_offset, count="dump", strict=False) as idx:
+            found.slots = idx.max_entries
+            found.untrimmed = bool(idx.untrimmed)
+            written = idx.entry_count
+            if found.untrimmed:
+                data = path.read_bytes()
+                tail = np.frombuffer(data, np.uint8)[written * idx.entry_size:idx.max_entries * idx.entry_size]
+                if written == 1 and not data[:idx.entry_size].strip(b"\0"):
+                    written = 0                 # an index with no entries: all of it is the tail
+                elif tail.any():
+                    errors.append(f"{path}: non-zero bytes after entry {written - 1}, in what should be the "
+                                  f"zero-filled preallocated tail")
+            if written == idx.entry_count:
+                errors.extend(str(p) for p in idx.problems())
+            found.entries = (np.stack([np.asarray(getattr(idx, c), np.int64)[:written] for c in columns], axis=1)
+                             if written else np.zeros((0, 2), np.int64))
+    except RmqlabError as e:
+        errors.append(str(e))
+        found.entries = None
+        found.slots = -1
+    return found
+
+
 def rebuild_indexes(log_path: str | os.PathLike, out_dir: str | os.PathLike, *,
                     index_interval_bytes: int = INDEX_INTERVAL_BYTES, rolled: bool = True,
-                    overwrite: bool = False) -> tuple[Path, Path]:
+                    overwrite: bool = False, restarts=None) -> tuple[Path, Path]:
     """Write the ``.index`` and ``.timeindex`` the broker writes for the segment `log_path`
     into `out_dir` (named by the segment's base offset, trimmed to their entries as on a roll
     or clean close; ``rolled=False``: as an active segment, without the final time entry).
-    The ``.log`` is only read. Existing index files in `out_dir` are refused unless
-    `overwrite`. Returns (index path, time index path). Cost: one walk of the batch headers
-    plus O(entries) writes.
+
+    Units: files. Cost: one walk of the batch headers plus O(entries) writes (and, with
+    restart evidence beside the segment, the rule evaluations of :func:`choose_restarts`).
 
     >>> import tempfile
     >>> from rmqlab.kafka.log import KafkaRecord, write_segment
@@ -212,6 +588,16 @@ def rebuild_indexes(log_path: str | os.PathLike, out_dir: str | os.PathLike, *,
     >>> from rmqlab.kafka.index import read_offset_index
     >>> read_offset_index(index).tolist()
     [(5, 4850), (10, 9700), (15, 14550)]
+    >>> index, _ = rebuild_indexes(log, tempfile.mkdtemp(), restarts=[8])
+    >>> read_offset_index(index).tolist()
+    [(5, 4850), (13, 12610), (18, 17460)]
+
+    `restarts`: the offsets where the broker restarted (:func:`expected_entries`); None (the
+    default) reads the evidence beside the segment (:func:`restart_candidates`): with index
+    files there, the restarts their entries agree with (:func:`choose_restarts`, as verify);
+    without, the restarts a producer-state snapshot proves (a clean shutdown). ``()``: none.
+    The ``.log`` is only read. Existing index files in `out_dir` are refused unless
+    `overwrite`. Returns (index path, time index path). Raises FileExistsError, ValueError.
     """
     from rmqlab.kafka.index import (
         INDEX_SUFFIX,
@@ -224,7 +610,10 @@ def rebuild_indexes(log_path: str | os.PathLike, out_dir: str | os.PathLike, *,
 
     log_path = Path(log_path)
     base = base_offset_of(log_path)
-    offsets, times = expected_entries(segment_batches(log_path), index_interval_bytes, rolled=rolled)
+    batches = segment_batches(log_path)
+    if restarts is None:
+        restarts = _restarts_from_evidence(log_path, batches, base, index_interval_bytes, rolled)[0]
+    offsets, times = expected_entries(batches, index_interval_bytes, rolled=rolled, restarts=restarts)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     index = out / segment_file_name(base, INDEX_SUFFIX)
@@ -239,10 +628,30 @@ def rebuild_indexes(log_path: str | os.PathLike, out_dir: str | os.PathLike, *,
     return index, timeindex
 
 
+def _restarts_from_evidence(log_path: Path, batches: pd.DataFrame, base: int, index_interval_bytes: int,
+                            rolled: bool) -> tuple[list[int], dict[int, tuple[str, ...]]]:
+    from rmqlab.kafka.index import INDEX_SUFFIX, TIME_INDEX_SUFFIX, OffsetIndex, TimeIndex, segment_file_name
+
+    candidates, _ = restart_candidates(log_path, batches)
+    if not candidates:
+        return [], candidates
+    ignored: list[str] = []
+    off = _read_index(log_path.with_name(segment_file_name(base, INDEX_SUFFIX)), OffsetIndex, base,
+                      ("offsets", "positions"), ignored)
+    tim = _read_index(log_path.with_name(segment_file_name(base, TIME_INDEX_SUFFIX)), TimeIndex, base,
+                      ("timestamps", "offsets"), ignored)
+    if off.entries is None and tim.entries is None:
+        return [o for o, ev in candidates.items() if _is_shutdown(ev)], candidates
+    return choose_restarts(batches, off.entries, tim.entries, candidates, index_interval_bytes=index_interval_bytes,
+                           rolled=rolled), candidates
+
+
 @dataclass
 class SegmentReport:
     """What :func:`verify_segment` found for one segment. ``ok``: every check passed (explained
-    pre-3.8 time entries allowed)."""
+    pre-3.8 time entries allowed). ``restarts``: where the broker restarted inside the segment,
+    with the evidence; ``notes``: healthy states worth saying (absent or preallocated index
+    files, restart evidence the entries do not show), never failures."""
 
     log: str
     base_offset: int | None = None
@@ -254,10 +663,14 @@ class SegmentReport:
     expected_time_entries: int | None = None
     errors: list[str] = field(default_factory=list)
     mismatches: list[Mismatch] = field(default_factory=list)
+    restarts: list[Restart] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    #: the segment was rolled or closed (its time index ends with the closing entry)
+    closed: bool | None = None
 
     @property
     def explained(self) -> list[Mismatch]:
-        return [m for m in self.mismatches if m.kind == "pre-3.8 time entry"]
+        return [m for m in self.mismatches if m.kind == PRE_38_TIME_ENTRY]
 
     @property
     def ok(self) -> bool:
@@ -267,36 +680,62 @@ class SegmentReport:
         return {"log": self.log, "base_offset": self.base_offset, "ok": self.ok, "batches": self.batches,
                 "log_bytes": self.log_bytes, "offset_entries": self.offset_entries,
                 "time_entries": self.time_entries, "expected_offset_entries": self.expected_offset_entries,
-                "expected_time_entries": self.expected_time_entries, "errors": list(self.errors),
-                "mismatches": [m.as_dict() for m in self.mismatches]}
+                "expected_time_entries": self.expected_time_entries, "closed": self.closed,
+                "restarts": [r.as_dict() for r in self.restarts], "notes": list(self.notes),
+                "errors": list(self.errors), "mismatches": [m.as_dict() for m in self.mismatches]}
 
     def summary(self) -> str:
         """One line, like kafka-dump-log's per-file summary."""
         state = "ok" if self.ok else "FAILED"
         extra = f", {len(self.explained)} pre-3.8 time entries explained" if self.explained else ""
+        extra += f", {len(self.restarts)} restart{'s' * (len(self.restarts) != 1)}" if self.restarts else ""
         bad = len(self.mismatches) - len(self.explained) + len(self.errors)
+        def index(found: int | None) -> str:
+            return "absent" if found is None else f"{found} entries"
+
         return (f"{self.log}: {state}: {self.batches} batches, {self.log_bytes:,} bytes; offset index "
-                f"{self.offset_entries} entries (rule: {self.expected_offset_entries}), time index "
-                f"{self.time_entries} entries (rule: {self.expected_time_entries}){extra}"
+                f"{index(self.offset_entries)} (rule: {self.expected_offset_entries}), time index "
+                f"{index(self.time_entries)} (rule: {self.expected_time_entries}){extra}"
                 + (f"; {bad} problems" if bad else ""))
 
 
+def _entries_text(entries: np.ndarray, what: str, limit: int = 3) -> str:
+    """`entries` counted and, up to `limit`, shown: "1 time entry: (1725787379647, 1357)"."""
+    n = len(entries)
+    text = f"{n} {what}{'y' if n == 1 else 'ies'}"
+    if n:
+        text += ": " + ", ".join(str(tuple(map(int, e))) for e in entries[:limit]) + (", ..." if n > limit else "")
+    return text
+
+
 def verify_segment(log_path: str | os.PathLike, *, index_interval_bytes: int = INDEX_INTERVAL_BYTES,
-                   rolled: bool = True) -> SegmentReport:
+                   rolled: bool | None = None, restarts=None, infer: bool = True) -> SegmentReport:
     """Check one segment: every batch CRC, the records of compressed batches
     (:func:`~rmqlab.kafka.log.compressed_batch_problems`), the index files' own invariants
     (:meth:`OffsetIndex.problems` / :meth:`TimeIndex.problems`), and every entry against the
-    broker's rule (:func:`compare`). Missing index files, a torn tail or a bad file are errors
-    in the report, not exceptions. Read-only. Cost: one walk of the batch headers and one read
-    of each index."""
-    from rmqlab.kafka.index import (
-        INDEX_SUFFIX,
-        TIME_INDEX_SUFFIX,
-        OffsetIndex,
-        TimeIndex,
-        base_offset_of,
-        segment_file_name,
-    )
+    broker's rule (:func:`compare`), restarts included.
+
+    Units: a report. Cost: one walk of the batch headers, one read of each index, and the
+    rule evaluations of :func:`choose_restarts` when there is restart evidence.
+
+    >>> import tempfile
+    >>> from rmqlab.kafka.log import KafkaRecord, write_segment
+    >>> log = write_segment(tempfile.mkdtemp(), 0, [KafkaRecord(i, 1000 * i, None, bytes(900)) for i in range(9)])
+    >>> verify_segment(log).notes[0][:60]
+    'no index files: the broker rebuilds them when it loads the l'
+
+    `rolled`: the segment was rolled or closed, so its time index ends with the closing entry;
+    None (the default) decides: yes when a later segment is beside it, else (the active
+    segment) yes when its index files are trimmed (a clean shutdown or roll trims them), no
+    when they are preallocated with a zero-filled tail (the broker was running or crashed).
+    `restarts`: the restart offsets; None (the default) takes them from the evidence beside the
+    segment (:func:`restart_candidates`, applied where the entries agree:
+    :func:`choose_restarts`) and, with `infer`, from the entries alone when one restart point
+    explains every later entry (:func:`infer_restart`). Absent index files are notes, not
+    failures: the broker rebuilds them on load. A torn tail or a bad file is an error in the
+    report, not an exception. Read-only.
+    """
+    from rmqlab.kafka.index import base_offset_of
 
     log_path = Path(log_path)
     rep = SegmentReport(log=str(log_path))
@@ -312,32 +751,95 @@ def verify_segment(log_path: str | os.PathLike, *, index_interval_bytes: int = I
         rep.errors.append(f"{log_path}: offset {row.position}: crc: stored {row.crc:#010x} does not match the batch")
     from rmqlab.kafka.log import compressed_batch_problems
     rep.errors.extend(compressed_batch_problems(log_path))
-    want_off, want_time = expected_entries(batches, index_interval_bytes, rolled=rolled)
-    rep.expected_offset_entries, rep.expected_time_entries = len(want_off), len(want_time)
-    index_path = log_path.with_name(segment_file_name(rep.base_offset, INDEX_SUFFIX))
-    time_path = log_path.with_name(segment_file_name(rep.base_offset, TIME_INDEX_SUFFIX))
-    found: dict[str, np.ndarray] = {}
-    for path, cls, cols in ((index_path, OffsetIndex, ("offsets", "positions")),
-                            (time_path, TimeIndex, ("timestamps", "offsets"))):
-        if not path.exists():
-            rep.errors.append(f"{path}: missing")
-            continue
-        try:
-            with cls.open(path, rep.base_offset) as idx:
-                rep.errors.extend(str(p) for p in idx.problems())
-                found[path.suffix] = np.stack([np.asarray(getattr(idx, c), np.int64) for c in cols], axis=1) \
-                    if idx.entry_count else np.zeros((0, 2), np.int64)
-        except RmqlabError as e:
-            rep.errors.append(str(e))
-    if ".index" in found:
-        rep.offset_entries = len(found[".index"])
-    if ".timeindex" in found:
-        rep.time_entries = len(found[".timeindex"])
-    if len(found) == 2:
-        rep.mismatches = compare(batches, found[".index"], found[".timeindex"], offset_file=str(index_path),
-                                 time_file=str(time_path), index_interval_bytes=index_interval_bytes,
-                                 rolled=rolled)
+    _check_indexes(rep, log_path, batches, index_interval_bytes, rolled, restarts, infer)
     return rep
+
+
+def _check_indexes(rep: SegmentReport, log_path: Path, batches: pd.DataFrame, interval: int,
+                   rolled: bool | None, restarts, infer: bool) -> None:
+    from rmqlab.kafka.index import (
+        INDEX_SUFFIX,
+        LOG_SUFFIX,
+        TIME_INDEX_SUFFIX,
+        OffsetIndex,
+        TimeIndex,
+        segment_file_name,
+    )
+
+    base = rep.base_offset
+    assert base is not None
+    off = _read_index(log_path.with_name(segment_file_name(base, INDEX_SUFFIX)), OffsetIndex, base,
+                      ("offsets", "positions"), rep.errors)
+    tim = _read_index(log_path.with_name(segment_file_name(base, TIME_INDEX_SUFFIX)), TimeIndex, base,
+                      ("timestamps", "offsets"), rep.errors)
+    if off.slots < 0 or tim.slots < 0:
+        return
+    later = [p for p in log_path.parent.glob("*" + LOG_SUFFIX) if p.name > log_path.name]
+    end_offset = int(batches["last_offset"].iloc[-1]) + 1 if len(batches) else base
+    shutdown_snapshot = _snapshot_offsets(log_path.parent).get(end_offset) if not later else None
+    if off.entries is None:
+        # LogLoader.loadSegmentFiles: LogSegment.sanityCheck throws NoSuchFileException, and the
+        # segment is recovered (LogSegment.recover): both indexes rebuilt from position 0 and
+        # the closing time entry appended, whatever restarts there were
+        want_off, want_time = expected_entries(batches, interval, rolled=True)
+        rep.expected_offset_entries, rep.expected_time_entries = len(want_off), len(want_time)
+        which = "no index files" if tim.entries is None else f"no {INDEX_SUFFIX} file"
+        rep.notes.append(
+            f"{which}: the broker rebuilds them when it loads the log (\"Could not find offset index file "
+            f"corresponding to log file {log_path}, recovering segment and rebuilding index files...\", then "
+            f"LogSegment.recover); the rule's entries would be {_entries_text(want_off, 'offset entr')} "
+            f"and {_entries_text(want_time, 'time entr')}")
+        return
+    if rolled is None:
+        rolled = bool(later) or not (off.untrimmed or tim.untrimmed)
+    rep.closed = rolled
+    if not later and (off.untrimmed or tim.untrimmed):
+        rep.notes.append(
+            f"active segment with preallocated index files ({off.slots} and {tim.slots} slots, entries "
+            f"then a zero-filled tail): the broker was running or did not shut down cleanly; a clean "
+            f"shutdown trims them and appends the closing time entry, so "
+            + ("none is expected" if not rolled else "it is expected (as asked)"))
+    elif not later and shutdown_snapshot:
+        rep.notes.append(f"closed at shutdown: {shutdown_snapshot} is at the log end offset {end_offset}, and "
+                         f"the index files are trimmed; the time index ends with the closing entry")
+    if tim.entries is None:
+        # LogSegment.sanityCheck(timeIndexFileNewlyCreated): a missing time index is created
+        # empty and filled from the next append on, not rebuilt
+        rep.notes.append(f"no {TIME_INDEX_SUFFIX} file: the broker creates it empty when it loads the segment "
+                         f"and appends to it from then on (LogSegment.sanityCheck); only the offset index "
+                         f"is checked")
+
+    evidence: dict[int, tuple[str, ...]] = {}
+    if restarts is None:
+        evidence, notes = restart_candidates(log_path, batches)
+        rep.notes.extend(notes)
+        chosen = choose_restarts(batches, off.entries, tim.entries, evidence, index_interval_bytes=interval,
+                                 rolled=rolled)
+        for o, ev in evidence.items():
+            if o not in chosen and _is_shutdown(ev):
+                rep.notes.append(f"restart evidence at offset {o} ({', '.join(ev)}) that the index "
+                                 f"entries do not show")
+        if infer and off.entries is not None and tim.entries is not None:
+            extra = infer_restart(batches, off.entries, tim.entries, chosen, index_interval_bytes=interval,
+                                  rolled=rolled)
+            if extra is not None:
+                evidence[extra] = ("no file says so, but one restart there explains every later entry "
+                                   "exactly, the closing time entry included",)
+                chosen = sorted(chosen + [extra])
+    else:
+        chosen = sorted(int(r) for r in restarts)
+        evidence = {o: ("given",) for o in chosen}
+    try:
+        want_off, want_time = expected_entries(batches, interval, rolled=rolled, restarts=chosen)
+    except ValueError as e:
+        rep.errors.append(f"{log_path}: {e}")
+        return
+    rep.expected_offset_entries, rep.expected_time_entries = len(want_off), len(want_time)
+    rep.offset_entries = len(off.entries)
+    rep.time_entries = None if tim.entries is None else len(tim.entries)
+    rep.restarts = _describe_restarts(batches, chosen, evidence, index_interval_bytes=interval, rolled=rolled)
+    rep.mismatches = compare(batches, off.entries, tim.entries, offset_file=str(off.path), time_file=str(tim.path),
+                             index_interval_bytes=interval, rolled=rolled, restarts=chosen)
 
 
 def verify_directory(directory: str | os.PathLike, **kwargs) -> list[SegmentReport]:
