@@ -213,7 +213,7 @@ def _inner(wrapper: _Message, position: int, path, verify_crc: bool) -> list[tup
     """(absolute offset, message) of each inner message of a compressed wrapper, as
     AbstractLegacyRecordBatch's DeepRecordsIterator gives them."""
     codec = wrapper.attributes & _CODEC_MASK
-    value_at = position + wrapper.value_at
+    value_at = wrapper.value_at
     name = codecs.CODEC_NAMES.get(codec, f"unknown({codec})")
     if codec not in _LEGACY_CODECS:
         raise FormatError(f"compression codec {codec} ({name}) in a magic v{wrapper.magic} wrapper: legacy messages "
@@ -224,8 +224,10 @@ def _inner(wrapper: _Message, position: int, path, verify_crc: bool) -> list[tup
                           f"value\")", path=path, offset=value_at - _LENGTH.size, field="valueLength")
     payload = codecs.decompress(codec, wrapper.value, magic=wrapper.magic, path=path, offset=value_at)
 
-    def where(q):
-        return value_at, f"inner@{q}.", f"wrapper at {position}, byte {q} of its decompressed {name} payload: "
+    def where(q, start=None):
+        """Errors inside the payload name the wrapper's value and the inner entry's start in it."""
+        start = q if start is None else start
+        return value_at, f"inner@{start}.", f"wrapper at {position}, byte {q} of its decompressed {name} payload: "
 
     out: list[_Message] = []
     p, n = 0, len(payload)
@@ -235,17 +237,17 @@ def _inner(wrapper: _Message, position: int, path, verify_crc: bool) -> list[tup
             break
         (size,) = _LENGTH.unpack_from(payload, p + 8)
         if size < RECORD_OVERHEAD[0]:
-            at, prefix, ctx = where(p + 8)
+            at, prefix, ctx = where(p + 8, p)
             raise FormatError(f"{ctx}messageSize {size} is below the minimum record overhead "
                               f"({RECORD_OVERHEAD[0]})", path=path, offset=at, field=prefix + "messageSize")
         if n - p - LOG_OVERHEAD < size:
             break        # a partial last inner message: DataLogInputStream ends there
-        m = _parse(payload, p, path, where, magic_known=False)
+        m = _parse(payload, p, path, lambda q, s=p: where(q, s), magic_known=False)
         if verify_crc and not m.crc_ok:
-            at, prefix, ctx = where(p + 12)
+            at, prefix, ctx = where(p + LOG_OVERHEAD, p)
             raise _crc_error(path, at, m.crc, prefix + "crc", ctx)
         if m.attributes & _CODEC_MASK:
-            at, prefix, ctx = where(p + CRC_START + 1)
+            at, prefix, ctx = where(p + CRC_START + 1, p)
             raise FormatError(f"{ctx}the inner message is itself compressed (\"Inner messages must not be "
                               f"compressed\")", path=path, offset=at, field=prefix + "attributes")
         out.append(m)
