@@ -1,4 +1,5 @@
-"""Kafka's log segment (``<base offset>.log``): magic v2 record batches, read and written byte for byte.
+"""Kafka's log segment (``<base offset>.log``): magic v2 record batches, read and written byte for byte;
+the legacy v0/v1 message sets of older brokers read beside them (:mod:`rmqlab.kafka.legacy`).
 
 Mirrors ``org.apache.kafka.common.record.DefaultRecordBatch`` (header layout, attributes, CRC
 range), ``DefaultRecord`` (the record inside an uncompressed batch), ``FileLogInputStream``
@@ -30,14 +31,23 @@ timestampDelta``, or ``maxTimestamp`` for the whole batch when the batch is LogA
 
 Readers: :func:`walk_batches` (one :class:`Batch` at a time), :func:`read_batches` (headers
 as a DataFrame, CRCs checked in C), :func:`read_records` (records of the uncompressed
-batches as a DataFrame), :func:`scan_key` (records with one key: Kafka has no key index, a
-key look-up is this scan). Writers: :func:`encode_batches`, :class:`SegmentWriter`,
+batches and of legacy entries as a DataFrame), :func:`scan_key` (records with one key: Kafka
+has no key index, a key look-up is this scan). Writers: :func:`encode_batches`, :class:`SegmentWriter`,
 :func:`write_segment`; :func:`records_from_workload` turns rmqlab's synthetic workload into
 records, so the same messages can be stored as a RocketMQ CommitLog and as a Kafka segment.
 
-Damage. Bad bytes raise a typed error naming file, byte offset and field: magic other than 2
-(only v2 is supported), a ``batchLength`` below the header, a bad varint or length inside a
-record (:class:`~rmqlab.errors.FormatError`). A segment may end inside a batch (a torn write):
+Legacy entries. A v2 batch and a v0/v1 message both start with offset i64 and length i32 and
+have magic at byte 16, so one walk covers a segment whose message format was upgraded, as
+``FileLogInputStream`` reads it: magic 0/1 entries are rows of :func:`read_batches` (``magic``
+0 or 1, ``base_offset`` / ``last_offset`` as ``AbstractLegacyRecordBatch`` gives them,
+``crc_ok`` by CRC-32; their compressed wrappers are decompressed for the first offset) and
+their (inner) records rows of :func:`read_records`, which then has the columns ``magic``,
+``timestamp_type``, ``compression``, ``crc``, ``crc_ok`` too.
+
+Damage. Bad bytes raise a typed error naming file, byte offset and field: magic other than
+0, 1 or 2, a ``batchLength`` below the header (a legacy ``messageSize`` below its fixed
+fields), a bad varint or length inside a record, a legacy wrapper that does not decode
+(:class:`~rmqlab.errors.FormatError`). A segment may end inside a batch (a torn write):
 that raises :class:`~rmqlab.errors.TruncatedFileError` at the batch's offset, or, with
 ``torn_tail="stop"``, ends the walk there quietly as Kafka's recovery does (it truncates the
 segment to its last whole batch); ``report.torn_tail`` says where. A CRC mismatch is a
@@ -381,8 +391,9 @@ def walk_batches(source, *, verify_crc: bool = False,
                  torn_tail: Literal["raise", "stop"] = "raise") -> BatchStream:
     """Iterate the batch headers of a segment (a path, or bytes-like data) in file order.
 
-    Compressed batches are walked by their headers alone (nothing is decompressed). Raises
-    FormatError for magic other than 2 or a batchLength below the header, TruncatedFileError
+    Compressed v2 batches are walked by their headers alone (a legacy wrapper is decompressed
+    for its first offset). Raises FormatError for magic other than 0, 1, 2 or a length below
+    the header (or a legacy entry that does not decode), TruncatedFileError
     (offset = the torn batch's position) when the file ends inside a batch unless
     ``torn_tail="stop"``; with `verify_crc` a CRC mismatch raises FormatError (field "crc"),
     otherwise it is ``crc_ok=False``. Cost: one 61-byte read and one CRC-32C pass per batch
@@ -1002,7 +1013,9 @@ def read_records(source, *, values: bool = True, headers: bool = True, verify_cr
     ``attributes``, ``key`` / ``value`` (bytes, None for null), ``key_size`` / ``value_size``
     (-1 for null), ``headers_count`` and ``headers`` (list of (str key, bytes-or-None value)).
     `values` / `headers` False leave those columns out. Compressed batches are skipped (their
-    positions in ``df.attrs["skipped_batches"]``), or raise with ``compressed="raise"``.
+    positions in ``df.attrs["skipped_batches"]``), or raise with ``compressed="raise"``. The
+    records of legacy (magic 0/1) entries, inner messages of wrappers included, are rows too
+    (see the module docstring).
 
     Bad varints and lengths raise FormatError naming the field (e.g. ``record[3].keyLength``)
     and its byte offset; batch-level errors as :func:`read_batches`. Cost: the record chain
