@@ -1332,10 +1332,12 @@ class KafkaLogTarget(Target):
     """Kafka .log segments: walk_batches, read_batches (compared with the walk: same batches or
     the same error), read_records (records bounded by the bytes and the headers' counts),
     scan_key, compressed_batch_problems; from bytes, and on some inputs from a file. A "fixcrc"
-    op recomputes every walkable batch's CRC-32C after the other edits, so mutations also reach
-    the record decoder with verify_crc=True. Compressed seeds (each codec, written here, and
-    the first batches of real lz4 and gzip segments when ../shared is there) reach the
-    decompression and the compressed batches' record checks."""
+    op recomputes every walkable batch's CRC-32C (a legacy message's CRC-32) after the other
+    edits, so mutations also reach the record decoder with verify_crc=True. Compressed seeds
+    (each codec, written here, and the first batches of real lz4 and gzip segments when
+    ../shared is there) reach the decompression and the compressed batches' record checks.
+    Legacy seeds: magic v0/v1 message sets, plain and with compressed wrappers (their inner
+    messages in decompressed bytes), and one mixing v1 and v2."""
 
     name = "kafka-log"
     anonymous_errors = True
@@ -1381,6 +1383,35 @@ class KafkaLogTarget(Target):
                     hot += [p, p + 1, p + 2, p + s - 1]
             out.append(Seed(name, data, fields, sorted({h for h in hot if 0 <= h < len(data)}),
                             _kafka_log_special, {}))
+        return out + self._legacy_seeds()
+
+    def _legacy_seeds(self) -> list[Seed]:
+        from rmqlab.kafka import legacy as lg
+        from rmqlab.kafka import log as kl
+
+        recs = [(10 + i, 1718000000000 + 7 * i, None if i % 3 == 2 else b"k%d" % (i % 2), b"v" * (i % 4))
+                for i in range(6)]
+        v1 = lg.encode_message_set(recs, magic=1)
+        specs = {
+            "legacy-v0": lg.encode_message_set(recs, magic=0),
+            "legacy-v1": v1,
+            "legacy-v0-gzip": lg.encode_message_set(recs, magic=0, compression="gzip", records_per_wrapper=4),
+            "legacy-v1-lz4": lg.encode_message_set(recs, magic=1, compression="lz4", records_per_wrapper=3),
+            "legacy-v1-snappy-lat": lg.encode_message_set(recs, magic=1, compression="snappy", records_per_wrapper=6,
+                                                          timestamp_type="LogAppendTime", log_append_time=5),
+            "legacy-v1-then-v2": v1 + kl.encode_batches([kl.KafkaRecord(16, 1718000000100, b"k1", b"v2")])
+            .data.tobytes(),
+        }
+        out = []
+        for name, data in specs.items():
+            fields, hot = [], []
+            for p, magic in zip(kl.read_batches(data)["position"].tolist(), kl.read_batches(data)["magic"].tolist()):
+                size = 12 + int.from_bytes(data[p + 8:p + 12], "big")
+                layout = kl.HEADER if magic == 2 else lg.MESSAGE_V1 if magic == 1 else lg.MESSAGE_V0
+                fields += [Field(f"entry@{p}.{f.name}", p + f.offset, f.size, (size, size - 12, 14, 22, 0, 2, 4, 0x08))
+                           for f in layout.fields]
+                hot += [p + layout.size, p + layout.size + 4, p + size - 1]
+            out.append(Seed(name, data, fields, hot, _kafka_log_special, {"legacy": True}))
         return out
 
     def run(self, rt, seed, data, ops, rng, heavy):
@@ -1405,8 +1436,8 @@ class KafkaLogTarget(Target):
                 raise
 
         bs = rt.call("walk_batches", walk)
-        if bs is not None:
-            rt.expect(len(bs) <= len(data) // 61 + 1, "walk_batches", f"{len(bs)} batches from {len(data)} bytes")
+        if bs is not None:   # every whole entry is at least 26 bytes (a v0 message)
+            rt.expect(len(bs) <= len(data) // 26 + 1, "walk_batches", f"{len(bs)} batches from {len(data)} bytes")
             if rt.want(rng, 0.1):
                 for b in bs[:2]:
                     _ = (b.compression, b.timestamp_type, b.is_control, b.last_offset)   # must not raise
@@ -1434,6 +1465,10 @@ class KafkaLogTarget(Target):
                 rt.expect(len(d.position) <= counted, "read_records",
                           f"{len(d.position)} records but the headers count {counted}")
                 del d
+                if d.legacy is not None:   # plain legacy records take 26 bytes or more of the file
+                    plain = sum(c == "none" for c in d.legacy.compression)
+                    rt.expect(plain <= len(data) // 26, "read_records",
+                              f"{plain} legacy records from {len(data)} bytes")
         if rt.want(rng, 0.08):
             rt.call("read_batches", kl.read_batches, src, verify_crc=vc, torn_tail=torn)
         if rt.want(rng, 0.08):
@@ -1449,6 +1484,8 @@ class KafkaLogTarget(Target):
 
 
 def _kafka_log_special(ch, seed: Seed) -> list[tuple]:
+    if seed.meta.get("legacy"):
+        return _kafka_legacy_special(ch, seed)
     kind = ch.pick(("varint", "varint", "fixcrc", "compress", "lat"))
     if kind == "varint" and seed.hot:
         return [("write", ch.pick(seed.hot), ch.pick(HOSTILE_VARINTS)), ("fixcrc",)]
@@ -1461,17 +1498,36 @@ def _kafka_log_special(ch, seed: Seed) -> list[tuple]:
     return [("fixcrc",)]
 
 
+def _kafka_legacy_special(ch, seed: Seed) -> list[tuple]:
+    """Legacy entries: hostile key/value lengths and messageSizes, codec and timestamp-type bits
+    changed (a plain message read as a wrapper, a wrapper as zstd), each with the CRC-32 fixed."""
+    kind = ch.pick(("length", "length", "codec", "fixcrc"))
+    if kind == "length" and seed.hot:
+        return [("set", ch.pick(seed.hot), 4, ch.pick((-1, -2, 0, 1, 2**31 - 1, 14, 22, 100))), ("fixcrc",)]
+    if kind == "codec":
+        f = ch.pick([x for x in seed.fields if x.name.endswith(".attributes")])
+        return [("set", f.offset, f.size, ch.pick((1, 2, 3, 4, 5, 7, 0x08, 0x0B, 0x10))), ("fixcrc",)]
+    return [("fixcrc",)]
+
+
 def _fix_crcs(data: bytes) -> bytes:
-    """Recompute the CRC-32C of every batch the walk can reach (attributes .. batch end)."""
+    """Recompute the CRC-32C of every v2 batch the walk can reach (attributes .. batch end) and
+    the CRC-32 of every legacy message (magic .. end)."""
     from rmqlab._crc32c import crc32c
 
     b = bytearray(data)
     p = 0
-    while p + 61 <= len(b):
+    while p + 17 <= len(b):
         size = int.from_bytes(b[p + 8:p + 12], "big", signed=True) + 12
-        if size < 61 or p + size > len(b):
+        magic = b[p + 16]
+        if size < (61 if magic == 2 else 26) or p + size > len(b):
             break
-        b[p + 17:p + 21] = crc32c(bytes(b[p + 21:p + size])).to_bytes(4, "big")
+        if magic == 2:
+            b[p + 17:p + 21] = crc32c(bytes(b[p + 21:p + size])).to_bytes(4, "big")
+        elif magic in (0, 1):
+            b[p + 12:p + 16] = zlib.crc32(bytes(b[p + 16:p + size])).to_bytes(4, "big")
+        else:
+            break
         p += size
     return bytes(b)
 

@@ -474,17 +474,32 @@ def test_crc_field_itself_damaged():
     assert read_batches(bytes(raw))["crc_ok"].tolist() == [False, True, True]
 
 
-@pytest.mark.parametrize("magic", [0, 1, 3, -1])
-def test_magic_other_than_2_is_a_format_error(magic):
+@pytest.mark.parametrize("magic", [3, -1, 127])
+def test_magic_other_than_0_1_2_is_a_format_error(magic):
     raw = bytearray(segment().data.tobytes())
     p = int(segment().position[1])
     raw[p + 16] = magic & 0xFF
-    with pytest.raises(FormatError, match="only magic v2") as e:
+    with pytest.raises(FormatError, match="not a Kafka log format") as e:
         read_batches(bytes(raw))
     assert not isinstance(e.value, TruncatedFileError)
     assert (e.value.field, e.value.offset) == ("magic", p + 16)
     with pytest.raises(FormatError, match="v2"):
         list(walk_batches(bytes(raw)))
+
+
+@pytest.mark.parametrize("magic", [0, 1])
+def test_v2_bytes_read_as_a_legacy_message_do_not_pass(magic):
+    """A v2 batch whose magic byte says 0 or 1 is walked as a legacy message (as
+    FileLogInputStream does); its v2 fields do not make a valid message: an error or a bad CRC-32."""
+    raw = bytearray(segment().data.tobytes())
+    p = int(segment().position[1])
+    raw[p + 16] = magic
+    try:
+        b = read_batches(bytes(raw))
+    except FormatError as e:
+        assert e.offset is not None and p <= e.offset < p + int(segment().size[1])
+    else:
+        assert b["crc_ok"].tolist() == [True, False, True] and b["magic"].tolist() == [2, magic, 2]
 
 
 def test_batch_length_below_header():
@@ -805,10 +820,10 @@ def test_real_damage(tmp_path):
     assert len(kept) == i and kept.attrs["report"].torn_tail == p
     with pytest.raises(TruncatedFileError):
         read_records(torn)
-    # a v1 magic byte is refused, naming v2
+    # a magic byte that is no Kafka format is refused
     legacy = bytearray(raw)
-    legacy[p + 16] = 1
-    with pytest.raises(FormatError, match="only magic v2"):
+    legacy[p + 16] = 5
+    with pytest.raises(FormatError, match="not a Kafka log format"):
         read_batches(bytes(legacy))
 
 

@@ -118,7 +118,7 @@ def dump_file(path: str | Path, *, records: bool = False, print_data: bool = Fal
         batches = read_batches(path)
         cols = ["position", "size", "base_offset", "last_offset", "records_count", "base_timestamp",
                 "max_timestamp", "compression", "timestamp_type", "is_transactional", "is_control",
-                "producer_id", "producer_epoch", "base_sequence", "partition_leader_epoch", "crc", "crc_ok"]
+                "producer_id", "producer_epoch", "base_sequence", "partition_leader_epoch", "magic", "crc", "crc_ok"]
         out["batches"] = [{c: (v.item() if hasattr(v, "item") else v) for c, v in row.items()}
                           for row in batches[cols].to_dict(orient="records")]
         if records or print_data or decoder:
@@ -174,16 +174,24 @@ def _dump(args) -> int:
             for r in d.get("records", []):
                 records_of.setdefault(r["batch_position"], []).append(r)
             for b in d["batches"]:
-                print(f"baseOffset: {b['base_offset']} lastOffset: {b['last_offset']} count: {b['records_count']} "
-                      f"producerId: {b['producer_id']} producerEpoch: {b['producer_epoch']} "
-                      f"baseSequence: {b['base_sequence']} partitionLeaderEpoch: {b['partition_leader_epoch']} "
-                      f"isTransactional: {str(b['is_transactional']).lower()} "
-                      f"isControl: {str(b['is_control']).lower()} position: {b['position']} "
-                      f"{b['timestamp_type']}: {b['max_timestamp']} size: {b['size']} magic: 2 "
-                      f"compresscodec: {b['compression']} crc: {b['crc']} isvalid: {str(b['crc_ok']).lower()}")
+                print(_batch_line(b))
                 for r in records_of.get(b["position"], []):
                     print(_record_line(r))
     return 0
+
+
+def _batch_line(b: dict[str, Any]) -> str:
+    """A batch as kafka-dump-log prints it (DumpLogSegments.dumpLog): a v2 batch with its
+    producer fields, a legacy (magic 0/1) entry by its offset alone."""
+    tail = (f"{b['timestamp_type']}: {b['max_timestamp']} size: {b['size']} magic: {b['magic']} "
+            f"compresscodec: {b['compression']} crc: {b['crc']} isvalid: {str(b['crc_ok']).lower()}")
+    if b["magic"] < 2:
+        return f"offset: {b['last_offset']} position: {b['position']} " + tail
+    return (f"baseOffset: {b['base_offset']} lastOffset: {b['last_offset']} count: {b['records_count']} "
+            f"producerId: {b['producer_id']} producerEpoch: {b['producer_epoch']} "
+            f"baseSequence: {b['base_sequence']} partitionLeaderEpoch: {b['partition_leader_epoch']} "
+            f"isTransactional: {str(b['is_transactional']).lower()} "
+            f"isControl: {str(b['is_control']).lower()} position: {b['position']} " + tail)
 
 
 def _record_line(r: dict[str, Any]) -> str:

@@ -1,4 +1,5 @@
-"""Kafka's log segment (``<base offset>.log``): magic v2 record batches, read and written byte for byte.
+"""Kafka's log segment (``<base offset>.log``): magic v2 record batches, read and written byte for byte;
+the legacy v0/v1 message sets of older brokers read beside them (:mod:`rmqlab.kafka.legacy`).
 
 Mirrors ``org.apache.kafka.common.record.DefaultRecordBatch`` (header layout, attributes, CRC
 range), ``DefaultRecord`` (the record inside an uncompressed batch), ``FileLogInputStream``
@@ -42,19 +43,28 @@ batch, the offset from the end of its header). A compressed batch must hold exac
 
 Readers: :func:`walk_batches` (one :class:`Batch` at a time), :func:`read_batches` (headers
 as a DataFrame, CRCs checked in C), :func:`read_records` (every record, compressed batches
-decompressed, as a DataFrame), :func:`scan_key` (records with one key: Kafka has no key
-index, a key look-up is this scan), :func:`compressed_batch_problems` (every damaged
-compressed batch, for ``rmqlab kafka verify``). Writers (uncompressed or any of the four
-codecs): :func:`encode_batches`, :class:`SegmentWriter`, :func:`write_segment`;
+decompressed and legacy entries included, as a DataFrame), :func:`scan_key` (records with one
+key: Kafka has no key index, a key look-up is this scan), :func:`compressed_batch_problems`
+(every damaged compressed batch, for ``rmqlab kafka verify``). Writers (uncompressed or any of
+the four codecs): :func:`encode_batches`, :class:`SegmentWriter`, :func:`write_segment`;
 :func:`records_from_workload` turns rmqlab's synthetic workload into records, so the same
 messages can be stored as a RocketMQ CommitLog and as a Kafka segment.
 
-Damage. Bad bytes raise a typed error naming file, byte offset and field: magic other than 2
-(only v2 is supported), a ``batchLength`` below the header, a bad varint or length inside a
-record, a compressed payload that does not decompress, a record count or offsetDelta that
-does not agree with the header (:class:`~rmqlab.errors.FormatError`). A segment may end
-inside a batch (a torn write): that raises :class:`~rmqlab.errors.TruncatedFileError` at
-the batch's offset, or, with
+Legacy entries. A v2 batch and a v0/v1 message both start with offset i64 and length i32 and
+have magic at byte 16, so one walk covers a segment whose message format was upgraded, as
+``FileLogInputStream`` reads it: magic 0/1 entries are rows of :func:`read_batches` (``magic``
+0 or 1, ``base_offset`` / ``last_offset`` as ``AbstractLegacyRecordBatch`` gives them,
+``crc_ok`` by CRC-32; their compressed wrappers are decompressed for the first offset) and
+their (inner) records rows of :func:`read_records`, which then has the columns ``magic``,
+``timestamp_type``, ``compression``, ``crc``, ``crc_ok`` too.
+
+Damage. Bad bytes raise a typed error naming file, byte offset and field: magic other than
+0, 1 or 2, a ``batchLength`` below the header (a legacy ``messageSize`` below its fixed
+fields), a bad varint or length inside a record, a compressed payload that does not
+decompress, a record count or offsetDelta that does not agree with the header, a legacy
+wrapper that does not decode (:class:`~rmqlab.errors.FormatError`). A segment may end inside
+a batch (a torn write): that raises :class:`~rmqlab.errors.TruncatedFileError` at the
+batch's offset, or, with
 ``torn_tail="stop"``, ends the walk there quietly as Kafka's recovery does (it truncates the
 segment to its last whole batch); ``report.torn_tail`` says where. A CRC mismatch is a
 ``crc_ok`` of False, or a FormatError when ``verify_crc=True``.
@@ -91,6 +101,7 @@ from rmqlab import _records
 from rmqlab._crc32c import crc32c, crc32c_spans
 from rmqlab.errors import FormatError, RmqlabError, TruncatedFileError
 from rmqlab.formats.layout import Layout
+from rmqlab.kafka import legacy
 from rmqlab.kafka.index import LOG_SUFFIX, segment_file_name
 
 __all__ = [
@@ -152,6 +163,8 @@ _LOCKSTEP_MIN = 16
 #: batchLength, partitionLeaderEpoch, magic: what the walk reads of each batch (from byte 8)
 _LENGTH_TO_MAGIC = struct.Struct(">" + "".join(
     f.code for f in HEADER.fields if HEADER.offset("batch_length") <= f.offset <= HEADER.offset("magic")))
+#: the smallest whole entry by magic: a v0 / v1 legacy message (LegacyRecord), a v2 batch
+_MIN_ENTRY_SIZE = {**legacy.MIN_ENTRY_SIZE, MAGIC: RECORD_BATCH_OVERHEAD}
 
 
 def compression_name(attributes: int) -> str:
@@ -214,19 +227,22 @@ class Batch:
 
     @property
     def timestamp_type(self) -> str:
+        if self.magic == 0:
+            return legacy.NO_TIMESTAMP_TYPE
         return TIMESTAMP_TYPES[bool(self.attributes & TIMESTAMP_TYPE_MASK)]
 
+    # the legacy attributes byte has no bits past the timestamp type
     @property
     def is_transactional(self) -> bool:
-        return bool(self.attributes & TRANSACTIONAL_FLAG_MASK)
+        return self.magic == MAGIC and bool(self.attributes & TRANSACTIONAL_FLAG_MASK)
 
     @property
     def is_control(self) -> bool:
-        return bool(self.attributes & CONTROL_FLAG_MASK)
+        return self.magic == MAGIC and bool(self.attributes & CONTROL_FLAG_MASK)
 
     @property
     def has_delete_horizon(self) -> bool:
-        return bool(self.attributes & DELETE_HORIZON_FLAG_MASK)
+        return self.magic == MAGIC and bool(self.attributes & DELETE_HORIZON_FLAG_MASK)
 
 
 @dataclass
@@ -274,14 +290,15 @@ class _Stop(NamedTuple):
 
 
 def _spans(buf, path) -> Iterator[int | _Stop]:
-    """Position of each whole v2 batch in file order, as FileLogInputStream.nextBatch steps
-    through a segment; a last item _Stop says why the walk ended before the end of the data.
-    At most len(buf) // 61 + 1 steps: every whole batch is at least 61 bytes."""
+    """Position of each whole batch or legacy entry in file order, as FileLogInputStream.nextBatch
+    steps through a segment (both start with offset i64, length i32 and have magic at byte 16);
+    a last item _Stop says why the walk ended before the end of the data. At most
+    len(buf) // 26 + 1 steps: every whole entry is at least 26 bytes (a v0 message)."""
     end = len(buf)
     p = 0
     at_length = HEADER.offset("batch_length")
     unpack = _LENGTH_TO_MAGIC.unpack_from
-    for _ in range(end // RECORD_BATCH_OVERHEAD + 1):
+    for _ in range(end // _MIN_ENTRY_SIZE[0] + 1):
         left = end - p
         if left < HEADER_SIZE_UP_TO_MAGIC:
             if left:
@@ -291,32 +308,37 @@ def _spans(buf, path) -> Iterator[int | _Stop]:
             return
         batch_length, _, magic = unpack(buf, p + at_length)
         size = batch_length + LOG_OVERHEAD
-        if magic != MAGIC or size < RECORD_BATCH_OVERHEAD or size > left:
+        if magic not in _MIN_ENTRY_SIZE or size < _MIN_ENTRY_SIZE[magic] or size > left:
             yield _bad_batch(buf, p, path, batch_length, magic)
             return
         yield p
         p += size
-    raise AssertionError("unreachable: every whole batch is at least 61 bytes")  # pragma: no cover
+    raise AssertionError("unreachable: every whole entry is at least 26 bytes")  # pragma: no cover
 
 
 def _bad_batch(buf, p: int, path, batch_length: int, magic: int) -> _Stop:
     """Why the batch at `p` ends the walk: an all-zero rest of the file (torn), else magic first
-    (the other header fields mean nothing unless it is v2), then a batchLength below the header
-    (corrupt) or past the end of the file (torn)."""
+    (the other header fields mean nothing unless it is 0, 1 or 2), then a length below the
+    header of that magic (corrupt) or past the end of the file (torn)."""
     left = len(buf) - p
     size = batch_length + LOG_OVERHEAD
-    if magic != MAGIC:
-        zeros = _zero_tail(buf, p, path)
+    if magic not in _MIN_ENTRY_SIZE or size < _MIN_ENTRY_SIZE[magic]:
+        zeros = _zero_tail(buf, p, path)   # all zeros reads as a v0 message of size 0
         if zeros:
             return _Stop(zeros, True)
+    if magic not in _MIN_ENTRY_SIZE:
         return _Stop(FormatError(
-            f"magic v{magic}: only magic v2 record batches (Kafka >= 0.11) are supported, not the legacy "
-            f"v0/v1 message sets", path=path, offset=p + HEADER.offset("magic"), field="magic"), False)
-    if size < RECORD_BATCH_OVERHEAD:
-        return _Stop(FormatError(
-            f"batchLength {batch_length} is smaller than the rest of the {RECORD_BATCH_OVERHEAD}-byte v2 batch "
-            f"header ({RECORD_BATCH_OVERHEAD - LOG_OVERHEAD})", path=path,
-            offset=p + HEADER.offset("batch_length"), field="batchLength"), False)
+            f"magic v{magic}: not a Kafka log format (magic v2 record batches, v0/v1 legacy message sets)",
+            path=path, offset=p + HEADER.offset("magic"), field="magic"), False)
+    if size < _MIN_ENTRY_SIZE[magic]:
+        if magic == MAGIC:
+            what = (f"batchLength {batch_length} is smaller than the rest of the {RECORD_BATCH_OVERHEAD}-byte v2 "
+                    f"batch header ({RECORD_BATCH_OVERHEAD - LOG_OVERHEAD})")
+        else:
+            what = (f"messageSize {batch_length} is smaller than a magic v{magic} message's fixed fields "
+                    f"({_MIN_ENTRY_SIZE[magic] - LOG_OVERHEAD})")
+        return _Stop(FormatError(what, path=path, offset=p + HEADER.offset("batch_length"),
+                                 field="batchLength" if magic == MAGIC else "messageSize"), False)
     return _Stop(TruncatedFileError(
         f"batchLength {batch_length} says the batch takes {size} bytes but only {left} are left: the file "
         f"ends inside this batch (a torn write)", path=path, offset=p, field="batchLength"), True)
@@ -360,6 +382,15 @@ class BatchStream:
                         return
                     raise item.error
                 p = item
+                if buf[p + HEADER.offset("magic")] != MAGIC:
+                    cols, _, err = legacy.decode_entries(buf, path, [p], verify_crc=self.verify_crc)
+                    if err is not None:
+                        raise err
+                    rep.batches += 1
+                    rep.valid_bytes = p + int(cols["batch_length"][0]) + LOG_OVERHEAD
+                    yield Batch(p, rep.valid_bytes - p, **{f.name: int(cols[f.name][0]) for f in HEADER.fields},
+                                crc_ok=bool(cols["crc_ok"][0]))
+                    continue
                 h = HEADER.unpack_from(buf, p)
                 size = h.batch_length + LOG_OVERHEAD
                 crc = h.crc & 0xFFFFFFFF
@@ -376,8 +407,9 @@ def walk_batches(source, *, verify_crc: bool = False,
                  torn_tail: Literal["raise", "stop"] = "raise") -> BatchStream:
     """Iterate the batch headers of a segment (a path, or bytes-like data) in file order.
 
-    Compressed batches are walked by their headers alone (nothing is decompressed). Raises
-    FormatError for magic other than 2 or a batchLength below the header, TruncatedFileError
+    Compressed v2 batches are walked by their headers alone (a legacy wrapper is decompressed
+    for its first offset). Raises FormatError for magic other than 0, 1, 2 or a length below
+    the header (or a legacy entry that does not decode), TruncatedFileError
     (offset = the torn batch's position) when the file ends inside a batch unless
     ``torn_tail="stop"``; with `verify_crc` a CRC mismatch raises FormatError (field "crc"),
     otherwise it is ``crc_ok=False``. Cost: one 61-byte read and one CRC-32C pass per batch
@@ -402,27 +434,48 @@ def _gather_headers(U: np.ndarray, positions: np.ndarray) -> np.ndarray:
 
 
 def _batch_table(buf, path, verify_crc: bool, torn_tail: str):
-    """Columns (dict of arrays) of every whole batch, the WalkReport and the first pending error
-    (a CRC mismatch when verifying, a torn tail when raising, a format error) or None."""
+    """Columns (dict of arrays) of every whole batch or legacy entry, the WalkReport and the first
+    pending error (a CRC mismatch when verifying, a legacy entry that does not decode, a torn
+    tail when raising, a format error) or None. Legacy entries are decoded by
+    :func:`rmqlab.kafka.legacy.decode_entries`; their records are ``cols["_legacy_records"]``."""
     report = WalkReport(path=path, file_size=len(buf))
     items = list(_spans(buf, path))
     stop = items.pop() if items and isinstance(items[-1], _Stop) else None
     P = np.array(items, np.int64)
     U = np.frombuffer(buf, np.uint8) if len(buf) else np.empty(0, np.uint8)
-    h = _gather_headers(U, P)
-    cols: dict[str, np.ndarray] = {"position": P}
+    v2 = U[P + HEADER.offset("magic")] == MAGIC if len(P) else np.zeros(0, bool)
+    PV = P[v2]
+    h = _gather_headers(U, PV)
+    cols: dict[str, Any] = {"position": P}
     for f in HEADER.fields:
-        cols[f.name] = h[f.name].astype(np.int64 if f.size >= 4 else np.int16 if f.size == 2 else np.int8)
-    S = cols["size"] = cols["batch_length"] + LOG_OVERHEAD
+        col = np.zeros(len(P), np.int64 if f.size >= 4 else np.int16 if f.size == 2 else np.int8)
+        col[v2] = h[f.name]
+        cols[f.name] = col
     cols["crc"] = cols["crc"] & 0xFFFFFFFF
-    computed = np.empty(len(P), np.uint32)
-    crc32c_spans(U, np.ascontiguousarray(P + CRC_START), np.ascontiguousarray(S - CRC_START), computed)
-    cols["crc_ok"] = computed.astype(np.int64) == cols["crc"]
+    computed = np.empty(len(PV), np.uint32)
+    crc32c_spans(U, np.ascontiguousarray(PV + CRC_START),
+                 np.ascontiguousarray(cols["batch_length"][v2] + LOG_OVERHEAD - CRC_START), computed)
+    crc_ok = np.zeros(len(P), bool)
+    crc_ok[v2] = computed.astype(np.int64) == cols["crc"][v2]
     del U, h
-    pending = None
-    if verify_crc and not cols["crc_ok"].all():
-        i = int(np.argmin(cols["crc_ok"]))
-        pending = _crc_error(path, int(P[i]), int(cols["crc"][i]), int(computed[i]))
+    errors = []
+    if verify_crc and not crc_ok[v2].all():
+        i = int(np.argmin(crc_ok[v2]))
+        errors.append(_crc_error(path, int(PV[i]), int(cols["crc"][v2][i]), int(computed[i])))
+    if not v2.all():
+        old = ~v2
+        lcols, recs, err = legacy.decode_entries(buf, path, P[old], verify_crc=verify_crc)
+        for name, col in lcols.items():
+            if name == "crc_ok":
+                crc_ok[old] = col
+            else:
+                cols[name][old] = col
+        cols["_legacy_records"] = recs
+        if err is not None:
+            errors.append(err)
+    cols["crc_ok"] = crc_ok
+    S = cols["size"] = cols["batch_length"] + LOG_OVERHEAD
+    pending = min(errors, key=lambda e: e.offset) if errors else None
     if stop is not None and pending is None:
         if stop.torn and torn_tail == "stop":
             report.torn_tail, report.torn_reason = stop.error.offset, stop.error.reason
@@ -448,9 +501,12 @@ def _batch_frame(cols, report):
     out["last_offset"] = cols["base_offset"] + cols["last_offset_delta"]
     out["compression"] = comp_names[attrs & COMPRESSION_CODEC_MASK]
     out["timestamp_type"] = np.array(TIMESTAMP_TYPES, dtype=object)[(attrs & TIMESTAMP_TYPE_MASK) >> 3]
-    out["is_transactional"] = (attrs & TRANSACTIONAL_FLAG_MASK) != 0
-    out["is_control"] = (attrs & CONTROL_FLAG_MASK) != 0
-    out["has_delete_horizon"] = (attrs & DELETE_HORIZON_FLAG_MASK) != 0
+    v2 = cols["magic"] == MAGIC
+    if not v2.all():
+        out["timestamp_type"][cols["magic"] == 0] = legacy.NO_TIMESTAMP_TYPE
+    out["is_transactional"] = v2 & ((attrs & TRANSACTIONAL_FLAG_MASK) != 0)
+    out["is_control"] = v2 & ((attrs & CONTROL_FLAG_MASK) != 0)
+    out["has_delete_horizon"] = v2 & ((attrs & DELETE_HORIZON_FLAG_MASK) != 0)
     df = pd.DataFrame({c: out[c] for c in _BATCH_COLUMNS})
     df.attrs["report"] = report
     return df
@@ -741,6 +797,16 @@ class _Decoded:
     header_key_size: np.ndarray
     header_value_pos: np.ndarray
     header_value_size: np.ndarray  # -1 = null
+    legacy: Any = None           # LegacyRecords of the magic 0/1 entries, None when there are none
+
+
+def _without_legacy(cols: dict) -> tuple[dict, Any]:
+    """The v2 rows of a _batch_table and the records of its legacy entries (None if none):
+    the record decode below is v2's, legacy entries were decoded with the walk."""
+    if "_legacy_records" not in cols:
+        return cols, None
+    v2 = cols["magic"] == MAGIC
+    return {k: v[v2] for k, v in cols.items() if not k.startswith("_")}, cols["_legacy_records"]
 
 
 #: read_records / scan_key ``compressed=``: decode the records of compressed batches, or leave
@@ -754,6 +820,7 @@ def _decode(buf, path, *, verify_crc, torn_tail, compressed="decode") -> _Decode
     if torn_tail not in ("raise", "stop"):
         raise ValueError(f"torn_tail must be 'raise' or 'stop', got {torn_tail!r}")
     cols, report, pending = _batch_table(buf, path, verify_crc, torn_tail)
+    cols, legacy_records = _without_legacy(cols)
     fails = _Failures(path)
     if pending is not None:
         fails.add_error(pending)
@@ -770,6 +837,7 @@ def _decode(buf, path, *, verify_crc, torn_tail, compressed="decode") -> _Decode
         raise err
     d.report = report
     d.skipped = cols["position"][comp != 0] if compressed == "skip" else np.empty(0, np.int64)
+    d.legacy = legacy_records
     return d
 
 
@@ -1040,9 +1108,42 @@ def _record_frame(d: _Decoded, *, values: bool, headers: bool, keys: bool = True
             lists[r].append((k.decode("utf-8", "replace"), v))   # Utils.utf8: malformed -> U+FFFD
         out["headers"] = lists
     df = pd.DataFrame({k: out[k] for k in _RECORD_COLUMNS if k in out})
+    if d.legacy is not None:
+        df = _with_legacy_records(df, d, lat)
     df.attrs["report"] = d.report
     df.attrs["skipped_batches"] = d.skipped.tolist()
     return df
+
+
+def _with_legacy_records(df, d: _Decoded, lat: np.ndarray):
+    """The v2 records `df` and the legacy records `d.legacy` in one frame in file order, with
+    the columns a legacy record adds: ``magic``, ``timestamp_type``, ``compression``, ``crc``
+    and ``crc_ok`` (a v2 record's are its batch's)."""
+    import pandas as pd
+
+    c, b, r = d.batches, d.batch_row, d.legacy
+    df = df.assign(magic=np.full(len(df), MAGIC, np.int64),
+                   timestamp_type=np.array(TIMESTAMP_TYPES, dtype=object)[lat.astype(np.int64)],
+                   compression=np.array([compression_name(a) for a in range(8)], dtype=object)[
+                       c["attributes"][b].astype(np.int64) & COMPRESSION_CODEC_MASK],
+                   crc=c["crc"][b], crc_ok=c["crc_ok"][b])
+    old = legacy.records_frame(r)
+    key_size = np.array([-1 if k is None else len(k) for k in r.key], np.int64)
+    value_size = np.array([-1 if v is None else len(v) for v in r.value], np.int64)
+    extra = {"timestamp_delta": np.zeros(len(old), np.int64), "offset_delta": np.zeros(len(old), np.int64),
+             "inner_position": np.zeros(len(old), np.int64),
+             "key_size": key_size, "value_size": value_size, "headers_count": np.zeros(len(old), np.int64),
+             "headers": [[] for _ in range(len(old))]}
+    old = old.assign(**extra)
+    if len(old):
+        first = old.groupby("batch_position", sort=False)["offset"].transform("first")
+        old["offset_delta"] = old["offset"] - first
+    out = pd.concat([df, old[[col for col in df.columns]]], ignore_index=True)
+    order = np.argsort(out["batch_position"].to_numpy(np.int64), kind="stable")
+    out = out.iloc[order].reset_index(drop=True)
+    for col in ("attributes",):
+        out[col] = out[col].astype(np.int64)
+    return out
 
 
 def read_records(source, *, values: bool = True, headers: bool = True, verify_crc: bool = False,
@@ -1061,7 +1162,8 @@ def read_records(source, *, values: bool = True, headers: bool = True, verify_cr
     ``key_size`` / ``value_size`` (-1 for null), ``headers_count`` and ``headers`` (list of
     (str key, bytes-or-None value)). `values` / `headers` False leave those columns out.
     ``compressed="skip"`` leaves the records of compressed batches out (their positions in
-    ``df.attrs["skipped_batches"]``, empty otherwise).
+    ``df.attrs["skipped_batches"]``, empty otherwise). The records of legacy (magic 0/1)
+    entries, inner messages of wrappers included, are rows too (see the module docstring).
 
     Bad varints and lengths raise FormatError naming the field (e.g. ``record[3].keyLength``)
     and its byte offset; batch-level errors as :func:`read_batches`. A compressed batch is
@@ -1112,8 +1214,14 @@ def scan_key(source, key: bytes | str, *, torn_tail: Literal["raise", "stop"] = 
         if len(want) and len(cand):
             got = U[d.key_pos[cand][:, None] + np.arange(len(want), dtype=np.int64)]
             cand = cand[(got == np.frombuffer(want, np.uint8)).all(axis=1)]
+        if d.legacy is not None:
+            d.legacy = legacy.select_records(d.legacy, [k == want for k in d.legacy.key])
         df = _record_frame(d, values=False, headers=False, keys=False)
+        has_legacy = d.legacy is not None
         del U, d
+    if has_legacy:   # the v2 rows keep their order among the legacy ones
+        cand = np.sort(np.concatenate([np.nonzero(df["magic"].to_numpy() == MAGIC)[0][cand],
+                                       np.nonzero(df["magic"].to_numpy() != MAGIC)[0]]))
     out = df.iloc[cand].reset_index(drop=True)
     out.insert(int(out.columns.get_loc("key_size")), "key", pd.Series([want] * len(out), dtype=object))
     out.attrs = df.attrs
