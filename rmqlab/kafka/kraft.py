@@ -268,16 +268,19 @@ def kraft_snapshot_problems(path: str | os.PathLike) -> list[str]:
     if parse_snapshot_name(path) is None and Path(path).name != BOOTSTRAP_CHECKPOINT:
         problems.append("the name is neither <20-digit end offset>-<10-digit epoch>.checkpoint nor "
                         "bootstrap.checkpoint")
-    try:
-        from rmqlab.kafka.log import read_batches
+    from rmqlab.kafka.log import read_batches
 
+    try:
         batches = read_batches(path)
-        recs = read_metadata_records(path, errors="keep")
     except RmqlabError as e:
         return [*problems, str(e)]
     bad = batches.loc[~batches["crc_ok"], "position"].tolist()
     if bad:
         problems.append(f"CRC-32C mismatch in {len(bad)} batch(es), first at byte {bad[0]}")
+    try:
+        recs = read_metadata_records(path, errors="keep")
+    except RmqlabError as e:
+        return [*problems, str(e)]
     if not len(recs):
         return [*problems, "no records: a snapshot starts with a SnapshotHeader and ends with a SnapshotFooter"]
     types = recs["type"].tolist()
