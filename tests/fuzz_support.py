@@ -1656,6 +1656,193 @@ def _msgid_special(ch, seed: Seed) -> list[tuple]:
                                                          b"\xc3", "٣".encode())))]
 
 
+# ------------------------------------------------------------------------------- Kafka partition-directory files
+
+#: real broker files used as extra seeds when the checkout has ../shared beside it
+REAL_KAFKA = Path(__file__).resolve().parents[2] / "shared" / "real-data" / "kafka"
+
+
+def _real_seed(relative: str) -> bytes | None:
+    p = REAL_KAFKA / relative
+    return p.read_bytes() if p.is_file() else None
+
+
+class KafkaProducerSnapshotTarget(Target):
+    """Producer-state ``.snapshot`` files: read_producer_snapshot (CRC checked and not), the
+    problems check, the dump lines; seeds from encode_producer_snapshot and the real files."""
+
+    name = "kafka-producer-snapshot"
+
+    def seeds(self, workdir: Path) -> list[Seed]:
+        from rmqlab.kafka import producer_state as ps
+
+        specs = {"empty": [], "one": [(1000, 0, 9, 99, 4, 1718000000000, -1, -1)],
+                 "three": [(i, i % 3, 2**31 - 1 - i, 10 * i, i, 1718000000000 + i, i - 1, 5 * i - 1) for i in range(3)]}
+        datas = {n: ps.encode_producer_snapshot(e) for n, e in specs.items()}
+        real = _real_seed("producer-state-snapshots/client.order.report-0/00000000000000094751.snapshot")
+        if real is not None:
+            datas["real-3-producers"] = real
+        out = []
+        for name, data in datas.items():
+            n = (len(data) - ps.HEADER.size) // ps.ENTRY.size
+            fields = [Field(f.name, f.offset, f.size, (n, n + 1, 2**24)) for f in ps.HEADER.fields]
+            for i in range(n):
+                at = ps.HEADER.size + i * ps.ENTRY.size
+                fields += [Field(f"entry[{i}].{f.name}", at + f.offset, f.size) for f in ps.ENTRY.fields]
+            out.append(Seed(name, data, fields, [], _snapshot_special, {}))
+        return out
+
+    def run(self, rt, seed, data, ops, rng, heavy):
+        from rmqlab.kafka import producer_state as ps
+
+        if any(op[0] == "fixcrc" for op in ops):
+            data = _fix_snapshot_crc(data)
+        p = rt.fresh_dir() / "00000000000000000100.snapshot"
+        p.write_bytes(data)
+        df = rt.call("read_producer_snapshot", ps.read_producer_snapshot, p)
+        if df is not None:
+            rt.expect(len(df) <= len(data) // ps.ENTRY.size, "read_producer_snapshot", f"{len(df)} entries")
+            rt.call("producer_snapshot_lines", ps.producer_snapshot_lines, df)
+        rt.call("read_producer_snapshot(verify_crc=False)", ps.read_producer_snapshot, p, verify_crc=False)
+        res = rt.call("producer_snapshot_problems", ps.producer_snapshot_problems, p)
+        if res is not None:
+            rt.expect(all(isinstance(x, str) for x in res[0]), "producer_snapshot_problems", "a problem is not text")
+
+
+def _fix_snapshot_crc(data: bytes) -> bytes:
+    from rmqlab._crc32c import crc32c
+
+    if len(data) < 6:
+        return data
+    return data[:2] + crc32c(data[6:]).to_bytes(4, "big") + data[6:]
+
+
+def _snapshot_special(ch, seed: Seed) -> list[tuple]:
+    f = ch.pick(seed.fields)
+    return [("set", f.offset, f.size, ch.pick(HOSTILE[f.size])), ("fixcrc",)]
+
+
+class KafkaTxnIndexTarget(Target):
+    """``.txnindex`` files: read_txn_index, the problems check, the dump lines."""
+
+    name = "kafka-txnindex"
+
+    def seeds(self, workdir: Path) -> list[Seed]:
+        from rmqlab.kafka.txnindex import ENTRY
+
+        specs = {"empty": [], "one": [(0, 1000, 3, 7, 3)],
+                 "four": [(0, 1000 + i, 10 * i, 10 * i + 5, 10 * i) for i in range(4)]}
+        out = []
+        for name, entries in specs.items():
+            data = b"".join(ENTRY.pack(*e) for e in entries)
+            fields = [Field(f"entry[{i}].{f.name}", i * ENTRY.size + f.offset, f.size)
+                      for i in range(len(entries)) for f in ENTRY.fields]
+            out.append(Seed(name, data, fields, [], None, {}))
+        return out
+
+    def run(self, rt, seed, data, ops, rng, heavy):
+        from rmqlab.kafka import txnindex as tx
+
+        p = rt.fresh_dir() / rng.choice(("00000000000000000000.txnindex", "00000000000000000020.txnindex"))
+        p.write_bytes(data)
+        df = rt.call("read_txn_index", tx.read_txn_index, p)
+        if df is not None:
+            rt.expect(len(df) <= len(data) // tx.ENTRY.size, "read_txn_index", f"{len(df)} entries")
+            rt.call("txn_index_lines", tx.txn_index_lines, df)
+        rt.call("txn_index_problems", tx.txn_index_problems, p)
+
+
+class KafkaKraftTarget(Target):
+    """KRaft metadata snapshots and control batches: decode_control / decode_metadata_record on
+    every record the walk reaches (and on windows of the raw bytes), read_control_records,
+    read_metadata_records, read_kraft_snapshot and its problems, dirfiles.check_file. Seeds:
+    control and metadata batches written with encode_batches (control flag set, CRC
+    recomputed) and the real snapshot and bootstrap files."""
+
+    name = "kafka-kraft"
+    heavy_every = 16
+
+    def seeds(self, workdir: Path) -> list[Seed]:
+        from rmqlab.kafka import log as kl
+        from rmqlab.kafka.control import CONTROL_KEY, END_TXN_MARKER
+
+        K = kl.KafkaRecord
+        lc = b"\x00\x00\x00\x00\x00\x01\x03\x00\x00\x00\x01\x00\x00\x00\x00\x02\x00\x02\x00\x00\x00\x01\x00\x00"
+        header = b"\x00\x00" + (1718000000000).to_bytes(8, "big") + b"\x00"
+        topic = b"\x01\x02\x00\x02t" + bytes(range(16)) + b"\x00"
+        feature = b"\x01\x0c\x00\x11metadata.version\x00\x0e\x00"
+        partition = (b"\x01\x03\x02" + (0).to_bytes(4, "big") + bytes(range(16)) + b"\x02\x00\x00\x00\x01" * 2
+                     + b"\x01\x01" + (1).to_bytes(4, "big") + bytes(8) + b"\x01"
+                     + b"\x02" + b"\x01\x05\x02\x00\x00\x00\x01" + b"\x02\x01\x00")   # tags 1 (ELR [1]), 2 (null)
+        specs = {
+            "snapshot": [[K(0, 5, CONTROL_KEY.pack(0, 3), header)], [K(1, 6, None, feature), K(2, 6, None, topic),
+                                                                      K(3, 6, None, partition)],
+                         [K(4, 7, CONTROL_KEY.pack(0, 4), b"\x00\x00\x00")]],
+            "markers": [[K(0, 5, CONTROL_KEY.pack(0, 1), END_TXN_MARKER.pack(0, 3))],
+                        [K(1, 5, CONTROL_KEY.pack(0, 2), lc)], [K(2, 5, CONTROL_KEY.pack(0, 9), b"")]],
+        }
+        datas = {}
+        for name, groups in specs.items():
+            enc = kl.encode_batches([r for g in groups for r in g], records_per_batch=[len(g) for g in groups])
+            b = bytearray(enc.data.tobytes())
+            for g, at in zip(groups, kl.read_batches(bytes(b))["position"].tolist()):
+                if g[0].key is not None:   # control batches: the flag in the attributes' low byte
+                    b[at + 22] |= 0x20
+            datas[name] = _fix_crcs(bytes(b))
+        for name, rel in (("real-snapshot", "producer-state-snapshots/__cluster_metadata-0/"
+                                            "00000000000000004758-0000000001.checkpoint"),
+                          ("real-bootstrap", "kraft-metadata-restart/bootstrap.checkpoint")):
+            real = _real_seed(rel)
+            if real is not None:
+                datas[name] = real
+        out = []
+        for name, data in datas.items():
+            fields, hot = [], []
+            for p in kl.read_batches(data)["position"].tolist():
+                size = 12 + int.from_bytes(data[p + 8:p + 12], "big")
+                fields += [Field(f"batch@{p}.{f.name}", p + f.offset, f.size, (size, size - 12, 61))
+                           for f in kl.HEADER.fields]
+            rec = kl.read_records(data, headers=False)
+            for p, sz in zip(rec["position"].tolist(), rec["size"].tolist()):
+                hot += list(range(p, min(p + sz, p + 48)))
+            out.append(Seed(name, data, fields, hot, _kraft_special, {}))
+        return out
+
+    def run(self, rt, seed, data, ops, rng, heavy):
+        from rmqlab.kafka import control, dirfiles, kraft
+
+        if any(op[0] == "fixcrc" for op in ops):
+            data = _fix_crcs(data)
+        for _ in range(4):   # the value decoders on raw windows: any bytes are a possible value
+            a = rng.randrange(len(data) + 1)
+            window = data[a:a + rng.randint(0, 64)]
+            rt.call("decode_metadata_record", kraft.decode_metadata_record, window, path="w", offset=a)
+            rt.call("decode_control", control.decode_control, window[:4], window[4:], path="w", key_offset=a,
+                    value_offset=a + 4)
+        if rt.want(rng, 0.3):
+            rt.call("read_metadata_records(bytes)", kraft.read_metadata_records, data, errors="keep",
+                    torn_tail=rng.choice(("raise", "stop")))
+        if rt.want(rng, 0.2):
+            rt.call("read_control_records(bytes)", control.read_control_records, data)
+        if heavy:
+            p = rt.fresh_dir() / rng.choice(("00000000000000000010-0000000001.checkpoint", "bootstrap.checkpoint"))
+            p.write_bytes(data)
+            s = rt.call("read_kraft_snapshot", kraft.read_kraft_snapshot, p)
+            if s is not None:
+                rt.expect(len(s["records"]) <= len(data) // 7, "read_kraft_snapshot", f"{len(s['records'])} records")
+            rt.call("kraft_snapshot_problems", kraft.kraft_snapshot_problems, p)
+            c = rt.call("check_file", dirfiles.check_file, p)
+            if c is not None:
+                rt.expect(all(isinstance(x, str) for x in c.problems), "check_file", "a problem is not text")
+
+
+def _kraft_special(ch, seed: Seed) -> list[tuple]:
+    if seed.hot and ch.pick((True, True, False)):
+        return [("write", ch.pick(seed.hot), ch.pick(HOSTILE_VARINTS)), ("fixcrc",)]
+    return _kafka_log_special(ch, seed)
+
+
+
 # ------------------------------------------------------------------------------- config JSON
 
 
@@ -1827,7 +2014,8 @@ class BatchConsumeQueueTarget(Target):
 TARGETS: dict[str, Target] = {t.name: t for t in (
     IndexFileTarget(), ConsumeQueueTarget(), ConsumeQueueExtTarget(), CommitLogTarget(), MessageTarget(),
     CheckpointTarget(), OffsetIndexTarget(), TimeIndexTarget(), KafkaLogTarget(), MsgIdTarget(), StoreConfigTarget(),
-    BatchConsumeQueueTarget(), KafkaTextFilesTarget(), KafkaInternalTopicsTarget())}
+    BatchConsumeQueueTarget(), KafkaTextFilesTarget(), KafkaInternalTopicsTarget(), KafkaProducerSnapshotTarget(),
+    KafkaTxnIndexTarget(), KafkaKraftTarget())}
 
 
 def budget(default: int = 10_000) -> int:

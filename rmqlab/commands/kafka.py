@@ -2,7 +2,10 @@
 
 ``rmqlab kafka dump FILE...`` prints each ``.index`` (offset, position), ``.timeindex``
 (timestamp, offset) or ``.log`` (one line a batch; ``--records`` adds one a record under
-it, compressed batches decompressed, ``--print-data-log`` also its key and payload) file;
+it, compressed batches decompressed and control records decoded, ``--print-data-log`` also
+its key and payload) file, and the other files of a partition directory: producer-state
+``.snapshot``, ``.txnindex``, KRaft ``.checkpoint`` snapshots (``bootstrap.checkpoint`` too),
+``leader-epoch-checkpoint``, ``partition.metadata`` and ``quorum-state``;
 ``rmqlab kafka verify DIR|SEGMENT.log`` checks every segment's batches and index files against
 the broker's indexing rule, restarts included (each named with its evidence), and reports every
 mismatch (exit 1 if any is unexplained; absent or preallocated index files are notes);
@@ -27,7 +30,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     k = sub.add_parser("kafka", help="Kafka segments: dump .index/.timeindex/.log, verify, rebuild indexes")
     ksub = k.add_subparsers(dest="kafka_command", required=True)
 
-    p = ksub.add_parser("dump", help="print the entries of .index / .timeindex files and the batches of .log files")
+    p = ksub.add_parser("dump", help="print .index / .timeindex entries, .log batches, and every other file of a "
+                                     "partition directory (.snapshot, .txnindex, .checkpoint, checkpoints)")
     p.add_argument("files", nargs="+", metavar="FILE")
     p.add_argument("--records", action="store_true",
                    help=".log: also one line a record under its batch (compressed batches decompressed)")
@@ -69,11 +73,87 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(run=_rebuild)
 
 
+# dirfiles.file_kind -> the kind dump reports
+_DUMP_KINDS = {"index": "index", "timeindex": "timeindex", "log": "log", "producer-snapshot": "snapshot",
+               "txnindex": "txnindex", "kraft-snapshot": "checkpoint",
+               "leader-epoch-checkpoint": "leader-epoch-checkpoint", "partition.metadata": "partition.metadata",
+               "quorum-state": "quorum-state"}
+
+
 def _kind(path: Path) -> str:
-    for suffix in (".index", ".timeindex", ".log"):
-        if path.name.endswith(suffix):
-            return suffix[1:]
-    raise ValueError(f"{path}: not a .index, .timeindex or .log file")
+    from rmqlab.kafka.dirfiles import file_kind
+
+    kind = _DUMP_KINDS.get(file_kind(path))
+    if kind is None:
+        raise ValueError(f"{path}: not a .index, .timeindex, .log, .snapshot, .txnindex, .checkpoint, "
+                         "leader-epoch-checkpoint, partition.metadata or quorum-state file")
+    return kind
+
+
+def _plain(row: dict) -> dict:
+    return {c: (v.item() if hasattr(v, "item") else v) for c, v in row.items()}
+
+
+def _dump_other(path: Path, kind: str, out: dict[str, Any]) -> None:
+    """The kinds besides segments and their indexes."""
+    if kind == "snapshot":
+        from rmqlab.kafka.producer_state import read_producer_snapshot
+
+        df = read_producer_snapshot(path)
+        out.update({k: df.attrs[k] for k in ("offset", "version", "crc", "crc_ok")})
+        out["entries"] = [_plain(r) for r in df.to_dict(orient="records")]
+    elif kind == "txnindex":
+        from rmqlab.kafka.txnindex import read_txn_index
+
+        df = read_txn_index(path)
+        out["base_offset"] = df.attrs["base_offset"]
+        out["entries"] = [_plain(r) for r in df.to_dict(orient="records")]
+    elif kind == "leader-epoch-checkpoint":
+        from rmqlab.kafka.checkpoints import read_leader_epoch_checkpoint
+
+        out["entries"] = [_plain(r) for r in read_leader_epoch_checkpoint(path).to_dict(orient="records")]
+    elif kind == "partition.metadata":
+        from rmqlab.kafka.checkpoints import read_partition_metadata
+
+        out.update(read_partition_metadata(path))
+    else:
+        from rmqlab.kafka.checkpoints import read_quorum_state
+
+        out["state"] = read_quorum_state(path)
+
+
+def _record_extras(path: Path, kind: str, batches, records: list[dict]) -> None:
+    """Decoded control records (and KRaft metadata payloads, for snapshots and the
+    ``__cluster_metadata`` partition) added to the record dicts, by record offset (the records
+    of a compressed batch have no file position)."""
+    from rmqlab.kafka.control import CONTROL_TYPES, control_text
+    from rmqlab.kafka.kraft import metadata_text, read_metadata_records
+
+    metadata = kind == "checkpoint" or path.parent.name.startswith("__cluster_metadata-")
+    if not metadata and not bool(batches["is_control"].any()):
+        return
+    by_offset = {r["offset"]: r for r in records}
+    ids = {name: t for t, name in CONTROL_TYPES.items()}
+    if metadata:
+        decoded = read_metadata_records(path, errors="keep")
+    else:
+        from rmqlab.kafka.control import read_control_records
+
+        decoded = read_control_records(path)
+        decoded["is_control"], decoded["error"] = True, None
+    for row in decoded.to_dict(orient="records"):
+        r = by_offset.get(row["offset"])
+        if r is None:
+            continue
+        if row["error"] is not None:
+            r["decode_error"] = row["error"]
+        elif row["is_control"]:
+            name = row["type"] if metadata else row["name"]
+            type_id = ids.get(name, -1) if metadata else row["type"]
+            r["control"] = control_text({"type": type_id, "name": name, "data": row["data"]})
+        else:
+            r["metadata"] = metadata_text({"type": row["type"], "version": row["version"], "data": row["data"],
+                                          "api_key": None})
 
 
 def _sequence(base_sequence: int, offset_delta: int) -> int:
@@ -106,7 +186,13 @@ def dump_file(path: str | Path, *, records: bool = False, print_data: bool = Fal
     path = Path(path)
     kind = _kind(path)
     out: dict[str, Any] = {"file": str(path), "kind": kind}
-    if kind == "index":
+    if kind == "checkpoint":
+        from rmqlab.kafka.kraft import parse_snapshot_name
+
+        out["end_offset"], out["epoch"] = parse_snapshot_name(path) or (None, None)
+    if kind not in ("index", "timeindex", "log", "checkpoint"):
+        _dump_other(path, kind, out)
+    elif kind == "index":
         with OffsetIndex.open(path) as idx:
             out["base_offset"] = idx.base_offset
             out["entries"] = [{"offset": int(o), "position": int(p)} for o, p in zip(idx.offsets, idx.positions)]
@@ -136,6 +222,7 @@ def dump_file(path: str | Path, *, records: bool = False, print_data: bool = Fal
                     row["key"], row["payload"] = _text(r["key"]), _text(r["value"])
                 rows.append(row)
             out["records"] = rows
+            _record_extras(path, kind, batches, out["records"])
             if decoder:
                 _add_decoded(out["records"], path, decoder)
     return out
@@ -163,6 +250,12 @@ def _dump(args) -> int:
             print(json.dumps(d))
             continue
         print(f"Dumping {d['file']}")
+        if d["kind"] not in ("index", "timeindex", "log", "checkpoint"):
+            _print_other(d)
+            continue
+        if d["kind"] == "checkpoint":
+            print("KRaft bootstrap snapshot" if d["end_offset"] is None
+                  else f"Snapshot end offset: {d['end_offset']}, epoch: {d['epoch']}")
         if d["kind"] == "index":
             for e in d["entries"]:
                 print(f"offset: {e['offset']} position: {e['position']}")
@@ -202,7 +295,44 @@ def _record_line(r: dict[str, Any]) -> str:
         line += f" key: {r['key']}"
     if r.get("payload") is not None:
         line += f" payload: {r['payload']}"
-    return line
+    return line + _decoded_suffix(r)
+
+
+def _decoded_suffix(r: dict) -> str:
+    """What follows a record line: its decoded control record or metadata payload."""
+    if "control" in r:
+        return f" {r['control']}"
+    if "metadata" in r:
+        return f" payload: {r['metadata']}"
+    if "decode_error" in r:
+        return f" payload: Error at {r['offset']}, skipping. {r['decode_error']}"
+    return ""
+
+
+def _print_other(d: dict) -> None:
+    """The kinds besides segments, as kafka-dump-log prints those it knows (.snapshot, .txnindex)."""
+    kind = d["kind"]
+    if kind == "snapshot":
+        import pandas as pd
+
+        from rmqlab.kafka.producer_state import producer_snapshot_lines
+
+        for line in producer_snapshot_lines(pd.DataFrame(d["entries"])) if d["entries"] else []:
+            print(line)
+    elif kind == "txnindex":
+        import pandas as pd
+
+        from rmqlab.kafka.txnindex import txn_index_lines
+
+        for line in txn_index_lines(pd.DataFrame(d["entries"])) if d["entries"] else []:
+            print(line)
+    elif kind == "leader-epoch-checkpoint":
+        for e in d["entries"]:
+            print(f"epoch: {e['epoch']} startOffset: {e['start_offset']}")
+    elif kind == "partition.metadata":
+        print(f"version: {d['version']} topicId: {d['topic_id']} ({d['topic_uuid']})")
+    else:
+        print(" ".join(f"{k}: {json.dumps(v, separators=(',', ':'))}" for k, v in d["state"].items()))
 
 
 def _verify(args) -> int:

@@ -6,6 +6,12 @@
 - :mod:`rmqlab.kafka.rebuild`    the index entries a broker writes for a segment; rebuild and verify
 - :mod:`rmqlab.kafka.partition`  a partition directory written from a workload, rolled as the broker rolls it
 - :mod:`rmqlab.kafka.internal_topics`  ``__consumer_offsets`` / ``__transaction_state`` records; committed offsets
+- :mod:`rmqlab.kafka.protocol`   Kafka's message-schema primitives (varints, compact strings/arrays, tagged fields)
+- :mod:`rmqlab.kafka.control`    control records: COMMIT/ABORT markers, LeaderChange, snapshot header/footer, KRaft
+- :mod:`rmqlab.kafka.kraft`      KRaft metadata records and snapshots (``<end>-<epoch>.checkpoint``, bootstrap)
+- :mod:`rmqlab.kafka.producer_state` producer-state ``.snapshot`` files (version 1, CRC-32C)
+- :mod:`rmqlab.kafka.txnindex`   ``.txnindex``: the aborted transactions of a segment
+- :mod:`rmqlab.kafka.dirfiles`   every non-segment file of a partition directory: classify and check
 
 :mod:`rmqlab.compare` is the one module that uses both systems.
 """
