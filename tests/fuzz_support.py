@@ -1464,11 +1464,11 @@ class KafkaLogTarget(Target):
                 counted = int(np.maximum(d.batches["records_count"], 0).sum())
                 rt.expect(len(d.position) <= counted, "read_records",
                           f"{len(d.position)} records but the headers count {counted}")
-                del d
                 if d.legacy is not None:   # plain legacy records take 26 bytes or more of the file
                     plain = sum(c == "none" for c in d.legacy.compression)
                     rt.expect(plain <= len(data) // 26, "read_records",
                               f"{plain} legacy records from {len(data)} bytes")
+                del d
         if rt.want(rng, 0.08):
             rt.call("read_batches", kl.read_batches, src, verify_crc=vc, torn_tail=torn)
         if rt.want(rng, 0.08):
