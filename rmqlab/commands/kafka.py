@@ -336,7 +336,7 @@ def _print_other(d: dict) -> None:
 
 
 def _verify(args) -> int:
-    from rmqlab.kafka.rebuild import verify_directory, verify_segment
+    from rmqlab.kafka.rebuild import verify_partition, verify_segment
 
     if args.index_interval_bytes < 0:
         print("rmqlab: error: --index-interval-bytes must be >= 0", file=sys.stderr)
@@ -346,11 +346,15 @@ def _verify(args) -> int:
         print(f"rmqlab: error: {target}: no such file or directory", file=sys.stderr)
         return 1
     opts = dict(index_interval_bytes=args.index_interval_bytes, rolled=False if args.active else None)
-    reports = verify_directory(target, **opts) if target.is_dir() else [verify_segment(target, **opts)]
+    reports, files = verify_partition(target, **opts) if target.is_dir() else ([verify_segment(target, **opts)], [])
     failed = sum(not r.ok for r in reports)
+    bad_files = sum(not f.ok for f in files)
     if args.json:
         print(json.dumps({"target": str(target), "segments": len(reports), "failed": failed,
-                          "reports": [r.as_dict() for r in reports]}, indent=2))
+                          "reports": [r.as_dict() for r in reports],
+                          "files": [{"file": str(f.file), "kind": f.kind, "ok": f.ok, "summary": f.summary,
+                                     "problems": list(f.problems)} for f in files],
+                          "files_failed": bad_files}, indent=2))
     else:
         for r in reports:
             print(r.summary())
@@ -363,8 +367,13 @@ def _verify(args) -> int:
             for m in r.mismatches:
                 line = f"  {m.kind} {m.entry}: expected {m.expected}, found {m.found}"
                 print(line + (f": {m.explanation}" if m.explanation else ""))
-        print(f"{len(reports)} segments, {failed} failed")
-    return VERIFY_FAILED if failed else 0
+        for f in files:
+            print(f"{f.file}: {'ok' if f.ok else 'FAILED'}: {f.summary}")
+            for problem in f.problems:
+                print(f"  error: {problem}")
+        print(f"{len(reports)} segments, {failed} failed" + (f"; {len(files)} other files, {bad_files} failed"
+                                                             if files else ""))
+    return VERIFY_FAILED if failed or bad_files else 0
 
 
 def _rebuild(args) -> int:

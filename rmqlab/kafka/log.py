@@ -1252,6 +1252,7 @@ def compressed_batch_problems(source) -> list[str]:
     problems: list[str] = []
     with _opened(source) as (buf, path):
         cols, _, _ = _batch_table(buf, path, False, "stop")
+        cols, _ = _without_legacy(cols)   # legacy wrappers were decoded, and checked, by the walk
         U = np.frombuffer(buf, np.uint8) if len(buf) else np.empty(0, np.uint8)
         todo = np.nonzero(cols["attributes"].astype(np.int64) & COMPRESSION_CODEC_MASK)[0]
         for _ in range(min(len(todo), _MAX_BATCH_PROBLEMS)):

@@ -840,6 +840,55 @@ def _check_indexes(rep: SegmentReport, log_path: Path, batches: pd.DataFrame, in
     rep.restarts = _describe_restarts(batches, chosen, evidence, index_interval_bytes=interval, rolled=rolled)
     rep.mismatches = compare(batches, off.entries, tim.entries, offset_file=str(off.path), time_file=str(tim.path),
                              index_interval_bytes=interval, rolled=rolled, restarts=chosen)
+    if rep.mismatches and "magic" in batches and bool((batches["magic"] < 2).any()):
+        _legacy_era_rule(rep, batches, off.entries, tim.entries, interval, rolled)
+
+
+#: the rules of the brokers that wrote legacy segments, newest first (rmqlab.kafka.legacy.index_rule):
+#: the first offset of each entry with a time index (0.10.1 - 1.1), and without one (0.8 - 0.10.0)
+_LEGACY_ERAS = (("1.1", "Kafka 0.10.1 to 1.1: each entry's first offset, with a time index"),
+                ("0.9.0.1", "Kafka 0.8 to 0.10.0: each entry's first offset, no time index"))
+
+
+def _legacy_era_rule(rep: SegmentReport, batches: pd.DataFrame, offsets: np.ndarray, times: np.ndarray | None,
+                     interval: int, rolled: bool) -> None:
+    """A segment with legacy (magic 0/1) entries whose index a broker before 2.0 wrote: the
+    offset entries name each entry's first offset, not its last (LogSegment.scala up to 1.1).
+    When one era's rule gives exactly the entries on disk, the mismatches of today's rule are
+    replaced by a note naming that era; otherwise they stand."""
+    from rmqlab.kafka.legacy import legacy_expected_entries
+
+    for release, rule in _LEGACY_ERAS:
+        want_off, want_time = legacy_expected_entries(batches, interval, broker=release, rolled=rolled)
+        times_found = np.zeros((0, 2), np.int64) if times is None else times
+        if np.array_equal(want_off, offsets) and np.array_equal(want_time, times_found):
+            rep.notes.append(f"legacy entries indexed by the rule of {rule}: all {len(offsets)} offset and "
+                             f"{len(times_found)} time entries agree (a broker since 2.0 indexes the last offset, "
+                             f"and rebuilds these entries so when it recovers the segment)")
+            rep.expected_offset_entries, rep.expected_time_entries = len(want_off), len(want_time)
+            rep.mismatches = []
+            return
+
+
+def verify_partition(directory: str | os.PathLike, **kwargs) -> tuple[list[SegmentReport], list]:
+    """Every file of a partition directory: :func:`verify_directory`'s segment reports, and a
+    :class:`~rmqlab.kafka.dirfiles.FileCheck` for each other file (producer-state snapshots,
+    ``.txnindex``, checkpoints, KRaft snapshots, ``partition.metadata``, ``quorum-state``).
+
+    Units: reports. Cost: :func:`verify_segment` per segment plus one read of each other file.
+
+    >>> import tempfile, pathlib
+    >>> from rmqlab.kafka.log import KafkaRecord, write_segment
+    >>> d = pathlib.Path(tempfile.mkdtemp())
+    >>> _ = write_segment(d, 0, [KafkaRecord(0, 5, None, b"v")])
+    >>> _ = (d / "leader-epoch-checkpoint").write_text("0\\n1\\n0 0\\n")
+    >>> segments, files = verify_partition(d)
+    >>> [r.ok for r in segments], [(f.file.name, f.ok) for f in files]
+    ([True], [('leader-epoch-checkpoint', True)])
+    """
+    from rmqlab.kafka.dirfiles import check_partition_files
+
+    return verify_directory(directory, **kwargs), check_partition_files(directory)
 
 
 def verify_directory(directory: str | os.PathLike, **kwargs) -> list[SegmentReport]:
