@@ -7,6 +7,7 @@ Screenshots go to :data:`ARTIFACTS` (build/test-artifacts/, ignored by git).
 """
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -23,8 +24,11 @@ def require_chromium():
     """Playwright's sync API, or skip the calling test module when Chromium or Playwright is
     missing."""
     if not CHROMIUM.is_file():
-        pytest.skip(f"no Chromium at {CHROMIUM} (install it: apt-get install chromium, or run "
-                    f".ci/ensure-chromium as root)", allow_module_level=True)
+        reason = (f"no Chromium at {CHROMIUM} (install it: apt-get install chromium, or run "
+                  f".ci/ensure-chromium as root)")
+        if os.environ.get("CI") == "true":   # in CI the browser is an oracle that must be there
+            pytest.fail(reason, pytrace=False)
+        pytest.skip(reason, allow_module_level=True)
     return pytest.importorskip("playwright.sync_api", reason="Playwright is not installed (pip install -e '.[dev]')")
 
 

@@ -1,6 +1,7 @@
 """Shared fixtures. The Spark session is the expensive one: one JVM for the whole test run."""
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 from pathlib import Path
@@ -38,3 +39,15 @@ def require_real_data(path: str | os.PathLike) -> Path:
             pytest.fail(reason)
         pytest.skip(reason)
     return p
+
+
+def needs_real_data(path: str | os.PathLike):
+    """A test decorator: the test runs with `path` (as :func:`require_real_data` resolves it)
+    there; without it, it fails in CI and skips elsewhere, with the reason."""
+    def decorate(test):
+        @functools.wraps(test)
+        def run(*args, **kwargs):
+            require_real_data(path)
+            return test(*args, **kwargs)
+        return run
+    return decorate

@@ -5,7 +5,7 @@ import base64
 import json
 from pathlib import Path
 
-import pytest
+from conftest import needs_real_data
 
 from rmqlab.cli import main
 from rmqlab.formats import commitlog as cl
@@ -61,7 +61,7 @@ def test_dump_damage_exit_1(tmp_path, capsys):
     assert len(cap.out.splitlines()) == 1 and "damage" in cap.err
 
 
-@pytest.mark.skipif(not REAL.exists(), reason="real CommitLog (../shared/real-data/rocketmq/) not found")
+@needs_real_data(REAL)
 def test_dump_real(capsys):
     assert main(["commitlog", "dump", str(REAL), "--json"]) == 0
     lines = [json.loads(x) for x in capsys.readouterr().out.splitlines()]

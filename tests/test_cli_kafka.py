@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
+from conftest import needs_real_data, require_real_data
 
 from rmqlab.cli import main
 from rmqlab.kafka.index import read_offset_index, read_time_index
@@ -13,7 +14,7 @@ from rmqlab.kafka.log import KafkaRecord, read_batches, write_segment
 from rmqlab.kafka.rebuild import expected_entries, rebuild_indexes
 
 REAL = Path(__file__).resolve().parents[2] / "shared" / "real-data" / "kafka"
-needs_real = pytest.mark.skipif(not REAL.is_dir(), reason=f"real Kafka segments not present at {REAL}")
+needs_real = needs_real_data(REAL)
 
 
 @pytest.fixture
@@ -101,11 +102,34 @@ def test_verify_names_the_real_restart_and_notes_absent_indexes(capsys):
     assert lines[1].startswith("  restart at offset 913 (position 65785): 00000000000000000913.snapshot")
     assert "leader epoch 2 starts at 913; 7 offset entries follow it" in lines[1]
     assert "time entry 15 (1725787026189, 912) was appended when the segment was closed at shutdown" in lines[1]
-    assert lines[-1] == "1 segments, 0 failed"
+    assert lines[-1] == "1 segments, 0 failed; 5 other files, 0 failed"
+    assert any(line.endswith("00000000000000000913.snapshot: ok: producer-state snapshot at offset 913: 0 producer(s), "
+                             "0 in a transaction, CRC-32C valid") for line in lines)
     assert main(["kafka", "verify", str(restart), "--json"]) == 0
-    (r,) = json.loads(capsys.readouterr().out)["reports"]
+    out = json.loads(capsys.readouterr().out)
+    (r,) = out["reports"]
+    assert sorted(Path(f["file"]).name for f in out["files"] if f["ok"]) == [
+        "00000000000000000913.snapshot", "00000000000000001358.snapshot", "leader-epoch-checkpoint",
+        "partition.metadata", "quorum-state"] and out["files_failed"] == 0
     assert r["restarts"][0]["offset"] == 913 and r["restarts"][0]["closing_time_entry"]["offset"] == 912
     assert r["restarts"][0]["evidence"][1] == "leader epoch 2 starts at 913" and r["closed"] is True
     assert main(["kafka", "verify", str(REAL / "idempotent-gzip" / "lsx1-0"), "--json"]) == 0
     (r,) = json.loads(capsys.readouterr().out)["reports"]
     assert r["notes"][0].startswith("no index files: the broker rebuilds them when it loads the log")
+
+
+def test_verify_fails_on_a_damaged_file_beside_the_segments(tmp_path, capsys):
+    """Every file of the directory is checked: a producer-state snapshot with a flipped byte
+    (its CRC-32C no longer matches) fails verify, the segments being sound."""
+    src = REAL / "kraft-metadata-restart" / "__cluster_metadata-0"
+    require_real_data(src)
+    for f in src.iterdir():
+        (tmp_path / f.name).write_bytes(f.read_bytes())
+    snap = tmp_path / "00000000000000000913.snapshot"
+    raw = bytearray(snap.read_bytes())
+    raw[-1] ^= 0x01
+    snap.write_bytes(bytes(raw))
+    assert main(["kafka", "verify", str(tmp_path)]) == 1
+    out = capsys.readouterr().out.splitlines()
+    assert out[-1] == "1 segments, 0 failed; 5 other files, 1 failed"
+    assert any(line.startswith(f"{snap}: FAILED") for line in out)

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import needs_real_data
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -689,7 +690,7 @@ def parse_commitlog(data: bytes):
 
 
 @pytest.mark.realdata
-@pytest.mark.skipif(not REAL_COMMITLOG.exists(), reason="real broker data not present")
+@needs_real_data(REAL_COMMITLOG)
 def test_dispatch_a_real_commitlog_and_search_it_by_time(tmp_path):
     msgs = parse_commitlog(REAL_COMMITLOG.read_bytes())
     assert len(msgs) == 47 and {m["topic"] for m in msgs} == {"abc"}

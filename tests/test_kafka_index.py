@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import needs_real_data
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -54,8 +55,7 @@ EXPECTED = {
     "kraft-metadata-restart/__cluster_metadata-0": (0, 22, 24, None, None),
 }
 
-needs_real = pytest.mark.skipif(not REAL.is_dir(), reason=f"real Kafka data not present at {REAL} "
-                                "(kept outside the repository: ../shared/real-data/kafka)")
+needs_real = needs_real_data(REAL)
 
 
 def real_dirs():

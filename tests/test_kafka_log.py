@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pytest
+from conftest import require_real_data
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -713,13 +714,7 @@ LZ4 = "flink-on-prem/_confluent-controlcenter-7-6-0-1-monitoring-trigger-event-r
 
 
 def real(rel: str) -> Path:
-    if not REAL.is_dir():
-        pytest.skip(f"real Kafka segments not found at {REAL} (../shared/real-data/kafka is kept outside "
-                    f"the repository)")
-    p = REAL / rel
-    if not p.exists():
-        pytest.skip(f"{p} is missing from the real-data folder")
-    return p
+    return require_real_data(REAL / rel)
 
 
 @pytest.mark.realdata

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pyarrow as pa
 import pytest
+from conftest import needs_real_data
 
 from rmqlab.formats import commitlog as cl
 from rmqlab.indexservice import ExpandedKeys, bulk_build, expand_columns
@@ -169,8 +170,7 @@ def test_spark_build_from_a_workload_source_equals_bulk_build(spark, workload_so
     assert [p.read_bytes() for p in got3] == [p.read_bytes() for p in want[:3]]
 
 
-@pytest.mark.skipif(not (REAL / "commitlog").is_dir(), reason=f"real store not found at {REAL} "
-                    "(../shared/real-data/rocketmq/ is outside the repository)")
+@needs_real_data(REAL / "commitlog")
 def test_store_source_on_the_real_broker_commitlog():
     src = StoreSource(REAL)
     whole = cl.read_columns(REAL / "commitlog", body=False)

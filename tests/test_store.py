@@ -5,6 +5,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from conftest import require_real_data
 
 from rmqlab.dispatch import tags_codes
 from rmqlab.formats import commitlog as cl
@@ -25,8 +26,7 @@ def folder_digest(path: Path) -> dict[str, str]:
 
 @pytest.fixture
 def real_store(tmp_path):
-    if not REAL.is_dir():
-        pytest.skip(f"the real broker CommitLog is not here ({REAL.relative_to(ROOT.parent)} is absent)")
+    require_real_data(REAL)
     shutil.copytree(REAL / "commitlog", tmp_path / "commitlog")
     return Store(tmp_path, commitlog_file_size=8192, **SMALL)
 

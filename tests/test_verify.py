@@ -17,6 +17,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import require_real_data
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from snapshot_support import snapshot
@@ -608,9 +609,7 @@ def test_kinds_are_forced_with_kind(store, tmp_path):
 
 @pytest.mark.realdata
 def test_real_broker_commitlog_verifies_clean(tmp_path):
-    if not REAL_FILE.exists():
-        pytest.skip(f"the real broker CommitLog is not at {REAL_FILE} (../shared/real-data/rocketmq/ lives "
-                    f"outside the repository)")
+    require_real_data(REAL_FILE)
     before = snapshot(REAL)
     for target in (REAL_FILE, REAL_FILE.parent, REAL_STORE):
         r = verify_path(target)
