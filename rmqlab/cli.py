@@ -22,6 +22,7 @@ import datetime as _dt
 import importlib
 import json
 import logging
+import os
 import re
 import sys
 from collections.abc import Sequence
@@ -306,6 +307,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _cmd_query(args, parser)
     except SystemExit as e:
         return int(e.code or 0)
+    except BrokenPipeError:
+        # the reader of our output went away (`rmqlab kafka dump ... | head`): stop quietly, as
+        # the Unix tools do; stdout is pointed at /dev/null so the interpreter's final flush
+        # does not raise again
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 141   # 128 + SIGPIPE, what a shell reports for a reader that went away
     except UsageError as e:
         print(f"rmqlab: error: {command_line_words(str(e), command)}", file=sys.stderr)
         return 2

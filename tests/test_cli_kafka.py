@@ -133,3 +133,19 @@ def test_verify_fails_on_a_damaged_file_beside_the_segments(tmp_path, capsys):
     out = capsys.readouterr().out.splitlines()
     assert out[-1] == "1 segments, 0 failed; 5 other files, 1 failed"
     assert any(line.startswith(f"{snap}: FAILED") for line in out)
+
+
+def test_a_reader_that_goes_away_is_not_an_error(tmp_path):
+    """`rmqlab kafka dump ... | head -1`: no traceback, nothing on stderr, the SIGPIPE status
+    (the dump, about 2 MB, is far more than a pipe holds)."""
+    import subprocess
+    import sys
+
+    log = write_segment(tmp_path, 0, [KafkaRecord(i, i, b"k", b"v") for i in range(8000)])
+    code = "import sys; from rmqlab.cli import main; sys.exit(main(sys.argv[1:]))"
+    p = subprocess.Popen([sys.executable, "-c", code, "kafka", "dump", "--records", str(log)],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert p.stdout.readline().startswith(b"Dumping ")
+    p.stdout.close()
+    err = p.stderr.read()
+    assert (p.wait(timeout=60), err) == (141, b"")
