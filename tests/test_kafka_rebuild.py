@@ -26,6 +26,7 @@ from rmqlab.kafka.rebuild import (
     rebuild_indexes,
     segment_batches,
     verify_directory,
+    verify_partition,
     verify_segment,
 )
 
@@ -329,3 +330,19 @@ def test_verify_reports_a_damaged_index_entry_and_a_damaged_batch(tmp_path):
     log.write_bytes(bytes(raw))
     r = verify_segment(log)
     assert any("crc" in e for e in r.errors) and not r.ok
+
+
+@pytest.mark.realdata
+def test_every_file_of_every_real_partition_verifies():
+    """verify_partition over each real partition directory: the segments and every other file
+    (producer-state snapshots, checkpoints, quorum state, KRaft snapshots) check out."""
+    dirs = sorted(d for d in require_real_data(REAL).glob("*/*") if d.is_dir())
+    assert len(dirs) == 14
+    kinds = set()
+    for d in dirs:
+        segments, files = verify_partition(d)
+        assert all(r.ok for r in segments), [r.summary() for r in segments if not r.ok]
+        assert all(f.ok for f in files), [(f.file, f.problems) for f in files if not f.ok]
+        kinds |= {f.kind for f in files}
+    assert {"producer-snapshot", "kraft-snapshot", "leader-epoch-checkpoint", "partition.metadata",
+            "quorum-state"} <= kinds
