@@ -709,8 +709,11 @@ REAL_FACTS = {
     "kafka-0.11.0/mac_test-0/00000000000000000078.log": (0, None, None),
     "kafka-2.7.1/__consumer_offsets-17/00000000000000000000.log": (1, 0, 0),
     "kafka-2.7.1/__consumer_offsets-17/00000000000000000001.log": (2, None, None),
+    "idempotent-gzip/lsx1-0/00000000000000000000.log": (14, 0, 13),
+    "kraft-metadata-restart/__cluster_metadata-0/00000000000000000000.log": (1351, 0, None),
 }
 LZ4 = "flink-on-prem/_confluent-controlcenter-7-6-0-1-monitoring-trigger-event-rekey-0/00000000000000000000.log"
+GZIP = "idempotent-gzip/lsx1-0/00000000000000000000.log"
 
 
 def real(rel: str) -> Path:
@@ -823,8 +826,9 @@ def test_real_damage(tmp_path):
 
 
 @pytest.mark.realdata
-@pytest.mark.parametrize("rel", sorted(k for k, v in REAL_FACTS.items() if v[0] and k != LZ4))
+@pytest.mark.parametrize("rel", sorted(k for k, v in REAL_FACTS.items() if v[0] and k not in (LZ4, GZIP)))
 def test_real_segment_rewritten_by_the_writer(rel, tmp_path):
+    # (the compressed ones aside: another compressor's bytes need not be the Java client's)
     # The records of a real segment, written again with the same batching, are the broker's
     # bytes once the header fields a producer sets differently are copied over (the group
     # coordinator writes baseSequence 0, for example) and the CRC recomputed by the reference.
