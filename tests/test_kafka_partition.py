@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import require_real_data
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -297,9 +298,41 @@ def test_refusals():
             write_partition(Path(tmp) / "b", {"timestamp": [1], "value": [b"x"]})
         with pytest.raises(ValueError, match="segment_index_bytes"):
             PartitionConfig(segment_index_bytes=8)
-        os.remove(Path(tmp) / "b" / kidx.segment_file_name(0, ".index"))
-        with pytest.raises(FileNotFoundError, match="Offset index"):
-            KafkaPartition(Path(tmp) / "b")
+        with pytest.raises(FileNotFoundError, match="no such partition folder"):
+            KafkaPartition(Path(tmp) / "missing")
+
+
+def test_absent_index_files_are_rebuilt_as_the_broker_loads_them(tmp_path):
+    """No .index: the segment is recovered, both indexes rebuilt (in a scratch folder, not
+    beside the input); no .timeindex alone: it starts empty. The answers equal those with the
+    files, and the folder is left as it was."""
+    recs = {"timestamp": list(range(0, 3000, 10)), "key": [f"k{i % 7}" for i in range(300)],
+            "value": [b"w" * 300] * 300}
+    write_partition(tmp_path / "full", recs)
+    probes = ((555, 40), (2990, 299))
+    with KafkaPartition(tmp_path / "full") as p:
+        want = [(p.offsets_for_time(t).offset, p.lookup_offset(o).batch_position) for t, o in probes]
+        assert p.rebuilt_indexes == []
+    for missing in (".index", ".timeindex"):
+        d = tmp_path / missing.strip(".")
+        write_partition(d, recs)
+        os.remove(d / kidx.segment_file_name(0, missing))
+        before = sorted(x.name for x in d.iterdir())
+        with KafkaPartition(d) as p:
+            assert [x.name for x in p.rebuilt_indexes] == [kidx.segment_file_name(0, ".log")]
+            got = [(p.offsets_for_time(t).offset, p.lookup_offset(o).batch_position) for t, o in probes]
+            scratch = p.offset_index(0).path.parent if missing == ".index" else p.time_index(0).path.parent
+            assert scratch != d and scratch.is_dir()
+        assert got == want or missing == ".timeindex"   # an empty time index finds by scanning from the start
+        assert [g[1] for g in got] == [w[1] for w in want]
+        assert sorted(x.name for x in d.iterdir()) == before and not scratch.exists()
+
+
+@pytest.mark.realdata
+def test_real_partitions_without_index_files_read_every_record():
+    for rel, records in (("idempotent-gzip/lsx1-0", 14), ("kafka-2.7.1/__consumer_offsets-17", 3)):
+        with KafkaPartition(require_real_data(f"kafka/{rel}")) as p:
+            assert len(p.keys()) == records and len(p.rebuilt_indexes) == 1
 
 
 def test_bad_files_raise_typed_errors():

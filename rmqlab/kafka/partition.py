@@ -66,6 +66,7 @@ from __future__ import annotations
 
 import mmap
 import os
+import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -647,8 +648,11 @@ class _Seg:
 class KafkaPartition:
     """A partition folder, read-only: its segments (``*.log`` with their ``.index`` and
     ``.timeindex``), opened lazily and cached (batch headers walked once per segment, indexes
-    memory-mapped). A missing index raises FileNotFoundError (``LogSegment.sanityCheck``);
-    a bad file name :class:`~rmqlab.errors.FormatError`. Indexes are opened with the
+    memory-mapped). A segment whose index files are absent gets them as the broker's load does
+    (``LogLoader``: the offset index missing, the segment is recovered and both rebuilt; the
+    time index alone missing, it starts empty), written to a scratch folder removed on
+    :meth:`close`, never beside the input; :attr:`rebuilt_indexes` lists those segments. A bad
+    file name raises :class:`~rmqlab.errors.FormatError`. Indexes are opened with the
     DumpLogSegments count (``count="dump"``): an untrimmed index of a crashed broker then
     shows its written entries, as the broker's rebuild would. Also a context manager.
 
@@ -664,6 +668,9 @@ class KafkaPartition:
         self.dir = Path(directory)
         if not self.dir.is_dir():
             raise FileNotFoundError(f"{self.dir}: no such partition folder")
+        #: segments (their .log) whose absent index files were rebuilt in the scratch folder
+        self.rebuilt_indexes: list[Path] = []
+        self._scratch: tempfile.TemporaryDirectory | None = None
         segs = []
         for log in self.dir.glob("*" + kidx.LOG_SUFFIX):
             if log.name.startswith("."):
@@ -671,16 +678,27 @@ class KafkaPartition:
             base = kidx.base_offset_of(log)
             index = self.dir / kidx.segment_file_name(base, kidx.INDEX_SUFFIX)
             timeindex = self.dir / kidx.segment_file_name(base, kidx.TIME_INDEX_SUFFIX)
-            if not index.exists():
-                raise FileNotFoundError(f"Offset index file {index} does not exist (LogSegment.sanityCheck)")
-            if not timeindex.exists():
-                raise FileNotFoundError(f"Time index file {timeindex} does not exist")
+            if not index.exists() or not timeindex.exists():
+                index, timeindex = self._indexes_as_loaded(log, base, index, timeindex)
             segs.append(_Seg(base, log, index, timeindex))
         segs.sort(key=lambda s: s.base)
         self._segs = segs
         self._bases = np.array([s.base for s in segs], np.int64)
         self._maps: dict[int, tuple[Any, Any]] = {}
         self._keys: pd.DataFrame | None = None
+
+    def _indexes_as_loaded(self, log: Path, base: int, index: Path, timeindex: Path) -> tuple[Path, Path]:
+        from rmqlab.kafka.rebuild import rebuild_indexes
+
+        if self._scratch is None:
+            self._scratch = tempfile.TemporaryDirectory(prefix="rmqlab-loaded-indexes-")
+        scratch = Path(self._scratch.name)
+        self.rebuilt_indexes.append(log)
+        if not index.exists():
+            return rebuild_indexes(log, scratch, restarts=())
+        empty = scratch / timeindex.name
+        empty.write_bytes(b"")
+        return index, empty
 
     # -- structure ---------------------------------------------------------------------------
 
@@ -905,6 +923,9 @@ class KafkaPartition:
                     pass
             fh.close()
         self._maps.clear()
+        if self._scratch is not None:
+            self._scratch.cleanup()
+            self._scratch = None
 
     def __enter__(self) -> KafkaPartition:
         return self
