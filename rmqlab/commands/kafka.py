@@ -70,6 +70,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "leader-epoch starts inside it, applied where the index files there agree (a "
                         "snapshot alone when there are no index files)")
     p.add_argument("--no-restarts", action="store_true", help="ignore the evidence: no restarts")
+    p.add_argument("--broker-release", metavar="X.Y[.Z]",
+                   help="the rule of that broker release: before 2.0 an entry names each batch's (legacy "
+                        "message set's) first offset, and before 0.10.1 there is no time index (default: today's)")
     p.set_defaults(run=_rebuild)
 
 
@@ -387,7 +390,8 @@ def _rebuild(args) -> int:
     restarts = () if args.no_restarts else args.restart_at
     try:
         index, timeindex = rebuild_indexes(args.log, args.out, index_interval_bytes=args.index_interval_bytes,
-                                           rolled=not args.active, overwrite=args.overwrite, restarts=restarts)
+                                           rolled=not args.active, overwrite=args.overwrite, restarts=restarts,
+                                           broker=args.broker_release)
     except (FileExistsError, ValueError) as e:
         raise UsageError(str(e)) from e
     from rmqlab.kafka.index import entry_count

@@ -82,6 +82,7 @@ import numpy as np
 import pandas as pd
 
 from rmqlab.errors import RmqlabError
+from rmqlab.kafka.legacy import index_rule, legacy_expected_entries
 
 __all__ = ["INDEX_INTERVAL_BYTES", "PRE_38_TIME_ENTRY", "batch_table", "expected_entries", "compare", "Mismatch",
            "Restart", "restart_candidates", "choose_restarts", "infer_restart", "segment_batches",
@@ -572,7 +573,7 @@ def _read_index(path: Path, cls, base_offset: int, columns: tuple[str, str], err
 
 def rebuild_indexes(log_path: str | os.PathLike, out_dir: str | os.PathLike, *,
                     index_interval_bytes: int = INDEX_INTERVAL_BYTES, rolled: bool = True,
-                    overwrite: bool = False, restarts=None) -> tuple[Path, Path]:
+                    overwrite: bool = False, restarts=None, broker: str | None = None) -> tuple[Path, Path]:
     """Write the ``.index`` and ``.timeindex`` the broker writes for the segment `log_path`
     into `out_dir` (named by the segment's base offset, trimmed to their entries as on a roll
     or clean close; ``rolled=False``: as an active segment, without the final time entry).
@@ -596,8 +597,11 @@ def rebuild_indexes(log_path: str | os.PathLike, out_dir: str | os.PathLike, *,
     default) reads the evidence beside the segment (:func:`restart_candidates`): with index
     files there, the restarts their entries agree with (:func:`choose_restarts`, as verify);
     without, the restarts a producer-state snapshot proves (a clean shutdown). ``()``: none.
-    The ``.log`` is only read. Existing index files in `out_dir` are refused unless
-    `overwrite`. Returns (index path, time index path). Raises FileExistsError, ValueError.
+    `broker`: a release before 2.0 (e.g. "0.10.2") writes the entries by the rule of that era
+    (:func:`rmqlab.kafka.legacy.legacy_expected_entries`: first offsets; no time index before
+    0.10.1), as for a legacy segment; restarts are not modelled then. The ``.log`` is only
+    read. Existing index files in `out_dir` are refused unless `overwrite`. Returns (index
+    path, time index path). Raises FileExistsError, ValueError.
     """
     from rmqlab.kafka.index import (
         INDEX_SUFFIX,
@@ -611,9 +615,12 @@ def rebuild_indexes(log_path: str | os.PathLike, out_dir: str | os.PathLike, *,
     log_path = Path(log_path)
     base = base_offset_of(log_path)
     batches = segment_batches(log_path)
-    if restarts is None:
-        restarts = _restarts_from_evidence(log_path, batches, base, index_interval_bytes, rolled)[0]
-    offsets, times = expected_entries(batches, index_interval_bytes, rolled=rolled, restarts=restarts)
+    if broker is not None and index_rule(broker).offset_entry == "first":
+        offsets, times = legacy_expected_entries(batches, index_interval_bytes, broker=broker, rolled=rolled)
+    else:
+        if restarts is None:
+            restarts = _restarts_from_evidence(log_path, batches, base, index_interval_bytes, rolled)[0]
+        offsets, times = expected_entries(batches, index_interval_bytes, rolled=rolled, restarts=restarts)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     index = out / segment_file_name(base, INDEX_SUFFIX)
@@ -856,8 +863,6 @@ def _legacy_era_rule(rep: SegmentReport, batches: pd.DataFrame, offsets: np.ndar
     offset entries name each entry's first offset, not its last (LogSegment.scala up to 1.1).
     When one era's rule gives exactly the entries on disk, the mismatches of today's rule are
     replaced by a note naming that era; otherwise they stand."""
-    from rmqlab.kafka.legacy import legacy_expected_entries
-
     for release, rule in _LEGACY_ERAS:
         want_off, want_time = legacy_expected_entries(batches, interval, broker=release, rolled=rolled)
         times_found = np.zeros((0, 2), np.int64) if times is None else times
