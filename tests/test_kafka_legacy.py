@@ -487,3 +487,26 @@ def test_verify_recognises_the_index_rule_of_the_era(tmp_path, broker, era):
     _write_index_files(log, bad, times)
     rep = verify_segment(log, index_interval_bytes=100, rolled=True)
     assert not rep.ok and rep.mismatches
+
+
+def test_rebuild_index_by_the_rule_of_a_release(tmp_path):
+    """rebuild-index --broker-release writes what the test's loop model says that era wrote;
+    verify then recognises the era."""
+    from rmqlab.cli import main
+    from rmqlab.kafka.index import read_offset_index, read_time_index
+    from rmqlab.kafka.rebuild import verify_segment
+
+    noise = np.random.default_rng(7)   # incompressible values: the wrappers stay ~6 KB, so entries exist
+    recs = [(i, 1718000000000 + (i * 37) % 1000, b"k", noise.bytes(300)) for i in range(200)]
+    log = write_legacy_segment(tmp_path / "p", 0, recs, magic=1, compression="gzip", records_per_wrapper=20)
+    for broker in ("0.10.2", "0.9.0.1", "3.9"):
+        out = tmp_path / broker
+        assert main(["kafka", "rebuild-index", str(log), "--out", str(out), "--broker-release", broker]) == 0
+        offsets, times = model_index(read_batches(log), 4096, broker, rolled=True)
+        assert len(offsets) > 3
+        assert read_offset_index(out / "00000000000000000000.index").tolist() == offsets
+        assert read_time_index(out / "00000000000000000000.timeindex").tolist() == times
+    for name in ("00000000000000000000.index", "00000000000000000000.timeindex"):
+        (log.parent / name).write_bytes((tmp_path / "0.10.2" / name).read_bytes())
+    rep = verify_segment(log)
+    assert rep.ok and any("0.10.1 to 1.1" in n for n in rep.notes)
