@@ -165,6 +165,15 @@ def test_reader_errors_name_field_and_offset():
         Reader(b"\x00").compact_string("s")
     with pytest.raises(TruncatedFileError):   # a count the bytes cannot hold is refused before looping
         Reader(uvarint(2**30)).compact_array("a", lambda: 0)
+    with pytest.raises(FormatError, match="not UTF-8"):
+        Reader(b"\x02\xff", what="M").compact_string("s")
+
+
+def test_lenient_reader_replaces_malformed_utf8_in_tagged_fields_too():
+    bad = b"\x03a\xff"   # compact string "a\xff"
+    r = Reader(bad + tags({1: bad}), lenient_utf8=True)
+    assert r.compact_string("s") == "a\ufffd"
+    assert r.tagged_fields({1: lambda sub: sub.compact_string("t")}) == {1: "a\ufffd"}
 
 
 # ------------------------------------------------------------------ control records

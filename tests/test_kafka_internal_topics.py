@@ -380,7 +380,7 @@ def test_control_batches_are_skipped(tmp_path):
     ("truncate", "value.commitTimestamp", TruncatedFileError),
     ("version", "value.version", FormatError),
     ("string", "value.metadata", FormatError),
-    ("extra", "value", FormatError),
+    ("extra", "value.end", FormatError),
 ])
 def test_damage_names_file_offset_and_field(tmp_path, damage, field, cls):
     good = offset_value(3, 5, "meta", 1)
@@ -411,6 +411,12 @@ def test_missing_key_and_bad_tag_order():
     value = offset_value(4, 1, "", 1)[:-1] + uvarint(2) + uvarint(3) + uvarint(0) + uvarint(1) + uvarint(0)
     with pytest.raises(FormatError, match="tags must increase"):
         it.decode_group_record(offset_key("g", "t", 0), value)
+
+
+def test_malformed_utf8_becomes_replacement_characters():
+    # the coordinator reads strings with new String(bytes, UTF_8), which never fails
+    key = i16(2) + i16(3) + b"g\xff!"
+    assert it.decode_group_record(key, None).key == {"group": "g\ufffd!"}
 
 
 def test_cli_offsets_decoder(tmp_path, capsys):
