@@ -1,6 +1,6 @@
 """Control records, Kafka's message-schema primitives and KRaft metadata records/snapshots.
 
-Fixtures are built field by field here (the struct and varint code below shares nothing with
+Fixtures are built field by field here and in kafka_wire (that code shares nothing with
 rmqlab; the batch CRC is kafka-python's CRC-32C), kafka-python's batch builder and reader are
 the independent cross-check, and the real KRaft files must decode to what their READMEs state.
 """
@@ -15,6 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from kafka.record.default_records import DefaultRecordBatch, DefaultRecordBatchBuilder
 from kafka.record.util import calc_crc32c
+from kafka_wire import compact_array, compact_string, tags, uvarint, varint, varlong
 
 from rmqlab.errors import FormatError, TruncatedFileError
 from rmqlab.kafka import control, kraft
@@ -24,46 +25,6 @@ from rmqlab.kafka.protocol import Reader
 SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
 
 # ------------------------------------------------------------------ test-side encoders
-
-
-def uvarint(n: int) -> bytes:
-    n &= 0xFFFFFFFF
-    out = bytearray()
-    while n >= 0x80:
-        out.append((n & 0x7F) | 0x80)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
-
-
-def varint(n: int) -> bytes:
-    return uvarint((n << 1) ^ (n >> 31))
-
-
-def varlong(n: int) -> bytes:
-    z = ((n << 1) ^ (n >> 63)) & 0xFFFFFFFFFFFFFFFF
-    out = bytearray()
-    while z >= 0x80:
-        out.append((z & 0x7F) | 0x80)
-        z >>= 7
-    out.append(z)
-    return bytes(out)
-
-
-def cstr(s: str | None) -> bytes:
-    if s is None:
-        return b"\x00"
-    b = s.encode()
-    return uvarint(len(b) + 1) + b
-
-
-def carray(items: list[bytes]) -> bytes:
-    return uvarint(len(items) + 1) + b"".join(items)
-
-
-def tags(fields: dict[int, bytes] | None = None) -> bytes:
-    fields = fields or {}
-    return uvarint(len(fields)) + b"".join(uvarint(t) + uvarint(len(v)) + v for t, v in sorted(fields.items()))
 
 
 def uuid_bytes(i: int) -> bytes:
@@ -83,8 +44,8 @@ def end_txn(epoch: int, version: int = 0) -> bytes:
 
 
 def leader_change(leader: int, voters: list[int], granting: list[int]) -> bytes:
-    return (struct.pack(">hi", 0, leader) + carray([struct.pack(">i", v) + tags() for v in voters])
-            + carray([struct.pack(">i", v) + tags() for v in granting]) + tags())
+    return (struct.pack(">hi", 0, leader) + compact_array([struct.pack(">i", v) + tags() for v in voters])
+            + compact_array([struct.pack(">i", v) + tags() for v in granting]) + tags())
 
 
 def snapshot_header(ts: int) -> bytes:
@@ -94,10 +55,10 @@ def snapshot_header(ts: int) -> bytes:
 def voters_record(voters: list[tuple[int, int, list[tuple[str, str, int]], int, int]]) -> bytes:
     body = []
     for vid, dir_id, endpoints, lo, hi in voters:
-        eps = [cstr(n) + cstr(h) + struct.pack(">H", p) + tags() for n, h, p in endpoints]
-        body.append(struct.pack(">i", vid) + uuid_bytes(dir_id) + carray(eps) + struct.pack(">hh", lo, hi) + tags()
-                    + tags())
-    return struct.pack(">h", 0) + carray(body) + tags()
+        eps = [compact_string(n) + compact_string(h) + struct.pack(">H", p) + tags() for n, h, p in endpoints]
+        body.append(struct.pack(">i", vid) + uuid_bytes(dir_id) + compact_array(eps) + struct.pack(">hh", lo, hi)
+                    + tags() + tags())
+    return struct.pack(">h", 0) + compact_array(body) + tags()
 
 
 def record(offset_delta: int, ts_delta: int, k: bytes | None, v: bytes | None) -> bytes:
@@ -132,7 +93,7 @@ def batch(base_offset: int, records: list[tuple[bytes | None, bytes | None]], *,
     st.tuples(st.just("tags"), st.dictionaries(st.integers(0, 300), st.binary(max_size=5), max_size=4)),
 ), max_size=12))
 def test_reader_against_model(items):
-    enc = {"uvarint": uvarint, "varint": varint, "varlong": varlong, "cstr": cstr,
+    enc = {"uvarint": uvarint, "varint": varint, "varlong": varlong, "cstr": compact_string,
            "int32": lambda v: struct.pack(">i", v), "uuid": uuid_bytes, "tags": tags,
            "str": lambda s: struct.pack(">h", len(s.encode())) + s.encode()}
     data = b"".join(enc[k](v) for k, v in items)
@@ -152,7 +113,7 @@ def test_reader_against_model(items):
 
 
 def test_reader_errors_name_field_and_offset():
-    r = Reader(carray([struct.pack(">i", 1)])[:-2], path="x.log", base=1000, what="Msg")
+    r = Reader(compact_array([struct.pack(">i", 1)])[:-2], path="x.log", base=1000, what="Msg")
     with pytest.raises(TruncatedFileError) as e:
         r.compact_array("voters", lambda: r.int32("voterId"))
     assert (e.value.path, e.value.offset, e.value.field) == ("x.log", 1001, "Msg.voters[0].voterId")
@@ -165,6 +126,15 @@ def test_reader_errors_name_field_and_offset():
         Reader(b"\x00").compact_string("s")
     with pytest.raises(TruncatedFileError):   # a count the bytes cannot hold is refused before looping
         Reader(uvarint(2**30)).compact_array("a", lambda: 0)
+    with pytest.raises(FormatError, match="not UTF-8"):
+        Reader(b"\x02\xff", what="M").compact_string("s")
+
+
+def test_lenient_reader_replaces_malformed_utf8_in_tagged_fields_too():
+    bad = b"\x03a\xff"   # compact string "a\xff"
+    r = Reader(bad + tags({1: bad}), lenient_utf8=True)
+    assert r.compact_string("s") == "a\ufffd"
+    assert r.tagged_fields({1: lambda sub: sub.compact_string("t")}) == {1: "a\ufffd"}
 
 
 # ------------------------------------------------------------------ control records
@@ -284,18 +254,19 @@ def meta(api_key: int, version: int, body: bytes, frame: int = 1) -> bytes:
 
 
 def test_metadata_records_decode():
-    topic = meta(2, 0, cstr("orders") + uuid_bytes(9) + tags())
+    topic = meta(2, 0, compact_string("orders") + uuid_bytes(9) + tags())
     assert kraft.decode_metadata_record(topic)["data"] == {"name": "orders", "topicId": uuid_str(9)}
-    fl = meta(12, 0, cstr("metadata.version") + struct.pack(">h", 20) + tags())
+    fl = meta(12, 0, compact_string("metadata.version") + struct.pack(">h", 20) + tags())
     assert kraft.decode_metadata_record(fl)["data"] == {"name": "metadata.version", "featureLevel": 20}
     ints = [struct.pack(">i", i) for i in (1, 2)]
-    core = struct.pack(">i", 3) + uuid_bytes(9) + carray(ints) + carray(ints[:1]) + carray([]) + carray([])
+    core = (struct.pack(">i", 3) + uuid_bytes(9) + compact_array(ints) + compact_array(ints[:1]) + compact_array([])
+            + compact_array([]))
     epochs = struct.pack(">iii", 2, 5, 6)
     p0 = kraft.decode_metadata_record(meta(3, 0, core + epochs + tags({0: b"\x01"})))["data"]
     assert p0 == {"partitionId": 3, "topicId": uuid_str(9), "replicas": [1, 2], "isr": [1], "removingReplicas": [],
                   "addingReplicas": [], "leader": 2, "leaderRecoveryState": 1, "leaderEpoch": 5, "partitionEpoch": 6}
-    elr = carray(ints[1:])
-    p2 = kraft.decode_metadata_record(meta(3, 2, core + epochs + carray([uuid_bytes(1), uuid_bytes(2)])
+    elr = compact_array(ints[1:])
+    p2 = kraft.decode_metadata_record(meta(3, 2, core + epochs + compact_array([uuid_bytes(1), uuid_bytes(2)])
                                            + tags({1: elr, 2: b"\x00"})))["data"]
     assert p2["directories"] == [uuid_str(1), uuid_str(2)]
     assert (p2["eligibleLeaderReplicas"], p2["lastKnownElr"]) == ([2], None)
@@ -307,8 +278,8 @@ def test_metadata_records_decode():
 
 @pytest.mark.parametrize("value, field", [
     (meta(2, 0, b"", frame=0), "MetadataRecord.frameVersion"),
-    (meta(2, 0, cstr("t") + uuid_bytes(1) + tags() + b"\x00"), "TopicRecord.end"),
-    (meta(2, 0, cstr("t") + uuid_bytes(1)[:5]), "TopicRecord.topicId"),
+    (meta(2, 0, compact_string("t") + uuid_bytes(1) + tags() + b"\x00"), "TopicRecord.end"),
+    (meta(2, 0, compact_string("t") + uuid_bytes(1)[:5]), "TopicRecord.topicId"),
     (meta(12, 1, b""), "MetadataRecord.version"),
     (b"\x01\xff\xff\xff\xff\xff", "MetadataRecord.apiKey"),
 ])
@@ -320,8 +291,8 @@ def test_bad_metadata_records(value, field):
 
 def test_snapshot_files_built_here(tmp_path):
     p = tmp_path / "00000000000000000042-0000000003.checkpoint"
-    body = [(None, meta(12, 0, cstr("metadata.version") + struct.pack(">h", 7) + tags())),
-            (None, meta(2, 0, cstr("t") + uuid_bytes(1) + tags()))]
+    body = [(None, meta(12, 0, compact_string("metadata.version") + struct.pack(">h", 7) + tags())),
+            (None, meta(2, 0, compact_string("t") + uuid_bytes(1) + tags()))]
     p.write_bytes(batch(0, [(key(3), snapshot_header(99))], is_control=True) + batch(1, body)
                   + batch(3, [(key(4), struct.pack(">h", 0) + tags())], is_control=True))
     s = kraft.read_kraft_snapshot(p)

@@ -1,6 +1,6 @@
 """`__consumer_offsets` and `__transaction_state` records: every key and value version, built here
-field by field with this file's own encoder (nothing shared with rmqlab), round trips against
-that encoder, damage, the dump CLI, and the real broker segments in ../shared/real-data/kafka/."""
+field by field with the tests' own encoder (this file and kafka_wire, nothing shared with rmqlab),
+round trips against that encoder, damage, the dump CLI, and the real broker segments in ../shared/real-data/kafka/."""
 from __future__ import annotations
 
 import base64
@@ -12,6 +12,7 @@ import pytest
 from conftest import require_real_data
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from kafka_wire import array, blob, string, tags, uvarint
 
 from rmqlab.cli import main
 from rmqlab.errors import FormatError, TruncatedFileError
@@ -35,42 +36,6 @@ def i32(v):
 
 def i64(v):
     return struct.pack(">q", v)
-
-
-def uvarint(n):
-    out = bytearray()
-    while n >= 0x80:
-        out.append((n & 0x7F) | 0x80)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
-
-
-def string(s, flexible=False):
-    if s is None:
-        return uvarint(0) if flexible else i16(-1)
-    raw = s.encode()
-    return (uvarint(len(raw) + 1) if flexible else i16(len(raw))) + raw
-
-
-def blob(b, flexible=False):
-    if b is None:
-        return uvarint(0) if flexible else i32(-1)
-    return (uvarint(len(b) + 1) if flexible else i32(len(b))) + b
-
-
-def array(items, flexible=False):
-    if items is None:
-        return uvarint(0) if flexible else i32(-1)
-    return (uvarint(len(items) + 1) if flexible else i32(len(items))) + b"".join(items)
-
-
-def tags(fields=None):
-    fields = fields or {}
-    out = uvarint(len(fields))
-    for tag in sorted(fields):
-        out += uvarint(tag) + uvarint(len(fields[tag])) + fields[tag]
-    return out
 
 
 def offset_key(group, topic, partition, version=1):
@@ -380,7 +345,7 @@ def test_control_batches_are_skipped(tmp_path):
     ("truncate", "value.commitTimestamp", TruncatedFileError),
     ("version", "value.version", FormatError),
     ("string", "value.metadata", FormatError),
-    ("extra", "value", FormatError),
+    ("extra", "value.end", FormatError),
 ])
 def test_damage_names_file_offset_and_field(tmp_path, damage, field, cls):
     good = offset_value(3, 5, "meta", 1)
@@ -411,6 +376,12 @@ def test_missing_key_and_bad_tag_order():
     value = offset_value(4, 1, "", 1)[:-1] + uvarint(2) + uvarint(3) + uvarint(0) + uvarint(1) + uvarint(0)
     with pytest.raises(FormatError, match="tags must increase"):
         it.decode_group_record(offset_key("g", "t", 0), value)
+
+
+def test_malformed_utf8_becomes_replacement_characters():
+    # the coordinator reads strings with new String(bytes, UTF_8), which never fails
+    key = i16(2) + i16(3) + b"g\xff!"
+    assert it.decode_group_record(key, None).key == {"group": "g\ufffd!"}
 
 
 def test_cli_offsets_decoder(tmp_path, capsys):

@@ -87,79 +87,39 @@ def control_key(key: bytes | None, *, path: str | os.PathLike | None = None, off
     return version, ctype
 
 
-def _voter(r: Reader, version: int) -> dict[str, Any]:
-    v: dict[str, Any] = {"voterId": r.int32("voterId")}
-    if version >= 1:
-        v["voterDirectoryId"] = r.uuid("voterDirectoryId")
-    _tagged(r, v)
-    return v
+# A flexible struct is its fields in schema order, each (JSON name, how to read it: a Reader
+# method's name or a function of (reader, name)), then its tagged fields.
+_StructFields = tuple[tuple[str, Any], ...]
 
 
-def _tagged(r: Reader, out: dict[str, Any]) -> None:
+def _struct(r: Reader, fields: _StructFields) -> dict[str, Any]:
+    out = {name: getattr(r, read)(name) if isinstance(read, str) else read(r, name) for name, read in fields}
     unknown = r.tagged_fields()
     if unknown:
         out["_unknownTaggedFields"] = {str(t): b.hex() for t, b in unknown.items()}
-
-
-def _leader_change(r: Reader, version: int = 0) -> dict[str, Any]:
-    out: dict[str, Any] = {"version": r.int16("version"), "leaderId": r.int32("leaderId")}
-    out["voters"] = r.compact_array("voters", lambda: _voter(r, version), min_size=5)
-    out["grantingVoters"] = r.compact_array("grantingVoters", lambda: _voter(r, version), min_size=5)
-    _tagged(r, out)
     return out
 
 
-def _snapshot_header(r: Reader) -> dict[str, Any]:
-    out: dict[str, Any] = {"version": r.int16("version"),
-                           "lastContainedLogTimestamp": r.int64("lastContainedLogTimestamp")}
-    _tagged(r, out)
-    return out
+def _array_of(fields: _StructFields, min_size: int) -> Any:
+    return lambda r, name: r.compact_array(name, lambda: _struct(r, fields), min_size=min_size)
 
 
-def _snapshot_footer(r: Reader) -> dict[str, Any]:
-    out: dict[str, Any] = {"version": r.int16("version")}
-    _tagged(r, out)
-    return out
+# ControlRecordUtils reads LeaderChangeMessage at version 0: a voter is its id alone
+_LEADER_CHANGE_VOTERS = _array_of((("voterId", "int32"),), min_size=5)
+_ENDPOINT = (("name", "compact_string"), ("host", "compact_string"), ("port", "uint16"))
+_FEATURE_RANGE = (("minSupportedVersion", "int16"), ("maxSupportedVersion", "int16"))
+_VOTERS_VOTER = (("voterId", "int32"), ("voterDirectoryId", "uuid"), ("endpoints", _array_of(_ENDPOINT, 5)),
+                 ("kRaftVersionFeature", lambda r, name: r.struct(name, lambda: _struct(r, _FEATURE_RANGE))))
 
-
-def _kraft_version(r: Reader) -> dict[str, Any]:
-    out: dict[str, Any] = {"version": r.int16("version"), "kRaftVersion": r.int16("kRaftVersion")}
-    _tagged(r, out)
-    return out
-
-
-def _endpoint(r: Reader) -> dict[str, Any]:
-    out: dict[str, Any] = {"name": r.compact_string("name"), "host": r.compact_string("host"),
-                           "port": r.uint16("port")}
-    _tagged(r, out)
-    return out
-
-
-def _feature_range(r: Reader) -> dict[str, Any]:
-    out: dict[str, Any] = {"minSupportedVersion": r.int16("minSupportedVersion"),
-                           "maxSupportedVersion": r.int16("maxSupportedVersion")}
-    _tagged(r, out)
-    return out
-
-
-def _voters_voter(r: Reader) -> dict[str, Any]:
-    out: dict[str, Any] = {"voterId": r.int32("voterId"), "voterDirectoryId": r.uuid("voterDirectoryId")}
-    out["endpoints"] = r.compact_array("endpoints", lambda: _endpoint(r), min_size=5)
-    out["kRaftVersionFeature"] = r.struct("kRaftVersionFeature", lambda: _feature_range(r))
-    _tagged(r, out)
-    return out
-
-
-def _voters(r: Reader) -> dict[str, Any]:
-    out: dict[str, Any] = {"version": r.int16("version")}
-    out["voters"] = r.compact_array("voters", lambda: _voters_voter(r), min_size=27)
-    _tagged(r, out)
-    return out
-
-
-_MESSAGES = {2: ("LeaderChangeMessage", _leader_change), 3: ("SnapshotHeaderRecord", _snapshot_header),
-             4: ("SnapshotFooterRecord", _snapshot_footer), 5: ("KRaftVersionRecord", _kraft_version),
-             6: ("VotersRecord", _voters)}
+# control type -> (message name, its fields)
+_MESSAGES: dict[int, tuple[str, _StructFields]] = {
+    2: ("LeaderChangeMessage", (("version", "int16"), ("leaderId", "int32"), ("voters", _LEADER_CHANGE_VOTERS),
+                                ("grantingVoters", _LEADER_CHANGE_VOTERS))),
+    3: ("SnapshotHeaderRecord", (("version", "int16"), ("lastContainedLogTimestamp", "int64"))),
+    4: ("SnapshotFooterRecord", (("version", "int16"),)),
+    5: ("KRaftVersionRecord", (("version", "int16"), ("kRaftVersion", "int16"))),
+    6: ("VotersRecord", (("version", "int16"), ("voters", _array_of(_VOTERS_VOTER, 27)))),
+}
 
 
 def decode_control(key: bytes | None, value: bytes | None, *, path: str | os.PathLike | None = None,
@@ -194,10 +154,10 @@ def decode_control(key: bytes | None, value: bytes | None, *, path: str | os.Pat
                               offset=value_offset, field="EndTransactionMarker.version")
         out["data"] = {"version": mv, "coordinatorEpoch": epoch}
     elif ctype in _MESSAGES:
-        what, read = _MESSAGES[ctype]
+        what, fields = _MESSAGES[ctype]
         if value is None:
             raise FormatError("null value", path=path, offset=value_offset, field=what)
-        out["data"] = read(Reader(value, path=path, base=value_offset, what=what))
+        out["data"] = _struct(Reader(value, path=path, base=value_offset, what=what), fields)
     return out
 
 

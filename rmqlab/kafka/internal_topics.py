@@ -56,14 +56,14 @@ from __future__ import annotations
 import base64
 import json
 import os
-import struct
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NamedTuple
 
 import pandas as pd
 
-from rmqlab.errors import FormatError, TruncatedFileError
+from rmqlab.errors import FormatError
+from rmqlab.kafka.protocol import Reader
 
 __all__ = [
     "OFFSETS_TOPIC", "TRANSACTION_TOPIC", "GROUP_RECORD_TYPES", "TRANSACTION_STATES",
@@ -75,137 +75,6 @@ __all__ = [
 
 OFFSETS_TOPIC = "__consumer_offsets"
 TRANSACTION_TOPIC = "__transaction_state"
-
-# =============================================================================================
-# Protocol primitives. A self-contained cursor over bytes with the reads of Kafka's
-# ByteBufferAccessor / generated message readers. Kept apart from the schemas below so that it
-# can be folded into a shared primitives reader without touching them.
-# =============================================================================================
-
-_I8, _I16, _I32, _I64 = (struct.Struct(c) for c in (">b", ">h", ">i", ">q"))
-_UVARINT_MAX_BYTES = 5   # ByteUtils.readUnsignedVarint: an unsigned int takes at most 5 bytes
-
-
-class _Cursor:
-    """Reads Kafka protocol primitives from `data` in order. Every error is a FormatError
-    (TruncatedFileError when the bytes end) naming `path`, the byte offset ``origin + pos`` of
-    the field in the file, and the field's path."""
-
-    __slots__ = ("data", "pos", "origin", "path")
-
-    def __init__(self, data: bytes, *, path: str | os.PathLike | None = None, origin: int = 0):
-        self.data = bytes(data)
-        self.pos = 0
-        self.origin = origin
-        self.path = path
-
-    @property
-    def remaining(self) -> int:
-        return len(self.data) - self.pos
-
-    def error(self, field: str, reason: str, at: int | None = None) -> FormatError:
-        return FormatError(reason, path=self.path, offset=self.origin + (self.pos if at is None else at), field=field)
-
-    def take(self, n: int, field: str) -> bytes:
-        if n > self.remaining:
-            raise TruncatedFileError(f"needs {n} bytes, {self.remaining} left", path=self.path,
-                                     offset=self.origin + self.pos, field=field)
-        out = self.data[self.pos:self.pos + n]
-        self.pos += n
-        return out
-
-    def _fixed(self, s: struct.Struct, field: str) -> int:
-        return s.unpack(self.take(s.size, field))[0]
-
-    def int8(self, field: str) -> int:
-        return self._fixed(_I8, field)
-
-    def int16(self, field: str) -> int:
-        return self._fixed(_I16, field)
-
-    def int32(self, field: str) -> int:
-        return self._fixed(_I32, field)
-
-    def int64(self, field: str) -> int:
-        return self._fixed(_I64, field)
-
-    def uvarint(self, field: str) -> int:
-        start, value = self.pos, 0
-        for i in range(_UVARINT_MAX_BYTES):
-            b = self.take(1, field)[0]
-            value |= (b & 0x7F) << (7 * i)
-            if not b & 0x80:
-                if value > 0xFFFFFFFF:
-                    break
-                return value
-        raise self.error(field, "unsigned varint longer than 5 bytes or above 2^32-1", at=start)
-
-    def _length(self, n: int, start: int, field: str, nullable: bool, what: str) -> int | None:
-        if n == -1 and nullable:
-            return None
-        if n < 0:
-            raise self.error(field, f"{what} length {n}" + ("" if nullable else " (the field is not nullable)"),
-                             at=start)
-        if n > self.remaining:
-            raise self.error(field, f"{what} length {n} but {self.remaining} bytes left", at=start)
-        return n
-
-    def _text(self, n: int | None, field: str) -> str | None:
-        # Kafka decodes with new String(bytes, UTF_8): malformed input becomes U+FFFD
-        return None if n is None else self.take(n, field).decode("utf-8", "replace")
-
-    def string(self, field: str, nullable: bool = False) -> str | None:
-        start = self.pos
-        return self._text(self._length(self.int16(field), start, field, nullable, "string"), field)
-
-    def compact_string(self, field: str, nullable: bool = False) -> str | None:
-        start = self.pos
-        return self._text(self._length(self.uvarint(field) - 1, start, field, nullable, "string"), field)
-
-    def bytes(self, field: str, nullable: bool = False) -> bytes | None:
-        start = self.pos
-        n = self._length(self.int32(field), start, field, nullable, "bytes")
-        return None if n is None else self.take(n, field)
-
-    def compact_bytes(self, field: str, nullable: bool = False) -> bytes | None:
-        start = self.pos
-        n = self._length(self.uvarint(field) - 1, start, field, nullable, "bytes")
-        return None if n is None else self.take(n, field)
-
-    def _items(self, n: int | None, field: str, read_item: Callable[[str], Any]) -> list | None:
-        if n is None:
-            return None
-        # every item takes at least one byte, so the count is bounded by the bytes left
-        return [read_item(f"{field}[{i}]") for i in range(n)]
-
-    def array(self, field: str, read_item: Callable[[str], Any], nullable: bool = False) -> list | None:
-        start = self.pos
-        return self._items(self._length(self.int32(field), start, field, nullable, "array"), field, read_item)
-
-    def compact_array(self, field: str, read_item: Callable[[str], Any], nullable: bool = False) -> list | None:
-        start = self.pos
-        return self._items(self._length(self.uvarint(field) - 1, start, field, nullable, "array"), field, read_item)
-
-    def tagged_fields(self, field: str) -> dict[int, tuple[int, bytes]]:
-        """The tagged-field section: {tag: (offset of its data in this cursor, data)}. Tags
-        must increase strictly, as the generated readers require."""
-        count = self._length(self.uvarint(field), self.pos, field, False, "tagged field count")
-        out: dict[int, tuple[int, bytes]] = {}
-        last = -1
-        for _ in range(count or 0):
-            at = self.pos
-            tag = self.uvarint(f"{field}.tag")
-            if tag <= last:
-                raise self.error(f"{field}.tag", f"tag {tag} after tag {last}: tags must increase", at=at)
-            last = tag
-            size = self._length(self.uvarint(f"{field}[{tag}].size"), at, f"{field}[{tag}].size", False, "tagged")
-            out[tag] = (self.pos, self.take(size or 0, f"{field}[{tag}]"))
-        return out
-
-    def expect_end(self, field: str) -> None:
-        if self.remaining:
-            raise self.error(field, f"{self.remaining} bytes left after the message")
-
 
 # =============================================================================================
 # Schemas, declared once as data (name, type, versions, nullable versions, tag, default).
@@ -328,70 +197,76 @@ TRANSACTION_STATES = {0: "Empty", 1: "Ongoing", 2: "PrepareCommit", 3: "PrepareA
                       5: "CompleteAbort", 6: "Dead", 7: "PrepareEpochFence"}
 
 
-def _read_value(cur: _Cursor, ftype: Any, version: int, flexible: bool, nullable: bool, where: str) -> Any:
+def _read_value(r: Reader, ftype: Any, version: int, flexible: bool, nullable: bool, name: str) -> Any:
     if ftype in ("int8", "int16", "int32", "int64"):
-        return getattr(cur, ftype)(where)
+        return getattr(r, ftype)(name)
     if ftype == "string":
-        return cur.compact_string(where, nullable) if flexible else cur.string(where, nullable)
+        return r.compact_string(name, nullable=nullable) if flexible else r.string(name, nullable=nullable)
     if ftype == "bytes":
-        return cur.compact_bytes(where, nullable) if flexible else cur.bytes(where, nullable)
-    array = cur.compact_array if flexible else cur.array
+        return r.compact_bytes(name, nullable=nullable) if flexible else r.bytes(name, nullable=nullable)
+    array = r.compact_array if flexible else r.array
+    # an element's errors are named by the reader's path to it, e.g. value.members[0]
     if ftype == "[]int32":
-        return array(where, cur.int32, nullable)
+        return array(name, lambda: r.int32(""), nullable=nullable)
     if ftype == "[]string":
-        return array(where, lambda w: _read_value(cur, "string", version, flexible, False, w), nullable)
+        return array(name, lambda: _read_value(r, "string", version, flexible, False, ""), nullable=nullable)
     _, fields = ftype
-    return array(where, lambda w: _read_struct(cur, fields, version, flexible, w), nullable)
+    return array(name, lambda: _read_struct(r, fields, version, flexible), nullable=nullable)
 
 
-def _read_struct(cur: _Cursor, fields: tuple[_Field, ...], version: int, flexible: bool, where: str) -> dict:
+def _read_struct(r: Reader, fields: tuple[_Field, ...], version: int, flexible: bool) -> dict:
     got: dict[str, Any] = {}
-    tagged = {}
+    tagged: dict[int, _Field] = {}
     for f in fields:
         if not _in(version, f.versions):
             continue
         if f.tag is not None:
             tagged[f.tag] = f
             continue
-        got[f.name] = _read_value(cur, f.type, version, flexible, _in(version, f.nullable), f"{where}.{f.name}")
+        got[f.name] = _read_value(r, f.type, version, flexible, _in(version, f.nullable), f.name)
     if flexible:
-        for tag, (at, raw) in cur.tagged_fields(f"{where}._tagged").items():
-            f = tagged.get(tag)
-            if f is None:
-                continue   # unknown tags are skipped, as the generated readers do
-            sub = _Cursor(raw, path=cur.path, origin=cur.origin + at)
-            value = _read_value(sub, f.type, version, flexible, _in(version, f.nullable), f"{where}.{f.name}")
-            sub.expect_end(f"{where}.{f.name}")
-            if value != f.default:
-                got[f.name] = value
+        def tagged_reader(f: _Field) -> Callable[[Reader], Any]:
+            return lambda sub: _read_value(sub, f.type, version, flexible, _in(version, f.nullable), f.name)
+
+        # unknown tags come back as bytes and are skipped, as the generated readers skip them
+        values = r.tagged_fields({tag: tagged_reader(f) for tag, f in tagged.items()})
+        for tag, f in tagged.items():
+            if tag in values and values[tag] != f.default:
+                got[f.name] = values[tag]
     # the JSON converters write the fields in schema order, tagged ones only when not default
     return {f.name: got[f.name] for f in fields if f.name in got}
 
 
-def _read_message(cur: _Cursor, schema: _Schema, version: int, where: str) -> dict:
+def _read_message(r: Reader, schema: _Schema, version: int) -> dict:
     flexible = schema.flexible_from is not None and version >= schema.flexible_from
-    out = _read_struct(cur, schema.fields, version, flexible, where)
-    cur.expect_end(where)
+    out = _read_struct(r, schema.fields, version, flexible)
+    r.expect_end()
     return out
 
 
-def _version(cur: _Cursor, schema: _Schema, where: str) -> int:
-    v = cur.int16(f"{where}.version")
+def _version(r: Reader, schema: _Schema) -> int:
+    at = r.pos
+    v = r.int16("version")
     if not _in(v, schema.versions):
-        raise cur.error(f"{where}.version", f"{schema.name} version {v}: Kafka writes "
-                                            f"{schema.versions[0]}..{schema.versions[1]}", at=cur.pos - 2)
+        raise r.error(f"{schema.name} version {v}: Kafka writes {schema.versions[0]}..{schema.versions[1]}",
+                      "version", at)
     return v
+
+
+def _reader(data: bytes, path: str | os.PathLike | None, offset: int, what: str) -> Reader:
+    # the coordinators decode strings with new String(bytes, UTF_8): malformed input becomes U+FFFD
+    return Reader(data, path=path, base=offset, what=what, lenient_utf8=True)
 
 
 def _embedded(raw: bytes, schema: _Schema) -> dict | None:
     """A ConsumerProtocol struct inside a member's bytes, or None where the dump tool keeps the
     bytes (a version it cannot read, or bytes its reader rejects)."""
-    cur = _Cursor(raw)
+    r = _reader(raw, None, 0, schema.name)
     try:
-        v = cur.int16("version")
+        v = r.int16("version")
         if not _in(v, schema.versions):
             return None
-        return {"version": v, "data": _read_struct(cur, schema.fields, v, False, schema.name)}
+        return {"version": v, "data": _read_struct(r, schema.fields, v, False)}
     except FormatError:
         return None
 
@@ -447,21 +322,21 @@ def decode_group_record(key: bytes | None, value: bytes | None, *, path: str | o
     """
     if key is None:
         raise FormatError("a __consumer_offsets record without a key", path=path, offset=key_offset, field="key")
-    kc = _Cursor(key, path=path, origin=key_offset)
-    record_type = kc.int16("key.version")
+    kc = _reader(key, path, key_offset, "key")
+    record_type = kc.int16("version")
     known = GROUP_RECORD_TYPES.get(record_type)
     if known is None:
         return GroupRecord(record_type, "Unknown", None, None, None, value is None, value)
     name, key_schema = known
-    k = _read_message(kc, key_schema, record_type, "key")
+    k = _read_message(kc, key_schema, record_type)
     if value is None:
         return GroupRecord(record_type, name, k, None, None, True)
-    vc = _Cursor(value, path=path, origin=value_offset)
+    vc = _reader(value, path, value_offset, "value")
     schema = _VALUE_SCHEMAS.get(record_type)
     if schema is None:
-        return GroupRecord(record_type, name, k, vc.int16("value.version"), None, False, bytes(value))
-    v_version = _version(vc, schema, "value")
-    v = _read_message(vc, schema, v_version, "value")
+        return GroupRecord(record_type, name, k, vc.int16("version"), None, False, bytes(value))
+    v_version = _version(vc, schema)
+    v = _read_message(vc, schema, v_version)
     if record_type == 2 and v["protocolType"] == "consumer":
         for m in v["members"]:
             m["subscription"] = _embedded(m["subscription"], CONSUMER_PROTOCOL_SUBSCRIPTION) or m["subscription"]
@@ -490,16 +365,16 @@ def decode_transaction_record(key: bytes | None, value: bytes | None, *, path: s
     """
     if key is None:
         raise FormatError("a __transaction_state record without a key", path=path, offset=key_offset, field="key")
-    kc = _Cursor(key, path=path, origin=key_offset)
-    kv = kc.int16("key.version")
+    kc = _reader(key, path, key_offset, "key")
+    kv = kc.int16("version")
     if not _in(kv, TRANSACTION_LOG_KEY.versions):
         return TransactionRecord(kv, None, None, None, value is None)
-    tid = _read_message(kc, TRANSACTION_LOG_KEY, kv, "key")["transactionalId"]
+    tid = _read_message(kc, TRANSACTION_LOG_KEY, kv)["transactionalId"]
     if value is None:
         return TransactionRecord(kv, tid, None, None, True)
-    vc = _Cursor(value, path=path, origin=value_offset)
-    vv = _version(vc, TRANSACTION_LOG_VALUE, "value")
-    v = _read_message(vc, TRANSACTION_LOG_VALUE, vv, "value")
+    vc = _reader(value, path, value_offset, "value")
+    vv = _version(vc, TRANSACTION_LOG_VALUE)
+    v = _read_message(vc, TRANSACTION_LOG_VALUE, vv)
     state = TRANSACTION_STATES.get(v["transactionStatus"])
     if state is None:
         raise FormatError(f"transaction state id {v['transactionStatus']} (Kafka defines 0..7)", path=path,

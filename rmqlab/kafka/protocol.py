@@ -73,21 +73,24 @@ class Reader:
     (0, True)
 
     Parameters: ``data`` (a bytes-like object), ``path`` (the file, for errors), ``base`` (the
-    file offset of ``data[0]``), ``what`` (the message name errors start their field path with).
+    file offset of ``data[0]``), ``what`` (the message name errors start their field path with),
+    ``start`` / ``end`` (the message's bounds within ``data``), ``lenient_utf8`` (decode
+    malformed UTF-8 to U+FFFD as Java's ``new String(bytes, UTF_8)`` does, instead of raising).
     Raises, from every read: :class:`~rmqlab.errors.TruncatedFileError` when the bytes end
     before the field, :class:`~rmqlab.errors.FormatError` for an impossible value.
     """
 
-    __slots__ = ("data", "pos", "end", "path", "base", "what", "_where")
+    __slots__ = ("data", "pos", "end", "path", "base", "what", "lenient_utf8", "_where")
 
     def __init__(self, data, *, path: str | os.PathLike | None = None, base: int = 0, what: str = "",
-                 start: int = 0, end: int | None = None):
+                 start: int = 0, end: int | None = None, lenient_utf8: bool = False):
         self.data = memoryview(data).cast("B") if not isinstance(data, bytes) else data
         self.pos = start
         self.end = len(self.data) if end is None else end
         self.path = path
         self.base = base
         self.what = what
+        self.lenient_utf8 = lenient_utf8
         self._where: list[str] = [what] if what else []
 
     # -- position and errors ------------------------------------------------------------
@@ -202,6 +205,8 @@ class Reader:
 
     def _text(self, n: int, name: str, at: int) -> str:
         p = self._take(n, name)
+        if self.lenient_utf8:
+            return bytes(self.data[p:p + n]).decode("utf-8", "replace")
         try:
             return bytes(self.data[p:p + n]).decode("utf-8")
         except UnicodeDecodeError as e:
@@ -312,7 +317,7 @@ class Reader:
                                  f"_tagged_fields[{tag}].size", size_at, truncated=size >= 0)
             if known and tag in known:
                 sub = Reader(self.data, path=self.path, base=self.base, start=self.pos, end=self.pos + size,
-                             what=self.field_path(f"_tagged_fields[{tag}]"))
+                             what=self.field_path(f"_tagged_fields[{tag}]"), lenient_utf8=self.lenient_utf8)
                 out[tag] = known[tag](sub)
                 sub.expect_end()
                 self.pos += size
