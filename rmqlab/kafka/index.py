@@ -370,7 +370,7 @@ class LookupTrace:
     first_hot_entry: int | None
     section: str = ""
     slot: int = -1
-    result: tuple | None = None
+    result: OffsetPosition | TimestampOffset | None = None   # None until the lookup ran
     steps: list[ProbeStep] = field(default_factory=list)
 
     @property
