@@ -41,8 +41,8 @@ chromium:
 test: $(STAMP) java chromium
 	$(VPY) -m pytest -q
 
-# Lint (ruff: pyflakes, pycodestyle, bugbear, isort, pyupgrade) and types (mypy on the formats and
-# the dispatch rules); CI runs this before the tests.
+# Lint (ruff: pyflakes, pycodestyle, bugbear, isort, pyupgrade) and types (mypy on the formats, the
+# dispatch rules, the Kafka package and the comparison); CI runs this before the tests.
 check: $(STAMP)
 	$(VENV)/bin/ruff check rmqlab tests benchmarks
 	$(VENV)/bin/mypy

@@ -345,7 +345,7 @@ def _by_offset(sbs: SideBySide, q: int, query: int) -> list[dict]:
     queue = sbs.consume_queue()
     unit = queue.unit(q)
     phy, size = int(unit.commitlog_offset), int(unit.size)
-    rocket = _row("offset", query, "RocketMQ", q, phy, phy == int(sbs.messages["phy_offset"].iat[q]), 1,
+    rocket = _row("offset", query, "RocketMQ", q, phy, phy == int(sbs.messages["phy_offset"].to_numpy(np.int64)[q]), 1,
                   cq.UNIT_SIZE, 1, size, _pages([q * cq.UNIT_SIZE], [cq.UNIT_SIZE]) + _pages([phy], [size]))
     k = sbs.kafka().lookup_offset(q)
     kafka = _row("offset", query, "Kafka", q, k.batch_last_offset if k.found else -1,
@@ -388,7 +388,7 @@ def _by_key(sbs: SideBySide, key: str, q: int, query: int) -> list[dict]:
     found = list(trace.result.phy_offsets)
     sizes = sbs.message_size(found) if found else np.zeros(0, np.int64)
     pages += _pages(found, sizes)
-    target_phy = int(sbs.messages["phy_offset"].iat[q])
+    target_phy = int(sbs.messages["phy_offset"].to_numpy(np.int64)[q])
     rocket = _row("key", query, "RocketMQ", key, len(found), target_phy in found, entries,
                   SLOT.size * searched + ENTRY.size * entries, len(found), int(sizes.sum()), pages,
                   files_searched=searched)
@@ -507,7 +507,7 @@ def time_semantics(sbs: SideBySide, *, window_ms: int = 999, seed: int = 0) -> p
     # (keyquery's "missed-time"), not one the walk stops before reaching
     found = None
     for q in np.random.default_rng(seed).permutation(cand)[:50].tolist():
-        key, t, phy = str(keys.iat[q]), int(ts[q]), int(m["phy_offset"].iat[q])
+        key, t, phy = str(keys.iat[q]), int(ts[q]), int(m["phy_offset"].to_numpy(np.int64)[q])
         kq = sbs.store.explain_key(sbs.topic, key, begin=t, end=t + window_ms)
         reasons = kq.diff.set_index("phy_offset")["reason"]
         steps = kq.trace.steps_frame()

@@ -176,7 +176,7 @@ def _lz4_decompress(raw: bytes, magic: int, path, offset) -> bytes:
         if size & _LZ4_UNCOMPRESSED_BIT:
             out.append(block)
         else:
-            written = cramjam.lz4.decompress_block_into(block, scratch)
+            written = cramjam.lz4.decompress_block_into(block, scratch.data)
             out.append(scratch[:written].tobytes())
         p += n + (4 if block_checksum else 0)
     if content_checksum:

@@ -34,11 +34,14 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rmqlab.errors import FormatError
 from rmqlab.formats.layout import Layout
 from rmqlab.kafka.protocol import Reader
+
+if TYPE_CHECKING:   # annotations only: log is imported where records are read
+    from rmqlab.kafka.log import TornTail
 
 __all__ = ["CONTROL_KEY", "END_TXN_MARKER", "CONTROL_TYPES", "control_key", "decode_control", "control_text",
            "read_control_records"]
@@ -183,7 +186,7 @@ def control_text(decoded: dict[str, Any]) -> str:
     return f"controlType: {decoded['name']}({t})"
 
 
-def read_control_records(source, *, torn_tail: str = "raise"):
+def read_control_records(source, *, torn_tail: TornTail = "raise"):
     """The control records of a segment or KRaft snapshot as a DataFrame, in file order.
 
     Columns: ``offset``, ``position`` (the record's first byte), ``batch_position``,

@@ -370,7 +370,7 @@ class LookupTrace:
     first_hot_entry: int | None
     section: str = ""
     slot: int = -1
-    result: tuple | None = None
+    result: OffsetPosition | TimestampOffset | None = None   # None until the lookup ran
     steps: list[ProbeStep] = field(default_factory=list)
 
     @property
@@ -466,7 +466,9 @@ class _SparseIndex:
         """Unmap. NumPy views handed out keep the map alive until they are collected."""
         if self._closed:
             return
-        self._all = self.entries = self._keys_cache = None
+        # drop the views of the map so that it can close; every read checks _require_open first
+        self._all = self.entries = None  # type: ignore[assignment]
+        self._keys_cache = None
         if isinstance(self._buf, mmap.mmap):
             try:
                 self._buf.close()
@@ -554,14 +556,17 @@ class _SparseIndex:
                 offset=self.length - self.length % self.LAYOUT.size, field="file length")
         return None
 
-    def _sanity_problems(self, **kw) -> list[CorruptIndexError]:
+    def _sanity_problems(self) -> list[CorruptIndexError]:
         raise NotImplementedError
 
-    def sanity_check(self, **kw) -> None:
+    def problems(self) -> list[CorruptIndexError]:
+        raise NotImplementedError
+
+    def sanity_check(self) -> None:
         """The broker's sanity check (run when it loads a segment): raise the first failure as
         :class:`CorruptIndexError`, in Kafka's order. Cost: O(1), two entries read."""
         self._require_open()
-        problems = self._sanity_problems(**kw)
+        problems = self._sanity_problems()
         if problems:
             raise problems[0]
 
@@ -580,6 +585,12 @@ class _SparseIndex:
         raise NotImplementedError
 
     def _result(self, slot: int):
+        raise NotImplementedError
+
+    def _not_found(self):
+        raise NotImplementedError
+
+    def _key_array(self) -> np.ndarray:
         raise NotImplementedError
 
     def _slot_for(self, target: int, entity: str, result_type: str, algorithm: str,
@@ -789,7 +800,10 @@ class OffsetIndex(_SparseIndex):
         below the base offset, then the length must be a multiple of 8. With `legacy`, the
         0.10-1.0 rule: the last offset must be *above* the base offset. Raises
         :class:`CorruptIndexError`. Cost: O(1)."""
-        super().sanity_check(legacy=legacy)
+        self._require_open()
+        problems = self._sanity_problems(legacy)
+        if problems:
+            raise problems[0]
 
     def _sanity_problems(self, legacy: bool = False) -> list[CorruptIndexError]:
         out = []
@@ -1053,6 +1067,14 @@ class _IndexWriter:
         self.max_entries = length // self.LAYOUT.size
         self.entry_count = 0
         self._reset_last()
+
+    def _reset_last(self) -> None:
+        """Forget the last entry (the file is empty)."""
+        raise NotImplementedError
+
+    def _load_last(self, data: bytes) -> None:
+        """Take the last entry of `data`, the file's first entry_count entries."""
+        raise NotImplementedError
 
     @classmethod
     def resume(cls, path: str | os.PathLike, base_offset: int | None = None,

@@ -675,15 +675,18 @@ def group_members(source) -> pd.DataFrame:
     (list of "topic-partition"; None when not decoded), ``record_offset``.
     """
     rows = []
-    for g in group_metadata(source).itertuples():
-        for m in g.members:
+    groups = group_metadata(source)
+    for group, generation, members, record_offset in zip(groups["group"].tolist(), groups["generation"].tolist(),
+                                                         groups["members"].tolist(),
+                                                         groups["record_offset"].tolist()):
+        for m in members:
             sub, asg = m.get("subscription"), m.get("assignment")
             topics = sub["data"]["topics"] if isinstance(sub, dict) else None
             assigned = ([f"{t['topic']}-{p}" for t in asg["data"]["assignedPartitions"] for p in t["partitions"]]
                         if isinstance(asg, dict) else None)
-            rows.append((g.group, g.generation, m["memberId"], m.get("groupInstanceId"), m["clientId"],
+            rows.append((group, generation, m["memberId"], m.get("groupInstanceId"), m["clientId"],
                          m["clientHost"], m.get("rebalanceTimeout", -1), m["sessionTimeout"], topics, assigned,
-                         g.record_offset))
+                         record_offset))
     return pd.DataFrame(rows, columns=["group", "generation", "member_id", "group_instance_id", "client_id",
                                        "client_host", "rebalance_timeout", "session_timeout", "topics", "assigned",
                                        "record_offset"])

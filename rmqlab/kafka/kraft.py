@@ -28,11 +28,14 @@ import json
 import os
 import re
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rmqlab.errors import FormatError, RmqlabError
 from rmqlab.kafka.control import decode_control
 from rmqlab.kafka.protocol import Reader
+
+if TYPE_CHECKING:   # annotations only: log is imported where records are read
+    from rmqlab.kafka.log import TornTail
 
 __all__ = ["METADATA_RECORD_TYPES", "SNAPSHOT_SUFFIX", "BOOTSTRAP_CHECKPOINT", "parse_snapshot_name",
            "decode_metadata_record", "metadata_text", "read_metadata_records", "read_kraft_snapshot",
@@ -166,7 +169,7 @@ def metadata_text(decoded: dict[str, Any]) -> str:
     return json.dumps({"type": enum, "version": decoded["version"], "data": decoded["data"]}, separators=(",", ":"))
 
 
-def read_metadata_records(source, *, errors: str = "raise", torn_tail: str = "raise"):
+def read_metadata_records(source, *, errors: str = "raise", torn_tail: TornTail = "raise"):
     """Every record of a metadata segment or snapshot as a DataFrame, in file order: control
     records decoded by :func:`~rmqlab.kafka.control.decode_control`, the others by
     :func:`decode_metadata_record`.
@@ -197,7 +200,8 @@ def read_metadata_records(source, *, errors: str = "raise", torn_tail: str = "ra
     batches = read_batches(source, torn_tail=torn_tail)
     control = set(batches.loc[batches["is_control"], "position"].tolist())
     recs = read_records(source, headers=False, torn_tail=torn_tail)
-    rows = []
+    # a record that did not decode has no type, version or data, only its error
+    rows: list[tuple[Any, ...]] = []
     for off, pos, bpos, ts, key, value in zip(recs["offset"].tolist(), recs["position"].tolist(),
                                               recs["batch_position"].tolist(), recs["timestamp"].tolist(),
                                               recs["key"].tolist(), recs["value"].tolist()):

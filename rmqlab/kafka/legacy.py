@@ -404,7 +404,7 @@ def records_frame(recs: LegacyRecords):
     import pandas as pd
 
     ints = {"batch_position", "position", "size", "offset", "timestamp", "magic", "attributes", "crc"}
-    data = {}
+    data: dict[str, np.ndarray | pd.Series] = {}
     for c in _RECORD_COLUMNS:
         v = getattr(recs, c)
         if c in ints:
@@ -482,6 +482,8 @@ def encode_message_set(records, *, magic: int = 1, compression: str | int = "non
     lat = timestamp_type == "LogAppendTime"
     if lat and (magic == 0 or log_append_time is None):
         raise ValueError("LogAppendTime needs magic 1 and a log_append_time")
+    # read only when lat, where the check above makes it log_append_time
+    append_time = NO_TIMESTAMP if log_append_time is None else log_append_time
     c = _columns(records, next_offset)
     if c.headers_count.any():
         raise ValueError("magic v0/v1 messages have no headers")
@@ -503,7 +505,7 @@ def encode_message_set(records, *, magic: int = 1, compression: str | int = "non
     parts = []
     if codec == codecs.NONE:
         for i in range(n):
-            parts.append(_message(magic, offsets[i], outer_attrs, log_append_time if lat else stamps[i],
+            parts.append(_message(magic, offsets[i], outer_attrs, append_time if lat else stamps[i],
                                   keys[i], values[i]))
         return b"".join(parts)
     per = n if records_per_wrapper is None else int(records_per_wrapper)
@@ -514,7 +516,7 @@ def encode_message_set(records, *, magic: int = 1, compression: str | int = "non
         first = offsets[start]
         inner = b"".join(_message(magic, offsets[i] - first if magic == 1 else offsets[i], 0, stamps[i],
                                   keys[i], values[i]) for i in group)
-        ts = log_append_time if lat else max(stamps[i] for i in group)
+        ts = append_time if lat else max(stamps[i] for i in group)
         parts.append(_message(magic, offsets[group[-1]], codec | outer_attrs, ts, None,
                               codecs.compress(codec, inner, magic=magic)))
     return b"".join(parts)

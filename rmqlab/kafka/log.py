@@ -97,7 +97,7 @@ from typing import Any, Literal, NamedTuple
 
 import numpy as np
 
-from rmqlab import _records
+import rmqlab._records as _records
 from rmqlab._crc32c import crc32c, crc32c_spans
 from rmqlab.errors import FormatError, RmqlabError, TruncatedFileError
 from rmqlab.formats.layout import Layout
@@ -111,8 +111,12 @@ __all__ = [
     "NO_PRODUCER_ID", "NO_PRODUCER_EPOCH", "NO_SEQUENCE", "NO_TIMESTAMP",
     "crc32c", "compression_name", "Batch", "WalkReport", "BatchStream", "KafkaRecord", "EncodedBatches",
     "log_file_name", "walk_batches", "read_batches", "read_records", "scan_key", "compressed_batch_problems",
-    "encode_batches", "SegmentWriter", "write_segment", "records_from_workload",
+    "encode_batches", "SegmentWriter", "write_segment", "records_from_workload", "TornTail",
 ]
+
+#: What a reader does with a batch cut by the end of the file: raise TruncatedFileError, or stop
+#: quietly before it as the broker's recovery does.
+TornTail = Literal["raise", "stop"]
 
 # ------------------------------------------------------------------------------- layout
 
@@ -355,6 +359,12 @@ def _zero_tail(buf, p: int, path) -> TruncatedFileError | None:
                               field="batch header")
 
 
+def _error_offset(error: RmqlabError) -> int:
+    """Where `error` is in the file, to pick the first of several. The walk's errors always name
+    an offset; one without sorts first rather than being lost."""
+    return -1 if error.offset is None else error.offset
+
+
 def _crc_error(path, position: int, stored: int, computed: int) -> FormatError:
     return FormatError(f"stored CRC-32C 0x{stored:08X} but the batch's bytes give 0x{computed:08X}",
                        path=path, offset=position + HEADER.offset("crc"), field="crc")
@@ -365,7 +375,7 @@ class BatchStream:
     filled as it goes. Made by :func:`walk_batches`."""
 
     def __init__(self, source, *, verify_crc: bool = False,
-                 torn_tail: Literal["raise", "stop"] = "raise"):
+                 torn_tail: TornTail = "raise"):
         if torn_tail not in ("raise", "stop"):
             raise ValueError(f"torn_tail must be 'raise' or 'stop', got {torn_tail!r}")
         self.source, self.verify_crc, self.torn_tail = source, verify_crc, torn_tail
@@ -400,11 +410,11 @@ class BatchStream:
                     raise _crc_error(path, p, crc, computed)
                 rep.batches += 1
                 rep.valid_bytes = p + size
-                yield Batch(p, size, *h._replace(crc=crc), crc_ok=computed == crc)
+                yield Batch(p, size, **h._replace(crc=crc)._asdict(), crc_ok=computed == crc)
 
 
 def walk_batches(source, *, verify_crc: bool = False,
-                 torn_tail: Literal["raise", "stop"] = "raise") -> BatchStream:
+                 torn_tail: TornTail = "raise") -> BatchStream:
     """Iterate the batch headers of a segment (a path, or bytes-like data) in file order.
 
     Compressed v2 batches are walked by their headers alone (a legacy wrapper is decompressed
@@ -433,15 +443,20 @@ def _gather_headers(U: np.ndarray, positions: np.ndarray) -> np.ndarray:
     return out
 
 
-def _batch_table(buf, path, verify_crc: bool, torn_tail: str):
+def _batch_table(buf, path, verify_crc: bool, torn_tail: TornTail):
     """Columns (dict of arrays) of every whole batch or legacy entry, the WalkReport and the first
     pending error (a CRC mismatch when verifying, a legacy entry that does not decode, a torn
     tail when raising, a format error) or None. Legacy entries are decoded by
     :func:`rmqlab.kafka.legacy.decode_entries`; their records are ``cols["_legacy_records"]``."""
     report = WalkReport(path=path, file_size=len(buf))
-    items = list(_spans(buf, path))
-    stop = items.pop() if items and isinstance(items[-1], _Stop) else None
-    P = np.array(items, np.int64)
+    positions: list[int] = []
+    stop: _Stop | None = None
+    for item in _spans(buf, path):
+        if isinstance(item, _Stop):
+            stop = item       # only ever the last item
+        else:
+            positions.append(item)
+    P = np.array(positions, np.int64)
     U = np.frombuffer(buf, np.uint8) if len(buf) else np.empty(0, np.uint8)
     v2 = U[P + HEADER.offset("magic")] == MAGIC if len(P) else np.zeros(0, bool)
     PV = P[v2]
@@ -458,7 +473,7 @@ def _batch_table(buf, path, verify_crc: bool, torn_tail: str):
     crc_ok = np.zeros(len(P), bool)
     crc_ok[v2] = computed.astype(np.int64) == cols["crc"][v2]
     del U, h
-    errors = []
+    errors: list[RmqlabError] = []
     if verify_crc and not crc_ok[v2].all():
         i = int(np.argmin(crc_ok[v2]))
         errors.append(_crc_error(path, int(PV[i]), int(cols["crc"][v2][i]), int(computed[i])))
@@ -475,7 +490,7 @@ def _batch_table(buf, path, verify_crc: bool, torn_tail: str):
             errors.append(err)
     cols["crc_ok"] = crc_ok
     S = cols["size"] = cols["batch_length"] + LOG_OVERHEAD
-    pending = min(errors, key=lambda e: e.offset) if errors else None
+    pending = min(errors, key=_error_offset) if errors else None
     if stop is not None and pending is None:
         if stop.torn and torn_tail == "stop":
             report.torn_tail, report.torn_reason = stop.error.offset, stop.error.reason
@@ -513,7 +528,7 @@ def _batch_frame(cols, report):
 
 
 def read_batches(source, *, verify_crc: bool = False,
-                 torn_tail: Literal["raise", "stop"] = "raise"):
+                 torn_tail: TornTail = "raise"):
     """Every batch header of a segment as a pandas DataFrame, one row a batch in file order.
 
     Columns: ``position`` and ``size`` (bytes in the file), ``base_offset``, ``last_offset``,
@@ -665,7 +680,7 @@ class _Failures:
         self.items.append(error)
 
     def first(self) -> RmqlabError | None:
-        return min(self.items, key=lambda e: e.offset) if self.items else None
+        return min(self.items, key=_error_offset) if self.items else None
 
 
 def _record_chain(buf, U, path, starts, ends, counts, batch_pos, fails: _Failures):
@@ -723,7 +738,11 @@ def _record_chain(buf, U, path, starts, ends, counts, batch_pos, fails: _Failure
             if st or length < 0 or p + sz + length > e:
                 _chain_failure(fails, b, kk, p, e, st, length, sz, batch_pos, counts)
                 break
-            rs.append(p), bs.append(p + sz), be.append(p + sz + length), rb.append(b), ri.append(kk)
+            rs.append(p)
+            bs.append(p + sz)
+            be.append(p + sz + length)
+            rb.append(b)
+            ri.append(kk)
             p += sz + length
         else:
             cur[b] = p
@@ -830,7 +849,7 @@ def _decode(buf, path, *, verify_crc, torn_tail, compressed="decode") -> _Decode
     d = _decode_rows(U, path, cols, rows, fails)
     err = fails.first()
     if err is not None:
-        i = int(np.searchsorted(cols["position"], err.offset, side="right")) - 1
+        i = int(np.searchsorted(cols["position"], _error_offset(err), side="right")) - 1
         if err.field != "crc" and 0 <= i < len(cols["crc_ok"]) and not cols["crc_ok"][i]:
             err = type(err)(err.reason + f" (the CRC-32C of the batch at {int(cols['position'][i])} does not "
                               f"verify either: its bytes are damaged)", path=path, offset=err.offset, field=err.field)
@@ -1039,8 +1058,11 @@ def _decode_fields(U, path, rec, body, bend, brow, index, cols, fails: _Failures
         alive[act[bad]] = False
         good = ~bad
         p[act] = q
-        h_rec.append(act[good]), h_kp.append(kp[good]), h_ks.append(klen[good])
-        h_vp.append(vp[good]), h_vs.append(np.where(vlen < 0, -1, vlen)[good])
+        h_rec.append(act[good])
+        h_kp.append(kp[good])
+        h_ks.append(klen[good])
+        h_vp.append(vp[good])
+        h_vs.append(np.where(vlen < 0, -1, vlen)[good])
     fail(p != e, p, "length", lambda r: f"length {int(e[r] - body[r])} but the fields end after "
                                         f"{int(p[r] - body[r])} bytes (\"Invalid record size\")")
 
@@ -1147,7 +1169,7 @@ def _with_legacy_records(df, d: _Decoded, lat: np.ndarray):
 
 
 def read_records(source, *, values: bool = True, headers: bool = True, verify_crc: bool = False,
-                 torn_tail: Literal["raise", "stop"] = "raise",
+                 torn_tail: TornTail = "raise",
                  compressed: Literal["decode", "skip"] = "decode"):
     """Every record of a segment as a pandas DataFrame, in file order (batch by batch), the
     records of compressed batches (gzip, snappy, lz4, zstd) decompressed and decoded too.
@@ -1192,7 +1214,7 @@ def read_records(source, *, values: bool = True, headers: bool = True, verify_cr
     return df
 
 
-def scan_key(source, key: bytes | str, *, torn_tail: Literal["raise", "stop"] = "raise",
+def scan_key(source, key: bytes | str, *, torn_tail: TornTail = "raise",
              compressed: Literal["decode", "skip"] = "decode"):
     """The records whose key equals `key` (str is UTF-8 encoded), as :func:`read_records`
     rows without the value and headers (compressed batches decoded too, unless
@@ -1262,7 +1284,7 @@ def compressed_batch_problems(source) -> list[str]:
             if err is None:
                 break
             problems.append(str(err))
-            bad = int(np.searchsorted(cols["position"], err.offset, side="right")) - 1
+            bad = int(np.searchsorted(cols["position"], _error_offset(err), side="right")) - 1
             todo = todo[todo != bad]
         else:
             if len(todo) and len(problems) == _MAX_BATCH_PROBLEMS:
@@ -1346,12 +1368,12 @@ def _headers_arrow(values) -> Any:
     {"key", "value"} dicts); None is an empty list."""
     import pyarrow as pa
 
-    rows = []
+    rows: list[list[dict[str, bytes | None]]] = []
     for hs in values:
         if hs is None or (isinstance(hs, float) and np.isnan(hs)):
             rows.append([])
             continue
-        row = []
+        row: list[dict[str, bytes | None]] = []
         for h in hs:
             k, v = (h["key"], h["value"]) if isinstance(h, dict) else h
             if k is None:
@@ -1493,6 +1515,7 @@ def encode_batches(records, *, records_per_batch: int | Sequence[int] = 1, parti
     if isinstance(records_per_batch, (int, np.integer)):
         if records_per_batch < 1:
             raise ValueError(f"records_per_batch must be a positive int, got {records_per_batch!r}")
+        rpb = int(records_per_batch)
         sizes = None
     else:
         sizes = np.asarray(records_per_batch, dtype=np.int64).reshape(-1)
@@ -1514,7 +1537,6 @@ def encode_batches(records, *, records_per_batch: int | Sequence[int] = 1, parti
         raise ValueError(f"invalid negative timestamp {int(stamps[np.argmax(negative_stamp)])} "
                          f"(only -1, NO_TIMESTAMP, is allowed)")
     if sizes is None:
-        rpb = int(records_per_batch)
         B = -(-n // rpb)
         fi = np.arange(B, dtype=np.int64) * rpb
         li = np.minimum(fi + rpb, n) - 1
@@ -1688,7 +1710,7 @@ class SegmentWriter:
         enc = encode_batches(records, records_per_batch=self.records_per_batch,
                              partition_leader_epoch=self.partition_leader_epoch, next_offset=self.next_offset,
                              compression=self.compression)
-        self._fh.write(memoryview(enc.data))
+        self._fh.write(enc.data.data)
         self._fh.flush()
         enc.position = enc.position + self.position
         self.position += len(enc.data)
@@ -1726,7 +1748,7 @@ def write_segment(directory: str | os.PathLike, base_offset: int, records, *,
                          compression=compression)
     Path(directory).mkdir(parents=True, exist_ok=True)
     with open(path, "wb") as fh:
-        fh.write(memoryview(enc.data))
+        fh.write(enc.data.data)
     return path
 
 

@@ -396,7 +396,7 @@ class PartitionWriter:
         self.partition_leader_epoch = int(partition_leader_epoch)
         self.next_offset = int(base_offset)
         self._rows: list[dict[str, Any]] = []
-        self._open: _OpenSegment | None = _OpenSegment(self.dir, int(base_offset), "")
+        self._open = _OpenSegment(self.dir, int(base_offset), "")
         self._closed = False
 
     # -- appending ---------------------------------------------------------------------------
@@ -410,7 +410,8 @@ class PartitionWriter:
         enc = kafka_log.encode_batches(records, records_per_batch=self.records_per_batch,
                                       partition_leader_epoch=self.partition_leader_epoch,
                                       next_offset=self.next_offset)
-        if len(enc.size) == 0:
+        next_offset = enc.next_offset
+        if next_offset is None:     # no records
             return enc
         op = self._open
         old = op.batches
@@ -430,7 +431,7 @@ class PartitionWriter:
                 stop = int(enc.position[hi - 1] + enc.size[hi - 1])
                 self._open.add(enc.data[start:stop], enc.size[lo:hi], enc.base_offset[lo:hi],
                                enc.last_offset[lo:hi], enc.max_timestamp[lo:hi])
-        self.next_offset = int(enc.next_offset)
+        self.next_offset = next_offset
         return enc
 
     def _roll(self, base: int, reason: str) -> None:
@@ -546,6 +547,23 @@ def write_partition(directory: str | os.PathLike, records, *, segment_bytes: int
 
 class _Touched:
     """Totals of a lookup's cost: index and log bytes, index and log pages."""
+
+    # each lookup keeps these as fields or computes them from its traces
+    @property
+    def index_bytes_read(self) -> int:
+        raise NotImplementedError
+
+    @property
+    def index_pages(self) -> int:
+        raise NotImplementedError
+
+    @property
+    def log_bytes(self) -> int:
+        raise NotImplementedError
+
+    @property
+    def log_pages(self) -> int:
+        raise NotImplementedError
 
     @property
     def bytes_touched(self) -> int:
@@ -807,6 +825,7 @@ class KafkaPartition:
             res.index_entries_read += trace.entries_read
             res.index_pages += len(trace.pages_touched)
             res.index_trace = trace
+            assert isinstance(trace.result, kidx.OffsetPosition)    # what an offset index answers
             pos = int(trace.result.position)
             P, S, F, L, _ = self._arrays(s.base)
             i0 = self._start_batch(s.base, pos, trace)
@@ -854,7 +873,9 @@ class KafkaPartition:
         start = self.log_start_offset
         res.segment = s.base
         res.time_trace = ti.trace_lookup(ts)
+        assert isinstance(res.time_trace.result, kidx.TimestampOffset)    # what a time index answers
         res.offset_trace = self.offset_index(s.base).trace_lookup(max(res.time_trace.result.offset, start))
+        assert isinstance(res.offset_trace.result, kidx.OffsetPosition)
         pos = int(res.offset_trace.result.position)
         res.position = pos
         P, S, F, L, T = self._arrays(s.base)

@@ -33,6 +33,7 @@ True
 from __future__ import annotations
 
 import base64
+import builtins
 import os
 import struct
 from collections.abc import Callable
@@ -239,7 +240,8 @@ class Reader:
         n = self._length_checked(self.int32(name), name, at, nullable)
         return None if n is None else self.raw(n, name)
 
-    def compact_bytes(self, name: str, *, nullable: bool = False) -> bytes | None:
+    # `bytes` here would name the method above
+    def compact_bytes(self, name: str, *, nullable: bool = False) -> builtins.bytes | None:
         """uvarint (length + 1), then the bytes; 0 is null where the field is nullable."""
         at = self.pos
         n = self._length_checked(self._compact_length(name), name, at, nullable)

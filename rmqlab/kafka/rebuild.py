@@ -463,7 +463,10 @@ def _describe_restarts(batches: pd.DataFrame, restarts, evidence: dict[int, tupl
     for k, end in zip(cuts.tolist(), ends.tolist()):
         follow = int(((plan.offset_batches >= k) & (plan.offset_batches < end)).sum())
         closing = np.flatnonzero(plan.time_origins == 2 * k)
-        entry = None if not len(closing) else (int(closing[0]), tuple(map(int, plan.times[closing[0]])))
+        entry = None
+        if len(closing):
+            timestamp, offset = plan.times[closing[0]]
+            entry = (int(closing[0]), (int(timestamp), int(offset)))
         out.append(Restart(int(base[k]), int(pos[k]), evidence.get(int(base[k]), ("given",)), follow, entry))
     return out
 
@@ -486,8 +489,8 @@ def infer_restart(batches: pd.DataFrame, offset_entries, time_entries, restarts=
     """
     got_off = np.asarray(offset_entries, np.int64).reshape(-1, 2)
     got_time = np.asarray(time_entries, np.int64).reshape(-1, 2)
-    kw = dict(index_interval_bytes=index_interval_bytes, rolled=rolled)
-    found = compare(batches, got_off, got_time, restarts=restarts, **kw)
+    found = compare(batches, got_off, got_time, restarts=restarts, index_interval_bytes=index_interval_bytes,
+                    rolled=rolled)
     if not _unexplained(found):
         return None
     base = batches["base_offset"].to_numpy(np.int64)
@@ -510,7 +513,8 @@ def infer_restart(batches: pd.DataFrame, offset_entries, time_entries, restarts=
     fits = []
     for k in range(max(lo, 1), hi + 1):
         trial = sorted(set(restarts) | {int(base[k])})
-        if _unexplained(compare(batches, got_off, got_time, restarts=trial, **kw)):
+        if _unexplained(compare(batches, got_off, got_time, restarts=trial, index_interval_bytes=index_interval_bytes,
+                                rolled=rolled)):
             continue
         closing = _plan(batches, index_interval_bytes, rolled, trial).time_origins == 2 * k
         if closing.any():
