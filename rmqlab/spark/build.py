@@ -11,15 +11,23 @@ Two passes, no shuffle:
 
 1. **Runs.** One task per input partition hashes its keys (rmqlab's C String.hashCode) and
    appends them, in order, to a run file of fixed-size records (:data:`RUN_DTYPE`: hash,
-   phy offset, store time; 20 bytes a key) in a hidden folder next to the output; it returns
-   only its row count. The key strings are read once and never leave the task.
+   phy offset, store time; 20 bytes a key) in a hidden folder inside the output folder (so on
+   the output's filesystem, which every executor sees); it returns only its row count. The
+   key strings are read once and never leave the task.
 2. **Files.** The driver turns the counts into each partition's first global rank (prefix
    sums): file ``f`` holds ranks ``[f·cap, (f+1)·cap)``, ``cap = index_num - 1``, a contiguous
    range of one or more runs. It reads two records per file from the runs: the row before the
    file (its seed, the previous file's end_phy_offset / end_timestamp, exactly what the broker
    seeds a new file with) and the file's first row (its name). One task per file then reads
    its range of runs and calls :func:`rmqlab.formats.indexfile.build_index_file` (the C
-   builder; temporary name, then rename: each file appears whole).
+   builder). Each file appears whole: on a local disk it is built under a temporary name in
+   the output folder, then renamed; on an object store (S3, GCS: no rename) it is built in a
+   local temporary file on the executor, then uploaded in one put, and an object appears only
+   when its upload completes (:func:`rmqlab.spark.storage.publish`).
+
+The output folder and a :class:`~rmqlab.spark.sources.StoreSource` may be plain paths or URIs
+of any filesystem pyarrow knows (:mod:`rmqlab.spark.storage`): ``file://``, ``s3://``,
+``gs://``, ``hdfs://``.
 
 A DataFrame input runs as Arrow jobs (``mapInArrow``); a Source runs as plain RDD jobs, which
 skip the SQL engine's warm-up in a new JVM (about 6 s). The runs are deleted at the end, also
@@ -30,7 +38,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import os
-import shutil
+import tempfile
 import time
 import uuid
 from collections.abc import Iterable, Sequence
@@ -41,6 +49,8 @@ from typing import Any
 import numpy as np
 
 from rmqlab.formats.indexfile import NEW_SLOT, SlotCountRule
+from rmqlab.spark import storage
+from rmqlab.spark.storage import Location
 
 __all__ = ["build_index_files", "plan_ranks", "RUN_DTYPE", "BuildPlan", "HashMismatchError"]
 
@@ -81,7 +91,8 @@ def plan_ranks(counts: Sequence[int], index_num: int) -> tuple[list[int], int, i
 @dataclass(frozen=True)
 class BuildPlan:
     """What the driver decided for one index file: where it goes, its seed and its rows as
-    slices of run files (path, first row, end row)."""
+    slices of run files (path, first row, end row). Paths are inside the output folder's
+    filesystem (on a local disk: plain absolute paths)."""
 
     file: int
     path: str
@@ -98,8 +109,13 @@ def build_index_files(source: Any, directory: str | os.PathLike, *, hash_slot_nu
                       slot_count_rule: SlotCountRule = NEW_SLOT, names: Sequence[str] | None = None,
                       tz: _dt.tzinfo | None = None, max_keys: int | None = None, spark=None,
                       progress: Any = True, verify_hashes: bool = False,
-                      timings: dict | None = None) -> list[Path]:
-    """Write the index files for `source`'s keys into `directory`; returns their paths, oldest first.
+                      timings: dict | None = None) -> list[Any]:
+    """Write the index files for `source`'s keys into `directory`; returns where they are, oldest first.
+
+    `directory` is a plain path (a relative one is made absolute on the driver) or a URI of a
+    filesystem pyarrow knows (``file://``, ``s3://``, ``gs://``, ``hdfs://`` ..., its query
+    string configuring the filesystem: :mod:`rmqlab.spark.storage`). Returned: a
+    :class:`pathlib.Path` per file on a local disk, the file's URI (str) elsewhere.
 
     `source` is a Spark DataFrame with columns ``key`` (``topic#key``), ``phy_offset`` and
     ``store_timestamp`` (longs), one row per put, already expanded (as
@@ -134,7 +150,13 @@ def build_index_files(source: Any, directory: str | os.PathLike, *, hash_slot_nu
     task's own wall time, in partition / file order).
 
     Each input partition is evaluated once. On a cluster `directory` must be on storage that
-    the driver and all executors see (the runs are written next to it). Disk: the runs take
+    the driver and all executors see (the runs are written inside it, in a hidden folder that
+    is deleted at the end). How a finished file is published: on a local disk (``file://``
+    too) under a temporary name in `directory`, then renamed; on an object store (S3, GCS),
+    which has no rename, built in a local temporary file on the executor and uploaded in one
+    put: the object appears only when the upload completes, so a reader never sees part of a
+    file (the executor needs local disk for one file); on other filesystems (HDFS) uploaded
+    under a temporary name, then renamed. Disk: the runs take
     20 bytes a key until the files are built (about as much as the files). Cost: one pass
     over the input (hashing in C), then one C build per file, ``min(files, cores)`` at a time.
     """
@@ -144,9 +166,9 @@ def build_index_files(source: Any, directory: str | os.PathLike, *, hash_slot_nu
 
     check_index_num(index_num)
     hash_slot_num, index_num = int(hash_slot_num), int(index_num)
-    directory = Path(directory)
-    directory.mkdir(parents=True, exist_ok=True)
-    existing = sorted(p.name for p in directory.iterdir() if is_index_file_name(p.name))
+    directory = storage.resolve(directory)
+    storage.mkdir(directory)
+    existing = [e.name for e in storage.list_dir(directory) if is_index_file_name(e.name)]
     if existing:
         raise FileExistsError(f"{directory} already holds index files ({existing[0]}, ...); "
                               "build_index_files writes a new folder")
@@ -177,12 +199,12 @@ def build_index_files(source: Any, directory: str | os.PathLike, *, hash_slot_nu
             raise HashMismatchError(check.mismatches)
 
     timings = {} if timings is None else timings
-    runs_dir = directory / f".rmqlab-runs-{uuid.uuid4().hex[:12]}"
-    runs_dir.mkdir()
+    runs_dir = directory.child(f".rmqlab-runs-{uuid.uuid4().hex[:12]}")
+    storage.mkdir(runs_dir)
     try:
         t0 = time.monotonic()
         with JobProgress(sc, "hashing keys into runs", progress):
-            got = [tuple(r) for r in runs_of(str(runs_dir))]
+            got = [tuple(r) for r in runs_of(runs_dir)]
         t1 = time.monotonic()
         timings["runs"] = t1 - t0
         timings["run_tasks"] = [seconds for _, _, _, seconds in sorted(got)]
@@ -193,9 +215,11 @@ def build_index_files(source: Any, directory: str | os.PathLike, *, hash_slot_nu
             return []
         cap = index_num - 1
 
+        out_fs = directory.fs
+
         def build(f: int) -> tuple[int, int, float]:
             start = time.monotonic()
-            written = _build_one(plans[f], hash_slot_num, index_num, slot_count_rule)
+            written = _build_one(plans[f], out_fs, hash_slot_num, index_num, slot_count_rule)
             return f, written, time.monotonic() - start
 
         t2 = time.monotonic()
@@ -206,19 +230,23 @@ def build_index_files(source: Any, directory: str | os.PathLike, *, hash_slot_nu
         done = {f: n for f, n, _ in built}
         for p in plans:
             if done.get(p.file) != p.rows or not 0 < p.rows <= cap:
-                raise RuntimeError(f"file {p.file} ({Path(p.path).name}): wrote {done.get(p.file)} keys, "
+                raise RuntimeError(f"file {p.file} ({os.path.basename(p.path)}): wrote {done.get(p.file)} keys, "
                                    f"expected {p.rows}")
-        return [Path(p.path) for p in plans]
+        if directory.local:
+            return [Path(p.path) for p in plans]
+        return [str(directory.child(os.path.basename(p.path))) for p in plans]
     finally:
-        shutil.rmtree(runs_dir, ignore_errors=True)
+        storage.delete_tree(runs_dir)
 
 
 # -- pass 1: runs ---------------------------------------------------------------------------
 
 
-def _write_run(runs_dir: str, part: int, batches: Iterable[Any]) -> tuple[int, str, int, float]:
+def _write_run(runs_dir: Location, part: int, batches: Iterable[Any]) -> tuple[int, str, int, float]:
     """Hash and append `batches` (key, phy_offset, store_timestamp) to a new run file; what
-    the driver needs: (part, path, rows, seconds the task took)."""
+    the driver needs: (part, path in the output's filesystem, rows, seconds the task took).
+    Written as a stream (on S3 the object appears when the stream closes); a partial run of a
+    failed attempt is never read: the driver keeps only the runs the finished tasks name."""
     from pyspark import TaskContext
 
     from rmqlab.javahash import index_hash_many
@@ -226,9 +254,9 @@ def _write_run(runs_dir: str, part: int, batches: Iterable[Any]) -> tuple[int, s
     start = time.monotonic()
     ctx = TaskContext.get()
     attempt = ctx.attemptNumber() if ctx is not None else 0
-    path = os.path.join(runs_dir, f"{part:06d}.{attempt}.{uuid.uuid4().hex[:8]}.run")
+    run = runs_dir.child(f"{part:06d}.{attempt}.{uuid.uuid4().hex[:8]}.run")
     n = 0
-    with open(path, "wb") as f:
+    with storage.open_write(run) as f:
         for batch in batches:
             if not batch.num_rows:
                 continue
@@ -238,7 +266,7 @@ def _write_run(runs_dir: str, part: int, batches: Iterable[Any]) -> tuple[int, s
             rec["store_timestamp"] = batch.column("store_timestamp").to_numpy()
             f.write(rec.data)
             n += batch.num_rows
-    return part, path, n, time.monotonic() - start
+    return part, run.path, n, time.monotonic() - start
 
 
 _RUN_RESULT = "part int, path string, n long, seconds double"
@@ -246,7 +274,7 @@ _RUN_RESULT = "part int, path string, n long, seconds double"
 
 def _frame_runs(df):
     """Pass 1 over a DataFrame: one run per partition (an Arrow job)."""
-    def run_of(runs_dir: str):
+    def run_of(runs_dir: Location):
         def task(batches):
             import pyarrow as pa
             from pyspark import TaskContext
@@ -263,7 +291,7 @@ def _source_runs(spark, source):
     job: it needs no SQL engine, whose first job in a new JVM costs about 6 s more."""
     n = source.num_partitions
 
-    def run_of(runs_dir: str):
+    def run_of(runs_dir: Location):
         return spark.sparkContext.parallelize(range(n), max(n, 1)).map(
             lambda i: _write_run(runs_dir, i, source.keys(i))).collect()
     return run_of
@@ -287,32 +315,33 @@ def _files_arrow(spark, n: int, build):
         task, "file long, written long, seconds double").collect()]
 
 
-def _complete_runs(runs_dir: Path, got: dict[int, tuple[str, int]]) -> list[tuple[str, int]]:
+def _complete_runs(runs_dir: Location, got: dict[int, tuple[str, int]]) -> list[tuple[str, int]]:
     """The run of every partition, in order; leftovers of failed task attempts are deleted."""
     parts = sorted(got)
     if parts != list(range(len(parts))):
         missing = sorted(set(range(max(parts, default=-1) + 1)) - set(parts))
         raise RuntimeError(f"runs missing for partitions {missing[:5]}")
     keep = {os.path.basename(got[p][0]) for p in parts}
-    for leftover in runs_dir.iterdir():
+    for leftover in storage.list_dir(runs_dir):
         if leftover.name not in keep:
-            leftover.unlink()
+            storage.delete_file(runs_dir.child(leftover.name))
     return [got[p] for p in parts]
 
 
 # -- pass 2: files --------------------------------------------------------------------------
 
 
-def _open_run(path: str, n: int) -> np.ndarray:
+def _open_run(run: Location, n: int) -> Location:
+    """`run`, once its size is checked against the `n` keys its task reported."""
     if n == 0:
-        return np.zeros(0, RUN_DTYPE)
-    size = os.path.getsize(path)
+        return run
+    size = storage.file_size(run)
     if size != n * RUN_DTYPE.itemsize:
-        raise RuntimeError(f"{path}: {size} bytes for {n} keys of {RUN_DTYPE.itemsize} bytes")
-    return np.memmap(path, RUN_DTYPE, mode="r", shape=(n,))
+        raise RuntimeError(f"{run}: {size} bytes for {n} keys of {RUN_DTYPE.itemsize} bytes")
+    return run
 
 
-def _plan_files(runs, directory: Path, index_num: int, names, tz, max_keys) -> list[BuildPlan]:
+def _plan_files(runs, directory: Location, index_num: int, names, tz, max_keys) -> list[BuildPlan]:
     from rmqlab.indexservice import next_free_index_file_name
 
     cap = index_num - 1
@@ -322,12 +351,14 @@ def _plan_files(runs, directory: Path, index_num: int, names, tz, max_keys) -> l
     n_files = -(-total // cap)
     if names is not None and len(names) != n_files:
         raise ValueError(f"{len(names)} names given for {n_files} files")
-    maps = [_open_run(p, n) for p, n in runs]
+    # the driver reads two records per file, not whole runs (a ranged read on an object store)
+    opened = [_open_run(Location(directory.fs, p), n) for p, n in runs]
     ends = np.cumsum([n for _, n in runs], dtype=np.int64)
 
     def row(rank: int):
         r = int(np.searchsorted(ends, rank, side="right"))
-        return maps[r][rank - starts[r]]
+        at = rank - starts[r]
+        return storage.read_records(opened[r], RUN_DTYPE, at, at + 1)[0]
 
     def parts(lo: int, hi: int):
         out = []
@@ -345,17 +376,19 @@ def _plan_files(runs, directory: Path, index_num: int, names, tz, max_keys) -> l
         if names is None:
             taken = set(out_names)
             name = next_free_index_file_name(int(row(lo)["store_timestamp"]), tz,
-                                             lambda n, taken=taken: n in taken or (directory / n).exists(),
+                                             lambda n, taken=taken: n in taken or storage.exists(directory.child(n)),
                                              after=out_names[-1] if out_names else None)
         else:
             name = names[f]
         out_names.append(name)
-        plans.append(BuildPlan(f, str(directory / name), seed[0], seed[1], parts(lo, hi)))
+        plans.append(BuildPlan(f, directory.child(name).path, seed[0], seed[1], parts(lo, hi)))
     return plans
 
 
-def _build_one(plan: BuildPlan, hash_slot_num: int, index_num: int, slot_count_rule) -> int:
-    """Runs in an executor: gather the plan's rows into columns and build the file in C."""
+def _build_one(plan: BuildPlan, fs: Any, hash_slot_num: int, index_num: int, slot_count_rule) -> int:
+    """Runs in an executor: gather the plan's rows (in filesystem `fs`) into columns and build
+    the file in C: in place on a local disk (temporary name, then rename), else in a local
+    temporary file that :func:`rmqlab.spark.storage.publish` uploads."""
     from rmqlab.formats.indexfile import build_index_file
 
     n = plan.rows
@@ -364,12 +397,22 @@ def _build_one(plan: BuildPlan, hash_slot_num: int, index_num: int, slot_count_r
     ts = np.empty(n, np.int64)
     at = 0
     for path, lo, hi in plan.parts:
-        run = np.memmap(path, RUN_DTYPE, mode="r")[lo:hi]
+        run = storage.read_records(Location(fs, path), RUN_DTYPE, lo, hi)
         hashes[at:at + hi - lo] = run["hash"]
         phy[at:at + hi - lo] = run["phy_offset"]
         ts[at:at + hi - lo] = run["store_timestamp"]
         at += hi - lo
         del run
-    return build_index_file(plan.path, None, phy, ts, hash_slot_num=hash_slot_num, index_num=index_num,
-                            end_phy_offset=plan.seed_phy_offset, end_timestamp=plan.seed_timestamp,
-                            slot_count_rule=slot_count_rule, hashes=hashes)
+    target = Location(fs, plan.path)
+
+    def build(path: str) -> int:
+        return build_index_file(path, None, phy, ts, hash_slot_num=hash_slot_num, index_num=index_num,
+                                end_phy_offset=plan.seed_phy_offset, end_timestamp=plan.seed_timestamp,
+                                slot_count_rule=slot_count_rule, hashes=hashes)
+    if target.local:
+        return build(plan.path)
+    with tempfile.TemporaryDirectory(prefix="rmqlab-build-") as scratch:
+        local = os.path.join(scratch, target.name)
+        written = build(local)
+        storage.publish(local, target)
+    return written

@@ -4,8 +4,8 @@ A source has ``num_partitions`` pieces; piece ``i`` is made inside a task by rmq
 format modules (the generator, the CommitLog reader, :func:`rmqlab.indexservice.expand_columns`)
 and comes back in broker order, so piece order is CommitLog order:
 
-* :class:`StoreSource`: a real store directory, one piece per CommitLog file, decoded by
-  :func:`rmqlab.formats.commitlog.read_columns`.
+* :class:`StoreSource`: a real store directory (a plain path or a URI: ``file://``, ``s3://``
+  ...), one piece per CommitLog file, decoded by :func:`rmqlab.formats.commitlog.read_columns`.
 * :class:`WorkloadSource`: a synthetic :class:`rmqlab.workload.Workload`, generated in parallel
   by the executors, one piece per CommitLog file (see the class for how it is split).
 
@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,6 +35,7 @@ import numpy as np
 import pyarrow as pa
 
 from rmqlab.formats.commitlog import DEFAULT_FILE_SIZE, place_records, read_columns, record_sizes, store_files
+from rmqlab.spark import storage
 from rmqlab.workload import Workload, generate, generate_chunks
 
 __all__ = ["Source", "StoreSource", "WorkloadSource", "MESSAGE_SCHEMA", "KEY_SCHEMA"]
@@ -131,26 +133,55 @@ def _from_columns(df, body: bool) -> pa.Table:
                                 schema=schema)
 
 
+#: a CommitLog file's name: its start offset in 20 digits (as store_files reads it)
+_COMMITLOG_NAME = re.compile(r"\d{20}")
+
+
 class StoreSource(Source):
     """A store's CommitLog (a store root holding ``commitlog/``, a ``commitlog/`` folder or one
     CommitLog file), one piece per CommitLog file, decoded by
-    :func:`rmqlab.formats.commitlog.read_columns` inside the task. The executors read the files
-    by path: on a cluster the store must be on storage they all see.
+    :func:`rmqlab.formats.commitlog.read_columns` inside the task.
 
-    Cost: about 300,000 messages/s per task (the decoder's speed, see benchmarks/RESULTS.md).
+    `path` is a plain path (made absolute here, on the driver) or a URI of a filesystem
+    pyarrow knows (``file://``, ``s3://``, ``gs://``, ``hdfs://``; see
+    :mod:`rmqlab.spark.storage`). The driver lists the files; each task reads its own file:
+    on a local disk through a memory map, elsewhere from a copy downloaded to the executor's
+    local temporary folder for the task (the reader takes a path; the copy is deleted when
+    the piece is read). On a cluster the store must be where every executor can read it.
+    ``files`` holds each file's absolute path or URI.
+
+    Cost: about 300,000 messages/s per task (the decoder's speed, see benchmarks/RESULTS.md),
+    plus, off a local disk, one download of the file per task (and as much local disk).
     """
 
     def __init__(self, path: str | os.PathLike, *, check_crc: bool = False):
-        p = Path(path)
-        self.commitlog = p / "commitlog" if (p / "commitlog").is_dir() else p
-        self.files = [os.fspath(f.path) for f in store_files(self.commitlog)]
+        root = storage.resolve(path)
+        if root.local:
+            p = Path(root.path)
+            self.commitlog: Path | str = p / "commitlog" if (p / "commitlog").is_dir() else p
+            self.locations = [storage.resolve(f.path) for f in store_files(self.commitlog)]
+        else:
+            folder = root.child("commitlog")
+            if not storage.is_dir(folder):
+                folder = root
+            self.commitlog = str(folder)
+            if storage.is_dir(folder):
+                names = [e.name for e in storage.list_dir(folder)
+                         if e.is_file and _COMMITLOG_NAME.fullmatch(e.name)]
+                self.locations = [folder.child(n) for n in sorted(names, key=int)]
+            elif storage.is_file(folder):
+                self.locations = [folder]
+            else:
+                raise FileNotFoundError(f"{folder}: no such file or folder")
+        self.files = [str(loc) for loc in self.locations]
         if not self.files:
             raise FileNotFoundError(f"no CommitLog file in {self.commitlog}")
         self.check_crc = check_crc
         self.num_partitions = len(self.files)
 
     def messages(self, i: int, *, body: bool = False) -> Iterator[pa.Table]:
-        df = read_columns(self.files[i], body=body, check_crc=self.check_crc)
+        with storage.local_copy(self.locations[i]) as path:
+            df = read_columns(path, body=body, check_crc=self.check_crc)
         if len(df):
             yield _from_columns(df, body)
 

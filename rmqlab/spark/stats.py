@@ -1,8 +1,9 @@
 """Index statistics with Spark: one task per index file, and key statistics over a DataFrame.
 
 * :func:`index_stats` runs :func:`rmqlab.indexstats.file_report` on every index file of a
-  folder, one Spark task per file (the executors open the files by path, so on a cluster the
-  folder must be on a shared file system), and returns Spark DataFrames of the per-file rows,
+  folder (a plain path or a URI: ``file://``, ``s3://`` ..., see :mod:`rmqlab.spark.storage`),
+  one Spark task per file (on a cluster the folder must be where every executor can read
+  it), and returns Spark DataFrames of the per-file rows,
   the chain-length histograms, the longest chains, the hottest hashes and one overall row,
   optionally also written as Parquet.
 * :func:`key_stats` ranks the keys of a DataFrame of puts and finds true hash collisions
@@ -26,6 +27,7 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 from rmqlab.indexstats import FILE_STATS_COLUMNS
+from rmqlab.spark.storage import Location
 
 __all__ = ["IndexStats", "KeyStats", "index_stats", "key_stats"]
 
@@ -119,19 +121,24 @@ class KeyStats:
 # ---------------------------------------------------------------------------------- files
 
 
-def _report_task(paths: list[str], top: int | None, hash_slot_num: int | None, index_num: int | None):
-    """mapInArrow function: for each id in the batches, file_report of paths[id] as one row."""
+def _report_task(files: list[Location], top: int | None, hash_slot_num: int | None, index_num: int | None):
+    """mapInArrow function: for each id in the batches, file_report of files[id] as one row
+    (off a local disk, of a local copy; ``path`` is then the file's URI)."""
     def run(batches):
         import pyarrow as pa
 
         from rmqlab.indexstats import FILE_STATS_COLUMNS, file_report  # imported in the worker
+        from rmqlab.spark import storage
 
         arrow = {"str": pa.string(), "int": pa.int64(), "float": pa.float64()}
         nested = {name: pa.list_(pa.struct([(f, pa.int64()) for f, _ in cols]))
                   for name, cols in _NESTED.items()}
         for batch in batches:
             for i in batch.column("id").to_pylist():
-                r = file_report(paths[i], top=top, hash_slot_num=hash_slot_num, index_num=index_num)
+                with storage.local_copy(files[i]) as path:
+                    r = file_report(path, top=top, hash_slot_num=hash_slot_num, index_num=index_num)
+                if not files[i].local:
+                    r.stats["path"] = str(files[i])
                 arrays = [pa.array([r.stats[c]], arrow[k]) for c, k in FILE_STATS_COLUMNS]
                 arrays += [pa.array([getattr(r, name).to_dict("records")], nested[name])
                            for name in _NESTED]
@@ -169,9 +176,12 @@ def index_stats(spark, directory: str | os.PathLike, *, hash_slot_num: int | Non
                 parquet_mode: str = "overwrite") -> IndexStats:
     """Statistics of every index file in `directory`, one Spark task per file.
 
-    The driver lists the folder (:func:`rmqlab.indexstats.index_file_paths`: 17-digit names,
-    oldest first); task i runs :func:`rmqlab.indexstats.file_report` on file i in an executor,
-    reading it by path (local mode: this machine; a cluster needs a shared file system).
+    `directory` is a plain path (made absolute on the driver) or a URI of a filesystem pyarrow
+    knows (:mod:`rmqlab.spark.storage`). The driver lists the folder (17-digit names, oldest
+    first, as :func:`rmqlab.indexstats.index_file_paths`); task i runs
+    :func:`rmqlab.indexstats.file_report` on file i in an executor: through a memory map on a
+    local disk, elsewhere on a copy downloaded to the executor's temporary folder (then
+    ``files.path`` is the file's URI). On a cluster every executor must be able to read it.
     `hash_slot_num` / `index_num` are passed to every open (see
     :func:`rmqlab.indexstats.file_stats`); `top` bounds each file's longest chains and hottest
     hashes (None = all). A bad file fails the job with the typed error of
@@ -182,19 +192,27 @@ def index_stats(spark, directory: str | os.PathLike, *, hash_slot_num: int | Non
     each table is also written as a Parquet folder under it (``files.parquet``,
     ``chain_lengths.parquet``, ``longest_chains.parquet``, ``hottest_hashes.parquet``,
     ``overall.parquet``) with Spark's save mode `parquet_mode` ("overwrite" replaces those
-    folders; "errorifexists" refuses).
+    folders; "errorifexists" refuses). Spark's own writer writes them, through Hadoop's
+    filesystems: a plain path (made absolute on the driver) or a URI Hadoop knows
+    (``s3a://`` needs the hadoop-aws jars on the cluster), not pyarrow's.
 
     Cost: per file as :func:`rmqlab.indexstats.file_stats` (about 1-2 s for a full default-size
     file), files in parallel over the executors' cores, plus a few small Spark jobs.
     """
     from pyspark.sql import functions as F
 
+    from rmqlab.indexservice import is_index_file_name
     from rmqlab.indexstats import index_file_paths
+    from rmqlab.spark import storage
 
-    paths = [str(p) for p in index_file_paths(directory)]
-    if paths:
-        ids = spark.range(0, len(paths), 1, len(paths))      # one id, so one file, per task
-        reports = ids.mapInArrow(_report_task(paths, top, hash_slot_num, index_num), _REPORT_SCHEMA)
+    folder = storage.resolve(directory)
+    if folder.local:
+        files = [storage.resolve(p) for p in index_file_paths(folder.path)]
+    else:
+        files = [folder.child(e.name) for e in storage.list_dir(folder) if e.is_file and is_index_file_name(e.name)]
+    if files:
+        ids = spark.range(0, len(files), 1, len(files))      # one id, so one file, per task
+        reports = ids.mapInArrow(_report_task(files, top, hash_slot_num, index_num), _REPORT_SCHEMA)
     else:
         reports = spark.createDataFrame([], _REPORT_SCHEMA)
     reports = reports.cache()
@@ -210,8 +228,9 @@ def index_stats(spark, directory: str | os.PathLike, *, hash_slot_num: int | Non
     )
     if parquet is not None:
         base = os.fspath(parquet)
+        base = base if storage.is_uri(base) else os.path.abspath(base)
         for f in fields(stats):
-            getattr(stats, f.name).write.mode(parquet_mode).parquet(os.path.join(base, f"{f.name}.parquet"))
+            getattr(stats, f.name).write.mode(parquet_mode).parquet(f"{base.rstrip('/')}/{f.name}.parquet")
     return stats
 
 
