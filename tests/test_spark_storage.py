@@ -176,9 +176,12 @@ def s3_endpoint(tmp_path_factory):
 
 
 def s3_uri(endpoint: str, key: str) -> str:
-    """The URI of `key` in the test bucket; the query string carries the endpoint to every
-    executor (pyarrow.fs.FileSystem.from_uri reads it)."""
-    return f"s3://{BUCKET}/{key}?endpoint_override={endpoint}&scheme=http&region=us-east-1"
+    """The URI of `key` in the test bucket. The query string carries the endpoint, and the user
+    info the dummy credentials, to every executor (pyarrow.fs.FileSystem.from_uri reads both):
+    Spark's Python workers keep the environment of the JVM, which may have started before
+    this module set AWS_ACCESS_KEY_ID, and without credentials the S3 client sends unsigned
+    chunked uploads that moto stores with their chunk framing."""
+    return f"s3://testing:testing@{BUCKET}/{key}?endpoint_override={endpoint}&scheme=http&region=us-east-1"
 
 
 def test_storage_operations_on_s3(s3_endpoint, tmp_path):
@@ -333,3 +336,28 @@ def test_index_stats_of_an_s3_folder_equal_the_local_ones(spark, small_store, up
     assert remote.files.drop(columns="path").equals(local.files.drop(columns="path"))
     for table in ("chain_lengths", "longest_chains", "hottest_hashes", "overall"):
         assert getattr(remote, table).equals(getattr(local, table)), table
+
+
+@pytest.mark.jvm
+def test_the_command_line_passes_uris_through(spark, small_store, uploaded_store, capsys):
+    """`rmqlab spark build --store s3://... s3://...` and `rmqlab spark stats s3://<store>`
+    (which finds the store's index/ folder) report what the local commands report."""
+    import json
+
+    from rmqlab.cli import main
+
+    def run_json(*argv) -> dict:
+        assert main([*argv, "--json"]) == 0
+        return json.loads(capsys.readouterr().out.splitlines()[-1])
+
+    geo = ["--hash-slot-num", str(HSN), "--index-num", str(INUM)]
+    out = s3_uri(s3_endpoint_of(uploaded_store), "out-cli")
+    remote = run_json("spark", "build", out, "--store", uploaded_store, "--utc", *geo)
+    assert remote["out"] == out and remote["keys"] > 2 * (INUM - 1)
+    built = storage.list_dir(storage.resolve(out))
+    assert [e.name for e in built] == remote["files"]
+    assert remote["bytes"] == sum(e.size for e in built)
+
+    remote_stats = run_json("spark", "stats", uploaded_store, *geo)
+    local_stats = run_json("spark", "stats", str(small_store), *geo)
+    assert remote_stats == local_stats

@@ -5,9 +5,10 @@ absolute on the driver, by :func:`resolve`, so they mean the same on every execu
 of any filesystem pyarrow knows: ``file://``, ``s3://``, ``gs://``, ``hdfs://``. A URI's query
 string configures its filesystem and travels with it, e.g.
 ``s3://bucket/out?endpoint_override=host:9000&scheme=http&region=us-east-1`` (see
-:meth:`pyarrow.fs.FileSystem.from_uri`); credentials come from the usual environment of each
-process (``AWS_ACCESS_KEY_ID`` ...). A :class:`Location` pickles with its filesystem, so a task
-gets what the driver resolved.
+:meth:`pyarrow.fs.FileSystem.from_uri`). Credentials come from the usual environment of each
+process (``AWS_ACCESS_KEY_ID`` ..., on every executor too) or from the URI's user info
+(``s3://KEY:SECRET@bucket/...``: then they travel with the URI and show in it). A
+:class:`Location` pickles with its filesystem, so a task gets what the driver resolved.
 
 Local files keep their memory maps; on other filesystems a task reads byte ranges
 (:func:`read_records`) or, for readers that need a file on disk, a temporary local copy
