@@ -135,13 +135,16 @@ class StoreSource(Source):
     """A store's CommitLog (a store root holding ``commitlog/``, a ``commitlog/`` folder or one
     CommitLog file), one piece per CommitLog file, decoded by
     :func:`rmqlab.formats.commitlog.read_columns` inside the task. The executors read the files
-    by path: on a cluster the store must be on storage they all see.
+    by path, made absolute on the driver: on a cluster the store must be on storage they all
+    see.
 
     Cost: about 300,000 messages/s per task (the decoder's speed, see benchmarks/RESULTS.md).
     """
 
     def __init__(self, path: str | os.PathLike, *, check_crc: bool = False):
-        p = Path(path)
+        from rmqlab.spark.build import resolve_on_driver
+
+        p = Path(resolve_on_driver(path))
         self.commitlog = p / "commitlog" if (p / "commitlog").is_dir() else p
         self.files = [os.fspath(f.path) for f in store_files(self.commitlog)]
         if not self.files:

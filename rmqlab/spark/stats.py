@@ -171,7 +171,8 @@ def index_stats(spark, directory: str | os.PathLike, *, hash_slot_num: int | Non
 
     The driver lists the folder (:func:`rmqlab.indexstats.index_file_paths`: 17-digit names,
     oldest first); task i runs :func:`rmqlab.indexstats.file_report` on file i in an executor,
-    reading it by path (local mode: this machine; a cluster needs a shared file system).
+    reading it by path (made absolute here, as `parquet` is; local mode: this machine; a
+    cluster needs a shared file system).
     `hash_slot_num` / `index_num` are passed to every open (see
     :func:`rmqlab.indexstats.file_stats`); `top` bounds each file's longest chains and hottest
     hashes (None = all). A bad file fails the job with the typed error of
@@ -190,8 +191,9 @@ def index_stats(spark, directory: str | os.PathLike, *, hash_slot_num: int | Non
     from pyspark.sql import functions as F
 
     from rmqlab.indexstats import index_file_paths
+    from rmqlab.spark.build import resolve_on_driver
 
-    paths = [str(p) for p in index_file_paths(directory)]
+    paths = [str(p) for p in index_file_paths(resolve_on_driver(directory))]
     if paths:
         ids = spark.range(0, len(paths), 1, len(paths))      # one id, so one file, per task
         reports = ids.mapInArrow(_report_task(paths, top, hash_slot_num, index_num), _REPORT_SCHEMA)
@@ -209,7 +211,7 @@ def index_stats(spark, directory: str | os.PathLike, *, hash_slot_num: int | Non
         overall=_overall(reports.select(*_STATS_COLUMNS)),
     )
     if parquet is not None:
-        base = os.fspath(parquet)
+        base = resolve_on_driver(parquet)
         for f in fields(stats):
             getattr(stats, f.name).write.mode(parquet_mode).parquet(os.path.join(base, f"{f.name}.parquet"))
     return stats
