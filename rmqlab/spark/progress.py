@@ -182,10 +182,15 @@ class JobProgress:
             self._thread.start()
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, exc_type, *exc) -> None:
         self._stop.set()
         if self._thread is not None:
             self._thread.join()
+        if self.connect and exc_type is None:
+            # the server reports every reportInterval, so the last report can predate the last
+            # tasks; the queries all returned, so their stages are complete
+            with self._lock:
+                self._stages = {k: (tasks, tasks) for k, (_, tasks) in self._stages.items()}
         try:
             self._show()
         finally:
