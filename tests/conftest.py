@@ -23,6 +23,65 @@ def spark():
     session.stop()
 
 
+def _require_java() -> None:
+    if shutil.which("java") is None:
+        reason = "no `java` on PATH: Spark needs a Java 17+ runtime (apt-get install openjdk-17-jre-headless)"
+        if os.environ.get("CI") == "true":
+            pytest.fail(reason)
+        pytest.skip(reason)
+
+
+@pytest.fixture(scope="session")
+def standalone_cluster(tmp_path_factory):
+    """A standalone Spark cluster on 127.0.0.1 (one master, two one-core workers with their own
+    work directories), from the pyspark package's ``spark-class``: its ``master_url``. Cost:
+    about 10-15 s to start, once per run. A classic driver holds one JVM per process, so the
+    tests drive it from a subprocess (``rmqlab spark build --master ...``)."""
+    from spark_cluster import StandaloneCluster
+
+    _require_java()
+    cluster = StandaloneCluster(tmp_path_factory.mktemp("standalone-cluster")).start()
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+@pytest.fixture(scope="session")
+def connect_server(tmp_path_factory):
+    """A Spark Connect server on 127.0.0.1 (``local[2]``), from the pyspark package's
+    ``sbin/start-connect-server.sh``, stopped by the process id in its pid file: its ``url``.
+    Cost: about 15 s to start, once per run."""
+    from spark_cluster import ConnectServer
+
+    _require_java()
+    server = ConnectServer(tmp_path_factory.mktemp("connect-server")).start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="session")
+def _connect_client(connect_server):
+    from pyspark.sql.connect.session import SparkSession as ConnectSession
+
+    session = ConnectSession.builder.remote(connect_server.url).appName("rmqlab-tests").getOrCreate()
+    session.conf.set("spark.sql.execution.arrow.pyspark.enabled", "true")
+    yield session
+    session.stop()
+
+
+@pytest.fixture
+def connect_spark(_connect_client, monkeypatch):
+    """A Spark Connect client session of :func:`connect_server`, in this process beside the
+    classic ``spark`` session. pyspark picks the Connect flavour of ``pyspark.sql.functions``
+    by the environment variable it sets when a process connects, so it is set for the test
+    only: the classic tests around it keep the classic functions."""
+    monkeypatch.setenv("SPARK_CONNECT_MODE_ENABLED", "1")
+    return _connect_client
+
+
 #: real broker data, read-only, beside the repository (never copied into it)
 REAL_DATA = Path(__file__).resolve().parents[2] / "shared" / "real-data"
 

@@ -13,12 +13,16 @@ from rmqlab.workload import PATTERNS
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    spark = sub.add_parser("spark", help="build and analyse index files with Spark (local[*] or --master URL)")
+    spark = sub.add_parser("spark", help="build and analyse index files with Spark "
+                                               "(local[*], --master URL or --remote sc://HOST:PORT)")
     ssub = spark.add_subparsers(dest="spark_command", required=True)
 
     def common(p: argparse.ArgumentParser) -> None:
-        p.add_argument("--master", default=None, metavar="URL",
-                       help="Spark master (default local[*], all cores; under spark-submit: its --master)")
+        where = p.add_mutually_exclusive_group()
+        where.add_argument("--master", default=None, metavar="URL",
+                           help="Spark master (default local[*], all cores; under spark-submit: its --master)")
+        where.add_argument("--remote", default=None, metavar="sc://HOST:PORT",
+                           help="a Spark Connect server instead of a local JVM (default: $SPARK_REMOTE if set)")
         p.add_argument("--hash-slot-num", type=int, default=DEFAULT_HASH_SLOT_NUM, metavar="N",
                        help="maxHashSlotNum of the index files (default 5000000)")
         p.add_argument("--index-num", type=int, default=DEFAULT_INDEX_NUM, metavar="N",
@@ -59,7 +63,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 def _session(args):
     from rmqlab.spark import get_session
 
-    return get_session(args.master)
+    return get_session(args.master, remote=args.remote)
 
 
 def _build(args) -> int:

@@ -29,10 +29,13 @@ The output folder and a :class:`~rmqlab.spark.sources.StoreSource` may be plain 
 of any filesystem pyarrow knows (:mod:`rmqlab.spark.storage`): ``file://``, ``s3://``,
 ``gs://``, ``hdfs://``.
 
-A DataFrame input runs as Arrow jobs (``mapInArrow``); a Source runs as plain RDD jobs, which
-skip the SQL engine's warm-up in a new JVM (about 6 s). The runs are deleted at the end, also
-on failure. Spark tasks only call rmqlab's format
-modules; no format is re-implemented here.
+Both passes are DataFrame jobs over Arrow (``mapInArrow``; a Source's pieces and the files
+are numbered by ``spark.range``), so the build runs the same on classic Spark and on Spark
+Connect; no RDD and no SparkContext. The driver resolves every path before shipping it
+(:func:`rmqlab.spark.storage.resolve`: a plain path made absolute, since executors and a
+Spark Connect server run in working directories of their own). The runs are
+deleted at the end, also on failure. Spark tasks only call rmqlab's format modules; no format
+is re-implemented here.
 """
 from __future__ import annotations
 
@@ -182,18 +185,15 @@ def build_index_files(source: Any, directory: str | os.PathLike, *, hash_slot_nu
             from rmqlab.spark import get_session
             spark = get_session()
         runs_of = _source_runs(spark, source)
-        run_files = _files_rdd
     else:
         spark = source.sparkSession
         runs_of = _frame_runs(source.select("key", "phy_offset", "store_timestamp"))
-        run_files = _files_arrow
-    sc = spark.sparkContext
 
     if verify_hashes:
         from rmqlab.spark.hashcheck import check_hashes
 
         keys = source.keys_frame(spark) if isinstance(source, Source) else source
-        with JobProgress(sc, "checking hashes against the JVM", progress):
+        with JobProgress(spark, "checking hashes against the JVM", progress):
             check = check_hashes(keys, "key")
         if not check.mismatches.empty:
             raise HashMismatchError(check.mismatches)
@@ -203,7 +203,7 @@ def build_index_files(source: Any, directory: str | os.PathLike, *, hash_slot_nu
     storage.mkdir(runs_dir)
     try:
         t0 = time.monotonic()
-        with JobProgress(sc, "hashing keys into runs", progress):
+        with JobProgress(spark, "hashing keys into runs", progress):
             got = [tuple(r) for r in runs_of(runs_dir)]
         t1 = time.monotonic()
         timings["runs"] = t1 - t0
@@ -223,8 +223,8 @@ def build_index_files(source: Any, directory: str | os.PathLike, *, hash_slot_nu
             return f, written, time.monotonic() - start
 
         t2 = time.monotonic()
-        with JobProgress(sc, f"building {len(plans)} index files", progress):
-            built = sorted(run_files(spark, len(plans), build))
+        with JobProgress(spark, f"building {len(plans)} index files", progress):
+            built = sorted(_files_arrow(spark, len(plans), build))
         timings["files"] = time.monotonic() - t2
         timings["file_tasks"] = [seconds for _, _, seconds in built]
         done = {f: n for f, n, _ in built}
@@ -282,28 +282,30 @@ def _frame_runs(df):
             part, path, n, seconds = _write_run(runs_dir, TaskContext.get().partitionId(), batches)
             yield pa.RecordBatch.from_pydict({"part": pa.array([part], pa.int32()), "path": [path],
                                               "n": pa.array([n], pa.int64()), "seconds": [seconds]})
-        return df.mapInArrow(task, "part int, path string, n long, seconds double").collect()
+        return df.mapInArrow(task, _RUN_RESULT).collect()
     return run_of
 
 
 def _source_runs(spark, source):
-    """Pass 1 over a Source: one run per piece, the keys made in the same task. A plain RDD
-    job: it needs no SQL engine, whose first job in a new JVM costs about 6 s more."""
+    """Pass 1 over a Source: one run per piece, the keys made in the same task (an Arrow job
+    over ``spark.range``: one id, so one piece, per partition)."""
     n = source.num_partitions
 
     def run_of(runs_dir: Location):
-        return spark.sparkContext.parallelize(range(n), max(n, 1)).map(
-            lambda i: _write_run(runs_dir, i, source.keys(i))).collect()
+        def task(batches):
+            import pyarrow as pa
+
+            for batch in batches:
+                for i in batch.column(0).to_pylist():
+                    part, path, rows, seconds = _write_run(runs_dir, i, source.keys(i))
+                    yield pa.RecordBatch.from_pydict({"part": pa.array([part], pa.int32()), "path": [path],
+                                                      "n": pa.array([rows], pa.int64()), "seconds": [seconds]})
+        return spark.range(0, n, 1, max(n, 1)).mapInArrow(task, _RUN_RESULT).collect()
     return run_of
 
 
-def _files_rdd(spark, n: int, build):
-    """Pass 2 as an RDD job: one task per index file."""
-    return spark.sparkContext.parallelize(range(n), n).map(build).collect()
-
-
 def _files_arrow(spark, n: int, build):
-    """Pass 2 as an Arrow job, the same kind as a DataFrame's pass 1 (its workers are warm)."""
+    """Pass 2 as an Arrow job: one task per index file."""
     def task(batches):
         import pyarrow as pa
 

@@ -1,9 +1,16 @@
 """Progress of a running Spark action: a bar in notebooks, a line on a terminal.
 
 Spark's own console bar is turned off by :func:`rmqlab.spark.get_session` (in a notebook it
-lands in the cell output as text). :class:`JobProgress` instead watches the jobs it starts
-through the driver's status tracker (``SparkContext.statusTracker``, polled from a thread
-every `interval` seconds) and shows tasks done out of tasks known:
+lands in the cell output as text). :class:`JobProgress` instead tags the jobs it starts
+(``SparkSession.addTag``, on both kinds of session) and follows them:
+
+* on classic Spark, through the driver JVM's status tracker, polled from a thread every
+  `interval` seconds (reached through the session's JVM, not pyspark's SparkContext);
+* on Spark Connect, through the client's own progress reports
+  (``SparkSession.registerProgressHandler``: the server sends the stages' task counts with
+  the results of each query, every ``spark.connect.progress.reportInterval``, 2 s by default);
+
+and shows tasks done out of tasks known:
 
 * in Jupyter, an ``ipywidgets`` progress bar with a label;
 * on a terminal (stderr is a TTY), one line redrawn in place;
@@ -11,7 +18,7 @@ every `interval` seconds) and shows tasks done out of tasks known:
 
 >>> from rmqlab.spark import get_session                          # doctest: +SKIP
 >>> spark = get_session()                                          # doctest: +SKIP
->>> with JobProgress(spark.sparkContext, "counting"):              # doctest: +SKIP
+>>> with JobProgress(spark, "counting"):                           # doctest: +SKIP
 ...     spark.range(10**8).count()
 """
 from __future__ import annotations
@@ -20,7 +27,7 @@ import sys
 import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 __all__ = ["JobProgress", "Report"]
 
@@ -90,37 +97,66 @@ def _default_report(description: str):
 
 class JobProgress:
     """Context manager: the Spark jobs started inside it (in this thread) are tracked and
-    reported as ``report(done_tasks, total_tasks, description)``, every `interval` seconds
-    while they run and once at the end.
+    reported as ``report(done_tasks, total_tasks, description)``, while they run and once at
+    the end.
 
-    `report`: True = the default display (widget in a notebook, terminal line on a TTY,
-    nothing elsewhere), False/None = none, or a callable. Cost: one status-tracker query per
-    stage per poll on the driver; nothing on the executors.
+    `spark`: the session (classic or Spark Connect). `report`: True = the default display
+    (widget in a notebook, terminal line on a TTY, nothing elsewhere), False/None = none, or a
+    callable. Cost: classic, one status-tracker query per stage per poll (every `interval`
+    seconds) on the driver; Connect, nothing more than the reports the server sends anyway;
+    nothing on the executors.
     """
 
-    def __init__(self, sc, description: str, report: Report | bool | None = True, interval: float = 0.5):
-        self.sc = sc
+    def __init__(self, spark, description: str, report: Report | bool | None = True, interval: float = 0.5):
+        from rmqlab.spark import is_connect
+
+        self.spark = spark
         self.description = description
         self.interval = interval
         self.report = _default_report(description) if report is True else (report or None)
-        self.group = f"rmqlab-{uuid.uuid4().hex[:12]}"
+        self.tag = f"rmqlab-{uuid.uuid4().hex[:12]}"
+        self.connect = is_connect(spark)
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self._tracker = None
+        self._job_tag: str | None = None
+        self._stages: dict[tuple[str | None, int], tuple[int, int]] = {}
+        self._lock = threading.Lock()
         self.done = self.total = 0
+
+    def _count(self, stages: Iterable[tuple[int, int]]) -> tuple[int, int]:
+        done = total = 0
+        for completed, tasks in stages:
+            done += completed
+            total += tasks
+        with self._lock:
+            self.done, self.total = max(done, self.done), max(total, self.total)
+            return self.done, self.total
 
     def poll(self) -> tuple[int, int]:
         """(tasks completed, tasks known) over the jobs of this context so far."""
-        tracker = self.sc.statusTracker()
-        done = total = 0
-        for job in tracker.getJobIdsForGroup(self.group):
+        if self.connect:
+            with self._lock:
+                stages = list(self._stages.values())
+            return self._count(stages)
+        if self._tracker is None:
+            return self.done, self.total
+        tracker = self._tracker
+        counts = []
+        for job in tracker.getJobIdsForTag(self._job_tag):
             info = tracker.getJobInfo(job)
-            for stage in (info.stageIds if info else ()):
+            for stage in (info.get().stageIds() if info.isDefined() else ()):
                 s = tracker.getStageInfo(stage)
-                if s is not None:
-                    done += s.numCompletedTasks
-                    total += s.numTasks
-        self.done, self.total = max(done, self.done), max(total, self.total)
-        return self.done, self.total
+                if s.isDefined():
+                    counts.append((s.get().numCompletedTasks(), s.get().numTasks()))
+        return self._count(counts)
+
+    def _on_progress(self, stages, inflight_tasks: int, operation_id: str | None, done: bool) -> None:
+        """Spark Connect's progress handler: the stages of one query (operation) so far."""
+        with self._lock:
+            for stage in stages or ():
+                self._stages[(operation_id, stage.stage_id)] = (stage.num_completed_tasks, stage.num_tasks)
+        self._show()
 
     def _run(self) -> None:
         while not self._stop.wait(self.interval):
@@ -132,20 +168,34 @@ class JobProgress:
             self.report(done, total, self.description)
 
     def __enter__(self) -> JobProgress:
-        self.sc.setJobGroup(self.group, self.description, interruptOnCancel=True)
-        if self.report is not None:
-            self._thread = threading.Thread(target=self._run, daemon=True, name=self.group)
+        self.spark.addTag(self.tag)
+        if self.report is None:
+            return self
+        if self.connect:
+            self.spark.registerProgressHandler(self._on_progress)
+        else:
+            # the session keeps its tags per thread and gives the jobs its own, longer form of them
+            jsession = self.spark._jsparkSession
+            self._job_tag = jsession.managedJobTags().get().get(self.tag).get()
+            self._tracker = jsession.sparkContext().statusTracker()
+            self._thread = threading.Thread(target=self._run, daemon=True, name=self.tag)
             self._thread.start()
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, exc_type, *exc) -> None:
         self._stop.set()
         if self._thread is not None:
             self._thread.join()
+        if self.connect and exc_type is None:
+            # the server reports every reportInterval, so the last report can predate the last
+            # tasks; the queries all returned, so their stages are complete
+            with self._lock:
+                self._stages = {k: (tasks, tasks) for k, (_, tasks) in self._stages.items()}
         try:
             self._show()
         finally:
             if hasattr(self.report, "close"):
                 self.report.close()
-            self.sc.setLocalProperty("spark.jobGroup.id", None)
-            self.sc.setLocalProperty("spark.job.description", None)
+            if self.connect and self.report is not None:
+                self.spark.removeProgressHandler(self._on_progress)
+            self.spark.removeTag(self.tag)

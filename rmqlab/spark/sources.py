@@ -140,7 +140,9 @@ _COMMITLOG_NAME = re.compile(r"\d{20}")
 class StoreSource(Source):
     """A store's CommitLog (a store root holding ``commitlog/``, a ``commitlog/`` folder or one
     CommitLog file), one piece per CommitLog file, decoded by
-    :func:`rmqlab.formats.commitlog.read_columns` inside the task.
+    :func:`rmqlab.formats.commitlog.read_columns` inside the task. The executors read the files
+    by the location the driver resolved (:mod:`rmqlab.spark.storage`: a plain path made
+    absolute, or a URI): on a cluster the store must be on storage they all see.
 
     `path` is a plain path (made absolute here, on the driver) or a URI of a filesystem
     pyarrow knows (``file://``, ``s3://``, ``gs://``, ``hdfs://``; see
