@@ -9,9 +9,11 @@ their entries and their header; ``time``: the parent sends
 SIGKILL after a random delay within an uninterrupted run's duration). Each trial copies the
 crashed store twice:
 
-* ``rmqlab store recover`` (rmqlab.recover.recover_store), then every key (UNIQ_KEY and each
-  KEYS token) of every complete message is looked up in verified mode: *rmqlab lost lookups*;
-  the store must also pass verify_path and equal a fresh one-go dispatch byte for byte;
+* ``rmqlab store recover`` (rmqlab.recover.recover_store), then every message whose bytes were
+  whole on disk at the kill (told from the crashed bytes against the uninterrupted run's, before
+  recovery) must still be in the CommitLog, and every key of it (UNIQ_KEY and each KEYS token)
+  is looked up in verified mode: *rmqlab lost lookups*; the store must also pass verify_path and
+  equal a fresh one-go dispatch of those messages byte for byte;
 * the broker's own restart after an abnormal shutdown (rmqlab.recover.broker_restart:
   IndexService.load(lastExitOK=false) deletes index files newer than indexMsgTimestamp,
   CommitLog.recoverAbnormally re-indexes from ~3 s before the checkpoint): *broker-rule lost
@@ -68,7 +70,7 @@ def main() -> None:
     seconds = time.perf_counter() - t0
     df.to_csv(OUT / "trials.csv", index=False)
     losses_figure(summary_table(df)).savefig(OUT / "losses.png", dpi=110)
-    bad = df[(df.lost_rmqlab != 0) | ~df.verify_ok | ~df.fresh_equal | ~df.sample_agree]
+    bad = df[(df.lost_rmqlab != 0) | (df.messages_lost != 0) | ~df.verify_ok | ~df.fresh_equal | ~df.sample_agree]
     bulk = df[df.phase == "bulk"]
     lines = [
         f"## Crash safety: SIGKILL during generate / dispatch / bulk build ({dt.date.today().isoformat()})",
@@ -86,8 +88,10 @@ def main() -> None:
         "",
         summary_markdown(df),
         "",
-        f"rmqlab: {int(df.lost_rmqlab.sum())} lookups lost in {len(df)} trials; verify_path ok in "
-        f"{int(df.verify_ok.sum())}, byte-equal to a fresh one-go dispatch in {int(df.fresh_equal.sum())}; "
+        f"rmqlab: {int(df.messages_lost.sum())} of {int(df.messages_complete.sum())} messages whole on disk at "
+        f"the kill lost and {int(df.lost_rmqlab.sum())} of their {int(df.lookups.sum())} lookups lost in {len(df)} "
+        f"trials; verify_path ok in {int(df.verify_ok.sum())}, byte-equal to a fresh one-go dispatch of the "
+        f"written messages in {int(df.fresh_equal.sum())}; "
         f"torn CommitLog tails zeroed in {int((df.torn_bytes > 0).sum())} trials, ConsumeQueue units dropped in "
         f"{int((df.cq_units_dropped > 0).sum())}, index files rebuilt in {int((df.index_files_removed > 0).sum())}; "
         f"bulk: files under their final names complete in {int(bulk.atomic_ok.sum())} of {len(bulk)} trials, "
@@ -97,7 +101,7 @@ def main() -> None:
         "even when the crash damaged nothing; a bulk build sets indexMsgTimestamp only at its end.",
     ]
     if len(bad):
-        failed = bad[['phase', 'seed', 'trigger', 'lost_rmqlab', 'fresh_diffs']].to_dict('records')
+        failed = bad[['phase', 'seed', 'trigger', 'messages_lost', 'lost_rmqlab', 'fresh_diffs']].to_dict('records')
         lines.append(f"FAILED trials: {failed}")
     publish("\n".join(lines), args.record)
     if len(bad):

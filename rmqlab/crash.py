@@ -30,20 +30,29 @@ Where the kill lands (seeded):
   it is ready, within the duration of an uninterrupted run; this can also land inside the C
   loops writing index entries and headers through the memory map.
 
+What must survive is decided from the bytes at the kill, before any recovery runs
+(:func:`written_at_kill`): the writer's uninterrupted run (the calibration's `reference`) wrote
+the same bytes in the same order, so the crashed CommitLog is a byte prefix of the reference's
+(zeros after it), and a message was *written* when all its bytes are in that prefix. Counting
+against the CommitLog as recovered instead would let a recovery that drops complete messages
+pass: their keys would no longer be asked for.
+
 After the kill the crashed folder is copied twice:
 
-* copy A: :func:`rmqlab.recover.recover_store`; then every key of every complete message
-  (UNIQ_KEY and each KEYS token, as buildIndex indexes them) is looked up (:func:`check_lookups`:
-  the verified-mode walk of every index file, which a sample cross-checks against
-  ``Store.explain_key(...).verified``), :func:`rmqlab.verify.verify_path` must find no error,
-  and the ConsumeQueue, index files and checkpoint must be byte-equal to a fresh one-go
-  ``Store.dispatch`` of the same CommitLog;
+* copy A: :func:`rmqlab.recover.recover_store`; then every written message must still be in the
+  CommitLog, byte for byte at its offset (else it counts in ``messages_lost``), and every key of
+  it (UNIQ_KEY and each KEYS token, as buildIndex indexes them) must find it
+  (:func:`check_lookups`: the verified-mode walk of every index file, which a sample
+  cross-checks against ``Store.explain_key(...).verified``; a key of a lost message counts as a
+  lost lookup); :func:`rmqlab.verify.verify_path` must find no error; and the ConsumeQueue,
+  index files and checkpoint must be byte-equal to a fresh one-go ``Store.dispatch`` of the
+  written messages alone (the reference CommitLog cut after the last written message);
 * copy B: :func:`rmqlab.recover.broker_restart`, the broker's own restart after an abnormal
   shutdown (index files newer than indexMsgTimestamp deleted, re-dispatch from the recovery
-  file only), and the same lookups.
+  file only), and the same lookups of the written messages.
 
-:func:`run_trials` runs many trials into a DataFrame; :func:`summary_table`,
-:func:`summary_table` and :func:`summary_markdown` summarise it per phase
+:func:`run_trials` runs many trials into a DataFrame; :func:`summary_table` and
+:func:`summary_markdown` summarise it per phase
 (:func:`rmqlab.viz.crash.losses_figure` draws the table).
 
 >>> PHASES
@@ -94,11 +103,14 @@ __all__ = [
     "CrashConfig",
     "Calibration",
     "WriterRun",
+    "WrittenAtKill",
+    "CrashImageError",
     "LookupCheck",
     "TrialResult",
     "prepare_template",
     "calibrate",
     "run_writer",
+    "written_at_kill",
     "check_lookups",
     "compare_stores",
     "run_trial",
@@ -441,24 +453,156 @@ def calibrate(phase: str, config: CrashConfig, workdir: str | os.PathLike) -> Ca
     return c
 
 
+# ------------------------------------------------------------------------------ what the writer had written
+
+
+def _images(commitlog_dir: Path, like: list[cl.StoreFile]) -> list[np.ndarray]:
+    """The bytes of the files of `commitlog_dir` named as those of `like`, each zero-padded or cut
+    to its namesake's size: CommitLog files are created at full size, zero-filled, so a byte never
+    written reads as zero. An absent file is all zeros."""
+    out = []
+    for f in like:
+        img = np.zeros(f.size, np.uint8)
+        p = commitlog_dir / f.path.name
+        if p.is_file():
+            got = np.fromfile(p, np.uint8)[:f.size]
+            img[:len(got)] = got
+        out.append(img)
+    return out
+
+
+@dataclass
+class WrittenAtKill:
+    """The messages a killed writer had completely written: every record of the uninterrupted
+    run's CommitLog whose bytes all lie in the prefix the crashed CommitLog shares with it.
+    Offsets and sizes in bytes."""
+
+    messages: pd.DataFrame        # rows of the reference CommitLog (read_columns, no body), in order
+    written_end: int              # end of the byte prefix the crashed CommitLog shares with the reference
+    reference: Path               # the uninterrupted run's ``commitlog`` folder
+
+    @property
+    def end(self) -> int:
+        """Offset after the last written message (0 when none)."""
+        m = self.messages
+        return int((m["phy_offset"] + m["total_size"]).max()) if len(m) else 0
+
+    def intact(self, root: str | os.PathLike) -> np.ndarray:
+        """Per written message: does `root`'s CommitLog still hold its bytes at its offset?
+        Cost: reads `root`'s CommitLog files once."""
+        files = cl.store_files(self.reference) if self.reference.is_dir() else []
+        if not len(self.messages):
+            return np.zeros(0, bool)
+        ref, got = _images(self.reference, files), _images(Path(root) / "commitlog", files)
+        starts = np.array([f.start_offset for f in files], np.int64)
+        out = np.zeros(len(self.messages), bool)
+        for i, (pos, size) in enumerate(zip(self.messages["phy_offset"].to_numpy(np.int64),
+                                            self.messages["total_size"].to_numpy(np.int64))):
+            j = int(np.searchsorted(starts, pos, side="right")) - 1
+            lo = int(pos - starts[j])
+            out[i] = bool(np.array_equal(ref[j][lo:lo + size], got[j][lo:lo + size]))
+        return out
+
+    def write_commitlog(self, dst: str | os.PathLike) -> Path:
+        """Write into `dst` the CommitLog a writer that stopped cleanly after the last written
+        message would leave: the reference's files up to it, zeros after it. Returns `dst`."""
+        dst = Path(dst)
+        dst.mkdir(parents=True, exist_ok=True)
+        end = self.end
+        for f in cl.store_files(self.reference):
+            if f.start_offset >= max(end, 1):
+                break
+            img = np.fromfile(f.path, np.uint8)
+            img[max(0, end - f.start_offset):] = 0
+            img.tofile(dst / f.path.name)
+        return dst
+
+
+class CrashImageError(RuntimeError):
+    """The crashed CommitLog is no byte prefix of the uninterrupted run's: what the writer had
+    written cannot be told from its bytes."""
+
+
+def written_at_kill(crashed: str | os.PathLike, reference: str | os.PathLike) -> WrittenAtKill:
+    """The messages whose bytes were whole in `crashed`'s CommitLog when its writer was killed,
+    told from the bytes alone: `reference` is the store the same writer left when not killed.
+
+    The writer appends in offset order into zero-filled files, so the crashed CommitLog must
+    equal the reference's up to some offset (`written_end`) and be zero after it; a message is
+    written when it ends at or before that offset. Independent of :mod:`rmqlab.recover`.
+    Cost: reads both CommitLogs once.
+
+    >>> import tempfile
+    >>> from rmqlab.workload import generate
+    >>> d = Path(tempfile.mkdtemp())
+    >>> with cl.CommitLogWriter(d / "ref" / "commitlog", 8192) as w:
+    ...     _ = w.append(generate(Workload(messages=5, seed=1)))
+    >>> shutil.copytree(d / "ref", d / "crashed") and None
+    >>> f = cl.store_files(d / "crashed" / "commitlog")[0].path
+    >>> m = cl.read_columns(f, body=False)
+    >>> cut = int(m.phy_offset[3]) + 10             # killed 10 bytes into the fourth message
+    >>> with open(f, "r+b") as fh:
+    ...     _ = fh.seek(cut); _ = fh.write(bytes(8192 - cut))
+    >>> w = written_at_kill(d / "crashed", d / "ref")
+    >>> len(w.messages), w.written_end - cut >= 0, w.end == int(m.phy_offset[3])
+    (3, True, True)
+    >>> shutil.rmtree(d)
+
+    Raises :class:`CrashImageError` when a non-zero byte of `crashed` follows the first byte
+    that differs from `reference` (the writer is not deterministic, or the files were touched).
+    """
+    ref_dir, crashed_dir = Path(reference) / "commitlog", Path(crashed) / "commitlog"
+    files = cl.store_files(ref_dir) if ref_dir.is_dir() else []
+    names = {f.path.name for f in files}
+    if crashed_dir.is_dir():
+        for p in crashed_dir.iterdir():
+            if p.is_file() and p.name not in names and np.fromfile(p, np.uint8).any():
+                raise CrashImageError(f"{p}: a CommitLog file the uninterrupted run did not write")
+    written_end = None
+    for f, want, got in zip(files, _images(ref_dir, files), _images(crashed_dir, files)):
+        if written_end is None:
+            diff = np.flatnonzero(want != got)
+            if len(diff):
+                written_end = f.start_offset + int(diff[0])
+                rest = np.flatnonzero(got[int(diff[0]):])
+                if len(rest):
+                    raise CrashImageError(f"{crashed_dir / f.path.name}: byte {int(diff[0]) + int(rest[0])} is "
+                                          f"non-zero after the first byte that differs from the reference "
+                                          f"({int(diff[0])})")
+        elif got.any():
+            raise CrashImageError(f"{crashed_dir / f.path.name}: written after a file the writer had not finished")
+    if written_end is None:
+        written_end = files[-1].start_offset + files[-1].size if files else 0
+    msgs = cl.read_columns(ref_dir, body=False) if files else pd.DataFrame(
+        {"phy_offset": np.zeros(0, np.int64), "total_size": np.zeros(0, np.int64)})
+    whole = (msgs["phy_offset"] + msgs["total_size"]).to_numpy(np.int64) <= written_end
+    return WrittenAtKill(msgs[whole].reset_index(drop=True), int(written_end), ref_dir)
+
+
 # ------------------------------------------------------------------------------ lookups
 
 
 @dataclass
 class LookupCheck:
-    """Every key of every complete message looked up in verified mode."""
+    """Every key of every message that must be found, looked up in verified mode."""
 
-    messages: int                 # complete messages in the CommitLog
-    lookups: int                  # (message, key) pairs buildIndex indexes
-    lost: int                     # pairs whose message the key does not find
+    messages: int                 # messages that must be found (written at the kill, or complete in the CommitLog)
+    lookups: int                  # (message, key) pairs buildIndex indexes for them
+    lost: int                     # pairs whose message the key does not find, or whose message is gone
     lost_examples: list[str] = field(default_factory=list)
     sample_checked: int = 0       # pairs also asked through Store.explain_key(...).verified
     sample_agree: bool = True     # ... with the same answer
+    messages_lost: int = 0        # written messages no longer in the CommitLog byte for byte
 
 
 def check_lookups(root: str | os.PathLike, *, hash_slot_num: int, index_num: int, sample: int = 0,
-                  seed: int = 0, tz: _dt.tzinfo | None = None) -> LookupCheck:
-    """Is every complete message of the store found by each of its keys in verified mode?
+                  seed: int = 0, tz: _dt.tzinfo | None = None, written: WrittenAtKill | None = None) -> LookupCheck:
+    """Is every message that must survive found by each of its keys in verified mode?
+
+    The messages are `written`'s (what a killed writer had completely written: each must still
+    be in the CommitLog byte for byte, else it counts in `messages_lost` and all its keys as
+    lost) or, when `written` is None, the complete messages of the store's own CommitLog (which
+    cannot see messages a recovery dropped).
 
     For each index file, every distinct ``topic#key`` of the complete messages is walked with the
     broker's chain walk but no early stop (max_num 2^31-1, time range [0, Long.MAX_VALUE]): the
@@ -470,11 +614,17 @@ def check_lookups(root: str | os.PathLike, *, hash_slot_num: int, index_num: int
     """
     root = Path(root)
     d = root / "commitlog"
-    msgs = cl.read_columns(d, body=False, on_error="report") if d.is_dir() and any(d.iterdir()) else pd.DataFrame()
+    if written is not None:
+        msgs = written.messages
+        intact = written.intact(root)
+    else:
+        msgs = cl.read_columns(d, body=False, on_error="report") if d.is_dir() and any(d.iterdir()) else pd.DataFrame()
+        intact = np.ones(len(msgs), bool)
+    missing = int((~intact).sum())
     rows = expected_index_rows(msgs)
     k = len(rows)
     if not k:
-        return LookupCheck(len(msgs), 0, 0)
+        return LookupCheck(len(msgs), 0, 0, messages_lost=missing)
     keys = np.asarray(rows.key_list(), dtype=object)
     ukeys, key_id = np.unique(keys, return_inverse=True)
     hashes = index_hash_many(list(ukeys))
@@ -493,9 +643,13 @@ def check_lookups(root: str | os.PathLike, *, hash_slot_num: int, index_num: int
         hit = want.merge(found.assign(hit=1), on=["k", "p"], how="left")["hit"].notna().to_numpy(bool)
     else:
         hit = np.zeros(k, bool)
+    # an index entry still pointing at a message's offset does not find it once its bytes are gone
+    present = intact[np.asarray(rows.message_index, np.int64)]
+    hit &= present
     lost_idx = np.flatnonzero(~hit)
-    examples = [f"{keys[i]} @ {int(rows.phy_offsets[i])}" for i in lost_idx[:5]]
-    out = LookupCheck(len(msgs), k, int(len(lost_idx)), examples)
+    examples = [f"{keys[i]} @ {int(rows.phy_offsets[i])}{'' if present[i] else ' (message gone)'}"
+                for i in lost_idx[:5]]
+    out = LookupCheck(len(msgs), k, int(len(lost_idx)), examples, messages_lost=missing)
     if sample and index_dir.is_dir():
         rng = np.random.default_rng(seed)
         picks = rng.choice(k, size=min(sample, k), replace=False)
@@ -552,14 +706,16 @@ class TrialResult:
     killed: bool                    # False when the writer finished before the delay ran out
     events_total: int               # write events of an uninterrupted run
     elapsed: float                  # writer's life after "ready"
-    messages_complete: int
+    messages_complete: int          # messages whose bytes were whole on disk at the kill (written_at_kill)
+    messages_recovered: int         # complete messages in the recovered CommitLog
+    messages_lost: int              # written at the kill, not in the recovered CommitLog byte for byte
     torn_bytes: int
-    lookups: int
-    lost_rmqlab: int
-    lost_broker: int
+    lookups: int                    # (message, key) pairs of the written messages
+    lost_rmqlab: int                # ... not found after recover_store (a lost message loses all its keys)
+    lost_broker: int                # ... not found after the broker's restart rule
     verify_ok: bool
     verify_errors: int
-    fresh_equal: bool               # recovered CQ/index/checkpoint == a fresh one-go dispatch
+    fresh_equal: bool               # recovered CQ/index/checkpoint == a fresh one-go dispatch of the written messages
     fresh_diffs: list[str]
     atomic_ok: bool | None          # bulk: every file under a final name is complete
     temp_files: int                 # hidden temporary index files found (and removed by recover)
@@ -590,8 +746,10 @@ def run_trial(workdir: str | os.PathLike, phase: str, seed: int, *, config: Cras
               sample_verified: int = 3, compare_fresh: bool = True, keep: bool = False) -> TrialResult:
     """One crash trial (see the module docstring): prepare/calibrate the phase (cached), copy
     its template, run the writer and kill it where `seed` says (or at `kill_at` / after
-    `delay`), then recover copy A and check it, apply the broker's restart to copy B and check
-    it. Everything happens under `workdir`; the trial's folders are removed unless `keep`.
+    `delay`), tell the written messages from the crashed bytes (:func:`written_at_kill`), then
+    recover copy A with :func:`rmqlab.recover.recover_store` and check it against them, apply
+    the broker's restart to copy B and check it. Everything happens under `workdir`; the
+    trial's folders are removed unless `keep`.
     Cost: a writer process (about 2 s of interpreter start-up) plus the checks (< 1 s)."""
     if trigger not in TRIGGERS:
         raise ValueError(f"trigger must be one of {TRIGGERS}, got {trigger!r}")
@@ -611,6 +769,7 @@ def run_trial(workdir: str | os.PathLike, phase: str, seed: int, *, config: Cras
         delay = float(delay if delay is not None else rng.uniform(0.0, cal.seconds))
         run = run_writer(crashed, phase, config, delay=delay)
     geo = config.geometry()
+    written = written_at_kill(crashed, cal.reference)
     index_dir = crashed / "index"
     temp = [p.name for p in index_dir.iterdir() if is_index_temp_name(p.name)] if index_dir.is_dir() else []
     atomic = None
@@ -625,29 +784,33 @@ def run_trial(workdir: str | os.PathLike, phase: str, seed: int, *, config: Cras
     b = _copy(crashed, tdir / "B")
     rec = recover_store(a, consume_queue_file_size=config.consume_queue_file_size, tz=_UTC, **geo)
     la = check_lookups(a, hash_slot_num=config.hash_slot_num, index_num=config.index_num, sample=sample_verified,
-                       seed=seed, tz=_UTC)
+                       seed=seed, tz=_UTC, written=written)
+    recovered_dir = a / "commitlog"
+    recovered = (len(cl.read_columns(recovered_dir, body=False, on_error="report"))
+                 if recovered_dir.is_dir() and any(recovered_dir.iterdir()) else 0)
     from rmqlab.verify import verify_path
 
     ver = verify_path(a, consume_queue_file_size=config.consume_queue_file_size, **geo)
     diffs: list[str] = []
     if compare_fresh:
         fresh = tdir / "fresh"
-        (fresh / "commitlog").parent.mkdir(parents=True, exist_ok=True)
-        if (a / "commitlog").is_dir():
-            shutil.copytree(a / "commitlog", fresh / "commitlog")
+        fresh.mkdir(parents=True, exist_ok=True)
+        if len(written.messages):
+            written.write_commitlog(fresh / "commitlog")
             Store(fresh, **config.store_options()).dispatch()
         diffs = compare_stores(a, fresh)
     br = broker_restart(b, hash_slot_num=config.hash_slot_num, index_num=config.index_num,
                         commitlog_file_size=config.commitlog_file_size, tz=_UTC)
     lb = check_lookups(b, hash_slot_num=config.hash_slot_num, index_num=config.index_num, sample=sample_verified,
-                       seed=seed + 1, tz=_UTC)
+                       seed=seed + 1, tz=_UTC, written=written)
     kinds: dict[str, int] = {}
     for act in rec.actions:
         kinds[act.kind] = kinds.get(act.kind, 0) + 1
     res = TrialResult(
         phase=phase, seed=int(seed), trigger=trigger, kill_event=kill_at if trigger == "write" else None,
         kill_delay=delay if trigger == "time" else None, killed=run.killed, events_total=cal.events,
-        elapsed=run.elapsed, messages_complete=la.messages, torn_bytes=rec.torn_bytes, lookups=la.lookups,
+        elapsed=run.elapsed, messages_complete=la.messages, messages_recovered=recovered,
+        messages_lost=la.messages_lost, torn_bytes=rec.torn_bytes, lookups=la.lookups,
         lost_rmqlab=la.lost, lost_broker=lb.lost, verify_ok=ver.ok, verify_errors=len(ver.errors),
         fresh_equal=not diffs, fresh_diffs=diffs, atomic_ok=atomic, temp_files=len(temp), recover_actions=kinds,
         index_files_removed=len(rec.index_files_removed), index_entries_added=rec.index_entries_added,
@@ -701,12 +864,13 @@ def run_trials(n: int, phases: tuple[str, ...] = PHASES, seed: int = 0, *, workd
 
 
 def summary_table(df: pd.DataFrame) -> pd.DataFrame:
-    """Per phase (and a total row): trials, writers killed, complete messages, lookups, lookups
-    lost after ``rmqlab store recover`` and under the broker's restart rule, trials where the
-    broker rule lost keys, verify_path ok and byte-equal to a fresh dispatch (counts).
+    """Per phase (and a total row): trials, writers killed, messages written at the kill and
+    those of them lost by ``rmqlab store recover``, lookups, lookups lost after ``rmqlab store
+    recover`` and under the broker's restart rule, trials where the broker rule lost keys,
+    verify_path ok and byte-equal to a fresh dispatch of the written messages (counts).
 
-    >>> row = dict(phase="bulk", killed=True, messages_complete=10, lookups=15, lost_rmqlab=0, lost_broker=4,
-    ...            verify_ok=True, fresh_equal=True)
+    >>> row = dict(phase="bulk", killed=True, messages_complete=10, messages_lost=0, lookups=15, lost_rmqlab=0,
+    ...            lost_broker=4, verify_ok=True, fresh_equal=True)
     >>> int(summary_table(pd.DataFrame([row])).loc["total", "lost_broker"])
     4
     """
@@ -715,6 +879,7 @@ def summary_table(df: pd.DataFrame) -> pd.DataFrame:
         "trials": g.size(),
         "killed": g["killed"].sum(),
         "messages_complete": g["messages_complete"].sum(),
+        "messages_lost": g["messages_lost"].sum(),
         "lookups": g["lookups"].sum(),
         "lost_rmqlab": g["lost_rmqlab"].sum(),
         "lost_broker": g["lost_broker"].sum(),

@@ -3,11 +3,14 @@
 
 Independent truths used here:
 
-* *lookups*: every key buildIndex indexes for every complete message (UNIQ_KEY, each KEYS
-  token) must find that message in verified mode; a sample is asked through
+* *what the killed writer had written*: the crashed CommitLog is compared byte for byte with the
+  uninterrupted run's before any recovery (:func:`rmqlab.crash.written_at_kill`); every message
+  whole on disk at the kill must still be in the recovered CommitLog at its offset;
+* *lookups*: every key buildIndex indexes for each of those messages (UNIQ_KEY, each KEYS
+  token) must find it in verified mode; a sample is asked through
   ``Store.explain_key(...).verified`` itself;
 * *an uninterrupted dispatch*: the recovered ConsumeQueue, index files (names and bytes) and
-  checkpoint must equal those of a fresh one-go ``Store.dispatch`` of the same CommitLog;
+  checkpoint must equal those of a fresh one-go ``Store.dispatch`` of the written messages alone;
 * :func:`rmqlab.verify.verify_path` must find no error;
 * for the hand-made damage below, the undamaged store (or a fresh dispatch of the truncated
   CommitLog) byte for byte.
@@ -23,10 +26,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from rmqlab import crash
 from rmqlab.cli import main
 from rmqlab.crash import (
     PHASES,
     CrashConfig,
+    CrashImageError,
     calibrate,
     check_lookups,
     compare_stores,
@@ -34,6 +39,7 @@ from rmqlab.crash import (
     run_trials,
     summary_markdown,
     summary_table,
+    written_at_kill,
 )
 from rmqlab.formats import checkpoint as cpf
 from rmqlab.formats import commitlog as cl
@@ -82,10 +88,15 @@ def test_trials_cover_every_phase_and_both_triggers(trials):
 
 
 def test_recover_loses_no_lookup_and_leaves_a_consistent_store(trials):
-    bad = trials[(trials.lost_rmqlab != 0) | ~trials.verify_ok | ~trials.fresh_equal | ~trials.sample_agree]
-    assert bad.empty, bad[["phase", "seed", "trigger", "lost_rmqlab", "verify_errors", "fresh_diffs",
+    bad = trials[(trials.lost_rmqlab != 0) | (trials.messages_lost != 0) | ~trials.verify_ok | ~trials.fresh_equal
+                 | ~trials.sample_agree]
+    assert bad.empty, bad[["phase", "seed", "trigger", "messages_lost", "lost_rmqlab", "verify_errors", "fresh_diffs",
                            "lost_examples"]].to_dict("records")
     assert trials["lost_rmqlab"].sum() == 0
+    # recovery keeps exactly the messages written at the kill: no fewer, and no torn one made whole
+    assert (trials["messages_recovered"] == trials["messages_complete"]).all()
+    # the truth is not vacuous: the prepared phases start with every message written
+    assert (trials.loc[trials.phase != "generate", "messages_complete"] == CONFIG.messages).all()
 
 
 def test_the_broker_rule_loses_lookups_on_the_same_crashes(trials):
@@ -142,7 +153,45 @@ def test_kill_inside_a_commitlog_write_tears_a_record(workdir):
     inside = [i + 1 for i, k in enumerate(cal.kinds) if k == "pwrite:commitlog:cont"]
     r = run_trial(workdir, "generate", 0, config=CONFIG, kill_at=inside[len(inside) // 2])
     assert r.killed and r.torn_bytes > 0 and r.recover_actions.get("commitlog-zeroed") == 1
-    assert r.lost_rmqlab == 0 and r.verify_ok and r.fresh_equal
+    assert 0 < r.messages_complete < CONFIG.messages and r.messages_recovered == r.messages_complete
+    assert r.lost_rmqlab == 0 and r.messages_lost == 0 and r.verify_ok and r.fresh_equal
+
+
+def _zero_last_messages(root: Path, n: int) -> None:
+    """Cut root's CommitLog before its last `n` complete messages (zeros to the end of that file,
+    later files deleted): what a recovery that drops complete messages leaves before it
+    re-dispatches."""
+    msgs = cl.read_columns(root / "commitlog", body=False, on_error="report")
+    cut = int(msgs.phy_offset.iloc[-n])
+    for f in cl.store_files(root / "commitlog"):
+        if f.start_offset > cut:
+            f.path.unlink()
+        elif f.start_offset + f.size > cut:
+            with open(f.path, "r+b") as fh:
+                fh.seek(cut - f.start_offset)
+                fh.write(bytes(f.start_offset + f.size - cut))
+
+
+def test_a_recovery_that_drops_complete_messages_fails_the_trial(workdir, monkeypatch):
+    cal = calibrate("dispatch", CONFIG, workdir)
+    kill_at = [i + 1 for i, k in enumerate(cal.kinds) if k == "put"][2]
+    honest = run_trial(workdir, "dispatch", 0, config=CONFIG, kill_at=kill_at)
+    assert honest.messages_complete == CONFIG.messages
+    assert honest.lost_rmqlab == 0 and honest.messages_lost == 0 and honest.fresh_equal and honest.verify_ok
+
+    real = crash.recover_store
+
+    def lossy(root, **kw):
+        _zero_last_messages(Path(root), 20)
+        return real(root, **kw)
+
+    monkeypatch.setattr(crash, "recover_store", lossy)
+    r = run_trial(workdir, "dispatch", 0, config=CONFIG, kill_at=kill_at)
+    # each message has a UNIQ_KEY at least: 20 messages gone lose 20 lookups or more
+    assert r.lost_rmqlab >= 20
+    assert r.messages_lost == 20 and r.messages_recovered == CONFIG.messages - 20
+    assert r.messages_complete == CONFIG.messages and not r.fresh_equal
+    assert any("message gone" in e for e in r.lost_examples)
 
 
 def test_torn_consume_queue_units(workdir):
@@ -228,6 +277,38 @@ def test_reference_store_is_sound(reference):
     assert verify_path(reference, consume_queue_file_size=CQ_SIZE, **GEO).ok
     assert len(list((reference / "index").iterdir())) >= 3 and _lost(reference) == 0
     assert not _recover(reference, dry_run=True).changed
+
+
+def test_lookups_count_against_what_was_written_not_what_was_recovered(damaged, reference):
+    written = written_at_kill(damaged, reference)
+    assert len(written.messages) == len(cl.read_columns(reference / "commitlog", body=False))
+    _zero_last_messages(damaged, 20)
+    _recover(damaged)
+    # counted against the recovered CommitLog, the dropped messages are not even asked for
+    assert _lost(damaged) == 0 and verify_path(damaged, consume_queue_file_size=CQ_SIZE, **GEO).ok
+    check = check_lookups(damaged, hash_slot_num=GEO["hash_slot_num"], index_num=GEO["index_num"], written=written)
+    assert check.messages_lost == 20 and check.lost >= 20
+    assert compare_stores(damaged, reference) != []
+
+
+def test_written_at_kill_reads_the_bytes_not_the_recovery(damaged, reference):
+    path, end = _last_commitlog(damaged)
+    msgs = cl.read_columns(damaged / "commitlog", body=False)
+    last = msgs.iloc[-1]
+    cut = int(last.phy_offset) - int(path.name) + 7          # killed 7 bytes into the last message
+    with open(path, "r+b") as fh:
+        fh.seek(cut)
+        fh.write(bytes(end - cut))
+    w = written_at_kill(damaged, reference)
+    before = msgs.iloc[-2]
+    assert len(w.messages) == len(msgs) - 1 and w.end == int(before.phy_offset) + int(before.total_size)
+    assert int(path.name) + cut <= w.written_end < int(last.phy_offset) + int(last.total_size)
+    assert w.intact(damaged).all() and w.intact(reference).all()
+    with open(path, "r+b") as fh:                            # a byte the writer never wrote
+        fh.seek(end + 100)
+        fh.write(b"\x01")
+    with pytest.raises(CrashImageError, match="non-zero after"):
+        written_at_kill(damaged, reference)
 
 
 def test_torn_record_in_the_zero_tail(damaged, reference):
