@@ -52,6 +52,7 @@ __all__ = [
     "DEFAULT_MANIFEST",
     "build_sample_store",
     "sample_store",
+    "SampleStoreMismatchError",
     "manifest",
     "format_manifest",
     "read_manifest",
@@ -130,24 +131,74 @@ def sample_store(root: str | os.PathLike | None = None) -> Store:
 
     `root` defaults to ``data/generated/sample-store`` in the repository this package was
     installed from (editable install), so notebooks find it whatever their working folder.
-    A missing store is built in about a second; an existing one is opened as it is (``make
-    data`` checks it against the manifest). Cost: a few directory listings when it exists.
+    A missing store is built in about a second. An existing one is reused only when its files
+    match the committed manifest (``data/MANIFEST.sha256``); a store that does not (edited,
+    damaged, or built by older code) is deleted and built again, and when the fresh build
+    does not match either, :class:`SampleStoreMismatchError` says which files differ.
+    Installed without its repository (no manifest beside the package), the store is built
+    when missing and reused unchecked. Cost: one SHA-256 pass over the store (about 10 MiB)
+    the first time a process opens it; later calls compare file sizes and times only.
 
     >>> sample_store().info()["index_files"]
     10
     """
     root = Path(root) if root is not None else Path(__file__).resolve().parents[1] / DEFAULT_ROOT
-    if not (root / "commitlog").is_dir():
-        _clear(root)                  # what an interrupted build left
-        root.parent.mkdir(parents=True, exist_ok=True)
-        tmp = root.parent / f".{root.name}.building-{os.getpid()}"
-        shutil.rmtree(tmp, ignore_errors=True)
-        build_sample_store(tmp)
-        try:
-            os.rename(tmp, root)      # readers see no store or a whole one, never half of one
-        except OSError:               # another process finished first: keep its store
-            shutil.rmtree(tmp, ignore_errors=True)
+    expected = _committed_manifest()
+    if (root / "commitlog").is_dir():
+        if expected is None or _matches(root, expected):
+            return Store(root, **SAMPLE_STORE_OPTIONS)
+    _build_in_place(root)
+    if expected is not None and not _matches(root, expected):
+        problems = compare_manifests(expected, manifest(root))
+        raise SampleStoreMismatchError(
+            f"rmqlab.sample: a fresh build at {root} does not match {_MANIFEST_PATH} "
+            f"({len(problems)} files, e.g. {problems[0].strip()}); if the change is intended, "
+            "rewrite the manifest with `python -m rmqlab.sample --write-manifest`")
     return Store(root, **SAMPLE_STORE_OPTIONS)
+
+
+class SampleStoreMismatchError(RuntimeError):
+    """A freshly built sample store does not match the committed manifest: the code that
+    writes it changed the bytes."""
+
+
+#: The manifest committed beside the package (absent when installed without the repository).
+_MANIFEST_PATH = Path(__file__).resolve().parents[1] / DEFAULT_MANIFEST
+#: Stores this process has hashed and found matching, by their files' (size, mtime) stamps.
+_verified: dict[Path, tuple] = {}
+
+
+def _committed_manifest() -> dict[str, str] | None:
+    return read_manifest(_MANIFEST_PATH) if _MANIFEST_PATH.is_file() else None
+
+
+def _stamps(root: Path) -> tuple:
+    return tuple(sorted((p.relative_to(root).as_posix(), st.st_size, st.st_mtime_ns)
+                        for p in root.rglob("*") if p.is_file() for st in [p.stat()]))
+
+
+def _matches(root: Path, expected: dict[str, str]) -> bool:
+    key, stamps = root.resolve(), _stamps(root)
+    if _verified.get(key) == stamps:
+        return True
+    ok = manifest(root) == expected
+    if ok:
+        _verified[key] = stamps
+    else:
+        _verified.pop(key, None)
+    return ok
+
+
+def _build_in_place(root: Path) -> None:
+    _clear(root)                      # a stale store, or what an interrupted build left
+    root.parent.mkdir(parents=True, exist_ok=True)
+    tmp = root.parent / f".{root.name}.building-{os.getpid()}"
+    shutil.rmtree(tmp, ignore_errors=True)
+    build_sample_store(tmp)
+    try:
+        os.rename(tmp, root)          # readers see no store or a whole one, never half of one
+    except OSError:                   # another process finished first: keep its store
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def manifest(root: str | os.PathLike) -> dict[str, str]:

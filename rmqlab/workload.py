@@ -497,9 +497,12 @@ def _validate(w: Workload) -> None:
          f"broker {facts.version} has no BatchConsumeQueue (it comes in 5.0.0)")
     need(not w.multi_dispatch_every or facts.light_message_queue,
          f"broker {facts.version} has no multi dispatch (INNER_MULTI_DISPATCH comes in 4.9.3)")
-    from zoneinfo import ZoneInfo
+    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-    ZoneInfo(w.timezone)   # raises for an unknown zone
+    try:
+        ZoneInfo(w.timezone)
+    except (ZoneInfoNotFoundError, ValueError) as e:   # every other bad field is a ValueError too
+        raise ValueError(f"timezone {w.timezone!r} is not an IANA time zone name") from e
 
 
 def collision_keys(w: Workload) -> list[tuple[str, str]]:

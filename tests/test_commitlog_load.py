@@ -9,6 +9,7 @@ from conftest import require_real_data
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from rmqlab.errors import FormatError
 from rmqlab.formats import commitlog as cl
 from rmqlab.recover import UnrecoverableError, recover_store
 from rmqlab.verify import verify_path
@@ -117,8 +118,9 @@ def test_zeros_in_a_file_followed_by_data_are_still_damage(tmp_path):
     first.write_bytes(bytes(data))
     r = verify_path(d)
     assert [p.check for p in r.problems] == ["commitlog.blank"]
-    with pytest.raises(Exception, match="zeros where the next record"):
+    with pytest.raises(FormatError, match="zeros where the next record") as info:
         cl.read_columns(d)
+    assert type(info.value) is FormatError
 
 
 def test_require_real_data_fails_in_ci_and_skips_elsewhere(monkeypatch):

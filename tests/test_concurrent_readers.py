@@ -33,21 +33,35 @@ def message(i):
 
 FILE_SIZE = 4096                 # CommitLog files: a roll-over every ~15 messages
 HASH_SLOT_NUM, INDEX_NUM = 16, 4096
-SECONDS = 2.5
 MAX_MESSAGES = INDEX_NUM - 1
+# The writer runs until the reader has checked this many reads of each file while it wrote, and
+# it has written this many messages; it never gets more than AHEAD messages per read in front,
+# so a slow machine slows both sides alike instead of ending the run before the reads happen.
+MIN_READS, MIN_WRITTEN, AHEAD = 10, 200, 50
+HANG_GUARD_SECONDS = 300         # only stops a hung run; no assertion depends on the time
 
-WRITER = inspect.getsource(message) + r'''
+WRITER = inspect.getsource(message) + r"""
 import os, sys, time
 from pathlib import Path
 from rmqlab.formats.commitlog import CommitLogWriter
 from rmqlab.formats.indexfile import IndexFile
 
-root, seconds, limit = Path(sys.argv[1]), float(sys.argv[2]), int(sys.argv[3])
+root, min_reads, min_written, limit, ahead = Path(sys.argv[1]), *map(int, sys.argv[2:6])
+reads_file = root / "reads"
+
+def reads():
+    try:
+        return int(reads_file.read_text() or 0)
+    except (FileNotFoundError, ValueError):
+        return 0
+
 idx = IndexFile.create(root / "20240610061320000", 16, 4096)
 w = CommitLogWriter(root / "commitlog", file_size=4096)
 print("ready", flush=True)
-t0, i = time.monotonic(), 0
-while time.monotonic() - t0 < seconds and i < limit:
+i = 0
+while i < limit and not (i >= min_written and reads() >= min_reads):
+    while i >= (reads() + 1) * ahead:
+        time.sleep(0.001)
     n = min(1 + i % 3, limit - i)
     rows = [message(j) for j in range(i, i + n)]
     w.append({k: [r[k] for r in rows] for k in rows[0]})
@@ -57,17 +71,24 @@ while time.monotonic() - t0 < seconds and i < limit:
     time.sleep(0.0003)
 idx.close()
 print(i, flush=True)
-'''
+"""
 
 
 def _start_writer(root: Path) -> subprocess.Popen:
     env = dict(os.environ)
     env["PYTHONPATH"] = str(Path(__file__).resolve().parents[1]) + os.pathsep + env.get("PYTHONPATH", "")
-    p = subprocess.Popen([sys.executable, "-c", WRITER, str(root), str(SECONDS), str(MAX_MESSAGES)],
+    args = [str(root), str(MIN_READS), str(MIN_WRITTEN), str(MAX_MESSAGES), str(AHEAD)]
+    p = subprocess.Popen([sys.executable, "-c", WRITER, *args],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     line = p.stdout.readline()
     assert line.strip() == "ready", p.stderr.read()
     return p
+
+
+def _tell_reads(root: Path, reads: int) -> None:
+    tmp = root / "reads.tmp"
+    tmp.write_text(str(reads))
+    os.replace(tmp, root / "reads")       # the writer reads a whole number, never half of one
 
 
 class CommitLogChecker:
@@ -150,18 +171,21 @@ class IndexChecker:
 
 @pytest.fixture(scope="module")
 def run(tmp_path_factory):
-    """The writer process and this process's reads, side by side for SECONDS. Every read is
-    checked as it happens (an assertion here fails the tests below)."""
+    """The writer process and this process's reads, side by side until the writer has seen
+    MIN_READS reads of both files. Every read is checked as it happens (an assertion here fails
+    the tests below)."""
     root = tmp_path_factory.mktemp("concurrent")
     writer = _start_writer(root)
     logs, index = CommitLogChecker(), IndexChecker()
     try:
-        deadline = time.monotonic() + SECONDS + 60
-        while writer.poll() is None and time.monotonic() < deadline:
+        hang_guard = time.monotonic() + HANG_GUARD_SECONDS
+        while writer.poll() is None:
+            assert time.monotonic() < hang_guard, "the writer neither finished nor failed"
             if (root / "commitlog").is_dir() and any((root / "commitlog").iterdir()):
                 logs.check(root / "commitlog")
             index.check(root / "20240610061320000")
-        out, err = writer.communicate(timeout=60)
+            _tell_reads(root, min(logs.reads, index.reads))
+        out, err = writer.communicate(timeout=HANG_GUARD_SECONDS)
     finally:
         if writer.poll() is None:
             writer.kill()
@@ -175,8 +199,8 @@ def test_readers_beside_a_writer_see_a_consistent_prefix(run):
     # the final reads see everything, cleanly
     assert logs.check(root / "commitlog") == written and index.check(root / "20240610061320000") == written
     assert cl.read_columns(root / "commitlog").attrs["report"].ok
-    assert logs.reads >= 10 and index.reads >= 10, (logs.reads, index.reads)
-    assert written > 100
+    assert logs.reads >= MIN_READS and index.reads >= MIN_READS, (logs.reads, index.reads)
+    assert MIN_WRITTEN <= written < MAX_MESSAGES
 
 
 def test_the_end_of_a_prefix_read_beside_a_writer_is_not_called_damage(run):

@@ -111,10 +111,10 @@ def test_corrupt_file(entry):
         assert entry["message"] in (result if isinstance(result, str) else repr(result))
         return
     cls = _error_class(entry["error"])
-    with pytest.raises(Exception) as info:
+    with pytest.raises(cls) as info:
         call(path, **entry["args"])
     e = info.value
-    assert type(e) is cls, f"{type(e).__name__}: {e}"
+    assert type(e) is cls, f"{type(e).__name__}: {e}"   # not a subclass either
     assert entry["message"] in str(e)
     if isinstance(e, errors.RmqlabError):
         assert (e.offset, e.field) == (entry["offset"], entry["field"])

@@ -154,3 +154,33 @@ def test_hash_mismatch_error_names_a_key():
     e = HashMismatchError(pd.DataFrame({"key": ["T#x"], "rmqlab": [1], "jvm": [2]}))
     assert "'T#x'" in str(e) and "rmqlab 1, JVM 2" in str(e)
     assert e.mismatches.shape == (1, 3)
+
+
+def test_verify_hashes_raises_on_a_mismatch_before_writing_anything(spark, tmp_path, monkeypatch):
+    # rmqlab's hash is made wrong for one key (as a bug in the C hash would be) where the check
+    # computes it; the JVM's side is untouched, so only the check's own comparison can find it
+    from pyspark.sql import functions as F
+
+    from rmqlab.spark import hashcheck
+    from rmqlab.spark.build import HashMismatchError, build_index_files
+
+    bad_key = "T#BB"
+    honest = hashcheck.with_java_hash
+
+    def off_by_one_for_bad_key(df, column, out="java_hash", **kw):
+        hashed = honest(df, column, out, **kw)
+        return hashed.withColumn(out, F.when(F.col(column) == bad_key, F.col(out) + 1).otherwise(F.col(out)))
+
+    monkeypatch.setattr(hashcheck, "with_java_hash", off_by_one_for_bad_key)
+    keys = ["T#中文", "T#Aa", bad_key, "T#x"]
+    exp = ExpandedKeys(keys * 50, np.arange(200) * 100, 1718000000000 + np.arange(200))
+    out = tmp_path / "spark"
+    with pytest.raises(HashMismatchError) as e:
+        build_index_files(to_df(spark, exp, partitions=3), out, hash_slot_num=HSN, index_num=INUM,
+                          tz=UTC, verify_hashes=True, progress=False)
+    java_hash_of_bb = 2112                       # "BB".hashCode() in Java: 66 * 31 + 66
+    bb = int(np.int32(np.int64(ord("T")) * 31**3 + ord("#") * 31**2 + java_hash_of_bb))
+    rows = e.value.mismatches
+    assert len(rows) == 50                       # each occurrence of the key, and nothing else
+    assert rows.drop_duplicates().to_dict("records") == [{"key": bad_key, "rmqlab": bb + 1, "jvm": bb}]
+    assert list(out.iterdir()) == []             # no index file, no run folder

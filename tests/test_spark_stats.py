@@ -122,7 +122,9 @@ def test_empty_folder_and_bad_file(spark, tmp_path, folder):
     bad = tmp_path / "bad"
     bad.mkdir()
     (bad / folder[2][0].name).write_bytes(folder[2][0].read_bytes()[:1000])
-    with pytest.raises(Exception, match="TruncatedFileError"):
+    from pyspark.errors import PythonException
+
+    with pytest.raises(PythonException, match="TruncatedFileError"):
         index_stats(spark, bad, hash_slot_num=HSN, index_num=INUM)
 
 

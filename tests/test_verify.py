@@ -24,6 +24,7 @@ from snapshot_support import snapshot
 
 from rmqlab.cli import main
 from rmqlab.dispatch import SCHEDULE_TOPIC
+from rmqlab.errors import CorruptIndexError, GeometryError, RmqlabError
 from rmqlab.formats import checkpoint as cpf
 from rmqlab.formats import commitlog as cl
 from rmqlab.formats import consumequeue as cq
@@ -448,7 +449,7 @@ def test_random_damage_is_reported_never_raised(copy, seed):
     if r.ok:
         r.check()
     else:
-        with pytest.raises(Exception) as e:
+        with pytest.raises(RmqlabError) as e:
             r.check()
         assert e.value is r.errors[0].error
 
@@ -481,16 +482,16 @@ def test_file_report_check_raises_the_typed_error(copy):
     want = c_prev_forward(copy, np.random.default_rng(2))
     rep = verify_index_file(want.path)
     assert not rep.ok
-    with pytest.raises(Exception) as e:
+    with pytest.raises(CorruptIndexError) as e:
         rep.check()
     assert e.value.path == str(want.path) and e.value.offset == want.offset
-    assert type(e.value).__name__ == "CorruptIndexError"
+    assert type(e.value) is CorruptIndexError
 
 
 def test_an_empty_index_file_of_odd_size_asks_for_the_geometry(tmp_path):
     path = tmp_path / "20240610061524062"
     IndexFile.create(path, hash_slot_num=10, index_num=10).close()
-    with pytest.raises(Exception, match="pass hash_slot_num"):
+    with pytest.raises(GeometryError, match="pass hash_slot_num"):
         infer_index_geometry(path)
     r = verify_path(path)
     assert [p.check for p in r.problems] == ["index.geometry"] and "pass --hash-slot-num" not in r.problems[0].message

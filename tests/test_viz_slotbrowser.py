@@ -14,6 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from rmqlab.errors import GeometryError
 from rmqlab.formats.indexfile import IndexFile, build_index_file
 from rmqlab.sample import SAMPLE_STORE_OPTIONS, sample_store
 from rmqlab.viz.figures import slot_chain_lengths
@@ -158,7 +159,7 @@ def test_bad_arguments(sample_file):
     with pytest.raises(ValueError, match="slot"):
         b.select(-1)
     b.close()
-    with pytest.raises(Exception, match="hash_slot_num"):          # a 1024-slot file is not default-sized
+    with pytest.raises(GeometryError, match="hash_slot_num"):          # a 1024-slot file is not default-sized
         SlotBrowser(sample_file)
 
 

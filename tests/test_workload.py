@@ -503,9 +503,8 @@ def test_describe_summary():
     dict(commit_fraction=0.9, rollback_fraction=0.2), dict(timezone="Mars/Olympus"),
 ])
 def test_bad_workloads_are_refused(bad):
-    with pytest.raises(Exception) as e:
+    with pytest.raises(ValueError):
         Workload(**bad)
-    assert isinstance(e.value, (ValueError, TypeError, KeyError)) or "Zone" in type(e.value).__name__
 
 
 def test_workload_is_frozen_and_lists_become_tuples():
