@@ -21,7 +21,7 @@ from pathlib import Path
 
 from common import machine, publish
 
-from rmqlab.capacity.validation import SCENARIO_NAMES, SCENARIOS, SIZES, validate
+from rmqlab.capacity.validation import SCENARIO_NAMES, SCENARIOS, SIZES, summary, validate
 
 HERE = Path(__file__).resolve().parent
 
@@ -35,10 +35,10 @@ def fmt(x) -> str:
 
 
 def markdown(df, seconds: dict[str, float], size: str) -> list[str]:
-    lines = ["| scenario | quantity | model | measured | difference | tolerance | ok |",
-             "|---|---|---|---|---|---|---|"]
+    lines = ["| scenario | kind | quantity | model | measured | difference | tolerance | ok |",
+             "|---|---|---|---|---|---|---|---|"]
     for r in df.itertuples():
-        lines.append(f"| {r.scenario} | {r.quantity} ({r.unit}) | {fmt(r.model)} | {fmt(r.measured)} | "
+        lines.append(f"| {r.scenario} | {r.kind} | {r.quantity} ({r.unit}) | {fmt(r.model)} | {fmt(r.measured)} | "
                      f"{fmt(r.difference)} | {r.tolerance} | {'yes' if r.ok else '**NO**'} |")
     return lines
 
@@ -68,12 +68,11 @@ def main() -> None:
         print(df.drop(columns=["note"]).to_string(), flush=True)
         frames.append(df)
     table = pd.concat(frames, ignore_index=True)
-    bad = int((~table.ok).sum())
     lines = [f"## {dt.date.today().isoformat()}: capacity model validation, {args.size} stores",
              "", f"Machine: {machine()}.",
              f"Command: `python benchmarks/bench_capacity_validation.py --size {args.size}"
              f" --queries {args.queries}`.", "", *notes, "", *markdown(table, seconds, args.size), "",
-             f"Rows outside tolerance: {bad} of {len(table)}."]
+             f"{summary(table)}."]
     text = "\n".join(lines)
     publish(text, args.record)
 

@@ -34,9 +34,12 @@ really there:
   over a time window that the broker cuts at ``maxNum``: more entries match key and window
   than it returns.
 
-The inputs the model is fed (mean body / properties / topic bytes, keys a message, distinct
-keys, the store's time span) are measured too, under ``input_*`` names, so a validation can
-feed the model exactly the counts the store has and compare only what the model derives.
+The realised inputs (mean body / properties / topic bytes, keys a message, distinct keys,
+the store's time span) are measured too, under ``input_*`` names, to show how far one random
+store strays from the workload it was drawn from. A validation must not feed them to the
+model: the model's counts would then equal the store's by construction. The spread of one
+message's index keys and record bytes (``*_var``, population variances) gives the standard
+error of the store's totals, for the tolerance of a model that predicts them from means.
 
 Cost: one columnar read of the CommitLog without bodies, the index keys expanded and hashed
 once (Arrow and NumPy, in C), then per index file a bincount and walks in C of about
@@ -336,6 +339,13 @@ def truncation_share(store, keys: Sequence[str], *, window_ms: int, queries: int
             "method": method}
 
 
+def _keys_per_message(keys: ExpandedKeys, messages: int) -> np.ndarray:
+    """Index rows of each message (UNIQ_KEY and KEYS tokens), int64 per message."""
+    if keys.message_index is None:
+        raise ValueError("the expanded keys do not say which message each row came from")
+    return np.bincount(keys.message_index, minlength=messages).astype(np.int64)
+
+
 def measure_store(store, *, queries: int | None = None, seed: int = 0,
                   max_num: int | None = None) -> dict[str, Any]:
     """The measured counterparts of the capacity model's outputs for `store` (a
@@ -399,6 +409,9 @@ def measure_store(store, *, queries: int | None = None, seed: int = 0,
         "entries_read_hit_by_entry": full_mean("entries_read_hit_by_entry"),
         "entries_read_hit_whole_chain": full_mean("entries_read_hit_whole_chain"),
         "entries_read_miss": full_mean("entries_read_miss"),
+        "index_keys_per_message_var": (float(np.var(_keys_per_message(keys, len(msgs)))) if len(msgs)
+                                       else math.nan),
+        "commitlog_record_bytes_var": float(total_size.var()) if len(msgs) else math.nan,
         "input_body_bytes_mean": float(body_bytes.mean()) if len(msgs) else math.nan,
         "input_properties_bytes_mean": float(prop_bytes.mean()) if len(msgs) else math.nan,
         "input_topic_bytes_mean": float(topic_bytes.mean()) if len(msgs) else math.nan,

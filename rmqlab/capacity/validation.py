@@ -16,28 +16,36 @@ in two sizes:
 stores), measures it (:func:`rmqlab.capacity.measure.measure_store`), builds the matching
 :class:`~rmqlab.capacity.plan.Plan` (:meth:`Scenario.plan`) and compares.
 
-**What the model is fed, and what it must derive.** A generated store's counts are random
-(keyless messages, tokens a message, body sizes are drawn), and the model's inputs are means;
-so the plan is fed the store's own realised inputs: the message count and time span (the
-rate), the keyless share and tokens per keyed message, UNIQ_KEY on or off, the mean body,
-topic and properties bytes, the messages of each ConsumeQueue (the model's even-spread
-rule is replaced by the measured spread), and the index and file settings. The key *shape*
-(hot-key share, vocabulary, Zipf exponent) is given as in the workload, and the model draws
-its own key sample with another seed. Everything else is derived by the model: index keys,
-index files and their bytes, keys a file, ConsumeQueue files and bytes, CommitLog records,
-files and bytes, the load factor, occupancy, mean chain length, entries read per hit (whole
-walks and the broker's walks cut at maxNum) and miss, the time one index file spans, and the
-hot key's truncation probability.
+**What the model is fed, and what it must derive.** Only what a planner knows before the
+store exists (:meth:`Scenario.plan`, :func:`planned_inputs`): the message count, the rate
+(with bursts, the mean the burst schedule implies), keys per keyed message, the keyless
+share, UNIQ_KEY on or off, the key shapes (hot-key share, vocabulary, Zipf exponent, and the
+mean token bytes those shapes imply), the mean body of the body-size distribution, the
+topics and the properties the client and broker add, and the index and file settings. The
+model draws its own key sample with another seed. Nothing measured from the store is fed
+back: fed the store's own realised means, the counts and bytes would agree by construction.
 
-**Tolerances.** Counts and byte sizes: exact (0). Occupancy and mean chain length: 1 %
-relative. Entries read per miss: exact up to float rounding (it is entries / slots for every
-sound file). Quantities whose measured side is a finite random sample are compared within
-four standard errors of that sample, computed from the measurement itself and shown in the
-table (``tolerance``): the index file span (Poisson arrivals), entries read per hit (the
-model's key sample and the store's keys are independent draws; the same for the broker's cut
-walks), the hot key's matches per query and truncation share (random windows of one store:
-the error of the sampled windows and of the store, one realisation of the traffic, both
-counted). Nothing is widened to make a row pass.
+**Predictions and identities.** Each row has a ``kind``. A "prediction" is a figure the
+model derives from the plan and the store could contradict. An "identity" holds by
+definition for any sound store whatever the model says: the keys of a full index file
+(index_num - 1 is what makes it full), the load factor (those keys / slots) and the entries
+a miss reads (a walk from every slot reads every chain once: entries / slots). Identities
+are shown, as checks of the store, but never counted among the predictions
+(:func:`summary`).
+
+**Tolerances.** The store's totals (index keys, CommitLog record bytes) are sums over
+random messages: within four standard errors, from the spread of one message in the store.
+Counts derived from them (index, CommitLog files and bytes) may move as far as ±4 SE of the
+total moves them, ConsumeQueue files as far as ±4 SD of a queue's binomial share moves them;
+CommitLog files also one file for the file ends the mean record only averages. ConsumeQueue
+units: exact (one a message). Occupancy and mean chain length: 1 % relative. Quantities
+whose measured side is a finite random sample are compared within four standard errors of
+that sample, computed from the measurement itself and shown in the table (``tolerance``): the
+index file span (Poisson arrivals), entries read per hit (the model's key sample and the
+store's keys are independent draws; the same for the broker's cut walks), the hot key's
+matches per query and truncation share (random windows of one store: the error of the
+sampled windows and of the store, one realisation of the traffic, both counted). Nothing is
+widened to make a row pass.
 
 >>> SCENARIO_NAMES
 ('default', 'small-slot-table', 'hot-keys', 'many-keys', 'bursty')
@@ -50,6 +58,7 @@ import tempfile
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from rmqlab.capacity.measure import measure_store, truncation_share
@@ -62,11 +71,11 @@ from rmqlab.formats.indexfile import DEFAULT_HASH_SLOT_NUM, DEFAULT_INDEX_NUM, E
 from rmqlab.workload import Workload
 
 __all__ = ["Scenario", "SCENARIOS", "SCENARIO_NAMES", "SIZES", "COLUMNS", "validate", "compare",
-           "validation_table"]
+           "validation_table", "planned_inputs", "summary"]
 
 SIZES = ("small", "full")
 #: Columns of :func:`validate`'s frame.
-COLUMNS = ("scenario", "quantity", "unit", "model", "measured", "difference", "tolerance", "ok", "note")
+COLUMNS = ("scenario", "kind", "quantity", "unit", "model", "measured", "difference", "tolerance", "ok", "note")
 
 #: Scale of the "small" stores: files 1250 times smaller than the broker's defaults.
 SMALL_SCALE = 1250
@@ -112,28 +121,27 @@ class Scenario:
             return w.replace(messages=w.messages * self.full_factor), {**_FULL_FILES, **self.full_files}
         raise ValueError(f"size must be one of {SIZES}, got {size!r}")
 
-    def plan(self, size: str, measured: dict[str, Any], *, seed_offset: int = 1000,
+    def plan(self, size: str = "small", *, seed_offset: int = 1000,
              overrides: dict[str, Any] | None = None) -> Plan:
-        """The plan the model is given for this scenario's store, fed the measured inputs
-        listed in the module docstring. The key sample uses the workload's seed +
-        `seed_offset` (0 would hand the model the store's own keys). `overrides` change plan
-        fields by dotted path (e.g. ``{"index.hash_slot_num": 4400}`` for a wrong model)."""
+        """The plan the model is given for this scenario's store: only what a planner knows
+        before the store exists (see :func:`planned_inputs`), never a number measured from
+        it. The key sample uses the workload's seed + `seed_offset` (0 would hand the model
+        the store's own keys). `overrides` change plan fields by dotted path (e.g.
+        ``{"index.hash_slot_num": 4400}`` for a wrong model)."""
         w, opts = self.variant(size)
-        span = measured["input_span_seconds"]
-        tokens = measured["input_tokens_per_keyed_message"]
+        known = planned_inputs(w)
         mapping = {
             "plan": {"name": f"validation: {self.name} ({size})", "seed": w.seed + seed_offset},
-            "traffic": {"messages_per_second": measured["messages"] / span,
+            "traffic": {"messages_per_second": known["messages_per_second"],
                         "peak_factor": w.burst_factor if "bursts" in w.pattern else 1.0},
-            "keys": {"keys_per_message": 1.0 if math.isnan(tokens) else tokens,
+            "keys": {"keys_per_message": w.keys_per_message,
                      "max_keys_per_message": w.max_keys_per_message, "uniq_key": w.uniq_key,
-                     "keyless_fraction": measured["input_keyless_fraction"],
+                     "keyless_fraction": w.keyless_fraction,
                      "hot_key_fraction": w.hot_key_fraction, "cardinality": w.hot_keys,
-                     "zipf_s": w.zipf_s},
-            "messages": {"body_bytes": measured["input_body_bytes_mean"], "topics": list(w.topics),
-                         "topic_name_bytes": measured["input_topic_bytes_mean"],
+                     "zipf_s": w.zipf_s, "key_bytes": known["key_bytes"]},
+            "messages": {"body_bytes": known["body_bytes"], "topics": list(w.topics),
                          "queues_per_topic": w.queues_per_topic,
-                         "properties_bytes": measured["input_properties_bytes_mean"]},
+                         "other_properties_bytes": known["other_properties_bytes"]},
             "index": {"hash_slot_num": opts["hash_slot_num"], "index_num": opts["index_num"]},
             "files": {"commitlog_file_size": opts["commitlog_file_size"],
                       "consume_queue_units_per_file": opts["consume_queue_file_size"] // cq.UNIT_SIZE},
@@ -142,6 +150,65 @@ class Scenario:
             mapping["queries"] = {"window_minutes": self.window_minutes, "hot_key_rank": 1}
         plan = parse_plan(mapping)
         return plan.replace(overrides) if overrides else plan
+
+
+def planned_inputs(w: Workload) -> dict[str, float]:
+    """The plan inputs a planner derives from the workload's description alone, as means of
+    the distributions it states (none is read from a generated store). Units: messages/s and
+    bytes. Cost: O(body_max + hot_keys).
+
+    * ``messages_per_second``: the base rate; with bursts, raised by the share of seconds a
+      burst covers (burst starts are Poisson, overlapping bursts do not compound:
+      1 - exp(-duration / interval)).
+    * ``body_bytes``: the mean of the rounded lognormal size clipped to [body_min, body_max].
+    * ``key_bytes``: the mean UTF-8 bytes of a KEYS token: hot tokens ``<prefix><rank>``
+      weighted by Zipf popularity; one-off order ids ``<prefix><n>`` numbered over the
+      expected count of such tokens.
+    * ``other_properties_bytes``: TAGS (mean tag length), WAIT=true and CLUSTER as stored
+      ``NAME\\x01value\\x02``.
+
+    >>> known = planned_inputs(Workload(messages=1000, body_sigma=0.0, body_median=100))
+    >>> known["body_bytes"], known["other_properties_bytes"], round(known["key_bytes"], 3)
+    (100.0, 43.0, 8.431)
+
+    Raises ValueError for a pattern with no planned mean rate ("daily" is not modelled here).
+    """
+    if w.pattern == "steady":
+        rate = w.rate
+    elif w.pattern == "bursts":
+        duty = -math.expm1(-math.ceil(w.burst_duration_s) / w.burst_interval_s)
+        rate = w.rate * (1.0 + (w.burst_factor - 1.0) * duty)
+    else:
+        raise ValueError(f"no planned mean rate for pattern {w.pattern!r}")
+    if w.body_sigma > 0:
+        # P(rint(X) = b) for the lognormal X, the clipped tails folded onto the bounds
+        b = np.arange(w.body_min, w.body_max + 1, dtype=np.float64)
+        def cdf(x):
+            z = (np.log(np.maximum(x, 1e-300)) - math.log(w.body_median)) / (w.body_sigma * math.sqrt(2.0))
+            return 0.5 * (1.0 + np.vectorize(math.erf)(z))
+        upper = np.where(b == w.body_max, 1.0, cdf(b + 0.5))
+        lower = np.where(b == w.body_min, 0.0, cdf(b - 0.5))
+        body = float(((upper - lower) * b).sum())
+    else:
+        body = float(min(max(w.body_median, w.body_min), w.body_max))
+    ranks = np.arange(1, w.hot_keys + 1, dtype=np.float64)
+    popularity = ranks ** -w.zipf_s
+    hot_bytes = len(w.hot_key_prefix.encode()) + float(
+        (popularity * np.floor(np.log10(ranks) + 1)).sum() / popularity.sum())
+    order_tokens = int(round(w.messages * (1.0 - w.keyless_fraction) * w.keys_per_message
+                             * (1.0 - w.hot_key_fraction)))
+    first, last = w.first_order_id, w.first_order_id + max(order_tokens, 1)
+    digits = sum(max(0, min(last, 10 ** d) - max(first, 10 ** (d - 1) if d > 1 else 0))
+                 * d for d in range(1, len(str(last)) + 1))
+    order_bytes = len(w.order_key_prefix.encode()) + digits / (last - first)
+    key_bytes = w.hot_key_fraction * hot_bytes + (1.0 - w.hot_key_fraction) * order_bytes
+    other = len("WAIT") + 2 + len("true")
+    if w.tags:
+        other += len("TAGS") + 2 + sum(len(t.encode()) for t in w.tags) / len(w.tags)
+    if w.cluster is not None:
+        other += len("CLUSTER") + 2 + len(w.cluster.encode())
+    return {"messages_per_second": float(rate), "body_bytes": body, "key_bytes": float(key_bytes),
+            "other_properties_bytes": float(other)}
 
 
 def _scenarios() -> dict[str, Scenario]:
@@ -175,20 +242,43 @@ SCENARIOS: dict[str, Scenario] = _scenarios()
 SCENARIO_NAMES: tuple[str, ...] = tuple(SCENARIOS)
 
 
-def _row(quantity: str, unit: str, model: float, measured: float, tolerance: float, kind: str,
-         note: str = "") -> dict[str, Any]:
-    """kind "exact": |model - measured| <= tolerance (absolute); "relative": |d| / |measured| <=
-    tolerance; "absolute": |d| <= tolerance."""
+def _row(quantity: str, unit: str, model: float, measured: float, tolerance: float, rule: str,
+         note: str = "", kind: str = "prediction") -> dict[str, Any]:
+    """rule "exact": |model - measured| <= tolerance (absolute); "relative": |d| / |measured| <=
+    tolerance; "absolute": |d| <= tolerance. `kind`: "prediction" (the model's figure comes
+    from the plan alone) or "identity" (model and store hold the same figure by definition)."""
     diff = model - measured
-    if kind == "relative":
+    if rule == "relative":
         ok = abs(diff) <= tolerance * abs(measured)
     else:
         ok = abs(diff) <= tolerance
     ok = bool(ok) and not (math.isnan(model) or math.isnan(measured))
-    return {"quantity": quantity, "unit": unit, "model": model, "measured": measured,
-            "difference": diff, "tolerance": (f"{tolerance:.3g} rel" if kind == "relative"
+    return {"kind": kind, "quantity": quantity, "unit": unit, "model": model, "measured": measured,
+            "difference": diff, "tolerance": (f"{tolerance:.3g} rel" if rule == "relative"
                                               else "exact" if tolerance == 0 else f"±{tolerance:.3g}"),
             "ok": ok, "note": note}
+
+
+def _spread(count, centre: float, half_width: float) -> int:
+    """How far the whole count `count(x)` moves when x moves by `half_width` either side of
+    `centre`: the tolerance of a count derived from a quantity known within ±half_width."""
+    at = count(centre)
+    return max(count(centre + half_width) - at, at - count(max(centre - half_width, 0.0)))
+
+
+def summary(df: pd.DataFrame) -> str:
+    """One line on a validation frame: how many predictions are within tolerance, and the
+    identities apart (they are shown, not counted: they cannot disagree with a sound store).
+
+    >>> frame = pd.DataFrame({"kind": ["prediction", "prediction", "identity"], "ok": [True, False, True]})
+    >>> summary(frame)
+    '1 of 2 predictions within tolerance; 1 identity (not counted), 1 holds'
+    """
+    pred = df[df["kind"] == "prediction"]
+    ident = df[df["kind"] == "identity"]
+    return (f"{int(pred.ok.sum())} of {len(pred)} predictions within tolerance; "
+            f"{len(ident)} {'identity' if len(ident) == 1 else 'identities'} (not counted), "
+            f"{int(ident.ok.sum())} {'holds' if int(ident.ok.sum()) == 1 else 'hold'}")
 
 
 def compare(scenario: Scenario, size: str, measured: dict[str, Any], plan: Plan, *,
@@ -204,52 +294,80 @@ def compare(scenario: Scenario, size: str, measured: dict[str, Any], plan: Plan,
     sample = sample_occupancy(plan, whole_files=True)
     est = estimate(plan, sample=sample)
     g: Geometry = plan.geometry
-    n = measured["messages"]
+    w, _ = scenario.variant(size)
+    n = w.messages                       # what the plan writes, not what the store holds
     files = measured["files"]
     full = files[files["full"]]
     rows = []
 
-    # -- counts and bytes: exact
+    # -- counts and bytes. The store's totals are sums over n random messages: ±4 standard
+    # errors, from the spread of one message in the store; a count derived from a total
+    # (files) is allowed the files that ±4 SE of the total can move.
     keys = n * est.index_keys_per_message
-    rows.append(_row("index keys", "keys", round(keys, 6), measured["index_keys"], 0, "exact",
-                     "messages x ([UNIQ_KEY] + (1 - keyless) x tokens)"))
-    index_files = math.ceil(round(keys, 6) / g.capacity)
-    rows.append(_row("index files", "files", index_files, measured["index_files"], 0, "exact",
-                     "ceil(keys / (index_num - 1))"))
-    rows.append(_row("full index files", "files", math.floor(round(keys, 6) / g.capacity),
-                     measured["full_index_files"], 0, "exact"))
-    rows.append(_row("keys a full index file", "keys", est.keys_per_index_file,
-                     measured["keys_per_index_file"], 0, "exact"))
+    keys_tol = 4 * math.sqrt(n * measured["index_keys_per_message_var"])
+    rows.append(_row("index keys", "keys", keys, measured["index_keys"], keys_tol, "absolute",
+                     "messages x ([UNIQ_KEY] + (1 - keyless) x tokens); ±4 SE"))
+    def index_files_of(k: float) -> int:
+        return math.ceil(round(k, 6) / g.capacity)
+    def full_files_of(k: float) -> int:
+        return math.floor(round(k, 6) / g.capacity)
+    index_files = index_files_of(keys)
+    files_tol = _spread(index_files_of, keys, keys_tol)
+    rows.append(_row("index files", "files", index_files, measured["index_files"], files_tol, "absolute",
+                     "ceil(keys / (index_num - 1)); keys ±4 SE"))
+    rows.append(_row("full index files", "files", full_files_of(keys), measured["full_index_files"],
+                     _spread(full_files_of, keys, keys_tol), "absolute", "floor(keys / (index_num - 1))"))
     rows.append(_row("index disk", "bytes", index_files * est.index_file_bytes,
-                     measured["index_disk_bytes"], 0, "exact",
+                     measured["index_disk_bytes"], files_tol * est.index_file_bytes, "absolute",
                      f"files x ({HEADER.size} + {SLOT.size} slots + {ENTRY.size} entries)"))
     rows.append(_row("ConsumeQueue units", "units", n, measured["consume_queue_units"], 0, "exact",
                      "one a message"))
+    # queues are chosen at random per message: a queue's count is binomial around the even share
     units_per_file = plan.files.consume_queue_units_per_file
-    cq_files = sum(math.ceil(u / units_per_file) for u in measured["input_consume_queue_units_per_queue"].values())
-    rows.append(_row("ConsumeQueue files", "files", cq_files, measured["consume_queue_files"], 0, "exact",
-                     "per queue ceil(units / units a file), measured units per queue"))
+    queues = len(plan.messages.topics) * plan.messages.queues_per_topic
+    share = n / queues
+    queue_tol = 4 * math.sqrt(n * (1 / queues) * (1 - 1 / queues))
+    def cq_files_of(units: float) -> int:
+        return math.ceil(round(units, 6) / units_per_file)
+    cq_files = queues * cq_files_of(share)
+    cq_tol = queues * _spread(cq_files_of, share, queue_tol)
+    rows.append(_row("ConsumeQueue files", "files", cq_files, measured["consume_queue_files"], cq_tol, "absolute",
+                     "queues x ceil(messages / queues / units a file); a queue's messages ±4 SD"))
     rows.append(_row("ConsumeQueue disk", "bytes", cq_files * units_per_file * cq.UNIT_SIZE,
-                     measured["consume_queue_disk_bytes"], 0, "exact"))
-    record_bytes = round(n * est.commitlog_record_bytes, 6)
-    rows.append(_row("CommitLog record bytes", "bytes", record_bytes, measured["commitlog_record_bytes"], 0,
-                     "exact", f"messages x ({MIN_MESSAGE_SIZE} + body + topic + properties)"))
-    per_file = commitlog_records_per_file(est.commitlog_record_bytes, plan.files.commitlog_file_size)
-    cl_files = math.ceil(n / per_file)
-    rows.append(_row("CommitLog files", "files", cl_files, measured["commitlog_files"], 0, "exact",
-                     "ceil(messages / floor((file size - 8) / mean record))"))
+                     measured["consume_queue_disk_bytes"], cq_tol * units_per_file * cq.UNIT_SIZE, "absolute"))
+    record_bytes = n * est.commitlog_record_bytes
+    record_tol = 4 * math.sqrt(n * measured["commitlog_record_bytes_var"])
+    rows.append(_row("CommitLog record bytes", "bytes", record_bytes, measured["commitlog_record_bytes"],
+                     record_tol, "absolute",
+                     f"messages x ({MIN_MESSAGE_SIZE} + body + topic + properties); ±4 SE"))
+    def cl_files_of(total: float) -> int:
+        per_file = commitlog_records_per_file(total / n, plan.files.commitlog_file_size)
+        return math.ceil(n / per_file)
+    cl_files = cl_files_of(record_bytes)
+    # + 1: a file ends where the next record does not fit, which the mean record only averages
+    cl_tol = _spread(cl_files_of, record_bytes, record_tol) + 1
+    rows.append(_row("CommitLog files", "files", cl_files, measured["commitlog_files"], cl_tol, "absolute",
+                     "ceil(messages / floor((file size - 8) / mean record)); bytes ±4 SE, +1 for the file ends"))
     rows.append(_row("CommitLog disk", "bytes", cl_files * plan.files.commitlog_file_size,
-                     measured["commitlog_disk_bytes"], 0, "exact"))
+                     measured["commitlog_disk_bytes"], cl_tol * plan.files.commitlog_file_size, "absolute"))
+
+    # -- identities: a full file holds index_num - 1 keys by definition, and a walk from every
+    # slot of a sound file reads each chain once (entries / slots): shown, never counted
+    rows.append(_row("keys a full index file", "keys", est.keys_per_index_file,
+                     measured["keys_per_index_file"], 0, "exact", "index_num - 1, what makes a file full",
+                     kind="identity"))
+    rows.append(_row("load factor", "keys/slot", est.load_factor, measured["load_factor"], 1e-12, "relative",
+                     "keys a full file / slots", kind="identity"))
+    rows.append(_row("entries read, miss", "entries", est.entries_read_miss, measured["entries_read_miss"],
+                     1e-12, "relative", "a walk from every slot reads every chain once: entries / slots",
+                     kind="identity"))
 
     # -- slots and chains of the full files
-    rows.append(_row("load factor", "keys/slot", est.load_factor, measured["load_factor"], 1e-12, "relative"))
     rows.append(_row("occupancy", "share of slots", est.occupancy, measured["occupancy"], 0.01, "relative",
                      f"model: real hash of {est.sample.entries:,} sampled keys; measured: mean of "
                      f"{len(full)} full files"))
     rows.append(_row("mean chain length", "entries/used slot", est.mean_chain_length,
                      measured["mean_chain_length"], 0.01, "relative"))
-    rows.append(_row("entries read, miss", "entries", est.entries_read_miss, measured["entries_read_miss"],
-                     1e-12, "relative", "a walk from every slot with a hash no entry holds"))
     # the model's hit is a whole walk of the key's slot (no maxNum cut); its mean varies from
     # file to file: 4 standard errors of the model's one-file sample and of the measured mean
     hits = full["entries_read_hit_whole_chain"].to_numpy(float)
@@ -329,8 +447,8 @@ def validate(scenario: Scenario | str, *, size: str = "small", overrides: dict[s
     root = tempfile.mkdtemp(prefix=f"rmqlab-validate-{scenario.name}-", dir=directory)
     try:
         store = generate_store(root, w, **opts)
+        plan = scenario.plan(size, overrides=overrides)
         measured = measure_store(store, queries=queries)
-        plan = scenario.plan(size, measured, overrides=overrides)
         truncation = None
         if scenario.window_minutes is not None:
             truncation = _truncation(store, w, scenario, measured)
