@@ -505,7 +505,7 @@ class IndexFileTarget(Target):
     heavy inputs, indexstats.file_report and an IndexService folder query."""
 
     name = "indexfile"
-    heavy_every = 16
+    heavy_every = 8
     NAME = "20240610061524062"
 
     def seeds(self, workdir: Path) -> list[Seed]:
@@ -539,6 +539,25 @@ class IndexFileTarget(Target):
                            Field(f"entry[{n}].prev_index", b + 16, 4, (n, n + 1, count, count + 1, num, num + 1))]
             meta = dict(hsn=hsn, num=num, count=count, keys=sorted(set(keys)) or ["T#a"], rule=rule)
             out.append(Seed(name, data, fields, [], _index_special, meta))
+        return out + self._java_seeds()
+
+    def _java_seeds(self) -> list[Seed]:
+        """The index files RocketMQ's own Java IndexFile wrote (tests/data/golden): bytes no
+        rmqlab writer made, so the mutations start from the broker's layout as it is."""
+        import json
+
+        from rmqlab.formats.indexfile import NEW_SLOT
+
+        out = []
+        for case in sorted((Path(__file__).parent / "data" / "golden").glob("*/case.json")):
+            c = json.loads(case.read_text(encoding="utf-8"))
+            data = (case.parent / c["fileName"]).read_bytes()
+            hsn, num, count = c["hashSlotNum"], c["indexNum"], c["header"]["indexCount"]
+            fields = [Field(fl.name, fl.offset, fl.size, (num, num + 1, num - 1, count, count + 1, hsn))
+                      for fl in _index_header_fields()]
+            keys = sorted({p["key"] for p in c["puts"]}) or ["T#a"]
+            meta = dict(hsn=hsn, num=num, count=count, keys=keys[:64], rule=NEW_SLOT)
+            out.append(Seed(f"java-{c['case']}", data, fields, [], _index_special, meta))
         return out
 
     def run(self, rt, seed, data, ops, rng, heavy):
@@ -687,7 +706,7 @@ class ConsumeQueueTarget(Target):
     files)."""
 
     name = "consumequeue"
-    heavy_every = 16
+    heavy_every = 8
 
     def seeds(self, workdir: Path) -> list[Seed]:
         from rmqlab.dispatch import tags_code
@@ -888,7 +907,7 @@ class CommitLogTarget(Target):
     report, start_offset; compared with the iterator's report) and read_at."""
 
     name = "commitlog"
-    heavy_every = 24
+    heavy_every = 12
 
     def seeds(self, workdir: Path) -> list[Seed]:
         from rmqlab.formats.commitlog import BLANK, MAGIC_BLANK, blank_record
@@ -1171,7 +1190,7 @@ class ConsumeQueueExtTarget(Target):
 class _KafkaIndexTarget(Target):
     kind = ""
     suffix = ""
-    heavy_every = 16
+    heavy_every = 8
 
     def _seed_entries(self):
         raise NotImplementedError
@@ -1341,7 +1360,7 @@ class KafkaLogTarget(Target):
 
     name = "kafka-log"
     anonymous_errors = True
-    heavy_every = 16
+    heavy_every = 8
 
     def seeds(self, workdir: Path) -> list[Seed]:
         from rmqlab.kafka import log as kl
@@ -1760,7 +1779,7 @@ class KafkaKraftTarget(Target):
     recomputed) and the real snapshot and bootstrap files."""
 
     name = "kafka-kraft"
-    heavy_every = 16
+    heavy_every = 8
 
     def seeds(self, workdir: Path) -> list[Seed]:
         from rmqlab.kafka import log as kl

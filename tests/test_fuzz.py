@@ -14,7 +14,10 @@ Kafka varints with the batch CRC recomputed; CommitLog names past Long.MAX_VALUE
 machinery is in ``fuzz_support.py``.
 
 Budget. Each test runs at least ``RMQLAB_FUZZ_EXAMPLES`` inputs (default 10,000) of its
-format. A hypothesis example (derandomized, no database: the same inputs every run) runs its own
+format, the same every run, then an eighth more from a fresh seed printed with the test's
+output (``RMQLAB_FUZZ_SEED=N`` runs those again). The seeds are rmqlab's writers' files and,
+where they exist, files no rmqlab code wrote: the Java IndexFile's golden files and the real
+Kafka files. A hypothesis example (derandomized, no database: the same inputs every run) runs its own
 shrinkable mutation program plus a swarm of ``SWARM - 1`` programs from a seed it draws:
 hypothesis costs close to a millisecond an example on a small machine, a swarm input a few
 microseconds to build. Each input opens/walks its file; the optional query groups and the
@@ -48,6 +51,10 @@ BUDGET = fs.budget()                                       # inputs per format
 SWARM = 64                                                 # inputs per hypothesis example
 TIMEOUT = float(os.environ.get("RMQLAB_FUZZ_TIMEOUT", 10))  # seconds per input
 MEM_EVERY = 16                                             # tracemalloc check: every 16th swarm input
+#: a fresh seed each run (printed; RMQLAB_FUZZ_SEED=N replays a run) beside the fixed inputs, so
+#: every run also explores inputs no earlier run tried
+FRESH_SEED = int(os.environ.get("RMQLAB_FUZZ_SEED") or int.from_bytes(os.urandom(4), "big"))
+FRESH_SHARE = 8                                            # 1/8 of the budget more, from FRESH_SEED
 
 
 def run_target(name: str, workdir, budget: int = BUDGET) -> fs.Runner:
@@ -68,6 +75,10 @@ def run_target(name: str, workdir, budget: int = BUDGET) -> fs.Runner:
         while rt.inputs < budget:   # hypothesis skips duplicate examples: top up deterministically
             rt.run_swarm(2**40 + k, min(SWARM, budget - rt.inputs))
             k += 1
+        try:
+            rt.run_swarm(2**41 + FRESH_SEED, max(budget // FRESH_SHARE, 1))
+        except fs.FuzzFailure as e:
+            raise fs.FuzzFailure(f"{e}\n(fresh inputs of RMQLAB_FUZZ_SEED={FRESH_SEED})") from None
     return rt
 
 
@@ -88,7 +99,8 @@ def scratch(tmp_path):
 @pytest.mark.parametrize("name", list(fs.TARGETS))
 def test_fuzz(name, scratch):
     rt = run_target(name, scratch)
-    print(f"\n{name}: {rt.inputs} inputs, {rt.calls} reader calls ({rt.typed_errors} typed errors, "
+    print(f"\n{name} (RMQLAB_FUZZ_SEED={FRESH_SEED}): {rt.inputs} inputs, {rt.calls} reader calls "
+          f"({rt.typed_errors} typed errors, "
           f"{rt.allowed_errors} documented ValueErrors), {rt.measured} memory-checked (max peak "
           f"{rt.max_peak} bytes, {rt.max_peak_ratio:.3f} of the bound), {rt.elapsed:.1f} s ({rt.cpu:.1f} s CPU)")
     assert not rt.failures, "\n".join(map(str, rt.failures[:3]))
