@@ -23,7 +23,6 @@ import base64
 import json
 import os
 import uuid
-from pathlib import Path
 from typing import Any
 
 import pandas as pd
@@ -180,8 +179,3 @@ def read_quorum_state(path: str | os.PathLike) -> dict[str, Any]:
         raise FormatError("no integer leaderEpoch", path=path, offset=0, field="leaderEpoch")
     return state
 
-
-def is_checkpoint_text(path: str | os.PathLike) -> str | None:
-    """Which of these files ``path`` is by its name, or None."""
-    name = Path(path).name
-    return name if name in (LEADER_EPOCH_CHECKPOINT, PARTITION_METADATA, QUORUM_STATE) else None
