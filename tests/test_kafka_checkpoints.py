@@ -111,6 +111,8 @@ def test_bad_partition_metadata(tmp_path, text, field):
     (json.dumps({"leaderEpoch": 1, "data_version": 7}), "data_version"),
     (json.dumps({"leaderId": 1, "data_version": 0}), "leaderEpoch"),
     ("[" * 100_000, "json"),
+    # found by the fuzzer: Python refuses to convert integers of more than 4300 digits
+    ('{"leaderEpoch": ' + "9" * 5000 + ', "data_version": 0}', "json"),
 ])
 def test_bad_quorum_state(tmp_path, state, field):
     path = tmp_path / QUORUM_STATE

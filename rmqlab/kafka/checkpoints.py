@@ -167,6 +167,8 @@ def read_quorum_state(path: str | os.PathLike) -> dict[str, Any]:
         state = json.loads(text)
     except json.JSONDecodeError as e:
         raise FormatError(f"not JSON ({e.msg})", path=path, offset=e.pos, field="json") from None
+    except ValueError as e:  # an integer longer than sys.get_int_max_str_digits()
+        raise FormatError(f"not JSON a broker writes ({e})", path=path, offset=0, field="json") from None
     except RecursionError:
         raise FormatError("JSON nested too deeply to be a quorum state", path=path, offset=0, field="json") from None
     if not isinstance(state, dict):
