@@ -488,7 +488,8 @@ def _java_parse(text: str, bits: int) -> int:
     body = text[1:] if text[:1] in "+-" else text
     if not body or not body.isascii() or not body.isdigit():
         raise ValueError(f"{text!r} is not a decimal integer (Java's parse{'Short' if bits == 16 else 'Long'})")
-    value = int(text)
+    digits = body.lstrip("0") or "0"  # Java accepts any number of leading zeros; int() caps the length
+    value = (-1 if text[:1] == "-" else 1) * (int(digits) if len(digits) <= 20 else 1 << bits)
     if not -(1 << (bits - 1)) <= value < 1 << (bits - 1):
         raise ValueError(f"{text!r} does not fit {bits} bits")
     return value

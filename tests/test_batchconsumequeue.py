@@ -170,6 +170,22 @@ def test_batch_units_many_equals_scalar(rows):
         assert ok[i] and (base[i], size[i]) == want
 
 
+@pytest.mark.parametrize("text, want", [
+    ("0" * 6000 + "12", 12),             # Long.parseLong accepts any number of leading zeros
+    ("-" + "0" * 6000 + "7", -7),
+    ("9" * 6000, None),                  # far out of range: refused, however long
+    ("-9223372036854775808", -(1 << 63)),
+    ("9223372036854775808", None),
+])
+def test_inner_base_parses_as_java_does(text, want):
+    props = {dp.PROPERTY_INNER_NUM: "3", dp.PROPERTY_INNER_BASE: text}
+    if want is None:
+        with pytest.raises(ValueError, match="does not fit 64 bits"):
+            dp.batch_unit(0, props)
+    else:
+        assert dp.batch_unit(0, props) == (want, 3)
+
+
 def test_lmq_rules():
     props = {dp.PROPERTY_INNER_MULTI_DISPATCH: "%LMQ%a,plain,%LMQ%x/y",
              dp.PROPERTY_INNER_MULTI_QUEUE_OFFSET: "3,4,5"}
