@@ -7,10 +7,9 @@ Screenshots go to :data:`ARTIFACTS` (build/test-artifacts/, ignored by git).
 """
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
-import pytest
+import oracles
 
 ROOT = Path(__file__).resolve().parent.parent
 ARTIFACTS = ROOT / "build" / "test-artifacts"
@@ -24,12 +23,9 @@ def require_chromium():
     """Playwright's sync API, or skip the calling test module when Chromium or Playwright is
     missing."""
     if not CHROMIUM.is_file():
-        reason = (f"no Chromium at {CHROMIUM} (install it: apt-get install chromium, or run "
-                  f".ci/ensure-chromium as root)")
-        if os.environ.get("CI") == "true":   # in CI the browser is an oracle that must be there
-            pytest.fail(reason, pytrace=False)
-        pytest.skip(reason, allow_module_level=True)
-    return pytest.importorskip("playwright.sync_api", reason="Playwright is not installed (pip install -e '.[dev]')")
+        oracles.missing(f"Chromium at {CHROMIUM}", "apt-get install chromium, or .ci/ensure-chromium as root",
+                        module_level=True)
+    return oracles.require_module("playwright.sync_api")
 
 
 def launch(playwright):

@@ -6,16 +6,33 @@ import os
 import shutil
 from pathlib import Path
 
+import oracles
 import pytest
+from oracles import NO_JAVA, REAL_DATA
+
+__all__ = ["REAL_DATA", "needs_real_data", "require_real_data"]
+
+def pytest_sessionstart(session):
+    """In CI, stop before the first test when a whole oracle is missing (exit status 3)."""
+    absent = oracles.absent_at_start() if oracles.in_ci() else []
+    if absent:
+        pytest.exit("missing oracles (CI=true needs every one):\n  " + "\n  ".join(absent), returncode=3)
+
+
+def pytest_terminal_summary(terminalreporter):
+    """Name every oracle that was missing, once, at the end of the run."""
+    lines = oracles.summary_lines()
+    if lines:
+        terminalreporter.section("missing oracles", sep="=", red=oracles.in_ci(), yellow=not oracles.in_ci())
+        for line in lines:
+            terminalreporter.line(line)
 
 
 @pytest.fixture(scope="session")
 def spark():
     """A local SparkSession from rmqlab.spark.get_session(). Cost: about 12 s once per run (the
     JVM start), nothing for later tests. Skips when no `java` is on PATH."""
-    if shutil.which("java") is None:
-        pytest.skip("no `java` on PATH: Spark needs a Java 17+ runtime "
-                    "(apt-get install openjdk-17-jre-headless)")
+    _require_java()
     from rmqlab.spark import get_session
 
     session = get_session()
@@ -25,10 +42,7 @@ def spark():
 
 def _require_java() -> None:
     if shutil.which("java") is None:
-        reason = "no `java` on PATH: Spark needs a Java 17+ runtime (apt-get install openjdk-17-jre-headless)"
-        if os.environ.get("CI") == "true":
-            pytest.fail(reason)
-        pytest.skip(reason)
+        oracles.missing(*NO_JAVA)
 
 
 @pytest.fixture(scope="session")
@@ -82,22 +96,12 @@ def connect_spark(_connect_client, monkeypatch):
     return _connect_client
 
 
-#: real broker data, read-only, beside the repository (never copied into it)
-REAL_DATA = Path(__file__).resolve().parents[2] / "shared" / "real-data"
-
-
 def require_real_data(path: str | os.PathLike) -> Path:
     """`path` (under :data:`REAL_DATA`, or relative to it) when it exists. Missing, it fails the
     test when the environment variable CI is "true" (the oracle must be there) and skips it
     with the reason elsewhere."""
-    p = Path(path)
-    p = p if p.is_absolute() else REAL_DATA / p
-    if not p.exists():
-        reason = (f"real broker data not found at {p} (../shared/real-data/ lives outside the repository)")
-        if os.environ.get("CI") == "true":
-            pytest.fail(reason)
-        pytest.skip(reason)
-    return p
+    p = REAL_DATA / path   # an absolute `path` stays itself
+    return oracles.require_path(p, "real broker data" if p.is_relative_to(REAL_DATA) else "shared test data")
 
 
 def needs_real_data(path: str | os.PathLike):

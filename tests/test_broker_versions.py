@@ -18,6 +18,7 @@ import pytest
 from conftest import require_real_data
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from oracles import REAL_DATA
 
 from rmqlab import _records
 from rmqlab.brokerversion import BrokerVersionError, layout_facts, parse_broker_version
@@ -25,7 +26,7 @@ from rmqlab.errors import FormatError
 from rmqlab.formats import commitlog as cl
 from rmqlab.verify.check_commitlog import verify_commitlog
 
-REAL = Path(__file__).resolve().parents[2] / "shared" / "real-data" / "rocketmq"
+REAL = REAL_DATA / "rocketmq"
 
 #: one release of each form: (version, final \x02, CRC property possible, v2 magic, IPv6)
 FORMS = [("4.2.0", True, False, False, False), ("4.9.0", True, False, False, True),

@@ -28,6 +28,7 @@ from pathlib import Path
 
 import pytest
 from browser_support import ARTIFACTS, ROOT, launch, require_chromium
+from oracles import require_module
 
 pytestmark = pytest.mark.browser
 
@@ -46,8 +47,8 @@ CAPTION = ".rmqlab-results caption"
 CAPTION_FORMAT = re.compile(r"^(\d+) rows · (broker|verified)$")
 
 sync_api = require_chromium()
-pytest.importorskip("jupyterlab", reason="JupyterLab is not installed")
-pytest.importorskip("voila", reason="Voilà is not installed (pip install -e '.[dev]')")
+require_module("jupyterlab")
+require_module("voila")
 
 
 # ------------------------------------------------------------------------------ servers

@@ -22,6 +22,7 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 from hypothesis import given, settings  # noqa: E402
 from hypothesis import strategies as st
+from oracles import require_module  # noqa: E402
 
 from rmqlab.capacity import EXAMPLE_PLAN_TOML, estimate, kafka_estimate, monte_carlo, parse_plan  # noqa: E402
 from rmqlab.capacity.report import (  # noqa: E402
@@ -357,7 +358,7 @@ def test_bad_arguments_name_themselves(plan):
 
 
 def test_plan_explorer_sliders_give_estimate_of_the_replaced_plan(plan):
-    pytest.importorskip("ipywidgets")
+    require_module("ipywidgets")
     from rmqlab.capacity.report import PlanExplorer
 
     x = PlanExplorer(plan)

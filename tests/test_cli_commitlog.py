@@ -6,11 +6,12 @@ import json
 from pathlib import Path
 
 from conftest import needs_real_data
+from oracles import REAL_DATA
 
 from rmqlab.cli import main
 from rmqlab.formats import commitlog as cl
 
-REAL = Path(__file__).resolve().parents[1].parent / "shared" / "real-data" / "rocketmq" / "store-4e25b979" / "commitlog"
+REAL = REAL_DATA / "rocketmq" / "store-4e25b979" / "commitlog"
 
 
 def _dir(tmp_path, data: bytes) -> Path:

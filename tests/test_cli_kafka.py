@@ -7,13 +7,14 @@ from pathlib import Path
 
 import pytest
 from conftest import needs_real_data, require_real_data
+from oracles import REAL_DATA
 
 from rmqlab.cli import main
 from rmqlab.kafka.index import read_offset_index, read_time_index
 from rmqlab.kafka.log import KafkaRecord, read_batches, write_segment
 from rmqlab.kafka.rebuild import expected_entries, rebuild_indexes
 
-REAL = Path(__file__).resolve().parents[2] / "shared" / "real-data" / "kafka"
+REAL = REAL_DATA / "kafka"
 needs_real = needs_real_data(REAL)
 
 

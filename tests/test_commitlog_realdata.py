@@ -5,15 +5,15 @@ import hashlib
 import os
 import struct
 import zlib
-from pathlib import Path
 
 import pytest
 from conftest import require_real_data
+from oracles import REAL_DATA
 
 from rmqlab.formats import commitlog as cl
 from rmqlab.formats.msgid import parse_offset_msg_id
 
-STORE = Path(__file__).resolve().parents[1].parent / "shared" / "real-data" / "rocketmq" / "store-4e25b979"
+STORE = REAL_DATA / "rocketmq" / "store-4e25b979"
 DIR = STORE / "commitlog"
 FILE = DIR / "00000000000000000000"
 SHA256 = "3b683a8aa6a6d0548bbf346b18ee0a06777bf8e70cb3b72bf0573375074a2f6b"

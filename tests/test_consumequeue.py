@@ -17,6 +17,7 @@ import pytest
 from conftest import needs_real_data
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from oracles import REAL_DATA
 
 from rmqlab.dispatch import DELAY_LEVEL_TABLE, SCHEDULE_TOPIC, message_tags_code, tags_code, tags_codes
 from rmqlab.errors import CorruptIndexError, FormatError, GeometryError, TruncatedFileError
@@ -36,7 +37,7 @@ INT_MAX = 2**31 - 1
 BLANK = struct.pack(">qiq", 0, INT_MAX, 0)
 SETTINGS = dict(deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
                                                       HealthCheck.too_slow])
-REAL_COMMITLOG = (Path(__file__).resolve().parents[2] / "shared" / "real-data" / "rocketmq"
+REAL_COMMITLOG = (REAL_DATA / "rocketmq"
                   / "store-4e25b979" / "commitlog" / "00000000000000000000")
 
 

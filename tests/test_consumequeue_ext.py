@@ -12,13 +12,14 @@ import pytest
 from conftest import require_real_data
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from oracles import REAL_DATA
 
 from rmqlab.errors import CorruptIndexError, FormatError, RmqlabError, TruncatedFileError
 from rmqlab.formats import consumequeue as cq
 from rmqlab.formats import consumequeue_ext as cqx
 from rmqlab.javahash import java_hash
 
-REAL = Path(__file__).resolve().parents[2] / "shared" / "real-data" / "rocketmq" / "store-ericpangopher-4.2.0"
+REAL = REAL_DATA / "rocketmq" / "store-ericpangopher-4.2.0"
 LONG_MIN, LONG_MAX = -(2**63), 2**63 - 1
 longs = st.integers(LONG_MIN, LONG_MAX)
 

@@ -7,9 +7,10 @@ import shutil
 from pathlib import Path
 
 from conftest import require_real_data
+from oracles import SHARED
 
 REPO_GOLDEN = Path(__file__).resolve().parent / "data" / "golden"
-SHARED_GOLDEN = Path(__file__).resolve().parents[2] / "shared" / "golden"
+SHARED_GOLDEN = SHARED / "golden"
 
 
 def tree_differences(ours: Path, theirs: Path) -> list[str]:

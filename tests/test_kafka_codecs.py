@@ -9,11 +9,12 @@ import gzip
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from oracles import require_module
 
 from rmqlab.errors import FormatError
 from rmqlab.kafka import codecs
 
-kc = pytest.importorskip("kafka.codec")
+kc = require_module("kafka.codec")
 
 # kafka-python's encoders, by Kafka's codec id; lz4 differs by magic (the v0 framing quirk)
 ENCODERS = {

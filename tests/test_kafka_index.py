@@ -12,6 +12,7 @@ import pytest
 from conftest import needs_real_data
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from oracles import REAL_DATA
 
 from rmqlab.errors import CorruptIndexError, FormatError, RmqlabError
 from rmqlab.kafka.index import (
@@ -35,7 +36,7 @@ from rmqlab.kafka.index import (
     segment_file_name,
 )
 
-REAL = Path(__file__).resolve().parents[2] / "shared" / "real-data" / "kafka"
+REAL = REAL_DATA / "kafka"
 
 # Per-directory READMEs of the real-data folder: base offset, offset-index entries, time-index
 # entries, and the entries they spell out (None: only the count is documented).

@@ -18,6 +18,7 @@ import pytest
 from conftest import require_real_data
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from oracles import REAL_DATA
 
 from rmqlab import _crc32c
 from rmqlab.errors import FormatError, RmqlabError, TruncatedFileError
@@ -35,7 +36,7 @@ from rmqlab.kafka.log import (
     write_segment,
 )
 
-REAL = Path(__file__).resolve().parents[2] / "shared" / "real-data" / "kafka"
+REAL = REAL_DATA / "kafka"
 
 # --------------------------------------------------------------------------- references
 

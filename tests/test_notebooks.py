@@ -19,6 +19,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from oracles import NO_JAVA, missing
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOK_DIR = ROOT / "notebooks"
@@ -61,12 +62,7 @@ def _starts_spark(nb) -> bool:
 
 
 def _param(path: Path):
-    marks = []
-    if _starts_spark(nbformat.read(path, as_version=4)):
-        marks = [pytest.mark.jvm,
-                 pytest.mark.skipif(shutil.which("java") is None,
-                                    reason="the notebook starts Spark, which needs Java 17+ "
-                                           "(apt-get install openjdk-17-jre-headless)")]
+    marks = [pytest.mark.jvm] if _starts_spark(nbformat.read(path, as_version=4)) else []
     return pytest.param(path, id=_name(path), marks=marks)
 
 
@@ -159,6 +155,8 @@ def test_notebook_runs(path):
     from nbclient.exceptions import CellExecutionError
 
     nb = nbformat.read(path, as_version=4)
+    if _starts_spark(nb) and shutil.which("java") is None:
+        missing(*NO_JAVA)
     nb = with_small_parameters(nb, SMALL_PARAMETERS.get(_name(path), {}))
     kernel = _kernel_name()
     # The rmqlab spec already keeps the JVM's stderr out of cell outputs; the fallback needs the

@@ -5,11 +5,11 @@ dispatch."""
 from __future__ import annotations
 
 import datetime
-from pathlib import Path
 
 import pyarrow as pa
 import pytest
 from conftest import needs_real_data
+from oracles import REAL_DATA
 
 from rmqlab.formats import commitlog as cl
 from rmqlab.indexservice import ExpandedKeys, bulk_build, expand_columns
@@ -18,7 +18,7 @@ from rmqlab.workload import Workload
 
 UTC = datetime.UTC
 FILE = 64 * 1024
-REAL = Path(__file__).resolve().parents[1].parent / "shared" / "real-data" / "rocketmq" / "store-4e25b979"
+REAL = REAL_DATA / "rocketmq" / "store-4e25b979"
 
 
 def all_messages(src, body=False):

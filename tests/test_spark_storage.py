@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+import oracles
 import pyarrow.fs as pafs
 import pytest
 
@@ -135,10 +136,7 @@ def s3_endpoint(tmp_path_factory):
     dummy credentials in the environment. Stopped by its PID at the end of the session."""
     exe = shutil.which("moto_server", path=os.path.dirname(sys.executable)) or shutil.which("moto_server")
     if exe is None:
-        reason = "moto_server not installed (the dev extra: moto[server])"
-        if os.environ.get("CI") == "true":
-            pytest.fail(reason)
-        pytest.skip(reason)
+        oracles.missing("moto_server, an S3-compatible server", "pip install -e '.[dev]' (moto[server])")
     port = _free_port()
     log = tmp_path_factory.mktemp("moto") / "server.log"
     with open(log, "wb") as out:

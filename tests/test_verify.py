@@ -20,6 +20,7 @@ import pytest
 from conftest import require_real_data
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from oracles import REAL_DATA
 from snapshot_support import snapshot
 
 from rmqlab.cli import main
@@ -44,7 +45,7 @@ from rmqlab.workload import Workload
 
 UTC = dt.UTC
 HSN, INUM, CL_SIZE, CQ_SIZE = 64, 512, 1 << 16, 2000
-REAL = Path(__file__).resolve().parents[2] / "shared" / "real-data" / "rocketmq"
+REAL = REAL_DATA / "rocketmq"
 REAL_STORE = REAL / "store-4e25b979"
 REAL_FILE = REAL_STORE / "commitlog" / "00000000000000000000"
 INT_MAX = 2**31 - 1

@@ -25,6 +25,7 @@ import matplotlib.pyplot as plt  # noqa: E402  (only to check nothing is left in
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
+from oracles import require_module  # noqa: E402
 
 from rmqlab.errors import GeometryError, RmqlabError, TruncatedFileError  # noqa: E402
 from rmqlab.formats.indexfile import IndexFile, build_index_file  # noqa: E402
@@ -387,8 +388,8 @@ def test_a_hot_key_is_drawn_beyond_the_scale_and_cut_from_the_histogram(tmp_path
 
 
 def _run_cells(*sources):
-    nbformat = pytest.importorskip("nbformat")
-    nbclient = pytest.importorskip("nbclient")
+    nbformat = require_module("nbformat")
+    nbclient = require_module("nbclient")
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(s) for s in sources])
     nbclient.NotebookClient(nb, kernel_name="python3", timeout=120).execute()
     return [[mime for o in c.outputs for mime in o.get("data", {})] for c in nb.cells]
