@@ -17,6 +17,7 @@ from kafka_wire import array, blob, string, tags, uvarint
 from rmqlab.cli import main
 from rmqlab.errors import FormatError, TruncatedFileError
 from rmqlab.kafka import internal_topics as it
+from rmqlab.kafka.legacy import write_legacy_segment
 from rmqlab.kafka.log import KafkaRecord, read_records, write_segment
 
 # ------------------------------------------------------------------ the test's own encoder
@@ -347,12 +348,18 @@ def test_control_batches_are_skipped(tmp_path):
     ("string", "value.metadata", FormatError),
     ("extra", "value.end", FormatError),
 ])
-def test_damage_names_file_offset_and_field(tmp_path, damage, field, cls):
+@pytest.mark.parametrize("magic", [2, 1])   # brokers before 0.11 wrote the topic in v0/v1 message sets
+def test_damage_names_file_offset_and_field(tmp_path, damage, field, cls, magic):
     good = offset_value(3, 5, "meta", 1)
     value = {"truncate": good[:-3], "version": i16(9) + good[2:],
              "string": good[:14] + i16(200) + good[16:], "extra": good + b"!"}[damage]
-    seg = write_segment(tmp_path, 0, [KafkaRecord(0, 1, offset_key("g", "t", 0), offset_value(3, 1, "", 1)),
-                                      KafkaRecord(1, 2, offset_key("g", "t", 0), value)])
+    key = offset_key("g", "t", 0)
+    if magic == 2:
+        seg = write_segment(tmp_path, 0, [KafkaRecord(0, 1, key, offset_value(3, 1, "", 1)),
+                                          KafkaRecord(1, 2, key, value)])
+    else:
+        seg = write_legacy_segment(tmp_path, 0, [(0, 1, key, offset_value(3, 1, "", 1)), (1, 2, key, value)],
+                                   magic=1, compression="none")
     with pytest.raises(cls) as e:
         it.offset_commits(seg)
     at = _where_value(seg, 1)

@@ -168,6 +168,13 @@ def test_rmqlab_message_sets_read_by_kafka_python(magic, codec, log_append_time,
     data = path.read_bytes()
     theirs, ours = kafka_python_read(data), rmqlab_read(path)
     assert ours == theirs and all(r["crc_ok"] for r in theirs)
+    records = read_records(path)
+    for r in records.itertuples():   # plain entries: the key and value are the file's bytes there
+        if codec != "none":
+            assert r.key_position == r.value_position == -1
+        else:
+            assert data[r.key_position:r.key_position + len(r.key or b"")] == (r.key or b"")
+            assert data[r.value_position:r.value_position + len(r.value or b"")] == (r.value or b"")
     assert [(r["offset"], r["key"], r["value"]) for r in theirs] == [(o, k, v) for o, _, k, v in recs]
     want_ts = [1718000009999 if log_append_time else t for _, t, _, _ in recs] if magic else [-1] * len(recs)
     assert [r["timestamp"] for r in theirs] == want_ts

@@ -717,6 +717,18 @@ LZ4 = "flink-on-prem/_confluent-controlcenter-7-6-0-1-monitoring-trigger-event-r
 GZIP = "idempotent-gzip/lsx1-0/00000000000000000000.log"
 
 
+def assert_payload_positions(raw: bytes, records: pd.DataFrame) -> None:
+    """The key and value of each record of a plain batch are the file's bytes at the positions
+    read_records gives; a compressed batch's records have no such bytes (-1)."""
+    for r in records.itertuples():
+        for name in ("key", "value"):
+            at, size, want = getattr(r, f"{name}_position"), getattr(r, f"{name}_size"), getattr(r, name)
+            if r.position < 0:
+                assert at == -1
+            elif want is not None:
+                assert raw[at:at + size] == want, (r.offset, name)
+
+
 def real(rel: str) -> Path:
     return require_real_data(REAL / rel)
 
@@ -753,6 +765,7 @@ def test_real_segment(rel):
     assert len(read_records(path)) == b["records_count"].sum()      # compressed batches decoded too
     for col in ("position", "offset", "timestamp", "key", "value", "headers", "batch_position"):
         assert r[col].tolist() == [x[col] for x in ref_r], col
+    assert_payload_positions(raw, read_records(path))
     if len(r):
         assert r["offset"].is_monotonic_increasing and r["offset"].is_unique
         lo_of = dict(zip(b["position"], b["base_offset"]))

@@ -470,25 +470,6 @@ def _topic_partitions(v: dict) -> list[str]:
 # =============================================================================================
 
 
-def _varint_size(n: int) -> int:
-    z = ((n << 1) ^ (n >> 63)) & 0xFFFFFFFFFFFFFFFF   # zig-zag
-    size = 1
-    while z >= 0x80:
-        z >>= 7
-        size += 1
-    return size
-
-
-def _payload_offsets(position: int, size: int, timestamp_delta: int, offset_delta: int, key_size: int,
-                     value_size: int) -> tuple[int, int]:
-    """File offsets of a record's key and value bytes, from DefaultRecord's layout: length,
-    attributes, timestampDelta, offsetDelta, keyLength, key, valueLength, value."""
-    body = next(size - k for k in range(1, 6) if _varint_size(size - k) == k)
-    key_at = position + _varint_size(body) + 1 + _varint_size(timestamp_delta) + _varint_size(offset_delta) \
-        + _varint_size(key_size)
-    return key_at, key_at + max(key_size, 0) + _varint_size(value_size)
-
-
 def _segments(source) -> list:
     if isinstance(source, (str, os.PathLike)) and Path(source).is_dir():
         return sorted(Path(source).glob("*.log"))
@@ -504,20 +485,18 @@ def _records(source, decode: Callable) -> list[tuple[Any, int, int, Any]]:
     for seg in _segments(source):
         path = seg if isinstance(seg, (str, os.PathLike)) else None
         batches = read_batches(seg)
-        plain = {int(p) for p, c, ctl in zip(batches["position"], batches["compression"], batches["is_control"])
-                 if c == "none" and not ctl}
-        skipped = {int(p) for p, c, ctl in zip(batches["position"], batches["compression"], batches["is_control"])
-                   if ctl}
+        control = {int(p) for p, ctl in zip(batches["position"], batches["is_control"]) if ctl}
         recs = read_records(seg, headers=False)
-        cols = [recs[c].tolist() for c in ("batch_position", "position", "size", "timestamp_delta", "offset_delta",
-                                           "key_size", "value_size", "offset", "key", "value")]
-        for bp, pos, size, td, od, ks, vs, off, key, value in zip(*cols):
-            if bp in skipped:
+        cols = [recs[c].tolist() for c in ("batch_position", "position", "key_position", "value_position", "offset",
+                                           "key", "value")]
+        for bp, pos, ko, vo, off, key, value in zip(*cols):
+            if bp in control:
                 continue
-            # records of a compressed batch lie in its decompressed bytes: errors name the batch
-            ko, vo = _payload_offsets(pos, size, td, od, ks, vs) if bp in plain else (bp, bp)
-            out.append((path, int(off), int(pos if bp in plain else bp),
-                        decode(key, value, path=path, key_offset=ko, value_offset=vo)))
+            # a record of a compressed batch has no bytes of its own in the file: errors name the batch
+            plain = ko >= 0
+            out.append((path, int(off), int(pos if plain else bp),
+                        decode(key, value, path=path, key_offset=ko if plain else bp,
+                               value_offset=vo if plain else bp)))
     return out
 
 

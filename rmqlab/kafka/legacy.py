@@ -413,7 +413,18 @@ def records_frame(recs: LegacyRecords):
             data[c] = np.asarray(v, bool)
         else:
             data[c] = pd.Series(v, dtype=object)
+    data["key_position"], data["value_position"] = _payload_positions(recs)
     return pd.DataFrame(data)
+
+
+def _payload_positions(recs: LegacyRecords) -> tuple[np.ndarray, np.ndarray]:
+    """File positions of each record's key and value bytes (after their length fields); -1 for
+    an inner message, whose bytes are in its wrapper's decompressed payload."""
+    header = np.array([_HEADERS[m].size for m in recs.magic], np.int64)
+    key_size = np.array([0 if k is None else len(k) for k in recs.key], np.int64)
+    key_at = np.asarray(recs.position, np.int64) + header + _LENGTH.size
+    plain = np.array([c == codecs.CODEC_NAMES[codecs.NONE] for c in recs.compression], bool)
+    return np.where(plain, key_at, -1), np.where(plain, key_at + key_size + _LENGTH.size, -1)
 
 
 # ------------------------------------------------------------------------------- writing

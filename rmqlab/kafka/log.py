@@ -1099,7 +1099,8 @@ def _binary_column(U: np.ndarray, pos: np.ndarray, size: np.ndarray) -> np.ndarr
 
 
 _RECORD_COLUMNS = ("position", "size", "batch_position", "inner_position", "offset", "timestamp", "timestamp_delta",
-                   "offset_delta", "attributes", "key", "key_size", "value", "value_size", "headers_count",
+                   "offset_delta", "attributes", "key", "key_size", "key_position", "value", "value_size",
+                   "value_position", "headers_count",
                    "headers")
 
 
@@ -1117,6 +1118,9 @@ def _record_frame(d: _Decoded, *, values: bool, headers: bool, keys: bool = True
         "timestamp": np.where(lat, c["max_timestamp"][b], c["base_timestamp"][b] + d.timestamp_delta),
         "timestamp_delta": d.timestamp_delta, "offset_delta": d.offset_delta, "attributes": d.attributes,
         "key_size": d.key_size, "value_size": d.value_size, "headers_count": d.headers_count,
+        # the file has the bytes of a plain batch's records only
+        "key_position": np.where(d.compressed, -1, d.key_pos),
+        "value_position": np.where(d.compressed, -1, d.value_pos),
     }
     if keys:
         out["key"] = _binary_column(U, d.key_pos, d.key_size)
@@ -1181,7 +1185,9 @@ def read_records(source, *, values: bool = True, headers: bool = True, verify_cr
     decompressed records of a compressed batch), ``offset``, ``timestamp`` (ms: baseTimestamp
     + timestampDelta, or the batch's maxTimestamp for LogAppendTime), ``timestamp_delta``,
     ``offset_delta``, ``attributes``, ``key`` / ``value`` (bytes, None for null),
-    ``key_size`` / ``value_size`` (-1 for null), ``headers_count`` and ``headers`` (list of
+    ``key_size`` / ``value_size`` (-1 for null), ``key_position`` / ``value_position`` (where
+    the key's and value's bytes start in the file, after their lengths; -1 in a compressed
+    batch), ``headers_count`` and ``headers`` (list of
     (str key, bytes-or-None value)). `values` / `headers` False leave those columns out.
     ``compressed="skip"`` leaves the records of compressed batches out (their positions in
     ``df.attrs["skipped_batches"]``, empty otherwise). The records of legacy (magic 0/1)
