@@ -699,6 +699,18 @@ def _index_special(ch, seed: Seed) -> list[tuple]:
 CQ_FILE = 100   # 5 units a file: many files from few bytes
 
 
+#: real RocketMQ stores (read-only, beside the repository): bounded prefixes of their files are seeds
+_REAL_ROCKETMQ = Path(__file__).resolve().parents[2] / "shared" / "real-data" / "rocketmq"
+_REAL_RMQ_STORE_420 = "store-ericpangopher-4.2.0"
+_REAL_CQ_UNITS = 10          # one real ConsumeQueue file of the 4.2.0 store
+_REAL_CL_MESSAGES = 4        # a real CommitLog seed keeps this many messages
+
+
+def _real_rocketmq_bytes(relative: str) -> bytes | None:
+    p = _REAL_ROCKETMQ / relative
+    return p.read_bytes() if p.is_file() else None
+
+
 class ConsumeQueueTarget(Target):
     """ConsumeQueue folders: open/read (strict and not), units, unit(i), tag and code masks,
     problems/check, offset_by_time with the 5.x, 5.0 and 4.x searches (probe counts bounded),
@@ -734,6 +746,26 @@ class ConsumeQueueTarget(Target):
                            Field(f"unit[{k}].size", b + 8, 4, (0, -1, INT_MAX)),
                            Field(f"unit[{k}].tags_code", b + 12, 8)]
             out.append(Seed(name, data, fields, [], _cq_special, dict(first=first, nfiles=len(files))))
+        return out + self._real_seeds()
+
+    def _real_seeds(self) -> list[Seed]:
+        """The first and last ConsumeQueue files of the real 4.2.0 store (10 units each, tagsCode
+        holding ConsumeQueueExt addresses, the last with unwritten units), cut into this
+        target's 100-byte files; none when ../shared is not beside the checkout."""
+        out = []
+        for name, first in (("real-4.2.0-first", 0), ("real-4.2.0-last", 1000)):
+            data = _real_rocketmq_bytes(f"{_REAL_RMQ_STORE_420}/consumequeue/abc/0/{first:020d}")
+            if data is None:
+                continue
+            data = data[:_REAL_CQ_UNITS * 20]
+            fields = []
+            for k in range(len(data) // 20):
+                b = 20 * k
+                fields += [Field(f"unit[{k}].commitlog_offset", b, 8, (-1, 0)),
+                           Field(f"unit[{k}].size", b + 8, 4, (0, -1, INT_MAX)),
+                           Field(f"unit[{k}].tags_code", b + 12, 8, (0, LONG_MIN, LONG_MIN + 20))]
+            out.append(Seed(name, data, fields, [], _cq_special,
+                            dict(first=first, nfiles=-(-len(data) // CQ_FILE))))
         return out
 
     def run(self, rt, seed, data, ops, rng, heavy):
@@ -940,7 +972,7 @@ class CommitLogTarget(Target):
         build("ends-on-blank", [([recs[3]] * 4, "blank")])
         build("exact", [([recs[0]], None)])
         build("preallocated", [([recs[0], recs[1]], "blank"), ([recs[2]], "zeros"), ([], "zeros")])
-        return out
+        return out + _real_commitlog_seeds()
 
     def run(self, rt, seed, data, ops, rng, heavy):
         from rmqlab import _records
@@ -950,12 +982,13 @@ class CommitLogTarget(Target):
         for op in _layout_ops(ops):
             if op[0] == "first":
                 first = op[1]
+        file_size = seed.meta.get("file_size", CL_FILE)
         d = rt.fresh_dir() / "commitlog"
         d.mkdir(exist_ok=True)
-        paths = _write_chunks(d, data, CL_FILE, first)
+        paths = _write_chunks(d, data, file_size, first)
         if rt.want(rng, 0.5):
             for i in range(len(paths)):   # the C walk against its Python model, on the raw bytes
-                buf = data[i * CL_FILE:(i + 1) * CL_FILE]
+                buf = data[i * file_size:(i + 1) * file_size]
                 raw, stop, code = _records.walk(buf, 0, len(buf), -1)
                 pos, stop2, code2 = cl.walk_py(buf, 0, len(buf))
                 rt.expect((np.frombuffer(raw, np.int64).tolist(), stop, code) == (pos, stop2, code2),
@@ -982,7 +1015,7 @@ class CommitLogTarget(Target):
                 enc = rt.call("Message.encode", m.encode)
                 if enc is not None:
                     k = paths.index(Path(m.path))
-                    raw = data[k * CL_FILE + m.position:k * CL_FILE + m.position + m.total_size]
+                    raw = data[k * file_size + m.position:k * file_size + m.position + m.total_size]
                     rt.expect(enc == raw, "Message.encode", "re-encoded record differs from the bytes read")
         if not heavy:
             return
@@ -1008,6 +1041,57 @@ class CommitLogTarget(Target):
             offs = [int(Path(m.path).name) + m.position for m in msgs[:4]]
             rt.call("read_at", cl.read_at, d, offs + [min(first + rng.randrange(max(len(data), 1)), LONG_MAX)],
                     check_crc=check_crc, allow=(ValueError,))
+
+
+def _real_commitlog_prefix(relative: str) -> tuple[bytes, int] | None:
+    """A real CommitLog file shortened to one small file: its first messages, cut at a record
+    boundary, then the file's own end (the end-of-file blank and the bytes after it, stale or
+    zero, for a full file; its unwritten zeros for the active one), and the file's start offset.
+    None when the file is not there."""
+    from rmqlab.formats.commitlog import MIN_MESSAGE_SIZE, STOP_BLANK, walk_py
+
+    buf = _real_rocketmq_bytes(relative)
+    if not buf:
+        return None
+    positions, stop, code = walk_py(buf, 0, len(buf))
+    keep = min(_REAL_CL_MESSAGES, len(positions))
+    cut = positions[keep] if keep < len(positions) else stop
+    if code == STOP_BLANK:
+        tail = buf[stop:]
+    else:
+        tail = bytes(MIN_MESSAGE_SIZE)   # a preallocated file's unwritten space
+        if any(buf[len(buf) - len(tail):]):
+            return None
+    return buf[:cut] + tail, int(Path(relative).name)
+
+
+def _real_commitlog_seeds() -> list[Seed]:
+    """Bounded prefixes of the real CommitLog files (a 2021 broker's full file; the 4.2.0
+    store's first file, stale bytes after its blank, and its active file ending in zeros), one
+    file each; none when ../shared is not beside the checkout."""
+    from rmqlab.formats.commitlog import MAGIC_BLANK, walk_py
+
+    out = []
+    for name, rel in (("real-2021-full", "store-4e25b979/commitlog/00000000000000000000"),
+                      ("real-4.2.0-stale-after-blank", f"{_REAL_RMQ_STORE_420}/commitlog/00000000000000000000"),
+                      ("real-4.2.0-active", f"{_REAL_RMQ_STORE_420}/commitlog/00000000000000024576")):
+        got = _real_commitlog_prefix(rel)
+        if got is None:
+            continue
+        data, start = got
+        positions, stop, _ = walk_py(data, 0, len(data))
+        fields, hot = [], []
+        for at in positions:
+            size = int.from_bytes(data[at:at + 4], "big")
+            f, h = _record_fields(at, data[at:at + size])
+            fields += f
+            hot += h
+        if stop + 8 <= len(data):
+            left = len(data) - stop
+            fields.append(Field("blank.TOTALSIZE", stop, 4, (left, left + 1, left - 1, 8, 0)))
+            fields.append(Field("blank.MAGICCODE", stop + 4, 4, (MAGIC_BLANK,)))
+        out.append(Seed(name, data, fields, hot, _commitlog_special, dict(first=start, file_size=len(data))))
+    return out
 
 
 def _commitlog_special(ch, seed: Seed) -> list[tuple]:
@@ -1047,6 +1131,13 @@ class MessageTarget(Target):
         rec = _commitlog_records()[0]
         fields, hot = _record_fields(0, rec)
         out.append(Seed("record+blank", rec + blank_record(16) + bytes(8), fields, hot, _commitlog_special, {}))
+        for name, rel in (("real-2021", "store-4e25b979/commitlog/00000000000000000000"),
+                          ("real-4.2.0", f"{_REAL_RMQ_STORE_420}/commitlog/00000000000000024576")):
+            buf = _real_rocketmq_bytes(rel)
+            if buf:
+                rec = buf[:int.from_bytes(buf[:4], "big")]
+                fields, hot = _record_fields(0, rec)
+                out.append(Seed(name, rec, fields, hot, _commitlog_special, {}))
         return out
 
     def run(self, rt, seed, data, ops, rng, heavy):
