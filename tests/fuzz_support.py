@@ -51,6 +51,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from oracles import REAL_DATA
 
 from rmqlab.errors import RmqlabError
 
@@ -700,15 +701,21 @@ CQ_FILE = 100   # 5 units a file: many files from few bytes
 
 
 #: real RocketMQ stores (read-only, beside the repository): bounded prefixes of their files are seeds
-_REAL_ROCKETMQ = Path(__file__).resolve().parents[2] / "shared" / "real-data" / "rocketmq"
+_REAL_ROCKETMQ = REAL_DATA / "rocketmq"
+#: real Kafka partitions: their files are seeds too
+REAL_KAFKA = REAL_DATA / "kafka"
 _REAL_RMQ_STORE_420 = "store-ericpangopher-4.2.0"
 _REAL_CQ_UNITS = 10          # one real ConsumeQueue file of the 4.2.0 store
 _REAL_CL_MESSAGES = 4        # a real CommitLog seed keeps this many messages
 
 
+def _real_bytes(path: Path) -> bytes | None:
+    """The bytes of a real broker file, None when ../shared is not beside the checkout."""
+    return path.read_bytes() if path.is_file() else None
+
+
 def _real_rocketmq_bytes(relative: str) -> bytes | None:
-    p = _REAL_ROCKETMQ / relative
-    return p.read_bytes() if p.is_file() else None
+    return _real_bytes(_REAL_ROCKETMQ / relative)
 
 
 class ConsumeQueueTarget(Target):
@@ -1429,7 +1436,6 @@ class TimeIndexTarget(_KafkaIndexTarget):
 
 
 #: real compressed segments (read-only, beside the repository): their first batches are seeds
-_REAL_KAFKA = Path(__file__).resolve().parents[2] / "shared" / "real-data" / "kafka"
 _REAL_COMPRESSED_SEEDS = {
     "real-lz4-logappendtime": "flink-on-prem/_confluent-controlcenter-7-6-0-1-monitoring-trigger-event-rekey-0/"
                               "00000000000000000000.log",
@@ -1471,7 +1477,7 @@ class KafkaLogTarget(Target):
             datas[codec] = (kl.encode_batches(records, records_per_batch=per, compression=codec).data.tobytes()
                             + kl.encode_batches([K(200, 5, b"k1", b"p")]).data.tobytes())
         for name, rel in _REAL_COMPRESSED_SEEDS.items():
-            path = _REAL_KAFKA / rel
+            path = REAL_KAFKA / rel
             if path.exists():
                 raw = path.read_bytes()
                 b = kl.read_batches(raw)
@@ -1768,13 +1774,8 @@ def _msgid_special(ch, seed: Seed) -> list[tuple]:
 
 # ------------------------------------------------------------------------------- Kafka partition-directory files
 
-#: real broker files used as extra seeds when the checkout has ../shared beside it
-REAL_KAFKA = Path(__file__).resolve().parents[2] / "shared" / "real-data" / "kafka"
-
-
 def _real_seed(relative: str) -> bytes | None:
-    p = REAL_KAFKA / relative
-    return p.read_bytes() if p.is_file() else None
+    return _real_bytes(REAL_KAFKA / relative)
 
 
 class KafkaProducerSnapshotTarget(Target):
@@ -2037,8 +2038,7 @@ class KafkaTextFilesTarget(Target):
                  kc.QUORUM_STATE: b'{"clusterId":"","leaderId":1,"leaderEpoch":2,"votedId":-1,"appliedOffset":0,'
                                   b'"currentVoters":[{"voterId":1}],"data_version":0}'}
         out = [(f"synthetic-{name}", name, data) for name, data in texts.items()]
-        real = Path(__file__).resolve().parents[2] / "shared" / "real-data" / "kafka"
-        for path in sorted(real.glob("*/*/*")) if real.is_dir() else ():
+        for path in sorted(REAL_KAFKA.glob("*/*/*")) if REAL_KAFKA.is_dir() else ():
             if path.name in texts:
                 out.append((f"{path.parent.parent.name}-{path.parent.name}-{path.name}", path.name, path.read_bytes()))
         return [Seed(seed, data, [], [i for i, b in enumerate(data) if b in b'\n :{},"'][:64], _config_special,
