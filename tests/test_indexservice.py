@@ -430,6 +430,69 @@ def test_query_offset_matches_model(messages, geom, queries, batch):
 
 
 @SETTINGS
+@given(message_streams(), geometries, st.lists(st.tuples(topics, words), min_size=0, max_size=12),
+       st.one_of(st.integers(0, 3), st.integers(0, 70)),   # small: the shared list fills across files
+       times, times, st.sampled_from([64, 3]))
+def test_query_offsets_many_matches_model(messages, geom, queries, max_num, begin, end, batch):
+    """Each key's list in the batch answer is the model broker's answer for that key alone."""
+    hsn, inum = geom
+    model = model_build(messages, inum)
+    with tempfile.TemporaryDirectory() as d:
+        sequential(d, messages, hsn, inum)
+        with IndexService(d, hsn, inum, max_msgs_num_batch=batch) as svc:
+            got = svc.query_offsets_many([t for t, _ in queries], [k for _, k in queries], max_num, begin, end)
+            assert len(got) == len(queries)
+            for i, (topic, key) in enumerate(queries):
+                assert got[i] == model_query(model, topic, key, max_num, begin, end, hsn, batch)[0], i
+            if queries:   # one topic for all keys
+                same = svc.query_offsets_many("T", [k for _, k in queries], max_num, begin, end)
+                assert [same[i] for i in range(len(queries))] == \
+                    [model_query(model, "T", k, max_num, begin, end, hsn, batch)[0] for _, k in queries]
+
+
+def test_query_offsets_many_across_files_matches_model(tmp_path):
+    """Chains spread over many files: every max_num and time range the model answers."""
+    rng = np.random.default_rng(7)
+    messages, ts = [], T0
+    for i in range(60):
+        ts += int(rng.choice([0, 400, 1000, 3000, -2000, -9000]))   # back in time: file ranges overlap
+        messages.append(msg(str(rng.choice(["T", "U"])), 100 * (i + 1), ts, str(rng.choice(["a", "b", "Aa", "BB"]))))
+    hsn, inum = 3, 5
+    model = model_build(messages, inum)
+    sequential(tmp_path, messages, hsn, inum)
+    queries = [(t, k) for t in ("T", "U") for k in ("a", "b", "Aa", "BB", "zz")]
+    with IndexService(tmp_path, hsn, inum) as svc:
+        assert len(svc) > 10
+        for max_num in range(0, 12):
+            ranges = [(0, LONG_MAX), (T0, T0)] + [(T0 + b, T0 + b + w) for b in range(-5_000, 60_000, 2_500)
+                                                  for w in (-3_000, 0, 4_000, LONG_MAX - T0 - 60_000)]
+            for begin, end in ranges:
+                got = svc.query_offsets_many([t for t, _ in queries], [k for _, k in queries], max_num, begin, end)
+                for i, (topic, key) in enumerate(queries):
+                    assert got[i] == model_query(model, topic, key, max_num, begin, end, hsn)[0], \
+                        (topic, key, max_num, begin, end)
+
+
+def test_query_offsets_many_stops_after_a_file_older_than_begin(tmp_path):
+    """Store times went back: the newer file (by name) holds older times than the older one. A
+    query from T0+500 stops after the newer file, which begins before it, though the older file
+    holds later times: the broker never reads them, and neither may the batch."""
+    for name_ms, times, base in ((T0, (T0 + 50_000, T0 + 51_000), 100), (T0 + 1, (T0, T0 + 1_000), 200)):
+        with IndexFile.create(tmp_path / index_file_name(name_ms, UTC), 4, 8) as f:
+            for j, ms in enumerate(times):
+                f.put_key("T#k", base + j, ms)
+    with IndexService(tmp_path, 4, 8, tz=UTC) as svc:
+        assert svc.query_offset("T", "k", 64, T0 + 500).phy_offsets == [201]
+        assert svc.query_offsets_many("T", ["k"], 64, T0 + 500)[0] == [201]
+        assert svc.query_offsets_many("T", ["k"], 64, 0)[0] == [201, 200, 101, 100]
+
+
+def test_query_offsets_many_refuses_mismatched_topics(tmp_path):
+    with IndexService(tmp_path, 4, 8) as svc, pytest.raises(ValueError, match="2 topics for 1 keys"):
+        svc.query_offsets_many(["T", "U"], ["k"])
+
+
+@SETTINGS
 @given(message_streams(max_size=40), geometries, st.sampled_from(["new-slot", "every-put"]))
 def test_bulk_build_byte_identical(messages, geom, rule):
     hsn, inum = geom
