@@ -36,18 +36,20 @@ import numpy as np
 import pandas as pd
 
 from rmqlab.dispatch import key_tokens_many
-from rmqlab.formats.indexfile import LONG_MAX, IndexFile
+from rmqlab.formats.indexfile import INT_MAX, LONG_MAX, LONG_MIN, IndexFile
 from rmqlab.indexservice import (
     DEFAULT_MAX_MSGS_NUM_BATCH,
+    DEFAULT_QUERY_MAX_NUM,
     DirectoryQueryTrace,
     FileVisit,
     IndexService,
     QueryOffsetResult,
 )
-from rmqlab.javahash import index_key
+from rmqlab.javahash import index_hash_many, index_key
 from rmqlab.timefmt import ms_to_iso
 
-__all__ = ["KeyQuery", "query_key", "REASONS", "MODES", "OneFileIndex", "result_table", "first_with_reason"]
+__all__ = ["KeyQuery", "query_key", "query_many", "REASONS", "MODES", "OneFileIndex", "result_table",
+           "first_with_reason"]
 
 MODES = ("broker", "verified")
 
@@ -66,6 +68,9 @@ REASONS = {
     "missed-max-num": "a real match left out because max_num offsets had already been found "
                       "(hash collisions take room too)",
 }
+
+#: (max_num, begin, end) of a walk that reads a key's whole chain: no room or time limit stops it
+_EVERY_ENTRY = (INT_MAX, LONG_MIN, LONG_MAX)
 
 #: Reads messages at CommitLog offsets: returns a DataFrame with at least phy_offset, topic,
 #: keys (the KEYS property or None), uniq_key (or None) and store_timestamp (ms).
@@ -120,18 +125,26 @@ class KeyQuery:
 
 
 def _real_match(messages: pd.DataFrame, topic: str, key: str, unique: bool) -> np.ndarray:
+    n = len(messages)
+    return _real_matches(messages, np.full(n, topic, dtype=object), np.full(n, key, dtype=object), unique)
+
+
+def _real_matches(messages: pd.DataFrame, topics: np.ndarray, keys: np.ndarray, unique: bool) -> np.ndarray:
+    """Row i of `messages` really is a message of ``topics[i]`` under ``keys[i]``: the topic is
+    the same and the key is its UNIQ_KEY or (`unique` False) one of the tokens buildIndex
+    indexes from its KEYS property. Cost: O(total KEYS length)."""
     if messages.empty:
         return np.zeros(0, dtype=bool)
-    same_topic = (messages["topic"] == topic).to_numpy()
-    uniq = (messages["uniq_key"] == key).fillna(False).to_numpy(dtype=bool)
+    same_topic = (messages["topic"].to_numpy(object) == topics)
+    uniq = (messages["uniq_key"].to_numpy(object) == keys)
     if unique:
         return same_topic & uniq
-    # the keys buildIndex indexes the message under (UNIQ_KEY is matched above)
     import pyarrow.compute as pc
 
     tokens = key_tokens_many(messages["keys"].to_numpy(object))
     parents = np.asarray(pc.list_parent_indices(tokens), dtype=np.int64)
-    equal = np.asarray(pc.equal(pc.list_flatten(tokens), key).to_numpy(zero_copy_only=False), dtype=bool)
+    flat = np.asarray(pc.list_flatten(tokens).to_numpy(zero_copy_only=False), dtype=object)
+    equal = flat == keys[parents]
     in_keys = np.zeros(len(messages), dtype=bool)
     in_keys[parents[equal]] = True
     return same_topic & (uniq | in_keys)
@@ -165,7 +178,7 @@ def query_key(index: IndexService, read_messages: MessageReader, topic: str, key
     # Every entry of every file whose stored hash matches, wherever the broker stopped.
     rows = []
     for position, f in enumerate(index.files):
-        walk = f.trace_query(full_key, 2**31 - 1, 0, LONG_MAX)
+        walk = f.trace_query(full_key, *_EVERY_ENTRY)
         rows += [(position, f.path.name, s.entry, s.phy_offset, s.time_read) for s in walk.steps if s.hash_match]
     entries = pd.DataFrame(rows, columns=["position", "file", "entry", "phy_offset", "time_read"])
     candidates = np.unique(np.concatenate([entries["phy_offset"].to_numpy(np.int64),
@@ -184,6 +197,87 @@ def query_key(index: IndexService, read_messages: MessageReader, topic: str, key
     diff = _compare(trace, entries, messages, real, in_range, broker_offsets, truth, begin, end)
     return KeyQuery(topic, key, unique, begin, end, trace.max_num, broker, verified, diff, trace,
                     len(np.unique(entries["phy_offset"])) if len(entries) else 0)
+
+
+def query_many(index: IndexService, read_messages: MessageReader, topics: Any, keys: Any, *,
+               begin: int = 0, end: int = LONG_MAX, max_num: int = DEFAULT_MAX_MSGS_NUM_BATCH,
+               mode: str = "broker", unique: bool = False) -> pd.DataFrame:
+    """Many key queries in one table: for each key, what the broker returns (``mode="broker"``)
+    or the real matches (``mode="verified"``), as :func:`query_key` gives them one key at a time.
+
+    Cost: the broker walks of all keys, file by file in C (:meth:`IndexService.query_offsets_many`),
+    and one CommitLog read of all the offsets found; verified mode adds a full walk of every
+    key's chain in every file. Broker mode on the sample store: about 20 µs a key, three
+    quarters of it reading the messages (the walks alone: about 5 µs a key).
+
+    >>> from rmqlab.sample import sample_store
+    >>> store = sample_store()
+    >>> with store.index() as idx:
+    ...     t = query_many(idx, store.read_at, "Orders", ["ORDER_Aa0", "nope"])
+    >>> sorted(set(t["keys"])), t["key_index"].unique().tolist()       # ORDER_BB0 shares the hash
+    (['ORDER_Aa0', 'ORDER_BB0'], [0])
+
+    `topics`: one topic for every key, or one per key. Rows, in key order: ``key_index`` (the
+    key's position in `keys`), ``query_topic``, ``query_key``, then ``rank`` (broker mode: the
+    broker's order) or ``broker_returned`` (verified mode: newest first), then the columns of
+    `read_messages` (``phy_offset``, ``topic``, ``keys``, ``uniq_key``, ``store_timestamp`` ...).
+    A key with no answer has no row. `unique` queries UNIQ_KEYs as the broker does (max_num
+    32; a real match is a message whose UNIQ_KEY is the key). Raises ValueError for another
+    `mode`, or when `topics` and `keys` differ in length.
+    """
+    if mode not in MODES:
+        raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+    keys = np.asarray(list(keys), dtype=object)
+    n = len(keys)
+    if isinstance(topics, str):
+        topics = np.full(n, topics, dtype=object)
+    topics = np.asarray(list(topics), dtype=object)
+    if len(topics) != n:
+        raise ValueError(f"{len(topics)} topics for {n} keys")
+    if unique:
+        max_num = min(max_num, DEFAULT_QUERY_MAX_NUM)
+    broker = index.query_offsets_many(topics, keys, max_num, begin, end)
+    who = np.repeat(np.arange(n), broker.counts())
+    if mode == "broker":
+        rank = np.arange(len(who)) - np.repeat(broker.starts[:-1], broker.counts())
+        return _with_messages(read_messages, who, broker.phy_offsets, topics, keys, "rank", rank)
+    # every entry of every file whose stored hash matches, wherever the broker stopped
+    hashes = index_hash_many([index_key(t, k) for t, k in zip(topics, keys)])
+    owner, offsets = [who], [broker.phy_offsets]
+    for f in index.files:
+        walk = f.select_phy_offsets_many(None, *_EVERY_ENTRY, hashes=hashes)
+        owner.append(np.repeat(np.arange(n), walk.counts()))
+        offsets.append(walk.phy_offsets)
+    pairs = pd.DataFrame({"key_index": np.concatenate(owner), "phy_offset": np.concatenate(offsets)})
+    pairs = pairs.drop_duplicates(ignore_index=True)
+    table = _with_messages(read_messages, pairs["key_index"].to_numpy(np.int64),
+                           pairs["phy_offset"].to_numpy(np.int64), topics, keys, "broker_returned",
+                           np.zeros(len(pairs), bool))
+    found = table["topic"].notna().to_numpy(bool)
+    real = np.zeros(len(table), bool)
+    real[found] = _real_matches(table[found], table["query_topic"].to_numpy(object)[found],
+                                table["query_key"].to_numpy(object)[found], unique)
+    in_range = table["store_timestamp"].between(begin, end).to_numpy(bool)
+    table = table[real & in_range]
+    returned = pd.MultiIndex.from_arrays([who, broker.phy_offsets])
+    table = table.assign(broker_returned=pd.MultiIndex.from_frame(table[["key_index", "phy_offset"]])
+                         .isin(returned))
+    return table.sort_values(["key_index", "store_timestamp", "phy_offset"], ascending=[True, False, False],
+                             ignore_index=True)
+
+
+def _with_messages(read_messages: MessageReader, who: np.ndarray, offsets: np.ndarray, topics: np.ndarray,
+                   keys: np.ndarray, first: str, first_values: np.ndarray) -> pd.DataFrame:
+    """Rows (key_index, query_topic, query_key, `first`, message columns...), the messages read
+    once per distinct offset."""
+    distinct = np.unique(offsets)
+    messages = read_messages(distinct).drop_duplicates("phy_offset").set_index("phy_offset")
+    rows = messages.reindex(offsets).reset_index()
+    rows.insert(0, first, first_values)
+    rows.insert(0, "query_key", keys[who])
+    rows.insert(0, "query_topic", topics[who])
+    rows.insert(0, "key_index", who)
+    return rows
 
 
 def _compare(trace: DirectoryQueryTrace, entries: pd.DataFrame, messages: pd.DataFrame,

@@ -51,7 +51,7 @@ from rmqlab.formats import consumequeue_ext as cqx
 from rmqlab.formats.indexfile import DEFAULT_HASH_SLOT_NUM, DEFAULT_INDEX_NUM, LONG_MAX
 from rmqlab.formats.msgid import parse_offset_msg_id
 from rmqlab.indexservice import DEFAULT_MAX_MSGS_NUM_BATCH, IndexService
-from rmqlab.keyquery import MODES, KeyQuery, query_key
+from rmqlab.keyquery import MODES, KeyQuery, query_key, query_many
 
 __all__ = ["Store", "DispatchReport", "generate_store", "write_simulated_config"]
 
@@ -454,6 +454,22 @@ class Store:
         if mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
         return self.explain_key(topic, key, begin=begin, end=end, max_num=max_num).frame(mode)
+
+    def query_many(self, topics: Any, keys: Any, *, begin: int = 0, end: int = LONG_MAX,
+                   max_num: int = DEFAULT_MAX_MSGS_NUM_BATCH, mode: str = "broker",
+                   unique: bool = False) -> pd.DataFrame:
+        """:meth:`query_by_key` for many keys in one table, one row per (key, message), keys in
+        order (see :func:`rmqlab.keyquery.query_many`). Cost: the broker walks of all keys in C
+        and one CommitLog read of every offset found.
+
+        >>> from rmqlab.sample import sample_store
+        >>> t = sample_store().query_many("Orders", ["ORDER_Aa0", "ORDER_BB0"], mode="verified")
+        >>> t.groupby("query_key").size().to_dict()
+        {'ORDER_Aa0': 1, 'ORDER_BB0': 1}
+        """
+        with self.index() as idx:
+            return query_many(idx, self.read_at, topics, keys, begin=begin, end=end, max_num=max_num, mode=mode,
+                              unique=unique)
 
     def query_by_unique_key(self, topic: str, uniq_key: str, *, begin: int = 0, end: int = LONG_MAX,
                             mode: str = "broker") -> pd.DataFrame:

@@ -121,6 +121,24 @@ def test_query_json_one_object_per_line(store_dir, capsys, mode):
             assert "broker_returned" not in r
 
 
+@pytest.mark.parametrize("mode", ["broker", "verified"])
+def test_query_keys_file_answers_each_key_as_its_own_query(store_dir, tmp_path, capsys, mode):
+    s = Store(store_dir, **STORE_OPTIONS)
+    hot = s.messages()["keys"].dropna().str.split(" ").explode().value_counts().index[:5].tolist()
+    keys = hot + ["no-such-key", hot[0]]
+    path = tmp_path / "keys.txt"
+    path.write_text("\n".join(keys) + "\n")
+    assert main(["store", "query", str(store_dir), *GEO, "--topic", "A", "--keys-file", str(path), "--mode", mode,
+                 "--json"]) == 0
+    rows = json_lines(capsys.readouterr().out)
+    want = [(k, p) for k in keys for p in s.query_by_key("A", k, mode=mode)["phy_offset"].tolist()]
+    assert [(r["query_key"], r["phy_offset"]) for r in rows] == want and len(want) > 10
+    assert main(["store", "query", str(store_dir), *GEO, "--topic", "A", "--keys-file", str(path), "--mode", mode]) == 0
+    captured = capsys.readouterr()
+    assert f"7 keys, 6 with {mode} results, {len(want):,} rows" in captured.err
+    assert main(["store", "query", str(store_dir), *GEO, "--topic", "A", "--keys-file", str(path), "--explain"]) == 2
+
+
 def test_query_explain_names_the_reasons(store_dir, capsys):
     argv = ["store", "query", str(store_dir), *GEO, "--topic", "A", "--key", "ORDER_Aa0", "--mode", "verified"]
     assert main([*argv, "--explain"]) == 0

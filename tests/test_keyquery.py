@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from rmqlab.formats.indexfile import LONG_MAX
 from rmqlab.indexservice import IndexService
-from rmqlab.keyquery import OneFileIndex, first_with_reason, query_key, result_table
+from rmqlab.keyquery import OneFileIndex, first_with_reason, query_key, query_many, result_table
 
 B = 1718000000000
 UTC = dt.UTC
@@ -173,4 +173,60 @@ def test_verified_equals_brute_force_and_diff_is_complete(tmp_path_factory, seed
     assert {p for p, r in d.items() if r.startswith("missed")} == set(brute) - set(q.broker["phy_offset"])
     # the broker's own answer is the service's queryOffset
     assert q.broker["phy_offset"].tolist() == s.query_offset(topic, key, max_num, lo, hi).phy_offsets
+    s.close()
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(seed=st.integers(0, 2**32 - 1), n=st.integers(0, 90), index_num=st.integers(3, 40),
+       step_back=st.booleans(), data=st.data())
+def test_query_many_equals_brute_force_and_the_broker_key_by_key(tmp_path_factory, seed, n, index_num, step_back,
+                                                                 data):
+    rng = np.random.default_rng(seed)
+    ts = B + np.cumsum(rng.integers(0 if not step_back else -3000, 1500, n))
+    rows = [(str(rng.choice(["T", "U"])), " ".join(rng.choice(TOKENS, rng.integers(1, 3))), int(t),
+             str(rng.choice(["ID1", "ID2", "ID3"]))) for t in ts]
+    s, read = store(tmp_path_factory.mktemp("q"), rows, hash_slot_num=3, index_num=index_num)
+    queries = data.draw(st.lists(st.tuples(st.sampled_from(["T", "U"]), st.sampled_from(TOKENS + ["ID1", "ID2"])),
+                                 max_size=12))
+    topics, keys = [t for t, _ in queries], [k for _, k in queries]
+    lo = int(data.draw(st.integers(B - 2000, B + 150_000)))
+    hi = int(data.draw(st.integers(lo, B + 160_000)))
+    max_num = data.draw(st.one_of(st.integers(0, 3), st.integers(0, 70)))
+    unique = data.draw(st.booleans())
+    broker = query_many(s, read, topics, keys, begin=lo, end=hi, max_num=max_num, unique=unique)
+    verified = query_many(s, read, topics, keys, begin=lo, end=hi, max_num=max_num, mode="verified", unique=unique)
+    assert broker["key_index"].is_monotonic_increasing and verified["key_index"].is_monotonic_increasing
+    for i, (topic, key) in enumerate(queries):
+        mine = broker[broker["key_index"] == i]
+        want = s.query_offset(topic, key, min(max_num, 32) if unique else max_num, lo, hi).phy_offsets
+        assert mine["phy_offset"].tolist() == want
+        assert mine["rank"].tolist() == list(range(len(want)))
+        assert (mine["query_topic"] == topic).all() and (mine["query_key"] == key).all()
+        # the real matches, newest first, by a brute force over the rows
+        truth = sorted(((r[2], 100 * (j + 1)) for j, r in enumerate(rows)
+                        if r[0] == topic and lo <= r[2] <= hi
+                        and (r[3] == key or (not unique and key in r[1].split(" ")))), reverse=True)
+        v = verified[verified["key_index"] == i]
+        assert v["phy_offset"].tolist() == [p for _, p in truth]
+        assert v["broker_returned"].tolist() == [p in want for _, p in truth]
+    s.close()
+
+
+def test_query_many_bad_arguments(tmp_path):
+    s, read = store(tmp_path, [("T", "a", B)])
+    with pytest.raises(ValueError, match="mode must be one of"):
+        query_many(s, read, "T", ["a"], mode="both")
+    with pytest.raises(ValueError, match="2 topics for 1 keys"):
+        query_many(s, read, ["T", "U"], ["a"])
+    assert query_many(s, read, "T", []).empty
+    s.close()
+
+
+def test_query_many_unique_keys_stop_at_32_as_the_broker_does(tmp_path):
+    s, read = store(tmp_path, [("T", "k", B + i, "ID") for i in range(40)])
+    got = query_many(s, read, "T", ["ID", "k"], max_num=64, unique=True)   # the broker compares hashes only
+    assert got["key_index"].value_counts().to_dict() == {0: 32, 1: 32}
+    real = query_many(s, read, "T", ["ID", "k"], max_num=64, unique=True, mode="verified")
+    assert real["key_index"].value_counts().to_dict() == {0: 40}                 # "k" is no UNIQ_KEY
+    assert len(query_many(s, read, "T", ["k"], max_num=64)) == 40
     s.close()

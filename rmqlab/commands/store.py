@@ -64,7 +64,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     common(p)
     queue_file_size(p)
     p.add_argument("--topic", required=True)
-    p.add_argument("--key", required=True)
+    which = p.add_mutually_exclusive_group(required=True)
+    which.add_argument("--key")
+    which.add_argument("--keys-file", metavar="PATH", help="many keys, one a line ('-': standard input): "
+                                                           "one table, keys in order")
     p.add_argument("--begin", type=int, default=0, metavar="MS")
     p.add_argument("--end", type=int, default=LONG_MAX, metavar="MS")
     p.add_argument("--max", type=int, default=64, metavar="N", help="maxNum (capped at 64, as the broker)")
@@ -178,6 +181,8 @@ def _dispatch(args) -> int:
 
 def _query(args) -> int:
     s = _store(args)
+    if args.keys_file is not None:
+        return _query_many(s, args)
     q = s.explain_key(args.topic, args.key, begin=args.begin, end=args.end, max_num=args.max, unique=args.unique_key)
     frame = q.frame(args.mode)
     cols = [c for c in RESULT_COLUMNS + (["broker_returned"] if args.mode == "verified" else []) if c in frame]
@@ -192,6 +197,26 @@ def _query(args) -> int:
         if args.explain:
             print()
             print(q.explain())
+    return 0
+
+
+def _query_many(s, args) -> int:
+    if args.explain:
+        raise UsageError("--explain takes one --key")
+    with (sys.stdin if args.keys_file == "-" else open(args.keys_file, encoding="utf-8")) as lines:
+        keys = [line.rstrip("\r\n") for line in lines]
+    keys = [k for k in keys if k]
+    t = s.query_many(args.topic, keys, begin=args.begin, end=args.end, max_num=args.max, mode=args.mode,
+                     unique=args.unique_key)
+    first = "rank" if args.mode == "broker" else "broker_returned"
+    cols = ["query_key", first] + [c for c in RESULT_COLUMNS if c in t]
+    if args.json:
+        for rec in t[cols].to_dict(orient="records"):
+            print(json.dumps(rec, default=_jsonable))
+    else:
+        answered = t["key_index"].nunique() if len(t) else 0
+        print(t[cols].to_string(index=False) if len(t) else f"no {args.mode} results")
+        print(f"{len(keys):,} keys, {answered:,} with {args.mode} results, {len(t):,} rows", file=sys.stderr)
     return 0
 
 
