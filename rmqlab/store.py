@@ -465,7 +465,7 @@ class Store:
         >>> from rmqlab.sample import sample_store
         >>> t = sample_store().query_many("Orders", ["ORDER_Aa0", "ORDER_BB0"], mode="verified")
         >>> t.groupby("query_key").size().to_dict()
-        {'ORDER_Aa0': 1, 'ORDER_BB0': 1}
+        {'ORDER_Aa0': 14, 'ORDER_BB0': 12}
         """
         with self.index() as idx:
             return query_many(idx, self.read_at, topics, keys, begin=begin, end=end, max_num=max_num, mode=mode,
