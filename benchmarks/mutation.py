@@ -253,6 +253,24 @@ def tally(module: str) -> dict:
     return row
 
 
+def check_survivors(module: str, names: list[str]) -> dict[str, bool]:
+    """Whether the module's added tests (tests/test_mutation_gaps_<module>.py, as they are now)
+    kill each named mutant: the mutant is switched on in the scratch copy's package by mutmut's
+    MUTANT_UNDER_TEST, one pytest process a mutant. A quick check of new tests; a full
+    ``mutmut run`` of the module gives the final verdicts."""
+    gaps = ROOT / "tests" / f"test_mutation_gaps_{module}.py"
+    mutants = OUT / module / "mutants"
+    killed = {}
+    for name in names:
+        # cwd is the mutated copy: `python -m pytest` puts it first on sys.path
+        env = {**_environment(), "MUTANT_UNDER_TEST": name, "PYTHONPATH": str(mutants)}
+        done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", str(gaps)],
+                              cwd=mutants, env=env, capture_output=True, check=False)
+        killed[name] = done.returncode == 1
+        print(f"{module}: {name} {'killed' if killed[name] else 'survives'} (pytest exit {done.returncode})")
+    return killed
+
+
 def table(rows: list[dict]) -> str:
     lines = ["| module | mutants | killed | of which timeout | survived | equivalent | message text | score |",
              "|---|---:|---:|---:|---:|---:|---:|---:|"]
@@ -268,6 +286,8 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=2, help="mutmut's parallel test processes")
     parser.add_argument("--report-only", action="store_true", help="tabulate the last runs, run nothing")
     parser.add_argument("--survivors", action="store_true", help="print the diff of each counted survivor")
+    parser.add_argument("--check-survivors", action="store_true",
+                        help="run the added tests against each counted survivor of the last run")
     parser.add_argument("--rerun-survivors", action="store_true",
                         help="retest only the last run's counted survivors (after tests were added)")
     args = parser.parse_args()
@@ -280,7 +300,7 @@ def main() -> None:
         for module in modules:
             if last.get(module):
                 run(module, args.workers, last[module])
-    elif not (args.report_only or args.survivors):
+    elif not (args.report_only or args.survivors or args.check_survivors):
         for module in modules:
             run(module, args.workers)
     rows = [tally(m) for m in modules if statuses(m)]
@@ -291,6 +311,15 @@ def main() -> None:
     last = json.loads((OUT / "survivors.json").read_text()) if (OUT / "survivors.json").exists() else {}
     last.update({r["module"]: r["survivors"] for r in rows})
     (OUT / "survivors.json").write_text(json.dumps(last, indent=1))
+    if args.check_survivors:
+        checked = {r["module"]: check_survivors(r["module"], r["survivors"]) for r in rows}
+        (OUT / "checked.json").write_text(json.dumps(checked, indent=1))
+        for r in rows:
+            now = sum(checked[r["module"]].values())
+            judged = r["killed"] + r["survived"]
+            print(f"{r['module']}: the added tests kill {now} of {r['survived']} survivors: "
+                  f"score {100 * (r['killed'] + now) / judged:.1f} % ({r['killed'] + now} of {judged})")
+        return
     for r in rows:
         for name in r["survivors"]:
             print(f"{r['module']}: survived {name}")
