@@ -100,6 +100,14 @@ EQUIVALENT: dict[str, str] = {
         "could show it",
     "rmqlab.formats.checkpoint.x_update_checkpoint__mutmut_1":
         "the same msync default as write_checkpoint's",
+    "rmqlab.keyquery.x__real_match__mutmut_2": "an empty float array instead of bool: query_key wraps it in a bool Series",
+    "rmqlab.keyquery.x__real_match__mutmut_4": "the same empty array without a dtype, wrapped in a bool Series",
+    "rmqlab.keyquery.x__real_match__mutmut_11":
+        "the comparison filled with False is a bool column already; a nullable one is cast by the bool Series",
+    "rmqlab.keyquery.x__real_match__mutmut_20":
+        "to_numpy() of an object or nullable-string column is an object array, what object asks",
+    "rmqlab.keyquery.x__real_match__mutmut_25": "the parent indices index the same rows as int32 as they do as int64",
+    "rmqlab.keyquery.x__real_match__mutmut_27": "the parent indices index the same rows as int32 as they do as int64",
 }
 
 KILLED = {"killed", "timeout", "segfault", "caught by type check"}

@@ -104,3 +104,20 @@ def test_one_file_index_records_the_file_as_its_header_says(tmp_path):
         assert visit.offsets == t.result.phy_offsets and len(visit.offsets) == index_count - 1
         assert (t.key, t.requested_max_num, t.max_num, t.begin, t.end) == ("T#k", 50, 50, 0, LONG_MAX)
         assert (t.result.index_last_update_timestamp, t.result.index_last_update_phyoffset) == (end_ts, end_phy)
+
+
+def test_a_reader_with_nullable_strings_does_not_match_missing_uniq_keys(tmp_path):
+    """A MessageReader may return pandas' nullable "string" columns: a message without a
+    UNIQ_KEY (NA there) is no match of a unique-key query."""
+    rows = [("T", "U1", B + i, "U1" if i % 3 == 0 else None) for i in range(9)]
+    msgs = pd.DataFrame({
+        "phy_offset": [100 * (i + 1) for i in range(len(rows))],
+        "topic": pd.array([r[0] for r in rows], dtype="string"),
+        "keys": pd.array([r[1] for r in rows], dtype="string"),
+        "store_timestamp": [r[2] for r in rows],
+        "uniq_key": pd.array([r[3] for r in rows], dtype="string"), "sys_flag": 0})
+    s = IndexService(tmp_path, 4, 64, read_only=False, tz=dt.UTC, name_by_store_time=True)
+    s.build_columns(msgs.astype({"topic": object, "keys": object, "uniq_key": object}))
+    q = query_key(s, lambda offs: msgs[msgs["phy_offset"].isin(offs)], "T", "U1", unique=True)
+    want = sorted(100 * (i + 1) for i, r in enumerate(rows) if r[3] == "U1")
+    assert sorted(q.verified["phy_offset"]) == want
