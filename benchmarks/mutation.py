@@ -100,7 +100,8 @@ EQUIVALENT: dict[str, str] = {
         "could show it",
     "rmqlab.formats.checkpoint.x_update_checkpoint__mutmut_1":
         "the same msync default as write_checkpoint's",
-    "rmqlab.keyquery.x__real_match__mutmut_2": "an empty float array instead of bool: query_key wraps it in a bool Series",
+    "rmqlab.keyquery.x__real_match__mutmut_2":
+        "an empty float array instead of bool: query_key wraps it in a bool Series",
     "rmqlab.keyquery.x__real_match__mutmut_4": "the same empty array without a dtype, wrapped in a bool Series",
     "rmqlab.keyquery.x__real_match__mutmut_11":
         "the comparison filled with False is a bool column already; a nullable one is cast by the bool Series",
