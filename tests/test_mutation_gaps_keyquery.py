@@ -1,0 +1,123 @@
+"""Tests that kill mutants of rmqlab/keyquery.py the other tests let survive (benchmarks/mutation.py).
+The truth: "ORDER_Aa1" and "ORDER_BB1" share their Java String.hashCode ("Aa" and "BB" both hash
+to 2112), the IndexFile header's big-endian layout read here with struct (beginTimestamp,
+endTimestamp, beginPhyOffset, endPhyOffset, hashSlotCount, indexCount), and the rows each test
+builds."""
+from __future__ import annotations
+
+import datetime as dt
+import struct
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from rmqlab.formats.indexfile import LONG_MAX
+from rmqlab.indexservice import IndexService
+from rmqlab.keyquery import REASONS, OneFileIndex, query_key, result_table
+
+B = 1718000000000
+
+
+def store(tmp_path, rows, hash_slot_num=4, index_num=64):
+    """rows: (topic, keys, store_timestamp); offsets 100, 200, ... in row order."""
+    msgs = pd.DataFrame({
+        "phy_offset": [100 * (i + 1) for i in range(len(rows))],
+        "topic": [r[0] for r in rows], "keys": [r[1] for r in rows],
+        "store_timestamp": [r[2] for r in rows], "uniq_key": None, "sys_flag": 0})
+    s = IndexService(tmp_path, hash_slot_num, index_num, read_only=False, tz=dt.UTC, name_by_store_time=True)
+    s.build_columns(msgs)
+    return s, (lambda offs: msgs[msgs["phy_offset"].isin(offs)])
+
+
+@pytest.fixture
+def twins(tmp_path):
+    """A collision (200 shares 100's hash) and a second real match (300)."""
+    s, read = store(tmp_path, [("T", "ORDER_Aa1", B), ("T", "ORDER_BB1", B + 10), ("T", "ORDER_Aa1", B + 1700)])
+    return s, read, query_key(s, read, "T", "ORDER_Aa1")
+
+
+def test_frame_picks_the_mode(twins):
+    _, _, q = twins
+    assert q.frame("broker") is q.broker and q.frame("verified") is q.verified and q.frame() is q.verified
+    assert sorted(q.frame("broker")["phy_offset"]) == [100, 200, 300]
+    assert sorted(q.frame("verified")["phy_offset"]) == [100, 300]
+    with pytest.raises(ValueError):
+        q.frame("both")
+
+
+def test_summary_counts_every_reason_and_zero_for_the_absent(twins):
+    _, _, q = twins
+    want = {"broker": 3, "verified": 2, "candidates": 3, **{k: 0 for k in REASONS}}
+    want.update({"ok": 2, "collision": 1})
+    assert q.summary() == want
+
+
+def test_explain_names_the_query_and_each_problem(twins, tmp_path_factory):
+    _, _, q = twins
+    text = q.explain()
+    lines = text.splitlines()
+    assert text.startswith(str(q.trace))
+    assert f"verified: 2 real matches of T#ORDER_Aa1 in [0, {LONG_MAX}] among 3 hash-matching entries" in lines
+    assert [line for line in lines if line.startswith("  phy ")] == [
+        f"  phy 200: collision: {q.diff.set_index('phy_offset').loc[200, 'detail']}"]
+    s, read = store(tmp_path_factory.mktemp("alone"), [("T", "k", B)])
+    clean = query_key(s, read, "T", "k").explain().splitlines()
+    assert clean[-1] == "  the broker's answer is exactly right"
+    assert not any(line.startswith("  phy ") for line in clean)
+
+
+def test_result_table_in_verified_mode_keeps_the_verified_order_and_types(twins):
+    _, _, q = twins
+    rows = result_table(q, "verified")
+    assert rows["phy_offset"].tolist() == [300, 100]               # newest first
+    assert rows["reason"].tolist() == ["ok", "ok"]
+    assert rows["broker_returned"].dtype == np.bool_ and rows["broker_returned"].tolist() == [True, True]
+    assert rows["store_timestamp"].tolist() == [B + 1700, B]
+    assert pd.api.types.is_integer_dtype(rows["store_timestamp"]) and rows["phy_offset"].dtype == np.int64
+    broker = result_table(q, "broker")
+    assert pd.api.types.is_integer_dtype(broker["store_timestamp"]) and broker["phy_offset"].dtype == np.int64
+
+
+def test_an_empty_answer_still_has_integer_offsets(twins):
+    s, read, _ = twins
+    q = query_key(s, read, "T", "absent")
+    for mode in ("broker", "verified"):
+        rows = result_table(q, mode)
+        assert rows.empty and rows["phy_offset"].dtype == np.int64
+
+
+def _header(path):
+    return struct.unpack(">qqqqii", path.read_bytes()[:40])
+
+
+def test_one_file_index_records_the_file_as_its_header_says(tmp_path):
+    s, read = store(tmp_path, [("T", "k", B + i * 1000) for i in range(8)], index_num=5)
+    assert len(s.files) == 2
+    for f in s.files:
+        begin_ts, end_ts, _, end_phy, _, index_count = _header(f.path)
+        q = query_key(OneFileIndex(f, 64), read, "T", "k", max_num=50, begin=0, end=LONG_MAX)
+        t = q.trace
+        (visit,) = t.files
+        assert (visit.position, visit.name, visit.begin_timestamp, visit.end_timestamp, visit.index_count) == (
+            0, f.path.name, begin_ts, end_ts, index_count)
+        assert visit.offsets == t.result.phy_offsets and len(visit.offsets) == index_count - 1
+        assert (t.key, t.requested_max_num, t.max_num, t.begin, t.end) == ("T#k", 50, 50, 0, LONG_MAX)
+        assert (t.result.index_last_update_timestamp, t.result.index_last_update_phyoffset) == (end_ts, end_phy)
+
+
+def test_a_reader_with_nullable_strings_does_not_match_missing_uniq_keys(tmp_path):
+    """A MessageReader may return pandas' nullable "string" columns: a message without a
+    UNIQ_KEY (NA there) is no match of a unique-key query."""
+    rows = [("T", "U1", B + i, "U1" if i % 3 == 0 else None) for i in range(9)]
+    msgs = pd.DataFrame({
+        "phy_offset": [100 * (i + 1) for i in range(len(rows))],
+        "topic": pd.array([r[0] for r in rows], dtype="string"),
+        "keys": pd.array([r[1] for r in rows], dtype="string"),
+        "store_timestamp": [r[2] for r in rows],
+        "uniq_key": pd.array([r[3] for r in rows], dtype="string"), "sys_flag": 0})
+    s = IndexService(tmp_path, 4, 64, read_only=False, tz=dt.UTC, name_by_store_time=True)
+    s.build_columns(msgs.astype({"topic": object, "keys": object, "uniq_key": object}))
+    q = query_key(s, lambda offs: msgs[msgs["phy_offset"].isin(offs)], "T", "U1", unique=True)
+    want = sorted(100 * (i + 1) for i, r in enumerate(rows) if r[3] == "U1")
+    assert sorted(q.verified["phy_offset"]) == want
