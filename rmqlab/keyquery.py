@@ -135,13 +135,16 @@ def _real_matches(messages: pd.DataFrame, topics: np.ndarray, keys: np.ndarray, 
     indexes from its KEYS property. Cost: O(total KEYS length)."""
     if messages.empty:
         return np.zeros(0, dtype=bool)
-    same_topic = (messages["topic"].to_numpy(object) == topics)
-    uniq = (messages["uniq_key"].to_numpy(object) == keys)
+    def column(name: str) -> np.ndarray:   # a reader may give nullable strings: NA is None here
+        return messages[name].to_numpy(object, na_value=None)
+
+    same_topic = column("topic") == topics
+    uniq = column("uniq_key") == keys
     if unique:
         return same_topic & uniq
     import pyarrow.compute as pc
 
-    tokens = key_tokens_many(messages["keys"].to_numpy(object))
+    tokens = key_tokens_many(column("keys"))
     parents = np.asarray(pc.list_parent_indices(tokens), dtype=np.int64)
     flat = np.asarray(pc.list_flatten(tokens).to_numpy(zero_copy_only=False), dtype=object)
     equal = flat == keys[parents]
