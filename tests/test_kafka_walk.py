@@ -254,3 +254,16 @@ def test_positions_that_do_not_rise_take_the_model():
     pos = np.array([0, 5000, 5000, 12000], np.int64)
     assert rb._offset_entry_batches(pos, np.zeros(0, np.int64), 4096).tolist() == \
         rb._offset_entry_batches_py(pos, np.zeros(0, np.int64), 4096).tolist()
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.binary(min_size=1, max_size=300), st.lists(st.tuples(st.integers(0, 299), st.integers(0, 299)),
+                                                     max_size=8))
+def test_crc32c_spans_instruction_and_table_agree(data, spans):
+    spans = [(min(a, len(data)), min(b, len(data) - min(a, len(data)))) for a, b in spans]
+    starts = np.array([a for a, _ in spans], np.int64)
+    lengths = np.array([b for _, b in spans], np.int64)
+    fast, table = np.empty(len(spans), np.uint32), np.empty(len(spans), np.uint32)
+    _crc32c.crc32c_spans(data, starts, lengths, fast)
+    _crc32c.crc32c_spans(data, starts, lengths, table, True)
+    assert fast.tolist() == table.tolist() == [_crc32c.crc32c_table(data[a:a + b]) for a, b in spans]
