@@ -506,6 +506,7 @@ def _batch_table(buf, path, verify_crc: bool, torn_tail: TornTail):
     :func:`rmqlab.kafka.legacy.decode_entries`; their records are ``cols["_legacy_records"]``."""
     report = WalkReport(path=path, file_size=len(buf))
     P, stop, _, _ = _entry_positions(buf, path)
+    P = P.copy()        # the walk's bytes are read-only; the table's columns are the caller's to change
     U = np.frombuffer(buf, np.uint8) if len(buf) else np.empty(0, np.uint8)
     v2 = U[P + HEADER.offset("magic")] == MAGIC if len(P) else np.zeros(0, bool)
     PV = P[v2]
@@ -576,7 +577,9 @@ def _batch_frame(cols, report):
     out["is_transactional"] = v2 & ((attrs & TRANSACTIONAL_FLAG_MASK) != 0)
     out["is_control"] = v2 & ((attrs & CONTROL_FLAG_MASK) != 0)
     out["has_delete_horizon"] = v2 & ((attrs & DELETE_HORIZON_FLAG_MASK) != 0)
-    df = pd.DataFrame({c: out[c] for c in _BATCH_COLUMNS})
+    # every column is a fresh array of this call: no copy, and no consolidation of the int64
+    # columns into one block (which copied them all again)
+    df = pd.DataFrame({c: out[c] for c in _BATCH_COLUMNS}, copy=False)
     df.attrs["report"] = report
     return df
 
