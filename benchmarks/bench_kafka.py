@@ -92,7 +92,7 @@ def walk_headers(path) -> tuple[int, int]:
     with kl._opened(path) as (buf, p):
         P, stop, _, _ = kl._entry_positions(buf, p)
         assert stop is None
-        h = kl._gather_headers(np.frombuffer(buf, np.uint8), P)
+        h = kl._v2_header_columns(buf, P)
         out = len(P), int(h["base_offset"][-1]) + int(h["last_offset_delta"][-1])
         del h
     return out

@@ -267,3 +267,28 @@ def test_crc32c_spans_instruction_and_table_agree(data, spans):
     _crc32c.crc32c_spans(data, starts, lengths, fast)
     _crc32c.crc32c_spans(data, starts, lengths, table, True)
     assert fast.tolist() == table.tolist() == [_crc32c.crc32c_table(data[a:a + b]) for a, b in spans]
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(damaged_segments())
+def test_v2_header_columns_equal_the_header_layout(data):
+    positions = [p for p in kl._spans(data, None) if not isinstance(p, kl._Stop) and data[p + 16] == kl.MAGIC]
+    cols = kl._v2_header_columns(data, np.array(positions, np.int64))
+    for i, p in enumerate(positions):
+        want = kl.HEADER.unpack_from(data, p)._asdict()
+        want["crc"] &= 0xFFFFFFFF
+        assert {name: int(col[i]) for name, col in cols.items()} == want
+    assert {name: col.dtype for name, col in cols.items()} == \
+        {f.name: np.dtype(np.int64 if f.size >= 4 else np.int16 if f.size == 2 else np.int8) for f in kl.HEADER.fields}
+
+
+def test_v2_headers_stay_inside_the_buffer():
+    out = np.empty(13, np.int64)
+    with pytest.raises(ValueError):
+        _kafkalog.v2_headers(bytes(60), np.zeros(1, np.int64), out)
+    with pytest.raises(ValueError):
+        _kafkalog.v2_headers(bytes(100), np.array([-1], np.int64), out)
+    with pytest.raises(ValueError):
+        _kafkalog.v2_headers(bytes(100), np.zeros(1, np.int64), np.empty(12, np.int64))
+    _kafkalog.v2_headers(bytes(61), np.zeros(1, np.int64), out)
+    assert out.tolist() == [0] * 13

@@ -454,13 +454,12 @@ class BatchStream:
         rep = self.report
         v2 = U[P + HEADER.offset("magic")] == MAGIC
         PV = P[v2]
-        h = _gather_headers(U, PV)
-        crc = h["crc"].astype(np.int64) & 0xFFFFFFFF
-        size = h["batch_length"].astype(np.int64) + LOG_OVERHEAD
+        h = _v2_header_columns(U, PV)
+        size = h["batch_length"] + LOG_OVERHEAD
         computed = np.empty(len(PV), np.uint32)
         crc32c_spans(U, np.ascontiguousarray(PV + CRC_START), np.ascontiguousarray(size - CRC_START), computed)
-        ok = computed == crc
-        columns = [h[f.name].tolist() if f.name != "crc" else crc.tolist() for f in HEADER.fields]
+        ok = computed == h["crc"]
+        columns = [h[f.name].tolist() for f in HEADER.fields]
         rows = zip(PV.tolist(), size.tolist(), *columns, ok.tolist())
         computed_crcs = iter(computed.tolist())
         for p, is_v2 in zip(P.tolist(), v2.tolist()):
@@ -501,15 +500,19 @@ def walk_batches(source, *, verify_crc: bool = False,
     return BatchStream(source, verify_crc=verify_crc, torn_tail=torn_tail)
 
 
-def _gather_headers(U: np.ndarray, positions: np.ndarray) -> np.ndarray:
-    """The 61-byte headers at `positions` as a structured array of :data:`HEADER`'s dtype
-    (copied in C: one memcpy a header)."""
+#: the NumPy type of each header field's column (read_batches' dtypes)
+_COLUMN_TYPES = {f.name: np.int64 if f.size >= 4 else np.int16 if f.size == 2 else np.int8 for f in HEADER.fields}
+
+
+def _v2_header_columns(buf, positions: np.ndarray) -> dict[str, np.ndarray]:
+    """The header fields of the v2 batches at `positions`, one native array a field (``crc``
+    unsigned), read in one C pass."""
     n = len(positions)
-    out = np.empty(n, HEADER.dtype)
+    block = np.empty((len(HEADER.fields), n), np.int64)
     if n:
-        _records.copy_spans(out.view(np.uint8), np.arange(n, dtype=np.int64) * HEADER.size, U,
-                            np.ascontiguousarray(positions, np.int64), np.full(n, HEADER.size, np.int64))
-    return out
+        _kafkalog.v2_headers(buf, np.ascontiguousarray(positions, np.int64), block)
+    return {f.name: block[j] if _COLUMN_TYPES[f.name] is np.int64 else block[j].astype(_COLUMN_TYPES[f.name])
+            for j, f in enumerate(HEADER.fields)}
 
 
 def _batch_table(buf, path, verify_crc: bool, torn_tail: TornTail):
@@ -523,18 +526,16 @@ def _batch_table(buf, path, verify_crc: bool, torn_tail: TornTail):
     U = np.frombuffer(buf, np.uint8) if len(buf) else np.empty(0, np.uint8)
     v2 = U[P + HEADER.offset("magic")] == MAGIC if len(P) else np.zeros(0, bool)
     PV = P[v2]
-    h = _gather_headers(U, PV)
+    h = _v2_header_columns(U, PV)
     cols: dict[str, Any] = {"position": P}
     all_v2 = bool(v2.all())
     for f in HEADER.fields:
-        dtype = np.int64 if f.size >= 4 else np.int16 if f.size == 2 else np.int8
-        if all_v2:      # no legacy rows to leave at 0: convert in one pass, no masked scatter
-            cols[f.name] = h[f.name].astype(dtype)
+        if all_v2:      # no legacy rows to leave at 0
+            cols[f.name] = h[f.name]
         else:
-            col = np.zeros(len(P), dtype)
+            col = np.zeros(len(P), _COLUMN_TYPES[f.name])
             col[v2] = h[f.name]
             cols[f.name] = col
-    cols["crc"] &= 0xFFFFFFFF
     computed = np.empty(len(PV), np.uint32)
     crc32c_spans(U, np.ascontiguousarray(PV + CRC_START),
                  np.ascontiguousarray(cols["batch_length"][v2] + LOG_OVERHEAD - CRC_START), computed)
