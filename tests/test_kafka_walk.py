@@ -292,3 +292,36 @@ def test_v2_headers_stay_inside_the_buffer():
         _kafkalog.v2_headers(bytes(100), np.zeros(1, np.int64), np.empty(12, np.int64))
     _kafkalog.v2_headers(bytes(61), np.zeros(1, np.int64), out)
     assert out.tolist() == [0] * 13
+
+
+# --------------------------------------------------------------------------- index writers
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 2**31 - 1), st.integers(0, 2**31 - 1)), max_size=20),
+       st.sampled_from((np.int64, np.int32, np.uint64)))
+def test_index_writers_take_an_int_array_as_they_take_pairs(tmp_path_factory, pairs, dtype):
+    from rmqlab.kafka.index import build_offset_index, build_time_index
+
+    d = tmp_path_factory.mktemp("idx")
+    offsets = sorted({o for o, _ in pairs})
+    positions = sorted(p for _, p in pairs)[:len(offsets)]
+    entries = list(zip(offsets, positions))
+    stamps = list(zip(sorted(p for _, p in pairs)[:len(offsets)], offsets))
+    for build, rows in ((build_offset_index, entries), (build_time_index, stamps)):
+        results = []
+        for i, given_as in enumerate((rows, np.array(rows, dtype).reshape(-1, 2))):
+            path = d / f"{build.__name__}-{i}.index"
+            try:
+                build(path, given_as, 0)
+                results.append(path.read_bytes())
+            except (ValueError, TypeError, RmqlabError) as e:
+                results.append((type(e), str(e)))
+        assert results[0] == results[1]
+
+
+def test_index_writers_refuse_a_uint64_past_a_java_long(tmp_path):
+    from rmqlab.kafka.index import build_offset_index
+
+    with pytest.raises(ValueError, match="Java long"):
+        build_offset_index(tmp_path / "a.index", np.array([[2**63, 0]], np.uint64), 0)
