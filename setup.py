@@ -5,6 +5,7 @@ Small extension modules, no NumPy C API (they exchange data through the buffer p
   rmqlab._indexcore  the IndexFile put and select loops over a memory-mapped file
   rmqlab._records    the CommitLog record walk, CRC32 of many spans, span copies, property scan
   rmqlab._crc32c     CRC-32C (Castagnoli) of Kafka's record batches, one buffer or many spans
+  rmqlab._kafkalog   the Kafka segment's batch walk and the offset index rule's picks
 """
 from setuptools import Extension, setup
 
@@ -20,5 +21,7 @@ setup(
         Extension("rmqlab._records", sources=["rmqlab/_native/records.c"], depends=HEADERS,
                   extra_compile_args=FLAGS),
         Extension("rmqlab._crc32c", sources=["rmqlab/_native/crc32c.c"], extra_compile_args=FLAGS),
+        Extension("rmqlab._kafkalog", sources=["rmqlab/_native/kafkalog.c"], depends=HEADERS,
+                  extra_compile_args=FLAGS),
     ]
 )

@@ -1557,15 +1557,43 @@ class KafkaLogTarget(Target):
             if rt.want(rng, 0.1):
                 for b in bs[:2]:
                     _ = (b.compression, b.timestamp_type, b.is_control, b.last_offset)   # must not raise
+        # the C framing of the entries against its pure-Python model (_spans), limited and not
+        mv = memoryview(data)
+        if rt.want(rng, 0.3):
+            def both_walks(buf):
+                model = list(kl._spans(buf, None))
+                c_pos, c_stop, _, _ = kl._entry_positions(buf, None)
+                return model, c_pos.tolist(), c_stop
+
+            walks = rt.call("C walk (_entry_positions)", both_walks, mv)
+            if walks is not None:
+                model, c_pos, c_stop = walks
+                stop = model[-1] if model and isinstance(model[-1], kl._Stop) else None
+                m_pos = model[:-1] if stop is not None else model
+
+                def key(s):
+                    return None if s is None else (type(s.error), s.error.offset, s.error.field, s.torn)
+
+                rt.expect(c_pos == m_pos and key(c_stop) == key(stop), "C walk (_entry_positions)",
+                          f"C walk {len(c_pos)} entries / {key(c_stop)}, model {len(m_pos)} / {key(stop)}")
         # read_batches without its DataFrame: the batch table (walk, headers, CRC-32C in C) and
         # the first pending error, which the public call raises
-        mv = memoryview(data)
         table = rt.call("read_batches core (_batch_table)", kl._batch_table, mv, None, vc, torn)
         if table is not None:
             cols, report, pending = table
             if bs is not None:
                 rt.expect(pending is None and len(cols["position"]) == len(bs), "read_batches",
                           f"batch table {len(cols['position'])} rows / {pending!r}, walk_batches {len(bs)} batches")
+                if pending is None and rt.want(rng, 0.3):   # the index rule's picks: C and model
+                    from rmqlab.kafka import rebuild as rb
+
+                    pos, cuts = cols["position"], np.arange(1, len(cols["position"]), 3, dtype=np.int64)
+                    interval = rng.choice((0, 61, 100, 4096))
+                    picks = rt.call("offset index picks", rb._offset_entry_batches, pos, cuts, interval)
+                    if picks is not None:
+                        model = rb._offset_entry_batches_py(pos, cuts, interval)
+                        rt.expect(picks.tolist() == model.tolist(), "offset index picks",
+                                  f"C {picks.tolist()[:8]}..., model {model.tolist()[:8]}...")
             else:
                 a = seen.get("walk")
                 rt.expect(pending is not None and (type(a), a.offset, a.field) == (type(pending), pending.offset,

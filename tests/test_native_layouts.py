@@ -124,3 +124,32 @@ def test_property_problem_codes_mean_the_same_in_c_and_python(name):
     python_at, python_code = property_problem(block)
     assert (row, at, c_code) == (0, python_at, getattr(_records, name))
     assert python_code == c_code
+
+
+KAFKA_STOP_NAMES = ("STOP_END", "STOP_SHORT", "STOP_MAGIC", "STOP_TOO_SMALL", "STOP_PAST_END", "STOP_LIMIT")
+
+
+def test_kafkalog_exports_exactly_the_kafka_entry_layouts_and_codes():
+    from rmqlab import _kafkalog
+    from rmqlab.kafka import legacy
+    from rmqlab.kafka import log as kl
+
+    want = {
+        **field_offsets_and_size("HEADER", kl.HEADER),
+        "LOG_OVERHEAD": kl.LOG_OVERHEAD,
+        "HEADER_SIZE_UP_TO_MAGIC": kl.HEADER_SIZE_UP_TO_MAGIC,
+        "MAGIC_V2": kl.MAGIC,
+        "MIN_ENTRY_SIZE_V0": legacy.MIN_ENTRY_SIZE[0],
+        "MIN_ENTRY_SIZE_V1": legacy.MIN_ENTRY_SIZE[1],
+        "MIN_ENTRY_SIZE_V2": kl.RECORD_BATCH_OVERHEAD,
+        "COLUMNS": len(kl.HEADER.fields),
+        **{name: getattr(_kafkalog, name) for name in KAFKA_STOP_NAMES},
+    }
+    assert exported(_kafkalog) == want
+    # a legacy message's size and magic sit where a v2 batch's batchLength and magic do
+    for layout in (legacy.MESSAGE_V0, legacy.MESSAGE_V1):
+        assert layout.offset("offset") == want["HEADER_BASE_OFFSET_OFFSET"]
+        assert layout.offset("message_size") == want["HEADER_BATCH_LENGTH_OFFSET"]
+        assert layout.offset("magic") == want["HEADER_MAGIC_OFFSET"]
+    codes = [getattr(_kafkalog, name) for name in KAFKA_STOP_NAMES]
+    assert len(set(codes)) == len(codes)

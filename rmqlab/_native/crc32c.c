@@ -7,7 +7,10 @@
  *
  * Same function as org.apache.kafka.common.utils.Crc32C (java.util.zip.CRC32C on Java 9+):
  * reflected polynomial 0x82F63B78, initial value and final xor 0xFFFFFFFF (RFC 3720, B.4).
- * Slice-by-8 tables; no hardware instruction, so the result does not depend on the machine.
+ * Slice-by-8 tables everywhere; on x86-64 CPUs with SSE4.2 the crc32 instruction instead, which
+ * computes the same polynomial about five times faster (chosen at import, built without
+ * -msse4.2 so that the module still loads on any x86-64). crc32c_table uses the tables alone,
+ * so tests can compare the two.
  * Everything is exchanged through the buffer protocol; no NumPy C API. The spans loop releases
  * the GIL.
  */
@@ -51,15 +54,71 @@ static uint32_t crc_update(uint32_t c, const uint8_t *p, size_t n) {
     return c;
 }
 
-static uint32_t crc32c_of(uint32_t crc, const uint8_t *p, size_t n) {
-    return ~crc_update(~crc, p, n);
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define HAVE_SSE42_PATH 1
+/* The instruction's register update is the same raw update as crc_update (reflected 0x82F63B78,
+ * no inversion). Eight bytes a step in order, little-endian loads as the tables consume them. */
+__attribute__((target("sse4.2"))) static uint32_t crc_update_sse42(uint32_t c, const uint8_t *p, size_t n) {
+    uint64_t c64 = c;
+    while (n && ((uintptr_t)p & 7)) {
+        c64 = __builtin_ia32_crc32qi((uint32_t)c64, *p++);
+        n--;
+    }
+    while (n >= 8) {
+        uint64_t v;
+        memcpy(&v, p, 8);
+        c64 = __builtin_ia32_crc32di(c64, v);
+        p += 8;
+        n -= 8;
+    }
+    uint32_t c32 = (uint32_t)c64;
+    while (n--)
+        c32 = __builtin_ia32_crc32qi(c32, *p++);
+    return c32;
 }
 
-static PyObject *py_crc32c(PyObject *self, PyObject *args, PyObject *kwargs) {
+/* CRC-32C of many spans, three at a time: the instruction takes three cycles but can start one
+ * a cycle, so three independent chains run in the time of one. Each span's bytes are still
+ * consumed in order; the three share a common length, and each finishes its own tail. */
+__attribute__((target("sse4.2"))) static void spans_sse42(const uint8_t *buf, const int64_t *st, const int64_t *ln,
+                                                          uint32_t *out, Py_ssize_t n) {
+    Py_ssize_t i = 0;
+    for (; i + 3 <= n; i += 3) {
+        const uint8_t *a = buf + st[i], *b = buf + st[i + 1], *c = buf + st[i + 2];
+        size_t common = (size_t)ln[i];
+        if ((size_t)ln[i + 1] < common)
+            common = (size_t)ln[i + 1];
+        if ((size_t)ln[i + 2] < common)
+            common = (size_t)ln[i + 2];
+        common &= ~(size_t)7;
+        uint64_t ca = 0xFFFFFFFFu, cb = 0xFFFFFFFFu, cc = 0xFFFFFFFFu;
+        for (size_t k = 0; k < common; k += 8) {
+            uint64_t va, vb, vc;
+            memcpy(&va, a + k, 8);
+            memcpy(&vb, b + k, 8);
+            memcpy(&vc, c + k, 8);
+            ca = __builtin_ia32_crc32di(ca, va);
+            cb = __builtin_ia32_crc32di(cb, vb);
+            cc = __builtin_ia32_crc32di(cc, vc);
+        }
+        out[i] = ~crc_update_sse42((uint32_t)ca, a + common, (size_t)ln[i] - common);
+        out[i + 1] = ~crc_update_sse42((uint32_t)cb, b + common, (size_t)ln[i + 1] - common);
+        out[i + 2] = ~crc_update_sse42((uint32_t)cc, c + common, (size_t)ln[i + 2] - common);
+    }
+    for (; i < n; i++)
+        out[i] = ~crc_update_sse42(0xFFFFFFFFu, buf + st[i], (size_t)ln[i]);
+}
+#endif
+
+/* The raw update every call uses: the instruction's when the CPU has it (set at import). */
+static uint32_t (*update)(uint32_t, const uint8_t *, size_t) = crc_update;
+
+static PyObject *crc32c_call(PyObject *args, PyObject *kwargs, const char *format,
+                             uint32_t (*raw_update)(uint32_t, const uint8_t *, size_t)) {
     static char *kwlist[] = {"data", "crc", NULL};
     Py_buffer b;
     PyObject *crc_obj = NULL;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "y*|O:crc32c", kwlist, &b, &crc_obj))
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, format, kwlist, &b, &crc_obj))
         return NULL;
     uint32_t crc = 0;
     if (crc_obj != NULL) {
@@ -72,16 +131,27 @@ static PyObject *py_crc32c(PyObject *self, PyObject *args, PyObject *kwargs) {
         }
         crc = (uint32_t)v;
     }
-    uint32_t r = crc32c_of(crc, b.buf, (size_t)b.len);
+    uint32_t r = ~raw_update(~crc, b.buf, (size_t)b.len);
     PyBuffer_Release(&b);
     return PyLong_FromUnsignedLong(r);
 }
 
-/* crc32c_spans(buffer, starts int64[n], lengths int64[n], out uint32[n]) -> None */
+static PyObject *py_crc32c(PyObject *self, PyObject *args, PyObject *kwargs) {
+    return crc32c_call(args, kwargs, "y*|O:crc32c", update);
+}
+
+static PyObject *py_crc32c_table(PyObject *self, PyObject *args, PyObject *kwargs) {
+    return crc32c_call(args, kwargs, "y*|O:crc32c_table", crc_update);
+}
+
+/* crc32c_spans(buffer, starts int64[n], lengths int64[n], out uint32[n], table=False) -> None
+ * `table`: the slice-by-8 path even where the instruction is there (to compare the two). */
 static PyObject *py_crc32c_spans(PyObject *self, PyObject *args) {
     Py_buffer b, s, l, o;
-    if (!PyArg_ParseTuple(args, "y*y*y*w*:crc32c_spans", &b, &s, &l, &o))
+    int table_only = 0;
+    if (!PyArg_ParseTuple(args, "y*y*y*w*|p:crc32c_spans", &b, &s, &l, &o, &table_only))
         return NULL;
+    uint32_t (*raw_update)(uint32_t, const uint8_t *, size_t) = table_only ? crc_update : update;
     PyObject *result = NULL;
     if (s.len % 8 || l.len != s.len) {
         PyErr_SetString(PyExc_ValueError, "starts and lengths must be int64 arrays of the same length");
@@ -104,8 +174,13 @@ static PyObject *py_crc32c_spans(PyObject *self, PyObject *args) {
         const uint8_t *buf = b.buf;
         uint32_t *out = o.buf;
         Py_BEGIN_ALLOW_THREADS
-        for (Py_ssize_t i = 0; i < n; i++)
-            out[i] = crc32c_of(0, buf + st[i], (size_t)ln[i]);
+#ifdef HAVE_SSE42_PATH
+        if (raw_update == crc_update_sse42)
+            spans_sse42(buf, st, ln, out, n);
+        else
+#endif
+            for (Py_ssize_t i = 0; i < n; i++)
+                out[i] = ~raw_update(~0u, buf + st[i], (size_t)ln[i]);
         Py_END_ALLOW_THREADS
     }
     result = Py_NewRef(Py_None);
@@ -120,15 +195,28 @@ done:
 static PyMethodDef methods[] = {
     {"crc32c", (PyCFunction)(void (*)(void))py_crc32c, METH_VARARGS | METH_KEYWORDS,
      "crc32c(data, crc=0) -> int: CRC-32C (Castagnoli) of a bytes-like object, continuing `crc`."},
+    {"crc32c_table", (PyCFunction)(void (*)(void))py_crc32c_table, METH_VARARGS | METH_KEYWORDS,
+     "crc32c_table(data, crc=0) -> int: as crc32c, always with the slice-by-8 tables."},
     {"crc32c_spans", py_crc32c_spans, METH_VARARGS,
-     "crc32c_spans(buffer, starts_int64, lengths_int64, out_uint32) -> None: CRC-32C of many spans."},
+     "crc32c_spans(buffer, starts_int64, lengths_int64, out_uint32, table=False) -> None: CRC-32C of many spans."},
     {NULL, NULL, 0, NULL},
 };
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_crc32c",
-                                    "CRC-32C (Castagnoli), as Kafka's Crc32C, in C (slice-by-8).", -1, methods};
+                                    "CRC-32C (Castagnoli), as Kafka's Crc32C, in C (crc32 instruction or slice-by-8).", -1, methods};
 
 PyMODINIT_FUNC PyInit__crc32c(void) {
     crc_init();
-    return PyModule_Create(&module);
+    const char *implementation = "slice-by-8";
+#ifdef HAVE_SSE42_PATH
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("sse4.2")) {
+        update = crc_update_sse42;
+        implementation = "sse4.2";
+    }
+#endif
+    PyObject *m = PyModule_Create(&module);
+    if (m != NULL && PyModule_AddStringConstant(m, "implementation", implementation) < 0)
+        Py_CLEAR(m);
+    return m;
 }

@@ -1410,6 +1410,8 @@ def _pairs(entries: Any, names: tuple[str, str]) -> tuple[np.ndarray, np.ndarray
     """Two int64 columns from a structured array (fields `names`), an (n, 2) array or pairs."""
     if isinstance(entries, np.ndarray) and entries.dtype.names:
         return _as_int64(names[0], entries[names[0]]), _as_int64(names[1], entries[names[1]])
+    if isinstance(entries, np.ndarray) and entries.dtype.kind in "iu" and entries.ndim == 2 and entries.shape[1] == 2:
+        return _as_int64(names[0], entries[:, 0]), _as_int64(names[1], entries[:, 1])
     arr = np.asarray(list(entries) if not isinstance(entries, np.ndarray) else entries, dtype=object)
     if arr.size == 0:
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
