@@ -19,6 +19,7 @@ from conftest import require_real_data
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from oracles import REAL_DATA
+from reference_model import java_string_to_properties
 
 from rmqlab import _records
 from rmqlab.brokerversion import BrokerVersionError, layout_facts, parse_broker_version
@@ -44,21 +45,6 @@ def java_properties_to_string(pairs: list[tuple[str, str]], version) -> bytes:
     if version_t is not None and (4, 9, 1) <= version_t < (5, 2, 0) and sb:
         sb = sb[:-1]
     return sb.encode()
-
-
-def java_string_to_properties(s: str) -> dict[str, str]:
-    """string2messageProperties (4.9.1+), statement by statement."""
-    out, n, index = {}, len(s), 0
-    while index < n:
-        new_index = s.find("\x02", index)
-        if new_index < 0:
-            new_index = n
-        if new_index - index >= 3:
-            kv = s.find("\x01", index)
-            if index < kv < new_index - 1:
-                out[s[index:kv]] = s[kv + 1:new_index]
-        index = new_index + 1
-    return out
 
 
 def java_create_crc32(crc: int) -> bytes:

@@ -34,6 +34,7 @@ import pytest
 from conftest import require_real_data
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from reference_model import java_string_to_properties
 
 from rmqlab.formats import commitlog as cl
 from rmqlab.formats import msgid
@@ -120,19 +121,7 @@ def java_build(f: dict) -> bytes:
 
 def java_properties(block: bytes) -> dict[str, str]:
     """MessageDecoder.string2messageProperties on the block decoded as UTF-8."""
-    text = block.decode("utf-8")
-    out: dict[str, str] = {}
-    index = 0
-    while index < len(text):
-        end = text.find("\x02", index)
-        if end < 0:
-            end = len(text)
-        if end - index >= 3:
-            kv = text.find("\x01", index)
-            if index < kv < end - 1:
-                out[text[index:kv]] = text[kv + 1:end]
-        index = end + 1
-    return out
+    return java_string_to_properties(block.decode("utf-8"))
 
 
 def java_decode(buf: bytes, pos: int = 0) -> dict:
