@@ -9,6 +9,9 @@ median 100 bytes, 4 topics, default index geometry, 1 GiB CommitLog files):
 * end-to-end key query latency, p50/p99 over --queries random existing keys: broker mode
   (IndexService.queryOffset + reading the messages) and verified mode (every candidate read,
   compared, explained). Each verified answer is checked to contain the message it was drawn from.
+* bulk key queries: keys/s of ``Store.query_many`` over --bulk-keys random existing keys in each
+  mode; each key's broker rows are checked against its own queryOffset (a sample of 1,000 keys)
+  and every key must find its own message in verified mode.
 
 Run:  python benchmarks/bench_store.py [--messages N] [--record]
 """
@@ -43,6 +46,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--messages", type=int, default=10_000_000)
     ap.add_argument("--queries", type=int, default=200)
+    ap.add_argument("--bulk-keys", type=int, default=100_000, help="keys of each query_many call")
     ap.add_argument("--record", action="store_true")
     ap.add_argument("--keep", action="store_true", help="keep the generated store in benchmarks/out/store")
     args = ap.parse_args()
@@ -62,6 +66,8 @@ def main() -> None:
     rng = np.random.default_rng(7)
     keyed = frame[frame["keys"].notna()]
     picks = keyed.iloc[rng.integers(0, len(keyed), args.queries)][["topic", "keys", "phy_offset"]].copy()
+    bulk = keyed.iloc[rng.integers(0, len(keyed), args.bulk_keys)][["topic", "keys", "phy_offset"]].copy()
+    bulk["key"] = bulk["keys"].str.split(" ").str[0]
     del frame, keyed
     gc.collect()
     _, dec_body_s = timed(lambda: len(cl.read_columns(store.commitlog_dir, body=True)))
@@ -88,6 +94,15 @@ def main() -> None:
             assert row.phy_offset in set(q.verified["phy_offset"]), (row.topic, key)
     finally:
         gc.enable()
+    topics, keys = bulk["topic"].to_numpy(object), bulk["key"].to_numpy(object)
+    many, many_s = timed(lambda: store.query_many(topics, keys))
+    with store.index() as idx:   # a fast wrong answer must fail: each key as its own query
+        for i in rng.choice(len(bulk), min(1_000, len(bulk)), replace=False):
+            mine = many.loc[many["key_index"] == i, "phy_offset"].tolist()
+            assert mine == idx.query_offset(topics[i], keys[i]).phy_offsets, (topics[i], keys[i])
+    real, real_s = timed(lambda: store.query_many(topics, keys, mode="verified"))
+    found = set(zip(real["key_index"], real["phy_offset"]))
+    assert all((i, p) in found for i, p in enumerate(bulk["phy_offset"])), "a key missed its own message"
     # allocated bytes: CommitLog and index files are preallocated sparse files
     size = sum(p.stat().st_blocks * 512 for p in OUT.rglob("*") if p.is_file())
     res = {
@@ -98,7 +113,8 @@ def main() -> None:
         "index_files": report.index_files,
         "b50": np.percentile(broker_lat, 50) * 1e3, "b99": np.percentile(broker_lat, 99) * 1e3,
         "v50": np.percentile(verified_lat, 50) * 1e3, "v99": np.percentile(verified_lat, 99) * 1e3,
-        "queries": args.queries,
+        "queries": args.queries, "bulk": len(bulk), "many": len(bulk) / many_s, "many_rows": len(many),
+        "real": len(bulk) / real_s, "real_rows": len(real),
     }
     text = render(res)
     publish(text, args.record)
@@ -123,6 +139,9 @@ def render(r: dict) -> str:
         f"| key query, broker mode, end to end | p50 {r['b50']:.2f} ms, p99 {r['b99']:.2f} ms "
         f"({r['queries']} random keys) |",
         f"| key query, verified mode, end to end | p50 {r['v50']:.2f} ms, p99 {r['v99']:.2f} ms |",
+        f"| bulk key queries, query_many, broker mode | {r['many'] / 1e3:,.1f} k keys/s ({r['bulk']:,} keys, "
+        f"{r['many_rows']:,} rows) |",
+        f"| bulk key queries, query_many, verified mode | {r['real'] / 1e3:,.1f} k keys/s ({r['real_rows']:,} rows) |",
     ])
 
 
