@@ -614,8 +614,10 @@ class IndexService:
         (`topics` one name for all, or one per key; None: the keys as stored).
 
         Each file is walked once for all the keys still looking (in C), in the broker's file
-        order and with its stop rules; a key drops out when its list holds max_num offsets.
-        Cost: O(total entries walked) plus the hashing of the keys, about 1 µs a key.
+        order and with its stop rules, each key with the room its list has left; a key drops
+        out when its list holds max_num offsets. ``result.entries_read[i]`` counts the entries
+        the broker reads for key i. Cost: O(total entries walked) plus the hashing of the keys,
+        about 1 µs a key.
 
         >>> import tempfile
         >>> with IndexService(tempfile.mkdtemp(), 4, 32, read_only=False) as s:
@@ -641,15 +643,11 @@ class IndexService:
         for _, f, matched, after_file in self._visits(begin, end):
             looking = np.flatnonzero(found < max_num)
             if matched and len(looking):
-                got = f.select_phy_offsets_many(None, max_num, begin, end, hashes=hashes[looking])
-                # a walk given less room returns a prefix of the same walk: it stops before a read
-                # once the shared list is full
-                take = np.minimum(got.counts(), max_num - found[looking])
-                starts = got.starts[:-1]
-                keep = np.repeat(starts - np.cumsum(np.concatenate(([0], take[:-1]))), take) + np.arange(take.sum())
-                owner.append(np.repeat(looking, take))
-                offsets.append(got.phy_offsets[keep])
-                found[looking] += take
+                got = f.select_phy_offsets_many(None, max_num, begin, end, hashes=hashes[looking],
+                                                rooms=max_num - found[looking])
+                owner.append(np.repeat(looking, got.counts()))
+                offsets.append(got.phy_offsets)
+                found[looking] += got.counts()
                 read[looking] += got.entries_read
             if after_file == "older-than-begin" or not (found < max_num).any():
                 break

@@ -441,9 +441,15 @@ def test_query_offsets_many_matches_model(messages, geom, queries, max_num, begi
         sequential(d, messages, hsn, inum)
         with IndexService(d, hsn, inum, max_msgs_num_batch=batch) as svc:
             got = svc.query_offsets_many([t for t, _ in queries], [k for _, k in queries], max_num, begin, end)
-            assert len(got) == len(queries)
+            assert len(got) == len(queries) and got.phy_offsets.dtype == np.int64
+            assert len(got.phy_offsets) == got.starts[-1]
             for i, (topic, key) in enumerate(queries):
                 assert got[i] == model_query(model, topic, key, max_num, begin, end, hsn, batch)[0], i
+                trace = svc.trace_query(topic, key, max_num, begin, end)
+                assert got.entries_read[i] == sum(v.entries_read for v in trace.files)
+            # keys as stored (no topic): the same as their topic#key spelled out
+            stored = svc.query_offsets_many(None, [f"{t}#{k}" for t, k in queries], max_num, begin, end)
+            assert [stored[i] for i in range(len(queries))] == [got[i] for i in range(len(queries))]
             if queries:   # one topic for all keys
                 same = svc.query_offsets_many("T", [k for _, k in queries], max_num, begin, end)
                 assert [same[i] for i in range(len(queries))] == \
@@ -471,6 +477,9 @@ def test_query_offsets_many_across_files_matches_model(tmp_path):
                 for i, (topic, key) in enumerate(queries):
                     assert got[i] == model_query(model, topic, key, max_num, begin, end, hsn)[0], \
                         (topic, key, max_num, begin, end)
+                    # and it read what the broker reads: its walk, file by file, entry by entry
+                    trace = svc.trace_query(topic, key, max_num, begin, end)
+                    assert got.entries_read[i] == sum(v.entries_read for v in trace.files)
 
 
 def test_query_offsets_many_stops_after_a_file_older_than_begin(tmp_path):

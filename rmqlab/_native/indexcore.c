@@ -284,9 +284,9 @@ typedef struct {
 
 /* One group of walks; results appended to `out` in key order. Same checks, in the same order,
  * as IndexFile.selectPhyOffset (and IndexFile._walk in Python). */
-static int walk_group(const walk_params *w, const int32_t *hashes, Py_ssize_t m, int64_t *starts,
-                      int32_t *reads, vec64 *out, vec64 *tmp_off, vec64 *tmp_key) {
-    int32_t cur[WALK_GROUP], found[WALK_GROUP], nread[WALK_GROUP];
+static int walk_group(const walk_params *w, const int32_t *hashes, const int32_t *rooms, Py_ssize_t m,
+                      int64_t *starts, int32_t *reads, vec64 *out, vec64 *tmp_off, vec64 *tmp_key) {
+    int32_t cur[WALK_GROUP], found[WALK_GROUP], nread[WALK_GROUP], limit[WALK_GROUP];
     int64_t steps[WALK_GROUP];
     int active[WALK_GROUP], live = 0;
     const uint8_t *slot_at[WALK_GROUP];
@@ -298,6 +298,7 @@ static int walk_group(const walk_params *w, const int32_t *hashes, Py_ssize_t m,
             __builtin_prefetch(slot_at[j]);
     }
     for (Py_ssize_t j = 0; j < m; j++) {
+        limit[j] = rooms == NULL ? w->max_num : rooms[j];
         found[j] = nread[j] = cur[j] = 0;
         steps[j] = 0;
         if (!active[j])
@@ -318,7 +319,7 @@ static int walk_group(const walk_params *w, const int32_t *hashes, Py_ssize_t m,
             int stop = 0;
             /* steps = reads since the last result: index_num of them means a cycle that the
              * broker would never leave (a matching cycle is followed until max_num, as Java does) */
-            if (found[j] >= w->max_num || cur[j] >= w->index_num || steps[j] >= w->index_num) {
+            if (found[j] >= limit[j] || cur[j] >= w->index_num || steps[j] >= w->index_num) {
                 stop = 1;
             } else {
                 steps[j]++;
@@ -368,22 +369,34 @@ static int walk_group(const walk_params *w, const int32_t *hashes, Py_ssize_t m,
 }
 
 /* select_many(buffer, hash_slot_num, index_num, index_count, begin_timestamp,
- *             hashes int32[n], max_num, begin, end) -> (starts int64[n+1], offsets int64[], read int32[n])
- * n walks of selectPhyOffset. Each walk is bounded by index_count reads (a cycle ends it). */
+ *             hashes int32[n], max_num, begin, end[, rooms int32[n]])
+ *   -> (starts int64[n+1], offsets int64[], read int32[n])
+ * n walks of selectPhyOffset. Each walk is bounded by index_count reads (a cycle ends it).
+ * `rooms`, when given, is each walk's own max_num: the room left in a list that earlier files
+ * filled in part (queryOffset hands every file the shared list). */
 static PyObject *select_many(PyObject *self, PyObject *args) {
-    Py_buffer file, hb;
+    Py_buffer file, hb, rb = {0};
     Py_ssize_t hsn, index_num;
     long long count, begin_ts, begin, end;
     int max_num;
-    if (!PyArg_ParseTuple(args, "y*nnLLy*iLL", &file, &hsn, &index_num, &count, &begin_ts, &hb,
-                          &max_num, &begin, &end))
+    PyObject *rooms_obj = Py_None;
+    if (!PyArg_ParseTuple(args, "y*nnLLy*iLL|O", &file, &hsn, &index_num, &count, &begin_ts, &hb,
+                          &max_num, &begin, &end, &rooms_obj))
         return NULL;
     PyObject *result = NULL, *starts_b = NULL, *read_b = NULL, *offsets_b = NULL;
     vec64 out = {NULL, 0, 0}, tmp_off = {NULL, 0, 0}, tmp_key = {NULL, 0, 0};
     int oom = 0;
+    Py_ssize_t n = hb.len / (Py_ssize_t)sizeof(int32_t);
+    if (rooms_obj != Py_None) {
+        if (PyObject_GetBuffer(rooms_obj, &rb, PyBUF_SIMPLE) < 0)
+            goto done;
+        if (rb.len != hb.len) {
+            PyErr_Format(PyExc_ValueError, "rooms: %zd bytes for %zd hashes", rb.len, n);
+            goto done;
+        }
+    }
     if (check_geometry(file.len, hsn, index_num) < 0)
         goto done;
-    Py_ssize_t n = hb.len / (Py_ssize_t)sizeof(int32_t);
     starts_b = PyBytes_FromStringAndSize(NULL, (n + 1) * (Py_ssize_t)sizeof(int64_t));
     read_b = PyBytes_FromStringAndSize(NULL, n * (Py_ssize_t)sizeof(int32_t));
     if (!starts_b || !read_b)
@@ -399,13 +412,14 @@ static PyObject *select_many(PyObject *self, PyObject *args) {
         w.begin = begin;
         w.end = end;
         w.max_num = max_num;
-        const int32_t *hashes = hb.buf;
+        const int32_t *hashes = hb.buf, *rooms = rb.buf;
         int64_t *starts = (int64_t *)PyBytes_AS_STRING(starts_b);
         int32_t *reads = (int32_t *)PyBytes_AS_STRING(read_b);
         Py_BEGIN_ALLOW_THREADS
         for (Py_ssize_t k = 0; k < n && !oom; k += WALK_GROUP) {
             Py_ssize_t m = n - k < WALK_GROUP ? n - k : WALK_GROUP;
-            oom = walk_group(&w, hashes + k, m, starts + k, reads + k, &out, &tmp_off, &tmp_key) < 0;
+            oom = walk_group(&w, hashes + k, rooms == NULL ? NULL : rooms + k, m, starts + k, reads + k, &out,
+                             &tmp_off, &tmp_key) < 0;
         }
         starts[n] = (int64_t)out.len;
         Py_END_ALLOW_THREADS
@@ -427,6 +441,8 @@ done:
     Py_XDECREF(offsets_b);
     PyBuffer_Release(&file);
     PyBuffer_Release(&hb);
+    if (rb.obj != NULL)
+        PyBuffer_Release(&rb);
     return result;
 }
 
@@ -452,7 +468,7 @@ static PyObject *select_one(PyObject *self, PyObject *args) {
         w.entries = w.slots + (size_t)SLOT_SIZE * hsn;
         int64_t start;
         int32_t nread;
-        if (walk_group(&w, &key_hash, 1, &start, &nread, &out, &tmp_off, &tmp_key) < 0) {
+        if (walk_group(&w, &key_hash, NULL, 1, &start, &nread, &out, &tmp_off, &tmp_key) < 0) {
             PyErr_NoMemory();
             goto done;
         }
@@ -482,7 +498,7 @@ static PyMethodDef methods[] = {
     {"put_entries", put_entries, METH_VARARGS,
      "put_entries(buffer, hash_slot_num, index_num, header6, hashes, phy, ts, every_put) -> header6"},
     {"select_many", select_many, METH_VARARGS,
-     "select_many(buffer, hash_slot_num, index_num, index_count, begin_ts, hashes, max_num, begin, end)"
+     "select_many(buffer, hash_slot_num, index_num, index_count, begin_ts, hashes, max_num, begin, end[, rooms])"
      " -> (starts, offsets, entries_read) as bytes of int64/int64/int32"},
     {NULL, NULL, 0, NULL}};
 

@@ -770,19 +770,27 @@ class IndexFile:
             current = prev
 
     def select_phy_offsets_many(self, keys: Any, max_num: int = 64, begin: int = 0,
-                                end: int = LONG_MAX, *, hashes: np.ndarray | None = None) -> BatchResult:
+                                end: int = LONG_MAX, *, hashes: np.ndarray | None = None,
+                                rooms: Any = None) -> BatchResult:
         """:meth:`select_phy_offsets` for many keys at once, in C. Cost: O(total entries walked).
 
         Returns a :class:`BatchResult` (CSR arrays); ``result[i]`` is the list for key i.
+        `rooms`, one int per key, replaces `max_num` key by key: the room left in a result list
+        that other files filled in part (queryOffset hands each file the shared list).
         """
         if hashes is None:
             hashes = index_hash_many(keys)
         hashes = np.ascontiguousarray(hashes, dtype=np.int32)
+        if rooms is not None:
+            rooms = np.ascontiguousarray([_clamp_max_num(r) for r in rooms] if not isinstance(rooms, np.ndarray)
+                                         else np.clip(rooms, -1, INT_MAX), dtype=np.int32)
+            if len(rooms) != len(hashes):
+                raise ValueError(f"{len(rooms)} rooms for {len(hashes)} keys")
         self._require_open()
         starts, offsets, read = _indexcore.select_many(
             self._mm, self.geometry.hash_slot_num, self.geometry.index_num,
             self._h["index_count"], self._h["begin_timestamp"], hashes,
-            _clamp_max_num(max_num), _check_long("begin", begin), _check_long("end", end))
+            _clamp_max_num(max_num), _check_long("begin", begin), _check_long("end", end), rooms)
         return BatchResult(np.frombuffer(starts, np.int64), np.frombuffer(offsets, np.int64),
                            np.frombuffer(read, np.int32))
 
