@@ -873,35 +873,43 @@ done:
     return result;
 }
 
-/* gather_spans(buffer, starts int64[n], lengths int64[n], offsets_out int64[n+1]) -> (data, ascii)
+/* gather_spans(buffer, starts int64[n*width], lengths int64[n*width], offsets_out int64[n+1],
+ *              width=1, column=0) -> (data, ascii)
  *
  * Concatenates the spans into one bytes object and writes the Arrow offsets of each (a negative
- * start is an empty entry: a null to the caller). `ascii` is whether every byte is below 0x80,
- * so that the caller can skip a UTF-8 validation of the whole column. */
+ * start is an empty entry: a null to the caller). Starts and lengths are rows of `width`
+ * entries (find_props' output) of which entry `column` is taken. `ascii` is whether every
+ * byte is below 0x80, so that the caller can skip a UTF-8 validation of the whole column. */
 static PyObject *gather_spans(PyObject *self, PyObject *args) {
     Py_buffer b, s, l, o;
-    if (!PyArg_ParseTuple(args, "y*y*y*w*", &b, &s, &l, &o))
+    Py_ssize_t width = 1, column = 0;
+    if (!PyArg_ParseTuple(args, "y*y*y*w*|nn", &b, &s, &l, &o, &width, &column))
         return NULL;
     PyObject *result = NULL, *data = NULL;
     Py_ssize_t n;
     if (spans_arg(&s, &l, &n) < 0)
         goto done;
+    if (width < 1 || column < 0 || column >= width || n % width) {
+        PyErr_SetString(PyExc_ValueError, "spans must be rows of `width` entries, 0 <= column < width");
+        goto done;
+    }
+    n /= width;
     if (o.len != (n + 1) * (Py_ssize_t)sizeof(int64_t)) {
         PyErr_SetString(PyExc_ValueError, "offsets_out must be int64[n + 1]");
         goto done;
     }
-    const int64_t *st = s.buf, *ln = l.buf;
+    const int64_t *st = (const int64_t *)s.buf + column, *ln = (const int64_t *)l.buf + column;
     int64_t *off = o.buf;
     int64_t total = 0;
     off[0] = 0;
     for (Py_ssize_t i = 0; i < n; i++) {
-        if (st[i] >= 0) {
-            if (ln[i] < 0 || st[i] > (int64_t)b.len || ln[i] > (int64_t)b.len - st[i]) {
+        if (st[i * width] >= 0) {
+            if (ln[i * width] < 0 || st[i * width] > (int64_t)b.len || ln[i * width] > (int64_t)b.len - st[i * width]) {
                 PyErr_Format(PyExc_ValueError, "span %zd [%lld, +%lld) outside a buffer of %zd bytes", i,
-                             (long long)st[i], (long long)ln[i], b.len);
+                             (long long)st[i * width], (long long)ln[i * width], b.len);
                 goto done;
             }
-            total += ln[i];
+            total += ln[i * width];
         }
         off[i + 1] = total;
     }
@@ -914,12 +922,13 @@ static PyObject *gather_spans(PyObject *self, PyObject *args) {
         uint8_t *dst = (uint8_t *)PyBytes_AS_STRING(data);
         Py_BEGIN_ALLOW_THREADS
         for (Py_ssize_t i = 0; i < n; i++) {
-            PREFETCH_ROW_SPAN(buf, b.len, st, ln, i, n);
-            if (st[i] < 0)
+            if (i + PREFETCH_ROWS < n)
+                prefetch_span(buf, b.len, st[(i + PREFETCH_ROWS) * width], ln[(i + PREFETCH_ROWS) * width]);
+            if (st[i * width] < 0)
                 continue;
-            const uint8_t *src = buf + st[i];
+            const uint8_t *src = buf + st[i * width];
             uint8_t *d = dst + off[i];
-            int64_t len = ln[i], k = 0;
+            int64_t len = ln[i * width], k = 0;
             for (; k + 8 <= len; k += 8) {
                 uint64_t w;
                 memcpy(&w, src + k, 8);
@@ -960,7 +969,7 @@ static PyMethodDef methods[] = {
     {"span_objects", span_objects, METH_VARARGS,
      "span_objects(buffer, starts, lengths, as_bytes) -> list of bytes / str / None"},
     {"gather_spans", gather_spans, METH_VARARGS,
-     "gather_spans(buffer, starts, lengths, offsets_out) -> (data bytes, all_ascii)"},
+     "gather_spans(buffer, starts, lengths, offsets_out, width=1, column=0) -> (data bytes, all_ascii)"},
     {"find_props", find_props, METH_VARARGS,
      "find_props(buffer, starts, lengths, names, value_starts_out, value_lengths_out) -> None or (row, offset, problem)"},
     {NULL, NULL, 0, NULL},

@@ -342,16 +342,18 @@ def _object_column(U, starts: np.ndarray, lengths: np.ndarray, as_bytes: bool = 
     return out
 
 
-def _arrow_text(U, starts: np.ndarray, lengths: np.ndarray, binary: bool = False, dictionary: bool = False):
+def _arrow_text(U, starts: np.ndarray, lengths: np.ndarray, binary: bool = False, dictionary: bool = False,
+                column: int = 0):
     """pyarrow large_string (large_binary if `binary`, or if the bytes are not UTF-8) array of
-    the spans, null where the start is negative; dictionary-encoded if `dictionary`."""
+    the spans, null where the start is negative; dictionary-encoded if `dictionary`. 2-D
+    starts and lengths (find_props' rows) give the spans of their `column`."""
     import pyarrow as pa
 
-    n = len(starts)
+    n, width = (starts.shape[0], starts.shape[1]) if starts.ndim == 2 else (len(starts), 1)
     offsets = np.empty(n + 1, np.int64)
     data, ascii_only = _records.gather_spans(U, np.ascontiguousarray(starts, np.int64),
-                                             np.ascontiguousarray(lengths, np.int64), offsets)
-    valid = starts >= 0
+                                             np.ascontiguousarray(lengths, np.int64), offsets, width, column)
+    valid = (starts[:, column] if starts.ndim == 2 else starts) >= 0
     null_count = int(n - np.count_nonzero(valid))
     bitmap = pa.py_buffer(np.packbits(valid, bitorder="little")) if null_count else None
     buffers = [bitmap, pa.py_buffer(offsets), pa.py_buffer(data)]
@@ -443,8 +445,7 @@ def _decode_positions(U, P: np.ndarray, f: StoreFile, *, body: bool, check_crc: 
     P = P[:limit]
     d = {name: v[:limit] for name, v in d.items()}
     vs, vl = vs.reshape(-1, k)[:limit], vl.reshape(-1, k)[:limit]
-    props = {name: (np.ascontiguousarray(vs[:, j]), np.ascontiguousarray(vl[:, j]))
-             for j, name in enumerate(("keys", "uniq_key", "tags", "delay"))}
+    props = {name: (vs[:, j], vl[:, j]) for j, name in enumerate(("keys", "uniq_key", "tags", "delay"))}
     sys_flag = d["sys_flag"]
     hosts = {name: _host_codes(U, d[f"{name}_key"], d[f"{name}_at"], (sys_flag & flag) != 0)
              for name, flag in (("born_host", BORNHOST_V6_FLAG), ("store_host", STOREHOSTADDRESS_V6_FLAG))}
@@ -472,9 +473,8 @@ def _decode_positions(U, P: np.ndarray, f: StoreFile, *, body: bool, check_crc: 
         if body:
             cols["body"] = _arrow_text(U, d["body_start"], d["body_len"], binary=True)
         cols["properties"] = _arrow_text(U, d["properties_start"], d["properties_len"])
-        for name in ("keys", "uniq_key", "tags"):
-            st, ln = props[name]
-            cols[name] = _arrow_text(U, st, ln, dictionary=name == "tags")
+        for j, name in enumerate(("keys", "uniq_key", "tags")):
+            cols[name] = _arrow_text(U, vs, vl, dictionary=name == "tags", column=j)
         if prop_state is not None:
             cols["prop_crc_ok"] = pa.array(prop_state == PROP_CRC_MATCH, mask=prop_state == PROP_CRC_ABSENT)
         return cols, dmg, P
@@ -535,7 +535,8 @@ def columns_frame(parts: list[dict], body: bool, check_crc: bool, arrow: bool = 
                             (bool if c == "crc_ok" else np.int64)) for c in names}
         return pd.DataFrame(empty, columns=names)
     data = {c: (parts[0][c] if len(parts) == 1 else np.concatenate([p[c] for p in parts])) for c in names}
-    return pd.DataFrame(data, columns=names)
+    # copy=False: no consolidation of the columns into 2-D blocks, which copied every column
+    return pd.DataFrame(data, columns=names, copy=False)
 
 
 def _arrow_column(chunks: list, name: str, check_crc: bool):
