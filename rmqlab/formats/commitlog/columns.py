@@ -575,11 +575,12 @@ def read_columns(path_or_dir: str | os.PathLike, *, body: bool = True, check_crc
     Built on ``rmqlab._records``: the walk of the TOTALSIZE chain, then one C pass that checks
     and decodes every record, the property scan, and the text columns made straight from the
     map (no Python loop per message). The :class:`ReadReport` (damage, torn tail, end offset) is
-    ``df.attrs["report"]``. Cost (benchmarks/bench_commitlog.py, a full 1 GiB file from the page
-    cache, 2 shared cores under load): about 0.3 M messages/s (100 MB/s) into pandas object
-    columns, bodies or not, where one Python str/bytes a text value dominates; about 0.65 M
-    messages/s (200 MB/s) with `arrow`; the old NumPy gathers ran at 0.2 M/s there, and a NumPy
-    sum over the same map at 7 GB/s. Memory about twice the decoded columns.
+    ``df.attrs["report"]``. Cost (benchmarks/bench_commitlog.py, a full 1 GiB file of 3.4 M
+    messages from the page cache, 2 cores shared with other jobs at load 4.5-5): 0.3-0.7 M
+    messages/s (100-210 MB/s) into pandas object columns, where one Python str/bytes a text
+    value dominates; 0.6-1.3 M messages/s (200-410 MB/s) with `arrow`, bodies or not; 1.5-3.7x
+    the NumPy gathers it replaced, in the same runs; a NumPy sum over the same map ran at
+    5-7 GB/s. Memory about twice the decoded columns.
 
     >>> import tempfile
     >>> from rmqlab.formats.commitlog import CommitLogWriter
