@@ -1030,7 +1030,7 @@ class CommitLogTarget(Target):
         how = rng.choice(("report", "raise", "start")) if not rt.everything else "all"
         if how in ("report", "all"):
             df = rt.call("read_columns(report)", cl.read_columns, d, on_error="report", check_crc=check_crc,
-                         body=rng.random() < 0.5)
+                         body=rng.random() < 0.5, arrow=rng.random() < 0.5)
             if df is not None and msgs is not None:
                 a, b = df.attrs["report"], it.report
                 rt.expect((len(df), a.end_phy_offset, [(x.offset, x.field) for x in a.damage],

@@ -89,6 +89,7 @@ def test_records_exports_exactly_the_commitlog_layouts_and_codes():
         **size_only("BLANK", cl.BLANK),
         "MIN_MESSAGE_SIZE": cl.MIN_MESSAGE_SIZE,
         "NAME_VALUE_SEPARATOR": name_value, "PROPERTY_SEPARATOR": pair_end,
+        "BORNHOST_V6_FLAG": cl.BORNHOST_V6_FLAG, "STOREHOSTADDRESS_V6_FLAG": cl.STOREHOSTADDRESS_V6_FLAG,
         **{name: getattr(cl, name) for name in STOP_NAMES},
         # the values of these are checked against the Python model's below
         **{name: getattr(_records, name) for name in ("PROP_OK", *PROP_PROBLEM_BLOCKS)},

@@ -8,6 +8,10 @@
  *                 variable-length parts: bodies, topics, properties)
  *   encode_records  write whole message records from column arrays (the encoder's one pass)
  *   find_props    check property blocks (`name\x01value\x02`...) and locate chosen properties
+ *   decode_records  check every message record's field lengths and decode its fixed fields,
+ *                 host keys and the spans of its variable-length fields (the reader's one pass)
+ *   span_objects  the bytes or str object of each of many byte ranges (pandas object columns)
+ *   gather_spans  many byte ranges concatenated, with their offsets (Arrow binary/string columns)
  *
  * Semantics mirror CommitLog.checkMessageAndReturnSize and MessageDecoder.string2messageProperties
  * (RocketMQ store/common modules); rmqlab/formats/commitlog.py holds the readable pure-Python
@@ -79,6 +83,45 @@
 #define NAME_VALUE_SEPARATOR 1
 #define PROPERTY_SEPARATOR 2
 
+/* Each pass over many records touches a few of their bytes, far apart: without prefetching every
+ * record costs a cache miss (hundreds of ns), and the walk's next position even depends on the
+ * load of the previous one. Prefetching this far ahead keeps the passes at memory bandwidth. */
+#define PREFETCH_BYTES 4096
+#define PREFETCH_ROWS 16
+
+#define CACHE_LINE 64
+
+static inline void prefetch_at(const uint8_t *buf, Py_ssize_t len, int64_t at) {
+    if (at >= 0 && at < (int64_t)len)
+        __builtin_prefetch(buf + at);
+}
+
+/* Prefetch the cache lines of [at, at + length), at most PREFETCH_BYTES of them, inside the buffer. */
+static inline void prefetch_span(const uint8_t *buf, Py_ssize_t len, int64_t at, int64_t length) {
+    if (at < 0 || at >= (int64_t)len || length <= 0)
+        return;
+    int64_t end = at + (length < PREFETCH_BYTES ? length : PREFETCH_BYTES);
+    if (end > (int64_t)len)
+        end = (int64_t)len;
+    for (int64_t a = at & ~(int64_t)(CACHE_LINE - 1); a < end; a += CACHE_LINE)
+        __builtin_prefetch(buf + a);
+}
+
+/* Spans [st, st + ln) of row i + PREFETCH_ROWS, while row i is processed. */
+#define PREFETCH_ROW_SPAN(buf, len, st, ln, i, n)                                   \
+    do {                                                                            \
+        if ((i) + PREFETCH_ROWS < (n))                                              \
+            prefetch_span(buf, len, (st)[(i) + PREFETCH_ROWS], (ln)[(i) + PREFETCH_ROWS]); \
+    } while (0)
+
+/* Prefetch every cache line from *done up to `upto` (capped at len); a forward stream. */
+static inline void prefetch_stream(const uint8_t *buf, Py_ssize_t len, int64_t *done, int64_t upto) {
+    if (upto > (int64_t)len)
+        upto = (int64_t)len;
+    for (; *done < upto; *done += CACHE_LINE)
+        __builtin_prefetch(buf + *done);
+}
+
 /* ------------------------------------------------------------------------------ walk */
 
 /* Why a walk stopped; exported under these names, which commitlog's STOP_* mirror. */
@@ -113,6 +156,7 @@ static PyObject *walk(PyObject *self, PyObject *args) {
         return PyErr_NoMemory();
     }
     Py_ssize_t p = start;
+    int64_t prefetched = start;
     int code = STOP_END;
     int oom = 0;
     Py_BEGIN_ALLOW_THREADS
@@ -159,6 +203,7 @@ static PyObject *walk(PyObject *self, PyObject *args) {
         }
         pos[n++] = p;
         p += size;
+        prefetch_stream(buf, end, &prefetched, (int64_t)p + PREFETCH_BYTES);
     }
     Py_END_ALLOW_THREADS
     PyBuffer_Release(&b);
@@ -252,8 +297,10 @@ static PyObject *crc32_spans(PyObject *self, PyObject *args) {
         const int64_t *st = s.buf, *ln = l.buf;
         uint32_t *out = o.buf;
         Py_BEGIN_ALLOW_THREADS
-        for (Py_ssize_t i = 0; i < n; i++)
+        for (Py_ssize_t i = 0; i < n; i++) {
+            PREFETCH_ROW_SPAN(buf, b.len, st, ln, i, n);
             out[i] = crc32_of(buf + st[i], (size_t)ln[i]);
+        }
         Py_END_ALLOW_THREADS
     }
     result = Py_NewRef(Py_None);
@@ -282,8 +329,10 @@ static PyObject *copy_spans(PyObject *self, PyObject *args) {
         const uint8_t *src = s.buf;
         const int64_t *dst_st = ds.buf, *src_st = ss.buf, *ln = l.buf;
         Py_BEGIN_ALLOW_THREADS
-        for (Py_ssize_t i = 0; i < n; i++)
+        for (Py_ssize_t i = 0; i < n; i++) {
+            PREFETCH_ROW_SPAN(src, s.len, src_st, ln, i, n);
             memcpy(dst + dst_st[i], src + src_st[i], (size_t)ln[i]);
+        }
         Py_END_ALLOW_THREADS
     }
     result = Py_NewRef(Py_None);
@@ -546,6 +595,7 @@ static PyObject *find_props(PyObject *self, PyObject *args) {
         int problem = PROP_OK;
         Py_BEGIN_ALLOW_THREADS
         for (Py_ssize_t i = 0; i < n && bad_row < 0; i++) {
+            PREFETCH_ROW_SPAN(buf, b.len, st, ln, i, n);
             for (Py_ssize_t j = 0; j < k; j++) {
                 out_s[i * k + j] = -1;
                 out_l[i * k + j] = -1;
@@ -599,6 +649,310 @@ done:
     return result;
 }
 
+/* ------------------------------------------------------------------------- decode */
+
+/* decode_records' outputs, in this order, each an array of n entries of the width given. */
+enum {
+    D_TOTAL_SIZE,        /* int32 */
+    D_VERSION,           /* int8: 1 for MAGIC_V1, else 2 */
+    D_BODY_CRC,          /* int32 */
+    D_QUEUE_ID,          /* int32 */
+    D_FLAG,              /* int32 */
+    D_QUEUE_OFFSET,      /* int64 */
+    D_PHY_OFFSET,        /* int64 */
+    D_SYS_FLAG,          /* int32 */
+    D_BORN_TIMESTAMP,    /* int64 */
+    D_STORE_TIMESTAMP,   /* int64 */
+    D_RECONSUME_TIMES,   /* int32 */
+    D_PREPARED_TRANSACTION_OFFSET, /* int64 */
+    D_BORN_HOST_KEY,     /* uint64: IPv4 address << 32 | port as uint32; 0 for an IPv6 host */
+    D_STORE_HOST_KEY,    /* uint64, as D_BORN_HOST_KEY */
+    D_BORN_HOST_AT,      /* int64: file position of the born host's address */
+    D_STORE_HOST_AT,     /* int64: file position of the store host's address */
+    D_BODY_START, D_BODY_LEN, D_TOPIC_START, D_TOPIC_LEN, D_PROPERTIES_START, D_PROPERTIES_LEN, /* int64 */
+    D_NOUT
+};
+
+static const int decode_width[D_NOUT] = {4, 1, 4, 4, 4, 8, 8, 4, 8, 8, 4, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8};
+
+/* SYSFLAG bits that widen BORNHOST / STOREHOST to IPv6 (MessageSysFlag). */
+#define BORNHOST_V6_FLAG (1 << 4)
+#define STOREHOSTADDRESS_V6_FLAG (1 << 5)
+
+static inline uint64_t host_key(const uint8_t *p, int width) {
+    if (width != IPV4_ADDRESS_SIZE)
+        return 0;
+    return ((uint64_t)(uint32_t)load_i32(p) << 32) | (uint32_t)load_i32(p + IPV4_ADDRESS_SIZE);
+}
+
+/* decode_records(buffer, positions int64[n], outputs tuple of D_NOUT arrays) -> first bad row or -1
+ *
+ * One pass over message records whose head the walk checked (TOTALSIZE within the buffer and at
+ * least MIN_MESSAGE_SIZE, MAGICCODE v1 or v2): every fixed field, the host keys and the spans
+ * of BODY, TOPIC and PROPERTIES. Each record is checked as commitlog's _check_fields checks it
+ * (fixed fields inside TOTALSIZE, then BODYLEN, TOPICLEN, PROPERTIESLENGTH, then the fields
+ * ending exactly at TOTALSIZE); the first row failing a check is returned and nothing after
+ * it is filled, so Python names the field and the reason from that one row. Every read is
+ * inside [position, position + TOTALSIZE), which lies inside the buffer. */
+static PyObject *decode_records(PyObject *self, PyObject *args) {
+    Py_buffer b, p;
+    PyObject *outs;
+    if (!PyArg_ParseTuple(args, "y*y*O!", &b, &p, &PyTuple_Type, &outs))
+        return NULL;
+    Py_buffer o[D_NOUT];
+    int got = 0;
+    PyObject *result = NULL;
+    if (p.len % (Py_ssize_t)sizeof(int64_t)) {
+        PyErr_SetString(PyExc_ValueError, "positions must be an int64 array");
+        goto done;
+    }
+    Py_ssize_t n = p.len / (Py_ssize_t)sizeof(int64_t);
+    if (PyTuple_GET_SIZE(outs) != D_NOUT) {
+        PyErr_Format(PyExc_ValueError, "decode_records needs %d output arrays", D_NOUT);
+        goto done;
+    }
+    for (; got < D_NOUT; got++) {
+        if (PyObject_GetBuffer(PyTuple_GET_ITEM(outs, got), &o[got], PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS) < 0)
+            goto done;
+        if (o[got].len != n * decode_width[got]) {
+            PyErr_Format(PyExc_ValueError, "output %d must hold %zd entries of %d bytes", got, n,
+                         decode_width[got]);
+            got++;
+            goto done;
+        }
+    }
+    const uint8_t *buf = b.buf;
+    const int64_t *pos = p.buf;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        int64_t at = pos[i];
+        if (at < 0 || at > (int64_t)b.len - HEAD_SIZE) {
+            PyErr_Format(PyExc_ValueError, "position %zd (%lld) outside a buffer of %zd bytes", i, (long long)at,
+                         b.len);
+            goto done;
+        }
+        int32_t total = load_i32(buf + at + HEAD_TOTAL_SIZE_OFFSET);
+        if (total < MIN_MESSAGE_SIZE || (int64_t)total > (int64_t)b.len - at) {
+            PyErr_Format(PyExc_ValueError, "record %zd at %lld: TOTALSIZE %d is not a walked record", i,
+                         (long long)at, total);
+            goto done;
+        }
+    }
+    {
+        Py_ssize_t bad_row = -1;
+        int32_t *total_size = o[D_TOTAL_SIZE].buf, *body_crc = o[D_BODY_CRC].buf, *queue_id = o[D_QUEUE_ID].buf,
+                *flag = o[D_FLAG].buf, *sys_flag = o[D_SYS_FLAG].buf, *reconsume = o[D_RECONSUME_TIMES].buf;
+        int8_t *version = o[D_VERSION].buf;
+        int64_t *queue_offset = o[D_QUEUE_OFFSET].buf, *phy_offset = o[D_PHY_OFFSET].buf,
+                *born_ts = o[D_BORN_TIMESTAMP].buf, *store_ts = o[D_STORE_TIMESTAMP].buf,
+                *pto = o[D_PREPARED_TRANSACTION_OFFSET].buf, *born_at = o[D_BORN_HOST_AT].buf,
+                *store_at = o[D_STORE_HOST_AT].buf, *body_start = o[D_BODY_START].buf,
+                *body_len = o[D_BODY_LEN].buf, *topic_start = o[D_TOPIC_START].buf,
+                *topic_len = o[D_TOPIC_LEN].buf, *props_start = o[D_PROPERTIES_START].buf,
+                *props_len = o[D_PROPERTIES_LEN].buf;
+        uint64_t *born_key = o[D_BORN_HOST_KEY].buf, *store_key = o[D_STORE_HOST_KEY].buf;
+        Py_BEGIN_ALLOW_THREADS
+        for (Py_ssize_t i = 0; i < n; i++) {
+            if (i + PREFETCH_ROWS < n) {   /* the whole record when positions ascend, else its start */
+                int64_t ahead = pos[i + PREFETCH_ROWS];
+                int64_t next = i + PREFETCH_ROWS + 1 < n ? pos[i + PREFETCH_ROWS + 1] : ahead + 512;
+                prefetch_span(buf, b.len, ahead, next > ahead ? next - ahead : 512);
+            }
+            const uint8_t *r = buf + pos[i];
+            int64_t total = load_i32(r + HEAD_TOTAL_SIZE_OFFSET);
+            int v = load_i32(r + HEAD_MAGIC_OFFSET) == MAGIC_V1 ? 1 : 2;
+            int32_t sf = load_i32(r + HEAD_SYS_FLAG_OFFSET);
+            int64_t bw = (sf & BORNHOST_V6_FLAG) ? IPV6_ADDRESS_SIZE : IPV4_ADDRESS_SIZE;
+            int64_t sw = (sf & STOREHOSTADDRESS_V6_FLAG) ? IPV6_ADDRESS_SIZE : IPV4_ADDRESS_SIZE;
+            int64_t tlw = v == 1 ? TOPIC_LEN_V1_SIZE : TOPIC_LEN_V2_SIZE;
+            int64_t o_st = HEAD_SIZE + bw + PORT_SIZE;
+            int64_t o_sh = o_st + STORE_TIME_SIZE;
+            int64_t o_tail = o_sh + sw + PORT_SIZE;
+            int64_t o_body = o_tail + TAIL_SIZE;
+            if (o_body + tlw + PROPERTIES_LEN_SIZE > total) {
+                bad_row = i;
+                break;
+            }
+            int64_t bl = load_i32(r + o_tail + TAIL_BODY_LEN_OFFSET);
+            if (bl < 0 || o_body + bl + tlw + PROPERTIES_LEN_SIZE > total) {
+                bad_row = i;
+                break;
+            }
+            int64_t o_tl = o_body + bl;
+            int64_t tl = v == 1 ? (int64_t)(int8_t)r[o_tl] : (int64_t)(int16_t)(((uint16_t)r[o_tl] << 8) | r[o_tl + 1]);
+            int64_t o_topic = o_tl + tlw;
+            if (tl < 0 || o_topic + tl + PROPERTIES_LEN_SIZE > total) {
+                bad_row = i;
+                break;
+            }
+            int64_t o_pl = o_topic + tl;
+            int64_t pl = (int16_t)(((uint16_t)r[o_pl] << 8) | r[o_pl + 1]);
+            int64_t o_props = o_pl + PROPERTIES_LEN_SIZE;
+            if (pl < 0 || o_props + pl != total) {
+                bad_row = i;
+                break;
+            }
+            total_size[i] = (int32_t)total;
+            version[i] = (int8_t)v;
+            body_crc[i] = load_i32(r + HEAD_BODY_CRC_OFFSET);
+            queue_id[i] = load_i32(r + HEAD_QUEUE_ID_OFFSET);
+            flag[i] = load_i32(r + HEAD_FLAG_OFFSET);
+            queue_offset[i] = load_i64(r + HEAD_QUEUE_OFFSET_OFFSET);
+            phy_offset[i] = load_i64(r + HEAD_PHY_OFFSET_OFFSET);
+            sys_flag[i] = sf;
+            born_ts[i] = load_i64(r + HEAD_BORN_TIMESTAMP_OFFSET);
+            store_ts[i] = load_i64(r + o_st);
+            reconsume[i] = load_i32(r + o_tail + TAIL_RECONSUME_TIMES_OFFSET);
+            pto[i] = load_i64(r + o_tail + TAIL_PREPARED_TRANSACTION_OFFSET_OFFSET);
+            born_key[i] = host_key(r + HEAD_SIZE, (int)bw);
+            store_key[i] = host_key(r + o_sh, (int)sw);
+            born_at[i] = pos[i] + HEAD_SIZE;
+            store_at[i] = pos[i] + o_sh;
+            body_start[i] = pos[i] + o_body;
+            body_len[i] = bl;
+            topic_start[i] = pos[i] + o_topic;
+            topic_len[i] = tl;
+            props_start[i] = pos[i] + o_props;
+            props_len[i] = pl;
+        }
+        Py_END_ALLOW_THREADS
+        result = PyLong_FromSsize_t(bad_row);
+    }
+done:
+    for (int j = 0; j < got; j++)
+        PyBuffer_Release(&o[j]);
+    PyBuffer_Release(&b);
+    PyBuffer_Release(&p);
+    return result;
+}
+
+/* span_objects(buffer, starts int64[n], lengths int64[n], as_bytes) -> list of n objects
+ *
+ * The Python object of each span: bytes, or str decoded from UTF-8 with surrogateescape (as
+ * commitlog.records.decode_text decodes, so invalid bytes survive a round trip); None where
+ * the start is negative. Made straight from the buffer, without an intermediate copy. */
+static PyObject *span_objects(PyObject *self, PyObject *args) {
+    Py_buffer b, s, l;
+    int as_bytes;
+    if (!PyArg_ParseTuple(args, "y*y*y*p", &b, &s, &l, &as_bytes))
+        return NULL;
+    PyObject *result = NULL;
+    Py_ssize_t n;
+    if (spans_arg(&s, &l, &n) < 0)
+        goto done;
+    const int64_t *st = s.buf, *ln = l.buf;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (st[i] >= 0 && (ln[i] < 0 || st[i] > (int64_t)b.len || ln[i] > (int64_t)b.len - st[i])) {
+            PyErr_Format(PyExc_ValueError, "span %zd [%lld, +%lld) outside a buffer of %zd bytes", i,
+                         (long long)st[i], (long long)ln[i], b.len);
+            goto done;
+        }
+    }
+    result = PyList_New(n);
+    if (result == NULL)
+        goto done;
+    const char *buf = b.buf;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *item;
+        PREFETCH_ROW_SPAN((const uint8_t *)buf, b.len, st, ln, i, n);
+        if (st[i] < 0)
+            item = Py_NewRef(Py_None);
+        else if (as_bytes)
+            item = PyBytes_FromStringAndSize(buf + st[i], (Py_ssize_t)ln[i]);
+        else
+            item = PyUnicode_DecodeUTF8(buf + st[i], (Py_ssize_t)ln[i], "surrogateescape");
+        if (item == NULL) {
+            Py_CLEAR(result);
+            goto done;
+        }
+        PyList_SET_ITEM(result, i, item);
+    }
+done:
+    PyBuffer_Release(&b);
+    PyBuffer_Release(&s);
+    PyBuffer_Release(&l);
+    return result;
+}
+
+/* gather_spans(buffer, starts int64[n*width], lengths int64[n*width], offsets_out int64[n+1],
+ *              width=1, column=0) -> (data, ascii)
+ *
+ * Concatenates the spans into one bytes object and writes the Arrow offsets of each (a negative
+ * start is an empty entry: a null to the caller). Starts and lengths are rows of `width`
+ * entries (find_props' output) of which entry `column` is taken. `ascii` is whether every
+ * byte is below 0x80, so that the caller can skip a UTF-8 validation of the whole column. */
+static PyObject *gather_spans(PyObject *self, PyObject *args) {
+    Py_buffer b, s, l, o;
+    Py_ssize_t width = 1, column = 0;
+    if (!PyArg_ParseTuple(args, "y*y*y*w*|nn", &b, &s, &l, &o, &width, &column))
+        return NULL;
+    PyObject *result = NULL, *data = NULL;
+    Py_ssize_t n;
+    if (spans_arg(&s, &l, &n) < 0)
+        goto done;
+    if (width < 1 || column < 0 || column >= width || n % width) {
+        PyErr_SetString(PyExc_ValueError, "spans must be rows of `width` entries, 0 <= column < width");
+        goto done;
+    }
+    n /= width;
+    if (o.len != (n + 1) * (Py_ssize_t)sizeof(int64_t)) {
+        PyErr_SetString(PyExc_ValueError, "offsets_out must be int64[n + 1]");
+        goto done;
+    }
+    const int64_t *st = (const int64_t *)s.buf + column, *ln = (const int64_t *)l.buf + column;
+    int64_t *off = o.buf;
+    int64_t total = 0;
+    off[0] = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (st[i * width] >= 0) {
+            if (ln[i * width] < 0 || st[i * width] > (int64_t)b.len || ln[i * width] > (int64_t)b.len - st[i * width]) {
+                PyErr_Format(PyExc_ValueError, "span %zd [%lld, +%lld) outside a buffer of %zd bytes", i,
+                             (long long)st[i * width], (long long)ln[i * width], b.len);
+                goto done;
+            }
+            total += ln[i * width];
+        }
+        off[i + 1] = total;
+    }
+    data = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)total);
+    if (data == NULL)
+        goto done;
+    uint64_t high = 0;
+    {
+        const uint8_t *buf = b.buf;
+        uint8_t *dst = (uint8_t *)PyBytes_AS_STRING(data);
+        Py_BEGIN_ALLOW_THREADS
+        for (Py_ssize_t i = 0; i < n; i++) {
+            if (i + PREFETCH_ROWS < n)
+                prefetch_span(buf, b.len, st[(i + PREFETCH_ROWS) * width], ln[(i + PREFETCH_ROWS) * width]);
+            if (st[i * width] < 0)
+                continue;
+            const uint8_t *src = buf + st[i * width];
+            uint8_t *d = dst + off[i];
+            int64_t len = ln[i * width], k = 0;
+            for (; k + 8 <= len; k += 8) {
+                uint64_t w;
+                memcpy(&w, src + k, 8);
+                memcpy(d + k, &w, 8);
+                high |= w;
+            }
+            for (; k < len; k++) {
+                d[k] = src[k];
+                high |= src[k];
+            }
+        }
+        Py_END_ALLOW_THREADS
+    }
+    result = Py_BuildValue("(NO)", data, (high & 0x8080808080808080ull) ? Py_False : Py_True);
+    data = NULL;
+done:
+    Py_XDECREF(data);
+    PyBuffer_Release(&b);
+    PyBuffer_Release(&s);
+    PyBuffer_Release(&l);
+    PyBuffer_Release(&o);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"walk", walk, METH_VARARGS,
      "walk(buffer, start, end, max_records) -> (positions int64 bytes, stop_pos, stop_code)"},
@@ -610,6 +964,12 @@ static PyMethodDef methods[] = {
      "born_timestamp, born_code, store_timestamp, store_code, reconsume_times, prepared_transaction_offset, "
      "born_ip, born_width, born_port, store_ip, store_width, store_port, body, body_offsets, topic, "
      "topic_offsets, properties, properties_offsets) -> None"},
+    {"decode_records", decode_records, METH_VARARGS,
+     "decode_records(buffer, positions, outputs) -> first bad row or -1"},
+    {"span_objects", span_objects, METH_VARARGS,
+     "span_objects(buffer, starts, lengths, as_bytes) -> list of bytes / str / None"},
+    {"gather_spans", gather_spans, METH_VARARGS,
+     "gather_spans(buffer, starts, lengths, offsets_out, width=1, column=0) -> (data bytes, all_ascii)"},
     {"find_props", find_props, METH_VARARGS,
      "find_props(buffer, starts, lengths, names, value_starts_out, value_lengths_out) -> None or (row, offset, problem)"},
     {NULL, NULL, 0, NULL},
@@ -637,6 +997,7 @@ static const struct {
     NAMED(TOPIC_LEN_V1_SIZE), NAMED(TOPIC_LEN_V2_SIZE), NAMED(PROPERTIES_LEN_SIZE),
     NAMED(BLANK_SIZE), NAMED(MIN_MESSAGE_SIZE),
     NAMED(NAME_VALUE_SEPARATOR), NAMED(PROPERTY_SEPARATOR),
+    NAMED(BORNHOST_V6_FLAG), NAMED(STOREHOSTADDRESS_V6_FLAG),
     NAMED(STOP_END), NAMED(STOP_BLANK), NAMED(STOP_BLANK_SIZE), NAMED(STOP_SHORT), NAMED(STOP_MAGIC),
     NAMED(STOP_PAST_END), NAMED(STOP_TOO_SMALL), NAMED(STOP_LIMIT),
     NAMED(PROP_OK), NAMED(PROP_EMPTY_PAIR), NAMED(PROP_NO_SEPARATOR), NAMED(PROP_EMPTY_NAME),
