@@ -30,6 +30,7 @@ import datetime as dt
 import io
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tokenize
@@ -166,6 +167,12 @@ def run(module: str, workers: int, mutants: list[str] = ()) -> None:
     verdicts and retests only mutants of changed functions unless named), its progress
     in <scratch>/run.log."""
     work = prepare(module)
+    # mutmut refreshes the copied sources it mutates, not the built extensions beside them
+    copies = work / "mutants" / "rmqlab"
+    for built in (ROOT / "rmqlab").glob("*.so"):
+        if copies.is_dir() and (not (copies / built.name).exists()
+                                or (copies / built.name).read_bytes() != built.read_bytes()):
+            shutil.copy2(built, copies / built.name)
     started = dt.datetime.now()
     with open(work / "run.log", "w") as log:
         subprocess.run([sys.executable, "-m", "mutmut", "run", "--max-children", str(workers), *mutants],
