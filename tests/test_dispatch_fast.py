@@ -22,7 +22,7 @@ from rmqlab.javahash import index_hash_many
 from rmqlab.store import Store, generate_store, queue_groups
 from rmqlab.workload import Workload
 
-UTC = dt.timezone.utc
+UTC = dt.UTC
 
 
 def tree_digest(root: Path) -> dict[str, str]:
