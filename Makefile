@@ -9,8 +9,8 @@ APP_PORT ?= 8866
 APP_TOKEN ?= $(shell python3 -c 'import secrets; print(secrets.token_hex(24))')
 ALLOW_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root,)
 
-.PHONY: test check lab app java chromium bench bench-store bench-commitlog bench-kafka bench-spark conformance data \
-        clean
+.PHONY: test check lab app java chromium bench bench-store bench-commitlog bench-dispatch bench-kafka bench-spark \
+        conformance data clean
 
 $(STAMP): pyproject.toml setup.py .ci/install-kernel $(wildcard rmqlab/_native/*.c rmqlab/_native/*.h)
 	@test -x $(VPY) || $(PY) -m venv $(VENV)
@@ -71,6 +71,10 @@ bench-store: $(STAMP)
 # CommitLog decode to columns on a full 1 GiB file (about 1.2 GiB of scratch space in $TMPDIR).
 bench-commitlog: $(STAMP)
 	cd benchmarks && ../$(VPY) bench_commitlog.py $(ARGS)
+
+# Store.dispatch of a 2,000,000-message store, whole call and each stage, old and new path.
+bench-dispatch: $(STAMP)
+	cd benchmarks && ../$(VPY) bench_dispatch.py $(ARGS)
 
 # A 1 GiB Kafka segment of 1 KiB batches in a temporary directory: batch walk and index rebuild, old and new.
 bench-kafka: $(STAMP)

@@ -6,6 +6,7 @@ Small extension modules, no NumPy C API (they exchange data through the buffer p
   rmqlab._records    the CommitLog record walk, CRC32 of many spans, span copies, property scan
   rmqlab._crc32c     CRC-32C (Castagnoli) of Kafka's record batches, one buffer or many spans
   rmqlab._kafkalog   the Kafka segment's batch walk and the offset index rule's picks
+  rmqlab._dispatchcore  the dispatch's index key hashes, straight from the message columns
 """
 from setuptools import Extension, setup
 
@@ -23,5 +24,6 @@ setup(
         Extension("rmqlab._crc32c", sources=["rmqlab/_native/crc32c.c"], extra_compile_args=FLAGS),
         Extension("rmqlab._kafkalog", sources=["rmqlab/_native/kafkalog.c"], depends=HEADERS,
                   extra_compile_args=FLAGS),
+        Extension("rmqlab._dispatchcore", sources=["rmqlab/_native/dispatchcore.c"], extra_compile_args=FLAGS),
     ]
 )

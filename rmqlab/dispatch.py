@@ -314,7 +314,11 @@ def tags_codes(tags: Any) -> np.ndarray:
     if isinstance(tags, (list, tuple)):
         tags = ["" if t is None else t for t in tags]
     elif isinstance(tags, np.ndarray) and tags.dtype == object:
-        tags = np.frompyfunc(lambda t: "" if t is None else t, 1, 1)(tags).astype(object)
+        # `is None` of every element in NumPy's C loop; only the rows without TAGS are replaced
+        missing = np.equal(tags, None)
+        if missing.any():
+            tags = tags.copy()
+            tags[missing] = ""
     else:
         pa = sys.modules.get("pyarrow")
         pd = sys.modules.get("pandas")
@@ -363,7 +367,10 @@ def message_tags_codes(topics: Any, tags: Any, delay_levels: Any, store_timestam
     table = DELAY_LEVEL_TABLE if level_table is None else level_table
     top = max(table) if table else 0
     level = np.minimum(np.asarray(delay_levels, dtype=np.int64).reshape(-1), top)
-    delayed = (np.asarray(topics, dtype=object).reshape(-1) == SCHEDULE_TOPIC) & (level > 0)
+    delayed = level > 0
+    if delayed.any():
+        # the topic test only where a level is set: comparing every str costs more than the rest
+        delayed[delayed] = np.asarray(topics, dtype=object).reshape(-1)[delayed] == SCHEDULE_TOPIC
     if delayed.any():
         delays = np.array([0] + [table.get(i, _MISSING_LEVEL_DELAY) for i in range(1, top + 1)], np.int64)
         with np.errstate(over="ignore"):
