@@ -315,7 +315,7 @@ def tags_codes(tags: Any) -> np.ndarray:
         tags = ["" if t is None else t for t in tags]
     elif isinstance(tags, np.ndarray) and tags.dtype == object:
         # `is None` of every element in NumPy's C loop; only the rows without TAGS are replaced
-        missing = np.equal(tags, None)
+        missing = np.equal(tags, np.array(None, dtype=object))
         if missing.any():
             tags = tags.copy()
             tags[missing] = ""

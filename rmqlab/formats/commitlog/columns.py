@@ -226,6 +226,13 @@ def prop_crc_states(U: np.ndarray, P: np.ndarray, total: np.ndarray, version: np
     return _prop_crc_from_values(U, P, total, vs, vl)
 
 
+
+def _property_damage(path, file_start: int, position: int, block_start: int, at: int, problem: int) -> Damage:
+    """The Damage of an unparseable PROPERTIES block (find_props' `problem` at byte `at`)."""
+    return Damage(path, position, file_start + position, "PROPERTIES",
+                  f"unparseable property block: {PROPERTY_PROBLEMS[problem]} at byte {at} of the block "
+                  f"(file position {block_start + at})")
+
 def _decode_positions_numpy(U, P: np.ndarray, f: StoreFile, *, body: bool, check_crc: bool,
                             arrow: bool = False):
     """:func:`_decode_positions` by NumPy gathers alone (one index array per field and row): the
@@ -253,9 +260,7 @@ def _decode_positions_numpy(U, P: np.ndarray, f: StoreFile, *, body: bool, check
     res = _records.find_props(U, pst, pln, wanted, vs, vl) if limit else None
     if res is not None:
         row, at, problem = res
-        dmg = Damage(path, int(P[row]), f.start_offset + int(P[row]), "PROPERTIES",
-                     f"unparseable property block: {PROPERTY_PROBLEMS[problem]} at byte {at} of the block "
-                     f"(file position {int(pst[row]) + at})")
+        dmg = _property_damage(path, f.start_offset, int(P[row]), int(pst[row]), at, problem)
         limit = row
     crc = None
     if check_crc or body:
@@ -428,9 +433,7 @@ def _decode_positions(U, P: np.ndarray, f: StoreFile, *, body: bool, check_crc: 
     res = _records.find_props(U, pst, pln, wanted, vs, vl) if limit else None
     if res is not None:
         row, at, problem = res
-        dmg = Damage(path, int(P[row]), f.start_offset + int(P[row]), "PROPERTIES",
-                     f"unparseable property block: {PROPERTY_PROBLEMS[problem]} at byte {at} of the block "
-                     f"(file position {int(pst[row]) + at})")
+        dmg = _property_damage(path, f.start_offset, int(P[row]), int(pst[row]), at, problem)
         limit = row
     if check_crc and limit:
         crc = np.empty(limit, np.uint32)
