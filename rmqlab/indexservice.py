@@ -861,6 +861,13 @@ def _string_column(col, name: str, n: int, *, nullable: bool):
     return arr
 
 
+def _column(columns: Any, name: str) -> Any:
+    """Column `name` of a pandas DataFrame or a mapping of columns; None when it has none."""
+    if hasattr(columns, "columns"):          # pandas DataFrame
+        return columns[name] if name in columns.columns else None
+    return columns.get(name)
+
+
 def expand_columns(columns: Any, *, end_phy_offset: int = 0) -> ExpandedKeys:
     """:func:`expand_messages` over columns, vectorized with Arrow and NumPy (no Python loop per
     message): `columns` is a pandas DataFrame or a mapping with ``topic``, ``phy_offset``,
@@ -882,9 +889,7 @@ def expand_columns(columns: Any, *, end_phy_offset: int = 0) -> ExpandedKeys:
     import pyarrow.compute as pc
 
     def get(name):
-        if hasattr(columns, "columns"):          # pandas DataFrame
-            return columns[name] if name in columns.columns else None
-        return columns.get(name)
+        return _column(columns, name)
 
     phy = np.ascontiguousarray(np.asarray(get("phy_offset")), dtype=np.int64)
     n = len(phy)
@@ -953,9 +958,7 @@ def index_key_hashes(columns: Any, *, end_phy_offset: int = 0) -> tuple[np.ndarr
     from rmqlab import _dispatchcore
 
     def get(name):
-        if hasattr(columns, "columns"):          # pandas DataFrame
-            return columns[name] if name in columns.columns else None
-        return columns.get(name)
+        return _column(columns, name)
 
     phy = np.ascontiguousarray(np.asarray(get("phy_offset")), dtype=np.int64)
     n = len(phy)
