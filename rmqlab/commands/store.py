@@ -215,7 +215,7 @@ def _query_many(s, args) -> int:
             print(json.dumps(rec, default=_jsonable))
     else:
         answered = t["key_index"].nunique() if len(t) else 0
-        print(t[cols].to_string(index=False) if len(t) else f"no {args.mode} results")
+        print(t[cols].to_string(index=False) if len(t) else f"no {args.mode} results", flush=True)
         print(f"{len(keys):,} keys, {answered:,} with {args.mode} results, {len(t):,} rows", file=sys.stderr)
     return 0
 
