@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <sys/mman.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <unistd.h>
 
 #include "bigendian.h"
@@ -212,6 +213,18 @@ static int put_streamed(int fd, Py_ssize_t hsn, int64_t index_num, header_state 
     uint8_t *slots = huge_alloc(slots_len);
     uint8_t *chunk = malloc((size_t)ENTRY_SIZE * STREAM_CHUNK_ENTRIES);
     int err = (!slots || !chunk) ? -1 : pread_all(fd, slots, slots_len, HEADER_SIZE);
+#if defined(__linux__) && defined(FALLOC_FL_KEEP_SIZE)
+    /* Blocks for everything about to be written, in one call: spares ext4 its block reservation
+     * page by page during the writes (measured on 20M keys, 10 alternating runs each, twice:
+     * 0.35 and 0.41 s with, 0.42 and 0.44 s without). Only a hint, except that a full disk
+     * fails here, before anything is written. */
+    if (!err) {
+        int64_t room = index_num - h->count, last = h->count + (n < room ? (int64_t)n : room);
+        int64_t end = entries_offset + (int64_t)ENTRY_SIZE * (last > 0 ? last : 0);
+        if (fallocate(fd, FALLOC_FL_KEEP_SIZE, HEADER_SIZE, end - HEADER_SIZE) != 0 && errno == ENOSPC)
+            err = ENOSPC;
+    }
+#endif
     fastmod nslots = fastmod_of((uint32_t)hsn);
     Py_ssize_t i = 0;
     while (!err && i < n && h->count < index_num) {
