@@ -1,13 +1,23 @@
 """The C fast paths against the Python model on inputs large enough to take every C branch.
 
-put_keys copies the slot table to huge-page memory from 100,000 keys on, and
-select_phy_offsets_many walks chains in groups of 16; small property tests never reach the
-first and rarely stress the second, so these tests use sizes chosen to cross both.
+put_keys copies the slot table to huge-page memory and writes its entries through the file
+descriptor (pwrite, in chunks) from 100,000 keys on, and select_phy_offsets_many walks chains
+in groups of 16; small property tests never reach the first and rarely stress the second, so
+these tests use sizes chosen to cross both, and lower the pwrite threshold to compare the two
+write paths on small files too.
 """
+import tempfile
+from pathlib import Path
+
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from reference_model import java_hash, stored_hash
 
 import rmqlab
+import rmqlab._indexcore as _indexcore
+from rmqlab.formats import indexfile
 from rmqlab.formats.indexfile import IndexFile
 
 LONG_MAX = 2**63 - 1
@@ -64,3 +74,129 @@ def test_batch_select_equals_single_selects(tmp_path, n_probe):
                 want = f.select_phy_offsets(key, max_num, begin, end)
                 assert batch[i] == want
                 assert batch.entries_read[i] == len(f.trace_query(key, max_num, begin, end).steps)
+
+
+VOCAB = ["Aa", "BB", "polygenelubricants", "T#k", "T#\u00e9", "T#\U0001f600", ""] + [f"T#{i}" for i in range(40)]
+
+
+def put_one_at_a_time(path, geometry, seed, rule, puts):
+    with IndexFile.create(path, **geometry, **seed, slot_count_rule=rule) as f:
+        return [f.put_key(k, p, t) for k, p, t in puts]
+
+
+def put_in_batches(path, geometry, seed, rule, batches, stream_min_keys, monkeypatch):
+    """put_keys batch after batch, reopening the file between batches (as a restarted broker
+    would), with the pwrite path taken from `stream_min_keys` keys on."""
+    monkeypatch.setattr(indexfile, "_STREAM_MIN_KEYS", stream_min_keys)
+    written = []
+    with IndexFile.create(path, **geometry, **seed, slot_count_rule=rule) as f:
+        if batches:
+            written.append(f.put_keys(*zip(*batches[0]) if batches[0] else ([], [], [])))
+    for batch in batches[1:]:
+        with IndexFile.open(path, **geometry, writable=True, slot_count_rule=rule) as f:
+            written.append(f.put_keys(*zip(*batch) if batch else ([], [], [])))
+    return written
+
+
+@settings(deadline=None, max_examples=150,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(hash_slot_num=st.integers(1, 40), index_num=st.integers(1, 90),
+       seed_phy=st.sampled_from([0, 777]), seed_ts=st.sampled_from([0, 1718000000000]),
+       rule=st.sampled_from(["new-slot", "every-put"]),
+       puts=st.lists(st.tuples(st.sampled_from(VOCAB), st.integers(0, 2**40),
+                               st.integers(1717999990000, 1718000900000)), max_size=120),
+       cuts=st.lists(st.integers(0, 120), max_size=3))
+def test_pwrite_path_writes_the_bytes_of_the_map_path_and_of_put_key(
+        monkeypatch, hash_slot_num, index_num, seed_phy, seed_ts, rule, puts, cuts):
+    """Any geometry, key set (hashCode Integer.MIN_VALUE and negative hashes included), seeded
+    header, batches continuing a partly filled file and batches overfilling it: put_keys through
+    pwrite, put_keys through the map and put_key one at a time leave the same bytes."""
+    geometry = dict(hash_slot_num=hash_slot_num, index_num=index_num)
+    seed = dict(end_phy_offset=seed_phy, end_timestamp=seed_ts)
+    bounds = sorted(set(c for c in cuts if c <= len(puts)))
+    batches = [puts[a:b] for a, b in zip([0] + bounds, bounds + [len(puts)])]
+    with tempfile.TemporaryDirectory() as d:
+        d = Path(d)
+        results = put_one_at_a_time(d / "one", geometry, seed, rule, puts)
+        by_map = put_in_batches(d / "map", geometry, seed, rule, batches, 10**9, monkeypatch)
+        by_pwrite = put_in_batches(d / "pwrite", geometry, seed, rule, batches, 0, monkeypatch)
+        assert by_map == by_pwrite and sum(by_pwrite) == results.count(True)
+        want = (d / "one").read_bytes()
+        assert (d / "map").read_bytes() == want
+        assert (d / "pwrite").read_bytes() == want
+
+
+@settings(deadline=None, max_examples=100)
+@given(raw=st.lists(st.integers(-2**31, 2**31 - 1), min_size=1, max_size=200),
+       hash_slot_num=st.integers(1, 50), through_fd=st.booleans())
+def test_put_entries_maps_raw_java_hashes_like_index_hash_many(raw, hash_slot_num, through_fd):
+    """java_hashes=True takes String.hashCode values and stores abs(h), Integer.MIN_VALUE as 0,
+    exactly as if the caller had passed index hashes."""
+    raw = raw + [-2**31]
+    n = len(raw)
+    index_num = n + 1
+    size = indexfile.Geometry(hash_slot_num, index_num).file_size
+    phy = np.arange(n, dtype=np.int64) * 100
+    ts = np.full(n, 1718000000000, dtype=np.int64)
+    state = (0, 0, 0, 0, 0, 1)
+    want = bytearray(size)
+    index_hashes = np.array([0 if h == -2**31 else abs(h) for h in raw], dtype=np.int32)
+    expect = _indexcore.put_entries(want, hash_slot_num, index_num, state, index_hashes, phy, ts, False)
+    with tempfile.TemporaryFile() as fh:
+        fh.truncate(size)
+        got = bytearray(size)
+        fd = fh.fileno() if through_fd else -1
+        state_got = _indexcore.put_entries(got, hash_slot_num, index_num, state,
+                                           np.array(raw, dtype=np.int32), phy, ts, False, fd, True)
+        if through_fd:
+            fh.seek(0)
+            got = bytearray(fh.read())
+    assert state_got == expect
+    assert got == want
+    entries = np.frombuffer(bytes(want), indexfile.ENTRY.dtype, count=index_num,
+                            offset=indexfile.Geometry(hash_slot_num, index_num).entries_offset)
+    assert entries["key_hash"][1:].tolist() == index_hashes.tolist()
+
+
+def test_reference_model_agrees_on_the_raw_hash_of_min_value():
+    """The key whose hashCode is Integer.MIN_VALUE, which the raw-hash path maps to 0."""
+    assert java_hash("polygenelubricants") == -2**31 and stored_hash("polygenelubricants") == 0
+
+
+def test_a_failed_pwrite_raises_naming_the_file_and_leaves_the_header(tmp_path, monkeypatch):
+    """A write error (here: the descriptor is read-only) raises OSError with the path; the
+    in-memory header and the slot table on disk stay as they were, so the file still reads as
+    the keys put before."""
+    monkeypatch.setattr(indexfile, "_STREAM_MIN_KEYS", 0)
+    path = tmp_path / "f"
+    f = IndexFile.create(path, hash_slot_num=7, index_num=20)
+    assert f.put_keys(["a", "b"], [1, 2], [1718000000000] * 2) == 2
+    before = f.header
+    slots_before = f.slots.copy()
+    writable = f._file
+    f._file = open(path, "rb")
+    try:
+        with pytest.raises(OSError) as err:
+            f.put_keys(["c", "d"], [3, 4], [1718000000000] * 2)
+    finally:
+        f._file.close()
+        f._file = writable
+    assert err.value.filename == str(path)
+    assert f.header == before
+    assert (f.slots == slots_before).all()
+    f.close()
+    with IndexFile.open(path, hash_slot_num=7, index_num=20) as g:
+        assert g.select_phy_offsets("a", 64, 0, LONG_MAX) == [1]
+        assert g.select_phy_offsets("c", 64, 0, LONG_MAX) == []
+
+
+def test_put_entries_rejects_a_file_shorter_than_its_geometry(tmp_path):
+    """The slot table is read through the descriptor: a file cut short under the map must not
+    be read past its end."""
+    size = indexfile.Geometry(8, 4).file_size
+    with open(tmp_path / "short", "w+b") as fh:
+        fh.truncate(30)
+        with pytest.raises(OSError):
+            _indexcore.put_entries(bytearray(size), 8, 4, (0, 0, 0, 0, 0, 1),
+                                   np.zeros(2, np.int32), np.zeros(2, np.int64), np.zeros(2, np.int64),
+                                   False, fh.fileno())
