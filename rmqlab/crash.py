@@ -195,6 +195,8 @@ class _Events:
 
 
 def _slice(keys, lo, hi):
+    if keys is None:         # the puts came with their hashes only
+        return None
     return keys.slice(lo, hi - lo) if hasattr(keys, "slice") else keys[lo:hi]
 
 
