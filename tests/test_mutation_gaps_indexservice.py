@@ -222,18 +222,20 @@ def test_service_frame_iter_repr_and_build_many(tmp_path):
         for i, f in enumerate(model)]
 
 
-def test_build_columns_empty_readonly_and_append(tmp_path):
-    cols = {"topic": ["T"] * 3, "phy_offset": [0, 100, 200], "store_timestamp": [T0, T0 + 1, T0 + 2],
-            "keys": ["a", "b", "c"], "uniq_key": [None] * 3, "sys_flag": [0] * 3}
+@pytest.mark.parametrize("arrow", [False, True])
+def test_build_columns_empty_readonly_and_append(tmp_path, arrow):
+    text = (lambda v: pa.array(v, pa.large_string())) if arrow else list
+    cols = {"topic": text(["T"] * 3), "phy_offset": [0, 100, 200], "store_timestamp": [T0, T0 + 1, T0 + 2],
+            "keys": text(["a", "b", "c"]), "uniq_key": text([None] * 3), "sys_flag": [0] * 3}
     with IndexService(tmp_path) as svc, pytest.raises(ReadOnlyError) as err:
         svc.build_columns(cols)
     assert err.value.path == str(tmp_path)
-    empty = {k: [] for k in cols}
+    empty = {k: text([]) if k in ("topic", "keys", "uniq_key") else [] for k in cols}
     with IndexService(tmp_path / "w", HSN, 8, read_only=False, tz=UTC) as svc:
         assert svc.build_columns(empty) == 0
         assert svc.build_columns(cols) == 3
         # offsets below the file's end_phy_offset (200) were indexed already: buildIndex skips them
-        again = dict(cols, phy_offset=[100, 200, 300], keys=["x", "y", "z"])
+        again = dict(cols, phy_offset=[100, 200, 300], keys=text(["x", "y", "z"]))
         assert svc.build_columns(again) == 2
         assert svc.query_offset("T", "x").phy_offsets == []
         assert svc.query_offset("T", "y").phy_offsets == [200]
