@@ -321,3 +321,10 @@ def test_bulk_build_default_clock_is_now_in_ms(tmp_path):
     (path,) = bulk_build(ExpandedKeys(["T#a"], [1], [T0]), tmp_path, hash_slot_num=HSN, index_num=INUM, tz=UTC)
     made = dt.datetime.strptime(path.name, "%Y%m%d%H%M%S%f").replace(tzinfo=UTC).timestamp()
     assert before - 1 <= made <= time.time() + 1
+
+
+def test_expanded_keys_hold_offsets_and_times_as_int64():
+    """The IndexFile stores both as 8-byte longs; narrower or float input is widened once."""
+    e = ExpandedKeys(["T#a", "T#b"], np.array([1, 2], np.int32), [1.0, 2.0])
+    assert (e.phy_offsets.dtype, e.store_timestamps.dtype) == (np.int64, np.int64)
+    assert e.to_frame()[["phy_offset", "store_timestamp"]].values.tolist() == [[1, 1], [2, 2]]
