@@ -328,3 +328,9 @@ def test_expanded_keys_hold_offsets_and_times_as_int64():
     e = ExpandedKeys(["T#a", "T#b"], np.array([1, 2], np.int32), [1.0, 2.0])
     assert (e.phy_offsets.dtype, e.store_timestamps.dtype) == (np.int64, np.int64)
     assert e.to_frame()[["phy_offset", "store_timestamp"]].values.tolist() == [[1, 1], [2, 2]]
+
+
+@pytest.mark.parametrize("keys, phy, ts", [(["T#a"], [1, 2], [1, 2]), (["T#a", "T#b"], [1, 2], [1])])
+def test_expanded_keys_refuses_any_length_mismatch(keys, phy, ts):
+    with pytest.raises(ValueError):
+        ExpandedKeys(keys, phy, ts)
