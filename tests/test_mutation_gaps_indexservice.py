@@ -334,3 +334,11 @@ def test_expanded_keys_hold_offsets_and_times_as_int64():
 def test_expanded_keys_refuses_any_length_mismatch(keys, phy, ts):
     with pytest.raises(ValueError):
         ExpandedKeys(keys, phy, ts)
+
+
+def test_service_names_new_files_in_its_time_zone(tmp_path):
+    plus8 = dt.timezone(dt.timedelta(hours=8))
+    with IndexService(tmp_path, HSN, INUM, read_only=False, clock=iter([T0, T0]).__next__, tz=plus8) as svc:
+        svc.build_many(MESSAGES[:3])
+        # 1718000000000 ms is 06:13:20 UTC, 14:13:20 at UTC+8; the second name is bumped by 1 ms
+        assert [f.path.name for f in svc.files] == ["20240610141320000", "20240610141320001"]
