@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "bigendian.h"
+#include "vec64.h"
 
 /* IndexHeader: four longs, then two ints. */
 #define HEADER_BEGIN_TIMESTAMP_OFFSET 0
@@ -357,33 +358,6 @@ static PyObject *put_one(PyObject *self, PyObject *args) {
 done:
     PyBuffer_Release(&file);
     return result;
-}
-
-typedef struct {
-    int64_t *data;
-    size_t len, cap;
-} vec64;
-
-/* Room for at least `need` elements, growing by doubling. -1 when memory runs out. */
-static int vec_reserve(vec64 *v, size_t need) {
-    size_t cap = v->cap ? v->cap : 1024;
-    while (cap < need)
-        cap *= 2;
-    if (cap != v->cap) {
-        int64_t *d = realloc(v->data, cap * sizeof(int64_t));
-        if (!d)
-            return -1;
-        v->data = d;
-        v->cap = cap;
-    }
-    return 0;
-}
-
-static int vec_push(vec64 *v, int64_t x) {
-    if (v->len == v->cap && vec_reserve(v, v->len + 1) < 0)
-        return -1;
-    v->data[v->len++] = x;
-    return 0;
 }
 
 /* Walks this many chains in lockstep: each round issues a prefetch for every walk's next entry

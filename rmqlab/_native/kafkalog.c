@@ -26,6 +26,7 @@
 #include <stdlib.h>
 
 #include "bigendian.h"
+#include "vec64.h"
 
 /* The v2 batch header (DefaultRecordBatch), big-endian. A legacy v0/v1 message starts the same
  * way: offset i64 and messageSize i32 where baseOffset and batchLength are, magic at the same
@@ -87,11 +88,8 @@ static PyObject *walk(PyObject *self, PyObject *args) {
      * 1 KiB entries, grown as needed */
     int64_t most = (end - start) / MIN_ENTRY_SIZE_V0 + 1;
     size_t cap = (size_t)(max_entries >= 0 && max_entries < most ? max_entries : (end - start) / 1024 + 16);
-    if (cap == 0)
-        cap = 1;
-    size_t n = 0;
-    int64_t *pos = malloc(cap * sizeof(int64_t));
-    if (pos == NULL) {
+    vec64 pos = {NULL, 0, 0};
+    if (vec_reserve(&pos, cap ? cap : 1) < 0) {
         PyBuffer_Release(&b);
         return PyErr_NoMemory();
     }
@@ -105,7 +103,7 @@ static PyObject *walk(PyObject *self, PyObject *args) {
             code = STOP_END;
             break;
         }
-        if (max_entries >= 0 && (Py_ssize_t)n >= max_entries) {
+        if (max_entries >= 0 && (Py_ssize_t)pos.len >= max_entries) {
             code = STOP_LIMIT;
             break;
         }
@@ -127,26 +125,19 @@ static PyObject *walk(PyObject *self, PyObject *args) {
             code = STOP_PAST_END;
             break;
         }
-        if (n == cap) {
-            int64_t *grown = realloc(pos, 2 * cap * sizeof(int64_t));
-            if (grown == NULL) {
-                oom = 1;
-                break;
-            }
-            pos = grown;
-            cap *= 2;
+        if (vec_push(&pos, p) < 0) {
+            oom = 1;
+            break;
         }
-        pos[n++] = p;
         p += size;
     }
     Py_END_ALLOW_THREADS
     PyBuffer_Release(&b);
     if (oom) {
-        free(pos);
+        free(pos.data);
         return PyErr_NoMemory();
     }
-    PyObject *positions = PyBytes_FromStringAndSize((const char *)pos, (Py_ssize_t)(n * sizeof(int64_t)));
-    free(pos);
+    PyObject *positions = vec_take_bytes(&pos);
     if (positions == NULL)
         return NULL;
     return Py_BuildValue("(NLi)", positions, (long long)p, code);

@@ -32,6 +32,7 @@
 #include <string.h>
 
 #include "bigendian.h"
+#include "vec64.h"
 
 #define MAGIC_V1 ((int32_t)0xDAA320A7)
 #define MAGIC_V2 ((int32_t)0xDAA320AB)
@@ -149,12 +150,7 @@ static PyObject *walk(PyObject *self, PyObject *args) {
         return NULL;
     }
     const uint8_t *buf = b.buf;
-    size_t cap = 1024, n = 0;
-    int64_t *pos = malloc(cap * sizeof(int64_t));
-    if (pos == NULL) {
-        PyBuffer_Release(&b);
-        return PyErr_NoMemory();
-    }
+    vec64 pos = {NULL, 0, 0};
     Py_ssize_t p = start;
     int64_t prefetched = start;
     int code = STOP_END;
@@ -166,7 +162,7 @@ static PyObject *walk(PyObject *self, PyObject *args) {
             code = STOP_END;
             break;
         }
-        if (max_records >= 0 && (Py_ssize_t)n >= max_records) {
+        if (max_records >= 0 && (Py_ssize_t)pos.len >= max_records) {
             code = STOP_LIMIT;
             break;
         }
@@ -192,27 +188,20 @@ static PyObject *walk(PyObject *self, PyObject *args) {
             code = STOP_TOO_SMALL;
             break;
         }
-        if (n == cap) {
-            int64_t *grown = realloc(pos, 2 * cap * sizeof(int64_t));
-            if (grown == NULL) {
-                oom = 1;
-                break;
-            }
-            pos = grown;
-            cap *= 2;
+        if (vec_push(&pos, p) < 0) {
+            oom = 1;
+            break;
         }
-        pos[n++] = p;
         p += size;
         prefetch_stream(buf, end, &prefetched, (int64_t)p + PREFETCH_BYTES);
     }
     Py_END_ALLOW_THREADS
     PyBuffer_Release(&b);
     if (oom) {
-        free(pos);
+        free(pos.data);
         return PyErr_NoMemory();
     }
-    PyObject *positions = PyBytes_FromStringAndSize((const char *)pos, (Py_ssize_t)(n * sizeof(int64_t)));
-    free(pos);
+    PyObject *positions = vec_take_bytes(&pos);
     if (positions == NULL)
         return NULL;
     return Py_BuildValue("(Nni)", positions, p, code);
