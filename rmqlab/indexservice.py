@@ -888,19 +888,16 @@ def expand_columns(columns: Any, *, end_phy_offset: int = 0) -> ExpandedKeys:
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    def get(name):
-        return _column(columns, name)
-
-    phy = np.ascontiguousarray(np.asarray(get("phy_offset")), dtype=np.int64)
+    phy = np.ascontiguousarray(np.asarray(_column(columns, "phy_offset")), dtype=np.int64)
     n = len(phy)
-    ts = np.ascontiguousarray(np.asarray(get("store_timestamp")), dtype=np.int64)
+    ts = np.ascontiguousarray(np.asarray(_column(columns, "store_timestamp")), dtype=np.int64)
     if len(ts) != n:
         raise ValueError(f"store_timestamp has {len(ts)} rows, expected {n}")
-    sf = get("sys_flag")
+    sf = _column(columns, "sys_flag")
     sys_flag = np.zeros(n, np.int64) if sf is None else np.asarray(sf, dtype=np.int64)
-    topic = _string_column(get("topic"), "topic", n, nullable=False)
-    keys = _string_column(get("keys"), "keys", n, nullable=True)
-    uniq = _string_column(get("uniq_key"), "uniq_key", n, nullable=True)
+    topic = _string_column(_column(columns, "topic"), "topic", n, nullable=False)
+    keys = _string_column(_column(columns, "keys"), "keys", n, nullable=True)
+    uniq = _string_column(_column(columns, "uniq_key"), "uniq_key", n, nullable=True)
 
     part_msg, parts = index_keys_many(keys, uniq)
     keep = _kept_messages(phy, sys_flag, np.bincount(part_msg, minlength=n), end_phy_offset)
@@ -957,19 +954,16 @@ def index_key_hashes(columns: Any, *, end_phy_offset: int = 0) -> tuple[np.ndarr
     """
     from rmqlab import _dispatchcore
 
-    def get(name):
-        return _column(columns, name)
-
-    phy = np.ascontiguousarray(np.asarray(get("phy_offset")), dtype=np.int64)
+    phy = np.ascontiguousarray(np.asarray(_column(columns, "phy_offset")), dtype=np.int64)
     n = len(phy)
-    topic_col = get("topic")
+    topic_col = _column(columns, "topic")
     if topic_col is None:
         return None
-    text = [_object_column(c, n) for c in (topic_col, get("keys"), get("uniq_key"))]
+    text = [_object_column(c, n) for c in (topic_col, _column(columns, "keys"), _column(columns, "uniq_key"))]
     if any(t is None for t in text):
         return None
     topic, keys, uniq = (np.ascontiguousarray(t) for t in text)
-    sf = get("sys_flag")
+    sf = _column(columns, "sys_flag")
     sys_flag = np.zeros(n, np.int64) if sf is None else np.asarray(sf, dtype=np.int64)
     if len(sys_flag) != n:
         return None

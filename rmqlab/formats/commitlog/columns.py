@@ -233,6 +233,20 @@ def _property_damage(path, file_start: int, position: int, block_start: int, at:
                   f"unparseable property block: {PROPERTY_PROBLEMS[problem]} at byte {at} of the block "
                   f"(file position {block_start + at})")
 
+def _body_crc_check(U, path, file_start: int, P: np.ndarray, bst: np.ndarray, bln: np.ndarray, stored: np.ndarray,
+                    limit: int, dmg: Damage | None) -> tuple[Damage | None, int]:
+    """The first of `limit` records whose BODYCRC is not CRC32(body) & 0x7FFFFFFF (an empty body
+    is not checked): its Damage and position as the new limit, else (dmg, limit) unchanged."""
+    crc = np.empty(limit, np.uint32)
+    _records.crc32_spans(U, bst, bln, crc)
+    good = (bln == 0) | ((crc & 0x7FFFFFFF).astype(np.int64) == stored[:limit].astype(np.int64))
+    if good.all():
+        return dmg, limit
+    r = int(np.argmin(good))
+    return (Damage(path, int(P[r]), file_start + int(P[r]), "BODYCRC",
+                   f"BODYCRC {int(stored[r])} but CRC32(body) & 0x7FFFFFFF = {int(crc[r]) & 0x7FFFFFFF}"), r)
+
+
 def _decode_positions_numpy(U, P: np.ndarray, f: StoreFile, *, body: bool, check_crc: bool,
                             arrow: bool = False):
     """:func:`_decode_positions` by NumPy gathers alone (one index array per field and row): the
@@ -262,19 +276,11 @@ def _decode_positions_numpy(U, P: np.ndarray, f: StoreFile, *, body: bool, check
         row, at, problem = res
         dmg = _property_damage(path, f.start_offset, int(P[row]), int(pst[row]), at, problem)
         limit = row
-    crc = None
     if check_crc or body:
         bst = np.ascontiguousarray((P + s["o_body"])[:limit])
         bln = np.ascontiguousarray(s["body_len"][:limit])
     if check_crc and limit:
-        crc = np.empty(limit, np.uint32)
-        _records.crc32_spans(U, bst, bln, crc)
-        good = (bln == 0) | ((crc & 0x7FFFFFFF).astype(np.int64) == H["body_crc"][:limit].astype(np.int64))
-        if not good.all():
-            r = int(np.argmin(good))
-            dmg = Damage(path, int(P[r]), f.start_offset + int(P[r]), "BODYCRC",
-                         f"BODYCRC {int(H['body_crc'][r])} but CRC32(body) & 0x7FFFFFFF = {int(crc[r]) & 0x7FFFFFFF}")
-            limit = r
+        dmg, limit = _body_crc_check(U, path, f.start_offset, P, bst, bln, H["body_crc"], limit, dmg)
     P, H = P[:limit], H[:limit]
     s = {key: (v[:limit] if isinstance(v, np.ndarray) else v) for key, v in s.items()}
     vs, vl = vs.reshape(-1, k)[:limit], vl.reshape(-1, k)[:limit]
@@ -436,15 +442,8 @@ def _decode_positions(U, P: np.ndarray, f: StoreFile, *, body: bool, check_crc: 
         dmg = _property_damage(path, f.start_offset, int(P[row]), int(pst[row]), at, problem)
         limit = row
     if check_crc and limit:
-        crc = np.empty(limit, np.uint32)
-        bst, bln = d["body_start"][:limit], d["body_len"][:limit]
-        _records.crc32_spans(U, bst, bln, crc)
-        good = (bln == 0) | ((crc & 0x7FFFFFFF).astype(np.int64) == d["body_crc"][:limit].astype(np.int64))
-        if not good.all():
-            r = int(np.argmin(good))
-            dmg = Damage(path, int(P[r]), f.start_offset + int(P[r]), "BODYCRC",
-                         f"BODYCRC {int(d['body_crc'][r])} but CRC32(body) & 0x7FFFFFFF = {int(crc[r]) & 0x7FFFFFFF}")
-            limit = r
+        dmg, limit = _body_crc_check(U, path, f.start_offset, P, d["body_start"][:limit], d["body_len"][:limit],
+                                     d["body_crc"], limit, dmg)
     P = P[:limit]
     d = {name: v[:limit] for name, v in d.items()}
     vs, vl = vs.reshape(-1, k)[:limit], vl.reshape(-1, k)[:limit]
