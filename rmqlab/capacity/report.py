@@ -31,6 +31,7 @@ import pandas as pd
 from rmqlab.capacity.kafka import KafkaEstimate, kafka_estimate
 from rmqlab.capacity.model import Estimate, estimate, monte_carlo
 from rmqlab.capacity.plan import FIELDS, Interval, Plan
+from rmqlab.display import format_value
 from rmqlab.extras import require
 
 __all__ = [
@@ -119,63 +120,6 @@ ASSUMPTIONS: tuple[str, ...] = (
     "Kafka's defaults for segment.bytes, segment.index.bytes and index.interval.bytes; "
     "replication and compaction are left out on both sides.",
 )
-
-_GiB = 1 << 30
-
-
-# ------------------------------------------------------------------------------ formatting
-
-
-def _binary(x: float) -> str:
-    for name, size in (("TiB", 1 << 40), ("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if abs(x) >= size:
-            return f"{x / size:,.2f} {name}"
-    return f"{x:,.0f} bytes"
-
-
-def format_value(value: Any, kind: str) -> str:
-    """One number as the report shows it. Kinds: ``bytes`` (binary units: KiB .. TiB),
-    ``bytes_exact`` (bytes with one decimal), ``count`` (thousands separators), ``number`` (3
-    significant decimals), ``percent`` (a fraction shown in %), ``hours`` (minutes, hours or days
-    as fits), ``days`` (inf is "never"; long spans also in years), ``text``.
-
-    >>> format_value(15540001480, "bytes"), format_value(2.6709, "hours"), format_value(math.inf, "days")
-    ('14.47 GiB', '2.67 h', 'never')
-    >>> format_value(0.9777, "percent"), format_value(95.0, "hours"), format_value(1454.5, "days")
-    ('97.77 %', '3.96 days (95 h)', '1,454 days (3.98 years)')
-    """
-    if value is None:
-        return "-"
-    if kind == "text":
-        return str(value)
-    x = float(value)
-    if math.isnan(x):
-        return "-"
-    if kind in ("days", "hours") and math.isinf(x):
-        return "never"
-    if kind == "bytes":
-        return _binary(x)
-    if kind == "bytes_exact":
-        return f"{x:,.1f} bytes"
-    if kind == "count":
-        return f"{x:,.0f}"
-    if kind == "number":
-        return f"{x:,.3f}" if abs(x) < 1000 else f"{x:,.0f}"
-    if kind == "percent":
-        p = 100.0 * x
-        return f"{p:.2f} %" if p >= 0.01 or p == 0 else f"{p:.2e} %"
-    if kind == "hours":
-        if x < 1:
-            return f"{x * 60:.1f} min"
-        if x < 48:
-            return f"{x:.2f} h"
-        return f"{x / 24:.2f} days ({x:,.0f} h)"
-    if kind == "days":
-        if x >= 730:
-            return f"{x:,.0f} days ({x / 365.25:.2f} years)"
-        return f"{x:,.1f} days"
-    raise ValueError(f"kind must be one of bytes, bytes_exact, count, number, percent, hours, days, text; "
-                     f"got {kind!r}")
 
 
 def output_kind(name: str) -> str:
@@ -322,7 +266,7 @@ def recommend(configurations: Sequence[ConfigurationResult], plan: Plan) -> Reco
     if not fitting:
         best = min(configurations, key=lambda c: (c.total_disk_bytes_p95, c.index_disk_bytes))
         text = (f"No configuration fits: even {_describe(best)}, the smallest, needs "
-                f"{_binary(best.total_disk_bytes_p95)} at p95, {100 * best.disk_ratio_p95:.1f} % of the "
+                f"{format_value(best.total_disk_bytes_p95, 'bytes')} at p95, {100 * best.disk_ratio_p95:.1f} % of the "
                 f"disk, above the {100 * ratio:g} % diskMaxUsedSpaceRatio, where the broker starts deleting "
                 f"files early. Shorten fileReservedTime, lower the traffic or use a bigger disk.")
         return Recommendation(best.name, False, text)
@@ -335,13 +279,13 @@ def recommend(configurations: Sequence[ConfigurationResult], plan: Plan) -> Reco
     if not best.is_plan:
         text += (f", against {own.entries_read_per_query_hit:.2f} with this plan's configuration "
                  f"({own.hash_slot_num:,} slots × {own.index_num:,} entries)")
-    text += (f". Its index takes {_binary(best.index_disk_bytes)} on disk "
-             f"({_binary(best.index_disk_bytes_p95)} at p95) and the whole store "
+    text += (f". Its index takes {format_value(best.index_disk_bytes, 'bytes')} on disk "
+             f"({format_value(best.index_disk_bytes_p95, 'bytes')} at p95) and the whole store "
              f"{100 * best.disk_ratio_p95:.1f} % of the disk at p95, under the {100 * ratio:g} % "
              f"diskMaxUsedSpaceRatio; keeping the newest index file hot takes "
-             f"{_binary(best.page_cache_bytes)} of page cache")
+             f"{format_value(best.page_cache_bytes, 'bytes')} of page cache")
     if not best.is_plan:
-        text += f" (against {_binary(own.page_cache_bytes)})"
+        text += f" (against {format_value(own.page_cache_bytes, 'bytes')})"
     text += "."
     left_out = [c for c in configurations if not c.fits]
     if left_out:
@@ -667,7 +611,7 @@ def _input_text(value: Any, kind: str) -> str:
             return fmt(value.likely)
         return f"{fmt(value.low)} / {fmt(value.likely)} / {fmt(value.high)}"
     if kind == "size":
-        return f"{_binary(value)} ({value:,} bytes)" if value else "0"
+        return f"{format_value(value, 'bytes')} ({value:,} bytes)" if value else "0"
     if kind == "topics":
         return ", ".join(value)
     if kind == "hours":
