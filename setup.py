@@ -11,7 +11,7 @@ Small extension modules, no NumPy C API (they exchange data through the buffer p
 from setuptools import Extension, setup
 
 FLAGS = ["-O3", "-std=c99", "-Wall"]
-HEADERS = ["rmqlab/_native/bigendian.h", "rmqlab/_native/vec64.h"]
+HEADERS = ["rmqlab/_native/bigendian.h", "rmqlab/_native/codedict.h", "rmqlab/_native/vec64.h"]
 
 setup(
     ext_modules=[

@@ -32,7 +32,12 @@
 #include <string.h>
 
 #include "bigendian.h"
+#include "codedict.h"
 #include "vec64.h"
+
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 
 #define MAGIC_V1 ((int32_t)0xDAA320A7)
 #define MAGIC_V2 ((int32_t)0xDAA320AB)
@@ -942,6 +947,511 @@ done:
     return result;
 }
 
+/* ------------------------------------------------------------------------- the one pass */
+
+/* walk_decode's outputs, in this order. Row arrays hold `capacity` entries (the rows the range
+ * could hold: its bytes / MIN_MESSAGE_SIZE + 1); offsets one more (Arrow's offsets); bitmaps a
+ * bit a row (Arrow's validity, least significant bit first); text data any size, of which all
+ * but the last TEXT_SLACK bytes are used (the copies move 16 bytes at a time). */
+enum {
+    W_TOTAL_SIZE, W_VERSION, W_BODY_CRC, W_QUEUE_ID, W_FLAG, W_QUEUE_OFFSET, W_PHY_OFFSET, W_SYS_FLAG,
+    W_BORN_TIMESTAMP, W_STORE_TIMESTAMP, W_RECONSUME_TIMES, W_PREPARED_TRANSACTION_OFFSET, /* as D_* */
+    W_TOPIC_CODE,      /* int32: code in the topic dictionary */
+    W_BORN_HOST_CODE,  /* int32: code in the born host dictionary; -1 for an IPv6 host */
+    W_STORE_HOST_CODE, /* int32, as W_BORN_HOST_CODE */
+    W_TAGS_CODE,       /* int32: code in the tags dictionary; 0 without TAGS */
+    W_DELAY_LEVEL,     /* int32: DELAY as a decimal integer clamped to int32; 0 when absent; see below */
+    W_TAGS_VALID, W_KEYS_VALID, W_UNIQ_KEY_VALID, /* bitmaps: the property is present */
+    W_PROPERTIES_OFFSETS, W_PROPERTIES_DATA, W_KEYS_OFFSETS, W_KEYS_DATA, W_UNIQ_KEY_OFFSETS,
+    W_UNIQ_KEY_DATA, W_BODY_OFFSETS, W_BODY_DATA, /* int64 offsets, uint8 data */
+    W_NOUT
+};
+
+/* Bytes a row of each output takes: > 0 a fixed width, 0 text data, -1 offsets, -2 a bitmap. */
+static const int walk_width[W_NOUT] = {4, 1, 4, 4, 4, 8, 8, 4, 8, 8, 4, 8, 4, 4, 4, 4, 4, -2, -2, -2,
+                                       -1, 0, -1, 0, -1, 0, -1, 0};
+
+#define TEXT_SLACK 16
+
+/* Why walk_decode stopped before the walk's stop: a record failing decode_records' field checks,
+ * or find_props' property check. */
+enum { BAD_NONE = 0, BAD_FIELDS = 1, BAD_PROPERTIES = 2 };
+
+/* The names walk_decode looks for, in the order of its outputs. */
+enum { WANT_KEYS, WANT_UNIQ_KEY, WANT_TAGS, WANT_DELAY, WANT_N };
+
+/* Most bytes a property block can have (PROPERTIESLENGTH is a signed short), in 64-byte groups. */
+#define BLOCK_GROUPS ((32767 + 63) / 64)
+
+/* Bit i of m[i / 64] set where block byte i is `byte`, for the block's `len` bytes at `at`. */
+static inline void byte_masks(const uint8_t *buf, int64_t buf_len, int64_t at, int64_t len, uint64_t *m1,
+                              uint64_t *m2) {
+    int64_t groups = (len + 63) / 64;
+    for (int64_t g = 0; g < groups; g++) {
+        const uint8_t *p = buf + at + 64 * g;
+        uint8_t tmp[64];
+        if (at + 64 * g + 64 > buf_len) { /* the buffer ends inside this group: copy what is there */
+            memset(tmp, 0, sizeof tmp);
+            memcpy(tmp, p, (size_t)(buf_len - at - 64 * g));
+            p = tmp;
+        }
+        uint64_t a = 0, b = 0;
+#ifdef __SSE2__
+        const __m128i one = _mm_set1_epi8(NAME_VALUE_SEPARATOR), two = _mm_set1_epi8(PROPERTY_SEPARATOR);
+        for (int k = 0; k < 4; k++) {
+            __m128i v = _mm_loadu_si128((const __m128i *)(p + 16 * k));
+            a |= (uint64_t)(uint16_t)_mm_movemask_epi8(_mm_cmpeq_epi8(v, one)) << (16 * k);
+            b |= (uint64_t)(uint16_t)_mm_movemask_epi8(_mm_cmpeq_epi8(v, two)) << (16 * k);
+        }
+#else
+        for (int k = 0; k < 64; k++) {
+            a |= (uint64_t)(p[k] == NAME_VALUE_SEPARATOR) << k;
+            b |= (uint64_t)(p[k] == PROPERTY_SEPARATOR) << k;
+        }
+#endif
+        int64_t left = len - 64 * g;
+        if (left < 64) {
+            a &= (1ULL << left) - 1;
+            b &= (1ULL << left) - 1;
+        }
+        m1[g] = a;
+        m2[g] = b;
+    }
+}
+
+/* The first set bit at or after `from` and before `limit` (<= the masks' bytes), else `limit`. */
+static inline int64_t next_bit(const uint64_t *m, int64_t from, int64_t limit) {
+    if (from >= limit)
+        return limit;
+    int64_t g = from >> 6;
+    uint64_t w = m[g] & (~0ULL << (from & 63));
+    while (w == 0) {
+        g++;
+        if (g * 64 >= limit)
+            return limit;
+        w = m[g];
+    }
+    int64_t at = g * 64 + __builtin_ctzll(w);
+    return at < limit ? at : limit;
+}
+
+/* find_props' scan of one block (same pairs, same problems, same offsets), for the WANT_N names:
+ * value spans into vs / vl (-1 when absent). Returns PROP_OK or the problem, *bad_at where. */
+static inline int scan_block(const uint8_t *buf, int64_t buf_len, int64_t st, int64_t len,
+                             const char *const *name_ptr, const int64_t *name_len, int64_t *vs, int64_t *vl,
+                             int64_t *bad_at) {
+    uint64_t m1[BLOCK_GROUPS], m2[BLOCK_GROUPS];
+    for (int j = 0; j < WANT_N; j++)
+        vs[j] = vl[j] = -1;
+    byte_masks(buf, buf_len, st, len, m1, m2);
+    const uint8_t *blk = buf + st;
+    int64_t at = 0;
+    while (at < len) {
+        int64_t e = next_bit(m2, at, len);
+        if (e == at) {
+            *bad_at = at;
+            return PROP_EMPTY_PAIR;
+        }
+        int64_t kv = next_bit(m1, at, e);
+        if (kv == e) {
+            *bad_at = at;
+            return PROP_NO_SEPARATOR;
+        }
+        if (kv == at) {
+            *bad_at = at;
+            return PROP_EMPTY_NAME;
+        }
+        if (e > kv + 1) { /* Java skips a pair whose value is empty */
+            for (int j = 0; j < WANT_N; j++) {
+                if (name_len[j] == kv - at && blk[at] == (uint8_t)name_ptr[j][0] &&
+                    memcmp(blk + at, name_ptr[j], (size_t)name_len[j]) == 0) {
+                    vs[j] = st + kv + 1;
+                    vl[j] = e - kv - 1;
+                }
+            }
+        }
+        at = e + 1;
+    }
+    return PROP_OK;
+}
+
+/* Appends src[0, len) to a text column whose data has `cap` usable bytes (TEXT_SLACK more
+ * follow them). `high` collects the bytes' top bits (0: all ASCII). -1 when it does not fit. */
+static inline int put_text(uint8_t *data, int64_t cap, int64_t *used, const uint8_t *src, int64_t len,
+                           const uint8_t *src_end, uint64_t *high) {
+    if (len > cap - *used)
+        return -1;
+    uint8_t *d = data + *used;
+    *used += len;
+    if (src + len + TEXT_SLACK <= src_end) { /* 16 bytes a step, the last step may run over */
+        uint64_t h = 0;
+        for (int64_t k = 0; k < len; k += 16) {
+            uint64_t w0, w1;
+            memcpy(&w0, src + k, 8);
+            memcpy(&w1, src + k + 8, 8);
+            memcpy(d + k, &w0, 8);
+            memcpy(d + k + 8, &w1, 8);
+            int64_t left = len - k;
+            if (left < 16) {
+                if (left <= 8) {
+                    w1 = 0;
+                    w0 = left == 8 ? w0 : w0 & ((1ULL << (8 * left)) - 1);
+                } else if (left < 16) {
+                    w1 &= (1ULL << (8 * (left - 8))) - 1;
+                }
+            }
+            h |= w0 | w1;
+        }
+        if (high)
+            *high |= h;
+        return 0;
+    }
+    memcpy(d, src, (size_t)len);
+    if (high)
+        for (int64_t k = 0; k < len; k++)
+            *high |= src[k];
+    return 0;
+}
+
+/* DELAY as Integer-like decimal text: an optional '-' and 1 to 18 digits, clamped to int32.
+ * Returns 0 and sets *out, or -1 for any other text (the caller parses those rows). */
+static inline int parse_delay(const uint8_t *p, int64_t len, int32_t *out) {
+    int neg = len > 0 && p[0] == '-';
+    int64_t i = neg, v = 0;
+    if (len - i < 1 || len - i > 18)
+        return -1;
+    for (; i < len; i++) {
+        unsigned d = (unsigned)p[i] - '0';
+        if (d > 9)
+            return -1;
+        v = v * 10 + d;
+    }
+    v = neg ? -v : v;
+    *out = v > INT32_MAX ? INT32_MAX : v < INT32_MIN ? INT32_MIN : (int32_t)v;
+    return 0;
+}
+
+static inline void set_bit(uint8_t *bitmap, int64_t row, int on) {
+    if ((row & 7) == 0)
+        bitmap[row >> 3] = 0;
+    bitmap[row >> 3] |= (uint8_t)(on << (row & 7));
+}
+
+/* Bytes (native int64) of a vec64's entries; frees it. */
+static PyObject *take_spans(vec64 *v) { return vec_take_bytes(v); }
+
+/* walk_decode(buffer, start, body, names, outputs) -> (rows, stop_pos, stop_code, bad_kind, bad_pos,
+ *     bad_block, bad_at, bad_problem, topic_spans, tags_spans, born_keys, store_keys, v6_rows,
+ *     delay_rows, text_high, null_counts)
+ *
+ * The walk (as `walk` from `start` to the buffer's end), decode_records' checks and fields,
+ * find_props' scan for names = (KEYS, UNIQ_KEY, TAGS, DELAY) and the columns read_columns
+ * builds, in one pass over the records, writing Arrow's layout straight into `outputs`:
+ *
+ *   - fixed fields as decode_records writes them;
+ *   - topic and tags as codes in order of first appearance; topic_spans / tags_spans (bytes of
+ *     int64 start, length pairs) give each code's first occurrence in the buffer;
+ *   - hosts: IPv4 address and port as codes of born_keys / store_keys (bytes of uint64, the
+ *     D_BORN_HOST_KEY packing); rows with an IPv6 host get -1 and are listed in v6_rows
+ *     (int64 row, record position pairs) for the caller;
+ *   - PROPERTIES, KEYS, UNIQ_KEY and (with `body`) BODY copied into offsets + data; KEYS and
+ *     UNIQ_KEY null when absent. text_high has bit j set when the text of column j (properties,
+ *     keys, uniq_key) holds a byte >= 0x80; null_counts is (tags, keys, uniq_key);
+ *   - DELAY parsed when it is a plain decimal integer (parse_delay); other values leave 0 and
+ *     are listed in delay_rows (int64 row, value start, value length triples).
+ *
+ * It stops at the walk's stop or at the first record that fails a field check (bad_kind
+ * BAD_FIELDS) or the property check (BAD_PROPERTIES, with find_props' problem, its offset in
+ * the block and the block's position); bad_pos is that record's position and `rows` the
+ * records before it, the only ones written. */
+static PyObject *walk_decode(PyObject *self, PyObject *args) {
+    Py_buffer b;
+    Py_ssize_t start;
+    int body;
+    PyObject *names, *outs;
+    if (!PyArg_ParseTuple(args, "y*npO!O!", &b, &start, &body, &PyTuple_Type, &names, &PyTuple_Type, &outs))
+        return NULL;
+    Py_buffer o[W_NOUT];
+    int got = 0;
+    PyObject *result = NULL;
+    const char *name_ptr[WANT_N];
+    int64_t name_len[WANT_N];
+    spandict topics, tags;
+    keydict born_hosts, store_hosts;
+    vec64 v6 = {NULL, 0, 0}, delay_rows = {NULL, 0, 0};
+    const uint8_t *buf = b.buf;
+    spandict_init(&topics, buf);
+    spandict_init(&tags, buf);
+    keydict_init(&born_hosts);
+    keydict_init(&store_hosts);
+    if (start < 0 || start > b.len) {
+        PyErr_Format(PyExc_ValueError, "start %zd outside a buffer of %zd bytes", start, b.len);
+        goto done;
+    }
+    if (PyTuple_GET_SIZE(names) != WANT_N || PyTuple_GET_SIZE(outs) != W_NOUT) {
+        PyErr_Format(PyExc_ValueError, "walk_decode needs %d names and %d output arrays", WANT_N, W_NOUT);
+        goto done;
+    }
+    for (int j = 0; j < WANT_N; j++) {
+        PyObject *nm = PyTuple_GET_ITEM(names, j);
+        if (!PyBytes_Check(nm) || PyBytes_GET_SIZE(nm) == 0) {
+            PyErr_SetString(PyExc_TypeError, "names must be non-empty bytes");
+            goto done;
+        }
+        name_ptr[j] = PyBytes_AS_STRING(nm);
+        name_len[j] = PyBytes_GET_SIZE(nm);
+    }
+    for (; got < W_NOUT; got++)
+        if (PyObject_GetBuffer(PyTuple_GET_ITEM(outs, got), &o[got], PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS) < 0)
+            goto done;
+    Py_ssize_t cap = o[W_TOTAL_SIZE].len / 4;
+    for (int j = 0; j < W_NOUT; j++) {
+        int w = walk_width[j];
+        int bad = w > 0 ? o[j].len != cap * w
+                : w == -1 ? o[j].len != (cap + 1) * 8
+                : w == -2 ? o[j].len < (cap + 7) / 8
+                : o[j].len < TEXT_SLACK;
+        if (j >= W_BODY_OFFSETS && !body)
+            bad = 0;
+        if (bad) {
+            PyErr_Format(PyExc_ValueError, "output %d does not fit %zd rows", j, cap);
+            goto done;
+        }
+    }
+    if (cap < (b.len - start) / MIN_MESSAGE_SIZE + 1) {
+        PyErr_Format(PyExc_ValueError, "outputs of %zd rows are too short for %zd bytes", cap, b.len - start);
+        goto done;
+    }
+    {
+        int32_t *total_size = o[W_TOTAL_SIZE].buf, *body_crc = o[W_BODY_CRC].buf, *queue_id = o[W_QUEUE_ID].buf,
+                *flag = o[W_FLAG].buf, *sys_flag = o[W_SYS_FLAG].buf, *reconsume = o[W_RECONSUME_TIMES].buf,
+                *topic_code = o[W_TOPIC_CODE].buf, *born_code = o[W_BORN_HOST_CODE].buf,
+                *store_code = o[W_STORE_HOST_CODE].buf, *tags_code = o[W_TAGS_CODE].buf,
+                *delay = o[W_DELAY_LEVEL].buf;
+        int8_t *version = o[W_VERSION].buf;
+        int64_t *queue_offset = o[W_QUEUE_OFFSET].buf, *phy_offset = o[W_PHY_OFFSET].buf,
+                *born_ts = o[W_BORN_TIMESTAMP].buf, *store_ts = o[W_STORE_TIMESTAMP].buf,
+                *pto = o[W_PREPARED_TRANSACTION_OFFSET].buf;
+        uint8_t *tags_valid = o[W_TAGS_VALID].buf, *keys_valid = o[W_KEYS_VALID].buf,
+                *uniq_valid = o[W_UNIQ_KEY_VALID].buf;
+        int64_t *props_off = o[W_PROPERTIES_OFFSETS].buf, *keys_off = o[W_KEYS_OFFSETS].buf,
+                *uniq_off = o[W_UNIQ_KEY_OFFSETS].buf, *body_off = o[W_BODY_OFFSETS].buf;
+        uint8_t *props_data = o[W_PROPERTIES_DATA].buf, *keys_data = o[W_KEYS_DATA].buf,
+                *uniq_data = o[W_UNIQ_KEY_DATA].buf, *body_data = o[W_BODY_DATA].buf;
+        int64_t props_cap = o[W_PROPERTIES_DATA].len - TEXT_SLACK, keys_cap = o[W_KEYS_DATA].len - TEXT_SLACK,
+                uniq_cap = o[W_UNIQ_KEY_DATA].len - TEXT_SLACK,
+                body_cap = body ? o[W_BODY_DATA].len - TEXT_SLACK : 0;
+        int64_t props_used = 0, keys_used = 0, uniq_used = 0, body_used = 0;
+        uint64_t props_high = 0, keys_high = 0, uniq_high = 0;
+        int64_t tags_nulls = 0, keys_nulls = 0, uniq_nulls = 0;
+        const uint8_t *end_of_buf = buf + b.len;
+        Py_ssize_t end = b.len, p = start, rows = 0;
+        int64_t prefetched = start;
+        int code = STOP_END, bad_kind = BAD_NONE, problem = PROP_OK, failed = 0;
+        int64_t bad_block = 0, bad_at = 0;
+        props_off[0] = keys_off[0] = uniq_off[0] = 0;
+        if (body)
+            body_off[0] = 0;
+        Py_BEGIN_ALLOW_THREADS
+        for (;; rows++) {
+            /* the walk's checks of the record at p */
+            Py_ssize_t left = end - p;
+            if (left == 0) {
+                code = STOP_END;
+                break;
+            }
+            if (left < BLANK_SIZE) {
+                code = STOP_SHORT;
+                break;
+            }
+            int32_t size = load_i32(buf + p + HEAD_TOTAL_SIZE_OFFSET);
+            int32_t magic = load_i32(buf + p + HEAD_MAGIC_OFFSET);
+            if (magic == MAGIC_BLANK) {
+                code = (Py_ssize_t)size == left ? STOP_BLANK : STOP_BLANK_SIZE;
+                break;
+            }
+            if (magic != MAGIC_V1 && magic != MAGIC_V2) {
+                code = STOP_MAGIC;
+                break;
+            }
+            if ((Py_ssize_t)size > left) {
+                code = STOP_PAST_END;
+                break;
+            }
+            if (size < MIN_MESSAGE_SIZE) {
+                code = STOP_TOO_SMALL;
+                break;
+            }
+            prefetch_stream(buf, end, &prefetched, (int64_t)p + size + PREFETCH_BYTES);
+            /* decode_records' checks */
+            const uint8_t *r = buf + p;
+            int64_t total = size;
+            int v = magic == MAGIC_V1 ? 1 : 2;
+            int32_t sf = load_i32(r + HEAD_SYS_FLAG_OFFSET);
+            int64_t bw = (sf & BORNHOST_V6_FLAG) ? IPV6_ADDRESS_SIZE : IPV4_ADDRESS_SIZE;
+            int64_t sw = (sf & STOREHOSTADDRESS_V6_FLAG) ? IPV6_ADDRESS_SIZE : IPV4_ADDRESS_SIZE;
+            int64_t tlw = v == 1 ? TOPIC_LEN_V1_SIZE : TOPIC_LEN_V2_SIZE;
+            int64_t o_st = HEAD_SIZE + bw + PORT_SIZE;
+            int64_t o_sh = o_st + STORE_TIME_SIZE;
+            int64_t o_tail = o_sh + sw + PORT_SIZE;
+            int64_t o_body = o_tail + TAIL_SIZE;
+            int64_t bl = 0, tl = 0, pl = 0, o_topic = 0, o_props = 0;
+            if (o_body + tlw + PROPERTIES_LEN_SIZE > total)
+                bad_kind = BAD_FIELDS;
+            if (!bad_kind) {
+                bl = load_i32(r + o_tail + TAIL_BODY_LEN_OFFSET);
+                if (bl < 0 || o_body + bl + tlw + PROPERTIES_LEN_SIZE > total)
+                    bad_kind = BAD_FIELDS;
+            }
+            if (!bad_kind) {
+                int64_t o_tl = o_body + bl;
+                tl = v == 1 ? (int64_t)(int8_t)r[o_tl] : (int64_t)(int16_t)(((uint16_t)r[o_tl] << 8) | r[o_tl + 1]);
+                o_topic = o_tl + tlw;
+                if (tl < 0 || o_topic + tl + PROPERTIES_LEN_SIZE > total)
+                    bad_kind = BAD_FIELDS;
+            }
+            if (!bad_kind) {
+                int64_t o_pl = o_topic + tl;
+                pl = (int16_t)(((uint16_t)r[o_pl] << 8) | r[o_pl + 1]);
+                o_props = o_pl + PROPERTIES_LEN_SIZE;
+                if (pl < 0 || o_props + pl != total)
+                    bad_kind = BAD_FIELDS;
+            }
+            if (bad_kind)
+                break;
+            /* find_props' check, and the wanted values */
+            int64_t vs[WANT_N], vl[WANT_N];
+            problem = scan_block(buf, b.len, p + o_props, pl, name_ptr, name_len, vs, vl, &bad_at);
+            if (problem != PROP_OK) {
+                bad_kind = BAD_PROPERTIES;
+                bad_block = p + o_props;
+                break;
+            }
+            /* the row */
+            total_size[rows] = (int32_t)total;
+            version[rows] = (int8_t)v;
+            body_crc[rows] = load_i32(r + HEAD_BODY_CRC_OFFSET);
+            queue_id[rows] = load_i32(r + HEAD_QUEUE_ID_OFFSET);
+            flag[rows] = load_i32(r + HEAD_FLAG_OFFSET);
+            queue_offset[rows] = load_i64(r + HEAD_QUEUE_OFFSET_OFFSET);
+            phy_offset[rows] = load_i64(r + HEAD_PHY_OFFSET_OFFSET);
+            sys_flag[rows] = sf;
+            born_ts[rows] = load_i64(r + HEAD_BORN_TIMESTAMP_OFFSET);
+            store_ts[rows] = load_i64(r + o_st);
+            reconsume[rows] = load_i32(r + o_tail + TAIL_RECONSUME_TIMES_OFFSET);
+            pto[rows] = load_i64(r + o_tail + TAIL_PREPARED_TRANSACTION_OFFSET_OFFSET);
+            int32_t c;
+            if ((c = spandict_code(&topics, p + o_topic, tl)) < 0) {
+                failed = 1;
+                break;
+            }
+            topic_code[rows] = c;
+            if (bw == IPV4_ADDRESS_SIZE) {
+                if ((c = keydict_code(&born_hosts, host_key(r + HEAD_SIZE, IPV4_ADDRESS_SIZE))) < 0) {
+                    failed = 1;
+                    break;
+                }
+                born_code[rows] = c;
+            } else {
+                born_code[rows] = -1;
+            }
+            if (sw == IPV4_ADDRESS_SIZE) {
+                if ((c = keydict_code(&store_hosts, host_key(r + o_sh, IPV4_ADDRESS_SIZE))) < 0) {
+                    failed = 1;
+                    break;
+                }
+                store_code[rows] = c;
+            } else {
+                store_code[rows] = -1;
+            }
+            if ((bw != IPV4_ADDRESS_SIZE || sw != IPV4_ADDRESS_SIZE) &&
+                (vec_push(&v6, rows) < 0 || vec_push(&v6, p) < 0)) {
+                failed = 1;
+                break;
+            }
+            if (put_text(props_data, props_cap, &props_used, buf + p + o_props, pl, end_of_buf, &props_high) < 0) {
+                failed = 2;
+                break;
+            }
+            props_off[rows + 1] = props_used;
+            if (vs[WANT_KEYS] >= 0 &&
+                put_text(keys_data, keys_cap, &keys_used, buf + vs[WANT_KEYS], vl[WANT_KEYS], end_of_buf, &keys_high) < 0) {
+                failed = 2;
+                break;
+            }
+            keys_nulls += vs[WANT_KEYS] < 0;
+            set_bit(keys_valid, rows, vs[WANT_KEYS] >= 0);
+            keys_off[rows + 1] = keys_used;
+            if (vs[WANT_UNIQ_KEY] >= 0 &&
+                put_text(uniq_data, uniq_cap, &uniq_used, buf + vs[WANT_UNIQ_KEY], vl[WANT_UNIQ_KEY], end_of_buf,
+                         &uniq_high) < 0) {
+                failed = 2;
+                break;
+            }
+            uniq_nulls += vs[WANT_UNIQ_KEY] < 0;
+            set_bit(uniq_valid, rows, vs[WANT_UNIQ_KEY] >= 0);
+            uniq_off[rows + 1] = uniq_used;
+            c = 0;
+            if (vs[WANT_TAGS] >= 0 && (c = spandict_code(&tags, vs[WANT_TAGS], vl[WANT_TAGS])) < 0) {
+                failed = 1;
+                break;
+            }
+            tags_code[rows] = c;
+            tags_nulls += vs[WANT_TAGS] < 0;
+            set_bit(tags_valid, rows, vs[WANT_TAGS] >= 0);
+            delay[rows] = 0;
+            if (vs[WANT_DELAY] >= 0 && parse_delay(buf + vs[WANT_DELAY], vl[WANT_DELAY], &delay[rows]) < 0 &&
+                (vec_push(&delay_rows, rows) < 0 || vec_push(&delay_rows, vs[WANT_DELAY]) < 0 ||
+                 vec_push(&delay_rows, vl[WANT_DELAY]) < 0)) {
+                failed = 1;
+                break;
+            }
+            if (body) {
+                if (put_text(body_data, body_cap, &body_used, r + o_body, bl, end_of_buf, NULL) < 0) {
+                    failed = 2;
+                    break;
+                }
+                body_off[rows + 1] = body_used;
+            }
+            p += size;
+        }
+        Py_END_ALLOW_THREADS
+        if (failed == 1) {
+            PyErr_NoMemory();
+            goto done;
+        }
+        if (failed == 2) {
+            PyErr_SetString(PyExc_ValueError, "text outputs too short");
+            goto done;
+        }
+        PyObject *spans[6] = {take_spans(&topics.spans), take_spans(&tags.spans), take_spans(&born_hosts.keys),
+                              take_spans(&store_hosts.keys), take_spans(&v6), take_spans(&delay_rows)};
+        for (int j = 0; j < 6; j++) {
+            if (spans[j] == NULL) {
+                for (int k = 0; k < 6; k++)
+                    Py_XDECREF(spans[k]);
+                goto done;
+            }
+        }
+        int high = ((props_high & 0x8080808080808080ULL) != 0) | ((keys_high & 0x8080808080808080ULL) != 0) << 1 |
+                   ((uniq_high & 0x8080808080808080ULL) != 0) << 2;
+        result = Py_BuildValue("(nniinLLiNNNNNNi(LLL))", rows, p, code, bad_kind, p, (long long)bad_block,
+                               (long long)bad_at, problem, spans[0], spans[1], spans[2], spans[3], spans[4],
+                               spans[5], high, (long long)tags_nulls, (long long)keys_nulls, (long long)uniq_nulls);
+    }
+done:
+    for (int j = 0; j < got; j++)
+        PyBuffer_Release(&o[j]);
+    PyBuffer_Release(&b);
+    spandict_free(&topics);
+    spandict_free(&tags);
+    keydict_free(&born_hosts);
+    keydict_free(&store_hosts);
+    free(v6.data);
+    free(delay_rows.data);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"walk", walk, METH_VARARGS,
      "walk(buffer, start, end, max_records) -> (positions int64 bytes, stop_pos, stop_code)"},
@@ -959,6 +1469,10 @@ static PyMethodDef methods[] = {
      "span_objects(buffer, starts, lengths, as_bytes) -> list of bytes / str / None"},
     {"gather_spans", gather_spans, METH_VARARGS,
      "gather_spans(buffer, starts, lengths, offsets_out, width=1, column=0) -> (data bytes, all_ascii)"},
+    {"walk_decode", walk_decode, METH_VARARGS,
+     "walk_decode(buffer, start, body, names, outputs) -> (rows, stop_pos, stop_code, bad_kind, bad_pos, "
+     "bad_block, bad_at, bad_problem, topic_spans, tags_spans, born_keys, store_keys, v6_rows, delay_rows, "
+     "text_high, null_counts)"},
     {"find_props", find_props, METH_VARARGS,
      "find_props(buffer, starts, lengths, names, value_starts_out, value_lengths_out) -> None or (row, offset, problem)"},
     {NULL, NULL, 0, NULL},
