@@ -15,7 +15,7 @@ HEADERS = ["rmqlab/_native/bigendian.h", "rmqlab/_native/codedict.h", "rmqlab/_n
 
 setup(
     ext_modules=[
-        Extension("rmqlab._jhash", sources=["rmqlab/_native/jhash.c"],
+        Extension("rmqlab._jhash", sources=["rmqlab/_native/jhash.c"], depends=["rmqlab/_native/javahash.h"],
                   extra_compile_args=FLAGS + ["-pthread"], extra_link_args=["-pthread"]),
         Extension("rmqlab._indexcore", sources=["rmqlab/_native/indexcore.c"], depends=HEADERS,
                   extra_compile_args=FLAGS),
@@ -24,6 +24,7 @@ setup(
         Extension("rmqlab._crc32c", sources=["rmqlab/_native/crc32c.c"], extra_compile_args=FLAGS),
         Extension("rmqlab._kafkalog", sources=["rmqlab/_native/kafkalog.c"], depends=HEADERS,
                   extra_compile_args=FLAGS),
-        Extension("rmqlab._dispatchcore", sources=["rmqlab/_native/dispatchcore.c"], extra_compile_args=FLAGS),
+        Extension("rmqlab._dispatchcore", sources=["rmqlab/_native/dispatchcore.c"],
+                  depends=["rmqlab/_native/javahash.h"], extra_compile_args=FLAGS),
     ]
 )

@@ -36,6 +36,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from rmqlab.arrowcol import arrow_column
 from rmqlab.dispatch import (
     batch_units_many,
     goes_to_consume_queue_many,
@@ -288,9 +289,13 @@ class Store:
         start = self.reput_from_offset()
         if not self._has_commitlog():
             return DispatchReport(start, start, 0, 0, 0, 0, 0)
-        msgs = cl.read_columns(self.commitlog_dir, body=False, start_offset=start)
+        # Arrow columns (no Python object a message) unless a 5.x queue type needs the
+        # properties as str objects
+        arrow = not self.batch_cq_topics and not self.enable_multi_dispatch
+        msgs = cl.read_columns(self.commitlog_dir, body=False, start_offset=start, arrow=arrow)
         report = msgs.attrs.get("report")
-        end = int((msgs["phy_offset"] + msgs["total_size"]).max()) if len(msgs) else start
+        end = int((msgs["phy_offset"].to_numpy(np.int64) + msgs["total_size"].to_numpy(np.int64)).max()) \
+            if len(msgs) else start
         simple, extra = self._dispatch_5x(msgs)
         units, queues, skipped = self._dispatch_consume_queues(simple)
         extra.update(lmq_units=self._dispatch_lmq(simple))
@@ -314,9 +319,15 @@ class Store:
             values = msgs[name].to_numpy(dtype)
             return values if every else values[rows]
 
-        topic, qid = column("topic", object), column("queue_id", np.int64)
+        def text(name):   # Arrow text stays Arrow: one hash a distinct topic or tag, no str objects
+            arr = arrow_column(msgs[name])
+            if arr is None:
+                return column(name, object)
+            return arr if every else arr.take(rows)
+
+        topic, qid = text("topic"), column("queue_id", np.int64)
         store_ts = column("store_timestamp", np.int64)
-        codes = message_tags_codes(topic, column("tags", object), column("delay_level", np.int64), store_ts)
+        codes = message_tags_codes(topic, text("tags"), column("delay_level", np.int64), store_ts)
         phy, size = column("phy_offset", np.int64), column("total_size", np.int64)
         qoff = column("queue_offset", np.int64)
         written, skipped = 0, {}
@@ -579,7 +590,17 @@ def queue_groups(topics: np.ndarray, queue_ids: np.ndarray) -> list[tuple[str, i
     queue_ids = np.asarray(queue_ids, dtype=np.int64)
     if not len(queue_ids):
         return []
-    topic_code, topic_names = pd.factorize(np.asarray(topics, dtype=object), sort=False)
+    import pyarrow as pa
+
+    if isinstance(topics, pa.DictionaryArray) and not topics.null_count:
+        # already factorized (read_columns(arrow=True)); a value may repeat only if the
+        # dictionary holds it twice, which the groups below would split: merge by name then
+        names = topics.dictionary.to_pylist()
+        topic_names = pd.unique(np.array(names, dtype=object))
+        topic_code = pd.Index(topic_names).get_indexer(names)[topics.indices.to_numpy()] \
+            if len(topic_names) < len(names) else topics.indices.to_numpy().astype(np.int64)
+    else:
+        topic_code, topic_names = pd.factorize(np.asarray(topics, dtype=object), sort=False)
     low = int(queue_ids.min())
     span = int(queue_ids.max()) - low + 1
     if len(topic_names) * span <= 1 << 16:

@@ -543,7 +543,6 @@ def _v6_host_codes(U, at: np.ndarray, first_code: int) -> tuple[np.ndarray, list
 def _dictionary_values(U, spans: bytes, binary: bool = False):
     """A pyarrow large_string array (large_binary when not UTF-8) of the values at (start, length)
     pairs of U, as walk_decode lists each dictionary value's first occurrence."""
-    import pyarrow as pa
 
     pairs = np.frombuffer(spans, np.int64).reshape(-1, 2)
     offsets = np.empty(len(pairs) + 1, np.int64)

@@ -2,6 +2,7 @@
 readable model of every check)."""
 from __future__ import annotations
 
+import errno
 import os
 import zlib
 from collections.abc import Iterator
@@ -444,6 +445,45 @@ def _tail_is_zero(buf, start: int) -> bool:
     return not a.any()
 
 
+def _unwritten_from(buf, start: int, path) -> bool:
+    """:func:`_tail_is_zero` reading only the parts of the file at `path` that the file system
+    reports as data: a hole reads as zeros, and the unwritten end of a preallocated file is one
+    (faulting it in page by page cost more than decoding the records before it)."""
+    if start >= len(buf):
+        return True
+    a = np.frombuffer(buf, np.uint8)
+    return not any(a[lo:hi].any() for lo, hi in _data_regions(path, start, len(buf)))
+
+
+def _data_regions(path, start: int, end: int) -> list[tuple[int, int]]:
+    """The [lo, hi) ranges of [start, end) of the file at `path` that may hold data (SEEK_DATA /
+    SEEK_HOLE); the whole range where the file system cannot tell or there is no path."""
+    if path is None or not hasattr(os, "SEEK_DATA"):
+        return [(start, end)]
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return [(start, end)]
+    regions = []
+    try:
+        pos = start
+        while pos < end:
+            try:
+                lo = os.lseek(fd, pos, os.SEEK_DATA)
+            except OSError as e:
+                if e.errno == errno.ENXIO:   # no data after pos
+                    break
+                return [(start, end)]
+            if lo >= end:
+                break
+            hi = min(os.lseek(fd, lo, os.SEEK_HOLE), end)
+            regions.append((lo, hi))
+            pos = hi
+    finally:
+        os.close(fd)
+    return regions
+
+
 def classify_stop(buf, f: StoreFile, p: int, code: int, fld: str, reason: str, last: bool,
                    record_end: int | None) -> Damage | None:
     """Damage (or torn tail, or None for a clean end) for a walk that stopped at `p`."""
@@ -451,10 +491,12 @@ def classify_stop(buf, f: StoreFile, p: int, code: int, fld: str, reason: str, l
         return None
     path = os.fspath(f.path)
     if last:
+        if _unwritten_from(buf, p, f.path):
+            return None          # unwritten preallocated space (the usual end of the active file)
         end = len(buf) if record_end is None else min(max(record_end, p + BLANK.size), len(buf))
         seen = bytes(buf[p:end])
         if _tail_is_zero(buf, p):
-            return None          # unwritten preallocated space
+            return None
         if code in (STOP_SHORT, STOP_PAST_END):
             return Damage(path, p, f.start_offset + p, fld, "torn tail: " + reason, "torn-tail")
         # a write cut short in a preallocated file: the record ends in zeros and only zeros follow
@@ -469,7 +511,7 @@ def classify_stop(buf, f: StoreFile, p: int, code: int, fld: str, reason: str, l
             return Damage(path, p, f.start_offset + p, fld,
                           "torn tail: the record changed while it was read (a write in flight): " + reason,
                           "torn-tail")
-    elif code == STOP_MAGIC and _tail_is_zero(buf, p):
+    elif code == STOP_MAGIC and _unwritten_from(buf, p, f.path):
         reason = "zeros where the next record or the end-of-file blank should be (not the last file)"
     return Damage(path, p, f.start_offset + p, fld, reason)
 
