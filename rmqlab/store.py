@@ -293,6 +293,10 @@ class Store:
         # properties as str objects
         arrow = not self.batch_cq_topics and not self.enable_multi_dispatch
         msgs = cl.read_columns(self.commitlog_dir, body=False, start_offset=start, arrow=arrow)
+        if arrow and _has_binary_text(msgs):
+            # text that is not UTF-8 (kept as bytes by Arrow): the str objects decode it as the
+            # broker's String would be keyed and named
+            msgs = cl.read_columns(self.commitlog_dir, body=False, start_offset=start)
         report = msgs.attrs.get("report")
         end = int((msgs["phy_offset"].to_numpy(np.int64) + msgs["total_size"].to_numpy(np.int64)).max()) \
             if len(msgs) else start
@@ -576,6 +580,17 @@ class Store:
         got = dict(zip(m["phy_offset"], m["store_timestamp"]))
         return np.array([got.get(int(p), -1) for p in phy_offsets], dtype=np.int64)
 
+
+
+def _has_binary_text(msgs: pd.DataFrame) -> bool:
+    """Whether a text column of an Arrow-backed frame holds bytes (a file whose text was not UTF-8)."""
+    import pyarrow as pa
+
+    for name in ("topic", "tags", "keys", "uniq_key", "properties"):
+        t = msgs[name].dtype.pyarrow_dtype
+        if pa.types.is_large_binary(t.value_type if pa.types.is_dictionary(t) else t):
+            return True
+    return False
 
 
 def queue_groups(topics: np.ndarray, queue_ids: np.ndarray) -> list[tuple[str, int, np.ndarray]]:
