@@ -3,7 +3,8 @@
 Small extension modules, no NumPy C API (they exchange data through the buffer protocol):
   rmqlab._jhash      Java String.hashCode over Python str, NumPy and Arrow string arrays
   rmqlab._indexcore  the IndexFile put and select loops over a memory-mapped file
-  rmqlab._records    the CommitLog record walk, CRC32 of many spans, span copies, property scan
+  rmqlab._records    the CommitLog record walk, CRC32 of many spans, span copies, property scan,
+                     and all of them in one decode pass
   rmqlab._crc32c     CRC-32C (Castagnoli) of Kafka's record batches, one buffer or many spans
   rmqlab._kafkalog   the Kafka segment's batch walk and the offset index rule's picks
   rmqlab._dispatchcore  the dispatch's index key hashes, straight from the message columns

@@ -539,10 +539,11 @@ class IndexService:
         keys, uniq_key, sys_flag). Appends to the newest file and rolls over exactly where the
         broker would: within a message when a put is refused, and for a message that arrives
         after a file filled (a new, possibly empty, file). Cost: O(keys) in C, no Python loop
-        per message or key: with object text columns (what commitlog.read_columns gives) the
-        keys are hashed from the str objects (:func:`index_key_hashes`, about 0.1 s a million
-        messages of two keys); other storage goes through Arrow (:func:`expand_columns`), about
-        three times slower.
+        per message or key: with object text columns (what commitlog.read_columns gives) or
+        Arrow ones (``read_columns(arrow=True)``: the topic as dictionary codes) the keys are
+        hashed in C from the str objects or the UTF-8 buffers (:func:`index_key_hashes`, about
+        0.1 s a million messages of two keys); other storage goes through Arrow
+        (:func:`expand_columns`), about three times slower.
         """
         ts_col = columns["store_timestamp"]
         store_ts = np.asarray(ts_col, dtype=np.int64)
@@ -942,9 +943,11 @@ def _object_column(col, n: int) -> np.ndarray | None:
 
 def index_key_hashes(columns: Any, *, end_phy_offset: int = 0) -> tuple[np.ndarray, np.ndarray, int] | None:
     """The puts of :func:`expand_columns` as (message_index int64, index hashes int32,
-    n_messages), hashed in C from the columns' str objects without building the full key
-    strings; None when a text column is not a NumPy/pandas object column of str and None (then
-    use :func:`expand_columns` and :func:`rmqlab.javahash.index_hash_many`). Units: message rows
+    n_messages), hashed in C without building the full key strings, from the columns' str
+    objects or from Arrow UTF-8 buffers (topic, keys and uniq_key all Arrow text, the topic
+    hashed once a distinct value); None for other storage, a None or NaN where a str is
+    needed, or text that is not UTF-8 in Arrow (then use :func:`expand_columns` and
+    :func:`rmqlab.javahash.index_hash_many`). Units: message rows
     and IndexFile key hashes (abs of hashCode(topic#key), MIN_VALUE as 0). Cost: O(total key
     length) in C, about 30 ns a message.
 

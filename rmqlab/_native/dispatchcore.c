@@ -375,7 +375,8 @@ static PyObject *dc_key_hashes_utf8(PyObject *self, PyObject *args)
                           &midx, &hashes))
         return NULL;
     Py_ssize_t n = keep.len;
-    if (PyObject_GetBuffer(tc, &codes, PyBUF_C_CONTIGUOUS) < 0 || PyObject_GetBuffer(pf, &prefixes, PyBUF_C_CONTIGUOUS) < 0)
+    if (PyObject_GetBuffer(tc, &codes, PyBUF_C_CONTIGUOUS) < 0
+        || PyObject_GetBuffer(pf, &prefixes, PyBUF_C_CONTIGUOUS) < 0)
         goto done;
     if (codes.len != n * 4 || prefixes.len % 4) {
         PyErr_SetString(PyExc_ValueError, "topic_codes must be int32[n] and prefixes uint32[k]");

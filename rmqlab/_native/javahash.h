@@ -130,8 +130,9 @@ static inline uint32_t hash_u16units(uint32_t h, const uint16_t *p, Py_ssize_t n
 
 /* ---- UTF-8 (Arrow) ---------------------------------------------------------------------- */
 
-/* Continues h over the UTF-16 units of UTF-8 text. Strict UTF-8, as Arrow requires: overlong forms, encoded surrogates and code points past
- * U+10FFFF are rejected rather than guessed at. Returns 0, or -1 for malformed input. */
+/* Continues h over the UTF-16 units of UTF-8 text. Strict UTF-8, as Arrow requires: overlong
+ * forms, encoded surrogates and code points past U+10FFFF are rejected rather than guessed at.
+ * Returns 0, or -1 for malformed input. */
 static inline int hash_utf8_from(uint32_t h, const uint8_t *p, Py_ssize_t n, uint32_t *out)
 {
     const uint8_t *end = p + n;

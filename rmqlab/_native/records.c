@@ -12,6 +12,10 @@
  *                 host keys and the spans of its variable-length fields (the reader's one pass)
  *   span_objects  the bytes or str object of each of many byte ranges (pandas object columns)
  *   gather_spans  many byte ranges concatenated, with their offsets (Arrow binary/string columns)
+ *   walk_decode   the walk, decode_records, find_props, the text copies and the dictionary codes
+ *                 of topic, tags and hosts in one pass, into Arrow's layout (read_columns'
+ *                 default; the separate steps above stay as its reference and serve read_at and
+ *                 the CRC checks)
  *
  * Semantics mirror CommitLog.checkMessageAndReturnSize and MessageDecoder.string2messageProperties
  * (RocketMQ store/common modules); rmqlab/formats/commitlog.py holds the readable pure-Python
@@ -1137,9 +1141,6 @@ static inline void set_bit(uint8_t *bitmap, int64_t row, int on) {
     bitmap[row >> 3] |= (uint8_t)(on << (row & 7));
 }
 
-/* Bytes (native int64) of a vec64's entries; frees it. */
-static PyObject *take_spans(vec64 *v) { return vec_take_bytes(v); }
-
 /* walk_decode(buffer, start, body, names, outputs) -> (rows, stop_pos, stop_code, bad_kind, bad_pos,
  *     bad_block, bad_at, bad_problem, topic_spans, tags_spans, born_keys, store_keys, v6_rows,
  *     delay_rows, text_high, null_counts)
@@ -1375,7 +1376,8 @@ static PyObject *walk_decode(PyObject *self, PyObject *args) {
             }
             props_off[rows + 1] = props_used;
             if (vs[WANT_KEYS] >= 0 &&
-                put_text(keys_data, keys_cap, &keys_used, buf + vs[WANT_KEYS], vl[WANT_KEYS], end_of_buf, &keys_high) < 0) {
+                put_text(keys_data, keys_cap, &keys_used, buf + vs[WANT_KEYS], vl[WANT_KEYS], end_of_buf,
+                         &keys_high) < 0) {
                 failed = 2;
                 break;
             }
@@ -1424,8 +1426,9 @@ static PyObject *walk_decode(PyObject *self, PyObject *args) {
             PyErr_SetString(PyExc_ValueError, "text outputs too short");
             goto done;
         }
-        PyObject *spans[6] = {take_spans(&topics.spans), take_spans(&tags.spans), take_spans(&born_hosts.keys),
-                              take_spans(&store_hosts.keys), take_spans(&v6), take_spans(&delay_rows)};
+        PyObject *spans[6] = {vec_take_bytes(&topics.spans), vec_take_bytes(&tags.spans),
+                              vec_take_bytes(&born_hosts.keys), vec_take_bytes(&store_hosts.keys),
+                              vec_take_bytes(&v6), vec_take_bytes(&delay_rows)};
         for (int j = 0; j < 6; j++) {
             if (spans[j] == NULL) {
                 for (int k = 0; k < 6; k++)

@@ -1,4 +1,6 @@
-"""The columnar reader: the C walk and decode pass of ``rmqlab._records``, into pandas or Arrow columns."""
+"""The columnar reader: the one C pass of ``rmqlab._records`` (walk, checks, decode, properties,
+text and dictionary codes), into pandas or Arrow columns; the separate passes it replaced stay
+as its reference and serve the CRC checks and read_at."""
 from __future__ import annotations
 
 import gc
@@ -635,8 +637,8 @@ def _walk_decode(buf, f: StoreFile, *, start: int, body: bool, arrow: bool):
     if arrow:
         cols = {name: pa.array(v) for name, v in cols.items()}
         cols["topic"] = pa.DictionaryArray.from_arrays(pa.array(d["topic_code"]), topics)
-        for name, (codes, texts) in hosts.items():
-            cols[name] = pa.DictionaryArray.from_arrays(pa.array(codes), pa.array(texts, pa.large_string()))
+        for name, (host_codes, host_texts) in hosts.items():
+            cols[name] = pa.DictionaryArray.from_arrays(pa.array(host_codes), pa.array(host_texts, pa.large_string()))
         for name in ("properties", "keys", "uniq_key") + (("body",) if body else ()):
             offsets, data = text[name]
             nulls_here = null_count.get(name, 0)
@@ -648,8 +650,8 @@ def _walk_decode(buf, f: StoreFile, *, start: int, body: bool, arrow: bool):
         cols["tags"] = pa.DictionaryArray.from_arrays(tag_codes, tags)
         return cols, dmg, stop_pos, code
     cols["topic"] = _python_values(topics)[d["topic_code"]]
-    for name, (codes, texts) in hosts.items():
-        cols[name] = texts[codes] if len(texts) else np.empty(n, dtype=object)
+    for name, (host_codes, host_texts) in hosts.items():
+        cols[name] = host_texts[host_codes] if len(host_texts) else np.empty(n, dtype=object)
     for name in ("properties", "keys", "uniq_key") + (("body",) if body else ()):
         offsets, data = text[name]
         starts = offsets[:-1]
@@ -674,9 +676,10 @@ def _python_values(arr) -> np.ndarray:
 
 def scan_file(buf, f: StoreFile, *, last: bool, check_crc: bool, report: ReadReport, on_error: str,
                body: bool = False, start: int = 0, arrow: bool = False, decode=None):
-    """Walk one mapped file in C from byte `start` (a record boundary), check and (optionally)
-    decode its records (`decode`: :func:`_decode_positions` unless given; with `arrow`, into
-    pyarrow arrays). Returns (columns or None, end phy offset, positions, damage)."""
+    """Walk one mapped file in C from byte `start` (a record boundary), check and decode its
+    records (with `arrow`, into pyarrow arrays): in one pass (:func:`_walk_decode`) unless
+    `check_crc` or a `decode` of positions is given (:func:`_decode_positions`, or the NumPy
+    reference). Returns (columns, end phy offset, stop code, damage)."""
     if decode is None and not check_crc:
         cols, dmg, stop_pos, code = _walk_decode(buf, f, start=start, body=body, arrow=arrow)
     else:
@@ -752,15 +755,18 @@ def read_columns(path_or_dir: str | os.PathLike, *, body: bool = True, check_crc
     whether it matches the record (:func:`rmqlab.formats.commitlog.records.prop_crc_expected`);
     a mismatch is shown, not treated as damage (``rmqlab verify`` reports it).
 
-    Built on ``rmqlab._records``: the walk of the TOTALSIZE chain, then one C pass that checks
-    and decodes every record, the property scan, and the text columns made straight from the
-    map (no Python loop per message). The :class:`ReadReport` (damage, torn tail, end offset) is
-    ``df.attrs["report"]``. Cost (benchmarks/bench_commitlog.py, a full 1 GiB file of 3.4 M
-    messages from the page cache, 2 cores shared with other jobs at load 4.5-5): 0.3-0.7 M
-    messages/s (100-210 MB/s) into pandas object columns, where one Python str/bytes a text
-    value dominates; 0.6-1.3 M messages/s (200-410 MB/s) with `arrow`, bodies or not; 1.5-3.7x
-    the NumPy gathers it replaced, in the same runs; a NumPy sum over the same map ran at
-    5-7 GB/s. Memory about twice the decoded columns.
+    Built on ``rmqlab._records.walk_decode``: one C pass per file walks the TOTALSIZE chain,
+    checks and decodes every record, scans its properties, copies the text into Arrow's layout
+    and numbers topics, tags and hosts as dictionary codes (no Python loop per message); with
+    `check_crc`, the separate walk, decode and CRC passes it replaced. The :class:`ReadReport`
+    (damage, torn tail, end offset) is ``df.attrs["report"]``. Cost (benchmarks/
+    bench_commitlog.py, a full 1 GiB file of 3.44 M messages from the page cache, AMD EPYC with
+    2 cores shared with other jobs, so measured by this process's CPU time): with `arrow`,
+    0.37 s a GiB without bodies (2.9 GB/s, 9.4 M messages/s) and 0.44 s with them (2.5 GB/s)
+    at load 5-6, and 1.0 / 1.5 s at load 9-16 (1.1 GB/s / 0.7 GB/s), where a NumPy sum over the
+    same map took 0.17 s; into pandas object columns 1.35-2.0 s a GiB (0.5-0.8 GB/s), where one
+    Python str/bytes a text value dominates. Memory: the decoded columns (the outputs are sized
+    for the most records a file could hold, but only what is written is touched and kept).
 
     >>> import tempfile
     >>> from rmqlab.formats.commitlog import CommitLogWriter
