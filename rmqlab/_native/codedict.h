@@ -41,6 +41,14 @@ static inline uint64_t codedict_span_hash(const uint8_t *p, int64_t n) {
     return codedict_mix(h ^ t);
 }
 
+/* Code `code` into the first free slot from its hash (a table being rebuilt after growing). */
+static inline void codedict_place(int32_t *slots, size_t cap, uint64_t hash, int32_t code) {
+    size_t i = hash & (cap - 1);
+    while (slots[i])
+        i = (i + 1) & (cap - 1);
+    slots[i] = code + 1;
+}
+
 typedef struct {
     const uint8_t *buf;  /* the buffer every value lives in */
     int32_t *slots;      /* code + 1; 0 = empty */
@@ -76,12 +84,8 @@ static int spandict_grow(spandict *d) {
         return -1;
     }
     d->hashes = hashes;
-    for (int32_t c = 0; c < d->count; c++) {
-        size_t i = hashes[c] & (cap - 1);
-        while (slots[i])
-            i = (i + 1) & (cap - 1);
-        slots[i] = c + 1;
-    }
+    for (int32_t c = 0; c < d->count; c++)
+        codedict_place(slots, cap, hashes[c], c);
     free(d->slots);
     d->slots = slots;
     d->cap = cap;
@@ -145,12 +149,8 @@ static int keydict_grow(keydict *d) {
     int32_t *slots = calloc(cap, sizeof *slots);
     if (slots == NULL)
         return -1;
-    for (int32_t c = 0; c < d->count; c++) {
-        size_t i = codedict_mix((uint64_t)d->keys.data[c]) & (cap - 1);
-        while (slots[i])
-            i = (i + 1) & (cap - 1);
-        slots[i] = c + 1;
-    }
+    for (int32_t c = 0; c < d->count; c++)
+        codedict_place(slots, cap, codedict_mix((uint64_t)d->keys.data[c]), c);
     free(d->slots);
     d->slots = slots;
     d->cap = cap;

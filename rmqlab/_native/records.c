@@ -146,6 +146,24 @@ enum {
     STOP_LIMIT = 7,      /* max_records reached */
 };
 
+/* The walk's checks of the record at p, `left` (> 0) bytes before the end: -1 for a message record
+ * (TOTALSIZE in *size, MAGICCODE in *magic), else the stop code. */
+static inline int record_at(const uint8_t *buf, Py_ssize_t p, Py_ssize_t left, int32_t *size, int32_t *magic) {
+    if (left < BLANK_SIZE)
+        return STOP_SHORT;
+    *size = load_i32(buf + p + HEAD_TOTAL_SIZE_OFFSET);
+    *magic = load_i32(buf + p + HEAD_MAGIC_OFFSET);
+    if (*magic == MAGIC_BLANK)
+        return (Py_ssize_t)*size == left ? STOP_BLANK : STOP_BLANK_SIZE;
+    if (*magic != MAGIC_V1 && *magic != MAGIC_V2)
+        return STOP_MAGIC;
+    if ((Py_ssize_t)*size > left)
+        return STOP_PAST_END;
+    if (*size < MIN_MESSAGE_SIZE)
+        return STOP_TOO_SMALL;
+    return -1;
+}
+
 /* walk(buffer, start, end, max_records) -> (positions: bytes of native int64, stop_pos, stop_code)
  * Follows TOTALSIZE from `start` and lists the position of every v1/v2 message record. */
 static PyObject *walk(PyObject *self, PyObject *args) {
@@ -175,28 +193,9 @@ static PyObject *walk(PyObject *self, PyObject *args) {
             code = STOP_LIMIT;
             break;
         }
-        if (left < BLANK_SIZE) {
-            code = STOP_SHORT;
+        int32_t size, magic;
+        if ((code = record_at(buf, p, left, &size, &magic)) >= 0)
             break;
-        }
-        int32_t size = load_i32(buf + p + HEAD_TOTAL_SIZE_OFFSET);
-        int32_t magic = load_i32(buf + p + HEAD_MAGIC_OFFSET);
-        if (magic == MAGIC_BLANK) {
-            code = (Py_ssize_t)size == left ? STOP_BLANK : STOP_BLANK_SIZE;
-            break;
-        }
-        if (magic != MAGIC_V1 && magic != MAGIC_V2) {
-            code = STOP_MAGIC;
-            break;
-        }
-        if ((Py_ssize_t)size > left) {
-            code = STOP_PAST_END;
-            break;
-        }
-        if (size < MIN_MESSAGE_SIZE) {
-            code = STOP_TOO_SMALL;
-            break;
-        }
         if (vec_push(&pos, p) < 0) {
             oom = 1;
             break;
@@ -542,6 +541,20 @@ enum {
 
 #define MAX_NAMES 16
 
+/* The property names of a tuple of non-empty bytes (kept alive by the tuple). -1 with TypeError. */
+static int name_args(PyObject *names, const char **name_ptr, int64_t *name_len) {
+    for (Py_ssize_t j = 0; j < PyTuple_GET_SIZE(names); j++) {
+        PyObject *nm = PyTuple_GET_ITEM(names, j);
+        if (!PyBytes_Check(nm) || PyBytes_GET_SIZE(nm) == 0) {
+            PyErr_SetString(PyExc_TypeError, "names must be non-empty bytes");
+            return -1;
+        }
+        name_ptr[j] = PyBytes_AS_STRING(nm);
+        name_len[j] = PyBytes_GET_SIZE(nm);
+    }
+    return 0;
+}
+
 /* find_props(buffer, starts int64[n], lengths int64[n], names tuple[bytes], value_starts
  *            int64[n*k] (out), value_lengths int64[n*k] (out)) -> (row, offset, problem) or None
  *
@@ -562,22 +575,15 @@ static PyObject *find_props(PyObject *self, PyObject *args) {
     PyObject *result = NULL;
     Py_ssize_t n, k = PyTuple_GET_SIZE(names);
     const char *name_ptr[MAX_NAMES];
-    Py_ssize_t name_len[MAX_NAMES];
+    int64_t name_len[MAX_NAMES];
     if (spans_arg(&s, &l, &n) < 0)
         goto done;
     if (k > MAX_NAMES) {
         PyErr_Format(PyExc_ValueError, "at most %d names", MAX_NAMES);
         goto done;
     }
-    for (Py_ssize_t j = 0; j < k; j++) {
-        PyObject *nm = PyTuple_GET_ITEM(names, j);
-        if (!PyBytes_Check(nm) || PyBytes_GET_SIZE(nm) == 0) {
-            PyErr_SetString(PyExc_TypeError, "names must be non-empty bytes");
-            goto done;
-        }
-        name_ptr[j] = PyBytes_AS_STRING(nm);
-        name_len[j] = PyBytes_GET_SIZE(nm);
-    }
+    if (name_args(names, name_ptr, name_len) < 0)
+        goto done;
     if (vs.len != (Py_ssize_t)sizeof(int64_t) * n * k || vl.len != (Py_ssize_t)sizeof(int64_t) * n * k) {
         PyErr_SetString(PyExc_ValueError, "value_starts and value_lengths must be int64[n * len(names)]");
         goto done;
@@ -683,6 +689,67 @@ static inline uint64_t host_key(const uint8_t *p, int width) {
     return ((uint64_t)(uint32_t)load_i32(p) << 32) | (uint32_t)load_i32(p + IPV4_ADDRESS_SIZE);
 }
 
+/* Where the fields of a message record lie (offsets from its start) and its lengths. */
+typedef struct {
+    int version;
+    int32_t sys_flag;
+    int64_t total, born_width, store_width, o_store_time, o_store_host, o_tail, o_body, o_topic, o_props,
+        body_len, topic_len, props_len;
+} record_layout;
+
+/* The layout of the record at r (its head checked by the walk): 0, or -1 when a field check
+ * fails (fixed fields inside TOTALSIZE, then BODYLEN, TOPICLEN, PROPERTIESLENGTH, then the fields
+ * ending exactly at TOTALSIZE, as commitlog's _check_fields checks them). */
+static inline int layout_record(const uint8_t *r, record_layout *l) {
+    l->total = load_i32(r + HEAD_TOTAL_SIZE_OFFSET);
+    l->version = load_i32(r + HEAD_MAGIC_OFFSET) == MAGIC_V1 ? 1 : 2;
+    l->sys_flag = load_i32(r + HEAD_SYS_FLAG_OFFSET);
+    l->born_width = (l->sys_flag & BORNHOST_V6_FLAG) ? IPV6_ADDRESS_SIZE : IPV4_ADDRESS_SIZE;
+    l->store_width = (l->sys_flag & STOREHOSTADDRESS_V6_FLAG) ? IPV6_ADDRESS_SIZE : IPV4_ADDRESS_SIZE;
+    int64_t tlw = l->version == 1 ? TOPIC_LEN_V1_SIZE : TOPIC_LEN_V2_SIZE;
+    l->o_store_time = HEAD_SIZE + l->born_width + PORT_SIZE;
+    l->o_store_host = l->o_store_time + STORE_TIME_SIZE;
+    l->o_tail = l->o_store_host + l->store_width + PORT_SIZE;
+    l->o_body = l->o_tail + TAIL_SIZE;
+    if (l->o_body + tlw + PROPERTIES_LEN_SIZE > l->total)
+        return -1;
+    l->body_len = load_i32(r + l->o_tail + TAIL_BODY_LEN_OFFSET);
+    if (l->body_len < 0 || l->o_body + l->body_len + tlw + PROPERTIES_LEN_SIZE > l->total)
+        return -1;
+    int64_t o_tl = l->o_body + l->body_len;
+    l->topic_len = l->version == 1 ? (int64_t)(int8_t)r[o_tl]
+                                   : (int64_t)(int16_t)(((uint16_t)r[o_tl] << 8) | r[o_tl + 1]);
+    l->o_topic = o_tl + tlw;
+    if (l->topic_len < 0 || l->o_topic + l->topic_len + PROPERTIES_LEN_SIZE > l->total)
+        return -1;
+    int64_t o_pl = l->o_topic + l->topic_len;
+    l->props_len = (int16_t)(((uint16_t)r[o_pl] << 8) | r[o_pl + 1]);
+    l->o_props = o_pl + PROPERTIES_LEN_SIZE;
+    if (l->props_len < 0 || l->o_props + l->props_len != l->total)
+        return -1;
+    return 0;
+}
+
+/* The fixed fields both passes write first, in this order (D_* and W_* start alike). */
+enum { F_TOTAL_SIZE, F_VERSION, F_BODY_CRC, F_QUEUE_ID, F_FLAG, F_QUEUE_OFFSET, F_PHY_OFFSET, F_SYS_FLAG,
+       F_BORN_TIMESTAMP, F_STORE_TIMESTAMP, F_RECONSUME_TIMES, F_PREPARED_TRANSACTION_OFFSET, F_N };
+
+static inline void put_fixed(Py_buffer *o, Py_ssize_t row, const uint8_t *r, const record_layout *l) {
+    ((int32_t *)o[F_TOTAL_SIZE].buf)[row] = (int32_t)l->total;
+    ((int8_t *)o[F_VERSION].buf)[row] = (int8_t)l->version;
+    ((int32_t *)o[F_BODY_CRC].buf)[row] = load_i32(r + HEAD_BODY_CRC_OFFSET);
+    ((int32_t *)o[F_QUEUE_ID].buf)[row] = load_i32(r + HEAD_QUEUE_ID_OFFSET);
+    ((int32_t *)o[F_FLAG].buf)[row] = load_i32(r + HEAD_FLAG_OFFSET);
+    ((int64_t *)o[F_QUEUE_OFFSET].buf)[row] = load_i64(r + HEAD_QUEUE_OFFSET_OFFSET);
+    ((int64_t *)o[F_PHY_OFFSET].buf)[row] = load_i64(r + HEAD_PHY_OFFSET_OFFSET);
+    ((int32_t *)o[F_SYS_FLAG].buf)[row] = l->sys_flag;
+    ((int64_t *)o[F_BORN_TIMESTAMP].buf)[row] = load_i64(r + HEAD_BORN_TIMESTAMP_OFFSET);
+    ((int64_t *)o[F_STORE_TIMESTAMP].buf)[row] = load_i64(r + l->o_store_time);
+    ((int32_t *)o[F_RECONSUME_TIMES].buf)[row] = load_i32(r + l->o_tail + TAIL_RECONSUME_TIMES_OFFSET);
+    ((int64_t *)o[F_PREPARED_TRANSACTION_OFFSET].buf)[row] =
+        load_i64(r + l->o_tail + TAIL_PREPARED_TRANSACTION_OFFSET_OFFSET);
+}
+
 /* decode_records(buffer, positions int64[n], outputs tuple of D_NOUT arrays) -> first bad row or -1
  *
  * One pass over message records whose head the walk checked (TOTALSIZE within the buffer and at
@@ -737,12 +804,7 @@ static PyObject *decode_records(PyObject *self, PyObject *args) {
     }
     {
         Py_ssize_t bad_row = -1;
-        int32_t *total_size = o[D_TOTAL_SIZE].buf, *body_crc = o[D_BODY_CRC].buf, *queue_id = o[D_QUEUE_ID].buf,
-                *flag = o[D_FLAG].buf, *sys_flag = o[D_SYS_FLAG].buf, *reconsume = o[D_RECONSUME_TIMES].buf;
-        int8_t *version = o[D_VERSION].buf;
-        int64_t *queue_offset = o[D_QUEUE_OFFSET].buf, *phy_offset = o[D_PHY_OFFSET].buf,
-                *born_ts = o[D_BORN_TIMESTAMP].buf, *store_ts = o[D_STORE_TIMESTAMP].buf,
-                *pto = o[D_PREPARED_TRANSACTION_OFFSET].buf, *born_at = o[D_BORN_HOST_AT].buf,
+        int64_t *born_at = o[D_BORN_HOST_AT].buf,
                 *store_at = o[D_STORE_HOST_AT].buf, *body_start = o[D_BODY_START].buf,
                 *body_len = o[D_BODY_LEN].buf, *topic_start = o[D_TOPIC_START].buf,
                 *topic_len = o[D_TOPIC_LEN].buf, *props_start = o[D_PROPERTIES_START].buf,
@@ -756,61 +818,22 @@ static PyObject *decode_records(PyObject *self, PyObject *args) {
                 prefetch_span(buf, b.len, ahead, next > ahead ? next - ahead : 512);
             }
             const uint8_t *r = buf + pos[i];
-            int64_t total = load_i32(r + HEAD_TOTAL_SIZE_OFFSET);
-            int v = load_i32(r + HEAD_MAGIC_OFFSET) == MAGIC_V1 ? 1 : 2;
-            int32_t sf = load_i32(r + HEAD_SYS_FLAG_OFFSET);
-            int64_t bw = (sf & BORNHOST_V6_FLAG) ? IPV6_ADDRESS_SIZE : IPV4_ADDRESS_SIZE;
-            int64_t sw = (sf & STOREHOSTADDRESS_V6_FLAG) ? IPV6_ADDRESS_SIZE : IPV4_ADDRESS_SIZE;
-            int64_t tlw = v == 1 ? TOPIC_LEN_V1_SIZE : TOPIC_LEN_V2_SIZE;
-            int64_t o_st = HEAD_SIZE + bw + PORT_SIZE;
-            int64_t o_sh = o_st + STORE_TIME_SIZE;
-            int64_t o_tail = o_sh + sw + PORT_SIZE;
-            int64_t o_body = o_tail + TAIL_SIZE;
-            if (o_body + tlw + PROPERTIES_LEN_SIZE > total) {
+            record_layout l;
+            if (layout_record(r, &l) < 0) {
                 bad_row = i;
                 break;
             }
-            int64_t bl = load_i32(r + o_tail + TAIL_BODY_LEN_OFFSET);
-            if (bl < 0 || o_body + bl + tlw + PROPERTIES_LEN_SIZE > total) {
-                bad_row = i;
-                break;
-            }
-            int64_t o_tl = o_body + bl;
-            int64_t tl = v == 1 ? (int64_t)(int8_t)r[o_tl] : (int64_t)(int16_t)(((uint16_t)r[o_tl] << 8) | r[o_tl + 1]);
-            int64_t o_topic = o_tl + tlw;
-            if (tl < 0 || o_topic + tl + PROPERTIES_LEN_SIZE > total) {
-                bad_row = i;
-                break;
-            }
-            int64_t o_pl = o_topic + tl;
-            int64_t pl = (int16_t)(((uint16_t)r[o_pl] << 8) | r[o_pl + 1]);
-            int64_t o_props = o_pl + PROPERTIES_LEN_SIZE;
-            if (pl < 0 || o_props + pl != total) {
-                bad_row = i;
-                break;
-            }
-            total_size[i] = (int32_t)total;
-            version[i] = (int8_t)v;
-            body_crc[i] = load_i32(r + HEAD_BODY_CRC_OFFSET);
-            queue_id[i] = load_i32(r + HEAD_QUEUE_ID_OFFSET);
-            flag[i] = load_i32(r + HEAD_FLAG_OFFSET);
-            queue_offset[i] = load_i64(r + HEAD_QUEUE_OFFSET_OFFSET);
-            phy_offset[i] = load_i64(r + HEAD_PHY_OFFSET_OFFSET);
-            sys_flag[i] = sf;
-            born_ts[i] = load_i64(r + HEAD_BORN_TIMESTAMP_OFFSET);
-            store_ts[i] = load_i64(r + o_st);
-            reconsume[i] = load_i32(r + o_tail + TAIL_RECONSUME_TIMES_OFFSET);
-            pto[i] = load_i64(r + o_tail + TAIL_PREPARED_TRANSACTION_OFFSET_OFFSET);
-            born_key[i] = host_key(r + HEAD_SIZE, (int)bw);
-            store_key[i] = host_key(r + o_sh, (int)sw);
+            put_fixed(o, i, r, &l);
+            born_key[i] = host_key(r + HEAD_SIZE, (int)l.born_width);
+            store_key[i] = host_key(r + l.o_store_host, (int)l.store_width);
             born_at[i] = pos[i] + HEAD_SIZE;
-            store_at[i] = pos[i] + o_sh;
-            body_start[i] = pos[i] + o_body;
-            body_len[i] = bl;
-            topic_start[i] = pos[i] + o_topic;
-            topic_len[i] = tl;
-            props_start[i] = pos[i] + o_props;
-            props_len[i] = pl;
+            store_at[i] = pos[i] + l.o_store_host;
+            body_start[i] = pos[i] + l.o_body;
+            body_len[i] = l.body_len;
+            topic_start[i] = pos[i] + l.o_topic;
+            topic_len[i] = l.topic_len;
+            props_start[i] = pos[i] + l.o_props;
+            props_len[i] = l.props_len;
         }
         Py_END_ALLOW_THREADS
         result = PyLong_FromSsize_t(bad_row);
@@ -1193,15 +1216,8 @@ static PyObject *walk_decode(PyObject *self, PyObject *args) {
         PyErr_Format(PyExc_ValueError, "walk_decode needs %d names and %d output arrays", WANT_N, W_NOUT);
         goto done;
     }
-    for (int j = 0; j < WANT_N; j++) {
-        PyObject *nm = PyTuple_GET_ITEM(names, j);
-        if (!PyBytes_Check(nm) || PyBytes_GET_SIZE(nm) == 0) {
-            PyErr_SetString(PyExc_TypeError, "names must be non-empty bytes");
-            goto done;
-        }
-        name_ptr[j] = PyBytes_AS_STRING(nm);
-        name_len[j] = PyBytes_GET_SIZE(nm);
-    }
+    if (name_args(names, name_ptr, name_len) < 0)
+        goto done;
     for (; got < W_NOUT; got++)
         if (PyObject_GetBuffer(PyTuple_GET_ITEM(outs, got), &o[got], PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS) < 0)
             goto done;
@@ -1224,15 +1240,9 @@ static PyObject *walk_decode(PyObject *self, PyObject *args) {
         goto done;
     }
     {
-        int32_t *total_size = o[W_TOTAL_SIZE].buf, *body_crc = o[W_BODY_CRC].buf, *queue_id = o[W_QUEUE_ID].buf,
-                *flag = o[W_FLAG].buf, *sys_flag = o[W_SYS_FLAG].buf, *reconsume = o[W_RECONSUME_TIMES].buf,
-                *topic_code = o[W_TOPIC_CODE].buf, *born_code = o[W_BORN_HOST_CODE].buf,
+        int32_t *topic_code = o[W_TOPIC_CODE].buf, *born_code = o[W_BORN_HOST_CODE].buf,
                 *store_code = o[W_STORE_HOST_CODE].buf, *tags_code = o[W_TAGS_CODE].buf,
                 *delay = o[W_DELAY_LEVEL].buf;
-        int8_t *version = o[W_VERSION].buf;
-        int64_t *queue_offset = o[W_QUEUE_OFFSET].buf, *phy_offset = o[W_PHY_OFFSET].buf,
-                *born_ts = o[W_BORN_TIMESTAMP].buf, *store_ts = o[W_STORE_TIMESTAMP].buf,
-                *pto = o[W_PREPARED_TRANSACTION_OFFSET].buf;
         uint8_t *tags_valid = o[W_TAGS_VALID].buf, *keys_valid = o[W_KEYS_VALID].buf,
                 *uniq_valid = o[W_UNIQ_KEY_VALID].buf;
         int64_t *props_off = o[W_PROPERTIES_OFFSETS].buf, *keys_off = o[W_KEYS_OFFSETS].buf,
@@ -1261,93 +1271,34 @@ static PyObject *walk_decode(PyObject *self, PyObject *args) {
                 code = STOP_END;
                 break;
             }
-            if (left < BLANK_SIZE) {
-                code = STOP_SHORT;
+            int32_t size, magic;
+            if ((code = record_at(buf, p, left, &size, &magic)) >= 0)
                 break;
-            }
-            int32_t size = load_i32(buf + p + HEAD_TOTAL_SIZE_OFFSET);
-            int32_t magic = load_i32(buf + p + HEAD_MAGIC_OFFSET);
-            if (magic == MAGIC_BLANK) {
-                code = (Py_ssize_t)size == left ? STOP_BLANK : STOP_BLANK_SIZE;
-                break;
-            }
-            if (magic != MAGIC_V1 && magic != MAGIC_V2) {
-                code = STOP_MAGIC;
-                break;
-            }
-            if ((Py_ssize_t)size > left) {
-                code = STOP_PAST_END;
-                break;
-            }
-            if (size < MIN_MESSAGE_SIZE) {
-                code = STOP_TOO_SMALL;
-                break;
-            }
             prefetch_stream(buf, end, &prefetched, (int64_t)p + size + PREFETCH_BYTES);
             /* decode_records' checks */
             const uint8_t *r = buf + p;
-            int64_t total = size;
-            int v = magic == MAGIC_V1 ? 1 : 2;
-            int32_t sf = load_i32(r + HEAD_SYS_FLAG_OFFSET);
-            int64_t bw = (sf & BORNHOST_V6_FLAG) ? IPV6_ADDRESS_SIZE : IPV4_ADDRESS_SIZE;
-            int64_t sw = (sf & STOREHOSTADDRESS_V6_FLAG) ? IPV6_ADDRESS_SIZE : IPV4_ADDRESS_SIZE;
-            int64_t tlw = v == 1 ? TOPIC_LEN_V1_SIZE : TOPIC_LEN_V2_SIZE;
-            int64_t o_st = HEAD_SIZE + bw + PORT_SIZE;
-            int64_t o_sh = o_st + STORE_TIME_SIZE;
-            int64_t o_tail = o_sh + sw + PORT_SIZE;
-            int64_t o_body = o_tail + TAIL_SIZE;
-            int64_t bl = 0, tl = 0, pl = 0, o_topic = 0, o_props = 0;
-            if (o_body + tlw + PROPERTIES_LEN_SIZE > total)
+            record_layout l;
+            if (layout_record(r, &l) < 0) {
                 bad_kind = BAD_FIELDS;
-            if (!bad_kind) {
-                bl = load_i32(r + o_tail + TAIL_BODY_LEN_OFFSET);
-                if (bl < 0 || o_body + bl + tlw + PROPERTIES_LEN_SIZE > total)
-                    bad_kind = BAD_FIELDS;
-            }
-            if (!bad_kind) {
-                int64_t o_tl = o_body + bl;
-                tl = v == 1 ? (int64_t)(int8_t)r[o_tl] : (int64_t)(int16_t)(((uint16_t)r[o_tl] << 8) | r[o_tl + 1]);
-                o_topic = o_tl + tlw;
-                if (tl < 0 || o_topic + tl + PROPERTIES_LEN_SIZE > total)
-                    bad_kind = BAD_FIELDS;
-            }
-            if (!bad_kind) {
-                int64_t o_pl = o_topic + tl;
-                pl = (int16_t)(((uint16_t)r[o_pl] << 8) | r[o_pl + 1]);
-                o_props = o_pl + PROPERTIES_LEN_SIZE;
-                if (pl < 0 || o_props + pl != total)
-                    bad_kind = BAD_FIELDS;
-            }
-            if (bad_kind)
                 break;
+            }
             /* find_props' check, and the wanted values */
             int64_t vs[WANT_N], vl[WANT_N];
-            problem = scan_block(buf, b.len, p + o_props, pl, name_ptr, name_len, vs, vl, &bad_at);
+            problem = scan_block(buf, b.len, p + l.o_props, l.props_len, name_ptr, name_len, vs, vl, &bad_at);
             if (problem != PROP_OK) {
                 bad_kind = BAD_PROPERTIES;
-                bad_block = p + o_props;
+                bad_block = p + l.o_props;
                 break;
             }
             /* the row */
-            total_size[rows] = (int32_t)total;
-            version[rows] = (int8_t)v;
-            body_crc[rows] = load_i32(r + HEAD_BODY_CRC_OFFSET);
-            queue_id[rows] = load_i32(r + HEAD_QUEUE_ID_OFFSET);
-            flag[rows] = load_i32(r + HEAD_FLAG_OFFSET);
-            queue_offset[rows] = load_i64(r + HEAD_QUEUE_OFFSET_OFFSET);
-            phy_offset[rows] = load_i64(r + HEAD_PHY_OFFSET_OFFSET);
-            sys_flag[rows] = sf;
-            born_ts[rows] = load_i64(r + HEAD_BORN_TIMESTAMP_OFFSET);
-            store_ts[rows] = load_i64(r + o_st);
-            reconsume[rows] = load_i32(r + o_tail + TAIL_RECONSUME_TIMES_OFFSET);
-            pto[rows] = load_i64(r + o_tail + TAIL_PREPARED_TRANSACTION_OFFSET_OFFSET);
+            put_fixed(o, rows, r, &l);
             int32_t c;
-            if ((c = spandict_code(&topics, p + o_topic, tl)) < 0) {
+            if ((c = spandict_code(&topics, p + l.o_topic, l.topic_len)) < 0) {
                 failed = 1;
                 break;
             }
             topic_code[rows] = c;
-            if (bw == IPV4_ADDRESS_SIZE) {
+            if (l.born_width == IPV4_ADDRESS_SIZE) {
                 if ((c = keydict_code(&born_hosts, host_key(r + HEAD_SIZE, IPV4_ADDRESS_SIZE))) < 0) {
                     failed = 1;
                     break;
@@ -1356,8 +1307,8 @@ static PyObject *walk_decode(PyObject *self, PyObject *args) {
             } else {
                 born_code[rows] = -1;
             }
-            if (sw == IPV4_ADDRESS_SIZE) {
-                if ((c = keydict_code(&store_hosts, host_key(r + o_sh, IPV4_ADDRESS_SIZE))) < 0) {
+            if (l.store_width == IPV4_ADDRESS_SIZE) {
+                if ((c = keydict_code(&store_hosts, host_key(r + l.o_store_host, IPV4_ADDRESS_SIZE))) < 0) {
                     failed = 1;
                     break;
                 }
@@ -1365,12 +1316,13 @@ static PyObject *walk_decode(PyObject *self, PyObject *args) {
             } else {
                 store_code[rows] = -1;
             }
-            if ((bw != IPV4_ADDRESS_SIZE || sw != IPV4_ADDRESS_SIZE) &&
+            if ((l.born_width != IPV4_ADDRESS_SIZE || l.store_width != IPV4_ADDRESS_SIZE) &&
                 (vec_push(&v6, rows) < 0 || vec_push(&v6, p) < 0)) {
                 failed = 1;
                 break;
             }
-            if (put_text(props_data, props_cap, &props_used, buf + p + o_props, pl, end_of_buf, &props_high) < 0) {
+            if (put_text(props_data, props_cap, &props_used, buf + p + l.o_props, l.props_len, end_of_buf,
+                         &props_high) < 0) {
                 failed = 2;
                 break;
             }
@@ -1409,7 +1361,7 @@ static PyObject *walk_decode(PyObject *self, PyObject *args) {
                 break;
             }
             if (body) {
-                if (put_text(body_data, body_cap, &body_used, r + o_body, bl, end_of_buf, NULL) < 0) {
+                if (put_text(body_data, body_cap, &body_used, r + l.o_body, l.body_len, end_of_buf, NULL) < 0) {
                     failed = 2;
                     break;
                 }
