@@ -312,3 +312,16 @@ def test_utf8_key_hashes_check_their_buffers():
         _dispatchcore.key_hashes_utf8(np.array([0], np.int32), np.zeros(1, np.uint32), off, b"a\xff ", None,
                                       np.array([0, 2], np.int64), b"\xff\xfe", None, np.ones(1, np.uint8),
                                       np.empty(2, np.int64), np.empty(2, np.int32))
+
+
+def test_span_objects_fill_an_object_array_as_they_build_a_list():
+    buf = b"ab\xffcd"
+    starts, lengths = np.array([0, -1, 1, 4], np.int64), np.array([2, 0, 3, 1], np.int64)
+    for as_bytes in (False, True):
+        out = np.array(["old"] * 4, dtype=object)
+        assert _records.span_objects(buf, starts, lengths, as_bytes, out) is None
+        assert out.tolist() == _records.span_objects(buf, starts, lengths, as_bytes)
+    with pytest.raises(ValueError, match="object array"):
+        _records.span_objects(buf, starts, lengths, False, np.empty(3, dtype=object))
+    with pytest.raises(ValueError, match="object array"):
+        _records.span_objects(buf, starts, lengths, False, np.empty(4, dtype=np.int64))

@@ -846,15 +846,17 @@ done:
     return result;
 }
 
-/* span_objects(buffer, starts int64[n], lengths int64[n], as_bytes) -> list of n objects
+/* span_objects(buffer, starts int64[n], lengths int64[n], as_bytes, out=None) -> list of n objects
  *
  * The Python object of each span: bytes, or str decoded from UTF-8 with surrogateescape (as
  * commitlog.records.decode_text decodes, so invalid bytes survive a round trip); None where
- * the start is negative. Made straight from the buffer, without an intermediate copy. */
+ * the start is negative. Made straight from the buffer, without an intermediate copy. With `out`
+ * (a NumPy object array of n entries) they are stored there instead and None is returned. */
 static PyObject *span_objects(PyObject *self, PyObject *args) {
-    Py_buffer b, s, l;
+    Py_buffer b, s, l, o = {0};
     int as_bytes;
-    if (!PyArg_ParseTuple(args, "y*y*y*p", &b, &s, &l, &as_bytes))
+    PyObject *out = Py_None;
+    if (!PyArg_ParseTuple(args, "y*y*y*p|O", &b, &s, &l, &as_bytes, &out))
         return NULL;
     PyObject *result = NULL;
     Py_ssize_t n;
@@ -868,9 +870,22 @@ static PyObject *span_objects(PyObject *self, PyObject *args) {
             goto done;
         }
     }
-    result = PyList_New(n);
-    if (result == NULL)
-        goto done;
+    PyObject **items;
+    if (out != Py_None) { /* a NumPy object array of n entries: its references are replaced in place */
+        if (PyObject_GetBuffer(out, &o, PyBUF_WRITABLE | PyBUF_FORMAT | PyBUF_C_CONTIGUOUS) < 0)
+            goto done;
+        if (o.format == NULL || strcmp(o.format, "O") != 0 || o.itemsize != (Py_ssize_t)sizeof(PyObject *) ||
+            o.len != n * o.itemsize) {
+            PyErr_SetString(PyExc_ValueError, "out must be a NumPy object array of one entry a span");
+            goto done;
+        }
+        items = (PyObject **)o.buf;
+    } else {
+        result = PyList_New(n);
+        if (result == NULL)
+            goto done;
+        items = ((PyListObject *)result)->ob_item;
+    }
     const char *buf = b.buf;
     for (Py_ssize_t i = 0; i < n; i++) {
         PyObject *item;
@@ -885,9 +900,15 @@ static PyObject *span_objects(PyObject *self, PyObject *args) {
             Py_CLEAR(result);
             goto done;
         }
-        PyList_SET_ITEM(result, i, item);
+        PyObject *old = items[i];
+        items[i] = item;
+        Py_XDECREF(old);
     }
+    if (out != Py_None)
+        result = Py_NewRef(Py_None);
 done:
+    if (o.obj)
+        PyBuffer_Release(&o);
     PyBuffer_Release(&b);
     PyBuffer_Release(&s);
     PyBuffer_Release(&l);
@@ -1421,7 +1442,7 @@ static PyMethodDef methods[] = {
     {"decode_records", decode_records, METH_VARARGS,
      "decode_records(buffer, positions, outputs) -> first bad row or -1"},
     {"span_objects", span_objects, METH_VARARGS,
-     "span_objects(buffer, starts, lengths, as_bytes) -> list of bytes / str / None"},
+     "span_objects(buffer, starts, lengths, as_bytes, out=None) -> list of bytes / str / None (None with out)"},
     {"gather_spans", gather_spans, METH_VARARGS,
      "gather_spans(buffer, starts, lengths, offsets_out, width=1, column=0) -> (data bytes, all_ascii)"},
     {"walk_decode", walk_decode, METH_VARARGS,

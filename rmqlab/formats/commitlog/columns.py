@@ -349,9 +349,9 @@ _FIXED_COLUMNS = ("queue_id", "flag", "queue_offset", "phy_offset", "sys_flag", 
 def _object_column(U, starts: np.ndarray, lengths: np.ndarray, as_bytes: bool = False) -> np.ndarray:
     """Object array of the bytes (or str) at each span of U; None where the start is negative."""
     out = np.empty(len(starts), dtype=object)
-    if len(starts):
-        out[:] = _records.span_objects(U, np.ascontiguousarray(starts, np.int64),
-                                       np.ascontiguousarray(lengths, np.int64), as_bytes)
+    if len(starts):   # written into the array: no list of millions of objects to copy over
+        _records.span_objects(U, np.ascontiguousarray(starts, np.int64), np.ascontiguousarray(lengths, np.int64),
+                              as_bytes, out)
     return out
 
 
