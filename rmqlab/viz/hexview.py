@@ -41,6 +41,7 @@ from rmqlab.formats import batchconsumequeue as bcq
 from rmqlab.formats import consumequeue_ext as cqx
 from rmqlab.formats.indexfile import ENTRY, HEADER, SLOT, IndexFile
 from rmqlab.viz.figures import opened_index_file
+from rmqlab.viz.fonts import MONO
 
 __all__ = [
     "HEX_FIELD_COLUMNS",
@@ -605,7 +606,7 @@ def fields_hex_figure(table: pd.DataFrame, *, title: str | None = None) -> Figur
     ax.set_axis_off()
     heading = _default_heading(table) if title is None else title
     fig.text(0.5, 1 - 0.08 / fig_h, f"{heading}\n{_VALUE_NOTE}", ha="center", va="top", fontsize=8.5)
-    mono = dict(family="DejaVu Sans Mono", fontsize=_FONT, va="center")
+    mono = dict(family=MONO, fontsize=_FONT, va="center")
     y = 0.0
     for row in rows:
         if row.kind == "title":
