@@ -18,6 +18,8 @@ True
 """
 from __future__ import annotations
 
+import logging
+
 from matplotlib import font_manager, rcParams
 
 __all__ = ["FALLBACKS", "SANS", "MONO", "installed", "use_fallback_fonts"]
@@ -46,8 +48,17 @@ SANS = ["DejaVu Sans"] + [f for f in FALLBACKS if installed(f)]
 MONO = ["DejaVu Sans Mono"] + [f for f in _MONO_FALLBACKS if installed(f)]
 
 
+def _not_a_bold_fallback(record: logging.LogRecord) -> bool:
+    # Symbola has one weight: bold text with it in the list would log a warning per figure
+    # (into the notebook's output), though DejaVu draws every glyph it has in bold.
+    return "Failed to find font weight" not in record.getMessage()
+
+
 def use_fallback_fonts() -> None:
     """Make :data:`SANS` matplotlib's default family list (``rcParams["font.family"]``), so every
     text of a figure falls back to CJK and emoji glyphs where DejaVu has none. Figures made
     after the call are affected. Cost: none beyond setting one parameter."""
     rcParams["font.family"] = list(SANS)
+    logger = logging.getLogger("matplotlib.font_manager")
+    if _not_a_bold_fallback not in logger.filters:
+        logger.addFilter(_not_a_bold_fallback)
