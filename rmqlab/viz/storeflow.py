@@ -10,13 +10,14 @@ measured, each arrow with where one followed message went (file, byte, entry).
 """
 from __future__ import annotations
 
+import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
 
 from rmqlab.display import format_value, ms_with_clock
 from rmqlab.storeflow import StoreFlow
 
-__all__ = ["store_flow_figure"]
+__all__ = ["store_flow_figure", "dispatch_lag_figure", "tag_filter_figure"]
 
 _BOX_W, _BOX_H = 2.4, 1.55
 #: Box centres, chart units (y grows downwards).
@@ -109,4 +110,56 @@ def store_flow_figure(flow: StoreFlow) -> Figure:
                              f"logicsMsgTimestamp {ms_with_clock(cp['logics_msg_timestamp'])}, "
                              f"indexMsgTimestamp {ms_with_clock(cp['index_msg_timestamp'])}"),
                 ha="center", va="center", fontsize=7.2, color="#444444")
+    return fig
+
+
+def dispatch_lag_figure(lag) -> Figure:
+    """The dispatch lag :func:`rmqlab.reputlag.measure_dispatch_lag` measured: left, a histogram
+    of each message's lag (ms from its append to the dispatch round that covered it), median
+    and 99th percentile marked; right, the CommitLog end each reput round saw and how far the
+    ConsumeQueues reached after it (bytes), over time. Cost: one small figure."""
+    fig = Figure(figsize=(11.0, 3.6), layout="constrained")
+    left, right = fig.subplots(1, 2, width_ratios=[1.0, 1.2])
+    ms = lag["lag_ms"].to_numpy()
+    left.hist(ms, bins=40, color="#9ecae1", edgecolor="#4292c6", linewidth=0.4)
+    for q, colour in ((50, "#08519c"), (99, "#d62728")):
+        v = float(np.percentile(ms, q))
+        left.axvline(v, color=colour, linestyle="--", linewidth=1)
+        left.text(v, left.get_ylim()[1] * 0.95, f" p{q} {v:,.1f} ms", color=colour, fontsize=8, va="top")
+    left.set_xlabel("dispatch lag per message (ms)")
+    left.set_ylabel("messages")
+    left.set_title(f"{len(ms):,} messages, {lag.attrs['rounds']:,} reput rounds", fontsize=9.5)
+    s = lag.attrs["samples"]
+    right.step(s["t_s"], s["commitlog_end"] / 2**20, where="post", color="#08519c", label="CommitLog end seen by the round")
+    right.step(s["returned_s"], s["queued_to"] / 2**20, where="post", color="#2ca02c",
+               label="ConsumeQueues reach after the round")
+    right.set_xlabel("seconds since the first append")
+    right.set_ylabel("CommitLog offset (MiB)")
+    right.legend(fontsize=8, frameon=False, loc="upper left")
+    right.set_title("the reput service runs behind the CommitLog", fontsize=9.5)
+    return fig
+
+
+def tag_filter_figure(pulled) -> Figure:
+    """Per TAGS value of a queue (:func:`rmqlab.pull.pull_with_tags`): units in the queue, units
+    the broker's tags-code check lets through, and messages the client's string check keeps
+    (bars, counts on top). Cost: one small figure."""
+    table = pulled.groupby("tags", dropna=False).agg(units=("queue_offset", "size"),
+                                                     broker=("broker_passes", "sum"),
+                                                     client=("delivered", "sum"))
+    fig = Figure(figsize=(8.0, 3.4), layout="constrained")
+    ax = fig.add_subplot()
+    x = np.arange(len(table))
+    w = 0.27
+    for i, (col, label, colour) in enumerate((("units", "units in the queue", "#c6dbef"),
+                                              ("broker", "pass the broker's tags-code check", "#fdae6b"),
+                                              ("client", "kept by the client's TAGS check", "#2ca02c"))):
+        bars = ax.bar(x + (i - 1) * w, table[col], w, label=label, color=colour)
+        ax.bar_label(bars, labels=[format_value(v, "count") for v in table[col]], fontsize=7.5)
+    codes = sorted(pulled.attrs.get("codes") or [])
+    ax.set_xticks(x, [f"{t}\n(code {int(c):,})" for t, c in
+                      zip(table.index, pulled.groupby("tags", dropna=False)["tags_code"].first())])
+    ax.set_ylabel("messages")
+    ax.set_title(f"subscription {pulled.attrs.get('subscription')!r}: code set {codes}", fontsize=9.5)
+    fig.legend(*ax.get_legend_handles_labels(), fontsize=8, frameon=False, loc="outside lower center", ncol=3)
     return fig
