@@ -337,9 +337,11 @@ def file_stats_figure(files: pd.DataFrame, *,
     ``name`` (``yyyyMMddHHmmssSSS``: oldest first), whatever the frame's order.
 
     Left panel: one bar per file, its ``occupancy`` (non-empty slots / hash_slot_num, 0..1,
-    printed inside the bar up to 30 files), and a black dash across the bar at its
+    printed in white at the bar's top up to 30 files), and a black dash across the bar at its
     ``expected_occupancy`` (``1 - (1 - 1/m)**entries``, what uniformly random hashes would leave
-    non-empty); a hot key, put many times into one slot, keeps the bar below the dash.
+    non-empty; printed in black above it); a hot key, put many times into one slot, keeps the
+    bar below the dash. The axis is zoomed on the values (the gap is often a fraction of a
+    percent), its start named in the axis label.
     Right panel, log scale: one bar per file, its ``mean_chain_length`` (entries per non-empty
     slot), and a line through each file's ``max_chain_length`` (entries in its fullest slot).
     An empty file has no mean bar and no longest-chain marker. The x axes name the files (up to
@@ -384,17 +386,35 @@ def file_stats_figure(files: pd.DataFrame, *,
     occupancy_ax, chain_ax = fig.subplots(1, 2)
 
     bars = occupancy_ax.bar(x, occupancy, width=0.8, color="#4c78a8", label="observed")
-    if n <= _MAX_NAMED_FILES:
-        printed = [f"{v:.1%}" if np.isfinite(v) else "" for v in occupancy]
-        occupancy_ax.bar_label(bars, labels=printed, label_type="center", rotation=90, color="white",
-                               fontsize="x-small" if n > 12 else "small")
     # one dash across the top of each bar, as wide as the bar whatever the figure's size
     occupancy_ax.hlines(expected, x - 0.4, x + 0.4, color="black", linewidth=2,
                         label="uniform hash")
-    occupancy_ax.set_ylim(0, 1.2)         # the band above 1 holds the legend: no data goes there
-    occupancy_ax.set_yticks(np.linspace(0, 1, 6))
-    occupancy_ax.yaxis.set_major_formatter("{x:.0%}")
-    occupancy_ax.set_ylabel("share of slots")
+    # Zoomed on the data: the gap between observed and expected is a fraction of a percent,
+    # invisible on a 0-100 % axis. The band above the data holds the legend.
+    shown = np.concatenate([occupancy[np.isfinite(occupancy)], expected[np.isfinite(expected)]])
+    lo_data, hi_data = (float(shown.min()), float(shown.max())) if len(shown) else (0.0, 1.0)
+    spread = max(hi_data - lo_data, 0.005)
+    low = max(0.0, lo_data - 1.2 * spread)
+    high = hi_data + 0.6 * spread
+    top = high + 0.45 * (high - low)
+    occupancy_ax.set_ylim(low, top)
+    # no tick above 100 %: the band up there is the legend's
+    occupancy_ax.set_yticks([t for t in occupancy_ax.get_yticks() if low <= t <= min(1.0, high)])
+    occupancy_ax.set_ylim(low, top)
+    occupancy_ax.yaxis.set_major_formatter("{x:.1%}" if high - low < 0.2 else "{x:.0%}")
+    if n <= _MAX_NAMED_FILES:
+        small = "x-small" if n > 12 else "small"
+        rotation = 90 if n > 8 else 0
+        for xi, v, e in zip(x, occupancy, expected):
+            if np.isfinite(v):
+                occupancy_ax.annotate(f"{v:.1%}", (xi, v), xytext=(0, -3), textcoords="offset points",
+                                      ha="center", va="top", rotation=rotation, color="white", fontsize=small,
+                                      gid="observed")
+            if np.isfinite(e):
+                occupancy_ax.annotate(f"{e:.1%}", (xi, max(e, v if np.isfinite(v) else e)), xytext=(0, 3),
+                                      textcoords="offset points", ha="center", va="bottom", rotation=rotation,
+                                      color="black", fontsize=small, gid="expected")
+    occupancy_ax.set_ylabel("share of slots" + (f" (axis from {low:.1%})" if low > 0 else ""))
     occupancy_ax.set_title("non-empty slots", fontsize="medium")
     occupancy_ax.legend(loc="upper center", ncols=2, fontsize="small")
 
