@@ -147,8 +147,8 @@ def _follow(store: Store, msgs, row: int) -> FollowedMessage:
 
 def store_flow(store: Store, follow: int | None = None) -> StoreFlow:
     """The data flow of `store`, and the message at CommitLog offset `follow` followed through
-    it (default: the first message from the middle of the log on with both a ConsumeQueue unit
-    and more than one index key).
+    it (default: the first message from the middle of the log on with a ConsumeQueue unit and at
+    least three index keys, else two, else the first message).
 
     Cost: one columnar read of the CommitLog, the ConsumeQueue headers, the index headers, and
     one chain walk per key of the followed message. Raises ValueError when `follow` is not the
@@ -158,9 +158,14 @@ def store_flow(store: Store, follow: int | None = None) -> StoreFlow:
     info = store.info()
     if follow is None:
         n_keys = msgs["keys"].fillna("").str.split(" ").map(lambda t: sum(1 for k in t if k)) + msgs["uniq_key"].notna()
-        ok = ((n_keys > 1) & ((msgs["sys_flag"] & 0xC).isin([0, 8]))).to_numpy()
-        ok[:len(msgs) // 2] = False
-        row = int(np.flatnonzero(ok)[0]) if ok.any() else (0 if len(msgs) else None)
+        dispatchable = (msgs["sys_flag"] & 0xC).isin([0, 8]).to_numpy()
+        row = 0 if len(msgs) else None
+        for want in (3, 2):
+            ok = dispatchable & (n_keys >= want).to_numpy()
+            ok[:len(msgs) // 2] = False
+            if ok.any():
+                row = int(np.flatnonzero(ok)[0])
+                break
     else:
         rows = np.flatnonzero(msgs["phy_offset"].to_numpy() == follow)
         if not len(rows):
