@@ -43,7 +43,8 @@ NODES: tuple[tuple[str, str, str], ...] = (
     ("time-diff", "action", "timeDiff = (storeTimestamp - beginTimestamp) / 1000\n(0 if begin <= 0; 0..2^31-1)"),
     ("write-entry", "action", "entry[indexCount] = keyHash, phyOffset,\ntimeDiff, prevIndex = slotValue"),
     ("write-slot", "action", "slot[slot] = indexCount"),
-    ("header", "action", "first entry: begin := this message; hashSlotCount += 1\nif the slot was empty; indexCount += 1; end := this"),
+    ("header", "action", "first entry: begin := this message; hashSlotCount += 1\n"
+                         "if the slot was empty; indexCount += 1; end := this"),
     ("skip", "end", "message skipped"),
     ("done", "end", "next message"),
 )
@@ -88,7 +89,8 @@ def trace_build_index(service: IndexService, msg: DispatchRequest) -> list[Build
     def offset_check(h) -> BuildStep:
         skip = msg.phy_offset < h.end_phy_offset
         return BuildStep("offset-check", f"{msg.phy_offset:,} < endPhyOffset {h.end_phy_offset:,}? "
-                                         f"{'yes' if skip else 'no'}", {"end_phy_offset": h.end_phy_offset, "skip": skip})
+                                         f"{'yes' if skip else 'no'}",
+                         {"end_phy_offset": h.end_phy_offset, "skip": skip})
 
     def observe(event: str, d: dict[str, Any]) -> None:
         f = d.get("file")

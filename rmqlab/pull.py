@@ -18,8 +18,10 @@
 >>> _ = generate_store(root, Workload(messages=200, seed=1, tags=("Aa", "BB", "TagA")), hash_slot_num=64,
 ...                    index_num=512)
 >>> pulled = pull_with_tags(Store(root, hash_slot_num=64, index_num=512), "TopicTest", 0, "Aa")
->>> sorted(pulled.loc[pulled["broker_passes"], "tags"].unique()), bool(pulled["delivered"].sum() == (pulled["tags"] == "Aa").sum())
-(['Aa', 'BB'], True)
+>>> sorted(pulled.loc[pulled["broker_passes"], "tags"].unique())
+['Aa', 'BB']
+>>> bool((pulled["delivered"] == (pulled["tags"] == "Aa")).all())
+True
 """
 from __future__ import annotations
 

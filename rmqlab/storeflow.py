@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from rmqlab.dispatch import goes_to_consume_queue, index_keys
+from rmqlab.dispatch import goes_to_consume_queue, goes_to_consume_queue_many, goes_to_index, index_keys
 from rmqlab.formats import commitlog as cl
 from rmqlab.formats import consumequeue as cq
 from rmqlab.formats.indexfile import LONG_MAX
@@ -120,7 +120,8 @@ def _follow(store: Store, msgs, row: int) -> FollowedMessage:
             logical = int(m["queue_offset"]) * cq.UNIT_SIZE
             start = logical - logical % store.consume_queue_file_size
             cq_file, unit_pos = f"{start:020d}", logical - start
-    keys = [index_key(topic, k) for k in index_keys(m["keys"], m["uniq_key"])] if (int(m["sys_flag"]) & 0xC) != 0xC else []
+    indexed = goes_to_index(int(m["sys_flag"]))
+    keys = [index_key(topic, k) for k in index_keys(m["keys"], m["uniq_key"])] if indexed else []
     refs: list[IndexEntryRef] = []
     if not store.index_dir.is_dir():
         keys_to_find: list[str] = []
@@ -158,7 +159,7 @@ def store_flow(store: Store, follow: int | None = None) -> StoreFlow:
     info = store.info()
     if follow is None:
         n_keys = msgs["keys"].fillna("").str.split(" ").map(lambda t: sum(1 for k in t if k)) + msgs["uniq_key"].notna()
-        dispatchable = (msgs["sys_flag"] & 0xC).isin([0, 8]).to_numpy()
+        dispatchable = goes_to_consume_queue_many(msgs["sys_flag"].to_numpy())
         row = 0 if len(msgs) else None
         for want in (3, 2):
             ok = dispatchable & (n_keys >= want).to_numpy()
@@ -176,7 +177,8 @@ def store_flow(store: Store, follow: int | None = None) -> StoreFlow:
     return StoreFlow(
         root=str(store.root), messages=len(msgs), producers=int(msgs["born_host"].nunique()) if len(msgs) else 0,
         commitlog_files=info["commitlog_files"], commitlog_start=info["commitlog_min_offset"] or 0,
-        commitlog_end=end, queued_to=store.consume_queue_end(), dispatched_to=store.reput_from_offset(), consume_queues=info["consume_queues"],
+        commitlog_end=end, queued_to=store.consume_queue_end(), dispatched_to=store.reput_from_offset(),
+        consume_queues=info["consume_queues"],
         consume_queue_files=cq_files, consume_queue_units=info["consume_queue_units"],
         index_files=info["index_files"], index_keys=info["index_keys"], checkpoint=info["checkpoint"],
         followed=None if row is None else _follow(store, msgs, row))

@@ -445,7 +445,8 @@ def test_file_stats_figure_draws_each_files_numbers_oldest_first(folder, paths):
     assert heights == pytest.approx(stats["expected_occupancy"].tolist(), rel=1e-15)
     for b, (x0, x1) in zip(bars, spans):                             # each dash across its bar
         assert (x0, x1) == pytest.approx((b.get_x(), b.get_x() + b.get_width()))
-    printed = {kind: [t.get_text() for t in occupancy_ax.texts if t.get_gid() == kind] for kind in ("observed", "expected")}
+    printed = {kind: [t.get_text() for t in occupancy_ax.texts if t.get_gid() == kind]
+               for kind in ("observed", "expected")}
     assert printed["observed"] == [f"{t['occupancy']:.1%}" for t in truth]
     assert printed["expected"] == [f"{t['expected']:.1%}" for t in truth]
     # zoomed on the values (plus room for the legend), not 0..100 %

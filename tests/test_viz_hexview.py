@@ -468,7 +468,8 @@ def test_record_hex_fields_of_a_real_broker_record():
             assert r.value == int.from_bytes(data, "big", signed=True), r.field
     f = df.set_index("field")
     assert f.loc["PHYSICALOFFSET", "value"] == position == df.attrs["phy_offset"]
-    assert f.loc["TOPIC", "meaning"] == "abc" and f.loc["MAGICCODE", "value"] == struct.unpack(">i", bytes.fromhex("daa320a7"))[0]
+    assert f.loc["TOPIC", "meaning"] == "abc"
+    assert f.loc["MAGICCODE", "value"] == struct.unpack(">i", bytes.fromhex("daa320a7"))[0]
     assert f.loc["STOREHOST", "size"] == 4 and "." in f.loc["STOREHOST", "meaning"]
     fig = fields_hex_figure(df)
     assert {p.get_gid() for p in fig.axes[0].patches if p.get_gid()} == {f"field:{n}" for n in df["field"]}

@@ -56,7 +56,8 @@ def restart_figure(story) -> Figure:
         bar = top.barh(i, sec(r.end_timestamp) - sec(r.begin_timestamp), left=sec(r.begin_timestamp), height=0.6,
                        color="#d62728" if deleted else "#9ecae1", edgecolor="#444444", linewidth=0.6)
         bar.patches[0].set_gid(f"file:{r.name}")
-        top.text(sec(r.end_timestamp) + 0.3, i, f"{r.name}  {r.keys:,} keys" + ("  deleted by the broker" if deleted else ""),
+        label = f"{r.name}  {r.keys:,} keys" + ("  deleted by the broker" if deleted else "")
+        top.text(sec(r.end_timestamp) + 0.3, i, label,
                  va="center", fontsize=7.5)
     cp = story.checkpoint["index_msg_timestamp"]
     if cp > 0:

@@ -386,7 +386,7 @@ def file_stats_figure(files: pd.DataFrame, *,
     x = np.arange(n)
     occupancy_ax, chain_ax = fig.subplots(1, 2)
 
-    bars = occupancy_ax.bar(x, occupancy, width=0.8, color="#4c78a8", label="observed")
+    occupancy_ax.bar(x, occupancy, width=0.8, color="#4c78a8", label="observed")
     # one dash across the top of each bar, as wide as the bar whatever the figure's size
     occupancy_ax.hlines(expected, x - 0.4, x + 0.4, color="black", linewidth=2,
                         label="uniform hash")
@@ -589,7 +589,8 @@ def index_name_offsets_figure(offsets: pd.DataFrame) -> Figure:
     the length ``seconds`` (the instant the name denotes minus the file's beginTimestamp) on a
     symmetric log axis, each group's median written beside it. Cost: one small figure.
 
-    >>> df = pd.DataFrame({"reading": ["a", "a", "b", "b"], "file": [0, 1, 0, 1], "seconds": [0.0, 0.0, 0.06, 28800.06]})
+    >>> df = pd.DataFrame({"reading": ["a", "a", "b", "b"], "file": [0, 1, 0, 1],
+    ...                    "seconds": [0.0, 0.0, 0.06, 28800.06]})
     >>> len(index_name_offsets_figure(df).axes[0].patches)
     4
     """

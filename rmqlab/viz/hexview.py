@@ -38,8 +38,8 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
 from rmqlab.formats import batchconsumequeue as bcq
-from rmqlab.formats import consumequeue_ext as cqx
 from rmqlab.formats import commitlog as cl
+from rmqlab.formats import consumequeue_ext as cqx
 from rmqlab.formats.indexfile import ENTRY, HEADER, SLOT, IndexFile
 from rmqlab.kafka import index as kix
 from rmqlab.viz.figures import opened_index_file
@@ -492,8 +492,10 @@ def kafka_index_hex_fields(path: str | os.PathLike, *, entries: Numbers = None, 
     >>> p = os.path.join(tempfile.mkdtemp(), kix.segment_file_name(100, ".index"))
     >>> kix.build_offset_index(p, [(105, 4130)])
     1
-    >>> kafka_index_hex_fields(p)[["offset", "field", "value", "meaning"]].values.tolist()
-    [[0, 'entry[0].relativeOffset', 5, 'offset 100 + 5 = 105'], [4, 'entry[0].position', 4130, 'byte 4,130 of 00000000000000000100.log']]
+    >>> rows = kafka_index_hex_fields(p)[["offset", "field", "value", "meaning"]].values.tolist()
+    >>> rows   # doctest: +NORMALIZE_WHITESPACE
+    [[0, 'entry[0].relativeOffset', 5, 'offset 100 + 5 = 105'],
+     [4, 'entry[0].position', 4130, 'byte 4,130 of 00000000000000000100.log']]
     """
     path = Path(path)
     tz = _dt.UTC if tz is None else tz

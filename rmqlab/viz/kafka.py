@@ -24,7 +24,8 @@ from matplotlib.ticker import FuncFormatter
 
 from rmqlab.kafka.partition import KafkaPartition
 
-__all__ = ["SYSTEM_COLOURS", "sparse_index_figure", "index_bytes_figure", "lookup_cost_figure", "index_file_sizes_figure"]
+__all__ = ["SYSTEM_COLOURS", "sparse_index_figure", "index_bytes_figure", "lookup_cost_figure",
+           "index_file_sizes_figure"]
 
 #: Colour of each system in the comparison figures.
 SYSTEM_COLOURS = {"RocketMQ": "#d62728", "Kafka": "#1f77b4"}
@@ -243,7 +244,8 @@ def index_file_sizes_figure(sizes: pd.DataFrame) -> Figure:
     ax = fig.add_subplot()
     y = np.arange(len(sizes))
     h = 0.38
-    for shift, col, label, colour in ((-h / 2, "active_bytes", "active: preallocated to segment.index.bytes", "#9ecae1"),
+    for shift, col, label, colour in ((-h / 2, "active_bytes", "active: preallocated to segment.index.bytes",
+                                       "#9ecae1"),
                                       (h / 2, "trimmed_bytes", "after the roll: trimmed to its entries", "#08519c")):
         bars = ax.barh(y + shift, sizes[col], height=h, color=colour, label=label)
         ax.bar_label(bars, labels=[f"{int(v):,} bytes" for v in sizes[col]], fontsize=8, padding=3)

@@ -30,7 +30,8 @@ _LABEL_BOX = dict(boxstyle="round,pad=0.15", facecolor="white", edgecolor="none"
 
 def _box(ax, name: str, title: str, lines: list[str]) -> None:
     x, y = _AT[name]
-    patch = FancyBboxPatch((x - _BOX_W / 2, y - _BOX_H / 2), _BOX_W, _BOX_H, boxstyle="round,pad=0.03,rounding_size=0.12",
+    patch = FancyBboxPatch((x - _BOX_W / 2, y - _BOX_H / 2), _BOX_W, _BOX_H,
+                           boxstyle="round,pad=0.03,rounding_size=0.12",
                            facecolor=_COLOURS[name], edgecolor="#555555", linewidth=0.9)
     patch.set_gid(f"box:{name}")
     ax.add_patch(patch)
@@ -43,7 +44,8 @@ def _edge(name: str, side: str, dy: float = 0.0) -> tuple[float, float]:
     return (x + (_BOX_W / 2 if side == "right" else -_BOX_W / 2), y + dy)
 
 
-def _arrow(ax, a: tuple[float, float], b: tuple[float, float], label: str, at: tuple[float, float] | None = None) -> None:
+def _arrow(ax, a: tuple[float, float], b: tuple[float, float], label: str,
+           at: tuple[float, float] | None = None) -> None:
     ax.add_patch(FancyArrowPatch(a, b, arrowstyle="-|>", mutation_scale=11, color="#444444", linewidth=1.0))
     if label:
         x, y = at or ((a[0] + b[0]) / 2, (a[1] + b[1]) / 2 - 0.1)
@@ -99,7 +101,8 @@ def store_flow_figure(flow: StoreFlow) -> Figure:
         _arrow(ax, _edge("ConsumeQueue", "right"), _edge("consumer", "left"),
                f"unit {count(m.queue_offset)}\n-> {count(m.phy_offset)}")
         _arrow(ax, _edge("IndexFile", "right"), _edge("query", "left"), f"entry\n-> {count(m.phy_offset)}")
-        title = (f"One message followed through {flow.root.rsplit('/', 1)[-1]}: CommitLog offset {count(m.phy_offset)}, "
+        title = (f"One message followed through {flow.root.rsplit('/', 1)[-1]}: "
+                 f"CommitLog offset {count(m.phy_offset)}, "
                  f"stored {ms_with_clock(m.store_timestamp)}")
     else:
         title = f"{flow.root.rsplit('/', 1)[-1]}: an empty store"
@@ -130,7 +133,8 @@ def dispatch_lag_figure(lag) -> Figure:
     left.set_ylabel("messages")
     left.set_title(f"{len(ms):,} messages, {lag.attrs['rounds']:,} reput rounds", fontsize=9.5)
     s = lag.attrs["samples"]
-    right.step(s["t_s"], s["commitlog_end"] / 2**20, where="post", color="#08519c", label="CommitLog end seen by the round")
+    right.step(s["t_s"], s["commitlog_end"] / 2**20, where="post", color="#08519c",
+               label="CommitLog end seen by the round")
     right.step(s["returned_s"], s["queued_to"] / 2**20, where="post", color="#2ca02c",
                label="ConsumeQueues reach after the round")
     right.set_xlabel("seconds since the first append")
