@@ -53,6 +53,19 @@ def kernel_name() -> str:
     return "rmqlab" if "rmqlab" in KernelSpecManager().find_kernel_specs() else "python3"
 
 
+def point_at_kernel(folder: Path, kernel: str) -> None:
+    """Point every notebook under `folder` at the kernel `kernel` (when it is not "rmqlab", the
+    kernel the notebooks name)."""
+    import json
+
+    if kernel == "rmqlab":
+        return
+    for path in folder.rglob("*.ipynb"):
+        nb = json.loads(path.read_text())
+        nb["metadata"]["kernelspec"] = {"name": kernel, "display_name": kernel, "language": "python"}
+        path.write_text(json.dumps(nb))
+
+
 def isolated_env(home: Path) -> dict[str, str]:
     """The environment for a server: Jupyter's per-user files (settings, workspaces, runtime and
     data files, IPython history) in `home`, not in the user's home folder."""
@@ -66,19 +79,59 @@ def isolated_env(home: Path) -> dict[str, str]:
     return env
 
 
+def tail(path: Path, chars: int = 4000) -> str:
+    """The end of a server's log, for an error message."""
+    return path.read_text(errors="replace")[-chars:] if path.exists() else ""
+
+
+@contextmanager
+def server(argv: list[str], ready_url: str, env: dict[str, str], log_path: Path, cwd: Path, *,
+           start_timeout: float = 60.0):
+    """Run `argv` until the block ends; yields the process once `ready_url` answers. Stopped by
+    its PID: SIGTERM (a Jupyter server shuts its kernels down), then SIGKILL to its process group
+    after 15 s. Raises AssertionError, with the log's end, when it exits or does not answer."""
+    import os
+    import signal
+    import subprocess
+    import time
+    import urllib.request
+
+    with open(log_path, "w") as log:
+        proc = subprocess.Popen(argv, cwd=cwd, env=env, stdout=log, stderr=subprocess.STDOUT,
+                                start_new_session=True)
+    try:
+        deadline = time.monotonic() + start_timeout
+        while True:
+            if proc.poll() is not None:
+                raise AssertionError(f"{argv[2]} exited with {proc.returncode}:\n{tail(log_path)}")
+            try:
+                with urllib.request.urlopen(ready_url, timeout=5):
+                    break
+            except OSError as err:    # refused, reset, timed out, or an HTTP error status
+                if time.monotonic() > deadline:
+                    raise AssertionError(f"{argv[2]} did not answer {ready_url} within {start_timeout} s:\n"
+                                         f"{tail(log_path)}") from err
+                time.sleep(0.25)
+        yield proc
+    finally:
+        if proc.poll() is None:
+            proc.terminate()
+            try:
+                proc.wait(15)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait(5)
+
+
 @contextmanager
 def jupyterlab(root: Path, home: Path, *, start_timeout: float = 60.0):
     """JupyterLab serving `root`, bound to 127.0.0.1 with a random token, its per-user files in
     `home`; yields (base URL, token, log path). No news toast, every cell kept in the page.
-    Stopped by its PID: SIGTERM (it shuts its kernels down), then SIGKILL to its process group."""
+    Stopped by its PID (:func:`server`)."""
     import json
     import os
     import secrets
-    import signal
-    import subprocess
     import sys
-    import time
-    import urllib.request
 
     app_settings = home / "app-settings"
     app_settings.mkdir(parents=True, exist_ok=True)
@@ -93,30 +146,9 @@ def jupyterlab(root: Path, home: Path, *, start_timeout: float = 60.0):
         argv.append("--allow-root")
     base = f"http://127.0.0.1:{port}"
     log_path = home / "jupyterlab.log"
-    with open(log_path, "w") as log:
-        proc = subprocess.Popen(argv, cwd=root, env=isolated_env(home), stdout=log, stderr=subprocess.STDOUT,
-                                start_new_session=True)
-    try:
-        deadline = time.monotonic() + start_timeout
-        while True:
-            if proc.poll() is not None:
-                raise RuntimeError(f"jupyter lab exited with {proc.returncode}:\n{log_path.read_text()[-4000:]}")
-            try:
-                with urllib.request.urlopen(f"{base}/api/status?token={token}", timeout=5):
-                    break
-            except OSError:
-                if time.monotonic() > deadline:
-                    raise RuntimeError(f"jupyter lab did not answer within {start_timeout} s") from None
-                time.sleep(0.25)
+    with server(argv, f"{base}/api/status?token={token}", isolated_env(home), log_path, root,
+                start_timeout=start_timeout):
         yield base, token, log_path
-    finally:
-        if proc.poll() is None:
-            proc.terminate()
-            try:
-                proc.wait(15)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait(5)
 
 
 def run_all(page, base: str, token: str, notebook: str, *, timeout_s: float) -> None:

@@ -26,7 +26,15 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from browser_support import ROOT, jupyterlab, kernel_name, launch, require_chromium, run_all  # noqa: E402
+from browser_support import (  # noqa: E402
+    ROOT,
+    jupyterlab,
+    kernel_name,
+    launch,
+    point_at_kernel,
+    require_chromium,
+    run_all,
+)
 
 WIDTH = 1280
 SCREEN_HEIGHT = 900
@@ -43,11 +51,7 @@ def _workspace(tmp: Path, kernel: str) -> Path:
     shared = ROOT.parent / "shared"
     if shared.is_dir():
         (tmp / "shared").symlink_to(shared, target_is_directory=True)
-    if kernel != "rmqlab":
-        for path in (repo / "notebooks").rglob("*.ipynb"):
-            nb = json.loads(path.read_text())
-            nb["metadata"]["kernelspec"] = {"name": kernel, "display_name": kernel, "language": "python"}
-            path.write_text(json.dumps(nb))
+    point_at_kernel(repo / "notebooks", kernel)
     return repo / "notebooks"
 
 
