@@ -40,11 +40,11 @@ NODES: tuple[tuple[str, str, str], ...] = (
     ("full-check", "decision", "putKey: indexCount >= indexNum?\n(file full: retry on a new file)"),
     ("hash", "action", "keyHash = abs(String.hashCode(topic#key))\nslot = keyHash % hashSlotNum"),
     ("slot-read", "action", "slotValue = slot[slot]\n(outside 1..indexCount: 0, empty)"),
-    ("time-diff", "action", "timeDiff = (storeTimestamp - beginTimestamp) / 1000\n(0 if begin <= 0; 0..2^31-1)"),
+    ("time-diff", "action", "timeDiff = (store - begin timestamp) / 1000 s\n(0 if begin <= 0; clamped to 0..2^31-1)"),
     ("write-entry", "action", "entry[indexCount] = keyHash, phyOffset,\ntimeDiff, prevIndex = slotValue"),
     ("write-slot", "action", "slot[slot] = indexCount"),
-    ("header", "action", "first entry: begin := this message; hashSlotCount += 1\n"
-                         "if the slot was empty; indexCount += 1; end := this"),
+    ("header", "action", "indexCount += 1, end := this (begin too if first);\n"
+                         "hashSlotCount += 1 if the slot was empty"),
     ("skip", "end", "message skipped"),
     ("done", "end", "next message"),
 )

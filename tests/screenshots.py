@@ -99,7 +99,8 @@ def main(argv: list[str] | None = None) -> int:
     sync_api = require_chromium()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    names = sorted(p.relative_to(ROOT / "notebooks").as_posix() for p in (ROOT / "notebooks").glob("*.ipynb"))
+    names = sorted(p.relative_to(ROOT / "notebooks").as_posix() for p in (ROOT / "notebooks").rglob("*.ipynb")
+                   if ".ipynb_checkpoints" not in p.parts)
     if args.only:
         names = [n for n in names if any(n.startswith(o) for o in args.only)]
     failed = []
@@ -119,7 +120,7 @@ def main(argv: list[str] | None = None) -> int:
                         status = "did not finish (a cell failed, or it ran past the timeout)"
                         failed.append(name)
                     page.wait_for_timeout(SETTLE_S * 1000)
-                    png = out / (Path(name).stem + ".png")
+                    png = out / (name.removesuffix(".ipynb").replace("/", "-") + ".png")
                     png.write_bytes(_full_notebook_png(page))
                     print(f"{name}: {status}, {time.monotonic() - started:.0f} s -> {os.path.relpath(png)}", flush=True)
                     page.close()

@@ -30,8 +30,8 @@ __all__ = ["build_flow_figure", "BuildIndexStepper", "NODE_POSITIONS"]
 
 #: (x, y) of each node's centre, in chart units (y grows downwards).
 NODE_POSITIONS = {
-    "dispatch": (0, 0), "file": (0, 1), "new-file": (2.5, 1), "offset-check": (0, 2),
-    "rollback-check": (0, 3), "skip": (2.5, 2.55), "keys": (0, 4), "full-check": (0, 5),
+    "dispatch": (0, 0), "file": (0, 1), "new-file": (3.0, 1), "offset-check": (0, 2),
+    "rollback-check": (0, 3), "skip": (3.0, 2.55), "keys": (0, 4), "full-check": (0, 5),
     "hash": (0, 6), "slot-read": (0, 7), "time-diff": (0, 8), "write-entry": (0, 9),
     "write-slot": (0, 10), "header": (0, 11), "done": (0, 12),
 }
@@ -46,11 +46,11 @@ _EDGES = [
 ]
 #: Arrows drawn as polylines around the column: (points, label, where the label goes).
 _LOOPS = [
-    ([(1.35, 1.31), (0.6, 1.76)], "then", (1.0, 1.45)),                                   # new file -> checks
-    ([(1.15, 5), (4.05, 5), (4.05, 1), (3.65, 1)], "yes: retry on the new file", (2.2, 4.85)),
-    ([(-1.15, 11), (-1.5, 11), (-1.5, 5), (-1.15, 5)], "next key", (-1.45, 8.0)),
+    ([(1.65, 1.33), (0.7, 1.76)], "then", (1.2, 1.45)),                                   # new file -> checks
+    ([(1.35, 5), (4.6, 5), (4.6, 1), (4.35, 1)], "yes: retry on the new file", (2.5, 4.85)),
+    ([(-1.35, 11), (-1.7, 11), (-1.7, 5), (-1.35, 5)], "next key", (-1.65, 8.0)),
 ]
-_W, _H = 2.3, 0.62           # node box size, chart units
+_W, _H = 2.7, 0.66           # node box size, chart units
 _CURRENT, _PASSED, _IDLE = "#fdae6b", "#c6dbef", "#ffffff"
 
 
@@ -78,9 +78,9 @@ def build_flow_figure(steps: list[BuildStep], current: int) -> Figure:
         raise IndexError(f"step {current} outside 0..{len(steps) - 1}")
     done = {s.node for s in steps[:current]}
     here = steps[current].node
-    fig = Figure(figsize=(12.5, 8.2))
-    ax = fig.add_axes((0.0, 0.0, 0.46, 0.96))
-    ax.set_xlim(-1.65, 4.2)
+    fig = Figure(figsize=(14.0, 9.6))
+    ax = fig.add_axes((0.0, 0.0, 0.5, 0.96))
+    ax.set_xlim(-1.85, 4.75)
     ax.set_ylim(12.6, -0.6)
     ax.set_axis_off()
     for a, b, label in _EDGES:
@@ -89,33 +89,33 @@ def build_flow_figure(steps: list[BuildStep], current: int) -> Figure:
                                      linewidth=0.8, shrinkA=14, shrinkB=14))
         if label:
             ax.text((xa + xb) / 2 + (0.08 if xa == xb else 0), (ya + yb) / 2 - (0.12 if ya == yb else 0), label,
-                    fontsize=6.5, color="#555555", ha="left" if xa == xb else "center", va="center")
+                    fontsize=7.5, color="#555555", ha="left" if xa == xb else "center", va="center")
     for points, label, (lx, ly) in _LOOPS:
         xs, ys = zip(*points)
         ax.plot(xs[:-1], ys[:-1], color="#777777", linewidth=0.8)
         ax.add_patch(FancyArrowPatch(points[-2], points[-1], arrowstyle="-|>", mutation_scale=9,
                                      color="#777777", linewidth=0.8, shrinkA=0, shrinkB=0))
-        ax.text(lx, ly, label, fontsize=6.5, color="#555555", ha="left", va="center",
+        ax.text(lx, ly, label, fontsize=7.5, color="#555555", ha="left", va="center",
                 rotation=90 if label == "next key" else 0)
     for node, kind, label in NODES:
         x, y = NODE_POSITIONS[node]
         state = "current" if node == here else "passed" if node in done else "node"
         colour = {"current": _CURRENT, "passed": _PASSED, "node": _IDLE}[state]
         ax.add_patch(_node_patch(kind, x, y, colour, f"{state}:{node}"))
-        ax.text(x, y, label, ha="center", va="center", fontsize=6.2, linespacing=1.1)
-    ax.text(-1.55, -0.45, "IndexService.buildIndex / IndexFile.putKey", fontsize=9, fontweight="bold")
-    side = fig.add_axes((0.47, 0.0, 0.53, 0.96))
+        ax.text(x, y, label, ha="center", va="center", fontsize=7.5, linespacing=1.1)
+    ax.text(-1.8, -0.45, "IndexService.buildIndex / IndexFile.putKey", fontsize=9, fontweight="bold")
+    side = fig.add_axes((0.51, 0.0, 0.49, 0.96))
     side.set_axis_off()
     side.set_xlim(0, 1)
     side.set_ylim(1, 0)
-    side.text(0, 0.0, f"step {current} of {len(steps) - 1}: {here}", fontsize=10, fontweight="bold", va="top")
+    side.text(0, 0.0, f"step {current} of {len(steps) - 1}: {here}", fontsize=11, fontweight="bold", va="top")
     first = max(0, current - 15)
     y = 0.05
     for i in range(first, current + 1):
-        lines = textwrap.wrap(f"{i:>2}  {steps[i].node}: {steps[i].text}", 92, subsequent_indent="      ")
-        side.text(0, y, "\n".join(lines), fontsize=7.2, va="top", family="monospace",
+        lines = textwrap.wrap(f"{i:>2}  {steps[i].node}: {steps[i].text}", 84, subsequent_indent="      ")
+        side.text(0, y, "\n".join(lines), fontsize=8, va="top", family="monospace",
                   fontweight="bold" if i == current else "normal", color="#000000" if i == current else "#444444")
-        y += 0.027 * len(lines) + 0.012
+        y += 0.0255 * len(lines) + 0.011
     return fig
 
 
@@ -146,7 +146,7 @@ class BuildIndexStepper(WidgetBase):
         self.slider.value = min(max(self.slider.value + delta, 0), len(self.steps) - 1)
 
     def _draw(self, i: int) -> None:
-        show_figure(self.image, build_flow_figure(self.steps, i))
+        show_figure(self.image, build_flow_figure(self.steps, i), dpi=96)
         self.shown = i
         self.back.disabled = i == 0
         self.next.disabled = i == len(self.steps) - 1

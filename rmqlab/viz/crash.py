@@ -68,6 +68,9 @@ def restart_figure(story) -> Figure:
             ax.axvline(sec(story.recovery_from_timestamp), color="#9467bd", linestyle=":", linewidth=1.2)
         top.text(sec(story.recovery_from_timestamp), -0.75, " the broker re-dispatches from here",
                  color="#9467bd", fontsize=7.5, va="center", ha="left")
+    if len(files):                       # room on the right for the last file's label
+        first, last = float(sec(files["begin_timestamp"].min())), float(sec(files["end_timestamp"].max()))
+        top.set_xlim(min(0.0, first), last * 1.45)
     top.set_yticks([])
     top.set_ylim(len(files) - 0.4, -1.0)
     top.set_title(f"Crashed index folder (writer killed at write event {story.kill_at:,} of {story.events_total:,})",

@@ -128,7 +128,8 @@ def dispatch_lag_figure(lag) -> Figure:
     for q, colour in ((50, "#08519c"), (99, "#d62728")):
         v = float(np.percentile(ms, q))
         left.axvline(v, color=colour, linestyle="--", linewidth=1)
-        left.text(v, left.get_ylim()[1] * 0.95, f" p{q} {v:,.1f} ms", color=colour, fontsize=8, va="top")
+        left.text(v, left.get_ylim()[1] * (0.95 if q == 50 else 0.82), f" p{q} {v:,.1f} ms", color=colour,
+                  fontsize=8, va="top", bbox=dict(facecolor="white", edgecolor="none", alpha=0.85, pad=1))
     left.set_xlabel("dispatch lag per message (ms)")
     left.set_ylabel("messages")
     left.set_title(f"{len(ms):,} messages, {lag.attrs['rounds']:,} reput rounds", fontsize=9.5)
