@@ -414,9 +414,9 @@ def test_the_geometry_figure_shows_the_models_entries_read_as_the_text_does(plan
     """The configurations figure, its table, the recommendation and the findings all give one
     number for the entries a stored key's query reads in a file: the model's (the whole walk of
     the key's slot from the real hash of sampled keys), not the uniform depth of the key (3.00)."""
-    from rmqlab.capacity.report import configurations_figure
+    from rmqlab.capacity.report import _figures
 
-    fig = configurations_figure(analysis)
+    fig = {fid: figure for fid, _, figure in _figures(analysis)}["configurations"]     # as the report embeds it
     empty_ax, chain_ax, read_ax = fig.axes
     hits, misses = _bars(read_ax, 1), _bars(read_ax, 0)
     for c, (hit, hit_label), (miss, _), (empty, _), (chain, _) in zip(
@@ -552,3 +552,12 @@ def test_plan_explorer_reset_shows_the_plan_again(plan):
     x.reset()
     assert x.error is None and x.changes() == {} and x.plan == plan
     assert x.estimate == estimate(plan) and x.table.value == shown
+
+
+def test_every_number_on_the_page_went_through_the_formatter(page):
+    """No raw float a person would read (1333329.819142, 5,000,000.0000, 7.66667, dtype: ...):
+    counts with separators, at most three decimals, units and percentages from rmqlab.display."""
+    text = re.sub(r"<[^>]+>", " ", re.sub(r'src="data:[^"]*"', "", page))
+    assert re.findall(r"\d\.\d{4,}", text) == []
+    assert re.findall(r"\b\d{5,}(?:\.\d+)?\b", text.replace("PT", "")) == []    # 5+ digits with no separator
+    assert "dtype" not in text and "nan" not in text.split()

@@ -657,7 +657,7 @@ def chain_figure(a: PlanAnalysis):
 
     s = a.estimate.sample
     # the histogram pools every simulated file's slots: say how many files of how many slots
-    scaled = "" if s.scale == 1.0 else f"\n(each file simulated at {s.scale:.3g} × its slots, same load factor)"
+    scaled = "" if s.scale == 1.0 else f"\n(each file simulated with {_pct(s.scale)} of its slots, same load factor)"
     return sampled_chain_lengths_figure(
         s.histogram, title=f"full files from the real hash of sampled keys, pooled: {s.files} files × "
                            f"{s.hash_slot_num:,} slots, {s.entries:,} keys a file{scaled}")
@@ -669,7 +669,7 @@ def _scale_note(a: PlanAnalysis) -> str:
         return ""
     # q of the draws over q of the hot keys: a hot key keeps its mean entries, so its chain keeps
     # its length; what a scaled file loses is where runs of sequential ids land among the slots
-    return (f"; each sampled file is the real one at {s.scale:.3g} × its slots and keys (the fast sample), "
+    return (f"; each sampled file is the real one with {_pct(s.scale)} of its slots and keys (the fast sample), "
             f"with the hot vocabulary shrunk alike so that a hot key keeps its mean number of entries. "
             f"Scaled files do not keep how runs of sequential ids (order ids, UNIQ_KEY counters) fold into "
             f"the real slot count: against stores of the broker's size they put occupancy up to 6 % off "
@@ -789,12 +789,9 @@ def _input_text(value: Any, kind: str) -> str:
     if value is None:
         return "(derived)"
     if isinstance(value, Interval):
-        def fmt(x):
-            return f"{x:,g}"
-
         if value.is_point:
-            return fmt(value.likely)
-        return f"{fmt(value.low)} / {fmt(value.likely)} / {fmt(value.high)}"
+            return _as_written(value.likely)
+        return f"{_as_written(value.low)} / {_as_written(value.likely)} / {_as_written(value.high)}"
     if kind == "size":
         return f"{format_value(value, 'bytes')} ({value:,} bytes)" if value else "0"
     if kind == "topics":
@@ -804,10 +801,17 @@ def _input_text(value: Any, kind: str) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, float):
-        return f"{value:,g}"
+        return _as_written(value)
     if isinstance(value, int):
-        return f"{value:,}"
+        return format_value(value, "count")
     return str(value)
+
+
+def _as_written(x: float) -> str:
+    """An input as the plan writes it when that is exact (0.8, 1,500); a derived value such as
+    23/3 bytes through the formatter ("7.667"), not as 7.66667."""
+    text = f"{x:,g}"
+    return text if float(text.replace(",", "")) == x else format_value(x, "number")
 
 
 def _inputs_html(plan: Plan) -> str:
