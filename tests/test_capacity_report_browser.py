@@ -7,8 +7,17 @@ to build/test-artifacts/capacity-report.png.
 the tables: whatever the fonts of the machine, nothing may cross main's content edge except
 inside a box that scrolls sideways (each table has one), and those boxes stay inside main.
 The same check runs again with a much wider font forced on the page and in an 800 px window,
-with screenshots capacity-report-<case>.png. Cost: about 10 s (the report) plus about 2 s a
-page in the browser.
+with screenshots capacity-report-<case>.png.
+
+Notebook 06 runs in JupyterLab (Run All, as a person does, on a copy of notebooks/): its plan
+explorer must show the plan afterwards (slider readouts and results table, checked against the
+model called here), the report it writes must be shown in the notebook (a link and a frame
+holding the page, itself checked for overflow), and no output may be wider than the notebook's
+column at 1280 and 800 px, with the usual fonts or a monospace one, except inside a box of its
+own that scrolls sideways. Screenshots: jupyterlab-06-*.png.
+
+Cost: about 10 s (the report) plus about 2 s a page in the browser; JupyterLab's start and
+notebook 06's Run All about 40-60 s.
 """
 from __future__ import annotations
 

@@ -1026,10 +1026,11 @@ def render_report(plan: Plan | PlanAnalysis, *, samples: int = 2000, seed: int |
     """The report as one self-contained HTML page: inline CSS, figures as base64 PNG
     ``<img>``, no scripts and no external links. Sections (``<h2 id=...>``, see
     :data:`SECTIONS`): recommendation, results (likely and Monte Carlo p5 / p50 / p95), figures
-    (disk over days, index fill time, load factor, sampled chains, configurations compared),
+    (disk over days at the likely inputs and as a Monte Carlo fan, index fill time, load factor,
+    sampled chains, configurations compared),
     configurations compared, Kafka side by side, inputs, assumptions and limits. `plan`: a
     :class:`Plan` (analysed here with `samples`, `seed` and `whole_files`) or a
-    :class:`PlanAnalysis`. Cost: :func:`analyse_plan` plus about 1 s of drawing; a few
+    :class:`PlanAnalysis`. Cost: :func:`analyse_plan` plus about 4 s of drawing; a few
     hundred KB of HTML. Needs the ``viz`` extra for the figures: checked first, so that a
     missing one fails before the analysis runs.
     """
