@@ -11,23 +11,21 @@ skipped, saying why, without Chromium or Playwright.
 """
 from __future__ import annotations
 
-import json
-import os
 import re
 import secrets
 import shutil
-import signal
-import socket
 import subprocess
 import sys
-import time
-import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-from browser_support import ARTIFACTS, ROOT, launch, require_chromium
+from browser_support import ARTIFACTS, ROOT, jupyterlab, launch, point_at_kernel, require_chromium, server
+from browser_support import free_port as _free_port
+from browser_support import isolated_env as _isolated_env
+from browser_support import kernel_name as _kernel_name
+from browser_support import tail as _tail
 from oracles import require_module
 
 pytestmark = pytest.mark.browser
@@ -54,76 +52,19 @@ require_module("voila")
 # ------------------------------------------------------------------------------ servers
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _kernel_name() -> str:
-    """The project's kernel "rmqlab" (made by `make`) when installed, else the default python3."""
-    from jupyter_client.kernelspec import KernelSpecManager
-
-    return "rmqlab" if "rmqlab" in KernelSpecManager().find_kernel_specs() else "python3"
-
-
 def _copy_notebooks(target: Path) -> Path:
     """notebooks/ copied to `target`, every notebook pointed at the kernel this machine has."""
     shutil.copytree(NOTEBOOKS, target, ignore=shutil.ignore_patterns(".ipynb_checkpoints"))
-    kernel = _kernel_name()
-    if kernel != "rmqlab":
-        for path in target.rglob("*.ipynb"):
-            nb = json.loads(path.read_text())
-            nb["metadata"]["kernelspec"] = {"name": kernel, "display_name": kernel, "language": "python"}
-            path.write_text(json.dumps(nb))
+    point_at_kernel(target, _kernel_name())
     return target
-
-
-def _isolated_env(home: Path) -> dict[str, str]:
-    """The environment for a server: Jupyter's per-user files (settings, workspaces, runtime and
-    data files, IPython history) in `home`, not in the user's home folder."""
-    env = dict(os.environ)
-    for name, sub in (("JUPYTERLAB_SETTINGS_DIR", "user-settings"), ("JUPYTERLAB_WORKSPACES_DIR", "workspaces"),
-                      ("JUPYTER_RUNTIME_DIR", "runtime"), ("JUPYTER_DATA_DIR", "data"),
-                      ("JUPYTER_CONFIG_DIR", "config"), ("IPYTHONDIR", "ipython")):
-        env[name] = str(home / sub)
-    return env
 
 
 @contextmanager
 def _server(argv: list[str], ready_url: str, env: dict[str, str], log_path: Path,
             cwd: Path) -> Iterator[subprocess.Popen]:
-    """Run `argv` until the block ends; yields once `ready_url` answers. Stopped by its PID:
-    SIGTERM (it shuts its kernels down), then SIGKILL to its process group after 15 s."""
-    with open(log_path, "w") as log:
-        proc = subprocess.Popen(argv, cwd=cwd, env=env, stdout=log, stderr=subprocess.STDOUT,
-                                start_new_session=True)
-    try:
-        deadline = time.monotonic() + SERVER_START_S
-        while True:
-            if proc.poll() is not None:
-                raise AssertionError(f"{argv[2]} exited with {proc.returncode}:\n{_tail(log_path)}")
-            try:
-                with urllib.request.urlopen(ready_url, timeout=5):
-                    break
-            except OSError as err:    # refused, reset, timed out, or an HTTP error status
-                if time.monotonic() > deadline:
-                    raise AssertionError(f"{argv[2]} did not answer {ready_url} within {SERVER_START_S} s:\n"
-                                         f"{_tail(log_path)}") from err
-                time.sleep(0.25)
+    """:func:`browser_support.server` with this file's start-up timeout."""
+    with server(argv, ready_url, env, log_path, cwd, start_timeout=SERVER_START_S) as proc:
         yield proc
-    finally:
-        if proc.poll() is None:
-            proc.terminate()
-            try:
-                proc.wait(15)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait(5)
-
-
-def _tail(path: Path, chars: int = 4000) -> str:
-    return path.read_text(errors="replace")[-chars:] if path.exists() else ""
 
 
 @pytest.fixture(scope="module")
@@ -145,22 +86,8 @@ def lab(tmp_path_factory):
     """JupyterLab on 127.0.0.1 serving a copy of notebooks/: yields (base URL, token, log path)."""
     home = tmp_path_factory.mktemp("lab-home")
     root = _copy_notebooks(tmp_path_factory.mktemp("lab-root") / "notebooks")
-    # No "Jupyter news" toast over the notebook in screenshots, and every cell kept in the page
-    # (by default JupyterLab leaves cells far out of view out of the DOM).
-    app_settings = home / "app-settings"
-    app_settings.mkdir()
-    (app_settings / "overrides.json").write_text(json.dumps({
-        "@jupyterlab/apputils-extension:notification": {"fetchNews": "false", "checkForUpdates": False},
-        "@jupyterlab/notebook-extension:tracker": {"windowingMode": "none"}}))
-    port, token = _free_port(), secrets.token_hex(24)
-    argv = [sys.executable, "-m", "jupyter", "lab", "--no-browser", "--ip=127.0.0.1", f"--port={port}",
-            f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={root}",
-            f"--LabApp.app_settings_dir={app_settings}"]
-    if hasattr(os, "getuid") and os.getuid() == 0:
-        argv.append("--allow-root")
-    base = f"http://127.0.0.1:{port}"
-    log = home / "jupyterlab.log"
-    with _server(argv, f"{base}/api/status?token={token}", _isolated_env(home), log, cwd=root):
+    # no "Jupyter news" toast over the notebook, every cell kept in the page (browser_support)
+    with jupyterlab(root, home, start_timeout=SERVER_START_S) as (base, token, log):
         yield base, token, log
 
 

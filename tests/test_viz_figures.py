@@ -445,8 +445,15 @@ def test_file_stats_figure_draws_each_files_numbers_oldest_first(folder, paths):
     assert heights == pytest.approx(stats["expected_occupancy"].tolist(), rel=1e-15)
     for b, (x0, x1) in zip(bars, spans):                             # each dash across its bar
         assert (x0, x1) == pytest.approx((b.get_x(), b.get_x() + b.get_width()))
-    printed = [t.get_text() for t in occupancy_ax.texts]
-    assert printed == [f"{t['occupancy']:.1%}" for t in truth]
+    printed = {kind: [t.get_text() for t in occupancy_ax.texts if t.get_gid() == kind]
+               for kind in ("observed", "expected")}
+    assert printed["observed"] == [f"{t['occupancy']:.1%}" for t in truth]
+    assert printed["expected"] == [f"{t['expected']:.1%}" for t in truth]
+    # zoomed on the values (plus room for the legend), not 0..100 %
+    low, high = occupancy_ax.get_ylim()
+    values = [t["occupancy"] for t in truth] + [t["expected"] for t in truth]
+    spread = max(max(values) - min(values), 0.005)
+    assert low <= min(values) and max(values) < high and high - low <= 4 * spread
 
     means = [b.get_height() for b in chain_ax.patches]
     assert means == pytest.approx([t["mean"] for t in truth], rel=1e-12)

@@ -42,6 +42,12 @@ from rmqlab.extras import require
 # this package raises MissingExtraError rather than ModuleNotFoundError, hence the late imports.
 require("viz", "matplotlib", "rmqlab.viz")
 
+from rmqlab.viz.fonts import use_fallback_fonts  # noqa: E402
+
+# Chinese and emoji keys draw as boxes in DejaVu alone: fall back to the CJK and emoji fonts
+# make installs (rmqlab/viz/fonts.py).
+use_fallback_fonts()
+
 from rmqlab.viz.capacity import (  # noqa: E402
     disk_fan_figure,
     disk_usage_figure,

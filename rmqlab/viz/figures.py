@@ -32,6 +32,7 @@ __all__ = [
     "chain_length_histogram_figure",
     "entries_over_time",
     "file_stats_figure",
+    "index_name_offsets_figure",
 ]
 
 PathOrFile = str | os.PathLike | IndexFile
@@ -337,9 +338,11 @@ def file_stats_figure(files: pd.DataFrame, *,
     ``name`` (``yyyyMMddHHmmssSSS``: oldest first), whatever the frame's order.
 
     Left panel: one bar per file, its ``occupancy`` (non-empty slots / hash_slot_num, 0..1,
-    printed inside the bar up to 30 files), and a black dash across the bar at its
+    printed in white at the bar's top up to 30 files), and a black dash across the bar at its
     ``expected_occupancy`` (``1 - (1 - 1/m)**entries``, what uniformly random hashes would leave
-    non-empty); a hot key, put many times into one slot, keeps the bar below the dash.
+    non-empty; printed in black above it); a hot key, put many times into one slot, keeps the
+    bar below the dash. The axis is zoomed on the values (the gap is often a fraction of a
+    percent), its start named in the axis label.
     Right panel, log scale: one bar per file, its ``mean_chain_length`` (entries per non-empty
     slot), and a line through each file's ``max_chain_length`` (entries in its fullest slot).
     An empty file has no mean bar and no longest-chain marker. The x axes name the files (up to
@@ -383,18 +386,36 @@ def file_stats_figure(files: pd.DataFrame, *,
     x = np.arange(n)
     occupancy_ax, chain_ax = fig.subplots(1, 2)
 
-    bars = occupancy_ax.bar(x, occupancy, width=0.8, color="#4c78a8", label="observed")
-    if n <= _MAX_NAMED_FILES:
-        printed = [f"{v:.1%}" if np.isfinite(v) else "" for v in occupancy]
-        occupancy_ax.bar_label(bars, labels=printed, label_type="center", rotation=90, color="white",
-                               fontsize="x-small" if n > 12 else "small")
+    occupancy_ax.bar(x, occupancy, width=0.8, color="#4c78a8", label="observed")
     # one dash across the top of each bar, as wide as the bar whatever the figure's size
     occupancy_ax.hlines(expected, x - 0.4, x + 0.4, color="black", linewidth=2,
                         label="uniform hash")
-    occupancy_ax.set_ylim(0, 1.2)         # the band above 1 holds the legend: no data goes there
-    occupancy_ax.set_yticks(np.linspace(0, 1, 6))
-    occupancy_ax.yaxis.set_major_formatter("{x:.0%}")
-    occupancy_ax.set_ylabel("share of slots")
+    # Zoomed on the data: the gap between observed and expected is a fraction of a percent,
+    # invisible on a 0-100 % axis. The band above the data holds the legend.
+    shown = np.concatenate([occupancy[np.isfinite(occupancy)], expected[np.isfinite(expected)]])
+    lo_data, hi_data = (float(shown.min()), float(shown.max())) if len(shown) else (0.0, 1.0)
+    spread = max(hi_data - lo_data, 0.005)
+    low = max(0.0, lo_data - 1.2 * spread)
+    high = hi_data + 0.6 * spread
+    top = high + 0.45 * (high - low)
+    occupancy_ax.set_ylim(low, top)
+    # no tick above 100 %: the band up there is the legend's
+    occupancy_ax.set_yticks([t for t in occupancy_ax.get_yticks() if low <= t <= min(1.0, high)])
+    occupancy_ax.set_ylim(low, top)
+    occupancy_ax.yaxis.set_major_formatter("{x:.1%}" if high - low < 0.2 else "{x:.0%}")
+    if n <= _MAX_NAMED_FILES:
+        small = "x-small" if n > 12 else "small"
+        rotation = 90 if n > 8 else 0
+        for xi, v, e in zip(x, occupancy, expected):
+            if np.isfinite(v):
+                occupancy_ax.annotate(f"{v:.1%}", (xi, v), xytext=(0, -3), textcoords="offset points",
+                                      ha="center", va="top", rotation=rotation, color="white", fontsize=small,
+                                      gid="observed")
+            if np.isfinite(e):
+                occupancy_ax.annotate(f"{e:.1%}", (xi, max(e, v if np.isfinite(v) else e)), xytext=(0, 3),
+                                      textcoords="offset points", ha="center", va="bottom", rotation=rotation,
+                                      color="black", fontsize=small, gid="expected")
+    occupancy_ax.set_ylabel("share of slots" + (f" (axis from {low:.1%})" if low > 0 else ""))
     occupancy_ax.set_title("non-empty slots", fontsize="medium")
     occupancy_ax.legend(loc="upper center", ncols=2, fontsize="small")
 
@@ -557,3 +578,50 @@ def _bin_label(seconds: int) -> str:
             q = seconds // size
             return f"{q} {unit}{'s' if unit == 'day' and q != 1 else ''}" if q != 1 else unit
     return f"{seconds} s" if seconds != 1 else "second"
+
+
+# ------------------------------------------------------------------------------ names
+
+
+def index_name_offsets_figure(offsets: pd.DataFrame) -> Figure:
+    """How far an index file's name is from its first message, under several ways of naming and
+    reading names: one group of bars per way (``reading``), one bar per file (``file``, a number),
+    the length ``seconds`` (the instant the name denotes minus the file's beginTimestamp) on a
+    symmetric log axis, each group's median written beside it. Cost: one small figure.
+
+    >>> df = pd.DataFrame({"reading": ["a", "a", "b", "b"], "file": [0, 1, 0, 1],
+    ...                    "seconds": [0.0, 0.0, 0.06, 28800.06]})
+    >>> len(index_name_offsets_figure(df).axes[0].patches)
+    4
+    """
+    readings = list(dict.fromkeys(offsets["reading"]))
+    files = sorted(offsets["file"].unique())
+    fig = Figure(figsize=(10.0, 1.2 + 0.75 * len(readings)), layout="constrained")
+    ax = fig.add_subplot()
+    h = 0.8 / max(len(files), 1)
+    colours = ["#4c78a8", "#f58518", "#54a24b", "#e45756", "#72b7b2", "#b279a2", "#9d755d", "#bab0ac"]
+    for i, r in enumerate(readings):
+        part = offsets[offsets["reading"] == r].set_index("file")["seconds"]
+        for j, f in enumerate(files):
+            if f in part.index:
+                ax.barh(i - 0.4 + (j + 0.5) * h, part[f], height=h * 0.9, color=colours[j % len(colours)])
+        median = float(part.median())
+        ax.text(max(median, 0) * 1.5 + 0.5, i, _seconds_text(median), va="center", fontsize=8)
+    ax.set_xscale("symlog", linthresh=1.0)
+    ax.set_yticks(range(len(readings)), readings, fontsize=8)
+    ax.invert_yaxis()
+    top = max(float(offsets["seconds"].max()), 1.0)
+    ax.set_xlim(min(float(offsets["seconds"].min()), 0.0) * 1.5, top * 30)
+    ax.set_xlabel("the name's instant minus the file's first message (seconds, symmetric log scale)")
+    ax.set_title(f"{len(files)} index files: what the name says against beginTimestamp", fontsize="medium")
+    return fig
+
+
+def _seconds_text(s: float) -> str:
+    if abs(s) < 1:
+        return f"median {s * 1000:,.0f} ms"
+    if abs(s) < 3600:
+        return f"median {s:,.1f} s"
+    if abs(s) < 86400 * 2:
+        return f"median {s / 3600:,.2f} h"
+    return f"median {s / 86400:,.1f} days"

@@ -43,6 +43,7 @@ from matplotlib.path import Path as MplPath
 from rmqlab.formats.indexfile import LONG_MAX, STOP_REASONS, QueryTrace
 from rmqlab.indexservice import VISIT_REASONS, DirectoryQueryTrace
 from rmqlab.javahash import index_hash
+from rmqlab.viz.fonts import MONO
 
 __all__ = [
     "MARKS",
@@ -304,7 +305,7 @@ def _box(ax, x: float, y: float, text: str, colour: str, *, gid: str, weight="no
     patch.set_gid(gid)
     ax.add_patch(patch)
     ax.text(x + _BOX_W / 2, y + _BOX_H / 2, text, ha="center", va="center", fontsize=_FONT,
-            fontweight=weight, family="DejaVu Sans Mono", linespacing=1.25)
+            fontweight=weight, family=MONO, linespacing=1.25)
 
 
 def _slot_text(t: QueryTrace) -> str:
@@ -446,7 +447,7 @@ def query_walk_figure(trace: Trace, *, max_steps: int = 24, tz: _dt.tzinfo | Non
         slot.set_gid(f"slot:{v['file']}")
         ax.add_patch(slot)
         ax.text(slot_x + _BOX_W / 2, top + _BOX_H / 2, _slot_text(t), ha="center", va="center",
-                fontsize=_FONT, family="DejaVu Sans Mono", linespacing=1.25)
+                fontsize=_FONT, family=MONO, linespacing=1.25)
 
         prev_anchor = (slot_x + _BOX_W, top + _BOX_H / 2)
         prev_row = 0
