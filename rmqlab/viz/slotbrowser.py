@@ -19,7 +19,9 @@ that only share ``hash % hash_slot_num``).
 ['0 · 0', '1 · 0', '2 · 0']
 >>> b.jump_to_longest(), b.chain_frame["entry"].tolist()
 (7, [2, 1])
->>> b.close()
+>>> b.close()                       # the browser says so, and its controls stop
+>>> "closed" in b.status_html.value, b.longest_button.disabled
+(True, True)
 """
 from __future__ import annotations
 
@@ -59,7 +61,6 @@ CHAIN_COLUMNS = ["entry", "key_hash", "phy_offset", "time_diff", "stored_time_ms
 #: Chains longer than this are listed only this far (a hot key's slot can hold millions).
 MAX_CHAIN_ROWS = 10_000
 _CHAIN_ROWS_SHOWN = 50
-_GRID_COLUMNS = 16
 
 
 def slot_button_colour(length: int, cap: int) -> tuple[str, str]:
@@ -92,7 +93,11 @@ class SlotBrowser(WidgetBase):
     buttons); the state :attr:`file`, :attr:`lengths` (chain length of every slot, int32),
     :attr:`start`, :attr:`selected` (slot or None), :attr:`chain_frame` (the selected chain,
     columns :data:`CHAIN_COLUMNS`), :attr:`hash_counts` (entries per distinct hash in the slot);
-    the outputs :attr:`occupancy_image`, :attr:`grid`, :attr:`chain_html`, :attr:`info_html`.
+    the outputs :attr:`occupancy_image`, :attr:`grid`, :attr:`chain_html`, :attr:`info_html`,
+    :attr:`status_html` (empty, or why the browser cannot read: its file is closed). The grid
+    has as many columns as fit the page (each as wide as the longest "slot · entries" label),
+    so it wraps rather than overflows at any width or font; the page buttons are disabled at
+    the first and the last page.
     Cost: :func:`~rmqlab.viz.figures.slot_chain_lengths` and the occupancy image once (about
     1 s for a full default-size file), then a page of buttons per page and O(chain) per select.
     """
@@ -131,24 +136,27 @@ class SlotBrowser(WidgetBase):
         self.info_html = widgets.HTML()
         self.page_html = widgets.HTML()
         self.chain_html = widgets.HTML()
-        self.grid = widgets.GridBox(layout=widgets.Layout(
-            grid_template_columns=f"repeat({min(_GRID_COLUMNS, page)}, 5.6em)", grid_gap="2px"))
-        for w, cls in ((self.page_slider, "rmqlab-page-slider"), (self.prev_button, "rmqlab-prev-page"),
+        self.status_html = widgets.HTML()
+        self.grid = widgets.GridBox(layout=widgets.Layout(grid_gap="2px", width="100%"))
+        for w, cls in ((self.status_html, "rmqlab-browser-status"),
+                       (self.page_slider, "rmqlab-page-slider"), (self.prev_button, "rmqlab-prev-page"),
                        (self.next_button, "rmqlab-next-page"), (self.longest_button, "rmqlab-longest"),
                        (self.grid, "rmqlab-slot-grid"), (self.chain_html, "rmqlab-chain-table"),
                        (self.info_html, "rmqlab-slot-info"), (self.page_html, "rmqlab-page-info")):
             w.add_class(cls)
-        self.prev_button.on_click(lambda _: self.show_page(self.start - self.page))
-        self.next_button.on_click(lambda _: self.show_page(self.start + self.page))
-        self.longest_button.on_click(lambda _: self.jump_to_longest())
-        self.page_slider.observe(lambda change: self.show_page(change["new"]), names="value")
+        self.prev_button.on_click(lambda _: self._when_open(self.show_page, self.start - self.page))
+        self.next_button.on_click(lambda _: self._when_open(self.show_page, self.start + self.page))
+        self.longest_button.on_click(lambda _: self._when_open(self.jump_to_longest))
+        self.page_slider.observe(lambda change: self._when_open(self.show_page, change["new"]), names="value")
 
         self.widget = widgets.VBox([
             widgets.HTML(f"<b>{html.escape(self.file.path.name)}</b>: {self.hash_slot_num:,} slots, "
                          f"{self.file.header.keys:,} entries"),
+            self.status_html,
             self.progress,
             self.occupancy_image,
-            widgets.HBox([self.prev_button, self.page_slider, self.next_button, self.longest_button]),
+            widgets.HBox([self.prev_button, self.page_slider, self.next_button, self.longest_button],
+                         layout=widgets.Layout(flex_flow="row wrap", align_items="center")),
             self.page_html,
             self.grid,
             self.info_html,
@@ -157,6 +165,9 @@ class SlotBrowser(WidgetBase):
         self.widget.add_class("rmqlab-slot-browser")
         self.start = -1
         self.reload()
+        # every label "slot · entries" fits its column: as many columns as the page has room for
+        widest = len(f"{self.hash_slot_num - 1} · {int(self.lengths.max(initial=0))}")
+        self.grid.layout.grid_template_columns = f"repeat(auto-fill, minmax({0.62 * widest + 1.6:.1f}em, 1fr))"
         self.show_page(start)
         self.info_html.value = message_html("Click a slot to see its chain.", "info")
 
@@ -177,6 +188,7 @@ class SlotBrowser(WidgetBase):
 
     def show_page(self, start: int) -> None:
         """Show the page of slots holding slot `start` (clamped to the file's slots)."""
+        self._require_open()
         start = min(max(int(start), 0), self.hash_slot_num - 1) // self.page * self.page
         if start == self.start:
             return
@@ -192,21 +204,27 @@ class SlotBrowser(WidgetBase):
         self.buttons = [self._slot_button(s) for s in range(self.start, stop)]
         self.grid.children = self.buttons
         used = int(np.count_nonzero(self.lengths[self.start:stop]))
-        self.page_html.value = (f"<span style='font-family:sans-serif'>slots {self.start:,}..{stop - 1:,}: "
-                                f"{used} of {stop - self.start} occupied; each button: slot · entries</span>")
+        first, last = self.start == 0, stop >= self.hash_slot_num
+        self.prev_button.disabled, self.next_button.disabled = first, last
+        where = ("the only page" if first and last else "the first page" if first
+                 else "the last page" if last else f"page {self.start // self.page + 1:,} of "
+                 f"{-(-self.hash_slot_num // self.page):,}")
+        self.page_html.value = (f"<span style='font-family:sans-serif'>slots {self.start:,}..{stop - 1:,} "
+                                f"({where}): {used} of {stop - self.start} occupied; each button: slot · "
+                                f"entries</span>")
 
     def _slot_button(self, slot: int) -> widgets.Button:
         length = int(self.lengths[slot])
         background, text = slot_button_colour(length, self._cap)
         b = widgets.Button(description=f"{slot} · {length}", tooltip=f"slot {slot}: {length} entries",
-                           layout=widgets.Layout(width="5.6em", padding="0"))
+                           layout=widgets.Layout(width="100%", padding="0 2px"))
         b.style.button_color = background
         b.style.text_color = text
         b.add_class(f"rmqlab-slot-{slot}")
         b.add_class("rmqlab-slot-button")
         if slot == self.selected:
             self._mark(b, True)
-        b.on_click(lambda _, s=slot: self.select(s))
+        b.on_click(lambda _, s=slot: self._when_open(self.select, s))
         return b
 
     @staticmethod
@@ -221,6 +239,7 @@ class SlotBrowser(WidgetBase):
         slot = int(slot)
         if not 0 <= slot < self.hash_slot_num:
             raise ValueError(f"slot={slot} is not a slot of this file (0..{self.hash_slot_num - 1})")
+        self._require_open()
         self.show_page(slot)
         self.selected = slot
         for i, b in enumerate(self.buttons):
@@ -277,7 +296,40 @@ class SlotBrowser(WidgetBase):
         self.select(slot)
         return slot
 
+    # -- a closed file ------------------------------------------------------------------------
+
+    @property
+    def closed(self) -> bool:
+        """True when the browser's file is closed (by :meth:`close`, or by whoever handed it in)."""
+        return self.file.closed
+
+    def _closed_text(self) -> str:
+        return (f"The index file {self.file.path.name} is closed: this browser can no longer read it, "
+                f"so clicks do nothing. Make a new SlotBrowser to browse it again.")
+
+    def _require_open(self) -> None:
+        if self.closed:
+            self._show_closed()
+            raise ValueError(self._closed_text())
+
+    def _when_open(self, action, *args) -> None:
+        """What a click does: `action`, or, on a closed file, say so in the widget (a click's
+        exception would only reach the browser's log, where nobody sees it)."""
+        if self.closed:
+            self._show_closed()
+            return
+        action(*args)
+
+    def _show_closed(self) -> None:
+        self.status_html.value = message_html(self._closed_text(), "warning")
+        for control in (self.prev_button, self.next_button, self.longest_button, self.page_slider, *self.buttons):
+            control.disabled = True
+
     def close(self) -> None:
-        """Close the file if the browser opened it."""
+        """Close the file if the browser opened it (a file handed in stays open, and the
+        browser keeps working); a browser whose file is closed says so and disables its
+        controls."""
         if self._owns_file:
             self.file.close()
+        if self.closed:
+            self._show_closed()
