@@ -426,3 +426,27 @@ def test_property_table_agrees_with_walk(tmp_path_factory, puts, key, begin_s, s
     e = steps["entry"].astype(int).to_numpy()
     p = steps["prev_index"].astype(int).to_numpy()
     assert np.array_equal(p[:-1], e[1:])
+
+
+def test_the_six_stops_figure_draws_each_walk_as_read(tmp_path):
+    from rmqlab.viz.walk import READABLE_DPI, walk_stops_figure
+    from rmqlab.walkrules import WALK_STOPS, walk_stop_cases
+
+    cases = walk_stop_cases(tmp_path)
+    fig = walk_stops_figure(cases, tz=UTC)
+    drawn = boxes(fig, "")
+    for case in cases:
+        t = case.trace()
+        assert [g for g in drawn if g.startswith(f"{case.rule}:entry:")] == \
+            [f"{case.rule}:entry:{s.entry}" for s in t.steps]
+        for s in t.steps:                                   # coloured by what the walk did with it
+            want = MARK_COLOURS["returned" if s.returned else "hash-match" if s.hash_match else "read"]
+            assert to_rgba(drawn[f"{case.rule}:entry:{s.entry}"].get_facecolor()) == to_rgba(want)
+        assert f"{case.rule}:stop" in drawn
+        assert [g for g in drawn if g.startswith(f"{case.rule}:unread:")] == \
+            [f"{case.rule}:unread:{n}" for n in case.unread()]
+    joined = "\n".join(all_texts(fig))
+    assert all(condition in joined for condition in WALK_STOPS.values())
+    assert "damaged: entry 2: prev_index := 9" in joined and "prev 9" in joined
+    assert min(t.get_fontsize() for ax in fig.axes for t in ax.texts) * READABLE_DPI / 72 >= 10
+    png(fig)

@@ -51,6 +51,7 @@ __all__ = [
     "WALK_TABLE_COLUMNS",
     "walk_table",
     "query_walk_figure",
+    "walk_stops_figure",
     "READABLE_DPI",
 ]
 
@@ -513,4 +514,76 @@ def query_walk_figure(trace: Trace, *, max_steps: int = 24, tz: _dt.tzinfo | Non
         ax.text(slot_x, stop_y, stop, ha="left", va="top", fontsize=_FONT, color="#222222",
                 fontstyle="italic", linespacing=1.3)
         y += h
+    return fig
+
+
+# ------------------------------------------------------------------------------ the six stops
+
+
+def walk_stops_figure(cases, *, tz: _dt.tzinfo | None = None) -> Figure:
+    """One row per crafted walk (:func:`rmqlab.walkrules.walk_stop_cases`): the rule and its
+    Java condition, each entry read as a box (entry number, stored timeDiff, the time the
+    broker compares, prevIndex; coloured by :data:`MARK_COLOURS`), a red "stop" box naming the
+    rule, then the key's entries the walk never read (dashed). A damaged field is named under
+    the rule. Text is 8 points (11 px at :data:`READABLE_DPI`). Cost: one walk per case.
+
+    Each entry box's gid is ``"<rule>:entry:<n>"``, the stop box's ``"<rule>:stop"``, an
+    unread entry's ``"<rule>:unread:<n>"``.
+    """
+    tz = _utc_or(tz)
+    walks = [(c, c.trace(), c.unread()) for c in cases]
+    label_w, box_w, box_h, gap, pitch, font = 7.2, 2.3, 1.45, 0.7, 2.05, 8
+    columns = max((len(t.steps) + 1 + len(unread) for _, t, unread in walks), default=1)
+    width = label_w + columns * (box_w + gap) + 0.3
+    height = pitch * max(len(walks), 1) + 0.2
+    fig = Figure(figsize=(width * _INCH, height * _INCH + 0.45))
+    ax = fig.add_axes((0, 0, 1, height * _INCH / (height * _INCH + 0.45)))
+    ax.set_xlim(0, width)
+    ax.set_ylim(height, 0)
+    ax.set_axis_off()
+    fig.text(0.01, 1 - 0.05 / (height * _INCH + 0.45), "selectPhyOffset's six stops, each on its own "
+             "crafted file (T#k put 3 times, 1 s apart: chain 3 → 2 → 1)", ha="left", va="top",
+             fontsize=9.5, fontweight="bold")
+    for row, (case, t, unread) in enumerate(walks):
+        y = 0.2 + row * pitch
+        ax.add_patch(Rectangle((0, y - 0.15), width, pitch - 0.1, facecolor=_LANE_COLOURS[row % 2],
+                               edgecolor="none", zorder=0))
+        label = f"{case.rule}\n{case.condition}"
+        label += f"\nquery: maxNum {case.max_num}, begin {_bound(case.begin, tz, 'begin')}"
+        if case.edit:
+            label += f"\ndamaged: {case.edit}"
+        ax.text(0.15, y, label, ha="left", va="top", fontsize=font - 0.5, linespacing=1.3,
+                family="DejaVu Sans Mono")
+        x = label_w
+        anchor = None
+        for s in t.steps:
+            if anchor is not None:
+                _arrow(ax, anchor, (x, y + box_h / 2))
+            patch = FancyBboxPatch((x, y), box_w, box_h, boxstyle="round,pad=0,rounding_size=0.12",
+                                   facecolor=MARK_COLOURS[_mark(s.returned, s.hash_match)],
+                                   edgecolor="#555555", linewidth=0.8)
+            patch.set_gid(f"{case.rule}:entry:{s.entry}")
+            ax.add_patch(patch)
+            ax.text(x + box_w / 2, y + box_h / 2,
+                    f"entry {s.entry}\ntimeDiff {s.time_diff}\n{_clock(s.time_read, tz)}\nprev {s.prev_index}",
+                    ha="center", va="center", fontsize=font, family="DejaVu Sans Mono", linespacing=1.2)
+            anchor = (x + box_w, y + box_h / 2)
+            x += box_w + gap
+        if anchor is not None:
+            _arrow(ax, anchor, (x, y + box_h / 2))
+        stop = FancyBboxPatch((x, y), box_w, box_h, boxstyle="round,pad=0,rounding_size=0.12",
+                              facecolor="#fde0dd", edgecolor=_UNREACHED_EDGE, linewidth=1.4)
+        stop.set_gid(f"{case.rule}:stop")
+        ax.add_patch(stop)
+        ax.text(x + box_w / 2, y + box_h / 2, f"STOP\n{_wrap(t.stop, 12)}\n{len(t.results)} found",
+                ha="center", va="center", fontsize=font, color="#8b0000", fontweight="bold", linespacing=1.2)
+        x += box_w + gap
+        for n in unread:
+            ghost = FancyBboxPatch((x, y), box_w, box_h, boxstyle="round,pad=0,rounding_size=0.12",
+                                   facecolor="white", edgecolor="#999999", linewidth=0.8, linestyle="--")
+            ghost.set_gid(f"{case.rule}:unread:{n}")
+            ax.add_patch(ghost)
+            ax.text(x + box_w / 2, y + box_h / 2, f"entry {n}\nnever read", ha="center", va="center",
+                    fontsize=font, color="#777777", family="DejaVu Sans Mono")
+            x += box_w + gap
     return fig
