@@ -573,3 +573,20 @@ def test_entries_over_time_marks_the_clock_steps():
         assert dashed == pytest.approx(list(want))
     labels = [t.get_text() for t in ax.texts if str(t.get_gid()).startswith("clock-step:")]
     assert labels == [f"clock {s / 1000:+.1f} s" for s in steps["step_ms"]] == ["clock -1.5 s"] * 3
+
+
+def test_stored_time_lag_figure_counts_every_entry_in_its_bin():
+    from rmqlab.viz import stored_time_lag_figure
+
+    lag = [0, 49, 50, 999, 1000, -1, 420, 420]
+    fig = stored_time_lag_figure(lag, bin_ms=50)
+    ax = fig.axes[0]
+    bins = {int(p.get_x()): int(p.get_height()) for p in ax.patches if p.get_gid() == "lag-bin"}
+    want = {}
+    for v in lag:                                      # floor to the bin, by hand
+        edge = (v // 50) * 50
+        want[edge] = want.get(edge, 0) + 1
+    assert {k: v for k, v in bins.items() if v} == want
+    assert "8 entries" in ax.get_title() and "2 outside 0–999 ms" in ax.get_title()      # 1000 and -1
+    empty = stored_time_lag_figure([])
+    assert "no entries" in empty.axes[0].texts[0].get_text()
