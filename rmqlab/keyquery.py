@@ -36,6 +36,7 @@ import numpy as np
 import pandas as pd
 
 from rmqlab.dispatch import key_tokens_many
+from rmqlab.display import ms_with_clock
 from rmqlab.formats.indexfile import INT_MAX, LONG_MAX, LONG_MIN, IndexFile
 from rmqlab.indexservice import (
     DEFAULT_MAX_MSGS_NUM_BATCH,
@@ -323,7 +324,8 @@ def _compare(trace: DirectoryQueryTrace, entries: pd.DataFrame, messages: pd.Dat
             out.append((phy, "collision", f"the message is {m['topic']}#{m['keys'] or m['uniq_key']}"))
         elif not in_range[phy]:
             out.append((phy, "outside-time-range",
-                        f"real store time {messages.loc[phy, 'store_timestamp']} is outside [{begin}, {end}]"))
+                        f"real store time {ms_with_clock(messages.loc[phy, 'store_timestamp'])} is outside "
+                        f"[{ms_with_clock(begin)}, {ms_with_clock(end)}]"))
         else:
             out.append((phy, "ok", ""))
     for phy in truth["phy_offset"]:
@@ -339,15 +341,16 @@ def _compare(trace: DirectoryQueryTrace, entries: pd.DataFrame, messages: pd.Dat
             out.append((phy, "missed-not-visited", f"file {v.name} was never reached (the walk stopped: {trace.stop})"))
         elif v.action == "not-time-matched":
             out.append((phy, "missed-file-skipped",
-                        f"file {v.name} covers [{v.begin_timestamp}, {v.end_timestamp}], "
-                        f"the message was stored at {ts}"))
+                        f"file {v.name} covers [{ms_with_clock(v.begin_timestamp)}, {ms_with_clock(v.end_timestamp)}], "
+                        f"the message was stored at {ms_with_clock(ts)}"))
         else:
             step = steps_of[v.name].get(entry)
             if step is None:
                 reason = "missed-max-num" if v.trace.stop == "max-num" else "missed-early-stop"
                 out.append((phy, reason, f"the walk in {v.name} stopped first ({v.trace.stop})"))
             elif not step.time_match:
-                out.append((phy, "missed-time", f"the index says {step.time_read}, the message was stored at {ts}"))
+                out.append((phy, "missed-time", f"the index says {ms_with_clock(step.time_read)}, "
+                                                f"the message was stored at {ms_with_clock(ts)}"))
             else:  # read and matched, yet not returned: only the room (max_num) can explain it
                 out.append((phy, "missed-max-num", f"max_num {trace.max_num} reached"))
     return pd.DataFrame(out, columns=["phy_offset", "reason", "detail"])

@@ -213,3 +213,20 @@ def test_a_browser_whose_file_is_closed_says_so_and_stops(sample_file, raw):
         handed = SlotBrowser(f, page=8)
     handed.buttons[1]._click_handlers(handed.buttons[1])
     assert handed.closed and "is closed" in handed.status_html.value and handed.selected is None
+
+
+def test_buttons_take_the_colours_of_the_occupancy_image(sample_file):
+    from matplotlib.colors import to_hex
+
+    from rmqlab.viz.figures import slot_occupancy_image
+
+    b = SlotBrowser(sample_file, hash_slot_num=SLOTS, index_num=ENTRIES, page=1024)
+    im = slot_occupancy_image(sample_file, hash_slot_num=SLOTS, index_num=ENTRIES, downsample=False).axes[0].images[0]
+    grid = im.get_array()
+    for slot, button in enumerate(b.buttons):
+        length = label(button)[1]
+        assert grid[slot // grid.shape[1], slot % grid.shape[1]] == length
+        assert button.style.button_color == to_hex(im.cmap(im.norm(length)))
+    hot = [x for x in b.buttons if x.style.button_color == "#d62728"]
+    assert len(hot) == 21 and min(label(x)[1] for x in hot) > 19      # red: past the uniform-hash limit
+    b.close()

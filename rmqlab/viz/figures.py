@@ -247,6 +247,17 @@ def _colormap():
     return colormaps["viridis"].with_extremes(under=EMPTY_COLOUR, over=HOT_COLOUR, bad=(0, 0, 0, 0))
 
 
+def chain_length_colour(length: int, cap: int) -> str:
+    """The colour :func:`slot_occupancy_image` gives a slot of `length` entries when its scale
+    stops at `cap` (:func:`colour_cap`): grey when empty, viridis up to `cap`, red beyond.
+
+    >>> chain_length_colour(0, 19), chain_length_colour(1, 19), chain_length_colour(20, 19)
+    ('#c8c8c8', '#460a5d', '#d62728')
+    """
+    r, g, b, _ = _colormap()(Normalize(vmin=0.5, vmax=cap + 0.5)(length))
+    return f"#{round(r * 255):02x}{round(g * 255):02x}{round(b * 255):02x}"
+
+
 def colour_cap(lengths: np.ndarray) -> int:
     """The longest chain the colour scale spans, for `lengths`, the chain length of every slot
     of a file: the longest chain a uniform hash plausibly gives
@@ -574,7 +585,9 @@ def entries_over_time(directory: str | os.PathLike, *, hash_slot_num: int | None
         bars = ax_span.barh(y, end - begin, left=begin, height=0.6,
                             color=[f"C{i % 10}" for i, (_, h, _) in enumerate(files)
                                    if h.begin_timestamp > 0])
-        ax_span.bar_label(bars, labels=[f" {h.keys:,} entries" for _, h in stamped], fontsize="small")
+        for label in ax_span.bar_label(bars, labels=[f" {h.keys:,} entries" for _, h in stamped],
+                                       fontsize="small"):
+            label.set_bbox({"facecolor": "white", "edgecolor": "none", "pad": 0.5, "alpha": 0.85})
         ax_span.set_yticks(y, [name for name, _ in stamped], fontsize="small")
         ax_span.invert_yaxis()                                   # oldest on top
     ax_span.set_xlabel("store time (UTC)")

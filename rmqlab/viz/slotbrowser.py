@@ -2,8 +2,8 @@
 
 :class:`SlotBrowser` shows the file's slot occupancy image
 (:func:`rmqlab.viz.figures.slot_occupancy_image`), a page of slots as a grid of buttons
-labelled "slot · chain length" and coloured by that length (empty grey, longer darker red, the
-few far longer than the rest bright red), and, for the selected slot, its chain walked from the
+labelled "slot · chain length" and coloured as in the image (empty grey, viridis up to the
+longest chain a uniform hash gives, red beyond), and, for the selected slot, its chain walked from the
 slot along prevIndex (:meth:`IndexFile.chain <rmqlab.formats.indexfile.IndexFile.chain>`) with
 each entry's stored hash, CommitLog offset and stored time, and how many distinct hashes share
 the slot (one hash repeated = one hot key or a String.hashCode collision; several hashes = keys
@@ -31,14 +31,13 @@ import itertools
 import ipywidgets as widgets
 import numpy as np
 import pandas as pd
-from matplotlib import colormaps
 
+from rmqlab.display import format_frame
 from rmqlab.formats.indexfile import IndexFile
 from rmqlab.timefmt import ms_to_iso
 from rmqlab.viz.figures import (
-    EMPTY_COLOUR,
-    HOT_COLOUR,
     PathOrFile,
+    chain_length_colour,
     colour_cap,  # the occupancy image's colour scale, so buttons and image agree on "hot"
     slot_chain_lengths,
     slot_occupancy_image,
@@ -64,20 +63,16 @@ _CHAIN_ROWS_SHOWN = 50
 
 
 def slot_button_colour(length: int, cap: int) -> tuple[str, str]:
-    """(background, text) colours of a slot button: grey when empty, white to dark red up to
-    `cap` entries, :data:`~rmqlab.viz.figures.HOT_COLOUR` beyond.
+    """(background, text) colours of a slot button: the slot's colour in the occupancy image
+    (:func:`~rmqlab.viz.figures.chain_length_colour`: grey when empty, viridis up to `cap`
+    entries, :data:`~rmqlab.viz.figures.HOT_COLOUR` beyond) and a text colour that reads on it.
 
-    >>> slot_button_colour(0, 4)[0], slot_button_colour(9, 4)[0]
-    ('#c8c8c8', '#d62728')
+    >>> slot_button_colour(0, 4), slot_button_colour(9, 4)
+    (('#c8c8c8', '#111111'), ('#d62728', '#ffffff'))
     """
-    if length <= 0:
-        return EMPTY_COLOUR, "#333333"
-    if length > cap:
-        return HOT_COLOUR, "#ffffff"
-    share = length / max(cap, 1)
-    r, g, b, _ = colormaps["Reds"](0.15 + 0.7 * share)
-    text = "#ffffff" if share > 0.55 else "#111111"
-    return f"#{round(r * 255):02x}{round(g * 255):02x}{round(b * 255):02x}", text
+    background = chain_length_colour(length, cap)
+    dark = length > cap or 0 < length <= 0.6 * cap       # viridis is dark up to about 60 %
+    return background, "#ffffff" if dark else "#111111"
 
 
 class SlotBrowser(WidgetBase):
@@ -263,7 +258,8 @@ class SlotBrowser(WidgetBase):
         self.hash_counts.index.name = "key_hash"
         caption = (f"slot {slot}: chain of {len(self.chain_frame):,} entries, newest first "
                    f"(stored time = beginTimestamp + timeDiff × 1000, whole seconds)")
-        self.chain_html.value = frame_html(self.chain_frame, max_rows=_CHAIN_ROWS_SHOWN, caption=caption,
+        shown = format_frame(self.chain_frame.drop(columns="stored_time"), {"key_hash": "text"})
+        self.chain_html.value = frame_html(shown, max_rows=_CHAIN_ROWS_SHOWN, caption=caption, one_line=True,
                                            data={"slot": slot, "rows": len(self.chain_frame)})
         self.info_html.value = self._describe(slot, length)
         return self.chain_frame

@@ -416,7 +416,8 @@ def query_walk_figure(trace: Trace, *, max_steps: int = 24, tz: _dt.tzinfo | Non
     ax.set_xlim(0, width_units)
     ax.set_ylim(height_units, 0)                  # y grows downwards: the newest file on top
     ax.set_axis_off()
-    fig.text(0.5, 1 - 0.08 / fig_h, title, ha="center", va="top", fontsize=9.5, fontweight="bold")
+    # title and legend start at the left edge: a wide diagram is shown scrolled to its left side
+    fig.text(0.15 / fig_w, 1 - 0.08 / fig_h, title, ha="left", va="top", fontsize=9.5, fontweight="bold")
     fig.text(0.01, 0.08 / fig_h, overall, ha="left", va="bottom", fontsize=8)
     handles = [Patch(facecolor=MARK_COLOURS[m], edgecolor="#555555", label=_LEGEND_LABELS[m])
                for m in MARKS]
@@ -425,7 +426,7 @@ def query_walk_figure(trace: Trace, *, max_steps: int = 24, tz: _dt.tzinfo | Non
     if by_file:
         handles.append(Patch(facecolor="white", edgecolor=_UNREACHED_EDGE, linestyle="--",
                              label="a real match the walk never read"))
-    fig.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, 1 - 0.5 / fig_h),
+    fig.legend(handles=handles, loc="upper left", bbox_to_anchor=(0.1 / fig_w, 1 - 0.5 / fig_h),
                ncol=-(-len(handles) // legend_rows), fontsize=7, frameon=False, handlelength=1.4,
                columnspacing=1.2)
 
