@@ -212,7 +212,7 @@ class SlotBrowser(WidgetBase):
         length = int(self.lengths[slot])
         background, text = slot_button_colour(length, self._cap)
         b = widgets.Button(description=f"{slot} · {length}", tooltip=f"slot {slot}: {length} entries",
-                           layout=widgets.Layout(width="100%", padding="0 2px"))
+                           layout=widgets.Layout(width="100%", margin="0", padding="0 2px"))
         b.style.button_color = background
         b.style.text_color = text
         b.add_class(f"rmqlab-slot-{slot}")
