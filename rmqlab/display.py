@@ -196,7 +196,7 @@ def _auto(value: Any) -> str:
     if isinstance(value, int | np.integer):
         return format_value(value, "count")
     if isinstance(value, float | np.floating):
-        if not _is_missing(value) and float(value).is_integer() and abs(value) < 2**53:
+        if not _is_missing(value) and float(value).is_integer() and abs(float(value)) < 2**53:
             return format_value(value, "count")
         return format_value(value, "number")
     return format_value(value, "text")
