@@ -344,13 +344,19 @@ def run_all(page, lab, notebook: str, artifacts: Path, *, hide_files: bool) -> N
     _no_errors(page)
 
 
+def explorer_after_run_all(page, lab, artifacts: Path, *, hide_files: bool) -> ExplorerPage:
+    """Notebook 05 run in JupyterLab, its explorer in view and showing its first answer."""
+    run_all(page, lab, NOTEBOOK, artifacts, hide_files=hide_files)
+    explorer = ExplorerPage(page)
+    explorer.root.scroll_into_view_if_needed()
+    explorer.wait_until_settled()
+    return explorer
+
+
 def test_notebook_05_explorer_in_jupyterlab(lab, browser, sample, artifacts):
     page = browser.new_page(viewport=VIEWPORT)
     try:
-        run_all(page, lab, NOTEBOOK, artifacts, hide_files=True)
-        explorer = ExplorerPage(page)
-        explorer.root.scroll_into_view_if_needed()
-        explorer.wait_until_settled()
+        explorer = explorer_after_run_all(page, lab, artifacts, hide_files=True)
         topic, key, max_num = explorer.topic(), explorer.key(), explorer.max_num()
         window = explorer.window()
         assert (topic, key, max_num) == ("Orders", "USER_20", 64)       # the notebook's parameters
@@ -497,10 +503,7 @@ def test_notebook_05_reason_column_in_view_at_1280_px(lab, browser, artifacts):
     their reason without any sideways scrolling, and each row is one line."""
     page = browser.new_page(viewport=LAPTOP)
     try:
-        run_all(page, lab, NOTEBOOK, artifacts, hide_files=False)
-        explorer = ExplorerPage(page)
-        explorer.root.scroll_into_view_if_needed()
-        explorer.wait_until_settled()
+        explorer = explorer_after_run_all(page, lab, artifacts, hide_files=False)
         table = explorer.root.locator(".rmqlab-results table")
         table.scroll_into_view_if_needed()
         page.screenshot(path=artifacts / "jupyterlab-05-rows-at-1280.png")

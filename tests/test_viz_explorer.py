@@ -323,6 +323,13 @@ def test_the_rows_put_the_reason_first_and_keep_to_one_line(explorer, store):
     collision = broker[broker["phy_offset"].map(reason_of) == "collision"].iloc[0]
     assert f'title="KEYS {collision["keys"]} · UNIQ_KEY {collision["uniq_key"]}"' in text
     assert "title=\"collision: returned by the broker, but the message&#x27;s topic#key only shares" in text
+    # the walk over the files: a table, each file's header times in epoch ms with the clock
+    walk_rows = Cells(x.trace_html.value).rows
+    assert walk_rows[0][:3] == ["name", "begin_timestamp", "end_timestamp"]
+    files = expected.trace.to_frame()
+    assert [r[0] for r in walk_rows[1:]] == files["name"].tolist()
+    first = files.iloc[-1]["begin_timestamp"]
+    assert walk_rows[-1][1] == f"{first} ({pd.Timestamp(first, unit='ms').strftime('%H:%M:%S.%f')[:-3]} UTC)"
     x.mode_buttons.value = "verified"
     assert Cells(x.results_html.value).rows[0][:2] == ["returned", "reason"]
     x.mode_buttons.value = "broker"

@@ -478,18 +478,28 @@ class QueryExplorer(WidgetBase):
                        + "".join(rows) + "</table>")
 
     def _trace_html(self, kq: KeyQuery) -> str:
-        lines = [str(kq.trace)]
+        t = kq.trace
+        head = (f"query {t.key!r}, maxNum {t.max_num} (asked {t.requested_max_num}), "
+                f"[{ms_with_clock(t.begin)}, {ms_with_clock(t.end)}]: stopped by {t.stop} ({t.stop_reason}); "
+                f"{len(t.result):,} offsets")
+        files = t.to_frame()[["name", "begin_timestamp", "end_timestamp", "keys", "action", "after", "found",
+                              "entries_read", "walk_stop"]]
+        table = frame_html(format_frame(files, {"name": "text"}), max_rows=len(files), one_line=True,
+                           caption="the index files, newest first, as the walk met them",
+                           left=("name", "action", "after", "walk_stop"))
+        lines = []
         problems = kq.problems
         if len(problems):
-            lines.append("")
             lines.append(f"what the broker got wrong ({len(problems)}):")
             for row in problems.head(_PROBLEM_LINES).itertuples():
-                lines.append(f"  phy {row.phy_offset}: {row.reason}: {row.detail}")
+                lines.append(f"  phy {row.phy_offset:,}: {row.reason}: {row.detail}")
             if len(problems) > _PROBLEM_LINES:
                 lines.append(f"  … {len(problems) - _PROBLEM_LINES} more")
+        text = (f"<pre style='font-size:12px;line-height:1.25;overflow-x:auto;max-width:100%'>"
+                f"{html.escape(chr(10).join(lines))}</pre>" if lines else "")
         return ("<details open><summary style='font-family:sans-serif'>trace</summary>"
-                f"<pre style='font-size:12px;line-height:1.25;overflow-x:auto;max-width:100%'>"
-                f"{html.escape(chr(10).join(lines))}</pre></details>")
+                f"<div style='font-family:sans-serif;font-size:12px;margin:2px 0'>{html.escape(head)}</div>"
+                f"{table}{text}</details>")
 
     def _timeline(self, kq: KeyQuery) -> Figure:
         with self.store.index() as idx:
