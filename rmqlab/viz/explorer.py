@@ -270,8 +270,9 @@ class QueryExplorer(WidgetBase):
         self.status_html = widgets.HTML()
         self.timeline_image = image_widget("rmqlab-timeline")
         self.summary_html = widgets.HTML()
-        self.results_html = widgets.HTML()
-        self.trace_html = widgets.HTML()
+        # a table wider than the page scrolls inside its own widget, never the page
+        self.results_html = widgets.HTML(layout=widgets.Layout(overflow="auto", max_width="100%"))
+        self.trace_html = widgets.HTML(layout=widgets.Layout(overflow="auto", max_width="100%"))
         self.walk_image = image_widget("rmqlab-walk")
         self.walk_box = scroll_box(self.walk_image, max_height="40em", css_class="rmqlab-walk-box")
         for w, cls in ((self.file_picker, "rmqlab-file"), (self.topic_picker, "rmqlab-topic"),

@@ -130,7 +130,7 @@ class SlotBrowser(WidgetBase):
         self.occupancy_image = image_widget("rmqlab-occupancy")
         self.info_html = widgets.HTML()
         self.page_html = widgets.HTML()
-        self.chain_html = widgets.HTML()
+        self.chain_html = widgets.HTML(layout=widgets.Layout(overflow="auto", max_width="100%"))
         self.status_html = widgets.HTML()
         self.grid = widgets.GridBox(layout=widgets.Layout(grid_gap="2px", width="100%"))
         for w, cls in ((self.status_html, "rmqlab-browser-status"),
