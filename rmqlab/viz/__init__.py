@@ -20,9 +20,10 @@ as the cell's value), in a script (``fig.savefig("x.png")``) and on a headless s
   field shaded and decoded; :func:`hex_fields` is the table behind it.
 * :func:`load_factor_figure`, :func:`load_factor_comparison_figure` - chain lengths and query
   costs a (hash_slot_num, index_num) configuration implies for uniform hashes (theory in
-  :func:`rmqlab.indexstats.chain_length_theory`); :func:`disk_usage_figure` and
-  :func:`index_fill_time_figure` (with :func:`rmqlab.capacity.model.hours_to_fill`) - disk bytes over days and the
-  time to fill an index file, for capacity planning.
+  :func:`rmqlab.indexstats.chain_length_theory`); :func:`disk_usage_figure`,
+  :func:`disk_fan_figure`, :func:`percentile_ranges_figure` and
+  :func:`index_fill_time_figure` (with :func:`rmqlab.capacity.model.hours_to_fill`) - disk bytes over days (likely
+  and as a Monte Carlo fan), the spread of the outputs, and the time to fill an index file, for capacity planning.
 
 Widgets (ipywidgets; imported on first use, so ``import rmqlab.viz`` does not load them):
 
@@ -43,10 +44,12 @@ from rmqlab.extras import require
 require("viz", "matplotlib", "rmqlab.viz")
 
 from rmqlab.viz.capacity import (  # noqa: E402
+    disk_fan_figure,
     disk_usage_figure,
     index_fill_time_figure,
     load_factor_comparison_figure,
     load_factor_figure,
+    percentile_ranges_figure,
 )
 from rmqlab.viz.figures import (  # noqa: E402
     chain_length_histogram_figure,
@@ -82,6 +85,8 @@ __all__ = [
     "load_factor_figure",
     "load_factor_comparison_figure",
     "disk_usage_figure",
+    "disk_fan_figure",
+    "percentile_ranges_figure",
     "index_fill_time_figure",
     "QueryExplorer",
     "InsertionStepper",
