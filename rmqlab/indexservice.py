@@ -48,6 +48,7 @@ from typing import Any
 import numpy as np
 
 from rmqlab.dispatch import goes_to_index, goes_to_index_many, index_keys, index_keys_many, transaction_type
+from rmqlab.display import ms_with_clock
 from rmqlab.errors import ReadOnlyError
 from rmqlab.formats.indexfile import (
     DEFAULT_HASH_SLOT_NUM,
@@ -311,14 +312,15 @@ class DirectoryQueryTrace:
 
     def __str__(self) -> str:
         lines = [f"query {self.key!r}: max_num {self.max_num} (asked {self.requested_max_num}), "
-                 f"[{self.begin}, {self.end}]"]
+                 f"[{ms_with_clock(self.begin)}, {ms_with_clock(self.end)}]"]
         for v in self.files:
             what = {"searched": f"searched, {len(v.offsets)} found, {v.entries_read} entries read"
                                 f" (walk stopped: {v.trace.stop})" if v.trace else "searched",
                     "not-time-matched": "skipped: time range does not touch [begin, end]",
                     "not-visited": "not visited"}[v.action]
             then = f"; then {v.after}" if v.after else ""
-            lines.append(f"  {v.name}  [{v.begin_timestamp}, {v.end_timestamp}]  {what}{then}")
+            lines.append(f"  {v.name}  [{ms_with_clock(v.begin_timestamp)}, {ms_with_clock(v.end_timestamp)}]  "
+                         f"{what}{then}")
         lines.append(f"stopped: {self.stop} ({self.stop_reason}); {len(self.result)} offsets")
         return "\n".join(lines)
 
