@@ -287,9 +287,9 @@ class Store:
         from that offset on into Arrow columns (:func:`commitlog.read_columns`), then NumPy and
         C over them, topics and tags as dictionary codes (no Python object a message): for
         2,000,000 messages (benchmarks/bench_dispatch.py, AMD EPYC with 2 cores shared with
-        other jobs at load 9-12) 0.55 s of this process's CPU for the whole call (3.6 M
-        messages/s; 1.9 s, 1.0 M messages/s, of wall time), the read 0.8 s of CPU of the
-        stages' 1.3 s, the index file's msync included. A store whose text is not UTF-8, or
+        other jobs at load 9-13) 0.55-0.8 s of this process's CPU for the whole call (2.5-3.6 M
+        messages/s; 1.9-2.1 s, about 1.0 M messages/s, of wall time), the read 0.25-0.8 s of it,
+        the index file's msync included. A store whose text is not UTF-8, or
         with BatchConsumeQueue topics or multi-dispatch, is read as str objects instead (about
         twice the read's cost).
         """

@@ -762,12 +762,13 @@ def read_columns(path_or_dir: str | os.PathLike, *, body: bool = True, check_crc
     `check_crc`, the separate walk, decode and CRC passes it replaced. The :class:`ReadReport`
     (damage, torn tail, end offset) is ``df.attrs["report"]``. Cost (benchmarks/
     bench_commitlog.py, a full 1 GiB file of 3.44 M messages from the page cache, AMD EPYC with
-    2 cores shared with other jobs, so measured by this process's CPU time): with `arrow`,
-    0.37 s a GiB without bodies (2.9 GB/s, 9.4 M messages/s) and 0.44 s with them (2.5 GB/s)
-    at load 5-6, and 1.0 / 1.5 s at load 9-16 (1.1 GB/s / 0.7 GB/s), where a NumPy sum over the
-    same map took 0.17 s; into pandas object columns 1.35-2.0 s a GiB (0.5-0.8 GB/s), where one
-    Python str/bytes a text value dominates. Memory: the decoded columns (the outputs are sized
-    for the most records a file could hold, but only what is written is touched and kept).
+    2 cores shared with other jobs at load 5 to 27, so measured by this process's CPU time):
+    with `arrow`, 0.34-1.0 s of CPU a GiB without bodies (1.1-3.1 GB/s, up to 10 M messages/s)
+    and 0.44-1.5 s with them (0.7-2.5 GB/s), the spread being the other jobs (a NumPy sum over
+    the same map took 0.04-0.17 s in the same runs); into pandas object columns 1.35-2.0 s a
+    GiB without bodies (0.5-0.8 GB/s), where one Python str/bytes a text value dominates.
+    Memory: the decoded columns (the outputs are sized for the most records a file could hold,
+    but only what is written is touched and kept).
 
     >>> import tempfile
     >>> from rmqlab.formats.commitlog import CommitLogWriter
