@@ -225,18 +225,18 @@ def test_walk_decode_checks_its_outputs():
     rows = [np.empty(2, t) for _, t in cc._WALKED]
     bitmaps = [np.empty(1, np.uint8) for _ in cc._WALKED_BITMAPS]
     text = [a for _ in cc._WALKED_TEXT for a in (np.empty(3, np.int64), np.empty(64, np.uint8))]
-    assert _records.walk_decode(rec, 0, True, False, names, (*rows, *bitmaps, *text))[0] == 1
+    assert _records.walk_decode(rec, 0, True, names, (*rows, *bitmaps, *text))[0] == 1
     with pytest.raises(ValueError, match="too short"):   # one row fewer than the bytes could hold
-        _records.walk_decode(rec + rec, 0, True, False, names, (*rows, *bitmaps, *text))
+        _records.walk_decode(rec + rec, 0, True, names, (*rows, *bitmaps, *text))
     with pytest.raises(ValueError, match="output"):
-        _records.walk_decode(rec, 0, True, False, names, (*rows[:-1], np.empty(1, np.int32), *bitmaps, *text))
+        _records.walk_decode(rec, 0, True, names, (*rows[:-1], np.empty(1, np.int32), *bitmaps, *text))
     with pytest.raises(ValueError, match="text outputs"):
         small = [a for _ in cc._WALKED_TEXT for a in (np.empty(3, np.int64), np.empty(17, np.uint8))]
-        _records.walk_decode(rec, 0, True, False, names, (*rows, *bitmaps, *small))
+        _records.walk_decode(rec, 0, True, names, (*rows, *bitmaps, *small))
     with pytest.raises(ValueError, match="start"):
-        _records.walk_decode(rec, len(rec) + 1, True, False, names, (*rows, *bitmaps, *text))
+        _records.walk_decode(rec, len(rec) + 1, True, names, (*rows, *bitmaps, *text))
     with pytest.raises(ValueError):
-        _records.walk_decode(rec, 0, True, False, names[:3], (*rows, *bitmaps, *text))
+        _records.walk_decode(rec, 0, True, names[:3], (*rows, *bitmaps, *text))
 
 
 # ------------------------------------------------------------------------------ dispatch

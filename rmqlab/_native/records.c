@@ -1161,43 +1161,6 @@ static inline int put_text(uint8_t *data, int64_t cap, int64_t *used, const uint
     return 0;
 }
 
-/* One text column of walk_decode: copied into Arrow's offsets + data, or (spans mode) only
- * located: off[row] = where the value starts in the buffer (-1 for a null), len[row] its length. */
-typedef struct {
-    int spans;
-    int64_t *off, *len;
-    uint8_t *data;
-    int64_t cap, used;
-    uint64_t high;
-} textcol;
-
-static inline void textcol_init(textcol *c, Py_buffer *off, Py_buffer *data, int spans) {
-    c->spans = spans;
-    c->off = off->buf;
-    c->len = data->buf;
-    c->data = data->buf;
-    c->cap = data->len - TEXT_SLACK;
-    c->used = 0;
-    c->high = 0;
-    if (!spans)
-        c->off[0] = 0;
-}
-
-/* Row `row` of the column: buf[start, start + len), or a null when start < 0. -1 when the data
- * output is too short. */
-static inline int textcol_put(textcol *c, Py_ssize_t row, const uint8_t *buf, int64_t start, int64_t len,
-                              const uint8_t *end, int track_high) {
-    if (c->spans) {
-        c->off[row] = start;
-        c->len[row] = start < 0 ? 0 : len;
-        return 0;
-    }
-    if (start >= 0 && put_text(c->data, c->cap, &c->used, buf + start, len, end, track_high ? &c->high : NULL) < 0)
-        return -1;
-    c->off[row + 1] = c->used;
-    return 0;
-}
-
 /* DELAY as Integer-like decimal text: an optional '-' and 1 to 18 digits, clamped to int32.
  * Returns 0 and sets *out, or -1 for any other text (the caller parses those rows). */
 static inline int parse_delay(const uint8_t *p, int64_t len, int32_t *out) {
@@ -1222,7 +1185,7 @@ static inline void set_bit(uint8_t *bitmap, int64_t row, int on) {
     bitmap[row >> 3] |= (uint8_t)(on << (row & 7));
 }
 
-/* walk_decode(buffer, start, body, spans, names, outputs) -> (rows, stop_pos, stop_code, bad_kind, bad_pos,
+/* walk_decode(buffer, start, body, names, outputs) -> (rows, stop_pos, stop_code, bad_kind, bad_pos,
  *     bad_block, bad_at, bad_problem, topic_spans, tags_spans, born_keys, store_keys, v6_rows,
  *     delay_rows, text_high, null_counts)
  *
@@ -1238,10 +1201,7 @@ static inline void set_bit(uint8_t *bitmap, int64_t row, int on) {
  *     (int64 row, record position pairs) for the caller;
  *   - PROPERTIES, KEYS, UNIQ_KEY and (with `body`) BODY copied into offsets + data; KEYS and
  *     UNIQ_KEY null when absent. text_high has bit j set when the text of column j (properties,
- *     keys, uniq_key) holds a byte >= 0x80; null_counts is (tags, keys, uniq_key). With `spans`
- *     the text is not copied: each offsets output gets the value's position in the buffer (-1
- *     for a null) and each data output (int64[capacity]) its length, for objects made straight
- *     from the buffer;
+ *     keys, uniq_key) holds a byte >= 0x80; null_counts is (tags, keys, uniq_key);
  *   - DELAY parsed when it is a plain decimal integer (parse_delay); other values leave 0 and
  *     are listed in delay_rows (int64 row, value start, value length triples).
  *
@@ -1252,10 +1212,9 @@ static inline void set_bit(uint8_t *bitmap, int64_t row, int on) {
 static PyObject *walk_decode(PyObject *self, PyObject *args) {
     Py_buffer b;
     Py_ssize_t start;
-    int body, spans;
+    int body;
     PyObject *names, *outs;
-    if (!PyArg_ParseTuple(args, "y*nppO!O!", &b, &start, &body, &spans, &PyTuple_Type, &names, &PyTuple_Type,
-                          &outs))
+    if (!PyArg_ParseTuple(args, "y*npO!O!", &b, &start, &body, &PyTuple_Type, &names, &PyTuple_Type, &outs))
         return NULL;
     Py_buffer o[W_NOUT];
     int got = 0;
@@ -1289,7 +1248,6 @@ static PyObject *walk_decode(PyObject *self, PyObject *args) {
         int bad = w > 0 ? o[j].len != cap * w
                 : w == -1 ? o[j].len != (cap + 1) * 8
                 : w == -2 ? o[j].len < (cap + 7) / 8
-                : spans ? o[j].len != cap * 8
                 : o[j].len < TEXT_SLACK;
         if (j >= W_BODY_OFFSETS && !body)
             bad = 0;
@@ -1308,18 +1266,24 @@ static PyObject *walk_decode(PyObject *self, PyObject *args) {
                 *delay = o[W_DELAY_LEVEL].buf;
         uint8_t *tags_valid = o[W_TAGS_VALID].buf, *keys_valid = o[W_KEYS_VALID].buf,
                 *uniq_valid = o[W_UNIQ_KEY_VALID].buf;
-        textcol props, keys, uniq, bodies = {0};
-        textcol_init(&props, &o[W_PROPERTIES_OFFSETS], &o[W_PROPERTIES_DATA], spans);
-        textcol_init(&keys, &o[W_KEYS_OFFSETS], &o[W_KEYS_DATA], spans);
-        textcol_init(&uniq, &o[W_UNIQ_KEY_OFFSETS], &o[W_UNIQ_KEY_DATA], spans);
-        if (body)
-            textcol_init(&bodies, &o[W_BODY_OFFSETS], &o[W_BODY_DATA], spans);
+        int64_t *props_off = o[W_PROPERTIES_OFFSETS].buf, *keys_off = o[W_KEYS_OFFSETS].buf,
+                *uniq_off = o[W_UNIQ_KEY_OFFSETS].buf, *body_off = o[W_BODY_OFFSETS].buf;
+        uint8_t *props_data = o[W_PROPERTIES_DATA].buf, *keys_data = o[W_KEYS_DATA].buf,
+                *uniq_data = o[W_UNIQ_KEY_DATA].buf, *body_data = o[W_BODY_DATA].buf;
+        int64_t props_cap = o[W_PROPERTIES_DATA].len - TEXT_SLACK, keys_cap = o[W_KEYS_DATA].len - TEXT_SLACK,
+                uniq_cap = o[W_UNIQ_KEY_DATA].len - TEXT_SLACK,
+                body_cap = body ? o[W_BODY_DATA].len - TEXT_SLACK : 0;
+        int64_t props_used = 0, keys_used = 0, uniq_used = 0, body_used = 0;
+        uint64_t props_high = 0, keys_high = 0, uniq_high = 0;
         int64_t tags_nulls = 0, keys_nulls = 0, uniq_nulls = 0;
         const uint8_t *end_of_buf = buf + b.len;
         Py_ssize_t end = b.len, p = start, rows = 0;
         int64_t prefetched = start;
         int code = STOP_END, bad_kind = BAD_NONE, problem = PROP_OK, failed = 0;
         int64_t bad_block = 0, bad_at = 0;
+        props_off[0] = keys_off[0] = uniq_off[0] = 0;
+        if (body)
+            body_off[0] = 0;
         Py_BEGIN_ALLOW_THREADS
         for (;; rows++) {
             /* the walk's checks of the record at p */
@@ -1378,17 +1342,30 @@ static PyObject *walk_decode(PyObject *self, PyObject *args) {
                 failed = 1;
                 break;
             }
-            if (textcol_put(&props, rows, buf, p + l.o_props, l.props_len, end_of_buf, 1) < 0 ||
-                textcol_put(&keys, rows, buf, vs[WANT_KEYS], vl[WANT_KEYS], end_of_buf, 1) < 0 ||
-                textcol_put(&uniq, rows, buf, vs[WANT_UNIQ_KEY], vl[WANT_UNIQ_KEY], end_of_buf, 1) < 0 ||
-                (body && textcol_put(&bodies, rows, buf, p + l.o_body, l.body_len, end_of_buf, 0) < 0)) {
+            if (put_text(props_data, props_cap, &props_used, buf + p + l.o_props, l.props_len, end_of_buf,
+                         &props_high) < 0) {
+                failed = 2;
+                break;
+            }
+            props_off[rows + 1] = props_used;
+            if (vs[WANT_KEYS] >= 0 &&
+                put_text(keys_data, keys_cap, &keys_used, buf + vs[WANT_KEYS], vl[WANT_KEYS], end_of_buf,
+                         &keys_high) < 0) {
                 failed = 2;
                 break;
             }
             keys_nulls += vs[WANT_KEYS] < 0;
             set_bit(keys_valid, rows, vs[WANT_KEYS] >= 0);
+            keys_off[rows + 1] = keys_used;
+            if (vs[WANT_UNIQ_KEY] >= 0 &&
+                put_text(uniq_data, uniq_cap, &uniq_used, buf + vs[WANT_UNIQ_KEY], vl[WANT_UNIQ_KEY], end_of_buf,
+                         &uniq_high) < 0) {
+                failed = 2;
+                break;
+            }
             uniq_nulls += vs[WANT_UNIQ_KEY] < 0;
             set_bit(uniq_valid, rows, vs[WANT_UNIQ_KEY] >= 0);
+            uniq_off[rows + 1] = uniq_used;
             c = 0;
             if (vs[WANT_TAGS] >= 0 && (c = spandict_code(&tags, vs[WANT_TAGS], vl[WANT_TAGS])) < 0) {
                 failed = 1;
@@ -1403,6 +1380,13 @@ static PyObject *walk_decode(PyObject *self, PyObject *args) {
                  vec_push(&delay_rows, vl[WANT_DELAY]) < 0)) {
                 failed = 1;
                 break;
+            }
+            if (body) {
+                if (put_text(body_data, body_cap, &body_used, r + l.o_body, l.body_len, end_of_buf, NULL) < 0) {
+                    failed = 2;
+                    break;
+                }
+                body_off[rows + 1] = body_used;
             }
             p += size;
         }
@@ -1425,8 +1409,8 @@ static PyObject *walk_decode(PyObject *self, PyObject *args) {
                 goto done;
             }
         }
-        int high = ((props.high & 0x8080808080808080ULL) != 0) | ((keys.high & 0x8080808080808080ULL) != 0) << 1 |
-                   ((uniq.high & 0x8080808080808080ULL) != 0) << 2;
+        int high = ((props_high & 0x8080808080808080ULL) != 0) | ((keys_high & 0x8080808080808080ULL) != 0) << 1 |
+                   ((uniq_high & 0x8080808080808080ULL) != 0) << 2;
         result = Py_BuildValue("(nniinLLiNNNNNNi(LLL))", rows, p, code, bad_kind, p, (long long)bad_block,
                                (long long)bad_at, problem, spans[0], spans[1], spans[2], spans[3], spans[4],
                                spans[5], high, (long long)tags_nulls, (long long)keys_nulls, (long long)uniq_nulls);
@@ -1462,7 +1446,7 @@ static PyMethodDef methods[] = {
     {"gather_spans", gather_spans, METH_VARARGS,
      "gather_spans(buffer, starts, lengths, offsets_out, width=1, column=0) -> (data bytes, all_ascii)"},
     {"walk_decode", walk_decode, METH_VARARGS,
-     "walk_decode(buffer, start, body, spans, names, outputs) -> (rows, stop_pos, stop_code, bad_kind, bad_pos, "
+     "walk_decode(buffer, start, body, names, outputs) -> (rows, stop_pos, stop_code, bad_kind, bad_pos, "
      "bad_block, bad_at, bad_problem, topic_spans, tags_spans, born_keys, store_keys, v6_rows, delay_rows, "
      "text_high, null_counts)"},
     {"find_props", find_props, METH_VARARGS,

@@ -581,24 +581,20 @@ def _walk_decode(buf, f: StoreFile, *, start: int, body: bool, arrow: bool):
     cap = span // MIN_MESSAGE_SIZE + 1
     rows = {name: np.empty(cap, dtype) for name, dtype in _WALKED}
     bitmaps = {name: np.empty((cap + 7) // 8, np.uint8) for name in _WALKED_BITMAPS}
-    # Arrow: the text copied into offsets + data; objects: only where each value lies (start,
-    # length), the str/bytes made from the map itself
-    spans = not arrow
     text = {name: (np.empty(cap + 1 if body or name != "body" else 1, np.int64),
-                   np.empty(cap, np.int64) if spans and (body or name != "body") else
                    np.empty(span + _TEXT_SLACK if body or name != "body" else _TEXT_SLACK, np.uint8))
             for name in _WALKED_TEXT}
     outputs = (*rows.values(), *bitmaps.values(), *(a for pair in text.values() for a in pair))
     (n, stop_pos, code, bad_kind, bad_pos, bad_block, bad_at, problem, topic_spans, tags_spans, born_keys,
-     store_keys, v6_rows, delay_rows, high, nulls) = _records.walk_decode(buf, start, body, spans,
-                                                                          WANTED_PROPERTIES, outputs)
+     store_keys, v6_rows, delay_rows, high, nulls) = _records.walk_decode(buf, start, body, WANTED_PROPERTIES,
+                                                                          outputs)
     del outputs
     d = {name: _shrunk(a, n) for name, a in rows.items()}
     valid = {name: _shrunk(a, (n + 7) // 8) for name, a in bitmaps.items()}
     for name, (offsets, data) in text.items():
         if body or name != "body":
-            _shrunk(offsets, n if spans else n + 1)
-            _shrunk(data, n if spans else int(offsets[n]))
+            _shrunk(offsets, n + 1)
+            _shrunk(data, int(offsets[n]))
     null_count = dict(zip(_WALKED_BITMAPS, nulls))
     dmg = None
     if bad_kind == _BAD_FIELDS:   # the reason, worded as the NumPy checks word it, from this one record
@@ -657,8 +653,11 @@ def _walk_decode(buf, f: StoreFile, *, start: int, body: bool, arrow: bool):
     for name, (host_codes, host_texts) in hosts.items():
         cols[name] = host_texts[host_codes] if len(host_texts) else np.empty(n, dtype=object)
     for name in ("properties", "keys", "uniq_key") + (("body",) if body else ()):
-        starts, lengths = text[name]
-        cols[name] = _object_column(U, starts, lengths, as_bytes=name == "body")
+        offsets, data = text[name]
+        starts = offsets[:-1]
+        if null_count.get(name, 0):
+            starts = np.where(_valid_rows(valid[name], n), starts, -1)
+        cols[name] = _object_column(data, starts, np.diff(offsets), as_bytes=name == "body")
     tag_values = _python_values(tags)[d["tags_code"]] if len(tags) else np.full(n, None, dtype=object)
     if null_count["tags"] and len(tags):
         tag_values[~_valid_rows(valid["tags"], n)] = None
