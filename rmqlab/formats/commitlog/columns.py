@@ -763,9 +763,10 @@ def read_columns(path_or_dir: str | os.PathLike, *, body: bool = True, check_crc
     bench_commitlog.py, a full 1 GiB file of 3.44 M messages from the page cache, AMD EPYC with
     2 cores shared with other jobs at load 5 to 27, so measured by this process's CPU time):
     with `arrow`, 0.34-1.0 s of CPU a GiB without bodies (1.1-3.1 GB/s, up to 10 M messages/s)
-    and 0.44-1.5 s with them (0.7-2.5 GB/s), the spread being the other jobs (a NumPy sum over
-    the same map took 0.04-0.17 s in the same runs); into pandas object columns 1.35-2.0 s a
-    GiB without bodies (0.5-0.8 GB/s), where one Python str/bytes a text value dominates.
+    and 0.44-2.2 s with them (0.5-2.5 GB/s), the spread being the other jobs and the kernel's
+    clearing of fresh output pages (a NumPy sum over the same map took 0.04-0.17 s in the same
+    runs); into pandas object columns 1.2-2.0 s a GiB without bodies (0.5-0.9 GB/s), where
+    one Python str/bytes a text value dominates.
     Memory: the decoded columns (the outputs are sized for the most records a file could hold,
     but only what is written is touched and kept).
 
