@@ -22,7 +22,11 @@ rmqlab/capacity/README.md), with R = messages/s, k = index keys per message:
   :func:`peak_window_messages`), + 1 the file being written.
 * Slot occupancy and chains (:func:`sample_occupancy`): the real Java hash of keys generated as
   rmqlab.workload generates them, on several full files at different positions of the key
-  stream (or scaled ones with the same load factor), averaged; their spread is reported.
+  stream (or scaled ones with the same load factor), averaged; their spread is reported. The
+  keys stream through: made, hashed and dropped a chunk at a time.
+* Entries read per hit (:class:`OccupancySample`): the mean over every distinct key of a file
+  of its slot's chain length, a heavy-tailed mean (the few keys that share a hot key's slot
+  read its whole chain): only a mean over every key of a store's file measures it.
 * Entries read per hit with the broker's maxNum cut (:func:`chain_lengths_from_keys`): a key
   with c entries in a chain of L reads L if c < M, else M (L + 1) / (c + 1).
 * Hot-key truncation (:func:`poisson_tail`): a query names one ``topic#key``; matches of key
@@ -271,6 +275,17 @@ class OccupancySample:
     ``entries_read_miss``: mean chain length over all slots (a missing key's slot is uniformly
     random), = entries / slots.
 
+    The hit means are over every distinct hash of the file (two keys with one hash walk alike;
+    a store's measurement weights each hash by its keys, and in a full default-size file 0.7 %
+    of the distinct keys share their hash with another, which moves the mean by 0.05 %: 5.1115
+    by hash, 5.1141 by key), and they are heavy-tailed: a key that shares a slot with a hot key
+    reads the hot key's whole chain. In a full default-size file 1,028 of 18,043,628 distinct keys (0.006 %)
+    read more than 1,000 entries and carry 7 % of the mean 5.11 (per-key SD 130). So a store's
+    file is measured over every one of its keys too: a sample of 200,000 keys holds 11 of those
+    on average and reads low in most draws (median 5.01). That, not the model, is why the first
+    full-size validation put the model 4 % above the stores (5.116 against 4.929 sampled; 5.111
+    over every key; benchmarks/RESULTS.md, capacity model validation, full stores).
+
     Several files (``files`` > 1, :func:`sample_occupancy`): ``occupancy``, ``entries_read_*``
     are means over the files (as a store's full files are averaged), ``mean_chain_length`` is
     pooled (their entries / their used slots); ``entries``, ``slots_used`` and
@@ -383,9 +398,10 @@ def chain_lengths_from_hashes(hashes: np.ndarray, hash_slot_num: int, *, max_num
                               overwrite: bool = False) -> OccupancySample:
     """:func:`chain_lengths_from_keys` of keys already hashed: `hashes` are the stored index
     hashes (non-negative ints, :func:`rmqlab.javahash.index_hash_many`) of one file's keys in
-    put order. `overwrite`: `hashes` may be sorted in place (no copy). Memory: about 25 bytes
-    per distinct hash beyond `hashes` and the slot table (the file's distinct hashes and their
-    entry counts come from one sort, not from a hash table). Cost: O(n log n) for the sort, in C.
+    put order. `overwrite`: `hashes` may be sorted in place (no copy). Memory beyond `hashes`
+    and the slot table: a byte per hash and 16 per distinct hash (the distinct hashes and their
+    entry counts come from one sort, with no int64 array per hash). Cost: O(n log n) for the
+    sort, in C.
 
     >>> s = chain_lengths_from_hashes(np.array([2, 2, 9, 5, 12]), 7, max_num=2)
     >>> s.slots_used, s.distinct_keys, s.entries_read_hit      # chains of 3 and 2 entries
@@ -488,8 +504,8 @@ def sample_index_keys(plan: Plan, entries: int, *, hot_keys: int | None = None, 
     Zipf hot keys), each message's UNIQ_KEY first, then its KEYS tokens, as buildIndex does.
     `hot_keys` overrides the hot vocabulary size, `seed` the plan's seed; `first_order_id`
     starts the one-off order ids further along the stream (ORDER_<first_order_id>, ...).
-    Cost: about 1 µs a key; memory: the strings, about 300 bytes a key at their peak (the
-    key sample itself streams them: :func:`sample_occupancy`).
+    Cost: about 0.3 CPU-µs a key; memory: the strings (33 bytes a key for the default plan)
+    and one chunk of messages (the key sample itself never holds them: :func:`sample_occupancy`).
     """
     import pyarrow as pa
 
@@ -512,7 +528,7 @@ def _stream_files(plan: Plan, hash_slot_num: int, capacity: int, files: int, *, 
     the start of the plan's key stream (:func:`sample_index_keys` with the same arguments, cut
     into files), without holding the strings: each chunk of keys is hashed and dropped, and a
     file is measured from its int32 hashes as soon as it is full. Peak memory: one chunk of
-    messages plus about 30 bytes per key of one file, however many files."""
+    messages plus about 20 bytes per key of one file, however many files."""
     import pyarrow as pa
 
     max_num = plan.index.max_msgs_num_batch
@@ -614,9 +630,14 @@ def sample_occupancy(plan: Plan, hash_slot_num: int | None = None, index_num: in
 
     `whole_files`: never scale. Where fewer than ``SAMPLE_FILES[1]`` full-size files fit in
     `max_entries`, hash `files` (default 1) whole full-size files instead, however many keys
-    that takes (about 1 µs a key: 15-20 s for the default 19,999,999-key file). This is what
-    the command line's estimate and report use unless told ``--fast``. Cost otherwise: about
-    0.2-0.4 s at the default `max_entries`.
+    that takes. This is what the command line's estimate and report use unless told ``--fast``.
+    Cost: about 0.35 CPU-µs a key: 6.7-7.4 CPU-seconds for the default 19,999,999-key file
+    (30-40 s wall on 2 cores at a load average of 9). Memory: the keys stream through (made,
+    hashed and dropped :data:`_KEY_CHUNK_MESSAGES` messages at a time) and each file is measured
+    from its int32 hashes, so the peak is one chunk plus about 20 bytes per key of one file,
+    whatever the number of files: 0.69 GB peak RSS for the default file, one or two of them
+    (0.12 GB of it the interpreter), where holding every key string took 6.6 GB. Cost
+    otherwise: about 0.2-0.4 s at the default `max_entries`.
 
     >>> from rmqlab.capacity.plan import parse_plan
     >>> plan = parse_plan({"index": {"hash_slot_num": 5000, "index_num": 20000}})
@@ -954,8 +975,8 @@ def estimate(plan: Plan, point: str = "likely", *, sample: bool | OccupancySampl
     plan's likely key shape; pass an :class:`OccupancySample` to reuse one); with
     ``sample=False`` from the uniform-hash model. `whole_files`: the key sample hashes whole
     full-size files, never scaled-down ones (:func:`sample_occupancy`): exact for any key
-    shape, 15-20 s at the default geometry. Cost: < 1 s for the default plan, nearly all in
-    the key sample; ~1 ms with ``sample=False``.
+    shape, about 7 CPU-seconds and 0.7 GB at the default geometry. Cost: < 1 s for the default
+    plan, nearly all in the key sample; ~1 ms with ``sample=False``.
 
     >>> from rmqlab.capacity.plan import parse_plan
     >>> e = estimate(parse_plan({}), sample=False)

@@ -289,7 +289,7 @@ def compare(scenario: Scenario, size: str, measured: dict[str, Any], plan: Plan,
 
     The model's key sample is the command line's default, whole files (``whole_files=True``):
     at "small" size several whole files fit the default budget anyway; at "full" size it
-    hashes one whole full-size file (20,000,000 keys, 15-20 s). Scaled-down files keep the
+    hashes one whole full-size file (20,000,000 keys, about 7 CPU-seconds). Scaled-down files keep the
     load factor but not how runs of sequential ids fold into the real slot count, and miss
     occupancy by 1.3 % (many-keys) to 6 % (hot-keys) at full size (benchmarks/RESULTS.md,
     2026-11-22)."""
