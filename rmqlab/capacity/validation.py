@@ -382,7 +382,7 @@ def compare(scenario: Scenario, size: str, measured: dict[str, Any], plan: Plan,
     else:   # one full file: the spread of single walks over the model's and the store's keys
         # (every key of each file: the mean of D keys' walks has SE key_sd / sqrt(D); at the
         # default geometry that is 0.031 for default, and 10 whole files of other seeds spread
-        # by 0.031 about their mean)
+        # by SD 0.027 about their mean)
         per_file_sd = math.nan
         key_sd = float(full["entries_read_hit_whole_chain_sd"].iloc[0]) if len(full) else math.nan
         walked = float(full["hit_hashes_walked"].iloc[0]) if len(full) else math.nan
