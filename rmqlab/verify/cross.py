@@ -332,18 +332,23 @@ def missing_units(queues: list[tuple[str, int, int, int]], msgs: Messages, dispa
 
     if not msgs.n or dispatched_end <= 0:
         return None
-    elig = goes_to_consume_queue_many(msgs.sys_flag) & (msgs.positions < dispatched_end)
-    if not elig.any():
-        return None
-    frame = pd.DataFrame({"topic": msgs.frame["topic"].to_numpy(object),
-                          "queue_id": msgs.frame["queue_id"].to_numpy(np.int64),
-                          "qoff": msgs.frame["queue_offset"].to_numpy(np.int64), "row": np.arange(msgs.n)})[elig]
     qs = pd.DataFrame(queues, columns=["topic", "queue_id", "qmin", "qmax"])
-    j = frame.merge(qs, on=["topic", "queue_id"], how="left")
-    missing = j["qmax"].isna() | (j["qoff"] >= j["qmax"])
-    if not missing.any():
+    topics = msgs.frame["topic"].to_numpy(object)
+    queue_ids = msgs.frame["queue_id"].to_numpy(np.int64)
+    queue_offsets = msgs.frame["queue_offset"].to_numpy(np.int64)
+    first, count = None, 0
+    for lo in range(0, msgs.n, CROSS_CHUNK):   # a chunk of messages at a time: bounded memory
+        rows = np.arange(lo, min(lo + CROSS_CHUNK, msgs.n))
+        rows = rows[goes_to_consume_queue_many(msgs.sys_flag[rows]) & (msgs.positions[rows] < dispatched_end)]
+        frame = pd.DataFrame({"topic": topics[rows], "queue_id": queue_ids[rows], "qoff": queue_offsets[rows],
+                              "row": rows})
+        j = frame.merge(qs, on=["topic", "queue_id"], how="left")
+        missing = j["qmax"].isna() | (j["qoff"] >= j["qmax"])
+        count += int(missing.sum())
+        if first is None and missing.any():
+            first = j[missing].sort_values("row").iloc[0]
+    if first is None:
         return None
-    first = j[missing].sort_values("row").iloc[0]
     rr = int(first["row"])
     where = "no such queue folder" if pd.isna(first["qmax"]) else f"the queue ends at {int(first['qmax'])}"
     return make_problem("cq.missing-unit", CorruptIndexError,
@@ -351,7 +356,7 @@ def missing_units(queues: list[tuple[str, int, int, int]], msgs: Messages, dispa
                     f"queue {int(first['queue_id'])}, "
                     f"QUEUEOFFSET {int(first['qoff'])}) lies before the dispatched end {dispatched_end} but has no "
                     f"ConsumeQueue unit ({where})", msgs.files[int(msgs.file_of[rr])], int(msgs.file_pos[rr]),
-                    "QUEUEOFFSET", count=int(missing.sum()))
+                    "QUEUEOFFSET", count=count)
 
 
 def checkpoint_cross(path: Path, c: cpf.StoreCheckpoint, msgs: Messages | None, have_cq: bool,
