@@ -138,6 +138,9 @@ def prepare(work: Path, scales: list[int], args) -> None:
             generate_store(root, workload(args.base_messages * s), dispatch=False)
             print(f"  store {s}x: {args.base_messages * s:,} messages written in {time.perf_counter() - t0:.1f} s",
                   flush=True)
+        picks = store_dir(work, s) / "query-keys.npy"
+        if not picks.exists():   # drawn here, so that the measuring process holds no freed memory to reuse
+            np.save(picks, draw_keys(store_dir(work, s), args.base_messages * s // 10), allow_pickle=True)
         seg = kafka_dir(work, s)
         if not seg.is_dir():
             t0 = time.perf_counter()
@@ -214,20 +217,26 @@ def run_dispatch(work: Path, scale: int, args, profile) -> dict:
     return {**m, "units": n, "unit": "messages", "index_keys": keys}
 
 
-def run_query_many(work: Path, scale: int, args, profile) -> dict:
+def draw_keys(root: Path, n: int) -> np.ndarray:
+    """(topic, first key, offset) of n random messages that have keys, as a (3, n) object array."""
     from rmqlab.formats import commitlog as cl
+
+    frame = cl.read_columns(root / "commitlog", body=False, arrow=True)
+    keyed = np.flatnonzero(frame["keys"].notna().to_numpy())
+    rows = keyed[np.random.default_rng(7).integers(0, len(keyed), n)]
+    return np.array([frame["topic"].iloc[rows].astype(object).to_numpy(),
+                     frame["keys"].iloc[rows].astype(str).str.split(" ").str[0].to_numpy(object),
+                     frame["phy_offset"].iloc[rows].to_numpy(np.int64).astype(object)], dtype=object)
+
+
+def run_query_many(work: Path, scale: int, args, profile) -> dict:
     from rmqlab.store import Store
 
     root = store_dir(work, scale)
     store = Store(root)
-    frame = cl.read_columns(root / "commitlog", body=False, arrow=True)
-    keyed = np.flatnonzero(frame["keys"].notna().to_numpy())
-    n = args.base_messages * scale // 10
-    rows = keyed[np.random.default_rng(7).integers(0, len(keyed), n)]
-    topics = frame["topic"].iloc[rows].astype(object).to_numpy()
-    keys = frame["keys"].iloc[rows].astype(str).str.split(" ").str[0].to_numpy(object)
-    own = frame["phy_offset"].iloc[rows].to_numpy(np.int64)
-    del frame
+    topics, keys, own = np.load(root / "query-keys.npy", allow_pickle=True)
+    own = own.astype(np.int64)
+    n = len(keys)
     _warm(root)
     table, m = profile(lambda: store.query_many(topics, keys))
     key_index = table["key_index"].to_numpy(np.int64)
@@ -340,7 +349,7 @@ def render(res: dict, args, paths: list[str]) -> str:
              f"workload), a {args.base_kafka_mib} MiB Kafka segment of 1 KiB batches. One fresh process a measurement "
              f"(median of {args.repeat}); every answer checked (see the script). Peak growth counts the file pages a "
              "path maps; anonymous growth is what it allocates.",
-             "", "| path | scale | input | wall s | CPU s | time / 1x | per unit | peak growth | anon growth "
+             "", "| path | scale | input | wall s | CPU s | CPU / 1x | CPU per unit | peak growth | anon growth "
              "| anon / 1x |", "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     verdicts = []
     for path in paths:
@@ -348,21 +357,28 @@ def render(res: dict, args, paths: list[str]) -> str:
         for s in scales:
             r = res[path][s]
             unit = {"keys": "key", "messages": "message", "bytes": "MB"}[r["unit"]]
-            per = r["wall"] / (r["units"] / 1e6 if r["unit"] == "bytes" else r["units"]) * 1e6
+            per = r["cpu"] / (r["units"] / 1e6 if r["unit"] == "bytes" else r["units"]) * 1e6
             per_text = f"{per:,.0f} µs/{unit}" if r["unit"] == "bytes" else f"{per:.2f} µs/{unit}"
             size = f"{r['units'] / mib:,.0f} MiB" if r["unit"] == "bytes" else f"{r['units']:,} {r['unit']}"
             lines.append(f"| {path} | {s}x | {size} | {r['wall']:.2f} | {r['cpu']:.2f} | "
                          f"{r['cpu'] / base['cpu']:.1f}x | {per_text} | {r['growth'] / mib:,.0f} MiB | "
                          f"{r['anon_growth'] / mib:,.0f} MiB | {r['anon_growth'] / max(base['anon_growth'], 1):.1f}x |")
         top = res[path][scales[-1]]
-        ratio = top["cpu"] / base["cpu"] / (scales[-1] / scales[0])
+        grow = scales[-1] / scales[0]
+        time_ratio = top["cpu"] / base["cpu"] / grow
         mem = top["anon_growth"] / max(base["anon_growth"], 1)
-        verdicts.append(f"- {path}: CPU time at {scales[-1]}x is {ratio:.2f} of linear; anonymous memory "
-                        f"{mem:.1f}x its {scales[0]}x figure "
-                        f"({'bounded' if mem < 2 else 'grows with the input'})"
-                        + (f"; own time at {scales[-1]}x: " + ", ".join(f"{name} {share:.0%}" for name, share in
-                                                                 res['top'][path]) if path in res.get("top", {})
-                           else ""))
+        time_word = "linear" if 0.7 <= time_ratio <= 1.4 else \
+            "below linear (fixed costs at the small end)" if time_ratio < 0.7 else "above linear"
+        mem_word = "bounded" if mem < 2 else "about proportional to the input" if mem <= 2 * grow else \
+            "growing faster than the input"
+        extra = ""
+        if "rows" in top:
+            extra = "; rows returned: " + ", ".join(f"{res[path][s]['rows']:,}" for s in scales)
+        if path in res.get("top", {}):
+            extra += f"; own time at {scales[-1]}x: " + ", ".join(f"{name} {share:.0%}" for name, share in
+                                                               res["top"][path])
+        verdicts.append(f"- {path}: CPU time {time_ratio:.2f} of linear ({time_word}); anonymous memory "
+                        f"{mem:.1f}x its {scales[0]}x figure for {grow:g}x the input ({mem_word}){extra}")
     largest = scales[-1]
     by_time = max(paths, key=lambda p: res[p][largest]["wall"])
     by_mem = max(paths, key=lambda p: res[p][largest]["anon_growth"])
