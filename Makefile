@@ -9,7 +9,7 @@ APP_PORT ?= 8866
 APP_TOKEN ?= $(shell python3 -c 'import secrets; print(secrets.token_hex(24))')
 ALLOW_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root,)
 
-.PHONY: test check lab app java chromium bench bench-store bench-commitlog bench-dispatch bench-kafka bench-spark \
+.PHONY: test check lab app java chromium fonts screenshots bench bench-store bench-commitlog bench-dispatch bench-kafka bench-spark \
         bench-scaling \
         conformance data clean
 
@@ -40,7 +40,12 @@ java:
 chromium:
 	@.ci/ensure-chromium
 
-test: $(STAMP) java chromium
+# Chinese and emoji glyphs for the notebooks' Unicode keys (fonts-noto-cjk, fonts-noto-color-emoji,
+# fonts-symbola; installed with apt when running as root). A fresh machine has only DejaVu.
+fonts:
+	@.ci/ensure-fonts
+
+test: $(STAMP) java chromium fonts
 	$(VPY) -m pytest -q
 
 # Lint (ruff: pyflakes, pycodestyle, bugbear, isort, pyupgrade) and types (mypy on the formats, the
@@ -51,9 +56,14 @@ check: $(STAMP)
 
 # JupyterLab on http://127.0.0.1:$(LAB_PORT)/ (the URL with its token is printed), opening the
 # notebook index notebooks/README.md.
-lab: $(STAMP) java chromium
+lab: $(STAMP) java chromium fonts
 	$(VENV)/bin/jupyter lab --ip 127.0.0.1 --port $(LAB_PORT) --no-browser $(ALLOW_ROOT) \
 	  --ServerApp.root_dir=notebooks --LabApp.default_url=/lab/tree/README.md
+
+# Every notebook executed in JupyterLab (Run All) in Chromium at 1280 px, one full-page PNG each in
+# build/screenshots/ (git ignores build/); NOTEBOOKS="01 07" picks some. A few minutes (03 starts Spark).
+screenshots: $(STAMP) java chromium fonts
+	$(VPY) tests/screenshots.py --out build/screenshots $(if $(NOTEBOOKS),--only $(NOTEBOOKS),)
 
 # The time-range query explorer as a stand-alone web app (Voilà: widgets only, no code cells).
 app: $(STAMP)

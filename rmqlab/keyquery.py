@@ -29,7 +29,7 @@ entries in its slots) and one CommitLog read per candidate.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -37,6 +37,7 @@ import pandas as pd
 
 from rmqlab.arrays import distinct
 from rmqlab.dispatch import key_tokens_many
+from rmqlab.display import ms_with_clock
 from rmqlab.formats.indexfile import INT_MAX, LONG_MAX, LONG_MIN, IndexFile
 from rmqlab.indexservice import (
     DEFAULT_MAX_MSGS_NUM_BATCH,
@@ -70,6 +71,8 @@ REASONS = {
                       "(hash collisions take room too)",
 }
 
+_HASH_ENTRY_COLUMNS = ["position", "file", "entry", "phy_offset", "time_read"]
+
 #: (max_num, begin, end) of a walk that reads a key's whole chain: no room or time limit stops it
 _EVERY_ENTRY = (INT_MAX, LONG_MIN, LONG_MAX)
 
@@ -98,6 +101,9 @@ class KeyQuery:
     diff: pd.DataFrame
     trace: DirectoryQueryTrace
     candidates: int          # distinct offsets whose stored hash matched, over all files
+    #: every entry of every file whose stored hash matches, wherever the broker stopped:
+    #: position (of the file in the folder), file, entry, phy_offset, time_read (ms)
+    hash_entries: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=_HASH_ENTRY_COLUMNS))
 
     def frame(self, mode: str = "verified") -> pd.DataFrame:
         if mode not in MODES:
@@ -113,6 +119,20 @@ class KeyQuery:
         counts = self.diff["reason"].value_counts().to_dict()
         return {"broker": len(self.broker), "verified": len(self.verified),
                 "candidates": self.candidates, **{k: int(counts.get(k, 0)) for k in REASONS}}
+
+    def unreached(self) -> pd.DataFrame:
+        """The index entries of real matches that the broker's walk never read in a file it
+        searched (reasons "missed-early-stop" and "missed-max-num"): one row per message, its
+        first entry (columns file, entry, phy_offset, time_read, reason), newest first. What
+        the walk diagram draws after the place a walk stopped. Cost: O(hash_entries).
+        """
+        missed = self.diff[self.diff["reason"].isin(["missed-early-stop", "missed-max-num"])]
+        read = {(v.name, st.entry) for v in self.trace.files if v.trace is not None for st in v.trace.steps}
+        rows = (self.hash_entries.drop_duplicates("phy_offset")
+                .merge(missed[["phy_offset", "reason"]], on="phy_offset"))
+        rows = rows[[(f, int(e)) not in read for f, e in zip(rows["file"], rows["entry"])]]
+        return (rows.sort_values(["position", "entry"], ascending=False)[
+            ["file", "entry", "phy_offset", "time_read", "reason"]].reset_index(drop=True))
 
     def explain(self) -> str:
         lines = [str(self.trace), "",
@@ -184,7 +204,7 @@ def query_key(index: IndexService, read_messages: MessageReader, topic: str, key
     for position, f in enumerate(index.files):
         walk = f.trace_query(full_key, *_EVERY_ENTRY)
         rows += [(position, f.path.name, s.entry, s.phy_offset, s.time_read) for s in walk.steps if s.hash_match]
-    entries = pd.DataFrame(rows, columns=["position", "file", "entry", "phy_offset", "time_read"])
+    entries = pd.DataFrame(rows, columns=_HASH_ENTRY_COLUMNS)
     candidates = np.unique(np.concatenate([entries["phy_offset"].to_numpy(np.int64),
                                            np.asarray(broker_offsets, dtype=np.int64)]))
     messages = read_messages(candidates).drop_duplicates("phy_offset").set_index("phy_offset", drop=False)
@@ -200,7 +220,7 @@ def query_key(index: IndexService, read_messages: MessageReader, topic: str, key
 
     diff = _compare(trace, entries, messages, real, in_range, broker_offsets, truth, begin, end)
     return KeyQuery(topic, key, unique, begin, end, trace.max_num, broker, verified, diff, trace,
-                    len(np.unique(entries["phy_offset"])) if len(entries) else 0)
+                    len(np.unique(entries["phy_offset"])) if len(entries) else 0, entries)
 
 
 def query_many(index: IndexService, read_messages: MessageReader, topics: Any, keys: Any, *,
@@ -324,7 +344,8 @@ def _compare(trace: DirectoryQueryTrace, entries: pd.DataFrame, messages: pd.Dat
             out.append((phy, "collision", f"the message is {m['topic']}#{m['keys'] or m['uniq_key']}"))
         elif not in_range[phy]:
             out.append((phy, "outside-time-range",
-                        f"real store time {messages.loc[phy, 'store_timestamp']} is outside [{begin}, {end}]"))
+                        f"real store time {ms_with_clock(messages.loc[phy, 'store_timestamp'])} is outside "
+                        f"[{ms_with_clock(begin)}, {ms_with_clock(end)}]"))
         else:
             out.append((phy, "ok", ""))
     for phy in truth["phy_offset"]:
@@ -340,15 +361,16 @@ def _compare(trace: DirectoryQueryTrace, entries: pd.DataFrame, messages: pd.Dat
             out.append((phy, "missed-not-visited", f"file {v.name} was never reached (the walk stopped: {trace.stop})"))
         elif v.action == "not-time-matched":
             out.append((phy, "missed-file-skipped",
-                        f"file {v.name} covers [{v.begin_timestamp}, {v.end_timestamp}], "
-                        f"the message was stored at {ts}"))
+                        f"file {v.name} covers [{ms_with_clock(v.begin_timestamp)}, {ms_with_clock(v.end_timestamp)}], "
+                        f"the message was stored at {ms_with_clock(ts)}"))
         else:
             step = steps_of[v.name].get(entry)
             if step is None:
                 reason = "missed-max-num" if v.trace.stop == "max-num" else "missed-early-stop"
                 out.append((phy, reason, f"the walk in {v.name} stopped first ({v.trace.stop})"))
             elif not step.time_match:
-                out.append((phy, "missed-time", f"the index says {step.time_read}, the message was stored at {ts}"))
+                out.append((phy, "missed-time", f"the index says {ms_with_clock(step.time_read)}, "
+                                                f"the message was stored at {ms_with_clock(ts)}"))
             else:  # read and matched, yet not returned: only the room (max_num) can explain it
                 out.append((phy, "missed-max-num", f"max_num {trace.max_num} reached"))
     return pd.DataFrame(out, columns=["phy_offset", "reason", "detail"])
@@ -395,9 +417,10 @@ def result_table(kq: KeyQuery, mode: str) -> pd.DataFrame:
 
     broker: ``rank`` (order the broker returned), ``phy_offset``, ``topic``, ``keys``,
     ``uniq_key``, ``store_time`` (the message's real store time, ISO with milliseconds),
-    ``store_timestamp`` (ms) and ``reason`` (:data:`REASONS` key: "ok", "collision",
-    "outside-time-range"). verified: ``broker_returned`` instead of ``rank``, and reasons "ok"
-    or "missed-*". A broker offset where no message starts has empty message columns.
+    ``store_timestamp`` (ms), ``reason`` (:data:`REASONS` key: "ok", "collision",
+    "outside-time-range") and ``detail`` (why, with the numbers; "" for "ok"). verified:
+    ``broker_returned`` instead of ``rank``, and reasons "ok" or "missed-*". A broker offset
+    where no message starts has empty message columns.
     Cost: O(rows).
 
     >>> from rmqlab.sample import sample_store
@@ -409,7 +432,8 @@ def result_table(kq: KeyQuery, mode: str) -> pd.DataFrame:
     """
     if mode not in MODES:
         raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
-    reasons = kq.diff.drop_duplicates("phy_offset").set_index("phy_offset")["reason"]
+    why = kq.diff.drop_duplicates("phy_offset").set_index("phy_offset")
+    reasons = why["reason"]
     if mode == "broker":
         frame = kq.broker
         first = ("rank", frame["rank"].to_numpy())
@@ -428,6 +452,7 @@ def result_table(kq: KeyQuery, mode: str) -> pd.DataFrame:
         "store_time": [ms_to_iso(t) for t in ts],
         "store_timestamp": ts.astype("Int64").to_numpy(),
         "reason": reasons.reindex(phy).to_numpy(object),
+        "detail": why["detail"].reindex(phy).to_numpy(object),
     })
 
 

@@ -257,13 +257,7 @@ class Store:
         With the ``abort`` file (the broker did not shut down cleanly) no later than where
         ``CommitLog.recoverAbnormally`` re-dispatches from (:func:`rmqlab.recover.recovery_start`
         with the checkpoint's min timestamp; units and index keys already there are skipped)."""
-        start = 0
-        for topic, qid in self.queues():
-            with cq.ConsumeQueue.open(cq.queue_dir(self.root, topic, qid), self.consume_queue_file_size) as q:
-                if q.count:
-                    last = q.unit(q.max_offset - 1)
-                    start = max(start, int(last.commitlog_offset) + int(last.size))
-        start = max(start, self._batch_queues_end())
+        start = max(self.consume_queue_end(), self._batch_queues_end())
         low = cl.min_offset(self.commitlog_dir) if self._has_commitlog() else 0
         start = max(start, low or 0)
         if (self.root / "abort").exists() and self._has_commitlog():
@@ -273,6 +267,17 @@ class Store:
                           else cp.StoreCheckpoint())
             start = min(start, recovery_start(self.root, checkpoint.recovery_timestamp())[0])
         return start
+
+    def consume_queue_end(self) -> int:
+        """The largest CommitLog end (offset + size, bytes) any ConsumeQueue unit records: how far
+        dispatch has written the queues (0 without units). Cost: the last unit of each queue."""
+        end = 0
+        for topic, qid in self.queues():
+            with cq.ConsumeQueue.open(cq.queue_dir(self.root, topic, qid), self.consume_queue_file_size) as q:
+                if q.count:
+                    last = q.unit(q.max_offset - 1)
+                    end = max(end, int(last.commitlog_offset) + int(last.size))
+        return end
 
     def dispatch(self) -> DispatchReport:
         """Build ConsumeQueue and index files from the CommitLog as the broker's reput service

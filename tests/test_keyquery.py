@@ -60,6 +60,15 @@ def test_early_stop_on_out_of_order_store_times(tmp_path):
     assert q.broker["phy_offset"].tolist() == [400]
     assert q.verified["phy_offset"].tolist() == [400, 200]
     assert reasons(q) == {400: "ok", 200: "missed-early-stop"}
+    # the entry the walk never read: k's first message, entry 2 of the one file (entries are
+    # numbered from 1 in put order), stored as whole seconds after B
+    name, time_diff = s.files[0].path.name, s.files[0].entry(2).time_diff
+    assert q.unreached().to_dict("records") == [
+        {"file": name, "entry": 2, "phy_offset": 200, "time_read": B + 1000 * time_diff,
+         "reason": "missed-early-stop"}]
+    assert time_diff == 10
+    # every hash-matching entry is kept, read or not
+    assert sorted(q.hash_entries["phy_offset"]) == [200, 400]
 
 
 def test_max_num_cut(tmp_path):
@@ -68,6 +77,9 @@ def test_max_num_cut(tmp_path):
     q = query_key(s, read, "T", "hot")
     assert len(q.broker) == 64 and len(q.verified) == 70
     assert q.summary()["missed-max-num"] == 6 and q.summary()["ok"] == 64
+    # the six never read, newest first: the walk stopped after the 64 newest entries
+    assert q.unreached()["phy_offset"].tolist() == [600, 500, 400, 300, 200, 100]
+    assert set(q.unreached()["reason"]) == {"missed-max-num"}
 
 
 def test_unique_key_query_caps_at_32_and_matches_uniq_only(tmp_path):
@@ -115,7 +127,7 @@ def test_result_table_rows_and_reasons_in_both_modes(tmp_path):
     q = query_key(s, read, "T", "ORDER_Aa1", begin=B + 1000, end=LONG_MAX)
     broker = result_table(q, "broker")
     assert broker.columns.tolist() == ["rank", "phy_offset", "topic", "keys", "uniq_key", "store_time",
-                                       "store_timestamp", "reason"]
+                                       "store_timestamp", "reason", "detail"]
     assert broker["phy_offset"].tolist() == q.trace.result.phy_offsets == [300]
     verified = result_table(q, "verified")
     assert verified.columns[0] == "broker_returned" and verified["phy_offset"].tolist() == [300]
@@ -125,6 +137,8 @@ def test_result_table_rows_and_reasons_in_both_modes(tmp_path):
     assert dict(zip(rows["phy_offset"], rows["reason"])) == reasons(everything) == {100: "ok", 200: "collision",
                                                                                     300: "ok"}
     assert rows["rank"].tolist() == [0, 1, 2]
+    # the detail says why, as the comparison wrote it: the other key's message for the collision
+    assert rows["detail"].tolist() == ["", "the message is T#ORDER_BB1", ""]
     with pytest.raises(ValueError, match="mode must be one of"):
         result_table(q, "both")
 

@@ -60,6 +60,8 @@ __all__ = [
     "SAMPLE_FILES",
     "estimate",
     "monte_carlo",
+    "monte_carlo_draws",
+    "draw_percentiles",
     "chain_lengths_from_keys",
     "broker_walk_entries",
     "sample_index_keys",
@@ -861,18 +863,21 @@ def _pert(rng: np.random.Generator, iv: Interval, n: int) -> np.ndarray:
     return iv.low + span * rng.beta(a, b, n)
 
 
-def monte_carlo(plan: Plan, samples: int = 2000, seed: int | None = None, *,
-                sample: bool | OccupancySample = True, percentiles=(5, 50, 95),
-                whole_files: bool = False) -> pd.DataFrame:
-    """Percentiles of every output when each interval input is drawn independently from a
-    PERT(low, likely, high) distribution (a Beta scaled to [low, high] with mode `likely`;
-    a plain number stays fixed). One row per output (index = output name), columns
-    ``p5``, ``p50``, ``p95`` (by default) and ``mean``; infinite outputs (never reaching a
-    disk threshold) count as +inf in percentiles and make the mean inf. `seed` None uses the
-    plan's seed. Vectorized over samples; the real-hash occupancy is sampled once at the
+def monte_carlo_draws(plan: Plan, samples: int = 2000, seed: int | None = None, *,
+                      sample: bool | OccupancySample = True, whole_files: bool = False) -> pd.DataFrame:
+    """Every Monte Carlo draw behind :func:`monte_carlo`: one row per draw, a column per interval
+    input (its dotted name: the value drawn) and per output (the model at those inputs; floats,
+    inf where a disk threshold is never reached). Each interval is drawn independently from
+    PERT(low, likely, high) (a Beta scaled to [low, high] with mode `likely`; a plain number stays
+    fixed); `seed` None uses the plan's seed. The real-hash occupancy is sampled once at the
     likely point and carried to each draw by the uniform model's ratio (see :func:`estimate`;
-    `whole_files` as there).
-    Cost: ~50 ms for 2000 samples plus the key sample.
+    `whole_files` as there). Cost: ~50 ms for 2000 samples plus the key sample.
+
+    >>> from rmqlab.capacity.plan import parse_plan
+    >>> d = monte_carlo_draws(parse_plan({"traffic": {"messages_per_second": {"low": 1, "likely": 2, "high": 4}}}),
+    ...                       100, sample=False)
+    >>> d.shape[0], bool(d["traffic.messages_per_second"].between(1, 4).all())
+    (100, True)
     """
     if isinstance(samples, bool) or not isinstance(samples, (int, np.integer)) or samples < 1:
         raise ValueError(f"samples must be a positive int, got {samples!r}")
@@ -883,15 +888,40 @@ def monte_carlo(plan: Plan, samples: int = 2000, seed: int | None = None, *,
     out = _core(plan, v, occ)
     if occ is not None:
         _carry_sample(plan, out, occ)
+    columns = {**v, **{name: out[name] for name in OUTPUTS}}
+    return pd.DataFrame({name: np.broadcast_to(np.asarray(x, float), (int(samples),)) for name, x in columns.items()})
+
+
+def draw_percentiles(draws: pd.DataFrame, percentiles=(5, 50, 95)) -> pd.DataFrame:
+    """Percentiles of each output over Monte Carlo draws (:func:`monte_carlo_draws`): one row
+    per output, columns ``p5``, ``p50``, ``p95`` (by default) and ``mean``. Infinite values
+    (a threshold never reached) count as +inf: a percentile falling among them is inf (the
+    draw at that rank), and so is the mean. Cost: O(outputs x draws log draws).
+    """
+    samples = len(draws)
     rows = {}
     for name in OUTPUTS:
-        x = np.broadcast_to(np.asarray(out[name], float), (samples,))
+        x = draws[name].to_numpy(float)
         row = {f"p{p:g}": float(np.percentile(x, p, method="linear")) if np.isfinite(x).all()
                else float(np.sort(x)[min(samples - 1, int(math.ceil(p / 100 * samples)) - 1 if p > 0 else 0)])
                for p in percentiles}
         row["mean"] = float(x.mean())
         rows[name] = row
     return pd.DataFrame.from_dict(rows, orient="index")
+
+
+def monte_carlo(plan: Plan, samples: int = 2000, seed: int | None = None, *,
+                sample: bool | OccupancySample = True, percentiles=(5, 50, 95),
+                whole_files: bool = False) -> pd.DataFrame:
+    """Percentiles of every output when each interval input is drawn independently from a
+    PERT(low, likely, high) distribution: :func:`draw_percentiles` of
+    :func:`monte_carlo_draws` (see there for `seed`, `sample` and `whole_files`). One row per
+    output (index = output name), columns ``p5``, ``p50``, ``p95`` (by default) and ``mean``;
+    infinite outputs (never reaching a disk threshold) count as +inf in percentiles and make
+    the mean inf. Cost: ~50 ms for 2000 samples plus the key sample.
+    """
+    return draw_percentiles(monte_carlo_draws(plan, samples, seed, sample=sample, whole_files=whole_files),
+                            percentiles)
 
 
 # -------------------------------------------------------------- exact counts for a store

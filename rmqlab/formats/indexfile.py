@@ -582,6 +582,11 @@ class IndexFile:
 
     # -- writing --------------------------------------------------------------------------
 
+    @property
+    def closed(self) -> bool:
+        """True once :meth:`close` has run: nothing can be read or written any more."""
+        return self._closed
+
     def _require_open(self) -> None:
         if self._closed:
             raise ValueError(f"{self.path}: index file is closed")

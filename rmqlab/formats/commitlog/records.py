@@ -251,6 +251,35 @@ class Message:
                  "prepared_transaction_offset", "body", "topic")
         return {n: getattr(self, n) for n in names} | {"properties": self.properties_raw}
 
+    def field_spans(self) -> list[tuple[str, int, int]]:
+        """Where each field of the record lies: (name as in MessageDecoder's comments, byte
+        offset from the record's start, size in bytes), in record order, the variable parts
+        (hosts, BODY, TOPIC, PROPERTIES) sized from this record. The sizes add up to
+        TOTALSIZE. Cost: O(fields).
+
+        >>> from rmqlab.formats.commitlog.encode import encode_message
+        >>> m = read_message(encode_message(topic="T", body=b"hi", properties={"KEYS": "k"}), 0)
+        >>> [s for s in m.field_spans() if s[0] in ("BORNHOST", "BODY", "TOPIC", "PROPERTIES")]
+        [('BORNHOST', 48, 4), ('BODY', 88, 2), ('TOPIC', 91, 1), ('PROPERTIES', 94, 7)]
+        >>> sum(size for _, _, size in m.field_spans()) == m.total_size
+        True
+        """
+        born_ip = IPV6_SIZE if self.sys_flag & BORNHOST_V6_FLAG else IPV4_SIZE
+        store_ip = IPV6_SIZE if self.sys_flag & STOREHOSTADDRESS_V6_FLAG else IPV4_SIZE
+        topic_len = TOPIC_LEN_V1 if self.version == 1 else TOPIC_LEN_V2
+        parts: list[tuple[str, int]] = [(f.doc.split(":")[0], f.size) for f in HEAD.fields]
+        parts += [("BORNHOST", born_ip), ("BORNHOST port", PORT.size),
+                  ("STORETIMESTAMP", STORE_TIME.size), ("STOREHOST", store_ip), ("STOREHOST port", PORT.size)]
+        parts += [(f.doc.split(":")[0], f.size) for f in TAIL.fields]
+        parts += [("BODY", len(self.body)), ("TOPICLEN", topic_len.size),
+                  ("TOPIC", len(self.topic.encode("utf-8"))),
+                  ("PROPERTIESLENGTH", PROPERTIES_LEN.size), ("PROPERTIES", len(self.properties_raw))]
+        spans, at = [], 0
+        for name, size in parts:
+            spans.append((name, at, size))
+            at += size
+        return spans
+
     def encode(self, *, keep_crc: bool = True) -> bytes:
         """The record's bytes: identical to what was read when `keep_crc` (BODYCRC as stored)."""
         from rmqlab.formats.commitlog.encode import (
