@@ -52,6 +52,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from bench_indexfile import reset_hwm
 from common import machine, publish
 
 PATHS = ("build", "decode", "dispatch", "query_many", "verify", "kafka_walk", "kafka_rebuild")
@@ -71,19 +72,10 @@ def _status() -> dict[str, int]:
     return out
 
 
-def _reset_hwm() -> bool:
-    try:
-        with open("/proc/self/clear_refs", "w") as fh:
-            fh.write("5")
-        return True
-    except OSError:
-        return False
-
-
 def measure(fn) -> tuple[object, dict]:
     """Run fn() once: its result, and wall/CPU seconds, peak resident and anonymous growth."""
     gc.collect()
-    exact = _reset_hwm()
+    exact = reset_hwm()
     before = _status()
     peak_anon = [before["RssAnon"]]
     stop = threading.Event()
