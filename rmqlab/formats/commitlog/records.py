@@ -2,7 +2,6 @@
 readable model of every check)."""
 from __future__ import annotations
 
-import errno
 import os
 import zlib
 from collections.abc import Iterator
@@ -50,6 +49,7 @@ from rmqlab.formats.commitlog.layout import (
     WALK_STOPS,
 )
 from rmqlab.formats.msgid import format_host, offset_msg_id
+from rmqlab.sparse import data_spans
 
 
 def compute_body_crc(body: bytes) -> int:
@@ -475,31 +475,14 @@ def _tail_is_zero(buf, start: int) -> bool:
 
 
 def _zero_after(buf, start: int, path) -> bool:
-    """:func:`_tail_is_zero` reading only the parts of the file at `path` that hold data: the
-    file system says where they are (SEEK_DATA / SEEK_HOLE), so a sparse preallocated tail is
-    never read (reading its holes filled the page cache with zeros: a whole read of a 1 GiB
-    file for a store of a few messages). Reads everything when the file system cannot tell."""
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
+    """:func:`_tail_is_zero` reading only the parts of the file at `path` that hold data
+    (:func:`rmqlab.sparse.data_spans`): a sparse preallocated tail is never read. Reads
+    everything when the file system cannot tell."""
+    spans = data_spans(path, start, len(buf))
+    if spans is None:
         return _tail_is_zero(buf, start)
     U = np.frombuffer(buf, np.uint8) if len(buf) else np.zeros(0, np.uint8)
-    try:
-        at = start
-        while at < len(U):
-            try:
-                data = os.lseek(fd, at, os.SEEK_DATA)
-            except OSError as e:
-                if e.errno == errno.ENXIO:   # no data at or after `at`
-                    return True
-                return _tail_is_zero(buf, start)
-            hole = min(os.lseek(fd, data, os.SEEK_HOLE), len(U))
-            if U[data:hole].any():
-                return False
-            at = hole
-        return True
-    finally:
-        os.close(fd)
+    return not any(U[lo:hi].any() for lo, hi in spans)
 
 
 #: bytes of a stopped record kept to see whether a writer changes them while the stop is
