@@ -401,24 +401,3 @@ def test_encode_records_checks_rows_before_writing():
         with pytest.raises(ValueError):
             _records.encode_records(*bad)
         assert not bad[0].any()
-
-
-@settings(max_examples=60, deadline=None)
-@given(writes=st.lists(st.tuples(st.integers(0, (1 << 20) - 1), st.binary(min_size=1, max_size=5000)), max_size=6),
-       start=st.integers(0, 1 << 20))
-def test_a_sparse_tail_is_judged_by_its_data_alone(tmp_path_factory, writes, start):
-    """classify_stop's zero-tail test asks the file system where data lies (SEEK_DATA/SEEK_HOLE)
-    and reads only that: the same answer as reading every byte, on sparse files with data (zeros
-    or not) anywhere."""
-    import mmap
-
-    from rmqlab.formats.commitlog.records import _tail_is_zero, _zero_after
-
-    p = tmp_path_factory.mktemp("sparse") / "00000000000000000000"
-    with open(p, "wb") as fh:
-        fh.truncate(1 << 20)
-        for at, data in writes:
-            fh.seek(at)
-            fh.write(data[:(1 << 20) - at])
-    with open(p, "rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mm:
-        assert _zero_after(mm, start, p) == _tail_is_zero(mm, start)

@@ -657,26 +657,3 @@ def test_cross_checks_give_the_same_report_whatever_the_chunk(copy, monkeypatch)
     assert {"index.key-hash", "index.phy-offset", "index.entry-time", "index.missing-key", "cq.missing-unit"} <= checks
     assert any(p["count"] > 1 for p in problems)
     assert reports[1] == reports[7] == reports[2**20]
-
-
-@settings(max_examples=60, deadline=None)
-@given(writes=st.lists(st.tuples(st.integers(0, (1 << 20) - 1), st.binary(min_size=1, max_size=5000)), max_size=6),
-       lo=st.integers(0, 1 << 20), chunk=st.sampled_from([1 << 10, 1 << 24]))
-def test_zero_scans_that_skip_holes_find_what_reading_finds(tmp_path_factory, writes, lo, chunk):
-    """first_nonzero / last_nonzero given the file read only where it holds data (SEEK_DATA):
-    the same index as reading every byte, on sparse files with data (zeros or not) anywhere."""
-    import mmap
-
-    from rmqlab.verify.common import first_nonzero, last_nonzero
-
-    p = tmp_path_factory.mktemp("sparse") / "f"
-    with open(p, "wb") as fh:
-        fh.truncate(1 << 20)
-        for at, data in writes:
-            fh.seek(at)
-            fh.write(data[:(1 << 20) - at])
-    with open(p, "rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mm:
-        a = np.frombuffer(mm, np.uint8)[lo:]
-        assert first_nonzero(a, chunk, path=p, offset=lo) == first_nonzero(a, chunk)
-        assert last_nonzero(a, chunk, path=p, offset=lo) == last_nonzero(a, chunk)
-        del a
