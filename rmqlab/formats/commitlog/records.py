@@ -49,6 +49,7 @@ from rmqlab.formats.commitlog.layout import (
     WALK_STOPS,
 )
 from rmqlab.formats.msgid import format_host, offset_msg_id
+from rmqlab.sparse import data_spans
 
 
 def compute_body_crc(body: bytes) -> int:
@@ -473,6 +474,23 @@ def _tail_is_zero(buf, start: int) -> bool:
     return not a.any()
 
 
+def _zero_after(buf, start: int, path) -> bool:
+    """:func:`_tail_is_zero` reading only the parts of the file at `path` that hold data
+    (:func:`rmqlab.sparse.data_spans`): a sparse preallocated tail is never read. Reads
+    everything when the file system cannot tell."""
+    spans = data_spans(path, start, len(buf))
+    if spans is None:
+        return _tail_is_zero(buf, start)
+    U = np.frombuffer(buf, np.uint8) if len(buf) else np.zeros(0, np.uint8)
+    return not any(U[lo:hi].any() for lo, hi in spans)
+
+
+#: bytes of a stopped record kept to see whether a writer changes them while the stop is
+#: classified: more than a record of the broker's default maxMessageSize (4 MiB) and its head
+#: (a copy up to the end of a preallocated 1 GiB file cost as much memory as the file)
+_IN_FLIGHT_WINDOW = 8 << 20
+
+
 def classify_stop(buf, f: StoreFile, p: int, code: int, fld: str, reason: str, last: bool,
                    record_end: int | None) -> Damage | None:
     """Damage (or torn tail, or None for a clean end) for a walk that stopped at `p`."""
@@ -481,8 +499,9 @@ def classify_stop(buf, f: StoreFile, p: int, code: int, fld: str, reason: str, l
     path = os.fspath(f.path)
     if last:
         end = len(buf) if record_end is None else min(max(record_end, p + BLANK.size), len(buf))
+        end = min(end, p + _IN_FLIGHT_WINDOW)
         seen = bytes(buf[p:end])
-        if _tail_is_zero(buf, p):
+        if _zero_after(buf, p, f.path):
             return None          # unwritten preallocated space
         if code in (STOP_SHORT, STOP_PAST_END):
             return Damage(path, p, f.start_offset + p, fld, "torn tail: " + reason, "torn-tail")
