@@ -48,6 +48,7 @@ from typing import Any
 import numpy as np
 
 from rmqlab.dispatch import goes_to_index, goes_to_index_many, index_keys, index_keys_many, transaction_type
+from rmqlab.display import ms_with_clock
 from rmqlab.errors import ReadOnlyError
 from rmqlab.formats.indexfile import (
     DEFAULT_HASH_SLOT_NUM,
@@ -72,6 +73,7 @@ __all__ = [
     "ExpandedKeys",
     "IndexService",
     "index_file_name",
+    "index_file_name_ms",
     "is_index_file_name",
     "check_index_num",
     "next_free_index_file_name",
@@ -108,6 +110,26 @@ def index_file_name(ms: int, tz: _dt.tzinfo | None = None) -> str:
     secs, milli = divmod(int(ms), 1000)
     t = _dt.datetime.fromtimestamp(secs, tz) if tz is not None else _dt.datetime.fromtimestamp(secs)
     return f"{t.year:04d}{t.month:02d}{t.day:02d}{t.hour:02d}{t.minute:02d}{t.second:02d}{milli:03d}"
+
+
+def index_file_name_ms(name: str, tz: _dt.tzinfo | None = None) -> int:
+    """The instant (ms since the epoch) an index file name denotes when read as a wall-clock time
+    in `tz` (None = the local time zone): the inverse of :func:`index_file_name`. A name says
+    nothing of its zone; the broker wrote it in its own. Cost: one parse.
+
+    >>> index_file_name_ms("20240610061525510", _dt.timezone.utc)
+    1718000125510
+    >>> index_file_name_ms(index_file_name(1718000125510, _dt.timezone(_dt.timedelta(hours=8))),
+    ...                    _dt.timezone(_dt.timedelta(hours=8)))
+    1718000125510
+
+    Raises ValueError for a name that is not 17 digits of a calendar time.
+    """
+    if not is_index_file_name(name):
+        raise ValueError(f"{name!r} is not a yyyyMMddHHmmssSSS index file name")
+    t = _dt.datetime.strptime(name[:14], "%Y%m%d%H%M%S")
+    t = t.replace(tzinfo=tz) if tz is not None else t.astimezone()
+    return int(t.timestamp()) * 1000 + int(name[14:])
 
 
 def is_index_file_name(name: str) -> bool:
@@ -290,14 +312,15 @@ class DirectoryQueryTrace:
 
     def __str__(self) -> str:
         lines = [f"query {self.key!r}: max_num {self.max_num} (asked {self.requested_max_num}), "
-                 f"[{self.begin}, {self.end}]"]
+                 f"[{ms_with_clock(self.begin)}, {ms_with_clock(self.end)}]"]
         for v in self.files:
             what = {"searched": f"searched, {len(v.offsets)} found, {v.entries_read} entries read"
                                 f" (walk stopped: {v.trace.stop})" if v.trace else "searched",
                     "not-time-matched": "skipped: time range does not touch [begin, end]",
                     "not-visited": "not visited"}[v.action]
             then = f"; then {v.after}" if v.after else ""
-            lines.append(f"  {v.name}  [{v.begin_timestamp}, {v.end_timestamp}]  {what}{then}")
+            lines.append(f"  {v.name}  [{ms_with_clock(v.begin_timestamp)}, {ms_with_clock(v.end_timestamp)}]  "
+                         f"{what}{then}")
         lines.append(f"stopped: {self.stop} ({self.stop_reason}); {len(self.result)} offsets")
         return "\n".join(lines)
 
@@ -495,7 +518,8 @@ class IndexService:
         check_index_num(inum)
         return hsn, inum
 
-    def build_index(self, msg: DispatchRequest) -> int:
+    def build_index(self, msg: DispatchRequest,
+                    observe: Callable[[str, dict[str, Any]], None] | None = None) -> int:
         """IndexService.buildIndex: index one message's keys; returns how many keys were put.
 
         In the broker's order: get (or create) the writable file -- so a file is created even
@@ -505,20 +529,36 @@ class IndexService:
         put ``topic#k`` for each part of :func:`rmqlab.dispatch.index_keys` (``UNIQ_KEY`` if not
         None, then each non-empty token of KEYS split on " "). A put refused because the file is full creates the next
         file and is retried there. Cost: O(keys), one put_key each.
+
+        `observe(event, details)`, when given, is told each decision as it is taken, for a
+        step-by-step view (:mod:`rmqlab.buildsteps`): "file" (the writable file, and whether it
+        was just created), "skip" (why: "already-indexed" or "rollback"), "keys" (the index
+        keys), "put" before each put_key and "put-done" after it (with its answer).
         """
+        tell = observe or (lambda event, details: None)
         self._store_time_hint = msg.store_timestamp
+        before = len(self.files)
         f = self.get_and_create_last_file()
+        tell("file", {"file": f, "created": len(self.files) > before})
         if msg.phy_offset < f.header.end_phy_offset:
+            tell("skip", {"why": "already-indexed", "file": f})
             return 0
         if msg.is_rollback:
+            tell("skip", {"why": "rollback", "file": f})
             return 0
-        n = 0
-        for k in msg.index_keys():
-            key = index_key(msg.topic, k)
-            while not f.put_key(key, msg.phy_offset, msg.store_timestamp):
+        keys = [index_key(msg.topic, k) for k in msg.index_keys()]
+        tell("keys", {"keys": keys, "uniq_key": msg.uniq_key, "keys_property": msg.keys})
+        for key in keys:
+            while True:
+                tell("put", {"key": key, "file": f})
+                ok = f.put_key(key, msg.phy_offset, msg.store_timestamp)
+                tell("put-done", {"key": key, "file": f, "ok": ok})
+                if ok:
+                    break
+                before = len(self.files)
                 f = self.get_and_create_last_file()
-            n += 1
-        return n
+                tell("file", {"file": f, "created": len(self.files) > before})
+        return len(keys)
 
     def put_message(self, topic: str, phy_offset: int, store_timestamp: int, keys: str | None = None,
                     uniq_key: str | None = None, sys_flag: int = 0) -> int:

@@ -10,6 +10,7 @@ as the cell's value), in a script (``fig.savefig("x.png")``) and on a headless s
 * :func:`chain_length_histogram_figure` - the chain-length distribution against the
   Poisson expectation of an ideal uniform hash.
 * :func:`entries_over_time` - entries per time bin and the time span of every file of a folder.
+* :func:`stored_time_lag_figure` - how far each entry's stored time lies before the real one.
 * :func:`file_stats_figure` - per file of a folder, non-empty slots against a uniform hash's
   share, and the mean and longest chains (from :func:`rmqlab.indexstats.directory_stats`).
 * :func:`query_walk_figure` - a key query's walk, file by file and entry by entry, coloured by
@@ -42,6 +43,12 @@ from rmqlab.extras import require
 # this package raises MissingExtraError rather than ModuleNotFoundError, hence the late imports.
 require("viz", "matplotlib", "rmqlab.viz")
 
+from rmqlab.viz.fonts import use_fallback_fonts  # noqa: E402
+
+# Chinese and emoji keys draw as boxes in DejaVu alone: fall back to the CJK and emoji fonts
+# make installs (rmqlab/viz/fonts.py).
+use_fallback_fonts()
+
 from rmqlab.viz.capacity import (  # noqa: E402
     disk_fan_figure,
     disk_usage_figure,
@@ -56,6 +63,7 @@ from rmqlab.viz.figures import (  # noqa: E402
     file_stats_figure,
     slot_chain_lengths,
     slot_occupancy_image,
+    stored_time_lag_figure,
 )
 from rmqlab.viz.hexview import (  # noqa: E402
     annotated_hex_figure,
@@ -72,6 +80,7 @@ __all__ = [
     "chain_length_histogram_figure",
     "entries_over_time",
     "file_stats_figure",
+    "stored_time_lag_figure",
     "walk_table",
     "query_walk_figure",
     "hex_fields",
