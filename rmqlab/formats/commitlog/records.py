@@ -2,7 +2,6 @@
 readable model of every check)."""
 from __future__ import annotations
 
-import errno
 import os
 import zlib
 from collections.abc import Iterator
@@ -50,6 +49,7 @@ from rmqlab.formats.commitlog.layout import (
     WALK_STOPS,
 )
 from rmqlab.formats.msgid import format_host, offset_msg_id
+from rmqlab.sparse import data_spans
 
 
 def compute_body_crc(body: bytes) -> int:
@@ -474,43 +474,21 @@ def _tail_is_zero(buf, start: int) -> bool:
     return not a.any()
 
 
-def _unwritten_from(buf, start: int, path) -> bool:
-    """:func:`_tail_is_zero` reading only the parts of the file at `path` that the file system
-    reports as data: a hole reads as zeros, and the unwritten end of a preallocated file is one
-    (faulting it in page by page cost more than decoding the records before it)."""
-    if start >= len(buf):
-        return True
-    a = np.frombuffer(buf, np.uint8)
-    return not any(a[lo:hi].any() for lo, hi in _data_regions(path, start, len(buf)))
+def _zero_after(buf, start: int, path) -> bool:
+    """:func:`_tail_is_zero` reading only the parts of the file at `path` that hold data
+    (:func:`rmqlab.sparse.data_spans`): a sparse preallocated tail is never read. Reads
+    everything when the file system cannot tell."""
+    spans = data_spans(path, start, len(buf))
+    if spans is None:
+        return _tail_is_zero(buf, start)
+    U = np.frombuffer(buf, np.uint8) if len(buf) else np.zeros(0, np.uint8)
+    return not any(U[lo:hi].any() for lo, hi in spans)
 
 
-def _data_regions(path, start: int, end: int) -> list[tuple[int, int]]:
-    """The [lo, hi) ranges of [start, end) of the file at `path` that may hold data (SEEK_DATA /
-    SEEK_HOLE); the whole range where the file system cannot tell or there is no path."""
-    if path is None or not hasattr(os, "SEEK_DATA"):
-        return [(start, end)]
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        return [(start, end)]
-    regions = []
-    try:
-        pos = start
-        while pos < end:
-            try:
-                lo = os.lseek(fd, pos, os.SEEK_DATA)
-            except OSError as e:
-                if e.errno == errno.ENXIO:   # no data after pos
-                    break
-                return [(start, end)]
-            if lo >= end:
-                break
-            hi = min(os.lseek(fd, lo, os.SEEK_HOLE), end)
-            regions.append((lo, hi))
-            pos = hi
-    finally:
-        os.close(fd)
-    return regions
+#: bytes of a stopped record kept to see whether a writer changes them while the stop is
+#: classified: more than a record of the broker's default maxMessageSize (4 MiB) and its head
+#: (a copy up to the end of a preallocated 1 GiB file cost as much memory as the file)
+_IN_FLIGHT_WINDOW = 8 << 20
 
 
 def classify_stop(buf, f: StoreFile, p: int, code: int, fld: str, reason: str, last: bool,
@@ -520,12 +498,11 @@ def classify_stop(buf, f: StoreFile, p: int, code: int, fld: str, reason: str, l
         return None
     path = os.fspath(f.path)
     if last:
-        if _unwritten_from(buf, p, f.path):
-            return None          # unwritten preallocated space (the usual end of the active file)
         end = len(buf) if record_end is None else min(max(record_end, p + BLANK.size), len(buf))
+        end = min(end, p + _IN_FLIGHT_WINDOW)
         seen = bytes(buf[p:end])
-        if _tail_is_zero(buf, p):
-            return None
+        if _zero_after(buf, p, f.path):
+            return None          # unwritten preallocated space
         if code in (STOP_SHORT, STOP_PAST_END):
             return Damage(path, p, f.start_offset + p, fld, "torn tail: " + reason, "torn-tail")
         # a write cut short in a preallocated file: the record ends in zeros and only zeros follow
@@ -540,7 +517,7 @@ def classify_stop(buf, f: StoreFile, p: int, code: int, fld: str, reason: str, l
             return Damage(path, p, f.start_offset + p, fld,
                           "torn tail: the record changed while it was read (a write in flight): " + reason,
                           "torn-tail")
-    elif code == STOP_MAGIC and _unwritten_from(buf, p, f.path):
+    elif code == STOP_MAGIC and _tail_is_zero(buf, p):
         reason = "zeros where the next record or the end-of-file blank should be (not the last file)"
     return Damage(path, p, f.start_offset + p, fld, reason)
 
