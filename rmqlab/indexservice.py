@@ -47,6 +47,7 @@ from typing import Any
 
 import numpy as np
 
+from rmqlab.arrowcol import arrow_column, utf8_buffers
 from rmqlab.dispatch import goes_to_index, goes_to_index_many, index_keys, index_keys_many, transaction_type
 from rmqlab.display import ms_with_clock
 from rmqlab.errors import ReadOnlyError
@@ -61,7 +62,7 @@ from rmqlab.formats.indexfile import (
     SlotCountRule,
     build_index_file,
 )
-from rmqlab.javahash import index_hash_many, index_key
+from rmqlab.javahash import index_hash_many, index_key, java_hash_many
 
 __all__ = [
     "DEFAULT_MAX_MSGS_NUM_BATCH",
@@ -578,10 +579,11 @@ class IndexService:
         keys, uniq_key, sys_flag). Appends to the newest file and rolls over exactly where the
         broker would: within a message when a put is refused, and for a message that arrives
         after a file filled (a new, possibly empty, file). Cost: O(keys) in C, no Python loop
-        per message or key: with object text columns (what commitlog.read_columns gives) the
-        keys are hashed from the str objects (:func:`index_key_hashes`, about 0.1 s a million
-        messages of two keys); other storage goes through Arrow (:func:`expand_columns`), about
-        three times slower.
+        per message or key: with object text columns (what commitlog.read_columns gives) or
+        Arrow ones (``read_columns(arrow=True)``: the topic as dictionary codes) the keys are
+        hashed in C from the str objects or the UTF-8 buffers (:func:`index_key_hashes`, about
+        0.1 s a million messages of two keys); other storage goes through Arrow
+        (:func:`expand_columns`), about three times slower.
         """
         ts_col = columns["store_timestamp"]
         store_ts = np.asarray(ts_col, dtype=np.int64)
@@ -981,9 +983,11 @@ def _object_column(col, n: int) -> np.ndarray | None:
 
 def index_key_hashes(columns: Any, *, end_phy_offset: int = 0) -> tuple[np.ndarray, np.ndarray, int] | None:
     """The puts of :func:`expand_columns` as (message_index int64, index hashes int32,
-    n_messages), hashed in C from the columns' str objects without building the full key
-    strings; None when a text column is not a NumPy/pandas object column of str and None (then
-    use :func:`expand_columns` and :func:`rmqlab.javahash.index_hash_many`). Units: message rows
+    n_messages), hashed in C without building the full key strings, from the columns' str
+    objects or from Arrow UTF-8 buffers (topic, keys and uniq_key all Arrow text, the topic
+    hashed once a distinct value); None for other storage, a None or NaN where a str is
+    needed, or text that is not UTF-8 in Arrow (then use :func:`expand_columns` and
+    :func:`rmqlab.javahash.index_hash_many`). Units: message rows
     and IndexFile key hashes (abs of hashCode(topic#key), MIN_VALUE as 0). Cost: O(total key
     length) in C, about 30 ns a message.
 
@@ -999,14 +1003,26 @@ def index_key_hashes(columns: Any, *, end_phy_offset: int = 0) -> tuple[np.ndarr
     topic_col = _column(columns, "topic")
     if topic_col is None:
         return None
-    text = [_object_column(c, n) for c in (topic_col, _column(columns, "keys"), _column(columns, "uniq_key"))]
-    if any(t is None for t in text):
-        return None
-    topic, keys, uniq = (np.ascontiguousarray(t) for t in text)
     sf = _column(columns, "sys_flag")
     sys_flag = np.zeros(n, np.int64) if sf is None else np.asarray(sf, dtype=np.int64)
     if len(sys_flag) != n:
         return None
+    arrow = _arrow_key_columns(topic_col, _column(columns, "keys"), _column(columns, "uniq_key"), n)
+    if arrow is not None:
+        codes, prefixes, keys_buf, uniq_buf = arrow
+        nkeys = np.empty(n, np.int32)
+        _dispatchcore.count_keys_utf8(*keys_buf, *uniq_buf, nkeys)
+        keep = _kept_messages(phy, sys_flag, nkeys, end_phy_offset)
+        total = int(nkeys[keep].sum(dtype=np.int64))
+        message_index = np.empty(total, np.int64)
+        hashes = np.empty(total, np.int32)
+        _dispatchcore.key_hashes_utf8(codes, prefixes, *keys_buf, *uniq_buf, keep.view(np.uint8), message_index,
+                                      hashes)
+        return message_index, hashes, n
+    text = [_object_column(c, n) for c in (topic_col, _column(columns, "keys"), _column(columns, "uniq_key"))]
+    if any(t is None for t in text):
+        return None
+    topic, keys, uniq = (np.ascontiguousarray(t) for t in text)
     nkeys = np.empty(n, np.int32)
     try:
         _dispatchcore.count_keys(topic, keys, uniq, nkeys)
@@ -1018,6 +1034,33 @@ def index_key_hashes(columns: Any, *, end_phy_offset: int = 0) -> tuple[np.ndarr
     hashes = np.empty(total, np.int32)
     _dispatchcore.key_hashes(topic, keys, uniq, keep.view(np.uint8), message_index, hashes)
     return message_index, hashes, n
+
+
+def _arrow_key_columns(topic: Any, keys: Any, uniq_key: Any, n: int):
+    """Arrow buffers of the index key columns for ``_dispatchcore.key_hashes_utf8``: (topic
+    dictionary codes int32, hashCode state after each dictionary value + "#" uint32, keys
+    buffers, uniq_key buffers); None unless all three are Arrow text (UTF-8) of `n` rows
+    without a null topic. Cost: one hash a distinct topic."""
+    import pyarrow as pa
+
+    arrays = [arrow_column(c) for c in (topic, keys, uniq_key)]
+    if any(a is None or len(a) != n for a in arrays):
+        return None
+    topic_arr, keys_arr, uniq_arr = arrays
+    if not pa.types.is_dictionary(topic_arr.type):
+        if not (pa.types.is_string(topic_arr.type) or pa.types.is_large_string(topic_arr.type)):
+            return None
+        topic_arr = topic_arr.dictionary_encode()
+    values = topic_arr.dictionary
+    if topic_arr.null_count or values.null_count or not (pa.types.is_string(values.type)
+                                                          or pa.types.is_large_string(values.type)):
+        return None
+    buffers = [utf8_buffers(a) for a in (keys_arr, uniq_arr)]
+    if any(b is None for b in buffers):
+        return None
+    prefixes = java_hash_many(values).astype(np.uint32) * np.uint32(31) + np.uint32(ord("#"))
+    codes = np.ascontiguousarray(topic_arr.indices.to_numpy(zero_copy_only=False), dtype=np.int32)
+    return codes, prefixes, buffers[0], buffers[1]
 
 
 def _as_expanded(source: Any) -> ExpandedKeys:

@@ -42,8 +42,8 @@ Facts settled from the Java source:
   with forceVerifyPropCRC: CRC32 of the record's bytes before its last 20, read in 5.2.0 and 5.3.1.
 
 Readers: :func:`read_message` (one record), :func:`iter_messages` (pure Python, readable model
-of every check), :func:`read_columns` / :func:`read_at` (columnar: the C walk of
-``rmqlab._records`` plus NumPy gathers). Writers: :func:`encode_message`,
+of every check), :func:`read_columns` / :func:`read_at` (columnar: one C pass of
+``rmqlab._records`` that walks, checks and decodes a file into Arrow's layout). Writers: :func:`encode_message`,
 :func:`encode_messages` (vectorized, lays out files), :class:`CommitLogWriter`.
 
 Damage. The reader cannot resynchronise inside a file (a record's position is the previous
