@@ -151,18 +151,23 @@ def jupyterlab(root: Path, home: Path, *, start_timeout: float = 60.0):
         yield base, token, log_path
 
 
-def run_all(page, base: str, token: str, notebook: str, *, timeout_s: float) -> None:
-    """Open `notebook` in JupyterLab (a clean layout, the file browser hidden), wait for its
-    kernel, Run All, and wait until every code cell has run (Run All stops at a failing cell,
-    so then this times out). Raises TimeoutError from Playwright."""
+def run_all(page, base: str, token: str, notebook: str, *, timeout_s: float, hide_files: bool = True,
+            open_timeout_s: float = 60.0) -> None:
+    """Open `notebook` in JupyterLab (a clean layout; `hide_files` closes the file browser so the
+    notebook gets the width), wait up to `open_timeout_s` for it and its kernel, Run All, and wait
+    up to `timeout_s` until every code cell has run. Run All stops at a failing cell, so a
+    numbered prompt on every cell means none failed; a failing cell makes this time out.
+    Raises TimeoutError from Playwright."""
     page.goto(f"{base}/lab/tree/{notebook}?reset&token={token}")
-    page.wait_for_selector(".jp-Notebook .jp-CodeCell", timeout=60_000)
-    # the kernel must be up before Run All, else JupyterLab asks for one in a dialog
+    page.wait_for_selector(".jp-Notebook .jp-CodeCell", timeout=open_timeout_s * 1000)
+    # The kernel must be up before Run All, else JupyterLab asks for one in a dialog. The
+    # toolbar's indicator says "idle" before any kernel exists; the status bar names it.
     page.wait_for_function(
         """() => [...document.querySelectorAll('.jp-StatusBar-Widget')].some(
                w => w.textContent.includes('| Idle') && !w.textContent.includes('No Kernel'))""",
-        timeout=60_000)
-    page.keyboard.press("Control+b")      # hide the file browser: the notebook gets the width
+        timeout=open_timeout_s * 1000)
+    if hide_files:
+        page.keyboard.press("Control+b")
     page.locator(".lm-MenuBar-item", has_text="Run").first.click()
     page.locator(".lm-Menu-item[data-command='runmenu:run-all']").click()
     cells = page.locator(".jp-Notebook .jp-CodeCell").count()

@@ -25,6 +25,7 @@ from browser_support import ARTIFACTS, ROOT, jupyterlab, launch, point_at_kernel
 from browser_support import free_port as _free_port
 from browser_support import isolated_env as _isolated_env
 from browser_support import kernel_name as _kernel_name
+from browser_support import run_all as run_notebook
 from browser_support import tail as _tail
 from oracles import require_module
 
@@ -244,26 +245,9 @@ def run_all(page, lab, notebook: str, artifacts: Path, *, hide_files: bool) -> N
     """Open `notebook` in JupyterLab (a fresh layout), run all its cells and wait until every
     one has run without an error. `hide_files` closes the file browser first (more room)."""
     base, token, log = lab
-    page.goto(f"{base}/lab/tree/{notebook}?reset&token={token}")
-    page.wait_for_selector(".jp-Notebook .jp-CodeCell", timeout=SERVER_START_S * 1000)
-    # The kernel must be up before Run All, else JupyterLab asks for one in a dialog. The
-    # toolbar's indicator says "idle" before any kernel exists; the status bar names it.
-    page.wait_for_function(
-        """() => [...document.querySelectorAll('.jp-StatusBar-Widget')].some(
-               w => w.textContent.includes('| Idle') && !w.textContent.includes('No Kernel'))""",
-        timeout=SERVER_START_S * 1000)
-    if hide_files:
-        page.keyboard.press("Control+b")
-    page.locator(".lm-MenuBar-item", has_text="Run").first.click()
-    page.locator(".lm-Menu-item[data-command='runmenu:run-all']").click()
-    code_cells = page.locator(".jp-Notebook .jp-CodeCell").count()
     try:
-        # Run All stops at the first error, so "every prompt has a number" means no cell failed.
-        page.wait_for_function(
-            """(n) => {
-                const prompts = [...document.querySelectorAll('.jp-Notebook .jp-CodeCell .jp-InputPrompt')];
-                return prompts.length === n && prompts.every(p => /\\[\\d+\\]/.test(p.textContent));
-            }""", arg=code_cells, timeout=NOTEBOOK_RUN_S * 1000)
+        run_notebook(page, base, token, notebook, timeout_s=NOTEBOOK_RUN_S, hide_files=hide_files,
+                     open_timeout_s=SERVER_START_S)
     except sync_api.TimeoutError as err:
         page.screenshot(path=artifacts / f"jupyterlab-{notebook[:2]}-run-all-failed.png")
         _no_errors(page)

@@ -25,6 +25,7 @@ import tomllib
 
 import pytest
 from browser_support import ARTIFACTS, launch, require_chromium
+from browser_support import run_all as run_notebook
 
 # JupyterLab on 127.0.0.1 serving a copy of notebooks/, as the query explorer's test runs it
 from test_browser import SERVER_START_S, _tail, lab  # noqa: F401
@@ -249,23 +250,9 @@ def run_all(page, base: str, token: str, notebook: str, log) -> None:
     """Open `notebook` in JupyterLab, wait for its kernel, hide the file browser and Run All;
     returns when every code cell has run (Run All stops at the first error, so a numbered
     prompt on every cell means none failed) and no cell wrote to stderr."""
-    page.goto(f"{base}/lab/tree/{notebook}?reset&token={token}")
-    page.wait_for_selector(".jp-Notebook .jp-CodeCell", timeout=SERVER_START_S * 1000)
-    # the toolbar says "idle" before a kernel exists; the status bar names the kernel once it does
-    page.wait_for_function(
-        """() => [...document.querySelectorAll('.jp-StatusBar-Widget')].some(
-               w => w.textContent.includes('| Idle') && !w.textContent.includes('No Kernel'))""",
-        timeout=SERVER_START_S * 1000)
-    page.keyboard.press("Control+b")
-    page.locator(".lm-MenuBar-item", has_text="Run").first.click()
-    page.locator(".lm-Menu-item[data-command='runmenu:run-all']").click()
-    cells = page.locator(".jp-Notebook .jp-CodeCell").count()
     try:
-        page.wait_for_function(
-            """(n) => {
-                const prompts = [...document.querySelectorAll('.jp-Notebook .jp-CodeCell .jp-InputPrompt')];
-                return prompts.length === n && prompts.every(p => /\\[\\d+\\]/.test(p.textContent));
-            }""", arg=cells, timeout=NOTEBOOK_RUN_S * 1000)
+        run_notebook(page, base, token, notebook, timeout_s=NOTEBOOK_RUN_S,
+                     open_timeout_s=SERVER_START_S)
     except sync_api.TimeoutError as err:
         page.screenshot(path=ARTIFACTS / "jupyterlab-06-run-all-failed.png")
         raise AssertionError(f"Run All of {notebook} did not finish within {NOTEBOOK_RUN_S} s:\n"
