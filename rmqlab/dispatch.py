@@ -42,6 +42,7 @@ from typing import Any
 import numpy as np
 
 from rmqlab.javahash import java_hash, java_hash_many
+from rmqlab.javalong import wrap_long
 
 __all__ = [
     "TRANSACTION_MASK",
@@ -250,11 +251,6 @@ _TIME_UNITS = {"s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
 _MISSING_LEVEL_DELAY = 1000
 
 
-def _wrap64(x: int) -> int:
-    """Java long arithmetic: wrap to signed 64 bits."""
-    return ((x + 2**63) % 2**64) - 2**63
-
-
 def parse_delay_levels(levels: str = DEFAULT_DELAY_LEVELS) -> dict[int, int]:
     """parseDelayLevel: level (1-based) -> delay in ms, from a ``messageDelayLevel`` string.
 
@@ -284,7 +280,7 @@ def compute_deliver_timestamp(delay_level: int, store_timestamp: int,
     """
     table = DELAY_LEVEL_TABLE if level_table is None else level_table
     delay = table.get(int(delay_level))
-    return _wrap64(int(store_timestamp) + (delay if delay is not None else _MISSING_LEVEL_DELAY))
+    return wrap_long(int(store_timestamp) + (delay if delay is not None else _MISSING_LEVEL_DELAY))
 
 
 def tags_code(tags: str | None) -> int:

@@ -338,6 +338,17 @@ def test_wrapper_offset_below_last_inner_offset(tmp_path):
     assert read_legacy_records(_wrapper(inner, 1, codecs.GZIP, offset=0))["offset"].tolist() == [0, 1, 2, 3]
 
 
+def test_v0_inner_offsets_a_long_apart_from_the_wrapper(tmp_path):
+    # v0 inner offsets are absolute; a damaged one at Long.MIN_VALUE puts lastOffset - baseOffset
+    # outside a long, which Java wraps: the batch still ends at the wrapper's offset
+    inner = encode_message_set([(-2**63, -1, b"k", b"v"), (1, -1, b"k", b"w")], magic=0)
+    seg = _wrapper(inner, 0, codecs.GZIP, offset=7)
+    (batch,) = list(walk_batches(seg))
+    assert (batch.base_offset, batch.last_offset) == (-2**63, 7)
+    assert batch.last_offset_delta == 7 + 2**63 - 2**64
+    assert read_legacy_records(seg)["offset"].tolist() == [-2**63, 1]
+
+
 @pytest.mark.parametrize("payload,why", [(b"", "no whole message"), (b"\x00" * 11, "no whole message"),
                                          (struct.pack(">qi", 0, 3) + b"\x00" * 20, "minimum record overhead")])
 def test_wrapper_payload_without_messages(tmp_path, payload, why):

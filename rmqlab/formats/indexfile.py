@@ -54,6 +54,7 @@ from rmqlab.errors import (
 )
 from rmqlab.formats.layout import Layout
 from rmqlab.javahash import index_hash, index_hash_many, java_hash_many
+from rmqlab.javalong import wrap_long
 
 __all__ = [
     "HEADER",
@@ -111,11 +112,6 @@ _SLOT_I32 = SLOT.field_struct("newest_entry")
 # the whole slot table once a call, which a large batch repays and a small one does not.
 _STREAM_MIN_KEYS = 100_000
 _HEADER_FIELD_STRUCTS = {f.name: (f.offset, HEADER.field_struct(f.name)) for f in HEADER.fields}
-
-
-def _wrap64(x: int) -> int:
-    """Java long arithmetic: wrap to signed 64 bits."""
-    return ((x + 2**63) % 2**64) - 2**63
 
 
 def _check_long(name: str, value: int) -> int:
@@ -767,7 +763,7 @@ class IndexFile:
             reads_since_result += 1
             time_read = begin_ts + time_diff * 1000
             if time_read > LONG_MAX or time_read < LONG_MIN:
-                time_read = _wrap64(time_read)
+                time_read = wrap_long(time_read)
             hash_match = stored_hash == key_hash
             time_match = time_diff >= 0 and begin <= time_read <= end
             returned = hash_match and time_match

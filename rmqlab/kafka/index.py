@@ -93,6 +93,7 @@ import numpy as np
 
 from rmqlab.errors import CorruptIndexError, FormatError, RmqlabError
 from rmqlab.formats.layout import Layout
+from rmqlab.javalong import wrap_long
 
 __all__ = [
     "OFFSET_ENTRY",
@@ -214,11 +215,6 @@ class IndexFullError(IndexAppendError):
 
 
 # ------------------------------------------------------------------------------ names
-
-
-def _wrap64(x: int) -> int:
-    """Java long arithmetic: wrap to signed 64 bits."""
-    return ((x + 2**63) % 2**64) - 2**63
 
 
 def _wrap32(x: int) -> int:
@@ -716,14 +712,14 @@ class OffsetIndex(_SparseIndex):
     RESULT = OffsetPosition
 
     def _key_at(self, slot: int) -> int:
-        return _wrap64(self.base_offset + _I32.unpack_from(self._buf, slot * _OFFSET_ENTRY_SIZE)[0])
+        return wrap_long(self.base_offset + _I32.unpack_from(self._buf, slot * _OFFSET_ENTRY_SIZE)[0])
 
     def _value_at(self, slot: int) -> int:
         return _I32.unpack_from(self._buf, slot * _OFFSET_ENTRY_SIZE + _OFFSET_ENTRY_POSITION_AT)[0]
 
     def _result(self, slot: int) -> OffsetPosition:
         rel, pos = OFFSET_ENTRY.struct.unpack_from(self._buf, slot * _OFFSET_ENTRY_SIZE)
-        return OffsetPosition(_wrap64(self.base_offset + rel), pos)
+        return OffsetPosition(wrap_long(self.base_offset + rel), pos)
 
     def _not_found(self) -> OffsetPosition:
         return OffsetPosition(self.base_offset, 0)
@@ -871,12 +867,12 @@ class TimeIndex(_SparseIndex):
         return _I64.unpack_from(self._buf, slot * _TIME_ENTRY_SIZE)[0]
 
     def _value_at(self, slot: int) -> int:
-        return _wrap64(self.base_offset + _I32.unpack_from(self._buf, slot * _TIME_ENTRY_SIZE
+        return wrap_long(self.base_offset + _I32.unpack_from(self._buf, slot * _TIME_ENTRY_SIZE
                                                            + _TIME_ENTRY_RELATIVE_OFFSET_AT)[0])
 
     def _result(self, slot: int) -> TimestampOffset:
         ts, rel = TIME_ENTRY.struct.unpack_from(self._buf, slot * _TIME_ENTRY_SIZE)
-        return TimestampOffset(ts, _wrap64(self.base_offset + rel))
+        return TimestampOffset(ts, wrap_long(self.base_offset + rel))
 
     def _not_found(self) -> TimestampOffset:
         return TimestampOffset(NO_TIMESTAMP, self.base_offset)
@@ -1213,7 +1209,7 @@ class OffsetIndexWriter(_IndexWriter):
     def _load_last(self, data: bytes) -> None:
         if self.entry_count:
             rel = _I32.unpack_from(data, (self.entry_count - 1) * OFFSET_ENTRY.size)[0]
-            self.last_offset = _wrap64(self.base_offset + rel)
+            self.last_offset = wrap_long(self.base_offset + rel)
 
     @property
     def is_full(self) -> bool:
@@ -1305,7 +1301,7 @@ class TimeIndexWriter(_IndexWriter):
     def _load_last(self, data: bytes) -> None:
         if self.entry_count:
             ts, rel = TIME_ENTRY.struct.unpack_from(data, (self.entry_count - 1) * TIME_ENTRY.size)
-            self.last_entry = TimestampOffset(ts, _wrap64(self.base_offset + rel))
+            self.last_entry = TimestampOffset(ts, wrap_long(self.base_offset + rel))
 
     @property
     def is_full(self) -> bool:

@@ -68,6 +68,7 @@ import numpy as np
 
 from rmqlab.errors import FormatError, RmqlabError
 from rmqlab.formats.layout import Layout
+from rmqlab.javalong import wrap_long
 from rmqlab.kafka import codecs
 
 __all__ = ["MESSAGE_V0", "MESSAGE_V1", "LOG_OVERHEAD", "CRC_START", "RECORD_OVERHEAD", "MIN_ENTRY_SIZE",
@@ -346,7 +347,9 @@ def decode_entries(buf, path, positions, *, verify_crc: bool = False):
         cols["magic"][i] = m.magic
         cols["crc"][i] = m.crc
         cols["attributes"][i] = m.attributes
-        cols["last_offset_delta"][i] = m.offset - inner[0][0]
+        # lastOffset - baseOffset as AbstractLegacyRecordBatch's longs give it: a damaged inner
+        # offset can put the difference outside a long, and Java wraps it
+        cols["last_offset_delta"][i] = wrap_long(m.offset - inner[0][0])
         cols["base_timestamp"][i] = cols["max_timestamp"][i] = m.timestamp
         cols["records_count"][i] = len(inner)
         crc_ok[i] = m.crc_ok
@@ -500,7 +503,7 @@ def encode_message_set(records, *, magic: int = 1, compression: str | int = "non
         raise ValueError("magic v0/v1 messages have no headers")
     n = len(c.offset)
     offsets, stamps = c.offset.tolist(), c.timestamp.tolist()
-    if n > 1 and not (np.diff(c.offset) > 0).all():
+    if n > 1 and not (c.offset[1:] > c.offset[:-1]).all():    # np.diff would wrap
         raise ValueError("offsets must increase strictly")
     if magic == 1 and any(t < 0 and t != NO_TIMESTAMP for t in stamps):
         raise ValueError("invalid negative timestamp (only -1, NO_TIMESTAMP, is allowed)")

@@ -103,6 +103,7 @@ import rmqlab._records as _records
 from rmqlab._crc32c import crc32c, crc32c_spans
 from rmqlab.errors import FormatError, RmqlabError, TruncatedFileError
 from rmqlab.formats.layout import Layout
+from rmqlab.javalong import wrap_long
 from rmqlab.kafka import legacy
 from rmqlab.kafka.index import LOG_SUFFIX, segment_file_name
 
@@ -220,7 +221,7 @@ class Batch:
 
     @property
     def last_offset(self) -> int:
-        return self.base_offset + self.last_offset_delta
+        return wrap_long(self.base_offset + self.last_offset_delta)
 
     @property
     def end(self) -> int:
@@ -1610,8 +1611,9 @@ def encode_batches(records, *, records_per_batch: int | Sequence[int] = 1, parti
     offsets, stamps = c.offset, c.timestamp
     if n and offsets[0] < next_offset:
         raise ValueError(f"offset {int(offsets[0])} is below the next offset {next_offset}")
-    if n > 1 and not (np.diff(offsets) > 0).all():
-        i = int(np.argmin(np.diff(offsets) > 0))
+    rises = offsets[1:] > offsets[:-1]           # compared, not subtracted: np.diff wraps past a long
+    if n > 1 and not rises.all():
+        i = int(np.argmin(rises))
         raise ValueError(f"offsets must increase strictly: {int(offsets[i])} then {int(offsets[i + 1])}")
     negative_stamp = (stamps < 0) & (stamps != NO_TIMESTAMP)
     if negative_stamp.any():
