@@ -33,6 +33,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 import tokenize
 import tomllib
 from pathlib import Path
@@ -187,15 +188,24 @@ def statuses(module: str) -> dict[str, str]:
     meta = OUT / module / "mutants" / (MODULES[module][0] + ".meta")
     if not meta.exists():
         return {}
-    codes = json.loads(meta.read_text())["exit_code_by_key"]
+    for attempt in range(20):   # a running mutmut rewrites the file after every mutant
+        try:
+            codes = json.loads(meta.read_text())["exit_code_by_key"]
+            break
+        except json.JSONDecodeError:
+            if attempt == 19:
+                raise
+            time.sleep(0.1)
     return {name: status_by_exit_code[code] for name, code in codes.items()}
 
 
+# the module's source path is given, not looked up with find_mutant: that reads every .meta file
+# once per mutant, and a .meta file a running mutmut is rewriting reads as broken JSON
 _SHOW = """
 import json, sys
-from mutmut.__main__ import find_mutant, get_diff_for_mutant
-names = json.loads(sys.stdin.read())
-print(json.dumps({n: get_diff_for_mutant(n, path=find_mutant(n).path) for n in names}))
+from mutmut.__main__ import get_diff_for_mutant
+path, names = json.loads(sys.stdin.read())
+print(json.dumps({n: get_diff_for_mutant(n, path=path) for n in names}))
 """
 
 
@@ -204,7 +214,8 @@ def diffs(module: str, names: list[str]) -> dict[str, str]:
     if not names:
         return {}
     shown = subprocess.run([sys.executable, "-c", _SHOW], cwd=OUT / module, env=_environment(),
-                           input=json.dumps(names), capture_output=True, text=True, check=True)
+                           input=json.dumps([MODULES[module][0], names]), capture_output=True, text=True,
+                           check=True)
     return json.loads(shown.stdout.strip().splitlines()[-1])
 
 
