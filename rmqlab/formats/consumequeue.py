@@ -714,9 +714,11 @@ class ConsumeQueue(MappedFolder):
         the CommitLog's min offset (units below it are skipped without reading the CommitLog);
         `min_logic_offset` defaults to :attr:`min_offset`. Cost: O(log units + files) reads.
 
-        A `min_logic_offset` past the units of the file searched raises ValueError (the broker's
-        search would throw); the same from the default :attr:`min_offset`, which only files that
-        disagree with each other produce, raises :class:`~rmqlab.errors.CorruptIndexError`.
+        With broker "5", a `min_logic_offset` past the units of the file searched raises
+        ValueError (the broker's search would throw) unless the file's last unit is older than
+        the time (the broker answers from that unit before it reads at the min offset); the same
+        from the default :attr:`min_offset`, which only files that disagree with each other
+        produce, raises :class:`~rmqlab.errors.CorruptIndexError`.
         """
         self._require_open()
         if broker not in ("5", "5.0", "4"):
@@ -795,6 +797,12 @@ class ConsumeQueue(MappedFolder):
             return 0
         ceiling = rng - UNIT_SIZE
         floor = low
+        lower = boundary == "lower"
+        t = probe.one(seg, ceiling // UNIT_SIZE, "last")
+        if t < ts:
+            res.outcome = "after-last"
+            return (start + ceiling + (UNIT_SIZE if lower else 0)) // UNIT_SIZE
+        # the broker reads the unit at `floor` only now: past the buffer's limit, the read throws
         if floor > ceiling:
             if min_logic_given:
                 raise ValueError(f"min_logic_offset {min_logic} lies past the units of {seg.file.path}: "
@@ -803,11 +811,6 @@ class ConsumeQueue(MappedFolder):
                                     f"units of this file, the one the search picked: the files disagree (the "
                                     f"broker's search would throw)", path=seg.file.path, offset=seg.wrote,
                                     field="unit")
-        lower = boundary == "lower"
-        t = probe.one(seg, ceiling // UNIT_SIZE, "last")
-        if t < ts:
-            res.outcome = "after-last"
-            return (start + ceiling + (UNIT_SIZE if lower else 0)) // UNIT_SIZE
         t = probe.one(seg, floor // UNIT_SIZE, "first")
         if t > ts:
             res.outcome = "before-first"
