@@ -14,7 +14,7 @@ import pytest
 
 from rmqlab.formats.indexfile import LONG_MAX
 from rmqlab.indexservice import IndexService
-from rmqlab.keyquery import REASONS, OneFileIndex, query_key, result_table
+from rmqlab.keyquery import REASONS, OneFileIndex, query_key, query_many, result_table
 
 B = 1718000000000
 
@@ -121,3 +121,68 @@ def test_a_reader_with_nullable_strings_does_not_match_missing_uniq_keys(tmp_pat
     q = query_key(s, lambda offs: msgs[msgs["phy_offset"].isin(offs)], "T", "U1", unique=True)
     want = sorted(100 * (i + 1) for i, r in enumerate(rows) if r[3] == "U1")
     assert sorted(q.verified["phy_offset"]) == want
+
+
+def test_result_table_widens_a_readers_unsigned_offsets_to_int64(twins):
+    """A MessageReader may give phy_offset as another integer type (here uint64, as an unsigned
+    Parquet column reads): the table's offsets are int64 all the same."""
+    s, read, _ = twins
+    q = query_key(s, lambda offs: read(offs).astype({"phy_offset": np.uint64}), "T", "ORDER_Aa1")
+    for mode, want in (("verified", [300, 100]), ("broker", [300, 200, 100])):
+        rows = result_table(q, mode)
+        assert rows["phy_offset"].dtype == np.int64 and rows["phy_offset"].tolist() == want
+
+
+def strict_reader(read):
+    """A MessageReader that takes CommitLog offsets only as the int64 array they are."""
+    def reader(offs):
+        assert isinstance(offs, np.ndarray) and offs.dtype == np.int64, offs.dtype
+        return read(offs)
+    return reader
+
+
+def test_the_reader_gets_int64_offsets_even_when_nothing_matches(twins):
+    s, read, _ = twins
+    for key, begin, end, want in (("absent", 0, LONG_MAX, []),            # no entry, no answer
+                                  ("ORDER_Aa1", B + 5000, B + 9000, [])):  # entries, none in range
+        q = query_key(s, strict_reader(read), "T", key, begin=begin, end=end)
+        assert q.verified["phy_offset"].tolist() == want
+    q = query_key(s, strict_reader(read), "T", "ORDER_Aa1", begin=B + 5000, end=B + 9000)
+    assert q.candidates == 3 and q.broker.empty
+
+
+def test_a_reader_giving_a_message_twice_is_read_once(twins):
+    """A reader over a table with a row per key of each message returns an offset more than
+    once (rows that differ in other columns): each message counts once."""
+    s, read, want = twins
+    def twice(offs):
+        rows = read(offs)
+        return pd.concat([rows.assign(row=0), rows.assign(row=1)], ignore_index=True)
+    q = query_key(s, twice, "T", "ORDER_Aa1")
+    assert sorted(q.verified["phy_offset"]) == sorted(want.verified["phy_offset"]) == [100, 300]
+    assert q.broker["phy_offset"].tolist() == want.broker["phy_offset"].tolist() == [300, 200, 100]
+    assert q.summary() == want.summary()
+
+
+def test_a_key_ending_in_nul_is_matched_whole(tmp_path):
+    """A Java String may end in U+0000: the key "k\\0" is not the key "k" (NumPy's fixed-width
+    unicode arrays would cut the NUL off)."""
+    rows = [("T", "k\x00", B), ("T", "k", B + 1000)]
+    s, read = store(tmp_path, rows)
+    q = query_key(s, read, "T", "k\x00")
+    assert q.verified["phy_offset"].tolist() == [100]
+    assert query_many(s, read, "T", ["k\x00", "k"], mode="verified")["phy_offset"].tolist() == [100, 200]
+    msgs = pd.DataFrame({"phy_offset": [100, 200], "topic": ["T", "T"], "keys": [None, None],
+                         "store_timestamp": [B, B + 1000], "uniq_key": ["U\x00", "U"], "sys_flag": 0})
+    u = IndexService(tmp_path / "u", 4, 64, read_only=False, tz=dt.UTC, name_by_store_time=True)
+    u.build_columns(msgs)
+    q = query_key(u, lambda offs: msgs[msgs["phy_offset"].isin(offs)], "T", "U\x00", unique=True)
+    assert q.verified["phy_offset"].tolist() == [100]
+
+
+def test_one_file_index_names_why_its_walk_stopped(tmp_path):
+    s, read = store(tmp_path, [("T", "k", B + i * 1000) for i in range(4)])
+    (f,) = s.files
+    assert query_key(OneFileIndex(f, 64), read, "T", "k", max_num=50).trace.stop == "oldest-file"
+    assert query_key(OneFileIndex(f, 64), read, "T", "k", max_num=2).trace.stop == "max-num"
+    assert query_key(OneFileIndex(f, 3), read, "T", "k", max_num=50).trace.stop == "max-num"
