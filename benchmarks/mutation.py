@@ -69,6 +69,7 @@ MODULES: dict[str, tuple[str, list[str]]] = {
         "tests/test_indexfile_golden.py",
         "tests/test_indexcore.py",
         "tests/test_native_layouts.py",
+        "tests/test_time_diff.py",
         "tests/test_mutation_gaps_indexfile.py",
         DOCTESTS.format("rmqlab.formats.indexfile"),
     ]),
@@ -88,30 +89,50 @@ MODULES: dict[str, tuple[str, list[str]]] = {
     ]),
 }
 
-#: surviving mutants judged equivalent: mutant name -> why no caller can tell it from the original
-EQUIVALENT: dict[str, str] = {
-    "rmqlab.formats.checkpoint.x__open_mapped__mutmut_20":
-        "truncating a 4096-byte file to 4096 bytes changes no byte (the mapped write after it sets mtime anyway)",
-    "rmqlab.formats.checkpoint.x__open_mapped__mutmut_27":
-        "mmap's default access on a read-write descriptor is the shared read-write mapping ACCESS_WRITE asks for",
-    "rmqlab.formats.checkpoint.x_read_checkpoint__mutmut_13":
-        "reading the whole file, not 4096 bytes: strict mode has checked the size is 4096, and otherwise "
-        "only the first 40 bytes are used",
-    "rmqlab.formats.checkpoint.x_write_checkpoint__mutmut_2":
-        "sync=False by default skips msync: the page cache is shared, so only a kernel crash or power loss "
-        "could show it",
-    "rmqlab.formats.checkpoint.x_update_checkpoint__mutmut_1":
-        "the same msync default as write_checkpoint's",
-    "rmqlab.keyquery.x__real_match__mutmut_2":
-        "an empty float array instead of bool: query_key wraps it in a bool Series",
-    "rmqlab.keyquery.x__real_match__mutmut_4": "the same empty array without a dtype, wrapped in a bool Series",
-    "rmqlab.keyquery.x__real_match__mutmut_11":
-        "the comparison filled with False is a bool column already; a nullable one is cast by the bool Series",
-    "rmqlab.keyquery.x__real_match__mutmut_20":
-        "to_numpy() of an object or nullable-string column is an object array, what object asks",
-    "rmqlab.keyquery.x__real_match__mutmut_25": "the parent indices index the same rows as int32 as they do as int64",
-    "rmqlab.keyquery.x__real_match__mutmut_27": "the parent indices index the same rows as int32 as they do as int64",
+#: surviving mutants judged equivalent, by function (mutmut's name of it, before ``__mutmut_N``):
+#: mutant numbers -> why no caller can tell them from the original
+JUDGED: dict[str, dict[tuple[int, ...], str]] = {
+    "rmqlab.formats.checkpoint.x__open_mapped": {
+        (20,): "truncating a 4096-byte file to 4096 bytes changes no byte (the mapped write after it sets "
+               "mtime anyway)",
+        (27,): "mmap's default access on a read-write descriptor is the shared read-write mapping "
+               "ACCESS_WRITE asks for",
+    },
+    "rmqlab.formats.checkpoint.x_read_checkpoint": {
+        (13,): "reading the whole file, not 4096 bytes: strict mode has checked the size is 4096, and "
+               "otherwise only the first 40 bytes are used",
+    },
+    "rmqlab.formats.checkpoint.x_write_checkpoint": {
+        (2,): "sync=False by default skips msync: the page cache is shared, so only a kernel crash or "
+              "power loss could show it",
+    },
+    "rmqlab.formats.checkpoint.x_update_checkpoint": {
+        (1,): "the same msync default as write_checkpoint's",
+    },
 }
+
+#: mutant name -> why it is equivalent
+EQUIVALENT: dict[str, str] = {f"{function}__mutmut_{number}": why
+                              for function, judged in JUDGED.items()
+                              for numbers, why in judged.items() for number in numbers}
+
+
+def function_label(function: str) -> str:
+    """``rmqlab.indexservice.xǁIndexServiceǁput_message`` -> ``IndexService.put_message``."""
+    name = function.rsplit(".", 1)[-1]
+    return name[2:].replace("\u01c1", ".") if name.startswith("x\u01c1") else name[2:]
+
+
+def equivalents_markdown(module: str) -> str:
+    """The judged equivalents of `module` as the Markdown list RESULTS.md shows."""
+    prefix = "rmqlab." + MODULES[module][0][len("rmqlab/"):-len(".py")].replace("/", ".") + ".x"
+    lines = []
+    for function, judged in JUDGED.items():
+        if function.startswith(prefix):
+            reasons = "; ".join(f"{', '.join(map(str, numbers))}: {why}" for numbers, why in judged.items())
+            lines.append(f"- `{function_label(function)}` {reasons}.")
+    return "\n".join(lines)
+
 
 KILLED = {"killed", "timeout", "segfault", "caught by type check"}
 

@@ -342,3 +342,20 @@ def test_service_names_new_files_in_its_time_zone(tmp_path):
         svc.build_many(MESSAGES[:3])
         # 1718000000000 ms is 06:13:20 UTC, 14:13:20 at UTC+8; the second name is bumped by 1 ms
         assert [f.path.name for f in svc.files] == ["20240610141320000", "20240610141320001"]
+
+
+def test_query_offsets_many_keeps_to_end_in_every_file(tmp_path):
+    """Keys spread over five files, every (begin, end) window over the stored times and several
+    max_num: each key's list is the model broker's, so no file returns an entry newer than end."""
+    messages = [msg("T", 100 * (i + 1), T0 + 1000 * i, ("a", "b", "Aa", "BB")[i % 4]) for i in range(20)]
+    model = model_build(messages, 5)
+    sequential(tmp_path, messages, 3, 5)
+    keys = ["a", "b", "Aa", "BB", "zz"]
+    with IndexService(tmp_path, 3, 5) as svc:
+        assert len(svc) == 5
+        for begin in range(T0 - 1000, T0 + 21_000, 3000):
+            for end in (begin, begin + 2000, begin + 7000):
+                for max_num in (1, 3, 64):
+                    got = svc.query_offsets_many("T", keys, max_num, begin, end)
+                    want = [model_query(model, "T", k, max_num, begin, end, 3)[0] for k in keys]
+                    assert [got[i] for i in range(len(keys))] == want, (begin, end, max_num)

@@ -1,0 +1,170 @@
+"""Tests that kill surviving mutants of rmqlab/formats/indexfile.py (benchmarks/mutation.py), each
+against independent truth: the Java golden files, struct readers written here, brute force."""
+from __future__ import annotations
+
+import struct
+
+import numpy as np
+import pytest
+from reference_model import stored_hash
+from test_indexfile import RefIndex
+
+from rmqlab.formats.indexfile import LONG_MAX, IndexFile, time_diff_seconds
+
+HEADER_FMT = ">qqqqii"   # IndexHeader: begin/end timestamp, begin/end phy offset, hashSlotCount, indexCount
+T0 = 1_718_000_000_000
+
+
+def model_chain(ref: RefIndex, slot: int) -> list[int]:
+    """Entry numbers of a slot's chain in the model, newest first (prev_index 0 ends it)."""
+    out, cur = [], ref.slot.get(slot, 0)
+    while 0 < cur < ref.count:
+        out.append(cur)
+        cur = ref.ent[cur][3]
+    return out
+
+
+def test_time_diff_seconds_gives_an_int_or_an_int64_array():
+    assert type(time_diff_seconds(T0 + 1500, T0)) is int
+    got = time_diff_seconds(np.array([T0 + 1500, T0 - 5, T0]), T0)
+    assert got.dtype == np.int64 and got.tolist() == [1, 0, 0]
+    got = time_diff_seconds(T0 + 2000, np.array([T0, 0, T0 + 500]))
+    assert got.dtype == np.int64 and got.tolist() == [2, 0, 1]
+
+
+def test_batch_result_frame_puts_the_key_second_and_keeps_it_whole(tmp_path):
+    """Keys are Java strings: a trailing NUL is a character of the key, not padding."""
+    keys = ["T#a", "T#b\x00", "T#c"]
+    ref = RefIndex(4, 16)
+    with IndexFile.create(tmp_path / "f", 4, 16) as f:
+        for i, k in enumerate(keys * 2):
+            f.put_key(k, 100 * i, T0 + i)
+            ref.put(k, 100 * i, T0 + i)
+        frame = f.select_phy_offsets_many(keys).to_frame(keys)
+    assert frame.columns.tolist() == ["key_index", "key", "phy_offset"]
+    want = [(i, k, phy) for i, k in enumerate(keys) for phy in ref.select(k, 64, 0, LONG_MAX)]
+    assert list(frame.itertuples(index=False, name=None)) == want
+    assert frame["key"].tolist()[2] == "T#b\x00"
+
+
+def test_repr_names_the_mode_and_the_keys(tmp_path):
+    path = tmp_path / "f"
+    with IndexFile.create(path, 4, 8) as f:
+        f.put_key("T#a", 1, T0)
+        assert repr(f) == f"IndexFile({str(path)!r}, mode='rw', hash_slot_num=4, index_num=8, keys=1)"
+    with IndexFile.open(path, 4, 8) as f:
+        assert repr(f) == f"IndexFile({str(path)!r}, mode='r', hash_slot_num=4, index_num=8, keys=1)"
+
+
+def test_chain_walks_every_entry_down_to_entry_one(tmp_path):
+    """One slot: every put joins its chain, newest first, as the model links them."""
+    ref = RefIndex(1, 8)
+    with IndexFile.create(tmp_path / "f", 1, 8) as f:
+        for i, k in enumerate(["T#a", "T#b", "T#a", "T#c"]):
+            f.put_key(k, 100 * i, T0)
+            ref.put(k, 100 * i, T0)
+        assert list(f.chain(0)) == model_chain(ref, 0) == [4, 3, 2, 1]
+
+
+def test_chain_stops_at_an_entry_past_the_written_ones(tmp_path):
+    """A slot pointing at entry index_count (not yet written) ends the chain before it, as a
+    prev_index pointing there does: the broker's walk reads only entries below index_count."""
+    path = tmp_path / "f"
+    with IndexFile.create(path, 2, 8) as f:
+        for i in range(3):
+            f.put_key("T#a", 100 * i, T0)
+    slot = stored_hash("T#a") % 2
+    count = struct.unpack_from(HEADER_FMT, path.read_bytes())[5]
+    assert count == 4
+    with open(path, "r+b") as fh:
+        fh.seek(40 + 4 * slot)
+        fh.write(struct.pack(">i", count))
+    with IndexFile.open(path, 2, 8, strict=False) as f:
+        assert list(f.chain(slot)) == []
+    with open(path, "r+b") as fh:                         # slot -> 3 -> 4 (past the end)
+        fh.seek(40 + 4 * slot)
+        fh.write(struct.pack(">i", 3))
+        fh.seek(40 + 4 * 2 + 20 * 3 + 16)
+        fh.write(struct.pack(">i", count))
+    with IndexFile.open(path, 2, 8, strict=False) as f:
+        assert list(f.chain(slot)) == [3]
+
+
+def test_trace_text_marks_each_entry(tmp_path):
+    """One slot, entries (newest first): T#a in range, T#b (another hash), T#a outside [begin, end]."""
+    with IndexFile.create(tmp_path / "f", 1, 8) as f:
+        f.put_key("T#a", 100, T0)
+        f.put_key("T#b", 200, T0 + 5000)
+        f.put_key("T#a", 300, T0 + 9000)
+        t = f.trace_query("T#a", 64, T0, T0 + 8000)
+    lines = str(t).splitlines()
+    h = stored_hash("T#a")
+    assert lines[0] == f"key 'T#a': hash {h}, slot 0 -> entry 3"
+    assert [line.rsplit("  ", 1)[1] for line in lines[1:4]] == [
+        "hash match, outside time range", "other hash", "returned"]
+    assert lines[1].split() == ["entry", "3", "hash", str(h), "phy", "300", "time", str(T0 + 9000),
+                                "prev", "2", "hash", "match,", "outside", "time", "range"]
+    assert lines[4] == f"stopped: end-of-chain ({t.stop_reason}); 1 offsets"
+
+
+def java_long(x: int) -> int:
+    """x as a Java long: its low 64 bits, two's complement (struct packs and unpacks them)."""
+    return struct.unpack("<q", struct.pack("<Q", x & (2**64 - 1)))[0]
+
+
+def test_trace_records_the_query_and_the_slot_as_the_file_holds_them(tmp_path):
+    path = tmp_path / "f"
+    with IndexFile.create(path, 7, 16) as f:
+        for i in range(3):
+            f.put_key("T#key", 100 * i, T0 + 1000 * i)
+        t = f.trace_query("T#key", 5, T0 + 500, T0 + 9000)
+    h = stored_hash("T#key")
+    slot_value = struct.unpack_from(">i", path.read_bytes(), 40 + 4 * (h % 7))[0]
+    assert (t.path, t.key, t.key_hash, t.slot, t.slot_value) == (str(path), "T#key", h, h % 7, slot_value)
+    assert type(t.slot) is int and slot_value == 3
+    assert (t.max_num, t.begin, t.end, t.results) == (5, T0 + 500, T0 + 9000, [200, 100])
+
+
+def test_trace_defaults_are_the_brokers_max_num_and_every_time_from_zero(tmp_path):
+    """max_num 64 (the broker's maxMsgsNumBatch default) and [0, Long.MAX_VALUE]: a message
+    stored at 0 ms (time_read 0) is in range."""
+    ref = RefIndex(4, 80)
+    with IndexFile.create(tmp_path / "f", 4, 80) as f:
+        for i in range(70):
+            f.put_key("T#k", 100 * i, 0)
+            ref.put("T#k", 100 * i, 0)
+        t = f.trace_query("T#k")
+    assert (t.max_num, t.begin, t.end) == (64, 0, LONG_MAX)
+    assert t.results == ref.select("T#k", 64, 0, LONG_MAX) and len(t.results) == 64
+    assert t.steps[0].time_read == 0 and t.stop == "max-num"
+
+
+def test_trace_time_read_wraps_like_a_java_long(tmp_path):
+    """begin_timestamp Long.MAX_VALUE - 10, then a message at Long.MIN_VALUE + 5000: the store
+    time difference wraps to 5,011 ms (time_diff 5 s), and begin + 5 s wraps past Long.MAX_VALUE."""
+    begin = LONG_MAX - 10
+    ref = RefIndex(1, 8)
+    with IndexFile.create(tmp_path / "f", 1, 8) as f:
+        for phy, ts in ((100, begin), (200, -(2**63) + 5000)):
+            f.put_key("T#k", phy, ts)
+            ref.put("T#k", phy, ts)
+        t = f.trace_query("T#k", 64, -(2**63), LONG_MAX)
+    assert [s.time_diff for s in t.steps] == [5, 0]
+    assert [s.time_read for s in t.steps] == [java_long(begin + 5000), begin] == [-(2**63) + 4989, begin]
+    assert t.results == ref.select("T#k", 64, -(2**63), LONG_MAX) == [200, 100]
+
+
+def test_is_time_matched_on_a_file_whose_times_went_back(tmp_path):
+    """Store times went back: begin_timestamp 100 s after end_timestamp. isTimeMatched's three
+    clauses (the model's, from IndexFile.java) decide every range around the two times."""
+    from test_indexfile import ref_time_matched
+
+    b, e = T0 + 100_000, T0 + 50_000
+    with IndexFile.create(tmp_path / "f", 4, 8) as f:
+        f.put_key("T#k", 100, b)
+        f.put_key("T#k", 200, e)
+        assert (f.header.begin_timestamp, f.header.end_timestamp) == (b, e)
+        points = [e - 1, e, e + 1, b - 1, b, b + 1]
+        for lo in points:
+            for hi in points:
+                assert f.is_time_matched(lo, hi) == ref_time_matched(b, e, lo, hi), (lo - T0, hi - T0)
