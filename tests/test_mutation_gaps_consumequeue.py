@@ -678,3 +678,92 @@ def test_writer_put_takes_every_size_a_java_int_holds_and_nothing_else(tmp_path)
             with pytest.raises(ValueError):
                 w.put(offset, size, 5, 1)
     assert struct_units(tmp_path)[0] == (100, INT_MAX, 5) and struct_units(tmp_path)[1] == (0, 0, 0)
+
+
+def test_reprs_name_the_folder_and_the_state(seven):
+    with ConsumeQueue.open(seven, 80, topic="T", queue_id=2) as q:
+        assert repr(q) == f"ConsumeQueue({str(seven)!r}, topic='T', queue_id=2, files=3, min_offset=3, max_offset=10)"
+    w = ConsumeQueueWriter.open(seven, mapped_file_size=80)
+    assert repr(w) == (f"ConsumeQueueWriter({str(seven)!r}, files=3, max_offset=10, "
+                       f"max_physic_offset={600 + 7 + 56})")
+    w.close()
+
+
+def test_time_search_text_names_the_search_and_each_step(seven):
+    clock = Clock({100 * i + 7: 10 * i for i in range(7)})
+    with ConsumeQueue.open(seven, 80) as q:
+        r = q.offset_by_time(25, clock, broker="4", last_modified=[100, 100, 100])
+        lower = q.offset_by_time(25, clock)
+    lines = str(r).split("\n")
+    assert lines[0] == (f"offset_by_time(25, nearest, broker 4) -> {r.offset} (raw {r.raw_offset}): {r.outcome} "
+                        f"({r.outcome_reason}); {r.probes} CommitLog reads, {r.file_probes} to choose {r.file}")
+    assert lines[1:] == [f"  {s.phase:<10} unit {s.queue_offset:>12}  phy {s.commitlog_offset:>14}  "
+                         f"store time {s.store_time}" for s in r.steps] and len(r.steps) >= 1
+    assert str(lower).startswith("offset_by_time(25, lower, broker 5) -> 6 ")
+
+
+def test_raw_units_default_to_every_unit_and_keep_to_the_range(seven):
+    truth = struct_units(seven)
+    with ConsumeQueue.open(seven, 80) as q:
+        every = q.raw_units()
+        assert [tuple(int(v) for v in u) for u in every] == [truth[i] for i in range(0, 10)]
+        assert [int(u["commitlog_offset"]) for u in q.raw_units(None, 5)] == [truth[i][0] for i in range(0, 5)]
+        assert [int(u["commitlog_offset"]) for u in q.raw_units(6)] == [truth[i][0] for i in range(6, 10)]
+        assert len(q.raw_units(5, 5)) == 0 and len(q.raw_units(7, 4)) == 0
+
+
+def test_an_empty_range_of_a_queue_with_a_gap_is_empty(tmp_path):
+    put_units(tmp_path, 2, [(100 * i, 50, 0) for i in range(6)])
+    (tmp_path / f"{40:020d}").unlink()
+    with ConsumeQueue.open(tmp_path, 40, strict=False) as q:
+        assert len(q.raw_units(1, 1)) == 0
+        with pytest.raises(CorruptIndexError):
+            q.raw_units(0, 6)
+
+
+def test_writer_create_wants_a_folder_without_files(tmp_path):
+    (tmp_path / "sub").mkdir()
+    with ConsumeQueueWriter.create(tmp_path, mapped_file_size=40) as w:   # a subfolder is no file
+        assert (w.min_offset, w.max_offset, w.max_physic_offset) == (0, 0, -1)
+        r = w.put(0, 1, 0, 0)
+        assert (r.status, r.queue_offset, r.blank_units, r.created_file) == ("written", 0, 0, tmp_path / f"{0:020d}")
+    (tmp_path / "q").mkdir()
+    (tmp_path / "q" / "junk").write_bytes(b"")
+    with pytest.raises(FileExistsError):
+        ConsumeQueueWriter.create(tmp_path / "q", mapped_file_size=40)
+
+
+def test_writer_open_refuses_a_queue_whose_end_marker_is_not_zero(tmp_path):
+    put_units(tmp_path, 4, [(0, 50, 0), (100, 50, 0)])
+    patch_bytes(tmp_path / f"{0:020d}", 2 * UNIT + 16, struct.pack(">i", 9))   # tags_code of unit 2
+    with pytest.raises(FormatError, match="not a zero end marker"):
+        ConsumeQueueWriter.open(tmp_path, mapped_file_size=80)
+
+
+@pytest.mark.parametrize("offset, size, cq", [
+    (0, 10, -1), (0, 10, (2**63 - 1) // UNIT + 1), (2**63 - 10, 11, 0), (2**63 - 1, 1, 0)])
+def test_writer_put_refuses_what_a_java_long_cannot_hold(tmp_path, offset, size, cq):
+    with ConsumeQueueWriter.create(tmp_path, mapped_file_size=40) as w, pytest.raises(ValueError):
+        w.put(offset, size, 0, cq)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_writer_put_takes_a_message_ending_at_long_max(tmp_path):
+    with ConsumeQueueWriter.create(tmp_path, mapped_file_size=40) as w:
+        r = w.put(1000, 50, 0, 0)
+        assert r.status == "written" and type(r.queue_offset) is int and r.queue_offset == 0
+        r = w.put(2**63 - 101, 100, 0, 1)                # ends at Long.MAX_VALUE
+        assert r.written and type(r.queue_offset) is int and r.queue_offset == 1
+    assert struct_units(tmp_path)[1] == (2**63 - 101, 100, 0)
+
+
+def test_a_duplicate_logical_put_still_creates_the_file_it_asked_for(tmp_path):
+    """getLastMappedFile(expectLogicOffset) runs before the order check: a full last file rolls
+    over to a new one even when the unit is then refused as already written."""
+    with ConsumeQueueWriter.create(tmp_path, mapped_file_size=40) as w:
+        w.put_many([0, 100], [50, 50], [0, 0])
+        r = w.put(500, 50, 0, 1)
+        assert (r.status, r.queue_offset, r.blank_units, r.written) == ("duplicate-logical", None, 0, False)
+        assert r.created_file == tmp_path / f"{40:020d}" and r.created_file.stat().st_size == 40
+        r = w.put(600, 50, 0, 1)                          # the new file exists now
+        assert (r.status, r.queue_offset, r.blank_units, r.created_file) == ("duplicate-logical", None, 0, None)

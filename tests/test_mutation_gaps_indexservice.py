@@ -359,3 +359,25 @@ def test_query_offsets_many_keeps_to_end_in_every_file(tmp_path):
                     got = svc.query_offsets_many("T", keys, max_num, begin, end)
                     want = [model_query(model, "T", k, max_num, begin, end, 3)[0] for k in keys]
                     assert [got[i] for i in range(len(keys))] == want, (begin, end, max_num)
+
+
+@pytest.mark.parametrize("columns, message", [
+    ({"phy_offset": [1, 2], "store_timestamp": [T0, T0]}, "column 'topic' is required"),
+    ({"topic": ["T", None], "phy_offset": [1, 2], "store_timestamp": [T0, T0]}, "column 'topic' has missing values"),
+    ({"topic": ["T"], "phy_offset": [1, 2], "store_timestamp": [T0, T0]}, "column 'topic' has 1 rows, expected 2"),
+    ({"topic": ["T", "T"], "keys": ["a"], "phy_offset": [1, 2], "store_timestamp": [T0, T0]},
+     "column 'keys' has 1 rows, expected 2"),
+    ({"topic": ["T", "T"], "uniq_key": ["U", "V", "W"], "phy_offset": [1, 2], "store_timestamp": [T0, T0]},
+     "column 'uniq_key' has 3 rows, expected 2"),
+])
+def test_expand_columns_names_the_bad_column(columns, message):
+    with pytest.raises(ValueError) as e:
+        expand_columns(columns)
+    assert str(e.value) == message
+
+
+def test_a_negative_max_num_is_refused_naming_what_was_asked(three):
+    svc, _, _ = three
+    with pytest.raises(ValueError) as e:
+        svc.query_offset("T", "k", -5)
+    assert str(e.value) == "max_num must be >= 0 (after the cap), got -5 (asked -5)"
