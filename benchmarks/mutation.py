@@ -241,17 +241,16 @@ JUDGED: dict[str, dict[tuple[int, ...], str]] = {
         (10, 24): "_walk sets trace.slot_value before anything reads it",
     },
     # keyquery.py
-    "rmqlab.keyquery.x_query_key": {
-        (62,): "drop=None is as falsy as False",
-        (72,): "any index name but phy_offset keeps sort_values from finding phy_offset ambiguous, and the "
-               "index is dropped before anything leaves query_key",
-        (78, 81): "_real_match returns a bool array (an empty bool one for no rows), so the Series is bool "
-                  "without being told",
-    },
     "rmqlab.keyquery.x_result_table": {
         (30,): "broker_returned is the bool Series isin gave, so to_numpy() is the same bool array",
         (47, 52, 57, 71): "pandas gives an object array for every text dtype (object, string, "
                           "string[pyarrow], category of str)",
+        (5,): "the diff's rows for one offset are identical (an offset the broker returns twice gets the same "
+              "reason and detail twice), so dropping whole duplicate rows keeps one per offset too",
+    },
+    "rmqlab.keyquery.x__compare": {
+        (101, 102, 103): "unreachable: a step the broker's walk read with a matching hash and time is always "
+                         "returned, so a real match in range found that way is in `returned`",
     },
 }
 

@@ -188,10 +188,10 @@ def query_key(index: IndexService, read_messages: MessageReader, topic: str, key
 
     # Every entry of every file whose stored hash matches, wherever the broker stopped.
     rows = []
-    for position, f in enumerate(index.files):
+    for f in index.files:
         walk = f.trace_query(full_key, *_EVERY_ENTRY)
-        rows += [(position, f.path.name, s.entry, s.phy_offset, s.time_read) for s in walk.steps if s.hash_match]
-    entries = pd.DataFrame(rows, columns=["position", "file", "entry", "phy_offset", "time_read"])
+        rows += [(f.path.name, s.entry, s.phy_offset) for s in walk.steps if s.hash_match]
+    entries = pd.DataFrame(rows, columns=["file", "entry", "phy_offset"])
     candidates = np.unique(np.concatenate([entries["phy_offset"].to_numpy(np.int64),
                                            np.asarray(broker_offsets, dtype=np.int64)]))
     messages = read_messages(candidates).drop_duplicates("phy_offset").set_index("phy_offset", drop=False)

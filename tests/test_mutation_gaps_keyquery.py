@@ -186,3 +186,72 @@ def test_one_file_index_names_why_its_walk_stopped(tmp_path):
     assert query_key(OneFileIndex(f, 64), read, "T", "k", max_num=50).trace.stop == "oldest-file"
     assert query_key(OneFileIndex(f, 64), read, "T", "k", max_num=2).trace.stop == "max-num"
     assert query_key(OneFileIndex(f, 3), read, "T", "k", max_num=50).trace.stop == "max-num"
+
+
+READER_COLUMNS = ["phy_offset", "topic", "keys", "store_timestamp", "uniq_key", "sys_flag"]
+
+
+def test_the_frames_hold_the_readers_columns_after_their_own(twins):
+    _, _, q = twins
+    assert q.broker.columns.tolist() == ["rank"] + READER_COLUMNS
+    assert q.broker["rank"].tolist() == [0, 1, 2] and q.broker.index.tolist() == [0, 1, 2]
+    assert q.verified.columns.tolist() == ["broker_returned"] + READER_COLUMNS
+    assert q.verified.index.tolist() == [0, 1]
+    assert (q.unique, q.topic, q.key) == (False, "T", "ORDER_Aa1")
+
+
+def test_explain_leaves_a_blank_line_after_the_trace(twins):
+    _, _, q = twins
+    lines = q.explain().splitlines()
+    assert lines[len(str(q.trace).splitlines())] == ""
+
+
+def test_each_reason_has_its_detail(tmp_path):
+    """The broker returns 300, which the reader cannot find, 200 (ORDER_BB1 shares the hash)
+    and 100 (a real match: no detail). Then a real match the index's whole seconds put in the
+    range, though its store time in ms is outside it."""
+    s, read = store(tmp_path, [("T", "ORDER_Aa1", B + 1700), ("T", "ORDER_BB1", B + 1800),
+                               ("T", "ORDER_Aa1", B + 2200)])
+    q = query_key(s, lambda offs: read(offs[offs != 300]), "T", "ORDER_Aa1", begin=B + 1000, end=B + 2500)
+    detail = dict(zip(q.diff["phy_offset"], zip(q.diff["reason"], q.diff["detail"])))
+    assert q.trace.result.phy_offsets == [300, 200, 100]
+    assert detail == {300: ("collision", "no message starts at this offset"),
+                      200: ("collision", "the message is T#ORDER_BB1"),
+                      100: ("ok", "")}
+    rows = result_table(q, "broker")
+    assert rows["store_timestamp"].isna().tolist() == [True, False, False]
+    assert rows["reason"].tolist() == ["collision", "collision", "ok"]
+    s2, read2 = store(tmp_path / "late", [("T", "k", B), ("T", "k", B + 1700)])
+    q = query_key(s2, read2, "T", "k", begin=B + 1000, end=B + 1500)
+    assert q.diff.values.tolist() == [
+        [200, "outside-time-range", f"real store time {B + 1700} is outside [{B + 1000}, {B + 1500}]"]]
+
+
+def test_a_unique_key_collision_names_the_uniq_key(tmp_path):
+    msgs = pd.DataFrame({"phy_offset": [100, 200], "topic": ["T", "T"], "keys": [None, None],
+                         "store_timestamp": [B, B + 1000], "uniq_key": ["ORDER_Aa1", "ORDER_BB1"], "sys_flag": 0})
+    s = IndexService(tmp_path, 4, 64, read_only=False, tz=dt.UTC, name_by_store_time=True)
+    s.build_columns(msgs)
+    q = query_key(s, lambda offs: msgs[msgs["phy_offset"].isin(offs)], "T", "ORDER_Aa1", unique=True)
+    assert q.unique is True and q.max_num == 32
+    assert q.diff.values.tolist() == [[200, "collision", "the message is T#ORDER_BB1"], [100, "ok", ""]]
+
+
+def test_a_real_match_no_index_entry_points_at(tmp_path):
+    """A reader that answers with whole blocks of messages brings real matches the index does
+    not hold (here a rolled-back transaction message, which buildIndex skips): each is named."""
+    msgs = pd.DataFrame({"phy_offset": [100, 200, 300], "topic": ["T"] * 3, "keys": ["k"] * 3,
+                         "store_timestamp": [B, B + 1000, B + 2000], "uniq_key": None,
+                         "sys_flag": [0, 0xC, 0]})
+    s = IndexService(tmp_path, 4, 64, read_only=False, tz=dt.UTC, name_by_store_time=True)
+    s.build_columns(msgs)
+    q = query_key(s, lambda offs: msgs, "T", "k")
+    assert q.trace.result.phy_offsets == [300, 100]
+    assert q.diff.values.tolist() == [[300, "ok", ""], [100, "ok", ""],
+                                      [200, "missed-not-visited", "no index entry points at it"]]
+    assert q.candidates == 2
+
+
+def test_no_entry_means_no_candidate(twins):
+    s, read, _ = twins
+    assert query_key(s, read, "T", "absent").candidates == 0
