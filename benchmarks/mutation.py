@@ -237,6 +237,16 @@ JUDGED: dict[str, dict[tuple[int, ...], str]] = {
     "rmqlab.formats.indexfile.x__wrap64": {
         (3,): "x - 2^63 and x + 2^63 are the same modulo 2^64",
     },
+    "rmqlab.formats.indexfile.x_time_diff_seconds": {
+        (3, 5, 12, 14): "integer arguments are int64 arrays without being told (Python ints in the long range, "
+                        "integer arrays), and the subtraction of integer arrays is the same",
+        (6,): "NumPy integer array arithmetic (0-d arrays included) wraps without consulting errstate",
+        (30,): "below the clamp (2^31 - 1 s) the float quotient is within 1e-6 of the exact one, so "
+               "truncating it gives the floor, and the result is cast back to integers",
+    },
+    "rmqlab.formats.indexfile.xǁIndexFileǁ_walk": {
+        (58, 59): "_wrap64 leaves Long.MAX_VALUE and Long.MIN_VALUE as they are",
+    },
     "rmqlab.formats.indexfile.xǁIndexFileǁtrace_query": {
         (10, 24): "_walk sets trace.slot_value before anything reads it",
     },

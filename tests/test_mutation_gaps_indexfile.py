@@ -168,3 +168,59 @@ def test_is_time_matched_on_a_file_whose_times_went_back(tmp_path):
         for lo in points:
             for hi in points:
                 assert f.is_time_matched(lo, hi) == ref_time_matched(b, e, lo, hi), (lo - T0, hi - T0)
+
+
+def test_region_at_names_the_slot_or_entry_holding_a_byte():
+    """Geometry(4, 8): header 0..39, slots 40..55 (4 bytes each), entries from 56 (20 each)."""
+    from rmqlab.formats.indexfile import Geometry
+
+    g = Geometry(4, 8)
+    assert [g.region_at(o) for o in (0, 39, 40, 47, 55, 56, 75, 76, 56 + 20 * 7 + 19)] == [
+        "header", "header", "slot[0]", "slot[1]", "slot[3]", "entry[0]", "entry[0]", "entry[1]", "entry[7]"]
+
+
+def test_batch_defaults_read_every_time_from_zero(tmp_path):
+    ref = RefIndex(4, 8)
+    with IndexFile.create(tmp_path / "f", 4, 8) as f:
+        for i in range(3):
+            f.put_key("T#k", 100 * i, 0)
+            ref.put("T#k", 100 * i, 0)
+        got = f.select_phy_offsets_many(["T#k"])
+    assert got[0] == ref.select("T#k", 64, 0, LONG_MAX) == [200, 100, 0]
+
+
+def test_a_walk_into_a_cycle_after_a_result_stops_after_index_num_reads_without_one(tmp_path):
+    """One slot: entry 4 (T#a) -> 3 -> 2 -> 1, other keys, and entry 1's prev_index patched to 3:
+    a cycle 3 -> 2 -> 1 -> 3 the broker would walk forever. After the result at entry 4, five
+    reads (index_num) without a new one end the walk: entries 4, 3, 2, 1, 3, 2. The C walk
+    counts the same reads."""
+    path = tmp_path / "f"
+    with IndexFile.create(path, 1, 5) as f:
+        for i, k in enumerate(["T#b", "T#c", "T#d", "T#a"]):
+            f.put_key(k, 100 * (i + 1), T0)
+    with open(path, "r+b") as fh:
+        fh.seek(40 + 4 + 20 * 1 + 16)                      # entry 1's prev_index
+        fh.write(struct.pack(">i", 3))
+    with IndexFile.open(path, 1, 5, strict=False) as f:
+        t = f.trace_query("T#a")
+        batch = f.select_phy_offsets_many(["T#a"])
+    assert [s.entry for s in t.steps] == [4, 3, 2, 1, 3, 2] and t.stop == "cycle"
+    assert t.results == batch[0] == [400] and int(batch.entries_read[0]) == 6
+
+
+def test_a_slot_pointing_at_entry_index_num_ends_the_walk(tmp_path):
+    """strict=False, a header whose index_count (9) exceeds index_num (5): a slot holding 5
+    points past the file's last entry. The walk reads nothing there, as the C walk does."""
+    path = tmp_path / "f"
+    with IndexFile.create(path, 1, 5) as f:
+        for i in range(2):
+            f.put_key("T#a", 100 * i, T0)
+    with open(path, "r+b") as fh:
+        fh.seek(36)
+        fh.write(struct.pack(">i", 9))                     # index_count
+        fh.seek(40)
+        fh.write(struct.pack(">i", 5))                     # slot 0 -> entry 5
+    with IndexFile.open(path, 1, 5, strict=False) as f:
+        t = f.trace_query("T#a")
+        assert (t.slot_value, t.steps, t.stop, t.results) == (5, [], "entry-past-end", [])
+        assert f.select_phy_offsets("T#a", 64, 0, LONG_MAX) == []
