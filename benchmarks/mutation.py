@@ -481,11 +481,13 @@ def check_survivors(module: str, names: list[str]) -> dict[str, bool]:
 
 
 def table(rows: list[dict]) -> str:
-    lines = ["| module | mutants | killed | of which timeout | survived | equivalent | message text | score |",
+    lines = ["| module | mutants | run | killed (of which timeouts) | equivalent | message only | survived | score |",
              "|---|---:|---:|---:|---:|---:|---:|---:|"]
     for r in rows:
-        lines.append(f"| {MODULES[r['module']][0]} | {r['mutants']} | {r['killed']} | {r['timeout']} | "
-                     f"{r['survived']} | {r['equivalent']} | {r['message']} | {100 * r['score']:.1f} % |")
+        run = r["mutants"] - r["not run"]
+        lines.append(f"| {MODULES[r['module']][0][len('rmqlab/'):]} | {r['mutants']:,} | {run:,} | "
+                     f"{r['killed']:,} ({r['timeout']}) | {r['equivalent']} | {r['message']} | {r['survived']} | "
+                     f"{100 * r['score']:.1f} % |")
     return "\n".join(lines)
 
 
@@ -499,11 +501,17 @@ def main() -> None:
                         help="run the added tests against each counted survivor of the last run")
     parser.add_argument("--rerun-survivors", action="store_true",
                         help="retest only the last run's counted survivors (after tests were added)")
+    parser.add_argument("--equivalents", action="store_true",
+                        help="print the judged equivalents of each module as RESULTS.md lists them")
     args = parser.parse_args()
     modules = args.modules or ["checkpoint", "keyquery", "indexservice", "consumequeue", "indexfile"]
     unknown = set(modules) - set(MODULES)
     if unknown:
         parser.error(f"unknown modules {sorted(unknown)}: choose from {', '.join(MODULES)}")
+    if args.equivalents:
+        for module in modules:
+            print(f"{MODULES[module][0]}:\n{equivalents_markdown(module)}\n")
+        return
     if args.rerun_survivors:
         last = json.loads((OUT / "survivors.json").read_text()) if (OUT / "survivors.json").exists() else {}
         for module in modules:

@@ -255,3 +255,10 @@ def test_a_real_match_no_index_entry_points_at(tmp_path):
 def test_no_entry_means_no_candidate(twins):
     s, read, _ = twins
     assert query_key(s, read, "T", "absent").candidates == 0
+
+
+def test_query_many_reads_from_time_zero_by_default(tmp_path):
+    s, read = store(tmp_path, [("T", "k", 0), ("T", "k", 1000)])
+    for mode in ("broker", "verified"):
+        assert sorted(query_many(s, read, "T", ["k"], mode=mode)["phy_offset"]) == [100, 200]
+    assert sorted(query_key(s, read, "T", "k").verified["phy_offset"]) == [100, 200]
