@@ -188,8 +188,19 @@ JUDGED: dict[str, dict[tuple[int, ...], str]] = {
         (19, 21): "np.arange's default integer is int64 on Linux and macOS (and on Windows from NumPy 2)",
     },
     "rmqlab.indexservice.xǁIndexServiceǁbuild_columns": {
-        (6, 8): "the store times are read only through int() and put_keys, which takes any integer array "
-                "as longs",
+        (6, 8, 34, 36): "integer columns are integer arrays without being told; they are read only through "
+                        "int() and put_keys, which takes any integer array as longs",
+        (24,): "without the str-object fast path, expand_columns gives the same puts (the two paths are tested "
+               "equal), only slower",
+        (31,): "given hashes, put_keys never reads the keys",
+        (99,): "with no puts the file just obtained is never full, so `after` is not read",
+    },
+    "rmqlab.indexservice.x__object_column": {
+        (3, 6): "np.full with None gives an object array without being told",
+    },
+    "rmqlab.indexservice.x_index_key_hashes": {
+        (4, 6): "integer offsets are an integer array without being told, and _kept_messages compares them "
+                "exactly",
     },
     "rmqlab.indexservice.xǁIndexServiceǁtrace_query": {
         (13, 16, 26): "_query sets trace.max_num and trace.files before anything reads them",

@@ -381,3 +381,31 @@ def test_a_negative_max_num_is_refused_naming_what_was_asked(three):
     with pytest.raises(ValueError) as e:
         svc.query_offset("T", "k", -5)
     assert str(e.value) == "max_num must be >= 0 (after the cap), got -5 (asked -5)"
+
+
+def test_index_key_hashes_reads_str_objects_and_declines_other_storage():
+    """The fast path takes lists, object arrays and object Series of str (and None); anything
+    else (fixed-width NumPy strings, Arrow arrays, pandas' string dtype, a column of the wrong
+    length) it declines with None, for expand_columns to read."""
+    from rmqlab.indexservice import index_key_hashes
+
+    want = (np.array([0, 1]), ihash("T#a"), ihash("T#b"))
+    base = {"phy_offset": [0, 10], "store_timestamp": [T0, T0]}
+    for topic in (["T", "T"], np.array(["T", "T"], dtype=object), pd.Series(["T", "T"], dtype=object)):
+        rows, hashes, n = index_key_hashes({**base, "topic": topic, "keys": ["a", "b"]})
+        assert (rows.tolist(), hashes.tolist(), n) == ([0, 1], [want[1], want[2]], 2)   # offset 0 is kept
+    for topic in (np.array(["T", "T"]), pa.array(["T", "T"]), pd.Series(["T", "T"], dtype="string"), ["T"],
+                  np.array([["T", "T"]], dtype=object)):
+        assert index_key_hashes({**base, "topic": topic, "keys": ["a", "b"]}) is None
+
+
+def test_build_columns_of_messages_without_keys_opens_one_empty_file(tmp_path):
+    with IndexService(tmp_path, HSN, INUM, read_only=False, tz=UTC, clock=lambda: T0) as svc:
+        assert svc.build_columns({"topic": ["T", "T"], "phy_offset": [0, 10], "store_timestamp": [T0, T0]}) == 0
+        assert len(svc.files) == 1 and svc.files[0].header.index_count == 1
+
+
+def test_build_columns_names_a_short_text_column(tmp_path):
+    with IndexService(tmp_path, HSN, INUM, read_only=False) as svc, pytest.raises(ValueError) as e:
+        svc.build_columns({"topic": ["T"], "keys": ["a", "b"], "phy_offset": [0, 10], "store_timestamp": [T0, T0]})
+    assert str(e.value) == "column 'topic' has 1 rows, expected 2"
