@@ -201,6 +201,11 @@ JUDGED: dict[str, dict[tuple[int, ...], str]] = {
     "rmqlab.indexservice.x_index_key_hashes": {
         (4, 6): "integer offsets are an integer array without being told, and _kept_messages compares them "
                 "exactly",
+        (55, 57, 60, 62): "goes_to_index_many converts sys_flag to int64 itself",
+        (88,): "NumPy sums int32 in the platform integer, int64 on Linux and macOS (and on Windows from NumPy 2)",
+    },
+    "rmqlab.indexservice.x__column": {
+        (1, 5, 6): "a DataFrame's .get(name) gives the column or None just the same",
     },
     "rmqlab.indexservice.xǁIndexServiceǁtrace_query": {
         (13, 16, 26): "_query sets trace.max_num and trace.files before anything reads them",

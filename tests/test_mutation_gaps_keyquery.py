@@ -262,3 +262,17 @@ def test_query_many_reads_from_time_zero_by_default(tmp_path):
     for mode in ("broker", "verified"):
         assert sorted(query_many(s, read, "T", ["k"], mode=mode)["phy_offset"]) == [100, 200]
     assert sorted(query_key(s, read, "T", "k").verified["phy_offset"]) == [100, 200]
+
+
+def test_query_many_verified_lists_every_real_match_and_its_columns(tmp_path):
+    """70 real matches of one key in one file: broker mode stops at max_num (64), verified mode
+    walks the whole chain and lists all 70, newest first, with its columns in the documented order."""
+    s, read = store(tmp_path, [("T", "k", B + 1000 * i) for i in range(70)], index_num=128)
+    broker = query_many(s, read, "T", ["k"])
+    assert len(broker) == 64 and broker.columns.tolist() == ["key_index", "query_topic", "query_key", "rank"] + \
+        READER_COLUMNS
+    verified = query_many(s, read, "T", ["k"], mode="verified")
+    assert verified.columns.tolist() == ["key_index", "query_topic", "query_key", "broker_returned"] + READER_COLUMNS
+    assert verified["phy_offset"].tolist() == [100 * (i + 1) for i in range(69, -1, -1)]
+    assert verified["broker_returned"].dtype == np.bool_ and verified["broker_returned"].sum() == 64
+    assert verified.index.tolist() == list(range(70))
