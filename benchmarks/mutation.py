@@ -260,6 +260,18 @@ JUDGED: dict[str, dict[tuple[int, ...], str]] = {
         (30,): "below the clamp (2^31 - 1 s) the float quotient is within 1e-6 of the exact one, so "
                "truncating it gives the floor, and the result is cast back to integers",
     },
+    "rmqlab.formats.indexfile.x__clamp_max_num": {
+        (5,): "INT_MAX clamps to INT_MAX",
+        (9, 10, 11): "the walk returns nothing for any max_num <= 0, so -1, -2 and 0 behave alike",
+    },
+    "rmqlab.formats.indexfile.x_build_index_file": {
+        (3,): "fsync=True by default forces the bytes to disk before the rename: only a power loss could show it",
+        (8, 9): "the temporary name is random either way, and renamed away",
+    },
+    "rmqlab.formats.indexfile.xǁIndexFileǁselect_phy_offsets_many": {
+        (17, 18, 20): "np.clip to [-1, 2^31 - 1] and _clamp_max_num give the same ints for any integer room",
+        (28,): "a room of -2 returns nothing, as -1 does",
+    },
     "rmqlab.formats.indexfile.xǁIndexFileǁ_walk": {
         (58, 59): "_wrap64 leaves Long.MAX_VALUE and Long.MIN_VALUE as they are",
     },

@@ -9,7 +9,7 @@ import pytest
 from reference_model import stored_hash
 from test_indexfile import RefIndex
 
-from rmqlab.formats.indexfile import LONG_MAX, IndexFile, time_diff_seconds
+from rmqlab.formats.indexfile import LONG_MAX, IndexFile, build_index_file, time_diff_seconds
 
 HEADER_FMT = ">qqqqii"   # IndexHeader: begin/end timestamp, begin/end phy offset, hashSlotCount, indexCount
 T0 = 1_718_000_000_000
@@ -224,3 +224,63 @@ def test_a_slot_pointing_at_entry_index_num_ends_the_walk(tmp_path):
         t = f.trace_query("T#a")
         assert (t.slot_value, t.steps, t.stop, t.results) == (5, [], "entry-past-end", [])
         assert f.select_phy_offsets("T#a", 64, 0, LONG_MAX) == []
+
+
+def test_build_with_no_keys_is_the_java_empty_file(tmp_path):
+    """Golden case "empty" (IndexFile.java, no putKey, flushed): build_index_file's defaults
+    give the same bytes."""
+    from pathlib import Path
+
+    golden = Path(__file__).parent / "data" / "golden" / "empty" / "20240610131524079"
+    assert build_index_file(tmp_path / "f", [], [], [], hash_slot_num=64, index_num=100) == 0
+    assert (tmp_path / "f").read_bytes() == golden.read_bytes()
+
+
+def rooms_file(tmp_path):
+    ref = RefIndex(4, 32)
+    with IndexFile.create(tmp_path / "f", 4, 32) as f:
+        for i in range(12):
+            key = ("T#a", "T#b", "T#c")[i % 3]
+            f.put_key(key, 100 * i, T0 + 1000 * i)
+            ref.put(key, 100 * i, T0 + 1000 * i)
+    return tmp_path / "f", ref
+
+
+@pytest.mark.parametrize("rooms", [[2, 0, 9], [-3, 2**40, 1], np.array([2, 0, 9]),
+                                   np.array([-3, 2**40, 1], dtype=np.int64),
+                                   np.array([-(2**40) + 5, 3, 1], dtype=np.int64)])   # no int32 wrap to 5
+def test_each_key_walks_with_its_own_room(tmp_path, rooms):
+    """rooms replaces max_num key by key (queryOffset hands each file what the shared list has
+    left); a negative room returns nothing, one beyond a Java int everything."""
+    path, ref = rooms_file(tmp_path)
+    keys = ["T#a", "T#b", "T#c"]
+    with IndexFile.open(path, 4, 32) as f:
+        got = f.select_phy_offsets_many(keys, 64, 0, LONG_MAX, rooms=rooms)
+        want = [ref.select(k, max(min(int(r), 2**31 - 1), 0), 0, LONG_MAX) for k, r in zip(keys, rooms)]
+        assert [got[i] for i in range(3)] == want
+        assert got.entries_read.tolist() == [min(max(int(r), 0), 4) for r in rooms]
+        with pytest.raises(ValueError, match="2 rooms for 3 keys"):
+            f.select_phy_offsets_many(keys, rooms=list(rooms)[:2])
+        hashed = f.select_phy_offsets_many(None, hashes=np.array([stored_hash(k) for k in keys], np.int64),
+                                           rooms=rooms)
+        assert [hashed[i] for i in range(3)] == want
+
+
+def test_max_num_outside_a_java_int_is_clamped(tmp_path):
+    path, ref = rooms_file(tmp_path)
+    with IndexFile.open(path, 4, 32) as f:
+        for max_num, want in ((2**40, 4), (2**31 - 1, 4), (-(2**40), 0), (-1, 0), (0, 0), (1, 1)):
+            assert f.select_phy_offsets("T#a", max_num, 0, LONG_MAX) == ref.select("T#a", max(want, 0), 0, LONG_MAX)
+            assert f.select_phy_offsets_many(["T#a"], max_num)[0] == ref.select("T#a", max(want, 0), 0, LONG_MAX)
+
+
+@pytest.mark.parametrize("name, begin, end", [("begin", -(2**63) - 1, 0), ("end", 0, 2**63)])
+def test_a_time_bound_outside_a_java_long_is_refused_by_name(tmp_path, name, begin, end):
+    path, _ = rooms_file(tmp_path)
+    value = begin if name == "begin" else end
+    with IndexFile.open(path, 4, 32) as f:
+        for call in (lambda: f.select_phy_offsets("T#a", 64, begin, end),
+                     lambda: f.select_phy_offsets_many(["T#a"], 64, begin, end)):
+            with pytest.raises(ValueError) as e:
+                call()
+            assert str(e.value) == f"{name}={value} does not fit in a Java long (signed 64-bit)"
