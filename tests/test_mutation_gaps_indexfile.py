@@ -284,3 +284,26 @@ def test_a_time_bound_outside_a_java_long_is_refused_by_name(tmp_path, name, beg
             with pytest.raises(ValueError) as e:
                 call()
             assert str(e.value) == f"{name}={value} does not fit in a Java long (signed 64-bit)"
+
+
+def test_problems_each_named_with_its_count_and_place(tmp_path):
+    """A file written here with struct (2 slots, 8 entries, index_count 7), entries
+    (key_hash, phy, time_diff, prev): 1 (2, 100, 0, 0), 2 (3, 200, 0, 0), 3 (4, 300, -1, 1),
+    4 (-5, 400, 0, 2), 5 (7, 500, 0, 5), 6 (9, 600, 0, 4); slot 0 -> 3, slot 1 -> 7 (= index_count).
+    Entries start at byte 48 (40 + 2 x 4), 20 bytes each."""
+    entries = [(0, 0, 0, 0), (2, 100, 0, 0), (3, 200, 0, 0), (4, 300, -1, 1), (-5, 400, 0, 2), (7, 500, 0, 5),
+               (9, 600, 0, 4), (0, 0, 0, 0)]
+    data = struct.pack(HEADER_FMT, T0, T0, 100, 600, 2, 7) + struct.pack(">ii", 3, 7) + \
+        b"".join(struct.pack(">iqii", *e) for e in entries)
+    path = tmp_path / "f"
+    path.write_bytes(data)
+    with IndexFile.open(path, 2, 8, strict=False) as f:
+        got = [(p.offset, p.field, p.reason) for p in f.problems()]
+    assert got == [
+        (44, "slot[1]", "slot value outside 0..6 (1 such)"),
+        (48 + 20 * 4, "entry.key_hash", "negative key_hash (1 such)"),
+        (48 + 20 * 3 + 12, "entry.time_diff", "negative time_diff (1 such)"),
+        (48 + 20 * 5 + 16, "entry.prev_index",
+         "prev_index not older than its entry (out of range, self-loop or cycle) (1 such)"),
+        (48 + 20 * 4 + 16, "entry.prev_index", "prev_index links entries of different slots (2 such)"),
+        (48 + 20 * 5, "entry", "entry not reachable from any slot (2 such)")]

@@ -409,3 +409,38 @@ def test_build_columns_names_a_short_text_column(tmp_path):
     with IndexService(tmp_path, HSN, INUM, read_only=False) as svc, pytest.raises(ValueError) as e:
         svc.build_columns({"topic": ["T"], "keys": ["a", "b"], "phy_offset": [0, 10], "store_timestamp": [T0, T0]})
     assert str(e.value) == "column 'topic' has 1 rows, expected 2"
+
+
+def test_a_service_whose_clock_went_back_warns_when_it_names_the_next_file(tmp_path, caplog):
+    clock = iter([T0, T0 - 5000]).__next__
+    with caplog.at_level(logging.WARNING, logger="rmqlab.indexservice"):
+        sequential(tmp_path, MESSAGES[:4], HSN, INUM, clock=clock)
+    names = sorted(p.name for p in tmp_path.iterdir())
+    assert names == ["20240610061315000", "20240610061320000"]
+    assert "new index file 20240610061315000 sorts before 20240610061320000: the clock went backwards" in caplog.text
+
+
+def test_a_new_file_never_takes_the_name_of_a_file_already_there(tmp_path):
+    """A file that appeared in the folder after the service opened it (another writer, a copy)
+    keeps its name: the new index file is named 1 ms later."""
+    with IndexService(tmp_path, HSN, INUM, read_only=False, tz=UTC, clock=lambda: T0) as svc:
+        (tmp_path / "20240610061320000").write_bytes(b"stray")
+        svc.build_index(MESSAGES[0])
+        assert [f.path.name for f in svc.files] == ["20240610061320001"]
+    assert (tmp_path / "20240610061320000").read_bytes() == b"stray"
+
+
+def test_already_indexed_offsets_beyond_2_to_the_53_are_skipped(tmp_path):
+    """CommitLog offsets are Java longs: a message at 2^62 + 50 after one at 2^62 + 100 is
+    already indexed (offset below end_phy_offset), though a float64 holds neither difference."""
+    big = 2**62
+    messages = [msg("T", big + 100, T0, "a"), msg("T", big + 50, T0 + 1000, "b"), msg("T", big + 200, T0 + 2000, "c")]
+    model = model_build(messages, 16)
+    with IndexService(tmp_path, HSN, 16, read_only=False, tz=UTC, clock=lambda: T0) as svc:
+        svc.build_columns({"topic": ["T"] * 3, "keys": ["a", "b", "c"], "phy_offset": [m.phy_offset for m in messages],
+                           "store_timestamp": [m.store_timestamp for m in messages]})
+        (f,) = svc.files
+        assert f.used_entries["phy_offset"].tolist() == [e[1] for e in model[0].entries] == [big + 100, big + 200]
+    e = expand_columns({"topic": ["T"] * 3, "keys": ["a", "b", "c"], "phy_offset": [m.phy_offset for m in messages],
+                        "store_timestamp": [m.store_timestamp for m in messages]})
+    assert e.key_list() == ["T#a", "T#c"]

@@ -276,3 +276,16 @@ def test_query_many_verified_lists_every_real_match_and_its_columns(tmp_path):
     assert verified["phy_offset"].tolist() == [100 * (i + 1) for i in range(69, -1, -1)]
     assert verified["broker_returned"].dtype == np.bool_ and verified["broker_returned"].sum() == 64
     assert verified.index.tolist() == list(range(70))
+
+
+def test_query_many_reads_each_message_once_and_orders_equal_times_by_offset(tmp_path):
+    """Two real matches stored in the same ms: newest offset first, as for distinct times; a
+    reader that gives each message twice (rows that differ elsewhere) changes nothing."""
+    s, read = store(tmp_path, [("T", "k", B), ("T", "k", B + 1000), ("T", "k", B + 1000)])
+    def twice(offs):
+        rows = read(offs)
+        return pd.concat([rows.assign(row=0), rows.assign(row=1)], ignore_index=True)
+    for reader in (read, twice):
+        for mode in ("broker", "verified"):
+            t = query_many(s, reader, "T", ["k"], mode=mode)
+            assert t["phy_offset"].tolist() == [300, 200, 100], (reader, mode)
