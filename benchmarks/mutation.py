@@ -204,6 +204,9 @@ JUDGED: dict[str, dict[tuple[int, ...], str]] = {
         (55, 57, 60, 62): "goes_to_index_many converts sys_flag to int64 itself",
         (88,): "NumPy sums int32 in the platform integer, int64 on Linux and macOS (and on Windows from NumPy 2)",
     },
+    "rmqlab.indexservice.x__kept_messages": {
+        (12,): "with no messages the running maximum is never read",
+    },
     "rmqlab.indexservice.x__column": {
         (1, 5, 6): "a DataFrame's .get(name) gives the column or None just the same",
     },
@@ -265,12 +268,19 @@ JUDGED: dict[str, dict[tuple[int, ...], str]] = {
         (9, 10, 11): "the walk returns nothing for any max_num <= 0, so -1, -2 and 0 behave alike",
     },
     "rmqlab.formats.indexfile.x_build_index_file": {
-        (3,): "fsync=True by default forces the bytes to disk before the rename: only a power loss could show it",
+        (3, 32): "forcing the bytes to disk (fsync=True by default, or msync left out on close) shows only after "
+                 "a power loss",
         (8, 9): "the temporary name is random either way, and renamed away",
     },
     "rmqlab.formats.indexfile.xǁIndexFileǁselect_phy_offsets_many": {
         (17, 18, 20): "np.clip to [-1, 2^31 - 1] and _clamp_max_num give the same ints for any integer room",
         (28,): "a room of -2 returns nothing, as -1 does",
+    },
+    "rmqlab.formats.indexfile.xǁIndexFileǁproblems": {
+        (18, 21, 51, 53): "np.arange's default integer is int64 on Linux and macOS (and on Windows from NumPy 2)",
+        (24,): "int32 hashes are exact in float64, and every use compares them or takes a remainder",
+        (133, 141): "a negative hash's slot only needs to differ from every real slot (0 and up): None and -2 do, "
+                    "as -1 does, and two of them compare equal alike",
     },
     "rmqlab.formats.indexfile.xǁIndexFileǁ_walk": {
         (58, 59): "_wrap64 leaves Long.MAX_VALUE and Long.MIN_VALUE as they are",
