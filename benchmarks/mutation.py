@@ -281,6 +281,10 @@ JUDGED: dict[str, dict[tuple[int, ...], str]] = {
         (24,): "int32 hashes are exact in float64, and every use compares them or takes a remainder",
         (133, 141): "a negative hash's slot only needs to differ from every real slot (0 and up): None and -2 do, "
                     "as -1 does, and two of them compare equal alike",
+        (149, 151): "the mask is filled with bools and only read through flatnonzero, which treats 0.0/1.0 alike",
+        (197, 203): "a file holds at least one entry number (count >= 1): with count 1 the bincount of no "
+                    "references cut from 1 is empty too",
+        (206, 208): "an empty array has no element to report whatever its dtype",
     },
     "rmqlab.formats.indexfile.xǁIndexFileǁ_walk": {
         (58, 59): "_wrap64 leaves Long.MAX_VALUE and Long.MIN_VALUE as they are",

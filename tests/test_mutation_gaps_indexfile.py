@@ -307,3 +307,40 @@ def test_problems_each_named_with_its_count_and_place(tmp_path):
          "prev_index not older than its entry (out of range, self-loop or cycle) (1 such)"),
         (48 + 20 * 4 + 16, "entry.prev_index", "prev_index links entries of different slots (2 such)"),
         (48 + 20 * 5, "entry", "entry not reachable from any slot (2 such)")]
+
+
+def corrupt_file(path, hsn, index_num, index_count, hash_slot_count, slots, entries):
+    """A file written with struct: header, slots, entries 1.. (entry 0 and the rest zero)."""
+    rows = [(0, 0, 0, 0)] + entries + [(0, 0, 0, 0)] * (index_num - 1 - len(entries))
+    path.write_bytes(struct.pack(HEADER_FMT, T0, T0, 100, 100 * len(entries), hash_slot_count, index_count)
+                     + b"".join(struct.pack(">i", s) for s in slots)
+                     + b"".join(struct.pack(">iqii", *e) for e in rows))
+    return path
+
+
+def test_problems_of_slots_and_references(tmp_path):
+    """2 slots, entries 1 (hash 2, prev 0), 2 (4, prev 1), 3 (6, prev 1), 4 (3, prev 0); slot 0 -> 3,
+    slot 1 -> 2 (hashed to slot 0). Entry 1 has two references, entry 4 none, and two slots are
+    occupied where the header counts 3 (every put would give 4)."""
+    from rmqlab.formats.indexfile import EVERY_PUT
+
+    path = corrupt_file(tmp_path / "f", 2, 6, 5, 3, [3, 2],
+                        [(2, 100, 0, 0), (4, 200, 0, 1), (6, 300, 0, 1), (3, 400, 0, 0)])
+    with IndexFile.open(path, 2, 6, strict=False) as f:
+        got = [(p.offset, p.field, p.reason) for p in f.problems()]
+    common = [(44, "slot", "slot points at an entry hashed to another slot (1 such)"),
+              (48 + 20, "entry", "entry referenced by more than one slot/prev_index (1 such)"),
+              (48 + 80, "entry", "entry not reachable from any slot (1 such)")]
+    assert got == common + [(32, "header.hash_slot_count",
+                             "hash_slot_count 3 but the slot-count rule (>= 4.7.1: occupied slots) gives 2")]
+    with IndexFile.open(path, 2, 6, strict=False, slot_count_rule=EVERY_PUT) as f:
+        got = [(p.offset, p.field, p.reason) for p in f.problems()]
+    assert got == common + [(32, "header.hash_slot_count",
+                             "hash_slot_count 3 but the slot-count rule (<= 4.7.0: puts) gives 4")]
+
+
+def test_a_lone_entry_no_slot_points_at_is_unreachable(tmp_path):
+    path = corrupt_file(tmp_path / "f", 2, 4, 2, 0, [0, 0], [(2, 100, 0, 0)])
+    with IndexFile.open(path, 2, 4, strict=False) as f:
+        assert [(p.offset, p.field, p.reason) for p in f.problems()] == [
+            (48 + 20, "entry", "entry not reachable from any slot (1 such)")]
