@@ -204,6 +204,9 @@ JUDGED: dict[str, dict[tuple[int, ...], str]] = {
         (55, 57, 60, 62): "goes_to_index_many converts sys_flag to int64 itself",
         (88,): "NumPy sums int32 in the platform integer, int64 on Linux and macOS (and on Windows from NumPy 2)",
     },
+    "rmqlab.indexservice.xǁIndexServiceǁ__init__": {
+        (19,): "the list is replaced by the folder's ignored files before anything reads it",
+    },
     "rmqlab.indexservice.x__kept_messages": {
         (12,): "with no messages the running maximum is never read",
     },

@@ -444,3 +444,102 @@ def test_already_indexed_offsets_beyond_2_to_the_53_are_skipped(tmp_path):
     e = expand_columns({"topic": ["T"] * 3, "keys": ["a", "b", "c"], "phy_offset": [m.phy_offset for m in messages],
                         "store_timestamp": [m.store_timestamp for m in messages]})
     assert e.key_list() == ["T#a", "T#c"]
+
+
+# ------------------------------------------------------------------ opening a folder, new files
+
+
+def _bump_index_count(path, value):
+    import struct
+
+    with open(path, "r+b") as fh:
+        fh.seek(36)                                        # IndexHeader.indexCount
+        fh.write(struct.pack(">i", value))
+
+
+def test_opening_is_strict_unless_told(three, tmp_path):
+    from rmqlab import CorruptIndexError
+
+    svc, names, _ = three
+    svc.close()
+    _bump_index_count(svc.directory / names[0], INUM + 5)
+    with pytest.raises(CorruptIndexError):
+        IndexService(svc.directory, HSN, INUM)
+    with IndexService(svc.directory, HSN, INUM, strict=False) as loose:
+        assert len(loose) == 3
+
+
+def test_opening_checks_each_file_against_both_counts(tmp_path):
+    from rmqlab import GeometryError
+
+    sequential(tmp_path, MESSAGES[:2], HSN, 8)
+    with pytest.raises(GeometryError):
+        IndexService(tmp_path, HSN, 16)
+
+
+def test_opening_logs_each_file_and_keeps_the_checkpoint_it_was_given(three, caplog):
+    svc, names, _ = three
+    svc.close()
+    with caplog.at_level(logging.INFO, logger="rmqlab.indexservice"):
+        replay = IndexService(svc.directory, HSN, INUM, index_msg_timestamp=T0 + 11_000)
+    with replay:
+        assert replay.index_msg_timestamp == T0 + 11_000
+        assert [f.path.name for f in replay.files] == names[:2] and replay.dropped == [svc.directory / names[2]]
+    assert [r.getMessage() for r in caplog.records] == [f"load index file OK, {svc.directory / n}" for n in names[:2]]
+
+
+def test_a_writable_service_makes_its_folder_and_its_parents(tmp_path):
+    deep = tmp_path / "a" / "b"
+    with IndexService(deep, HSN, INUM, read_only=False, tz=UTC, clock=lambda: T0) as svc:
+        svc.build_index(MESSAGES[0])
+    assert [p.name for p in deep.iterdir()] == ["20240610061320000"]
+
+
+def test_a_read_only_service_refuses_to_create_a_file_naming_its_folder(three):
+    svc, _, _ = three
+    with pytest.raises(ReadOnlyError) as e:
+        svc.get_and_create_last_file()
+    assert e.value.path == str(svc.directory)
+
+
+def test_a_file_created_before_any_message_is_named_by_the_clock(tmp_path):
+    with IndexService(tmp_path, HSN, INUM, read_only=False, tz=UTC, clock=lambda: T0,
+                      name_by_store_time=True) as svc:
+        assert svc.get_and_create_last_file().path.name == "20240610061320000"
+
+
+def test_appending_keeps_the_services_slot_count_rule(tmp_path):
+    """Reopened for writing with the <= 4.7.0 rule, the last file counts every put."""
+    import struct
+
+    from test_indexfile import RefIndex
+
+    with IndexService(tmp_path, 1, 8, read_only=False, tz=UTC, clock=lambda: T0, slot_count_rule="every-put") as svc:
+        svc.build_index(msg("T", 100, T0, "a"))
+    with IndexService(tmp_path, 1, 8, read_only=False, slot_count_rule="every-put") as svc:
+        svc.build_index(msg("T", 200, T0 + 1000, "b"))
+        path = svc.files[0].path
+    ref = RefIndex(1, 8, rule="every-put")
+    ref.put("T#a", 100, T0)
+    ref.put("T#b", 200, T0 + 1000)
+    assert struct.unpack_from(">qqqqii", path.read_bytes())[4] == ref.hsc == 2
+
+
+def test_a_new_file_takes_the_newest_files_geometry_when_the_service_has_none(tmp_path, caplog):
+    """index_num None: each file's is read from its size; a new file copies the newest's (4 x 12
+    here, after files of 4 x 8 and 4 x 16), and the roll-over is logged."""
+    from rmqlab.formats.indexfile import IndexFile
+    from rmqlab.indexservice import index_file_name
+
+    names = [index_file_name(T0 + i, UTC) for i in range(3)]
+    for i, num in enumerate((8, 16, 12)):
+        with IndexFile.create(tmp_path / names[i], 4, num) as f:
+            for j in range(num - 1):
+                f.put_key("T#k", 1000 * i + j, T0 + i)
+    with IndexService(tmp_path, 4, None, read_only=False, tz=UTC, clock=lambda: T0 + 10) as svc:
+        with caplog.at_level(logging.INFO, logger="rmqlab.indexservice"):
+            svc.build_index(msg("T", 5000, T0 + 5, "k"))
+        assert [f.geometry.index_num for f in svc.files] == [8, 16, 12, 12]
+        assert svc.files[-1].path.stat().st_size == 40 + 4 * 4 + 20 * 12
+    created = index_file_name(T0 + 10, UTC)
+    assert [r.getMessage() for r in caplog.records] == [f"index file {names[2]} is full, created {created}"]
