@@ -22,6 +22,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from rmqlab.errors import CorruptIndexError, FormatError
+from rmqlab.formats.consumequeue import STATUS_NAMES as STATUS
 from rmqlab.formats.consumequeue import ConsumeQueue, ConsumeQueueWriter, read_queue_info
 
 INT_MAX = 2**31 - 1
@@ -104,6 +105,8 @@ def search_5(f: MFile, file_size: int, ts: int, lower: bool, min_phy: int, min_l
     ceiling = rng - UNIT
     floor = low
     high = ceiling
+    if ceiling < 0:                                       # position(ceiling) throws
+        return None, "throws"
     if reads.pickup(f, ceiling // UNIT, "last") < ts:
         return ((f.start + ceiling + UNIT) if lower else (f.start + ceiling)) // UNIT, "after-last"
     if floor > ceiling:                                   # position(floor) past the limit
@@ -767,3 +770,188 @@ def test_a_duplicate_logical_put_still_creates_the_file_it_asked_for(tmp_path):
         assert r.created_file == tmp_path / f"{40:020d}" and r.created_file.stat().st_size == 40
         r = w.put(600, 50, 0, 1)                          # the new file exists now
         assert (r.status, r.queue_offset, r.blank_units, r.created_file) == ("duplicate-logical", None, 0, None)
+
+
+# ------------------------------------------------------------------ listing, ends, loading
+
+
+def test_a_badly_named_file_is_ignored_and_the_listing_goes_on(tmp_path):
+    put_units(tmp_path, 2, [(100 * i, 50, 0) for i in range(4)])
+    bad = tmp_path / f"{0:020d}.bak"                     # sorts between the two files
+    bad.write_bytes(b"\0" * 40)
+    with ConsumeQueue.open(tmp_path, 40, strict=False) as q:
+        assert q.ignored_files == (bad,)
+        assert [f.path.name for f in q.files] == [f"{0:020d}", f"{40:020d}"] and q.max_offset == 4
+
+
+def test_a_file_after_a_misaligned_one_overlaps_it(tmp_path):
+    put_units(tmp_path, 5, [(100 * i, 50, 0) for i in range(3)])
+    (tmp_path / f"{0:020d}").rename(tmp_path / f"{50:020d}")
+    (tmp_path / f"{100:020d}").write_bytes(b"\0" * 100)
+    with ConsumeQueue.open(tmp_path, 100, strict=False) as q:
+        got = [(type(p).__name__, Path(p.path).name, p.reason) for p in q.problems()]
+    assert got[:2] == [
+        ("FormatError", f"{50:020d}", "name 50 is not a multiple of the mapped file size 100"),
+        ("CorruptIndexError", f"{100:020d}", f"starts at 100 but the previous file {50:020d} ends at 150: "
+                                              "overlaps the previous file (MappedFileQueue.checkSelf)")]
+
+
+def test_a_closed_queue_gives_no_units(seven):
+    q = ConsumeQueue.open(seven, 80)
+    assert len(q.units) == 7
+    q.close()
+    with pytest.raises(ValueError, match="consume queue is closed"):
+        _ = q.units
+
+
+def test_the_file_starting_at_the_end_is_kept_and_later_ones_are_dirty(tmp_path):
+    """recover() ends the queue at a file boundary: truncateDirtyFiles keeps the file starting
+    there (fileFromOffset <= offset < its tail) and deletes the ones after it."""
+    put_units(tmp_path, 2, [(0, 50, 0), (100, 50, 0)])
+    for k in (1, 2):
+        (tmp_path / f"{40 * k:020d}").write_bytes(b"\0" * 40)
+    with ConsumeQueue.open(tmp_path, 40) as q:
+        assert [f.path.name for f in q.files] == [f"{0:020d}", f"{40:020d}"]
+        assert [f.path.name for f in q.dirty_files] == [f"{80:020d}"]
+        assert (q.min_offset, q.max_offset, [len(v) for _, v in q.segments()]) == (0, 2, [2, 0])
+
+
+def test_units_beyond_the_mapped_size_of_a_longer_file_are_not_read(tmp_path):
+    """strict=False, four files of two units where the first holds three: recover() assumes the
+    first file full at two units; the third is no unit of the queue."""
+    put_units(tmp_path, 2, [(100 * i, 50, 0) for i in range(8)])
+    first = tmp_path / f"{0:020d}"
+    first.write_bytes(first.read_bytes() + struct.pack(">qiq", 999, 50, 0))
+    with ConsumeQueue.open(tmp_path, 40, strict=False) as q:
+        assert [int(u["commitlog_offset"]) for u in q.raw_units()] == [100 * i for i in range(8)]
+
+
+def test_a_unit_past_a_short_file_lies_in_a_gap(tmp_path):
+    put_units(tmp_path, 3, [1000 + 100 * i for i in range(10)] and [(1000 + 100 * i, 50, 0) for i in range(10)])
+    os.truncate(tmp_path / f"{0:020d}", 40)
+    with ConsumeQueue.open(tmp_path, 60, strict=False) as q:
+        assert q.unit(1) == (1100, 50, 0)
+        with pytest.raises(CorruptIndexError, match="queue offset 2 lies in a gap"):
+            q.unit(2)
+
+
+def test_a_queue_of_one_zero_filled_file_is_empty(tmp_path):
+    (tmp_path / f"{0:020d}").write_bytes(b"\0" * 40)
+    with ConsumeQueue.open(tmp_path, 40) as q:
+        assert (q.first_offset, q.min_offset, q.max_offset, q.count) == (0, 0, 0, 0)
+
+
+def test_a_first_file_of_blank_fillers_only_puts_the_min_offset_after_it(tmp_path):
+    """Made by hand (the broker fills only up to its first unit): file 0 holds two blank units,
+    file 40 the first real ones. min_offset skips every leading blank."""
+    blank = struct.pack(">qiq", 0, INT_MAX, 0)
+    (tmp_path / f"{0:020d}").write_bytes(blank * 2)
+    (tmp_path / f"{40:020d}").write_bytes(struct.pack(">qiq", 100, 50, 0) + b"\0" * 20)
+    with ConsumeQueue.open(tmp_path, 40) as q:
+        assert (q.first_offset, q.min_offset, q.max_offset) == (0, 2, 3)
+
+
+def two_cq_files(folder):
+    put_units(folder, 2, [(100 * i, 50, 0) for i in range(4)])
+    return lambda: ConsumeQueue.open(folder, 40), "rmqlab.formats.consumequeue"
+
+
+def two_ext_files(folder):
+    from rmqlab.formats.consumequeue_ext import ConsumeQueueExt, ConsumeQueueExtWriter
+
+    with ConsumeQueueExtWriter.create(folder, mapped_file_size=84) as w:
+        w.put_many([7] * 6, list(range(6)))
+    assert len(list(folder.iterdir())) >= 2
+    return lambda: ConsumeQueueExt.open(folder), "rmqlab.formats.consumequeue_ext"
+
+
+def two_bcq_files(folder):
+    from rmqlab.formats.batchconsumequeue import BatchConsumeQueue, BatchConsumeQueueWriter
+
+    with BatchConsumeQueueWriter.create(folder, mapped_file_size=92) as w:
+        for i in range(3):
+            w.put(100 * (i + 1), 10, 0, i, i, 1)
+    assert len(list(folder.iterdir())) == 2
+    return lambda: BatchConsumeQueue.open(folder, 92), "rmqlab.formats.batchconsumequeue"
+
+
+@pytest.mark.parametrize("make", [two_cq_files, two_ext_files, two_bcq_files])
+def test_a_failed_map_raises_its_error_and_closes_what_was_opened(tmp_path, monkeypatch, make):
+    """The second file's map fails (here by a stand-in for mmap): the reader raises that error,
+    with every file it opened closed again (the first file's map had a view of its units)."""
+    import mmap
+    import sys
+
+    opener, module = make(tmp_path)
+    opened, real_mmap = [], mmap.mmap
+
+    def tracking_open(*args, **kwargs):
+        fh = open(*args, **kwargs)
+        opened.append(fh)
+        return fh
+
+    def failing_mmap(*args, **kwargs):
+        if len(opened) > 1:
+            raise OSError("no more maps")
+        return real_mmap(*args, **kwargs)
+
+    monkeypatch.setattr(sys.modules[module], "open", tracking_open, raising=False)
+    monkeypatch.setattr(mmap, "mmap", failing_mmap)
+    with pytest.raises(OSError, match="no more maps"):
+        opener()
+    assert len(opened) == 2 and all(fh.closed for fh in opened)
+
+
+# ------------------------------------------------------------------ put_many, unit by unit
+
+
+def test_put_many_takes_columns_and_scalars(tmp_path):
+    with ConsumeQueueWriter.create(tmp_path / "a", mapped_file_size=40) as w:
+        w.put_many(np.array([[0], [100], [200]]), np.array([[50], [50], [50]]), np.array([[1], [2], [3]]),
+                   np.array([[0], [1], [2]]))
+    with ConsumeQueueWriter.create(tmp_path / "b", mapped_file_size=40) as w:
+        w.put_many(0, 50, 1, 0)
+        w.put_many(100, 50, 2)
+        w.put_many([200], [50], [3])
+        assert type(w.max_offset) is int and w.max_offset == 3
+    assert struct_units(tmp_path / "a") == struct_units(tmp_path / "b")
+    assert [struct_units(tmp_path / "a")[i] for i in range(3)] == [(0, 50, 1), (100, 50, 2), (200, 50, 3)]
+
+
+def test_put_many_continues_a_reopened_queue_by_default(tmp_path):
+    put_units(tmp_path, 2, [(0, 50, 0), (100, 50, 0), (200, 50, 0)])
+    with ConsumeQueueWriter.open(tmp_path, mapped_file_size=40) as w:
+        assert w.put_many([300, 400], [50, 50], [0, 0]).tolist() == [0, 0]
+        assert w.max_offset == 5
+    assert [struct_units(tmp_path)[i][0] for i in range(5)] == [0, 100, 200, 300, 400]
+
+
+@pytest.mark.parametrize("offsets, sizes, cq", [
+    ([-1, 100], [50, 50], [0, 1]), ([0, 100], [0, 50], [0, 1]), ([0, 100], [50, INT_MAX + 1], [0, 1]),
+    ([0, 100], [50, 50], [0, -1])])
+def test_put_many_refuses_units_the_broker_would_read_as_the_end(tmp_path, offsets, sizes, cq):
+    with ConsumeQueueWriter.create(tmp_path, mapped_file_size=40) as w, pytest.raises(ValueError):
+        w.put_many(offsets, sizes, [0, 0], cq)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_put_many_statuses_are_those_of_put_one_by_one(tmp_path):
+    """Hand-traced with putMessagePositionInfo's rules: (0, 50) and (100, 50) are written; (120,
+    10) ends at 130, inside what is written (maxPhysicOffset 150): nothing written; (200, 10)
+    expects queue offset 3 where the write position is 2: written there, "[BUG]logic queue
+    order maybe wrong"; (1100, 100) ends at 1200 < 1500, after (1000, 500)."""
+    units = [(0, 50, 0), (100, 50, 0), (120, 10, 0), (200, 10, 0), (1000, 500, 0), (1100, 100, 0), (1600, 10, 0)]
+    with ConsumeQueueWriter.create(tmp_path, mapped_file_size=400) as w:
+        status = w.put_many([u[0] for u in units], [u[1] for u in units], [u[2] for u in units], range(7))
+        assert [STATUS[s] for s in status] == ["written", "written", "duplicate-physical", "out-of-order",
+                                               "out-of-order", "duplicate-physical", "out-of-order"]
+        assert w.put(1700, 10, INT_MAX, 6).queue_offset == 5 and w.put(2000, 10, 0, 9).queue_offset == 6
+    truth = struct_units(tmp_path)
+    assert [truth[i][:2] for i in range(7)] == [(0, 50), (100, 50), (200, 10), (1000, 500), (1600, 10),
+                                                (1700, 10), (2000, 10)]
+
+
+def test_put_max_size_is_a_java_int(tmp_path):
+    with ConsumeQueueWriter.create(tmp_path, mapped_file_size=40) as w:
+        assert w.put_many([0, 100], [INT_MAX, 50], [0, 0]).tolist() == [0, 2]   # ends at 2^31-1 > 150
+    assert struct_units(tmp_path)[0] == (0, INT_MAX, 0)

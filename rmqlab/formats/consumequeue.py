@@ -75,7 +75,7 @@ from rmqlab.errors import (
 )
 from rmqlab.formats.consumequeue_ext import is_ext_addr_many
 from rmqlab.formats.layout import Layout
-from rmqlab.formats.mapped import MappedFolder
+from rmqlab.formats.mapped import MappedFolder, close_handles
 from rmqlab.javahash import java_hash
 
 __all__ = [
@@ -430,8 +430,8 @@ class ConsumeQueue(MappedFolder):
                 else:
                     segments.append(_Segment(f, b""))
         except BaseException:
-            for h in reversed(handles):
-                h.close()
+            segments.clear()   # their views of the maps would keep the maps from closing
+            close_handles(handles)
             raise
         return cls(folder, size, segments, ignored, problems, handles,
                    topic if topic is not None else ftopic, queue_id if queue_id is not None else fqid)
@@ -440,7 +440,6 @@ class ConsumeQueue(MappedFolder):
         """The queue's ends as the broker computes them after a restart (recover())."""
         segs, size = self._all, self.mapped_file_size
         if not segs:
-            self._end_byte = self._first_byte = 0
             self._live: list[_Segment] = []
             self._dirty: list[_Segment] = []
             self.first_offset = self.min_offset = self.max_offset = 0
@@ -454,17 +453,14 @@ class ConsumeQueue(MappedFolder):
             end = segs[k].file.start + p * UNIT_SIZE
             if p * UNIT_SIZE != size:
                 break
-        self._end_byte = end
         self._live = [s for s in segs if s.file.start <= end]
         self._dirty = [s for s in segs if s.file.start > end]
         for s in self._live:
             s.wrote = min(size, end - s.file.start, len(s.units) * UNIT_SIZE)
-        self._first_byte = segs[0].file.start
-        self.first_offset = self._first_byte // UNIT_SIZE
+        first = segs[0]   # live: the end lies at or after the file recover() starts from
+        self.first_offset = first.file.start // UNIT_SIZE
         self.max_offset = end // UNIT_SIZE
-        first = segs[0]
-        n_first = first.wrote // UNIT_SIZE if first in self._live else 0
-        blank = _is_blank(first.units[:n_first])
+        blank = _is_blank(first.units[:first.wrote // UNIT_SIZE])
         lead = int(np.argmin(blank)) if len(blank) and not blank.all() else len(blank)
         self.min_offset = self.first_offset + lead
 
@@ -798,10 +794,11 @@ class ConsumeQueue(MappedFolder):
         ceiling = rng - UNIT_SIZE
         floor = low
         lower = boundary == "lower"
-        t = probe.one(seg, ceiling // UNIT_SIZE, "last")
-        if t < ts:
-            res.outcome = "after-last"
-            return (start + ceiling + (UNIT_SIZE if lower else 0)) // UNIT_SIZE
+        if ceiling >= 0:   # (below 0, files that disagree: position(ceiling) throws first)
+            t = probe.one(seg, ceiling // UNIT_SIZE, "last")
+            if t < ts:
+                res.outcome = "after-last"
+                return (start + ceiling + (UNIT_SIZE if lower else 0)) // UNIT_SIZE
         # the broker reads the unit at `floor` only now: past the buffer's limit, the read throws
         if floor > ceiling:
             if min_logic_given:
@@ -1268,10 +1265,9 @@ class ConsumeQueueWriter:
         i = 0
         while i < n:
             cur = self.max_offset
-            last = self._files[-1] if self._files else None
-            pre_blank_due = (last is None and cq[i] != 0) or (
-                last is not None and last.first_create and last.wrote == 0 and cq[i] != 0)
-            if not pre_blank_due and cq[i] == cur and ends[i] > self.max_physic_offset:
+            # (a unit due pre-blank fillers -- the first unit of a new queue at a queue offset
+            # other than 0 -- never sits at the write position 0, so put() takes it)
+            if cq[i] == cur and ends[i] > self.max_physic_offset:
                 # the longest run from i that puts would write in place: consecutive queue
                 # offsets, each message ending after the previous one (scanned in windows)
                 k = i + 1
