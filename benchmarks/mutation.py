@@ -147,6 +147,21 @@ JUDGED: dict[str, dict[tuple[int, ...], str]] = {
         (23, 25, 28): "copying or not: nothing writes the array",
         (30,): "NumPy takes any negative size as the one unknown dimension",
     },
+    "rmqlab.formats.consumequeue.x__list_files": {
+        (41,): "the empty file passed over is the last entry: there is nothing after it to list",
+        (55,): "it is reached only when the size differs from the mapped size, where < and <= agree",
+        (98,): "it is reached only when the start differs from the previous file's end, where > and >= agree",
+    },
+    "rmqlab.formats.consumequeue.xǁConsumeQueueWriterǁ__init__": {
+        (7,): "the descriptor is None at first, so the path it was opened for is not compared",
+        (9,): "_closed=None is as falsy as False",
+    },
+    "rmqlab.formats.consumequeue.xǁConsumeQueueǁ__init__": {
+        (11,): "_closed=None is as falsy as False",
+    },
+    "rmqlab.formats.consumequeue.xǁConsumeQueueWriterǁ_bulk": {
+        (25,): "the slice stops at the data's end, so a larger take writes the same bytes and ends the loop",
+    },
     "rmqlab.formats.consumequeue.xǁConsumeQueueWriterǁcreate": {
         (25,): "offset + size >= 1 for every unit put accepts, so -2 lets every first unit through as -1 does",
         (26,): "min_offset is min_logic_offset // 20, and 1 // 20 is 0; nothing else reads it before a put sets it",
