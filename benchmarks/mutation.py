@@ -318,6 +318,29 @@ JUDGED: dict[str, dict[tuple[int, ...], str]] = {
         (5,): "the diff's rows for one offset are identical (an offset the broker returns twice gets the same "
               "reason and detail twice), so dropping whole duplicate rows keeps one per offset too",
     },
+    "rmqlab.keyquery.x__real_matches": {
+        (2, 4): "an empty array of any dtype sets nothing, and query_key makes it an empty bool Series",
+        (6, 7): "pandas gives an object array for every text dtype, with None for missing values as asked",
+        (27, 29): "key_tokens_many gives a large list array, whose parent indices are int64 already",
+        (33, 35, 36): "to_numpy of a large string array is an object array already (zero_copy_only=None is "
+                      "as falsy as False)",
+    },
+    "rmqlab.keyquery.x_query_key": {
+        (57,): "drop=None is as falsy as False",
+        (67, 68, 69): "any index name but phy_offset keeps sort_values from finding phy_offset ambiguous, and the "
+                      "index is dropped before anything leaves query_key",
+        (73, 76): "_real_match returns a bool array, so the Series is bool without being told",
+        (87,): "an empty message table has its columns (drop_duplicates('phy_offset') needs them), and "
+               "between() of its empty store_timestamp is the empty bool Series `real` is",
+        (177,): "np.unique of no entries is empty: len 0, as the else branch gives",
+    },
+    "rmqlab.keyquery.x_query_many": {
+        (109, 110): "the index of `pairs` is never read, only its columns' arrays",
+        (118, 135, 137): "the first column is filled again by assign(broker_returned=...) before it is read",
+        (126, 129): "the pair columns are int64 already (built from int64 arrays)",
+        (139, 163): "notna() and between() give bool Series already",
+        (156, 159): "query_topic and query_key are object columns already (inserted from object arrays)",
+    },
     "rmqlab.keyquery.x__compare": {
         (101, 102, 103): "unreachable: a step the broker's walk read with a matching hash and time is always "
                          "returned, so a real match in range found that way is in `returned`",

@@ -289,3 +289,55 @@ def test_query_many_reads_each_message_once_and_orders_equal_times_by_offset(tmp
         for mode in ("broker", "verified"):
             t = query_many(s, reader, "T", ["k"], mode=mode)
             assert t["phy_offset"].tolist() == [300, 200, 100], (reader, mode)
+
+
+def test_each_missed_match_is_named_after_one_no_index_entry_points_at(tmp_path):
+    """max_num 1: the broker returns 300 only. 200 is a rolled-back message (not indexed), and
+    100 a real match the walk stopped before (max-num): both named, in verified order."""
+    msgs = pd.DataFrame({"phy_offset": [100, 200, 300], "topic": ["T"] * 3, "keys": ["k"] * 3,
+                         "store_timestamp": [B, B + 1000, B + 2000], "uniq_key": None,
+                         "sys_flag": [0, 0xC, 0]})
+    s = IndexService(tmp_path, 4, 64, read_only=False, tz=dt.UTC, name_by_store_time=True)
+    s.build_columns(msgs)
+    q = query_key(s, lambda offs: msgs, "T", "k", max_num=1)
+    name = s.files[0].path.name
+    assert q.diff.values.tolist() == [[300, "ok", ""], [200, "missed-not-visited", "no index entry points at it"],
+                                      [100, "missed-max-num", f"the walk in {name} stopped first (max-num)"]]
+
+
+def test_a_match_the_index_puts_outside_the_range_is_missed_for_its_time(tmp_path):
+    """Stored 1.999 s after the file's first message, the index keeps 1 s: it reads as B + 1000,
+    before the range [B + 1500, B + 2500] that holds its real store time."""
+    s, read = store(tmp_path, [("T", "k", B), ("T", "k", B + 1999)])
+    q = query_key(s, read, "T", "k", begin=B + 1500, end=B + 2500)
+    assert q.broker.empty
+    assert q.diff.values.tolist() == [
+        [200, "missed-time", f"the index says {B + 1000}, the message was stored at {B + 1999}"]]
+
+
+def test_query_many_broker_mode_keeps_to_end(tmp_path):
+    s, read = store(tmp_path, [("T", "k", B + 1000 * i) for i in range(5)])
+    t = query_many(s, read, "T", ["k"], begin=B + 1000, end=B + 2500)
+    assert t["phy_offset"].tolist() == query_key(s, read, "T", "k", begin=B + 1000, end=B + 2500).broker[
+        "phy_offset"].tolist() == [300, 200]
+
+
+def test_query_many_verified_rows_go_key_by_key_newest_first(tmp_path):
+    """Two keys over three files (index_num 3: two keys a file), max_num 1: the broker's one
+    offset a key comes first in the walk, the other real matches after it; the table is sorted
+    by key, then newest first, and numbered from 0."""
+    rows = [("T", ("a", "b")[i % 2], B + 1000 * i) for i in range(6)]
+    s, read = store(tmp_path, rows, index_num=3)
+    assert len(s.files) == 3
+    t = query_many(s, read, "T", ["a", "b"], max_num=1, mode="verified")
+    assert t[["key_index", "phy_offset"]].values.tolist() == [[0, 500], [0, 300], [0, 100],
+                                                               [1, 600], [1, 400], [1, 200]]
+    assert t.index.tolist() == list(range(6)) and t["broker_returned"].tolist() == [True, False, False] * 2
+
+
+def test_query_many_of_no_keys_is_an_empty_table_of_the_same_columns(twins):
+    s, read, _ = twins
+    for mode, first in (("broker", "rank"), ("verified", "broker_returned")):
+        t = query_many(s, read, [], [], mode=mode)
+        assert t.empty and t.columns.tolist()[:4] == ["key_index", "query_topic", "query_key", first]
+        assert t["query_topic"].dtype == object and t["query_key"].dtype == object
