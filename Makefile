@@ -9,7 +9,8 @@ APP_PORT ?= 8866
 APP_TOKEN ?= $(shell python3 -c 'import secrets; print(secrets.token_hex(24))')
 ALLOW_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root,)
 
-.PHONY: test check lab app java chromium bench bench-store bench-commitlog bench-dispatch bench-kafka bench-spark \
+.PHONY: test check lab app java chromium fonts screenshots bench bench-store bench-commitlog bench-dispatch bench-kafka bench-spark \
+        bench-scaling \
         conformance data clean
 
 $(STAMP): pyproject.toml setup.py .ci/install-kernel $(wildcard rmqlab/_native/*.c rmqlab/_native/*.h)
@@ -39,7 +40,12 @@ java:
 chromium:
 	@.ci/ensure-chromium
 
-test: $(STAMP) java chromium
+# Chinese and emoji glyphs for the notebooks' Unicode keys (fonts-noto-cjk, fonts-noto-color-emoji,
+# fonts-symbola; installed with apt when running as root). A fresh machine has only DejaVu.
+fonts:
+	@.ci/ensure-fonts
+
+test: $(STAMP) java chromium fonts
 	$(VPY) -m pytest -q
 
 # Lint (ruff: pyflakes, pycodestyle, bugbear, isort, pyupgrade) and types (mypy on the formats, the
@@ -50,9 +56,14 @@ check: $(STAMP)
 
 # JupyterLab on http://127.0.0.1:$(LAB_PORT)/ (the URL with its token is printed), opening the
 # notebook index notebooks/README.md.
-lab: $(STAMP) java chromium
+lab: $(STAMP) java chromium fonts
 	$(VENV)/bin/jupyter lab --ip 127.0.0.1 --port $(LAB_PORT) --no-browser $(ALLOW_ROOT) \
 	  --ServerApp.root_dir=notebooks --LabApp.default_url=/lab/tree/README.md
+
+# Every notebook executed in JupyterLab (Run All) in Chromium at 1280 px, one full-page PNG each in
+# build/screenshots/ (git ignores build/); NOTEBOOKS="01 07" picks some. A few minutes (03 starts Spark).
+screenshots: $(STAMP) java chromium fonts
+	$(VPY) tests/screenshots.py --out build/screenshots $(if $(NOTEBOOKS),--only $(NOTEBOOKS),)
 
 # The time-range query explorer as a stand-alone web app (Voilà: widgets only, no code cells).
 app: $(STAMP)
@@ -79,6 +90,12 @@ bench-dispatch: $(STAMP)
 # A 1 GiB Kafka segment of 1 KiB batches in a temporary directory: batch walk and index rebuild, old and new.
 bench-kafka: $(STAMP)
 	cd benchmarks && ../$(VPY) bench_kafka.py $(ARGS)
+
+# Time and peak memory of each path (index build, CommitLog decode, dispatch, query_many, verify, Kafka
+# walk and rebuild) at 1x, 4x and 16x input, one fresh process a measurement: about 5 GiB of scratch
+# space in $TMPDIR and 10 minutes.
+bench-scaling: $(STAMP)
+	cd benchmarks && ../$(VPY) bench_scaling.py $(ARGS)
 
 # 200,000,000 index keys with Spark on local[2] and local[1]: about 5 minutes, 8 GiB of scratch disk.
 bench-spark: $(STAMP) java

@@ -3,7 +3,8 @@
 Small extension modules, no NumPy C API (they exchange data through the buffer protocol):
   rmqlab._jhash      Java String.hashCode over Python str, NumPy and Arrow string arrays
   rmqlab._indexcore  the IndexFile put and select loops over a memory-mapped file
-  rmqlab._records    the CommitLog record walk, CRC32 of many spans, span copies, property scan
+  rmqlab._records    the CommitLog record walk, CRC32 of many spans, span copies, property scan,
+                     and all of them in one decode pass
   rmqlab._crc32c     CRC-32C (Castagnoli) of Kafka's record batches, one buffer or many spans
   rmqlab._kafkalog   the Kafka segment's batch walk and the offset index rule's picks
   rmqlab._dispatchcore  the dispatch's index key hashes, straight from the message columns
@@ -11,11 +12,11 @@ Small extension modules, no NumPy C API (they exchange data through the buffer p
 from setuptools import Extension, setup
 
 FLAGS = ["-O3", "-std=c99", "-Wall"]
-HEADERS = ["rmqlab/_native/bigendian.h", "rmqlab/_native/vec64.h"]
+HEADERS = ["rmqlab/_native/bigendian.h", "rmqlab/_native/codedict.h", "rmqlab/_native/vec64.h"]
 
 setup(
     ext_modules=[
-        Extension("rmqlab._jhash", sources=["rmqlab/_native/jhash.c"],
+        Extension("rmqlab._jhash", sources=["rmqlab/_native/jhash.c"], depends=["rmqlab/_native/javahash.h"],
                   extra_compile_args=FLAGS + ["-pthread"], extra_link_args=["-pthread"]),
         Extension("rmqlab._indexcore", sources=["rmqlab/_native/indexcore.c"], depends=HEADERS,
                   extra_compile_args=FLAGS),
@@ -24,6 +25,7 @@ setup(
         Extension("rmqlab._crc32c", sources=["rmqlab/_native/crc32c.c"], extra_compile_args=FLAGS),
         Extension("rmqlab._kafkalog", sources=["rmqlab/_native/kafkalog.c"], depends=HEADERS,
                   extra_compile_args=FLAGS),
-        Extension("rmqlab._dispatchcore", sources=["rmqlab/_native/dispatchcore.c"], extra_compile_args=FLAGS),
+        Extension("rmqlab._dispatchcore", sources=["rmqlab/_native/dispatchcore.c"],
+                  depends=["rmqlab/_native/javahash.h"], extra_compile_args=FLAGS),
     ]
 )

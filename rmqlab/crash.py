@@ -117,6 +117,8 @@ __all__ = [
     "run_trials",
     "summary_table",
     "summary_markdown",
+    "RestartStory",
+    "restart_story",
 ]
 
 PHASES = ("generate", "dispatch", "bulk")
@@ -595,6 +597,9 @@ class LookupCheck:
     sample_checked: int = 0       # pairs also asked through Store.explain_key(...).verified
     sample_agree: bool = True     # ... with the same answer
     messages_lost: int = 0        # written messages no longer in the CommitLog byte for byte
+    #: every lost pair: key (topic#key), phy_offset, store_timestamp, message_gone
+    lost_pairs: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(
+        columns=["key", "phy_offset", "store_timestamp", "message_gone"]))
 
 
 def check_lookups(root: str | os.PathLike, *, hash_slot_num: int, index_num: int, sample: int = 0,
@@ -651,7 +656,9 @@ def check_lookups(root: str | os.PathLike, *, hash_slot_num: int, index_num: int
     lost_idx = np.flatnonzero(~hit)
     examples = [f"{keys[i]} @ {int(rows.phy_offsets[i])}{'' if present[i] else ' (message gone)'}"
                 for i in lost_idx[:5]]
-    out = LookupCheck(len(msgs), k, int(len(lost_idx)), examples, messages_lost=missing)
+    lost_pairs = pd.DataFrame({"key": keys[lost_idx].astype(str), "phy_offset": rows.phy_offsets[lost_idx],
+                               "store_timestamp": rows.store_timestamps[lost_idx], "message_gone": ~present[lost_idx]})
+    out = LookupCheck(len(msgs), k, int(len(lost_idx)), examples, messages_lost=missing, lost_pairs=lost_pairs)
     if sample and index_dir.is_dir():
         rng = np.random.default_rng(seed)
         picks = rng.choice(k, size=min(sample, k), replace=False)
@@ -860,6 +867,89 @@ def run_trials(n: int, phases: tuple[str, ...] = PHASES, seed: int = 0, *, workd
             shutil.rmtree(workdir, ignore_errors=True)
     cols = [f.name for f in dataclasses.fields(TrialResult)]
     return pd.DataFrame(rows, columns=cols)
+
+
+# ------------------------------------------------------------------------------ one crash, told
+
+
+@dataclass
+class RestartStory:
+    """One real crash and the two restarts of it (see :func:`restart_story`). Times in ms since
+    the epoch, offsets in bytes."""
+
+    phase: str
+    kill_at: int                        # the write event the writer died before
+    events_total: int                   # write events of an uninterrupted run
+    messages_written: int               # messages whole on disk at the kill
+    lookups: int                        # (message, key) pairs buildIndex indexes for them
+    checkpoint: dict[str, Any]          # the checkpoint as the crash left it
+    index_files: pd.DataFrame           # the crashed index folder: name, begin/end timestamps, keys, deleted
+    broker: Any                         # rmqlab.recover.BrokerRestartReport
+    broker_lost: pd.DataFrame           # lost pairs after the broker's restart, with the file that held each
+    recovered: Any                      # rmqlab.recover.RecoveryReport
+    rmqlab_lost: pd.DataFrame           # lost pairs after rmqlab store recover (none expected)
+    root: Path                          # the folder holding crashed/, broker/ and recovered/
+    written_timestamps: np.ndarray      # store time of every message written before the kill
+    lookup_timestamps: np.ndarray       # store time of the message of every lookup (one per key)
+    recovery_from_timestamp: int | None  # store time of the first message the broker re-dispatched
+
+
+def restart_story(workdir: str | os.PathLike, *, phase: str = "generate", kill_fraction: float = 0.6,
+                  config: CrashConfig | None = None) -> RestartStory:
+    """Kill a real writer with SIGKILL `kill_fraction` of the way through `phase` (its write
+    events counted by an uninterrupted run), then restart two copies of the crashed store: the
+    broker's abnormal-restart rule (:func:`rmqlab.recover.broker_restart`: index files whose
+    endTimestamp > the checkpoint's indexMsgTimestamp deleted, re-dispatch only from the
+    recovery file) and ``rmqlab store recover`` (:func:`rmqlab.recover.recover_store`). Every
+    key of every message written before the kill is then looked up in both (:func:`check_lookups`).
+
+    The folders stay under `workdir` (crashed/, broker/, recovered/) for a look. Cost: two
+    writer processes (about 2 s each) and the checks, about 1 s.
+    """
+    if not 0 < kill_fraction < 1:
+        raise ValueError(f"kill_fraction must be between 0 and 1, got {kill_fraction}")
+    config = config or CrashConfig()
+    workdir = Path(workdir)
+    cal = calibrate(phase, config, workdir)
+    kill_at = max(1, int(cal.events * kill_fraction))
+    story_dir = workdir / f"story-{phase}-{kill_at}"
+    crashed = _copy(cal.template, story_dir / "crashed")
+    run = run_writer(crashed, phase, config, kill_at=kill_at)
+    if not run.killed:
+        raise RuntimeError(f"the writer finished before write event {kill_at}")
+    written = written_at_kill(crashed, cal.reference)
+    cp_path = crashed / "checkpoint"
+    checkpoint = (cpf.read_checkpoint(cp_path, strict=False) if cp_path.exists() else cpf.StoreCheckpoint()).as_dict()
+    index_dir = crashed / "index"
+    rows = []
+    if index_dir.is_dir():
+        with IndexService(index_dir, config.hash_slot_num, config.index_num, strict=False) as svc:
+            for f in svc.files:
+                h = f.header
+                rows.append((f.path.name, h.begin_timestamp, h.end_timestamp, h.begin_phy_offset, h.end_phy_offset,
+                             h.keys, h.end_timestamp > checkpoint["index_msg_timestamp"]))
+    files = pd.DataFrame(rows, columns=["name", "begin_timestamp", "end_timestamp", "begin_phy_offset",
+                                        "end_phy_offset", "keys", "deleted_by_broker"])
+    geo = config.geometry()
+    broker_dir, recovered_dir = _copy(crashed, story_dir / "broker"), _copy(crashed, story_dir / "recovered")
+    br = broker_restart(broker_dir, hash_slot_num=config.hash_slot_num, index_num=config.index_num,
+                        commitlog_file_size=config.commitlog_file_size, tz=_UTC)
+    rec = recover_store(recovered_dir, consume_queue_file_size=config.consume_queue_file_size, tz=_UTC, **geo)
+    lookup = dict(hash_slot_num=config.hash_slot_num, index_num=config.index_num, tz=_UTC, written=written)
+    lb, la = check_lookups(broker_dir, **lookup), check_lookups(recovered_dir, **lookup)
+    lost = lb.lost_pairs.copy()
+    # the crashed file that held each lost entry: the one whose CommitLog range covers the message
+    held = []
+    for phy in lost["phy_offset"].to_numpy(np.int64):
+        hit = files[(files["begin_phy_offset"] <= phy) & (phy <= files["end_phy_offset"])]
+        held.append(hit["name"].iloc[-1] if len(hit) else "-")
+    lost["held_by"] = held
+    msgs = written.messages
+    again = msgs[msgs["phy_offset"].to_numpy(np.int64) >= br.recovery_from_offset]
+    return RestartStory(phase, kill_at, cal.events, len(msgs), la.lookups, checkpoint, files, br, lost,
+                        rec, la.lost_pairs, story_dir, msgs["store_timestamp"].to_numpy(np.int64),
+                        np.asarray(expected_index_rows(msgs).store_timestamps, np.int64),
+                        int(again["store_timestamp"].iloc[0]) if len(again) else None)
 
 
 # ------------------------------------------------------------------------------ summaries

@@ -322,6 +322,13 @@ def tags_codes(tags: Any) -> np.ndarray:
     else:
         pa = sys.modules.get("pyarrow")
         pd = sys.modules.get("pandas")
+        if pa is not None and isinstance(tags, pa.DictionaryArray):
+            # each distinct value hashed once (read_columns(arrow=True) gives TAGS like this)
+            values = tags_codes(tags.dictionary)
+            out = values[tags.indices.fill_null(0).to_numpy()] if len(values) else np.zeros(len(tags), np.int64)
+            if tags.null_count:
+                out[~tags.is_valid().to_numpy(zero_copy_only=False)] = 0
+            return out
         if pa is not None and isinstance(tags, (pa.Array, pa.ChunkedArray)) and tags.null_count:
             import pyarrow.compute as pc
 
@@ -370,13 +377,23 @@ def message_tags_codes(topics: Any, tags: Any, delay_levels: Any, store_timestam
     delayed = level > 0
     if delayed.any():
         # the topic test only where a level is set: comparing every str costs more than the rest
-        delayed[delayed] = np.asarray(topics, dtype=object).reshape(-1)[delayed] == SCHEDULE_TOPIC
+        delayed[delayed] = _values_at(topics, np.flatnonzero(delayed)) == SCHEDULE_TOPIC
     if delayed.any():
         delays = np.array([0] + [table.get(i, _MISSING_LEVEL_DELAY) for i in range(1, top + 1)], np.int64)
         with np.errstate(over="ignore"):
             codes[delayed] = np.asarray(store_timestamps, dtype=np.int64).reshape(-1)[delayed] \
                 + delays[level[delayed]]
     return codes
+
+
+def _values_at(column: Any, rows: np.ndarray) -> np.ndarray:
+    """The values of a column (anything NumPy takes, or a pyarrow array) at `rows`, as objects."""
+    import sys
+
+    pa = sys.modules.get("pyarrow")
+    if pa is not None and isinstance(column, (pa.Array, pa.ChunkedArray)):
+        return np.asarray(column.take(pa.array(rows, pa.int64())).to_pylist(), dtype=object)
+    return np.asarray(column, dtype=object).reshape(-1)[rows]
 
 
 # ---------------------------------------------------------------------------- queue offsets

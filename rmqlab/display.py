@@ -55,15 +55,23 @@ def _is_missing(value: Any) -> bool:
     return isinstance(value, float | np.floating) and math.isnan(value)
 
 
+#: Epoch ms a clock time can be shown for (years 1 to 9999: Python's datetime range).
+_CLOCK_RANGE = (-62_135_596_800_000, 253_402_300_799_999)
+
+
 def ms_with_clock(ms: Any, tz: str = "UTC") -> str:
     """Epoch milliseconds with the clock time they name beside them, in the zone ``tz`` (an IANA
     name; the broker writes UTC epoch times, index file names use its local zone).
 
     >>> ms_with_clock(1718000000005), ms_with_clock(1718000000005, "Asia/Shanghai")
     ('1718000000005 (06:13:20.005 UTC)', '1718000000005 (14:13:20.005 CST)')
+    >>> ms_with_clock(2**63 - 1)          # a query's open end: no clock shows it
+    '9223372036854775807 (no clock time: a bound such as Long.MAX_VALUE)'
     """
     if _is_missing(ms):
         return "-"
+    if not _CLOCK_RANGE[0] <= int(ms) <= _CLOCK_RANGE[1]:
+        return f"{int(ms)} (no clock time: a bound such as Long.MAX_VALUE)"
     t = pd.Timestamp(int(ms), unit="ms", tz="UTC").tz_convert(tz)
     return f"{int(ms)} ({t.strftime('%H:%M:%S.%f')[:-3]} {t.strftime('%Z')})"
 
@@ -188,7 +196,7 @@ def _auto(value: Any) -> str:
     if isinstance(value, int | np.integer):
         return format_value(value, "count")
     if isinstance(value, float | np.floating):
-        if not _is_missing(value) and float(value).is_integer() and abs(value) < 2**53:
+        if not _is_missing(value) and float(value).is_integer() and abs(float(value)) < 2**53:
             return format_value(value, "count")
         return format_value(value, "number")
     return format_value(value, "text")

@@ -47,7 +47,9 @@ from typing import Any
 
 import numpy as np
 
+from rmqlab.arrowcol import arrow_column, utf8_buffers
 from rmqlab.dispatch import goes_to_index, goes_to_index_many, index_keys, index_keys_many, transaction_type
+from rmqlab.display import ms_with_clock
 from rmqlab.errors import ReadOnlyError
 from rmqlab.formats.indexfile import (
     DEFAULT_HASH_SLOT_NUM,
@@ -60,7 +62,7 @@ from rmqlab.formats.indexfile import (
     SlotCountRule,
     build_index_file,
 )
-from rmqlab.javahash import index_hash_many, index_key
+from rmqlab.javahash import index_hash_many, index_key, java_hash_many
 
 __all__ = [
     "DEFAULT_MAX_MSGS_NUM_BATCH",
@@ -72,6 +74,7 @@ __all__ = [
     "ExpandedKeys",
     "IndexService",
     "index_file_name",
+    "index_file_name_ms",
     "is_index_file_name",
     "check_index_num",
     "next_free_index_file_name",
@@ -108,6 +111,26 @@ def index_file_name(ms: int, tz: _dt.tzinfo | None = None) -> str:
     secs, milli = divmod(int(ms), 1000)
     t = _dt.datetime.fromtimestamp(secs, tz) if tz is not None else _dt.datetime.fromtimestamp(secs)
     return f"{t.year:04d}{t.month:02d}{t.day:02d}{t.hour:02d}{t.minute:02d}{t.second:02d}{milli:03d}"
+
+
+def index_file_name_ms(name: str, tz: _dt.tzinfo | None = None) -> int:
+    """The instant (ms since the epoch) an index file name denotes when read as a wall-clock time
+    in `tz` (None = the local time zone): the inverse of :func:`index_file_name`. A name says
+    nothing of its zone; the broker wrote it in its own. Cost: one parse.
+
+    >>> index_file_name_ms("20240610061525510", _dt.timezone.utc)
+    1718000125510
+    >>> index_file_name_ms(index_file_name(1718000125510, _dt.timezone(_dt.timedelta(hours=8))),
+    ...                    _dt.timezone(_dt.timedelta(hours=8)))
+    1718000125510
+
+    Raises ValueError for a name that is not 17 digits of a calendar time.
+    """
+    if not is_index_file_name(name):
+        raise ValueError(f"{name!r} is not a yyyyMMddHHmmssSSS index file name")
+    t = _dt.datetime.strptime(name[:14], "%Y%m%d%H%M%S")
+    t = t.replace(tzinfo=tz) if tz is not None else t.astimezone()
+    return int(t.timestamp()) * 1000 + int(name[14:])
 
 
 def is_index_file_name(name: str) -> bool:
@@ -290,14 +313,15 @@ class DirectoryQueryTrace:
 
     def __str__(self) -> str:
         lines = [f"query {self.key!r}: max_num {self.max_num} (asked {self.requested_max_num}), "
-                 f"[{self.begin}, {self.end}]"]
+                 f"[{ms_with_clock(self.begin)}, {ms_with_clock(self.end)}]"]
         for v in self.files:
             what = {"searched": f"searched, {len(v.offsets)} found, {v.entries_read} entries read"
                                 f" (walk stopped: {v.trace.stop})" if v.trace else "searched",
                     "not-time-matched": "skipped: time range does not touch [begin, end]",
                     "not-visited": "not visited"}[v.action]
             then = f"; then {v.after}" if v.after else ""
-            lines.append(f"  {v.name}  [{v.begin_timestamp}, {v.end_timestamp}]  {what}{then}")
+            lines.append(f"  {v.name}  [{ms_with_clock(v.begin_timestamp)}, {ms_with_clock(v.end_timestamp)}]  "
+                         f"{what}{then}")
         lines.append(f"stopped: {self.stop} ({self.stop_reason}); {len(self.result)} offsets")
         return "\n".join(lines)
 
@@ -495,7 +519,8 @@ class IndexService:
         check_index_num(inum)
         return hsn, inum
 
-    def build_index(self, msg: DispatchRequest) -> int:
+    def build_index(self, msg: DispatchRequest,
+                    observe: Callable[[str, dict[str, Any]], None] | None = None) -> int:
         """IndexService.buildIndex: index one message's keys; returns how many keys were put.
 
         In the broker's order: get (or create) the writable file -- so a file is created even
@@ -505,20 +530,36 @@ class IndexService:
         put ``topic#k`` for each part of :func:`rmqlab.dispatch.index_keys` (``UNIQ_KEY`` if not
         None, then each non-empty token of KEYS split on " "). A put refused because the file is full creates the next
         file and is retried there. Cost: O(keys), one put_key each.
+
+        `observe(event, details)`, when given, is told each decision as it is taken, for a
+        step-by-step view (:mod:`rmqlab.buildsteps`): "file" (the writable file, and whether it
+        was just created), "skip" (why: "already-indexed" or "rollback"), "keys" (the index
+        keys), "put" before each put_key and "put-done" after it (with its answer).
         """
+        tell = observe or (lambda event, details: None)
         self._store_time_hint = msg.store_timestamp
+        before = len(self.files)
         f = self.get_and_create_last_file()
+        tell("file", {"file": f, "created": len(self.files) > before})
         if msg.phy_offset < f.header.end_phy_offset:
+            tell("skip", {"why": "already-indexed", "file": f})
             return 0
         if msg.is_rollback:
+            tell("skip", {"why": "rollback", "file": f})
             return 0
-        n = 0
-        for k in msg.index_keys():
-            key = index_key(msg.topic, k)
-            while not f.put_key(key, msg.phy_offset, msg.store_timestamp):
+        keys = [index_key(msg.topic, k) for k in msg.index_keys()]
+        tell("keys", {"keys": keys, "uniq_key": msg.uniq_key, "keys_property": msg.keys})
+        for key in keys:
+            while True:
+                tell("put", {"key": key, "file": f})
+                ok = f.put_key(key, msg.phy_offset, msg.store_timestamp)
+                tell("put-done", {"key": key, "file": f, "ok": ok})
+                if ok:
+                    break
+                before = len(self.files)
                 f = self.get_and_create_last_file()
-            n += 1
-        return n
+                tell("file", {"file": f, "created": len(self.files) > before})
+        return len(keys)
 
     def put_message(self, topic: str, phy_offset: int, store_timestamp: int, keys: str | None = None,
                     uniq_key: str | None = None, sys_flag: int = 0) -> int:
@@ -538,10 +579,11 @@ class IndexService:
         keys, uniq_key, sys_flag). Appends to the newest file and rolls over exactly where the
         broker would: within a message when a put is refused, and for a message that arrives
         after a file filled (a new, possibly empty, file). Cost: O(keys) in C, no Python loop
-        per message or key: with object text columns (what commitlog.read_columns gives) the
-        keys are hashed from the str objects (:func:`index_key_hashes`, about 0.1 s a million
-        messages of two keys); other storage goes through Arrow (:func:`expand_columns`), about
-        three times slower.
+        per message or key: with object text columns (what commitlog.read_columns gives) or
+        Arrow ones (``read_columns(arrow=True)``: the topic as dictionary codes) the keys are
+        hashed in C from the str objects or the UTF-8 buffers (:func:`index_key_hashes`, about
+        0.1 s a million messages of two keys); other storage goes through Arrow
+        (:func:`expand_columns`), about three times slower.
         """
         ts_col = columns["store_timestamp"]
         store_ts = np.asarray(ts_col, dtype=np.int64)
@@ -941,9 +983,11 @@ def _object_column(col, n: int) -> np.ndarray | None:
 
 def index_key_hashes(columns: Any, *, end_phy_offset: int = 0) -> tuple[np.ndarray, np.ndarray, int] | None:
     """The puts of :func:`expand_columns` as (message_index int64, index hashes int32,
-    n_messages), hashed in C from the columns' str objects without building the full key
-    strings; None when a text column is not a NumPy/pandas object column of str and None (then
-    use :func:`expand_columns` and :func:`rmqlab.javahash.index_hash_many`). Units: message rows
+    n_messages), hashed in C without building the full key strings, from the columns' str
+    objects or from Arrow UTF-8 buffers (topic, keys and uniq_key all Arrow text, the topic
+    hashed once a distinct value); None for other storage, a None or NaN where a str is
+    needed, or text that is not UTF-8 in Arrow (then use :func:`expand_columns` and
+    :func:`rmqlab.javahash.index_hash_many`). Units: message rows
     and IndexFile key hashes (abs of hashCode(topic#key), MIN_VALUE as 0). Cost: O(total key
     length) in C, about 30 ns a message.
 
@@ -959,14 +1003,26 @@ def index_key_hashes(columns: Any, *, end_phy_offset: int = 0) -> tuple[np.ndarr
     topic_col = _column(columns, "topic")
     if topic_col is None:
         return None
-    text = [_object_column(c, n) for c in (topic_col, _column(columns, "keys"), _column(columns, "uniq_key"))]
-    if any(t is None for t in text):
-        return None
-    topic, keys, uniq = (np.ascontiguousarray(t) for t in text)
     sf = _column(columns, "sys_flag")
     sys_flag = np.zeros(n, np.int64) if sf is None else np.asarray(sf, dtype=np.int64)
     if len(sys_flag) != n:
         return None
+    arrow = _arrow_key_columns(topic_col, _column(columns, "keys"), _column(columns, "uniq_key"), n)
+    if arrow is not None:
+        codes, prefixes, keys_buf, uniq_buf = arrow
+        nkeys = np.empty(n, np.int32)
+        _dispatchcore.count_keys_utf8(*keys_buf, *uniq_buf, nkeys)
+        keep = _kept_messages(phy, sys_flag, nkeys, end_phy_offset)
+        total = int(nkeys[keep].sum(dtype=np.int64))
+        message_index = np.empty(total, np.int64)
+        hashes = np.empty(total, np.int32)
+        _dispatchcore.key_hashes_utf8(codes, prefixes, *keys_buf, *uniq_buf, keep.view(np.uint8), message_index,
+                                      hashes)
+        return message_index, hashes, n
+    text = [_object_column(c, n) for c in (topic_col, _column(columns, "keys"), _column(columns, "uniq_key"))]
+    if any(t is None for t in text):
+        return None
+    topic, keys, uniq = (np.ascontiguousarray(t) for t in text)
     nkeys = np.empty(n, np.int32)
     try:
         _dispatchcore.count_keys(topic, keys, uniq, nkeys)
@@ -978,6 +1034,33 @@ def index_key_hashes(columns: Any, *, end_phy_offset: int = 0) -> tuple[np.ndarr
     hashes = np.empty(total, np.int32)
     _dispatchcore.key_hashes(topic, keys, uniq, keep.view(np.uint8), message_index, hashes)
     return message_index, hashes, n
+
+
+def _arrow_key_columns(topic: Any, keys: Any, uniq_key: Any, n: int):
+    """Arrow buffers of the index key columns for ``_dispatchcore.key_hashes_utf8``: (topic
+    dictionary codes int32, hashCode state after each dictionary value + "#" uint32, keys
+    buffers, uniq_key buffers); None unless all three are Arrow text (UTF-8) of `n` rows
+    without a null topic. Cost: one hash a distinct topic."""
+    import pyarrow as pa
+
+    arrays = [arrow_column(c) for c in (topic, keys, uniq_key)]
+    if any(a is None or len(a) != n for a in arrays):
+        return None
+    topic_arr, keys_arr, uniq_arr = arrays
+    if not pa.types.is_dictionary(topic_arr.type):
+        if not (pa.types.is_string(topic_arr.type) or pa.types.is_large_string(topic_arr.type)):
+            return None
+        topic_arr = topic_arr.dictionary_encode()
+    values = topic_arr.dictionary
+    if topic_arr.null_count or values.null_count or not (pa.types.is_string(values.type)
+                                                          or pa.types.is_large_string(values.type)):
+        return None
+    buffers = [utf8_buffers(a) for a in (keys_arr, uniq_arr)]
+    if any(b is None for b in buffers):
+        return None
+    prefixes = java_hash_many(values).astype(np.uint32) * np.uint32(31) + np.uint32(ord("#"))
+    codes = np.ascontiguousarray(topic_arr.indices.to_numpy(zero_copy_only=False), dtype=np.int32)
+    return codes, prefixes, buffers[0], buffers[1]
 
 
 def _as_expanded(source: Any) -> ExpandedKeys:

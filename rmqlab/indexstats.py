@@ -64,6 +64,7 @@ __all__ = [
     "chain_length_theory",
     "chain_length_summary",
     "poisson_expected_slots",
+    "uniform_chain_limit",
 ]
 
 #: The keys of :func:`file_stats`'s dict, in order, with their kind ("str", "int" or "float").
@@ -230,6 +231,40 @@ def poisson_expected_slots(hash_slot_num: int, entries: int, max_length: int) ->
     lam = n / m
     log_fact = np.concatenate([[0.0], np.cumsum(np.log(k[1:]))])      # log k!
     return m * np.exp(k * math.log(lam) - lam - log_fact)
+
+
+def uniform_chain_limit(hash_slot_num: int, entries: int, expected_slots: float = 0.5) -> int:
+    """The longest chain a uniform hash plausibly gives: the smallest length k such that fewer
+    than `expected_slots` slots of the file are expected to hold more than k entries when
+    `entries` uniformly random hashes fall into `hash_slot_num` slots (the binomial law of
+    :func:`chain_length_theory`, Poisson with λ = entries / hash_slot_num for large files). A
+    slot longer than this is not bad luck but a key put many times (a hot key) or keys whose
+    hashes collide: the figures draw such slots in red, and the chain-length histogram stops
+    its axis here. Cost: O(λ + sqrt(λ)).
+
+    >>> uniform_chain_limit(1024, 8191), uniform_chain_limit(5_000_000, 19_999_999)
+    (19, 18)
+    >>> uniform_chain_limit(1, 5)                       # one slot: every entry in it
+    5
+    >>> uniform_chain_limit(8, 0)                       # nothing written: no chain at all
+    0
+
+    Raises ValueError for fewer than one slot, a negative entry count or `expected_slots` <= 0.
+    """
+    m, n = int(hash_slot_num), int(entries)
+    if m < 1 or n < 0:
+        raise ValueError(f"need hash_slot_num >= 1 and entries >= 0, got {m} and {n}")
+    if not expected_slots > 0:
+        raise ValueError(f"expected_slots must be positive, got {expected_slots}")
+    if n == 0:
+        return 0
+    lam = n / m
+    # far enough that the Poisson mass beyond is below 1e-30 of a slot for any file size
+    top = min(math.ceil(lam + 12 * math.sqrt(lam) + 40), n)
+    expected = chain_length_theory(m, n, top)["slots"].to_numpy()
+    # slots expected to hold MORE than k entries, summed from the far end (no cancellation)
+    more_than = np.concatenate([np.cumsum(expected[::-1])[::-1][1:], [0.0]])
+    return int(np.argmax(more_than < expected_slots))
 
 
 # ------------------------------------------------------------------------------ one file

@@ -10,6 +10,8 @@ should have found. Everything is in milliseconds since the epoch unless a name s
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -19,6 +21,9 @@ from rmqlab.formats.indexfile import LONG_MAX, IndexFile
 from rmqlab.indexservice import IndexService
 from rmqlab.javahash import index_hash, index_hash_many, index_key
 
+if TYPE_CHECKING:
+    from rmqlab.keyquery import KeyQuery
+
 __all__ = [
     "key_occurrences",
     "colliding_keys",
@@ -27,7 +32,24 @@ __all__ = [
     "index_entries",
     "key_entries",
     "hash_matching_entries",
+    "MESSAGE_KINDS",
+    "ENTRY_KINDS",
+    "KeyTimeline",
+    "key_timeline",
 ]
+
+#: What became of each of a key's messages in a query (:attr:`KeyTimeline.messages`).
+MESSAGE_KINDS = {
+    "returned": "the broker returned it",
+    "missed": "stored inside [begin, end], yet the broker did not return it",
+    "outside": "stored outside [begin, end], not returned",
+}
+#: What each index entry with the key's hash is (:attr:`KeyTimeline.entries`).
+ENTRY_KINDS = {
+    "returned": "an entry of the key whose offset the broker returned",
+    "not-returned": "an entry of the key the broker did not return",
+    "collision": "an entry of another key with the same stored hash (returned or not)",
+}
 
 #: Columns of :func:`index_entries`.
 INDEX_ENTRY_COLUMNS = ["file", "entry", "key_hash", "phy_offset", "stored_ms", "file_begin", "file_end",
@@ -178,3 +200,64 @@ def hash_matching_entries(files: Iterable[IndexFile], topic: str, key: str) -> t
                 phy.append(s.phy_offset)
                 ms.append(s.time_read)
     return np.asarray(phy, dtype=np.int64), np.asarray(ms, dtype=np.int64)
+
+
+@dataclass
+class KeyTimeline:
+    """A key's messages and its index entries around one query, classified for the timeline.
+
+    ``messages``: one row per message carrying the key (``phy_offset``, ``store_timestamp``,
+    ``kind`` from :data:`MESSAGE_KINDS`), oldest first. ``entries``: one row per index entry
+    whose stored hash is the key's (``phy_offset``, ``stored_ms``, ``message``: the row of
+    ``messages`` it points at or -1, ``returned``, ``kind`` from :data:`ENTRY_KINDS`).
+    ``begin`` / ``end``: the query's range (ms).
+    """
+
+    messages: pd.DataFrame
+    entries: pd.DataFrame
+    begin: int
+    end: int
+
+    def counts(self) -> dict[str, int]:
+        """How many messages and entries of each kind."""
+        m = self.messages["kind"].value_counts()
+        e = self.entries["kind"].value_counts()
+        return {**{f"messages {k}": int(m.get(k, 0)) for k in MESSAGE_KINDS},
+                **{f"entries {k}": int(e.get(k, 0)) for k in ENTRY_KINDS}}
+
+
+def key_timeline(kq: KeyQuery, occurrences: pd.DataFrame, files: Iterable[IndexFile]) -> KeyTimeline:
+    """The key's messages and hash-matching entries in `files`, each marked by what the query
+    `kq` did with it. Cost: :func:`hash_matching_entries` plus O(messages of the key).
+
+    >>> from rmqlab.sample import sample_store
+    >>> store = sample_store()
+    >>> occ = key_occurrences(store.messages())
+    >>> q = store.explain_key("Orders", "ORDER_Aa0")
+    >>> with store.index() as idx:
+    ...     t = key_timeline(q, occ, idx.files)
+    >>> t.counts()["entries collision"] == q.summary()["collision"] > 0     # ORDER_BB0's entries
+    True
+
+    Parameters: `kq` from :meth:`rmqlab.store.Store.explain_key`, `occurrences` from
+    :func:`key_occurrences` over the store's messages, `files` the index files the query could
+    search (all of them, or the one it was limited to).
+    """
+    mine = occurrences[(occurrences["topic"] == kq.topic) & (occurrences["key"] == kq.key)]
+    mine = (mine[["phy_offset", "store_timestamp"]].drop_duplicates("phy_offset")
+            .sort_values(["store_timestamp", "phy_offset"], ignore_index=True))
+    returned = np.asarray(kq.trace.result.phy_offsets, dtype=np.int64)
+    phy = mine["phy_offset"].to_numpy(np.int64)
+    ts = mine["store_timestamp"].to_numpy(np.int64)
+    was_returned = np.isin(phy, returned)
+    inside = (ts >= kq.begin) & (ts <= kq.end)
+    messages = mine.assign(kind=np.where(was_returned, "returned", np.where(inside, "missed", "outside")))
+
+    stored_phy, stored_ms = hash_matching_entries(files, kq.topic, kq.key)
+    row_of = pd.Series(np.arange(len(phy)), index=phy)
+    message = row_of.reindex(stored_phy).fillna(-1).to_numpy(np.int64)
+    entry_returned = np.isin(stored_phy, returned)
+    kind = np.where(message < 0, "collision", np.where(entry_returned, "returned", "not-returned"))
+    entries = pd.DataFrame({"phy_offset": stored_phy, "stored_ms": stored_ms, "message": message,
+                            "returned": entry_returned, "kind": kind})
+    return KeyTimeline(messages, entries, int(kq.begin), int(kq.end))

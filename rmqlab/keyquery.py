@@ -29,13 +29,15 @@ entries in its slots) and one CommitLog read per candidate.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from rmqlab.arrays import distinct
 from rmqlab.dispatch import key_tokens_many
+from rmqlab.display import ms_with_clock
 from rmqlab.formats.indexfile import INT_MAX, LONG_MAX, LONG_MIN, IndexFile
 from rmqlab.indexservice import (
     DEFAULT_MAX_MSGS_NUM_BATCH,
@@ -69,6 +71,8 @@ REASONS = {
                       "(hash collisions take room too)",
 }
 
+_HASH_ENTRY_COLUMNS = ["position", "file", "entry", "phy_offset", "time_read"]
+
 #: (max_num, begin, end) of a walk that reads a key's whole chain: no room or time limit stops it
 _EVERY_ENTRY = (INT_MAX, LONG_MIN, LONG_MAX)
 
@@ -97,6 +101,9 @@ class KeyQuery:
     diff: pd.DataFrame
     trace: DirectoryQueryTrace
     candidates: int          # distinct offsets whose stored hash matched, over all files
+    #: every entry of every file whose stored hash matches, wherever the broker stopped:
+    #: position (of the file in the folder), file, entry, phy_offset, time_read (ms)
+    hash_entries: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=_HASH_ENTRY_COLUMNS))
 
     def frame(self, mode: str = "verified") -> pd.DataFrame:
         if mode not in MODES:
@@ -112,6 +119,20 @@ class KeyQuery:
         counts = self.diff["reason"].value_counts().to_dict()
         return {"broker": len(self.broker), "verified": len(self.verified),
                 "candidates": self.candidates, **{k: int(counts.get(k, 0)) for k in REASONS}}
+
+    def unreached(self) -> pd.DataFrame:
+        """The index entries of real matches that the broker's walk never read in a file it
+        searched (reasons "missed-early-stop" and "missed-max-num"): one row per message, its
+        first entry (columns file, entry, phy_offset, time_read, reason), newest first. What
+        the walk diagram draws after the place a walk stopped. Cost: O(hash_entries).
+        """
+        missed = self.diff[self.diff["reason"].isin(["missed-early-stop", "missed-max-num"])]
+        read = {(v.name, st.entry) for v in self.trace.files if v.trace is not None for st in v.trace.steps}
+        rows = (self.hash_entries.drop_duplicates("phy_offset")
+                .merge(missed[["phy_offset", "reason"]], on="phy_offset"))
+        rows = rows[[(f, int(e)) not in read for f, e in zip(rows["file"], rows["entry"])]]
+        return (rows.sort_values(["position", "entry"], ascending=False)[
+            ["file", "entry", "phy_offset", "time_read", "reason"]].reset_index(drop=True))
 
     def explain(self) -> str:
         lines = [str(self.trace), "",
@@ -188,10 +209,10 @@ def query_key(index: IndexService, read_messages: MessageReader, topic: str, key
 
     # Every entry of every file whose stored hash matches, wherever the broker stopped.
     rows = []
-    for f in index.files:
+    for position, f in enumerate(index.files):
         walk = f.trace_query(full_key, *_EVERY_ENTRY)
-        rows += [(f.path.name, s.entry, s.phy_offset) for s in walk.steps if s.hash_match]
-    entries = pd.DataFrame(rows, columns=["file", "entry", "phy_offset"])
+        rows += [(position, f.path.name, s.entry, s.phy_offset, s.time_read) for s in walk.steps if s.hash_match]
+    entries = pd.DataFrame(rows, columns=_HASH_ENTRY_COLUMNS)
     candidates = np.unique(np.concatenate([entries["phy_offset"].to_numpy(np.int64),
                                            np.asarray(broker_offsets, dtype=np.int64)]))
     messages = read_messages(candidates).drop_duplicates("phy_offset").set_index("phy_offset", drop=False)
@@ -207,7 +228,7 @@ def query_key(index: IndexService, read_messages: MessageReader, topic: str, key
 
     diff = _compare(trace, entries, messages, real, in_range, broker_offsets, truth, begin, end)
     return KeyQuery(topic, key, unique, begin, end, trace.max_num, broker, verified, diff, trace,
-                    len(np.unique(entries["phy_offset"])) if len(entries) else 0)
+                    len(np.unique(entries["phy_offset"])) if len(entries) else 0, entries)
 
 
 def query_many(index: IndexService, read_messages: MessageReader, topics: Any, keys: Any, *,
@@ -217,9 +238,13 @@ def query_many(index: IndexService, read_messages: MessageReader, topics: Any, k
     or the real matches (``mode="verified"``), as :func:`query_key` gives them one key at a time.
 
     Cost: the broker walks of all keys, file by file in C (:meth:`IndexService.query_offsets_many`),
-    and one CommitLog read of all the offsets found; verified mode adds a full walk of every
-    key's chain in every file. Broker mode on the sample store: about 20 µs a key, three
-    quarters of it reading the messages (the walks alone: about 5 µs a key).
+    one CommitLog read of each distinct offset found, and the table made once from columns;
+    verified mode adds a full walk of every key's chain in every file and reads every
+    candidate. On a 10,000,000-message store (benchmarks/bench_store.py, CPU time, 2 cores at
+    load 6-10): broker mode, 100,000 keys drawn from random messages (1.35 M rows, 240,000
+    distinct messages) in 0.75-0.8 s: the walks and hashing 0.16, reading the messages 0.35,
+    the table 0.15; verified mode, 10,000 distinct keys (1.4 M rows out of all the hot keys'
+    candidates) in about 4.5 s.
 
     >>> from rmqlab.sample import sample_store
     >>> store = sample_store()
@@ -253,44 +278,59 @@ def query_many(index: IndexService, read_messages: MessageReader, topics: Any, k
     who = np.repeat(np.arange(n), broker.counts())
     if mode == "broker":
         rank = np.arange(len(who)) - np.repeat(broker.starts[:-1], broker.counts())
-        return _with_messages(read_messages, who, broker.phy_offsets, topics, keys, "rank", rank)
+        offsets, at = np.unique(broker.phy_offsets, return_inverse=True)
+        messages = _messages_at(read_messages, offsets)
+        return _table(who, topics, keys, "rank", rank, broker.phy_offsets,
+                      {c: _take(messages[c], at) for c in messages.columns if c != "phy_offset"})
     # every entry of every file whose stored hash matches, wherever the broker stopped
     hashes = index_hash_many([index_key(t, k) for t, k in zip(topics, keys)])
-    owner, offsets = [who], [broker.phy_offsets]
+    owner, found_at = [who], [broker.phy_offsets]
     for f in index.files:
         walk = f.select_phy_offsets_many(None, *_EVERY_ENTRY, hashes=hashes)
         owner.append(np.repeat(np.arange(n), walk.counts()))
-        offsets.append(walk.phy_offsets)
-    pairs = pd.DataFrame({"key_index": np.concatenate(owner), "phy_offset": np.concatenate(offsets)})
-    pairs = pairs.drop_duplicates(ignore_index=True)
-    table = _with_messages(read_messages, pairs["key_index"].to_numpy(np.int64),
-                           pairs["phy_offset"].to_numpy(np.int64), topics, keys, "broker_returned",
-                           np.zeros(len(pairs), bool))
-    found = table["topic"].notna().to_numpy(bool)
-    real = np.zeros(len(table), bool)
-    real[found] = _real_matches(table[found], table["query_topic"].to_numpy(object)[found],
-                                table["query_key"].to_numpy(object)[found], unique)
-    in_range = table["store_timestamp"].between(begin, end).to_numpy(bool)
-    table = table[real & in_range]
-    returned = pd.MultiIndex.from_arrays([who, broker.phy_offsets])
-    table = table.assign(broker_returned=pd.MultiIndex.from_frame(table[["key_index", "phy_offset"]])
-                         .isin(returned))
-    return table.sort_values(["key_index", "store_timestamp", "phy_offset"], ascending=[True, False, False],
-                             ignore_index=True)
+        found_at.append(walk.phy_offsets)
+    # each (key, offset) once: a code per pair, key-major, from the distinct offsets
+    offsets, at = np.unique(np.concatenate(found_at), return_inverse=True)
+    codes = np.concatenate(owner) * max(len(offsets), 1) + at
+    pairs = distinct(codes)
+    pair_key, pair_at = np.divmod(pairs, max(len(offsets), 1))
+    messages = _messages_at(read_messages, offsets)
+    found = messages["topic"].notna().to_numpy(bool)[pair_at]
+    candidates = pd.DataFrame({c: _take(messages[c], pair_at[found]) for c in ("topic", "keys", "uniq_key")},
+                              copy=False)
+    real = np.zeros(len(pairs), bool)
+    real[found] = _real_matches(candidates, topics[pair_key[found]], keys[pair_key[found]], unique)
+    store_ts = _take(messages["store_timestamp"], pair_at)
+    keep = np.flatnonzero(real & pd.Series(store_ts).between(begin, end).to_numpy(bool))
+    newest_first = pd.DataFrame({"k": pair_key[keep], "t": store_ts[keep], "p": offsets[pair_at[keep]]},
+                                copy=False).sort_values(["k", "t", "p"], ascending=[True, False, False]).index
+    rows = keep[newest_first.to_numpy()]
+    return _table(pair_key[rows], topics, keys, "broker_returned", np.isin(pairs[rows], codes[:len(who)]),
+                  offsets[pair_at[rows]],
+                  {c: _take(messages[c], pair_at[rows]) for c in messages.columns if c != "phy_offset"})
 
 
-def _with_messages(read_messages: MessageReader, who: np.ndarray, offsets: np.ndarray, topics: np.ndarray,
-                   keys: np.ndarray, first: str, first_values: np.ndarray) -> pd.DataFrame:
-    """Rows (key_index, query_topic, query_key, `first`, message columns...), the messages read
-    once per distinct offset."""
-    distinct = np.unique(offsets)
-    messages = read_messages(distinct).drop_duplicates("phy_offset").set_index("phy_offset")
-    rows = messages.reindex(offsets).reset_index()
-    rows.insert(0, first, first_values)
-    rows.insert(0, "query_key", keys[who])
-    rows.insert(0, "query_topic", topics[who])
-    rows.insert(0, "key_index", who)
-    return rows
+def _messages_at(read_messages: MessageReader, offsets: np.ndarray) -> pd.DataFrame:
+    """The messages at `offsets` (sorted, distinct), row j for offsets[j] (missing values where
+    the reader found none)."""
+    messages = read_messages(offsets)
+    read = messages["phy_offset"].to_numpy()
+    if len(read) == len(offsets) and bool((read == offsets).all()):
+        return messages   # as Store.read_at gives them
+    return messages.drop_duplicates("phy_offset").set_index("phy_offset").reindex(offsets).reset_index()
+
+
+def _take(column: pd.Series, at: np.ndarray) -> Any:
+    """Rows `at` of a column, its dtype kept (a NumPy take where the column is NumPy's)."""
+    return column.to_numpy()[at] if isinstance(column.dtype, np.dtype) else column.array.take(at)
+
+
+def _table(who: np.ndarray, topics: np.ndarray, keys: np.ndarray, first: str, first_values: np.ndarray,
+           offsets: np.ndarray, columns: dict) -> pd.DataFrame:
+    """Rows (key_index, query_topic, query_key, `first`, phy_offset, message columns...), made
+    in one go from the columns."""
+    return pd.DataFrame({"key_index": who, "query_topic": topics[who], "query_key": keys[who], first: first_values,
+                         "phy_offset": offsets, **columns}, copy=False)
 
 
 def _compare(trace: DirectoryQueryTrace, entries: pd.DataFrame, messages: pd.DataFrame,
@@ -312,7 +352,8 @@ def _compare(trace: DirectoryQueryTrace, entries: pd.DataFrame, messages: pd.Dat
             out.append((phy, "collision", f"the message is {m['topic']}#{m['keys'] or m['uniq_key']}"))
         elif not in_range[phy]:
             out.append((phy, "outside-time-range",
-                        f"real store time {messages.loc[phy, 'store_timestamp']} is outside [{begin}, {end}]"))
+                        f"real store time {ms_with_clock(messages.loc[phy, 'store_timestamp'])} is outside "
+                        f"[{ms_with_clock(begin)}, {ms_with_clock(end)}]"))
         else:
             out.append((phy, "ok", ""))
     for phy in truth["phy_offset"]:
@@ -328,15 +369,16 @@ def _compare(trace: DirectoryQueryTrace, entries: pd.DataFrame, messages: pd.Dat
             out.append((phy, "missed-not-visited", f"file {v.name} was never reached (the walk stopped: {trace.stop})"))
         elif v.action == "not-time-matched":
             out.append((phy, "missed-file-skipped",
-                        f"file {v.name} covers [{v.begin_timestamp}, {v.end_timestamp}], "
-                        f"the message was stored at {ts}"))
+                        f"file {v.name} covers [{ms_with_clock(v.begin_timestamp)}, {ms_with_clock(v.end_timestamp)}], "
+                        f"the message was stored at {ms_with_clock(ts)}"))
         else:
             step = steps_of[v.name].get(entry)
             if step is None:
                 reason = "missed-max-num" if v.trace.stop == "max-num" else "missed-early-stop"
                 out.append((phy, reason, f"the walk in {v.name} stopped first ({v.trace.stop})"))
             elif not step.time_match:
-                out.append((phy, "missed-time", f"the index says {step.time_read}, the message was stored at {ts}"))
+                out.append((phy, "missed-time", f"the index says {ms_with_clock(step.time_read)}, "
+                                                f"the message was stored at {ms_with_clock(ts)}"))
             else:  # read and matched, yet not returned: only the room (max_num) can explain it
                 out.append((phy, "missed-max-num", f"max_num {trace.max_num} reached"))
     return pd.DataFrame(out, columns=["phy_offset", "reason", "detail"])
@@ -383,9 +425,10 @@ def result_table(kq: KeyQuery, mode: str) -> pd.DataFrame:
 
     broker: ``rank`` (order the broker returned), ``phy_offset``, ``topic``, ``keys``,
     ``uniq_key``, ``store_time`` (the message's real store time, ISO with milliseconds),
-    ``store_timestamp`` (ms) and ``reason`` (:data:`REASONS` key: "ok", "collision",
-    "outside-time-range"). verified: ``broker_returned`` instead of ``rank``, and reasons "ok"
-    or "missed-*". A broker offset where no message starts has empty message columns.
+    ``store_timestamp`` (ms), ``reason`` (:data:`REASONS` key: "ok", "collision",
+    "outside-time-range") and ``detail`` (why, with the numbers; "" for "ok"). verified:
+    ``broker_returned`` instead of ``rank``, and reasons "ok" or "missed-*". A broker offset
+    where no message starts has empty message columns.
     Cost: O(rows).
 
     >>> from rmqlab.sample import sample_store
@@ -397,7 +440,8 @@ def result_table(kq: KeyQuery, mode: str) -> pd.DataFrame:
     """
     if mode not in MODES:
         raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
-    reasons = kq.diff.drop_duplicates("phy_offset").set_index("phy_offset")["reason"]
+    why = kq.diff.drop_duplicates("phy_offset").set_index("phy_offset")
+    reasons = why["reason"]
     if mode == "broker":
         frame = kq.broker
         first = ("rank", frame["rank"].to_numpy())
@@ -416,6 +460,7 @@ def result_table(kq: KeyQuery, mode: str) -> pd.DataFrame:
         "store_time": [ms_to_iso(t) for t in ts],
         "store_timestamp": ts.astype("Int64").to_numpy(),
         "reason": reasons.reindex(phy).to_numpy(object),
+        "detail": why["detail"].reindex(phy).to_numpy(object),
     })
 
 

@@ -7,6 +7,7 @@ Screenshots go to :data:`ARTIFACTS` (build/test-artifacts/, ignored by git).
 """
 from __future__ import annotations
 
+from contextlib import contextmanager
 from pathlib import Path
 
 import oracles
@@ -31,3 +32,147 @@ def require_chromium():
 def launch(playwright):
     """The system Chromium, headless, with the flags that work on these machines."""
     return playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+
+
+# ------------------------------------------------------------------------------ JupyterLab
+
+
+def free_port() -> int:
+    """A TCP port free on 127.0.0.1 now."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def kernel_name() -> str:
+    """The project's kernel "rmqlab" (made by `make`) when installed, else the default python3."""
+    from jupyter_client.kernelspec import KernelSpecManager
+
+    return "rmqlab" if "rmqlab" in KernelSpecManager().find_kernel_specs() else "python3"
+
+
+def point_at_kernel(folder: Path, kernel: str) -> None:
+    """Point every notebook under `folder` at the kernel `kernel` (when it is not "rmqlab", the
+    kernel the notebooks name)."""
+    import json
+
+    if kernel == "rmqlab":
+        return
+    for path in folder.rglob("*.ipynb"):
+        nb = json.loads(path.read_text())
+        nb["metadata"]["kernelspec"] = {"name": kernel, "display_name": kernel, "language": "python"}
+        path.write_text(json.dumps(nb))
+
+
+def isolated_env(home: Path) -> dict[str, str]:
+    """The environment for a server: Jupyter's per-user files (settings, workspaces, runtime and
+    data files, IPython history) in `home`, not in the user's home folder."""
+    import os
+
+    env = dict(os.environ)
+    for name, sub in (("JUPYTERLAB_SETTINGS_DIR", "user-settings"), ("JUPYTERLAB_WORKSPACES_DIR", "workspaces"),
+                      ("JUPYTER_RUNTIME_DIR", "runtime"), ("JUPYTER_DATA_DIR", "data"),
+                      ("JUPYTER_CONFIG_DIR", "config"), ("IPYTHONDIR", "ipython")):
+        env[name] = str(home / sub)
+    return env
+
+
+def tail(path: Path, chars: int = 4000) -> str:
+    """The end of a server's log, for an error message."""
+    return path.read_text(errors="replace")[-chars:] if path.exists() else ""
+
+
+@contextmanager
+def server(argv: list[str], ready_url: str, env: dict[str, str], log_path: Path, cwd: Path, *,
+           start_timeout: float = 60.0):
+    """Run `argv` until the block ends; yields the process once `ready_url` answers. Stopped by
+    its PID: SIGTERM (a Jupyter server shuts its kernels down), then SIGKILL to its process group
+    after 15 s. Raises AssertionError, with the log's end, when it exits or does not answer."""
+    import os
+    import signal
+    import subprocess
+    import time
+    import urllib.request
+
+    with open(log_path, "w") as log:
+        proc = subprocess.Popen(argv, cwd=cwd, env=env, stdout=log, stderr=subprocess.STDOUT,
+                                start_new_session=True)
+    try:
+        deadline = time.monotonic() + start_timeout
+        while True:
+            if proc.poll() is not None:
+                raise AssertionError(f"{argv[2]} exited with {proc.returncode}:\n{tail(log_path)}")
+            try:
+                with urllib.request.urlopen(ready_url, timeout=5):
+                    break
+            except OSError as err:    # refused, reset, timed out, or an HTTP error status
+                if time.monotonic() > deadline:
+                    raise AssertionError(f"{argv[2]} did not answer {ready_url} within {start_timeout} s:\n"
+                                         f"{tail(log_path)}") from err
+                time.sleep(0.25)
+        yield proc
+    finally:
+        if proc.poll() is None:
+            proc.terminate()
+            try:
+                proc.wait(15)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait(5)
+
+
+@contextmanager
+def jupyterlab(root: Path, home: Path, *, start_timeout: float = 60.0):
+    """JupyterLab serving `root`, bound to 127.0.0.1 with a random token, its per-user files in
+    `home`; yields (base URL, token, log path). No news toast, every cell kept in the page.
+    Stopped by its PID (:func:`server`)."""
+    import json
+    import os
+    import secrets
+    import sys
+
+    app_settings = home / "app-settings"
+    app_settings.mkdir(parents=True, exist_ok=True)
+    (app_settings / "overrides.json").write_text(json.dumps({
+        "@jupyterlab/apputils-extension:notification": {"fetchNews": "false", "checkForUpdates": False},
+        "@jupyterlab/notebook-extension:tracker": {"windowingMode": "none"}}))
+    port, token = free_port(), secrets.token_hex(24)
+    argv = [sys.executable, "-m", "jupyter", "lab", "--no-browser", "--ip=127.0.0.1", f"--port={port}",
+            f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={root}",
+            f"--LabApp.app_settings_dir={app_settings}"]
+    if hasattr(os, "getuid") and os.getuid() == 0:
+        argv.append("--allow-root")
+    base = f"http://127.0.0.1:{port}"
+    log_path = home / "jupyterlab.log"
+    with server(argv, f"{base}/api/status?token={token}", isolated_env(home), log_path, root,
+                start_timeout=start_timeout):
+        yield base, token, log_path
+
+
+def run_all(page, base: str, token: str, notebook: str, *, timeout_s: float, hide_files: bool = True,
+            open_timeout_s: float = 60.0) -> None:
+    """Open `notebook` in JupyterLab (a clean layout; `hide_files` closes the file browser so the
+    notebook gets the width), wait up to `open_timeout_s` for it and its kernel, Run All, and wait
+    up to `timeout_s` until every code cell has run. Run All stops at a failing cell, so a
+    numbered prompt on every cell means none failed; a failing cell makes this time out.
+    Raises TimeoutError from Playwright."""
+    page.goto(f"{base}/lab/tree/{notebook}?reset&token={token}")
+    page.wait_for_selector(".jp-Notebook .jp-CodeCell", timeout=open_timeout_s * 1000)
+    # The kernel must be up before Run All, else JupyterLab asks for one in a dialog. The
+    # toolbar's indicator says "idle" before any kernel exists; the status bar names it.
+    page.wait_for_function(
+        """() => [...document.querySelectorAll('.jp-StatusBar-Widget')].some(
+               w => w.textContent.includes('| Idle') && !w.textContent.includes('No Kernel'))""",
+        timeout=open_timeout_s * 1000)
+    if hide_files:
+        page.keyboard.press("Control+b")
+    page.locator(".lm-MenuBar-item", has_text="Run").first.click()
+    page.locator(".lm-Menu-item[data-command='runmenu:run-all']").click()
+    cells = page.locator(".jp-Notebook .jp-CodeCell").count()
+    page.wait_for_function(
+        """(n) => {
+            const prompts = [...document.querySelectorAll('.jp-Notebook .jp-CodeCell .jp-InputPrompt')];
+            return prompts.length === n && prompts.every(p => /\\[\\d+\\]/.test(p.textContent));
+        }""", arg=cells, timeout=timeout_s * 1000)

@@ -25,8 +25,9 @@ a *swarm* of further programs from a drawn seed; everything stays deterministic.
 **Property** (checked by :class:`Runner` for every input): each reader call either returns or
 raises an :class:`~rmqlab.errors.RmqlabError` subclass (a ``ValueError`` only where a call
 documents it for its *arguments*); no other exception; no input runs longer than a timeout
-(a per-input ``SIGALRM``, plus a ``faulthandler`` watchdog that kills the process with a
-traceback if C code hangs); the walks the API exposes are bounded (trace steps, probes, records);
+(a per-input limit of CPU time, ``ITIMER_PROF``: a walk that never ends spends CPU, while a
+loaded machine only stretches wall time; plus a ``faulthandler`` wall-clock watchdog that kills
+the process with a traceback if C code hangs); the walks the API exposes are bounded (trace steps, probes, records);
 and with memory checks on, the tracemalloc peak of an input stays under
 ``mem_factor * input size + mem_const``. Where two implementations of one reader exist (C walk
 vs Python walk, columnar vs iterator CommitLog reader, vectorized vs scalar Kafka lookups) they
@@ -298,7 +299,7 @@ class Failure:
 
 
 def _on_alarm(signum, frame):
-    raise Hang("input ran past the per-input timeout")
+    raise Hang("input ran past the per-input CPU-time limit")
 
 
 class Runner:
@@ -312,7 +313,7 @@ class Runner:
 
     def __init__(self, target: Target, workdir: str | os.PathLike, *, fail_fast: bool = True,
                  timeout: float = 10.0, heavy_every: int | None = None, mem_every: int = 8,
-                 watchdog: float = 600.0, everything: bool = False):
+                 watchdog: float = 1800.0, everything: bool = False):
         self.target = target
         self.everything = everything
         self.work = Path(workdir)
@@ -412,11 +413,11 @@ class Runner:
             tracemalloc.reset_peak()
             base = tracemalloc.get_traced_memory()[0]
         if self.timeout > 0:   # timeout 0: no alarm (under libFuzzer, which times inputs itself)
-            signal.setitimer(signal.ITIMER_REAL, max(self.timeout, 120.0) if warm else self.timeout)   # warm: imports
+            signal.setitimer(signal.ITIMER_PROF, max(self.timeout, 120.0) if warm else self.timeout)   # warm: imports
         try:
             self.target.run(self, seed, data, ops, rng, heavy)
         except Hang:
-            self.fail("timeout", f"input still running after {self.timeout} s (an unbounded walk?)",
+            self.fail("timeout", f"input still running after {self.timeout} CPU-s (an unbounded walk?)",
                       traceback.format_exc())
         except FuzzFailure:
             raise
@@ -424,7 +425,7 @@ class Runner:
             self.fail("harness", f"{type(e).__name__}: {e}", traceback.format_exc())
         finally:
             if self.timeout > 0:
-                signal.setitimer(signal.ITIMER_REAL, 0)
+                signal.setitimer(signal.ITIMER_PROF, 0)
         if mem:
             peak = tracemalloc.get_traced_memory()[1] - base
             tracemalloc.stop()   # tracing slows every allocation: only measured inputs pay for it
@@ -445,8 +446,8 @@ class Runner:
 
     def __enter__(self):
         if self.timeout > 0:
-            self._old_alarm = signal.signal(signal.SIGALRM, _on_alarm)
-            # Backstop for C code that never returns to Python (a SIGALRM handler cannot run
+            self._old_alarm = signal.signal(signal.SIGPROF, _on_alarm)
+            # Backstop for C code that never returns to Python (a signal handler cannot run
             # then): dump every thread's stack and exit.
             faulthandler.dump_traceback_later(self.watchdog, exit=True)
         self._started = time.perf_counter()
@@ -458,8 +459,8 @@ class Runner:
     def __exit__(self, *exc):
         if self.timeout > 0:
             faulthandler.cancel_dump_traceback_later()
-            signal.setitimer(signal.ITIMER_REAL, 0)
-            signal.signal(signal.SIGALRM, self._old_alarm)
+            signal.setitimer(signal.ITIMER_PROF, 0)
+            signal.signal(signal.SIGPROF, self._old_alarm)
         if tracemalloc.is_tracing():
             tracemalloc.stop()
         if self._current is not None:

@@ -1,4 +1,4 @@
-"""The query explorer in a real browser: JupyterLab running notebook 05, and the Voilà app.
+"""The widgets in a real browser: JupyterLab running notebooks 04 and 05, and the Voilà app.
 
 Playwright drives the system Chromium (/usr/bin/chromium; `playwright install` is never used).
 The servers run on 127.0.0.1 with a random token, on copies of the notebooks in a temporary
@@ -6,35 +6,39 @@ folder (a run never writes into the repository), and are stopped by their PID. E
 from the page is checked against the package computing the same query in this process.
 
 Screenshots go to build/test-artifacts/ (git ignores build/): look at them when a test fails.
-Cost: about 60-80 s for the file (JupyterLab start and notebook 05's Run All, Voilà's start);
-skipped, saying why, without Chromium or Playwright.
+Cost: about 2-3 min for the file (JupyterLab start, Run All of notebook 04 once and of 05 twice,
+Voilà twice); skipped, saying why, without Chromium or Playwright.
 """
 from __future__ import annotations
 
-import json
-import os
 import re
 import secrets
 import shutil
-import signal
-import socket
 import subprocess
 import sys
-import time
-import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-from browser_support import ARTIFACTS, ROOT, launch, require_chromium
+from browser_support import ARTIFACTS, ROOT, jupyterlab, launch, point_at_kernel, require_chromium, server
+from browser_support import free_port as _free_port
+from browser_support import isolated_env as _isolated_env
+from browser_support import kernel_name as _kernel_name
+from browser_support import run_all as run_notebook
+from browser_support import tail as _tail
 from oracles import require_module
 
 pytestmark = pytest.mark.browser
 
 NOTEBOOKS = ROOT / "notebooks"
 NOTEBOOK = "05-time-range-query-explorer.ipynb"
+SLOTS_NOTEBOOK = "04-slot-occupancy-and-chains.ipynb"
 APP = "apps/query-explorer.ipynb"
+# JupyterLab's default layout at a common laptop width: the file browser open beside the notebook
+LAPTOP = {"width": 1280, "height": 1000}
+# Voilà in a narrow window (half a screen)
+NARROW = {"width": 800, "height": 1000}
 # A tall window: the explorer's controls, timeline, summary and first rows fit in one screenshot.
 VIEWPORT = {"width": 1400, "height": 2000}
 SERVER_START_S = 60
@@ -54,76 +58,19 @@ require_module("voila")
 # ------------------------------------------------------------------------------ servers
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _kernel_name() -> str:
-    """The project's kernel "rmqlab" (made by `make`) when installed, else the default python3."""
-    from jupyter_client.kernelspec import KernelSpecManager
-
-    return "rmqlab" if "rmqlab" in KernelSpecManager().find_kernel_specs() else "python3"
-
-
 def _copy_notebooks(target: Path) -> Path:
     """notebooks/ copied to `target`, every notebook pointed at the kernel this machine has."""
     shutil.copytree(NOTEBOOKS, target, ignore=shutil.ignore_patterns(".ipynb_checkpoints"))
-    kernel = _kernel_name()
-    if kernel != "rmqlab":
-        for path in target.rglob("*.ipynb"):
-            nb = json.loads(path.read_text())
-            nb["metadata"]["kernelspec"] = {"name": kernel, "display_name": kernel, "language": "python"}
-            path.write_text(json.dumps(nb))
+    point_at_kernel(target, _kernel_name())
     return target
-
-
-def _isolated_env(home: Path) -> dict[str, str]:
-    """The environment for a server: Jupyter's per-user files (settings, workspaces, runtime and
-    data files, IPython history) in `home`, not in the user's home folder."""
-    env = dict(os.environ)
-    for name, sub in (("JUPYTERLAB_SETTINGS_DIR", "user-settings"), ("JUPYTERLAB_WORKSPACES_DIR", "workspaces"),
-                      ("JUPYTER_RUNTIME_DIR", "runtime"), ("JUPYTER_DATA_DIR", "data"),
-                      ("JUPYTER_CONFIG_DIR", "config"), ("IPYTHONDIR", "ipython")):
-        env[name] = str(home / sub)
-    return env
 
 
 @contextmanager
 def _server(argv: list[str], ready_url: str, env: dict[str, str], log_path: Path,
             cwd: Path) -> Iterator[subprocess.Popen]:
-    """Run `argv` until the block ends; yields once `ready_url` answers. Stopped by its PID:
-    SIGTERM (it shuts its kernels down), then SIGKILL to its process group after 15 s."""
-    with open(log_path, "w") as log:
-        proc = subprocess.Popen(argv, cwd=cwd, env=env, stdout=log, stderr=subprocess.STDOUT,
-                                start_new_session=True)
-    try:
-        deadline = time.monotonic() + SERVER_START_S
-        while True:
-            if proc.poll() is not None:
-                raise AssertionError(f"{argv[2]} exited with {proc.returncode}:\n{_tail(log_path)}")
-            try:
-                with urllib.request.urlopen(ready_url, timeout=5):
-                    break
-            except OSError as err:    # refused, reset, timed out, or an HTTP error status
-                if time.monotonic() > deadline:
-                    raise AssertionError(f"{argv[2]} did not answer {ready_url} within {SERVER_START_S} s:\n"
-                                         f"{_tail(log_path)}") from err
-                time.sleep(0.25)
+    """:func:`browser_support.server` with this file's start-up timeout."""
+    with server(argv, ready_url, env, log_path, cwd, start_timeout=SERVER_START_S) as proc:
         yield proc
-    finally:
-        if proc.poll() is None:
-            proc.terminate()
-            try:
-                proc.wait(15)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait(5)
-
-
-def _tail(path: Path, chars: int = 4000) -> str:
-    return path.read_text(errors="replace")[-chars:] if path.exists() else ""
 
 
 @pytest.fixture(scope="module")
@@ -145,22 +92,8 @@ def lab(tmp_path_factory):
     """JupyterLab on 127.0.0.1 serving a copy of notebooks/: yields (base URL, token, log path)."""
     home = tmp_path_factory.mktemp("lab-home")
     root = _copy_notebooks(tmp_path_factory.mktemp("lab-root") / "notebooks")
-    # No "Jupyter news" toast over the notebook in screenshots, and every cell kept in the page
-    # (by default JupyterLab leaves cells far out of view out of the DOM).
-    app_settings = home / "app-settings"
-    app_settings.mkdir()
-    (app_settings / "overrides.json").write_text(json.dumps({
-        "@jupyterlab/apputils-extension:notification": {"fetchNews": "false", "checkForUpdates": False},
-        "@jupyterlab/notebook-extension:tracker": {"windowingMode": "none"}}))
-    port, token = _free_port(), secrets.token_hex(24)
-    argv = [sys.executable, "-m", "jupyter", "lab", "--no-browser", "--ip=127.0.0.1", f"--port={port}",
-            f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={root}",
-            f"--LabApp.app_settings_dir={app_settings}"]
-    if hasattr(os, "getuid") and os.getuid() == 0:
-        argv.append("--allow-root")
-    base = f"http://127.0.0.1:{port}"
-    log = home / "jupyterlab.log"
-    with _server(argv, f"{base}/api/status?token={token}", _isolated_env(home), log, cwd=root):
+    # no "Jupyter news" toast over the notebook, every cell kept in the page (browser_support)
+    with jupyterlab(root, home, start_timeout=SERVER_START_S) as (base, token, log):
         yield base, token, log
 
 
@@ -204,7 +137,7 @@ class ExplorerPage:
 
     def window(self) -> tuple[int, int]:
         """The time slider's values (ms after the store's first message), from its readout."""
-        text = self.root.locator(".rmqlab-time-slider .widget-readout").inner_text()
+        text = self.root.locator(".rmqlab-time-readout").inner_text()
         numbers = re.findall(r"-?\d+", text.replace(",", ""))
         assert len(numbers) == 2, f"unexpected slider readout {text!r}"
         return int(numbers[0]), int(numbers[1])
@@ -274,6 +207,31 @@ def expected_broker_rows(sample, topic: str, key: str, window: tuple[int, int], 
                                   max_num=max_num, mode="broker"))
 
 
+def _box(locator) -> dict:
+    """`locator`'s box on the page (x, y, width, height in CSS px); fails when not rendered."""
+    box = locator.bounding_box()
+    assert box, "not rendered"
+    return box
+
+
+#: True when the element is shown whole: its own text not cut (scrollWidth), inside every
+#: ancestor box that clips or scrolls (as scrolled now), and inside the window.
+_SHOWN_WHOLE = """el => {
+    const r = el.getBoundingClientRect();
+    if (el.scrollWidth > el.clientWidth + 1) return false;
+    for (let a = el.parentElement; a; a = a.parentElement) {
+        if (getComputedStyle(a).overflowX === 'visible') continue;
+        const b = a.getBoundingClientRect();
+        if (r.left < b.left - 1 || r.right > b.right + 1) return false;
+    }
+    return r.left >= 0 && r.right <= window.innerWidth + 1;
+}"""
+
+
+def shown_whole(locator) -> bool:
+    return locator.evaluate(_SHOWN_WHOLE)
+
+
 def _no_errors(page) -> None:
     errors = page.locator(".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']")
     texts = [errors.nth(i).inner_text()[:2000] for i in range(errors.count())]
@@ -283,38 +241,33 @@ def _no_errors(page) -> None:
 # ------------------------------------------------------------------------------ tests
 
 
-def test_notebook_05_explorer_in_jupyterlab(lab, browser, sample, artifacts):
+def run_all(page, lab, notebook: str, artifacts: Path, *, hide_files: bool) -> None:
+    """Open `notebook` in JupyterLab (a fresh layout), run all its cells and wait until every
+    one has run without an error. `hide_files` closes the file browser first (more room)."""
     base, token, log = lab
+    try:
+        run_notebook(page, base, token, notebook, timeout_s=NOTEBOOK_RUN_S, hide_files=hide_files,
+                     open_timeout_s=SERVER_START_S)
+    except sync_api.TimeoutError as err:
+        page.screenshot(path=artifacts / f"jupyterlab-{notebook[:2]}-run-all-failed.png")
+        _no_errors(page)
+        raise AssertionError(f"Run All did not finish within {NOTEBOOK_RUN_S} s:\n{_tail(log)}") from err
+    _no_errors(page)
+
+
+def explorer_after_run_all(page, lab, artifacts: Path, *, hide_files: bool) -> ExplorerPage:
+    """Notebook 05 run in JupyterLab, its explorer in view and showing its first answer."""
+    run_all(page, lab, NOTEBOOK, artifacts, hide_files=hide_files)
+    explorer = ExplorerPage(page)
+    explorer.root.scroll_into_view_if_needed()
+    explorer.wait_until_settled()
+    return explorer
+
+
+def test_notebook_05_explorer_in_jupyterlab(lab, browser, sample, artifacts):
     page = browser.new_page(viewport=VIEWPORT)
     try:
-        page.goto(f"{base}/lab/tree/{NOTEBOOK}?reset&token={token}")
-        page.wait_for_selector(".jp-Notebook .jp-CodeCell", timeout=SERVER_START_S * 1000)
-        # The kernel must be up before Run All, else JupyterLab asks for one in a dialog. The
-        # toolbar's indicator says "idle" before any kernel exists; the status bar names it.
-        page.wait_for_function(
-            """() => [...document.querySelectorAll('.jp-StatusBar-Widget')].some(
-                   w => w.textContent.includes('| Idle') && !w.textContent.includes('No Kernel'))""",
-            timeout=SERVER_START_S * 1000)
-        page.keyboard.press("Control+b")      # hide the file browser: more room for the notebook
-        page.locator(".lm-MenuBar-item", has_text="Run").first.click()
-        page.locator(".lm-Menu-item[data-command='runmenu:run-all']").click()
-        code_cells = page.locator(".jp-Notebook .jp-CodeCell").count()
-        try:
-            # Run All stops at the first error, so "every prompt has a number" means no cell failed.
-            page.wait_for_function(
-                """(n) => {
-                    const prompts = [...document.querySelectorAll('.jp-Notebook .jp-CodeCell .jp-InputPrompt')];
-                    return prompts.length === n && prompts.every(p => /\\[\\d+\\]/.test(p.textContent));
-                }""", arg=code_cells, timeout=NOTEBOOK_RUN_S * 1000)
-        except sync_api.TimeoutError as err:
-            page.screenshot(path=artifacts / "jupyterlab-05-run-all-failed.png")
-            _no_errors(page)
-            raise AssertionError(f"Run All did not finish within {NOTEBOOK_RUN_S} s:\n{_tail(log)}") from err
-        _no_errors(page)
-
-        explorer = ExplorerPage(page)
-        explorer.root.scroll_into_view_if_needed()
-        explorer.wait_until_settled()
+        explorer = explorer_after_run_all(page, lab, artifacts, hide_files=True)
         topic, key, max_num = explorer.topic(), explorer.key(), explorer.max_num()
         window = explorer.window()
         assert (topic, key, max_num) == ("Orders", "USER_20", 64)       # the notebook's parameters
@@ -351,7 +304,10 @@ def test_notebook_05_explorer_in_jupyterlab(lab, browser, sample, artifacts):
         page.close()
 
 
-def test_query_explorer_app_in_voila(browser, sample, artifacts, tmp_path):
+@contextmanager
+def _voila_app(tmp_path: Path) -> Iterator[tuple[str, str, Path]]:
+    """The query explorer app served by Voilà on 127.0.0.1, as `make app` serves it: yields
+    (base URL, token, log path)."""
     root = _copy_notebooks(tmp_path / "notebooks")
     home = tmp_path / "home"
     port, token = _free_port(), secrets.token_hex(24)
@@ -361,6 +317,11 @@ def test_query_explorer_app_in_voila(browser, sample, artifacts, tmp_path):
     log = tmp_path / "voila.log"
     # Voilà has no status API; its static files answer once it serves.
     with _server(argv, f"{base}/voila/static/voila.js", _isolated_env(home), log, cwd=root):
+        yield base, token, log
+
+
+def test_query_explorer_app_in_voila(browser, sample, artifacts, tmp_path):
+    with _voila_app(tmp_path) as (base, token, log):
         page = browser.new_page(viewport=VIEWPORT)
         try:
             # as `make app` runs it: nothing without the token
@@ -387,5 +348,129 @@ def test_query_explorer_app_in_voila(browser, sample, artifacts, tmp_path):
         except Exception as e:
             page.screenshot(path=artifacts / "voila-failure.png", full_page=True)
             raise AssertionError(f"the Voilà app failed ({e}); server log:\n{_tail(log)}") from e
+        finally:
+            page.close()
+
+
+
+def test_notebook_04_slot_browser_answers_clicks_after_run_all(lab, browser, artifacts):
+    """After Run All, a click on a slot shows its chain (the notebook once closed the browser's
+    file in a later cell, so every click was silently lost); the slot grid fits the page in
+    JupyterLab's default layout at 1280 px, the selected longest slot's label is whole, and on
+    the last page the next-page button is disabled."""
+    from rmqlab.sample import SAMPLE_STORE_OPTIONS, sample_store
+    from rmqlab.viz.figures import slot_chain_lengths
+
+    first_file = sorted(sample_store().index_dir.iterdir())[0]          # the notebook's FILE_NUMBER 0
+    lengths = slot_chain_lengths(first_file, hash_slot_num=SAMPLE_STORE_OPTIONS["hash_slot_num"],
+                                 index_num=SAMPLE_STORE_OPTIONS["index_num"])
+    longest = int(lengths.argmax())
+    page = browser.new_page(viewport=LAPTOP)
+    try:
+        run_all(page, lab, SLOTS_NOTEBOOK, artifacts, hide_files=False)
+        root = page.locator(".rmqlab-slot-browser").first
+        chain = ".rmqlab-chain-table table"
+        root.locator(chain).wait_for(timeout=UPDATE_S * 1000)
+        assert root.locator(chain).get_attribute("data-slot") == str(longest)   # the cell's jump_to_longest
+        grid = root.locator(".rmqlab-slot-grid")
+        grid.scroll_into_view_if_needed()
+        page.screenshot(path=artifacts / "jupyterlab-04-slot-browser.png")
+
+        # the grid fits: no button past the browser's right edge, and every label whole
+        right = _box(root)["x"] + _box(root)["width"]
+        buttons = root.locator(".rmqlab-slot-button")
+        assert buttons.count() == 64
+        assert grid.evaluate("el => el.scrollWidth <= el.clientWidth + 1")
+        for i in range(buttons.count()):
+            b = buttons.nth(i)
+            assert _box(b)["x"] + _box(b)["width"] <= right + 1, b.inner_text()
+            assert shown_whole(b), f"button cut: {b.inner_text()!r}"
+        selected = root.locator(f".rmqlab-slot-{longest}")
+        assert selected.inner_text().strip() == f"{longest} · {lengths[longest]}"
+
+        # a click after Run All: another slot of the page, and its chain as the file holds it
+        target = buttons.first
+        slot = int(re.search(r"rmqlab-slot-(\d+)", target.get_attribute("class")).group(1))
+        assert slot != longest
+        target.click()
+        page.wait_for_selector(f".rmqlab-slot-browser {chain}[data-slot='{slot}']", timeout=UPDATE_S * 1000)
+        assert int(root.locator(chain).get_attribute("data-rows")) == lengths[slot]
+        assert f"slot {slot}" in root.locator(".rmqlab-slot-info").inner_text()
+        assert root.locator(".rmqlab-browser-status").inner_text().strip() == ""      # not closed
+
+        # the last page: no page after it, and the button says so by being disabled
+        assert "the last page" in root.locator(".rmqlab-page-info").inner_text()
+        assert root.locator(".rmqlab-next-page").is_disabled()
+        assert not root.locator(".rmqlab-prev-page").is_disabled()
+    except Exception:
+        page.screenshot(path=artifacts / "jupyterlab-04-failure.png", full_page=True)
+        raise
+    finally:
+        page.close()
+
+
+def test_notebook_05_reason_column_in_view_at_1280_px(lab, browser, artifacts):
+    """In JupyterLab's default layout at 1280 px (file browser open), the explorer's rows show
+    their reason without any sideways scrolling, and each row is one line."""
+    page = browser.new_page(viewport=LAPTOP)
+    try:
+        explorer = explorer_after_run_all(page, lab, artifacts, hide_files=False)
+        table = explorer.root.locator(".rmqlab-results table")
+        table.scroll_into_view_if_needed()
+        page.screenshot(path=artifacts / "jupyterlab-05-rows-at-1280.png")
+        output = page.locator(".jp-OutputArea-output", has=explorer.root).first
+        visible_right = min(_box(output)["x"] + _box(output)["width"], _box(explorer.root)["x"]
+                            + _box(explorer.root)["width"], LAPTOP["width"])
+        headers = [h.strip() for h in table.locator("thead th").all_inner_texts()]
+        reason = table.locator("thead th").nth(headers.index("reason"))
+        cells = table.locator(f"tbody tr td:nth-child({headers.index('reason') + 1})")
+        assert cells.count() == explorer.rows() > 0
+        for el in [reason] + [cells.nth(i) for i in range(cells.count())]:
+            box = _box(el)
+            assert box["x"] >= _box(output)["x"] and box["x"] + box["width"] <= visible_right + 1, \
+                f"reason at x {box['x']:.0f}..{box['x'] + box['width']:.0f}, visible up to {visible_right:.0f}"
+            assert shown_whole(el), el.inner_text()
+        # nothing had to be scrolled to get there
+        assert table.evaluate("""el => { for (let e = el; e; e = e.parentElement) { if (e.scrollLeft) return false; }
+                                         return true; }""")
+        # one line a row: no body row taller than the one-line header row
+        head_height = _box(table.locator("thead tr"))["height"]
+        rows = table.locator("tbody tr")
+        heights = [_box(rows.nth(i))["height"] for i in range(rows.count())]
+        assert max(heights) <= head_height + 1, (head_height, max(heights))
+    except Exception:
+        page.screenshot(path=artifacts / "jupyterlab-05-rows-failure.png", full_page=True)
+        raise
+    finally:
+        page.close()
+
+
+def test_voila_app_at_800_px_shows_the_whole_slider_readout(browser, sample, artifacts, tmp_path):
+    """In a window 800 px wide, the time slider's readout shows both values in full (the
+    slider's own readout cut 16651 to 1665) and the explorer fits the window."""
+    store, origin = sample
+    span = int(store.messages()["store_timestamp"].max()) - origin
+    with _voila_app(tmp_path) as (base, token, log):
+        page = browser.new_page(viewport=NARROW)
+        try:
+            page.goto(f"{base}/?token={token}", timeout=NOTEBOOK_RUN_S * 1000)
+            page.wait_for_selector(f"{EXPLORER} {CAPTION}", timeout=NOTEBOOK_RUN_S * 1000)
+            explorer = ExplorerPage(page)
+            explorer.wait_until_settled()
+            slider = explorer.root.locator(".rmqlab-time-slider")
+            slider.scroll_into_view_if_needed()
+            page.screenshot(path=artifacts / "voila-800-px.png")
+            readouts = explorer.root.locator(".rmqlab-time-slider .widget-readout, .rmqlab-time-readout")
+            shown = [readouts.nth(i) for i in range(readouts.count()) if readouts.nth(i).is_visible()]
+            assert shown, "no readout of the time slider is visible"
+            for r in shown:
+                assert re.findall(r"\d+", r.inner_text().replace(",", "")) == ["0", str(span)]
+                assert shown_whole(r), f"readout cut: {r.inner_text()!r} at {_box(r)}"
+            # the explorer fits the window (wide tables and figures scroll inside their own boxes)
+            assert explorer.root.evaluate("el => el.scrollWidth <= el.clientWidth + 1")
+            assert _box(slider)["x"] + _box(slider)["width"] <= NARROW["width"]
+        except Exception as e:
+            page.screenshot(path=artifacts / "voila-800-failure.png", full_page=True)
+            raise AssertionError(f"the Voilà app at 800 px failed ({e}); server log:\n{_tail(log)}") from e
         finally:
             page.close()

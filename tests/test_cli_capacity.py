@@ -90,8 +90,8 @@ def test_report_writes_html_and_prints_json(plan_file, tmp_path, capsys):
     assert f"\nwrote {out} (" in printed.err and d["recommendation"]["text"] in printed.err
     assert printed.err.startswith("rmqlab: [1/3] this plan: 5,000,000 slots x 20,000,000 entries, sampled files")
     page = out.read_text(encoding="utf-8")
-    assert page.startswith("<!DOCTYPE html>") and page.count('<img alt="') == 5
-    assert len(re.findall(r'src="data:image/png;base64,', page)) == 5
+    assert page.startswith("<!DOCTYPE html>") and page.count('<img alt="') == 6
+    assert len(re.findall(r'src="data:image/png;base64,', page)) == 6
     # HTML only: nothing on stdout
     assert main(["capacity", "report", str(plan_file), "--out", str(tmp_path / "b.html"), "--samples", "50",
                  "--fast"]) == 0

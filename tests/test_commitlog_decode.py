@@ -170,3 +170,25 @@ def test_span_objects_and_gather_spans_check_their_spans():
     for fn, extra in ((_records.span_objects, (False,)), (_records.gather_spans, (np.empty(2, np.int64),))):
         with pytest.raises(ValueError, match="outside a buffer"):
             fn(buf, np.array([6], np.int64), np.array([3], np.int64), *extra)
+
+
+def test_read_at_in_several_files_equals_the_walk(tmp_path):
+    """read_at of more offsets than its few-rows path takes, in several files, unsorted, with
+    repeats, and of a handful (the few-rows path): the rows of read_columns in that order."""
+    from rmqlab.formats.commitlog.columns import FEW_ROWS
+
+    rng = np.random.default_rng(5)
+    n = 600
+    with cl.CommitLogWriter(tmp_path, file_size=1 << 14) as w:
+        w.append({"topic": [f"T{i % 3}" for i in range(n)], "body": [bytes(rng.integers(0, 40)) for _ in range(n)],
+                  "properties": [f"KEYS\x01k{i} x{i % 7}\x02TAGS\x01t{i % 5}\x02" for i in range(n)],
+                  "born_host": [f"[::1]:{9 + i % 2}" if i % 9 == 0 else f"10.0.0.1:{9 + i % 2}" for i in range(n)]})
+    every = cl.read_columns(tmp_path, check_crc=True)
+    assert len(cl.store_files(tmp_path)) >= 5
+    for size in (1, 3, FEW_ROWS, FEW_ROWS + 1, 3 * n):
+        rows = rng.integers(0, n, size)
+        got = cl.read_at(tmp_path, every["phy_offset"].to_numpy()[rows], check_crc=True)
+        pd.testing.assert_frame_equal(got, every.iloc[rows].reset_index(drop=True), check_index_type=False)
+        got = cl.read_at(tmp_path, np.sort(every["phy_offset"].to_numpy()[rows]), body=False)
+        want = cl.read_columns(tmp_path, body=False).iloc[np.sort(rows)].reset_index(drop=True)
+        pd.testing.assert_frame_equal(got, want)

@@ -520,3 +520,42 @@ def test_cli_recover(damaged, capsys):
         fh.write(b"\x00\x00\x00\x01")
     assert main(args) == 1
     assert "MAGICCODE" in capsys.readouterr().err
+
+
+def test_restart_story_names_the_deleted_files_and_the_lost_lookups(workdir):
+    """One real crash told: the files the broker deletes are the ones whose endTimestamp (header
+    bytes 8..16) exceeds the checkpoint's indexMsgTimestamp (bytes 16..24); the lookups it loses
+    are exactly the keys of the messages those files held that lie before the CommitLog file it
+    re-dispatches from (a model over the written messages); rmqlab store recover loses none."""
+    from rmqlab.viz.crash import restart_figure
+
+    story = crash.restart_story(workdir, kill_fraction=0.75)
+    crashed = story.root / "crashed"
+    cp_index_ts = int.from_bytes((crashed / "checkpoint").read_bytes()[16:24], "big", signed=True)
+    assert story.checkpoint["index_msg_timestamp"] == cp_index_ts
+    ends = {p.name: int.from_bytes(p.read_bytes()[8:16], "big", signed=True)
+            for p in sorted((crashed / "index").iterdir()) if is_index_file_name(p.name)}
+    deleted = sorted(n for n, end in ends.items() if end > cp_index_ts)
+    assert deleted == sorted(story.broker.index_files_deleted) == \
+        sorted(story.index_files.loc[story.index_files["deleted_by_broker"], "name"])
+    assert not any((story.root / "broker" / "index" / n).exists() and n not in ends for n in deleted)
+    # the model: buildIndex puts the keys in order, so the kept files hold the first K of them
+    # (K = their keys, from the headers); the later keys of messages before the re-dispatch point
+    # are lost; every other key is found
+    written = written_at_kill(crashed, calibrate("generate", CrashConfig(), workdir).reference).messages
+    rows = expected_index_rows(written)
+    kept = sum(int.from_bytes((crashed / "index" / n).read_bytes()[36:40], "big") - 1 for n in ends if n not in deleted)
+    phy = np.asarray(rows.phy_offsets, np.int64)
+    model = (np.arange(len(phy)) >= kept) & (phy < story.broker.recovery_from_offset)
+    assert len(story.broker_lost) == int(model.sum()) > 0
+    assert sorted(story.broker_lost["phy_offset"]) == sorted(phy[model])
+    assert set(story.broker_lost["held_by"]) <= set(deleted)
+    assert story.lookups == len(rows) and len(story.rmqlab_lost) == 0
+    key = story.broker_lost.iloc[0]
+    topic, k = key["key"].split("#", 1)
+    broker_store = Store(story.root / "broker", **CrashConfig().store_options())
+    assert int(key["phy_offset"]) not in set(broker_store.explain_key(topic, k).verified["phy_offset"])
+    recovered = Store(story.root / "recovered", **CrashConfig().store_options())
+    assert int(key["phy_offset"]) in set(recovered.explain_key(topic, k).verified["phy_offset"])
+    fig = restart_figure(story)
+    assert {p.get_gid() for p in fig.axes[0].patches if p.get_gid()} == {f"file:{n}" for n in ends}

@@ -586,3 +586,29 @@ def test_index_num_one_refused(tmp_path):
             svc.put_message("T", 1, T0, keys="k")
     with pytest.raises(ValueError, match="index_num=1"):
         bulk_build([msg("T", 1, T0, "k")], tmp_path / "b", hash_slot_num=4, index_num=1)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(min_value=0, max_value=253_370_000_000_000),   # up to 9998: no zone leaves the calendar
+       st.sampled_from(["UTC", "Asia/Shanghai", "America/New_York", "Europe/Berlin", "Asia/Kolkata"]))
+def test_index_file_name_and_its_instant_round_trip(ms, zone):
+    """A name written in a zone and read back in the same zone is the same instant (outside a
+    daylight-saving fall-back hour, where a wall-clock time names two instants: the name is then
+    the same when written again)."""
+    import zoneinfo
+
+    from rmqlab.indexservice import index_file_name, index_file_name_ms
+
+    tz = zoneinfo.ZoneInfo(zone)
+    name = index_file_name(ms, tz)
+    back = index_file_name_ms(name, tz)
+    assert index_file_name(back, tz) == name
+    assert back == ms or abs(back - ms) == 3_600_000      # the repeated hour of a fall-back
+
+
+def test_index_file_name_ms_refuses_other_names():
+    from rmqlab.indexservice import index_file_name_ms
+
+    for bad in ("2024061006132000", "x0240610061320000", "20241310061320000"):
+        with pytest.raises(ValueError):
+            index_file_name_ms(bad, dt.UTC)

@@ -41,6 +41,7 @@ from rmqlab.indexstats import (
     longest_chains,
     poisson_expected_slots,
     true_collisions,
+    uniform_chain_limit,
 )
 from rmqlab.javahash import index_hash
 
@@ -424,3 +425,31 @@ def test_poisson_expected_slots_is_the_poisson_law_times_the_slots():
                                chain_length_theory(5_000_000, 19_999_999, 20)["slots"], rtol=1e-5)
     assert poisson_expected_slots(7, 0, 3).tolist() == [7.0, 0.0, 0.0, 0.0]
     assert np.isfinite(poisson_expected_slots(10, 10**9, 10**6)).all()      # no overflow
+
+
+def _slots_longer_than(m: int, n: int, k: int) -> float:
+    """Expected slots holding more than k of n uniformly random keys in m slots, exactly: m times
+    the binomial tail, summed over integers (math.comb) by plain Python."""
+    from fractions import Fraction
+
+    p = Fraction(1, m)
+    at_most_k = sum(math.comb(n, j) * p**j * (1 - p) ** (n - j) for j in range(min(k, n) + 1))
+    return float(m * (1 - at_most_k))
+
+
+@pytest.mark.parametrize("m, n", [(8, 3), (61, 999), (1024, 8191), (1, 5), (4, 40), (300, 7)])
+def test_uniform_chain_limit_is_where_the_expected_tail_drops_below_half_a_slot(m, n):
+    k = uniform_chain_limit(m, n)
+    assert _slots_longer_than(m, n, k) < 0.5
+    assert k == 0 or _slots_longer_than(m, n, k - 1) >= 0.5      # the smallest such length
+    assert uniform_chain_limit(m, n, expected_slots=0.01) >= k   # a stricter bound is never shorter
+
+
+def test_uniform_chain_limit_edges():
+    assert uniform_chain_limit(5, 0) == 0
+    assert uniform_chain_limit(1, 7) == 7                        # one slot holds every key
+    for bad in ((0, 5), (5, -1)):
+        with pytest.raises(ValueError):
+            uniform_chain_limit(*bad)
+    with pytest.raises(ValueError):
+        uniform_chain_limit(5, 5, expected_slots=0)

@@ -129,3 +129,44 @@ def test_sample_store_collisions_include_the_designed_pairs():
     got = colliding_keys(occ)
     orders = set(got[got["topic"] == "Orders"]["key"])
     assert {f"ORDER_Aa{i}" for i in range(12)} | {f"ORDER_BB{i}" for i in range(12)} <= orders
+
+
+def test_key_timeline_marks_each_message_and_entry_as_the_query_treated_it():
+    """On the sample store's ORDER_Aa0 (ORDER_BB0 shares its hash), over the middle of the store:
+    messages and entries classified by hand from the CommitLog, the raw entries and the
+    broker's answer."""
+    from rmqlab.keyindex import key_timeline
+    from rmqlab.sample import sample_store
+
+    store = sample_store()
+    messages = store.messages()
+    first, last = int(messages["store_timestamp"].min()), int(messages["store_timestamp"].max())
+    begin, end = first + (last - first) // 4, first + 3 * (last - first) // 4
+    q = store.explain_key("Orders", "ORDER_Aa0", begin=begin, end=end)
+    with store.index() as idx:
+        t = key_timeline(q, key_occurrences(messages), idx.files)
+        every_entry = index_entries(idx, messages)
+    orders = messages[messages["topic"] == "Orders"]
+    carries = orders["keys"].fillna("").str.split(" ").map(lambda tokens: "ORDER_Aa0" in tokens)
+    real = orders[carries]
+    returned = set(q.trace.result.phy_offsets)
+    want = {}
+    for phy, ts in zip(real["phy_offset"], real["store_timestamp"]):
+        want[int(phy)] = "returned" if phy in returned else "missed" if begin <= ts <= end else "outside"
+    assert dict(zip(t.messages["phy_offset"], t.messages["kind"])) == want
+    assert set(want.values()) == {"returned", "outside"}             # the window cuts the key's messages
+    assert t.messages["store_timestamp"].is_monotonic_increasing
+    same_hash = every_entry[every_entry["key_hash"] == stored_hash("Orders#ORDER_Aa0")]
+    assert sorted(zip(t.entries["phy_offset"], t.entries["stored_ms"])) == \
+        sorted(zip(same_hash["phy_offset"], same_hash["stored_ms"]))
+    for e in t.entries.itertuples():
+        if e.phy_offset not in want:                                  # ORDER_BB0's messages
+            assert e.kind == "collision" and e.message == -1
+        else:
+            assert t.messages["phy_offset"].iloc[e.message] == e.phy_offset
+            assert e.kind == ("returned" if e.phy_offset in returned else "not-returned")
+    counts = t.counts()
+    assert counts["entries collision"] > 0 and counts["entries collision"] + counts["entries returned"] \
+        + counts["entries not-returned"] == len(same_hash)
+    # the collisions the broker returned are exactly the "collision" rows of the comparison
+    assert (t.entries["kind"].eq("collision") & t.entries["returned"]).sum() == q.summary()["collision"]

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from rmqlab.formats.indexfile import LONG_MAX
 from rmqlab.indexservice import IndexService
-from rmqlab.keyquery import OneFileIndex, first_with_reason, query_key, query_many, result_table
+from rmqlab.keyquery import MODES, OneFileIndex, first_with_reason, query_key, query_many, result_table
 
 B = 1718000000000
 UTC = dt.UTC
@@ -60,6 +60,15 @@ def test_early_stop_on_out_of_order_store_times(tmp_path):
     assert q.broker["phy_offset"].tolist() == [400]
     assert q.verified["phy_offset"].tolist() == [400, 200]
     assert reasons(q) == {400: "ok", 200: "missed-early-stop"}
+    # the entry the walk never read: k's first message, entry 2 of the one file (entries are
+    # numbered from 1 in put order), stored as whole seconds after B
+    name, time_diff = s.files[0].path.name, s.files[0].entry(2).time_diff
+    assert q.unreached().to_dict("records") == [
+        {"file": name, "entry": 2, "phy_offset": 200, "time_read": B + 1000 * time_diff,
+         "reason": "missed-early-stop"}]
+    assert time_diff == 10
+    # every hash-matching entry is kept, read or not
+    assert sorted(q.hash_entries["phy_offset"]) == [200, 400]
 
 
 def test_max_num_cut(tmp_path):
@@ -68,6 +77,9 @@ def test_max_num_cut(tmp_path):
     q = query_key(s, read, "T", "hot")
     assert len(q.broker) == 64 and len(q.verified) == 70
     assert q.summary()["missed-max-num"] == 6 and q.summary()["ok"] == 64
+    # the six never read, newest first: the walk stopped after the 64 newest entries
+    assert q.unreached()["phy_offset"].tolist() == [600, 500, 400, 300, 200, 100]
+    assert set(q.unreached()["reason"]) == {"missed-max-num"}
 
 
 def test_unique_key_query_caps_at_32_and_matches_uniq_only(tmp_path):
@@ -115,7 +127,7 @@ def test_result_table_rows_and_reasons_in_both_modes(tmp_path):
     q = query_key(s, read, "T", "ORDER_Aa1", begin=B + 1000, end=LONG_MAX)
     broker = result_table(q, "broker")
     assert broker.columns.tolist() == ["rank", "phy_offset", "topic", "keys", "uniq_key", "store_time",
-                                       "store_timestamp", "reason"]
+                                       "store_timestamp", "reason", "detail"]
     assert broker["phy_offset"].tolist() == q.trace.result.phy_offsets == [300]
     verified = result_table(q, "verified")
     assert verified.columns[0] == "broker_returned" and verified["phy_offset"].tolist() == [300]
@@ -125,6 +137,8 @@ def test_result_table_rows_and_reasons_in_both_modes(tmp_path):
     assert dict(zip(rows["phy_offset"], rows["reason"])) == reasons(everything) == {100: "ok", 200: "collision",
                                                                                     300: "ok"}
     assert rows["rank"].tolist() == [0, 1, 2]
+    # the detail says why, as the comparison wrote it: the other key's message for the collision
+    assert rows["detail"].tolist() == ["", "the message is T#ORDER_BB1", ""]
     with pytest.raises(ValueError, match="mode must be one of"):
         result_table(q, "both")
 
@@ -230,3 +244,25 @@ def test_query_many_unique_keys_stop_at_32_as_the_broker_does(tmp_path):
     assert real["key_index"].value_counts().to_dict() == {0: 40}                 # "k" is no UNIQ_KEY
     assert len(query_many(s, read, "T", ["k"], max_num=64)) == 40
     s.close()
+
+
+def test_query_many_same_table_whatever_order_the_reader_gives():
+    """A reader that gives the messages in its own order (reindexed by offset) and Store.read_at
+    (row i for offset i: taken column by column) give the same table in both modes."""
+    from rmqlab.sample import sample_store
+
+    s = sample_store()
+    msgs = s.messages()
+    picked = msgs[msgs["keys"].notna()].sample(60, random_state=5)
+    topics = [*picked["topic"], "Orders", "Orders"]
+    keys = [*(k.split(" ")[-1] for k in picked["keys"]), "ORDER_Aa0", "never stored"]
+    shuffled = msgs.sample(frac=1.0, random_state=6)
+    ts = msgs["store_timestamp"]
+    with s.index() as idx:
+        for mode in MODES:
+            for window in (dict(), dict(begin=int(ts.quantile(0.2)), end=int(ts.quantile(0.5)), max_num=4)):
+                got = query_many(idx, s.read_at, topics, keys, mode=mode, **window)
+                want = query_many(idx, lambda offs: shuffled[shuffled["phy_offset"].isin(offs)], topics, keys,
+                                  mode=mode, **window)
+                assert len(got) > 20
+                pd.testing.assert_frame_equal(got, want)

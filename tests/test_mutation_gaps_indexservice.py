@@ -103,6 +103,12 @@ def test_full_walk_trace_frames_and_dicts(three):
     assert list(walk["steps"][0]) == STEP_COLUMNS[1:]
 
 
+def clock(ms: int) -> str:
+    """Epoch ms with their UTC clock time, as the trace prints them (written here from datetime)."""
+    t = dt.datetime.fromtimestamp(ms // 1000, dt.UTC)
+    return f"{ms} ({t:%H:%M:%S}.{ms % 1000:03d} UTC)"
+
+
 def test_partial_walk_trace_every_action(three):
     """A range inside file 1: file 2 is skipped, file 1 searched, file 0 never reached. File 1's
     entry 1 reads as T0 + 19 s (its time_diff counts from file 0's end), so the chain runs out."""
@@ -119,11 +125,12 @@ def test_partial_walk_trace_every_action(three):
     assert [f["offsets"] for f in files] == [[], [300], []]
     assert [f["entries_read"] for f in files] == [0, 2, 0]
     assert str(t).split("\n") == [
-        f"query 'T#k': max_num 64 (asked 64), [{T0 + 10_500}, {T0 + 11_000}]",
-        f"  {names[2]}  [{T0 + 20_000}, {T0 + 21_000}]  skipped: time range does not touch [begin, end]; then continue",
-        f"  {names[1]}  [{T0 + 10_000}, {T0 + 11_000}]  searched, 1 found, 2 entries read"
+        f"query 'T#k': max_num 64 (asked 64), [{clock(T0 + 10_500)}, {clock(T0 + 11_000)}]",
+        f"  {names[2]}  [{clock(T0 + 20_000)}, {clock(T0 + 21_000)}]  skipped: time range does not touch "
+        "[begin, end]; then continue",
+        f"  {names[1]}  [{clock(T0 + 10_000)}, {clock(T0 + 11_000)}]  searched, 1 found, 2 entries read"
         " (walk stopped: end-of-chain); then older-than-begin",
-        f"  {names[0]}  [{T0}, {T0 + 1000}]  not visited",
+        f"  {names[0]}  [{clock(T0)}, {clock(T0 + 1000)}]  not visited",
         "stopped: older-than-begin (the file's begin_timestamp < begin: older files are assumed older "
         "still, so the walk stopped); 1 offsets"]
 

@@ -224,7 +224,8 @@ def test_each_reason_has_its_detail(tmp_path):
     s2, read2 = store(tmp_path / "late", [("T", "k", B), ("T", "k", B + 1700)])
     q = query_key(s2, read2, "T", "k", begin=B + 1000, end=B + 1500)
     assert q.diff.values.tolist() == [
-        [200, "outside-time-range", f"real store time {B + 1700} is outside [{B + 1000}, {B + 1500}]"]]
+        [200, "outside-time-range", f"real store time {B + 1700} (06:13:21.700 UTC) is outside "
+                                    f"[{B + 1000} (06:13:21.000 UTC), {B + 1500} (06:13:21.500 UTC)]"]]
 
 
 def test_a_unique_key_collision_names_the_uniq_key(tmp_path):
@@ -312,7 +313,8 @@ def test_a_match_the_index_puts_outside_the_range_is_missed_for_its_time(tmp_pat
     q = query_key(s, read, "T", "k", begin=B + 1500, end=B + 2500)
     assert q.broker.empty
     assert q.diff.values.tolist() == [
-        [200, "missed-time", f"the index says {B + 1000}, the message was stored at {B + 1999}"]]
+        [200, "missed-time", f"the index says {B + 1000} (06:13:21.000 UTC), "
+                             f"the message was stored at {B + 1999} (06:13:21.999 UTC)"]]
 
 
 def test_query_many_broker_mode_keeps_to_end(tmp_path):

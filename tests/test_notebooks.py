@@ -33,8 +33,9 @@ SMALL_PARAMETERS: dict[str, dict[str, object]] = {
         "HASH_SLOT_NUM": 2_000,
         "INDEX_NUM": 8_000,
     },
-    # whole-file key samples cost 15-20 s a configuration; tests/test_cli_capacity.py covers them
+    # whole-file key samples cost about 7 CPU-seconds a configuration; tests/test_cli_capacity.py covers them
     "06-capacity-planning.ipynb": {"WHOLE_FILES": False},
+    "08-dispatch-restart-and-names.ipynb": {"LAG_MESSAGES": 6_000},
 }
 
 KERNELSPEC = {"name": "rmqlab", "display_name": "rmqlab (Python 3)", "language": "python"}
@@ -144,7 +145,8 @@ def with_small_parameters(nb, overrides: dict[str, object]):
 def test_the_notebooks_are_found():
     names = [_name(p) for p in NOTEBOOKS]
     for expected in ("01-indexfile-anatomy.ipynb", "02-the-store.ipynb",
-                     "03-build-at-scale-with-spark.ipynb", "04-slot-occupancy-and-chains.ipynb"):
+                     "03-build-at-scale-with-spark.ipynb", "04-slot-occupancy-and-chains.ipynb",
+                     "07-rocketmq-vs-kafka-indexes.ipynb", "08-dispatch-restart-and-names.ipynb"):
         assert expected in names
     assert set(SMALL_PARAMETERS) <= set(names)
 

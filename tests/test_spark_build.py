@@ -184,3 +184,21 @@ def test_verify_hashes_raises_on_a_mismatch_before_writing_anything(spark, tmp_p
     assert len(rows) == 50                       # each occurrence of the key, and nothing else
     assert rows.drop_duplicates().to_dict("records") == [{"key": bad_key, "rmqlab": bb + 1, "jvm": bb}]
     assert list(out.iterdir()) == []             # no index file, no run folder
+
+
+def test_empty_job_seconds_runs_one_job_of_that_many_tasks(spark):
+    """The overhead probe runs a real job with the build's shape: one task per requested
+    partition (Spark's own status tracker counts them), and takes a positive time."""
+    from rmqlab.spark.build import empty_job_seconds
+
+    tracker = spark.sparkContext.statusTracker()
+    group = "rmqlab-empty-job-test"
+    spark.sparkContext.setJobGroup(group, "empty job probe")
+    try:
+        seconds = empty_job_seconds(spark, 3)
+    finally:
+        spark.sparkContext.setJobGroup("", "")
+    jobs = tracker.getJobIdsForGroup(group)
+    assert len(jobs) == 1 and seconds > 0
+    stages = tracker.getJobInfo(jobs[0]).stageIds
+    assert sum(tracker.getStageInfo(s).numTasks for s in stages) == 3

@@ -111,3 +111,33 @@ def test_time_query_explains_its_searches(tmp_path):
     search = got.attrs["explain"][0]
     assert search["lower"].probes > 0 and search["upper"].probes > 0
     assert str(search["lower"])   # the broker's search, printable for notebooks
+
+
+def test_broker_queries_read_only_the_broker_answer_and_equal_the_explained_one():
+    """query_by_key / query_by_unique_key in broker mode read only the offsets the broker
+    returns; the frame is the one explain_key builds from every candidate (hash collisions, time
+    windows that cut a chain, max_num, keys never stored, unique keys)."""
+    import numpy as np
+    import pandas as pd
+
+    from rmqlab.sample import sample_store
+
+    s = sample_store()
+    msgs = s.messages()
+    keyed = msgs[msgs["keys"].notna()].sample(25, random_state=3)
+    ts = msgs["store_timestamp"]
+    windows = [dict(), dict(begin=int(ts.quantile(0.4)), end=int(ts.quantile(0.7))), dict(max_num=3)]
+    asked = 0
+    for row in keyed.itertuples():
+        for key in [*row.keys.split(" "), "ORDER_Aa0", "ORDER_BB0", "never stored"]:
+            for window in windows:
+                got = s.query_by_key(row.topic, key, **window)
+                want = s.explain_key(row.topic, key, **window).broker
+                pd.testing.assert_frame_equal(got, want)
+                asked += len(got)
+    assert asked > 500
+    for row in msgs[msgs["uniq_key"].notna()].sample(20, random_state=4).itertuples():
+        got = s.query_by_unique_key(row.topic, row.uniq_key, begin=int(row.store_timestamp) - 1000)
+        pd.testing.assert_frame_equal(got, s.explain_key(row.topic, row.uniq_key, unique=True,
+                                                         begin=int(row.store_timestamp) - 1000).broker)
+        assert row.phy_offset in got["phy_offset"].to_numpy(np.int64)

@@ -630,3 +630,30 @@ def test_real_broker_commitlog_verifies_clean(tmp_path):
     poke(bad, body_at, "B", peek(bad, body_at, "B")[0] ^ 1)
     r = verify_path(bad.parent)
     assert [(p.check, p.offset, p.field) for p in r.problems] == [("commitlog.body-crc", 860, "BODYCRC")]
+
+
+def test_cross_checks_give_the_same_report_whatever_the_chunk(copy, monkeypatch):
+    """The index cross-file checks run CROSS_CHUNK entries (the message keys KEY_CODE_CHUNK
+    messages, the missing-unit check CROSS_CHUNK messages) at a time, for bounded memory:
+    entries wrong in several ways, many times over, in several files, and a queue's units all
+    gone, are reported the same (first entry, count, words) whatever the chunk: one entry, a
+    few or all of a file."""
+    from rmqlab.verify import check_commitlog, cross
+
+    rng = np.random.default_rng(17)
+    for corrupt in [c_key_hash] * 4 + [c_phy_offset] * 4 + [c_time_order] * 2:
+        corrupt(copy, rng)
+    for p in sorted((copy / "index").iterdir())[:-1]:   # time_diff of some entries, each file
+        for n in rng.integers(2, INUM - 1, 3):
+            poke(p, entry_at(int(n), 12), "i", int(rng.integers(0, 1000)))
+    shutil.rmtree(sorted((copy / "consumequeue").glob("B/*"))[0])   # its messages have no units
+    reports = {}
+    for chunk in (1, 7, 2**20):
+        monkeypatch.setattr(cross, "CROSS_CHUNK", chunk)
+        monkeypatch.setattr(check_commitlog, "KEY_CODE_CHUNK", chunk)
+        reports[chunk] = verify_path(copy).as_dict()
+    problems = reports[2**20]["cross"]["problems"]
+    checks = {p["check"] for p in problems}
+    assert {"index.key-hash", "index.phy-offset", "index.entry-time", "index.missing-key", "cq.missing-unit"} <= checks
+    assert any(p["count"] > 1 for p in problems)
+    assert reports[1] == reports[7] == reports[2**20]

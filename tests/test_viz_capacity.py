@@ -31,10 +31,12 @@ from rmqlab.indexstats import (  # noqa: E402
     file_stats,
 )
 from rmqlab.viz.capacity import (  # noqa: E402
+    disk_fan_figure,
     disk_usage_figure,
     index_fill_time_figure,
     load_factor_comparison_figure,
     load_factor_figure,
+    percentile_ranges_figure,
 )
 
 
@@ -264,14 +266,36 @@ def test_comparison_figure_numbers():
                                [s["mean_occupied_chain"] for s in summaries])
     np.testing.assert_allclose([b.get_height() for b in read_ax.containers[0]],
                                [s["entries_read_miss"] for s in summaries])
+    # a stored key's bar is what the broker's walk reads: the whole chain, not the key's depth
     np.testing.assert_allclose([b.get_height() for b in read_ax.containers[1]],
-                               [s["entries_read_hit"] for s in summaries])
+                               [s["entries_read_hit_walk"] for s in summaries])
     txt = texts(fig)
+    assert "uniform hash" in fig._suptitle.get_text()
     for (label, (m, inum)), s in zip(configs.items(), summaries):
         assert f"{label}: {m:,} slots × {inum:,} entries, λ = {s['load_factor']:.2f}" in txt
         assert f"{s['mean_occupied_chain']:.3f}" in txt
     assert [t.get_text() for t in empty_ax.get_xticklabels()] == list(configs)
     png(fig)
+
+
+def test_comparison_figure_draws_the_numbers_it_is_given():
+    configs = {"a": (5_000_000, 20_000_000), "b": (2_500_000, 20_000_000)}
+    measured = {"a": {"empty_share": 0.0235, "mean_occupied_chain": 4.096, "entries_read_hit": 5.06,
+                      "entries_read_miss": 4.0},
+                "b": {"empty_share": 0.001, "mean_occupied_chain": 8.008, "entries_read_hit": 9.138,
+                      "entries_read_miss": 8.0}}
+    fig = load_factor_comparison_figure(configs, measured=measured)
+    empty_ax, chain_ax, read_ax = fig.axes
+    assert [b.get_height() for b in empty_ax.containers[0]] == pytest.approx([2.35, 0.1])
+    assert [b.get_height() for b in chain_ax.containers[0]] == pytest.approx([4.096, 8.008])
+    assert [b.get_height() for b in read_ax.containers[0]] == pytest.approx([4.0, 8.0])
+    assert [b.get_height() for b in read_ax.containers[1]] == pytest.approx([5.06, 9.138])
+    labels = [t.get_text() for t in read_ax.texts]
+    assert "5.060" in labels and "9.138" in labels and "3.000" not in labels
+    assert "real hash of sampled keys" in fig._suptitle.get_text()
+    with pytest.raises(ValueError, match="entries_read_miss"):
+        load_factor_comparison_figure(configs, measured={k: {"empty_share": 0.1, "mean_occupied_chain": 4,
+                                                             "entries_read_hit": 5} for k in configs})
 
 
 @pytest.mark.parametrize("configs, match", [
@@ -308,6 +332,11 @@ def test_disk_usage_figure():
     np.testing.assert_allclose(hlines, [2.0, 1.5, 1.7])
     txt = texts(fig)
     assert "disk: 2 TiB" in txt and "diskMaxUsedSpaceRatio: 75 % of disk" in txt
+    # the y axis ends just above the disk line: nothing drawn can pass it unseen
+    assert 2.0 < ax.get_ylim()[1] <= 2.0 * 1.05
+    marked = disk_usage_figure(days, series, disk_bytes=disk, marks={"day 20: 75 %": 20.0})
+    assert [line.get_xdata()[0] for line in marked.axes[0].lines if line.get_linestyle() == ":"] == [20.0]
+    assert "day 20: 75 %" in texts(marked)
     lines = disk_usage_figure(days, {"a": days * 1000.0}, stacked=False)
     assert lines.axes[0].get_ylabel() == "bytes on disk (KiB)"
     np.testing.assert_allclose(lines.axes[0].lines[0].get_ydata(), days * 1000 / 1024)
@@ -319,12 +348,55 @@ def test_disk_usage_figure():
     (dict(thresholds={"x": 0.5}), "disk_bytes"), (dict(disk_bytes=0), "disk_bytes"),
     (dict(disk_bytes=10, thresholds={"x": 1.5}), "thresholds"),
     (dict(series={"a": [1, -2, 3]}), "negative"),
+    (dict(marks={"x": float("inf")}), "marks"),
 ])
 def test_disk_usage_bad_arguments(kwargs, match):
     args = dict(series={"a": [1.0, 2.0, 3.0]})
     args.update(kwargs)
     with pytest.raises(ValueError, match=match):
         disk_usage_figure([0, 1, 2], **args)
+
+
+def test_disk_fan_figure_draws_each_band_between_its_percentiles():
+    days = np.linspace(0, 30, 31)
+    fan = {5: days * 1e9, 25: days * 2e9, 50: days * 3e9, 75: days * 4e9, 95: days * 5e9}
+    fig = disk_fan_figure(days, fan, likely=days * 2.5e9, disk_bytes=200e9,
+                          thresholds={"diskMaxUsedSpaceRatio": 0.75}, marks={"day 12: half of draws": 12.0})
+    ax = fig.axes[0]
+    size = 2**30                              # 200e9 bytes: GiB
+    assert ax.get_ylabel() == "bytes on disk (GiB)"
+    outer, inner = ax.collections[:2]
+    for band, (lo, hi) in ((outer, (5, 95)), (inner, (25, 75))):
+        v = band.get_paths()[0].vertices
+        np.testing.assert_allclose([v[v[:, 0] == d, 1].max() for d in days], fan[hi] / size)
+        np.testing.assert_allclose([v[v[:, 0] == d, 1].min() for d in days], fan[lo] / size)
+    median, likely = ax.lines[:2]
+    np.testing.assert_allclose(median.get_ydata(), fan[50] / size)
+    np.testing.assert_allclose(likely.get_ydata(), days * 2.5e9 / size)
+    txt = texts(fig)
+    assert "p5-p95" in txt and "p25-p75" in txt and "day 12: half of draws" in txt
+    with pytest.raises(ValueError, match="percentiles"):
+        disk_fan_figure(days, {5: days, 95: days})
+    with pytest.raises(ValueError, match="likely"):
+        disk_fan_figure(days, fan, likely=[1.0])
+    png(fig)
+
+
+def test_percentile_ranges_figure_puts_each_output_on_its_likely_scale():
+    rows = [("files a day", 8.0, 9.0, 12.0, 10.0, "8 – 12"), ("disk", 1e9, 2e9, 8e9, 2e9, "1 – 8 GB")]
+    fig = percentile_ranges_figure(rows)
+    ax = fig.axes[0]
+    bars = [line for line in ax.lines if line.get_linewidth() == 7]
+    ticks = [line for line in ax.lines if line.get_marker() == "|"]
+    assert [list(b.get_xdata()) for b in bars] == [pytest.approx([0.8, 1.2]), pytest.approx([0.5, 4.0])]
+    assert [t.get_xdata()[0] for t in ticks] == pytest.approx([0.9, 1.0])
+    assert ax.get_xscale() == "log" and ax.get_xlim()[0] < 0.5 and ax.get_xlim()[1] > 4.0
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["files a day", "disk"]
+    assert [t.get_text() for t in fig.axes[1].get_yticklabels()] == ["8 – 12", "1 – 8 GB"]
+    for bad, match in (([], "rows"), ([("x", 1, 2, 3, 0, "")], "positive"), ([("x", 3, 2, 1, 2, "")], "p5 <= p50")):
+        with pytest.raises(ValueError, match=match):
+            percentile_ranges_figure(bad)
+    png(fig)
 
 
 def test_index_fill_time():

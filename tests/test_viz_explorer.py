@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from html.parser import HTMLParser
 
+import pandas as pd
 import pytest
 from pandas.testing import assert_frame_equal
 from reference_model import stored_hash
@@ -62,7 +63,7 @@ class Cells(HTMLParser):
 def shown_offsets(x: QueryExplorer) -> list[int]:
     header, *rows = Cells(x.results_html.value).rows
     col = header.index("phy_offset")
-    return [int(r[col]) for r in rows]
+    return [int(r[col].replace(",", "")) for r in rows]
 
 
 def assert_same_query(x: QueryExplorer, expected):
@@ -146,8 +147,12 @@ def test_time_slider_is_milliseconds_after_the_first_message(explorer, store, me
     x.time_slider.value = (1, 2_500)
     assert (x.begin, x.end) == (first + 1, first + 2_500)
     assert (x.result.begin, x.result.end) == (first + 1, first + 2_500)
-    # the label names the absolute times with milliseconds
-    assert "2024-06-10T06:13:20.006Z" in x.time_label.value and "2024-06-10T06:13:22.505Z" in x.time_label.value
+    # the label names the absolute times: epoch ms with their clock time
+    assert f"{first + 1} (06:13:20.006 UTC)" in x.time_label.value
+    assert f"{first + 2_500} (06:13:22.505 UTC)" in x.time_label.value
+    # the readout beside the slider: both values in full (the slider's own readout cuts them)
+    assert not x.time_slider.readout
+    assert "data-lo='1' data-hi='2500'" in x.time_readout.value and "1 – 2,500 ms" in x.time_readout.value
     x.time_slider.value = (0, x.time_slider.max)
 
 
@@ -290,3 +295,92 @@ def test_docstring_examples():
 
     result = doctest.testmod(rmqlab.viz.explorer)
     assert result.attempted and not result.failed
+
+
+def test_the_rows_put_the_reason_first_and_keep_to_one_line(explorer, store):
+    """The results table: the row's place, then its reason, then offset, time (epoch ms with the
+    clock), topic and KEYS shortened to one line; the full KEYS, UNIQ_KEY and the reason's
+    detail are in tooltips."""
+    x = explorer
+    with x.hold():
+        x.topic_picker.value = "Orders"
+        x.key_box.value = "ORDER_Aa0"
+        x.time_slider.value = (0, x.time_slider.max)
+    header, *rows = Cells(x.results_html.value).rows
+    assert header == ["rank", "reason", "phy_offset", "store_timestamp", "topic", "keys"]
+    expected = store.explain_key("Orders", "ORDER_Aa0")
+    broker = expected.broker
+    reason_of = dict(zip(expected.diff["phy_offset"], expected.diff["reason"]))
+    for row, (_, m) in zip(rows, broker.iterrows()):
+        assert row[1] == reason_of[m["phy_offset"]]
+        assert row[2] == f"{m['phy_offset']:,}"
+        clock = pd.Timestamp(m["store_timestamp"], unit="ms").strftime("%H:%M:%S.%f")[:-3]
+        assert row[3] == f"{m['store_timestamp']} ({clock} UTC)"
+        assert len(row[5]) <= 24 and (row[5] == m["keys"] or row[5].endswith("…"))
+    assert {r[1] for r in rows} == {"ok", "collision"}
+    text = x.results_html.value
+    assert "white-space:nowrap" in text and "overflow-x:auto" in text
+    collision = broker[broker["phy_offset"].map(reason_of) == "collision"].iloc[0]
+    assert f'title="KEYS {collision["keys"]} · UNIQ_KEY {collision["uniq_key"]}"' in text
+    assert "title=\"collision: returned by the broker, but the message&#x27;s topic#key only shares" in text
+    # the walk over the files: a table, each file's header times in epoch ms with the clock
+    walk_rows = Cells(x.trace_html.value).rows
+    assert walk_rows[0][:3] == ["name", "begin_timestamp", "end_timestamp"]
+    files = expected.trace.to_frame()
+    assert [r[0] for r in walk_rows[1:]] == files["name"].tolist()
+    first = files.iloc[-1]["begin_timestamp"]
+    assert walk_rows[-1][1] == f"{first} ({pd.Timestamp(first, unit='ms').strftime('%H:%M:%S.%f')[:-3]} UTC)"
+    x.mode_buttons.value = "verified"
+    assert Cells(x.results_html.value).rows[0][:2] == ["returned", "reason"]
+    x.mode_buttons.value = "broker"
+
+
+def test_the_timeline_draws_collisions_apart_with_a_legend_and_readable_text(explorer, store):
+    import io
+
+    import matplotlib.image as mpimg
+    from matplotlib.colors import to_hex
+
+    from rmqlab.keyindex import key_occurrences, key_timeline
+    from rmqlab.viz.explorer import key_timeline_figure
+
+    q = store.explain_key("Orders", "ORDER_Aa0")
+    with store.index() as idx:
+        t = key_timeline(q, key_occurrences(store.messages()), idx.files)
+    fig = key_timeline_figure(t, origin=explorer.origin)
+    ax = fig.axes[0]
+    messages, ticks = ax.collections[-2], ax.collections[-1]
+    tick_colours = [to_hex(c) for c in ticks.get_facecolors()]
+    kinds = t.entries["kind"].tolist()
+    assert len(tick_colours) == len(kinds)
+    collision = {c for c, k in zip(tick_colours, kinds) if k == "collision"}
+    returned = {c for c, k in zip(tick_colours, kinds) if k == "returned"}
+    assert len(collision) == len(returned) == 1 and collision != returned       # purple, not green
+    assert {to_hex(c) for c in messages.get_facecolors()} == returned             # messages returned: green
+    labels = [text.get_text() for text in fig.legends[0].get_texts()]
+    assert "collision (another key, same hash)" in labels and "entry returned" in labels
+    # text at least 10 px where the widget shows the figure (80 dpi, at its size)
+    sizes = [ax.xaxis.label.get_fontsize()] + [lab.get_fontsize() for lab in ax.get_yticklabels()] \
+        + [lab.get_fontsize() for lab in fig.legends[0].get_texts()]
+    assert min(sizes) * 80 / 72 >= 10
+    png = io.BytesIO()
+    fig.savefig(png, format="png", dpi=80)
+    # wider than the old 640 px strip, yet shown unscaled in a Voilà page 800 px wide
+    assert 720 <= mpimg.imread(io.BytesIO(png.getvalue())).shape[1] <= 780
+
+
+def test_the_walk_diagram_keeps_its_size_in_a_box_of_its_own(store):
+    """The walk diagram is rendered so that its smallest text is 10 px and shown at that size:
+    the box around it scrolls, the image is never shrunk to the page."""
+    import struct
+
+    from rmqlab.viz.walk import READABLE_DPI
+
+    x = QueryExplorer(store, topic="Orders", key="ORDER_Aa0", walk=True)
+    assert READABLE_DPI * 6.8 / 72 >= 10
+    png = x.walk_image.value
+    width = struct.unpack(">I", png[16:20])[0]
+    assert x.walk_image.layout.max_width == "none" and width > 1000
+    box = x.walk_box
+    assert box.children == (x.walk_image,) and box.layout.overflow == "auto"
+    assert "rmqlab-walk-box" in box._dom_classes

@@ -30,7 +30,7 @@ from oracles import require_module  # noqa: E402
 from rmqlab.errors import GeometryError, RmqlabError, TruncatedFileError  # noqa: E402
 from rmqlab.formats.indexfile import IndexFile, build_index_file  # noqa: E402
 from rmqlab.indexservice import ExpandedKeys, bulk_build  # noqa: E402
-from rmqlab.indexstats import chain_length_histogram, index_file_paths  # noqa: E402
+from rmqlab.indexstats import chain_length_histogram, index_file_paths, uniform_chain_limit  # noqa: E402
 from rmqlab.viz import (  # noqa: E402
     chain_length_histogram_figure,
     entries_over_time,
@@ -241,11 +241,17 @@ def test_histogram_bars_and_poisson_line(paths, log):
         fig = chain_length_histogram_figure(p, hash_slot_num=HSN, index_num=INUM, log=log)
         ax = fig.axes[0]
         hist = chain_length_histogram(p, hash_slot_num=HSN, index_num=INUM)
-        bars = ax.containers[0]
-        assert [int(round(b.get_x() + b.get_width() / 2)) for b in bars] == hist.chain_length.tolist()
-        assert [int(b.get_height()) for b in bars] == hist.slots.tolist()
         # the expectation, from the file itself
         n = sum(brute_force_lengths(p))
+        # bars up to the longest chain a uniform hash gives; the hot keys' slots in one red bar
+        cap = uniform_chain_limit(HSN, n)
+        assert hist.chain_length.max() > cap                              # the fixture has hot keys
+        within, beyond = hist[hist.chain_length <= cap], hist[hist.chain_length > cap]
+        bars, tail = ax.containers
+        assert [int(round(b.get_x() + b.get_width() / 2)) for b in bars] == within.chain_length.tolist()
+        assert [int(b.get_height()) for b in bars] == within.slots.tolist()
+        assert [int(b.get_height()) for b in tail] == [beyond.slots.sum()]
+        assert ax.get_xlim()[1] < cap + 4 and f">{cap}" in [t.get_text() for t in ax.get_xticklabels()]
         (line,) = ax.get_lines()
         k = line.get_xdata()
         assert list(k) == list(range(len(k))) and len(k) > 1
@@ -263,7 +269,9 @@ def test_histogram_of_open_file_and_empty_file(paths, tmp_path):
     with IndexFile.open(paths[2], HSN, INUM) as f:
         fig = chain_length_histogram_figure(f)
     hist = chain_length_histogram(paths[2], hash_slot_num=HSN, index_num=INUM)
-    assert [int(b.get_height()) for b in fig.axes[0].containers[0]] == hist.slots.tolist()
+    drawn = [int(b.get_height()) for c in fig.axes[0].containers for b in c]
+    cap = uniform_chain_limit(HSN, int((hist.chain_length * hist.slots).sum()))
+    assert drawn == hist.slots[hist.chain_length <= cap].tolist() + [hist.slots[hist.chain_length > cap].sum()]
     p = tmp_path / "20240610061524062"
     build_index_file(p, [], [], [], hash_slot_num=HSN, index_num=INUM)
     fig = chain_length_histogram_figure(p, hash_slot_num=HSN, index_num=INUM, log=True)
@@ -313,10 +321,8 @@ def test_entries_over_time_counts_and_spans(folder, paths, bin_seconds):
         h, _ = file_truth(p)
         assert abs(r.get_x() * MS_PER_DAY - h.begin_timestamp) < 1
         assert abs((r.get_x() + r.get_width()) * MS_PER_DAY - h.end_timestamp) < 1
-    labels = [t.get_text() for t in ax_span.texts]
-    for p in paths:
-        h, _ = file_truth(p)
-        assert any(p.name in s and f"{h.keys:,} entries" in s for s in labels)
+    labels = [t.get_text().strip() for t in ax_span.texts]
+    assert labels == [f"{file_truth(p)[0].keys:,} entries" for p in paths]     # in the order of the names
     assert [t.get_text() for t in ax_span.get_yticklabels()] == [p.name for p in paths]
     fig.savefig(io.BytesIO(), format="png")
 
@@ -362,8 +368,8 @@ def test_truncated_file_raises_typed_error(paths, tmp_path):
 
 
 def test_a_hot_key_is_drawn_beyond_the_scale_and_cut_from_the_histogram(tmp_path):
-    """One key put 3,000 times among 20,000 spread ones: the colour scale stops at the 99.9th
-    percentile of occupied slots, the hot slot takes the 'over' colour, and the histogram's
+    """One key put 3,000 times among 20,000 spread ones: the colour scale stops at the longest
+    chain a uniform hash gives, the hot slot takes the 'over' colour, and the histogram's
     x range keeps the Poisson part readable while saying what it leaves out."""
     rng = random.Random(3)
     keys = [f"T#k{rng.getrandbits(40)}" for _ in range(20_000)] + ["T#HOT"] * 3_000
@@ -374,14 +380,16 @@ def test_a_hot_key_is_drawn_beyond_the_scale_and_cut_from_the_histogram(tmp_path
     fig = slot_occupancy_image(p, hash_slot_num=4093, index_num=30_000, downsample=False)
     im = fig.axes[0].images[0]
     cap = int(im.norm.vmax - 0.5)
-    assert cap == int(np.ceil(np.percentile(lengths[lengths > 0], 99.9))) < lengths.max()
+    assert cap == uniform_chain_limit(4093, len(keys)) < lengths.max()
+    # every slot the 20,000 random keys fill is inside the scale; only the hot key's is beyond
+    assert (lengths > cap).sum() == 1
     hot = int(np.argmax(lengths))
     assert lengths[hot] > 3_000
     assert im.norm(lengths[hot]) > 1                      # beyond the scale: the 'over' colour
     assert "red = " in fig.axes[0].get_title()
     h = chain_length_histogram_figure(p, hash_slot_num=4093, index_num=30_000)
-    assert h.axes[0].get_xlim()[1] < lengths.max()
-    assert any("not shown" in t.get_text() for t in h.axes[0].texts)
+    assert h.axes[0].get_xlim()[1] < cap + 4
+    assert any(f"{lengths.max():,}" in t.get_text() for t in h.axes[0].texts)    # the tail, named
 
 
 # -- in a notebook kernel -------------------------------------------------------------------
@@ -445,8 +453,15 @@ def test_file_stats_figure_draws_each_files_numbers_oldest_first(folder, paths):
     assert heights == pytest.approx(stats["expected_occupancy"].tolist(), rel=1e-15)
     for b, (x0, x1) in zip(bars, spans):                             # each dash across its bar
         assert (x0, x1) == pytest.approx((b.get_x(), b.get_x() + b.get_width()))
-    printed = [t.get_text() for t in occupancy_ax.texts]
-    assert printed == [f"{t['occupancy']:.1%}" for t in truth]
+    printed = {kind: [t.get_text() for t in occupancy_ax.texts if t.get_gid() == kind]
+               for kind in ("observed", "expected")}
+    assert printed["observed"] == [f"{t['occupancy']:.1%}" for t in truth]
+    assert printed["expected"] == [f"{t['expected']:.1%}" for t in truth]
+    # zoomed on the values (plus room for the legend), not 0..100 %
+    low, high = occupancy_ax.get_ylim()
+    values = [t["occupancy"] for t in truth] + [t["expected"] for t in truth]
+    spread = max(max(values) - min(values), 0.005)
+    assert low <= min(values) and max(values) < high and high - low <= 4 * spread
 
     means = [b.get_height() for b in chain_ax.patches]
     assert means == pytest.approx([t["mean"] for t in truth], rel=1e-12)
@@ -528,15 +543,57 @@ def test_file_stats_figure_empty_folder_empty_file_and_many_files(tmp_path, fold
     assert many["name"].iloc[0] in title and many["name"].iloc[-1] in title
 
 
-def test_entries_over_time_legend_is_outside_the_data(folder, paths):
+def test_entries_over_time_names_each_file_once(folder, paths):
     fig = entries_over_time(folder, hash_slot_num=HSN, index_num=INUM)
     fig.draw_without_rendering()                                     # runs the constrained layout
-    ax = fig.axes[0]
-    legend = ax.get_legend()
-    assert [t.get_text().split()[0] for t in legend.get_texts()] == [p.name for p in paths]
-    box, axes_box = legend.get_window_extent(), ax.get_window_extent()
-    assert box.x0 >= axes_box.x1                                     # right of the plotting area
-    assert box.x1 <= fig.bbox.x1 + 0.5                               # and inside the figure
+    ax, span = fig.axes
+    assert ax.get_legend() is None                                   # the lower panel is the colour key
+    found = {id(t): t for t in fig.findobj(lambda a: hasattr(a, "get_text")) if t.get_visible()}
+    texts = [t.get_text() for t in found.values()]
+    for p in paths:
+        assert sum(p.name in t for t in texts) == 1, p.name
+    assert [t.get_text() for t in span.get_yticklabels()] == [p.name for p in paths]
+    # the step lines and the bars share colours: file i is C{i} in both panels
+    for i, stairs in enumerate(ax.patches):
+        assert stairs.get_edgecolor() == pytest.approx(span.patches[i].get_facecolor())
     # the two panels keep one time axis: same left and right edges
-    span_box = fig.axes[1].get_window_extent()
+    axes_box, span_box = ax.get_window_extent(), span.get_window_extent()
     assert (span_box.x0, span_box.x1) == pytest.approx((axes_box.x0, axes_box.x1), abs=0.5)
+
+
+def test_entries_over_time_marks_the_clock_steps():
+    """The sample's three clock steps, found by clock_steps_back in the CommitLog, are dashed
+    lines at the times the clock left, labelled with the step."""
+    import matplotlib.dates as mdates
+
+    from rmqlab.clocksteps import clock_steps_back
+    from rmqlab.sample import SAMPLE_STORE_OPTIONS, sample_store
+
+    store = sample_store()
+    steps = clock_steps_back(store.messages())
+    fig = entries_over_time(store.index_dir, clock_steps=steps, hash_slot_num=SAMPLE_STORE_OPTIONS["hash_slot_num"],
+                            index_num=SAMPLE_STORE_OPTIONS["index_num"])
+    ax, span = fig.axes
+    for panel in (ax, span):
+        dashed = [line.get_xdata()[0] for line in panel.get_lines() if line.get_linestyle() == "--"]
+        want = mdates.date2num(steps["before"].to_numpy(np.int64).astype("datetime64[ms]"))
+        assert dashed == pytest.approx(list(want))
+    labels = [t.get_text() for t in ax.texts if str(t.get_gid()).startswith("clock-step:")]
+    assert labels == [f"clock {s / 1000:+.1f} s" for s in steps["step_ms"]] == ["clock -1.5 s"] * 3
+
+
+def test_stored_time_lag_figure_counts_every_entry_in_its_bin():
+    from rmqlab.viz import stored_time_lag_figure
+
+    lag = [0, 49, 50, 999, 1000, -1, 420, 420]
+    fig = stored_time_lag_figure(lag, bin_ms=50)
+    ax = fig.axes[0]
+    bins = {int(p.get_x()): int(p.get_height()) for p in ax.patches if p.get_gid() == "lag-bin"}
+    want = {}
+    for v in lag:                                      # floor to the bin, by hand
+        edge = (v // 50) * 50
+        want[edge] = want.get(edge, 0) + 1
+    assert {k: v for k, v in bins.items() if v} == want
+    assert "8 entries" in ax.get_title() and "2 outside 0–999 ms" in ax.get_title()      # 1000 and -1
+    empty = stored_time_lag_figure([])
+    assert "no entries" in empty.axes[0].texts[0].get_text()

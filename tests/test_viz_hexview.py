@@ -436,3 +436,95 @@ def test_real_ext_file_draws_tag1(tmp_path):
     for n in range(3):
         assert f"unit[{n}].tagsCode = {TAG1_CODE}" in joined
     (tmp_path / "ext.png").write_bytes(png(fig))
+
+
+# ------------------------------------------------------------------------------ CommitLog records, Kafka indexes
+
+REAL_COMMITLOG = "rocketmq/store-4e25b979/commitlog/00000000000000000000"
+REAL_KAFKA_INDEX = "kafka/flink-on-prem/connect-offsets-14/00000000000000000000"
+
+
+def test_record_hex_fields_of_a_real_broker_record():
+    """Every row of a record written by a real broker: its bytes at its offset, the fields back to
+    back from the record's position to TOTALSIZE, numbers unpacked with struct, the text fields
+    the raw bytes' text."""
+    from rmqlab.viz.hexview import fields_hex_figure, record_hex_fields
+
+    path = require_real_data(REAL_COMMITLOG)
+    raw = path.read_bytes()
+    position = struct.unpack_from(">i", raw, 0)[0] * 2          # the third record: 172 bytes each
+    df = record_hex_fields(path, position)
+    assert list(df.columns) == HEX_FIELD_COLUMNS and set(df["region"]) == {"record"}
+    assert df["offset"].iloc[0] == position
+    assert (df["offset"].iloc[1:].to_numpy() == (df["offset"] + df["size"]).iloc[:-1].to_numpy()).all()
+    total = struct.unpack_from(">i", raw, position)[0]
+    assert df["size"].sum() == total == df.attrs["total_size"]
+    for r in df.itertuples():
+        data = raw[r.offset:r.offset + r.size]
+        assert r.hex == " ".join(f"{b:02x}" for b in data)
+        if r.field in ("BODY", "TOPIC", "PROPERTIES"):
+            assert r.value == r.size and r.meaning.startswith(data.decode()[:10].replace("\x01", "\\x01"))
+        elif r.field not in ("BORNHOST", "STOREHOST"):
+            assert r.value == int.from_bytes(data, "big", signed=True), r.field
+    f = df.set_index("field")
+    assert f.loc["PHYSICALOFFSET", "value"] == position == df.attrs["phy_offset"]
+    assert f.loc["TOPIC", "meaning"] == "abc"
+    assert f.loc["MAGICCODE", "value"] == struct.unpack(">i", bytes.fromhex("daa320a7"))[0]
+    assert f.loc["STOREHOST", "size"] == 4 and "." in f.loc["STOREHOST", "meaning"]
+    fig = fields_hex_figure(df)
+    assert {p.get_gid() for p in fig.axes[0].patches if p.get_gid()} == {f"field:{n}" for n in df["field"]}
+
+
+def test_record_hex_fields_ipv6_hosts_are_16_bytes(tmp_path):
+    from rmqlab.formats.commitlog import encode_message
+    from rmqlab.viz.hexview import record_hex_fields
+
+    rec = encode_message(topic="T", body=b"x", sys_flag=0x30, born_host="[::1]:7", store_host="[fe80::1]:10911")
+    p = tmp_path / ("0" * 20)
+    p.write_bytes(bytes(100) + rec)
+    f = record_hex_fields(p, 100).set_index("field")
+    assert f.loc["BORNHOST", "size"] == f.loc["STOREHOST", "size"] == 16
+    assert f.loc["STOREHOST port", "value"] == 10911 and f.loc["BORNHOST port", "value"] == 7
+    assert f["size"].sum() == len(rec)
+
+
+@pytest.mark.parametrize("suffix, size", [(".index", 8), (".timeindex", 12)])
+def test_kafka_index_hex_fields_of_real_files(suffix, size):
+    from rmqlab.viz.hexview import kafka_index_hex_fields
+
+    path = require_real_data(REAL_KAFKA_INDEX + suffix)
+    raw = path.read_bytes()
+    df = kafka_index_hex_fields(path, entries=None)
+    assert df.attrs["entries"] == len(raw) // size and df.attrs["entry_size"] == size
+    shown = df.attrs["shown"]
+    assert shown == list(range(min(16, len(raw) // size)))
+    names = ("relativeOffset", "position") if size == 8 else ("timestamp", "relativeOffset")
+    codes = ">ii" if size == 8 else ">qi"
+    for n in shown:
+        values = struct.unpack_from(codes, raw, n * size)
+        rows = df[df["field"].str.startswith(f"entry[{n}].")]
+        assert rows["field"].tolist() == [f"entry[{n}].{x}" for x in names]
+        assert rows["value"].tolist() == list(values)
+        assert rows["offset"].iloc[0] == n * size
+    rel = df[df["field"].str.endswith("relativeOffset")]
+    assert all(m.endswith(f"= {v:,}") for v, m in zip(rel["value"], rel["meaning"]))    # base offset 0
+
+
+def test_kafka_index_hex_fields_relative_offsets_and_zero_tail(tmp_path):
+    """A segment based at 1,000: the stored numbers are offset - 1000; an untrimmed file shows its
+    zero tail as such, not as entries."""
+    from rmqlab.kafka.index import OffsetIndexWriter, segment_file_name
+    from rmqlab.viz.hexview import kafka_index_hex_fields
+
+    path = tmp_path / segment_file_name(1000, ".index")
+    w = OffsetIndexWriter(path, max_index_size=64)
+    w.append(1005, 4100)
+    w.append(1012, 8300)
+    w.close(trim=False)
+    raw = path.read_bytes()
+    assert len(raw) == 64
+    df = kafka_index_hex_fields(path, zeros=3)
+    assert df[df["region"] == "offset-entry"]["value"].tolist() == [5, 4100, 12, 8300]
+    assert df.iloc[0]["meaning"] == "offset 1,000 + 5 = 1,005"
+    tail = df[df["region"] == "zero-tail"]
+    assert len(tail) == 3 and (tail["value"] == 0).all() and tail["offset"].tolist() == [16, 24, 32]

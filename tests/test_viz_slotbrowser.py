@@ -176,3 +176,57 @@ def test_docstring_examples():
 
     result = doctest.testmod(rmqlab.viz.slotbrowser)
     assert result.attempted and not result.failed
+
+
+def test_the_page_buttons_stop_at_the_ends_and_say_where_they_are(sample_file):
+    b = SlotBrowser(sample_file, hash_slot_num=SLOTS, index_num=ENTRIES, page=256)
+    assert b.prev_button.disabled and not b.next_button.disabled and "the first page" in b.page_html.value
+    b.show_page(512)
+    assert not b.prev_button.disabled and not b.next_button.disabled and "page 3 of 4" in b.page_html.value
+    b.show_page(SLOTS - 1)
+    assert b.next_button.disabled and not b.prev_button.disabled and "the last page" in b.page_html.value
+    b.close()
+
+
+def test_the_grid_wraps_to_the_page_with_room_for_the_widest_label(sample_file, tmp_path):
+    b = SlotBrowser(sample_file, hash_slot_num=SLOTS, index_num=ENTRIES)
+    columns = b.grid.layout.grid_template_columns
+    assert columns.startswith("repeat(auto-fill, minmax(") and columns.endswith("em, 1fr))")
+    widest = max(len(x.description) for x in b.buttons)
+    assert float(columns.split("minmax(")[1].split("em")[0]) >= 0.6 * widest + 1      # a digit is ~0.6 em
+    assert all(x.layout.width == "100%" for x in b.buttons)
+    b.close()
+
+
+def test_a_browser_whose_file_is_closed_says_so_and_stops(sample_file, raw):
+    b = SlotBrowser(sample_file, hash_slot_num=SLOTS, index_num=ENTRIES)
+    b.close()
+    assert b.closed and "is closed" in b.status_html.value and sample_file.name in b.status_html.value
+    assert all(c.disabled for c in (b.prev_button, b.next_button, b.longest_button, b.page_slider, *b.buttons))
+    before = b.chain_html.value
+    b.buttons[3]._click_handlers(b.buttons[3])         # a click that reaches the kernel anyway
+    assert b.selected is None and b.chain_html.value == before
+    with pytest.raises(ValueError, match="closed"):
+        b.select(3)
+    # a file handed in and closed by its owner: the browser notices at the next click
+    with IndexFile.open(sample_file, SLOTS, ENTRIES) as f:
+        handed = SlotBrowser(f, page=8)
+    handed.buttons[1]._click_handlers(handed.buttons[1])
+    assert handed.closed and "is closed" in handed.status_html.value and handed.selected is None
+
+
+def test_buttons_take_the_colours_of_the_occupancy_image(sample_file):
+    from matplotlib.colors import to_hex
+
+    from rmqlab.viz.figures import slot_occupancy_image
+
+    b = SlotBrowser(sample_file, hash_slot_num=SLOTS, index_num=ENTRIES, page=1024)
+    im = slot_occupancy_image(sample_file, hash_slot_num=SLOTS, index_num=ENTRIES, downsample=False).axes[0].images[0]
+    grid = im.get_array()
+    for slot, button in enumerate(b.buttons):
+        length = label(button)[1]
+        assert grid[slot // grid.shape[1], slot % grid.shape[1]] == length
+        assert button.style.button_color == to_hex(im.cmap(im.norm(length)))
+    hot = [x for x in b.buttons if x.style.button_color == "#d62728"]
+    assert len(hot) == 21 and min(label(x)[1] for x in hot) > 19      # red: past the uniform-hash limit
+    b.close()

@@ -259,3 +259,14 @@ def test_docstring_examples():
     for module in (rmqlab.viz.stepper, rmqlab.viz.widgetkit):
         result = doctest.testmod(module)
         assert result.attempted and not result.failed, module.__name__
+
+
+def test_a_closed_stepper_says_so_and_stops():
+    s = InsertionStepper(["Aa", "BB"], diagram=False)
+    s.step()
+    s.close()
+    assert "is closed" in s.explanation.value and s.path.name in s.explanation.value
+    assert all(c.disabled for c in (s.step_button, s.reset_button, s.add_button, s.key_text))
+    with pytest.raises(ValueError, match="closed"):
+        s.step()
+    assert len(s.history) == 1

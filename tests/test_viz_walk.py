@@ -309,6 +309,36 @@ def test_out_of_order_entry_stops_walk_early(tmp_path):
     png(fig)
 
 
+def test_the_entry_an_early_stop_never_reached_is_drawn_after_the_stop(tmp_path):
+    """The same clock step in a one-file store: the T0 + 30 s match the walk never read is a
+    dashed red box after the entry that stopped it, reached by a dashed arrow, and named in
+    the legend; without `unreached` the figure is as before."""
+    from rmqlab.keyquery import query_key
+
+    msgs = pd.DataFrame({"phy_offset": [100, 200, 300, 400], "topic": "T", "keys": "k",
+                         "store_timestamp": [T0 + 1000 * s for s in (10, 30, 15, 40)],
+                         "uniq_key": None, "sys_flag": 0})
+    service = IndexService(tmp_path, 4, 16, read_only=False, tz=UTC, name_by_store_time=True)
+    service.build_columns(msgs)
+    q = query_key(service, lambda offs: msgs[msgs["phy_offset"].isin(offs)], "T", "k",
+                  begin=T0 + 18_000, end=LONG_MAX)
+    missed = q.unreached()
+    assert missed[["entry", "phy_offset"]].values.tolist() == [[2, 200]]
+    fig = query_walk_figure(q.trace, tz=UTC, unreached=missed)
+    [(gid, box)] = boxes(fig, "unreached:").items()
+    assert gid == f"unreached:{service.files[0].path.name}"
+    assert box.get_linestyle() == "--" and to_rgba(box.get_edgecolor()) == to_rgba("#d62728")
+    joined = "\n".join(all_texts(fig))
+    assert "entry 2\nnever read\n06:13:50.000\nphy 200" in joined        # stored T0 + 30 s
+    assert "a real match the walk never read" in joined
+    # right of the stopping entry (entry 3, the last box read), on the same row
+    last_read = boxes(fig, "step:")[f"step:{len(q.trace.files[0].trace.steps)}"]
+    assert box.get_x() > last_read.get_x() and box.get_y() == last_read.get_y()
+    plain = query_walk_figure(q.trace, tz=UTC)
+    assert not boxes(plain, "unreached:") and "a real match the walk never read" not in all_texts(plain)
+    png(fig)
+
+
 def test_skipped_and_not_visited_files_drawn(tmp_path):
     """Three files of 3 keys; a range touching only the middle file: the newest is skipped, the
     middle one searched (its begin is before `begin`, so the walk stops), the oldest not visited."""
@@ -396,3 +426,27 @@ def test_property_table_agrees_with_walk(tmp_path_factory, puts, key, begin_s, s
     e = steps["entry"].astype(int).to_numpy()
     p = steps["prev_index"].astype(int).to_numpy()
     assert np.array_equal(p[:-1], e[1:])
+
+
+def test_the_six_stops_figure_draws_each_walk_as_read(tmp_path):
+    from rmqlab.viz.walk import READABLE_DPI, walk_stops_figure
+    from rmqlab.walkrules import WALK_STOPS, walk_stop_cases
+
+    cases = walk_stop_cases(tmp_path)
+    fig = walk_stops_figure(cases, tz=UTC)
+    drawn = boxes(fig, "")
+    for case in cases:
+        t = case.trace()
+        assert [g for g in drawn if g.startswith(f"{case.rule}:entry:")] == \
+            [f"{case.rule}:entry:{s.entry}" for s in t.steps]
+        for s in t.steps:                                   # coloured by what the walk did with it
+            want = MARK_COLOURS["returned" if s.returned else "hash-match" if s.hash_match else "read"]
+            assert to_rgba(drawn[f"{case.rule}:entry:{s.entry}"].get_facecolor()) == to_rgba(want)
+        assert f"{case.rule}:stop" in drawn
+        assert [g for g in drawn if g.startswith(f"{case.rule}:unread:")] == \
+            [f"{case.rule}:unread:{n}" for n in case.unread()]
+    joined = "\n".join(all_texts(fig))
+    assert all(condition in joined for condition in WALK_STOPS.values())
+    assert "damaged: entry 2: prev_index := 9" in joined and "prev 9" in joined
+    assert min(t.get_fontsize() for ax in fig.axes for t in ax.texts) * READABLE_DPI / 72 >= 10
+    png(fig)

@@ -14,27 +14,20 @@
  * rmqlab.javahash.index_hash_many; the tests compare the two on random columns.
  *
  * Inputs are NumPy object arrays (buffers of format 'O') of str or None, as commitlog.read_columns
- * decodes them. Anything else (a non-str, a legacy not-ready string) raises TypeError and the
- * caller takes the Arrow path. The GIL is held throughout: it keeps the objects alive.
+ * decodes them, or (the *_utf8 twins) Arrow large_string buffers with the topic as dictionary
+ * codes, as read_columns(arrow=True) decodes them. An object that is not a str (a legacy
+ * not-ready string) raises TypeError and the caller takes the slower Arrow expansion. The GIL is
+ * held over object arrays (it keeps the objects alive) and released over Arrow buffers.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <stdint.h>
 #include <string.h>
 
+#include "javahash.h"
+
 #define KEY_SEPARATOR 0x20u
 #define HASH_SEPARATOR 0x23u   /* '#' between topic and key */
-
-/* A code point as Java stores it: one unit in the BMP, else a surrogate pair. */
-static inline uint32_t step_cp(uint32_t h, uint32_t c)
-{
-    if (c > 0xFFFF) {
-        c -= 0x10000;
-        h = h * 31 + (0xD800 + (c >> 10));
-        return h * 31 + (0xDC00 + (c & 0x3FF));
-    }
-    return h * 31 + c;
-}
 
 /* One str as a run of units of its kind. */
 typedef struct {
@@ -265,9 +258,197 @@ release:
     return ret;
 }
 
+/* ---- Arrow columns ------------------------------------------------------------------------ */
+
+/* A large_string column: int64 offsets (n + 1), UTF-8 data, and a byte a row saying the value is
+ * present (None: every value is). Arrow guarantees the text is UTF-8; a space (0x20) is never
+ * part of a multi-byte sequence, so tokens are split on bytes. */
+typedef struct {
+    Py_buffer off, data, valid;
+    const int64_t *o;
+    const uint8_t *d, *v;
+} utf8col;
+
+static void release_utf8(utf8col *c)
+{
+    if (c->off.obj) PyBuffer_Release(&c->off);
+    if (c->data.obj) PyBuffer_Release(&c->data);
+    if (c->valid.obj) PyBuffer_Release(&c->valid);
+}
+
+static int get_utf8(PyObject *off, PyObject *data, PyObject *valid, Py_ssize_t n, const char *name, utf8col *c)
+{
+    memset(c, 0, sizeof *c);
+    if (PyObject_GetBuffer(off, &c->off, PyBUF_C_CONTIGUOUS) < 0
+        || PyObject_GetBuffer(data, &c->data, PyBUF_C_CONTIGUOUS) < 0
+        || (valid != Py_None && PyObject_GetBuffer(valid, &c->valid, PyBUF_C_CONTIGUOUS) < 0)) {
+        release_utf8(c);
+        return -1;
+    }
+    c->o = (const int64_t *)c->off.buf;
+    c->d = (const uint8_t *)c->data.buf;
+    c->v = valid == Py_None ? NULL : (const uint8_t *)c->valid.buf;
+    if (c->off.len != (n + 1) * 8 || (c->v && c->valid.len != n)) {
+        PyErr_Format(PyExc_ValueError, "%s: offsets must be int64[n + 1] and valid uint8[n]", name);
+        release_utf8(c);
+        return -1;
+    }
+    if (c->o[0] < 0 || c->o[n] > c->data.len) goto bad;
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (c->o[i + 1] < c->o[i]) goto bad;
+    return 0;
+bad:
+    PyErr_Format(PyExc_ValueError, "%s: offsets outside the data or decreasing", name);
+    release_utf8(c);
+    return -1;
+}
+
+/* Row i's value of c: 1 (span set), or 0 when it is null. */
+static inline int utf8_value(const utf8col *c, Py_ssize_t i, const uint8_t **p, Py_ssize_t *len)
+{
+    if (c->v && !c->v[i]) return 0;
+    *p = c->d + c->o[i];
+    *len = (Py_ssize_t)(c->o[i + 1] - c->o[i]);
+    return 1;
+}
+
+PyDoc_STRVAR(count_keys_utf8_doc,
+"count_keys_utf8(keys_offsets, keys_data, keys_valid, uniq_offsets, uniq_data, uniq_valid, out) -> int\n\n"
+"count_keys over Arrow large_string columns (int64 offsets of n + 1 entries, UTF-8 data, a\n"
+"uint8 validity a row or None): the index keys of every message into out (int32[n]).");
+
+static PyObject *dc_count_keys_utf8(PyObject *self, PyObject *args)
+{
+    (void)self;
+    PyObject *ko, *kd, *kv, *uo, *ud, *uv, *ret = NULL;
+    Py_buffer out = {0};
+    utf8col keys, uniq;
+    if (!PyArg_ParseTuple(args, "OOOOOOw*:count_keys_utf8", &ko, &kd, &kv, &uo, &ud, &uv, &out)) return NULL;
+    Py_ssize_t n = out.len / 4;
+    if (out.len % 4) {
+        PyErr_SetString(PyExc_ValueError, "out must hold one int32 a message");
+        PyBuffer_Release(&out);
+        return NULL;
+    }
+    if (get_utf8(ko, kd, kv, n, "keys", &keys) < 0) { PyBuffer_Release(&out); return NULL; }
+    if (get_utf8(uo, ud, uv, n, "uniq_key", &uniq) < 0) { release_utf8(&keys); PyBuffer_Release(&out); return NULL; }
+    int32_t *counts = (int32_t *)out.buf;
+    long long total = 0;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t i = 0; i < n; i++) {
+        const uint8_t *p;
+        Py_ssize_t len;
+        int32_t k = (int32_t)(!uniq.v || uniq.v[i]);
+        if (utf8_value(&keys, i, &p, &len)) {
+            int in_token = 0;
+            for (Py_ssize_t j = 0; j < len; j++) {
+                int sep = p[j] == KEY_SEPARATOR;
+                k += !sep && !in_token;
+                in_token = !sep;
+            }
+        }
+        counts[i] = k;
+        total += k;
+    }
+    Py_END_ALLOW_THREADS
+    ret = PyLong_FromLongLong(total);
+    release_utf8(&keys);
+    release_utf8(&uniq);
+    PyBuffer_Release(&out);
+    return ret;
+}
+
+PyDoc_STRVAR(key_hashes_utf8_doc,
+"key_hashes_utf8(topic_codes, prefixes, keys_offsets, keys_data, keys_valid, uniq_offsets, uniq_data,\n"
+"                uniq_valid, keep, message_index, hashes) -> int\n\n"
+"key_hashes over Arrow columns: the topic as int32 dictionary codes into prefixes (uint32, the\n"
+"hashCode state after topic + '#' of each dictionary value), KEYS and UNIQ_KEY as in\n"
+"count_keys_utf8. ValueError for text that is not UTF-8 or outputs of the wrong size.");
+
+static PyObject *dc_key_hashes_utf8(PyObject *self, PyObject *args)
+{
+    (void)self;
+    PyObject *tc, *pf, *ko, *kd, *kv, *uo, *ud, *uv, *ret = NULL;
+    Py_buffer codes = {0}, prefixes = {0}, keep = {0}, midx = {0}, hashes = {0};
+    utf8col keys = {0}, uniq = {0};
+    if (!PyArg_ParseTuple(args, "OOOOOOOOy*w*w*:key_hashes_utf8", &tc, &pf, &ko, &kd, &kv, &uo, &ud, &uv, &keep,
+                          &midx, &hashes))
+        return NULL;
+    Py_ssize_t n = keep.len;
+    if (PyObject_GetBuffer(tc, &codes, PyBUF_C_CONTIGUOUS) < 0
+        || PyObject_GetBuffer(pf, &prefixes, PyBUF_C_CONTIGUOUS) < 0)
+        goto done;
+    if (codes.len != n * 4 || prefixes.len % 4) {
+        PyErr_SetString(PyExc_ValueError, "topic_codes must be int32[n] and prefixes uint32[k]");
+        goto done;
+    }
+    if (get_utf8(ko, kd, kv, n, "keys", &keys) < 0 || get_utf8(uo, ud, uv, n, "uniq_key", &uniq) < 0) goto done;
+    Py_ssize_t cap = hashes.len / 4, k = prefixes.len / 4;
+    if (hashes.len % 4 != 0 || midx.len != cap * 8) {
+        PyErr_SetString(PyExc_ValueError, "message_index (int64) and hashes (int32) differ in length");
+        goto done;
+    }
+    const int32_t *tcode = (const int32_t *)codes.buf;
+    const uint32_t *pre = (const uint32_t *)prefixes.buf;
+    const uint8_t *kp = (const uint8_t *)keep.buf;
+    int64_t *mi = (int64_t *)midx.buf;
+    int32_t *hs = (int32_t *)hashes.buf;
+    Py_ssize_t w = 0, bad_row = -1;
+    int why = 0;   /* 1 topic code, 2 not UTF-8, 3 outputs too short */
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t i = 0; i < n && bad_row < 0; i++) {
+        if (!kp[i]) continue;
+        if (tcode[i] < 0 || tcode[i] >= k) { bad_row = i; why = 1; break; }
+        uint32_t prefix = pre[tcode[i]], h;
+        const uint8_t *p;
+        Py_ssize_t len;
+        if (utf8_value(&uniq, i, &p, &len)) {
+            if (w >= cap) { bad_row = i; why = 3; break; }
+            if (hash_utf8_from(prefix, p, len, &h) < 0) { bad_row = i; why = 2; break; }
+            mi[w] = i;
+            hs[w++] = index_hash(h);
+        }
+        if (!utf8_value(&keys, i, &p, &len)) continue;
+        Py_ssize_t j = 0;
+        while (j < len) {
+            while (j < len && p[j] == KEY_SEPARATOR) j++;
+            Py_ssize_t start = j;
+            while (j < len && p[j] != KEY_SEPARATOR) j++;
+            if (j > start) {
+                if (w >= cap) { bad_row = i; why = 3; break; }
+                if (hash_utf8_from(prefix, p + start, j - start, &h) < 0) { bad_row = i; why = 2; break; }
+                mi[w] = i;
+                hs[w++] = index_hash(h);
+            }
+        }
+    }
+    Py_END_ALLOW_THREADS
+    if (bad_row >= 0) {
+        PyErr_Format(PyExc_ValueError, why == 1 ? "row %zd: topic code outside the prefixes"
+                     : why == 2 ? "row %zd: key text is not UTF-8" : "row %zd: outputs too short", bad_row);
+        goto done;
+    }
+    if (w != cap) {
+        PyErr_Format(PyExc_ValueError, "%zd keys for outputs of %zd", w, cap);
+        goto done;
+    }
+    ret = PyLong_FromSsize_t(w);
+done:
+    if (codes.obj) PyBuffer_Release(&codes);
+    if (prefixes.obj) PyBuffer_Release(&prefixes);
+    release_utf8(&keys);
+    release_utf8(&uniq);
+    PyBuffer_Release(&keep);
+    PyBuffer_Release(&midx);
+    PyBuffer_Release(&hashes);
+    return ret;
+}
+
 static PyMethodDef dc_methods[] = {
     {"count_keys", dc_count_keys, METH_VARARGS, count_keys_doc},
     {"key_hashes", dc_key_hashes, METH_VARARGS, key_hashes_doc},
+    {"count_keys_utf8", dc_count_keys_utf8, METH_VARARGS, count_keys_utf8_doc},
+    {"key_hashes_utf8", dc_key_hashes_utf8, METH_VARARGS, key_hashes_utf8_doc},
     {NULL, NULL, 0, NULL},
 };
 

@@ -12,6 +12,10 @@
  *                 host keys and the spans of its variable-length fields (the reader's one pass)
  *   span_objects  the bytes or str object of each of many byte ranges (pandas object columns)
  *   gather_spans  many byte ranges concatenated, with their offsets (Arrow binary/string columns)
+ *   walk_decode   the walk, decode_records, find_props, the text copies and the dictionary codes
+ *                 of topic, tags and hosts in one pass, into Arrow's layout (read_columns'
+ *                 default; the separate steps above stay as its reference and serve read_at and
+ *                 the CRC checks)
  *
  * Semantics mirror CommitLog.checkMessageAndReturnSize and MessageDecoder.string2messageProperties
  * (RocketMQ store/common modules); rmqlab/formats/commitlog.py holds the readable pure-Python
@@ -32,7 +36,12 @@
 #include <string.h>
 
 #include "bigendian.h"
+#include "codedict.h"
 #include "vec64.h"
+
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 
 #define MAGIC_V1 ((int32_t)0xDAA320A7)
 #define MAGIC_V2 ((int32_t)0xDAA320AB)
@@ -137,6 +146,24 @@ enum {
     STOP_LIMIT = 7,      /* max_records reached */
 };
 
+/* The walk's checks of the record at p, `left` (> 0) bytes before the end: -1 for a message record
+ * (TOTALSIZE in *size, MAGICCODE in *magic), else the stop code. */
+static inline int record_at(const uint8_t *buf, Py_ssize_t p, Py_ssize_t left, int32_t *size, int32_t *magic) {
+    if (left < BLANK_SIZE)
+        return STOP_SHORT;
+    *size = load_i32(buf + p + HEAD_TOTAL_SIZE_OFFSET);
+    *magic = load_i32(buf + p + HEAD_MAGIC_OFFSET);
+    if (*magic == MAGIC_BLANK)
+        return (Py_ssize_t)*size == left ? STOP_BLANK : STOP_BLANK_SIZE;
+    if (*magic != MAGIC_V1 && *magic != MAGIC_V2)
+        return STOP_MAGIC;
+    if ((Py_ssize_t)*size > left)
+        return STOP_PAST_END;
+    if (*size < MIN_MESSAGE_SIZE)
+        return STOP_TOO_SMALL;
+    return -1;
+}
+
 /* walk(buffer, start, end, max_records) -> (positions: bytes of native int64, stop_pos, stop_code)
  * Follows TOTALSIZE from `start` and lists the position of every v1/v2 message record. */
 static PyObject *walk(PyObject *self, PyObject *args) {
@@ -166,28 +193,9 @@ static PyObject *walk(PyObject *self, PyObject *args) {
             code = STOP_LIMIT;
             break;
         }
-        if (left < BLANK_SIZE) {
-            code = STOP_SHORT;
+        int32_t size, magic;
+        if ((code = record_at(buf, p, left, &size, &magic)) >= 0)
             break;
-        }
-        int32_t size = load_i32(buf + p + HEAD_TOTAL_SIZE_OFFSET);
-        int32_t magic = load_i32(buf + p + HEAD_MAGIC_OFFSET);
-        if (magic == MAGIC_BLANK) {
-            code = (Py_ssize_t)size == left ? STOP_BLANK : STOP_BLANK_SIZE;
-            break;
-        }
-        if (magic != MAGIC_V1 && magic != MAGIC_V2) {
-            code = STOP_MAGIC;
-            break;
-        }
-        if ((Py_ssize_t)size > left) {
-            code = STOP_PAST_END;
-            break;
-        }
-        if (size < MIN_MESSAGE_SIZE) {
-            code = STOP_TOO_SMALL;
-            break;
-        }
         if (vec_push(&pos, p) < 0) {
             oom = 1;
             break;
@@ -533,6 +541,20 @@ enum {
 
 #define MAX_NAMES 16
 
+/* The property names of a tuple of non-empty bytes (kept alive by the tuple). -1 with TypeError. */
+static int name_args(PyObject *names, const char **name_ptr, int64_t *name_len) {
+    for (Py_ssize_t j = 0; j < PyTuple_GET_SIZE(names); j++) {
+        PyObject *nm = PyTuple_GET_ITEM(names, j);
+        if (!PyBytes_Check(nm) || PyBytes_GET_SIZE(nm) == 0) {
+            PyErr_SetString(PyExc_TypeError, "names must be non-empty bytes");
+            return -1;
+        }
+        name_ptr[j] = PyBytes_AS_STRING(nm);
+        name_len[j] = PyBytes_GET_SIZE(nm);
+    }
+    return 0;
+}
+
 /* find_props(buffer, starts int64[n], lengths int64[n], names tuple[bytes], value_starts
  *            int64[n*k] (out), value_lengths int64[n*k] (out)) -> (row, offset, problem) or None
  *
@@ -553,22 +575,15 @@ static PyObject *find_props(PyObject *self, PyObject *args) {
     PyObject *result = NULL;
     Py_ssize_t n, k = PyTuple_GET_SIZE(names);
     const char *name_ptr[MAX_NAMES];
-    Py_ssize_t name_len[MAX_NAMES];
+    int64_t name_len[MAX_NAMES];
     if (spans_arg(&s, &l, &n) < 0)
         goto done;
     if (k > MAX_NAMES) {
         PyErr_Format(PyExc_ValueError, "at most %d names", MAX_NAMES);
         goto done;
     }
-    for (Py_ssize_t j = 0; j < k; j++) {
-        PyObject *nm = PyTuple_GET_ITEM(names, j);
-        if (!PyBytes_Check(nm) || PyBytes_GET_SIZE(nm) == 0) {
-            PyErr_SetString(PyExc_TypeError, "names must be non-empty bytes");
-            goto done;
-        }
-        name_ptr[j] = PyBytes_AS_STRING(nm);
-        name_len[j] = PyBytes_GET_SIZE(nm);
-    }
+    if (name_args(names, name_ptr, name_len) < 0)
+        goto done;
     if (vs.len != (Py_ssize_t)sizeof(int64_t) * n * k || vl.len != (Py_ssize_t)sizeof(int64_t) * n * k) {
         PyErr_SetString(PyExc_ValueError, "value_starts and value_lengths must be int64[n * len(names)]");
         goto done;
@@ -674,6 +689,67 @@ static inline uint64_t host_key(const uint8_t *p, int width) {
     return ((uint64_t)(uint32_t)load_i32(p) << 32) | (uint32_t)load_i32(p + IPV4_ADDRESS_SIZE);
 }
 
+/* Where the fields of a message record lie (offsets from its start) and its lengths. */
+typedef struct {
+    int version;
+    int32_t sys_flag;
+    int64_t total, born_width, store_width, o_store_time, o_store_host, o_tail, o_body, o_topic, o_props,
+        body_len, topic_len, props_len;
+} record_layout;
+
+/* The layout of the record at r (its head checked by the walk): 0, or -1 when a field check
+ * fails (fixed fields inside TOTALSIZE, then BODYLEN, TOPICLEN, PROPERTIESLENGTH, then the fields
+ * ending exactly at TOTALSIZE, as commitlog's _check_fields checks them). */
+static inline int layout_record(const uint8_t *r, record_layout *l) {
+    l->total = load_i32(r + HEAD_TOTAL_SIZE_OFFSET);
+    l->version = load_i32(r + HEAD_MAGIC_OFFSET) == MAGIC_V1 ? 1 : 2;
+    l->sys_flag = load_i32(r + HEAD_SYS_FLAG_OFFSET);
+    l->born_width = (l->sys_flag & BORNHOST_V6_FLAG) ? IPV6_ADDRESS_SIZE : IPV4_ADDRESS_SIZE;
+    l->store_width = (l->sys_flag & STOREHOSTADDRESS_V6_FLAG) ? IPV6_ADDRESS_SIZE : IPV4_ADDRESS_SIZE;
+    int64_t tlw = l->version == 1 ? TOPIC_LEN_V1_SIZE : TOPIC_LEN_V2_SIZE;
+    l->o_store_time = HEAD_SIZE + l->born_width + PORT_SIZE;
+    l->o_store_host = l->o_store_time + STORE_TIME_SIZE;
+    l->o_tail = l->o_store_host + l->store_width + PORT_SIZE;
+    l->o_body = l->o_tail + TAIL_SIZE;
+    if (l->o_body + tlw + PROPERTIES_LEN_SIZE > l->total)
+        return -1;
+    l->body_len = load_i32(r + l->o_tail + TAIL_BODY_LEN_OFFSET);
+    if (l->body_len < 0 || l->o_body + l->body_len + tlw + PROPERTIES_LEN_SIZE > l->total)
+        return -1;
+    int64_t o_tl = l->o_body + l->body_len;
+    l->topic_len = l->version == 1 ? (int64_t)(int8_t)r[o_tl]
+                                   : (int64_t)(int16_t)(((uint16_t)r[o_tl] << 8) | r[o_tl + 1]);
+    l->o_topic = o_tl + tlw;
+    if (l->topic_len < 0 || l->o_topic + l->topic_len + PROPERTIES_LEN_SIZE > l->total)
+        return -1;
+    int64_t o_pl = l->o_topic + l->topic_len;
+    l->props_len = (int16_t)(((uint16_t)r[o_pl] << 8) | r[o_pl + 1]);
+    l->o_props = o_pl + PROPERTIES_LEN_SIZE;
+    if (l->props_len < 0 || l->o_props + l->props_len != l->total)
+        return -1;
+    return 0;
+}
+
+/* The fixed fields both passes write first, in this order (D_* and W_* start alike). */
+enum { F_TOTAL_SIZE, F_VERSION, F_BODY_CRC, F_QUEUE_ID, F_FLAG, F_QUEUE_OFFSET, F_PHY_OFFSET, F_SYS_FLAG,
+       F_BORN_TIMESTAMP, F_STORE_TIMESTAMP, F_RECONSUME_TIMES, F_PREPARED_TRANSACTION_OFFSET, F_N };
+
+static inline void put_fixed(Py_buffer *o, Py_ssize_t row, const uint8_t *r, const record_layout *l) {
+    ((int32_t *)o[F_TOTAL_SIZE].buf)[row] = (int32_t)l->total;
+    ((int8_t *)o[F_VERSION].buf)[row] = (int8_t)l->version;
+    ((int32_t *)o[F_BODY_CRC].buf)[row] = load_i32(r + HEAD_BODY_CRC_OFFSET);
+    ((int32_t *)o[F_QUEUE_ID].buf)[row] = load_i32(r + HEAD_QUEUE_ID_OFFSET);
+    ((int32_t *)o[F_FLAG].buf)[row] = load_i32(r + HEAD_FLAG_OFFSET);
+    ((int64_t *)o[F_QUEUE_OFFSET].buf)[row] = load_i64(r + HEAD_QUEUE_OFFSET_OFFSET);
+    ((int64_t *)o[F_PHY_OFFSET].buf)[row] = load_i64(r + HEAD_PHY_OFFSET_OFFSET);
+    ((int32_t *)o[F_SYS_FLAG].buf)[row] = l->sys_flag;
+    ((int64_t *)o[F_BORN_TIMESTAMP].buf)[row] = load_i64(r + HEAD_BORN_TIMESTAMP_OFFSET);
+    ((int64_t *)o[F_STORE_TIMESTAMP].buf)[row] = load_i64(r + l->o_store_time);
+    ((int32_t *)o[F_RECONSUME_TIMES].buf)[row] = load_i32(r + l->o_tail + TAIL_RECONSUME_TIMES_OFFSET);
+    ((int64_t *)o[F_PREPARED_TRANSACTION_OFFSET].buf)[row] =
+        load_i64(r + l->o_tail + TAIL_PREPARED_TRANSACTION_OFFSET_OFFSET);
+}
+
 /* decode_records(buffer, positions int64[n], outputs tuple of D_NOUT arrays) -> first bad row or -1
  *
  * One pass over message records whose head the walk checked (TOTALSIZE within the buffer and at
@@ -728,12 +804,7 @@ static PyObject *decode_records(PyObject *self, PyObject *args) {
     }
     {
         Py_ssize_t bad_row = -1;
-        int32_t *total_size = o[D_TOTAL_SIZE].buf, *body_crc = o[D_BODY_CRC].buf, *queue_id = o[D_QUEUE_ID].buf,
-                *flag = o[D_FLAG].buf, *sys_flag = o[D_SYS_FLAG].buf, *reconsume = o[D_RECONSUME_TIMES].buf;
-        int8_t *version = o[D_VERSION].buf;
-        int64_t *queue_offset = o[D_QUEUE_OFFSET].buf, *phy_offset = o[D_PHY_OFFSET].buf,
-                *born_ts = o[D_BORN_TIMESTAMP].buf, *store_ts = o[D_STORE_TIMESTAMP].buf,
-                *pto = o[D_PREPARED_TRANSACTION_OFFSET].buf, *born_at = o[D_BORN_HOST_AT].buf,
+        int64_t *born_at = o[D_BORN_HOST_AT].buf,
                 *store_at = o[D_STORE_HOST_AT].buf, *body_start = o[D_BODY_START].buf,
                 *body_len = o[D_BODY_LEN].buf, *topic_start = o[D_TOPIC_START].buf,
                 *topic_len = o[D_TOPIC_LEN].buf, *props_start = o[D_PROPERTIES_START].buf,
@@ -747,61 +818,22 @@ static PyObject *decode_records(PyObject *self, PyObject *args) {
                 prefetch_span(buf, b.len, ahead, next > ahead ? next - ahead : 512);
             }
             const uint8_t *r = buf + pos[i];
-            int64_t total = load_i32(r + HEAD_TOTAL_SIZE_OFFSET);
-            int v = load_i32(r + HEAD_MAGIC_OFFSET) == MAGIC_V1 ? 1 : 2;
-            int32_t sf = load_i32(r + HEAD_SYS_FLAG_OFFSET);
-            int64_t bw = (sf & BORNHOST_V6_FLAG) ? IPV6_ADDRESS_SIZE : IPV4_ADDRESS_SIZE;
-            int64_t sw = (sf & STOREHOSTADDRESS_V6_FLAG) ? IPV6_ADDRESS_SIZE : IPV4_ADDRESS_SIZE;
-            int64_t tlw = v == 1 ? TOPIC_LEN_V1_SIZE : TOPIC_LEN_V2_SIZE;
-            int64_t o_st = HEAD_SIZE + bw + PORT_SIZE;
-            int64_t o_sh = o_st + STORE_TIME_SIZE;
-            int64_t o_tail = o_sh + sw + PORT_SIZE;
-            int64_t o_body = o_tail + TAIL_SIZE;
-            if (o_body + tlw + PROPERTIES_LEN_SIZE > total) {
+            record_layout l;
+            if (layout_record(r, &l) < 0) {
                 bad_row = i;
                 break;
             }
-            int64_t bl = load_i32(r + o_tail + TAIL_BODY_LEN_OFFSET);
-            if (bl < 0 || o_body + bl + tlw + PROPERTIES_LEN_SIZE > total) {
-                bad_row = i;
-                break;
-            }
-            int64_t o_tl = o_body + bl;
-            int64_t tl = v == 1 ? (int64_t)(int8_t)r[o_tl] : (int64_t)(int16_t)(((uint16_t)r[o_tl] << 8) | r[o_tl + 1]);
-            int64_t o_topic = o_tl + tlw;
-            if (tl < 0 || o_topic + tl + PROPERTIES_LEN_SIZE > total) {
-                bad_row = i;
-                break;
-            }
-            int64_t o_pl = o_topic + tl;
-            int64_t pl = (int16_t)(((uint16_t)r[o_pl] << 8) | r[o_pl + 1]);
-            int64_t o_props = o_pl + PROPERTIES_LEN_SIZE;
-            if (pl < 0 || o_props + pl != total) {
-                bad_row = i;
-                break;
-            }
-            total_size[i] = (int32_t)total;
-            version[i] = (int8_t)v;
-            body_crc[i] = load_i32(r + HEAD_BODY_CRC_OFFSET);
-            queue_id[i] = load_i32(r + HEAD_QUEUE_ID_OFFSET);
-            flag[i] = load_i32(r + HEAD_FLAG_OFFSET);
-            queue_offset[i] = load_i64(r + HEAD_QUEUE_OFFSET_OFFSET);
-            phy_offset[i] = load_i64(r + HEAD_PHY_OFFSET_OFFSET);
-            sys_flag[i] = sf;
-            born_ts[i] = load_i64(r + HEAD_BORN_TIMESTAMP_OFFSET);
-            store_ts[i] = load_i64(r + o_st);
-            reconsume[i] = load_i32(r + o_tail + TAIL_RECONSUME_TIMES_OFFSET);
-            pto[i] = load_i64(r + o_tail + TAIL_PREPARED_TRANSACTION_OFFSET_OFFSET);
-            born_key[i] = host_key(r + HEAD_SIZE, (int)bw);
-            store_key[i] = host_key(r + o_sh, (int)sw);
+            put_fixed(o, i, r, &l);
+            born_key[i] = host_key(r + HEAD_SIZE, (int)l.born_width);
+            store_key[i] = host_key(r + l.o_store_host, (int)l.store_width);
             born_at[i] = pos[i] + HEAD_SIZE;
-            store_at[i] = pos[i] + o_sh;
-            body_start[i] = pos[i] + o_body;
-            body_len[i] = bl;
-            topic_start[i] = pos[i] + o_topic;
-            topic_len[i] = tl;
-            props_start[i] = pos[i] + o_props;
-            props_len[i] = pl;
+            store_at[i] = pos[i] + l.o_store_host;
+            body_start[i] = pos[i] + l.o_body;
+            body_len[i] = l.body_len;
+            topic_start[i] = pos[i] + l.o_topic;
+            topic_len[i] = l.topic_len;
+            props_start[i] = pos[i] + l.o_props;
+            props_len[i] = l.props_len;
         }
         Py_END_ALLOW_THREADS
         result = PyLong_FromSsize_t(bad_row);
@@ -814,15 +846,17 @@ done:
     return result;
 }
 
-/* span_objects(buffer, starts int64[n], lengths int64[n], as_bytes) -> list of n objects
+/* span_objects(buffer, starts int64[n], lengths int64[n], as_bytes, out=None) -> list of n objects
  *
  * The Python object of each span: bytes, or str decoded from UTF-8 with surrogateescape (as
  * commitlog.records.decode_text decodes, so invalid bytes survive a round trip); None where
- * the start is negative. Made straight from the buffer, without an intermediate copy. */
+ * the start is negative. Made straight from the buffer, without an intermediate copy. With `out`
+ * (a NumPy object array of n entries) they are stored there instead and None is returned. */
 static PyObject *span_objects(PyObject *self, PyObject *args) {
-    Py_buffer b, s, l;
+    Py_buffer b, s, l, o = {0};
     int as_bytes;
-    if (!PyArg_ParseTuple(args, "y*y*y*p", &b, &s, &l, &as_bytes))
+    PyObject *out = Py_None;
+    if (!PyArg_ParseTuple(args, "y*y*y*p|O", &b, &s, &l, &as_bytes, &out))
         return NULL;
     PyObject *result = NULL;
     Py_ssize_t n;
@@ -836,9 +870,22 @@ static PyObject *span_objects(PyObject *self, PyObject *args) {
             goto done;
         }
     }
-    result = PyList_New(n);
-    if (result == NULL)
-        goto done;
+    PyObject **items;
+    if (out != Py_None) { /* a NumPy object array of n entries: its references are replaced in place */
+        if (PyObject_GetBuffer(out, &o, PyBUF_WRITABLE | PyBUF_FORMAT | PyBUF_C_CONTIGUOUS) < 0)
+            goto done;
+        if (o.format == NULL || strcmp(o.format, "O") != 0 || o.itemsize != (Py_ssize_t)sizeof(PyObject *) ||
+            o.len != n * o.itemsize) {
+            PyErr_SetString(PyExc_ValueError, "out must be a NumPy object array of one entry a span");
+            goto done;
+        }
+        items = (PyObject **)o.buf;
+    } else {
+        result = PyList_New(n);
+        if (result == NULL)
+            goto done;
+        items = ((PyListObject *)result)->ob_item;
+    }
     const char *buf = b.buf;
     for (Py_ssize_t i = 0; i < n; i++) {
         PyObject *item;
@@ -853,9 +900,15 @@ static PyObject *span_objects(PyObject *self, PyObject *args) {
             Py_CLEAR(result);
             goto done;
         }
-        PyList_SET_ITEM(result, i, item);
+        PyObject *old = items[i];
+        items[i] = item;
+        Py_XDECREF(old);
     }
+    if (out != Py_None)
+        result = Py_NewRef(Py_None);
 done:
+    if (o.obj)
+        PyBuffer_Release(&o);
     PyBuffer_Release(&b);
     PyBuffer_Release(&s);
     PyBuffer_Release(&l);
@@ -942,6 +995,439 @@ done:
     return result;
 }
 
+/* ------------------------------------------------------------------------- the one pass */
+
+/* walk_decode's outputs, in this order. Row arrays hold `capacity` entries (the rows the range
+ * could hold: its bytes / MIN_MESSAGE_SIZE + 1); offsets one more (Arrow's offsets); bitmaps a
+ * bit a row (Arrow's validity, least significant bit first); text data any size, of which all
+ * but the last TEXT_SLACK bytes are used (the copies move 16 bytes at a time). */
+enum {
+    W_TOTAL_SIZE, W_VERSION, W_BODY_CRC, W_QUEUE_ID, W_FLAG, W_QUEUE_OFFSET, W_PHY_OFFSET, W_SYS_FLAG,
+    W_BORN_TIMESTAMP, W_STORE_TIMESTAMP, W_RECONSUME_TIMES, W_PREPARED_TRANSACTION_OFFSET, /* as D_* */
+    W_TOPIC_CODE,      /* int32: code in the topic dictionary */
+    W_BORN_HOST_CODE,  /* int32: code in the born host dictionary; -1 for an IPv6 host */
+    W_STORE_HOST_CODE, /* int32, as W_BORN_HOST_CODE */
+    W_TAGS_CODE,       /* int32: code in the tags dictionary; 0 without TAGS */
+    W_DELAY_LEVEL,     /* int32: DELAY as a decimal integer clamped to int32; 0 when absent; see below */
+    W_TAGS_VALID, W_KEYS_VALID, W_UNIQ_KEY_VALID, /* bitmaps: the property is present */
+    W_PROPERTIES_OFFSETS, W_PROPERTIES_DATA, W_KEYS_OFFSETS, W_KEYS_DATA, W_UNIQ_KEY_OFFSETS,
+    W_UNIQ_KEY_DATA, W_BODY_OFFSETS, W_BODY_DATA, /* int64 offsets, uint8 data */
+    W_NOUT
+};
+
+/* Bytes a row of each output takes: > 0 a fixed width, 0 text data, -1 offsets, -2 a bitmap. */
+static const int walk_width[W_NOUT] = {4, 1, 4, 4, 4, 8, 8, 4, 8, 8, 4, 8, 4, 4, 4, 4, 4, -2, -2, -2,
+                                       -1, 0, -1, 0, -1, 0, -1, 0};
+
+#define TEXT_SLACK 16
+
+/* Why walk_decode stopped before the walk's stop: a record failing decode_records' field checks,
+ * or find_props' property check. */
+enum { BAD_NONE = 0, BAD_FIELDS = 1, BAD_PROPERTIES = 2 };
+
+/* The names walk_decode looks for, in the order of its outputs. */
+enum { WANT_KEYS, WANT_UNIQ_KEY, WANT_TAGS, WANT_DELAY, WANT_N };
+
+/* Most bytes a property block can have (PROPERTIESLENGTH is a signed short), in 64-byte groups. */
+#define BLOCK_GROUPS ((32767 + 63) / 64)
+
+/* Bit i of m[i / 64] set where block byte i is `byte`, for the block's `len` bytes at `at`. */
+static inline void byte_masks(const uint8_t *buf, int64_t buf_len, int64_t at, int64_t len, uint64_t *m1,
+                              uint64_t *m2) {
+    int64_t groups = (len + 63) / 64;
+    for (int64_t g = 0; g < groups; g++) {
+        const uint8_t *p = buf + at + 64 * g;
+        uint8_t tmp[64];
+        if (at + 64 * g + 64 > buf_len) { /* the buffer ends inside this group: copy what is there */
+            memset(tmp, 0, sizeof tmp);
+            memcpy(tmp, p, (size_t)(buf_len - at - 64 * g));
+            p = tmp;
+        }
+        uint64_t a = 0, b = 0;
+#ifdef __SSE2__
+        const __m128i one = _mm_set1_epi8(NAME_VALUE_SEPARATOR), two = _mm_set1_epi8(PROPERTY_SEPARATOR);
+        for (int k = 0; k < 4; k++) {
+            __m128i v = _mm_loadu_si128((const __m128i *)(p + 16 * k));
+            a |= (uint64_t)(uint16_t)_mm_movemask_epi8(_mm_cmpeq_epi8(v, one)) << (16 * k);
+            b |= (uint64_t)(uint16_t)_mm_movemask_epi8(_mm_cmpeq_epi8(v, two)) << (16 * k);
+        }
+#else
+        for (int k = 0; k < 64; k++) {
+            a |= (uint64_t)(p[k] == NAME_VALUE_SEPARATOR) << k;
+            b |= (uint64_t)(p[k] == PROPERTY_SEPARATOR) << k;
+        }
+#endif
+        int64_t left = len - 64 * g;
+        if (left < 64) {
+            a &= (1ULL << left) - 1;
+            b &= (1ULL << left) - 1;
+        }
+        m1[g] = a;
+        m2[g] = b;
+    }
+}
+
+/* The first set bit at or after `from` and before `limit` (<= the masks' bytes), else `limit`. */
+static inline int64_t next_bit(const uint64_t *m, int64_t from, int64_t limit) {
+    if (from >= limit)
+        return limit;
+    int64_t g = from >> 6;
+    uint64_t w = m[g] & (~0ULL << (from & 63));
+    while (w == 0) {
+        g++;
+        if (g * 64 >= limit)
+            return limit;
+        w = m[g];
+    }
+    int64_t at = g * 64 + __builtin_ctzll(w);
+    return at < limit ? at : limit;
+}
+
+/* find_props' scan of one block (same pairs, same problems, same offsets), for the WANT_N names:
+ * value spans into vs / vl (-1 when absent). Returns PROP_OK or the problem, *bad_at where. */
+static inline int scan_block(const uint8_t *buf, int64_t buf_len, int64_t st, int64_t len,
+                             const char *const *name_ptr, const int64_t *name_len, int64_t *vs, int64_t *vl,
+                             int64_t *bad_at) {
+    uint64_t m1[BLOCK_GROUPS], m2[BLOCK_GROUPS];
+    for (int j = 0; j < WANT_N; j++)
+        vs[j] = vl[j] = -1;
+    byte_masks(buf, buf_len, st, len, m1, m2);
+    const uint8_t *blk = buf + st;
+    int64_t at = 0;
+    while (at < len) {
+        int64_t e = next_bit(m2, at, len);
+        if (e == at) {
+            *bad_at = at;
+            return PROP_EMPTY_PAIR;
+        }
+        int64_t kv = next_bit(m1, at, e);
+        if (kv == e) {
+            *bad_at = at;
+            return PROP_NO_SEPARATOR;
+        }
+        if (kv == at) {
+            *bad_at = at;
+            return PROP_EMPTY_NAME;
+        }
+        if (e > kv + 1) { /* Java skips a pair whose value is empty */
+            for (int j = 0; j < WANT_N; j++) {
+                if (name_len[j] == kv - at && blk[at] == (uint8_t)name_ptr[j][0] &&
+                    memcmp(blk + at, name_ptr[j], (size_t)name_len[j]) == 0) {
+                    vs[j] = st + kv + 1;
+                    vl[j] = e - kv - 1;
+                }
+            }
+        }
+        at = e + 1;
+    }
+    return PROP_OK;
+}
+
+/* Appends src[0, len) to a text column whose data has `cap` usable bytes (TEXT_SLACK more
+ * follow them). `high` collects the bytes' top bits (0: all ASCII). -1 when it does not fit. */
+static inline int put_text(uint8_t *data, int64_t cap, int64_t *used, const uint8_t *src, int64_t len,
+                           const uint8_t *src_end, uint64_t *high) {
+    if (len > cap - *used)
+        return -1;
+    uint8_t *d = data + *used;
+    *used += len;
+    if (src + len + TEXT_SLACK <= src_end) { /* 16 bytes a step, the last step may run over */
+        uint64_t h = 0;
+        for (int64_t k = 0; k < len; k += 16) {
+            uint64_t w0, w1;
+            memcpy(&w0, src + k, 8);
+            memcpy(&w1, src + k + 8, 8);
+            memcpy(d + k, &w0, 8);
+            memcpy(d + k + 8, &w1, 8);
+            int64_t left = len - k;
+            if (left < 16) {
+                if (left <= 8) {
+                    w1 = 0;
+                    w0 = left == 8 ? w0 : w0 & ((1ULL << (8 * left)) - 1);
+                } else if (left < 16) {
+                    w1 &= (1ULL << (8 * (left - 8))) - 1;
+                }
+            }
+            h |= w0 | w1;
+        }
+        if (high)
+            *high |= h;
+        return 0;
+    }
+    memcpy(d, src, (size_t)len);
+    if (high)
+        for (int64_t k = 0; k < len; k++)
+            *high |= src[k];
+    return 0;
+}
+
+/* DELAY as Integer-like decimal text: an optional '-' and 1 to 18 digits, clamped to int32.
+ * Returns 0 and sets *out, or -1 for any other text (the caller parses those rows). */
+static inline int parse_delay(const uint8_t *p, int64_t len, int32_t *out) {
+    int neg = len > 0 && p[0] == '-';
+    int64_t i = neg, v = 0;
+    if (len - i < 1 || len - i > 18)
+        return -1;
+    for (; i < len; i++) {
+        unsigned d = (unsigned)p[i] - '0';
+        if (d > 9)
+            return -1;
+        v = v * 10 + d;
+    }
+    v = neg ? -v : v;
+    *out = v > INT32_MAX ? INT32_MAX : v < INT32_MIN ? INT32_MIN : (int32_t)v;
+    return 0;
+}
+
+static inline void set_bit(uint8_t *bitmap, int64_t row, int on) {
+    if ((row & 7) == 0)
+        bitmap[row >> 3] = 0;
+    bitmap[row >> 3] |= (uint8_t)(on << (row & 7));
+}
+
+/* walk_decode(buffer, start, body, names, outputs) -> (rows, stop_pos, stop_code, bad_kind, bad_pos,
+ *     bad_block, bad_at, bad_problem, topic_spans, tags_spans, born_keys, store_keys, v6_rows,
+ *     delay_rows, text_high, null_counts)
+ *
+ * The walk (as `walk` from `start` to the buffer's end), decode_records' checks and fields,
+ * find_props' scan for names = (KEYS, UNIQ_KEY, TAGS, DELAY) and the columns read_columns
+ * builds, in one pass over the records, writing Arrow's layout straight into `outputs`:
+ *
+ *   - fixed fields as decode_records writes them;
+ *   - topic and tags as codes in order of first appearance; topic_spans / tags_spans (bytes of
+ *     int64 start, length pairs) give each code's first occurrence in the buffer;
+ *   - hosts: IPv4 address and port as codes of born_keys / store_keys (bytes of uint64, the
+ *     D_BORN_HOST_KEY packing); rows with an IPv6 host get -1 and are listed in v6_rows
+ *     (int64 row, record position pairs) for the caller;
+ *   - PROPERTIES, KEYS, UNIQ_KEY and (with `body`) BODY copied into offsets + data; KEYS and
+ *     UNIQ_KEY null when absent. text_high has bit j set when the text of column j (properties,
+ *     keys, uniq_key) holds a byte >= 0x80; null_counts is (tags, keys, uniq_key);
+ *   - DELAY parsed when it is a plain decimal integer (parse_delay); other values leave 0 and
+ *     are listed in delay_rows (int64 row, value start, value length triples).
+ *
+ * It stops at the walk's stop or at the first record that fails a field check (bad_kind
+ * BAD_FIELDS) or the property check (BAD_PROPERTIES, with find_props' problem, its offset in
+ * the block and the block's position); bad_pos is that record's position and `rows` the
+ * records before it, the only ones written. */
+static PyObject *walk_decode(PyObject *self, PyObject *args) {
+    Py_buffer b;
+    Py_ssize_t start;
+    int body;
+    PyObject *names, *outs;
+    if (!PyArg_ParseTuple(args, "y*npO!O!", &b, &start, &body, &PyTuple_Type, &names, &PyTuple_Type, &outs))
+        return NULL;
+    Py_buffer o[W_NOUT];
+    int got = 0;
+    PyObject *result = NULL;
+    const char *name_ptr[WANT_N];
+    int64_t name_len[WANT_N];
+    spandict topics, tags;
+    keydict born_hosts, store_hosts;
+    vec64 v6 = {NULL, 0, 0}, delay_rows = {NULL, 0, 0};
+    const uint8_t *buf = b.buf;
+    spandict_init(&topics, buf);
+    spandict_init(&tags, buf);
+    keydict_init(&born_hosts);
+    keydict_init(&store_hosts);
+    if (start < 0 || start > b.len) {
+        PyErr_Format(PyExc_ValueError, "start %zd outside a buffer of %zd bytes", start, b.len);
+        goto done;
+    }
+    if (PyTuple_GET_SIZE(names) != WANT_N || PyTuple_GET_SIZE(outs) != W_NOUT) {
+        PyErr_Format(PyExc_ValueError, "walk_decode needs %d names and %d output arrays", WANT_N, W_NOUT);
+        goto done;
+    }
+    if (name_args(names, name_ptr, name_len) < 0)
+        goto done;
+    for (; got < W_NOUT; got++)
+        if (PyObject_GetBuffer(PyTuple_GET_ITEM(outs, got), &o[got], PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS) < 0)
+            goto done;
+    Py_ssize_t cap = o[W_TOTAL_SIZE].len / 4;
+    for (int j = 0; j < W_NOUT; j++) {
+        int w = walk_width[j];
+        int bad = w > 0 ? o[j].len != cap * w
+                : w == -1 ? o[j].len != (cap + 1) * 8
+                : w == -2 ? o[j].len < (cap + 7) / 8
+                : o[j].len < TEXT_SLACK;
+        if (j >= W_BODY_OFFSETS && !body)
+            bad = 0;
+        if (bad) {
+            PyErr_Format(PyExc_ValueError, "output %d does not fit %zd rows", j, cap);
+            goto done;
+        }
+    }
+    if (cap < (b.len - start) / MIN_MESSAGE_SIZE + 1) {
+        PyErr_Format(PyExc_ValueError, "outputs of %zd rows are too short for %zd bytes", cap, b.len - start);
+        goto done;
+    }
+    {
+        int32_t *topic_code = o[W_TOPIC_CODE].buf, *born_code = o[W_BORN_HOST_CODE].buf,
+                *store_code = o[W_STORE_HOST_CODE].buf, *tags_code = o[W_TAGS_CODE].buf,
+                *delay = o[W_DELAY_LEVEL].buf;
+        uint8_t *tags_valid = o[W_TAGS_VALID].buf, *keys_valid = o[W_KEYS_VALID].buf,
+                *uniq_valid = o[W_UNIQ_KEY_VALID].buf;
+        int64_t *props_off = o[W_PROPERTIES_OFFSETS].buf, *keys_off = o[W_KEYS_OFFSETS].buf,
+                *uniq_off = o[W_UNIQ_KEY_OFFSETS].buf, *body_off = o[W_BODY_OFFSETS].buf;
+        uint8_t *props_data = o[W_PROPERTIES_DATA].buf, *keys_data = o[W_KEYS_DATA].buf,
+                *uniq_data = o[W_UNIQ_KEY_DATA].buf, *body_data = o[W_BODY_DATA].buf;
+        int64_t props_cap = o[W_PROPERTIES_DATA].len - TEXT_SLACK, keys_cap = o[W_KEYS_DATA].len - TEXT_SLACK,
+                uniq_cap = o[W_UNIQ_KEY_DATA].len - TEXT_SLACK,
+                body_cap = body ? o[W_BODY_DATA].len - TEXT_SLACK : 0;
+        int64_t props_used = 0, keys_used = 0, uniq_used = 0, body_used = 0;
+        uint64_t props_high = 0, keys_high = 0, uniq_high = 0;
+        int64_t tags_nulls = 0, keys_nulls = 0, uniq_nulls = 0;
+        const uint8_t *end_of_buf = buf + b.len;
+        Py_ssize_t end = b.len, p = start, rows = 0;
+        int64_t prefetched = start;
+        int code = STOP_END, bad_kind = BAD_NONE, problem = PROP_OK, failed = 0;
+        int64_t bad_block = 0, bad_at = 0;
+        props_off[0] = keys_off[0] = uniq_off[0] = 0;
+        if (body)
+            body_off[0] = 0;
+        Py_BEGIN_ALLOW_THREADS
+        for (;; rows++) {
+            /* the walk's checks of the record at p */
+            Py_ssize_t left = end - p;
+            if (left == 0) {
+                code = STOP_END;
+                break;
+            }
+            int32_t size, magic;
+            if ((code = record_at(buf, p, left, &size, &magic)) >= 0)
+                break;
+            prefetch_stream(buf, end, &prefetched, (int64_t)p + size + PREFETCH_BYTES);
+            /* decode_records' checks */
+            const uint8_t *r = buf + p;
+            record_layout l;
+            if (layout_record(r, &l) < 0) {
+                bad_kind = BAD_FIELDS;
+                break;
+            }
+            /* find_props' check, and the wanted values */
+            int64_t vs[WANT_N], vl[WANT_N];
+            problem = scan_block(buf, b.len, p + l.o_props, l.props_len, name_ptr, name_len, vs, vl, &bad_at);
+            if (problem != PROP_OK) {
+                bad_kind = BAD_PROPERTIES;
+                bad_block = p + l.o_props;
+                break;
+            }
+            /* the row */
+            put_fixed(o, rows, r, &l);
+            int32_t c;
+            if ((c = spandict_code(&topics, p + l.o_topic, l.topic_len)) < 0) {
+                failed = 1;
+                break;
+            }
+            topic_code[rows] = c;
+            if (l.born_width == IPV4_ADDRESS_SIZE) {
+                if ((c = keydict_code(&born_hosts, host_key(r + HEAD_SIZE, IPV4_ADDRESS_SIZE))) < 0) {
+                    failed = 1;
+                    break;
+                }
+                born_code[rows] = c;
+            } else {
+                born_code[rows] = -1;
+            }
+            if (l.store_width == IPV4_ADDRESS_SIZE) {
+                if ((c = keydict_code(&store_hosts, host_key(r + l.o_store_host, IPV4_ADDRESS_SIZE))) < 0) {
+                    failed = 1;
+                    break;
+                }
+                store_code[rows] = c;
+            } else {
+                store_code[rows] = -1;
+            }
+            if ((l.born_width != IPV4_ADDRESS_SIZE || l.store_width != IPV4_ADDRESS_SIZE) &&
+                (vec_push(&v6, rows) < 0 || vec_push(&v6, p) < 0)) {
+                failed = 1;
+                break;
+            }
+            if (put_text(props_data, props_cap, &props_used, buf + p + l.o_props, l.props_len, end_of_buf,
+                         &props_high) < 0) {
+                failed = 2;
+                break;
+            }
+            props_off[rows + 1] = props_used;
+            if (vs[WANT_KEYS] >= 0 &&
+                put_text(keys_data, keys_cap, &keys_used, buf + vs[WANT_KEYS], vl[WANT_KEYS], end_of_buf,
+                         &keys_high) < 0) {
+                failed = 2;
+                break;
+            }
+            keys_nulls += vs[WANT_KEYS] < 0;
+            set_bit(keys_valid, rows, vs[WANT_KEYS] >= 0);
+            keys_off[rows + 1] = keys_used;
+            if (vs[WANT_UNIQ_KEY] >= 0 &&
+                put_text(uniq_data, uniq_cap, &uniq_used, buf + vs[WANT_UNIQ_KEY], vl[WANT_UNIQ_KEY], end_of_buf,
+                         &uniq_high) < 0) {
+                failed = 2;
+                break;
+            }
+            uniq_nulls += vs[WANT_UNIQ_KEY] < 0;
+            set_bit(uniq_valid, rows, vs[WANT_UNIQ_KEY] >= 0);
+            uniq_off[rows + 1] = uniq_used;
+            c = 0;
+            if (vs[WANT_TAGS] >= 0 && (c = spandict_code(&tags, vs[WANT_TAGS], vl[WANT_TAGS])) < 0) {
+                failed = 1;
+                break;
+            }
+            tags_code[rows] = c;
+            tags_nulls += vs[WANT_TAGS] < 0;
+            set_bit(tags_valid, rows, vs[WANT_TAGS] >= 0);
+            delay[rows] = 0;
+            if (vs[WANT_DELAY] >= 0 && parse_delay(buf + vs[WANT_DELAY], vl[WANT_DELAY], &delay[rows]) < 0 &&
+                (vec_push(&delay_rows, rows) < 0 || vec_push(&delay_rows, vs[WANT_DELAY]) < 0 ||
+                 vec_push(&delay_rows, vl[WANT_DELAY]) < 0)) {
+                failed = 1;
+                break;
+            }
+            if (body) {
+                if (put_text(body_data, body_cap, &body_used, r + l.o_body, l.body_len, end_of_buf, NULL) < 0) {
+                    failed = 2;
+                    break;
+                }
+                body_off[rows + 1] = body_used;
+            }
+            p += size;
+        }
+        Py_END_ALLOW_THREADS
+        if (failed == 1) {
+            PyErr_NoMemory();
+            goto done;
+        }
+        if (failed == 2) {
+            PyErr_SetString(PyExc_ValueError, "text outputs too short");
+            goto done;
+        }
+        PyObject *spans[6] = {vec_take_bytes(&topics.spans), vec_take_bytes(&tags.spans),
+                              vec_take_bytes(&born_hosts.keys), vec_take_bytes(&store_hosts.keys),
+                              vec_take_bytes(&v6), vec_take_bytes(&delay_rows)};
+        for (int j = 0; j < 6; j++) {
+            if (spans[j] == NULL) {
+                for (int k = 0; k < 6; k++)
+                    Py_XDECREF(spans[k]);
+                goto done;
+            }
+        }
+        int high = ((props_high & 0x8080808080808080ULL) != 0) | ((keys_high & 0x8080808080808080ULL) != 0) << 1 |
+                   ((uniq_high & 0x8080808080808080ULL) != 0) << 2;
+        result = Py_BuildValue("(nniinLLiNNNNNNi(LLL))", rows, p, code, bad_kind, p, (long long)bad_block,
+                               (long long)bad_at, problem, spans[0], spans[1], spans[2], spans[3], spans[4],
+                               spans[5], high, (long long)tags_nulls, (long long)keys_nulls, (long long)uniq_nulls);
+    }
+done:
+    for (int j = 0; j < got; j++)
+        PyBuffer_Release(&o[j]);
+    PyBuffer_Release(&b);
+    spandict_free(&topics);
+    spandict_free(&tags);
+    keydict_free(&born_hosts);
+    keydict_free(&store_hosts);
+    free(v6.data);
+    free(delay_rows.data);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"walk", walk, METH_VARARGS,
      "walk(buffer, start, end, max_records) -> (positions int64 bytes, stop_pos, stop_code)"},
@@ -956,9 +1442,13 @@ static PyMethodDef methods[] = {
     {"decode_records", decode_records, METH_VARARGS,
      "decode_records(buffer, positions, outputs) -> first bad row or -1"},
     {"span_objects", span_objects, METH_VARARGS,
-     "span_objects(buffer, starts, lengths, as_bytes) -> list of bytes / str / None"},
+     "span_objects(buffer, starts, lengths, as_bytes, out=None) -> list of bytes / str / None (None with out)"},
     {"gather_spans", gather_spans, METH_VARARGS,
      "gather_spans(buffer, starts, lengths, offsets_out, width=1, column=0) -> (data bytes, all_ascii)"},
+    {"walk_decode", walk_decode, METH_VARARGS,
+     "walk_decode(buffer, start, body, names, outputs) -> (rows, stop_pos, stop_code, bad_kind, bad_pos, "
+     "bad_block, bad_at, bad_problem, topic_spans, tags_spans, born_keys, store_keys, v6_rows, delay_rows, "
+     "text_high, null_counts)"},
     {"find_props", find_props, METH_VARARGS,
      "find_props(buffer, starts, lengths, names, value_starts_out, value_lengths_out) -> None or (row, offset, problem)"},
     {NULL, NULL, 0, NULL},

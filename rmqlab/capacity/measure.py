@@ -28,7 +28,9 @@ really there:
     a random stored message). Keys with one stored hash walk alike (the broker compares
     hashes only), so each distinct hash is walked once and weighted by its keys or entries.
     With `queries` set and more distinct hashes than that, a uniform sample of them is walked
-    (``hit_hashes_walked`` says how many);
+    (``hit_hashes_walked`` says how many): for a quick look only, since the hit walk is
+    heavy-tailed (a key that shares a hot key's slot reads its whole chain) and a sample of keys
+    reads its mean low in most draws; the capacity validation walks every key;
 
 * **hot-key truncation** (:func:`truncation_share`): the share of directory-level key queries
   over a time window that the broker cuts at ``maxNum``: more entries match key and window

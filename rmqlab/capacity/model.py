@@ -22,7 +22,11 @@ rmqlab/capacity/README.md), with R = messages/s, k = index keys per message:
   :func:`peak_window_messages`), + 1 the file being written.
 * Slot occupancy and chains (:func:`sample_occupancy`): the real Java hash of keys generated as
   rmqlab.workload generates them, on several full files at different positions of the key
-  stream (or scaled ones with the same load factor), averaged; their spread is reported.
+  stream (or scaled ones with the same load factor), averaged; their spread is reported. The
+  keys stream through: made, hashed and dropped a chunk at a time.
+* Entries read per hit (:class:`OccupancySample`): the mean over every distinct key of a file
+  of its slot's chain length, a heavy-tailed mean (the few keys that share a hot key's slot
+  read its whole chain): only a mean over every key of a store's file measures it.
 * Entries read per hit with the broker's maxNum cut (:func:`chain_lengths_from_keys`): a key
   with c entries in a chain of L reads L if c < M, else M (L + 1) / (c + 1).
 * Hot-key truncation (:func:`poisson_tail`): a query names one ``topic#key``; matches of key
@@ -35,7 +39,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, fields
 from typing import Any
 
@@ -60,7 +64,10 @@ __all__ = [
     "SAMPLE_FILES",
     "estimate",
     "monte_carlo",
+    "monte_carlo_draws",
+    "draw_percentiles",
     "chain_lengths_from_keys",
+    "chain_lengths_from_hashes",
     "broker_walk_entries",
     "sample_index_keys",
     "sample_occupancy",
@@ -88,6 +95,11 @@ SAMPLE_ENTRIES = 200_000
 #: :func:`sample_occupancy` takes up to the most files at full size within SAMPLE_ENTRIES, or
 #: the fewest scaled ones when fewer than that fit.
 SAMPLE_FILES = (16, 4)
+#: Messages generated at a time by the streamed key sample (:func:`sample_occupancy`): the
+#: workload generator's own block, about 40 MB of message rows without bodies.
+_KEY_CHUNK_MESSAGES = 1 << 17
+#: Hashes counted into the slot table at a time (the remainders' temporary stays small).
+_HASH_BLOCK = 1 << 20
 
 # Properties block parts (``NAME\x01value\x02``): the UNIQ_KEY pair of an IPv4 client (32 hex
 # digits) and the KEYS pair without its value
@@ -263,6 +275,17 @@ class OccupancySample:
     ``entries_read_miss``: mean chain length over all slots (a missing key's slot is uniformly
     random), = entries / slots.
 
+    The hit means are over every distinct hash of the file (two keys with one hash walk alike;
+    a store's measurement weights each hash by its keys, and in a full default-size file 0.7 %
+    of the distinct keys share their hash with another, which moves the mean by 0.05 %: 5.1115
+    by hash, 5.1141 by key), and they are heavy-tailed: a key that shares a slot with a hot key
+    reads the hot key's whole chain. In a full default-size file 1,028 of 18,043,628 distinct keys (0.006 %)
+    read more than 1,000 entries and carry 7 % of the mean 5.11 (per-key SD 130). So a store's
+    file is measured over every one of its keys too: a sample of 200,000 keys holds 11 of those
+    on average and reads low in most draws (median 5.01). That, not the model, is why the first
+    full-size validation put the model 4 % above the stores (5.116 against 4.929 sampled; 5.111
+    over every key; benchmarks/RESULTS.md, capacity model validation, full stores).
+
     Several files (``files`` > 1, :func:`sample_occupancy`): ``occupancy``, ``entries_read_*``
     are means over the files (as a store's full files are averaged), ``mean_chain_length`` is
     pooled (their entries / their used slots); ``entries``, ``slots_used`` and
@@ -335,28 +358,96 @@ def chain_lengths_from_keys(keys: Any, hash_slot_num: int, keys_in_file: int, *,
     for name, v in (("hash_slot_num", hash_slot_num), ("keys_in_file", keys_in_file)):
         if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
             raise ValueError(f"{name} must be a positive int, got {v!r}")
+    _check_max_num(max_num)
+    if len(keys) < keys_in_file:
+        raise ValueError(f"keys_in_file is {keys_in_file} but only {len(keys)} keys were given")
+    hashes = index_hash_many(keys[:keys_in_file])
+    return chain_lengths_from_hashes(hashes, int(hash_slot_num), max_num=max_num, overwrite=True)
+
+
+def _check_max_num(max_num) -> None:
     if max_num is not None and (isinstance(max_num, bool) or not isinstance(max_num, (int, np.integer))
                                 or max_num < 1):
         raise ValueError(f"max_num must be a positive int or None, got {max_num!r}")
-    if len(keys) < keys_in_file:
-        raise ValueError(f"keys_in_file is {keys_in_file} but only {len(keys)} keys were given")
-    keys = keys[:keys_in_file]
-    hashes = index_hash_many(keys).astype(np.int64)
+
+
+def _long_runs(ordered: np.ndarray, first: np.ndarray, min_len: int) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct hashes of sorted `ordered` that occur at least `min_len` times: their rows
+    (0 = the smallest distinct hash) and their counts. `first` flags the first entry of each
+    distinct hash. In blocks, so that no per-entry or per-hash int64 array is made: only the
+    few long runs (hot keys) are listed."""
+    n = len(ordered)
+    last = n - min_len + 1              # a run of min_len or more starts before this entry
+    rows, counts = [np.zeros(0, np.int64)], [np.zeros(0, np.int64)]
+    seen = 0                            # distinct hashes before the block
+    for a in range(0, n, _HASH_BLOCK):
+        b = min(a + _HASH_BLOCK, n)
+        starts = first[a:b]
+        if a < last:
+            e = min(b, last)
+            hit = np.flatnonzero(starts[:e - a] & (ordered[a:e] == ordered[a + min_len - 1:e + min_len - 1]))
+            if len(hit):
+                rows.append(seen + np.cumsum(starts)[hit] - 1)
+                pos = a + hit
+                counts.append(np.searchsorted(ordered, ordered[pos], side="right") - pos)
+        seen += int(np.count_nonzero(starts))
+    return np.concatenate(rows), np.concatenate(counts)
+
+
+def chain_lengths_from_hashes(hashes: np.ndarray, hash_slot_num: int, *, max_num: int | None = None,
+                              overwrite: bool = False) -> OccupancySample:
+    """:func:`chain_lengths_from_keys` of keys already hashed: `hashes` are the stored index
+    hashes (non-negative ints, :func:`rmqlab.javahash.index_hash_many`) of one file's keys in
+    put order. `overwrite`: `hashes` may be sorted in place (no copy). Memory beyond `hashes`
+    and the slot table: a byte per hash and 16 per distinct hash (the distinct hashes and their
+    entry counts come from one sort, with no int64 array per hash). Cost: O(n log n) for the
+    sort, in C.
+
+    >>> s = chain_lengths_from_hashes(np.array([2, 2, 9, 5, 12]), 7, max_num=2)
+    >>> s.slots_used, s.distinct_keys, s.entries_read_hit      # chains of 3 and 2 entries
+    (2, 4, 2.5)
+    """
+    _check_max_num(max_num)
     m = int(hash_slot_num)
-    chains = np.bincount(hashes % m, minlength=m)
-    used = int(np.count_nonzero(chains))
     n = len(hashes)
-    distinct, per_hash = np.unique(hashes, return_counts=True)
+    if n < 1:
+        raise ValueError("hashes must hold at least one key")
+    chains = np.zeros(m, np.int64)
+    for a in range(0, n, _HASH_BLOCK):     # blocks: no slot-sized temporary of the whole file
+        chains += np.bincount(hashes[a:a + _HASH_BLOCK] % m, minlength=m)
+    used = int(np.count_nonzero(chains))
     lengths, counts = np.unique(chains, return_counts=True)
-    whole = chains[distinct % m]
-    broker = whole if max_num is None else broker_walk_entries(whole, per_hash, int(max_num))
+    if overwrite:
+        hashes.sort()
+        ordered = hashes
+    else:
+        ordered = np.sort(hashes)
+    first = np.empty(n, bool)           # the first entry of each distinct hash, in hash order
+    first[0] = True
+    np.not_equal(ordered[1:], ordered[:-1], out=first[1:])
+    slots = ordered[first]
+    slots %= m
+    distinct = len(slots)
+    # the chain each distinct hash's walk reads (int32: chains are at most index_num long; the
+    # mean of these integers is exact in float64 whatever the summation order)
+    whole = chains.astype(np.int32)[slots]
+    del slots
+    hit = float(whole.mean())
+    broker_mean = hit
+    if max_num is not None:
+        rows, matches = _long_runs(ordered, first, int(max_num))
+        del first
+        broker = whole.astype(np.float64)
+        del whole
+        broker[rows] = broker_walk_entries(broker[rows], matches, int(max_num))
+        broker_mean = float(np.mean(broker))
     occ = used / m
     return OccupancySample(
-        hash_slot_num=m, entries=n, distinct_keys=len(distinct), slots_used=used, occupancy=occ,
+        hash_slot_num=m, entries=n, distinct_keys=distinct, slots_used=used, occupancy=occ,
         mean_chain_length=n / used, max_chain_length=int(chains.max()),
-        entries_read_hit=float(whole.mean()), entries_read_miss=n / m,
+        entries_read_hit=hit, entries_read_miss=n / m,
         histogram=pd.DataFrame({"chain_length": lengths, "slots": counts}),
-        entries_read_hit_broker=float(np.mean(broker)), max_num=None if max_num is None else int(max_num),
+        entries_read_hit_broker=broker_mean, max_num=None if max_num is None else int(max_num),
         occupancy_file_p5=occ, occupancy_file_p95=occ, occupancy_files=(occ,))
 
 
@@ -371,16 +462,15 @@ def _workload(plan: Plan, messages: int, hot_keys: int, seed: int, first_order_i
                     hot_keys=hot_keys, zipf_s=k.zipf_s.likely, uniq_key=k.uniq_key)
 
 
-def sample_index_keys(plan: Plan, entries: int, *, hot_keys: int | None = None, seed: int | None = None,
-                      first_order_id: int = 0):
-    """The first `entries` index key strings (``topic#key``, pyarrow string array) a broker
-    would put for the plan's traffic at its likely values: messages made by
-    :func:`rmqlab.workload.generate_chunks` (same key shapes: UNIQ_KEY ids, one-off order ids,
-    Zipf hot keys), each message's UNIQ_KEY first, then its KEYS tokens, as buildIndex does.
-    `hot_keys` overrides the hot vocabulary size, `seed` the plan's seed; `first_order_id`
-    starts the one-off order ids further along the stream (ORDER_<first_order_id>, ...).
-    Cost: about 1 µs a key.
-    """
+def _index_key_chunks(plan: Plan, entries: int, *, hot_keys: int | None = None, seed: int | None = None,
+                      first_order_id: int = 0) -> Iterator[Any]:
+    """The index key strings of :func:`sample_index_keys`, a chunk of messages at a time
+    (pyarrow string arrays, in put order), so that no caller holds them all. The workload is
+    sized for `entries` keys with 5 % to spare; if it turns out to hold fewer, None is yielded
+    and the stream starts again from its first key with 1.5 times the messages (a consumer drops
+    what it took so far). The chunks go on past `entries`: a consumer stops when it has enough.
+    Nothing is yielded when the plan puts no index key. Memory: one chunk of
+    ``_KEY_CHUNK_MESSAGES`` messages and its keys."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -389,19 +479,84 @@ def sample_index_keys(plan: Plan, entries: int, *, hot_keys: int | None = None, 
     w_hot = int(plan.keys.cardinality.likely) if hot_keys is None else int(hot_keys)
     per_msg = _index_keys_per_message(plan.keys, "likely")
     if per_msg <= 0:
-        return pa.array([], pa.string())
+        return
     messages = int(math.ceil(entries / per_msg * 1.05)) + 16
     while True:
         w = _workload(plan, messages, w_hot, plan.seed if seed is None else int(seed), int(first_order_id))
-        tables = list(generate_chunks(w, 1 << 20, bodies=False))
-        table = pa.concat_tables(tables) if len(tables) > 1 else tables[0]
-        topic = table.column("topic").combine_chunks()
-        owner, values = index_keys_many(table.column("keys"), table.column("uniq_key"))
-        values = values.cast(pa.string())
-        keys = pc.binary_join_element_wise(topic.take(pa.array(owner)), values, "#")
-        if len(keys) >= entries:
-            return keys.slice(0, entries)
+        have = 0
+        for table in generate_chunks(w, _KEY_CHUNK_MESSAGES, bodies=False):
+            topic = table.column("topic").combine_chunks()
+            owner, values = index_keys_many(table.column("keys"), table.column("uniq_key"))
+            keys = pc.binary_join_element_wise(topic.take(pa.array(owner)), values.cast(pa.string()), "#")
+            have += len(keys)
+            yield keys
+        if have >= entries:
+            return
+        yield None
         messages = int(messages * 1.5) + 16
+
+
+def sample_index_keys(plan: Plan, entries: int, *, hot_keys: int | None = None, seed: int | None = None,
+                      first_order_id: int = 0):
+    """The first `entries` index key strings (``topic#key``, pyarrow string array) a broker
+    would put for the plan's traffic at its likely values: messages made by
+    :func:`rmqlab.workload.generate_chunks` (same key shapes: UNIQ_KEY ids, one-off order ids,
+    Zipf hot keys), each message's UNIQ_KEY first, then its KEYS tokens, as buildIndex does.
+    `hot_keys` overrides the hot vocabulary size, `seed` the plan's seed; `first_order_id`
+    starts the one-off order ids further along the stream (ORDER_<first_order_id>, ...).
+    Cost: about 0.3 CPU-µs a key; memory: the strings (33 bytes a key for the default plan)
+    and one chunk of messages (the key sample itself never holds them: :func:`sample_occupancy`).
+    """
+    import pyarrow as pa
+
+    parts: list[Any] = []
+    have = 0
+    for keys in _index_key_chunks(plan, entries, hot_keys=hot_keys, seed=seed, first_order_id=first_order_id):
+        if keys is None:        # the workload was short: it starts again, longer
+            parts, have = [], 0
+            continue
+        parts.append(keys)
+        have += len(keys)
+        if have >= entries:
+            return pa.concat_arrays(parts).slice(0, entries)
+    return pa.array([], pa.string())
+
+
+def _stream_files(plan: Plan, hash_slot_num: int, capacity: int, files: int, *, hot_keys: int | None = None,
+                  seed: int | None = None, first_order_id: int = 0) -> list[OccupancySample]:
+    """:func:`chain_lengths_from_keys` of `files` consecutive files of `capacity` keys each from
+    the start of the plan's key stream (:func:`sample_index_keys` with the same arguments, cut
+    into files), without holding the strings: each chunk of keys is hashed and dropped, and a
+    file is measured from its int32 hashes as soon as it is full. Peak memory: one chunk of
+    messages plus about 20 bytes per key of one file, however many files."""
+    import pyarrow as pa
+
+    max_num = plan.index.max_msgs_num_batch
+    samples: list[OccupancySample] = []
+    hashes = np.empty(capacity, np.int32)
+    filled = 0
+    for keys in _index_key_chunks(plan, files * capacity, hot_keys=hot_keys, seed=seed,
+                                  first_order_id=first_order_id):
+        if keys is None:        # the workload was short: it starts again, longer
+            samples, filled = [], 0
+            continue
+        chunk = index_hash_many(keys)
+        del keys
+        at = 0
+        while at < len(chunk) and len(samples) < files:
+            take = min(capacity - filled, len(chunk) - at)
+            hashes[filled:filled + take] = chunk[at:at + take]
+            filled += take
+            at += take
+            if filled == capacity:
+                # the generator's freed Arrow buffers go back to the system before the sort
+                pa.default_memory_pool().release_unused()
+                samples.append(chain_lengths_from_hashes(hashes, hash_slot_num, max_num=max_num, overwrite=True))
+                filled = 0
+        if len(samples) == files:
+            return samples
+    raise ValueError(f"keys_in_file is {capacity} but the plan puts no index key "
+                     "(no UNIQ_KEY and no keyed message)")
 
 
 def _order_ids_per_file(plan: Plan, capacity: int) -> int:
@@ -475,9 +630,14 @@ def sample_occupancy(plan: Plan, hash_slot_num: int | None = None, index_num: in
 
     `whole_files`: never scale. Where fewer than ``SAMPLE_FILES[1]`` full-size files fit in
     `max_entries`, hash `files` (default 1) whole full-size files instead, however many keys
-    that takes (about 1 µs a key: 15-20 s for the default 19,999,999-key file). This is what
-    the command line's estimate and report use unless told ``--fast``. Cost otherwise: about
-    0.2-0.4 s at the default `max_entries`.
+    that takes. This is what the command line's estimate and report use unless told ``--fast``.
+    Cost: about 0.35 CPU-µs a key: 6.7-7.4 CPU-seconds for the default 19,999,999-key file
+    (30-40 s wall on 2 cores at a load average of 9). Memory: the keys stream through (made,
+    hashed and dropped :data:`_KEY_CHUNK_MESSAGES` messages at a time) and each file is measured
+    from its int32 hashes, so the peak is one chunk plus about 20 bytes per key of one file,
+    whatever the number of files: 0.69 GB peak RSS for the default file, one or two of them
+    (0.12 GB of it the interpreter), where holding every key string took 6.6 GB. Cost
+    otherwise: about 0.2-0.4 s at the default `max_entries`.
 
     >>> from rmqlab.capacity.plan import parse_plan
     >>> plan = parse_plan({"index": {"hash_slot_num": 5000, "index_num": 20000}})
@@ -494,7 +654,6 @@ def sample_occupancy(plan: Plan, hash_slot_num: int | None = None, index_num: in
         raise ValueError(f"files must be a positive int or None, got {files!r}")
     capacity = Geometry(m, n_idx).capacity
     hot = int(plan.keys.cardinality.likely)
-    max_num = plan.index.max_msgs_num_batch
     fit = max_entries // capacity
     if files is None:
         files = min(SAMPLE_FILES[0], fit) if fit >= SAMPLE_FILES[1] else (1 if whole_files else SAMPLE_FILES[1])
@@ -502,18 +661,14 @@ def sample_occupancy(plan: Plan, hash_slot_num: int | None = None, index_num: in
     if whole_files:
         max_entries = max(int(max_entries), files * capacity)
     if files * capacity <= max_entries:
-        keys = sample_index_keys(plan, files * capacity)
-        samples = [chain_lengths_from_keys(keys.slice(j * capacity, capacity), m, capacity, max_num=max_num)
-                   for j in range(files)]
-        return _combine(samples, 1.0)
+        return _combine(_stream_files(plan, m, capacity, files), 1.0)
     q = (max_entries / files) / capacity
     m_s = max(1, round(m * q))
     c_s = max(1, round(capacity * m_s / m))
     hot_s = max(1, round(hot * q))
     ids_per_file = _order_ids_per_file(plan, capacity)
-    samples = [chain_lengths_from_keys(
-        sample_index_keys(plan, c_s, hot_keys=hot_s, seed=plan.seed + j, first_order_id=(j + 1) * ids_per_file),
-        m_s, c_s, max_num=max_num) for j in range(files)]
+    samples = [_stream_files(plan, m_s, c_s, 1, hot_keys=hot_s, seed=plan.seed + j,
+                             first_order_id=(j + 1) * ids_per_file)[0] for j in range(files)]
     return _combine(samples, m_s / m)
 
 
@@ -820,8 +975,8 @@ def estimate(plan: Plan, point: str = "likely", *, sample: bool | OccupancySampl
     plan's likely key shape; pass an :class:`OccupancySample` to reuse one); with
     ``sample=False`` from the uniform-hash model. `whole_files`: the key sample hashes whole
     full-size files, never scaled-down ones (:func:`sample_occupancy`): exact for any key
-    shape, 15-20 s at the default geometry. Cost: < 1 s for the default plan, nearly all in
-    the key sample; ~1 ms with ``sample=False``.
+    shape, about 7 CPU-seconds and 0.7 GB at the default geometry. Cost: < 1 s for the default
+    plan, nearly all in the key sample; ~1 ms with ``sample=False``.
 
     >>> from rmqlab.capacity.plan import parse_plan
     >>> e = estimate(parse_plan({}), sample=False)
@@ -861,18 +1016,21 @@ def _pert(rng: np.random.Generator, iv: Interval, n: int) -> np.ndarray:
     return iv.low + span * rng.beta(a, b, n)
 
 
-def monte_carlo(plan: Plan, samples: int = 2000, seed: int | None = None, *,
-                sample: bool | OccupancySample = True, percentiles=(5, 50, 95),
-                whole_files: bool = False) -> pd.DataFrame:
-    """Percentiles of every output when each interval input is drawn independently from a
-    PERT(low, likely, high) distribution (a Beta scaled to [low, high] with mode `likely`;
-    a plain number stays fixed). One row per output (index = output name), columns
-    ``p5``, ``p50``, ``p95`` (by default) and ``mean``; infinite outputs (never reaching a
-    disk threshold) count as +inf in percentiles and make the mean inf. `seed` None uses the
-    plan's seed. Vectorized over samples; the real-hash occupancy is sampled once at the
+def monte_carlo_draws(plan: Plan, samples: int = 2000, seed: int | None = None, *,
+                      sample: bool | OccupancySample = True, whole_files: bool = False) -> pd.DataFrame:
+    """Every Monte Carlo draw behind :func:`monte_carlo`: one row per draw, a column per interval
+    input (its dotted name: the value drawn) and per output (the model at those inputs; floats,
+    inf where a disk threshold is never reached). Each interval is drawn independently from
+    PERT(low, likely, high) (a Beta scaled to [low, high] with mode `likely`; a plain number stays
+    fixed); `seed` None uses the plan's seed. The real-hash occupancy is sampled once at the
     likely point and carried to each draw by the uniform model's ratio (see :func:`estimate`;
-    `whole_files` as there).
-    Cost: ~50 ms for 2000 samples plus the key sample.
+    `whole_files` as there). Cost: ~50 ms for 2000 samples plus the key sample.
+
+    >>> from rmqlab.capacity.plan import parse_plan
+    >>> d = monte_carlo_draws(parse_plan({"traffic": {"messages_per_second": {"low": 1, "likely": 2, "high": 4}}}),
+    ...                       100, sample=False)
+    >>> d.shape[0], bool(d["traffic.messages_per_second"].between(1, 4).all())
+    (100, True)
     """
     if isinstance(samples, bool) or not isinstance(samples, (int, np.integer)) or samples < 1:
         raise ValueError(f"samples must be a positive int, got {samples!r}")
@@ -883,15 +1041,40 @@ def monte_carlo(plan: Plan, samples: int = 2000, seed: int | None = None, *,
     out = _core(plan, v, occ)
     if occ is not None:
         _carry_sample(plan, out, occ)
+    columns = {**v, **{name: out[name] for name in OUTPUTS}}
+    return pd.DataFrame({name: np.broadcast_to(np.asarray(x, float), (int(samples),)) for name, x in columns.items()})
+
+
+def draw_percentiles(draws: pd.DataFrame, percentiles=(5, 50, 95)) -> pd.DataFrame:
+    """Percentiles of each output over Monte Carlo draws (:func:`monte_carlo_draws`): one row
+    per output, columns ``p5``, ``p50``, ``p95`` (by default) and ``mean``. Infinite values
+    (a threshold never reached) count as +inf: a percentile falling among them is inf (the
+    draw at that rank), and so is the mean. Cost: O(outputs x draws log draws).
+    """
+    samples = len(draws)
     rows = {}
     for name in OUTPUTS:
-        x = np.broadcast_to(np.asarray(out[name], float), (samples,))
+        x = draws[name].to_numpy(float)
         row = {f"p{p:g}": float(np.percentile(x, p, method="linear")) if np.isfinite(x).all()
                else float(np.sort(x)[min(samples - 1, int(math.ceil(p / 100 * samples)) - 1 if p > 0 else 0)])
                for p in percentiles}
         row["mean"] = float(x.mean())
         rows[name] = row
     return pd.DataFrame.from_dict(rows, orient="index")
+
+
+def monte_carlo(plan: Plan, samples: int = 2000, seed: int | None = None, *,
+                sample: bool | OccupancySample = True, percentiles=(5, 50, 95),
+                whole_files: bool = False) -> pd.DataFrame:
+    """Percentiles of every output when each interval input is drawn independently from a
+    PERT(low, likely, high) distribution: :func:`draw_percentiles` of
+    :func:`monte_carlo_draws` (see there for `seed`, `sample` and `whole_files`). One row per
+    output (index = output name), columns ``p5``, ``p50``, ``p95`` (by default) and ``mean``;
+    infinite outputs (never reaching a disk threshold) count as +inf in percentiles and make
+    the mean inf. Cost: ~50 ms for 2000 samples plus the key sample.
+    """
+    return draw_percentiles(monte_carlo_draws(plan, samples, seed, sample=sample, whole_files=whole_files),
+                            percentiles)
 
 
 # -------------------------------------------------------------- exact counts for a store

@@ -4,7 +4,8 @@
 plan.toml`` prints the model's outputs at the likely point; ``rmqlab capacity report plan.toml
 --out report.html`` writes the self-contained HTML report (``--json``: its numbers on stdout).
 Both hash whole full-size index files of keys shaped like the plan's for slot occupancy and
-chains (15-20 s a configuration at the broker's default geometry, announced on stderr);
+chains (about 7 CPU-seconds and 0.7 GB a configuration at the broker's default geometry,
+announced on stderr);
 ``--fast`` uses scaled-down files instead (under 1 s; occupancy up to 6 % off for workloads of
 sequential ids or few distinct keys, see rmqlab/capacity/README.md).
 A bad plan exits with status 2 and the PlanError message, which starts with the field's dotted
@@ -50,7 +51,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 def _fast_option(p: argparse.ArgumentParser) -> None:
     p.add_argument("--fast", action="store_true",
                    help="occupancy from scaled-down sample files (under 1 s) instead of whole full-size "
-                        "files (15-20 s a configuration at the default geometry; exact for any key shape)")
+                        "files (about 7 CPU-seconds and 0.7 GB a configuration at the default geometry; "
+                        "exact for any key shape)")
 
 
 def _progress(line: str) -> None:

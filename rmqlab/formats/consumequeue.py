@@ -91,6 +91,7 @@ __all__ = [
     "queue_dir",
     "delay_level_to_queue_id",
     "subscription_codes",
+    "subscription_tags",
     "QueueFile",
     "QueueInfo",
     "ProbeStep",
@@ -176,13 +177,24 @@ def subscription_codes(expression: str | Iterable[str] | None) -> set[int] | Non
     >>> sorted(subscription_codes("TagA || TagB")), subscription_codes("*")
     ([2598919, 2598920], None)
     """
+    tags = subscription_tags(expression)
+    return None if tags is None else {java_hash(t) for t in tags}
+
+
+def subscription_tags(expression: str | Iterable[str] | None) -> set[str] | None:
+    """The tag strings a TAG subscription names (FilterAPI.buildSubscriptionData's tagsSet),
+    which the client compares with each pulled message's TAGS; None = all ("" or "*").
+
+    >>> sorted(subscription_tags(" TagA ||TagB|| ")), subscription_tags("*")
+    (['TagA', 'TagB'], None)
+    """
     if expression is None:
         return None
     if isinstance(expression, str):
         if expression == "" or expression == "*":
             return None
-        return {java_hash(t.strip()) for t in expression.split("||") if t.strip()}
-    return {java_hash(t) for t in expression}
+        return {t.strip() for t in expression.split("||") if t.strip()}
+    return set(expression)
 
 
 # ------------------------------------------------------------------------------ reading

@@ -582,6 +582,11 @@ class IndexFile:
 
     # -- writing --------------------------------------------------------------------------
 
+    @property
+    def closed(self) -> bool:
+        """True once :meth:`close` has run: nothing can be read or written any more."""
+        return self._closed
+
     def _require_open(self) -> None:
         if self._closed:
             raise ValueError(f"{self.path}: index file is closed")
@@ -620,8 +625,8 @@ class IndexFile:
                  hashes: np.ndarray | None = None) -> int:
         """Put many keys in order, exactly as repeated :meth:`put_key` would; returns how many
         fit. Cost: O(n) in C, no Python loop; 19,999,999 keys into a new default-size file take
-        about 0.3 CPU-seconds once hashed, in a fresh process with the page faults included (see
-        :func:`build_index_file` for the whole build).
+        0.15-0.3 CPU-seconds once hashed (0.10-0.14 in the put loop, the rest the kernel's copy
+        into the page cache; see :func:`build_index_file` for the whole build).
 
         `keys` is anything :func:`rmqlab.javahash.index_hash_many` accepts; pass `hashes`
         (int32, already index hashes) instead to skip hashing. A batch of 100,000 keys or more
@@ -938,11 +943,13 @@ def build_index_file(path: str | os.PathLike, keys: Any, phy_offsets: Any, store
     before the rename, so the file survives a power loss too (about 0.25 s more for a full
     default-size file). Returns the number of keys written.
     Cost: O(n) in C. 19,999,999 keys from a pyarrow array into a default-size file, one build
-    in a fresh process (page faults included): about 0.5 CPU-seconds (hashing 0.15-0.2 on two
-    threads, the put loop 0.15, the kernel's copy into the page cache 0.1-0.2), measured at
-    0.75-1.15 s wall (median of 5-6 processes) on a 2-core machine under a load of 5-7; resident
-    growth about 100 MB (the hashes and the slot table), as the file's pages are written with
-    pwrite and never mapped into the process.
+    in a fresh process (page faults included): 0.30-0.46 CPU-seconds, median 0.34 (hashing
+    about 0.1 on two threads, the put loop 0.10-0.14, bound by its random slot-table reads;
+    the kernel's copy into the page cache 0.07-0.19), about 300 minor faults; measured at
+    0.55-1.31 s wall, median 0.83 of 5 processes, on a 2-core machine under a load of 8-9,
+    where the wall clock is mostly waiting for a core. Resident growth 97 MiB (the hashes and
+    the slot table), as the file's pages are written with pwrite and never mapped into the
+    process.
 
     >>> import tempfile, os
     >>> d = tempfile.mkdtemp()

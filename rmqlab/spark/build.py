@@ -55,7 +55,7 @@ from rmqlab.formats.indexfile import NEW_SLOT, SlotCountRule
 from rmqlab.spark import storage
 from rmqlab.spark.storage import Location
 
-__all__ = ["build_index_files", "plan_ranks", "RUN_DTYPE", "BuildPlan", "HashMismatchError"]
+__all__ = ["build_index_files", "plan_ranks", "RUN_DTYPE", "BuildPlan", "HashMismatchError", "empty_job_seconds"]
 
 
 class HashMismatchError(RuntimeError):
@@ -418,3 +418,20 @@ def _build_one(plan: BuildPlan, fs: Any, hash_slot_num: int, index_num: int, slo
         written = build(local)
         storage.publish(local, target)
     return written
+
+
+def empty_job_seconds(spark: Any, tasks: int) -> float:
+    """Seconds an Arrow job of `tasks` tasks that does no work takes on `spark`: what each pass
+    of :func:`build_index_files` pays before it hashes a key (scheduling the tasks, starting or
+    reusing Python workers, shipping Arrow batches both ways), measured with the same job shape
+    (``spark.range(...).mapInArrow(...).collect()``). Cost: one Spark job of `tasks` tasks.
+    """
+    def task(batches):
+        import pyarrow as pa
+
+        for batch in batches:
+            yield pa.RecordBatch.from_pydict({"n": [batch.num_rows]})
+
+    start = time.monotonic()
+    spark.range(0, tasks, 1, max(int(tasks), 1)).mapInArrow(task, "n long").collect()
+    return time.monotonic() - start

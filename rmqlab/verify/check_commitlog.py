@@ -7,6 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
+from rmqlab.arrays import distinct
 from rmqlab.dispatch import message_tags_codes
 from rmqlab.errors import FormatError, GeometryError, RmqlabError, TruncatedFileError
 from rmqlab.formats import commitlog as cl
@@ -23,6 +24,8 @@ from rmqlab.verify.report import FileReport, make_problem, problem_from_error
 
 #: bits of the (row, key hash) codes used for joins: hash < 2^31
 KEY_CODE_HASH_BITS = 31
+#: messages whose key strings Messages.key_codes makes at a time
+KEY_CODE_CHUNK = 1 << 20
 
 
 class Messages:
@@ -80,32 +83,41 @@ class Messages:
                 f"store time {int(r['store_timestamp'])}")
 
     @property
-    def key_codes(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def key_codes(self) -> tuple[np.ndarray, np.ndarray]:
         """Every key buildIndex would put for each message, rollbacks included, as sorted
-        unique codes ``row << 31 | index_hash``; plus, per code of the expansion (unsorted),
-        the code and row. Cost: O(messages + key bytes), in Arrow and C."""
+        unique codes ``row << 31 | index_hash``; plus every code of the expansion, in message
+        order (a message's row is its code >> 31). Cost: O(messages + key bytes), in Arrow and
+        C, the key strings made for KEY_CODE_CHUNK messages at a time: memory about 24 bytes a
+        key (the two arrays and a sort) beyond the message table."""
         if self._key_codes is None:
-            from rmqlab.indexservice import expand_columns
-            from rmqlab.javahash import index_hash_many
-
-            f = self.frame
-            cols = {"topic": f["topic"].to_numpy(object), "phy_offset": self.positions,
-                    "store_timestamp": self.store_ts, "keys": f["keys"].to_numpy(object),
-                    "uniq_key": f["uniq_key"].to_numpy(object), "sys_flag": np.zeros(self.n, np.int64)}
-            try:
-                ex = expand_columns(cols)
-            except UnicodeEncodeError:
-                # invalid UTF-8 in a property (read back with surrogate escapes): the broker's
-                # new String(bytes, UTF_8) puts U+FFFD there, so hash that (a loop, damaged data only)
-                fix = np.frompyfunc(broker_text, 1, 1)
-                for name in ("topic", "keys", "uniq_key"):
-                    cols[name] = fix(cols[name]).astype(object)
-                ex = expand_columns(cols)
-            rows = np.asarray(ex.message_index, np.int64)
-            hashes = index_hash_many(ex.keys).astype(np.int64) if len(rows) else np.zeros(0, np.int64)
-            codes = (rows << KEY_CODE_HASH_BITS) | hashes
-            self._key_codes = (np.unique(codes), codes, rows)
+            parts = [self._chunk_key_codes(lo, min(lo + KEY_CODE_CHUNK, self.n))
+                     for lo in range(0, self.n, KEY_CODE_CHUNK)]
+            codes = np.concatenate(parts) if parts else np.zeros(0, np.int64)
+            del parts
+            self._key_codes = (distinct(codes), codes)
         return self._key_codes
+
+    def _chunk_key_codes(self, lo: int, hi: int) -> np.ndarray:
+        """The key codes of messages lo..hi-1, in message order."""
+        from rmqlab.indexservice import expand_columns
+        from rmqlab.javahash import index_hash_many
+
+        f = self.frame
+        cols = {"topic": f["topic"].to_numpy(object)[lo:hi], "phy_offset": self.positions[lo:hi],
+                "store_timestamp": self.store_ts[lo:hi], "keys": f["keys"].to_numpy(object)[lo:hi],
+                "uniq_key": f["uniq_key"].to_numpy(object)[lo:hi], "sys_flag": np.zeros(hi - lo, np.int64)}
+        try:
+            ex = expand_columns(cols)
+        except UnicodeEncodeError:
+            # invalid UTF-8 in a property (read back with surrogate escapes): the broker's
+            # new String(bytes, UTF_8) puts U+FFFD there, so hash that (a loop, damaged data only)
+            fix = np.frompyfunc(broker_text, 1, 1)
+            for name in ("topic", "keys", "uniq_key"):
+                cols[name] = fix(cols[name]).astype(object)
+            ex = expand_columns(cols)
+        rows = np.asarray(ex.message_index, np.int64) + lo
+        hashes = index_hash_many(ex.keys).astype(np.int64) if len(rows) else np.zeros(0, np.int64)
+        return (rows << KEY_CODE_HASH_BITS) | hashes
 
     @property
     def tags_codes(self) -> np.ndarray:

@@ -88,7 +88,7 @@ def _index_checks(f: IndexFile) -> tuple[dict[str, Any], list[Problem]]:
         out.append(make_problem("index.tail", CorruptIndexError, "entry 0 is never written but holds non-zero bytes",
                             p, g.entries_offset + nz, "entry[0]"))
     start = max(count, 1) * ENTRY.size
-    nz = first_nonzero(raw[start:])
+    nz = first_nonzero(raw[start:], path=f.path, offset=g.entries_offset + start)
     if nz >= 0:
         entry = (start + nz) // ENTRY.size
         out.append(make_problem("index.tail", CorruptIndexError,

@@ -22,82 +22,140 @@ from rmqlab.verify.check_consumequeue import open_ext
 from rmqlab.verify.common import add_problem, broker_text, first_problem
 from rmqlab.verify.report import FileReport, Problem, make_problem
 
+#: Index entries (and message keys) checked at a time: the cross-file check of an index holds
+#: a few arrays of this many whatever the file or the store holds (a full default-size file has
+#: 19,999,999 entries; checked whole, they took about 4 GB).
+CROSS_CHUNK = 1 << 20
 
-def _index_cross(f: IndexFile, msgs: Messages, seed: int | None, found: list[np.ndarray],
+
+class _FirstBad:
+    """The first element a check flags over chunks taken in order, and how many it flags."""
+
+    def __init__(self) -> None:
+        self.first = -1
+        self.count = 0
+
+    def add(self, mask: np.ndarray, lo: int) -> None:
+        bad = np.flatnonzero(mask)
+        if len(bad):
+            if self.first < 0:
+                self.first = lo + int(bad[0])
+            self.count += len(bad)
+
+    def problem(self, make) -> Problem | None:
+        """`make(first, count)` when the check flagged anything."""
+        return make(self.first, self.count) if self.count else None
+
+
+class _Entries:
+    """Entries lo..hi-1 of an index file (element i is entry number lo+i+1) with the message
+    each points at: the facts every check of :func:`_index_cross` reads."""
+
+    def __init__(self, f: IndexFile, msgs: Messages, seed: int | None, lo: int, hi: int):
+        e = f.used_entries[lo:hi]
+        self.numbers = np.arange(lo + 1, hi + 1, dtype=np.int64)
+        self.off = f.geometry.entries_offset + ENTRY.size * self.numbers
+        self.phy = e["phy_offset"].astype(np.int64)
+        self.kh = e["key_hash"].astype(np.int64)
+        self.td = e["time_diff"].astype(np.int64)
+        self.expired = msgs.expired(self.phy)
+        row, self.hit = msgs.lookup(self.phy)
+        if not msgs.n:
+            return
+        self.r = np.where(self.hit, row, 0)
+        self.codes = (self.r << KEY_CODE_HASH_BITS) | np.where(self.kh >= 0, self.kh, 0)
+        uniq, _ = msgs.key_codes
+        self.at = np.searchsorted(uniq, self.codes)
+        matched = self.hit & (self.kh >= 0) & (self.at < len(uniq))
+        matched[matched] = uniq[self.at[matched]] == self.codes[matched]
+        self.matched = matched
+        self.rolled = self.hit & ~goes_to_index_many(msgs.sys_flag[self.r])
+        self.want = time_diff_seconds(msgs.store_ts[self.r], f.header.begin_timestamp)
+        self.checkable = self.hit & (self.numbers >= 2)
+        if seed is not None and lo == 0 and hi > 0:
+            self.want[0] = time_diff_seconds(int(msgs.store_ts[self.r[0]]), seed)
+            self.checkable[0] = self.hit[0]
+
+
+def _index_cross(f: IndexFile, msgs: Messages, seed: int | None, present: np.ndarray | None,
                  notes: list[str]) -> list[Problem]:
-    """Entries of one open index file against the message table."""
+    """Entries of one open index file against the message table, CROSS_CHUNK entries at a
+    time; marks in `present` (one flag per distinct key code of the messages) the codes an
+    entry holds."""
     out: list[Problem] = []
-    g, h, p = f.geometry, f.header, str(f.path)
-    e = f.used_entries
-    n = len(e)
+    h, p = f.header, str(f.path)
+    n = len(f.used_entries)
     if not n:
         return out
-    numbers = np.arange(1, n + 1, dtype=np.int64)
-    off = g.entries_offset + ENTRY.size * numbers
-    phy = e["phy_offset"].astype(np.int64)
-    kh = e["key_hash"].astype(np.int64)
-    td = e["time_diff"].astype(np.int64)
-    expired = msgs.expired(phy)
-    if expired.any():
-        notes.append(f"{p}: {int(expired.sum())} entries point below the CommitLog's first file "
+    checks = {name: _FirstBad() for name in ("boundary", "hash", "rollback", "time")}
+    expired = 0
+    for lo in range(0, n, CROSS_CHUNK):
+        a = _Entries(f, msgs, seed, lo, min(lo + CROSS_CHUNK, n))
+        expired += int(a.expired.sum())
+        checks["boundary"].add(~a.hit & ~a.expired, lo)
+        if not msgs.n:
+            continue
+        if present is not None:
+            present[a.at[a.matched]] = True
+        checks["hash"].add(a.hit & ~a.matched, lo)
+        checks["rollback"].add(a.rolled, lo)
+        checks["time"].add(a.checkable & (a.td != a.want), lo)
+    if expired:
+        notes.append(f"{p}: {expired} entries point below the CommitLog's first file "
                      f"(expired messages): not checked")
-    row, hit = msgs.lookup(phy)
+
+    def entry(i: int) -> _Entries:   # the facts of entry number i+1 alone, to word a problem
+        return _Entries(f, msgs, seed, i, i + 1)
 
     def not_boundary(i, c):
+        phy = int(entry(i).phy[0])
         return make_problem("index.phy-offset", CorruptIndexError,
-                        f"entry {i + 1}: phy_offset {phy[i]} is not where a message starts: {msgs.where(int(phy[i]))}",
-                        p, off[i] + ENTRY.offset("phy_offset"), "entry.phy_offset", count=c)
+                            f"entry {i + 1}: phy_offset {phy} is not where a message starts: {msgs.where(phy)}",
+                            p, int(entry(i).off[0]) + ENTRY.offset("phy_offset"), "entry.phy_offset", count=c)
 
-    add_problem(out, first_problem(~hit & ~expired, not_boundary))
+    add_problem(out, checks["boundary"].problem(not_boundary))
     if not msgs.n:
         return out
-    r = np.where(hit, row, 0)
-    if hit[0] and int(msgs.store_ts[r[0]]) != h.begin_timestamp:
+    first, last = entry(0), entry(n - 1)
+    if first.hit[0] and int(msgs.store_ts[first.r[0]]) != h.begin_timestamp:
         out.append(make_problem("index.header-range", CorruptIndexError,
-                            f"begin_timestamp {h.begin_timestamp} but entry 1's message (the first put, which sets "
-                            f"it) was stored at {int(msgs.store_ts[r[0]])}", p, HEADER.offset("begin_timestamp"),
-                            "header.begin_timestamp"))
-    if hit[-1] and int(msgs.store_ts[r[-1]]) != h.end_timestamp:
+                                f"begin_timestamp {h.begin_timestamp} but entry 1's message (the first put, which "
+                                f"sets it) was stored at {int(msgs.store_ts[first.r[0]])}", p,
+                                HEADER.offset("begin_timestamp"), "header.begin_timestamp"))
+    if last.hit[0] and int(msgs.store_ts[last.r[0]]) != h.end_timestamp:
         out.append(make_problem("index.header-range", CorruptIndexError,
-                            f"end_timestamp {h.end_timestamp} but the last entry's message ({n}) was stored at "
-                            f"{int(msgs.store_ts[r[-1]])}", p, HEADER.offset("end_timestamp"), "header.end_timestamp"))
-    codes = (r << KEY_CODE_HASH_BITS) | np.where(kh >= 0, kh, 0)
-    uniq, _, _ = msgs.key_codes
-    at = np.searchsorted(uniq, codes)
-    matched = hit & (kh >= 0) & (at < len(uniq))
-    matched[matched] = uniq[at[matched]] == codes[matched]
-    found.append(codes[matched])
+                                f"end_timestamp {h.end_timestamp} but the last entry's message ({n}) was stored at "
+                                f"{int(msgs.store_ts[last.r[0]])}", p, HEADER.offset("end_timestamp"),
+                                "header.end_timestamp"))
 
     def bad_hash(i, c):
+        a = entry(i)
         return make_problem("index.key-hash", CorruptIndexError,
-                        f"entry {i + 1}: key_hash {kh[i]} is not index_hash(topic#key) of any key of the message "
-                        f"at {phy[i]} ({msgs.describe(int(r[i]))})", p, off[i] + ENTRY.offset("key_hash"),
-                        "entry.key_hash", count=c)
+                            f"entry {i + 1}: key_hash {a.kh[0]} is not index_hash(topic#key) of any key of the "
+                            f"message at {a.phy[0]} ({msgs.describe(int(a.r[0]))})", p,
+                            int(a.off[0]) + ENTRY.offset("key_hash"), "entry.key_hash", count=c)
 
-    add_problem(out, first_problem(hit & ~matched, bad_hash))
-    rolled = hit & ~goes_to_index_many(msgs.sys_flag[r])
+    add_problem(out, checks["hash"].problem(bad_hash))
 
     def rollback(i, c):
+        a = entry(i)
         return make_problem("index.rolled-back", CorruptIndexError,
-                        f"entry {i + 1}: the message at {phy[i]} is a rolled-back transaction record, which "
-                        f"buildIndex never indexes", p, off[i] + ENTRY.offset("phy_offset"), "entry.phy_offset",
-                        count=c)
+                            f"entry {i + 1}: the message at {a.phy[0]} is a rolled-back transaction record, which "
+                            f"buildIndex never indexes", p, int(a.off[0]) + ENTRY.offset("phy_offset"),
+                            "entry.phy_offset", count=c)
 
-    add_problem(out, first_problem(rolled, rollback))
-    want = time_diff_seconds(msgs.store_ts[r], h.begin_timestamp)
-    checkable = hit & (numbers >= 2)
-    if seed is not None:
-        want[0] = time_diff_seconds(int(msgs.store_ts[r[0]]), seed)
-        checkable[0] = hit[0]
+    add_problem(out, checks["rollback"].problem(rollback))
 
     def bad_time(i, c):
+        a = entry(i)
         base = h.begin_timestamp if i else seed
         return make_problem("index.entry-time", CorruptIndexError,
-                        f"entry {i + 1}: time_diff {td[i]} s but its message was stored at "
-                        f"{int(msgs.store_ts[r[i]])}, {want[i]} s after {'begin_timestamp' if i else 'the seed'} "
-                        f"{base}", p, off[i] + ENTRY.offset("time_diff"), "entry.time_diff", count=c)
+                            f"entry {i + 1}: time_diff {a.td[0]} s but its message was stored at "
+                            f"{int(msgs.store_ts[a.r[0]])}, {a.want[0]} s after "
+                            f"{'begin_timestamp' if i else 'the seed'} {base}", p,
+                            int(a.off[0]) + ENTRY.offset("time_diff"), "entry.time_diff", count=c)
 
-    add_problem(out, first_problem(checkable & (td != want), bad_time))
+    add_problem(out, checks["time"].problem(bad_time))
     return out
 
 
@@ -106,7 +164,8 @@ def index_dir_cross(opened: list[tuple[FileReport, IndexFile | None]], msgs: Mes
     out: list[Problem] = []
     live = [f for _, f in opened if f is not None]
     prev: IndexFile | None = None
-    found: list[np.ndarray] = []
+    # which distinct key codes of the messages (msgs.key_codes) some entry holds
+    present = np.zeros(len(msgs.key_codes[0]), bool) if msgs is not None and msgs.n else None
     entries = 0
     for f in live:
         h = f.header
@@ -123,11 +182,11 @@ def index_dir_cross(opened: list[tuple[FileReport, IndexFile | None]], msgs: Mes
             seed = None
             if prev is not None and prev.is_write_full and prev.header.end_timestamp > 0:
                 seed = prev.header.end_timestamp
-            out += _index_cross(f, msgs, seed, found, notes)
+            out += _index_cross(f, msgs, seed, present, notes)
         entries += f.header.keys
         prev = f
     counts["index_entries"] = entries
-    if msgs is None or not msgs.n:
+    if msgs is None or not msgs.n or present is None:
         return out
     # every key of every message between the first and last indexed offsets has an entry
     with_keys = [f for f in live if f.header.keys]
@@ -135,19 +194,19 @@ def index_dir_cross(opened: list[tuple[FileReport, IndexFile | None]], msgs: Mes
         return out
     lo = min(f.header.begin_phy_offset for f in with_keys)
     hi = max(f.header.end_phy_offset for f in with_keys)
-    _, codes, rows = msgs.key_codes
-    pos = msgs.positions[rows]
-    want = (pos >= lo) & (pos <= hi) & goes_to_index_many(msgs.sys_flag[rows])
-    have = np.unique(np.concatenate(found)) if found else np.zeros(0, np.int64)
-    at = np.searchsorted(have, codes)
-    present = at < len(have)
-    present[present] = have[at[present]] == codes[present]
-    missing = want & ~present
+    uniq, codes = msgs.key_codes
+    missing = _FirstBad()
+    for start in range(0, len(codes), CROSS_CHUNK):
+        part = codes[start:start + CROSS_CHUNK]
+        rows = part >> KEY_CODE_HASH_BITS
+        pos = msgs.positions[rows]
+        want = (pos >= lo) & (pos <= hi) & goes_to_index_many(msgs.sys_flag[rows])
+        missing.add(want & ~present[np.searchsorted(uniq, part)], start)
 
     def make(i, c):
         from rmqlab.javahash import index_hash
 
-        rr = int(rows[i])
+        rr = int(codes[i]) >> KEY_CODE_HASH_BITS
         key_hash = int(codes[i]) & ((1 << KEY_CODE_HASH_BITS) - 1)
         uniq, topic = msgs.frame["uniq_key"].iat[rr], msgs.frame["topic"].iat[rr]
         fld = "UNIQ_KEY" if isinstance(uniq, str) and index_hash(broker_text(f"{topic}#{uniq}")) == key_hash \
@@ -158,7 +217,7 @@ def index_dir_cross(opened: list[tuple[FileReport, IndexFile | None]], msgs: Mes
                         f"a key query will not find it", msgs.files[int(msgs.file_of[rr])], int(msgs.file_pos[rr]),
                         fld, count=c)
 
-    add_problem(out, first_problem(missing, make))
+    add_problem(out, missing.problem(make))
     return out
 
 
@@ -273,18 +332,23 @@ def missing_units(queues: list[tuple[str, int, int, int]], msgs: Messages, dispa
 
     if not msgs.n or dispatched_end <= 0:
         return None
-    elig = goes_to_consume_queue_many(msgs.sys_flag) & (msgs.positions < dispatched_end)
-    if not elig.any():
-        return None
-    frame = pd.DataFrame({"topic": msgs.frame["topic"].to_numpy(object),
-                          "queue_id": msgs.frame["queue_id"].to_numpy(np.int64),
-                          "qoff": msgs.frame["queue_offset"].to_numpy(np.int64), "row": np.arange(msgs.n)})[elig]
     qs = pd.DataFrame(queues, columns=["topic", "queue_id", "qmin", "qmax"])
-    j = frame.merge(qs, on=["topic", "queue_id"], how="left")
-    missing = j["qmax"].isna() | (j["qoff"] >= j["qmax"])
-    if not missing.any():
+    topics = msgs.frame["topic"].to_numpy(object)
+    queue_ids = msgs.frame["queue_id"].to_numpy(np.int64)
+    queue_offsets = msgs.frame["queue_offset"].to_numpy(np.int64)
+    first, count = None, 0
+    for lo in range(0, msgs.n, CROSS_CHUNK):   # a chunk of messages at a time: bounded memory
+        rows = np.arange(lo, min(lo + CROSS_CHUNK, msgs.n))
+        rows = rows[goes_to_consume_queue_many(msgs.sys_flag[rows]) & (msgs.positions[rows] < dispatched_end)]
+        frame = pd.DataFrame({"topic": topics[rows], "queue_id": queue_ids[rows], "qoff": queue_offsets[rows],
+                              "row": rows})
+        j = frame.merge(qs, on=["topic", "queue_id"], how="left")
+        missing = j["qmax"].isna() | (j["qoff"] >= j["qmax"])
+        count += int(missing.sum())
+        if first is None and missing.any():
+            first = j[missing].sort_values("row").iloc[0]
+    if first is None:
         return None
-    first = j[missing].sort_values("row").iloc[0]
     rr = int(first["row"])
     where = "no such queue folder" if pd.isna(first["qmax"]) else f"the queue ends at {int(first['qmax'])}"
     return make_problem("cq.missing-unit", CorruptIndexError,
@@ -292,7 +356,7 @@ def missing_units(queues: list[tuple[str, int, int, int]], msgs: Messages, dispa
                     f"queue {int(first['queue_id'])}, "
                     f"QUEUEOFFSET {int(first['qoff'])}) lies before the dispatched end {dispatched_end} but has no "
                     f"ConsumeQueue unit ({where})", msgs.files[int(msgs.file_of[rr])], int(msgs.file_pos[rr]),
-                    "QUEUEOFFSET", count=int(missing.sum()))
+                    "QUEUEOFFSET", count=count)
 
 
 def checkpoint_cross(path: Path, c: cpf.StoreCheckpoint, msgs: Messages | None, have_cq: bool,

@@ -65,7 +65,7 @@ def infer_index_geometry(path: str | os.PathLike) -> Geometry:
         try:
             U = np.frombuffer(mm, np.uint8)
             # nothing is written after entry index_count - 1: the last non-zero byte bounds the split
-            slots = slots[HEADER.size + SLOT.size * slots + ENTRY.size * count > last_nonzero(U)]
+            slots = slots[HEADER.size + SLOT.size * slots + ENTRY.size * count > last_nonzero(U, path=path)]
             eo = HEADER.size + SLOT.size * slots
 
             e1 = eo + ENTRY.size

@@ -10,6 +10,7 @@ as the cell's value), in a script (``fig.savefig("x.png")``) and on a headless s
 * :func:`chain_length_histogram_figure` - the chain-length distribution against the
   Poisson expectation of an ideal uniform hash.
 * :func:`entries_over_time` - entries per time bin and the time span of every file of a folder.
+* :func:`stored_time_lag_figure` - how far each entry's stored time lies before the real one.
 * :func:`file_stats_figure` - per file of a folder, non-empty slots against a uniform hash's
   share, and the mean and longest chains (from :func:`rmqlab.indexstats.directory_stats`).
 * :func:`query_walk_figure` - a key query's walk, file by file and entry by entry, coloured by
@@ -19,9 +20,10 @@ as the cell's value), in a script (``fig.savefig("x.png")``) and on a headless s
   field shaded and decoded; :func:`hex_fields` is the table behind it.
 * :func:`load_factor_figure`, :func:`load_factor_comparison_figure` - chain lengths and query
   costs a (hash_slot_num, index_num) configuration implies for uniform hashes (theory in
-  :func:`rmqlab.indexstats.chain_length_theory`); :func:`disk_usage_figure` and
-  :func:`index_fill_time_figure` (with :func:`rmqlab.capacity.model.hours_to_fill`) - disk bytes over days and the
-  time to fill an index file, for capacity planning.
+  :func:`rmqlab.indexstats.chain_length_theory`); :func:`disk_usage_figure`,
+  :func:`disk_fan_figure`, :func:`percentile_ranges_figure` and
+  :func:`index_fill_time_figure` (with :func:`rmqlab.capacity.model.hours_to_fill`) - disk bytes over days (likely
+  and as a Monte Carlo fan), the spread of the outputs, and the time to fill an index file, for capacity planning.
 
 Widgets (ipywidgets; imported on first use, so ``import rmqlab.viz`` does not load them):
 
@@ -41,11 +43,19 @@ from rmqlab.extras import require
 # this package raises MissingExtraError rather than ModuleNotFoundError, hence the late imports.
 require("viz", "matplotlib", "rmqlab.viz")
 
+from rmqlab.viz.fonts import use_fallback_fonts  # noqa: E402
+
+# Chinese and emoji keys draw as boxes in DejaVu alone: fall back to the CJK and emoji fonts
+# make installs (rmqlab/viz/fonts.py).
+use_fallback_fonts()
+
 from rmqlab.viz.capacity import (  # noqa: E402
+    disk_fan_figure,
     disk_usage_figure,
     index_fill_time_figure,
     load_factor_comparison_figure,
     load_factor_figure,
+    percentile_ranges_figure,
 )
 from rmqlab.viz.figures import (  # noqa: E402
     chain_length_histogram_figure,
@@ -53,6 +63,7 @@ from rmqlab.viz.figures import (  # noqa: E402
     file_stats_figure,
     slot_chain_lengths,
     slot_occupancy_image,
+    stored_time_lag_figure,
 )
 from rmqlab.viz.hexview import (  # noqa: E402
     annotated_hex_figure,
@@ -69,6 +80,7 @@ __all__ = [
     "chain_length_histogram_figure",
     "entries_over_time",
     "file_stats_figure",
+    "stored_time_lag_figure",
     "walk_table",
     "query_walk_figure",
     "hex_fields",
@@ -79,6 +91,8 @@ __all__ = [
     "load_factor_figure",
     "load_factor_comparison_figure",
     "disk_usage_figure",
+    "disk_fan_figure",
+    "percentile_ranges_figure",
     "index_fill_time_figure",
     "QueryExplorer",
     "InsertionStepper",

@@ -10,7 +10,10 @@ query for a missing key reads about 4 entries and reaching a stored key about 3
 * :func:`load_factor_figure` - one configuration: the chain-length distribution of a full file
   and the entries a query reads as the file fills.
 * :func:`load_factor_comparison_figure` - several configurations side by side.
-* :func:`disk_usage_figure` - bytes on disk over days against the disk size and thresholds.
+* :func:`disk_usage_figure` - bytes on disk over days against the disk size and thresholds;
+  :func:`disk_fan_figure` - the same as a Monte Carlo fan (p5-p95 bands).
+* :func:`percentile_ranges_figure` - the p5-p95 spread of outputs of different units, each
+  relative to its likely value.
 * :func:`index_fill_time_figure` - hours to fill one index file against the key rate;
   :func:`rmqlab.capacity.model.hours_to_fill` is the number behind it.
 * :func:`sampled_chain_lengths_figure` - a chain-length histogram measured on hashed keys
@@ -35,6 +38,9 @@ __all__ = [
     "load_factor_figure",
     "load_factor_comparison_figure",
     "disk_usage_figure",
+    "disk_fan_figure",
+    "percentile_ranges_figure",
+    "COMPARISON_VALUES",
     "index_fill_time_figure",
     "sampled_chain_lengths_figure",
 ]
@@ -59,8 +65,9 @@ def load_factor_figure(hash_slot_num: int = DEFAULT_HASH_SLOT_NUM,
     full (``index_num - 1`` keys), from :func:`rmqlab.indexstats.chain_length_theory`; the
     title gives the load factor λ and the mean chain of an occupied slot, the empty bar is
     labelled with its share. Right: expected entries a query reads against the keys in the
-    file (0 .. index_num - 1): a missing key (n/m), reaching a stored key
-    (1 + (n-1)/(2m)) and a stored key's whole walk (1 + (n-1)/m) (definitions:
+    file (0 .. index_num - 1): a missing key (n/m) and a stored key's whole walk (1 + (n-1)/m),
+    what the broker reads, as it walks on past the key; dotted, the stored key's depth in its
+    chain (1 + (n-1)/(2m)), where a walk that stopped at the key would end (definitions:
     :func:`rmqlab.indexstats.chain_length_summary`); the full-file point is marked and labelled
     with its values. Cost: O(chain lengths + 201 curve points); milliseconds.
     """
@@ -90,9 +97,11 @@ def load_factor_figure(hash_slot_num: int = DEFAULT_HASH_SLOT_NUM,
         hit = np.where(x >= 1, 1 + (x - 1) / (2 * m), np.nan)
         walk = np.where(x >= 1, 1 + (x - 1) / m, np.nan)
     ax_read.plot(x, miss, color="C3", label="missing key: whole chain, n/m")
-    ax_read.plot(x, hit, color="C2", label="stored key: entries to reach it, 1 + (n-1)/2m")
-    ax_read.plot(x, walk, color="C2", linestyle="--",
-                 label="stored key: whole walk, 1 + (n-1)/m")
+    # the broker's walk goes on past a stored key to older entries of its slot (more matches,
+    # other keys of the same hash): what it reads is the whole chain; the key's depth is less
+    ax_read.plot(x, hit, color="C2", linestyle=":",
+                 label="stored key: its depth in the chain, 1 + (n-1)/2m")
+    ax_read.plot(x, walk, color="C2", label="stored key: whole walk, read, 1 + (n-1)/m")
     values = [(s["entries_read_miss"], "C3"), (s["entries_read_hit"], "C2"),
               (s["entries_read_hit_walk"], "C2")]
     for value, colour in values:
@@ -106,13 +115,18 @@ def load_factor_figure(hash_slot_num: int = DEFAULT_HASH_SLOT_NUM,
     ax_read.set_ylim(bottom=0)
     ax_read.xaxis.set_major_formatter(EngFormatter(sep=""))
     ax_read.set_xlabel("keys in the file")
-    ax_read.set_ylabel("expected entries read per query")
+    ax_read.set_ylabel("expected entries read per file searched")
     ax_read.set_title("query cost as the file fills (uniform hash)", fontsize="medium")
     ax_read.legend(fontsize="small", loc="upper left")
     return fig
 
 
+#: The numbers :func:`load_factor_comparison_figure` draws for each configuration.
+COMPARISON_VALUES = ("empty_share", "mean_occupied_chain", "entries_read_miss", "entries_read_hit")
+
+
 def load_factor_comparison_figure(configs: Mapping[str, tuple[int, int]], *,
+                                  measured: Mapping[str, Mapping[str, float]] | None = None,
                                   figsize: tuple[float, float] | None = None) -> Figure:
     """Several (hash_slot_num, index_num) configurations side by side, each file full.
 
@@ -120,9 +134,13 @@ def load_factor_comparison_figure(configs: Mapping[str, tuple[int, int]], *,
     for example ``{"default": (5_000_000, 20_000_000), "4.x small": (500_000, 2_000_000),
     "double slots": (10_000_000, 20_000_000)}``. Three bar panels, each bar labelled with its
     value: the share of empty slots (%), the mean chain of an occupied slot (entries), and the
-    entries a query reads (a missing key; reaching a stored key), all from
-    :func:`rmqlab.indexstats.chain_length_summary` with ``keys = index_num - 1``. The title
-    lists each label's slots, entries and load factor. Cost: O(configurations).
+    entries a query reads in one file (a missing key; a stored key, whose walk reads the whole
+    chain of its slot: the broker goes on past the key for older matches). The numbers are
+    `measured`'s when given (label -> the :data:`COMPARISON_VALUES`, for example the capacity
+    model's real-hash estimate), else a uniform hash's from
+    :func:`rmqlab.indexstats.chain_length_summary` with ``keys = index_num - 1``
+    (``entries_read_hit_walk`` for a stored key); the title says which. The title lists each
+    label's slots, entries and load factor. Cost: O(configurations).
     """
     if not configs:
         raise ValueError("configs is empty: give at least one label -> (hash_slot_num, index_num)")
@@ -133,10 +151,17 @@ def load_factor_comparison_figure(configs: Mapping[str, tuple[int, int]], *,
         except (TypeError, ValueError):
             raise ValueError(f"configs[{label!r}] must be (hash_slot_num, index_num), got {pair!r}") from None
         m, inum = check_configuration(m, inum)
-        s = chain_length_summary(m, inum - 1)
+        theory = chain_length_summary(m, inum - 1)
+        if measured is None:
+            values = {**theory, "entries_read_hit": theory["entries_read_hit_walk"]}
+        else:
+            try:
+                values = {k: float(measured[label][k]) for k in COMPARISON_VALUES}
+            except KeyError as err:
+                raise ValueError(f"measured[{label!r}] needs {', '.join(COMPARISON_VALUES)}; missing {err}") from None
         labels.append(str(label))
-        details.append(f"{label}: {m:,} slots × {inum:,} entries, λ = {s['load_factor']:.2f}")
-        summaries.append(s)
+        details.append(f"{label}: {m:,} slots × {inum:,} entries, λ = {theory['load_factor']:.2f}")
+        summaries.append(values)
     n = len(labels)
     if figsize is None:
         figsize = (max(9.0, 1.5 + 2.4 * n), 4.4 + 0.2 * n)
@@ -157,17 +182,17 @@ def load_factor_comparison_figure(configs: Mapping[str, tuple[int, int]], *,
     axes[1].set_title("mean chain of an occupied slot", fontsize="medium")
     w = 0.38
     b1 = axes[2].bar(x - w / 2, miss, width=w, color="C3", label="missing key")
-    b2 = axes[2].bar(x + w / 2, hit, width=w, color="C2", label="reach a stored key")
-    axes[2].bar_label(b1, fmt="%.2f", fontsize="small")
-    axes[2].bar_label(b2, fmt="%.2f", fontsize="small")
-    axes[2].set_ylabel("expected entries read per query")
-    axes[2].set_title("entries read per query", fontsize="medium")
+    b2 = axes[2].bar(x + w / 2, hit, width=w, color="C2", label="stored key (whole chain)")
+    axes[2].bar_label(b1, fmt="%.3f", fontsize="small")
+    axes[2].bar_label(b2, fmt="%.3f", fontsize="small")
+    axes[2].set_ylabel("entries read per file searched")
+    axes[2].set_title("entries read in one file", fontsize="medium")
     axes[2].legend(fontsize="small", ncol=2, loc="upper center")
     for ax in axes:
         ax.set_xticks(x, labels, fontsize="small")
         ax.set_ylim(top=ax.get_ylim()[1] * (1.3 if ax is axes[2] else 1.12))   # room for labels
-    fig.suptitle("index geometry compared (full files, uniform hash)\n" + "\n".join(details),
-                 fontsize="medium")
+    source = "uniform hash" if measured is None else "real hash of sampled keys"
+    fig.suptitle(f"index geometry compared (full files, {source})\n" + "\n".join(details), fontsize="medium")
     return fig
 
 
@@ -181,9 +206,46 @@ def _binary_unit(max_bytes: float) -> tuple[str, int]:
     return "bytes", 1
 
 
+def _check_disk_lines(disk_bytes: float | None, thresholds: Mapping[str, float] | None,
+                      marks: Mapping[str, float] | None) -> None:
+    if thresholds and disk_bytes is None:
+        raise ValueError("thresholds are fractions of disk_bytes: give disk_bytes too")
+    if disk_bytes is not None and not disk_bytes > 0:
+        raise ValueError(f"disk_bytes must be positive, got {disk_bytes}")
+    for label, frac in (thresholds or {}).items():
+        if not 0 < frac <= 1:
+            raise ValueError(f"thresholds[{label!r}] must be a fraction in (0, 1], got {frac}")
+    for label, day in (marks or {}).items():
+        if not np.isfinite(day):
+            raise ValueError(f"marks[{label!r}] must be a finite day, got {day}")
+
+
+def _draw_disk_lines(ax, x: np.ndarray, top: float, unit: str, size: int, disk_bytes: float | None,
+                     thresholds: Mapping[str, float] | None, marks: Mapping[str, float] | None) -> None:
+    """The disk size (solid), its thresholds (dashed), the marked days (dotted, labelled along
+    the line), the axes' labels and limits: the y axis ends just above the disk line, so
+    whatever is drawn stays under it or is seen to reach it."""
+    if disk_bytes is not None:
+        ax.axhline(disk_bytes / size, color="black", linewidth=1.2,
+                   label=f"disk: {disk_bytes / size:,.3g} {unit}")
+        for i, (label, frac) in enumerate((thresholds or {}).items()):
+            ax.axhline(frac * disk_bytes / size, color=f"C{(i + 3) % 10}", linestyle="--",
+                       linewidth=1, label=f"{label}: {100 * frac:g} % of disk")
+    for label, day in (marks or {}).items():
+        ax.axvline(day, color="#555555", linestyle=":", linewidth=1)
+        ax.annotate(label, (day, 0), xytext=(-3, 6), textcoords="offset points", rotation=90,
+                    ha="right", va="bottom", fontsize="small", color="#333333",
+                    bbox={"boxstyle": "square,pad=0.1", "facecolor": "white", "edgecolor": "none", "alpha": 0.75})
+    ax.set_xlabel("days")
+    ax.set_ylabel(f"bytes on disk ({unit})")
+    ax.set_xlim(float(x.min()), float(x.max()) if x.max() > x.min() else float(x.min()) + 1)
+    ax.set_ylim(0, 1.04 * top / size)
+
+
 def disk_usage_figure(days: Sequence[float], series: Mapping[str, Sequence[float]], *,
                       disk_bytes: float | None = None,
                       thresholds: Mapping[str, float] | None = None, stacked: bool = True,
+                      marks: Mapping[str, float] | None = None,
                       figsize: tuple[float, float] = (9.0, 4.5)) -> Figure:
     """Bytes on disk over time: one series per store part (for example CommitLog,
     ConsumeQueue, index), stacked by default (they share the disk) or as separate lines.
@@ -192,8 +254,10 @@ def disk_usage_figure(days: Sequence[float], series: Mapping[str, Sequence[float
     length as `days`). `disk_bytes` draws the disk size as a horizontal line; `thresholds`
     maps a label to a *fraction* of `disk_bytes` (for example RocketMQ's
     ``diskMaxUsedSpaceRatio`` 0.75, the 0.85 forced-clean and 0.90 write-refusal ratios) and
-    draws each as a dashed line (it needs `disk_bytes`). The y axis is in binary units picked
-    from the largest value (bytes, KiB, MiB, GiB or TiB, said in the label). Cost: O(points).
+    draws each as a dashed line (it needs `disk_bytes`); `marks` maps a label to a day, drawn
+    as a dotted vertical line labelled along it (where a line is crossed). The y axis is in
+    binary units picked from the largest value (bytes, KiB, MiB, GiB or TiB, said in the
+    label) and ends just above the disk line or the highest value. Cost: O(points).
     """
     x = np.asarray(days, dtype=np.float64)
     if x.ndim != 1 or len(x) == 0:
@@ -208,13 +272,7 @@ def disk_usage_figure(days: Sequence[float], series: Mapping[str, Sequence[float
         if np.any(y < 0):
             raise ValueError(f"series[{label!r}] has negative bytes")
         ys[label] = y
-    if thresholds and disk_bytes is None:
-        raise ValueError("thresholds are fractions of disk_bytes: give disk_bytes too")
-    if disk_bytes is not None and not disk_bytes > 0:
-        raise ValueError(f"disk_bytes must be positive, got {disk_bytes}")
-    for label, frac in (thresholds or {}).items():
-        if not 0 < frac <= 1:
-            raise ValueError(f"thresholds[{label!r}] must be a fraction in (0, 1], got {frac}")
+    _check_disk_lines(disk_bytes, thresholds, marks)
     total = np.sum(list(ys.values()), axis=0)
     top = max(float(total.max() if stacked else max(y.max() for y in ys.values())),
               float(disk_bytes or 0), 1.0)
@@ -227,18 +285,116 @@ def disk_usage_figure(days: Sequence[float], series: Mapping[str, Sequence[float
     else:
         for label, y in ys.items():
             ax.plot(x, y / size, label=label)
-    if disk_bytes is not None:
-        ax.axhline(disk_bytes / size, color="black", linewidth=1.2,
-                   label=f"disk: {disk_bytes / size:,.3g} {unit}")
-        for i, (label, frac) in enumerate((thresholds or {}).items()):
-            ax.axhline(frac * disk_bytes / size, color=f"C{(i + 3) % 10}", linestyle="--",
-                       linewidth=1, label=f"{label}: {100 * frac:g} % of disk")
-    ax.set_xlabel("days")
-    ax.set_ylabel(f"bytes on disk ({unit})")
-    ax.set_xlim(float(x.min()), float(x.max()) if x.max() > x.min() else float(x.min()) + 1)
-    ax.set_ylim(bottom=0)
+    _draw_disk_lines(ax, x, top, unit, size, disk_bytes, thresholds, marks)
     ax.set_title("disk usage" + (" (stacked)" if stacked else ""), fontsize="medium")
     ax.legend(fontsize="small", loc="upper left")
+    return fig
+
+
+def disk_fan_figure(days: Sequence[float], percentiles: Mapping[float, Sequence[float]], *,
+                    likely: Sequence[float] | None = None, disk_bytes: float | None = None,
+                    thresholds: Mapping[str, float] | None = None,
+                    marks: Mapping[str, float] | None = None,
+                    figsize: tuple[float, float] = (9.0, 4.6)) -> Figure:
+    """A fan chart of bytes on disk over time: Monte Carlo percentiles as nested bands.
+
+    `percentiles` maps a percentile (for example 5, 25, 50, 75, 95) to bytes at each of `days`;
+    each pair around the middle (5 with 95, 25 with 75) is a band, the outer ones lighter, and
+    the middle one (50) a line. `likely`: bytes at each day with every input at its likely value,
+    dashed. `disk_bytes`, `thresholds` and `marks` as in :func:`disk_usage_figure`. Cost:
+    O(points x percentiles).
+
+    >>> import numpy as np
+    >>> days = np.arange(10.0)
+    >>> fig = disk_fan_figure(days, {5: days, 50: 2 * days, 95: 3 * days}, disk_bytes=40)
+    >>> [t.get_text() for t in fig.axes[0].get_legend().get_texts()][:2]
+    ['p5-p95', 'p50']
+    """
+    x = np.asarray(days, dtype=np.float64)
+    if x.ndim != 1 or len(x) == 0:
+        raise ValueError("days must be a non-empty one-dimensional sequence")
+    ps = sorted(float(p) for p in percentiles)
+    if not ps or len(ps) % 2 == 0 or any(not 0 <= p <= 100 for p in ps):
+        raise ValueError(f"percentiles must be an odd number of percentiles in [0, 100] (pairs and a middle), "
+                         f"got {ps}")
+    ys = {}
+    for p, values in percentiles.items():
+        y = np.asarray(values, dtype=np.float64)
+        if y.shape != x.shape:
+            raise ValueError(f"percentiles[{p!r}] has {y.size} values, days has {x.size}")
+        ys[float(p)] = y
+    _check_disk_lines(disk_bytes, thresholds, marks)
+    top = max(float(max(np.nanmax(y) for y in ys.values())), float(disk_bytes or 0), 1.0)
+    unit, size = _binary_unit(top)
+
+    fig = Figure(figsize=figsize, layout="constrained")
+    ax = fig.subplots()
+    pairs = len(ps) // 2
+    for i in range(pairs):
+        lo, hi = ps[i], ps[-1 - i]
+        ax.fill_between(x, ys[lo] / size, ys[hi] / size, color="C0", alpha=0.18 + 0.22 * i, linewidth=0,
+                        label=f"p{lo:g}-p{hi:g}")
+    middle = ps[pairs]
+    ax.plot(x, ys[middle] / size, color="C0", linewidth=1.6, label=f"p{middle:g}")
+    if likely is not None:
+        y = np.asarray(likely, dtype=np.float64)
+        if y.shape != x.shape:
+            raise ValueError(f"likely has {y.size} values, days has {x.size}")
+        ax.plot(x, y / size, color="black", linestyle="--", linewidth=1, label="likely inputs")
+    _draw_disk_lines(ax, x, top, unit, size, disk_bytes, thresholds, marks)
+    ax.set_title("disk usage, Monte Carlo", fontsize="medium")
+    ax.legend(fontsize="small", loc="upper left", ncol=2)
+    return fig
+
+
+def percentile_ranges_figure(rows: Sequence[tuple[str, float, float, float, float, str]], *,
+                             figsize: tuple[float, float] | None = None) -> Figure:
+    """Monte Carlo spread of several outputs of different units on one scale: each row
+    ``(label, p5, p50, p95, likely, text)`` is a bar from p5 to p95 with a tick at p50, all
+    divided by the row's likely value (log x axis; 1 = the likely estimate), so the widest bar is
+    the least certain output. `text` (the values, formatted by the caller) is written at the
+    right of its row. Rows are drawn top to bottom in the order given. Cost: O(rows).
+
+    >>> fig = percentile_ranges_figure([("files a day", 8.0, 9.8, 12.6, 9.0, "8 - 12.6")])
+    >>> [round(float(v), 3) for v in fig.axes[0].lines[0].get_xdata()]
+    [0.889, 1.4]
+    """
+    if not rows:
+        raise ValueError("rows is empty: give at least one (label, p5, p50, p95, likely, text)")
+    for label, p5, p50, p95, likely, _ in rows:
+        values = np.array([p5, p50, p95, likely], dtype=np.float64)
+        if not (np.isfinite(values).all() and (values > 0).all()):
+            raise ValueError(f"row {label!r}: p5, p50, p95 and likely must be finite and positive, got {values}")
+        if not p5 <= p50 <= p95:
+            raise ValueError(f"row {label!r}: p5 <= p50 <= p95 does not hold: {p5}, {p50}, {p95}")
+    n = len(rows)
+    fig = Figure(figsize=figsize or (10.0, 1.2 + 0.42 * n), layout="constrained")
+    ax = fig.subplots()
+    y = np.arange(n)[::-1]
+    for yi, (_, p5, p50, p95, likely, _) in zip(y, rows, strict=True):
+        ax.plot([p5 / likely, p95 / likely], [yi, yi], color="C0", linewidth=7, alpha=0.45,
+                solid_capstyle="butt")
+        ax.plot([p50 / likely], [yi], marker="|", markersize=14, markeredgewidth=2, color="C0")
+    ax.axvline(1.0, color="black", linestyle="--", linewidth=1)
+    ax.set_xscale("log")
+    ratios = np.array([[r[1] / r[4], r[3] / r[4]] for r in rows])
+    lo, hi = min(0.9, float(ratios.min())), max(1.1, float(ratios.max()))
+    pad = (hi / lo) ** 0.04
+    ax.set_xlim(lo / pad, hi * pad)
+    ax.set_yticks(y, [r[0] for r in rows])
+    ax.set_ylim(-0.7, n - 0.3)
+    # the values on the right, row by row, where they cannot cover a bar
+    values = ax.twinx()
+    values.set_ylim(ax.get_ylim())
+    values.set_yticks(y, [r[5] for r in rows], fontsize="small")
+    values.tick_params(axis="y", length=0)
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}×"))
+    ax.xaxis.set_minor_formatter(FuncFormatter(lambda v, _: f"{v:g}×" if round(v, 2) in (0.5, 0.7, 1.5, 2, 3, 5)
+                                               else ""))
+    ax.set_xlabel("relative to the likely estimate (dashed: 1×; bar: p5 to p95, tick: p50; log scale)")
+    ax.grid(axis="x", which="both", color="#e6e6e6", linewidth=0.6)
+    ax.set_axisbelow(True)
+    ax.set_title("Monte Carlo spread of each output", fontsize="medium")
     return fig
 
 

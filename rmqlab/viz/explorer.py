@@ -33,12 +33,14 @@ import numpy as np
 import pandas as pd
 from matplotlib.collections import LineCollection
 from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
+from matplotlib.patches import Patch
 
+from rmqlab.display import format_frame, format_value, ms_with_clock
 from rmqlab.indexservice import DEFAULT_MAX_MSGS_NUM_BATCH
-from rmqlab.keyindex import colliding_keys, hash_matching_entries, key_occurrences, suggested_keys
+from rmqlab.keyindex import KeyTimeline, colliding_keys, key_occurrences, key_timeline, suggested_keys
 from rmqlab.keyquery import MODES, REASONS, KeyQuery, OneFileIndex, query_key, result_table
 from rmqlab.store import Store
-from rmqlab.timefmt import ms_to_iso
 from rmqlab.topics import is_system_topic
 from rmqlab.viz.widgetkit import (
     HIGHLIGHT,
@@ -48,6 +50,7 @@ from rmqlab.viz.widgetkit import (
     image_widget,
     message_html,
     progress_bar,
+    scroll_box,
     show_figure,
     working,
 )
@@ -62,33 +65,40 @@ __all__ = [
 ALL_FILES = "all"
 
 _RESULT_ROWS = 100         # rows of the results table shown
+_KEYS_SHOWN = 24           # characters of a row's KEYS shown; the whole text is in the cell's tooltip
 _PROBLEM_LINES = 40        # problem lines under the trace text
 
-_RETURNED = "#2ca02c"
-_MISSED = "#d62728"
-_OUTSIDE = "#9a9a9a"
+_RANGE = "#dbe9f7"
+#: Colours of the timeline's marks, by kind (rmqlab.keyindex.MESSAGE_KINDS / ENTRY_KINDS).
+_MESSAGE_COLOURS = {"returned": "#2ca02c", "missed": "#d62728", "outside": "#9a9a9a"}
+_ENTRY_COLOURS = {"returned": "#2ca02c", "not-returned": "#444444", "collision": "#9467bd"}
+_TEXT_PT = 11              # the timeline's text: about 12 px at the widgets' 80 dpi
 
 
-def key_timeline_figure(real_ms: np.ndarray, real_returned: np.ndarray, stored_ms: np.ndarray,
-                        stored_returned: np.ndarray, begin: int, end: int, *, origin: int,
-                        real_of_stored: np.ndarray | None = None, title: str = "",
-                        figsize: tuple[float, float] = (8.0, 1.6)) -> Figure:
-    """A strip of the query window [begin, end] (ms since the epoch) with context on both sides.
+def key_timeline_figure(timeline: KeyTimeline, *, origin: int, title: str = "",
+                        figsize: tuple[float, float] = (9.5, 3.3)) -> Figure:
+    """A strip of a query's window [begin, end] (ms since the epoch) with context on both sides.
 
     Top row: the key's messages at their real store times, green when the broker returned them,
     red when inside [begin, end] but not returned, grey otherwise. Bottom row: ticks at the
-    times the index stored (what the broker compares), green when returned. `real_of_stored`
-    (same length as `stored_ms`, -1 for none) links a tick to its message with a thin line.
-    Thin vertical lines mark every whole second (epoch ms divisible by 1000) when at most 240
-    fall in view; the shaded band is [begin, end]. x is ms after `origin` (the store's first
-    store timestamp, the time slider's zero). Cost: O(points).
+    times the index stored (what the broker compares): green for an entry of the key the
+    broker returned, dark grey for one it did not, purple for another key's entry with the
+    same hash (a collision), each linked to its message by a thin line. Thin dotted lines mark
+    every whole second (epoch ms divisible by 1000) when at most 240 fall in view; the shaded
+    band is [begin, end]. A legend above the strip names every mark. x is ms after `origin`
+    (the store's first store timestamp, the time slider's zero). Text is 10-11 points, so it
+    stays readable where the figure is shown at its size: 760 px wide at the widgets' 80 dpi,
+    which fits a notebook at 1280 px and a Voilà page at 800 px. Cost: O(points).
+
+    `timeline` comes from :func:`rmqlab.keyindex.key_timeline`.
     """
+    begin, end = timeline.begin, timeline.end
     span = max(end - begin, 1)
     pad = max(span // 10, 1000)
     lo, hi = begin - pad, end + pad
     fig = Figure(figsize=figsize, layout="constrained")
     ax = fig.subplots()
-    ax.axvspan(begin - origin, end - origin, color="#dbe9f7", zorder=0)
+    ax.axvspan(begin - origin, end - origin, color=_RANGE, zorder=0)
     for edge in (begin, end):
         ax.axvline(edge - origin, color="#1f5fa8", lw=1.0, zorder=1)
     first_second, last_second = -(-lo // 1000), hi // 1000
@@ -98,34 +108,42 @@ def key_timeline_figure(real_ms: np.ndarray, real_returned: np.ndarray, stored_m
         ax.vlines(np.arange(first_second, last_second + 1, dtype=np.int64) * 1000 - origin, -0.6, 1.6,
                   color="#8a8a8a", lw=0.7, linestyles=":", zorder=1)
     elif seconds > 240:
-        note = " (whole-second lines omitted: more than 240 in view)"
-    real_ms = np.asarray(real_ms, dtype=np.int64)
-    stored_ms = np.asarray(stored_ms, dtype=np.int64)
-    real_returned = np.asarray(real_returned, dtype=bool)
-    stored_returned = np.asarray(stored_returned, dtype=bool)
-    if real_of_stored is not None:
-        link = np.asarray(real_of_stored, dtype=np.int64)
-        has = np.flatnonzero(link >= 0)
-        a, b = stored_ms[has], real_ms[link[has]]
-        near = ((a >= lo) & (a <= hi)) | ((b >= lo) & (b <= hi))
-        segments = np.stack([np.column_stack([a[near] - origin, np.zeros(near.sum())]),
-                             np.column_stack([b[near] - origin, np.ones(near.sum())])], axis=1)
-        ax.add_collection(LineCollection(segments, colors="#c0c0c0", linewidths=0.5, zorder=2))
-    inside = (real_ms >= begin) & (real_ms <= end)
-    colours = np.where(real_returned, _RETURNED, np.where(inside, _MISSED, _OUTSIDE))
+        note = " (whole-second lines left out: more than 240 in view)"
+    messages, entries = timeline.messages, timeline.entries
+    real_ms = messages["store_timestamp"].to_numpy(np.int64)
+    stored_ms = entries["stored_ms"].to_numpy(np.int64)
+    link = entries["message"].to_numpy(np.int64)
+    has = np.flatnonzero(link >= 0)
+    a, b = stored_ms[has], real_ms[link[has]]
+    near = ((a >= lo) & (a <= hi)) | ((b >= lo) & (b <= hi))
+    segments = np.stack([np.column_stack([a[near] - origin, np.zeros(near.sum())]),
+                         np.column_stack([b[near] - origin, np.ones(near.sum())])], axis=1)
+    ax.add_collection(LineCollection(segments, colors="#c0c0c0", linewidths=0.6, zorder=2))
     shown = (real_ms >= lo) & (real_ms <= hi)
-    ax.scatter(real_ms[shown] - origin, np.ones(shown.sum()), c=colours[shown], s=14, zorder=3,
+    colours = messages["kind"].map(_MESSAGE_COLOURS).to_numpy(object)
+    ax.scatter(real_ms[shown] - origin, np.ones(shown.sum()), c=list(colours[shown]), s=30, zorder=3,
                edgecolors="none")
     tick_shown = (stored_ms >= lo) & (stored_ms <= hi)
-    ax.scatter(stored_ms[tick_shown] - origin, np.zeros(tick_shown.sum()), marker="|", s=90, zorder=3,
-               c=np.where(stored_returned[tick_shown], _RETURNED, "#444444"))
+    tick_colours = entries["kind"].map(_ENTRY_COLOURS).to_numpy(object)
+    ax.scatter(stored_ms[tick_shown] - origin, np.zeros(tick_shown.sum()), marker="|", s=160, zorder=3,
+               c=list(tick_colours[tick_shown]), linewidths=1.6)
     ax.set_xlim(lo - origin, hi - origin)
     ax.set_ylim(-0.6, 1.6)
-    ax.set_yticks([0, 1], ["index (s)", "message (ms)"], fontsize=7)
-    ax.tick_params(axis="x", labelsize=7)
-    ax.set_xlabel(f"ms after {ms_to_iso(origin)} (the store's first message){note}", fontsize=7)
-    ax.set_title(title or "green: returned   red: in [begin, end] but missed   grey: outside   "
-                          "dotted: whole seconds", fontsize=7, loc="left")
+    ax.set_yticks([0, 1], ["index entry\n(whole s)", "message\n(ms)"], fontsize=_TEXT_PT)
+    ax.tick_params(axis="x", labelsize=_TEXT_PT)
+    ax.set_xlabel(f"ms after {ms_with_clock(origin)} (the store's first message){note}", fontsize=_TEXT_PT)
+    handles = [Line2D([], [], marker="o", ls="none", color=_MESSAGE_COLOURS[k], markersize=7, label=label)
+               for k, label in (("returned", "message returned"), ("missed", "in range, missed"),
+                                ("outside", "outside the range"))]
+    handles += [Line2D([], [], marker="|", ls="none", color=_ENTRY_COLOURS[k], markersize=12,
+                       markeredgewidth=2, label=label)
+                for k, label in (("returned", "entry returned"), ("not-returned", "entry not returned"),
+                                 ("collision", "collision (another key, same hash)"))]
+    handles.append(Patch(color=_RANGE, label="[begin, end]"))
+    handles.append(Line2D([], [], color="#8a8a8a", ls=":", label="whole seconds"))
+    fig.legend(handles=handles, loc="outside upper left", ncols=4, fontsize=_TEXT_PT - 0.5, frameon=False,
+               handletextpad=0.3, columnspacing=1.0, title=title or None, title_fontsize=_TEXT_PT,
+               alignment="left")
     return fig
 
 
@@ -220,10 +238,10 @@ class QueryExplorer(WidgetBase):
 
         file_options = [("all index files (queryOffset across the folder)", ALL_FILES)]
         for row in self.index_files.itertuples():
-            file_options.append((f"{row.name}  ({ms_to_iso(row.begin_timestamp)} … "
-                                 f"{ms_to_iso(row.end_timestamp)}, {row.keys:,} keys)", row.name))
+            file_options.append((f"{row.name}  ({format_value(row.begin_timestamp, 'clock')} – "
+                                 f"{format_value(row.end_timestamp, 'clock')}, {row.keys:,} keys)", row.name))
         self.file_picker = widgets.Dropdown(options=file_options, value=ALL_FILES, description="index",
-                                            layout=widgets.Layout(width="40em"))
+                                            layout=widgets.Layout(width="100%", max_width="40em"))
         self.topic_picker = widgets.Dropdown(options=topics, value=topic or (topics[0] if topics else None),
                                              description="topic")
         initial_topic = self.topic_picker.value
@@ -231,11 +249,15 @@ class QueryExplorer(WidgetBase):
         self.key_box = widgets.Combobox(value=key if key is not None else (options[0] if options else ""),
                                         options=options, ensure_option=False, continuous_update=False,
                                         placeholder="a key (KEYS token or UNIQ_KEY)", description="key")
+        # The slider's own readout is a fixed narrow box that cuts "0 – 16651" to "0 – 1665":
+        # the values go in a readout of ours beside it, which wraps below on a narrow page.
         self.time_slider = widgets.IntRangeSlider(value=(lo, hi), min=0, max=max(span, 1), step=1,
-                                                  continuous_update=False, readout=True, readout_format="d",
+                                                  continuous_update=False, readout=False,
                                                   description="ms after first",
                                                   style={"description_width": "initial"},
-                                                  layout=widgets.Layout(width="60em"))
+                                                  layout=widgets.Layout(flex="1 1 24em", min_width="16em",
+                                                                        max_width="48em"))
+        self.time_readout = widgets.HTML(layout=widgets.Layout(flex="0 0 auto", margin="0 0 0 6px"))
         self.time_label = widgets.HTML()
         self.max_num_box = widgets.BoundedIntText(value=int(max_num), min=1, max=64, description="maxNum",
                                                   layout=widgets.Layout(width="12em"))
@@ -248,11 +270,14 @@ class QueryExplorer(WidgetBase):
         self.status_html = widgets.HTML()
         self.timeline_image = image_widget("rmqlab-timeline")
         self.summary_html = widgets.HTML()
-        self.results_html = widgets.HTML()
-        self.trace_html = widgets.HTML()
+        # a table wider than the page scrolls inside its own widget, never the page
+        self.results_html = widgets.HTML(layout=widgets.Layout(overflow="auto", max_width="100%"))
+        self.trace_html = widgets.HTML(layout=widgets.Layout(overflow="auto", max_width="100%"))
         self.walk_image = image_widget("rmqlab-walk")
+        self.walk_box = scroll_box(self.walk_image, max_height="40em", css_class="rmqlab-walk-box")
         for w, cls in ((self.file_picker, "rmqlab-file"), (self.topic_picker, "rmqlab-topic"),
                        (self.key_box, "rmqlab-key"), (self.time_slider, "rmqlab-time-slider"),
+                       (self.time_readout, "rmqlab-time-readout"),
                        (self.time_label, "rmqlab-time-label"), (self.max_num_box, "rmqlab-max-num"),
                        (self.mode_buttons, "rmqlab-mode"), (self.walk_toggle, "rmqlab-walk-toggle"),
                        (self.status_html, "rmqlab-status"),
@@ -272,18 +297,19 @@ class QueryExplorer(WidgetBase):
         self.widget = widgets.VBox([
             widgets.HTML(f"<b>Key query explorer</b>: {html.escape(_store_label(self.store.root))}"),
             self.file_picker,
-            widgets.HBox([self.topic_picker, self.key_box]),
-            self.time_slider,
+            widgets.HBox([self.topic_picker, self.key_box], layout=widgets.Layout(flex_flow="row wrap")),
+            widgets.HBox([self.time_slider, self.time_readout],
+                         layout=widgets.Layout(flex_flow="row wrap", align_items="center", width="100%")),
             self.time_label,
             self.timeline_image,
-            widgets.HBox([self.max_num_box, max_note]),
+            widgets.HBox([self.max_num_box, max_note], layout=widgets.Layout(flex_flow="row wrap")),
             widgets.HBox([self.mode_buttons, self.progress]),
             self.status_html,
             self.summary_html,
             heading("Rows"), self.results_html,
             heading("Walk over the index files"), self.trace_html,
             self.walk_toggle,
-            self.walk_image,
+            self.walk_box,
         ])
         self.widget.add_class("rmqlab-query-explorer")
         self.refresh()
@@ -339,6 +365,7 @@ class QueryExplorer(WidgetBase):
         results table (and the walk diagram, when turned on) is redrawn."""
         if self._hold:
             return self.result
+        self.time_readout.value = self._readout_text()
         self.time_label.value = self._time_text()
         error = self._check_inputs()
         if error:
@@ -361,9 +388,9 @@ class QueryExplorer(WidgetBase):
                     clear_image(self.walk_image)
                     self._walk_drawn = False
                 elif not self._walk_drawn:
-                    from rmqlab.viz.walk import query_walk_figure
+                    from rmqlab.viz.walk import READABLE_DPI, query_walk_figure
 
-                    show_figure(self.walk_image, query_walk_figure(self.result.trace))
+                    show_figure(self.walk_image, query_walk_figure(self.result.trace), dpi=READABLE_DPI)
                     self._walk_drawn = True
                 advance()
                 if new_query:
@@ -371,9 +398,11 @@ class QueryExplorer(WidgetBase):
                     self.trace_html.value = self._trace_html(self.result)
                 mode = self.mode_buttons.value
                 table = result_table(self.result, mode)
+                shown, tips = _rows_shown(table, mode)
                 self.results_html.value = frame_html(
-                    table, max_rows=_RESULT_ROWS, caption=f"{len(table)} rows · {mode}",
-                    data={"rows": len(table), "mode": mode})
+                    shown, max_rows=_RESULT_ROWS, caption=f"{len(table)} rows · {mode}",
+                    data={"rows": len(table), "mode": mode}, titles=tips, one_line=True,
+                    left=("reason", "topic", "keys"))
                 advance()
         except Exception as e:     # shown in the widget: a notebook user should never get a traceback
             return self._fail(f"{type(e).__name__}: {e}")
@@ -421,62 +450,88 @@ class QueryExplorer(WidgetBase):
 
     # -- rendering ----------------------------------------------------------------------
 
+    def _readout_text(self) -> str:
+        lo, hi = self.time_slider.value
+        return (f"<span style='font-family:monospace;font-size:12px;white-space:nowrap' data-lo='{lo}' "
+                f"data-hi='{hi}'>{lo:,} – {hi:,} ms</span>")
+
     def _time_text(self) -> str:
         lo, hi = self.time_slider.value
-        return (f"<span style='font-family:monospace;font-size:12px'>begin {ms_to_iso(self.begin)} "
-                f"(+{lo:,} ms) · end {ms_to_iso(self.end)} (+{hi:,} ms) · window {(hi - lo) / 1000:.3f} s"
+        return (f"<span style='font-family:monospace;font-size:12px'>begin {ms_with_clock(self.begin)} "
+                f"(+{lo:,} ms) · end {ms_with_clock(self.end)} (+{hi:,} ms) · window {(hi - lo) / 1000:.3f} s"
                 f"</span>")
 
     def _summary_html(self, kq: KeyQuery) -> str:
         s = kq.summary()
         head = (f"<div class='rmqlab-counts' data-broker='{s['broker']}' data-verified='{s['verified']}' "
                 f"data-candidates='{s['candidates']}' style='font-family:sans-serif'>"
-                f"<b>{html.escape(kq.topic)}#{html.escape(kq.key)}</b> in [{ms_to_iso(kq.begin)}, "
-                f"{ms_to_iso(kq.end)}], maxNum {kq.max_num}: broker <b>{s['broker']}</b> rows, verified "
-                f"<b>{s['verified']}</b> rows, {s['candidates']} hash-matching candidates</div>")
+                f"<b>{html.escape(kq.topic)}#{html.escape(kq.key)}</b> in [{ms_with_clock(kq.begin)}, "
+                f"{ms_with_clock(kq.end)}], maxNum {kq.max_num}: broker <b>{s['broker']:,}</b> rows, verified "
+                f"<b>{s['verified']:,}</b> rows, {s['candidates']:,} hash-matching candidates</div>")
         rows = []
         for reason, text in REASONS.items():
             n = s[reason]
             style = f"background:{HIGHLIGHT}" if n and reason != "ok" else ("color:#999" if not n else "")
             rows.append(f"<tr class='rmqlab-reason-{reason}' data-count='{n}' style='{style}'>"
-                        f"<td style='padding:0 8px;text-align:right'>{n}</td><td style='padding:0 8px'>"
-                        f"<code>{reason}</code></td><td>{html.escape(text)}</td></tr>")
+                        f"<td style='padding:0 8px;text-align:right'>{n:,}</td><td style='padding:0 8px;"
+                        f"white-space:nowrap'><code>{reason}</code></td><td>{html.escape(text)}</td></tr>")
         return head + ("<table style='font-size:12px;font-family:sans-serif;border-collapse:collapse'>"
                        + "".join(rows) + "</table>")
 
     def _trace_html(self, kq: KeyQuery) -> str:
-        lines = [str(kq.trace)]
+        t = kq.trace
+        head = (f"query {t.key!r}, maxNum {t.max_num} (asked {t.requested_max_num}), "
+                f"[{ms_with_clock(t.begin)}, {ms_with_clock(t.end)}]: stopped by {t.stop} ({t.stop_reason}); "
+                f"{len(t.result):,} offsets")
+        files = t.to_frame()[["name", "begin_timestamp", "end_timestamp", "keys", "action", "after", "found",
+                              "entries_read", "walk_stop"]]
+        table = frame_html(format_frame(files, {"name": "text"}), max_rows=len(files), one_line=True,
+                           caption="the index files, newest first, as the walk met them",
+                           left=("name", "action", "after", "walk_stop"))
+        lines = []
         problems = kq.problems
         if len(problems):
-            lines.append("")
             lines.append(f"what the broker got wrong ({len(problems)}):")
             for row in problems.head(_PROBLEM_LINES).itertuples():
-                lines.append(f"  phy {row.phy_offset}: {row.reason}: {row.detail}")
+                lines.append(f"  phy {row.phy_offset:,}: {row.reason}: {row.detail}")
             if len(problems) > _PROBLEM_LINES:
                 lines.append(f"  … {len(problems) - _PROBLEM_LINES} more")
+        text = (f"<pre style='font-size:12px;line-height:1.25;overflow-x:auto;max-width:100%'>"
+                f"{html.escape(chr(10).join(lines))}</pre>" if lines else "")
         return ("<details open><summary style='font-family:sans-serif'>trace</summary>"
-                f"<pre style='font-size:11px;line-height:1.25'>{html.escape(chr(10).join(lines))}</pre></details>")
+                f"<div style='font-family:sans-serif;font-size:12px;margin:2px 0'>{html.escape(head)}</div>"
+                f"{table}{text}</details>")
 
     def _timeline(self, kq: KeyQuery) -> Figure:
-        occ = self.occurrences
-        mine = occ[(occ["topic"] == kq.topic) & (occ["key"] == kq.key)]
-        real_phy = mine["phy_offset"].to_numpy(np.int64)
-        real_ms = mine["store_timestamp"].to_numpy(np.int64)
-        returned = set(int(p) for p in kq.trace.result.phy_offsets)
-        real_returned = np.isin(real_phy, list(returned))
-        stored_phy, stored_ms = self._stored_times(kq)
-        position = {int(p): i for i, p in enumerate(real_phy)}
-        real_of_stored = np.array([position.get(int(p), -1) for p in stored_phy], dtype=np.int64)
-        stored_returned = np.isin(stored_phy, list(returned))
-        return key_timeline_figure(real_ms, real_returned, stored_ms, stored_returned, kq.begin, kq.end,
-                                   origin=self.origin, real_of_stored=real_of_stored)
-
-    def _stored_times(self, kq: KeyQuery) -> tuple[np.ndarray, np.ndarray]:
-        """CommitLog offset and stored time (ms) of every index entry whose hash matches the key,
-        in the files the query could search (all, or the picked one)."""
         with self.store.index() as idx:
             files = [f for f in idx.files if self.file_picker.value in (ALL_FILES, f.path.name)]
-            return hash_matching_entries(files, kq.topic, kq.key)
+            timeline = key_timeline(kq, self.occurrences, files)
+        return key_timeline_figure(timeline, origin=self.origin)
+
+
+def _rows_shown(table: pd.DataFrame, mode: str) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The results table as the widget shows it, and the tooltips of its cells: the reason
+    right after the row's place, one line a row (long KEYS shortened, the full KEYS, UNIQ_KEY
+    and the reason's detail in tooltips), every value through :func:`rmqlab.display.format_frame`."""
+    first = "rank" if mode == "broker" else "broker_returned"
+    keys = table["keys"].fillna("").astype(str)
+    short = keys.where(keys.str.len() <= _KEYS_SHOWN, keys.str.slice(0, _KEYS_SHOWN - 1) + "…")
+    shown = pd.DataFrame({
+        "rank" if mode == "broker" else "returned": table[first],
+        "reason": table["reason"],
+        "phy_offset": table["phy_offset"],
+        "store_timestamp": table["store_timestamp"],
+        "topic": table["topic"],
+        "keys": short,
+    })
+    text = format_frame(shown, {"reason": "text", "keys": "text", "topic": "text"})
+    tips = pd.DataFrame({
+        "reason": [f"{r}: {REASONS.get(r, '')}" + (f" ({d})" if d else "")
+                   for r, d in zip(table["reason"].fillna(""), table["detail"].fillna(""))],
+        "keys": [f"KEYS {k or '-'} · UNIQ_KEY {u or '-'}"
+                 for k, u in zip(keys, table["uniq_key"].fillna("").astype(str))],
+    }, index=text.index)
+    return text, tips
 
 
 def _as_store(store: Store | str | os.PathLike | None, options: dict[str, Any] | None) -> Store:

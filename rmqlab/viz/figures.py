@@ -32,6 +32,8 @@ __all__ = [
     "chain_length_histogram_figure",
     "entries_over_time",
     "file_stats_figure",
+    "index_name_offsets_figure",
+    "stored_time_lag_figure",
 ]
 
 PathOrFile = str | os.PathLike | IndexFile
@@ -151,7 +153,10 @@ def slot_occupancy_image(path_or_file: PathOrFile, *, start: int = 0, stop: int 
 
     Layout: row-major, `width` cells a row (default ``ceil(sqrt(n))`` for n slots, a near
     square), so the cell at (row, column) is slot ``start + row * width + column``. Empty slots
-    (chain length 0) have their own colour (grey, the colour bar's lower triangle); the cells
+    (chain length 0) have their own colour (grey, the colour bar's lower triangle); slots longer
+    than a uniform hash plausibly makes them (:func:`colour_cap`: a hot key, or colliding
+    hashes) are red (the upper triangle), so the colour scale spans only what random hashing
+    explains and stays readable however long the hot chains are; the cells
     after the last slot of the range, which fill the last row, are masked (transparent), not 0.
     The colour bar is labelled "entries in slot"; the title gives the file name, the range and
     the occupancy (non-empty slots of the range).
@@ -184,7 +189,9 @@ def slot_occupancy_image(path_or_file: PathOrFile, *, start: int = 0, stop: int 
     >>> fig.savefig(io.BytesIO(), format="png")
     """
     with opened_index_file(path_or_file, hash_slot_num, index_num) as f:
-        lengths, start, stop = _lengths_in_range(f, start, stop)
+        start, stop = _slot_range(f.geometry.hash_slot_num, start, stop)
+        every_slot = _all_chain_lengths(f)
+        lengths = every_slot[start:stop]
         name = f.path.name
         m = f.geometry.hash_slot_num
     n = stop - start
@@ -212,8 +219,8 @@ def slot_occupancy_image(path_or_file: PathOrFile, *, start: int = 0, stop: int 
     used = int(np.count_nonzero(lengths))
     top = int(lengths.max())
     # One hot key can make a slot thousands of times longer than the rest: scale the colours
-    # to the 99.9th percentile of occupied slots and show the few longer ones in red.
-    cap = colour_cap(lengths)
+    # to the longest chain a uniform hash gives and show the longer ones in red.
+    cap = colour_cap(every_slot)
     cmap = _colormap()
     norm = Normalize(vmin=0.5, vmax=cap + 0.5)   # 0 falls under: the "empty" colour
     ax = fig.subplots()
@@ -227,7 +234,8 @@ def slot_occupancy_image(path_or_file: PathOrFile, *, start: int = 0, stop: int 
     shown_note = f"; shown as max of {k}×{k} slots" if k > 1 else ""
     if cap < top:
         hot = int(np.count_nonzero(lengths > cap))
-        shown_note += f"\nred = {hot:,} slots with more than {cap} entries (longest {top:,})"
+        shown_note += (f"\nred = {hot:,} slot{'s' if hot != 1 else ''} longer than a uniform hash gives "
+                       f"(> {cap} entries; longest {top:,})")
     ax.set_title(f"{name}: slots {start:,}..{stop - 1:,} of {m:,}\n"
                  f"{used:,} of {n:,} occupied ({used / n:.1%}), grey = empty{shown_note}",
                  fontsize="medium")
@@ -240,15 +248,31 @@ def _colormap():
     return colormaps["viridis"].with_extremes(under=EMPTY_COLOUR, over=HOT_COLOUR, bad=(0, 0, 0, 0))
 
 
+def chain_length_colour(length: int, cap: int) -> str:
+    """The colour :func:`slot_occupancy_image` gives a slot of `length` entries when its scale
+    stops at `cap` (:func:`colour_cap`): grey when empty, viridis up to `cap`, red beyond.
+
+    >>> chain_length_colour(0, 19), chain_length_colour(1, 19), chain_length_colour(20, 19)
+    ('#c8c8c8', '#460a5d', '#d62728')
+    """
+    r, g, b, _ = _colormap()(Normalize(vmin=0.5, vmax=cap + 0.5)(length))
+    return f"#{round(r * 255):02x}{round(g * 255):02x}{round(b * 255):02x}"
+
+
 def colour_cap(lengths: np.ndarray) -> int:
-    """The longest chain the colour scale spans: all of them, unless a few slots are more than
-    twice as long as the 99.9th percentile of occupied slots (those are drawn in HOT_COLOUR)."""
-    occupied = lengths[lengths > 0]
+    """The longest chain the colour scale spans, for `lengths`, the chain length of every slot
+    of a file: the longest chain a uniform hash plausibly gives
+    (:func:`rmqlab.indexstats.uniform_chain_limit`), or the longest chain when none is longer.
+    Slots beyond it are drawn in HOT_COLOUR: a key put many times, or colliding hashes.
+
+    >>> colour_cap(np.array([1, 2, 0, 1]))               # nothing long: the scale spans all
+    2
+    >>> colour_cap(np.array([2] * 999 + [60]))           # λ ≈ 2: random slots stop at 8
+    8
+    """
     top = int(lengths.max()) if lengths.size else 0
-    if not occupied.size:
-        return 1
-    cap = max(int(np.ceil(np.percentile(occupied, 99.9))), 1)
-    return cap if 2 * cap < top else max(top, 1)
+    limit = indexstats.uniform_chain_limit(max(lengths.size, 1), int(lengths.sum()))
+    return max(limit, 1) if top > limit else max(top, 1)
 
 
 # ------------------------------------------------------------------------------ chains
@@ -268,6 +292,11 @@ def chain_length_histogram_figure(path_or_file: PathOrFile, *, hash_slot_num: in
     on a log scale (zero-height bars and vanishing expectations are then simply not drawn),
     which shows the tail where hot keys and bad hashes live.
 
+    The x axis ends at :func:`colour_cap`, the longest chain a uniform hash plausibly gives;
+    the slots longer than that (a key put many times, or colliding hashes) are one red bar
+    labelled ``>cap`` after a gap, annotated with their count and the longest chain, so a hot
+    slot of thousands of entries never squeezes the comparison into a corner.
+
     `path_or_file` and the geometry arguments as :func:`slot_chain_lengths`.
     Cost: that of :func:`~rmqlab.indexstats.chain_length_histogram` plus drawing: about
     1.4 s for a full default-size file including ``savefig`` to PNG (benchmarks/bench_viz.py).
@@ -279,8 +308,8 @@ def chain_length_histogram_figure(path_or_file: PathOrFile, *, hash_slot_num: in
     ...                  hash_slot_num=8, index_num=5)
     3
     >>> fig = chain_length_histogram_figure(p, hash_slot_num=8, index_num=5, log=True)
-    >>> [int(b.get_height()) for b in fig.axes[0].containers[0]]
-    [6, 1, 1]
+    >>> [[int(b.get_height()) for b in c] for c in fig.axes[0].containers]   # 3 keys: a 2-chain is rare
+    [[6, 1], [1]]
     """
     if isinstance(path_or_file, IndexFile):
         with opened_index_file(path_or_file, hash_slot_num, index_num) as f:
@@ -296,24 +325,33 @@ def chain_length_histogram_figure(path_or_file: PathOrFile, *, hash_slot_num: in
     k_max = math.ceil(lam + 8 * math.sqrt(lam) + 8) if n else 1
     expected = indexstats.poisson_expected_slots(m, n, k_max)
 
+    # a hot key's slot can be thousands of entries long: the axis stops where a uniform hash
+    # stops (colour_cap, as the occupancy image) and one red bar past it holds the whole tail
+    x_max = max(colour_cap(np.repeat(lengths, slots)), 1)
+    within = lengths <= x_max
     fig = Figure(figsize=figsize, layout="constrained")
     ax = fig.subplots()
-    ax.bar(lengths, slots, width=0.8, color="C0", alpha=0.75, label="slots in this file")
+    ax.bar(lengths[within], slots[within], width=0.8, color="C0", alpha=0.75, label="slots in this file")
     ax.plot(np.arange(k_max + 1), expected, color="C3", marker="o", markersize=4, linewidth=1.2,
             label=f"uniform hash: slots × Poisson pmf, λ = {lam:.4g}")
     if log:
         ax.set_yscale("log")
         ax.set_ylim(bottom=0.5)
     top = int(lengths.max())
-    # a hot key's slot can be thousands of entries long: keep the Poisson range readable and
-    # say what falls beyond it
-    x_max = max(k_max, colour_cap(np.repeat(lengths, slots)))
-    if top > 2 * x_max:
-        ax.set_xlim(-0.7, x_max + 0.7)
+    ax.set_xlim(-0.7, x_max + 0.7)
+    if top > x_max:
         beyond = int(slots[lengths > x_max].sum())
-        ax.text(0.98, 0.6, f"{beyond:,} slots longer than {x_max} not shown\n(longest: {top:,} entries)",
-                transform=ax.transAxes, ha="right", va="top", fontsize="small")
+        tail_x = x_max + 2
+        ax.bar([tail_x], [beyond], width=1.6, color=HOT_COLOUR, alpha=0.85,
+               label=f"longer than {x_max} (a uniform hash gives none)")
+        ax.set_xlim(-0.7, tail_x + 1.1)
+        ax.annotate(f"{beyond:,} slot{'s' if beyond != 1 else ''}\nwith {x_max + 1}..{top:,}\nentries",
+                    (tail_x, beyond), xytext=(0, 4), textcoords="offset points", ha="center",
+                    va="bottom", fontsize="small", color=HOT_COLOUR)
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    if top > x_max:
+        ticks = [t for t in ax.get_xticks() if 0 <= t <= x_max]
+        ax.set_xticks(ticks + [x_max + 2], [f"{int(t)}" for t in ticks] + [f">{x_max}"])
     ax.set_xlabel("chain length (entries in slot)")
     ax.set_ylabel("slots")
     ax.set_title(f"{path.name}: {n:,} entries in {m:,} slots, longest chain {int(lengths.max())}",
@@ -337,9 +375,11 @@ def file_stats_figure(files: pd.DataFrame, *,
     ``name`` (``yyyyMMddHHmmssSSS``: oldest first), whatever the frame's order.
 
     Left panel: one bar per file, its ``occupancy`` (non-empty slots / hash_slot_num, 0..1,
-    printed inside the bar up to 30 files), and a black dash across the bar at its
+    printed in white at the bar's top up to 30 files), and a black dash across the bar at its
     ``expected_occupancy`` (``1 - (1 - 1/m)**entries``, what uniformly random hashes would leave
-    non-empty); a hot key, put many times into one slot, keeps the bar below the dash.
+    non-empty; printed in black above it); a hot key, put many times into one slot, keeps the
+    bar below the dash. The axis is zoomed on the values (the gap is often a fraction of a
+    percent), its start named in the axis label.
     Right panel, log scale: one bar per file, its ``mean_chain_length`` (entries per non-empty
     slot), and a line through each file's ``max_chain_length`` (entries in its fullest slot).
     An empty file has no mean bar and no longest-chain marker. The x axes name the files (up to
@@ -383,18 +423,36 @@ def file_stats_figure(files: pd.DataFrame, *,
     x = np.arange(n)
     occupancy_ax, chain_ax = fig.subplots(1, 2)
 
-    bars = occupancy_ax.bar(x, occupancy, width=0.8, color="#4c78a8", label="observed")
-    if n <= _MAX_NAMED_FILES:
-        printed = [f"{v:.1%}" if np.isfinite(v) else "" for v in occupancy]
-        occupancy_ax.bar_label(bars, labels=printed, label_type="center", rotation=90, color="white",
-                               fontsize="x-small" if n > 12 else "small")
+    occupancy_ax.bar(x, occupancy, width=0.8, color="#4c78a8", label="observed")
     # one dash across the top of each bar, as wide as the bar whatever the figure's size
     occupancy_ax.hlines(expected, x - 0.4, x + 0.4, color="black", linewidth=2,
                         label="uniform hash")
-    occupancy_ax.set_ylim(0, 1.2)         # the band above 1 holds the legend: no data goes there
-    occupancy_ax.set_yticks(np.linspace(0, 1, 6))
-    occupancy_ax.yaxis.set_major_formatter("{x:.0%}")
-    occupancy_ax.set_ylabel("share of slots")
+    # Zoomed on the data: the gap between observed and expected is a fraction of a percent,
+    # invisible on a 0-100 % axis. The band above the data holds the legend.
+    shown = np.concatenate([occupancy[np.isfinite(occupancy)], expected[np.isfinite(expected)]])
+    lo_data, hi_data = (float(shown.min()), float(shown.max())) if len(shown) else (0.0, 1.0)
+    spread = max(hi_data - lo_data, 0.005)
+    low = max(0.0, lo_data - 1.2 * spread)
+    high = hi_data + 0.6 * spread
+    top = high + 0.45 * (high - low)
+    occupancy_ax.set_ylim(low, top)
+    # no tick above 100 %: the band up there is the legend's
+    occupancy_ax.set_yticks([t for t in occupancy_ax.get_yticks() if low <= t <= min(1.0, high)])
+    occupancy_ax.set_ylim(low, top)
+    occupancy_ax.yaxis.set_major_formatter("{x:.1%}" if high - low < 0.2 else "{x:.0%}")
+    if n <= _MAX_NAMED_FILES:
+        small = "x-small" if n > 12 else "small"
+        rotation = 90 if n > 8 else 0
+        for xi, v, e in zip(x, occupancy, expected):
+            if np.isfinite(v):
+                occupancy_ax.annotate(f"{v:.1%}", (xi, v), xytext=(0, -3), textcoords="offset points",
+                                      ha="center", va="top", rotation=rotation, color="white", fontsize=small,
+                                      gid="observed")
+            if np.isfinite(e):
+                occupancy_ax.annotate(f"{e:.1%}", (xi, max(e, v if np.isfinite(v) else e)), xytext=(0, 3),
+                                      textcoords="offset points", ha="center", va="bottom", rotation=rotation,
+                                      color="black", fontsize=small, gid="expected")
+    occupancy_ax.set_ylabel("share of slots" + (f" (axis from {low:.1%})" if low > 0 else ""))
     occupancy_ax.set_title("non-empty slots", fontsize="medium")
     occupancy_ax.legend(loc="upper center", ncols=2, fontsize="small")
 
@@ -441,6 +499,7 @@ def _to_datetime64(ms) -> np.ndarray:
 
 def entries_over_time(directory: str | os.PathLike, *, hash_slot_num: int | None = None,
                       index_num: int | None = None, bin_seconds: int | None = None,
+                      clock_steps: pd.DataFrame | None = None,
                       figsize: tuple[float, float] | None = None) -> Figure:
     """Entries per time bin for every index file of `directory`, and each file's time span.
 
@@ -454,10 +513,14 @@ def entries_over_time(directory: str | os.PathLike, *, hash_slot_num: int | None
     each file's counts sum to its entries.
 
     Lower panel: one horizontal bar per file from its header's ``begin_timestamp`` to its
-    ``end_timestamp`` (ms since the epoch), labelled with the file name and its entry count.
+    ``end_timestamp`` (ms since the epoch), named on the y axis and labelled with its entry
+    count; it is also the colour key of the upper panel (each file once, same colour in both).
     Files whose header holds no timestamp (begin 0: created, never written) get no bar.
-    Times are shown in UTC. Up to 12 files, a legend to the right of the upper panel (outside
-    it, so it never hides a step) names each file's colour, the same in both panels.
+    Times are shown in UTC.
+
+    `clock_steps`, the frame of :func:`rmqlab.clocksteps.clock_steps_back` (columns ``before``,
+    ``after``, ``step_ms``), marks each place the broker's clock stepped back: a dashed line
+    through both panels at the time the clock left (``before``), labelled with the step.
 
     Geometry arguments as :func:`rmqlab.indexstats.file_stats` (the same for every file).
     Cost: one header and one strided read of the 4-byte time diffs per file, and one
@@ -522,15 +585,19 @@ def entries_over_time(directory: str | os.PathLike, *, hash_slot_num: int | None
         ax.stairs(counts, mdates.date2num(_to_datetime64(edges)), color=f"C{i % 10}",
                   linewidth=1.3, label=f"{name} ({len(t):,})")
     ax.set_ylabel(f"entries per {_bin_label(bin_seconds)}")
-    ax.set_ylim(bottom=0)
+    ax.set_ylim(bottom=0, top=ax.get_ylim()[1] * 1.15)      # headroom for the clock-step labels
     ax.set_title(f"{Path(directory).name or directory}: {n_files} index file"
-                 f"{'s' if n_files != 1 else ''}, {sum(len(t) for _, _, t in files):,} entries",
-                 fontsize="medium")
-    if n_files <= 12:
-        # outside the axes, to the right: inside, it covers the steps of the first files
-        # (constrained layout narrows both panels alike, so their time axes stay aligned)
-        ax.legend(fontsize="small", title="file (entries)", title_fontsize="small",
-                  loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0)
+                 f"{'s' if n_files != 1 else ''}, {sum(len(t) for _, _, t in files):,} entries "
+                 f"(colours: the files below)", fontsize="medium")
+    if clock_steps is not None and len(clock_steps):
+        for i, step in enumerate(clock_steps.itertuples()):
+            x = mdates.date2num(_to_datetime64([int(step.before)]))[0]
+            for panel in (ax, ax_span):
+                panel.axvline(x, color="black", linestyle="--", linewidth=1.0, zorder=0)
+            # staggered, so the labels of steps a few seconds apart do not overlap
+            ax.annotate(f"clock {int(step.step_ms) / 1000:+.1f} s", (x, 1.0 - 0.07 * (i % 2)),
+                        xycoords=("data", "axes fraction"), xytext=(2, -2), textcoords="offset points",
+                        ha="left", va="top", fontsize="small", gid=f"clock-step:{i}")
 
     if stamped:
         begin = mdates.date2num(_to_datetime64([h.begin_timestamp for _, h in stamped]))
@@ -539,8 +606,9 @@ def entries_over_time(directory: str | os.PathLike, *, hash_slot_num: int | None
         bars = ax_span.barh(y, end - begin, left=begin, height=0.6,
                             color=[f"C{i % 10}" for i, (_, h, _) in enumerate(files)
                                    if h.begin_timestamp > 0])
-        ax_span.bar_label(bars, labels=[f" {name}: {h.keys:,} entries" for name, h in stamped],
-                          fontsize="small")
+        for label in ax_span.bar_label(bars, labels=[f" {h.keys:,} entries" for _, h in stamped],
+                                       fontsize="small"):
+            label.set_bbox({"facecolor": "white", "edgecolor": "none", "pad": 0.5, "alpha": 0.85})
         ax_span.set_yticks(y, [name for name, _ in stamped], fontsize="small")
         ax_span.invert_yaxis()                                   # oldest on top
     ax_span.set_xlabel("store time (UTC)")
@@ -557,3 +625,91 @@ def _bin_label(seconds: int) -> str:
             q = seconds // size
             return f"{q} {unit}{'s' if unit == 'day' and q != 1 else ''}" if q != 1 else unit
     return f"{seconds} s" if seconds != 1 else "second"
+
+
+# ------------------------------------------------------------------------------ names
+
+
+def index_name_offsets_figure(offsets: pd.DataFrame) -> Figure:
+    """How far an index file's name is from its first message, under several ways of naming and
+    reading names: one group of bars per way (``reading``), one bar per file (``file``, a number),
+    the length ``seconds`` (the instant the name denotes minus the file's beginTimestamp) on a
+    symmetric log axis, each group's median written beside it. Cost: one small figure.
+
+    >>> df = pd.DataFrame({"reading": ["a", "a", "b", "b"], "file": [0, 1, 0, 1],
+    ...                    "seconds": [0.0, 0.0, 0.06, 28800.06]})
+    >>> len(index_name_offsets_figure(df).axes[0].patches)
+    4
+    """
+    readings = list(dict.fromkeys(offsets["reading"]))
+    files = sorted(offsets["file"].unique())
+    fig = Figure(figsize=(10.0, 1.2 + 0.75 * len(readings)), layout="constrained")
+    ax = fig.add_subplot()
+    h = 0.8 / max(len(files), 1)
+    colours = ["#4c78a8", "#f58518", "#54a24b", "#e45756", "#72b7b2", "#b279a2", "#9d755d", "#bab0ac"]
+    for i, r in enumerate(readings):
+        part = offsets[offsets["reading"] == r].set_index("file")["seconds"]
+        for j, f in enumerate(files):
+            if f in part.index:
+                ax.barh(i - 0.4 + (j + 0.5) * h, part[f], height=h * 0.9, color=colours[j % len(colours)])
+        median = float(part.median())
+        ax.text(max(median, 0) * 1.5 + 0.5, i, _seconds_text(median), va="center", fontsize=8)
+    ax.set_xscale("symlog", linthresh=1.0)
+    ax.set_yticks(range(len(readings)), readings, fontsize=8)
+    ax.invert_yaxis()
+    top = max(float(offsets["seconds"].max()), 1.0)
+    ax.set_xlim(min(float(offsets["seconds"].min()), 0.0) * 1.5, top * 30)
+    ax.set_xlabel("the name's instant minus the file's first message (seconds, symmetric log scale)")
+    ax.set_title(f"{len(files)} index files: what the name says against beginTimestamp", fontsize="medium")
+    return fig
+
+
+def _seconds_text(s: float) -> str:
+    if abs(s) < 1:
+        return f"median {s * 1000:,.0f} ms"
+    if abs(s) < 3600:
+        return f"median {s:,.1f} s"
+    if abs(s) < 86400 * 2:
+        return f"median {s / 3600:,.2f} h"
+    return f"median {s / 86400:,.1f} days"
+
+
+# ------------------------------------------------------------------------------ stored times
+
+
+def stored_time_lag_figure(lag_ms, *, bin_ms: int = 50, figsize: tuple[float, float] = (8.0, 3.4)) -> Figure:
+    """How far each index entry's stored time lies before its message's real store time.
+
+    `lag_ms` is, per entry, ``store_timestamp - (beginTimestamp + timeDiff * 1000)`` (the
+    ``lag_ms`` column of :func:`rmqlab.keyindex.index_entries`). Bars: entries per `bin_ms`
+    of lag. The shaded band is 0..999 ms, what whole seconds counted from the file's begin
+    allow; entries outside it (a message stored before its file's begin, clamped to 0; a
+    follow-on file's seed) stand out, and the title counts them. Cost: O(entries).
+
+    >>> fig = stored_time_lag_figure([0, 120, 980, 999, -300])
+    >>> int(sum(p.get_height() for p in fig.axes[0].patches if p.get_gid() == "lag-bin"))
+    5
+    """
+    lag = np.asarray(lag_ms, dtype=np.float64)
+    lag = lag[np.isfinite(lag)]
+    fig = Figure(figsize=figsize, layout="constrained")
+    ax = fig.subplots()
+    if not lag.size:
+        ax.text(0.5, 0.5, "no entries", ha="center", va="center", transform=ax.transAxes)
+        ax.set_axis_off()
+        return fig
+    lo = min(0.0, math.floor(lag.min() / bin_ms) * bin_ms)
+    hi = max(1000.0, math.ceil((lag.max() + 1) / bin_ms) * bin_ms)
+    counts, edges = np.histogram(lag, bins=np.arange(lo, hi + bin_ms, bin_ms))
+    ax.axvspan(0, 1000, color="#e8f1e0", zorder=0, label="0–999 ms: whole seconds after the file's begin")
+    bars = ax.bar(edges[:-1], counts, width=bin_ms, align="edge", color="#4c78a8", edgecolor="white",
+                  linewidth=0.5, label=f"entries per {bin_ms} ms of lag")
+    for b in bars:
+        b.set_gid("lag-bin")
+    outside = int(((lag < 0) | (lag > 999)).sum())
+    ax.set_xlabel("real store time − stored time (ms)")
+    ax.set_ylabel("index entries")
+    ax.set_title(f"{lag.size:,} entries: median lag {np.median(lag):,.0f} ms; "
+                 f"{outside:,} outside 0–999 ms", fontsize="medium")
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.22), ncols=2, fontsize="small", frameon=False)
+    return fig

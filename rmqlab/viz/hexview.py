@@ -38,9 +38,12 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
 from rmqlab.formats import batchconsumequeue as bcq
+from rmqlab.formats import commitlog as cl
 from rmqlab.formats import consumequeue_ext as cqx
 from rmqlab.formats.indexfile import ENTRY, HEADER, SLOT, IndexFile
+from rmqlab.kafka import index as kix
 from rmqlab.viz.figures import opened_index_file
+from rmqlab.viz.fonts import MONO
 
 __all__ = [
     "HEX_FIELD_COLUMNS",
@@ -48,6 +51,8 @@ __all__ = [
     "hex_fields",
     "ext_hex_fields",
     "batch_hex_fields",
+    "record_hex_fields",
+    "kafka_index_hex_fields",
     "annotated_hex_figure",
     "fields_hex_figure",
 ]
@@ -66,7 +71,9 @@ _DEFAULT_EXTRA_SLOTS = 4
 _DEFAULT_ENTRIES = 5
 #: Bytes per dump row, by region, so that no field is split and fields line up in columns:
 #: two 8-byte header fields a row (the two 4-byte counts share the last), five slots, one entry.
-_ROW_BYTES = {"header": 2 * HEADER.field("begin_timestamp").size, "slot": 5 * SLOT.size, "entry": ENTRY.size}
+_ROW_BYTES = {"header": 2 * HEADER.field("begin_timestamp").size, "slot": 5 * SLOT.size, "entry": ENTRY.size,
+              "record": 20, "offset-entry": 2 * kix.OFFSET_ENTRY.size, "time-entry": kix.TIME_ENTRY.size,
+              "zero-tail": 2 * kix.OFFSET_ENTRY.size}
 _MAX_ROW_BYTES = max(_ROW_BYTES.values())
 
 
@@ -391,6 +398,140 @@ def batch_hex_fields(path: str | os.PathLike, *, units: Numbers = None,
         return df
 
 
+def _text(data: bytes, limit: int = 48) -> str:
+    """Bytes as readable text: UTF-8 with the property separators shown as \\x01 / \\x02."""
+    text = data.decode("utf-8", errors="replace").replace("\x01", "\\x01").replace("\x02", "\\x02")
+    return text if len(text) <= limit else text[:limit - 1] + "…"
+
+
+def _record_meaning(name: str, m, value: int, tz) -> str:
+    if name in ("BORNTIMESTAMP", "STORETIMESTAMP"):
+        return _iso(value, tz)
+    if name == "MAGICCODE":
+        return {cl.MAGIC_V1: "v1 record (1-byte TOPICLEN)", cl.MAGIC_V2: "v2 record (2-byte TOPICLEN)"}.get(
+            value, "not a message magic")
+    if name == "PHYSICALOFFSET":
+        return f"this record's own CommitLog offset ({value:,})"
+    if name == "SYSFLAG":
+        kind = {0: "normal", 4: "prepared", 8: "commit", 12: "rollback"}[value & 0xC]
+        return f"transaction type {kind}; IPv6 born/store host {bool(value & 0x10)}/{bool(value & 0x20)}"
+    if name in ("BORNHOST", "STOREHOST"):
+        return (m.born_host if name == "BORNHOST" else m.store_host).rsplit(":", 1)[0]
+    if name.endswith(" port"):
+        return f"port {value}"
+    if name == "QUEUEOFFSET":
+        return f"unit {value:,} of queue {m.topic}/{m.queue_id}"
+    if name in ("BODYLEN", "TOPICLEN", "PROPERTIESLENGTH"):
+        return f"{value:,} bytes follow"
+    if name == "TOTALSIZE":
+        return f"the next record starts {value:,} bytes on"
+    if name == "BODYCRC":
+        return "CRC32(BODY) & 0x7FFFFFFF" + ("" if m.crc_ok else ": does NOT match the body")
+    return ""
+
+
+def record_hex_fields(path: str | os.PathLike, position: int, *, tz: _dt.tzinfo | None = None) -> pd.DataFrame:
+    r"""One row per field of the CommitLog message record at byte `position` of the file `path`.
+
+    Columns as :func:`hex_fields` (:data:`HEX_FIELD_COLUMNS`), region "record", fields named as
+    in MessageDecoder (``TOTALSIZE``, ``BORNHOST``, ``BODY``; a host's port is
+    ``BORNHOST port``), offsets from the start of the file. ``value`` is the field as a signed
+    big-endian integer; for BODY, TOPIC and PROPERTIES (and the host addresses) it is the number
+    of bytes, and ``meaning`` holds the text. ``df.attrs``: kind "commitlog", file, file_size,
+    position, phy_offset, total_size. Cost: one record read.
+
+    >>> import tempfile, os
+    >>> from rmqlab.formats.commitlog import encode_message
+    >>> p = os.path.join(tempfile.mkdtemp(), "0" * 20)
+    >>> _ = open(p, "wb").write(encode_message(topic="T", body=b"hi", properties={"KEYS": "k1 k2"}))
+    >>> df = record_hex_fields(p, 0)
+    >>> df.set_index("field").loc[["TOTALSIZE", "BODY", "PROPERTIES"], ["offset", "value", "meaning"]].values.tolist()
+    [[0, 105, 'the next record starts 105 bytes on'], [88, 2, 'hi'], [94, 11, 'KEYS\\x01k1 k2\\x02']]
+
+    Raises the reader's typed errors when no message starts at `position`.
+    """
+    path = Path(path)
+    tz = _dt.UTC if tz is None else tz
+    m = cl.read_message(path, position)
+    raw = m.encode()
+    rows = []
+    text_fields = {"BODY": m.body, "TOPIC": m.topic.encode("utf-8"), "PROPERTIES": m.properties_raw}
+    for name, at, size in m.field_spans():
+        data = raw[at:at + size]
+        if name in text_fields or name in ("BORNHOST", "STOREHOST"):
+            value = size
+            meaning = _text(text_fields[name]) if name in text_fields else _record_meaning(name, m, 0, tz)
+        else:
+            value = int.from_bytes(data, "big", signed=True)
+            meaning = _record_meaning(name, m, value, tz)
+        rows.append((position + at, size, "record", name, _hex(data), value, meaning))
+    df = pd.DataFrame(rows, columns=HEX_FIELD_COLUMNS)
+    for c in ("offset", "size", "value"):
+        df[c] = df[c].astype(np.int64)
+    df.attrs.update({"kind": "commitlog", "file": path.name, "file_size": path.stat().st_size,
+                     "position": int(position), "phy_offset": m.phy_offset, "total_size": m.total_size})
+    return df
+
+
+def kafka_index_hex_fields(path: str | os.PathLike, *, entries: Numbers = None, zeros: int = 2,
+                           tz: _dt.tzinfo | None = None) -> pd.DataFrame:
+    """One row per field of the chosen entries of a Kafka ``.index`` or ``.timeindex`` file.
+
+    Columns as :func:`hex_fields` (:data:`HEX_FIELD_COLUMNS`); region "offset-entry" or
+    "time-entry"; fields named as in Kafka's OffsetIndex / TimeIndex (``entry[2].relativeOffset``,
+    ``entry[2].position``, ``entry[2].timestamp``). The meaning gives the absolute offset (base
+    offset from the file name + relative offset), the byte position in the segment's ``.log``
+    and the clock time of a timestamp. Entries are the ones :func:`rmqlab.kafka.index.entry_count`
+    counts with ``count="dump"`` (DumpLogSegments: a zero tail is not entries); `entries` picks
+    some of them (default: all, up to 16). When the file holds more bytes than its entries (an
+    untrimmed, preallocated index), `zeros` entries' worth of its tail is shown as region
+    "zero-tail". ``df.attrs``: kind "kafka-index", file, file_size, base_offset, entry_size,
+    entries (the count), shown. Cost: O(entries shown).
+
+    >>> import tempfile, os
+    >>> p = os.path.join(tempfile.mkdtemp(), kix.segment_file_name(100, ".index"))
+    >>> kix.build_offset_index(p, [(105, 4130)])
+    1
+    >>> rows = kafka_index_hex_fields(p)[["offset", "field", "value", "meaning"]].values.tolist()
+    >>> rows   # doctest: +NORMALIZE_WHITESPACE
+    [[0, 'entry[0].relativeOffset', 5, 'offset 100 + 5 = 105'],
+     [4, 'entry[0].position', 4130, 'byte 4,130 of 00000000000000000100.log']]
+    """
+    path = Path(path)
+    tz = _dt.UTC if tz is None else tz
+    kind = kix.TIME_ENTRY if path.suffix == kix.TIME_INDEX_SUFFIX else kix.OFFSET_ENTRY
+    region = "time-entry" if kind is kix.TIME_ENTRY else "offset-entry"
+    base = kix.base_offset_of(path)
+    data = path.read_bytes()
+    count = kix.entry_count(path, count="dump")
+    numbers = (np.arange(min(count, 16), dtype=np.int64) if entries is None else _numbers(entries, count, "entries"))
+    log_name = kix.segment_file_name(base, kix.LOG_SUFFIX)
+    rows = []
+    for n in numbers.tolist():
+        at = n * kind.size
+        e = kind.unpack_from(data, at)
+        for fld, value in zip(kind.fields, e):
+            if fld.name == "relative_offset":
+                meaning = f"offset {base:,} + {value:,} = {base + value:,}"
+            elif fld.name == "position":
+                meaning = f"byte {value:,} of {log_name}"
+            else:
+                meaning = _iso(value, tz)
+            rows.append((at + fld.offset, fld.size, region, f"entry[{n}].{fld.java_name}",
+                         _hex(data[at + fld.offset:at + fld.offset + fld.size]), int(value), meaning))
+    tail = count * kind.size
+    shown_zeros = min(len(data) - tail, zeros * kind.size) // kind.size * kind.size
+    for at in range(tail, tail + shown_zeros, kind.size):
+        rows.append((at, kind.size, "zero-tail", f"zeros[{(at - tail) // kind.size}]", _hex(data[at:at + kind.size]),
+                     int.from_bytes(data[at:at + 8], "big", signed=True), "preallocated, never written"))
+    df = pd.DataFrame(rows, columns=HEX_FIELD_COLUMNS)
+    for c in ("offset", "size", "value"):
+        df[c] = df[c].astype(np.int64)
+    df.attrs.update({"kind": "kafka-index", "file": path.name, "file_size": len(data), "base_offset": base,
+                     "entry_size": kind.size, "entries": count, "shown": numbers.tolist()})
+    return df
+
+
 _FONT = 7.5
 _CHAR_IN = 0.6021 * _FONT / 72          # DejaVu Sans Mono advances 0.602 em per character
 _LINE_IN = 1.45 * _FONT / 72
@@ -411,6 +552,13 @@ _UNIT_COLOURS = {"size": "#fdd0a2", "tagsCode": "#fbb4ae", "msgStoreTime": "#cce
                  "commitlogOffset": "#b3cde3", "msgBaseOffset": "#bebada", "batchSize": "#ffffb3",
                  "compactedOffset": "#e5d8bd", "reserved": "#f0f0f0"}
 _END_COLOUR = "#fb8072"
+#: CommitLog record fields by kind: sizes, codes, queue, offsets, flags, times, hosts, payload.
+_RECORD_COLOURS = {"TOTALSIZE": "#fdd0a2", "MAGICCODE": "#fdae6b", "BODYCRC": "#fbb4ae", "QUEUEID": "#dadaeb",
+                   "FLAG": "#f0f0f0", "QUEUEOFFSET": "#bcbddc", "PHYSICALOFFSET": "#b3cde3", "SYSFLAG": "#ffffb3",
+                   "BORNTIMESTAMP": "#ccebc5", "STORETIMESTAMP": "#a1d99b", "RECONSUMETIMES": "#f0f0f0",
+                   "PREPAREDTRANSACTIONOFFSET": "#b3cde3", "BODYLEN": "#fdd0a2", "BODY": "#e5d8bd",
+                   "TOPICLEN": "#fdd0a2", "TOPIC": "#decbe4", "PROPERTIESLENGTH": "#fdd0a2", "PROPERTIES": "#fddaec"}
+_KAFKA_COLOURS = {"relativeOffset": "#bcbddc", "position": "#b3cde3", "timestamp": "#ccebc5"}
 
 
 def _layout_summary(layout) -> str:
@@ -426,6 +574,10 @@ _REGION_TITLES = {
                 "then bitMapSize bytes of filter bit map)",
     "batch-unit": f"units ({bcq.UNIT_SIZE} bytes: {_layout_summary(bcq.UNIT)})",
     "end": "end of data (where the broker's walk over the units stops)",
+    "record": "message record (MessageDecoder order; BORNHOST / STOREHOST 4 bytes, 16 when SYSFLAG says IPv6)",
+    "offset-entry": f"offset index entries ({kix.OFFSET_ENTRY.size} bytes: relativeOffset i32, position i32)",
+    "time-entry": f"time index entries ({kix.TIME_ENTRY.size} bytes: timestamp i64, relativeOffset i32)",
+    "zero-tail": "preallocated zeros after the entries (an index that was never trimmed)",
 }
 _UNIT_REGIONS = {"ext-unit": "ConsumeQueueExt", "batch-unit": "BatchConsumeQueue"}
 _VALUE_NOTE = "(big-endian, signed; value = the bytes as an integer)"
@@ -450,7 +602,11 @@ def _field_colour(region: str, field: str, index: int) -> str:
         return _SLOT_COLOURS[int(field[5:-1]) % 2]
     if region == "end":
         return _END_COLOUR
-    short = field.rsplit(".", 1)[1]
+    if region == "record":
+        return _RECORD_COLOURS.get(field.split(" ")[0], "#c6dbef")
+    short = field.rsplit(".", 1)[-1]
+    if region in ("offset-entry", "time-entry", "zero-tail"):
+        return _KAFKA_COLOURS.get(short, "#d9d9d9")
     return _ENTRY_COLOURS[short] if region == "entry" else _UNIT_COLOURS.get(short, "#d9d9d9")
 
 
@@ -508,9 +664,17 @@ def _rows(df: pd.DataFrame) -> list[_Row]:
         m = int(df.attrs["hash_slot_num"])
         entries_offset = HEADER.size + SLOT.size * m
 
+    kind = df.attrs.get("kind")
+
     def describe(start: int, stop: int, before: str | None, after: str | None) -> str:
         if index_file:
             return _describe_gap(start, stop, m, entries_offset)
+        if kind == "commitlog":
+            return "other records" if before is None else "the rest of the file"
+        if kind == "kafka-index":
+            size = int(df.attrs["entry_size"])
+            a, b = -(-start // size), stop // size - 1
+            return "" if b < a else f"entry {a}" if a == b else f"entries {a}..{b}"
         return _describe_unit_gap(before, after)
 
     rows: list[_Row] = []
@@ -552,6 +716,13 @@ def _default_heading(df: pd.DataFrame) -> str:
     if "hash_slot_num" in a:
         return (f"{a['file']}: {a['file_size']:,} bytes = {HEADER.size} + {SLOT.size} × {a['hash_slot_num']:,} "
                 f"slots + {ENTRY.size} × {a['index_num']:,} entries")
+    if a.get("kind") == "commitlog":
+        return (f"CommitLog file {a['file']}: the message at position {a['position']:,} "
+                f"(physical offset {a['phy_offset']:,}), {a['total_size']:,} bytes")
+    if a.get("kind") == "kafka-index":
+        return (f"{a['file']}: {a['file_size']:,} bytes = {a['entries']:,} entries of {a['entry_size']} bytes"
+                f"{' + zeros' if a['file_size'] > a['entries'] * a['entry_size'] else ''}; "
+                f"base offset {a['base_offset']:,}")
     kind = next((_UNIT_REGIONS[r] for r in df["region"] if r in _UNIT_REGIONS), "queue")
     return f"{a.get('file', '')}: {kind} file, {int(a['file_size']):,} bytes; data ends at byte {a['end']:,}"
 
@@ -605,7 +776,7 @@ def fields_hex_figure(table: pd.DataFrame, *, title: str | None = None) -> Figur
     ax.set_axis_off()
     heading = _default_heading(table) if title is None else title
     fig.text(0.5, 1 - 0.08 / fig_h, f"{heading}\n{_VALUE_NOTE}", ha="center", va="top", fontsize=8.5)
-    mono = dict(family="DejaVu Sans Mono", fontsize=_FONT, va="center")
+    mono = dict(family=MONO, fontsize=_FONT, va="center")
     y = 0.0
     for row in rows:
         if row.kind == "title":

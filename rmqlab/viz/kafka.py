@@ -24,7 +24,8 @@ from matplotlib.ticker import FuncFormatter
 
 from rmqlab.kafka.partition import KafkaPartition
 
-__all__ = ["SYSTEM_COLOURS", "sparse_index_figure", "index_bytes_figure", "lookup_cost_figure"]
+__all__ = ["SYSTEM_COLOURS", "sparse_index_figure", "index_bytes_figure", "lookup_cost_figure",
+           "index_file_sizes_figure"]
 
 #: Colour of each system in the comparison figures.
 SYSTEM_COLOURS = {"RocketMQ": "#d62728", "Kafka": "#1f77b4"}
@@ -226,4 +227,32 @@ def lookup_cost_figure(summary: pd.DataFrame, *, metrics=("bytes_touched", "page
         ax.set_title(f"mean {labels.get(metric, metric)} per lookup", fontsize=9)
         ax.legend(fontsize=8, loc="upper left")
     fig.tight_layout()
+    return fig
+
+
+def index_file_sizes_figure(sizes: pd.DataFrame) -> Figure:
+    """The bytes of each index file while its segment is active and after the roll: one row per
+    file of `sizes` (columns ``file``, ``active_bytes``, ``trimmed_bytes``, ``entries``), bars on a
+    log axis with the byte counts written beside them. Cost: one small figure.
+
+    >>> fig = index_file_sizes_figure(pd.DataFrame({"file": ["a.index"], "active_bytes": [10485760],
+    ...                                             "trimmed_bytes": [24], "entries": [3]}))
+    >>> [int(p.get_width()) for p in fig.axes[0].patches]
+    [10485760, 24]
+    """
+    fig = Figure(figsize=(9.0, 0.9 + 0.75 * len(sizes)), layout="constrained")
+    ax = fig.add_subplot()
+    y = np.arange(len(sizes))
+    h = 0.38
+    for shift, col, label, colour in ((-h / 2, "active_bytes", "active: preallocated to segment.index.bytes",
+                                       "#9ecae1"),
+                                      (h / 2, "trimmed_bytes", "after the roll: trimmed to its entries", "#08519c")):
+        bars = ax.barh(y + shift, sizes[col], height=h, color=colour, label=label)
+        ax.bar_label(bars, labels=[f"{int(v):,} bytes" for v in sizes[col]], fontsize=8, padding=3)
+    ax.set_xscale("log")
+    ax.set_xlim(1, float(sizes["active_bytes"].max()) * 40)
+    ax.set_yticks(y, [f"{f}\n{int(n):,} entries" for f, n in zip(sizes["file"], sizes["entries"])], fontsize=8)
+    ax.invert_yaxis()
+    ax.set_xlabel("bytes on disk (log scale)")
+    ax.legend(fontsize=8, frameon=False, loc="lower right")
     return fig

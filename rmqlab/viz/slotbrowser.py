@@ -2,8 +2,8 @@
 
 :class:`SlotBrowser` shows the file's slot occupancy image
 (:func:`rmqlab.viz.figures.slot_occupancy_image`), a page of slots as a grid of buttons
-labelled "slot · chain length" and coloured by that length (empty grey, longer darker red, the
-few far longer than the rest bright red), and, for the selected slot, its chain walked from the
+labelled "slot · chain length" and coloured as in the image (empty grey, viridis up to the
+longest chain a uniform hash gives, red beyond), and, for the selected slot, its chain walked from the
 slot along prevIndex (:meth:`IndexFile.chain <rmqlab.formats.indexfile.IndexFile.chain>`) with
 each entry's stored hash, CommitLog offset and stored time, and how many distinct hashes share
 the slot (one hash repeated = one hot key or a String.hashCode collision; several hashes = keys
@@ -19,7 +19,9 @@ that only share ``hash % hash_slot_num``).
 ['0 · 0', '1 · 0', '2 · 0']
 >>> b.jump_to_longest(), b.chain_frame["entry"].tolist()
 (7, [2, 1])
->>> b.close()
+>>> b.close()                       # the browser says so, and its controls stop
+>>> "closed" in b.status_html.value, b.longest_button.disabled
+(True, True)
 """
 from __future__ import annotations
 
@@ -29,14 +31,13 @@ import itertools
 import ipywidgets as widgets
 import numpy as np
 import pandas as pd
-from matplotlib import colormaps
 
+from rmqlab.display import format_frame
 from rmqlab.formats.indexfile import IndexFile
 from rmqlab.timefmt import ms_to_iso
 from rmqlab.viz.figures import (
-    EMPTY_COLOUR,
-    HOT_COLOUR,
     PathOrFile,
+    chain_length_colour,
     colour_cap,  # the occupancy image's colour scale, so buttons and image agree on "hot"
     slot_chain_lengths,
     slot_occupancy_image,
@@ -59,24 +60,19 @@ CHAIN_COLUMNS = ["entry", "key_hash", "phy_offset", "time_diff", "stored_time_ms
 #: Chains longer than this are listed only this far (a hot key's slot can hold millions).
 MAX_CHAIN_ROWS = 10_000
 _CHAIN_ROWS_SHOWN = 50
-_GRID_COLUMNS = 16
 
 
 def slot_button_colour(length: int, cap: int) -> tuple[str, str]:
-    """(background, text) colours of a slot button: grey when empty, white to dark red up to
-    `cap` entries, :data:`~rmqlab.viz.figures.HOT_COLOUR` beyond.
+    """(background, text) colours of a slot button: the slot's colour in the occupancy image
+    (:func:`~rmqlab.viz.figures.chain_length_colour`: grey when empty, viridis up to `cap`
+    entries, :data:`~rmqlab.viz.figures.HOT_COLOUR` beyond) and a text colour that reads on it.
 
-    >>> slot_button_colour(0, 4)[0], slot_button_colour(9, 4)[0]
-    ('#c8c8c8', '#d62728')
+    >>> slot_button_colour(0, 4), slot_button_colour(9, 4)
+    (('#c8c8c8', '#111111'), ('#d62728', '#ffffff'))
     """
-    if length <= 0:
-        return EMPTY_COLOUR, "#333333"
-    if length > cap:
-        return HOT_COLOUR, "#ffffff"
-    share = length / max(cap, 1)
-    r, g, b, _ = colormaps["Reds"](0.15 + 0.7 * share)
-    text = "#ffffff" if share > 0.55 else "#111111"
-    return f"#{round(r * 255):02x}{round(g * 255):02x}{round(b * 255):02x}", text
+    background = chain_length_colour(length, cap)
+    dark = length > cap or 0 < length <= 0.6 * cap       # viridis is dark up to about 60 %
+    return background, "#ffffff" if dark else "#111111"
 
 
 class SlotBrowser(WidgetBase):
@@ -92,7 +88,11 @@ class SlotBrowser(WidgetBase):
     buttons); the state :attr:`file`, :attr:`lengths` (chain length of every slot, int32),
     :attr:`start`, :attr:`selected` (slot or None), :attr:`chain_frame` (the selected chain,
     columns :data:`CHAIN_COLUMNS`), :attr:`hash_counts` (entries per distinct hash in the slot);
-    the outputs :attr:`occupancy_image`, :attr:`grid`, :attr:`chain_html`, :attr:`info_html`.
+    the outputs :attr:`occupancy_image`, :attr:`grid`, :attr:`chain_html`, :attr:`info_html`,
+    :attr:`status_html` (empty, or why the browser cannot read: its file is closed). The grid
+    has as many columns as fit the page (each as wide as the longest "slot · entries" label),
+    so it wraps rather than overflows at any width or font; the page buttons are disabled at
+    the first and the last page.
     Cost: :func:`~rmqlab.viz.figures.slot_chain_lengths` and the occupancy image once (about
     1 s for a full default-size file), then a page of buttons per page and O(chain) per select.
     """
@@ -130,25 +130,28 @@ class SlotBrowser(WidgetBase):
         self.occupancy_image = image_widget("rmqlab-occupancy")
         self.info_html = widgets.HTML()
         self.page_html = widgets.HTML()
-        self.chain_html = widgets.HTML()
-        self.grid = widgets.GridBox(layout=widgets.Layout(
-            grid_template_columns=f"repeat({min(_GRID_COLUMNS, page)}, 5.6em)", grid_gap="2px"))
-        for w, cls in ((self.page_slider, "rmqlab-page-slider"), (self.prev_button, "rmqlab-prev-page"),
+        self.chain_html = widgets.HTML(layout=widgets.Layout(overflow="auto", max_width="100%"))
+        self.status_html = widgets.HTML()
+        self.grid = widgets.GridBox(layout=widgets.Layout(grid_gap="2px", width="100%"))
+        for w, cls in ((self.status_html, "rmqlab-browser-status"),
+                       (self.page_slider, "rmqlab-page-slider"), (self.prev_button, "rmqlab-prev-page"),
                        (self.next_button, "rmqlab-next-page"), (self.longest_button, "rmqlab-longest"),
                        (self.grid, "rmqlab-slot-grid"), (self.chain_html, "rmqlab-chain-table"),
                        (self.info_html, "rmqlab-slot-info"), (self.page_html, "rmqlab-page-info")):
             w.add_class(cls)
-        self.prev_button.on_click(lambda _: self.show_page(self.start - self.page))
-        self.next_button.on_click(lambda _: self.show_page(self.start + self.page))
-        self.longest_button.on_click(lambda _: self.jump_to_longest())
-        self.page_slider.observe(lambda change: self.show_page(change["new"]), names="value")
+        self.prev_button.on_click(lambda _: self._when_open(self.show_page, self.start - self.page))
+        self.next_button.on_click(lambda _: self._when_open(self.show_page, self.start + self.page))
+        self.longest_button.on_click(lambda _: self._when_open(self.jump_to_longest))
+        self.page_slider.observe(lambda change: self._when_open(self.show_page, change["new"]), names="value")
 
         self.widget = widgets.VBox([
             widgets.HTML(f"<b>{html.escape(self.file.path.name)}</b>: {self.hash_slot_num:,} slots, "
                          f"{self.file.header.keys:,} entries"),
+            self.status_html,
             self.progress,
             self.occupancy_image,
-            widgets.HBox([self.prev_button, self.page_slider, self.next_button, self.longest_button]),
+            widgets.HBox([self.prev_button, self.page_slider, self.next_button, self.longest_button],
+                         layout=widgets.Layout(flex_flow="row wrap", align_items="center")),
             self.page_html,
             self.grid,
             self.info_html,
@@ -157,6 +160,9 @@ class SlotBrowser(WidgetBase):
         self.widget.add_class("rmqlab-slot-browser")
         self.start = -1
         self.reload()
+        # every label "slot · entries" fits its column: as many columns as the page has room for
+        widest = len(f"{self.hash_slot_num - 1} · {int(self.lengths.max(initial=0))}")
+        self.grid.layout.grid_template_columns = f"repeat(auto-fill, minmax({0.62 * widest + 1.6:.1f}em, 1fr))"
         self.show_page(start)
         self.info_html.value = message_html("Click a slot to see its chain.", "info")
 
@@ -177,6 +183,7 @@ class SlotBrowser(WidgetBase):
 
     def show_page(self, start: int) -> None:
         """Show the page of slots holding slot `start` (clamped to the file's slots)."""
+        self._require_open()
         start = min(max(int(start), 0), self.hash_slot_num - 1) // self.page * self.page
         if start == self.start:
             return
@@ -192,21 +199,27 @@ class SlotBrowser(WidgetBase):
         self.buttons = [self._slot_button(s) for s in range(self.start, stop)]
         self.grid.children = self.buttons
         used = int(np.count_nonzero(self.lengths[self.start:stop]))
-        self.page_html.value = (f"<span style='font-family:sans-serif'>slots {self.start:,}..{stop - 1:,}: "
-                                f"{used} of {stop - self.start} occupied; each button: slot · entries</span>")
+        first, last = self.start == 0, stop >= self.hash_slot_num
+        self.prev_button.disabled, self.next_button.disabled = first, last
+        where = ("the only page" if first and last else "the first page" if first
+                 else "the last page" if last else f"page {self.start // self.page + 1:,} of "
+                 f"{-(-self.hash_slot_num // self.page):,}")
+        self.page_html.value = (f"<span style='font-family:sans-serif'>slots {self.start:,}..{stop - 1:,} "
+                                f"({where}): {used} of {stop - self.start} occupied; each button: slot · "
+                                f"entries</span>")
 
     def _slot_button(self, slot: int) -> widgets.Button:
         length = int(self.lengths[slot])
         background, text = slot_button_colour(length, self._cap)
         b = widgets.Button(description=f"{slot} · {length}", tooltip=f"slot {slot}: {length} entries",
-                           layout=widgets.Layout(width="5.6em", padding="0"))
+                           layout=widgets.Layout(width="100%", margin="0", padding="0 2px"))
         b.style.button_color = background
         b.style.text_color = text
         b.add_class(f"rmqlab-slot-{slot}")
         b.add_class("rmqlab-slot-button")
         if slot == self.selected:
             self._mark(b, True)
-        b.on_click(lambda _, s=slot: self.select(s))
+        b.on_click(lambda _, s=slot: self._when_open(self.select, s))
         return b
 
     @staticmethod
@@ -221,6 +234,7 @@ class SlotBrowser(WidgetBase):
         slot = int(slot)
         if not 0 <= slot < self.hash_slot_num:
             raise ValueError(f"slot={slot} is not a slot of this file (0..{self.hash_slot_num - 1})")
+        self._require_open()
         self.show_page(slot)
         self.selected = slot
         for i, b in enumerate(self.buttons):
@@ -244,7 +258,8 @@ class SlotBrowser(WidgetBase):
         self.hash_counts.index.name = "key_hash"
         caption = (f"slot {slot}: chain of {len(self.chain_frame):,} entries, newest first "
                    f"(stored time = beginTimestamp + timeDiff × 1000, whole seconds)")
-        self.chain_html.value = frame_html(self.chain_frame, max_rows=_CHAIN_ROWS_SHOWN, caption=caption,
+        shown = format_frame(self.chain_frame.drop(columns="stored_time"), {"key_hash": "text"})
+        self.chain_html.value = frame_html(shown, max_rows=_CHAIN_ROWS_SHOWN, caption=caption, one_line=True,
                                            data={"slot": slot, "rows": len(self.chain_frame)})
         self.info_html.value = self._describe(slot, length)
         return self.chain_frame
@@ -277,7 +292,40 @@ class SlotBrowser(WidgetBase):
         self.select(slot)
         return slot
 
+    # -- a closed file ------------------------------------------------------------------------
+
+    @property
+    def closed(self) -> bool:
+        """True when the browser's file is closed (by :meth:`close`, or by whoever handed it in)."""
+        return self.file.closed
+
+    def _closed_text(self) -> str:
+        return (f"The index file {self.file.path.name} is closed: this browser can no longer read it, "
+                f"so clicks do nothing. Make a new SlotBrowser to browse it again.")
+
+    def _require_open(self) -> None:
+        if self.closed:
+            self._show_closed()
+            raise ValueError(self._closed_text())
+
+    def _when_open(self, action, *args) -> None:
+        """What a click does: `action`, or, on a closed file, say so in the widget (a click's
+        exception would only reach the browser's log, where nobody sees it)."""
+        if self.closed:
+            self._show_closed()
+            return
+        action(*args)
+
+    def _show_closed(self) -> None:
+        self.status_html.value = message_html(self._closed_text(), "warning")
+        for control in (self.prev_button, self.next_button, self.longest_button, self.page_slider, *self.buttons):
+            control.disabled = True
+
     def close(self) -> None:
-        """Close the file if the browser opened it."""
+        """Close the file if the browser opened it (a file handed in stays open, and the
+        browser keeps working); a browser whose file is closed says so and disables its
+        controls."""
         if self._owns_file:
             self.file.close()
+        if self.closed:
+            self._show_closed()

@@ -244,6 +244,8 @@ class InsertionStepper(WidgetBase):
         changed), ``text`` (the explanation shown). With no key waiting nothing is put and
         ``{"stored": False, "text": ...}`` is returned without touching the history.
         """
+        if self.file.closed:
+            raise ValueError(f"{self.path.name}: the stepper's file is closed; make a new InsertionStepper")
         if not self.pending:
             text = "No key waiting: type one in the box and press Add key."
             self.explanation.value = message_html(text, "info")
@@ -293,10 +295,16 @@ class InsertionStepper(WidgetBase):
         self.explanation.value = message_html("A fresh file: all zeros on disk.", "info")
 
     def close(self) -> None:
-        """Close the file; a temporary folder made by the stepper is deleted."""
+        """Close the file; a temporary folder made by the stepper is deleted. The widget then
+        says so and its controls are disabled (a click could only fail unseen)."""
         self.file.close(sync=False)
         if self._cleanup is not None:
             self._cleanup()
+        for control in (self.step_button, self.reset_button, self.add_button, self.key_text):
+            control.disabled = True
+        self.explanation.value = message_html(
+            f"This stepper's file {self.path.name} is closed: it can put no more keys. "
+            f"Make a new InsertionStepper to start again.", "warning")
 
     # -- explanation ----------------------------------------------------------------------
 

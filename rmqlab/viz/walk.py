@@ -43,6 +43,7 @@ from matplotlib.path import Path as MplPath
 from rmqlab.formats.indexfile import LONG_MAX, STOP_REASONS, QueryTrace
 from rmqlab.indexservice import VISIT_REASONS, DirectoryQueryTrace
 from rmqlab.javahash import index_hash
+from rmqlab.viz.fonts import MONO
 
 __all__ = [
     "MARKS",
@@ -51,6 +52,8 @@ __all__ = [
     "WALK_TABLE_COLUMNS",
     "walk_table",
     "query_walk_figure",
+    "walk_stops_figure",
+    "READABLE_DPI",
 ]
 
 Trace = QueryTrace | DirectoryQueryTrace
@@ -78,6 +81,7 @@ _LEGEND_LABELS = {
     "hash-match": "hash matches, time outside [begin, end]",
     "read": "other hash (another key in the slot)",
 }
+_UNREACHED_EDGE = "#d62728"
 _SLOT_COLOUR = "#cfe3ff"
 _MORE_COLOUR = "#ffffff"
 _SKIPPED_COLOUR = "#ececec"
@@ -110,6 +114,10 @@ _TEXT_LINE = 0.36       # one line of the lane's stop text
 _SKIPPED_H = 1.1
 _MAX_PER_ROW = 8
 _FONT = 6.8
+#: Resolution at which to show the diagram: its smallest text (6.8 pt) is then 10.4 px. Shown
+#: at that size (in a box that scrolls, see :class:`rmqlab.viz.widgetkit.ScrollingFigure`)
+#: rather than shrunk to the page, the diagram stays readable however long the walk.
+READABLE_DPI = 110
 
 
 # ------------------------------------------------------------------------------ the table
@@ -248,8 +256,10 @@ def _wrap(text: str, width: int) -> str:
 # ------------------------------------------------------------------------------ the figure
 
 
-def _lane_layout(visits: list[dict], max_steps: int) -> tuple[list[dict], int]:
-    """Per lane: boxes drawn, whether a "more" box follows, rows of boxes, height (units)."""
+def _lane_layout(visits: list[dict], max_steps: int,
+                 unreached: dict[str, pd.DataFrame]) -> tuple[list[dict], int]:
+    """Per lane: boxes drawn, whether a "more" box follows, the entries never reached (drawn
+    as one box after the stop), rows of boxes, height (units)."""
     lanes = []
     widest = 1
     for v in visits:
@@ -257,9 +267,10 @@ def _lane_layout(visits: list[dict], max_steps: int) -> tuple[list[dict], int]:
         n_steps = len(t.steps) if t is not None else 0
         shown = min(n_steps, max_steps)
         more = n_steps - shown
-        boxes = shown + (1 if more else 0)
+        missed = unreached.get(v["file"]) if t is not None else None
+        boxes = shown + (1 if more else 0) + (1 if missed is not None else 0)
         widest = max(widest, boxes)
-        lanes.append({"n_steps": n_steps, "shown": shown, "more": more, "boxes": boxes})
+        lanes.append({"n_steps": n_steps, "shown": shown, "more": more, "boxes": boxes, "unreached": missed})
     per_row = min(widest, _MAX_PER_ROW)
     for lane, v in zip(lanes, visits):
         if v["trace"] is None:
@@ -280,12 +291,12 @@ def _box_xy(i: int, per_row: int, top: float) -> tuple[float, float]:
     return start + col * (_BOX_W + _GAP), top + row * _ROW_PITCH
 
 
-def _arrow(ax, a: tuple[float, float], b: tuple[float, float]) -> None:
+def _arrow(ax, a: tuple[float, float], b: tuple[float, float], *, linestyle="-") -> None:
     ax.add_patch(FancyArrowPatch(a, b, arrowstyle="-|>", mutation_scale=9, color="#333333",
-                                 linewidth=0.9, shrinkA=0, shrinkB=1))
+                                 linewidth=0.9, shrinkA=0, shrinkB=1, linestyle=linestyle))
 
 
-def _wrap_arrow(ax, last: tuple[float, float], first: tuple[float, float]) -> None:
+def _wrap_arrow(ax, last: tuple[float, float], first: tuple[float, float], *, linestyle="-") -> None:
     """From the right of a row's last box, round through the gap below it, to the left of the
     next row's first box (never across a box)."""
     (xa, ya), (xb, yb) = last, first
@@ -294,17 +305,17 @@ def _wrap_arrow(ax, last: tuple[float, float], first: tuple[float, float]) -> No
              (xb - _GAP / 2, yb), (xb, yb)]
     path = MplPath(verts, [MplPath.MOVETO] + [MplPath.LINETO] * (len(verts) - 1))
     ax.add_patch(FancyArrowPatch(path=path, arrowstyle="-|>", mutation_scale=9, color="#333333",
-                                 linewidth=0.9, shrinkA=0, shrinkB=1))
+                                 linewidth=0.9, shrinkA=0, shrinkB=1, linestyle=linestyle))
 
 
 def _box(ax, x: float, y: float, text: str, colour: str, *, gid: str, weight="normal",
-         linestyle="-") -> None:
+         linestyle="-", edge="#555555", linewidth=0.8) -> None:
     patch = FancyBboxPatch((x, y), _BOX_W, _BOX_H, boxstyle="round,pad=0,rounding_size=0.12",
-                           facecolor=colour, edgecolor="#555555", linewidth=0.8, linestyle=linestyle)
+                           facecolor=colour, edgecolor=edge, linewidth=linewidth, linestyle=linestyle)
     patch.set_gid(gid)
     ax.add_patch(patch)
     ax.text(x + _BOX_W / 2, y + _BOX_H / 2, text, ha="center", va="center", fontsize=_FONT,
-            fontweight=weight, family="DejaVu Sans Mono", linespacing=1.25)
+            fontweight=weight, family=MONO, linespacing=1.25)
 
 
 def _slot_text(t: QueryTrace) -> str:
@@ -331,7 +342,8 @@ def _lane_label(v: dict, tz) -> str:
     return "\n".join(lines)
 
 
-def query_walk_figure(trace: Trace, *, max_steps: int = 24, tz: _dt.tzinfo | None = None) -> Figure:
+def query_walk_figure(trace: Trace, *, max_steps: int = 24, tz: _dt.tzinfo | None = None,
+                      unreached: pd.DataFrame | None = None) -> Figure:
     """Draw a key query's walk: a lane per index file, newest at the top.
 
     Each searched file's lane shows, left to right, the file (name, header time range, keys,
@@ -350,10 +362,18 @@ def query_walk_figure(trace: Trace, *, max_steps: int = 24, tz: _dt.tzinfo | Non
     query stopped.
 
     Only the first `max_steps` entries of a file are drawn as boxes, followed by a "… N more
-    entries read" box. `tz` is the zone of the times shown (default UTC). The figure's size
-    follows the content (lanes and boxes); each chain box is a patch whose gid is
-    ``"step:<order>"`` (``order`` of :func:`walk_table`), the slot boxes ``"slot:<file>"`` and
-    the "more" boxes ``"more:<file>"``. No randomness: the same trace gives the same PNG bytes.
+    entries read" box.
+
+    `unreached` (:meth:`rmqlab.keyquery.KeyQuery.unreached`: columns file, entry, phy_offset,
+    time_read) names real matches the walk never read in a file it searched: the newest of
+    them is drawn after the place its file's walk stopped, as a white box with a dashed red
+    edge ("never read", with "+N" when there are more), reached by a dashed arrow standing for
+    the entries the walk skipped; its gid is ``"unreached:<file>"``.
+
+    `tz` is the zone of the times shown (default UTC). The figure's size follows the content
+    (lanes and boxes); each chain box is a patch whose gid is ``"step:<order>"`` (``order``
+    of :func:`walk_table`), the slot boxes ``"slot:<file>"`` and the "more" boxes
+    ``"more:<file>"``. No randomness: the same trace gives the same PNG bytes.
     Cost: O(boxes drawn): about 0.3 s to build and 2 s to save as PNG (at 100 dpi; mostly
     text rendering) for 10 searched files with 90 boxes, 0.1 s + 0.7 s for one file of 25.
     """
@@ -364,7 +384,9 @@ def query_walk_figure(trace: Trace, *, max_steps: int = 24, tz: _dt.tzinfo | Non
     table = walk_table(trace)
     facts = table.attrs
     visits = _visits(trace)
-    lanes, per_row = _lane_layout(visits, max_steps)
+    by_file = ({} if unreached is None or unreached.empty
+               else {f: rows for f, rows in unreached.groupby("file", sort=False)})
+    lanes, per_row = _lane_layout(visits, max_steps, by_file)
 
     width_units = _LABEL_W + _BOX_W + _GAP + per_row * (_BOX_W + _GAP) + 0.1
     width_units = max(width_units, 22.0)          # room for the title and the stop texts
@@ -385,7 +407,8 @@ def query_walk_figure(trace: Trace, *, max_steps: int = 24, tz: _dt.tzinfo | Non
                f"of {facts['files']} file{'s' if facts['files'] != 1 else ''}.")
     overall = _wrap(overall, int(wrap_chars * _FONT / 8.0))
 
-    top_in, bottom_in = 1.05, 0.25 + 0.17 * (overall.count("\n") + 1)
+    legend_rows = 2 if by_file else 1        # a fifth legend entry does not fit beside the others
+    top_in, bottom_in = 1.05 + 0.17 * (legend_rows - 1), 0.25 + 0.17 * (overall.count("\n") + 1)
     fig_w = width_units * _INCH + 0.3
     fig_h = height_units * _INCH + top_in + bottom_in
     fig = Figure(figsize=(fig_w, fig_h))
@@ -394,14 +417,19 @@ def query_walk_figure(trace: Trace, *, max_steps: int = 24, tz: _dt.tzinfo | Non
     ax.set_xlim(0, width_units)
     ax.set_ylim(height_units, 0)                  # y grows downwards: the newest file on top
     ax.set_axis_off()
-    fig.text(0.5, 1 - 0.08 / fig_h, title, ha="center", va="top", fontsize=9.5, fontweight="bold")
+    # title and legend start at the left edge: a wide diagram is shown scrolled to its left side
+    fig.text(0.15 / fig_w, 1 - 0.08 / fig_h, title, ha="left", va="top", fontsize=9.5, fontweight="bold")
     fig.text(0.01, 0.08 / fig_h, overall, ha="left", va="bottom", fontsize=8)
     handles = [Patch(facecolor=MARK_COLOURS[m], edgecolor="#555555", label=_LEGEND_LABELS[m])
                for m in MARKS]
     handles.append(Patch(facecolor=_SLOT_COLOUR, edgecolor="#555555",
                          label="slot (arrows follow prev_index, newer → older)"))
-    fig.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, 1 - 0.5 / fig_h),
-               ncol=len(handles), fontsize=7, frameon=False, handlelength=1.4, columnspacing=1.2)
+    if by_file:
+        handles.append(Patch(facecolor="white", edgecolor=_UNREACHED_EDGE, linestyle="--",
+                             label="a real match the walk never read"))
+    fig.legend(handles=handles, loc="upper left", bbox_to_anchor=(0.1 / fig_w, 1 - 0.5 / fig_h),
+               ncol=-(-len(handles) // legend_rows), fontsize=7, frameon=False, handlelength=1.4,
+               columnspacing=1.2)
 
     if not visits:
         ax.text(width_units / 2, height_units / 2, "the folder holds no index file",
@@ -446,18 +474,28 @@ def query_walk_figure(trace: Trace, *, max_steps: int = 24, tz: _dt.tzinfo | Non
         slot.set_gid(f"slot:{v['file']}")
         ax.add_patch(slot)
         ax.text(slot_x + _BOX_W / 2, top + _BOX_H / 2, _slot_text(t), ha="center", va="center",
-                fontsize=_FONT, family="DejaVu Sans Mono", linespacing=1.25)
+                fontsize=_FONT, family=MONO, linespacing=1.25)
 
         prev_anchor = (slot_x + _BOX_W, top + _BOX_H / 2)
         prev_row = 0
         for i in range(lane["boxes"]):
             bx, by = _box_xy(i, per_row, top)
             row = i // per_row
+            last_unreached = lane["unreached"] is not None and i == lane["boxes"] - 1
+            dashed = "--" if last_unreached else "-"
             if row == prev_row:
-                _arrow(ax, prev_anchor, (bx, by + _BOX_H / 2))
+                _arrow(ax, prev_anchor, (bx, by + _BOX_H / 2), linestyle=dashed)
             else:
-                _wrap_arrow(ax, prev_anchor, (bx, by + _BOX_H / 2))
-            if i < lane["shown"]:
+                _wrap_arrow(ax, prev_anchor, (bx, by + _BOX_H / 2), linestyle=dashed)
+            if last_unreached:
+                missed = lane["unreached"]
+                first = missed.iloc[0]
+                others = f" (+{len(missed) - 1})" if len(missed) > 1 else ""
+                _box(ax, bx, by, f"entry {int(first['entry'])}\nnever read{others}\n"
+                                 f"{_clock(int(first['time_read']), tz)}\nphy {int(first['phy_offset']):,}",
+                     "#ffffff", gid=f"unreached:{v['file']}", linestyle="--", edge=_UNREACHED_EDGE,
+                     linewidth=1.2)
+            elif i < lane["shown"]:
                 s = t.steps[i]
                 order += 1
                 mark = _mark(s.returned, s.hash_match)
@@ -478,4 +516,76 @@ def query_walk_figure(trace: Trace, *, max_steps: int = 24, tz: _dt.tzinfo | Non
         ax.text(slot_x, stop_y, stop, ha="left", va="top", fontsize=_FONT, color="#222222",
                 fontstyle="italic", linespacing=1.3)
         y += h
+    return fig
+
+
+# ------------------------------------------------------------------------------ the six stops
+
+
+def walk_stops_figure(cases, *, tz: _dt.tzinfo | None = None) -> Figure:
+    """One row per crafted walk (:func:`rmqlab.walkrules.walk_stop_cases`): the rule and its
+    Java condition, each entry read as a box (entry number, stored timeDiff, the time the
+    broker compares, prevIndex; coloured by :data:`MARK_COLOURS`), a red "stop" box naming the
+    rule, then the key's entries the walk never read (dashed). A damaged field is named under
+    the rule. Text is 8 points (11 px at :data:`READABLE_DPI`). Cost: one walk per case.
+
+    Each entry box's gid is ``"<rule>:entry:<n>"``, the stop box's ``"<rule>:stop"``, an
+    unread entry's ``"<rule>:unread:<n>"``.
+    """
+    tz = _utc_or(tz)
+    walks = [(c, c.trace(), c.unread()) for c in cases]
+    label_w, box_w, box_h, gap, pitch, font = 7.2, 2.3, 1.45, 0.7, 2.05, 8
+    columns = max((len(t.steps) + 1 + len(unread) for _, t, unread in walks), default=1)
+    width = label_w + columns * (box_w + gap) + 0.3
+    height = pitch * max(len(walks), 1) + 0.2
+    fig = Figure(figsize=(width * _INCH, height * _INCH + 0.45))
+    ax = fig.add_axes((0, 0, 1, height * _INCH / (height * _INCH + 0.45)))
+    ax.set_xlim(0, width)
+    ax.set_ylim(height, 0)
+    ax.set_axis_off()
+    fig.text(0.01, 1 - 0.05 / (height * _INCH + 0.45), "selectPhyOffset's six stops, each on its own "
+             "crafted file (T#k put 3 times, 1 s apart: chain 3 → 2 → 1)", ha="left", va="top",
+             fontsize=9.5, fontweight="bold")
+    for row, (case, t, unread) in enumerate(walks):
+        y = 0.2 + row * pitch
+        ax.add_patch(Rectangle((0, y - 0.15), width, pitch - 0.1, facecolor=_LANE_COLOURS[row % 2],
+                               edgecolor="none", zorder=0))
+        label = f"{case.rule}\n{case.condition}"
+        label += f"\nquery: maxNum {case.max_num}, begin {_bound(case.begin, tz, 'begin')}"
+        if case.edit:
+            label += f"\ndamaged: {case.edit}"
+        ax.text(0.15, y, label, ha="left", va="top", fontsize=font - 0.5, linespacing=1.3,
+                family="DejaVu Sans Mono")
+        x = label_w
+        anchor = None
+        for s in t.steps:
+            if anchor is not None:
+                _arrow(ax, anchor, (x, y + box_h / 2))
+            patch = FancyBboxPatch((x, y), box_w, box_h, boxstyle="round,pad=0,rounding_size=0.12",
+                                   facecolor=MARK_COLOURS[_mark(s.returned, s.hash_match)],
+                                   edgecolor="#555555", linewidth=0.8)
+            patch.set_gid(f"{case.rule}:entry:{s.entry}")
+            ax.add_patch(patch)
+            ax.text(x + box_w / 2, y + box_h / 2,
+                    f"entry {s.entry}\ntimeDiff {s.time_diff}\n{_clock(s.time_read, tz)}\nprev {s.prev_index}",
+                    ha="center", va="center", fontsize=font, family="DejaVu Sans Mono", linespacing=1.2)
+            anchor = (x + box_w, y + box_h / 2)
+            x += box_w + gap
+        if anchor is not None:
+            _arrow(ax, anchor, (x, y + box_h / 2))
+        stop = FancyBboxPatch((x, y), box_w, box_h, boxstyle="round,pad=0,rounding_size=0.12",
+                              facecolor="#fde0dd", edgecolor=_UNREACHED_EDGE, linewidth=1.4)
+        stop.set_gid(f"{case.rule}:stop")
+        ax.add_patch(stop)
+        ax.text(x + box_w / 2, y + box_h / 2, f"STOP\n{_wrap(t.stop, 12)}\n{len(t.results)} found",
+                ha="center", va="center", fontsize=font, color="#8b0000", fontweight="bold", linespacing=1.2)
+        x += box_w + gap
+        for n in unread:
+            ghost = FancyBboxPatch((x, y), box_w, box_h, boxstyle="round,pad=0,rounding_size=0.12",
+                                   facecolor="white", edgecolor="#999999", linewidth=0.8, linestyle="--")
+            ghost.set_gid(f"{case.rule}:unread:{n}")
+            ax.add_patch(ghost)
+            ax.text(x + box_w / 2, y + box_h / 2, f"entry {n}\nnever read", ha="center", va="center",
+                    fontsize=font, color="#777777", family="DejaVu Sans Mono")
+            x += box_w + gap
     return fig

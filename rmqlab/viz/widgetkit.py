@@ -33,6 +33,8 @@ __all__ = [
     "progress_bar",
     "working",
     "WidgetBase",
+    "scroll_box",
+    "ScrollingFigure",
 ]
 
 #: Resolution of figures rendered into Image widgets: sharp on ordinary screens, small bytes.
@@ -85,10 +87,16 @@ def clear_image(image: widgets.Image) -> None:
 
 
 def frame_html(frame: pd.DataFrame, *, max_rows: int = 50, caption: str | None = None,
-               css_class: str = "rmqlab-table", data: dict[str, Any] | None = None) -> str:
+               css_class: str = "rmqlab-table", data: dict[str, Any] | None = None,
+               titles: pd.DataFrame | None = None, one_line: bool = False,
+               left: Iterable[str] = ()) -> str:
     """`frame` as an HTML table (cells escaped), at most `max_rows` rows followed by an
     "N more rows" note. `caption` goes above the table in a ``<caption>``; `data` becomes
-    ``data-*`` attributes of the table, for a browser test to read.
+    ``data-*`` attributes of the table, for a browser test to read. `titles`, a frame of the
+    same shape (or with some of its columns), gives cells a tooltip (the full text of a
+    shortened cell); `one_line` keeps every row on one line (no wrapping inside a cell) and
+    puts the table in a box that scrolls sideways on its own when it is wider than the page.
+    Cells are aligned right (numbers), those of the columns named in `left` left (text).
 
     >>> text = frame_html(pd.DataFrame({"a": [1, 2, 3]}), max_rows=2, caption="3 rows")
     >>> text.count("<tr>"), "1 more row not shown" in text
@@ -96,10 +104,16 @@ def frame_html(frame: pd.DataFrame, *, max_rows: int = 50, caption: str | None =
     """
     shown = frame.head(max_rows)
     rows = [[_cell(v) for v in row] for row in shown.itertuples(index=False, name=None)]
+    cell_titles = None
+    if titles is not None:
+        aligned = titles.reindex(index=shown.index, columns=shown.columns)
+        cell_titles = [[_cell(v) or None for v in row] for row in aligned.itertuples(index=False, name=None)]
     more = len(frame) - len(shown)
     note = f"{more:,} more row{'s' if more != 1 else ''} not shown" if more > 0 else None
+    left = set(left)
     return table_html([str(c) for c in frame.columns], rows, caption=caption, css_class=css_class,
-                      data=data, note=note)
+                      data=data, note=note, titles=cell_titles, one_line=one_line,
+                      left=[i for i, c in enumerate(frame.columns) if c in left])
 
 
 def _cell(value: Any) -> str:
@@ -121,17 +135,25 @@ MUTED = "#9a9a9a"          # text of rows that are not in use (entry 0, empty sl
 def table_html(columns: Sequence[str], rows: Iterable[Sequence[Any]], *, caption: str | None = None,
                css_class: str = "rmqlab-table", highlight: Iterable[int] = (),
                muted: Iterable[int] = (), data: dict[str, Any] | None = None,
-               note: str | None = None, row_class: str | None = None) -> str:
+               note: str | None = None, row_class: str | None = None,
+               titles: Sequence[Sequence[str | None]] | None = None, one_line: bool = False,
+               left: Iterable[int] = ()) -> str:
     """A small HTML table from plain values (escaped). Rows whose position is in `highlight`
     get a yellow background, rows in `muted` grey text; `row_class` names each row's class
-    (``<row_class>-<position>``) so a browser test can find it.
+    (``<row_class>-<position>``) so a browser test can find it. `titles` (rows of tooltips,
+    None for none) and `one_line` as :func:`frame_html`; `left` holds the positions of the
+    columns aligned left.
 
     >>> table_html(["x"], [[1], ["<b>"]], highlight=[1])  # doctest: +ELLIPSIS
     '<table ...<td ...>1</td>...background:#ffe08a...&lt;b&gt;...'
     """
     highlight, muted = set(highlight), set(muted)
     attrs = "".join(f' data-{html.escape(str(k))}="{html.escape(str(v))}"' for k, v in (data or {}).items())
-    out = [f'<table class="{html.escape(css_class)}" style="{_TABLE_STYLE}"{attrs}>']
+    cell_style = _CELL_STYLE + (";white-space:nowrap" if one_line else "")
+    left = set(left)
+    styles = [cell_style + (";text-align:left" if j in left else "") for j in range(len(columns))]
+    out = ['<div class="rmqlab-table-box" style="overflow-x:auto;max-width:100%">' if one_line else ""]
+    out.append(f'<table class="{html.escape(css_class)}" style="{_TABLE_STYLE}"{attrs}>')
     if caption:
         out.append(f"<caption style=\"text-align:left;font-family:sans-serif\">{html.escape(caption)}</caption>")
     out.append("<thead><tr>" + "".join(f'<th style="{_HEAD_STYLE}">{html.escape(str(c))}</th>'
@@ -143,12 +165,18 @@ def table_html(columns: Sequence[str], rows: Iterable[Sequence[Any]], *, caption
         elif i in muted:
             style = f' style="color:{MUTED}"'
         cls = f' class="{html.escape(row_class)}-{i}"' if row_class else ""
-        out.append(f"<tr{cls}{style}>" + "".join(f'<td style="{_CELL_STYLE}">{html.escape(_cell(v))}</td>'
-                                                for v in row) + "</tr>")
-    out.append("</tbody></table>")
+        tips = titles[i] if titles is not None else [None] * len(row)
+        out.append(f"<tr{cls}{style}>" + "".join(
+            f'<td style="{styles[j] if j < len(styles) else cell_style}"{_title(tip)}>{html.escape(_cell(v))}</td>'
+            for j, (v, tip) in enumerate(zip(row, tips))) + "</tr>")
+    out.append("</tbody></table>" + ("</div>" if one_line else ""))
     if note:
         out.append(f'<div class="rmqlab-more-rows" style="font-size:12px;color:#666">{html.escape(note)}</div>')
     return "".join(out)
+
+
+def _title(text: str | None) -> str:
+    return f' title="{html.escape(text)}"' if text else ""
 
 
 def message_html(text: str, kind: str = "error") -> str:
@@ -191,3 +219,41 @@ class WidgetBase:
 
     def _repr_mimebundle_(self, **kwargs):
         return self.widget._repr_mimebundle_(**kwargs)
+
+
+def scroll_box(child: widgets.Widget, *, max_height: str = "36em",
+               css_class: str | None = None) -> widgets.Box:
+    """`child` (a figure's Image) in a box as wide as the page that scrolls on its own, both
+    ways, when `child` is larger: the figure keeps its size, and its text stays readable,
+    instead of being shrunk to the width of the page."""
+    if isinstance(child, widgets.Image):
+        child.layout.max_width = "none"
+    box = widgets.Box([child], layout=widgets.Layout(overflow="auto", max_height=max_height, width="100%"))
+    if css_class:
+        box.add_class(css_class)
+    return box
+
+
+class ScrollingFigure:
+    """A figure shown in a notebook at its own size inside a box that scrolls sideways (and
+    down, past `max_height`; by default the page scrolls down) when the figure is larger than
+    the page: a large diagram keeps text readable where a plain
+    figure would be shrunk to the width of the cell. HTML with the PNG inline, so an exported
+    notebook shows it too. Cost: one ``savefig`` at `dpi` (the figure is then dropped).
+
+    >>> fig = Figure(figsize=(1, 1)); _ = fig.subplots().plot([0, 1])
+    >>> ScrollingFigure(fig, dpi=100)._repr_html_()[:44]
+    '<div class="rmqlab-scrolling-figure" style="'
+    """
+
+    def __init__(self, fig: Figure, *, dpi: int = DEFAULT_DPI, max_height: str = "none"):
+        self.png = figure_png(fig, dpi=dpi)
+        self.max_height = max_height
+
+    def _repr_html_(self) -> str:
+        import base64
+
+        data = base64.b64encode(self.png).decode("ascii")
+        return (f'<div class="rmqlab-scrolling-figure" style="overflow:auto;max-height:{self.max_height};'
+                f'max-width:100%;border:1px solid #ddd"><img src="data:image/png;base64,{data}" '
+                f'style="max-width:none;display:block"></div>')

@@ -42,8 +42,8 @@ Facts settled from the Java source:
   with forceVerifyPropCRC: CRC32 of the record's bytes before its last 20, read in 5.2.0 and 5.3.1.
 
 Readers: :func:`read_message` (one record), :func:`iter_messages` (pure Python, readable model
-of every check), :func:`read_columns` / :func:`read_at` (columnar: the C walk of
-``rmqlab._records`` plus NumPy gathers). Writers: :func:`encode_message`,
+of every check), :func:`read_columns` / :func:`read_at` (columnar: one C pass of
+``rmqlab._records`` that walks, checks and decodes a file into Arrow's layout). Writers: :func:`encode_message`,
 :func:`encode_messages` (vectorized, lays out files), :class:`CommitLogWriter`.
 
 Damage. The reader cannot resynchronise inside a file (a record's position is the previous
@@ -72,7 +72,7 @@ b'world'
 
 from __future__ import annotations
 
-from rmqlab.formats.commitlog.columns import max_offset, read_at, read_columns
+from rmqlab.formats.commitlog.columns import max_offset, read_at, read_at_columns, read_columns
 from rmqlab.formats.commitlog.encode import (
     EncodedBatch,
     EncodedFile,
@@ -139,7 +139,7 @@ __all__ = [
     "MAGIC_V1", "MAGIC_V2", "MAGIC_BLANK", "MIN_MESSAGE_SIZE", "END_FILE_MIN_BLANK_LENGTH",
     "DEFAULT_FILE_SIZE", "COLUMNS", "Message", "Damage", "ReadReport", "StoreFile",
     "message_length", "parse_properties", "properties_block", "read_message", "iter_messages",
-    "read_columns", "read_at", "store_files", "min_offset", "max_offset", "walk_py",
+    "read_columns", "read_at", "read_at_columns", "store_files", "min_offset", "max_offset", "walk_py",
     "encode_message", "encode_messages", "record_sizes", "place_records", "EncodedBatch", "EncodedFile",
     "CommitLogWriter", "MessageStream", "blank_record", "prop_crc_value", "prop_crc_expected", "prop_crc_matches",
     "property_pairs", "stored_properties",

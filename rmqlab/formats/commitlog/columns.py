@@ -1,4 +1,6 @@
-"""The columnar reader: the C walk and decode pass of ``rmqlab._records``, into pandas or Arrow columns."""
+"""The columnar reader: the one C pass of ``rmqlab._records`` (walk, checks, decode, properties,
+text and dictionary codes), into pandas or Arrow columns; the separate passes it replaced stay
+as its reference and serve the CRC checks and read_at."""
 from __future__ import annotations
 
 import gc
@@ -347,9 +349,9 @@ _FIXED_COLUMNS = ("queue_id", "flag", "queue_offset", "phy_offset", "sys_flag", 
 def _object_column(U, starts: np.ndarray, lengths: np.ndarray, as_bytes: bool = False) -> np.ndarray:
     """Object array of the bytes (or str) at each span of U; None where the start is negative."""
     out = np.empty(len(starts), dtype=object)
-    if len(starts):
-        out[:] = _records.span_objects(U, np.ascontiguousarray(starts, np.int64),
-                                       np.ascontiguousarray(lengths, np.int64), as_bytes)
+    if len(starts):   # written into the array: no list of millions of objects to copy over
+        _records.span_objects(U, np.ascontiguousarray(starts, np.int64), np.ascontiguousarray(lengths, np.int64),
+                              as_bytes, out)
     return out
 
 
@@ -380,19 +382,35 @@ def _arrow_text(U, starts: np.ndarray, lengths: np.ndarray, binary: bool = False
     return arr.dictionary_encode() if dictionary else arr
 
 
+#: At most this many rows take the few-rows path of the decode (a broker answer is at most 64
+#: offsets): Python objects made one by one, where Arrow arrays and hash tables cost more to
+#: set up than they save.
+FEW_ROWS = 64
+
+
+def _first_seen_codes(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(code of each value, distinct values in first-seen order), as ``pd.factorize`` gives
+    them; a dict for a few rows, whose set-up costs less than pandas'."""
+    if len(values) > FEW_ROWS:
+        import pandas as pd
+
+        return pd.factorize(values)
+    seen: dict[Any, int] = {}
+    codes = np.array([seen.setdefault(v, len(seen)) for v in values.tolist()], np.int64)
+    return codes, np.array(list(seen), dtype=values.dtype)
+
+
 def _host_codes(U, key: np.ndarray, at: np.ndarray, v6: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(codes int32, texts) of a host column: row i is ``texts[codes[i]]``; each distinct
     "ip:port" is formatted once. IPv4 hosts come as decode_records' keys, IPv6 hosts are read
     at their positions `at`."""
-    import pandas as pd
-
     n = len(key)
     codes = np.empty(n, np.int32)
     texts: list[str] = []
     v4_rows = np.flatnonzero(~v6) if v6.any() else None
     k4 = key if v4_rows is None else key[v4_rows]
     if len(k4):
-        inv, uk = pd.factorize(k4)
+        inv, uk = _first_seen_codes(k4)
         texts = [format_host((int(u) >> 32).to_bytes(4, "big"), (int(u) & 0xFFFFFFFF) - ((int(u) & 0x80000000) << 1))
                  for u in uk]
         if v4_rows is None:
@@ -480,7 +498,9 @@ def _decode_positions(U, P: np.ndarray, f: StoreFile, *, body: bool, check_crc: 
         if prop_state is not None:
             cols["prop_crc_ok"] = pa.array(prop_state == PROP_CRC_MATCH, mask=prop_state == PROP_CRC_ABSENT)
         return cols, dmg, P
-    cols["topic"] = _text_column(*_spans_bytes(U, d["topic_start"], d["topic_len"]), dictionary=True)
+    few = limit <= FEW_ROWS
+    cols["topic"] = _object_column(U, d["topic_start"], d["topic_len"]) if few else \
+        _text_column(*_spans_bytes(U, d["topic_start"], d["topic_len"]), dictionary=True)
     for name, (codes, texts) in hosts.items():
         cols[name] = texts[codes] if len(texts) else np.empty(limit, dtype=object)
     if body:
@@ -490,22 +510,201 @@ def _decode_positions(U, P: np.ndarray, f: StoreFile, *, body: bool, check_crc: 
     cols["uniq_key"] = _object_column(U, *props["uniq_key"])
     st, ln = props["tags"]
     valid = st >= 0
-    cols["tags"] = _text_column(*_spans_bytes(U, np.where(valid, st, 0), np.where(valid, ln, 0)),
-                                valid=valid, dictionary=True)
+    cols["tags"] = _object_column(U, st, ln) if few else \
+        _text_column(*_spans_bytes(U, np.where(valid, st, 0), np.where(valid, ln, 0)), valid=valid, dictionary=True)
     if prop_state is not None:
         cols["prop_crc_ok"] = np.array([None, False, True], dtype=object)[prop_state + 1]
     return cols, dmg, P
 
 
+#: ``_records.walk_decode``'s row outputs, in the order and widths the C function writes them.
+_WALKED = (("total_size", "i4"), ("version", "i1"), ("body_crc", "i4"), ("queue_id", "i4"), ("flag", "i4"),
+           ("queue_offset", "i8"), ("phy_offset", "i8"), ("sys_flag", "i4"), ("born_timestamp", "i8"),
+           ("store_timestamp", "i8"), ("reconsume_times", "i4"), ("prepared_transaction_offset", "i8"),
+           ("topic_code", "i4"), ("born_host_code", "i4"), ("store_host_code", "i4"), ("tags_code", "i4"),
+           ("delay_level", "i4"))
+_WALKED_BITMAPS = ("tags", "keys", "uniq_key")
+_WALKED_TEXT = ("properties", "keys", "uniq_key", "body")
+#: bytes after the used part of walk_decode's text outputs (its copies move 16 bytes at a time)
+_TEXT_SLACK = 16
+_BAD_FIELDS, _BAD_PROPERTIES = 1, 2
+
+
+def _shrunk(a: np.ndarray, n: int) -> np.ndarray:
+    """`a` cut to its first `n` entries in place (realloc: the memory past them goes back), so an
+    output sized for the most records a file could hold keeps only what was written."""
+    if n < len(a):
+        a.resize(n, refcheck=False)   # fresh arrays, no view of them exists yet
+    return a
+
+
+def _valid_rows(bitmap: np.ndarray, n: int) -> np.ndarray:
+    return np.unpackbits(bitmap, count=n, bitorder="little").view(bool)
+
+
+def _host_texts(keys: np.ndarray) -> list[str]:
+    """The "ip:port" text of each packed IPv4 host key (address << 32 | port as uint32)."""
+    return [format_host((int(u) >> 32).to_bytes(4, "big"), (int(u) & 0xFFFFFFFF) - ((int(u) & 0x80000000) << 1))
+            for u in keys]
+
+
+def _v6_host_codes(U, at: np.ndarray, first_code: int) -> tuple[np.ndarray, list[str]]:
+    """Codes (from `first_code` on, in the order of their bytes) and texts of the IPv6 hosts whose
+    address starts at each position of `at`."""
+    ip = U[at[:, None] + np.arange(IPV6_SIZE, dtype=np.int64)]
+    port = _gather(U, at + IPV6_SIZE, 4, ">i4")
+    hkey = np.ascontiguousarray(np.hstack([ip, port.astype(">i4").view(np.uint8).reshape(-1, 4)]))
+    uniq, inv6 = np.unique(hkey.view(f"V{hkey.shape[1]}").reshape(-1), return_inverse=True)
+    texts = [format_host(u.tobytes()[:IPV6_SIZE], int.from_bytes(u.tobytes()[IPV6_SIZE:], "big", signed=True))
+             for u in uniq]
+    return first_code + inv6.reshape(-1), texts
+
+
+def _dictionary_values(U, spans: bytes, binary: bool = False):
+    """A pyarrow large_string array (large_binary when not UTF-8) of the values at (start, length)
+    pairs of U, as walk_decode lists each dictionary value's first occurrence."""
+
+    pairs = np.frombuffer(spans, np.int64).reshape(-1, 2)
+    offsets = np.empty(len(pairs) + 1, np.int64)
+    data, ascii_only = _records.gather_spans(U, np.ascontiguousarray(pairs[:, 0]), np.ascontiguousarray(pairs[:, 1]),
+                                             offsets)
+    return _text_array(len(pairs), None, 0, offsets, data, binary=binary, ascii_only=ascii_only)
+
+
+def _text_array(n: int, bitmap, null_count: int, offsets, data, *, binary: bool = False, ascii_only: bool = True):
+    """Arrow large_string array over offsets and data (large_binary if `binary` or not UTF-8)."""
+    import pyarrow as pa
+
+    buffers = [None if not null_count else pa.py_buffer(bitmap), pa.py_buffer(offsets), pa.py_buffer(data)]
+    if not binary:
+        text = pa.Array.from_buffers(pa.large_string(), n, buffers, null_count)
+        try:
+            if not ascii_only:
+                text.validate(full=True)
+            return text
+        except pa.ArrowInvalid:   # not UTF-8: keep the bytes rather than guess an encoding
+            pass
+    return pa.Array.from_buffers(pa.large_binary(), n, buffers, null_count)
+
+
+def _walk_decode(buf, f: StoreFile, *, start: int, body: bool, arrow: bool):
+    """Walk, check and decode the records of one mapped file from byte `start` in one C pass
+    (``_records.walk_decode``): the columns of :func:`_decode_positions` (without the CRC checks)
+    and its Damage, plus the walk's stop position and code."""
+    import pyarrow as pa
+
+    path = os.fspath(f.path)
+    U = np.frombuffer(buf, np.uint8) if len(buf) else np.empty(0, np.uint8)
+    span = len(buf) - start
+    cap = span // MIN_MESSAGE_SIZE + 1
+    rows = {name: np.empty(cap, dtype) for name, dtype in _WALKED}
+    bitmaps = {name: np.empty((cap + 7) // 8, np.uint8) for name in _WALKED_BITMAPS}
+    text = {name: (np.empty(cap + 1 if body or name != "body" else 1, np.int64),
+                   np.empty(span + _TEXT_SLACK if body or name != "body" else _TEXT_SLACK, np.uint8))
+            for name in _WALKED_TEXT}
+    outputs = (*rows.values(), *bitmaps.values(), *(a for pair in text.values() for a in pair))
+    (n, stop_pos, code, bad_kind, bad_pos, bad_block, bad_at, problem, topic_spans, tags_spans, born_keys,
+     store_keys, v6_rows, delay_rows, high, nulls) = _records.walk_decode(buf, start, body, WANTED_PROPERTIES,
+                                                                          outputs)
+    del outputs
+    d = {name: _shrunk(a, n) for name, a in rows.items()}
+    valid = {name: _shrunk(a, (n + 7) // 8) for name, a in bitmaps.items()}
+    for name, (offsets, data) in text.items():
+        if body or name != "body":
+            _shrunk(offsets, n + 1)
+            _shrunk(data, int(offsets[n]))
+    null_count = dict(zip(_WALKED_BITMAPS, nulls))
+    dmg = None
+    if bad_kind == _BAD_FIELDS:   # the reason, worded as the NumPy checks word it, from this one record
+        H1 = U[bad_pos:bad_pos + HEAD.size].view(HEAD.dtype)
+        _, field, reason, _ = _check_fields(U, np.array([bad_pos], np.int64), H1["total_size"].astype(np.int64),
+                                            H1["magic"].astype(np.int64), H1["sys_flag"].astype(np.int64))
+        dmg = Damage(path, bad_pos, f.start_offset + bad_pos, field, reason)
+    elif bad_kind == _BAD_PROPERTIES:
+        dmg = _property_damage(path, f.start_offset, bad_pos, bad_block, bad_at, problem)
+    # hosts: IPv4 codes come from the pass, IPv6 ones (rare) are numbered after them here
+    hosts = {}
+    v6 = np.frombuffer(v6_rows, np.int64).reshape(-1, 2)
+    sys_flag = d["sys_flag"]
+    for name, keys, flag in (("born_host", born_keys, BORNHOST_V6_FLAG),
+                             ("store_host", store_keys, STOREHOSTADDRESS_V6_FLAG)):
+        codes, texts = d[f"{name}_code"], _host_texts(np.frombuffer(keys, np.uint64))
+        if len(v6):
+            r, pos = v6[:, 0], v6[:, 1]
+            wide = (sys_flag[r] & flag) != 0
+            r, pos = r[wide], pos[wide]
+            if len(r):
+                born_w = np.where(sys_flag[r] & BORNHOST_V6_FLAG, IPV6_SIZE, IPV4_SIZE)
+                at = pos + HEAD.size if name == "born_host" else \
+                    pos + HEAD.size + born_w + PORT.size + STORE_TIME.size
+                codes[r], more = _v6_host_codes(U, at, len(texts))
+                texts += more
+        hosts[name] = (codes, np.array(texts, dtype=object))
+    delay = d["delay_level"]
+    if len(delay_rows):
+        import pandas as pd
+
+        r, st, ln = np.frombuffer(delay_rows, np.int64).reshape(-1, 3).T
+        txt = _object_column(U, st, ln)
+        delay[r] = pd.to_numeric(pd.Series(txt, dtype=object), errors="coerce").fillna(0) \
+            .clip(-2**31, 2**31 - 1).astype(np.int32).to_numpy()
+    cols: dict[str, Any] = {name: d[name] for name in _FIXED_COLUMNS}
+    cols["delay_level"] = delay
+    topics = _dictionary_values(U, topic_spans)
+    tags = _dictionary_values(U, tags_spans)
+    if arrow:
+        cols = {name: pa.array(v) for name, v in cols.items()}
+        cols["topic"] = pa.DictionaryArray.from_arrays(pa.array(d["topic_code"]), topics)
+        for name, (host_codes, host_texts) in hosts.items():
+            cols[name] = pa.DictionaryArray.from_arrays(pa.array(host_codes), pa.array(host_texts, pa.large_string()))
+        for name in ("properties", "keys", "uniq_key") + (("body",) if body else ()):
+            offsets, data = text[name]
+            nulls_here = null_count.get(name, 0)
+            non_ascii = name != "body" and bool(high & (1 << ("properties", "keys", "uniq_key").index(name)))
+            cols[name] = _text_array(n, valid.get(name), nulls_here, offsets, data, binary=name == "body",
+                                     ascii_only=not non_ascii)
+        tag_codes = pa.Array.from_buffers(pa.int32(), n, [pa.py_buffer(valid["tags"]) if null_count["tags"] else None,
+                                                          pa.py_buffer(d["tags_code"])], null_count["tags"])
+        cols["tags"] = pa.DictionaryArray.from_arrays(tag_codes, tags)
+        return cols, dmg, stop_pos, code
+    cols["topic"] = _python_values(topics)[d["topic_code"]]
+    for name, (host_codes, host_texts) in hosts.items():
+        cols[name] = host_texts[host_codes] if len(host_texts) else np.empty(n, dtype=object)
+    for name in ("properties", "keys", "uniq_key") + (("body",) if body else ()):
+        offsets, data = text[name]
+        starts = offsets[:-1]
+        if null_count.get(name, 0):
+            starts = np.where(_valid_rows(valid[name], n), starts, -1)
+        cols[name] = _object_column(data, starts, np.diff(offsets), as_bytes=name == "body")
+    tag_values = _python_values(tags)[d["tags_code"]] if len(tags) else np.full(n, None, dtype=object)
+    if null_count["tags"] and len(tags):
+        tag_values[~_valid_rows(valid["tags"], n)] = None
+    cols["tags"] = tag_values
+    return cols, dmg, stop_pos, code
+
+
+def _python_values(arr) -> np.ndarray:
+    """A dictionary's values as an object array of str (bytes not UTF-8 decoded as decode_text does)."""
+    import pyarrow as pa
+
+    if pa.types.is_large_binary(arr.type):
+        return np.array([decode_text(v) for v in arr.to_pylist()], dtype=object)
+    return np.array(arr.to_pylist(), dtype=object)
+
+
 def scan_file(buf, f: StoreFile, *, last: bool, check_crc: bool, report: ReadReport, on_error: str,
                body: bool = False, start: int = 0, arrow: bool = False, decode=None):
-    """Walk one mapped file in C from byte `start` (a record boundary), check and (optionally)
-    decode its records (`decode`: :func:`_decode_positions` unless given; with `arrow`, into
-    pyarrow arrays). Returns (columns or None, end phy offset, positions, damage)."""
-    U = np.frombuffer(buf, np.uint8) if len(buf) else np.empty(0, np.uint8)
-    raw_pos, stop_pos, code = _records.walk(buf, start, len(buf), -1)
-    P = np.frombuffer(raw_pos, np.int64)
-    cols, dmg, P = (decode or _decode_positions)(U, P, f, body=body, check_crc=check_crc, arrow=arrow)
+    """Walk one mapped file in C from byte `start` (a record boundary), check and decode its
+    records (with `arrow`, into pyarrow arrays): in one pass (:func:`_walk_decode`) unless
+    `check_crc` or a `decode` of positions is given (:func:`_decode_positions`, or the NumPy
+    reference). Returns (columns, end phy offset, stop code, damage)."""
+    if decode is None and not check_crc:
+        cols, dmg, stop_pos, code = _walk_decode(buf, f, start=start, body=body, arrow=arrow)
+    else:
+        U = np.frombuffer(buf, np.uint8) if len(buf) else np.empty(0, np.uint8)
+        raw_pos, stop_pos, code = _records.walk(buf, start, len(buf), -1)
+        P = np.frombuffer(raw_pos, np.int64)
+        cols, dmg, P = (decode or _decode_positions)(U, P, f, body=body, check_crc=check_crc, arrow=arrow)
     if dmg is not None:
         size = int(BLANK.unpack_from(buf, dmg.offset).total_size)
         d2 = classify_stop(buf, f, dmg.offset, -1, dmg.field, dmg.reason, last, dmg.offset + size)
@@ -525,20 +724,33 @@ def scan_file(buf, f: StoreFile, *, last: bool, check_crc: bool, report: ReadRep
 
 
 def columns_frame(parts: list[dict], body: bool, check_crc: bool, arrow: bool = False):
+    """The frame of the per-file column dicts `parts`, one after the other."""
     import pandas as pd
 
-    names = [c for c in COLUMNS if body or c != "body"] + (["crc_ok", "prop_crc_ok"] if check_crc else [])
     if arrow:
+        names = _column_names(body, check_crc)
         return pd.DataFrame({c: pd.arrays.ArrowExtensionArray(_arrow_column([p[c] for p in parts], c, check_crc))
                              for c in names}, columns=names)
-    if not parts:
-        empty = {c: np.empty(0, dtype=object if c in ("topic", "born_host", "store_host", "body", "properties",
-                                                      "keys", "uniq_key", "tags", "prop_crc_ok") else
-                            (bool if c == "crc_ok" else np.int64)) for c in names}
-        return pd.DataFrame(empty, columns=names)
-    data = {c: (parts[0][c] if len(parts) == 1 else np.concatenate([p[c] for p in parts])) for c in names}
     # copy=False: no consolidation of the columns into 2-D blocks, which copied every column
-    return pd.DataFrame(data, columns=names, copy=False)
+    return pd.DataFrame(_column_arrays(parts, body, check_crc), copy=False)
+
+
+def _column_names(body: bool, check_crc: bool) -> list[str]:
+    return [c for c in COLUMNS if body or c != "body"] + (["crc_ok", "prop_crc_ok"] if check_crc else [])
+
+
+def _column_arrays(parts: list[dict], body: bool, check_crc: bool, rows: np.ndarray | None = None) -> dict:
+    """The columns of the per-file column dicts `parts`, one after the other, in :data:`COLUMNS`
+    order; with `rows`, their rows in that order. Without parts, typed as columns with rows are
+    (so that a frame of no rows joins others as they do)."""
+    names = _column_names(body, check_crc)
+    if not parts:
+        numeric = dict(_DECODED, delay_level="i4", crc_ok="?")
+        return {c: np.empty(0, dtype=numeric.get(c, object)) for c in names}
+    data = {c: (parts[0][c] if len(parts) == 1 else np.concatenate([p[c] for p in parts])) for c in names}
+    if rows is not None:
+        data = {c: v[rows] for c, v in data.items()}
+    return data
 
 
 def _arrow_column(chunks: list, name: str, check_crc: bool):
@@ -574,15 +786,20 @@ def read_columns(path_or_dir: str | os.PathLike, *, body: bool = True, check_crc
     whether it matches the record (:func:`rmqlab.formats.commitlog.records.prop_crc_expected`);
     a mismatch is shown, not treated as damage (``rmqlab verify`` reports it).
 
-    Built on ``rmqlab._records``: the walk of the TOTALSIZE chain, then one C pass that checks
-    and decodes every record, the property scan, and the text columns made straight from the
-    map (no Python loop per message). The :class:`ReadReport` (damage, torn tail, end offset) is
-    ``df.attrs["report"]``. Cost (benchmarks/bench_commitlog.py, a full 1 GiB file of 3.4 M
-    messages from the page cache, 2 cores shared with other jobs at load 4.5-5): 0.3-0.7 M
-    messages/s (100-210 MB/s) into pandas object columns, where one Python str/bytes a text
-    value dominates; 0.6-1.3 M messages/s (200-410 MB/s) with `arrow`, bodies or not; 1.5-3.7x
-    the NumPy gathers it replaced, in the same runs; a NumPy sum over the same map ran at
-    5-7 GB/s. Memory about twice the decoded columns.
+    Built on ``rmqlab._records.walk_decode``: one C pass per file walks the TOTALSIZE chain,
+    checks and decodes every record, scans its properties, copies the text into Arrow's layout
+    and numbers topics, tags and hosts as dictionary codes (no Python loop per message); with
+    `check_crc`, the separate walk, decode and CRC passes it replaced. The :class:`ReadReport`
+    (damage, torn tail, end offset) is ``df.attrs["report"]``. Cost (benchmarks/
+    bench_commitlog.py, a full 1 GiB file of 3.44 M messages from the page cache, AMD EPYC with
+    2 cores shared with other jobs at load 5 to 27, so measured by this process's CPU time):
+    with `arrow`, 0.34-1.0 s of CPU a GiB without bodies (1.1-3.1 GB/s, up to 10 M messages/s)
+    and 0.44-2.2 s with them (0.5-2.5 GB/s), the spread being the other jobs and the kernel's
+    clearing of fresh output pages (a NumPy sum over the same map took 0.04-0.17 s in the same
+    runs); into pandas object columns 1.2-2.0 s a GiB without bodies (0.5-0.9 GB/s), where
+    one Python str/bytes a text value dominates.
+    Memory: the decoded columns (the outputs are sized for the most records a file could hold,
+    but only what is written is touched and kept).
 
     >>> import tempfile
     >>> from rmqlab.formats.commitlog import CommitLogWriter
@@ -657,10 +874,37 @@ def read_at(path_or_dir: str | os.PathLike, phy_offsets: Sequence[int], *, body:
     the :data:`COLUMNS` of :func:`read_columns`, row i for ``phy_offsets[i]``.
 
     Each offset's file is found by a binary search of the file start offsets; records are
-    checked as by the walk and decoded by the same C pass, one pass per file touched.
+    checked as by the walk and decoded by the same C pass, one pass per file touched, and the
+    frame is made once from the columns in the order asked. Cost: a listing of the folder, one
+    map per file touched, and the decode, measured in CPU time on a 10,000,000-message store
+    (3 files of 1 GiB, page cache warm, 2 cores at load 6-10): one offset (a key query's answer)
+    0.3-0.4 ms, a third of it pandas making the 20-column frame; 240,000 random offsets 0.35 s
+    (1.4 µs a message, most of it the Python str of each text value and the first touch of
+    each record's page).
+
+    >>> import tempfile
+    >>> from rmqlab.formats.commitlog import CommitLogWriter
+    >>> d = tempfile.mkdtemp()
+    >>> with CommitLogWriter(d, file_size=4096) as w:
+    ...     _ = w.append({"topic": ["T", "U"], "body": [b"a", b"b"]})
+    >>> at = read_columns(d)["phy_offset"].tolist()
+    >>> read_at(d, [at[1], at[0], at[1]])["topic"].tolist()
+    ['U', 'T', 'U']
+
     An offset that is not the start of a valid message raises FormatError / TruncatedFileError
     (path, position in the file, field); an offset outside every file raises ValueError.
     """
+    import pandas as pd
+
+    # no columns= (the dict is in order): with it pandas lines the dict up through a Series
+    # first, which cost two thirds of a one-row frame
+    return pd.DataFrame(read_at_columns(path_or_dir, phy_offsets, body=body, check_crc=check_crc), copy=False)
+
+
+def read_at_columns(path_or_dir: str | os.PathLike, phy_offsets: Sequence[int], *, body: bool = True,
+                    check_crc: bool = False) -> dict[str, np.ndarray]:
+    """:func:`read_at`'s columns as a dict of NumPy arrays, for a caller that makes its own
+    frame with more columns (a frame made once costs less than one made and then added to)."""
     offs = np.asarray(phy_offsets, dtype=np.int64).reshape(-1)
     files = store_files(path_or_dir)
     starts = np.array([f.start_offset for f in files], np.int64)
@@ -670,34 +914,50 @@ def read_at(path_or_dir: str | os.PathLike, phy_offsets: Sequence[int], *, body:
         else np.ones(len(offs), bool)
     if out_of.any():
         raise ValueError(f"phy offset {int(offs[np.argmax(out_of)])} is in no file of {path_or_dir}")
-    order = np.argsort(which, kind="stable")
-    parts, rows = [], []
-    for fi in np.unique(which):
-        f = files[int(fi)]
-        sel = order[which[order] == fi]
-        P = offs[sel] - f.start_offset
+    # the offsets file by file: as given when they already are (one file, or sorted offsets)
+    order = None if len(offs) < 2 or bool((which[1:] >= which[:-1]).all()) else np.argsort(which, kind="stable")
+    by_file = which if order is None else which[order]
+    bounds = np.flatnonzero(by_file[1:] != by_file[:-1]) + 1
+    parts = []
+    for lo, hi in zip(np.concatenate(([0], bounds)).tolist(), np.concatenate((bounds, [len(offs)])).tolist()):
+        if lo == hi:
+            continue
+        f = files[int(by_file[lo])]
+        P = (offs[lo:hi] if order is None else offs[order[lo:hi]]) - f.start_offset
         with ReadOnlyMap(f.path) as buf:
             U = np.frombuffer(buf, np.uint8)
-            n = len(buf)
-            tot = _gather(U, P, 4, ">i4").astype(np.int64)
-            mag = _gather(U, P + HEAD.offset("magic"), HEAD.field("magic").size, ">i4").astype(np.int64)
-            left = n - P
-            bad = ((left < BLANK.size) | ((mag != MAGIC_V1) & (mag != MAGIC_V2))
-                   | (tot > left) | (tot < MIN_MESSAGE_SIZE))
-            if bad.any():
-                p = int(P[np.argmax(bad)])
-                read_message(f.path, p)   # raises the pure model's typed error for this record
+            _check_heads(U, P, f)
             cols, dmg, _ = _decode_positions(U, P, f, body=body, check_crc=check_crc)
         if dmg is not None:
             raise dmg.error()
         parts.append(cols)
-        rows.append(sel)
-    df = columns_frame(parts, body, check_crc)
-    if rows:
-        inv = np.empty(len(offs), np.int64)
-        inv[np.concatenate(rows)] = np.arange(len(offs))
-        df = df.iloc[inv].reset_index(drop=True)
-    return df
+    if order is None:
+        return _column_arrays(parts, body, check_crc)
+    # the rows of each file, one file after the other: put them back in the order asked
+    inv = np.empty(len(offs), np.int64)
+    inv[order] = np.arange(len(offs))
+    return _column_arrays(parts, body, check_crc, rows=inv)
+
+
+def _check_heads(U: np.ndarray, P: np.ndarray, f: StoreFile) -> None:
+    """Raise the pure model's typed error for the first position of P where no message record
+    starts (too close to the end, a blank or unknown magic, a size that cannot be)."""
+    n = len(U)
+    if len(P) <= FEW_ROWS:   # struct reads cost less than NumPy gathers for a few records
+        for p in P.tolist():
+            if n - p < BLANK.size:
+                read_message(f.path, p)
+            total, magic = BLANK.struct.unpack_from(U.data, p)   # TOTALSIZE and MAGICCODE lead every record
+            if (magic != MAGIC_V1 and magic != MAGIC_V2) or total > n - p or total < MIN_MESSAGE_SIZE:
+                read_message(f.path, p)
+        return
+    tot = _gather(U, P, 4, ">i4").astype(np.int64)
+    mag = _gather(U, P + HEAD.offset("magic"), HEAD.field("magic").size, ">i4").astype(np.int64)
+    left = n - P
+    bad = ((left < BLANK.size) | ((mag != MAGIC_V1) & (mag != MAGIC_V2))
+           | (tot > left) | (tot < MIN_MESSAGE_SIZE))
+    if bad.any():
+        read_message(f.path, int(P[np.argmax(bad)]))   # raises the pure model's typed error for this record
 
 
 def max_offset(path: str | os.PathLike) -> int | None:

@@ -40,8 +40,8 @@ class StoreFile:
     size: int
 
 
-def _store_file(p: Path, start: int) -> StoreFile:
-    size = p.stat().st_size
+def _store_file(p: Path, start: int, size: int | None = None) -> StoreFile:
+    size = p.stat().st_size if size is None else size
     if start + max(size, 1) - 1 > _LONG_MAX:   # Java's Long.parseLong / long offsets cannot hold it
         raise FormatError(f"file name {p.name}: the file's offsets {start}..{start + max(size, 1) - 1} run "
                           f"past Long.MAX_VALUE", path=p, offset=0, field="file name")
@@ -54,8 +54,10 @@ def store_files(path: str | os.PathLike) -> list[StoreFile]:
     A name whose offsets run past Long.MAX_VALUE raises FormatError (field "file name")."""
     p = Path(path)
     if p.is_dir():
-        out = [_store_file(c, int(c.name)) for c in p.iterdir()
-               if _FILE_NAME.fullmatch(c.name) and c.is_file()]
+        # scandir: one stat a file (its size), where Path.is_file and Path.stat made two
+        with os.scandir(p) as entries:
+            out = [_store_file(p / e.name, int(e.name), e.stat().st_size) for e in entries
+                   if _FILE_NAME.fullmatch(e.name) and e.is_file()]
         return sorted(out, key=lambda f: f.start_offset)
     return [_store_file(p, int(p.name) if _FILE_NAME.fullmatch(p.name) else 0)]
 
