@@ -222,6 +222,12 @@ JUDGED: dict[str, dict[tuple[int, ...], str]] = {
     "rmqlab.indexservice.xǁIndexServiceǁ__init__": {
         (19,): "the list is replaced by the folder's ignored files before anything reads it",
     },
+    "rmqlab.indexservice.x_index_file_name": {
+        (10,): "datetime.fromtimestamp(secs, None) is the local time, as without a zone",
+    },
+    "rmqlab.indexservice.x_next_free_index_file_name": {
+        (17,): "`after` names an existing file, which `taken` has stepped past, so the name never equals it",
+    },
     "rmqlab.indexservice.x__kept_messages": {
         (12,): "with no messages the running maximum is never read",
     },
