@@ -10,9 +10,10 @@ a second run only tests mutants of functions that changed.
 
 Counted per module: mutants; killed (a test failed, including by a timeout or a crash);
 survived; *equivalent* (survivors judged unable to change what any caller can observe, listed
-in :data:`EQUIVALENT` with the reason); *message* (survivors that only change the text of a
-plain string literal, such as an error message: reported apart, not counted in the score);
-score = killed / (mutants - equivalent - message). Mutant names are mutmut's
+in :data:`JUDGED` with the reason); *message* (survivors that only change the message of an
+exception the code builds, or put None in its place, found by comparing the syntax trees of
+the original and the mutated function: reported apart, not counted in the score); *not run*;
+score = killed / (mutants - equivalent - message - not run). Mutant names are mutmut's
 (``module.x_function__mutmut_N``), numbered within a function, so an edit of a function renames
 its mutants and the judgements of :data:`EQUIVALENT` need a new look.
 
@@ -26,14 +27,15 @@ Run:  python benchmarks/mutation.py [--workers 2] [module ...]   (modules: see M
 from __future__ import annotations
 
 import argparse
+import ast
 import datetime as dt
-import io
 import json
 import os
 import shutil
 import subprocess
 import sys
-import tokenize
+import textwrap
+import time
 import tomllib
 from pathlib import Path
 
@@ -68,6 +70,7 @@ MODULES: dict[str, tuple[str, list[str]]] = {
         "tests/test_indexfile_golden.py",
         "tests/test_indexcore.py",
         "tests/test_native_layouts.py",
+        "tests/test_time_diff.py",
         "tests/test_mutation_gaps_indexfile.py",
         DOCTESTS.format("rmqlab.formats.indexfile"),
     ]),
@@ -87,30 +90,293 @@ MODULES: dict[str, tuple[str, list[str]]] = {
     ]),
 }
 
-#: surviving mutants judged equivalent: mutant name -> why no caller can tell it from the original
-EQUIVALENT: dict[str, str] = {
-    "rmqlab.formats.checkpoint.x__open_mapped__mutmut_20":
-        "truncating a 4096-byte file to 4096 bytes changes no byte (the mapped write after it sets mtime anyway)",
-    "rmqlab.formats.checkpoint.x__open_mapped__mutmut_27":
-        "mmap's default access on a read-write descriptor is the shared read-write mapping ACCESS_WRITE asks for",
-    "rmqlab.formats.checkpoint.x_read_checkpoint__mutmut_13":
-        "reading the whole file, not 4096 bytes: strict mode has checked the size is 4096, and otherwise "
-        "only the first 40 bytes are used",
-    "rmqlab.formats.checkpoint.x_write_checkpoint__mutmut_2":
-        "sync=False by default skips msync: the page cache is shared, so only a kernel crash or power loss "
-        "could show it",
-    "rmqlab.formats.checkpoint.x_update_checkpoint__mutmut_1":
-        "the same msync default as write_checkpoint's",
-    "rmqlab.keyquery.x__real_match__mutmut_2":
-        "an empty float array instead of bool: query_key wraps it in a bool Series",
-    "rmqlab.keyquery.x__real_match__mutmut_4": "the same empty array without a dtype, wrapped in a bool Series",
-    "rmqlab.keyquery.x__real_match__mutmut_11":
-        "the comparison filled with False is a bool column already; a nullable one is cast by the bool Series",
-    "rmqlab.keyquery.x__real_match__mutmut_20":
-        "to_numpy() of an object or nullable-string column is an object array, what object asks",
-    "rmqlab.keyquery.x__real_match__mutmut_25": "the parent indices index the same rows as int32 as they do as int64",
-    "rmqlab.keyquery.x__real_match__mutmut_27": "the parent indices index the same rows as int32 as they do as int64",
+#: surviving mutants judged equivalent, by function (mutmut's name of it, before ``__mutmut_N``):
+#: mutant numbers -> why no caller can tell them from the original
+JUDGED: dict[str, dict[tuple[int, ...], str]] = {
+    "rmqlab.formats.checkpoint.x__open_mapped": {
+        (20,): "truncating a 4096-byte file to 4096 bytes changes no byte (the mapped write after it sets "
+               "mtime anyway)",
+        (27,): "mmap's default access on a read-write descriptor is the shared read-write mapping "
+               "ACCESS_WRITE asks for",
+    },
+    "rmqlab.formats.checkpoint.x_read_checkpoint": {
+        (13,): "reading the whole file, not 4096 bytes: strict mode has checked the size is 4096, and "
+               "otherwise only the first 40 bytes are used",
+    },
+    "rmqlab.formats.checkpoint.x_write_checkpoint": {
+        (2,): "sync=False by default skips msync: the page cache is shared, so only a kernel crash or "
+              "power loss could show it",
+    },
+    "rmqlab.formats.checkpoint.x_update_checkpoint": {
+        (1,): "the same msync default as write_checkpoint's",
+    },
+    # consumequeue.py
+    "rmqlab.formats.consumequeue.xǁConsumeQueueǁ_file_by_store_time": {
+        (73,): "the extra step i = -1 tests starts[-1] again, the newest file's, refused already at i = n - 1",
+    },
+    "rmqlab.formats.consumequeue.xǁConsumeQueueǁtag_mask": {
+        (33, 37): "the subscription's codes as float64 (or without a count) hold every int32 exactly, and isin "
+                  "compares values",
+    },
+    "rmqlab.formats.consumequeue.xǁConsumeQueueǁcode_mask": {
+        (4, 6): "integer codes give an int64 array without being told (an empty list a float one, which "
+                "matches nothing either way)",
+    },
+    "rmqlab.formats.consumequeue.xǁConsumeQueueǁto_frame": {
+        (26, 29): "np.arange's default integer is int64 on Linux and macOS (and on Windows from NumPy 2)",
+    },
+    "rmqlab.formats.consumequeue.xǁConsumeQueueǁ_unit_problems": {
+        (4, 5, 7): "raw_units' default start and stop are first_offset and max_offset, the values passed",
+        (48,): "with one real unit the pairwise checks compare empty arrays",
+    },
+    "rmqlab.formats.consumequeue.xǁConsumeQueueǁ_end_problems": {
+        (100,): "np.frombuffer of an empty buffer is the empty array the else branch builds",
+        (107, 109): "an empty array has no non-zero byte whatever its dtype",
+    },
+    "rmqlab.formats.consumequeue.xǁConsumeQueueǁ_segment_of": {
+        (11,): "it is only asked for offsets below max_offset (unit() checks first; problems name units "
+               "inside the queue)",
+    },
+    "rmqlab.formats.consumequeue.xǁConsumeQueueǁunit": {
+        (5,): "unit(max_offset) then raises the same IndexError from _segment_of (only its message differs)",
+    },
+    "rmqlab.formats.consumequeue.xǁ_Proberǁmany": {
+        (7, 9): "a list of Python ints below 2^63 is an int64 array without being told",
+        (18,): "`got` is read only for a non-blank unit, and then phys is non-empty and `got` reassigned",
+        (22,): "store times read back as float64 are exact below 2^53 ms and int() gives the same ints",
+        (23, 25, 28): "copying or not: nothing writes the array",
+        (30,): "NumPy takes any negative size as the one unknown dimension",
+    },
+    "rmqlab.formats.consumequeue.x__list_files": {
+        (41,): "the empty file passed over is the last entry: there is nothing after it to list",
+        (55,): "it is reached only when the size differs from the mapped size, where < and <= agree",
+        (98,): "it is reached only when the start differs from the previous file's end, where > and >= agree",
+    },
+    "rmqlab.formats.consumequeue.xǁConsumeQueueWriterǁ__init__": {
+        (7,): "the descriptor is None at first, so the path it was opened for is not compared",
+        (9,): "_closed=None is as falsy as False",
+    },
+    "rmqlab.formats.consumequeue.xǁConsumeQueueǁ__init__": {
+        (11,): "_closed=None is as falsy as False",
+    },
+    "rmqlab.formats.consumequeue.xǁConsumeQueueWriterǁ_bulk": {
+        (25,): "the slice stops at the data's end, so a larger take writes the same bytes and ends the loop",
+    },
+    "rmqlab.formats.consumequeue.xǁConsumeQueueWriterǁcreate": {
+        (25,): "offset + size >= 1 for every unit put accepts, so -2 lets every first unit through as -1 does",
+        (26,): "min_offset is min_logic_offset // 20, and 1 // 20 is 0; nothing else reads it before a put sets it",
+    },
+    "rmqlab.formats.consumequeue.xǁConsumeQueueWriterǁput": {
+        (23,): "cq * 20 is even and Long.MAX_VALUE odd: they are never equal",
+        (50, 52, 54): "the file size is a whole number of units, so `until` is too and the rounding term is 0",
+        (83,): "f.start is a multiple of the file size and f.wrote below it, so start - wrote is 0 only when "
+               "start + wrote is",
+    },
+    "rmqlab.formats.consumequeue.xǁConsumeQueueǁoffset_by_time": {
+        (2,): "the boundary is lower-cased before use, as BoundaryType.getType ignores case",
+    },
+    "rmqlab.formats.consumequeue.xǁConsumeQueueWriterǁopen": {
+        (20,): "first_create=None is as falsy as False",
+        (28,): "offset + size >= 1 for every unit put accepts, so -2 lets every first unit through as -1 does",
+    },
+    # indexservice.py
+    "rmqlab.indexservice.x__now_ms": {
+        (1,): "true division then int() truncates like //, except within float rounding (~0.2 µs) of a "
+              "millisecond boundary, which no caller can tell from reading the clock a moment later",
+    },
+    "rmqlab.indexservice.x__string_column": {
+        (5, 7): "a missing column becomes nulls of null type instead of large_string; index_keys_many reads "
+                "both as no value",
+    },
+    "rmqlab.indexservice.x_expand_columns": {
+        (4, 6, 17, 19): "integer columns stay integers: ExpandedKeys widens them to int64 and _kept_messages "
+                        "compares them exactly",
+        (40, 42, 45, 47): "goes_to_index_many converts sys_flag to int64 itself",
+        (52,): "nullable=None is as falsy as False",
+        (122,): "indexing with an empty index array gives the same empty bool array",
+        (147, 149): "pa.array infers int64 from the int64 NumPy array",
+    },
+    "rmqlab.indexservice.xǁExpandedKeysǁkey_list": {
+        (2, 4, 8, 9): "str() of a pyarrow string scalar is its value, and full keys are never null",
+    },
+    "rmqlab.indexservice.xǁExpandedKeysǁ__post_init__": {
+        (19, 21): "np.arange's default integer is int64 on Linux and macOS (and on Windows from NumPy 2)",
+    },
+    "rmqlab.indexservice.xǁIndexServiceǁbuild_columns": {
+        (6, 8, 34, 36): "integer columns are integer arrays without being told; they are read only through "
+                        "int() and put_keys, which takes any integer array as longs",
+        (24,): "without the str-object fast path, expand_columns gives the same puts (the two paths are tested "
+               "equal), only slower",
+        (31,): "given hashes, put_keys never reads the keys",
+        (99,): "with no puts the file just obtained is never full, so `after` is not read",
+    },
+    "rmqlab.indexservice.x__object_column": {
+        (3, 6): "np.full with None gives an object array without being told",
+    },
+    "rmqlab.indexservice.x_index_key_hashes": {
+        (4, 6): "integer offsets are an integer array without being told, and _kept_messages compares them "
+                "exactly",
+        (55, 57, 60, 62): "goes_to_index_many converts sys_flag to int64 itself",
+        (88,): "NumPy sums int32 in the platform integer, int64 on Linux and macOS (and on Windows from NumPy 2)",
+    },
+    "rmqlab.indexservice.xǁIndexServiceǁ__init__": {
+        (19,): "the list is replaced by the folder's ignored files before anything reads it",
+    },
+    "rmqlab.indexservice.x_index_file_name": {
+        (10,): "datetime.fromtimestamp(secs, None) is the local time, as without a zone",
+    },
+    "rmqlab.indexservice.x_next_free_index_file_name": {
+        (17,): "`after` names an existing file, which `taken` has stepped past, so the name never equals it",
+    },
+    "rmqlab.indexservice.x__kept_messages": {
+        (12,): "with no messages the running maximum is never read",
+    },
+    "rmqlab.indexservice.x__column": {
+        (1, 5, 6): "a DataFrame's .get(name) gives the column or None just the same",
+    },
+    "rmqlab.indexservice.xǁIndexServiceǁtrace_query": {
+        (13, 16, 26): "_query sets trace.max_num and trace.files before anything reads them",
+    },
+    "rmqlab.indexservice.xǁDirectoryQueryTraceǁ__str__": {
+        (7, 8): "the fallback text is for a searched file without a walk, which _query never produces",
+    },
+    "rmqlab.indexservice.x_query_trace_dict": {
+        (28,): "pandas reads to_dict's orient case-insensitively",
+    },
+    "rmqlab.indexservice.x__slice": {
+        (1, 8, 12, 13): "pyarrow arrays slice with [lo:hi] as with .slice",
+        (4, 6, 7): "given hashes, put_keys never reads the keys, and build_columns slices to the end anyway",
+    },
+    "rmqlab.indexservice.x_bulk_build": {
+        (28, 32, 34): "check_index_num has made cap = index_num - 1 >= 1 already",
+        (56, 59, 61, 62): "with no keys the hash array is only ever sliced empty",
+        (95, 103, 113): "given hashes, build_index_file never reads the keys; without, it hashes the same keys itself",
+    },
+    "rmqlab.indexservice.xǁIndexServiceǁput_message": {
+        (1,): "sys_flag 1 is the compressed flag; only the transaction bits (0xC) decide indexing",
+    },
+    "rmqlab.indexservice.x__as_expanded": {
+        (9, 11, 15, 16): "a DataFrame's keys() are its columns",
+        (35, 43, 47, 48): "the keys stay a pandas Series: the same strings are hashed, and with the hashes given "
+                          "the keys are not read again",
+        (36, 38, 40): "the same strings as an object array (np.asarray of a str column is an object array)",
+    },
+    "rmqlab.indexservice.x_expand_messages": {
+        (34, 36, 38, 40): "ExpandedKeys.__post_init__ converts offsets and times to int64",
+    },
+    "rmqlab.indexservice.xǁIndexServiceǁquery_offsets_many": {
+        (28, 30): "index_hash_many returns int32 already",
+        (34, 36): "float counters of small integers are exact, and are cast to int32 rooms and int64 starts",
+        (50,): "a full list gets room 0, and a walk reads nothing with room 0",
+        (80,): "the early exit when every list is full is a shortcut: the files after it read nothing",
+        (87, 89, 90): "`who` only orders `flat`, which is empty whenever no file was searched",
+        (97,): "NumPy reads the sort kind case-insensitively",
+        (103, 105): "an empty float array cast to int64 is the same empty array",
+    },
+    # indexfile.py
+    "rmqlab.formats.indexfile.x_read_header": {
+        (8,): "reading the whole file gives the same first 40 bytes (only slower: a benchmark matter)",
+    },
+    "rmqlab.formats.indexfile.x__wrap64": {
+        (3,): "x - 2^63 and x + 2^63 are the same modulo 2^64",
+    },
+    "rmqlab.formats.indexfile.x_time_diff_seconds": {
+        (3, 5, 12, 14): "integer arguments are int64 arrays without being told (Python ints in the long range, "
+                        "integer arrays), and the subtraction of integer arrays is the same",
+        (6,): "NumPy integer array arithmetic (0-d arrays included) wraps without consulting errstate",
+        (30,): "below the clamp (2^31 - 1 s) the float quotient is within 1e-6 of the exact one, so "
+               "truncating it gives the floor, and the result is cast back to integers",
+    },
+    "rmqlab.formats.indexfile.x__clamp_max_num": {
+        (5,): "INT_MAX clamps to INT_MAX",
+        (9, 10, 11): "the walk returns nothing for any max_num <= 0, so -1, -2 and 0 behave alike",
+    },
+    "rmqlab.formats.indexfile.x_build_index_file": {
+        (3, 32): "forcing the bytes to disk (fsync=True by default, or msync left out on close) shows only after "
+                 "a power loss",
+        (8, 9): "the temporary name is random either way, and renamed away",
+    },
+    "rmqlab.formats.indexfile.xǁIndexFileǁselect_phy_offsets_many": {
+        (17, 18, 20): "np.clip to [-1, 2^31 - 1] and _clamp_max_num give the same ints for any integer room",
+        (28,): "a room of -2 returns nothing, as -1 does",
+    },
+    "rmqlab.formats.indexfile.xǁIndexFileǁproblems": {
+        (18, 21, 51, 53): "np.arange's default integer is int64 on Linux and macOS (and on Windows from NumPy 2)",
+        (24,): "int32 hashes are exact in float64, and every use compares them or takes a remainder",
+        (133, 141): "a negative hash's slot only needs to differ from every real slot (0 and up): None and -2 do, "
+                    "as -1 does, and two of them compare equal alike",
+        (149, 151): "the mask is filled with bools and only read through flatnonzero, which treats 0.0/1.0 alike",
+        (197, 203): "a file holds at least one entry number (count >= 1): with count 1 the bincount of no "
+                    "references cut from 1 is empty too",
+        (206, 208): "an empty array has no element to report whatever its dtype",
+    },
+    "rmqlab.formats.indexfile.xǁIndexFileǁ_walk": {
+        (58, 59): "_wrap64 leaves Long.MAX_VALUE and Long.MIN_VALUE as they are",
+    },
+    "rmqlab.formats.indexfile.xǁIndexFileǁtrace_query": {
+        (10, 24): "_walk sets trace.slot_value before anything reads it",
+    },
+    # keyquery.py
+    "rmqlab.keyquery.x_result_table": {
+        (30,): "broker_returned is the bool Series isin gave, so to_numpy() is the same bool array",
+        (47, 52, 57, 71): "pandas gives an object array for every text dtype (object, string, "
+                          "string[pyarrow], category of str)",
+        (5,): "the diff's rows for one offset are identical (an offset the broker returns twice gets the same "
+              "reason and detail twice), so dropping whole duplicate rows keeps one per offset too",
+    },
+    "rmqlab.keyquery.x__real_matches": {
+        (2, 4): "an empty array of any dtype sets nothing, and query_key makes it an empty bool Series",
+        (6, 7): "pandas gives an object array for every text dtype, with None for missing values as asked",
+        (27, 29): "key_tokens_many gives a large list array, whose parent indices are int64 already",
+        (33, 35, 36): "to_numpy of a large string array is an object array already (zero_copy_only=None is "
+                      "as falsy as False)",
+    },
+    "rmqlab.keyquery.x_query_key": {
+        (57,): "drop=None is as falsy as False",
+        (67, 68, 69): "any index name but phy_offset keeps sort_values from finding phy_offset ambiguous, and the "
+                      "index is dropped before anything leaves query_key",
+        (73, 76): "_real_match returns a bool array, so the Series is bool without being told",
+        (87,): "an empty message table has its columns (drop_duplicates('phy_offset') needs them), and "
+               "between() of its empty store_timestamp is the empty bool Series `real` is",
+        (177,): "np.unique of no entries is empty: len 0, as the else branch gives",
+    },
+    "rmqlab.keyquery.x_query_many": {
+        (109, 110): "the index of `pairs` is never read, only its columns' arrays",
+        (118, 135, 137): "the first column is filled again by assign(broker_returned=...) before it is read",
+        (126, 129): "the pair columns are int64 already (built from int64 arrays)",
+        (139, 163): "notna() and between() give bool Series already",
+        (156, 159): "query_topic and query_key are object columns already (inserted from object arrays)",
+    },
+    "rmqlab.keyquery.x__compare": {
+        (101, 102, 103): "unreachable: a step the broker's walk read with a matching hash and time is always "
+                         "returned, so a real match in range found that way is in `returned`",
+    },
 }
+
+#: mutant name -> why it is equivalent
+EQUIVALENT: dict[str, str] = {f"{function}__mutmut_{number}": why
+                              for function, judged in JUDGED.items()
+                              for numbers, why in judged.items() for number in numbers}
+
+
+def function_label(function: str) -> str:
+    """``rmqlab.indexservice.xǁIndexServiceǁput_message`` -> ``IndexService.put_message``."""
+    name = function.rsplit(".", 1)[-1]
+    return name[2:].replace("\u01c1", ".") if name.startswith("x\u01c1") else name[2:]
+
+
+def equivalents_markdown(module: str) -> str:
+    """The judged equivalents of `module` as the Markdown list RESULTS.md shows."""
+    prefix = "rmqlab." + MODULES[module][0][len("rmqlab/"):-len(".py")].replace("/", ".") + ".x"
+    lines = []
+    for function, judged in JUDGED.items():
+        if function.startswith(prefix):
+            reasons = "; ".join(f"{', '.join(map(str, numbers))}: {why}" for numbers, why in judged.items())
+            lines.append(f"- `{function_label(function)}` {reasons}.")
+    return "\n".join(lines)
+
+
+TIMEOUT_MULTIPLIER = 3.0
 
 KILLED = {"killed", "timeout", "segfault", "caught by type check"}
 
@@ -146,6 +412,9 @@ def prepare(module: str) -> Path:
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())
     settings = dict(project["tool"]["mutmut"])
     settings["only_mutate"] = [source]
+    # a mutant that loops forever (a walk's cycle guard turned off) is stopped after 3 x 2 times
+    # the CPU time its tests take unmutated, not mutmut's 15 x 2: it is a kill either way
+    settings["timeout_multiplier"] = TIMEOUT_MULTIPLIER
     settings["pytest_add_cli_args_test_selection"] = [t for t in tests if (ROOT / t.split("::")[0]).exists()]
     text = (_toml_table("tool.pytest.ini_options", project["tool"]["pytest"]["ini_options"]) + "\n"
             + _toml_table("tool.mutmut", settings))
@@ -187,61 +456,74 @@ def statuses(module: str) -> dict[str, str]:
     meta = OUT / module / "mutants" / (MODULES[module][0] + ".meta")
     if not meta.exists():
         return {}
-    codes = json.loads(meta.read_text())["exit_code_by_key"]
+    for attempt in range(20):   # a running mutmut rewrites the file after every mutant
+        try:
+            codes = json.loads(meta.read_text())["exit_code_by_key"]
+            break
+        except json.JSONDecodeError:
+            if attempt == 19:
+                raise
+            time.sleep(0.1)
     return {name: status_by_exit_code[code] for name, code in codes.items()}
 
 
+# the module's source path is given, not looked up with find_mutant: that reads every .meta file
+# once per mutant, and a .meta file a running mutmut is rewriting reads as broken JSON
 _SHOW = """
 import json, sys
-from mutmut.__main__ import find_mutant, get_diff_for_mutant
-names = json.loads(sys.stdin.read())
-print(json.dumps({n: get_diff_for_mutant(n, path=find_mutant(n).path) for n in names}))
+import libcst as cst
+from mutmut.__main__ import get_diff_for_mutant
+from mutmut.mutation.diff_apply import (read_functions_from_index, read_mutant_function,
+                                        read_mutants_module, read_original_function)
+path, names = json.loads(sys.stdin.read())
+out = {}
+for n in names:
+    functions = read_functions_from_index(n, path)
+    if functions is None:
+        module = read_mutants_module(path)
+        functions = (read_original_function(module, n), read_mutant_function(module, n))
+    out[n] = [get_diff_for_mutant(n, path=path)] + [cst.Module([f]).code for f in functions]
+print(json.dumps(out))
 """
 
 
-def diffs(module: str, names: list[str]) -> dict[str, str]:
-    """The diff of each named mutant against the original source (one process for all)."""
+def diffs(module: str, names: list[str]) -> dict[str, list[str]]:
+    """Of each named mutant: [its diff against the original source, the original function, the
+    mutated function] (one process for all)."""
     if not names:
         return {}
     shown = subprocess.run([sys.executable, "-c", _SHOW], cwd=OUT / module, env=_environment(),
-                           input=json.dumps(names), capture_output=True, text=True, check=True)
+                           input=json.dumps([MODULES[module][0], names]), capture_output=True, text=True,
+                           check=True)
     return json.loads(shown.stdout.strip().splitlines()[-1])
 
 
-def _tokens(line: str) -> list[tuple[int, str]]:
-    """The Python tokens of one source line; a line of a longer statement ends the tokenizer with
-    an error at its end, after every token of the line is out."""
-    found: list[tuple[int, str]] = []
+def _without_messages(source: str) -> str:
+    """The function's syntax tree with the message of every exception it builds (the first
+    argument of a call to ``...Error``/``...Exception``/``...Warning``, when a string or None)
+    replaced by one placeholder."""
+    tree = ast.parse(textwrap.dedent(source))
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call) or not node.args:
+            continue
+        func = node.func
+        name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
+        first = node.args[0]
+        is_text = isinstance(first, ast.JoinedStr) or (isinstance(first, ast.Constant)
+                                                       and (first.value is None or isinstance(first.value, str)))
+        if name.endswith(("Error", "Exception", "Warning")) and is_text:
+            node.args[0] = ast.Constant("<message>")
+    return ast.dump(tree)
+
+
+def only_a_message_changed(original: str, mutated: str) -> bool:
+    """Whether the mutated function differs from the original only in the message of an
+    exception it builds (its text changed, or None in its place); a string used any other way
+    (a column name, a sort kind, a field name) is behaviour, not a message."""
     try:
-        for t in tokenize.generate_tokens(io.StringIO(line.strip() + "\n").readline):
-            if t.type not in (tokenize.NEWLINE, tokenize.NL, tokenize.ENDMARKER):
-                found.append((t.type, t.string))
-    except (tokenize.TokenError, IndentationError, SyntaxError):
-        pass
-    return found
-
-
-def only_a_message_changed(patch: str) -> bool:
-    """Whether the mutant's diff changes nothing but the text of string literals, or drops the
-    message of an exception it raises (``raise ValueError(None)``)."""
-    removed = [line[1:] for line in patch.splitlines() if line.startswith("-") and not line.startswith("---")]
-    added = [line[1:] for line in patch.splitlines() if line.startswith("+") and not line.startswith("+++")]
-    if not removed or len(removed) != len(added):
+        return _without_messages(original) == _without_messages(mutated)
+    except SyntaxError:
         return False
-    raising = "raise " in patch
-    for old, new in zip(removed, added):
-        old_tokens, new_tokens = _tokens(old), _tokens(new)
-        if len(old_tokens) != len(new_tokens):
-            return False
-        for (old_type, old_text), (new_type, new_text) in zip(old_tokens, new_tokens):
-            if (old_type, old_text) == (new_type, new_text):
-                continue
-            if old_type == tokenize.STRING and new_type == tokenize.STRING:
-                continue
-            if old_type == tokenize.STRING and new_text == "None" and raising:
-                continue
-            return False
-    return True
 
 
 def tally(module: str) -> dict:
@@ -256,7 +538,7 @@ def tally(module: str) -> dict:
         elif status == "survived" or status == "no tests":
             if name in EQUIVALENT:
                 row["equivalent"] += 1
-            elif only_a_message_changed(patches[name]):
+            elif only_a_message_changed(*patches[name][1:]):
                 row["message"] += 1
             else:
                 row["survived"] += 1
@@ -265,7 +547,7 @@ def tally(module: str) -> dict:
             row["not run"] += 1
     judged = row["mutants"] - row["equivalent"] - row["message"] - row["not run"]
     row["score"] = row["killed"] / judged if judged else float("nan")
-    row["patches"] = {name: patches[name] for name in row["survivors"]}
+    row["patches"] = {name: patches[name][0] for name in row["survivors"]}
     return row
 
 
@@ -288,11 +570,13 @@ def check_survivors(module: str, names: list[str]) -> dict[str, bool]:
 
 
 def table(rows: list[dict]) -> str:
-    lines = ["| module | mutants | killed | of which timeout | survived | equivalent | message text | score |",
+    lines = ["| module | mutants | run | killed (of which timeouts) | equivalent | message only | survived | score |",
              "|---|---:|---:|---:|---:|---:|---:|---:|"]
     for r in rows:
-        lines.append(f"| {MODULES[r['module']][0]} | {r['mutants']} | {r['killed']} | {r['timeout']} | "
-                     f"{r['survived']} | {r['equivalent']} | {r['message']} | {100 * r['score']:.1f} % |")
+        run = r["mutants"] - r["not run"]
+        lines.append(f"| {MODULES[r['module']][0][len('rmqlab/'):]} | {r['mutants']:,} | {run:,} | "
+                     f"{r['killed']:,} ({r['timeout']}) | {r['equivalent']} | {r['message']} | {r['survived']} | "
+                     f"{100 * r['score']:.1f} % |")
     return "\n".join(lines)
 
 
@@ -306,11 +590,17 @@ def main() -> None:
                         help="run the added tests against each counted survivor of the last run")
     parser.add_argument("--rerun-survivors", action="store_true",
                         help="retest only the last run's counted survivors (after tests were added)")
+    parser.add_argument("--equivalents", action="store_true",
+                        help="print the judged equivalents of each module as RESULTS.md lists them")
     args = parser.parse_args()
     modules = args.modules or ["checkpoint", "keyquery", "indexservice", "consumequeue", "indexfile"]
     unknown = set(modules) - set(MODULES)
     if unknown:
         parser.error(f"unknown modules {sorted(unknown)}: choose from {', '.join(MODULES)}")
+    if args.equivalents:
+        for module in modules:
+            print(f"{MODULES[module][0]}:\n{equivalents_markdown(module)}\n")
+        return
     if args.rerun_survivors:
         last = json.loads((OUT / "survivors.json").read_text()) if (OUT / "survivors.json").exists() else {}
         for module in modules:

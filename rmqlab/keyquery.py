@@ -145,9 +145,17 @@ class KeyQuery:
         return "\n".join(lines)
 
 
+def _repeated(value: str, n: int) -> np.ndarray:
+    """An object array of n references to `value`. np.full would pass a str through a NumPy
+    unicode scalar first, which drops trailing NULs: a Java key may end in U+0000."""
+    out = np.empty(n, dtype=object)
+    out[:] = value
+    return out
+
+
 def _real_match(messages: pd.DataFrame, topic: str, key: str, unique: bool) -> np.ndarray:
     n = len(messages)
-    return _real_matches(messages, np.full(n, topic, dtype=object), np.full(n, key, dtype=object), unique)
+    return _real_matches(messages, _repeated(topic, n), _repeated(key, n), unique)
 
 
 def _real_matches(messages: pd.DataFrame, topics: np.ndarray, keys: np.ndarray, unique: bool) -> np.ndarray:
@@ -260,7 +268,7 @@ def query_many(index: IndexService, read_messages: MessageReader, topics: Any, k
     keys = np.asarray(list(keys), dtype=object)
     n = len(keys)
     if isinstance(topics, str):
-        topics = np.full(n, topics, dtype=object)
+        topics = _repeated(topics, n)
     topics = np.asarray(list(topics), dtype=object)
     if len(topics) != n:
         raise ValueError(f"{len(topics)} topics for {n} keys")

@@ -349,3 +349,205 @@ def test_service_names_new_files_in_its_time_zone(tmp_path):
         svc.build_many(MESSAGES[:3])
         # 1718000000000 ms is 06:13:20 UTC, 14:13:20 at UTC+8; the second name is bumped by 1 ms
         assert [f.path.name for f in svc.files] == ["20240610141320000", "20240610141320001"]
+
+
+def test_query_offsets_many_keeps_to_end_in_every_file(tmp_path):
+    """Keys spread over five files, every (begin, end) window over the stored times and several
+    max_num: each key's list is the model broker's, so no file returns an entry newer than end."""
+    messages = [msg("T", 100 * (i + 1), T0 + 1000 * i, ("a", "b", "Aa", "BB")[i % 4]) for i in range(20)]
+    model = model_build(messages, 5)
+    sequential(tmp_path, messages, 3, 5)
+    keys = ["a", "b", "Aa", "BB", "zz"]
+    with IndexService(tmp_path, 3, 5) as svc:
+        assert len(svc) == 5
+        for begin in range(T0 - 1000, T0 + 21_000, 3000):
+            for end in (begin, begin + 2000, begin + 7000):
+                for max_num in (1, 3, 64):
+                    got = svc.query_offsets_many("T", keys, max_num, begin, end)
+                    want = [model_query(model, "T", k, max_num, begin, end, 3)[0] for k in keys]
+                    assert [got[i] for i in range(len(keys))] == want, (begin, end, max_num)
+
+
+@pytest.mark.parametrize("columns, message", [
+    ({"phy_offset": [1, 2], "store_timestamp": [T0, T0]}, "column 'topic' is required"),
+    ({"topic": ["T", None], "phy_offset": [1, 2], "store_timestamp": [T0, T0]}, "column 'topic' has missing values"),
+    ({"topic": ["T"], "phy_offset": [1, 2], "store_timestamp": [T0, T0]}, "column 'topic' has 1 rows, expected 2"),
+    ({"topic": ["T", "T"], "keys": ["a"], "phy_offset": [1, 2], "store_timestamp": [T0, T0]},
+     "column 'keys' has 1 rows, expected 2"),
+    ({"topic": ["T", "T"], "uniq_key": ["U", "V", "W"], "phy_offset": [1, 2], "store_timestamp": [T0, T0]},
+     "column 'uniq_key' has 3 rows, expected 2"),
+])
+def test_expand_columns_names_the_bad_column(columns, message):
+    with pytest.raises(ValueError) as e:
+        expand_columns(columns)
+    assert str(e.value) == message
+
+
+def test_a_negative_max_num_is_refused_naming_what_was_asked(three):
+    svc, _, _ = three
+    with pytest.raises(ValueError) as e:
+        svc.query_offset("T", "k", -5)
+    assert str(e.value) == "max_num must be >= 0 (after the cap), got -5 (asked -5)"
+
+
+def test_index_key_hashes_reads_str_objects_and_declines_other_storage():
+    """The fast path takes lists, object arrays and object Series of str (and None); anything
+    else (fixed-width NumPy strings, Arrow arrays, pandas' string dtype, a column of the wrong
+    length) it declines with None, for expand_columns to read."""
+    from rmqlab.indexservice import index_key_hashes
+
+    want = (np.array([0, 1]), ihash("T#a"), ihash("T#b"))
+    base = {"phy_offset": [0, 10], "store_timestamp": [T0, T0]}
+    for topic in (["T", "T"], np.array(["T", "T"], dtype=object), pd.Series(["T", "T"], dtype=object)):
+        rows, hashes, n = index_key_hashes({**base, "topic": topic, "keys": ["a", "b"]})
+        assert (rows.tolist(), hashes.tolist(), n) == ([0, 1], [want[1], want[2]], 2)   # offset 0 is kept
+    for topic in (np.array(["T", "T"]), pa.array(["T", "T"]), pd.Series(["T", "T"], dtype="string"), ["T"],
+                  np.array([["T", "T"]], dtype=object)):
+        assert index_key_hashes({**base, "topic": topic, "keys": ["a", "b"]}) is None
+
+
+def test_build_columns_of_messages_without_keys_opens_one_empty_file(tmp_path):
+    with IndexService(tmp_path, HSN, INUM, read_only=False, tz=UTC, clock=lambda: T0) as svc:
+        assert svc.build_columns({"topic": ["T", "T"], "phy_offset": [0, 10], "store_timestamp": [T0, T0]}) == 0
+        assert len(svc.files) == 1 and svc.files[0].header.index_count == 1
+
+
+def test_build_columns_names_a_short_text_column(tmp_path):
+    with IndexService(tmp_path, HSN, INUM, read_only=False) as svc, pytest.raises(ValueError) as e:
+        svc.build_columns({"topic": ["T"], "keys": ["a", "b"], "phy_offset": [0, 10], "store_timestamp": [T0, T0]})
+    assert str(e.value) == "column 'topic' has 1 rows, expected 2"
+
+
+def test_a_service_whose_clock_went_back_warns_when_it_names_the_next_file(tmp_path, caplog):
+    clock = iter([T0, T0 - 5000]).__next__
+    with caplog.at_level(logging.WARNING, logger="rmqlab.indexservice"):
+        sequential(tmp_path, MESSAGES[:4], HSN, INUM, clock=clock)
+    names = sorted(p.name for p in tmp_path.iterdir())
+    assert names == ["20240610061315000", "20240610061320000"]
+    assert [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING] == [
+        "new index file 20240610061315000 sorts before 20240610061320000: the clock went backwards"]
+
+
+def test_a_new_file_never_takes_the_name_of_a_file_already_there(tmp_path):
+    """A file that appeared in the folder after the service opened it (another writer, a copy)
+    keeps its name: the new index file is named 1 ms later."""
+    with IndexService(tmp_path, HSN, INUM, read_only=False, tz=UTC, clock=lambda: T0) as svc:
+        (tmp_path / "20240610061320000").write_bytes(b"stray")
+        svc.build_index(MESSAGES[0])
+        assert [f.path.name for f in svc.files] == ["20240610061320001"]
+    assert (tmp_path / "20240610061320000").read_bytes() == b"stray"
+
+
+def test_already_indexed_offsets_beyond_2_to_the_53_are_skipped(tmp_path):
+    """CommitLog offsets are Java longs: a message at 2^62 + 50 after one at 2^62 + 100 is
+    already indexed (offset below end_phy_offset), though a float64 holds neither difference."""
+    big = 2**62
+    messages = [msg("T", big + 100, T0, "a"), msg("T", big + 50, T0 + 1000, "b"), msg("T", big + 200, T0 + 2000, "c")]
+    model = model_build(messages, 16)
+    with IndexService(tmp_path, HSN, 16, read_only=False, tz=UTC, clock=lambda: T0) as svc:
+        svc.build_columns({"topic": ["T"] * 3, "keys": ["a", "b", "c"], "phy_offset": [m.phy_offset for m in messages],
+                           "store_timestamp": [m.store_timestamp for m in messages]})
+        (f,) = svc.files
+        assert f.used_entries["phy_offset"].tolist() == [e[1] for e in model[0].entries] == [big + 100, big + 200]
+    e = expand_columns({"topic": ["T"] * 3, "keys": ["a", "b", "c"], "phy_offset": [m.phy_offset for m in messages],
+                        "store_timestamp": [m.store_timestamp for m in messages]})
+    assert e.key_list() == ["T#a", "T#c"]
+
+
+# ------------------------------------------------------------------ opening a folder, new files
+
+
+def _bump_index_count(path, value):
+    import struct
+
+    with open(path, "r+b") as fh:
+        fh.seek(36)                                        # IndexHeader.indexCount
+        fh.write(struct.pack(">i", value))
+
+
+def test_opening_is_strict_unless_told(three, tmp_path):
+    from rmqlab import CorruptIndexError
+
+    svc, names, _ = three
+    svc.close()
+    _bump_index_count(svc.directory / names[0], INUM + 5)
+    with pytest.raises(CorruptIndexError):
+        IndexService(svc.directory, HSN, INUM)
+    with IndexService(svc.directory, HSN, INUM, strict=False) as loose:
+        assert len(loose) == 3
+
+
+def test_opening_checks_each_file_against_both_counts(tmp_path):
+    from rmqlab import GeometryError
+
+    sequential(tmp_path, MESSAGES[:2], HSN, 8)
+    with pytest.raises(GeometryError):
+        IndexService(tmp_path, HSN, 16)
+
+
+def test_opening_logs_each_file_and_keeps_the_checkpoint_it_was_given(three, caplog):
+    svc, names, _ = three
+    svc.close()
+    with caplog.at_level(logging.INFO, logger="rmqlab.indexservice"):
+        replay = IndexService(svc.directory, HSN, INUM, index_msg_timestamp=T0 + 11_000)
+    with replay:
+        assert replay.index_msg_timestamp == T0 + 11_000
+        assert [f.path.name for f in replay.files] == names[:2] and replay.dropped == [svc.directory / names[2]]
+    assert [r.getMessage() for r in caplog.records] == [f"load index file OK, {svc.directory / n}" for n in names[:2]]
+
+
+def test_a_writable_service_makes_its_folder_and_its_parents(tmp_path):
+    deep = tmp_path / "a" / "b"
+    with IndexService(deep, HSN, INUM, read_only=False, tz=UTC, clock=lambda: T0) as svc:
+        svc.build_index(MESSAGES[0])
+    assert [p.name for p in deep.iterdir()] == ["20240610061320000"]
+
+
+def test_a_read_only_service_refuses_to_create_a_file_naming_its_folder(three):
+    svc, _, _ = three
+    with pytest.raises(ReadOnlyError) as e:
+        svc.get_and_create_last_file()
+    assert e.value.path == str(svc.directory)
+
+
+def test_a_file_created_before_any_message_is_named_by_the_clock(tmp_path):
+    with IndexService(tmp_path, HSN, INUM, read_only=False, tz=UTC, clock=lambda: T0,
+                      name_by_store_time=True) as svc:
+        assert svc.get_and_create_last_file().path.name == "20240610061320000"
+
+
+def test_appending_keeps_the_services_slot_count_rule(tmp_path):
+    """Reopened for writing with the <= 4.7.0 rule, the last file counts every put."""
+    import struct
+
+    from test_indexfile import RefIndex
+
+    with IndexService(tmp_path, 1, 8, read_only=False, tz=UTC, clock=lambda: T0, slot_count_rule="every-put") as svc:
+        svc.build_index(msg("T", 100, T0, "a"))
+    with IndexService(tmp_path, 1, 8, read_only=False, slot_count_rule="every-put") as svc:
+        svc.build_index(msg("T", 200, T0 + 1000, "b"))
+        path = svc.files[0].path
+    ref = RefIndex(1, 8, rule="every-put")
+    ref.put("T#a", 100, T0)
+    ref.put("T#b", 200, T0 + 1000)
+    assert struct.unpack_from(">qqqqii", path.read_bytes())[4] == ref.hsc == 2
+
+
+def test_a_new_file_takes_the_newest_files_geometry_when_the_service_has_none(tmp_path, caplog):
+    """index_num None: each file's is read from its size; a new file copies the newest's (4 x 12
+    here, after files of 4 x 8 and 4 x 16), and the roll-over is logged."""
+    from rmqlab.formats.indexfile import IndexFile
+    from rmqlab.indexservice import index_file_name
+
+    names = [index_file_name(T0 + i, UTC) for i in range(3)]
+    for i, num in enumerate((8, 16, 12)):
+        with IndexFile.create(tmp_path / names[i], 4, num) as f:
+            for j in range(num - 1):
+                f.put_key("T#k", 1000 * i + j, T0 + i)
+    with IndexService(tmp_path, 4, None, read_only=False, tz=UTC, clock=lambda: T0 + 10) as svc:
+        with caplog.at_level(logging.INFO, logger="rmqlab.indexservice"):
+            svc.build_index(msg("T", 5000, T0 + 5, "k"))
+        assert [f.geometry.index_num for f in svc.files] == [8, 16, 12, 12]
+        assert svc.files[-1].path.stat().st_size == 40 + 4 * 4 + 20 * 12
+    created = index_file_name(T0 + 10, UTC)
+    assert [r.getMessage() for r in caplog.records] == [f"index file {names[2]} is full, created {created}"]

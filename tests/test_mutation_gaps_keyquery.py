@@ -14,7 +14,7 @@ import pytest
 
 from rmqlab.formats.indexfile import LONG_MAX
 from rmqlab.indexservice import IndexService
-from rmqlab.keyquery import REASONS, OneFileIndex, query_key, result_table
+from rmqlab.keyquery import REASONS, OneFileIndex, query_key, query_many, result_table
 
 B = 1718000000000
 
@@ -121,3 +121,225 @@ def test_a_reader_with_nullable_strings_does_not_match_missing_uniq_keys(tmp_pat
     q = query_key(s, lambda offs: msgs[msgs["phy_offset"].isin(offs)], "T", "U1", unique=True)
     want = sorted(100 * (i + 1) for i, r in enumerate(rows) if r[3] == "U1")
     assert sorted(q.verified["phy_offset"]) == want
+
+
+def test_result_table_widens_a_readers_unsigned_offsets_to_int64(twins):
+    """A MessageReader may give phy_offset as another integer type (here uint64, as an unsigned
+    Parquet column reads): the table's offsets are int64 all the same."""
+    s, read, _ = twins
+    q = query_key(s, lambda offs: read(offs).astype({"phy_offset": np.uint64}), "T", "ORDER_Aa1")
+    for mode, want in (("verified", [300, 100]), ("broker", [300, 200, 100])):
+        rows = result_table(q, mode)
+        assert rows["phy_offset"].dtype == np.int64 and rows["phy_offset"].tolist() == want
+
+
+def strict_reader(read):
+    """A MessageReader that takes CommitLog offsets only as the int64 array they are."""
+    def reader(offs):
+        assert isinstance(offs, np.ndarray) and offs.dtype == np.int64, offs.dtype
+        return read(offs)
+    return reader
+
+
+def test_the_reader_gets_int64_offsets_even_when_nothing_matches(twins):
+    s, read, _ = twins
+    for key, begin, end, want in (("absent", 0, LONG_MAX, []),            # no entry, no answer
+                                  ("ORDER_Aa1", B + 5000, B + 9000, [])):  # entries, none in range
+        q = query_key(s, strict_reader(read), "T", key, begin=begin, end=end)
+        assert q.verified["phy_offset"].tolist() == want
+    q = query_key(s, strict_reader(read), "T", "ORDER_Aa1", begin=B + 5000, end=B + 9000)
+    assert q.candidates == 3 and q.broker.empty
+
+
+def test_a_reader_giving_a_message_twice_is_read_once(twins):
+    """A reader over a table with a row per key of each message returns an offset more than
+    once (rows that differ in other columns): each message counts once."""
+    s, read, want = twins
+    def twice(offs):
+        rows = read(offs)
+        return pd.concat([rows.assign(row=0), rows.assign(row=1)], ignore_index=True)
+    q = query_key(s, twice, "T", "ORDER_Aa1")
+    assert sorted(q.verified["phy_offset"]) == sorted(want.verified["phy_offset"]) == [100, 300]
+    assert q.broker["phy_offset"].tolist() == want.broker["phy_offset"].tolist() == [300, 200, 100]
+    assert q.summary() == want.summary()
+
+
+def test_a_key_ending_in_nul_is_matched_whole(tmp_path):
+    """A Java String may end in U+0000: the key "k\\0" is not the key "k" (NumPy's fixed-width
+    unicode arrays would cut the NUL off)."""
+    rows = [("T", "k\x00", B), ("T", "k", B + 1000)]
+    s, read = store(tmp_path, rows)
+    q = query_key(s, read, "T", "k\x00")
+    assert q.verified["phy_offset"].tolist() == [100]
+    assert query_many(s, read, "T", ["k\x00", "k"], mode="verified")["phy_offset"].tolist() == [100, 200]
+    msgs = pd.DataFrame({"phy_offset": [100, 200], "topic": ["T", "T"], "keys": [None, None],
+                         "store_timestamp": [B, B + 1000], "uniq_key": ["U\x00", "U"], "sys_flag": 0})
+    u = IndexService(tmp_path / "u", 4, 64, read_only=False, tz=dt.UTC, name_by_store_time=True)
+    u.build_columns(msgs)
+    q = query_key(u, lambda offs: msgs[msgs["phy_offset"].isin(offs)], "T", "U\x00", unique=True)
+    assert q.verified["phy_offset"].tolist() == [100]
+
+
+def test_one_file_index_names_why_its_walk_stopped(tmp_path):
+    s, read = store(tmp_path, [("T", "k", B + i * 1000) for i in range(4)])
+    (f,) = s.files
+    assert query_key(OneFileIndex(f, 64), read, "T", "k", max_num=50).trace.stop == "oldest-file"
+    assert query_key(OneFileIndex(f, 64), read, "T", "k", max_num=2).trace.stop == "max-num"
+    assert query_key(OneFileIndex(f, 3), read, "T", "k", max_num=50).trace.stop == "max-num"
+
+
+READER_COLUMNS = ["phy_offset", "topic", "keys", "store_timestamp", "uniq_key", "sys_flag"]
+
+
+def test_the_frames_hold_the_readers_columns_after_their_own(twins):
+    _, _, q = twins
+    assert q.broker.columns.tolist() == ["rank"] + READER_COLUMNS
+    assert q.broker["rank"].tolist() == [0, 1, 2] and q.broker.index.tolist() == [0, 1, 2]
+    assert q.verified.columns.tolist() == ["broker_returned"] + READER_COLUMNS
+    assert q.verified.index.tolist() == [0, 1]
+    assert (q.unique, q.topic, q.key) == (False, "T", "ORDER_Aa1")
+
+
+def test_explain_leaves_a_blank_line_after_the_trace(twins):
+    _, _, q = twins
+    lines = q.explain().splitlines()
+    assert lines[len(str(q.trace).splitlines())] == ""
+
+
+def test_each_reason_has_its_detail(tmp_path):
+    """The broker returns 300, which the reader cannot find, 200 (ORDER_BB1 shares the hash)
+    and 100 (a real match: no detail). Then a real match the index's whole seconds put in the
+    range, though its store time in ms is outside it."""
+    s, read = store(tmp_path, [("T", "ORDER_Aa1", B + 1700), ("T", "ORDER_BB1", B + 1800),
+                               ("T", "ORDER_Aa1", B + 2200)])
+    q = query_key(s, lambda offs: read(offs[offs != 300]), "T", "ORDER_Aa1", begin=B + 1000, end=B + 2500)
+    detail = dict(zip(q.diff["phy_offset"], zip(q.diff["reason"], q.diff["detail"])))
+    assert q.trace.result.phy_offsets == [300, 200, 100]
+    assert detail == {300: ("collision", "no message starts at this offset"),
+                      200: ("collision", "the message is T#ORDER_BB1"),
+                      100: ("ok", "")}
+    rows = result_table(q, "broker")
+    assert rows["store_timestamp"].isna().tolist() == [True, False, False]
+    assert rows["reason"].tolist() == ["collision", "collision", "ok"]
+    s2, read2 = store(tmp_path / "late", [("T", "k", B), ("T", "k", B + 1700)])
+    q = query_key(s2, read2, "T", "k", begin=B + 1000, end=B + 1500)
+    assert q.diff.values.tolist() == [
+        [200, "outside-time-range", f"real store time {B + 1700} (06:13:21.700 UTC) is outside "
+                                    f"[{B + 1000} (06:13:21.000 UTC), {B + 1500} (06:13:21.500 UTC)]"]]
+
+
+def test_a_unique_key_collision_names_the_uniq_key(tmp_path):
+    msgs = pd.DataFrame({"phy_offset": [100, 200], "topic": ["T", "T"], "keys": [None, None],
+                         "store_timestamp": [B, B + 1000], "uniq_key": ["ORDER_Aa1", "ORDER_BB1"], "sys_flag": 0})
+    s = IndexService(tmp_path, 4, 64, read_only=False, tz=dt.UTC, name_by_store_time=True)
+    s.build_columns(msgs)
+    q = query_key(s, lambda offs: msgs[msgs["phy_offset"].isin(offs)], "T", "ORDER_Aa1", unique=True)
+    assert q.unique is True and q.max_num == 32
+    assert q.diff.values.tolist() == [[200, "collision", "the message is T#ORDER_BB1"], [100, "ok", ""]]
+
+
+def test_a_real_match_no_index_entry_points_at(tmp_path):
+    """A reader that answers with whole blocks of messages brings real matches the index does
+    not hold (here a rolled-back transaction message, which buildIndex skips): each is named."""
+    msgs = pd.DataFrame({"phy_offset": [100, 200, 300], "topic": ["T"] * 3, "keys": ["k"] * 3,
+                         "store_timestamp": [B, B + 1000, B + 2000], "uniq_key": None,
+                         "sys_flag": [0, 0xC, 0]})
+    s = IndexService(tmp_path, 4, 64, read_only=False, tz=dt.UTC, name_by_store_time=True)
+    s.build_columns(msgs)
+    q = query_key(s, lambda offs: msgs, "T", "k")
+    assert q.trace.result.phy_offsets == [300, 100]
+    assert q.diff.values.tolist() == [[300, "ok", ""], [100, "ok", ""],
+                                      [200, "missed-not-visited", "no index entry points at it"]]
+    assert q.candidates == 2
+
+
+def test_no_entry_means_no_candidate(twins):
+    s, read, _ = twins
+    assert query_key(s, read, "T", "absent").candidates == 0
+
+
+def test_query_many_reads_from_time_zero_by_default(tmp_path):
+    s, read = store(tmp_path, [("T", "k", 0), ("T", "k", 1000)])
+    for mode in ("broker", "verified"):
+        assert sorted(query_many(s, read, "T", ["k"], mode=mode)["phy_offset"]) == [100, 200]
+    assert sorted(query_key(s, read, "T", "k").verified["phy_offset"]) == [100, 200]
+
+
+def test_query_many_verified_lists_every_real_match_and_its_columns(tmp_path):
+    """70 real matches of one key in one file: broker mode stops at max_num (64), verified mode
+    walks the whole chain and lists all 70, newest first, with its columns in the documented order."""
+    s, read = store(tmp_path, [("T", "k", B + 1000 * i) for i in range(70)], index_num=128)
+    broker = query_many(s, read, "T", ["k"])
+    assert len(broker) == 64 and broker.columns.tolist() == ["key_index", "query_topic", "query_key", "rank"] + \
+        READER_COLUMNS
+    verified = query_many(s, read, "T", ["k"], mode="verified")
+    assert verified.columns.tolist() == ["key_index", "query_topic", "query_key", "broker_returned"] + READER_COLUMNS
+    assert verified["phy_offset"].tolist() == [100 * (i + 1) for i in range(69, -1, -1)]
+    assert verified["broker_returned"].dtype == np.bool_ and verified["broker_returned"].sum() == 64
+    assert verified.index.tolist() == list(range(70))
+
+
+def test_query_many_reads_each_message_once_and_orders_equal_times_by_offset(tmp_path):
+    """Two real matches stored in the same ms: newest offset first, as for distinct times; a
+    reader that gives each message twice (rows that differ elsewhere) changes nothing."""
+    s, read = store(tmp_path, [("T", "k", B), ("T", "k", B + 1000), ("T", "k", B + 1000)])
+    def twice(offs):
+        rows = read(offs)
+        return pd.concat([rows.assign(row=0), rows.assign(row=1)], ignore_index=True)
+    for reader in (read, twice):
+        for mode in ("broker", "verified"):
+            t = query_many(s, reader, "T", ["k"], mode=mode)
+            assert t["phy_offset"].tolist() == [300, 200, 100], (reader, mode)
+
+
+def test_each_missed_match_is_named_after_one_no_index_entry_points_at(tmp_path):
+    """max_num 1: the broker returns 300 only. 200 is a rolled-back message (not indexed), and
+    100 a real match the walk stopped before (max-num): both named, in verified order."""
+    msgs = pd.DataFrame({"phy_offset": [100, 200, 300], "topic": ["T"] * 3, "keys": ["k"] * 3,
+                         "store_timestamp": [B, B + 1000, B + 2000], "uniq_key": None,
+                         "sys_flag": [0, 0xC, 0]})
+    s = IndexService(tmp_path, 4, 64, read_only=False, tz=dt.UTC, name_by_store_time=True)
+    s.build_columns(msgs)
+    q = query_key(s, lambda offs: msgs, "T", "k", max_num=1)
+    name = s.files[0].path.name
+    assert q.diff.values.tolist() == [[300, "ok", ""], [200, "missed-not-visited", "no index entry points at it"],
+                                      [100, "missed-max-num", f"the walk in {name} stopped first (max-num)"]]
+
+
+def test_a_match_the_index_puts_outside_the_range_is_missed_for_its_time(tmp_path):
+    """Stored 1.999 s after the file's first message, the index keeps 1 s: it reads as B + 1000,
+    before the range [B + 1500, B + 2500] that holds its real store time."""
+    s, read = store(tmp_path, [("T", "k", B), ("T", "k", B + 1999)])
+    q = query_key(s, read, "T", "k", begin=B + 1500, end=B + 2500)
+    assert q.broker.empty
+    assert q.diff.values.tolist() == [
+        [200, "missed-time", f"the index says {B + 1000} (06:13:21.000 UTC), "
+                             f"the message was stored at {B + 1999} (06:13:21.999 UTC)"]]
+
+
+def test_query_many_broker_mode_keeps_to_end(tmp_path):
+    s, read = store(tmp_path, [("T", "k", B + 1000 * i) for i in range(5)])
+    t = query_many(s, read, "T", ["k"], begin=B + 1000, end=B + 2500)
+    assert t["phy_offset"].tolist() == query_key(s, read, "T", "k", begin=B + 1000, end=B + 2500).broker[
+        "phy_offset"].tolist() == [300, 200]
+
+
+def test_query_many_verified_rows_go_key_by_key_newest_first(tmp_path):
+    """Two keys over three files (index_num 3: two keys a file), max_num 1: the broker's one
+    offset a key comes first in the walk, the other real matches after it; the table is sorted
+    by key, then newest first, and numbered from 0."""
+    rows = [("T", ("a", "b")[i % 2], B + 1000 * i) for i in range(6)]
+    s, read = store(tmp_path, rows, index_num=3)
+    assert len(s.files) == 3
+    t = query_many(s, read, "T", ["a", "b"], max_num=1, mode="verified")
+    assert t[["key_index", "phy_offset"]].values.tolist() == [[0, 500], [0, 300], [0, 100],
+                                                               [1, 600], [1, 400], [1, 200]]
+    assert t.index.tolist() == list(range(6)) and t["broker_returned"].tolist() == [True, False, False] * 2
+
+
+def test_query_many_of_no_keys_is_an_empty_table_of_the_same_columns(twins):
+    s, read, _ = twins
+    for mode, first in (("broker", "rank"), ("verified", "broker_returned")):
+        t = query_many(s, read, [], [], mode=mode)
+        assert t.empty and t.columns.tolist()[:4] == ["key_index", "query_topic", "query_key", first]
+        assert t["query_topic"].dtype == object and t["query_key"].dtype == object

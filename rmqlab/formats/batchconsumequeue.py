@@ -59,7 +59,7 @@ import numpy as np
 
 from rmqlab.errors import CorruptIndexError, FormatError, GeometryError, RmqlabError, TruncatedFileError
 from rmqlab.formats.layout import Layout
-from rmqlab.formats.mapped import MappedFolder
+from rmqlab.formats.mapped import MappedFolder, close_handles
 
 __all__ = [
     "UNIT",
@@ -254,8 +254,8 @@ class BatchConsumeQueue(MappedFolder):
                 handles.append(mapped)
                 segments.append(_Segment(f, mapped))
         except BaseException:
-            for h in reversed(handles):
-                h.close()
+            segments.clear()   # their views of the maps would keep the maps from closing
+            close_handles(handles)
             raise
         return cls(folder, size, segments, problems, handles)
 

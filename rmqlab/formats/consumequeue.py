@@ -75,7 +75,7 @@ from rmqlab.errors import (
 )
 from rmqlab.formats.consumequeue_ext import is_ext_addr_many
 from rmqlab.formats.layout import Layout
-from rmqlab.formats.mapped import MappedFolder
+from rmqlab.formats.mapped import MappedFolder, close_handles
 from rmqlab.javahash import java_hash
 
 __all__ = [
@@ -442,8 +442,8 @@ class ConsumeQueue(MappedFolder):
                 else:
                     segments.append(_Segment(f, b""))
         except BaseException:
-            for h in reversed(handles):
-                h.close()
+            segments.clear()   # their views of the maps would keep the maps from closing
+            close_handles(handles)
             raise
         return cls(folder, size, segments, ignored, problems, handles,
                    topic if topic is not None else ftopic, queue_id if queue_id is not None else fqid)
@@ -452,7 +452,6 @@ class ConsumeQueue(MappedFolder):
         """The queue's ends as the broker computes them after a restart (recover())."""
         segs, size = self._all, self.mapped_file_size
         if not segs:
-            self._end_byte = self._first_byte = 0
             self._live: list[_Segment] = []
             self._dirty: list[_Segment] = []
             self.first_offset = self.min_offset = self.max_offset = 0
@@ -466,17 +465,14 @@ class ConsumeQueue(MappedFolder):
             end = segs[k].file.start + p * UNIT_SIZE
             if p * UNIT_SIZE != size:
                 break
-        self._end_byte = end
         self._live = [s for s in segs if s.file.start <= end]
         self._dirty = [s for s in segs if s.file.start > end]
         for s in self._live:
             s.wrote = min(size, end - s.file.start, len(s.units) * UNIT_SIZE)
-        self._first_byte = segs[0].file.start
-        self.first_offset = self._first_byte // UNIT_SIZE
+        first = segs[0]   # live: the end lies at or after the file recover() starts from
+        self.first_offset = first.file.start // UNIT_SIZE
         self.max_offset = end // UNIT_SIZE
-        first = segs[0]
-        n_first = first.wrote // UNIT_SIZE if first in self._live else 0
-        blank = _is_blank(first.units[:n_first])
+        blank = _is_blank(first.units[:first.wrote // UNIT_SIZE])
         lead = int(np.argmin(blank)) if len(blank) and not blank.all() else len(blank)
         self.min_offset = self.first_offset + lead
 
@@ -726,9 +722,11 @@ class ConsumeQueue(MappedFolder):
         the CommitLog's min offset (units below it are skipped without reading the CommitLog);
         `min_logic_offset` defaults to :attr:`min_offset`. Cost: O(log units + files) reads.
 
-        A `min_logic_offset` past the units of the file searched raises ValueError (the broker's
-        search would throw); the same from the default :attr:`min_offset`, which only files that
-        disagree with each other produce, raises :class:`~rmqlab.errors.CorruptIndexError`.
+        With broker "5", a `min_logic_offset` past the units of the file searched raises
+        ValueError (the broker's search would throw) unless the file's last unit is older than
+        the time (the broker answers from that unit before it reads at the min offset); the same
+        from the default :attr:`min_offset`, which only files that disagree with each other
+        produce, raises :class:`~rmqlab.errors.CorruptIndexError`.
         """
         self._require_open()
         if broker not in ("5", "5.0", "4"):
@@ -807,6 +805,13 @@ class ConsumeQueue(MappedFolder):
             return 0
         ceiling = rng - UNIT_SIZE
         floor = low
+        lower = boundary == "lower"
+        if ceiling >= 0:   # (below 0, files that disagree: position(ceiling) throws first)
+            t = probe.one(seg, ceiling // UNIT_SIZE, "last")
+            if t < ts:
+                res.outcome = "after-last"
+                return (start + ceiling + (UNIT_SIZE if lower else 0)) // UNIT_SIZE
+        # the broker reads the unit at `floor` only now: past the buffer's limit, the read throws
         if floor > ceiling:
             if min_logic_given:
                 raise ValueError(f"min_logic_offset {min_logic} lies past the units of {seg.file.path}: "
@@ -815,11 +820,6 @@ class ConsumeQueue(MappedFolder):
                                     f"units of this file, the one the search picked: the files disagree (the "
                                     f"broker's search would throw)", path=seg.file.path, offset=seg.wrote,
                                     field="unit")
-        lower = boundary == "lower"
-        t = probe.one(seg, ceiling // UNIT_SIZE, "last")
-        if t < ts:
-            res.outcome = "after-last"
-            return (start + ceiling + (UNIT_SIZE if lower else 0)) // UNIT_SIZE
         t = probe.one(seg, floor // UNIT_SIZE, "first")
         if t > ts:
             res.outcome = "before-first"
@@ -1277,10 +1277,9 @@ class ConsumeQueueWriter:
         i = 0
         while i < n:
             cur = self.max_offset
-            last = self._files[-1] if self._files else None
-            pre_blank_due = (last is None and cq[i] != 0) or (
-                last is not None and last.first_create and last.wrote == 0 and cq[i] != 0)
-            if not pre_blank_due and cq[i] == cur and ends[i] > self.max_physic_offset:
+            # (a unit due pre-blank fillers -- the first unit of a new queue at a queue offset
+            # other than 0 -- never sits at the write position 0, so put() takes it)
+            if cq[i] == cur and ends[i] > self.max_physic_offset:
                 # the longest run from i that puts would write in place: consecutive queue
                 # offsets, each message ending after the previous one (scanned in windows)
                 k = i + 1

@@ -62,7 +62,7 @@ import numpy as np
 
 from rmqlab.errors import CorruptIndexError, FormatError, GeometryError, RmqlabError, TruncatedFileError
 from rmqlab.formats.layout import Layout
-from rmqlab.formats.mapped import MappedFolder
+from rmqlab.formats.mapped import MappedFolder, close_handles
 
 __all__ = [
     "UNIT_HEADER",
@@ -412,8 +412,8 @@ class ConsumeQueueExt(MappedFolder):
                 handles.append(mapped)
                 segs.append(_ExtSegment(f, mapped))
         except BaseException:
-            for h in reversed(handles):
-                h.close()
+            segs.clear()   # their views of the maps would keep the maps from closing
+            close_handles(handles)
             raise
         return cls(folder, size, segs, problems, handles)
 

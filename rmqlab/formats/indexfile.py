@@ -136,9 +136,9 @@ def time_diff_seconds(store_timestamp: Any, begin_timestamp: Any) -> Any:
     begin = np.asarray(begin_timestamp, dtype=np.int64)
     with np.errstate(over="ignore"):
         diff = np.asarray(store_timestamp, dtype=np.int64) - begin
-    # Java's / truncates toward zero; // floors, so negative non-multiples of 1000 round up
-    seconds = diff // 1000 + ((diff % 1000 != 0) & (diff < 0))
-    out = np.where(begin > 0, np.clip(seconds, 0, INT_MAX), 0)
+    # Java's / truncates toward zero where // floors; they differ only below zero, which the
+    # clamp makes 0 either way
+    out = np.where(begin > 0, np.clip(diff // 1000, 0, INT_MAX), 0)
     return int(out) if out.ndim == 0 else out.astype(np.int64)
 
 
@@ -270,7 +270,7 @@ class IndexHeader:
         return {f.name: getattr(self, f.name) for f in dc_fields(self)}
 
 
-def _unpack_header(buf, path=None) -> tuple[IndexHeader, int]:
+def _unpack_header(buf) -> tuple[IndexHeader, int]:
     """Header as loaded by Java (index_count <= 0 reads as 1), and the raw index_count."""
     raw = HEADER.unpack_from(buf, 0)
     loaded = raw._replace(index_count=raw.index_count if raw.index_count > 0 else 1)
@@ -284,7 +284,7 @@ def read_header(path: str | os.PathLike) -> IndexHeader:
     if len(data) < HEADER.size:
         raise TruncatedFileError(f"file is {len(data)} bytes, shorter than the {HEADER.size}-byte header",
                                  path=path, offset=len(data), field="header")
-    return _unpack_header(data, path)[0]
+    return _unpack_header(data)[0]
 
 
 # ----------------------------------------------------------------------------------- trace
@@ -429,7 +429,7 @@ class IndexFile:
         if slot_count_rule not in (NEW_SLOT, EVERY_PUT):
             raise ValueError(f"slot_count_rule must be {NEW_SLOT!r} or {EVERY_PUT!r}")
         self.slot_count_rule = slot_count_rule
-        hdr, self.raw_index_count = _unpack_header(mm, path)
+        hdr, self.raw_index_count = _unpack_header(mm)
         # The broker's in-memory header (IndexHeader's atomics); the bytes follow each setter.
         self._h = hdr.as_dict()
         self._views: dict[str, np.ndarray] = {}

@@ -9,6 +9,16 @@ from __future__ import annotations
 from typing import Any, Self
 
 
+def close_handles(handles: list[Any]) -> None:
+    """Close maps and files, the last opened first. A map whose NumPy view someone still holds
+    cannot close now; it closes when that view is collected. Cost: O(handles)."""
+    for h in reversed(handles):
+        try:
+            h.close()
+        except BufferError:
+            pass
+
+
 class MappedFolder:
     """Base of the readers over a folder of mapped files (ConsumeQueue, ConsumeQueueExt,
     BatchConsumeQueue): :meth:`close` and the context manager.
@@ -29,11 +39,7 @@ class MappedFolder:
         if self._closed:
             return
         self._release()
-        for h in reversed(self._handles):
-            try:
-                h.close()
-            except BufferError:
-                pass  # a caller still holds a view; the map closes when it is collected
+        close_handles(self._handles)
         self._closed = True
 
     def __enter__(self) -> Self:
