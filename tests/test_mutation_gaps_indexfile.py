@@ -3,6 +3,7 @@ against independent truth: the Java golden files, struct readers written here, b
 from __future__ import annotations
 
 import struct
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -13,6 +14,7 @@ from rmqlab.formats.indexfile import LONG_MAX, IndexFile, build_index_file, time
 
 HEADER_FMT = ">qqqqii"   # IndexHeader: begin/end timestamp, begin/end phy offset, hashSlotCount, indexCount
 T0 = 1_718_000_000_000
+INT_MAX = 2**31 - 1
 
 
 def model_chain(ref: RefIndex, slot: int) -> list[int]:
@@ -495,3 +497,42 @@ def test_put_key_names_a_value_beyond_a_java_long(tmp_path, field):
             f.put_key("T#a", **args)
         assert str(e.value) == f"{field}={-(2**63) - 1} does not fit in a Java long (signed 64-bit)"
         assert f.header.index_count == 1
+
+
+def test_geometry_counts_are_positive_java_ints():
+    """maxHashSlotNum and maxIndexNum are Java ints: 1..Integer.MAX_VALUE, no bool, no float."""
+    from rmqlab.formats.indexfile import Geometry
+
+    assert (Geometry(4, INT_MAX).index_num, Geometry(INT_MAX, 4).hash_slot_num) == (INT_MAX, INT_MAX)
+    assert Geometry(np.int32(4), np.int64(8)) == Geometry(4, 8)
+    for bad in (INT_MAX + 1, 0, -1, True, 4.0, "4"):
+        for counts in ((bad, 8), (8, bad)):
+            with pytest.raises(ValueError):
+                Geometry(*counts)
+
+
+@pytest.mark.skipif(not Path("/proc/self/fdinfo").is_dir(), reason="reads the kernel's /proc/self/fdinfo")
+def test_a_file_opened_for_reading_is_not_opened_for_writing(tmp_path):
+    """The kernel's open flags of every descriptor on the file (O_ACCMODE of /proc's fdinfo):
+    read-only unless writable=True asks otherwise, so an input file is never open for writes."""
+    import os
+
+    path = tmp_path / "f"
+    build_index_file(path, ["T#a"], [100], [T0], hash_slot_num=4, index_num=8)
+
+    def access_modes():
+        modes = []
+        for fd in os.listdir("/proc/self/fd"):
+            try:
+                if os.readlink(f"/proc/self/fd/{fd}") == str(path):
+                    flags = Path(f"/proc/self/fdinfo/{fd}").read_text().split("flags:")[1].split()[0]
+                    modes.append(int(flags, 8) & os.O_ACCMODE)
+            except (FileNotFoundError, IndexError):
+                pass
+        return modes
+
+    with IndexFile.open(path, 4, 8) as f:
+        assert f.select_phy_offsets("T#a", 64, 0, LONG_MAX) == [100]
+        assert set(access_modes()) == {os.O_RDONLY}      # the file's and the map's own (mmap dups it)
+    with IndexFile.open(path, 4, 8, writable=True):
+        assert set(access_modes()) == {os.O_RDWR}
