@@ -179,6 +179,46 @@ JUDGED: dict[str, dict[tuple[int, ...], str]] = {
         (20,): "first_create=None is as falsy as False",
         (28,): "offset + size >= 1 for every unit put accepts, so -2 lets every first unit through as -1 does",
     },
+    "rmqlab.formats.consumequeue.x__jdiv": {
+        (7, 8): "with a = 0 the quotient is 0, and -0 is 0",
+        (10,): "b = 0 has raised ZeroDivisionError already",
+    },
+    "rmqlab.formats.consumequeue.x_mapped_file_size_for": {
+        (11,): "the size is a multiple of 20 and Integer.MAX_VALUE is not: they are never equal",
+    },
+    "rmqlab.formats.consumequeue.xǁConsumeQueueWriterǁ_write": {
+        (2, 11): "the descriptor is reopened for every write instead of kept per file: the same bytes land at "
+                 "the same positions",
+        (12,): "an internal assertion that never fails: put and _bulk roll to a new file before a write could "
+               "pass the file's end",
+    },
+    "rmqlab.formats.consumequeue.xǁConsumeQueueWriterǁclose": {
+        (1,): "sync=True by default forces the files to disk: only a kernel crash or power loss could show it",
+        (4,): "after close nothing reads the descriptor: every put refuses a closed writer first, and a second "
+              "close returns at once",
+    },
+    "rmqlab.formats.consumequeue.xǁConsumeQueueWriterǁput_many": {
+        (8, 16, 24, 43): "NumPy takes any negative size as the one unknown dimension",
+        (31, 34): "np.arange of Python ints is int64 without being told",
+        (75,): "with no current offset to match, every unit goes through put(), which writes the same bytes as "
+               "the bulk path (a shortcut)",
+        (89,): "the scan window's width only decides how many units are compared at a time",
+    },
+    "rmqlab.formats.consumequeue.xǁConsumeQueueǁ_find_ends": {
+        (15,): "the loop over at least one file sets `end` before anything reads it",
+    },
+    "rmqlab.formats.consumequeue.xǁConsumeQueueǁ_load": {
+        (26,): "only the descriptor is used (mmap of its fileno, read-only), which text mode opens read-only as "
+               "'rb' does",
+    },
+    "rmqlab.formats.consumequeue.xǁConsumeQueueǁ_release": {
+        (2, 4, 6, 7): "any value that drops the views lets the maps close, and a closed queue refuses every read "
+                      "before looking at its units",
+    },
+    "rmqlab.formats.consumequeue.xǁConsumeQueueǁ_search_4": {
+        (13,): "when the min logic offset is the file's start, low is 0 either way",
+        (16,): "the write position is a whole number of 20-byte units, never 1",
+    },
     # indexservice.py
     "rmqlab.indexservice.x__now_ms": {
         (1,): "true division then int() truncates like //, except within float rounding (~0.2 µs) of a "

@@ -955,3 +955,59 @@ def test_put_max_size_is_a_java_int(tmp_path):
     with ConsumeQueueWriter.create(tmp_path, mapped_file_size=40) as w:
         assert w.put_many([0, 100], [INT_MAX, 50], [0, 0]).tolist() == [0, 2]   # ends at 2^31-1 > 150
     assert struct_units(tmp_path)[0] == (0, INT_MAX, 0)
+
+
+def test_put_many_runs_stop_at_a_message_that_ends_at_or_before_the_last_end(tmp_path):
+    """Hand-traced with putMessagePositionInfo's rule (offset + size <= maxPhysicOffset: already
+    built, nothing written): (0, 100) and (1000, 100) are written (maxPhysicOffset 1100); (1090,
+    10) ends at 1100 and (1050, 10) at 1060: both already built, queue offset 2 stays free;
+    (2000, 10) is written there. A run written in bulk must stop before each of the two."""
+    units = [(0, 100, 0), (1000, 100, 1), (1090, 10, 2), (1050, 10, 2), (2000, 10, 2)]
+    with ConsumeQueueWriter.create(tmp_path, mapped_file_size=400) as w:
+        status = w.put_many([u[0] for u in units], [u[1] for u in units], [7] * 5, [u[2] for u in units])
+        assert [STATUS[s] for s in status] == ["written", "written", "duplicate-physical", "duplicate-physical",
+                                               "written"]
+        assert (w.max_offset, w.max_physic_offset) == (3, 2010)
+    truth = struct_units(tmp_path)
+    assert [truth[i] for i in range(4)] == [(0, 100, 7), (1000, 100, 7), (2000, 10, 7), (0, 0, 0)]
+
+
+def test_a_closed_writer_refuses_puts(tmp_path):
+    w = ConsumeQueueWriter.create(tmp_path, mapped_file_size=40)
+    w.put(0, 50, 1, 0)
+    w.close()
+    w.close()                                          # a second close does nothing
+    for put in (lambda: w.put(100, 50, 1, 1), lambda: w.put_many([100], [50], [1])):
+        with pytest.raises(ValueError, match="closed"):
+            put()
+    assert [struct_units(tmp_path)[i] for i in range(2)] == [(0, 50, 1), (0, 0, 0)]
+
+
+def test_the_file_size_is_rounded_up_to_whole_units():
+    """MessageStoreConfig.getMappedFileSizeConsumeQueue: ceil(size / 20.0) * 20."""
+    from rmqlab.formats.consumequeue import mapped_file_size_for
+
+    assert [mapped_file_size_for(s) for s in (1, 19, 20, 21, INT_MAX - 7)] == [20, 20, 20, 40, INT_MAX - 7]
+    for bad in (0, -20, INT_MAX - 6):                  # INT_MAX - 6 rounds up past Integer.MAX_VALUE
+        with pytest.raises(ValueError):
+            mapped_file_size_for(bad)
+
+
+@pytest.mark.parametrize("broker", ["4", "5", "5.0"])
+def test_an_empty_queue_has_no_file_to_search(tmp_path, broker):
+    """copyMappedFiles gives nothing: getOffsetInQueueByTime answers 0 without a read."""
+    with ConsumeQueue.open(tmp_path, 40) as q:
+        r = q.offset_by_time(5, Clock({}), broker=broker)
+    assert (r.offset, r.raw_offset, r.outcome, r.file, r.probes, r.steps) == (0, 0, "no-file", None, 0, [])
+
+
+def test_a_file_whose_stop_time_is_unreadable_keeps_javas_minus_one(tmp_path):
+    """DefaultMappedFile's stopTimestamp starts at -1 and is set only from a store time > 0: with
+    the first file's last message unreadable, LOWER's `stopTimestamp >= timestamp` holds for a
+    time of -1, so that file is searched (MappedFileQueue.getConsumeQueueMappedFileByTime)."""
+    files = write_queue(tmp_path, 2, 0, [1000, 1100, 1200, 1300], False)
+    names = [tmp_path / f"{f.start:020d}" for f in files]
+    clock = Clock({1000: 5, 1200: 7, 1300: 8})          # 1100, the first file's last unit: unreadable
+    with ConsumeQueue.open(tmp_path, 40) as q:
+        assert q.offset_by_time(-1, clock).file == names[0]
+        assert q.offset_by_time(6, clock).file == names[1]
