@@ -218,6 +218,19 @@ JUDGED: dict[str, dict[tuple[int, ...], str]] = {
     "rmqlab.formats.consumequeue.xǁConsumeQueueǁ_search_4": {
         (13,): "when the min logic offset is the file's start, low is 0 either way",
         (16,): "the write position is a whole number of 20-byte units, never 1",
+        (69,): "t == ts has ended the loop the line before",
+        (89, 90): "in that branch a left value is set (a store time >= 0 below ts, so ts >= 1), and a set right "
+                  "value exceeds ts: it is -1 or at least 2, never +1 or -2",
+    },
+    "rmqlab.formats.consumequeue.xǁConsumeQueueǁ_search_5": {
+        (1,): "the one caller always passes min_logic_given",
+        (14,): "when the min logic offset is the file's start, low is 0 either way",
+        (54,): "start + ceiling is a multiple of 20, so adding 1 floors to the same unit",
+        (89, 90): "`left` is set whenever it is read: the first-unit check has found the floor's time <= ts, so "
+                  "a search without an exact match meets a unit at or below ts (or skips one, which sets it)",
+        (92,): "fileFromOffset is a multiple of 20: (start - 1) and (start - 2) divided by 20 toward zero are "
+               "the same",
+        (133,): "t == ts has ended the loop the line before",
     },
     # indexservice.py
     "rmqlab.indexservice.x__now_ms": {

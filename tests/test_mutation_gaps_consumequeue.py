@@ -1011,3 +1011,23 @@ def test_a_file_whose_stop_time_is_unreadable_keeps_javas_minus_one(tmp_path):
     with ConsumeQueue.open(tmp_path, 40) as q:
         assert q.offset_by_time(-1, clock).file == names[0]
         assert q.offset_by_time(6, clock).file == names[1]
+
+
+def test_a_search_that_skips_every_unit_answers_javas_unset_right_index(tmp_path):
+    """min_phy_offset past every message: binarySearchInQueueByTime skips each unit it meets
+    (phy < minPhysicOffset), so rightOffset keeps its -1 and LOWER answers (fileFromOffset + -1)
+    / 20 in Java's long division: unit 1 for the second file (starting at byte 40), as the model
+    computes. The offsets are Java longs: ints here, in every outcome."""
+    files = write_queue(tmp_path, 2, 0, [1000, 1100, 1200, 1300], False)
+    times = {1000: 1, 1100: 2, 1200: 3, 1300: 5}
+    want = model_offset_by_time(files, 40, times, 4, lower=True, broker="5", min_phy=2000, min_logic=0,
+                                max_offset=4, last_modified=None, commitlog_max=1400)
+    assert want[:4] == (1, 1, "between", 1)
+    with ConsumeQueue.open(tmp_path, 40) as q:
+        r = q.offset_by_time(4, Clock(times), min_phy_offset=2000)
+        assert (r.offset, r.raw_offset, r.outcome, r.file) == (1, 1, "between", tmp_path / f"{40:020d}")
+        for ts, boundary, outcome in ((9, "lower", "after-last"), (9, "upper", "after-last"),
+                                      (0, "lower", "before-first"),
+                                      (3, "lower", "exact"), (4, "upper", "between")):
+            r = q.offset_by_time(ts, Clock(times), boundary=boundary)
+            assert r.outcome == outcome and type(r.raw_offset) is int and type(r.offset) is int, (ts, boundary)
