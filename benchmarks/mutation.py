@@ -204,6 +204,14 @@ JUDGED: dict[str, dict[tuple[int, ...], str]] = {
                "the bulk path (a shortcut)",
         (89,): "the scan window's width only decides how many units are compared at a time",
     },
+    "rmqlab.formats.consumequeue.xǁConsumeQueueǁopen": {
+        (7,): "eager=None is as falsy as False",
+    },
+    "rmqlab.formats.consumequeue.xǁConsumeQueueǁraw_units": {
+        (59, 61, 62, 63, 64, 65): "unreachable: with stop > start and the files contiguous (a gap has raised), "
+                                  "the live files hold the whole range (all but the last are full), so `parts` "
+                                  "is never empty there",
+    },
     "rmqlab.formats.consumequeue.xǁConsumeQueueǁ_find_ends": {
         (15,): "the loop over at least one file sets `end` before anything reads it",
     },

@@ -1031,3 +1031,17 @@ def test_a_search_that_skips_every_unit_answers_javas_unset_right_index(tmp_path
                                       (3, "lower", "exact"), (4, "upper", "between")):
             r = q.offset_by_time(ts, Clock(times), boundary=boundary)
             assert r.outcome == outcome and type(r.raw_offset) is int and type(r.offset) is int, (ts, boundary)
+
+
+def test_raw_units_of_one_file_are_a_view_of_its_map(tmp_path):
+    """Two units a file: a range inside one file, even one starting exactly where the file
+    before ends, is a view of the map (no copy); a range over two files is a copy. Values
+    against the bytes read with struct."""
+    write_queue(tmp_path, 2, 0, [1000, 1100, 1200, 1300, 1400], False)
+    truth = struct_units(tmp_path)
+    with ConsumeQueue.open(tmp_path, 40) as q:
+        for start, stop, view in ((0, 2, True), (2, 4, True), (3, 4, True), (4, 5, True), (1, 3, False), (0, 5, False)):
+            got = q.raw_units(start, stop)
+            assert [tuple(int(u[f]) for f in ("commitlog_offset", "size", "tags_code")) for u in got] == [
+                truth[i] for i in range(start, stop)]
+            assert got.flags.owndata is not view, (start, stop)
