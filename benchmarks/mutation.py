@@ -204,6 +204,12 @@ JUDGED: dict[str, dict[tuple[int, ...], str]] = {
                "the bulk path (a shortcut)",
         (89,): "the scan window's width only decides how many units are compared at a time",
     },
+    "rmqlab.formats.consumequeue.xǁ_Segmentǁ__init__": {
+        (5,): "np.frombuffer of an empty buffer (an empty file is read, not mapped) is the empty array the else "
+              "branch builds",
+        (18, 19): "_find_ends sets `wrote` of every live segment before anything reads it, and no one reads a "
+                  "dirty segment's",
+    },
     "rmqlab.formats.consumequeue.xǁConsumeQueueǁopen": {
         (7,): "eager=None is as falsy as False",
     },
