@@ -1045,3 +1045,15 @@ def test_raw_units_of_one_file_are_a_view_of_its_map(tmp_path):
             assert [tuple(int(u[f]) for f in ("commitlog_offset", "size", "tags_code")) for u in got] == [
                 truth[i] for i in range(start, stop)]
             assert got.flags.owndata is not view, (start, stop)
+
+
+def test_subscription_tags_split_like_filter_api():
+    """FilterAPI.buildSubscriptionData: null, "" and "*" subscribe to all (None here); otherwise
+    the expression splits on "||", each tag trimmed, empty ones dropped. An iterable names the
+    tags as they are."""
+    from rmqlab.formats.consumequeue import subscription_tags
+
+    assert [subscription_tags(e) for e in (None, "", "*")] == [None, None, None]
+    assert subscription_tags(" TagA ||TagB|| ||*") == {"TagA", "TagB", "*"}
+    assert subscription_tags("Tag A||B") == {"Tag A", "B"}
+    assert subscription_tags(["TagA", " B "]) == {"TagA", " B "} and subscription_tags([]) == set()
