@@ -306,13 +306,20 @@ def test_each_missed_match_is_named_after_one_no_index_entry_points_at(tmp_path)
                                       [100, "missed-max-num", f"the walk in {name} stopped first (max-num)"]]
 
 
+def missed_alone(tmp_path, rows, begin, end):
+    """The store of `rows`, and the diff rows of the query for T#k in [begin, end], which the
+    broker answers with nothing."""
+    s, read = store(tmp_path, rows)
+    q = query_key(s, read, "T", "k", begin=begin, end=end)
+    assert q.broker.empty
+    return s, q.diff.values.tolist()
+
+
 def test_a_match_the_index_puts_outside_the_range_is_missed_for_its_time(tmp_path):
     """Stored 1.999 s after the file's first message, the index keeps 1 s: it reads as B + 1000,
     before the range [B + 1500, B + 2500] that holds its real store time."""
-    s, read = store(tmp_path, [("T", "k", B), ("T", "k", B + 1999)])
-    q = query_key(s, read, "T", "k", begin=B + 1500, end=B + 2500)
-    assert q.broker.empty
-    assert q.diff.values.tolist() == [
+    _, diff = missed_alone(tmp_path, [("T", "k", B), ("T", "k", B + 1999)], B + 1500, B + 2500)
+    assert diff == [
         [200, "missed-time", f"the index says {B + 1000} (06:13:21.000 UTC), "
                              f"the message was stored at {B + 1999} (06:13:21.999 UTC)"]]
 
@@ -355,14 +362,13 @@ def test_a_match_in_a_file_the_walk_skipped_names_the_files_times_and_its_own(tm
     """The store clock went back: puts at B + 5 s, B + 1 s, B + 6 s in one file, whose header
     (read here with struct) then covers [B + 5 s, B + 6 s]. IndexFile.isTimeMatched rejects the
     file for [B + 0.5 s, B + 1.5 s], so the real match stored at B + 1 s is missed there."""
-    s, read = store(tmp_path, [("T", "k", B + 5000), ("T", "k", B + 1000), ("T", "k", B + 6000)])
+    s, diff = missed_alone(tmp_path, [("T", "k", B + 5000), ("T", "k", B + 1000), ("T", "k", B + 6000)],
+                           B + 500, B + 1500)
     assert len(s.files) == 1
     path = s.files[0].path
     begin_ts, end_ts = _header(path)[:2]
     assert (begin_ts, end_ts) == (B + 5000, B + 6000)
-    q = query_key(s, read, "T", "k", begin=B + 500, end=B + 1500)
-    assert q.broker.empty
-    assert q.diff.values.tolist() == [
+    assert diff == [
         [200, "missed-file-skipped", f"file {path.name} covers [{_clock(begin_ts)}, {_clock(end_ts)}], "
                                      f"the message was stored at {_clock(B + 1000)}"]]
 
