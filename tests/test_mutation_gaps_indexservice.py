@@ -551,3 +551,54 @@ def test_a_new_file_takes_the_newest_files_geometry_when_the_service_has_none(tm
         assert svc.files[-1].path.stat().st_size == 40 + 4 * 4 + 20 * 12
     created = index_file_name(T0 + 10, UTC)
     assert [r.getMessage() for r in caplog.records] == [f"index file {names[2]} is full, created {created}"]
+
+
+def model_key_hashes(topics, keys, uniqs):
+    """IndexService.buildIndex's puts, message by message: UNIQ_KEY when not null, then each
+    non-empty token of KEYS split on " "; (message row, index hash of "topic#key")."""
+    from reference_model import stored_hash
+
+    rows, hashes = [], []
+    for i, (t, k, u) in enumerate(zip(topics, keys, uniqs)):
+        for key in ([u] if u is not None else []) + [x for x in (k or "").split(" ") if x]:
+            rows.append(i)
+            hashes.append(stored_hash(f"{t}#{key}"))
+    return rows, hashes
+
+
+TOPICS = ["T", "Orders", "T", "T"]
+KEYS = ["a  b", None, "c", "Aa BB"]
+UNIQS = [None, "U1", "U2", None]
+
+
+@pytest.mark.parametrize("topic_type", [
+    pa.string(), pa.large_string(), pa.dictionary(pa.int8(), pa.string()),
+    pa.dictionary(pa.int32(), pa.large_string())],
+    ids=["string", "large_string", "dict-int8", "dict-int32-large"])
+def test_index_key_hashes_reads_arrow_text_as_the_broker_splits_it(topic_type):
+    """All three key columns Arrow text: the puts hashed from the UTF-8 buffers are the model's."""
+    from rmqlab.indexservice import index_key_hashes
+
+    topic = pa.array(TOPICS, pa.string()).cast(topic_type) if pa.types.is_dictionary(topic_type) else \
+        pa.array(TOPICS, topic_type)
+    columns = {"topic": topic, "keys": pa.array(KEYS, pa.string()), "uniq_key": pa.array(UNIQS, pa.large_string()),
+               "phy_offset": [100, 200, 300, 400]}
+    got = index_key_hashes(columns)
+    assert got is not None
+    rows, hashes, n = got
+    assert (rows.tolist(), hashes.tolist(), n) == (*model_key_hashes(TOPICS, KEYS, UNIQS), 4)
+    series = {c: pd.Series(v, dtype=pd.ArrowDtype(pa.string())) for c, v in
+              (("topic", TOPICS), ("keys", KEYS), ("uniq_key", UNIQS))}
+    rows, hashes, _ = index_key_hashes({**series, "phy_offset": [100, 200, 300, 400]})
+    assert (rows.tolist(), hashes.tolist()) == model_key_hashes(TOPICS, KEYS, UNIQS)
+
+
+def test_index_key_hashes_declines_arrow_it_cannot_hash():
+    """A null topic, or a dictionary topic whose values are not text: None (expand_columns
+    then says why)."""
+    from rmqlab.indexservice import index_key_hashes
+
+    base = {"keys": pa.array(KEYS), "uniq_key": pa.array(UNIQS), "phy_offset": [100, 200, 300, 400]}
+    assert index_key_hashes({**base, "topic": pa.array(["T", None, "T", "T"])}) is None
+    numbers = pa.DictionaryArray.from_arrays(pa.array([0, 1, 0, 0], pa.int32()), pa.array([7, 8], pa.int64()))
+    assert index_key_hashes({**base, "topic": numbers}) is None
