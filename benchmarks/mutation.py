@@ -79,6 +79,7 @@ MODULES: dict[str, tuple[str, list[str]]] = {
         "tests/test_indexservice_columns.py",
         "tests/test_indexstats.py",
         "tests/test_keyindex.py",
+        "tests/test_buildsteps.py",
         "tests/test_mutation_gaps_indexservice.py",
         DOCTESTS.format("rmqlab.indexservice"),
     ]),
@@ -283,8 +284,20 @@ JUDGED: dict[str, dict[tuple[int, ...], str]] = {
     "rmqlab.indexservice.x_index_key_hashes": {
         (4, 6): "integer offsets are an integer array without being told, and _kept_messages compares them "
                 "exactly",
-        (55, 57, 60, 62): "goes_to_index_many converts sys_flag to int64 itself",
-        (88,): "NumPy sums int32 in the platform integer, int64 on Linux and macOS (and on Windows from NumPy 2)",
+        (34, 36, 39, 41): "goes_to_index_many converts sys_flag to int64 itself",
+        (86, 155): "NumPy sums int32 in the platform integer, int64 on Linux and macOS (and on Windows from "
+                   "NumPy 2)",
+    },
+    "rmqlab.indexservice.x__arrow_key_columns": {
+        (41,): "zero_copy_only=None is as falsy as False",
+        (42,): "the indices hold no null (a null topic has declined the path), so they convert without a copy",
+    },
+    "rmqlab.indexservice.x_index_file_name_ms": {
+        (15,): "a naive datetime's timestamp() reads it as local time, as astimezone() does",
+    },
+    "rmqlab.indexservice.xǁIndexServiceǁbuild_index": {
+        (3,): "what the silent observer returns is never read",
+        (105,): "after a refused put the file is full, so the next file is always created: > and >= agree",
     },
     "rmqlab.indexservice.xǁIndexServiceǁ__init__": {
         (19,): "the list is replaced by the folder's ignored files before anything reads it",
@@ -305,7 +318,7 @@ JUDGED: dict[str, dict[tuple[int, ...], str]] = {
         (13, 16, 26): "_query sets trace.max_num and trace.files before anything reads them",
     },
     "rmqlab.indexservice.xǁDirectoryQueryTraceǁ__str__": {
-        (7, 8): "the fallback text is for a searched file without a walk, which _query never produces",
+        (8, 9, 10): "the fallback text is for a searched file without a walk, which _query never produces",
     },
     "rmqlab.indexservice.x_query_trace_dict": {
         (28,): "pandas reads to_dict's orient case-insensitively",

@@ -602,3 +602,56 @@ def test_index_key_hashes_declines_arrow_it_cannot_hash():
     assert index_key_hashes({**base, "topic": pa.array(["T", None, "T", "T"])}) is None
     numbers = pa.DictionaryArray.from_arrays(pa.array([0, 1, 0, 0], pa.int32()), pa.array([7, 8], pa.int64()))
     assert index_key_hashes({**base, "topic": numbers}) is None
+
+
+def test_build_index_tells_each_decision_in_the_brokers_order(tmp_path):
+    """IndexService.buildIndex, message by message: the writable file (created only for the
+    first), then a skip (offset below the file's endPhyOffset: already indexed; a rolled-back
+    transaction), or the keys (UNIQ_KEY first, then the KEYS tokens) and each put."""
+    events = []
+
+    def observe(event, details):
+        events.append((event, {k: (v.path.name if hasattr(v, "path") else v) for k, v in details.items()}))
+
+    with IndexService(tmp_path, HSN, 8, read_only=False, tz=UTC) as svc:
+        svc.build_index(msg("T", 100, T0, "a b", "U"), observe)
+        name = svc.files[0].path.name
+        assert events == [("file", {"file": name, "created": True}),
+                          ("keys", {"keys": ["T#U", "T#a", "T#b"], "uniq_key": "U", "keys_property": "a b"}),
+                          ("put", {"key": "T#U", "file": name}), ("put-done", {"key": "T#U", "file": name, "ok": True}),
+                          ("put", {"key": "T#a", "file": name}), ("put-done", {"key": "T#a", "file": name, "ok": True}),
+                          ("put", {"key": "T#b", "file": name}), ("put-done", {"key": "T#b", "file": name, "ok": True})]
+        events.clear()
+        assert svc.build_index(msg("T", 50, T0 + 1, "c"), observe) == 0          # below endPhyOffset 100
+        assert svc.build_index(msg("T", 200, T0 + 2, "c", flag=0xC), observe) == 0   # rolled back
+        assert events == [("file", {"file": name, "created": False}),
+                          ("skip", {"why": "already-indexed", "file": name}),
+                          ("file", {"file": name, "created": False}),
+                          ("skip", {"why": "rollback", "file": name})]
+
+
+def test_query_offsets_many_takes_keys_as_stored_without_topics(tmp_path):
+    with IndexService(tmp_path, HSN, 16, read_only=False, tz=UTC) as svc:
+        for i, key in enumerate(["a", "b", "a"]):
+            svc.build_index(msg("T", 100 * (i + 1), T0 + i, key))
+        stored = svc.query_offsets_many(None, ["T#a", "T#b", "T#zz"])
+        named = svc.query_offsets_many("T", ["a", "b", "zz"])
+    assert [stored[i] for i in range(3)] == [named[i] for i in range(3)] == [[300, 100], [200], []]
+
+
+def test_build_columns_skips_what_the_last_file_holds_on_the_slow_path_too(tmp_path):
+    """buildIndex skips a message below the writable file's endPhyOffset. A NaN in KEYS (as
+    pandas reads a missing value) sends build_columns to expand_columns, which must apply the
+    same rule: 200 lies below 300 and is not indexed; 400 (its UNIQ_KEY) is."""
+    import struct
+
+    with IndexService(tmp_path, HSN, 16, read_only=False, tz=UTC) as svc:
+        svc.build_index(msg("T", 300, T0, "a"))
+        cols = pd.DataFrame({"topic": ["T", "T"], "phy_offset": [200, 400], "store_timestamp": [T0 + 1, T0 + 2],
+                             "keys": ["b", np.nan], "uniq_key": [None, "U"], "sys_flag": [0, 0]})
+        svc.build_columns(cols)
+        got = svc.query_offsets_many("T", ["a", "b", "U"])
+        path = svc.files[0].path
+    assert [got[i] for i in range(3)] == [[300], [], [400]]
+    header = struct.unpack(">qqqqii", path.read_bytes()[:40])
+    assert (header[3], header[5]) == (400, 3)          # endPhyOffset, indexCount: two entries
