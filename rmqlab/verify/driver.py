@@ -86,7 +86,7 @@ def verify_path(path: str | os.PathLike, *, kind: Kind | None = None, hash_slot_
         _verify_store(p, rep, hash_slot_num, index_num, commitlog_file_size, consume_queue_file_size,
                       slot_count_rule, check_crc, broker_version)
     elif kind == "commitlog":
-        files, _, s = scan_commitlog(p, commitlog_file_size, check_crc)
+        files, _, s = scan_commitlog(p, commitlog_file_size, check_crc, keys=False)
         rep.files = files
         rep.settings["commitlog_file_size"] = s["mapped_file_size"]
     elif kind == "index":
@@ -138,7 +138,7 @@ def _verify_store(root: Path, rep: VerifyReport, hsn, inum, cl_size, cq_size, ru
                      f"from the checkpoint and may delete index files)" + _abnormal_recovery_start(root))
     msgs: Messages | None = None
     if commitlog.is_dir():
-        files, msgs, s = scan_commitlog(commitlog, cl_size, check_crc)
+        files, msgs, s = scan_commitlog(commitlog, cl_size, check_crc, keys=index_dir.is_dir())
         rep.files += files
         rep.settings["commitlog_file_size"] = s["mapped_file_size"]
         rep.cross_counts["messages"] = msgs.n
