@@ -633,8 +633,8 @@ def test_real_broker_commitlog_verifies_clean(tmp_path):
 
 
 def test_cross_checks_give_the_same_report_whatever_the_chunk(copy, monkeypatch):
-    """The index cross-file checks run CROSS_CHUNK entries (the message keys KEY_CODE_CHUNK
-    messages, the missing-unit check CROSS_CHUNK messages) at a time, for bounded memory:
+    """The index cross-file checks run CROSS_CHUNK entries (the CommitLog is decoded and its key
+    codes made MESSAGE_CHUNK messages, the missing-unit check CROSS_CHUNK messages) at a time, for bounded memory:
     entries wrong in several ways, many times over, in several files, and a queue's units all
     gone, are reported the same (first entry, count, words) whatever the chunk: one entry, a
     few or all of a file."""
@@ -650,10 +650,96 @@ def test_cross_checks_give_the_same_report_whatever_the_chunk(copy, monkeypatch)
     reports = {}
     for chunk in (1, 7, 2**20):
         monkeypatch.setattr(cross, "CROSS_CHUNK", chunk)
-        monkeypatch.setattr(check_commitlog, "KEY_CODE_CHUNK", chunk)
+        monkeypatch.setattr(check_commitlog, "MESSAGE_CHUNK", chunk)
         reports[chunk] = verify_path(copy).as_dict()
     problems = reports[2**20]["cross"]["problems"]
     checks = {p["check"] for p in problems}
     assert {"index.key-hash", "index.phy-offset", "index.entry-time", "index.missing-key", "cq.missing-unit"} <= checks
     assert any(p["count"] > 1 for p in problems)
     assert reports[1] == reports[7] == reports[2**20]
+
+
+# ------------------------------------------------------------------ the message table
+
+
+def test_the_message_table_holds_numbers_only(store):
+    """The table the cross-file checks hold for a whole CommitLog keeps no strings: every
+    per-message array is numeric, a topic is a code into the distinct topics, and the numbers
+    are the columnar reader's (independent of the chunked walk that made them)."""
+    from rmqlab.dispatch import message_tags_codes
+    from rmqlab.verify.check_commitlog import scan_commitlog
+
+    _, msgs, _ = scan_commitlog(store / "commitlog", None, True)
+    want = cl.read_columns(store / "commitlog", body=False)
+    assert msgs.n == len(want) > 1000
+    for name, value in vars(msgs).items():
+        if name in ("_kept_properties", "_topic_index"):
+            continue   # the PROPERTIES blocks of multi-dispatched or batched messages alone (none here)
+        assert not hasattr(value, "dtypes"), f"{name}: a frame"
+        arrays = value if isinstance(value, tuple) else (value,)
+        for a in arrays:
+            if isinstance(a, np.ndarray):
+                assert a.dtype.kind in "iu", f"{name}: {a.dtype}"
+    assert len(msgs.dispatch_properties[0]) == 0
+    assert [msgs.topics[c] for c in msgs.topic_code] == want["topic"].tolist()
+    assert len(msgs.topics) == want["topic"].nunique()
+    for name, column in (("positions", "phy_offset"), ("total_size", "total_size"), ("sys_flag", "sys_flag"),
+                         ("store_ts", "store_timestamp"), ("queue_id", "queue_id"), ("queue_offset", "queue_offset")):
+        assert getattr(msgs, name).tolist() == want[column].tolist(), name
+    assert msgs.tags_codes.tolist() == message_tags_codes(
+        want["topic"].to_numpy(object), want["tags"].to_numpy(object), want["delay_level"].to_numpy(np.int64),
+        want["store_timestamp"].to_numpy(np.int64)).tolist()
+
+
+def test_the_message_table_keeps_the_properties_of_dispatch_rules_only(tmp_path):
+    """Of the PROPERTIES blocks, the table keeps those of the messages that name light message
+    queues (INNER_MULTI_DISPATCH) or a batch (INNER_NUM and INNER_BASE), the only properties
+    the LMQ and BatchConsumeQueue checks read; the store verifies clean with them."""
+    import test_batchconsumequeue as bcq_tests
+
+    from rmqlab.dispatch import property_value
+    from rmqlab.verify.check_commitlog import scan_commitlog
+
+    root = tmp_path / "store"
+    generate_store(root, Workload(messages=600, seed=4, **bcq_tests.FEATURES), **bcq_tests.STORE_OPTS)
+    _, msgs, _ = scan_commitlog(root / "commitlog", None, True)
+    props = cl.read_columns(root / "commitlog", body=False)["properties"].tolist()
+    named = [i for i, p in enumerate(props)
+             if property_value(p, "INNER_MULTI_DISPATCH") is not None
+             or (property_value(p, "INNER_NUM") is not None and property_value(p, "INNER_BASE") is not None)]
+    rows, blocks = msgs.dispatch_properties
+    assert 0 < len(named) < len(props)
+    assert rows.tolist() == named and blocks.tolist() == [props[i] for i in named]
+    assert msgs.properties_at(np.arange(len(props))).tolist() == [p if i in set(named) else None
+                                                                   for i, p in enumerate(props)]
+    assert verify_path(root).ok
+
+
+def test_problem_words_name_the_strings_read_back_from_the_commitlog(copy):
+    """The table holds no strings: a problem that names a message's topic, TAGS, KEYS or
+    UNIQ_KEY reads its record again, and says what the columnar reader reads there."""
+    import re
+
+    rng = np.random.default_rng(3)
+    c_cq_tags(copy, rng)
+    c_key_hash(copy, rng)
+    shutil.rmtree(sorted((copy / "consumequeue").glob("B/*"))[0])   # a message without its unit
+    r = verify_path(copy)
+    cols = cl.read_columns(copy / "commitlog", body=False).set_index("phy_offset")
+    by_check = {p.check: p for p in r.cross}
+
+    tags = by_check["cq.tags-code"].message
+    m = cols.loc[int(re.search(r"the message at (\d+) gives", tags).group(1))]
+    assert isinstance(m["tags"], str) and f"(TAGS {m['tags']!r}, topic {m['topic']!r})" in tags
+
+    for check in ("index.key-hash", "index.missing-key"):
+        text = by_check[check].message
+        m = cols.loc[int(re.search(r"message at (\d+) \(", text).group(1))]
+        assert (f"(topic {m['topic']!r}, KEYS {m['keys']!r}, UNIQ_KEY {m['uniq_key']!r}, "
+                f"store time {m['store_timestamp']})") in text, text
+        assert isinstance(m["uniq_key"], str)
+
+    missing = by_check["cq.missing-unit"]
+    m = cols.loc[int(re.search(r"the message at (\d+) \(", missing.message).group(1))]
+    assert f"(topic {m['topic']!r}, queue {m['queue_id']}, QUEUEOFFSET {m['queue_offset']})" in missing.message
+    assert m["topic"] == "B"

@@ -110,10 +110,11 @@ def batch_queue_cross(q: bcq.BatchConsumeQueue, msgs: Messages) -> list:
     bad("bcq.phy-offset", check & ~hit, "commitlog_offset",
         lambda i: f"commitlog offset {co[i]} is not where a message starts: {msgs.where(int(co[i]))}")
     m = check & hit
-    topics = msgs.frame["topic"].to_numpy(object)
-    qids = msgs.frame["queue_id"].to_numpy(np.int64)
-    bad("bcq.queue", m & ((topics[r] != q.topic) | (qids[r] != (q.queue_id if q.queue_id is not None else -1))),
-        "commitlog_offset", lambda i: f"the message at {co[i]} belongs to topic {topics[r[i]]!r} queue {qids[r[i]]}")
+    qids = msgs.queue_id
+    bad("bcq.queue", m & ((msgs.topic_code[r] != msgs.code_of_topic(q.topic))
+                          | (qids[r] != (q.queue_id if q.queue_id is not None else -1))),
+        "commitlog_offset",
+        lambda i: f"the message at {co[i]} belongs to topic {msgs.topic(r[i])!r} queue {qids[r[i]]}")
     sz = u["size"].astype(np.int64)
     bad("bcq.size", m & (sz != msgs.total_size[r]), "size",
         lambda i: f"size {sz[i]} but the message has TOTALSIZE {msgs.total_size[r[i]]}")
@@ -125,12 +126,12 @@ def batch_queue_cross(q: bcq.BatchConsumeQueue, msgs: Messages) -> list:
         lambda i: f"store time {st[i]} but the message's STORETIMESTAMP is {msgs.store_ts[r[i]]}")
     bad("bcq.transaction", m & ~goes_to_consume_queue_many(msgs.sys_flag[r]), "commitlog_offset",
         lambda i: f"the message at {co[i]} is a prepared or rolled-back transaction record")
-    mqoff = msgs.frame["queue_offset"].to_numpy(np.int64)
-    props = msgs.frame["properties"].to_numpy(object)
+    mqoff = msgs.queue_offset
+    props = msgs.properties_at(r)     # batch_unit reads INNER_NUM and INNER_BASE only
     want = np.zeros((len(u), 2), np.int64)
     ok = np.ones(len(u), bool)
     for i in np.flatnonzero(m):
-        block = props[r[i]]
+        block = props[i]
         try:
             want[i] = batch_unit(int(mqoff[r[i]]), {k: v for k in ("INNER_NUM", "INNER_BASE")
                                                     if (v := property_value(block, k)) is not None})
@@ -160,19 +161,19 @@ def lmq_queue_cross(q: cq.ConsumeQueue, msgs: Messages, *, enable_lmq: bool | No
     if enable_lmq is None:
         siblings = [p.name for p in q.folder.parent.iterdir() if p.is_dir()] if q.folder.parent.is_dir() else []
         enable_lmq = q.queue_id == 0 and all(n == "0" for n in siblings)
-    rows, units, _ = lmq_dispatch_many(msgs.frame["topic"].to_numpy(object), msgs.frame["queue_id"].to_numpy(np.int64),
-                                       msgs.frame["properties"], enable_lmq=enable_lmq, enable_multi_dispatch=True,
-                                       broker_version=broker_version)
+    kept, props = msgs.dispatch_properties   # the only messages lmq_dispatch_many finds units for
+    rows, units, _ = lmq_dispatch_many(msgs.topic_names(kept), msgs.queue_id[kept], props, enable_lmq=enable_lmq,
+                                       enable_multi_dispatch=True, broker_version=broker_version)
+    rows = kept[rows]
     elig = goes_to_consume_queue_many(msgs.sys_flag[rows]) if len(rows) else np.zeros(0, bool)
     mine = [(int(rw), off) for rw, (name, qid, off), e in zip(rows, units, elig)
             if e and name == q.topic and qid == q.queue_id]
     if not is_lmq(q.topic):
         # a plain name multi-dispatched to is also a topic queue: its own messages share the
         # offsets (4.9.x keys both topic-queueId in the topic queue table)
-        own = np.flatnonzero((msgs.frame["topic"].to_numpy(object) == q.topic)
-                             & (msgs.frame["queue_id"].to_numpy(np.int64) == q.queue_id)
+        own = np.flatnonzero((msgs.topic_code == msgs.code_of_topic(q.topic)) & (msgs.queue_id == q.queue_id)
                              & goes_to_consume_queue_many(msgs.sys_flag))
-        qoffs = msgs.frame["queue_offset"].to_numpy(np.int64)
+        qoffs = msgs.queue_offset
         mine += [(int(rw), int(qoffs[rw])) for rw in own]
     expect = {off: rw for rw, off in mine}
     seen = set()
@@ -201,8 +202,8 @@ def lmq_queue_cross(q: cq.ConsumeQueue, msgs: Messages, *, enable_lmq: bool | No
         rw = expect[missing[0]]
         out.append(make_problem("lmq.missing-unit", CorruptIndexError,
                                 f"the message at {int(msgs.positions[rw])} names {q.topic!r} with queue offset "
-                                f"{missing[0]} but the queue has no such unit", msgs.files[int(msgs.file_of[rw])],
-                                int(msgs.file_pos[rw]), "PROPERTIES", count=len(missing)))
+                                f"{missing[0]} but the queue has no such unit", *msgs.stored_at(rw), "PROPERTIES",
+                                count=len(missing)))
     return out
 
 
@@ -212,15 +213,15 @@ def multi_dispatch_plain_queues(msgs: Messages, *, broker_version: str | None = 
     :func:`lmq_queue_cross`. Cost: O(messages) in Arrow plus O(messages naming queues)."""
     if not msgs.n:
         return set()
-    props = msgs.frame["properties"]
+    kept, props = msgs.dispatch_properties   # the only messages lmq_dispatch_many finds units for
     try:
         props = pa.array(np.asarray(props, dtype=object), type=pa.large_string(), from_pandas=True)
     except UnicodeEncodeError:
         # a damaged block holds undecodable bytes; its names cannot be read, the rest can
         props = pa.array([p.encode("utf-8", "surrogateescape").decode("utf-8", "replace") if isinstance(p, str)
                           else p for p in np.asarray(props, dtype=object)], type=pa.large_string(), from_pandas=True)
-    _, units, _ = lmq_dispatch_many(msgs.frame["topic"].to_numpy(object), msgs.frame["queue_id"].to_numpy(np.int64),
-                                    props, enable_lmq=True, enable_multi_dispatch=True, broker_version=broker_version)
+    _, units, _ = lmq_dispatch_many(msgs.topic_names(kept), msgs.queue_id[kept], props, enable_lmq=True,
+                                    enable_multi_dispatch=True, broker_version=broker_version)
     return {(name, qid) for name, qid, _ in units if not is_lmq(name)}
 
 

@@ -8,10 +8,16 @@ from pathlib import Path
 import numpy as np
 
 from rmqlab.arrays import distinct
-from rmqlab.dispatch import message_tags_codes
+from rmqlab.dispatch import (
+    PROPERTY_INNER_BASE,
+    PROPERTY_INNER_MULTI_DISPATCH,
+    PROPERTY_INNER_NUM,
+    message_tags_codes,
+    property_values,
+)
 from rmqlab.errors import FormatError, GeometryError, RmqlabError, TruncatedFileError
 from rmqlab.formats import commitlog as cl
-from rmqlab.formats.commitlog.columns import PROP_CRC_MISMATCH, columns_frame, prop_crc_states, scan_file
+from rmqlab.formats.commitlog.columns import PROP_CRC_MISMATCH, chunked_decode, prop_crc_states, scan_file
 from rmqlab.verify.common import (
     OFFSET_FILE_NAME,
     add_problem,
@@ -24,29 +30,48 @@ from rmqlab.verify.report import FileReport, make_problem, problem_from_error
 
 #: bits of the (row, key hash) codes used for joins: hash < 2^31
 KEY_CODE_HASH_BITS = 31
-#: messages whose key strings Messages.key_codes makes at a time
-KEY_CODE_CHUNK = 1 << 20
+#: messages decoded at a time while a CommitLog file is walked: their strings (about 400 bytes a
+#: message) exist only for one chunk, which is reduced to the numbers of :class:`Messages`
+MESSAGE_CHUNK = 1 << 18
+#: the properties the light message queue and BatchConsumeQueue checks read: Messages keeps the
+#: PROPERTIES block of the messages that carry them (dispatch.lmq_dispatch_many, batch_unit)
+DISPATCH_PROPERTIES = (PROPERTY_INNER_MULTI_DISPATCH, PROPERTY_INNER_NUM, PROPERTY_INNER_BASE)
 
 
 class Messages:
-    """The message table of a CommitLog (the readable prefix of each file), with each
-    message's real position (file start + offset in the file), for the cross-file joins."""
+    """The message table of a CommitLog (the readable prefix of each file) for the cross-file
+    joins: numbers only, made file by file as the files are walked, in CommitLog offset order.
 
-    def __init__(self, frame, positions, files, file_of, file_pos, min_offset, end_offset):
-        self.frame = frame
-        self.positions = positions          # int64, sorted: CommitLog offset of each message
-        self.files = files                  # list of paths
-        self.file_of = file_of              # int32 per message: index into files
-        self.file_pos = file_pos            # int64 per message: position inside its file
-        self.min_offset = min_offset        # first file's start (None: no files)
-        self.end_offset = end_offset        # the CommitLog's max offset after recovery
-        n = len(positions)
-        self.n = n
-        self.total_size = frame["total_size"].to_numpy(np.int64) if n else np.zeros(0, np.int64)
-        self.sys_flag = frame["sys_flag"].to_numpy(np.int64) if n else np.zeros(0, np.int64)
-        self.store_ts = frame["store_timestamp"].to_numpy(np.int64) if n else np.zeros(0, np.int64)
-        self._key_codes = None
-        self._tags = None
+    Per message (about 52 bytes, plus 16 bytes a key of the index): ``positions`` (int64, the
+    real CommitLog offset), ``file_of`` (index into ``files``), ``total_size``, ``sys_flag``,
+    ``store_ts``, ``queue_id``, ``queue_offset``, ``topic_code`` (index into ``topics``, the
+    distinct topics) and ``tags_codes`` (the code the broker dispatches,
+    :func:`rmqlab.dispatch.message_tags_codes`). ``key_codes``: every key buildIndex would put,
+    as codes ``row << 31 | index_hash``. The PROPERTIES block is kept only for messages naming
+    a multi-dispatch queue or a batch (:data:`DISPATCH_PROPERTIES`). A problem that names a
+    message's strings reads its record again (:meth:`record`)."""
+
+    def __init__(self, numbers: dict, topics: list[str], files: list[str], file_starts: list[int],
+                 min_offset: int | None, end_offset: int, key_codes: tuple[np.ndarray, np.ndarray] | None,
+                 kept: tuple[np.ndarray, np.ndarray]):
+        self.positions = numbers["positions"]        # int64, sorted: CommitLog offset of each message
+        self.file_of = numbers["file_of"]            # int32 per message: index into files
+        self.total_size = numbers["total_size"]
+        self.sys_flag = numbers["sys_flag"]
+        self.store_ts = numbers["store_timestamp"]
+        self.queue_id = numbers["queue_id"]
+        self.queue_offset = numbers["queue_offset"]
+        self.topic_code = numbers["topic_code"]      # int32 per message: index into topics
+        self.tags_codes = numbers["tags_code"]
+        self.topics = topics
+        self.files = files                           # list of paths
+        self.file_starts = file_starts               # CommitLog offset of each file's first byte
+        self.min_offset = min_offset                 # first file's start (None: no files)
+        self.end_offset = end_offset                 # the CommitLog's max offset after recovery
+        self.n = len(self.positions)
+        self._key_codes = key_codes
+        self._kept_rows, self._kept_properties = kept
+        self._topic_index = {t: i for i, t in enumerate(topics)}
 
     def lookup(self, offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(row of the message starting at each offset or -1, is-a-boundary mask)."""
@@ -77,72 +102,128 @@ class Messages:
             return f"inside the message at {int(self.positions[row])} ({int(self.total_size[row])} bytes)"
         return "in no message (a blank record, zeros, or an unreadable part of a file)"
 
+    def stored_at(self, row: int) -> tuple[str, int]:
+        """(path of the file, position in it) of message `row`."""
+        i = int(self.file_of[row])
+        return self.files[i], int(self.positions[row]) - self.file_starts[i]
+
+    def record(self, row: int) -> cl.Message:
+        """Message `row` read again from its file (its strings: KEYS, UNIQ_KEY, TAGS...). Cost:
+        one record."""
+        return cl.read_message(*self.stored_at(row))
+
     def describe(self, row: int) -> str:
-        r = self.frame.iloc[row]
-        return (f"topic {r['topic']!r}, KEYS {r['keys']!r}, UNIQ_KEY {r['uniq_key']!r}, "
-                f"store time {int(r['store_timestamp'])}")
+        m = self.record(row)
+        return (f"topic {m.topic!r}, KEYS {m.keys!r}, UNIQ_KEY {m.uniq_key!r}, "
+                f"store time {int(self.store_ts[row])}")
+
+    def topic(self, row: int) -> str:
+        return self.topics[int(self.topic_code[row])]
+
+    def topic_names(self, rows: np.ndarray) -> np.ndarray:
+        """The topic of each of `rows`, as an object array."""
+        return np.array(self.topics, dtype=object)[self.topic_code[rows]]
+
+    def code_of_topic(self, topic: str | None) -> int:
+        """The topic's code, -1 when no message has it."""
+        return self._topic_index.get(topic, -1) if topic is not None else -1
 
     @property
     def key_codes(self) -> tuple[np.ndarray, np.ndarray]:
         """Every key buildIndex would put for each message, rollbacks included, as sorted
         unique codes ``row << 31 | index_hash``; plus every code of the expansion, in message
-        order (a message's row is its code >> 31). Cost: O(messages + key bytes), in Arrow and
-        C, the key strings made for KEY_CODE_CHUNK messages at a time: memory about 24 bytes a
-        key (the two arrays and a sort) beyond the message table."""
+        order (a message's row is its code >> 31). Made file by file as the CommitLog is walked
+        (:func:`_chunk_key_codes`): 16 bytes a key."""
         if self._key_codes is None:
-            parts = [self._chunk_key_codes(lo, min(lo + KEY_CODE_CHUNK, self.n))
-                     for lo in range(0, self.n, KEY_CODE_CHUNK)]
-            codes = np.concatenate(parts) if parts else np.zeros(0, np.int64)
-            del parts
-            self._key_codes = (distinct(codes), codes)
+            raise ValueError("the CommitLog was scanned without its key codes (scan_commitlog(keys=False))")
         return self._key_codes
 
-    def _chunk_key_codes(self, lo: int, hi: int) -> np.ndarray:
-        """The key codes of messages lo..hi-1, in message order."""
-        from rmqlab.indexservice import expand_columns
-        from rmqlab.javahash import index_hash_many
-
-        f = self.frame
-        cols = {"topic": f["topic"].to_numpy(object)[lo:hi], "phy_offset": self.positions[lo:hi],
-                "store_timestamp": self.store_ts[lo:hi], "keys": f["keys"].to_numpy(object)[lo:hi],
-                "uniq_key": f["uniq_key"].to_numpy(object)[lo:hi], "sys_flag": np.zeros(hi - lo, np.int64)}
-        try:
-            ex = expand_columns(cols)
-        except UnicodeEncodeError:
-            # invalid UTF-8 in a property (read back with surrogate escapes): the broker's
-            # new String(bytes, UTF_8) puts U+FFFD there, so hash that (a loop, damaged data only)
-            fix = np.frompyfunc(broker_text, 1, 1)
-            for name in ("topic", "keys", "uniq_key"):
-                cols[name] = fix(cols[name]).astype(object)
-            ex = expand_columns(cols)
-        rows = np.asarray(ex.message_index, np.int64) + lo
-        hashes = index_hash_many(ex.keys).astype(np.int64) if len(rows) else np.zeros(0, np.int64)
-        return (rows << KEY_CODE_HASH_BITS) | hashes
-
     @property
-    def tags_codes(self) -> np.ndarray:
-        """The tags code the broker dispatches for each message (ConsumeQueue):
-        :func:`rmqlab.dispatch.message_tags_codes`."""
-        if self._tags is None:
-            f = self.frame
-            codes = message_tags_codes(f["topic"].to_numpy(object), f["tags"].to_numpy(object),
-                                       f["delay_level"].to_numpy(np.int64), self.store_ts) if self.n \
-                else np.zeros(0, np.int64)
-            self._tags = codes
-        return self._tags
+    def dispatch_properties(self) -> tuple[np.ndarray, np.ndarray]:
+        """(rows, PROPERTIES blocks) of the messages whose properties name
+        :data:`DISPATCH_PROPERTIES`, rows ascending: every other message has none of them."""
+        return self._kept_rows, self._kept_properties
+
+    def properties_at(self, rows: np.ndarray) -> np.ndarray:
+        """The PROPERTIES block of each of `rows` where it names :data:`DISPATCH_PROPERTIES`,
+        None elsewhere (an object array): for the rules that read only those properties."""
+        out = np.full(len(rows), None, dtype=object)
+        kr = self._kept_rows
+        if len(kr) and len(rows):
+            at = np.minimum(np.searchsorted(kr, rows), len(kr) - 1)
+            hit = kr[at] == rows
+            out[hit] = self._kept_properties[at[hit]]
+        return out
 
 
-#: the message columns the cross-file joins use (the rest is dropped file by file)
-_MESSAGE_COLUMNS = ("topic", "queue_id", "queue_offset", "phy_offset", "sys_flag", "store_timestamp", "keys",
-                    "uniq_key", "tags", "delay_level", "total_size", "properties")
+def _chunk_key_codes(cols: dict, phy: np.ndarray, first: int) -> np.ndarray:
+    """The key codes (``row << 31 | index_hash``, row = `first` + position in the chunk) of a
+    chunk of decoded messages, in message order."""
+    from rmqlab.indexservice import expand_columns
+    from rmqlab.javahash import index_hash_many
+
+    n = len(phy)
+    keys = {"topic": cols["topic"], "phy_offset": phy, "store_timestamp": cols["store_timestamp"],
+            "keys": cols["keys"], "uniq_key": cols["uniq_key"], "sys_flag": np.zeros(n, np.int64)}
+    try:
+        ex = expand_columns(keys)
+    except UnicodeEncodeError:
+        # invalid UTF-8 in a property (read back with surrogate escapes): the broker's
+        # new String(bytes, UTF_8) puts U+FFFD there, so hash that (a loop, damaged data only)
+        fix = np.frompyfunc(broker_text, 1, 1)
+        for name in ("topic", "keys", "uniq_key"):
+            keys[name] = fix(keys[name]).astype(object)
+        ex = expand_columns(keys)
+    rows = np.asarray(ex.message_index, np.int64) + first
+    hashes = index_hash_many(ex.keys).astype(np.int64) if len(rows) else np.zeros(0, np.int64)
+    return (rows << KEY_CODE_HASH_BITS) | hashes
 
 
-def _message_frame(parts: list[dict]):
-    import pandas as pd
+def _names_dispatch_properties(props: np.ndarray) -> np.ndarray:
+    """Which PROPERTIES blocks give INNER_MULTI_DISPATCH, or both INNER_NUM and INNER_BASE (what
+    lmq_dispatch_many and batch_unit read)."""
+    import pyarrow as pa
 
-    if not parts:
-        return columns_frame([], False, False)[list(_MESSAGE_COLUMNS)]
-    return pd.DataFrame({c: np.concatenate([p[c] for p in parts]) for c in _MESSAGE_COLUMNS})
+    try:
+        blocks = pa.array(props, type=pa.large_string(), from_pandas=True)
+    except UnicodeEncodeError:   # a damaged block: its names read as the broker decodes them
+        blocks = pa.array(np.frompyfunc(broker_text, 1, 1)(props).astype(object), type=pa.large_string(),
+                          from_pandas=True)
+    multi, num, base = (np.asarray(property_values(blocks, name).is_valid(), dtype=bool)
+                        for name in DISPATCH_PROPERTIES)
+    return multi | (num & base)
+
+
+class _TableBuilder:
+    """Reduces each decoded chunk of a CommitLog file to the numbers :class:`Messages` keeps."""
+
+    #: the columns the per-file checks read (dropped after them) and the message numbers kept
+    FILE_COLUMNS = ("total_size", "version", "body_crc", "phy_offset", "sys_flag")
+    KEPT = ("total_size", "sys_flag", "store_timestamp", "queue_id", "queue_offset")
+
+    def __init__(self, keys: bool):
+        self.keys = keys
+        self.topic_index: dict[str, int] = {}
+
+    def decode_for(self, f: cl.StoreFile):
+        return chunked_decode(lambda cols, pos, first: self.reduce(f, cols, pos, first), MESSAGE_CHUNK)
+
+    def reduce(self, f: cl.StoreFile, cols: dict, pos: np.ndarray, first: int) -> dict:
+        import pandas as pd
+
+        out = {c: np.asarray(cols[c]) for c in self.FILE_COLUMNS + self.KEPT}
+        codes, distinct_topics = pd.factorize(cols["topic"])
+        lut = np.array([self.topic_index.setdefault(t, len(self.topic_index)) for t in distinct_topics], np.int32)
+        out["topic_code"] = lut[codes] if len(codes) else np.zeros(0, np.int32)
+        out["tags_code"] = message_tags_codes(cols["topic"], cols["tags"], np.asarray(cols["delay_level"], np.int64),
+                                              out["store_timestamp"]) if len(pos) else np.zeros(0, np.int64)
+        if self.keys:
+            kc = _chunk_key_codes(cols, f.start_offset + pos, first)
+            out["key_codes"], out["key_codes_distinct"] = kc, distinct(kc)
+        keep = np.flatnonzero(_names_dispatch_properties(cols["properties"])) if len(pos) else np.zeros(0, np.int64)
+        out["kept_rows"] = (first + keep).astype(np.int64)
+        out["kept_properties"] = np.asarray(cols["properties"], dtype=object)[keep]
+        return out
 
 
 def _commitlog_files(path: Path) -> tuple[list[cl.StoreFile], list[FileReport]]:
@@ -217,7 +298,13 @@ def _commitlog_file_checks(rep: FileReport, f: cl.StoreFile, rr: cl.ReadReport, 
     add_problem(rep.problems, first_problem(stored_phy != f.start_offset + pos, make_phy))
     if crc_buf is not None and len(pos):
         U = np.frombuffer(crc_buf, np.uint8)
-        good = _crc_check(U, pos, cols["sys_flag"].astype(np.int64), cols["body_crc"].astype(np.int64))
+        sys_flag, total = cols["sys_flag"].astype(np.int64), cols["total_size"].astype(np.int64)
+        # MESSAGE_CHUNK records at a time: the gathers cost about 100 bytes a record while they run
+        chunks = [slice(lo, lo + MESSAGE_CHUNK) for lo in range(0, len(pos), MESSAGE_CHUNK)]
+        good = np.concatenate([_crc_check(U, pos[c], sys_flag[c], cols["body_crc"][c].astype(np.int64))
+                               for c in chunks])
+        prop_crc = np.concatenate([prop_crc_states(U, pos[c], total[c], cols["version"][c], sys_flag[c])
+                                   for c in chunks])
         del U
 
         def make_crc(k, c):
@@ -226,10 +313,6 @@ def _commitlog_file_checks(rep: FileReport, f: cl.StoreFile, rr: cl.ReadReport, 
                             p, int(pos[k]), "BODYCRC", count=c)
 
         add_problem(rep.problems, first_problem(~good, make_crc))
-        U = np.frombuffer(crc_buf, np.uint8)
-        prop_crc = prop_crc_states(U, pos, cols["total_size"].astype(np.int64), cols["version"],
-                                   cols["sys_flag"].astype(np.int64))
-        del U
 
         def make_prop_crc(k, c):
             return make_problem("commitlog.prop-crc", FormatError,
@@ -241,13 +324,18 @@ def _commitlog_file_checks(rep: FileReport, f: cl.StoreFile, rr: cl.ReadReport, 
         add_problem(rep.problems, first_problem(prop_crc == PROP_CRC_MISMATCH, make_prop_crc))
 
 
-def scan_commitlog(path: Path, file_size: int | None, check_crc: bool) -> tuple[list[FileReport], Messages, dict]:
-    """Per-file checks of a CommitLog file or folder, and the message table."""
+def scan_commitlog(path: Path, file_size: int | None, check_crc: bool, *,
+                   keys: bool = True) -> tuple[list[FileReport], Messages, dict]:
+    """Per-file checks of a CommitLog file or folder, and the message table (with `keys`, the
+    key codes the index checks join on). Memory: :class:`Messages` plus one chunk of
+    MESSAGE_CHUNK messages' strings."""
     files, reports = _commitlog_files(path)
     loaded = cl.classify_files(files)
     loaded_sizes = [f.size for f in files if f not in loaded.dropped]
     mapped = file_size or most_common(loaded_sizes or [f.size for f in files])
-    frames, positions, file_of, file_pos = [], [], [], []
+    table = _TableBuilder(keys)
+    parts: list[dict] = []
+    rows = 0
     end_offset = files[0].start_offset if files else 0
     for i, f in enumerate(files):
         # the broker's load rules: only the active file may end without the end-of-file blank
@@ -291,11 +379,12 @@ def scan_commitlog(path: Path, file_size: int | None, check_crc: bool) -> tuple[
             mm = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) if f.size else None
             try:
                 buf = mm if mm is not None else b""
-                # the format module's own walk and decode (C walk + NumPy gathers), each file as if it
-                # were the last: zeros after the last message are no damage there; a missing
-                # end-of-file blank record is judged below
+                # the format module's own walk and decode (C walk + decode of a chunk of records at
+                # a time, each chunk reduced to the table's numbers), each file as if it were the
+                # last: zeros after the last message are no damage there; a missing end-of-file
+                # blank record is judged below
                 cols, _, _, _ = scan_file(buf, f, last=True, check_crc=False, report=rr,
-                                              on_error="report", body=False)
+                                          on_error="report", body=False, decode=table.decode_for(f))
                 sizes = cols["total_size"].astype(np.int64)
                 pos = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64) if len(sizes) \
                     else np.zeros(0, np.int64)
@@ -316,24 +405,62 @@ def scan_commitlog(path: Path, file_size: int | None, check_crc: bool) -> tuple[
         rep.counts = {"messages": n, "bytes_used": used, "file_size": f.size, "blank": blank,
                       "start_offset": f.start_offset}
         if n:
-            frames.append({c: cols[c] for c in _MESSAGE_COLUMNS})
-            positions.append(f.start_offset + pos)
-            file_of.append(np.full(n, i, np.int32))
-            file_pos.append(pos)
+            parts.append(_file_numbers(cols, f.start_offset + pos, i, rows, keys))
+            rows += n
+        del cols
         if last:
             end_offset = f.start_offset + f.size if blank and readable else f.start_offset + used
-    frame = _message_frame(frames)
-    pos_all = np.concatenate(positions) if positions else np.zeros(0, np.int64)
-    msgs = Messages(frame, pos_all, [str(f.path) for f in files],
-                     np.concatenate(file_of) if file_of else np.zeros(0, np.int32),
-                     np.concatenate(file_pos) if file_pos else np.zeros(0, np.int64),
-                     files[0].start_offset if files else None, end_offset)
-    if len(pos_all) > 1 and (np.diff(pos_all) <= 0).any():
-        # overlapping files (already reported as continuity problems): keep the joins sound
-        order = np.argsort(pos_all, kind="stable")
-        msgs = Messages(frame.iloc[order].reset_index(drop=True), pos_all[order], msgs.files,
-                         msgs.file_of[order], msgs.file_pos[order], msgs.min_offset, end_offset)
+    msgs = _messages(parts, list(table.topic_index), files, end_offset, keys)
     return reports, msgs, {"mapped_file_size": mapped}
+
+
+def _file_numbers(cols: dict, positions: np.ndarray, file_index: int, first_row: int, keys: bool) -> dict:
+    """A file's part of the message table: the numbers kept of its decoded chunks, rows counted
+    from `first_row` (its first message's row in the table)."""
+    out = {c: cols[c] for c in _TableBuilder.KEPT + ("topic_code", "tags_code", "kept_properties")}
+    out["positions"] = positions
+    out["file_of"] = np.full(len(positions), file_index, np.int32)
+    out["kept_rows"] = cols["kept_rows"] + first_row
+    if keys:
+        shift = np.int64(first_row) << KEY_CODE_HASH_BITS
+        out["key_codes"] = cols["key_codes"] + shift
+        out["key_codes_distinct"] = cols["key_codes_distinct"] + shift
+    return out
+
+
+_EMPTY = {"positions": np.int64, "file_of": np.int32, "total_size": np.int32, "sys_flag": np.int32,
+          "store_timestamp": np.int64, "queue_id": np.int32, "queue_offset": np.int64, "topic_code": np.int32,
+          "tags_code": np.int64, "kept_rows": np.int64, "kept_properties": object, "key_codes": np.int64,
+          "key_codes_distinct": np.int64}
+
+
+def _messages(parts: list[dict], topics: list[str], files: list[cl.StoreFile], end_offset: int,
+              keys: bool) -> Messages:
+    """The table of the files' parts, one after the other, put in CommitLog offset order when
+    files overlap (already reported as continuity problems: the joins stay sound)."""
+    names = [c for c in _EMPTY if keys or not c.startswith("key_codes")]
+    # column by column, each file's part freed as it is copied: memory about the table, not twice it
+    t = {c: np.concatenate([p.pop(c) for p in parts]) if parts else np.zeros(0, _EMPTY[c]) for c in names}
+    pos = t["positions"]
+    if len(pos) > 1 and (np.diff(pos) <= 0).any():
+        order = np.argsort(pos, kind="stable")
+        new_row = np.empty(len(order), np.int64)
+        new_row[order] = np.arange(len(order))
+        for c in _EMPTY:
+            if c in t and c not in ("kept_rows", "kept_properties", "key_codes", "key_codes_distinct"):
+                t[c] = t[c][order]
+        kept = new_row[t["kept_rows"]]
+        by_row = np.argsort(kept, kind="stable")
+        t["kept_rows"], t["kept_properties"] = kept[by_row], t["kept_properties"][by_row]
+        if keys:
+            old = t["key_codes"] >> KEY_CODE_HASH_BITS
+            moved = (new_row[old] << KEY_CODE_HASH_BITS) | (t["key_codes"] & ((1 << KEY_CODE_HASH_BITS) - 1))
+            t["key_codes"] = moved[np.argsort(new_row[old], kind="stable")]
+            t["key_codes_distinct"] = distinct(t["key_codes"])
+    key_codes = (t.pop("key_codes_distinct"), t.pop("key_codes")) if keys else None
+    return Messages(t, topics, [str(f.path) for f in files], [f.start_offset for f in files],
+                    files[0].start_offset if files else None, end_offset, key_codes,
+                    (t.pop("kept_rows"), t.pop("kept_properties")))
 
 
 def verify_commitlog(path: str | os.PathLike, *, file_size: int | None = None,
@@ -349,4 +476,4 @@ def verify_commitlog(path: str | os.PathLike, *, file_size: int | None = None,
     >>> [(r.ok, r.counts["messages"], r.counts["blank"]) for r in verify_commitlog(d)]
     [(True, 36, True), (True, 4, False)]
     """
-    return scan_commitlog(Path(path), file_size, check_crc)[0]
+    return scan_commitlog(Path(path), file_size, check_crc, keys=False)[0]

@@ -208,14 +208,13 @@ def index_dir_cross(opened: list[tuple[FileReport, IndexFile | None]], msgs: Mes
 
         rr = int(codes[i]) >> KEY_CODE_HASH_BITS
         key_hash = int(codes[i]) & ((1 << KEY_CODE_HASH_BITS) - 1)
-        uniq, topic = msgs.frame["uniq_key"].iat[rr], msgs.frame["topic"].iat[rr]
+        uniq, topic = msgs.record(rr).uniq_key, msgs.topic(rr)
         fld = "UNIQ_KEY" if isinstance(uniq, str) and index_hash(broker_text(f"{topic}#{uniq}")) == key_hash \
             else "KEYS"
         return make_problem("index.missing-key", CorruptIndexError,
                         f"the message at {int(msgs.positions[rr])} ({msgs.describe(rr)}) has a key ({fld}) with "
                         f"hash {key_hash} but no index entry, though it lies inside the indexed range {lo}..{hi}: "
-                        f"a key query will not find it", msgs.files[int(msgs.file_of[rr])], int(msgs.file_pos[rr]),
-                        fld, count=c)
+                        f"a key query will not find it", *msgs.stored_at(rr), fld, count=c)
 
     add_problem(out, missing.problem(make))
     return out
@@ -261,12 +260,11 @@ def queue_cross(q, msgs: Messages, report_path: str, fix, notes: list[str]) -> t
     m = check & hit
     sound = m & (sz == msgs.total_size[r])      # a corrupt unit must not move the dispatched end
     end = int((co[sound] + sz[sound]).max()) if sound.any() else 0
-    topics = msgs.frame["topic"].to_numpy(object)
-    qids = msgs.frame["queue_id"].to_numpy(np.int64)
-    mqoff = msgs.frame["queue_offset"].to_numpy(np.int64)
-    other = m & ((topics[r] != q.topic) | (qids[r] != (q.queue_id if q.queue_id is not None else -1)))
+    qids, mqoff = msgs.queue_id, msgs.queue_offset
+    other = m & ((msgs.topic_code[r] != msgs.code_of_topic(q.topic))
+                 | (qids[r] != (q.queue_id if q.queue_id is not None else -1)))
     unit_problem("cq.queue", other, "commitlog_offset",
-                 lambda i: f"the message at {co[i]} belongs to topic {topics[r[i]]!r} queue {qids[r[i]]}, "
+                 lambda i: f"the message at {co[i]} belongs to topic {msgs.topic(r[i])!r} queue {qids[r[i]]}, "
                            f"not this queue ({q.topic!r}, {q.queue_id})")
     unit_problem("cq.size", m & (sz != msgs.total_size[r]), "size",
                  lambda i: f"size {sz[i]} but the message at {co[i]} has TOTALSIZE {msgs.total_size[r[i]]}")
@@ -285,7 +283,7 @@ def queue_cross(q, msgs: Messages, report_path: str, fix, notes: list[str]) -> t
     unit_problem("cq.tags-code", m & ~unresolved & (tc != want_tc), "tags_code",
                  lambda i: f"tags code {tc[i]}{' (through its ext unit)' if via_ext[i] else ''} but the message at "
                            f"{co[i]} gives {want_tc[i]} "
-                           f"(TAGS {msgs.frame['tags'].iat[int(r[i])]!r}, topic {topics[r[i]]!r})")
+                           f"(TAGS {msgs.record(int(r[i])).tags!r}, topic {msgs.topic(r[i])!r})")
     unit_problem("cq.queue-offset", m & ~other & (mqoff[r] != qoff), "commitlog_offset",
                  lambda i: f"the message at {co[i]} has QUEUEOFFSET {mqoff[r[i]]}")
     tran = transaction_type(msgs.sys_flag[r])
@@ -332,16 +330,18 @@ def missing_units(queues: list[tuple[str, int, int, int]], msgs: Messages, dispa
 
     if not msgs.n or dispatched_end <= 0:
         return None
-    qs = pd.DataFrame(queues, columns=["topic", "queue_id", "qmin", "qmax"])
-    topics = msgs.frame["topic"].to_numpy(object)
-    queue_ids = msgs.frame["queue_id"].to_numpy(np.int64)
-    queue_offsets = msgs.frame["queue_offset"].to_numpy(np.int64)
+    # queues by topic code (-1: a topic no message has)
+    qs = pd.DataFrame({"topic": np.array([msgs.code_of_topic(q[0]) for q in queues], np.int64),
+                       "queue_id": np.array([q[1] for q in queues], np.int64),
+                       "qmin": np.array([q[2] for q in queues], np.int64),
+                       "qmax": np.array([q[3] for q in queues], np.int64)})
+    topics, queue_ids, queue_offsets = msgs.topic_code, msgs.queue_id, msgs.queue_offset
     first, count = None, 0
     for lo in range(0, msgs.n, CROSS_CHUNK):   # a chunk of messages at a time: bounded memory
         rows = np.arange(lo, min(lo + CROSS_CHUNK, msgs.n))
         rows = rows[goes_to_consume_queue_many(msgs.sys_flag[rows]) & (msgs.positions[rows] < dispatched_end)]
-        frame = pd.DataFrame({"topic": topics[rows], "queue_id": queue_ids[rows], "qoff": queue_offsets[rows],
-                              "row": rows})
+        frame = pd.DataFrame({"topic": topics[rows].astype(np.int64), "queue_id": queue_ids[rows].astype(np.int64),
+                              "qoff": queue_offsets[rows], "row": rows})
         j = frame.merge(qs, on=["topic", "queue_id"], how="left")
         missing = j["qmax"].isna() | (j["qoff"] >= j["qmax"])
         count += int(missing.sum())
@@ -352,11 +352,10 @@ def missing_units(queues: list[tuple[str, int, int, int]], msgs: Messages, dispa
     rr = int(first["row"])
     where = "no such queue folder" if pd.isna(first["qmax"]) else f"the queue ends at {int(first['qmax'])}"
     return make_problem("cq.missing-unit", CorruptIndexError,
-                    f"the message at {int(msgs.positions[rr])} (topic {first['topic']!r}, "
+                    f"the message at {int(msgs.positions[rr])} (topic {msgs.topic(rr)!r}, "
                     f"queue {int(first['queue_id'])}, "
                     f"QUEUEOFFSET {int(first['qoff'])}) lies before the dispatched end {dispatched_end} but has no "
-                    f"ConsumeQueue unit ({where})", msgs.files[int(msgs.file_of[rr])], int(msgs.file_pos[rr]),
-                    "QUEUEOFFSET", count=count)
+                    f"ConsumeQueue unit ({where})", *msgs.stored_at(rr), "QUEUEOFFSET", count=count)
 
 
 def checkpoint_cross(path: Path, c: cpf.StoreCheckpoint, msgs: Messages | None, have_cq: bool,

@@ -53,11 +53,13 @@ def verify_path(path: str | os.PathLike, *, kind: Kind | None = None, hash_slot_
     FileNotFoundError / ValueError for a missing or unrecognisable `path`; bad bytes are
     problems in the report, never exceptions. Cost: O(store), vectorized: about 0.3 s for a
     store of 2,000 messages in small files, dominated by a fixed cost per CommitLog file;
-    11-13 CPU-s for 4,000,000 messages (benchmarks/bench_scaling.py). Memory: the message
-    table, about 700 bytes a message (2.8 GiB at 4,000,000, 6.5 GiB at 10,000,000); each index
-    file's own checks, about 0.6 GiB for a full default-size file; the cross-file checks take a
-    chunk of entries at a time and hold about 16 bytes a message key beyond that (0.3 GiB at
-    10,000,000 messages, where checking whole files held 4.3 GiB).
+    about 11 CPU-s for 4,000,000 messages (benchmarks/bench_scaling.py). Memory: the message
+    table, numbers only, about 52 bytes a message plus 16 a key of the index (314 MiB at
+    4,000,000 messages with 7.6 M keys, where a frame of the strings held about 750 bytes a
+    message), made while each CommitLog file is walked MESSAGE_CHUNK messages at a time; each
+    index file's own checks, about 0.6 GiB for a full default-size file; the cross-file checks
+    take a chunk of entries at a time. Peak anonymous growth at 4,000,000 messages: about
+    1.0 GiB (it was 2.9 GiB).
 
     >>> import tempfile
     >>> from rmqlab.store import generate_store
@@ -86,7 +88,7 @@ def verify_path(path: str | os.PathLike, *, kind: Kind | None = None, hash_slot_
         _verify_store(p, rep, hash_slot_num, index_num, commitlog_file_size, consume_queue_file_size,
                       slot_count_rule, check_crc, broker_version)
     elif kind == "commitlog":
-        files, _, s = scan_commitlog(p, commitlog_file_size, check_crc)
+        files, _, s = scan_commitlog(p, commitlog_file_size, check_crc, keys=False)
         rep.files = files
         rep.settings["commitlog_file_size"] = s["mapped_file_size"]
     elif kind == "index":
@@ -138,7 +140,7 @@ def _verify_store(root: Path, rep: VerifyReport, hsn, inum, cl_size, cq_size, ru
                      f"from the checkpoint and may delete index files)" + _abnormal_recovery_start(root))
     msgs: Messages | None = None
     if commitlog.is_dir():
-        files, msgs, s = scan_commitlog(commitlog, cl_size, check_crc)
+        files, msgs, s = scan_commitlog(commitlog, cl_size, check_crc, keys=index_dir.is_dir())
         rep.files += files
         rep.settings["commitlog_file_size"] = s["mapped_file_size"]
         rep.cross_counts["messages"] = msgs.n

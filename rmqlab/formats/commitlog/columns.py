@@ -723,6 +723,43 @@ def scan_file(buf, f: StoreFile, *, last: bool, check_crc: bool, report: ReadRep
     return cols, f.start_offset + end, code, d2
 
 
+def chunked_decode(reduce: Callable[[dict, np.ndarray, int], dict], rows: int):
+    """A `decode` for :func:`scan_file` that decodes the walked records `rows` at a time
+    (:func:`_decode_positions`, the reference the one pass is tested against) and keeps of each
+    chunk only what ``reduce(columns, positions, first row)`` makes of it: a dict of NumPy
+    arrays, joined over the chunks. A file's text columns then never exist whole: memory is
+    `rows` messages' strings plus what `reduce` keeps. Cost: the walk and decode of the file
+    (C and NumPy) plus `reduce`, O(records).
+
+    >>> import tempfile
+    >>> from rmqlab.formats.commitlog.files import store_files
+    >>> d = tempfile.mkdtemp()
+    >>> from rmqlab.formats.commitlog.write import CommitLogWriter
+    >>> with CommitLogWriter(d, file_size=4096) as w:
+    ...     _ = w.append({"topic": ["T", "U", "T"], "body": [b"x"] * 3})
+    >>> f = store_files(d)[0]
+    >>> keep = lambda cols, pos, first: {"topic_is_t": cols["topic"] == "T", "row": first + np.arange(len(pos))}
+    >>> with ReadOnlyMap(f.path) as buf:
+    ...     cols, *_ = scan_file(buf, f, last=True, check_crc=False, report=ReadReport(), on_error="report",
+    ...                          decode=chunked_decode(keep, 2))
+    >>> cols["topic_is_t"].tolist(), cols["row"].tolist()
+    ([True, False, True], [0, 1, 2])
+    """
+    def decode(U, P: np.ndarray, f: StoreFile, *, body: bool, check_crc: bool, arrow: bool = False):
+        kept, good, dmg = [], [], None
+        for lo in range(0, max(len(P), 1), rows):   # once when there are no records: typed, empty
+            cols, dmg, at = _decode_positions(U, P[lo:lo + rows], f, body=body, check_crc=check_crc, arrow=arrow)
+            kept.append(reduce(cols, at, lo))
+            good.append(at)
+            del cols
+            if dmg is not None:
+                break
+        # name by name, each chunk's part freed as it is copied
+        out = {name: np.concatenate([k.pop(name) for k in kept]) for name in list(kept[0])}
+        return out, dmg, np.concatenate(good)
+    return decode
+
+
 def columns_frame(parts: list[dict], body: bool, check_crc: bool, arrow: bool = False):
     """The frame of the per-file column dicts `parts`, one after the other."""
     import pandas as pd
