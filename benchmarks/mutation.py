@@ -8,8 +8,8 @@ run. mutmut then runs, for every mutant, only the selected tests that call the m
 stopping at the first failure. Results stay in the scratch directory, out of the repository, and
 a second run only tests mutants of functions that changed.
 
-Counted per module: mutants; killed (a test failed, including by a timeout or a crash);
-survived; *equivalent* (survivors judged unable to change what any caller can observe, listed
+Counted per module: mutants; killed (a test failed, including by a timeout or a crash, in
+mutmut's run or in the survivor check, :func:`check_survivors`); survived; *equivalent* (survivors judged unable to change what any caller can observe, listed
 in :data:`JUDGED` with the reason); *message* (survivors that only change the message of an
 exception the code builds, or put None in its place, found by comparing the syntax trees of
 the original and the mutated function: reported apart, not counted in the score); *not run*;
@@ -23,6 +23,8 @@ Cost on a 2-core machine with 2 workers: checkpoint about a minute; the two larg
 Run:  python benchmarks/mutation.py [--workers 2] [module ...]   (modules: see MODULES)
       python benchmarks/mutation.py --report-only        (the table from the last runs)
       python benchmarks/mutation.py --survivors checkpoint (the diff of every surviving mutant)
+      python benchmarks/mutation.py --check-survivors [--every-test] keyquery (the added tests
+                                                      against each survivor, a second a mutant)
 """
 from __future__ import annotations
 
