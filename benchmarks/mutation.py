@@ -9,8 +9,9 @@ stopping at the first failure. Results stay in the scratch directory, out of the
 a second run only tests mutants of functions that changed.
 
 Counted per module: mutants; killed (a test failed, including by a timeout or a crash, in
-mutmut's run or in the survivor check, :func:`check_survivors`); survived; *equivalent* (survivors judged unable to change what any caller can observe, listed
-in :data:`JUDGED` with the reason); *message* (survivors that only change the message of an
+mutmut's run or in the survivor check, :func:`check_survivors`); survived; *equivalent*
+(survivors judged unable to change what any caller can observe, listed in :data:`JUDGED` with
+the reason); *message* (survivors that only change the message of an
 exception the code builds, or put None in its place, found by comparing the syntax trees of
 the original and the mutated function: reported apart, not counted in the score); *not run*;
 score = killed / (mutants - equivalent - message - not run). Mutant names are mutmut's
