@@ -8,9 +8,10 @@ run. mutmut then runs, for every mutant, only the selected tests that call the m
 stopping at the first failure. Results stay in the scratch directory, out of the repository, and
 a second run only tests mutants of functions that changed.
 
-Counted per module: mutants; killed (a test failed, including by a timeout or a crash);
-survived; *equivalent* (survivors judged unable to change what any caller can observe, listed
-in :data:`JUDGED` with the reason); *message* (survivors that only change the message of an
+Counted per module: mutants; killed (a test failed, including by a timeout or a crash, in
+mutmut's run or in the survivor check, :func:`check_survivors`); survived; *equivalent*
+(survivors judged unable to change what any caller can observe, listed in :data:`JUDGED` with
+the reason); *message* (survivors that only change the message of an
 exception the code builds, or put None in its place, found by comparing the syntax trees of
 the original and the mutated function: reported apart, not counted in the score); *not run*;
 score = killed / (mutants - equivalent - message - not run). Mutant names are mutmut's
@@ -23,6 +24,8 @@ Cost on a 2-core machine with 2 workers: checkpoint about a minute; the two larg
 Run:  python benchmarks/mutation.py [--workers 2] [module ...]   (modules: see MODULES)
       python benchmarks/mutation.py --report-only        (the table from the last runs)
       python benchmarks/mutation.py --survivors checkpoint (the diff of every surviving mutant)
+      python benchmarks/mutation.py --check-survivors [--every-test] keyquery (the added tests
+                                                      against each survivor, a second a mutant)
 """
 from __future__ import annotations
 
@@ -79,6 +82,7 @@ MODULES: dict[str, tuple[str, list[str]]] = {
         "tests/test_indexservice_columns.py",
         "tests/test_indexstats.py",
         "tests/test_keyindex.py",
+        "tests/test_buildsteps.py",
         "tests/test_mutation_gaps_indexservice.py",
         DOCTESTS.format("rmqlab.indexservice"),
     ]),
@@ -98,6 +102,10 @@ JUDGED: dict[str, dict[tuple[int, ...], str]] = {
                "mtime anyway)",
         (27,): "mmap's default access on a read-write descriptor is the shared read-write mapping "
                "ACCESS_WRITE asks for",
+    },
+    "rmqlab.formats.checkpoint.x__field_at": {
+        (4, 5): "unreachable: _check_size asks only for a size below the 40 bytes of fields, which always falls "
+                "inside a field",
     },
     "rmqlab.formats.checkpoint.x_read_checkpoint": {
         (13,): "reading the whole file, not 4096 bytes: strict mode has checked the size is 4096, and "
@@ -179,6 +187,73 @@ JUDGED: dict[str, dict[tuple[int, ...], str]] = {
         (20,): "first_create=None is as falsy as False",
         (28,): "offset + size >= 1 for every unit put accepts, so -2 lets every first unit through as -1 does",
     },
+    "rmqlab.formats.consumequeue.x__jdiv": {
+        (7, 8): "with a = 0 the quotient is 0, and -0 is 0",
+        (10,): "b = 0 has raised ZeroDivisionError already",
+    },
+    "rmqlab.formats.consumequeue.x_mapped_file_size_for": {
+        (11,): "the size is a multiple of 20 and Integer.MAX_VALUE is not: they are never equal",
+    },
+    "rmqlab.formats.consumequeue.xǁConsumeQueueWriterǁ_write": {
+        (2, 11): "the descriptor is reopened for every write instead of kept per file: the same bytes land at "
+                 "the same positions",
+        (12,): "an internal assertion that never fails: put and _bulk roll to a new file before a write could "
+               "pass the file's end",
+    },
+    "rmqlab.formats.consumequeue.xǁConsumeQueueWriterǁclose": {
+        (1,): "sync=True by default forces the files to disk: only a kernel crash or power loss could show it",
+        (4,): "after close nothing reads the descriptor: every put refuses a closed writer first, and a second "
+              "close returns at once",
+    },
+    "rmqlab.formats.consumequeue.xǁConsumeQueueWriterǁput_many": {
+        (8, 16, 24, 43): "NumPy takes any negative size as the one unknown dimension",
+        (31, 34): "np.arange of Python ints is int64 without being told",
+        (75,): "with no current offset to match, every unit goes through put(), which writes the same bytes as "
+               "the bulk path (a shortcut)",
+        (89,): "the scan window's width only decides how many units are compared at a time",
+    },
+    "rmqlab.formats.consumequeue.xǁ_Segmentǁ__init__": {
+        (5,): "np.frombuffer of an empty buffer (an empty file is read, not mapped) is the empty array the else "
+              "branch builds",
+        (18, 19): "_find_ends sets `wrote` of every live segment before anything reads it, and no one reads a "
+                  "dirty segment's",
+    },
+    "rmqlab.formats.consumequeue.xǁConsumeQueueǁopen": {
+        (7,): "eager=None is as falsy as False",
+    },
+    "rmqlab.formats.consumequeue.xǁConsumeQueueǁraw_units": {
+        (59, 61, 62, 63, 64, 65): "unreachable: with stop > start and the files contiguous (a gap has raised), "
+                                  "the live files hold the whole range (all but the last are full), so `parts` "
+                                  "is never empty there",
+    },
+    "rmqlab.formats.consumequeue.xǁConsumeQueueǁ_find_ends": {
+        (15,): "the loop over at least one file sets `end` before anything reads it",
+    },
+    "rmqlab.formats.consumequeue.xǁConsumeQueueǁ_load": {
+        (26,): "only the descriptor is used (mmap of its fileno, read-only), which text mode opens read-only as "
+               "'rb' does",
+    },
+    "rmqlab.formats.consumequeue.xǁConsumeQueueǁ_release": {
+        (2, 4, 6, 7): "any value that drops the views lets the maps close, and a closed queue refuses every read "
+                      "before looking at its units",
+    },
+    "rmqlab.formats.consumequeue.xǁConsumeQueueǁ_search_4": {
+        (13,): "when the min logic offset is the file's start, low is 0 either way",
+        (16,): "the write position is a whole number of 20-byte units, never 1",
+        (69,): "t == ts has ended the loop the line before",
+        (89, 90): "in that branch a left value is set (a store time >= 0 below ts, so ts >= 1), and a set right "
+                  "value exceeds ts: it is -1 or at least 2, never +1 or -2",
+    },
+    "rmqlab.formats.consumequeue.xǁConsumeQueueǁ_search_5": {
+        (1,): "the one caller always passes min_logic_given",
+        (14,): "when the min logic offset is the file's start, low is 0 either way",
+        (54,): "start + ceiling is a multiple of 20, so adding 1 floors to the same unit",
+        (89, 90): "`left` is set whenever it is read: the first-unit check has found the floor's time <= ts, so "
+                  "a search without an exact match meets a unit at or below ts (or skips one, which sets it)",
+        (92,): "fileFromOffset is a multiple of 20: (start - 1) and (start - 2) divided by 20 toward zero are "
+               "the same",
+        (133,): "t == ts has ended the loop the line before",
+    },
     # indexservice.py
     "rmqlab.indexservice.x__now_ms": {
         (1,): "true division then int() truncates like //, except within float rounding (~0.2 µs) of a "
@@ -216,8 +291,20 @@ JUDGED: dict[str, dict[tuple[int, ...], str]] = {
     "rmqlab.indexservice.x_index_key_hashes": {
         (4, 6): "integer offsets are an integer array without being told, and _kept_messages compares them "
                 "exactly",
-        (55, 57, 60, 62): "goes_to_index_many converts sys_flag to int64 itself",
-        (88,): "NumPy sums int32 in the platform integer, int64 on Linux and macOS (and on Windows from NumPy 2)",
+        (34, 36, 39, 41): "goes_to_index_many converts sys_flag to int64 itself",
+        (86, 155): "NumPy sums int32 in the platform integer, int64 on Linux and macOS (and on Windows from "
+                   "NumPy 2)",
+    },
+    "rmqlab.indexservice.x__arrow_key_columns": {
+        (41,): "zero_copy_only=None is as falsy as False",
+        (42,): "the indices hold no null (a null topic has declined the path), so they convert without a copy",
+    },
+    "rmqlab.indexservice.x_index_file_name_ms": {
+        (15,): "a naive datetime's timestamp() reads it as local time, as astimezone() does",
+    },
+    "rmqlab.indexservice.xǁIndexServiceǁbuild_index": {
+        (3,): "what the silent observer returns is never read",
+        (105,): "after a refused put the file is full, so the next file is always created: > and >= agree",
     },
     "rmqlab.indexservice.xǁIndexServiceǁ__init__": {
         (19,): "the list is replaced by the folder's ignored files before anything reads it",
@@ -238,7 +325,7 @@ JUDGED: dict[str, dict[tuple[int, ...], str]] = {
         (13, 16, 26): "_query sets trace.max_num and trace.files before anything reads them",
     },
     "rmqlab.indexservice.xǁDirectoryQueryTraceǁ__str__": {
-        (7, 8): "the fallback text is for a searched file without a walk, which _query never produces",
+        (8, 9, 10): "the fallback text is for a searched file without a walk, which _query never produces",
     },
     "rmqlab.indexservice.x_query_trace_dict": {
         (28,): "pandas reads to_dict's orient case-insensitively",
@@ -277,9 +364,6 @@ JUDGED: dict[str, dict[tuple[int, ...], str]] = {
     "rmqlab.formats.indexfile.x_read_header": {
         (8,): "reading the whole file gives the same first 40 bytes (only slower: a benchmark matter)",
     },
-    "rmqlab.formats.indexfile.x__wrap64": {
-        (3,): "x - 2^63 and x + 2^63 are the same modulo 2^64",
-    },
     "rmqlab.formats.indexfile.x_time_diff_seconds": {
         (3, 5, 12, 14): "integer arguments are int64 arrays without being told (Python ints in the long range, "
                         "integer arrays), and the subtraction of integer arrays is the same",
@@ -311,16 +395,63 @@ JUDGED: dict[str, dict[tuple[int, ...], str]] = {
         (206, 208): "an empty array has no element to report whatever its dtype",
     },
     "rmqlab.formats.indexfile.xǁIndexFileǁ_walk": {
-        (58, 59): "_wrap64 leaves Long.MAX_VALUE and Long.MIN_VALUE as they are",
+        (58, 59): "wrap_long leaves Long.MAX_VALUE and Long.MIN_VALUE as they are",
     },
     "rmqlab.formats.indexfile.xǁIndexFileǁtrace_query": {
         (10, 24): "_walk sets trace.slot_value before anything reads it",
     },
+    "rmqlab.formats.indexfile.x__as_longs": {
+        (7, 9): "a list of Python ints in the long range is an int64 array without being told (an empty one a "
+                "float array, returned as the int64 empty array below)",
+        (24, 26): "with no values put_keys has n = 0 and returns before reading the array",
+        (40,): "no dtype kind is 'X', so the test is the same",
+    },
+    "rmqlab.formats.indexfile.x__head": {
+        (2, 4, 8, 9): "lists, NumPy and Arrow arrays all slice with [:n]",
+        (11, 13): "hashing every key, not the first n, changes nothing: put_keys keeps only the first `take` hashes",
+    },
+    "rmqlab.formats.indexfile.x__unpack_header": {
+        (5,): "unpack_from's default offset is 0",
+        (12,): "an index_count of 1 reads as 1 either way",
+    },
+    "rmqlab.formats.indexfile.xǁIndexFileǁ__init__": {
+        (13,): "_closed=None is as falsy as False",
+    },
+    "rmqlab.formats.indexfile.xǁIndexFileǁ_view": {
+        (1, 2, 13): "without the cache each call makes a new read-only view of the same map: the same values, "
+                    "only slower",
+    },
+    "rmqlab.formats.indexfile.xǁIndexFileǁclose": {
+        (1, 2): "sync=False by default (or None passed on) skips msync: the page cache is shared, so only a "
+                "kernel crash or power loss could show it",
+    },
+    "rmqlab.formats.indexfile.xǁIndexFileǁflush": {
+        (1,): "the same msync default as close's",
+    },
+    "rmqlab.formats.indexfile.xǁIndexFileǁcreate": {
+        (43,): "mmap's default access on a read-write descriptor is the shared read-write mapping ACCESS_WRITE "
+               "asks for",
+        (62, 76): "a new file's header is zeros, so setting 0 writes what is there",
+    },
+    "rmqlab.formats.indexfile.xǁGeometryǁinfer": {
+        (24,): "a file of exactly the geometry's size has a whole number of entries after its slots, so `fits` "
+               "holds and neither branch raises",
+        (19, 70, 95): "1 byte is not a whole number of entries (or slots) either, so it fits (or raises) as 0 "
+                      "does",
+    },
+    "rmqlab.formats.indexfile.xǁIndexFileǁput_keys": {
+        (39, 40, 42, 45): "hashing every key, not the first `take`, changes nothing: only the first `take` hashes "
+                          "are kept",
+        (75, 76, 77, 79): "writing through the descriptor or the map gives the same bytes (Linux's page cache "
+                          "keeps the map coherent), and the C loop takes any negative descriptor as none",
+    },
     # keyquery.py
     "rmqlab.keyquery.x_result_table": {
-        (30,): "broker_returned is the bool Series isin gave, so to_numpy() is the same bool array",
-        (47, 52, 57, 71): "pandas gives an object array for every text dtype (object, string, "
-                          "string[pyarrow], category of str)",
+        (31,): "broker_returned is the bool Series isin gave, so to_numpy() is the same bool array",
+        (48, 53, 58): "pandas gives an object array for every text dtype (object, string, string[pyarrow], "
+                      "category of str)",
+        (72, 76): "the diff's reason and detail are object columns (built from tuples of str), and reindex "
+                  "keeps them object with NaN for an offset the diff lacks",
         (5,): "the diff's rows for one offset are identical (an offset the broker returns twice gets the same "
               "reason and detail twice), so dropping whole duplicate rows keeps one per offset too",
     },
@@ -332,24 +463,37 @@ JUDGED: dict[str, dict[tuple[int, ...], str]] = {
                       "as falsy as False)",
     },
     "rmqlab.keyquery.x_query_key": {
-        (57,): "drop=None is as falsy as False",
-        (67, 68, 69): "any index name but phy_offset keeps sort_values from finding phy_offset ambiguous, and the "
+        (52,): "drop=None is as falsy as False",
+        (62, 63, 64): "any index name but phy_offset keeps sort_values from finding phy_offset ambiguous, and the "
                       "index is dropped before anything leaves query_key",
-        (73, 76): "_real_match returns a bool array, so the Series is bool without being told",
-        (87,): "an empty message table has its columns (drop_duplicates('phy_offset') needs them), and "
+        (68, 71): "_real_match returns a bool array, so the Series is bool without being told",
+        (82,): "an empty message table has its columns (drop_duplicates('phy_offset') needs them), and "
                "between() of its empty store_timestamp is the empty bool Series `real` is",
-        (177,): "np.unique of no entries is empty: len 0, as the else branch gives",
+        (174,): "np.unique of no entries is empty: len 0, as the else branch gives",
     },
     "rmqlab.keyquery.x_query_many": {
-        (109, 110): "the index of `pairs` is never read, only its columns' arrays",
-        (118, 135, 137): "the first column is filled again by assign(broker_returned=...) before it is read",
-        (126, 129): "the pair columns are int64 already (built from int64 arrays)",
-        (139, 163): "notna() and between() give bool Series already",
-        (156, 159): "query_topic and query_key are object columns already (inserted from object arrays)",
+        (152, 195): "notna() and between() give bool Series, whose to_numpy() is bool already",
+        (157, 159, 170, 207, 209, 216): "copying the columns or not: each is a fresh array made for the frame, "
+                                        "and nothing writes them",
     },
     "rmqlab.keyquery.x__compare": {
-        (101, 102, 103): "unreachable: a step the broker's walk read with a matching hash and time is always "
+        (109, 110, 111): "unreachable: a step the broker's walk read with a matching hash and time is always "
                          "returned, so a real match in range found that way is in `returned`",
+    },
+    "rmqlab.keyquery.x__messages_at": {
+        (8,): "the general path (distinct offsets, reindexed to the asked ones) gives the same rows in the same "
+              "order when the reader answered exactly the offsets asked; only slower",
+    },
+    "rmqlab.keyquery.x__table": {
+        (2, 4, 13): "copying the columns or not: each is a fresh array made for the table, and nothing writes them",
+    },
+    "rmqlab.keyquery.xǁKeyQueryǁunreached": {
+        (13, 15): "merge's default `on` is the columns both frames share, here phy_offset alone",
+        (36,): "drop=None is as falsy as False",
+    },
+    "rmqlab.keyquery.x__take": {
+        (1,): "for a NumPy column, .array is a NumpyExtensionArray whose take gives the same values, and the "
+              "frame built from it has the same NumPy dtype",
     },
 }
 
@@ -436,17 +580,61 @@ def run(module: str, workers: int, mutants: list[str] = ()) -> None:
     verdicts and retests only mutants of changed functions unless named), its progress
     in <scratch>/run.log."""
     work = prepare(module)
-    # mutmut refreshes the copied sources it mutates, not the built extensions beside them
-    copies = work / "mutants" / "rmqlab"
-    for built in (ROOT / "rmqlab").glob("*.so"):
-        if copies.is_dir() and (not (copies / built.name).exists()
-                                or (copies / built.name).read_bytes() != built.read_bytes()):
-            shutil.copy2(built, copies / built.name)
+    _copy_extensions(work)
     started = dt.datetime.now()
     with open(work / "run.log", "w") as log:
         subprocess.run([sys.executable, "-m", "mutmut", "run", "--max-children", str(workers), *mutants],
                        cwd=work, env=_environment(), stdout=log, stderr=subprocess.STDOUT, check=False)
     print(f"{module}: mutmut ran {(dt.datetime.now() - started).total_seconds():.0f} s")
+
+
+def _copy_extensions(work: Path) -> None:
+    """mutmut refreshes the copied sources it mutates, not the built extensions beside them."""
+    copies = work / "mutants" / "rmqlab"
+    for built in (ROOT / "rmqlab").glob("*.so"):
+        if copies.is_dir() and (not (copies / built.name).exists()
+                                or (copies / built.name).read_bytes() != built.read_bytes()):
+            shutil.copy2(built, copies / built.name)
+
+
+_GENERATE = """
+from mutmut.__main__ import copy_also_copy_files, copy_src_dir, create_mutants, setup_source_paths
+from mutmut.mutation.trampoline import set_mutant_under_test
+set_mutant_under_test("mutant_generation")
+copy_src_dir(); copy_also_copy_files(); setup_source_paths(); create_mutants(1)
+"""
+
+
+def refresh(module: str) -> None:
+    """Bring the scratch copy up to date with the package, running no test: mutmut's own first
+    step copies every source file again and mutates the module anew if it changed (the mutants
+    of a changed function lose their verdicts and show as not run)."""
+    work = prepare(module)
+    subprocess.run([sys.executable, "-c", _GENERATE], cwd=work, env=_environment(), capture_output=True,
+                   check=True)
+    _copy_extensions(work)
+
+
+def _function_hashes(module: str) -> dict[str, str]:
+    """mutmut's hash of each mutated function of `module` (mangled name -> hash), from its .meta file."""
+    meta = OUT / module / "mutants" / (MODULES[module][0] + ".meta")
+    return json.loads(meta.read_text()).get("hash_by_function_name", {}) if meta.exists() else {}
+
+
+def _function_of(name: str) -> str:
+    """``rmqlab.x.xǁCǁf__mutmut_3`` -> ``xǁCǁf``, the key of mutmut's function hashes."""
+    return name.rsplit(".", 1)[-1].rsplit("__mutmut_", 1)[0]
+
+
+def checked_kills(module: str) -> dict[str, bool]:
+    """The survivor check's verdicts (mutant -> killed) still valid: of mutants whose function
+    mutmut has hashed the same since the check."""
+    path = OUT / module / "checked.json"
+    if not path.exists():
+        return {}
+    hashes = _function_hashes(module)
+    return {name: v["killed"] for name, v in json.loads(path.read_text()).items()
+            if hashes.get(_function_of(name)) == v["function_hash"]}
 
 
 def statuses(module: str) -> dict[str, str]:
@@ -528,9 +716,17 @@ def only_a_message_changed(original: str, mutated: str) -> bool:
 
 def tally(module: str) -> dict:
     found = statuses(module)
+    # a survivor (or a mutant without a verdict: mutmut dropped it, or its run was interrupted)
+    # the survivor check has killed since is killed; one it ran and did not kill survives
+    checked = checked_kills(module)
+    by_check = {name for name, status in found.items()
+                if status in ("survived", "no tests", "not checked", "suspicious") and checked.get(name)}
+    found.update({name: "killed" for name in by_check})
+    found.update({name: "survived" for name, status in found.items()
+                  if status in ("not checked", "suspicious") and checked.get(name) is False})
     patches = diffs(module, [n for n, s in found.items() if s in ("survived", "no tests") and n not in EQUIVALENT])
     row = {"module": module, "mutants": len(found), "killed": 0, "survived": 0, "timeout": 0,
-           "equivalent": 0, "message": 0, "not run": 0, "survivors": []}
+           "equivalent": 0, "message": 0, "not run": 0, "survivors": [], "by check": len(by_check)}
     for name, status in sorted(found.items()):
         if status in KILLED:
             row["killed"] += 1
@@ -551,32 +747,76 @@ def tally(module: str) -> dict:
     return row
 
 
-def check_survivors(module: str, names: list[str]) -> dict[str, bool]:
-    """Whether the module's added tests (tests/test_mutation_gaps_<module>.py, as they are now)
-    kill each named mutant: the mutant is switched on in the scratch copy's package by mutmut's
-    MUTANT_UNDER_TEST, one pytest process a mutant. A quick check of new tests; a full
-    ``mutmut run`` of the module gives the final verdicts."""
-    gaps = ROOT / "tests" / f"test_mutation_gaps_{module}.py"
-    mutants = OUT / module / "mutants"
-    killed = {}
-    for name in names:
-        # cwd is the mutated copy: `python -m pytest` puts it first on sys.path
-        env = {**_environment(), "MUTANT_UNDER_TEST": name, "PYTHONPATH": str(mutants)}
-        done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", str(gaps)],
-                              cwd=mutants, env=env, capture_output=True, check=False)
-        killed[name] = done.returncode == 1
-        print(f"{module}: {name} {'killed' if killed[name] else 'survives'} (pytest exit {done.returncode})")
+_CHECK = """
+import json, os, signal, sys
+sys.path.insert(0, os.getcwd())                # the mutated copy, not the package
+tests, module, names, workers, limit = json.loads(sys.stdin.read())
+import importlib, pytest
+importlib.import_module(module)                # imported once, before the forks
+codes, running = {}, {}
+def reap():
+    pid, status = os.wait()
+    name = running.pop(pid)
+    codes[name] = os.waitstatus_to_exitcode(status)
+    print(name, codes[name], file=sys.stderr, flush=True)
+for name in names:
+    while len(running) >= workers:
+        reap()
+    pid = os.fork()
+    if pid == 0:
+        os.environ["MUTANT_UNDER_TEST"] = name
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, 1)
+        os.dup2(null, 2)
+        signal.alarm(limit)                    # a mutant that loops forever dies of SIGALRM
+        os._exit(int(pytest.main(["-q", "-x", "-p", "no:cacheprovider", *tests])))
+    running[pid] = name
+while running:
+    reap()
+print(json.dumps(codes))
+"""
+
+#: seconds a mutant may take the added tests (unmutated they take a few)
+CHECK_LIMIT = 120
+
+
+def check_survivors(module: str, names: list[str], workers: int = 2, every_test: bool = False) -> dict[str, bool]:
+    """Whether the module's added tests (tests/test_mutation_gaps_<module>.py, as they are now;
+    with `every_test`, they first and then the rest of its test selection, for mutants whose
+    function mutmut found no test for) kill each named mutant: the scratch copy is refreshed
+    (:func:`refresh`), the mutated module imported once, and each mutant switched on by mutmut's
+    MUTANT_UNDER_TEST in a forked pytest run (`workers` at a time); a failed test or a run past
+    CHECK_LIMIT seconds kills it, as in mutmut. The verdicts, with the hash of the mutated
+    function they hold for, are kept in <scratch>/checked.json, and :func:`tally` counts a
+    survivor the check killed as killed: the tests run are part of the module's test selection,
+    so mutmut's run would kill it too."""
+    refresh(module)
+    gaps = f"tests/test_mutation_gaps_{module}.py"
+    tests = [gaps] + [t for t in MODULES[module][1] if every_test and t != gaps]
+    dotted = MODULES[module][0][:-len(".py")].replace("/", ".")
+    job = json.dumps([[str(ROOT / t) for t in tests], dotted, names, workers, CHECK_LIMIT])
+    done = subprocess.run([sys.executable, "-c", _CHECK], cwd=OUT / module / "mutants", env=_environment(),
+                          input=job, stdout=subprocess.PIPE, text=True, check=True)
+    codes = json.loads(done.stdout.strip().splitlines()[-1])
+    hashes = _function_hashes(module)
+    path = OUT / module / "checked.json"
+    kept = json.loads(path.read_text()) if path.exists() else {}
+    killed = {name: codes[name] in (1, -14) for name in names}
+    kept.update({name: {"killed": killed[name], "exit": codes[name], "function_hash": hashes.get(_function_of(name))}
+                 for name in names})
+    path.write_text(json.dumps(kept, indent=1))
     return killed
 
 
 def table(rows: list[dict]) -> str:
-    lines = ["| module | mutants | run | killed (of which timeouts) | equivalent | message only | survived | score |",
+    lines = ["| module | mutants | run | killed (timeouts; by the survivor check) | equivalent | message only "
+             "| survived | score |",
              "|---|---:|---:|---:|---:|---:|---:|---:|"]
     for r in rows:
         run = r["mutants"] - r["not run"]
         lines.append(f"| {MODULES[r['module']][0][len('rmqlab/'):]} | {r['mutants']:,} | {run:,} | "
-                     f"{r['killed']:,} ({r['timeout']}) | {r['equivalent']} | {r['message']} | {r['survived']} | "
-                     f"{100 * r['score']:.1f} % |")
+                     f"{r['killed']:,} ({r['timeout']}; {r['by check']}) | {r['equivalent']} | {r['message']} | "
+                     f"{r['survived']} | {100 * r['score']:.1f} % |")
     return "\n".join(lines)
 
 
@@ -588,6 +828,8 @@ def main() -> None:
     parser.add_argument("--survivors", action="store_true", help="print the diff of each counted survivor")
     parser.add_argument("--check-survivors", action="store_true",
                         help="run the added tests against each counted survivor of the last run")
+    parser.add_argument("--every-test", action="store_true",
+                        help="with --check-survivors: the module's whole test selection, the added tests first")
     parser.add_argument("--rerun-survivors", action="store_true",
                         help="retest only the last run's counted survivors (after tests were added)")
     parser.add_argument("--equivalents", action="store_true",
@@ -601,11 +843,11 @@ def main() -> None:
         for module in modules:
             print(f"{MODULES[module][0]}:\n{equivalents_markdown(module)}\n")
         return
+    previous = json.loads((OUT / "survivors.json").read_text()) if (OUT / "survivors.json").exists() else {}
     if args.rerun_survivors:
-        last = json.loads((OUT / "survivors.json").read_text()) if (OUT / "survivors.json").exists() else {}
         for module in modules:
-            if last.get(module):
-                run(module, args.workers, last[module])
+            if previous.get(module):
+                run(module, args.workers, previous[module])
     elif not (args.report_only or args.survivors or args.check_survivors):
         for module in modules:
             run(module, args.workers)
@@ -618,13 +860,21 @@ def main() -> None:
     last.update({r["module"]: r["survivors"] for r in rows})
     (OUT / "survivors.json").write_text(json.dumps(last, indent=1))
     if args.check_survivors:
-        checked = {r["module"]: check_survivors(r["module"], r["survivors"]) for r in rows}
-        (OUT / "checked.json").write_text(json.dumps(checked, indent=1))
         for r in rows:
-            now = sum(checked[r["module"]].values())
-            judged = r["killed"] + r["survived"]
-            print(f"{r['module']}: the added tests kill {now} of {r['survived']} survivors: "
-                  f"score {100 * (r['killed'] + now) / judged:.1f} % ({r['killed'] + now} of {judged})")
+            # survivors, earlier survivors whose verdict mutmut dropped, and mutants whose run was
+            # interrupted (mutmut stopped)
+            found = statuses(r["module"])
+            unrun = [n for n, s in found.items()
+                     if s == "suspicious" or (s == "not checked" and n in previous.get(r["module"], []))]
+            now = check_survivors(r["module"], sorted(set(r["survivors"]) | set(unrun)), args.workers,
+                                  args.every_test)
+            print(f"{r['module']}: the added tests kill {sum(now.values())} of {len(now)} checked")
+        rows = [tally(m) for m in modules if statuses(m)]
+        text = table(rows)
+        print(text)
+        (OUT / "summary.md").write_text(text + "\n")
+        last.update({r["module"]: r["survivors"] for r in rows})
+        (OUT / "survivors.json").write_text(json.dumps(last, indent=1))
         return
     for r in rows:
         for name in r["survivors"]:

@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from rmqlab.errors import GeometryError, TruncatedFileError
+from rmqlab.errors import FormatError, GeometryError, TruncatedFileError
 from rmqlab.formats.checkpoint import (
     StoreCheckpoint,
     detect_layout,
@@ -113,3 +113,19 @@ def test_fields_sit_where_the_java_getlong_reads_them(tmp_path):
 def test_an_unknown_field_is_refused_before_the_file_is_looked_at(tmp_path):
     with pytest.raises(TypeError):
         update_checkpoint(tmp_path / "missing", bogus=1)
+
+
+@pytest.mark.parametrize("size", [40, 100, 4095, 4097])
+def test_a_file_of_the_wrong_size_past_the_fields_names_the_file_size(tmp_path, size):
+    p = tmp_path / "checkpoint"
+    p.write_bytes(b"\x01" * size)
+    with pytest.raises(FormatError) as e:
+        read(p)
+    assert (e.value.offset, e.value.field) == (size, "file size")
+
+
+def test_describe_shows_times_in_the_zone_asked():
+    """UTC+8, as a broker in Beijing logs them (UtilAll.timeMillisToHumanString in its zone)."""
+    cp = StoreCheckpoint(1718000000123, 0, 0, 0, 0)
+    line = next(x for x in cp.describe(dt.timezone(dt.timedelta(hours=8))).splitlines() if "physic_msg" in x)
+    assert line.rstrip().endswith(_java_format(1718000000123, 8 * 3600))

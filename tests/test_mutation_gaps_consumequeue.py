@@ -955,3 +955,105 @@ def test_put_max_size_is_a_java_int(tmp_path):
     with ConsumeQueueWriter.create(tmp_path, mapped_file_size=40) as w:
         assert w.put_many([0, 100], [INT_MAX, 50], [0, 0]).tolist() == [0, 2]   # ends at 2^31-1 > 150
     assert struct_units(tmp_path)[0] == (0, INT_MAX, 0)
+
+
+def test_put_many_runs_stop_at_a_message_that_ends_at_or_before_the_last_end(tmp_path):
+    """Hand-traced with putMessagePositionInfo's rule (offset + size <= maxPhysicOffset: already
+    built, nothing written): (0, 100) and (1000, 100) are written (maxPhysicOffset 1100); (1090,
+    10) ends at 1100 and (1050, 10) at 1060: both already built, queue offset 2 stays free;
+    (2000, 10) is written there. A run written in bulk must stop before each of the two."""
+    units = [(0, 100, 0), (1000, 100, 1), (1090, 10, 2), (1050, 10, 2), (2000, 10, 2)]
+    with ConsumeQueueWriter.create(tmp_path, mapped_file_size=400) as w:
+        status = w.put_many([u[0] for u in units], [u[1] for u in units], [7] * 5, [u[2] for u in units])
+        assert [STATUS[s] for s in status] == ["written", "written", "duplicate-physical", "duplicate-physical",
+                                               "written"]
+        assert (w.max_offset, w.max_physic_offset) == (3, 2010)
+    truth = struct_units(tmp_path)
+    assert [truth[i] for i in range(4)] == [(0, 100, 7), (1000, 100, 7), (2000, 10, 7), (0, 0, 0)]
+
+
+def test_a_closed_writer_refuses_puts(tmp_path):
+    w = ConsumeQueueWriter.create(tmp_path, mapped_file_size=40)
+    w.put(0, 50, 1, 0)
+    w.close()
+    w.close()                                          # a second close does nothing
+    for put in (lambda: w.put(100, 50, 1, 1), lambda: w.put_many([100], [50], [1])):
+        with pytest.raises(ValueError, match="closed"):
+            put()
+    assert [struct_units(tmp_path)[i] for i in range(2)] == [(0, 50, 1), (0, 0, 0)]
+
+
+def test_the_file_size_is_rounded_up_to_whole_units():
+    """MessageStoreConfig.getMappedFileSizeConsumeQueue: ceil(size / 20.0) * 20."""
+    from rmqlab.formats.consumequeue import mapped_file_size_for
+
+    assert [mapped_file_size_for(s) for s in (1, 19, 20, 21, INT_MAX - 7)] == [20, 20, 20, 40, INT_MAX - 7]
+    for bad in (0, -20, INT_MAX - 6):                  # INT_MAX - 6 rounds up past Integer.MAX_VALUE
+        with pytest.raises(ValueError):
+            mapped_file_size_for(bad)
+
+
+@pytest.mark.parametrize("broker", ["4", "5", "5.0"])
+def test_an_empty_queue_has_no_file_to_search(tmp_path, broker):
+    """copyMappedFiles gives nothing: getOffsetInQueueByTime answers 0 without a read."""
+    with ConsumeQueue.open(tmp_path, 40) as q:
+        r = q.offset_by_time(5, Clock({}), broker=broker)
+    assert (r.offset, r.raw_offset, r.outcome, r.file, r.probes, r.steps) == (0, 0, "no-file", None, 0, [])
+
+
+def test_a_file_whose_stop_time_is_unreadable_keeps_javas_minus_one(tmp_path):
+    """DefaultMappedFile's stopTimestamp starts at -1 and is set only from a store time > 0: with
+    the first file's last message unreadable, LOWER's `stopTimestamp >= timestamp` holds for a
+    time of -1, so that file is searched (MappedFileQueue.getConsumeQueueMappedFileByTime)."""
+    files = write_queue(tmp_path, 2, 0, [1000, 1100, 1200, 1300], False)
+    names = [tmp_path / f"{f.start:020d}" for f in files]
+    clock = Clock({1000: 5, 1200: 7, 1300: 8})          # 1100, the first file's last unit: unreadable
+    with ConsumeQueue.open(tmp_path, 40) as q:
+        assert q.offset_by_time(-1, clock).file == names[0]
+        assert q.offset_by_time(6, clock).file == names[1]
+
+
+def test_a_search_that_skips_every_unit_answers_javas_unset_right_index(tmp_path):
+    """min_phy_offset past every message: binarySearchInQueueByTime skips each unit it meets
+    (phy < minPhysicOffset), so rightOffset keeps its -1 and LOWER answers (fileFromOffset + -1)
+    / 20 in Java's long division: unit 1 for the second file (starting at byte 40), as the model
+    computes. The offsets are Java longs: ints here, in every outcome."""
+    files = write_queue(tmp_path, 2, 0, [1000, 1100, 1200, 1300], False)
+    times = {1000: 1, 1100: 2, 1200: 3, 1300: 5}
+    want = model_offset_by_time(files, 40, times, 4, lower=True, broker="5", min_phy=2000, min_logic=0,
+                                max_offset=4, last_modified=None, commitlog_max=1400)
+    assert want[:4] == (1, 1, "between", 1)
+    with ConsumeQueue.open(tmp_path, 40) as q:
+        r = q.offset_by_time(4, Clock(times), min_phy_offset=2000)
+        assert (r.offset, r.raw_offset, r.outcome, r.file) == (1, 1, "between", tmp_path / f"{40:020d}")
+        for ts, boundary, outcome in ((9, "lower", "after-last"), (9, "upper", "after-last"),
+                                      (0, "lower", "before-first"),
+                                      (3, "lower", "exact"), (4, "upper", "between")):
+            r = q.offset_by_time(ts, Clock(times), boundary=boundary)
+            assert r.outcome == outcome and type(r.raw_offset) is int and type(r.offset) is int, (ts, boundary)
+
+
+def test_raw_units_of_one_file_are_a_view_of_its_map(tmp_path):
+    """Two units a file: a range inside one file, even one starting exactly where the file
+    before ends, is a view of the map (no copy); a range over two files is a copy. Values
+    against the bytes read with struct."""
+    write_queue(tmp_path, 2, 0, [1000, 1100, 1200, 1300, 1400], False)
+    truth = struct_units(tmp_path)
+    with ConsumeQueue.open(tmp_path, 40) as q:
+        for start, stop, view in ((0, 2, True), (2, 4, True), (3, 4, True), (4, 5, True), (1, 3, False), (0, 5, False)):
+            got = q.raw_units(start, stop)
+            assert [tuple(int(u[f]) for f in ("commitlog_offset", "size", "tags_code")) for u in got] == [
+                truth[i] for i in range(start, stop)]
+            assert got.flags.owndata is not view, (start, stop)
+
+
+def test_subscription_tags_split_like_filter_api():
+    """FilterAPI.buildSubscriptionData: null, "" and "*" subscribe to all (None here); otherwise
+    the expression splits on "||", each tag trimmed, empty ones dropped. An iterable names the
+    tags as they are."""
+    from rmqlab.formats.consumequeue import subscription_tags
+
+    assert [subscription_tags(e) for e in (None, "", "*")] == [None, None, None]
+    assert subscription_tags(" TagA ||TagB|| ||*") == {"TagA", "TagB", "*"}
+    assert subscription_tags("Tag A||B") == {"Tag A", "B"}
+    assert subscription_tags(["TagA", " B "]) == {"TagA", " B "} and subscription_tags([]) == set()

@@ -3,6 +3,7 @@ against independent truth: the Java golden files, struct readers written here, b
 from __future__ import annotations
 
 import struct
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -13,6 +14,7 @@ from rmqlab.formats.indexfile import LONG_MAX, IndexFile, build_index_file, time
 
 HEADER_FMT = ">qqqqii"   # IndexHeader: begin/end timestamp, begin/end phy offset, hashSlotCount, indexCount
 T0 = 1_718_000_000_000
+INT_MAX = 2**31 - 1
 
 
 def model_chain(ref: RefIndex, slot: int) -> list[int]:
@@ -344,3 +346,193 @@ def test_a_lone_entry_no_slot_points_at_is_unreachable(tmp_path):
     with IndexFile.open(path, 2, 4, strict=False) as f:
         assert [(p.offset, p.field, p.reason) for p in f.problems()] == [
             (48 + 20, "entry", "entry not reachable from any slot (1 such)")]
+
+
+def _ref_after(keys, phys, times, hsn=4, num=16):
+    ref = RefIndex(hsn, num)
+    for k, p, t in zip(keys, phys, times):
+        ref.put(k, int(p), int(t))
+    return ref.to_bytes()
+
+
+@pytest.mark.parametrize("phys", [
+    np.array([100, 2**40, 300], dtype=object),           # Python ints, as a list of mixed sizes gives
+    np.array([1, LONG_MAX, 3], dtype=np.uint64),          # unsigned, up to Long.MAX_VALUE itself
+    np.array([100, 200, 300], dtype=np.uint32),
+    np.array([100, -200, 300], dtype=np.int32),
+    [100, 200, 300],
+], ids=["object", "uint64", "uint32", "int32", "list"])
+def test_put_keys_takes_every_integer_array_a_java_long_holds(tmp_path, phys):
+    """The same bytes as the model's puts, whatever integer type holds the offsets and times."""
+    keys = ["T#a", "T#b", "T#a"]
+    times = np.array([T0, T0 + 1000, T0 + 2000], dtype=type(phys[0]) if isinstance(phys, np.ndarray)
+                     and phys.dtype == object else None)
+    if isinstance(phys, np.ndarray) and phys.dtype.kind in "iu" and phys.dtype.itemsize == 4:
+        times = np.array([5, 1000, 2000], dtype=phys.dtype)   # a 32-bit array of times too
+    with IndexFile.create(tmp_path / "f", 4, 16) as f:
+        assert f.put_keys(keys, phys, times) == 3
+    assert (tmp_path / "f").read_bytes() == _ref_after(keys, list(phys), list(times))
+
+
+@pytest.mark.parametrize("field", ["phy_offsets", "store_timestamps"])
+@pytest.mark.parametrize("bad", [np.array([1, 2**70], dtype=object), np.array([1, 2**64 - 1], dtype=np.uint64)],
+                         ids=["object", "uint64"])
+def test_put_keys_refuses_a_value_beyond_a_java_long_naming_the_field(tmp_path, field, bad):
+    good = np.array([1, 2], dtype=np.int64)
+    args = {"phy_offsets": good, "store_timestamps": good, field: bad}
+    with IndexFile.create(tmp_path / "f", 4, 16) as f:
+        with pytest.raises(ValueError) as e:
+            f.put_keys(["T#a", "T#b"], **args)
+        assert str(e.value).startswith(f"{field}") and "does not fit in a Java long" in str(e.value)
+        assert f.header.index_count == 1
+    assert (tmp_path / "f").read_bytes() == RefIndex(4, 16).to_bytes()
+
+
+@pytest.mark.parametrize("field", ["phy_offsets", "store_timestamps"])
+@pytest.mark.parametrize("bad", [np.array([1, "x"], dtype=object), np.array([1, 1.5], dtype=object),
+                                 np.array([1.0, 2.0])], ids=["text", "float-object", "float"])
+def test_put_keys_refuses_what_is_not_integers_naming_the_field(tmp_path, field, bad):
+    """A Java long field takes integers only: a float among Python objects is refused as a
+    float array is, not truncated, and text too, with the field named."""
+    args = {"phy_offsets": [1, 2], "store_timestamps": [1, 2], field: bad}
+    with IndexFile.create(tmp_path / "f", 4, 16) as f:
+        with pytest.raises(TypeError, match=f"^{field} must hold integers"):
+            f.put_keys(["T#a", "T#b"], **args)
+        assert f.header.index_count == 1
+
+
+def test_put_keys_with_index_hashes_of_any_integer_type(tmp_path):
+    """Hashes given as int64 (index hashes, as index_hash_many gives them in int32) put the same
+    entries as the keys would."""
+    keys = ["T#a", "T#b", "T#c"]
+    hashes = np.array([stored_hash(k) for k in keys], dtype=np.int64)
+    with IndexFile.create(tmp_path / "f", 4, 16) as f:
+        assert f.put_keys(None, [100, 200, 300], [T0, T0, T0 + 5000], hashes=hashes) == 3
+    assert (tmp_path / "f").read_bytes() == _ref_after(keys, [100, 200, 300], [T0, T0, T0 + 5000])
+
+
+def test_a_failed_streamed_put_raises_the_os_error_for_the_file(tmp_path):
+    """A batch of 100,000 keys is written through the descriptor; the file cut to its header
+    underneath (the slots unreadable) fails that with EIO, named with the file's path."""
+    import errno
+    import os
+
+    n = 100_000
+    path = tmp_path / "f"
+    f = IndexFile.create(path, 4, n + 1)
+    try:
+        os.truncate(path, 40)
+        with pytest.raises(OSError) as e:
+            f.put_keys(None, np.arange(n), np.full(n, T0), hashes=np.zeros(n, dtype=np.int32))
+        assert (e.value.errno, e.value.strerror, e.value.filename) == (errno.EIO, os.strerror(errno.EIO), str(path))
+    finally:
+        f.close(sync=False)
+
+
+def test_geometry_errors_name_the_file_size_and_the_count_that_fits(tmp_path):
+    """Sizes worked out here from the layout: 40-byte header, 4-byte slots, 20-byte entries."""
+    from rmqlab.errors import GeometryError, TruncatedFileError
+    from rmqlab.formats.indexfile import Geometry
+
+    p = str(tmp_path / "f")
+    size = 40 + 4 * 4 + 20 * 10                       # hash_slot_num 4, index_num 10
+    with pytest.raises(GeometryError) as e:           # both counts given, the file longer
+        Geometry.infer(size, 4, 8, path=p)
+    assert str(e.value).endswith(f"need 40 + 4*4 + 20*8 = {40 + 16 + 160} bytes; with hash_slot_num=4 the "
+                                 "file holds index_num=10 (or it was cut on an entry boundary)")
+    assert (e.value.field, e.value.offset) == ("file size", size)
+    with pytest.raises(GeometryError) as e:           # 7 bytes past an entry boundary: no count fits
+        Geometry.infer(size + 7, 4, 8, path=p)
+    assert str(e.value).endswith(f"= {40 + 16 + 160} bytes") and e.value.field == "file size"
+    with pytest.raises(GeometryError) as e:
+        Geometry.infer(size + 7, 4, path=p)
+    assert e.value.field == "file size"
+    with pytest.raises(GeometryError) as e:
+        Geometry.infer(size + 2, index_num=10, path=p)
+    assert e.value.field == "file size"
+    with pytest.raises(GeometryError) as e:           # room for the entries and not one slot
+        Geometry.infer(40 + 20 * 10, index_num=10, path=p)
+    assert e.value.field == "file size" and not isinstance(e.value, TruncatedFileError)
+    assert Geometry.infer(size, index_num=10) == Geometry(4, 10) == Geometry.infer(size, 4)
+
+
+def test_a_file_of_exactly_the_header_is_no_truncated_header():
+    """40 bytes hold the whole header: the error is the size (no room for slots and entries);
+    39 bytes end inside the header."""
+    from rmqlab.errors import GeometryError, TruncatedFileError
+    from rmqlab.formats.indexfile import Geometry
+
+    for counts in ((), (4,)):
+        with pytest.raises(GeometryError) as e:
+            Geometry.infer(40, *counts)
+        assert not isinstance(e.value, TruncatedFileError) and e.value.field == "file size"
+        with pytest.raises(TruncatedFileError) as e:
+            Geometry.infer(39, *counts)
+        assert e.value.field == "header"
+
+
+def test_slots_counted_in_a_file_without_entries_are_a_header_problem(tmp_path):
+    """index_count 1 (no entry written) with hash_slot_count 1: no put happened to occupy a slot."""
+    path = corrupt_file(tmp_path / "f", 2, 4, 1, 1, [0, 0], [])
+    with IndexFile.open(path, 2, 4, strict=False) as f:
+        assert [(p.offset, p.field, p.reason) for p in f.problems()] == [
+            (32, "header.hash_slot_count",
+             "hash_slot_count 1 is outside 0..index_count-1 (0); each put adds at most one"),
+            (32, "header.hash_slot_count",
+             "hash_slot_count 1 but the slot-count rule (>= 4.7.1: occupied slots) gives 0")]
+
+
+@pytest.mark.parametrize("field", ["end_phy_offset", "end_timestamp"])
+def test_create_names_a_start_value_beyond_a_java_long(tmp_path, field):
+    with pytest.raises(ValueError) as e:
+        IndexFile.create(tmp_path / "f", 4, 8, **{field: 2**63})
+    assert str(e.value) == f"{field}={2**63} does not fit in a Java long (signed 64-bit)"
+
+
+@pytest.mark.parametrize("field", ["phy_offset", "store_timestamp"])
+def test_put_key_names_a_value_beyond_a_java_long(tmp_path, field):
+    args = {"phy_offset": 100, "store_timestamp": T0, field: -(2**63) - 1}
+    with IndexFile.create(tmp_path / "f", 4, 8) as f:
+        with pytest.raises(ValueError) as e:
+            f.put_key("T#a", **args)
+        assert str(e.value) == f"{field}={-(2**63) - 1} does not fit in a Java long (signed 64-bit)"
+        assert f.header.index_count == 1
+
+
+def test_geometry_counts_are_positive_java_ints():
+    """maxHashSlotNum and maxIndexNum are Java ints: 1..Integer.MAX_VALUE, no bool, no float."""
+    from rmqlab.formats.indexfile import Geometry
+
+    assert (Geometry(4, INT_MAX).index_num, Geometry(INT_MAX, 4).hash_slot_num) == (INT_MAX, INT_MAX)
+    assert Geometry(np.int32(4), np.int64(8)) == Geometry(4, 8)
+    for bad in (INT_MAX + 1, 0, -1, True, 4.0, "4"):
+        for counts in ((bad, 8), (8, bad)):
+            with pytest.raises(ValueError):
+                Geometry(*counts)
+
+
+@pytest.mark.skipif(not Path("/proc/self/fdinfo").is_dir(), reason="reads the kernel's /proc/self/fdinfo")
+def test_a_file_opened_for_reading_is_not_opened_for_writing(tmp_path):
+    """The kernel's open flags of every descriptor on the file (O_ACCMODE of /proc's fdinfo):
+    read-only unless writable=True asks otherwise, so an input file is never open for writes."""
+    import os
+
+    path = tmp_path / "f"
+    build_index_file(path, ["T#a"], [100], [T0], hash_slot_num=4, index_num=8)
+
+    def access_modes():
+        modes = []
+        for fd in os.listdir("/proc/self/fd"):
+            try:
+                if os.readlink(f"/proc/self/fd/{fd}") == str(path):
+                    flags = Path(f"/proc/self/fdinfo/{fd}").read_text().split("flags:")[1].split()[0]
+                    modes.append(int(flags, 8) & os.O_ACCMODE)
+            except (FileNotFoundError, IndexError):
+                pass
+        return modes
+
+    with IndexFile.open(path, 4, 8) as f:
+        assert f.select_phy_offsets("T#a", 64, 0, LONG_MAX) == [100]
+        assert set(access_modes()) == {os.O_RDONLY}      # the file's and the map's own (mmap dups it)
+    with IndexFile.open(path, 4, 8, writable=True):
+        assert set(access_modes()) == {os.O_RDWR}

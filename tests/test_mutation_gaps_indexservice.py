@@ -551,3 +551,107 @@ def test_a_new_file_takes_the_newest_files_geometry_when_the_service_has_none(tm
         assert svc.files[-1].path.stat().st_size == 40 + 4 * 4 + 20 * 12
     created = index_file_name(T0 + 10, UTC)
     assert [r.getMessage() for r in caplog.records] == [f"index file {names[2]} is full, created {created}"]
+
+
+def model_key_hashes(topics, keys, uniqs):
+    """IndexService.buildIndex's puts, message by message: UNIQ_KEY when not null, then each
+    non-empty token of KEYS split on " "; (message row, index hash of "topic#key")."""
+    from reference_model import stored_hash
+
+    rows, hashes = [], []
+    for i, (t, k, u) in enumerate(zip(topics, keys, uniqs)):
+        for key in ([u] if u is not None else []) + [x for x in (k or "").split(" ") if x]:
+            rows.append(i)
+            hashes.append(stored_hash(f"{t}#{key}"))
+    return rows, hashes
+
+
+TOPICS = ["T", "Orders", "T", "T"]
+KEYS = ["a  b", None, "c", "Aa BB"]
+UNIQS = [None, "U1", "U2", None]
+
+
+@pytest.mark.parametrize("topic_type", [
+    pa.string(), pa.large_string(), pa.dictionary(pa.int8(), pa.string()),
+    pa.dictionary(pa.int32(), pa.large_string())],
+    ids=["string", "large_string", "dict-int8", "dict-int32-large"])
+def test_index_key_hashes_reads_arrow_text_as_the_broker_splits_it(topic_type):
+    """All three key columns Arrow text: the puts hashed from the UTF-8 buffers are the model's."""
+    from rmqlab.indexservice import index_key_hashes
+
+    topic = pa.array(TOPICS, pa.string()).cast(topic_type) if pa.types.is_dictionary(topic_type) else \
+        pa.array(TOPICS, topic_type)
+    columns = {"topic": topic, "keys": pa.array(KEYS, pa.string()), "uniq_key": pa.array(UNIQS, pa.large_string()),
+               "phy_offset": [100, 200, 300, 400]}
+    got = index_key_hashes(columns)
+    assert got is not None
+    rows, hashes, n = got
+    assert (rows.tolist(), hashes.tolist(), n) == (*model_key_hashes(TOPICS, KEYS, UNIQS), 4)
+    series = {c: pd.Series(v, dtype=pd.ArrowDtype(pa.string())) for c, v in
+              (("topic", TOPICS), ("keys", KEYS), ("uniq_key", UNIQS))}
+    rows, hashes, _ = index_key_hashes({**series, "phy_offset": [100, 200, 300, 400]})
+    assert (rows.tolist(), hashes.tolist()) == model_key_hashes(TOPICS, KEYS, UNIQS)
+
+
+def test_index_key_hashes_declines_arrow_it_cannot_hash():
+    """A null topic, or a dictionary topic whose values are not text: None (expand_columns
+    then says why)."""
+    from rmqlab.indexservice import index_key_hashes
+
+    base = {"keys": pa.array(KEYS), "uniq_key": pa.array(UNIQS), "phy_offset": [100, 200, 300, 400]}
+    assert index_key_hashes({**base, "topic": pa.array(["T", None, "T", "T"])}) is None
+    numbers = pa.DictionaryArray.from_arrays(pa.array([0, 1, 0, 0], pa.int32()), pa.array([7, 8], pa.int64()))
+    assert index_key_hashes({**base, "topic": numbers}) is None
+
+
+def test_build_index_tells_each_decision_in_the_brokers_order(tmp_path):
+    """IndexService.buildIndex, message by message: the writable file (created only for the
+    first), then a skip (offset below the file's endPhyOffset: already indexed; a rolled-back
+    transaction), or the keys (UNIQ_KEY first, then the KEYS tokens) and each put."""
+    events = []
+
+    def observe(event, details):
+        events.append((event, {k: (v.path.name if hasattr(v, "path") else v) for k, v in details.items()}))
+
+    with IndexService(tmp_path, HSN, 8, read_only=False, tz=UTC) as svc:
+        svc.build_index(msg("T", 100, T0, "a b", "U"), observe)
+        name = svc.files[0].path.name
+        assert events == [("file", {"file": name, "created": True}),
+                          ("keys", {"keys": ["T#U", "T#a", "T#b"], "uniq_key": "U", "keys_property": "a b"}),
+                          ("put", {"key": "T#U", "file": name}), ("put-done", {"key": "T#U", "file": name, "ok": True}),
+                          ("put", {"key": "T#a", "file": name}), ("put-done", {"key": "T#a", "file": name, "ok": True}),
+                          ("put", {"key": "T#b", "file": name}), ("put-done", {"key": "T#b", "file": name, "ok": True})]
+        events.clear()
+        assert svc.build_index(msg("T", 50, T0 + 1, "c"), observe) == 0          # below endPhyOffset 100
+        assert svc.build_index(msg("T", 200, T0 + 2, "c", flag=0xC), observe) == 0   # rolled back
+        assert events == [("file", {"file": name, "created": False}),
+                          ("skip", {"why": "already-indexed", "file": name}),
+                          ("file", {"file": name, "created": False}),
+                          ("skip", {"why": "rollback", "file": name})]
+
+
+def test_query_offsets_many_takes_keys_as_stored_without_topics(tmp_path):
+    with IndexService(tmp_path, HSN, 16, read_only=False, tz=UTC) as svc:
+        for i, key in enumerate(["a", "b", "a"]):
+            svc.build_index(msg("T", 100 * (i + 1), T0 + i, key))
+        stored = svc.query_offsets_many(None, ["T#a", "T#b", "T#zz"])
+        named = svc.query_offsets_many("T", ["a", "b", "zz"])
+    assert [stored[i] for i in range(3)] == [named[i] for i in range(3)] == [[300, 100], [200], []]
+
+
+def test_build_columns_skips_what_the_last_file_holds_on_the_slow_path_too(tmp_path):
+    """buildIndex skips a message below the writable file's endPhyOffset. A NaN in KEYS (as
+    pandas reads a missing value) sends build_columns to expand_columns, which must apply the
+    same rule: 200 lies below 300 and is not indexed; 400 (its UNIQ_KEY) is."""
+    import struct
+
+    with IndexService(tmp_path, HSN, 16, read_only=False, tz=UTC) as svc:
+        svc.build_index(msg("T", 300, T0, "a"))
+        cols = pd.DataFrame({"topic": ["T", "T"], "phy_offset": [200, 400], "store_timestamp": [T0 + 1, T0 + 2],
+                             "keys": ["b", np.nan], "uniq_key": [None, "U"], "sys_flag": [0, 0]})
+        svc.build_columns(cols)
+        got = svc.query_offsets_many("T", ["a", "b", "U"])
+        path = svc.files[0].path
+    assert [got[i] for i in range(3)] == [[300], [], [400]]
+    header = struct.unpack(">qqqqii", path.read_bytes()[:40])
+    assert (header[3], header[5]) == (400, 3)          # endPhyOffset, indexCount: two entries

@@ -306,13 +306,20 @@ def test_each_missed_match_is_named_after_one_no_index_entry_points_at(tmp_path)
                                       [100, "missed-max-num", f"the walk in {name} stopped first (max-num)"]]
 
 
+def missed_alone(tmp_path, rows, begin, end):
+    """The store of `rows`, and the diff rows of the query for T#k in [begin, end], which the
+    broker answers with nothing."""
+    s, read = store(tmp_path, rows)
+    q = query_key(s, read, "T", "k", begin=begin, end=end)
+    assert q.broker.empty
+    return s, q.diff.values.tolist()
+
+
 def test_a_match_the_index_puts_outside_the_range_is_missed_for_its_time(tmp_path):
     """Stored 1.999 s after the file's first message, the index keeps 1 s: it reads as B + 1000,
     before the range [B + 1500, B + 2500] that holds its real store time."""
-    s, read = store(tmp_path, [("T", "k", B), ("T", "k", B + 1999)])
-    q = query_key(s, read, "T", "k", begin=B + 1500, end=B + 2500)
-    assert q.broker.empty
-    assert q.diff.values.tolist() == [
+    _, diff = missed_alone(tmp_path, [("T", "k", B), ("T", "k", B + 1999)], B + 1500, B + 2500)
+    assert diff == [
         [200, "missed-time", f"the index says {B + 1000} (06:13:21.000 UTC), "
                              f"the message was stored at {B + 1999} (06:13:21.999 UTC)"]]
 
@@ -343,3 +350,70 @@ def test_query_many_of_no_keys_is_an_empty_table_of_the_same_columns(twins):
         t = query_many(s, read, [], [], mode=mode)
         assert t.empty and t.columns.tolist()[:4] == ["key_index", "query_topic", "query_key", first]
         assert t["query_topic"].dtype == object and t["query_key"].dtype == object
+
+
+def _clock(ms: int) -> str:
+    """An epoch-ms time as rmqlab.display shows it, computed here with datetime."""
+    t = dt.datetime.fromtimestamp(ms / 1000, dt.UTC)
+    return f"{ms} ({t:%H:%M:%S}.{ms % 1000:03d} UTC)"
+
+
+def test_a_match_in_a_file_the_walk_skipped_names_the_files_times_and_its_own(tmp_path):
+    """The store clock went back: puts at B + 5 s, B + 1 s, B + 6 s in one file, whose header
+    (read here with struct) then covers [B + 5 s, B + 6 s]. IndexFile.isTimeMatched rejects the
+    file for [B + 0.5 s, B + 1.5 s], so the real match stored at B + 1 s is missed there."""
+    s, diff = missed_alone(tmp_path, [("T", "k", B + 5000), ("T", "k", B + 1000), ("T", "k", B + 6000)],
+                           B + 500, B + 1500)
+    assert len(s.files) == 1
+    path = s.files[0].path
+    begin_ts, end_ts = _header(path)[:2]
+    assert (begin_ts, end_ts) == (B + 5000, B + 6000)
+    assert diff == [
+        [200, "missed-file-skipped", f"file {path.name} covers [{_clock(begin_ts)}, {_clock(end_ts)}], "
+                                     f"the message was stored at {_clock(B + 1000)}"]]
+
+
+def test_query_many_keeps_the_readers_column_types(tmp_path):
+    """A reader giving Arrow-backed columns (as one reading Parquet would) gets them back in both
+    modes, with the same values as a reader giving NumPy ones; phy_offset stays the index's Java
+    longs (int64), as result_table gives them."""
+    s, read = store(tmp_path, [("T", "ORDER_Aa1", B), ("T", "ORDER_BB1", B + 10), ("T", "ORDER_Aa1", B + 1700)])
+    def arrow(offs):
+        return read(offs).convert_dtypes(dtype_backend="pyarrow")
+    for mode in ("broker", "verified"):
+        plain = query_many(s, read, "T", ["ORDER_Aa1"], mode=mode)
+        typed = query_many(s, arrow, "T", ["ORDER_Aa1"], mode=mode)
+        kinds = arrow(np.array([100, 200, 300], dtype=np.int64)).dtypes
+        for c in ("topic", "keys", "store_timestamp", "sys_flag"):
+            assert typed[c].dtype == kinds[c], (mode, c)
+            assert typed[c].tolist() == plain[c].tolist(), (mode, c)
+        assert typed["phy_offset"].tolist() == plain["phy_offset"].tolist()
+        assert typed["phy_offset"].dtype == plain["phy_offset"].dtype == np.int64
+
+
+def test_unreached_gives_a_message_indexed_twice_once_at_its_newest_entry(tmp_path):
+    """KEYS "k k": buildIndex puts the message once per key (IndexService.buildIndex splits KEYS
+    on spaces and does not dedupe), entries 1 and 2; then 200 (entry 3) and 300 (entry 4).
+    max_num 1 returns 300; the walk never reads 200 or 100, and 100 is listed once, at entry 2,
+    the one the walk would have met first."""
+    s, read = store(tmp_path, [("T", "k k", B), ("T", "k", B + 1000), ("T", "k", B + 2000)])
+    name = s.files[0].path.name
+    entries = struct.unpack(">qqqqii", s.files[0].path.read_bytes()[:40])[5] - 1
+    assert entries == 4
+    q = query_key(s, read, "T", "k", max_num=1)
+    assert q.broker["phy_offset"].tolist() == [300]
+    got = q.unreached()
+    assert got[["file", "entry", "phy_offset", "reason"]].values.tolist() == [
+        [name, 3, 200, "missed-max-num"], [name, 2, 100, "missed-max-num"]]
+
+
+def test_unreached_with_a_file_the_walk_never_reached(tmp_path):
+    """Two files (index_num 3: two entries a file), max_num 1: the newer file's walk fills the
+    room, so the older file is never searched; only the newer file's unread match is unreached."""
+    s, read = store(tmp_path, [("T", "k", B), ("T", "k", B + 1000), ("T", "k", B + 2000), ("T", "k", B + 3000)],
+                    index_num=3)
+    assert len(s.files) == 2
+    q = query_key(s, read, "T", "k", max_num=1)
+    assert [v.action for v in q.trace.files].count("not-visited") == 1
+    newer = s.files[1].path.name
+    assert q.unreached()[["file", "entry", "phy_offset"]].values.tolist() == [[newer, 1, 300]]

@@ -35,6 +35,7 @@ True
 from __future__ import annotations
 
 import mmap
+import operator
 import os
 import secrets
 from collections.abc import Iterator, Sequence
@@ -907,7 +908,8 @@ def _as_longs(name: str, values: Any) -> np.ndarray:
         raise ValueError(f"{name}: a value does not fit in a Java long (signed 64-bit)") from None
     if arr.dtype == object:  # Python ints beyond 64 bits, or mixed objects
         try:
-            arr = np.array([_check_long(name, v) for v in arr.ravel()], dtype=np.int64)
+            # operator.index, not int(): a float or a digit string among them is refused, not truncated
+            arr = np.array([_check_long(name, operator.index(v)) for v in arr.ravel()], dtype=np.int64)
         except TypeError:
             raise TypeError(f"{name} must hold integers") from None
     if arr.ndim != 1 and arr.size:
