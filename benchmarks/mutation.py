@@ -400,12 +400,6 @@ JUDGED: dict[str, dict[tuple[int, ...], str]] = {
     "rmqlab.formats.indexfile.xǁIndexFileǁtrace_query": {
         (10, 24): "_walk sets trace.slot_value before anything reads it",
     },
-    "rmqlab.formats.indexfile.x__as_longs": {
-        (7, 9): "a list of Python ints in the long range is an int64 array without being told (an empty one a "
-                "float array, returned as the int64 empty array below)",
-        (24, 26): "with no values put_keys has n = 0 and returns before reading the array",
-        (40,): "no dtype kind is 'X', so the test is the same",
-    },
     "rmqlab.formats.indexfile.x__head": {
         (2, 4, 8, 9): "lists, NumPy and Arrow arrays all slice with [:n]",
         (11, 13): "hashing every key, not the first n, changes nothing: put_keys keeps only the first `take` hashes",

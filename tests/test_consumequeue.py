@@ -236,6 +236,29 @@ def test_a_first_put_on_a_file_boundary_needs_no_blanks(tmp_path):
     assert os.listdir(tmp_path) == [f"{200:020d}"]
 
 
+@pytest.mark.parametrize("field,bad,error", [
+    ("tags_codes", np.array([2**63], np.uint64), ValueError),     # a Java long cannot hold it: refused, not -1
+    ("tags_codes", np.array([1.5]), TypeError),                   # refused, not truncated to 1
+    ("sizes", np.array([20.7]), TypeError),
+    ("commitlog_offsets", np.array([1.0], dtype=object), TypeError),
+    ("queue_offsets", [2**64], ValueError),
+])
+def test_put_many_refuses_what_put_refuses(tmp_path, field, bad, error):
+    units = {"commitlog_offsets": [0], "sizes": [20], "tags_codes": [7], "queue_offsets": [0]}
+    units[field] = bad
+    with ConsumeQueueWriter.create(tmp_path, mapped_file_size=100) as w:
+        with pytest.raises(error, match=field):
+            w.put_many(units["commitlog_offsets"], units["sizes"], units["tags_codes"], units["queue_offsets"])
+        with pytest.raises((TypeError, ValueError)):     # the one-unit path refuses the same value
+            w.put(*(int(v[0]) if k != field else v.tolist()[0] if hasattr(v, "tolist") else v[0]
+                    for k, v in units.items()))
+        assert w.max_offset == 0                          # nothing was written
+    # a 2-D array is flattened, as before
+    with ConsumeQueueWriter.create(tmp_path / "flat", mapped_file_size=100) as w:
+        w.put_many(np.array([[0, 20]]), np.array([[20, 20]]), np.array([[7, 8]]))
+        assert w.max_offset == 2
+
+
 def test_gaps_and_duplicates_behave_like_the_broker(tmp_path):
     with ConsumeQueueWriter.create(tmp_path, mapped_file_size=100) as w:
         assert w.put(0, 10, 1, 0).status == "written"
@@ -273,7 +296,7 @@ def test_put_many_defaults_to_consecutive_offsets_and_is_fast(tmp_path):
     n = 1_000_000
     off = np.arange(n, dtype=np.int64) * 200
     with ConsumeQueueWriter.create(tmp_path) as w:
-        assert not w.put_many(off, np.full(n, 180), np.zeros(n)).any()
+        assert not w.put_many(off, np.full(n, 180), np.zeros(n, np.int64)).any()
         assert w.max_offset == n
     with ConsumeQueue.open(tmp_path) as q:
         assert [f.path.name for f in q.files] == [f"{0:020d}", f"{6_000_000:020d}", f"{12_000_000:020d}",

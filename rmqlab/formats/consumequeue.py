@@ -57,6 +57,7 @@ Entry points, in the npTDMS manner:
 from __future__ import annotations
 
 import mmap
+import operator
 import os
 import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -77,6 +78,7 @@ from rmqlab.formats.consumequeue_ext import is_ext_addr_many
 from rmqlab.formats.layout import Layout
 from rmqlab.formats.mapped import MappedFolder, close_handles
 from rmqlab.javahash import java_hash
+from rmqlab.javalong import as_longs
 
 __all__ = [
     "UNIT",
@@ -128,6 +130,14 @@ def _jdiv(a: int, b: int) -> int:
     """Java long division: truncates toward zero (Python's // floors)."""
     q = abs(a) // abs(b)
     return q if (a >= 0) == (b > 0) else -q
+
+
+def _flat(values: Any) -> Any:
+    """put_many's columns as it always took them: an array of any shape flattened, a scalar as one
+    unit, a list as given."""
+    if isinstance(values, np.ndarray):
+        return values.reshape(-1)
+    return [values] if np.isscalar(values) else values
 
 
 def mapped_file_size_for(configured: int) -> int:
@@ -1218,7 +1228,9 @@ class ConsumeQueueWriter:
         Use :meth:`put_many` for arrays.
         """
         self._require_open()
-        offset, size, code, cq = (int(commitlog_offset), int(size), int(tags_code), int(queue_offset))
+        # operator.index, not int(): a float or a numeric string is refused, not truncated
+        offset, size, code, cq = (operator.index(commitlog_offset), operator.index(size), operator.index(tags_code),
+                                  operator.index(queue_offset))
         if offset < 0 or size <= 0 or size > INT_MAX:
             raise ValueError(f"a unit needs commitlog_offset >= 0 and 0 < size <= 2^31-1, got "
                              f"{offset}, {size} (the broker would read it as the end of the queue)")
@@ -1262,12 +1274,13 @@ class ConsumeQueueWriter:
         through :meth:`put` one unit at a time. The bytes are the same either way.
         """
         self._require_open()
-        off = np.asarray(commitlog_offsets, dtype=np.int64).reshape(-1)
-        sz = np.asarray(sizes, dtype=np.int64).reshape(-1)
-        codes = np.asarray(tags_codes, dtype=np.int64).reshape(-1)
+        # refused, not wrapped or truncated, as put refuses them: a uint64 code past Long.MAX_VALUE, a float
+        off = as_longs("commitlog_offsets", _flat(commitlog_offsets))
+        sz = as_longs("sizes", _flat(sizes))
+        codes = as_longs("tags_codes", _flat(tags_codes))
         n = len(off)
         cq = (np.arange(self.max_offset, self.max_offset + n, dtype=np.int64) if queue_offsets is None
-              else np.asarray(queue_offsets, dtype=np.int64).reshape(-1))
+              else as_longs("queue_offsets", _flat(queue_offsets)))
         if not (len(sz) == len(codes) == len(cq) == n):
             raise ValueError("commitlog_offsets, sizes, tags_codes and queue_offsets differ in length")
         if n and (off.min() < 0 or sz.min() <= 0 or sz.max() > INT_MAX or cq.min() < 0):

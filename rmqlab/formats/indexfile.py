@@ -35,7 +35,6 @@ True
 from __future__ import annotations
 
 import mmap
-import operator
 import os
 import secrets
 from collections.abc import Iterator, Sequence
@@ -55,7 +54,7 @@ from rmqlab.errors import (
 )
 from rmqlab.formats.layout import Layout
 from rmqlab.javahash import index_hash, index_hash_many, java_hash_many
-from rmqlab.javalong import wrap_long
+from rmqlab.javalong import as_longs, check_long, wrap_long
 
 __all__ = [
     "HEADER",
@@ -113,13 +112,6 @@ _SLOT_I32 = SLOT.field_struct("newest_entry")
 # the whole slot table once a call, which a large batch repays and a small one does not.
 _STREAM_MIN_KEYS = 100_000
 _HEADER_FIELD_STRUCTS = {f.name: (f.offset, HEADER.field_struct(f.name)) for f in HEADER.fields}
-
-
-def _check_long(name: str, value: int) -> int:
-    value = int(value)
-    if not LONG_MIN <= value <= LONG_MAX:
-        raise ValueError(f"{name}={value} does not fit in a Java long (signed 64-bit)")
-    return value
 
 
 def time_diff_seconds(store_timestamp: Any, begin_timestamp: Any) -> Any:
@@ -450,8 +442,8 @@ class IndexFile:
         :meth:`flush`, as in the broker. Refuses to replace an existing file unless `overwrite`.
         """
         geometry = Geometry(hash_slot_num, index_num)
-        end_phy_offset = _check_long("end_phy_offset", end_phy_offset)
-        end_timestamp = _check_long("end_timestamp", end_timestamp)
+        end_phy_offset = check_long("end_phy_offset", end_phy_offset)
+        end_timestamp = check_long("end_timestamp", end_timestamp)
         path = Path(path)
         fh = open(path, "w+b" if overwrite else "x+b")
         try:
@@ -610,8 +602,8 @@ class IndexFile:
             self._mm, self.geometry.hash_slot_num, self.geometry.index_num,
             (h["begin_timestamp"], h["end_timestamp"], h["begin_phy_offset"], h["end_phy_offset"],
              h["hash_slot_count"], h["index_count"]),
-            index_hash(key), _check_long("phy_offset", phy_offset),
-            _check_long("store_timestamp", store_timestamp), self.slot_count_rule == EVERY_PUT)
+            index_hash(key), check_long("phy_offset", phy_offset),
+            check_long("store_timestamp", store_timestamp), self.slot_count_rule == EVERY_PUT)
         if state is None:
             return False
         (h["begin_timestamp"], h["end_timestamp"], h["begin_phy_offset"], h["end_phy_offset"],
@@ -632,8 +624,8 @@ class IndexFile:
         and keeps those pages out of this process's resident memory.
         """
         self._require_writable()
-        phy = _as_longs("phy_offsets", phy_offsets)
-        ts = _as_longs("store_timestamps", store_timestamps)
+        phy = as_longs("phy_offsets", phy_offsets)
+        ts = as_longs("store_timestamps", store_timestamps)
         n = len(phy)
         if len(ts) != n:
             raise ValueError(f"{n} phy_offsets but {len(ts)} store_timestamps")
@@ -715,7 +707,7 @@ class IndexFile:
         return _indexcore.select_one(
             self._mm, self.geometry.hash_slot_num, self.geometry.index_num, self._h["index_count"],
             self._h["begin_timestamp"], index_hash(key), _clamp_max_num(max_num),
-            _check_long("begin", begin), _check_long("end", end))
+            check_long("begin", begin), check_long("end", end))
 
     def trace_query(self, key: str, max_num: int = 64, begin: int = 0, end: int = LONG_MAX) -> QueryTrace:
         """Like :meth:`select_phy_offsets`, and record every entry read and why the walk stopped.
@@ -807,7 +799,7 @@ class IndexFile:
         starts, offsets, read = _indexcore.select_many(
             self._mm, self.geometry.hash_slot_num, self.geometry.index_num,
             self._h["index_count"], self._h["begin_timestamp"], hashes,
-            _clamp_max_num(max_num), _check_long("begin", begin), _check_long("end", end), rooms)
+            _clamp_max_num(max_num), check_long("begin", begin), check_long("end", end), rooms)
         return BatchResult(np.frombuffer(starts, np.int64), np.frombuffer(offsets, np.int64),
                            np.frombuffer(read, np.int32))
 
@@ -898,29 +890,6 @@ def _clamp_max_num(max_num: int) -> int:
     reach 2^31 entries, so larger values behave as INT_MAX."""
     max_num = int(max_num)
     return INT_MAX if max_num > INT_MAX else -1 if max_num < 0 else max_num
-
-
-def _as_longs(name: str, values: Any) -> np.ndarray:
-    """`values` as a contiguous int64 array, refusing what a Java long cannot hold (no wrapping)."""
-    try:
-        arr = np.asarray(values)
-    except OverflowError:
-        raise ValueError(f"{name}: a value does not fit in a Java long (signed 64-bit)") from None
-    if arr.dtype == object:  # Python ints beyond 64 bits, or mixed objects
-        try:
-            # operator.index, not int(): a float or a digit string among them is refused, not truncated
-            arr = np.array([_check_long(name, operator.index(v)) for v in arr.ravel()], dtype=np.int64)
-        except TypeError:
-            raise TypeError(f"{name} must hold integers") from None
-    if arr.ndim != 1 and arr.size:
-        raise ValueError(f"{name} must be one-dimensional")
-    if arr.size == 0:
-        return np.zeros(0, dtype=np.int64)
-    if arr.dtype.kind == "u" and arr.dtype.itemsize == 8 and int(arr.max()) > LONG_MAX:
-        raise ValueError(f"{name}: {int(arr.max())} does not fit in a Java long (signed 64-bit)")
-    if arr.dtype.kind not in "iu":
-        raise TypeError(f"{name} must hold integers, got dtype {arr.dtype}")
-    return np.ascontiguousarray(arr, dtype=np.int64)
 
 
 def _head(keys: Any, n: int):
