@@ -1,4 +1,5 @@
-"""Java's `long` arithmetic: two's complement, 64 bits, wrapping silently on overflow.
+"""Java's `long`: two's complement, 64 bits, wrapping silently on overflow; and the checks that
+refuse a value a long cannot hold where rmqlab takes numbers from a caller.
 
 Brokers add and subtract offsets and timestamps as Java longs; where a damaged or extreme value
 makes the sum leave the signed 64-bit range, the broker's answer is the wrapped one, and so is
