@@ -93,7 +93,7 @@ import numpy as np
 
 from rmqlab.errors import CorruptIndexError, FormatError, RmqlabError
 from rmqlab.formats.layout import Layout
-from rmqlab.javalong import wrap_long
+from rmqlab.javalong import as_longs, wrap_long
 
 __all__ = [
     "OFFSET_ENTRY",
@@ -238,24 +238,13 @@ def _check_int(name: str, value: Any) -> int:
 
 
 def _as_int64(name: str, values: Any) -> np.ndarray:
-    """`values` as a contiguous 1-D int64 array, refusing what a Java long cannot hold."""
+    """`values` (a scalar or a 1-D sequence) as a contiguous int64 array, refusing what a Java long
+    cannot hold (:func:`rmqlab.javalong.as_longs`)."""
     try:
         arr = np.asarray(values)
     except OverflowError:
         raise ValueError(f"{name}: a value does not fit in a Java long (signed 64-bit)") from None
-    if arr.ndim == 0:
-        arr = arr.reshape(1)
-    if arr.ndim != 1:
-        raise ValueError(f"{name} must be one-dimensional")
-    if arr.size == 0:
-        return np.zeros(0, dtype=np.int64)
-    if arr.dtype == object:
-        return np.array([_check_long(name, v) for v in arr], dtype=np.int64)
-    if arr.dtype.kind not in "iu":
-        raise TypeError(f"{name} must hold integers, got dtype {arr.dtype}")
-    if arr.dtype.kind == "u" and arr.dtype.itemsize == 8 and int(arr.max()) > LONG_MAX:
-        raise ValueError(f"{name}: {int(arr.max())} does not fit in a Java long (signed 64-bit)")
-    return np.ascontiguousarray(arr, dtype=np.int64)
+    return as_longs(name, arr.reshape(1) if arr.ndim == 0 else arr)
 
 
 def segment_file_name(base_offset: int, suffix: str) -> str:
