@@ -175,9 +175,9 @@ JUDGED: dict[str, dict[tuple[int, ...], str]] = {
         (26,): "min_offset is min_logic_offset // 20, and 1 // 20 is 0; nothing else reads it before a put sets it",
     },
     "rmqlab.formats.consumequeue.xǁConsumeQueueWriterǁput": {
-        (23,): "cq * 20 is even and Long.MAX_VALUE odd: they are never equal",
-        (50, 52, 54): "the file size is a whole number of units, so `until` is too and the rounding term is 0",
-        (83,): "f.start is a multiple of the file size and f.wrote below it, so start - wrote is 0 only when "
+        (27,): "cq * 20 is even and Long.MAX_VALUE odd: they are never equal",
+        (54, 56, 58): "the file size is a whole number of units, so `until` is too and the rounding term is 0",
+        (87,): "f.start is a multiple of the file size and f.wrote below it, so start - wrote is 0 only when "
                "start + wrote is",
     },
     "rmqlab.formats.consumequeue.xǁConsumeQueueǁoffset_by_time": {
@@ -206,11 +206,11 @@ JUDGED: dict[str, dict[tuple[int, ...], str]] = {
               "close returns at once",
     },
     "rmqlab.formats.consumequeue.xǁConsumeQueueWriterǁput_many": {
-        (8, 16, 24, 43): "NumPy takes any negative size as the one unknown dimension",
         (31, 34): "np.arange of Python ints is int64 without being told",
-        (75,): "with no current offset to match, every unit goes through put(), which writes the same bytes as "
-               "the bulk path (a shortcut)",
         (89,): "the scan window's width only decides how many units are compared at a time",
+    },
+    "rmqlab.formats.consumequeue.x__flat": {
+        (3,): "NumPy takes any negative size as the one unknown dimension",
     },
     "rmqlab.formats.consumequeue.xǁ_Segmentǁ__init__": {
         (5,): "np.frombuffer of an empty buffer (an empty file is read, not mapped) is the empty array the else "

@@ -1013,6 +1013,23 @@ def test_a_file_whose_stop_time_is_unreadable_keeps_javas_minus_one(tmp_path):
         assert q.offset_by_time(6, clock).file == names[1]
 
 
+def test_a_file_whose_start_time_is_unreadable_keeps_javas_minus_one(tmp_path):
+    """startTimestamp starts at -1 too, set only from a store time > 0: with the second file's
+    first message unreadable, UPPER's `startTimestamp <= timestamp` holds for times of -1 and 0
+    there and not for -2, so those pick that file and -2 none (the model of
+    getConsumeQueueMappedFileByTime agrees)."""
+    files = write_queue(tmp_path, 2, 0, [1000, 1100, 1200, 1300], False)
+    names = [tmp_path / f"{f.start:020d}" for f in files]
+    times = {1000: 5, 1100: 6, 1300: 8}                   # 1200, the second file's first unit: unreadable
+    with ConsumeQueue.open(tmp_path, 40) as q:
+        for ts, want_file in ((0, 1), (-1, 1), (-2, None), (4, 1)):
+            want = model_offset_by_time(files, 40, times, ts, lower=False, broker="5", min_phy=0, min_logic=0,
+                                        max_offset=4, last_modified=None, commitlog_max=1400)
+            assert want[3] == want_file
+            r = q.offset_by_time(ts, Clock(times), boundary="upper")
+            assert r.file == (None if want_file is None else names[want_file])
+
+
 def test_a_search_that_skips_every_unit_answers_javas_unset_right_index(tmp_path):
     """min_phy_offset past every message: binarySearchInQueueByTime skips each unit it meets
     (phy < minPhysicOffset), so rightOffset keeps its -1 and LOWER answers (fileFromOffset + -1)
