@@ -7,6 +7,7 @@ Screenshots go to :data:`ARTIFACTS` (build/test-artifacts/, ignored by git).
 """
 from __future__ import annotations
 
+import re
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -157,7 +158,9 @@ def run_all(page, base: str, token: str, notebook: str, *, timeout_s: float, hid
     notebook gets the width), wait up to `open_timeout_s` for it and its kernel, Run All, and wait
     up to `timeout_s` until every code cell has run. Run All stops at a failing cell, so a
     numbered prompt on every cell means none failed; a failing cell makes this time out.
-    Raises TimeoutError from Playwright."""
+    Raises Playwright's TimeoutError, its message saying where the run stood (:func:`run_progress`)."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
     page.goto(f"{base}/lab/tree/{notebook}?reset&token={token}")
     page.wait_for_selector(".jp-Notebook .jp-CodeCell", timeout=open_timeout_s * 1000)
     # The kernel must be up before Run All, else JupyterLab asks for one in a dialog. The
@@ -168,11 +171,62 @@ def run_all(page, base: str, token: str, notebook: str, *, timeout_s: float, hid
         timeout=open_timeout_s * 1000)
     if hide_files:
         page.keyboard.press("Control+b")
+    cells = page.locator(".jp-Notebook .jp-CodeCell").count()
+    try:
+        _click_run_all(page)
+        try:    # Run All marks every cell [*] at once; no mark means the menu never saw the click
+            page.wait_for_function(_ANY_PROMPT_SET, timeout=RUN_ALL_SEEN_S * 1000)
+        except PlaywrightTimeout:
+            _click_run_all(page)
+        page.wait_for_function(_EVERY_PROMPT_NUMBERED, arg=cells, timeout=timeout_s * 1000)
+    except PlaywrightTimeout as err:
+        raise PlaywrightTimeout(f"{notebook}: {run_progress(page)}") from err
+
+
+#: Seconds Run All may take to mark a cell queued or run before it is clicked once more.
+RUN_ALL_SEEN_S = 20
+
+_ANY_PROMPT_SET = r"""() => [...document.querySelectorAll('.jp-Notebook .jp-CodeCell .jp-InputPrompt')]
+    .some(p => /\[(\*|\d+)\]/.test(p.textContent))"""
+_EVERY_PROMPT_NUMBERED = r"""(n) => {
+    const prompts = [...document.querySelectorAll('.jp-Notebook .jp-CodeCell .jp-InputPrompt')];
+    return prompts.length === n && prompts.every(p => /\[\d+\]/.test(p.textContent));
+}"""
+
+
+def _click_run_all(page) -> None:
     page.locator(".lm-MenuBar-item", has_text="Run").first.click()
     page.locator(".lm-Menu-item[data-command='runmenu:run-all']").click()
-    cells = page.locator(".jp-Notebook .jp-CodeCell").count()
-    page.wait_for_function(
-        """(n) => {
-            const prompts = [...document.querySelectorAll('.jp-Notebook .jp-CodeCell .jp-InputPrompt')];
-            return prompts.length === n && prompts.every(p => /\\[\\d+\\]/.test(p.textContent));
-        }""", arg=cells, timeout=timeout_s * 1000)
+
+
+def run_progress(page) -> str:
+    """Where a Run All stands, for a failure message: how many code cells ran, the ones running
+    (prompt and first line), how many never started, and the kernel's status-bar text."""
+    state = page.evaluate("""() => {
+        const cells = [...document.querySelectorAll('.jp-Notebook .jp-CodeCell')];
+        const rows = cells.map(c => [(c.querySelector('.jp-InputPrompt')?.textContent ?? '').trim(),
+                                     (c.querySelector('.cm-line')?.textContent ?? '').slice(0, 80)]);
+        const status = [...document.querySelectorAll('.jp-StatusBar-TextItem')]
+            .map(w => w.textContent.trim()).filter(t => t.includes('|'));
+        return {rows, status};
+    }""")
+    rows = [(re.match(r"\[(\*|\d*)\s*\]", prompt), line) for prompt, line in state["rows"]]
+    ran = sum(1 for m, _ in rows if m and m[1].isdigit())
+    running = [f"cell {i + 1} {line!r}" for i, (m, line) in enumerate(rows) if m and m[1] == "*"]
+    idle = len(rows) - ran - len(running)
+    kernel = sorted({m for text in state["status"] for m in re.findall(r"\| (\w+)", text)})
+    return (f"{ran} of {len(rows)} code cells ran, {len(running)} queued or running, {idle} never started; "
+            f"first running: {running[0] if running else 'none'}; kernel: {', '.join(kernel) or '?'}")
+
+
+def shut_down_kernels(base: str, token: str) -> None:
+    """End every session of the server at `base` (its kernels with them), so the next notebook
+    starts alone on a fresh kernel as it does for a user who opens it."""
+    import json
+    import urllib.request
+
+    with urllib.request.urlopen(f"{base}/api/sessions?token={token}", timeout=10) as r:
+        sessions = json.load(r)
+    for s in sessions:
+        req = urllib.request.Request(f"{base}/api/sessions/{s['id']}?token={token}", method="DELETE")
+        urllib.request.urlopen(req, timeout=30).close()

@@ -15,13 +15,11 @@ from __future__ import annotations
 
 import argparse
 import io
-import json
 import os
 import shutil
 import sys
 import tempfile
 import time
-import urllib.request
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -34,6 +32,7 @@ from browser_support import (  # noqa: E402
     point_at_kernel,
     require_chromium,
     run_all,
+    shut_down_kernels,
 )
 
 WIDTH = 1280
@@ -83,14 +82,6 @@ def _full_notebook_png(page) -> bytes:
     return out.getvalue()
 
 
-def _shut_down_kernels(base: str, token: str) -> None:
-    with urllib.request.urlopen(f"{base}/api/sessions?token={token}", timeout=10) as r:
-        sessions = json.load(r)
-    for s in sessions:
-        req = urllib.request.Request(f"{base}/api/sessions/{s['id']}?token={token}", method="DELETE")
-        urllib.request.urlopen(req, timeout=30).close()
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default=str(ROOT / "build" / "screenshots"), help="folder for the PNGs")
@@ -116,15 +107,15 @@ def main(argv: list[str] | None = None) -> int:
                     status = "ok"
                     try:
                         run_all(page, base, token, name, timeout_s=RUN_TIMEOUT_S)
-                    except sync_api.TimeoutError:
-                        status = "did not finish (a cell failed, or it ran past the timeout)"
+                    except sync_api.TimeoutError as err:
+                        status = f"did not finish (a cell failed, or it ran past the timeout): {err.message}"
                         failed.append(name)
                     page.wait_for_timeout(SETTLE_S * 1000)
                     png = out / (name.removesuffix(".ipynb").replace("/", "-") + ".png")
                     png.write_bytes(_full_notebook_png(page))
                     print(f"{name}: {status}, {time.monotonic() - started:.0f} s -> {os.path.relpath(png)}", flush=True)
                     page.close()
-                    _shut_down_kernels(base, token)
+                    shut_down_kernels(base, token)
             finally:
                 browser.close()
     if failed:

@@ -21,7 +21,16 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-from browser_support import ARTIFACTS, ROOT, jupyterlab, launch, point_at_kernel, require_chromium, server
+from browser_support import (
+    ARTIFACTS,
+    ROOT,
+    jupyterlab,
+    launch,
+    point_at_kernel,
+    require_chromium,
+    server,
+    shut_down_kernels,
+)
 from browser_support import free_port as _free_port
 from browser_support import isolated_env as _isolated_env
 from browser_support import kernel_name as _kernel_name
@@ -245,13 +254,15 @@ def run_all(page, lab, notebook: str, artifacts: Path, *, hide_files: bool) -> N
     """Open `notebook` in JupyterLab (a fresh layout), run all its cells and wait until every
     one has run without an error. `hide_files` closes the file browser first (more room)."""
     base, token, log = lab
+    shut_down_kernels(base, token)            # the kernels earlier tests left: this one starts alone
     try:
         run_notebook(page, base, token, notebook, timeout_s=NOTEBOOK_RUN_S, hide_files=hide_files,
                      open_timeout_s=SERVER_START_S)
     except sync_api.TimeoutError as err:
         page.screenshot(path=artifacts / f"jupyterlab-{notebook[:2]}-run-all-failed.png")
         _no_errors(page)
-        raise AssertionError(f"Run All did not finish within {NOTEBOOK_RUN_S} s:\n{_tail(log)}") from err
+        raise AssertionError(f"Run All did not finish within {NOTEBOOK_RUN_S} s: {err.message}\n"
+                             f"{_tail(log)}") from err
     _no_errors(page)
 
 
@@ -474,3 +485,31 @@ def test_voila_app_at_800_px_shows_the_whole_slider_readout(browser, sample, art
             raise AssertionError(f"the Voilà app at 800 px failed ({e}); server log:\n{_tail(log)}") from e
         finally:
             page.close()
+
+
+def test_a_run_all_that_stalls_says_where_it_stood(lab, browser):
+    """The harness's own failure message: a notebook whose second cell outlasts the timeout is
+    reported with the cells that ran, the cell running (its first line) and the busy kernel,
+    so a CI log alone tells a stalled cell from a lost click or a dead kernel."""
+    import json
+    import urllib.request
+
+    base, token, _log = lab
+    cells = [{"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None, "source": src}
+             for src in ("x = 1", "import time\ntime.sleep(600)", "x + 1")]
+    nb = {"nbformat": 4, "nbformat_minor": 5, "cells": cells,
+          "metadata": {"kernelspec": {"name": _kernel_name(), "display_name": "stall", "language": "python"}}}
+    body = json.dumps({"type": "notebook", "format": "json", "content": nb}).encode()
+    req = urllib.request.Request(f"{base}/api/contents/stall.ipynb?token={token}", data=body, method="PUT",
+                                 headers={"Content-Type": "application/json"})
+    urllib.request.urlopen(req, timeout=30).close()
+    page = browser.new_page(viewport=LAPTOP)
+    try:
+        with pytest.raises(sync_api.TimeoutError) as stalled:
+            run_notebook(page, base, token, "stall.ipynb", timeout_s=3, open_timeout_s=SERVER_START_S)
+        message = stalled.value.message
+        assert message == ("stall.ipynb: 1 of 3 code cells ran, 2 queued or running, 0 never started; "
+                           "first running: cell 2 'import time'; kernel: Busy"), message
+    finally:
+        page.close()
+        shut_down_kernels(base, token)

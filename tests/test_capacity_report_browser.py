@@ -255,7 +255,7 @@ def run_all(page, base: str, token: str, notebook: str, log) -> None:
                      open_timeout_s=SERVER_START_S)
     except sync_api.TimeoutError as err:
         page.screenshot(path=ARTIFACTS / "jupyterlab-06-run-all-failed.png")
-        raise AssertionError(f"Run All of {notebook} did not finish within {NOTEBOOK_RUN_S} s:\n"
+        raise AssertionError(f"Run All of {notebook} did not finish within {NOTEBOOK_RUN_S} s: {err.message}\n"
                              f"{_tail(log)}\n{_stderr(page)}") from err
     assert not _stderr(page), f"cells of {notebook} wrote errors or warnings:\n{_stderr(page)}"
 
