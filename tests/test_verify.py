@@ -634,7 +634,8 @@ def test_real_broker_commitlog_verifies_clean(tmp_path):
 
 def test_cross_checks_give_the_same_report_whatever_the_chunk(copy, monkeypatch):
     """The index cross-file checks run CROSS_CHUNK entries (the CommitLog is decoded and its key
-    codes made MESSAGE_CHUNK messages, the missing-unit check CROSS_CHUNK messages) at a time, for bounded memory:
+    codes made MESSAGE_CHUNK messages, the missing-unit check CROSS_CHUNK messages, the table
+    WINDOW_MESSAGES messages) at a time, for bounded memory:
     entries wrong in several ways, many times over, in several files, and a queue's units all
     gone, are reported the same (first entry, count, words) whatever the chunk: one entry, a
     few or all of a file."""
@@ -648,7 +649,8 @@ def test_cross_checks_give_the_same_report_whatever_the_chunk(copy, monkeypatch)
             poke(p, entry_at(int(n), 12), "i", int(rng.integers(0, 1000)))
     shutil.rmtree(sorted((copy / "consumequeue").glob("B/*"))[0])   # its messages have no units
     reports = {}
-    for chunk in (1, 7, 2**20):
+    for chunk, window in ((1, 1), (7, 97), (2**20, 0)):
+        monkeypatch.setattr(check_commitlog, "WINDOW_MESSAGES", window)
         monkeypatch.setattr(cross, "CROSS_CHUNK", chunk)
         monkeypatch.setattr(check_commitlog, "MESSAGE_CHUNK", chunk)
         reports[chunk] = verify_path(copy).as_dict()
@@ -659,6 +661,125 @@ def test_cross_checks_give_the_same_report_whatever_the_chunk(copy, monkeypatch)
     assert reports[1] == reports[7] == reports[2**20]
 
 
+def _reports_by_window(root: Path, monkeypatch, windows=(0, 1, 97)) -> dict:
+    """verify_path(root) as JSON with the message table in one window (0), a CommitLog file per
+    window (1) and a few files per window."""
+    from rmqlab.verify import check_commitlog
+
+    out = {}
+    for window in windows:
+        monkeypatch.setattr(check_commitlog, "WINDOW_MESSAGES", window)
+        out[window] = json.dumps(verify_path(root).as_dict(), sort_keys=True)
+    return out
+
+
+def test_the_store_is_walked_in_windows_of_whole_commitlog_files(store):
+    """The cross-file checks hold a window of the message table at a time: whole CommitLog
+    files, each offset answered by exactly one window, the end known in the last alone."""
+    from rmqlab.verify.check_commitlog import CommitLogScan
+
+    scan = CommitLogScan(store / "commitlog", None, False)
+    windows = list(scan.windows(300))
+    files = [f for f in cl.store_files(store / "commitlog") if f.size]
+    assert len(files) > 8 and 3 < len(windows) < len(files)
+    assert windows[0].start is None and windows[-1].stop is None
+    assert [w.stop for w in windows[:-1]] == [w.start for w in windows[1:]]
+    assert all(w.stop in {f.start_offset for f in files} for w in windows[:-1])
+    whole = cl.read_columns(store / "commitlog", body=False)["phy_offset"].to_numpy(np.int64)
+    assert all(w.n >= 300 for w in windows[:-1]) and sum(w.n for w in windows) == scan.n == len(whole)
+    assert all(w.end_offset is None for w in windows[:-1]) and windows[-1].end_offset == scan.end_offset
+    assert np.concatenate([w.positions for w in windows]).tolist() == whole.tolist()
+    assert all(w.contains(w.positions).all() for w in windows)
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_the_report_is_the_same_whatever_the_window(copy, monkeypatch, seed):
+    """Index entries, queue units and messages without units, wrong in several ways and spread
+    over many CommitLog files, are reported the same (first of each, count, words, notes)
+    whether the message table is one window, one CommitLog file a window or a few."""
+    rng = np.random.default_rng(300 + seed)
+    for corrupt in rng.choice([c_key_hash, c_phy_offset, c_time_order, c_cq_size, c_cq_tags, c_checkpoint,
+                               c_body_crc], 4):
+        corrupt(copy, rng)
+    if seed % 3 == 2:
+        c_blank_missing(copy, rng)      # after the others: they read the CommitLog whole
+    if seed % 2:
+        queues = sorted((copy / "consumequeue").glob("[AB]/*"))
+        shutil.rmtree(queues[int(rng.integers(0, len(queues)))])     # its messages have no units
+    if seed % 4 == 3:
+        first = cl.store_files(copy / "commitlog")[0].path
+        first.unlink()                                  # expired: entries and units point below the CommitLog
+    reports = _reports_by_window(copy, monkeypatch)
+    assert reports[0] == reports[1] == reports[97], seed
+    assert not json.loads(reports[0])["ok"]
+
+
+def test_the_report_of_a_damaged_store_is_the_same_whatever_the_window(copy, monkeypatch):
+    """Damage that stops a CommitLog file's walk in the middle, a missing file (a gap), a torn
+    tail and random bytes anywhere: the same report from every window size."""
+    files = cl.store_files(copy / "commitlog")
+    rng = np.random.default_rng(5)
+    p = files[3].path
+    _, pos, _ = commitlog_records(p)
+    poke(p, int(pos[len(pos) // 2]) + 4, "i", 0x12345678)              # a bad MAGICCODE mid-file
+    files[6].path.unlink()                                               # a gap
+    last = files[-1].path
+    os.truncate(last, last.stat().st_size - 3)
+    for q in rng.choice(sorted(p for p in copy.rglob("*") if p.is_file()), 5):
+        size = q.stat().st_size
+        if size:
+            poke(q, int(rng.integers(0, size)), "B", int(rng.integers(0, 256)))
+    reports = _reports_by_window(copy, monkeypatch)
+    assert reports[0] == reports[1] == reports[97]
+
+
+def test_a_lagging_dispatch_is_counted_the_same_whatever_the_window(copy, monkeypatch):
+    """Every queue cut where dispatch stopped, at half the CommitLog or before, but one that goes
+    on to 62 % with its units in between wrong (so whole windows hold no unit that gives the
+    dispatched end): the messages before the dispatched end without units are counted, those
+    after it not, though the end is known only after the last window."""
+    rng = np.random.default_rng(11)
+    total = sum(f.size for f in cl.store_files(copy / "commitlog"))
+    for n, folder in enumerate(sorted((copy / "consumequeue").glob("*/*"))):
+        cut = int(total * (0.62 if n == 0 else 0.5 if rng.random() < 0.6 else rng.uniform(0.3, 0.45)))
+        with cq.ConsumeQueue.open(folder, CQ_SIZE) as q:
+            co = q.units["commitlog_offset"].astype(np.int64)
+            keep = q.min_offset + int(np.searchsorted(co, cut))
+            wrong = q.min_offset + np.flatnonzero((co >= 0.5 * total) & (co < 0.6 * total))
+        for f in sorted(folder.iterdir()):
+            first = int(f.name) // 20
+            if first >= keep:
+                f.unlink()
+                continue
+            if first + CQ_SIZE // 20 > keep:
+                with open(f, "r+b") as fh:
+                    fh.seek((keep - first) * 20)
+                    fh.write(bytes(CQ_SIZE - (keep - first) * 20))
+            for k in wrong[(wrong >= first) & (wrong < min(keep, first + CQ_SIZE // 20))]:
+                at = (int(k) - first) * 20 + 8
+                poke(f, at, "i", peek(f, at, "i")[0] + 1)           # size: the unit gives no end
+    reports = _reports_by_window(copy, monkeypatch)
+    assert reports[0] == reports[1] == reports[97]
+    # the model: the end of the last unit of any queue; the dispatchable messages before it
+    # past their queue's last unit
+    from rmqlab.dispatch import goes_to_consume_queue_many
+
+    ends = {}
+    for folder in sorted((copy / "consumequeue").glob("*/*")):
+        with cq.ConsumeQueue.open(folder, CQ_SIZE) as q:
+            last = q.unit(q.max_offset - 1)
+            ends[(folder.parent.name, int(folder.name))] = (q.max_offset, last.commitlog_offset + last.size)
+    end = max(e for _, e in ends.values())
+    m = cl.read_columns(copy / "commitlog", body=False)
+    before = m[(m["phy_offset"] < end) & goes_to_consume_queue_many(m["sys_flag"].to_numpy())]
+    lost = before[[qoff >= ends[(t, qid)][0] for t, qid, qoff in
+                   zip(before["topic"], before["queue_id"], before["queue_offset"])]]
+    missing = [p for p in json.loads(reports[0])["cross"]["problems"] if p["check"] == "cq.missing-unit"]
+    assert 0.3 * total < end < 0.7 * total and (m["phy_offset"] >= end).sum() > 200
+    assert len(missing) == 1 and missing[0]["count"] == len(lost) > 10
+    assert f"at {lost['phy_offset'].iloc[0]} " in missing[0]["message"] and f"end {end} " in missing[0]["message"]
+
+
 # ------------------------------------------------------------------ the message table
 
 
@@ -667,9 +788,9 @@ def test_the_message_table_holds_numbers_only(store):
     per-message array is numeric, a topic is a code into the distinct topics, and the numbers
     are the columnar reader's (independent of the chunked walk that made them)."""
     from rmqlab.dispatch import message_tags_codes
-    from rmqlab.verify.check_commitlog import scan_commitlog
+    from rmqlab.verify.check_commitlog import CommitLogScan
 
-    _, msgs, _ = scan_commitlog(store / "commitlog", None, True)
+    *_, msgs = CommitLogScan(store / "commitlog", None, True).windows(0)
     want = cl.read_columns(store / "commitlog", body=False)
     assert msgs.n == len(want) > 1000
     for name, value in vars(msgs).items():
@@ -698,11 +819,11 @@ def test_the_message_table_keeps_the_properties_of_dispatch_rules_only(tmp_path)
     import test_batchconsumequeue as bcq_tests
 
     from rmqlab.dispatch import property_value
-    from rmqlab.verify.check_commitlog import scan_commitlog
+    from rmqlab.verify.check_commitlog import CommitLogScan
 
     root = tmp_path / "store"
     generate_store(root, Workload(messages=600, seed=4, **bcq_tests.FEATURES), **bcq_tests.STORE_OPTS)
-    _, msgs, _ = scan_commitlog(root / "commitlog", None, True)
+    *_, msgs = CommitLogScan(root / "commitlog", None, True).windows(0)
     props = cl.read_columns(root / "commitlog", body=False)["properties"].tolist()
     named = [i for i, p in enumerate(props)
              if property_value(p, "INNER_MULTI_DISPATCH") is not None

@@ -30,8 +30,10 @@ Per file, the format modules' own ``problems()`` plus what they leave out:
   filler units only in front, commitlog offsets increasing and messages not overlapping.
 * **checkpoint**: 4096 bytes, zero padding, no negative field.
 
-Across files (store directories only), joined in NumPy over the message table (no Python loop
-per entry):
+Across files (store directories only), joined in NumPy with the message table (no Python loop
+per entry). The CommitLog is walked once and its table held a window of whole files at a time
+(:class:`~rmqlab.verify.check_commitlog.CommitLogScan`): each entry and unit is joined with the
+window its offset falls in, so memory follows the window, not the store:
 
 * each index entry's phy_offset is a message boundary; ``index_hash(topic#key)`` of one of that
   message's keys (UNIQ_KEY, KEYS tokens) is its key_hash; its time_diff is what putKey stored

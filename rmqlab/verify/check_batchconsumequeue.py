@@ -18,7 +18,8 @@ from rmqlab.errors import CorruptIndexError, RmqlabError
 from rmqlab.formats import batchconsumequeue as bcq
 from rmqlab.formats import consumequeue as cq
 from rmqlab.verify.check_commitlog import Messages
-from rmqlab.verify.common import add_problem, first_problem, most_common
+from rmqlab.verify.common import add_problem, most_common
+from rmqlab.verify.cross import RunningFirst, in_window, is_ordered
 from rmqlab.verify.report import FileReport, make_problem, problem_from_error
 
 _CODES = (
@@ -85,67 +86,95 @@ def verify_batch_consume_queue(path: Path, mapped_file_size: int | None = None) 
     return out
 
 
-def batch_queue_cross(q: bcq.BatchConsumeQueue, msgs: Messages) -> list:
-    """Units against the messages they point at: a message start of this topic and queue,
-    TOTALSIZE, tags code, store time, and (msg_base_offset, batch_size) as the dispatch makes
-    them from the message's QUEUEOFFSET, INNER_BASE and INNER_NUM; a committed or plain message."""
-    out: list = []
-    u = q.units
-    if not len(u) or not msgs.n:
+class BatchQueueCross:
+    """The units of one BatchConsumeQueue against the messages they point at, a window of the
+    message table at a time: a message start of this topic and queue, TOTALSIZE, tags code,
+    store time, and (msg_base_offset, batch_size) as the dispatch makes them from the message's
+    QUEUEOFFSET, INNER_BASE and INNER_NUM; a committed or plain message."""
+
+    CHECKS = ("bcq.phy-offset", "bcq.queue", "bcq.size", "bcq.tags-code", "bcq.store-time", "bcq.transaction",
+              "bcq.batch")
+
+    def __init__(self) -> None:
+        self.checks = {name: RunningFirst() for name in self.CHECKS}
+        self.ordered: dict[str, bool] = {}
+
+    def add(self, q: bcq.BatchConsumeQueue, w: Messages) -> None:
+        """Check the units of the open queue `q` that window `w` answers for."""
+        parts, base = [], 0
+        for bf, v in q.segments():
+            path = str(bf.path)
+            co = v["commitlog_offset"]
+            if path not in self.ordered:
+                self.ordered[path] = is_ordered(co)
+            for idx in in_window(co, w, self.ordered[path]):
+                parts.append((path, base + idx, idx, v[idx]))
+            base += len(v)
+        if parts:
+            self._add(q, w, parts)
+
+    def _add(self, q: bcq.BatchConsumeQueue, w: Messages, parts) -> None:
+        u = np.concatenate([v for *_, v in parts])
+        ordinal = np.concatenate([o for _, o, _, _ in parts])
+        pos = np.concatenate([idx * bcq.UNIT_SIZE for _, _, idx, _ in parts])
+        fidx = np.concatenate([np.full(len(idx), k) for k, (_, _, idx, _) in enumerate(parts)])
+        files = [pth for pth, *_ in parts]
+        co = u["commitlog_offset"].astype(np.int64)
+        row, hit = w.lookup(co)
+        r = np.where(hit, row, 0)
+        check = ~w.expired(co)
+
+        def bad(code, mask, fld, what):
+            self.checks[code].add(mask, ordinal, lambda i: make_problem(
+                code, CorruptIndexError, f"unit {pos[i] // bcq.UNIT_SIZE}: {what(i)}", files[fidx[i]],
+                int(pos[i]) + bcq.UNIT.offset(fld), f"unit.{fld}"))
+
+        bad("bcq.phy-offset", check & ~hit, "commitlog_offset",
+            lambda i: f"commitlog offset {co[i]} is not where a message starts: {w.where(int(co[i]))}")
+        if not w.n:
+            return
+        m = check & hit
+        qids = w.queue_id
+        bad("bcq.queue", m & ((w.topic_code[r] != w.code_of_topic(q.topic))
+                              | (qids[r] != (q.queue_id if q.queue_id is not None else -1))),
+            "commitlog_offset",
+            lambda i: f"the message at {co[i]} belongs to topic {w.topic(r[i])!r} queue {qids[r[i]]}")
+        sz = u["size"].astype(np.int64)
+        bad("bcq.size", m & (sz != w.total_size[r]), "size",
+            lambda i: f"size {sz[i]} but the message has TOTALSIZE {w.total_size[r[i]]}")
+        tc = u["tags_code"].astype(np.int64)
+        bad("bcq.tags-code", m & (tc != w.tags_codes[r]), "tags_code",
+            lambda i: f"tags code {tc[i]} but the message gives {w.tags_codes[r[i]]}")
+        st = u["store_time"].astype(np.int64)
+        bad("bcq.store-time", m & (st != w.store_ts[r]), "store_time",
+            lambda i: f"store time {st[i]} but the message's STORETIMESTAMP is {w.store_ts[r[i]]}")
+        bad("bcq.transaction", m & ~goes_to_consume_queue_many(w.sys_flag[r]), "commitlog_offset",
+            lambda i: f"the message at {co[i]} is a prepared or rolled-back transaction record")
+        mqoff = w.queue_offset
+        props = w.properties_at(r)     # batch_unit reads INNER_NUM and INNER_BASE only
+        want = np.zeros((len(u), 2), np.int64)
+        ok = np.ones(len(u), bool)
+        for i in np.flatnonzero(m):
+            block = props[i]
+            try:
+                want[i] = batch_unit(int(mqoff[r[i]]), {k: v for k in ("INNER_NUM", "INNER_BASE")
+                                                        if (v := property_value(block, k)) is not None})
+            except ValueError:
+                ok[i] = False
+        base, size = u["msg_base_offset"].astype(np.int64), u["batch_size"].astype(np.int64)
+        bad("bcq.batch", m & ((~ok) | (base != want[:, 0]) | (size != want[:, 1])), "msg_base_offset",
+            lambda i: f"(msg_base_offset, batch_size) ({base[i]}, {size[i]}) but the message gives "
+                      f"{tuple(int(x) for x in want[i]) if ok[i] else 'unparseable INNER_BASE / INNER_NUM'}")
+
+    def problems(self) -> list:
+        out: list = []
+        for check in self.checks.values():
+            add_problem(out, check.result())
         return out
-    co = u["commitlog_offset"].astype(np.int64)
-    sizes = np.concatenate([np.full(len(v), k) for k, (_, v) in enumerate(q.segments())])
-    pos = np.concatenate([np.arange(len(v)) * bcq.UNIT_SIZE for _, v in q.segments()])
-    files = [f.path for f in q.files]
-    row, hit = msgs.lookup(co)
-    r = np.where(hit, row, 0)
-    check = ~msgs.expired(co)
-
-    def bad(code, mask, fld, what):
-        def make(i, c):
-            return make_problem(code, CorruptIndexError, f"unit {pos[i] // bcq.UNIT_SIZE}: {what(i)}",
-                                files[sizes[i]], int(pos[i]) + bcq.UNIT.offset(fld), f"unit.{fld}", count=c)
-        add_problem(out, first_problem(mask, make))
-
-    bad("bcq.phy-offset", check & ~hit, "commitlog_offset",
-        lambda i: f"commitlog offset {co[i]} is not where a message starts: {msgs.where(int(co[i]))}")
-    m = check & hit
-    qids = msgs.queue_id
-    bad("bcq.queue", m & ((msgs.topic_code[r] != msgs.code_of_topic(q.topic))
-                          | (qids[r] != (q.queue_id if q.queue_id is not None else -1))),
-        "commitlog_offset",
-        lambda i: f"the message at {co[i]} belongs to topic {msgs.topic(r[i])!r} queue {qids[r[i]]}")
-    sz = u["size"].astype(np.int64)
-    bad("bcq.size", m & (sz != msgs.total_size[r]), "size",
-        lambda i: f"size {sz[i]} but the message has TOTALSIZE {msgs.total_size[r[i]]}")
-    tc = u["tags_code"].astype(np.int64)
-    bad("bcq.tags-code", m & (tc != msgs.tags_codes[r]), "tags_code",
-        lambda i: f"tags code {tc[i]} but the message gives {msgs.tags_codes[r[i]]}")
-    st = u["store_time"].astype(np.int64)
-    bad("bcq.store-time", m & (st != msgs.store_ts[r]), "store_time",
-        lambda i: f"store time {st[i]} but the message's STORETIMESTAMP is {msgs.store_ts[r[i]]}")
-    bad("bcq.transaction", m & ~goes_to_consume_queue_many(msgs.sys_flag[r]), "commitlog_offset",
-        lambda i: f"the message at {co[i]} is a prepared or rolled-back transaction record")
-    mqoff = msgs.queue_offset
-    props = msgs.properties_at(r)     # batch_unit reads INNER_NUM and INNER_BASE only
-    want = np.zeros((len(u), 2), np.int64)
-    ok = np.ones(len(u), bool)
-    for i in np.flatnonzero(m):
-        block = props[i]
-        try:
-            want[i] = batch_unit(int(mqoff[r[i]]), {k: v for k in ("INNER_NUM", "INNER_BASE")
-                                                    if (v := property_value(block, k)) is not None})
-        except ValueError:
-            ok[i] = False
-    base, size = u["msg_base_offset"].astype(np.int64), u["batch_size"].astype(np.int64)
-    bad("bcq.batch", m & ((~ok) | (base != want[:, 0]) | (size != want[:, 1])), "msg_base_offset",
-        lambda i: f"(msg_base_offset, batch_size) ({base[i]}, {size[i]}) but the message gives "
-                  f"{tuple(int(x) for x in want[i]) if ok[i] else 'unparseable INNER_BASE / INNER_NUM'}")
-    return out
 
 
 def lmq_queue_cross(q: cq.ConsumeQueue, msgs: Messages, *, enable_lmq: bool | None = None,
-                    broker_version: str | None = None) -> list:
+                    broker_version: str | None = None, store_messages: int | None = None) -> list:
     """A light message queue's units against the messages naming it: each unit points at a
     message whose INNER_MULTI_DISPATCH / INNER_MULTI_QUEUE_OFFSET put it at this queue offset
     (with its TOTALSIZE and tags code), and every such message before the queue's end has its unit.
@@ -154,9 +183,11 @@ def lmq_queue_cross(q: cq.ConsumeQueue, msgs: Messages, *, enable_lmq: bool | No
     is in queue 0; without it (a 4.9.x broker numbers the names per message queue id, see
     :func:`rmqlab.dispatch.assign_lmq_offsets`) they are in the sending message's queue, so a
     sibling folder other than 0 means off. `broker_version` picks the release's multi-dispatch
-    rule as dispatch does (:func:`rmqlab.dispatch.lmq_dispatch`; None: 5.x)."""
+    rule as dispatch does (:func:`rmqlab.dispatch.lmq_dispatch`; None: 5.x). `msgs` may be the
+    side table of a :class:`CommitLogScan` (the messages with dispatch properties, plus this plain
+    name's own messages); `store_messages` is then the CommitLog's count (default ``msgs.n``)."""
     out: list = []
-    if not msgs.n:
+    if not (msgs.n if store_messages is None else store_messages):
         return out
     if enable_lmq is None:
         siblings = [p.name for p in q.folder.parent.iterdir() if p.is_dir()] if q.folder.parent.is_dir() else []
@@ -233,4 +264,4 @@ def _dispatched_end(q: cq.ConsumeQueue) -> int:
 
 
 __all__ = ["batch_queue_folders", "batch_file_size", "batch_queue_checks", "verify_batch_consume_queue",
-           "batch_queue_cross", "lmq_queue_cross", "multi_dispatch_plain_queues", "is_lmq"]
+           "BatchQueueCross", "lmq_queue_cross", "multi_dispatch_plain_queues", "is_lmq"]

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import mmap
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -12,6 +13,7 @@ from rmqlab.dispatch import (
     PROPERTY_INNER_BASE,
     PROPERTY_INNER_MULTI_DISPATCH,
     PROPERTY_INNER_NUM,
+    goes_to_consume_queue_many,
     message_tags_codes,
     property_values,
 )
@@ -33,6 +35,10 @@ KEY_CODE_HASH_BITS = 31
 #: messages decoded at a time while a CommitLog file is walked: their strings (about 400 bytes a
 #: message) exist only for one chunk, which is reduced to the numbers of :class:`Messages`
 MESSAGE_CHUNK = 1 << 18
+#: messages a window of the cross-file checks holds (:meth:`CommitLogScan.windows`): the joins of
+#: index entries and queue units against the messages hold one window's numbers, not the whole
+#: CommitLog's. A window is whole CommitLog files, so it may pass this by one file's messages.
+WINDOW_MESSAGES = 1 << 21
 #: the properties the light message queue and BatchConsumeQueue checks read: Messages keeps the
 #: PROPERTIES block of the messages that carry them (dispatch.lmq_dispatch_many, batch_unit)
 DISPATCH_PROPERTIES = (PROPERTY_INNER_MULTI_DISPATCH, PROPERTY_INNER_NUM, PROPERTY_INNER_BASE)
@@ -52,8 +58,9 @@ class Messages:
     message's strings reads its record again (:meth:`record`)."""
 
     def __init__(self, numbers: dict, topics: list[str], files: list[str], file_starts: list[int],
-                 min_offset: int | None, end_offset: int, key_codes: tuple[np.ndarray, np.ndarray] | None,
-                 kept: tuple[np.ndarray, np.ndarray]):
+                 min_offset: int | None, end_offset: int | None, key_codes: tuple[np.ndarray, np.ndarray] | None,
+                 kept: tuple[np.ndarray, np.ndarray], *, start: int | None = None, stop: int | None = None,
+                 topic_index: dict[str, int] | None = None):
         self.positions = numbers["positions"]        # int64, sorted: CommitLog offset of each message
         self.file_of = numbers["file_of"]            # int32 per message: index into files
         self.total_size = numbers["total_size"]
@@ -67,11 +74,23 @@ class Messages:
         self.files = files                           # list of paths
         self.file_starts = file_starts               # CommitLog offset of each file's first byte
         self.min_offset = min_offset                 # first file's start (None: no files)
-        self.end_offset = end_offset                 # the CommitLog's max offset after recovery
+        self.end_offset = end_offset                 # the CommitLog's max offset after recovery (None: not
+                                                     # known yet, in a window before the last)
+        self.start, self.stop = start, stop          # the CommitLog offsets this table answers for
         self.n = len(self.positions)
         self._key_codes = key_codes
         self._kept_rows, self._kept_properties = kept
-        self._topic_index = {t: i for i, t in enumerate(topics)}
+        self._topic_index = topic_index if topic_index is not None else {t: i for i, t in enumerate(topics)}
+
+    def contains(self, offsets: np.ndarray) -> np.ndarray:
+        """Which CommitLog offsets this table answers for: every offset belongs to exactly one
+        window of :meth:`CommitLogScan.windows` (the first takes all below it, the last all above)."""
+        inside = np.ones(len(offsets), bool)
+        if self.start is not None:
+            inside &= offsets >= self.start
+        if self.stop is not None:
+            inside &= offsets < self.stop
+        return inside
 
     def lookup(self, offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(row of the message starting at each offset or -1, is-a-boundary mask)."""
@@ -95,7 +114,7 @@ class Messages:
             return "the CommitLog has no files"
         if offset < self.min_offset:
             return "before the CommitLog's first file"
-        if offset >= self.end_offset:
+        if self.end_offset is not None and offset >= self.end_offset:
             return f"at or past the CommitLog's end ({self.end_offset})"
         row = int(np.searchsorted(self.positions, offset, side="right")) - 1
         if row >= 0 and offset < self.positions[row] + self.total_size[row]:
@@ -135,7 +154,7 @@ class Messages:
         order (a message's row is its code >> 31). Made file by file as the CommitLog is walked
         (:func:`_chunk_key_codes`): 16 bytes a key."""
         if self._key_codes is None:
-            raise ValueError("the CommitLog was scanned without its key codes (scan_commitlog(keys=False))")
+            raise ValueError("the CommitLog was scanned without its key codes (CommitLogScan(keys=False))")
         return self._key_codes
 
     @property
@@ -201,9 +220,9 @@ class _TableBuilder:
     FILE_COLUMNS = ("total_size", "version", "body_crc", "phy_offset", "sys_flag")
     KEPT = ("total_size", "sys_flag", "store_timestamp", "queue_id", "queue_offset")
 
-    def __init__(self, keys: bool):
+    def __init__(self, keys: bool, topic_index: dict[str, int]):
         self.keys = keys
-        self.topic_index: dict[str, int] = {}
+        self.topic_index = topic_index
 
     def decode_for(self, f: cl.StoreFile):
         return chunked_decode(lambda cols, pos, first: self.reduce(f, cols, pos, first), MESSAGE_CHUNK)
@@ -324,56 +343,117 @@ def _commitlog_file_checks(rep: FileReport, f: cl.StoreFile, rr: cl.ReadReport, 
         add_problem(rep.problems, first_problem(prop_crc == PROP_CRC_MISMATCH, make_prop_crc))
 
 
-def scan_commitlog(path: Path, file_size: int | None, check_crc: bool, *,
-                   keys: bool = True) -> tuple[list[FileReport], Messages, dict]:
-    """Per-file checks of a CommitLog file or folder, and the message table (with `keys`, the
-    key codes the index checks join on). Memory: :class:`Messages` plus one chunk of
-    MESSAGE_CHUNK messages' strings."""
-    files, reports = _commitlog_files(path)
-    loaded = cl.classify_files(files)
-    loaded_sizes = [f.size for f in files if f not in loaded.dropped]
-    mapped = file_size or most_common(loaded_sizes or [f.size for f in files])
-    table = _TableBuilder(keys)
-    parts: list[dict] = []
-    rows = 0
-    end_offset = files[0].start_offset if files else 0
-    for i, f in enumerate(files):
-        # the broker's load rules: only the active file may end without the end-of-file blank
-        last = f == loaded.active
-        p = str(f.path)
-        rep = FileReport(p, "commitlog")
-        reports.append(rep)
-        role = loaded.role(f)
-        if role == "dropped":
-            rep.notes.append(f"{p}: {loaded.reasons[f.path]}")
-            rep.counts = {"messages": 0, "bytes_used": 0, "file_size": f.size, "blank": False,
-                          "start_offset": f.start_offset, "role": role}
-            continue
-        if f.size != mapped:
-            cls = TruncatedFileError if f.size < mapped else GeometryError
-            rep.problems.append(make_problem("commitlog.file-size", cls,
-                                         f"file is {f.size} bytes, not the mapped file size {mapped} "
-                                         f"(mappedFileSizeCommitLog; the broker preallocates every file)",
-                                         p, f.size, "file size"))
-        if not OFFSET_FILE_NAME.fullmatch(f.path.name):
-            rep.notes.append(f"{p}: name is not a 20-digit offset: read as starting at offset {f.start_offset}")
-        elif mapped and f.start_offset % mapped:
-            rep.problems.append(make_problem("commitlog.file-name", FormatError,
-                                         f"name {f.start_offset} is not a multiple of the mapped file size {mapped}",
-                                         p, 0, "file name"))
-        if i and mapped:
-            want = files[i - 1].start_offset + mapped
-            if f.start_offset != want:
-                what = "missing file(s) before it" if f.start_offset > want else "overlaps the previous file"
-                rep.problems.append(make_problem("commitlog.continuity", FormatError,
-                                             f"starts at {f.start_offset} but the previous file "
-                                             f"{files[i - 1].path.name} ends at {want}: {what}",
-                                             p, 0, "file name"))
-        if role == "preallocated":
-            rep.notes.append(f"{p}: {loaded.reasons[f.path]}")
-            rep.counts = {"messages": 0, "bytes_used": 0, "file_size": f.size, "blank": False,
-                          "start_offset": f.start_offset, "role": role}
-            continue
+class CommitLogScan:
+    """One walk of a CommitLog file or folder: the per-file checks, and the message table in
+    windows for the cross-file joins.
+
+    Iterate :meth:`windows` once: it walks the files in offset order, fills :attr:`reports`
+    (one per file, plus one per file name the format module refuses) and yields the table a
+    window at a time. Afterwards :attr:`end_offset`, :attr:`n`, the store-time totals and
+    :attr:`side` (the messages carrying dispatch properties, for the LMQ checks) are final.
+    Memory: one window (about 52 bytes a message plus 16 a key) and one decoded chunk."""
+
+    def __init__(self, path: Path, file_size: int | None, check_crc: bool, *, keys: bool = True):
+        self.path, self.check_crc, self.keys = path, check_crc, keys
+        self.files, self._refused = _commitlog_files(path)
+        self.loaded = cl.classify_files(self.files)
+        loaded_sizes = [f.size for f in self.files if f not in self.loaded.dropped]
+        self.mapped_file_size = file_size or most_common(loaded_sizes or [f.size for f in self.files])
+        self.min_offset = self.files[0].start_offset if self.files else None
+        self.reports: list[FileReport] = []
+        self.topic_index: dict[str, int] = {}
+        self._reset_totals()
+
+    def _reset_totals(self) -> None:
+        self.end_offset = self.files[0].start_offset if self.files else 0
+        self.n = 0
+        self.last_store_timestamp: int | None = None          # of any message
+        self.last_dispatchable_timestamp: int | None = None   # of a message a ConsumeQueue can hold
+        self._side_parts: list[dict] = []
+        self._side_rows = 0
+
+    @property
+    def topics(self) -> list[str]:
+        return list(self.topic_index)
+
+    def windows(self, window_messages: int | None = None, *, keep=None) -> Iterator[Messages]:
+        """The message table, WINDOW_MESSAGES messages at a time (None: whole files until
+        `window_messages`, default :data:`WINDOW_MESSAGES`; 0: everything in one window), each a
+        :class:`Messages` of whole CommitLog files answering for the offsets from its first
+        file's start to the next window's (:meth:`Messages.contains`). Files that overlap stay
+        in one window; the active file and those after it are in the last, the only one that
+        knows the CommitLog's end. `keep(window) -> rows` adds rows to :attr:`side` besides the
+        messages with dispatch properties. Walking again repeats the per-file checks without
+        reporting them twice. Cost: one C walk and decode of every file."""
+        limit = WINDOW_MESSAGES if window_messages is None else window_messages
+        first_walk = not self.reports
+        self._reset_totals()
+        table = _TableBuilder(self.keys, self.topic_index)
+        reports = list(self._refused)
+        parts: list[dict] = []
+        rows, start, parts_end = 0, None, None
+        active_seen = self.loaded.active is None    # no active file: one window
+        files, mapped = self.files, self.mapped_file_size
+        for i, f in enumerate(files):
+            # the broker's load rules: only the active file may end without the end-of-file blank
+            last = f == self.loaded.active
+            p = str(f.path)
+            rep = FileReport(p, "commitlog")
+            reports.append(rep)
+            role = self.loaded.role(f)
+            if role == "dropped":
+                rep.notes.append(f"{p}: {self.loaded.reasons[f.path]}")
+                rep.counts = {"messages": 0, "bytes_used": 0, "file_size": f.size, "blank": False,
+                              "start_offset": f.start_offset, "role": role}
+                continue
+            if f.size != mapped:
+                cls = TruncatedFileError if f.size < mapped else GeometryError
+                rep.problems.append(make_problem("commitlog.file-size", cls,
+                                             f"file is {f.size} bytes, not the mapped file size {mapped} "
+                                             f"(mappedFileSizeCommitLog; the broker preallocates every file)",
+                                             p, f.size, "file size"))
+            if not OFFSET_FILE_NAME.fullmatch(f.path.name):
+                rep.notes.append(f"{p}: name is not a 20-digit offset: read as starting at offset {f.start_offset}")
+            elif mapped and f.start_offset % mapped:
+                rep.problems.append(make_problem("commitlog.file-name", FormatError,
+                                             f"name {f.start_offset} is not a multiple of the mapped file size "
+                                             f"{mapped}", p, 0, "file name"))
+            if i and mapped:
+                want = files[i - 1].start_offset + mapped
+                if f.start_offset != want:
+                    what = "missing file(s) before it" if f.start_offset > want else "overlaps the previous file"
+                    rep.problems.append(make_problem("commitlog.continuity", FormatError,
+                                                 f"starts at {f.start_offset} but the previous file "
+                                                 f"{files[i - 1].path.name} ends at {want}: {what}",
+                                                 p, 0, "file name"))
+            if role == "preallocated":
+                rep.notes.append(f"{p}: {self.loaded.reasons[f.path]}")
+                rep.counts = {"messages": 0, "bytes_used": 0, "file_size": f.size, "blank": False,
+                              "start_offset": f.start_offset, "role": role}
+                continue
+            if limit and rows >= limit and not active_seen and f.start_offset >= parts_end:
+                yield self._window(parts, start, f.start_offset, None, keep)
+                parts, rows, start = [], 0, f.start_offset
+            cols, pos, used, blank, readable = self._walk(f, rep, last, table)
+            n = len(pos)
+            rep.counts = {"messages": n, "bytes_used": used, "file_size": f.size, "blank": blank,
+                          "start_offset": f.start_offset}
+            if n:
+                parts.append(_file_numbers(cols, f.start_offset + pos, i, rows, self.keys))
+                rows += n
+                end = f.start_offset + int(pos[-1]) + int(cols["total_size"][-1])
+                parts_end = end if parts_end is None else max(parts_end, end)
+            del cols
+            if last:
+                active_seen = True
+                self.end_offset = f.start_offset + f.size if blank and readable else f.start_offset + used
+        if first_walk:
+            self.reports = reports
+        yield self._window(parts, start, None, self.end_offset, keep)
+
+    def _walk(self, f: cl.StoreFile, rep: FileReport, last: bool, table: _TableBuilder):
+        """One file's walk, decode and per-file checks: (columns, positions, bytes used,
+        end-of-file blank present, readable to the end)."""
         rr = cl.ReadReport()
         with open(f.path, "rb") as fh:
             mm = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) if f.size else None
@@ -393,25 +473,52 @@ def scan_commitlog(path: Path, file_size: int | None, check_crc: bool, *,
                 if used + cl.BLANK.size <= len(buf):
                     bsize, bmagic = cl.BLANK.unpack_from(buf, used)
                     blank = bmagic == cl.MAGIC_BLANK and bsize == len(buf) - used
-                _commitlog_file_checks(rep, f, rr, cols, pos, used, blank, last, buf if check_crc else None)
+                _commitlog_file_checks(rep, f, rr, cols, pos, used, blank, last, buf if self.check_crc else None)
             finally:
                 if mm is not None:
                     try:
                         mm.close()
                     except BufferError:   # a view still alive: the map closes when it is freed
                         pass
-        readable = not rr.damage and rr.torn_tail is None
-        n = len(sizes)
-        rep.counts = {"messages": n, "bytes_used": used, "file_size": f.size, "blank": blank,
-                      "start_offset": f.start_offset}
-        if n:
-            parts.append(_file_numbers(cols, f.start_offset + pos, i, rows, keys))
-            rows += n
-        del cols
-        if last:
-            end_offset = f.start_offset + f.size if blank and readable else f.start_offset + used
-    msgs = _messages(parts, list(table.topic_index), files, end_offset, keys)
-    return reports, msgs, {"mapped_file_size": mapped}
+        return cols, pos, used, blank, not rr.damage and rr.torn_tail is None
+
+    def _window(self, parts: list[dict], start, stop, end_offset, keep) -> Messages:
+        w = _messages(parts, self.topics, self.files, end_offset, self.keys, start=start, stop=stop,
+                      topic_index=self.topic_index)
+        parts.clear()
+        self.n += w.n
+        if w.n:
+            ts = int(w.store_ts.max())
+            self.last_store_timestamp = ts if self.last_store_timestamp is None else max(self.last_store_timestamp, ts)
+            disp = w.store_ts[goes_to_consume_queue_many(w.sys_flag)]
+            if len(disp):
+                ts = int(disp.max())
+                last = self.last_dispatchable_timestamp
+                self.last_dispatchable_timestamp = ts if last is None else max(last, ts)
+        rows = w.dispatch_properties[0]
+        if keep is not None:
+            rows = np.union1d(rows, keep(w)).astype(np.int64)
+        if len(rows):
+            self._side_parts.append(_side_numbers(w, rows, self._side_rows))
+            self._side_rows += len(rows)
+        return w
+
+    @property
+    def side(self) -> Messages:
+        """The messages the dispatch-property rules read (INNER_MULTI_DISPATCH, or INNER_NUM and
+        INNER_BASE), plus those `keep` chose, as one table; its rows are its own."""
+        parts = [dict(p) for p in self._side_parts]
+        return _messages(parts, self.topics, self.files, self.end_offset, False, topic_index=self.topic_index)
+
+
+def _side_numbers(w: Messages, rows: np.ndarray, first_row: int) -> dict:
+    """The numbers of `rows` of window `w`, as a part of the side table (rows from `first_row`)."""
+    props = w.properties_at(rows)
+    has = np.flatnonzero(np.array([b is not None for b in props], bool))
+    return {"positions": w.positions[rows], "file_of": w.file_of[rows], "total_size": w.total_size[rows],
+            "sys_flag": w.sys_flag[rows], "store_timestamp": w.store_ts[rows], "queue_id": w.queue_id[rows],
+            "queue_offset": w.queue_offset[rows], "topic_code": w.topic_code[rows], "tags_code": w.tags_codes[rows],
+            "kept_rows": (first_row + has).astype(np.int64), "kept_properties": props[has]}
 
 
 def _file_numbers(cols: dict, positions: np.ndarray, file_index: int, first_row: int, keys: bool) -> dict:
@@ -434,8 +541,9 @@ _EMPTY = {"positions": np.int64, "file_of": np.int32, "total_size": np.int32, "s
           "key_codes_distinct": np.int64}
 
 
-def _messages(parts: list[dict], topics: list[str], files: list[cl.StoreFile], end_offset: int,
-              keys: bool) -> Messages:
+def _messages(parts: list[dict], topics: list[str], files: list[cl.StoreFile], end_offset: int | None,
+              keys: bool, *, start: int | None = None, stop: int | None = None,
+              topic_index: dict[str, int] | None = None) -> Messages:
     """The table of the files' parts, one after the other, put in CommitLog offset order when
     files overlap (already reported as continuity problems: the joins stay sound)."""
     names = [c for c in _EMPTY if keys or not c.startswith("key_codes")]
@@ -460,7 +568,7 @@ def _messages(parts: list[dict], topics: list[str], files: list[cl.StoreFile], e
     key_codes = (t.pop("key_codes_distinct"), t.pop("key_codes")) if keys else None
     return Messages(t, topics, [str(f.path) for f in files], [f.start_offset for f in files],
                     files[0].start_offset if files else None, end_offset, key_codes,
-                    (t.pop("kept_rows"), t.pop("kept_properties")))
+                    (t.pop("kept_rows"), t.pop("kept_properties")), start=start, stop=stop, topic_index=topic_index)
 
 
 def verify_commitlog(path: str | os.PathLike, *, file_size: int | None = None,
@@ -476,4 +584,7 @@ def verify_commitlog(path: str | os.PathLike, *, file_size: int | None = None,
     >>> [(r.ok, r.counts["messages"], r.counts["blank"]) for r in verify_commitlog(d)]
     [(True, 36, True), (True, 4, False)]
     """
-    return scan_commitlog(Path(path), file_size, check_crc, keys=False)[0]
+    scan = CommitLogScan(Path(path), file_size, check_crc, keys=False)
+    for _ in scan.windows():
+        pass
+    return scan.reports

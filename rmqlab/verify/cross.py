@@ -2,6 +2,8 @@
 checkpoint against the data."""
 from __future__ import annotations
 
+import bisect
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -17,43 +19,95 @@ from rmqlab.formats import checkpoint as cpf
 from rmqlab.formats import consumequeue as cq
 from rmqlab.formats import consumequeue_ext as cqx
 from rmqlab.formats.indexfile import ENTRY, HEADER, IndexFile, time_diff_seconds
-from rmqlab.verify.check_commitlog import KEY_CODE_HASH_BITS, Messages
+from rmqlab.verify.check_commitlog import KEY_CODE_HASH_BITS, CommitLogScan, Messages
 from rmqlab.verify.check_consumequeue import open_ext
-from rmqlab.verify.common import add_problem, broker_text, first_problem
+from rmqlab.verify.common import add_problem, broker_text
 from rmqlab.verify.report import FileReport, Problem, make_problem
 
-#: Index entries (and message keys) checked at a time: the cross-file check of an index holds
-#: a few arrays of this many whatever the file or the store holds (a full default-size file has
-#: 19,999,999 entries; checked whole, they took about 4 GB).
+#: Index entries, queue units and message keys checked at a time: the cross-file checks hold a
+#: few arrays of this many whatever a file or the store holds (a full default-size index file
+#: has 19,999,999 entries; checked whole, they took about 4 GB).
 CROSS_CHUNK = 1 << 20
 
 
-class _FirstBad:
-    """The first element a check flags over chunks taken in order, and how many it flags."""
+class RunningFirst:
+    """One check over windows of the message table: how many elements it flags, and the
+    problem of the first (the lowest ordinal: entry number, queue offset, message order),
+    worded when it is found with the window that holds its message."""
 
     def __init__(self) -> None:
-        self.first = -1
+        self.ordinal: int | None = None
+        self.problem: Problem | None = None
         self.count = 0
 
-    def add(self, mask: np.ndarray, lo: int) -> None:
+    def add(self, mask: np.ndarray, ordinals: np.ndarray, make) -> None:
+        """`mask` flags elements whose ordinals are `ordinals`; `make(i)` words element i."""
         bad = np.flatnonzero(mask)
-        if len(bad):
-            if self.first < 0:
-                self.first = lo + int(bad[0])
-            self.count += len(bad)
+        if not len(bad):
+            return
+        self.count += len(bad)
+        i = int(bad[np.argmin(ordinals[bad])])
+        if self.ordinal is None or int(ordinals[i]) < self.ordinal:
+            self.ordinal, self.problem = int(ordinals[i]), make(i)
 
-    def problem(self, make) -> Problem | None:
-        """`make(first, count)` when the check flagged anything."""
-        return make(self.first, self.count) if self.count else None
+    def result(self) -> Problem | None:
+        """The first problem, its count that of every window."""
+        p = self.problem
+        if p is None:
+            return None
+        return make_problem(p.check, type(p.error), p.message, p.path, p.offset, p.field, count=self.count,
+                            severity=p.severity)
+
+
+def is_ordered(column: np.ndarray) -> bool:
+    """Whether the (mapped) int column never decreases, read CROSS_CHUNK values at a time."""
+    last = None
+    for lo in range(0, len(column), CROSS_CHUNK):
+        part = np.asarray(column[lo:lo + CROSS_CHUNK], np.int64)
+        if (last is not None and part[0] < last) or (part[1:] < part[:-1]).any():
+            return False
+        last = part[-1]
+    return True
+
+
+def in_window(column: np.ndarray, w: Messages, ordered: bool) -> Iterator[np.ndarray]:
+    """Indices (ascending) of the elements of the (mapped) offset column that window `w`
+    answers for, at most CROSS_CHUNK at a time. An `ordered` column costs two binary searches
+    (the broker appends entries and units in CommitLog order); any other a pass over it."""
+    n = len(column)
+    if ordered:
+        lo = 0 if w.start is None else bisect.bisect_left(_Ints(column), w.start)
+        hi = n if w.stop is None else bisect.bisect_left(_Ints(column), w.stop)
+        for a in range(lo, hi, CROSS_CHUNK):
+            yield np.arange(a, min(a + CROSS_CHUNK, hi), dtype=np.int64)
+        return
+    for a in range(0, n, CROSS_CHUNK):
+        part = np.asarray(column[a:a + CROSS_CHUNK], np.int64)
+        idx = a + np.flatnonzero(w.contains(part))
+        if len(idx):
+            yield idx
+
+
+class _Ints:
+    """A mapped column seen by bisect as Python ints (one element read a probe)."""
+
+    def __init__(self, column: np.ndarray):
+        self.column = column
+
+    def __len__(self) -> int:
+        return len(self.column)
+
+    def __getitem__(self, i: int) -> int:
+        return int(self.column[i])
 
 
 class _Entries:
-    """Entries lo..hi-1 of an index file (element i is entry number lo+i+1) with the message
-    each points at: the facts every check of :func:`_index_cross` reads."""
+    """Entries `idx` (0-based, ascending) of an index file with the message each points at in
+    window `msgs`: the facts every check of :class:`IndexFileCross` reads."""
 
-    def __init__(self, f: IndexFile, msgs: Messages, seed: int | None, lo: int, hi: int):
-        e = f.used_entries[lo:hi]
-        self.numbers = np.arange(lo + 1, hi + 1, dtype=np.int64)
+    def __init__(self, f: IndexFile, msgs: Messages, seed: int | None, idx: np.ndarray):
+        e = f.used_entries[idx]
+        self.numbers = idx + 1
         self.off = f.geometry.entries_offset + ENTRY.size * self.numbers
         self.phy = e["phy_offset"].astype(np.int64)
         self.kh = e["key_hash"].astype(np.int64)
@@ -72,313 +126,397 @@ class _Entries:
         self.rolled = self.hit & ~goes_to_index_many(msgs.sys_flag[self.r])
         self.want = time_diff_seconds(msgs.store_ts[self.r], f.header.begin_timestamp)
         self.checkable = self.hit & (self.numbers >= 2)
-        if seed is not None and lo == 0 and hi > 0:
+        if seed is not None and len(idx) and idx[0] == 0:
             self.want[0] = time_diff_seconds(int(msgs.store_ts[self.r[0]]), seed)
             self.checkable[0] = self.hit[0]
 
 
-def _index_cross(f: IndexFile, msgs: Messages, seed: int | None, present: np.ndarray | None,
-                 notes: list[str]) -> list[Problem]:
-    """Entries of one open index file against the message table, CROSS_CHUNK entries at a
-    time; marks in `present` (one flag per distinct key code of the messages) the codes an
-    entry holds."""
-    out: list[Problem] = []
-    h, p = f.header, str(f.path)
-    n = len(f.used_entries)
-    if not n:
-        return out
-    checks = {name: _FirstBad() for name in ("boundary", "hash", "rollback", "time")}
-    expired = 0
-    for lo in range(0, n, CROSS_CHUNK):
-        a = _Entries(f, msgs, seed, lo, min(lo + CROSS_CHUNK, n))
-        expired += int(a.expired.sum())
-        checks["boundary"].add(~a.hit & ~a.expired, lo)
-        if not msgs.n:
-            continue
+class IndexFileCross:
+    """The entries of one open index file against the message table, a window at a time:
+    every entry at a message start, its key hash one of that message's keys, no rolled-back
+    transaction record, its time diff from its message's store time, and the header's time
+    range from the first and last entries' messages."""
+
+    def __init__(self, f: IndexFile, seed: int | None):
+        self.f, self.seed = f, seed
+        self.n = len(f.used_entries)
+        self.ordered = is_ordered(f.used_entries["phy_offset"]) if self.n else True
+        self.checks = {name: RunningFirst() for name in ("boundary", "hash", "rollback", "time")}
+        self.header: dict[str, Problem] = {}
+        self.expired = 0
+
+    def add(self, w: Messages, present: np.ndarray | None) -> None:
+        """Check the entries window `w` answers for; mark in `present` (one flag per distinct key
+        code of the window) the codes an entry holds."""
+        if not self.n:
+            return
+        for idx in in_window(self.f.used_entries["phy_offset"], w, self.ordered):
+            self._add(_Entries(self.f, w, self.seed, idx), w, present)
+
+    def _add(self, a: _Entries, w: Messages, present: np.ndarray | None) -> None:
+        p, h = str(self.f.path), self.f.header
+        ordinals = a.numbers - 1
+        self.expired += int(a.expired.sum())
+        self.checks["boundary"].add(~a.hit & ~a.expired, ordinals, lambda i: make_problem(
+            "index.phy-offset", CorruptIndexError,
+            f"entry {a.numbers[i]}: phy_offset {a.phy[i]} is not where a message starts: {w.where(int(a.phy[i]))}",
+            p, int(a.off[i]) + ENTRY.offset("phy_offset"), "entry.phy_offset"))
+        if not w.n:
+            return
         if present is not None:
             present[a.at[a.matched]] = True
-        checks["hash"].add(a.hit & ~a.matched, lo)
-        checks["rollback"].add(a.rolled, lo)
-        checks["time"].add(a.checkable & (a.td != a.want), lo)
-    if expired:
-        notes.append(f"{p}: {expired} entries point below the CommitLog's first file "
-                     f"(expired messages): not checked")
+        for i in np.flatnonzero((a.numbers == 1) | (a.numbers == self.n)):
+            if not a.hit[i]:
+                continue
+            ts = int(w.store_ts[a.r[i]])
+            if a.numbers[i] == 1 and ts != h.begin_timestamp:
+                self.header["begin"] = make_problem(
+                    "index.header-range", CorruptIndexError,
+                    f"begin_timestamp {h.begin_timestamp} but entry 1's message (the first put, which sets it) "
+                    f"was stored at {ts}", p, HEADER.offset("begin_timestamp"), "header.begin_timestamp")
+            if a.numbers[i] == self.n and ts != h.end_timestamp:
+                self.header["end"] = make_problem(
+                    "index.header-range", CorruptIndexError,
+                    f"end_timestamp {h.end_timestamp} but the last entry's message ({self.n}) was stored at {ts}",
+                    p, HEADER.offset("end_timestamp"), "header.end_timestamp")
+        self.checks["hash"].add(a.hit & ~a.matched, ordinals, lambda i: make_problem(
+            "index.key-hash", CorruptIndexError,
+            f"entry {a.numbers[i]}: key_hash {a.kh[i]} is not index_hash(topic#key) of any key of the "
+            f"message at {a.phy[i]} ({w.describe(int(a.r[i]))})", p,
+            int(a.off[i]) + ENTRY.offset("key_hash"), "entry.key_hash"))
+        self.checks["rollback"].add(a.rolled, ordinals, lambda i: make_problem(
+            "index.rolled-back", CorruptIndexError,
+            f"entry {a.numbers[i]}: the message at {a.phy[i]} is a rolled-back transaction record, which "
+            f"buildIndex never indexes", p, int(a.off[i]) + ENTRY.offset("phy_offset"), "entry.phy_offset"))
 
-    def entry(i: int) -> _Entries:   # the facts of entry number i+1 alone, to word a problem
-        return _Entries(f, msgs, seed, i, i + 1)
+        def bad_time(i):
+            first = a.numbers[i] == 1
+            base = seed if first else h.begin_timestamp
+            return make_problem("index.entry-time", CorruptIndexError,
+                                f"entry {a.numbers[i]}: time_diff {a.td[i]} s but its message was stored at "
+                                f"{int(w.store_ts[a.r[i]])}, {a.want[i]} s after "
+                                f"{'the seed' if first else 'begin_timestamp'} {base}", p,
+                                int(a.off[i]) + ENTRY.offset("time_diff"), "entry.time_diff")
 
-    def not_boundary(i, c):
-        phy = int(entry(i).phy[0])
-        return make_problem("index.phy-offset", CorruptIndexError,
-                            f"entry {i + 1}: phy_offset {phy} is not where a message starts: {msgs.where(phy)}",
-                            p, int(entry(i).off[0]) + ENTRY.offset("phy_offset"), "entry.phy_offset", count=c)
+        seed = self.seed
+        self.checks["time"].add(a.checkable & (a.td != a.want), ordinals, bad_time)
 
-    add_problem(out, checks["boundary"].problem(not_boundary))
-    if not msgs.n:
+    def problems(self, notes: list[str]) -> list[Problem]:
+        out: list[Problem] = []
+        if self.expired:
+            notes.append(f"{self.f.path}: {self.expired} entries point below the CommitLog's first file "
+                         f"(expired messages): not checked")
+        add_problem(out, self.checks["boundary"].result())
+        for name in ("begin", "end"):
+            add_problem(out, self.header.get(name))
+        for name in ("hash", "rollback", "time"):
+            add_problem(out, self.checks[name].result())
         return out
-    first, last = entry(0), entry(n - 1)
-    if first.hit[0] and int(msgs.store_ts[first.r[0]]) != h.begin_timestamp:
-        out.append(make_problem("index.header-range", CorruptIndexError,
-                                f"begin_timestamp {h.begin_timestamp} but entry 1's message (the first put, which "
-                                f"sets it) was stored at {int(msgs.store_ts[first.r[0]])}", p,
-                                HEADER.offset("begin_timestamp"), "header.begin_timestamp"))
-    if last.hit[0] and int(msgs.store_ts[last.r[0]]) != h.end_timestamp:
-        out.append(make_problem("index.header-range", CorruptIndexError,
-                                f"end_timestamp {h.end_timestamp} but the last entry's message ({n}) was stored at "
-                                f"{int(msgs.store_ts[last.r[0]])}", p, HEADER.offset("end_timestamp"),
-                                "header.end_timestamp"))
-
-    def bad_hash(i, c):
-        a = entry(i)
-        return make_problem("index.key-hash", CorruptIndexError,
-                            f"entry {i + 1}: key_hash {a.kh[0]} is not index_hash(topic#key) of any key of the "
-                            f"message at {a.phy[0]} ({msgs.describe(int(a.r[0]))})", p,
-                            int(a.off[0]) + ENTRY.offset("key_hash"), "entry.key_hash", count=c)
-
-    add_problem(out, checks["hash"].problem(bad_hash))
-
-    def rollback(i, c):
-        a = entry(i)
-        return make_problem("index.rolled-back", CorruptIndexError,
-                            f"entry {i + 1}: the message at {a.phy[0]} is a rolled-back transaction record, which "
-                            f"buildIndex never indexes", p, int(a.off[0]) + ENTRY.offset("phy_offset"),
-                            "entry.phy_offset", count=c)
-
-    add_problem(out, checks["rollback"].problem(rollback))
-
-    def bad_time(i, c):
-        a = entry(i)
-        base = h.begin_timestamp if i else seed
-        return make_problem("index.entry-time", CorruptIndexError,
-                            f"entry {i + 1}: time_diff {a.td[0]} s but its message was stored at "
-                            f"{int(msgs.store_ts[a.r[0]])}, {a.want[0]} s after "
-                            f"{'begin_timestamp' if i else 'the seed'} {base}", p,
-                            int(a.off[0]) + ENTRY.offset("time_diff"), "entry.time_diff", count=c)
-
-    add_problem(out, checks["time"].problem(bad_time))
-    return out
 
 
-def index_dir_cross(opened: list[tuple[FileReport, IndexFile | None]], msgs: Messages | None,
-                     notes: list[str], counts: dict) -> list[Problem]:
-    out: list[Problem] = []
-    live = [f for _, f in opened if f is not None]
-    prev: IndexFile | None = None
-    # which distinct key codes of the messages (msgs.key_codes) some entry holds
-    present = np.zeros(len(msgs.key_codes[0]), bool) if msgs is not None and msgs.n else None
-    entries = 0
-    for f in live:
-        h = f.header
-        if prev is not None and h.keys and prev.header.keys and h.begin_phy_offset < prev.header.end_phy_offset:
-            out.append(make_problem("index.file-order", CorruptIndexError,
-                                f"begin_phy_offset {h.begin_phy_offset} is before the end_phy_offset "
-                                f"{prev.header.end_phy_offset} of the previous file {prev.path.name}: files are "
-                                f"written one after the other", f.path, HEADER.offset("begin_phy_offset"),
-                                "header.begin_phy_offset"))
-        if prev is not None and not prev.is_write_full:
-            notes.append(f"{prev.path}: not full, yet a newer index file exists (the broker only starts a new "
-                         f"file when the last one is full)")
-        if msgs is not None:
+class IndexDirCross:
+    """The index files of a store against its messages, a window of the message table at a
+    time (:meth:`add`), and against each other: files written one after the other, and every
+    key of every message inside the indexed range holding an entry (:meth:`problems`)."""
+
+    def __init__(self, opened: list[tuple[FileReport, IndexFile | None]]):
+        self.live = [f for _, f in opened if f is not None]
+        self.files: list[IndexFileCross] = []
+        self.order: list[Problem | None] = []
+        self.not_full: list[str | None] = []
+        prev: IndexFile | None = None
+        for f in self.live:
+            h = f.header
+            self.order.append(None)
+            if prev is not None and h.keys and prev.header.keys and h.begin_phy_offset < prev.header.end_phy_offset:
+                self.order[-1] = make_problem(
+                    "index.file-order", CorruptIndexError,
+                    f"begin_phy_offset {h.begin_phy_offset} is before the end_phy_offset "
+                    f"{prev.header.end_phy_offset} of the previous file {prev.path.name}: files are "
+                    f"written one after the other", f.path, HEADER.offset("begin_phy_offset"),
+                    "header.begin_phy_offset")
+            self.not_full.append(None if prev is None or prev.is_write_full else
+                                 f"{prev.path}: not full, yet a newer index file exists (the broker only starts a "
+                                 f"new file when the last one is full)")
             seed = None
             if prev is not None and prev.is_write_full and prev.header.end_timestamp > 0:
                 seed = prev.header.end_timestamp
-            out += _index_cross(f, msgs, seed, present, notes)
-        entries += f.header.keys
-        prev = f
-    counts["index_entries"] = entries
-    if msgs is None or not msgs.n or present is None:
-        return out
-    # every key of every message between the first and last indexed offsets has an entry
-    with_keys = [f for f in live if f.header.keys]
-    if not with_keys:
-        return out
-    lo = min(f.header.begin_phy_offset for f in with_keys)
-    hi = max(f.header.end_phy_offset for f in with_keys)
-    uniq, codes = msgs.key_codes
-    missing = _FirstBad()
-    for start in range(0, len(codes), CROSS_CHUNK):
-        part = codes[start:start + CROSS_CHUNK]
-        rows = part >> KEY_CODE_HASH_BITS
-        pos = msgs.positions[rows]
-        want = (pos >= lo) & (pos <= hi) & goes_to_index_many(msgs.sys_flag[rows])
-        missing.add(want & ~present[np.searchsorted(uniq, part)], start)
+            self.files.append(IndexFileCross(f, seed))
+            prev = f
+        with_keys = [f for f in self.live if f.header.keys]
+        # the indexed range: every key of a message inside it has an entry
+        self.range = ((min(f.header.begin_phy_offset for f in with_keys),
+                       max(f.header.end_phy_offset for f in with_keys)) if with_keys else None)
+        self.missing = RunningFirst()
+        self.codes_before = 0     # key codes of the windows already checked: the ordinals go on
 
-    def make(i, c):
+    def add(self, w: Messages) -> None:
+        present = np.zeros(len(w.key_codes[0]), bool) if w.n else None
+        for fc in self.files:
+            fc.add(w, present)
+        if present is not None and self.range is not None:
+            self._missing_keys(w, present)
+        if w.n:
+            self.codes_before += len(w.key_codes[1])
+
+    def _missing_keys(self, w: Messages, present: np.ndarray) -> None:
+        lo, hi = self.range
+        uniq, codes = w.key_codes
+        for start in range(0, len(codes), CROSS_CHUNK):
+            part = codes[start:start + CROSS_CHUNK]
+            rows = part >> KEY_CODE_HASH_BITS
+            pos = w.positions[rows]
+            want = (pos >= lo) & (pos <= hi) & goes_to_index_many(w.sys_flag[rows])
+            self.missing.add(want & ~present[np.searchsorted(uniq, part)],
+                             self.codes_before + start + np.arange(len(part)),
+                             lambda i, part=part: self._missing_key(w, int(part[i])))
+
+    def _missing_key(self, w: Messages, code: int) -> Problem:
         from rmqlab.javahash import index_hash
 
-        rr = int(codes[i]) >> KEY_CODE_HASH_BITS
-        key_hash = int(codes[i]) & ((1 << KEY_CODE_HASH_BITS) - 1)
-        uniq, topic = msgs.record(rr).uniq_key, msgs.topic(rr)
+        lo, hi = self.range
+        rr = code >> KEY_CODE_HASH_BITS
+        key_hash = code & ((1 << KEY_CODE_HASH_BITS) - 1)
+        uniq, topic = w.record(rr).uniq_key, w.topic(rr)
         fld = "UNIQ_KEY" if isinstance(uniq, str) and index_hash(broker_text(f"{topic}#{uniq}")) == key_hash \
             else "KEYS"
         return make_problem("index.missing-key", CorruptIndexError,
-                        f"the message at {int(msgs.positions[rr])} ({msgs.describe(rr)}) has a key ({fld}) with "
-                        f"hash {key_hash} but no index entry, though it lies inside the indexed range {lo}..{hi}: "
-                        f"a key query will not find it", *msgs.stored_at(rr), fld, count=c)
+                            f"the message at {int(w.positions[rr])} ({w.describe(rr)}) has a key ({fld}) with "
+                            f"hash {key_hash} but no index entry, though it lies inside the indexed range {lo}..{hi}: "
+                            f"a key query will not find it", *w.stored_at(rr), fld)
 
-    add_problem(out, missing.problem(make))
-    return out
+    def problems(self, notes: list[str], counts: dict, *, checked: bool) -> list[Problem]:
+        """Every problem in file order, then the missing keys; `checked`: against a CommitLog."""
+        out: list[Problem] = []
+        for order, not_full, fc in zip(self.order, self.not_full, self.files):
+            add_problem(out, order)
+            if not_full is not None:
+                notes.append(not_full)
+            if checked:
+                out += fc.problems(notes)
+        counts["index_entries"] = sum(f.header.keys for f in self.live)
+        add_problem(out, self.missing.result())
+        return out
 
 
-def queue_cross(q, msgs: Messages, report_path: str, fix, notes: list[str]) -> tuple[list[Problem], int]:
-    """Units of one open queue against the message table; returns problems and the queue's
-    dispatched end (the end of the last message a unit rightly points at, 0 when none)."""
-    out: list[Problem] = []
-    parts = []
-    for qf, (first, units) in zip(q.files, q.segments()):
-        if len(units):
-            parts.append((str(qf.path), first, units))
-    if not parts:
-        return out, 0
-    co = np.concatenate([u["commitlog_offset"].astype(np.int64) for _, _, u in parts])
-    sz = np.concatenate([u["size"].astype(np.int64) for _, _, u in parts])
-    tc = np.concatenate([u["tags_code"].astype(np.int64) for _, _, u in parts])
-    qoff = np.concatenate([first + np.arange(len(u), dtype=np.int64) for _, first, u in parts])
-    upos = np.concatenate([np.arange(len(u), dtype=np.int64) * cq.UNIT_SIZE for _, _, u in parts])
-    fidx = np.concatenate([np.full(len(u), k, np.int32) for k, (_, _, u) in enumerate(parts)])
-    paths = [_fix_path(pth, fix) for pth, _, _ in parts]
-    real = ~((co == 0) & (sz == cq.INT_MAX) & (tc == 0)) & (qoff >= q.min_offset)
-    expired = real & msgs.expired(co)
-    if expired.any():
-        notes.append(f"{report_path}: {int(expired.sum())} units point below the CommitLog's first file "
-                     f"(expired messages): not checked")
-    check = real & ~expired
-    row, hit = msgs.lookup(co)
-    r = np.where(hit, row, 0)
-    fields = {f.name: f.offset for f in cq.UNIT.fields}
+def index_dir_cross(opened: list[tuple[FileReport, IndexFile | None]], notes: list[str],
+                    counts: dict) -> list[Problem]:
+    """The checks of index files against each other alone (no CommitLog)."""
+    return IndexDirCross(opened).problems(notes, counts, checked=False)
 
-    def unit_problem(check_code, mask, fld, what):
-        def make(i, c):
-            return make_problem(check_code, CorruptIndexError, f"queue offset {qoff[i]}: {what(i)}", paths[fidx[i]],
-                            int(upos[i]) + fields[fld], f"unit.{fld}", count=c)
-        add_problem(out, first_problem(mask, make))
 
-    unit_problem("cq.phy-offset", check & ~hit, "commitlog_offset",
-                 lambda i: f"commitlog offset {co[i]} is not where a message starts: {msgs.where(int(co[i]))}")
-    if not msgs.n:
-        return out, 0
-    m = check & hit
-    sound = m & (sz == msgs.total_size[r])      # a corrupt unit must not move the dispatched end
-    end = int((co[sound] + sz[sound]).max()) if sound.any() else 0
-    qids, mqoff = msgs.queue_id, msgs.queue_offset
-    other = m & ((msgs.topic_code[r] != msgs.code_of_topic(q.topic))
-                 | (qids[r] != (q.queue_id if q.queue_id is not None else -1)))
-    unit_problem("cq.queue", other, "commitlog_offset",
-                 lambda i: f"the message at {co[i]} belongs to topic {msgs.topic(r[i])!r} queue {qids[r[i]]}, "
-                           f"not this queue ({q.topic!r}, {q.queue_id})")
-    unit_problem("cq.size", m & (sz != msgs.total_size[r]), "size",
-                 lambda i: f"size {sz[i]} but the message at {co[i]} has TOTALSIZE {msgs.total_size[r[i]]}")
-    ext = m & cqx.is_ext_addr_many(tc)
-    via_ext = np.zeros(len(tc), dtype=bool)
-    if ext.any():
-        ext_store = open_ext(q)
-        if ext_store is None:
-            notes.append(f"{report_path}: {int(ext.sum())} units hold ConsumeQueueExt addresses but there is no "
-                         f"consumequeue_ext folder beside the queue: their tags codes are not checked")
+class QueueCross:
+    """The units of one ConsumeQueue against the messages, a window of the table at a time:
+    each at a message start of this topic and queue, with its TOTALSIZE, tags code (through its
+    ext unit when it holds an ext address) and QUEUEOFFSET; a plain or committed message. Also
+    the queue's dispatched end: the end of the last message a unit rightly points at."""
+
+    def __init__(self, report_path: str):
+        self.report_path = report_path
+        self.checks = {name: RunningFirst() for name in
+                       ("cq.phy-offset", "cq.queue", "cq.size", "cqext.store-time", "cq.tags-code",
+                        "cq.queue-offset", "cq.transaction")}
+        self.ordered: dict[str, bool] = {}
+        self.expired = 0
+        self.ext_missing = 0
+        self.end = 0
+
+    def add(self, q, w: Messages) -> None:
+        """Check the units of the open queue `q` that window `w` answers for."""
+        parts = []
+        for qf, (first, units) in zip(q.files, q.segments()):
+            if not len(units):
+                continue
+            path = str(qf.path)
+            co = units["commitlog_offset"]
+            if path not in self.ordered:
+                self.ordered[path] = is_ordered(co)
+            for idx in in_window(co, w, self.ordered[path]):
+                parts.append((path, first, idx, units[idx]))
+        if parts:
+            self._add(q, w, parts)
+
+    def _add(self, q, w: Messages, parts) -> None:
+        co = np.concatenate([u["commitlog_offset"].astype(np.int64) for *_, u in parts])
+        sz = np.concatenate([u["size"].astype(np.int64) for *_, u in parts])
+        tc = np.concatenate([u["tags_code"].astype(np.int64) for *_, u in parts])
+        qoff = np.concatenate([first + idx for _, first, idx, _ in parts])
+        upos = np.concatenate([idx * cq.UNIT_SIZE for _, _, idx, _ in parts])
+        paths = [pth for pth, *_ in parts]
+        fidx = np.concatenate([np.full(len(idx), k, np.int32) for k, (_, _, idx, _) in enumerate(parts)])
+        real = ~((co == 0) & (sz == cq.INT_MAX) & (tc == 0)) & (qoff >= q.min_offset)
+        expired = real & w.expired(co)
+        self.expired += int(expired.sum())
+        check = real & ~expired
+        row, hit = w.lookup(co)
+        r = np.where(hit, row, 0)
+        fields = {f.name: f.offset for f in cq.UNIT.fields}
+
+        def unit_problem(code, mask, fld, what):
+            self.checks[code].add(mask, qoff, lambda i: make_problem(
+                code, CorruptIndexError, f"queue offset {qoff[i]}: {what(i)}", paths[fidx[i]],
+                int(upos[i]) + fields[fld], f"unit.{fld}"))
+
+        unit_problem("cq.phy-offset", check & ~hit, "commitlog_offset",
+                     lambda i: f"commitlog offset {co[i]} is not where a message starts: {w.where(int(co[i]))}")
+        if not w.n:
+            return
+        m = check & hit
+        sound = m & (sz == w.total_size[r])      # a corrupt unit must not move the dispatched end
+        if sound.any():
+            self.end = max(self.end, int((co[sound] + sz[sound]).max()))
+        qids, mqoff = w.queue_id, w.queue_offset
+        other = m & ((w.topic_code[r] != w.code_of_topic(q.topic))
+                     | (qids[r] != (q.queue_id if q.queue_id is not None else -1)))
+        unit_problem("cq.queue", other, "commitlog_offset",
+                     lambda i: f"the message at {co[i]} belongs to topic {w.topic(r[i])!r} queue {qids[r[i]]}, "
+                               f"not this queue ({q.topic!r}, {q.queue_id})")
+        unit_problem("cq.size", m & (sz != w.total_size[r]), "size",
+                     lambda i: f"size {sz[i]} but the message at {co[i]} has TOTALSIZE {w.total_size[r[i]]}")
+        ext = m & cqx.is_ext_addr_many(tc)
+        via_ext = np.zeros(len(tc), dtype=bool)
+        if ext.any():
+            ext_store = open_ext(q)
+            if ext_store is None:
+                self.ext_missing += int(ext.sum())
+            else:
+                with ext_store:
+                    tc, via_ext = self._ext_cross(ext_store, tc, ext, r, qoff, w)
+        unresolved = ext & ~via_ext      # reported by the queue's own checks (cq.ext-address)
+        want_tc = w.tags_codes[r]
+        unit_problem("cq.tags-code", m & ~unresolved & (tc != want_tc), "tags_code",
+                     lambda i: f"tags code {tc[i]}{' (through its ext unit)' if via_ext[i] else ''} but the message "
+                               f"at {co[i]} gives {want_tc[i]} "
+                               f"(TAGS {w.record(int(r[i])).tags!r}, topic {w.topic(r[i])!r})")
+        unit_problem("cq.queue-offset", m & ~other & (mqoff[r] != qoff), "commitlog_offset",
+                     lambda i: f"the message at {co[i]} has QUEUEOFFSET {mqoff[r[i]]}")
+        tran = transaction_type(w.sys_flag[r])
+        unit_problem("cq.transaction", m & ~goes_to_consume_queue_many(w.sys_flag[r]), "commitlog_offset",
+                     lambda i: f"the message at {co[i]} is a "
+                               f"{'prepared' if tran[i] == TRANSACTION_PREPARED_TYPE else 'rolled-back'} "
+                               f"transaction record: only plain and committed messages are dispatched to a queue")
+
+    def _ext_cross(self, ext, tc: np.ndarray, is_ext: np.ndarray, r: np.ndarray, qoff: np.ndarray,
+                   w: Messages) -> tuple[np.ndarray, np.ndarray]:
+        """Resolve the queue's ext addresses (the tags codes to check) and check each ext unit's
+        store time against its message's; returns the resolved codes and which units resolved."""
+        idx, found = ext.locate(np.where(is_ext, tc, 0))
+        found &= is_ext
+        resolved = tc.copy()
+        u = ext.units
+        resolved[found] = u["tags_code"][idx[found]]
+        ext_time = np.zeros(len(tc), np.int64)
+        ext_time[found] = u["msg_store_time"][idx[found]]
+        want = w.store_ts[r]
+        size = ext.mapped_file_size
+
+        def bad_time(i):
+            off = int(u["offset"][idx[i]])
+            return make_problem("cqext.store-time", CorruptIndexError,
+                                f"ext unit at {off}: msgStoreTime {ext_time[i]} but its message at "
+                                f"{int(w.positions[r[i]])} was stored at {want[i]}",
+                                ext.folder / f"{off - off % size:020d}",
+                                off % size + cqx.UNIT_HEADER.offset("msg_store_time"), "unit.msg_store_time")
+        self.checks["cqext.store-time"].add(found & (ext_time != want), qoff, bad_time)
+        return resolved, found
+
+    def problems(self, notes: list[str]) -> list[Problem]:
+        if self.expired:
+            notes.append(f"{self.report_path}: {self.expired} units point below the CommitLog's first file "
+                         f"(expired messages): not checked")
+        if self.ext_missing:
+            notes.append(f"{self.report_path}: {self.ext_missing} units hold ConsumeQueueExt addresses but there is "
+                         f"no consumequeue_ext folder beside the queue: their tags codes are not checked")
+        out: list[Problem] = []
+        for check in self.checks.values():
+            add_problem(out, check.result())
+        return out
+
+
+class MissingUnits:
+    """Dispatchable messages before the dispatched end without a unit in their queue, a window
+    of the message table at a time. The dispatched end (the last end any queue's sound unit
+    gives) is known only after the last window, so the positions of the window it falls in are
+    kept: the windows before count whole, those after not at all."""
+
+    def __init__(self, queues: list[tuple[str, int, int, int]]):
+        self.queues = queues
+        self.first: tuple[str, str, str, int] | None = None   # words before and after the end, where
+        self.counted = 0            # candidates of the windows before the one holding the end so far
+        self.last_sound: np.ndarray = np.zeros(0, np.int64)   # candidates' positions in that window
+        self.pending = 0            # candidates of the windows after it
+        self.end = 0
+
+    def add(self, w: Messages, window_end: int) -> None:
+        """The candidates of window `w`; `window_end`: the dispatched end its units give (0: none)."""
+        import pandas as pd
+
+        positions = []
+        if w.n:
+            qs = pd.DataFrame({"topic": np.array([w.code_of_topic(q[0]) for q in self.queues], np.int64),
+                               "queue_id": np.array([q[1] for q in self.queues], np.int64),
+                               "qmax": np.array([q[3] for q in self.queues], np.int64)})
+            for lo in range(0, w.n, CROSS_CHUNK):
+                rows = np.arange(lo, min(lo + CROSS_CHUNK, w.n))
+                rows = rows[goes_to_consume_queue_many(w.sys_flag[rows])]
+                frame = pd.DataFrame({"topic": w.topic_code[rows].astype(np.int64),
+                                      "queue_id": w.queue_id[rows].astype(np.int64),
+                                      "qoff": w.queue_offset[rows], "row": rows})
+                j = frame.merge(qs, on=["topic", "queue_id"], how="left")
+                missing = j[j["qmax"].isna() | (j["qoff"] >= j["qmax"])].sort_values("row")
+                positions.append(w.positions[missing["row"].to_numpy(np.int64)])
+                if self.first is None and len(missing):
+                    self.first = self._problem(w, missing.iloc[0])
+        found = np.concatenate(positions) if positions else np.zeros(0, np.int64)
+        if window_end > 0:
+            self.counted += len(self.last_sound) + self.pending
+            self.last_sound, self.pending = found, 0
+            self.end = max(self.end, window_end)
         else:
-            with ext_store:
-                tc, via_ext = _ext_cross(ext_store, tc, ext, r, msgs, out)
-    unresolved = ext & ~via_ext      # reported by the queue's own checks (cq.ext-address)
-    want_tc = msgs.tags_codes[r]
-    unit_problem("cq.tags-code", m & ~unresolved & (tc != want_tc), "tags_code",
-                 lambda i: f"tags code {tc[i]}{' (through its ext unit)' if via_ext[i] else ''} but the message at "
-                           f"{co[i]} gives {want_tc[i]} "
-                           f"(TAGS {msgs.record(int(r[i])).tags!r}, topic {msgs.topic(r[i])!r})")
-    unit_problem("cq.queue-offset", m & ~other & (mqoff[r] != qoff), "commitlog_offset",
-                 lambda i: f"the message at {co[i]} has QUEUEOFFSET {mqoff[r[i]]}")
-    tran = transaction_type(msgs.sys_flag[r])
-    unit_problem("cq.transaction", m & ~goes_to_consume_queue_many(msgs.sys_flag[r]), "commitlog_offset",
-                 lambda i: f"the message at {co[i]} is a "
-                           f"{'prepared' if tran[i] == TRANSACTION_PREPARED_TYPE else 'rolled-back'} "
-                           f"transaction record: only plain and committed messages are dispatched to a queue")
-    return out, end
+            self.pending += len(found)
+
+    def _problem(self, w: Messages, first) -> tuple[str, str, str, int]:
+        import pandas as pd
+
+        rr = int(first["row"])
+        where = "no such queue folder" if pd.isna(first["qmax"]) else f"the queue ends at {int(first['qmax'])}"
+        return (f"the message at {int(w.positions[rr])} (topic {w.topic(rr)!r}, queue {int(first['queue_id'])}, "
+                f"QUEUEOFFSET {int(first['qoff'])}) lies before the dispatched end ",
+                f" but has no ConsumeQueue unit ({where})", *w.stored_at(rr))
+
+    def result(self) -> Problem | None:
+        if self.end <= 0 or self.first is None:
+            return None
+        count = self.counted + int(np.searchsorted(self.last_sound, self.end, side="left"))
+        if not count:
+            return None
+        before, after, path, pos = self.first
+        return make_problem("cq.missing-unit", CorruptIndexError, f"{before}{self.end}{after}", path, pos,
+                            "QUEUEOFFSET", count=count)
 
 
-def _ext_cross(ext, tc: np.ndarray, is_ext: np.ndarray, r: np.ndarray, msgs: Messages,
-               out: list[Problem]) -> tuple[np.ndarray, np.ndarray]:
-    """Resolve the queue's ext addresses (the tags codes to check) and check each ext unit's
-    store time against its message's; returns the resolved codes and which units resolved."""
-    idx, found = ext.locate(np.where(is_ext, tc, 0))
-    found &= is_ext
-    resolved = tc.copy()
-    u = ext.units
-    resolved[found] = u["tags_code"][idx[found]]
-    ext_time = np.zeros(len(tc), np.int64)
-    ext_time[found] = u["msg_store_time"][idx[found]]
-    want = msgs.store_ts[r]
-    size = ext.mapped_file_size
-
-    def bad_time(i, c):
-        off = int(u["offset"][idx[i]])
-        return make_problem("cqext.store-time", CorruptIndexError,
-                            f"ext unit at {off}: msgStoreTime {ext_time[i]} but its message at "
-                            f"{int(msgs.positions[r[i]])} was stored at {want[i]}",
-                            ext.folder / f"{off - off % size:020d}",
-                            off % size + cqx.UNIT_HEADER.offset("msg_store_time"), "unit.msg_store_time", count=c)
-    add_problem(out, first_problem(found & (ext_time != want), bad_time))
-    return resolved, found
-
-
-def _fix_path(path: str, fix) -> str:
-    e = fix(FormatError("", path=path))
-    return e.path
-
-
-def missing_units(queues: list[tuple[str, int, int, int]], msgs: Messages, dispatched_end: int) -> Problem | None:
-    """Dispatchable messages before the dispatched end without a unit in their queue."""
-    import pandas as pd
-
-    if not msgs.n or dispatched_end <= 0:
-        return None
-    # queues by topic code (-1: a topic no message has)
-    qs = pd.DataFrame({"topic": np.array([msgs.code_of_topic(q[0]) for q in queues], np.int64),
-                       "queue_id": np.array([q[1] for q in queues], np.int64),
-                       "qmin": np.array([q[2] for q in queues], np.int64),
-                       "qmax": np.array([q[3] for q in queues], np.int64)})
-    topics, queue_ids, queue_offsets = msgs.topic_code, msgs.queue_id, msgs.queue_offset
-    first, count = None, 0
-    for lo in range(0, msgs.n, CROSS_CHUNK):   # a chunk of messages at a time: bounded memory
-        rows = np.arange(lo, min(lo + CROSS_CHUNK, msgs.n))
-        rows = rows[goes_to_consume_queue_many(msgs.sys_flag[rows]) & (msgs.positions[rows] < dispatched_end)]
-        frame = pd.DataFrame({"topic": topics[rows].astype(np.int64), "queue_id": queue_ids[rows].astype(np.int64),
-                              "qoff": queue_offsets[rows], "row": rows})
-        j = frame.merge(qs, on=["topic", "queue_id"], how="left")
-        missing = j["qmax"].isna() | (j["qoff"] >= j["qmax"])
-        count += int(missing.sum())
-        if first is None and missing.any():
-            first = j[missing].sort_values("row").iloc[0]
-    if first is None:
-        return None
-    rr = int(first["row"])
-    where = "no such queue folder" if pd.isna(first["qmax"]) else f"the queue ends at {int(first['qmax'])}"
-    return make_problem("cq.missing-unit", CorruptIndexError,
-                    f"the message at {int(msgs.positions[rr])} (topic {msgs.topic(rr)!r}, "
-                    f"queue {int(first['queue_id'])}, "
-                    f"QUEUEOFFSET {int(first['qoff'])}) lies before the dispatched end {dispatched_end} but has no "
-                    f"ConsumeQueue unit ({where})", *msgs.stored_at(rr), "QUEUEOFFSET", count=count)
-
-
-def checkpoint_cross(path: Path, c: cpf.StoreCheckpoint, msgs: Messages | None, have_cq: bool,
-                      index_files: list[IndexFile] | None, notes: list[str]) -> list[Problem]:
+def checkpoint_cross(path: Path, c: cpf.StoreCheckpoint, scan: CommitLogScan | None, have_cq: bool,
+                     index_files: list[IndexFile] | None, notes: list[str]) -> list[Problem]:
+    """The checkpoint against the totals of a walked CommitLog (`scan`) and the index files."""
     out: list[Problem] = []
 
     def bad(check, fld, what):
         out.append(make_problem(check, FormatError, what, path, cpf.CHECKPOINT.offset(fld), fld))
 
-    if msgs is not None and msgs.n:
-        last = int(msgs.store_ts.max())
+    if scan is not None and scan.n:
+        last = scan.last_store_timestamp
         if c.physic_msg_timestamp > last:
             bad("checkpoint.physic-timestamp", "physic_msg_timestamp",
                 f"physicMsgTimestamp {c.physic_msg_timestamp} is after the last store time in the CommitLog "
                 f"({last}): the checkpoint records messages the CommitLog does not hold")
-        disp = msgs.store_ts[goes_to_consume_queue_many(msgs.sys_flag)]
-        if have_cq and len(disp) and c.logics_msg_timestamp > int(disp.max()):
+        disp = scan.last_dispatchable_timestamp
+        if have_cq and disp is not None and c.logics_msg_timestamp > disp:
             bad("checkpoint.logics-timestamp", "logics_msg_timestamp",
                 f"logicsMsgTimestamp {c.logics_msg_timestamp} is after the last store time of any message a "
-                f"ConsumeQueue can hold ({int(disp.max())})")
-        if c.confirm_phy_offset > msgs.end_offset:
+                f"ConsumeQueue can hold ({disp})")
+        if c.confirm_phy_offset > scan.end_offset:
             bad("checkpoint.confirm-offset", "confirm_phy_offset",
-                f"confirmPhyOffset {c.confirm_phy_offset} is past the CommitLog's end {msgs.end_offset}")
+                f"confirmPhyOffset {c.confirm_phy_offset} is past the CommitLog's end {scan.end_offset}")
     if index_files is not None:
         full_ends = {f.header.end_timestamp for f in index_files if f.is_write_full}
         ts = c.index_msg_timestamp

@@ -4,13 +4,16 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import numpy as np
+
+from rmqlab.dispatch import goes_to_consume_queue_many
 from rmqlab.errors import RmqlabError
 from rmqlab.formats import batchconsumequeue as bcq
 from rmqlab.formats.indexfile import NEW_SLOT, IndexFile, SlotCountRule
 from rmqlab.verify.check_batchconsumequeue import (
+    BatchQueueCross,
     batch_file_size,
     batch_queue_checks,
-    batch_queue_cross,
     batch_queue_folders,
     is_lmq,
     lmq_queue_cross,
@@ -18,7 +21,7 @@ from rmqlab.verify.check_batchconsumequeue import (
     verify_batch_consume_queue,
 )
 from rmqlab.verify.check_checkpoint import checkpoint_report
-from rmqlab.verify.check_commitlog import Messages, scan_commitlog
+from rmqlab.verify.check_commitlog import CommitLogScan, Messages
 from rmqlab.verify.check_consumequeue import (
     open_queue,
     queue_checks,
@@ -28,10 +31,11 @@ from rmqlab.verify.check_consumequeue import (
 from rmqlab.verify.check_index import open_index
 from rmqlab.verify.common import INDEX_FILE_NAME, add_problem
 from rmqlab.verify.cross import (
+    IndexDirCross,
+    MissingUnits,
+    QueueCross,
     checkpoint_cross,
     index_dir_cross,
-    missing_units,
-    queue_cross,
 )
 from rmqlab.verify.geometry import index_geometries
 from rmqlab.verify.kind import detect_kind
@@ -88,16 +92,18 @@ def verify_path(path: str | os.PathLike, *, kind: Kind | None = None, hash_slot_
         _verify_store(p, rep, hash_slot_num, index_num, commitlog_file_size, consume_queue_file_size,
                       slot_count_rule, check_crc, broker_version)
     elif kind == "commitlog":
-        files, _, s = scan_commitlog(p, commitlog_file_size, check_crc, keys=False)
-        rep.files = files
-        rep.settings["commitlog_file_size"] = s["mapped_file_size"]
+        scan = CommitLogScan(p, commitlog_file_size, check_crc, keys=False)
+        for _ in scan.windows():
+            pass
+        rep.files = scan.reports
+        rep.settings["commitlog_file_size"] = scan.mapped_file_size
     elif kind == "index":
         paths = (sorted(c for c in p.iterdir() if c.is_file() and INDEX_FILE_NAME.fullmatch(c.name))
                  if p.is_dir() else [p])
         opened = _open_indexes(paths, hash_slot_num, index_num, slot_count_rule)
         try:
             rep.files = [r for r, _ in opened]
-            rep.cross = index_dir_cross(opened, None, rep.notes, rep.cross_counts)
+            rep.cross = index_dir_cross(opened, rep.notes, rep.cross_counts)
         finally:
             for _, f in opened:
                 if f is not None:
@@ -132,23 +138,24 @@ def _open_indexes(paths: list[Path], hsn, inum, rule) -> list[tuple[FileReport, 
 
 def _verify_store(root: Path, rep: VerifyReport, hsn, inum, cl_size, cq_size, rule, check_crc,
                   broker_version: str | None = None) -> None:
+    """Every file's own checks, then the cross-file checks: the CommitLog is walked once and the
+    index entries and queue units are joined with its messages a window at a time
+    (:meth:`CommitLogScan.windows`), so memory follows a window, not the store."""
     commitlog, index_dir, cq_dir, checkpoint = (root / "commitlog", root / "index", root / "consumequeue",
                                                 root / "checkpoint")
     notes = rep.notes
     if (root / "abort").exists():
         notes.append(f"{root / 'abort'}: present: the broker did not shut down cleanly (recovery will re-dispatch "
                      f"from the checkpoint and may delete index files)" + _abnormal_recovery_start(root))
-    msgs: Messages | None = None
+    scan: CommitLogScan | None = None
     if commitlog.is_dir():
-        files, msgs, s = scan_commitlog(commitlog, cl_size, check_crc, keys=index_dir.is_dir())
-        rep.files += files
-        rep.settings["commitlog_file_size"] = s["mapped_file_size"]
-        rep.cross_counts["messages"] = msgs.n
+        scan = CommitLogScan(commitlog, cl_size, check_crc, keys=index_dir.is_dir())
+        rep.settings["commitlog_file_size"] = scan.mapped_file_size
     else:
         notes.append(f"{commitlog}: missing: nothing to check index entries and queue units against")
-    index_files: list[IndexFile] | None = None
     opened: list[tuple[FileReport, IndexFile | None]] = []
     try:
+        index_cross = None
         if index_dir.is_dir():
             paths = sorted(c for c in index_dir.iterdir() if c.is_file() and INDEX_FILE_NAME.fullmatch(c.name))
             ignored = [c.name for c in index_dir.iterdir() if c.is_file() and not INDEX_FILE_NAME.fullmatch(c.name)]
@@ -156,38 +163,26 @@ def _verify_store(root: Path, rep: VerifyReport, hsn, inum, cl_size, cq_size, ru
                 notes.append(f"{index_dir}: ignored (not 17-digit names, as the broker ignores them): "
                              + ", ".join(sorted(ignored)))
             opened = _open_indexes(paths, hsn, inum, rule)
-            rep.files += [r for r, _ in opened]
-            rep.cross += index_dir_cross(opened, msgs, notes, rep.cross_counts)
-            index_files = [f for _, f in opened if f is not None]
-        if cq_dir.is_dir():
-            queues, dispatched_end, units = [], 0, 0
-            plain_targets = multi_dispatch_plain_queues(msgs, broker_version=broker_version) \
-                if msgs is not None else set()
-            for folder in queue_folders(cq_dir):
-                if folder == cq_dir:
-                    continue
-                q, _ = open_queue(folder, cq_size)
-                with q:
-                    r = queue_checks(q, str(folder), msgs.end_offset if msgs is not None else None)
-                    rep.files.append(r)
-                    units += q.count
-                    if msgs is not None and (is_lmq(q.topic) or (q.topic, q.queue_id) in plain_targets):
-                        rep.cross += lmq_queue_cross(q, msgs, broker_version=broker_version)
-                        if not is_lmq(q.topic):
-                            queues.append((q.topic, q.queue_id, q.min_offset, q.max_offset))
-                    elif msgs is not None and q.topic is not None and q.queue_id is not None:
-                        probs, end = queue_cross(q, msgs, str(folder), lambda e: e, notes)
-                        rep.cross += probs
-                        dispatched_end = max(dispatched_end, end)
-                        queues.append((q.topic, q.queue_id, q.min_offset, q.max_offset))
-            rep.cross_counts["cq_units"] = units
-            queues += _verify_batch_queues(root, rep, msgs)
-            if msgs is not None:
-                add_problem(rep.cross, missing_units(queues, msgs, dispatched_end))
+            index_cross = IndexDirCross(opened)
+        queues = _StoreQueues(root, cq_dir, cq_size) if cq_dir.is_dir() else None
+        if scan is not None:
+            for window in scan.windows():
+                if index_cross is not None:
+                    index_cross.add(window)
+                if queues is not None:
+                    queues.add(window)
+            rep.files += scan.reports
+            rep.cross_counts["messages"] = scan.n
+        rep.files += [r for r, _ in opened]
+        if index_cross is not None:
+            rep.cross += index_cross.problems(notes, rep.cross_counts, checked=scan is not None)
+        if queues is not None:
+            queues.finish(rep, scan, broker_version)
         if checkpoint.exists():
             r, c = checkpoint_report(checkpoint)
             rep.files.append(r)
-            rep.cross += checkpoint_cross(checkpoint, c, msgs, cq_dir.is_dir(), index_files, notes)
+            index_files = [f for _, f in opened if f is not None] if index_dir.is_dir() else None
+            rep.cross += checkpoint_cross(checkpoint, c, scan, cq_dir.is_dir(), index_files, notes)
             rep.cross_counts["checkpoint"] = True
         else:
             notes.append(f"{checkpoint}: missing")
@@ -197,22 +192,102 @@ def _verify_store(root: Path, rep: VerifyReport, hsn, inum, cl_size, cq_size, ru
                 f.close()
 
 
-def _verify_batch_queues(root: Path, rep: VerifyReport, msgs: Messages | None) -> list[tuple[str, int, int, int]]:
-    """The BatchConsumeQueue folders of a 5.x store: their own checks and their units against
-    the CommitLog. Returns (topic, queue id, min, max message offset) of each, so that
-    messages of BatchCQ topics count as dispatched."""
-    folder = root / bcq.FOLDER
-    if not folder.is_dir():
-        return []
-    out = []
-    for qdir in batch_queue_folders(folder):
-        with bcq.BatchConsumeQueue.open(qdir, batch_file_size(qdir, None), strict=False) as q:
-            rep.files.append(batch_queue_checks(q, msgs.end_offset if msgs is not None else None))
-            if msgs is not None:
-                rep.cross += batch_queue_cross(q, msgs)
-            if q.topic is not None and q.queue_id is not None:
-                out.append((q.topic, q.queue_id, q.min_offset, q.max_offset))
-    return out
+class _StoreQueues:
+    """The ConsumeQueue and BatchConsumeQueue folders of a store: their units joined with the
+    messages a window at a time (:meth:`add`), then their own checks and every problem
+    (:meth:`finish`). A queue is opened for each window and closed after it, so a store of
+    many queues holds no more than one open at a time."""
+
+    def __init__(self, root: Path, cq_dir: Path, cq_size: int | None):
+        self.cq_size = cq_size
+        self.folders: list[Path] = []
+        self.names: dict[Path, tuple[str | None, int | None]] = {}
+        self.lmq: set[Path] = set()
+        #: (topic, queue id, min offset, max offset) of each queue that counts as dispatched to
+        self.queues: list[tuple[str, int, int, int]] = []
+        for folder in queue_folders(cq_dir):
+            if folder == cq_dir:
+                continue
+            self.folders.append(folder)
+            q, _ = open_queue(folder, cq_size)
+            with q:
+                self.names[folder] = (q.topic, q.queue_id)
+                if is_lmq(q.topic):
+                    self.lmq.add(folder)
+                elif q.topic is not None and q.queue_id is not None:
+                    self.queues.append((q.topic, q.queue_id, q.min_offset, q.max_offset))
+        self.plain = {f: QueueCross(str(f)) for f in self.folders if f not in self.lmq}
+        bcq_dir = root / bcq.FOLDER
+        self.batch_folders = batch_queue_folders(bcq_dir) if bcq_dir.is_dir() else []
+        self.batch = {f: BatchQueueCross() for f in self.batch_folders}
+        for folder in self.batch_folders:
+            with _open_batch(folder) as q:
+                if q.topic is not None and q.queue_id is not None:
+                    self.queues.append((q.topic, q.queue_id, q.min_offset, q.max_offset))
+        self.missing = MissingUnits(self.queues)
+
+    def _dispatched_end(self, exclude: set[tuple[str, int]]) -> int:
+        return max((c.end for f, c in self.plain.items() if self.names[f] not in exclude), default=0)
+
+    def add(self, w: Messages) -> None:
+        before = self._dispatched_end(set())
+        for folder, check in self.plain.items():
+            q, _ = open_queue(folder, self.cq_size)
+            with q:
+                if q.topic is not None and q.queue_id is not None:
+                    check.add(q, w)
+        for folder, bcheck in self.batch.items():
+            with _open_batch(folder) as bq:
+                bcheck.add(bq, w)
+        end = self._dispatched_end(set())
+        self.missing.add(w, end if end > before else 0)
+
+    def finish(self, rep: VerifyReport, scan: CommitLogScan | None, broker_version: str | None) -> None:
+        side, targets = None, set()
+        if scan is not None:
+            targets = multi_dispatch_plain_queues(scan.side, broker_version=broker_version)
+            if targets:
+                self._walk_again(scan, targets)
+            side = scan.side
+        units = 0
+        for folder in self.folders:
+            q, _ = open_queue(folder, self.cq_size)
+            with q:
+                rep.files.append(queue_checks(q, str(folder), scan.end_offset if scan is not None else None))
+                units += q.count
+                if scan is None:
+                    continue
+                if folder in self.lmq or (q.topic, q.queue_id) in targets:
+                    rep.cross += lmq_queue_cross(q, side, broker_version=broker_version, store_messages=scan.n)
+                elif q.topic is not None and q.queue_id is not None:
+                    rep.cross += self.plain[folder].problems(rep.notes)
+        rep.cross_counts["cq_units"] = units
+        for folder in self.batch_folders:
+            with _open_batch(folder) as bq:
+                rep.files.append(batch_queue_checks(bq, scan.end_offset if scan is not None else None))
+                if scan is not None:
+                    rep.cross += self.batch[folder].problems()
+        if scan is not None:
+            add_problem(rep.cross, self.missing.result())
+
+    def _walk_again(self, scan: CommitLogScan, targets: set[tuple[str, int]]) -> None:
+        """A store that multi-dispatches to plain topic queues (4.9.x): those queues are checked
+        as light message queues, with their own messages, and do not count for the dispatched
+        end. Their own messages, and the missing units with that end, take a second walk."""
+        end = self._dispatched_end(targets)
+        self.missing = MissingUnits(self.queues)
+
+        def own(w: Messages) -> np.ndarray:
+            wanted = np.array([(w.code_of_topic(t) << 32) | (qid & 0xFFFFFFFF) for t, qid in targets], np.int64)
+            have = (w.topic_code.astype(np.int64) << 32) | (w.queue_id.astype(np.int64) & 0xFFFFFFFF)
+            return np.flatnonzero(np.isin(have, wanted) & goes_to_consume_queue_many(w.sys_flag))
+
+        for w in scan.windows(keep=own):
+            self.missing.add(w, end if end > 0 and w.n and w.contains(np.array([end - 1]))[0] else 0)
+
+
+def _open_batch(folder: Path) -> bcq.BatchConsumeQueue:
+    return bcq.BatchConsumeQueue.open(folder, batch_file_size(folder, None), strict=False)
 
 
 def _abnormal_recovery_start(root: Path) -> str:
