@@ -661,34 +661,42 @@ def test_cross_checks_give_the_same_report_whatever_the_chunk(copy, monkeypatch)
     assert reports[1] == reports[7] == reports[2**20]
 
 
-def _reports_by_window(root: Path, monkeypatch, windows=(0, 1, 97)) -> dict:
-    """verify_path(root) as JSON with the message table in one window (0), a CommitLog file per
-    window (1) and a few files per window."""
+def _reports_by_window(root: Path, monkeypatch) -> dict:
+    """verify_path(root) as JSON with the message table in one window (0), a window for each
+    decoded chunk of 7 messages (1: windows end inside files), and windows of about 97
+    messages made of chunks of 50."""
     from rmqlab.verify import check_commitlog
 
     out = {}
-    for window in windows:
+    for window, chunk in ((0, 1 << 18), (1, 7), (97, 50)):
         monkeypatch.setattr(check_commitlog, "WINDOW_MESSAGES", window)
+        monkeypatch.setattr(check_commitlog, "MESSAGE_CHUNK", chunk)
         out[window] = json.dumps(verify_path(root).as_dict(), sort_keys=True)
     return out
 
 
-def test_the_store_is_walked_in_windows_of_whole_commitlog_files(store):
-    """The cross-file checks hold a window of the message table at a time: whole CommitLog
-    files, each offset answered by exactly one window, the end known in the last alone."""
+def test_the_store_is_walked_in_windows(store, monkeypatch):
+    """The cross-file checks hold a window of the message table at a time: windows end between
+    decoded chunks, inside a CommitLog file or at its end; each offset is answered by exactly one
+    window, and the CommitLog's end is known in the last alone."""
+    from rmqlab.verify import check_commitlog
     from rmqlab.verify.check_commitlog import CommitLogScan
 
+    monkeypatch.setattr(check_commitlog, "MESSAGE_CHUNK", 40)
     scan = CommitLogScan(store / "commitlog", None, False)
-    windows = list(scan.windows(300))
-    files = [f for f in cl.store_files(store / "commitlog") if f.size]
-    assert len(files) > 8 and 3 < len(windows) < len(files)
+    windows = []
+    scan.walk(windows.append, 100)
+    whole = cl.read_columns(store / "commitlog", body=False)
+    positions = whole["phy_offset"].to_numpy(np.int64)
+    ends = set((positions + whole["total_size"].to_numpy(np.int64)).tolist())
+    assert len(windows) > len(cl.store_files(store / "commitlog")) > 8
     assert windows[0].start is None and windows[-1].stop is None
     assert [w.stop for w in windows[:-1]] == [w.start for w in windows[1:]]
-    assert all(w.stop in {f.start_offset for f in files} for w in windows[:-1])
-    whole = cl.read_columns(store / "commitlog", body=False)["phy_offset"].to_numpy(np.int64)
-    assert all(w.n >= 300 for w in windows[:-1]) and sum(w.n for w in windows) == scan.n == len(whole)
+    assert all(w.stop in ends for w in windows[:-1])                        # a message's end
+    assert all(100 <= w.n < 140 for w in windows[:-1])                      # chunks of 40 until 100
+    assert sum(w.n for w in windows) == scan.n == len(whole)
     assert all(w.end_offset is None for w in windows[:-1]) and windows[-1].end_offset == scan.end_offset
-    assert np.concatenate([w.positions for w in windows]).tolist() == whole.tolist()
+    assert np.concatenate([w.positions for w in windows]).tolist() == positions.tolist()
     assert all(w.contains(w.positions).all() for w in windows)
 
 
@@ -696,7 +704,7 @@ def test_the_store_is_walked_in_windows_of_whole_commitlog_files(store):
 def test_the_report_is_the_same_whatever_the_window(copy, monkeypatch, seed):
     """Index entries, queue units and messages without units, wrong in several ways and spread
     over many CommitLog files, are reported the same (first of each, count, words, notes)
-    whether the message table is one window, one CommitLog file a window or a few."""
+    whether the message table is one window or many, ending inside CommitLog files or between."""
     rng = np.random.default_rng(300 + seed)
     for corrupt in rng.choice([c_key_hash, c_phy_offset, c_time_order, c_cq_size, c_cq_tags, c_checkpoint,
                                c_body_crc], 4):
@@ -790,7 +798,9 @@ def test_the_message_table_holds_numbers_only(store):
     from rmqlab.dispatch import message_tags_codes
     from rmqlab.verify.check_commitlog import CommitLogScan
 
-    *_, msgs = CommitLogScan(store / "commitlog", None, True).windows(0)
+    tables = []
+    CommitLogScan(store / "commitlog", None, True).walk(tables.append, 0)
+    [msgs] = tables
     want = cl.read_columns(store / "commitlog", body=False)
     assert msgs.n == len(want) > 1000
     for name, value in vars(msgs).items():
@@ -823,7 +833,9 @@ def test_the_message_table_keeps_the_properties_of_dispatch_rules_only(tmp_path)
 
     root = tmp_path / "store"
     generate_store(root, Workload(messages=600, seed=4, **bcq_tests.FEATURES), **bcq_tests.STORE_OPTS)
-    *_, msgs = CommitLogScan(root / "commitlog", None, True).windows(0)
+    tables = []
+    CommitLogScan(root / "commitlog", None, True).walk(tables.append, 0)
+    [msgs] = tables
     props = cl.read_columns(root / "commitlog", body=False)["properties"].tolist()
     named = [i for i, p in enumerate(props)
              if property_value(p, "INNER_MULTI_DISPATCH") is not None

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import mmap
 import os
-from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -35,7 +34,7 @@ KEY_CODE_HASH_BITS = 31
 #: messages decoded at a time while a CommitLog file is walked: their strings (about 400 bytes a
 #: message) exist only for one chunk, which is reduced to the numbers of :class:`Messages`
 MESSAGE_CHUNK = 1 << 18
-#: messages a window of the cross-file checks holds (:meth:`CommitLogScan.windows`): the joins of
+#: messages a window of the cross-file checks holds (:meth:`CommitLogScan.walk`): the joins of
 #: index entries and queue units against the messages hold one window's numbers, not the whole
 #: CommitLog's. A window is whole CommitLog files, so it may pass this by one file's messages.
 WINDOW_MESSAGES = 1 << 21
@@ -84,7 +83,7 @@ class Messages:
 
     def contains(self, offsets: np.ndarray) -> np.ndarray:
         """Which CommitLog offsets this table answers for: every offset belongs to exactly one
-        window of :meth:`CommitLogScan.windows` (the first takes all below it, the last all above)."""
+        window of :meth:`CommitLogScan.walk` (the first takes all below it, the last all above)."""
         inside = np.ones(len(offsets), bool)
         if self.start is not None:
             inside &= offsets >= self.start
@@ -214,35 +213,42 @@ def _names_dispatch_properties(props: np.ndarray) -> np.ndarray:
 
 
 class _TableBuilder:
-    """Reduces each decoded chunk of a CommitLog file to the numbers :class:`Messages` keeps."""
+    """Reduces each decoded chunk of a CommitLog file to the columns the per-file checks read
+    and the numbers :class:`Messages` keeps (handed to `take` with the chunk's positions)."""
 
-    #: the columns the per-file checks read (dropped after them) and the message numbers kept
+    #: the columns the per-file checks read (joined for the file, dropped after its checks)
     FILE_COLUMNS = ("total_size", "version", "body_crc", "phy_offset", "sys_flag")
+    #: the message numbers a window keeps
     KEPT = ("total_size", "sys_flag", "store_timestamp", "queue_id", "queue_offset")
 
-    def __init__(self, keys: bool, topic_index: dict[str, int]):
+    def __init__(self, keys: bool, topic_index: dict[str, int], take):
         self.keys = keys
         self.topic_index = topic_index
+        self.take = take
 
-    def decode_for(self, f: cl.StoreFile):
-        return chunked_decode(lambda cols, pos, first: self.reduce(f, cols, pos, first), MESSAGE_CHUNK)
+    def decode_for(self, f: cl.StoreFile, file_index: int):
+        return chunked_decode(lambda cols, pos, first: self.reduce(f, file_index, cols, pos), MESSAGE_CHUNK)
 
-    def reduce(self, f: cl.StoreFile, cols: dict, pos: np.ndarray, first: int) -> dict:
+    def reduce(self, f: cl.StoreFile, file_index: int, cols: dict, pos: np.ndarray) -> dict:
         import pandas as pd
 
-        out = {c: np.asarray(cols[c]) for c in self.FILE_COLUMNS + self.KEPT}
-        codes, distinct_topics = pd.factorize(cols["topic"])
-        lut = np.array([self.topic_index.setdefault(t, len(self.topic_index)) for t in distinct_topics], np.int32)
-        out["topic_code"] = lut[codes] if len(codes) else np.zeros(0, np.int32)
-        out["tags_code"] = message_tags_codes(cols["topic"], cols["tags"], np.asarray(cols["delay_level"], np.int64),
-                                              out["store_timestamp"]) if len(pos) else np.zeros(0, np.int64)
-        if self.keys:
-            kc = _chunk_key_codes(cols, f.start_offset + pos, first)
-            out["key_codes"], out["key_codes_distinct"] = kc, distinct(kc)
-        keep = np.flatnonzero(_names_dispatch_properties(cols["properties"])) if len(pos) else np.zeros(0, np.int64)
-        out["kept_rows"] = (first + keep).astype(np.int64)
-        out["kept_properties"] = np.asarray(cols["properties"], dtype=object)[keep]
-        return out
+        if len(pos):
+            part = {c: np.asarray(cols[c]) for c in self.KEPT}
+            codes, distinct_topics = pd.factorize(cols["topic"])
+            lut = np.array([self.topic_index.setdefault(t, len(self.topic_index)) for t in distinct_topics],
+                           np.int32)
+            part["topic_code"] = lut[codes]
+            part["tags_code"] = message_tags_codes(cols["topic"], cols["tags"],
+                                                   np.asarray(cols["delay_level"], np.int64), part["store_timestamp"])
+            part["positions"] = f.start_offset + pos.astype(np.int64)
+            part["file_of"] = np.full(len(pos), file_index, np.int32)
+            keep = np.flatnonzero(_names_dispatch_properties(cols["properties"]))
+            part["kept_rows"] = keep.astype(np.int64)      # rows of the chunk: take() moves them
+            part["kept_properties"] = np.asarray(cols["properties"], dtype=object)[keep]
+            if self.keys:
+                part["key_codes"] = _chunk_key_codes(cols, part["positions"], 0)
+            self.take(part)
+        return {c: np.asarray(cols[c]) for c in self.FILE_COLUMNS}
 
 
 def _commitlog_files(path: Path) -> tuple[list[cl.StoreFile], list[FileReport]]:
@@ -347,11 +353,12 @@ class CommitLogScan:
     """One walk of a CommitLog file or folder: the per-file checks, and the message table in
     windows for the cross-file joins.
 
-    Iterate :meth:`windows` once: it walks the files in offset order, fills :attr:`reports`
-    (one per file, plus one per file name the format module refuses) and yields the table a
-    window at a time. Afterwards :attr:`end_offset`, :attr:`n`, the store-time totals and
-    :attr:`side` (the messages carrying dispatch properties, for the LMQ checks) are final.
-    Memory: one window (about 52 bytes a message plus 16 a key) and one decoded chunk."""
+    :meth:`walk` goes through the files in offset order, fills :attr:`reports` (one per file,
+    plus one per file name the format module refuses) and hands on the table a window at a
+    time. Afterwards :attr:`end_offset`, :attr:`n`, the store-time totals and :attr:`side` (the
+    messages carrying dispatch properties, for the LMQ checks) are final. Memory: one window
+    (about 52 bytes a message plus 16 a key), one decoded chunk, and 25 bytes a message of the
+    file being walked for its own checks."""
 
     def __init__(self, path: Path, file_size: int | None, check_crc: bool, *, keys: bool = True):
         self.path, self.check_crc, self.keys = path, check_crc, keys
@@ -376,22 +383,24 @@ class CommitLogScan:
     def topics(self) -> list[str]:
         return list(self.topic_index)
 
-    def windows(self, window_messages: int | None = None, *, keep=None) -> Iterator[Messages]:
-        """The message table, WINDOW_MESSAGES messages at a time (None: whole files until
-        `window_messages`, default :data:`WINDOW_MESSAGES`; 0: everything in one window), each a
-        :class:`Messages` of whole CommitLog files answering for the offsets from its first
-        file's start to the next window's (:meth:`Messages.contains`). Files that overlap stay
-        in one window; the active file and those after it are in the last, the only one that
-        knows the CommitLog's end. `keep(window) -> rows` adds rows to :attr:`side` besides the
-        messages with dispatch properties. Walking again repeats the per-file checks without
-        reporting them twice. Cost: one C walk and decode of every file."""
-        limit = WINDOW_MESSAGES if window_messages is None else window_messages
+    def walk(self, on_window, window_messages: int | None = None, *, keep=None) -> None:
+        """Walk the files, calling ``on_window(table)`` with the message table a window at a
+        time: a :class:`Messages` of about `window_messages` messages (default
+        :data:`WINDOW_MESSAGES`; 0: everything in one window) answering for the offsets from
+        its first message to the next window's (:meth:`Messages.contains`). A window ends
+        between two decoded chunks, inside a file or between files, where no other file
+        overlaps it; the last knows the CommitLog's end. `keep(window) -> rows` adds rows to
+        :attr:`side` besides the messages with dispatch properties. Walking again repeats the
+        per-file checks without reporting them twice. Cost: one C walk and decode of every
+        file; memory: a window and the per-file checks' five numbers a message of one file."""
+        self._limit = WINDOW_MESSAGES if window_messages is None else window_messages
+        self._on_window, self._keep = on_window, keep
         first_walk = not self.reports
         self._reset_totals()
-        table = _TableBuilder(self.keys, self.topic_index)
+        self._pending, self._rows, self._start, self._parts_end = [], 0, None, None
+        self._may_split = False
+        table = _TableBuilder(self.keys, self.topic_index, self._take)
         reports = list(self._refused)
-        parts: list[dict] = []
-        rows, start, parts_end = 0, None, None
         active_seen = self.loaded.active is None    # no active file: one window
         files, mapped = self.files, self.mapped_file_size
         for i, f in enumerate(files):
@@ -431,27 +440,45 @@ class CommitLogScan:
                 rep.counts = {"messages": 0, "bytes_used": 0, "file_size": f.size, "blank": False,
                               "start_offset": f.start_offset, "role": role}
                 continue
-            if limit and rows >= limit and not active_seen and f.start_offset >= parts_end:
-                yield self._window(parts, start, f.start_offset, None, keep)
-                parts, rows, start = [], 0, f.start_offset
-            cols, pos, used, blank, readable = self._walk(f, rep, last, table)
-            n = len(pos)
-            rep.counts = {"messages": n, "bytes_used": used, "file_size": f.size, "blank": blank,
+            # a window may end inside this file when no later file can hold an offset below its
+            # end (files are sorted by start), and not after the active file (the last window
+            # alone knows the CommitLog's end)
+            self._may_split = not active_seen and all(g.start_offset >= f.start_offset + f.size
+                                                      for g in files[i + 1:i + 2])
+            cols, pos, used, blank, readable = self._walk(f, i, rep, last, table)
+            rep.counts = {"messages": len(pos), "bytes_used": used, "file_size": f.size, "blank": blank,
                           "start_offset": f.start_offset}
-            if n:
-                parts.append(_file_numbers(cols, f.start_offset + pos, i, rows, self.keys))
-                rows += n
-                end = f.start_offset + int(pos[-1]) + int(cols["total_size"][-1])
-                parts_end = end if parts_end is None else max(parts_end, end)
             del cols
             if last:
                 active_seen = True
                 self.end_offset = f.start_offset + f.size if blank and readable else f.start_offset + used
         if first_walk:
             self.reports = reports
-        yield self._window(parts, start, None, self.end_offset, keep)
+        self._flush(None, self.end_offset)
 
-    def _walk(self, f: cl.StoreFile, rep: FileReport, last: bool, table: _TableBuilder):
+    def _take(self, part: dict) -> None:
+        """A decoded chunk's numbers: into the pending window, which is handed on once it holds
+        `window_messages` and may end here."""
+        n = len(part["positions"])
+        part["kept_rows"] = part["kept_rows"] + self._rows
+        if self.keys:
+            shift = np.int64(self._rows) << KEY_CODE_HASH_BITS
+            part["key_codes"] = part["key_codes"] + shift
+            part["key_codes_distinct"] = distinct(part["key_codes"])
+        self._pending.append(part)
+        self._rows += n
+        end = int(part["positions"][-1]) + int(part["total_size"][-1])
+        ends_here = self._parts_end is None or self._parts_end <= end
+        self._parts_end = end if self._parts_end is None else max(self._parts_end, end)
+        if self._limit and self._rows >= self._limit and self._may_split and ends_here:
+            self._flush(end, None)
+
+    def _flush(self, stop: int | None, end_offset: int | None) -> None:
+        parts, start = self._pending, self._start
+        self._pending, self._rows, self._start, self._parts_end = [], 0, stop, None
+        self._on_window(self._window(parts, start, stop, end_offset, self._keep))
+
+    def _walk(self, f: cl.StoreFile, file_index: int, rep: FileReport, last: bool, table: _TableBuilder):
         """One file's walk, decode and per-file checks: (columns, positions, bytes used,
         end-of-file blank present, readable to the end)."""
         rr = cl.ReadReport()
@@ -464,7 +491,7 @@ class CommitLogScan:
                 # last: zeros after the last message are no damage there; a missing end-of-file
                 # blank record is judged below
                 cols, _, _, _ = scan_file(buf, f, last=True, check_crc=False, report=rr,
-                                          on_error="report", body=False, decode=table.decode_for(f))
+                                          on_error="report", body=False, decode=table.decode_for(f, file_index))
                 sizes = cols["total_size"].astype(np.int64)
                 pos = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64) if len(sizes) \
                     else np.zeros(0, np.int64)
@@ -521,20 +548,6 @@ def _side_numbers(w: Messages, rows: np.ndarray, first_row: int) -> dict:
             "kept_rows": (first_row + has).astype(np.int64), "kept_properties": props[has]}
 
 
-def _file_numbers(cols: dict, positions: np.ndarray, file_index: int, first_row: int, keys: bool) -> dict:
-    """A file's part of the message table: the numbers kept of its decoded chunks, rows counted
-    from `first_row` (its first message's row in the table)."""
-    out = {c: cols[c] for c in _TableBuilder.KEPT + ("topic_code", "tags_code", "kept_properties")}
-    out["positions"] = positions
-    out["file_of"] = np.full(len(positions), file_index, np.int32)
-    out["kept_rows"] = cols["kept_rows"] + first_row
-    if keys:
-        shift = np.int64(first_row) << KEY_CODE_HASH_BITS
-        out["key_codes"] = cols["key_codes"] + shift
-        out["key_codes_distinct"] = cols["key_codes_distinct"] + shift
-    return out
-
-
 _EMPTY = {"positions": np.int64, "file_of": np.int32, "total_size": np.int32, "sys_flag": np.int32,
           "store_timestamp": np.int64, "queue_id": np.int32, "queue_offset": np.int64, "topic_code": np.int32,
           "tags_code": np.int64, "kept_rows": np.int64, "kept_properties": object, "key_codes": np.int64,
@@ -585,6 +598,5 @@ def verify_commitlog(path: str | os.PathLike, *, file_size: int | None = None,
     [(True, 36, True), (True, 4, False)]
     """
     scan = CommitLogScan(Path(path), file_size, check_crc, keys=False)
-    for _ in scan.windows():
-        pass
+    scan.walk(lambda window: None)
     return scan.reports

@@ -2,7 +2,10 @@
 from __future__ import annotations
 
 import os
+from collections import OrderedDict
+from contextlib import ExitStack
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -93,8 +96,7 @@ def verify_path(path: str | os.PathLike, *, kind: Kind | None = None, hash_slot_
                       slot_count_rule, check_crc, broker_version)
     elif kind == "commitlog":
         scan = CommitLogScan(p, commitlog_file_size, check_crc, keys=False)
-        for _ in scan.windows():
-            pass
+        scan.walk(lambda window: None)
         rep.files = scan.reports
         rep.settings["commitlog_file_size"] = scan.mapped_file_size
     elif kind == "index":
@@ -140,7 +142,7 @@ def _verify_store(root: Path, rep: VerifyReport, hsn, inum, cl_size, cq_size, ru
                   broker_version: str | None = None) -> None:
     """Every file's own checks, then the cross-file checks: the CommitLog is walked once and the
     index entries and queue units are joined with its messages a window at a time
-    (:meth:`CommitLogScan.windows`), so memory follows a window, not the store."""
+    (:meth:`CommitLogScan.walk`), so memory follows a window, not the store."""
     commitlog, index_dir, cq_dir, checkpoint = (root / "commitlog", root / "index", root / "consumequeue",
                                                 root / "checkpoint")
     notes = rep.notes
@@ -154,7 +156,8 @@ def _verify_store(root: Path, rep: VerifyReport, hsn, inum, cl_size, cq_size, ru
     else:
         notes.append(f"{commitlog}: missing: nothing to check index entries and queue units against")
     opened: list[tuple[FileReport, IndexFile | None]] = []
-    try:
+    with ExitStack() as stack:
+        stack.callback(_close_indexes, opened)
         index_cross = None
         if index_dir.is_dir():
             paths = sorted(c for c in index_dir.iterdir() if c.is_file() and INDEX_FILE_NAME.fullmatch(c.name))
@@ -165,12 +168,16 @@ def _verify_store(root: Path, rep: VerifyReport, hsn, inum, cl_size, cq_size, ru
             opened = _open_indexes(paths, hsn, inum, rule)
             index_cross = IndexDirCross(opened)
         queues = _StoreQueues(root, cq_dir, cq_size) if cq_dir.is_dir() else None
+        if queues is not None:
+            stack.callback(queues.close)
         if scan is not None:
-            for window in scan.windows():
+            def joins(window: Messages) -> None:
                 if index_cross is not None:
                     index_cross.add(window)
                 if queues is not None:
                     queues.add(window)
+
+            scan.walk(joins)
             rep.files += scan.reports
             rep.cross_counts["messages"] = scan.n
         rep.files += [r for r, _ in opened]
@@ -186,45 +193,77 @@ def _verify_store(root: Path, rep: VerifyReport, hsn, inum, cl_size, cq_size, ru
             rep.cross_counts["checkpoint"] = True
         else:
             notes.append(f"{checkpoint}: missing")
-    finally:
-        for _, f in opened:
-            if f is not None:
-                f.close()
+
+
+def _close_indexes(opened: list[tuple[FileReport, IndexFile | None]]) -> None:
+    for _, f in opened:
+        if f is not None:
+            f.close()
+
+
+#: Queues :class:`_StoreQueues` keeps open between windows (each holds a file handle and a map a
+#: file); past it the least recently used is closed and opened again when next needed.
+MAX_OPEN_QUEUES = 256
+
+
+class _OpenQueues:
+    """Queue folders opened once and kept open, at most MAX_OPEN_QUEUES at a time: an open
+    finds the queue's ends (recover()), about a millisecond a queue."""
+
+    def __init__(self, opener):
+        self.opener = opener
+        self.queues: OrderedDict[Path, Any] = OrderedDict()
+
+    def __getitem__(self, folder: Path):
+        q = self.queues.get(folder)
+        if q is not None:
+            self.queues.move_to_end(folder)
+            return q
+        q = self.queues[folder] = self.opener(folder)
+        if len(self.queues) > MAX_OPEN_QUEUES:
+            self.queues.popitem(last=False)[1].close()
+        return q
+
+    def close(self) -> None:
+        while self.queues:
+            self.queues.popitem()[1].close()
 
 
 class _StoreQueues:
     """The ConsumeQueue and BatchConsumeQueue folders of a store: their units joined with the
     messages a window at a time (:meth:`add`), then their own checks and every problem
-    (:meth:`finish`). A queue is opened for each window and closed after it, so a store of
-    many queues holds no more than one open at a time."""
+    (:meth:`finish`). Call :meth:`close` at the end."""
 
     def __init__(self, root: Path, cq_dir: Path, cq_size: int | None):
-        self.cq_size = cq_size
-        self.folders: list[Path] = []
+        self.cq = _OpenQueues(lambda folder: open_queue(folder, cq_size)[0])
+        self.bcq = _OpenQueues(lambda folder: bcq.BatchConsumeQueue.open(folder, batch_file_size(folder, None),
+                                                                         strict=False))
+        self.folders = [folder for folder in queue_folders(cq_dir) if folder != cq_dir]
         self.names: dict[Path, tuple[str | None, int | None]] = {}
         self.lmq: set[Path] = set()
         #: (topic, queue id, min offset, max offset) of each queue that counts as dispatched to
         self.queues: list[tuple[str, int, int, int]] = []
-        for folder in queue_folders(cq_dir):
-            if folder == cq_dir:
-                continue
-            self.folders.append(folder)
-            q, _ = open_queue(folder, cq_size)
-            with q:
-                self.names[folder] = (q.topic, q.queue_id)
-                if is_lmq(q.topic):
-                    self.lmq.add(folder)
-                elif q.topic is not None and q.queue_id is not None:
-                    self.queues.append((q.topic, q.queue_id, q.min_offset, q.max_offset))
-        self.plain = {f: QueueCross(str(f)) for f in self.folders if f not in self.lmq}
+        for folder in self.folders:
+            q = self.cq[folder]
+            self.names[folder] = (q.topic, q.queue_id)
+            if is_lmq(q.topic):
+                self.lmq.add(folder)
+            elif q.topic is not None and q.queue_id is not None:
+                self.queues.append((q.topic, q.queue_id, q.min_offset, q.max_offset))
+        self.plain = {f: QueueCross(str(f)) for f in self.folders
+                      if f not in self.lmq and None not in self.names[f]}
         bcq_dir = root / bcq.FOLDER
         self.batch_folders = batch_queue_folders(bcq_dir) if bcq_dir.is_dir() else []
         self.batch = {f: BatchQueueCross() for f in self.batch_folders}
         for folder in self.batch_folders:
-            with _open_batch(folder) as q:
-                if q.topic is not None and q.queue_id is not None:
-                    self.queues.append((q.topic, q.queue_id, q.min_offset, q.max_offset))
+            bq = self.bcq[folder]
+            if bq.topic is not None and bq.queue_id is not None:
+                self.queues.append((bq.topic, bq.queue_id, bq.min_offset, bq.max_offset))
         self.missing = MissingUnits(self.queues)
+
+    def close(self) -> None:
+        self.cq.close()
+        self.bcq.close()
 
     def _dispatched_end(self, exclude: set[tuple[str, int]]) -> int:
         return max((c.end for f, c in self.plain.items() if self.names[f] not in exclude), default=0)
@@ -232,41 +271,36 @@ class _StoreQueues:
     def add(self, w: Messages) -> None:
         before = self._dispatched_end(set())
         for folder, check in self.plain.items():
-            q, _ = open_queue(folder, self.cq_size)
-            with q:
-                if q.topic is not None and q.queue_id is not None:
-                    check.add(q, w)
+            check.add(self.cq[folder], w)
         for folder, bcheck in self.batch.items():
-            with _open_batch(folder) as bq:
-                bcheck.add(bq, w)
+            bcheck.add(self.bcq[folder], w)
         end = self._dispatched_end(set())
         self.missing.add(w, end if end > before else 0)
 
     def finish(self, rep: VerifyReport, scan: CommitLogScan | None, broker_version: str | None) -> None:
         side, targets = None, set()
         if scan is not None:
-            targets = multi_dispatch_plain_queues(scan.side, broker_version=broker_version)
+            side = scan.side
+            targets = multi_dispatch_plain_queues(side, broker_version=broker_version)
             if targets:
                 self._walk_again(scan, targets)
-            side = scan.side
+                side = scan.side
         units = 0
         for folder in self.folders:
-            q, _ = open_queue(folder, self.cq_size)
-            with q:
-                rep.files.append(queue_checks(q, str(folder), scan.end_offset if scan is not None else None))
-                units += q.count
-                if scan is None:
-                    continue
-                if folder in self.lmq or (q.topic, q.queue_id) in targets:
-                    rep.cross += lmq_queue_cross(q, side, broker_version=broker_version, store_messages=scan.n)
-                elif q.topic is not None and q.queue_id is not None:
-                    rep.cross += self.plain[folder].problems(rep.notes)
+            q = self.cq[folder]
+            rep.files.append(queue_checks(q, str(folder), scan.end_offset if scan is not None else None))
+            units += q.count
+            if scan is None:
+                continue
+            if folder in self.lmq or self.names[folder] in targets:
+                rep.cross += lmq_queue_cross(q, side, broker_version=broker_version, store_messages=scan.n)
+            elif folder in self.plain:
+                rep.cross += self.plain[folder].problems(rep.notes)
         rep.cross_counts["cq_units"] = units
         for folder in self.batch_folders:
-            with _open_batch(folder) as bq:
-                rep.files.append(batch_queue_checks(bq, scan.end_offset if scan is not None else None))
-                if scan is not None:
-                    rep.cross += self.batch[folder].problems()
+            rep.files.append(batch_queue_checks(self.bcq[folder], scan.end_offset if scan is not None else None))
+            if scan is not None:
+                rep.cross += self.batch[folder].problems()
         if scan is not None:
             add_problem(rep.cross, self.missing.result())
 
@@ -282,12 +316,8 @@ class _StoreQueues:
             have = (w.topic_code.astype(np.int64) << 32) | (w.queue_id.astype(np.int64) & 0xFFFFFFFF)
             return np.flatnonzero(np.isin(have, wanted) & goes_to_consume_queue_many(w.sys_flag))
 
-        for w in scan.windows(keep=own):
-            self.missing.add(w, end if end > 0 and w.n and w.contains(np.array([end - 1]))[0] else 0)
-
-
-def _open_batch(folder: Path) -> bcq.BatchConsumeQueue:
-    return bcq.BatchConsumeQueue.open(folder, batch_file_size(folder, None), strict=False)
+        scan.walk(lambda w: self.missing.add(w, end if end > 0 and w.n and w.contains(np.array([end - 1]))[0] else 0),
+                  keep=own)
 
 
 def _abnormal_recovery_start(root: Path) -> str:
