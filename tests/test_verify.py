@@ -12,6 +12,7 @@ import json
 import os
 import shutil
 import struct
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -673,6 +674,39 @@ def _reports_by_window(root: Path, monkeypatch) -> dict:
         monkeypatch.setattr(check_commitlog, "MESSAGE_CHUNK", chunk)
         out[window] = json.dumps(verify_path(root).as_dict(), sort_keys=True)
     return out
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_index_file_checks_are_the_same_whatever_the_chunk(copy, monkeypatch, seed):
+    """IndexFile.problems and verify's own index checks read CHECK_CHUNK slots or entries at a
+    time (FLAG_CHUNK flags): slots and prev links wrong in several ways, many times over, give
+    the same problems (first, count, words) with chunks of 3 or 7 as whole."""
+    from rmqlab import arrays
+    from rmqlab.formats import indexfile
+
+    rng = np.random.default_rng(900 + seed)
+    for corrupt in rng.choice([c_slot_flip, c_slot_out_of_range, c_prev_forward, c_prev_cycle, c_key_hash,
+                               c_time_order], 6):
+        corrupt(copy, rng)
+    found = {}
+    for chunk, flags in ((3, 2), (7, 5), (1 << 20, 1 << 20)):
+        monkeypatch.setattr(indexfile, "CHECK_CHUNK", chunk)
+        monkeypatch.setattr(arrays, "FLAG_CHUNK", flags)
+        reports = [verify_index_file(p, HSN, INUM) for p in sorted((copy / "index").iterdir())]
+        found[chunk] = [[(q.check, q.path, q.offset, q.field, q.count, q.message) for q in r.problems]
+                        for r in reports]
+    assert found[3] == found[7] == found[1 << 20]
+    assert sum(map(len, found[3])) >= 3
+    # the reference counts against a model: every slot head and in-range prev_index is a reference
+    for path, problems in zip(sorted((copy / "index").iterdir()), found[3]):
+        count, slots, _, _, _, prev = index_arrays(path)
+        refs = Counter(int(v) for v in slots if 0 < v < count)
+        refs.update(int(prev[n]) for n in range(1, count) if 0 < prev[n] < n)
+        messages = [(m.split(" (")[0], k) for check, _, _, _, k, m in problems if check == "index.entry-refs"]
+        want = [(what, k) for what, k in (
+            ("entry referenced by more than one slot/prev_index", sum(1 for n in range(1, count) if refs[n] > 1)),
+            ("entry not reachable from any slot", sum(1 for n in range(1, count) if refs[n] == 0))) if k]
+        assert messages == want, path.name
 
 
 def test_the_store_is_walked_in_windows(store, monkeypatch):

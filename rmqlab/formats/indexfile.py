@@ -46,6 +46,7 @@ from typing import Any, Literal
 import numpy as np
 
 import rmqlab._indexcore as _indexcore
+from rmqlab.arrays import FirstFlagged, distinct_counts
 from rmqlab.errors import (
     CorruptIndexError,
     GeometryError,
@@ -806,7 +807,9 @@ class IndexFile:
     # -- invariants -----------------------------------------------------------------------
 
     def problems(self) -> list[CorruptIndexError]:
-        """Every invariant violation found (empty for a healthy file). Cost: O(file), vectorized.
+        """Every invariant violation found (empty for a healthy file). Cost: O(file), vectorized,
+        CHECK_CHUNK slots or entries at a time: memory is two flags an entry (40 MB for a full
+        default-size file) and a chunk's arrays, whatever the file holds.
 
         Checks: the header against the geometry; every slot and prev_index in range; each
         prev_index older than its entry (so no cycles); every chain's entries hashed to its slot;
@@ -816,47 +819,73 @@ class IndexFile:
         out = list(self._header_problems())
         g, p = self.geometry, str(self.path)
         count = min(self._h["index_count"], g.index_num)
-        slots = self.slots.astype(np.int64)
         e = self.used_entries
-        numbers = np.arange(1, count, dtype=np.int64)
-        key_hash = e["key_hash"].astype(np.int64)
-        prev = e["prev_index"].astype(np.int64)
+        key_hash = e["key_hash"]
 
-        def first(mask, what, field_name, offsets):
-            bad = np.flatnonzero(mask)
-            if len(bad):
-                i = int(bad[0])
-                out.append(CorruptIndexError(f"{what} ({len(bad)} such)", path=p,
-                                             offset=int(offsets[i]), field=field_name.format(i=i)))
-            return bad
+        def slot_of(hashes: np.ndarray) -> np.ndarray:
+            hashes = hashes.astype(np.int64)
+            return np.where(hashes >= 0, hashes % g.hash_slot_num, -1)
 
-        slot_offsets = g.slots_offset + SLOT.size * np.arange(g.hash_slot_num, dtype=np.int64)
-        entry_offsets = g.entries_offset + ENTRY.size * numbers
-        first((slots < 0) | (slots >= count), f"slot value outside 0..{count - 1}",
-              "slot[{i}]", slot_offsets)
-        first(key_hash < 0, "negative key_hash", "entry.key_hash", entry_offsets)
-        first(e["time_diff"] < 0, "negative time_diff", "entry.time_diff",
-              entry_offsets + ENTRY.offset("time_diff"))
-        bad_prev = first((prev < 0) | (prev >= numbers), "prev_index not older than its entry "
-                         "(out of range, self-loop or cycle)", "entry.prev_index",
-                         entry_offsets + ENTRY.offset("prev_index"))
-        slot_of = np.where(key_hash >= 0, key_hash % g.hash_slot_num, -1)
-        linked = (prev > 0) & (prev < numbers)
-        wrong_slot = np.zeros(len(prev), dtype=bool)
-        wrong_slot[linked] = slot_of[prev[linked] - 1] != slot_of[linked]
-        first(wrong_slot, "prev_index links entries of different slots", "entry.prev_index",
-              entry_offsets + ENTRY.offset("prev_index"))
-        heads = np.flatnonzero((slots > 0) & (slots < count))
-        first(slot_of[slots[heads] - 1] != heads, "slot points at an entry hashed to another slot",
-              "slot", slot_offsets[heads])
-        # Each written entry must be referenced exactly once: by a slot (chain head) or a prev.
-        refs = np.concatenate([slots[heads], prev[linked]])
-        seen = np.bincount(refs, minlength=count)[1:] if count > 1 else np.zeros(0, np.int64)
-        first(seen > 1, "entry referenced by more than one slot/prev_index", "entry", entry_offsets)
-        first(seen == 0, "entry not reachable from any slot", "entry", entry_offsets)
-        occupied = int(np.count_nonzero(slots))
+        def report(found: FirstFlagged, what: str, field_name: str, offset_of) -> None:
+            if found.count:
+                i = found.first
+                out.append(CorruptIndexError(f"{what} ({found.count} such)", path=p, offset=int(offset_of(i)),
+                                             field=field_name.format(i=i)))
+
+        def slot_offset(i):
+            return g.slots_offset + SLOT.size * i
+
+        def entry_offset(i):           # element i of used_entries is entry number i + 1
+            return g.entries_offset + ENTRY.size * (i + 1)
+
+        # each written entry must be referenced exactly once: by a slot (chain head) or a prev
+        once, twice = np.zeros(max(count, 1), bool), np.zeros(max(count, 1), bool)
+
+        def refer(refs: np.ndarray) -> None:
+            targets, times = distinct_counts(refs)
+            twice[targets[times > 1]] = True
+            twice[targets] |= once[targets]
+            once[targets] = True
+
+        out_of_range, wrong_head, occupied = FirstFlagged(), FirstFlagged(), 0
+        for lo in range(0, g.hash_slot_num, CHECK_CHUNK):
+            values = self.slots[lo:lo + CHECK_CHUNK].astype(np.int64)
+            out_of_range.add((values < 0) | (values >= count), lo)
+            occupied += int(np.count_nonzero(values))
+            heads = np.flatnonzero((values > 0) & (values < count))
+            refer(values[heads])
+            wrong = np.zeros(len(values), bool)
+            wrong[heads] = slot_of(key_hash[values[heads] - 1]) != lo + heads
+            wrong_head.add(wrong, lo)
+        report(out_of_range, f"slot value outside 0..{count - 1}", "slot[{i}]", slot_offset)
+        checks = {name: FirstFlagged() for name in ("key_hash", "time_diff", "prev", "prev_slot")}
+        for lo in range(0, len(e), CHECK_CHUNK):
+            chunk = e[lo:lo + CHECK_CHUNK]
+            numbers = np.arange(lo + 1, lo + 1 + len(chunk), dtype=np.int64)
+            hashes = chunk["key_hash"].astype(np.int64)
+            prev = chunk["prev_index"].astype(np.int64)
+            checks["key_hash"].add(hashes < 0, lo)
+            checks["time_diff"].add(chunk["time_diff"] < 0, lo)
+            checks["prev"].add((prev < 0) | (prev >= numbers), lo)
+            linked = (prev > 0) & (prev < numbers)
+            wrong_slot = np.zeros(len(prev), dtype=bool)
+            wrong_slot[linked] = slot_of(key_hash[prev[linked] - 1]) != slot_of(hashes[linked])
+            checks["prev_slot"].add(wrong_slot, lo)
+            refer(prev[linked])
+        report(checks["key_hash"], "negative key_hash", "entry.key_hash", entry_offset)
+        report(checks["time_diff"], "negative time_diff", "entry.time_diff",
+               lambda i: entry_offset(i) + ENTRY.offset("time_diff"))
+        prev_field = ENTRY.offset("prev_index")
+        report(checks["prev"], "prev_index not older than its entry (out of range, self-loop or cycle)",
+               "entry.prev_index", lambda i: entry_offset(i) + prev_field)
+        report(checks["prev_slot"], "prev_index links entries of different slots", "entry.prev_index",
+               lambda i: entry_offset(i) + prev_field)
+        report(wrong_head, "slot points at an entry hashed to another slot", "slot", slot_offset)
+        report(FirstFlagged.of(twice[1:count]), "entry referenced by more than one slot/prev_index", "entry",
+               entry_offset)
+        report(FirstFlagged.of(~once[1:count]), "entry not reachable from any slot", "entry", entry_offset)
         want = occupied if self.slot_count_rule == NEW_SLOT else count - 1
-        if not (len(bad_prev) or self._h["hash_slot_count"] == want):
+        if not (checks["prev"].count or self._h["hash_slot_count"] == want):
             rule = ">= 4.7.1: occupied slots" if self.slot_count_rule == NEW_SLOT else "<= 4.7.0: puts"
             out.append(CorruptIndexError(
                 f"hash_slot_count {self._h['hash_slot_count']} but the slot-count rule ({rule}) gives {want}",
@@ -883,6 +912,10 @@ class IndexFile:
             if nxt == current:
                 return
             current = nxt
+
+
+#: Entries :meth:`IndexFile.problems` (and verify's own index checks) read at a time.
+CHECK_CHUNK = 1 << 20
 
 
 def _clamp_max_num(max_num: int) -> int:

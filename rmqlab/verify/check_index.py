@@ -7,7 +7,9 @@ from typing import Any
 
 import numpy as np
 
+from rmqlab.arrays import FirstFlagged
 from rmqlab.errors import CorruptIndexError, RmqlabError
+from rmqlab.formats import indexfile
 from rmqlab.formats.indexfile import (
     ENTRY,
     HEADER,
@@ -16,7 +18,7 @@ from rmqlab.formats.indexfile import (
     SlotCountRule,
     time_diff_seconds,
 )
-from rmqlab.verify.common import add_problem, first_nonzero, first_problem
+from rmqlab.verify.common import first_nonzero
 from rmqlab.verify.geometry import infer_index_geometry
 from rmqlab.verify.report import FileReport, Problem, make_problem, problem_from_error
 
@@ -50,11 +52,14 @@ def _index_checks(f: IndexFile) -> tuple[dict[str, Any], list[Problem]]:
     count = min(h.index_count, g.index_num)
     e = f.used_entries
     n = len(e)
-    key_hash = e["key_hash"].astype(np.int64)
-    slot_of = key_hash[key_hash >= 0] % g.hash_slot_num
-    chains = np.bincount(slot_of, minlength=g.hash_slot_num)
+    chains = np.zeros(g.hash_slot_num, np.int64)
+    for lo in range(0, n, indexfile.CHECK_CHUNK):
+        key_hash = e["key_hash"][lo:lo + indexfile.CHECK_CHUNK].astype(np.int64)
+        chains += np.bincount(key_hash[key_hash >= 0] % g.hash_slot_num, minlength=g.hash_slot_num)
+    slots_used = sum(int(np.count_nonzero(f.slots[lo:lo + indexfile.CHECK_CHUNK]))
+                     for lo in range(0, g.hash_slot_num, indexfile.CHECK_CHUNK))
     counts = {"keys": h.keys, "capacity": g.capacity, "hash_slot_num": g.hash_slot_num,
-              "index_num": g.index_num, "slots_used": int(np.count_nonzero(f.slots)),
+              "index_num": g.index_num, "slots_used": slots_used,
               "longest_chain": int(chains.max()) if len(chains) else 0, "file_size": g.file_size,
               "begin_timestamp": h.begin_timestamp, "end_timestamp": h.end_timestamp,
               "begin_phy_offset": h.begin_phy_offset, "end_phy_offset": h.end_phy_offset,
@@ -96,26 +101,33 @@ def _index_checks(f: IndexFile) -> tuple[dict[str, Any], list[Problem]]:
                             f"bytes (a put the header does not count, or a wrong index_count)",
                             p, g.entries_offset + ENTRY.size * entry, f"entry[{entry}]"))
     # time order along chains: newest first, so an older entry never has a greater time_diff.
+    # Entry 1's is measured from a follow-on file's seed; its own time is begin: 0 here.
     if n > 1:
-        numbers = np.arange(1, count, dtype=np.int64)
-        prev = e["prev_index"].astype(np.int64)
-        td = e["time_diff"].astype(np.int64)
-        td_eff = td.copy()
-        td_eff[0] = 0  # entry 1: measured from a follow-on file's seed; its own time is begin
-        linked = (prev > 0) & (prev < numbers)
-        older_td = np.where(linked, td_eff[np.where(linked, prev - 1, 0)], 0)
-        bad = linked & (older_td > td_eff)
+        time_diff = e["time_diff"]
 
-        def make(i, c):
-            num = i + 1
-            return make_problem("index.time-order", CorruptIndexError,
-                            f"entry {num} has time_diff {td[i]} s but the older entry {prev[i]} on its chain has "
-                            f"{older_td[i]} s: chains run newest to oldest, and the broker's walk stops at the "
-                            f"first entry older than a query's begin (a broker clock stepping back does this too)",
-                            p, g.entry_offset(num) + ENTRY.offset("time_diff"), "entry.time_diff",
-                            count=c, severity="warning")
+        def effective(entries: np.ndarray) -> np.ndarray:   # time_diff of entries (numbers)
+            td = time_diff[entries - 1].astype(np.int64)
+            td[entries == 1] = 0
+            return td
 
-        add_problem(out, first_problem(bad, make))
+        order = FirstFlagged()
+        for lo in range(0, n, indexfile.CHECK_CHUNK):
+            numbers = np.arange(lo + 1, min(lo + indexfile.CHECK_CHUNK, n) + 1, dtype=np.int64)
+            prev = e["prev_index"][lo:lo + indexfile.CHECK_CHUNK].astype(np.int64)
+            linked = (prev > 0) & (prev < numbers)
+            bad = np.zeros(len(prev), bool)
+            bad[linked] = effective(prev[linked]) > effective(numbers[linked])
+            order.add(bad, lo)
+        if order.count:
+            num = order.first + 1
+            older = int(e["prev_index"][order.first])
+            out.append(make_problem(
+                "index.time-order", CorruptIndexError,
+                f"entry {num} has time_diff {int(time_diff[order.first])} s but the older entry {older} on its "
+                f"chain has {int(effective(np.array([older]))[0])} s: chains run newest to oldest, and the "
+                f"broker's walk stops at the first entry older than a query's begin (a broker clock stepping "
+                f"back does this too)", p, g.entry_offset(num) + ENTRY.offset("time_diff"), "entry.time_diff",
+                count=order.count, severity="warning"))
     return counts, out
 
 
