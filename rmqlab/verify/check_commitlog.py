@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
-from rmqlab.arrays import distinct
+from rmqlab.arrays import FirstFlagged, distinct
 from rmqlab.dispatch import (
     PROPERTY_INNER_BASE,
     PROPERTY_INNER_MULTI_DISPATCH,
@@ -21,9 +21,7 @@ from rmqlab.formats import commitlog as cl
 from rmqlab.formats.commitlog.columns import PROP_CRC_MISMATCH, chunked_decode, prop_crc_states, scan_file
 from rmqlab.verify.common import (
     OFFSET_FILE_NAME,
-    add_problem,
     broker_text,
-    first_problem,
     gather_field,
     most_common,
 )
@@ -32,12 +30,14 @@ from rmqlab.verify.report import FileReport, make_problem, problem_from_error
 #: bits of the (row, key hash) codes used for joins: hash < 2^31
 KEY_CODE_HASH_BITS = 31
 #: messages decoded at a time while a CommitLog file is walked: their strings (about 400 bytes a
-#: message) exist only for one chunk, which is reduced to the numbers of :class:`Messages`
-MESSAGE_CHUNK = 1 << 18
+#: message) exist only for one chunk, which is checked and reduced to the numbers of
+#: :class:`Messages` (smaller chunks measured no slower down to this size)
+MESSAGE_CHUNK = 1 << 16
 #: messages a window of the cross-file checks holds (:meth:`CommitLogScan.walk`): the joins of
-#: index entries and queue units against the messages hold one window's numbers, not the whole
-#: CommitLog's. A window is whole CommitLog files, so it may pass this by one file's messages.
-WINDOW_MESSAGES = 1 << 21
+#: index entries and queue units against the messages hold one window's numbers (about 70 bytes
+#: a message, 35 MiB), not the whole CommitLog's. A window ends between decoded chunks, so it
+#: may pass this by up to a chunk.
+WINDOW_MESSAGES = 1 << 19
 #: the properties the light message queue and BatchConsumeQueue checks read: Messages keeps the
 #: PROPERTIES block of the messages that carry them (dispatch.lmq_dispatch_many, batch_unit)
 DISPATCH_PROPERTIES = (PROPERTY_INNER_MULTI_DISPATCH, PROPERTY_INNER_NUM, PROPERTY_INNER_BASE)
@@ -213,11 +213,9 @@ def _names_dispatch_properties(props: np.ndarray) -> np.ndarray:
 
 
 class _TableBuilder:
-    """Reduces each decoded chunk of a CommitLog file to the columns the per-file checks read
-    and the numbers :class:`Messages` keeps (handed to `take` with the chunk's positions)."""
+    """Hands each decoded chunk of a CommitLog file to its per-file checks, and reduces it to
+    the numbers :class:`Messages` keeps (handed to `take`); of the file it keeps TOTALSIZE."""
 
-    #: the columns the per-file checks read (joined for the file, dropped after its checks)
-    FILE_COLUMNS = ("total_size", "version", "body_crc", "phy_offset", "sys_flag")
     #: the message numbers a window keeps
     KEPT = ("total_size", "sys_flag", "store_timestamp", "queue_id", "queue_offset")
 
@@ -226,12 +224,15 @@ class _TableBuilder:
         self.topic_index = topic_index
         self.take = take
 
-    def decode_for(self, f: cl.StoreFile, file_index: int):
-        return chunked_decode(lambda cols, pos, first: self.reduce(f, file_index, cols, pos), MESSAGE_CHUNK)
+    def decode_for(self, f: cl.StoreFile, file_index: int, checks: _FileChecks):
+        return chunked_decode(lambda cols, pos, first: self.reduce(f, file_index, checks, cols, pos, first),
+                              MESSAGE_CHUNK)
 
-    def reduce(self, f: cl.StoreFile, file_index: int, cols: dict, pos: np.ndarray) -> dict:
+    def reduce(self, f: cl.StoreFile, file_index: int, checks: _FileChecks, cols: dict, pos: np.ndarray,
+               first: int) -> dict:
         import pandas as pd
 
+        checks.add(cols, pos, first)
         if len(pos):
             part = {c: np.asarray(cols[c]) for c in self.KEPT}
             codes, distinct_topics = pd.factorize(cols["topic"])
@@ -248,7 +249,7 @@ class _TableBuilder:
             if self.keys:
                 part["key_codes"] = _chunk_key_codes(cols, part["positions"], 0)
             self.take(part)
-        return {c: np.asarray(cols[c]) for c in self.FILE_COLUMNS}
+        return {"total_size": np.asarray(cols["total_size"])}
 
 
 def _commitlog_files(path: Path) -> tuple[list[cl.StoreFile], list[FileReport]]:
@@ -286,67 +287,81 @@ def _crc_check(U: np.ndarray, pos: np.ndarray, sys_flag: np.ndarray, stored: np.
     return (body_len == 0) | ((crc.astype(np.int64) & 0x7FFFFFFF) == stored.astype(np.int64))
 
 
-def _commitlog_file_checks(rep: FileReport, f: cl.StoreFile, rr: cl.ReadReport, cols: dict, pos: np.ndarray,
-                           used: int, blank: bool, last: bool, crc_buf) -> None:
-    """Damage, torn tail, end-of-file blank, PHYSICALOFFSET and (with `crc_buf`) BODYCRC and the
-    __CRC32# property of one walked file; problems go to `rep`."""
-    p = str(f.path)
-    for d in rr.damage:
-        rep.problems.append(make_problem("commitlog.record", FormatError,
-                                     d.reason + "; the rest of the file cannot be read", d.path, d.offset, d.field))
-    if rr.torn_tail is not None:
-        d = rr.torn_tail
-        if last:
-            rep.problems.append(make_problem("commitlog.torn-tail", TruncatedFileError,
-                                         d.reason + " (the broker truncates it at recovery)", d.path, d.offset,
-                                         d.field, severity="warning"))
-        else:
-            rep.problems.append(make_problem("commitlog.record", FormatError,
-                                         d.reason.replace("torn tail: ", "") + " (not the last file: a torn "
-                                         "write cannot be here); the rest of the file cannot be read",
-                                         d.path, d.offset, d.field))
-    readable = not rr.damage and rr.torn_tail is None
-    if readable and not last and not blank:
-        rep.problems.append(make_problem(
-            "commitlog.blank", FormatError,
-            f"the last message ends at {used} and {f.size - used} bytes are left, but no end-of-file blank "
-            f"record (TOTALSIZE = bytes left, MAGICCODE 0xCBD43194) follows: only the last file may end "
-            f"without one", p, used, "MAGICCODE"))
-    stored_phy = cols["phy_offset"].astype(np.int64)
+class _FileChecks:
+    """The per-file checks of one walked CommitLog file: damage, torn tail, end-of-file blank,
+    PHYSICALOFFSET and (with `buf`) BODYCRC and the __CRC32# property, the record checks fed a
+    decoded chunk at a time (:meth:`add`), so they hold a chunk's numbers, not the file's."""
 
-    def make_phy(k, c):
-        return make_problem("commitlog.phy-offset-field", FormatError,
-                        f"PHYSICALOFFSET {stored_phy[k]} but the record is at {f.start_offset + pos[k]} "
-                        f"(file start {f.start_offset} + position {pos[k]})", p, int(pos[k]), "PHYSICALOFFSET",
-                        count=c)
+    def __init__(self, f: cl.StoreFile, buf):
+        self.f = f
+        self.U = np.frombuffer(buf, np.uint8) if buf is not None and len(buf) else None
+        self.checks = {name: FirstFlagged() for name in ("phy", "crc", "prop_crc")}
+        self.words: dict[str, tuple] = {}      # what the first flagged record of each check says
 
-    add_problem(rep.problems, first_problem(stored_phy != f.start_offset + pos, make_phy))
-    if crc_buf is not None and len(pos):
-        U = np.frombuffer(crc_buf, np.uint8)
+    def add(self, cols: dict, pos: np.ndarray, lo: int) -> None:
+        """Records lo.. of the file: their decoded `cols` and positions in the file `pos`."""
+        pos = pos.astype(np.int64)
+        stored_phy = cols["phy_offset"].astype(np.int64)
+        self._add("phy", stored_phy != self.f.start_offset + pos, lo, lambda k: (int(stored_phy[k]), int(pos[k])))
+        if self.U is None or not len(pos):
+            return
         sys_flag, total = cols["sys_flag"].astype(np.int64), cols["total_size"].astype(np.int64)
-        # MESSAGE_CHUNK records at a time: the gathers cost about 100 bytes a record while they run
-        chunks = [slice(lo, lo + MESSAGE_CHUNK) for lo in range(0, len(pos), MESSAGE_CHUNK)]
-        good = np.concatenate([_crc_check(U, pos[c], sys_flag[c], cols["body_crc"][c].astype(np.int64))
-                               for c in chunks])
-        prop_crc = np.concatenate([prop_crc_states(U, pos[c], total[c], cols["version"][c], sys_flag[c])
-                                   for c in chunks])
-        del U
+        good = _crc_check(self.U, pos, sys_flag, cols["body_crc"].astype(np.int64))
+        self._add("crc", ~good, lo, lambda k: (int(cols["body_crc"][k]), int(pos[k])))
+        prop_crc = prop_crc_states(self.U, pos, total, cols["version"], sys_flag)
+        self._add("prop_crc", prop_crc == PROP_CRC_MISMATCH, lo, lambda k: (int(total[k]), int(pos[k])))
 
-        def make_crc(k, c):
-            return make_problem("commitlog.body-crc", FormatError,
-                            f"BODYCRC {int(cols['body_crc'][k])} does not match the body (CRC32(body) & 0x7FFFFFFF)",
-                            p, int(pos[k]), "BODYCRC", count=c)
+    def _add(self, name: str, mask: np.ndarray, lo: int, words) -> None:
+        found = self.checks[name]
+        first = found.first
+        found.add(mask, lo)
+        if first < 0 <= found.first:
+            self.words[name] = words(found.first - lo)
 
-        add_problem(rep.problems, first_problem(~good, make_crc))
-
-        def make_prop_crc(k, c):
-            return make_problem("commitlog.prop-crc", FormatError,
-                                f"the __CRC32# property does not match the record: the broker (5.2+, "
-                                f"forceVerifyPropCRC) wants it > 0 and equal to CRC32(the record's first "
-                                f"{int(cols['total_size'][k]) - cl.CRC32_RESERVED_LEN} bytes) & 0x7FFFFFFF",
-                                p, int(pos[k]), "PROPERTIES", count=c)
-
-        add_problem(rep.problems, first_problem(prop_crc == PROP_CRC_MISMATCH, make_prop_crc))
+    def problems(self, rep: FileReport, rr: cl.ReadReport, used: int, blank: bool, last: bool) -> None:
+        f, p = self.f, str(self.f.path)
+        for d in rr.damage:
+            rep.problems.append(make_problem("commitlog.record", FormatError,
+                                             d.reason + "; the rest of the file cannot be read", d.path, d.offset,
+                                             d.field))
+        if rr.torn_tail is not None:
+            d = rr.torn_tail
+            if last:
+                rep.problems.append(make_problem("commitlog.torn-tail", TruncatedFileError,
+                                                 d.reason + " (the broker truncates it at recovery)", d.path,
+                                                 d.offset, d.field, severity="warning"))
+            else:
+                rep.problems.append(make_problem("commitlog.record", FormatError,
+                                                 d.reason.replace("torn tail: ", "") + " (not the last file: a torn "
+                                                 "write cannot be here); the rest of the file cannot be read",
+                                                 d.path, d.offset, d.field))
+        readable = not rr.damage and rr.torn_tail is None
+        if readable and not last and not blank:
+            rep.problems.append(make_problem(
+                "commitlog.blank", FormatError,
+                f"the last message ends at {used} and {f.size - used} bytes are left, but no end-of-file blank "
+                f"record (TOTALSIZE = bytes left, MAGICCODE 0xCBD43194) follows: only the last file may end "
+                f"without one", p, used, "MAGICCODE"))
+        c = self.checks
+        if c["phy"].count:
+            stored, at = self.words["phy"]
+            rep.problems.append(make_problem(
+                "commitlog.phy-offset-field", FormatError,
+                f"PHYSICALOFFSET {stored} but the record is at {f.start_offset + at} "
+                f"(file start {f.start_offset} + position {at})", p, at, "PHYSICALOFFSET", count=c["phy"].count))
+        if c["crc"].count:
+            stored, at = self.words["crc"]
+            rep.problems.append(make_problem(
+                "commitlog.body-crc", FormatError,
+                f"BODYCRC {stored} does not match the body (CRC32(body) & 0x7FFFFFFF)", p, at, "BODYCRC",
+                count=c["crc"].count))
+        if c["prop_crc"].count:
+            total, at = self.words["prop_crc"]
+            rep.problems.append(make_problem(
+                "commitlog.prop-crc", FormatError,
+                f"the __CRC32# property does not match the record: the broker (5.2+, forceVerifyPropCRC) wants it "
+                f"> 0 and equal to CRC32(the record's first {total - cl.CRC32_RESERVED_LEN} bytes) & 0x7FFFFFFF",
+                p, at, "PROPERTIES", count=c["prop_crc"].count))
 
 
 class CommitLogScan:
@@ -357,8 +372,8 @@ class CommitLogScan:
     plus one per file name the format module refuses) and hands on the table a window at a
     time. Afterwards :attr:`end_offset`, :attr:`n`, the store-time totals and :attr:`side` (the
     messages carrying dispatch properties, for the LMQ checks) are final. Memory: one window
-    (about 52 bytes a message plus 16 a key), one decoded chunk, and 25 bytes a message of the
-    file being walked for its own checks."""
+    (about 52 bytes a message plus 16 a key), one decoded chunk's strings, and the walk of the
+    file being read (20 bytes a message: its record positions and TOTALSIZE)."""
 
     def __init__(self, path: Path, file_size: int | None, check_crc: bool, *, keys: bool = True):
         self.path, self.check_crc, self.keys = path, check_crc, keys
@@ -486,12 +501,13 @@ class CommitLogScan:
             mm = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) if f.size else None
             try:
                 buf = mm if mm is not None else b""
+                checks = _FileChecks(f, buf if self.check_crc else None)
                 # the format module's own walk and decode (C walk + decode of a chunk of records at
-                # a time, each chunk reduced to the table's numbers), each file as if it were the
-                # last: zeros after the last message are no damage there; a missing end-of-file
-                # blank record is judged below
-                cols, _, _, _ = scan_file(buf, f, last=True, check_crc=False, report=rr,
-                                          on_error="report", body=False, decode=table.decode_for(f, file_index))
+                # a time, each chunk checked and reduced to the table's numbers), each file as if
+                # it were the last: zeros after the last message are no damage there; a missing
+                # end-of-file blank record is judged below
+                cols, _, _, _ = scan_file(buf, f, last=True, check_crc=False, report=rr, on_error="report",
+                                          body=False, decode=table.decode_for(f, file_index, checks))
                 sizes = cols["total_size"].astype(np.int64)
                 pos = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64) if len(sizes) \
                     else np.zeros(0, np.int64)
@@ -500,7 +516,8 @@ class CommitLogScan:
                 if used + cl.BLANK.size <= len(buf):
                     bsize, bmagic = cl.BLANK.unpack_from(buf, used)
                     blank = bmagic == cl.MAGIC_BLANK and bsize == len(buf) - used
-                _commitlog_file_checks(rep, f, rr, cols, pos, used, blank, last, buf if self.check_crc else None)
+                checks.problems(rep, rr, used, blank, last)
+                del checks
             finally:
                 if mm is not None:
                     try:

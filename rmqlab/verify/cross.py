@@ -27,7 +27,7 @@ from rmqlab.verify.report import FileReport, Problem, make_problem
 #: Index entries, queue units and message keys checked at a time: the cross-file checks hold a
 #: few arrays of this many whatever a file or the store holds (a full default-size index file
 #: has 19,999,999 entries; checked whole, they took about 4 GB).
-CROSS_CHUNK = 1 << 20
+CROSS_CHUNK = 1 << 18
 
 
 class RunningFirst:
