@@ -361,8 +361,7 @@ def render(res: dict, args, paths: list[str]) -> str:
         mem = top["anon_growth"] / max(base["anon_growth"], 1)
         time_word = "linear" if 0.7 <= time_ratio <= 1.4 else \
             "below linear (fixed costs at the small end)" if time_ratio < 0.7 else "above linear"
-        mem_word = "bounded" if mem < 2 else "about proportional to the input" if mem <= 2 * grow else \
-            "growing faster than the input"
+        mem_word = memory_verdict(mem, grow)
         extra = ""
         if "rows" in top:
             extra = "; rows returned: " + ", ".join(f"{res[path][s]['rows']:,}" for s in scales)
@@ -379,6 +378,21 @@ def render(res: dict, args, paths: list[str]) -> str:
               f"At {largest}x the most time: {by_time} ({res[by_time][largest]['wall']:.1f} s); the most memory: "
               f"{by_mem} (+{res[by_mem][largest]['anon_growth'] / mib:,.0f} MiB anonymous)."]
     return "\n".join(lines)
+
+
+def memory_verdict(ratio: float, grow: float) -> str:
+    """Words for memory that grew `ratio` times over `grow` times the input, by the exponent
+    k of ratio = grow ** k: a fixed size plus a bounded part stays far below the input's growth.
+
+    >>> memory_verdict(2.1, 64), memory_verdict(65.2, 64), memory_verdict(1.2, 16)
+    ('bounded (input^0.18)', 'about proportional to the input (input^1.00)', 'bounded (input^0.07)')
+    """
+    import math
+
+    k = math.log(max(ratio, 1.0)) / math.log(grow) if grow > 1 else 0.0
+    word = "bounded" if k < 0.3 else "growing slower than the input" if k < 0.7 else \
+        "about proportional to the input" if k <= 1.3 else "growing faster than the input"
+    return f"{word} (input^{k:.2f})"
 
 
 def main() -> None:

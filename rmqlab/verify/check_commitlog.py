@@ -44,8 +44,9 @@ DISPATCH_PROPERTIES = (PROPERTY_INNER_MULTI_DISPATCH, PROPERTY_INNER_NUM, PROPER
 
 
 class Messages:
-    """The message table of a CommitLog (the readable prefix of each file) for the cross-file
-    joins: numbers only, made file by file as the files are walked, in CommitLog offset order.
+    """A window of the message table of a CommitLog (the readable prefix of each file) for the
+    cross-file joins: numbers only, made chunk by chunk as the files are walked, in CommitLog
+    offset order (:class:`CommitLogScan`); rows are the window's own, from 0.
 
     Per message (about 52 bytes, plus 16 bytes a key of the index): ``positions`` (int64, the
     real CommitLog offset), ``file_of`` (index into ``files``), ``total_size``, ``sys_flag``,

@@ -60,13 +60,15 @@ def verify_path(path: str | os.PathLike, *, kind: Kind | None = None, hash_slot_
     FileNotFoundError / ValueError for a missing or unrecognisable `path`; bad bytes are
     problems in the report, never exceptions. Cost: O(store), vectorized: about 0.3 s for a
     store of 2,000 messages in small files, dominated by a fixed cost per CommitLog file;
-    about 11 CPU-s for 4,000,000 messages (benchmarks/bench_scaling.py). Memory: the message
-    table, numbers only, about 52 bytes a message plus 16 a key of the index (314 MiB at
-    4,000,000 messages with 7.6 M keys, where a frame of the strings held about 750 bytes a
-    message), made while each CommitLog file is walked MESSAGE_CHUNK messages at a time; each
-    index file's own checks, about 0.6 GiB for a full default-size file; the cross-file checks
-    take a chunk of entries at a time. Peak anonymous growth at 4,000,000 messages: about
-    1.0 GiB (it was 2.9 GiB).
+    about 9 CPU-s for 4,000,000 messages (benchmarks/bench_scaling.py); a store that
+    multi-dispatches to plain topic queues (4.9.x) walks its CommitLog twice. Memory: bounded,
+    whatever the store holds. The CommitLog is walked once, MESSAGE_CHUNK messages decoded and
+    checked at a time, and index entries and queue units are joined with its messages a window
+    of WINDOW_MESSAGES messages at a time (:class:`CommitLogScan`, about 70 bytes a message of
+    the window), CROSS_CHUNK entries or units at a time; each index file's own checks hold two
+    flags an entry. Peak anonymous growth: 132 MiB at 250,000 messages, 196 MiB at 1,000,000
+    and 232 MiB at 4,000,000 (it was 1,022 MiB there with one table of every message, and
+    3,005 MiB when that table held the strings).
 
     >>> import tempfile
     >>> from rmqlab.store import generate_store
