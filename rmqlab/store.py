@@ -304,9 +304,14 @@ class Store:
         arrow = not self.batch_cq_topics and not self.enable_multi_dispatch
         msgs = cl.read_columns(self.commitlog_dir, body=False, start_offset=start, arrow=arrow)
         if arrow and _has_binary_text(msgs):
-            # text that is not UTF-8 (kept as bytes by Arrow): the str objects decode it as the
-            # broker's String would be keyed and named
+            # text that is not UTF-8 (kept as bytes by Arrow): read as str objects instead
             msgs = cl.read_columns(self.commitlog_dir, body=False, start_offset=start)
+            arrow = False
+        if not arrow:
+            # queues are named and TAGS and keys hashed from the broker's Strings: U+FFFD where
+            # the bytes are not UTF-8 (the str objects keep them as escapes)
+            for name in ("topic", "tags", "keys", "uniq_key", "properties"):
+                msgs[name] = cl.broker_strings(msgs[name].to_numpy(object))
         report = msgs.attrs.get("report")
         end = int((msgs["phy_offset"].to_numpy(np.int64) + msgs["total_size"].to_numpy(np.int64)).max()) \
             if len(msgs) else start

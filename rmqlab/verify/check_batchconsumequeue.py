@@ -245,12 +245,7 @@ def multi_dispatch_plain_queues(msgs: Messages, *, broker_version: str | None = 
     if not msgs.n:
         return set()
     kept, props = msgs.dispatch_properties   # the only messages lmq_dispatch_many finds units for
-    try:
-        props = pa.array(np.asarray(props, dtype=object), type=pa.large_string(), from_pandas=True)
-    except UnicodeEncodeError:
-        # a damaged block holds undecodable bytes; its names cannot be read, the rest can
-        props = pa.array([p.encode("utf-8", "surrogateescape").decode("utf-8", "replace") if isinstance(p, str)
-                          else p for p in np.asarray(props, dtype=object)], type=pa.large_string(), from_pandas=True)
+    props = pa.array(np.asarray(props, dtype=object), type=pa.large_string(), from_pandas=True)
     _, units, _ = lmq_dispatch_many(msgs.topic_names(kept), msgs.queue_id[kept], props, enable_lmq=True,
                                     enable_multi_dispatch=True, broker_version=broker_version)
     return {(name, qid) for name, qid, _ in units if not is_lmq(name)}

@@ -21,7 +21,6 @@ from rmqlab.formats import commitlog as cl
 from rmqlab.formats.commitlog.columns import PROP_CRC_MISMATCH, chunked_decode, prop_crc_states, scan_file
 from rmqlab.verify.common import (
     OFFSET_FILE_NAME,
-    broker_text,
     gather_field,
     most_common,
 )
@@ -184,15 +183,7 @@ def _chunk_key_codes(cols: dict, phy: np.ndarray, first: int) -> np.ndarray:
     n = len(phy)
     keys = {"topic": cols["topic"], "phy_offset": phy, "store_timestamp": cols["store_timestamp"],
             "keys": cols["keys"], "uniq_key": cols["uniq_key"], "sys_flag": np.zeros(n, np.int64)}
-    try:
-        ex = expand_columns(keys)
-    except UnicodeEncodeError:
-        # invalid UTF-8 in a property (read back with surrogate escapes): the broker's
-        # new String(bytes, UTF_8) puts U+FFFD there, so hash that (a loop, damaged data only)
-        fix = np.frompyfunc(broker_text, 1, 1)
-        for name in ("topic", "keys", "uniq_key"):
-            keys[name] = fix(keys[name]).astype(object)
-        ex = expand_columns(keys)
+    ex = expand_columns(keys)
     rows = np.asarray(ex.message_index, np.int64) + first
     hashes = index_hash_many(ex.keys).astype(np.int64) if len(rows) else np.zeros(0, np.int64)
     return (rows << KEY_CODE_HASH_BITS) | hashes
@@ -203,11 +194,7 @@ def _names_dispatch_properties(props: np.ndarray) -> np.ndarray:
     lmq_dispatch_many and batch_unit read)."""
     import pyarrow as pa
 
-    try:
-        blocks = pa.array(props, type=pa.large_string(), from_pandas=True)
-    except UnicodeEncodeError:   # a damaged block: its names read as the broker decodes them
-        blocks = pa.array(np.frompyfunc(broker_text, 1, 1)(props).astype(object), type=pa.large_string(),
-                          from_pandas=True)
+    blocks = pa.array(props, type=pa.large_string(), from_pandas=True)
     multi, num, base = (np.asarray(property_values(blocks, name).is_valid(), dtype=bool)
                         for name in DISPATCH_PROPERTIES)
     return multi | (num & base)
@@ -235,6 +222,10 @@ class _TableBuilder:
 
         checks.add(cols, pos, first)
         if len(pos):
+            # the text as the broker's Strings (U+FFFD for bytes that are not UTF-8): queue names,
+            # TAGS and key hashes come from them
+            cols = dict(cols, **{name: cl.broker_strings(cols[name])
+                                 for name in ("topic", "tags", "keys", "uniq_key", "properties")})
             part = {c: np.asarray(cols[c]) for c in self.KEPT}
             codes, distinct_topics = pd.factorize(cols["topic"])
             lut = np.array([self.topic_index.setdefault(t, len(self.topic_index)) for t in distinct_topics],

@@ -60,13 +60,6 @@ def _spans(a: np.ndarray, path, offset: int) -> list[tuple[int, int]]:
     return [(lo - offset, hi - offset) for lo, hi in spans]
 
 
-def broker_text(s):
-    """A string read with surrogate escapes (invalid UTF-8) as Java decodes the same bytes."""
-    if not isinstance(s, str):
-        return s
-    return s.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
-
-
 def gather_field(buf: np.ndarray, record_offsets: np.ndarray, layout, name: str) -> np.ndarray:
     """Field `name` of `layout` read from the record starting at each of `record_offsets` in the
     byte array `buf`, widened to int64. Cost: O(records), NumPy."""

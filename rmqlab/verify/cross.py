@@ -16,12 +16,13 @@ from rmqlab.dispatch import (
 )
 from rmqlab.errors import CorruptIndexError, FormatError
 from rmqlab.formats import checkpoint as cpf
+from rmqlab.formats import commitlog as cl
 from rmqlab.formats import consumequeue as cq
 from rmqlab.formats import consumequeue_ext as cqx
 from rmqlab.formats.indexfile import ENTRY, HEADER, IndexFile, time_diff_seconds
 from rmqlab.verify.check_commitlog import KEY_CODE_HASH_BITS, CommitLogScan, Messages
 from rmqlab.verify.check_consumequeue import open_ext
-from rmqlab.verify.common import add_problem, broker_text
+from rmqlab.verify.common import add_problem
 from rmqlab.verify.report import FileReport, Problem, make_problem
 
 #: Index entries, queue units and message keys checked at a time: the cross-file checks hold a
@@ -278,7 +279,7 @@ class IndexDirCross:
         rr = code >> KEY_CODE_HASH_BITS
         key_hash = code & ((1 << KEY_CODE_HASH_BITS) - 1)
         uniq, topic = w.record(rr).uniq_key, w.topic(rr)
-        fld = "UNIQ_KEY" if isinstance(uniq, str) and index_hash(broker_text(f"{topic}#{uniq}")) == key_hash \
+        fld = "UNIQ_KEY" if isinstance(uniq, str) and index_hash(cl.broker_string(f"{topic}#{uniq}")) == key_hash \
             else "KEYS"
         return make_problem("index.missing-key", CorruptIndexError,
                             f"the message at {int(w.positions[rr])} ({w.describe(rr)}) has a key ({fld}) with "

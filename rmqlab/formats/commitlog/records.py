@@ -2,6 +2,7 @@
 readable model of every check)."""
 from __future__ import annotations
 
+import codecs
 import os
 import zlib
 from collections.abc import Iterator
@@ -63,6 +64,53 @@ def decode_text(raw: bytes) -> str:
 
 def encode_text(text: str) -> bytes:
     return text.encode("utf-8", "surrogateescape")
+
+
+def _java_utf8_replace(err: UnicodeError) -> tuple[str | bytes, int]:
+    """The replacement Java's UTF-8 decoder makes (sun.nio.cs.UTF_8, the String(bytes) path):
+    one U+FFFD per maximal ill-formed subsequence, as Python's "replace", except that an
+    encoded surrogate (ED A0..BF with its continuation) is one unit, not three."""
+    if not isinstance(err, UnicodeDecodeError):
+        raise err
+    raw, at = err.object, err.start
+    if raw[at] == 0xED and at + 1 < len(raw) and 0xA0 <= raw[at + 1] <= 0xBF:
+        return "\ufffd", at + (3 if at + 2 < len(raw) and 0x80 <= raw[at + 2] <= 0xBF else 2)
+    return "\ufffd", err.end
+
+
+codecs.register_error("rmqlab-java-utf8", _java_utf8_replace)
+
+
+def broker_string(text):
+    """The String the broker makes of the bytes `text` was read from (:func:`decode_text`):
+    Java's ``new String(bytes, UTF_8)`` puts U+FFFD where the bytes are not UTF-8 (one per
+    maximal ill-formed subsequence, an encoded surrogate counting as one).
+    CommitLog.checkMessageAndReturnSize decodes the topic and the properties so before it names
+    queues and hashes TAGS and keys. Anything not a str is returned as it is. Cost: O(len).
+
+    >>> broker_string(decode_text(b"k\\xff\\xed\\xa0\\x80")) == "k\\ufffd\\ufffd", broker_string(None)
+    (True, None)
+    """
+    if not isinstance(text, str):
+        return text
+    return text.encode("utf-8", "surrogateescape").decode("utf-8", "rmqlab-java-utf8")
+
+
+def broker_strings(values):
+    """:func:`broker_string` of every element of an object array (None and NaN kept). Cost: one
+    C pass (pyarrow's UTF-8 encode) when the text is all UTF-8, the usual case, and then the
+    array itself is returned; else a Python loop over it (text that is not UTF-8 only)."""
+    import numpy as np
+    import pyarrow as pa
+
+    values = np.asarray(values, dtype=object)
+    try:
+        pa.array(values, type=pa.large_string(), from_pandas=True)
+        return values
+    except UnicodeEncodeError:
+        return np.frompyfunc(broker_string, 1, 1)(values).astype(object)
+    except (pa.ArrowInvalid, pa.ArrowTypeError):    # not text at all: nothing to decode
+        return values
 
 
 def property_pairs(raw: AnyStr) -> list[AnyStr]:
