@@ -17,7 +17,7 @@ import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 import pytest
@@ -28,6 +28,7 @@ from browser_support import (
     launch,
     point_at_kernel,
     require_chromium,
+    run_progress,
     server,
     shut_down_kernels,
 )
@@ -364,7 +365,40 @@ def test_query_explorer_app_in_voila(browser, sample, artifacts, tmp_path):
 
 
 
-def test_notebook_04_slot_browser_answers_clicks_after_run_all(lab, browser, artifacts):
+def _slot_browser_after_run_all(browser, work: Path, artifacts: Path, chain: str, stack: ExitStack):
+    """A page of notebook 04 after Run All with its slot browser's chain table shown, served by
+    a JupyterLab of its own (kept open by `stack`). In two full test runs of a fresh clone the
+    JupyterLab shared with the other tests left this notebook's SlotBrowser cell marked running
+    with the kernel idle, or never showed its widget, with no error in any cell. Here too, now
+    and then, on a fresh server: the saved notebook then holds no execution count and no output
+    for that cell while the kernel ran it (the next cell has the next count), so the page never
+    handled any of its messages. Until that is understood, a fresh server a try and up to three
+    tries tell that flake of the page from a fault of the notebook, which fails them all; what
+    each failed try saw is printed, and raised when all fail."""
+    seen = []
+    for attempt in (1, 2, 3):
+        tries = ExitStack()
+        home, root = work / f"home-{attempt}", work / f"root-{attempt}"
+        lab = tries.enter_context(jupyterlab(_copy_notebooks(root), home, start_timeout=SERVER_START_S))
+        page = browser.new_page(viewport=LAPTOP)
+        tries.callback(page.close)
+        try:
+            run_all(page, lab, SLOTS_NOTEBOOK, artifacts, hide_files=False)
+            page.locator(".rmqlab-slot-browser").first.locator(chain).wait_for(timeout=UPDATE_S * 1000)
+            stack.push(tries.pop_all())
+            return page
+        except (AssertionError, sync_api.TimeoutError) as err:
+            page.screenshot(path=artifacts / f"jupyterlab-04-attempt-{attempt}.png", full_page=True)
+            cell = page.locator(".jp-CodeCell", has_text="SlotBrowser(path")
+            output = cell.first.locator(".jp-OutputArea").inner_text()[:600] if cell.count() else "no such cell"
+            seen.append(f"attempt {attempt}: {str(err).splitlines()[0]}; {run_progress(page)}; "
+                        f"the slot browser cell's output: {output!r}")
+            print(seen[-1])
+            tries.close()
+    raise AssertionError("notebook 04's slot browser did not appear after Run All:\n" + "\n".join(seen))
+
+
+def test_notebook_04_slot_browser_answers_clicks_after_run_all(browser, artifacts, tmp_path):
     """After Run All, a click on a slot shows its chain (the notebook once closed the browser's
     file in a later cell, so every click was silently lost); the slot grid fits the page in
     JupyterLab's default layout at 1280 px, the selected longest slot's label is whole, and on
@@ -376,12 +410,11 @@ def test_notebook_04_slot_browser_answers_clicks_after_run_all(lab, browser, art
     lengths = slot_chain_lengths(first_file, hash_slot_num=SAMPLE_STORE_OPTIONS["hash_slot_num"],
                                  index_num=SAMPLE_STORE_OPTIONS["index_num"])
     longest = int(lengths.argmax())
-    page = browser.new_page(viewport=LAPTOP)
+    chain = ".rmqlab-chain-table table"
+    stack = ExitStack()
+    page = _slot_browser_after_run_all(browser, tmp_path, artifacts, chain, stack)
     try:
-        run_all(page, lab, SLOTS_NOTEBOOK, artifacts, hide_files=False)
         root = page.locator(".rmqlab-slot-browser").first
-        chain = ".rmqlab-chain-table table"
-        root.locator(chain).wait_for(timeout=UPDATE_S * 1000)
         assert root.locator(chain).get_attribute("data-slot") == str(longest)   # the cell's jump_to_longest
         grid = root.locator(".rmqlab-slot-grid")
         grid.scroll_into_view_if_needed()
@@ -417,7 +450,7 @@ def test_notebook_04_slot_browser_answers_clicks_after_run_all(lab, browser, art
         page.screenshot(path=artifacts / "jupyterlab-04-failure.png", full_page=True)
         raise
     finally:
-        page.close()
+        stack.close()
 
 
 def test_notebook_05_reason_column_in_view_at_1280_px(lab, browser, artifacts):
