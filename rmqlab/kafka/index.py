@@ -93,7 +93,7 @@ import numpy as np
 
 from rmqlab.errors import CorruptIndexError, FormatError, RmqlabError
 from rmqlab.formats.layout import Layout
-from rmqlab.javalong import as_longs, wrap_long
+from rmqlab.javalong import as_longs, check_long, wrap_long
 
 __all__ = [
     "OFFSET_ENTRY",
@@ -224,10 +224,7 @@ def _wrap32(x: int) -> int:
 def _check_long(name: str, value: Any) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
         raise TypeError(f"{name} must be an integer, got {value!r}")
-    value = int(value)
-    if not LONG_MIN <= value <= LONG_MAX:
-        raise ValueError(f"{name}={value} does not fit in a Java long (signed 64-bit)")
-    return value
+    return check_long(name, value)
 
 
 def _check_int(name: str, value: Any) -> int:

@@ -19,7 +19,7 @@ from rmqlab.formats import batchconsumequeue as bcq
 from rmqlab.formats import consumequeue as cq
 from rmqlab.verify.check_commitlog import Messages
 from rmqlab.verify.common import add_problem, most_common
-from rmqlab.verify.cross import RunningFirst, in_window, is_ordered
+from rmqlab.verify.cross import RunningFirst, window_units
 from rmqlab.verify.report import FileReport, make_problem, problem_from_error
 
 _CODES = (
@@ -101,24 +101,18 @@ class BatchQueueCross:
 
     def add(self, q: bcq.BatchConsumeQueue, w: Messages) -> None:
         """Check the units of the open queue `q` that window `w` answers for."""
-        parts, base = [], 0
-        for bf, v in q.segments():
-            path = str(bf.path)
-            co = v["commitlog_offset"]
-            if path not in self.ordered:
-                self.ordered[path] = is_ordered(co)
-            for idx in in_window(co, w, self.ordered[path]):
-                parts.append((path, base + idx, idx, v[idx]))
-            base += len(v)
-        if parts:
-            self._add(q, w, parts)
+        def segments():
+            base = 0
+            for bf, units in q.segments():
+                yield str(bf.path), base, units
+                base += len(units)
 
-    def _add(self, q: bcq.BatchConsumeQueue, w: Messages, parts) -> None:
-        u = np.concatenate([v for *_, v in parts])
-        ordinal = np.concatenate([o for _, o, _, _ in parts])
-        pos = np.concatenate([idx * bcq.UNIT_SIZE for _, _, idx, _ in parts])
-        fidx = np.concatenate([np.full(len(idx), k) for k, (_, _, idx, _) in enumerate(parts)])
-        files = [pth for pth, *_ in parts]
+        found = window_units(segments(), w, self.ordered, bcq.UNIT_SIZE)
+        if found is not None:
+            self._add(q, w, *found)
+
+    def _add(self, q: bcq.BatchConsumeQueue, w: Messages, u: np.ndarray, ordinal: np.ndarray, pos: np.ndarray,
+             files: list[str], fidx: np.ndarray) -> None:
         co = u["commitlog_offset"].astype(np.int64)
         row, hit = w.lookup(co)
         r = np.where(hit, row, 0)

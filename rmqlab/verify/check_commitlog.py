@@ -150,8 +150,8 @@ class Messages:
     def key_codes(self) -> tuple[np.ndarray, np.ndarray]:
         """Every key buildIndex would put for each message, rollbacks included, as sorted
         unique codes ``row << 31 | index_hash``; plus every code of the expansion, in message
-        order (a message's row is its code >> 31). Made file by file as the CommitLog is walked
-        (:func:`_chunk_key_codes`): 16 bytes a key."""
+        order (a message's row is its code >> 31). Made chunk by chunk as the CommitLog is
+        walked (:func:`_chunk_key_codes`): 16 bytes a key."""
         if self._key_codes is None:
             raise ValueError("the CommitLog was scanned without its key codes (CommitLogScan(keys=False))")
         return self._key_codes
@@ -399,7 +399,7 @@ class CommitLogScan:
         overlaps it; the last knows the CommitLog's end. `keep(window) -> rows` adds rows to
         :attr:`side` besides the messages with dispatch properties. Walking again repeats the
         per-file checks without reporting them twice. Cost: one C walk and decode of every
-        file; memory: a window and the per-file checks' five numbers a message of one file."""
+        file; memory: see the class."""
         self._limit = WINDOW_MESSAGES if window_messages is None else window_messages
         self._on_window, self._keep = on_window, keep
         first_walk = not self.reports
@@ -452,10 +452,9 @@ class CommitLogScan:
             # alone knows the CommitLog's end)
             self._may_split = not active_seen and all(g.start_offset >= f.start_offset + f.size
                                                       for g in files[i + 1:i + 2])
-            cols, pos, used, blank, readable = self._walk(f, i, rep, last, table)
-            rep.counts = {"messages": len(pos), "bytes_used": used, "file_size": f.size, "blank": blank,
+            n, used, blank, readable = self._walk(f, i, rep, last, table)
+            rep.counts = {"messages": n, "bytes_used": used, "file_size": f.size, "blank": blank,
                           "start_offset": f.start_offset}
-            del cols
             if last:
                 active_seen = True
                 self.end_offset = f.start_offset + f.size if blank and readable else f.start_offset + used
@@ -486,8 +485,8 @@ class CommitLogScan:
         self._on_window(self._window(parts, start, stop, end_offset, self._keep))
 
     def _walk(self, f: cl.StoreFile, file_index: int, rep: FileReport, last: bool, table: _TableBuilder):
-        """One file's walk, decode and per-file checks: (columns, positions, bytes used,
-        end-of-file blank present, readable to the end)."""
+        """One file's walk, decode and per-file checks: (messages, bytes used, end-of-file blank
+        present, readable to the end)."""
         rr = cl.ReadReport()
         with open(f.path, "rb") as fh:
             mm = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) if f.size else None
@@ -500,10 +499,8 @@ class CommitLogScan:
                 # end-of-file blank record is judged below
                 cols, _, _, _ = scan_file(buf, f, last=True, check_crc=False, report=rr, on_error="report",
                                           body=False, decode=table.decode_for(f, file_index, checks))
-                sizes = cols["total_size"].astype(np.int64)
-                pos = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64) if len(sizes) \
-                    else np.zeros(0, np.int64)
-                used = int(sizes.sum())
+                n, used = len(cols["total_size"]), int(cols["total_size"].sum(dtype=np.int64))
+                del cols
                 blank = False
                 if used + cl.BLANK.size <= len(buf):
                     bsize, bmagic = cl.BLANK.unpack_from(buf, used)
@@ -516,7 +513,7 @@ class CommitLogScan:
                         mm.close()
                     except BufferError:   # a view still alive: the map closes when it is freed
                         pass
-        return cols, pos, used, blank, not rr.damage and rr.torn_tail is None
+        return n, used, blank, not rr.damage and rr.torn_tail is None
 
     def _window(self, parts: list[dict], start, stop, end_offset, keep) -> Messages:
         w = _messages(parts, self.topics, self.files, end_offset, self.keys, start=start, stop=stop,
@@ -550,7 +547,7 @@ class CommitLogScan:
 def _side_numbers(w: Messages, rows: np.ndarray, first_row: int) -> dict:
     """The numbers of `rows` of window `w`, as a part of the side table (rows from `first_row`)."""
     props = w.properties_at(rows)
-    has = np.flatnonzero(np.array([b is not None for b in props], bool))
+    has = np.flatnonzero(np.not_equal(props, np.array(None, dtype=object)))
     return {"positions": w.positions[rows], "file_of": w.file_of[rows], "total_size": w.total_size[rows],
             "sys_flag": w.sys_flag[rows], "store_timestamp": w.store_ts[rows], "queue_id": w.queue_id[rows],
             "queue_offset": w.queue_offset[rows], "topic_code": w.topic_code[rows], "tags_code": w.tags_codes[rows],

@@ -89,6 +89,28 @@ def in_window(column: np.ndarray, w: Messages, ordered: bool) -> Iterator[np.nda
             yield idx
 
 
+def window_units(segments, w: Messages, ordered: dict[str, bool], unit_size: int):
+    """The units of a queue's files that window `w` answers for, gathered: `segments` gives
+    (path, ordinal of the file's first unit, structured units) a file; `ordered` caches which
+    files' commitlog offsets never decrease (:func:`in_window`). Returns (units, ordinals,
+    byte positions in their files, paths, file index of each unit into paths), or None when
+    the window holds none."""
+    parts = []
+    for path, first, units in segments:
+        co = units["commitlog_offset"]
+        if path not in ordered:
+            ordered[path] = is_ordered(co)
+        for idx in in_window(co, w, ordered[path]):
+            parts.append((path, first, idx, units[idx]))
+    if not parts:
+        return None
+    return (np.concatenate([u for *_, u in parts]),
+            np.concatenate([first + idx for _, first, idx, _ in parts]),
+            np.concatenate([idx * unit_size for _, _, idx, _ in parts]),
+            [path for path, *_ in parts],
+            np.concatenate([np.full(len(idx), k, np.int32) for k, (_, _, idx, _) in enumerate(parts)]))
+
+
 class _Ints:
     """A mapped column seen by bisect as Python ints (one element read a probe)."""
 
@@ -192,14 +214,13 @@ class IndexFileCross:
 
         def bad_time(i):
             first = a.numbers[i] == 1
-            base = seed if first else h.begin_timestamp
+            base = self.seed if first else h.begin_timestamp
             return make_problem("index.entry-time", CorruptIndexError,
                                 f"entry {a.numbers[i]}: time_diff {a.td[i]} s but its message was stored at "
                                 f"{int(w.store_ts[a.r[i]])}, {a.want[i]} s after "
                                 f"{'the seed' if first else 'begin_timestamp'} {base}", p,
                                 int(a.off[i]) + ENTRY.offset("time_diff"), "entry.time_diff")
 
-        seed = self.seed
         self.checks["time"].add(a.checkable & (a.td != a.want), ordinals, bad_time)
 
     def problems(self, notes: list[str]) -> list[Problem]:
@@ -321,30 +342,25 @@ class QueueCross:
         self.expired = 0
         self.ext_missing = 0
         self.end = 0
+        self._ext = False              # the queue's ConsumeQueueExt: not opened yet, None when absent
+
+    def close(self) -> None:
+        if self._ext:
+            self._ext.close()
+        self._ext = None
 
     def add(self, q, w: Messages) -> None:
         """Check the units of the open queue `q` that window `w` answers for."""
-        parts = []
-        for qf, (first, units) in zip(q.files, q.segments()):
-            if not len(units):
-                continue
-            path = str(qf.path)
-            co = units["commitlog_offset"]
-            if path not in self.ordered:
-                self.ordered[path] = is_ordered(co)
-            for idx in in_window(co, w, self.ordered[path]):
-                parts.append((path, first, idx, units[idx]))
-        if parts:
-            self._add(q, w, parts)
+        segments = ((str(qf.path), first, units) for qf, (first, units) in zip(q.files, q.segments()))
+        found = window_units(segments, w, self.ordered, cq.UNIT_SIZE)
+        if found is not None:
+            self._add(q, w, *found)
 
-    def _add(self, q, w: Messages, parts) -> None:
-        co = np.concatenate([u["commitlog_offset"].astype(np.int64) for *_, u in parts])
-        sz = np.concatenate([u["size"].astype(np.int64) for *_, u in parts])
-        tc = np.concatenate([u["tags_code"].astype(np.int64) for *_, u in parts])
-        qoff = np.concatenate([first + idx for _, first, idx, _ in parts])
-        upos = np.concatenate([idx * cq.UNIT_SIZE for _, _, idx, _ in parts])
-        paths = [pth for pth, *_ in parts]
-        fidx = np.concatenate([np.full(len(idx), k, np.int32) for k, (_, _, idx, _) in enumerate(parts)])
+    def _add(self, q, w: Messages, units: np.ndarray, qoff: np.ndarray, upos: np.ndarray, paths: list[str],
+             fidx: np.ndarray) -> None:
+        co = units["commitlog_offset"].astype(np.int64)
+        sz = units["size"].astype(np.int64)
+        tc = units["tags_code"].astype(np.int64)
         real = ~((co == 0) & (sz == cq.INT_MAX) & (tc == 0)) & (qoff >= q.min_offset)
         expired = real & w.expired(co)
         self.expired += int(expired.sum())
@@ -377,12 +393,12 @@ class QueueCross:
         ext = m & cqx.is_ext_addr_many(tc)
         via_ext = np.zeros(len(tc), dtype=bool)
         if ext.any():
-            ext_store = open_ext(q)
-            if ext_store is None:
+            if self._ext is False:          # opened once, at the first window that needs it
+                self._ext = open_ext(q)
+            if self._ext is None:
                 self.ext_missing += int(ext.sum())
             else:
-                with ext_store:
-                    tc, via_ext = self._ext_cross(ext_store, tc, ext, r, qoff, w)
+                tc, via_ext = self._ext_cross(self._ext, tc, ext, r, qoff, w)
         unresolved = ext & ~via_ext      # reported by the queue's own checks (cq.ext-address)
         want_tc = w.tags_codes[r]
         unit_problem("cq.tags-code", m & ~unresolved & (tc != want_tc), "tags_code",

@@ -167,7 +167,7 @@ def _verify_store(root: Path, rep: VerifyReport, hsn, inum, cl_size, cq_size, ru
             if ignored:
                 notes.append(f"{index_dir}: ignored (not 17-digit names, as the broker ignores them): "
                              + ", ".join(sorted(ignored)))
-            opened = _open_indexes(paths, hsn, inum, rule)
+            opened += _open_indexes(paths, hsn, inum, rule)   # the list the stack closes
             index_cross = IndexDirCross(opened)
         queues = _StoreQueues(root, cq_dir, cq_size) if cq_dir.is_dir() else None
         if queues is not None:
@@ -264,6 +264,8 @@ class _StoreQueues:
         self.missing = MissingUnits(self.queues)
 
     def close(self) -> None:
+        for check in self.plain.values():
+            check.close()
         self.cq.close()
         self.bcq.close()
 
