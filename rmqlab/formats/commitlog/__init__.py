@@ -72,7 +72,7 @@ b'world'
 
 from __future__ import annotations
 
-from rmqlab.formats.commitlog.columns import max_offset, read_at, read_at_columns, read_columns
+from rmqlab.formats.commitlog.columns import max_offset, read_at, read_at_columns, read_column_parts, read_columns
 from rmqlab.formats.commitlog.encode import (
     EncodedBatch,
     EncodedFile,
@@ -141,7 +141,8 @@ __all__ = [
     "MAGIC_V1", "MAGIC_V2", "MAGIC_BLANK", "MIN_MESSAGE_SIZE", "END_FILE_MIN_BLANK_LENGTH",
     "DEFAULT_FILE_SIZE", "COLUMNS", "Message", "Damage", "ReadReport", "StoreFile",
     "message_length", "parse_properties", "properties_block", "read_message", "iter_messages",
-    "read_columns", "read_at", "read_at_columns", "store_files", "min_offset", "max_offset", "walk_py",
+    "read_columns", "read_column_parts", "read_at", "read_at_columns", "store_files", "min_offset", "max_offset",
+    "walk_py",
     "encode_message", "encode_messages", "record_sizes", "place_records", "EncodedBatch", "EncodedFile",
     "CommitLogWriter", "MessageStream", "blank_record", "prop_crc_value", "prop_crc_expected", "prop_crc_matches",
     "property_pairs", "stored_properties", "broker_string", "broker_strings",

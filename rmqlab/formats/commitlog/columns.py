@@ -3,6 +3,7 @@ text and dictionary codes), into pandas or Arrow columns; the separate passes it
 as its reference and serve the CRC checks and read_at."""
 from __future__ import annotations
 
+import collections
 import gc
 import os
 from collections.abc import Callable, Sequence
@@ -28,6 +29,7 @@ from rmqlab.formats.commitlog.layout import (
     PROPERTY_CRC32,
     PROPERTY_PROBLEMS,
     STOP_BLANK,
+    STOP_LIMIT,
     STORE_TIME,
     STOREHOSTADDRESS_V6_FLAG,
     TAIL,
@@ -868,13 +870,7 @@ def _read_columns(path_or_dir, *, body: bool = True, check_crc: bool = False, on
                   start_offset: int = 0, arrow: bool = False, decode=None):
     """:func:`read_columns`, decoding each file with `decode` (:func:`_decode_positions` unless
     given; tests and the benchmark pass :func:`_decode_positions_numpy`)."""
-    if on_error not in ("raise", "report"):
-        raise ValueError(f"on_error must be 'raise' or 'report', got {on_error!r}")
-    if start_offset < 0:
-        raise ValueError(f"start_offset must be >= 0, got {start_offset}")
-    files = walked_files(path_or_dir)
-    kept = [f for f in files if f.start_offset + f.size > start_offset]
-    files = kept if kept else files[-1:]
+    files = _files_from(path_or_dir, on_error, start_offset)
     report = ReadReport()
     parts: list[dict[str, Any]] = []
     gc_was = gc.isenabled()
@@ -888,21 +884,120 @@ def _read_columns(path_or_dir, *, body: bool = True, check_crc: bool = False, on
 
 
 def _read_files(files, report, parts, body, check_crc, on_error, start_offset=0, arrow=False, decode=None):
-    for i, f in enumerate(files):
-        report.files.append(os.fspath(f.path))
-        with ReadOnlyMap(f.path) as buf:
-            start = min(max(start_offset - f.start_offset, 0), len(buf))
-            cols, end, code, _ = scan_file(buf, f, last=i == len(files) - 1, check_crc=check_crc,
-                                            report=report, on_error=on_error, body=body, start=start,
-                                            arrow=arrow, decode=decode)
-        report.messages += len(cols["topic"])
-        if len(cols["topic"]):
-            parts.append(cols)
-        if i == len(files) - 1:
-            report.end_phy_offset = f.start_offset + f.size if code == STOP_BLANK else end
+    parts.extend(_column_parts(files, report, body, check_crc, on_error, start_offset, arrow=arrow, decode=decode))
     df = columns_frame(parts, body, check_crc, arrow=arrow)
     df.attrs["report"] = report
     return df
+
+
+def _column_parts(files, report, body, check_crc, on_error, start_offset=0, arrow=False, decode=None,
+                  part_messages: int | None = None):
+    """The column dicts of the records of `files` from `start_offset` on, in order: one a file,
+    or with `part_messages` at most that many records each. `report` is filled as they come and
+    is complete when the generator is exhausted."""
+    for i, f in enumerate(files):
+        report.files.append(os.fspath(f.path))
+        last = i == len(files) - 1
+        with ReadOnlyMap(f.path) as buf:
+            start = min(max(start_offset - f.start_offset, 0), len(buf))
+            for cols, end, code in _file_parts(buf, f, last=last, check_crc=check_crc, report=report,
+                                               on_error=on_error, body=body, start=start, arrow=arrow,
+                                               decode=decode, part_messages=part_messages):
+                report.messages += len(cols["topic"])
+                if last and end is not None:
+                    report.end_phy_offset = f.start_offset + f.size if code == STOP_BLANK else end
+                if len(cols["topic"]):
+                    yield cols
+
+
+def _file_parts(buf, f: StoreFile, *, last: bool, report: ReadReport, on_error: str, start: int,
+                part_messages: int | None, **scan):
+    """:func:`scan_file` of one file in parts of at most `part_messages` records (all at once when
+    None): (columns, end phy offset, stop code) each, the end None but for the file's last part.
+    A header walk (``_records.walk``, TOTALSIZE only) finds where each part's records end; the
+    part is then decoded from a view that ends there, so the decode stops clean at that boundary.
+    The file's last part, and a part whose decode finds damage, are decoded from the whole map
+    as one pass over the file decodes them: the same records, stop and damage."""
+    lo = start
+    while part_messages:
+        _, hi, code = _records.walk(buf, lo, len(buf), part_messages)
+        if code != STOP_LIMIT:
+            break
+        with memoryview(buf) as whole, whole[:hi] as view:
+            cols, _, _, damage = scan_file(view, f, last=False, report=ReadReport(), on_error="report",
+                                           start=lo, **scan)
+        if damage is not None:
+            break
+        yield cols, None, code
+        lo = hi
+    cols, end, code, _ = scan_file(buf, f, last=last, report=report, on_error=on_error, start=lo, **scan)
+    yield cols, end, code
+
+
+def read_column_parts(path_or_dir: str | os.PathLike, *, part_messages: int, body: bool = True,
+                      check_crc: bool = False, on_error: Literal["raise", "report"] = "raise",
+                      start_offset: int = 0, arrow: bool = False):
+    """:func:`read_columns` a part at a time: a generator of DataFrames of at most `part_messages`
+    messages each (none empty), in offset order, whose rows joined are the rows of
+    :func:`read_columns` with the same arguments. A part ends between two records of one file or
+    at a file's end. Each frame's ``attrs["report"]`` is the same :class:`ReadReport` (also the
+    iterator's ``report``), complete
+    once the generator is exhausted; with ``on_error="report"`` damage is in it by the time the
+    part holding the records before the damage is yielded. Memory: one part's columns (the
+    caller keeps what it wants). Cost: :func:`read_columns`' plus a header walk of each file
+    (a few % of the decode). With `arrow`, a text column is large_binary in the parts whose
+    bytes are not UTF-8, and only in those (:func:`read_columns` makes the whole column binary).
+
+    >>> import tempfile
+    >>> from rmqlab.formats.commitlog import CommitLogWriter
+    >>> d = tempfile.mkdtemp()
+    >>> with CommitLogWriter(d, file_size=4096) as w:
+    ...     _ = w.append({"topic": ["T", "U", "V"], "body": [b"a", b"b", b"c"]})
+    >>> [part["topic"].tolist() for part in read_column_parts(d, part_messages=2)]
+    [['T', 'U'], ['V']]
+    """
+    if part_messages < 1:
+        raise ValueError(f"part_messages must be >= 1, got {part_messages}")
+    files = _files_from(path_or_dir, on_error, start_offset)   # checked now, not at the first part
+    report = ReadReport()
+
+    def frames():
+        for cols in _column_parts(files, report, body, check_crc, on_error, start_offset, arrow=arrow,
+                                  part_messages=part_messages):
+            df = columns_frame([cols], body, check_crc, arrow=arrow)
+            df.attrs["report"] = report
+            yield df
+    return ColumnParts(frames(), report)
+
+
+class ColumnParts:
+    """The iterator :func:`read_column_parts` returns: its frames, and `report`, the
+    :class:`ReadReport` they share (there even when no part has a record). `close()` stops the
+    read and closes the file it was in."""
+
+    def __init__(self, frames, report: ReadReport):
+        self._frames = frames
+        self.report = report
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        return next(self._frames)
+
+    def close(self) -> None:
+        self._frames.close()
+
+
+def _files_from(path_or_dir, on_error: str, start_offset: int) -> list[StoreFile]:
+    """The files a read from `start_offset` walks (at least the last one), the arguments checked."""
+    if on_error not in ("raise", "report"):
+        raise ValueError(f"on_error must be 'raise' or 'report', got {on_error!r}")
+    if start_offset < 0:
+        raise ValueError(f"start_offset must be >= 0, got {start_offset}")
+    files = walked_files(path_or_dir)
+    kept = [f for f in files if f.start_offset + f.size > start_offset]
+    return kept if kept else files[-1:]
 
 
 def read_at(path_or_dir: str | os.PathLike, phy_offsets: Sequence[int], *, body: bool = True,
@@ -999,12 +1094,16 @@ def _check_heads(U: np.ndarray, P: np.ndarray, f: StoreFile) -> None:
 
 def max_offset(path: str | os.PathLike) -> int | None:
     """Offset after the last good message (the broker's getMaxOffset after recovery); reads only
-    the active file (walks its TOTALSIZE chain; files.load_files). None without files."""
+    the active file (walks its TOTALSIZE chain and checks each record; files.load_files), 65,536
+    records at a time, so memory stays a few MiB. None without files."""
     files = walked_files(path)
     if not files:
         return None
     f = files[-1]
     with ReadOnlyMap(f.path) as buf:
-        _, end, code, _ = scan_file(buf, f, last=True, check_crc=False, report=ReadReport(), on_error="report")
+        parts = _file_parts(buf, f, last=True, check_crc=False, report=ReadReport(), on_error="report", start=0,
+                            part_messages=1 << 16)
+        # the file's last part knows where the walk stopped; each part is dropped as the next comes
+        (_, end, code), = collections.deque(parts, maxlen=1)
     # a file ended by the blank record is full: the broker's write position is its end
     return f.start_offset + f.size if code == STOP_BLANK else end

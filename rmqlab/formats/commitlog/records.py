@@ -90,20 +90,30 @@ def broker_string(text):
 
     >>> broker_string(decode_text(b"k\\xff\\xed\\xa0\\x80")) == "k\\ufffd\\ufffd", broker_string(None)
     (True, None)
+
+    The bytes themselves (what Arrow keeps of text that is not UTF-8) are decoded the same way:
+
+    >>> broker_string(b"k\\xff\\xed\\xa0\\x80") == "k\\ufffd\\ufffd"
+    True
     """
+    if isinstance(text, bytes):
+        return text.decode("utf-8", "rmqlab-java-utf8")
     if not isinstance(text, str):
         return text
     return text.encode("utf-8", "surrogateescape").decode("utf-8", "rmqlab-java-utf8")
 
 
-def broker_strings(values):
-    """:func:`broker_string` of every element of an object array (None and NaN kept). Cost: one
-    C pass (pyarrow's UTF-8 encode) when the text is all UTF-8, the usual case, and then the
-    array itself is returned; else a Python loop over it (text that is not UTF-8 only)."""
+def broker_strings(values, *, raw: bool = False):
+    """:func:`broker_string` of every element of an object array of str (None and NaN kept);
+    with `raw` the elements are the bytes as read (an Arrow binary column). Cost: one C pass
+    (pyarrow's UTF-8 encode) when the text is all UTF-8, the usual case, and then the array
+    itself is returned; else, and with `raw`, a Python loop over it (text that is not UTF-8)."""
     import numpy as np
     import pyarrow as pa
 
     values = np.asarray(values, dtype=object)
+    if raw:
+        return np.frompyfunc(broker_string, 1, 1)(values).astype(object)
     try:
         pa.array(values, type=pa.large_string(), from_pandas=True)
         return values
