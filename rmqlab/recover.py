@@ -439,8 +439,9 @@ def _consume_queues(root: Path, msgs: pd.DataFrame, end: int, cq_size: int | Non
                                       f"{len(sub)} units for messages after each queue's last matching unit "
                                       f"({n_q} queues), as Store.dispatch writes them", len(sub)))
         if not dry_run:
-            store = Store(root, consume_queue_file_size=mapped)
-            written, _, skipped = store._dispatch_consume_queues(sub)
+            from rmqlab.storedispatch import write_consume_queue_units
+
+            written, _, skipped = write_consume_queue_units(Store(root, consume_queue_file_size=mapped), sub)
             if skipped:
                 report.notes.append(f"ConsumeQueue writer skipped units: {skipped}")
 

@@ -29,20 +29,14 @@ import datetime as _dt
 import logging
 import os
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from rmqlab.arrowcol import arrow_column
 from rmqlab.dispatch import (
-    batch_units_many,
-    goes_to_consume_queue_many,
     is_lmq,
-    lmq_dispatch_many,
-    message_tags_codes,
 )
 from rmqlab.formats import batchconsumequeue as bcq
 from rmqlab.formats import checkpoint as cp
@@ -53,34 +47,11 @@ from rmqlab.formats.indexfile import DEFAULT_HASH_SLOT_NUM, DEFAULT_INDEX_NUM, L
 from rmqlab.formats.msgid import parse_offset_msg_id
 from rmqlab.indexservice import DEFAULT_MAX_MSGS_NUM_BATCH, IndexService
 from rmqlab.keyquery import MODES, KeyQuery, query_key, query_many
+from rmqlab.storedispatch import DispatchReport, queue_groups
 
 __all__ = ["Store", "DispatchReport", "generate_store", "queue_groups", "write_simulated_config"]
 
 log = logging.getLogger(__name__)
-
-
-@dataclass
-class DispatchReport:
-    """What one :meth:`Store.dispatch` did."""
-
-    from_offset: int               # where it started (the broker's reputFromOffset)
-    to_offset: int                 # the CommitLog end it reached
-    messages: int                  # messages read
-    consume_queue_units: int       # units written
-    queues: int                    # queues touched
-    index_keys: int                # keys put into index files
-    index_files: int               # index files in the folder afterwards
-    commitlog_report: Any = None   # the CommitLog reader's report (torn tail, damage)
-    seconds: float = 0.0
-    skipped_units: dict[str, int] = field(default_factory=dict)  # ConsumeQueue statuses other than ok
-    batch_queue_units: int = 0     # BatchConsumeQueue units written (BatchCQ topics)
-    lmq_units: int = 0             # extra ConsumeQueue units of multi-dispatched messages
-
-    def as_dict(self) -> dict[str, Any]:
-        d = {k: getattr(self, k) for k in ("from_offset", "to_offset", "messages", "consume_queue_units",
-                                           "queues", "index_keys", "index_files", "seconds", "skipped_units")}
-        d.update({k: getattr(self, k) for k in ("batch_queue_units", "lmq_units") if getattr(self, k)})
-        return d
 
 
 class Store:
@@ -280,95 +251,28 @@ class Store:
                     end = max(end, int(last.commitlog_offset) + int(last.size))
         return end
 
-    def dispatch(self) -> DispatchReport:
+    def dispatch(self, *, progress=None) -> DispatchReport:
         """Build ConsumeQueue and index files from the CommitLog as the broker's reput service
         does, from :meth:`reput_from_offset` on, and update the checkpoint. Writes only under
-        consumequeue/, index/ and the checkpoint file. Cost: one columnar read of the CommitLog
-        from that offset on into Arrow columns (:func:`commitlog.read_columns`), then NumPy and
-        C over them, topics and tags as dictionary codes (no Python object a message): for
-        2,000,000 messages (benchmarks/bench_dispatch.py, AMD EPYC with 2 cores shared with
-        other jobs at load 9-13) 0.55-0.8 s of this process's CPU for the whole call (2.5-3.6 M
-        messages/s; 1.9-2.1 s, about 1.0 M messages/s, of wall time), the read 0.25-0.8 s of it,
-        the index file's msync included. A store whose text is not UTF-8, or
-        with BatchConsumeQueue topics or multi-dispatch, is read as str objects instead (about
-        twice the read's cost).
+        consumequeue/, index/ and the checkpoint file (and batchconsumequeue/ and
+        consumequeue_ext/ when the store has them). ``progress(bytes done, bytes to do)``, if
+        given, is called after each part (:mod:`rmqlab.storedispatch`).
+
+        The CommitLog is read 262,144 messages at a time (:func:`commitlog.read_column_parts`)
+        into Arrow columns, and each part written before the next is read, so memory is one
+        part's columns (about 90 MiB) whatever the store's size. Cost
+        (benchmarks/bench_dispatch.py, 2,000,000 messages, AMD EPYC with 2 cores shared with
+        other jobs): about 2.5 M messages/s of wall time, the read a third of it, the index
+        file's msync included. A store with BatchConsumeQueue topics or multi-dispatch, or a
+        part whose text is not UTF-8, is read as str objects instead (about twice the read's
+        cost).
+
+        A damaged CommitLog record stops the dispatch: the messages before it are dispatched,
+        the checkpoint written, and the record's FormatError raised.
         """
-        import time
+        from rmqlab.storedispatch import dispatch_store
 
-        t0 = time.perf_counter()
-        start = self.reput_from_offset()
-        if not self._has_commitlog():
-            return DispatchReport(start, start, 0, 0, 0, 0, 0)
-        # Arrow columns (no Python object a message) unless a 5.x queue type needs the
-        # properties as str objects
-        arrow = not self.batch_cq_topics and not self.enable_multi_dispatch
-        msgs = cl.read_columns(self.commitlog_dir, body=False, start_offset=start, arrow=arrow)
-        if arrow and _has_binary_text(msgs):
-            # text that is not UTF-8 (kept as bytes by Arrow): read as str objects instead
-            msgs = cl.read_columns(self.commitlog_dir, body=False, start_offset=start)
-            arrow = False
-        if not arrow:
-            # queues are named and TAGS and keys hashed from the broker's Strings: U+FFFD where
-            # the bytes are not UTF-8 (the str objects keep them as escapes)
-            for name in ("topic", "tags", "keys", "uniq_key", "properties"):
-                msgs[name] = cl.broker_strings(msgs[name].to_numpy(object))
-        report = msgs.attrs.get("report")
-        end = int((msgs["phy_offset"].to_numpy(np.int64) + msgs["total_size"].to_numpy(np.int64)).max()) \
-            if len(msgs) else start
-        simple, extra = self._dispatch_5x(msgs)
-        units, queues, skipped = self._dispatch_consume_queues(simple)
-        extra.update(lmq_units=self._dispatch_lmq(simple))
-        with self.index(writable=True) as idx:
-            keys = idx.build_columns(msgs) if len(msgs) else 0
-            index_files = len(idx.files)
-            index_msg_ts = idx.index_msg_timestamp
-        self._update_checkpoint(msgs, index_msg_ts)
-        return DispatchReport(start, end, len(msgs), units, queues, keys, index_files, report,
-                              time.perf_counter() - t0, skipped, **extra)
-
-    def _dispatch_consume_queues(self, msgs: pd.DataFrame) -> tuple[int, int, dict[str, int]]:
-        rows = np.flatnonzero(goes_to_consume_queue_many(msgs["sys_flag"].to_numpy(np.int64)))
-        if not len(rows):
-            return 0, 0, {}
-        # NumPy columns of the units only: a boolean mask or a groupby of the frame would copy
-        # every column, the text ones included
-        every = len(rows) == len(msgs)
-
-        def column(name, dtype):
-            values = msgs[name].to_numpy(dtype)
-            return values if every else values[rows]
-
-        def text(name):   # Arrow text stays Arrow: one hash a distinct topic or tag, no str objects
-            arr = arrow_column(msgs[name])
-            if arr is None:
-                return column(name, object)
-            return arr if every else arr.take(rows)
-
-        topic, qid = text("topic"), column("queue_id", np.int64)
-        store_ts = column("store_timestamp", np.int64)
-        codes = message_tags_codes(topic, text("tags"), column("delay_level", np.int64), store_ts)
-        phy, size = column("phy_offset", np.int64), column("total_size", np.int64)
-        qoff = column("queue_offset", np.int64)
-        written, skipped = 0, {}
-        counts = np.zeros(len(cq.STATUS_NAMES), np.int64)
-        groups = queue_groups(topic, qid)
-        for name, q, units in groups:
-            folder = cq.queue_dir(self.root, name, q)
-            has_files = folder.is_dir() and any(folder.iterdir())
-            unit_codes = codes[units]
-            if self.consume_queue_ext:
-                unit_codes = self._put_ext(name, q, unit_codes, store_ts[units], has_files)
-            opener = cq.ConsumeQueueWriter.open if has_files else cq.ConsumeQueueWriter.create
-            with opener(folder, mapped_file_size=self.consume_queue_file_size) as w:
-                status = w.put_many(phy[units], size[units], unit_codes, qoff[units])
-            counts += np.bincount(status, minlength=len(counts))
-        for code, c in enumerate(counts.tolist()):
-            name = cq.STATUS_NAMES[code]
-            if name == "written":
-                written += c
-            elif c:
-                skipped[name] = c
-        return written, len(groups), skipped
+        return dispatch_store(self, progress=progress)
 
     # -- 5.x dispatch: BatchConsumeQueue and light message queues ----------------------------
 
@@ -393,91 +297,6 @@ class Store:
                 if len(u):
                     end = max(end, int(u["commitlog_offset"][-1]) + int(u["size"][-1]))
         return end
-
-    def _dispatch_5x(self, msgs: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, int]]:
-        """Write the BatchConsumeQueue units of the BatchCQ topics' messages (ConsumeQueueStore
-        picks a BatchConsumeQueue for them; the transaction rule applies as to any queue) and
-        return the other messages, for the ConsumeQueue."""
-        if not self.batch_cq_topics or msgs.empty:
-            return msgs, {"batch_queue_units": 0}
-        batch = msgs["topic"].isin(self.batch_cq_topics).to_numpy()
-        put = msgs[batch & goes_to_consume_queue_many(msgs["sys_flag"].to_numpy(np.int64))]
-        written = 0
-        if len(put):
-            base, size, ok = batch_units_many(put["queue_offset"].to_numpy(np.int64), put["properties"])
-            codes = message_tags_codes(put["topic"].to_numpy(object), put["tags"].to_numpy(object),
-                                       put["delay_level"].to_numpy(np.int64), put["store_timestamp"].to_numpy(np.int64))
-            put = put.assign(bcq_base=base, bcq_size=size, tags_code=codes)[ok]
-            for (topic, qid), g in put.groupby(["topic", "queue_id"], sort=True):
-                folder = bcq.queue_dir(self.root, topic, int(qid))
-                has_files = folder.is_dir() and any(folder.iterdir())
-                opener = bcq.BatchConsumeQueueWriter.open if has_files else bcq.BatchConsumeQueueWriter.create
-                with opener(folder, mapped_file_size=self.batch_consume_queue_file_size) as w:
-                    written += w.put_many(g["phy_offset"], g["total_size"], g["tags_code"], g["store_timestamp"],
-                                          g["bcq_base"], g["bcq_size"])
-        return msgs[~batch], {"batch_queue_units": written}
-
-    def _dispatch_lmq(self, msgs: pd.DataFrame) -> int:
-        """ConsumeQueue.multiDispatchLmqQueue: the extra units of messages naming queues in
-        INNER_MULTI_DISPATCH, when the store has enableMultiDispatch."""
-        if not self.enable_multi_dispatch or msgs.empty:
-            return 0
-        put = msgs[goes_to_consume_queue_many(msgs["sys_flag"].to_numpy(np.int64))]
-        rows, units, _ = lmq_dispatch_many(put["topic"].to_numpy(object), put["queue_id"].to_numpy(np.int64),
-                                           put["properties"], enable_lmq=self.enable_lmq,
-                                           enable_multi_dispatch=True, broker_version=self.broker_version)
-        if not len(rows):
-            return 0
-        src = put.iloc[rows]
-        codes = message_tags_codes(src["topic"].to_numpy(object), src["tags"].to_numpy(object),
-                                   src["delay_level"].to_numpy(np.int64), src["store_timestamp"].to_numpy(np.int64))
-        frame = pd.DataFrame({"name": [u[0] for u in units], "qid": [u[1] for u in units],
-                              "qoff": np.array([u[2] for u in units], np.int64),
-                              "phy": src["phy_offset"].to_numpy(np.int64),
-                              "size": src["total_size"].to_numpy(np.int64), "code": codes})
-        written = 0
-        for (name, qid), g in frame.groupby(["name", "qid"], sort=True):
-            folder = cq.queue_dir(self.root, name, int(qid))
-            has_files = folder.is_dir() and any(folder.iterdir())
-            opener = cq.ConsumeQueueWriter.open if has_files else cq.ConsumeQueueWriter.create
-            with opener(folder, mapped_file_size=self.consume_queue_file_size) as w:
-                status = w.put_many(g["phy"].to_numpy(), g["size"].to_numpy(), g["code"].to_numpy(),
-                                    g["qoff"].to_numpy())
-            landed = (status != cq.STATUS_NAMES.index("duplicate-physical")) \
-                & (status != cq.STATUS_NAMES.index("duplicate-logical"))
-            written += int(landed.sum())
-        return written
-    def _put_ext(self, topic: str, qid: int, codes: np.ndarray, store_times: np.ndarray,
-                 queue_has_files: bool) -> np.ndarray:
-        """ConsumeQueue.putMessagePositionInfoWrapper's ext step: one ext unit per request (even one
-        the queue then skips as a duplicate), its address replacing the tags code. No filter bit
-        map: the broker computes one only with enableCalcFilterBitMap, from consumer filter data
-        that the store directory does not hold."""
-        folder = cqx.ext_dir(self.root, topic, qid)
-        if folder.is_dir() and any(folder.iterdir()):
-            max_address = None
-            if queue_has_files:
-                with cq.ConsumeQueue.open(cq.queue_dir(self.root, topic, qid), self.consume_queue_file_size) as q:
-                    ext = q.units["tags_code"][cqx.is_ext_addr_many(q.units["tags_code"])]
-                    max_address = int(ext.max()) if len(ext) else None
-            writer = cqx.ConsumeQueueExtWriter.open(folder, mapped_file_size=self.consume_queue_ext_file_size,
-                                                    max_address=max_address)
-        else:
-            writer = cqx.ConsumeQueueExtWriter.create(folder, mapped_file_size=self.consume_queue_ext_file_size)
-        with writer:
-            return writer.put_many(codes, store_times)
-
-    def _update_checkpoint(self, msgs: pd.DataFrame, index_msg_ts: int | None) -> None:
-        if msgs.empty:
-            return
-        old = cp.read_checkpoint(self.checkpoint_path) if self.checkpoint_path.exists() else cp.StoreCheckpoint(0, 0, 0)
-        store_ts = msgs["store_timestamp"].to_numpy(np.int64)
-        logics = store_ts[goes_to_consume_queue_many(msgs["sys_flag"].to_numpy(np.int64))]
-        new = cp.StoreCheckpoint(
-            physic_msg_timestamp=int(store_ts[-1]),
-            logics_msg_timestamp=int(logics[-1]) if len(logics) else old.logics_msg_timestamp,
-            index_msg_timestamp=int(index_msg_ts) if index_msg_ts else old.index_msg_timestamp)
-        cp.write_checkpoint(self.checkpoint_path, new)
 
     # -- queries --------------------------------------------------------------------------
 
@@ -611,59 +430,6 @@ class Store:
         got = dict(zip(m["phy_offset"], m["store_timestamp"]))
         return np.array([got.get(int(p), -1) for p in phy_offsets], dtype=np.int64)
 
-
-
-def _has_binary_text(msgs: pd.DataFrame) -> bool:
-    """Whether a text column of an Arrow-backed frame holds bytes (a file whose text was not UTF-8)."""
-    import pyarrow as pa
-
-    for name in ("topic", "tags", "keys", "uniq_key", "properties"):
-        t = msgs[name].dtype.pyarrow_dtype
-        if pa.types.is_large_binary(t.value_type if pa.types.is_dictionary(t) else t):
-            return True
-    return False
-
-
-def queue_groups(topics: np.ndarray, queue_ids: np.ndarray) -> list[tuple[str, int, np.ndarray]]:
-    """The rows of each queue: (topic, queue id, row numbers in order) per (topic, queue id)
-    present, sorted by topic then queue id, like a sorted pandas groupby. Units: rows of the
-    given arrays. Cost: O(n): one hash of each topic (factorize) and a radix sort of small
-    queue codes, about 30 ns a row.
-
-    >>> [(t, q, rows.tolist()) for t, q, rows in queue_groups(np.array(["b", "a", "b"], object), np.array([1, 0, 1]))]
-    [('a', 0, [1]), ('b', 1, [0, 2])]
-    """
-    queue_ids = np.asarray(queue_ids, dtype=np.int64)
-    if not len(queue_ids):
-        return []
-    import pyarrow as pa
-
-    if isinstance(topics, pa.DictionaryArray) and not topics.null_count:
-        # already factorized (read_columns(arrow=True)); a value may repeat only if the
-        # dictionary holds it twice, which the groups below would split: merge by name then
-        names = topics.dictionary.to_pylist()
-        topic_names = pd.unique(np.array(names, dtype=object))
-        topic_code = pd.Index(topic_names).get_indexer(names)[topics.indices.to_numpy()] \
-            if len(topic_names) < len(names) else topics.indices.to_numpy().astype(np.int64)
-    else:
-        topic_code, topic_names = pd.factorize(np.asarray(topics, dtype=object), sort=False)
-    low = int(queue_ids.min())
-    span = int(queue_ids.max()) - low + 1
-    if len(topic_names) * span <= 1 << 16:
-        # dense 16-bit codes: NumPy's stable sort of them is a radix sort
-        dense = (topic_code * span + (queue_ids - low)).astype(np.uint16)
-        order = np.argsort(dense, kind="stable")
-        present = np.flatnonzero(np.bincount(dense, minlength=len(topic_names) * span))
-        keys = [(topic_names[int(k) // span], int(k) % span + low) for k in present]
-    else:
-        pairs, dense = np.unique(np.stack([topic_code.astype(np.int64), queue_ids]), axis=1, return_inverse=True)
-        dense = dense.reshape(-1)
-        order = np.argsort(dense, kind="stable")
-        keys = [(topic_names[int(t)], int(q)) for t, q in pairs.T]
-    sizes = np.bincount(dense)
-    bounds = np.concatenate([[0], np.cumsum(sizes[sizes > 0])])
-    groups = [(str(t), q, order[bounds[i]:bounds[i + 1]]) for i, (t, q) in enumerate(keys)]
-    return sorted(groups, key=lambda g: (g[0], g[1]))
 
 
 def generate_store(root: str | os.PathLike, workload, *, chunk_messages: int = 1_000_000,

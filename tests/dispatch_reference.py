@@ -11,11 +11,12 @@ import time
 import numpy as np
 import pandas as pd
 
-from rmqlab.dispatch import DELAY_LEVEL_TABLE, SCHEDULE_TOPIC, goes_to_consume_queue_many
+from rmqlab.dispatch import DELAY_LEVEL_TABLE, SCHEDULE_TOPIC, goes_to_consume_queue_many, lmq_dispatch_many
 from rmqlab.formats import commitlog as cl
 from rmqlab.formats import consumequeue as cq
 from rmqlab.javahash import java_hash_many
 from rmqlab.store import DispatchReport, Store
+from rmqlab.storedispatch import QueueWriters, Run
 
 _MISSING_LEVEL_DELAY = 1000
 
@@ -37,8 +38,10 @@ def reference_tags_codes(topics, tags, delay_levels, store_timestamps) -> np.nda
     return codes
 
 
-def reference_consume_queues(store: Store, msgs: pd.DataFrame) -> tuple[int, int, dict[str, int]]:
-    """Store._dispatch_consume_queues as first written (pandas mask and groupby of the frame)."""
+def reference_consume_queues(store: Store, msgs: pd.DataFrame, writers: QueueWriters | None = None,
+                             ) -> tuple[int, int, dict[str, int]]:
+    """The ConsumeQueue step as first written (pandas mask and groupby of the frame), the
+    ConsumeQueueExt units through `writers` (one QueueWriters for the whole dispatch)."""
     put = msgs[goes_to_consume_queue_many(msgs["sys_flag"].to_numpy(np.int64))]
     if put.empty:
         return 0, 0, {}
@@ -52,7 +55,11 @@ def reference_consume_queues(store: Store, msgs: pd.DataFrame) -> tuple[int, int
         has_files = folder.is_dir() and any(folder.iterdir())
         codes = g["tags_code"].to_numpy(np.int64)
         if store.consume_queue_ext:
-            codes = store._put_ext(topic, int(qid), codes, g["store_timestamp"].to_numpy(np.int64), has_files)
+            own = writers is None
+            writers = QueueWriters(store) if own else writers
+            codes = writers.ext(topic, int(qid)).put_many(codes, g["store_timestamp"].to_numpy(np.int64))
+            if own:
+                writers.close()
         opener = cq.ConsumeQueueWriter.open if has_files else cq.ConsumeQueueWriter.create
         with opener(folder, mapped_file_size=store.consume_queue_file_size) as w:
             status = w.put_many(g["phy_offset"].to_numpy(np.int64), g["total_size"].to_numpy(np.int64),
@@ -78,19 +85,57 @@ def arrow_index_columns(msgs: pd.DataFrame) -> dict:
     return out
 
 
+def reference_lmq(store: Store, msgs: pd.DataFrame) -> int:
+    """The multi-dispatch units as first written: after every message's own unit, a pandas
+    groupby per queue (the same bytes as message order unless a queue gets both kinds)."""
+    if not store.enable_multi_dispatch or msgs.empty:
+        return 0
+    put = msgs[goes_to_consume_queue_many(msgs["sys_flag"].to_numpy(np.int64))]
+    rows, units, _ = lmq_dispatch_many(put["topic"].to_numpy(object), put["queue_id"].to_numpy(np.int64),
+                                       put["properties"], enable_lmq=store.enable_lmq,
+                                       enable_multi_dispatch=True, broker_version=store.broker_version)
+    if not len(rows):
+        return 0
+    src = put.iloc[rows]
+    codes = reference_tags_codes(src["topic"].to_numpy(object), src["tags"].to_numpy(object),
+                                 src["delay_level"].to_numpy(np.int64), src["store_timestamp"].to_numpy(np.int64))
+    frame = pd.DataFrame({"name": [u[0] for u in units], "qid": [u[1] for u in units],
+                          "qoff": np.array([u[2] for u in units], np.int64),
+                          "phy": src["phy_offset"].to_numpy(np.int64),
+                          "size": src["total_size"].to_numpy(np.int64), "code": codes})
+    written = 0
+    for (name, qid), g in frame.groupby(["name", "qid"], sort=True):
+        folder = cq.queue_dir(store.root, name, int(qid))
+        opener = cq.ConsumeQueueWriter.open if folder.is_dir() and any(folder.iterdir()) \
+            else cq.ConsumeQueueWriter.create
+        with opener(folder, mapped_file_size=store.consume_queue_file_size) as w:
+            status = w.put_many(g["phy"].to_numpy(), g["size"].to_numpy(), g["code"].to_numpy(), g["qoff"].to_numpy())
+        written += int(sum(cq.STATUS_NAMES[int(x)] not in ("duplicate-physical", "duplicate-logical")
+                           for x in status))
+    return written
+
+
 def reference_dispatch(store: Store) -> DispatchReport:
-    """Store.dispatch with the first-written consume queue and index steps."""
+    """Store.dispatch as first written: the whole CommitLog read at once (str objects), then
+    each step over all of it, with the first-written consume queue, multi-dispatch and index
+    steps."""
     t0 = time.perf_counter()
     start = store.reput_from_offset()
     msgs = cl.read_columns(store.commitlog_dir, body=False, start_offset=start)
     end = int((msgs["phy_offset"] + msgs["total_size"]).max()) if len(msgs) else start
-    simple, extra = store._dispatch_5x(msgs)
-    units, queues, skipped = reference_consume_queues(store, simple)
-    extra.update(lmq_units=store._dispatch_lmq(simple))
+    run = Run(store)
+    try:
+        simple = run.batch_queues(msgs)
+        units, queues, skipped = reference_consume_queues(store, simple, run.writers)
+    finally:
+        run.writers.close()
+    lmq_units = reference_lmq(store, simple)
     with store.index(writable=True) as idx:
         keys = idx.build_columns(arrow_index_columns(msgs)) if len(msgs) else 0
         index_files = len(idx.files)
         index_msg_ts = idx.index_msg_timestamp
-    store._update_checkpoint(msgs, index_msg_ts)
+    if len(msgs):
+        run.note_times(msgs)
+    run.write_checkpoint(index_msg_ts)
     return DispatchReport(start, end, len(msgs), units, queues, keys, index_files, msgs.attrs.get("report"),
-                          time.perf_counter() - t0, skipped, **extra)
+                          time.perf_counter() - t0, skipped, batch_queue_units=run.batch_units, lmq_units=lmq_units)
