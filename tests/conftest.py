@@ -28,6 +28,19 @@ def pytest_terminal_summary(terminalreporter):
             terminalreporter.line(line)
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _scratch_inside_pytest_basetemp(tmp_path_factory):
+    """tempfile.mkdtemp() of tests and strategies (thousands of stores a run) makes its folders
+    inside pytest's base temp folder, which pytest prunes to the last three runs, so a machine
+    that runs the suite every day does not fill /tmp."""
+    import tempfile
+
+    before = tempfile.tempdir
+    tempfile.tempdir = str(tmp_path_factory.mktemp("mkdtemp"))
+    yield
+    tempfile.tempdir = before
+
+
 @pytest.fixture(scope="session")
 def spark():
     """A local SparkSession from rmqlab.spark.get_session(). Cost: about 12 s once per run (the
