@@ -93,10 +93,13 @@ def test_dispatch_is_incremental(store_dir, tmp_path, capsys):
     bare = tmp_path / "bare"
     shutil.copytree(store_dir / "commitlog", bare / "commitlog")
     assert main(["store", "dispatch", str(bare), *GEO]) == 0
-    text = capsys.readouterr().out
-    assert text.startswith("dispatched 2000 messages from offset 0 to ") and "2000 ConsumeQueue units" in text
+    out, err = capsys.readouterr()
+    assert out.startswith("dispatched 2000 messages from offset 0 to ") and "2000 ConsumeQueue units" in out
+    end = cl.max_offset(bare / "commitlog") / 2**20
+    assert err.endswith(f"\r{end:,.1f} / {end:,.1f} MiB of CommitLog dispatched\n")   # progress, to the end
     assert main(["store", "dispatch", str(bare), *GEO]) == 0
-    assert capsys.readouterr().out.startswith("dispatched 0 messages")
+    out, err = capsys.readouterr()
+    assert out.startswith("dispatched 0 messages") and err == ""
     for p in sorted(store_dir.rglob("*")):
         if p.is_file():
             assert (bare / p.relative_to(store_dir)).read_bytes() == p.read_bytes(), p

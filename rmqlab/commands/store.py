@@ -171,7 +171,16 @@ def _info(args) -> int:
 
 
 def _dispatch(args) -> int:
-    r = _store(args).dispatch()
+    shown = []
+
+    def progress(done, total):   # bytes of CommitLog, after each part
+        if not args.json:
+            print(f"\r{done / 2**20:,.1f} / {total / 2**20:,.1f} MiB of CommitLog dispatched", end="",
+                  file=sys.stderr, flush=True)
+            shown.append(done)
+    r = _store(args).dispatch(progress=progress)
+    if shown:
+        print(file=sys.stderr)
     d = r.as_dict()
     _emit(args, d, f"dispatched {r.messages} messages from offset {r.from_offset} to {r.to_offset}: "
                    f"{r.consume_queue_units} ConsumeQueue units in {r.queues} queues, {r.index_keys} index keys "
