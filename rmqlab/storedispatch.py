@@ -25,6 +25,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -171,10 +172,10 @@ class QueueWriters:
     def __init__(self, store: Store, max_open: int | None = None):
         self.store = store
         self.max_open = MAX_OPEN_WRITERS if max_open is None else max_open
-        self._open: OrderedDict[tuple, Any] = OrderedDict()
+        self._open: OrderedDict[Path, Any] = OrderedDict()   # by folder
         self._ext_opened: set[tuple[str, int]] = set()
 
-    def _writer(self, key: tuple, opener: Callable[[], Any]):
+    def _writer(self, key: Path, opener: Callable[[], Any]):
         w = self._open.pop(key, None)
         if w is None:
             while len(self._open) >= self.max_open:
@@ -184,22 +185,18 @@ class QueueWriters:
         return w
 
     def consume_queue(self, topic: str, qid: int) -> cq.ConsumeQueueWriter:
-        s = self.store
-
-        def opener():
-            folder = cq.queue_dir(s.root, topic, qid)
-            make = cq.ConsumeQueueWriter.open if _has_files(folder) else cq.ConsumeQueueWriter.create
-            return make(folder, mapped_file_size=s.consume_queue_file_size)
-        return self._writer(("cq", topic, qid), opener)
+        return self._queue(cq.queue_dir(self.store.root, topic, qid), cq.ConsumeQueueWriter,
+                           self.store.consume_queue_file_size)
 
     def batch_queue(self, topic: str, qid: int) -> bcq.BatchConsumeQueueWriter:
-        s = self.store
+        return self._queue(bcq.queue_dir(self.store.root, topic, qid), bcq.BatchConsumeQueueWriter,
+                           self.store.batch_consume_queue_file_size)
 
+    def _queue(self, folder, writer, mapped_file_size: int):
         def opener():
-            folder = bcq.queue_dir(s.root, topic, qid)
-            make = bcq.BatchConsumeQueueWriter.open if _has_files(folder) else bcq.BatchConsumeQueueWriter.create
-            return make(folder, mapped_file_size=s.batch_consume_queue_file_size)
-        return self._writer(("bcq", topic, qid), opener)
+            make = writer.open if _has_files(folder) else writer.create
+            return make(folder, mapped_file_size=mapped_file_size)
+        return self._writer(folder, opener)
 
     def ext(self, topic: str, qid: int) -> cqx.ConsumeQueueExtWriter:
         s = self.store
@@ -217,7 +214,7 @@ class QueueWriters:
                     max_address = int(ext.max()) if len(ext) else None
             return cqx.ConsumeQueueExtWriter.open(folder, mapped_file_size=s.consume_queue_ext_file_size,
                                                   max_address=max_address)
-        w = self._writer(("ext", topic, qid), opener)
+        w = self._writer(cqx.ext_dir(s.root, topic, qid), opener)
         self._ext_opened.add((topic, qid))
         return w
 

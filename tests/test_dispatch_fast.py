@@ -57,19 +57,25 @@ features = st.fixed_dictionaries({
 })
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(features)
-def test_dispatch_writes_the_same_bytes_as_the_reference(f):
-    f["batch"] = f["batch"] and f["broker_version"] is None    # BatchConsumeQueue came in 5.0.0
-    topics = ("T", "B", "orders") if f["batch"] else ("T", "orders")
+def feature_workload(f: dict, commitlog_file_size: int = 1 << 16) -> tuple[Workload, dict]:
+    """The workload and Store options of a draw of `features`."""
+    batch = f["batch"] and f["broker_version"] is None    # BatchConsumeQueue came in 5.0.0
+    topics = ("T", "B", "orders") if batch else ("T", "orders")
     w = Workload(messages=f["messages"], seed=f["seed"], topics=topics, queues_per_topic=f["queues"],
-                 batch_cq_topics=("B",) if f["batch"] else (), inner_batch_max=4 if f["batch"] else 1,
+                 batch_cq_topics=("B",) if batch else (), inner_batch_max=4 if batch else 1,
                  lmq_queues=("%LMQ%a", "%LMQ%b") if f["lmq"] else (), multi_dispatch_every=3 if f["lmq"] else 0,
                  transaction_fraction=f["transaction_fraction"], delay_fraction=f["delay_fraction"],
                  keyless_fraction=f["keyless_fraction"], uniq_key=f["uniq_key"], broker_version=f["broker_version"])
-    options = dict(commitlog_file_size=1 << 16, hash_slot_num=8, index_num=f["index_num"], tz=UTC,
-                   consume_queue_file_size=400, batch_cq_topics=("B",) if f["batch"] else (),
+    options = dict(commitlog_file_size=commitlog_file_size, hash_slot_num=8, index_num=f["index_num"], tz=UTC,
+                   consume_queue_file_size=400, batch_cq_topics=("B",) if batch else (),
                    enable_lmq=f["lmq"], enable_multi_dispatch=f["lmq"], broker_version=f["broker_version"])
+    return w, options
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(features)
+def test_dispatch_writes_the_same_bytes_as_the_reference(f):
+    w, options = feature_workload(f)
     new, old = both_ways(w, options, twice=True)
     digest = tree_digest(new)
     assert any(k.startswith("index") for k in digest) and "checkpoint" in digest

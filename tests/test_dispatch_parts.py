@@ -12,7 +12,7 @@ from unittest import mock
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_dispatch_fast import UTC, features, tree_digest
+from test_dispatch_fast import UTC, feature_workload, features, tree_digest
 
 from rmqlab import dispatch as dp
 from rmqlab import storedispatch
@@ -23,22 +23,6 @@ from rmqlab.store import Store
 from rmqlab.workload import Workload, generate
 
 WHOLE = 1 << 30   # one part for any CommitLog here
-
-
-def _workload(f: dict) -> tuple[Workload, dict]:
-    f["batch"] = f["batch"] and f["broker_version"] is None    # BatchConsumeQueue came in 5.0.0
-    topics = ("T", "B", "orders") if f["batch"] else ("T", "orders")
-    w = Workload(messages=f["messages"], seed=f["seed"], topics=topics, queues_per_topic=f["queues"],
-                 batch_cq_topics=("B",) if f["batch"] else (), inner_batch_max=4 if f["batch"] else 1,
-                 lmq_queues=("%LMQ%a", "%LMQ%b") if f["lmq"] else (), multi_dispatch_every=3 if f["lmq"] else 0,
-                 transaction_fraction=f["transaction_fraction"], delay_fraction=f["delay_fraction"],
-                 keyless_fraction=f["keyless_fraction"], uniq_key=f["uniq_key"], broker_version=f["broker_version"])
-    options = dict(commitlog_file_size=1 << 14, hash_slot_num=8, index_num=f["index_num"], tz=UTC,
-                   consume_queue_file_size=400, batch_cq_topics=("B",) if f["batch"] else (),
-                   enable_lmq=f["lmq"], enable_multi_dispatch=f["lmq"], broker_version=f["broker_version"])
-    if f["ext"]:
-        options.update(consume_queue_ext=True, consume_queue_ext_file_size=2048)
-    return w, options
 
 
 def _dispatch(root: Path, options: dict, part_messages: int, max_open: int | None = None):
@@ -53,7 +37,9 @@ def test_parts_write_what_one_part_writes(f, ext, part_messages, max_open, split
     or with `abort` from where a broker that did not shut down cleanly starts again, so that
     units already written come again), in parts of 1-40 messages with 1, 2 or 256 writers open,
     against one part each time."""
-    w, options = _workload(dict(f, ext=ext))
+    w, options = feature_workload(f, commitlog_file_size=1 << 14)
+    if ext:
+        options.update(consume_queue_ext=True, consume_queue_ext_file_size=2048)
     table = generate(w)
     cut = int(len(table) * split)
     base = Path(tempfile.mkdtemp())
