@@ -260,11 +260,12 @@ class Store:
 
         The CommitLog is read 262,144 messages at a time (:func:`commitlog.read_column_parts`)
         into Arrow columns, and each part written before the next is read, so memory is one
-        part's columns (about 90 MiB) whatever the store's size. Cost
-        (benchmarks/bench_dispatch.py, 2,000,000 messages, AMD EPYC with 2 cores shared with
-        other jobs): about 2.5 M messages/s of wall time, the read a third of it, the index
-        file's msync included. A store with BatchConsumeQueue topics or multi-dispatch, or a
-        part whose text is not UTF-8, is read as str objects instead (about twice the read's
+        part's columns (about 90 MiB) whatever the store's size: +281 MiB anonymous at 16
+        million messages (benchmarks/bench_scaling.py). Cost (benchmarks/bench_dispatch.py,
+        2,000,000 messages, AMD EPYC with 2 cores at load 0.9): 3.2 M messages/s of wall time,
+        3.4 M/s of CPU, the read about 40 % of it, the index file's msync included; 0.4 µs of
+        CPU a message at 16 million. A store with BatchConsumeQueue topics or multi-dispatch, or
+        a part whose text is not UTF-8, is read as str objects instead (about twice the read's
         cost).
 
         A damaged CommitLog record stops the dispatch: the messages before it are dispatched,
