@@ -35,9 +35,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from rmqlab.dispatch import (
-    is_lmq,
-)
+from rmqlab.dispatch import is_lmq
 from rmqlab.formats import batchconsumequeue as bcq
 from rmqlab.formats import checkpoint as cp
 from rmqlab.formats import commitlog as cl

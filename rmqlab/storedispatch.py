@@ -344,11 +344,12 @@ class Run:
         at, names, qids, offsets = lmq
         order = np.argsort(np.concatenate([np.arange(len(rows)), at]), kind="stable")
         own = order < len(rows)
-        src = np.where(own, order, at[np.maximum(order - len(rows), 0)])
+        extra = np.maximum(order - len(rows), 0)                # which multi-dispatch unit (where not own)
+        src = np.where(own, order, at[extra])                   # the message of each unit
         all_names = np.concatenate([np.asarray(topic, dtype=object), names])[order]
         all_qids = np.concatenate([qid, qids])[order]
         all_codes = np.where(own, codes[src], raw_codes[src])   # multi-dispatch units keep the tags code
-        all_qoff = np.where(own, qoff[src], offsets[np.maximum(order - len(rows), 0)])
+        all_qoff = np.where(own, qoff[src], offsets[extra])
         for name, q, units in queue_groups(all_names, all_qids):
             status = self.writers.consume_queue(name, q).put_many(phy[src[units]], size[src[units]],
                                                                   all_codes[units], all_qoff[units])

@@ -872,19 +872,14 @@ def _read_columns(path_or_dir, *, body: bool = True, check_crc: bool = False, on
     given; tests and the benchmark pass :func:`_decode_positions_numpy`)."""
     files = _files_from(path_or_dir, on_error, start_offset)
     report = ReadReport()
-    parts: list[dict[str, Any]] = []
     gc_was = gc.isenabled()
     gc.disable()   # millions of new str/bytes objects, no cycles: skip the collector's passes
     try:
-        df = _read_files(files, report, parts, body, check_crc, on_error, start_offset, arrow=arrow, decode=decode)
+        parts = list(_column_parts(files, report, body, check_crc, on_error, start_offset, arrow=arrow,
+                                   decode=decode))
     finally:
         if gc_was:
             gc.enable()
-    return df
-
-
-def _read_files(files, report, parts, body, check_crc, on_error, start_offset=0, arrow=False, decode=None):
-    parts.extend(_column_parts(files, report, body, check_crc, on_error, start_offset, arrow=arrow, decode=decode))
     df = columns_frame(parts, body, check_crc, arrow=arrow)
     df.attrs["report"] = report
     return df
@@ -941,12 +936,12 @@ def read_column_parts(path_or_dir: str | os.PathLike, *, part_messages: int, bod
     messages each (none empty), in offset order, whose rows joined are the rows of
     :func:`read_columns` with the same arguments. A part ends between two records of one file or
     at a file's end. Each frame's ``attrs["report"]`` is the same :class:`ReadReport` (also the
-    iterator's ``report``), complete
-    once the generator is exhausted; with ``on_error="report"`` damage is in it by the time the
-    part holding the records before the damage is yielded. Memory: one part's columns (the
-    caller keeps what it wants). Cost: :func:`read_columns`' plus a header walk of each file
-    (a few % of the decode). With `arrow`, a text column is large_binary in the parts whose
-    bytes are not UTF-8, and only in those (:func:`read_columns` makes the whole column binary).
+    iterator's ``report``), complete once the iterator is exhausted; with ``on_error="report"``
+    damage is in it by the time the part holding the records before the damage is yielded.
+    Memory: one part's columns (the caller keeps what it wants). Cost: :func:`read_columns`'
+    plus a header walk of each file (a few % of the decode). With `arrow`, a text column is
+    large_binary in the parts whose bytes are not UTF-8, and only in those
+    (:func:`read_columns` makes the whole column binary).
 
     >>> import tempfile
     >>> from rmqlab.formats.commitlog import CommitLogWriter
