@@ -106,9 +106,9 @@ conformance: $(STAMP)
 
 # The sample store: rebuilt from scratch into data/generated/sample-store/ (git ignores it), then
 # checked file by file against the committed data/MANIFEST.sha256; fails if any byte differs.
-# After an intended change: $(VPY) -m rmqlab.sample --write-manifest (see data/README.md).
+# After an intended change: $(VPY) -m rmqlab.lab.sample --write-manifest (see data/README.md).
 data: $(STAMP)
-	$(VPY) -m rmqlab.sample --root data/generated/sample-store --manifest data/MANIFEST.sha256
+	$(VPY) -m rmqlab.lab.sample --root data/generated/sample-store --manifest data/MANIFEST.sha256
 
 clean:
 	rm -rf $(VENV) build *.egg-info rmqlab/*.so

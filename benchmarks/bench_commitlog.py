@@ -43,8 +43,8 @@ from common import machine, publish
 from rmqlab import _records
 from rmqlab.formats import commitlog as cl
 from rmqlab.formats.commitlog import columns as cc
-from rmqlab.store import generate_store
-from rmqlab.workload import Workload
+from rmqlab.lab.generate import generate_store
+from rmqlab.lab.workload import Workload
 
 #: bytes a message of this workload takes on average (measured): sizes the default store
 BYTES_PER_MESSAGE = 312

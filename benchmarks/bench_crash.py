@@ -1,7 +1,7 @@
 """Crash-safety benchmark: SIGKILL a store writer at random points, recover, count lost lookups.
 
 --trials trials (default 60, at least 50), spread evenly over the three phases of
-:mod:`rmqlab.crash` (generate = CommitLog appends with a dispatch after each chunk; dispatch =
+:mod:`rmqlab.lab.crash` (generate = CommitLog appends with a dispatch after each chunk; dispatch =
 an incremental Store.dispatch; bulk = bulk_build of the index folder) and, within each phase,
 over the two kill triggers (``write``: the writer SIGKILLs itself before a random write event,
 writes being cut into 96-byte pieces so records and units tear, index batches torn between
@@ -9,12 +9,12 @@ their entries and their header; ``time``: the parent sends
 SIGKILL after a random delay within an uninterrupted run's duration). Each trial copies the
 crashed store twice:
 
-* ``rmqlab store recover`` (rmqlab.recover.recover_store), then every message whose bytes were
+* ``rmqlab store recover`` (rmqlab.store.recover.recover_store), then every message whose bytes were
   whole on disk at the kill (told from the crashed bytes against the uninterrupted run's, before
   recovery) must still be in the CommitLog, and every key of it (UNIQ_KEY and each KEYS token)
   is looked up in verified mode: *rmqlab lost lookups*; the store must also pass verify_path and
   equal a fresh one-go dispatch of those messages byte for byte;
-* the broker's own restart after an abnormal shutdown (rmqlab.recover.broker_restart:
+* the broker's own restart after an abnormal shutdown (rmqlab.store.recover.broker_restart:
   IndexService.load(lastExitOK=false) deletes index files newer than indexMsgTimestamp,
   CommitLog.recoverAbnormally re-indexes from ~3 s before the checkpoint): *broker-rule lost
   lookups* on the same crashes.
@@ -36,7 +36,7 @@ from pathlib import Path
 
 from common import machine, publish
 
-from rmqlab.crash import CrashConfig, run_trials, summary_markdown, summary_table
+from rmqlab.lab.crash import CrashConfig, run_trials, summary_markdown, summary_table
 from rmqlab.viz.crash import losses_figure
 
 HERE = Path(__file__).resolve().parent

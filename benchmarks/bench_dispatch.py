@@ -44,13 +44,14 @@ from pathlib import Path
 import numpy as np
 from common import machine, publish
 
-from rmqlab.dispatch import goes_to_consume_queue_many
 from rmqlab.formats import commitlog as cl
 from rmqlab.formats.commitlog import columns as cc
-from rmqlab.indexservice import expand_columns
-from rmqlab.store import Store, generate_store
-from rmqlab.storedispatch import Run, write_consume_queue_units
-from rmqlab.workload import Workload
+from rmqlab.lab.generate import generate_store
+from rmqlab.lab.workload import Workload
+from rmqlab.rules.dispatch import goes_to_consume_queue_many
+from rmqlab.store.directory import Store
+from rmqlab.store.indexservice import expand_columns
+from rmqlab.store.reput import Run, write_consume_queue_units
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from dispatch_reference import arrow_index_columns, reference_consume_queues, reference_dispatch  # noqa: E402

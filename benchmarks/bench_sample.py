@@ -1,4 +1,4 @@
-"""Sample-store build time: how long ``rmqlab.sample.build_sample_store`` takes, with the budget
+"""Sample-store build time: how long ``rmqlab.lab.sample.build_sample_store`` takes, with the budget
 it is meant to stay under (15 s: the notebooks build it on first use, so a user waits for it).
 
 A time measured on a shared machine is not a test result, so the budget lives here rather than
@@ -17,7 +17,7 @@ from pathlib import Path
 
 from common import machine
 
-from rmqlab import sample
+from rmqlab.lab import sample
 
 BUDGET_SECONDS = 15.0
 MANIFEST = Path(__file__).resolve().parents[1] / sample.DEFAULT_MANIFEST

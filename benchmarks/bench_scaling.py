@@ -111,7 +111,7 @@ def kafka_dir(work: Path, scale: int) -> Path:
 
 
 def workload(messages: int):
-    from rmqlab.workload import Workload
+    from rmqlab.lab.workload import Workload
 
     return Workload(messages=messages, seed=1, body_median=100, topics=("TopicTest", "orders", "payments", "users"),
                     rate=20_000.0)
@@ -121,7 +121,7 @@ def prepare(work: Path, scales: list[int], args) -> None:
     """The CommitLog of each scale's store and each scale's Kafka segment (not measured)."""
     from bench_kafka import write_segment
 
-    from rmqlab.store import generate_store
+    from rmqlab.lab.generate import generate_store
 
     for s in scales:
         root = store_dir(work, s)
@@ -191,8 +191,8 @@ def run_decode(work: Path, scale: int, args, profile) -> dict:
 
 def run_dispatch(work: Path, scale: int, args, profile) -> dict:
     from rmqlab.formats import commitlog as cl
-    from rmqlab.indexservice import expand_columns
-    from rmqlab.store import Store
+    from rmqlab.store.directory import Store
+    from rmqlab.store.indexservice import expand_columns
 
     root = store_dir(work, scale)
     for part in ("consumequeue", "index", "checkpoint"):
@@ -222,7 +222,7 @@ def draw_keys(root: Path, n: int) -> np.ndarray:
 
 
 def run_query_many(work: Path, scale: int, args, profile) -> dict:
-    from rmqlab.store import Store
+    from rmqlab.store.directory import Store
 
     root = store_dir(work, scale)
     store = Store(root)

@@ -45,10 +45,10 @@ KEYS_PER_MESSAGE = 1.9     # the default workload: UNIQ_KEY + 0.9 KEYS tokens a 
 def child(args) -> None:
     """One build in this process; prints a JSON line."""
     t0 = time.monotonic()
+    from rmqlab.lab.workload import Workload
     from rmqlab.spark import get_session
     from rmqlab.spark.build import build_index_files
     from rmqlab.spark.sources import WorkloadSource
-    from rmqlab.workload import Workload
 
     spark = get_session(remote=args.remote) if args.remote else get_session(args.master)
     t_session = time.monotonic() - t0

@@ -37,8 +37,9 @@ import numpy as np
 from common import machine, publish
 
 from rmqlab.formats import commitlog as cl
-from rmqlab.store import Store, generate_store
-from rmqlab.workload import Workload
+from rmqlab.lab.generate import generate_store
+from rmqlab.lab.workload import Workload
+from rmqlab.store.directory import Store
 
 HERE = Path(__file__).resolve().parent
 OUT = HERE / "out" / "store"

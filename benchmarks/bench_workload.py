@@ -3,7 +3,7 @@
 Measured, each as the best of --repeat runs after one warm-up run (the first run in a process
 also pays page faults for fresh memory and pyarrow's lazy start-up, reported separately):
 
-* **columns**: ``rmqlab.workload.generate_chunks`` alone, all chunks materialised, for
+* **columns**: ``rmqlab.lab.workload.generate_chunks`` alone, all chunks materialised, for
   "small" messages (bodies median 100 bytes, clipped at 256; default keys, tags, UNIQ_KEY)
   and for a "features" mix (3 topics, 16 producers, a quarter of them IPv6, 1.5 keys a
   message, 5 % transactional, 5 % delayed, colliding keys);
@@ -36,7 +36,7 @@ import pyarrow as pa
 from common import machine
 
 import rmqlab
-from rmqlab.workload import BLOCK_MESSAGES, Workload, generate_chunks
+from rmqlab.lab.workload import BLOCK_MESSAGES, Workload, generate_chunks
 
 SMALL = dict(rate=100_000.0, body_median=100, body_max=256)
 FEATURES = dict(SMALL, producers=16, topics=("Orders", "Payments", "Audit"), ipv6_fraction=0.25,
@@ -95,7 +95,7 @@ def main() -> None:
     with contextlib.redirect_stdout(_Tee(sys.stdout, printed)):
         _run(args)
     if args.record:
-        text = printed.getvalue().replace("# rmqlab.workload benchmark",
+        text = printed.getvalue().replace("# rmqlab.lab.workload benchmark",
                                           f"## {dt.date.today().isoformat()}: workload generator", 1)
         with open(Path(__file__).resolve().parent / "RESULTS.md", "a") as fh:
             fh.write("\n" + text.strip() + "\n")
@@ -121,7 +121,7 @@ def _run(args) -> None:
     pa.set_io_thread_count(1)
     out = {"machine": machine(), "messages": args.messages, "chunk": args.chunk,
            "block": BLOCK_MESSAGES, "rmqlab": rmqlab.__version__}
-    print(f"# rmqlab.workload benchmark\n\nMachine: {out['machine']}; pinned to CPU {args.cpu}.\n")
+    print(f"# rmqlab.lab.workload benchmark\n\nMachine: {out['machine']}; pinned to CPU {args.cpu}.\n")
     print("| measure | best time | rows | producer sends/s | rows/s | first (cold) run |")
     print("|---|---|---|---|---|---|")
     for name, kw in (("columns, small messages", SMALL), ("columns, features mix", FEATURES)):

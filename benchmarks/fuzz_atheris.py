@@ -32,15 +32,15 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "tests"))
 
 with atheris.instrument_imports(include=["rmqlab"]):
+    import rmqlab.analysis.indexstats  # noqa: F401  (file_report: the heavy calls)
     import rmqlab.formats.checkpoint  # noqa: F401
     import rmqlab.formats.commitlog  # noqa: F401
     import rmqlab.formats.consumequeue  # noqa: F401
     import rmqlab.formats.indexfile  # noqa: F401
     import rmqlab.formats.msgid  # noqa: F401
-    import rmqlab.indexservice  # noqa: F401
-    import rmqlab.indexstats  # noqa: F401  (file_report: the heavy calls)
     import rmqlab.kafka.index  # noqa: F401
     import rmqlab.kafka.log  # noqa: F401
+    import rmqlab.store.indexservice  # noqa: F401
 
 import fuzz_support as fs  # noqa: E402
 

@@ -77,20 +77,20 @@ MODULES: dict[str, tuple[str, list[str]]] = {
         "tests/test_mutation_gaps_indexfile.py",
         DOCTESTS.format("rmqlab.formats.indexfile"),
     ]),
-    "indexservice": ("rmqlab/indexservice.py", [
+    "indexservice": ("rmqlab/store/indexservice.py", [
         "tests/test_indexservice.py",
         "tests/test_indexservice_columns.py",
         "tests/test_indexstats.py",
         "tests/test_keyindex.py",
         "tests/test_buildsteps.py",
         "tests/test_mutation_gaps_indexservice.py",
-        DOCTESTS.format("rmqlab.indexservice"),
+        DOCTESTS.format("rmqlab.store.indexservice"),
     ]),
-    "keyquery": ("rmqlab/keyquery.py", [
+    "keyquery": ("rmqlab/store/keyquery.py", [
         "tests/test_keyquery.py",
         "tests/test_keyindex.py",
         "tests/test_mutation_gaps_keyquery.py",
-        DOCTESTS.format("rmqlab.keyquery"),
+        DOCTESTS.format("rmqlab.store.keyquery"),
     ]),
 }
 
@@ -255,15 +255,15 @@ JUDGED: dict[str, dict[tuple[int, ...], str]] = {
         (133,): "t == ts has ended the loop the line before",
     },
     # indexservice.py
-    "rmqlab.indexservice.x__now_ms": {
+    "rmqlab.store.indexservice.x__now_ms": {
         (1,): "true division then int() truncates like //, except within float rounding (~0.2 µs) of a "
               "millisecond boundary, which no caller can tell from reading the clock a moment later",
     },
-    "rmqlab.indexservice.x__string_column": {
+    "rmqlab.store.indexservice.x__string_column": {
         (5, 7): "a missing column becomes nulls of null type instead of large_string; index_keys_many reads "
                 "both as no value",
     },
-    "rmqlab.indexservice.x_expand_columns": {
+    "rmqlab.store.indexservice.x_expand_columns": {
         (4, 6, 17, 19): "integer columns stay integers: ExpandedKeys widens them to int64 and _kept_messages "
                         "compares them exactly",
         (40, 42, 45, 47): "goes_to_index_many converts sys_flag to int64 itself",
@@ -271,13 +271,13 @@ JUDGED: dict[str, dict[tuple[int, ...], str]] = {
         (122,): "indexing with an empty index array gives the same empty bool array",
         (147, 149): "pa.array infers int64 from the int64 NumPy array",
     },
-    "rmqlab.indexservice.xǁExpandedKeysǁkey_list": {
+    "rmqlab.store.indexservice.xǁExpandedKeysǁkey_list": {
         (2, 4, 8, 9): "str() of a pyarrow string scalar is its value, and full keys are never null",
     },
-    "rmqlab.indexservice.xǁExpandedKeysǁ__post_init__": {
+    "rmqlab.store.indexservice.xǁExpandedKeysǁ__post_init__": {
         (19, 21): "np.arange's default integer is int64 on Linux and macOS (and on Windows from NumPy 2)",
     },
-    "rmqlab.indexservice.xǁIndexServiceǁbuild_columns": {
+    "rmqlab.store.indexservice.xǁIndexServiceǁbuild_columns": {
         (6, 8, 34, 36): "integer columns are integer arrays without being told; they are read only through "
                         "int() and put_keys, which takes any integer array as longs",
         (24,): "without the str-object fast path, expand_columns gives the same puts (the two paths are tested "
@@ -285,73 +285,73 @@ JUDGED: dict[str, dict[tuple[int, ...], str]] = {
         (31,): "given hashes, put_keys never reads the keys",
         (99,): "with no puts the file just obtained is never full, so `after` is not read",
     },
-    "rmqlab.indexservice.x__object_column": {
+    "rmqlab.store.indexservice.x__object_column": {
         (3, 6): "np.full with None gives an object array without being told",
     },
-    "rmqlab.indexservice.x_index_key_hashes": {
+    "rmqlab.store.indexservice.x_index_key_hashes": {
         (4, 6): "integer offsets are an integer array without being told, and _kept_messages compares them "
                 "exactly",
         (34, 36, 39, 41): "goes_to_index_many converts sys_flag to int64 itself",
         (86, 155): "NumPy sums int32 in the platform integer, int64 on Linux and macOS (and on Windows from "
                    "NumPy 2)",
     },
-    "rmqlab.indexservice.x__arrow_key_columns": {
+    "rmqlab.store.indexservice.x__arrow_key_columns": {
         (41,): "zero_copy_only=None is as falsy as False",
         (42,): "the indices hold no null (a null topic has declined the path), so they convert without a copy",
     },
-    "rmqlab.indexservice.x_index_file_name_ms": {
+    "rmqlab.store.indexservice.x_index_file_name_ms": {
         (15,): "a naive datetime's timestamp() reads it as local time, as astimezone() does",
     },
-    "rmqlab.indexservice.xǁIndexServiceǁbuild_index": {
+    "rmqlab.store.indexservice.xǁIndexServiceǁbuild_index": {
         (3,): "what the silent observer returns is never read",
         (105,): "after a refused put the file is full, so the next file is always created: > and >= agree",
     },
-    "rmqlab.indexservice.xǁIndexServiceǁ__init__": {
+    "rmqlab.store.indexservice.xǁIndexServiceǁ__init__": {
         (19,): "the list is replaced by the folder's ignored files before anything reads it",
     },
-    "rmqlab.indexservice.x_index_file_name": {
+    "rmqlab.store.indexservice.x_index_file_name": {
         (10,): "datetime.fromtimestamp(secs, None) is the local time, as without a zone",
     },
-    "rmqlab.indexservice.x_next_free_index_file_name": {
+    "rmqlab.store.indexservice.x_next_free_index_file_name": {
         (17,): "`after` names an existing file, which `taken` has stepped past, so the name never equals it",
     },
-    "rmqlab.indexservice.x__kept_messages": {
+    "rmqlab.store.indexservice.x__kept_messages": {
         (12,): "with no messages the running maximum is never read",
     },
-    "rmqlab.indexservice.x__column": {
+    "rmqlab.store.indexservice.x__column": {
         (1, 5, 6): "a DataFrame's .get(name) gives the column or None just the same",
     },
-    "rmqlab.indexservice.xǁIndexServiceǁtrace_query": {
+    "rmqlab.store.indexservice.xǁIndexServiceǁtrace_query": {
         (13, 16, 26): "_query sets trace.max_num and trace.files before anything reads them",
     },
-    "rmqlab.indexservice.xǁDirectoryQueryTraceǁ__str__": {
+    "rmqlab.store.indexservice.xǁDirectoryQueryTraceǁ__str__": {
         (8, 9, 10): "the fallback text is for a searched file without a walk, which _query never produces",
     },
-    "rmqlab.indexservice.x_query_trace_dict": {
+    "rmqlab.store.indexservice.x_query_trace_dict": {
         (28,): "pandas reads to_dict's orient case-insensitively",
     },
-    "rmqlab.indexservice.x__slice": {
+    "rmqlab.store.indexservice.x__slice": {
         (1, 8, 12, 13): "pyarrow arrays slice with [lo:hi] as with .slice",
         (4, 6, 7): "given hashes, put_keys never reads the keys, and build_columns slices to the end anyway",
     },
-    "rmqlab.indexservice.x_bulk_build": {
+    "rmqlab.store.indexservice.x_bulk_build": {
         (28, 32, 34): "check_index_num has made cap = index_num - 1 >= 1 already",
         (56, 59, 61, 62): "with no keys the hash array is only ever sliced empty",
         (95, 103, 113): "given hashes, build_index_file never reads the keys; without, it hashes the same keys itself",
     },
-    "rmqlab.indexservice.xǁIndexServiceǁput_message": {
+    "rmqlab.store.indexservice.xǁIndexServiceǁput_message": {
         (1,): "sys_flag 1 is the compressed flag; only the transaction bits (0xC) decide indexing",
     },
-    "rmqlab.indexservice.x__as_expanded": {
+    "rmqlab.store.indexservice.x__as_expanded": {
         (9, 11, 15, 16): "a DataFrame's keys() are its columns",
         (35, 43, 47, 48): "the keys stay a pandas Series: the same strings are hashed, and with the hashes given "
                           "the keys are not read again",
         (36, 38, 40): "the same strings as an object array (np.asarray of a str column is an object array)",
     },
-    "rmqlab.indexservice.x_expand_messages": {
+    "rmqlab.store.indexservice.x_expand_messages": {
         (34, 36, 38, 40): "ExpandedKeys.__post_init__ converts offsets and times to int64",
     },
-    "rmqlab.indexservice.xǁIndexServiceǁquery_offsets_many": {
+    "rmqlab.store.indexservice.xǁIndexServiceǁquery_offsets_many": {
         (28, 30): "index_hash_many returns int32 already",
         (34, 36): "float counters of small integers are exact, and are cast to int32 rooms and int64 starts",
         (50,): "a full list gets room 0, and a walk reads nothing with room 0",
@@ -440,7 +440,7 @@ JUDGED: dict[str, dict[tuple[int, ...], str]] = {
                           "keeps the map coherent), and the C loop takes any negative descriptor as none",
     },
     # keyquery.py
-    "rmqlab.keyquery.x_result_table": {
+    "rmqlab.store.keyquery.x_result_table": {
         (31,): "broker_returned is the bool Series isin gave, so to_numpy() is the same bool array",
         (48, 53, 58): "pandas gives an object array for every text dtype (object, string, string[pyarrow], "
                       "category of str)",
@@ -449,14 +449,14 @@ JUDGED: dict[str, dict[tuple[int, ...], str]] = {
         (5,): "the diff's rows for one offset are identical (an offset the broker returns twice gets the same "
               "reason and detail twice), so dropping whole duplicate rows keeps one per offset too",
     },
-    "rmqlab.keyquery.x__real_matches": {
+    "rmqlab.store.keyquery.x__real_matches": {
         (2, 4): "an empty array of any dtype sets nothing, and query_key makes it an empty bool Series",
         (6, 7): "pandas gives an object array for every text dtype, with None for missing values as asked",
         (27, 29): "key_tokens_many gives a large list array, whose parent indices are int64 already",
         (33, 35, 36): "to_numpy of a large string array is an object array already (zero_copy_only=None is "
                       "as falsy as False)",
     },
-    "rmqlab.keyquery.x_query_key": {
+    "rmqlab.store.keyquery.x_query_key": {
         (52,): "drop=None is as falsy as False",
         (62, 63, 64): "any index name but phy_offset keeps sort_values from finding phy_offset ambiguous, and the "
                       "index is dropped before anything leaves query_key",
@@ -465,27 +465,27 @@ JUDGED: dict[str, dict[tuple[int, ...], str]] = {
                "between() of its empty store_timestamp is the empty bool Series `real` is",
         (174,): "np.unique of no entries is empty: len 0, as the else branch gives",
     },
-    "rmqlab.keyquery.x_query_many": {
+    "rmqlab.store.keyquery.x_query_many": {
         (152, 195): "notna() and between() give bool Series, whose to_numpy() is bool already",
         (157, 159, 170, 207, 209, 216): "copying the columns or not: each is a fresh array made for the frame, "
                                         "and nothing writes them",
     },
-    "rmqlab.keyquery.x__compare": {
+    "rmqlab.store.keyquery.x__compare": {
         (109, 110, 111): "unreachable: a step the broker's walk read with a matching hash and time is always "
                          "returned, so a real match in range found that way is in `returned`",
     },
-    "rmqlab.keyquery.x__messages_at": {
+    "rmqlab.store.keyquery.x__messages_at": {
         (8,): "the general path (distinct offsets, reindexed to the asked ones) gives the same rows in the same "
               "order when the reader answered exactly the offsets asked; only slower",
     },
-    "rmqlab.keyquery.x__table": {
+    "rmqlab.store.keyquery.x__table": {
         (2, 4, 13): "copying the columns or not: each is a fresh array made for the table, and nothing writes them",
     },
-    "rmqlab.keyquery.xǁKeyQueryǁunreached": {
+    "rmqlab.store.keyquery.xǁKeyQueryǁunreached": {
         (13, 15): "merge's default `on` is the columns both frames share, here phy_offset alone",
         (36,): "drop=None is as falsy as False",
     },
-    "rmqlab.keyquery.x__take": {
+    "rmqlab.store.keyquery.x__take": {
         (1,): "for a NumPy column, .array is a NumpyExtensionArray whose take gives the same values, and the "
               "frame built from it has the same NumPy dtype",
     },
@@ -498,7 +498,7 @@ EQUIVALENT: dict[str, str] = {f"{function}__mutmut_{number}": why
 
 
 def function_label(function: str) -> str:
-    """``rmqlab.indexservice.xǁIndexServiceǁput_message`` -> ``IndexService.put_message``."""
+    """``rmqlab.store.indexservice.xǁIndexServiceǁput_message`` -> ``IndexService.put_message``."""
     name = function.rsplit(".", 1)[-1]
     return name[2:].replace("\u01c1", ".") if name.startswith("x\u01c1") else name[2:]
 

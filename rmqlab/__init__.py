@@ -22,7 +22,7 @@ from rmqlab.formats.indexfile import (
     build_index_file,
     read_header,
 )
-from rmqlab.javahash import index_hash, index_hash_many, index_key, java_hash, java_hash_many
+from rmqlab.jvm.hashcode import index_hash, index_hash_many, index_key, java_hash, java_hash_many
 
 __version__ = "0.1.0"
 

@@ -35,13 +35,13 @@ from rmqlab.commands import UsageError
 from rmqlab.errors import RmqlabError
 from rmqlab.extras import MissingExtraError
 from rmqlab.formats.indexfile import LONG_MAX, IndexFile
-from rmqlab.indexservice import (
+from rmqlab.jvm.hashcode import index_key
+from rmqlab.store.indexservice import (
     DEFAULT_MAX_MSGS_NUM_BATCH,
     DEFAULT_QUERY_MAX_NUM,
     IndexService,
     query_trace_dict,
 )
-from rmqlab.javahash import index_key
 
 __all__ = ["main", "index_file_info"]
 

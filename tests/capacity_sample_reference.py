@@ -23,10 +23,10 @@ from rmqlab.capacity.model import (
     broker_walk_entries,
 )
 from rmqlab.capacity.plan import Plan
-from rmqlab.dispatch import index_keys_many
 from rmqlab.formats.indexfile import Geometry
-from rmqlab.javahash import index_hash_many
-from rmqlab.workload import generate_chunks
+from rmqlab.jvm.hashcode import index_hash_many
+from rmqlab.lab.workload import generate_chunks
+from rmqlab.rules.dispatch import index_keys_many
 
 
 def sample_index_keys(plan: Plan, entries: int, *, hot_keys: int | None = None, seed: int | None = None,

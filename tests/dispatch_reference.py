@@ -11,12 +11,12 @@ import time
 import numpy as np
 import pandas as pd
 
-from rmqlab.dispatch import DELAY_LEVEL_TABLE, SCHEDULE_TOPIC, goes_to_consume_queue_many, lmq_dispatch_many
 from rmqlab.formats import commitlog as cl
 from rmqlab.formats import consumequeue as cq
-from rmqlab.javahash import java_hash_many
-from rmqlab.store import DispatchReport, Store
-from rmqlab.storedispatch import QueueWriters, Run
+from rmqlab.jvm.hashcode import java_hash_many
+from rmqlab.rules.dispatch import DELAY_LEVEL_TABLE, SCHEDULE_TOPIC, goes_to_consume_queue_many, lmq_dispatch_many
+from rmqlab.store.directory import DispatchReport, Store
+from rmqlab.store.reput import QueueWriters, Run
 
 _MISSING_LEVEL_DELAY = 1000
 

@@ -563,9 +563,9 @@ class IndexFileTarget(Target):
         return out
 
     def run(self, rt, seed, data, ops, rng, heavy):
+        from rmqlab.analysis.indexstats import file_report
         from rmqlab.formats.indexfile import IndexFile
-        from rmqlab.indexservice import IndexService
-        from rmqlab.indexstats import file_report
+        from rmqlab.store.indexservice import IndexService
 
         m = seed.meta
         d = rt.fresh_dir()
@@ -653,7 +653,7 @@ def _index_special(ch, seed: Seed) -> list[tuple]:
     """Pointer edits: prev_index to itself / forward / past index_count, a two-entry cycle (also
     one whose entries match a query key, so the walk keeps finding results), slots past
     index_count, index_count beyond the geometry, negative time diffs."""
-    from rmqlab.javahash import index_hash
+    from rmqlab.jvm.hashcode import index_hash
 
     m = seed.meta
     hsn, num, count = m["hsn"], m["num"], m["count"]
@@ -729,8 +729,8 @@ class ConsumeQueueTarget(Target):
     heavy_every = 8
 
     def seeds(self, workdir: Path) -> list[Seed]:
-        from rmqlab.dispatch import tags_code
         from rmqlab.formats.consumequeue import ConsumeQueueWriter
+        from rmqlab.rules.dispatch import tags_code
 
         out = []
         specs = {

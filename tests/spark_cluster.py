@@ -197,22 +197,22 @@ WORKLOAD_ARGS = ["--workload", "--messages", "3000", "--seed", "5", "--commitlog
 
 def cli_workload_source():
     """The WorkloadSource that `rmqlab spark build` makes of :data:`WORKLOAD_ARGS`."""
+    from rmqlab.lab.workload import Workload
     from rmqlab.spark.sources import WorkloadSource
-    from rmqlab.workload import Workload
 
     w = Workload(messages=3000, seed=5, topics=("TopicTest",), rate=1000.0, pattern="steady", collision_pairs=2)
     return WorkloadSource(w, commitlog_file_size=262144)
 
 
 def single_process_build(source, directory: Path) -> list[Path]:
-    """rmqlab.indexservice.bulk_build of all of `source`'s keys, each file named by its first
+    """rmqlab.store.indexservice.bulk_build of all of `source`'s keys, each file named by its first
     key's store time in UTC: what build_index_files writes for the same source."""
     import datetime
 
     import pyarrow as pa
 
-    from rmqlab.indexservice import ExpandedKeys, bulk_build
     from rmqlab.spark.sources import KEY_SCHEMA
+    from rmqlab.store.indexservice import ExpandedKeys, bulk_build
 
     t = pa.Table.from_batches([b for i in range(source.num_partitions) for b in source.keys(i)], schema=KEY_SCHEMA)
     keys = ExpandedKeys(t.column("key").combine_chunks(), t.column("phy_offset").to_numpy(),
@@ -224,7 +224,7 @@ def single_process_build(source, directory: Path) -> list[Path]:
 
 
 def index_files(directory: Path) -> list[Path]:
-    from rmqlab.indexservice import is_index_file_name
+    from rmqlab.store.indexservice import is_index_file_name
 
     return sorted(p for p in directory.iterdir() if is_index_file_name(p.name))
 

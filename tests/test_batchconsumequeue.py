@@ -11,10 +11,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rmqlab import dispatch as dp
 from rmqlab.errors import CorruptIndexError, FormatError, RmqlabError
 from rmqlab.formats import batchconsumequeue as bcq
 from rmqlab.formats import consumequeue as cq
+from rmqlab.rules import dispatch as dp
 
 T0 = 1_718_000_000_000
 
@@ -212,8 +212,8 @@ STORE_OPTS = dict(commitlog_file_size=1 << 18, hash_slot_num=16, index_num=2048,
 
 @pytest.fixture(scope="module")
 def feature_store(tmp_path_factory):
-    from rmqlab.store import generate_store
-    from rmqlab.workload import Workload
+    from rmqlab.lab.generate import generate_store
+    from rmqlab.lab.workload import Workload
 
     root = tmp_path_factory.mktemp("bcq") / "store"
     store = generate_store(root, Workload(messages=600, seed=4, **FEATURES), **STORE_OPTS)
@@ -221,7 +221,7 @@ def feature_store(tmp_path_factory):
 
 
 def test_workload_inner_batches_and_lmq_offsets():
-    from rmqlab.workload import Workload, generate
+    from rmqlab.lab.workload import Workload, generate
 
     t = generate(Workload(messages=400, seed=4, **FEATURES)).to_pandas()
     b = t[t["topic"] == "B"]
@@ -320,7 +320,7 @@ def test_lmq_offsets_form_by_broker_version():
 
 
 def test_workload_lmq_offsets_agree_for_lmq_names_across_versions():
-    from rmqlab.workload import Workload, generate
+    from rmqlab.lab.workload import Workload, generate
 
     def offsets(version):
         t = generate(Workload(messages=300, seed=2, broker_version=version, **FEATURES_LMQ)).to_pandas()
@@ -335,9 +335,9 @@ FEATURES_LMQ = dict(topics=("T",), lmq_queues=("%LMQ%a", "%LMQ%b"), multi_dispat
 
 @pytest.mark.parametrize("version", ["4.9.3", "4.9.4", "5.3.1"])
 def test_store_of_each_lmq_version_dispatches_and_verifies(tmp_path, version):
-    from rmqlab.store import generate_store
+    from rmqlab.lab.generate import generate_store
+    from rmqlab.lab.workload import Workload
     from rmqlab.verify import verify_path
-    from rmqlab.workload import Workload
 
     store = generate_store(tmp_path / "s", Workload(messages=300, seed=2, broker_version=version, **FEATURES_LMQ),
                            commitlog_file_size=1 << 18, hash_slot_num=16, index_num=2048,
@@ -348,7 +348,7 @@ def test_store_of_each_lmq_version_dispatches_and_verifies(tmp_path, version):
 
 
 def test_workload_refuses_features_the_version_lacks():
-    from rmqlab.workload import Workload
+    from rmqlab.lab.workload import Workload
 
     with pytest.raises(ValueError, match="BatchConsumeQueue"):
         Workload(messages=10, topics=("B",), batch_cq_topics=("B",), broker_version="4.9.8")

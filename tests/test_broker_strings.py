@@ -17,10 +17,10 @@ import pyarrow as pa
 from rmqlab.formats import commitlog as cl
 from rmqlab.formats import consumequeue as cq
 from rmqlab.formats.commitlog.records import decode_text
-from rmqlab.javahash import index_hash, java_hash
-from rmqlab.store import Store
+from rmqlab.jvm.hashcode import index_hash, java_hash
+from rmqlab.lab.workload import Workload, generate
+from rmqlab.store.directory import Store
 from rmqlab.verify import verify_path
-from rmqlab.workload import Workload, generate
 
 #: ill-formed UTF-8 of every kind: a stray continuation, a lead without its tail, a truncated
 #: sequence, an overlong form, an encoded surrogate, a code point past U+10FFFF, and mixes

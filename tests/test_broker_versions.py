@@ -1,7 +1,7 @@
 """Every broker version's store form, written and read back through every reader.
 
 The literal models here restate the broker's Java source (apache/rocketmq, read at the tags in
-rmqlab/brokerversion.py): ``MessageDecoder.messageProperties2String`` /
+rmqlab/rules/versions.py): ``MessageDecoder.messageProperties2String`` /
 ``string2messageProperties`` / ``createCrc32`` and the forceVerifyPropCRC check of
 ``CommitLog.checkMessageAndReturnSize``. The README's "Broker versions" table names these tests.
 """
@@ -22,9 +22,9 @@ from oracles import REAL_DATA
 from reference_model import java_string_to_properties
 
 from rmqlab import _records
-from rmqlab.brokerversion import BrokerVersionError, layout_facts, parse_broker_version
 from rmqlab.errors import FormatError
 from rmqlab.formats import commitlog as cl
+from rmqlab.rules.versions import BrokerVersionError, layout_facts, parse_broker_version
 from rmqlab.verify.check_commitlog import verify_commitlog
 
 REAL = REAL_DATA / "rocketmq"
@@ -270,8 +270,8 @@ def test_real_stores_end_properties_with_0x02_v1_ipv4_no_crc(store):
 
 @pytest.mark.parametrize("version,crc", [("4.9.4", False), ("4.2.0", False), ("5.3.1", True)])
 def test_generated_store_of_a_version_reads_and_verifies(tmp_path, version, crc):
-    from rmqlab.store import generate_store
-    from rmqlab.workload import Workload
+    from rmqlab.lab.generate import generate_store
+    from rmqlab.lab.workload import Workload
 
     w = Workload(messages=1500, seed=4, broker_version=version, append_prop_crc=crc, transaction_fraction=0.1,
                  delay_fraction=0.1, delay_levels=(1,), drain=True)

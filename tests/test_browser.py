@@ -109,7 +109,7 @@ def lab(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def sample():
-    from rmqlab.sample import sample_store
+    from rmqlab.lab.sample import sample_store
 
     store = sample_store()
     return store, int(store.messages()["store_timestamp"].min())
@@ -403,7 +403,7 @@ def test_notebook_04_slot_browser_answers_clicks_after_run_all(browser, artifact
     file in a later cell, so every click was silently lost); the slot grid fits the page in
     JupyterLab's default layout at 1280 px, the selected longest slot's label is whole, and on
     the last page the next-page button is disabled."""
-    from rmqlab.sample import SAMPLE_STORE_OPTIONS, sample_store
+    from rmqlab.lab.sample import SAMPLE_STORE_OPTIONS, sample_store
     from rmqlab.viz.figures import slot_chain_lengths
 
     first_file = sorted(sample_store().index_dir.iterdir())[0]          # the notebook's FILE_NUMBER 0

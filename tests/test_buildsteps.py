@@ -1,4 +1,4 @@
-"""rmqlab.buildsteps: the steps of one buildIndex are what the file's bytes say, and listening to
+"""rmqlab.analysis.buildsteps: the steps of one buildIndex are what the file's bytes say, and listening to
 the put changes nothing.
 
 Truths: the bytes of the files (struct at the documented offsets: slot i at 40 + 4i, entry n at
@@ -14,8 +14,8 @@ matplotlib.use("Agg")
 
 import pytest  # noqa: E402
 
-from rmqlab.buildsteps import NODES, BuildStep, steps_frame, trace_build_index  # noqa: E402
-from rmqlab.indexservice import DispatchRequest, IndexService  # noqa: E402
+from rmqlab.analysis.buildsteps import NODES, BuildStep, steps_frame, trace_build_index  # noqa: E402
+from rmqlab.store.indexservice import DispatchRequest, IndexService  # noqa: E402
 
 T0 = 1_718_000_000_400
 
@@ -92,7 +92,7 @@ def test_slot_read_and_header_agree(tmp_path):
 def test_a_real_message_of_the_sample_store(tmp_path):
     """The sample's first keyed message traced into an empty folder writes the same entry as the
     sample's own first index file holds for it."""
-    from rmqlab.sample import SAMPLE_STORE_OPTIONS, sample_store
+    from rmqlab.lab.sample import SAMPLE_STORE_OPTIONS, sample_store
 
     store = sample_store()
     msgs = store.messages()

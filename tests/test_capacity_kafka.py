@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rmqlab.capacity.kafka import KafkaConfig, kafka_estimate
+from rmqlab.kafka.sizing import KafkaConfig, kafka_estimate
 
 
 def simulate(batch: int, cfg: KafkaConfig, batches_per_second: float, per_batch: int):

@@ -1,5 +1,5 @@
 """The capacity model against independent truths: a generated store (index files counted on
-disk), real index files read back by rmqlab.indexstats, the uniform-hash theory, brute-force
+disk), real index files read back by rmqlab.analysis.indexstats, the uniform-hash theory, brute-force
 simulations of retention, Poisson tails and disk growth, and Monte Carlo's degenerate case."""
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from rmqlab.analysis.indexstats import chain_length_theory, file_stats
 from rmqlab.capacity import EXAMPLE_PLAN_TOML, estimate, monte_carlo, parse_plan
 from rmqlab.capacity.model import (
     OUTPUTS,
@@ -33,14 +34,13 @@ from rmqlab.capacity.model import (
 )
 from rmqlab.formats.commitlog import message_length, place_records
 from rmqlab.formats.indexfile import IndexFile, build_index_file
-from rmqlab.indexstats import chain_length_theory, file_stats
 
 SMALL_INDEX = {"index": {"hash_slot_num": 1000, "index_num": 4001}}
 
 
 def test_generated_store_index_files_and_sizes(tmp_path):
-    from rmqlab.store import generate_store
-    from rmqlab.workload import Workload
+    from rmqlab.lab.generate import generate_store
+    from rmqlab.lab.workload import Workload
 
     w = Workload(messages=20_000, seed=1, keyless_fraction=0.0, keys_per_message=1.0, body_sigma=0.0)
     store = generate_store(tmp_path / "s", w, hash_slot_num=1000, index_num=4001,
@@ -199,7 +199,7 @@ def test_broker_cut_expectation_against_shuffled_real_walks(tmp_path):
         for k, read in _broker_walks(tmp_path, order, m, M).items():
             totals.setdefault(k, []).append(read)
     s = chain_lengths_from_keys(keys, m, len(keys), max_num=M)
-    from rmqlab.javahash import index_hash_many
+    from rmqlab.jvm.hashcode import index_hash_many
     h = index_hash_many(keys).astype(np.int64)
     chains = np.bincount(h % m, minlength=m)
     for k, count in (("T#hot", 12), ("T#warm", 5)):
@@ -221,7 +221,7 @@ def test_broker_cut_against_walks_of_a_sampled_file(tmp_path):
     keys = sample_index_keys(plan, 4000).to_pylist()
     s = chain_lengths_from_keys(keys, 1000, 4000, max_num=16)
     walks = _broker_walks(tmp_path, keys, 1000, 16)
-    from rmqlab.javahash import index_hash_many
+    from rmqlab.jvm.hashcode import index_hash_many
     by_hash = {}
     for k, read in walks.items():
         by_hash[int(index_hash_many([k])[0])] = read          # one walk a hash, as the model counts

@@ -556,7 +556,7 @@ def test_plan_explorer_reset_shows_the_plan_again(plan):
 
 def test_every_number_on_the_page_went_through_the_formatter(page):
     """No raw float a person would read (1333329.819142, 5,000,000.0000, 7.66667, dtype: ...):
-    counts with separators, at most three decimals, units and percentages from rmqlab.display."""
+    counts with separators, at most three decimals, units and percentages from rmqlab.tables.display."""
     text = re.sub(r"<[^>]+>", " ", re.sub(r'src="data:[^"]*"', "", page))
     assert re.findall(r"\d\.\d{4,}", text) == []
     assert re.findall(r"\b\d{5,}(?:\.\d+)?\b", text.replace("PT", "")) == []    # 5+ digits with no separator

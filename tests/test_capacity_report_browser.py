@@ -33,7 +33,7 @@ from test_browser import SERVER_START_S, _tail, lab  # noqa: F401
 from rmqlab.capacity import EXAMPLE_PLAN_TOML, estimate, parse_plan
 from rmqlab.capacity.plan import Interval
 from rmqlab.capacity.report import EXPLORER_INPUTS, RESULT_ROWS, SECTIONS, analyse_plan, render_report
-from rmqlab.display import format_value
+from rmqlab.tables.display import format_value
 
 pytestmark = pytest.mark.browser
 

@@ -23,7 +23,7 @@ from rmqlab.capacity.model import (
     sample_occupancy,
 )
 from rmqlab.capacity.plan import parse_plan
-from rmqlab.javahash import index_hash_many
+from rmqlab.jvm.hashcode import index_hash_many
 
 
 def _fields(s) -> dict:

@@ -11,9 +11,9 @@ from rmqlab.capacity.measure import index_file_measurements, measure_store, trun
 from rmqlab.capacity.model import chain_lengths_from_keys, sample_index_keys
 from rmqlab.capacity.validation import COLUMNS, SCENARIO_NAMES, SCENARIOS, compare, planned_inputs, summary, validate
 from rmqlab.formats.indexfile import LONG_MAX, IndexFile, build_index_file
-from rmqlab.javahash import index_hash_many
-from rmqlab.store import generate_store
-from rmqlab.workload import Workload
+from rmqlab.jvm.hashcode import index_hash_many
+from rmqlab.lab.generate import generate_store
+from rmqlab.lab.workload import Workload
 
 
 @pytest.fixture(scope="module")
@@ -223,7 +223,7 @@ def test_walk_counts_are_the_trace_step_counts(tiny):
         f = idx.files[0]
         stored = set(f.used_entries["key_hash"].astype(np.int64).tolist())
         slot_len = np.bincount(f.used_entries["key_hash"].astype(np.int64) % 50, minlength=50)
-        from rmqlab.javahash import index_hash
+        from rmqlab.jvm.hashcode import index_hash
 
         hit_reads, whole_reads = [], []
         for k in keys:
@@ -240,7 +240,7 @@ def test_walk_counts_are_the_trace_step_counts(tiny):
 
 
 def test_truncation_share_counts_the_brokers_cut(tiny):
-    from rmqlab.indexservice import IndexService
+    from rmqlab.store.indexservice import IndexService
 
     span, window, max_num = (1_718_000_000_000, 1_718_000_004_000), 2000, 145
     got = truncation_share(tiny, ["TopicTest#USER_1"], window_ms=window, queries=40, seed=3,
@@ -259,7 +259,7 @@ def test_truncation_share_counts_the_brokers_cut(tiny):
 
 def _broker_counts(store, topic, key, begins, window):
     """Entries the broker's directory query finds for each window, with no cap: the truth."""
-    from rmqlab.indexservice import IndexService
+    from rmqlab.store.indexservice import IndexService
 
     with IndexService(store.index_dir, store.hash_slot_num, store.index_num, max_msgs_num_batch=10**9) as idx:
         return np.array([len(idx.query_offset(topic, key, 10**9, int(b), int(b) + window).phy_offsets)
@@ -289,7 +289,7 @@ def test_truncation_share_scan_and_walks_agree_with_the_broker(tmp_path, clock_s
     assert got["matches_mean"] == pytest.approx(counts.mean(), rel=1e-12)
     if clock_steps:     # the steps really do hide entries a scan of stored times would count
         from rmqlab.capacity.measure import stored_times_of_hash
-        from rmqlab.javahash import index_hash
+        from rmqlab.jvm.hashcode import index_hash
 
         with store.index() as idx:
             times = np.sort(np.concatenate([stored_times_of_hash(f, index_hash("TopicTest#USER_1"))

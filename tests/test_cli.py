@@ -15,7 +15,7 @@ import pytest
 from reference_model import java_hash as jhash
 
 from rmqlab.cli import main
-from rmqlab.indexservice import IndexService
+from rmqlab.store.indexservice import IndexService
 
 REPO = Path(__file__).resolve().parent.parent
 GOLDEN = REPO / "tests" / "data" / "golden"

@@ -7,9 +7,9 @@ import json
 
 import pytest
 
+from rmqlab.analysis.indexstats import directory_stats
 from rmqlab.cli import main
-from rmqlab.indexservice import is_index_file_name
-from rmqlab.indexstats import directory_stats
+from rmqlab.store.indexservice import is_index_file_name
 
 pytestmark = pytest.mark.jvm
 GEO = ["--hash-slot-num", "64", "--index-num", "1024"]

@@ -9,8 +9,8 @@ import pytest
 
 from rmqlab.cli import main
 from rmqlab.formats import commitlog as cl
-from rmqlab.keyquery import REASONS
-from rmqlab.store import Store
+from rmqlab.store.directory import Store
+from rmqlab.store.keyquery import REASONS
 
 # small geometry: 2,000 messages fill several index files and 64 KiB CommitLog files
 GEO = ["--hash-slot-num", "64", "--index-num", "1024", "--commitlog-file-size", "65536"]
@@ -235,8 +235,8 @@ def test_generate_rejects_bad_workload_values_without_a_traceback(tmp_path, caps
 
 def test_errors_name_options_not_library_keywords(tmp_path, capsys):
     """A ConsumeQueue of another file size: the message names the command's option."""
-    from rmqlab.store import generate_store
-    from rmqlab.workload import Workload
+    from rmqlab.lab.generate import generate_store
+    from rmqlab.lab.workload import Workload
 
     root = tmp_path / "s"
     generate_store(root, Workload(messages=50, seed=1), commitlog_file_size=65536, hash_slot_num=64,

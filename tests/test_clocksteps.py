@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from rmqlab.clocksteps import (
+from rmqlab.analysis.clocksteps import (
     clock_steps_back,
     entries_outside_their_file,
     range_beside_file,
@@ -26,7 +26,7 @@ def test_steps_are_found_in_log_order_not_in_row_order():
 
 
 def test_sample_store_steps_back_three_times():
-    from rmqlab.sample import sample_store
+    from rmqlab.lab.sample import sample_store
 
     steps = clock_steps_back(sample_store().messages())
     assert len(steps) == 3 and steps["step_ms"].between(-1500, -1490).all()

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from rmqlab.errors import FormatError
 from rmqlab.formats import commitlog as cl
-from rmqlab.recover import UnrecoverableError, recover_store
+from rmqlab.store.recover import UnrecoverableError, recover_store
 from rmqlab.verify import verify_path
 
 SIZE = 4096

@@ -25,8 +25,8 @@ from rmqlab import _records
 from rmqlab.formats import commitlog as cl
 from rmqlab.formats.commitlog import columns as cc
 from rmqlab.formats.commitlog.layout import WANTED_PROPERTIES
-from rmqlab.indexservice import _arrow_key_columns, index_key_hashes
-from rmqlab.store import Store
+from rmqlab.store.directory import Store
+from rmqlab.store.indexservice import _arrow_key_columns, index_key_hashes
 
 SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

@@ -6,7 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rmqlab.formats import commitlog as cl
-from rmqlab.workload import Workload, generate, generate_chunks
+from rmqlab.lab.workload import Workload, generate, generate_chunks
 
 hosts = st.sampled_from(["10.0.0.1:10911", "127.0.0.1:0", "[2001:db8::1]:10911", "[::1]:9876"])
 

@@ -1,4 +1,4 @@
-"""rmqlab.compare: the two stores hold the same messages, the byte counts equal the files,
+"""rmqlab.analysis.compare: the two stores hold the same messages, the byte counts equal the files,
 the lookups of both systems find the same message as brute force, the cost counts equal
 independent recounts, and the figures draw the numbers they are given."""
 from __future__ import annotations
@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from rmqlab.compare import (
+from rmqlab.analysis.compare import (
     COST_COLUMNS,
     build_side_by_side,
     comparison_table,
@@ -23,7 +23,7 @@ from rmqlab.compare import (
     time_semantics,
 )
 from rmqlab.formats.indexfile import IndexFile, read_header
-from rmqlab.javahash import index_hash, index_key
+from rmqlab.jvm.hashcode import index_hash, index_key
 from rmqlab.kafka.log import read_batches, read_records
 from rmqlab.kafka.rebuild import expected_entries
 from rmqlab.viz.kafka import index_bytes_figure, lookup_cost_figure, sparse_index_figure

@@ -21,7 +21,7 @@ import pytest
 
 from rmqlab.formats import commitlog as cl
 from rmqlab.formats.indexfile import LONG_MAX, IndexFile, time_diff_seconds
-from rmqlab.javahash import index_hash
+from rmqlab.jvm.hashcode import index_hash
 
 
 # Shared by the writer process (its source is part of WRITER) and the checks.

@@ -19,7 +19,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from oracles import REAL_DATA
 
-from rmqlab.dispatch import DELAY_LEVEL_TABLE, SCHEDULE_TOPIC, message_tags_code, tags_code, tags_codes
 from rmqlab.errors import CorruptIndexError, FormatError, GeometryError, TruncatedFileError
 from rmqlab.formats.consumequeue import (
     DEFAULT_MAPPED_FILE_SIZE,
@@ -32,6 +31,7 @@ from rmqlab.formats.consumequeue import (
     read_queue_info,
     subscription_codes,
 )
+from rmqlab.rules.dispatch import DELAY_LEVEL_TABLE, SCHEDULE_TOPIC, message_tags_code, tags_code, tags_codes
 
 INT_MAX = 2**31 - 1
 BLANK = struct.pack(">qiq", 0, INT_MAX, 0)

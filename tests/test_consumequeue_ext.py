@@ -17,7 +17,7 @@ from oracles import REAL_DATA
 from rmqlab.errors import CorruptIndexError, FormatError, RmqlabError, TruncatedFileError
 from rmqlab.formats import consumequeue as cq
 from rmqlab.formats import consumequeue_ext as cqx
-from rmqlab.javahash import java_hash
+from rmqlab.jvm.hashcode import java_hash
 
 REAL = REAL_DATA / "rocketmq" / "store-ericpangopher-4.2.0"
 LONG_MIN, LONG_MAX = -(2**63), 2**63 - 1
@@ -299,7 +299,7 @@ def test_real_store_dispatch_round_trip_is_byte_identical(tmp_path):
     """Dispatching the real CommitLog with ext enabled and the same file sizes rewrites the 56
     units the broker had dispatched byte for byte, in the ConsumeQueue and the ext files."""
     root = require_real_data(REAL)
-    from rmqlab.store import Store
+    from rmqlab.store.directory import Store
 
     _copy_commitlog(root, tmp_path)
     empty_last = sorted((tmp_path / "commitlog").iterdir())[-1]
@@ -372,9 +372,9 @@ def test_store_info_cli_shows_ext(tmp_path, capsys):
 def test_generated_store_with_ext_verifies_clean_and_resolves(tmp_path):
     """A generated store with ext enabled (delayed messages included: their tags code is the
     delivery time) verifies clean; each queue's units resolve to the tags codes dispatch gives."""
-    from rmqlab.store import generate_store
+    from rmqlab.lab.generate import generate_store
+    from rmqlab.lab.workload import Workload
     from rmqlab.verify import verify_path
-    from rmqlab.workload import Workload
 
     w = Workload(messages=1500, seed=2, transaction_fraction=0.2, decision_delay_ms=30.0, delay_fraction=0.1,
                  delay_levels=(1, 2), drain=True)

@@ -20,7 +20,7 @@ from rmqlab.formats import msgid as mi
 from rmqlab.formats.checkpoint import read_checkpoint
 from rmqlab.formats.consumequeue import ConsumeQueue
 from rmqlab.formats.indexfile import IndexFile
-from rmqlab.javahash import index_hash
+from rmqlab.jvm.hashcode import index_hash
 from rmqlab.kafka import index as kx
 from rmqlab.kafka import log as kl
 

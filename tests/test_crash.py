@@ -4,7 +4,7 @@
 Independent truths used here:
 
 * *what the killed writer had written*: the crashed CommitLog is compared byte for byte with the
-  uninterrupted run's before any recovery (:func:`rmqlab.crash.written_at_kill`); every message
+  uninterrupted run's before any recovery (:func:`rmqlab.lab.crash.written_at_kill`); every message
   whole on disk at the kill must still be in the recovered CommitLog at its offset;
 * *lookups*: every key buildIndex indexes for each of those messages (UNIQ_KEY, each KEYS
   token) must find it in verified mode; a sample is asked through
@@ -26,9 +26,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from rmqlab import crash
 from rmqlab.cli import main
-from rmqlab.crash import (
+from rmqlab.formats import checkpoint as cpf
+from rmqlab.formats import commitlog as cl
+from rmqlab.formats import consumequeue as cq
+from rmqlab.formats.indexfile import IndexFile, build_index_file, read_header
+from rmqlab.lab import crash
+from rmqlab.lab.crash import (
     PHASES,
     CrashConfig,
     CrashImageError,
@@ -41,21 +45,18 @@ from rmqlab.crash import (
     summary_table,
     written_at_kill,
 )
-from rmqlab.formats import checkpoint as cpf
-from rmqlab.formats import commitlog as cl
-from rmqlab.formats import consumequeue as cq
-from rmqlab.formats.indexfile import IndexFile, build_index_file, read_header
-from rmqlab.indexservice import is_index_file_name
-from rmqlab.recover import (
+from rmqlab.lab.generate import generate_store
+from rmqlab.lab.workload import Workload
+from rmqlab.store.directory import Store
+from rmqlab.store.indexservice import is_index_file_name
+from rmqlab.store.recover import (
     UnrecoverableError,
     broker_restart,
     expected_index_rows,
     recover_store,
     recovery_start,
 )
-from rmqlab.store import Store, generate_store
 from rmqlab.verify import verify_path
-from rmqlab.workload import Workload
 
 UTC = dt.UTC
 CONFIG = CrashConfig()

@@ -2,7 +2,7 @@
 scalar form.
 
 The models restate the broker's rules the plainest way (a loop, Java's semantics spelled out), so
-a change in :mod:`rmqlab.dispatch` that alters an answer fails here.
+a change in :mod:`rmqlab.rules.dispatch` that alters an answer fails here.
 """
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rmqlab import dispatch as d
+from rmqlab.rules import dispatch as d
 
 LONG_MIN, LONG_MAX = -(2**63), 2**63 - 1
 DEFAULT_DELAYS_S = [1, 5, 10, 30, 60, 120, 180, 240, 300, 360, 420, 480, 540, 600, 1200, 1800, 3600, 7200]

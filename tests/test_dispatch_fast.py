@@ -16,11 +16,12 @@ from dispatch_reference import reference_dispatch, reference_tags_codes
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from rmqlab.dispatch import SCHEDULE_TOPIC, message_tags_codes
-from rmqlab.indexservice import expand_columns, index_key_hashes
-from rmqlab.javahash import index_hash_many
-from rmqlab.store import Store, generate_store, queue_groups
-from rmqlab.workload import Workload
+from rmqlab.jvm.hashcode import index_hash_many
+from rmqlab.lab.generate import generate_store
+from rmqlab.lab.workload import Workload
+from rmqlab.rules.dispatch import SCHEDULE_TOPIC, message_tags_codes
+from rmqlab.store.directory import Store, queue_groups
+from rmqlab.store.indexservice import expand_columns, index_key_hashes
 
 UTC = dt.UTC
 

@@ -1,4 +1,4 @@
-"""Store.dispatch a CommitLog part at a time (rmqlab.storedispatch) against one part for the
+"""Store.dispatch a CommitLog part at a time (rmqlab.store.reput) against one part for the
 whole CommitLog: the same files, byte for byte, and the same report whatever the part size and
 however few queue writers stay open; a queue fed both its own units and other messages'
 multi-dispatch units gets them in message order, as the broker puts them; a damaged record stops
@@ -14,13 +14,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_dispatch_fast import UTC, feature_workload, features, tree_digest
 
-from rmqlab import dispatch as dp
-from rmqlab import storedispatch
 from rmqlab.errors import FormatError
 from rmqlab.formats import commitlog as cl
 from rmqlab.formats import consumequeue as cq
-from rmqlab.store import Store
-from rmqlab.workload import Workload, generate
+from rmqlab.lab.workload import Workload, generate
+from rmqlab.rules import dispatch as dp
+from rmqlab.store import reput as storedispatch
+from rmqlab.store.directory import Store
 
 WHOLE = 1 << 30   # one part for any CommitLog here
 

@@ -1,4 +1,4 @@
-"""rmqlab.display: the one number formatter, against what each kind promises."""
+"""rmqlab.tables.display: the one number formatter, against what each kind promises."""
 import math
 
 import numpy as np
@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from rmqlab.display import KINDS, column_kind, format_frame, format_value, ms_with_clock
+from rmqlab.tables.display import KINDS, column_kind, format_frame, format_value, ms_with_clock
 
 
 @given(st.integers(min_value=-(2**63), max_value=2**63 - 1))

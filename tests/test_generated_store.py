@@ -1,4 +1,4 @@
-"""Stores written by rmqlab.store.generate_store: the CommitLog reads back exactly as the workload
+"""Stores written by rmqlab.lab.generate.generate_store: the CommitLog reads back exactly as the workload
 generator made it, dispatch follows the broker's rules, and verified key queries fix what broker
 mode gets wrong on colliding keys, sub-second windows and out-of-order store times (each checked
 against a brute-force scan of every message)."""
@@ -10,13 +10,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from rmqlab.dispatch import SCHEDULE_TOPIC
 from rmqlab.formats import commitlog as cl
 from rmqlab.formats import consumequeue as cq
 from rmqlab.formats.indexfile import LONG_MAX
-from rmqlab.javahash import index_hash, index_hash_many, index_key
-from rmqlab.store import generate_store
-from rmqlab.workload import SCHEMA, Workload, generate
+from rmqlab.jvm.hashcode import index_hash, index_hash_many, index_key
+from rmqlab.lab.generate import generate_store
+from rmqlab.lab.workload import SCHEMA, Workload, generate
+from rmqlab.rules.dispatch import SCHEDULE_TOPIC
 
 UTC = dt.UTC
 SMALL = dict(commitlog_file_size=1 << 16, hash_slot_num=64, index_num=512, tz=UTC)

@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 from reference_model import java_hash as jhash
 
 from rmqlab import IndexFile, ReadOnlyError, read_header
-from rmqlab.indexservice import (
+from rmqlab.store.indexservice import (
     DispatchRequest,
     ExpandedKeys,
     IndexService,
@@ -597,7 +597,7 @@ def test_index_file_name_and_its_instant_round_trip(ms, zone):
     the same when written again)."""
     import zoneinfo
 
-    from rmqlab.indexservice import index_file_name, index_file_name_ms
+    from rmqlab.store.indexservice import index_file_name, index_file_name_ms
 
     tz = zoneinfo.ZoneInfo(zone)
     name = index_file_name(ms, tz)
@@ -607,7 +607,7 @@ def test_index_file_name_and_its_instant_round_trip(ms, zone):
 
 
 def test_index_file_name_ms_refuses_other_names():
-    from rmqlab.indexservice import index_file_name_ms
+    from rmqlab.store.indexservice import index_file_name_ms
 
     for bad in ("2024061006132000", "x0240610061320000", "20241310061320000"):
         with pytest.raises(ValueError):

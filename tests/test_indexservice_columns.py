@@ -8,7 +8,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from rmqlab.errors import ReadOnlyError
-from rmqlab.indexservice import DispatchRequest, IndexService
+from rmqlab.store.indexservice import DispatchRequest, IndexService
 
 UTC = dt.UTC
 

@@ -1,7 +1,7 @@
-"""rmqlab.indexstats: every figure against two independent truths.
+"""rmqlab.analysis.indexstats: every figure against two independent truths.
 
 1. A brute-force model computed from the keys put (a Python loop over the rows, slots from
-   ``rmqlab.javahash.index_hash``, itself cross-checked against the plain-Python hash of
+   ``rmqlab.jvm.hashcode.index_hash``, itself cross-checked against the plain-Python hash of
    tests/reference_model.py), knowing which rows each file of ``bulk_build`` holds.
 2. The files themselves, walked chain by chain (slot head, then prev_index) with
    ``IndexFile.chain``, for the chain lengths and the hashes in each chain.
@@ -25,9 +25,7 @@ from hypothesis import strategies as st
 from reference_model import stored_hash
 
 from rmqlab import CorruptIndexError, GeometryError, IndexFile, TruncatedFileError
-from rmqlab.errors import FormatError
-from rmqlab.indexservice import ExpandedKeys, bulk_build
-from rmqlab.indexstats import (
+from rmqlab.analysis.indexstats import (
     FILE_STATS_COLUMNS,
     chain_length_histogram,
     chain_length_theory,
@@ -43,7 +41,9 @@ from rmqlab.indexstats import (
     true_collisions,
     uniform_chain_limit,
 )
-from rmqlab.javahash import index_hash
+from rmqlab.errors import FormatError
+from rmqlab.jvm.hashcode import index_hash
+from rmqlab.store.indexservice import ExpandedKeys, bulk_build
 
 UTC = dt.UTC
 HSN, INUM = 61, 1000

@@ -1,4 +1,4 @@
-"""Java's String.hashCode in rmqlab.javahash / rmqlab._jhash.
+"""Java's String.hashCode in rmqlab.jvm.hashcode / rmqlab._jhash.
 
 Three independent sources of truth: hash codes the JVM wrote into the golden file, the JVM
 itself (through Spark's `reflect`), and a pure-Python re-statement of the definition over UTF-16
@@ -20,7 +20,7 @@ from reference_model import java_hash as ref_hash
 from reference_model import utf16_units
 
 from rmqlab import _jhash
-from rmqlab.javahash import (
+from rmqlab.jvm.hashcode import (
     INT_MIN,
     index_hash,
     index_hash_many,

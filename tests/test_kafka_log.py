@@ -650,7 +650,7 @@ def test_writer_rejects_bad_arguments():
 
 
 def test_workload_to_segment_round_trip(tmp_path):
-    from rmqlab.workload import Workload, generate, generate_chunks
+    from rmqlab.lab.workload import Workload, generate, generate_chunks
 
     w = Workload(messages=1500, seed=11, rate=500.0)
     whole = generate(w)
@@ -680,7 +680,7 @@ def test_workload_to_segment_round_trip(tmp_path):
 
 
 def test_records_from_workload_options():
-    from rmqlab.workload import Workload, generate
+    from rmqlab.lab.workload import Workload, generate
 
     t = generate(Workload(messages=200, seed=2, topics=("A", "B")))
     r = records_from_workload(t, topic="B", base_offset=1000, timestamp="born_timestamp")

@@ -13,8 +13,7 @@ import pandas as pd
 import pytest
 from reference_model import stored_hash
 
-from rmqlab.indexservice import IndexService
-from rmqlab.keyindex import (
+from rmqlab.analysis.keys import (
     INDEX_ENTRY_COLUMNS,
     colliding_keys,
     hash_matching_entries,
@@ -23,6 +22,7 @@ from rmqlab.keyindex import (
     key_occurrences,
     suggested_keys,
 )
+from rmqlab.store.indexservice import IndexService
 
 B = 1_718_000_000_250          # a begin timestamp with milliseconds: stored times lag by 0-999 ms
 UTC = dt.UTC
@@ -123,7 +123,7 @@ def test_key_entries_leave_out_the_keys_that_only_share_the_hash(small_index):
 
 
 def test_sample_store_collisions_include_the_designed_pairs():
-    from rmqlab.sample import sample_store
+    from rmqlab.lab.sample import sample_store
 
     occ = key_occurrences(sample_store().messages())
     got = colliding_keys(occ)
@@ -135,8 +135,8 @@ def test_key_timeline_marks_each_message_and_entry_as_the_query_treated_it():
     """On the sample store's ORDER_Aa0 (ORDER_BB0 shares its hash), over the middle of the store:
     messages and entries classified by hand from the CommitLog, the raw entries and the
     broker's answer."""
-    from rmqlab.keyindex import key_timeline
-    from rmqlab.sample import sample_store
+    from rmqlab.analysis.keys import key_timeline
+    from rmqlab.lab.sample import sample_store
 
     store = sample_store()
     messages = store.messages()

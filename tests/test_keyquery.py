@@ -9,8 +9,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from rmqlab.formats.indexfile import LONG_MAX
-from rmqlab.indexservice import IndexService
-from rmqlab.keyquery import MODES, OneFileIndex, first_with_reason, query_key, query_many, result_table
+from rmqlab.store.indexservice import IndexService
+from rmqlab.store.keyquery import MODES, OneFileIndex, first_with_reason, query_key, query_many, result_table
 
 B = 1718000000000
 UTC = dt.UTC
@@ -249,7 +249,7 @@ def test_query_many_unique_keys_stop_at_32_as_the_broker_does(tmp_path):
 def test_query_many_same_table_whatever_order_the_reader_gives():
     """A reader that gives the messages in its own order (reindexed by offset) and Store.read_at
     (row i for offset i: taken column by column) give the same table in both modes."""
-    from rmqlab.sample import sample_store
+    from rmqlab.lab.sample import sample_store
 
     s = sample_store()
     msgs = s.messages()

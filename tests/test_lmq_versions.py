@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rmqlab import dispatch as d
+from rmqlab.rules import dispatch as d
 
 VERSIONS = [None, "4.9.3", "4.9.4", "4.9.8", "5.0.0", "5.3.1"]
 
@@ -101,7 +101,7 @@ def test_the_default_is_the_5x_rule():
 
 
 def test_a_bad_version_is_not_taken_for_a_bad_offset():
-    from rmqlab.brokerversion import BrokerVersionError
+    from rmqlab.rules.versions import BrokerVersionError
 
     with pytest.raises(BrokerVersionError):
         d.lmq_dispatch_many(["T"], [0], ["INNER_MULTI_DISPATCH\x01%LMQ%a\x02INNER_MULTI_QUEUE_OFFSET\x010\x02"],
@@ -116,7 +116,7 @@ NAMES = ["%LMQ%a", "P"]
 def _table_49_with_plain_names():
     """A 4.9.4 workload whose multi-dispatched messages name an LMQ and a plain queue, with
     the offsets a 4.9.4 broker with enableLmq stores (every name numbered)."""
-    from rmqlab.workload import Workload, generate
+    from rmqlab.lab.workload import Workload, generate
 
     t = generate(Workload(messages=300, seed=5, topics=("T",), broker_version="4.9.4",
                           lmq_queues=("%LMQ%a",), multi_dispatch_every=3))
@@ -143,7 +143,7 @@ STORE_OPTS = dict(commitlog_file_size=1 << 18, hash_slot_num=16, index_num=2048,
 
 
 def test_a_494_store_with_plain_and_lmq_names_dispatches_and_verifies_clean(tmp_path):
-    from rmqlab.store import Store
+    from rmqlab.store.directory import Store
     from rmqlab.verify import verify_path
 
     table, next_offsets = _table_49_with_plain_names()

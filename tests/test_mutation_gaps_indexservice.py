@@ -1,4 +1,4 @@
-"""Tests that kill mutants of rmqlab/indexservice.py the other tests let survive (benchmarks/mutation.py).
+"""Tests that kill mutants of rmqlab/store/indexservice.py the other tests let survive (benchmarks/mutation.py).
 
 The truth: the broker's IndexService replayed by the test-side model of test_indexservice.py
 (model_build: which file holds which (key, offset, timestamp, time_diff) entry; model_query:
@@ -21,7 +21,7 @@ from test_indexservice import T0, ihash, model_build, model_query, msg, sequenti
 
 from rmqlab import ReadOnlyError
 from rmqlab.formats.indexfile import LONG_MAX
-from rmqlab.indexservice import (
+from rmqlab.store.indexservice import (
     ExpandedKeys,
     IndexService,
     QueryOffsetResult,
@@ -309,7 +309,7 @@ def test_bulk_build_folder_rules(tmp_path, caplog):
     e = ExpandedKeys(["T#a", "T#b", "T#c"], [1, 2, 3], [T0, T0 + 1, T0 + 2])
     deep = tmp_path / "x" / "y"
     plus8 = dt.timezone(dt.timedelta(hours=8))
-    with caplog.at_level(logging.WARNING, logger="rmqlab.indexservice"):
+    with caplog.at_level(logging.WARNING, logger="rmqlab.store.indexservice"):
         paths = bulk_build(e, deep, hash_slot_num=HSN, index_num=INUM, clock=iter([T0, T0 - 5000]).__next__,
                            tz=plus8)
     # 1718000000000 ms is 2024-06-10 06:13:20 UTC, 14:13:20 at UTC+8; the clock went back 5 s
@@ -394,7 +394,7 @@ def test_index_key_hashes_reads_str_objects_and_declines_other_storage():
     """The fast path takes lists, object arrays and object Series of str (and None); anything
     else (fixed-width NumPy strings, Arrow arrays, pandas' string dtype, a column of the wrong
     length) it declines with None, for expand_columns to read."""
-    from rmqlab.indexservice import index_key_hashes
+    from rmqlab.store.indexservice import index_key_hashes
 
     want = (np.array([0, 1]), ihash("T#a"), ihash("T#b"))
     base = {"phy_offset": [0, 10], "store_timestamp": [T0, T0]}
@@ -420,7 +420,7 @@ def test_build_columns_names_a_short_text_column(tmp_path):
 
 def test_a_service_whose_clock_went_back_warns_when_it_names_the_next_file(tmp_path, caplog):
     clock = iter([T0, T0 - 5000]).__next__
-    with caplog.at_level(logging.WARNING, logger="rmqlab.indexservice"):
+    with caplog.at_level(logging.WARNING, logger="rmqlab.store.indexservice"):
         sequential(tmp_path, MESSAGES[:4], HSN, INUM, clock=clock)
     names = sorted(p.name for p in tmp_path.iterdir())
     assert names == ["20240610061315000", "20240610061320000"]
@@ -488,7 +488,7 @@ def test_opening_checks_each_file_against_both_counts(tmp_path):
 def test_opening_logs_each_file_and_keeps_the_checkpoint_it_was_given(three, caplog):
     svc, names, _ = three
     svc.close()
-    with caplog.at_level(logging.INFO, logger="rmqlab.indexservice"):
+    with caplog.at_level(logging.INFO, logger="rmqlab.store.indexservice"):
         replay = IndexService(svc.directory, HSN, INUM, index_msg_timestamp=T0 + 11_000)
     with replay:
         assert replay.index_msg_timestamp == T0 + 11_000
@@ -537,7 +537,7 @@ def test_a_new_file_takes_the_newest_files_geometry_when_the_service_has_none(tm
     """index_num None: each file's is read from its size; a new file copies the newest's (4 x 12
     here, after files of 4 x 8 and 4 x 16), and the roll-over is logged."""
     from rmqlab.formats.indexfile import IndexFile
-    from rmqlab.indexservice import index_file_name
+    from rmqlab.store.indexservice import index_file_name
 
     names = [index_file_name(T0 + i, UTC) for i in range(3)]
     for i, num in enumerate((8, 16, 12)):
@@ -545,7 +545,7 @@ def test_a_new_file_takes_the_newest_files_geometry_when_the_service_has_none(tm
             for j in range(num - 1):
                 f.put_key("T#k", 1000 * i + j, T0 + i)
     with IndexService(tmp_path, 4, None, read_only=False, tz=UTC, clock=lambda: T0 + 10) as svc:
-        with caplog.at_level(logging.INFO, logger="rmqlab.indexservice"):
+        with caplog.at_level(logging.INFO, logger="rmqlab.store.indexservice"):
             svc.build_index(msg("T", 5000, T0 + 5, "k"))
         assert [f.geometry.index_num for f in svc.files] == [8, 16, 12, 12]
         assert svc.files[-1].path.stat().st_size == 40 + 4 * 4 + 20 * 12
@@ -577,7 +577,7 @@ UNIQS = [None, "U1", "U2", None]
     ids=["string", "large_string", "dict-int8", "dict-int32-large"])
 def test_index_key_hashes_reads_arrow_text_as_the_broker_splits_it(topic_type):
     """All three key columns Arrow text: the puts hashed from the UTF-8 buffers are the model's."""
-    from rmqlab.indexservice import index_key_hashes
+    from rmqlab.store.indexservice import index_key_hashes
 
     topic = pa.array(TOPICS, pa.string()).cast(topic_type) if pa.types.is_dictionary(topic_type) else \
         pa.array(TOPICS, topic_type)
@@ -596,7 +596,7 @@ def test_index_key_hashes_reads_arrow_text_as_the_broker_splits_it(topic_type):
 def test_index_key_hashes_declines_arrow_it_cannot_hash():
     """A null topic, or a dictionary topic whose values are not text: None (expand_columns
     then says why)."""
-    from rmqlab.indexservice import index_key_hashes
+    from rmqlab.store.indexservice import index_key_hashes
 
     base = {"keys": pa.array(KEYS), "uniq_key": pa.array(UNIQS), "phy_offset": [100, 200, 300, 400]}
     assert index_key_hashes({**base, "topic": pa.array(["T", None, "T", "T"])}) is None

@@ -1,4 +1,4 @@
-"""Tests that kill mutants of rmqlab/keyquery.py the other tests let survive (benchmarks/mutation.py).
+"""Tests that kill mutants of rmqlab/store/keyquery.py the other tests let survive (benchmarks/mutation.py).
 The truth: "ORDER_Aa1" and "ORDER_BB1" share their Java String.hashCode ("Aa" and "BB" both hash
 to 2112), the IndexFile header's big-endian layout read here with struct (beginTimestamp,
 endTimestamp, beginPhyOffset, endPhyOffset, hashSlotCount, indexCount), and the rows each test
@@ -13,8 +13,8 @@ import pandas as pd
 import pytest
 
 from rmqlab.formats.indexfile import LONG_MAX
-from rmqlab.indexservice import IndexService
-from rmqlab.keyquery import REASONS, OneFileIndex, query_key, query_many, result_table
+from rmqlab.store.indexservice import IndexService
+from rmqlab.store.keyquery import REASONS, OneFileIndex, query_key, query_many, result_table
 
 B = 1718000000000
 
@@ -353,7 +353,7 @@ def test_query_many_of_no_keys_is_an_empty_table_of_the_same_columns(twins):
 
 
 def _clock(ms: int) -> str:
-    """An epoch-ms time as rmqlab.display shows it, computed here with datetime."""
+    """An epoch-ms time as rmqlab.tables.display shows it, computed here with datetime."""
     t = dt.datetime.fromtimestamp(ms / 1000, dt.UTC)
     return f"{ms} ({t:%H:%M:%S}.{ms % 1000:03d} UTC)"
 

@@ -16,11 +16,12 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 from conftest import require_real_data  # noqa: E402
 
-from rmqlab.pull import pull_with_tags  # noqa: E402
-from rmqlab.reputlag import measure_dispatch_lag  # noqa: E402
-from rmqlab.sample import manifest  # noqa: E402
-from rmqlab.store import Store, generate_store  # noqa: E402
-from rmqlab.workload import Workload  # noqa: E402
+from rmqlab.lab.generate import generate_store  # noqa: E402
+from rmqlab.lab.reputlag import measure_dispatch_lag  # noqa: E402
+from rmqlab.lab.sample import manifest  # noqa: E402
+from rmqlab.lab.workload import Workload  # noqa: E402
+from rmqlab.store.directory import Store  # noqa: E402
+from rmqlab.store.pull import pull_with_tags  # noqa: E402
 
 OPTS = dict(hash_slot_num=64, index_num=512)
 

@@ -14,8 +14,8 @@ from snapshot_support import snapshot
 from rmqlab.cli import main
 from rmqlab.kafka.log import KafkaRecord, write_segment
 from rmqlab.kafka.rebuild import rebuild_indexes
-from rmqlab.store import generate_store
-from rmqlab.workload import Workload
+from rmqlab.lab.generate import generate_store
+from rmqlab.lab.workload import Workload
 
 GEOMETRY = ["--hash-slot-num", "50", "--index-num", "400"]
 STORE = ["--hash-slot-num", "50", "--index-num", "400", "--commitlog-file-size", str(1 << 18)]

@@ -23,8 +23,8 @@ from rmqlab.formats import checkpoint as cpf
 from rmqlab.formats import commitlog as cl
 from rmqlab.formats import consumequeue as cq
 from rmqlab.formats.msgid import offset_msg_id
-from rmqlab.recover import recover_store, recovery_start
-from rmqlab.store import Store
+from rmqlab.store.directory import Store
+from rmqlab.store.recover import recover_store, recovery_start
 from rmqlab.verify import verify_path
 
 STORE = "rocketmq/store-ericpangopher-4.2.0"

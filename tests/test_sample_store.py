@@ -9,8 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from rmqlab import sample
-from rmqlab.dispatch import SCHEDULE_TOPIC
+from rmqlab.lab import sample
+from rmqlab.rules.dispatch import SCHEDULE_TOPIC
 
 ROOT = Path(__file__).resolve().parent.parent
 MANIFEST = ROOT / "data" / "MANIFEST.sha256"

@@ -6,7 +6,7 @@ import random
 import numpy as np
 import pytest
 
-from rmqlab.indexservice import ExpandedKeys, IndexService, bulk_build, expand_columns
+from rmqlab.store.indexservice import ExpandedKeys, IndexService, bulk_build, expand_columns
 
 pytestmark = pytest.mark.jvm
 

@@ -18,7 +18,7 @@ from spark_cluster import (
     single_process_build,
 )
 
-from rmqlab.indexstats import directory_stats
+from rmqlab.analysis.indexstats import directory_stats
 
 pytestmark = pytest.mark.jvm
 

@@ -11,7 +11,7 @@ import pyarrow as pa
 import pytest
 from spark_cluster import GEOMETRY, WORKLOAD_ARGS, cli_json, cli_workload_source, index_files, single_process_build
 
-from rmqlab.indexstats import directory_stats, hottest_keys, true_collisions
+from rmqlab.analysis.indexstats import directory_stats, hottest_keys, true_collisions
 
 pytestmark = pytest.mark.jvm
 
@@ -32,11 +32,11 @@ def test_cli_with_remote_builds_from_a_relative_path(connect_server, tmp_path):
 
 
 def test_builds_from_a_workload_and_a_store_with_progress(connect_spark, tmp_path):
+    from rmqlab.lab.generate import generate_store
+    from rmqlab.lab.workload import Workload
     from rmqlab.spark import is_connect
     from rmqlab.spark.build import build_index_files
     from rmqlab.spark.sources import StoreSource
-    from rmqlab.store import generate_store
-    from rmqlab.workload import Workload
 
     assert is_connect(connect_spark)
     source = cli_workload_source()

@@ -12,9 +12,9 @@ from conftest import needs_real_data
 from oracles import REAL_DATA
 
 from rmqlab.formats import commitlog as cl
-from rmqlab.indexservice import ExpandedKeys, bulk_build, expand_columns
+from rmqlab.lab.workload import Workload
 from rmqlab.spark.sources import KEY_SCHEMA, MESSAGE_SCHEMA, StoreSource, WorkloadSource
-from rmqlab.workload import Workload
+from rmqlab.store.indexservice import ExpandedKeys, bulk_build, expand_columns
 
 UTC = datetime.UTC
 FILE = 64 * 1024
@@ -38,7 +38,7 @@ def workload_source():
 
 
 def test_workload_pieces_fill_their_commitlog_files_exactly(workload_source, tmp_path):
-    from rmqlab.workload import generate
+    from rmqlab.lab.workload import generate
 
     src = workload_source
     assert src.num_partitions >= 4
@@ -106,7 +106,7 @@ def test_frames_equal_the_pieces(spark, workload_source):
 
 @pytest.fixture(scope="module")
 def small_store(tmp_path_factory):
-    from rmqlab.store import generate_store
+    from rmqlab.lab.generate import generate_store
 
     root = tmp_path_factory.mktemp("store")
     w = Workload(messages=2500, seed=4, transaction_fraction=0.1, commit_fraction=0.6,
@@ -133,8 +133,8 @@ def test_spark_build_from_a_store_matches_the_brokers_own_index(spark, small_sto
     """The store's index/ was written by Store.dispatch (IndexService, one message at a time,
     named by its clock); the Spark build from the CommitLog, given the same names, is the same
     bytes."""
-    from rmqlab.indexservice import is_index_file_name
     from rmqlab.spark.build import build_index_files
+    from rmqlab.store.indexservice import is_index_file_name
 
     broker = sorted(p for p in (small_store / "index").iterdir() if is_index_file_name(p.name))
     assert len(broker) >= 2

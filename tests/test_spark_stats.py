@@ -1,4 +1,4 @@
-"""Spark index statistics: the same figures as the single-process rmqlab.indexstats, computed one
+"""Spark index statistics: the same figures as the single-process rmqlab.analysis.indexstats, computed one
 task per file (index_stats) or over a DataFrame of keys (key_stats); Parquet written and read
 back equal. Inputs are small: the shared session is the expensive part."""
 from __future__ import annotations
@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 from test_indexstats import CAP, HSN, INUM, build, random_keys
 
-from rmqlab.indexstats import (
+from rmqlab.analysis.indexstats import (
     FILE_STATS_COLUMNS,
     chain_length_histogram,
     directory_stats,
@@ -143,5 +143,5 @@ def test_key_stats_equal_indexstats(spark, folder):
     top = key_stats(sdf, top=7).to_pandas()
     pd.testing.assert_frame_equal(top.hottest_keys, hottest_keys(df, 7))
     # the hash Spark used is the stored index hash
-    from rmqlab.javahash import index_hash
+    from rmqlab.jvm.hashcode import index_hash
     assert all(index_hash(k) == h for h, ks in zip(want.key_hash, want["keys"]) for k in ks)

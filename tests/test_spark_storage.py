@@ -210,8 +210,8 @@ def download(folder: str, into: Path) -> list[Path]:
 
 @pytest.fixture(scope="module")
 def workload_source():
+    from rmqlab.lab.workload import Workload
     from rmqlab.spark.sources import WorkloadSource
-    from rmqlab.workload import Workload
 
     w = Workload(messages=3000, seed=11, keys_per_message=1.5, collision_pairs=3, collision_fraction=0.05)
     return WorkloadSource(w, commitlog_file_size=FILE, chunk_messages=500)
@@ -219,8 +219,8 @@ def workload_source():
 
 @pytest.fixture(scope="module")
 def small_store(tmp_path_factory):
-    from rmqlab.store import generate_store
-    from rmqlab.workload import Workload
+    from rmqlab.lab.generate import generate_store
+    from rmqlab.lab.workload import Workload
 
     root = tmp_path_factory.mktemp("store")
     w = Workload(messages=2500, seed=4, transaction_fraction=0.1, commit_fraction=0.6,
@@ -232,8 +232,8 @@ def small_store(tmp_path_factory):
 def _workload_keys(src):
     import pyarrow as pa
 
-    from rmqlab.indexservice import ExpandedKeys
     from rmqlab.spark.sources import KEY_SCHEMA
+    from rmqlab.store.indexservice import ExpandedKeys
 
     t = pa.Table.from_batches([b for i in range(src.num_partitions) for b in src.keys(i)], schema=KEY_SCHEMA)
     return ExpandedKeys(t.column("key").combine_chunks(), t.column("phy_offset").to_numpy(),
@@ -242,8 +242,8 @@ def _workload_keys(src):
 
 @pytest.mark.jvm
 def test_build_from_a_workload_into_s3_equals_bulk_build(spark, s3_endpoint, workload_source, tmp_path):
-    from rmqlab.indexservice import bulk_build
     from rmqlab.spark.build import build_index_files
+    from rmqlab.store.indexservice import bulk_build
 
     exp = _workload_keys(workload_source)
     cap = INUM - 1
@@ -297,9 +297,9 @@ def uploaded_store(s3_endpoint, small_store):
 def test_build_from_a_store_in_s3_into_s3_equals_the_brokers_index(spark, small_store, uploaded_store, tmp_path):
     """The store's index/ was written by the single-process IndexService (Store.dispatch);
     the Spark build from the uploaded CommitLog, into the bucket, is the same bytes."""
-    from rmqlab.indexservice import is_index_file_name
     from rmqlab.spark.build import build_index_files
     from rmqlab.spark.sources import StoreSource
+    from rmqlab.store.indexservice import is_index_file_name
 
     broker = sorted(p for p in (small_store / "index").iterdir() if is_index_file_name(p.name))
     assert len(broker) >= 2

@@ -1,4 +1,4 @@
-"""Zero checks that read only where a file holds data (rmqlab.sparse, SEEK_DATA/SEEK_HOLE) give
+"""Zero checks that read only where a file holds data (rmqlab.tables.spans, SEEK_DATA/SEEK_HOLE) give
 the answers of reading every byte, on sparse files with data (zeros or not) anywhere."""
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rmqlab.formats.commitlog.records import _tail_is_zero, _zero_after
-from rmqlab.sparse import data_spans
-from rmqlab.verify.common import first_nonzero, last_nonzero
+from rmqlab.tables.arrays import first_nonzero, last_nonzero
+from rmqlab.tables.spans import data_spans
 
 SIZE = 1 << 20
 WRITES = st.lists(st.tuples(st.integers(0, SIZE - 1), st.binary(min_size=1, max_size=5000)), max_size=6)

@@ -7,11 +7,11 @@ from pathlib import Path
 import pytest
 from conftest import require_real_data
 
-from rmqlab.dispatch import tags_codes
 from rmqlab.formats import commitlog as cl
 from rmqlab.formats import consumequeue as cq
 from rmqlab.formats.msgid import offset_msg_id
-from rmqlab.store import Store
+from rmqlab.rules.dispatch import tags_codes
+from rmqlab.store.directory import Store
 
 ROOT = Path(__file__).resolve().parent.parent
 REAL = ROOT.parent / "shared" / "real-data" / "rocketmq" / "store-4e25b979"
@@ -120,7 +120,7 @@ def test_broker_queries_read_only_the_broker_answer_and_equal_the_explained_one(
     import numpy as np
     import pandas as pd
 
-    from rmqlab.sample import sample_store
+    from rmqlab.lab.sample import sample_store
 
     s = sample_store()
     msgs = s.messages()

@@ -14,8 +14,9 @@ from rmqlab.cli import main
 from rmqlab.errors import FormatError
 from rmqlab.formats import storeconfig as sc
 from rmqlab.formats import storeconfig_writer as sw
-from rmqlab.store import Store, generate_store
-from rmqlab.workload import Workload
+from rmqlab.lab.generate import generate_store
+from rmqlab.lab.workload import Workload
+from rmqlab.store.directory import Store
 
 VERSIONS = ["4.2.0", "4.9.7", "5.0.0", "5.3.1"]
 
@@ -238,7 +239,7 @@ def test_batch_cq_topics_from_topics_json_and_bak(tmp_path):
 
 def test_store_takes_batch_cq_topics_from_config(tmp_path):
     from rmqlab.formats.storeconfig_writer import write_store_config
-    from rmqlab.store import Store
+    from rmqlab.store.directory import Store
 
     assert Store(tmp_path).batch_cq_topics == frozenset()
     write_store_config(tmp_path, broker_version="5.0.0", timestamp=0, topics={"B": 1, "T": 1}, batch_cq_topics=["B"])
@@ -251,8 +252,9 @@ def test_generated_batch_cq_store_with_config_dispatches_again_from_config(tmp_p
     topic in topics.json, and dispatching a copy without its queues rebuilds them."""
     import shutil
 
-    from rmqlab.store import Store, generate_store
-    from rmqlab.workload import Workload
+    from rmqlab.lab.generate import generate_store
+    from rmqlab.lab.workload import Workload
+    from rmqlab.store.directory import Store
 
     opts = dict(commitlog_file_size=1 << 18, hash_slot_num=16, index_num=2048, consume_queue_file_size=2000)
     w = Workload(messages=200, seed=1, topics=("T", "B"), batch_cq_topics=("B",), inner_batch_max=4,

@@ -1,4 +1,4 @@
-"""rmqlab.storeflow: every count and offset of the data-flow figure against the files' own bytes
+"""rmqlab.analysis.storeflow: every count and offset of the data-flow figure against the files' own bytes
 (struct at the documented layouts), a store whose dispatch lags, and a real 4.2.0 broker store
 whose ConsumeQueue stopped 123 messages short of its CommitLog."""
 from __future__ import annotations
@@ -11,12 +11,12 @@ matplotlib.use("Agg")
 
 from conftest import require_real_data  # noqa: E402
 
+from rmqlab.analysis.storeflow import store_flow  # noqa: E402
 from rmqlab.formats import commitlog as cl  # noqa: E402
-from rmqlab.javahash import index_hash, java_hash  # noqa: E402
-from rmqlab.sample import sample_store  # noqa: E402
-from rmqlab.store import Store  # noqa: E402
-from rmqlab.storeflow import store_flow  # noqa: E402
-from rmqlab.workload import Workload, generate  # noqa: E402
+from rmqlab.jvm.hashcode import index_hash, java_hash  # noqa: E402
+from rmqlab.lab.sample import sample_store  # noqa: E402
+from rmqlab.lab.workload import Workload, generate  # noqa: E402
+from rmqlab.store.directory import Store  # noqa: E402
 
 
 def _units_on_disk(root) -> int:

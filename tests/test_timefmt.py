@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from rmqlab.timefmt import ms_to_clock, ms_to_iso, utc_text_to_ms
+from rmqlab.tables.times import ms_to_clock, ms_to_iso, utc_text_to_ms
 
 
 @pytest.mark.parametrize("ms", [0, 999, 1_718_000_000_005, 1_718_006_399_999, 4_102_444_800_123])

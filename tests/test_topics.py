@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from rmqlab.topics import SYSTEM_TOPICS, is_system_topic
+from rmqlab.rules.topics import SYSTEM_TOPICS, is_system_topic
 
 
 @pytest.mark.parametrize("topic", sorted(SYSTEM_TOPICS) + ["RMQ_SYS_ANYTHING", "rmq_sys_x",

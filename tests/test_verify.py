@@ -25,24 +25,24 @@ from oracles import REAL_DATA
 from snapshot_support import snapshot
 
 from rmqlab.cli import main
-from rmqlab.dispatch import SCHEDULE_TOPIC
 from rmqlab.errors import CorruptIndexError, GeometryError, RmqlabError
 from rmqlab.formats import checkpoint as cpf
 from rmqlab.formats import commitlog as cl
 from rmqlab.formats import consumequeue as cq
 from rmqlab.formats.indexfile import IndexFile, build_index_file
-from rmqlab.javahash import index_hash
-from rmqlab.store import generate_store
+from rmqlab.formats.indexgeometry import infer_index_geometry
+from rmqlab.jvm.hashcode import index_hash
+from rmqlab.lab.generate import generate_store
+from rmqlab.lab.workload import Workload
+from rmqlab.rules.dispatch import SCHEDULE_TOPIC
 from rmqlab.verify import (
     CHECKS,
     KINDS,
     detect_kind,
-    infer_index_geometry,
     verify_consume_queue,
     verify_index_file,
     verify_path,
 )
-from rmqlab.workload import Workload
 
 UTC = dt.UTC
 HSN, INUM, CL_SIZE, CQ_SIZE = 64, 512, 1 << 16, 2000
@@ -681,8 +681,8 @@ def test_index_file_checks_are_the_same_whatever_the_chunk(copy, monkeypatch, se
     """IndexFile.problems and verify's own index checks read CHECK_CHUNK slots or entries at a
     time (FLAG_CHUNK flags): slots and prev links wrong in several ways, many times over, give
     the same problems (first, count, words) with chunks of 3 or 7 as whole."""
-    from rmqlab import arrays
     from rmqlab.formats import indexfile
+    from rmqlab.tables import arrays
 
     rng = np.random.default_rng(900 + seed)
     for corrupt in rng.choice([c_slot_flip, c_slot_out_of_range, c_prev_forward, c_prev_cycle, c_key_hash,
@@ -804,7 +804,7 @@ def test_a_lagging_dispatch_is_counted_the_same_whatever_the_window(copy, monkey
     assert reports[0] == reports[1] == reports[97]
     # the model: the end of the last unit of any queue; the dispatchable messages before it
     # past their queue's last unit
-    from rmqlab.dispatch import goes_to_consume_queue_many
+    from rmqlab.rules.dispatch import goes_to_consume_queue_many
 
     ends = {}
     for folder in sorted((copy / "consumequeue").glob("*/*")):
@@ -829,7 +829,7 @@ def test_the_message_table_holds_numbers_only(store):
     """The table the cross-file checks hold for a whole CommitLog keeps no strings: every
     per-message array is numeric, a topic is a code into the distinct topics, and the numbers
     are the columnar reader's (independent of the chunked walk that made them)."""
-    from rmqlab.dispatch import message_tags_codes
+    from rmqlab.rules.dispatch import message_tags_codes
     from rmqlab.verify.check_commitlog import CommitLogScan
 
     tables = []
@@ -862,7 +862,7 @@ def test_the_message_table_keeps_the_properties_of_dispatch_rules_only(tmp_path)
     the LMQ and BatchConsumeQueue checks read; the store verifies clean with them."""
     import test_batchconsumequeue as bcq_tests
 
-    from rmqlab.dispatch import property_value
+    from rmqlab.rules.dispatch import property_value
     from rmqlab.verify.check_commitlog import CommitLogScan
 
     root = tmp_path / "store"

@@ -1,10 +1,10 @@
-"""Load-factor theory (rmqlab.indexstats.chain_length_theory / chain_length_summary) and the
+"""Load-factor theory (rmqlab.analysis.indexstats.chain_length_theory / chain_length_summary) and the
 capacity figures of rmqlab.viz.capacity.
 
 Truths used for the theory: exhaustive enumeration of every hash assignment for tiny files
 (exact expectations), a seeded simulation of uniform hashes (statistical tolerances derived in
 each test), and real index files written by build_index_file with Java String.hashCode, read
-back by rmqlab.indexstats. The figures are checked against the theory functions' values.
+back by rmqlab.analysis.indexstats. The figures are checked against the theory functions' values.
 """
 from __future__ import annotations
 
@@ -22,14 +22,14 @@ import pytest  # noqa: E402
 from hypothesis import given, settings  # noqa: E402
 from hypothesis import strategies as st
 
-from rmqlab.capacity.model import hours_to_fill  # noqa: E402
-from rmqlab.formats.indexfile import build_index_file  # noqa: E402
-from rmqlab.indexstats import (  # noqa: E402
+from rmqlab.analysis.indexstats import (  # noqa: E402
     chain_length_histogram,
     chain_length_summary,
     chain_length_theory,
     file_stats,
 )
+from rmqlab.capacity.model import hours_to_fill  # noqa: E402
+from rmqlab.formats.indexfile import build_index_file  # noqa: E402
 from rmqlab.viz.capacity import (  # noqa: E402
     disk_fan_figure,
     disk_usage_figure,
@@ -435,7 +435,7 @@ def test_figures_deterministic():
 
 
 def test_sampled_chain_lengths_figure_draws_a_real_files_histogram(tmp_path):
-    from rmqlab.indexstats import poisson_expected_slots
+    from rmqlab.analysis.indexstats import poisson_expected_slots
     from rmqlab.viz.capacity import sampled_chain_lengths_figure
 
     # 3,000 distinct keys and one key put 400 times: its slot's chain is far beyond the rest

@@ -16,7 +16,7 @@ from pandas.testing import assert_frame_equal
 from reference_model import stored_hash
 
 from rmqlab.formats.indexfile import IndexFile
-from rmqlab.sample import SAMPLE_STORE_OPTIONS, sample_store
+from rmqlab.lab.sample import SAMPLE_STORE_OPTIONS, sample_store
 from rmqlab.viz.explorer import ALL_FILES, QueryExplorer
 
 
@@ -341,7 +341,7 @@ def test_the_timeline_draws_collisions_apart_with_a_legend_and_readable_text(exp
     import matplotlib.image as mpimg
     from matplotlib.colors import to_hex
 
-    from rmqlab.keyindex import key_occurrences, key_timeline
+    from rmqlab.analysis.keys import key_occurrences, key_timeline
     from rmqlab.viz.explorer import key_timeline_figure
 
     q = store.explain_key("Orders", "ORDER_Aa0")

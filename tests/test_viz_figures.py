@@ -3,7 +3,7 @@
 * chain lengths: a plain Python loop over the entries (slot = key_hash % m) and the chain
   walks of ``IndexFile.chain`` (slot head, then prev_index);
 * the Poisson line: slots x pmf computed with math.exp / math.factorial;
-* the bars: rmqlab.indexstats.chain_length_histogram;
+* the bars: rmqlab.analysis.indexstats.chain_length_histogram;
 * entries over time: a loop over each file's entries and its header timestamps.
 
 Small files (61 slots, 1000 entries) with colliding keys ("Aa"/"BB" families) and hot keys.
@@ -27,10 +27,10 @@ import pytest  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 from oracles import require_module  # noqa: E402
 
+from rmqlab.analysis.indexstats import chain_length_histogram, index_file_paths, uniform_chain_limit  # noqa: E402
 from rmqlab.errors import GeometryError, RmqlabError, TruncatedFileError  # noqa: E402
 from rmqlab.formats.indexfile import IndexFile, build_index_file  # noqa: E402
-from rmqlab.indexservice import ExpandedKeys, bulk_build  # noqa: E402
-from rmqlab.indexstats import chain_length_histogram, index_file_paths, uniform_chain_limit  # noqa: E402
+from rmqlab.store.indexservice import ExpandedKeys, bulk_build  # noqa: E402
 from rmqlab.viz import (  # noqa: E402
     chain_length_histogram_figure,
     entries_over_time,
@@ -427,7 +427,7 @@ def _dash_heights_and_spans(ax) -> tuple[list[float], list[tuple[float, float]]]
 
 
 def test_file_stats_figure_draws_each_files_numbers_oldest_first(folder, paths):
-    from rmqlab.indexstats import directory_stats
+    from rmqlab.analysis.indexstats import directory_stats
     from rmqlab.viz import file_stats_figure
 
     stats = directory_stats(folder, hash_slot_num=HSN, index_num=INUM)
@@ -479,7 +479,7 @@ def test_file_stats_figure_draws_each_files_numbers_oldest_first(folder, paths):
 
 
 def test_file_stats_figure_legends_stay_clear_of_the_data(folder):
-    from rmqlab.indexstats import directory_stats
+    from rmqlab.analysis.indexstats import directory_stats
     from rmqlab.viz import file_stats_figure
 
     fig = file_stats_figure(directory_stats(folder, hash_slot_num=HSN, index_num=INUM))
@@ -495,7 +495,7 @@ def test_file_stats_figure_legends_stay_clear_of_the_data(folder):
 
 
 def test_file_stats_figure_without_a_column_names_it(folder):
-    from rmqlab.indexstats import directory_stats
+    from rmqlab.analysis.indexstats import directory_stats
     from rmqlab.viz import file_stats_figure
     from rmqlab.viz.figures import FILE_STATS_FIGURE_COLUMNS
 
@@ -512,7 +512,7 @@ def test_file_stats_figure_without_a_column_names_it(folder):
 def test_file_stats_figure_empty_folder_empty_file_and_many_files(tmp_path, folder):
     import pandas as pd
 
-    from rmqlab.indexstats import directory_stats
+    from rmqlab.analysis.indexstats import directory_stats
     from rmqlab.viz import file_stats_figure
 
     fig = file_stats_figure(directory_stats(tmp_path))
@@ -566,8 +566,8 @@ def test_entries_over_time_marks_the_clock_steps():
     lines at the times the clock left, labelled with the step."""
     import matplotlib.dates as mdates
 
-    from rmqlab.clocksteps import clock_steps_back
-    from rmqlab.sample import SAMPLE_STORE_OPTIONS, sample_store
+    from rmqlab.analysis.clocksteps import clock_steps_back
+    from rmqlab.lab.sample import SAMPLE_STORE_OPTIONS, sample_store
 
     store = sample_store()
     steps = clock_steps_back(store.messages())

@@ -252,7 +252,7 @@ def test_figure_default_and_deterministic(small):
 
 
 def test_figure_on_sample_store_file():
-    from rmqlab.sample import sample_store
+    from rmqlab.lab.sample import sample_store
 
     svc = sample_store().index()
     try:

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from rmqlab.errors import GeometryError
 from rmqlab.formats.indexfile import IndexFile, build_index_file
-from rmqlab.sample import SAMPLE_STORE_OPTIONS, sample_store
+from rmqlab.lab.sample import SAMPLE_STORE_OPTIONS, sample_store
 from rmqlab.viz.figures import slot_chain_lengths
 from rmqlab.viz.slotbrowser import CHAIN_COLUMNS, SlotBrowser
 

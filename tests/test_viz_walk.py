@@ -23,8 +23,8 @@ from hypothesis import strategies as st
 from matplotlib.colors import to_rgba  # noqa: E402
 
 from rmqlab.formats.indexfile import LONG_MAX, STOP_REASONS, IndexFile  # noqa: E402
-from rmqlab.indexservice import VISIT_REASONS, ExpandedKeys, IndexService, bulk_build  # noqa: E402
-from rmqlab.javahash import index_hash  # noqa: E402
+from rmqlab.jvm.hashcode import index_hash  # noqa: E402
+from rmqlab.store.indexservice import VISIT_REASONS, ExpandedKeys, IndexService, bulk_build  # noqa: E402
 from rmqlab.viz.walk import (  # noqa: E402
     FILE_MARKS,
     MARK_COLOURS,
@@ -148,7 +148,7 @@ def test_table_empty_slot_has_a_file_row(tmp_path):
 
 @pytest.fixture(scope="module")
 def sample_index():
-    from rmqlab.sample import sample_store
+    from rmqlab.lab.sample import sample_store
 
     svc = sample_store().index()
     yield svc
@@ -313,7 +313,7 @@ def test_the_entry_an_early_stop_never_reached_is_drawn_after_the_stop(tmp_path)
     """The same clock step in a one-file store: the T0 + 30 s match the walk never read is a
     dashed red box after the entry that stopped it, reached by a dashed arrow, and named in
     the legend; without `unreached` the figure is as before."""
-    from rmqlab.keyquery import query_key
+    from rmqlab.store.keyquery import query_key
 
     msgs = pd.DataFrame({"phy_offset": [100, 200, 300, 400], "topic": "T", "keys": "k",
                          "store_timestamp": [T0 + 1000 * s for s in (10, 30, 15, 40)],
@@ -429,8 +429,8 @@ def test_property_table_agrees_with_walk(tmp_path_factory, puts, key, begin_s, s
 
 
 def test_the_six_stops_figure_draws_each_walk_as_read(tmp_path):
+    from rmqlab.analysis.walkrules import WALK_STOPS, walk_stop_cases
     from rmqlab.viz.walk import READABLE_DPI, walk_stops_figure
-    from rmqlab.walkrules import WALK_STOPS, walk_stop_cases
 
     cases = walk_stop_cases(tmp_path)
     fig = walk_stops_figure(cases, tz=UTC)

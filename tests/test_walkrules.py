@@ -11,8 +11,7 @@ import struct
 import pytest
 from reference_model import stored_hash
 
-from rmqlab.formats.indexfile import INT_MAX, IndexFile
-from rmqlab.walkrules import (
+from rmqlab.analysis.walkrules import (
     TIME_DIFF_CLAMPS,
     WALK_STOPS,
     craft_walk_stop,
@@ -20,6 +19,7 @@ from rmqlab.walkrules import (
     walk_stop_cases,
     write_entry_field,
 )
+from rmqlab.formats.indexfile import INT_MAX, IndexFile
 
 SLOTS, ENTRIES = 4, 8
 

@@ -1,4 +1,4 @@
-"""rmqlab.workload: determinism, schema, statistics and the broker's structural rules."""
+"""rmqlab.lab.workload: determinism, schema, statistics and the broker's structural rules."""
 from __future__ import annotations
 
 import collections
@@ -13,10 +13,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import rmqlab
-import rmqlab.workload as W
+import rmqlab.lab.workload as W
 from rmqlab.formats.msgid import parse_uniq_id, uniq_ids_many
-from rmqlab.indexservice import expand_columns
-from rmqlab.workload import (
+from rmqlab.lab.workload import (
     PROPERTY_ORDER,
     SCHEMA,
     Workload,
@@ -27,6 +26,7 @@ from rmqlab.workload import (
     java_hashmap_order,
     rate_profile,
 )
+from rmqlab.store.indexservice import expand_columns
 
 SCHED = "SCHEDULE_TOPIC_XXXX"
 EVERYTHING = dict(messages=3000, producers=5, topics=("Orders", "Payments"), queues_per_topic=3,

@@ -9,12 +9,11 @@ Public API::
     est.as_dict()
     table = monte_carlo(plan, samples=2000, seed=None)   # p5 / p50 / p95 / mean per output
     chain_lengths_from_keys(keys, hash_slot_num, keys_in_file)   # real Java hash -> chains
-    kafka_estimate(...)                    # the Kafka counterpart (rmqlab.capacity.kafka)
+    kafka_estimate(...)                    # the Kafka counterpart (rmqlab.kafka.sizing)
 
 The model's equations, units and derivations: rmqlab/capacity/README.md and the docstrings of
 :mod:`rmqlab.capacity.model`.
 """
-from rmqlab.capacity.kafka import KafkaConfig, KafkaEstimate, kafka_estimate
 from rmqlab.capacity.model import (
     Estimate,
     OccupancySample,
@@ -35,6 +34,7 @@ from rmqlab.capacity.plan import (
     parse_plan,
     parse_size,
 )
+from rmqlab.kafka.sizing import KafkaConfig, KafkaEstimate, kafka_estimate
 
 __all__ = [
     "EXAMPLE_PLAN_TOML",

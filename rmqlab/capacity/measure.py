@@ -13,7 +13,7 @@ really there:
 * **index files** (means over the *full* files, the steady state a long-running broker
   sees): keys a file, time span a file (header ``end - begin``, seconds), slot occupancy
   (mean of the files) and mean chain length (pooled: their entries / their used slots), from
-  :func:`rmqlab.indexstats.file_stats`;
+  :func:`rmqlab.analysis.indexstats.file_stats`;
 * **look-up cost**: entries a chain walk reads, by real walks in the index files
   (:meth:`IndexFile.select_phy_offsets_many`, the same walk as
   :meth:`IndexFile.trace_query`, in C), for a hit and for a miss, with the broker's
@@ -48,8 +48,8 @@ once (Arrow and NumPy, in C), then per index file a bincount and walks in C of a
 ``slots + distinct hashes`` look-ups: a few seconds for a store of a few million keys.
 
 >>> import tempfile
->>> from rmqlab.store import generate_store
->>> from rmqlab.workload import Workload
+>>> from rmqlab.lab.generate import generate_store
+>>> from rmqlab.lab.workload import Workload
 >>> s = generate_store(tempfile.mkdtemp(), Workload(messages=2000, seed=1),
 ...                    commitlog_file_size=1 << 20, hash_slot_num=100, index_num=400)
 >>> m = measure_store(s)
@@ -69,16 +69,16 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from rmqlab.analysis.indexstats import file_stats
 from rmqlab.formats import commitlog as cl
 from rmqlab.formats import consumequeue as cq
 from rmqlab.formats.indexfile import ENTRY, LONG_MAX
-from rmqlab.indexservice import ExpandedKeys, expand_columns
-from rmqlab.indexstats import file_stats
-from rmqlab.javahash import index_hash_many
+from rmqlab.jvm.hashcode import index_hash_many
+from rmqlab.store.indexservice import ExpandedKeys, expand_columns
 
 __all__ = ["measure_store", "index_file_measurements", "truncation_share", "stored_index_keys"]
 
-#: Columns of :func:`index_file_measurements` beyond :data:`rmqlab.indexstats.FILE_STATS_COLUMNS`.
+#: Columns of :func:`index_file_measurements` beyond :data:`rmqlab.analysis.indexstats.FILE_STATS_COLUMNS`.
 WALK_COLUMNS = ("full", "first_row", "bytes_in_use", "entries_read_miss", "entries_read_hit",
                 "entries_read_hit_by_entry", "entries_read_hit_whole_chain", "entries_read_hit_whole_chain_sd",
                 "hit_hashes_walked",
@@ -122,7 +122,7 @@ def _distinct(keys) -> Any:
 def stored_index_keys(store) -> ExpandedKeys:
     """The rows the store's index holds, in the order they were put (``topic#key`` strings,
     offsets, store times), re-derived from the CommitLog as the broker's buildIndex derives
-    them (:func:`rmqlab.indexservice.expand_columns`). Cost: one columnar read of the
+    them (:func:`rmqlab.store.indexservice.expand_columns`). Cost: one columnar read of the
     CommitLog without bodies."""
     msgs = store.messages()
     if msgs.empty:
@@ -190,7 +190,7 @@ def _walk_file(f, stored_hash: np.ndarray, keys_of_file, max_num: int, queries: 
 
 def index_file_measurements(store, *, queries: int | None = None, seed: int = 0,
                             max_num: int | None = None, keys: ExpandedKeys | None = None) -> pd.DataFrame:
-    """One row per index file of `store`, oldest first: :func:`rmqlab.indexstats.file_stats`'s
+    """One row per index file of `store`, oldest first: :func:`rmqlab.analysis.indexstats.file_stats`'s
     columns plus ``full`` (entries == index_num - 1), ``first_row`` (the row of
     :func:`stored_index_keys` the file starts at), ``bytes_in_use`` and the walk means
     (``entries_read_*``, see the module docstring; entries a look-up reads).
@@ -270,8 +270,8 @@ def truncation_share(store, keys: Sequence[str], *, window_ms: int, queries: int
     disagreement raises RuntimeError naming the query.
 
     >>> import tempfile
-    >>> from rmqlab.store import generate_store
-    >>> from rmqlab.workload import Workload
+    >>> from rmqlab.lab.generate import generate_store
+    >>> from rmqlab.lab.workload import Workload
     >>> s = generate_store(tempfile.mkdtemp(), Workload(messages=3000, seed=2, hot_key_fraction=0.9,
     ...                    hot_keys=5), commitlog_file_size=1 << 20, hash_slot_num=100, index_num=400)
     >>> r = truncation_share(s, ["TopicTest#USER_1"], window_ms=1000, queries=500, max_num=350)
@@ -351,7 +351,7 @@ def _keys_per_message(keys: ExpandedKeys, messages: int) -> np.ndarray:
 def measure_store(store, *, queries: int | None = None, seed: int = 0,
                   max_num: int | None = None) -> dict[str, Any]:
     """The measured counterparts of the capacity model's outputs for `store` (a
-    :class:`rmqlab.store.Store`), as a flat dict. Units are in the names or: counts, bytes,
+    :class:`rmqlab.store.directory.Store`), as a flat dict. Units are in the names or: counts, bytes,
     seconds, entries. Read-only. Means over index files are over the full ones only (NaN
     if none is full). `queries`, `max_num`: see :func:`index_file_measurements`.
 

@@ -21,7 +21,7 @@ rmqlab/capacity/README.md), with R = messages/s, k = index keys per message:
   most written in any window of K hours (the daily cycle makes some windows heavier:
   :func:`peak_window_messages`), + 1 the file being written.
 * Slot occupancy and chains (:func:`sample_occupancy`): the real Java hash of keys generated as
-  rmqlab.workload generates them, on several full files at different positions of the key
+  rmqlab.lab.workload generates them, on several full files at different positions of the key
   stream (or scaled ones with the same load factor), averaged; their spread is reported. The
   keys stream through: made, hashed and dropped a chunk at a time.
 * Entries read per hit (:class:`OccupancySample`): the mean over every distinct key of a file
@@ -46,14 +46,14 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from rmqlab.analysis.indexstats import chain_length_summary
 from rmqlab.capacity.plan import POINTS, Interval, Plan
-from rmqlab.dispatch import index_keys_many
 from rmqlab.formats.commitlog import END_FILE_MIN_BLANK_LENGTH, MIN_MESSAGE_SIZE
 from rmqlab.formats.consumequeue import UNIT_SIZE
 from rmqlab.formats.indexfile import DEFAULT_INDEX_NUM, INT_MAX, Geometry
 from rmqlab.formats.msgid import create_uniq_id
-from rmqlab.indexstats import chain_length_summary
-from rmqlab.javahash import index_hash_many
+from rmqlab.jvm.hashcode import index_hash_many
+from rmqlab.rules.dispatch import index_keys_many
 
 __all__ = [
     "check_configuration",
@@ -342,7 +342,7 @@ def chain_lengths_from_keys(keys: Any, hash_slot_num: int, keys_in_file: int, *,
                             max_num: int | None = None) -> OccupancySample:
     """Put the first `keys_in_file` of `keys` (index key strings, ``topic#key``, in put order)
     into a file of `hash_slot_num` slots with RocketMQ's hash (Java String.hashCode, abs,
-    slot = hash % hash_slot_num) and measure it as rmqlab.indexstats.file_stats does:
+    slot = hash % hash_slot_num) and measure it as rmqlab.analysis.indexstats.file_stats does:
     occupancy = non-empty slots / slots, mean chain length = entries / non-empty slots.
     With `max_num` (maxMsgsNumBatch) also the entries a broker's walk reads per stored key
     (``entries_read_hit_broker``, :func:`broker_walk_entries` of each distinct hash's
@@ -397,7 +397,7 @@ def _long_runs(ordered: np.ndarray, first: np.ndarray, min_len: int) -> tuple[np
 def chain_lengths_from_hashes(hashes: np.ndarray, hash_slot_num: int, *, max_num: int | None = None,
                               overwrite: bool = False) -> OccupancySample:
     """:func:`chain_lengths_from_keys` of keys already hashed: `hashes` are the stored index
-    hashes (non-negative ints, :func:`rmqlab.javahash.index_hash_many`) of one file's keys in
+    hashes (non-negative ints, :func:`rmqlab.jvm.hashcode.index_hash_many`) of one file's keys in
     put order. `overwrite`: `hashes` may be sorted in place (no copy). Memory beyond `hashes`
     and the slot table: a byte per hash and 16 per distinct hash (the distinct hashes and their
     entry counts come from one sort, with no int64 array per hash). Cost: O(n log n) for the
@@ -452,7 +452,7 @@ def chain_lengths_from_hashes(hashes: np.ndarray, hash_slot_num: int, *, max_num
 
 
 def _workload(plan: Plan, messages: int, hot_keys: int, seed: int, first_order_id: int = 0):
-    from rmqlab.workload import Workload
+    from rmqlab.lab.workload import Workload
 
     k, m = plan.keys, plan.messages
     return Workload(seed=seed, messages=messages, first_order_id=first_order_id,
@@ -474,7 +474,7 @@ def _index_key_chunks(plan: Plan, entries: int, *, hot_keys: int | None = None, 
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    from rmqlab.workload import generate_chunks
+    from rmqlab.lab.workload import generate_chunks
 
     w_hot = int(plan.keys.cardinality.likely) if hot_keys is None else int(hot_keys)
     per_msg = _index_keys_per_message(plan.keys, "likely")
@@ -500,7 +500,7 @@ def sample_index_keys(plan: Plan, entries: int, *, hot_keys: int | None = None, 
                       first_order_id: int = 0):
     """The first `entries` index key strings (``topic#key``, pyarrow string array) a broker
     would put for the plan's traffic at its likely values: messages made by
-    :func:`rmqlab.workload.generate_chunks` (same key shapes: UNIQ_KEY ids, one-off order ids,
+    :func:`rmqlab.lab.workload.generate_chunks` (same key shapes: UNIQ_KEY ids, one-off order ids,
     Zipf hot keys), each message's UNIQ_KEY first, then its KEYS tokens, as buildIndex does.
     `hot_keys` overrides the hot vocabulary size, `seed` the plan's seed; `first_order_id`
     starts the one-off order ids further along the stream (ORDER_<first_order_id>, ...).

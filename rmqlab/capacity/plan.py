@@ -40,7 +40,7 @@ from rmqlab.formats.indexfile import (
     SLOT,
     Geometry,
 )
-from rmqlab.indexservice import DEFAULT_MAX_MSGS_NUM_BATCH
+from rmqlab.store.indexservice import DEFAULT_MAX_MSGS_NUM_BATCH
 
 __all__ = [
     "PlanError",
@@ -142,7 +142,7 @@ FIELDS: dict[str, dict[str, Field]] = {
                              "short-term peak rate (bursts) over the profile's rate at its peak hour",
                              lo=1),
         "daily_profile": Field("choice", "flat", "", "rate shape over a day: flat, or a cosine daily "
-                               "cycle as rmqlab.workload's 'daily' pattern", choices=("flat", "daily")),
+                               "cycle as rmqlab.lab.workload's 'daily' pattern", choices=("flat", "daily")),
         "daily_amplitude": Field("fraction", 0.5, "", "daily cycle: trough = mean x (1 - amplitude), "
                                  "peak = mean x (1 + amplitude)"),
         "daily_peak_hour": Field("float", 20.0, "hour", "hour of day of the highest rate", lo=0, hi=24,
@@ -161,7 +161,7 @@ FIELDS: dict[str, dict[str, Field]] = {
         "hot_key_fraction": Field("fraction", 0.2, "", "share of KEYS tokens drawn from the hot "
                                   "(repeating) vocabulary; the others are one-off ids such as order ids"),
         "cardinality": Field("interval", 1000.0, "keys", "distinct keys of the hot vocabulary "
-                             "(rmqlab.workload's hot_keys); one-off ids come on top", lo=1, integer=True),
+                             "(rmqlab.lab.workload's hot_keys); one-off ids come on top", lo=1, integer=True),
         "zipf_s": Field("interval", 1.1, "", "Zipf exponent of hot-key popularity: P(rank r) ~ r^-s", lo=0),
         "key_bytes": Field("interval", 12.0, "bytes", "mean UTF-8 bytes of one KEYS token", lo=0,
                            lo_open=True),

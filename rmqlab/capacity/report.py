@@ -28,11 +28,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from rmqlab.capacity.kafka import KafkaEstimate, kafka_estimate
 from rmqlab.capacity.model import Estimate, draw_percentiles, estimate, monte_carlo_draws
 from rmqlab.capacity.plan import FIELDS, Interval, Plan
-from rmqlab.display import format_value
 from rmqlab.extras import require
+from rmqlab.kafka.sizing import KafkaEstimate, kafka_estimate
+from rmqlab.tables.display import format_value
 
 __all__ = [
     "ConfigurationResult",
@@ -117,7 +117,7 @@ ASSUMPTIONS: tuple[str, ...] = (
     "at most one record a file.",
     "Messages spread evenly over topics x queues_per_topic ConsumeQueues.",
     "Slot occupancy, chain lengths and entries read for a stored key come from Java's "
-    "String.hashCode of keys generated like rmqlab.workload's (UNIQ_KEY ids, one-off order ids, "
+    "String.hashCode of keys generated like rmqlab.lab.workload's (UNIQ_KEY ids, one-off order ids, "
     "Zipf hot keys), on a full file or a scaled one at the same load factor; other points of "
     "the intervals are carried by the uniform-hash model's ratio.",
     "Entries read count a whole walk of the key's slot in each file searched (no early stop at "
@@ -600,7 +600,7 @@ SPREAD_OUTPUTS: tuple[tuple[str, str], ...] = (
 def spread_rows(a: PlanAnalysis) -> list[tuple[str, float, float, float, float, str]]:
     """The rows of :func:`spread_chart`: (label, p5, p50, p95, likely, "p5 – p95") for each of
     :data:`SPREAD_OUTPUTS` whose numbers are finite and positive (a threshold some draws never
-    reach has no spread to draw), the text through :func:`rmqlab.display.format_value`.
+    reach has no spread to draw), the text through :func:`rmqlab.tables.display.format_value`.
     Cost: O(outputs)."""
     kinds = {name: kind for name, _, kind in RESULT_ROWS}
     mc, e = a.monte_carlo, a.estimate.as_dict()
@@ -874,7 +874,7 @@ CONFIGURATION_COLUMNS: tuple[tuple[str, str, str, str], ...] = (
 def configurations_frame(a: PlanAnalysis) -> pd.DataFrame:
     """The configurations compared as text a person reads: one row per configuration (index:
     its name), one column per :data:`CONFIGURATION_COLUMNS` heading, every cell through
-    :func:`rmqlab.display.format_value`. The report shows it as it is; a notebook shows
+    :func:`rmqlab.tables.display.format_value`. The report shows it as it is; a notebook shows
     :func:`configurations_table` (the same, turned on its side). Cost: O(configurations).
 
     >>> from rmqlab.capacity import parse_plan
@@ -959,7 +959,7 @@ def results_table(a: PlanAnalysis, names: Sequence[str] = HEADLINE_OUTPUTS,
                   columns: Sequence[str] = ("likely",)) -> NotebookTable:
     """Outputs of the analysis as a notebook table: a row per output name (labelled as in
     :data:`RESULT_ROWS`), a column per `columns` ("likely", or a Monte Carlo column "p5", "p50",
-    "p95", "mean"), every number through :func:`rmqlab.display.format_value`. Cost: O(cells).
+    "p95", "mean"), every number through :func:`rmqlab.tables.display.format_value`. Cost: O(cells).
 
     >>> from rmqlab.capacity import parse_plan
     >>> a = analyse_plan(parse_plan({"traffic": {"messages_per_second": 50}}), samples=50)
@@ -1090,7 +1090,7 @@ def write_report(plan: Plan | PlanAnalysis, path: str | os.PathLike, *, samples:
 # ------------------------------------------------------------------------------ the widget
 
 #: The explorer's sliders: dotted plan field -> (label, min, max, step, int?, readout format: a
-#: d3-format string, with thousands separators as rmqlab.display writes counts).
+#: d3-format string, with thousands separators as rmqlab.tables.display writes counts).
 EXPLORER_INPUTS: dict[str, tuple[str, float, float, float, bool, str]] = {
     "traffic.messages_per_second": ("messages/s", 10, 50_000, 10, False, ",.0f"),
     "keys.keys_per_message": ("keys/message", 1, 8, 0.1, False, ".1f"),

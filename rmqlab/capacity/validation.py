@@ -1,6 +1,6 @@
 """Check the capacity model against stores rmqlab builds: the model-vs-measured table.
 
-Each :class:`Scenario` is a workload (:class:`rmqlab.workload.Workload`) with store settings,
+Each :class:`Scenario` is a workload (:class:`rmqlab.lab.workload.Workload`) with store settings,
 in two sizes:
 
 * ``"small"``: the index, CommitLog and ConsumeQueue files scaled down 1250-fold from the
@@ -12,7 +12,7 @@ in two sizes:
   ``benchmarks/bench_capacity_validation.py`` runs).
 
 :func:`validate` generates the store into a temporary folder
-(:func:`rmqlab.store.generate_store`: the same CommitLog writer and dispatch as for real
+(:func:`rmqlab.lab.generate.generate_store`: the same CommitLog writer and dispatch as for real
 stores), measures it (:func:`rmqlab.capacity.measure.measure_store`), builds the matching
 :class:`~rmqlab.capacity.plan.Plan` (:meth:`Scenario.plan`) and compares.
 
@@ -70,7 +70,7 @@ from rmqlab.formats import consumequeue as cq
 from rmqlab.formats.commitlog import DEFAULT_FILE_SIZE as COMMITLOG_FILE_SIZE
 from rmqlab.formats.commitlog import MIN_MESSAGE_SIZE
 from rmqlab.formats.indexfile import DEFAULT_HASH_SLOT_NUM, DEFAULT_INDEX_NUM, ENTRY, HEADER, SLOT, Geometry
-from rmqlab.workload import Workload
+from rmqlab.lab.workload import Workload
 
 __all__ = ["Scenario", "SCENARIOS", "SCENARIO_NAMES", "SIZES", "COLUMNS", "validate", "compare",
            "validation_table", "planned_inputs", "summary"]
@@ -465,7 +465,7 @@ def validate(scenario: Scenario | str, *, size: str = "small", overrides: dict[s
     >>> bool(df.ok.all())                                         # doctest: +SKIP
     True
     """
-    from rmqlab.store import generate_store
+    from rmqlab.lab.generate import generate_store
 
     if isinstance(scenario, str):
         if scenario not in SCENARIOS:

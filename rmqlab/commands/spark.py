@@ -9,7 +9,7 @@ import time
 from rmqlab.commands import UsageError
 from rmqlab.extras import require
 from rmqlab.formats.indexfile import DEFAULT_HASH_SLOT_NUM, DEFAULT_INDEX_NUM
-from rmqlab.workload import PATTERNS
+from rmqlab.lab.workload import PATTERNS
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -76,7 +76,7 @@ def _build(args) -> int:
     if args.store:
         source = StoreSource(args.store)
     else:
-        from rmqlab.workload import Workload
+        from rmqlab.lab.workload import Workload
 
         try:
             w = Workload(messages=args.messages, seed=args.seed, topics=tuple(args.topics.split(",")),

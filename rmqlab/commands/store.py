@@ -11,8 +11,9 @@ import pandas as pd
 from rmqlab.commands import UsageError
 from rmqlab.formats.consumequeue import DEFAULT_MAPPED_FILE_SIZE
 from rmqlab.formats.indexfile import DEFAULT_HASH_SLOT_NUM, DEFAULT_INDEX_NUM, LONG_MAX
-from rmqlab.store import Store, generate_store
-from rmqlab.workload import PATTERNS
+from rmqlab.lab.generate import generate_store
+from rmqlab.lab.workload import PATTERNS
+from rmqlab.store.directory import Store
 
 # The config/ shape `store generate --config` writes without --broker-version: the newest known.
 DEFAULT_CONFIG_VERSION = "5.3.1"
@@ -230,7 +231,7 @@ def _query_many(s, args) -> int:
 
 
 def _generate(args) -> int:
-    from rmqlab.workload import Workload
+    from rmqlab.lab.workload import Workload
 
     try:
         w = Workload(messages=args.messages, seed=args.seed, topics=tuple(args.topics.split(",")), rate=args.rate,
@@ -270,7 +271,7 @@ def _generate(args) -> int:
 def _recover(args) -> int:
     from pathlib import Path
 
-    from rmqlab.recover import recover_store
+    from rmqlab.store.recover import recover_store
 
     if not Path(args.dir).is_dir():
         raise NotADirectoryError(f"{args.dir}: not a store directory (it should hold commitlog/)")

@@ -5,7 +5,7 @@ Mirrors ``org.apache.rocketmq.store.queue.BatchConsumeQueue`` (added in commit 8
 "support batch consume-queue", first released in 5.0.0-ALPHA; read at rocketmq-all-5.0.0 and
 rocketmq-all-5.3.1, commit b122c8109d62) with ``StorePathConfigHelper.getStorePathBatchConsumeQueue``
 and ``MessageStoreConfig.mapperFileSizeBatchConsumeQueue``. Which messages get a unit, and the
-unit's ``msg_base_offset`` / ``batch_size``, are dispatch rules: :mod:`rmqlab.dispatch`.
+unit's ``msg_base_offset`` / ``batch_size``, are dispatch rules: :mod:`rmqlab.rules.dispatch`.
 
 A queue is the folder ``batchconsumequeue/<topic>/<queueId>/``. Its files are named by the
 20-digit byte offset of their first unit in the queue's byte space (unit number x 46, *not* a
@@ -60,8 +60,10 @@ import numpy as np
 from rmqlab.errors import CorruptIndexError, FormatError, GeometryError, RmqlabError, TruncatedFileError
 from rmqlab.formats.layout import Layout
 from rmqlab.formats.mapped import MappedFolder, close_handles
+from rmqlab.tables.arrays import most_common
 
 __all__ = [
+    "batch_file_size",
     "UNIT",
     "UNIT_SIZE",
     "DEFAULT_UNITS_PER_FILE",
@@ -716,3 +718,12 @@ class BatchConsumeQueueWriter:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+def batch_file_size(folder: str | os.PathLike, given: int | None = None) -> int:
+    """mapperFileSizeBatchConsumeQueue: `given`, else the most common file size when it is a
+    whole number of units, else the default."""
+    if given is not None:
+        return int(given)
+    common = most_common(p.stat().st_size for p in Path(folder).iterdir() if p.is_file() and p.stat().st_size)
+    return common if common and common % UNIT_SIZE == 0 else DEFAULT_MAPPED_FILE_SIZE

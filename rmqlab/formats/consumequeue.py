@@ -2,7 +2,7 @@
 
 Mirrors ``org.apache.rocketmq.store.ConsumeQueue`` and the parts of ``MappedFileQueue`` /
 ``MappedFile`` it relies on (RocketMQ store module, read in 4.9.7 and 5.x up to 5.3.3). The
-tags code a dispatched message gets is a dispatch rule: :mod:`rmqlab.dispatch` computes it.
+tags code a dispatched message gets is a dispatch rule: :mod:`rmqlab.rules.dispatch` computes it.
 
 A queue is the folder ``consumequeue/<topic>/<queueId>/``. Its files are named by the
 20-digit byte offset of their first unit in the queue's logical byte space (queue offset x 20)
@@ -30,7 +30,7 @@ Facts settled from the Java source (not guesses):
 * **Tags code.** ``tagsString2tagsCode`` is ``TAGS.hashCode()`` (0 for null or ""), a Java int
   widened to long. For a message stored in ``SCHEDULE_TOPIC_XXXX`` with a ``DELAY`` property
   (clamped to the highest level) > 0, the code is ``storeTimestamp + delay(level)`` instead
-  (:func:`rmqlab.dispatch.message_tags_code`). Consumers match ``codeSet.contains((int) tagsCode)``:
+  (:func:`rmqlab.rules.dispatch.message_tags_code`). Consumers match ``codeSet.contains((int) tagsCode)``:
   only the low 32 bits are compared.
 * **Search by time.** 5.1.1+ (``BoundaryType`` LOWER/UPPER) picks the file by the store times
   of each file's first and last unit, then binary-searches it with corner cases first; 4.x to
@@ -45,7 +45,7 @@ Entry points, in the npTDMS manner:
 * :class:`ConsumeQueueWriter` appends units exactly as ``putMessagePositionInfo``.
 
 >>> import tempfile
->>> from rmqlab.dispatch import tags_code
+>>> from rmqlab.rules.dispatch import tags_code
 >>> d = tempfile.mkdtemp()
 >>> with ConsumeQueueWriter.create(d, mapped_file_size=100) as w:   # 5 units a file
 ...     [w.put(1000 * i, 172, tags_code("TagA"), i).status for i in range(3)]
@@ -77,8 +77,8 @@ from rmqlab.errors import (
 from rmqlab.formats.consumequeue_ext import is_ext_addr_many
 from rmqlab.formats.layout import Layout
 from rmqlab.formats.mapped import MappedFolder, close_handles
-from rmqlab.javahash import java_hash
-from rmqlab.javalong import as_longs
+from rmqlab.jvm.hashcode import java_hash
+from rmqlab.jvm.longs import as_longs
 
 __all__ = [
     "UNIT",

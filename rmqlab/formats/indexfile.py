@@ -46,7 +46,6 @@ from typing import Any, Literal
 import numpy as np
 
 import rmqlab._indexcore as _indexcore
-from rmqlab.arrays import FirstFlagged, distinct_counts
 from rmqlab.errors import (
     CorruptIndexError,
     GeometryError,
@@ -54,8 +53,9 @@ from rmqlab.errors import (
     TruncatedFileError,
 )
 from rmqlab.formats.layout import Layout
-from rmqlab.javahash import index_hash, index_hash_many, java_hash_many
-from rmqlab.javalong import as_longs, check_long, wrap_long
+from rmqlab.jvm.hashcode import index_hash, index_hash_many, java_hash_many
+from rmqlab.jvm.longs import as_longs, check_long, wrap_long
+from rmqlab.tables.arrays import FirstFlagged, distinct_counts
 
 __all__ = [
     "HEADER",
@@ -618,7 +618,7 @@ class IndexFile:
         0.15-0.3 CPU-seconds once hashed (0.10-0.14 in the put loop, the rest the kernel's copy
         into the page cache; see :func:`build_index_file` for the whole build).
 
-        `keys` is anything :func:`rmqlab.javahash.index_hash_many` accepts; pass `hashes`
+        `keys` is anything :func:`rmqlab.jvm.hashcode.index_hash_many` accepts; pass `hashes`
         (int32, already index hashes) instead to skip hashing. A batch of 100,000 keys or more
         writes its entries through the file descriptor rather than the map (the same bytes;
         Linux's page cache keeps the map coherent), which spares a page fault per page written

@@ -657,7 +657,7 @@ def batch_cq_topics(root: str | os.PathLike) -> frozenset[str]:
     Raises FormatError where the broker's load of topics.json fails, and for a queue.type
     that is no CQType (the broker's CQType.valueOf throws), naming the file and the field.
     """
-    from rmqlab.dispatch import QUEUE_TYPE_ATTRIBUTE, cq_type
+    from rmqlab.rules.dispatch import QUEUE_TYPE_ATTRIBUTE, cq_type
 
     main = Path(root) / "config" / CONFIG_FILES["topics"]
     if not (main.exists() or main.with_name(main.name + ".bak").exists()):

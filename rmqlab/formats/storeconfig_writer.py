@@ -27,8 +27,8 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-from rmqlab.dispatch import QUEUE_TYPE_ATTRIBUTE
 from rmqlab.formats.storeconfig import CONFIG_FILES
+from rmqlab.rules.dispatch import QUEUE_TYPE_ATTRIBUTE
 
 __all__ = ["Shape", "shape_for", "encode_fastjson", "write_config_file", "config_documents", "write_store_config"]
 
@@ -45,10 +45,10 @@ def shape_for(broker_version: str) -> Shape:
     >>> shape_for("4.2.0"), shape_for("5.0.0"), shape_for("5.3.1")
     ('4', '5.0', '5.1')
 
-    Raises :class:`~rmqlab.brokerversion.BrokerVersionError` (a ValueError) for text that is not
+    Raises :class:`~rmqlab.rules.versions.BrokerVersionError` (a ValueError) for text that is not
     a known release.
     """
-    from rmqlab.brokerversion import parse_broker_version
+    from rmqlab.rules.versions import parse_broker_version
 
     v = parse_broker_version(broker_version)
     if v.major < 5:

@@ -13,5 +13,5 @@
 - :mod:`rmqlab.kafka.txnindex`   ``.txnindex``: the aborted transactions of a segment
 - :mod:`rmqlab.kafka.dirfiles`   every non-segment file of a partition directory: classify and check
 
-:mod:`rmqlab.compare` is the one module that uses both systems.
+:mod:`rmqlab.analysis.compare` is the one module that uses both systems.
 """

@@ -93,7 +93,7 @@ import numpy as np
 
 from rmqlab.errors import CorruptIndexError, FormatError, RmqlabError
 from rmqlab.formats.layout import Layout
-from rmqlab.javalong import as_longs, check_long, wrap_long
+from rmqlab.jvm.longs import as_longs, check_long, wrap_long
 
 __all__ = [
     "OFFSET_ENTRY",
@@ -236,7 +236,7 @@ def _check_int(name: str, value: Any) -> int:
 
 def _as_int64(name: str, values: Any) -> np.ndarray:
     """`values` (a scalar or a 1-D sequence) as a contiguous int64 array, refusing what a Java long
-    cannot hold (:func:`rmqlab.javalong.as_longs`)."""
+    cannot hold (:func:`rmqlab.jvm.longs.as_longs`)."""
     try:
         arr = np.asarray(values)
     except OverflowError:

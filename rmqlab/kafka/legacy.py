@@ -68,7 +68,7 @@ import numpy as np
 
 from rmqlab.errors import FormatError, RmqlabError
 from rmqlab.formats.layout import Layout
-from rmqlab.javalong import wrap_long
+from rmqlab.jvm.longs import wrap_long
 from rmqlab.kafka import codecs
 
 __all__ = ["MESSAGE_V0", "MESSAGE_V1", "LOG_OVERHEAD", "CRC_START", "RECORD_OVERHEAD", "MIN_ENTRY_SIZE",

@@ -103,7 +103,7 @@ import rmqlab._records as _records
 from rmqlab._crc32c import crc32c, crc32c_spans
 from rmqlab.errors import FormatError, RmqlabError, TruncatedFileError
 from rmqlab.formats.layout import Layout
-from rmqlab.javalong import wrap_long
+from rmqlab.jvm.longs import wrap_long
 from rmqlab.kafka import legacy
 from rmqlab.kafka.index import LOG_SUFFIX, segment_file_name
 
@@ -1839,7 +1839,7 @@ def records_from_workload(table, *, timestamp: str = "store_timestamp", base_off
                           header_columns: Sequence[str] = (), topic: str | None = None,
                           queue_id: int | None = None):
     """Kafka records (a pyarrow Table for :func:`encode_batches` / :class:`SegmentWriter`) of the
-    messages of a workload table (:data:`rmqlab.workload.SCHEMA`, e.g. a chunk of
+    messages of a workload table (:data:`rmqlab.lab.workload.SCHEMA`, e.g. a chunk of
     ``generate_chunks``), in the table's (CommitLog) order.
 
     key = the ``keys`` column (the KEYS property as stored, several keys separated by a
@@ -1850,7 +1850,7 @@ def records_from_workload(table, *, timestamp: str = "store_timestamp", base_off
     keep one topic / queue (a Kafka partition holds one). Offsets are ``base_offset +
     row`` when `base_offset` is given, else left to the writer (consecutive). Cost: vectorized.
 
-    >>> from rmqlab.workload import Workload, generate
+    >>> from rmqlab.lab.workload import Workload, generate
     >>> r = records_from_workload(generate(Workload(messages=3, seed=1)), header_columns=["tags"])
     >>> r.column_names, r.column("key")[0].as_py(), r.column("headers")[0].as_py()
     (['timestamp', 'key', 'value', 'headers'], b'ORDER_0', [{'key': b'tags', 'value': b'TagC'}])

@@ -524,7 +524,7 @@ def write_partition(directory: str | os.PathLike, records, *, segment_bytes: int
 
     `records` is anything :func:`~rmqlab.kafka.log.encode_batches` takes (e.g.
     ``kafka_log.records_from_workload(table)``), or an *iterator* of such chunks (e.g. a
-    generator over :func:`rmqlab.workload.generate_chunks`), appended in order. Defaults are
+    generator over :func:`rmqlab.lab.workload.generate_chunks`), appended in order. Defaults are
     Kafka's: segment.bytes 1 GiB, segment.index.bytes 10 MiB, index.interval.bytes 4096,
     segment.ms 7 days. Cost: see :class:`PartitionWriter` (about 100 MB/s of batches).
 

@@ -1,7 +1,7 @@
 """Distributed build of a broker ``index/`` folder, without shuffling the keys.
 
 :func:`build_index_files` writes the same files, byte for byte and with the same names, as
-:func:`rmqlab.indexservice.bulk_build` of the same keys named by store time (each file named
+:func:`rmqlab.store.indexservice.bulk_build` of the same keys named by store time (each file named
 after the store timestamp of its first key, as ``IndexService(name_by_store_time=True)``).
 It needs the keys in broker order (CommitLog offset, then UNIQ_KEY, then the KEYS tokens), and
 gets them either as a Spark DataFrame whose partition order is that order, or as a
@@ -70,7 +70,7 @@ class HashMismatchError(RuntimeError):
 
 #: One key in a run file: packed, little-endian, 20 bytes (the size of an index entry).
 RUN_DTYPE = np.dtype([
-    ("hash", "<i4"),              # index hash of topic#key (rmqlab.javahash.index_hash_many)
+    ("hash", "<i4"),              # index hash of topic#key (rmqlab.jvm.hashcode.index_hash_many)
     ("phy_offset", "<i8"),        # CommitLog offset of the message
     ("store_timestamp", "<i8"),   # ms since the epoch
 ])
@@ -123,7 +123,7 @@ def build_index_files(source: Any, directory: str | os.PathLike, *, hash_slot_nu
     `source` is a Spark DataFrame with columns ``key`` (``topic#key``), ``phy_offset`` and
     ``store_timestamp`` (longs), one row per put, already expanded (as
     :meth:`rmqlab.spark.sources.Source.keys_frame` or
-    :func:`rmqlab.indexservice.expand_columns` give them) whose PARTITION ORDER is broker order
+    :func:`rmqlab.store.indexservice.expand_columns` give them) whose PARTITION ORDER is broker order
     (partition 0 first, rows in order inside each partition); or a
     :class:`rmqlab.spark.sources.Source` (then the keys are made and hashed inside the same
     task, and `spark` is the session to use, default the active one). `max_keys` keeps only
@@ -163,9 +163,9 @@ def build_index_files(source: Any, directory: str | os.PathLike, *, hash_slot_nu
     20 bytes a key until the files are built (about as much as the files). Cost: one pass
     over the input (hashing in C), then one C build per file, ``min(files, cores)`` at a time.
     """
-    from rmqlab.indexservice import check_index_num, is_index_file_name
     from rmqlab.spark.progress import JobProgress
     from rmqlab.spark.sources import Source
+    from rmqlab.store.indexservice import check_index_num, is_index_file_name
 
     check_index_num(index_num)
     hash_slot_num, index_num = int(hash_slot_num), int(index_num)
@@ -249,7 +249,7 @@ def _write_run(runs_dir: Location, part: int, batches: Iterable[Any]) -> tuple[i
     failed attempt is never read: the driver keeps only the runs the finished tasks name."""
     from pyspark import TaskContext
 
-    from rmqlab.javahash import index_hash_many
+    from rmqlab.jvm.hashcode import index_hash_many
 
     start = time.monotonic()
     ctx = TaskContext.get()
@@ -344,7 +344,7 @@ def _open_run(run: Location, n: int) -> Location:
 
 
 def _plan_files(runs, directory: Location, index_num: int, names, tz, max_keys) -> list[BuildPlan]:
-    from rmqlab.indexservice import next_free_index_file_name
+    from rmqlab.store.indexservice import next_free_index_file_name
 
     cap = index_num - 1
     starts, total, _ = plan_ranks([n for _, n in runs], index_num)

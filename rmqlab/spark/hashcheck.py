@@ -1,6 +1,6 @@
 """The JVM as an oracle for rmqlab's String.hashCode, on the data a Spark job is processing.
 
-rmqlab hashes keys in C (:func:`rmqlab.javahash.java_hash_many`). Spark runs on a JVM, so the
+rmqlab hashes keys in C (:func:`rmqlab.jvm.hashcode.java_hash_many`). Spark runs on a JVM, so the
 JVM's own ``String.hashCode`` is one ``reflect`` call away: :func:`check_hashes` computes both
 for a column, inside the executors, and returns every row where they differ. A distributed
 build can run it on its input before trusting any index file it writes.
@@ -29,7 +29,7 @@ def with_java_hash(df, column: str, out: str = "java_hash", *, index: bool = Fal
     schema = StructType(df.schema.fields + [StructField(out, IntegerType(), False)])
 
     def add_hash(batches):
-        from rmqlab.javahash import index_hash_many, java_hash_many  # imported in the worker
+        from rmqlab.jvm.hashcode import index_hash_many, java_hash_many  # imported in the worker
 
         hash_many = index_hash_many if index else java_hash_many
         for batch in batches:

@@ -1,12 +1,12 @@
 """Sources of messages and index keys, split into pieces that Spark tasks produce on their own.
 
 A source has ``num_partitions`` pieces; piece ``i`` is made inside a task by rmqlab's own
-format modules (the generator, the CommitLog reader, :func:`rmqlab.indexservice.expand_columns`)
+format modules (the generator, the CommitLog reader, :func:`rmqlab.store.indexservice.expand_columns`)
 and comes back in broker order, so piece order is CommitLog order:
 
 * :class:`StoreSource`: a real store directory (a plain path or a URI: ``file://``, ``s3://``
   ...), one piece per CommitLog file, decoded by :func:`rmqlab.formats.commitlog.read_columns`.
-* :class:`WorkloadSource`: a synthetic :class:`rmqlab.workload.Workload`, generated in parallel
+* :class:`WorkloadSource`: a synthetic :class:`rmqlab.lab.workload.Workload`, generated in parallel
   by the executors, one piece per CommitLog file (see the class for how it is split).
 
 Each source gives its messages (:meth:`Source.messages_frame`) and the keys the broker would
@@ -35,8 +35,8 @@ import numpy as np
 import pyarrow as pa
 
 from rmqlab.formats.commitlog import DEFAULT_FILE_SIZE, place_records, read_columns, record_sizes, store_files
+from rmqlab.lab.workload import Workload, generate, generate_chunks
 from rmqlab.spark import storage
-from rmqlab.workload import Workload, generate, generate_chunks
 
 __all__ = ["Source", "StoreSource", "WorkloadSource", "MESSAGE_SCHEMA", "KEY_SCHEMA"]
 
@@ -86,9 +86,9 @@ class Source:
 
     def keys(self, i: int) -> Iterator[pa.RecordBatch]:
         """Piece `i`'s index keys (:data:`KEY_SCHEMA`), expanded per batch of messages with
-        :func:`rmqlab.indexservice.expand_columns` (the same rules as the broker's buildIndex;
+        :func:`rmqlab.store.indexservice.expand_columns` (the same rules as the broker's buildIndex;
         a message's keys never straddle two batches)."""
-        from rmqlab.indexservice import expand_columns
+        from rmqlab.store.indexservice import expand_columns
 
         for table in self.messages(i):
             exp = expand_columns({name: table.column(name) for name in
@@ -201,7 +201,7 @@ class _Piece:
 class WorkloadSource(Source):
     """A synthetic workload generated in parallel, one CommitLog file per piece.
 
-    The generator (:mod:`rmqlab.workload`) carries state from message to message (queue
+    The generator (:mod:`rmqlab.lab.workload`) carries state from message to message (queue
     offsets, counters, pending transactions), so one long stream cannot be cut between
     executors without generating everything before the cut. Instead piece ``i`` is an
     independent sub-workload that fills CommitLog file ``i`` (offset ``i * commitlog_file_size``)
@@ -226,7 +226,7 @@ class WorkloadSource(Source):
       written (as with ``drain=False``; the last piece follows ``workload.drain``), and
       ``broker_clock_steps`` is shared out between the pieces.
 
-    Use :func:`rmqlab.workload.generate` for a single stream with no seams.
+    Use :func:`rmqlab.lab.workload.generate` for a single stream with no seams.
 
     >>> src = WorkloadSource(Workload(messages=3000, seed=2), commitlog_file_size=128 * 1024)
     >>> m = [t for i in range(src.num_partitions) for t in src.messages(i)]
@@ -239,7 +239,7 @@ class WorkloadSource(Source):
 
     def __init__(self, workload: Workload, *, commitlog_file_size: int = DEFAULT_FILE_SIZE,
                  chunk_messages: int = 131_072):
-        from rmqlab.workload import RateProfile
+        from rmqlab.lab.workload import RateProfile
 
         self.workload = workload
         self.file_size = int(commitlog_file_size)

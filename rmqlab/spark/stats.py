@@ -1,6 +1,6 @@
 """Index statistics with Spark: one task per index file, and key statistics over a DataFrame.
 
-* :func:`index_stats` runs :func:`rmqlab.indexstats.file_report` on every index file of a
+* :func:`index_stats` runs :func:`rmqlab.analysis.indexstats.file_report` on every index file of a
   folder (a plain path or a URI: ``file://``, ``s3://`` ..., see :mod:`rmqlab.spark.storage`),
   one Spark task per file (on a cluster the folder must be where every executor can read
   it), and returns Spark DataFrames of the per-file rows,
@@ -11,9 +11,9 @@
   :func:`rmqlab.spark.hashcheck.with_java_hash` with ``index=True`` (rmqlab's C
   index_hash_many over Arrow batches).
 
-The format is read only through :mod:`rmqlab.indexstats` (and so :mod:`rmqlab.formats.indexfile`);
+The format is read only through :mod:`rmqlab.analysis.indexstats` (and so :mod:`rmqlab.formats.indexfile`);
 nothing here re-implements it. Figures are the same as the single-process functions give:
-``index_stats(...).to_pandas().files`` equals :func:`rmqlab.indexstats.directory_stats`.
+``index_stats(...).to_pandas().files`` equals :func:`rmqlab.analysis.indexstats.directory_stats`.
 
 >>> from rmqlab.spark import get_session                        # doctest: +SKIP
 >>> s = index_stats(get_session(), "store/index").to_pandas()   # doctest: +SKIP
@@ -26,7 +26,7 @@ import os
 from dataclasses import dataclass, fields
 from typing import Any
 
-from rmqlab.indexstats import FILE_STATS_COLUMNS
+from rmqlab.analysis.indexstats import FILE_STATS_COLUMNS
 from rmqlab.spark.storage import Location
 
 __all__ = ["IndexStats", "KeyStats", "index_stats", "key_stats"]
@@ -64,9 +64,9 @@ class IndexStats:
     """The statistics of an index folder, as Spark DataFrames (or, after :meth:`to_pandas`,
     pandas DataFrames with the same columns):
 
-    * ``files``: one row per file, the columns of :data:`rmqlab.indexstats.FILE_STATS_COLUMNS`;
+    * ``files``: one row per file, the columns of :data:`rmqlab.analysis.indexstats.FILE_STATS_COLUMNS`;
     * ``chain_lengths``: file, chain_length, slots (each file's
-      :func:`~rmqlab.indexstats.chain_length_histogram`);
+      :func:`~rmqlab.analysis.indexstats.chain_length_histogram`);
     * ``longest_chains``: file, slot, chain_length, distinct_hashes (each file's top chains);
     * ``hottest_hashes``: file, key_hash, entries (each file's top stored hashes);
     * ``overall``: one row: files, entries, slots (total hash slots), slots_used, occupancy
@@ -101,7 +101,8 @@ class KeyStats:
     * ``true_collisions``: key_hash, distinct_keys, keys (sorted array of the key strings),
       puts; sorted by distinct_keys descending, puts descending, key_hash.
 
-    The same figures as :func:`rmqlab.indexstats.hottest_keys` / :func:`~rmqlab.indexstats.true_collisions`.
+    The same figures as :func:`rmqlab.analysis.indexstats.hottest_keys` /
+    :func:`~rmqlab.analysis.indexstats.true_collisions`.
     """
 
     hottest_keys: Any
@@ -109,7 +110,7 @@ class KeyStats:
 
     def to_pandas(self) -> KeyStats:
         """Both tables as pandas DataFrames in their documented order, ``keys`` as Python lists
-        of str (as :func:`rmqlab.indexstats.true_collisions` gives). Cost: one collect each."""
+        of str (as :func:`rmqlab.analysis.indexstats.true_collisions` gives). Cost: one collect each."""
         hot = _sorted_pandas(self.hottest_keys, [("puts", False), ("key", True)])
         coll = _sorted_pandas(self.true_collisions,
                               [("distinct_keys", False), ("puts", False), ("key_hash", True)])
@@ -127,7 +128,7 @@ def _report_task(files: list[Location], top: int | None, hash_slot_num: int | No
     def run(batches):
         import pyarrow as pa
 
-        from rmqlab.indexstats import FILE_STATS_COLUMNS, file_report  # imported in the worker
+        from rmqlab.analysis.indexstats import FILE_STATS_COLUMNS, file_report  # imported in the worker
         from rmqlab.spark import storage
 
         arrow = {"str": pa.string(), "int": pa.int64(), "float": pa.float64()}
@@ -178,12 +179,12 @@ def index_stats(spark, directory: str | os.PathLike, *, hash_slot_num: int | Non
 
     `directory` is a plain path (made absolute on the driver) or a URI of a filesystem pyarrow
     knows (:mod:`rmqlab.spark.storage`). The driver lists the folder (17-digit names, oldest
-    first, as :func:`rmqlab.indexstats.index_file_paths`); task i runs
-    :func:`rmqlab.indexstats.file_report` on file i in an executor: through a memory map on a
+    first, as :func:`rmqlab.analysis.indexstats.index_file_paths`); task i runs
+    :func:`rmqlab.analysis.indexstats.file_report` on file i in an executor: through a memory map on a
     local disk, elsewhere on a copy downloaded to the executor's temporary folder (then
     ``files.path`` is the file's URI). On a cluster every executor must be able to read it.
     `hash_slot_num` / `index_num` are passed to every open (see
-    :func:`rmqlab.indexstats.file_stats`); `top` bounds each file's longest chains and hottest
+    :func:`rmqlab.analysis.indexstats.file_stats`); `top` bounds each file's longest chains and hottest
     hashes (None = all). A bad file fails the job with the typed error of
     :meth:`rmqlab.formats.indexfile.IndexFile.open` in the Python traceback Spark reports.
 
@@ -196,14 +197,14 @@ def index_stats(spark, directory: str | os.PathLike, *, hash_slot_num: int | Non
     filesystems: a plain path (made absolute on the driver) or a URI Hadoop knows
     (``s3a://`` needs the hadoop-aws jars on the cluster), not pyarrow's.
 
-    Cost: per file as :func:`rmqlab.indexstats.file_stats` (about 1-2 s for a full default-size
+    Cost: per file as :func:`rmqlab.analysis.indexstats.file_stats` (about 1-2 s for a full default-size
     file), files in parallel over the executors' cores, plus a few small Spark jobs.
     """
     from pyspark.sql import functions as F
 
-    from rmqlab.indexservice import is_index_file_name
-    from rmqlab.indexstats import index_file_paths
+    from rmqlab.analysis.indexstats import index_file_paths
     from rmqlab.spark import storage
+    from rmqlab.store.indexservice import is_index_file_name
 
     folder = storage.resolve(directory)
     if folder.local:
@@ -245,7 +246,7 @@ def key_stats(df, *, top: int | None = 10, column: str = "key") -> KeyStats:
     holds the `top` keys by puts (None = all), ties broken by key in Spark's binary string
     order (the same as Python's); ``true_collisions`` every stored index hash shared by two or
     more distinct keys, the hash computed in the executors by
-    :func:`rmqlab.javahash.index_hash_many` over Arrow batches (no Python loop per row).
+    :func:`rmqlab.jvm.hashcode.index_hash_many` over Arrow batches (no Python loop per row).
 
     Returns lazy Spark DataFrames (see :class:`KeyStats`). Cost when evaluated: one group-by of
     the rows by key (a shuffle), then for the collisions one hash pass over the distinct keys

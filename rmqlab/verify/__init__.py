@@ -71,7 +71,6 @@ from rmqlab.verify.check_commitlog import verify_commitlog
 from rmqlab.verify.check_consumequeue import verify_consume_queue
 from rmqlab.verify.check_index import verify_index_file
 from rmqlab.verify.driver import verify_path
-from rmqlab.verify.geometry import infer_index_geometry
 from rmqlab.verify.kind import detect_kind
 from rmqlab.verify.report import CHECKS, KINDS, FileReport, Problem, VerifyReport
 
@@ -87,5 +86,4 @@ __all__ = [
     "verify_consume_queue",
     "verify_checkpoint",
     "detect_kind",
-    "infer_index_geometry",
 ]

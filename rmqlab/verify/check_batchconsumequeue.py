@@ -2,7 +2,7 @@
 
 BatchConsumeQueue files follow ``store/.../queue/BatchConsumeQueue.java`` (rocketmq-all-5.3.1,
 commit b122c8109d62); their units are checked against the CommitLog messages with the dispatch
-rules of :mod:`rmqlab.dispatch` (``CommitLog.setBatchSizeIfNeeded``). LMQ units follow
+rules of :mod:`rmqlab.rules.dispatch` (``CommitLog.setBatchSizeIfNeeded``). LMQ units follow
 ``ConsumeQueue.multiDispatchLmqQueue`` (4.9.3+): a ``consumequeue/%LMQ%.../0`` unit points at a
 message of another topic that names the queue in INNER_MULTI_DISPATCH with that queue offset.
 """
@@ -13,12 +13,12 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
-from rmqlab.dispatch import batch_unit, goes_to_consume_queue_many, is_lmq, lmq_dispatch_many, property_value
 from rmqlab.errors import CorruptIndexError, RmqlabError
 from rmqlab.formats import batchconsumequeue as bcq
 from rmqlab.formats import consumequeue as cq
+from rmqlab.rules.dispatch import batch_unit, goes_to_consume_queue_many, is_lmq, lmq_dispatch_many, property_value
 from rmqlab.verify.check_commitlog import Messages
-from rmqlab.verify.common import add_problem, most_common
+from rmqlab.verify.common import add_problem
 from rmqlab.verify.cross import RunningFirst, window_units
 from rmqlab.verify.report import FileReport, make_problem, problem_from_error
 
@@ -53,15 +53,6 @@ def batch_queue_folders(root: Path) -> list[Path]:
     return [q for t in subs for q in sorted(t.iterdir()) if q.is_dir() and q.name.isdigit()]
 
 
-def batch_file_size(folder: Path, given: int | None) -> int:
-    """mapperFileSizeBatchConsumeQueue: `given`, else the most common file size when it is a
-    whole number of units, else the default."""
-    if given is not None:
-        return int(given)
-    common = most_common(p.stat().st_size for p in folder.iterdir() if p.is_file() and p.stat().st_size)
-    return common if common and common % bcq.UNIT_SIZE == 0 else bcq.DEFAULT_MAPPED_FILE_SIZE
-
-
 def batch_queue_checks(q: bcq.BatchConsumeQueue, commitlog_end: int | None) -> FileReport:
     """One folder's own invariants as a report of kind ``batchconsumequeue``."""
     r = FileReport(str(q.folder), "batchconsumequeue")
@@ -76,7 +67,7 @@ def verify_batch_consume_queue(path: Path, mapped_file_size: int | None = None) 
     out = []
     for folder in batch_queue_folders(Path(path)):
         try:
-            q = bcq.BatchConsumeQueue.open(folder, batch_file_size(folder, mapped_file_size), strict=False)
+            q = bcq.BatchConsumeQueue.open(folder, bcq.batch_file_size(folder, mapped_file_size), strict=False)
         except RmqlabError as e:
             out.append(FileReport(str(folder), "batchconsumequeue", {"unreadable": True},
                                   [problem_from_error(_code(e), e)]))
@@ -175,9 +166,9 @@ def lmq_queue_cross(q: cq.ConsumeQueue, msgs: Messages, *, enable_lmq: bool | No
 
     `enable_lmq` None infers the broker's enableLmq from the folders: with it every LMQ unit
     is in queue 0; without it (a 4.9.x broker numbers the names per message queue id, see
-    :func:`rmqlab.dispatch.assign_lmq_offsets`) they are in the sending message's queue, so a
+    :func:`rmqlab.rules.dispatch.assign_lmq_offsets`) they are in the sending message's queue, so a
     sibling folder other than 0 means off. `broker_version` picks the release's multi-dispatch
-    rule as dispatch does (:func:`rmqlab.dispatch.lmq_dispatch`; None: 5.x). `msgs` may be the
+    rule as dispatch does (:func:`rmqlab.rules.dispatch.lmq_dispatch`; None: 5.x). `msgs` may be the
     side table of a :class:`CommitLogScan` (the messages with dispatch properties, plus this plain
     name's own messages); `store_messages` is then the CommitLog's count (default ``msgs.n``)."""
     out: list = []
@@ -252,5 +243,5 @@ def _dispatched_end(q: cq.ConsumeQueue) -> int:
     return int(u.commitlog_offset) + int(u.size)
 
 
-__all__ = ["batch_queue_folders", "batch_file_size", "batch_queue_checks", "verify_batch_consume_queue",
+__all__ = ["batch_queue_folders", "batch_queue_checks", "verify_batch_consume_queue",
            "BatchQueueCross", "lmq_queue_cross", "multi_dispatch_plain_queues", "is_lmq"]

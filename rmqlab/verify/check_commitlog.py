@@ -7,8 +7,10 @@ from pathlib import Path
 
 import numpy as np
 
-from rmqlab.arrays import FirstFlagged, distinct
-from rmqlab.dispatch import (
+from rmqlab.errors import FormatError, GeometryError, RmqlabError, TruncatedFileError
+from rmqlab.formats import commitlog as cl
+from rmqlab.formats.commitlog.columns import PROP_CRC_MISMATCH, chunked_decode, prop_crc_states, scan_file
+from rmqlab.rules.dispatch import (
     PROPERTY_INNER_BASE,
     PROPERTY_INNER_MULTI_DISPATCH,
     PROPERTY_INNER_NUM,
@@ -16,14 +18,8 @@ from rmqlab.dispatch import (
     message_tags_codes,
     property_values,
 )
-from rmqlab.errors import FormatError, GeometryError, RmqlabError, TruncatedFileError
-from rmqlab.formats import commitlog as cl
-from rmqlab.formats.commitlog.columns import PROP_CRC_MISMATCH, chunked_decode, prop_crc_states, scan_file
-from rmqlab.verify.common import (
-    OFFSET_FILE_NAME,
-    gather_field,
-    most_common,
-)
+from rmqlab.tables.arrays import FirstFlagged, distinct, gather_field, most_common
+from rmqlab.verify.common import OFFSET_FILE_NAME
 from rmqlab.verify.report import FileReport, make_problem, problem_from_error
 
 #: bits of the (row, key hash) codes used for joins: hash < 2^31
@@ -51,7 +47,7 @@ class Messages:
     real CommitLog offset), ``file_of`` (index into ``files``), ``total_size``, ``sys_flag``,
     ``store_ts``, ``queue_id``, ``queue_offset``, ``topic_code`` (index into ``topics``, the
     distinct topics) and ``tags_codes`` (the code the broker dispatches,
-    :func:`rmqlab.dispatch.message_tags_codes`). ``key_codes``: every key buildIndex would put,
+    :func:`rmqlab.rules.dispatch.message_tags_codes`). ``key_codes``: every key buildIndex would put,
     as codes ``row << 31 | index_hash``. The PROPERTIES block is kept only for messages naming
     a multi-dispatch queue or a batch (:data:`DISPATCH_PROPERTIES`). A problem that names a
     message's strings reads its record again (:meth:`record`)."""
@@ -177,8 +173,8 @@ class Messages:
 def _chunk_key_codes(cols: dict, phy: np.ndarray, first: int) -> np.ndarray:
     """The key codes (``row << 31 | index_hash``, row = `first` + position in the chunk) of a
     chunk of decoded messages, in message order."""
-    from rmqlab.indexservice import expand_columns
-    from rmqlab.javahash import index_hash_many
+    from rmqlab.jvm.hashcode import index_hash_many
+    from rmqlab.store.indexservice import expand_columns
 
     n = len(phy)
     keys = {"topic": cols["topic"], "phy_offset": phy, "store_timestamp": cols["store_timestamp"],

@@ -11,7 +11,8 @@ import numpy as np
 from rmqlab.errors import CorruptIndexError, RmqlabError
 from rmqlab.formats import consumequeue as cq
 from rmqlab.formats import consumequeue_ext as cqx
-from rmqlab.verify.common import OFFSET_FILE_NAME, add_problem, first_problem, most_common
+from rmqlab.tables.arrays import most_common
+from rmqlab.verify.common import OFFSET_FILE_NAME, add_problem, first_problem
 from rmqlab.verify.report import FileReport, make_problem, problem_from_error
 
 _CQ_CODES = (

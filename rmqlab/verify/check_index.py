@@ -7,7 +7,6 @@ from typing import Any
 
 import numpy as np
 
-from rmqlab.arrays import FirstFlagged
 from rmqlab.errors import CorruptIndexError, RmqlabError
 from rmqlab.formats import indexfile
 from rmqlab.formats.indexfile import (
@@ -18,8 +17,8 @@ from rmqlab.formats.indexfile import (
     SlotCountRule,
     time_diff_seconds,
 )
-from rmqlab.verify.common import first_nonzero
-from rmqlab.verify.geometry import infer_index_geometry
+from rmqlab.formats.indexgeometry import infer_index_geometry
+from rmqlab.tables.arrays import FirstFlagged, first_nonzero
 from rmqlab.verify.report import FileReport, Problem, make_problem, problem_from_error
 
 _INDEX_CODES = (

@@ -8,18 +8,18 @@ from pathlib import Path
 
 import numpy as np
 
-from rmqlab.dispatch import (
-    TRANSACTION_PREPARED_TYPE,
-    goes_to_consume_queue_many,
-    goes_to_index_many,
-    transaction_type,
-)
 from rmqlab.errors import CorruptIndexError, FormatError
 from rmqlab.formats import checkpoint as cpf
 from rmqlab.formats import commitlog as cl
 from rmqlab.formats import consumequeue as cq
 from rmqlab.formats import consumequeue_ext as cqx
 from rmqlab.formats.indexfile import ENTRY, HEADER, IndexFile, time_diff_seconds
+from rmqlab.rules.dispatch import (
+    TRANSACTION_PREPARED_TYPE,
+    goes_to_consume_queue_many,
+    goes_to_index_many,
+    transaction_type,
+)
 from rmqlab.verify.check_commitlog import KEY_CODE_HASH_BITS, CommitLogScan, Messages
 from rmqlab.verify.check_consumequeue import open_ext
 from rmqlab.verify.common import add_problem
@@ -294,7 +294,7 @@ class IndexDirCross:
                              lambda i, part=part: self._missing_key(w, int(part[i])))
 
     def _missing_key(self, w: Messages, code: int) -> Problem:
-        from rmqlab.javahash import index_hash
+        from rmqlab.jvm.hashcode import index_hash
 
         lo, hi = self.range
         rr = code >> KEY_CODE_HASH_BITS

@@ -9,13 +9,13 @@ from typing import Any
 
 import numpy as np
 
-from rmqlab.dispatch import goes_to_consume_queue_many
 from rmqlab.errors import RmqlabError
 from rmqlab.formats import batchconsumequeue as bcq
 from rmqlab.formats.indexfile import NEW_SLOT, IndexFile, SlotCountRule
+from rmqlab.formats.indexgeometry import index_geometries
+from rmqlab.rules.dispatch import goes_to_consume_queue_many
 from rmqlab.verify.check_batchconsumequeue import (
     BatchQueueCross,
-    batch_file_size,
     batch_queue_checks,
     batch_queue_folders,
     is_lmq,
@@ -40,7 +40,6 @@ from rmqlab.verify.cross import (
     checkpoint_cross,
     index_dir_cross,
 )
-from rmqlab.verify.geometry import index_geometries
 from rmqlab.verify.kind import detect_kind
 from rmqlab.verify.report import KINDS, FileReport, Kind, VerifyReport
 
@@ -71,8 +70,8 @@ def verify_path(path: str | os.PathLike, *, kind: Kind | None = None, hash_slot_
     3,005 MiB when that table held the strings).
 
     >>> import tempfile
-    >>> from rmqlab.store import generate_store
-    >>> from rmqlab.workload import Workload
+    >>> from rmqlab.lab.generate import generate_store
+    >>> from rmqlab.lab.workload import Workload
     >>> root = Path(tempfile.mkdtemp()) / "store"
     >>> _ = generate_store(root, Workload(messages=300, seed=1), commitlog_file_size=1 << 16,
     ...                    hash_slot_num=16, index_num=128, consume_queue_file_size=2000)
@@ -238,7 +237,7 @@ class _StoreQueues:
 
     def __init__(self, root: Path, cq_dir: Path, cq_size: int | None):
         self.cq = _OpenQueues(lambda folder: open_queue(folder, cq_size)[0])
-        self.bcq = _OpenQueues(lambda folder: bcq.BatchConsumeQueue.open(folder, batch_file_size(folder, None),
+        self.bcq = _OpenQueues(lambda folder: bcq.BatchConsumeQueue.open(folder, bcq.batch_file_size(folder),
                                                                          strict=False))
         self.folders = [folder for folder in queue_folders(cq_dir) if folder != cq_dir]
         self.names: dict[Path, tuple[str | None, int | None]] = {}
@@ -328,7 +327,7 @@ def _abnormal_recovery_start(root: Path) -> str:
     """Where CommitLog.recoverAbnormally would start re-dispatching, as words for the abort note
     (a missing or unreadable checkpoint reads as zeros, as StoreCheckpoint creates it)."""
     from rmqlab.formats import checkpoint as cpf
-    from rmqlab.recover import recovery_start
+    from rmqlab.store.recover import recovery_start
 
     cp = cpf.StoreCheckpoint()
     try:

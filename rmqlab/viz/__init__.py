@@ -12,7 +12,7 @@ as the cell's value), in a script (``fig.savefig("x.png")``) and on a headless s
 * :func:`entries_over_time` - entries per time bin and the time span of every file of a folder.
 * :func:`stored_time_lag_figure` - how far each entry's stored time lies before the real one.
 * :func:`file_stats_figure` - per file of a folder, non-empty slots against a uniform hash's
-  share, and the mean and longest chains (from :func:`rmqlab.indexstats.directory_stats`).
+  share, and the mean and longest chains (from :func:`rmqlab.analysis.indexstats.directory_stats`).
 * :func:`query_walk_figure` - a key query's walk, file by file and entry by entry, coloured by
   what each entry read did (returned, hash match outside the time range, another key), and why
   each walk stopped; :func:`walk_table` is the exact data behind it.
@@ -20,7 +20,7 @@ as the cell's value), in a script (``fig.savefig("x.png")``) and on a headless s
   field shaded and decoded; :func:`hex_fields` is the table behind it.
 * :func:`load_factor_figure`, :func:`load_factor_comparison_figure` - chain lengths and query
   costs a (hash_slot_num, index_num) configuration implies for uniform hashes (theory in
-  :func:`rmqlab.indexstats.chain_length_theory`); :func:`disk_usage_figure`,
+  :func:`rmqlab.analysis.indexstats.chain_length_theory`); :func:`disk_usage_figure`,
   :func:`disk_fan_figure`, :func:`percentile_ranges_figure` and
   :func:`index_fill_time_figure` (with :func:`rmqlab.capacity.model.hours_to_fill`) - disk bytes over days (likely
   and as a Monte Carlo fan), the spread of the outputs, and the time to fill an index file, for capacity planning.

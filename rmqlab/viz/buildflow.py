@@ -1,14 +1,14 @@
 """The broker's buildIndex flow chart, drawn with the path one real put took through it.
 
-:func:`build_flow_figure` draws the nodes of :data:`rmqlab.buildsteps.NODES` (decisions as
+:func:`build_flow_figure` draws the nodes of :data:`rmqlab.analysis.buildsteps.NODES` (decisions as
 diamonds), the current step's node filled orange, the nodes already passed blue, and beside the
-chart the steps so far, each with the numbers :func:`rmqlab.buildsteps.trace_build_index` read
+chart the steps so far, each with the numbers :func:`rmqlab.analysis.buildsteps.trace_build_index` read
 from the file. :class:`BuildIndexStepper` is the same as a widget: Back / Next buttons and a
 slider over the steps. Nothing here computes: the steps come from the package.
 
 >>> import tempfile
->>> from rmqlab.buildsteps import trace_build_index
->>> from rmqlab.indexservice import DispatchRequest, IndexService
+>>> from rmqlab.analysis.buildsteps import trace_build_index
+>>> from rmqlab.store.indexservice import DispatchRequest, IndexService
 >>> with IndexService(tempfile.mkdtemp(), 4, 8, read_only=False, clock=lambda: 0) as svc:
 ...     steps = trace_build_index(svc, DispatchRequest("T", 0, 1718000000000, keys="a"))
 >>> fig = build_flow_figure(steps, 5)
@@ -23,7 +23,7 @@ import ipywidgets as widgets
 from matplotlib.figure import Figure
 from matplotlib.patches import FancyArrowPatch, FancyBboxPatch, Polygon
 
-from rmqlab.buildsteps import NODES, BuildStep
+from rmqlab.analysis.buildsteps import NODES, BuildStep
 from rmqlab.viz.widgetkit import WidgetBase, image_widget, show_figure
 
 __all__ = ["build_flow_figure", "BuildIndexStepper", "NODE_POSITIONS"]
@@ -120,7 +120,7 @@ def build_flow_figure(steps: list[BuildStep], current: int) -> Figure:
 
 
 class BuildIndexStepper(WidgetBase):
-    """The steps of :func:`rmqlab.buildsteps.trace_build_index` as a widget: Back and Next
+    """The steps of :func:`rmqlab.analysis.buildsteps.trace_build_index` as a widget: Back and Next
     buttons and a slider pick the step; the chart and the step list redraw. `start` is the step
     shown first. Attributes: :attr:`slider`, :attr:`back`, :attr:`next`, :attr:`image`, and
     :attr:`shown` (the step on screen)."""

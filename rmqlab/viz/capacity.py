@@ -5,7 +5,7 @@ slots, 20,000,000 entries a file) run at, and what chain lengths does that imply
 holds ``index_num - 1`` keys, so λ = 19,999,999 / 5,000,000 ≈ 4.0; with uniformly random
 hashes 1.83 % of slots stay empty, an occupied slot's chain holds 4.07 entries on average, a
 query for a missing key reads about 4 entries and reaching a stored key about 3
-(:func:`rmqlab.indexstats.chain_length_summary` defines and derives each number).
+(:func:`rmqlab.analysis.indexstats.chain_length_summary` defines and derives each number).
 
 * :func:`load_factor_figure` - one configuration: the chain-length distribution of a full file
   and the entries a query reads as the file fills.
@@ -30,9 +30,9 @@ import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.ticker import EngFormatter, FuncFormatter, MaxNLocator
 
+from rmqlab.analysis.indexstats import chain_length_summary, chain_length_theory, poisson_expected_slots
 from rmqlab.capacity.model import check_configuration, hours_to_fill
 from rmqlab.formats.indexfile import DEFAULT_HASH_SLOT_NUM, DEFAULT_INDEX_NUM
-from rmqlab.indexstats import chain_length_summary, chain_length_theory, poisson_expected_slots
 
 __all__ = [
     "load_factor_figure",
@@ -62,13 +62,13 @@ def load_factor_figure(hash_slot_num: int = DEFAULT_HASH_SLOT_NUM,
     """The chain lengths and query costs one configuration implies, for uniformly random hashes.
 
     Left: bars of the expected share of slots (%) with each chain length when the file is
-    full (``index_num - 1`` keys), from :func:`rmqlab.indexstats.chain_length_theory`; the
+    full (``index_num - 1`` keys), from :func:`rmqlab.analysis.indexstats.chain_length_theory`; the
     title gives the load factor λ and the mean chain of an occupied slot, the empty bar is
     labelled with its share. Right: expected entries a query reads against the keys in the
     file (0 .. index_num - 1): a missing key (n/m) and a stored key's whole walk (1 + (n-1)/m),
     what the broker reads, as it walks on past the key; dotted, the stored key's depth in its
     chain (1 + (n-1)/(2m)), where a walk that stopped at the key would end (definitions:
-    :func:`rmqlab.indexstats.chain_length_summary`); the full-file point is marked and labelled
+    :func:`rmqlab.analysis.indexstats.chain_length_summary`); the full-file point is marked and labelled
     with its values. Cost: O(chain lengths + 201 curve points); milliseconds.
     """
     m, inum = check_configuration(hash_slot_num, index_num)
@@ -138,7 +138,7 @@ def load_factor_comparison_figure(configs: Mapping[str, tuple[int, int]], *,
     chain of its slot: the broker goes on past the key for older matches). The numbers are
     `measured`'s when given (label -> the :data:`COMPARISON_VALUES`, for example the capacity
     model's real-hash estimate), else a uniform hash's from
-    :func:`rmqlab.indexstats.chain_length_summary` with ``keys = index_num - 1``
+    :func:`rmqlab.analysis.indexstats.chain_length_summary` with ``keys = index_num - 1``
     (``entries_read_hit_walk`` for a stored key); the title says which. The title lists each
     label's slots, entries and load factor. Cost: O(configurations).
     """
@@ -460,12 +460,12 @@ def sampled_chain_lengths_figure(histogram, *, title: str | None = None,
     """A measured chain-length distribution against a uniform hash at the same load factor.
 
     `histogram`: a DataFrame with columns ``chain_length`` and ``slots`` (slots with that many
-    entries), as :func:`rmqlab.indexstats.chain_length_histogram` returns for a file or
+    entries), as :func:`rmqlab.analysis.indexstats.chain_length_histogram` returns for a file or
     :attr:`rmqlab.capacity.OccupancySample.histogram` for the capacity model's key sample.
     Bars: share of slots (%) with each length, log y axis, so the few long chains of hot keys
     (keys put many times share one slot) stay visible; markers and line: the Poisson share
     ``exp(-λ) λ^k / k!`` with λ = entries / slots, from
-    :func:`rmqlab.indexstats.poisson_expected_slots`. The legend gives λ, the measured empty
+    :func:`rmqlab.analysis.indexstats.poisson_expected_slots`. The legend gives λ, the measured empty
     share and the longest chain. Cost: O(chain lengths).
 
     >>> import pandas as pd

@@ -1,5 +1,5 @@
 """What a crash costs, drawn: lookups lost per phase after a SIGKILL of the writer, under
-``rmqlab store recover`` and under the broker's own restart rule (:mod:`rmqlab.crash` runs the
+``rmqlab store recover`` and under the broker's own restart rule (:mod:`rmqlab.lab.crash` runs the
 trials and computes the table)."""
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ __all__ = ["losses_figure", "restart_figure"]
 def losses_figure(summary: pd.DataFrame) -> Figure:
     """Lookups lost per phase: after ``rmqlab store recover`` and under the broker's restart rule
     on the same crashes (bars, with the lookups attempted written below each phase). `summary` is
-    :func:`rmqlab.crash.summary_table`'s table; its total row is left out. A matplotlib Figure
+    :func:`rmqlab.lab.crash.summary_table`'s table; its total row is left out. A matplotlib Figure
     made without pyplot. Cost: one small bar chart.
 
     >>> t = pd.DataFrame({"trials": [3, 2, 5], "lookups": [40, 10, 50], "lost_rmqlab": [0, 0, 0],
@@ -38,7 +38,7 @@ def losses_figure(summary: pd.DataFrame) -> Figure:
 
 
 def restart_figure(story) -> Figure:
-    """One crash, two restarts (:func:`rmqlab.crash.restart_story`), on the store-time axis (s
+    """One crash, two restarts (:func:`rmqlab.lab.crash.restart_story`), on the store-time axis (s
     after the first message). Top: the crashed index files as bars over their time span, the
     ones the broker deletes (endTimestamp > indexMsgTimestamp) red, the checkpoint's
     indexMsgTimestamp and the first message the broker re-dispatches as lines. Bottom: per

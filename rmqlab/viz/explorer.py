@@ -1,6 +1,6 @@
 """Ask a store "which messages have this key?" the way the broker answers, and see why.
 
-:class:`QueryExplorer` is a widget over :meth:`rmqlab.store.Store.explain_key`: pick an index
+:class:`QueryExplorer` is a widget over :meth:`rmqlab.store.directory.Store.explain_key`: pick an index
 file (or the whole folder), a topic, a key and a time range in milliseconds, and it shows
 
 * a timeline of the window: whole-second boundaries, the key's messages at their real store
@@ -8,12 +8,12 @@ file (or the whole folder), a topic, a key and a time range in milliseconds, and
   and, under them, the times the index stored for them (whole seconds after the file's
   beginTimestamp), which is what the broker compares with the range;
 * a summary: rows in broker and verified mode, hash-matching candidates, and a count for each
-  reason the broker's answer differs from the truth (:data:`rmqlab.keyquery.REASONS`);
+  reason the broker's answer differs from the truth (:data:`rmqlab.store.keyquery.REASONS`);
 * the result rows of the chosen mode, the folder walk as text, and the walk diagram
   (:func:`rmqlab.viz.walk.query_walk_figure`).
 
 Every control is a public attribute and every change calls :meth:`QueryExplorer.refresh`;
-:attr:`QueryExplorer.result` is the current :class:`~rmqlab.keyquery.KeyQuery`.
+:attr:`QueryExplorer.result` is the current :class:`~rmqlab.store.keyquery.KeyQuery`.
 
 >>> x = QueryExplorer(topic="Orders", key="ORDER_Aa0", walk=False)     # the sample store
 >>> x.result.summary()["collision"] > 0                      # ORDER_BB0 shares its hash
@@ -36,12 +36,12 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
-from rmqlab.display import format_frame, format_value, ms_with_clock
-from rmqlab.indexservice import DEFAULT_MAX_MSGS_NUM_BATCH
-from rmqlab.keyindex import KeyTimeline, colliding_keys, key_occurrences, key_timeline, suggested_keys
-from rmqlab.keyquery import MODES, REASONS, KeyQuery, OneFileIndex, query_key, result_table
-from rmqlab.store import Store
-from rmqlab.topics import is_system_topic
+from rmqlab.analysis.keys import KeyTimeline, colliding_keys, key_occurrences, key_timeline, suggested_keys
+from rmqlab.rules.topics import is_system_topic
+from rmqlab.store.directory import Store
+from rmqlab.store.indexservice import DEFAULT_MAX_MSGS_NUM_BATCH
+from rmqlab.store.keyquery import MODES, REASONS, KeyQuery, OneFileIndex, query_key, result_table
+from rmqlab.tables.display import format_frame, format_value, ms_with_clock
 from rmqlab.viz.widgetkit import (
     HIGHLIGHT,
     WidgetBase,
@@ -69,7 +69,7 @@ _KEYS_SHOWN = 24           # characters of a row's KEYS shown; the whole text is
 _PROBLEM_LINES = 40        # problem lines under the trace text
 
 _RANGE = "#dbe9f7"
-#: Colours of the timeline's marks, by kind (rmqlab.keyindex.MESSAGE_KINDS / ENTRY_KINDS).
+#: Colours of the timeline's marks, by kind (rmqlab.analysis.keys.MESSAGE_KINDS / ENTRY_KINDS).
 _MESSAGE_COLOURS = {"returned": "#2ca02c", "missed": "#d62728", "outside": "#9a9a9a"}
 _ENTRY_COLOURS = {"returned": "#2ca02c", "not-returned": "#444444", "collision": "#9467bd"}
 _TEXT_PT = 11              # the timeline's text: about 12 px at the widgets' 80 dpi
@@ -90,7 +90,7 @@ def key_timeline_figure(timeline: KeyTimeline, *, origin: int, title: str = "",
     stays readable where the figure is shown at its size: 760 px wide at the widgets' 80 dpi,
     which fits a notebook at 1280 px and a Voilà page at 800 px. Cost: O(points).
 
-    `timeline` comes from :func:`rmqlab.keyindex.key_timeline`.
+    `timeline` comes from :func:`rmqlab.analysis.keys.key_timeline`.
     """
     begin, end = timeline.begin, timeline.end
     span = max(end - begin, 1)
@@ -153,10 +153,10 @@ class QueryExplorer(WidgetBase):
     Parameters
     ----------
     store:
-        A :class:`rmqlab.store.Store`, or the path of a store folder (opened with
+        A :class:`rmqlab.store.directory.Store`, or the path of a store folder (opened with
         ``Store(path, **store_options)``; pass the broker's ``hash_slot_num`` / ``index_num``
         there unless the index files have the default size). Default: the sample store
-        (:func:`rmqlab.sample.sample_store`).
+        (:func:`rmqlab.lab.sample.sample_store`).
     topic, key:
         The initial query (default: the topic with the most messages and its most frequent key).
     begin, end:
@@ -176,7 +176,7 @@ class QueryExplorer(WidgetBase):
         of a refresh (about 1 s on the sample store, a figure of some 15 × 20 inches); turning it
         off makes moving the time slider snappier.
     store_options:
-        Keyword arguments of :class:`rmqlab.store.Store` when `store` is a path.
+        Keyword arguments of :class:`rmqlab.store.directory.Store` when `store` is a path.
 
     Controls: :attr:`file_picker`, :attr:`topic_picker`, :attr:`key_box`, :attr:`time_slider`
     (ms after :attr:`origin`, the store's first store timestamp), :attr:`max_num_box`,
@@ -512,7 +512,7 @@ class QueryExplorer(WidgetBase):
 def _rows_shown(table: pd.DataFrame, mode: str) -> tuple[pd.DataFrame, pd.DataFrame]:
     """The results table as the widget shows it, and the tooltips of its cells: the reason
     right after the row's place, one line a row (long KEYS shortened, the full KEYS, UNIQ_KEY
-    and the reason's detail in tooltips), every value through :func:`rmqlab.display.format_frame`."""
+    and the reason's detail in tooltips), every value through :func:`rmqlab.tables.display.format_frame`."""
     first = "rank" if mode == "broker" else "broker_returned"
     keys = table["keys"].fillna("").astype(str)
     short = keys.where(keys.str.len() <= _KEYS_SHOWN, keys.str.slice(0, _KEYS_SHOWN - 1) + "…")
@@ -536,7 +536,7 @@ def _rows_shown(table: pd.DataFrame, mode: str) -> tuple[pd.DataFrame, pd.DataFr
 
 def _as_store(store: Store | str | os.PathLike | None, options: dict[str, Any] | None) -> Store:
     if store is None:
-        from rmqlab.sample import sample_store
+        from rmqlab.lab.sample import sample_store
 
         return sample_store()
     if isinstance(store, Store):
@@ -554,7 +554,7 @@ def _as_store(store: Store | str | os.PathLike | None, options: dict[str, Any] |
 def _store_label(root) -> str:
     """How the store is named on screen: "the sample store", or its folder name (a full path
     says more about the machine than about the store)."""
-    from rmqlab.sample import DEFAULT_ROOT
+    from rmqlab.lab.sample import DEFAULT_ROOT
 
     root = Path(root).resolve()
     if root.parts[-len(DEFAULT_ROOT.parts):] == DEFAULT_ROOT.parts:

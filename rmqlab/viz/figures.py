@@ -2,7 +2,7 @@
 
 Each function returns a :class:`matplotlib.figure.Figure` made with ``Figure()`` (no pyplot:
 no window, no ``plt.show``, nothing kept in pyplot's registry). Statistics come from
-:mod:`rmqlab.indexstats` where it has them; only what it does not offer (per-slot chain
+:mod:`rmqlab.analysis.indexstats` where it has them; only what it does not offer (per-slot chain
 lengths for a range of slots, entries per time bin) is computed here, vectorized with NumPy.
 
 Bad input raises the typed errors of :meth:`rmqlab.formats.indexfile.IndexFile.open`
@@ -23,7 +23,7 @@ from matplotlib.colors import Normalize
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
-from rmqlab import indexstats
+from rmqlab.analysis import indexstats
 from rmqlab.formats.indexfile import IndexFile
 
 __all__ = [
@@ -49,7 +49,7 @@ _AXES_SHARE = 0.6
 _NICE_BINS = (1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 10800, 21600,
               43200, 86400)
 _TARGET_BINS = 100
-#: Columns :func:`file_stats_figure` reads (of :data:`rmqlab.indexstats.FILE_STATS_COLUMNS`).
+#: Columns :func:`file_stats_figure` reads (of :data:`rmqlab.analysis.indexstats.FILE_STATS_COLUMNS`).
 FILE_STATS_FIGURE_COLUMNS = ("name", "occupancy", "expected_occupancy", "mean_chain_length",
                              "max_chain_length")
 #: Up to this many files :func:`file_stats_figure` names each one on the x axis; past it the
@@ -92,7 +92,7 @@ def _all_chain_lengths(f: IndexFile) -> np.ndarray:
     written entries. Cost: one strided read of the 4-byte hashes, a remainder and a bincount."""
     m = f.geometry.hash_slot_num
     key_hash = f.used_entries["key_hash"].astype(np.int32)       # big-endian view -> native copy
-    # floor remainder, as rmqlab.indexstats: never negative, even for a corrupt negative hash
+    # floor remainder, as rmqlab.analysis.indexstats: never negative, even for a corrupt negative hash
     slots = np.remainder(key_hash, np.int32(m))
     return np.bincount(slots, minlength=m).astype(np.int32)
 
@@ -122,7 +122,7 @@ def slot_chain_lengths(path_or_file: PathOrFile, *, start: int = 0, stop: int | 
     The chain length of a slot is the number of written entries whose ``key_hash % hash_slot_num``
     is that slot: a bincount over the entries (no loop per slot or entry). For a sound file it
     equals the number of entries the slot's chain walk (slot head, then prev_index) visits, and
-    it agrees with :func:`rmqlab.indexstats.chain_length_histogram`.
+    it agrees with :func:`rmqlab.analysis.indexstats.chain_length_histogram`.
 
     `path_or_file` is a path (mapped read-only with the geometry arguments, the broker's
     maxHashSlotNum / maxIndexNum; with neither only the default size is accepted) or an open
@@ -262,7 +262,7 @@ def chain_length_colour(length: int, cap: int) -> str:
 def colour_cap(lengths: np.ndarray) -> int:
     """The longest chain the colour scale spans, for `lengths`, the chain length of every slot
     of a file: the longest chain a uniform hash plausibly gives
-    (:func:`rmqlab.indexstats.uniform_chain_limit`), or the longest chain when none is longer.
+    (:func:`rmqlab.analysis.indexstats.uniform_chain_limit`), or the longest chain when none is longer.
     Slots beyond it are drawn in HOT_COLOUR: a key put many times, or colliding hashes.
 
     >>> colour_cap(np.array([1, 2, 0, 1]))               # nothing long: the scale spans all
@@ -284,11 +284,11 @@ def chain_length_histogram_figure(path_or_file: PathOrFile, *, hash_slot_num: in
     """The file's chain-length distribution against an ideal uniform hash.
 
     Bars: slots (y) with each chain length (x, entries in a slot), from
-    :func:`rmqlab.indexstats.chain_length_histogram` (only lengths that occur, plus 0).
+    :func:`rmqlab.analysis.indexstats.chain_length_histogram` (only lengths that occur, plus 0).
     Line with markers: the Poisson expectation ``slots x pmf(k; λ)`` with
     ``λ = entries / hash_slot_num``, for k = 0 .. ``ceil(λ + 8 sqrt(λ) + 8)`` (beyond that
     the expectation is below 1e-6 slots for any file size RocketMQ allows), computed by
-    :func:`rmqlab.indexstats.poisson_expected_slots`. The legend gives λ. `log` puts the y axis
+    :func:`rmqlab.analysis.indexstats.poisson_expected_slots`. The legend gives λ. `log` puts the y axis
     on a log scale (zero-height bars and vanishing expectations are then simply not drawn),
     which shows the tail where hot keys and bad hashes live.
 
@@ -298,7 +298,7 @@ def chain_length_histogram_figure(path_or_file: PathOrFile, *, hash_slot_num: in
     slot of thousands of entries never squeezes the comparison into a corner.
 
     `path_or_file` and the geometry arguments as :func:`slot_chain_lengths`.
-    Cost: that of :func:`~rmqlab.indexstats.chain_length_histogram` plus drawing: about
+    Cost: that of :func:`~rmqlab.analysis.indexstats.chain_length_histogram` plus drawing: about
     1.4 s for a full default-size file including ``savefig`` to PNG (benchmarks/bench_viz.py).
 
     >>> import tempfile, os
@@ -368,8 +368,8 @@ def file_stats_figure(files: pd.DataFrame, *,
     """Per index file, oldest first: its share of non-empty slots against a uniform hash's, and
     its mean and longest chain lengths.
 
-    `files` is the per-file statistics frame of :func:`rmqlab.indexstats.directory_stats` (or
-    rows of :func:`~rmqlab.indexstats.file_stats`), or ``index_stats(...).to_pandas().files``
+    `files` is the per-file statistics frame of :func:`rmqlab.analysis.indexstats.directory_stats` (or
+    rows of :func:`~rmqlab.analysis.indexstats.file_stats`), or ``index_stats(...).to_pandas().files``
     of :mod:`rmqlab.spark.stats`; only the columns of :data:`FILE_STATS_FIGURE_COLUMNS` are
     read, and a missing one raises ValueError naming it. Rows are drawn in the order of
     ``name`` (``yyyyMMddHHmmssSSS``: oldest first), whatever the frame's order.
@@ -402,7 +402,7 @@ def file_stats_figure(files: pd.DataFrame, *,
     missing = [c for c in FILE_STATS_FIGURE_COLUMNS if c not in files.columns]
     if missing:
         raise ValueError(f"files has no column {', '.join(map(repr, missing))}: expected the "
-                         f"frame of rmqlab.indexstats.directory_stats (columns "
+                         f"frame of rmqlab.analysis.indexstats.directory_stats (columns "
                          f"{', '.join(FILE_STATS_FIGURE_COLUMNS)})")
     files = files.sort_values("name", kind="stable")
     n = len(files)
@@ -503,7 +503,7 @@ def entries_over_time(directory: str | os.PathLike, *, hash_slot_num: int | None
                       figsize: tuple[float, float] | None = None) -> Figure:
     """Entries per time bin for every index file of `directory`, and each file's time span.
 
-    Upper panel: for each file (oldest first, as :func:`rmqlab.indexstats.index_file_paths`
+    Upper panel: for each file (oldest first, as :func:`rmqlab.analysis.indexstats.index_file_paths`
     picks and orders them), a step line of its entries per bin of `bin_seconds` seconds, from
     its first to its last non-empty bin. An entry's store time is what the broker compares
     in a query: ``header.begin_timestamp + time_diff * 1000`` ms (whole seconds, so an entry
@@ -518,11 +518,11 @@ def entries_over_time(directory: str | os.PathLike, *, hash_slot_num: int | None
     Files whose header holds no timestamp (begin 0: created, never written) get no bar.
     Times are shown in UTC.
 
-    `clock_steps`, the frame of :func:`rmqlab.clocksteps.clock_steps_back` (columns ``before``,
+    `clock_steps`, the frame of :func:`rmqlab.analysis.clocksteps.clock_steps_back` (columns ``before``,
     ``after``, ``step_ms``), marks each place the broker's clock stepped back: a dashed line
     through both panels at the time the clock left (``before``), labelled with the step.
 
-    Geometry arguments as :func:`rmqlab.indexstats.file_stats` (the same for every file).
+    Geometry arguments as :func:`rmqlab.analysis.indexstats.file_stats` (the same for every file).
     Cost: one header and one strided read of the 4-byte time diffs per file, and one
     bincount per file: O(entries); about 1 s for a folder of one full default-size file,
     including ``savefig`` to PNG (benchmarks/bench_viz.py).
@@ -530,7 +530,7 @@ def entries_over_time(directory: str | os.PathLike, *, hash_slot_num: int | None
     geometry raises its typed error.
 
     >>> import tempfile, datetime
-    >>> from rmqlab.indexservice import ExpandedKeys, bulk_build
+    >>> from rmqlab.store.indexservice import ExpandedKeys, bulk_build
     >>> d = tempfile.mkdtemp()
     >>> _ = bulk_build(ExpandedKeys(["T#a", "T#b", "T#c"], [0, 100, 200],
     ...                             [1718000000000, 1718000001000, 1718000065000]),
@@ -681,7 +681,7 @@ def stored_time_lag_figure(lag_ms, *, bin_ms: int = 50, figsize: tuple[float, fl
     """How far each index entry's stored time lies before its message's real store time.
 
     `lag_ms` is, per entry, ``store_timestamp - (beginTimestamp + timeDiff * 1000)`` (the
-    ``lag_ms`` column of :func:`rmqlab.keyindex.index_entries`). Bars: entries per `bin_ms`
+    ``lag_ms`` column of :func:`rmqlab.analysis.keys.index_entries`). Bars: entries per `bin_ms`
     of lag. The shaded band is 0..999 ms, what whole seconds counted from the file's begin
     allow; entries outside it (a message stored before its file's begin, clamped to 0; a
     follow-on file's seed) stand out, and the title counts them. Cost: O(entries).

@@ -7,9 +7,9 @@ made with ``Figure()`` (no pyplot: nothing shown, nothing kept in pyplot's regis
   entry every ~``index.interval.bytes``, the binary search a lookup makes over the entries and
   the short log scan from the entry found to the batch holding the offset.
 * :func:`index_bytes_figure` - index bytes per million messages, structure by structure (from
-  :func:`rmqlab.compare.index_bytes_per_million`).
+  :func:`rmqlab.analysis.compare.index_bytes_per_million`).
 * :func:`lookup_cost_figure` - bytes and pages touched per lookup by offset, time and key,
-  both systems, on log scales (from :func:`rmqlab.compare.lookup_cost_summary`).
+  both systems, on log scales (from :func:`rmqlab.analysis.compare.lookup_cost_summary`).
 """
 from __future__ import annotations
 
@@ -148,7 +148,7 @@ def sparse_index_figure(partition: PartitionLike, offset: int, *, zoom_bytes: in
 def index_bytes_figure(index_bytes: pd.DataFrame, *, figsize=(9, 4.2)) -> Figure:
     """Index bytes per million messages, one bar a structure (log scale), coloured by system,
     with the capacity model's value as a black mark where it has one. `index_bytes` is
-    :func:`rmqlab.compare.index_bytes_per_million`'s table (the data rows are left out).
+    :func:`rmqlab.analysis.compare.index_bytes_per_million`'s table (the data rows are left out).
 
     >>> frame = pd.DataFrame({"system": ["RocketMQ", "Kafka"], "structure": ["IndexFile", ".index"],
     ...                       "role": ["key index", "offset index"], "bytes_per_million": [4e7, 5e5],
@@ -189,7 +189,7 @@ def index_bytes_figure(index_bytes: pd.DataFrame, *, figsize=(9, 4.2)) -> Figure
 def lookup_cost_figure(summary: pd.DataFrame, *, metrics=("bytes_touched", "pages_touched"),
                        figsize=(10, 4)) -> Figure:
     """Mean cost per lookup by offset, time and key, RocketMQ beside Kafka, one panel a
-    metric, log scales. `summary` is :func:`rmqlab.compare.lookup_cost_summary`'s table
+    metric, log scales. `summary` is :func:`rmqlab.analysis.compare.lookup_cost_summary`'s table
     (index: kind, system).
 
     >>> idx = pd.MultiIndex.from_product([["offset", "key"], ["RocketMQ", "Kafka"]], names=["kind", "system"])

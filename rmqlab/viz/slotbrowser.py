@@ -32,9 +32,9 @@ import ipywidgets as widgets
 import numpy as np
 import pandas as pd
 
-from rmqlab.display import format_frame
 from rmqlab.formats.indexfile import IndexFile
-from rmqlab.timefmt import ms_to_iso
+from rmqlab.tables.display import format_frame
+from rmqlab.tables.times import ms_to_iso
 from rmqlab.viz.figures import (
     PathOrFile,
     chain_length_colour,

@@ -44,9 +44,9 @@ from matplotlib.figure import Figure
 from matplotlib.patches import FancyBboxPatch
 
 from rmqlab.formats.indexfile import ENTRY, HEADER, NEW_SLOT, SLOT, IndexFile
-from rmqlab.indexservice import index_file_name
-from rmqlab.javahash import index_hash, index_key
-from rmqlab.timefmt import ms_to_iso
+from rmqlab.jvm.hashcode import index_hash, index_key
+from rmqlab.store.indexservice import index_file_name
+from rmqlab.tables.times import ms_to_iso
 from rmqlab.viz.widgetkit import (
     HIGHLIGHT,
     WidgetBase,

@@ -1,9 +1,9 @@
 """The store's data flow drawn from a real store: producer -> CommitLog -> ReputMessageService ->
-ConsumeQueue / IndexFile -> consumer, each box with the counts :func:`rmqlab.storeflow.store_flow`
+ConsumeQueue / IndexFile -> consumer, each box with the counts :func:`rmqlab.analysis.storeflow.store_flow`
 measured, each arrow with where one followed message went (file, byte, entry).
 
->>> from rmqlab.sample import sample_store
->>> from rmqlab.storeflow import store_flow
+>>> from rmqlab.lab.sample import sample_store
+>>> from rmqlab.analysis.storeflow import store_flow
 >>> fig = store_flow_figure(store_flow(sample_store()))
 >>> sorted(p.get_gid() for p in fig.axes[0].patches if (p.get_gid() or "").startswith("box:"))[:3]
 ['box:CommitLog', 'box:ConsumeQueue', 'box:IndexFile']
@@ -14,8 +14,8 @@ import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
 
-from rmqlab.display import format_value, ms_with_clock
-from rmqlab.storeflow import StoreFlow
+from rmqlab.analysis.storeflow import StoreFlow
+from rmqlab.tables.display import format_value, ms_with_clock
 
 __all__ = ["store_flow_figure", "dispatch_lag_figure", "tag_filter_figure"]
 
@@ -117,7 +117,7 @@ def store_flow_figure(flow: StoreFlow) -> Figure:
 
 
 def dispatch_lag_figure(lag) -> Figure:
-    """The dispatch lag :func:`rmqlab.reputlag.measure_dispatch_lag` measured: left, a histogram
+    """The dispatch lag :func:`rmqlab.lab.reputlag.measure_dispatch_lag` measured: left, a histogram
     of each message's lag (ms from its append to the dispatch round that covered it), median
     and 99th percentile marked; right, the CommitLog end each reput round saw and how far the
     ConsumeQueues reached after it (bytes), over time. Cost: one small figure."""
@@ -146,7 +146,7 @@ def dispatch_lag_figure(lag) -> Figure:
 
 
 def tag_filter_figure(pulled) -> Figure:
-    """Per TAGS value of a queue (:func:`rmqlab.pull.pull_with_tags`): units in the queue, units
+    """Per TAGS value of a queue (:func:`rmqlab.store.pull.pull_with_tags`): units in the queue, units
     the broker's tags-code check lets through, and messages the client's string check keeps
     (bars, counts on top). Cost: one small figure."""
     table = pulled.groupby("tags", dropna=False).agg(units=("queue_offset", "size"),

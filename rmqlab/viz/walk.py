@@ -6,16 +6,16 @@ stopped.
 
 * :class:`rmqlab.formats.indexfile.QueryTrace` - one file's chain walk
   (:meth:`IndexFile.trace_query <rmqlab.formats.indexfile.IndexFile.trace_query>`);
-* :class:`rmqlab.indexservice.DirectoryQueryTrace` - a whole ``index/`` folder, files newest
+* :class:`rmqlab.store.indexservice.DirectoryQueryTrace` - a whole ``index/`` folder, files newest
   first, each searched, skipped (its time range does not touch the query) or never reached
-  (:meth:`IndexService.trace_query <rmqlab.indexservice.IndexService.trace_query>`, also the
-  ``trace`` of :meth:`rmqlab.store.Store.explain_key`).
+  (:meth:`IndexService.trace_query <rmqlab.store.indexservice.IndexService.trace_query>`, also the
+  ``trace`` of :meth:`rmqlab.store.directory.Store.explain_key`).
 
 Every entry read is one of three marks (:data:`MARKS`): ``returned`` (stored hash equal to the
 key's and stored time inside [begin, end]: the broker appends its offset), ``hash-match`` (the
 hash matched but the stored time is outside the range) and ``read`` (another hash: a different
 key that shares the slot). The broker compares hashes only, so a ``returned`` entry can still
-belong to another key with the same hash; only the CommitLog tells (see :mod:`rmqlab.keyquery`).
+belong to another key with the same hash; only the CommitLog tells (see :mod:`rmqlab.store.keyquery`).
 
 >>> import tempfile, os
 >>> from rmqlab.formats.indexfile import IndexFile
@@ -41,8 +41,8 @@ from matplotlib.patches import FancyArrowPatch, FancyBboxPatch, Patch, Rectangle
 from matplotlib.path import Path as MplPath
 
 from rmqlab.formats.indexfile import LONG_MAX, STOP_REASONS, QueryTrace
-from rmqlab.indexservice import VISIT_REASONS, DirectoryQueryTrace
-from rmqlab.javahash import index_hash
+from rmqlab.jvm.hashcode import index_hash
+from rmqlab.store.indexservice import VISIT_REASONS, DirectoryQueryTrace
 from rmqlab.viz.fonts import MONO
 
 __all__ = [
@@ -169,7 +169,7 @@ def walk_table(trace: Trace) -> pd.DataFrame:
     Per-file columns, repeated on each of the file's rows: ``file`` (name), ``position`` (place
     in the folder, 0 = oldest), ``action`` ("searched", "not-time-matched", "not-visited"),
     ``after`` (the folder walk's decision after the file, a key of
-    :data:`rmqlab.indexservice.VISIT_REASONS`; "" for a single-file trace or a file not
+    :data:`rmqlab.store.indexservice.VISIT_REASONS`; "" for a single-file trace or a file not
     visited), ``walk_stop`` (why the chain walk in the file stopped, a key of
     :data:`rmqlab.formats.indexfile.STOP_REASONS`; "" when not searched), ``slot`` and
     ``slot_value`` (the key's slot and the entry number it held), ``file_begin_timestamp`` /
@@ -355,7 +355,7 @@ def query_walk_figure(trace: Trace, *, max_steps: int = 24, tz: _dt.tzinfo | Non
     Boxes are coloured by mark (:data:`MARK_COLOURS`: returned green, hash match outside the
     time range orange, another key's hash grey; see the legend). Rows wrap after 8 boxes. Under
     the boxes: why the chain walk stopped (:data:`~rmqlab.formats.indexfile.STOP_REASONS`) and
-    what the folder walk did next (:data:`~rmqlab.indexservice.VISIT_REASONS`). A file that was
+    what the folder walk did next (:data:`~rmqlab.store.indexservice.VISIT_REASONS`). A file that was
     not searched is a grey lane saying why ("time range does not touch the query", or "not
     visited: the walk stopped at a newer file"). The title gives the key, its hash and the
     query range [begin, end] with milliseconds; the line under the figure says why the whole
@@ -364,7 +364,7 @@ def query_walk_figure(trace: Trace, *, max_steps: int = 24, tz: _dt.tzinfo | Non
     Only the first `max_steps` entries of a file are drawn as boxes, followed by a "… N more
     entries read" box.
 
-    `unreached` (:meth:`rmqlab.keyquery.KeyQuery.unreached`: columns file, entry, phy_offset,
+    `unreached` (:meth:`rmqlab.store.keyquery.KeyQuery.unreached`: columns file, entry, phy_offset,
     time_read) names real matches the walk never read in a file it searched: the newest of
     them is drawn after the place its file's walk stopped, as a white box with a dashed red
     edge ("never read", with "+N" when there are more), reached by a dashed arrow standing for
@@ -523,7 +523,7 @@ def query_walk_figure(trace: Trace, *, max_steps: int = 24, tz: _dt.tzinfo | Non
 
 
 def walk_stops_figure(cases, *, tz: _dt.tzinfo | None = None) -> Figure:
-    """One row per crafted walk (:func:`rmqlab.walkrules.walk_stop_cases`): the rule and its
+    """One row per crafted walk (:func:`rmqlab.analysis.walkrules.walk_stop_cases`): the rule and its
     Java condition, each entry read as a box (entry number, stored timeDiff, the time the
     broker compares, prevIndex; coloured by :data:`MARK_COLOURS`), a red "stop" box naming the
     rule, then the key's entries the walk never read (dashed). A damaged field is named under

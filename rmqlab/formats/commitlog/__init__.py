@@ -32,7 +32,7 @@ Facts settled from the Java source:
   (``autoMessageVersionOnTopicLen``); the v1 length byte is read back signed.
 * **Properties separator.** Brokers 4.9.1 to 5.1.x write the block without its final ``\\x02``
   (``messageProperties2String``); every reader accepts both forms, as the broker's
-  ``string2messageProperties`` does. Which version writes which form: :mod:`rmqlab.brokerversion`.
+  ``string2messageProperties`` does. Which version writes which form: :mod:`rmqlab.rules.versions`.
 * **__CRC32#** (``enabledAppendPropCRC``, 5.2+): the properties get a trailing
   ``__CRC32#\\x01dddddddddd\\x02`` (20 bytes) whose ten digits are ``CRC32(record bytes before
   them) & 0x7FFFFFFF`` written *least significant digit first*; any old ``__CRC32#`` is removed

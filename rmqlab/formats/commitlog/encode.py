@@ -7,8 +7,6 @@ from typing import Any
 import numpy as np
 
 from rmqlab import _records
-from rmqlab.brokerversion import BrokerVersion, LayoutFacts, layout_facts
-from rmqlab.dispatch import assign_queue_offsets
 from rmqlab.formats.commitlog.layout import (
     BLANK,
     BORNHOST_V6_FLAG,
@@ -38,6 +36,8 @@ from rmqlab.formats.commitlog.records import (
     properties_block,
 )
 from rmqlab.formats.msgid import parse_host
+from rmqlab.rules.dispatch import assign_queue_offsets
+from rmqlab.rules.versions import BrokerVersion, LayoutFacts, layout_facts
 
 
 def _crc_digits(crc: int) -> bytes:
@@ -121,7 +121,7 @@ def encode_message(*, topic: str, body: bytes = b"", queue_id: int = 0, flag: in
     given (compressed bodies included). `properties` is a dict (written in its order) or an
     already serialised block. `append_prop_crc` mirrors ``enabledAppendPropCRC`` (None: the
     default of `broker_version`, off). `broker_version` ("4.9.4"; None: rmqlab's default form)
-    writes that broker's form (:mod:`rmqlab.brokerversion`): the properties block without its
+    writes that broker's form (:mod:`rmqlab.rules.versions`): the properties block without its
     final ``\\x02`` for 4.9.1 to 5.1.x, and a ValueError for what it cannot write (v2 records
     before 5.1.0, IPv6 hosts before 4.6.0, ``__CRC32#`` before 5.2.0). Cost: O(size).
 
@@ -484,7 +484,7 @@ def encode_messages(columns, start_offset: int = 0, file_size: int = DEFAULT_FIL
     when ``msgLen + 8`` exceeds the bytes left in a file, an 8-byte blank record (TOTALSIZE =
     bytes left) ends it and the message starts the next file (offset = next multiple of
     `file_size`). ``queue_offset`` is taken when given, else assigned as
-    :func:`rmqlab.dispatch.assign_queue_offsets` (from `queue_table`). ``prepared_index`` (row of the half
+    :func:`rmqlab.rules.dispatch.assign_queue_offsets` (from `queue_table`). ``prepared_index`` (row of the half
     message, -1 none; rows below `row_base` are looked up in `prior_phy_offsets`) sets
     ``prepared_transaction_offset`` to that row's phy offset. ``version`` defaults to v2 only
     for topics over 127 bytes. `broker_version` and `append_prop_crc` as for

@@ -8,7 +8,7 @@ MAGIC_V1 = -626843481       # 0xDAA320A7, MessageDecoder.MESSAGE_MAGIC_CODE
 MAGIC_V2 = -626843477       # 0xDAA320AB, MessageDecoder.MESSAGE_MAGIC_CODE_V2
 MAGIC_BLANK = -875286124    # 0xCBD43194, CommitLog.BLANK_MAGIC_CODE
 
-# MessageSysFlag (the transaction type bits are a dispatch rule: rmqlab.dispatch)
+# MessageSysFlag (the transaction type bits are a dispatch rule: rmqlab.rules.dispatch)
 COMPRESSED_FLAG = 0x1
 BORNHOST_V6_FLAG = 0x10
 STOREHOSTADDRESS_V6_FLAG = 0x20
@@ -46,7 +46,7 @@ PROPERTIES_LEN = Layout("PropertiesLen", [
     ("properties_len", "h", "PROPERTIESLENGTH: bytes of PROPERTIES that follow (signed short)"),
 ])
 # PROPERTIES follows: "name\x01value\x02" per property, UTF-8; brokers 4.9.1 to 5.1.x leave out the
-# last \x02 (rmqlab.brokerversion).
+# last \x02 (rmqlab.rules.versions).
 
 # End-of-file filler: TOTALSIZE = the bytes left in the file, then MAGICCODE; the rest is not written.
 BLANK = Layout("BlankRecord", [

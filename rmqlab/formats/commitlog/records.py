@@ -8,11 +8,10 @@ import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from dataclasses import fields as dc_fields
-from typing import Any, AnyStr, Literal, cast
+from typing import Any, Literal, cast
 
 import numpy as np
 
-from rmqlab.dispatch import transaction_type
 from rmqlab.errors import FormatError, TruncatedFileError
 from rmqlab.formats.commitlog.files import ReadOnlyMap, StoreFile, walked_files
 from rmqlab.formats.commitlog.layout import (
@@ -50,7 +49,9 @@ from rmqlab.formats.commitlog.layout import (
     WALK_STOPS,
 )
 from rmqlab.formats.msgid import format_host, offset_msg_id
-from rmqlab.sparse import data_spans
+from rmqlab.rules.dispatch import transaction_type
+from rmqlab.rules.properties import property_pairs
+from rmqlab.tables.spans import data_spans
 
 
 def compute_body_crc(body: bytes) -> int:
@@ -121,21 +122,6 @@ def broker_strings(values, *, raw: bool = False):
         return np.frompyfunc(broker_string, 1, 1)(values).astype(object)
     except (pa.ArrowInvalid, pa.ArrowTypeError):    # not text at all: nothing to decode
         return values
-
-
-def property_pairs(raw: AnyStr) -> list[AnyStr]:
-    """The ``name\\x01value`` pairs of a block (bytes as stored, or decoded text), split on
-    ``\\x02`` as ``MessageDecoder.string2messageProperties`` splits them: the last pair ends at
-    the block's end whether or not a ``\\x02`` follows it (brokers 4.9.1 to 5.1.x leave that one
-    out).
-
-    >>> property_pairs(b"A\\x01x\\x02B\\x01y"), property_pairs("A\\x01x\\x02B\\x01y\\x02")
-    ([b'A\\x01x', b'B\\x01y'], ['A\\x01x', 'B\\x01y'])
-    """
-    pairs = raw.split(b"\x02" if isinstance(raw, bytes) else "\x02")
-    if not pairs[-1]:   # the final separator (or an empty block): no pair after it
-        pairs.pop()
-    return pairs
 
 
 def property_problem(raw: bytes) -> tuple[int, int] | None:
@@ -534,7 +520,7 @@ def _tail_is_zero(buf, start: int) -> bool:
 
 def _zero_after(buf, start: int, path) -> bool:
     """:func:`_tail_is_zero` reading only the parts of the file at `path` that hold data
-    (:func:`rmqlab.sparse.data_spans`): a sparse preallocated tail is never read. Reads
+    (:func:`rmqlab.tables.spans.data_spans`): a sparse preallocated tail is never read. Reads
     everything when the file system cannot tell."""
     spans = data_spans(path, start, len(buf))
     if spans is None:

@@ -6,14 +6,14 @@ from pathlib import Path
 
 import numpy as np
 
-from rmqlab.brokerversion import BrokerVersion
-from rmqlab.dispatch import next_queue_offsets
 from rmqlab.errors import FormatError
 from rmqlab.formats.commitlog.columns import read_columns
 from rmqlab.formats.commitlog.encode import EncodedBatch, _version_form, encode_messages
 from rmqlab.formats.commitlog.files import store_files
 from rmqlab.formats.commitlog.layout import DEFAULT_FILE_SIZE
 from rmqlab.formats.commitlog.records import ReadReport
+from rmqlab.rules.dispatch import next_queue_offsets
+from rmqlab.rules.versions import BrokerVersion
 
 
 class CommitLogWriter:

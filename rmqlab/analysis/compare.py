@@ -3,7 +3,7 @@
 **The mapping.** A RocketMQ queue and a Kafka partition are both an ordered log of one
 stream's messages with consecutive numbers (queue offsets, Kafka offsets). The simplest honest
 comparison therefore takes a workload with **one topic and one queue** and writes its
-messages twice: a RocketMQ store (:func:`rmqlab.store.generate_store`: CommitLog,
+messages twice: a RocketMQ store (:func:`rmqlab.lab.generate.generate_store`: CommitLog,
 ConsumeQueue, IndexFile) and one Kafka partition (:func:`rmqlab.kafka.partition.write_partition`
 of :func:`rmqlab.kafka.log.records_from_workload`). Message ``i`` is then queue offset
 ``i`` and Kafka offset ``i``. The Kafka record's key is the message's KEYS property and its
@@ -46,7 +46,6 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from rmqlab.capacity.kafka import KafkaConfig, kafka_estimate
 from rmqlab.formats import consumequeue as cq
 from rmqlab.formats.commitlog import DEFAULT_FILE_SIZE as COMMITLOG_FILE_SIZE
 from rmqlab.formats.commitlog import HEAD as COMMITLOG_HEAD
@@ -63,7 +62,6 @@ from rmqlab.formats.indexfile import (
     read_header,
     time_diff_seconds,
 )
-from rmqlab.indexservice import DEFAULT_MAX_MSGS_NUM_BATCH
 from rmqlab.kafka import index as kidx
 from rmqlab.kafka.log import RECORD_BATCH_OVERHEAD, records_from_workload
 from rmqlab.kafka.partition import (
@@ -74,8 +72,11 @@ from rmqlab.kafka.partition import (
     PartitionConfig,
     PartitionWriter,
 )
-from rmqlab.store import Store, generate_store
-from rmqlab.workload import Workload, generate_chunks
+from rmqlab.kafka.sizing import KafkaConfig, kafka_estimate
+from rmqlab.lab.generate import generate_store
+from rmqlab.lab.workload import Workload, generate_chunks
+from rmqlab.store.directory import Store
+from rmqlab.store.indexservice import DEFAULT_MAX_MSGS_NUM_BATCH
 
 __all__ = [
     "KINDS",
@@ -106,7 +107,7 @@ _STORE_TIME_BYTES = COMMITLOG_STORE_TIME.size
 
 
 def comparison_workload(messages: int = 100_000, *, seed: int = 0, topic: str = "TopicTest", **changes) -> Workload:
-    """A :class:`~rmqlab.workload.Workload` whose messages map one to one onto one Kafka
+    """A :class:`~rmqlab.lab.workload.Workload` whose messages map one to one onto one Kafka
     partition: one topic, one queue, one key a message (the defaults give no transactions and
     no delayed messages). Other fields as :class:`Workload` takes them.
 
@@ -261,7 +262,7 @@ def index_bytes_per_million(sbs: SideBySide) -> pd.DataFrame:
     unit; Kafka's files as they are), bytes_per_million (used bytes / messages x 1e6),
     on_disk_per_million, and model_per_million: rmqlab.capacity's value for the same traffic
     (RocketMQ: keys a message x file size / keys a full file; ConsumeQueue: 20 bytes a message;
-    Kafka: :func:`~rmqlab.capacity.kafka.kafka_estimate` at the mean batch size). The last two
+    Kafka: :func:`~rmqlab.kafka.sizing.kafka_estimate` at the mean batch size). The last two
     rows are the data files (CommitLog, .log), for scale. Cost: a stat per file and one
     header read per index file."""
     n = len(sbs.messages)

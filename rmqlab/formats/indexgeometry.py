@@ -9,7 +9,7 @@ import numpy as np
 
 from rmqlab.errors import GeometryError, RmqlabError, TruncatedFileError
 from rmqlab.formats.indexfile import ENTRY, HEADER, SLOT, Geometry, time_diff_seconds
-from rmqlab.verify.common import gather_field, last_nonzero
+from rmqlab.tables.arrays import gather_field, last_nonzero
 
 
 def infer_index_geometry(path: str | os.PathLike) -> Geometry:

@@ -2,14 +2,15 @@
 real put, each with the values it read and wrote.
 
 :func:`trace_build_index` indexes one message into a writable
-:class:`~rmqlab.indexservice.IndexService` through its own :meth:`~rmqlab.indexservice.IndexService.build_index`
+:class:`~rmqlab.store.indexservice.IndexService` through its own
+:meth:`~rmqlab.store.indexservice.IndexService.build_index`
 (the rules are written there once; this module only listens, through its ``observe`` hook) and
 reads the file's bytes before and after every put: the slot's old value, the entry written, the
 header. Each :class:`BuildStep` names a node of :data:`NODES`, the chart
 :func:`rmqlab.viz.buildflow.build_flow_figure` draws, with one sentence of what happened there.
 
 >>> import tempfile
->>> from rmqlab.indexservice import DispatchRequest, IndexService
+>>> from rmqlab.store.indexservice import DispatchRequest, IndexService
 >>> with IndexService(tempfile.mkdtemp(), hash_slot_num=4, index_num=3, read_only=False,
 ...                   clock=lambda: 1718000000000) as svc:
 ...     steps = trace_build_index(svc, DispatchRequest("T", 100, 1718000000400, keys="a b c"))
@@ -24,8 +25,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rmqlab.formats.indexfile import IndexFile
-from rmqlab.indexservice import DispatchRequest, IndexService
-from rmqlab.javahash import index_hash
+from rmqlab.jvm.hashcode import index_hash
+from rmqlab.store.indexservice import DispatchRequest, IndexService
 
 __all__ = ["NODES", "BuildStep", "trace_build_index", "steps_frame"]
 

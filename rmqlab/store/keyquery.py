@@ -21,8 +21,8 @@ names every difference and why it happened:
 ``missed-max-num``        max_num offsets were found before this one (collisions count too)
 ========================  =====================================================================
 
-The module needs only an :class:`~rmqlab.indexservice.IndexService` and a function that reads
-messages at CommitLog offsets; :class:`rmqlab.store.Store` supplies one from the CommitLog.
+The module needs only an :class:`~rmqlab.store.indexservice.IndexService` and a function that reads
+messages at CommitLog offsets; :class:`rmqlab.store.directory.Store` supplies one from the CommitLog.
 Cost: the broker walk, plus a full walk of the key's chain in every file (about the number of
 entries in its slots) and one CommitLog read per candidate.
 """
@@ -35,11 +35,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from rmqlab.arrays import distinct
-from rmqlab.dispatch import key_tokens_many
-from rmqlab.display import ms_with_clock
 from rmqlab.formats.indexfile import INT_MAX, LONG_MAX, LONG_MIN, IndexFile
-from rmqlab.indexservice import (
+from rmqlab.jvm.hashcode import index_hash_many, index_key
+from rmqlab.rules.dispatch import key_tokens_many
+from rmqlab.store.indexservice import (
     DEFAULT_MAX_MSGS_NUM_BATCH,
     DEFAULT_QUERY_MAX_NUM,
     DirectoryQueryTrace,
@@ -47,8 +46,9 @@ from rmqlab.indexservice import (
     IndexService,
     QueryOffsetResult,
 )
-from rmqlab.javahash import index_hash_many, index_key
-from rmqlab.timefmt import ms_to_iso
+from rmqlab.tables.arrays import distinct
+from rmqlab.tables.display import ms_with_clock
+from rmqlab.tables.times import ms_to_iso
 
 __all__ = ["KeyQuery", "query_key", "query_many", "REASONS", "MODES", "OneFileIndex", "result_table",
            "first_with_reason"]
@@ -191,7 +191,7 @@ def query_key(index: IndexService, read_messages: MessageReader, topic: str, key
     match is a message whose UNIQ_KEY equals `key`.
 
     >>> import tempfile, pandas as pd
-    >>> from rmqlab.indexservice import IndexService
+    >>> from rmqlab.store.indexservice import IndexService
     >>> msgs = pd.DataFrame({"phy_offset": [100, 200], "topic": ["T", "T"], "keys": ["Aa", "BB"],
     ...                      "uniq_key": [None, None], "store_timestamp": [1718000000000, 1718000001000]})
     >>> with IndexService(tempfile.mkdtemp(), 8, 16, read_only=False) as s:
@@ -246,7 +246,7 @@ def query_many(index: IndexService, read_messages: MessageReader, topics: Any, k
     the table 0.15; verified mode, 10,000 distinct keys (1.4 M rows out of all the hot keys'
     candidates) in about 4.5 s.
 
-    >>> from rmqlab.sample import sample_store
+    >>> from rmqlab.lab.sample import sample_store
     >>> store = sample_store()
     >>> with store.index() as idx:
     ...     t = query_many(idx, store.read_at, "Orders", ["ORDER_Aa0", "nope"])
@@ -388,9 +388,9 @@ class OneFileIndex:
     """An index folder of one file, for :func:`query_key`: the broker's selectPhyOffset on that
     file alone (no isTimeMatched check of the file's header range, max_num capped at
     `max_msgs_num_batch` as queryOffset caps it), recorded as a one-file
-    :class:`~rmqlab.indexservice.DirectoryQueryTrace`. Cost: one broker walk of the file.
+    :class:`~rmqlab.store.indexservice.DirectoryQueryTrace`. Cost: one broker walk of the file.
 
-    >>> from rmqlab.sample import sample_store
+    >>> from rmqlab.lab.sample import sample_store
     >>> store = sample_store()
     >>> with store.index() as idx:
     ...     one = OneFileIndex(idx.files[-1], idx.max_msgs_num_batch)
@@ -431,7 +431,7 @@ def result_table(kq: KeyQuery, mode: str) -> pd.DataFrame:
     where no message starts has empty message columns.
     Cost: O(rows).
 
-    >>> from rmqlab.sample import sample_store
+    >>> from rmqlab.lab.sample import sample_store
     >>> rows = result_table(sample_store().explain_key("Orders", "ORDER_Aa0"), "broker")
     >>> sorted(set(rows["reason"]))                      # ORDER_BB0 shares its hash
     ['collision', 'ok']
@@ -470,8 +470,8 @@ def first_with_reason(candidates: Iterable[Any], reason: str,
     shows one way the broker's answer goes wrong. Cost: one `query` per candidate tried (a few
     ms each on the sample store), stopping at the first hit.
 
-    >>> from rmqlab.keyindex import key_occurrences
-    >>> from rmqlab.sample import sample_store
+    >>> from rmqlab.analysis.keys import key_occurrences
+    >>> from rmqlab.lab.sample import sample_store
     >>> store = sample_store()
     >>> occ = key_occurrences(store.messages())
     >>> twins = occ[(occ["topic"] == "Orders") & occ["key"].isin(["ORDER_Aa0", "ORDER_BB0"])]

@@ -26,7 +26,7 @@ def clock_steps_back(messages: pd.DataFrame, more_than_ms: int = 500) -> pd.Data
     >>> clock_steps_back(m).values.tolist()
     [[200, 6000, 4500, -1500]]
 
-    Parameters: `messages` has phy_offset and store_timestamp (:meth:`rmqlab.store.Store.messages`).
+    Parameters: `messages` has phy_offset and store_timestamp (:meth:`rmqlab.store.directory.Store.messages`).
     """
     in_log_order = messages.sort_values("phy_offset", ignore_index=True)
     step = in_log_order["store_timestamp"].diff()
@@ -46,7 +46,7 @@ def entries_outside_their_file(entries: pd.DataFrame) -> pd.DataFrame:
     >>> entries_outside_their_file(e).index.tolist()
     [1]
 
-    Parameters: `entries` from :func:`rmqlab.keyindex.index_entries`. Returns rows of `entries`.
+    Parameters: `entries` from :func:`rmqlab.analysis.keys.index_entries`. Returns rows of `entries`.
     """
     return entries[(entries["store_timestamp"] < entries["file_begin"])
                    | (entries["store_timestamp"] > entries["file_end"])]
@@ -83,7 +83,7 @@ def repeated_time_keys(occurrences: pd.DataFrame, phy_offset: int, before: int, 
     >>> repeated_time_keys(occ, 200, before=6_000, after=4_500)["key"].tolist()
     ['b']
 
-    Parameters: `occurrences` from :func:`rmqlab.keyindex.key_occurrences`; `phy_offset`,
+    Parameters: `occurrences` from :func:`rmqlab.analysis.keys.key_occurrences`; `phy_offset`,
     `before` and `after` from a row of :func:`clock_steps_back`. Returns rows of `occurrences`,
     newest offset first.
     """

@@ -35,7 +35,7 @@ from pathlib import Path
 import pandas as pd
 
 from rmqlab.formats.indexfile import ENTRY, LONG_MAX, Geometry, IndexFile, QueryTrace
-from rmqlab.javahash import index_hash
+from rmqlab.jvm.hashcode import index_hash
 
 __all__ = ["WALK_STOPS", "TIME_DIFF_CLAMPS", "WalkStopCase", "craft_walk_stop", "walk_stop_cases",
            "write_entry_field", "time_diff_clamps"]

@@ -1,10 +1,10 @@
 """The sample store in ``data/``: a small, fixed, byte-for-byte reproducible store directory
 that the notebooks and examples read.
 
-``make data`` (or ``python -m rmqlab.sample``) deletes ``data/generated/sample-store/``,
+``make data`` (or ``python -m rmqlab.lab.sample``) deletes ``data/generated/sample-store/``,
 rebuilds it with :func:`build_sample_store` and compares every file's SHA-256 with the committed
 manifest ``data/MANIFEST.sha256`` (``sha256sum`` format, paths relative to the store root), and
-fails when they differ. ``python -m rmqlab.sample --write-manifest`` rewrites the manifest on
+fails when they differ. ``python -m rmqlab.lab.sample --write-manifest`` rewrites the manifest on
 purpose (after a deliberate change to the sample or to the format code that writes it).
 
 What it holds (:data:`SAMPLE_WORKLOAD` and :data:`SAMPLE_STORE_OPTIONS`; the numbers are
@@ -42,8 +42,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from rmqlab.store import Store, generate_store
-from rmqlab.workload import Workload
+from rmqlab.lab.generate import generate_store
+from rmqlab.lab.workload import Workload
+from rmqlab.store.directory import Store
 
 __all__ = [
     "SAMPLE_WORKLOAD",
@@ -120,7 +121,7 @@ _STORE_ENTRIES = {"commitlog", "consumequeue", "index", "checkpoint"}
 def build_sample_store(root: str | os.PathLike, *, workload: Workload = SAMPLE_WORKLOAD,
                        **overrides) -> Store:
     """Write the sample store into `root` (which must not hold a CommitLog yet) and return its
-    :class:`rmqlab.store.Store`. `workload` / `overrides` (store options) are for experiments:
+    :class:`rmqlab.store.directory.Store`. `workload` / `overrides` (store options) are for experiments:
     only the defaults match the committed manifest. Cost: about a second."""
     options = {**SAMPLE_STORE_OPTIONS, **overrides}
     return generate_store(root, workload, **options)
@@ -151,9 +152,9 @@ def sample_store(root: str | os.PathLike | None = None) -> Store:
     if expected is not None and not _matches(root, expected):
         problems = compare_manifests(expected, manifest(root))
         raise SampleStoreMismatchError(
-            f"rmqlab.sample: a fresh build at {root} does not match {_MANIFEST_PATH} "
+            f"rmqlab.lab.sample: a fresh build at {root} does not match {_MANIFEST_PATH} "
             f"({len(problems)} files, e.g. {problems[0].strip()}); if the change is intended, "
-            "rewrite the manifest with `python -m rmqlab.sample --write-manifest`")
+            "rewrite the manifest with `python -m rmqlab.lab.sample --write-manifest`")
     return Store(root, **SAMPLE_STORE_OPTIONS)
 
 
@@ -264,18 +265,18 @@ def _clear(root: Path) -> None:
     if not root.exists():
         return
     if not root.is_dir():
-        raise ValueError(f"rmqlab.sample: {root} is not a folder")
+        raise ValueError(f"rmqlab.lab.sample: {root} is not a folder")
     other = sorted(p.name for p in root.iterdir() if p.name not in _STORE_ENTRIES)
     if other:
-        raise ValueError(f"rmqlab.sample: {root} holds files that are not a store ({', '.join(other[:5])}); "
+        raise ValueError(f"rmqlab.lab.sample: {root} holds files that are not a store ({', '.join(other[:5])}); "
                          "refusing to delete it")
     shutil.rmtree(root)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m rmqlab.sample``: rebuild the sample store and check it against the manifest
+    """``python -m rmqlab.lab.sample``: rebuild the sample store and check it against the manifest
     (exit 1 when they differ), or rewrite the manifest with ``--write-manifest``."""
-    p = argparse.ArgumentParser(prog="python -m rmqlab.sample", description=main.__doc__)
+    p = argparse.ArgumentParser(prog="python -m rmqlab.lab.sample", description=main.__doc__)
     p.add_argument("--root", type=Path, default=DEFAULT_ROOT,
                    help=f"where to build the store (deleted first; default {DEFAULT_ROOT})")
     p.add_argument("--manifest", type=Path, default=DEFAULT_MANIFEST,
@@ -288,7 +289,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     if args.no_build:
         if not (args.root / "commitlog").is_dir():
-            print(f"rmqlab.sample: error: no store at {args.root} (run without --no-build to build it)",
+            print(f"rmqlab.lab.sample: error: no store at {args.root} (run without --no-build to build it)",
                   file=sys.stderr)
             return 1
         store, what = Store(args.root, **SAMPLE_STORE_OPTIONS), "existing"
@@ -311,19 +312,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"wrote {args.manifest} ({len(digests)} files)")
         return 0
     if not args.manifest.exists():
-        print(f"rmqlab.sample: error: no manifest at {args.manifest} "
-              "(run `python -m rmqlab.sample --write-manifest` to create it)", file=sys.stderr)
+        print(f"rmqlab.lab.sample: error: no manifest at {args.manifest} "
+              "(run `python -m rmqlab.lab.sample --write-manifest` to create it)", file=sys.stderr)
         return 1
     problems = compare_manifests(read_manifest(args.manifest), digests)
     if problems:
-        print(f"rmqlab.sample: error: the sample store does NOT match {args.manifest}: "
+        print(f"rmqlab.lab.sample: error: the sample store does NOT match {args.manifest}: "
               f"{len(problems)} of {len(digests)} files", file=sys.stderr)
         for line in problems[:20]:
             print(f"  {line}", file=sys.stderr)
         if len(problems) > 20:
             print(f"  ... and {len(problems) - 20} more", file=sys.stderr)
         print("If the change is intended, rewrite the manifest with "
-              "`python -m rmqlab.sample --write-manifest` and commit it.", file=sys.stderr)
+              "`python -m rmqlab.lab.sample --write-manifest` and commit it.", file=sys.stderr)
         return 1
     print(f"OK: all {len(digests)} files match {args.manifest}")
     return 0

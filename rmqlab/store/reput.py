@@ -1,7 +1,7 @@
-"""What :meth:`rmqlab.store.Store.dispatch` does: the broker's reput service over a store
+"""What :meth:`rmqlab.store.directory.Store.dispatch` does: the broker's reput service over a store
 directory, a CommitLog part at a time.
 
-The rules of each message are in :mod:`rmqlab.dispatch`; this module applies them in the order
+The rules of each message are in :mod:`rmqlab.rules.dispatch`; this module applies them in the order
 the broker does (``DefaultMessageStore.ReputMessageService.doReput``, read at rocketmq-all-4.9.7
 and 5.3.1 b122c8109d62): message by message, each message's ConsumeQueue unit (or
 BatchConsumeQueue unit) first, then its light-message-queue units
@@ -31,16 +31,16 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from rmqlab.arrowcol import arrow_column
-from rmqlab.dispatch import batch_units_many, goes_to_consume_queue_many, lmq_dispatch_many, message_tags_codes
 from rmqlab.formats import batchconsumequeue as bcq
 from rmqlab.formats import checkpoint as cp
 from rmqlab.formats import commitlog as cl
 from rmqlab.formats import consumequeue as cq
 from rmqlab.formats import consumequeue_ext as cqx
+from rmqlab.rules.dispatch import batch_units_many, goes_to_consume_queue_many, lmq_dispatch_many, message_tags_codes
+from rmqlab.tables.arrow import arrow_column
 
 if TYPE_CHECKING:
-    from rmqlab.store import Store
+    from rmqlab.store.directory import Store
 
 __all__ = ["DispatchReport", "dispatch_store", "QueueWriters", "queue_groups", "write_consume_queue_units", "Run",
            "PART_MESSAGES", "MAX_OPEN_WRITERS"]
@@ -163,7 +163,7 @@ class QueueWriters:
     ``ConsumeQueue.recover``); opened again in the same dispatch, it continues where it stood.
 
     >>> import tempfile
-    >>> from rmqlab.store import Store
+    >>> from rmqlab.store.directory import Store
     >>> with QueueWriters(Store(tempfile.mkdtemp()), max_open=1) as w:
     ...     w.consume_queue("T", 0).put_many([0], [100], [7]).tolist(), len(w._open)
     ([0], 1)

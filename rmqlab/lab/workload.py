@@ -75,9 +75,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-# MessageSysFlag: BORNHOST_V6_FLAG 0x10 / STOREHOSTADDRESS_V6_FLAG 0x20 mark an IPv6 host
-from rmqlab.brokerversion import layout_facts
-from rmqlab.dispatch import (
+from rmqlab.formats.commitlog import BORNHOST_V6_FLAG, STOREHOSTADDRESS_V6_FLAG
+from rmqlab.formats.msgid import create_uniq_id, format_host, month_start_ms, parse_host, uniq_ids_arrow
+from rmqlab.jvm.hashcode import java_hash
+from rmqlab.rules.dispatch import (
     DEFAULT_DELAY_LEVELS,
     INNER_BATCH_FLAG,
     KEY_SEPARATOR,
@@ -100,9 +101,9 @@ from rmqlab.dispatch import (
     parse_delay_levels,
     transaction_type,
 )
-from rmqlab.formats.commitlog import BORNHOST_V6_FLAG, STOREHOSTADDRESS_V6_FLAG
-from rmqlab.formats.msgid import create_uniq_id, format_host, month_start_ms, parse_host, uniq_ids_arrow
-from rmqlab.javahash import java_hash
+
+# MessageSysFlag: BORNHOST_V6_FLAG 0x10 / STOREHOSTADDRESS_V6_FLAG 0x20 mark an IPv6 host
+from rmqlab.rules.versions import layout_facts
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -294,13 +295,13 @@ class Workload:
             stored as an inner batch (sysFlag INNER_BATCH_FLAG | NEED_UNWRAP_FLAG, INNER_NUM,
             INNER_BASE = its queue offset) and advances its queue by INNER_NUM
             (CommitLog.getMessageNum). The body stays an ordinary body, not an encoded batch:
-            the store never reads it. Pass the same topics to :class:`rmqlab.store.Store`.
+            the store never reads it. Pass the same topics to :class:`rmqlab.store.directory.Store`.
         inner_batch_max (1): INNER_NUM is 1..inner_batch_max, a fixed function of the row.
         lmq_queues (()): light message queue names (``%LMQ%...``).
         multi_dispatch_every (0): every n-th row (a plain send to a topic that is not BatchCQ)
             names one or two of `lmq_queues` in INNER_MULTI_DISPATCH, with the offsets a
             broker of `broker_version` with enableLmq stores in INNER_MULTI_QUEUE_OFFSET
-            (:func:`rmqlab.dispatch.assign_lmq_offsets`: for LMQ names 4.9.3+ and 5.x agree).
+            (:func:`rmqlab.rules.dispatch.assign_lmq_offsets`: for LMQ names 4.9.3+ and 5.x agree).
             The two properties are appended to the block (a broker's HashMap order is not
             modelled). BatchCQ topics need a 5.0.0+ `broker_version`, multi dispatch 4.9.3+.
 
@@ -311,7 +312,7 @@ class Workload:
 
     Broker version
         broker_version (None): the release whose store form the records take
-            (:mod:`rmqlab.brokerversion`), e.g. "4.9.4": its properties blocks end without
+            (:mod:`rmqlab.rules.versions`), e.g. "4.9.4": its properties blocks end without
             the final \\x02 for 4.9.1 to 5.1.x; IPv6 hosts need 4.6.0+. None: rmqlab's
             default form (final \\x02 kept, as 4.9.0 and older and 5.2+ write it).
         append_prop_crc (False): end every record's properties with the __CRC32# pair

@@ -58,8 +58,8 @@ are still there; rebuilt files are named by store time (a broker names them by i
 
 >>> import tempfile, os
 >>> from pathlib import Path
->>> from rmqlab.store import generate_store
->>> from rmqlab.workload import Workload
+>>> from rmqlab.lab.generate import generate_store
+>>> from rmqlab.lab.workload import Workload
 >>> root = Path(tempfile.mkdtemp()) / "store"
 >>> opts = dict(hash_slot_num=16, index_num=64, consume_queue_file_size=400)
 >>> _ = generate_store(root, Workload(messages=120, seed=3), commitlog_file_size=8192, **opts)
@@ -88,7 +88,6 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from rmqlab.dispatch import goes_to_consume_queue_many, message_tags_codes
 from rmqlab.errors import FormatError
 from rmqlab.formats import checkpoint as cpf
 from rmqlab.formats import commitlog as cl
@@ -103,7 +102,8 @@ from rmqlab.formats.indexfile import (
     build_index_file,
     read_header,
 )
-from rmqlab.indexservice import ExpandedKeys, IndexService, expand_columns, is_index_file_name
+from rmqlab.rules.dispatch import goes_to_consume_queue_many, message_tags_codes
+from rmqlab.store.indexservice import ExpandedKeys, IndexService, expand_columns, is_index_file_name
 
 __all__ = [
     "expected_index_files",
@@ -357,7 +357,7 @@ def _queue_folders(cq_dir: Path) -> list[tuple[str, int, Path]]:
 def _consume_queues(root: Path, msgs: pd.DataFrame, end: int, cq_size: int | None, dry_run: bool,
                     actions: list[RecoveryAction], report: RecoveryReport) -> None:
     """Step 2: keep each queue's matching prefix, zero the rest, add the missing units."""
-    from rmqlab.store import Store
+    from rmqlab.store.directory import Store
 
     queues = _queue_folders(root / "consumequeue")
     sizes = [f.stat().st_size for _, _, q in queues for f in q.iterdir() if _DIGITS20.fullmatch(f.name)]
@@ -439,7 +439,7 @@ def _consume_queues(root: Path, msgs: pd.DataFrame, end: int, cq_size: int | Non
                                       f"{len(sub)} units for messages after each queue's last matching unit "
                                       f"({n_q} queues), as Store.dispatch writes them", len(sub)))
         if not dry_run:
-            from rmqlab.storedispatch import write_consume_queue_units
+            from rmqlab.store.reput import write_consume_queue_units
 
             written, _, skipped = write_consume_queue_units(Store(root, consume_queue_file_size=mapped), sub)
             if skipped:
@@ -722,7 +722,7 @@ def _geometry(root: Path, hash_slot_num: int | None, index_num: int | None) -> G
     d = root / "index"
     names = sorted(p for p in d.iterdir() if is_index_file_name(p.name) and p.stat().st_size) if d.is_dir() else []
     if names:
-        from rmqlab.verify import infer_index_geometry
+        from rmqlab.formats.indexgeometry import infer_index_geometry
 
         for p in names:
             try:
@@ -744,7 +744,7 @@ def recover_store(root: str | os.PathLike, *, hash_slot_num: int | None = DEFAUL
     Geometry: `hash_slot_num` / `index_num` are the broker's maxHashSlotNum / maxIndexNum (None:
     inferred from the index files); `commitlog_file_size` / `consume_queue_file_size` the mapped
     file sizes (None: the most common file size). `tz` names new index files (None = local time,
-    as :class:`rmqlab.store.Store`). `deep_check_all` compares every index file's bytes with its
+    as :class:`rmqlab.store.directory.Store`). `deep_check_all` compares every index file's bytes with its
     expected bytes, not only the newest consistent one. `dry_run` writes nothing and reports the
     plan. Raises :class:`UnrecoverableError` for damage a crash cannot cause.
 

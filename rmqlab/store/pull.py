@@ -12,8 +12,8 @@
 :func:`pull_with_tags` runs both on a real store's queue and returns one row per unit.
 
 >>> import tempfile
->>> from rmqlab.store import generate_store
->>> from rmqlab.workload import Workload
+>>> from rmqlab.lab.generate import generate_store
+>>> from rmqlab.lab.workload import Workload
 >>> root = tempfile.mkdtemp()
 >>> _ = generate_store(root, Workload(messages=200, seed=1, tags=("Aa", "BB", "TagA")), hash_slot_num=64,
 ...                    index_num=512)
@@ -32,7 +32,7 @@ import pandas as pd
 
 from rmqlab.formats import consumequeue as cq
 from rmqlab.formats import consumequeue_ext as cqx
-from rmqlab.store import Store
+from rmqlab.store.directory import Store
 
 __all__ = ["pull_with_tags"]
 

@@ -1,17 +1,17 @@
 """Crash harness: kill a store writer with SIGKILL, recover, and count the key lookups lost.
 
-One *trial* (:func:`run_trial`) starts a writer subprocess (``python -m rmqlab.crash writer``)
+One *trial* (:func:`run_trial`) starts a writer subprocess (``python -m rmqlab.lab.crash writer``)
 on a copy of a prepared store and kills it with SIGKILL part way through one *phase*:
 
 ``generate``
-    :func:`rmqlab.store.generate_store` writes a workload's CommitLog chunk by chunk and, as the
+    :func:`rmqlab.lab.generate.generate_store` writes a workload's CommitLog chunk by chunk and, as the
     broker's ReputMessageService runs behind the CommitLog, ``Store.dispatch`` after each chunk
     (ConsumeQueue units, index entries, checkpoint).
 ``dispatch``
     ``Store.dispatch`` of a store whose first part was dispatched earlier (its checkpoint says
     so) and whose CommitLog has grown since.
 ``bulk``
-    :func:`rmqlab.indexservice.bulk_build` writes the whole index folder of a dispatched store
+    :func:`rmqlab.store.indexservice.bulk_build` writes the whole index folder of a dispatched store
     (ConsumeQueue and checkpoint present, no index), each file through
     :func:`~rmqlab.formats.indexfile.build_index_file` (temporary name, then rename), and sets
     the checkpoint's indexMsgTimestamp at the end.
@@ -39,7 +39,7 @@ pass: their keys would no longer be asked for.
 
 After the kill the crashed folder is copied twice:
 
-* copy A: :func:`rmqlab.recover.recover_store`; then every written message must still be in the
+* copy A: :func:`rmqlab.store.recover.recover_store`; then every written message must still be in the
   CommitLog, byte for byte at its offset (else it counts in ``messages_lost``), and every key of
   it (UNIQ_KEY and each KEYS token, as buildIndex indexes them) must find it
   (:func:`check_lookups`: the verified-mode walk of every index file, which a sample
@@ -47,7 +47,7 @@ After the kill the crashed folder is copied twice:
   lost lookup); :func:`rmqlab.verify.verify_path` must find no error; and the ConsumeQueue,
   index files and checkpoint must be byte-equal to a fresh one-go ``Store.dispatch`` of the
   written messages alone (the reference CommitLog cut after the last written message);
-* copy B: :func:`rmqlab.recover.broker_restart`, the broker's own restart after an abnormal
+* copy B: :func:`rmqlab.store.recover.broker_restart`, the broker's own restart after an abnormal
   shutdown (index files newer than indexMsgTimestamp deleted, re-dispatch from the recovery
   file only), and the same lookups of the written messages.
 
@@ -85,17 +85,18 @@ import pandas as pd
 from rmqlab.formats import checkpoint as cpf
 from rmqlab.formats import commitlog as cl
 from rmqlab.formats.indexfile import HEADER, INT_MAX, LONG_MAX, IndexFile
-from rmqlab.indexservice import IndexService, bulk_build, is_index_file_name
-from rmqlab.javahash import index_hash_many
-from rmqlab.recover import (
+from rmqlab.jvm.hashcode import index_hash_many
+from rmqlab.lab.generate import generate_store
+from rmqlab.lab.workload import Workload, generate
+from rmqlab.store.directory import Store
+from rmqlab.store.indexservice import IndexService, bulk_build, is_index_file_name
+from rmqlab.store.recover import (
     broker_restart,
     expected_index_files,
     expected_index_rows,
     is_index_temp_name,
     recover_store,
 )
-from rmqlab.store import Store, generate_store
-from rmqlab.workload import Workload, generate
 
 __all__ = [
     "PHASES",
@@ -155,7 +156,7 @@ class CrashConfig:
                         keys_per_message=self.keys_per_message, topics=tuple(self.topics))
 
     def store_options(self) -> dict[str, Any]:
-        """Keyword arguments of :class:`rmqlab.store.Store` (CommitLog file size included)."""
+        """Keyword arguments of :class:`rmqlab.store.directory.Store` (CommitLog file size included)."""
         return dict(hash_slot_num=self.hash_slot_num, index_num=self.index_num,
                     commitlog_file_size=self.commitlog_file_size,
                     consume_queue_file_size=self.consume_queue_file_size, tz=_UTC)
@@ -280,7 +281,7 @@ def _creator_times(rows, cap: int, store_ts: np.ndarray) -> list[int]:
 
 def bulk_index(root: str | os.PathLike, config: CrashConfig) -> list[Path]:
     """The bulk phase's work: build the index folder of a store in one go with
-    :func:`rmqlab.indexservice.bulk_build` (files named as ``Store.dispatch`` names them: by the
+    :func:`rmqlab.store.indexservice.bulk_build` (files named as ``Store.dispatch`` names them: by the
     store time of the message creating each), then set the checkpoint's indexMsgTimestamp as
     dispatch leaves it. Returns the files written. Cost: O(keys) in C plus the files' zero-fill."""
     root = Path(root)
@@ -313,7 +314,7 @@ def _do_phase(phase: str, root: Path, config: CrashConfig) -> None:
 
 
 def _writer_main(argv: list[str]) -> int:
-    ap = argparse.ArgumentParser(prog="python -m rmqlab.crash writer")
+    ap = argparse.ArgumentParser(prog="python -m rmqlab.lab.crash writer")
     ap.add_argument("--phase", required=True, choices=PHASES)
     ap.add_argument("--root", required=True)
     ap.add_argument("--config", required=True)
@@ -387,7 +388,7 @@ def run_writer(root: str | os.PathLike, phase: str, config: CrashConfig, *, kill
     """Run a phase's writer on `root` in a subprocess. `kill_at` > 0: it SIGKILLs itself before
     that write event; `delay`: the parent SIGKILLs it that many seconds after it is ready (if
     still running). Raises RuntimeError when the writer fails otherwise or exceeds `timeout` s."""
-    cmd = [sys.executable, "-m", "rmqlab.crash", "writer", "--phase", phase, "--root", str(root),
+    cmd = [sys.executable, "-m", "rmqlab.lab.crash", "writer", "--phase", phase, "--root", str(root),
            "--config", config.to_json(), "--kill-at", str(int(kill_at))] + (["--log-kinds"] if log_kinds else [])
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_child_env())
     try:
@@ -533,11 +534,11 @@ def written_at_kill(crashed: str | os.PathLike, reference: str | os.PathLike) ->
 
     The writer appends in offset order into zero-filled files, so the crashed CommitLog must
     equal the reference's up to some offset (`written_end`) and be zero after it; a message is
-    written when it ends at or before that offset. Independent of :mod:`rmqlab.recover`.
+    written when it ends at or before that offset. Independent of :mod:`rmqlab.store.recover`.
     Cost: reads both CommitLogs once.
 
     >>> import tempfile
-    >>> from rmqlab.workload import generate
+    >>> from rmqlab.lab.workload import generate
     >>> d = Path(tempfile.mkdtemp())
     >>> with cl.CommitLogWriter(d / "ref" / "commitlog", 8192) as w:
     ...     _ = w.append(generate(Workload(messages=5, seed=1)))
@@ -613,7 +614,7 @@ def check_lookups(root: str | os.PathLike, *, hash_slot_num: int, index_num: int
 
     For each index file, every distinct ``topic#key`` of the complete messages is walked with the
     broker's chain walk but no early stop (max_num 2^31-1, time range [0, Long.MAX_VALUE]): the
-    candidates verified mode (:mod:`rmqlab.keyquery`) reads, in C
+    candidates verified mode (:mod:`rmqlab.store.keyquery`) reads, in C
     (``IndexFile.select_phy_offsets_many``). A message is found by a key when its offset is among
     the key's candidates: verified mode then reads it and keeps it, its topic and key being
     real. `sample` pairs are also asked through ``Store.explain_key(...).verified`` and must give
@@ -756,7 +757,7 @@ def run_trial(workdir: str | os.PathLike, phase: str, seed: int, *, config: Cras
     """One crash trial (see the module docstring): prepare/calibrate the phase (cached), copy
     its template, run the writer and kill it where `seed` says (or at `kill_at` / after
     `delay`), tell the written messages from the crashed bytes (:func:`written_at_kill`), then
-    recover copy A with :func:`rmqlab.recover.recover_store` and check it against them, apply
+    recover copy A with :func:`rmqlab.store.recover.recover_store` and check it against them, apply
     the broker's restart to copy B and check it. Everything happens under `workdir`; the
     trial's folders are removed unless `keep`.
     Cost: a writer process (about 2 s of interpreter start-up) plus the checks (< 1 s)."""
@@ -884,9 +885,9 @@ class RestartStory:
     lookups: int                        # (message, key) pairs buildIndex indexes for them
     checkpoint: dict[str, Any]          # the checkpoint as the crash left it
     index_files: pd.DataFrame           # the crashed index folder: name, begin/end timestamps, keys, deleted
-    broker: Any                         # rmqlab.recover.BrokerRestartReport
+    broker: Any                         # rmqlab.store.recover.BrokerRestartReport
     broker_lost: pd.DataFrame           # lost pairs after the broker's restart, with the file that held each
-    recovered: Any                      # rmqlab.recover.RecoveryReport
+    recovered: Any                      # rmqlab.store.recover.RecoveryReport
     rmqlab_lost: pd.DataFrame           # lost pairs after rmqlab store recover (none expected)
     root: Path                          # the folder holding crashed/, broker/ and recovered/
     written_timestamps: np.ndarray      # store time of every message written before the kill
@@ -898,9 +899,9 @@ def restart_story(workdir: str | os.PathLike, *, phase: str = "generate", kill_f
                   config: CrashConfig | None = None) -> RestartStory:
     """Kill a real writer with SIGKILL `kill_fraction` of the way through `phase` (its write
     events counted by an uninterrupted run), then restart two copies of the crashed store: the
-    broker's abnormal-restart rule (:func:`rmqlab.recover.broker_restart`: index files whose
+    broker's abnormal-restart rule (:func:`rmqlab.store.recover.broker_restart`: index files whose
     endTimestamp > the checkpoint's indexMsgTimestamp deleted, re-dispatch only from the
-    recovery file) and ``rmqlab store recover`` (:func:`rmqlab.recover.recover_store`). Every
+    recovery file) and ``rmqlab store recover`` (:func:`rmqlab.store.recover.recover_store`). Every
     key of every message written before the kill is then looked up in both (:func:`check_lookups`).
 
     The folders stay under `workdir` (crashed/, broker/, recovered/) for a look. Cost: two
@@ -999,7 +1000,7 @@ def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] == "writer":
         return _writer_main(argv[1:])
-    print("usage: python -m rmqlab.crash writer --phase PHASE --root DIR --config JSON [--kill-at N]",
+    print("usage: python -m rmqlab.lab.crash writer --phase PHASE --root DIR --config JSON [--kill-at N]",
           file=sys.stderr)
     return 2
 

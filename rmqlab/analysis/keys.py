@@ -16,13 +16,13 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
-from rmqlab.dispatch import goes_to_index_many, key_tokens_many
 from rmqlab.formats.indexfile import LONG_MAX, IndexFile
-from rmqlab.indexservice import IndexService
-from rmqlab.javahash import index_hash, index_hash_many, index_key
+from rmqlab.jvm.hashcode import index_hash, index_hash_many, index_key
+from rmqlab.rules.dispatch import goes_to_index_many, key_tokens_many
+from rmqlab.store.indexservice import IndexService
 
 if TYPE_CHECKING:
-    from rmqlab.keyquery import KeyQuery
+    from rmqlab.store.keyquery import KeyQuery
 
 __all__ = [
     "key_occurrences",
@@ -133,15 +133,15 @@ def index_entries(index: IndexService, messages: pd.DataFrame) -> pd.DataFrame:
     Columns: :data:`INDEX_ENTRY_COLUMNS`; files in the index's order, entries in written order.
     Cost: O(entries); reads the entries region of every file.
 
-    >>> from rmqlab.sample import sample_store
+    >>> from rmqlab.lab.sample import sample_store
     >>> store = sample_store()
     >>> with store.index() as idx:
     ...     entries = index_entries(idx, store.messages())
     >>> bool(entries["lag_ms"].between(0, 999).all())    # whole seconds after the file's begin
     True
 
-    Parameters: `index` is an open :class:`~rmqlab.indexservice.IndexService`; `messages` has
-    phy_offset and store_timestamp (:meth:`rmqlab.store.Store.messages`).
+    Parameters: `index` is an open :class:`~rmqlab.store.indexservice.IndexService`; `messages` has
+    phy_offset and store_timestamp (:meth:`rmqlab.store.directory.Store.messages`).
     """
     frames = []
     for f in index.files:
@@ -182,7 +182,7 @@ def hash_matching_entries(files: Iterable[IndexFile], topic: str, key: str) -> t
     ``topic#key``, found as the broker finds them: by walking the key's slot chain, whatever the
     time. Cost: one whole chain walk per file.
 
-    >>> from rmqlab.sample import sample_store
+    >>> from rmqlab.lab.sample import sample_store
     >>> with sample_store().index() as idx:
     ...     phy, stored_ms = hash_matching_entries(idx.files, "Orders", "ORDER_Aa0")
     >>> len(phy) == len(stored_ms) > 0
@@ -230,7 +230,7 @@ def key_timeline(kq: KeyQuery, occurrences: pd.DataFrame, files: Iterable[IndexF
     """The key's messages and hash-matching entries in `files`, each marked by what the query
     `kq` did with it. Cost: :func:`hash_matching_entries` plus O(messages of the key).
 
-    >>> from rmqlab.sample import sample_store
+    >>> from rmqlab.lab.sample import sample_store
     >>> store = sample_store()
     >>> occ = key_occurrences(store.messages())
     >>> q = store.explain_key("Orders", "ORDER_Aa0")
@@ -239,7 +239,7 @@ def key_timeline(kq: KeyQuery, occurrences: pd.DataFrame, files: Iterable[IndexF
     >>> t.counts()["entries collision"] == q.summary()["collision"] > 0     # ORDER_BB0's entries
     True
 
-    Parameters: `kq` from :meth:`rmqlab.store.Store.explain_key`, `occurrences` from
+    Parameters: `kq` from :meth:`rmqlab.store.directory.Store.explain_key`, `occurrences` from
     :func:`key_occurrences` over the store's messages, `files` the index files the query could
     search (all of them, or the one it was limited to).
     """

@@ -9,7 +9,7 @@ checkpoint, and a :class:`FollowedMessage`: its bytes in the CommitLog, its unit
 ConsumeQueue (file and byte), and each of its index entries (file, slot, entry number).
 :func:`rmqlab.viz.storeflow.store_flow_figure` draws it.
 
->>> from rmqlab.sample import sample_store
+>>> from rmqlab.lab.sample import sample_store
 >>> flow = store_flow(sample_store())
 >>> flow.messages, flow.consume_queue_units, flow.index_keys, flow.queued_to == flow.commitlog_end
 (31497, 30374, 76735, True)
@@ -24,12 +24,12 @@ from typing import Any
 
 import numpy as np
 
-from rmqlab.dispatch import goes_to_consume_queue, goes_to_consume_queue_many, goes_to_index, index_keys
 from rmqlab.formats import commitlog as cl
 from rmqlab.formats import consumequeue as cq
 from rmqlab.formats.indexfile import LONG_MAX
-from rmqlab.javahash import index_key
-from rmqlab.store import Store
+from rmqlab.jvm.hashcode import index_key
+from rmqlab.rules.dispatch import goes_to_consume_queue, goes_to_consume_queue_many, goes_to_index, index_keys
+from rmqlab.store.directory import Store
 
 __all__ = ["IndexEntryRef", "FollowedMessage", "StoreFlow", "store_flow"]
 

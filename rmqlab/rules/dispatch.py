@@ -27,7 +27,7 @@ Mirrors, from the RocketMQ store (read in 4.9.7 and 5.x up to 5.3.3):
 
 Each rule is written here once, as a scalar function (readable, one message) and, where callers
 work on columns, a vectorized one (NumPy / Arrow, no Python loop per message) that the tests
-hold equal to it. This module depends only on :mod:`rmqlab.javahash` and NumPy (pyarrow and
+hold equal to it. This module depends only on :mod:`rmqlab.jvm.hashcode` and NumPy (pyarrow and
 pandas are imported by the functions that take their arrays), so the format modules can use it.
 
 >>> goes_to_consume_queue(TRANSACTION_COMMIT_TYPE), goes_to_index(TRANSACTION_ROLLBACK_TYPE)
@@ -41,8 +41,9 @@ from typing import Any
 
 import numpy as np
 
-from rmqlab.javahash import java_hash, java_hash_many
-from rmqlab.javalong import wrap_long
+from rmqlab.jvm.hashcode import java_hash, java_hash_many
+from rmqlab.jvm.longs import wrap_long
+from rmqlab.rules.properties import property_pairs
 
 __all__ = [
     "TRANSACTION_MASK",
@@ -298,7 +299,7 @@ def tags_code(tags: str | None) -> int:
 def tags_codes(tags: Any) -> np.ndarray:
     """:func:`tags_code` of every element, as an int64 array (sign-extended Java ints).
 
-    Accepts what :func:`rmqlab.javahash.java_hash_many` accepts (list, NumPy str/object array,
+    Accepts what :func:`rmqlab.jvm.hashcode.java_hash_many` accepts (list, NumPy str/object array,
     pyarrow string array, pandas Series); None / nulls give 0, as a message without TAGS does.
     Cost: O(total length), in C.
 
@@ -523,9 +524,6 @@ def property_value(properties: str | None, name: str) -> str | None:
     >>> property_value("INNER_NUM\\x013\\x02TAGS\\x01a\\x02INNER_NUM\\x014", "INNER_NUM")
     '4'
     """
-    # formats.commitlog imports this module: the pair rule is imported when first needed
-    from rmqlab.formats.commitlog.records import property_pairs
-
     if not properties:
         return None
     found = None
@@ -777,7 +775,7 @@ def assign_lmq_offsets(queue_names: list[str], queue_id: int, table: dict[tuple[
 
 
 def _version_tuple(version: str) -> tuple[int, int, int]:
-    from rmqlab.brokerversion import parse_broker_version
+    from rmqlab.rules.versions import parse_broker_version
 
     v = parse_broker_version(version)
     return v.major, v.minor, v.patch

@@ -15,7 +15,7 @@ ConsumeQueue unit; prepared and rolled-back ones do not) and ``CommitLogDispatch
 broker would (the largest CommitLog end any ConsumeQueue records), so it is incremental.
 
 Queries return pandas DataFrames: by key in ``broker`` or ``verified`` mode
-(:mod:`rmqlab.keyquery` explains the difference), by unique key, by offset message id, and by
+(:mod:`rmqlab.store.keyquery` explains the difference), by unique key, by offset message id, and by
 topic and time range through the ConsumeQueue.
 
 >>> import tempfile
@@ -35,7 +35,6 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from rmqlab.dispatch import is_lmq
 from rmqlab.formats import batchconsumequeue as bcq
 from rmqlab.formats import checkpoint as cp
 from rmqlab.formats import commitlog as cl
@@ -43,11 +42,12 @@ from rmqlab.formats import consumequeue as cq
 from rmqlab.formats import consumequeue_ext as cqx
 from rmqlab.formats.indexfile import DEFAULT_HASH_SLOT_NUM, DEFAULT_INDEX_NUM, LONG_MAX
 from rmqlab.formats.msgid import parse_offset_msg_id
-from rmqlab.indexservice import DEFAULT_MAX_MSGS_NUM_BATCH, IndexService
-from rmqlab.keyquery import MODES, KeyQuery, query_key, query_many
-from rmqlab.storedispatch import DispatchReport, queue_groups
+from rmqlab.rules.dispatch import is_lmq
+from rmqlab.store.indexservice import DEFAULT_MAX_MSGS_NUM_BATCH, IndexService
+from rmqlab.store.keyquery import MODES, KeyQuery, query_key, query_many
+from rmqlab.store.reput import DispatchReport, queue_groups
 
-__all__ = ["Store", "DispatchReport", "generate_store", "queue_groups", "write_simulated_config"]
+__all__ = ["Store", "DispatchReport", "queue_groups"]
 
 log = logging.getLogger(__name__)
 
@@ -66,7 +66,7 @@ class Store:
     `consume_queue_ext_file_size` bytes (mappedFileSizeConsumeQueueExt; None: the size of the
     store's ext files, else 48 MiB), and the ConsumeQueue units hold their addresses.
     `broker_version` (e.g. "4.9.4"; None: the 5.x rules) selects the multi-dispatch rules of
-    that release (:func:`rmqlab.dispatch.lmq_dispatch`).
+    that release (:func:`rmqlab.rules.dispatch.lmq_dispatch`).
     """
 
     def __init__(self, root: str | os.PathLike, *, hash_slot_num: int = DEFAULT_HASH_SLOT_NUM,
@@ -202,13 +202,11 @@ class Store:
         out: dict[str, Any] = {}
         batch = self.batch_queues()
         if batch:
-            from rmqlab.verify.check_batchconsumequeue import batch_file_size
-
             units = 0
             for topic, qid in batch:
                 folder = bcq.queue_dir(self.root, topic, qid)
                 # the files' own size when it is a whole number of units: info needs no option
-                size = batch_file_size(folder, None) if any(folder.iterdir()) else self.batch_consume_queue_file_size
+                size = bcq.batch_file_size(folder) if any(folder.iterdir()) else self.batch_consume_queue_file_size
                 with bcq.BatchConsumeQueue.open(folder, size, strict=False) as q:
                     units += q.unit_count
             out.update(batch_cq_topics=sorted({t for t, _ in batch}), batch_cq_folders=len(batch),
@@ -225,13 +223,13 @@ class Store:
         """Where a restarted broker resumes dispatch: the largest CommitLog end (offset + size)
         any ConsumeQueue records, at least the CommitLog's first offset (DefaultMessageStore.start).
         With the ``abort`` file (the broker did not shut down cleanly) no later than where
-        ``CommitLog.recoverAbnormally`` re-dispatches from (:func:`rmqlab.recover.recovery_start`
+        ``CommitLog.recoverAbnormally`` re-dispatches from (:func:`rmqlab.store.recover.recovery_start`
         with the checkpoint's min timestamp; units and index keys already there are skipped)."""
         start = max(self.consume_queue_end(), self._batch_queues_end())
         low = cl.min_offset(self.commitlog_dir) if self._has_commitlog() else 0
         start = max(start, low or 0)
         if (self.root / "abort").exists() and self._has_commitlog():
-            from rmqlab.recover import recovery_start
+            from rmqlab.store.recover import recovery_start
 
             checkpoint = (cp.read_checkpoint(self.checkpoint_path, strict=False) if self.checkpoint_path.exists()
                           else cp.StoreCheckpoint())
@@ -254,7 +252,7 @@ class Store:
         does, from :meth:`reput_from_offset` on, and update the checkpoint. Writes only under
         consumequeue/, index/ and the checkpoint file (and batchconsumequeue/ and
         consumequeue_ext/ when the store has them). ``progress(bytes done, bytes to do)``, if
-        given, is called after each part (:mod:`rmqlab.storedispatch`).
+        given, is called after each part (:mod:`rmqlab.store.reput`).
 
         The CommitLog is read 262,144 messages at a time (:func:`commitlog.read_column_parts`)
         into Arrow columns, and each part written before the next is read, so memory is one
@@ -269,7 +267,7 @@ class Store:
         A damaged CommitLog record stops the dispatch: the messages before it are dispatched,
         the checkpoint written, and the record's FormatError raised.
         """
-        from rmqlab.storedispatch import dispatch_store
+        from rmqlab.store.reput import dispatch_store
 
         return dispatch_store(self, progress=progress)
 
@@ -301,7 +299,7 @@ class Store:
 
     def explain_key(self, topic: str, key: str, *, begin: int = 0, end: int = LONG_MAX,
                     max_num: int = DEFAULT_MAX_MSGS_NUM_BATCH, unique: bool = False) -> KeyQuery:
-        """Both modes of a key query and the comparison (see :mod:`rmqlab.keyquery`)."""
+        """Both modes of a key query and the comparison (see :mod:`rmqlab.store.keyquery`)."""
         with self.index() as idx:
             return query_key(idx, lambda offs: self.read_at(offs), topic, key, begin=begin, end=end,
                              max_num=max_num, unique=unique)
@@ -331,11 +329,11 @@ class Store:
                    max_num: int = DEFAULT_MAX_MSGS_NUM_BATCH, mode: str = "broker",
                    unique: bool = False) -> pd.DataFrame:
         """:meth:`query_by_key` for many keys in one table, one row per (key, message), keys in
-        order (see :func:`rmqlab.keyquery.query_many`). Cost: the broker walks of all keys in C
+        order (see :func:`rmqlab.store.keyquery.query_many`). Cost: the broker walks of all keys in C
         and one CommitLog read of every distinct offset found: about 8 µs a key in broker mode
         on a 10,000,000-message store (CPU time; keys drawn from random messages, 13.5 rows a key).
 
-        >>> from rmqlab.sample import sample_store
+        >>> from rmqlab.lab.sample import sample_store
         >>> t = sample_store().query_many("Orders", ["ORDER_Aa0", "ORDER_BB0"], mode="verified")
         >>> t.groupby("query_key").size().to_dict()
         {'ORDER_Aa0': 14, 'ORDER_BB0': 12}
@@ -428,73 +426,3 @@ class Store:
         m = self.read_at(phy_offsets)
         got = dict(zip(m["phy_offset"], m["store_timestamp"]))
         return np.array([got.get(int(p), -1) for p in phy_offsets], dtype=np.int64)
-
-
-
-def generate_store(root: str | os.PathLike, workload, *, chunk_messages: int = 1_000_000,
-                   commitlog_file_size: int = cl.DEFAULT_FILE_SIZE, dispatch: bool = True,
-                   progress=None, config_version: str | None = None, **store_options) -> Store:
-    """Write a complete store directory for a :class:`rmqlab.workload.Workload`: the CommitLog
-    through :class:`commitlog.CommitLogWriter` chunk by chunk, then (with `dispatch`) the
-    ConsumeQueue, index files and checkpoint through :meth:`Store.dispatch` -- the same format
-    code that reads real stores. Deterministic: the same workload gives the same bytes.
-    `progress(done, total)` is called after each chunk. Refuses a folder that already holds a
-    CommitLog. Cost: about a million small messages/s for the CommitLog, then dispatch.
-    With `config_version` (a broker version such as "4.9.7") and `dispatch`, also writes
-    config/ in that version's shape with simulated consumer progress (see
-    :func:`write_simulated_config`); off by default.
-    """
-    from rmqlab.workload import generate_chunks
-
-    root = Path(root)
-    if (root / "commitlog").is_dir() and any((root / "commitlog").iterdir()):
-        raise FileExistsError(f"{root / 'commitlog'} already holds files; generate into a new folder")
-    done = 0
-    with cl.CommitLogWriter(root / "commitlog", commitlog_file_size,
-                            append_prop_crc=workload.append_prop_crc) as writer:
-        for table in generate_chunks(workload, chunk_messages):
-            writer.append(table)
-            done += table.num_rows
-            if progress is not None:
-                progress(done, workload.messages)
-    store = Store(root, commitlog_file_size=commitlog_file_size, **store_options)
-    if dispatch:
-        store.dispatch()
-        if config_version is not None:
-            write_simulated_config(store, config_version, seed=workload.seed)
-    return store
-
-
-def write_simulated_config(store: Store, broker_version: str, *, seed: int = 0) -> None:
-    """Write config/ for a dispatched store as a broker of `broker_version` would have it, with
-    simulated consumers: for each topic, group ``<topic>_consumer`` has committed a
-    seed-chosen share (0 to 100 %) of each queue, and ``<topic>_stale`` (no subscription group
-    config) half of queue 0; delayOffset.json holds each schedule queue's max offset. Every
-    file is persisted twice, so each has a .bak. Deterministic by `seed`.
-    """
-    import random
-
-    from rmqlab.formats.storeconfig_writer import write_store_config
-
-    rng = random.Random(seed)
-    queues: dict[str, dict[int, int]] = {}
-    for topic, qid in store.queues():
-        if is_lmq(topic):   # light message queues have no TopicConfig in topics.json
-            continue
-        queues.setdefault(topic, {})[qid] = cq.read_queue_info(cq.queue_dir(store.root, topic, qid),
-                                                               store.consume_queue_file_size).max_offset
-    batch_queues: dict[str, int] = {}
-    for topic, qid in store.batch_queues():
-        batch_queues[topic] = max(batch_queues.get(topic, 0), qid + 1)
-    schedule = queues.pop("SCHEDULE_TOPIC_XXXX", {})
-    offsets = {}
-    for topic, ends in sorted(queues.items()):
-        offsets[f"{topic}@{topic}_consumer"] = {q: end * rng.randint(0, 100) // 100 for q, end in sorted(ends.items())}
-        first = min(ends)
-        offsets[f"{topic}@{topic}_stale"] = {first: ends[first] // 2}
-    info = store.info()
-    write_store_config(store.root, broker_version=broker_version, timestamp=info["last_store_timestamp"] or 0,
-                       persists=2, topics={**{t: len(e) for t, e in queues.items()}, **batch_queues},
-                       batch_cq_topics=store.batch_cq_topics & set(batch_queues), consumer_offsets=offsets,
-                       delay_offsets={q + 1: end for q, end in schedule.items()},
-                       subscription_groups=[f"{t}_consumer" for t in queues])

@@ -47,9 +47,6 @@ from typing import Any
 
 import numpy as np
 
-from rmqlab.arrowcol import arrow_column, utf8_buffers
-from rmqlab.dispatch import goes_to_index, goes_to_index_many, index_keys, index_keys_many, transaction_type
-from rmqlab.display import ms_with_clock
 from rmqlab.errors import ReadOnlyError
 from rmqlab.formats.indexfile import (
     DEFAULT_HASH_SLOT_NUM,
@@ -62,7 +59,10 @@ from rmqlab.formats.indexfile import (
     SlotCountRule,
     build_index_file,
 )
-from rmqlab.javahash import index_hash_many, index_key, java_hash_many
+from rmqlab.jvm.hashcode import index_hash_many, index_key, java_hash_many
+from rmqlab.rules.dispatch import goes_to_index, goes_to_index_many, index_keys, index_keys_many, transaction_type
+from rmqlab.tables.arrow import arrow_column, utf8_buffers
+from rmqlab.tables.display import ms_with_clock
 
 __all__ = [
     "DEFAULT_MAX_MSGS_NUM_BATCH",
@@ -161,7 +161,7 @@ class DispatchRequest:
 
     @property
     def transaction_type(self) -> int:
-        """MessageSysFlag.getTransactionValue (:func:`rmqlab.dispatch.transaction_type`)."""
+        """MessageSysFlag.getTransactionValue (:func:`rmqlab.rules.dispatch.transaction_type`)."""
         return transaction_type(self.sys_flag)
 
     @property
@@ -526,13 +526,13 @@ class IndexService:
         In the broker's order: get (or create) the writable file -- so a file is created even
         for a message that is then skipped; skip the message if its phy_offset < that file's
         end_phy_offset (already indexed; an equal offset is indexed again); skip a rolled-back
-        transaction (prepared and committed ones are indexed: :func:`rmqlab.dispatch.goes_to_index`);
-        put ``topic#k`` for each part of :func:`rmqlab.dispatch.index_keys` (``UNIQ_KEY`` if not
+        transaction (prepared and committed ones are indexed: :func:`rmqlab.rules.dispatch.goes_to_index`);
+        put ``topic#k`` for each part of :func:`rmqlab.rules.dispatch.index_keys` (``UNIQ_KEY`` if not
         None, then each non-empty token of KEYS split on " "). A put refused because the file is full creates the next
         file and is retried there. Cost: O(keys), one put_key each.
 
         `observe(event, details)`, when given, is told each decision as it is taken, for a
-        step-by-step view (:mod:`rmqlab.buildsteps`): "file" (the writable file, and whether it
+        step-by-step view (:mod:`rmqlab.analysis.buildsteps`): "file" (the writable file, and whether it
         was just created), "skip" (why: "already-indexed" or "rollback"), "keys" (the index
         keys), "put" before each put_key and "put-done" after it (with its answer).
         """
@@ -987,7 +987,7 @@ def index_key_hashes(columns: Any, *, end_phy_offset: int = 0) -> tuple[np.ndarr
     objects or from Arrow UTF-8 buffers (topic, keys and uniq_key all Arrow text, the topic
     hashed once a distinct value); None for other storage, a None or NaN where a str is
     needed, or text that is not UTF-8 in Arrow (then use :func:`expand_columns` and
-    :func:`rmqlab.javahash.index_hash_many`). Units: message rows
+    :func:`rmqlab.jvm.hashcode.index_hash_many`). Units: message rows
     and IndexFile key hashes (abs of hashCode(topic#key), MIN_VALUE as 0). Cost: O(total key
     length) in C, about 30 ns a message.
 

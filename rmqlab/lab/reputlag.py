@@ -6,7 +6,7 @@ A broker acknowledges a send once the message is in the CommitLog; its ReputMess
 and index entries later. Until then a consumer cannot pull the message and a key query cannot
 find it. :func:`measure_dispatch_lag` reproduces that on a real store folder: one thread appends
 a workload's messages in chunks at a given rate (:class:`~rmqlab.formats.commitlog.CommitLogWriter`),
-another calls :meth:`rmqlab.store.Store.dispatch` in a loop with a 1 ms pause, and the clock
+another calls :meth:`rmqlab.store.directory.Store.dispatch` in a loop with a 1 ms pause, and the clock
 times when each message's bytes were written and when a finished dispatch had covered it.
 
 The numbers are this machine's and this implementation's (Python threads sharing one
@@ -14,7 +14,7 @@ interpreter), not a broker's: what they show is the shape, a lag of one reput ro
 per message, growing while the reput service falls behind a burst.
 
 >>> import tempfile
->>> from rmqlab.workload import Workload
+>>> from rmqlab.lab.workload import Workload
 >>> lag = measure_dispatch_lag(tempfile.mkdtemp(), Workload(messages=400, seed=1), chunk_messages=100,
 ...                            hash_slot_num=64, index_num=512)
 >>> len(lag), bool((lag["lag_ms"] >= 0).all()), lag.attrs["rounds"] > 0
@@ -31,8 +31,8 @@ import numpy as np
 import pandas as pd
 
 from rmqlab.formats import commitlog as cl
-from rmqlab.store import Store
-from rmqlab.workload import Workload, generate
+from rmqlab.lab.workload import Workload, generate
+from rmqlab.store.directory import Store
 
 __all__ = ["REPUT_PAUSE_S", "measure_dispatch_lag"]
 
@@ -49,7 +49,7 @@ def measure_dispatch_lag(root: str | os.PathLike, workload: Workload, *, chunk_m
     append returned), dispatched_s (when the first dispatch round that covered it returned),
     lag_ms. ``attrs``: rounds (dispatch rounds), samples (a DataFrame of t_s, commitlog_end and
     queued_to, bytes, read by the reput thread before each round). `store_options` go to
-    :class:`~rmqlab.store.Store` (hash_slot_num, index_num, ...).
+    :class:`~rmqlab.store.directory.Store` (hash_slot_num, index_num, ...).
 
     Cost: the workload's generation and write, plus dispatch; about the time the appends take
     at the given rate (messages / chunk_messages / chunks_per_second seconds) and a few rounds.

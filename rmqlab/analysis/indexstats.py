@@ -24,7 +24,7 @@ Bad input raises the typed errors of :meth:`IndexFile.open` (:class:`rmqlab.erro
 :class:`~rmqlab.errors.TruncatedFileError`, :class:`~rmqlab.errors.CorruptIndexError`).
 
 >>> import tempfile, datetime
->>> from rmqlab.indexservice import ExpandedKeys, bulk_build
+>>> from rmqlab.store.indexservice import ExpandedKeys, bulk_build
 >>> d = tempfile.mkdtemp()
 >>> _ = bulk_build(ExpandedKeys(["T#Aa", "T#BB", "T#c", "T#Aa"], [0, 100, 200, 300],
 ...                             [1718000000000, 1718000001000, 1718000002000, 1718000004000]),
@@ -46,7 +46,7 @@ import numpy as np
 import pandas as pd
 
 from rmqlab.formats.indexfile import IndexFile
-from rmqlab.javahash import index_hash_many
+from rmqlab.jvm.hashcode import index_hash_many
 
 __all__ = [
     "FILE_STATS_COLUMNS",
@@ -484,7 +484,7 @@ def hottest_hashes(path: str | os.PathLike, top: int | None = 10, *, hash_slot_n
 
     >>> import tempfile, os
     >>> from rmqlab.formats.indexfile import build_index_file
-    >>> from rmqlab.javahash import index_hash
+    >>> from rmqlab.jvm.hashcode import index_hash
     >>> p = os.path.join(tempfile.mkdtemp(), "20240610061524062")
     >>> build_index_file(p, ["T#Aa", "T#BB", "T#c"], [0, 1, 2], [0, 0, 0],
     ...                  hash_slot_num=8, index_num=5)
@@ -510,7 +510,7 @@ def index_file_paths(directory: str | os.PathLike) -> list[Path]:
     >>> index_file_paths(tempfile.mkdtemp())
     []
     """
-    from rmqlab.indexservice import is_index_file_name
+    from rmqlab.store.indexservice import is_index_file_name
 
     directory = Path(directory)
     if not directory.is_dir():
@@ -593,7 +593,7 @@ def hottest_keys(keys: Any, top: int | None = 10) -> pd.DataFrame:
 
 def true_collisions(keys: Any) -> pd.DataFrame:
     """Stored index hashes shared by different key strings: one row per such hash, columns
-    ``key_hash`` (int64, :func:`rmqlab.javahash.index_hash` of the keys), ``distinct_keys``,
+    ``key_hash`` (int64, :func:`rmqlab.jvm.hashcode.index_hash` of the keys), ``distinct_keys``,
     ``keys`` (the key strings, a sorted Python list) and ``puts`` (rows with any of them).
     Sorted by distinct_keys descending, then puts descending, then key_hash. A key query for
     one of these keys returns the others' offsets too (only the CommitLog tells them apart).
