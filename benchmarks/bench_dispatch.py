@@ -84,12 +84,12 @@ def stage_times(src: Path, scratch: Path, old: bool) -> dict[str, tuple[float, f
     decode = (lambda: cc._read_columns(s.commitlog_dir, body=False, decode=cc._decode_positions)) if old \
         else (lambda: cl.read_columns(s.commitlog_dir, body=False, arrow=True))
     msgs, *t_dec = timed(decode)
-    cq = (lambda: reference_consume_queues(s, msgs)) if old else (lambda: write_consume_queue_units(s, msgs))
+    cq = (lambda: reference_consume_queues(s, msgs)) if old else (lambda: write_consume_queue_units(s.layout, msgs))
     _, *t_cq = timed(cq)
     idx = s.index(writable=True)
     _, *t_idx = timed(lambda: idx.build_columns(arrow_index_columns(msgs) if old else msgs))
     _, *t_close = timed(idx.close)
-    run = Run(s)
+    run = Run(s.layout)
     _, *t_cp = timed(lambda: (run.note_times(msgs), run.write_checkpoint(idx.index_msg_timestamp)))
     return {"decode": t_dec, "consume queues": t_cq, "index": t_idx, "index close": t_close, "checkpoint": t_cp}
 

@@ -56,7 +56,7 @@ def reference_consume_queues(store: Store, msgs: pd.DataFrame, writers: QueueWri
         codes = g["tags_code"].to_numpy(np.int64)
         if store.consume_queue_ext:
             own = writers is None
-            writers = QueueWriters(store) if own else writers
+            writers = QueueWriters(store.layout) if own else writers
             codes = writers.ext(topic, int(qid)).put_many(codes, g["store_timestamp"].to_numpy(np.int64))
             if own:
                 writers.close()
@@ -123,7 +123,7 @@ def reference_dispatch(store: Store) -> DispatchReport:
     start = store.reput_from_offset()
     msgs = cl.read_columns(store.commitlog_dir, body=False, start_offset=start)
     end = int((msgs["phy_offset"] + msgs["total_size"]).max()) if len(msgs) else start
-    run = Run(store)
+    run = Run(store.layout)
     try:
         simple = run.batch_queues(msgs)
         units, queues, skipped = reference_consume_queues(store, simple, run.writers)

@@ -27,7 +27,7 @@ WHOLE = 1 << 30   # one part for any CommitLog here
 
 def _dispatch(root: Path, options: dict, part_messages: int, max_open: int | None = None):
     with mock.patch.object(storedispatch, "MAX_OPEN_WRITERS", max_open or storedispatch.MAX_OPEN_WRITERS):
-        return storedispatch.dispatch_store(Store(root, **options), part_messages=part_messages)
+        return storedispatch.dispatch_store(Store(root, **options).layout, part_messages=part_messages)
 
 
 @settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -156,7 +156,8 @@ def test_progress_counts_commitlog_bytes_to_the_end(tmp_path):
         writer.append(generate(w))
     seen: list[tuple[int, int]] = []
     store = Store(tmp_path, commitlog_file_size=1 << 14, hash_slot_num=8, index_num=64)
-    rep = storedispatch.dispatch_store(store, part_messages=60, progress=lambda done, total: seen.append((done, total)))
+    rep = storedispatch.dispatch_store(store.layout, part_messages=60,
+                                       progress=lambda done, total: seen.append((done, total)))
     assert len(seen) >= 500 // 60 and [d for d, _ in seen] == sorted(d for d, _ in seen)
     assert seen[-1] == (rep.to_offset, rep.to_offset) and rep.messages == 500
     seen.clear()

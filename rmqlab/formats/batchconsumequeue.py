@@ -60,6 +60,7 @@ import numpy as np
 from rmqlab.errors import CorruptIndexError, FormatError, GeometryError, RmqlabError, TruncatedFileError
 from rmqlab.formats.layout import Layout
 from rmqlab.formats.mapped import MappedFolder, close_handles
+from rmqlab.formats.storepaths import BATCHCONSUMEQUEUE
 from rmqlab.tables.arrays import most_common
 
 __all__ = [
@@ -94,7 +95,7 @@ DEFAULT_MAPPED_FILE_SIZE = DEFAULT_UNITS_PER_FILE * UNIT_SIZE  # 13,800,000 byte
 #: BatchConsumeQueue.INVALID_POS: the compacted_offset every unit is written with.
 INVALID_POS = -1
 #: StorePathConfigHelper.getStorePathBatchConsumeQueue: the folder under the store root.
-FOLDER = "batchconsumequeue"
+FOLDER = BATCHCONSUMEQUEUE
 _SHORT_MAX = 2**15 - 1
 _INT_MAX = 2**31 - 1
 _LONG_MAX = 2**63 - 1

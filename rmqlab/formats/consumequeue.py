@@ -77,6 +77,7 @@ from rmqlab.errors import (
 from rmqlab.formats.consumequeue_ext import is_ext_addr_many
 from rmqlab.formats.layout import Layout
 from rmqlab.formats.mapped import MappedFolder, close_handles
+from rmqlab.formats.storepaths import CONSUMEQUEUE
 from rmqlab.jvm.hashcode import java_hash
 from rmqlab.jvm.longs import as_longs
 
@@ -169,7 +170,7 @@ def file_name(byte_offset: int) -> str:
 
 def queue_dir(store_root: str | os.PathLike, topic: str, queue_id: int) -> Path:
     """``<store_root>/consumequeue/<topic>/<queue_id>`` (StorePathConfigHelper.getStorePathConsumeQueue)."""
-    return Path(store_root) / "consumequeue" / topic / str(int(queue_id))
+    return Path(store_root) / CONSUMEQUEUE / topic / str(int(queue_id))
 
 
 def delay_level_to_queue_id(delay_level: int) -> int:

@@ -63,6 +63,7 @@ import numpy as np
 from rmqlab.errors import CorruptIndexError, FormatError, GeometryError, RmqlabError, TruncatedFileError
 from rmqlab.formats.layout import Layout
 from rmqlab.formats.mapped import MappedFolder, close_handles
+from rmqlab.formats.storepaths import CONSUMEQUEUE_EXT
 
 __all__ = [
     "UNIT_HEADER",
@@ -186,7 +187,7 @@ def undecorate_many(addresses: Any) -> np.ndarray:
 
 
 #: The store's folder of ext files (StorePathConfigHelper.getStorePathConsumeQueueExt).
-FOLDER = "consumequeue_ext"
+FOLDER = CONSUMEQUEUE_EXT
 
 
 def ext_dir(store_root: str | os.PathLike, topic: str, queue_id: int) -> Path:

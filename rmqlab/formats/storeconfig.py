@@ -72,6 +72,7 @@ from typing import Any, Literal
 import pandas as pd
 
 from rmqlab.errors import FormatError
+from rmqlab.formats.storepaths import CONFIG
 
 __all__ = [
     "CONFIG_FILES",
@@ -630,7 +631,7 @@ def read_store_config(root: str | os.PathLike) -> StoreConfig:
 
     Raises FormatError where the broker's load of a file would fail.
     """
-    folder = Path(root) / "config"
+    folder = Path(root) / CONFIG
     loads = {}
     for kind, name in CONFIG_FILES.items():
         p = folder / name
@@ -659,7 +660,7 @@ def batch_cq_topics(root: str | os.PathLike) -> frozenset[str]:
     """
     from rmqlab.rules.dispatch import QUEUE_TYPE_ATTRIBUTE, cq_type
 
-    main = Path(root) / "config" / CONFIG_FILES["topics"]
+    main = Path(root) / CONFIG / CONFIG_FILES["topics"]
     if not (main.exists() or main.with_name(main.name + ".bak").exists()):
         return frozenset()
     load = load_config_file(main, "topics")

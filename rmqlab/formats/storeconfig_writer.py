@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from rmqlab.formats.storeconfig import CONFIG_FILES
+from rmqlab.formats.storepaths import CONFIG
 from rmqlab.rules.dispatch import QUEUE_TYPE_ATTRIBUTE
 
 __all__ = ["Shape", "shape_for", "encode_fastjson", "write_config_file", "config_documents", "write_store_config"]
@@ -196,4 +197,4 @@ def write_store_config(root: str | os.PathLike, *, broker_version: str, timestam
     docs = config_documents(broker_version=broker_version, timestamp=timestamp, **tables)
     for _ in range(persists):
         for name, text in docs.items():
-            write_config_file(Path(root) / "config" / name, text)
+            write_config_file(Path(root) / CONFIG / name, text)

@@ -84,7 +84,9 @@ import pandas as pd
 
 from rmqlab.formats import checkpoint as cpf
 from rmqlab.formats import commitlog as cl
+from rmqlab.formats import storepaths
 from rmqlab.formats.indexfile import HEADER, INT_MAX, LONG_MAX, IndexFile
+from rmqlab.formats.storepaths import StorePaths
 from rmqlab.jvm.hashcode import index_hash_many
 from rmqlab.lab.generate import generate_store
 from rmqlab.lab.workload import Workload, generate
@@ -213,7 +215,7 @@ def _instrument(ev: _Events, piece: int, put_batch: int) -> None:
         kind = "pwrite"
         if ev.kinds is not None:     # calibration: say which folder, for tests that aim the kill
             target = os.readlink(f"/proc/self/fd/{fd}") if os.path.exists(f"/proc/self/fd/{fd}") else ""
-            kind += ":" + next((part for part in ("commitlog", "consumequeue", "index") if
+            kind += ":" + next((part for part in (storepaths.COMMITLOG, storepaths.CONSUMEQUEUE, storepaths.INDEX) if
                                 f"{os.sep}{part}{os.sep}" in target), "other")
         while done < n:
             ev.tick(kind if done == 0 else kind + ":cont")   # ":cont": a piece inside one write call
@@ -285,14 +287,14 @@ def bulk_index(root: str | os.PathLike, config: CrashConfig) -> list[Path]:
     store time of the message creating each), then set the checkpoint's indexMsgTimestamp as
     dispatch leaves it. Returns the files written. Cost: O(keys) in C plus the files' zero-fill."""
     root = Path(root)
-    msgs = cl.read_columns(root / "commitlog", body=False)
+    msgs = cl.read_columns(StorePaths(root).commitlog, body=False)
     rows = expected_index_rows(msgs)
     cap = config.index_num - 1
     times = _creator_times(rows, cap, msgs["store_timestamp"].to_numpy(np.int64))
-    paths = bulk_build(rows, root / "index", hash_slot_num=config.hash_slot_num, index_num=config.index_num,
+    paths = bulk_build(rows, StorePaths(root).index, hash_slot_num=config.hash_slot_num, index_num=config.index_num,
                        clock=iter(times).__next__, tz=_UTC)
     ts = int(rows.store_timestamps[(len(paths) - 1) * cap - 1]) if len(paths) >= 2 else 0
-    cpf.update_checkpoint(root / "checkpoint", index_msg_timestamp=ts)
+    cpf.update_checkpoint(StorePaths(root).checkpoint, index_msg_timestamp=ts)
     return paths
 
 
@@ -349,17 +351,17 @@ def prepare_template(phase: str, config: CrashConfig, directory: str | os.PathLi
     if phase == "dispatch":
         table = generate(config.workload())
         k = int(table.num_rows * config.dispatch_fraction)
-        with cl.CommitLogWriter(root / "commitlog", config.commitlog_file_size) as w:
+        with cl.CommitLogWriter(StorePaths(root).commitlog, config.commitlog_file_size) as w:
             w.append(table.slice(0, k))
         Store(root, **opts).dispatch()
-        with cl.CommitLogWriter(root / "commitlog", config.commitlog_file_size) as w:
+        with cl.CommitLogWriter(StorePaths(root).commitlog, config.commitlog_file_size) as w:
             w.append(table.slice(k))
         return root
     if phase == "bulk":
         cl_size = opts.pop("commitlog_file_size")
         generate_store(root, config.workload(), commitlog_file_size=cl_size, **opts)
-        shutil.rmtree(root / "index")
-        cpf.update_checkpoint(root / "checkpoint", index_msg_timestamp=0)
+        shutil.rmtree(StorePaths(root).index)
+        cpf.update_checkpoint(StorePaths(root).checkpoint, index_msg_timestamp=0)
         return root
     raise ValueError(f"phase must be one of {PHASES}, got {phase!r}")
 
@@ -378,7 +380,7 @@ class WriterRun:
 
 def _child_env() -> dict[str, str]:
     env = dict(os.environ)
-    pkg_root = str(Path(__file__).resolve().parent.parent)
+    pkg_root = str(Path(__file__).resolve().parents[2])   # the folder that holds the rmqlab package
     env["PYTHONPATH"] = pkg_root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     return env
 
@@ -498,7 +500,7 @@ class WrittenAtKill:
         files = cl.store_files(self.reference) if self.reference.is_dir() else []
         if not len(self.messages):
             return np.zeros(0, bool)
-        ref, got = _images(self.reference, files), _images(Path(root) / "commitlog", files)
+        ref, got = _images(self.reference, files), _images(StorePaths(root).commitlog, files)
         starts = np.array([f.start_offset for f in files], np.int64)
         out = np.zeros(len(self.messages), bool)
         for i, (pos, size) in enumerate(zip(self.messages["phy_offset"].to_numpy(np.int64),
@@ -556,7 +558,7 @@ def written_at_kill(crashed: str | os.PathLike, reference: str | os.PathLike) ->
     Raises :class:`CrashImageError` when a non-zero byte of `crashed` follows the first byte
     that differs from `reference` (the writer is not deterministic, or the files were touched).
     """
-    ref_dir, crashed_dir = Path(reference) / "commitlog", Path(crashed) / "commitlog"
+    ref_dir, crashed_dir = StorePaths(reference).commitlog, StorePaths(crashed).commitlog
     files = cl.store_files(ref_dir) if ref_dir.is_dir() else []
     names = {f.path.name for f in files}
     if crashed_dir.is_dir():
@@ -621,7 +623,7 @@ def check_lookups(root: str | os.PathLike, *, hash_slot_num: int, index_num: int
     the same answer (`sample_agree`). Read-only. Cost: O(keys x files) walks in C.
     """
     root = Path(root)
-    d = root / "commitlog"
+    d = StorePaths(root).commitlog
     if written is not None:
         msgs = written.messages
         intact = written.intact(root)
@@ -637,7 +639,7 @@ def check_lookups(root: str | os.PathLike, *, hash_slot_num: int, index_num: int
     ukeys, key_id = np.unique(keys, return_inverse=True)
     hashes = index_hash_many(list(ukeys))
     found_parts = []
-    index_dir = root / "index"
+    index_dir = StorePaths(root).index
     if index_dir.is_dir():
         with IndexService(index_dir, hash_slot_num, index_num, strict=False) as svc:
             for f in svc.files:
@@ -687,15 +689,15 @@ def compare_stores(a: str | os.PathLike, b: str | os.PathLike) -> list[str]:
             return {}
         return {str(p.relative_to(root)): p for p in d.rglob("*") if p.is_file() and pattern(p)}
 
-    for sub, pat in (("consumequeue", lambda p: p.name.isdigit() and len(p.name) == 20),
-                     ("index", lambda p: is_index_file_name(p.name))):
+    for sub, pat in ((storepaths.CONSUMEQUEUE, lambda p: p.name.isdigit() and len(p.name) == 20),
+                     (storepaths.INDEX, lambda p: is_index_file_name(p.name))):
         la, lb = listing(a, sub, pat), listing(b, sub, pat)
         for name in sorted(set(la) | set(lb)):
             if name not in la or name not in lb:
                 out.append(f"{name}: only in {'the first' if name in la else 'the second'}")
             elif la[name].read_bytes() != lb[name].read_bytes():
                 out.append(f"{name}: bytes differ")
-    ca, cb = a / "checkpoint", b / "checkpoint"
+    ca, cb = StorePaths(a).checkpoint, StorePaths(b).checkpoint
     if ca.exists() != cb.exists() or (ca.exists() and ca.read_bytes() != cb.read_bytes()):
         out.append("checkpoint: differs")
     return out
@@ -780,7 +782,7 @@ def run_trial(workdir: str | os.PathLike, phase: str, seed: int, *, config: Cras
         run = run_writer(crashed, phase, config, delay=delay)
     geo = config.geometry()
     written = written_at_kill(crashed, cal.reference)
-    index_dir = crashed / "index"
+    index_dir = StorePaths(crashed).index
     temp = [p.name for p in index_dir.iterdir() if is_index_temp_name(p.name)] if index_dir.is_dir() else []
     atomic = None
     if phase == "bulk":
@@ -788,14 +790,14 @@ def run_trial(workdir: str | os.PathLike, phase: str, seed: int, *, config: Cras
         if index_dir.is_dir():
             for p in index_dir.iterdir():
                 if is_index_file_name(p.name):
-                    ref = cal.reference / "index" / p.name
+                    ref = StorePaths(cal.reference).index / p.name
                     atomic &= ref.exists() and ref.read_bytes() == p.read_bytes()
     a = _copy(crashed, tdir / "A")
     b = _copy(crashed, tdir / "B")
     rec = recover_store(a, consume_queue_file_size=config.consume_queue_file_size, tz=_UTC, **geo)
     la = check_lookups(a, hash_slot_num=config.hash_slot_num, index_num=config.index_num, sample=sample_verified,
                        seed=seed, tz=_UTC, written=written)
-    recovered_dir = a / "commitlog"
+    recovered_dir = StorePaths(a).commitlog
     recovered = (len(cl.read_columns(recovered_dir, body=False, on_error="report"))
                  if recovered_dir.is_dir() and any(recovered_dir.iterdir()) else 0)
     from rmqlab.verify import verify_path
@@ -806,7 +808,7 @@ def run_trial(workdir: str | os.PathLike, phase: str, seed: int, *, config: Cras
         fresh = tdir / "fresh"
         fresh.mkdir(parents=True, exist_ok=True)
         if len(written.messages):
-            written.write_commitlog(fresh / "commitlog")
+            written.write_commitlog(StorePaths(fresh).commitlog)
             Store(fresh, **config.store_options()).dispatch()
         diffs = compare_stores(a, fresh)
     br = broker_restart(b, hash_slot_num=config.hash_slot_num, index_num=config.index_num,
@@ -919,9 +921,9 @@ def restart_story(workdir: str | os.PathLike, *, phase: str = "generate", kill_f
     if not run.killed:
         raise RuntimeError(f"the writer finished before write event {kill_at}")
     written = written_at_kill(crashed, cal.reference)
-    cp_path = crashed / "checkpoint"
+    cp_path = StorePaths(crashed).checkpoint
     checkpoint = (cpf.read_checkpoint(cp_path, strict=False) if cp_path.exists() else cpf.StoreCheckpoint()).as_dict()
-    index_dir = crashed / "index"
+    index_dir = StorePaths(crashed).index
     rows = []
     if index_dir.is_dir():
         with IndexService(index_dir, config.hash_slot_num, config.index_num, strict=False) as svc:

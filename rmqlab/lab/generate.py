@@ -15,6 +15,7 @@ from pathlib import Path
 
 from rmqlab.formats import commitlog as cl
 from rmqlab.formats import consumequeue as cq
+from rmqlab.formats.storepaths import StorePaths
 from rmqlab.lab.workload import generate_chunks
 from rmqlab.rules.dispatch import is_lmq
 from rmqlab.store.directory import Store
@@ -35,10 +36,10 @@ def generate_store(root: str | os.PathLike, workload, *, chunk_messages: int = 1
     :func:`write_simulated_config`); off by default.
     """
     root = Path(root)
-    if (root / "commitlog").is_dir() and any((root / "commitlog").iterdir()):
+    if StorePaths(root).has_commitlog():
         raise FileExistsError(f"{root / 'commitlog'} already holds files; generate into a new folder")
     done = 0
-    with cl.CommitLogWriter(root / "commitlog", commitlog_file_size,
+    with cl.CommitLogWriter(StorePaths(root).commitlog, commitlog_file_size,
                             append_prop_crc=workload.append_prop_crc) as writer:
         for table in generate_chunks(workload, chunk_messages):
             writer.append(table)

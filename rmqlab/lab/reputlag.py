@@ -31,6 +31,7 @@ import numpy as np
 import pandas as pd
 
 from rmqlab.formats import commitlog as cl
+from rmqlab.formats.storepaths import StorePaths
 from rmqlab.lab.workload import Workload, generate
 from rmqlab.store.directory import Store
 
@@ -56,7 +57,7 @@ def measure_dispatch_lag(root: str | os.PathLike, workload: Workload, *, chunk_m
     Raises FileExistsError when `root` already holds a CommitLog.
     """
     root = Path(root)
-    if (root / "commitlog").exists() and any((root / "commitlog").iterdir()):
+    if StorePaths(root).has_commitlog():
         raise FileExistsError(f"{root / 'commitlog'}: already holds a CommitLog")
     table = generate(workload)
     store = Store(root, commitlog_file_size=commitlog_file_size, **store_options)
@@ -69,7 +70,7 @@ def measure_dispatch_lag(root: str | os.PathLike, workload: Workload, *, chunk_m
 
     def produce() -> None:
         try:
-            with cl.CommitLogWriter(root / "commitlog", commitlog_file_size) as w:
+            with cl.CommitLogWriter(StorePaths(root).commitlog, commitlog_file_size) as w:
                 for lo in range(0, n, chunk_messages):
                     started = time.perf_counter()
                     w.append(table.slice(lo, chunk_messages))
@@ -86,9 +87,9 @@ def measure_dispatch_lag(root: str | os.PathLike, workload: Workload, *, chunk_m
     producer.start()
     while True:
         finished = done.is_set()
-        if (root / "commitlog").is_dir() and any((root / "commitlog").iterdir()):
+        if StorePaths(root).has_commitlog():
             started = time.perf_counter() - t0
-            seen = cl.max_offset(root / "commitlog")
+            seen = cl.max_offset(StorePaths(root).commitlog)
             report = store.dispatch()
             rounds.append((started, seen, report.to_offset, time.perf_counter() - t0))
         if finished:

@@ -42,6 +42,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from rmqlab.formats import storepaths
+from rmqlab.formats.storepaths import StorePaths
 from rmqlab.lab.generate import generate_store
 from rmqlab.lab.workload import Workload
 from rmqlab.store.directory import Store
@@ -115,7 +117,7 @@ SAMPLE_STORE_OPTIONS: dict[str, Any] = {
     "tz": _dt.UTC,
 }
 
-_STORE_ENTRIES = {"commitlog", "consumequeue", "index", "checkpoint"}
+_STORE_ENTRIES = {storepaths.COMMITLOG, storepaths.CONSUMEQUEUE, storepaths.INDEX, storepaths.CHECKPOINT}
 
 
 def build_sample_store(root: str | os.PathLike, *, workload: Workload = SAMPLE_WORKLOAD,
@@ -143,9 +145,9 @@ def sample_store(root: str | os.PathLike | None = None) -> Store:
     >>> sample_store().info()["index_files"]
     10
     """
-    root = Path(root) if root is not None else Path(__file__).resolve().parents[1] / DEFAULT_ROOT
+    root = Path(root) if root is not None else _REPOSITORY / DEFAULT_ROOT
     expected = _committed_manifest()
-    if (root / "commitlog").is_dir():
+    if StorePaths(root).commitlog.is_dir():
         if expected is None or _matches(root, expected):
             return Store(root, **SAMPLE_STORE_OPTIONS)
     _build_in_place(root)
@@ -164,7 +166,9 @@ class SampleStoreMismatchError(RuntimeError):
 
 
 #: The manifest committed beside the package (absent when installed without the repository).
-_MANIFEST_PATH = Path(__file__).resolve().parents[1] / DEFAULT_MANIFEST
+#: the repository checkout this package runs from (data/ and the manifest are beside rmqlab/)
+_REPOSITORY = Path(__file__).resolve().parents[2]
+_MANIFEST_PATH = _REPOSITORY / DEFAULT_MANIFEST
 #: Stores this process has hashed and found matching, by their files' (size, mtime) stamps.
 _verified: dict[Path, tuple] = {}
 
@@ -288,7 +292,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = p.parse_args(argv)
 
     if args.no_build:
-        if not (args.root / "commitlog").is_dir():
+        if not StorePaths(args.root).commitlog.is_dir():
             print(f"rmqlab.lab.sample: error: no store at {args.root} (run without --no-build to build it)",
                   file=sys.stderr)
             return 1

@@ -34,7 +34,9 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
+from rmqlab.formats import storepaths
 from rmqlab.formats.commitlog import DEFAULT_FILE_SIZE, place_records, read_columns, record_sizes, store_files
+from rmqlab.formats.storepaths import StorePaths
 from rmqlab.lab.workload import Workload, generate, generate_chunks
 from rmqlab.spark import storage
 
@@ -160,10 +162,10 @@ class StoreSource(Source):
         root = storage.resolve(path)
         if root.local:
             p = Path(root.path)
-            self.commitlog: Path | str = p / "commitlog" if (p / "commitlog").is_dir() else p
+            self.commitlog: Path | str = StorePaths(p).commitlog if StorePaths(p).commitlog.is_dir() else p
             self.locations = [storage.resolve(f.path) for f in store_files(self.commitlog)]
         else:
-            folder = root.child("commitlog")
+            folder = root.child(storepaths.COMMITLOG)
             if not storage.is_dir(folder):
                 folder = root
             self.commitlog = str(folder)

@@ -45,6 +45,7 @@ from rmqlab.formats.msgid import parse_offset_msg_id
 from rmqlab.rules.dispatch import is_lmq
 from rmqlab.store.indexservice import DEFAULT_MAX_MSGS_NUM_BATCH, IndexService
 from rmqlab.store.keyquery import MODES, KeyQuery, query_key, query_many
+from rmqlab.store.layout import StoreLayout
 from rmqlab.store.reput import DispatchReport, queue_groups
 
 __all__ = ["Store", "DispatchReport", "queue_groups"]
@@ -78,69 +79,61 @@ class Store:
                  batch_consume_queue_file_size: int = bcq.DEFAULT_MAPPED_FILE_SIZE,
                  consume_queue_ext: bool | None = None,
                  consume_queue_ext_file_size: int | None = None, broker_version: str | None = None):
-        self.root = Path(root)
-        self.hash_slot_num = hash_slot_num
-        self.index_num = index_num
-        self.commitlog_file_size = commitlog_file_size
-        self.consume_queue_file_size = consume_queue_file_size
-        self.max_msgs_num_batch = max_msgs_num_batch
-        self.tz = tz
-        # topics whose queue.type attribute is BatchCQ, and the broker's enableLmq /
-        # enableMultiDispatch: the 5.x dispatch features (see _dispatch_5x). The broker takes
-        # the queue type from config/topics.json, so a real 5.x store needs no argument.
-        if batch_cq_topics is None:
-            from rmqlab.formats.storeconfig import batch_cq_topics as configured_batch_cq_topics
+        self.layout = StoreLayout.of(
+            root, hash_slot_num=hash_slot_num, index_num=index_num, commitlog_file_size=commitlog_file_size,
+            consume_queue_file_size=consume_queue_file_size, max_msgs_num_batch=max_msgs_num_batch, tz=tz,
+            batch_cq_topics=batch_cq_topics, enable_lmq=enable_lmq, enable_multi_dispatch=enable_multi_dispatch,
+            batch_consume_queue_file_size=batch_consume_queue_file_size, consume_queue_ext=consume_queue_ext,
+            consume_queue_ext_file_size=consume_queue_ext_file_size, broker_version=broker_version)
 
-            batch_cq_topics = configured_batch_cq_topics(self.root)
-        self.batch_cq_topics = frozenset(batch_cq_topics)
-        self.enable_lmq = enable_lmq
-        self.enable_multi_dispatch = enable_multi_dispatch
-        self.broker_version = broker_version
-        self.batch_consume_queue_file_size = batch_consume_queue_file_size
-        ext_files = sorted(p for p in (self.root / cqx.FOLDER).glob("*/*/*") if p.is_file()) \
-            if consume_queue_ext is not False or consume_queue_ext_file_size is None else []
-        self.consume_queue_ext = bool(ext_files) if consume_queue_ext is None else consume_queue_ext
-        if consume_queue_ext_file_size is None:
-            consume_queue_ext_file_size = ext_files[0].stat().st_size if ext_files else cqx.DEFAULT_MAPPED_FILE_SIZE
-        self.consume_queue_ext_file_size = consume_queue_ext_file_size
+    # -- the layout's settings, read as the store's own -----------------------------------
+
+    root = property(lambda self: self.layout.root, doc="The store root (storePathRootDir).")
+    hash_slot_num = property(lambda self: self.layout.hash_slot_num, doc="maxHashSlotNum.")
+    index_num = property(lambda self: self.layout.index_num, doc="maxIndexNum.")
+    max_msgs_num_batch = property(lambda self: self.layout.max_msgs_num_batch, doc="maxMsgsNumBatch.")
+    commitlog_file_size = property(lambda self: self.layout.commitlog_file_size, doc="mappedFileSizeCommitLog.")
+    consume_queue_file_size = property(lambda self: self.layout.consume_queue_file_size,
+                                       doc="mappedFileSizeConsumeQueue.")
+    batch_consume_queue_file_size = property(lambda self: self.layout.batch_consume_queue_file_size,
+                                             doc="mapperFileSizeBatchConsumeQueue.")
+    consume_queue_ext = property(lambda self: self.layout.consume_queue_ext, doc="enableConsumeQueueExt.")
+    consume_queue_ext_file_size = property(lambda self: self.layout.consume_queue_ext_file_size,
+                                           doc="mappedFileSizeConsumeQueueExt.")
+    batch_cq_topics = property(lambda self: self.layout.batch_cq_topics, doc="Topics whose queue.type is BatchCQ.")
+    enable_lmq = property(lambda self: self.layout.enable_lmq, doc="enableLmq.")
+    enable_multi_dispatch = property(lambda self: self.layout.enable_multi_dispatch, doc="enableMultiDispatch.")
+    broker_version = property(lambda self: self.layout.broker_version, doc="The release whose rules dispatch uses.")
+    tz = property(lambda self: self.layout.tz, doc="Time zone of index file names (None: local).")
 
     # -- paths ----------------------------------------------------------------------------
 
     @property
     def commitlog_dir(self) -> Path:
-        return self.root / "commitlog"
+        return self.layout.paths.commitlog
 
     @property
     def consumequeue_dir(self) -> Path:
-        return self.root / "consumequeue"
+        return self.layout.paths.consumequeue
 
     @property
     def index_dir(self) -> Path:
-        return self.root / "index"
+        return self.layout.paths.index
 
     @property
     def checkpoint_path(self) -> Path:
-        return self.root / "checkpoint"
+        return self.layout.paths.checkpoint
 
     def queues(self) -> list[tuple[str, int]]:
         """(topic, queue_id) of every ConsumeQueue folder, sorted."""
-        out = []
-        if self.consumequeue_dir.is_dir():
-            for t in sorted(self.consumequeue_dir.iterdir()):
-                if t.is_dir():
-                    out += [(t.name, int(q.name)) for q in sorted(t.iterdir(), key=lambda p: p.name)
-                            if q.is_dir() and q.name.isdigit()]
-        return out
+        return self.layout.consume_queues()
 
     def index(self, *, writable: bool = False) -> IndexService:
         """The index folder as an :class:`IndexService` (read-only unless `writable`)."""
-        if not writable and not self.index_dir.is_dir():
-            raise FileNotFoundError(f"{self.index_dir}: no index folder (run `rmqlab store dispatch` first)")
-        return IndexService(self.index_dir, self.hash_slot_num, self.index_num, self.max_msgs_num_batch,
-                            read_only=not writable, tz=self.tz, name_by_store_time=True)
+        return self.layout.index_service(writable=writable)
 
     def _has_commitlog(self) -> bool:
-        return self.commitlog_dir.is_dir() and any(self.commitlog_dir.iterdir())
+        return self.layout.paths.has_commitlog()
 
     def messages(self, *, body: bool = False) -> pd.DataFrame:
         """Every message of the CommitLog, one row each (see :func:`commitlog.read_columns`)."""
@@ -188,7 +181,7 @@ class Store:
 
     def _ext_info(self) -> dict[str, Any]:
         """ConsumeQueueExt counts, only for a store that has the folder (the others show as before)."""
-        root = self.root / "consumequeue_ext"
+        root = self.layout.paths.consumequeue_ext
         if not root.is_dir():
             return {}
         folders = [q for t in sorted(root.iterdir()) if t.is_dir() for q in sorted(t.iterdir()) if q.is_dir()]
@@ -220,32 +213,16 @@ class Store:
     # -- dispatch -------------------------------------------------------------------------
 
     def reput_from_offset(self) -> int:
-        """Where a restarted broker resumes dispatch: the largest CommitLog end (offset + size)
-        any ConsumeQueue records, at least the CommitLog's first offset (DefaultMessageStore.start).
-        With the ``abort`` file (the broker did not shut down cleanly) no later than where
-        ``CommitLog.recoverAbnormally`` re-dispatches from (:func:`rmqlab.store.recover.recovery_start`
-        with the checkpoint's min timestamp; units and index keys already there are skipped)."""
-        start = max(self.consume_queue_end(), self._batch_queues_end())
-        low = cl.min_offset(self.commitlog_dir) if self._has_commitlog() else 0
-        start = max(start, low or 0)
-        if (self.root / "abort").exists() and self._has_commitlog():
-            from rmqlab.store.recover import recovery_start
+        """Where a restarted broker resumes dispatch (:func:`rmqlab.store.reput.reput_from_offset`)."""
+        from rmqlab.store.reput import reput_from_offset
 
-            checkpoint = (cp.read_checkpoint(self.checkpoint_path, strict=False) if self.checkpoint_path.exists()
-                          else cp.StoreCheckpoint())
-            start = min(start, recovery_start(self.root, checkpoint.recovery_timestamp())[0])
-        return start
+        return reput_from_offset(self.layout)
 
     def consume_queue_end(self) -> int:
-        """The largest CommitLog end (offset + size, bytes) any ConsumeQueue unit records: how far
-        dispatch has written the queues (0 without units). Cost: the last unit of each queue."""
-        end = 0
-        for topic, qid in self.queues():
-            with cq.ConsumeQueue.open(cq.queue_dir(self.root, topic, qid), self.consume_queue_file_size) as q:
-                if q.count:
-                    last = q.unit(q.max_offset - 1)
-                    end = max(end, int(last.commitlog_offset) + int(last.size))
-        return end
+        """How far dispatch has written the queues (:func:`rmqlab.store.reput.consume_queue_end`)."""
+        from rmqlab.store.reput import consume_queue_end
+
+        return consume_queue_end(self.layout)
 
     def dispatch(self, *, progress=None) -> DispatchReport:
         """Build ConsumeQueue and index files from the CommitLog as the broker's reput service
@@ -269,31 +246,17 @@ class Store:
         """
         from rmqlab.store.reput import dispatch_store
 
-        return dispatch_store(self, progress=progress)
+        return dispatch_store(self.layout, progress=progress)
 
     # -- 5.x dispatch: BatchConsumeQueue and light message queues ----------------------------
 
     @property
     def batchconsumequeue_dir(self) -> Path:
-        return self.root / bcq.FOLDER
+        return self.layout.paths.batchconsumequeue
 
     def batch_queues(self) -> list[tuple[str, int]]:
         """(topic, queue_id) of every BatchConsumeQueue folder, sorted."""
-        d = self.batchconsumequeue_dir
-        if not d.is_dir():
-            return []
-        return [(t.name, int(q.name)) for t in sorted(d.iterdir()) if t.is_dir()
-                for q in sorted(t.iterdir(), key=lambda p: p.name) if q.is_dir() and q.name.isdigit()]
-
-    def _batch_queues_end(self) -> int:
-        end = 0
-        for topic, qid in self.batch_queues():
-            with bcq.BatchConsumeQueue.open(bcq.queue_dir(self.root, topic, qid),
-                                            self.batch_consume_queue_file_size) as q:
-                u = q.units
-                if len(u):
-                    end = max(end, int(u["commitlog_offset"][-1]) + int(u["size"][-1]))
-        return end
+        return self.layout.batch_queues()
 
     # -- queries --------------------------------------------------------------------------
 

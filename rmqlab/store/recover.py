@@ -102,6 +102,7 @@ from rmqlab.formats.indexfile import (
     build_index_file,
     read_header,
 )
+from rmqlab.formats.storepaths import StorePaths
 from rmqlab.rules.dispatch import goes_to_consume_queue_many, message_tags_codes
 from rmqlab.store.indexservice import ExpandedKeys, IndexService, expand_columns, is_index_file_name
 
@@ -300,7 +301,7 @@ def _read_checkpoint_or_none(path: Path) -> cpf.StoreCheckpoint | None:
 def _commitlog(root: Path, file_size: int | None, dry_run: bool, actions: list[RecoveryAction]):
     """Step 1: the complete messages (DataFrame, no bodies), the valid end offset and the torn
     bytes zeroed (or to zero)."""
-    d = root / "commitlog"
+    d = StorePaths(root).commitlog
     loaded = cl.load_files(d) if d.is_dir() else None
     files = [f for f in loaded.files if f not in loaded.dropped] if loaded is not None else []
     for f in loaded.dropped if loaded is not None else []:
@@ -357,9 +358,7 @@ def _queue_folders(cq_dir: Path) -> list[tuple[str, int, Path]]:
 def _consume_queues(root: Path, msgs: pd.DataFrame, end: int, cq_size: int | None, dry_run: bool,
                     actions: list[RecoveryAction], report: RecoveryReport) -> None:
     """Step 2: keep each queue's matching prefix, zero the rest, add the missing units."""
-    from rmqlab.store.directory import Store
-
-    queues = _queue_folders(root / "consumequeue")
+    queues = _queue_folders(StorePaths(root).consumequeue)
     sizes = [f.stat().st_size for _, _, q in queues for f in q.iterdir() if _DIGITS20.fullmatch(f.name)]
     mapped = cq.mapped_file_size_for(cq_size or _most_common(sizes) or cq.DEFAULT_MAPPED_FILE_SIZE)
     phy = msgs["phy_offset"].to_numpy(np.int64) if len(msgs) else np.zeros(0, np.int64)
@@ -435,13 +434,15 @@ def _consume_queues(root: Path, msgs: pd.DataFrame, end: int, cq_size: int | Non
     if len(sub):
         n_q = sub.groupby(["topic", "queue_id"]).ngroups
         report.cq_units_added += len(sub)
-        actions.append(RecoveryAction("cq-units-added", str(root / "consumequeue"),
+        actions.append(RecoveryAction("cq-units-added", str(StorePaths(root).consumequeue),
                                       f"{len(sub)} units for messages after each queue's last matching unit "
                                       f"({n_q} queues), as Store.dispatch writes them", len(sub)))
         if not dry_run:
+            from rmqlab.store.layout import StoreLayout
             from rmqlab.store.reput import write_consume_queue_units
 
-            written, _, skipped = write_consume_queue_units(Store(root, consume_queue_file_size=mapped), sub)
+            layout = StoreLayout.of(root, consume_queue_file_size=mapped)
+            written, _, skipped = write_consume_queue_units(layout, sub)
             if skipped:
                 report.notes.append(f"ConsumeQueue writer skipped units: {skipped}")
 
@@ -636,7 +637,7 @@ def _continue_index(index_dir: Path, rows: ExpandedKeys, pos: int, msg_ts: np.nd
 def _index(root: Path, msgs: pd.DataFrame, g: Geometry, rule: SlotCountRule, tz, deep_all: bool, dry_run: bool,
            actions: list[RecoveryAction], report: RecoveryReport) -> int:
     """Step 3; returns the indexMsgTimestamp an uninterrupted dispatch leaves."""
-    index_dir = root / "index"
+    index_dir = StorePaths(root).index
     if index_dir.is_dir():
         for p in sorted(index_dir.iterdir()):
             if p.is_file() and is_index_temp_name(p.name):
@@ -687,7 +688,7 @@ def _index(root: Path, msgs: pd.DataFrame, g: Geometry, rule: SlotCountRule, tz,
 
 def _checkpoint(root: Path, msgs: pd.DataFrame, end: int, index_ts: int, dry_run: bool,
                 actions: list[RecoveryAction], report: RecoveryReport) -> None:
-    path = root / "checkpoint"
+    path = StorePaths(root).checkpoint
     old = _read_checkpoint_or_none(path)
     report.checkpoint_before = old.as_dict() if old else None
     if not len(msgs):
@@ -719,7 +720,7 @@ def _checkpoint(root: Path, msgs: pd.DataFrame, end: int, index_ts: int, dry_run
 def _geometry(root: Path, hash_slot_num: int | None, index_num: int | None) -> Geometry:
     if hash_slot_num is not None and index_num is not None:
         return Geometry(int(hash_slot_num), int(index_num))
-    d = root / "index"
+    d = StorePaths(root).index
     names = sorted(p for p in d.iterdir() if is_index_file_name(p.name) and p.stat().st_size) if d.is_dir() else []
     if names:
         from rmqlab.formats.indexgeometry import infer_index_geometry
@@ -779,7 +780,7 @@ def _recover(root: Path, *, hash_slot_num, index_num, commitlog_file_size, consu
     g = _geometry(root, hash_slot_num, index_num)
     index_ts = _index(root, msgs, g, slot_count_rule, tz, deep_check_all, dry_run, actions, report)
     _checkpoint(root, msgs, end, index_ts, dry_run, actions, report)
-    abort = root / "abort"
+    abort = StorePaths(root).abort
     if abort.exists():
         actions.append(RecoveryAction("abort-removed", str(abort), "the store is consistent now: a broker "
                                       "finding `abort` would delete index files newer than indexMsgTimestamp", 1))
@@ -797,7 +798,7 @@ def recovery_start(root: str | os.PathLike, threshold_ms: int) -> tuple[int, str
     >>> recovery_start(tempfile.mkdtemp(), 0)
     (0, None)
     """
-    d = Path(root) / "commitlog"
+    d = StorePaths(root).commitlog
     loaded = cl.load_files(d) if d.is_dir() else None
     files = [f for f in loaded.files if f not in loaded.dropped] if loaded is not None else []
     for f in reversed(files):
@@ -840,12 +841,12 @@ def broker_restart(root: str | os.PathLike, *, hash_slot_num: int = DEFAULT_HASH
     root = Path(root)
     actions: list[RecoveryAction] = []
     msgs, end, _ = _commitlog(root, commitlog_file_size, False, actions)
-    cp_path = root / "checkpoint"
+    cp_path = StorePaths(root).checkpoint
     cp = _read_checkpoint_or_none(cp_path) or cpf.StoreCheckpoint()
     threshold = cp.recovery_timestamp(message_index_safe)
     report = BrokerRestartReport(str(root), cp.as_dict(), threshold, 0, len(msgs), actions=actions)
     g = Geometry(hash_slot_num, index_num)
-    index_dir = root / "index"
+    index_dir = StorePaths(root).index
     if index_dir.is_dir():
         for p in sorted(index_dir.iterdir()):
             if not p.is_file() or not is_index_file_name(p.name):

@@ -26,7 +26,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -37,10 +37,8 @@ from rmqlab.formats import commitlog as cl
 from rmqlab.formats import consumequeue as cq
 from rmqlab.formats import consumequeue_ext as cqx
 from rmqlab.rules.dispatch import batch_units_many, goes_to_consume_queue_many, lmq_dispatch_many, message_tags_codes
+from rmqlab.store.layout import StoreLayout
 from rmqlab.tables.arrow import arrow_column
-
-if TYPE_CHECKING:
-    from rmqlab.store.directory import Store
 
 __all__ = ["DispatchReport", "dispatch_store", "QueueWriters", "queue_groups", "write_consume_queue_units", "Run",
            "PART_MESSAGES", "MAX_OPEN_WRITERS"]
@@ -78,25 +76,70 @@ class DispatchReport:
         return d
 
 
-def dispatch_store(store: Store, *, part_messages: int = PART_MESSAGES,
+
+def reput_from_offset(layout: StoreLayout) -> int:
+    """Where a restarted broker resumes dispatch: the largest CommitLog end (offset + size) any
+    ConsumeQueue or BatchConsumeQueue records, at least the CommitLog's first offset
+    (DefaultMessageStore.start). With the ``abort`` file (the broker did not shut down cleanly)
+    no later than where ``CommitLog.recoverAbnormally`` re-dispatches from
+    (:func:`rmqlab.store.recover.recovery_start` with the checkpoint's min timestamp; units and
+    index keys already there are skipped). Cost: the last unit of each queue."""
+    paths = layout.paths
+    start = max(consume_queue_end(layout), batch_queues_end(layout))
+    low = cl.min_offset(paths.commitlog) if paths.has_commitlog() else 0
+    start = max(start, low or 0)
+    if paths.abort.exists() and paths.has_commitlog():
+        from rmqlab.store.recover import recovery_start
+
+        checkpoint = (cp.read_checkpoint(paths.checkpoint, strict=False) if paths.checkpoint.exists()
+                      else cp.StoreCheckpoint())
+        start = min(start, recovery_start(paths.root, checkpoint.recovery_timestamp())[0])
+    return start
+
+
+def consume_queue_end(layout: StoreLayout) -> int:
+    """The largest CommitLog end (offset + size, bytes) any ConsumeQueue unit records: how far
+    dispatch has written the queues (0 without units). Cost: the last unit of each queue."""
+    end = 0
+    for topic, qid in layout.consume_queues():
+        with cq.ConsumeQueue.open(cq.queue_dir(layout.root, topic, qid), layout.consume_queue_file_size) as q:
+            if q.count:
+                last = q.unit(q.max_offset - 1)
+                end = max(end, int(last.commitlog_offset) + int(last.size))
+    return end
+
+
+def batch_queues_end(layout: StoreLayout) -> int:
+    """:func:`consume_queue_end` of the BatchConsumeQueues."""
+    end = 0
+    for topic, qid in layout.batch_queues():
+        with bcq.BatchConsumeQueue.open(bcq.queue_dir(layout.root, topic, qid),
+                                        layout.batch_consume_queue_file_size) as q:
+            u = q.units
+            if len(u):
+                end = max(end, int(u["commitlog_offset"][-1]) + int(u["size"][-1]))
+    return end
+
+def dispatch_store(layout: StoreLayout, *, part_messages: int = PART_MESSAGES,
                    progress: Callable[[int, int], None] | None = None) -> DispatchReport:
-    """:meth:`Store.dispatch` (see there), reading `part_messages` messages at a time and calling
-    ``progress(CommitLog bytes dispatched, bytes to dispatch)`` after each part."""
+    """:meth:`Store.dispatch` (see there) of the store `layout` describes, reading
+    `part_messages` messages at a time and calling ``progress(CommitLog bytes dispatched, bytes
+    to dispatch)`` after each part; the index is written through ``layout.index_service``."""
     t0 = time.perf_counter()
-    start = store.reput_from_offset()
-    if not store._has_commitlog():
+    start = reput_from_offset(layout)
+    if not layout.paths.has_commitlog():
         return DispatchReport(start, start, 0, 0, 0, 0, 0)
     # Arrow columns (no Python object a message) unless a 5.x queue type needs the
     # properties as str objects
-    arrow = not store.batch_cq_topics and not store.enable_multi_dispatch
-    total = max((cl.max_offset(store.commitlog_dir) or start) - start, 0) if progress is not None else 0
-    run = Run(store)
-    parts = cl.read_column_parts(store.commitlog_dir, part_messages=part_messages, body=False, on_error="report",
+    arrow = not layout.batch_cq_topics and not layout.enable_multi_dispatch
+    total = max((cl.max_offset(layout.paths.commitlog) or start) - start, 0) if progress is not None else 0
+    run = Run(layout)
+    parts = cl.read_column_parts(layout.paths.commitlog, part_messages=part_messages, body=False, on_error="report",
                                  start_offset=start, arrow=arrow)
     report = parts.report
     end = start
     try:
-        with store.index(writable=True) as idx:
+        with layout.index_service(writable=True) as idx:
             for msgs in parts:
                 # the broker's reput stops at a record it cannot read: a part from the damaged
                 # file holds the records before it; a part of a later file is not dispatched
@@ -122,11 +165,11 @@ def dispatch_store(store: Store, *, part_messages: int = PART_MESSAGES,
                           lmq_units=run.lmq_units)
 
 
-def write_consume_queue_units(store: Store, msgs: pd.DataFrame) -> tuple[int, int, dict[str, int]]:
+def write_consume_queue_units(layout: StoreLayout, msgs: pd.DataFrame) -> tuple[int, int, dict[str, int]]:
     """The ConsumeQueue units (and ConsumeQueueExt units, when the store has them) of the
     messages of `msgs` (:func:`commitlog.read_columns` columns), as dispatch writes them:
     (units written, queues touched, statuses other than written with their counts)."""
-    run = Run(store)
+    run = Run(layout)
     try:
         run.consume_queues(msgs)
     finally:
@@ -163,14 +206,13 @@ class QueueWriters:
     ``ConsumeQueue.recover``); opened again in the same dispatch, it continues where it stood.
 
     >>> import tempfile
-    >>> from rmqlab.store.directory import Store
-    >>> with QueueWriters(Store(tempfile.mkdtemp()), max_open=1) as w:
+    >>> with QueueWriters(StoreLayout.of(tempfile.mkdtemp()), max_open=1) as w:
     ...     w.consume_queue("T", 0).put_many([0], [100], [7]).tolist(), len(w._open)
     ([0], 1)
     """
 
-    def __init__(self, store: Store, max_open: int | None = None):
-        self.store = store
+    def __init__(self, layout: StoreLayout, max_open: int | None = None):
+        self.layout = layout
         self.max_open = MAX_OPEN_WRITERS if max_open is None else max_open
         self._open: OrderedDict[Path, Any] = OrderedDict()   # by folder
         self._ext_opened: set[tuple[str, int]] = set()
@@ -185,12 +227,12 @@ class QueueWriters:
         return w
 
     def consume_queue(self, topic: str, qid: int) -> cq.ConsumeQueueWriter:
-        return self._queue(cq.queue_dir(self.store.root, topic, qid), cq.ConsumeQueueWriter,
-                           self.store.consume_queue_file_size)
+        return self._queue(cq.queue_dir(self.layout.root, topic, qid), cq.ConsumeQueueWriter,
+                           self.layout.consume_queue_file_size)
 
     def batch_queue(self, topic: str, qid: int) -> bcq.BatchConsumeQueueWriter:
-        return self._queue(bcq.queue_dir(self.store.root, topic, qid), bcq.BatchConsumeQueueWriter,
-                           self.store.batch_consume_queue_file_size)
+        return self._queue(bcq.queue_dir(self.layout.root, topic, qid), bcq.BatchConsumeQueueWriter,
+                           self.layout.batch_consume_queue_file_size)
 
     def _queue(self, folder, writer, mapped_file_size: int):
         def opener():
@@ -199,7 +241,7 @@ class QueueWriters:
         return self._writer(folder, opener)
 
     def ext(self, topic: str, qid: int) -> cqx.ConsumeQueueExtWriter:
-        s = self.store
+        s = self.layout
 
         def opener():
             folder = cqx.ext_dir(s.root, topic, qid)
@@ -236,9 +278,9 @@ def _has_files(folder) -> bool:
 class Run:
     """One dispatch's writers and running totals, fed a part at a time."""
 
-    def __init__(self, store: Store):
-        self.store = store
-        self.writers = QueueWriters(store)
+    def __init__(self, layout: StoreLayout):
+        self.layout = layout
+        self.writers = QueueWriters(layout)
         self.messages = self.units = self.batch_units = self.lmq_units = self.index_keys = 0
         self.queues: set[tuple[str, int]] = set()
         self.status_counts = np.zeros(len(cq.STATUS_NAMES), np.int64)
@@ -269,7 +311,7 @@ class Run:
         """The checkpoint after the messages dispatched (none: left as it is)."""
         if self.physic_ts is None:
             return
-        path = self.store.checkpoint_path
+        path = self.layout.paths.checkpoint
         old = cp.read_checkpoint(path) if path.exists() else cp.StoreCheckpoint(0, 0, 0)
         cp.write_checkpoint(path, cp.StoreCheckpoint(
             physic_msg_timestamp=self.physic_ts,
@@ -280,7 +322,7 @@ class Run:
         """Write the BatchConsumeQueue units of the BatchCQ topics' messages (ConsumeQueueStore
         picks a BatchConsumeQueue for them; the transaction rule applies as to any queue) and
         return the other messages, for the ConsumeQueue."""
-        topics = self.store.batch_cq_topics
+        topics = self.layout.batch_cq_topics
         if not topics or msgs.empty:
             return msgs
         batch = msgs["topic"].isin(topics).to_numpy()
@@ -325,7 +367,7 @@ class Run:
         groups = queue_groups(topic, qid)
         self.queues.update((name, q) for name, q, _ in groups)
         codes = raw_codes
-        if self.store.consume_queue_ext:
+        if self.layout.consume_queue_ext:
             # ConsumeQueue.putMessagePositionInfoWrapper's ext step: one ext unit per request
             # (even one the queue then skips as a duplicate), its address replacing the tags
             # code. No filter bit map: the broker computes one only with enableCalcFilterBitMap,
@@ -333,7 +375,7 @@ class Run:
             codes = raw_codes.copy()
             for name, q, units in groups:
                 codes[units] = self.writers.ext(name, q).put_many(raw_codes[units], store_ts[units])
-        lmq = self._lmq_units(msgs, rows, topic, qid) if self.store.enable_multi_dispatch else None
+        lmq = self._lmq_units(msgs, rows, topic, qid) if self.layout.enable_multi_dispatch else None
         if lmq is None:
             for name, q, units in groups:
                 self._count(self.writers.consume_queue(name, q).put_many(phy[units], size[units], codes[units],
@@ -366,7 +408,7 @@ class Run:
     def _lmq_units(self, msgs: pd.DataFrame, rows: np.ndarray, topic, qid):
         """ConsumeQueue.multiDispatchLmqQueue of the messages at `rows`: (index into `rows` of
         each unit's message, queue names, queue ids, queue offsets), None without units."""
-        store = self.store
+        store = self.layout
         props = msgs["properties"].to_numpy(object)[rows]
         at, units, _ = lmq_dispatch_many(np.asarray(topic, dtype=object), qid, props, enable_lmq=store.enable_lmq,
                                          enable_multi_dispatch=True, broker_version=store.broker_version)

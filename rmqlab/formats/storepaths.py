@@ -1,0 +1,83 @@
+"""Where a broker keeps each file of its store, under the store root (``storePathRootDir``).
+
+RocketMQ ``store/config/StorePathConfigHelper.java`` names the folders and files below the root,
+and ``MessageStoreConfig.storePathCommitLog`` defaults to ``<root>/commitlog`` (read at
+rocketmq-all-4.9.7 and 5.3.1). Each name is spelled here once; every other module asks
+:class:`StorePaths`.
+
+>>> p = StorePaths("/data/store")
+>>> str(p.commitlog), str(p.consumequeue_ext), p.checkpoint.name
+('/data/store/commitlog', '/data/store/consumequeue_ext', 'checkpoint')
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = [
+    "COMMITLOG",
+    "CONSUMEQUEUE",
+    "CONSUMEQUEUE_EXT",
+    "BATCHCONSUMEQUEUE",
+    "INDEX",
+    "CHECKPOINT",
+    "ABORT",
+    "CONFIG",
+    "StorePaths",
+]
+
+COMMITLOG = "commitlog"                  # MessageStoreConfig.storePathCommitLog: <root>/commitlog
+CONSUMEQUEUE = "consumequeue"            # getStorePathConsumeQueue: <topic>/<queueId>/ below it
+CONSUMEQUEUE_EXT = "consumequeue_ext"    # getStorePathConsumeQueueExt (enableConsumeQueueExt)
+BATCHCONSUMEQUEUE = "batchconsumequeue"  # getStorePathBatchConsumeQueue (5.x BatchCQ topics)
+INDEX = "index"                          # getStorePathIndex: IndexFile files named yyyyMMddHHmmssSSS
+CHECKPOINT = "checkpoint"                # getStoreCheckpoint: StoreCheckpoint
+ABORT = "abort"                          # getAbortFile: present while a broker runs (or after a crash)
+CONFIG = "config"                        # BrokerPathConfigHelper: topics.json, consumerOffset.json, ...
+
+
+@dataclass(frozen=True)
+class StorePaths:
+    """The paths of one store's folders and files. Nothing is read or created: each property is
+    a path, whether or not it exists. Cost: O(1)."""
+    root: Path
+
+    def __init__(self, root: str | os.PathLike):
+        object.__setattr__(self, "root", Path(root))
+
+    @property
+    def commitlog(self) -> Path:
+        return self.root / COMMITLOG
+
+    @property
+    def consumequeue(self) -> Path:
+        return self.root / CONSUMEQUEUE
+
+    @property
+    def consumequeue_ext(self) -> Path:
+        return self.root / CONSUMEQUEUE_EXT
+
+    @property
+    def batchconsumequeue(self) -> Path:
+        return self.root / BATCHCONSUMEQUEUE
+
+    @property
+    def index(self) -> Path:
+        return self.root / INDEX
+
+    @property
+    def checkpoint(self) -> Path:
+        return self.root / CHECKPOINT
+
+    @property
+    def abort(self) -> Path:
+        return self.root / ABORT
+
+    @property
+    def config(self) -> Path:
+        return self.root / CONFIG
+
+    def has_commitlog(self) -> bool:
+        """Whether the CommitLog folder holds any file. Cost: one directory read."""
+        return self.commitlog.is_dir() and any(self.commitlog.iterdir())
