@@ -31,10 +31,17 @@ from rmqlab.kafka.legacy import (
     encode_message_set,
     index_rule,
     legacy_expected_entries,
-    read_legacy_records,
     write_legacy_segment,
 )
-from rmqlab.kafka.log import KafkaRecord, encode_batches, read_batches, read_records, scan_key, walk_batches
+from rmqlab.kafka.log import (
+    KafkaRecord,
+    encode_batches,
+    read_batches,
+    read_legacy_records,
+    read_records,
+    scan_key,
+    walk_batches,
+)
 from rmqlab.kafka.rebuild import expected_entries
 
 CODECS = {"none": 0, "gzip": 1, "snappy": 2, "lz4": 3}

@@ -23,6 +23,7 @@ from oracles import REAL_DATA
 from rmqlab import _crc32c
 from rmqlab.errors import FormatError, RmqlabError, TruncatedFileError
 from rmqlab.kafka import log as kl
+from rmqlab.kafka.columns import headers_arrow
 from rmqlab.kafka.log import (
     HEADER,
     KafkaRecord,
@@ -323,7 +324,7 @@ def test_column_inputs_write_the_same_bytes(raw, rpb):
     assert encode_batches(pd.DataFrame(cols), records_per_batch=rpb).data.tobytes() == want
     table = pa.table({**{k: cols[k] for k in ("offset", "timestamp")},
                       "key": pa.array(cols["key"], pa.binary()), "value": pa.array(cols["value"], pa.binary()),
-                      "headers": kl._headers_arrow(cols["headers"])})
+                      "headers": headers_arrow(cols["headers"])})
     assert encode_batches(table, records_per_batch=rpb).data.tobytes() == want
     # sliced Arrow arrays: offsets not starting at 0, null slots in the middle
     big = pa.concat_tables([table, table.slice(0, 0)])

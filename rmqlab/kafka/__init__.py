@@ -3,6 +3,7 @@
 - :mod:`rmqlab.kafka.index`      ``.index`` / ``.timeindex``: read, look up and write exactly as the broker
 - :mod:`rmqlab.kafka.log`        magic v2 record batches of a ``.log`` segment: walk, CRC-32C, decode, write
 - :mod:`rmqlab.kafka.legacy`     magic v0/v1 message sets (pre-0.11): wrappers, CRC-32, writing, index rule by release
+- :mod:`rmqlab.kafka.columns`    the records a caller hands the writers (rows or columns), as columns
 - :mod:`rmqlab.kafka.rebuild`    the index entries a broker writes for a segment; rebuild and verify
 - :mod:`rmqlab.kafka.partition`  a partition directory written from a workload, rolled as the broker rolls it
 - :mod:`rmqlab.kafka.internal_topics`  ``__consumer_offsets`` / ``__transaction_state`` records; committed offsets

@@ -29,14 +29,16 @@ wrapper's; when the wrapper is LogAppendTime its timestamp replaces the inner on
 a shallow entry's maxTimestamp is its own timestamp (a v1 CreateTime wrapper holds the largest
 inner timestamp).
 
-The ordinary entry points read these: :func:`rmqlab.kafka.log.read_batches` has a row per
-shallow entry (``magic`` 0 or 1; ``base_offset`` the first inner offset, ``last_offset`` the
-entry's offset, ``crc_ok`` by CRC-32) and :func:`rmqlab.kafka.log.read_records` the inner
-records, in segments that mix magics after a message-format upgrade too. Here:
-:func:`read_legacy_records` (records with magic, codec, CRC and wrapper position),
-:func:`encode_message_set` / :func:`write_legacy_segment` (writers), and
-:func:`legacy_expected_entries` (the ``.index`` / ``.timeindex`` entries by the broker
-release's rule).
+The segment readers of :mod:`rmqlab.kafka.log` walk the file and hand this module the
+positions of the legacy entries: :func:`rmqlab.kafka.log.read_batches` has a row per shallow
+entry (``magic`` 0 or 1; ``base_offset`` the first inner offset, ``last_offset`` the entry's
+offset, ``crc_ok`` by CRC-32), :func:`rmqlab.kafka.log.read_records` the inner records and
+:func:`rmqlab.kafka.log.read_legacy_records` the legacy records alone (with magic, codec, CRC
+and wrapper position), in segments that mix magics after a message-format upgrade too. Here:
+:func:`decode_entries` (the entries at given positions), :func:`records_frame` /
+:func:`select_records` (their records), :func:`encode_message_set` /
+:func:`write_legacy_segment` (writers), and :func:`legacy_expected_entries` (the ``.index`` /
+``.timeindex`` entries by the broker release's rule).
 
 Damage raises :class:`~rmqlab.errors.FormatError` naming file, byte offset and field: a size
 below the message overhead, lengths that run past the message, a wrapper whose payload does not
@@ -49,7 +51,7 @@ the last whole inner message are ignored. A CRC mismatch is ``crc_ok`` False, or
 >>> import tempfile
 >>> recs = [(10, 1000, b"k", b"a"), (11, 1005, None, b"b"), (12, 1001, b"k", None)]
 >>> path = write_legacy_segment(tempfile.mkdtemp(), 10, recs, magic=1, compression="gzip")
->>> from rmqlab.kafka.log import read_batches
+>>> from rmqlab.kafka.log import read_batches, read_legacy_records
 >>> read_batches(path)[["magic", "base_offset", "last_offset", "max_timestamp", "compression"]].values.tolist()
 [[1, 10, 12, 1005, 'gzip']]
 >>> read_legacy_records(path)[["offset", "timestamp", "key", "value", "crc_ok"]].values.tolist()
@@ -70,10 +72,12 @@ from rmqlab.errors import FormatError, RmqlabError
 from rmqlab.formats.layout import Layout
 from rmqlab.jvm.longs import wrap_long
 from rmqlab.kafka import codecs
+from rmqlab.kafka.columns import record_columns
+from rmqlab.kafka.index import LOG_SUFFIX, segment_file_name
 
 __all__ = ["MESSAGE_V0", "MESSAGE_V1", "LOG_OVERHEAD", "CRC_START", "RECORD_OVERHEAD", "MIN_ENTRY_SIZE",
            "NO_TIMESTAMP_TYPE", "LegacyRecords", "decode_entries", "select_records", "records_frame",
-           "read_legacy_records", "encode_message_set", "write_legacy_segment", "IndexRule", "index_rule",
+           "encode_message_set", "write_legacy_segment", "IndexRule", "index_rule",
            "legacy_expected_entries"]
 
 # ------------------------------------------------------------------------------- layout
@@ -357,33 +361,6 @@ def decode_entries(buf, path, positions, *, verify_crc: bool = False):
     return cols, recs, error
 
 
-def read_legacy_records(source, *, verify_crc: bool = False, torn_tail: Literal["raise", "stop"] = "raise"):
-    """Every record of the legacy (magic 0/1) entries of a segment, inner messages of wrappers
-    included, as a pandas DataFrame in file order.
-
-    Cost: one walk of the segment (:func:`rmqlab.kafka.log.read_batches`), which decodes the
-    legacy entries; v2 batches are walked, not decoded (see :func:`rmqlab.kafka.log.read_records`).
-
-    >>> data = encode_message_set([(7, 1, b"k", b"v")], magic=0)
-    >>> read_legacy_records(data)[["offset", "timestamp", "timestamp_type", "magic", "crc_ok"]].values.tolist()
-    [[7, -1, 'NoTimestampType', 0, True]]
-
-    Columns: ``batch_position`` (the shallow entry: the wrapper of an inner message),
-    ``position`` / ``size`` (the record's bytes; a wrapper's for an inner message), ``offset``
-    (absolute), ``timestamp`` (ms, -1 for v0), ``timestamp_type``, ``magic``, ``attributes``,
-    ``compression`` (the wrapper's codec), ``key`` / ``value`` (bytes or None), ``crc`` and
-    ``crc_ok`` (the message's own CRC-32). Errors as :func:`rmqlab.kafka.log.read_batches`.
-    """
-    from rmqlab.kafka.log import _batch_table, _opened
-
-    with _opened(source) as (buf, path):
-        cols, _report, pending = _batch_table(buf, path, verify_crc, torn_tail)
-    if pending is not None:
-        raise pending
-    recs = cols.get("_legacy_records") or LegacyRecords.empty()
-    return records_frame(recs)
-
-
 def select_records(recs: LegacyRecords, keep) -> LegacyRecords:
     """The records of `recs` where `keep` (a sequence of bools) is true.
 
@@ -403,7 +380,7 @@ _RECORD_COLUMNS = ("batch_position", "position", "size", "offset", "timestamp", 
 
 
 def records_frame(recs: LegacyRecords):
-    """:class:`LegacyRecords` as a DataFrame (the columns of :func:`read_legacy_records`)."""
+    """:class:`LegacyRecords` as a DataFrame (the columns of :func:`rmqlab.kafka.log.read_legacy_records`)."""
     import pandas as pd
 
     ints = {"batch_position", "position", "size", "offset", "timestamp", "magic", "attributes", "crc"}
@@ -484,8 +461,6 @@ def encode_message_set(records, *, magic: int = 1, compression: str | int = "non
     3 on the shallow entries, whose timestamp becomes `log_append_time`. Raises ValueError for
     arguments Kafka would not write.
     """
-    from rmqlab.kafka.log import _columns
-
     if magic not in _HEADERS:
         raise ValueError(f"magic must be 0 or 1, got {magic!r}")
     codec = _codec_id(compression)
@@ -498,7 +473,7 @@ def encode_message_set(records, *, magic: int = 1, compression: str | int = "non
         raise ValueError("LogAppendTime needs magic 1 and a log_append_time")
     # read only when lat, where the check above makes it log_append_time
     append_time = NO_TIMESTAMP if log_append_time is None else log_append_time
-    c = _columns(records, next_offset)
+    c = record_columns(records, next_offset)
     if c.headers_count.any():
         raise ValueError("magic v0/v1 messages have no headers")
     n = len(c.offset)
@@ -549,9 +524,7 @@ def write_legacy_segment(directory: str | os.PathLike, base_offset: int, records
 
     Raises FileExistsError when the segment exists and is not empty.
     """
-    from rmqlab.kafka.log import log_file_name
-
-    path = Path(directory) / log_file_name(base_offset)
+    path = Path(directory) / segment_file_name(base_offset, LOG_SUFFIX)
     if path.exists() and path.stat().st_size:
         raise FileExistsError(f"{path} exists and is not empty")
     data = encode_message_set(records, next_offset=int(base_offset), **options)

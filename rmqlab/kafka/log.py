@@ -56,7 +56,9 @@ have magic at byte 16, so one walk covers a segment whose message format was upg
 0 or 1, ``base_offset`` / ``last_offset`` as ``AbstractLegacyRecordBatch`` gives them,
 ``crc_ok`` by CRC-32; their compressed wrappers are decompressed for the first offset) and
 their (inner) records rows of :func:`read_records`, which then has the columns ``magic``,
-``timestamp_type``, ``compression``, ``crc``, ``crc_ok`` too.
+``timestamp_type``, ``compression``, ``crc``, ``crc_ok`` too; :func:`read_legacy_records` has
+the legacy records alone, with their own CRC-32 and wrapper position. The entries themselves
+are decoded by :mod:`rmqlab.kafka.legacy`, handed the positions the walk found.
 
 Damage. Bad bytes raise a typed error naming file, byte offset and field: magic other than
 0, 1 or 2, a ``batchLength`` below the header (a legacy ``messageSize`` below its fixed
@@ -105,6 +107,7 @@ from rmqlab.errors import FormatError, RmqlabError, TruncatedFileError
 from rmqlab.formats.layout import Layout
 from rmqlab.jvm.longs import wrap_long
 from rmqlab.kafka import legacy
+from rmqlab.kafka.columns import record_columns, to_table
 from rmqlab.kafka.index import LOG_SUFFIX, segment_file_name
 
 __all__ = [
@@ -113,7 +116,8 @@ __all__ = [
     "CONTROL_FLAG_MASK", "DELETE_HORIZON_FLAG_MASK", "COMPRESSION_TYPES", "TIMESTAMP_TYPES",
     "NO_PRODUCER_ID", "NO_PRODUCER_EPOCH", "NO_SEQUENCE", "NO_TIMESTAMP",
     "crc32c", "compression_name", "Batch", "WalkReport", "BatchStream", "KafkaRecord", "EncodedBatches",
-    "log_file_name", "walk_batches", "read_batches", "read_records", "scan_key", "compressed_batch_problems",
+    "log_file_name", "walk_batches", "read_batches", "read_records", "read_legacy_records", "scan_key",
+    "compressed_batch_problems",
     "encode_batches", "SegmentWriter", "write_segment", "records_from_workload", "TornTail",
 ]
 
@@ -1296,6 +1300,33 @@ def read_records(source, *, values: bool = True, headers: bool = True, verify_cr
     return df
 
 
+def read_legacy_records(source, *, verify_crc: bool = False, torn_tail: TornTail = "raise"):
+    """Every record of the legacy (magic 0/1) entries of a segment, inner messages of wrappers
+    included, as a pandas DataFrame in file order.
+
+    Cost: one walk of the segment (:func:`read_batches`), which decodes the legacy entries
+    (:func:`rmqlab.kafka.legacy.decode_entries`); v2 batches are walked, not decoded (see
+    :func:`read_records`).
+
+    >>> data = legacy.encode_message_set([(7, 1, b"k", b"v")], magic=0)
+    >>> read_legacy_records(data)[["offset", "timestamp", "timestamp_type", "magic", "crc_ok"]].values.tolist()
+    [[7, -1, 'NoTimestampType', 0, True]]
+
+    Columns: ``batch_position`` (the shallow entry: the wrapper of an inner message),
+    ``position`` / ``size`` (the record's bytes; a wrapper's for an inner message), ``offset``
+    (absolute), ``timestamp`` (ms, -1 for v0), ``timestamp_type``, ``magic``, ``attributes``,
+    ``compression`` (the wrapper's codec), ``key`` / ``value`` (bytes or None), ``crc`` and
+    ``crc_ok`` (the message's own CRC-32), ``key_position`` / ``value_position``
+    (:func:`rmqlab.kafka.legacy.records_frame`). Errors as :func:`read_batches`.
+    """
+    with _opened(source) as (buf, path):
+        cols, _report, pending = _batch_table(buf, path, verify_crc, torn_tail)
+    if pending is not None:
+        raise pending
+    recs = cols.get("_legacy_records") or legacy.LegacyRecords.empty()
+    return legacy.records_frame(recs)
+
+
 def scan_key(source, key: bytes | str, *, torn_tail: TornTail = "raise",
              compressed: Literal["decode", "skip"] = "decode"):
     """The records whose key equals `key` (str is UTF-8 encoded), as :func:`read_records`
@@ -1407,154 +1438,9 @@ class EncodedBatches:
         return int(self.last_offset[-1]) + 1 if len(self.last_offset) else None
 
 
-@dataclass
-class _Cols:
-    offset: np.ndarray
-    timestamp: np.ndarray
-    key: tuple                  # (data uint8, starts int64[n], lengths int64[n], -1 = null)
-    value: tuple
-    headers_count: np.ndarray
-    header_key: tuple           # the same over all headers, record-major
-    header_value: tuple
-
-
-def _binary_buffers(arr, what: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(data uint8, starts int64[n], lengths int64[n], -1 = null) of a pyarrow string/binary
-    array, zero copy: the spans point into Arrow's data buffer."""
-    import pyarrow as pa
-
-    if isinstance(arr, pa.ChunkedArray):
-        arr = arr.combine_chunks() if arr.num_chunks else pa.array([], pa.large_binary())
-    n = len(arr)
-    if pa.types.is_null(arr.type):
-        return np.empty(0, np.uint8), np.zeros(n, np.int64), np.full(n, -1, np.int64)
-    if not (pa.types.is_binary(arr.type) or pa.types.is_large_binary(arr.type) or pa.types.is_string(arr.type)
-            or pa.types.is_large_string(arr.type)):
-        raise TypeError(f"{what} must hold bytes or str (or None), got Arrow type {arr.type}")
-    arr = arr.cast(pa.large_binary())
-    bufs = arr.buffers()
-    offsets = np.frombuffer(bufs[1], np.int64)[arr.offset:arr.offset + n + 1]
-    data = np.frombuffer(bufs[2], np.uint8) if bufs[2] is not None else np.empty(0, np.uint8)
-    valid = np.asarray(arr.is_valid().to_numpy(zero_copy_only=False), bool)
-    return data, offsets[:-1].astype(np.int64), np.where(valid, np.diff(offsets), -1).astype(np.int64)
-
-
-def _header_value(v):
-    if v is None:
-        return None
-    return v.encode("utf-8") if isinstance(v, str) else bytes(v)
-
-
-def _headers_arrow(values) -> Any:
-    """A list<struct<key: binary, value: binary>> array from per-record header lists (pairs or
-    {"key", "value"} dicts); None is an empty list."""
-    import pyarrow as pa
-
-    rows: list[list[dict[str, bytes | None]]] = []
-    for hs in values:
-        if hs is None or (isinstance(hs, float) and np.isnan(hs)):
-            rows.append([])
-            continue
-        row: list[dict[str, bytes | None]] = []
-        for h in hs:
-            k, v = (h["key"], h["value"]) if isinstance(h, dict) else h
-            if k is None:
-                raise ValueError("a header key is null: Kafka header keys are non-null strings")
-            row.append({"key": k.encode("utf-8") if isinstance(k, str) else bytes(k), "value": _header_value(v)})
-        rows.append(row)
-    return pa.array(rows, type=pa.list_(pa.struct([("key", pa.binary()), ("value", pa.binary())])))
-
-
-def _to_table(records):
-    """A pyarrow Table of columns offset?, timestamp, key?, value, headers? from a Table,
-    RecordBatch, DataFrame, dict of columns or an iterable of KafkaRecord / tuples."""
-    import pyarrow as pa
-
-    if isinstance(records, pa.RecordBatch):
-        return pa.Table.from_batches([records])
-    if isinstance(records, pa.Table):
-        return records
-    try:
-        import pandas as pd
-        if isinstance(records, pd.DataFrame):
-            records = {c: records[c] for c in records.columns}
-    except ImportError:  # pragma: no cover
-        pass
-    if isinstance(records, dict):
-        cols = {}
-        for name, v in records.items():
-            if name == "headers" and not isinstance(v, (pa.Array, pa.ChunkedArray)):
-                cols[name] = _headers_arrow(list(v))
-            elif isinstance(v, (pa.Array, pa.ChunkedArray)):
-                cols[name] = v
-            elif name in ("offset", "timestamp"):
-                cols[name] = pa.array(v, pa.int64(), from_pandas=True)
-            else:
-                vals = [x.encode("utf-8") if isinstance(x, str) else (None if x is None else bytes(x)) for x in v]
-                cols[name] = pa.array(vals, pa.large_binary())
-        return pa.table(cols)
-    rows = [r if isinstance(r, KafkaRecord) else KafkaRecord(*r) for r in records]
-    if not rows:
-        return pa.table({"timestamp": pa.array([], pa.int64()), "value": pa.array([], pa.large_binary())})
-    offs = [r.offset for r in rows]
-    cols = {"timestamp": [r.timestamp for r in rows], "key": [r.key for r in rows],
-            "value": [r.value for r in rows], "headers": [r.headers for r in rows]}
-    if any(o is not None for o in offs):
-        if any(o is None for o in offs):
-            raise ValueError("give every record an offset or none (None = the next offset)")
-        cols["offset"] = offs
-    return _to_table(cols)
-
-
-def _columns(records, next_offset: int) -> _Cols:
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    table = _to_table(records)
-    n = table.num_rows
-    names = table.column_names
-    if "timestamp" not in names:
-        raise ValueError("records need a 'timestamp' column (ms since the epoch)")
-    if "value" not in names:
-        raise ValueError("records need a 'value' column (bytes, str or None)")
-    ts_col = table.column("timestamp")
-    if pa.types.is_timestamp(ts_col.type):
-        ts_col = pc.cast(pc.cast(ts_col, pa.timestamp("ms")), pa.int64())
-    if ts_col.null_count:
-        raise ValueError("a timestamp is null: Kafka v2 records always carry one (use -1 for none)")
-    timestamp = np.asarray(ts_col.to_numpy(zero_copy_only=False), np.int64)
-    if "offset" in names and table.column("offset").null_count == 0:
-        offset = np.asarray(table.column("offset").to_numpy(zero_copy_only=False), np.int64)
-    elif "offset" in names and table.column("offset").null_count != n:
-        raise ValueError("give every record an offset or none (null = the next offset)")
-    else:
-        offset = next_offset + np.arange(n, dtype=np.int64)
-    key = _binary_buffers(table.column("key"), "key") if "key" in names else \
-        (np.empty(0, np.uint8), np.zeros(n, np.int64), np.full(n, -1, np.int64))
-    value = _binary_buffers(table.column("value"), "value")
-    empty = (np.empty(0, np.uint8), np.zeros(0, np.int64), np.zeros(0, np.int64))
-    if "headers" in names and n:
-        col = table.column("headers")
-        col = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
-        if not (pa.types.is_list(col.type) or pa.types.is_large_list(col.type)) or \
-                not pa.types.is_struct(col.type.value_type) or col.type.value_type.num_fields != 2:
-            raise TypeError(f"headers must be lists of (key, value) structs, got Arrow type {col.type}")
-        counts = np.asarray(pc.fill_null(pc.list_value_length(col), 0).to_numpy(zero_copy_only=False), np.int64)
-        flat = pc.list_flatten(col)
-        if flat.null_count:
-            raise ValueError("a header is null: give (key, value) pairs")
-        hk_arr, hv_arr = flat.flatten()
-        hk = _binary_buffers(hk_arr, "header key")
-        if (hk[2] < 0).any():
-            raise ValueError("a header key is null: Kafka header keys are non-null strings")
-        hv = _binary_buffers(hv_arr, "header value")
-    else:
-        counts, hk, hv = np.zeros(n, np.int64), empty, empty
-    return _Cols(offset, timestamp, key, value, counts, hk, hv)
-
-
 def _copy(out: np.ndarray, dst: np.ndarray, src: tuple) -> None:
-    """Copy the non-empty spans of `src` (as _binary_buffers gives) to out[dst[i]:] (in C)."""
+    """Copy the non-empty spans of `src` (a span triple of
+    :func:`rmqlab.kafka.columns.binary_buffers`) to out[dst[i]:] (in C)."""
     data, starts, lengths = src
     nz = lengths > 0
     if nz.any():
@@ -1606,7 +1492,7 @@ def encode_batches(records, *, records_per_batch: int | Sequence[int] = 1, parti
     if not -2**31 <= int(partition_leader_epoch) <= INT_MAX:
         raise ValueError(f"partition_leader_epoch must fit a Java int, got {partition_leader_epoch}")
     codec = _codec_id(compression)
-    c = _columns(records, next_offset)
+    c = record_columns(records, next_offset)
     n = len(c.offset)
     offsets, stamps = c.offset, c.timestamp
     if n and offsets[0] < next_offset:
@@ -1859,7 +1745,7 @@ def records_from_workload(table, *, timestamp: str = "store_timestamp", base_off
     import pyarrow.compute as pc
 
     if not isinstance(table, (pa.Table, pa.RecordBatch)):
-        table = _to_table(table)
+        table = to_table(table)
     if topic is not None:
         table = table.filter(pc.equal(table.column("topic"), topic))
     if queue_id is not None:
