@@ -365,18 +365,19 @@ class Store:
         known = set(self.queues())
         ends: dict[tuple[str, int], tuple[int, int]] = {}
         rows = []
-        for r in offsets.itertuples(index=False):
-            where = (r.topic, int(r.queue_id))
+        for group, topic, queue_id, offset in offsets[["group", "topic", "queue_id", "offset"]].itertuples(
+                index=False, name=None):
+            where = (str(topic), int(queue_id))
+            committed = int(offset)
             if where in known and where not in ends:
-                info = cq.read_queue_info(cq.queue_dir(self.root, r.topic, int(r.queue_id)),
-                                          self.consume_queue_file_size)
+                info = cq.read_queue_info(cq.queue_dir(self.root, *where), self.consume_queue_file_size)
                 ends[where] = (info.min_offset, info.max_offset)
-            lo, hi = ends.get(where, (None, None))
-            rows.append({"group": r.group, "topic": r.topic, "queue_id": int(r.queue_id), "committed": int(r.offset),
-                         "min_offset": lo, "max_offset": hi, "lag": None if hi is None else hi - int(r.offset),
-                         "beyond_max": hi is not None and int(r.offset) > hi,
-                         "behind_min": lo is not None and int(r.offset) < lo,
-                         "unknown_queue": hi is None, "no_subscription_group": r.group not in groups})
+            lo, hi = ends[where] if where in ends else (None, None)
+            rows.append({"group": group, "topic": topic, "queue_id": where[1], "committed": committed,
+                         "min_offset": lo, "max_offset": hi, "lag": None if hi is None else hi - committed,
+                         "beyond_max": hi is not None and committed > hi,
+                         "behind_min": lo is not None and committed < lo,
+                         "unknown_queue": hi is None, "no_subscription_group": group not in groups})
         cols = ["group", "topic", "queue_id", "committed", "min_offset", "max_offset", "lag", "beyond_max",
                 "behind_min", "unknown_queue", "no_subscription_group"]
         out = pd.DataFrame(rows, columns=cols)

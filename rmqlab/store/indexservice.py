@@ -656,7 +656,7 @@ class IndexService:
         'no-files'
         """
         full_key = key if topic is None else index_key(topic, key)
-        trace = DirectoryQueryTrace(full_key, max_num, 0, begin, end, [], None, "no-files")
+        trace = DirectoryQueryTrace(full_key, max_num, 0, begin, end, [], QueryOffsetResult([], 0, 0), "no-files")
         trace.result = self._query(topic, key, max_num, begin, end, trace)
         return trace
 
@@ -821,8 +821,9 @@ class ExpandedKeys:
     keys: Any                      # list[str], NumPy str array or pyarrow string array
     phy_offsets: np.ndarray
     store_timestamps: np.ndarray
-    message_index: np.ndarray | None = None
-    n_messages: int | None = None
+    # None: each row its own message; __post_init__ fills both, so readers never see None
+    message_index: np.ndarray = None  # type: ignore[assignment]
+    n_messages: int = None  # type: ignore[assignment]
 
     def __post_init__(self):
         self.phy_offsets = np.ascontiguousarray(self.phy_offsets, dtype=np.int64)
@@ -996,7 +997,7 @@ def index_key_hashes(columns: Any, *, end_phy_offset: int = 0) -> tuple[np.ndarr
     >>> rows.tolist(), hashes.tolist() == index_hash_many(["T#a", "T#b", "T#U"]).tolist(), n
     ([0, 0, 1], True, 2)
     """
-    from rmqlab import _dispatchcore
+    import rmqlab._dispatchcore as _dispatchcore
 
     phy = np.ascontiguousarray(np.asarray(_column(columns, "phy_offset")), dtype=np.int64)
     n = len(phy)

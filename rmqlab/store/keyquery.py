@@ -165,7 +165,7 @@ def _real_matches(messages: pd.DataFrame, topics: np.ndarray, keys: np.ndarray, 
     if messages.empty:
         return np.zeros(0, dtype=bool)
     def column(name: str) -> np.ndarray:   # a reader may give nullable strings: NA is None here
-        return messages[name].to_numpy(object, na_value=None)
+        return messages[name].to_numpy(object, na_value=None)  # type: ignore[call-overload]  # stubs lack it
 
     same_topic = column("topic") == topics
     uniq = column("uniq_key") == keys
@@ -373,9 +373,11 @@ def _compare(trace: DirectoryQueryTrace, entries: pd.DataFrame, messages: pd.Dat
                         f"the message was stored at {ms_with_clock(ts)}"))
         else:
             step = steps_of[v.name].get(entry)
+            walk = v.trace
+            assert walk is not None     # a visited file has its walk
             if step is None:
-                reason = "missed-max-num" if v.trace.stop == "max-num" else "missed-early-stop"
-                out.append((phy, reason, f"the walk in {v.name} stopped first ({v.trace.stop})"))
+                reason = "missed-max-num" if walk.stop == "max-num" else "missed-early-stop"
+                out.append((phy, reason, f"the walk in {v.name} stopped first ({walk.stop})"))
             elif not step.time_match:
                 out.append((phy, "missed-time", f"the index says {ms_with_clock(step.time_read)}, "
                                                 f"the message was stored at {ms_with_clock(ts)}"))

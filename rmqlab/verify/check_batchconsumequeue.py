@@ -123,7 +123,7 @@ class BatchQueueCross:
         bad("bcq.queue", m & ((w.topic_code[r] != w.code_of_topic(q.topic))
                               | (qids[r] != (q.queue_id if q.queue_id is not None else -1))),
             "commitlog_offset",
-            lambda i: f"the message at {co[i]} belongs to topic {w.topic(r[i])!r} queue {qids[r[i]]}")
+            lambda i: f"the message at {co[i]} belongs to topic {w.topic(int(r[i]))!r} queue {qids[r[i]]}")
         sz = u["size"].astype(np.int64)
         bad("bcq.size", m & (sz != w.total_size[r]), "size",
             lambda i: f"size {sz[i]} but the message has TOTALSIZE {w.total_size[r[i]]}")

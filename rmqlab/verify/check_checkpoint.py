@@ -22,7 +22,7 @@ def verify_checkpoint(path: str | os.PathLike) -> FileReport:
     return checkpoint_report(Path(path))[0]
 
 
-def checkpoint_report(path: Path) -> tuple[FileReport, cpf.StoreCheckpoint | None]:
+def checkpoint_report(path: Path) -> tuple[FileReport, cpf.StoreCheckpoint]:
     rep = FileReport(str(path), "checkpoint")
     try:
         cpf.read_checkpoint(path, strict=True)

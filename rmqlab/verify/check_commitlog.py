@@ -400,7 +400,10 @@ class CommitLogScan:
         self._on_window, self._keep = on_window, keep
         first_walk = not self.reports
         self._reset_totals()
-        self._pending, self._rows, self._start, self._parts_end = [], 0, None, None
+        self._pending: list[dict] = []
+        self._rows = 0
+        self._start: int | None = None
+        self._parts_end: int | None = None
         self._may_split = False
         table = _TableBuilder(self.keys, self.topic_index, self._take)
         reports = list(self._refused)
@@ -418,7 +421,7 @@ class CommitLogScan:
                 rep.counts = {"messages": 0, "bytes_used": 0, "file_size": f.size, "blank": False,
                               "start_offset": f.start_offset, "role": role}
                 continue
-            if f.size != mapped:
+            if mapped is not None and f.size != mapped:     # None only when there are no files
                 cls = TruncatedFileError if f.size < mapped else GeometryError
                 rep.problems.append(make_problem("commitlog.file-size", cls,
                                              f"file is {f.size} bytes, not the mapped file size {mapped} "

@@ -11,6 +11,8 @@ import numpy as np
 from rmqlab.errors import CorruptIndexError, RmqlabError
 from rmqlab.formats import consumequeue as cq
 from rmqlab.formats import consumequeue_ext as cqx
+from rmqlab.formats import storepaths as sp
+from rmqlab.formats.storepaths import StorePaths
 from rmqlab.tables.arrays import most_common
 from rmqlab.verify.common import OFFSET_FILE_NAME, add_problem, first_problem
 from rmqlab.verify.report import FileReport, make_problem, problem_from_error
@@ -43,10 +45,10 @@ def _cq_code(err: RmqlabError) -> str:
 def queue_folders(path: Path) -> list[Path]:
     """Queue folders under a consumequeue root, a topic folder, or a queue folder itself."""
     subs = sorted(c for c in path.iterdir() if c.is_dir())
-    root = path.name == "consumequeue"
+    root = path.name == sp.CONSUMEQUEUE
     if not root and (any(c.is_file() for c in path.iterdir()) or not subs):
         return [path]                                       # a queue folder
-    if not root and (path.parent.name == "consumequeue" or all(c.name.isdigit() for c in subs)):
+    if not root and (path.parent.name == sp.CONSUMEQUEUE or all(c.name.isdigit() for c in subs)):
         return sorted(subs, key=lambda c: (not c.name.isdigit(), int(c.name) if c.name.isdigit() else 0, c.name))
     out = []
     for t in subs:                                          # the consumequeue root
@@ -104,9 +106,9 @@ def open_queue(folder: Path, mapped_file_size: int | None, one_file: _OneFileQue
 def ext_folder(q) -> Path | None:
     """The ``consumequeue_ext/<topic>/<queueId>`` folder beside a queue folder, if it exists."""
     folder = Path(q.folder)
-    if folder.parent.parent.name != "consumequeue":
+    if folder.parent.parent.name != sp.CONSUMEQUEUE:
         return None
-    ext = folder.parent.parent.parent / "consumequeue_ext" / folder.parent.name / folder.name
+    ext = StorePaths(folder.parent.parent.parent).consumequeue_ext / folder.parent.name / folder.name
     return ext if ext.is_dir() and any(c.is_file() for c in ext.iterdir()) else None
 
 

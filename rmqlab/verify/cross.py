@@ -5,6 +5,7 @@ from __future__ import annotations
 import bisect
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -282,6 +283,7 @@ class IndexDirCross:
             self.codes_before += len(w.key_codes[1])
 
     def _missing_keys(self, w: Messages, present: np.ndarray) -> None:
+        assert self.range is not None   # the caller checks: index files hold keys
         lo, hi = self.range
         uniq, codes = w.key_codes
         for start in range(0, len(codes), CROSS_CHUNK):
@@ -296,6 +298,7 @@ class IndexDirCross:
     def _missing_key(self, w: Messages, code: int) -> Problem:
         from rmqlab.jvm.hashcode import index_hash
 
+        assert self.range is not None
         lo, hi = self.range
         rr = code >> KEY_CODE_HASH_BITS
         key_hash = code & ((1 << KEY_CODE_HASH_BITS) - 1)
@@ -342,7 +345,7 @@ class QueueCross:
         self.expired = 0
         self.ext_missing = 0
         self.end = 0
-        self._ext = False              # the queue's ConsumeQueueExt: not opened yet, None when absent
+        self._ext: Any = False         # the queue's ConsumeQueueExt: not opened yet, None when absent
 
     def close(self) -> None:
         if self._ext:
@@ -386,7 +389,7 @@ class QueueCross:
         other = m & ((w.topic_code[r] != w.code_of_topic(q.topic))
                      | (qids[r] != (q.queue_id if q.queue_id is not None else -1)))
         unit_problem("cq.queue", other, "commitlog_offset",
-                     lambda i: f"the message at {co[i]} belongs to topic {w.topic(r[i])!r} queue {qids[r[i]]}, "
+                     lambda i: f"the message at {co[i]} belongs to topic {w.topic(int(r[i]))!r} queue {qids[r[i]]}, "
                                f"not this queue ({q.topic!r}, {q.queue_id})")
         unit_problem("cq.size", m & (sz != w.total_size[r]), "size",
                      lambda i: f"size {sz[i]} but the message at {co[i]} has TOTALSIZE {w.total_size[r[i]]}")
@@ -404,7 +407,7 @@ class QueueCross:
         unit_problem("cq.tags-code", m & ~unresolved & (tc != want_tc), "tags_code",
                      lambda i: f"tags code {tc[i]}{' (through its ext unit)' if via_ext[i] else ''} but the message "
                                f"at {co[i]} gives {want_tc[i]} "
-                               f"(TAGS {w.record(int(r[i])).tags!r}, topic {w.topic(r[i])!r})")
+                               f"(TAGS {w.record(int(r[i])).tags!r}, topic {w.topic(int(r[i]))!r})")
         unit_problem("cq.queue-offset", m & ~other & (mqoff[r] != qoff), "commitlog_offset",
                      lambda i: f"the message at {co[i]} has QUEUEOFFSET {mqoff[r[i]]}")
         tran = transaction_type(w.sys_flag[r])
@@ -522,6 +525,7 @@ def checkpoint_cross(path: Path, c: cpf.StoreCheckpoint, scan: CommitLogScan | N
 
     if scan is not None and scan.n:
         last = scan.last_store_timestamp
+        assert last is not None     # a scan with messages has a last store time
         if c.physic_msg_timestamp > last:
             bad("checkpoint.physic-timestamp", "physic_msg_timestamp",
                 f"physicMsgTimestamp {c.physic_msg_timestamp} is after the last store time in the CommitLog "

@@ -13,6 +13,7 @@ from rmqlab.errors import RmqlabError
 from rmqlab.formats import batchconsumequeue as bcq
 from rmqlab.formats.indexfile import NEW_SLOT, IndexFile, SlotCountRule
 from rmqlab.formats.indexgeometry import index_geometries
+from rmqlab.formats.storepaths import StorePaths
 from rmqlab.rules.dispatch import goes_to_consume_queue_many
 from rmqlab.verify.check_batchconsumequeue import (
     BatchQueueCross,
@@ -120,8 +121,8 @@ def verify_path(path: str | os.PathLike, *, kind: Kind | None = None, hash_slot_
             raise IsADirectoryError(f"{p}: a checkpoint is a file")
         r, _ = checkpoint_report(p)
         rep.files = [r]
-    for f in rep.files:
-        rep.notes.extend(f.notes)
+    for fr in rep.files:
+        rep.notes.extend(fr.notes)
     return rep
 
 
@@ -144,8 +145,8 @@ def _verify_store(root: Path, rep: VerifyReport, hsn, inum, cl_size, cq_size, ru
     """Every file's own checks, then the cross-file checks: the CommitLog is walked once and the
     index entries and queue units are joined with its messages a window at a time
     (:meth:`CommitLogScan.walk`), so memory follows a window, not the store."""
-    commitlog, index_dir, cq_dir, checkpoint = (root / "commitlog", root / "index", root / "consumequeue",
-                                                root / "checkpoint")
+    where = StorePaths(root)
+    commitlog, index_dir, cq_dir, checkpoint = where.commitlog, where.index, where.consumequeue, where.checkpoint
     notes = rep.notes
     if (root / "abort").exists():
         notes.append(f"{root / 'abort'}: present: the broker did not shut down cleanly (recovery will re-dispatch "
@@ -281,7 +282,8 @@ class _StoreQueues:
         self.missing.add(w, end if end > before else 0)
 
     def finish(self, rep: VerifyReport, scan: CommitLogScan | None, broker_version: str | None) -> None:
-        side, targets = None, set()
+        side: Messages | None = None
+        targets: set = set()
         if scan is not None:
             side = scan.side
             targets = multi_dispatch_plain_queues(side, broker_version=broker_version)
@@ -296,6 +298,7 @@ class _StoreQueues:
             if scan is None:
                 continue
             if folder in self.lmq or self.names[folder] in targets:
+                assert side is not None     # set above whenever scan is
                 rep.cross += lmq_queue_cross(q, side, broker_version=broker_version, store_messages=scan.n)
             elif folder in self.plain:
                 rep.cross += self.plain[folder].problems(rep.notes)
@@ -331,7 +334,7 @@ def _abnormal_recovery_start(root: Path) -> str:
 
     cp = cpf.StoreCheckpoint()
     try:
-        cp = cpf.read_checkpoint(root / "checkpoint", strict=False)
+        cp = cpf.read_checkpoint(StorePaths(root).checkpoint, strict=False)
     except (OSError, RmqlabError):
         pass
     try:

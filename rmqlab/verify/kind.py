@@ -8,7 +8,10 @@ from rmqlab.formats import batchconsumequeue as bcq
 from rmqlab.formats import checkpoint as cpf
 from rmqlab.formats import commitlog as cl
 from rmqlab.formats import consumequeue as cq
+from rmqlab.formats import storepaths as sp
+from rmqlab.formats.storepaths import StorePaths
 from rmqlab.verify.common import INDEX_FILE_NAME, OFFSET_FILE_NAME
+from rmqlab.verify.report import Kind
 
 
 def _is_commitlog_bytes(path: Path) -> bool:
@@ -23,7 +26,7 @@ def _is_commitlog_bytes(path: Path) -> bool:
     return magic in (cl.MAGIC_V1, cl.MAGIC_V2, cl.MAGIC_BLANK)
 
 
-def detect_kind(path: str | os.PathLike) -> str:
+def detect_kind(path: str | os.PathLike) -> Kind:
     """What `path` is, from its location, name and first bytes: one of :data:`KINDS`.
 
     A folder holding ``commitlog/``, ``consumequeue/``, ``index/`` or ``checkpoint`` is a
@@ -39,13 +42,16 @@ def detect_kind(path: str | os.PathLike) -> str:
     """
     p = Path(path)
     if p.is_dir():
-        if any((p / n).exists() for n in ("commitlog", "consumequeue", "index", "checkpoint")):
+        paths = StorePaths(p)
+        if any(x.exists() for x in (paths.commitlog, paths.consumequeue, paths.index, paths.checkpoint)):
             return "store"
         if bcq.FOLDER in (p.name, p.parent.name, p.parent.parent.name):
             return "batchconsumequeue"
-        if p.name in ("commitlog", "index", "consumequeue"):
-            return p.name
-        if "consumequeue" in (p.parent.name, p.parent.parent.name):
+        if p.name == sp.COMMITLOG:
+            return "commitlog"
+        if p.name == sp.INDEX:
+            return "index"
+        if sp.CONSUMEQUEUE in (p.name, p.parent.name, p.parent.parent.name):
             return "consumequeue"
         names = sorted(c.name for c in p.iterdir() if c.is_file())
         if any(INDEX_FILE_NAME.fullmatch(n) for n in names):
@@ -58,15 +64,15 @@ def detect_kind(path: str | os.PathLike) -> str:
     if not p.exists():
         raise FileNotFoundError(f"{p}: no such file or directory")
     parent = p.parent.name
-    if p.name == "checkpoint":
+    if p.name == sp.CHECKPOINT:
         return "checkpoint"
-    if parent == "commitlog":
+    if parent == sp.COMMITLOG:
         return "commitlog"
-    if parent == "index" or INDEX_FILE_NAME.fullmatch(p.name):
+    if parent == sp.INDEX or INDEX_FILE_NAME.fullmatch(p.name):
         return "index"
     if p.parent.parent.parent.name == bcq.FOLDER:
         return "batchconsumequeue"
-    if p.parent.parent.parent.name == "consumequeue":
+    if p.parent.parent.parent.name == sp.CONSUMEQUEUE:
         return "consumequeue"
     if _is_commitlog_bytes(p):
         return "commitlog"

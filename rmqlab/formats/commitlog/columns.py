@@ -995,7 +995,7 @@ def _files_from(path_or_dir, on_error: str, start_offset: int) -> list[StoreFile
     return kept if kept else files[-1:]
 
 
-def read_at(path_or_dir: str | os.PathLike, phy_offsets: Sequence[int], *, body: bool = True,
+def read_at(path_or_dir: str | os.PathLike, phy_offsets: Sequence[int] | np.ndarray, *, body: bool = True,
             check_crc: bool = False):
     """The messages at many CommitLog offsets (any order, repeats allowed) as a DataFrame with
     the :data:`COLUMNS` of :func:`read_columns`, row i for ``phy_offsets[i]``.
@@ -1028,7 +1028,7 @@ def read_at(path_or_dir: str | os.PathLike, phy_offsets: Sequence[int], *, body:
     return pd.DataFrame(read_at_columns(path_or_dir, phy_offsets, body=body, check_crc=check_crc), copy=False)
 
 
-def read_at_columns(path_or_dir: str | os.PathLike, phy_offsets: Sequence[int], *, body: bool = True,
+def read_at_columns(path_or_dir: str | os.PathLike, phy_offsets: Sequence[int] | np.ndarray, *, body: bool = True,
                     check_crc: bool = False) -> dict[str, np.ndarray]:
     """:func:`read_at`'s columns as a dict of NumPy arrays, for a caller that makes its own
     frame with more columns (a frame made once costs less than one made and then added to)."""
