@@ -1,8 +1,9 @@
-"""The capacity report (rmqlab.capacity.report): one self-contained HTML page and a JSON dict
-whose numbers are the model's own (checked against estimate / monte_carlo / kafka_estimate
-called here directly), a recommendation checked against a brute-force choice over the
-configurations, the disk-over-days curve against numerical integration, and the PlanExplorer
-widget against estimate(plan.replace(...)).
+"""The capacity report (rmqlab.capacity.analysis, drawn by rmqlab.viz.capacityreport): one
+self-contained HTML page and a JSON dict whose numbers are the model's own (checked against
+estimate / monte_carlo / kafka_estimate called here directly), a recommendation checked against
+a brute-force choice over the configurations, the disk-over-days curve against numerical
+integration, and the PlanExplorer widget (rmqlab.viz.planexplorer) against
+estimate(plan.replace(...)).
 """
 from __future__ import annotations
 
@@ -25,17 +26,16 @@ from hypothesis import strategies as st
 from oracles import require_module  # noqa: E402
 
 from rmqlab.capacity import EXAMPLE_PLAN_TOML, estimate, kafka_estimate, monte_carlo, parse_plan  # noqa: E402
-from rmqlab.capacity.report import (  # noqa: E402
+from rmqlab.capacity.analysis import (  # noqa: E402
     KAFKA_RECORD_OVERHEAD_BYTES,
     RESULT_ROWS,
-    SECTIONS,
     PlanAnalysis,
     analyse_plan,
     disk_over_days,
-    format_value,
-    render_report,
     report_json,
 )
+from rmqlab.tables.display import format_value  # noqa: E402
+from rmqlab.viz.capacityreport import SECTIONS, render_report  # noqa: E402
 
 SAMPLES = 300
 
@@ -134,7 +134,7 @@ def test_the_page_is_self_contained_with_every_section_and_figure(page):
 
 
 def test_the_sampled_chains_figure_says_it_pools_every_sampled_file(analysis, page):
-    from rmqlab.capacity.report import chain_figure
+    from rmqlab.viz.capacityreport import chain_figure
 
     s = analysis.estimate.sample
     assert s.files > 1 and s.scale < 1.0          # the example plan is sampled on scaled files
@@ -359,7 +359,7 @@ def test_bad_arguments_name_themselves(plan):
 
 def test_plan_explorer_sliders_give_estimate_of_the_replaced_plan(plan):
     require_module("ipywidgets")
-    from rmqlab.capacity.report import PlanExplorer
+    from rmqlab.viz.planexplorer import PlanExplorer
 
     x = PlanExplorer(plan)
     assert x.estimate == estimate(plan.replace({})) and x.error is None
@@ -414,7 +414,7 @@ def test_the_geometry_figure_shows_the_models_entries_read_as_the_text_does(plan
     """The configurations figure, its table, the recommendation and the findings all give one
     number for the entries a stored key's query reads in a file: the model's (the whole walk of
     the key's slot from the real hash of sampled keys), not the uniform depth of the key (3.00)."""
-    from rmqlab.capacity.report import _figures
+    from rmqlab.viz.capacityreport import _figures
 
     fig = {fid: figure for fid, _, figure in _figures(analysis)}["configurations"]     # as the report embeds it
     empty_ax, chain_ax, read_ax = fig.axes
@@ -442,7 +442,7 @@ def test_the_geometry_figure_shows_the_models_entries_read_as_the_text_does(plan
 
 
 def test_the_disk_chart_stops_at_the_disk_and_marks_where_it_crosses(analysis):
-    from rmqlab.capacity.report import _disk_figure
+    from rmqlab.viz.capacityreport import _disk_figure
 
     e, disk = analysis.estimate, analysis.plan.disk
     ax = _disk_figure(analysis).axes[0]
@@ -462,7 +462,7 @@ def test_the_disk_chart_stops_at_the_disk_and_marks_where_it_crosses(analysis):
 def test_the_disk_fan_is_the_percentiles_of_each_draws_curve(plan, analysis):
     """Brute force: each draw's store bytes at a day by numerical integration of its growing
     write rate over its retention window, then percentiles across draws."""
-    from rmqlab.capacity.report import disk_fan
+    from rmqlab.capacity.analysis import disk_fan
 
     d = analysis.draws
     assert len(d) == SAMPLES
@@ -489,7 +489,7 @@ def test_the_disk_fan_is_the_percentiles_of_each_draws_curve(plan, analysis):
 
 
 def test_the_disk_fan_chart_stays_under_the_disk_and_marks_the_draws_days(analysis):
-    from rmqlab.capacity.report import disk_fan_chart
+    from rmqlab.viz.capacityreport import disk_fan_chart
 
     mc, disk = analysis.monte_carlo, analysis.plan.disk
     ax = disk_fan_chart(analysis).axes[0]
@@ -503,7 +503,7 @@ def test_the_disk_fan_chart_stays_under_the_disk_and_marks_the_draws_days(analys
 
 
 def test_the_spread_chart_rows_are_the_monte_carlo_percentiles(analysis):
-    from rmqlab.capacity.report import SPREAD_OUTPUTS, spread_rows
+    from rmqlab.capacity.analysis import SPREAD_OUTPUTS, spread_rows
 
     kinds = {name: kind for name, _, kind in RESULT_ROWS}
     rows = spread_rows(analysis)
@@ -518,7 +518,8 @@ def test_the_spread_chart_rows_are_the_monte_carlo_percentiles(analysis):
 
 
 def test_the_configurations_tables_show_each_result_through_the_formatter(analysis, page):
-    from rmqlab.capacity.report import CONFIGURATION_COLUMNS, configurations_frame, configurations_table
+    from rmqlab.capacity.analysis import CONFIGURATION_COLUMNS, configurations_frame
+    from rmqlab.viz.capacityreport import configurations_table
 
     frame = configurations_frame(analysis)
     assert list(frame.index) == [c.name for c in analysis.configurations]
@@ -541,7 +542,7 @@ def test_the_configurations_tables_show_each_result_through_the_formatter(analys
 
 def test_plan_explorer_reset_shows_the_plan_again(plan):
     require_module("ipywidgets")
-    from rmqlab.capacity.report import PlanExplorer
+    from rmqlab.viz.planexplorer import PlanExplorer
 
     x = PlanExplorer(plan)
     shown = x.table.value

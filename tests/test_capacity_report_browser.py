@@ -31,9 +31,11 @@ from browser_support import run_all as run_notebook
 from test_browser import SERVER_START_S, _tail, lab  # noqa: F401
 
 from rmqlab.capacity import EXAMPLE_PLAN_TOML, estimate, parse_plan
+from rmqlab.capacity.analysis import RESULT_ROWS, analyse_plan
 from rmqlab.capacity.plan import Interval
-from rmqlab.capacity.report import EXPLORER_INPUTS, RESULT_ROWS, SECTIONS, analyse_plan, render_report
 from rmqlab.tables.display import format_value
+from rmqlab.viz.capacityreport import SECTIONS, render_report
+from rmqlab.viz.planexplorer import EXPLORER_INPUTS
 
 pytestmark = pytest.mark.browser
 

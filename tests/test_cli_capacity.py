@@ -10,8 +10,8 @@ import tomllib
 import pytest
 
 from rmqlab.capacity import EXAMPLE_PLAN_TOML, estimate, load_plan, parse_plan
+from rmqlab.capacity.analysis import report_json
 from rmqlab.capacity.model import OUTPUTS
-from rmqlab.capacity.report import report_json
 from rmqlab.cli import main
 
 

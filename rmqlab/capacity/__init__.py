@@ -11,6 +11,12 @@ Public API::
     chain_lengths_from_keys(keys, hash_slot_num, keys_in_file)   # real Java hash -> chains
     kafka_estimate(...)                    # the Kafka counterpart (rmqlab.kafka.sizing)
 
+The analysis behind the report, the model run for every [[compare]] configuration with a
+recommendation (:func:`rmqlab.capacity.analysis.analyse_plan`, its numbers as JSON
+:func:`~rmqlab.capacity.analysis.report_json`), is :mod:`rmqlab.capacity.analysis`; the HTML
+report and the notebook tables are drawn by :mod:`rmqlab.viz.capacityreport`, the sliders by
+:class:`rmqlab.viz.planexplorer.PlanExplorer`.
+
 The model's equations, units and derivations: rmqlab/capacity/README.md and the docstrings of
 :mod:`rmqlab.capacity.model`.
 """

@@ -73,7 +73,7 @@ def _bad_plan(e: PlanError) -> int:
 
 
 def _report(args) -> int:
-    from rmqlab.capacity.report import analyse_plan, render_report, report_json
+    from rmqlab.capacity.analysis import analyse_plan, report_json
 
     if not args.out and not args.json:
         print("rmqlab: error: give --out FILE.html, --json, or both", file=sys.stderr)
@@ -85,6 +85,7 @@ def _report(args) -> int:
         # Before the analysis (up to minutes), not after it.
         require("viz", "matplotlib", "rmqlab capacity report --out")
         require("viz", "ipywidgets", "rmqlab capacity report --out")
+        from rmqlab.viz.capacityreport import render_report
     try:
         plan = load_plan(args.plan)
     except PlanError as e:
@@ -102,8 +103,9 @@ def _report(args) -> int:
 
 
 def _estimate(args) -> int:
+    from rmqlab.capacity.analysis import json_number, output_kind
     from rmqlab.capacity.model import estimate
-    from rmqlab.capacity.report import format_value, json_number, output_kind
+    from rmqlab.tables.display import format_value
 
     try:
         plan = load_plan(args.plan)

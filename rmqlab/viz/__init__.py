@@ -25,6 +25,10 @@ as the cell's value), in a script (``fig.savefig("x.png")``) and on a headless s
   :func:`index_fill_time_figure` (with :func:`rmqlab.capacity.model.hours_to_fill`) - disk bytes over days (likely
   and as a Monte Carlo fan), the spread of the outputs, and the time to fill an index file, for capacity planning.
 
+The capacity report (:mod:`rmqlab.viz.capacityreport`): those charts drawn for a plan's
+analysis (:func:`rmqlab.capacity.analysis.analyse_plan`), the report as one self-contained HTML
+page and the notebook tables.
+
 Widgets (ipywidgets; imported on first use, so ``import rmqlab.viz`` does not load them):
 
 * :class:`QueryExplorer` - a key query on a store in broker and verified mode, with a
@@ -33,6 +37,8 @@ Widgets (ipywidgets; imported on first use, so ``import rmqlab.viz`` does not lo
   header, slots and entries change.
 * :class:`SlotBrowser` - the occupancy of a whole file, a page of slots as buttons, and the
   chain of the slot clicked.
+* :class:`PlanExplorer` - sliders for the main inputs of a capacity plan, the estimate and
+  charts redrawn on every change.
 
 Needs the ``viz`` extra (``pip install 'rmqlab[viz]'``); without it, importing this package
 raises :class:`rmqlab.extras.MissingExtraError`.
@@ -97,6 +103,7 @@ __all__ = [
     "QueryExplorer",
     "InsertionStepper",
     "SlotBrowser",
+    "PlanExplorer",
 ]
 
 
@@ -126,7 +133,7 @@ def _show_figures_inline() -> None:
 _show_figures_inline()
 
 _WIDGETS = {"QueryExplorer": "rmqlab.viz.explorer", "InsertionStepper": "rmqlab.viz.stepper",
-            "SlotBrowser": "rmqlab.viz.slotbrowser"}
+            "SlotBrowser": "rmqlab.viz.slotbrowser", "PlanExplorer": "rmqlab.viz.planexplorer"}
 
 
 def __getattr__(name):
