@@ -220,9 +220,9 @@ def build_side_by_side(root: str | os.PathLike, workload: Workload, *,
     maxIndexNum, mappedFileSizeConsumeQueue; defaults 1 GiB, 5,000,000, 20,000,000, 6,000,000
     bytes), the Kafka ones the topic's (segment.bytes, segment.index.bytes,
     index.interval.bytes; defaults 1 GiB, 10 MiB, 4096). Refuses a workload that does not map
-    one to one (ValueError) and a root that already holds either side. Cost: about a million
-    messages / s for each side, plus the store's dispatch; RocketMQ's files are preallocated
-    (sparse) to their full sizes.
+    one to one (ValueError) and a root that already holds either side. Cost: O(messages + bytes)
+    for each side, vectorized a chunk at a time, plus the store's dispatch; RocketMQ's files are
+    preallocated (sparse) to their full sizes.
     """
     _check_mapping(workload)
     root = Path(root)

@@ -410,9 +410,9 @@ def file_stats(path: str | os.PathLike, *, hash_slot_num: int | None = None,
     keys in one millisecond) or negative; ``mean_chain_length`` is NaN for an empty file.
 
     Cost: one memory map; reads the slots once and the entries' key hashes once (a 4-byte copy
-    each), then a bincount over slots and a sort of the hashes: about 1-2 s for a full
-    default-size file (20M entries), milliseconds for small ones. Raises the typed errors of
-    :meth:`IndexFile.open` for a file that is not an index file of that geometry.
+    each), then a bincount over slots and a sort of the hashes, O(slots + entries log entries).
+    A file that is not an index file of that geometry raises the typed errors of
+    :meth:`IndexFile.open`.
 
     >>> import tempfile, os
     >>> from rmqlab.formats.indexfile import build_index_file

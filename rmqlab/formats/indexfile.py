@@ -15,8 +15,8 @@ chain of entries linked by ``prev_index`` from newest to oldest.
 
 Entry points, in the npTDMS manner:
 
-* :meth:`IndexFile.open` maps a file read-only; nothing is read until asked, so a 420 MB
-  default-size file opens in microseconds. :attr:`IndexFile.slots` and
+* :meth:`IndexFile.open` maps a file read-only; nothing is read until asked, so opening a
+  420 MB default-size file costs O(1), as for a small one. :attr:`IndexFile.slots` and
   :attr:`IndexFile.entries` are NumPy views over the map (no copy).
 * :func:`read_header` reads only the 40-byte header.
 * :meth:`IndexFile.create` + :meth:`IndexFile.put_key` behave exactly as the broker's putKey;
@@ -594,7 +594,7 @@ class IndexFile:
         1..index_count counts as empty); write the entry at index_count with the time diff
         against the current begin_timestamp; point the slot at it; on the first entry take its
         begin values; count the slot (only if it was empty, unless the <= 4.7.0 rule); advance
-        index_count and the end values. Cost: O(1), about 1 µs (the put itself runs in C, the
+        index_count and the end values. Cost: O(1): one hash of the key and one put in C (the
         same code as :meth:`put_keys`).
         """
         self._require_writable()
@@ -614,9 +614,9 @@ class IndexFile:
     def put_keys(self, keys: Any, phy_offsets: Any, store_timestamps: Any, *,
                  hashes: np.ndarray | None = None) -> int:
         """Put many keys in order, exactly as repeated :meth:`put_key` would; returns how many
-        fit. Cost: O(n) in C, no Python loop; 19,999,999 keys into a new default-size file take
-        0.15-0.3 CPU-seconds once hashed (0.10-0.14 in the put loop, the rest the kernel's copy
-        into the page cache; see :func:`build_index_file` for the whole build).
+        fit. Cost: O(n) in C, no Python loop; once hashed, the time goes to the put loop (bound
+        by its random slot-table reads) and to the kernel's copy of the entries into the page
+        cache (see :func:`build_index_file` for the whole build).
 
         `keys` is anything :func:`rmqlab.jvm.hashcode.index_hash_many` accepts; pass `hashes`
         (int32, already index hashes) instead to skip hashing. A batch of 100,000 keys or more
@@ -660,7 +660,7 @@ class IndexFile:
 
     def flush(self, sync: bool = True) -> None:
         """Write the whole header (IndexHeader.updateByteBuffer) and, with `sync`, force the
-        map to disk (MappedByteBuffer.force: about 0.25 s for a full default-size file)."""
+        map to disk (MappedByteBuffer.force: one write-back of the map's dirty pages, O(file))."""
         self._require_writable()
         for name, value in self._h.items():
             self._set(name, value)
@@ -702,7 +702,8 @@ class IndexFile:
 
         Only hashes are compared: other keys with the same stored hash come back too.
         Cost: O(entries walked), at most the chain length; bounded even on corrupt files.
-        The walk runs in C (about 1-2 µs); :meth:`trace_query` walks the same way in Python.
+        The walk runs in C, no Python object an entry; :meth:`trace_query` walks the same way
+        in Python.
         """
         self._require_open()
         return _indexcore.select_one(
@@ -940,16 +941,13 @@ def build_index_file(path: str | os.PathLike, keys: Any, phy_offsets: Any, store
     Keys beyond the capacity (``index_num - 1``) are not written. The file appears atomically:
     it is written under a temporary name in the same folder, then renamed over `path`, so a
     reader sees either no file or the whole file. With `fsync` the bytes are also forced to disk
-    before the rename, so the file survives a power loss too (about 0.25 s more for a full
-    default-size file). Returns the number of keys written.
-    Cost: O(n) in C. 19,999,999 keys from a pyarrow array into a default-size file, one build
-    in a fresh process (page faults included): 0.30-0.46 CPU-seconds, median 0.34 (hashing
-    about 0.1 on two threads, the put loop 0.10-0.14, bound by its random slot-table reads;
-    the kernel's copy into the page cache 0.07-0.19), about 300 minor faults; measured at
-    0.55-1.31 s wall, median 0.83 of 5 processes, on a 2-core machine under a load of 8-9,
-    where the wall clock is mostly waiting for a core. Resident growth 97 MiB (the hashes and
-    the slot table), as the file's pages are written with pwrite and never mapped into the
-    process.
+    before the rename, so the file survives a power loss too (one more write-back of the whole
+    file). Returns the number of keys written.
+    Cost: O(n) in C, in three parts: hashing (on several threads for large inputs), the put
+    loop, bound by its random slot-table reads, and the kernel's copy into the page cache.
+    Memory: the hashes and the slot table (4 bytes a key and 4 a slot) over the inputs, as the
+    file's pages are written with pwrite and never mapped into the process (no page fault a
+    page written). Measured builds: benchmarks/RESULTS.md.
 
     >>> import tempfile, os
     >>> d = tempfile.mkdtemp()

@@ -762,7 +762,7 @@ def run_trial(workdir: str | os.PathLike, phase: str, seed: int, *, config: Cras
     recover copy A with :func:`rmqlab.store.recover.recover_store` and check it against them, apply
     the broker's restart to copy B and check it. Everything happens under `workdir`; the
     trial's folders are removed unless `keep`.
-    Cost: a writer process (about 2 s of interpreter start-up) plus the checks (< 1 s)."""
+    Cost: a writer process (mostly its interpreter start-up) plus the checks, O(messages)."""
     if trigger not in TRIGGERS:
         raise ValueError(f"trigger must be one of {TRIGGERS}, got {trigger!r}")
     config = config or CrashConfig()
@@ -842,8 +842,8 @@ def run_trials(n: int, phases: tuple[str, ...] = PHASES, seed: int = 0, *, workd
     ``seed * 100003 + i``. One row a trial (the fields of :class:`TrialResult`), in trial order.
     `jobs` trials run at once (threads, each waiting on its own writer process; the phases are
     calibrated first, one at a time). `workdir` None: a temporary folder, removed afterwards.
-    Cost: about 2 s a trial (mostly the writer's interpreter start-up) divided by `jobs`, on
-    as many cores."""
+    Cost: :func:`run_trial`'s a trial (mostly the writer's interpreter start-up), divided by
+    `jobs`, on as many cores."""
     from concurrent.futures import ThreadPoolExecutor
 
     config = config or CrashConfig()
@@ -907,7 +907,7 @@ def restart_story(workdir: str | os.PathLike, *, phase: str = "generate", kill_f
     key of every message written before the kill is then looked up in both (:func:`check_lookups`).
 
     The folders stay under `workdir` (crashed/, broker/, recovered/) for a look. Cost: two
-    writer processes (about 2 s each) and the checks, about 1 s.
+    writer processes (mostly their interpreter start-up) and the checks, O(messages).
     """
     if not 0 < kill_fraction < 1:
         raise ValueError(f"kill_fraction must be between 0 and 1, got {kill_fraction}")

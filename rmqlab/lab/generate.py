@@ -30,7 +30,8 @@ def generate_store(root: str | os.PathLike, workload, *, chunk_messages: int = 1
     ConsumeQueue, index files and checkpoint through :meth:`Store.dispatch` -- the same format
     code that reads real stores. Deterministic: the same workload gives the same bytes.
     `progress(done, total)` is called after each chunk. Refuses a folder that already holds a
-    CommitLog. Cost: about a million small messages/s for the CommitLog, then dispatch.
+    CommitLog. Cost: O(messages + bytes) for the CommitLog, vectorized a chunk at a time, then
+    dispatch.
     With `config_version` (a broker version such as "4.9.7") and `dispatch`, also writes
     config/ in that version's shape with simulated consumer progress (see
     :func:`write_simulated_config`); off by default.

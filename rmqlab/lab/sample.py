@@ -124,7 +124,8 @@ def build_sample_store(root: str | os.PathLike, *, workload: Workload = SAMPLE_W
                        **overrides) -> Store:
     """Write the sample store into `root` (which must not hold a CommitLog yet) and return its
     :class:`rmqlab.store.directory.Store`. `workload` / `overrides` (store options) are for experiments:
-    only the defaults match the committed manifest. Cost: about a second."""
+    only the defaults match the committed manifest. Cost: one :func:`generate_store` of the
+    sample workload, O(its messages)."""
     options = {**SAMPLE_STORE_OPTIONS, **overrides}
     return generate_store(root, workload, **options)
 
@@ -134,10 +135,10 @@ def sample_store(root: str | os.PathLike | None = None) -> Store:
 
     `root` defaults to ``data/generated/sample-store`` in the repository this package was
     installed from (editable install), so notebooks find it whatever their working folder.
-    A missing store is built in about a second. An existing one is reused only when its files
-    match the committed manifest (``data/MANIFEST.sha256``); a store that does not (edited,
-    damaged, or built by older code) is deleted and built again, and when the fresh build
-    does not match either, :class:`SampleStoreMismatchError` says which files differ.
+    A missing store is built with :func:`build_sample_store`. An existing one is reused only
+    when its files match the committed manifest (``data/MANIFEST.sha256``); a store that does
+    not (edited, damaged, or built by older code) is deleted and built again, and when the
+    fresh build does not match either, :class:`SampleStoreMismatchError` says which files differ.
     Installed without its repository (no manifest beside the package), the store is built
     when missing and reused unchecked. Cost: one SHA-256 pass over the store (about 10 MiB)
     the first time a process opens it; later calls compare file sizes and times only.

@@ -813,7 +813,7 @@ def _prefixed(prefix: str, numbers: np.ndarray) -> pa.Array:
 def _cumcount(groups: np.ndarray, n_groups: int) -> tuple[np.ndarray, np.ndarray]:
     """For each row, how many earlier rows share its group; and the row count of each group."""
     counts = np.bincount(groups, minlength=n_groups)
-    # a stable sort of small ints is a radix sort in NumPy: 5x faster than on int64
+    # a stable sort of small ints is a radix sort in NumPy: O(n), against O(n log n) on int64
     keys = groups.astype(np.uint16) if n_groups <= 1 << 16 else groups
     order = np.argsort(keys, kind="stable")
     first = np.cumsum(counts) - counts
@@ -1297,9 +1297,9 @@ def generate_chunks(w: Workload, chunk_messages: int = 1_000_000, *, bodies: boo
 def generate(w: Workload) -> pa.Table:
     """All CommitLog records of the workload as one Table (columns :data:`SCHEMA`), in CommitLog
     order: producer sends by arrival, with decision records and delivered copies of delayed
-    messages merged in by their own arrival (ties keep creation order). Cost: O(rows + bytes);
-    about 0.65 µs a small message on one core, 1.2 µs with every feature on (see
-    benchmarks/bench_workload.py).
+    messages merged in by their own arrival (ties keep creation order). Cost: O(rows + bytes),
+    vectorized a block at a time; each feature turned on adds its own passes over the rows it
+    touches (benchmarks/bench_workload.py measures both).
 
     >>> t = generate(Workload(messages=1000, transaction_fraction=0.2, delay_fraction=0.1,
     ...                       delay_levels=(1,), drain=True))

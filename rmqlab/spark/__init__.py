@@ -106,11 +106,11 @@ def get_session(master: str | None = None, app_name: str = "rmqlab",
                 conf: dict[str, Any] | None = None, *, remote: str | None = None):
     """A :class:`pyspark.sql.SparkSession` set up for this workbench (created, or the running one).
 
-    Cost: the first session in a Python process starts a JVM, about 12 s to the first query on a
-    2-core machine (13-22 s cold); later calls return the same session in well under 1 s. The
+    Cost: the first session in a Python process starts a JVM, the largest fixed cost of a job
+    (benchmarks/RESULTS.md, "JVM start"); later calls return the same session, no new JVM. The
     driver gets 4 GiB of heap (``spark.driver.memory=4g``); a JVM's heap is fixed when it starts,
-    so a later call cannot change it. A Spark Connect session (`remote`) starts no JVM: about
-    1 s to connect.
+    so a later call cannot change it. A Spark Connect session (`remote`) starts no JVM: one
+    connection to the server.
 
     >>> from rmqlab.spark import get_session                       # doctest: +SKIP
     >>> spark = get_session()                                      # doctest: +SKIP
@@ -120,13 +120,13 @@ def get_session(master: str | None = None, app_name: str = "rmqlab",
 
     Local mode (the default, ``master=None`` gives ``local[*]``, all cores) binds only to
     127.0.0.1, runs Python workers with this interpreter (``PYSPARK_PYTHON``, unless already set),
-    enables Arrow for pandas conversions (``createDataFrame`` from 5M pandas rows: about 3 s
-    instead of 100 s), uses 8 shuffle partitions (a 20M-row group-by: 13-16 s instead of 25 s on
-    2 cores), turns off the web UI and the console progress bar, and logs only errors (the
-    JVM's start-up warning about incubator modules is dropped from stderr too). `conf`
-    entries are applied last and override all of these. A cluster's master URL
-    (``master="spark://HOST:7077"``) gets the same settings; its executors then need rmqlab
-    importable by the Python given in ``PYSPARK_PYTHON``.
+    enables Arrow for pandas conversions (``createDataFrame`` from pandas ships column batches
+    instead of a Python object a value), uses 8 shuffle partitions (instead of Spark's 200, whose
+    per-task overhead outweighs the work on a few cores), turns off the web UI and the console
+    progress bar, and logs only errors (the JVM's start-up warning about incubator modules is
+    dropped from stderr too). `conf` entries are applied last and override all of these. A
+    cluster's master URL (``master="spark://HOST:7077"``) gets the same settings; its executors
+    then need rmqlab importable by the Python given in ``PYSPARK_PYTHON``.
 
     Spark Connect: ``remote="sc://HOST:PORT"``, or ``remote=None`` with the ``SPARK_REMOTE``
     environment variable set (pyspark's own convention), connects to a Spark Connect server:
@@ -153,7 +153,7 @@ def get_session(master: str | None = None, app_name: str = "rmqlab",
     # Spark reads booleans as "true"/"false"; str(True) would be "True".
     extra = {k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in (conf or {}).items()}
 
-    # Here rather than at the top: pyspark costs about 0.5 s to import.
+    # Here rather than at the top: importing pyspark is costly, and only sessions need it.
     if remote is not None:
         SparkSession = require("spark", "pyspark.sql", "rmqlab.spark").SparkSession
         builder = SparkSession.builder.remote(remote).appName(app_name)

@@ -154,8 +154,8 @@ class StoreSource(Source):
     the piece is read). On a cluster the store must be where every executor can read it.
     ``files`` holds each file's absolute path or URI.
 
-    Cost: about 300,000 messages/s per task (the decoder's speed, see benchmarks/RESULTS.md),
-    plus, off a local disk, one download of the file per task (and as much local disk).
+    Cost: per task, one decode of its file (:func:`rmqlab.formats.commitlog.read_columns`:
+    O(file)), plus, off a local disk, one download of the file (and as much local disk).
     """
 
     def __init__(self, path: str | os.PathLike, *, check_crc: bool = False):
@@ -214,9 +214,9 @@ class WorkloadSource(Source):
     How the pieces are joined (all decided on the driver, from `workload`):
 
     * Messages per file, M: from the mean record size of the first 100,000 messages
-      (generated on the driver once, about 0.1 s); ``num_partitions = ceil(messages / M)``,
-      the last piece gets the remainder, so the total is close to, not exactly,
-      ``workload.messages``.
+      (generated on the driver once: a fixed cost, whatever the workload's size);
+      ``num_partitions = ceil(messages / M)``, the last piece gets the remainder, so the total
+      is close to, not exactly, ``workload.messages``.
     * Time: piece ``i`` starts at ``Λ⁻¹(i · M · (1 + g))`` (Λ the workload's cumulative rate,
       g = 0.5% + 4/√M): each piece's span ends before the next one begins with high
       probability, leaving a short quiet gap (g of the piece's span) between pieces.

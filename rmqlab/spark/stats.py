@@ -197,8 +197,8 @@ def index_stats(spark, directory: str | os.PathLike, *, hash_slot_num: int | Non
     filesystems: a plain path (made absolute on the driver) or a URI Hadoop knows
     (``s3a://`` needs the hadoop-aws jars on the cluster), not pyarrow's.
 
-    Cost: per file as :func:`rmqlab.analysis.indexstats.file_stats` (about 1-2 s for a full default-size
-    file), files in parallel over the executors' cores, plus a few small Spark jobs.
+    Cost: per file as :func:`rmqlab.analysis.indexstats.file_stats` (O(slots + entries log entries)),
+    files in parallel over the executors' cores, plus a few small Spark jobs.
     """
     from pyspark.sql import functions as F
 

@@ -7,7 +7,7 @@ goes through :func:`format_frame`, which picks each column's kind from its name 
 from what it is told), so no cell shows ``5,000,000.0000``, ``1333329.819142`` or
 ``dtype: object``.
 
-Cost: :func:`format_value` is a few microseconds a value; :func:`format_frame` one call per
+Cost: :func:`format_value` is O(1) a value, plain Python; :func:`format_frame` one call per
 cell, meant for tables of at most a few thousand rows (the ones people read).
 
 >>> format_value(5_000_000, "count"), format_value(420_000_040, "bytes"), format_value(0.9777, "percent")

@@ -173,8 +173,8 @@ class QueryExplorer(WidgetBase):
         Offer the broker's own topics (SCHEDULE_TOPIC_XXXX, RMQ_SYS_*, ...) in the topic list.
     walk:
         Draw the walk diagram (the initial value of :attr:`walk_toggle`). It is the slowest part
-        of a refresh (about 1 s on the sample store, a figure of some 15 × 20 inches); turning it
-        off makes moving the time slider snappier.
+        of a refresh (a large figure, its size following the files searched and the entries
+        read); turning it off makes moving the time slider snappier.
     store_options:
         Keyword arguments of :class:`rmqlab.store.directory.Store` when `store` is a path.
 
@@ -184,9 +184,9 @@ class QueryExplorer(WidgetBase):
     :attr:`last_error` (the last error message or None), :attr:`begin` / :attr:`end` (absolute
     ms of the slider). Outputs: :attr:`timeline_image`, :attr:`summary_html`,
     :attr:`results_html`, :attr:`trace_html`, :attr:`walk_image`, :attr:`status_html`.
-    Cost per change: the query in both modes (about 0.1 s on the sample store), the timeline
-    (about 0.2 s) and the walk diagram (about 1 s); construction adds one read of the CommitLog
-    (about 0.2 s on the sample store) for the key suggestions and the timeline.
+    Cost per change: the query in both modes, the timeline and the walk diagram (the largest
+    part, see :func:`~rmqlab.viz.walk.query_walk_figure`); construction adds one read of the
+    CommitLog, O(messages), for the key suggestions and the timeline.
 
     A bad `store` (no such folder, not a store) raises at construction; problems with a query
     (no key, a key with a space, an empty store) show as a message in the widget.

@@ -127,9 +127,9 @@ def slot_chain_lengths(path_or_file: PathOrFile, *, start: int = 0, stop: int | 
     `path_or_file` is a path (mapped read-only with the geometry arguments, the broker's
     maxHashSlotNum / maxIndexNum; with neither only the default size is accepted) or an open
     :class:`IndexFile` (then the geometry arguments may be omitted; it is left open).
-    Cost: O(entries + hash_slot_num): about 0.5 s (mostly the bincount's scattered adds) and
-    about 250 MB of temporaries for a full default-size file (20M entries, 5M slots), in the
-    page cache; milliseconds for small files.
+    Cost: O(entries + hash_slot_num): one strided read of the hashes, a remainder and a
+    bincount (its scattered adds the largest part). Memory: two int32 arrays over the entries
+    (their hashes, then their slots: 8 bytes an entry) and the counts (12 bytes a slot).
 
     >>> import tempfile, os
     >>> from rmqlab.formats.indexfile import build_index_file
@@ -172,9 +172,8 @@ def slot_occupancy_image(path_or_file: PathOrFile, *, start: int = 0, stop: int 
     screen's resolution, shows only some of the cells. Axis units are cells either way.
 
     `path_or_file` and the geometry arguments as :func:`slot_chain_lengths`.
-    Cost: :func:`slot_chain_lengths` plus O(n) for the grid: about 0.55 s for a full
-    default-size file (5M slots, 20M entries) from its path, and about 1.1 s including
-    ``savefig`` to PNG (benchmarks/bench_viz.py, 2-core Xeon).
+    Cost: :func:`slot_chain_lengths` plus O(n) for the grid, then the drawing and ``savefig``
+    (benchmarks/bench_viz.py).
 
     >>> import tempfile, os, io
     >>> from rmqlab.formats.indexfile import build_index_file
@@ -298,8 +297,8 @@ def chain_length_histogram_figure(path_or_file: PathOrFile, *, hash_slot_num: in
     slot of thousands of entries never squeezes the comparison into a corner.
 
     `path_or_file` and the geometry arguments as :func:`slot_chain_lengths`.
-    Cost: that of :func:`~rmqlab.analysis.indexstats.chain_length_histogram` plus drawing: about
-    1.4 s for a full default-size file including ``savefig`` to PNG (benchmarks/bench_viz.py).
+    Cost: that of :func:`~rmqlab.analysis.indexstats.chain_length_histogram` plus drawing,
+    O(bars) (benchmarks/bench_viz.py).
 
     >>> import tempfile, os
     >>> from rmqlab.formats.indexfile import build_index_file
@@ -524,8 +523,7 @@ def entries_over_time(directory: str | os.PathLike, *, hash_slot_num: int | None
 
     Geometry arguments as :func:`rmqlab.analysis.indexstats.file_stats` (the same for every file).
     Cost: one header and one strided read of the 4-byte time diffs per file, and one
-    bincount per file: O(entries); about 1 s for a folder of one full default-size file,
-    including ``savefig`` to PNG (benchmarks/bench_viz.py).
+    bincount per file: O(entries), plus drawing, O(files + bins) (benchmarks/bench_viz.py).
     An empty folder gives a figure saying so; a file that is not an index file of that
     geometry raises its typed error.
 

@@ -732,7 +732,7 @@ def fields_hex_figure(table: pd.DataFrame, *, title: str | None = None) -> Figur
 
     The table is one of :func:`hex_fields`, :func:`ext_hex_fields` or :func:`batch_hex_fields`.
     Units: offsets in bytes from the start of the file; values as the table gives them
-    (signed big-endian integers). Cost: O(rows of the table); under a second to save as PNG.
+    (signed big-endian integers). Cost: O(rows of the table), saving as PNG included.
 
     >>> import tempfile, os
     >>> from rmqlab.formats.consumequeue_ext import ConsumeQueueExtWriter
@@ -826,8 +826,7 @@ def annotated_hex_figure(path_or_file: PathOrFile, *, slots: Numbers = None, ent
     A title row opens each region, and skipped bytes are one line, "… N bytes (slots k..m)
     not shown". Arguments as :func:`hex_fields`. Each byte-span rectangle has the gid
     ``"field:<name>"`` (for instance ``"field:entry[3].keyHash"``). Deterministic: the same
-    file and arguments give the same PNG bytes. Cost: O(fields shown); under a second to save
-    the default view as PNG.
+    file and arguments give the same PNG bytes. Cost: O(fields shown), saving as PNG included.
     """
     return fields_hex_figure(hex_fields(path_or_file, slots=slots, entries=entries, hash_slot_num=hash_slot_num,
                                         index_num=index_num, tz=tz))

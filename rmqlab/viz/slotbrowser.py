@@ -93,8 +93,8 @@ class SlotBrowser(WidgetBase):
     has as many columns as fit the page (each as wide as the longest "slot · entries" label),
     so it wraps rather than overflows at any width or font; the page buttons are disabled at
     the first and the last page.
-    Cost: :func:`~rmqlab.viz.figures.slot_chain_lengths` and the occupancy image once (about
-    1 s for a full default-size file), then a page of buttons per page and O(chain) per select.
+    Cost: :func:`~rmqlab.viz.figures.slot_chain_lengths` and the occupancy image once
+    (O(entries + hash_slot_num)), then a page of buttons per page and O(chain) per select.
     """
 
     def __init__(self, path_or_file: PathOrFile, *, hash_slot_num: int | None = None,

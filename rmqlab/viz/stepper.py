@@ -112,7 +112,7 @@ class InsertionStepper(WidgetBase):
         "new-slot" (RocketMQ >= 4.7.1: hashSlotCount counts slots that were empty) or
         "every-put" (<= 4.7.0: every put adds one).
     diagram:
-        Draw the chain diagram after every step (about 0.15 s); False leaves the image empty,
+        Draw the chain diagram after every step (one small figure); False leaves the image empty,
         for scripts that only want the tables and :attr:`history`.
 
     Attributes: the controls :attr:`step_button`, :attr:`reset_button`, :attr:`key_text`,
@@ -120,8 +120,8 @@ class InsertionStepper(WidgetBase):
     :attr:`history` (one dict per step, see :meth:`step`), :attr:`header_frame`,
     :attr:`slots_frame`, :attr:`entries_frame` (what the tables show, read from the file's
     bytes); the outputs :attr:`explanation`, :attr:`header_html`, :attr:`slots_html`,
-    :attr:`entries_html`, :attr:`chain_image`. Cost per step: one put (microseconds), one read of
-    the file and one small figure (about 0.1 s).
+    :attr:`entries_html`, :attr:`chain_image`. Cost per step: one put (O(1)), one read of
+    the file and one small figure (the largest part).
     """
 
     def __init__(self, keys: Sequence[str] | None = None, *, hash_slot_num: int = 4, index_num: int = 8,

@@ -374,8 +374,8 @@ def query_walk_figure(trace: Trace, *, max_steps: int = 24, tz: _dt.tzinfo | Non
     (lanes and boxes); each chain box is a patch whose gid is ``"step:<order>"`` (``order``
     of :func:`walk_table`), the slot boxes ``"slot:<file>"`` and the "more" boxes
     ``"more:<file>"``. No randomness: the same trace gives the same PNG bytes.
-    Cost: O(boxes drawn): about 0.3 s to build and 2 s to save as PNG (at 100 dpi; mostly
-    text rendering) for 10 searched files with 90 boxes, 0.1 s + 0.7 s for one file of 25.
+    Cost: O(boxes drawn); saving as PNG costs more than building the figure (mostly text
+    rendering).
     """
     max_steps = int(max_steps)
     if max_steps < 1:

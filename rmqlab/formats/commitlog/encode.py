@@ -265,7 +265,7 @@ def _host_table(table, name, n):
         vals = ["127.0.0.1:0"]
         codes = np.zeros(n, np.int64)
     else:
-        # Arrow factorizes in C++; going through Python str objects cost 0.35 µs a message
+        # Arrow factorizes in C++, with no Python str object a message
         col = table.column(name)
         col = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
         if col.null_count:
@@ -490,7 +490,7 @@ def encode_messages(columns, start_offset: int = 0, file_size: int = DEFAULT_FIL
     for topics over 127 bytes. `broker_version` and `append_prop_crc` as for
     :func:`encode_message`: the stored form of that broker (the final ``\\x02`` of 4.9.1 to
     5.1.x dropped; with `append_prop_crc` a ``__CRC32#`` pair ends every record's properties).
-    Cost: O(total bytes), about a million small messages/s.
+    Cost: O(total bytes): NumPy placement and one C pass, no Python object a message.
     """
     facts, crc = _version_form(broker_version, append_prop_crc)
     table = _to_table(columns)
