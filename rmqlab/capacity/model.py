@@ -86,8 +86,8 @@ __all__ = [
 _DAY = 86400.0
 _MONTH_DAYS = 365.25 / 12
 #: Entries of the largest index file the key sample simulates at full size; bigger files are
-#: simulated with fewer slots at the same load factor (see :func:`sample_occupancy`). 200,000
-#: keys hash in about 0.1 s.
+#: simulated with fewer slots at the same load factor (see :func:`sample_occupancy`), so the
+#: sample's cost does not grow with the planned geometry.
 SAMPLE_ENTRIES = 200_000
 #: Simulated files the key sample averages (most and fewest): a file's occupancy depends on
 #: which stretch of the key stream it holds (sequential order ids hash into runs that depend on
@@ -504,7 +504,7 @@ def sample_index_keys(plan: Plan, entries: int, *, hot_keys: int | None = None, 
     Zipf hot keys), each message's UNIQ_KEY first, then its KEYS tokens, as buildIndex does.
     `hot_keys` overrides the hot vocabulary size, `seed` the plan's seed; `first_order_id`
     starts the one-off order ids further along the stream (ORDER_<first_order_id>, ...).
-    Cost: about 0.3 CPU-µs a key; memory: the strings (33 bytes a key for the default plan)
+    Cost: O(keys), one string made a key; memory: the strings (33 bytes a key for the default plan)
     and one chunk of messages (the key sample itself never holds them: :func:`sample_occupancy`).
     """
     import pyarrow as pa
@@ -631,13 +631,12 @@ def sample_occupancy(plan: Plan, hash_slot_num: int | None = None, index_num: in
     `whole_files`: never scale. Where fewer than ``SAMPLE_FILES[1]`` full-size files fit in
     `max_entries`, hash `files` (default 1) whole full-size files instead, however many keys
     that takes. This is what the command line's estimate and report use unless told ``--fast``.
-    Cost: about 0.35 CPU-µs a key: 6.7-7.4 CPU-seconds for the default 19,999,999-key file
-    (30-40 s wall on 2 cores at a load average of 9). Memory: the keys stream through (made,
-    hashed and dropped :data:`_KEY_CHUNK_MESSAGES` messages at a time) and each file is measured
-    from its int32 hashes, so the peak is one chunk plus about 20 bytes per key of one file,
-    whatever the number of files: 0.69 GB peak RSS for the default file, one or two of them
-    (0.12 GB of it the interpreter), where holding every key string took 6.6 GB. Cost
-    otherwise: about 0.2-0.4 s at the default `max_entries`.
+    Cost: O(keys of the files hashed): with whole files, every key of a full default-size file
+    (19,999,999) is made and hashed. Memory: the keys stream through (made, hashed and dropped
+    :data:`_KEY_CHUNK_MESSAGES` messages at a time) and each file is measured from its int32
+    hashes, so the peak is one chunk plus about 20 bytes per key of one file, whatever the
+    number of files, where holding every key string would take tens of bytes a key more.
+    Cost otherwise: O(`max_entries`). Measured: benchmarks/RESULTS.md (capacity model).
 
     >>> from rmqlab.capacity.plan import parse_plan
     >>> plan = parse_plan({"index": {"hash_slot_num": 5000, "index_num": 20000}})
@@ -975,8 +974,8 @@ def estimate(plan: Plan, point: str = "likely", *, sample: bool | OccupancySampl
     plan's likely key shape; pass an :class:`OccupancySample` to reuse one); with
     ``sample=False`` from the uniform-hash model. `whole_files`: the key sample hashes whole
     full-size files, never scaled-down ones (:func:`sample_occupancy`): exact for any key
-    shape, about 7 CPU-seconds and 0.7 GB at the default geometry. Cost: < 1 s for the default
-    plan, nearly all in the key sample; ~1 ms with ``sample=False``.
+    shape, at the cost of hashing a whole file's keys. Cost: the key sample's
+    (:func:`sample_occupancy`), nearly all of it; O(1) arithmetic with ``sample=False``.
 
     >>> from rmqlab.capacity.plan import parse_plan
     >>> e = estimate(parse_plan({}), sample=False)
@@ -1024,7 +1023,7 @@ def monte_carlo_draws(plan: Plan, samples: int = 2000, seed: int | None = None, 
     PERT(low, likely, high) (a Beta scaled to [low, high] with mode `likely`; a plain number stays
     fixed); `seed` None uses the plan's seed. The real-hash occupancy is sampled once at the
     likely point and carried to each draw by the uniform model's ratio (see :func:`estimate`;
-    `whole_files` as there). Cost: ~50 ms for 2000 samples plus the key sample.
+    `whole_files` as there). Cost: O(samples) vectorized draws plus the key sample.
 
     >>> from rmqlab.capacity.plan import parse_plan
     >>> d = monte_carlo_draws(parse_plan({"traffic": {"messages_per_second": {"low": 1, "likely": 2, "high": 4}}}),
@@ -1071,7 +1070,7 @@ def monte_carlo(plan: Plan, samples: int = 2000, seed: int | None = None, *,
     :func:`monte_carlo_draws` (see there for `seed`, `sample` and `whole_files`). One row per
     output (index = output name), columns ``p5``, ``p50``, ``p95`` (by default) and ``mean``;
     infinite outputs (never reaching a disk threshold) count as +inf in percentiles and make
-    the mean inf. Cost: ~50 ms for 2000 samples plus the key sample.
+    the mean inf. Cost: O(samples) vectorized draws plus the key sample.
     """
     return draw_percentiles(monte_carlo_draws(plan, samples, seed, sample=sample, whole_files=whole_files),
                             percentiles)

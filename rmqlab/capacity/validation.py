@@ -289,7 +289,7 @@ def compare(scenario: Scenario, size: str, measured: dict[str, Any], plan: Plan,
 
     The model's key sample is the command line's default, whole files (``whole_files=True``):
     at "small" size several whole files fit the default budget anyway; at "full" size it
-    hashes one whole full-size file (20,000,000 keys, about 7 CPU-seconds). Scaled-down files keep the
+    hashes one whole full-size file (20,000,000 keys). Scaled-down files keep the
     load factor but not how runs of sequential ids fold into the real slot count, and miss
     occupancy by 1.3 % (many-keys) to 6 % (hot-keys) at full size (benchmarks/RESULTS.md,
     2026-11-22)."""
@@ -457,9 +457,9 @@ def validate(scenario: Scenario | str, *, size: str = "small", overrides: dict[s
     deleted afterwards unless `keep` (then ``frame.attrs["store"]`` is its folder).
     ``frame.attrs`` also holds the plan, the measurement and the estimate. The hit walks cover
     every distinct key of every file (a sample of keys misjudges their mean: see
-    :func:`_require_every_key_walked`). Cost: a few seconds for "small" (the store build
-    dominates); minutes and several GiB of disk for "full" (walking the 18,000,000 distinct
-    keys of a full file twice takes about 20 s of it).
+    :func:`_require_every_key_walked`). Cost: O(store): the store build dominates; "full"
+    writes stores of the broker's own sizes (several GiB of disk) and walks the 18,000,000
+    distinct keys of a full file twice.
 
     >>> df = validate("default")                                  # doctest: +SKIP
     >>> bool(df.ok.all())                                         # doctest: +SKIP

@@ -233,13 +233,12 @@ class Store:
 
         The CommitLog is read 262,144 messages at a time (:func:`commitlog.read_column_parts`)
         into Arrow columns, and each part written before the next is read, so memory is one
-        part's columns (about 90 MiB) whatever the store's size: +281 MiB anonymous at 16
-        million messages (benchmarks/bench_scaling.py). Cost (benchmarks/bench_dispatch.py,
-        2,000,000 messages, AMD EPYC with 2 cores at load 0.9): 3.2 M messages/s of wall time,
-        3.4 M/s of CPU, the read about 40 % of it, the index file's msync included; 0.4 µs of
-        CPU a message at 16 million. A store with BatchConsumeQueue topics or multi-dispatch, or
-        a part whose text is not UTF-8, is read as str objects instead (about twice the read's
-        cost).
+        part's columns (:data:`rmqlab.store.reput.PART_MESSAGES` messages) whatever the
+        store's size. Cost: O(messages), one pass over the CommitLog from the reput offset, the
+        index file's msync included. A store with BatchConsumeQueue topics or multi-dispatch, or
+        a part whose text is not UTF-8, is read as str objects instead (one Python object a
+        value: a slower read). Measured rates and memory: benchmarks/RESULTS.md (bench_dispatch,
+        bench_scaling).
 
         A damaged CommitLog record stops the dispatch: the messages before it are dispatched,
         the checkpoint written, and the record's FormatError raised.
@@ -273,8 +272,8 @@ class Store:
         what RocketMQ returns (hash matches, whole seconds, early stops, at most max_num);
         ``verified`` mode the real matches by millisecond store time, each marked with whether
         the broker returned it. Use :meth:`explain_key` for the reasons. Cost: broker mode opens
-        the index, walks it and reads only the offsets returned (0.4-0.6 ms of CPU time on a
-        10,000,000-message store at load 9); verified mode is :meth:`explain_key`'s."""
+        the index, walks the key's chains and reads only the offsets returned: O(entries walked
+        + max_num); verified mode is :meth:`explain_key`'s."""
         if mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
         if mode == "broker":
@@ -293,8 +292,8 @@ class Store:
                    unique: bool = False) -> pd.DataFrame:
         """:meth:`query_by_key` for many keys in one table, one row per (key, message), keys in
         order (see :func:`rmqlab.store.keyquery.query_many`). Cost: the broker walks of all keys in C
-        and one CommitLog read of every distinct offset found: about 8 µs a key in broker mode
-        on a 10,000,000-message store (CPU time; keys drawn from random messages, 13.5 rows a key).
+        and one CommitLog read of every distinct offset found: O(entries walked + distinct
+        offsets) in broker mode.
 
         >>> from rmqlab.lab.sample import sample_store
         >>> t = sample_store().query_many("Orders", ["ORDER_Aa0", "ORDER_BB0"], mode="verified")

@@ -581,9 +581,9 @@ class IndexService:
         after a file filled (a new, possibly empty, file). Cost: O(keys) in C, no Python loop
         per message or key: with object text columns (what commitlog.read_columns gives) or
         Arrow ones (``read_columns(arrow=True)``: the topic as dictionary codes) the keys are
-        hashed in C from the str objects or the UTF-8 buffers (:func:`index_key_hashes`, about
-        0.1 s a million messages of two keys); other storage goes through Arrow
-        (:func:`expand_columns`), about three times slower.
+        hashed in C from the str objects or the UTF-8 buffers (:func:`index_key_hashes`, no
+        string made a key); other storage goes through Arrow (:func:`expand_columns`), which
+        makes each ``topic#key`` string first.
         """
         ts_col = columns["store_timestamp"]
         store_ts = np.asarray(ts_col, dtype=np.int64)
@@ -669,8 +669,7 @@ class IndexService:
         Each file is walked once for all the keys still looking (in C), in the broker's file
         order and with its stop rules, each key with the room its list has left; a key drops
         out when its list holds max_num offsets. ``result.entries_read[i]`` counts the entries
-        the broker reads for key i. Cost: O(total entries walked) plus the hashing of the keys,
-        about 1 µs a key.
+        the broker reads for key i. Cost: O(total entries walked) plus one hash a key, in C.
 
         >>> import tempfile
         >>> with IndexService(tempfile.mkdtemp(), 4, 32, read_only=False) as s:

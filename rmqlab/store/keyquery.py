@@ -240,11 +240,9 @@ def query_many(index: IndexService, read_messages: MessageReader, topics: Any, k
     Cost: the broker walks of all keys, file by file in C (:meth:`IndexService.query_offsets_many`),
     one CommitLog read of each distinct offset found, and the table made once from columns;
     verified mode adds a full walk of every key's chain in every file and reads every
-    candidate. On a 10,000,000-message store (benchmarks/bench_store.py, CPU time, 2 cores at
-    load 6-10): broker mode, 100,000 keys drawn from random messages (1.35 M rows, 240,000
-    distinct messages) in 0.75-0.8 s: the walks and hashing 0.16, reading the messages 0.35,
-    the table 0.15; verified mode, 10,000 distinct keys (1.4 M rows out of all the hot keys'
-    candidates) in about 4.5 s.
+    candidate. Broker mode: O(entries walked + distinct offsets found), reading the messages
+    the larger part; verified mode: O(every chain entry of every key + candidates). Measured
+    rates: benchmarks/RESULTS.md (bench_store).
 
     >>> from rmqlab.lab.sample import sample_store
     >>> store = sample_store()

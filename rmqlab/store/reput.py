@@ -43,9 +43,9 @@ from rmqlab.tables.arrow import arrow_column
 __all__ = ["DispatchReport", "dispatch_store", "QueueWriters", "queue_groups", "write_consume_queue_units", "Run",
            "PART_MESSAGES", "MAX_OPEN_WRITERS"]
 
-#: Messages a part: about 360 B of columns each with the text as Arrow, so about 90 MiB a part.
+#: Messages a part: dispatch holds one part's columns (a few hundred bytes a message, text as Arrow).
 PART_MESSAGES = 1 << 18
-#: Queue writers kept open at once (each holds a file descriptor; reopening one costs about 1 ms).
+#: Queue writers kept open at once (each holds a file descriptor; reopening one finds its end again).
 MAX_OPEN_WRITERS = 256
 #: The text columns the broker decodes as Strings before it names queues and hashes keys.
 _TEXT = ("topic", "tags", "keys", "uniq_key", "properties")

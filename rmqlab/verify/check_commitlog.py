@@ -26,7 +26,7 @@ from rmqlab.verify.report import FileReport, make_problem, problem_from_error
 KEY_CODE_HASH_BITS = 31
 #: messages decoded at a time while a CommitLog file is walked: their strings (about 400 bytes a
 #: message) exist only for one chunk, which is checked and reduced to the numbers of
-#: :class:`Messages` (smaller chunks measured no slower down to this size)
+#: :class:`Messages`; a chunk bounds the strings alive at once
 MESSAGE_CHUNK = 1 << 16
 #: messages a window of the cross-file checks holds (:meth:`CommitLogScan.walk`): the joins of
 #: index entries and queue units against the messages hold one window's numbers (about 70 bytes

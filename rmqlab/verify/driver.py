@@ -58,17 +58,15 @@ def verify_path(path: str | os.PathLike, *, kind: Kind | None = None, hash_slot_
     the most common file size). `check_crc`: compute every BODYCRC. `broker_version` (None:
     5.x) picks the release's multi-dispatch rule for the light message queue check. Read-only. Raises
     FileNotFoundError / ValueError for a missing or unrecognisable `path`; bad bytes are
-    problems in the report, never exceptions. Cost: O(store), vectorized: about 0.3 s for a
-    store of 2,000 messages in small files, dominated by a fixed cost per CommitLog file;
-    about 9 CPU-s for 4,000,000 messages (benchmarks/bench_scaling.py); a store that
+    problems in the report, never exceptions. Cost: O(store), vectorized, plus a fixed cost a
+    CommitLog file (a small store of many small files is dominated by it); a store that
     multi-dispatches to plain topic queues (4.9.x) walks its CommitLog twice. Memory: bounded,
     whatever the store holds. The CommitLog is walked once, MESSAGE_CHUNK messages decoded and
     checked at a time, and index entries and queue units are joined with its messages a window
     of WINDOW_MESSAGES messages at a time (:class:`CommitLogScan`, about 70 bytes a message of
     the window), CROSS_CHUNK entries or units at a time; each index file's own checks hold two
-    flags an entry. Peak anonymous growth: 132 MiB at 250,000 messages, 196 MiB at 1,000,000
-    and 232 MiB at 4,000,000 (it was 1,022 MiB there with one table of every message, and
-    3,005 MiB when that table held the strings).
+    flags an entry. Measured time and memory by store size: benchmarks/RESULTS.md
+    (bench_scaling).
 
     >>> import tempfile
     >>> from rmqlab.lab.generate import generate_store
