@@ -21,7 +21,20 @@ names every difference and why it happened:
 ``missed-max-num``        max_num offsets were found before this one (collisions count too)
 ========================  =====================================================================
 
-The module needs only an :class:`~rmqlab.store.indexservice.IndexService` and a function that reads
+**Which way in.** Each kind of key query has one public entry point; on a store directory use
+the :class:`~rmqlab.store.directory.Store` method, which calls this module:
+
+=========================================  ==========================================================
+the broker's answer for one key            :meth:`Store.query_by_key` (``rmqlab store query``)
+the same for a UNIQ_KEY message id         :meth:`Store.query_by_unique_key` (``--unique-key``)
+both modes, every difference explained     :meth:`Store.explain_key`, a :class:`KeyQuery` (``--explain``)
+many keys in one table                     :meth:`Store.query_many` (``--keys-file``)
+an index without a store, or one index     :func:`query_key` / :func:`query_many` with an IndexService
+file, with messages read your own way      or a :class:`OneFileIndex` and a message reader
+the walk step by step (the figures)        :meth:`IndexService.trace_query`, :meth:`IndexFile.trace_query`
+=========================================  ==========================================================
+
+This module needs only an :class:`~rmqlab.store.indexservice.IndexService` and a function that reads
 messages at CommitLog offsets; :class:`rmqlab.store.directory.Store` supplies one from the CommitLog.
 Cost: the broker walk, plus a full walk of the key's chain in every file (about the number of
 entries in its slots) and one CommitLog read per candidate.
