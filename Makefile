@@ -10,7 +10,7 @@ APP_TOKEN ?= $(shell python3 -c 'import secrets; print(secrets.token_hex(24))')
 ALLOW_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root,)
 
 .PHONY: test check lab app java chromium fonts screenshots bench bench-store bench-commitlog bench-dispatch bench-kafka bench-spark \
-        bench-scaling \
+        bench-scaling bench-cli \
         conformance data clean
 
 $(STAMP): pyproject.toml setup.py .ci/install-kernel $(wildcard rmqlab/_native/*.c rmqlab/_native/*.h)
@@ -96,6 +96,11 @@ bench-kafka: $(STAMP)
 # space in $TMPDIR and 10 minutes.
 bench-scaling: $(STAMP)
 	cd benchmarks && ../$(VPY) bench_scaling.py $(ARGS)
+
+# Command-line start-up: one trivial command of each group, one fresh process a run; compare with
+# the code before a change: make bench-cli ARGS="--python-path before=/path/to/old/checkout --record".
+bench-cli: $(STAMP)
+	cd benchmarks && ../$(VPY) bench_cli.py $(ARGS)
 
 # 200,000,000 index keys with Spark on local[2] and local[1]: about 5 minutes, 8 GiB of scratch disk.
 bench-spark: $(STAMP) java

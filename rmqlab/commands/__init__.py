@@ -2,9 +2,15 @@
 
 Each module defines ``register(subparsers)``: it adds its group's parser and sets
 ``run=function(args) -> exit status`` on every leaf command. `rmqlab.cli` lists the modules in
-``COMMAND_GROUPS``, parses, and applies the shared error handling (typed errors exit 1 with
-their message, usage errors exit 2). Human-readable output by default; ``--json`` prints JSON to
-stdout (one object per line for streams of records); logs go to stderr.
+``COMMAND_GROUPS`` (with each group's one-line help, so that ``rmqlab --help`` imports none of
+them), imports the one a command line names, parses, and applies the shared error handling
+(typed errors exit 1 with their message, usage errors exit 2). Human-readable output by default;
+``--json`` prints JSON to stdout (one object per line for streams of records); logs go to stderr.
+
+Start-up: at module level a group imports the standard library, this package and
+:mod:`rmqlab.commands.defaults` (the defaults and choices its parser shows) only; NumPy,
+pandas, PyArrow and the library modules that use them are imported inside the functions that
+run commands, so ``rmqlab GROUP --help`` starts at once (tests/test_cli_startup.py).
 """
 
 

@@ -4,10 +4,9 @@
 plan.toml`` prints the model's outputs at the likely point; ``rmqlab capacity report plan.toml
 --out report.html`` writes the self-contained HTML report (``--json``: its numbers on stdout).
 Both hash whole full-size index files of keys shaped like the plan's for slot occupancy and
-chains (about 7 CPU-seconds and 0.7 GB a configuration at the broker's default geometry,
-announced on stderr);
-``--fast`` uses scaled-down files instead (under 1 s; occupancy up to 6 % off for workloads of
-sequential ids or few distinct keys, see rmqlab/capacity/README.md).
+chains (every key of a full file, a configuration at a time, announced on stderr);
+``--fast`` uses scaled-down files instead (a fixed-size sample; occupancy up to 6 % off for
+workloads of sequential ids or few distinct keys, see rmqlab/capacity/README.md).
 A bad plan exits with status 2 and the PlanError message, which starts with the field's dotted
 path (``traffic.messages_per_second: must be > 0, got -5``), on stderr.
 """
@@ -16,9 +15,13 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from typing import TYPE_CHECKING
 
-from rmqlab.capacity.plan import EXAMPLE_PLAN_TOML, POINTS, PlanError, load_plan
+from rmqlab.commands.defaults import PLAN_POINTS
 from rmqlab.extras import require
+
+if TYPE_CHECKING:
+    from rmqlab.capacity.plan import PlanError
 
 #: Exit status of a plan with bad input: a usage error, as argparse's.
 BAD_PLAN = 2
@@ -39,7 +42,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     p = csub.add_parser("estimate", help="the model's outputs for a plan at one point of its intervals")
     p.add_argument("plan", metavar="PLAN.toml")
-    p.add_argument("--point", choices=POINTS, default="likely", help="every interval at this value (default likely)")
+    p.add_argument("--point", choices=PLAN_POINTS, default="likely",
+                   help="every interval at this value (default likely)")
     p.add_argument("--json", action="store_true", help="print JSON to stdout")
     _fast_option(p)
     p.set_defaults(run=_estimate)
@@ -74,6 +78,7 @@ def _bad_plan(e: PlanError) -> int:
 
 def _report(args) -> int:
     from rmqlab.capacity.analysis import analyse_plan, report_json
+    from rmqlab.capacity.plan import PlanError, load_plan
 
     if not args.out and not args.json:
         print("rmqlab: error: give --out FILE.html, --json, or both", file=sys.stderr)
@@ -105,6 +110,7 @@ def _report(args) -> int:
 def _estimate(args) -> int:
     from rmqlab.capacity.analysis import json_number, output_kind
     from rmqlab.capacity.model import estimate
+    from rmqlab.capacity.plan import PlanError, load_plan
     from rmqlab.tables.display import format_value
 
     try:
@@ -129,5 +135,7 @@ def _estimate(args) -> int:
 
 
 def _example(args) -> int:
+    from rmqlab.capacity.plan import EXAMPLE_PLAN_TOML
+
     sys.stdout.write(EXAMPLE_PLAN_TOML)
     return 0

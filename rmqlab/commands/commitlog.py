@@ -15,9 +15,10 @@ from __future__ import annotations
 import base64
 import json
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from rmqlab.formats.commitlog import Message, iter_messages
+if TYPE_CHECKING:
+    from rmqlab.formats.commitlog import Message
 
 
 def message_dict(m: Message) -> dict[str, Any]:
@@ -43,6 +44,8 @@ def message_dict(m: Message) -> dict[str, Any]:
 
 
 def _cmd_dump(args) -> int:
+    from rmqlab.formats.commitlog import iter_messages
+
     stream = iter_messages(args.target, check_crc=False, on_error="report" if args.keep_going else "raise")
     n = 0
     for m in stream:

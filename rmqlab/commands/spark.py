@@ -7,9 +7,8 @@ import json
 import time
 
 from rmqlab.commands import UsageError
+from rmqlab.commands.defaults import DEFAULT_HASH_SLOT_NUM, DEFAULT_INDEX_NUM, PATTERNS
 from rmqlab.extras import require
-from rmqlab.formats.indexfile import DEFAULT_HASH_SLOT_NUM, DEFAULT_INDEX_NUM
-from rmqlab.lab.workload import PATTERNS
 
 
 def register(sub: argparse._SubParsersAction) -> None:

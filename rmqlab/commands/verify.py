@@ -22,9 +22,13 @@ from __future__ import annotations
 import argparse
 import json
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from rmqlab.commands import UsageError
-from rmqlab.verify import KINDS, VerifyReport, verify_path
+from rmqlab.commands.defaults import VERIFY_KINDS as KINDS
+
+if TYPE_CHECKING:
+    from rmqlab.verify import VerifyReport
 
 #: Exit status when verify finds an error: the same as a bad file.
 VERIFY_FAILED = 1
@@ -80,6 +84,8 @@ def run(args) -> int:
         v = getattr(args, name)
         if v is not None and v <= 0:
             raise UsageError(f"--{name.replace('_', '-')} must be > 0")
+    from rmqlab.verify import verify_path
+
     try:
         report = verify_path(args.target, kind=args.kind, hash_slot_num=args.hash_slot_num,
                              index_num=args.index_num, commitlog_file_size=args.commitlog_file_size,
