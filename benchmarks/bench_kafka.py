@@ -197,7 +197,7 @@ def main() -> None:
                  "| path | s | GB/s | new / old |", "|---|---:|---:|---:|"]
         for label, s in median.items():
             ratio = ""
-            if label.endswith(": new (C)") or label.endswith(": new"):
+            if label.endswith((": new (C)", ": new")):
                 old_label = label.replace("new (C)", "old (Python)").replace(": new", ": old")
                 ratio = f"{median[old_label] / s:.1f}x"
             lines.append(f"| {label} | {s:.3f} | {size / s / 1e9:.2f} | {ratio} |")

@@ -285,7 +285,7 @@ def test_notebook_05_explorer_in_jupyterlab(lab, browser, sample, artifacts):
         assert (topic, key, max_num) == ("Orders", "USER_20", 64)       # the notebook's parameters
         before_rows, before_caption, before_walk = explorer.rows(), explorer.caption(), explorer.walk_src()
         assert before_rows == expected_broker_rows(sample, topic, key, window, max_num) > 0
-        assert before_walk.startswith("blob:") or before_walk.startswith("data:image/png")
+        assert before_walk.startswith(("blob:", "data:image/png"))
         explorer.screenshot(artifacts / "jupyterlab-05-explorer-before.png")
 
         # Narrow the range: drag its start to 60 % of the store's time span.

@@ -107,7 +107,7 @@ def test_chains_of_random_keys_follow_the_uniform_theory():
     s = chain_lengths_from_keys(keys, m, n)
     theory = chain_length_theory(m, n)
     # slots with chain length c: Binomial-ish counts, sd <= sqrt(expected)
-    for c in range(0, 10):
+    for c in range(10):
         expected = float(theory.slots[c])
         got = int(s.histogram.slots[s.histogram.chain_length == c].sum())
         assert abs(got - expected) <= 5 * math.sqrt(expected) + 1, c

@@ -116,7 +116,7 @@ def test_the_page_is_self_contained_with_every_section_and_figure(page):
         for name in ("src", "href"):
             value = attrs.get(name)
             if value is not None:
-                assert value.startswith("#") or value.startswith("data:image/png;base64,"), (tag, value[:60])
+                assert value.startswith(("#", "data:image/png;base64,")), (tag, value[:60])
     assert "http://" not in page and "https://" not in page and "url(" not in page
     assert [(hid, text) for tag, hid, text in p.headings if tag == "h2"] == list(SECTIONS)
     images = [a["src"] for t, a in p.tags if t == "img"]

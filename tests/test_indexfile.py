@@ -398,7 +398,7 @@ def _random_inputs(rng: random.Random, n: int, vocab: list[str]):
     for _ in range(n):
         r = rng.random()
         if r < 0.15:
-            ts = ts                                    # equal
+            pass                                       # equal: ts stays
         elif r < 0.3:
             ts = ts - rng.randrange(0, 5000)           # out of order
         elif r < 0.33:

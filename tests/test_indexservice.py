@@ -469,7 +469,7 @@ def test_query_offsets_many_across_files_matches_model(tmp_path):
     queries = [(t, k) for t in ("T", "U") for k in ("a", "b", "Aa", "BB", "zz")]
     with IndexService(tmp_path, hsn, inum) as svc:
         assert len(svc) > 10
-        for max_num in range(0, 12):
+        for max_num in range(12):
             ranges = [(0, LONG_MAX), (T0, T0)] + [(T0 + b, T0 + b + w) for b in range(-5_000, 60_000, 2_500)
                                                   for w in (-3_000, 0, 4_000, LONG_MAX - T0 - 60_000)]
             for begin, end in ranges:

@@ -34,8 +34,7 @@ def model_multi_dispatch(topic, queue_id, props, enable_lmq, enable_multi_dispat
     line_49 = version is not None and version.startswith("4.9.")
     if not enable_multi_dispatch:
         return []
-    if not line_49 and (topic.startswith("%RETRY%") or topic.startswith("rmq_sys_")
-                        or topic == "SCHEDULE_TOPIC_XXXX"):
+    if not line_49 and (topic.startswith(("%RETRY%", "rmq_sys_")) or topic == "SCHEDULE_TOPIC_XXXX"):
         return []
     names, offsets = props.get("INNER_MULTI_DISPATCH"), props.get("INNER_MULTI_QUEUE_OFFSET")
     if is_blank(names) or is_blank(offsets):

@@ -25,7 +25,7 @@ JAVA_FIELDS = ["physic_msg_timestamp", "logics_msg_timestamp", "index_msg_timest
                "master_flushed_offset", "confirm_phy_offset"]
 
 
-@pytest.mark.parametrize("size", range(0, 40))
+@pytest.mark.parametrize("size", range(40))
 def test_a_truncated_file_names_the_field_its_end_cuts(tmp_path, size):
     p = tmp_path / "checkpoint"
     p.write_bytes(b"\x01" * size)

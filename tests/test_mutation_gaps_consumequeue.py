@@ -709,8 +709,8 @@ def test_raw_units_default_to_every_unit_and_keep_to_the_range(seven):
     truth = struct_units(seven)
     with ConsumeQueue.open(seven, 80) as q:
         every = q.raw_units()
-        assert [tuple(int(v) for v in u) for u in every] == [truth[i] for i in range(0, 10)]
-        assert [int(u["commitlog_offset"]) for u in q.raw_units(None, 5)] == [truth[i][0] for i in range(0, 5)]
+        assert [tuple(int(v) for v in u) for u in every] == [truth[i] for i in range(10)]
+        assert [int(u["commitlog_offset"]) for u in q.raw_units(None, 5)] == [truth[i][0] for i in range(5)]
         assert [int(u["commitlog_offset"]) for u in q.raw_units(6)] == [truth[i][0] for i in range(6, 10)]
         assert len(q.raw_units(5, 5)) == 0 and len(q.raw_units(7, 4)) == 0
 

@@ -549,7 +549,7 @@ def test_index_self_loop_and_cycle_checks_stay_bounded(tmp_path):
     poke(path, 40 + 4 + 20 * 30 + 16, "i", 30)          # entry 30 points at itself
     poke(path, 40 + 4 + 20 * 10 + 16, "i", 40)          # entry 10 points forward into the chain
     rep = verify_index_file(path, hash_slot_num=1)
-    first = [p for p in rep.problems if p.check == "index.prev-range"][0]
+    first = next(p for p in rep.problems if p.check == "index.prev-range")
     assert first.offset == 40 + 4 + 20 * 10 + 16 and first.count == 2
 
 

@@ -134,7 +134,7 @@ def output_kind(name: str) -> str:
     kinds = {n: k for n, _, k in RESULT_ROWS}
     if name in kinds:
         return kinds[name]
-    if name.endswith("_bytes") or name.endswith("_bytes_per_day"):
+    if name.endswith(("_bytes", "_bytes_per_day")):
         return "bytes"
     if name.startswith("days_to_"):
         return "days"
