@@ -48,8 +48,8 @@ fonts:
 test: $(STAMP) java chromium fonts
 	$(VPY) -m pytest -q
 
-# Lint (ruff: pyflakes, pycodestyle, bugbear, isort, pyupgrade) and types (mypy on the formats, the
-# dispatch rules, the Kafka package and the comparison); CI runs this before the tests.
+# Lint (ruff: pyflakes, pycodestyle, bugbear, isort, pyupgrade, code that does nothing) and types
+# (mypy on jvm/, tables/, rules/, formats/, kafka/, the store engine and verify/); CI runs this first.
 check: $(STAMP)
 	$(VENV)/bin/ruff check rmqlab tests benchmarks
 	$(VENV)/bin/mypy
