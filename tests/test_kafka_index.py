@@ -38,28 +38,42 @@ from rmqlab.kafka.index import (
 
 REAL = REAL_DATA / "kafka"
 
-# Per-directory READMEs of the real-data folder: base offset, offset-index entries, time-index
-# entries, and the entries they spell out (None: only the count is documented).
+# Per-directory READMEs of the real-data folder, by segment (directory / base offset): base
+# offset, offset-index entries, time-index entries, and the entries they spell out (None: only
+# the count is documented; counts from the README's file sizes: 8 bytes an offset entry, 12 a
+# time entry).
 EXPECTED = {
-    "LDI-POC/__consumer_offsets-6": (0, 2, 3, [(3, 4730), (7, 9571)],
+    "LDI-POC/__consumer_offsets-6/00000000000000000000": (0, 2, 3, [(3, 4730), (7, 9571)],
                                      [(1769791783399, 3), (1769792518093, 7), (1769793578176, 12)]),
-    "flink-on-prem/_schemas-0": (0, 1, 2, [(8, 4154)], None),
-    "flink-on-prem/__consumer_offsets-34": (0, 1, 1, [(9, 4268)], None),
-    "flink-on-prem/__consumer_offsets-28": (0, 0, 1, [], [(1713533857013, 3)]),
-    "flink-on-prem/connect-offsets-14": (0, 19, 20, None, None),
+    "flink-on-prem/_schemas-0/00000000000000000000": (0, 1, 2, [(8, 4154)], None),
+    "flink-on-prem/__consumer_offsets-34/00000000000000000000": (0, 1, 1, [(9, 4268)], None),
+    "flink-on-prem/__consumer_offsets-28/00000000000000000000": (0, 0, 1, [], [(1713533857013, 3)]),
+    "flink-on-prem/connect-offsets-14/00000000000000000000": (0, 19, 20, None, None),
     # the pre-3.8 quirk: the stored offset is 6 (a rebuild would write 7); it must read back as 6
-    "flink-on-prem/connect-status-1": (0, 0, 1, [], [(1713541794161, 6)]),
-    "flink-on-prem/_confluent-controlcenter-7-6-0-1-monitoring-trigger-event-rekey-0": (0, 10, 11, None, None),
-    "kafka-0.11.0/test0-0": (0, 0, 1, [], [(1600054618983, 10)]),
-    "kafka-0.11.0/mac_test-0": (78, 0, 0, [], []),
-    "kafka-2.7.1/__consumer_offsets-17": (0, 0, 1, [], [(1670071252901, 0)]),
-    "kraft-metadata-restart/__cluster_metadata-0": (0, 22, 24, None, None),
+    "flink-on-prem/connect-status-1/00000000000000000000": (0, 0, 1, [], [(1713541794161, 6)]),
+    "flink-on-prem/_confluent-controlcenter-7-6-0-1-monitoring-trigger-event-rekey-0/00000000000000000000":
+        (0, 10, 11, None, None),
+    "kafka-0.11.0/test0-0/00000000000000000000": (0, 0, 1, [], [(1600054618983, 10)]),
+    "kafka-0.11.0/mac_test-0/00000000000000000078": (78, 0, 0, [], []),
+    "kafka-2.7.1/__consumer_offsets-17/00000000000000000000": (0, 0, 1, [], [(1670071252901, 0)]),
+    "kraft-metadata-restart/__cluster_metadata-0/00000000000000000000": (0, 22, 24, None, None),
+    # kafka-3.6-compacted/README: cleaned and compacted __consumer_offsets, 0-byte .index files
+    "kafka-3.6-compacted/__consumer_offsets-9/00000000000000000000": (0, 0, 1, [], [(1774915316094, 9906)]),
+    "kafka-3.6-compacted/__consumer_offsets-9/00000000000000009907": (9907, 109, 111, None, None),
+    "kafka-3.6-compacted/__consumer_offsets-32/00000000000000000000": (0, 0, 1, [], None),
+    "kafka-3.6-compacted/__consumer_offsets-32/00000000000000000192": (192, 0, 2, [], None),
+    **{f"kafka-3.6-compacted/__consumer_offsets-{n}/00000000000000000000": (0, 0, 1, [], None)
+       for n in (8, 16, 20, 22, 29, 31, 38)},
+    # multi-record batches: offset entries at a batch's last offset, time entries at the record
+    # holding the batch's max timestamp (a leader before Kafka 3.8)
+    "kafka-3.6-compacted/stock-market-batch-0/00000000000000012910": (12910, 30, 29, None, None),
+    "kafka-3.6-compacted/stock-market-realtime-0/00000000000000003101": (3101, 6, 8, None, None),
 }
 
 needs_real = needs_real_data(REAL)
 
 
-def real_dirs():
+def real_segments():
     return sorted(EXPECTED)
 
 
@@ -84,17 +98,18 @@ def brute_lower(keys: list[int] | np.ndarray, target: int) -> int:
 @pytest.mark.realdata
 @needs_real
 def test_every_real_index_file_is_documented():
-    found = {str(p.parent.relative_to(REAL)) for p in REAL.rglob("*.index")}
-    found |= {str(p.parent.relative_to(REAL)) for p in REAL.rglob("*.timeindex")}
-    assert found == set(EXPECTED), "a real-data directory is missing from EXPECTED (or vice versa)"
+    found = {str(p.with_suffix("").relative_to(REAL)) for p in REAL.rglob("*.index")}
+    found |= {str(p.with_suffix("").relative_to(REAL)) for p in REAL.rglob("*.timeindex")}
+    assert found == set(EXPECTED), "a real-data segment is missing from EXPECTED (or vice versa)"
 
 
 @pytest.mark.realdata
 @needs_real
-@pytest.mark.parametrize("rel", real_dirs())
+@pytest.mark.parametrize("rel", real_segments())
 def test_real_indexes_open_check_and_match_the_readmes(rel):
     base, n_index, n_time, index_entries, time_entries = EXPECTED[rel]
-    folder = REAL / rel
+    folder = (REAL / rel).parent
+    assert (REAL / rel).name == f"{base:020d}"
     ip = folder / segment_file_name(base, ".index")
     tp = folder / segment_file_name(base, ".timeindex")
     assert base_offset_of(ip) == base == base_offset_of(tp)
@@ -154,10 +169,10 @@ def test_zero_byte_segment_with_base_offset_78():
 
 @pytest.mark.realdata
 @needs_real
-@pytest.mark.parametrize("rel", real_dirs())
+@pytest.mark.parametrize("rel", real_segments())
 def test_real_lookups_equal_a_full_scan(rel):
     base = EXPECTED[rel][0]
-    with OffsetIndex.open(REAL / rel / segment_file_name(base, ".index")) as idx:
+    with OffsetIndex.open((REAL / rel).parent / segment_file_name(base, ".index")) as idx:
         keys = idx.offsets.tolist()
         targets = list(range(base - 2, (keys[-1] if keys else base) + 3))
         for t in targets:
@@ -165,7 +180,7 @@ def test_real_lookups_equal_a_full_scan(rel):
             want = (keys[s], int(idx.positions[s])) if s >= 0 else (base, 0)
             assert idx.lookup(t) == want and idx.lookup(t, algorithm="classic") == want
         assert idx.lookup_many(targets).tolist() == [idx.lookup(t) for t in targets]
-    with TimeIndex.open(REAL / rel / segment_file_name(base, ".timeindex")) as tix:
+    with TimeIndex.open((REAL / rel).parent / segment_file_name(base, ".timeindex")) as tix:
         ts = tix.timestamps.tolist()
         targets = sorted({x + d for x in ts for d in (-1, 0, 1)} | {0, 2**62})
         for t in targets:
@@ -176,11 +191,11 @@ def test_real_lookups_equal_a_full_scan(rel):
 
 @pytest.mark.realdata
 @needs_real
-@pytest.mark.parametrize("rel", real_dirs())
+@pytest.mark.parametrize("rel", real_segments())
 def test_real_indexes_round_trip_through_the_writers(rel, tmp_path):
     base = EXPECTED[rel][0]
-    ip = REAL / rel / segment_file_name(base, ".index")
-    tp = REAL / rel / segment_file_name(base, ".timeindex")
+    ip = (REAL / rel).parent / segment_file_name(base, ".index")
+    tp = (REAL / rel).parent / segment_file_name(base, ".timeindex")
     out_i = tmp_path / ip.name
     with OffsetIndexWriter(out_i) as w:  # preallocated to 10 MiB, trimmed on close
         assert os.path.getsize(w.temp_path) == DEFAULT_MAX_INDEX_SIZE
@@ -588,7 +603,7 @@ def test_problems_finds_unsorted_entries_that_the_sanity_check_misses(tmp_path):
         assert fields == ["entry[2].relative_offset", "entry[3].position", "entry[2].position"]
         with pytest.raises(CorruptIndexError):
             idx.check()
-        for t in range(0, 20):  # still answers, without raising
+        for t in range(20):  # still answers, without raising
             idx.lookup(t)
     t = write(tmp_path / segment_file_name(0, ".timeindex"), struct.pack(">qiqiqi", 5, 3, 5, 4, 9, 2))
     with TimeIndex.open(t) as tix:

@@ -713,7 +713,8 @@ class KafkaPartition:
         scratch = Path(self._scratch.name)
         self.rebuilt_indexes.append(log)
         if not index.exists():
-            return rebuild_indexes(log, scratch, restarts=())
+            # LogSegment.recover: no restarts, each time entry at its batch's last offset
+            return rebuild_indexes(log, scratch, restarts=(), time_entry_offset="last")
         empty = scratch / timeindex.name
         empty.write_bytes(b"")
         return index, empty

@@ -49,17 +49,41 @@ are preallocated (zero-filled tail) while the broker runs and trimmed on a clean
 which also appends the closing time entry: verify reads an untrimmed file up to its tail and
 then expects no closing entry.
 
-**The pre-3.8 time index.** Until Kafka 3.8 (KAFKA-16310) the leader's append path offered the
-offset of the *record* holding the maximum timestamp, which can lie inside a batch, where
-recovery (and every broker since) uses the batch's last offset. A time entry whose offset is
-inside the right batch but not its last offset is therefore not corruption: :func:`compare`
-reports it as ``pre-3.8 time entry``.
+**Which offset a time entry names.** ``maxTimestampAndOffsetSoFar`` takes the offset the append
+path hands ``LogSegment.append`` (``shallowOffsetOfMaxTimestamp`` / ``offsetOfMaxTimestamp``), and
+that differs by path and release:
+
+* ``"last"``, the batch's last offset: ``LogSegment.recover`` (since 0.11's batches: "the max
+  timestamp is exposed at the batch level, so no need to iterate the records"), a follower's
+  appends (``analyzeAndValidateRecords``), the log cleaner (``MemoryRecords.filterTo``'s
+  ``shallowOffsetOfMaxTimestamp``), and a leader's appends from Kafka 3.8 (KAFKA-16310,
+  apache/kafka#15621, back to the "shallow" offset: ``assignOffsetsNonCompressed`` returns
+  ``offsetCounter - 1`` for magic v2);
+* ``"record"``, the offset of the first record holding the batch's maxTimestamp: a leader's
+  appends of uncompressed CreateTime batches before 3.8 (``LogValidator.assignOffsetsNonCompressed``'s
+  ``offsetOfMaxBatchTimestamp``, a record timestamp strictly greater than the ones before it;
+  ``kafka.log.LogValidator`` in Scala to 3.4, ``storage/.../LogValidator.java`` in 3.5 to 3.7).
+  Compressed batches (``validateMessagesAndAssignOffsetsCompressed``: ``lastOffset`` in place,
+  ``MemoryRecordsBuilder.info()`` otherwise) and LogAppendTime batches (``offsetCounter - 1``)
+  got the last offset there too, up to 3.6. (Between 3.6 and KAFKA-16310, ``LogValidator.java``
+  gave compressed batches the record's offset as well, e.g. at apache/kafka commit 00e0246,
+  until the KAFKA-16310 change went back to the shallow offset. :func:`compare`
+  therefore explains the record form for any batch; :func:`rebuild_indexes` writes it for
+  uncompressed CreateTime batches only, as 0.10.1 to 3.6 did.)
+
+The entries kept do not depend on the choice (``TimeIndex.maybeAppend`` compares timestamps
+only), only the offsets written do. :func:`expected_entries` takes ``time_entry_offset``;
+:func:`max_timestamp_offsets` decodes the records of the batches that need it (the owners of
+time entries) for the ``"record"`` form; :func:`compare` reports an entry on disk in the
+other form as ``pre-3.8 time entry``, explained, not corruption; :func:`rebuild_indexes`
+infers the form from the time index beside the segment (or takes it) and so writes the
+broker's bytes; :func:`verify_segment` says which form the entries on disk use.
 
 On files: :func:`segment_batches` reads a ``.log``'s batch headers, :func:`rebuild_indexes`
 writes the ``.index`` / ``.timeindex`` the broker would have written for it, and
 :func:`verify_segment` / :func:`verify_directory` compare the index files on disk with the
 rule, entry by entry, like ``kafka-dump-log --verify-index-only`` but reporting every
-mismatch, naming each restart with its evidence and explaining the pre-3.8 time entries.
+mismatch, naming each restart with its evidence and the time entries' form.
 
 Cost: one walk of the batch headers (:func:`rmqlab.kafka.log.read_batches`, about 2 GB/s
 from the page cache) plus O(batches) NumPy and one C loop for the offset entries: about
@@ -87,7 +111,8 @@ import rmqlab._kafkalog as _kafkalog
 from rmqlab.errors import RmqlabError
 from rmqlab.kafka.legacy import index_rule, legacy_expected_entries
 
-__all__ = ["INDEX_INTERVAL_BYTES", "PRE_38_TIME_ENTRY", "batch_table", "expected_entries", "compare", "Mismatch",
+__all__ = ["INDEX_INTERVAL_BYTES", "PRE_38_TIME_ENTRY", "TIME_ENTRY_OFFSETS", "MAX_TIMESTAMP_OFFSET", "batch_table",
+           "max_timestamp_offsets", "expected_entries", "compare", "Mismatch",
            "Restart", "restart_candidates", "choose_restarts", "infer_restart", "segment_batches",
            "rebuild_indexes", "SegmentReport", "verify_segment", "verify_directory"]
 
@@ -98,15 +123,172 @@ INDEX_INTERVAL_BYTES = 4096
 NO_TIMESTAMP = -1
 
 
-def batch_table(*, positions, sizes, base_offsets, last_offsets, max_timestamps) -> pd.DataFrame:
-    """The per-batch facts the rule needs, one row a batch in file order (bytes, offsets, ms)."""
+#: The offsets a time entry can name (module docstring): the batch's last offset (recovery,
+#: followers, the cleaner, leaders since Kafka 3.8), or the first record holding the batch's
+#: maxTimestamp (a leader's appends of uncompressed CreateTime batches before 3.8).
+TIME_ENTRY_OFFSETS = ("last", "record")
+
+#: Batch-table column with each batch's "record" offset: the first record holding the batch's
+#: maxTimestamp; -1 where not decoded or no record holds it (:func:`max_timestamp_offsets`).
+MAX_TIMESTAMP_OFFSET = "max_timestamp_offset"
+
+
+def batch_table(*, positions, sizes, base_offsets, last_offsets, max_timestamps,
+                max_timestamp_offsets=None) -> pd.DataFrame:
+    """The per-batch facts the rule needs, one row a batch in file order (bytes, offsets, ms);
+    `max_timestamp_offsets` (optional): the offset of the first record holding each batch's
+    maxTimestamp, -1 unknown (the ``"record"`` time entry form)."""
     df = pd.DataFrame({"position": np.asarray(positions, np.int64), "size": np.asarray(sizes, np.int64),
                        "base_offset": np.asarray(base_offsets, np.int64),
                        "last_offset": np.asarray(last_offsets, np.int64),
                        "max_timestamp": np.asarray(max_timestamps, np.int64)})
+    if max_timestamp_offsets is not None:
+        df[MAX_TIMESTAMP_OFFSET] = np.asarray(max_timestamp_offsets, np.int64)
     if len(df) and ((np.diff(df["position"]) <= 0).any() or (df["size"] <= 0).any()):
         raise ValueError("batches must be in file order with positive sizes")
     return df
+
+
+def max_timestamp_offsets(source, batches: pd.DataFrame, rows=None) -> np.ndarray:
+    """For each batch (a row of :func:`segment_batches` read from `source`, a ``.log`` path or
+    its bytes), the offset of the first record, in file order, whose timestamp is the batch's
+    maxTimestamp: what a leader before Kafka 3.8 put in the time index for an uncompressed
+    CreateTime batch (``LogValidator.assignOffsetsNonCompressed``: ``offsetOfMaxBatchTimestamp``,
+    taken where ``record.timestamp() > maxBatchTimestamp``). One int64 per batch; -1 for the
+    batches not among `rows` (default: all), legacy (magic 0/1) entries, and batches that do
+    not decode or where no record holds maxTimestamp (the cleaner keeps a batch's
+    maxTimestamp when it drops the record that had it).
+
+    Units: offsets. Cost: only the batches of `rows` are read and decoded, in one
+    :func:`rmqlab.kafka.log.read_records` call (about 1 µs a record); a batch of one record at
+    its last offset needs no decoding.
+
+    >>> from rmqlab.kafka.log import KafkaRecord, encode_batches, read_batches
+    >>> data = encode_batches([KafkaRecord(i, t, None, b"v") for i, t in enumerate([5, 9, 9, 2])],
+    ...                       records_per_batch=4).data.tobytes()
+    >>> max_timestamp_offsets(data, read_batches(data)).tolist()
+    [1]
+    """
+    from rmqlab.kafka.log import read_records
+
+    n = len(batches)
+    out = np.full(n, -1, np.int64)
+    want = np.arange(n) if rows is None else np.unique(np.asarray(list(rows) if not isinstance(rows, np.ndarray)
+                                                                  else rows, np.int64))
+    want = want[(want >= 0) & (want < n)]
+    if "magic" in batches.columns:
+        want = want[batches["magic"].to_numpy()[want] == 2]
+    if not len(want):
+        return out
+    base = batches["base_offset"].to_numpy(np.int64)
+    last = batches["last_offset"].to_numpy(np.int64)
+    if "records_count" in batches.columns:
+        single = (batches["records_count"].to_numpy(np.int64)[want] == 1) & (base[want] == last[want])
+        out[want[single]] = base[want[single]]
+        want = want[~single]
+    if not len(want):
+        return out
+    pos = batches["position"].to_numpy(np.int64)[want]
+    size = batches["size"].to_numpy(np.int64)[want]
+    if isinstance(source, (str, os.PathLike)):
+        with open(source, "rb") as fh:
+            parts = []
+            for p, z in zip(pos.tolist(), size.tolist()):
+                fh.seek(p)
+                parts.append(fh.read(z))
+    else:
+        view = memoryview(source).cast("B")
+        parts = [bytes(view[p:p + z]) for p, z in zip(pos.tolist(), size.tolist())]
+    max_ts = batches["max_timestamp"].to_numpy(np.int64)[want]
+
+    def first_holder(buf: bytes, k: np.ndarray) -> None:
+        """Fill `out` for the batches `k` (numbers into `want`) whose bytes are `buf`."""
+        recs = read_records(buf, values=False, headers=False)
+        starts = np.concatenate([[0], np.cumsum([len(parts[i]) for i in k])[:-1]]).astype(np.int64)
+        which = k[np.searchsorted(starts, recs["batch_position"].to_numpy(np.int64), side="right") - 1]
+        hit = recs["timestamp"].to_numpy(np.int64) == max_ts[which]
+        got, first = np.unique(which[hit], return_index=True)
+        out[want[got]] = recs["offset"].to_numpy(np.int64)[hit][first]
+
+    try:
+        first_holder(b"".join(parts), np.arange(len(want)))
+    except RmqlabError:                   # a damaged batch: decode the others one by one
+        for i in range(len(want)):
+            try:
+                first_holder(parts[i], np.array([i]))
+            except RmqlabError:
+                pass
+    return out
+
+
+def _with_max_timestamp_offsets(batches: pd.DataFrame, source, rows) -> pd.DataFrame:
+    """`batches` with :data:`MAX_TIMESTAMP_OFFSET` known for `rows` too (a copy when it changes)."""
+    have = (batches[MAX_TIMESTAMP_OFFSET].to_numpy(np.int64) if MAX_TIMESTAMP_OFFSET in batches.columns
+            else np.full(len(batches), -1, np.int64))
+    rows = np.unique(np.asarray(rows, np.int64))
+    rows = rows[(rows >= 0) & (rows < len(batches))]
+    rows = rows[have[rows] < 0]
+    if not len(rows) and MAX_TIMESTAMP_OFFSET in batches.columns:
+        return batches
+    found = max_timestamp_offsets(source, batches, rows) if len(rows) else have
+    out = batches.copy()
+    out[MAX_TIMESTAMP_OFFSET] = np.where(have >= 0, have, found)
+    return out
+
+
+#: Time entries at a batch's last offset whose batch verify decodes to tell which form they are in
+#: (the ones elsewhere in their batch are all decoded: they need it to be explained).
+_FORM_SAMPLE = 64
+
+
+def _rows_to_decode(batches: pd.DataFrame, times: np.ndarray) -> np.ndarray:
+    """The batches whose record form the time entries `times` on disk need: the owner of every
+    entry not at its batch's last offset, and of up to :data:`_FORM_SAMPLE` entries (evenly
+    spread) at the last offset of a batch of several records, to tell the two forms apart."""
+    j = _owners(batches, np.asarray(times, np.int64).reshape(-1, 2)[:, 1])
+    known = j >= 0
+    jj = np.where(known, j, 0)
+    last = batches["last_offset"].to_numpy(np.int64)[jj]
+    at_last = known & (np.asarray(times, np.int64).reshape(-1, 2)[:, 1] == last)
+    several = batches["base_offset"].to_numpy(np.int64)[jj] != last
+    sample = np.flatnonzero(at_last & several)
+    if len(sample) > _FORM_SAMPLE:
+        sample = sample[np.linspace(0, len(sample) - 1, _FORM_SAMPLE).astype(np.int64)]
+    return np.unique(np.concatenate([j[known & ~at_last], j[sample]]))
+
+
+def _owners(batches: pd.DataFrame, offsets) -> np.ndarray:
+    """For each offset, the number of the batch holding it (base <= offset <= last), or -1."""
+    base = batches["base_offset"].to_numpy(np.int64)
+    last = batches["last_offset"].to_numpy(np.int64)
+    offsets = np.asarray(offsets, np.int64).reshape(-1)
+    j = np.searchsorted(last, offsets, side="left")
+    jj = np.minimum(j, max(len(last) - 1, 0))
+    ok = (j < len(last)) & (base[jj] <= offsets) & (offsets <= last[jj]) if len(last) else np.zeros(len(offsets), bool)
+    return np.where(ok, jj, -1)
+
+
+def _time_entry_offsets(batches: pd.DataFrame, time_entry_offset: str) -> np.ndarray:
+    """The offset each batch's maximum puts in a time entry under `time_entry_offset`."""
+    if time_entry_offset not in TIME_ENTRY_OFFSETS:
+        raise ValueError(f"time_entry_offset must be one of {TIME_ENTRY_OFFSETS}, got {time_entry_offset!r}")
+    last = batches["last_offset"].to_numpy(np.int64)
+    if time_entry_offset == "last":
+        return last
+    if MAX_TIMESTAMP_OFFSET not in batches.columns:
+        raise ValueError(f"time_entry_offset='record' needs the batches' {MAX_TIMESTAMP_OFFSET} column "
+                         f"(max_timestamp_offsets)")
+    record = batches[MAX_TIMESTAMP_OFFSET].to_numpy(np.int64)
+    # LogValidator before 3.8: only assignOffsetsNonCompressed (uncompressed, CreateTime) gives the
+    # record; the compressed paths and LogAppendTime give the batch's last offset
+    applies = record >= 0
+    if "attributes" in batches.columns:
+        attrs = batches["attributes"].to_numpy(np.int64)
+        applies &= (attrs & 0x07) == 0
+        applies &= (attrs & 0x08) == 0
+    if "magic" in batches.columns:
+        applies &= batches["magic"].to_numpy() == 2
+    return np.where(applies, record, last)
 
 
 def _running_max_with_owner(ts: np.ndarray, owner_values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -126,7 +308,7 @@ def _restart_indexes(batches: pd.DataFrame, restarts) -> np.ndarray:
     base = batches["base_offset"].to_numpy(np.int64)
     wanted = np.unique(np.asarray(list(restarts), np.int64))
     k = np.searchsorted(base, wanted)
-    bad = (k >= len(base)) | (base[np.minimum(k, len(base) - 1)] != wanted) if len(base) else wanted == wanted
+    bad = (k >= len(base)) | (base[np.minimum(k, len(base) - 1)] != wanted) if len(base) else np.ones(len(wanted), bool)
     if bad.any():
         raise ValueError(f"restart offset {int(wanted[bad][0])} is not the first offset of a batch of the segment")
     return k[k > 0]
@@ -178,7 +360,8 @@ class _Plan:
     time_origins: np.ndarray
 
 
-def _plan(batches: pd.DataFrame, index_interval_bytes: int, rolled: bool, restarts) -> _Plan:
+def _plan(batches: pd.DataFrame, index_interval_bytes: int, rolled: bool, restarts,
+          time_entry_offset: str = "last") -> _Plan:
     if index_interval_bytes < 0:
         raise ValueError(f"index_interval_bytes must be >= 0, got {index_interval_bytes}")
     n = len(batches)
@@ -197,7 +380,7 @@ def _plan(batches: pd.DataFrame, index_interval_bytes: int, rolled: bool, restar
     # Time offers in the order the broker makes them. After a restart maxTimestampSoFar is the
     # time index's last entry, which the closing offer just made equal to the running maximum
     # (kept, or already there with that timestamp), so the running maximum carries on.
-    run_ts, run_off = _running_max_with_owner(ts, last)
+    run_ts, run_off = _running_max_with_owner(ts, _time_entry_offsets(batches, time_entry_offset))
     origin = np.concatenate([2 * pick_arr + 1, 2 * cuts, [2 * n] if rolled else []]).astype(np.int64)
     source = np.concatenate([pick_arr, cuts - 1, [n - 1] if rolled else []]).astype(np.int64)
     order = np.argsort(origin, kind="stable")
@@ -213,7 +396,8 @@ def _plan(batches: pd.DataFrame, index_interval_bytes: int, rolled: bool, restar
 
 
 def expected_entries(batches: pd.DataFrame, index_interval_bytes: int = INDEX_INTERVAL_BYTES, *,
-                     rolled: bool = True, restarts=()) -> tuple[np.ndarray, np.ndarray]:
+                     rolled: bool = True, restarts=(),
+                     time_entry_offset: str = "last") -> tuple[np.ndarray, np.ndarray]:
     """The offset entries (absolute offset, position) and time entries (timestamp, absolute
     offset) the broker writes for `batches` (:func:`batch_table` columns), as two int64
     arrays of shape (n, 2).
@@ -231,10 +415,19 @@ def expected_entries(batches: pd.DataFrame, index_interval_bytes: int = INDEX_IN
     active segment's index lacks it). `restarts`: first offsets of the batches the broker
     appended first after loading the segment again (a restart): the count of bytes since the
     last offset entry starts at 0 from that batch's position, and the closing time entry of
-    the run before is offered first. Raises ValueError for a restart that is not a batch's
-    first offset, or a negative interval.
+    the run before is offered first. `time_entry_offset`: the offset a time entry names,
+    ``"last"`` (the batch's last offset: ``LogSegment.recover``, followers, the cleaner, leaders
+    since Kafka 3.8) or ``"record"`` (a leader before 3.8: the first record holding the batch's
+    maxTimestamp, from the batches' ``max_timestamp_offset`` column, for uncompressed
+    CreateTime batches; the others keep the last offset). Raises ValueError for a restart that
+    is not a batch's first offset, a negative interval, or ``"record"`` without that column.
+
+    >>> b2 = batch_table(positions=[0, 5000], sizes=[5000, 100], base_offsets=[0, 6], last_offsets=[5, 8],
+    ...                  max_timestamps=[10, 20], max_timestamp_offsets=[3, 6])
+    >>> [e.tolist() for e in expected_entries(b2, time_entry_offset="record")], expected_entries(b2)[1].tolist()
+    ([[[8, 5000]], [[20, 6]]], [[20, 8]])
     """
-    plan = _plan(batches, index_interval_bytes, rolled, restarts)
+    plan = _plan(batches, index_interval_bytes, rolled, restarts, time_entry_offset)
     return plan.offsets, plan.times
 
 
@@ -266,10 +459,21 @@ def compare(batches: pd.DataFrame, offset_entries, time_entries, *, offset_file:
             time_file: str = ".timeindex", index_interval_bytes: int = INDEX_INTERVAL_BYTES,
             rolled: bool = True, restarts=()) -> list[Mismatch]:
     """Every difference between the entries on disk (absolute offsets; arrays of shape (n, 2))
-    and :func:`expected_entries` (with the same `rolled` and `restarts`), entry by entry. A
-    time entry that differs only in pointing inside the batch holding its timestamp (a pre-3.8
-    broker) is reported as ``"pre-3.8 time entry"`` with the explanation; anything else is a
-    real mismatch. ``None`` for `offset_entries` or `time_entries` skips that index."""
+    and :func:`expected_entries` (with the same `rolled` and `restarts`, the ``"last"`` time
+    entry form), entry by entry. A time entry that differs only in naming the first record
+    holding its batch's maxTimestamp (the batches' ``max_timestamp_offset`` column, as
+    :func:`max_timestamp_offsets` gives it) is the ``"record"`` form a leader before Kafka 3.8
+    wrote: reported as ``"pre-3.8 time entry"`` with the explanation; anything else, another
+    record of the batch included, is a real mismatch. ``None`` for `offset_entries` or
+    `time_entries` skips that index.
+
+    >>> b = batch_table(positions=[0, 5000], sizes=[5000, 100], base_offsets=[0, 6], last_offsets=[5, 8],
+    ...                 max_timestamps=[10, 20], max_timestamp_offsets=[3, 6])
+    >>> [(m.kind, m.found) for m in compare(b, [[8, 5000]], [[20, 6]])]
+    [('pre-3.8 time entry', (20, 6))]
+    >>> [(m.kind, m.found) for m in compare(b, [[8, 5000]], [[20, 7]])]
+    [('time entry', (20, 7))]
+    """
     want_off, want_time = expected_entries(batches, index_interval_bytes, rolled=rolled, restarts=restarts)
     out: list[Mismatch] = []
     if offset_entries is not None:
@@ -286,16 +490,18 @@ def compare(batches: pd.DataFrame, offset_entries, time_entries, *, offset_file:
         out.append(Mismatch(time_file, "time entry count", -1, len(want_time), len(got_time)))
     base = batches["base_offset"].to_numpy(np.int64)
     last = batches["last_offset"].to_numpy(np.int64)
+    record = (batches[MAX_TIMESTAMP_OFFSET].to_numpy(np.int64) if MAX_TIMESTAMP_OFFSET in batches.columns
+              else np.full(len(batches), -1, np.int64))
     for i in np.flatnonzero((want_time[:len(got_time)] != got_time[:len(want_time)]).any(axis=1)):
         (wt, wo), (gt, go) = want_time[i], got_time[i]
         j = int(np.searchsorted(last, wo))          # the batch whose last offset is expected
-        inside = (wt == gt and j < len(last) and last[j] == wo and base[j] <= go < last[j])
-        if inside:
+        if wt == gt and j < len(last) and last[j] == wo and 0 <= record[j] == go != wo:
             out.append(Mismatch(time_file, PRE_38_TIME_ENTRY, int(i), (int(wt), int(wo)), (int(gt), int(go)),
-                                f"offset {go} is a record inside batch {base[j]}..{last[j]}, the batch "
-                                f"holding timestamp {gt}: brokers before Kafka 3.8 wrote the offset of the "
-                                f"record with the largest timestamp; recovery and Kafka >= 3.8 (KAFKA-16310) "
-                                f"write the batch's last offset, {wo}"))
+                                f"offset {go} is the first record of batch {base[j]}..{last[j]} holding its "
+                                f"maxTimestamp {gt}: a leader before Kafka 3.8 indexed that record "
+                                f"(LogValidator.assignOffsetsNonCompressed, offsetOfMaxBatchTimestamp); "
+                                f"recovery, followers, the cleaner and Kafka >= 3.8 (KAFKA-16310) index the "
+                                f"batch's last offset, {wo}"))
         else:
             out.append(Mismatch(time_file, "time entry", int(i), (int(wt), int(wo)), (int(gt), int(go))))
     return out
@@ -618,7 +824,8 @@ def _read_index(path: Path, cls, base_offset: int, columns: tuple[str, str], err
 
 def rebuild_indexes(log_path: str | os.PathLike, out_dir: str | os.PathLike, *,
                     index_interval_bytes: int = INDEX_INTERVAL_BYTES, rolled: bool = True,
-                    overwrite: bool = False, restarts=None, broker: str | None = None) -> tuple[Path, Path]:
+                    overwrite: bool = False, restarts=None, broker: str | None = None,
+                    time_entry_offset: str | None = None) -> tuple[Path, Path]:
     """Write the ``.index`` and ``.timeindex`` the broker writes for the segment `log_path`
     into `out_dir` (named by the segment's base offset, trimmed to their entries as on a roll
     or clean close; ``rolled=False``: as an active segment, without the final time entry).
@@ -645,9 +852,14 @@ def rebuild_indexes(log_path: str | os.PathLike, out_dir: str | os.PathLike, *,
     without, the restarts a producer-state snapshot proves (a clean shutdown). ``()``: none.
     `broker`: a release before 2.0 (e.g. "0.10.2") writes the entries by the rule of that era
     (:func:`rmqlab.kafka.legacy.legacy_expected_entries`: first offsets; no time index before
-    0.10.1), as for a legacy segment; restarts are not modelled then. The ``.log`` is only
-    read. Existing index files in `out_dir` are refused unless `overwrite`. Returns (index
-    path, time index path). Raises FileExistsError, ValueError.
+    0.10.1), as for a legacy segment; restarts are not modelled then. `time_entry_offset`: the
+    offset a time entry names (:func:`expected_entries`), ``"last"`` (what ``LogSegment.recover``
+    writes, and leaders since Kafka 3.8) or ``"record"`` (a leader before 3.8); None (the
+    default) takes the form of the time index beside the segment: ``"record"`` when its entries
+    name records holding their batch's maxTimestamp (and none the last offset where the forms
+    differ), else ``"last"``. The ``.log`` is only read. Existing index files in `out_dir` are
+    refused unless `overwrite`. Returns (index path, time index path). Raises FileExistsError,
+    ValueError.
     """
     from rmqlab.kafka.index import (
         INDEX_SUFFIX,
@@ -661,12 +873,25 @@ def rebuild_indexes(log_path: str | os.PathLike, out_dir: str | os.PathLike, *,
     log_path = Path(log_path)
     base = base_offset_of(log_path)
     batches = segment_batches(log_path)
+    if time_entry_offset is not None and time_entry_offset not in TIME_ENTRY_OFFSETS:
+        raise ValueError(f"time_entry_offset must be one of {TIME_ENTRY_OFFSETS}, got {time_entry_offset!r}")
     if broker is not None and index_rule(broker).offset_entry == "first":
         offsets, times = legacy_expected_entries(batches, index_interval_bytes, broker=broker, rolled=rolled)
     else:
+        on_disk = _time_entries_beside(log_path, base) if restarts is None or time_entry_offset is None else None
+        if on_disk is not None and len(on_disk):
+            batches = _with_max_timestamp_offsets(batches, log_path, _rows_to_decode(batches, on_disk))
         if restarts is None:
             restarts = _restarts_from_evidence(log_path, batches, base, index_interval_bytes, rolled)[0]
+        if time_entry_offset is None:
+            form = _entry_forms(batches, on_disk) if on_disk is not None else np.zeros(0, np.int64)
+            time_entry_offset = "record" if (form == 1).any() and not (form == 0).any() else "last"
         offsets, times = expected_entries(batches, index_interval_bytes, rolled=rolled, restarts=restarts)
+        if time_entry_offset == "record" and len(times):
+            # the entries kept do not depend on the form: decode the batches that own one
+            batches = _with_max_timestamp_offsets(batches, log_path, _owners(batches, times[:, 1]))
+            offsets, times = expected_entries(batches, index_interval_bytes, rolled=rolled, restarts=restarts,
+                                              time_entry_offset="record")
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     index = out / segment_file_name(base, INDEX_SUFFIX)
@@ -679,6 +904,15 @@ def rebuild_indexes(log_path: str | os.PathLike, out_dir: str | os.PathLike, *,
     build_offset_index(index, offsets, base, overwrite=overwrite)
     build_time_index(timeindex, times, base, overwrite=overwrite)
     return index, timeindex
+
+
+def _time_entries_beside(log_path: Path, base: int) -> np.ndarray | None:
+    """The time index entries beside the segment (absolute; None when absent or unreadable)."""
+    from rmqlab.kafka.index import TIME_INDEX_SUFFIX, TimeIndex, segment_file_name
+
+    ignored: list[str] = []
+    return _read_index(log_path.with_name(segment_file_name(base, TIME_INDEX_SUFFIX)), TimeIndex, base,
+                       ("timestamps", "offsets"), ignored).entries
 
 
 def _restarts_from_evidence(log_path: Path, batches: pd.DataFrame, base: int, index_interval_bytes: int,
@@ -720,6 +954,10 @@ class SegmentReport:
     notes: list[str] = field(default_factory=list)
     #: the segment was rolled or closed (its time index ends with the closing entry)
     closed: bool | None = None
+    #: the offset the time entries on disk name, where the two forms differ: "last" (the batch's
+    #: last offset), "record" (the first record holding the batch's maxTimestamp: a leader
+    #: before Kafka 3.8), "mixed", or None (no entry tells them apart)
+    time_entry_offset: str | None = None
 
     @property
     def explained(self) -> list[Mismatch]:
@@ -734,6 +972,7 @@ class SegmentReport:
                 "log_bytes": self.log_bytes, "offset_entries": self.offset_entries,
                 "time_entries": self.time_entries, "expected_offset_entries": self.expected_offset_entries,
                 "expected_time_entries": self.expected_time_entries, "closed": self.closed,
+                "time_entry_offset": self.time_entry_offset,
                 "restarts": [r.as_dict() for r in self.restarts], "notes": list(self.notes),
                 "errors": list(self.errors), "mismatches": [m.as_dict() for m in self.mismatches]}
 
@@ -768,8 +1007,10 @@ def verify_segment(log_path: str | os.PathLike, *, index_interval_bytes: int = I
     (:meth:`OffsetIndex.problems` / :meth:`TimeIndex.problems`), and every entry against the
     broker's rule (:func:`compare`), restarts included.
 
-    Units: a report. Cost: one walk of the batch headers, one read of each index, and the
-    rule evaluations of :func:`choose_restarts` when there is restart evidence.
+    Units: a report. Cost: one walk of the batch headers, one read of each index, the rule
+    evaluations of :func:`choose_restarts` when there is restart evidence, and the records of
+    the batches whose time entry names a record inside them (a pre-3.8 leader's form; about
+    1 µs a record) plus up to 64 others (:func:`max_timestamp_offsets`).
 
     >>> import tempfile
     >>> from rmqlab.kafka.log import KafkaRecord, write_segment
@@ -785,8 +1026,10 @@ def verify_segment(log_path: str | os.PathLike, *, index_interval_bytes: int = I
     segment (:func:`restart_candidates`, applied where the entries agree:
     :func:`choose_restarts`) and, with `infer`, from the entries alone when one restart point
     explains every later entry (:func:`infer_restart`). Absent index files are notes, not
-    failures: the broker rebuilds them on load. A torn tail or a bad file is an error in the
-    report, not an exception. Read-only.
+    failures: the broker rebuilds them on load. ``time_entry_offset`` in the report says which
+    offset the time entries name where the forms differ ("record": a leader before Kafka 3.8;
+    such entries are the explained ``pre-3.8 time entry`` mismatches). A torn tail or a bad
+    file is an error in the report, not an exception. Read-only.
     """
     from rmqlab.kafka.index import base_offset_of
 
@@ -862,6 +1105,8 @@ def _check_indexes(rep: SegmentReport, log_path: Path, batches: pd.DataFrame, in
                          f"and appends to it from then on (LogSegment.sanityCheck); only the offset index "
                          f"is checked")
 
+    if tim.entries is not None and len(tim.entries):
+        batches = _with_max_timestamp_offsets(batches, log_path, _rows_to_decode(batches, tim.entries))
     evidence: dict[int, tuple[str, ...]] = {}
     if restarts is None:
         evidence, notes = restart_candidates(log_path, batches)
@@ -895,6 +1140,47 @@ def _check_indexes(rep: SegmentReport, log_path: Path, batches: pd.DataFrame, in
                              index_interval_bytes=interval, rolled=rolled, restarts=chosen)
     if rep.mismatches and "magic" in batches and bool((batches["magic"] < 2).any()):
         _legacy_era_rule(rep, batches, off.entries, tim.entries, interval, rolled)
+    if tim.entries is not None:
+        _time_entry_form(rep, batches, tim.entries)
+
+
+def _time_entry_form(rep: SegmentReport, batches: pd.DataFrame, times: np.ndarray) -> None:
+    """Which offset the time entries on disk name, judged by the entries whose batch has a
+    record form different from its last offset (every entry naming a record, up to
+    :data:`_FORM_SAMPLE` of the others: :func:`_rows_to_decode`); a note when it is the pre-3.8
+    leader's."""
+    form = _entry_forms(batches, times)
+    n_record, n_last = int((form == 1).sum()), int((form == 0).sum())
+    if not n_record + n_last:
+        return
+    rep.time_entry_offset = "record" if not n_last else "last" if not n_record else "mixed"
+    if n_record:
+        rep.notes.append(
+            f"{n_record} time entr{'y names' if n_record == 1 else 'ies name'} the first record holding "
+            f"the batch's maxTimestamp, as a leader before Kafka 3.8 wrote {'it' if n_record == 1 else 'them'} "
+            f"(LogValidator.assignOffsetsNonCompressed)"
+            + ("; others name their batch's last offset where it differs (recovery, a follower, the "
+               "cleaner), and rebuild_indexes writes recovery's form for such a mix" if n_last else
+               "; rebuild_indexes writes that form when it finds it here"))
+
+
+def _entry_forms(batches: pd.DataFrame, times: np.ndarray) -> np.ndarray:
+    """Per time entry: 1 names its batch's record form, 0 its last offset where the record form
+    differs, -1 neither or indistinguishable."""
+    times = np.asarray(times, np.int64).reshape(-1, 2)
+    form = np.full(len(times), -1, np.int64)
+    if MAX_TIMESTAMP_OFFSET not in batches.columns or not len(times):
+        return form
+    j = _owners(batches, times[:, 1])
+    known = j >= 0
+    jj = np.where(known, j, 0)
+    last = batches["last_offset"].to_numpy(np.int64)[jj]
+    record = batches[MAX_TIMESTAMP_OFFSET].to_numpy(np.int64)[jj]
+    ts = batches["max_timestamp"].to_numpy(np.int64)[jj]
+    telling = known & (record >= 0) & (record != last) & (ts == times[:, 0])
+    form[telling & (times[:, 1] == record)] = 1
+    form[telling & (times[:, 1] == last)] = 0
+    return form
 
 
 #: the rules of the brokers that wrote legacy segments, newest first (rmqlab.kafka.legacy.index_rule):
