@@ -150,3 +150,31 @@ def test_a_reader_that_goes_away_is_not_an_error(tmp_path):
     p.stdout.close()
     err = p.stderr.read()
     assert (p.wait(timeout=60), err) == (141, b"")
+
+
+@needs_real
+@pytest.mark.realdata
+def test_rebuild_index_writes_either_time_entry_form_and_by_default_the_segments_own(tmp_path):
+    """A Kafka 3.6 leader's segment (uncompressed CreateTime batches of many records): its time
+    entries name the record holding each batch's max timestamp. The default and ``record`` give
+    the broker's bytes; ``last`` names each batch's last offset instead, at the same timestamps."""
+    src = next((p for p in sorted(REAL.rglob("*.timeindex")) if p.stat().st_size
+                and len(set(read_time_index(p)["offset"].tolist()) & set(_batch_last_offsets(p))) == 0), None)
+    if src is None:
+        pytest.skip("no real segment whose time entries all name a record inside a batch")
+    log = src.with_suffix(".log")
+    got = {}
+    for form in (None, "record", "last"):
+        out = tmp_path / str(form)
+        assert main(["kafka", "rebuild-index", str(log), "--out", str(out)]
+                    + (["--time-entry-offset", form] if form else [])) == 0
+        got[form] = read_time_index(out / src.name)
+    broker = read_time_index(src)
+    assert got[None].tolist() == got["record"].tolist() == broker.tolist()
+    assert got["last"]["timestamp"].tolist() == broker["timestamp"].tolist()
+    assert set(got["last"]["offset"].tolist()) <= set(_batch_last_offsets(src))
+
+
+def _batch_last_offsets(timeindex: Path) -> list[int]:
+    b = read_batches(timeindex.with_suffix(".log"))
+    return (b["base_offset"] + b["last_offset_delta"]).tolist()

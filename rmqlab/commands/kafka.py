@@ -70,6 +70,11 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "leader-epoch starts inside it, applied where the index files there agree (a "
                         "snapshot alone when there are no index files)")
     p.add_argument("--no-restarts", action="store_true", help="ignore the evidence: no restarts")
+    p.add_argument("--time-entry-offset", choices=("last", "record"),
+                   help="the offset a time entry names: 'last', the batch's last offset (recovery, followers, "
+                        "the cleaner, leaders from 3.8); 'record', the first record holding the batch's max "
+                        "timestamp (leaders before 3.8, uncompressed CreateTime batches). Default: the form "
+                        "the segment's own .timeindex shows, 'last' without one")
     p.add_argument("--broker-release", metavar="X.Y[.Z]",
                    help="the rule of that broker release: before 2.0 an entry names each batch's (legacy "
                         "message set's) first offset, and before 0.10.1 there is no time index (default: today's)")
@@ -391,7 +396,7 @@ def _rebuild(args) -> int:
     try:
         index, timeindex = rebuild_indexes(args.log, args.out, index_interval_bytes=args.index_interval_bytes,
                                            rolled=not args.active, overwrite=args.overwrite, restarts=restarts,
-                                           broker=args.broker_release)
+                                           broker=args.broker_release, time_entry_offset=args.time_entry_offset)
     except (FileExistsError, ValueError) as e:
         raise UsageError(str(e)) from e
     from rmqlab.kafka.index import entry_count

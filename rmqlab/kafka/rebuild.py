@@ -830,9 +830,9 @@ def rebuild_indexes(log_path: str | os.PathLike, out_dir: str | os.PathLike, *,
     into `out_dir` (named by the segment's base offset, trimmed to their entries as on a roll
     or clean close; ``rolled=False``: as an active segment, without the final time entry).
 
-    Units: files. Cost: one walk of the batch headers plus O(entries) writes, about 2 GB/s of
-    segment (and, with restart evidence beside the segment, the rule evaluations of
-    :func:`choose_restarts`).
+    Units: files. Cost: one walk of the batch headers plus O(entries) writes (and, with restart
+    evidence beside the segment, the rule evaluations of :func:`choose_restarts`; in the
+    ``record`` form, a decode of the batches that own time entries).
 
     >>> import tempfile
     >>> from rmqlab.kafka.log import KafkaRecord, write_segment
