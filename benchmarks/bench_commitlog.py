@@ -10,11 +10,12 @@ from the page cache:
 
 - the machine's limit: a plain ``readinto`` of the file into a buffer, a NumPy sum over the
   mapped bytes, and the C walk of the TOTALSIZE chain alone;
-- ``read_columns`` with and without bodies: the NumPy-gather reader (the first reference), the
-  C decode pass it had before the one pass (``_decode_positions``: walk, decode_records,
-  find_props, span gathers; the second reference) into pandas objects and Arrow, and the one
-  pass (``_records.walk_decode``, the default) into pandas object columns and into
-  Arrow-backed columns (``arrow=True``).
+- ``read_columns`` with and without bodies: the NumPy-gather reader (the first reference,
+  tests/commitlog_reference.py), the C decode of positions it had before the one pass
+  (``_decode_positions``: walk, decode_records, find_props, span gathers; it still serves the
+  CRC checks and read_at) into pandas objects and Arrow, and the one pass
+  (``_records.walk_decode``, the default) into pandas object columns and into Arrow-backed
+  columns (``arrow=True``).
 
 Each is run --repeat times, interleaved, after one warm-up; the medians of the wall time and of
 the process's CPU time (``time.process_time``: the figure to trust when other jobs share the
@@ -45,6 +46,9 @@ from rmqlab.formats import commitlog as cl
 from rmqlab.formats.commitlog import columns as cc
 from rmqlab.lab.generate import generate_store
 from rmqlab.lab.workload import Workload
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+from commitlog_reference import decode_positions_numpy  # noqa: E402
 
 #: bytes a message of this workload takes on average (measured): sizes the default store
 BYTES_PER_MESSAGE = 312
@@ -90,7 +94,7 @@ def limits(path: Path):
 
 
 def readers(path: Path, body: bool):
-    return [("NumPy gathers (reference)", lambda: cc._read_columns(path, body=body, decode=cc._decode_positions_numpy)),
+    return [("NumPy gathers (reference)", lambda: cc._read_columns(path, body=body, decode=decode_positions_numpy)),
             ("previous C pass, pandas objects", lambda: cc._read_columns(path, body=body, decode=cc._decode_positions)),
             ("previous C pass, Arrow", lambda: cc._read_columns(path, body=body, decode=cc._decode_positions,
                                                                 arrow=True)),

@@ -8,6 +8,7 @@ import struct
 import numpy as np
 import pandas as pd
 import pytest
+from commitlog_reference import decode_positions_numpy
 from conftest import require_real_data
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -24,7 +25,7 @@ REAL_COMMITLOGS = [REAL_DATA / "rocketmq" / "store-4e25b979" / "commitlog",
 
 
 def numpy_reference(path, **kw):
-    return cc._read_columns(path, decode=cc._decode_positions_numpy, **kw)
+    return cc._read_columns(path, decode=decode_positions_numpy, **kw)
 
 
 def outcome(read, path, **kw):

@@ -9,18 +9,23 @@
  *   encode_records  write whole message records from column arrays (the encoder's one pass)
  *   find_props    check property blocks (`name\x01value\x02`...) and locate chosen properties
  *   decode_records  check every message record's field lengths and decode its fixed fields,
- *                 host keys and the spans of its variable-length fields (the reader's one pass)
+ *                 host keys and the spans of its variable-length fields, at positions given
+ *   check_record  which field check a record fails, with the values that say why (the damage's
+ *                 wording)
  *   span_objects  the bytes or str object of each of many byte ranges (pandas object columns)
  *   gather_spans  many byte ranges concatenated, with their offsets (Arrow binary/string columns)
  *   walk_decode   the walk, decode_records, find_props, the text copies and the dictionary codes
  *                 of topic, tags and hosts in one pass, into Arrow's layout (read_columns'
- *                 default; the separate steps above stay as its reference and serve read_at and
- *                 the CRC checks)
+ *                 default; decode_records and find_props serve reads of positions given: read_at,
+ *                 the CRC checks, one message)
  *
+ * A record's layout and checks are written once (layout_record, put_fixed, host_key) and a
+ * property block's scan once (scan_block): decode_records, find_props and walk_decode share them.
  * Semantics mirror CommitLog.checkMessageAndReturnSize and MessageDecoder.string2messageProperties
- * (RocketMQ store/common modules); rmqlab/formats/commitlog.py holds the readable pure-Python
- * model of each step (walk_py, the property checks of parse_properties, encode_message), and
- * the tests compare the two on random logs.
+ * (RocketMQ store/common modules); rmqlab.formats.commitlog holds the readable pure-Python model
+ * of the walk and the property checks (walk_py, property_problem, parse_properties) and
+ * tests/commitlog_reference.py a NumPy reference of the decode; the tests compare them on random
+ * logs.
  * Everything is exchanged through the buffer protocol; no NumPy C API. The GIL is released in
  * the loops, so several files can be scanned from threads.
  *
@@ -555,18 +560,113 @@ static int name_args(PyObject *names, const char **name_ptr, int64_t *name_len) 
     return 0;
 }
 
+/* Most bytes a property block can have (PROPERTIESLENGTH is a signed short), in 64-byte groups. */
+#define BLOCK_GROUPS ((32767 + 63) / 64)
+
+/* Bit i of m[i / 64] set where block byte i is `byte`, for the block's `len` bytes at `at`. */
+static inline void byte_masks(const uint8_t *buf, int64_t buf_len, int64_t at, int64_t len, uint64_t *m1,
+                              uint64_t *m2) {
+    int64_t groups = (len + 63) / 64;
+    for (int64_t g = 0; g < groups; g++) {
+        const uint8_t *p = buf + at + 64 * g;
+        uint8_t tmp[64];
+        if (at + 64 * g + 64 > buf_len) { /* the buffer ends inside this group: copy what is there */
+            memset(tmp, 0, sizeof tmp);
+            memcpy(tmp, p, (size_t)(buf_len - at - 64 * g));
+            p = tmp;
+        }
+        uint64_t a = 0, b = 0;
+#ifdef __SSE2__
+        const __m128i one = _mm_set1_epi8(NAME_VALUE_SEPARATOR), two = _mm_set1_epi8(PROPERTY_SEPARATOR);
+        for (int k = 0; k < 4; k++) {
+            __m128i v = _mm_loadu_si128((const __m128i *)(p + 16 * k));
+            a |= (uint64_t)(uint16_t)_mm_movemask_epi8(_mm_cmpeq_epi8(v, one)) << (16 * k);
+            b |= (uint64_t)(uint16_t)_mm_movemask_epi8(_mm_cmpeq_epi8(v, two)) << (16 * k);
+        }
+#else
+        for (int k = 0; k < 64; k++) {
+            a |= (uint64_t)(p[k] == NAME_VALUE_SEPARATOR) << k;
+            b |= (uint64_t)(p[k] == PROPERTY_SEPARATOR) << k;
+        }
+#endif
+        int64_t left = len - 64 * g;
+        if (left < 64) {
+            a &= (1ULL << left) - 1;
+            b &= (1ULL << left) - 1;
+        }
+        m1[g] = a;
+        m2[g] = b;
+    }
+}
+
+/* The first set bit at or after `from` and before `limit` (<= the masks' bytes), else `limit`. */
+static inline int64_t next_bit(const uint64_t *m, int64_t from, int64_t limit) {
+    if (from >= limit)
+        return limit;
+    int64_t g = from >> 6;
+    uint64_t w = m[g] & (~0ULL << (from & 63));
+    while (w == 0) {
+        g++;
+        if (g * 64 >= limit)
+            return limit;
+        w = m[g];
+    }
+    int64_t at = g * 64 + __builtin_ctzll(w);
+    return at < limit ? at : limit;
+}
+
+/* The scan of one property block [st, st + len) of buf: splits it on \x02 and each pair on its
+ * first \x01, as MessageDecoder.string2messageProperties does, and for each of the k names stores
+ * where its value starts and how long it is in vs[j] / vl[j] (-1 when absent; a later pair of the
+ * same name replaces an earlier one, a pair with an empty value is skipped). The last pair ends at
+ * the block's end with or without its \x02. Returns PROP_OK, or the problem of the first malformed
+ * pair with *bad_at its offset in the block. m1 and m2 hold (len + 63) / 64 words each. */
+static inline int scan_block(const uint8_t *buf, int64_t buf_len, int64_t st, int64_t len, Py_ssize_t k,
+                             const char *const *name_ptr, const int64_t *name_len, int64_t *vs, int64_t *vl,
+                             uint64_t *m1, uint64_t *m2, int64_t *bad_at) {
+    for (Py_ssize_t j = 0; j < k; j++)
+        vs[j] = vl[j] = -1;
+    byte_masks(buf, buf_len, st, len, m1, m2);
+    const uint8_t *blk = buf + st;
+    int64_t at = 0;
+    while (at < len) {
+        int64_t e = next_bit(m2, at, len);
+        if (e == at) {
+            *bad_at = at;
+            return PROP_EMPTY_PAIR;
+        }
+        int64_t kv = next_bit(m1, at, e);
+        if (kv == e) {
+            *bad_at = at;
+            return PROP_NO_SEPARATOR;
+        }
+        if (kv == at) {
+            *bad_at = at;
+            return PROP_EMPTY_NAME;
+        }
+        if (e > kv + 1) { /* Java skips a pair whose value is empty */
+            for (Py_ssize_t j = 0; j < k; j++) {
+                if (name_len[j] == kv - at && blk[at] == (uint8_t)name_ptr[j][0] &&
+                    memcmp(blk + at, name_ptr[j], (size_t)name_len[j]) == 0) {
+                    vs[j] = st + kv + 1;
+                    vl[j] = e - kv - 1;
+                }
+            }
+        }
+        at = e + 1;
+    }
+    return PROP_OK;
+}
+
 /* find_props(buffer, starts int64[n], lengths int64[n], names tuple[bytes], value_starts
  *            int64[n*k] (out), value_lengths int64[n*k] (out)) -> (row, offset, problem) or None
  *
- * Splits every block on \x02 and each pair on its first \x01, as
- * MessageDecoder.string2messageProperties does; for each wanted name stores where its value
- * starts and how long it is (-1 when absent). A later pair of the same name replaces an earlier
- * one (a HashMap put), and a pair with an empty value is skipped, as in Java. The last pair ends
- * at the block's end with or without its \x02: brokers 4.9.1 to 5.1.x drop that separator
- * (messageProperties2String) and their parser reads the last pair up to the end of the string.
- * Unlike Java, which silently skips malformed pairs, a block with a malformed pair stops the
- * scan: the first such row is returned with the offset of the bad pair inside the block and a
- * problem code. Rows after it are left unfilled. */
+ * scan_block of every block for the k names (at most MAX_NAMES): where each wanted value starts
+ * and how long it is (-1 when absent), as Java's HashMap puts keep them. Brokers 4.9.1 to 5.1.x
+ * drop the block's last \x02 (messageProperties2String) and their parser reads the last pair up
+ * to the end of the string, as scan_block does. Unlike Java, which silently skips malformed
+ * pairs, a block with a malformed pair stops the scan: the first such row is returned with the
+ * offset of the bad pair inside the block and a problem code. Rows after it are left unfilled. */
 static PyObject *find_props(PyObject *self, PyObject *args) {
     Py_buffer b, s, l, vs, vl;
     PyObject *names;
@@ -595,50 +695,30 @@ static PyObject *find_props(PyObject *self, PyObject *args) {
         const int64_t *st = s.buf, *ln = l.buf;
         int64_t *out_s = vs.buf, *out_l = vl.buf;
         Py_ssize_t bad_row = -1;
-        int64_t bad_at = 0;
+        int64_t bad_at = 0, longest = 0;
         int problem = PROP_OK;
+        for (Py_ssize_t i = 0; i < n; i++)
+            longest = ln[i] > longest ? ln[i] : longest;
+        /* the masks of the longest block: a PROPERTIES block is at most 32767 bytes, a span given
+         * here may be any length */
+        uint64_t *masks = PyMem_Malloc(2 * sizeof(uint64_t) * (size_t)((longest + 63) / 64 + 1));
+        if (masks == NULL) {
+            PyErr_NoMemory();
+            goto done;
+        }
+        uint64_t *m1 = masks, *m2 = masks + (longest + 63) / 64 + 1;
         Py_BEGIN_ALLOW_THREADS
-        for (Py_ssize_t i = 0; i < n && bad_row < 0; i++) {
+        for (Py_ssize_t i = 0; i < n; i++) {
             PREFETCH_ROW_SPAN(buf, b.len, st, ln, i, n);
-            for (Py_ssize_t j = 0; j < k; j++) {
-                out_s[i * k + j] = -1;
-                out_l[i * k + j] = -1;
-            }
-            const uint8_t *blk = buf + st[i];
-            int64_t len = ln[i], at = 0;
-            while (at < len) {
-                const uint8_t *sep = memchr(blk + at, PROPERTY_SEPARATOR, (size_t)(len - at));
-                int64_t e = sep ? (int64_t)(sep - blk) : len;
-                if (e == at) {
-                    problem = PROP_EMPTY_PAIR;
-                    break;
-                }
-                const uint8_t *kv = memchr(blk + at, NAME_VALUE_SEPARATOR, (size_t)(e - at));
-                if (kv == NULL) {
-                    problem = PROP_NO_SEPARATOR;
-                    break;
-                }
-                int64_t kvi = (int64_t)(kv - blk);
-                if (kvi == at) {
-                    problem = PROP_EMPTY_NAME;
-                    break;
-                }
-                if (e > kvi + 1) { /* Java skips a pair whose value is empty */
-                    for (Py_ssize_t j = 0; j < k; j++) {
-                        if (name_len[j] == kvi - at && memcmp(blk + at, name_ptr[j], (size_t)name_len[j]) == 0) {
-                            out_s[i * k + j] = st[i] + kvi + 1;
-                            out_l[i * k + j] = e - kvi - 1;
-                        }
-                    }
-                }
-                at = e + 1;
-            }
+            problem = scan_block(buf, b.len, st[i], ln[i], k, name_ptr, name_len, out_s + i * k, out_l + i * k, m1,
+                                 m2, &bad_at);
             if (problem != PROP_OK) {
                 bad_row = i;
-                bad_at = at;
+                break;
             }
         }
         Py_END_ALLOW_THREADS
+        PyMem_Free(masks);
         if (bad_row >= 0)
             result = Py_BuildValue("(nLi)", bad_row, (long long)bad_at, problem);
         else
@@ -697,9 +777,20 @@ typedef struct {
         body_len, topic_len, props_len;
 } record_layout;
 
-/* The layout of the record at r (its head checked by the walk): 0, or -1 when a field check
- * fails (fixed fields inside TOTALSIZE, then BODYLEN, TOPICLEN, PROPERTIESLENGTH, then the fields
- * ending exactly at TOTALSIZE, as commitlog's _check_fields checks them). */
+/* The field checks of a message record, in the order they run; layout_record returns the first
+ * that fails and check_record hands it to Python, which words the damage (commitlog.columns'
+ * _LAYOUT_CHECKS, in this order). */
+enum {
+    LAYOUT_OK = 0,
+    LAYOUT_FIXED = 1,      /* TOTALSIZE cannot hold the fixed fields (SYSFLAG's host widths, version) */
+    LAYOUT_BODY_LEN = 2,   /* BODYLEN negative or running past TOTALSIZE */
+    LAYOUT_TOPIC_LEN = 3,  /* TOPICLEN negative or running past TOTALSIZE */
+    LAYOUT_PROPS_LEN = 4,  /* PROPERTIESLENGTH negative or running past TOTALSIZE */
+    LAYOUT_END = 5,        /* the fields end before TOTALSIZE */
+};
+
+/* The layout of the record at r (its head checked by the walk): LAYOUT_OK, or the first field
+ * check that fails, the lengths read up to it set. */
 static inline int layout_record(const uint8_t *r, record_layout *l) {
     l->total = load_i32(r + HEAD_TOTAL_SIZE_OFFSET);
     l->version = load_i32(r + HEAD_MAGIC_OFFSET) == MAGIC_V1 ? 1 : 2;
@@ -712,22 +803,24 @@ static inline int layout_record(const uint8_t *r, record_layout *l) {
     l->o_tail = l->o_store_host + l->store_width + PORT_SIZE;
     l->o_body = l->o_tail + TAIL_SIZE;
     if (l->o_body + tlw + PROPERTIES_LEN_SIZE > l->total)
-        return -1;
+        return LAYOUT_FIXED;
     l->body_len = load_i32(r + l->o_tail + TAIL_BODY_LEN_OFFSET);
     if (l->body_len < 0 || l->o_body + l->body_len + tlw + PROPERTIES_LEN_SIZE > l->total)
-        return -1;
+        return LAYOUT_BODY_LEN;
     int64_t o_tl = l->o_body + l->body_len;
     l->topic_len = l->version == 1 ? (int64_t)(int8_t)r[o_tl]
                                    : (int64_t)(int16_t)(((uint16_t)r[o_tl] << 8) | r[o_tl + 1]);
     l->o_topic = o_tl + tlw;
     if (l->topic_len < 0 || l->o_topic + l->topic_len + PROPERTIES_LEN_SIZE > l->total)
-        return -1;
+        return LAYOUT_TOPIC_LEN;
     int64_t o_pl = l->o_topic + l->topic_len;
     l->props_len = (int16_t)(((uint16_t)r[o_pl] << 8) | r[o_pl + 1]);
     l->o_props = o_pl + PROPERTIES_LEN_SIZE;
-    if (l->props_len < 0 || l->o_props + l->props_len != l->total)
-        return -1;
-    return 0;
+    if (l->props_len < 0 || l->o_props + l->props_len > l->total)
+        return LAYOUT_PROPS_LEN;
+    if (l->o_props + l->props_len != l->total)
+        return LAYOUT_END;
+    return LAYOUT_OK;
 }
 
 /* The fixed fields both passes write first, in this order (D_* and W_* start alike). */
@@ -750,15 +843,57 @@ static inline void put_fixed(Py_buffer *o, Py_ssize_t row, const uint8_t *r, con
         load_i64(r + l->o_tail + TAIL_PREPARED_TRANSACTION_OFFSET_OFFSET);
 }
 
+/* 0 when entry i of a list of positions, `at`, is where the walk could have found a message record
+ * in a buffer of `len` bytes (its head inside, TOTALSIZE at least MIN_MESSAGE_SIZE and inside);
+ * else -1 with ValueError. */
+static int walked_record(const uint8_t *buf, Py_ssize_t len, Py_ssize_t i, int64_t at) {
+    if (at < 0 || at > (int64_t)len - HEAD_SIZE) {
+        PyErr_Format(PyExc_ValueError, "position %zd (%lld) outside a buffer of %zd bytes", i, (long long)at, len);
+        return -1;
+    }
+    int32_t total = load_i32(buf + at + HEAD_TOTAL_SIZE_OFFSET);
+    if (total < MIN_MESSAGE_SIZE || (int64_t)total > (int64_t)len - at) {
+        PyErr_Format(PyExc_ValueError, "record %zd at %lld: TOTALSIZE %d is not a walked record", i, (long long)at,
+                     total);
+        return -1;
+    }
+    return 0;
+}
+
+/* check_record(buffer, position) -> (check, total, version, sys_flag, value)
+ *
+ * layout_record's field checks of the one message record at `position` (as decode_records and
+ * walk_decode check it): check LAYOUT_OK (0) when they pass, else the first that fails, with
+ * what Python words it from: TOTALSIZE, the version (1 for MAGIC_V1, else 2), SYSFLAG and the
+ * value found wrong (0 for LAYOUT_FIXED, BODYLEN, TOPICLEN, PROPERTIESLENGTH, or for LAYOUT_END
+ * the bytes the fields take). */
+static PyObject *check_record(PyObject *self, PyObject *args) {
+    Py_buffer b;
+    Py_ssize_t at;
+    if (!PyArg_ParseTuple(args, "y*n", &b, &at))
+        return NULL;
+    PyObject *result = NULL;
+    if (walked_record(b.buf, b.len, 0, at) == 0) {
+        record_layout l;
+        int check = layout_record((const uint8_t *)b.buf + at, &l);
+        int64_t value = check == LAYOUT_BODY_LEN    ? l.body_len
+                        : check == LAYOUT_TOPIC_LEN ? l.topic_len
+                        : check == LAYOUT_PROPS_LEN ? l.props_len
+                        : check == LAYOUT_END       ? l.o_props + l.props_len
+                                                    : 0;
+        result = Py_BuildValue("(iLiiL)", check, (long long)l.total, l.version, (int)l.sys_flag, (long long)value);
+    }
+    PyBuffer_Release(&b);
+    return result;
+}
+
 /* decode_records(buffer, positions int64[n], outputs tuple of D_NOUT arrays) -> first bad row or -1
  *
- * One pass over message records whose head the walk checked (TOTALSIZE within the buffer and at
- * least MIN_MESSAGE_SIZE, MAGICCODE v1 or v2): every fixed field, the host keys and the spans
- * of BODY, TOPIC and PROPERTIES. Each record is checked as commitlog's _check_fields checks it
- * (fixed fields inside TOTALSIZE, then BODYLEN, TOPICLEN, PROPERTIESLENGTH, then the fields
- * ending exactly at TOTALSIZE); the first row failing a check is returned and nothing after
- * it is filled, so Python names the field and the reason from that one row. Every read is
- * inside [position, position + TOTALSIZE), which lies inside the buffer. */
+ * One pass over message records whose head the walk checked (walked_record): every fixed field,
+ * the host keys and the spans of BODY, TOPIC and PROPERTIES. Each record is checked by
+ * layout_record; the first row failing a check is returned and nothing after it is filled, so
+ * Python names the field and the reason from that one row (check_record). Every read is inside
+ * [position, position + TOTALSIZE), which lies inside the buffer. */
 static PyObject *decode_records(PyObject *self, PyObject *args) {
     Py_buffer b, p;
     PyObject *outs;
@@ -788,20 +923,9 @@ static PyObject *decode_records(PyObject *self, PyObject *args) {
     }
     const uint8_t *buf = b.buf;
     const int64_t *pos = p.buf;
-    for (Py_ssize_t i = 0; i < n; i++) {
-        int64_t at = pos[i];
-        if (at < 0 || at > (int64_t)b.len - HEAD_SIZE) {
-            PyErr_Format(PyExc_ValueError, "position %zd (%lld) outside a buffer of %zd bytes", i, (long long)at,
-                         b.len);
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (walked_record(buf, b.len, i, pos[i]) < 0)
             goto done;
-        }
-        int32_t total = load_i32(buf + at + HEAD_TOTAL_SIZE_OFFSET);
-        if (total < MIN_MESSAGE_SIZE || (int64_t)total > (int64_t)b.len - at) {
-            PyErr_Format(PyExc_ValueError, "record %zd at %lld: TOTALSIZE %d is not a walked record", i,
-                         (long long)at, total);
-            goto done;
-        }
-    }
     {
         Py_ssize_t bad_row = -1;
         int64_t *born_at = o[D_BORN_HOST_AT].buf,
@@ -819,7 +943,7 @@ static PyObject *decode_records(PyObject *self, PyObject *args) {
             }
             const uint8_t *r = buf + pos[i];
             record_layout l;
-            if (layout_record(r, &l) < 0) {
+            if (layout_record(r, &l) != LAYOUT_OK) {
                 bad_row = i;
                 break;
             }
@@ -1028,101 +1152,6 @@ enum { BAD_NONE = 0, BAD_FIELDS = 1, BAD_PROPERTIES = 2 };
 /* The names walk_decode looks for, in the order of its outputs. */
 enum { WANT_KEYS, WANT_UNIQ_KEY, WANT_TAGS, WANT_DELAY, WANT_N };
 
-/* Most bytes a property block can have (PROPERTIESLENGTH is a signed short), in 64-byte groups. */
-#define BLOCK_GROUPS ((32767 + 63) / 64)
-
-/* Bit i of m[i / 64] set where block byte i is `byte`, for the block's `len` bytes at `at`. */
-static inline void byte_masks(const uint8_t *buf, int64_t buf_len, int64_t at, int64_t len, uint64_t *m1,
-                              uint64_t *m2) {
-    int64_t groups = (len + 63) / 64;
-    for (int64_t g = 0; g < groups; g++) {
-        const uint8_t *p = buf + at + 64 * g;
-        uint8_t tmp[64];
-        if (at + 64 * g + 64 > buf_len) { /* the buffer ends inside this group: copy what is there */
-            memset(tmp, 0, sizeof tmp);
-            memcpy(tmp, p, (size_t)(buf_len - at - 64 * g));
-            p = tmp;
-        }
-        uint64_t a = 0, b = 0;
-#ifdef __SSE2__
-        const __m128i one = _mm_set1_epi8(NAME_VALUE_SEPARATOR), two = _mm_set1_epi8(PROPERTY_SEPARATOR);
-        for (int k = 0; k < 4; k++) {
-            __m128i v = _mm_loadu_si128((const __m128i *)(p + 16 * k));
-            a |= (uint64_t)(uint16_t)_mm_movemask_epi8(_mm_cmpeq_epi8(v, one)) << (16 * k);
-            b |= (uint64_t)(uint16_t)_mm_movemask_epi8(_mm_cmpeq_epi8(v, two)) << (16 * k);
-        }
-#else
-        for (int k = 0; k < 64; k++) {
-            a |= (uint64_t)(p[k] == NAME_VALUE_SEPARATOR) << k;
-            b |= (uint64_t)(p[k] == PROPERTY_SEPARATOR) << k;
-        }
-#endif
-        int64_t left = len - 64 * g;
-        if (left < 64) {
-            a &= (1ULL << left) - 1;
-            b &= (1ULL << left) - 1;
-        }
-        m1[g] = a;
-        m2[g] = b;
-    }
-}
-
-/* The first set bit at or after `from` and before `limit` (<= the masks' bytes), else `limit`. */
-static inline int64_t next_bit(const uint64_t *m, int64_t from, int64_t limit) {
-    if (from >= limit)
-        return limit;
-    int64_t g = from >> 6;
-    uint64_t w = m[g] & (~0ULL << (from & 63));
-    while (w == 0) {
-        g++;
-        if (g * 64 >= limit)
-            return limit;
-        w = m[g];
-    }
-    int64_t at = g * 64 + __builtin_ctzll(w);
-    return at < limit ? at : limit;
-}
-
-/* find_props' scan of one block (same pairs, same problems, same offsets), for the WANT_N names:
- * value spans into vs / vl (-1 when absent). Returns PROP_OK or the problem, *bad_at where. */
-static inline int scan_block(const uint8_t *buf, int64_t buf_len, int64_t st, int64_t len,
-                             const char *const *name_ptr, const int64_t *name_len, int64_t *vs, int64_t *vl,
-                             int64_t *bad_at) {
-    uint64_t m1[BLOCK_GROUPS], m2[BLOCK_GROUPS];
-    for (int j = 0; j < WANT_N; j++)
-        vs[j] = vl[j] = -1;
-    byte_masks(buf, buf_len, st, len, m1, m2);
-    const uint8_t *blk = buf + st;
-    int64_t at = 0;
-    while (at < len) {
-        int64_t e = next_bit(m2, at, len);
-        if (e == at) {
-            *bad_at = at;
-            return PROP_EMPTY_PAIR;
-        }
-        int64_t kv = next_bit(m1, at, e);
-        if (kv == e) {
-            *bad_at = at;
-            return PROP_NO_SEPARATOR;
-        }
-        if (kv == at) {
-            *bad_at = at;
-            return PROP_EMPTY_NAME;
-        }
-        if (e > kv + 1) { /* Java skips a pair whose value is empty */
-            for (int j = 0; j < WANT_N; j++) {
-                if (name_len[j] == kv - at && blk[at] == (uint8_t)name_ptr[j][0] &&
-                    memcmp(blk + at, name_ptr[j], (size_t)name_len[j]) == 0) {
-                    vs[j] = st + kv + 1;
-                    vl[j] = e - kv - 1;
-                }
-            }
-        }
-        at = e + 1;
-    }
-    return PROP_OK;
-}
-
 /* Appends src[0, len) to a text column whose data has `cap` usable bytes (TEXT_SLACK more
  * follow them). `high` collects the bytes' top bits (0: all ASCII). -1 when it does not fit. */
 static inline int put_text(uint8_t *data, int64_t cap, int64_t *used, const uint8_t *src, int64_t len,
@@ -1190,8 +1219,8 @@ static inline void set_bit(uint8_t *bitmap, int64_t row, int on) {
  *     delay_rows, text_high, null_counts)
  *
  * The walk (as `walk` from `start` to the buffer's end), decode_records' checks and fields,
- * find_props' scan for names = (KEYS, UNIQ_KEY, TAGS, DELAY) and the columns read_columns
- * builds, in one pass over the records, writing Arrow's layout straight into `outputs`:
+ * find_props' scan (scan_block) for names = (KEYS, UNIQ_KEY, TAGS, DELAY) and the columns
+ * read_columns builds, in one pass over the records, writing Arrow's layout straight into `outputs`:
  *
  *   - fixed fields as decode_records writes them;
  *   - topic and tags as codes in order of first appearance; topic_spans / tags_spans (bytes of
@@ -1281,6 +1310,7 @@ static PyObject *walk_decode(PyObject *self, PyObject *args) {
         int64_t prefetched = start;
         int code = STOP_END, bad_kind = BAD_NONE, problem = PROP_OK, failed = 0;
         int64_t bad_block = 0, bad_at = 0;
+        uint64_t m1[BLOCK_GROUPS], m2[BLOCK_GROUPS]; /* scan_block's masks of one block */
         props_off[0] = keys_off[0] = uniq_off[0] = 0;
         if (body)
             body_off[0] = 0;
@@ -1299,13 +1329,14 @@ static PyObject *walk_decode(PyObject *self, PyObject *args) {
             /* decode_records' checks */
             const uint8_t *r = buf + p;
             record_layout l;
-            if (layout_record(r, &l) < 0) {
+            if (layout_record(r, &l) != LAYOUT_OK) {
                 bad_kind = BAD_FIELDS;
                 break;
             }
             /* find_props' check, and the wanted values */
             int64_t vs[WANT_N], vl[WANT_N];
-            problem = scan_block(buf, b.len, p + l.o_props, l.props_len, name_ptr, name_len, vs, vl, &bad_at);
+            problem = scan_block(buf, b.len, p + l.o_props, l.props_len, WANT_N, name_ptr, name_len, vs, vl, m1, m2,
+                                 &bad_at);
             if (problem != PROP_OK) {
                 bad_kind = BAD_PROPERTIES;
                 bad_block = p + l.o_props;
@@ -1441,6 +1472,8 @@ static PyMethodDef methods[] = {
      "topic_offsets, properties, properties_offsets) -> None"},
     {"decode_records", decode_records, METH_VARARGS,
      "decode_records(buffer, positions, outputs) -> first bad row or -1"},
+    {"check_record", check_record, METH_VARARGS,
+     "check_record(buffer, position) -> (check, total, version, sys_flag, value); check 0 when the fields fit"},
     {"span_objects", span_objects, METH_VARARGS,
      "span_objects(buffer, starts, lengths, as_bytes, out=None) -> list of bytes / str / None (None with out)"},
     {"gather_spans", gather_spans, METH_VARARGS,

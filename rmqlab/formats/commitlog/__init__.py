@@ -41,10 +41,13 @@ Facts settled from the Java source:
   ``read_columns(check_crc=True)``; ``rmqlab verify`` reports a mismatch) by the broker's rule
   with forceVerifyPropCRC: CRC32 of the record's bytes before its last 20, read in 5.2.0 and 5.3.1.
 
-Readers: :func:`read_message` (one record), :func:`iter_messages` (pure Python, readable model
-of every check), :func:`read_columns` / :func:`read_at` (columnar: one C pass of
-``rmqlab._records`` that walks, checks and decodes a file into Arrow's layout). Writers: :func:`encode_message`,
-:func:`encode_messages` (vectorized, lays out files), :class:`CommitLogWriter`.
+Readers: :func:`read_columns` / :func:`read_at` (columnar: one C pass of ``rmqlab._records``
+that walks, checks and decodes a file into Arrow's layout), :func:`read_message` (one record)
+and :func:`iter_messages` (a :class:`Message` a record), all on the one decode of
+:mod:`~rmqlab.formats.commitlog.columns`; :mod:`~rmqlab.formats.commitlog.records` holds the
+message model and the readable Python models of the walk and the property checks. Writers:
+:func:`encode_message`, :func:`encode_messages` (vectorized, lays out files),
+:class:`CommitLogWriter`.
 
 Damage. The reader cannot resynchronise inside a file (a record's position is the previous
 record's end), so the first bad record ends that file: ``on_error="raise"`` (default) raises
@@ -72,7 +75,16 @@ b'world'
 
 from __future__ import annotations
 
-from rmqlab.formats.commitlog.columns import max_offset, read_at, read_at_columns, read_column_parts, read_columns
+from rmqlab.formats.commitlog.columns import (
+    MessageStream,
+    iter_messages,
+    max_offset,
+    read_at,
+    read_at_columns,
+    read_column_parts,
+    read_columns,
+    read_message,
+)
 from rmqlab.formats.commitlog.encode import (
     EncodedBatch,
     EncodedFile,
@@ -121,17 +133,14 @@ from rmqlab.formats.commitlog.layout import (
 from rmqlab.formats.commitlog.records import (
     Damage,
     Message,
-    MessageStream,
     ReadReport,
     broker_string,
     broker_strings,
-    iter_messages,
     parse_properties,
     prop_crc_expected,
     prop_crc_matches,
     properties_block,
     property_pairs,
-    read_message,
     walk_py,
 )
 from rmqlab.formats.commitlog.write import CommitLogWriter

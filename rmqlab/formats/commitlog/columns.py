@@ -1,17 +1,27 @@
-"""The columnar reader: the one C pass of ``rmqlab._records`` (walk, checks, decode, properties,
-text and dictionary codes), into pandas or Arrow columns; the separate passes it replaced stay
-as its reference and serve the CRC checks and read_at."""
+"""The CommitLog reader: records decoded into pandas or Arrow columns (:func:`read_columns`,
+:func:`read_at`) and into :class:`Message` objects (:func:`read_message`, :func:`iter_messages`).
+
+A record's fields are decoded in one place. In C (``rmqlab._records``) one layout and one check
+of a record (``layout_record``) and one property scan serve both passes: ``walk_decode``, which
+walks a file and decodes what it walks (plain reads), and ``decode_records`` + ``find_props``
+for records at positions given (read_at, the CRC checks, one message). In Python both passes
+hand their rows to :func:`_columns`, which makes every column (topic and tags as dictionaries,
+hosts from their codes, text, DELAY, nulls), and word their damage with the same helpers
+(:func:`_field_problem`, :func:`_property_problem`). A message is a row of those columns. A
+NumPy reference of the decode, for the tests, lives in tests/commitlog_reference.py."""
 from __future__ import annotations
 
 import collections
 import gc
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any, Literal
 
 import numpy as np
 
 from rmqlab import _records
+from rmqlab.errors import FormatError, TruncatedFileError
 from rmqlab.formats.commitlog.files import ReadOnlyMap, StoreFile, store_files, walked_files
 from rmqlab.formats.commitlog.layout import (
     BLANK,
@@ -19,30 +29,30 @@ from rmqlab.formats.commitlog.layout import (
     COLUMNS,
     CRC32_RESERVED_LEN,
     HEAD,
-    IPV4_SIZE,
     IPV6_SIZE,
     MAGIC_V1,
     MAGIC_V2,
     MIN_MESSAGE_SIZE,
-    PORT,
-    PROPERTIES_LEN,
     PROPERTY_CRC32,
     PROPERTY_PROBLEMS,
     STOP_BLANK,
+    STOP_BLANK_SIZE,
     STOP_LIMIT,
-    STORE_TIME,
+    STOP_PAST_END,
+    STOP_SHORT,
     STOREHOSTADDRESS_V6_FLAG,
-    TAIL,
     WANTED_PROPERTIES,
 )
 from rmqlab.formats.commitlog.records import (
     Damage,
+    Message,
     ReadReport,
     check_head,
     classify_stop,
     decode_text,
+    encode_text,
+    parse_properties,
     prop_crc_expected,
-    read_message,
     record_damage,
 )
 from rmqlab.formats.msgid import format_host
@@ -57,128 +67,82 @@ def _gather(U: np.ndarray, starts: np.ndarray, width: int, dtype: str) -> np.nda
     return U[idx].view(dtype).reshape(-1).astype(np.dtype(dtype).newbyteorder("="))
 
 
-def _spans_bytes(U, starts: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Concatenate byte spans of U: (data uint8, offsets int64[n+1])."""
-    lengths = lengths.astype(np.int64)
-    offsets = np.zeros(len(lengths) + 1, np.int64)
-    np.cumsum(lengths, out=offsets[1:])
-    data = np.empty(int(offsets[-1]), np.uint8)
-    if len(lengths):
-        _records.copy_spans(data, np.ascontiguousarray(offsets[:-1]), U,
-                            np.ascontiguousarray(starts, np.int64), lengths)
-    return data, offsets
+#: ``_records.decode_records``' outputs, in the order and widths the C function writes them.
+_DECODED = (("total_size", "i4"), ("version", "i1"), ("body_crc", "i4"), ("queue_id", "i4"), ("flag", "i4"),
+            ("queue_offset", "i8"), ("phy_offset", "i8"), ("sys_flag", "i4"), ("born_timestamp", "i8"),
+            ("store_timestamp", "i8"), ("reconsume_times", "i4"), ("prepared_transaction_offset", "i8"),
+            ("born_host_key", "u8"), ("store_host_key", "u8"), ("born_host_at", "i8"), ("store_host_at", "i8"),
+            ("body_start", "i8"), ("body_len", "i8"), ("topic_start", "i8"), ("topic_len", "i8"),
+            ("properties_start", "i8"), ("properties_len", "i8"))
+_FIXED_COLUMNS = ("queue_id", "flag", "queue_offset", "phy_offset", "sys_flag", "born_timestamp",
+                  "store_timestamp", "reconsume_times", "prepared_transaction_offset", "total_size", "version",
+                  "body_crc")
 
 
-def _text_column(data: np.ndarray, offsets: np.ndarray, valid: np.ndarray | None = None,
-                 binary: bool = False, dictionary: bool = False) -> np.ndarray:
-    """Object array of str (or bytes) from concatenated spans, None where not `valid`."""
-    import pyarrow as pa
-
-    n = len(offsets) - 1
-    bitmap = None
-    null_count = 0
-    if valid is not None:
-        null_count = int(n - np.count_nonzero(valid))
-        if null_count:
-            bitmap = pa.py_buffer(np.packbits(valid, bitorder="little"))
-    typ = pa.large_binary() if binary else pa.large_string()
-    arr = pa.Array.from_buffers(typ, n, [bitmap, pa.py_buffer(offsets), pa.py_buffer(data)], null_count)
-    if not binary:
-        try:
-            arr.validate(full=True)
-        except pa.ArrowInvalid:   # invalid UTF-8: decode as the pure-Python model does
-            raw = pa.Array.from_buffers(pa.large_binary(), n, [bitmap, pa.py_buffer(offsets), pa.py_buffer(data)],
-                                        null_count).to_pylist()
-            return np.array([None if r is None else decode_text(r) for r in raw], dtype=object)
-    if dictionary:   # few distinct values (topics, tags): one Python object per distinct value
-        enc = arr.dictionary_encode()
-        values = enc.dictionary.to_numpy(zero_copy_only=False)
-        idx = enc.indices.to_numpy(zero_copy_only=False)
-        if enc.null_count:
-            out = np.empty(n, dtype=object)
-            ok = ~np.isnan(idx)
-            out[ok] = values[idx[ok].astype(np.int64)]
-            return out
-        return values[idx]
-    return arr.to_numpy(zero_copy_only=False)
+def _decode_records(U, P: np.ndarray) -> tuple[dict[str, np.ndarray], int]:
+    """``_records.decode_records`` of the message records at positions P (int64, heads checked):
+    its outputs by name (:data:`_DECODED`) and the first row that fails a field check, -1 when
+    none does (the rows from it on are not filled)."""
+    d = {name: np.empty(len(P), dtype) for name, dtype in _DECODED}
+    bad_row = _records.decode_records(U, P, tuple(d.values())) if len(P) else -1
+    return d, bad_row
 
 
-def _format_hosts(ip: np.ndarray, port: np.ndarray) -> np.ndarray:
-    """(n, 4|16) address bytes + ports -> "ip:port" strings; formats each distinct host once."""
-    n = len(port)
-    if n == 0:
-        return np.empty(0, dtype=object)
-    key = np.hstack([ip, port.astype(">i4").view(np.uint8).reshape(n, 4)])
-    key = np.ascontiguousarray(key).view(f"V{key.shape[1]}").reshape(n)
-    w = ip.shape[1]
-    if w == IPV4_SIZE:   # hash-based factorize of one uint64 per row: O(n), no sort
-        import pandas as pd
+# ---------------------------------------------------------------- what stops a decode
 
-        ip32 = np.ascontiguousarray(ip).view(">u4").reshape(n).astype(np.uint64)
-        k64 = (ip32 << np.uint64(32)) | (port.astype(np.int64) & 0xFFFFFFFF).astype(np.uint64)
-        inv, uk = pd.factorize(k64)
-        texts = np.array([format_host((int(u) >> 32).to_bytes(4, "big"),
-                                      (int(u) & 0xFFFFFFFF) - ((int(u) & 0x80000000) << 1))
-                          for u in uk], dtype=object)
-        return texts[inv]
-    uniq, inv = np.unique(key, return_inverse=True)
-    texts = np.array([format_host(u.tobytes()[:w], int.from_bytes(u.tobytes()[w:], "big", signed=True))
-                      for u in uniq], dtype=object)
-    return texts[inv.reshape(-1)]
+#: Why a decode stopped before a record: (its position in the buffer, field, reason).
+_Problem = tuple[int, str, str]
+
+#: ``_records.check_record``'s failed checks, in the order the decode runs them (LAYOUT_FIXED to
+#: LAYOUT_END in records.c): the field each names and its reason, in the words the reader has always used.
+_LAYOUT_CHECKS = {
+    1: ("TOTALSIZE", "TOTALSIZE {total} is smaller than the fixed fields of this record (SYSFLAG 0x{sys_flag:X}, "
+                     "v{version})"),
+    2: ("BODYLEN", "BODYLEN {value} disagrees with TOTALSIZE {total}"),
+    3: ("TOPICLEN", "TOPICLEN {value} disagrees with TOTALSIZE {total}"),
+    4: ("PROPERTIESLENGTH", "PROPERTIESLENGTH {value} disagrees with TOTALSIZE {total}"),
+    5: ("TOTALSIZE", "TOTALSIZE {total} but the fields end after {value} bytes"),
+}
 
 
-def _check_fields(U, P, total, magic, sys_flag):
-    """Vectorized field checks of records at positions P: (first bad row or -1, field, reason)
-    plus the per-row spans. Same checks, same order as _parse_record."""
-    n = len(P)
-    version = np.where(magic == MAGIC_V1, 1, 2)
-    bw = np.where(sys_flag & BORNHOST_V6_FLAG, IPV6_SIZE, IPV4_SIZE)
-    sw = np.where(sys_flag & STOREHOSTADDRESS_V6_FLAG, IPV6_SIZE, IPV4_SIZE)
-    tlw = version  # 1 or 2 bytes
-    o_st = HEAD.size + bw + PORT.size
-    o_sh = o_st + STORE_TIME.size
-    o_tail = o_sh + sw + PORT.size
-    o_body = o_tail + TAIL.size
-    end = total
-    fixed_bad = o_body + tlw + PROPERTIES_LEN.size > end
-    body_len = _gather(U, P + o_tail + TAIL.offset("body_len"), 4, ">i4").astype(np.int64)
-    body_bad = (body_len < 0) | (o_body + body_len + tlw + PROPERTIES_LEN.size > end)
-    o_tl = o_body + body_len
-    tl1 = _gather(U, P + o_tl, 1, ">i1").astype(np.int64)
-    tl2 = _gather(U, P + o_tl, 2, ">i2").astype(np.int64)
-    topic_len = np.where(version == 1, tl1, tl2)
-    o_topic = o_tl + tlw
-    topic_bad = (topic_len < 0) | (o_topic + topic_len + PROPERTIES_LEN.size > end)
-    o_pl = o_topic + topic_len
-    plen = _gather(U, P + o_pl, 2, ">i2").astype(np.int64)
-    o_props = o_pl + PROPERTIES_LEN.size
-    plen_bad = (plen < 0) | (o_props + plen > end)
-    size_bad = o_props + plen != end
-    checks = [(fixed_bad, "TOTALSIZE", lambda r: f"TOTALSIZE {total[r]} is smaller than the fixed fields "
-                                                 f"of this record (SYSFLAG 0x{sys_flag[r] & 0xFFFFFFFF:X}, "
-                                                 f"v{version[r]})"),
-              (body_bad, "BODYLEN", lambda r: f"BODYLEN {body_len[r]} disagrees with TOTALSIZE {total[r]}"),
-              (topic_bad, "TOPICLEN", lambda r: f"TOPICLEN {topic_len[r]} disagrees with TOTALSIZE {total[r]}"),
-              (plen_bad, "PROPERTIESLENGTH",
-               lambda r: f"PROPERTIESLENGTH {plen[r]} disagrees with TOTALSIZE {total[r]}"),
-              (size_bad, "TOTALSIZE", lambda r: f"TOTALSIZE {total[r]} but the fields end after "
-                                                f"{o_props[r] + plen[r]} bytes")]
-    bad_row, bad_field, bad_reason = -1, "", ""
-    acc = np.zeros(n, bool)
-    first: dict[int, tuple[str, Callable[[int], str]]] = {}
-    for mask, fld, why in checks:
-        m = mask & ~acc
-        if m.any():
-            first[int(np.argmax(m))] = first.get(int(np.argmax(m)), (fld, why))
-        acc |= mask
-    if first:
-        bad_row = min(first)
-        bad_field, why = first[bad_row]
-        bad_reason = why(bad_row)
-    spans = dict(version=version, bw=bw, sw=sw, o_st=o_st, o_sh=o_sh, o_tail=o_tail, o_body=o_body,
-                 body_len=body_len, o_topic=o_topic, topic_len=topic_len, o_props=o_props, plen=plen)
-    return bad_row, bad_field, bad_reason, spans
+def _field_problem(U, p: int) -> _Problem:
+    """The field check the message record at `p` fails (decode_records and walk_decode stopped
+    there), read by ``_records.check_record`` from the record itself."""
+    check, total, version, sys_flag, value = _records.check_record(U, p)
+    field, reason = _LAYOUT_CHECKS[check]
+    return p, field, reason.format(total=total, version=version, sys_flag=sys_flag & 0xFFFFFFFF, value=value)
 
+
+def _property_problem(position: int, block_start: int, at: int, problem: int) -> _Problem:
+    """An unparseable PROPERTIES block of the record at `position` (find_props' `problem` at byte
+    `at` of the block that starts at `block_start`)."""
+    return (position, "PROPERTIES", f"unparseable property block: {PROPERTY_PROBLEMS[problem]} at byte {at} of the "
+                                    f"block (file position {block_start + at})")
+
+
+def _body_crc_check(U, P: np.ndarray, bst: np.ndarray, bln: np.ndarray, stored: np.ndarray, limit: int,
+                    problem: _Problem | None) -> tuple[_Problem | None, int]:
+    """The first of `limit` records at P whose BODYCRC is not CRC32(body) & 0x7FFFFFFF (an empty
+    body is not checked): its problem and row as the new limit, else (problem, limit) unchanged."""
+    crc = np.empty(limit, np.uint32)
+    _records.crc32_spans(U, bst, bln, crc)
+    good = (bln == 0) | ((crc & 0x7FFFFFFF).astype(np.int64) == stored[:limit].astype(np.int64))
+    if good.all():
+        return problem, limit
+    r = int(np.argmin(good))
+    return (int(P[r]), "BODYCRC", f"BODYCRC {int(stored[r])} but CRC32(body) & 0x7FFFFFFF = "
+                                  f"{int(crc[r]) & 0x7FFFFFFF}"), r
+
+
+def _damage(f: StoreFile, problem: _Problem | None) -> Damage | None:
+    """The Damage of a problem found in the file `f`."""
+    if problem is None:
+        return None
+    p, field, reason = problem
+    return Damage(os.fspath(f.path), p, f.start_offset + p, field, reason)
+
+
+# ---------------------------------------------------------------- the __CRC32# property
 
 #: PROP_CRC_STATES codes: no __CRC32# property, its CRC does not match, it matches
 PROP_CRC_ABSENT, PROP_CRC_MISMATCH, PROP_CRC_MATCH = -1, 0, 1
@@ -215,137 +179,23 @@ def _prop_crc_from_values(U, P: np.ndarray, total: np.ndarray, vs: np.ndarray, v
 def prop_crc_states(U: np.ndarray, P: np.ndarray, total: np.ndarray, version: np.ndarray,
                     sys_flag: np.ndarray) -> np.ndarray:
     """For message records at positions P of a file's bytes U (checked by the walk and the field
-    checks): -1 without a ``__CRC32#`` property, 0 when its CRC does not match, 1 when it does
-    (int8), as ``CommitLog.checkMessageAndReturnSize`` checks it with forceVerifyPropCRC.
-    Cost: one property scan and one CRC32 of each record that has the property."""
-    P = np.asarray(P, np.int64)
-    total = np.asarray(total, np.int64)
-    magic = np.where(np.asarray(version) == 1, MAGIC_V1, MAGIC_V2)
-    _, _, _, s = _check_fields(U, P, total, magic, np.asarray(sys_flag, np.int64))
+    checks; `total`, `version` and `sys_flag` as decoded): -1 without a ``__CRC32#`` property, 0
+    when its CRC does not match, 1 when it does (int8), as
+    ``CommitLog.checkMessageAndReturnSize`` checks it with forceVerifyPropCRC. The property
+    blocks are found by the decode's own layout (``_records.decode_records``). Cost: O(records),
+    one property scan and one CRC32 of each record that has the property."""
+    P = np.ascontiguousarray(P, np.int64)
+    d, bad_row = _decode_records(U, P)
+    if bad_row >= 0:
+        raise ValueError(f"the record at position {int(P[bad_row])} fails the field checks")
     vs = np.empty(len(P), np.int64)
     vl = np.empty(len(P), np.int64)
     if len(P):
-        _records.find_props(U, np.ascontiguousarray(P + s["o_props"]), np.ascontiguousarray(s["plen"]),
-                            (PROPERTY_CRC32.encode(),), vs, vl)
-    return _prop_crc_from_values(U, P, total, vs, vl)
+        _records.find_props(U, d["properties_start"], d["properties_len"], (PROPERTY_CRC32.encode(),), vs, vl)
+    return _prop_crc_from_values(U, P, np.asarray(total, np.int64), vs, vl)
 
 
-
-def _property_damage(path, file_start: int, position: int, block_start: int, at: int, problem: int) -> Damage:
-    """The Damage of an unparseable PROPERTIES block (find_props' `problem` at byte `at`)."""
-    return Damage(path, position, file_start + position, "PROPERTIES",
-                  f"unparseable property block: {PROPERTY_PROBLEMS[problem]} at byte {at} of the block "
-                  f"(file position {block_start + at})")
-
-def _body_crc_check(U, path, file_start: int, P: np.ndarray, bst: np.ndarray, bln: np.ndarray, stored: np.ndarray,
-                    limit: int, dmg: Damage | None) -> tuple[Damage | None, int]:
-    """The first of `limit` records whose BODYCRC is not CRC32(body) & 0x7FFFFFFF (an empty body
-    is not checked): its Damage and position as the new limit, else (dmg, limit) unchanged."""
-    crc = np.empty(limit, np.uint32)
-    _records.crc32_spans(U, bst, bln, crc)
-    good = (bln == 0) | ((crc & 0x7FFFFFFF).astype(np.int64) == stored[:limit].astype(np.int64))
-    if good.all():
-        return dmg, limit
-    r = int(np.argmin(good))
-    return (Damage(path, int(P[r]), file_start + int(P[r]), "BODYCRC",
-                   f"BODYCRC {int(stored[r])} but CRC32(body) & 0x7FFFFFFF = {int(crc[r]) & 0x7FFFFFFF}"), r)
-
-
-def _decode_positions_numpy(U, P: np.ndarray, f: StoreFile, *, body: bool, check_crc: bool,
-                            arrow: bool = False):
-    """:func:`_decode_positions` by NumPy gathers alone (one index array per field and row): the
-    reader before ``_records.decode_records``, kept as the reference the tests and
-    benchmarks/bench_commitlog.py compare the C pass with."""
-    if arrow:
-        raise ValueError("the NumPy reference decodes to pandas object columns only")
-    path = os.fspath(f.path)
-    n = len(P)
-    H = U[(P[:, None] + np.arange(HEAD.size, dtype=np.int64))].view(HEAD.dtype).reshape(n) if n else \
-        np.empty(0, HEAD.dtype)
-    total = H["total_size"].astype(np.int64)
-    sys_flag = H["sys_flag"].astype(np.int64)
-    bad_row, bad_field, bad_reason, s = _check_fields(U, P, total, H["magic"].astype(np.int64), sys_flag)
-    limit = n if bad_row < 0 else bad_row
-    dmg = None if bad_row < 0 else \
-        Damage(path, int(P[bad_row]), f.start_offset + int(P[bad_row]), bad_field, bad_reason)
-    # properties: check the blocks and find the wanted values (stops at the first bad block)
-    wanted = WANTED_PROPERTIES + ((PROPERTY_CRC32.encode(),) if check_crc else ())
-    k = len(wanted)
-    vs = np.empty(limit * k, np.int64)
-    vl = np.empty(limit * k, np.int64)
-    pst = np.ascontiguousarray((P + s["o_props"])[:limit])
-    pln = np.ascontiguousarray(s["plen"][:limit])
-    res = _records.find_props(U, pst, pln, wanted, vs, vl) if limit else None
-    if res is not None:
-        row, at, problem = res
-        dmg = _property_damage(path, f.start_offset, int(P[row]), int(pst[row]), at, problem)
-        limit = row
-    if check_crc or body:
-        bst = np.ascontiguousarray((P + s["o_body"])[:limit])
-        bln = np.ascontiguousarray(s["body_len"][:limit])
-    if check_crc and limit:
-        dmg, limit = _body_crc_check(U, path, f.start_offset, P, bst, bln, H["body_crc"], limit, dmg)
-    P, H = P[:limit], H[:limit]
-    s = {key: (v[:limit] if isinstance(v, np.ndarray) else v) for key, v in s.items()}
-    vs, vl = vs.reshape(-1, k)[:limit], vl.reshape(-1, k)[:limit]
-    cols: dict[str, Any] = {}
-    cols["topic"] = _text_column(*_spans_bytes(U, P + s["o_topic"], s["topic_len"]), dictionary=True)
-    for name in ("queue_id", "flag", "queue_offset", "phy_offset", "sys_flag", "born_timestamp"):
-        cols[name] = H[name].astype(H.dtype[name].newbyteorder("="))
-
-    def host(o_ip, width_arr, v6_flag):
-        out = np.empty(limit, dtype=object)
-        for w in (IPV4_SIZE, IPV6_SIZE):
-            rows = np.flatnonzero(width_arr == w)
-            if len(rows):
-                st = P[rows] + o_ip[rows] if isinstance(o_ip, np.ndarray) else P[rows] + o_ip
-                ip = U[st[:, None] + np.arange(w, dtype=np.int64)]
-                port = _gather(U, st + w, 4, ">i4")
-                out[rows] = _format_hosts(ip, port)
-        return out
-
-    cols["born_host"] = host(HEAD.size, s["bw"], BORNHOST_V6_FLAG)
-    cols["store_timestamp"] = _gather(U, P + s["o_st"], 8, ">i8")
-    cols["store_host"] = host(s["o_sh"], s["sw"], STOREHOSTADDRESS_V6_FLAG)
-    cols["reconsume_times"] = _gather(U, P + s["o_tail"], 4, ">i4")
-    cols["prepared_transaction_offset"] = _gather(
-        U, P + s["o_tail"] + TAIL.offset("prepared_transaction_offset"), 8, ">i8")
-    if body:
-        cols["body"] = _text_column(*_spans_bytes(U, P + s["o_body"], s["body_len"]), binary=True)
-    cols["properties"] = _text_column(*_spans_bytes(U, P + s["o_props"], s["plen"]))
-    for j, name in enumerate(("keys", "uniq_key", "tags")):
-        valid = vs[:, j] >= 0
-        cols[name] = _text_column(*_spans_bytes(U, np.where(valid, vs[:, j], 0), np.where(valid, vl[:, j], 0)),
-                                  valid=valid, dictionary=name == "tags")
-    dvalid = vs[:, 3] >= 0
-    delay = np.zeros(limit, np.int32)
-    if dvalid.any():
-        import pandas as pd
-
-        txt = _text_column(*_spans_bytes(U, vs[dvalid, 3], vl[dvalid, 3]))
-        delay[dvalid] = pd.to_numeric(pd.Series(txt, dtype=object), errors="coerce").fillna(0) \
-            .clip(-2**31, 2**31 - 1).astype(np.int32).to_numpy()
-    cols["delay_level"] = delay
-    cols["total_size"] = H["total_size"].astype(np.int32)
-    cols["version"] = s["version"].astype(np.int8)
-    cols["body_crc"] = H["body_crc"].astype(np.int32)
-    if check_crc:
-        cols["crc_ok"] = np.ones(limit, bool)
-        state = _prop_crc_from_values(U, P, H["total_size"].astype(np.int64), vs[:, 4], vl[:, 4])
-        cols["prop_crc_ok"] = np.array([None, False, True], dtype=object)[state + 1]
-    return cols, dmg, P
-
-
-#: ``_records.decode_records``' outputs, in the order and widths the C function writes them.
-_DECODED = (("total_size", "i4"), ("version", "i1"), ("body_crc", "i4"), ("queue_id", "i4"), ("flag", "i4"),
-            ("queue_offset", "i8"), ("phy_offset", "i8"), ("sys_flag", "i4"), ("born_timestamp", "i8"),
-            ("store_timestamp", "i8"), ("reconsume_times", "i4"), ("prepared_transaction_offset", "i8"),
-            ("born_host_key", "u8"), ("store_host_key", "u8"), ("born_host_at", "i8"), ("store_host_at", "i8"),
-            ("body_start", "i8"), ("body_len", "i8"), ("topic_start", "i8"), ("topic_len", "i8"),
-            ("properties_start", "i8"), ("properties_len", "i8"))
-_FIXED_COLUMNS = ("queue_id", "flag", "queue_offset", "phy_offset", "sys_flag", "born_timestamp",
-                  "store_timestamp", "reconsume_times", "prepared_transaction_offset", "total_size", "version",
-                  "body_crc")
+# ---------------------------------------------------------------- text, dictionaries, hosts
 
 
 def _object_column(U, starts: np.ndarray, lengths: np.ndarray, as_bytes: bool = False) -> np.ndarray:
@@ -357,31 +207,142 @@ def _object_column(U, starts: np.ndarray, lengths: np.ndarray, as_bytes: bool = 
     return out
 
 
-def _arrow_text(U, starts: np.ndarray, lengths: np.ndarray, binary: bool = False, dictionary: bool = False,
-                column: int = 0):
-    """pyarrow large_string (large_binary if `binary`, or if the bytes are not UTF-8) array of
-    the spans, null where the start is negative; dictionary-encoded if `dictionary`. 2-D
-    starts and lengths (find_props' rows) give the spans of their `column`."""
+def _text_array(n: int, bitmap, null_count: int, offsets, data, *, binary: bool = False, ascii_only: bool = True):
+    """Arrow large_string array over offsets and data (large_binary if `binary` or not UTF-8)."""
     import pyarrow as pa
 
-    n, width = (starts.shape[0], starts.shape[1]) if starts.ndim == 2 else (len(starts), 1)
-    offsets = np.empty(n + 1, np.int64)
-    data, ascii_only = _records.gather_spans(U, np.ascontiguousarray(starts, np.int64),
-                                             np.ascontiguousarray(lengths, np.int64), offsets, width, column)
-    valid = (starts[:, column] if starts.ndim == 2 else starts) >= 0
-    null_count = int(n - np.count_nonzero(valid))
-    bitmap = pa.py_buffer(np.packbits(valid, bitorder="little")) if null_count else None
-    buffers = [bitmap, pa.py_buffer(offsets), pa.py_buffer(data)]
-    arr = pa.Array.from_buffers(pa.large_binary(), n, buffers, null_count)
+    buffers = [None if not null_count else pa.py_buffer(bitmap), pa.py_buffer(offsets), pa.py_buffer(data)]
     if not binary:
         text = pa.Array.from_buffers(pa.large_string(), n, buffers, null_count)
         try:
             if not ascii_only:
                 text.validate(full=True)
-            arr = text
+            return text
         except pa.ArrowInvalid:   # not UTF-8: keep the bytes rather than guess an encoding
             pass
-    return arr.dictionary_encode() if dictionary else arr
+    return pa.Array.from_buffers(pa.large_binary(), n, buffers, null_count)
+
+
+def _valid_rows(bitmap: np.ndarray, n: int) -> np.ndarray:
+    return np.unpackbits(bitmap, count=n, bitorder="little").view(bool)
+
+
+def _python_values(arr) -> np.ndarray:
+    """A dictionary's values as an object array of str (bytes not UTF-8 decoded as decode_text does)."""
+    import pyarrow as pa
+
+    if pa.types.is_large_binary(arr.type):
+        return np.array([decode_text(v) for v in arr.to_pylist()], dtype=object)
+    return np.array(arr.to_pylist(), dtype=object)
+
+
+class _SpanText:
+    """A text column as spans of a file's bytes U (decode_records, find_props): row i is
+    ``U[starts[i]:starts[i] + lengths[i]]``, null where the start is negative. 2-D starts and
+    lengths (find_props' rows) give the spans of their `column`."""
+
+    def __init__(self, U, starts: np.ndarray, lengths: np.ndarray, column: int | None = None):
+        self.U, self.starts, self.lengths, self.column = U, starts, lengths, column
+
+    def __len__(self) -> int:
+        return len(self.starts)
+
+    def _spans(self) -> tuple[np.ndarray, np.ndarray]:
+        if self.column is None:
+            return self.starts, self.lengths
+        return self.starts[:, self.column], self.lengths[:, self.column]
+
+    def objects(self, as_bytes: bool = False) -> np.ndarray:
+        return _object_column(self.U, *self._spans(), as_bytes=as_bytes)
+
+    def arrow(self, binary: bool = False):
+        """The spans copied into one Arrow array (``_records.gather_spans``)."""
+        n = len(self.starts)
+        offsets = np.empty(n + 1, np.int64)
+        width, column = (1, 0) if self.column is None else (self.starts.shape[1], self.column)
+        data, ascii_only = _records.gather_spans(self.U, np.ascontiguousarray(self.starts, np.int64),
+                                                 np.ascontiguousarray(self.lengths, np.int64), offsets, width, column)
+        valid = self._spans()[0] >= 0
+        null_count = int(n - np.count_nonzero(valid))
+        bitmap = np.packbits(valid, bitorder="little") if null_count else None
+        return _text_array(n, bitmap, null_count, offsets, data, binary=binary, ascii_only=ascii_only)
+
+    def coded(self) -> _CodedText:
+        """The column dictionary-encoded (codes in order of first appearance)."""
+        return _CodedText.of(self.arrow().dictionary_encode())
+
+
+class _LaidOutText:
+    """A text column walk_decode copied into Arrow's layout: `offsets` (n + 1) into `data`, null
+    where the validity `bitmap` (least significant bit first; None without nulls) says;
+    `ascii_only` when no byte of the data is >= 0x80."""
+
+    def __init__(self, offsets: np.ndarray, data: np.ndarray, bitmap: np.ndarray | None = None,
+                 null_count: int = 0, ascii_only: bool = True):
+        self.offsets, self.data, self.bitmap, self.null_count = offsets, data, bitmap, null_count
+        self.ascii_only = ascii_only
+
+    def __len__(self) -> int:
+        return len(self.offsets) - 1
+
+    def objects(self, as_bytes: bool = False) -> np.ndarray:
+        starts = self.offsets[:-1]
+        if self.bitmap is not None:
+            starts = np.where(_valid_rows(self.bitmap, len(self)), starts, -1)
+        return _object_column(self.data, starts, np.diff(self.offsets), as_bytes=as_bytes)
+
+    def arrow(self, binary: bool = False):
+        return _text_array(len(self), self.bitmap, self.null_count, self.offsets, self.data, binary=binary,
+                           ascii_only=self.ascii_only)
+
+
+class _CodedText:
+    """A dictionary column: row i is ``values[codes[i]]``, null where the validity `bitmap` (None
+    without nulls) says. `values`, the distinct texts, is a pyarrow array or the spans of their
+    first occurrences (walk_decode's dictionaries: no pyarrow for pandas columns)."""
+
+    def __init__(self, codes: np.ndarray, values, bitmap: np.ndarray | None = None, null_count: int = 0):
+        self.codes, self.values, self.bitmap, self.null_count = codes, values, bitmap, null_count
+
+    def _value_objects(self) -> np.ndarray:
+        if isinstance(self.values, _SpanText):
+            return self.values.objects()
+        return _python_values(self.values)
+
+    @classmethod
+    def of(cls, arr) -> _CodedText:
+        """The codes and values of a pyarrow DictionaryArray of int32 indices at offset 0."""
+        validity, data = arr.indices.buffers()
+        n, nulls = len(arr), arr.indices.null_count
+        return cls(np.frombuffer(data, np.int32, count=n), arr.dictionary,
+                   np.frombuffer(validity, np.uint8) if nulls else None, nulls)
+
+    def objects(self) -> np.ndarray:
+        """One Python str a distinct value; None for a null."""
+        n = len(self.codes)
+        if self.bitmap is None:
+            return self._value_objects()[self.codes] if n else np.empty(0, dtype=object)
+        out = np.full(n, None, dtype=object)
+        valid = _valid_rows(self.bitmap, n)
+        if len(self.values):
+            out[valid] = self._value_objects()[self.codes[valid]]
+        return out
+
+    def arrow(self):
+        import pyarrow as pa
+
+        n = len(self.codes)
+        codes = pa.Array.from_buffers(pa.int32(), n, [None if self.bitmap is None else pa.py_buffer(self.bitmap),
+                                                      pa.py_buffer(self.codes)], self.null_count)
+        values = self.values.arrow() if isinstance(self.values, _SpanText) else self.values
+        return pa.DictionaryArray.from_arrays(codes, values)
+
+
+def _dictionary_values(U, spans: bytes) -> _SpanText:
+    """The values of a walk_decode dictionary: its (start, length) pairs of U, the first
+    occurrence of each value in code order."""
+    pairs = np.frombuffer(spans, np.int64).reshape(-1, 2)
+    return _SpanText(U, np.ascontiguousarray(pairs[:, 0]), np.ascontiguousarray(pairs[:, 1]))
 
 
 #: At most this many rows take the few-rows path of the decode (a broker answer is at most 64
@@ -402,55 +363,138 @@ def _first_seen_codes(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return codes, np.array(list(seen), dtype=values.dtype)
 
 
-def _host_codes(U, key: np.ndarray, at: np.ndarray, v6: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(codes int32, texts) of a host column: row i is ``texts[codes[i]]``; each distinct
-    "ip:port" is formatted once. IPv4 hosts come as decode_records' keys, IPv6 hosts are read
-    at their positions `at`."""
-    n = len(key)
-    codes = np.empty(n, np.int32)
-    texts: list[str] = []
-    v4_rows = np.flatnonzero(~v6) if v6.any() else None
-    k4 = key if v4_rows is None else key[v4_rows]
-    if len(k4):
-        inv, uk = _first_seen_codes(k4)
-        texts = [format_host((int(u) >> 32).to_bytes(4, "big"), (int(u) & 0xFFFFFFFF) - ((int(u) & 0x80000000) << 1))
-                 for u in uk]
-        if v4_rows is None:
-            codes[:] = inv
-        else:
-            codes[v4_rows] = inv
-    if v4_rows is not None:
-        rows = np.flatnonzero(v6)
-        st = at[rows]
-        ip = U[st[:, None] + np.arange(IPV6_SIZE, dtype=np.int64)]
-        port = _gather(U, st + IPV6_SIZE, 4, ">i4")
+def _host_texts(keys: np.ndarray) -> list[str]:
+    """The "ip:port" text of each packed IPv4 host key (address << 32 | port as uint32)."""
+    return [format_host((int(u) >> 32).to_bytes(4, "big"), (int(u) & 0xFFFFFFFF) - ((int(u) & 0x80000000) << 1))
+            for u in keys]
+
+
+def _host_column(U, codes: np.ndarray, ipv4_keys: np.ndarray, v6_rows: np.ndarray,
+                 v6_at: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(codes, texts) of a host column, row i being ``texts[codes[i]]``. `codes` numbers the rows'
+    IPv4 hosts by their distinct keys `ipv4_keys` (the decode's packing, in code order); the rows
+    `v6_rows`, whose IPv6 address starts at `v6_at`, are numbered after them in the order of
+    their bytes (here). Each distinct "ip:port" is formatted once."""
+    texts = _host_texts(ipv4_keys)
+    if len(v6_rows):
+        ip = U[v6_at[:, None] + np.arange(IPV6_SIZE, dtype=np.int64)]
+        port = _gather(U, v6_at + IPV6_SIZE, 4, ">i4")
         hkey = np.ascontiguousarray(np.hstack([ip, port.astype(">i4").view(np.uint8).reshape(-1, 4)]))
         uniq, inv6 = np.unique(hkey.view(f"V{hkey.shape[1]}").reshape(-1), return_inverse=True)
-        codes[rows] = len(texts) + inv6.reshape(-1)
+        codes[v6_rows] = len(texts) + inv6.reshape(-1)
         texts += [format_host(u.tobytes()[:IPV6_SIZE], int.from_bytes(u.tobytes()[IPV6_SIZE:], "big", signed=True))
                   for u in uniq]
     return codes, np.array(texts, dtype=object)
 
 
+#: The host columns, each with the SYSFLAG bit that makes it IPv6.
+_HOSTS = (("born_host", BORNHOST_V6_FLAG), ("store_host", STOREHOSTADDRESS_V6_FLAG))
+
+
+def _delay_levels(delay: np.ndarray, U, rows: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> None:
+    """DELAY of `rows` from its text at the spans (starts, lengths) of U, as pandas reads a
+    number (``pd.to_numeric``): clamped to int32, the fraction dropped, 0 when not a number."""
+    if len(rows):
+        import pandas as pd
+
+        txt = _object_column(U, starts, lengths)
+        delay[rows] = pd.to_numeric(pd.Series(txt, dtype=object), errors="coerce").fillna(0) \
+            .clip(-2**31, 2**31 - 1).astype(np.int32).to_numpy()
+
+
+# ---------------------------------------------------------------- the columns of decoded rows
+
+
+@dataclass
+class _Rows:
+    """The decoded records of one file as a pass left them, for :func:`_columns`: fixed fields
+    by name (:data:`_FIXED_COLUMNS`), DELAY as int32, hosts as (codes, texts), and the text
+    columns in the form that pass made (spans of the file, Arrow's layout, dictionary codes);
+    `body` None when bodies are not read."""
+
+    fixed: dict[str, np.ndarray]
+    delay_level: np.ndarray
+    hosts: dict[str, tuple[np.ndarray, np.ndarray]]
+    topic: _SpanText | _CodedText
+    tags: _SpanText | _CodedText
+    properties: _SpanText | _LaidOutText
+    keys: _SpanText | _LaidOutText
+    uniq_key: _SpanText | _LaidOutText
+    body: _SpanText | _LaidOutText | None
+
+
+def _dictionary_column(src: _SpanText | _CodedText, arrow: bool):
+    """Topic or tags: a dictionary column (pandas: one str a distinct value)."""
+    if isinstance(src, _SpanText):
+        if not arrow and len(src) <= FEW_ROWS:   # a few str made one by one cost less than a dictionary
+            return src.objects()
+        src = src.coded()
+    return src.arrow() if arrow else src.objects()
+
+
+def _columns(rows: _Rows, *, arrow: bool, prop_state: np.ndarray | None = None) -> dict[str, Any]:
+    """The columns of decoded records, the same whichever pass decoded them: fixed fields and
+    DELAY as decoded; topic and tags dictionary-encoded; hosts "ip:port"; properties, keys and
+    uniq_key text, body bytes; keys, uniq_key and tags null where absent. pandas columns are
+    NumPy arrays (object arrays of str and bytes, one Python object a distinct topic, tag and
+    host but for :data:`FEW_ROWS` rows of spans; text not UTF-8 decoded with surrogateescape,
+    as :func:`records.decode_text`); with
+    `arrow`, pyarrow arrays (text large_string, or large_binary where the bytes are not UTF-8).
+    With `prop_state` (the CRC checks, :data:`PROP_CRC_ABSENT` ...), ``crc_ok`` (all True: a
+    bad BODYCRC stops the read) and ``prop_crc_ok`` (None without the property)."""
+    n = len(rows.delay_level)
+    cols: dict[str, Any] = {name: rows.fixed[name] for name in _FIXED_COLUMNS}
+    cols["delay_level"] = rows.delay_level
+    if prop_state is not None:
+        cols["crc_ok"] = np.ones(n, bool)
+    text = {"properties": rows.properties, "keys": rows.keys, "uniq_key": rows.uniq_key}
+    if rows.body is not None:
+        text["body"] = rows.body
+    if arrow:
+        import pyarrow as pa
+
+        cols = {name: pa.array(v) for name, v in cols.items()}
+        for name, (codes, texts) in rows.hosts.items():
+            cols[name] = pa.DictionaryArray.from_arrays(pa.array(codes), pa.array(texts, pa.large_string()))
+        for name, src in text.items():
+            cols[name] = src.arrow(binary=name == "body")
+        if prop_state is not None:
+            cols["prop_crc_ok"] = pa.array(prop_state == PROP_CRC_MATCH, mask=prop_state == PROP_CRC_ABSENT)
+    else:
+        for name, (codes, texts) in rows.hosts.items():
+            cols[name] = texts[codes] if len(texts) else np.empty(n, dtype=object)
+        for name, src in text.items():
+            cols[name] = src.objects(as_bytes=name == "body")
+        if prop_state is not None:
+            cols["prop_crc_ok"] = np.array([None, False, True], dtype=object)[prop_state + 1]
+    cols["topic"] = _dictionary_column(rows.topic, arrow)
+    cols["tags"] = _dictionary_column(rows.tags, arrow)
+    return cols
+
+
+# ---------------------------------------------------------------- the two passes
+
+
 def _decode_positions(U, P: np.ndarray, f: StoreFile, *, body: bool, check_crc: bool, arrow: bool = False):
     """Decode the message records at positions P (heads already checked) of one mapped file:
-    one C pass (``_records.decode_records``) for the fixed fields and the spans, then the
-    property scan and the columns. Returns (columns dict of the good prefix, Damage or None for
-    the first bad record, positions of the good prefix); with `arrow`, pyarrow arrays."""
-    path = os.fspath(f.path)
+    one C pass (``_records.decode_records``) for the fixed fields and the spans, the property
+    scan (``find_props``), with `check_crc` the BODYCRC and ``__CRC32#`` checks, then
+    :func:`_columns`. Returns (columns dict of the good prefix, Damage or None for the first
+    bad record, positions of the good prefix); with `arrow`, pyarrow arrays."""
+    cols, problem, P = _decode_at(U, P, body=body, check_crc=check_crc, arrow=arrow)
+    return cols, _damage(f, problem), P
+
+
+def _decode_at(U, P: np.ndarray, *, body: bool, check_crc: bool, arrow: bool = False):
+    """:func:`_decode_positions` of a buffer: its problem, not a file's Damage."""
     n = len(P)
     P = np.ascontiguousarray(P, np.int64)
-    d = {name: np.empty(n, dtype) for name, dtype in _DECODED}
-    bad_row = _records.decode_records(U, P, tuple(d.values())) if n else -1
+    d, bad_row = _decode_records(U, P)
     limit = n if bad_row < 0 else bad_row
-    dmg = None
-    if bad_row >= 0:   # the reason, worded as the NumPy checks word it, from this one record
-        p = int(P[bad_row])
-        H1 = U[p:p + HEAD.size].view(HEAD.dtype)
-        _, field, reason, _ = _check_fields(U, P[bad_row:bad_row + 1], H1["total_size"].astype(np.int64),
-                                            H1["magic"].astype(np.int64), H1["sys_flag"].astype(np.int64))
-        dmg = Damage(path, p, f.start_offset + p, field, reason)
-    d = {name: v[:limit] for name, v in d.items()}
+    problem = None
+    if bad_row >= 0:
+        problem = _field_problem(U, int(P[bad_row]))
+        d = {name: v[:limit] for name, v in d.items()}
     wanted = WANTED_PROPERTIES + ((PROPERTY_CRC32.encode(),) if check_crc else ())
     k = len(wanted)
     vs = np.empty(limit * k, np.int64)
@@ -458,65 +502,39 @@ def _decode_positions(U, P: np.ndarray, f: StoreFile, *, body: bool, check_crc: 
     pst, pln = d["properties_start"], d["properties_len"]
     res = _records.find_props(U, pst, pln, wanted, vs, vl) if limit else None
     if res is not None:
-        row, at, problem = res
-        dmg = _property_damage(path, f.start_offset, int(P[row]), int(pst[row]), at, problem)
+        row, at, code = res
+        problem = _property_problem(int(P[row]), int(pst[row]), at, code)
         limit = row
     if check_crc and limit:
-        dmg, limit = _body_crc_check(U, path, f.start_offset, P, d["body_start"][:limit], d["body_len"][:limit],
-                                     d["body_crc"], limit, dmg)
-    P = P[:limit]
-    d = {name: v[:limit] for name, v in d.items()}
+        problem, limit = _body_crc_check(U, P, d["body_start"][:limit], d["body_len"][:limit], d["body_crc"], limit,
+                                         problem)
+    if limit < len(P):
+        P = P[:limit]
+        d = {name: v[:limit] for name, v in d.items()}
     vs, vl = vs.reshape(-1, k)[:limit], vl.reshape(-1, k)[:limit]
-    props = {name: (vs[:, j], vl[:, j]) for j, name in enumerate(("keys", "uniq_key", "tags", "delay"))}
     sys_flag = d["sys_flag"]
-    hosts = {name: _host_codes(U, d[f"{name}_key"], d[f"{name}_at"], (sys_flag & flag) != 0)
-             for name, flag in (("born_host", BORNHOST_V6_FLAG), ("store_host", STOREHOSTADDRESS_V6_FLAG))}
+    hosts = {}
+    for name, flag in _HOSTS:
+        wide = (sys_flag & flag) != 0
+        codes = np.empty(limit, np.int32)
+        if wide.any():
+            v4, v6 = np.flatnonzero(~wide), np.flatnonzero(wide)
+            codes[v4], distinct = _first_seen_codes(d[f"{name}_key"][v4])
+        else:
+            v6 = np.empty(0, np.int64)
+            codes[:], distinct = _first_seen_codes(d[f"{name}_key"])
+        hosts[name] = _host_column(U, codes, distinct, v6, d[f"{name}_at"][v6])
     delay = np.zeros(limit, np.int32)
-    dvalid = props["delay"][0] >= 0
-    if dvalid.any():
-        import pandas as pd
-
-        txt = _object_column(U, props["delay"][0][dvalid], props["delay"][1][dvalid])
-        delay[dvalid] = pd.to_numeric(pd.Series(txt, dtype=object), errors="coerce").fillna(0) \
-            .clip(-2**31, 2**31 - 1).astype(np.int32).to_numpy()
+    has_delay = vs[:, 3] >= 0
+    _delay_levels(delay, U, np.flatnonzero(has_delay), vs[has_delay, 3], vl[has_delay, 3])
     prop_state = _prop_crc_from_values(U, P, d["total_size"].astype(np.int64), vs[:, 4], vl[:, 4]) \
         if check_crc else None
-    cols: dict[str, Any] = {name: d[name] for name in _FIXED_COLUMNS}
-    cols["delay_level"] = delay
-    if check_crc:
-        cols["crc_ok"] = np.ones(limit, bool)
-    if arrow:
-        import pyarrow as pa
-
-        cols = {name: pa.array(v) for name, v in cols.items()}
-        cols["topic"] = _arrow_text(U, d["topic_start"], d["topic_len"], dictionary=True)
-        for name, (codes, texts) in hosts.items():
-            cols[name] = pa.DictionaryArray.from_arrays(pa.array(codes), pa.array(texts, pa.large_string()))
-        if body:
-            cols["body"] = _arrow_text(U, d["body_start"], d["body_len"], binary=True)
-        cols["properties"] = _arrow_text(U, d["properties_start"], d["properties_len"])
-        for j, name in enumerate(("keys", "uniq_key", "tags")):
-            cols[name] = _arrow_text(U, vs, vl, dictionary=name == "tags", column=j)
-        if prop_state is not None:
-            cols["prop_crc_ok"] = pa.array(prop_state == PROP_CRC_MATCH, mask=prop_state == PROP_CRC_ABSENT)
-        return cols, dmg, P
-    few = limit <= FEW_ROWS
-    cols["topic"] = _object_column(U, d["topic_start"], d["topic_len"]) if few else \
-        _text_column(*_spans_bytes(U, d["topic_start"], d["topic_len"]), dictionary=True)
-    for name, (codes, texts) in hosts.items():
-        cols[name] = texts[codes] if len(texts) else np.empty(limit, dtype=object)
-    if body:
-        cols["body"] = _object_column(U, d["body_start"], d["body_len"], as_bytes=True)
-    cols["properties"] = _object_column(U, d["properties_start"], d["properties_len"])
-    cols["keys"] = _object_column(U, *props["keys"])
-    cols["uniq_key"] = _object_column(U, *props["uniq_key"])
-    st, ln = props["tags"]
-    valid = st >= 0
-    cols["tags"] = _object_column(U, st, ln) if few else \
-        _text_column(*_spans_bytes(U, np.where(valid, st, 0), np.where(valid, ln, 0)), valid=valid, dictionary=True)
-    if prop_state is not None:
-        cols["prop_crc_ok"] = np.array([None, False, True], dtype=object)[prop_state + 1]
-    return cols, dmg, P
+    rows = _Rows(fixed=d, delay_level=delay, hosts=hosts,
+                 topic=_SpanText(U, d["topic_start"], d["topic_len"]), tags=_SpanText(U, vs, vl, column=2),
+                 properties=_SpanText(U, d["properties_start"], d["properties_len"]),
+                 keys=_SpanText(U, vs, vl, column=0), uniq_key=_SpanText(U, vs, vl, column=1),
+                 body=_SpanText(U, d["body_start"], d["body_len"]) if body else None)
+    return _columns(rows, arrow=arrow, prop_state=prop_state), problem, P
 
 
 #: ``_records.walk_decode``'s row outputs, in the order and widths the C function writes them.
@@ -540,166 +558,70 @@ def _shrunk(a: np.ndarray, n: int) -> np.ndarray:
     return a
 
 
-def _valid_rows(bitmap: np.ndarray, n: int) -> np.ndarray:
-    return np.unpackbits(bitmap, count=n, bitorder="little").view(bool)
-
-
-def _host_texts(keys: np.ndarray) -> list[str]:
-    """The "ip:port" text of each packed IPv4 host key (address << 32 | port as uint32)."""
-    return [format_host((int(u) >> 32).to_bytes(4, "big"), (int(u) & 0xFFFFFFFF) - ((int(u) & 0x80000000) << 1))
-            for u in keys]
-
-
-def _v6_host_codes(U, at: np.ndarray, first_code: int) -> tuple[np.ndarray, list[str]]:
-    """Codes (from `first_code` on, in the order of their bytes) and texts of the IPv6 hosts whose
-    address starts at each position of `at`."""
-    ip = U[at[:, None] + np.arange(IPV6_SIZE, dtype=np.int64)]
-    port = _gather(U, at + IPV6_SIZE, 4, ">i4")
-    hkey = np.ascontiguousarray(np.hstack([ip, port.astype(">i4").view(np.uint8).reshape(-1, 4)]))
-    uniq, inv6 = np.unique(hkey.view(f"V{hkey.shape[1]}").reshape(-1), return_inverse=True)
-    texts = [format_host(u.tobytes()[:IPV6_SIZE], int.from_bytes(u.tobytes()[IPV6_SIZE:], "big", signed=True))
-             for u in uniq]
-    return first_code + inv6.reshape(-1), texts
-
-
-def _dictionary_values(U, spans: bytes, binary: bool = False):
-    """A pyarrow large_string array (large_binary when not UTF-8) of the values at (start, length)
-    pairs of U, as walk_decode lists each dictionary value's first occurrence."""
-
-    pairs = np.frombuffer(spans, np.int64).reshape(-1, 2)
-    offsets = np.empty(len(pairs) + 1, np.int64)
-    data, ascii_only = _records.gather_spans(U, np.ascontiguousarray(pairs[:, 0]), np.ascontiguousarray(pairs[:, 1]),
-                                             offsets)
-    return _text_array(len(pairs), None, 0, offsets, data, binary=binary, ascii_only=ascii_only)
-
-
-def _text_array(n: int, bitmap, null_count: int, offsets, data, *, binary: bool = False, ascii_only: bool = True):
-    """Arrow large_string array over offsets and data (large_binary if `binary` or not UTF-8)."""
-    import pyarrow as pa
-
-    buffers = [None if not null_count else pa.py_buffer(bitmap), pa.py_buffer(offsets), pa.py_buffer(data)]
-    if not binary:
-        text = pa.Array.from_buffers(pa.large_string(), n, buffers, null_count)
-        try:
-            if not ascii_only:
-                text.validate(full=True)
-            return text
-        except pa.ArrowInvalid:   # not UTF-8: keep the bytes rather than guess an encoding
-            pass
-    return pa.Array.from_buffers(pa.large_binary(), n, buffers, null_count)
-
-
 def _walk_decode(buf, f: StoreFile, *, start: int, body: bool, arrow: bool):
     """Walk, check and decode the records of one mapped file from byte `start` in one C pass
-    (``_records.walk_decode``): the columns of :func:`_decode_positions` (without the CRC checks)
-    and its Damage, plus the walk's stop position and code."""
-    import pyarrow as pa
-
-    path = os.fspath(f.path)
+    (``_records.walk_decode``), then :func:`_columns`: the columns of :func:`_decode_positions`
+    (without the CRC checks) and its Damage, plus the walk's stop position and code."""
     U = np.frombuffer(buf, np.uint8) if len(buf) else np.empty(0, np.uint8)
     span = len(buf) - start
     cap = span // MIN_MESSAGE_SIZE + 1
-    rows = {name: np.empty(cap, dtype) for name, dtype in _WALKED}
+    out_rows = {name: np.empty(cap, dtype) for name, dtype in _WALKED}
     bitmaps = {name: np.empty((cap + 7) // 8, np.uint8) for name in _WALKED_BITMAPS}
     text = {name: (np.empty(cap + 1 if body or name != "body" else 1, np.int64),
                    np.empty(span + _TEXT_SLACK if body or name != "body" else _TEXT_SLACK, np.uint8))
             for name in _WALKED_TEXT}
-    outputs = (*rows.values(), *bitmaps.values(), *(a for pair in text.values() for a in pair))
-    (n, stop_pos, code, bad_kind, bad_pos, bad_block, bad_at, problem, topic_spans, tags_spans, born_keys,
+    outputs = (*out_rows.values(), *bitmaps.values(), *(a for pair in text.values() for a in pair))
+    (n, stop_pos, code, bad_kind, bad_pos, bad_block, bad_at, bad_problem, topic_spans, tags_spans, born_keys,
      store_keys, v6_rows, delay_rows, high, nulls) = _records.walk_decode(buf, start, body, WANTED_PROPERTIES,
                                                                           outputs)
     del outputs
-    d = {name: _shrunk(a, n) for name, a in rows.items()}
+    d = {name: _shrunk(a, n) for name, a in out_rows.items()}
     valid = {name: _shrunk(a, (n + 7) // 8) for name, a in bitmaps.items()}
     for name, (offsets, data) in text.items():
         if body or name != "body":
             _shrunk(offsets, n + 1)
             _shrunk(data, int(offsets[n]))
     null_count = dict(zip(_WALKED_BITMAPS, nulls))
-    dmg = None
-    if bad_kind == _BAD_FIELDS:   # the reason, worded as the NumPy checks word it, from this one record
-        H1 = U[bad_pos:bad_pos + HEAD.size].view(HEAD.dtype)
-        _, field, reason, _ = _check_fields(U, np.array([bad_pos], np.int64), H1["total_size"].astype(np.int64),
-                                            H1["magic"].astype(np.int64), H1["sys_flag"].astype(np.int64))
-        dmg = Damage(path, bad_pos, f.start_offset + bad_pos, field, reason)
+    problem = None
+    if bad_kind == _BAD_FIELDS:
+        problem = _field_problem(U, bad_pos)
     elif bad_kind == _BAD_PROPERTIES:
-        dmg = _property_damage(path, f.start_offset, bad_pos, bad_block, bad_at, problem)
-    # hosts: IPv4 codes come from the pass, IPv6 ones (rare) are numbered after them here
+        problem = _property_problem(bad_pos, bad_block, bad_at, bad_problem)
+    # hosts: IPv4 codes come from the pass; rows with an IPv6 host (rare) are numbered after
+    # them, their addresses found by the decode of those records
+    v6 = np.frombuffer(v6_rows, np.int64).reshape(-1, 2)   # (row, record position) pairs
+    at, _ = _decode_records(U, np.ascontiguousarray(v6[:, 1]))
     hosts = {}
-    v6 = np.frombuffer(v6_rows, np.int64).reshape(-1, 2)
-    sys_flag = d["sys_flag"]
-    for name, keys, flag in (("born_host", born_keys, BORNHOST_V6_FLAG),
-                             ("store_host", store_keys, STOREHOSTADDRESS_V6_FLAG)):
-        codes, texts = d[f"{name}_code"], _host_texts(np.frombuffer(keys, np.uint64))
-        if len(v6):
-            r, pos = v6[:, 0], v6[:, 1]
-            wide = (sys_flag[r] & flag) != 0
-            r, pos = r[wide], pos[wide]
-            if len(r):
-                born_w = np.where(sys_flag[r] & BORNHOST_V6_FLAG, IPV6_SIZE, IPV4_SIZE)
-                at = pos + HEAD.size if name == "born_host" else \
-                    pos + HEAD.size + born_w + PORT.size + STORE_TIME.size
-                codes[r], more = _v6_host_codes(U, at, len(texts))
-                texts += more
-        hosts[name] = (codes, np.array(texts, dtype=object))
+    for (name, flag), keys in zip(_HOSTS, (born_keys, store_keys)):
+        wide = (d["sys_flag"][v6[:, 0]] & flag) != 0
+        hosts[name] = _host_column(U, d[f"{name}_code"], np.frombuffer(keys, np.uint64), v6[wide, 0],
+                                   at[f"{name}_at"][wide])
     delay = d["delay_level"]
-    if len(delay_rows):
-        import pandas as pd
+    r, st, ln = np.frombuffer(delay_rows, np.int64).reshape(-1, 3).T
+    _delay_levels(delay, U, r, st, ln)   # the values the pass did not read as a plain integer
+    high_bit = dict(zip(("properties", "keys", "uniq_key"), (bool(high & (1 << j)) for j in range(3))))
 
-        r, st, ln = np.frombuffer(delay_rows, np.int64).reshape(-1, 3).T
-        txt = _object_column(U, st, ln)
-        delay[r] = pd.to_numeric(pd.Series(txt, dtype=object), errors="coerce").fillna(0) \
-            .clip(-2**31, 2**31 - 1).astype(np.int32).to_numpy()
-    cols: dict[str, Any] = {name: d[name] for name in _FIXED_COLUMNS}
-    cols["delay_level"] = delay
-    topics = _dictionary_values(U, topic_spans)
-    tags = _dictionary_values(U, tags_spans)
-    if arrow:
-        cols = {name: pa.array(v) for name, v in cols.items()}
-        cols["topic"] = pa.DictionaryArray.from_arrays(pa.array(d["topic_code"]), topics)
-        for name, (host_codes, host_texts) in hosts.items():
-            cols[name] = pa.DictionaryArray.from_arrays(pa.array(host_codes), pa.array(host_texts, pa.large_string()))
-        for name in ("properties", "keys", "uniq_key") + (("body",) if body else ()):
-            offsets, data = text[name]
-            nulls_here = null_count.get(name, 0)
-            non_ascii = name != "body" and bool(high & (1 << ("properties", "keys", "uniq_key").index(name)))
-            cols[name] = _text_array(n, valid.get(name), nulls_here, offsets, data, binary=name == "body",
-                                     ascii_only=not non_ascii)
-        tag_codes = pa.Array.from_buffers(pa.int32(), n, [pa.py_buffer(valid["tags"]) if null_count["tags"] else None,
-                                                          pa.py_buffer(d["tags_code"])], null_count["tags"])
-        cols["tags"] = pa.DictionaryArray.from_arrays(tag_codes, tags)
-        return cols, dmg, stop_pos, code
-    cols["topic"] = _python_values(topics)[d["topic_code"]]
-    for name, (host_codes, host_texts) in hosts.items():
-        cols[name] = host_texts[host_codes] if len(host_texts) else np.empty(n, dtype=object)
-    for name in ("properties", "keys", "uniq_key") + (("body",) if body else ()):
+    def laid_out(name):
         offsets, data = text[name]
-        starts = offsets[:-1]
-        if null_count.get(name, 0):
-            starts = np.where(_valid_rows(valid[name], n), starts, -1)
-        cols[name] = _object_column(data, starts, np.diff(offsets), as_bytes=name == "body")
-    tag_values = _python_values(tags)[d["tags_code"]] if len(tags) else np.full(n, None, dtype=object)
-    if null_count["tags"] and len(tags):
-        tag_values[~_valid_rows(valid["tags"], n)] = None
-    cols["tags"] = tag_values
-    return cols, dmg, stop_pos, code
+        nulls_here = null_count.get(name, 0)
+        return _LaidOutText(offsets, data, valid.get(name) if nulls_here else None, nulls_here,
+                            ascii_only=not high_bit.get(name, False))
 
-
-def _python_values(arr) -> np.ndarray:
-    """A dictionary's values as an object array of str (bytes not UTF-8 decoded as decode_text does)."""
-    import pyarrow as pa
-
-    if pa.types.is_large_binary(arr.type):
-        return np.array([decode_text(v) for v in arr.to_pylist()], dtype=object)
-    return np.array(arr.to_pylist(), dtype=object)
+    rows = _Rows(fixed=d, delay_level=delay, hosts=hosts,
+                 topic=_CodedText(d["topic_code"], _dictionary_values(U, topic_spans)),
+                 tags=_CodedText(d["tags_code"], _dictionary_values(U, tags_spans),
+                                 valid["tags"] if null_count["tags"] else None, null_count["tags"]),
+                 properties=laid_out("properties"), keys=laid_out("keys"), uniq_key=laid_out("uniq_key"),
+                 body=laid_out("body") if body else None)
+    return _columns(rows, arrow=arrow), _damage(f, problem), stop_pos, code
 
 
 def scan_file(buf, f: StoreFile, *, last: bool, check_crc: bool, report: ReadReport, on_error: str,
                body: bool = False, start: int = 0, arrow: bool = False, decode=None):
     """Walk one mapped file in C from byte `start` (a record boundary), check and decode its
     records (with `arrow`, into pyarrow arrays): in one pass (:func:`_walk_decode`) unless
-    `check_crc` or a `decode` of positions is given (:func:`_decode_positions`, or the NumPy
-    reference). Returns (columns, end phy offset, stop code, damage)."""
+    `check_crc` or a `decode` of positions is given (:func:`_decode_positions`, :func:`chunked_decode`,
+    or a test's reference). Returns (columns, end phy offset, stop code, damage)."""
     if decode is None and not check_crc:
         cols, dmg, stop_pos, code = _walk_decode(buf, f, start=start, body=body, arrow=arrow)
     else:
@@ -727,11 +649,10 @@ def scan_file(buf, f: StoreFile, *, last: bool, check_crc: bool, report: ReadRep
 
 def chunked_decode(reduce: Callable[[dict, np.ndarray, int], dict], rows: int):
     """A `decode` for :func:`scan_file` that decodes the walked records `rows` at a time
-    (:func:`_decode_positions`, the reference the one pass is tested against) and keeps of each
-    chunk only what ``reduce(columns, positions, first row)`` makes of it: a dict of NumPy
-    arrays, joined over the chunks. A file's text columns then never exist whole: memory is
-    `rows` messages' strings plus what `reduce` keeps. Cost: the walk and decode of the file
-    (C and NumPy) plus `reduce`, O(records).
+    (:func:`_decode_positions`) and keeps of each chunk only what ``reduce(columns, positions,
+    first row)`` makes of it: a dict of NumPy arrays, joined over the chunks. A file's text
+    columns then never exist whole: memory is `rows` messages' strings plus what `reduce` keeps.
+    Cost: the walk and decode of the file (C and NumPy) plus `reduce`, O(records).
 
     >>> import tempfile
     >>> from rmqlab.formats.commitlog.files import store_files
@@ -828,15 +749,13 @@ def read_columns(path_or_dir: str | os.PathLike, *, body: bool = True, check_crc
     Built on ``rmqlab._records.walk_decode``: one C pass per file walks the TOTALSIZE chain,
     checks and decodes every record, scans its properties, copies the text into Arrow's layout
     and numbers topics, tags and hosts as dictionary codes (no Python loop per message); with
-    `check_crc`, the separate walk, decode and CRC passes it replaced. The :class:`ReadReport`
-    (damage, torn tail, end offset) is ``df.attrs["report"]``. Cost (benchmarks/
-    bench_commitlog.py, a full 1 GiB file of 3.44 M messages from the page cache, AMD EPYC with
-    2 cores shared with other jobs at load 5 to 27, so measured by this process's CPU time):
-    with `arrow`, 0.34-1.0 s of CPU a GiB without bodies (1.1-3.1 GB/s, up to 10 M messages/s)
-    and 0.44-2.2 s with them (0.5-2.5 GB/s), the spread being the other jobs and the kernel's
-    clearing of fresh output pages (a NumPy sum over the same map took 0.04-0.17 s in the same
-    runs); into pandas object columns 1.2-2.0 s a GiB without bodies (0.5-0.9 GB/s), where
-    one Python str/bytes a text value dominates.
+    `check_crc`, the decode of the walked positions (:func:`_decode_positions`) and the CRC
+    checks. Both decode a record's fields as one C layout and make the columns in one place
+    (:func:`_columns`). The :class:`ReadReport` (damage, torn tail, end offset) is
+    ``df.attrs["report"]``. Cost: O(bytes read), one pass over each file in C, plus with
+    pandas columns one Python str/bytes object a text value (the larger part of the time); with
+    `arrow`, no Python object a message. Measured rates: benchmarks/RESULTS.md
+    (bench_commitlog.py).
     Memory: the decoded columns (the outputs are sized for the most records a file could hold,
     but only what is written is touched and kept).
 
@@ -868,8 +787,9 @@ def read_columns(path_or_dir: str | os.PathLike, *, body: bool = True, check_crc
 
 def _read_columns(path_or_dir, *, body: bool = True, check_crc: bool = False, on_error: str = "raise",
                   start_offset: int = 0, arrow: bool = False, decode=None):
-    """:func:`read_columns`, decoding each file with `decode` (:func:`_decode_positions` unless
-    given; tests and the benchmark pass :func:`_decode_positions_numpy`)."""
+    """:func:`read_columns`, decoding each file with `decode` (the one pass, or with `check_crc`
+    :func:`_decode_positions`, unless given: tests and benchmarks pass :func:`_decode_positions`,
+    or the NumPy reference of tests/commitlog_reference.py)."""
     files = _files_from(path_or_dir, on_error, start_offset)
     report = ReadReport()
     gc_was = gc.isenabled()
@@ -895,9 +815,9 @@ def _column_parts(files, report, body, check_crc, on_error, start_offset=0, arro
         last = i == len(files) - 1
         with ReadOnlyMap(f.path) as buf:
             start = min(max(start_offset - f.start_offset, 0), len(buf))
-            for cols, end, code in _file_parts(buf, f, last=last, check_crc=check_crc, report=report,
-                                               on_error=on_error, body=body, start=start, arrow=arrow,
-                                               decode=decode, part_messages=part_messages):
+            for cols, _, end, code, _ in _file_parts(buf, f, last=last, check_crc=check_crc, report=report,
+                                                     on_error=on_error, body=body, start=start, arrow=arrow,
+                                                     decode=decode, part_messages=part_messages):
                 report.messages += len(cols["topic"])
                 if last and end is not None:
                     report.end_phy_offset = f.start_offset + f.size if code == STOP_BLANK else end
@@ -908,7 +828,8 @@ def _column_parts(files, report, body, check_crc, on_error, start_offset=0, arro
 def _file_parts(buf, f: StoreFile, *, last: bool, report: ReadReport, on_error: str, start: int,
                 part_messages: int | None, **scan):
     """:func:`scan_file` of one file in parts of at most `part_messages` records (all at once when
-    None): (columns, end phy offset, stop code) each, the end None but for the file's last part.
+    None): (columns, position of the part's first record, end phy offset, stop code, damage)
+    each, the end and the damage None but for the file's last part.
     A header walk (``_records.walk``, TOTALSIZE only) finds where each part's records end; the
     part is then decoded from a view that ends there, so the decode stops clean at that boundary.
     The file's last part, and a part whose decode finds damage, are decoded from the whole map
@@ -923,10 +844,10 @@ def _file_parts(buf, f: StoreFile, *, last: bool, report: ReadReport, on_error: 
                                            start=lo, **scan)
         if damage is not None:
             break
-        yield cols, None, code
+        yield cols, lo, None, code, None
         lo = hi
-    cols, end, code, _ = scan_file(buf, f, last=last, report=report, on_error=on_error, start=lo, **scan)
-    yield cols, end, code
+    cols, end, code, damage = scan_file(buf, f, last=last, report=report, on_error=on_error, start=lo, **scan)
+    yield cols, lo, end, code, damage
 
 
 def read_column_parts(path_or_dir: str | os.PathLike, *, part_messages: int, body: bool = True,
@@ -1001,13 +922,12 @@ def read_at(path_or_dir: str | os.PathLike, phy_offsets: Sequence[int] | np.ndar
     the :data:`COLUMNS` of :func:`read_columns`, row i for ``phy_offsets[i]``.
 
     Each offset's file is found by a binary search of the file start offsets; records are
-    checked as by the walk and decoded by the same C pass, one pass per file touched, and the
-    frame is made once from the columns in the order asked. Cost: a listing of the folder, one
-    map per file touched, and the decode, measured in CPU time on a 10,000,000-message store
-    (3 files of 1 GiB, page cache warm, 2 cores at load 6-10): one offset (a key query's answer)
-    0.3-0.4 ms, a third of it pandas making the 20-column frame; 240,000 random offsets 0.35 s
-    (1.4 µs a message, most of it the Python str of each text value and the first touch of
-    each record's page).
+    checked as by the walk and decoded as :func:`read_columns` decodes them
+    (:func:`_decode_positions`), one pass per file touched, and the frame is made once from the
+    columns in the order asked. Cost: a listing of the folder, one map per file touched and
+    O(offsets) decode, of which one Python object a text value and the first touch of each
+    record's page are most; a few offsets (a key query's answer) cost a fixed part, most of it
+    pandas making the frame. Measured: benchmarks/RESULTS.md (bench_store.py, key queries).
 
     >>> import tempfile
     >>> from rmqlab.formats.commitlog import CommitLogWriter
@@ -1067,8 +987,8 @@ def read_at_columns(path_or_dir: str | os.PathLike, phy_offsets: Sequence[int] |
 
 
 def _check_heads(U: np.ndarray, P: np.ndarray, f: StoreFile) -> None:
-    """Raise the pure model's typed error for the first position of P where no message record
-    starts (too close to the end, a blank or unknown magic, a size that cannot be)."""
+    """Raise :func:`read_message`'s typed error for the first position of P where no message
+    record starts (too close to the end, a blank or unknown magic, a size that cannot be)."""
     n = len(U)
     if len(P) <= FEW_ROWS:   # struct reads cost less than NumPy gathers for a few records
         for p in P.tolist():
@@ -1084,7 +1004,7 @@ def _check_heads(U: np.ndarray, P: np.ndarray, f: StoreFile) -> None:
     bad = ((left < BLANK.size) | ((mag != MAGIC_V1) & (mag != MAGIC_V2))
            | (tot > left) | (tot < MIN_MESSAGE_SIZE))
     if bad.any():
-        read_message(f.path, int(P[np.argmax(bad)]))   # raises the pure model's typed error for this record
+        read_message(f.path, int(P[np.argmax(bad)]))   # raises the typed error of this record's head
 
 
 def max_offset(path: str | os.PathLike) -> int | None:
@@ -1099,6 +1019,111 @@ def max_offset(path: str | os.PathLike) -> int | None:
         parts = _file_parts(buf, f, last=True, check_crc=False, report=ReadReport(), on_error="report", start=0,
                             part_messages=1 << 16)
         # the file's last part knows where the walk stopped; each part is dropped as the next comes
-        (_, end, code), = collections.deque(parts, maxlen=1)
+        (_, _, end, code, _), = collections.deque(parts, maxlen=1)
     # a file ended by the blank record is full: the broker's write position is its end
     return f.start_offset + f.size if code == STOP_BLANK else end
+
+
+# ---------------------------------------------------------------- messages
+
+
+#: Message's fields that are columns of the decode, in Message's order.
+_MESSAGE_COLUMNS = ("total_size", "version", "body_crc", "queue_id", "flag", "queue_offset", "phy_offset", "sys_flag",
+                    "born_timestamp", "born_host", "store_timestamp", "store_host", "reconsume_times",
+                    "prepared_transaction_offset", "body", "topic")
+
+
+def _messages(cols: dict, positions: np.ndarray, path: str | None) -> list[Message]:
+    """The :class:`Message` of each row of decoded pandas columns (with bodies), the records being
+    at `positions` of the file at `path`: the properties parsed from the block as stored."""
+    out = []
+    values = zip(*(cols[c].tolist() for c in _MESSAGE_COLUMNS), cols["properties"].tolist(), positions.tolist())
+    for *fields, props, p in values:
+        raw = encode_text(props)   # the block's bytes (text not UTF-8 kept by surrogateescape)
+        row = (*fields, parse_properties(raw), raw, p, path)
+        out.append(Message(*row))
+    return out
+
+
+def read_message(path_or_buffer: Any, position: int, *, check_crc: bool = False) -> Message:
+    """The message record at byte `position` of a file (or any buffer), decoded as
+    :func:`read_at` decodes it. Cost: one record, plus the fixed cost of the decode's arrays.
+
+    Raises :class:`FormatError` / :class:`TruncatedFileError` naming path, position and field
+    when no valid message starts there (a blank record included).
+    """
+    if isinstance(path_or_buffer, (str, os.PathLike)):
+        with ReadOnlyMap(path_or_buffer) as buf:
+            return _read_one(buf, position, path_or_buffer, check_crc)
+    return _read_one(path_or_buffer, position, None, check_crc)
+
+
+def _read_one(buf, position, path, check_crc):
+    end = len(buf)
+    if not 0 <= position <= end:
+        raise ValueError(f"position {position} outside a buffer of {end} bytes")
+    stop = check_head(buf, position, end)
+    if stop is not None:
+        code, fld, reason = stop
+        cls = TruncatedFileError if code in (STOP_SHORT, STOP_PAST_END) else FormatError
+        if code in (STOP_BLANK, STOP_BLANK_SIZE):
+            reason = "a blank (end-of-file) record, not a message: " + reason
+            fld = "MAGICCODE"
+        raise cls(reason, path=path, offset=position, field=fld)
+    P = np.array([position], np.int64)
+    cols, problem, _ = _decode_at(np.frombuffer(buf, np.uint8), P, body=True, check_crc=check_crc)
+    if problem is not None:
+        _, fld, reason = problem
+        raise FormatError(reason, path=path, offset=position, field=fld)
+    return _messages(cols, P, None if path is None else os.fspath(path))[0]
+
+
+#: Records a :class:`MessageStream` decodes at a time.
+MESSAGE_PART = 4096
+
+
+class MessageStream:
+    """Iterator over the messages of a file or a ``commitlog/`` folder, in offset order: each file
+    decoded as :func:`read_columns` decodes it, :data:`MESSAGE_PART` records at a time (read-only
+    memory maps), each row made a :class:`Message`. ``report`` (a :class:`ReadReport`) is
+    complete once the iteration ends; damage is recorded (or raised) once the messages before it
+    have been yielded. Cost: O(records), the decode plus one Message (and its properties dict)
+    a record; memory: one part's messages."""
+
+    def __init__(self, path, *, check_crc: bool = False, on_error: Literal["raise", "report"] = "raise"):
+        if on_error not in ("raise", "report"):
+            raise ValueError(f"on_error must be 'raise' or 'report', got {on_error!r}")
+        self.path, self.check_crc, self.on_error = path, check_crc, on_error
+        self.report = ReadReport()
+
+    def __iter__(self) -> Iterator[Message]:
+        files = walked_files(self.path)
+        rep = self.report
+        for i, f in enumerate(files):
+            last = i == len(files) - 1
+            path = os.fspath(f.path)
+            rep.files.append(path)
+            with ReadOnlyMap(f.path) as buf:
+                # damage goes to a report of this file, and on to `rep` after the messages before it
+                for cols, lo, end, code, damage in _file_parts(buf, f, last=last, report=ReadReport(),
+                                                               on_error="report", start=0,
+                                                               part_messages=MESSAGE_PART, check_crc=self.check_crc,
+                                                               body=True):
+                    total = cols["total_size"].astype(np.int64)
+                    for m in _messages(cols, lo + np.cumsum(total) - total, path):
+                        rep.messages += 1
+                        yield m
+                    if end is not None:   # the file's last part
+                        record_damage(rep, damage, self.on_error)
+                        if last:
+                            rep.end_phy_offset = f.start_offset + f.size if code == STOP_BLANK else end
+
+
+def iter_messages(path: str | os.PathLike, *, check_crc: bool = False,
+                  on_error: Literal["raise", "report"] = "raise") -> MessageStream:
+    """Iterate the messages of one CommitLog file or a ``commitlog/`` folder, in offset order.
+
+    Returns a :class:`MessageStream`; its ``report`` holds damage, the torn tail and the end
+    offset after iterating. See the package docstring for what counts as damage.
+    """
+    return MessageStream(path, check_crc=check_crc, on_error=on_error)

@@ -1,19 +1,22 @@
-"""One record at a time: the message model, property blocks, and the pure-Python reader (the
-readable model of every check)."""
+"""One record at a time: the message model (:class:`Message`, what a read reports), property
+blocks, and the readable models of the checks the C reader runs: the walk (:func:`walk_py`,
+:func:`check_head`), the property pairs (:func:`property_problem`, :func:`parse_properties`)
+and what a stop means (:func:`classify_stop`). The records themselves are decoded by
+:mod:`rmqlab.formats.commitlog.columns` (``read_message``, ``iter_messages`` and the columnar
+reads)."""
 from __future__ import annotations
 
 import codecs
 import os
 import zlib
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from dataclasses import fields as dc_fields
-from typing import Any, Literal, cast
+from typing import Any
 
 import numpy as np
 
 from rmqlab.errors import FormatError, TruncatedFileError
-from rmqlab.formats.commitlog.files import ReadOnlyMap, StoreFile, walked_files
+from rmqlab.formats.commitlog.files import StoreFile
 from rmqlab.formats.commitlog.layout import (
     BLANK,
     BORNHOST_V6_FLAG,
@@ -48,7 +51,7 @@ from rmqlab.formats.commitlog.layout import (
     TOPIC_LEN_V2,
     WALK_STOPS,
 )
-from rmqlab.formats.msgid import format_host, offset_msg_id
+from rmqlab.formats.msgid import offset_msg_id
 from rmqlab.rules.dispatch import transaction_type
 from rmqlab.rules.properties import property_pairs
 from rmqlab.tables.spans import data_spans
@@ -161,7 +164,7 @@ def prop_crc_matches(record: bytes, properties: dict[str, str]) -> bool | None:
     0x7FFFFFFF`` (the bytes before the reserved CRC32_RESERVED_LEN, wherever the pair sits).
     Cost: one CRC32 of the record.
 
-    >>> from rmqlab.formats.commitlog import encode_message
+    >>> from rmqlab.formats.commitlog import encode_message, read_message
     >>> rec = encode_message(topic="T", properties={"KEYS": "k"}, append_prop_crc=True)
     >>> prop_crc_matches(rec, read_message(rec, 0).properties)
     True
@@ -301,7 +304,7 @@ class Message:
         (hosts, BODY, TOPIC, PROPERTIES) sized from this record. The sizes add up to
         TOTALSIZE. Cost: O(fields).
 
-        >>> from rmqlab.formats.commitlog.encode import encode_message
+        >>> from rmqlab.formats.commitlog import encode_message, read_message
         >>> m = read_message(encode_message(topic="T", body=b"hi", properties={"KEYS": "k"}), 0)
         >>> [s for s in m.field_spans() if s[0] in ("BORNHOST", "BODY", "TOPIC", "PROPERTIES")]
         [('BORNHOST', 48, 4), ('BODY', 88, 2), ('TOPIC', 91, 1), ('PROPERTIES', 94, 7)]
@@ -426,91 +429,6 @@ def check_head(buf, p: int, end: int) -> tuple[int, str, str] | None:
     return None
 
 
-def _parse_record(buf, p: int, *, path=None, check_crc: bool = False) -> Message:
-    """Decode the message record at `p` (the walk's checks already passed), checking that its
-    fields fill TOTALSIZE exactly. Raises FormatError(path, offset=p, field)."""
-    h = HEAD.unpack_from(buf, p)
-    total = h.total_size
-
-    def bad(fld, reason):
-        return FormatError(reason, path=path, offset=p, field=fld)
-
-    version = 1 if h.magic == MAGIC_V1 else 2
-    at = p + HEAD.size
-    end = p + total
-    bw = IPV6_SIZE if h.sys_flag & BORNHOST_V6_FLAG else IPV4_SIZE
-    born_ip = bytes(buf[at:at + bw])
-    born_port = PORT.unpack_from(buf, at + bw).port
-    at += bw + PORT.size
-    store_ts = STORE_TIME.unpack_from(buf, at).store_timestamp
-    at += STORE_TIME.size
-    sw = IPV6_SIZE if h.sys_flag & STOREHOSTADDRESS_V6_FLAG else IPV4_SIZE
-    # a v6-flagged record may be shorter than the fields up to BODYLEN: check before reading
-    tlw = TOPIC_LEN_V1.size if version == 1 else TOPIC_LEN_V2.size
-    if at + sw + PORT.size + TAIL.size + tlw + PROPERTIES_LEN.size > end:
-        raise bad("TOTALSIZE", f"TOTALSIZE {total} is smaller than the fixed fields of this record "
-                               f"(SYSFLAG 0x{h.sys_flag & 0xFFFFFFFF:X}, v{version})")
-    store_ip = bytes(buf[at:at + sw])
-    store_port = PORT.unpack_from(buf, at + sw).port
-    at += sw + PORT.size
-    t = TAIL.unpack_from(buf, at)
-    at += TAIL.size
-    if t.body_len < 0 or at + t.body_len + tlw + PROPERTIES_LEN.size > end:
-        raise bad("BODYLEN", f"BODYLEN {t.body_len} disagrees with TOTALSIZE {total}")
-    body = bytes(buf[at:at + t.body_len])
-    at += t.body_len
-    topic_len = (TOPIC_LEN_V1 if version == 1 else TOPIC_LEN_V2).unpack_from(buf, at).topic_len
-    at += tlw
-    if topic_len < 0 or at + topic_len + PROPERTIES_LEN.size > end:
-        raise bad("TOPICLEN", f"TOPICLEN {topic_len} disagrees with TOTALSIZE {total}")
-    topic = decode_text(bytes(buf[at:at + topic_len]))
-    at += topic_len
-    plen = PROPERTIES_LEN.unpack_from(buf, at).properties_len
-    at += PROPERTIES_LEN.size
-    if plen < 0 or at + plen > end:
-        raise bad("PROPERTIESLENGTH", f"PROPERTIESLENGTH {plen} disagrees with TOTALSIZE {total}")
-    if at + plen != end:
-        raise bad("TOTALSIZE", f"TOTALSIZE {total} but the fields end after {at + plen - p} bytes")
-    raw = bytes(buf[at:at + plen])
-    bad_props = property_problem(raw)
-    if bad_props is not None:
-        raise bad("PROPERTIES", f"unparseable property block: {PROPERTY_PROBLEMS[bad_props[1]]} "
-                                f"at byte {bad_props[0]} of the block (file position {at + bad_props[0]})")
-    if check_crc and body and compute_body_crc(body) != h.body_crc:
-        raise bad("BODYCRC", f"BODYCRC {h.body_crc} but CRC32(body) & 0x7FFFFFFF = {compute_body_crc(body)}")
-    return Message(total, version, h.body_crc, h.queue_id, h.flag, h.queue_offset, h.phy_offset,
-                   h.sys_flag, h.born_timestamp, format_host(born_ip, born_port), store_ts,
-                   format_host(store_ip, store_port), t.reconsume_times, t.prepared_transaction_offset,
-                   body, topic, parse_properties(raw), raw, p, None if path is None else os.fspath(path))
-
-
-def read_message(path_or_buffer: Any, position: int, *, check_crc: bool = False) -> Message:
-    """The message record at byte `position` of a file (or any buffer). Cost: one record.
-
-    Raises :class:`FormatError` / :class:`TruncatedFileError` naming path, position and field
-    when no valid message starts there (a blank record included).
-    """
-    if isinstance(path_or_buffer, (str, os.PathLike)):
-        with ReadOnlyMap(path_or_buffer) as buf:
-            return _read_one(buf, position, path_or_buffer, check_crc)
-    return _read_one(path_or_buffer, position, None, check_crc)
-
-
-def _read_one(buf, position, path, check_crc):
-    end = len(buf)
-    if not 0 <= position <= end:
-        raise ValueError(f"position {position} outside a buffer of {end} bytes")
-    stop = check_head(buf, position, end)
-    if stop is not None:
-        code, fld, reason = stop
-        cls = TruncatedFileError if code in (STOP_SHORT, STOP_PAST_END) else FormatError
-        if code in (STOP_BLANK, STOP_BLANK_SIZE):
-            reason = "a blank (end-of-file) record, not a message: " + reason
-            fld = "MAGICCODE"
-        raise cls(reason, path=path, offset=position, field=fld)
-    return _parse_record(buf, position, path=path, check_crc=check_crc)
-
-
 def _tail_is_zero(buf, start: int) -> bool:
     if start >= len(buf):
         return True
@@ -575,54 +493,3 @@ def record_damage(report: ReadReport, dmg: Damage | None, on_error: str) -> None
     if on_error == "raise":
         raise dmg.error()
     report.damage.append(dmg)
-
-
-class MessageStream:
-    """Iterator over the messages of a file or a ``commitlog/`` folder (pure Python, one record
-    at a time, read-only memory maps). ``report`` (a :class:`ReadReport`) is complete once the
-    iteration ends. Cost: about 200,000 messages/s; :func:`read_columns` is much faster."""
-
-    def __init__(self, path, *, check_crc: bool = False, on_error: Literal["raise", "report"] = "raise"):
-        if on_error not in ("raise", "report"):
-            raise ValueError(f"on_error must be 'raise' or 'report', got {on_error!r}")
-        self.path, self.check_crc, self.on_error = path, check_crc, on_error
-        self.report = ReadReport()
-
-    def __iter__(self) -> Iterator[Message]:
-        files = walked_files(self.path)
-        rep = self.report
-        for i, f in enumerate(files):
-            last = i == len(files) - 1
-            rep.files.append(os.fspath(f.path))
-            with ReadOnlyMap(f.path) as buf:
-                end, p = len(buf), 0
-                while True:
-                    stop = check_head(buf, p, end) if p < end else (STOP_END, "", "")
-                    if stop is not None:
-                        code, fld, reason = stop
-                        record_damage(rep, classify_stop(buf, f, p, code, fld, reason, last, None), self.on_error)
-                        break
-                    try:
-                        m = _parse_record(buf, p, path=f.path, check_crc=self.check_crc)
-                    except FormatError as e:
-                        size = BLANK.unpack_from(buf, p).total_size
-                        fld = cast(str, e.field)   # every error _parse_record raises names its field
-                        record_damage(rep, classify_stop(buf, f, p, -1, fld, e.reason, last, p + size),
-                                      self.on_error)
-                        break
-                    rep.messages += 1
-                    yield m
-                    p += m.total_size
-                if last:
-                    full = stop is not None and stop[0] == STOP_BLANK
-                    rep.end_phy_offset = f.start_offset + (f.size if full else p)
-
-
-def iter_messages(path: str | os.PathLike, *, check_crc: bool = False,
-                  on_error: Literal["raise", "report"] = "raise") -> MessageStream:
-    """Iterate the messages of one CommitLog file or a ``commitlog/`` folder, in offset order.
-
-    Returns a :class:`MessageStream`; its ``report`` holds damage, the torn tail and the end
-    offset after iterating. See the module docstring for what counts as damage.
-    """
-    return MessageStream(path, check_crc=check_crc, on_error=on_error)
