@@ -10,8 +10,8 @@
  * a surrogate pair, so tokens are split on units. IndexFile.indexKeyHashMethod then takes abs(),
  * mapping Integer.MIN_VALUE to 0.
  *
- * The readable twin is rmqlab.indexservice.expand_columns followed by
- * rmqlab.javahash.index_hash_many; the tests compare the two on random columns.
+ * The readable twin is rmqlab.store.indexservice.expand_columns followed by
+ * rmqlab.jvm.hashcode.index_hash_many; the tests compare the two on random columns.
  *
  * Inputs are NumPy object arrays (buffers of format 'O') of str or None, as commitlog.read_columns
  * decodes them, or (the *_utf8 twins) Arrow large_string buffers with the topic as dictionary
@@ -454,7 +454,7 @@ static PyMethodDef dc_methods[] = {
 
 static struct PyModuleDef dc_module = {
     PyModuleDef_HEAD_INIT, "rmqlab._dispatchcore",
-    "The index keys of the broker's dispatch, hashed from message columns (see rmqlab.indexservice).",
+    "The index keys of the broker's dispatch, hashed from message columns (see rmqlab.store.indexservice).",
     -1, dc_methods, NULL, NULL, NULL, NULL,
 };
 

@@ -471,7 +471,7 @@ done:
 
 PyDoc_STRVAR(hash_many_doc,
 "hash_many(strings) -> numpy.ndarray[int32]\n\n"
-"Same as rmqlab.javahash.java_hash_many, which picks the buffer path for each container type\n"
+"Same as rmqlab.jvm.hashcode.java_hash_many, which picks the buffer path for each container type\n"
 "(list, tuple, NumPy '<U' or object array, pyarrow string arrays, pandas) and calls the\n"
 "other functions of this module. Cost: O(total length), about 5-20 ns a short key.");
 
@@ -479,7 +479,7 @@ static PyObject *jh_hash_many(PyObject *self, PyObject *strings)
 {
     (void)self;
     /* The container dispatch needs NumPy and pyarrow objects; it is simpler in Python. */
-    PyObject *mod = PyImport_ImportModule("rmqlab.javahash");
+    PyObject *mod = PyImport_ImportModule("rmqlab.jvm.hashcode");
     if (mod == NULL) return NULL;
     PyObject *ret = PyObject_CallMethod(mod, "java_hash_many", "O", strings);
     Py_DECREF(mod);
@@ -497,7 +497,7 @@ static PyMethodDef jh_methods[] = {
 
 static struct PyModuleDef jh_module = {
     PyModuleDef_HEAD_INIT, "rmqlab._jhash",
-    "Java String.hashCode() over str, NumPy and Arrow string data (see rmqlab.javahash).",
+    "Java String.hashCode() over str, NumPy and Arrow string data (see rmqlab.jvm.hashcode).",
     -1, jh_methods, NULL, NULL, NULL, NULL,
 };
 
