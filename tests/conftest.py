@@ -1,16 +1,12 @@
 """Shared fixtures. The Spark session is the expensive one: one JVM for the whole test run."""
 from __future__ import annotations
 
-import functools
-import os
 import shutil
-from pathlib import Path
 
 import oracles
 import pytest
-from oracles import NO_JAVA, REAL_DATA
+from oracles import NO_JAVA
 
-__all__ = ["REAL_DATA", "needs_real_data", "require_real_data"]
 
 def pytest_sessionstart(session):
     """In CI, stop before the first test when a whole oracle is missing (exit status 3)."""
@@ -107,23 +103,3 @@ def connect_spark(_connect_client, monkeypatch):
     only: the classic tests around it keep the classic functions."""
     monkeypatch.setenv("SPARK_CONNECT_MODE_ENABLED", "1")
     return _connect_client
-
-
-def require_real_data(path: str | os.PathLike) -> Path:
-    """`path` (under :data:`REAL_DATA`, or relative to it) when it exists. Missing, it fails the
-    test when the environment variable CI is "true" (the oracle must be there) and skips it
-    with the reason elsewhere."""
-    p = REAL_DATA / path   # an absolute `path` stays itself
-    return oracles.require_path(p, "real broker data" if p.is_relative_to(REAL_DATA) else "shared test data")
-
-
-def needs_real_data(path: str | os.PathLike):
-    """A test decorator: the test runs with `path` (as :func:`require_real_data` resolves it)
-    there; without it, it fails in CI and skips elsewhere, with the reason."""
-    def decorate(test):
-        @functools.wraps(test)
-        def run(*args, **kwargs):
-            require_real_data(path)
-            return test(*args, **kwargs)
-        return run
-    return decorate

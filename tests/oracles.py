@@ -10,6 +10,7 @@ of failures.
 """
 from __future__ import annotations
 
+import functools
 import importlib
 import os
 from collections import Counter
@@ -84,3 +85,23 @@ def summary_lines() -> list[str]:
     lines = [f"{len(MISSED)} missing oracle(s); {verdict}:"]
     lines += [f"  {oracle}  [{n} test(s)]" for oracle, n in MISSED.most_common()]
     return lines
+
+
+def require_real_data(path: str | os.PathLike) -> Path:
+    """`path` (under :data:`REAL_DATA`, or relative to it) when it exists. Missing, it fails the
+    test when the environment variable CI is "true" (the oracle must be there) and skips it
+    with the reason elsewhere."""
+    p = REAL_DATA / path   # an absolute `path` stays itself
+    return require_path(p, "real broker data" if p.is_relative_to(REAL_DATA) else "shared test data")
+
+
+def needs_real_data(path: str | os.PathLike):
+    """A test decorator: the test runs with `path` (as :func:`require_real_data` resolves it)
+    there; without it, it fails in CI and skips elsewhere, with the reason."""
+    def decorate(test):
+        @functools.wraps(test)
+        def run(*args, **kwargs):
+            require_real_data(path)
+            return test(*args, **kwargs)
+        return run
+    return decorate

@@ -15,10 +15,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import require_real_data
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from oracles import REAL_DATA
+from oracles import REAL_DATA, require_real_data
 from reference_model import java_string_to_properties
 
 from rmqlab import _records

@@ -5,8 +5,7 @@ import base64
 import json
 from pathlib import Path
 
-from conftest import needs_real_data
-from oracles import REAL_DATA
+from oracles import REAL_DATA, needs_real_data
 
 from rmqlab.cli import main
 from rmqlab.formats import commitlog as cl

@@ -6,8 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import needs_real_data, require_real_data
-from oracles import REAL_DATA
+from oracles import REAL_DATA, needs_real_data, require_real_data
 
 from rmqlab.cli import main
 from rmqlab.kafka.index import read_offset_index, read_time_index

@@ -9,10 +9,9 @@ import numpy as np
 import pandas as pd
 import pytest
 from commitlog_reference import decode_positions_numpy
-from conftest import require_real_data
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from oracles import REAL_DATA
+from oracles import REAL_DATA, require_real_data
 from test_commitlog import _write_tmp, damaged_logs, messages
 
 from rmqlab import _records

@@ -31,9 +31,9 @@ import zlib
 from pathlib import Path
 
 import pytest
-from conftest import require_real_data
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from oracles import require_real_data
 from reference_model import java_string_to_properties
 
 from rmqlab.formats import commitlog as cl

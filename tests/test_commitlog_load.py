@@ -5,9 +5,9 @@ from __future__ import annotations
 import os
 
 import pytest
-from conftest import require_real_data
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from oracles import require_real_data
 
 from rmqlab.errors import FormatError
 from rmqlab.formats import commitlog as cl

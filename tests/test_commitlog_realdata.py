@@ -7,8 +7,7 @@ import struct
 import zlib
 
 import pytest
-from conftest import require_real_data
-from oracles import REAL_DATA
+from oracles import REAL_DATA, require_real_data
 
 from rmqlab.formats import commitlog as cl
 from rmqlab.formats.msgid import parse_offset_msg_id

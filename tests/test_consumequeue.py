@@ -14,10 +14,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import needs_real_data
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from oracles import REAL_DATA
+from oracles import REAL_DATA, needs_real_data
 
 from rmqlab.errors import CorruptIndexError, FormatError, GeometryError, TruncatedFileError
 from rmqlab.formats.consumequeue import (

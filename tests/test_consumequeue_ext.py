@@ -9,10 +9,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import require_real_data
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from oracles import REAL_DATA
+from oracles import REAL_DATA, require_real_data
 
 from rmqlab.errors import CorruptIndexError, FormatError, RmqlabError, TruncatedFileError
 from rmqlab.formats import consumequeue as cq

@@ -6,8 +6,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from conftest import require_real_data
-from oracles import SHARED
+from oracles import SHARED, require_real_data
 
 REPO_GOLDEN = Path(__file__).resolve().parent / "data" / "golden"
 SHARED_GOLDEN = SHARED / "golden"

@@ -7,9 +7,9 @@ import json
 import uuid
 
 import pytest
-from conftest import require_real_data
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from oracles import require_real_data
 
 from rmqlab.errors import FormatError, TruncatedFileError
 from rmqlab.kafka.checkpoints import (

@@ -13,9 +13,9 @@ import struct
 import kafka.record.default_records as kafka_records  # kafka-python: the dev extra's independent reader
 import kafka.record.memory_records as memory_records
 import pytest
-from conftest import require_real_data
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from oracles import require_real_data
 
 from rmqlab._crc32c import crc32c
 from rmqlab.errors import FormatError

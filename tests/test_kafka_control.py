@@ -10,12 +10,12 @@ import base64
 import struct
 
 import pytest
-from conftest import require_real_data
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from kafka.record.default_records import DefaultRecordBatch, DefaultRecordBatchBuilder
 from kafka.record.util import calc_crc32c
 from kafka_wire import compact_array, compact_string, tags, uvarint, varint, varlong
+from oracles import require_real_data
 
 from rmqlab.errors import FormatError, TruncatedFileError
 from rmqlab.kafka import control, kraft

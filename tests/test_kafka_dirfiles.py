@@ -8,10 +8,10 @@ import shutil
 import struct
 
 import pytest
-from conftest import require_real_data
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from kafka.record.util import calc_crc32c
+from oracles import require_real_data
 
 from rmqlab.cli import main
 from rmqlab.errors import FormatError, TruncatedFileError

@@ -9,10 +9,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import needs_real_data
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from oracles import REAL_DATA
+from oracles import REAL_DATA, needs_real_data
 
 from rmqlab.errors import CorruptIndexError, FormatError, RmqlabError
 from rmqlab.kafka.index import (

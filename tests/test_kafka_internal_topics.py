@@ -9,10 +9,10 @@ import struct
 from pathlib import Path
 
 import pytest
-from conftest import require_real_data
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from kafka_wire import array, blob, string, tags, uvarint
+from oracles import require_real_data
 
 from rmqlab.cli import main
 from rmqlab.errors import FormatError, TruncatedFileError

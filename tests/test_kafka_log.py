@@ -15,10 +15,9 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pytest
-from conftest import require_real_data
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from oracles import REAL_DATA
+from oracles import REAL_DATA, require_real_data
 
 from rmqlab import _crc32c
 from rmqlab.errors import FormatError, RmqlabError, TruncatedFileError

@@ -11,9 +11,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import require_real_data
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from oracles import require_real_data
 
 from rmqlab.kafka import index as kidx
 from rmqlab.kafka.log import encode_batches, read_batches, read_records

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import REAL_DATA, require_real_data
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from oracles import REAL_DATA, require_real_data
 from snapshot_support import snapshot
 
 from rmqlab.kafka.index import read_offset_index, read_time_index

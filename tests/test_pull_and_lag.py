@@ -14,7 +14,7 @@ matplotlib.use("Agg")
 
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
-from conftest import require_real_data  # noqa: E402
+from oracles import require_real_data  # noqa: E402
 
 from rmqlab.lab.generate import generate_store  # noqa: E402
 from rmqlab.lab.reputlag import measure_dispatch_lag  # noqa: E402

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import require_real_data
+from oracles import require_real_data
 
 from rmqlab.cli import main
 from rmqlab.formats import checkpoint as cpf

@@ -8,8 +8,7 @@ import datetime
 
 import pyarrow as pa
 import pytest
-from conftest import needs_real_data
-from oracles import REAL_DATA
+from oracles import REAL_DATA, needs_real_data
 
 from rmqlab.formats import commitlog as cl
 from rmqlab.lab.workload import Workload

@@ -5,7 +5,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from conftest import require_real_data
+from oracles import require_real_data
 
 from rmqlab.formats import commitlog as cl
 from rmqlab.formats import consumequeue as cq

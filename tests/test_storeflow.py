@@ -9,7 +9,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 
-from conftest import require_real_data  # noqa: E402
+from oracles import require_real_data  # noqa: E402
 
 from rmqlab.analysis.storeflow import store_flow  # noqa: E402
 from rmqlab.formats import commitlog as cl  # noqa: E402

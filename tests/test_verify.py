@@ -18,10 +18,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import require_real_data
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from oracles import REAL_DATA
+from oracles import REAL_DATA, require_real_data
 from snapshot_support import snapshot
 
 from rmqlab.cli import main

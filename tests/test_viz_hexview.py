@@ -18,9 +18,9 @@ matplotlib.use("Agg")
 
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
-from conftest import require_real_data  # noqa: E402
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st
+from oracles import require_real_data  # noqa: E402
 
 from rmqlab.errors import GeometryError, TruncatedFileError  # noqa: E402
 from rmqlab.formats.indexfile import IndexFile, build_index_file  # noqa: E402
