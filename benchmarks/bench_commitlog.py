@@ -11,7 +11,7 @@ from the page cache:
 - the machine's limit: a plain ``readinto`` of the file into a buffer, a NumPy sum over the
   mapped bytes, and the C walk of the TOTALSIZE chain alone;
 - ``read_columns`` with and without bodies: the NumPy-gather reader (the first reference,
-  tests/commitlog_reference.py), the C decode of positions it had before the one pass
+  tests/support/commitlog_reference.py), the C decode of positions it had before the one pass
   (``_decode_positions``: walk, decode_records, find_props, span gathers; it still serves the
   CRC checks and read_at) into pandas objects and Arrow, and the one pass
   (``_records.walk_decode``, the default) into pandas object columns and into Arrow-backed
@@ -47,7 +47,7 @@ from rmqlab.formats.commitlog import columns as cc
 from rmqlab.lab.generate import generate_store
 from rmqlab.lab.workload import Workload
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "support"))
 from commitlog_reference import decode_positions_numpy  # noqa: E402
 
 #: bytes a message of this workload takes on average (measured): sizes the default store

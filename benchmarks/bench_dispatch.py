@@ -1,6 +1,6 @@
 """Dispatch benchmark: Store.dispatch (CommitLog -> ConsumeQueue units + index keys + checkpoint),
 the whole call and each stage, the current path against the first-written one
-(tests/dispatch_reference.py) in the same run.
+(tests/support/dispatch_reference.py) in the same run.
 
 A store of --messages messages (default 2,000,000; the bench_store workload: body median 100
 bytes, 4 topics x 4 queues, default index geometry) is generated once into a temporary folder;
@@ -17,7 +17,7 @@ Stages, each timed on its own decoded frame:
 * index close: the IndexFile header and msync of the map (as at broker shutdown);
 * checkpoint.
 
-The whole old call is tests/dispatch_reference.py, whose read goes through read_columns (so it
+The whole old call is tests/support/dispatch_reference.py, whose read goes through read_columns (so it
 decodes with the one pass into str objects).
 
 Answers checked: the two paths' reports are equal, every file they write has the same sha256,
@@ -53,7 +53,7 @@ from rmqlab.store.directory import Store
 from rmqlab.store.indexservice import expand_columns
 from rmqlab.store.reput import Run, write_consume_queue_units
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "support"))
 from dispatch_reference import arrow_index_columns, reference_consume_queues, reference_dispatch  # noqa: E402
 
 

@@ -28,7 +28,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "support"))
 
 import fuzz_support as fs  # noqa: E402
 from common import machine, publish  # noqa: E402

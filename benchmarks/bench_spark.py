@@ -35,8 +35,8 @@ from pathlib import Path
 
 from common import machine
 
-# the deployments are started as the tests start them (tests/spark_cluster.py)
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+# the deployments are started as the tests start them (tests/support/spark_cluster.py)
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "support"))
 
 DEFAULT_KEYS = 10 * (20_000_000 - 1)
 KEYS_PER_MESSAGE = 1.9     # the default workload: UNIQ_KEY + 0.9 KEYS tokens a message

@@ -8,7 +8,7 @@ virtual environment that also sees this project's packages::
         > /tmp/atheris-venv/lib/python3.11/site-packages/zz_rmqlab.pth
     /tmp/atheris-venv/bin/python benchmarks/fuzz_atheris.py indexfile -runs=100000 -timeout=10
 
-The first argument is a format of tests/fuzz_support.py (indexfile, consumequeue, commitlog,
+The first argument is a format of tests/support/fuzz_support.py (indexfile, consumequeue, commitlog,
 message, checkpoint, kafka-index, kafka-timeindex, kafka-log, msgid); the rest goes to
 libFuzzer (-runs, -max_total_time, -timeout, -rss_limit_mb, a corpus folder, ...). Without a
 corpus folder one is made from the format's valid seeds (the files the writers produce) in a
@@ -29,7 +29,7 @@ from pathlib import Path
 import atheris
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent / "tests"))
+sys.path.insert(0, str(HERE.parent / "tests" / "support"))
 
 with atheris.instrument_imports(include=["rmqlab"]):
     import rmqlab.analysis.indexstats  # noqa: F401  (file_report: the heavy calls)

@@ -52,46 +52,56 @@ DOCTESTS = "tests/test_doctests.py::test_docstring_examples[{}]"
 #: notebook, fuzz or crash tests)
 MODULES: dict[str, tuple[str, list[str]]] = {
     "checkpoint": ("rmqlab/formats/checkpoint.py", [
-        "tests/test_checkpoint.py",
-        "tests/test_real_store_420.py",
-        "tests/test_corrupt_corpus.py",
-        "tests/test_mutation_gaps_checkpoint.py",
+        "tests/formats/test_checkpoint.py",
+        "tests/formats/test_real_store_420.py",
+        "tests/formats/test_corrupt_corpus.py",
+        "tests/formats/test_checkpoint_fields.py",
         DOCTESTS.format("rmqlab.formats.checkpoint"),
     ]),
     "consumequeue": ("rmqlab/formats/consumequeue.py", [
-        "tests/test_consumequeue.py",
-        "tests/test_batchconsumequeue.py",
-        "tests/test_consumequeue_ext.py",
-        "tests/test_real_store_420.py",
-        "tests/test_corrupt_corpus.py",
-        "tests/test_mutation_gaps_consumequeue.py",
+        "tests/formats/test_consumequeue.py",
+        "tests/formats/test_batchconsumequeue.py",
+        "tests/formats/test_consumequeue_ext.py",
+        "tests/formats/test_real_store_420.py",
+        "tests/formats/test_corrupt_corpus.py",
+        "tests/formats/test_consumequeue_edges.py",
         DOCTESTS.format("rmqlab.formats.consumequeue"),
     ]),
     "indexfile": ("rmqlab/formats/indexfile.py", [
-        "tests/test_indexfile.py",
-        "tests/test_indexfile_badinput.py",
-        "tests/test_indexfile_golden.py",
-        "tests/test_indexcore.py",
-        "tests/test_native_layouts.py",
-        "tests/test_time_diff.py",
-        "tests/test_mutation_gaps_indexfile.py",
+        "tests/formats/test_indexfile.py",
+        "tests/formats/test_indexfile_badinput.py",
+        "tests/formats/test_indexfile_golden.py",
+        "tests/formats/test_indexfile_native.py",
+        "tests/formats/test_native_layouts.py",
+        "tests/formats/test_indexfile_time_diff.py",
+        "tests/formats/test_indexfile_edges.py",
         DOCTESTS.format("rmqlab.formats.indexfile"),
     ]),
     "indexservice": ("rmqlab/store/indexservice.py", [
-        "tests/test_indexservice.py",
-        "tests/test_indexservice_columns.py",
-        "tests/test_indexstats.py",
-        "tests/test_keyindex.py",
-        "tests/test_buildsteps.py",
-        "tests/test_mutation_gaps_indexservice.py",
+        "tests/store/test_indexservice.py",
+        "tests/store/test_indexservice_columns.py",
+        "tests/analysis/test_indexstats.py",
+        "tests/analysis/test_keys.py",
+        "tests/analysis/test_buildsteps.py",
+        "tests/store/test_indexservice_edges.py",
         DOCTESTS.format("rmqlab.store.indexservice"),
     ]),
     "keyquery": ("rmqlab/store/keyquery.py", [
-        "tests/test_keyquery.py",
-        "tests/test_keyindex.py",
-        "tests/test_mutation_gaps_keyquery.py",
+        "tests/store/test_keyquery.py",
+        "tests/analysis/test_keys.py",
+        "tests/store/test_keyquery_edges.py",
         DOCTESTS.format("rmqlab.store.keyquery"),
     ]),
+}
+
+#: module -> the tests added for the mutants its other tests let survive, each against
+#: independent truth (the last test file of its MODULES entry)
+EDGE_TESTS = {
+    "checkpoint": "tests/formats/test_checkpoint_fields.py",
+    "consumequeue": "tests/formats/test_consumequeue_edges.py",
+    "indexfile": "tests/formats/test_indexfile_edges.py",
+    "indexservice": "tests/store/test_indexservice_edges.py",
+    "keyquery": "tests/store/test_keyquery_edges.py",
 }
 
 #: surviving mutants judged equivalent, by function (mutmut's name of it, before ``__mutmut_N``):
@@ -775,7 +785,7 @@ CHECK_LIMIT = 120
 
 
 def check_survivors(module: str, names: list[str], workers: int = 2, every_test: bool = False) -> dict[str, bool]:
-    """Whether the module's added tests (tests/test_mutation_gaps_<module>.py, as they are now;
+    """Whether the module's added tests (:data:`EDGE_TESTS`, as they are now;
     with `every_test`, they first and then the rest of its test selection, for mutants whose
     function mutmut found no test for) kill each named mutant: the scratch copy is refreshed
     (:func:`refresh`), the mutated module imported once, and each mutant switched on by mutmut's
@@ -785,7 +795,7 @@ def check_survivors(module: str, names: list[str], workers: int = 2, every_test:
     survivor the check killed as killed: the tests run are part of the module's test selection,
     so mutmut's run would kill it too."""
     refresh(module)
-    gaps = f"tests/test_mutation_gaps_{module}.py"
+    gaps = EDGE_TESTS[module]
     tests = [gaps] + [t for t in MODULES[module][1] if every_test and t != gaps]
     dotted = MODULES[module][0][:-len(".py")].replace("/", ".")
     job = json.dumps([[str(ROOT / t) for t in tests], dotted, names, workers, CHECK_LIMIT])

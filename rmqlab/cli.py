@@ -42,7 +42,7 @@ log = logging.getLogger("rmqlab")
 
 #: The command groups, in the order ``rmqlab --help`` lists them: name -> (module, one-line
 #: help). Each module defines ``register(subparsers)``, which adds the group's parser with this
-#: help (tests/test_cli_startup.py checks they agree). Only the module of the group a command
+#: help (tests/commands/test_startup.py checks they agree). Only the module of the group a command
 #: line names is imported; the others are listed by name and help alone.
 COMMAND_GROUPS: dict[str, tuple[str, str]] = {
     "index": ("rmqlab.commands.index", "IndexFile files and index folders"),

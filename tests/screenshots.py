@@ -22,7 +22,7 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent / "support"))
 
 from browser_support import (  # noqa: E402
     ROOT,

@@ -1,6 +1,6 @@
 """The package's house rules, read from its source: the top holds only the face, each folder is
 a layer, and no import runs back up (so no cycle between folders). The graph comes from
-tests/import_graph.py (ast, every import including lazy ones); the checker itself is tested on
+tests/support/import_graph.py (ast, every import including lazy ones); the checker itself is tested on
 small packages written here, so a rule it failed to see would show."""
 from __future__ import annotations
 

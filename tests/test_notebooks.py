@@ -33,7 +33,7 @@ SMALL_PARAMETERS: dict[str, dict[str, object]] = {
         "HASH_SLOT_NUM": 2_000,
         "INDEX_NUM": 8_000,
     },
-    # whole-file key samples cost about 7 CPU-seconds a configuration; tests/test_cli_capacity.py covers them
+    # whole-file key samples cost about 7 CPU-seconds a configuration; tests/commands/test_capacity.py covers them
     "06-capacity-planning.ipynb": {"WHOLE_FILES": False},
     "08-dispatch-restart-and-names.ipynb": {"LAG_MESSAGES": 6_000},
 }

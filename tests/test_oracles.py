@@ -16,7 +16,7 @@ def run_pytest(tmp_path: Path, ci: bool) -> subprocess.CompletedProcess:
     if ci:
         env["CI"] = "true"
     args = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rs",
-            str(TESTS / "test_golden_pinned.py"), str(TESTS / "test_kafka_log.py")]
+            str(TESTS / "formats" / "test_indexfile_golden_pinned.py"), str(TESTS / "kafka" / "test_log.py")]
     return subprocess.run(args, cwd=TESTS.parent, env=env, capture_output=True, text=True, timeout=300)
 
 

@@ -12,7 +12,7 @@
  *
  * Layout (all big-endian): header | hash_slot_num slots | index_num entries. The sizes and
  * offsets below restate rmqlab.formats.indexfile's HEADER, SLOT and ENTRY layouts; the module
- * exports them under the same names and tests/test_native_layouts.py checks them against those
+ * exports them under the same names and tests/formats/test_native_layouts.py checks them against those
  * declarations.
  */
 #define PY_SSIZE_T_CLEAN

@@ -18,7 +18,7 @@
  *
  * The layout below restates rmqlab.kafka.log's HEADER and rmqlab.kafka.legacy's MESSAGE_V0/V1
  * sizes; the module exports each constant under the name used here, and
- * tests/test_native_layouts.py checks them against those declarations.
+ * tests/formats/test_native_layouts.py checks them against those declarations.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>

@@ -24,14 +24,14 @@
  * Semantics mirror CommitLog.checkMessageAndReturnSize and MessageDecoder.string2messageProperties
  * (RocketMQ store/common modules); rmqlab.formats.commitlog holds the readable pure-Python model
  * of the walk and the property checks (walk_py, property_problem, parse_properties) and
- * tests/commitlog_reference.py a NumPy reference of the decode; the tests compare them on random
+ * tests/support/commitlog_reference.py a NumPy reference of the decode; the tests compare them on random
  * logs.
  * Everything is exchanged through the buffer protocol; no NumPy C API. The GIL is released in
  * the loops, so several files can be scanned from threads.
  *
  * The record layout below restates rmqlab.formats.commitlog's HEAD, PORT, STORE_TIME, TAIL,
  * TOPIC_LEN_V1/V2, PROPERTIES_LEN and BLANK layouts; the module exports every size, offset,
- * magic code and stop code under the names used here, and tests/test_native_layouts.py checks
+ * magic code and stop code under the names used here, and tests/formats/test_native_layouts.py checks
  * them against those declarations.
  */
 #define PY_SSIZE_T_CLEAN

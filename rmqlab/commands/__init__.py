@@ -10,7 +10,7 @@ them), imports the one a command line names, parses, and applies the shared erro
 Start-up: at module level a group imports the standard library, this package and
 :mod:`rmqlab.commands.defaults` (the defaults and choices its parser shows) only; NumPy,
 pandas, PyArrow and the library modules that use them are imported inside the functions that
-run commands, so ``rmqlab GROUP --help`` starts at once (tests/test_cli_startup.py).
+run commands, so ``rmqlab GROUP --help`` starts at once (tests/commands/test_startup.py).
 """
 
 

@@ -3,7 +3,7 @@
 Building a parser (``rmqlab --help``, ``rmqlab store query --help``) imports this module and
 the standard library only: none of NumPy, pandas or PyArrow, which the modules owning these
 values import (:mod:`rmqlab.formats.indexfile`, :mod:`rmqlab.store.indexservice`,
-:mod:`rmqlab.lab.workload`, :mod:`rmqlab.verify`). tests/test_cli_startup.py checks every value
+:mod:`rmqlab.lab.workload`, :mod:`rmqlab.verify`). tests/commands/test_startup.py checks every value
 here against the module that owns it.
 
 >>> DEFAULT_HASH_SLOT_NUM, DEFAULT_INDEX_NUM, DEFAULT_MAX_MSGS_NUM_BATCH
@@ -32,7 +32,7 @@ VERIFY_KINDS = ("store", "commitlog", "consumequeue", "index", "checkpoint", "ba
 #: rmqlab.capacity.plan.POINTS: where in a plan's (low, likely, high) intervals an estimate is taken
 PLAN_POINTS = ("low", "likely", "high")
 
-#: each constant above, and the module attribute it copies (checked by tests/test_cli_startup.py)
+#: each constant above, and the module attribute it copies (checked by tests/commands/test_startup.py)
 SOURCES: dict[str, str] = {
     "DEFAULT_HASH_SLOT_NUM": "rmqlab.formats.indexfile:DEFAULT_HASH_SLOT_NUM",
     "DEFAULT_INDEX_NUM": "rmqlab.formats.indexfile:DEFAULT_INDEX_NUM",

@@ -8,7 +8,7 @@ fails when they differ. ``python -m rmqlab.lab.sample --write-manifest`` rewrite
 purpose (after a deliberate change to the sample or to the format code that writes it).
 
 What it holds (:data:`SAMPLE_WORKLOAD` and :data:`SAMPLE_STORE_OPTIONS`; the numbers are
-checked by ``tests/test_sample_store.py``):
+checked by ``tests/lab/test_sample.py``):
 
 * three producer topics with unequal shares, plus ``SCHEDULE_TOPIC_XXXX`` for delayed sends;
 * keys: Zipf-distributed hot keys (``USER_<rank>``), unique order ids, several tokens per

@@ -72,7 +72,7 @@ COLUMNS = ("topic", "queue_id", "flag", "queue_offset", "phy_offset", "sys_flag"
            "delay_level", "total_size", "version", "body_crc")
 
 
-# rmqlab._records.walk's stop codes, as the C walk defines them (tests/test_native_layouts.py)
+# rmqlab._records.walk's stop codes, as the C walk defines them (tests/formats/test_native_layouts.py)
 from rmqlab._records import (  # noqa: E402  (kept beside the table that describes them)
     PROP_EMPTY_NAME,
     PROP_EMPTY_PAIR,

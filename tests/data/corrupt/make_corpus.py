@@ -4,7 +4,7 @@ Every case starts from a *valid* file written with rmqlab's own writers (small g
 corrupts it deterministically (no randomness, no clock: the same bytes every run), and states
 the exact error a reader must raise: class, byte offset, field and a message substring. The
 expectations are written here by hand from the formats' layouts (header, slot and entry
-offsets), not computed by running the readers; ``tests/test_corrupt_corpus.py`` checks each one
+offsets), not computed by running the readers; ``tests/formats/test_corrupt_corpus.py`` checks each one
 and that this script reproduces the committed files byte for byte.
 
 Writes the files (a folder per case for the folder formats), ``expected.json`` (the manifest the
@@ -33,7 +33,7 @@ class Case:
 
     name: str                       # file or folder name in the corpus
     build: Callable[[Path], None]   # writes the corrupt file(s) at this path
-    reader: str                     # a key of READERS in tests/test_corrupt_corpus.py
+    reader: str                     # a key of READERS in tests/formats/test_corrupt_corpus.py
     error: str | None               # exact class name; None: the call must succeed (a regression)
     message: str                    # substring of str(error) (or of repr(result) when error is None)
     why: str                        # one line for the README
@@ -433,7 +433,7 @@ def main(out: Path) -> None:
         "",
         "Small corrupt files, one per failure class of each reader, each with the exact error it must",
         "raise: class, byte offset, field and a message substring (`expected.json`, checked by",
-        "`tests/test_corrupt_corpus.py`). Every file is a valid file written with rmqlab's own writers,",
+        "`tests/formats/test_corrupt_corpus.py`). Every file is a valid file written with rmqlab's own writers,",
         "then corrupted deterministically by `make_corpus.py`; regenerate with",
         "`python tests/data/corrupt/make_corpus.py` (the test also checks that it reproduces these bytes).",
         "Entries marked *regression* reproduce a bug the fuzzer (`tests/test_fuzz.py`) found; they pass",

@@ -1,0 +1,910 @@
+"""`rmqlab verify`: a generated store verifies clean; seeded corruptions from a catalogue are
+each found as exactly their class of problem at the right file and byte offset; inputs stay
+untouched; the CLI's exit statuses and JSON; the real broker CommitLog verifies clean.
+
+The catalogue is the model: each corruption writes known bytes into a copy of the store and
+returns the problem it must produce (check code, file, offset, field) and the only other check
+codes its side effects may raise."""
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import shutil
+import struct
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from oracles import REAL_DATA, require_real_data
+from snapshot_support import snapshot
+
+from rmqlab.cli import main
+from rmqlab.errors import CorruptIndexError, GeometryError, RmqlabError
+from rmqlab.formats import checkpoint as cpf
+from rmqlab.formats import commitlog as cl
+from rmqlab.formats import consumequeue as cq
+from rmqlab.formats.indexfile import IndexFile, build_index_file
+from rmqlab.formats.indexgeometry import infer_index_geometry
+from rmqlab.jvm.hashcode import index_hash
+from rmqlab.lab.generate import generate_store
+from rmqlab.lab.workload import Workload
+from rmqlab.rules.dispatch import SCHEDULE_TOPIC
+from rmqlab.verify import (
+    CHECKS,
+    KINDS,
+    detect_kind,
+    verify_consume_queue,
+    verify_index_file,
+    verify_path,
+)
+
+UTC = dt.UTC
+HSN, INUM, CL_SIZE, CQ_SIZE = 64, 512, 1 << 16, 2000
+REAL = REAL_DATA / "rocketmq"
+REAL_STORE = REAL / "store-4e25b979"
+REAL_FILE = REAL_STORE / "commitlog" / "00000000000000000000"
+INT_MAX = 2**31 - 1
+
+
+# ------------------------------------------------------------------------------ fixtures
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory) -> Path:
+    """A small, complete store: two topics, transactions (prepared, committed, rolled back),
+    delayed messages (SCHEDULE_TOPIC_XXXX tags codes), colliding keys; 64 KiB CommitLog files,
+    64-slot / 512-entry index files, 100-unit ConsumeQueue files. About 0.5 s."""
+    root = tmp_path_factory.mktemp("verify") / "store"
+    w = Workload(messages=2000, seed=7, rate=60.0, topics=("A", "B"), keys_per_message=1.5,
+                 hot_key_fraction=0.5, hot_keys=40, transaction_fraction=0.1, delay_fraction=0.05,
+                 delay_levels=(1, 2, 3), drain=True, collision_pairs=3)
+    generate_store(root, w, commitlog_file_size=CL_SIZE, hash_slot_num=HSN, index_num=INUM,
+                   consume_queue_file_size=CQ_SIZE, tz=UTC)
+    return root
+
+
+@pytest.fixture
+def copy(store, tmp_path) -> Path:
+    dst = tmp_path / "copy"
+    shutil.copytree(store, dst)
+    return dst
+
+
+def describe(report) -> str:
+    return "\n".join(str(p) for p in report.problems)
+
+
+# ------------------------------------------------------------------------- clean inputs
+
+
+def test_generated_store_verifies_clean_and_counts_match_the_readers(store):
+    r = verify_path(store)
+    assert r.kind == "store" and r.ok and not r.problems, describe(r)
+    kinds = [f.kind for f in r.files]
+    cl_files = cl.store_files(store / "commitlog")
+    assert kinds.count("commitlog") == len(cl_files) >= 10
+    assert kinds.count("index") == len(list((store / "index").iterdir())) >= 5
+    assert kinds.count("checkpoint") == 1
+    # independent truth: the format readers' own counts
+    msgs = cl.read_columns(store / "commitlog", body=False)
+    assert r.cross_counts["messages"] == len(msgs)
+    assert sum(f.counts["messages"] for f in r.files if f.kind == "commitlog") == len(msgs)
+    keys = 0
+    for p in sorted((store / "index").iterdir()):
+        with IndexFile.open(p, HSN, INUM) as f:
+            keys += f.header.keys
+    assert r.cross_counts["index_entries"] == keys
+    queues = sorted((store / "consumequeue").glob("*/*"))
+    assert kinds.count("consumequeue") == len(queues)
+    assert r.cross_counts["cq_units"] == sum(cq.read_queue_info(q, CQ_SIZE).count for q in queues)
+    # every file but the last CommitLog file ends with the blank record
+    assert [f.counts["blank"] for f in r.files if f.kind == "commitlog"][:-1] == [True] * (len(cl_files) - 1)
+    assert r.settings["commitlog_file_size"] == CL_SIZE
+    # the store really exercises the cross checks: rolled-back, prepared and delayed messages
+    tran = msgs["sys_flag"] & 0xC
+    assert (tran == 0xC).any() and (tran == 0x4).any() and (msgs["topic"] == SCHEDULE_TOPIC).any()
+
+
+def test_index_geometry_is_inferred_from_the_bytes(store):
+    for p in sorted((store / "index").iterdir()):
+        g = infer_index_geometry(p)
+        assert (g.hash_slot_num, g.index_num) == (HSN, INUM)
+    r = verify_path(store, hash_slot_num=HSN, index_num=INUM, commitlog_file_size=CL_SIZE,
+                    consume_queue_file_size=CQ_SIZE)
+    assert r.ok and not r.problems
+
+
+def test_wrong_geometry_is_a_problem_not_a_crash(store):
+    r = verify_path(store / "index", hash_slot_num=HSN - 1)
+    assert not r.ok
+    assert {p.check for p in r.problems} == {"index.geometry"}
+    assert all(p.field == "file size" for p in r.problems)
+
+
+def test_parts_and_single_files_verify_clean(store):
+    cases = {
+        store / "commitlog": "commitlog",
+        store / "commitlog" / "00000000000000065536": "commitlog",
+        store / "index": "index",
+        sorted((store / "index").iterdir())[0]: "index",
+        store / "consumequeue": "consumequeue",
+        store / "consumequeue" / "A": "consumequeue",
+        store / "consumequeue" / "A" / "1": "consumequeue",
+        store / "consumequeue" / "A" / "1" / "00000000000000000000": "consumequeue",
+        store / "checkpoint": "checkpoint",
+    }
+    for path, kind in cases.items():
+        assert detect_kind(path) == kind, path
+        r = verify_path(path)
+        assert r.kind == kind and r.ok and not r.problems, (path, describe(r))
+    one = verify_consume_queue(store / "consumequeue" / "A" / "1" / "00000000000000000000")
+    assert one[0].path.endswith("00000000000000000000") and one[0].counts["units"] == CQ_SIZE // 20
+    assert len(verify_path(store / "consumequeue").files) == len(list((store / "consumequeue").glob("*/*")))
+
+
+def test_verify_leaves_every_input_untouched(store):
+    before = snapshot(store)
+    verify_path(store)
+    verify_path(store / "consumequeue" / "B" / "0" / "00000000000000000000")
+    for kind_path in (store / "index", store / "commitlog", store / "checkpoint"):
+        verify_path(kind_path)
+    assert main(["verify", str(store), "--json"]) == 0
+    assert snapshot(store) == before
+    assert not list(store.rglob("*.tmp"))
+
+
+# ------------------------------------------------------------------------ the catalogue
+
+
+@dataclass(frozen=True)
+class Expect:
+    check: str           # the problem the corruption must produce...
+    path: Path           # ...naming this file,
+    offset: int          # this byte offset
+    field: str           # and this field
+    allowed: frozenset   # every check code the corruption may raise (side effects included)
+
+
+def poke(path: Path, offset: int, fmt: str, *values) -> None:
+    with open(path, "r+b") as fh:
+        fh.seek(offset)
+        fh.write(struct.pack(">" + fmt, *values))
+
+
+def peek(path: Path, offset: int, fmt: str):
+    with open(path, "rb") as fh:
+        fh.seek(offset)
+        return struct.unpack(">" + fmt, fh.read(struct.calcsize(">" + fmt)))
+
+
+def index_arrays(path: Path):
+    """(count, slots, key_hash, phy, time_diff, prev) of an index file, copied (entry n at [n])."""
+    with IndexFile.open(path, HSN, INUM) as f:
+        count = f.header.index_count
+        e = f.entries[:count]
+        return (count, f.slots.astype(np.int64), e["key_hash"].astype(np.int64), e["phy_offset"].astype(np.int64),
+                e["time_diff"].astype(np.int64), e["prev_index"].astype(np.int64))
+
+
+EO = 40 + 4 * HSN  # where entries start
+
+
+def entry_at(n: int, field_offset: int = 0) -> int:
+    return EO + 20 * n + field_offset
+
+
+def full_index(root: Path, rng) -> Path:
+    files = sorted((root / "index").iterdir())
+    return files[int(rng.integers(0, len(files) - 1))]        # never the last (not full) one
+
+
+def c_slot_flip(root, rng):
+    p = full_index(root, rng)
+    count, slots, kh, *_ = index_arrays(p)
+    s = int(rng.choice(np.flatnonzero(slots)))
+    others = np.flatnonzero((np.arange(count) >= 1) & (kh % HSN != s))
+    w = int(rng.choice(others))
+    poke(p, 40 + 4 * s, "i", w)
+    return Expect("index.slot-chain", p, 40 + 4 * s, "slot", frozenset({"index.slot-chain", "index.entry-refs"}))
+
+
+def c_slot_out_of_range(root, rng):
+    p = full_index(root, rng)
+    count, slots, *_ = index_arrays(p)
+    s = int(rng.choice(np.flatnonzero(slots)))
+    poke(p, 40 + 4 * s, "i", count + int(rng.integers(0, 1000)))
+    return Expect("index.slot-range", p, 40 + 4 * s, f"slot[{s}]",
+                  frozenset({"index.slot-range", "index.entry-refs"}))
+
+
+def c_prev_forward(root, rng):
+    p = full_index(root, rng)
+    count, *_ = index_arrays(p)
+    n = int(rng.integers(1, count - 1))
+    m = int(rng.integers(n + 1, count))
+    poke(p, entry_at(n, 16), "i", m)
+    return Expect("index.prev-range", p, entry_at(n, 16), "entry.prev_index",
+                  frozenset({"index.prev-range", "index.entry-refs"}))
+
+
+def c_prev_cycle(root, rng):
+    p = full_index(root, rng)
+    count, slots, kh, phy, td, prev = index_arrays(p)
+    heads = slots[slots > 0]
+    heads = heads[prev[heads] > 0]                     # chains of two or more
+    h = int(rng.choice(heads))
+    k = int(prev[h])
+    poke(p, entry_at(k, 16), "i", h)                   # h -> k -> h -> ...
+    return Expect("index.prev-range", p, entry_at(k, 16), "entry.prev_index",
+                  frozenset({"index.prev-range", "index.entry-refs"}))
+
+
+def c_key_hash(root, rng):
+    p = full_index(root, rng)
+    count, slots, kh, *_ = index_arrays(p)
+    n = int(rng.integers(2, count - 1))
+    new = kh[n] + HSN if kh[n] + HSN <= INT_MAX else kh[n] - HSN   # same slot: the chains stay sound
+    poke(p, entry_at(n), "i", int(new))
+    return Expect("index.key-hash", p, entry_at(n), "entry.key_hash",
+                  frozenset({"index.key-hash", "index.missing-key"}))
+
+
+def c_phy_offset(root, rng):
+    p = full_index(root, rng)
+    count, slots, kh, phy, *_ = index_arrays(p)
+    n = int(rng.integers(2, count - 1))                # not the first/last: the header keeps them
+    poke(p, entry_at(n, 4), "q", int(phy[n]) + int(rng.integers(1, 60)))   # inside a >= 91-byte record
+    return Expect("index.phy-offset", p, entry_at(n, 4), "entry.phy_offset",
+                  frozenset({"index.phy-offset", "index.missing-key"}))
+
+
+def c_time_order(root, rng):
+    p = full_index(root, rng)
+    count, slots, kh, phy, td, prev = index_arrays(p)
+    k = np.arange(count)
+    cand = np.flatnonzero((k > 1) & (k < count - 1) & (prev >= 2) & (td[np.maximum(prev, 0)] >= 1))
+    n = int(rng.choice(cand))
+    poke(p, entry_at(n, 12), "i", int(td[prev[n]]) - 1)    # now older by time than its older neighbour
+    return Expect("index.time-order", p, entry_at(n, 12), "entry.time_diff",
+                  frozenset({"index.time-order", "index.entry-time"}))
+
+
+def c_index_tail(root, rng):
+    p = sorted((root / "index").iterdir())[-1]          # the last file is not full
+    count, *_ = index_arrays(p)
+    n = int(rng.integers(count, INUM))
+    poke(p, entry_at(n, 4), "q", int(rng.integers(1, 2**40)))
+    return Expect("index.tail", p, entry_at(n), f"entry[{n}]", frozenset({"index.tail"}))
+
+
+def commitlog_records(path: Path):
+    df = cl.read_columns(path, body=False)
+    sizes = df["total_size"].to_numpy(np.int64)
+    pos = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+    return df, pos, int(sizes.sum())
+
+
+def c_commitlog_truncate(root, rng):
+    p = cl.store_files(root / "commitlog")[-1].path
+    df, pos, _ = commitlog_records(p)
+    i = len(df) - 1 - int(rng.integers(0, 3))
+    cut = int(pos[i]) + int(rng.integers(9, int(df["total_size"].iat[i]) - 1))
+    os.truncate(p, cut)
+    return Expect("commitlog.file-size", p, cut, "file size",
+                  frozenset({"commitlog.file-size", "commitlog.torn-tail", "index.phy-offset", "cq.phy-offset",
+                             "cq.past-commitlog-end", "checkpoint.physic-timestamp",
+                             "checkpoint.logics-timestamp"}))
+
+
+def c_body_crc(root, rng):
+    files = cl.store_files(root / "commitlog")
+    p = files[int(rng.integers(0, len(files)))].path
+    df, pos, _ = commitlog_records(p)
+    i = int(rng.integers(0, len(df)))
+    m = cl.read_message(p, int(pos[i]))
+    body_at = int(pos[i]) + m.total_size - 2 - len(m.properties_raw) - 1 - len(m.topic.encode()) - len(m.body)
+    assert peek(p, body_at, f"{len(m.body)}s")[0] == m.body     # found the body bytes
+    j = body_at + int(rng.integers(0, len(m.body)))
+    poke(p, j, "B", peek(p, j, "B")[0] ^ 0x20)
+    return Expect("commitlog.body-crc", p, int(pos[i]), "BODYCRC", frozenset({"commitlog.body-crc"}))
+
+
+def c_phy_field(root, rng):
+    files = cl.store_files(root / "commitlog")
+    f = files[int(rng.integers(0, len(files)))]
+    df, pos, _ = commitlog_records(f.path)
+    i = int(rng.integers(0, len(df)))
+    poke(f.path, int(pos[i]) + 28, "q", f.start_offset + int(pos[i]) + 20 * int(rng.integers(1, 100)))
+    return Expect("commitlog.phy-offset-field", f.path, int(pos[i]), "PHYSICALOFFSET",
+                  frozenset({"commitlog.phy-offset-field"}))
+
+
+def c_blank_missing(root, rng):
+    files = cl.store_files(root / "commitlog")
+    p = files[int(rng.integers(0, len(files) - 1))].path
+    _, _, used = commitlog_records(p)
+    assert peek(p, used + 4, "i")[0] == cl.MAGIC_BLANK
+    poke(p, used, "ii", 0, 0)
+    return Expect("commitlog.blank", p, used, "MAGICCODE", frozenset({"commitlog.blank"}))
+
+
+def pick_unit(root, rng):
+    """A random real unit of a random topic queue: (file, byte position in it, unit)."""
+    queues = sorted((root / "consumequeue").glob("[AB]/*"))
+    folder = queues[int(rng.integers(0, len(queues)))]
+    files = sorted(folder.iterdir())
+    with cq.ConsumeQueue.open(folder, CQ_SIZE) as q:
+        k = int(rng.integers(q.min_offset, q.max_offset))
+        u = q.unit(k)
+    return files[k * 20 // CQ_SIZE], k * 20 % CQ_SIZE, u
+
+
+def c_cq_size(root, rng):
+    p, at, u = pick_unit(root, rng)
+    poke(p, at + 8, "i", u.size + int(rng.choice([-7, -1, 1, 5])))
+    return Expect("cq.size", p, at + 8, "unit.size", frozenset({"cq.size", "cq.overlap", "cq.past-commitlog-end"}))
+
+
+def c_cq_tags(root, rng):
+    p, at, u = pick_unit(root, rng)
+    poke(p, at + 12, "q", u.tags_code + int(rng.integers(1, 1000)))
+    return Expect("cq.tags-code", p, at + 12, "unit.tags_code", frozenset({"cq.tags-code"}))
+
+
+def c_checkpoint(root, rng):
+    p = root / "checkpoint"
+    c = cpf.read_checkpoint(p)
+    last = int(cl.read_columns(root / "commitlog", body=False)["store_timestamp"].max())
+    name = ["physic_msg_timestamp", "logics_msg_timestamp", "index_msg_timestamp"][int(rng.integers(0, 3))]
+    if name == "index_msg_timestamp":
+        ends = [IndexFile.open(f, HSN, INUM).header.end_timestamp for f in sorted((root / "index").iterdir())]
+        value = max(ends) + int(rng.integers(1, 10_000))
+    else:
+        value = last + int(rng.integers(1, 86_400_000))
+    assert getattr(c, name) != value
+    off = cpf.CHECKPOINT.offset(name)
+    poke(p, off, "q", value)
+    check = {"physic_msg_timestamp": "checkpoint.physic-timestamp",
+             "logics_msg_timestamp": "checkpoint.logics-timestamp",
+             "index_msg_timestamp": "checkpoint.index-timestamp"}[name]
+    return Expect(check, p, off, name, frozenset({check}))
+
+
+CATALOGUE = [c_slot_flip, c_slot_out_of_range, c_prev_forward, c_prev_cycle, c_key_hash, c_phy_offset,
+             c_time_order, c_index_tail, c_commitlog_truncate, c_body_crc, c_phy_field, c_blank_missing,
+             c_cq_size, c_cq_tags, c_checkpoint]
+
+
+def test_catalogue_codes_are_known():
+    for c in CATALOGUE:
+        assert c.__name__.startswith("c_")
+    assert {"index.time-order", "cq.tags-code", "commitlog.blank"} <= set(CHECKS)
+
+
+@pytest.mark.parametrize("seed", range(2 * len(CATALOGUE)))
+def test_seeded_corruption_is_found_exactly(copy, seed):
+    rng = np.random.default_rng(seed)
+    corrupt = CATALOGUE[seed % len(CATALOGUE)]
+    want = corrupt(copy, rng)
+    r = verify_path(copy)
+    assert not r.ok, f"{corrupt.__name__}: nothing found"
+    got = {p.check for p in r.problems}
+    assert got <= want.allowed, f"{corrupt.__name__}: unexpected {got - want.allowed}\n{describe(r)}"
+    hits = [p for p in r.problems if p.check == want.check]
+    assert any(p.path == str(want.path) and p.offset == want.offset and p.field == want.field for p in hits), \
+        f"{corrupt.__name__}: want {want}\n{describe(r)}"
+    # per-file problems sit in the report of the file they name
+    for f in r.files:
+        assert all(p.path == f.path or f.kind == "consumequeue" for p in f.problems)
+
+
+def test_every_corruption_leaves_the_untouched_files_clean(copy):
+    """A corrupted CQ unit is reported in its queue only: every other per-file report stays ok."""
+    want = c_cq_tags(copy, np.random.default_rng(3))
+    r = verify_path(copy)
+    assert all(f.ok and not f.problems for f in r.files)            # tags codes need the CommitLog
+    assert [p.check for p in r.cross] == ["cq.tags-code"]
+    assert r.cross[0].count == 1 and r.cross[0].path == str(want.path)
+
+
+def test_clock_step_back_is_a_warning_not_an_error(tmp_path):
+    """A broker clock stepping back breaks chain time order for real: a warning, and the
+    cross-file time check (what putKey stored for each message) still passes."""
+    w = Workload(messages=600, seed=11, rate=40.0, topics=("T",), hot_key_fraction=0.9, hot_keys=5,
+                 broker_clock_steps=3, broker_clock_step_ms=5000)
+    generate_store(tmp_path / "s", w, commitlog_file_size=CL_SIZE, hash_slot_num=16, index_num=2000,
+                   consume_queue_file_size=CQ_SIZE, tz=UTC)
+    r = verify_path(tmp_path / "s")
+    assert r.ok, describe(r)
+    assert {p.check for p in r.problems} == {"index.time-order"}
+    assert all(p.severity == "warning" for p in r.problems)
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_random_damage_is_reported_never_raised(copy, seed):
+    """Bytes flipped, files cut or grown anywhere: verify reports, it does not crash, and its
+    report is plain JSON; check() raises exactly when the report is not ok."""
+    rng = np.random.default_rng(1000 + seed)
+    files = sorted(p for p in copy.rglob("*") if p.is_file())
+    for _ in range(int(rng.integers(1, 5))):
+        p = files[int(rng.integers(0, len(files)))]
+        size = p.stat().st_size
+        how = int(rng.integers(0, 3))
+        if how == 0:
+            os.truncate(p, int(rng.integers(0, size + 1)))
+        elif how == 1 and size:
+            for _ in range(int(rng.integers(1, 20))):
+                poke(p, int(rng.integers(0, size)), "B", int(rng.integers(0, 256)))
+        else:
+            with open(p, "ab") as fh:
+                fh.write(bytes(rng.integers(0, 256, int(rng.integers(1, 40)), dtype=np.uint8)))
+    r = verify_path(copy)
+    json.dumps(r.as_dict())
+    assert {p.check for p in r.problems} <= set(CHECKS)
+    assert all(p.path is not None for p in r.problems)
+    if r.ok:
+        r.check()
+    else:
+        with pytest.raises(RmqlabError) as e:
+            r.check()
+        assert e.value is r.errors[0].error
+
+
+def test_index_and_queues_without_commitlog_messages(copy):
+    """An emptied CommitLog: every index entry and unit points at nothing, each reported once per file."""
+    for f in cl.store_files(copy / "commitlog"):
+        f.path.unlink()
+    r = verify_path(copy)
+    assert not r.ok
+    assert {p.check for p in r.cross} <= {"index.phy-offset", "cq.phy-offset", "index.file-order",
+                                          "checkpoint.physic-timestamp"}
+    n_index = len(list((copy / "index").iterdir()))
+    assert sum(p.check == "index.phy-offset" for p in r.cross) == n_index
+    assert "the CommitLog has no files" in r.cross[0].message
+
+
+def test_a_commitlog_name_past_long_max_is_reported(store, tmp_path):
+    d = tmp_path / "commitlog"
+    d.mkdir()
+    shutil.copyfile(store / "commitlog" / "00000000000000000000", d / "00000000000000000000")
+    shutil.copyfile(store / "commitlog" / "00000000000000000000", d / ("9" * 20))
+    r = verify_path(d)
+    assert [(p.check, p.path, p.field) for p in r.problems] == [("commitlog.file-name", str(d / ("9" * 20)),
+                                                                 "file name")]
+    assert [f.ok for f in r.files] == [False, True]
+
+
+def test_file_report_check_raises_the_typed_error(copy):
+    want = c_prev_forward(copy, np.random.default_rng(2))
+    rep = verify_index_file(want.path)
+    assert not rep.ok
+    with pytest.raises(CorruptIndexError) as e:
+        rep.check()
+    assert e.value.path == str(want.path) and e.value.offset == want.offset
+    assert type(e.value) is CorruptIndexError
+
+
+def test_an_empty_index_file_of_odd_size_asks_for_the_geometry(tmp_path):
+    path = tmp_path / "20240610061524062"
+    IndexFile.create(path, hash_slot_num=10, index_num=10).close()
+    with pytest.raises(GeometryError, match="pass hash_slot_num"):
+        infer_index_geometry(path)
+    r = verify_path(path)
+    assert [p.check for p in r.problems] == ["index.geometry"] and "pass --hash-slot-num" not in r.problems[0].message
+    assert verify_path(path, hash_slot_num=10).ok
+
+
+# --------------------------------------------------------------- index files: hypothesis
+
+
+def model_time_order_violations(keys, ts, hsn):
+    """Count (newer, older) neighbours on a chain whose older entry has the greater time_diff:
+    a plain replay of putKey (entry 1 counts as 0: its own time is begin_timestamp)."""
+    begin = ts[0]
+
+    def diff(t):
+        if begin <= 0:
+            return 0
+        d = t - begin
+        s = abs(d) // 1000 * (1 if d >= 0 else -1)
+        return min(max(s, 0), INT_MAX)
+
+    last_in_slot, bad = {}, 0
+    for n, (k, t) in enumerate(zip(keys, ts), start=1):
+        td = 0 if n == 1 else diff(t)
+        s = index_hash(k) % hsn
+        if s in last_in_slot and last_in_slot[s] > td:
+            bad += 1
+        last_in_slot[s] = td
+    return bad
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(keys=st.lists(st.sampled_from([f"T#k{i}" for i in range(12)]), min_size=1, max_size=40),
+       steps=st.lists(st.integers(-4000, 6000), min_size=40, max_size=40),
+       hsn=st.integers(1, 9), spare=st.integers(1, 5))
+def test_index_file_checks_match_a_model(tmp_path, keys, steps, hsn, spare):
+    ts = list(1_718_000_000_000 + np.cumsum(steps[:len(keys)]))
+    path = tmp_path / f"f{len(keys)}_{hsn}_{spare}_{abs(hash(tuple(steps))) % 10**6}"
+    build_index_file(path, keys, list(range(100, 100 + 200 * len(keys), 200)), ts, hash_slot_num=hsn,
+                     index_num=len(keys) + spare)
+    rep = verify_index_file(path, hash_slot_num=hsn)
+    want = model_time_order_violations(keys, ts, hsn)
+    orders = [p for p in rep.problems if p.check == "index.time-order"]
+    assert rep.ok and {p.check for p in rep.problems} <= {"index.time-order"}
+    assert (orders[0].count if orders else 0) == want
+    assert rep.counts["keys"] == len(keys)
+
+
+def test_index_self_loop_and_cycle_checks_stay_bounded(tmp_path):
+    path = tmp_path / "f"
+    build_index_file(path, ["T#a"] * 50, list(range(50)), [1000 * i + 1 for i in range(50)], hash_slot_num=1,
+                     index_num=60)
+    poke(path, 40 + 4 + 20 * 30 + 16, "i", 30)          # entry 30 points at itself
+    poke(path, 40 + 4 + 20 * 10 + 16, "i", 40)          # entry 10 points forward into the chain
+    rep = verify_index_file(path, hash_slot_num=1)
+    first = next(p for p in rep.problems if p.check == "index.prev-range")
+    assert first.offset == 40 + 4 + 20 * 10 + 16 and first.count == 2
+
+
+# ------------------------------------------------------------------------------- the CLI
+
+
+def test_cli_exit_statuses(store, copy, tmp_path, capsys):
+    assert main(["verify", str(store)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[-1].endswith(": ok") and any(line.startswith("cross-file: ok") for line in out)
+    assert main(["verify", str(store / "index"), "--hash-slot-num", str(HSN), "--index-num", str(INUM)]) == 0
+    capsys.readouterr()
+    c_cq_size(copy, np.random.default_rng(0))
+    assert main(["verify", str(copy)]) == 1
+    out = capsys.readouterr().out
+    assert "FAILED" in out and "error: [cq.size]" in out
+    assert main(["verify", str(tmp_path / "missing")]) == 1
+    assert main(["verify", str(store), "--kind", "bogus"]) == 2
+    assert main(["verify", str(store), "--commitlog-file-size", "0"]) == 2
+    assert main(["verify", str(store), "--hash-slot-num", "0"]) == 2
+    odd = tmp_path / "notes.txt"
+    odd.write_bytes(b"hello world, not a store file")
+    assert main(["verify", str(odd)]) == 2                  # cannot tell: pass --kind
+    assert main(["verify", str(odd), "--kind", "checkpoint"]) == 1
+    err = capsys.readouterr().err
+    assert "pass --kind" in err and "kind=" not in err      # the option, not the library keyword
+
+
+def test_cli_json_shape(copy, capsys):
+    want = c_key_hash(copy, np.random.default_rng(5))
+    assert main(["verify", str(copy), "--json"]) == 1
+    d = json.loads(capsys.readouterr().out)
+    assert set(d) == {"target", "kind", "ok", "files", "failed_files", "errors", "warnings", "settings",
+                      "reports", "cross", "notes"}
+    assert d["kind"] == "store" and d["ok"] is False and d["files"] == len(d["reports"])
+    assert d["settings"]["commitlog_file_size"] == CL_SIZE
+    rep = d["reports"][0]
+    assert set(rep) == {"path", "kind", "ok", "counts", "problems", "notes"}
+    problem = next(p for p in d["cross"]["problems"] if p["check"] == "index.key-hash")
+    assert set(problem) == {"check", "severity", "type", "path", "offset", "field", "count", "message"}
+    assert (problem["path"], problem["offset"], problem["field"], problem["type"]) == \
+        (str(want.path), want.offset, "entry.key_hash", "CorruptIndexError")
+    assert set(d["cross"]["counts"]) >= {"messages", "index_entries", "cq_units"}
+
+
+def test_kinds_are_forced_with_kind(store, tmp_path):
+    # a CommitLog file under a name and folder that say nothing
+    odd = tmp_path / "data.bin"
+    shutil.copyfile(store / "commitlog" / "00000000000000000000", odd)
+    assert detect_kind(odd) == "commitlog"
+    r = verify_path(odd, kind="commitlog", commitlog_file_size=CL_SIZE)
+    assert r.ok and r.files[0].counts["blank"]
+    with pytest.raises(ValueError):
+        verify_path(odd, kind="nonsense")
+    assert set(KINDS) == {"store", "commitlog", "consumequeue", "index", "checkpoint", "batchconsumequeue"}
+
+
+# ---------------------------------------------------------------------------- real data
+
+
+@pytest.mark.realdata
+def test_real_broker_commitlog_verifies_clean(tmp_path):
+    require_real_data(REAL_FILE)
+    before = snapshot(REAL)
+    for target in (REAL_FILE, REAL_FILE.parent, REAL_STORE):
+        r = verify_path(target)
+        assert r.ok and not r.problems, describe(r)
+        f = r.files[0]
+        # the README's facts: 47 v1 messages, 8,084 bytes, then the blank record in an 8,192-byte file
+        assert f.kind == "commitlog" and f.counts == {"messages": 47, "bytes_used": 8084, "file_size": 8192,
+                                                      "blank": True, "start_offset": 0}
+    assert snapshot(REAL) == before
+    # a flipped body byte in a copy is found at its record
+    bad = tmp_path / "commitlog" / REAL_FILE.name
+    bad.parent.mkdir()
+    shutil.copyfile(REAL_FILE, bad)
+    m = cl.read_message(bad, 172 * 5)
+    body_at = 172 * 5 + m.total_size - 2 - len(m.properties_raw) - 1 - len(m.topic.encode()) - len(m.body)
+    poke(bad, body_at, "B", peek(bad, body_at, "B")[0] ^ 1)
+    r = verify_path(bad.parent)
+    assert [(p.check, p.offset, p.field) for p in r.problems] == [("commitlog.body-crc", 860, "BODYCRC")]
+
+
+def test_cross_checks_give_the_same_report_whatever_the_chunk(copy, monkeypatch):
+    """The index cross-file checks run CROSS_CHUNK entries (the CommitLog is decoded and its key
+    codes made MESSAGE_CHUNK messages, the missing-unit check CROSS_CHUNK messages, the table
+    WINDOW_MESSAGES messages) at a time, for bounded memory:
+    entries wrong in several ways, many times over, in several files, and a queue's units all
+    gone, are reported the same (first entry, count, words) whatever the chunk: one entry, a
+    few or all of a file."""
+    from rmqlab.verify import check_commitlog, cross
+
+    rng = np.random.default_rng(17)
+    for corrupt in [c_key_hash] * 4 + [c_phy_offset] * 4 + [c_time_order] * 2:
+        corrupt(copy, rng)
+    for p in sorted((copy / "index").iterdir())[:-1]:   # time_diff of some entries, each file
+        for n in rng.integers(2, INUM - 1, 3):
+            poke(p, entry_at(int(n), 12), "i", int(rng.integers(0, 1000)))
+    shutil.rmtree(sorted((copy / "consumequeue").glob("B/*"))[0])   # its messages have no units
+    reports = {}
+    for chunk, window in ((1, 1), (7, 97), (2**20, 0)):
+        monkeypatch.setattr(check_commitlog, "WINDOW_MESSAGES", window)
+        monkeypatch.setattr(cross, "CROSS_CHUNK", chunk)
+        monkeypatch.setattr(check_commitlog, "MESSAGE_CHUNK", chunk)
+        reports[chunk] = verify_path(copy).as_dict()
+    problems = reports[2**20]["cross"]["problems"]
+    checks = {p["check"] for p in problems}
+    assert {"index.key-hash", "index.phy-offset", "index.entry-time", "index.missing-key", "cq.missing-unit"} <= checks
+    assert any(p["count"] > 1 for p in problems)
+    assert reports[1] == reports[7] == reports[2**20]
+
+
+def _reports_by_window(root: Path, monkeypatch) -> dict:
+    """verify_path(root) as JSON with the message table in one window (0), a window for each
+    decoded chunk of 7 messages (1: windows end inside files), and windows of about 97
+    messages made of chunks of 50."""
+    from rmqlab.verify import check_commitlog
+
+    out = {}
+    for window, chunk in ((0, 1 << 18), (1, 7), (97, 50)):
+        monkeypatch.setattr(check_commitlog, "WINDOW_MESSAGES", window)
+        monkeypatch.setattr(check_commitlog, "MESSAGE_CHUNK", chunk)
+        out[window] = json.dumps(verify_path(root).as_dict(), sort_keys=True)
+    return out
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_index_file_checks_are_the_same_whatever_the_chunk(copy, monkeypatch, seed):
+    """IndexFile.problems and verify's own index checks read CHECK_CHUNK slots or entries at a
+    time (FLAG_CHUNK flags): slots and prev links wrong in several ways, many times over, give
+    the same problems (first, count, words) with chunks of 3 or 7 as whole."""
+    from rmqlab.formats import indexfile
+    from rmqlab.tables import arrays
+
+    rng = np.random.default_rng(900 + seed)
+    for corrupt in rng.choice([c_slot_flip, c_slot_out_of_range, c_prev_forward, c_prev_cycle, c_key_hash,
+                               c_time_order], 6):
+        corrupt(copy, rng)
+    found = {}
+    for chunk, flags in ((3, 2), (7, 5), (1 << 20, 1 << 20)):
+        monkeypatch.setattr(indexfile, "CHECK_CHUNK", chunk)
+        monkeypatch.setattr(arrays, "FLAG_CHUNK", flags)
+        reports = [verify_index_file(p, HSN, INUM) for p in sorted((copy / "index").iterdir())]
+        found[chunk] = [[(q.check, q.path, q.offset, q.field, q.count, q.message) for q in r.problems]
+                        for r in reports]
+    assert found[3] == found[7] == found[1 << 20]
+    assert sum(map(len, found[3])) >= 3
+    # the reference counts against a model: every slot head and in-range prev_index is a reference
+    for path, problems in zip(sorted((copy / "index").iterdir()), found[3]):
+        count, slots, _, _, _, prev = index_arrays(path)
+        refs = Counter(int(v) for v in slots if 0 < v < count)
+        refs.update(int(prev[n]) for n in range(1, count) if 0 < prev[n] < n)
+        messages = [(m.split(" (")[0], k) for check, _, _, _, k, m in problems if check == "index.entry-refs"]
+        want = [(what, k) for what, k in (
+            ("entry referenced by more than one slot/prev_index", sum(1 for n in range(1, count) if refs[n] > 1)),
+            ("entry not reachable from any slot", sum(1 for n in range(1, count) if refs[n] == 0))) if k]
+        assert messages == want, path.name
+
+
+def test_the_store_is_walked_in_windows(store, monkeypatch):
+    """The cross-file checks hold a window of the message table at a time: windows end between
+    decoded chunks, inside a CommitLog file or at its end; each offset is answered by exactly one
+    window, and the CommitLog's end is known in the last alone."""
+    from rmqlab.verify import check_commitlog
+    from rmqlab.verify.check_commitlog import CommitLogScan
+
+    monkeypatch.setattr(check_commitlog, "MESSAGE_CHUNK", 40)
+    scan = CommitLogScan(store / "commitlog", None, False)
+    windows = []
+    scan.walk(windows.append, 100)
+    whole = cl.read_columns(store / "commitlog", body=False)
+    positions = whole["phy_offset"].to_numpy(np.int64)
+    ends = set((positions + whole["total_size"].to_numpy(np.int64)).tolist())
+    assert len(windows) > len(cl.store_files(store / "commitlog")) > 8
+    assert windows[0].start is None and windows[-1].stop is None
+    assert [w.stop for w in windows[:-1]] == [w.start for w in windows[1:]]
+    assert all(w.stop in ends for w in windows[:-1])                        # a message's end
+    assert all(100 <= w.n < 140 for w in windows[:-1])                      # chunks of 40 until 100
+    assert sum(w.n for w in windows) == scan.n == len(whole)
+    assert all(w.end_offset is None for w in windows[:-1]) and windows[-1].end_offset == scan.end_offset
+    assert np.concatenate([w.positions for w in windows]).tolist() == positions.tolist()
+    assert all(w.contains(w.positions).all() for w in windows)
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_the_report_is_the_same_whatever_the_window(copy, monkeypatch, seed):
+    """Index entries, queue units and messages without units, wrong in several ways and spread
+    over many CommitLog files, are reported the same (first of each, count, words, notes)
+    whether the message table is one window or many, ending inside CommitLog files or between."""
+    rng = np.random.default_rng(300 + seed)
+    for corrupt in rng.choice([c_key_hash, c_phy_offset, c_time_order, c_cq_size, c_cq_tags, c_checkpoint,
+                               c_body_crc], 4):
+        corrupt(copy, rng)
+    if seed % 3 == 2:
+        c_blank_missing(copy, rng)      # after the others: they read the CommitLog whole
+    if seed % 2:
+        queues = sorted((copy / "consumequeue").glob("[AB]/*"))
+        shutil.rmtree(queues[int(rng.integers(0, len(queues)))])     # its messages have no units
+    if seed % 4 == 3:
+        first = cl.store_files(copy / "commitlog")[0].path
+        first.unlink()                                  # expired: entries and units point below the CommitLog
+    reports = _reports_by_window(copy, monkeypatch)
+    assert reports[0] == reports[1] == reports[97], seed
+    assert not json.loads(reports[0])["ok"]
+
+
+def test_the_report_of_a_damaged_store_is_the_same_whatever_the_window(copy, monkeypatch):
+    """Damage that stops a CommitLog file's walk in the middle, a missing file (a gap), a torn
+    tail and random bytes anywhere: the same report from every window size."""
+    files = cl.store_files(copy / "commitlog")
+    rng = np.random.default_rng(5)
+    p = files[3].path
+    _, pos, _ = commitlog_records(p)
+    poke(p, int(pos[len(pos) // 2]) + 4, "i", 0x12345678)              # a bad MAGICCODE mid-file
+    files[6].path.unlink()                                               # a gap
+    last = files[-1].path
+    os.truncate(last, last.stat().st_size - 3)
+    for q in rng.choice(sorted(p for p in copy.rglob("*") if p.is_file()), 5):
+        size = q.stat().st_size
+        if size:
+            poke(q, int(rng.integers(0, size)), "B", int(rng.integers(0, 256)))
+    reports = _reports_by_window(copy, monkeypatch)
+    assert reports[0] == reports[1] == reports[97]
+
+
+def test_a_lagging_dispatch_is_counted_the_same_whatever_the_window(copy, monkeypatch):
+    """Every queue cut where dispatch stopped, at half the CommitLog or before, but one that goes
+    on to 62 % with its units in between wrong (so whole windows hold no unit that gives the
+    dispatched end): the messages before the dispatched end without units are counted, those
+    after it not, though the end is known only after the last window."""
+    rng = np.random.default_rng(11)
+    total = sum(f.size for f in cl.store_files(copy / "commitlog"))
+    for n, folder in enumerate(sorted((copy / "consumequeue").glob("*/*"))):
+        cut = int(total * (0.62 if n == 0 else 0.5 if rng.random() < 0.6 else rng.uniform(0.3, 0.45)))
+        with cq.ConsumeQueue.open(folder, CQ_SIZE) as q:
+            co = q.units["commitlog_offset"].astype(np.int64)
+            keep = q.min_offset + int(np.searchsorted(co, cut))
+            wrong = q.min_offset + np.flatnonzero((co >= 0.5 * total) & (co < 0.6 * total))
+        for f in sorted(folder.iterdir()):
+            first = int(f.name) // 20
+            if first >= keep:
+                f.unlink()
+                continue
+            if first + CQ_SIZE // 20 > keep:
+                with open(f, "r+b") as fh:
+                    fh.seek((keep - first) * 20)
+                    fh.write(bytes(CQ_SIZE - (keep - first) * 20))
+            for k in wrong[(wrong >= first) & (wrong < min(keep, first + CQ_SIZE // 20))]:
+                at = (int(k) - first) * 20 + 8
+                poke(f, at, "i", peek(f, at, "i")[0] + 1)           # size: the unit gives no end
+    reports = _reports_by_window(copy, monkeypatch)
+    assert reports[0] == reports[1] == reports[97]
+    # the model: the end of the last unit of any queue; the dispatchable messages before it
+    # past their queue's last unit
+    from rmqlab.rules.dispatch import goes_to_consume_queue_many
+
+    ends = {}
+    for folder in sorted((copy / "consumequeue").glob("*/*")):
+        with cq.ConsumeQueue.open(folder, CQ_SIZE) as q:
+            last = q.unit(q.max_offset - 1)
+            ends[(folder.parent.name, int(folder.name))] = (q.max_offset, last.commitlog_offset + last.size)
+    end = max(e for _, e in ends.values())
+    m = cl.read_columns(copy / "commitlog", body=False)
+    before = m[(m["phy_offset"] < end) & goes_to_consume_queue_many(m["sys_flag"].to_numpy())]
+    lost = before[[qoff >= ends[(t, qid)][0] for t, qid, qoff in
+                   zip(before["topic"], before["queue_id"], before["queue_offset"])]]
+    missing = [p for p in json.loads(reports[0])["cross"]["problems"] if p["check"] == "cq.missing-unit"]
+    assert 0.3 * total < end < 0.7 * total and (m["phy_offset"] >= end).sum() > 200
+    assert len(missing) == 1 and missing[0]["count"] == len(lost) > 10
+    assert f"at {lost['phy_offset'].iloc[0]} " in missing[0]["message"] and f"end {end} " in missing[0]["message"]
+
+
+# ------------------------------------------------------------------ the message table
+
+
+def test_the_message_table_holds_numbers_only(store):
+    """The table the cross-file checks hold for a whole CommitLog keeps no strings: every
+    per-message array is numeric, a topic is a code into the distinct topics, and the numbers
+    are the columnar reader's (independent of the chunked walk that made them)."""
+    from rmqlab.rules.dispatch import message_tags_codes
+    from rmqlab.verify.check_commitlog import CommitLogScan
+
+    tables = []
+    CommitLogScan(store / "commitlog", None, True).walk(tables.append, 0)
+    [msgs] = tables
+    want = cl.read_columns(store / "commitlog", body=False)
+    assert msgs.n == len(want) > 1000
+    for name, value in vars(msgs).items():
+        if name in ("_kept_properties", "_topic_index"):
+            continue   # the PROPERTIES blocks of multi-dispatched or batched messages alone (none here)
+        assert not hasattr(value, "dtypes"), f"{name}: a frame"
+        arrays = value if isinstance(value, tuple) else (value,)
+        for a in arrays:
+            if isinstance(a, np.ndarray):
+                assert a.dtype.kind in "iu", f"{name}: {a.dtype}"
+    assert len(msgs.dispatch_properties[0]) == 0
+    assert [msgs.topics[c] for c in msgs.topic_code] == want["topic"].tolist()
+    assert len(msgs.topics) == want["topic"].nunique()
+    for name, column in (("positions", "phy_offset"), ("total_size", "total_size"), ("sys_flag", "sys_flag"),
+                         ("store_ts", "store_timestamp"), ("queue_id", "queue_id"), ("queue_offset", "queue_offset")):
+        assert getattr(msgs, name).tolist() == want[column].tolist(), name
+    assert msgs.tags_codes.tolist() == message_tags_codes(
+        want["topic"].to_numpy(object), want["tags"].to_numpy(object), want["delay_level"].to_numpy(np.int64),
+        want["store_timestamp"].to_numpy(np.int64)).tolist()
+
+
+def test_the_message_table_keeps_the_properties_of_dispatch_rules_only(tmp_path):
+    """Of the PROPERTIES blocks, the table keeps those of the messages that name light message
+    queues (INNER_MULTI_DISPATCH) or a batch (INNER_NUM and INNER_BASE), the only properties
+    the LMQ and BatchConsumeQueue checks read; the store verifies clean with them."""
+    from rmqlab.rules.dispatch import property_value
+    from rmqlab.verify.check_commitlog import CommitLogScan
+    from tests.formats import test_batchconsumequeue as bcq_tests
+
+    root = tmp_path / "store"
+    generate_store(root, Workload(messages=600, seed=4, **bcq_tests.FEATURES), **bcq_tests.STORE_OPTS)
+    tables = []
+    CommitLogScan(root / "commitlog", None, True).walk(tables.append, 0)
+    [msgs] = tables
+    props = cl.read_columns(root / "commitlog", body=False)["properties"].tolist()
+    named = [i for i, p in enumerate(props)
+             if property_value(p, "INNER_MULTI_DISPATCH") is not None
+             or (property_value(p, "INNER_NUM") is not None and property_value(p, "INNER_BASE") is not None)]
+    rows, blocks = msgs.dispatch_properties
+    assert 0 < len(named) < len(props)
+    assert rows.tolist() == named and blocks.tolist() == [props[i] for i in named]
+    assert msgs.properties_at(np.arange(len(props))).tolist() == [p if i in set(named) else None
+                                                                   for i, p in enumerate(props)]
+    assert verify_path(root).ok
+
+
+def test_problem_words_name_the_strings_read_back_from_the_commitlog(copy):
+    """The table holds no strings: a problem that names a message's topic, TAGS, KEYS or
+    UNIQ_KEY reads its record again, and says what the columnar reader reads there."""
+    import re
+
+    rng = np.random.default_rng(3)
+    c_cq_tags(copy, rng)
+    c_key_hash(copy, rng)
+    shutil.rmtree(sorted((copy / "consumequeue").glob("B/*"))[0])   # a message without its unit
+    r = verify_path(copy)
+    cols = cl.read_columns(copy / "commitlog", body=False).set_index("phy_offset")
+    by_check = {p.check: p for p in r.cross}
+
+    tags = by_check["cq.tags-code"].message
+    m = cols.loc[int(re.search(r"the message at (\d+) gives", tags).group(1))]
+    assert isinstance(m["tags"], str) and f"(TAGS {m['tags']!r}, topic {m['topic']!r})" in tags
+
+    for check in ("index.key-hash", "index.missing-key"):
+        text = by_check[check].message
+        m = cols.loc[int(re.search(r"message at (\d+) \(", text).group(1))]
+        assert (f"(topic {m['topic']!r}, KEYS {m['keys']!r}, UNIQ_KEY {m['uniq_key']!r}, "
+                f"store time {m['store_timestamp']})") in text, text
+        assert isinstance(m["uniq_key"], str)
+
+    missing = by_check["cq.missing-unit"]
+    m = cols.loc[int(re.search(r"the message at (\d+) \(", missing.message).group(1))]
+    assert f"(topic {m['topic']!r}, queue {m['queue_id']}, QUEUEOFFSET {m['queue_offset']})" in missing.message
+    assert m["topic"] == "B"
