@@ -26,6 +26,7 @@ from typing import Any
 
 from rmqlab.formats.indexfile import IndexFile
 from rmqlab.jvm.hashcode import index_hash
+from rmqlab.rules.dispatch import transaction_type
 from rmqlab.store.indexservice import DispatchRequest, IndexService
 
 __all__ = ["NODES", "BuildStep", "trace_build_index", "steps_frame"]
@@ -112,7 +113,7 @@ def trace_build_index(service: IndexService, msg: DispatchRequest) -> list[Build
                                        {"sys_flag": msg.sys_flag, "rollback": True}))
             steps.append(BuildStep("skip", f"message skipped ({d['why']})", {"why": d["why"]}))
         elif event == "keys":
-            steps.append(BuildStep("rollback-check", f"no (sysFlag & 0xC = {msg.sys_flag & 0xC})",
+            steps.append(BuildStep("rollback-check", f"no (sysFlag & 0xC = {transaction_type(msg.sys_flag)})",
                                    {"sys_flag": msg.sys_flag, "rollback": False}))
             steps.append(BuildStep("keys", f"{len(d['keys'])} keys: {', '.join(d['keys'])}",
                                    {"keys": list(d["keys"])}))

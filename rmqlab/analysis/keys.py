@@ -16,8 +16,9 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
-from rmqlab.formats.indexfile import LONG_MAX, IndexFile
+from rmqlab.formats.indexfile import IndexFile
 from rmqlab.jvm.hashcode import index_hash, index_hash_many, index_key
+from rmqlab.jvm.longs import LONG_MAX
 from rmqlab.rules.dispatch import goes_to_index_many, key_tokens_many
 from rmqlab.store.indexservice import IndexService
 

@@ -26,8 +26,8 @@ import numpy as np
 
 from rmqlab.formats import commitlog as cl
 from rmqlab.formats import consumequeue as cq
-from rmqlab.formats.indexfile import LONG_MAX
 from rmqlab.jvm.hashcode import index_key
+from rmqlab.jvm.longs import LONG_MAX
 from rmqlab.rules.dispatch import goes_to_consume_queue, goes_to_consume_queue_many, goes_to_index, index_keys
 from rmqlab.store.directory import Store
 

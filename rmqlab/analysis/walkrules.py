@@ -34,8 +34,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from rmqlab.formats.indexfile import ENTRY, LONG_MAX, Geometry, IndexFile, QueryTrace
+from rmqlab.formats.indexfile import ENTRY, Geometry, IndexFile, QueryTrace
 from rmqlab.jvm.hashcode import index_hash
+from rmqlab.jvm.longs import LONG_MAX
 
 __all__ = ["WALK_STOPS", "TIME_DIFF_CLAMPS", "WalkStopCase", "craft_walk_stop", "walk_stop_cases",
            "write_entry_field", "time_diff_clamps"]

@@ -72,8 +72,9 @@ import pandas as pd
 from rmqlab.analysis.indexstats import file_stats
 from rmqlab.formats import commitlog as cl
 from rmqlab.formats import consumequeue as cq
-from rmqlab.formats.indexfile import ENTRY, LONG_MAX
+from rmqlab.formats.indexfile import ENTRY
 from rmqlab.jvm.hashcode import index_hash_many
+from rmqlab.jvm.longs import LONG_MAX
 from rmqlab.store.indexservice import ExpandedKeys, expand_columns
 
 __all__ = ["measure_store", "index_file_measurements", "truncation_share", "stored_index_keys"]

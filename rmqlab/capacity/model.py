@@ -50,9 +50,10 @@ from rmqlab.analysis.indexstats import chain_length_summary
 from rmqlab.capacity.plan import POINTS, Interval, Plan
 from rmqlab.formats.commitlog import END_FILE_MIN_BLANK_LENGTH, MIN_MESSAGE_SIZE
 from rmqlab.formats.consumequeue import UNIT_SIZE
-from rmqlab.formats.indexfile import DEFAULT_INDEX_NUM, INT_MAX, Geometry
+from rmqlab.formats.indexfile import DEFAULT_INDEX_NUM, Geometry
 from rmqlab.formats.msgid import create_uniq_id
 from rmqlab.jvm.hashcode import index_hash_many
+from rmqlab.jvm.longs import INT_MAX
 from rmqlab.rules.dispatch import index_keys_many
 
 __all__ = [

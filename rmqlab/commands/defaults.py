@@ -11,7 +11,7 @@ here against the module that owns it.
 """
 from __future__ import annotations
 
-#: rmqlab.formats.indexfile: the broker's maxHashSlotNum and maxIndexNum, and Long.MAX_VALUE
+#: rmqlab.formats.indexfile: the broker's maxHashSlotNum and maxIndexNum; rmqlab.jvm.longs: Long.MAX_VALUE
 DEFAULT_HASH_SLOT_NUM = 5_000_000
 DEFAULT_INDEX_NUM = 20_000_000
 LONG_MAX = 2**63 - 1
@@ -36,7 +36,7 @@ PLAN_POINTS = ("low", "likely", "high")
 SOURCES: dict[str, str] = {
     "DEFAULT_HASH_SLOT_NUM": "rmqlab.formats.indexfile:DEFAULT_HASH_SLOT_NUM",
     "DEFAULT_INDEX_NUM": "rmqlab.formats.indexfile:DEFAULT_INDEX_NUM",
-    "LONG_MAX": "rmqlab.formats.indexfile:LONG_MAX",
+    "LONG_MAX": "rmqlab.jvm.longs:LONG_MAX",
     "DEFAULT_MAPPED_FILE_SIZE": "rmqlab.formats.consumequeue:DEFAULT_MAPPED_FILE_SIZE",
     "DEFAULT_MAX_MSGS_NUM_BATCH": "rmqlab.store.indexservice:DEFAULT_MAX_MSGS_NUM_BATCH",
     "DEFAULT_QUERY_MAX_NUM": "rmqlab.store.indexservice:DEFAULT_QUERY_MAX_NUM",

@@ -61,6 +61,7 @@ from rmqlab.errors import CorruptIndexError, FormatError, GeometryError, RmqlabE
 from rmqlab.formats.layout import Layout
 from rmqlab.formats.mapped import MappedFolder, close_handles
 from rmqlab.formats.storepaths import BATCHCONSUMEQUEUE
+from rmqlab.jvm.longs import INT_MAX, LONG_MAX
 from rmqlab.tables.arrays import most_common
 
 __all__ = [
@@ -97,8 +98,6 @@ INVALID_POS = -1
 #: StorePathConfigHelper.getStorePathBatchConsumeQueue: the folder under the store root.
 FOLDER = BATCHCONSUMEQUEUE
 _SHORT_MAX = 2**15 - 1
-_INT_MAX = 2**31 - 1
-_LONG_MAX = 2**63 - 1
 _NAME_RE = re.compile(r"^[0-9]{20}$")
 _BOUNDARIES = ("lower", "upper")
 
@@ -125,7 +124,7 @@ def file_name(byte_offset: int) -> str:
 
 def _check_size(mapped_file_size: int) -> int:
     size = int(mapped_file_size)
-    if size < UNIT_SIZE or size > _INT_MAX:
+    if size < UNIT_SIZE or size > INT_MAX:
         raise ValueError(f"mapped_file_size must be in [{UNIT_SIZE}, 2^31-1], got {size}")
     return size
 
@@ -643,10 +642,10 @@ class BatchConsumeQueueWriter:
         vals = [int(commitlog_offset), int(size), int(tags_code), int(store_time), int(msg_base_offset),
                 int(batch_size)]
         off, sz, _, _, base, n = vals
-        if off < 0 or not 0 < sz <= _INT_MAX or base < 0 or not 0 < n <= _SHORT_MAX:
+        if off < 0 or not 0 < sz <= INT_MAX or base < 0 or not 0 < n <= _SHORT_MAX:
             raise ValueError(f"a unit needs commitlog_offset >= 0, 0 < size <= 2^31-1, msg_base_offset >= 0 "
                              f"and 0 < batch_size <= 32767, got {vals}")
-        if off > _LONG_MAX or base > _LONG_MAX or not all(-_LONG_MAX - 1 <= v <= _LONG_MAX for v in vals[2:4]):
+        if off > LONG_MAX or base > LONG_MAX or not all(-LONG_MAX - 1 <= v <= LONG_MAX for v in vals[2:4]):
             raise ValueError(f"unit values do not fit Java longs: {vals}")
         if off <= self.max_physic_offset:
             return "duplicate"
@@ -680,7 +679,7 @@ class BatchConsumeQueueWriter:
         if not n:
             return 0
         off, sz, _, _, base, bs = cols
-        if off.min() < 0 or sz.min() <= 0 or sz.max() > _INT_MAX or base.min() < 0 or bs.min() <= 0 \
+        if off.min() < 0 or sz.min() <= 0 or sz.max() > INT_MAX or base.min() < 0 or bs.min() <= 0 \
                 or bs.max() > _SHORT_MAX:
             raise ValueError("units need commitlog_offset >= 0, 0 < size <= 2^31-1, msg_base_offset >= 0 "
                              "and 0 < batch_size <= 32767")

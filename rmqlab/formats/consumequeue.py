@@ -79,7 +79,7 @@ from rmqlab.formats.layout import Layout
 from rmqlab.formats.mapped import MappedFolder, close_handles
 from rmqlab.formats.storepaths import CONSUMEQUEUE
 from rmqlab.jvm.hashcode import java_hash
-from rmqlab.jvm.longs import as_longs
+from rmqlab.jvm.longs import INT_MAX, LONG_MAX, LONG_MIN, as_longs
 
 __all__ = [
     "UNIT",
@@ -115,8 +115,6 @@ UNIT = Layout("CqUnit", [
 UNIT_SIZE = UNIT.size
 DEFAULT_UNITS_PER_FILE = 300_000                             # MessageStoreConfig: 300000 * 20
 DEFAULT_MAPPED_FILE_SIZE = DEFAULT_UNITS_PER_FILE * UNIT_SIZE  # 6,000,000 bytes
-INT_MAX = 2**31 - 1
-LONG_MIN, LONG_MAX = -(2**63), 2**63 - 1
 #: ConsumeQueue.fillPreBlank writes this unit: putLong(0), putInt(Integer.MAX_VALUE), putLong(0).
 BLANK_UNIT = (0, INT_MAX, 0)
 _BLANK_BYTES = UNIT.pack(*BLANK_UNIT)

@@ -64,6 +64,7 @@ from rmqlab.errors import CorruptIndexError, FormatError, GeometryError, RmqlabE
 from rmqlab.formats.layout import Layout
 from rmqlab.formats.mapped import MappedFolder, close_handles
 from rmqlab.formats.storepaths import CONSUMEQUEUE_EXT
+from rmqlab.jvm.longs import LONG_MIN
 
 __all__ = [
     "UNIT_HEADER",
@@ -103,7 +104,6 @@ MIN_UNIT_SIZE = UNIT_HEADER.size                 # 20
 MAX_UNIT_SIZE = 2**15 - 1                        # CqExtUnit.MAX_EXT_UNIT_SIZE = Short.MAX_VALUE
 END_BLANK_DATA_LENGTH = 4                        # bytes put() keeps free at the end of each file
 FILL_MARKER = -1                                 # fullFillToEnd: putShort((short) -1)
-LONG_MIN, LONG_MAX = -(2**63), 2**63 - 1
 MAX_ADDR = -(2**31) - 1                          # Integer.MIN_VALUE - 1L
 MAX_REAL_OFFSET = MAX_ADDR - LONG_MIN            # the largest offset an address can carry
 DEFAULT_MAPPED_FILE_SIZE = 48 * 1024 * 1024      # mappedFileSizeConsumeQueueExt

@@ -54,7 +54,7 @@ from rmqlab.errors import (
 )
 from rmqlab.formats.layout import Layout
 from rmqlab.jvm.hashcode import index_hash, index_hash_many, java_hash_many
-from rmqlab.jvm.longs import as_longs, check_long, wrap_long
+from rmqlab.jvm.longs import INT_MAX, LONG_MAX, LONG_MIN, as_longs, check_long, wrap_long
 from rmqlab.tables.arrays import FirstFlagged, distinct_counts
 
 __all__ = [
@@ -99,8 +99,6 @@ ENTRY = Layout("IndexEntry", [
 
 DEFAULT_HASH_SLOT_NUM = 5_000_000  # MessageStoreConfig.maxHashSlotNum
 DEFAULT_INDEX_NUM = 5_000_000 * 4  # MessageStoreConfig.maxIndexNum
-INT_MAX = 2**31 - 1
-LONG_MIN, LONG_MAX = -(2**63), 2**63 - 1
 
 SlotCountRule = Literal["new-slot", "every-put"]
 #: hashSlotCount += 1 only when the slot was empty (RocketMQ >= 4.7.1, the default) ...

@@ -73,6 +73,7 @@ import pandas as pd
 
 from rmqlab.errors import FormatError
 from rmqlab.formats.storepaths import CONFIG
+from rmqlab.jvm.longs import INT_MAX, INT_MIN, LONG_MAX, LONG_MIN
 
 __all__ = [
     "CONFIG_FILES",
@@ -89,8 +90,6 @@ __all__ = [
     "perm_text",
 ]
 
-INT_MIN, INT_MAX = -(2**31), 2**31 - 1
-LONG_MIN, LONG_MAX = -(2**63), 2**63 - 1
 
 #: kind -> file name under ``<root>/config/``.
 CONFIG_FILES: dict[str, str] = {

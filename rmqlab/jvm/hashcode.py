@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 
 import rmqlab._jhash as _jhash
+from rmqlab.jvm.longs import INT_MIN
 
 __all__ = [
     "java_hash",
@@ -37,7 +38,6 @@ __all__ = [
     "to_index_hash",
 ]
 
-INT_MIN = -(2**31)
 
 # Threads for the C loops. They only start when there is enough work (about 256 KiB of text or
 # 32768 strings each), so small calls stay single-threaded.

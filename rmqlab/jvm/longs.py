@@ -19,6 +19,8 @@ from typing import Any
 import numpy as np
 
 LONG_MIN, LONG_MAX = -(2**63), 2**63 - 1
+#: Java's int range (Integer.MIN_VALUE, Integer.MAX_VALUE)
+INT_MIN, INT_MAX = -(2**31), 2**31 - 1
 
 
 def wrap_long(x: int) -> int:

@@ -85,9 +85,10 @@ import pandas as pd
 from rmqlab.formats import checkpoint as cpf
 from rmqlab.formats import commitlog as cl
 from rmqlab.formats import storepaths
-from rmqlab.formats.indexfile import HEADER, INT_MAX, LONG_MAX, IndexFile
+from rmqlab.formats.indexfile import HEADER, IndexFile
 from rmqlab.formats.storepaths import StorePaths
 from rmqlab.jvm.hashcode import index_hash_many
+from rmqlab.jvm.longs import INT_MAX, LONG_MAX
 from rmqlab.lab.generate import generate_store
 from rmqlab.lab.workload import Workload, generate
 from rmqlab.store.directory import Store

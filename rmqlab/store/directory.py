@@ -40,8 +40,9 @@ from rmqlab.formats import checkpoint as cp
 from rmqlab.formats import commitlog as cl
 from rmqlab.formats import consumequeue as cq
 from rmqlab.formats import consumequeue_ext as cqx
-from rmqlab.formats.indexfile import DEFAULT_HASH_SLOT_NUM, DEFAULT_INDEX_NUM, LONG_MAX
+from rmqlab.formats.indexfile import DEFAULT_HASH_SLOT_NUM, DEFAULT_INDEX_NUM
 from rmqlab.formats.msgid import parse_offset_msg_id
+from rmqlab.jvm.longs import INT_MAX, LONG_MAX
 from rmqlab.rules.dispatch import is_lmq
 from rmqlab.store.indexservice import DEFAULT_MAX_MSGS_NUM_BATCH, IndexService
 from rmqlab.store.keyquery import MODES, KeyQuery, query_key, query_many
@@ -335,7 +336,7 @@ class Store:
                 upper = q.offset_by_time(end, self._store_time_of, boundary="upper")
                 explain[qid] = {"lower": lower, "upper": upper}
                 units = q.to_frame(max(lower.offset, q.min_offset), min(upper.offset + 1, q.max_offset))
-            units = units[units["size"] != cq.INT_MAX]
+            units = units[units["size"] != INT_MAX]
             if units.empty:
                 continue
             m = self.read_at(units["commitlog_offset"].to_numpy(np.int64))

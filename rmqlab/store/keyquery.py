@@ -48,8 +48,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from rmqlab.formats.indexfile import INT_MAX, LONG_MAX, LONG_MIN, IndexFile
+from rmqlab.formats.indexfile import IndexFile
 from rmqlab.jvm.hashcode import index_hash_many, index_key
+from rmqlab.jvm.longs import INT_MAX, LONG_MAX, LONG_MIN
 from rmqlab.rules.dispatch import key_tokens_many
 from rmqlab.store.indexservice import (
     DEFAULT_MAX_MSGS_NUM_BATCH,

@@ -15,6 +15,7 @@ from rmqlab.formats import commitlog as cl
 from rmqlab.formats import consumequeue as cq
 from rmqlab.formats import consumequeue_ext as cqx
 from rmqlab.formats.indexfile import ENTRY, HEADER, IndexFile, time_diff_seconds
+from rmqlab.jvm.longs import INT_MAX
 from rmqlab.rules.dispatch import (
     TRANSACTION_PREPARED_TYPE,
     goes_to_consume_queue_many,
@@ -364,7 +365,7 @@ class QueueCross:
         co = units["commitlog_offset"].astype(np.int64)
         sz = units["size"].astype(np.int64)
         tc = units["tags_code"].astype(np.int64)
-        real = ~((co == 0) & (sz == cq.INT_MAX) & (tc == 0)) & (qoff >= q.min_offset)
+        real = ~((co == 0) & (sz == INT_MAX) & (tc == 0)) & (qoff >= q.min_offset)
         expired = real & w.expired(co)
         self.expired += int(expired.sum())
         check = real & ~expired

@@ -42,6 +42,13 @@ from rmqlab.formats import commitlog as cl
 from rmqlab.formats import consumequeue_ext as cqx
 from rmqlab.formats.indexfile import ENTRY, HEADER, SLOT, IndexFile
 from rmqlab.kafka import index as kix
+from rmqlab.rules.dispatch import (
+    TRANSACTION_COMMIT_TYPE,
+    TRANSACTION_NOT_TYPE,
+    TRANSACTION_PREPARED_TYPE,
+    TRANSACTION_ROLLBACK_TYPE,
+    transaction_type,
+)
 from rmqlab.viz.figures import opened_index_file
 from rmqlab.viz.fonts import MONO
 
@@ -413,8 +420,10 @@ def _record_meaning(name: str, m, value: int, tz) -> str:
     if name == "PHYSICALOFFSET":
         return f"this record's own CommitLog offset ({value:,})"
     if name == "SYSFLAG":
-        kind = {0: "normal", 4: "prepared", 8: "commit", 12: "rollback"}[value & 0xC]
-        return f"transaction type {kind}; IPv6 born/store host {bool(value & 0x10)}/{bool(value & 0x20)}"
+        kind = {TRANSACTION_NOT_TYPE: "normal", TRANSACTION_PREPARED_TYPE: "prepared",
+                TRANSACTION_COMMIT_TYPE: "commit", TRANSACTION_ROLLBACK_TYPE: "rollback"}[transaction_type(value)]
+        return (f"transaction type {kind}; IPv6 born/store host "
+                f"{bool(value & cl.BORNHOST_V6_FLAG)}/{bool(value & cl.STOREHOSTADDRESS_V6_FLAG)}")
     if name in ("BORNHOST", "STOREHOST"):
         return (m.born_host if name == "BORNHOST" else m.store_host).rsplit(":", 1)[0]
     if name.endswith(" port"):

@@ -40,8 +40,9 @@ from matplotlib.figure import Figure
 from matplotlib.patches import FancyArrowPatch, FancyBboxPatch, Patch, Rectangle
 from matplotlib.path import Path as MplPath
 
-from rmqlab.formats.indexfile import LONG_MAX, STOP_REASONS, QueryTrace
+from rmqlab.formats.indexfile import STOP_REASONS, QueryTrace
 from rmqlab.jvm.hashcode import index_hash
+from rmqlab.jvm.longs import LONG_MAX
 from rmqlab.store.indexservice import VISIT_REASONS, DirectoryQueryTrace
 from rmqlab.viz.fonts import MONO
 

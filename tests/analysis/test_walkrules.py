@@ -19,7 +19,8 @@ from rmqlab.analysis.walkrules import (
     walk_stop_cases,
     write_entry_field,
 )
-from rmqlab.formats.indexfile import INT_MAX, IndexFile
+from rmqlab.formats.indexfile import IndexFile
+from rmqlab.jvm.longs import INT_MAX
 
 SLOTS, ENTRIES = 4, 8
 

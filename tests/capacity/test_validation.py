@@ -10,8 +10,9 @@ import pytest
 from rmqlab.capacity.measure import index_file_measurements, measure_store, truncation_share
 from rmqlab.capacity.model import chain_lengths_from_keys, sample_index_keys
 from rmqlab.capacity.validation import COLUMNS, SCENARIO_NAMES, SCENARIOS, compare, planned_inputs, summary, validate
-from rmqlab.formats.indexfile import LONG_MAX, IndexFile, build_index_file
+from rmqlab.formats.indexfile import IndexFile, build_index_file
 from rmqlab.jvm.hashcode import index_hash_many
+from rmqlab.jvm.longs import LONG_MAX
 from rmqlab.lab.generate import generate_store
 from rmqlab.lab.workload import Workload
 

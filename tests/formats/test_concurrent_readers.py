@@ -20,8 +20,9 @@ import numpy as np
 import pytest
 
 from rmqlab.formats import commitlog as cl
-from rmqlab.formats.indexfile import LONG_MAX, IndexFile, time_diff_seconds
+from rmqlab.formats.indexfile import IndexFile, time_diff_seconds
 from rmqlab.jvm.hashcode import index_hash
+from rmqlab.jvm.longs import LONG_MAX
 
 
 # Shared by the writer process (its source is part of WRITER) and the checks.

@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 from reference_model import stored_hash
 
-from rmqlab.formats.indexfile import LONG_MAX, IndexFile, build_index_file, time_diff_seconds
+from rmqlab.formats.indexfile import IndexFile, build_index_file, time_diff_seconds
+from rmqlab.jvm.longs import LONG_MAX
 from tests.formats.test_indexfile import RefIndex
 
 HEADER_FMT = ">qqqqii"   # IndexHeader: begin/end timestamp, begin/end phy offset, hashSlotCount, indexCount

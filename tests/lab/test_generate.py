@@ -12,8 +12,8 @@ import pytest
 
 from rmqlab.formats import commitlog as cl
 from rmqlab.formats import consumequeue as cq
-from rmqlab.formats.indexfile import LONG_MAX
 from rmqlab.jvm.hashcode import index_hash, index_hash_many, index_key
+from rmqlab.jvm.longs import LONG_MAX
 from rmqlab.lab.generate import generate_store
 from rmqlab.lab.workload import SCHEMA, Workload, generate
 from rmqlab.rules.dispatch import SCHEDULE_TOPIC

@@ -19,7 +19,7 @@ import pyarrow as pa
 import pytest
 
 from rmqlab import ReadOnlyError
-from rmqlab.formats.indexfile import LONG_MAX
+from rmqlab.jvm.longs import LONG_MAX
 from rmqlab.store.indexservice import (
     ExpandedKeys,
     IndexService,

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from rmqlab.formats.indexfile import LONG_MAX
+from rmqlab.jvm.longs import LONG_MAX
 from rmqlab.store.indexservice import IndexService
 from rmqlab.store.keyquery import MODES, OneFileIndex, first_with_reason, query_key, query_many, result_table
 

@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from rmqlab.formats.indexfile import LONG_MAX
+from rmqlab.jvm.longs import LONG_MAX
 from rmqlab.store.indexservice import IndexService
 from rmqlab.store.keyquery import REASONS, OneFileIndex, query_key, query_many, result_table
 

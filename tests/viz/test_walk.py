@@ -22,8 +22,9 @@ from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st
 from matplotlib.colors import to_rgba  # noqa: E402
 
-from rmqlab.formats.indexfile import LONG_MAX, STOP_REASONS, IndexFile  # noqa: E402
+from rmqlab.formats.indexfile import STOP_REASONS, IndexFile  # noqa: E402
 from rmqlab.jvm.hashcode import index_hash  # noqa: E402
+from rmqlab.jvm.longs import LONG_MAX
 from rmqlab.store.indexservice import VISIT_REASONS, ExpandedKeys, IndexService, bulk_build  # noqa: E402
 from rmqlab.viz.walk import (  # noqa: E402
     FILE_MARKS,

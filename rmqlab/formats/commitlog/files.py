@@ -26,9 +26,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rmqlab.errors import FormatError
+from rmqlab.jvm.longs import LONG_MAX
 
 _FILE_NAME = re.compile(r"\d{20}")
-_LONG_MAX = 2**63 - 1
 
 
 @dataclass(frozen=True)
@@ -42,7 +42,7 @@ class StoreFile:
 
 def _store_file(p: Path, start: int, size: int | None = None) -> StoreFile:
     size = p.stat().st_size if size is None else size
-    if start + max(size, 1) - 1 > _LONG_MAX:   # Java's Long.parseLong / long offsets cannot hold it
+    if start + max(size, 1) - 1 > LONG_MAX:   # Java's Long.parseLong / long offsets cannot hold it
         raise FormatError(f"file name {p.name}: the file's offsets {start}..{start + max(size, 1) - 1} run "
                           f"past Long.MAX_VALUE", path=p, offset=0, field="file name")
     return StoreFile(p, start, size)
