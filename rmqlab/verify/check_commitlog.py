@@ -260,7 +260,7 @@ def _commitlog_files(path: Path) -> tuple[list[cl.StoreFile], list[FileReport]]:
 
 def _crc_check(U: np.ndarray, pos: np.ndarray, sys_flag: np.ndarray, stored: np.ndarray) -> np.ndarray:
     """True where BODYCRC is right (or BODYLEN is 0) for records at positions `pos` of a file."""
-    from rmqlab import _records
+    import rmqlab._records as _records
 
     if not len(pos):
         return np.zeros(0, bool)

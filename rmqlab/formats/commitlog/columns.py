@@ -20,7 +20,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from rmqlab import _records
+import rmqlab._records as _records
 from rmqlab.errors import FormatError, TruncatedFileError
 from rmqlab.formats.commitlog.files import ReadOnlyMap, StoreFile, store_files, walked_files
 from rmqlab.formats.commitlog.layout import (

@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from rmqlab import _records
+import rmqlab._records as _records
 from rmqlab.formats.commitlog.layout import (
     BLANK,
     BORNHOST_V6_FLAG,
