@@ -1,6 +1,7 @@
-"""Tests that kill mutants of rmqlab/formats/checkpoint.py the other tests let survive
-(benchmarks/mutation.py). The truth is StoreCheckpoint.java's layout (big-endian longs at 0, 8,
-16, 24, 32; 5.0.0 added masterFlushedOffset, 5.1.1 confirmPhyOffset), Java's long range, and
+"""The checkpoint's fields at their edges (rmqlab/formats/checkpoint.py), cases its other tests
+left open (found as mutants they let survive, benchmarks/mutation.py). The truth is
+StoreCheckpoint.java's layout (big-endian longs at 0, 8, 16, 24, 32; 5.0.0 added
+masterFlushedOffset, 5.1.1 confirmPhyOffset), Java's long range, and
 the C library's own time conversion (the ``time`` module), not rmqlab's output."""
 from __future__ import annotations
 

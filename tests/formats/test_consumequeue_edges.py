@@ -1,5 +1,5 @@
-"""Tests that kill mutants of rmqlab/formats/consumequeue.py the other tests let survive
-(benchmarks/mutation.py), each against independent truth.
+"""Edge cases of rmqlab/formats/consumequeue.py that its other tests left open (found as
+mutants they let survive, benchmarks/mutation.py), each against independent truth.
 
 The truth for the search by time is a model written here, statement by statement, from the
 broker's Java source at rocketmq-all-5.3.3 (MappedFileQueue.getConsumeQueueMappedFileByTime,

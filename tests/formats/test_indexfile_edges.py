@@ -1,5 +1,6 @@
-"""Tests that kill surviving mutants of rmqlab/formats/indexfile.py (benchmarks/mutation.py), each
-against independent truth: the Java golden files, struct readers written here, brute force."""
+"""Edge cases of rmqlab/formats/indexfile.py that its other tests left open (found as mutants
+they let survive, benchmarks/mutation.py), each against independent truth: the Java golden
+files, struct readers written here, brute force."""
 from __future__ import annotations
 
 import struct

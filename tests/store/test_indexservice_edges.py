@@ -1,4 +1,5 @@
-"""Tests that kill mutants of rmqlab/store/indexservice.py the other tests let survive (benchmarks/mutation.py).
+"""Edge cases of rmqlab/store/indexservice.py that its other tests left open (found as mutants
+they let survive, benchmarks/mutation.py).
 
 The truth: the broker's IndexService replayed by the test-side model of test_indexservice.py
 (model_build: which file holds which (key, offset, timestamp, time_diff) entry; model_query:

@@ -1,4 +1,5 @@
-"""Tests that kill mutants of rmqlab/store/keyquery.py the other tests let survive (benchmarks/mutation.py).
+"""Edge cases of rmqlab/store/keyquery.py that its other tests left open (found as mutants they
+let survive, benchmarks/mutation.py).
 The truth: "ORDER_Aa1" and "ORDER_BB1" share their Java String.hashCode ("Aa" and "BB" both hash
 to 2112), the IndexFile header's big-endian layout read here with struct (beginTimestamp,
 endTimestamp, beginPhyOffset, endPhyOffset, hashSlotCount, indexCount), and the rows each test
