@@ -17,8 +17,7 @@ Examples::
 
 Start-up: only the group a command line names is imported (``rmqlab --help`` imports none), and
 a group's module imports its heavy dependencies (NumPy, pandas, PyArrow, Spark) inside the
-functions that run commands, so its parser is built from the standard library alone (all but
-:mod:`rmqlab.commands.capacity`, which still imports its plan module, and with it pandas).
+functions that run commands, so its parser is built from the standard library alone.
 
 Also callable from Python: ``rmqlab.cli.main(["index", "info", path])`` returns the exit status.
 """
@@ -196,15 +195,6 @@ class _StderrHandler(logging.StreamHandler):
     @stream.setter
     def stream(self, value):
         pass
-
-
-def __getattr__(name: str):
-    # rmqlab.cli.index_file_info, public before the index group moved to rmqlab.commands.index
-    if name == "index_file_info":
-        from rmqlab.commands.index import index_file_info
-
-        return index_file_info
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 if __name__ == "__main__":  # pragma: no cover

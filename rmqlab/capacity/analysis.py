@@ -270,7 +270,7 @@ def _pct(x: float) -> str:
 
 def _amount(x: float) -> str:
     """A plan's input as written: a whole number as a count, else with decimals."""
-    return format_value(x, "count" if float(x).is_integer() else "number")
+    return format_value(x, "amount")
 
 
 def recommend(configurations: Sequence[ConfigurationResult], plan: Plan) -> Recommendation:

@@ -25,6 +25,7 @@ __all__ = [
     "ABORT",
     "CONFIG",
     "StorePaths",
+    "queue_folders",
 ]
 
 COMMITLOG = "commitlog"                  # MessageStoreConfig.storePathCommitLog: <root>/commitlog
@@ -81,3 +82,14 @@ class StorePaths:
     def has_commitlog(self) -> bool:
         """Whether the CommitLog folder holds any file. Cost: one directory read."""
         return self.commitlog.is_dir() and any(self.commitlog.iterdir())
+
+
+def queue_folders(folder: str | os.PathLike) -> list[tuple[str, int, Path]]:
+    """(topic, queue id, path) of every ``<topic>/<queueId>`` folder under a ConsumeQueue,
+    ConsumeQueueExt or BatchConsumeQueue folder, sorted by topic and then queue folder name;
+    none when `folder` is missing. Cost: one directory listing a topic."""
+    root = Path(folder)
+    if not root.is_dir():
+        return []
+    return [(t.name, int(q.name), q) for t in sorted(root.iterdir()) if t.is_dir()
+            for q in sorted(t.iterdir(), key=lambda p: p.name) if q.is_dir() and q.name.isdigit()]

@@ -283,9 +283,11 @@ def _time_entry_offsets(batches: pd.DataFrame, time_entry_offset: str) -> np.nda
     # record; the compressed paths and LogAppendTime give the batch's last offset
     applies = record >= 0
     if "attributes" in batches.columns:
+        from rmqlab.kafka.log import COMPRESSION_CODEC_MASK, TIMESTAMP_TYPE_MASK
+
         attrs = batches["attributes"].to_numpy(np.int64)
-        applies &= (attrs & 0x07) == 0
-        applies &= (attrs & 0x08) == 0
+        applies &= (attrs & COMPRESSION_CODEC_MASK) == 0    # uncompressed
+        applies &= (attrs & TIMESTAMP_TYPE_MASK) == 0       # CreateTime
     if "magic" in batches.columns:
         applies &= batches["magic"].to_numpy() == 2
     return np.where(applies, record, last)

@@ -24,7 +24,7 @@ from rmqlab.formats import commitlog as cl
 from rmqlab.formats import consumequeue as cq
 from rmqlab.formats import consumequeue_ext as cqx
 from rmqlab.formats.indexfile import DEFAULT_HASH_SLOT_NUM, DEFAULT_INDEX_NUM
-from rmqlab.formats.storepaths import StorePaths
+from rmqlab.formats.storepaths import StorePaths, queue_folders
 from rmqlab.store.indexservice import DEFAULT_MAX_MSGS_NUM_BATCH, IndexService
 
 __all__ = ["StoreLayout"]
@@ -87,15 +87,8 @@ class StoreLayout:
 
     def consume_queues(self) -> list[tuple[str, int]]:
         """(topic, queue_id) of every ConsumeQueue folder, sorted. Cost: one directory listing."""
-        return _queue_folders(self.paths.consumequeue)
+        return [(topic, qid) for topic, qid, _ in queue_folders(self.paths.consumequeue)]
 
     def batch_queues(self) -> list[tuple[str, int]]:
         """(topic, queue_id) of every BatchConsumeQueue folder, sorted."""
-        return _queue_folders(self.paths.batchconsumequeue)
-
-
-def _queue_folders(root: Path) -> list[tuple[str, int]]:
-    if not root.is_dir():
-        return []
-    return [(t.name, int(q.name)) for t in sorted(root.iterdir()) if t.is_dir()
-            for q in sorted(t.iterdir(), key=lambda p: p.name) if q.is_dir() and q.name.isdigit()]
+        return [(topic, qid) for topic, qid, _ in queue_folders(self.paths.batchconsumequeue)]

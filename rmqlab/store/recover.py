@@ -80,7 +80,6 @@ import os
 import re
 import shutil
 import tempfile
-from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -102,9 +101,10 @@ from rmqlab.formats.indexfile import (
     build_index_file,
     read_header,
 )
-from rmqlab.formats.storepaths import StorePaths
+from rmqlab.formats.storepaths import StorePaths, queue_folders
 from rmqlab.rules.dispatch import goes_to_consume_queue_many, message_tags_codes
 from rmqlab.store.indexservice import ExpandedKeys, IndexService, expand_columns, is_index_file_name
+from rmqlab.tables.arrays import most_common
 
 __all__ = [
     "expected_index_files",
@@ -284,11 +284,6 @@ def _same_bytes(a: Path, b: Path) -> bool:
     return True
 
 
-def _most_common(values) -> int | None:
-    c = Counter(v for v in values if v)
-    return c.most_common(1)[0][0] if c else None
-
-
 def _read_checkpoint_or_none(path: Path) -> cpf.StoreCheckpoint | None:
     if not path.exists() or path.stat().st_size < cpf.CHECKPOINT.size:
         return None
@@ -311,7 +306,7 @@ def _commitlog(root: Path, file_size: int | None, dry_run: bool, actions: list[R
             f.path.unlink()
     if not files:
         return cl.read_at(d, [], body=False) if d.is_dir() else pd.DataFrame(), 0, 0
-    mapped = file_size or _most_common(f.size for f in files)
+    mapped = file_size or most_common(f.size for f in files if f.size)
     for f in files:
         if f.size != mapped:
             raise UnrecoverableError(f"file is {f.size} bytes, not the mapped file size {mapped} "
@@ -345,22 +340,12 @@ def _commitlog(root: Path, file_size: int | None, dry_run: bool, actions: list[R
 # ------------------------------------------------------------------------------ ConsumeQueue
 
 
-def _queue_folders(cq_dir: Path) -> list[tuple[str, int, Path]]:
-    out = []
-    if cq_dir.is_dir():
-        for t in sorted(cq_dir.iterdir()):
-            if t.is_dir():
-                out += [(t.name, int(q.name), q) for q in sorted(t.iterdir(), key=lambda p: p.name)
-                        if q.is_dir() and q.name.isdigit()]
-    return out
-
-
 def _consume_queues(root: Path, msgs: pd.DataFrame, end: int, cq_size: int | None, dry_run: bool,
                     actions: list[RecoveryAction], report: RecoveryReport) -> None:
     """Step 2: keep each queue's matching prefix, zero the rest, add the missing units."""
-    queues = _queue_folders(StorePaths(root).consumequeue)
+    queues = queue_folders(StorePaths(root).consumequeue)
     sizes = [f.stat().st_size for _, _, q in queues for f in q.iterdir() if _DIGITS20.fullmatch(f.name)]
-    mapped = cq.mapped_file_size_for(cq_size or _most_common(sizes) or cq.DEFAULT_MAPPED_FILE_SIZE)
+    mapped = cq.mapped_file_size_for(cq_size or most_common(s for s in sizes if s) or cq.DEFAULT_MAPPED_FILE_SIZE)
     phy = msgs["phy_offset"].to_numpy(np.int64) if len(msgs) else np.zeros(0, np.int64)
     if len(msgs):
         total = msgs["total_size"].to_numpy(np.int64)

@@ -32,6 +32,7 @@ KINDS = {
     "bytes": "binary units (bytes, KiB .. TiB) with two decimals",
     "bytes_exact": "bytes with one decimal (averages of record sizes)",
     "number": "3 decimals below 1,000, a separated integer above",
+    "amount": "a value as written in a plan: a whole number as a count, else as a number",
     "percent": "a fraction (0.5) shown as a percentage (50.00 %)",
     "hours": "minutes, hours or days as fits",
     "days": "days, long spans also in years; inf is 'never'",
@@ -105,6 +106,8 @@ def format_value(value: Any, kind: str) -> str:
         return _binary(x)
     if kind == "bytes_exact":
         return f"{x:,.1f} bytes"
+    if kind == "amount":
+        kind = "count" if x.is_integer() else "number"
     if kind == "count":
         return f"{x:,.0f}"
     if kind == "number":

@@ -67,13 +67,6 @@ __all__ = [
 ]
 
 
-def _pct(x: float) -> str:
-    return format_value(x, "percent")
-
-
-def _amount(x: float) -> str:
-    """A plan's input as written: a whole number as a count, else with decimals."""
-    return format_value(x, "count" if float(x).is_integer() else "number")
 
 
 # ------------------------------------------------------------------------------ figures
@@ -87,7 +80,7 @@ def _disk_marks(a: PlanAnalysis, horizon: float) -> dict[str, float]:
     crossings = ((e.days_to_disk_max_used_space_ratio, d.disk_max_used_space_ratio, ""),
                  (e.days_to_disk_space_clean_forcibly_ratio, d.disk_space_clean_forcibly_ratio, ""),
                  (e.days_to_disk_space_warning_level_ratio, d.disk_space_warning_level_ratio, ", writes refused"))
-    return {f"day {format_value(day, 'count')}: {_amount(100 * ratio)} %{what}": day
+    return {f"day {format_value(day, 'count')}: {format_value(100 * ratio, 'amount')} %{what}": day
             for day, ratio, what in crossings if day <= horizon}
 
 
@@ -185,7 +178,8 @@ def chain_figure(a: PlanAnalysis):
     """The report's chain-length figure: chain lengths of full index files of the plan's sampled keys."""
     s = a.estimate.sample
     # the histogram pools every simulated file's slots: say how many files of how many slots
-    scaled = "" if s.scale == 1.0 else f"\n(each file simulated with {_pct(s.scale)} of its slots, same load factor)"
+    scaled = "" if s.scale == 1.0 else \
+        f"\n(each file simulated with {format_value(s.scale, 'percent')} of its slots, same load factor)"
     return sampled_chain_lengths_figure(
         s.histogram, title=f"full files from the real hash of sampled keys, pooled: {s.files} files × "
                            f"{s.hash_slot_num:,} slots, {s.entries:,} keys a file{scaled}")
@@ -197,7 +191,8 @@ def _scale_note(a: PlanAnalysis) -> str:
         return ""
     # q of the draws over q of the hot keys: a hot key keeps its mean entries, so its chain keeps
     # its length; what a scaled file loses is where runs of sequential ids land among the slots
-    return (f"; each sampled file is the real one with {_pct(s.scale)} of its slots and keys (the fast sample), "
+    return (f"; each sampled file is the real one with {format_value(s.scale, 'percent')} of its slots and keys "
+            "(the fast sample), "
             f"with the hot vocabulary shrunk alike so that a hot key keeps its mean number of entries. "
             f"Scaled files do not keep how runs of sequential ids (order ids, UNIQ_KEY counters) fold into "
             f"the real slot count: against stores of the broker's size they put occupancy up to 6 % off "
@@ -508,7 +503,7 @@ def render_report(plan: Plan | PlanAnalysis, *, samples: int = 2000, seed: int |
              f'<p class="sub">RocketMQ store sized by rmqlab.capacity: index, ConsumeQueue and CommitLog '
              f"under {format_value(p.retention.file_reserved_time_hours.likely, 'hours')} of retention on a "
              f"{format_value(p.disk.capacity_bytes, 'bytes')} disk, "
-             f"{_amount(p.traffic.messages_per_second.likely)} messages/s likely.</p>",
+             f"{format_value(p.traffic.messages_per_second.likely, 'amount')} messages/s likely.</p>",
              "<nav>" + "".join(f'<a href="#{sid}">{_esc(title)}</a>' for sid, title in SECTIONS) + "</nav>",
              '<ul class="findings">' + "".join(f"<li>{_esc(t)}</li>" for t in findings(a)) + "</ul>"]
 
