@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from rmqlab.errors import RmqlabError
+from rmqlab.kafka.index import orphaned_index_note
 
 __all__ = ["FileCheck", "file_kind", "check_file", "check_partition_files", "SEGMENT_KINDS"]
 
@@ -133,6 +134,10 @@ def _producer_snapshot(path: Path) -> tuple[list[str], str]:
 def _txn_index(path: Path) -> tuple[list[str], str]:
     from rmqlab.kafka.txnindex import txn_index_problems
 
+    orphan = orphaned_index_note(path)
+    if orphan is not None:
+        return [], orphan
+
     problems, s = txn_index_problems(path)
     return problems, f"transaction index: {s.get('aborted', '?')} aborted transaction(s)"
 
@@ -172,7 +177,8 @@ def check_file(path: str | os.PathLike) -> FileCheck:
     path = Path(path)
     kind = file_kind(path)
     if kind in SEGMENT_KINDS:
-        return FileCheck(path, [], f"segment file ({kind}): verified with the segments")
+        orphan = orphaned_index_note(path)
+        return FileCheck(path, [], orphan or f"segment file ({kind}): verified with the segments")
     if kind == "transient":
         return FileCheck(path, [], "left by an interrupted operation; the broker removes or completes it on start")
     if kind == "unknown":
@@ -189,7 +195,9 @@ def check_file(path: str | os.PathLike) -> FileCheck:
 def check_partition_files(directory: str | os.PathLike, *, segments: bool = False) -> list[FileCheck]:
     """A :class:`FileCheck` for every file of a partition directory except the segments'
     ``.log`` / ``.index`` / ``.timeindex`` (with ``segments=True`` those are listed too, without
-    checks), in name order. Sub-directories are not entered.
+    checks), in name order. An ``.index`` or ``.timeindex`` without its ``.log`` is listed, with
+    the broker's rule for it (deleted on load: :func:`~rmqlab.kafka.index.orphaned_index_note`).
+    Sub-directories are not entered.
 
     Cost: O(files); each file is read once.
 
@@ -209,7 +217,7 @@ def check_partition_files(directory: str | os.PathLike, *, segments: bool = Fals
     for p in sorted(d.iterdir()):
         if not p.is_file():
             continue
-        if file_kind(p) in SEGMENT_KINDS and not segments:
+        if file_kind(p) in SEGMENT_KINDS and not segments and orphaned_index_note(p) is None:
             continue
         out.append(check_file(p))
     return out

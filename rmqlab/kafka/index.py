@@ -260,6 +260,37 @@ def segment_file_name(base_offset: int, suffix: str) -> str:
     return f"{base_offset:020d}{suffix}"
 
 
+#: LogFileUtils.isIndexFile: the files of a segment that index its ``.log`` (offset, time and
+#: transaction indexes)
+SEGMENT_INDEX_SUFFIXES = (INDEX_SUFFIX, TIME_INDEX_SUFFIX, ".txnindex")
+
+
+def orphaned_index_note(path: str | os.PathLike) -> str | None:
+    """When `path` is a segment index file with no ``.log`` of its base offset beside it: what
+    the broker does with it, else None. Kafka deletes such a file when it loads the log
+    (``LogLoader.loadSegmentFiles``, 3.x/4.x; ``Log.loadSegmentFiles`` in 2.x: "Found an
+    orphaned index file ..., with no corresponding log file.", then ``Files.deleteIfExists``),
+    so it is a leftover (of a segment deleted by retention or a crash between the deletes of
+    one segment's files), not damage: it is not read.
+
+    Cost: one ``stat``.
+
+    >>> import tempfile, pathlib
+    >>> d = pathlib.Path(tempfile.mkdtemp())
+    >>> _ = (d / "00000000000000000042.timeindex").write_bytes(b"")
+    >>> orphaned_index_note(d / "00000000000000000042.timeindex")[:60]
+    'orphaned index file (no 00000000000000000042.log beside it):'
+    """
+    p = Path(path)
+    if not p.name.endswith(SEGMENT_INDEX_SUFFIXES):
+        return None
+    log = p.with_name(p.name.split(".")[0] + LOG_SUFFIX)
+    if log.exists():
+        return None
+    return (f"orphaned index file (no {log.name} beside it): the broker deletes it when it loads the log "
+            f"(LogLoader.loadSegmentFiles: \"Found an orphaned index file\"); not read")
+
+
 def base_offset_of(path: str | os.PathLike) -> int:
     """LogFileUtils.offsetFromFileName: the number before the first dot of the file's name.
 

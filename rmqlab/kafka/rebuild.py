@@ -37,8 +37,10 @@ offers no closing entry: not modelled.) :func:`expected_entries` takes the resta
 :func:`restart_candidates` collects the evidence on disk (producer-state ``.snapshot`` files,
 which a broker writes at clean shutdown named by the log end offset, leader epochs starting
 inside the segment); :func:`choose_restarts` applies a candidate only where the entries agree
-with it; :func:`infer_restart` accepts a restart the entries alone prove (one point explaining
-every later entry, the closing time entry included).
+with it; :func:`infer_restarts` finds the restarts no file records (the broker keeps only its
+newest producer-state snapshots, so of two restarts in one segment often only the second is
+named): where the offset entries start counting again, accepted only when, with them, every
+entry agrees.
 
 **Absent and preallocated index files.** A segment without its ``.index`` is recovered when
 the broker loads the log (``LogLoader.loadSegmentFiles``: "Could not find offset index file
@@ -113,7 +115,8 @@ from rmqlab.kafka.legacy import index_rule, legacy_expected_entries
 
 __all__ = ["INDEX_INTERVAL_BYTES", "PRE_38_TIME_ENTRY", "TIME_ENTRY_OFFSETS", "MAX_TIMESTAMP_OFFSET", "batch_table",
            "max_timestamp_offsets", "expected_entries", "compare", "Mismatch",
-           "Restart", "restart_candidates", "choose_restarts", "infer_restart", "segment_batches",
+           "Restart", "restart_candidates", "choose_restarts", "infer_restart", "infer_restarts", "inferred_restarts",
+           "segment_batches",
            "rebuild_indexes", "SegmentReport", "verify_segment", "verify_directory"]
 
 #: ``index.interval.bytes``: bytes appended between two offset index entries (Kafka default).
@@ -722,13 +725,12 @@ def _describe_restarts(batches: pd.DataFrame, restarts, evidence: dict[int, tupl
 
 def infer_restart(batches: pd.DataFrame, offset_entries, time_entries, restarts=(), *,
                   index_interval_bytes: int = INDEX_INTERVAL_BYTES, rolled: bool = True,
-                  max_tries: int = 512) -> int | None:
-    """A restart the entries alone prove, when no file says so: the one batch boundary, among
-    those before the first unexplained entry, at which a restart (added to `restarts`) makes
-    every entry agree, and whose closing time entry is on disk. None when there is no such
-    point or more than one.
+                  max_tries: int = 4096) -> int | None:
+    """The first restart the entries alone prove, when no file says so (:func:`infer_restarts`
+    with `restarts` given): None when the entries need none, or when no set of restarts
+    explains them all.
 
-    Units: offsets. Cost: up to `max_tries` rule evaluations over the whole segment.
+    Units: offsets. Cost: as :func:`infer_restarts`.
 
     >>> b = batch_table(positions=[0, 3000, 6000, 9000, 14000], sizes=[3000, 3000, 3000, 5000, 100],
     ...                 base_offsets=[0, 5, 10, 15, 20], last_offsets=[4, 9, 14, 19, 20],
@@ -736,39 +738,137 @@ def infer_restart(batches: pd.DataFrame, offset_entries, time_entries, restarts=
     >>> infer_restart(b, *expected_entries(b, restarts=[10]))
     10
     """
+    found = infer_restarts(batches, offset_entries, time_entries, restarts, index_interval_bytes=index_interval_bytes,
+                           rolled=rolled, max_tries=max_tries)
+    return found[0] if found else None
+
+
+#: Most restarts :func:`infer_restarts` adds to one segment.
+_MAX_INFERRED = 16
+
+
+def infer_restarts(batches: pd.DataFrame, offset_entries, time_entries, restarts=(), *,
+                   index_interval_bytes: int = INDEX_INTERVAL_BYTES, rolled: bool = True,
+                   max_tries: int = 4096) -> list[int]:
+    """Restarts no file records (added to `restarts`) that together make every entry on disk
+    agree with the broker's rule; [] when the entries need none or when no such set is found.
+
+    Why they can be missing: a broker writes a producer-state snapshot at each clean shutdown
+    but keeps only the newest few (``ProducerStateManager`` deletes older ones when it loads
+    the log and as segments go), and a restart inside one leader epoch changes no epoch, so a
+    segment that lived through two restarts often names only the second. The entries still
+    tell: after a restart the offset entries count their bytes from the first batch appended
+    after it, so the restart point is pinned by where they start again.
+
+    The search, one restart at a time, depth first: before the first entry the rule does not
+    explain, and after the last entry before it that agrees, try each batch boundary; a
+    restart there must move the first unexplained entry on; go on from the one that moves it
+    furthest, and back to the next when that leads nowhere (of boundaries that reach equally
+    far, the first, the others named by :func:`inferred_restarts`). The restarts found are
+    returned only when, together, they explain every entry (the closing time entry of each
+    shutdown included, where the broker kept it): a damaged entry, which no restart explains
+    along with all the entries after it, is left to fail.
+
+    Units: offsets. Cost: up to `max_tries` rule evaluations over the whole segment in all (a
+    search that would need more finds nothing), at most 16 restarts.
+
+    >>> b = batch_table(positions=np.arange(20) * 1000, sizes=[1000] * 20, base_offsets=np.arange(20),
+    ...                 last_offsets=np.arange(20), max_timestamps=100 + np.arange(20))
+    >>> on_disk = expected_entries(b, restarts=[7, 14])   # stopped at 7 and at 14
+    >>> on_disk[0].tolist()                                # offset entries restart counting at 7 and 14
+    [[5, 5000], [12, 12000], [19, 19000]]
+    >>> infer_restarts(b, *on_disk, restarts=[14]), infer_restarts(b, *on_disk)
+    ([7], [7, 14])
+    """
+    return [offset for offset, _ in inferred_restarts(batches, offset_entries, time_entries, restarts,
+                                                       index_interval_bytes=index_interval_bytes, rolled=rolled,
+                                                       max_tries=max_tries)]
+
+
+def inferred_restarts(batches: pd.DataFrame, offset_entries, time_entries, restarts=(), *,
+                      index_interval_bytes: int = INDEX_INTERVAL_BYTES, rolled: bool = True,
+                      max_tries: int = 4096) -> list[tuple[int, tuple[int, ...]]]:
+    """:func:`infer_restarts` with, for each restart found, the other batch boundaries at which
+    a restart would explain the entries as well (the entries cannot tell them apart).
+
+    Units: offsets. Cost: as :func:`infer_restarts`.
+    """
     got_off = np.asarray(offset_entries, np.int64).reshape(-1, 2)
     got_time = np.asarray(time_entries, np.int64).reshape(-1, 2)
-    found = compare(batches, got_off, got_time, restarts=restarts, index_interval_bytes=index_interval_bytes,
-                    rolled=rolled)
-    if not _unexplained(found):
-        return None
     base = batches["base_offset"].to_numpy(np.int64)
     last = batches["last_offset"].to_numpy(np.int64)
-    plan = _plan(batches, index_interval_bytes, rolled, restarts)
-    # the restart lies after the last entry that still agrees and at or before the batch of
-    # the first entry that does not
-    first_off = min([m.entry for m in found if m.kind == "offset entry"] +
-                    [min(len(got_off), len(plan.offsets))])
-    first_time = min([m.entry for m in found if m.kind == "time entry"] +
-                     [min(len(got_time), len(plan.times))])
-    lo = max([0] + _restart_indexes(batches, restarts).tolist()
-             + [int(plan.offset_batches[first_off - 1]) + 1] * (first_off > 0))
-    hi_offsets = [int(got_off[first_off, 0])] if first_off < len(got_off) else []
-    hi_offsets += [int(got_time[first_time, 1]) + 1] if first_time < len(got_time) else []
-    hi = int(np.searchsorted(last, max(hi_offsets), side="left")) if hi_offsets else len(batches) - 1
-    hi = min(hi, len(batches) - 1)
-    if hi - lo + 1 > max_tries or hi < max(lo, 1):
+    known = sorted(int(r) for r in restarts)
+
+    def first_bad(trial) -> tuple[float, list[Mismatch]]:
+        """The offset of the first entry the rule leaves unexplained (inf: none), and the mismatches."""
+        found = compare(batches, got_off, got_time, restarts=trial, index_interval_bytes=index_interval_bytes,
+                        rolled=rolled)
+        bad = [m for m in found if m.kind != PRE_38_TIME_ENTRY]
+        if not bad:
+            return np.inf, found
+        at = []
+        for m in bad:
+            if m.entry < 0:                 # a count: the first entry one side has and the other lacks
+                time = m.kind.startswith("time")
+                want = expected_entries(batches, index_interval_bytes, rolled=rolled, restarts=trial)[int(time)]
+                disk = got_time if time else got_off
+                longer = want if len(want) > len(disk) else disk
+                n = min(len(want), len(disk))
+                if n < len(longer):
+                    at.append(int(longer[n, 1]) + 1 if time else int(longer[n, 0]))
+                continue
+            # where the rule and the disk part: the earlier of the two entries' offsets (a
+            # shutdown's closing time entry names the last offset *before* the restart)
+            pairs = [p for p in (m.found, m.expected) if p is not None]
+            if m.kind == "offset entry":
+                at.extend(int(p[0]) for p in pairs)
+            elif m.kind == "time entry":
+                at.extend(int(p[1]) + 1 for p in pairs)
+        return (min(at) if at else int(last[-1]) + 1), found
+
+    budget = [max_tries]
+
+    def search(added: list[tuple[int, tuple[int, ...]]], here: float, found: list[Mismatch]):
+        """Depth first: the restarts, when `added` can be completed to explain every entry."""
+        if here == np.inf:
+            return added
+        if len(added) >= _MAX_INFERRED:
+            return None
+        trial_known = sorted(set(known) | {offset for offset, _ in added})
+        plan = _plan(batches, index_interval_bytes, rolled, trial_known)
+        # the restart lies after the last offset entry that still agrees and at or before the
+        # batch holding the first entry that does not
+        hi = min(int(np.searchsorted(last, here, side="left")), len(batches) - 1)
+        first_off = min([m.entry for m in found if m.kind == "offset entry"] + [min(len(got_off), len(plan.offsets))])
+        agreeing = plan.offset_batches[:first_off]
+        agreeing = agreeing[agreeing < hi]
+        lo = int(agreeing[-1]) + 1 if len(agreeing) else 1
+        earlier = [k for k in _restart_indexes(batches, trial_known).tolist() if base[k] <= here]
+        lo = max([lo, 1] + earlier)
+        tried = {}
+        for k in range(lo, hi + 1):
+            if int(base[k]) in trial_known:
+                continue
+            if budget[0] <= 0:
+                return None
+            budget[0] -= 1
+            tried[int(base[k])] = first_bad(sorted(trial_known + [int(base[k])]))
+        # a restart must move the first unexplained entry on; the furthest first, and of those
+        # that reach equally far, the first boundary (the others named alongside it)
+        reach: dict[float, list[int]] = {}
+        for offset, (far, _) in tried.items():
+            if far > here:
+                reach.setdefault(far, []).append(offset)
+        for far in sorted(reach, reverse=True):
+            alike = sorted(reach[far])
+            done = search(added + [(alike[0], tuple(alike[1:]))], far, tried[alike[0]][1])
+            if done is not None:
+                return done
         return None
-    fits = []
-    for k in range(max(lo, 1), hi + 1):
-        trial = sorted(set(restarts) | {int(base[k])})
-        if _unexplained(compare(batches, got_off, got_time, restarts=trial, index_interval_bytes=index_interval_bytes,
-                                rolled=rolled)):
-            continue
-        closing = _plan(batches, index_interval_bytes, rolled, trial).time_origins == 2 * k
-        if closing.any():
-            fits.append(int(base[k]))
-    return fits[0] if len(fits) == 1 else None
+
+    here, found = first_bad(known)
+    done = search([], here, found)
+    return sorted(done) if done else []
 
 
 # ------------------------------------------------------------------------------ on files
@@ -1120,12 +1220,15 @@ def _check_indexes(rep: SegmentReport, log_path: Path, batches: pd.DataFrame, in
                 rep.notes.append(f"restart evidence at offset {o} ({', '.join(ev)}) that the index "
                                  f"entries do not show")
         if infer and off.entries is not None and tim.entries is not None:
-            extra = infer_restart(batches, off.entries, tim.entries, chosen, index_interval_bytes=interval,
-                                  rolled=rolled)
-            if extra is not None:
-                evidence[extra] = ("no file says so, but one restart there explains every later entry "
-                                   "exactly, the closing time entry included",)
-                chosen = sorted(chosen + [extra])
+            extra = inferred_restarts(batches, off.entries, tim.entries, chosen, index_interval_bytes=interval,
+                                      rolled=rolled)
+            for offset, alike in extra:
+                evidence[offset] = ("no file says so (the broker keeps only its newest producer-state "
+                                    "snapshots), but the offset entries count their bytes again from there, "
+                                    "and with it every entry agrees"
+                                    + (f" (as they would with a restart at offset {', '.join(map(str, alike))}: "
+                                       f"the entries cannot tell which)" if alike else ""),)
+            chosen = sorted(chosen + [offset for offset, _ in extra])
     else:
         chosen = sorted(int(r) for r in restarts)
         evidence = {o: ("given",) for o in chosen}
@@ -1232,16 +1335,9 @@ def verify_partition(directory: str | os.PathLike, **kwargs) -> tuple[list[Segme
 
 def verify_directory(directory: str | os.PathLike, **kwargs) -> list[SegmentReport]:
     """:func:`verify_segment` for every ``*.log`` in `directory` (a partition folder), in base
-    offset order; index files without their ``.log`` are reported too."""
+    offset order. Index files without their ``.log`` are not segments: the broker deletes them
+    on load, and :func:`~rmqlab.kafka.dirfiles.check_partition_files` says so."""
     d = Path(directory)
     if not d.is_dir():
         raise NotADirectoryError(f"{d}: not a directory")
-    logs = sorted(d.glob("*.log"))
-    reports = [verify_segment(p, **kwargs) for p in logs]
-    stems = {p.name[:-4] for p in logs}
-    for p in sorted(list(d.glob("*.index")) + list(d.glob("*.timeindex"))):
-        if p.name.split(".")[0] not in stems:
-            orphan = SegmentReport(log=str(p.with_name(p.name.split(".")[0] + ".log")))
-            orphan.errors.append(f"{p}: no .log segment beside it")
-            reports.append(orphan)
-    return reports
+    return [verify_segment(p, **kwargs) for p in sorted(d.glob("*.log"))]

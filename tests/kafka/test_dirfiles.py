@@ -238,3 +238,27 @@ def test_dump_log_control_records(tmp_path, capsys):
     assert len(lines) == 2 and lines[1].startswith("| offset: 913 ")
     assert lines[0].endswith('controlType: LEADER_CHANGE(2) LeaderChange: {"version":0,"leaderId":1,'
                              '"voters":[{"voterId":1}],"grantingVoters":[{"voterId":1}]}')
+
+
+def test_orphaned_index_files_are_the_brokers_leftovers_not_failures(tmp_path):
+    """Index files whose .log is gone (a segment deleted by retention, or a crash between the
+    deletes of one segment's files) are deleted by the broker when it loads the log
+    (LogLoader.loadSegmentFiles): verify names them and passes, whatever they hold; an index
+    beside its .log is still read and judged."""
+    from rmqlab.kafka.rebuild import verify_partition
+
+    src = require_real_data("kafka/kraft-metadata-restart/__cluster_metadata-0")
+    d = tmp_path / "p"
+    shutil.copytree(src, d)
+    for suffix in (".index", ".timeindex", ".txnindex"):
+        (d / f"{5:020d}{suffix}").write_bytes(b"\xff" * 37)          # not even whole entries
+    segments, files = verify_partition(d)
+    assert [r.ok for r in segments] == [True] and len(segments) == 1
+    orphans = {f.file.name: f for f in files if f.file.name.startswith(f"{5:020d}")}
+    assert sorted(orphans) == [f"{5:020d}.index", f"{5:020d}.timeindex", f"{5:020d}.txnindex"]
+    assert all(f.ok and "orphaned index file" in f.summary and "deletes it" in f.summary for f in orphans.values())
+    assert main(["kafka", "verify", str(d)]) == 0
+
+    (d / f"{0:020d}.index").write_bytes(b"\xff" * 37)                  # beside its .log: judged
+    segments, _ = verify_partition(d)
+    assert not segments[0].ok

@@ -593,3 +593,44 @@ def test_every_file_of_every_real_partition_verifies():
         kinds |= {f.kind for f in files}
     assert {"producer-snapshot", "kraft-snapshot", "leader-epoch-checkpoint", "partition.metadata",
             "quorum-state"} <= kinds
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.data())
+def test_restarts_no_file_records_are_found_by_the_entries(tmp_path_factory, data):
+    """A segment restarted at random batch boundaries (entries by the literal model), with a
+    producer-state snapshot left for only some of the restarts, as a broker that keeps only its
+    newest snapshots leaves them: verify explains every entry with the restarts it names (the
+    literal model, given them, writes exactly the entries on disk; where several sets of
+    restarts give the same entries, any of them); a damaged offset entry still fails."""
+    d = tmp_path_factory.mktemp("p")
+    n = data.draw(st.integers(2, 150))
+    sizes = data.draw(st.lists(st.integers(0, 900), min_size=n, max_size=n))
+    steps = data.draw(st.lists(st.integers(-3, 10), min_size=n, max_size=n))
+    records = [KafkaRecord(i, 1_700_000_000_000 + 100 * int(np.cumsum(steps)[i]), None, bytes(sizes[i]))
+               for i in range(n)]
+    log = write_segment(d, 0, records, records_per_batch=data.draw(st.sampled_from([1, 2, 3])))
+    batches = _walk_v2(log)
+    bases = batches["base_offset"].tolist()
+    restarts = sorted(data.draw(st.sets(st.sampled_from(bases[1:]), max_size=3)) if len(bases) > 1 else [])
+    kept = sorted(data.draw(st.sets(st.sampled_from(restarts), max_size=len(restarts)))) if restarts else []
+    interval = data.draw(st.sampled_from([300, 1000, 4096]))
+    offsets, times = literal_rule(batches, interval, True, set(restarts))
+    _write_index_files(log, offsets, times, 0)
+    for r in kept:
+        (d / f"{r:020d}.snapshot").write_bytes(b"")
+    (d / f"{int(batches['last_offset'].iloc[-1]) + 1:020d}.snapshot").write_bytes(b"")
+
+    report = verify_segment(log, index_interval_bytes=interval)
+    assert report.ok, (restarts, kept, report.summary(), report.mismatches[:3])
+    for r in report.restarts:
+        if r.offset not in kept:
+            assert r.evidence[0].startswith("no file says so"), r.evidence
+    # with the restarts it names, the broker's rule gives exactly the entries on disk
+    named = [r.offset for r in report.restarts]
+    assert literal_rule(batches, interval, True, set(named)) == (offsets, times)
+    if len(offsets) > 1:
+        damaged = list(offsets)
+        damaged[-1] = (damaged[-1][0], damaged[-1][1] + 1)
+        _write_index_files(log, damaged, times, 0)
+        assert not verify_segment(log, index_interval_bytes=interval).ok
