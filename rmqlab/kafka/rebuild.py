@@ -116,6 +116,7 @@ from rmqlab.kafka.legacy import index_rule, legacy_expected_entries
 __all__ = ["INDEX_INTERVAL_BYTES", "PRE_38_TIME_ENTRY", "TIME_ENTRY_OFFSETS", "MAX_TIMESTAMP_OFFSET", "batch_table",
            "max_timestamp_offsets", "expected_entries", "compare", "Mismatch",
            "Restart", "restart_candidates", "choose_restarts", "infer_restart", "infer_restarts", "inferred_restarts",
+           "append_calls", "CALL_BATCHES",
            "segment_batches",
            "rebuild_indexes", "SegmentReport", "verify_segment", "verify_directory"]
 
@@ -871,6 +872,85 @@ def inferred_restarts(batches: pd.DataFrame, offset_entries, time_entries, resta
     return sorted(done) if done else []
 
 
+# ------------------------------------------------------------------------------ append calls
+
+
+#: The column of :func:`append_calls`'s table: how many batches each call appended.
+CALL_BATCHES = "batches_in_call"
+
+
+def append_calls(batches: pd.DataFrame, offset_entries, restarts=()) -> pd.DataFrame | None:
+    """The batches grouped into the ``LogSegment.append`` calls the offset entries imply, one
+    row per call (the columns of :func:`batch_table`), or None when no grouping gives them.
+
+    ``LogSegment.append`` (every release to 4.x: ``kafka/log/LogSegment.scala``, then
+    ``storage/.../log/LogSegment.java``) appends a call's records in one piece and indexes the
+    *call*: one offset entry at most, (the call's last offset, the call's first position), when
+    more than ``index.interval.bytes`` were appended since the last entry, the call's bytes
+    then counted whole. A producer's call is one batch (one batch per partition per request),
+    but a follower appends each fetch response, the log cleaner each chunk of retained batches
+    (``LogCleaner.cleanInto``), and a producer of magic v0/v1 messages a whole message set per
+    request: several batches in one call, so fewer entries than one per batch. (Only
+    ``LogSegment.recover`` indexes batch by batch.) The call boundaries are not on disk, but
+    each offset entry names a call's first batch (its position) and last batch (its offset),
+    and the batches between two such calls can be taken as one call: a call starting where
+    the named one ends makes an entry iff the named call's first byte is more than the
+    interval behind it, whatever follows, so merging them loses no grouping the broker could
+    have made. Restarts begin a call (the counter starts at 0 there).
+
+    Units: rows. Cost: O(batches) NumPy, a Python step per call.
+
+    >>> b = batch_table(positions=[0, 100, 200, 300, 400], sizes=[100] * 5, base_offsets=[0, 2, 4, 6, 8],
+    ...                 last_offsets=[1, 3, 5, 7, 9], max_timestamps=[5, 9, 7, 8, 6])
+    >>> calls = append_calls(b, [[7, 200]])          # one entry: a call of batches 2..3
+    >>> calls[["position", "size", "base_offset", "last_offset", "max_timestamp"]].values.tolist()
+    [[0, 200, 0, 3, 9], [200, 200, 4, 7, 8], [400, 100, 8, 9, 6]]
+    >>> append_calls(b, [[7, 100]]) is None          # position 100 is batch 1, offset 7 ends batch 3: ok
+    False
+    >>> append_calls(b, [[6, 200]]) is None          # offset 6 is no batch's last offset
+    True
+    """
+    n = len(batches)
+    got = np.asarray(offset_entries, np.int64).reshape(-1, 2)
+    if n == 0:
+        return None if len(got) else batches
+    pos = batches["position"].to_numpy(np.int64)
+    last = batches["last_offset"].to_numpy(np.int64)
+    first = np.searchsorted(pos, got[:, 1])
+    end = np.searchsorted(last, got[:, 0])
+    if ((first >= n) | (end >= n)).any():
+        return None
+    if (pos[first] != got[:, 1]).any() or (last[end] != got[:, 0]).any() or (end < first).any():
+        return None
+    if len(got) > 1 and (first[1:] <= end[:-1]).any():
+        return None
+    cuts = _restart_indexes(batches, restarts)
+    # no named call may span a restart: the broker starts counting afresh there
+    inside = np.searchsorted(cuts, first, side="right") != np.searchsorted(cuts, end, side="right")
+    if inside.any():
+        return None
+    starts = np.unique(np.concatenate([[0], first, end + 1, cuts]))
+    starts = starts[starts < n]
+    size = batches["size"].to_numpy(np.int64) if "size" in batches else np.diff(np.append(pos, pos[-1]))
+    ts = batches["max_timestamp"].to_numpy(np.int64)
+    stops = np.append(starts[1:], n)
+    holder = np.array([a + int(np.argmax(ts[a:z])) for a, z in zip(starts.tolist(), stops.tolist())], np.int64)
+    table = batch_table(positions=pos[starts], sizes=np.add.reduceat(size, starts),
+                        base_offsets=batches["base_offset"].to_numpy(np.int64)[starts], last_offsets=last[stops - 1],
+                        max_timestamps=ts[holder])
+    # the offset a call hands with its maximum: a call of several batches (a follower's, the
+    # cleaner's) the last offset of the batch holding it (shallowOffsetOfMaxTimestamp); a call
+    # of one batch as that batch's own forms
+    owner = last[holder].copy()
+    if MAX_TIMESTAMP_OFFSET in batches:
+        one = (stops - starts) == 1
+        record = batches[MAX_TIMESTAMP_OFFSET].to_numpy(np.int64)[holder]
+        owner = np.where(one & (record >= 0), record, owner)
+    table[MAX_TIMESTAMP_OFFSET] = owner
+    table[CALL_BATCHES] = stops - starts
+    return table
+
+
 # ------------------------------------------------------------------------------ on files
 
 
@@ -1219,30 +1299,24 @@ def _check_indexes(rep: SegmentReport, log_path: Path, batches: pd.DataFrame, in
             if o not in chosen and _is_shutdown(ev):
                 rep.notes.append(f"restart evidence at offset {o} ({', '.join(ev)}) that the index "
                                  f"entries do not show")
-        if infer and off.entries is not None and tim.entries is not None:
-            extra = inferred_restarts(batches, off.entries, tim.entries, chosen, index_interval_bytes=interval,
-                                      rolled=rolled)
+    else:
+        chosen = sorted(int(r) for r in restarts)
+        evidence = {o: ("given",) for o in chosen}
+    if not _judge_entries(rep, batches, off, tim, interval, rolled, chosen, evidence):
+        return
+    # Restarts no file records are the last resort: a follower's or the cleaner's calls of
+    # several batches (the call rule, tried first) are the broker's everyday writing.
+    if restarts is None and infer and _unexplained(rep.mismatches) and tim.entries is not None:
+        extra = inferred_restarts(batches, off.entries, tim.entries, chosen, index_interval_bytes=interval,
+                                  rolled=rolled)
+        if extra:
             for offset, alike in extra:
                 evidence[offset] = ("no file says so (the broker keeps only its newest producer-state "
                                     "snapshots), but the offset entries count their bytes again from there, "
                                     "and with it every entry agrees"
                                     + (f" (as they would with a restart at offset {', '.join(map(str, alike))}: "
                                        f"the entries cannot tell which)" if alike else ""),)
-            chosen = sorted(chosen + [offset for offset, _ in extra])
-    else:
-        chosen = sorted(int(r) for r in restarts)
-        evidence = {o: ("given",) for o in chosen}
-    try:
-        want_off, want_time = expected_entries(batches, interval, rolled=rolled, restarts=chosen)
-    except ValueError as e:
-        rep.errors.append(f"{log_path}: {e}")
-        return
-    rep.expected_offset_entries, rep.expected_time_entries = len(want_off), len(want_time)
-    rep.offset_entries = len(off.entries)
-    rep.time_entries = None if tim.entries is None else len(tim.entries)
-    rep.restarts = _describe_restarts(batches, chosen, evidence, index_interval_bytes=interval, rolled=rolled)
-    rep.mismatches = compare(batches, off.entries, tim.entries, offset_file=str(off.path), time_file=str(tim.path),
-                             index_interval_bytes=interval, rolled=rolled, restarts=chosen)
+            _judge_entries(rep, batches, off, tim, interval, rolled, sorted(chosen + [o for o, _ in extra]), evidence)
     if rep.mismatches and "magic" in batches and bool((batches["magic"] < 2).any()):
         _legacy_era_rule(rep, batches, off.entries, tim.entries, interval, rolled)
     if tim.entries is not None:
@@ -1292,6 +1366,58 @@ def _entry_forms(batches: pd.DataFrame, times: np.ndarray) -> np.ndarray:
 #: the first offset of each entry with a time index (0.10.1 - 1.1), and without one (0.8 - 0.10.0)
 _LEGACY_ERAS = (("1.1", "Kafka 0.10.1 to 1.1: each entry's first offset, with a time index"),
                 ("0.9.0.1", "Kafka 0.8 to 0.10.0: each entry's first offset, no time index"))
+
+
+def _judge_entries(rep: SegmentReport, batches: pd.DataFrame, off: _IndexOnDisk, tim: _IndexOnDisk, interval: int,
+                   rolled: bool, restarts: list[int], evidence: dict[int, tuple[str, ...]]) -> bool:
+    """The entries on disk against the rule with `restarts`, batch by batch and, where that
+    leaves mismatches, call by call (:func:`append_calls`): the report's counts, restarts and
+    mismatches. False (an error in the report) when a restart is not a batch boundary."""
+    try:
+        want_off, want_time = expected_entries(batches, interval, rolled=rolled, restarts=restarts)
+    except ValueError as e:
+        rep.errors.append(f"{rep.log}: {e}")
+        return False
+    rep.expected_offset_entries, rep.expected_time_entries = len(want_off), len(want_time)
+    assert off.entries is not None          # an absent offset index was judged before
+    rep.offset_entries = len(off.entries)
+    rep.time_entries = None if tim.entries is None else len(tim.entries)
+    rep.restarts = _describe_restarts(batches, restarts, evidence, index_interval_bytes=interval, rolled=rolled)
+    rep.mismatches = compare(batches, off.entries, tim.entries, offset_file=str(off.path), time_file=str(tim.path),
+                             index_interval_bytes=interval, rolled=rolled, restarts=restarts)
+    if _unexplained(rep.mismatches):
+        _append_call_rule(rep, batches, off, tim, interval, rolled, restarts)
+    return True
+
+
+def _append_call_rule(rep: SegmentReport, batches: pd.DataFrame, off: _IndexOnDisk, tim: _IndexOnDisk,
+                      interval: int, rolled: bool, restarts) -> None:
+    """When the entries are those of ``LogSegment.append`` calls of several batches
+    (:func:`append_calls`): the mismatches of the batch-by-batch rule replaced by a note, the
+    rule's entries counted per call."""
+    calls = append_calls(batches, off.entries, restarts)
+    if calls is None or len(calls) == len(batches):
+        return
+    found = compare(calls, off.entries, tim.entries, offset_file=str(off.path), time_file=str(tim.path),
+                    index_interval_bytes=interval, rolled=rolled, restarts=restarts)
+    if _unexplained(found):
+        return
+    # a call of several batches hands the last offset of the batch holding its maximum: that
+    # is the rule, not the pre-3.8 leader's form
+    several = calls[CALL_BATCHES].to_numpy() > 1
+    owners = set(calls[MAX_TIMESTAMP_OFFSET].to_numpy()[several].tolist())
+    found = [m for m in found if not (m.kind == PRE_38_TIME_ENTRY and m.found is not None and m.found[1] in owners)]
+    want_off, want_time = expected_entries(calls, interval, rolled=rolled, restarts=restarts)
+    merged = int(several.sum())
+    rep.notes.append(
+        f"the entries are those of {len(calls)} LogSegment.append calls, {merged} of them appending several "
+        f"batches at once (a follower's fetch, the log cleaner's chunk of retained batches, or a producer's "
+        f"magic v0/v1 message set): the broker makes at most one offset entry per call, at its first batch, so "
+        f"{len(want_off)} offset entries where indexing each batch (as LogSegment.recover does) gives "
+        f"{rep.expected_offset_entries}; the calls' boundaries are not on disk, and the entries are checked "
+        f"against the calls they name")
+    rep.expected_offset_entries, rep.expected_time_entries = len(want_off), len(want_time)
+    rep.mismatches = found
 
 
 def _legacy_era_rule(rep: SegmentReport, batches: pd.DataFrame, offsets: np.ndarray, times: np.ndarray | None,

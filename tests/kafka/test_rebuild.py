@@ -602,7 +602,8 @@ def test_restarts_no_file_records_are_found_by_the_entries(tmp_path_factory, dat
     producer-state snapshot left for only some of the restarts, as a broker that keeps only its
     newest snapshots leaves them: verify explains every entry with the restarts it names (the
     literal model, given them, writes exactly the entries on disk; where several sets of
-    restarts give the same entries, any of them); a damaged offset entry still fails."""
+    restarts give the same entries, any of them) or with append calls of several batches; a
+    damaged offset entry still fails."""
     d = tmp_path_factory.mktemp("p")
     n = data.draw(st.integers(2, 150))
     sizes = data.draw(st.lists(st.integers(0, 900), min_size=n, max_size=n))
@@ -626,11 +627,69 @@ def test_restarts_no_file_records_are_found_by_the_entries(tmp_path_factory, dat
     for r in report.restarts:
         if r.offset not in kept:
             assert r.evidence[0].startswith("no file says so"), r.evidence
-    # with the restarts it names, the broker's rule gives exactly the entries on disk
+    # with the restarts it names, the broker's rule gives exactly the entries on disk, or (a
+    # restart looks like an append call of several batches: the counter starts afresh either
+    # way) the calls it names do
     named = [r.offset for r in report.restarts]
-    assert literal_rule(batches, interval, True, set(named)) == (offsets, times)
+    if not any("LogSegment.append calls" in note for note in report.notes):
+        assert literal_rule(batches, interval, True, set(named)) == (offsets, times)
     if len(offsets) > 1:
         damaged = list(offsets)
         damaged[-1] = (damaged[-1][0], damaged[-1][1] + 1)
+        _write_index_files(log, damaged, times, 0)
+        assert not verify_segment(log, index_interval_bytes=interval).ok
+
+
+def literal_call_rule(batches, interval, calls, rolled=True):
+    """LogSegment.append as the Java reads, one *call* at a time: `calls` are (first, stop)
+    batch numbers; a call appends its batches in one piece, indexes at most once, at its first
+    position with its last offset, and hands its largest timestamp with the last offset of the
+    batch holding it (shallowOffsetOfMaxTimestamp)."""
+    offsets, times = [], []
+    max_ts, max_off, since = -1, None, 0
+    pos = batches["position"].tolist()
+    size = batches["size"].tolist()
+    last = batches["last_offset"].tolist()
+    ts = batches["max_timestamp"].tolist()
+    for a, z in calls:
+        holder = max(range(a, z), key=lambda j: (ts[j], -j))
+        if ts[holder] > max_ts:
+            max_ts, max_off = ts[holder], last[holder]
+        if since > interval:
+            offsets.append((last[z - 1], pos[a]))
+            if max_ts > (times[-1][0] if times else -1):
+                times.append((max_ts, max_off))
+            since = 0
+        since += sum(size[a:z])
+    if rolled and max_off is not None and max_ts > (times[-1][0] if times else -1):
+        times.append((max_ts, max_off))
+    return offsets, times
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.data())
+def test_append_calls_of_several_batches_verify_and_damage_still_fails(tmp_path_factory, data):
+    """A follower's fetches, the log cleaner's chunks and legacy message sets reach
+    LogSegment.append as calls of several batches, indexed once per call: verify takes any
+    grouping the literal per-call model writes, and still fails a damaged entry."""
+    d = tmp_path_factory.mktemp("p")
+    n = data.draw(st.integers(2, 120))
+    sizes = data.draw(st.lists(st.integers(0, 900), min_size=n, max_size=n))
+    steps = data.draw(st.lists(st.integers(-3, 10), min_size=n, max_size=n))
+    records = [KafkaRecord(i, 1_700_000_000_000 + 100 * int(np.cumsum(steps)[i]), None, bytes(sizes[i]))
+               for i in range(n)]
+    log = write_segment(d, 0, records, records_per_batch=data.draw(st.sampled_from([1, 2])))
+    batches = _walk_v2(log)
+    cuts = sorted(data.draw(st.sets(st.integers(1, max(1, len(batches) - 1)), max_size=len(batches) // 2)))
+    bounds = [0] + [c for c in cuts if c < len(batches)] + [len(batches)]
+    calls = list(zip(bounds[:-1], bounds[1:]))
+    interval = data.draw(st.sampled_from([300, 1000, 4096]))
+    offsets, times = literal_call_rule(batches, interval, calls)
+    _write_index_files(log, offsets, times, 0)
+    report = verify_segment(log, index_interval_bytes=interval)
+    assert report.ok, (calls, report.summary(), report.mismatches[:3])
+    if len(offsets) > 1:
+        damaged = list(offsets)
+        damaged[-1] = (damaged[-1][0], damaged[-1][1] + 1)              # not a batch's first byte
         _write_index_files(log, damaged, times, 0)
         assert not verify_segment(log, index_interval_bytes=interval).ok
