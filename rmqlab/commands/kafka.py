@@ -201,11 +201,13 @@ def dump_file(path: str | Path, *, records: bool = False, print_data: bool = Fal
     if kind not in ("index", "timeindex", "log", "checkpoint"):
         _dump_other(path, kind, out)
     elif kind == "index":
-        with OffsetIndex.open(path) as idx:
+        # kafka-dump-log's rule: no sanity check, entries up to a preallocated file's zero tail
+        # (an untrimmed active segment's index, as a crash or Kafka 4.4's metadata log leaves it)
+        with OffsetIndex.open(path, count="dump", strict=False) as idx:
             out["base_offset"] = idx.base_offset
             out["entries"] = [{"offset": int(o), "position": int(p)} for o, p in zip(idx.offsets, idx.positions)]
     elif kind == "timeindex":
-        with TimeIndex.open(path) as idx:
+        with TimeIndex.open(path, count="dump", strict=False) as idx:
             out["base_offset"] = idx.base_offset
             out["entries"] = [{"timestamp": int(t), "offset": int(o)} for t, o in zip(idx.timestamps, idx.offsets)]
     else:

@@ -85,7 +85,7 @@ _ANY = 2**15 - 1   # "N+" in the JSON schemas: no upper bound
 
 class _Field(NamedTuple):
     name: str                        # the JSON converter's camelCase name
-    type: Any                        # "int8" .. "int64", "string", "bytes", "[]int32", "[]string" or ("[]", fields)
+    type: Any                        # "int8".."int64", "string", "uuid", "bytes", "[]int32", "[]string", ("[]", fields)
     versions: tuple[int, int]
     nullable: tuple[int, int] | None = None
     tag: int | None = None           # a tagged field (flexible versions only)
@@ -119,6 +119,8 @@ OFFSET_COMMIT_VALUE = _Schema("OffsetCommitValue", (0, 4), 4, (
     _Field("metadata", "string", (0, _ANY)),
     _Field("commitTimestamp", "int64", (0, _ANY)),
     _Field("expireTimestamp", "int64", (1, 1), default=-1),
+    # tagged in v4, written by Kafka 4.x brokers (kafka-dump-log 4.4 prints it last)
+    _Field("topicId", "uuid", (4, _ANY), tag=0, default="AAAAAAAAAAAAAAAAAAAAAA"),
 ))
 GROUP_METADATA_KEY = _string_key("GroupMetadataKey", 2, "group")
 _MEMBER_METADATA = (
@@ -202,6 +204,8 @@ def _read_value(r: Reader, ftype: Any, version: int, flexible: bool, nullable: b
         return getattr(r, ftype)(name)
     if ftype == "string":
         return r.compact_string(name, nullable=nullable) if flexible else r.string(name, nullable=nullable)
+    if ftype == "uuid":
+        return r.uuid(name)
     if ftype == "bytes":
         return r.compact_bytes(name, nullable=nullable) if flexible else r.bytes(name, nullable=nullable)
     array = r.compact_array if flexible else r.array
