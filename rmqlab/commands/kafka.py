@@ -303,7 +303,9 @@ def _record_line(r: dict[str, Any]) -> str:
             f"valueSize: {r['value_size']} sequence: {r['sequence']} headerKeys: [{','.join(r['header_keys'])}]")
     if r.get("key") is not None:
         line += f" key: {r['key']}"
-    if r.get("payload") is not None:
+    if r.get("payload") is not None and "metadata" not in r:
+        # a KRaft metadata record: its payload is the decoded record alone, as the tool's
+        # --cluster-metadata-decoder prints it (never the raw bytes before it)
         line += f" payload: {r['payload']}"
     return line + _decoded_suffix(r)
 

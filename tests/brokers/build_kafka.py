@@ -18,7 +18,8 @@ import kafka_harness as kh  # noqa: E402
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--release", action="append", help="a release (repeatable; default: all of RELEASES)")
-    ap.add_argument("--scenario", action="append", choices=kh.SCENARIOS, help="a scenario (repeatable; default: all)")
+    ap.add_argument("--scenario", action="append", choices=(*kh.SCENARIOS, *kh.DERIVED),
+                    help="a scenario (repeatable; default: all of SCENARIOS)")
     args = ap.parse_args(argv)
     versions = args.release or [r.version for r in kh.RELEASES]
     total = time.monotonic()

@@ -316,6 +316,9 @@ def test_snapshot_files_built_here(tmp_path):
 
 
 def test_real_kraft_snapshot():
+    """The values are kafka-dump-log's (3.6.2, --cluster-metadata-decoder: "Snapshot end
+    offset: 4758, epoch: 1", three batches, SnapshotHeader first and SnapshotFooter last;
+    tests/brokers/test_kafka_real_data.py compares the whole file with the tool, live)."""
     p = require_real_data("kafka/producer-state-snapshots/__cluster_metadata-0/"
                           "00000000000000004758-0000000001.checkpoint")
     s = kraft.read_kraft_snapshot(p)
@@ -332,6 +335,9 @@ def test_real_kraft_snapshot():
 
 
 def test_real_bootstrap_checkpoint():
+    """kafka-dump-log's values (3.6.2: "KRaft bootstrap snapshot", no end offset; SnapshotHeader
+    {"version":0,"lastContainedLogTimestamp":0}, the metadata.version FeatureLevelRecord at
+    level 11, SnapshotFooter {"version":0})."""
     p = require_real_data("kafka/kraft-metadata-restart/bootstrap.checkpoint")
     s = kraft.read_kraft_snapshot(p)
     assert (s["end_offset"], s["batches"], s["header"], s["footer"]) == (
@@ -341,6 +347,10 @@ def test_real_bootstrap_checkpoint():
 
 
 def test_real_leader_change_batches():
+    """kafka-dump-log's values: 3.6.2 prints "controlType: LEADER_CHANGE(2)" at offsets 0 and 913
+    and 1358 records; the LeaderChange body is 4.4.0's text of the same records ("LeaderChange:
+    {"version":0,"leaderId":1,"voters":[{"voterId":1}],"grantingVoters":[{"voterId":1}]}", 3.6
+    prints the type alone)."""
     p = require_real_data("kafka/kraft-metadata-restart/__cluster_metadata-0/00000000000000000000.log")
     df = control.read_control_records(p)
     assert df["offset"].tolist() == [0, 913]

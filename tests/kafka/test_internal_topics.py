@@ -414,6 +414,12 @@ def test_cli_transaction_log_decoder(tmp_path, capsys):
 
 
 # ------------------------------------------------------------------ real broker data
+#
+# The values pinned below are kafka-dump-log's reading of these segments (3.6.2's
+# DumpLogSegments --offsets-decoder for LDI-POC and flink-on-prem, 2.8.2's for kafka-2.7.1:
+# tests/brokers/test_kafka_real_data.py compares rmqlab with the tool's text of every real
+# __consumer_offsets segment, live); a value the tool does not print (client ids and hosts,
+# commit timestamps, the records' value versions) is marked, with what else stands behind it.
 
 KAFKA = Path("kafka")
 
@@ -421,22 +427,31 @@ KAFKA = Path("kafka")
 def test_real_ldi_poc_consumer_group():
     d = require_real_data(KAFKA / "LDI-POC" / "__consumer_offsets-6")
     records = it.group_records(d)
+    # the tool: 13 records (offsets 0..12), all of group DEVSmileCDR, no <DELETE>; the value
+    # versions it does not print
     assert len(records) == 13 and set(records["group"]) == {"DEVSmileCDR"}
     assert records["value_version"].tolist() == [3] * 13 and not records["tombstone"].any()
+    # the tool: the last offset_commit of each partition ("offset=0" at record 9 for
+    # Retry.TestTopicPatient-0, "offset=3" at record 12 for TestTopicPatient-0, ...)
     got = it.committed_offsets(d)
     assert got[["topic", "partition", "offset", "record_offset"]].values.tolist() == [
         ["Retry.TestTopicPatient", 0, 0, 9], ["TestTopicPatient", 0, 3, 12],
         ["batch2.work.notification.SHR_PROD.persistence", 0, 0, 1],
         ["subscription.matching.SHR_PROD.persistence", 0, 0, 3]]
     # the last commit is the one the time index's closing entry points at: (1769793578176, 12)
+    # (the broker's index; the tool's text of a commit has no timestamp)
     assert got.loc[got["topic"] == "TestTopicPatient", "commit_timestamp"].item() == 1769793578176
+    # the tool: generationId 1 to 6, assignments of 8, 13, 0 ("{}"), 8, 13 and 17 members,
+    # protocol "range" (null for the empty generation 3)
     meta = it.group_metadata(d)
     assert meta["generation"].tolist() == [1, 2, 3, 4, 5, 6]
     assert meta["member_count"].tolist() == [8, 13, 0, 8, 13, 17]
     assert set(meta["protocol"].dropna()) == {"range"}
     members = it.group_members(d)
+    # client hosts and ids: not in the tool's text (the README's independent reader names the IP)
     assert set(members["client_host"]) == {"/172.18.0.5"}          # the README's Docker-internal IP
     assert members["client_id"].str.startswith("consumer-DEVSmileCDR-").all()
+    # the tool: generation 6's assignment names these four partitions
     last = members[members["generation"] == 6]
     assert sorted(a for lst in last["assigned"] for a in lst) == [
         "Retry.TestTopicPatient-0", "TestTopicPatient-0", "batch2.work.notification.SHR_PROD.persistence-0",
@@ -445,6 +460,8 @@ def test_real_ldi_poc_consumer_group():
 
 def test_real_flink_connect_group():
     d = require_real_data(KAFKA / "flink-on-prem" / "__consumer_offsets-34")
+    # the tool: ten group_metadata records of connect-group, protocolType "connect",
+    # generationId 1 to 10, no offset_commit; the subscription bytes are not in its text
     meta = it.group_metadata(d)
     assert len(meta) == 10 and set(meta["group"]) == {"connect-group"}
     assert set(meta["protocol_type"]) == {"connect"} and meta["generation"].tolist() == list(range(1, 11))
@@ -457,6 +474,9 @@ def test_real_flink_connect_group():
 
 def test_real_flink_control_center_streams_group():
     d = require_real_data(KAFKA / "flink-on-prem" / "__consumer_offsets-28")
+    # the tool: "offset=2,metadata=AgAAAY72k0g+" is the last commit; protocol "stream", each
+    # assignment [_confluent-command-0]; the commit timestamp is not in its text (the record's
+    # CreateTime, 1713533857013, is 1 ms after it)
     got = it.committed_offsets(d)
     assert got[["group", "topic", "partition", "offset", "metadata", "commit_timestamp"]].values.tolist() == [
         ["_confluent-controlcenter-7-6-0-1-command", "_confluent-command", 0, 2, "AgAAAY72k0g+", 1713533857012]]
@@ -467,6 +487,9 @@ def test_real_flink_control_center_streams_group():
 
 def test_real_kafka_271_both_segments():
     d = require_real_data(KAFKA / "kafka-2.7.1" / "__consumer_offsets-17")
+    # the tool (2.8.2): records 0, 1, 2 of group console-consumer-55231, the last <DELETE>;
+    # generation 1 assigns myTopic-0 to its one member, generation 2 is empty ("{}"); the
+    # member's client id and host are not in its text
     records = it.group_records(d)
     assert records["offset"].tolist() == [0, 1, 2] and records["tombstone"].tolist() == [False, False, True]
     members = it.group_members(d)

@@ -14,6 +14,20 @@ inside a private loopback-only network namespace, and stops it as the scenario s
               own recovery), a clean shutdown
 ``restarts``  three broker runs each appending to one segment that never rolls: two restarts
               inside one segment, each stop clean
+``reindexed`` a copy of the clean scenario's log dir with every ``.index`` and ``.timeindex``
+              deleted, and one broker run on it: the broker finds each offset index missing
+              ("Could not find offset index file ..., recovering segment and rebuilding index
+              files", LogLoader / Log.loadSegmentFiles), rebuilds both indexes with
+              LogSegment.recover, and writes them out at the clean shutdown
+``orphans``   a copy of the clean scenario's log dir with index files of no segment (an
+              ``.index``, a ``.timeindex`` and a ``.txnindex`` holding a few bytes, base offsets
+              no ``.log`` has) planted in one partition, that partition kept as it was before
+              the broker ran (``before/``), and one broker run on it: the broker deletes each
+              ("Found an orphaned index file ..., with no corresponding log file.")
+
+The two last are *derived*: they start from the clean scenario's entry, copied (a cache entry
+is never changed in place); on 2.8 its ZooKeeper data is copied with it, and nothing is
+formatted.
 
 Then, with the broker stopped, the release's DumpLogSegments prints every ``.log``, ``.index``
 and ``.timeindex`` of every partition directory (``--deep-iteration --print-data-log``, the
@@ -29,6 +43,7 @@ import dataclasses
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -110,8 +125,26 @@ class Release:
         return str(home / "bin" / "javac") if home else "javac"
 
 
-RELEASES: tuple[Release, ...] = tuple(Release(v) for v in ("3.9.1", "4.0.2", "4.4.0", "3.6.2", "2.8.2"))
-SCENARIOS = ("clean", "crash", "restarts")
+RELEASES: tuple[Release, ...] = tuple(Release(v) for v in (
+    "3.9.2", "4.0.2", "4.1.2", "4.2.2", "4.4.0", "3.6.2", "2.8.2"))
+#: the scenarios every test runs over (the orphans scenario is built on demand by its test)
+SCENARIOS = ("clean", "crash", "restarts", "reindexed")
+#: the orphans scenario: the partition that gets the planted files, and each file (base offset,
+#: suffix, bytes): the partition's segments start at 0, 185, 370 and 555, so one inside the first
+#: segment's range, one inside the second's, one at 600 (the producer-state snapshot's offset,
+#: past the last segment: a .snapshot and no .log there) and one far past; each index kind once
+#: at least, each holding an entry of its kind or arbitrary bytes (nobody should read them)
+ORPHAN_PARTITION = "codec-none-0"
+ORPHANS = ((1, ".index", (1).to_bytes(4, "big") + (0).to_bytes(4, "big")),
+           (186, ".timeindex", (1_700_000_000_000).to_bytes(8, "big") + (2).to_bytes(4, "big")),
+           (600, ".txnindex", bytes(range(34))),
+           (99_999_999, ".index", bytes(8)))
+#: scenarios made from a copy of the clean scenario's log dir, with what each does to the copy
+#: (part of their cache key)
+DERIVED = {
+    "reindexed": "delete every .index and .timeindex of every partition; one broker run, clean stop",
+    "orphans": f"plant {ORPHANS!r} in {ORPHAN_PARTITION}, keep it in before/; one broker run, clean stop",
+}
 
 
 def release(version: str) -> Release:
@@ -254,11 +287,18 @@ def _scenario_key(rel: Release, scenario: str) -> str:
 
 
 def kafka_partitions(version: str, scenario: str, log=print) -> KafkaScenario:
-    """The finished `scenario` of release `version`, built into the cache on first use."""
+    """The finished `scenario` of release `version`, built into the cache on first use (a
+    derived scenario builds the clean one first)."""
     rel = release(version)
-    entry = bh.CACHE / "kafka" / rel.version / f"{scenario}-{_scenario_key(rel, scenario)}"
+    base = kafka_partitions(version, "clean", log) if scenario in DERIVED else None
+    key = _scenario_key(rel, scenario)
+    if base is not None:
+        key = bh.digest(key, base.root.name, DERIVED[scenario])
+    entry = bh.CACHE / "kafka" / rel.version / f"{scenario}-{key}"
 
     def build(tmp: Path) -> None:
+        if base is not None:
+            _derive(base, scenario, tmp)
         _build_scenario(rel, scenario, tmp, log)
 
     root = bh.cached(entry, build)
@@ -267,11 +307,42 @@ def kafka_partitions(version: str, scenario: str, log=print) -> KafkaScenario:
                          dict(meta["timings"]))
 
 
+def _derive(base: KafkaScenario, scenario: str, tmp: Path) -> None:
+    """The start of a derived scenario in `tmp`: a copy of `base`'s log dir (and ZooKeeper data,
+    2.8), changed as :data:`DERIVED` says; what was changed is listed in ``derived.json``."""
+    t = time.monotonic()
+    shutil.copytree(base.log_dir, tmp / "logs", symlinks=True)
+    if (base.root / "zk").is_dir():
+        shutil.copytree(base.root / "zk", tmp / "zk", symlinks=True)
+    logs = tmp / "logs"
+    parts = sorted(p for p in logs.iterdir() if p.is_dir() and re.search(r"-\d+$", p.name))
+    changed: dict[str, object] = {"copied_from": str(base.root), "deleted": [], "planted": []}
+    if scenario == "reindexed":
+        for part in parts:
+            for f in sorted(part.iterdir()):
+                if f.suffix in (".index", ".timeindex"):
+                    f.unlink()
+                    changed["deleted"].append(str(f.relative_to(logs)))  # type: ignore[union-attr]
+    elif scenario == "orphans":
+        part = logs / ORPHAN_PARTITION
+        for offset, suffix, data in ORPHANS:
+            f = part / f"{offset:020d}{suffix}"
+            assert not f.with_suffix(".log").exists(), f
+            f.write_bytes(data)
+            changed["planted"].append(str(f.relative_to(logs)))  # type: ignore[union-attr]
+        shutil.copytree(part, tmp / "before" / part.name)
+    else:
+        raise ValueError(f"unknown derived scenario {scenario!r}")
+    changed["copy_seconds"] = round(time.monotonic() - t, 1)
+    (tmp / "derived.json").write_text(json.dumps(changed, indent=2) + "\n")
+
+
 def _build_scenario(rel: Release, scenario: str, tmp: Path, log) -> None:
     t0 = time.monotonic()
     cp = classpath(rel, log)
     t1 = time.monotonic()
-    spec = {"release": rel.version, "scenario": scenario, "root": str(tmp), "classpath": cp}
+    spec = {"release": rel.version, "scenario": scenario, "root": str(tmp), "classpath": cp,
+            "derived": scenario in DERIVED}
     cmd = [*bh.loopback_only(), sys.executable, __file__, "_inside", json.dumps(spec)]
     bh.run(cmd, log=tmp / "scenario.log", timeout=600, env={**os.environ, "PYTHONPATH": str(Path(__file__).parent)})
     t2 = time.monotonic()
@@ -328,10 +399,14 @@ class _Broker:
     def java(self, main: str, *args: str | Path, heap: str = "-Xmx384m") -> list[str]:
         return [self.rel.java(), heap, *JVM[1:], "-cp", self.cp, main, *map(str, args)]
 
-    def prepare(self) -> None:
+    def prepare(self, *, formatted: bool = False) -> None:
+        """The properties file, the log dir formatted (KRaft) or ZooKeeper started (2.8);
+        `formatted`: the log dir (and ZooKeeper's data) are a copy of a finished scenario's."""
         self.log_dir.mkdir(parents=True, exist_ok=True)
         self.props.write_text(server_properties(self.rel, self.log_dir, self.root / "zk"))
-        if self.rel.kraft:
+        if self.rel.kraft and formatted:
+            pass
+        elif self.rel.kraft:
             storage = main_class(self.rel, Release.storage_classes)
             bh.run(self.java(storage, "format", "-t", CLUSTER_ID, "-c", self.props),
                    log=self.root / "storage-format.log", timeout=120)
@@ -354,6 +429,14 @@ class _Broker:
                               f"-Dlog4j2.configurationFile={log4j2}", "-cp", self.cp, "kafka.Kafka", str(self.props)],
                              log=log)
         bh.wait_for_port(9092, self.proc, log, timeout=120)
+        # the port opens before the broker has loaded its logs (KRaft binds its acceptors early):
+        # wait for the line it logs once started
+        deadline = time.monotonic() + 120
+        started = re.compile(r"Kafka Server started|\[KafkaServer id=\d+\] started")
+        while not started.search(log.read_text(errors="replace")):
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                raise bh.HarnessError(f"broker run {self.runs} did not log that it started\n{bh.tail(log)}")
+            time.sleep(0.2)
         print(f"broker run {self.runs} up", flush=True)
 
     def stop(self) -> None:
@@ -391,8 +474,16 @@ def _inside(spec: dict) -> None:
     rel, root, scenario = release(spec["release"]), Path(spec["root"]), spec["scenario"]
     b = _Broker(rel, root, spec["classpath"])
     try:
-        b.prepare()
-        if scenario == "clean":
+        b.prepare(formatted=spec.get("derived", False))
+        if scenario in DERIVED:
+            b.start()
+            b.stop()
+            said = (root / "broker-1.log").read_text(errors="replace")
+            if "rebuilding index files" in said:
+                print("FEATURE reached indexes-rebuilt", flush=True)
+            if "Found an orphaned index file" in said:
+                print("FEATURE reached orphans-deleted", flush=True)
+        elif scenario == "clean":
             b.start()
             b.driver("workload", BOOTSTRAP, b.log_dir, rel.segment_config, str(rel.segment_bytes),
                      str(rel.legacy_formats).lower())
@@ -441,6 +532,99 @@ def _capture(cmd: list[str], out: Path, log: Path, *, timeout: float) -> None:
             raise bh.HarnessError(f"timed out: {' '.join(cmd)}") from None
     if rc != 0:
         raise bh.HarnessError(f"exit status {rc}: {' '.join(cmd[-6:])}\n{bh.tail(log)}")
+
+
+# ---------------------------------------------------------------------------- the real data
+
+#: the releases whose DumpLogSegments reads the real partitions (oracles.REAL_DATA / "kafka"):
+#: for each directory the newest of them at or below the Kafka version its README names, the
+#: oldest for older data, the newest when the README names none
+REAL_DATA_RELEASES = ("2.8.2", "3.6.2")
+#: bump when what is dumped of the real data changes (part of the cache key)
+REAL_DATA_FORMAT = "real-data 3"
+
+
+def real_data_version(directory: Path) -> tuple[int, ...] | None:
+    """The Kafka version the directory's README says wrote it ("Apache Kafka 3.6.x", "Kafka
+    0.11.0", a "kafka:3.7.0" image; a Confluent Platform tag such as "cp-kafka:7.6.0" is not
+    Kafka's), as (major, minor), (major,) for "3.x"; None when it names none."""
+    readme = directory / "README.md"
+    text = readme.read_text(errors="replace") if readme.exists() else ""
+    for pattern in (r"Apache Kafka (\d+)\.(\d+|x)\b", r"\bKafka (\d+)\.(\d+|x)\b", r"(?<!cp-)kafka:(\d+)\.(\d+)\b"):
+        m = re.search(pattern, text)
+        if m:
+            return (int(m.group(1)),) + ((int(m.group(2)),) if m.group(2) != "x" else ())
+    return None
+
+
+def real_data_release(directory: Path) -> Release:
+    """The release of :data:`REAL_DATA_RELEASES` that dumps `directory` (see there)."""
+    rels = sorted((release(v) for v in REAL_DATA_RELEASES), key=lambda r: r.key)
+    v = real_data_version(directory)
+    if v is None:
+        return rels[-1]
+    below = [r for r in rels if r.key[:len(v)] <= v]
+    return below[-1] if below else rels[0]
+
+
+def real_data_dumps(directory: Path, log=print) -> KafkaScenario:
+    """DumpLogSegments of every ``.log``, ``.index`` and ``.timeindex`` of every partition
+    directory of `directory` (one directory of the real data), by the release
+    :func:`real_data_release` picks, as :func:`dump_all` does for the scenarios, and of every
+    KRaft ``.checkpoint`` snapshot in it (``--cluster-metadata-decoder``; 3.x releases), and of
+    every ``__cluster_metadata`` segment again by the newest of :data:`RELEASES` into
+    ``dumps-<release>/`` when it is of a newer line (it prints control records' bodies). The files are
+    copied into the cache entry first (``logs/``) and the tool reads the copy: nothing is ever
+    opened for writing beside the real data. The entry's key is the files' names and bytes,
+    the release and the harness's format."""
+    directory = Path(directory)
+    rel = real_data_release(directory)
+    files = sorted(f for f in directory.rglob("*") if f.is_file())
+    key = bh.digest(rel.version, REAL_DATA_FORMAT, POM, *(x for f in files for x in (str(f.relative_to(directory)), f)))
+    entry = bh.CACHE / "kafka" / "real-data" / f"{directory.name}-{rel.version}-{key}"
+
+    def build(tmp: Path) -> None:
+        t0 = time.monotonic()
+        cp = classpath(rel, log)
+        shutil.copytree(directory, tmp / "logs", symlinks=True)
+        for f in (tmp / "logs").rglob("*"):
+            f.chmod(f.stat().st_mode | 0o200)   # the copy only: a read-only tree cannot be removed later
+        t1 = time.monotonic()
+        dump_all(rel, tmp / "logs", tmp / "dumps", cp)
+        checkpoints = sorted((tmp / "logs").rglob("*.checkpoint"))
+        if checkpoints and rel.kraft:
+            # KRaft snapshots (a partition's and the bootstrap one), wherever they are
+            java = [rel.java(), "-Xmx384m", *JVM[1:], "-cp", cp, main_class(rel, Release.dump_classes)]
+            opts = ["--deep-iteration", "--print-data-log", "--cluster-metadata-decoder"]
+            parts = _dump_files(java, opts, checkpoints, tmp / "dumps" / "raw-checkpoints.txt",
+                                tmp / "dumps" / "tools.log")
+            for file, text in parts.items():
+                target = tmp / "dumps" / (str(Path(file).relative_to(tmp / "logs")) + ".txt")
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_text(text)
+        metadata_logs = sorted((tmp / "logs").glob("__cluster_metadata-*/*.log"))
+        newest = max(RELEASES, key=lambda r: r.key)
+        if metadata_logs and newest.key[0] > rel.key[0]:
+            # the metadata log again by the newest release: 4.x prints the control records'
+            # bodies (LeaderChange: {...}), 3.x their type alone
+            ncp = classpath(newest, log)
+            java = [newest.java(), "-Xmx384m", *JVM[1:], "-cp", ncp, main_class(newest, Release.dump_classes)]
+            opts = ["--deep-iteration", "--print-data-log", "--cluster-metadata-decoder"]
+            parts = _dump_files(java, opts, metadata_logs, tmp / "dumps" / f"raw-metadata-{newest.version}.txt",
+                                tmp / "dumps" / "tools.log")
+            for file, text in parts.items():
+                target = tmp / f"dumps-{newest.version}" / (str(Path(file).relative_to(tmp / "logs")) + ".txt")
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_text(text)
+        t2 = time.monotonic()
+        meta = {"release": rel.version, "scenario": f"real-data/{directory.name}", "source": str(directory),
+                "reached": [], "skipped": {}, "timings": {"build": round(t1 - t0, 1), "dump": round(t2 - t1, 1)}}
+        (tmp / "scenario.json").write_text(json.dumps(meta, indent=2) + "\n")
+        log(f"kafka {rel.version} dumps real-data {directory.name} in {t2 - t1:.1f} s")
+
+    root = bh.cached(entry, build)
+    meta = json.loads((root / "scenario.json").read_text())
+    return KafkaScenario(rel.version, meta["scenario"], root, (), {}, dict(meta["timings"]))
 
 
 # ----------------------------------------------------------------------------- kafka-dump-log
