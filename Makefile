@@ -9,7 +9,7 @@ APP_PORT ?= 8866
 APP_TOKEN ?= $(shell python3 -c 'import secrets; print(secrets.token_hex(24))')
 ALLOW_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root,)
 
-.PHONY: test check lab app java chromium fonts screenshots bench bench-store bench-commitlog bench-dispatch bench-kafka bench-spark \
+.PHONY: test check lab app java chromium fonts broker-tools brokers screenshots bench bench-store bench-commitlog bench-dispatch bench-kafka bench-spark \
         bench-scaling bench-cli \
         conformance data clean
 
@@ -45,7 +45,11 @@ chromium:
 fonts:
 	@.ci/ensure-fonts
 
-test: $(STAMP) java chromium fonts
+# Maven, unshare and ip for the real-broker tests (installed with apt when running as root).
+broker-tools:
+	@.ci/ensure-broker-tools
+
+test: $(STAMP) java chromium fonts broker-tools
 	$(VPY) -m pytest -q
 
 # Lint (ruff: pyflakes, pycodestyle, bugbear, isort, pyupgrade, code that does nothing) and types

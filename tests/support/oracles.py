@@ -73,7 +73,9 @@ def absent_at_start() -> list[str]:
     wanted = {f"Java golden files at {SHARED / 'golden'}": (SHARED / "golden").is_dir(),
               f"real RocketMQ broker data at {REAL_DATA / 'rocketmq'}": (REAL_DATA / "rocketmq").is_dir(),
               f"real Kafka broker data at {REAL_DATA / 'kafka'}": (REAL_DATA / "kafka").is_dir(),
-              f"{NO_JAVA[0]} ({NO_JAVA[1]})": shutil.which("java") is not None}
+              f"{NO_JAVA[0]} ({NO_JAVA[1]})": shutil.which("java") is not None,
+              "Maven (`mvn`), to resolve the real brokers from Maven Central (apt-get install maven)":
+                  shutil.which("mvn") is not None}
     return [name for name, present in wanted.items() if not present]
 
 
