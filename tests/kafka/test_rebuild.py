@@ -595,6 +595,18 @@ def test_every_file_of_every_real_partition_verifies():
             "quorum-state"} <= kinds
 
 
+def _random_segment(d, data, most: int, records_per_batch: list[int]):
+    """A segment of 2 to `most` records of random sizes whose timestamps wander (steps back
+    included), written with rmqlab's writer, and its batches."""
+    n = data.draw(st.integers(2, most))
+    sizes = data.draw(st.lists(st.integers(0, 900), min_size=n, max_size=n))
+    steps = data.draw(st.lists(st.integers(-3, 10), min_size=n, max_size=n))
+    records = [KafkaRecord(i, 1_700_000_000_000 + 100 * int(np.cumsum(steps)[i]), None, bytes(sizes[i]))
+               for i in range(n)]
+    log = write_segment(d, 0, records, records_per_batch=data.draw(st.sampled_from(records_per_batch)))
+    return log, _walk_v2(log)
+
+
 @settings(max_examples=300, deadline=None)
 @given(st.data())
 def test_restarts_no_file_records_are_found_by_the_entries(tmp_path_factory, data):
@@ -605,13 +617,7 @@ def test_restarts_no_file_records_are_found_by_the_entries(tmp_path_factory, dat
     restarts give the same entries, any of them) or with append calls of several batches; a
     damaged offset entry still fails."""
     d = tmp_path_factory.mktemp("p")
-    n = data.draw(st.integers(2, 150))
-    sizes = data.draw(st.lists(st.integers(0, 900), min_size=n, max_size=n))
-    steps = data.draw(st.lists(st.integers(-3, 10), min_size=n, max_size=n))
-    records = [KafkaRecord(i, 1_700_000_000_000 + 100 * int(np.cumsum(steps)[i]), None, bytes(sizes[i]))
-               for i in range(n)]
-    log = write_segment(d, 0, records, records_per_batch=data.draw(st.sampled_from([1, 2, 3])))
-    batches = _walk_v2(log)
+    log, batches = _random_segment(d, data, 150, [1, 2, 3])
     bases = batches["base_offset"].tolist()
     restarts = sorted(data.draw(st.sets(st.sampled_from(bases[1:]), max_size=3)) if len(bases) > 1 else [])
     kept = sorted(data.draw(st.sets(st.sampled_from(restarts), max_size=len(restarts)))) if restarts else []
@@ -673,13 +679,7 @@ def test_append_calls_of_several_batches_verify_and_damage_still_fails(tmp_path_
     LogSegment.append as calls of several batches, indexed once per call: verify takes any
     grouping the literal per-call model writes, and still fails a damaged entry."""
     d = tmp_path_factory.mktemp("p")
-    n = data.draw(st.integers(2, 120))
-    sizes = data.draw(st.lists(st.integers(0, 900), min_size=n, max_size=n))
-    steps = data.draw(st.lists(st.integers(-3, 10), min_size=n, max_size=n))
-    records = [KafkaRecord(i, 1_700_000_000_000 + 100 * int(np.cumsum(steps)[i]), None, bytes(sizes[i]))
-               for i in range(n)]
-    log = write_segment(d, 0, records, records_per_batch=data.draw(st.sampled_from([1, 2])))
-    batches = _walk_v2(log)
+    log, batches = _random_segment(d, data, 120, [1, 2])
     cuts = sorted(data.draw(st.sets(st.integers(1, max(1, len(batches) - 1)), max_size=len(batches) // 2)))
     bounds = [0] + [c for c in cuts if c < len(batches)] + [len(batches)]
     calls = list(zip(bounds[:-1], bounds[1:]))
