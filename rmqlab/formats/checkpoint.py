@@ -1,17 +1,18 @@
 """RocketMQ's StoreCheckpoint: the ``checkpoint`` file recovery starts from.
 
 Mirrors ``org.apache.rocketmq.store.StoreCheckpoint`` (RocketMQ store module; read in 4.9.x,
-5.0.0, 5.1.0, 5.1.1 and 5.3.3). The broker maps the first ``MappedFile.OS_PAGE_SIZE`` = 4096
-bytes of ``<storePathRootDir>/checkpoint`` read-write (creating or extending the file to 4096
-bytes) and keeps big-endian longs at fixed offsets::
+5.0.0, 5.1.0, 5.1.1 and 5.3.3, and in the 5.4.0 and 5.5.0 jars' bytecode). The broker maps the
+first ``MappedFile.OS_PAGE_SIZE`` = 4096 bytes of ``<storePathRootDir>/checkpoint`` read-write
+(creating or extending the file to 4096 bytes) and keeps big-endian longs at fixed offsets::
 
     0   physicMsgTimestamp   store time of the last CommitLog message flushed (ms)
     8   logicsMsgTimestamp   store time of the last message dispatched to a ConsumeQueue (ms)
     16  indexMsgTimestamp    end time of the last *full* IndexFile (ms); 0 until one fills
     24  masterFlushedOffset  5.0.0+: the master's flushed CommitLog offset (HA, slave side)
     32  confirmPhyOffset     5.1.1+: the confirmed CommitLog offset (set at recovery, HA)
+    40  logicsPhysicalOffset 5.5.0+: CommitLog offset the ConsumeQueues were dispatched to
 
-4.x reads and writes only the first three; 5.0.0-5.1.0 four; 5.1.1+ all five. A 4.x file has
+4.x reads and writes only the first three; 5.0.0-5.1.0 four; 5.1.1-5.4.x five; 5.5.0+ all six. A 4.x file has
 zeros at 24 and 32, and so has a 5.x file whose broker never set them, so a zero there cannot
 tell the versions apart: :func:`detect_layout` says what the bytes prove and no more.
 
@@ -61,6 +62,8 @@ CHECKPOINT = Layout("StoreCheckpoint", [
     ("index_msg_timestamp", "q", "end time (ms) of the last full IndexFile; 0 until one fills"),
     ("master_flushed_offset", "q", "5.0.0+: master's flushed CommitLog offset (HA slave)"),
     ("confirm_phy_offset", "q", "5.1.1+: confirmed CommitLog offset (recovery / HA)"),
+    # 5.5.0: getLong(40) in the constructor, putLong(40) in flush(); absent from 5.4.0
+    ("logics_physical_offset", "q", "5.5.0+: CommitLog offset the ConsumeQueues were dispatched to"),
 ])
 #: MappedFile.OS_PAGE_SIZE: the broker maps (and so sizes the file to) 4096 bytes.
 FILE_SIZE = 4096
@@ -68,9 +71,10 @@ FILE_SIZE = 4096
 LAYOUT_FIELDS: dict[str, tuple[str, ...]] = {
     "4": ("physic_msg_timestamp", "logics_msg_timestamp", "index_msg_timestamp"),
     "5.0": ("physic_msg_timestamp", "logics_msg_timestamp", "index_msg_timestamp", "master_flushed_offset"),
-    "5.1.1": tuple(f.name for f in CHECKPOINT.fields),
+    "5.1.1": tuple(f.name for f in CHECKPOINT.fields)[:5],
+    "5.5": tuple(f.name for f in CHECKPOINT.fields),
 }
-LayoutName = Literal["4", "5.0", "5.1.1"]
+LayoutName = Literal["4", "5.0", "5.1.1", "5.5"]
 _TIMESTAMPS = LAYOUT_FIELDS["4"]
 
 
@@ -96,9 +100,9 @@ def time_millis_to_human_string(ms: int, tz: _dt.tzinfo | None = None) -> str:
 class CheckpointLayout:
     """What a checkpoint's bytes prove about the broker version that wrote it.
 
-    ``min_version`` is the oldest line that can have written these bytes ("4", "5.0" or
-    "5.1.1"); ``ambiguous`` is True when zeros leave newer lines possible too (always, unless
-    confirm_phy_offset is set); ``known_fields`` are the fields certainly meaningful.
+    ``min_version`` is the oldest line that can have written these bytes ("4", "5.0", "5.1.1"
+    or "5.5"); ``ambiguous`` is True when zeros leave newer lines possible too (always, unless
+    logics_physical_offset is set); ``known_fields`` are the fields certainly meaningful.
     """
 
     min_version: str
@@ -109,13 +113,14 @@ class CheckpointLayout:
 
 @dataclass(frozen=True)
 class StoreCheckpoint:
-    """The five longs of a checkpoint file (5.x fields are 0 in a 4.x file)."""
+    """The six longs of a checkpoint file (5.x fields are 0 in a 4.x file)."""
 
     physic_msg_timestamp: int = 0
     logics_msg_timestamp: int = 0
     index_msg_timestamp: int = 0
     master_flushed_offset: int = 0
     confirm_phy_offset: int = 0
+    logics_physical_offset: int = 0
 
     def __post_init__(self):
         for f in dc_fields(self):
@@ -184,15 +189,19 @@ class StoreCheckpoint:
 
 
 def detect_layout(cp: StoreCheckpoint) -> CheckpointLayout:
-    """What the fields prove: a non-zero confirm_phy_offset means 5.1.1+, a non-zero
-    master_flushed_offset 5.0.0+; zeros cannot tell a 4.x file from a 5.x one.
+    """What the fields prove: a non-zero logics_physical_offset means 5.5.0+, a non-zero
+    confirm_phy_offset 5.1.1+, a non-zero master_flushed_offset 5.0.0+; zeros cannot tell a
+    4.x file from a 5.x one.
 
     >>> detect_layout(StoreCheckpoint(1, 1, 0)).ambiguous
     True
     """
+    if cp.logics_physical_offset != 0:
+        return CheckpointLayout("5.5", False, LAYOUT_FIELDS["5.5"], "5.5.0+ (logics_physical_offset is set)")
     if cp.confirm_phy_offset != 0:
-        return CheckpointLayout("5.1.1", False, LAYOUT_FIELDS["5.1.1"],
-                                "5.1.1+ (confirm_phy_offset is set)")
+        return CheckpointLayout("5.1.1", True, LAYOUT_FIELDS["5.1.1"],
+                                "5.1.1+ (confirm_phy_offset is set); logics_physical_offset is 0, so 5.1.1-5.4.x "
+                                "or a 5.5.0+ broker that never set it")
     if cp.master_flushed_offset != 0:
         return CheckpointLayout("5.0", True, LAYOUT_FIELDS["5.0"],
                                 "5.0.0+ (master_flushed_offset is set); confirm_phy_offset is 0, so 5.0.0-5.1.0 "
@@ -225,7 +234,7 @@ def read_checkpoint(path: str | os.PathLike, *, strict: bool = True) -> StoreChe
     With `strict` a file that is not exactly 4096 bytes raises :class:`TruncatedFileError`
     (shorter than the 40 bytes of fields) or :class:`GeometryError`. With ``strict=False`` the
     fields are read as the broker would after mapping the file: missing bytes read as 0. Bytes
-    after the 40 field bytes are never read by any broker; non-zero ones raise
+    after the 48 field bytes are never read by any broker; non-zero ones raise
     :class:`FormatError` under `strict`.
     """
     path = Path(path)
@@ -258,17 +267,17 @@ def _open_mapped(path: Path) -> tuple[BinaryIO, mmap.mmap]:
         raise
 
 
-def write_checkpoint(path: str | os.PathLike, cp: StoreCheckpoint, *, layout: LayoutName = "5.1.1",
+def write_checkpoint(path: str | os.PathLike, cp: StoreCheckpoint, *, layout: LayoutName = "5.5",
                      sync: bool = True) -> None:
     """Write `cp` as a broker of `layout` flushes it: create the 4096-byte file if missing and
-    put the fields that line writes (4: three, 5.0: four, 5.1.1: five); other bytes are left
+    put the fields that line writes (4: three, 5.0: four, 5.1.1: five, 5.5: six); other bytes are left
     as they are. A 4.x broker cannot hold 5.x values, so non-zero ones raise ValueError.
     An existing file of the wrong size raises (see :func:`read_checkpoint`).
     """
     if layout not in LAYOUT_FIELDS:
         raise ValueError(f"layout must be one of {sorted(LAYOUT_FIELDS)}, got {layout!r}")
     names = LAYOUT_FIELDS[layout]
-    lost = [n for n in LAYOUT_FIELDS["5.1.1"] if n not in names and getattr(cp, n) != 0]
+    lost = [n for n in LAYOUT_FIELDS["5.5"] if n not in names and getattr(cp, n) != 0]
     if lost:
         raise ValueError(f"a {layout} broker does not write {', '.join(lost)}; they must be 0")
     path = Path(path)

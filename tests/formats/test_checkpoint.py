@@ -1,4 +1,4 @@
-"""StoreCheckpoint: bytes, layouts (4.x / 5.0.0 / 5.1.1+), recovery timestamps, bad sizes.
+"""StoreCheckpoint: bytes, layouts (4.x / 5.0.0 / 5.1.1+ / 5.5.0+), recovery timestamps, bad sizes.
 
 Expected bytes are packed here with `struct` from StoreCheckpoint.java (flush(): putLong at 0,
 8, 16 in 4.x; + 24 in 5.0.0; + 32 from 5.1.1; the map is MappedFile.OS_PAGE_SIZE = 4096 bytes).
@@ -28,7 +28,7 @@ from rmqlab.formats.checkpoint import (
 
 LONGS = st.integers(-(2**63), 2**63 - 1)
 SETTINGS = dict(deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-COUNT = {"4": 3, "5.0": 4, "5.1.1": 5}
+COUNT = {"4": 3, "5.0": 4, "5.1.1": 5, "5.5": 6}
 
 
 def ref_min_timestamp(physic: int, logics: int) -> int:
@@ -41,15 +41,15 @@ def ref_min_timestamp(physic: int, logics: int) -> int:
 def test_layout_offsets_are_the_java_ones():
     assert [(f.name, f.offset, f.size) for f in CHECKPOINT.fields] == [
         ("physic_msg_timestamp", 0, 8), ("logics_msg_timestamp", 8, 8), ("index_msg_timestamp", 16, 8),
-        ("master_flushed_offset", 24, 8), ("confirm_phy_offset", 32, 8)]
+        ("master_flushed_offset", 24, 8), ("confirm_phy_offset", 32, 8), ("logics_physical_offset", 40, 8)]
     assert FILE_SIZE == 4096
 
 
 @settings(max_examples=100, **SETTINGS)
-@given(st.sampled_from(["4", "5.0", "5.1.1"]), st.lists(LONGS, min_size=5, max_size=5))
+@given(st.sampled_from(["4", "5.0", "5.1.1", "5.5"]), st.lists(LONGS, min_size=6, max_size=6))
 def test_round_trip_each_layout(tmp_path_factory, layout, values):
     n = COUNT[layout]
-    values = values[:n] + [0] * (5 - n)
+    values = values[:n] + [0] * (6 - n)
     path = tmp_path_factory.mktemp("cp") / "checkpoint"
     write_checkpoint(path, StoreCheckpoint(*values), layout=layout)
     data = path.read_bytes()
@@ -74,7 +74,7 @@ def test_a_4x_flush_leaves_5x_bytes_in_place(tmp_path):
     write_checkpoint(p, StoreCheckpoint(7, 8, 9), layout="4")
     assert read_checkpoint(p).as_dict() == dict(physic_msg_timestamp=7, logics_msg_timestamp=8,
                                                 index_msg_timestamp=9, master_flushed_offset=44,
-                                                confirm_phy_offset=55)
+                                                confirm_phy_offset=55, logics_physical_offset=0)
 
 
 def test_layout_detection_says_what_zeros_cannot_tell():
@@ -84,7 +84,9 @@ def test_layout_detection_says_what_zeros_cannot_tell():
     five = detect_layout(StoreCheckpoint(1, 1, 0, master_flushed_offset=1024))
     assert (five.min_version, five.ambiguous) == ("5.0", True)
     new = detect_layout(StoreCheckpoint(1, 1, 0, confirm_phy_offset=2048))
-    assert (new.min_version, new.ambiguous, len(new.known_fields)) == ("5.1.1", False, 5)
+    assert (new.min_version, new.ambiguous, len(new.known_fields)) == ("5.1.1", True, 5)
+    newest = detect_layout(StoreCheckpoint(1, 1, 0, confirm_phy_offset=2048, logics_physical_offset=4096))
+    assert (newest.min_version, newest.ambiguous, len(newest.known_fields)) == ("5.5", False, 6)
 
 
 @pytest.mark.parametrize("physic, logics, index, want, want_index", [
@@ -116,7 +118,8 @@ def test_update_changes_only_the_named_fields(tmp_path):
 @pytest.mark.parametrize("size, cls, field", [
     (0, TruncatedFileError, "physic_msg_timestamp"),
     (30, TruncatedFileError, "master_flushed_offset"),
-    (40, GeometryError, "file size"),
+    (40, TruncatedFileError, "logics_physical_offset"),
+    (48, GeometryError, "file size"),
     (4095, GeometryError, "file size"),
     (8192, GeometryError, "file size"),
 ])
@@ -127,8 +130,8 @@ def test_wrong_size(tmp_path, size, cls, field):
         read_checkpoint(p)
     assert (e.value.path, e.value.offset, e.value.field) == (str(p), size, field)
     # what the broker would read after mapping 4096 bytes: missing bytes are zeros
-    raw = struct.pack(">qqq", 5000, 6000, 7000)[:size].ljust(40, b"\0")
-    assert list(read_checkpoint(p, strict=False).as_dict().values()) == list(struct.unpack(">5q", raw))
+    raw = struct.pack(">qqq", 5000, 6000, 7000)[:size].ljust(48, b"\0")
+    assert list(read_checkpoint(p, strict=False).as_dict().values()) == list(struct.unpack(">6q", raw))
     if size:  # writing refuses a wrong-size file and leaves it alone (an empty one is extended)
         snapshot = p.read_bytes()
         with pytest.raises(cls):

@@ -23,10 +23,10 @@ from rmqlab.formats.checkpoint import (
 from rmqlab.formats.checkpoint import read_checkpoint as read
 
 JAVA_FIELDS = ["physic_msg_timestamp", "logics_msg_timestamp", "index_msg_timestamp",
-               "master_flushed_offset", "confirm_phy_offset"]
+               "master_flushed_offset", "confirm_phy_offset", "logics_physical_offset"]
 
 
-@pytest.mark.parametrize("size", range(40))
+@pytest.mark.parametrize("size", range(48))
 def test_a_truncated_file_names_the_field_its_end_cuts(tmp_path, size):
     p = tmp_path / "checkpoint"
     p.write_bytes(b"\x01" * size)
@@ -56,10 +56,12 @@ def test_what_is_not_a_java_long_is_refused(value):
 
 
 def test_what_each_layout_proves_lists_the_java_fields_of_that_line():
+    five_five = detect_layout(StoreCheckpoint(1, 1, 0, 0, 9, 77))
     five_one = detect_layout(StoreCheckpoint(1, 1, 0, 0, 9))
     five_zero = detect_layout(StoreCheckpoint(1, 1, 0, 9, 0))
     four = detect_layout(StoreCheckpoint(1, 1, 0, 0, 0))
-    assert (five_one.min_version, five_one.ambiguous, list(five_one.known_fields)) == ("5.1.1", False, JAVA_FIELDS)
+    assert (five_five.min_version, five_five.ambiguous, list(five_five.known_fields)) == ("5.5", False, JAVA_FIELDS)
+    assert (five_one.min_version, five_one.ambiguous, list(five_one.known_fields)) == ("5.1.1", True, JAVA_FIELDS[:5])
     assert (five_zero.min_version, five_zero.ambiguous, list(five_zero.known_fields)) == ("5.0", True, JAVA_FIELDS[:4])
     assert (four.min_version, four.ambiguous, list(four.known_fields)) == ("4", True, JAVA_FIELDS[:3])
     assert "5.1.1" in five_one.note and "5.0.0" in five_zero.note and "cannot tell" in four.note
@@ -107,8 +109,8 @@ def test_describe_marks_unset_timestamps_and_prints_offsets_plainly():
 
 def test_fields_sit_where_the_java_getlong_reads_them(tmp_path):
     p = tmp_path / "checkpoint"
-    p.write_bytes(struct.pack(">5q", 11, 22, 33, 44, 55).ljust(4096, b"\0"))
-    assert list(read(p).as_dict().values()) == [11, 22, 33, 44, 55]
+    p.write_bytes(struct.pack(">6q", 11, 22, 33, 44, 55, 66).ljust(4096, b"\0"))
+    assert list(read(p).as_dict().values()) == [11, 22, 33, 44, 55, 66]
 
 
 def test_an_unknown_field_is_refused_before_the_file_is_looked_at(tmp_path):
@@ -116,7 +118,7 @@ def test_an_unknown_field_is_refused_before_the_file_is_looked_at(tmp_path):
         update_checkpoint(tmp_path / "missing", bogus=1)
 
 
-@pytest.mark.parametrize("size", [40, 100, 4095, 4097])
+@pytest.mark.parametrize("size", [48, 100, 4095, 4097])
 def test_a_file_of_the_wrong_size_past_the_fields_names_the_file_size(tmp_path, size):
     p = tmp_path / "checkpoint"
     p.write_bytes(b"\x01" * size)
