@@ -7,7 +7,10 @@ Mirrors, from the RocketMQ store (read in 4.9.7 and 5.x up to 5.3.3):
   NOT_TYPE and COMMIT_TYPE messages get a ConsumeQueue unit;
 * ``CommitLogDispatcherBuildIndex`` / ``IndexService.buildIndex``: every message but a
   rolled-back one is indexed, under ``UNIQ_KEY`` first, then each non-empty token of ``KEYS``
-  split on ``MessageConst.KEY_SEPARATOR`` (one space);
+  split on ``MessageConst.KEY_SEPARATOR`` (one space); from 5.4.0 (javap of
+  rocketmq-store-5.4.0 / 5.5.0) then ``T#`` + TAGS when TAGS is non-empty
+  (:func:`tag_index_key`; :attr:`rmqlab.rules.versions.LayoutFacts.index_tag_key`), the key
+  ``queryOffset`` also builds for an index query of type "T" (:func:`index_query_key`);
 * ``CommitLog.checkMessageAndReturnSize`` with ``MessageExtBrokerInner.tagsString2tagsCode``
   and ``computeDeliverTimestamp`` (``ScheduleMessageService`` in 4.x, ``DefaultMessageStore``
   in 5.x): the tags code of a ConsumeQueue unit, ``TAGS.hashCode()`` or, for a delayed message
@@ -60,6 +63,10 @@ __all__ = [
     "index_keys",
     "key_tokens_many",
     "index_keys_many",
+    "TAG_INDEX_TYPE",
+    "tag_index_key",
+    "index_query_key",
+    "tag_keys_many",
     "SCHEDULE_TOPIC",
     "DEFAULT_DELAY_LEVELS",
     "DELAY_LEVEL_TABLE",
@@ -161,19 +168,54 @@ def goes_to_index_many(sys_flag: Any) -> np.ndarray:
 KEY_SEPARATOR = " "
 
 
-def index_keys(keys: str | None, uniq_key: str | None) -> list[str]:
+#: IndexService's index type for a tag: buildIndex (5.4.0+) puts ``topic#T#tags``, and
+#: queryOffset with indexType "T" looks up ``topic#T#key``.
+TAG_INDEX_TYPE = "T"
+
+
+def tag_index_key(tags: str | None) -> str | None:
+    """The key part of the TAGS index key buildIndex puts from 5.4.0 (``buildKey(topic, tags,
+    "T")`` is ``topic#T#tags``, i.e. ``topic#`` + this), or None when TAGS is null or empty
+    (``StringUtils.isEmpty``): the whole TAGS string, never split. Cost: O(len(tags)).
+
+    >>> tag_index_key("TagA"), tag_index_key("a||b"), tag_index_key(""), tag_index_key(None)
+    ('T#TagA', 'T#a||b', None, None)
+    """
+    return f"{TAG_INDEX_TYPE}#{tags}" if tags else None
+
+
+def index_query_key(key: str, index_type: str | None = None) -> str:
+    """The key part queryOffset looks up for `key`: ``T#key`` when `index_type` is "T"
+    (5.4.0+, a query by tag), else `key` itself (also for any other index type).
+
+    >>> index_query_key("k"), index_query_key("TagA", "T"), index_query_key("k", "K")
+    ('k', 'T#TagA', 'k')
+    """
+    return f"{TAG_INDEX_TYPE}#{key}" if index_type == TAG_INDEX_TYPE else key
+
+
+def index_keys(keys: str | None, uniq_key: str | None, tags: str | None = None, *,
+               tag_key: bool = False) -> list[str]:
     """The key parts buildIndex indexes for one message, in its order: UNIQ_KEY first
     (whenever it is not None, even when empty), then every non-empty token of KEYS split on
-    single spaces. Cost: O(len(keys)).
+    single spaces, then (`tag_key`: a 5.4.0+ broker, see
+    :attr:`rmqlab.rules.versions.LayoutFacts.index_tag_key`) :func:`tag_index_key` of TAGS
+    when TAGS is non-empty. Cost: O(len(keys)).
 
     >>> index_keys("a  b ", None), index_keys(None, ""), index_keys("", "U")
     (['a', 'b'], [''], ['U'])
+    >>> index_keys("a", "U", "TagA"), index_keys("a", "U", "TagA", tag_key=True)
+    (['U', 'a'], ['U', 'a', 'T#TagA'])
     """
     out = [] if uniq_key is None else [uniq_key]
     if keys:
         # Java's split(" ") keeps leading empty tokens and drops trailing ones; buildIndex
         # skips empty tokens anyway, so a plain split + filter gives the same keys.
         out.extend(k for k in keys.split(KEY_SEPARATOR) if k)
+    if tag_key:
+        t = tag_index_key(tags)
+        if t is not None:
+            out.append(t)
     return out
 
 
@@ -212,16 +254,42 @@ def key_tokens_many(keys: Any):
                                          mask=pc.is_null(keys))
 
 
-def index_keys_many(keys: Any, uniq_key: Any) -> tuple[np.ndarray, Any]:
+def tag_keys_many(tags: Any) -> tuple[np.ndarray, Any]:
+    """:func:`tag_index_key` of every message that has one: ``(rows, parts)``, rows ascending
+    (int64) and parts a pyarrow LargeStringArray ``T#tags``. `tags` as `keys` of
+    :func:`index_keys_many`. Cost: O(total TAGS length), in Arrow.
+
+    >>> rows, parts = tag_keys_many(["a", None, "", "b c"])
+    >>> rows.tolist(), parts.to_pylist()
+    ([0, 3], ['T#a', 'T#b c'])
+    """
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    tags = _large_strings(tags)
+    has = np.asarray(pc.fill_null(pc.greater(pc.binary_length(tags), 0), False), dtype=bool) \
+        if len(tags) else np.zeros(0, bool)
+    rows = np.flatnonzero(has).astype(np.int64)
+    kept = tags.take(pa.array(rows, pa.int64()))
+    parts = pc.binary_join_element_wise(pa.scalar(TAG_INDEX_TYPE, pa.large_string()), kept,
+                                        pa.scalar("#", pa.large_string()))
+    return rows, parts.cast(pa.large_string())
+
+
+def index_keys_many(keys: Any, uniq_key: Any, tags: Any = None, *, tag_key: bool = False) -> tuple[np.ndarray, Any]:
     """:func:`index_keys` of every message, flattened: ``(message_index, parts)``, where
     `message_index` (int64, non-decreasing) names the message each key part belongs to and
-    `parts` is a pyarrow LargeStringArray; per message UNIQ_KEY first, then its KEYS tokens.
-    `keys` and `uniq_key` are columns of equal length (pyarrow, NumPy, pandas or list; missing
-    = None/NaN/null). Cost: O(messages + total key length), no Python loop per message.
+    `parts` is a pyarrow LargeStringArray; per message UNIQ_KEY first, then its KEYS tokens,
+    then (`tag_key`, 5.4.0+) its TAGS key. `keys`, `uniq_key` and `tags` are columns of equal
+    length (pyarrow, NumPy, pandas or list; missing = None/NaN/null; `tags` None: no TAGS).
+    Cost: O(messages + total key length), no Python loop per message.
 
     >>> rows, parts = index_keys_many(["a  b", None, "c"], [None, "U", ""])
     >>> rows.tolist(), parts.to_pylist()
     ([0, 0, 1, 2, 2], ['a', 'b', 'U', '', 'c'])
+    >>> rows, parts = index_keys_many(["a", None], [None, "U"], ["x", ""], tag_key=True)
+    >>> rows.tolist(), parts.to_pylist()
+    ([0, 0, 1], ['a', 'T#x', 'U'])
     """
     import pyarrow as pa
     import pyarrow.compute as pc
@@ -233,10 +301,19 @@ def index_keys_many(keys: Any, uniq_key: Any) -> tuple[np.ndarray, Any]:
     flat = pc.list_flatten(tokens)
     t_msg = np.asarray(pc.list_parent_indices(tokens), dtype=np.int64)
     u_msg = np.flatnonzero(np.asarray(uniq.is_valid(), dtype=bool)) if len(uniq) else np.zeros(0, np.int64)
-    msg = np.concatenate([u_msg, t_msg])
-    # stable: within a message the unique key (listed first) stays before its KEYS tokens
+    msgs = [u_msg, t_msg]
+    arrays = [uniq.take(pa.array(u_msg, pa.int64())), flat.cast(pa.large_string())]
+    if tag_key and tags is not None:
+        g_msg, g_parts = tag_keys_many(tags)
+        if len(g_msg) and int(g_msg[-1]) >= len(keys):
+            raise ValueError(f"tags has more rows than keys ({len(keys)})")
+        msgs.append(g_msg)
+        arrays.append(g_parts)
+    msg = np.concatenate(msgs)
+    # stable: within a message the unique key (listed first) stays before its KEYS tokens,
+    # and those before its TAGS key
     order = np.argsort(msg, kind="stable")
-    parts = pa.concat_arrays([uniq.take(pa.array(u_msg, pa.int64())), flat.cast(pa.large_string())])
+    parts = pa.concat_arrays(arrays)
     return msg[order], parts.take(pa.array(order, pa.int64()))
 
 

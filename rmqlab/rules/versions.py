@@ -17,9 +17,15 @@ Each fact was settled by reading the broker's Java source at the release tags na
 * **ConsumeQueueExt** (``store/ConsumeQueueExt.java``, ``enableConsumeQueueExt`` default false)
   exists from 4.x through 5.3.x; **BatchConsumeQueue** (``store/queue/BatchConsumeQueue.java``)
   from 5.0.0; **light message queues** (``MultiDispatch``, ``INNER_MULTI_DISPATCH``) from 4.9.3.
+* **TAGS index key.** ``IndexService.buildIndex`` puts, after UNIQ_KEY and the KEYS tokens, one
+  more key ``topic#T#tags`` for every indexed message whose ``TAGS`` property is non-empty (no
+  config flag), and ``queryOffset`` takes an index type ("T": query ``topic#T#key``), from
+  5.4.0 (read with javap in rocketmq-store-5.4.0.jar and 5.5.0.jar; absent in 5.3.3). The key
+  itself is :func:`rmqlab.rules.dispatch.tag_index_key`.
 
 ``None`` as a version everywhere means rmqlab's own default form: the final ``\\x02`` kept, no
-CRC property unless asked for, v2 for long topics, IPv6 allowed (a 5.2+ broker's form).
+CRC property unless asked for, v2 for long topics, IPv6 allowed (a 5.2+ broker's form), and
+no TAGS index key (the 5.3.x index).
 
 >>> facts = layout_facts("4.9.4")
 >>> facts.final_property_separator, facts.prop_crc, facts.magic_v2, facts.ipv6_hosts
@@ -94,6 +100,7 @@ class LayoutFacts:
     consume_queue_ext: bool          # ConsumeQueueExt can be enabled (off by default)
     batch_consume_queue: bool        # BatchConsumeQueue
     light_message_queue: bool        # INNER_MULTI_DISPATCH / %LMQ%
+    index_tag_key: bool = False      # buildIndex also puts topic#T#tags (5.4.0+)
 
 
 def layout_facts(version: str | BrokerVersion | None) -> LayoutFacts:
@@ -101,6 +108,8 @@ def layout_facts(version: str | BrokerVersion | None) -> LayoutFacts:
 
     >>> layout_facts(None).final_property_separator, layout_facts("4.9.0").final_property_separator
     (True, True)
+    >>> layout_facts("5.3.3").index_tag_key, layout_facts("5.4.0").index_tag_key, layout_facts(None).index_tag_key
+    (False, True, False)
 
     Raises :class:`BrokerVersionError` as :func:`parse_broker_version`.
     """
@@ -118,4 +127,5 @@ def layout_facts(version: str | BrokerVersion | None) -> LayoutFacts:
         consume_queue_ext=True,
         batch_consume_queue=t >= (5, 0, 0),
         light_message_queue=t >= (4, 9, 3),
+        index_tag_key=t >= (5, 4, 0),
     )

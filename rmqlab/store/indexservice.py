@@ -60,7 +60,14 @@ from rmqlab.formats.indexfile import (
     build_index_file,
 )
 from rmqlab.jvm.hashcode import index_hash_many, index_key, java_hash_many
-from rmqlab.rules.dispatch import goes_to_index, goes_to_index_many, index_keys, index_keys_many, transaction_type
+from rmqlab.rules.dispatch import (
+    goes_to_index,
+    goes_to_index_many,
+    index_keys,
+    index_keys_many,
+    index_query_key,
+    transaction_type,
+)
 from rmqlab.tables.arrow import arrow_column, utf8_buffers
 from rmqlab.tables.display import ms_with_clock
 
@@ -149,7 +156,8 @@ class DispatchRequest:
 
     `keys` is the raw ``KEYS`` property (space-separated business keys) or None; `uniq_key`
     the ``UNIQ_KEY`` property (the client-side message id) or None; `phy_offset` the message's
-    CommitLog offset (bytes) and `store_timestamp` its store time (ms since the epoch).
+    CommitLog offset (bytes) and `store_timestamp` its store time (ms since the epoch); `tags`
+    the ``TAGS`` property (indexed as ``topic#T#tags`` by a 5.4.0+ broker) or None.
     """
 
     topic: str
@@ -158,6 +166,7 @@ class DispatchRequest:
     keys: str | None = None
     uniq_key: str | None = None
     sys_flag: int = 0
+    tags: str | None = None
 
     @property
     def transaction_type(self) -> int:
@@ -168,15 +177,19 @@ class DispatchRequest:
     def is_rollback(self) -> bool:
         return not goes_to_index(self.sys_flag)
 
-    def index_keys(self) -> list[str]:
+    def index_keys(self, tag_key: bool = False) -> list[str]:
         """The key parts buildIndex indexes, in its order: UNIQ_KEY first (whenever it is not
-        None, even when empty), then every non-empty token of KEYS split on single spaces.
-        (Rollback and already-indexed checks are the service's, not the message's.)
+        None, even when empty), then every non-empty token of KEYS split on single spaces, then
+        (`tag_key`: a 5.4.0+ broker) ``T#`` + TAGS when TAGS is non-empty
+        (:func:`rmqlab.rules.dispatch.index_keys`). (Rollback and already-indexed checks are
+        the service's, not the message's.)
 
         >>> DispatchRequest("T", 0, 0, keys=" a  b ", uniq_key="U").index_keys()
         ['U', 'a', 'b']
+        >>> DispatchRequest("T", 0, 0, keys="a", tags="TagA").index_keys(tag_key=True)
+        ['a', 'T#TagA']
         """
-        return index_keys(self.keys, self.uniq_key)
+        return index_keys(self.keys, self.uniq_key, self.tags, tag_key=tag_key)
 
 
 # ------------------------------------------------------------------------------- queries
@@ -355,6 +368,10 @@ class IndexService:
         Name each new file by the store timestamp of the message whose indexing creates it
         instead of `clock()`: what a broker dispatching in real time would have named it, and
         reproducible for stores rebuilt offline.
+    tag_keys:
+        Index each message's TAGS too, as ``topic#T#tags`` after its other keys: what a 5.4.0+
+        broker does (:attr:`rmqlab.rules.versions.LayoutFacts.index_tag_key`). Default off
+        (5.3.x and earlier).
     index_msg_timestamp:
         Read-only replay of a restart after an abnormal shutdown: files whose end_timestamp is
         greater than the checkpoint's indexMsgTimestamp are left out (the broker deletes
@@ -369,8 +386,10 @@ class IndexService:
                  slot_count_rule: SlotCountRule = NEW_SLOT, read_only: bool = True, *,
                  clock: Callable[[], int] | None = None, tz: _dt.tzinfo | None = None,
                  strict: bool = True, index_msg_timestamp: int | None = None,
-                 name_by_store_time: bool = False):
+                 name_by_store_time: bool = False, tag_keys: bool = False):
         self.directory = Path(directory)
+        #: buildIndex also puts topic#T#tags (a 5.4.0+ broker)
+        self.tag_keys = bool(tag_keys)
         #: name new files by the store time of the message being indexed when they are created
         #: (the broker reads its wall clock then, which a store written offline does not have)
         self.name_by_store_time = name_by_store_time
@@ -547,7 +566,7 @@ class IndexService:
         if msg.is_rollback:
             tell("skip", {"why": "rollback", "file": f})
             return 0
-        keys = [index_key(msg.topic, k) for k in msg.index_keys()]
+        keys = [index_key(msg.topic, k) for k in msg.index_keys(self.tag_keys)]
         tell("keys", {"keys": keys, "uniq_key": msg.uniq_key, "keys_property": msg.keys})
         for key in keys:
             while True:
@@ -562,9 +581,9 @@ class IndexService:
         return len(keys)
 
     def put_message(self, topic: str, phy_offset: int, store_timestamp: int, keys: str | None = None,
-                    uniq_key: str | None = None, sys_flag: int = 0) -> int:
+                    uniq_key: str | None = None, sys_flag: int = 0, tags: str | None = None) -> int:
         """:meth:`build_index` for a message given by its fields; returns the keys put."""
-        return self.build_index(DispatchRequest(topic, phy_offset, store_timestamp, keys, uniq_key, sys_flag))
+        return self.build_index(DispatchRequest(topic, phy_offset, store_timestamp, keys, uniq_key, sys_flag, tags))
 
     def build_many(self, messages: Iterable[DispatchRequest]) -> int:
         """:meth:`build_index` for each message in order; returns the total keys put.
@@ -596,13 +615,13 @@ class IndexService:
         # with the full one's end values, so the last file's value is the one that counts.
         last = self.last_file
         end_phy_offset = last.header.end_phy_offset if last else 0
-        hashed = index_key_hashes(columns, end_phy_offset=end_phy_offset)
+        hashed = index_key_hashes(columns, end_phy_offset=end_phy_offset, tag_key=self.tag_keys)
         if hashed is not None:
             msg, hashes, _ = hashed
             keys = None
             phy, ts = np.asarray(columns["phy_offset"], dtype=np.int64)[msg], store_ts[msg]
         else:
-            exp = expand_columns(columns, end_phy_offset=end_phy_offset)
+            exp = expand_columns(columns, end_phy_offset=end_phy_offset, tag_key=self.tag_keys)
             msg, hashes, keys, phy, ts = exp.message_index, None, exp.keys, exp.phy_offsets, exp.store_timestamps
         self._store_time_hint = int(store_ts[0])
         f = self.get_and_create_last_file()
@@ -628,9 +647,10 @@ class IndexService:
     # -- queries ------------------------------------------------------------------------
 
     def query_offset(self, topic: str | None, key: str, max_num: int = DEFAULT_MAX_MSGS_NUM_BATCH,
-                     begin: int = 0, end: int = LONG_MAX) -> QueryOffsetResult:
+                     begin: int = 0, end: int = LONG_MAX, index_type: str | None = None) -> QueryOffsetResult:
         """IndexService.queryOffset: CommitLog offsets of ``topic#key`` stored in [begin, end] ms
-        (`topic` None: `key` as stored).
+        (`topic` None: `key` as stored). `index_type` "T" (5.4.0+) queries by tag:
+        ``topic#T#key`` (:func:`rmqlab.rules.dispatch.index_query_key`).
 
         max_num is capped at :attr:`max_msgs_num_batch`; files are walked newest -> oldest;
         only a file whose time range touches [begin, end] is searched, all files sharing one
@@ -638,7 +658,7 @@ class IndexService:
         stops if that file's begin_timestamp < begin, then if the list holds max_num offsets.
         Cost: O(entries walked) per searched file.
         """
-        return self._query(topic, key, max_num, begin, end, None)
+        return self._query(topic, index_query_key(key, index_type), max_num, begin, end, None)
 
     def query_unique_key(self, topic: str, uniq_key: str, begin: int = 0,
                          end: int = LONG_MAX) -> QueryOffsetResult:
@@ -648,20 +668,21 @@ class IndexService:
         return self._query(topic, uniq_key, DEFAULT_QUERY_MAX_NUM, begin, end, None)
 
     def trace_query(self, topic: str | None, key: str, max_num: int = DEFAULT_MAX_MSGS_NUM_BATCH,
-                    begin: int = 0, end: int = LONG_MAX) -> DirectoryQueryTrace:
+                    begin: int = 0, end: int = LONG_MAX, index_type: str | None = None) -> DirectoryQueryTrace:
         """:meth:`query_offset`, recording every file visited or skipped and each walk's steps.
 
         >>> import tempfile
         >>> IndexService(tempfile.mkdtemp()).trace_query("T", "k").stop
         'no-files'
         """
+        key = index_query_key(key, index_type)
         full_key = key if topic is None else index_key(topic, key)
         trace = DirectoryQueryTrace(full_key, max_num, 0, begin, end, [], QueryOffsetResult([], 0, 0), "no-files")
         trace.result = self._query(topic, key, max_num, begin, end, trace)
         return trace
 
     def query_offsets_many(self, topics: Any, keys: Any, max_num: int = DEFAULT_MAX_MSGS_NUM_BATCH,
-                           begin: int = 0, end: int = LONG_MAX) -> BatchResult:
+                           begin: int = 0, end: int = LONG_MAX, index_type: str | None = None) -> BatchResult:
         """:meth:`query_offset` for many keys at once: key i's offsets, newest first, are
         ``result[i]``, each list exactly what the broker returns for ``topics[i]#keys[i]``
         (`topics` one name for all, or one per key; None: the keys as stored).
@@ -681,6 +702,8 @@ class IndexService:
         """
         max_num = self._checked_max_num(max_num)
         n = len(keys)
+        if index_type is not None:
+            keys = [index_query_key(k, index_type) for k in keys]
         if topics is None or isinstance(topics, str):
             full_keys = keys if topics is None else [index_key(topics, k) for k in keys]
         else:
@@ -852,11 +875,12 @@ class ExpandedKeys:
                              "message_index": self.message_index})
 
 
-def expand_messages(messages: Iterable[DispatchRequest], *, end_phy_offset: int = 0) -> ExpandedKeys:
+def expand_messages(messages: Iterable[DispatchRequest], *, end_phy_offset: int = 0,
+                    tag_key: bool = False) -> ExpandedKeys:
     """The puts buildIndex makes for `messages` into a folder whose newest file ends at
     `end_phy_offset` (0 for a new folder): rollbacks and already-indexed offsets skipped, UNIQ_KEY
-    first, then KEYS tokens. A plain loop, one step per message, written as the Java reads;
-    :func:`expand_columns` is the vectorized form.
+    first, then KEYS tokens (then, `tag_key`: 5.4.0+, ``T#`` + TAGS). A plain loop, one step per
+    message, written as the Java reads; :func:`expand_columns` is the vectorized form.
 
     >>> e = expand_messages([DispatchRequest("T", 10, 1000, keys="a b"),
     ...                      DispatchRequest("T", 5, 1001, keys="c")])   # 5 < 10: skipped
@@ -872,7 +896,7 @@ def expand_messages(messages: Iterable[DispatchRequest], *, end_phy_offset: int 
     for n, m in enumerate(messages):
         if m.phy_offset < end or m.is_rollback:
             continue
-        for k in m.index_keys():
+        for k in m.index_keys(tag_key):
             keys.append(index_key(m.topic, k))
             phy.append(m.phy_offset)
             ts.append(m.store_timestamp)
@@ -910,11 +934,12 @@ def _column(columns: Any, name: str) -> Any:
     return columns.get(name)
 
 
-def expand_columns(columns: Any, *, end_phy_offset: int = 0) -> ExpandedKeys:
+def expand_columns(columns: Any, *, end_phy_offset: int = 0, tag_key: bool = False) -> ExpandedKeys:
     """:func:`expand_messages` over columns, vectorized with Arrow and NumPy (no Python loop per
     message): `columns` is a pandas DataFrame or a mapping with ``topic``, ``phy_offset``,
     ``store_timestamp`` and optionally ``keys``, ``uniq_key`` (missing = None/NaN/null) and
-    ``sys_flag``. Returns the full keys as a pyarrow LargeStringArray.
+    ``sys_flag`` (and ``tags``, indexed as ``topic#T#tags`` when `tag_key`: a 5.4.0+ broker).
+    Returns the full keys as a pyarrow LargeStringArray.
 
     The already-indexed rule is sequential in the broker (each put moves end_phy_offset), but
     kept offsets never decrease, so "offset >= the running maximum offset of earlier
@@ -941,7 +966,8 @@ def expand_columns(columns: Any, *, end_phy_offset: int = 0) -> ExpandedKeys:
     keys = _string_column(_column(columns, "keys"), "keys", n, nullable=True)
     uniq = _string_column(_column(columns, "uniq_key"), "uniq_key", n, nullable=True)
 
-    part_msg, parts = index_keys_many(keys, uniq)
+    tags = _string_column(_column(columns, "tags"), "tags", n, nullable=True) if tag_key else None
+    part_msg, parts = index_keys_many(keys, uniq, tags, tag_key=tag_key)
     keep = _kept_messages(phy, sys_flag, np.bincount(part_msg, minlength=n), end_phy_offset)
 
     sel = keep[part_msg] if len(part_msg) else np.zeros(0, bool)
@@ -981,13 +1007,15 @@ def _object_column(col, n: int) -> np.ndarray | None:
     return None
 
 
-def index_key_hashes(columns: Any, *, end_phy_offset: int = 0) -> tuple[np.ndarray, np.ndarray, int] | None:
+def index_key_hashes(columns: Any, *, end_phy_offset: int = 0,
+                     tag_key: bool = False) -> tuple[np.ndarray, np.ndarray, int] | None:
     """The puts of :func:`expand_columns` as (message_index int64, index hashes int32,
     n_messages), hashed in C without building the full key strings, from the columns' str
     objects or from Arrow UTF-8 buffers (topic, keys and uniq_key all Arrow text, the topic
     hashed once a distinct value); None for other storage, a None or NaN where a str is
     needed, or text that is not UTF-8 in Arrow (then use :func:`expand_columns` and
-    :func:`rmqlab.jvm.hashcode.index_hash_many`). Units: message rows
+    :func:`rmqlab.jvm.hashcode.index_hash_many`); None too when `tag_key` (5.4.0+) and some
+    message has TAGS, which the C hashers do not read. Units: message rows
     and IndexFile key hashes (abs of hashCode(topic#key), MIN_VALUE as 0). Cost: O(total key
     length) in C, about 30 ns a message.
 
@@ -1003,6 +1031,11 @@ def index_key_hashes(columns: Any, *, end_phy_offset: int = 0) -> tuple[np.ndarr
     topic_col = _column(columns, "topic")
     if topic_col is None:
         return None
+    if tag_key and _column(columns, "tags") is not None:
+        from rmqlab.rules.dispatch import tag_keys_many
+
+        if len(tag_keys_many(_column(columns, "tags"))[0]):
+            return None
     sf = _column(columns, "sys_flag")
     sys_flag = np.zeros(n, np.int64) if sf is None else np.asarray(sf, dtype=np.int64)
     if len(sys_flag) != n:

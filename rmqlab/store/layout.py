@@ -79,11 +79,15 @@ class StoreLayout:
 
     def index_service(self, *, writable: bool = False) -> IndexService:
         """The index folder as an :class:`IndexService` with this layout's geometry (read-only
-        unless `writable`; files named by store time)."""
+        unless `writable`; files named by store time; TAGS keys indexed for a 5.4.0+
+        `broker_version`)."""
         if not writable and not self.paths.index.is_dir():
             raise FileNotFoundError(f"{self.paths.index}: no index folder (run `rmqlab store dispatch` first)")
+        from rmqlab.rules.versions import layout_facts
+
         return IndexService(self.paths.index, self.hash_slot_num, self.index_num, self.max_msgs_num_batch,
-                            read_only=not writable, tz=self.tz, name_by_store_time=True)
+                            read_only=not writable, tz=self.tz, name_by_store_time=True,
+                            tag_keys=layout_facts(self.broker_version).index_tag_key)
 
     def consume_queues(self) -> list[tuple[str, int]]:
         """(topic, queue_id) of every ConsumeQueue folder, sorted. Cost: one directory listing."""

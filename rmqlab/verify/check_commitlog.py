@@ -48,14 +48,15 @@ class Messages:
     ``store_ts``, ``queue_id``, ``queue_offset``, ``topic_code`` (index into ``topics``, the
     distinct topics) and ``tags_codes`` (the code the broker dispatches,
     :func:`rmqlab.rules.dispatch.message_tags_codes`). ``key_codes``: every key buildIndex would put,
-    as codes ``row << 31 | index_hash``. The PROPERTIES block is kept only for messages naming
+    as codes ``row << 31 | index_hash``; ``tag_codes``: the TAGS key a 5.4.0+ broker also puts
+    (``topic#T#tags``), the same way, sorted. The PROPERTIES block is kept only for messages naming
     a multi-dispatch queue or a batch (:data:`DISPATCH_PROPERTIES`). A problem that names a
     message's strings reads its record again (:meth:`record`)."""
 
     def __init__(self, numbers: dict, topics: list[str], files: list[str], file_starts: list[int],
                  min_offset: int | None, end_offset: int | None, key_codes: tuple[np.ndarray, np.ndarray] | None,
                  kept: tuple[np.ndarray, np.ndarray], *, start: int | None = None, stop: int | None = None,
-                 topic_index: dict[str, int] | None = None):
+                 topic_index: dict[str, int] | None = None, tag_codes: np.ndarray | None = None):
         self.positions = numbers["positions"]        # int64, sorted: CommitLog offset of each message
         self.file_of = numbers["file_of"]            # int32 per message: index into files
         self.total_size = numbers["total_size"]
@@ -74,6 +75,7 @@ class Messages:
         self.start, self.stop = start, stop          # the CommitLog offsets this table answers for
         self.n = len(self.positions)
         self._key_codes = key_codes
+        self._tag_codes = tag_codes
         self._kept_rows, self._kept_properties = kept
         self._topic_index = topic_index if topic_index is not None else {t: i for i, t in enumerate(topics)}
 
@@ -153,6 +155,15 @@ class Messages:
         return self._key_codes
 
     @property
+    def tag_codes(self) -> np.ndarray:
+        """The TAGS key (``topic#T#tags``, :func:`rmqlab.rules.dispatch.tag_index_key`) a 5.4.0+
+        broker's buildIndex also puts, of every message with non-empty TAGS, as sorted codes
+        ``row << 31 | index_hash`` (at most one a message)."""
+        if self._tag_codes is None:
+            raise ValueError("the CommitLog was scanned without its key codes (CommitLogScan(keys=False))")
+        return self._tag_codes
+
+    @property
     def dispatch_properties(self) -> tuple[np.ndarray, np.ndarray]:
         """(rows, PROPERTIES blocks) of the messages whose properties name
         :data:`DISPATCH_PROPERTIES`, rows ascending: every other message has none of them."""
@@ -183,6 +194,23 @@ def _chunk_key_codes(cols: dict, phy: np.ndarray, first: int) -> np.ndarray:
     rows = np.asarray(ex.message_index, np.int64) + first
     hashes = index_hash_many(ex.keys).astype(np.int64) if len(rows) else np.zeros(0, np.int64)
     return (rows << KEY_CODE_HASH_BITS) | hashes
+
+
+def _chunk_tag_codes(cols: dict, first: int) -> np.ndarray:
+    """The TAGS key codes (``row << 31 | index_hash(topic#T#tags)``) of a chunk of decoded
+    messages with non-empty TAGS, rows ascending."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from rmqlab.jvm.hashcode import index_hash_many
+    from rmqlab.rules.dispatch import tag_keys_many
+
+    rows, parts = tag_keys_many(cols["tags"])
+    if not len(rows):
+        return np.zeros(0, np.int64)
+    topics = pa.array(np.asarray(cols["topic"], dtype=object)[rows], type=pa.large_string())
+    full = pc.binary_join_element_wise(topics, parts, pa.scalar("#", pa.large_string()))
+    return ((rows + first) << KEY_CODE_HASH_BITS) | index_hash_many(full).astype(np.int64)
 
 
 def _names_dispatch_properties(props: np.ndarray) -> np.ndarray:
@@ -236,6 +264,7 @@ class _TableBuilder:
             part["kept_properties"] = np.asarray(cols["properties"], dtype=object)[keep]
             if self.keys:
                 part["key_codes"] = _chunk_key_codes(cols, part["positions"], 0)
+                part["tag_codes"] = _chunk_tag_codes(cols, 0)
             self.take(part)
         return {"total_size": np.asarray(cols["total_size"])}
 
@@ -469,6 +498,7 @@ class CommitLogScan:
         if self.keys:
             shift = np.int64(self._rows) << KEY_CODE_HASH_BITS
             part["key_codes"] = part["key_codes"] + shift
+            part["tag_codes"] = part["tag_codes"] + shift
             part["key_codes_distinct"] = distinct(part["key_codes"])
         self._pending.append(part)
         self._rows += n
@@ -556,7 +586,7 @@ def _side_numbers(w: Messages, rows: np.ndarray, first_row: int) -> dict:
 _EMPTY = {"positions": np.int64, "file_of": np.int32, "total_size": np.int32, "sys_flag": np.int32,
           "store_timestamp": np.int64, "queue_id": np.int32, "queue_offset": np.int64, "topic_code": np.int32,
           "tags_code": np.int64, "kept_rows": np.int64, "kept_properties": object, "key_codes": np.int64,
-          "key_codes_distinct": np.int64}
+          "key_codes_distinct": np.int64, "tag_codes": np.int64}
 
 
 def _messages(parts: list[dict], topics: list[str], files: list[cl.StoreFile], end_offset: int | None,
@@ -564,7 +594,7 @@ def _messages(parts: list[dict], topics: list[str], files: list[cl.StoreFile], e
               topic_index: dict[str, int] | None = None) -> Messages:
     """The table of the files' parts, one after the other, put in CommitLog offset order when
     files overlap (already reported as continuity problems: the joins stay sound)."""
-    names = [c for c in _EMPTY if keys or not c.startswith("key_codes")]
+    names = [c for c in _EMPTY if keys or not (c.startswith("key_codes") or c == "tag_codes")]
     # column by column, each file's part freed as it is copied: memory about the table, not twice it
     t = {c: np.concatenate([p.pop(c) for p in parts]) if parts else np.zeros(0, _EMPTY[c]) for c in names}
     pos = t["positions"]
@@ -573,7 +603,7 @@ def _messages(parts: list[dict], topics: list[str], files: list[cl.StoreFile], e
         new_row = np.empty(len(order), np.int64)
         new_row[order] = np.arange(len(order))
         for c in _EMPTY:
-            if c in t and c not in ("kept_rows", "kept_properties", "key_codes", "key_codes_distinct"):
+            if c in t and c not in ("kept_rows", "kept_properties", "key_codes", "key_codes_distinct", "tag_codes"):
                 t[c] = t[c][order]
         kept = new_row[t["kept_rows"]]
         by_row = np.argsort(kept, kind="stable")
@@ -583,10 +613,15 @@ def _messages(parts: list[dict], topics: list[str], files: list[cl.StoreFile], e
             moved = (new_row[old] << KEY_CODE_HASH_BITS) | (t["key_codes"] & ((1 << KEY_CODE_HASH_BITS) - 1))
             t["key_codes"] = moved[np.argsort(new_row[old], kind="stable")]
             t["key_codes_distinct"] = distinct(t["key_codes"])
+            old = t["tag_codes"] >> KEY_CODE_HASH_BITS
+            t["tag_codes"] = np.sort((new_row[old] << KEY_CODE_HASH_BITS)
+                                     | (t["tag_codes"] & ((1 << KEY_CODE_HASH_BITS) - 1)))
+    tag_codes = t.pop("tag_codes") if keys else None
     key_codes = (t.pop("key_codes_distinct"), t.pop("key_codes")) if keys else None
     return Messages(t, topics, [str(f.path) for f in files], [f.start_offset for f in files],
                     files[0].start_offset if files else None, end_offset, key_codes,
-                    (t.pop("kept_rows"), t.pop("kept_properties")), start=start, stop=stop, topic_index=topic_index)
+                    (t.pop("kept_rows"), t.pop("kept_properties")), start=start, stop=stop, topic_index=topic_index,
+                    tag_codes=tag_codes)
 
 
 def verify_commitlog(path: str | os.PathLike, *, file_size: int | None = None,

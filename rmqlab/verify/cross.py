@@ -148,6 +148,13 @@ class _Entries:
         matched = self.hit & (self.kh >= 0) & (self.at < len(uniq))
         matched[matched] = uniq[self.at[matched]] == self.codes[matched]
         self.matched = matched
+        # the TAGS key of a 5.4.0+ broker (topic#T#tags): matched on its own, whether it counts
+        # is the store's (IndexDirCross.tag_keys)
+        tags = msgs.tag_codes
+        self.tag_at = np.searchsorted(tags, self.codes)
+        tag_matched = self.hit & (self.kh >= 0) & (self.tag_at < len(tags))
+        tag_matched[tag_matched] = tags[self.tag_at[tag_matched]] == self.codes[tag_matched]
+        self.tag_matched = tag_matched
         self.rolled = self.hit & ~goes_to_index_many(msgs.sys_flag[self.r])
         self.want = time_diff_seconds(msgs.store_ts[self.r], f.header.begin_timestamp)
         self.checkable = self.hit & (self.numbers >= 2)
@@ -162,23 +169,26 @@ class IndexFileCross:
     transaction record, its time diff from its message's store time, and the header's time
     range from the first and last entries' messages."""
 
-    def __init__(self, f: IndexFile, seed: int | None):
+    def __init__(self, f: IndexFile, seed: int | None, tag_keys: bool | None = None):
         self.f, self.seed = f, seed
+        self.tag_keys = tag_keys      # TAGS keys are the broker's: True 5.4.0+, False older, None not known
+        self.tag_entries = 0          # entries only a TAGS key explains
         self.n = len(f.used_entries)
         self.ordered = is_ordered(f.used_entries["phy_offset"]) if self.n else True
         self.checks = {name: RunningFirst() for name in ("boundary", "hash", "rollback", "time")}
         self.header: dict[str, Problem] = {}
         self.expired = 0
 
-    def add(self, w: Messages, present: np.ndarray | None) -> None:
+    def add(self, w: Messages, present: np.ndarray | None, tag_present: np.ndarray | None = None) -> None:
         """Check the entries window `w` answers for; mark in `present` (one flag per distinct key
-        code of the window) the codes an entry holds."""
+        code of the window) and `tag_present` (one per TAGS key code) the codes an entry holds."""
         if not self.n:
             return
         for idx in in_window(self.f.used_entries["phy_offset"], w, self.ordered):
-            self._add(_Entries(self.f, w, self.seed, idx), w, present)
+            self._add(_Entries(self.f, w, self.seed, idx), w, present, tag_present)
 
-    def _add(self, a: _Entries, w: Messages, present: np.ndarray | None) -> None:
+    def _add(self, a: _Entries, w: Messages, present: np.ndarray | None,
+             tag_present: np.ndarray | None = None) -> None:
         p, h = str(self.f.path), self.f.header
         ordinals = a.numbers - 1
         self.expired += int(a.expired.sum())
@@ -190,6 +200,12 @@ class IndexFileCross:
             return
         if present is not None:
             present[a.at[a.matched]] = True
+        if tag_present is not None:
+            tag_present[a.tag_at[a.tag_matched]] = True
+        tag_only = a.tag_matched & ~a.matched
+        self.tag_entries += int(tag_only.sum())
+        # a TAGS key is a key of its message unless the store is known to be older than 5.4.0
+        matched = a.matched if self.tag_keys is False else a.matched | a.tag_matched
         for i in np.flatnonzero((a.numbers == 1) | (a.numbers == self.n)):
             if not a.hit[i]:
                 continue
@@ -204,7 +220,7 @@ class IndexFileCross:
                     "index.header-range", CorruptIndexError,
                     f"end_timestamp {h.end_timestamp} but the last entry's message ({self.n}) was stored at {ts}",
                     p, HEADER.offset("end_timestamp"), "header.end_timestamp")
-        self.checks["hash"].add(a.hit & ~a.matched, ordinals, lambda i: make_problem(
+        self.checks["hash"].add(a.hit & ~matched, ordinals, lambda i: make_problem(
             "index.key-hash", CorruptIndexError,
             f"entry {a.numbers[i]}: key_hash {a.kh[i]} is not index_hash(topic#key) of any key of the "
             f"message at {a.phy[i]} ({w.describe(int(a.r[i]))})", p,
@@ -243,7 +259,11 @@ class IndexDirCross:
     time (:meth:`add`), and against each other: files written one after the other, and every
     key of every message inside the indexed range holding an entry (:meth:`problems`)."""
 
-    def __init__(self, opened: list[tuple[FileReport, IndexFile | None]]):
+    def __init__(self, opened: list[tuple[FileReport, IndexFile | None]], tag_keys: bool | None = None):
+        #: whether buildIndex put each message's TAGS key (topic#T#tags, 5.4.0+): True / False
+        #: from the broker version, None: judged from the data (entries that only a TAGS key
+        #: explains mean a 5.4.0+ broker wrote the index)
+        self.tag_keys = tag_keys
         self.live = [f for _, f in opened if f is not None]
         self.files: list[IndexFileCross] = []
         self.order: list[Problem | None] = []
@@ -265,23 +285,53 @@ class IndexDirCross:
             seed = None
             if prev is not None and prev.is_write_full and prev.header.end_timestamp > 0:
                 seed = prev.header.end_timestamp
-            self.files.append(IndexFileCross(f, seed))
+            self.files.append(IndexFileCross(f, seed, tag_keys))
             prev = f
         with_keys = [f for f in self.live if f.header.keys]
         # the indexed range: every key of a message inside it has an entry
         self.range = ((min(f.header.begin_phy_offset for f in with_keys),
                        max(f.header.end_phy_offset for f in with_keys)) if with_keys else None)
         self.missing = RunningFirst()
+        self.missing_tags = RunningFirst()   # TAGS keys without an entry: problems for a 5.4.0+ store
         self.codes_before = 0     # key codes of the windows already checked: the ordinals go on
+        self.tags_before = 0      # TAGS key codes of the windows already checked
+
+    @property
+    def tag_entries(self) -> int:
+        """Entries that only a TAGS key (``topic#T#tags``) of their message explains."""
+        return sum(fc.tag_entries for fc in self.files)
+
+    @property
+    def tags_indexed(self) -> bool:
+        """Whether the index is held to hold TAGS keys: the broker version's fact, or else
+        (version not given) whether some entry is a TAGS key."""
+        return self.tag_keys if self.tag_keys is not None else self.tag_entries > 0
 
     def add(self, w: Messages) -> None:
         present = np.zeros(len(w.key_codes[0]), bool) if w.n else None
+        tag_present = np.zeros(len(w.tag_codes), bool) if w.n else None
         for fc in self.files:
-            fc.add(w, present)
+            fc.add(w, present, tag_present)
         if present is not None and self.range is not None:
             self._missing_keys(w, present)
+            if self.tag_keys is not False and tag_present is not None:
+                self._missing_tag_keys(w, tag_present)
         if w.n:
             self.codes_before += len(w.key_codes[1])
+            self.tags_before += len(w.tag_codes)
+
+    def _missing_tag_keys(self, w: Messages, present: np.ndarray) -> None:
+        assert self.range is not None
+        lo, hi = self.range
+        codes = w.tag_codes
+        for start in range(0, len(codes), CROSS_CHUNK):
+            part = codes[start:start + CROSS_CHUNK]
+            rows = part >> KEY_CODE_HASH_BITS
+            pos = w.positions[rows]
+            want = (pos >= lo) & (pos <= hi) & goes_to_index_many(w.sys_flag[rows])
+            self.missing_tags.add(want & ~present[start:start + len(part)],
+                                  self.tags_before + start + np.arange(len(part)),
+                                  lambda i, part=part: self._missing_key(w, int(part[i]), "TAGS"))
 
     def _missing_keys(self, w: Messages, present: np.ndarray) -> None:
         assert self.range is not None   # the caller checks: index files hold keys
@@ -296,7 +346,7 @@ class IndexDirCross:
                              self.codes_before + start + np.arange(len(part)),
                              lambda i, part=part: self._missing_key(w, int(part[i])))
 
-    def _missing_key(self, w: Messages, code: int) -> Problem:
+    def _missing_key(self, w: Messages, code: int, fld: str | None = None) -> Problem:
         from rmqlab.jvm.hashcode import index_hash
 
         assert self.range is not None
@@ -304,8 +354,9 @@ class IndexDirCross:
         rr = code >> KEY_CODE_HASH_BITS
         key_hash = code & ((1 << KEY_CODE_HASH_BITS) - 1)
         uniq, topic = w.record(rr).uniq_key, w.topic(rr)
-        fld = "UNIQ_KEY" if isinstance(uniq, str) and index_hash(cl.broker_string(f"{topic}#{uniq}")) == key_hash \
-            else "KEYS"
+        if fld is None:
+            fld = "UNIQ_KEY" if isinstance(uniq, str) and index_hash(cl.broker_string(f"{topic}#{uniq}")) == key_hash \
+                else "KEYS"
         return make_problem("index.missing-key", CorruptIndexError,
                             f"the message at {int(w.positions[rr])} ({w.describe(rr)}) has a key ({fld}) with "
                             f"hash {key_hash} but no index entry, though it lies inside the indexed range {lo}..{hi}: "
@@ -321,7 +372,19 @@ class IndexDirCross:
             if checked:
                 out += fc.problems(notes)
         counts["index_entries"] = sum(f.header.keys for f in self.live)
-        add_problem(out, self.missing.result())
+        missing = self.missing.result()
+        if self.tags_indexed:
+            tags = self.missing_tags.result()
+            if missing is None:
+                missing = tags
+            elif tags is not None:
+                missing = make_problem(missing.check, type(missing.error), missing.message, missing.path,
+                                       missing.offset, missing.field, count=missing.count + tags.count,
+                                       severity=missing.severity)
+        if checked and self.tag_keys is None and self.tag_entries:
+            notes.append(f"index: {self.tag_entries} entries are TAGS keys (topic#T#tags), which only a RocketMQ "
+                         f"5.4.0+ broker puts: checked as a 5.4.0+ store")
+        add_problem(out, missing)
         return out
 
 
@@ -539,6 +602,9 @@ def checkpoint_cross(path: Path, c: cpf.StoreCheckpoint, scan: CommitLogScan | N
         if c.confirm_phy_offset > scan.end_offset:
             bad("checkpoint.confirm-offset", "confirm_phy_offset",
                 f"confirmPhyOffset {c.confirm_phy_offset} is past the CommitLog's end {scan.end_offset}")
+        if c.logics_physical_offset > scan.end_offset:
+            bad("checkpoint.logics-offset", "logics_physical_offset",
+                f"logicsPhysicalOffset {c.logics_physical_offset} is past the CommitLog's end {scan.end_offset}")
     if index_files is not None:
         full_ends = {f.header.end_timestamp for f in index_files if f.is_write_full}
         ts = c.index_msg_timestamp

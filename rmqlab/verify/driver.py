@@ -15,6 +15,7 @@ from rmqlab.formats.indexfile import NEW_SLOT, IndexFile, SlotCountRule
 from rmqlab.formats.indexgeometry import index_geometries
 from rmqlab.formats.storepaths import StorePaths
 from rmqlab.rules.dispatch import goes_to_consume_queue_many
+from rmqlab.rules.versions import layout_facts
 from rmqlab.verify.check_batchconsumequeue import (
     BatchQueueCross,
     batch_queue_checks,
@@ -56,7 +57,8 @@ def verify_path(path: str | os.PathLike, *, kind: Kind | None = None, hash_slot_
     from each index file, :func:`infer_index_geometry`); `commitlog_file_size` /
     `consume_queue_file_size`: mappedFileSizeCommitLog / mappedFileSizeConsumeQueue (default:
     the most common file size). `check_crc`: compute every BODYCRC. `broker_version` (None:
-    5.x) picks the release's multi-dispatch rule for the light message queue check. Read-only. Raises
+    5.x) picks the release's multi-dispatch rule for the light message queue check and whether
+    the index holds TAGS keys (``topic#T#tags``, 5.4.0+; None: judged from the index entries). Read-only. Raises
     FileNotFoundError / ValueError for a missing or unrecognisable `path`; bad bytes are
     problems in the report, never exceptions. Cost: O(store), vectorized, plus a fixed cost a
     CommitLog file (a small store of many small files is dominated by it); a store that
@@ -166,7 +168,9 @@ def _verify_store(root: Path, rep: VerifyReport, hsn, inum, cl_size, cq_size, ru
                 notes.append(f"{index_dir}: ignored (not 17-digit names, as the broker ignores them): "
                              + ", ".join(sorted(ignored)))
             opened += _open_indexes(paths, hsn, inum, rule)   # the list the stack closes
-            index_cross = IndexDirCross(opened)
+            # TAGS index keys (5.4.0+): the given version's fact, else judged from the entries
+            tag_keys = layout_facts(broker_version).index_tag_key if broker_version is not None else None
+            index_cross = IndexDirCross(opened, tag_keys)
         queues = _StoreQueues(root, cq_dir, cq_size) if cq_dir.is_dir() else None
         if queues is not None:
             stack.callback(queues.close)

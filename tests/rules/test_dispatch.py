@@ -251,3 +251,32 @@ def test_assign_queue_offsets_coded_equals_the_model(rows, start):
     want, want_table = model_queue_offsets([("t", q, f) for q, f in rows], {("t", q): v for q, v in enumerate(start)})
     assert got.tolist() == want
     assert table.tolist() == [want_table[("t", q)] for q in range(5)]
+
+
+# ------------------------------------------------------------------ 5.4.0+ TAGS index key
+
+def test_tag_index_key_rule_54():
+    """IndexService.buildIndex (rocketmq-store 5.4.0 / 5.5.0, javap): after UNIQ_KEY and the KEYS
+    tokens, topic#T#tags for a non-empty TAGS, the whole string; 5.3.x and earlier: none."""
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from rmqlab.rules.dispatch import index_keys, index_keys_many, index_query_key, tag_index_key
+    from rmqlab.rules.versions import layout_facts
+
+    assert [layout_facts(v).index_tag_key for v in ("5.3.3", "5.4.0", "5.5.0")] == [False, True, True]
+    assert index_keys("k1 k2", "U", "a||b", tag_key=True) == ["U", "k1", "k2", "T#a||b"]
+    assert index_keys("k1", "U", "a", tag_key=False) == ["U", "k1"]
+    assert tag_index_key("") is None and index_query_key("a", "T") == tag_index_key("a")
+
+    text = st.one_of(st.none(), st.text(alphabet="ab T#", max_size=6))
+
+    @settings(max_examples=200, deadline=None)
+    @given(st.lists(st.tuples(text, text, text), max_size=8), st.booleans())
+    def check(rows, tag_key):
+        keys, uniq, tags = (list(c) for c in zip(*rows)) if rows else ([], [], [])
+        msg, parts = index_keys_many(keys, uniq, tags, tag_key=tag_key)
+        want = [(i, k) for i, r in enumerate(rows) for k in index_keys(*r, tag_key=tag_key)]
+        assert list(zip(msg.tolist(), parts.to_pylist())) == want
+
+    check()
