@@ -80,6 +80,7 @@ import os
 import re
 import shutil
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -103,6 +104,7 @@ from rmqlab.formats.indexfile import (
 )
 from rmqlab.formats.storepaths import StorePaths, queue_folders
 from rmqlab.rules.dispatch import goes_to_consume_queue_many, message_tags_codes
+from rmqlab.rules.versions import layout_facts
 from rmqlab.store.indexservice import ExpandedKeys, IndexService, expand_columns, is_index_file_name
 from rmqlab.tables.arrays import most_common
 
@@ -682,9 +684,11 @@ def _checkpoint(root: Path, msgs: pd.DataFrame, end: int, index_ts: int, dry_run
     base = old or cpf.StoreCheckpoint()
     logics = msgs["store_timestamp"].to_numpy(np.int64)[goes_to_consume_queue_many(msgs["sys_flag"].to_numpy(np.int64))]
     confirm = base.confirm_phy_offset if base.confirm_phy_offset <= end else end
+    # 5.5.0+ keeps the CommitLog offset the ConsumeQueues were dispatched to: all of it now
+    dispatched = end if base.logics_physical_offset != 0 else 0
     new = cpf.StoreCheckpoint(int(msgs["store_timestamp"].iloc[-1]),
                               int(logics[-1]) if len(logics) else base.logics_msg_timestamp,
-                              int(index_ts), base.master_flushed_offset, confirm)
+                              int(index_ts), base.master_flushed_offset, confirm, dispatched)
     report.checkpoint_after = new.as_dict()
     size_ok = path.exists() and path.stat().st_size == cpf.FILE_SIZE
     if new == old and size_ok:
@@ -799,7 +803,8 @@ def recovery_start(root: str | os.PathLike, threshold_ms: int) -> tuple[int, str
 def broker_restart(root: str | os.PathLike, *, hash_slot_num: int = DEFAULT_HASH_SLOT_NUM,
                    index_num: int = DEFAULT_INDEX_NUM, commitlog_file_size: int | None = None,
                    slot_count_rule: SlotCountRule = NEW_SLOT, message_index_safe: bool = False,
-                   tz: _dt.tzinfo | None = None) -> BrokerRestartReport:
+                   tz: _dt.tzinfo | None = None, clock: Callable[[], int] | None = None,
+                   broker_version: str | None = None) -> BrokerRestartReport:
     """Apply, in place, what a RocketMQ broker does to the index when it restarts after an
     abnormal shutdown (``DefaultMessageStore.load`` with the ``abort`` file present), to measure
     which key lookups it loses. Modelled from the Java source (5.3.x):
@@ -820,7 +825,13 @@ def broker_restart(root: str | os.PathLike, *, hash_slot_num: int = DEFAULT_HASH
        point are lost. The ConsumeQueue side of the restart is not modelled (key lookups do not
        use it).
 
-    New files are named by store time (the broker uses its clock; names do not change lookups).
+    New files are named by the clock at the restart (`clock`, ms since the epoch; default the
+    wall clock), as ``IndexService.getAndCreateLastIndexFile`` names them with
+    ``System.currentTimeMillis()``: after every file that survived, whatever the store times of
+    the messages re-dispatched. The names matter: a query walks the files newest name first
+    and stops at the first file whose time range ends before the query's, so a new file
+    named by an old store time would sort before the survivors and hide keys the broker finds.
+    `broker_version`: the release's index keys (5.4.0+ also puts ``topic#T#tags``).
     Cost: the CommitLog read, headers of the index files, and buildIndex from the recovery file.
     """
     root = Path(root)
@@ -856,7 +867,8 @@ def broker_restart(root: str | os.PathLike, *, hash_slot_num: int = DEFAULT_HASH
         sub = msgs[msgs["phy_offset"].to_numpy(np.int64) >= start]
         report.redispatched_messages = len(sub)
         with IndexService(index_dir, g.hash_slot_num, g.index_num, read_only=False, slot_count_rule=slot_count_rule,
-                          tz=tz, name_by_store_time=True, strict=False) as svc:
+                          tz=tz, clock=clock, strict=False,
+                          tag_keys=layout_facts(broker_version).index_tag_key) as svc:
             report.index_keys_added = svc.build_columns(sub) if len(sub) else 0
         actions.append(RecoveryAction("index-entries-added", str(index_dir), f"recoverAbnormally re-dispatched "
                                       f"{len(sub)} messages from {name} (offset {start}): "
