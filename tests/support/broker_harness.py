@@ -95,7 +95,9 @@ def cached(entry: Path, build: Callable[[Path], None]) -> Path:
 def run(cmd: Sequence[str | os.PathLike], *, log: Path, timeout: float, cwd: Path | None = None,
         env: dict[str, str] | None = None) -> None:
     """Run `cmd` to the end (stdout and stderr into `log`); :class:`HarnessError` with the log's
-    tail when it fails or outlives `timeout` seconds (then it is killed, with its children)."""
+    tail when it fails or outlives `timeout` seconds (then it is killed, with its children: SIGTERM
+    to its process group, so a harness can stop the servers it started in sessions of their own,
+    then SIGKILL after 30 s)."""
     log.parent.mkdir(parents=True, exist_ok=True)
     with open(log, "ab") as out:
         proc = subprocess.Popen([str(c) for c in cmd], stdout=out, stderr=subprocess.STDOUT, cwd=cwd,
@@ -103,9 +105,11 @@ def run(cmd: Sequence[str | os.PathLike], *, log: Path, timeout: float, cwd: Pat
         try:
             rc = proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
-            kill_group(proc.pid)
-            proc.wait()
+            stop(proc, timeout=30.0)
             raise HarnessError(f"timed out after {timeout:.0f} s: {_show(cmd)}\n{tail(log)}") from None
+        except BaseException:   # interrupted (KeyboardInterrupt, SystemExit from a signal): no orphan
+            stop(proc, timeout=30.0)
+            raise
     if rc != 0:
         raise HarnessError(f"exit status {rc}: {_show(cmd)}\n{tail(log)}")
 

@@ -1,0 +1,598 @@
+"""Real RocketMQ releases write stores for the tests, and their own code records the answers.
+
+For a release of :data:`RELEASES` and a scenario of :data:`SCENARIOS`, :func:`rocketmq_store`
+returns a :class:`BrokerStore`: a store directory written by that release's own name server and
+broker (separate JVMs, ``NamesrvStartup -c namesrv.conf`` and ``BrokerStartup -c broker.conf``,
+as users run them), driven by the same release's client (``tests/brokers/rocketmq/src``), with
+the broker's answers recorded as JSON before it stopped, and every CommitLog record decoded by the
+release's own ``MessageDecoder`` after it stopped. Everything is built once into the cache of
+:mod:`broker_harness` (outside the checkout) and reused; a cache entry's name carries the digest of
+what made it (the driver source, the pom, :data:`BROKER_CONF`, the release, the scenario).
+
+Scenarios:
+
+``clean``      the workload, then the broker's answers, then SIGTERM (the broker's shutdown hook),
+               then the store decoded.
+``crash``      the workload, then a producer sending one message after another while the broker's
+               JVM is killed with SIGKILL (the ``abort`` file stays); the answers are the send
+               results acknowledged before the kill. From 4.6.0 on the broker runs with
+               ``brokerIP1=::1``: clients reach it over IPv6, so born and store hosts are IPv6.
+``recovered``  the crash store copied, the broker restarted on it (its own abnormal recovery),
+               its answers recorded after the restart, then a clean stop.
+
+The workload (tests/brokers/rocketmq/src/RocketMQDriver.java) reaches what the release has and
+records what it skipped and why (:attr:`BrokerStore.skipped`); :meth:`BrokerStore.store_facts`
+counts what the store holds (v2 records, IPv6 hosts, compressed bodies, __CRC32#, transaction
+types). Releases before 4.3.0 also run LegacyTransactions.java (the older transaction API: their
+stores hold PREPARED, COMMIT and ROLLBACK records), 5.x releases PopConsumer.java (pop
+consumption: revive-log and pop-retry records).
+
+Every broker run happens in a network namespace of its own with only the loopback
+(:func:`broker_harness.loopback_only`): this module re-runs itself inside one (``_run``). A run
+that fails is tried once more (its logs are kept in ``<entry>.failed``); right after a restart the
+answers are asked again while some fail (the broker registers at the name server late).
+
+``python tests/brokers/build_rocketmq.py [--release X ...] [--scenario S ...]`` builds them all
+with progress and wall times (the cache warm-up of a CI job).
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import sys
+import time
+import traceback
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import broker_harness as bh
+
+#: release -> the client release driving it (the same release: Maven Central has each one's client).
+#: Substitutes: 5.3.3 for 5.3.0-5.3.2 (their rocketmq-namesrv jar is not on Maven Central), 5.5.0 for
+#: 5.5.1 (client, namesrv, srvutil, filter, auth and tools 5.5.1 are not); 4.2.0 resolves only with
+#: netty-tcnative excluded (see pom.xml). The crash stores of 4.6-4.8 are IPv4 (:func:`no_ipv6_reason`).
+RELEASES: dict[str, str] = {
+    "4.2.0": "4.2.0",
+    "4.3.2": "4.3.2",
+    "4.5.2": "4.5.2",
+    "4.7.1": "4.7.1",
+    "4.9.2": "4.9.2",
+    "4.9.3": "4.9.3",
+    "4.9.7": "4.9.7",
+    "5.0.0": "5.0.0",
+    "5.1.4": "5.1.4",
+    "5.2.0": "5.2.0",
+    "5.3.3": "5.3.3",
+    "5.5.0": "5.5.0",
+}
+SCENARIOS = ("clean", "crash", "recovered")
+
+
+def selected_releases() -> list[str]:
+    """The releases the tests run against: ``$RMQLAB_ROCKETMQ_RELEASES`` (comma-separated, or
+    "all"), else all of :data:`RELEASES`. A cold cache costs about 1.5-2.5 min a release."""
+    wanted = os.environ.get("RMQLAB_ROCKETMQ_RELEASES", "all").strip()
+    if wanted in ("", "all"):
+        return list(RELEASES)
+    names = [w.strip() for w in wanted.split(",") if w.strip()]
+    unknown = [n for n in names if n not in RELEASES]
+    if unknown:
+        raise ValueError(f"RMQLAB_ROCKETMQ_RELEASES names unknown releases {unknown}; known: {list(RELEASES)}")
+    return names
+
+ROCKETMQ_DIR = bh.BROKERS_DIR / "rocketmq"
+POM = ROCKETMQ_DIR / "pom.xml"
+SOURCES = sorted((ROCKETMQ_DIR / "src").glob("*.java"))
+
+
+#: driver sources compiled only for some releases: file name -> whether a release gets it
+ONLY_FOR: dict[str, Any] = {
+    "LegacyTransactions.java": lambda v: v < (4, 3, 0),   # the client API before TransactionListener
+    "PopConsumer.java": lambda v: v >= (5, 0, 0),         # pop consumption (MessageRequestMode.POP)
+}
+
+
+def sources(release: str) -> list[Path]:
+    """The driver sources compiled for `release` (see :data:`ONLY_FOR`)."""
+    v = version_tuple(release)
+    return [p for p in SOURCES if p.name not in ONLY_FOR or ONLY_FOR[p.name](v)]
+ROOT = bh.CACHE / "rocketmq"
+
+NAMESRV_PORT = 9876
+BROKER_PORT = 10911
+BROKER_NAME = "broker-a"
+#: a consumer group (5.x) whose retry topic, %RETRY% + 125 bytes, is longer than 127 bytes: a v2 record
+LONG_GROUP = "G_long_" + "g" * 118
+
+#: the store geometry every scenario uses (small, so files roll)
+COMMITLOG_FILE_SIZE = 128 * 1024
+CONSUME_QUEUE_FILE_SIZE = 20 * 100
+HASH_SLOT_NUM = 400
+INDEX_NUM = 1000
+
+#: broker.conf of every run ({...} filled per run). Old and new spellings of a setting are both
+#: given (mapedFileSize* before 4.9/5.0, mappedFileSize* after); a release ignores the others.
+BROKER_CONF = f"""\
+brokerClusterName=DefaultCluster
+brokerName={BROKER_NAME}
+brokerId=0
+namesrvAddr=127.0.0.1:{NAMESRV_PORT}
+brokerIP1={{broker_ip}}
+listenPort={BROKER_PORT}
+bindAddress=::
+storePathRootDir={{store}}
+storePathCommitLog={{store}}/commitlog
+mapedFileSizeCommitLog={COMMITLOG_FILE_SIZE}
+mappedFileSizeCommitLog={COMMITLOG_FILE_SIZE}
+mapedFileSizeConsumeQueue={CONSUME_QUEUE_FILE_SIZE}
+mappedFileSizeConsumeQueue={CONSUME_QUEUE_FILE_SIZE}
+maxHashSlotNum={HASH_SLOT_NUM}
+maxIndexNum={INDEX_NUM}
+flushDiskType=ASYNC_FLUSH
+autoCreateTopicEnable=true
+autoCreateSubscriptionGroup=true
+messageDelayLevel=1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h
+transactionTimeOut=1000
+transactionCheckInterval=2000
+timerWheelEnable=true
+timerPrecisionMs=1000
+{{extra}}"""
+
+NAMESRV_CONF = f"listenPort={NAMESRV_PORT}\nbindAddress=::\n"
+
+LOGBACK = """<configuration>
+  <appender name="FILE" class="ch.qos.logback.core.FileAppender">
+    <file>{log}</file>
+    <encoder><pattern>%d{{HH:mm:ss.SSS}} %-5level [%thread] %logger{{0}} - %msg%n</pattern></encoder>
+  </appender>
+  <root level="{level}"><appender-ref ref="FILE"/></root>
+</configuration>
+"""
+
+#: Java 17 and the releases' reflection on NIO buffers (MappedFile's cleaner), Netty and fastjson
+JVM_OPENS = [f"--add-opens=java.base/{p}=ALL-UNNAMED" for p in (
+    "java.nio", "sun.nio.ch", "jdk.internal.ref", "java.lang", "java.lang.reflect", "java.util", "java.io",
+    "java.net", "java.util.concurrent", "jdk.internal.misc")] + ["--add-exports=java.base/jdk.internal.ref=ALL-UNNAMED",
+                                                                  "--add-exports=java.base/sun.nio.ch=ALL-UNNAMED"]
+
+
+@dataclass(frozen=True)
+class BrokerStore:
+    """A finished scenario: the store a real broker wrote and what the broker answered."""
+
+    release: str
+    client: str
+    scenario: str
+    folder: Path                  #: the cache entry
+    store: Path                   #: storePathRootDir (commitlog/, consumequeue/, index/, checkpoint, config/)
+    answers: dict[str, Any]       #: broker answers (answers.json), the sends, the workload's notes
+    decoded: Path                 #: MessageDecoder's decode of every CommitLog record (JSON lines)
+    checkpoint: dict[str, Any]    #: StoreCheckpoint's fields, read by the broker's own class
+    reached: dict[str, Any] = field(default_factory=dict)   #: features the workload reached
+    skipped: dict[str, str] = field(default_factory=dict)   #: features skipped, and why
+    timings: dict[str, float] = field(default_factory=dict)
+    broker_ip: str = "127.0.0.1"
+
+    def records(self) -> list[dict[str, Any]]:
+        """decoded.jsonl, one dict a CommitLog record (blank and torn markers included)."""
+        with open(self.decoded, encoding="utf-8") as fh:
+            return [json.loads(line) for line in fh if line.strip()]
+
+    def store_facts(self) -> dict[str, Any]:
+        """What the store holds, counted from MessageDecoder's decode: records, CommitLog and index
+        files, topics, v2 records (topic over 127 bytes), IPv6 store/born hosts, compressed bodies
+        (sysFlag 0x1), __CRC32# properties, transaction types (sysFlag 0xC), blank records."""
+        msgs = [r for r in self.records() if "topic" in r]
+        tx = {0x0: "not", 0x4: "prepared", 0x8: "commit", 0xC: "rollback"}
+        return {"records": len(msgs), "topics": sorted({m["topic"] for m in msgs}),
+                "commitlog_files": len(list((self.store / "commitlog").iterdir())),
+                "index_files": len(list((self.store / "index").iterdir())),
+                "v2_records": sum(m["magic"] == 0xDAA320AB - (1 << 32) for m in msgs),
+                "ipv6_store_hosts": sum(":" in m["storeHost"]["ip"] for m in msgs),
+                "ipv6_born_hosts": sum(":" in m["bornHost"]["ip"] for m in msgs),
+                "compressed": sum(bool(m["sysFlag"] & 0x1) for m in msgs),
+                "crc32_property": sum("__CRC32#" in m["properties"] for m in msgs),
+                "transactions": {name: sum(m["sysFlag"] & 0xC == flag for m in msgs) for flag, name in tx.items()},
+                "blank_records": sum(bool(r.get("blank")) for r in self.records())}
+
+    def store_kwargs(self) -> dict[str, Any]:
+        """The geometry arguments of :class:`rmqlab.store.directory.Store` for this store."""
+        return {"hash_slot_num": HASH_SLOT_NUM, "index_num": INDEX_NUM, "commitlog_file_size": COMMITLOG_FILE_SIZE,
+                "consume_queue_file_size": CONSUME_QUEUE_FILE_SIZE, "broker_version": self.release}
+
+
+def version_tuple(release: str) -> tuple[int, ...]:
+    return tuple(int(p) for p in release.split("."))
+
+
+def scenario_conf(scenario: str) -> str:
+    """broker.conf lines of one scenario: the crash and recovered stores carry the __CRC32#
+    property (enabledAppendPropCRC, 5.2+; older releases ignore the key)."""
+    return "enabledAppendPropCRC=true\n" if scenario in ("crash", "recovered") else ""
+
+
+def broker_ip(release: str, scenario: str) -> str:
+    """IPv6 (brokerIP1=::1) for the crash and recovered stores of releases whose broker stores
+    IPv6 hosts (see :func:`no_ipv6_reason`), else 127.0.0.1."""
+    return "::1" if scenario in ("crash", "recovered") and not no_ipv6_reason(release) else "127.0.0.1"
+
+
+def no_ipv6_reason(release: str) -> str:
+    """Why the release's stores have no IPv6 store host ("" when the crash scenario has one)."""
+    v = version_tuple(release)
+    if v < (4, 6, 0):
+        return "no IPv6 hosts before 4.6.0 (MessageSysFlag.BORNHOST_V6_FLAG / STOREHOST_V6_FLAG)"
+    if v < (4, 9, 0):
+        return ("with brokerIP1=::1 the 4.7.1 broker answers a delayed send with java.nio.BufferOverflowException "
+                "(HeapByteBuffer.put), so 4.6-4.8 run on IPv4")
+    if (5, 1, 0) <= v < (5, 2, 0):
+        return ("the 5.1.x client cannot reach an IPv6 address: NettyRemotingClient.getHostAndPort splits "
+                "\"::1:10911\" on every ':' (address.split(\":\"), 5.1.0-5.1.4; lastIndexOf from 5.2.0)")
+    return ""
+
+
+# -- cache entries --------------------------------------------------------------------------
+
+def jars(release: str) -> Path:
+    """The release's jars (broker, name server, store, tools, client) with their dependencies."""
+    client = RELEASES[release]
+    entry = ROOT / f"jars-{release}-{bh.digest(POM, release, client)}"
+
+    def build(tmp: Path) -> None:
+        bh.maven_jars(POM, {"rocketmq.version": release, "rocketmq.client.version": client}, tmp / "lib",
+                      log=tmp / "maven.log")
+
+    bh.cached(entry, build)
+    _prune(entry)
+    return entry
+
+
+def driver(release: str) -> Path:
+    """The drivers compiled against the release's jars."""
+    lib = jars(release) / "lib"
+    entry = ROOT / f"driver-{release}-{bh.digest(*sources(release), lib.parent.name)}"
+
+    def build(tmp: Path) -> None:
+        bh.compile_java(sources(release), sorted(lib.glob("*.jar")), tmp / "classes", log=tmp / "javac.log")
+
+    bh.cached(entry, build)
+    _prune(entry)
+    return entry
+
+
+def scenario_key(release: str, scenario: str) -> str:
+    return bh.digest(*sources(release), POM, BROKER_CONF, NAMESRV_CONF, LOGBACK, release, RELEASES[release], scenario,
+                     broker_ip(release, scenario), scenario_conf(scenario))
+
+
+def rocketmq_store(release: str, scenario: str) -> BrokerStore:
+    """The finished `scenario` of `release`, built on first use (Java and Maven needed)."""
+    if release not in RELEASES:
+        raise ValueError(f"unknown release {release!r}; one of {sorted(RELEASES)}")
+    if scenario not in SCENARIOS:
+        raise ValueError(f"unknown scenario {scenario!r}; one of {SCENARIOS}")
+    bh.require_java_and_maven()
+    entry = ROOT / release / f"{scenario}-{scenario_key(release, scenario)}"
+    if not (entry / ".done").exists():
+        classes = driver(release) / "classes"
+        lib = jars(release) / "lib"
+        crash = rocketmq_store(release, "crash") if scenario == "recovered" else None
+
+        def build(tmp: Path) -> None:
+            t0 = time.monotonic()
+            if crash is not None:
+                copy_store(crash.store, tmp / "store")
+            spec = {"release": release, "client": RELEASES[release], "scenario": scenario, "folder": str(tmp),
+                    "lib": str(lib), "classes": str(classes), "broker_ip": broker_ip(release, scenario)}
+            first_failure = ""
+            for attempt in (1, 2):   # a broker run can fail on timing (a route not yet registered): once more
+                try:
+                    bh.run([*bh.loopback_only(), sys.executable, __file__, "_run", json.dumps(spec)],
+                           log=tmp / "harness.log", timeout=600)
+                    break
+                except bh.HarnessError:
+                    if attempt == 2:
+                        raise
+                    first_failure = traceback.format_exc(limit=1)[-2000:]
+                    failed = tmp.with_name(tmp.name.replace(".partial", ".failed"))   # its logs, for a look
+                    shutil.rmtree(failed, ignore_errors=True)
+                    tmp.rename(failed)
+                    shutil.rmtree(failed / "store", ignore_errors=True)
+                    tmp.mkdir()
+                    if crash is not None:
+                        copy_store(crash.store, tmp / "store")
+            summary = json.loads((tmp / "summary.json").read_text())
+            summary["timings"]["scenario_total_s"] = round(time.monotonic() - t0, 2)
+            if first_failure:
+                summary["first_attempt_failed"] = first_failure
+            (tmp / "summary.json").write_text(json.dumps(summary, indent=1, ensure_ascii=False))
+
+        bh.cached(entry, build)
+        _prune(entry)
+    return _load(entry)
+
+
+def copy_store(src: Path, dst: Path) -> None:
+    """Copy a store directory keeping holes: a 5.x store's timerlog and timerwheel are sparse
+    files of 100 MiB and 37 MiB that a plain copy would write out in full."""
+    if shutil.which("cp"):
+        bh.run(["cp", "-a", "--sparse=always", src, dst], log=dst.parent / "copy.log", timeout=300)
+        (dst.parent / "copy.log").unlink(missing_ok=True)
+    else:
+        shutil.copytree(src, dst, symlinks=True)
+
+
+def _prune(entry: Path) -> None:
+    """Remove the finished entries of the same kind (jars, driver, or scenario of one release) made
+    by other sources or configurations (their keys differ), so the cache holds one of each."""
+    for old in entry.parent.glob(entry.name.rsplit("-", 1)[0] + "-*"):
+        if old.name.endswith(".lock"):
+            continue
+        try:
+            stale = time.time() - old.stat().st_mtime > 3600   # a build interrupted an hour ago, not one running
+        except FileNotFoundError:
+            continue
+        if old.name.endswith((".failed", ".partial")) and not old.name.startswith(entry.name + ".") and stale:
+            shutil.rmtree(old, ignore_errors=True)
+        elif old != entry and old.is_dir() and not old.name.endswith(".partial") and (old / ".done").exists():
+            shutil.rmtree(old, ignore_errors=True)
+            old.with_name(old.name + ".lock").unlink(missing_ok=True)
+
+
+def _load(entry: Path) -> BrokerStore:
+    summary = json.loads((entry / "summary.json").read_text())
+    answers: dict[str, Any] = {}
+    if (entry / "answers.json").exists():
+        answers["broker"] = json.loads((entry / "answers.json").read_text(encoding="utf-8"))
+    for name in ("sends", "acks"):
+        p = entry / f"{name}.jsonl"
+        if p.exists():
+            answers[name] = [json.loads(line) for line in p.read_text(encoding="utf-8").splitlines() if line.strip()]
+    if (entry / "workload.json").exists():
+        answers["workload"] = json.loads((entry / "workload.json").read_text(encoding="utf-8"))
+    return BrokerStore(release=summary["release"], client=summary["client"], scenario=summary["scenario"], folder=entry,
+                       store=entry / "store", answers=answers, decoded=entry / "decoded.jsonl",
+                       checkpoint=json.loads((entry / "checkpoint.json").read_text()),
+                       reached=summary.get("reached", {}), skipped=summary.get("skipped", {}),
+                       timings=summary.get("timings", {}), broker_ip=summary.get("broker_ip", "127.0.0.1"))
+
+
+# -- one scenario, inside the namespace -------------------------------------------------------
+
+class _Run:
+    def __init__(self, spec: dict[str, Any]):
+        self.spec = spec
+        self.release: str = spec["release"]
+        self.scenario: str = spec["scenario"]
+        self.folder = Path(spec["folder"])
+        self.store = self.folder / "store"
+        self.logs = self.folder / "logs"
+        self.ip: str = spec["broker_ip"]
+        self.classpath = os.pathsep.join([spec["classes"], str(Path(spec["lib"]) / "*")])
+        self.procs: list[Any] = []
+        self.timings: dict[str, float] = {}
+        self.reached: dict[str, Any] = {}
+        self.skipped: dict[str, str] = {}
+        self.env = {**os.environ, "ROCKETMQ_HOME": str(self.folder)}
+        self.broker_addr = f"{self.ip}:{BROKER_PORT}"
+
+    def java(self, main: str, *args: str, heap: str = "192m", logback: str = "driver") -> list[str]:
+        return ["java", f"-Xmx{heap}", "-Xss512k", "-XX:+UseSerialGC", *JVM_OPENS,
+                f"-Duser.home={self.folder}", f"-Drocketmq.home.dir={self.folder}",
+                f"-Drocketmq.client.logRoot={self.logs}", "-Drocketmq.client.logLevel=WARN",
+                f"-Dlogback.configurationFile={self.folder / 'conf' / f'logback_{logback}.xml'}",
+                "-Drocketmq.client.rebalance.waitInterval=1000",   # clients rebalance each second, not 20 s
+                "-Djava.net.preferIPv4Stack=false", "-cp", self.classpath, main, *args]
+
+    def write_conf(self) -> None:
+        conf = self.folder / "conf"
+        conf.mkdir(parents=True, exist_ok=True)
+        self.logs.mkdir(parents=True, exist_ok=True)
+        (self.folder / "broker.conf").write_text(BROKER_CONF.format(broker_ip=self.ip, store=self.store,
+                                                                     extra=scenario_conf(self.scenario)))
+        (self.folder / "namesrv.conf").write_text(NAMESRV_CONF)
+        for name, level in (("broker", "INFO"), ("namesrv", "INFO"), ("driver", "WARN")):
+            log = self.logs / f"{name}_logback.log"
+            (conf / f"logback_{name}.xml").write_text(LOGBACK.format(log=log, level=level))
+
+    def start_namesrv(self) -> None:
+        t = time.monotonic()
+        p = bh.start(self.java("org.apache.rocketmq.namesrv.NamesrvStartup", "-c", str(self.folder / "namesrv.conf"),
+                               heap="128m", logback="namesrv"), log=self.logs / "namesrv.out", env=self.env,
+                     cwd=self.folder)
+        self.procs.append(p)
+        bh.wait_for_port(NAMESRV_PORT, p, self.logs / "namesrv.out")
+        self.namesrv = p
+        self.timings["namesrv_start_s"] = round(time.monotonic() - t, 2)
+
+    def start_broker(self, label: str) -> None:
+        t = time.monotonic()
+        p = bh.start(["java", "-Xms128m", "-XX:MaxDirectMemorySize=256m",
+                      *self.java("org.apache.rocketmq.broker.BrokerStartup", "-c", str(self.folder / "broker.conf"),
+                                 heap="384m", logback="broker")[1:]],
+                     log=self.logs / f"broker-{label}.out", env=self.env, cwd=self.folder)
+        self.procs.append(p)
+        bh.wait_for_port(BROKER_PORT, p, self.logs / f"broker-{label}.out", timeout=120)
+        self.broker = p
+        time.sleep(1.0)   # the first registration at the name server
+        self.timings[f"broker_start_{label}_s"] = round(time.monotonic() - t, 2)
+
+    def driver(self, mode: str, timeout: float, **kw: str) -> None:
+        t = time.monotonic()
+        args = [f"{k}={v}" for k, v in kw.items()]
+        bh.run(self.java("RocketMQDriver", mode, *args), log=self.logs / f"driver-{mode}.out", timeout=timeout,
+               env=self.env, cwd=self.folder)
+        self.timings[f"{mode}_s"] = round(time.monotonic() - t, 2)
+
+    def common(self) -> dict[str, str]:
+        return {"namesrv": f"127.0.0.1:{NAMESRV_PORT}", "broker": self.broker_addr, "brokerName": BROKER_NAME}
+
+    def workload(self) -> None:
+        kw = {**self.common(), "out": str(self.folder)}
+        if version_tuple(self.release) >= (5, 0, 0):
+            kw["timer"] = "true"
+            kw["longGroup"] = LONG_GROUP
+        else:
+            self.skipped["long_retry_topic"] = "4.x writes the topic length in one byte (no v2 records)"
+        if self.scenario != "clean" and no_ipv6_reason(self.release):
+            self.skipped["ipv6_store_host"] = no_ipv6_reason(self.release)
+        self.driver("workload", 240, **kw)
+        w = json.loads((self.folder / "workload.json").read_text(encoding="utf-8"))
+        self.reached.update(w["reached"])
+        self.skipped.update(w["skipped"])
+        self.groups = ",".join([*w["push_groups"], "G_pull"])
+        if any(p.name == "LegacyTransactions.java" for p in sources(self.release)):
+            t = time.monotonic()
+            bh.run(self.java("LegacyTransactions", f"namesrv=127.0.0.1:{NAMESRV_PORT}", f"out={self.folder}"),
+                   log=self.logs / "driver-legacy.out", timeout=120, env=self.env, cwd=self.folder)
+            self.timings["legacy_transactions_s"] = round(time.monotonic() - t, 2)
+            legacy = json.loads((self.folder / "legacy.json").read_text(encoding="utf-8"))
+            if "transactions" in legacy:
+                self.reached["transactions"] = legacy["transactions"]
+                self.skipped.pop("transactions", None)
+            else:
+                self.skipped["transactions"] = f"{self.skipped.get('transactions')}; old API: {legacy.get('error')}"
+        if any(p.name == "PopConsumer.java" for p in sources(self.release)):
+            t = time.monotonic()
+            bh.run(self.java("PopConsumer", f"namesrv=127.0.0.1:{NAMESRV_PORT}", f"broker={self.broker_addr}",
+                             f"out={self.folder}"), log=self.logs / "driver-pop.out", timeout=120, env=self.env,
+                   cwd=self.folder)
+            self.timings["pop_consumer_s"] = round(time.monotonic() - t, 2)
+            pop = json.loads((self.folder / "pop.json").read_text(encoding="utf-8"))
+            if "pop_consumer" in pop:
+                self.reached["pop_consumer"] = pop["pop_consumer"]
+                self.groups += ",G_pop"
+            else:
+                self.skipped["pop_consumer"] = pop.get("error", "?")
+        else:
+            self.skipped["pop_consumer"] = "5.x only (MessageRequestMode.POP)"
+
+    def answers(self, groups: str) -> None:
+        """The broker's answers; again (up to 3 times, 5 s apart) while some failed, as right after a
+        restart, before the broker's registration at the name server completed (5.2.0 took 12 s)."""
+        out = self.folder / "answers.json"
+        for attempt in range(1, 4):
+            self.driver("answers", 240, **self.common(), store=str(self.store), out=str(out), groups=groups)
+            a = json.loads(out.read_text(encoding="utf-8"))
+            failed = (sum("error" in q for q in a["queues"]) + sum("error" in v for v in a["views"])
+                      + sum("broker_error" in q for q in a["key_queries"]))
+            self.timings["answers_attempts"] = attempt
+            if not failed:
+                return
+            time.sleep(5)
+        self.skipped["answers"] = f"{failed} broker answers failed 3 times (see answers.json)"
+
+    def stop_clean(self, label: str) -> None:
+        t = time.monotonic()
+        rc = bh.stop(self.broker, timeout=90)
+        self.timings[f"broker_stop_{label}_s"] = round(time.monotonic() - t, 2)
+        self.reached[f"broker_exit_{label}"] = rc
+
+    def crash(self) -> None:
+        args = [f"{k}={v}" for k, v in self.common().items()] + [f"out={self.folder}"]
+        tail = bh.start(self.java("RocketMQDriver", "tail", *args), log=self.logs / "driver-tail.out", env=self.env,
+                        cwd=self.folder)
+        self.procs.append(tail)
+        acks = self.folder / "acks.jsonl"
+        deadline = time.monotonic() + 90
+        while time.monotonic() < deadline:
+            if acks.exists() and acks.read_text(encoding="utf-8").count("\n") >= 200:
+                break
+            if tail.poll() is not None:
+                raise bh.HarnessError(f"the tail producer exited early\n{bh.tail(self.logs / 'driver-tail.out')}")
+            time.sleep(0.05)
+        bh.kill_group(self.broker.pid)      # kill -9 while the producer is sending
+        self.broker.wait()
+        self.reached["crash"] = f"broker killed with SIGKILL after {acks.read_text().count(chr(10))} tail acks"
+        try:
+            tail.wait(timeout=60)
+        except Exception:
+            bh.kill_group(tail.pid)
+            tail.wait()
+        self.reached["abort_file_left"] = (self.store / "abort").exists()
+
+    def decode(self) -> None:
+        self.driver("decode", 240, store=str(self.store), out=str(self.folder))
+
+    def go(self) -> None:
+        t0 = time.monotonic()
+        self.write_conf()
+        try:
+            self.start_namesrv()
+            if self.scenario == "recovered":
+                self.reached["abort_file_before_restart"] = (self.store / "abort").exists()
+                if no_ipv6_reason(self.release):
+                    self.skipped["ipv6_store_host"] = no_ipv6_reason(self.release)
+                self.start_broker("restart")
+                time.sleep(2.0)   # let dispatch catch up after recovery
+                long_group = [LONG_GROUP] if version_tuple(self.release) >= (5,) else []
+                pop_group = ["G_pop"] if version_tuple(self.release) >= (5,) else []
+                self.answers(",".join(["G_push", "G_pull", *long_group, *pop_group]))
+                self.stop_clean("restart")
+            else:
+                self.start_broker("first")
+                self.workload()
+                if self.scenario == "clean":
+                    self.answers(self.groups)
+                    self.stop_clean("first")
+                else:
+                    self.crash()
+            bh.stop(self.namesrv, timeout=30)
+        finally:
+            for p in self.procs:
+                if p.poll() is None:
+                    bh.kill_group(p.pid)
+                    p.wait()
+        self.decode()
+        self.timings["scenario_run_s"] = round(time.monotonic() - t0, 2)
+        summary = {"release": self.release, "client": self.spec["client"], "scenario": self.scenario,
+                   "broker_ip": self.ip, "reached": self.reached, "skipped": self.skipped, "timings": self.timings}
+        (self.folder / "summary.json").write_text(json.dumps(summary, indent=1, ensure_ascii=False))
+
+
+def build_all(releases: list[str], scenarios: list[str]) -> None:
+    """Build every (release, scenario), printing progress and wall times."""
+    for release in releases:
+        t = time.monotonic()
+        jars(release)
+        driver(release)
+        print(f"{release}: jars and driver ready in {time.monotonic() - t:.1f} s", flush=True)
+        for scenario in scenarios:
+            t = time.monotonic()
+            s = rocketmq_store(release, scenario)
+            facts = s.store_facts()
+            facts["topics"] = len(facts["topics"])
+            print(f"{release} {scenario}: {time.monotonic() - t:.1f} s  reached={sorted(s.reached)} "
+                  f"skipped={sorted(s.skipped)} store={facts}", flush=True)
+
+
+def main(argv: list[str]) -> None:
+    """The command line of tests/brokers/build_rocketmq.py (and of this module)."""
+    import argparse
+
+    ap = argparse.ArgumentParser(description="build the real-RocketMQ stores of the tests into the cache")
+    ap.add_argument("--release", action="append", choices=sorted(RELEASES, key=version_tuple))
+    ap.add_argument("--scenario", action="append", choices=SCENARIOS)
+    a = ap.parse_args(argv)
+
+    def _stop(signum, frame):   # SIGTERM: unwind, so a scenario run in progress stops its servers
+        raise SystemExit(f"signal {signum}")
+
+    signal.signal(signal.SIGTERM, _stop)
+    t = time.monotonic()
+    build_all(a.release or list(RELEASES), a.scenario or list(SCENARIOS))
+    print(f"all built in {time.monotonic() - t:.1f} s (cache {ROOT})", flush=True)
+
+
+if __name__ == "__main__":
+    if len(sys.argv) == 3 and sys.argv[1] == "_run":
+        def _stop(signum, frame):   # SIGTERM from a timeout: let go()'s finally stop the servers
+            raise SystemExit(f"signal {signum}")
+
+        signal.signal(signal.SIGTERM, _stop)
+        _Run(json.loads(sys.argv[2])).go()
+    else:
+        main(sys.argv[1:])
