@@ -240,6 +240,10 @@ def classpath(rel: Release, log=print) -> str:
     return os.pathsep.join([str(driver(rel, log)), *map(str, jars(rel, log))])
 
 
+#: zookeeper.session.timeout.ms's default in 2.8 (KafkaConfig), in seconds
+ZK_SESSION_TIMEOUT_S = 18
+
+
 def server_properties(rel: Release, log_dir: Path, data_dir: Path) -> str:
     common = {
         "log.dirs": str(log_dir),
@@ -451,6 +455,11 @@ class _Broker:
         self.proc.wait()
         print(f"broker run {self.runs} killed (SIGKILL)", flush=True)
         self.proc = None
+        if not self.rel.kraft:
+            # the killed broker's ephemeral /brokers/ids node lives until its ZooKeeper session
+            # expires (zookeeper.session.timeout.ms, 18 s in 2.8); a broker started before then
+            # exits with NodeExistsException
+            time.sleep(ZK_SESSION_TIMEOUT_S + 2)
 
     def close(self) -> None:
         if self.proc is not None:

@@ -1,0 +1,60 @@
+"""Build every real-broker store and partition the tests in tests/brokers/ read, into the cache
+(tests/support/broker_harness.py): ``python tests/brokers/build_all.py``. `make test` runs it
+beside the rest of the suite, so the brokers write while the other tests run, then runs the
+broker tests on the warm cache. Entries already built are reused; a failed entry is reported
+and the others still built (its tests then show the error). Exit status 1 when any failed."""
+from __future__ import annotations
+
+import signal
+import sys
+import time
+import traceback
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "support"))
+
+import kafka_harness as kh  # noqa: E402
+import oracles  # noqa: E402
+import rocketmq_harness as rh  # noqa: E402
+
+#: the releases tests/brokers/test_kafka_brokers.py plants orphaned index files in
+ORPHAN_RELEASES = ("2.8.2", "4.4.0")
+
+
+def _step(name: str, build, failures: list[str]) -> None:
+    t = time.monotonic()
+    try:
+        build()
+        print(f"{name}: {time.monotonic() - t:.1f} s", flush=True)
+    except Exception:                          # noqa: BLE001 - report it, build the rest
+        failures.append(name)
+        print(f"{name}: FAILED after {time.monotonic() - t:.1f} s\n{traceback.format_exc()}", flush=True)
+
+
+def main() -> int:
+    # SIGTERM (make interrupted) becomes SystemExit, so the harness stops the brokers it started
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
+    quiet = lambda message: None  # noqa: E731
+    failures: list[str] = []
+    start = time.monotonic()
+    for rel in kh.RELEASES:
+        for scenario in kh.SCENARIOS:
+            _step(f"kafka {rel.version} {scenario}",
+                  lambda rel=rel, scenario=scenario: kh.kafka_partitions(rel.version, scenario, log=quiet), failures)
+    for version in ORPHAN_RELEASES:
+        _step(f"kafka {version} orphans", lambda version=version: kh.kafka_partitions(version, "orphans", log=quiet),
+              failures)
+    real = oracles.REAL_DATA / "kafka"
+    for directory in sorted(p for p in real.iterdir() if p.is_dir()) if real.is_dir() else []:
+        _step(f"kafka real data {directory.name}", lambda d=directory: kh.real_data_dumps(d, log=quiet), failures)
+    for version in rh.selected_releases():
+        for scenario in rh.SCENARIOS:
+            _step(f"rocketmq {version} {scenario}",
+                  lambda version=version, scenario=scenario: rh.rocketmq_store(version, scenario), failures)
+    print(f"all: {time.monotonic() - start:.1f} s; {len(failures)} failed" + (f": {', '.join(failures)}"
+                                                                              if failures else ""))
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
