@@ -128,6 +128,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="mappedFileSizeConsumeQueue (default: the size of the ConsumeQueue files)")
     p.add_argument("--deep", action="store_true", help="compare every index file's bytes, not only the newest "
                                                      "consistent one")
+    p.add_argument("--broker-version", default=None, metavar="X.Y.Z",
+                   help="the release that wrote the store: its index keys (5.4.0+ also indexes topic#T#tags)")
     p.add_argument("--dry-run", action="store_true", help="write nothing; report what would change")
     p.add_argument("--json", action="store_true", help="the report as one JSON object")
     p.set_defaults(run=_recover)
@@ -314,7 +316,7 @@ def _recover(args) -> int:
     r = recover_store(args.dir, hash_slot_num=args.hash_slot_num, index_num=args.index_num,
                       commitlog_file_size=args.commitlog_file_size,
                       consume_queue_file_size=args.consume_queue_file_size, deep_check_all=args.deep,
-                      dry_run=args.dry_run)
+                      dry_run=args.dry_run, broker_version=args.broker_version)
     _emit(args, r.as_dict(), r.summary())
     return 0
 

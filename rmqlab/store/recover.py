@@ -437,10 +437,11 @@ def _consume_queues(root: Path, msgs: pd.DataFrame, end: int, cq_size: int | Non
 # ------------------------------------------------------------------------------ index
 
 
-def expected_index_rows(msgs: pd.DataFrame) -> ExpandedKeys:
+def expected_index_rows(msgs: pd.DataFrame, *, tag_key: bool = False) -> ExpandedKeys:
     """The puts an uninterrupted IndexService.buildIndex makes for `msgs` (CommitLog order, as
     :func:`rmqlab.formats.commitlog.read_columns` returns them) into an empty index folder:
-    UNIQ_KEY then each KEYS token, rolled back records skipped. Cost: O(messages), vectorized.
+    UNIQ_KEY then each KEYS token (then ``topic#T#tags`` with `tag_key`: a 5.4.0+ broker),
+    rolled back records skipped. Cost: O(messages), vectorized.
 
     >>> e = expected_index_rows(pd.DataFrame({"topic": ["T", "T"], "phy_offset": [0, 100],
     ...     "store_timestamp": [1000, 2000], "keys": ["a b", None], "uniq_key": ["U1", "U2"], "sys_flag": [0, 0]}))
@@ -449,8 +450,8 @@ def expected_index_rows(msgs: pd.DataFrame) -> ExpandedKeys:
     """
     if not len(msgs):
         return ExpandedKeys([], np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64), 0)
-    return expand_columns(msgs[["topic", "phy_offset", "store_timestamp", "keys", "uniq_key", "sys_flag"]],
-                          end_phy_offset=0)
+    columns = ["topic", "phy_offset", "store_timestamp", "keys", "uniq_key", "sys_flag"] + ["tags"] * tag_key
+    return expand_columns(msgs[columns], end_phy_offset=0, tag_key=tag_key)
 
 
 def expected_index_files(k: int, cap: int, n_messages: int, last_message_with_key: int) -> int:
@@ -622,7 +623,7 @@ def _continue_index(index_dir: Path, rows: ExpandedKeys, pos: int, msg_ts: np.nd
 
 
 def _index(root: Path, msgs: pd.DataFrame, g: Geometry, rule: SlotCountRule, tz, deep_all: bool, dry_run: bool,
-           actions: list[RecoveryAction], report: RecoveryReport) -> int:
+           actions: list[RecoveryAction], report: RecoveryReport, tag_key: bool = False) -> int:
     """Step 3; returns the indexMsgTimestamp an uninterrupted dispatch leaves."""
     index_dir = StorePaths(root).index
     if index_dir.is_dir():
@@ -635,7 +636,7 @@ def _index(root: Path, msgs: pd.DataFrame, g: Geometry, rule: SlotCountRule, tz,
                     p.unlink()
             elif p.is_file() and not is_index_file_name(p.name):
                 report.notes.append(f"{p}: not an index file name: left alone (the broker ignores it)")
-    rows = expected_index_rows(msgs)
+    rows = expected_index_rows(msgs, tag_key=tag_key)
     n_messages = len(msgs)
     plan = _IndexPlan(index_dir, rows, n_messages, g, rule, deep_all)
     report.index_files_kept = plan.keep
@@ -728,7 +729,7 @@ def recover_store(root: str | os.PathLike, *, hash_slot_num: int | None = DEFAUL
                   index_num: int | None = DEFAULT_INDEX_NUM, commitlog_file_size: int | None = None,
                   consume_queue_file_size: int | None = None, slot_count_rule: SlotCountRule = NEW_SLOT,
                   tz: _dt.tzinfo | None = None, deep_check_all: bool = False,
-                  dry_run: bool = False) -> RecoveryReport:
+                  dry_run: bool = False, broker_version: str | None = None) -> RecoveryReport:
     """Recover a store directory after its writer crashed (see the module docstring).
 
     Geometry: `hash_slot_num` / `index_num` are the broker's maxHashSlotNum / maxIndexNum (None:
@@ -736,7 +737,8 @@ def recover_store(root: str | os.PathLike, *, hash_slot_num: int | None = DEFAUL
     file sizes (None: the most common file size). `tz` names new index files (None = local time,
     as :class:`rmqlab.store.directory.Store`). `deep_check_all` compares every index file's bytes with its
     expected bytes, not only the newest consistent one. `dry_run` writes nothing and reports the
-    plan. Raises :class:`UnrecoverableError` for damage a crash cannot cause.
+    plan. `broker_version` gives the release's index keys (5.4.0+ also puts ``topic#T#tags``).
+    Raises :class:`UnrecoverableError` for damage a crash cannot cause.
 
     Cost: one columnar read of the CommitLog (no bodies), one read of every ConsumeQueue, the
     header of every index file plus the bytes of the newest consistent one (built again in a
@@ -749,7 +751,7 @@ def recover_store(root: str | os.PathLike, *, hash_slot_num: int | None = DEFAUL
         raise NotADirectoryError(f"{root}: not a store directory")
     kw = dict(hash_slot_num=hash_slot_num, index_num=index_num, commitlog_file_size=commitlog_file_size,
               consume_queue_file_size=consume_queue_file_size, slot_count_rule=slot_count_rule, tz=tz,
-              deep_check_all=deep_check_all)
+              deep_check_all=deep_check_all, broker_version=broker_version)
     plan = _recover(root, dry_run=True, **kw)      # raises UnrecoverableError before any write
     if dry_run:
         return plan
@@ -760,14 +762,15 @@ def recover_store(root: str | os.PathLike, *, hash_slot_num: int | None = DEFAUL
 
 
 def _recover(root: Path, *, hash_slot_num, index_num, commitlog_file_size, consume_queue_file_size, slot_count_rule,
-             tz, deep_check_all, dry_run) -> RecoveryReport:
+             tz, deep_check_all, dry_run, broker_version) -> RecoveryReport:
     report = RecoveryReport(str(root), dry_run)
     actions = report.actions
     msgs, end, torn = _commitlog(root, commitlog_file_size, dry_run, actions)
     report.messages, report.commitlog_end, report.torn_bytes = len(msgs), end, torn
     _consume_queues(root, msgs, end, consume_queue_file_size, dry_run, actions, report)
     g = _geometry(root, hash_slot_num, index_num)
-    index_ts = _index(root, msgs, g, slot_count_rule, tz, deep_check_all, dry_run, actions, report)
+    index_ts = _index(root, msgs, g, slot_count_rule, tz, deep_check_all, dry_run, actions, report,
+                      tag_key=layout_facts(broker_version).index_tag_key)
     _checkpoint(root, msgs, end, index_ts, dry_run, actions, report)
     abort = StorePaths(root).abort
     if abort.exists():
