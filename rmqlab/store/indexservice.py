@@ -939,7 +939,6 @@ def expand_columns(columns: Any, *, end_phy_offset: int = 0, tag_key: bool = Fal
     message): `columns` is a pandas DataFrame or a mapping with ``topic``, ``phy_offset``,
     ``store_timestamp`` and optionally ``keys``, ``uniq_key`` (missing = None/NaN/null) and
     ``sys_flag`` (and ``tags``, indexed as ``topic#T#tags`` when `tag_key`: a 5.4.0+ broker).
-    Returns the full keys as a pyarrow LargeStringArray.
 
     The already-indexed rule is sequential in the broker (each put moves end_phy_offset), but
     kept offsets never decrease, so "offset >= the running maximum offset of earlier
@@ -951,6 +950,8 @@ def expand_columns(columns: Any, *, end_phy_offset: int = 0, tag_key: bool = Fal
     ...                     "uniq_key": [None, "U"]})
     >>> e.key_list(), e.message_index.tolist()
     (['T#a', 'T#b', 'T#U'], [0, 0, 1])
+
+    Returns the full keys as a pyarrow LargeStringArray.
     """
     import pyarrow as pa
     import pyarrow.compute as pc
