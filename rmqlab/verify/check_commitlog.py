@@ -181,36 +181,21 @@ class Messages:
         return out
 
 
-def _chunk_key_codes(cols: dict, phy: np.ndarray, first: int) -> np.ndarray:
+def _chunk_key_codes(cols: dict, phy: np.ndarray, first: int, *, tags: bool = False) -> np.ndarray:
     """The key codes (``row << 31 | index_hash``, row = `first` + position in the chunk) of a
-    chunk of decoded messages, in message order."""
+    chunk of decoded messages, in message order: UNIQ_KEY and KEYS, or with `tags` only the
+    TAGS key a 5.4.0+ broker also puts (``topic#T#tags``, at most one a message)."""
     from rmqlab.jvm.hashcode import index_hash_many
     from rmqlab.store.indexservice import expand_columns
 
     n = len(phy)
-    keys = {"topic": cols["topic"], "phy_offset": phy, "store_timestamp": cols["store_timestamp"],
-            "keys": cols["keys"], "uniq_key": cols["uniq_key"], "sys_flag": np.zeros(n, np.int64)}
-    ex = expand_columns(keys)
+    columns = {"topic": cols["topic"], "phy_offset": phy, "store_timestamp": cols["store_timestamp"],
+               "sys_flag": np.zeros(n, np.int64)}
+    columns.update({"tags": cols["tags"]} if tags else {"keys": cols["keys"], "uniq_key": cols["uniq_key"]})
+    ex = expand_columns(columns, tag_key=tags)
     rows = np.asarray(ex.message_index, np.int64) + first
     hashes = index_hash_many(ex.keys).astype(np.int64) if len(rows) else np.zeros(0, np.int64)
     return (rows << KEY_CODE_HASH_BITS) | hashes
-
-
-def _chunk_tag_codes(cols: dict, first: int) -> np.ndarray:
-    """The TAGS key codes (``row << 31 | index_hash(topic#T#tags)``) of a chunk of decoded
-    messages with non-empty TAGS, rows ascending."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    from rmqlab.jvm.hashcode import index_hash_many
-    from rmqlab.rules.dispatch import tag_keys_many
-
-    rows, parts = tag_keys_many(cols["tags"])
-    if not len(rows):
-        return np.zeros(0, np.int64)
-    topics = pa.array(np.asarray(cols["topic"], dtype=object)[rows], type=pa.large_string())
-    full = pc.binary_join_element_wise(topics, parts, pa.scalar("#", pa.large_string()))
-    return ((rows + first) << KEY_CODE_HASH_BITS) | index_hash_many(full).astype(np.int64)
 
 
 def _names_dispatch_properties(props: np.ndarray) -> np.ndarray:
@@ -264,7 +249,7 @@ class _TableBuilder:
             part["kept_properties"] = np.asarray(cols["properties"], dtype=object)[keep]
             if self.keys:
                 part["key_codes"] = _chunk_key_codes(cols, part["positions"], 0)
-                part["tag_codes"] = _chunk_tag_codes(cols, 0)
+                part["tag_codes"] = _chunk_key_codes(cols, part["positions"], 0, tags=True)
             self.take(part)
         return {"total_size": np.asarray(cols["total_size"])}
 
