@@ -742,6 +742,7 @@ class TrialResult:
     sample_agree: bool
     seconds: float
     lost_examples: list[str] = field(default_factory=list)
+    verify_examples: list[str] = field(default_factory=list)   # the first few of verify's errors
 
     def as_row(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -803,7 +804,8 @@ def run_trial(workdir: str | os.PathLike, phase: str, seed: int, *, config: Cras
                  if recovered_dir.is_dir() and any(recovered_dir.iterdir()) else 0)
     from rmqlab.verify import verify_path
 
-    ver = verify_path(a, consume_queue_file_size=config.consume_queue_file_size, **geo)
+    # kind: a kill before the first write leaves an empty folder, still a store to verify
+    ver = verify_path(a, kind="store", consume_queue_file_size=config.consume_queue_file_size, **geo)
     diffs: list[str] = []
     if compare_fresh:
         fresh = tdir / "fresh"
@@ -830,7 +832,7 @@ def run_trial(workdir: str | os.PathLike, phase: str, seed: int, *, config: Cras
         cq_units_dropped=rec.cq_units_dropped, broker_files_deleted=len(br.index_files_deleted),
         broker_keys_deleted=br.index_keys_deleted, broker_recovery_from=br.recovery_from_offset,
         sample_agree=la.sample_agree and lb.sample_agree, seconds=time.perf_counter() - t0,
-        lost_examples=la.lost_examples)
+        lost_examples=la.lost_examples, verify_examples=[str(e) for e in ver.errors[:3]])
     if not keep:
         shutil.rmtree(tdir, ignore_errors=True)
     return res

@@ -254,3 +254,54 @@ def test_the_same_bytes_read_twice_are_still_damage():
     record = encode_message(**{k: v for k, v in message(0).items() if k != "properties"}, phy_offset=0)
     d = _stop(_half_written(record, 4))[3]()
     assert d.kind == "damage" and d.field == "MAGICCODE"
+
+
+def _bodylen_off_by_one(record: bytes) -> bytearray:
+    """A last file holding `record` with its BODYLEN one too large (84: the field after the
+    fixed 4-byte and 8-byte fields of a v1 IPv4 record), so the decode's field checks fail,
+    and bytes a writer already put beyond it (no torn tail in zeros)."""
+    buf = _half_written(record, len(record))
+    buf[84:88] = (int.from_bytes(record[84:88], "big") + 1).to_bytes(4, "big")
+    return buf
+
+
+def _scan(buf, last: bool):
+    from rmqlab.formats.commitlog.columns import scan_file
+    from rmqlab.formats.commitlog.files import StoreFile
+    from rmqlab.formats.commitlog.records import ReadReport
+
+    f = StoreFile(Path("00000000000000000000"), 0, len(buf))
+    return scan_file(buf, f, last=last, check_crc=False, report=ReadReport(), on_error="report")[3]
+
+
+@pytest.mark.parametrize("last", [True, False])
+def test_a_record_whose_fields_change_while_they_are_checked_is_the_write_in_flight(monkeypatch, last):
+    # the decode finds BODYLEN wrong; the writer's copy completes before the check that words
+    # the damage reads the record again (a KeyError once, when that check found nothing wrong)
+    from rmqlab.formats.commitlog import columns, encode_message
+
+    record = encode_message(**{k: v for k, v in message(0).items() if k != "properties"}, phy_offset=0)
+    buf = _bodylen_off_by_one(record)
+    real = columns._records
+
+    class WriterFinishes:
+        def __getattr__(self, name):
+            return getattr(real, name)
+
+        def check_record(self, U, p):
+            buf[:len(record)] = record
+            return real.check_record(np.frombuffer(buf, np.uint8), p)
+
+    monkeypatch.setattr(columns, "_records", WriterFinishes())
+    d = _scan(buf, last)
+    assert d.offset == 0 and "write in flight" in d.reason
+    assert d.kind == ("torn-tail" if last else "damage")
+
+
+def test_a_bodylen_that_stays_wrong_is_damage():
+    from rmqlab.formats.commitlog import encode_message
+
+    record = encode_message(**{k: v for k, v in message(0).items() if k != "properties"}, phy_offset=0)
+    d = _scan(_bodylen_off_by_one(record), True)
+    # BODYLEN one too large moves TOPICLEN by a byte: the check that fails is that one
+    assert d.kind == "damage" and d.field == "TOPICLEN" and "write in flight" not in d.reason, str(d)

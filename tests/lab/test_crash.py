@@ -91,8 +91,13 @@ def test_trials_cover_every_phase_and_both_triggers(trials):
 def test_recover_loses_no_lookup_and_leaves_a_consistent_store(trials):
     bad = trials[(trials.lost_rmqlab != 0) | (trials.messages_lost != 0) | ~trials.verify_ok | ~trials.fresh_equal
                  | ~trials.sample_agree]
-    assert bad.empty, bad[["phase", "seed", "trigger", "messages_lost", "lost_rmqlab", "verify_errors", "fresh_diffs",
-                           "lost_examples"]].to_dict("records")
+    # one line a bad trial, naming the checks it failed (pytest cuts a long dict short)
+    assert bad.empty, "\n".join(
+        f"{r.phase} seed {r.seed} {r.trigger} (kill event {r.kill_event}, delay {r.kill_delay}): "
+        f"messages_lost={r.messages_lost} lost_rmqlab={r.lost_rmqlab} verify_ok={r.verify_ok} "
+        f"verify_errors={r.verify_errors} {r.verify_examples} fresh_diffs={r.fresh_diffs} "
+        f"sample_agree={r.sample_agree} "
+        f"recover_actions={r.recover_actions} lost_examples={r.lost_examples[:3]}" for r in bad.itertuples())
     assert trials["lost_rmqlab"].sum() == 0
     # recovery keeps exactly the messages written at the kill: no fewer, and no torn one made whole
     assert (trials["messages_recovered"] == trials["messages_complete"]).all()
@@ -147,6 +152,17 @@ def test_kill_before_the_rename_leaves_only_a_hidden_temp_file(workdir):
     assert r.atomic_ok and r.temp_files == 1 and r.recover_actions.get("index-temp-removed") == 1
     assert r.lost_rmqlab == 0 and r.verify_ok and r.fresh_equal
     shutil.rmtree(workdir / "trial-bulk-write-0")
+
+
+def test_kill_before_the_first_write_leaves_an_empty_store_that_verifies(workdir, monkeypatch):
+    # SIGKILL at once after "ready" can land before the writer has made even the commitlog
+    # folder (before its first write event); here the writer is killed before it starts. verify
+    # was once asked to guess what the empty folder holds, and raised.
+    calibrate("generate", CONFIG, workdir)           # the uninterrupted run, before the writer is replaced
+    monkeypatch.setattr(crash, "run_writer", lambda *a, **k: crash.WriterRun(-9, True, None, None, 0.0))
+    r = run_trial(workdir, "generate", 0, config=CONFIG, trigger="time", delay=0.0)
+    assert r.messages_complete == r.messages_recovered == 0
+    assert r.verify_ok and r.fresh_equal and r.lost_rmqlab == 0
 
 
 def test_kill_inside_a_commitlog_write_tears_a_record(workdir):

@@ -44,6 +44,7 @@ from rmqlab.formats.commitlog.layout import (
     WANTED_PROPERTIES,
 )
 from rmqlab.formats.commitlog.records import (
+    CHANGED_WHILE_READ,
     Damage,
     Message,
     ReadReport,
@@ -109,6 +110,11 @@ def _field_problem(U, p: int) -> _Problem:
     """The field check the message record at `p` fails (decode_records and walk_decode stopped
     there), read by ``_records.check_record`` from the record itself."""
     check, total, version, sys_flag, value = _records.check_record(U, p)
+    if check == 0:
+        # The decode and this second read saw different bytes: a writer is still appending to
+        # the mapped file (a live broker, or generate_store in another thread). In the last
+        # file that is the end of the prefix read (classify_stop); a later read sees it whole.
+        return p, "TOTALSIZE", CHANGED_WHILE_READ
     field, reason = _LAYOUT_CHECKS[check]
     return p, field, reason.format(total=total, version=version, sys_flag=sys_flag & 0xFFFFFFFF, value=value)
 

@@ -447,6 +447,10 @@ def _zero_after(buf, start: int, path) -> bool:
     return not any(U[lo:hi].any() for lo, hi in spans)
 
 
+#: why a record stopped a decode that a second read finds whole: a writer was copying it into
+#: the mapped file while the decode ran (the field checks and that read saw different bytes)
+CHANGED_WHILE_READ = "the record changed while it was read (a write in flight)"
+
 #: bytes of a stopped record kept to see whether a writer changes them while the stop is
 #: classified: more than a record of the broker's default maxMessageSize (4 MiB) and its head
 #: (a copy up to the end of a preallocated 1 GiB file cost as much memory as the file)
@@ -475,10 +479,10 @@ def classify_stop(buf, f: StoreFile, p: int, code: int, fld: str, reason: str, l
         # write in flight does not. Bytes that changed since the walk, or a head that now reads
         # differently, are the record being written: the end of the prefix, not damage.
         now = check_head(buf, p, len(buf)) if code >= 0 else None
+        if reason == CHANGED_WHILE_READ:
+            return Damage(path, p, f.start_offset + p, fld, "torn tail: " + reason, "torn-tail")
         if (code >= 0 and (now is None or now[:2] != (code, fld))) or bytes(buf[p:end]) != seen:
-            return Damage(path, p, f.start_offset + p, fld,
-                          "torn tail: the record changed while it was read (a write in flight): " + reason,
-                          "torn-tail")
+            return Damage(path, p, f.start_offset + p, fld, f"torn tail: {CHANGED_WHILE_READ}: {reason}", "torn-tail")
     elif code == STOP_MAGIC and _tail_is_zero(buf, p):
         reason = "zeros where the next record or the end-of-file blank should be (not the last file)"
     return Damage(path, p, f.start_offset + p, fld, reason)
