@@ -106,6 +106,18 @@ NEW_SLOT: SlotCountRule = "new-slot"
 #: ... or on every put (RocketMQ <= 4.7.0).
 EVERY_PUT: SlotCountRule = "every-put"
 
+
+def slot_count_rule_of(broker_version: str | None) -> SlotCountRule:
+    """The hashSlotCount rule a broker release's putKey follows (:func:`rmqlab.rules.versions.layout_facts`);
+    None (release unknown) gives :data:`NEW_SLOT`, the rule of every release since 4.7.1.
+
+    >>> slot_count_rule_of("4.5.2"), slot_count_rule_of("4.9.7"), slot_count_rule_of(None)
+    ('every-put', 'new-slot', 'new-slot')
+    """
+    from rmqlab.rules.versions import layout_facts
+
+    return EVERY_PUT if layout_facts(broker_version).slot_count_every_put else NEW_SLOT
+
 _SLOT_I32 = SLOT.field_struct("newest_entry")
 # From this many keys put_keys writes through the file descriptor: that path reads and writes
 # the whole slot table once a call, which a large batch repays and a small one does not.

@@ -22,6 +22,10 @@ Each fact was settled by reading the broker's Java source at the release tags na
   config flag), and ``queryOffset`` takes an index type ("T": query ``topic#T#key``), from
   5.4.0 (read with javap in rocketmq-store-5.4.0.jar and 5.5.0.jar; absent in 5.3.3). The key
   itself is :func:`rmqlab.rules.dispatch.tag_index_key`.
+* **Index header's hashSlotCount.** ``IndexFile.putKey`` calls ``incHashSlotCount()`` on every
+  put up to 4.7.0, and only when the key's slot was empty (``if (invalidIndex == slotValue)``)
+  from 4.7.1 (:data:`rmqlab.formats.indexfile.EVERY_PUT` / ``NEW_SLOT``). The stores that 4.2.0,
+  4.3.2 and 4.5.2 write carry the first count, 4.7.1's the second.
 
 ``None`` as a version everywhere means rmqlab's own default form: the final ``\\x02`` kept, no
 CRC property unless asked for, v2 for long topics, IPv6 allowed (a 5.2+ broker's form), and
@@ -101,6 +105,7 @@ class LayoutFacts:
     batch_consume_queue: bool        # BatchConsumeQueue
     light_message_queue: bool        # INNER_MULTI_DISPATCH / %LMQ%
     index_tag_key: bool = False      # buildIndex also puts topic#T#tags (5.4.0+)
+    slot_count_every_put: bool = False   # hashSlotCount counts every put, not new slots (up to 4.7.0)
 
 
 def layout_facts(version: str | BrokerVersion | None) -> LayoutFacts:
@@ -110,6 +115,8 @@ def layout_facts(version: str | BrokerVersion | None) -> LayoutFacts:
     (True, True)
     >>> layout_facts("5.3.3").index_tag_key, layout_facts("5.4.0").index_tag_key, layout_facts(None).index_tag_key
     (False, True, False)
+    >>> layout_facts("4.7.0").slot_count_every_put, layout_facts("4.7.1").slot_count_every_put
+    (True, False)
 
     Raises :class:`BrokerVersionError` as :func:`parse_broker_version`.
     """
@@ -128,4 +135,5 @@ def layout_facts(version: str | BrokerVersion | None) -> LayoutFacts:
         batch_consume_queue=t >= (5, 0, 0),
         light_message_queue=t >= (4, 9, 3),
         index_tag_key=t >= (5, 4, 0),
+        slot_count_every_put=t < (4, 7, 1),
     )

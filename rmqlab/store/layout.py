@@ -23,7 +23,7 @@ from rmqlab.formats import batchconsumequeue as bcq
 from rmqlab.formats import commitlog as cl
 from rmqlab.formats import consumequeue as cq
 from rmqlab.formats import consumequeue_ext as cqx
-from rmqlab.formats.indexfile import DEFAULT_HASH_SLOT_NUM, DEFAULT_INDEX_NUM
+from rmqlab.formats.indexfile import DEFAULT_HASH_SLOT_NUM, DEFAULT_INDEX_NUM, slot_count_rule_of
 from rmqlab.formats.storepaths import StorePaths, queue_folders
 from rmqlab.store.indexservice import DEFAULT_MAX_MSGS_NUM_BATCH, IndexService
 
@@ -80,14 +80,15 @@ class StoreLayout:
     def index_service(self, *, writable: bool = False) -> IndexService:
         """The index folder as an :class:`IndexService` with this layout's geometry (read-only
         unless `writable`; files named by store time; TAGS keys indexed for a 5.4.0+
-        `broker_version`)."""
+        `broker_version`, and its hashSlotCount rule)."""
         if not writable and not self.paths.index.is_dir():
             raise FileNotFoundError(f"{self.paths.index}: no index folder (run `rmqlab store dispatch` first)")
         from rmqlab.rules.versions import layout_facts
 
         return IndexService(self.paths.index, self.hash_slot_num, self.index_num, self.max_msgs_num_batch,
                             read_only=not writable, tz=self.tz, name_by_store_time=True,
-                            tag_keys=layout_facts(self.broker_version).index_tag_key)
+                            tag_keys=layout_facts(self.broker_version).index_tag_key,
+                            slot_count_rule=slot_count_rule_of(self.broker_version))
 
     def consume_queues(self) -> list[tuple[str, int]]:
         """(topic, queue_id) of every ConsumeQueue folder, sorted. Cost: one directory listing."""

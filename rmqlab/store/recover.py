@@ -95,12 +95,12 @@ from rmqlab.formats import consumequeue as cq
 from rmqlab.formats.indexfile import (
     DEFAULT_HASH_SLOT_NUM,
     DEFAULT_INDEX_NUM,
-    NEW_SLOT,
     Geometry,
     IndexFile,
     SlotCountRule,
     build_index_file,
     read_header,
+    slot_count_rule_of,
 )
 from rmqlab.formats.storepaths import StorePaths, queue_folders
 from rmqlab.rules.dispatch import goes_to_consume_queue_many, message_tags_codes
@@ -727,7 +727,7 @@ def _geometry(root: Path, hash_slot_num: int | None, index_num: int | None) -> G
 
 def recover_store(root: str | os.PathLike, *, hash_slot_num: int | None = DEFAULT_HASH_SLOT_NUM,
                   index_num: int | None = DEFAULT_INDEX_NUM, commitlog_file_size: int | None = None,
-                  consume_queue_file_size: int | None = None, slot_count_rule: SlotCountRule = NEW_SLOT,
+                  consume_queue_file_size: int | None = None, slot_count_rule: SlotCountRule | None = None,
                   tz: _dt.tzinfo | None = None, deep_check_all: bool = False,
                   dry_run: bool = False, broker_version: str | None = None) -> RecoveryReport:
     """Recover a store directory after its writer crashed (see the module docstring).
@@ -737,7 +737,8 @@ def recover_store(root: str | os.PathLike, *, hash_slot_num: int | None = DEFAUL
     file sizes (None: the most common file size). `tz` names new index files (None = local time,
     as :class:`rmqlab.store.directory.Store`). `deep_check_all` compares every index file's bytes with its
     expected bytes, not only the newest consistent one. `dry_run` writes nothing and reports the
-    plan. `broker_version` gives the release's index keys (5.4.0+ also puts ``topic#T#tags``).
+    plan. `broker_version` gives the release's index keys (5.4.0+ also puts ``topic#T#tags``)
+    and, unless `slot_count_rule` is given, its hashSlotCount rule (:func:`slot_count_rule_of`).
     Raises :class:`UnrecoverableError` for damage a crash cannot cause.
 
     Cost: one columnar read of the CommitLog (no bodies), one read of every ConsumeQueue, the
@@ -750,7 +751,8 @@ def recover_store(root: str | os.PathLike, *, hash_slot_num: int | None = DEFAUL
     if not root.is_dir():
         raise NotADirectoryError(f"{root}: not a store directory")
     kw = dict(hash_slot_num=hash_slot_num, index_num=index_num, commitlog_file_size=commitlog_file_size,
-              consume_queue_file_size=consume_queue_file_size, slot_count_rule=slot_count_rule, tz=tz,
+              consume_queue_file_size=consume_queue_file_size,
+              slot_count_rule=slot_count_rule or slot_count_rule_of(broker_version), tz=tz,
               deep_check_all=deep_check_all, broker_version=broker_version)
     plan = _recover(root, dry_run=True, **kw)      # raises UnrecoverableError before any write
     if dry_run:
@@ -805,7 +807,7 @@ def recovery_start(root: str | os.PathLike, threshold_ms: int) -> tuple[int, str
 
 def broker_restart(root: str | os.PathLike, *, hash_slot_num: int = DEFAULT_HASH_SLOT_NUM,
                    index_num: int = DEFAULT_INDEX_NUM, commitlog_file_size: int | None = None,
-                   slot_count_rule: SlotCountRule = NEW_SLOT, message_index_safe: bool = False,
+                   slot_count_rule: SlotCountRule | None = None, message_index_safe: bool = False,
                    tz: _dt.tzinfo | None = None, clock: Callable[[], int] | None = None,
                    broker_version: str | None = None) -> BrokerRestartReport:
     """Apply, in place, what a RocketMQ broker does to the index when it restarts after an
@@ -869,8 +871,9 @@ def broker_restart(root: str | os.PathLike, *, hash_slot_num: int = DEFAULT_HASH
     if len(msgs):
         sub = msgs[msgs["phy_offset"].to_numpy(np.int64) >= start]
         report.redispatched_messages = len(sub)
-        with IndexService(index_dir, g.hash_slot_num, g.index_num, read_only=False, slot_count_rule=slot_count_rule,
-                          tz=tz, clock=clock, strict=False,
+        with IndexService(index_dir, g.hash_slot_num, g.index_num, read_only=False,
+                          slot_count_rule=slot_count_rule or slot_count_rule_of(broker_version), tz=tz, clock=clock,
+                          strict=False,
                           tag_keys=layout_facts(broker_version).index_tag_key) as svc:
             report.index_keys_added = svc.build_columns(sub) if len(sub) else 0
         actions.append(RecoveryAction("index-entries-added", str(index_dir), f"recoverAbnormally re-dispatched "

@@ -11,7 +11,7 @@ import numpy as np
 
 from rmqlab.errors import RmqlabError
 from rmqlab.formats import batchconsumequeue as bcq
-from rmqlab.formats.indexfile import NEW_SLOT, IndexFile, SlotCountRule
+from rmqlab.formats.indexfile import IndexFile, SlotCountRule, slot_count_rule_of
 from rmqlab.formats.indexgeometry import index_geometries
 from rmqlab.formats.storepaths import StorePaths
 from rmqlab.rules.dispatch import goes_to_consume_queue_many
@@ -48,7 +48,7 @@ from rmqlab.verify.report import KINDS, FileReport, Kind, VerifyReport
 
 def verify_path(path: str | os.PathLike, *, kind: Kind | None = None, hash_slot_num: int | None = None,
                 index_num: int | None = None, commitlog_file_size: int | None = None,
-                consume_queue_file_size: int | None = None, slot_count_rule: SlotCountRule = NEW_SLOT,
+                consume_queue_file_size: int | None = None, slot_count_rule: SlotCountRule | None = None,
                 check_crc: bool = True, broker_version: str | None = None) -> VerifyReport:
     """Verify a store directory, a part of one, or one file (see the module docstring).
 
@@ -58,7 +58,8 @@ def verify_path(path: str | os.PathLike, *, kind: Kind | None = None, hash_slot_
     `consume_queue_file_size`: mappedFileSizeCommitLog / mappedFileSizeConsumeQueue (default:
     the most common file size). `check_crc`: compute every BODYCRC. `broker_version` (None:
     5.x) picks the release's multi-dispatch rule for the light message queue check and whether
-    the index holds TAGS keys (``topic#T#tags``, 5.4.0+; None: judged from the index entries). Read-only. Raises
+    the index holds TAGS keys (``topic#T#tags``, 5.4.0+; None: judged from the index entries),
+    and the hashSlotCount rule unless `slot_count_rule` is given. Read-only. Raises
     FileNotFoundError / ValueError for a missing or unrecognisable `path`; bad bytes are
     problems in the report, never exceptions. Cost: O(store), vectorized, plus a fixed cost a
     CommitLog file (a small store of many small files is dominated by it); a store that
@@ -87,6 +88,7 @@ def verify_path(path: str | os.PathLike, *, kind: Kind | None = None, hash_slot_
         kind = detect_kind(p)
     if kind not in KINDS:
         raise ValueError(f"kind must be one of {', '.join(KINDS)}, got {kind!r}")
+    slot_count_rule = slot_count_rule or slot_count_rule_of(broker_version)
     rep = VerifyReport(str(p), kind, settings={"hash_slot_num": hash_slot_num, "index_num": index_num,
                                                "commitlog_file_size": commitlog_file_size,
                                                "consume_queue_file_size": consume_queue_file_size,
