@@ -88,6 +88,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--max", type=int, default=64, metavar="N", help="maxNum (capped at 64, as the broker)")
     p.add_argument("--mode", choices=["broker", "verified"], default="broker")
     p.add_argument("--unique-key", action="store_true", help="KEY is a UNIQ_KEY message id (maxNum 32)")
+    p.add_argument("--key-type", choices=["K", "T"], default="K",
+                   help="the index key type, as mqadmin queryMsgByKey -p: K, the KEYS and UNIQ_KEY the "
+                        "broker indexes (default), or T, a message's TAGS (5.4.0+ brokers index topic#T#tags)")
     p.add_argument("--explain", action="store_true", help="files and entries read, and what broker mode got wrong")
     p.set_defaults(run=_query)
     p = ssub.add_parser("generate", help="write a synthetic store (deterministic by seed), then dispatch it")
@@ -216,7 +219,7 @@ def _query(args) -> int:
     q = None
     if args.mode == "verified" or args.explain:
         q = s.explain_key(args.topic, args.key, begin=args.begin, end=args.end, max_num=args.max,
-                          unique=args.unique_key)
+                          unique=args.unique_key, index_type=_index_type(args))
         frame = q.frame(args.mode)
     else:
         frame = _broker_answer(s, args)
@@ -243,7 +246,15 @@ def _broker_answer(s: Store, args) -> pd.DataFrame:
         # the broker's maxNum for a UNIQ_KEY: defaultQueryMaxNum (32)
         return s.query_by_unique_key(args.topic, args.key, begin=args.begin, end=args.end)
     # a key; or a UNIQ_KEY with a smaller --max, which explain_key has always honoured
-    return s.query_by_key(args.topic, args.key, begin=args.begin, end=args.end, max_num=args.max)
+    return s.query_by_key(args.topic, args.key, begin=args.begin, end=args.end, max_num=args.max,
+                          index_type=_index_type(args))
+
+
+def _index_type(args) -> str | None:
+    """--key-type as the Python API takes it (None: keys); a tag is not a UNIQ_KEY."""
+    if args.key_type == "T" and args.unique_key:
+        raise UsageError("--key-type T queries tags; --unique-key queries message ids: pass one")
+    return "T" if args.key_type == "T" else None
 
 
 def _query_many(s, args) -> int:
@@ -253,7 +264,7 @@ def _query_many(s, args) -> int:
         keys = [line.rstrip("\r\n") for line in lines]
     keys = [k for k in keys if k]
     t = s.query_many(args.topic, keys, begin=args.begin, end=args.end, max_num=args.max, mode=args.mode,
-                     unique=args.unique_key)
+                     unique=args.unique_key, index_type=_index_type(args))
     first = "rank" if args.mode == "broker" else "broker_returned"
     cols = ["query_key", first] + [c for c in RESULT_COLUMNS if c in t]
     if args.json:

@@ -261,26 +261,30 @@ class Store:
     # -- queries --------------------------------------------------------------------------
 
     def explain_key(self, topic: str, key: str, *, begin: int = 0, end: int = LONG_MAX,
-                    max_num: int = DEFAULT_MAX_MSGS_NUM_BATCH, unique: bool = False) -> KeyQuery:
+                    max_num: int = DEFAULT_MAX_MSGS_NUM_BATCH, unique: bool = False,
+                    index_type: str | None = None) -> KeyQuery:
         """Both modes of a key query and the comparison (see :mod:`rmqlab.store.keyquery`)."""
         with self.index() as idx:
             return query_key(idx, lambda offs: self.read_at(offs), topic, key, begin=begin, end=end,
-                             max_num=max_num, unique=unique)
+                             max_num=max_num, unique=unique, index_type=index_type)
 
     def query_by_key(self, topic: str, key: str, *, begin: int = 0, end: int = LONG_MAX,
-                     max_num: int = DEFAULT_MAX_MSGS_NUM_BATCH, mode: str = "broker") -> pd.DataFrame:
+                     max_num: int = DEFAULT_MAX_MSGS_NUM_BATCH, mode: str = "broker",
+                     index_type: str | None = None) -> pd.DataFrame:
         """Messages of ``topic`` with ``key`` stored in [begin, end] ms. ``broker`` mode returns
         what RocketMQ returns (hash matches, whole seconds, early stops, at most max_num);
         ``verified`` mode the real matches by millisecond store time, each marked with whether
-        the broker returned it. Use :meth:`explain_key` for the reasons. Cost: broker mode opens
-        the index, walks the key's chains and reads only the offsets returned: O(entries walked
-        + max_num); verified mode is :meth:`explain_key`'s."""
+        the broker returned it. Use :meth:`explain_key` for the reasons. `index_type` "T" asks
+        for messages whose TAGS is `key`, as a 5.4.0+ broker indexes them (``topic#T#tags``; a
+        store of an older broker has no such keys). Cost: broker mode opens the index, walks the
+        key's chains and reads only the offsets returned: O(entries walked + max_num); verified
+        mode is :meth:`explain_key`'s."""
         if mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
         if mode == "broker":
             with self.index() as idx:
-                return self._broker_rows(idx.query_offset(topic, key, max_num, begin, end).phy_offsets)
-        return self.explain_key(topic, key, begin=begin, end=end, max_num=max_num).frame(mode)
+                return self._broker_rows(idx.query_offset(topic, key, max_num, begin, end, index_type).phy_offsets)
+        return self.explain_key(topic, key, begin=begin, end=end, max_num=max_num, index_type=index_type).frame(mode)
 
     def _broker_rows(self, offsets: list[int]) -> pd.DataFrame:
         """The broker's answer as :meth:`explain_key` gives it (``rank``, then the messages), by
@@ -290,7 +294,7 @@ class Store:
 
     def query_many(self, topics: Any, keys: Any, *, begin: int = 0, end: int = LONG_MAX,
                    max_num: int = DEFAULT_MAX_MSGS_NUM_BATCH, mode: str = "broker",
-                   unique: bool = False) -> pd.DataFrame:
+                   unique: bool = False, index_type: str | None = None) -> pd.DataFrame:
         """:meth:`query_by_key` for many keys in one table, one row per (key, message), keys in
         order (see :func:`rmqlab.store.keyquery.query_many`). Cost: the broker walks of all keys in C
         and one CommitLog read of every distinct offset found: O(entries walked + distinct
@@ -303,7 +307,7 @@ class Store:
         """
         with self.index() as idx:
             return query_many(idx, self.read_at, topics, keys, begin=begin, end=end, max_num=max_num, mode=mode,
-                              unique=unique)
+                              unique=unique, index_type=index_type)
 
     def query_by_unique_key(self, topic: str, uniq_key: str, *, begin: int = 0, end: int = LONG_MAX,
                             mode: str = "broker") -> pd.DataFrame:

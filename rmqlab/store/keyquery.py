@@ -51,7 +51,7 @@ import pandas as pd
 from rmqlab.formats.indexfile import IndexFile
 from rmqlab.jvm.hashcode import index_hash_many, index_key
 from rmqlab.jvm.longs import INT_MAX, LONG_MAX, LONG_MIN
-from rmqlab.rules.dispatch import key_tokens_many
+from rmqlab.rules.dispatch import TAG_INDEX_TYPE, index_query_key, key_tokens_many
 from rmqlab.store.indexservice import (
     DEFAULT_MAX_MSGS_NUM_BATCH,
     DEFAULT_QUERY_MAX_NUM,
@@ -167,21 +167,25 @@ def _repeated(value: str, n: int) -> np.ndarray:
     return out
 
 
-def _real_match(messages: pd.DataFrame, topic: str, key: str, unique: bool) -> np.ndarray:
+def _real_match(messages: pd.DataFrame, topic: str, key: str, unique: bool, by_tag: bool = False) -> np.ndarray:
     n = len(messages)
-    return _real_matches(messages, _repeated(topic, n), _repeated(key, n), unique)
+    return _real_matches(messages, _repeated(topic, n), _repeated(key, n), unique, by_tag)
 
 
-def _real_matches(messages: pd.DataFrame, topics: np.ndarray, keys: np.ndarray, unique: bool) -> np.ndarray:
+def _real_matches(messages: pd.DataFrame, topics: np.ndarray, keys: np.ndarray, unique: bool,
+                  by_tag: bool = False) -> np.ndarray:
     """Row i of `messages` really is a message of ``topics[i]`` under ``keys[i]``: the topic is
     the same and the key is its UNIQ_KEY or (`unique` False) one of the tokens buildIndex
-    indexes from its KEYS property. Cost: O(total KEYS length)."""
+    indexes from its KEYS property; with `by_tag` (index type "T"), its TAGS property whole.
+    Cost: O(total KEYS length)."""
     if messages.empty:
         return np.zeros(0, dtype=bool)
     def column(name: str) -> np.ndarray:   # a reader may give nullable strings: NA is None here
         return messages[name].to_numpy(object, na_value=None)  # type: ignore[call-overload]  # stubs lack it
 
     same_topic = column("topic") == topics
+    if by_tag:
+        return same_topic & (column("tags") == keys)
     uniq = column("uniq_key") == keys
     if unique:
         return same_topic & uniq
@@ -198,11 +202,12 @@ def _real_matches(messages: pd.DataFrame, topics: np.ndarray, keys: np.ndarray, 
 
 def query_key(index: IndexService, read_messages: MessageReader, topic: str, key: str, *,
               begin: int = 0, end: int = LONG_MAX, max_num: int = DEFAULT_MAX_MSGS_NUM_BATCH,
-              unique: bool = False) -> KeyQuery:
+              unique: bool = False, index_type: str | None = None) -> KeyQuery:
     """Run the broker's query for ``topic#key`` and the verified one, and compare them.
 
     `unique` queries a UNIQ_KEY (message id) the way the broker does: max_num 32, and a real
-    match is a message whose UNIQ_KEY equals `key`.
+    match is a message whose UNIQ_KEY equals `key`. `index_type` "T" queries a tag as a 5.4.0+
+    broker does (``topic#T#key``); a real match is a message whose TAGS is `key`.
 
     >>> import tempfile, pandas as pd
     >>> from rmqlab.store.indexservice import IndexService
@@ -215,11 +220,13 @@ def query_key(index: IndexService, read_messages: MessageReader, topic: str, key
     >>> q.broker.phy_offset.tolist(), q.verified.phy_offset.tolist(), q.summary()["collision"]
     ([200, 100], [100], 1)
     """
+    by_tag = _by_tag(index_type, unique)
     if unique:
         max_num = min(max_num, 32)
-    trace = index.trace_query(topic, key, max_num, begin, end)
+    looked_up = index_query_key(key, index_type)     # T#tag for a tag; the key itself otherwise
+    trace = index.trace_query(topic, looked_up, max_num, begin, end)
     broker_offsets = list(trace.result.phy_offsets)
-    full_key = index_key(topic, key)
+    full_key = index_key(topic, looked_up)
 
     # Every entry of every file whose stored hash matches, wherever the broker stopped.
     rows = []
@@ -231,7 +238,7 @@ def query_key(index: IndexService, read_messages: MessageReader, topic: str, key
                                            np.asarray(broker_offsets, dtype=np.int64)]))
     messages = read_messages(candidates).drop_duplicates("phy_offset").set_index("phy_offset", drop=False)
     messages.index.name = "at"   # looked up by offset; the phy_offset column stays for output
-    real = pd.Series(_real_match(messages, topic, key, unique), index=messages.index, dtype=bool)
+    real = pd.Series(_real_match(messages, topic, key, unique, by_tag), index=messages.index, dtype=bool)
     in_range = messages["store_timestamp"].between(begin, end) if not messages.empty else real
     truth = messages[real & in_range].sort_values(["store_timestamp", "phy_offset"], ascending=False)
 
@@ -245,9 +252,16 @@ def query_key(index: IndexService, read_messages: MessageReader, topic: str, key
                     len(np.unique(entries["phy_offset"])) if len(entries) else 0, entries)
 
 
+def _by_tag(index_type: str | None, unique: bool) -> bool:
+    """Whether a query of `index_type` is by tag; raises ValueError for a tag query by UNIQ_KEY."""
+    if index_type == TAG_INDEX_TYPE and unique:
+        raise ValueError("a query by tag (index_type 'T') is not a query by UNIQ_KEY (unique)")
+    return index_type == TAG_INDEX_TYPE
+
+
 def query_many(index: IndexService, read_messages: MessageReader, topics: Any, keys: Any, *,
                begin: int = 0, end: int = LONG_MAX, max_num: int = DEFAULT_MAX_MSGS_NUM_BATCH,
-               mode: str = "broker", unique: bool = False) -> pd.DataFrame:
+               mode: str = "broker", unique: bool = False, index_type: str | None = None) -> pd.DataFrame:
     """Many key queries in one table: for each key, what the broker returns (``mode="broker"``)
     or the real matches (``mode="verified"``), as :func:`query_key` gives them one key at a time.
 
@@ -272,11 +286,13 @@ def query_many(index: IndexService, read_messages: MessageReader, topics: Any, k
     broker's order) or ``broker_returned`` (verified mode: newest first), then the columns of
     `read_messages` (``phy_offset``, ``topic``, ``keys``, ``uniq_key``, ``store_timestamp`` ...).
     A key with no answer has no row. `unique` queries UNIQ_KEYs as the broker does (max_num
-    32; a real match is a message whose UNIQ_KEY is the key). Raises ValueError for another
+    32; a real match is a message whose UNIQ_KEY is the key); `index_type` "T" queries tags
+    (5.4.0+; a real match is a message whose TAGS is the key). Raises ValueError for another
     `mode`, or when `topics` and `keys` differ in length.
     """
     if mode not in MODES:
         raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+    by_tag = _by_tag(index_type, unique)
     keys = np.asarray(list(keys), dtype=object)
     n = len(keys)
     if isinstance(topics, str):
@@ -286,7 +302,7 @@ def query_many(index: IndexService, read_messages: MessageReader, topics: Any, k
         raise ValueError(f"{len(topics)} topics for {n} keys")
     if unique:
         max_num = min(max_num, DEFAULT_QUERY_MAX_NUM)
-    broker = index.query_offsets_many(topics, keys, max_num, begin, end)
+    broker = index.query_offsets_many(topics, keys, max_num, begin, end, index_type=index_type)
     who = np.repeat(np.arange(n), broker.counts())
     if mode == "broker":
         rank = np.arange(len(who)) - np.repeat(broker.starts[:-1], broker.counts())
@@ -295,7 +311,7 @@ def query_many(index: IndexService, read_messages: MessageReader, topics: Any, k
         return _table(who, topics, keys, "rank", rank, broker.phy_offsets,
                       {c: _take(messages[c], at) for c in messages.columns if c != "phy_offset"})
     # every entry of every file whose stored hash matches, wherever the broker stopped
-    hashes = index_hash_many([index_key(t, k) for t, k in zip(topics, keys)])
+    hashes = index_hash_many([index_key(t, index_query_key(k, index_type)) for t, k in zip(topics, keys)])
     owner, found_at = [who], [broker.phy_offsets]
     for f in index.files:
         walk = f.select_phy_offsets_many(None, *_EVERY_ENTRY, hashes=hashes)
@@ -308,10 +324,10 @@ def query_many(index: IndexService, read_messages: MessageReader, topics: Any, k
     pair_key, pair_at = np.divmod(pairs, max(len(offsets), 1))
     messages = _messages_at(read_messages, offsets)
     found = messages["topic"].notna().to_numpy(bool)[pair_at]
-    candidates = pd.DataFrame({c: _take(messages[c], pair_at[found]) for c in ("topic", "keys", "uniq_key")},
-                              copy=False)
+    compared = ("topic", "tags") if by_tag else ("topic", "keys", "uniq_key")
+    candidates = pd.DataFrame({c: _take(messages[c], pair_at[found]) for c in compared}, copy=False)
     real = np.zeros(len(pairs), bool)
-    real[found] = _real_matches(candidates, topics[pair_key[found]], keys[pair_key[found]], unique)
+    real[found] = _real_matches(candidates, topics[pair_key[found]], keys[pair_key[found]], unique, by_tag)
     store_ts = _take(messages["store_timestamp"], pair_at)
     keep = np.flatnonzero(real & pd.Series(store_ts).between(begin, end).to_numpy(bool))
     newest_first = pd.DataFrame({"k": pair_key[keep], "t": store_ts[keep], "p": offsets[pair_at[keep]]},
