@@ -39,6 +39,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     store = sub.add_parser("store", help="a store directory: commitlog/, consumequeue/, index/, checkpoint")
     ssub = store.add_subparsers(dest="store_command", required=True)
 
+    def multi_dispatch(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--enable-lmq", action="store_true", help="the broker's enableLmq: LMQ units in queue 0")
+        p.add_argument("--enable-multi-dispatch", action="store_true",
+                       help="the broker's enableMultiDispatch: extra ConsumeQueue units for INNER_MULTI_DISPATCH")
+
     def common(p: argparse.ArgumentParser) -> None:
         p.add_argument("dir", metavar="DIR")
         p.add_argument("--hash-slot-num", type=int, default=DEFAULT_HASH_SLOT_NUM, metavar="N",
@@ -51,9 +56,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         p.add_argument("--batch-cq-topics", default=None, metavar="T1,T2",
                        help="topics dispatched to BatchConsumeQueues (default: those whose queue.type is "
                             "BatchCQ in config/topics.json; none without config/)")
-        p.add_argument("--enable-lmq", action="store_true", help="the broker's enableLmq: LMQ units in queue 0")
-        p.add_argument("--enable-multi-dispatch", action="store_true",
-                       help="the broker's enableMultiDispatch: extra ConsumeQueue units for INNER_MULTI_DISPATCH")
+        multi_dispatch(p)
         p.add_argument("--consume-queue-ext", action="store_true",
                        help="the broker's enableConsumeQueueExt: dispatch also writes consumequeue_ext/ "
                             "(default: on when the store has that folder)")
@@ -133,6 +136,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                                                      "consistent one")
     p.add_argument("--broker-version", default=None, metavar="X.Y.Z",
                    help="the release that wrote the store: its index keys (5.4.0+ also indexes topic#T#tags)")
+    multi_dispatch(p)
     p.add_argument("--dry-run", action="store_true", help="write nothing; report what would change")
     p.add_argument("--json", action="store_true", help="the report as one JSON object")
     p.set_defaults(run=_recover)
@@ -327,7 +331,8 @@ def _recover(args) -> int:
     r = recover_store(args.dir, hash_slot_num=args.hash_slot_num, index_num=args.index_num,
                       commitlog_file_size=args.commitlog_file_size,
                       consume_queue_file_size=args.consume_queue_file_size, deep_check_all=args.deep,
-                      dry_run=args.dry_run, broker_version=args.broker_version)
+                      dry_run=args.dry_run, broker_version=args.broker_version, enable_lmq=args.enable_lmq,
+                      enable_multi_dispatch=args.enable_multi_dispatch)
     _emit(args, r.as_dict(), r.summary())
     return 0
 

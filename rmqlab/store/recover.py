@@ -103,7 +103,7 @@ from rmqlab.formats.indexfile import (
     slot_count_rule_of,
 )
 from rmqlab.formats.storepaths import StorePaths, queue_folders
-from rmqlab.rules.dispatch import goes_to_consume_queue_many, message_tags_codes
+from rmqlab.rules.dispatch import goes_to_consume_queue_many, lmq_dispatch_many, message_tags_codes
 from rmqlab.rules.versions import layout_facts
 from rmqlab.store.indexservice import ExpandedKeys, IndexService, expand_columns, is_index_file_name
 from rmqlab.tables.arrays import most_common
@@ -342,9 +342,39 @@ def _commitlog(root: Path, file_size: int | None, dry_run: bool, actions: list[R
 # ------------------------------------------------------------------------------ ConsumeQueue
 
 
+@dataclass
+class _MultiDispatch:
+    """The light-message-queue units the messages give (ConsumeQueue.multiDispatchLmqQueue):
+    unit i is message ``rows[i]``'s, in queue ``(names[i], qids[i])`` at ``offsets[i]``."""
+
+    rows: np.ndarray
+    names: np.ndarray
+    qids: np.ndarray
+    offsets: np.ndarray
+
+    @classmethod
+    def of(cls, msgs: pd.DataFrame, enable_lmq: bool, enable_multi_dispatch: bool,
+           broker_version: str | None) -> _MultiDispatch:
+        rows, units, _ = (lmq_dispatch_many(msgs["topic"].to_numpy(object), msgs["queue_id"].to_numpy(np.int64),
+                                            msgs["properties"].to_numpy(object), enable_lmq=enable_lmq,
+                                            enable_multi_dispatch=True, broker_version=broker_version)
+                          if enable_multi_dispatch and len(msgs) else (np.zeros(0, np.int64), [], None))
+        return cls(rows, np.array([u[0] for u in units], dtype=object), np.array([u[1] for u in units], np.int64),
+                   np.array([u[2] for u in units], np.int64))
+
+    def queue(self, topic: str, qid: int) -> tuple[np.ndarray, np.ndarray]:
+        """(queue offsets, message rows) of the units in one queue, by queue offset."""
+        mine = (self.names == topic) & (self.qids == qid)
+        order = np.argsort(self.offsets[mine], kind="stable")
+        return self.offsets[mine][order], self.rows[mine][order]
+
+
 def _consume_queues(root: Path, msgs: pd.DataFrame, end: int, cq_size: int | None, dry_run: bool,
-                    actions: list[RecoveryAction], report: RecoveryReport) -> None:
-    """Step 2: keep each queue's matching prefix, zero the rest, add the missing units."""
+                    actions: list[RecoveryAction], report: RecoveryReport, *, enable_lmq: bool = False,
+                    enable_multi_dispatch: bool = False, broker_version: str | None = None) -> None:
+    """Step 2: keep each queue's matching prefix, zero the rest, add the missing units. A queue
+    holds its own messages' units and, with multi-dispatch, the units other messages send to it
+    (a light message queue: the queue offset each one's INNER_MULTI_QUEUE_OFFSET names)."""
     queues = queue_folders(StorePaths(root).consumequeue)
     sizes = [f.stat().st_size for _, _, q in queues for f in q.iterdir() if _DIGITS20.fullmatch(f.name)]
     mapped = cq.mapped_file_size_for(cq_size or most_common(s for s in sizes if s) or cq.DEFAULT_MAPPED_FILE_SIZE)
@@ -357,6 +387,7 @@ def _consume_queues(root: Path, msgs: pd.DataFrame, end: int, cq_size: int | Non
         dispatched = goes_to_consume_queue_many(msgs["sys_flag"].to_numpy(np.int64))
         codes = message_tags_codes(topics, msgs["tags"].to_numpy(object), msgs["delay_level"].to_numpy(np.int64),
                                    msgs["store_timestamp"].to_numpy(np.int64))
+    multi = _MultiDispatch.of(msgs, enable_lmq, enable_multi_dispatch, broker_version)
     next_offset: dict[tuple[str, int], int] = {}
     for topic, qid, folder in queues:
         names = sorted(f for f in folder.iterdir() if f.is_file() and _DIGITS20.fullmatch(f.name))
@@ -380,10 +411,17 @@ def _consume_queues(root: Path, msgs: pd.DataFrame, end: int, cq_size: int | Non
             r = np.where(hit, at, 0)
             ok = hit.copy()
             if len(msgs) and ok.any():
-                ok &= (sz == total[r]) & (topics[r] == topic) & (qids[r] == qid) & (mqoff[r] == qoff)
+                own = (topics[r] == topic) & (qids[r] == qid) & (mqoff[r] == qoff)
+                # a unit another message multi-dispatched here, at the queue offset it names
+                sent_offsets, sent_rows = multi.queue(topic, qid)
+                k = np.minimum(np.searchsorted(sent_offsets, qoff), max(len(sent_offsets) - 1, 0))
+                sent = (np.zeros(len(qoff), bool) if not len(sent_offsets)
+                        else (sent_offsets[k] == qoff) & (sent_rows[k] == r))
+                ok &= (sz == total[r]) & dispatched[r] & (own | sent)
                 # a ConsumeQueueExt address stands where the tags code would be (ext files enabled):
-                # the message's tags are in the ext unit, so the address is not a mismatch
-                ok &= dispatched[r] & ((tc == codes[r]) | (tc <= cq.EXT_ADDR_MAX))
+                # the message's tags are in the ext unit, so the address is not a mismatch; a
+                # multi-dispatched unit carries the tags code of the message as it was sent
+                ok &= (tc == codes[r]) | (tc <= cq.EXT_ADDR_MAX) | sent
             good = int(np.argmin(ok)) if len(ok) and not ok.all() else len(ok)
             keep_byte = (q.min_offset + good) * cq.UNIT_SIZE if good else 0
             files = [(f.path, f.start) for f in q.info.files]
@@ -417,19 +455,29 @@ def _consume_queues(root: Path, msgs: pd.DataFrame, end: int, cq_size: int | Non
         return
     base = np.array([next_offset.get((t, int(q)), -1) for t, q in zip(topics, qids)], np.int64)
     want = dispatched & (mqoff >= np.where(base < 0, np.iinfo(np.int64).min, base))
-    sub = msgs[want]
-    if len(sub):
-        n_q = sub.groupby(["topic", "queue_id"]).ngroups
-        report.cq_units_added += len(sub)
+    # the multi-dispatched units after their queues' kept prefixes; their messages are written
+    # again whole (own units already kept are skipped by the writer as the broker skips them)
+    sent_base = np.array([next_offset.get((t, int(q)), -1) for t, q in zip(multi.names, multi.qids)], np.int64)
+    sent_missing = dispatched[multi.rows] & (multi.offsets >= sent_base) if len(multi.rows) else np.zeros(0, bool)
+    again = want.copy()
+    again[multi.rows[sent_missing]] = True
+    sub = msgs[again]
+    n_units = int(want.sum()) + int(sent_missing.sum())
+    if n_units:
+        n_q = len({*zip(topics[want], qids[want].tolist()), *zip(multi.names[sent_missing],
+                                                               multi.qids[sent_missing].tolist())})
+        report.cq_units_added += n_units
         actions.append(RecoveryAction("cq-units-added", str(StorePaths(root).consumequeue),
-                                      f"{len(sub)} units for messages after each queue's last matching unit "
-                                      f"({n_q} queues), as Store.dispatch writes them", len(sub)))
+                                      f"{n_units} units for messages after each queue's last matching unit "
+                                      f"({n_q} queues), as Store.dispatch writes them", n_units))
         if not dry_run:
             from rmqlab.store.layout import StoreLayout
             from rmqlab.store.reput import write_consume_queue_units
 
-            layout = StoreLayout.of(root, consume_queue_file_size=mapped)
+            layout = StoreLayout.of(root, consume_queue_file_size=mapped, enable_lmq=enable_lmq,
+                                    enable_multi_dispatch=enable_multi_dispatch, broker_version=broker_version)
             written, _, skipped = write_consume_queue_units(layout, sub)
+            skipped = {k: v for k, v in skipped.items() if not k.startswith("duplicate")}
             if skipped:
                 report.notes.append(f"ConsumeQueue writer skipped units: {skipped}")
 
@@ -729,7 +777,8 @@ def recover_store(root: str | os.PathLike, *, hash_slot_num: int | None = DEFAUL
                   index_num: int | None = DEFAULT_INDEX_NUM, commitlog_file_size: int | None = None,
                   consume_queue_file_size: int | None = None, slot_count_rule: SlotCountRule | None = None,
                   tz: _dt.tzinfo | None = None, deep_check_all: bool = False,
-                  dry_run: bool = False, broker_version: str | None = None) -> RecoveryReport:
+                  dry_run: bool = False, broker_version: str | None = None, enable_lmq: bool = False,
+                  enable_multi_dispatch: bool = False) -> RecoveryReport:
     """Recover a store directory after its writer crashed (see the module docstring).
 
     Geometry: `hash_slot_num` / `index_num` are the broker's maxHashSlotNum / maxIndexNum (None:
@@ -739,6 +788,9 @@ def recover_store(root: str | os.PathLike, *, hash_slot_num: int | None = DEFAUL
     expected bytes, not only the newest consistent one. `dry_run` writes nothing and reports the
     plan. `broker_version` gives the release's index keys (5.4.0+ also puts ``topic#T#tags``)
     and, unless `slot_count_rule` is given, its hashSlotCount rule (:func:`slot_count_rule_of`).
+    `enable_multi_dispatch` / `enable_lmq`: the broker's settings of the same names (as
+    :class:`rmqlab.store.directory.Store` takes them): the light message queues' units are
+    checked and rebuilt too.
     Raises :class:`UnrecoverableError` for damage a crash cannot cause.
 
     Cost: one columnar read of the CommitLog (no bodies), one read of every ConsumeQueue, the
@@ -753,7 +805,8 @@ def recover_store(root: str | os.PathLike, *, hash_slot_num: int | None = DEFAUL
     kw = dict(hash_slot_num=hash_slot_num, index_num=index_num, commitlog_file_size=commitlog_file_size,
               consume_queue_file_size=consume_queue_file_size,
               slot_count_rule=slot_count_rule or slot_count_rule_of(broker_version), tz=tz,
-              deep_check_all=deep_check_all, broker_version=broker_version)
+              deep_check_all=deep_check_all, broker_version=broker_version, enable_lmq=enable_lmq,
+              enable_multi_dispatch=enable_multi_dispatch)
     plan = _recover(root, dry_run=True, **kw)      # raises UnrecoverableError before any write
     if dry_run:
         return plan
@@ -764,12 +817,13 @@ def recover_store(root: str | os.PathLike, *, hash_slot_num: int | None = DEFAUL
 
 
 def _recover(root: Path, *, hash_slot_num, index_num, commitlog_file_size, consume_queue_file_size, slot_count_rule,
-             tz, deep_check_all, dry_run, broker_version) -> RecoveryReport:
+             tz, deep_check_all, dry_run, broker_version, enable_lmq, enable_multi_dispatch) -> RecoveryReport:
     report = RecoveryReport(str(root), dry_run)
     actions = report.actions
     msgs, end, torn = _commitlog(root, commitlog_file_size, dry_run, actions)
     report.messages, report.commitlog_end, report.torn_bytes = len(msgs), end, torn
-    _consume_queues(root, msgs, end, consume_queue_file_size, dry_run, actions, report)
+    _consume_queues(root, msgs, end, consume_queue_file_size, dry_run, actions, report, enable_lmq=enable_lmq,
+                    enable_multi_dispatch=enable_multi_dispatch, broker_version=broker_version)
     g = _geometry(root, hash_slot_num, index_num)
     index_ts = _index(root, msgs, g, slot_count_rule, tz, deep_check_all, dry_run, actions, report,
                       tag_key=layout_facts(broker_version).index_tag_key)

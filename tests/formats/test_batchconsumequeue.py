@@ -354,3 +354,42 @@ def test_workload_refuses_features_the_version_lacks():
         Workload(messages=10, topics=("B",), batch_cq_topics=("B",), broker_version="4.9.8")
     with pytest.raises(ValueError, match="multi dispatch"):
         Workload(messages=10, broker_version="4.9.2", **{k: v for k, v in FEATURES_LMQ.items() if k != "topics"})
+
+
+@pytest.mark.parametrize("version", ["4.9.4", "5.3.1"])
+def test_recover_rebuilds_the_light_message_queues_a_crash_cut(tmp_path, version):
+    """A crash cut the newest units of every queue, light message queues included: recover_store
+    with the broker's multi-dispatch settings gives the queues of an uninterrupted dispatch of
+    the same CommitLog again, byte for byte (without them it cannot explain the LMQ queues'
+    units, none of whose messages is of the %LMQ% topic, and this test fails)."""
+    import shutil
+
+    from rmqlab.formats.storepaths import StorePaths
+    from rmqlab.lab.generate import generate_store
+    from rmqlab.lab.workload import Workload
+    from rmqlab.store.recover import recover_store
+
+    opts = dict(hash_slot_num=16, index_num=2048, consume_queue_file_size=2000, enable_lmq=True,
+                enable_multi_dispatch=True)
+    whole = tmp_path / "whole"
+    generate_store(whole, Workload(messages=300, seed=4, broker_version=version, **FEATURES_LMQ),
+                   commitlog_file_size=1 << 18, **opts)
+    crashed = tmp_path / "crashed"
+    shutil.copytree(whole, crashed)
+    cut = 0
+    for folder in StorePaths(crashed).consumequeue.glob("*/*"):
+        for f in sorted(folder.iterdir())[-1:]:
+            raw = bytearray(f.read_bytes())
+            used = len(raw.rstrip(b"\0")) // 20 * 20 + (20 if len(raw.rstrip(b"\0")) % 20 else 0)
+            keep = max(0, used - 3 * 20)
+            cut += (used - keep) // 20
+            raw[keep:] = bytes(len(raw) - keep)
+            f.write_bytes(bytes(raw))
+    assert cut >= 12       # three units of each queue: T's and the two light message queues'
+    report = recover_store(crashed, commitlog_file_size=1 << 18, hash_slot_num=16, index_num=2048,
+                           consume_queue_file_size=2000, broker_version=version, enable_lmq=True,
+                           enable_multi_dispatch=True)
+    assert report.cq_units_added >= cut
+    for f in StorePaths(whole).consumequeue.glob("*/*/*"):
+        mine = StorePaths(crashed).consumequeue / f.relative_to(StorePaths(whole).consumequeue)
+        assert mine.read_bytes().rstrip(b"\0") == f.read_bytes().rstrip(b"\0"), f
