@@ -15,8 +15,9 @@ Each fact was settled by reading the broker's Java source at the release tags na
   5.0.0 has v1 only, and 4.x neither the enum nor the magic.
 * **IPv6 hosts.** ``MessageSysFlag.BORNHOST_V6_FLAG`` / ``STOREHOSTADDRESS_V6_FLAG`` come in 4.6.0.
 * **ConsumeQueueExt** (``store/ConsumeQueueExt.java``, ``enableConsumeQueueExt`` default false)
-  exists from 4.x through 5.3.x; **BatchConsumeQueue** (``store/queue/BatchConsumeQueue.java``)
-  from 5.0.0; **light message queues** (``MultiDispatch``, ``INNER_MULTI_DISPATCH``) from 4.9.3.
+  exists from 4.x through 5.5.x (the 5.5.0 broker writes it); **BatchConsumeQueue**
+  (``store/queue/BatchConsumeQueue.java``) from 5.0.0; **light message queues** (``MultiDispatch``,
+  ``INNER_MULTI_DISPATCH``) from 4.9.3.
 * **TAGS index key.** ``IndexService.buildIndex`` puts, after UNIQ_KEY and the KEYS tokens, one
   more key ``topic#T#tags`` for every indexed message whose ``TAGS`` property is non-empty (no
   config flag), and ``queryOffset`` takes an index type ("T": query ``topic#T#key``), from

@@ -19,9 +19,11 @@ import ipaddress
 from collections.abc import Iterator
 from pathlib import Path
 
+import numpy as np
 import pytest
 import rocketmq_harness as rh
 
+from rmqlab.formats import batchconsumequeue as bcq
 from rmqlab.formats import consumequeue as cq
 from rmqlab.formats.commitlog import iter_messages
 from rmqlab.formats.msgid import offset_msg_id
@@ -48,12 +50,6 @@ def answered(request) -> rh.BrokerStore:
     return rh.rocketmq_store(*request.param)
 
 
-def _slot_count_rule(release: str) -> str:
-    """IndexFile.putKey's hashSlotCount: +1 on every put up to 4.7.0, +1 only for an empty slot
-    from 4.7.1 (``if (invalidIndex == slotValue) incHashSlotCount()``)."""
-    return "every-put" if rh.version_tuple(release) < (4, 7, 1) else "new-slot"
-
-
 def _store(bs: rh.BrokerStore) -> Store:
     return Store(bs.store, **bs.store_kwargs())
 
@@ -67,6 +63,31 @@ def _host(text_or_map) -> tuple[str, int]:
 
 def _java_messages(bs: rh.BrokerStore) -> Iterator[dict]:
     return (r for r in bs.records() if "blank" not in r and "torn" not in r)
+
+
+# -- 0. the store holds what the release can write -----------------------------------------
+
+def test_the_store_holds_what_the_release_writes(written):
+    """Each store reaches the features its release line has (the line, not rmqlab, says which):
+    ConsumeQueueExt everywhere, light message queues from 4.9.3, the timer store, a BatchCQ
+    topic and pop consumption from 5.0.0, a compaction topic from 5.1.0, IPv6 hosts in the
+    crash stores where the release's client and broker reach ::1."""
+    v, store = rh.version_tuple(written.release), written.store
+    facts = written.store_facts()
+    assert any(p.stat().st_size and p.read_bytes().strip(b"\0") for p in (store / "consumequeue_ext").rglob("*/*/*"))
+    assert any((store / "consumequeue").glob("%LMQ%lmq-a/0/*")) == (v >= rh.LMQ_SINCE)
+    assert (store / "timerwheel").exists() == (v >= (5, 0, 0))
+    if written.scenario != "recovered":     # the restart writes no workload of its own
+        assert ("batch_cq_topic" in written.reached) == (v >= (5, 0, 0)), written.skipped
+        assert ("compaction_topic" in written.reached) == (v >= (5, 1, 0)), written.skipped
+        assert ("pop_consumer" in written.reached) == (v >= (5, 0, 0)), written.skipped
+    if v >= (5, 0, 0):
+        assert any((store / "batchconsumequeue" / "TopicBatchCQ").rglob("*"))
+    if v >= (5, 1, 0):
+        assert "TopicCompact" in facts["topics"]
+    assert facts["compressed"] >= 6
+    if written.scenario != "clean" and not rh.no_ipv6_reason(written.release):
+        assert facts["ipv6_store_hosts"] > 0 and facts["ipv6_born_hosts"] > 0
 
 
 # -- 1. every record rmqlab decodes equals MessageDecoder's decode --------------------------
@@ -118,8 +139,7 @@ def test_verify_reports_no_error(written):
     cache, so what the broker wrote is whole (warnings, such as a torn tail, are allowed)."""
     report = verify_path(written.store, hash_slot_num=rh.HASH_SLOT_NUM, index_num=rh.INDEX_NUM,
                          commitlog_file_size=rh.COMMITLOG_FILE_SIZE,
-                         consume_queue_file_size=rh.CONSUME_QUEUE_FILE_SIZE, broker_version=written.release,
-                         slot_count_rule=_slot_count_rule(written.release))
+                         consume_queue_file_size=rh.CONSUME_QUEUE_FILE_SIZE, broker_version=written.release)
     assert report.errors == [], "\n".join(report.summary())
 
 
@@ -155,6 +175,24 @@ def test_key_queries_equal_the_broker(answered):
     assert n > 100
 
 
+def test_tag_queries_equal_the_broker(answered):
+    """5.4.0+ indexes topic#T#tags; QUERY_MESSAGE with indexType "T" looks a tag up. Older
+    releases' headers have no indexType (the driver then asks nothing)."""
+    a = answered.answers["broker"]
+    if rh.version_tuple(answered.release) < (5, 4, 0):
+        assert "tag_queries" not in a       # its QueryMessageRequestHeader has no indexType
+        return
+    store = _store(answered)
+    found = 0
+    for q in a["tag_queries"]:
+        assert "broker_error" not in q and q["indexType"] == "T", q
+        ours = store.query_by_key(q["topic"], q["key"], begin=q["begin"], end=q["end"], max_num=q["maxNum"],
+                                  index_type="T")["phy_offset"].tolist()
+        _compare_offsets(ours, q["broker_offsets"], a["commitlog_end_before"], q["maxNum"], f"{answered.release} {q}")
+        found += bool(q["broker_offsets"])
+    assert found >= 10
+
+
 def test_unique_key_queries_equal_the_broker(answered):
     a = answered.answers["broker"]
     store = _store(answered)
@@ -188,18 +226,30 @@ def test_min_max_offsets_equal_the_broker(answered):
     end before and after the answers were taken (equal for every queue nothing was written to
     meanwhile: transaction check-backs keep writing half messages)."""
     a = answered.answers["broker"]
-    exact = 0
+    exact = batched = 0
     for q in a["queues"]:
         assert "error" not in q, q
-        folder = cq.queue_dir(answered.store, q["topic"], q["queueId"])
-        with cq.ConsumeQueue.open(folder, rh.CONSUME_QUEUE_FILE_SIZE) as queue:
-            offsets = queue.units["commitlog_offset"]
-            lo = queue.min_offset + int((offsets < a["commitlog_end_before"]).sum())
-            hi = queue.min_offset + int((offsets < a["commitlog_end_after"]).sum())
-            assert queue.min_offset == q["minOffset"], q
-            assert lo <= q["maxOffset"] <= hi, (lo, hi, q)
-            exact += lo == hi
+        batch_folder = bcq.queue_dir(answered.store, q["topic"], q["queueId"])
+        if batch_folder.is_dir():        # a BatchCQ topic: a unit covers batch_size message offsets
+            with bcq.BatchConsumeQueue.open(batch_folder) as queue:
+                units = queue.units
+                ends = units["msg_base_offset"].astype(np.int64) + units["batch_size"]
+                lo, hi = (int(ends[units["commitlog_offset"] < end].max(initial=queue.min_offset))
+                          for end in (a["commitlog_end_before"], a["commitlog_end_after"]))
+                min_offset = queue.min_offset
+            batched += 1
+        else:
+            with cq.ConsumeQueue.open(cq.queue_dir(answered.store, q["topic"], q["queueId"]),
+                                      rh.CONSUME_QUEUE_FILE_SIZE) as queue:
+                offsets = queue.units["commitlog_offset"]
+                lo = queue.min_offset + int((offsets < a["commitlog_end_before"]).sum())
+                hi = queue.min_offset + int((offsets < a["commitlog_end_after"]).sum())
+                min_offset = queue.min_offset
+        assert min_offset == q["minOffset"], q
+        assert lo <= q["maxOffset"] <= hi, (lo, hi, q)
+        exact += lo == hi
     assert exact >= len(a["queues"]) - 3
+    assert bool(batched) == (rh.version_tuple(answered.release) >= (5, 0, 0)), batched
 
 
 def test_consumer_offsets_equal_the_broker(answered):
@@ -207,13 +257,25 @@ def test_consumer_offsets_equal_the_broker(answered):
     config/consumerOffset.json (the consumers had stopped before the answers)."""
     progress = _store(answered).consumer_progress()
     committed = {(r.group, r.topic, int(r.queue_id)): int(r.committed) for r in progress.itertuples()}
-    seen = 0
+    seen = empty = 0
     for group, stats in answered.answers["broker"]["consume_stats"].items():
+        if "offset table is empty" in stats.get("error", ""):
+            # the broker answers that it holds no committed offset of the group (4.9.3 with
+            # enableLmq, after its restart: the offsets file it wrote at its shutdown no longer
+            # has the group); nor does rmqlab find one in the files it left
+            assert not [k for k in committed if k[0] == group], (group, stats)
+            empty += 1
+            continue
+        if group == "G_pop" and "No topic route info" in stats.get("error", ""):
+            # the broker's examineConsumeStats asks the name server for the route of the pop
+            # retry topic, which 5.0.0 creates on the broker without registering it at once
+            continue
+        assert "error" not in stats, (group, stats)
         for row in stats.get("queues", []):
             key = (group, row["topic"], row["queueId"])
             assert committed.get(key) == row["consumerOffset"], (key, row)
             seen += 1
-    assert seen >= 4
+    assert seen >= 4 or (empty and answered.scenario == "recovered"), answered.answers["broker"]["consume_stats"]
 
 
 # -- acknowledged sends: what the broker acknowledged is in the store, where it said -----------
@@ -267,14 +329,22 @@ def test_search_offset_equals_the_broker(answered):
     store = _store(answered)
 
     def store_time_of(offsets):
-        import numpy as np
-
         m = store.read_at(offsets)
         got = dict(zip(m["phy_offset"].tolist(), m["store_timestamp"].tolist()))
         return np.array([got.get(int(p), -1) for p in offsets], dtype=np.int64)
 
     compared = 0
     for q in a["queues"]:
+        batch_folder = bcq.queue_dir(answered.store, q["topic"], q["queueId"])
+        if batch_folder.is_dir():   # BatchConsumeQueue.getOffsetInQueueByTime: the units' own store times
+            with bcq.BatchConsumeQueue.open(batch_folder) as batch:
+                if int((batch.units["commitlog_offset"] >= a["commitlog_end_before"]).sum()):
+                    continue
+                for s in q["searchOffset"]:
+                    assert "error" not in s, (q["topic"], q["queueId"], s)
+                    assert batch.offset_by_time(s["timestamp"], "lower") == s["offset"], (q["topic"], s)
+                    compared += 1
+            continue
         folder = cq.queue_dir(answered.store, q["topic"], q["queueId"])
         with cq.ConsumeQueue.open(folder, rh.CONSUME_QUEUE_FILE_SIZE) as queue:
             offsets = queue.units["commitlog_offset"]
@@ -301,8 +371,7 @@ def restarted(request, tmp_path_factory):
     copy = tmp_path_factory.mktemp(f"restart-{request.param}") / "store"
     rh.copy_store(crash.store, copy)
     report = broker_restart(copy, hash_slot_num=rh.HASH_SLOT_NUM, index_num=rh.INDEX_NUM,
-                            commitlog_file_size=rh.COMMITLOG_FILE_SIZE, slot_count_rule=_slot_count_rule(request.param),
-                            broker_version=request.param)
+                            commitlog_file_size=rh.COMMITLOG_FILE_SIZE, broker_version=request.param)
     return crash, recovered, copy, report
 
 
@@ -356,22 +425,12 @@ def test_checkpoint_equals_store_checkpoint(written):
 CLEAN = [(release, "clean") for release in rh.selected_releases()]
 
 
-@pytest.mark.parametrize(("release", "scenario"), CLEAN, ids=_id)
-def test_dispatching_the_brokers_commitlog_gives_its_consume_queues(release, scenario, tmp_path):
-    """The CommitLog (and config) of a cleanly stopped store, copied and dispatched by rmqlab:
-    every ConsumeQueue file equals the broker's, byte for byte up to where the broker's file ends
-    in zeros (the broker maps each file at its full size; rmqlab writes what it holds)."""
-    import shutil
-
-    bs = rh.rocketmq_store(release, scenario)
-    copy = tmp_path / "store"
-    shutil.copytree(bs.store / "commitlog", copy / "commitlog")
-    if (bs.store / "config").is_dir():
-        shutil.copytree(bs.store / "config", copy / "config")
-    Store(copy, **bs.store_kwargs()).dispatch()
-    theirs = {p.relative_to(bs.store / "consumequeue"): p
-              for p in (bs.store / "consumequeue").rglob("*") if p.is_file()}
-    ours = {p.relative_to(copy / "consumequeue"): p for p in (copy / "consumequeue").rglob("*") if p.is_file()}
+def _queue_files_differ(theirs_root: Path, ours_root: Path, unit: int) -> list[str]:
+    """The queue files of `theirs_root` (a broker's consumequeue/ or batchconsumequeue/) whose
+    bytes rmqlab's files under `ours_root` do not equal, up to where the broker's file ends in
+    zeros (the broker maps each file at its full size; rmqlab writes what it holds)."""
+    theirs = {p.relative_to(theirs_root): p for p in theirs_root.rglob("*") if p.is_file()}
+    ours = {p.relative_to(ours_root): p for p in ours_root.rglob("*") if p.is_file()}
     differ = []
     for name, p in sorted(theirs.items()):
         a = p.read_bytes()
@@ -380,11 +439,62 @@ def test_dispatching_the_brokers_commitlog_gives_its_consume_queues(release, sce
         b = ours[name].read_bytes() if name in ours else b""
         n = max(len(b), len(a.rstrip(b"\0")))
         if a[:n].ljust(n, b"\0") != b[:n].ljust(n, b"\0") or b[n:].strip(b"\0"):
-            units = [i for i in range(0, n, cq.UNIT_SIZE) if a[i:i + 20] != b[i:i + 20]]
-            differ.append(f"{name}: {len(units)} units differ, first at byte {units[0] if units else '?'}: "
-                          f"broker {a[units[0]:units[0] + 20].hex() if units else ''} rmqlab "
-                          f"{b[units[0]:units[0] + 20].hex() if units else ''}")
-    assert theirs and not differ, "\n".join(differ[:20])
+            units = [i for i in range(0, n, unit) if a[i:i + unit] != b[i:i + unit]]
+            differ.append(f"{theirs_root.name}/{name}: {len(units)} units differ, first at byte "
+                          f"{units[0] if units else '?'}: broker {a[units[0]:units[0] + unit].hex() if units else ''} "
+                          f"rmqlab {b[units[0]:units[0] + unit].hex() if units else ''}")
+    return differ
+
+
+@pytest.mark.parametrize(("release", "scenario"), CLEAN, ids=[_id(c) for c in CLEAN])
+def test_dispatching_the_brokers_commitlog_gives_its_queues_and_index_files(release, scenario, tmp_path):
+    """The CommitLog (and config) of a cleanly stopped store, copied and dispatched by rmqlab
+    with the release's rules (``broker_version``): every ConsumeQueue (light message queues
+    included), ConsumeQueueExt and BatchConsumeQueue file equals the broker's, byte for byte up
+    to where the broker's file ends in zeros (the broker maps each file at its full size; rmqlab
+    writes what it holds), and every index file equals the broker's byte for byte, in order.
+    Only the index files' names differ: the broker names a file by its clock when the reput
+    thread creates it, rmqlab by the store time of the message that opens it, which the broker
+    stored before."""
+    import datetime as dt
+    import shutil
+
+    bs = rh.rocketmq_store(release, scenario)
+    copy = tmp_path / "store"
+    shutil.copytree(bs.store / "commitlog", copy / "commitlog")
+    if (bs.store / "config").is_dir():
+        shutil.copytree(bs.store / "config", copy / "config")
+    Store(copy, **bs.store_kwargs()).dispatch()
+    queues = {"consumequeue": cq.UNIT_SIZE, "batchconsumequeue": bcq.UNIT_SIZE}
+    differ = [d for folder, unit in queues.items() for d in _queue_files_differ(bs.store / folder, copy / folder, unit)]
+    assert not differ, "\n".join(differ[:20])
+    assert any((bs.store / "consumequeue").rglob("*/*/*"))
+    if rh.version_tuple(release) >= rh.LMQ_SINCE:
+        assert any((bs.store / "consumequeue").glob("%LMQ%*/0/*")), "the light message queues are missing"
+    if rh.version_tuple(release) >= (5, 0, 0):
+        assert any((bs.store / "batchconsumequeue").rglob("*/*/*")), "the BatchCQ topic's queues are missing"
+    # ConsumeQueueExt (enableConsumeQueueExt): the same units at the same addresses
+    ext_theirs = {p.relative_to(bs.store / "consumequeue_ext"): p.read_bytes()
+                  for p in (bs.store / "consumequeue_ext").rglob("*") if p.is_file()}
+    ext_ours = {p.relative_to(copy / "consumequeue_ext"): p.read_bytes()
+                for p in (copy / "consumequeue_ext").rglob("*") if p.is_file()}
+    held = {name: data.rstrip(b"\0") for name, data in ext_theirs.items() if data.strip(b"\0")}
+    assert held and held == {name: ext_ours.get(name, b"").rstrip(b"\0") for name in held}, sorted(
+        name for name in held if held[name] != ext_ours.get(name, b"").rstrip(b"\0"))[:10]
+    assert not [name for name, data in ext_ours.items() if name not in held and data.strip(b"\0")]
+
+    theirs_index = sorted((bs.store / "index").iterdir())
+    ours_index = sorted((copy / "index").iterdir())
+    assert len(ours_index) == len(theirs_index) >= 2, ([p.name for p in theirs_index], [p.name for p in ours_index])
+    for a, b in zip(theirs_index, ours_index):
+        x, y = a.read_bytes(), b.read_bytes()
+        first = next((i for i in range(max(len(x), len(y))) if x[i:i + 1] != y[i:i + 1]), None)
+        assert first is None, f"index file {a.name} (ours {b.name}): first byte that differs {first} of {len(x)}"
+
+        def named(p: Path) -> dt.datetime:
+            return dt.datetime.strptime(p.name, "%Y%m%d%H%M%S%f")
+
+        assert named(b) <= named(a) <= named(b) + dt.timedelta(seconds=30), (a.name, b.name)
 
 
 # -- rmqlab store recover keeps at least what the broker's own recovery kept -------------------
@@ -409,7 +519,8 @@ def test_store_recover_keeps_what_the_brokers_recovery_kept(release, tmp_path):
     rh.copy_store(crash.store, copy)
     recover_store(copy, hash_slot_num=rh.HASH_SLOT_NUM, index_num=rh.INDEX_NUM,
                   commitlog_file_size=rh.COMMITLOG_FILE_SIZE, consume_queue_file_size=rh.CONSUME_QUEUE_FILE_SIZE,
-                  slot_count_rule=_slot_count_rule(release), broker_version=release)
+                  broker_version=release, enable_lmq=crash.store_kwargs()["enable_lmq"],
+                  enable_multi_dispatch=crash.store_kwargs()["enable_multi_dispatch"])
     ours = {m.phy_offset for m in iter_messages(copy / "commitlog")}
     assert kept <= ours, sorted(kept - ours)[:10]
 

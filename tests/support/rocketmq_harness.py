@@ -25,7 +25,9 @@ records what it skipped and why (:attr:`BrokerStore.skipped`); :meth:`BrokerStor
 counts what the store holds (v2 records, IPv6 hosts, compressed bodies, __CRC32#, transaction
 types). Releases before 4.3.0 also run LegacyTransactions.java (the older transaction API: their
 stores hold PREPARED, COMMIT and ROLLBACK records), 5.x releases PopConsumer.java (pop
-consumption: revive-log and pop-retry records).
+consumption: revive-log and pop-retry records) and FeatureTopics.java (a BatchCQ topic, and from
+5.1.0 a compaction topic). Every store has ConsumeQueueExt files (enableConsumeQueueExt), and from
+4.9.3 light message queues (INNER_MULTI_DISPATCH to %LMQ% queues).
 
 Every broker run happens in a network namespace of its own with only the loopback
 (:func:`broker_harness.loopback_only`): this module re-runs itself inside one (``_run``). A run
@@ -92,6 +94,7 @@ SOURCES = sorted((ROCKETMQ_DIR / "src").glob("*.java"))
 ONLY_FOR: dict[str, Any] = {
     "LegacyTransactions.java": lambda v: v < (4, 3, 0),   # the client API before TransactionListener
     "PopConsumer.java": lambda v: v >= (5, 0, 0),         # pop consumption (MessageRequestMode.POP)
+    "FeatureTopics.java": lambda v: v >= (5, 0, 0),       # BatchCQ and compaction topics (topic attributes)
 }
 
 
@@ -110,6 +113,10 @@ LONG_GROUP = "G_long_" + "g" * 118
 #: the store geometry every scenario uses (small, so files roll)
 COMMITLOG_FILE_SIZE = 128 * 1024
 CONSUME_QUEUE_FILE_SIZE = 20 * 100
+#: mappedFileSizeConsumeQueueExt: every ConsumeQueue has its ConsumeQueueExt (enableConsumeQueueExt)
+CONSUME_QUEUE_EXT_FILE_SIZE = 64 * 1024
+#: the first release with light message queues (MultiDispatch: enableLmq, enableMultiDispatch)
+LMQ_SINCE = (4, 9, 3)
 HASH_SLOT_NUM = 400
 INDEX_NUM = 1000
 
@@ -131,6 +138,10 @@ mapedFileSizeConsumeQueue={CONSUME_QUEUE_FILE_SIZE}
 mappedFileSizeConsumeQueue={CONSUME_QUEUE_FILE_SIZE}
 maxHashSlotNum={HASH_SLOT_NUM}
 maxIndexNum={INDEX_NUM}
+enableConsumeQueueExt=true
+mappedFileSizeConsumeQueueExt={CONSUME_QUEUE_EXT_FILE_SIZE}
+enableLmq=true
+enableMultiDispatch=true
 flushDiskType=ASYNC_FLUSH
 autoCreateTopicEnable=true
 autoCreateSubscriptionGroup=true
@@ -199,9 +210,13 @@ class BrokerStore:
                 "blank_records": sum(bool(r.get("blank")) for r in self.records())}
 
     def store_kwargs(self) -> dict[str, Any]:
-        """The geometry arguments of :class:`rmqlab.store.directory.Store` for this store."""
+        """The arguments of :class:`rmqlab.store.directory.Store` for this store: its geometry, its
+        ConsumeQueueExt, light message queues from 4.9.3, and the release."""
+        lmq = version_tuple(self.release) >= LMQ_SINCE
         return {"hash_slot_num": HASH_SLOT_NUM, "index_num": INDEX_NUM, "commitlog_file_size": COMMITLOG_FILE_SIZE,
-                "consume_queue_file_size": CONSUME_QUEUE_FILE_SIZE, "broker_version": self.release}
+                "consume_queue_file_size": CONSUME_QUEUE_FILE_SIZE, "consume_queue_ext": True,
+                "consume_queue_ext_file_size": CONSUME_QUEUE_EXT_FILE_SIZE, "enable_lmq": lmq,
+                "enable_multi_dispatch": lmq, "broker_version": self.release}
 
 
 def version_tuple(release: str) -> tuple[int, ...]:
@@ -432,6 +447,8 @@ class _Run:
 
     def workload(self) -> None:
         kw = {**self.common(), "out": str(self.folder)}
+        if version_tuple(self.release) >= LMQ_SINCE:
+            kw["lmq"] = "true"
         if version_tuple(self.release) >= (5, 0, 0):
             kw["timer"] = "true"
             kw["longGroup"] = LONG_GROUP
@@ -469,6 +486,19 @@ class _Run:
                 self.skipped["pop_consumer"] = pop.get("error", "?")
         else:
             self.skipped["pop_consumer"] = "5.x only (MessageRequestMode.POP)"
+        if any(p.name == "FeatureTopics.java" for p in sources(self.release)):
+            t = time.monotonic()
+            compaction = str(version_tuple(self.release) >= (5, 1, 0)).lower()
+            bh.run(self.java("FeatureTopics", f"namesrv=127.0.0.1:{NAMESRV_PORT}", f"broker={self.broker_addr}",
+                             f"out={self.folder}", f"compaction={compaction}"), log=self.logs / "driver-features.out",
+                   timeout=120, env=self.env, cwd=self.folder)
+            self.timings["feature_topics_s"] = round(time.monotonic() - t, 2)
+            features = json.loads((self.folder / "features.json").read_text(encoding="utf-8"))
+            self.reached.update(features["reached"])
+            self.skipped.update(features["skipped"])
+        else:
+            self.skipped["batch_cq_topic"] = "5.x only (BatchConsumeQueue)"
+            self.skipped["compaction_topic"] = "5.1.0+ only (cleanup.policy)"
 
     def answers(self, groups: str) -> None:
         """The broker's answers; again (up to 3 times, 5 s apart) while some failed, as right after a

@@ -278,6 +278,24 @@ public class RocketMQDriver {
             skipped.put("timer_messages", "release has no timer wheel (5.x only)");
         }
 
+        // light message queues (4.9.3+, enableLmq and enableMultiDispatch): the broker dispatches
+        // each message to its own queue and to every %LMQ% queue INNER_MULTI_DISPATCH names
+        if (flag("lmq")) {
+            try {
+                for (int i = 0; i < 24; i++) {
+                    Message m = new Message("TopicA", "lmq", ("lmq " + i).getBytes(StandardCharsets.UTF_8));
+                    m.setKeys(Arrays.asList("lmq-" + i, "shared"));
+                    MessageAccessor.putProperty(m, "INNER_MULTI_DISPATCH", i % 3 == 0 ? "%LMQ%lmq-a,%LMQ%lmq-b" : "%LMQ%lmq-a");
+                    record("lmq", producer.send(m), Arrays.asList("lmq-" + i));
+                }
+                reached.put("lmq_messages", "24 to %LMQ%lmq-a, 8 of them also to %LMQ%lmq-b");
+            } catch (Exception e) {
+                skipped.put("lmq", e.toString());
+            }
+        } else {
+            skipped.put("lmq", "no light message queues before 4.9.3 (MultiDispatch)");
+        }
+
         // a topic longer than 127 bytes (v2 record on 5.x)
         if (!skipped.containsKey("long_topic_create")) {
             try {
@@ -605,16 +623,29 @@ public class RocketMQDriver {
         int queueId;
         long storeTimestamp;
         String keys;
+        String tags;
         String uniqKey;
         String msgId;
     }
 
-    /** A read-only MessageDecoder walk of the CommitLog files (the broker may still be writing). */
-    static List<Rec> walk(File commitlogDir, long[] end) throws IOException {
-        List<Rec> recs = new ArrayList<>();
+    /** What a walk of the CommitLog files meets: each record, and where a file's records end. */
+    interface RecordVisitor {
+        /** A whole record at `offset`; false stops the walk of this file. */
+        boolean record(String file, long offset, int size, int magic, ByteBuffer record) throws IOException;
+
+        /** A file's records end at `offset`: the end-of-file blank (why null) or a size that cannot be. */
+        void end(String file, long offset, int size, int magic, String why) throws IOException;
+    }
+
+    /**
+     * The one walk of the CommitLog files (read-only maps; the broker may still be writing):
+     * records one after another from each file's start, until zeros, the blank, or a size that
+     * does not fit. Returns the CommitLog offset after the last record the visitor accepted.
+     */
+    static long walkRecords(File commitlogDir, RecordVisitor v) throws IOException {
         File[] files = commitlogDir.listFiles();
         Arrays.sort(files);
-        end[0] = 0;
+        long end = 0;
         for (File f : files) {
             long base = Long.parseLong(f.getName());
             try (FileChannel ch = FileChannel.open(f.toPath())) {
@@ -622,25 +653,48 @@ public class RocketMQDriver {
                 int pos = 0;
                 while (pos + 8 <= buf.capacity()) {
                     int size = buf.getInt(pos), magic = buf.getInt(pos + 4);
-                    if (size <= 0 || magic == BLANK_MAGIC || pos + size > buf.capacity()) break;
-                    ByteBuffer one = slice(buf, pos, size);
-                    MessageExt m = MessageDecoder.decode(one, false, false);
-                    if (m == null) break;
-                    Rec r = new Rec();
-                    r.offset = base + pos;
-                    r.size = size;
-                    r.topic = m.getTopic();
-                    r.queueId = m.getQueueId();
-                    r.storeTimestamp = m.getStoreTimestamp();
-                    r.keys = m.getKeys();
-                    r.uniqKey = m.getProperty("UNIQ_KEY");
-                    r.msgId = m.getMsgId();
-                    recs.add(r);
+                    if (size == 0 && magic == 0) break;                       // not written
+                    if (magic == BLANK_MAGIC) {
+                        v.end(f.getName(), base + pos, size, magic, null);
+                        break;
+                    }
+                    if (size <= 0 || pos + size > buf.capacity()) {
+                        v.end(f.getName(), base + pos, size, magic, "size " + size + " magic " + magic);
+                        break;
+                    }
+                    if (!v.record(f.getName(), base + pos, size, magic, slice(buf, pos, size))) break;
                     pos += size;
-                    end[0] = base + pos;
+                    end = base + pos;
                 }
             }
         }
+        return end;
+    }
+
+    /** The records' keys, queues and times (MessageDecoder, no bodies); end[0]: the CommitLog end seen. */
+    static List<Rec> walk(File commitlogDir, long[] end) throws IOException {
+        List<Rec> recs = new ArrayList<>();
+        end[0] = walkRecords(commitlogDir, new RecordVisitor() {
+            public boolean record(String file, long offset, int size, int magic, ByteBuffer one) {
+                MessageExt m = MessageDecoder.decode(one, false, false);
+                if (m == null) return false;
+                Rec r = new Rec();
+                r.offset = offset;
+                r.size = size;
+                r.topic = m.getTopic();
+                r.queueId = m.getQueueId();
+                r.storeTimestamp = m.getStoreTimestamp();
+                r.keys = m.getKeys();
+                r.tags = m.getTags();
+                r.uniqKey = m.getProperty("UNIQ_KEY");
+                r.msgId = m.getMsgId();
+                recs.add(r);
+                return true;
+            }
+
+            public void end(String file, long offset, int size, int magic, String why) {
+            }
+        });
         return recs;
     }
 
@@ -754,6 +808,33 @@ public class RocketMQDriver {
         }
         a.put("unique_key_queries", uq);
 
+        // tags (5.4.0+ also indexes topic#T#tags and queries it with indexType "T"): every tag
+        // stored, in the whole range and in the first half, and a tag never used
+        boolean tagIndex;
+        try {
+            firstClass("org.apache.rocketmq.remoting.protocol.header.QueryMessageRequestHeader")
+                    .getMethod("setIndexType", String.class);
+            tagIndex = true;
+        } catch (ClassNotFoundException | NoSuchMethodException ex) {
+            tagIndex = false;
+        }
+        if (tagIndex) {
+            TreeMap<String, TreeSet<String>> tagsByTopic = new TreeMap<>();
+            for (Rec r : recs) {
+                if (r.tags != null && !r.tags.isEmpty()) tagsByTopic.computeIfAbsent(r.topic, t -> new TreeSet<>()).add(r.tags);
+            }
+            tagsByTopic.computeIfAbsent("TopicA", t -> new TreeSet<>()).add("never-a-tag");
+            List<Object> tq = new ArrayList<>();
+            for (Map.Entry<String, TreeSet<String>> e : tagsByTopic.entrySet()) {
+                for (String tag : e.getValue()) {
+                    for (long[] range : new long[][]{{0L, answerTime}, {first, mid}}) {
+                        tq.add(keyQuery(admin, remoting, brokerAddr, e.getKey(), tag, range[0], range[1], false, false, "T"));
+                    }
+                }
+            }
+            a.put("tag_queries", tq);
+        }
+
         // viewMessage by offset message id, every record
         List<Future<Map<String, Object>>> viewing = new ArrayList<>();
         for (Rec r : recs) viewing.add(pool.submit(() -> view(admin, r)));
@@ -768,9 +849,14 @@ public class RocketMQDriver {
             groups.put(g, consumeStats(admin, g));
         }
         a.put("consume_stats", groups);
-        long[] endAfter = new long[1];
-        walk(new File(store, "commitlog"), endAfter);
-        a.put("commitlog_end_after", endAfter[0]);
+        a.put("commitlog_end_after", walkRecords(new File(store, "commitlog"), new RecordVisitor() {
+            public boolean record(String file, long offset, int size, int magic, ByteBuffer one) {
+                return MessageDecoder.decode(one, false, false) != null;
+            }
+
+            public void end(String file, long offset, int size, int magic, String why) {
+            }
+        }));
         a.put("wall_ms", System.currentTimeMillis() - t0);
         remoting.shutdown();
         admin.shutdown();
@@ -826,9 +912,17 @@ public class RocketMQDriver {
     static Map<String, Object> keyQuery(DefaultMQAdminExt admin, NettyRemotingClient remoting, String brokerAddr,
                                         String topic, String key, long begin, long end, boolean unique,
                                         boolean alsoClient) {
+        return keyQuery(admin, remoting, brokerAddr, topic, key, begin, end, unique, alsoClient, null);
+    }
+
+    /** indexType "T" (5.4.0+, QueryMessageRequestHeader.setIndexType): the broker looks up topic#T#key, a tag. */
+    static Map<String, Object> keyQuery(DefaultMQAdminExt admin, NettyRemotingClient remoting, String brokerAddr,
+                                        String topic, String key, long begin, long end, boolean unique,
+                                        boolean alsoClient, String indexType) {
         Map<String, Object> q = new LinkedHashMap<>();
         q.put("topic", topic);
         q.put("key", key);
+        if (indexType != null) q.put("indexType", indexType);
         q.put("begin", begin);
         q.put("end", end);
         q.put("unique", unique);
@@ -843,6 +937,7 @@ public class RocketMQDriver {
             hc.getMethod("setMaxNum", Integer.class).invoke(h, maxNum);
             hc.getMethod("setBeginTimestamp", Long.class).invoke(h, begin);
             hc.getMethod("setEndTimestamp", Long.class).invoke(h, end);
+            if (indexType != null) hc.getMethod("setIndexType", String.class).invoke(h, indexType);
             RemotingCommand resp = null;
             for (int attempt = 1; resp == null; attempt++) {   // a channel opened by several threads at once may fail
                 RemotingCommand req = RemotingCommand.createRequestCommand(QUERY_MESSAGE, (CommandCustomHeader) h);
@@ -907,61 +1002,54 @@ public class RocketMQDriver {
 
     static void decode() throws Exception {
         File store = new File(arg("store")), out = new File(arg("out"));
-        File[] files = new File(store, "commitlog").listFiles();
-        Arrays.sort(files);
         try (PrintWriter w = new PrintWriter(new OutputStreamWriter(new FileOutputStream(new File(out, "decoded.jsonl")), StandardCharsets.UTF_8))) {
-            for (File f : files) {
-                long base = Long.parseLong(f.getName());
-                try (FileChannel ch = FileChannel.open(f.toPath())) {
-                    MappedByteBuffer buf = ch.map(FileChannel.MapMode.READ_ONLY, 0, ch.size());
-                    int pos = 0;
-                    while (pos + 8 <= buf.capacity()) {
-                        int size = buf.getInt(pos), magic = buf.getInt(pos + 4);
-                        Map<String, Object> o = new LinkedHashMap<>();
-                        o.put("file", f.getName());
-                        o.put("offset", base + pos);
-                        if (size == 0 && magic == 0) break;
-                        if (magic == BLANK_MAGIC) {
-                            o.put("blank", true);
-                            o.put("storeSize", size);
-                            o.put("magic", magic);
-                            w.println(toJson(o));
-                            break;
-                        }
-                        if (size <= 0 || pos + size > buf.capacity()) {
-                            o.put("torn", "size " + size + " magic " + magic);
-                            w.println(toJson(o));
-                            break;
-                        }
-                        MessageExt m = MessageDecoder.decode(slice(buf, pos, size), true, false);
-                        if (m == null) {
-                            o.put("torn", "MessageDecoder.decode returned null (size " + size + " magic " + magic + ")");
-                            w.println(toJson(o));
-                            break;
-                        }
-                        o.put("storeSize", m.getStoreSize());
-                        o.put("magic", magic);
-                        o.put("bodyCRC", m.getBodyCRC());
-                        o.put("queueId", m.getQueueId());
-                        o.put("flag", m.getFlag());
-                        o.put("queueOffset", m.getQueueOffset());
-                        o.put("physicalOffset", m.getCommitLogOffset());
-                        o.put("sysFlag", m.getSysFlag());
-                        o.put("bornTimestamp", m.getBornTimestamp());
-                        o.put("bornHost", host(m.getBornHost()));
-                        o.put("storeTimestamp", m.getStoreTimestamp());
-                        o.put("storeHost", host(m.getStoreHost()));
-                        o.put("reconsumeTimes", m.getReconsumeTimes());
-                        o.put("preparedTransactionOffset", m.getPreparedTransactionOffset());
-                        o.put("body", m.getBody() == null ? null : Base64.getEncoder().encodeToString(m.getBody()));
-                        o.put("topic", m.getTopic());
-                        o.put("properties", m.getProperties());
-                        o.put("msgId", m.getMsgId());
+            walkRecords(new File(store, "commitlog"), new RecordVisitor() {
+                public boolean record(String file, long offset, int size, int magic, ByteBuffer one) {
+                    Map<String, Object> o = new LinkedHashMap<>();
+                    o.put("file", file);
+                    o.put("offset", offset);
+                    MessageExt m = MessageDecoder.decode(one, true, false);
+                    if (m == null) {
+                        o.put("torn", "MessageDecoder.decode returned null (size " + size + " magic " + magic + ")");
                         w.println(toJson(o));
-                        pos += size;
+                        return false;
                     }
+                    o.put("storeSize", m.getStoreSize());
+                    o.put("magic", magic);
+                    o.put("bodyCRC", m.getBodyCRC());
+                    o.put("queueId", m.getQueueId());
+                    o.put("flag", m.getFlag());
+                    o.put("queueOffset", m.getQueueOffset());
+                    o.put("physicalOffset", m.getCommitLogOffset());
+                    o.put("sysFlag", m.getSysFlag());
+                    o.put("bornTimestamp", m.getBornTimestamp());
+                    o.put("bornHost", host(m.getBornHost()));
+                    o.put("storeTimestamp", m.getStoreTimestamp());
+                    o.put("storeHost", host(m.getStoreHost()));
+                    o.put("reconsumeTimes", m.getReconsumeTimes());
+                    o.put("preparedTransactionOffset", m.getPreparedTransactionOffset());
+                    o.put("body", m.getBody() == null ? null : Base64.getEncoder().encodeToString(m.getBody()));
+                    o.put("topic", m.getTopic());
+                    o.put("properties", m.getProperties());
+                    o.put("msgId", m.getMsgId());
+                    w.println(toJson(o));
+                    return true;
                 }
-            }
+
+                public void end(String file, long offset, int size, int magic, String why) {
+                    Map<String, Object> o = new LinkedHashMap<>();
+                    o.put("file", file);
+                    o.put("offset", offset);
+                    if (why == null) {
+                        o.put("blank", true);
+                        o.put("storeSize", size);
+                        o.put("magic", magic);
+                    } else {
+                        o.put("torn", why);
+                    }
+                    w.println(toJson(o));
+                }
+            });
         }
         Map<String, Object> cp = new LinkedHashMap<>();
         File checkpoint = new File(store, "checkpoint");
