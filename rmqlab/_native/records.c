@@ -616,11 +616,14 @@ static inline int64_t next_bit(const uint64_t *m, int64_t from, int64_t limit) {
 }
 
 /* The scan of one property block [st, st + len) of buf: splits it on \x02 and each pair on its
- * first \x01, as MessageDecoder.string2messageProperties does, and for each of the k names stores
- * where its value starts and how long it is in vs[j] / vl[j] (-1 when absent; a later pair of the
- * same name replaces an earlier one, a pair with an empty value is skipped). The last pair ends at
- * the block's end with or without its \x02. Returns PROP_OK, or the problem of the first malformed
- * pair with *bad_at its offset in the block. m1 and m2 hold (len + 63) / 64 words each. */
+ * first \x01, as MessageDecoder.string2messageProperties does (4.9.1+), and for each of the k names
+ * stores where its value starts and how long it is in vs[j] / vl[j] (-1 when absent; a later pair
+ * of the same name replaces an earlier one, a pair with an empty value is skipped). The last pair
+ * ends at the block's end with or without its \x02. A malformed pair (empty, without \x01, or with
+ * an empty name) is skipped, as Java skips it: brokers write such blocks (5.2.0 with multi-dispatch
+ * leaves the tail of an earlier block after the new one) and read them. Returns PROP_OK, or the
+ * problem of the first pair skipped with *bad_at its offset in the block. m1 and m2 hold
+ * (len + 63) / 64 words each. */
 static inline int scan_block(const uint8_t *buf, int64_t buf_len, int64_t st, int64_t len, Py_ssize_t k,
                              const char *const *name_ptr, const int64_t *name_len, int64_t *vs, int64_t *vl,
                              uint64_t *m1, uint64_t *m2, int64_t *bad_at) {
@@ -629,20 +632,18 @@ static inline int scan_block(const uint8_t *buf, int64_t buf_len, int64_t st, in
     byte_masks(buf, buf_len, st, len, m1, m2);
     const uint8_t *blk = buf + st;
     int64_t at = 0;
+    int first = PROP_OK;
     while (at < len) {
         int64_t e = next_bit(m2, at, len);
-        if (e == at) {
-            *bad_at = at;
-            return PROP_EMPTY_PAIR;
-        }
-        int64_t kv = next_bit(m1, at, e);
-        if (kv == e) {
-            *bad_at = at;
-            return PROP_NO_SEPARATOR;
-        }
-        if (kv == at) {
-            *bad_at = at;
-            return PROP_EMPTY_NAME;
+        int64_t kv = e == at ? e : next_bit(m1, at, e);
+        int bad = e == at ? PROP_EMPTY_PAIR : kv == e ? PROP_NO_SEPARATOR : kv == at ? PROP_EMPTY_NAME : PROP_OK;
+        if (bad != PROP_OK) {
+            if (first == PROP_OK) {
+                first = bad;
+                *bad_at = at;
+            }
+            at = e + 1;
+            continue;
         }
         if (e > kv + 1) { /* Java skips a pair whose value is empty */
             for (Py_ssize_t j = 0; j < k; j++) {
@@ -655,7 +656,7 @@ static inline int scan_block(const uint8_t *buf, int64_t buf_len, int64_t st, in
         }
         at = e + 1;
     }
-    return PROP_OK;
+    return first;
 }
 
 /* find_props(buffer, starts int64[n], lengths int64[n], names tuple[bytes], value_starts
@@ -664,9 +665,9 @@ static inline int scan_block(const uint8_t *buf, int64_t buf_len, int64_t st, in
  * scan_block of every block for the k names (at most MAX_NAMES): where each wanted value starts
  * and how long it is (-1 when absent), as Java's HashMap puts keep them. Brokers 4.9.1 to 5.1.x
  * drop the block's last \x02 (messageProperties2String) and their parser reads the last pair up
- * to the end of the string, as scan_block does. Unlike Java, which silently skips malformed
- * pairs, a block with a malformed pair stops the scan: the first such row is returned with the
- * offset of the bad pair inside the block and a problem code. Rows after it are left unfilled. */
+ * to the end of the string, as scan_block does. Malformed pairs are skipped, as Java skips them;
+ * the first row holding one is returned with the offset of that pair inside its block and a
+ * problem code (a note, not damage: every row is filled). */
 static PyObject *find_props(PyObject *self, PyObject *args) {
     Py_buffer b, s, l, vs, vl;
     PyObject *names;
@@ -710,11 +711,13 @@ static PyObject *find_props(PyObject *self, PyObject *args) {
         Py_BEGIN_ALLOW_THREADS
         for (Py_ssize_t i = 0; i < n; i++) {
             PREFETCH_ROW_SPAN(buf, b.len, st, ln, i, n);
-            problem = scan_block(buf, b.len, st[i], ln[i], k, name_ptr, name_len, out_s + i * k, out_l + i * k, m1,
-                                 m2, &bad_at);
-            if (problem != PROP_OK) {
+            int64_t at = 0;
+            int skipped = scan_block(buf, b.len, st[i], ln[i], k, name_ptr, name_len, out_s + i * k, out_l + i * k,
+                                     m1, m2, &at);
+            if (skipped != PROP_OK && bad_row < 0) {
                 bad_row = i;
-                break;
+                bad_at = at;
+                problem = skipped;
             }
         }
         Py_END_ALLOW_THREADS
@@ -1147,7 +1150,7 @@ static const int walk_width[W_NOUT] = {4, 1, 4, 4, 4, 8, 8, 4, 8, 8, 4, 8, 4, 4,
 
 /* Why walk_decode stopped before the walk's stop: a record failing decode_records' field checks,
  * or find_props' property check. */
-enum { BAD_NONE = 0, BAD_FIELDS = 1, BAD_PROPERTIES = 2 };
+enum { BAD_NONE = 0, BAD_FIELDS = 1 };
 
 /* The names walk_decode looks for, in the order of its outputs. */
 enum { WANT_KEYS, WANT_UNIQ_KEY, WANT_TAGS, WANT_DELAY, WANT_N };
@@ -1215,8 +1218,7 @@ static inline void set_bit(uint8_t *bitmap, int64_t row, int on) {
 }
 
 /* walk_decode(buffer, start, body, names, outputs) -> (rows, stop_pos, stop_code, bad_kind, bad_pos,
- *     bad_block, bad_at, bad_problem, topic_spans, tags_spans, born_keys, store_keys, v6_rows,
- *     delay_rows, text_high, null_counts)
+ *     topic_spans, tags_spans, born_keys, store_keys, v6_rows, delay_rows, text_high, null_counts)
  *
  * The walk (as `walk` from `start` to the buffer's end), decode_records' checks and fields,
  * find_props' scan (scan_block) for names = (KEYS, UNIQ_KEY, TAGS, DELAY) and the columns
@@ -1235,9 +1237,8 @@ static inline void set_bit(uint8_t *bitmap, int64_t row, int on) {
  *     are listed in delay_rows (int64 row, value start, value length triples).
  *
  * It stops at the walk's stop or at the first record that fails a field check (bad_kind
- * BAD_FIELDS) or the property check (BAD_PROPERTIES, with find_props' problem, its offset in
- * the block and the block's position); bad_pos is that record's position and `rows` the
- * records before it, the only ones written. */
+ * BAD_FIELDS); bad_pos is that record's position and `rows` the records before it, the only
+ * ones written. Malformed property pairs are skipped, as find_props and Java skip them. */
 static PyObject *walk_decode(PyObject *self, PyObject *args) {
     Py_buffer b;
     Py_ssize_t start;
@@ -1308,8 +1309,7 @@ static PyObject *walk_decode(PyObject *self, PyObject *args) {
         const uint8_t *end_of_buf = buf + b.len;
         Py_ssize_t end = b.len, p = start, rows = 0;
         int64_t prefetched = start;
-        int code = STOP_END, bad_kind = BAD_NONE, problem = PROP_OK, failed = 0;
-        int64_t bad_block = 0, bad_at = 0;
+        int code = STOP_END, bad_kind = BAD_NONE, failed = 0;
         uint64_t m1[BLOCK_GROUPS], m2[BLOCK_GROUPS]; /* scan_block's masks of one block */
         props_off[0] = keys_off[0] = uniq_off[0] = 0;
         if (body)
@@ -1333,15 +1333,10 @@ static PyObject *walk_decode(PyObject *self, PyObject *args) {
                 bad_kind = BAD_FIELDS;
                 break;
             }
-            /* find_props' check, and the wanted values */
-            int64_t vs[WANT_N], vl[WANT_N];
-            problem = scan_block(buf, b.len, p + l.o_props, l.props_len, WANT_N, name_ptr, name_len, vs, vl, m1, m2,
-                                 &bad_at);
-            if (problem != PROP_OK) {
-                bad_kind = BAD_PROPERTIES;
-                bad_block = p + l.o_props;
-                break;
-            }
+            /* the wanted values (a malformed pair is skipped, as find_props and Java skip it) */
+            int64_t vs[WANT_N], vl[WANT_N], skipped_at = 0;
+            (void)scan_block(buf, b.len, p + l.o_props, l.props_len, WANT_N, name_ptr, name_len, vs, vl, m1, m2,
+                             &skipped_at);
             /* the row */
             put_fixed(o, rows, r, &l);
             int32_t c;
@@ -1442,9 +1437,9 @@ static PyObject *walk_decode(PyObject *self, PyObject *args) {
         }
         int high = ((props_high & 0x8080808080808080ULL) != 0) | ((keys_high & 0x8080808080808080ULL) != 0) << 1 |
                    ((uniq_high & 0x8080808080808080ULL) != 0) << 2;
-        result = Py_BuildValue("(nniinLLiNNNNNNi(LLL))", rows, p, code, bad_kind, p, (long long)bad_block,
-                               (long long)bad_at, problem, spans[0], spans[1], spans[2], spans[3], spans[4],
-                               spans[5], high, (long long)tags_nulls, (long long)keys_nulls, (long long)uniq_nulls);
+        result = Py_BuildValue("(nniinNNNNNNi(LLL))", rows, p, code, bad_kind, p, spans[0], spans[1], spans[2],
+                               spans[3], spans[4], spans[5], high, (long long)tags_nulls, (long long)keys_nulls,
+                               (long long)uniq_nulls);
     }
 done:
     for (int j = 0; j < got; j++)
@@ -1480,10 +1475,10 @@ static PyMethodDef methods[] = {
      "gather_spans(buffer, starts, lengths, offsets_out, width=1, column=0) -> (data bytes, all_ascii)"},
     {"walk_decode", walk_decode, METH_VARARGS,
      "walk_decode(buffer, start, body, names, outputs) -> (rows, stop_pos, stop_code, bad_kind, bad_pos, "
-     "bad_block, bad_at, bad_problem, topic_spans, tags_spans, born_keys, store_keys, v6_rows, delay_rows, "
-     "text_high, null_counts)"},
+     "topic_spans, tags_spans, born_keys, store_keys, v6_rows, delay_rows, text_high, null_counts)"},
     {"find_props", find_props, METH_VARARGS,
-     "find_props(buffer, starts, lengths, names, value_starts_out, value_lengths_out) -> None or (row, offset, problem)"},
+     "find_props(buffer, starts, lengths, names, value_starts_out, value_lengths_out) -> None or (row, offset, "
+     "problem) of the first row with a malformed pair (skipped)"},
     {NULL, NULL, 0, NULL},
 };
 

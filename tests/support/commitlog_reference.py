@@ -173,18 +173,15 @@ def decode_positions_numpy(U, P: np.ndarray, f: StoreFile, *, body: bool, check_
     bad_row, bad_field, bad_reason, s = check_fields(U, P, total, H["magic"].astype(np.int64), sys_flag)
     limit = n if bad_row < 0 else bad_row
     problem = None if bad_row < 0 else (int(P[bad_row]), bad_field, bad_reason)
-    # properties: check the blocks and find the wanted values (stops at the first bad block)
+    # properties: find the wanted values (malformed pairs are skipped, as the broker skips them)
     wanted = WANTED_PROPERTIES + ((PROPERTY_CRC32.encode(),) if check_crc else ())
     k = len(wanted)
     vs = np.empty(limit * k, np.int64)
     vl = np.empty(limit * k, np.int64)
     pst = np.ascontiguousarray((P + s["o_props"])[:limit])
     pln = np.ascontiguousarray(s["plen"][:limit])
-    res = _records.find_props(U, pst, pln, wanted, vs, vl) if limit else None
-    if res is not None:
-        row, at, code = res
-        problem = cc._property_problem(int(P[row]), int(pst[row]), at, code)
-        limit = row
+    if limit:
+        _records.find_props(U, pst, pln, wanted, vs, vl)
     if check_crc or body:
         bst = np.ascontiguousarray((P + s["o_body"])[:limit])
         bln = np.ascontiguousarray(s["body_len"][:limit])

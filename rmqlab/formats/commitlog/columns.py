@@ -6,8 +6,9 @@ of a record (``layout_record``) and one property scan serve both passes: ``walk_
 walks a file and decodes what it walks (plain reads), and ``decode_records`` + ``find_props``
 for records at positions given (read_at, the CRC checks, one message). In Python both passes
 hand their rows to :func:`_columns`, which makes every column (topic and tags as dictionaries,
-hosts from their codes, text, DELAY, nulls), and word their damage with the same helpers
-(:func:`_field_problem`, :func:`_property_problem`). A message is a row of those columns. A
+hosts from their codes, text, DELAY, nulls), and word their damage with the same helper
+(:func:`_field_problem`). A malformed property pair is skipped, as the broker's parser skips it
+(a 5.2.0 broker writes such blocks), so it is never damage. A message is a row of those columns. A
 NumPy reference of the decode, for the tests, lives in tests/support/commitlog_reference.py."""
 from __future__ import annotations
 
@@ -34,7 +35,6 @@ from rmqlab.formats.commitlog.layout import (
     MAGIC_V2,
     MIN_MESSAGE_SIZE,
     PROPERTY_CRC32,
-    PROPERTY_PROBLEMS,
     STOP_BLANK,
     STOP_BLANK_SIZE,
     STOP_LIMIT,
@@ -117,13 +117,6 @@ def _field_problem(U, p: int) -> _Problem:
         return p, "TOTALSIZE", CHANGED_WHILE_READ
     field, reason = _LAYOUT_CHECKS[check]
     return p, field, reason.format(total=total, version=version, sys_flag=sys_flag & 0xFFFFFFFF, value=value)
-
-
-def _property_problem(position: int, block_start: int, at: int, problem: int) -> _Problem:
-    """An unparseable PROPERTIES block of the record at `position` (find_props' `problem` at byte
-    `at` of the block that starts at `block_start`)."""
-    return (position, "PROPERTIES", f"unparseable property block: {PROPERTY_PROBLEMS[problem]} at byte {at} of the "
-                                    f"block (file position {block_start + at})")
 
 
 def _body_crc_check(U, P: np.ndarray, bst: np.ndarray, bln: np.ndarray, stored: np.ndarray, limit: int,
@@ -506,11 +499,8 @@ def _decode_at(U, P: np.ndarray, *, body: bool, check_crc: bool, arrow: bool = F
     vs = np.empty(limit * k, np.int64)
     vl = np.empty(limit * k, np.int64)
     pst, pln = d["properties_start"], d["properties_len"]
-    res = _records.find_props(U, pst, pln, wanted, vs, vl) if limit else None
-    if res is not None:
-        row, at, code = res
-        problem = _property_problem(int(P[row]), int(pst[row]), at, code)
-        limit = row
+    if limit:   # a malformed pair is skipped, as the broker's parser skips it: not damage
+        _records.find_props(U, pst, pln, wanted, vs, vl)
     if check_crc and limit:
         problem, limit = _body_crc_check(U, P, d["body_start"][:limit], d["body_len"][:limit], d["body_crc"], limit,
                                          problem)
@@ -553,7 +543,7 @@ _WALKED_BITMAPS = ("tags", "keys", "uniq_key")
 _WALKED_TEXT = ("properties", "keys", "uniq_key", "body")
 #: bytes after the used part of walk_decode's text outputs (its copies move 16 bytes at a time)
 _TEXT_SLACK = 16
-_BAD_FIELDS, _BAD_PROPERTIES = 1, 2
+_BAD_FIELDS = 1
 
 
 def _shrunk(a: np.ndarray, n: int) -> np.ndarray:
@@ -577,7 +567,7 @@ def _walk_decode(buf, f: StoreFile, *, start: int, body: bool, arrow: bool):
                    np.empty(span + _TEXT_SLACK if body or name != "body" else _TEXT_SLACK, np.uint8))
             for name in _WALKED_TEXT}
     outputs = (*out_rows.values(), *bitmaps.values(), *(a for pair in text.values() for a in pair))
-    (n, stop_pos, code, bad_kind, bad_pos, bad_block, bad_at, bad_problem, topic_spans, tags_spans, born_keys,
+    (n, stop_pos, code, bad_kind, bad_pos, topic_spans, tags_spans, born_keys,
      store_keys, v6_rows, delay_rows, high, nulls) = _records.walk_decode(buf, start, body, WANTED_PROPERTIES,
                                                                           outputs)
     del outputs
@@ -591,8 +581,6 @@ def _walk_decode(buf, f: StoreFile, *, start: int, body: bool, arrow: bool):
     problem = None
     if bad_kind == _BAD_FIELDS:
         problem = _field_problem(U, bad_pos)
-    elif bad_kind == _BAD_PROPERTIES:
-        problem = _property_problem(bad_pos, bad_block, bad_at, bad_problem)
     # hosts: IPv4 codes come from the pass; rows with an IPv6 host (rare) are numbered after
     # them, their addresses found by the decode of those records
     v6 = np.frombuffer(v6_rows, np.int64).reshape(-1, 2)   # (row, record position) pairs

@@ -35,7 +35,6 @@ from rmqlab.formats.commitlog.layout import (
     PROP_NO_SEPARATOR,
     PROPERTIES_LEN,
     PROPERTY_CRC32,
-    PROPERTY_PROBLEMS,
     STOP_BLANK,
     STOP_BLANK_SIZE,
     STOP_END,
@@ -181,24 +180,23 @@ def parse_properties(raw: bytes, *, path: Any = None, offset: int | None = None)
 
     Pairs are split on ``\\x02``, each on its first ``\\x01``; a later pair of the same name
     replaces an earlier one and pairs with an empty value are skipped (as Java's HashMap puts).
-    The last pair may end without its ``\\x02``, as brokers 4.9.1 to 5.1.x write it. Java
-    silently skips malformed pairs; here a malformed pair raises :class:`FormatError` (field
-    ``PROPERTIES``, `offset` = where the block starts plus the bad pair's position). Cost: O(len(raw)).
+    The last pair may end without its ``\\x02``, as brokers 4.9.1 to 5.1.x write it. A malformed
+    pair (empty, without ``\\x01``, or with an empty name) is skipped, as Java skips it: a 5.2.0
+    broker multi-dispatching a message leaves the tail of an earlier block after the new one,
+    and reads it back this way (:func:`property_problem` names the first such pair). `path` and
+    `offset` are kept for callers that name the block. Cost: O(len(raw)).
 
     >>> parse_properties(b"KEYS\\x01a b\\x02TAGS\\x01t\\x02")
     {'KEYS': 'a b', 'TAGS': 't'}
     >>> parse_properties(b"KEYS\\x01a b\\x02TAGS\\x01t")     # a 4.9.1 to 5.1.x broker's block
     {'KEYS': 'a b', 'TAGS': 't'}
+    >>> parse_properties(b"TAGS\\x01t\\x02r-5 shared\\x02WAIT\\x01true")   # what the 5.2.0 broker left
+    {'TAGS': 't', 'WAIT': 'true'}
     """
-    bad = property_problem(raw)
-    if bad is not None:
-        at, code = bad
-        raise FormatError(f"unparseable property block: {PROPERTY_PROBLEMS[code]} at byte {at} of the block",
-                          path=path, offset=None if offset is None else offset + at, field="PROPERTIES")
     out: dict[str, str] = {}
     for pair in property_pairs(raw):
         name, _, value = pair.partition(b"\x01")
-        if value:
+        if name and value:
             out[decode_text(name)] = decode_text(value)
     return out
 
