@@ -8,7 +8,9 @@ from __future__ import annotations
 
 from typing import AnyStr
 
-__all__ = ["property_pairs"]
+import numpy as np
+
+__all__ = ["malformed_pairs_many", "property_pairs"]
 
 
 def property_pairs(raw: AnyStr) -> list[AnyStr]:
@@ -24,3 +26,26 @@ def property_pairs(raw: AnyStr) -> list[AnyStr]:
     if not pairs[-1]:   # the final separator (or an empty block): no pair after it
         pairs.pop()
     return pairs
+
+
+#: A block every pair of which string2messageProperties takes (or skips only for an empty value):
+#: ``name\x01value`` pairs, a non-empty name without \x01 or \x02, joined by \x02, an optional
+#: final \x02; the empty block too. Anything else holds a pair the broker's parser skips.
+_WELL_FORMED = "^$|^[^\x01\x02]+\x01[^\x02]*(\x02[^\x01\x02]+\x01[^\x02]*)*\x02?$"
+
+
+def malformed_pairs_many(blocks) -> np.ndarray:
+    """Whether each PROPERTIES block (text; None for none) holds a pair the broker's parser
+    skips: an empty pair, one without ``\\x01``, or one with an empty name. The broker reads such a
+    block (a 5.2.0 broker multi-dispatching a message writes one); elsewhere it is a sign of damage
+    no CRC covers before 5.2. Cost: one RE2 match of every block, in Arrow, O(total length).
+
+    >>> malformed_pairs_many(["A\\x01x\\x02B\\x01y", "A\\x01x\\x02NOSEP", "\\x01v", None, ""]).tolist()
+    [False, True, True, False, False]
+    """
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    arr = pa.array(np.asarray(blocks, dtype=object), type=pa.large_string(), from_pandas=True)
+    well = pc.match_substring_regex(arr, _WELL_FORMED)
+    return ~np.asarray(well.fill_null(True).to_numpy(zero_copy_only=False), dtype=bool)

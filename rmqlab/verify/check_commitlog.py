@@ -18,6 +18,7 @@ from rmqlab.rules.dispatch import (
     message_tags_codes,
     property_values,
 )
+from rmqlab.rules.properties import malformed_pairs_many
 from rmqlab.tables.arrays import FirstFlagged, distinct, gather_field, most_common
 from rmqlab.verify.common import OFFSET_FILE_NAME
 from rmqlab.verify.report import FileReport, make_problem, problem_from_error
@@ -297,7 +298,7 @@ class _FileChecks:
     def __init__(self, f: cl.StoreFile, buf):
         self.f = f
         self.U = np.frombuffer(buf, np.uint8) if buf is not None and len(buf) else None
-        self.checks = {name: FirstFlagged() for name in ("phy", "crc", "prop_crc")}
+        self.checks = {name: FirstFlagged() for name in ("phy", "crc", "prop_crc", "pairs")}
         self.words: dict[str, tuple] = {}      # what the first flagged record of each check says
 
     def add(self, cols: dict, pos: np.ndarray, lo: int) -> None:
@@ -305,6 +306,9 @@ class _FileChecks:
         pos = pos.astype(np.int64)
         stored_phy = cols["phy_offset"].astype(np.int64)
         self._add("phy", stored_phy != self.f.start_offset + pos, lo, lambda k: (int(stored_phy[k]), int(pos[k])))
+        if len(pos):
+            props = cl.broker_strings(cols["properties"])    # bytes that are not UTF-8 as U+FFFD
+            self._add("pairs", malformed_pairs_many(props), lo, lambda k: (int(pos[k]), str(props[k])))
         if self.U is None or not len(pos):
             return
         sys_flag, total = cols["sys_flag"].astype(np.int64), cols["total_size"].astype(np.int64)
@@ -357,6 +361,14 @@ class _FileChecks:
                 "commitlog.body-crc", FormatError,
                 f"BODYCRC {stored} does not match the body (CRC32(body) & 0x7FFFFFFF)", p, at, "BODYCRC",
                 count=c["crc"].count))
+        if c["pairs"].count:
+            at, block = self.words["pairs"]
+            rep.problems.append(make_problem(
+                "commitlog.skipped-pairs", FormatError,
+                f"the PROPERTIES block holds a pair the broker's parser skips (empty, without \\x01, or with an "
+                f"empty name): {block!r}. A 5.2.0 broker multi-dispatching a message leaves the tail of an "
+                f"earlier block so; elsewhere it is damage no CRC covers", p, at, "PROPERTIES",
+                count=c["pairs"].count, severity="warning"))
         if c["prop_crc"].count:
             total, at = self.words["prop_crc"]
             rep.problems.append(make_problem(

@@ -908,3 +908,20 @@ def test_problem_words_name_the_strings_read_back_from_the_commitlog(copy):
     m = cols.loc[int(re.search(r"the message at (\d+) \(", missing.message).group(1))]
     assert f"(topic {m['topic']!r}, queue {m['queue_id']}, QUEUEOFFSET {m['queue_offset']})" in missing.message
     assert m["topic"] == "B"
+
+
+def test_property_pairs_the_broker_skips_are_a_warning_not_an_error(tmp_path):
+    # the real 5.2.0 broker wrote "...INNER_MULTI_DISPATCH\x01%LMQ%lmq-a\x02r-5 shared\x02WAIT\x01true"
+    # and reads it back: the store is sound (no error), and verify says where such blocks are
+    blocks = ["KEYS\x01k0\x02", "KEYS\x01k1\x02r-5 shared\x02WAIT\x01true", "KEYS\x01k2\x02",
+              "\x01v\x02KEYS\x01k3", "KEYS\x01k4\x02\x02TAGS\x01t"]
+    with cl.CommitLogWriter(tmp_path / "cl", file_size=4096) as w:
+        w.append({"topic": ["T"] * len(blocks), "body": [b"x"] * len(blocks), "properties": blocks})
+    r = verify_path(tmp_path / "cl", kind="commitlog", commitlog_file_size=4096)
+    assert r.errors == []
+    found = [p for f in r.files for p in f.problems if p.check == "commitlog.skipped-pairs"]
+    assert [(p.severity, p.count) for p in found] == [("warning", 3)]
+    first = cl.read_columns(tmp_path / "cl", body=False).phy_offset[1]
+    assert found[0].error.offset == first and found[0].error.field == "PROPERTIES"
+    # and the keys the broker takes from them are read
+    assert cl.read_columns(tmp_path / "cl", body=False)["keys"].tolist() == [f"k{i}" for i in range(5)]
