@@ -351,6 +351,7 @@ class _MultiDispatch:
     names: np.ndarray
     qids: np.ndarray
     offsets: np.ndarray
+    _by_queue: dict[tuple[str, int], np.ndarray] | None = None
 
     @classmethod
     def of(cls, msgs: pd.DataFrame, enable_lmq: bool, enable_multi_dispatch: bool,
@@ -363,10 +364,16 @@ class _MultiDispatch:
                    np.array([u[2] for u in units], np.int64))
 
     def queue(self, topic: str, qid: int) -> tuple[np.ndarray, np.ndarray]:
-        """(queue offsets, message rows) of the units in one queue, by queue offset."""
-        mine = (self.names == topic) & (self.qids == qid)
-        order = np.argsort(self.offsets[mine], kind="stable")
-        return self.offsets[mine][order], self.rows[mine][order]
+        """(queue offsets, message rows) of the units in one queue, by queue offset. The units are
+        grouped by queue once (pandas), on the first call: O(units log units) in all."""
+        if self._by_queue is None:
+            order = np.argsort(self.offsets, kind="stable")
+            groups = pd.DataFrame({"name": self.names[order], "qid": self.qids[order]}).groupby(
+                ["name", "qid"], sort=False).indices
+            self._by_queue = {(str(key[0]), int(key[1])): order[at]       # type: ignore[index]  # a 2-tuple
+                              for key, at in groups.items()}
+        at = self._by_queue.get((topic, qid), np.zeros(0, np.int64))
+        return self.offsets[at], self.rows[at]
 
 
 def _consume_queues(root: Path, msgs: pd.DataFrame, end: int, cq_size: int | None, dry_run: bool,

@@ -175,7 +175,7 @@ def prop_crc_matches(record: bytes, properties: dict[str, str]) -> bool | None:
     return expected > 0 and compute_body_crc(bytes(record[:len(record) - CRC32_RESERVED_LEN])) == expected
 
 
-def parse_properties(raw: bytes, *, path: Any = None, offset: int | None = None) -> dict[str, str]:
+def parse_properties(raw: bytes) -> dict[str, str]:
     """A PROPERTIES block -> dict, as ``MessageDecoder.string2messageProperties``.
 
     Pairs are split on ``\\x02``, each on its first ``\\x01``; a later pair of the same name
@@ -183,8 +183,8 @@ def parse_properties(raw: bytes, *, path: Any = None, offset: int | None = None)
     The last pair may end without its ``\\x02``, as brokers 4.9.1 to 5.1.x write it. A malformed
     pair (empty, without ``\\x01``, or with an empty name) is skipped, as Java skips it: a 5.2.0
     broker multi-dispatching a message leaves the tail of an earlier block after the new one,
-    and reads it back this way (:func:`property_problem` names the first such pair). `path` and
-    `offset` are kept for callers that name the block. Cost: O(len(raw)).
+    and reads it back this way (:func:`property_problem` names the first such pair). Cost:
+    O(len(raw)).
 
     >>> parse_properties(b"KEYS\\x01a b\\x02TAGS\\x01t\\x02")
     {'KEYS': 'a b', 'TAGS': 't'}
