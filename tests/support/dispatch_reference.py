@@ -13,6 +13,7 @@ import pandas as pd
 
 from rmqlab.formats import commitlog as cl
 from rmqlab.formats import consumequeue as cq
+from rmqlab.formats.commitlog import broker_strings
 from rmqlab.jvm.hashcode import java_hash_many
 from rmqlab.rules.dispatch import DELAY_LEVEL_TABLE, SCHEDULE_TOPIC, goes_to_consume_queue_many, lmq_dispatch_many
 from rmqlab.store.directory import DispatchReport, Store
@@ -25,7 +26,8 @@ def reference_tags_codes(topics, tags, delay_levels, store_timestamps) -> np.nda
     """message_tags_codes as first written: every element through a Python None test and the
     schedule-topic test on every row."""
     tags = np.frompyfunc(lambda t: "" if t is None else t, 1, 1)(np.asarray(tags, dtype=object)).astype(object)
-    codes = java_hash_many(tags).astype(np.int64)
+    # the broker hashes the String it decoded (U+FFFD where the bytes are not UTF-8)
+    codes = java_hash_many(broker_strings(tags)).astype(np.int64)
     table = DELAY_LEVEL_TABLE
     top = max(table)
     level = np.minimum(np.asarray(delay_levels, dtype=np.int64).reshape(-1), top)
