@@ -3,6 +3,7 @@
  *
  *   walk          follow the TOTALSIZE chain of one CommitLog file (each record's position
  *                 depends on the previous record's size: a sequential loop)
+ *   walk_entries  the same for a DLedger CommitLog file (entries around the records)
  *   crc32_spans   CRC32 (zlib's polynomial, as java.util.zip.CRC32) of many byte ranges
  *   copy_spans    copy many byte ranges from one buffer to another (gather and scatter of the
  *                 variable-length parts: bodies, topics, properties)
@@ -207,6 +208,82 @@ static PyObject *walk(PyObject *self, PyObject *args) {
         }
         p += size;
         prefetch_stream(buf, end, &prefetched, (int64_t)p + PREFETCH_BYTES);
+    }
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&b);
+    if (oom) {
+        free(pos.data);
+        return PyErr_NoMemory();
+    }
+    PyObject *positions = vec_take_bytes(&pos);
+    if (positions == NULL)
+        return NULL;
+    return Py_BuildValue("(Nni)", positions, p, code);
+}
+
+/* A DLedger CommitLog (RocketMQ 4.5+, enableDLegerCommitLog) frames each record in a DLedger
+ * entry (DLedgerEntryCoder): magic i32 (1), size i32 (the whole entry), index i64, term i64,
+ * pos i64, channel i32, chainCrc i32, bodyCrc i32, bodySize i32, then the body, a CommitLog
+ * record. A file ends in MmapFileList's blank: magic -1, then the bytes left. rmqlab.formats.dledger
+ * declares the layout (ENTRY) and holds the readable model of this walk (walk_entries_py). */
+#define DLEDGER_MAGIC_1 1
+#define DLEDGER_BLANK_MAGIC (-1)
+#define DLEDGER_BODY_OFFSET 48
+
+/* The walk's checks of the entry head at `p`: a stop code, or -1 for an entry of `*size` bytes. */
+static inline int entry_at(const uint8_t *buf, Py_ssize_t p, Py_ssize_t left, int32_t *size) {
+    if (left < BLANK_SIZE)
+        return STOP_SHORT;
+    int32_t magic = load_i32(buf + p);
+    *size = load_i32(buf + p + 4);
+    if (magic == DLEDGER_BLANK_MAGIC)
+        return (Py_ssize_t)*size == left ? STOP_BLANK : STOP_BLANK_SIZE;
+    if (magic != DLEDGER_MAGIC_1)
+        return STOP_MAGIC;
+    if (left < DLEDGER_BODY_OFFSET)
+        return STOP_SHORT;
+    if ((Py_ssize_t)*size > left)
+        return STOP_PAST_END;
+    if (*size <= DLEDGER_BODY_OFFSET)
+        return STOP_TOO_SMALL;
+    return -1;
+}
+
+/* walk_entries(buffer, start, end, max_entries) -> (positions: bytes of native int64, stop_pos, stop_code)
+ * Follows the DLedger entries' sizes from `start` and lists the position of every entry. */
+static PyObject *walk_entries(PyObject *self, PyObject *args) {
+    Py_buffer b;
+    Py_ssize_t start, end, max_entries;
+    if (!PyArg_ParseTuple(args, "y*nnn", &b, &start, &end, &max_entries))
+        return NULL;
+    if (start < 0 || end > b.len || start > end) {
+        PyBuffer_Release(&b);
+        PyErr_Format(PyExc_ValueError, "walk range [%zd, %zd) outside a buffer of %zd bytes", start, end, b.len);
+        return NULL;
+    }
+    const uint8_t *buf = b.buf;
+    vec64 pos = {NULL, 0, 0};
+    Py_ssize_t p = start;
+    int code = STOP_END, oom = 0;
+    Py_BEGIN_ALLOW_THREADS
+    for (;;) {
+        Py_ssize_t left = end - p;
+        if (left == 0) {
+            code = STOP_END;
+            break;
+        }
+        if (max_entries >= 0 && (Py_ssize_t)pos.len >= max_entries) {
+            code = STOP_LIMIT;
+            break;
+        }
+        int32_t size;
+        if ((code = entry_at(buf, p, left, &size)) >= 0)
+            break;
+        if (vec_push(&pos, p) < 0) {
+            oom = 1;
+            break;
+        }
+        p += size;
     }
     Py_END_ALLOW_THREADS
     PyBuffer_Release(&b);
@@ -1473,6 +1550,9 @@ static PyMethodDef methods[] = {
      "span_objects(buffer, starts, lengths, as_bytes, out=None) -> list of bytes / str / None (None with out)"},
     {"gather_spans", gather_spans, METH_VARARGS,
      "gather_spans(buffer, starts, lengths, offsets_out, width=1, column=0) -> (data bytes, all_ascii)"},
+    {"walk_entries", walk_entries, METH_VARARGS,
+     "walk_entries(buffer, start, end, max_entries) -> (positions, stop_pos, stop_code): the DLedger entries "
+     "of a DLedger CommitLog file"},
     {"walk_decode", walk_decode, METH_VARARGS,
      "walk_decode(buffer, start, body, names, outputs) -> (rows, stop_pos, stop_code, bad_kind, bad_pos, "
      "topic_spans, tags_spans, born_keys, store_keys, v6_rows, delay_rows, text_high, null_counts)"},

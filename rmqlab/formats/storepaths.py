@@ -3,7 +3,9 @@
 RocketMQ ``store/config/StorePathConfigHelper.java`` names the folders and files below the root,
 and ``MessageStoreConfig.storePathCommitLog`` defaults to ``<root>/commitlog`` (read at
 rocketmq-all-4.9.7 and 5.3.1). Each name is spelled here once; every other module asks
-:class:`StorePaths`.
+:class:`StorePaths`. A store with ``enableDLegerCommitLog`` (4.5+) keeps its CommitLog in DLedger's
+data folder, ``<root>/dledger-<selfId>/data`` (``DLedgerCommitLog``; :mod:`rmqlab.formats.dledger`):
+:attr:`StorePaths.commitlog` is that folder there.
 
 >>> p = StorePaths("/data/store")
 >>> str(p.commitlog), str(p.consumequeue_ext), p.checkpoint.name
@@ -36,12 +38,13 @@ INDEX = "index"                          # getStorePathIndex: IndexFile files na
 CHECKPOINT = "checkpoint"                # getStoreCheckpoint: StoreCheckpoint
 ABORT = "abort"                          # getAbortFile: present while a broker runs (or after a crash)
 CONFIG = "config"                        # BrokerPathConfigHelper: topics.json, consumerOffset.json, ...
+DLEDGER_PREFIX = "dledger-"              # DLedgerConfig.getDefaultPath: <root>/dledger-<selfId>/{data,index,...}
 
 
 @dataclass(frozen=True)
 class StorePaths:
-    """The paths of one store's folders and files. Nothing is read or created: each property is
-    a path, whether or not it exists. Cost: O(1)."""
+    """The paths of one store's folders and files. Nothing is created: each property is a path,
+    whether or not it exists. Cost: O(1), but :attr:`commitlog` and :attr:`ledgers` list the root."""
     root: Path
 
     def __init__(self, root: str | os.PathLike):
@@ -49,7 +52,23 @@ class StorePaths:
 
     @property
     def commitlog(self) -> Path:
-        return self.root / COMMITLOG
+        """The CommitLog's folder: ``<root>/commitlog``, or in a DLedger store (a ``dledger-<id>/data``
+        folder holding files, and no file in ``commitlog/``) DLedger's data folder, whose entries
+        frame the records (the commitlog readers read either). Cost: a listing of the root."""
+        plain = self.root / COMMITLOG
+        if not (plain.is_dir() and any(plain.iterdir())):
+            ledgers = self.ledgers
+            if len(ledgers) == 1 and any((ledgers[0] / "data").iterdir()):
+                return ledgers[0] / "data"
+        return plain
+
+    @property
+    def ledgers(self) -> list[Path]:
+        """The ``dledger-<selfId>`` folders holding a ``data/`` folder (DLedgerConfig.getDefaultPath),
+        sorted. Cost: a listing of the root."""
+        if not self.root.is_dir():
+            return []
+        return sorted(p for p in self.root.iterdir() if p.name.startswith(DLEDGER_PREFIX) and (p / "data").is_dir())
 
     @property
     def consumequeue(self) -> Path:

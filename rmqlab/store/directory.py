@@ -40,6 +40,7 @@ from rmqlab.formats import checkpoint as cp
 from rmqlab.formats import commitlog as cl
 from rmqlab.formats import consumequeue as cq
 from rmqlab.formats import consumequeue_ext as cqx
+from rmqlab.formats.dledger import Ledger
 from rmqlab.formats.indexfile import DEFAULT_HASH_SLOT_NUM, DEFAULT_INDEX_NUM
 from rmqlab.formats.msgid import parse_offset_msg_id
 from rmqlab.jvm.longs import INT_MAX, LONG_MAX
@@ -175,6 +176,7 @@ class Store:
             "consume_queue_units": units,
             **self._ext_info(),
             **self._feature_info(queues),
+            **self._ledger_info(),
             "index_files": len(index_frame),
             "index_keys": int(index_frame["keys"].sum()) if len(index_frame) else 0,
             "checkpoint": checkpoint,
@@ -190,6 +192,19 @@ class Store:
         return {"cq_ext_folders": len(folders),
                 "cq_ext_units": sum(i.units for i in infos),
                 "cq_ext_file_size": infos[0].mapped_file_size if infos else None}
+
+    def _ledger_info(self) -> dict[str, Any]:
+        """A DLedger CommitLog's ledger (its folder, entries, indexes, terms), only for a store
+        that has one: what DLedger's store reports after recovery (:meth:`Ledger.summary`)."""
+        ledgers = self.layout.paths.ledgers
+        if not ledgers:
+            return {}
+        out = {"dledger": [{"folder": str(f), **Ledger(f, file_size=self.commitlog_file_size).summary()}
+                           for f in ledgers]}
+        if len(ledgers) > 1:
+            out["dledger_note"] = ("several dledger-<selfId> folders: the CommitLog read is none of them "
+                                   "(the broker uses the one of its dLegerSelfId)")
+        return out
 
     def _feature_info(self, queues: list[tuple[str, int]]) -> dict[str, Any]:
         """BatchConsumeQueue and light message queue counts, only for a store that has them."""

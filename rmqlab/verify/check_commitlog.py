@@ -523,14 +523,12 @@ class CommitLogScan:
                 # a time, each chunk checked and reduced to the table's numbers), each file as if
                 # it were the last: zeros after the last message are no damage there; a missing
                 # end-of-file blank record is judged below
-                cols, _, _, _ = scan_file(buf, f, last=True, check_crc=False, report=rr, on_error="report",
-                                          body=False, decode=table.decode_for(f, file_index, checks))
-                n, used = len(cols["total_size"]), int(cols["total_size"].sum(dtype=np.int64))
+                # where the walk ended, and whether at the end-of-file blank (the CommitLog's, or in
+                # a DLedger CommitLog the blank of its entries, which frame the records)
+                cols, end, code, _ = scan_file(buf, f, last=True, check_crc=False, report=rr, on_error="report",
+                                               body=False, decode=table.decode_for(f, file_index, checks))
+                n, used, blank = len(cols["total_size"]), end - f.start_offset, code == cl.STOP_BLANK
                 del cols
-                blank = False
-                if used + cl.BLANK.size <= len(buf):
-                    bsize, bmagic = cl.BLANK.unpack_from(buf, used)
-                    blank = bmagic == cl.MAGIC_BLANK and bsize == len(buf) - used
                 checks.problems(rep, rr, used, blank, last)
                 del checks
             finally:

@@ -26,6 +26,7 @@ from rmqlab.verify.check_batchconsumequeue import (
     verify_batch_consume_queue,
 )
 from rmqlab.verify.check_checkpoint import checkpoint_report
+from rmqlab.verify.check_dledger import verify_ledger
 from rmqlab.verify.check_commitlog import CommitLogScan, Messages
 from rmqlab.verify.check_consumequeue import (
     open_queue,
@@ -102,6 +103,14 @@ def verify_path(path: str | os.PathLike, *, kind: Kind | None = None, hash_slot_
         scan = CommitLogScan(p, commitlog_file_size, check_crc, keys=False)
         scan.walk(lambda window: None)
         rep.files = scan.reports
+        rep.settings["commitlog_file_size"] = scan.mapped_file_size
+    elif kind == "dledger":     # a ledger: DLedger's own rules, and its records as a CommitLog's
+        if not p.is_dir():
+            raise NotADirectoryError(f"{p}: a DLedger ledger is a directory (dledger-<selfId>)")
+        rep.files = [verify_ledger(p, commitlog_file_size)]
+        scan = CommitLogScan(p / "data", commitlog_file_size, check_crc, keys=False)
+        scan.walk(lambda window: None)
+        rep.files += scan.reports
         rep.settings["commitlog_file_size"] = scan.mapped_file_size
     elif kind == "index":
         paths = (sorted(c for c in p.iterdir() if c.is_file() and INDEX_FILE_NAME.fullmatch(c.name))
@@ -191,6 +200,8 @@ def _verify_store(root: Path, rep: VerifyReport, hsn, inum, cl_size, cq_size, ru
             rep.cross += index_cross.problems(notes, rep.cross_counts, checked=scan is not None)
         if queues is not None:
             queues.finish(rep, scan, broker_version)
+        for ledger in where.ledgers:      # a DLedger CommitLog: DLedger's own rules on its ledger
+            rep.files.append(verify_ledger(ledger, cl_size))
         if checkpoint.exists():
             r, c = checkpoint_report(checkpoint)
             rep.files.append(r)

@@ -8,6 +8,7 @@ from rmqlab.formats import batchconsumequeue as bcq
 from rmqlab.formats import checkpoint as cpf
 from rmqlab.formats import commitlog as cl
 from rmqlab.formats import consumequeue as cq
+from rmqlab.formats import dledger
 from rmqlab.formats import storepaths as sp
 from rmqlab.formats.storepaths import StorePaths
 from rmqlab.verify.common import INDEX_FILE_NAME, OFFSET_FILE_NAME
@@ -15,22 +16,25 @@ from rmqlab.verify.report import Kind
 
 
 def _is_commitlog_bytes(path: Path) -> bool:
+    """A CommitLog record's magic at byte 4, or a DLedger CommitLog's first entry (its records
+    framed in DLedger entries, rmqlab.formats.dledger)."""
     try:
         with open(path, "rb") as fh:
-            head = fh.read(8)
+            head = fh.read(dledger.BODY_OFFSET)
     except OSError:
         return False
     if len(head) < 8:
         return False
     magic = int.from_bytes(head[4:8], "big", signed=True)
-    return magic in (cl.MAGIC_V1, cl.MAGIC_V2, cl.MAGIC_BLANK)
+    start = int(path.name) if OFFSET_FILE_NAME.fullmatch(path.name) else 0
+    return magic in (cl.MAGIC_V1, cl.MAGIC_V2, cl.MAGIC_BLANK) or dledger.is_ledger_file(head, start)
 
 
 def detect_kind(path: str | os.PathLike) -> Kind:
     """What `path` is, from its location, name and first bytes: one of :data:`KINDS`.
 
-    A folder holding ``commitlog/``, ``consumequeue/``, ``index/`` or ``checkpoint`` is a
-    store; a folder named ``commitlog`` / ``index`` / ``consumequeue`` (or inside
+    A ``dledger-<selfId>`` folder holding ``data/`` is a DLedger CommitLog's ledger; a folder
+    holding ``commitlog/``, ``consumequeue/``, ``index/`` or ``checkpoint`` is a store; a folder named ``commitlog`` / ``index`` / ``consumequeue`` (or inside
     ``consumequeue/``) is that part; a file is judged by its folder, then its name (17 digits:
     an index file; ``checkpoint``), then its bytes (a CommitLog record magic at byte 4).
 
@@ -42,6 +46,8 @@ def detect_kind(path: str | os.PathLike) -> Kind:
     """
     p = Path(path)
     if p.is_dir():
+        if p.name.startswith(sp.DLEDGER_PREFIX) and (p / dledger.DATA_FOLDER).is_dir():
+            return "dledger"
         paths = StorePaths(p)
         if any(x.exists() for x in (paths.commitlog, paths.consumequeue, paths.index, paths.checkpoint)):
             return "store"

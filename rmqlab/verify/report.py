@@ -9,8 +9,8 @@ from typing import Any, Literal
 from rmqlab.errors import RmqlabError
 
 #: What verify_path can verify.
-KINDS = ("store", "commitlog", "consumequeue", "index", "checkpoint", "batchconsumequeue")
-Kind = Literal["store", "commitlog", "consumequeue", "index", "checkpoint", "batchconsumequeue"]
+KINDS = ("store", "commitlog", "consumequeue", "index", "checkpoint", "batchconsumequeue", "dledger")
+Kind = Literal["store", "commitlog", "consumequeue", "index", "checkpoint", "batchconsumequeue", "dledger"]
 
 #: Every check code a :class:`Problem` can carry, and what it means.
 CHECKS: dict[str, str] = {
@@ -94,6 +94,12 @@ CHECKS: dict[str, str] = {
     "cq.ext-order": "the ext addresses of a queue's units do not increase",
     "cqext.store-time": "an ext unit's store time is not its message's store time",
     # checkpoint
+    # a DLedger CommitLog's ledger (dledger-<selfId>/), per ledger
+    "dledger.load": "a data file's length is not the configured size (DLedger's load refuses the ledger)",
+    "dledger.entry": "an entry's head fails a recovery check (DLedger's recovery truncates the ledger there)",
+    "dledger.index": "an index unit disagrees with its entry, or is missing (recovery rewrites the index from there)",
+    "dledger.checkpoint": "the checkpoint or term file contradicts the entries (committedIndex past the end, "
+                          "currTerm below the last entry's term)",
     "checkpoint.file": "the file is not 4096 bytes or has non-zero padding",
     "checkpoint.value": "a field is negative",
     "checkpoint.physic-timestamp": "physicMsgTimestamp is after every message's store time",

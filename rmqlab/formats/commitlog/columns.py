@@ -23,6 +23,7 @@ import numpy as np
 
 import rmqlab._records as _records
 from rmqlab.errors import FormatError, TruncatedFileError
+from rmqlab.formats import dledger
 from rmqlab.formats.commitlog.files import ReadOnlyMap, StoreFile, store_files, walked_files
 from rmqlab.formats.commitlog.layout import (
     BLANK,
@@ -37,6 +38,7 @@ from rmqlab.formats.commitlog.layout import (
     PROPERTY_CRC32,
     STOP_BLANK,
     STOP_BLANK_SIZE,
+    STOP_END,
     STOP_LIMIT,
     STOP_PAST_END,
     STOP_SHORT,
@@ -616,6 +618,9 @@ def scan_file(buf, f: StoreFile, *, last: bool, check_crc: bool, report: ReadRep
     records (with `arrow`, into pyarrow arrays): in one pass (:func:`_walk_decode`) unless
     `check_crc` or a `decode` of positions is given (:func:`_decode_positions`, :func:`chunked_decode`,
     or a test's reference). Returns (columns, end phy offset, stop code, damage)."""
+    if dledger.is_ledger_file(buf, f.start_offset):
+        return _scan_entries(buf, f, last=last, check_crc=check_crc, report=report, on_error=on_error, body=body,
+                             start=start, arrow=arrow, decode=decode)
     if decode is None and not check_crc:
         cols, dmg, stop_pos, code = _walk_decode(buf, f, start=start, body=body, arrow=arrow)
     else:
@@ -636,6 +641,45 @@ def scan_file(buf, f: StoreFile, *, last: bool, check_crc: bool, report: ReadRep
         else:
             fld, reason = (stop[1], stop[2]) if stop else ("", "")
             d2 = classify_stop(buf, f, stop_pos, code, fld, reason, last, None)
+        end = stop_pos
+    record_damage(report, d2, on_error)
+    return cols, f.start_offset + end, code, d2
+
+
+def _scan_entries(buf, f: StoreFile, *, last: bool, check_crc: bool, report: ReadReport, on_error: str,
+                  body: bool = False, start: int = 0, arrow: bool = False, decode=None):
+    """:func:`scan_file` of a DLedger CommitLog file (:mod:`rmqlab.formats.dledger`): the walk of
+    its entries (C), recovery's checks of their heads and of the record in each body (its
+    TOTALSIZE is the body's size, its MAGICCODE a message's), then the decode of the records at
+    entry + 48 as :func:`_decode_positions` decodes them. An entry failing a check ends the file
+    as a record failing one does: damage, or a torn tail in the last file."""
+    U = np.frombuffer(buf, np.uint8) if len(buf) else np.empty(0, np.uint8)
+    E, stop_pos, code = dledger.walk_entries(buf, start, len(buf))
+    heads = dledger.entry_heads(buf, E)
+    P = E + dledger.BODY_OFFSET
+    record_head = _gather(U, P, 8, ">i4").reshape(-1, 2) if len(P) else np.empty((0, 2), np.int32)
+    bad = dledger.first_bad_entry(heads, f.start_offset + E, record_size=record_head[:, 0])
+    not_message = np.flatnonzero((record_head[:, 1] != MAGIC_V1) & (record_head[:, 1] != MAGIC_V2))
+    if len(not_message) and (bad is None or not_message[0] < bad[0]):
+        row = int(not_message[0])
+        bad = (row, "MAGICCODE", f"the entry's body is no message record (MAGICCODE 0x{record_head[row, 1] & 0xFFFFFFFF:08X})")
+    limit = len(E) if bad is None else bad[0]
+    cols, dmg, kept = (decode or _decode_positions)(U, P[:limit], f, body=body, check_crc=check_crc, arrow=arrow)
+    if dmg is not None:     # the record in an entry failed its checks: the entry ends the good part
+        bad = (len(kept), dmg.field, f"the record at entry + {dledger.BODY_OFFSET}: {dmg.reason}")
+    if bad is not None:
+        row, fld, reason = bad
+        end = int(E[row])
+        d2 = classify_stop(buf, f, end, -1, fld, reason, last, end + int(heads["size"][row]))
+        code = -1
+    else:
+        fld, reason = dledger.ENTRY_STOPS.get(code, ("", ""))
+        if code not in (STOP_END, STOP_BLANK, STOP_LIMIT) and not last and not U[stop_pos:].any():
+            reason = "zeros where the next entry or the file's blank should be (not the last file)"
+        # classify_stop re-reads a stopped CommitLog record's head, which an entry does not have:
+        # only the codes it settles before that keep theirs
+        d2 = classify_stop(buf, f, stop_pos, code if code in (STOP_END, STOP_BLANK, STOP_LIMIT, STOP_SHORT,
+                                                              STOP_PAST_END) else -1, fld, reason, last, None)
         end = stop_pos
     record_damage(report, d2, on_error)
     return cols, f.start_offset + end, code, d2
@@ -829,8 +873,9 @@ def _file_parts(buf, f: StoreFile, *, last: bool, report: ReadReport, on_error: 
     The file's last part, and a part whose decode finds damage, are decoded from the whole map
     as one pass over the file decodes them: the same records, stop and damage."""
     lo = start
+    walk = dledger.walk_entries if dledger.is_ledger_file(buf, f.start_offset) else _records.walk
     while part_messages:
-        _, hi, code = _records.walk(buf, lo, len(buf), part_messages)
+        _, hi, code = walk(buf, lo, len(buf), part_messages)
         if code != STOP_LIMIT:
             break
         with memoryview(buf) as whole, whole[:hi] as view:

@@ -1,0 +1,229 @@
+"""A DLedger CommitLog (rmqlab.formats.dledger, and the CommitLog readers over its data folder)
+against a model of what the broker writes (tests/support/dledger_model.py, a second reading of
+DLedger's and DLedgerCommitLog's source): the walk against its pure-Python model, the records
+read from the entries against the same records read from a plain CommitLog, and damage to any
+head field found where recovery would stop. The real brokers (4.5.2, 4.9.7, 5.3.3) judge the
+reader in tests/brokers/test_rocketmq_brokers.py."""
+from __future__ import annotations
+
+import shutil
+import struct
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from dledger_model import HEAD, frame, write_ledger
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from rmqlab.errors import FormatError
+from rmqlab.formats import commitlog as cl
+from rmqlab.formats import dledger as dl
+from rmqlab.formats.storepaths import StorePaths
+from tests.formats.commitlog.test_onepass import records
+
+FILE_SIZE = 4096
+SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+def test_the_layouts_are_the_javas():
+    """DLedgerEntry.BODY_OFFSET 48, HEADER_SIZE 44, DLedgerMmapFileStore.INDEX_UNIT_SIZE 32, and
+    the fields in DLedgerEntryCoder's order (the model's struct formats, from the source)."""
+    assert (dl.ENTRY.itemsize, dl.BODY_OFFSET, dl.HEADER_SIZE, dl.INDEX_UNIT.itemsize) == (HEAD.size, 48, 44, 32)
+    one = np.zeros(1, dl.ENTRY)
+    one[0] = (1, 2, 3, 4, 5, 6, 7, 8, 9)
+    assert HEAD.unpack(one.tobytes()) == (1, 2, 3, 4, 5, 6, 7, 8, 9)
+    unit = np.zeros(1, dl.INDEX_UNIT)
+    unit[0] = (1, 2, 3, 4, 5)
+    assert struct.unpack(">iqiqq", unit.tobytes()) == (1, 2, 3, 4, 5)
+
+
+@st.composite
+def ledger_files(draw) -> bytes:
+    """One data file: framed records, then a blank, zeros, a cut, or bytes of any kind."""
+    recs = [r for r in draw(records(damage=False)) if len(r) < 1000]
+    data = bytearray(frame(recs, 1 << 20).files[0].rstrip(b"\0") if recs else b"")
+    tail = draw(st.sampled_from(["blank", "zeros", "cut", "junk", "none"]))
+    if tail == "blank":
+        data += struct.pack(">ii", -1, draw(st.sampled_from([8, 9, 100])))
+    elif tail == "zeros":
+        data += bytes(draw(st.integers(0, 60)))
+    elif tail == "cut" and data:
+        data = data[:draw(st.integers(0, len(data)))]
+    elif tail == "junk":
+        data += draw(st.binary(min_size=1, max_size=60))
+    if data and draw(st.integers(0, 3)) == 0:     # one byte anywhere changed
+        at = draw(st.integers(0, len(data) - 1))
+        data[at] ^= draw(st.integers(1, 255))
+    return bytes(data)
+
+
+@SETTINGS
+@given(ledger_files(), st.integers(-1, 5))
+def test_the_walk_equals_its_model(data, limit):
+    pos, stop, code = dl.walk_entries(data, 0, len(data), limit)
+    model = dl.walk_entries_py(data, 0, len(data), limit)
+    assert (pos.tolist(), stop, code) == model
+    assert code in dl.ENTRY_STOPS
+
+
+def _plain(recs: list[bytes], folder: Path) -> Path:
+    """The same records as a plain CommitLog (one after another, the blank at a file's end)."""
+    folder.mkdir(parents=True)
+    files, cur, start = {}, bytearray(), 0
+    for r in recs:
+        if len(cur) + len(r) + 8 > FILE_SIZE:
+            cur += cl.blank_record(FILE_SIZE - len(cur))
+            files[start], cur, start = bytes(cur.ljust(FILE_SIZE, b"\0")), bytearray(), start + FILE_SIZE
+        cur += r
+    files[start] = bytes(cur.ljust(FILE_SIZE, b"\0"))
+    for s, b in files.items():
+        (folder / f"{s:020d}").write_bytes(b)
+    return folder
+
+
+@SETTINGS
+@given(st.lists(records(damage=False), min_size=1, max_size=4).map(lambda rs: [r for x in rs for r in x if len(r) < 1500]))
+def test_a_ledger_reads_as_the_plain_commitlog_of_its_records(recs):
+    """read_columns, read_column_parts, read_at and max_offset of a DLedger data folder give the
+    rows of the same records in a plain CommitLog, PHYSICALOFFSET aside (the broker rewrites it to
+    the entry's position + 48, where each record is read); a store root with only a dledger-n0
+    folder reads its CommitLog there; the ledger passes every check."""
+    root = Path(tempfile.mkdtemp())
+    framed = frame(recs, FILE_SIZE)
+    led = write_ledger(root / "dledger-n0", framed)
+    data = led / "data"
+    ours = cl.read_columns(data, check_crc=True)
+    plain = cl.read_columns(_plain(recs, root / "plain"), check_crc=True)
+    assert ours["phy_offset"].tolist() == framed.record_offsets
+    pd.testing.assert_frame_equal(ours.drop(columns="phy_offset"), plain.drop(columns="phy_offset"))
+    report = ours.attrs["report"]
+    assert report.ok and report.torn_tail is None
+    last = framed.entries[-1] if framed.entries else None
+    assert report.end_phy_offset == (last[2] + last[3] if last else 0) == (cl.max_offset(data) or 0)
+    parts = list(cl.read_column_parts(data, part_messages=3))
+    assert sum(map(len, parts)) == len(ours)
+    if len(ours):
+        pd.testing.assert_frame_equal(pd.concat(parts, ignore_index=True), cl.read_columns(data))
+        pick = np.array(framed.record_offsets)[::-1]
+        assert cl.read_at(data, pick)["phy_offset"].tolist() == pick.tolist()
+    assert StorePaths(root).commitlog == data
+    ledger = dl.Ledger(led, file_size=FILE_SIZE)
+    assert ledger.check() == []
+    assert ledger.entries()["offset"].tolist() == [e[2] for e in framed.entries]
+    assert ledger.summary()["committed_pos"] == (last[2] + last[3] if last else 0)
+
+
+#: the head fields recovery checks at the entry itself, and where they are
+FIELDS = {"magic": 0, "size": 4, "pos": 24, "bodySize": 44}
+
+
+@SETTINGS
+@given(st.data())
+def test_a_damaged_head_stops_the_read_where_recovery_stops(data):
+    """A head field of one entry rewritten (in a copy; magic never to the blank's -1, which
+    recovery takes as a file's end): the read ends at that entry, naming it (damage, or a torn
+    tail in the last file); Ledger.check reports it; the entries before it are read whole."""
+    recs = [r for r in data.draw(records(damage=False)) if len(r) < 1500] or [cl.encode_message(topic="T")]
+    framed = frame(recs * 3, FILE_SIZE, term=5)
+    led = write_ledger(Path(tempfile.mkdtemp()) / "dledger-n0", framed)
+    k = data.draw(st.integers(0, len(framed.entries) - 1))
+    field = data.draw(st.sampled_from(sorted(FIELDS)))
+    _, _, pos, _ = framed.entries[k]
+    start = pos - pos % FILE_SIZE
+    path = led / "data" / f"{start:020d}"
+    raw = bytearray(path.read_bytes())
+    at, width = pos - start + FIELDS[field], 8 if field == "pos" else 4
+    old = int.from_bytes(raw[at:at + width], "big", signed=True)
+    new = data.draw(st.integers(-2**(8 * width - 1), 2**(8 * width - 1) - 1).filter(
+        lambda v: v != old and not (field == "magic" and v == dl.BLANK_MAGIC)))
+    raw[at:at + width] = new.to_bytes(width, "big", signed=True)
+    path.write_bytes(bytes(raw))
+    df = cl.read_columns(led / "data", on_error="report")
+    r = df.attrs["report"]
+    found = r.damage + ([r.torn_tail] if r.torn_tail else [])
+    assert found and (found[0].path, found[0].offset) == (str(path), pos - start), (field, new, [str(d) for d in found])
+    assert df["phy_offset"].tolist()[:k] == framed.record_offsets[:k]
+    assert framed.record_offsets[k] not in df["phy_offset"].tolist()
+    problems = dl.Ledger(led, file_size=FILE_SIZE).check()
+    assert any(p.path == str(path) and p.offset == pos - start for p in problems), (field, new, problems)
+
+
+def test_a_term_that_decreases_and_an_index_that_skips_are_damage(tmp_path):
+    """The two checks recovery makes across entries (entryIndex == last + 1, term >= last term),
+    each on the second entry of a file that is not the last (so the damage is raised, not a
+    torn tail), naming the field and the entry's position."""
+    recs = [cl.encode_message(topic="T", body=b"x" * 1500)] * 4      # two entries a file
+    for field, at, value, word in (("index", 8, 7, "follow one another"), ("term", 16, 0, "never decrease")):
+        framed = frame(recs, FILE_SIZE, term=3)
+        assert len(framed.files) == 2
+        led = write_ledger(tmp_path / field / "dledger-n0", framed)
+        p = led / "data" / f"{0:020d}"
+        raw = bytearray(p.read_bytes())
+        struct.pack_into(">q", raw, framed.entries[1][2] + at, value)
+        p.write_bytes(bytes(raw))
+        with pytest.raises(FormatError, match=word) as e:
+            cl.read_columns(led / "data")
+        assert (e.value.field, e.value.offset) == (field, framed.entries[1][2])
+        assert [(q.field, q.offset) for q in dl.Ledger(led, file_size=FILE_SIZE).check()][:1] == [
+            (field, framed.entries[1][2])]
+
+
+def test_the_checkpoint_the_term_and_the_index_are_checked(tmp_path):
+    recs = [cl.encode_message(topic="T", body=b"x")] * 4
+    framed = frame(recs, FILE_SIZE, term=2)
+    led = write_ledger(tmp_path / "dledger-n0", framed, committed=9, term=1)
+    ledger = dl.Ledger(led, file_size=FILE_SIZE)
+    fields = {p.field for p in ledger.check()}
+    assert fields == {"committedIndex", "currTerm"}
+    s = ledger.summary()
+    assert (s["ledger_end_index"], s["committed_index"], s["current_term"], s["vote_leader"]) == (3, 3, 1, "n0")
+    units = led / "index" / f"{0:020d}"
+    raw = bytearray(units.read_bytes())
+    struct.pack_into(">i", raw, 2 * 32 + 12, 99)      # unit 2's size
+    units.write_bytes(bytes(raw))
+    bad = [p for p in dl.Ledger(led, file_size=FILE_SIZE).check() if p.field == "size"]
+    assert bad and bad[0].offset == 64 and not bad[0].fatal
+    assert dl.read_index(led / "index")["index"].tolist() == [0, 1, 2, 3]
+
+
+def test_read_properties_follows_properties_load(tmp_path):
+    """java.util.Properties.load's rules on the lines DLedger writes and a hand-edited file:
+    comments, blank lines, ':' and ' ' as separators, blanks around the separator."""
+    p = tmp_path / "checkpoint"
+    p.write_text("# a comment\n! another\n\ncommittedIndex=12\n  endIndex : 13\nvoteLeader n0\nempty=\n")
+    assert dl.read_properties(p) == {"committedIndex": "12", "endIndex": "13", "voteLeader": "n0", "empty": ""}
+    assert dl.read_properties(tmp_path / "missing") is None
+    p.write_text("committedIndex=twelve\n")
+    with pytest.raises(FormatError) as e:
+        dl.Ledger(tmp_path).checkpoint()
+    assert e.value.field == "committedIndex"
+
+
+def test_verify_tells_a_ledger_and_judges_it(tmp_path):
+    """``rmqlab verify`` takes a dledger-<id> folder as a ledger and its data folder as a
+    CommitLog; a healthy ledger verifies clean, also as a store's; an entry whose bodySize
+    disagrees with its size is an error of the ledger (recovery truncates there) and of the
+    CommitLog walk, at that entry."""
+    from rmqlab.verify import verify_path
+    from rmqlab.verify.kind import detect_kind
+
+    recs = [cl.encode_message(topic="T", body=b"x" * 1500, properties={"KEYS": "k"})] * 4
+    framed = frame(recs, FILE_SIZE)
+    led = write_ledger(tmp_path / "store" / "dledger-n0", framed)
+    assert (detect_kind(led), detect_kind(led / "data"), detect_kind(led / "data" / f"{0:020d}")) == (
+        "dledger", "commitlog", "commitlog")
+    r = verify_path(led, commitlog_file_size=FILE_SIZE)
+    assert r.ok and r.kind == "dledger" and r.files[0].counts["entries"] == 4
+    whole = verify_path(tmp_path / "store", commitlog_file_size=FILE_SIZE)
+    assert whole.errors == [] and whole.cross_counts["messages"] == 4
+    p = led / "data" / f"{0:020d}"
+    raw = bytearray(p.read_bytes())
+    struct.pack_into(">i", raw, framed.entries[1][2] + 44, 7)        # entry 1's bodySize
+    p.write_bytes(bytes(raw))
+    r = verify_path(led, commitlog_file_size=FILE_SIZE)
+    where = {(e.check, e.error.path, e.error.offset, e.error.field) for e in r.errors}
+    assert ("dledger.entry", str(p), framed.entries[1][2], "bodySize") in where
+    assert any(c.startswith("commitlog.") and (path, off) == (str(p), framed.entries[1][2]) for c, path, off, _ in where)
