@@ -202,6 +202,20 @@ def wait_for_port(port: int, proc: subprocess.Popen, log: Path, *, timeout: floa
     raise HarnessError(f"port {port} did not open within {timeout:.0f} s\n{tail(log)}")
 
 
+def wait_for_line(logs: Sequence[Path], text: str, proc: subprocess.Popen, *, timeout: float = 60.0) -> None:
+    """Return once one of `logs` holds a line containing `text`; :class:`HarnessError` with the
+    logs' tails when `proc` exits first or `timeout` seconds pass."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if any(log.exists() and text in log.read_text(encoding="utf-8", errors="replace") for log in logs):
+            return
+        if proc.poll() is not None:
+            raise HarnessError(f"server exited with status {proc.returncode} before {text!r} was logged\n"
+                               + "\n".join(tail(log) for log in logs))
+        time.sleep(0.2)
+    raise HarnessError(f"{text!r} not logged within {timeout:.0f} s\n" + "\n".join(tail(log) for log in logs))
+
+
 def maven_jars(pom: Path, properties: dict[str, str], into: Path, *, log: Path, timeout: float = 900.0) -> list[Path]:
     """The jars of `pom` and all its dependencies, with `properties` set (``-Dname=value``),
     copied into `into` by ``mvn dependency:copy-dependencies``: Maven's own cache (~/.m2) holds

@@ -71,6 +71,18 @@ RELEASES: dict[str, str] = {
     "5.5.0": "5.5.0",
 }
 SCENARIOS = ("clean", "crash", "recovered")
+#: scenarios only some releases run: name -> whether a release runs it
+EXTRA_SCENARIOS: dict[str, Any] = {
+    # a DLedger CommitLog (enableDLegerCommitLog, a one-node group) on the first DLedger line
+    # (dledger 0.1), the last 4.9 and a 5.3 (dledger 0.3.1.2)
+    "dledger": lambda release: release in ("4.5.2", "4.9.7", "5.3.3"),
+}
+ALL_SCENARIOS = (*SCENARIOS, *EXTRA_SCENARIOS)
+
+
+def scenarios(release: str) -> list[str]:
+    """The scenarios `release` runs: :data:`SCENARIOS`, then those of :data:`EXTRA_SCENARIOS` it has."""
+    return [*SCENARIOS, *(name for name, has in EXTRA_SCENARIOS.items() if has(release))]
 
 
 def selected_releases() -> list[str]:
@@ -95,6 +107,7 @@ ONLY_FOR: dict[str, Any] = {
     "LegacyTransactions.java": lambda v: v < (4, 3, 0),   # the client API before TransactionListener
     "PopConsumer.java": lambda v: v >= (5, 0, 0),         # pop consumption (MessageRequestMode.POP)
     "FeatureTopics.java": lambda v: v >= (5, 0, 0),       # BatchCQ and compaction topics (topic attributes)
+    "DLedgerLedger.java": lambda v: v >= (4, 5, 0),       # DLedger's own store, offline (dledger jar)
 }
 
 
@@ -187,6 +200,18 @@ class BrokerStore:
     timings: dict[str, float] = field(default_factory=dict)
     broker_ip: str = "127.0.0.1"
 
+    @property
+    def commitlog(self) -> Path:
+        """The folder of the store's CommitLog files: commitlog/, or a DLedger CommitLog's
+        dledger-n0/data."""
+        ledger = self.store / f"dledger-{DLEDGER_SELF_ID}" / "data"
+        return ledger if ledger.is_dir() else self.store / "commitlog"
+
+    def ledger(self) -> dict[str, Any] | None:
+        """DLedger's own view of a DLedger CommitLog (DLedgerLedger.java's ledger.json), else None."""
+        p = self.folder / "ledger.json"
+        return json.loads(p.read_text(encoding="utf-8")) if p.exists() else None
+
     def records(self) -> list[dict[str, Any]]:
         """decoded.jsonl, one dict a CommitLog record (blank and torn markers included)."""
         with open(self.decoded, encoding="utf-8") as fh:
@@ -199,7 +224,7 @@ class BrokerStore:
         msgs = [r for r in self.records() if "topic" in r]
         tx = {0x0: "not", 0x4: "prepared", 0x8: "commit", 0xC: "rollback"}
         return {"records": len(msgs), "topics": sorted({m["topic"] for m in msgs}),
-                "commitlog_files": len(list((self.store / "commitlog").iterdir())),
+                "commitlog_files": len(list(self.commitlog.iterdir())),
                 "index_files": len(list((self.store / "index").iterdir())),
                 "v2_records": sum(m["magic"] == 0xDAA320AB - (1 << 32) for m in msgs),
                 "ipv6_store_hosts": sum(":" in m["storeHost"]["ip"] for m in msgs),
@@ -225,8 +250,14 @@ def version_tuple(release: str) -> tuple[int, ...]:
 
 def scenario_conf(scenario: str) -> str:
     """broker.conf lines of one scenario: the crash and recovered stores carry the __CRC32#
-    property (enabledAppendPropCRC, 5.2+; older releases ignore the key)."""
-    return "enabledAppendPropCRC=true\n" if scenario in ("crash", "recovered") else ""
+    property (enabledAppendPropCRC, 5.2+; older releases ignore the key); the dledger store's
+    CommitLog is a one-node DLedger group's ({store}/dledger-n0/data)."""
+    if scenario in ("crash", "recovered"):
+        return "enabledAppendPropCRC=true\n"
+    if scenario == "dledger":
+        return (f"enableDLegerCommitLog=true\ndLegerGroup={DLEDGER_GROUP}\ndLegerSelfId={DLEDGER_SELF_ID}\n"
+                f"dLegerPeers={DLEDGER_SELF_ID}-127.0.0.1:{DLEDGER_PORT}\n")
+    return ""
 
 
 def broker_ip(release: str, scenario: str) -> str:
@@ -278,6 +309,10 @@ def driver(release: str) -> Path:
     return entry
 
 
+#: the one-node DLedger group of the dledger scenario (dLegerPeers: selfId-host:port)
+DLEDGER_GROUP, DLEDGER_SELF_ID, DLEDGER_PORT = BROKER_NAME, "n0", 40911
+
+
 def scenario_key(release: str, scenario: str) -> str:
     return bh.digest(*sources(release), POM, BROKER_CONF, NAMESRV_CONF, LOGBACK, release, RELEASES[release], scenario,
                      broker_ip(release, scenario), scenario_conf(scenario))
@@ -287,8 +322,8 @@ def rocketmq_store(release: str, scenario: str) -> BrokerStore:
     """The finished `scenario` of `release`, built on first use (Java and Maven needed)."""
     if release not in RELEASES:
         raise ValueError(f"unknown release {release!r}; one of {sorted(RELEASES)}")
-    if scenario not in SCENARIOS:
-        raise ValueError(f"unknown scenario {scenario!r}; one of {SCENARIOS}")
+    if scenario not in scenarios(release):
+        raise ValueError(f"{release} has no scenario {scenario!r}; it has {scenarios(release)}")
     bh.require_java_and_maven()
     entry = ROOT / release / f"{scenario}-{scenario_key(release, scenario)}"
     if not (entry / ".done").exists():
@@ -432,6 +467,10 @@ class _Run:
         self.procs.append(p)
         bh.wait_for_port(BROKER_PORT, p, self.logs / f"broker-{label}.out", timeout=120)
         self.broker = p
+        if self.scenario == "dledger":   # the broker takes messages once DLedger elected it (a one-node group)
+            # (4.x logs through the harness's logback file, 5.x through its own, rocketmqlogs/broker.log)
+            bh.wait_for_line([self.logs / "broker_logback.log", self.logs / "rocketmqlogs" / "broker.log"],
+                             "Finish to change to master", p, timeout=60)
         time.sleep(1.0)   # the first registration at the name server
         self.timings[f"broker_start_{label}_s"] = round(time.monotonic() - t, 2)
 
@@ -546,6 +585,24 @@ class _Run:
 
     def decode(self) -> None:
         self.driver("decode", 240, store=str(self.store), out=str(self.folder))
+        if self.scenario == "dledger":
+            self.ledger()
+
+    def ledger(self) -> None:
+        """DLedger's own store (DLedgerLedger.java: load, recover, get every entry) on a copy of
+        the ledger folder: ledger.json."""
+        t = time.monotonic()
+        copy = self.folder / "ledger-copy" / f"dledger-{DLEDGER_SELF_ID}"
+        copy.parent.mkdir()
+        copy_store(self.store / f"dledger-{DLEDGER_SELF_ID}", copy)
+        try:
+            bh.run(self.java("DLedgerLedger", f"ledger={copy}", f"selfId={DLEDGER_SELF_ID}", f"group={DLEDGER_GROUP}",
+                             f"peers={DLEDGER_SELF_ID}-127.0.0.1:{DLEDGER_PORT}", f"fileSize={COMMITLOG_FILE_SIZE}",
+                             f"out={self.folder / 'ledger.json'}"),
+                   log=self.logs / "driver-ledger.out", timeout=120, env=self.env, cwd=self.folder)
+        finally:
+            shutil.rmtree(copy.parent, ignore_errors=True)
+        self.timings["ledger_s"] = round(time.monotonic() - t, 2)
 
     def go(self) -> None:
         t0 = time.monotonic()
@@ -565,7 +622,7 @@ class _Run:
             else:
                 self.start_broker("first")
                 self.workload()
-                if self.scenario == "clean":
+                if self.scenario in ("clean", "dledger"):
                     self.answers(self.groups)
                     self.stop_clean("first")
                 else:
@@ -583,14 +640,14 @@ class _Run:
         (self.folder / "summary.json").write_text(json.dumps(summary, indent=1, ensure_ascii=False))
 
 
-def build_all(releases: list[str], scenarios: list[str]) -> None:
-    """Build every (release, scenario), printing progress and wall times."""
+def build_all(releases: list[str], wanted: list[str]) -> None:
+    """Build every (release, scenario) of `wanted` the release has, printing progress and wall times."""
     for release in releases:
         t = time.monotonic()
         jars(release)
         driver(release)
         print(f"{release}: jars and driver ready in {time.monotonic() - t:.1f} s", flush=True)
-        for scenario in scenarios:
+        for scenario in [s for s in wanted if s in scenarios(release)]:
             t = time.monotonic()
             s = rocketmq_store(release, scenario)
             facts = s.store_facts()
@@ -605,7 +662,7 @@ def main(argv: list[str]) -> None:
 
     ap = argparse.ArgumentParser(description="build the real-RocketMQ stores of the tests into the cache")
     ap.add_argument("--release", action="append", choices=sorted(RELEASES, key=version_tuple))
-    ap.add_argument("--scenario", action="append", choices=SCENARIOS)
+    ap.add_argument("--scenario", action="append", choices=ALL_SCENARIOS)
     a = ap.parse_args(argv)
 
     def _stop(signum, frame):   # SIGTERM: unwind, so a scenario run in progress stops its servers
@@ -613,7 +670,7 @@ def main(argv: list[str]) -> None:
 
     signal.signal(signal.SIGTERM, _stop)
     t = time.monotonic()
-    build_all(a.release or list(RELEASES), a.scenario or list(SCENARIOS))
+    build_all(a.release or list(RELEASES), a.scenario or list(ALL_SCENARIOS))
     print(f"all built in {time.monotonic() - t:.1f} s (cache {ROOT})", flush=True)
 
 

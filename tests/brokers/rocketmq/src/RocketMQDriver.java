@@ -22,7 +22,8 @@
  *             client filters them by key. Keys and queues come from a read-only MessageDecoder walk
  *             of the CommitLog files. Writes answers.json.
  *   decode    offline, after the broker stopped: MessageDecoder.decode(buffer, readBody=true,
- *             deCompressBody=false) of every CommitLog record into decoded.jsonl, and
+ *             deCompressBody=false) of every CommitLog record into decoded.jsonl (in a DLedger
+ *             CommitLog with the header of the DLedger entry around it), and
  *             StoreCheckpoint (read from a copy in a temporary folder) into checkpoint.json.
  *
  * Only APIs present from 4.2 to 5.5 are named in the source; classes that moved package between
@@ -94,6 +95,9 @@ import org.apache.rocketmq.tools.admin.DefaultMQAdminExt;
 
 public class RocketMQDriver {
     static final int BLANK_MAGIC = 0xCBD43194;
+    static final int MAGIC_V1 = 0xDAA320A7, MAGIC_V2 = 0xDAA320AB;   // MessageDecoder.MESSAGE_MAGIC_CODE(_V2)
+    static final int DLEDGER_BLANK = -1;          // MmapFileList.BLANK_MAGIC_CODE
+    static final int DLEDGER_BODY_OFFSET = 48;    // DLedgerEntry.BODY_OFFSET
     static final int QUERY_MESSAGE = 12;          // RequestCode.QUERY_MESSAGE, the same in every release
     static final String UNIQUE_FLAG = "_UNIQUE_KEY_QUERY";  // MixAll.UNIQUE_MSG_QUERY_FLAG
 
@@ -260,41 +264,29 @@ public class RocketMQDriver {
         reached.put("compressed_bodies", 6);
 
         // 5.x timer messages (TIMER_DELIVER_MS, what Message.setDeliverTimeMs sets)
-        if (flag("timer")) {
-            try {
-                long now = System.currentTimeMillis();
-                for (int i = 0; i < 6; i++) {
-                    long at = i < 3 ? now + 2000 + 500 * i : now + 3600_000L + i;
-                    Message m = new Message("TopicTimer", "timer", ("timer " + i + " at " + at).getBytes(StandardCharsets.UTF_8));
-                    m.setKeys(Arrays.asList("timer-" + i, "shared"));
-                    MessageAccessor.putProperty(m, "TIMER_DELIVER_MS", Long.toString(at));
-                    record("timer", producer.send(m), Arrays.asList("timer-" + i));
-                }
-                reached.put("timer_messages", "3 due during the run, 3 due in 1 h");
-            } catch (Exception e) {
-                skipped.put("timer_messages", e.toString());
+        optional("timer_messages", flag("timer"), "release has no timer wheel (5.x only)", () -> {
+            long now = System.currentTimeMillis();
+            for (int i = 0; i < 6; i++) {
+                long at = i < 3 ? now + 2000 + 500 * i : now + 3600_000L + i;
+                Message m = new Message("TopicTimer", "timer", ("timer " + i + " at " + at).getBytes(StandardCharsets.UTF_8));
+                m.setKeys(Arrays.asList("timer-" + i, "shared"));
+                MessageAccessor.putProperty(m, "TIMER_DELIVER_MS", Long.toString(at));
+                record("timer", producer.send(m), Arrays.asList("timer-" + i));
             }
-        } else {
-            skipped.put("timer_messages", "release has no timer wheel (5.x only)");
-        }
+            return "3 due during the run, 3 due in 1 h";
+        });
 
         // light message queues (4.9.3+, enableLmq and enableMultiDispatch): the broker dispatches
         // each message to its own queue and to every %LMQ% queue INNER_MULTI_DISPATCH names
-        if (flag("lmq")) {
-            try {
-                for (int i = 0; i < 24; i++) {
-                    Message m = new Message("TopicA", "lmq", ("lmq " + i).getBytes(StandardCharsets.UTF_8));
-                    m.setKeys(Arrays.asList("lmq-" + i, "shared"));
-                    MessageAccessor.putProperty(m, "INNER_MULTI_DISPATCH", i % 3 == 0 ? "%LMQ%lmq-a,%LMQ%lmq-b" : "%LMQ%lmq-a");
-                    record("lmq", producer.send(m), Arrays.asList("lmq-" + i));
-                }
-                reached.put("lmq_messages", "24 to %LMQ%lmq-a, 8 of them also to %LMQ%lmq-b");
-            } catch (Exception e) {
-                skipped.put("lmq", e.toString());
+        optional("lmq_messages", flag("lmq"), "no light message queues before 4.9.3 (MultiDispatch)", () -> {
+            for (int i = 0; i < 24; i++) {
+                Message m = new Message("TopicA", "lmq", ("lmq " + i).getBytes(StandardCharsets.UTF_8));
+                m.setKeys(Arrays.asList("lmq-" + i, "shared"));
+                MessageAccessor.putProperty(m, "INNER_MULTI_DISPATCH", i % 3 == 0 ? "%LMQ%lmq-a,%LMQ%lmq-b" : "%LMQ%lmq-a");
+                record("lmq", producer.send(m), Arrays.asList("lmq-" + i));
             }
-        } else {
-            skipped.put("lmq", "no light message queues before 4.9.3 (MultiDispatch)");
-        }
+            return "24 to %LMQ%lmq-a, 8 of them also to %LMQ%lmq-b";
+        });
 
         // a topic longer than 127 bytes (v2 record on 5.x)
         if (!skipped.containsKey("long_topic_create")) {
@@ -341,6 +333,28 @@ public class RocketMQDriver {
         w.put("transaction_checks", txChecks == null ? 0 : txChecks.get());
         w.put("wall_ms", System.currentTimeMillis() - t0);
         writeJson(new File(out, "workload.json"), w);
+    }
+
+    /** One step of the workload that may fail on a release (what it returns is what was reached). */
+    interface Step {
+        Object run() throws Exception;
+    }
+
+    /**
+     * A feature of the workload the release may lack: `step` runs where `has`, and what it returns
+     * is reached[name]; where it throws, or the release lacks the feature (`absent`), skipped[name]
+     * says why.
+     */
+    static void optional(String name, boolean has, String absent, Step step) {
+        if (!has) {
+            skipped.put(name, absent);
+            return;
+        }
+        try {
+            reached.put(name, step.run());
+        } catch (Exception e) {
+            skipped.put(name, e.toString());
+        }
     }
 
     static void waitForRoute(DefaultMQAdminExt admin, String topic) throws Exception {
@@ -630,20 +644,43 @@ public class RocketMQDriver {
 
     /** What a walk of the CommitLog files meets: each record, and where a file's records end. */
     interface RecordVisitor {
-        /** A whole record at `offset`; false stops the walk of this file. */
-        boolean record(String file, long offset, int size, int magic, ByteBuffer record) throws IOException;
+        /**
+         * A whole record at CommitLog offset `offset`; false stops the walk of this file. In a
+         * DLedger CommitLog `entry` is the header of the DLedger entry around it, else null.
+         */
+        boolean record(String file, long offset, int size, int magic, ByteBuffer record, Map<String, Object> entry)
+                throws IOException;
 
-        /** A file's records end at `offset`: the end-of-file blank (why null) or a size that cannot be. */
+        /**
+         * A file's records end at `offset`: the end-of-file blank (why null; in a DLedger CommitLog
+         * magic -1, MmapFileList.BLANK_MAGIC_CODE, and size the bytes it covers) or a size that cannot be.
+         */
         void end(String file, long offset, int size, int magic, String why) throws IOException;
+    }
+
+    /**
+     * The folder of the store's CommitLog files: {store}/commitlog, or with enableDLegerCommitLog
+     * DLedger's data folder, {storePathRootDir}/dledger-{selfId}/data (DLedgerConfig.getDataStorePath
+     * where storePathDLedgerCommitLog is not set).
+     */
+    static File storeLog(File store) {
+        File[] ledgers = store.listFiles((d, name) -> name.startsWith("dledger-") && new File(d, name + "/data").isDirectory());
+        return ledgers != null && ledgers.length == 1 ? new File(ledgers[0], "data") : new File(store, "commitlog");
     }
 
     /**
      * The one walk of the CommitLog files (read-only maps; the broker may still be writing):
      * records one after another from each file's start, until zeros, the blank, or a size that
      * does not fit. Returns the CommitLog offset after the last record the visitor accepted.
+     *
+     * A DLedger CommitLog's files hold DLedger entries (DLedgerEntryCoder: magic, size, index,
+     * term, pos, channel, chainCrc, bodyCrc, bodySize, then the body, BODY_OFFSET = 48), each
+     * body one CommitLog record; a file ends in MmapFileList's blank (magic -1, then the bytes
+     * left). Which framing a position holds is told as DLedgerCommitLog.checkMessageAndReturnSize
+     * tells it: the second int is a CommitLog magic code (or the blank's) in a plain record.
      */
     static long walkRecords(File commitlogDir, RecordVisitor v) throws IOException {
-        File[] files = commitlogDir.listFiles();
+        File[] files = commitlogDir.listFiles((d, name) -> name.matches("\\d{20}"));
         Arrays.sort(files);
         long end = 0;
         for (File f : files) {
@@ -652,17 +689,26 @@ public class RocketMQDriver {
                 MappedByteBuffer buf = ch.map(FileChannel.MapMode.READ_ONLY, 0, ch.size());
                 int pos = 0;
                 while (pos + 8 <= buf.capacity()) {
-                    int size = buf.getInt(pos), magic = buf.getInt(pos + 4);
-                    if (size == 0 && magic == 0) break;                       // not written
-                    if (magic == BLANK_MAGIC) {
-                        v.end(f.getName(), base + pos, size, magic, null);
+                    int first = buf.getInt(pos), second = buf.getInt(pos + 4);
+                    if (first == 0 && second == 0) break;                      // not written
+                    boolean plain = second == BLANK_MAGIC || second == MAGIC_V1 || second == MAGIC_V2;
+                    if (plain && second == BLANK_MAGIC) {
+                        v.end(f.getName(), base + pos, first, second, null);
                         break;
                     }
-                    if (size <= 0 || pos + size > buf.capacity()) {
-                        v.end(f.getName(), base + pos, size, magic, "size " + size + " magic " + magic);
+                    if (!plain && first == DLEDGER_BLANK) {
+                        v.end(f.getName(), base + pos, second, first, null);
                         break;
                     }
-                    if (!v.record(f.getName(), base + pos, size, magic, slice(buf, pos, size))) break;
+                    int head = plain ? 0 : DLEDGER_BODY_OFFSET, size = plain ? first : second;
+                    if (size <= head || pos + size > buf.capacity()) {
+                        v.end(f.getName(), base + pos, size, plain ? second : first, "size " + size + " magic " + (plain ? second : first));
+                        break;
+                    }
+                    Map<String, Object> entry = plain ? null : dledgerEntry(buf, pos);
+                    int bodySize = size - head;
+                    if (!v.record(f.getName(), base + pos + head, bodySize, buf.getInt(pos + head + 4),
+                            slice(buf, pos + head, bodySize), entry)) break;
                     pos += size;
                     end = base + pos;
                 }
@@ -671,11 +717,26 @@ public class RocketMQDriver {
         return end;
     }
 
+    /** The header of the DLedger entry at `pos` (DLedgerEntryCoder.decode's fields, in its order). */
+    static Map<String, Object> dledgerEntry(ByteBuffer buf, int pos) {
+        Map<String, Object> e = new LinkedHashMap<>();
+        e.put("magic", buf.getInt(pos));
+        e.put("size", buf.getInt(pos + 4));
+        e.put("index", buf.getLong(pos + 8));
+        e.put("term", buf.getLong(pos + 16));
+        e.put("pos", buf.getLong(pos + 24));
+        e.put("channel", buf.getInt(pos + 32));
+        e.put("chainCrc", buf.getInt(pos + 36));
+        e.put("bodyCrc", buf.getInt(pos + 40));
+        e.put("bodySize", buf.getInt(pos + 44));
+        return e;
+    }
+
     /** The records' keys, queues and times (MessageDecoder, no bodies); end[0]: the CommitLog end seen. */
     static List<Rec> walk(File commitlogDir, long[] end) throws IOException {
         List<Rec> recs = new ArrayList<>();
         end[0] = walkRecords(commitlogDir, new RecordVisitor() {
-            public boolean record(String file, long offset, int size, int magic, ByteBuffer one) {
+            public boolean record(String file, long offset, int size, int magic, ByteBuffer one, Map<String, Object> entry) {
                 MessageExt m = MessageDecoder.decode(one, false, false);
                 if (m == null) return false;
                 Rec r = new Rec();
@@ -710,7 +771,7 @@ public class RocketMQDriver {
         File store = new File(arg("store")), out = new File(arg("out"));
         long t0 = System.currentTimeMillis();
         long[] endBefore = new long[1];
-        List<Rec> recs = walk(new File(store, "commitlog"), endBefore);
+        List<Rec> recs = walk(storeLog(store), endBefore);
         long answerTime = System.currentTimeMillis();
 
         DefaultMQAdminExt admin = new DefaultMQAdminExt();
@@ -849,8 +910,8 @@ public class RocketMQDriver {
             groups.put(g, consumeStats(admin, g));
         }
         a.put("consume_stats", groups);
-        a.put("commitlog_end_after", walkRecords(new File(store, "commitlog"), new RecordVisitor() {
-            public boolean record(String file, long offset, int size, int magic, ByteBuffer one) {
+        a.put("commitlog_end_after", walkRecords(storeLog(store), new RecordVisitor() {
+            public boolean record(String file, long offset, int size, int magic, ByteBuffer one, Map<String, Object> entry) {
                 return MessageDecoder.decode(one, false, false) != null;
             }
 
@@ -1003,8 +1064,8 @@ public class RocketMQDriver {
     static void decode() throws Exception {
         File store = new File(arg("store")), out = new File(arg("out"));
         try (PrintWriter w = new PrintWriter(new OutputStreamWriter(new FileOutputStream(new File(out, "decoded.jsonl")), StandardCharsets.UTF_8))) {
-            walkRecords(new File(store, "commitlog"), new RecordVisitor() {
-                public boolean record(String file, long offset, int size, int magic, ByteBuffer one) {
+            walkRecords(storeLog(store), new RecordVisitor() {
+                public boolean record(String file, long offset, int size, int magic, ByteBuffer one, Map<String, Object> entry) {
                     Map<String, Object> o = new LinkedHashMap<>();
                     o.put("file", file);
                     o.put("offset", offset);
@@ -1032,6 +1093,7 @@ public class RocketMQDriver {
                     o.put("topic", m.getTopic());
                     o.put("properties", m.getProperties());
                     o.put("msgId", m.getMsgId());
+                    if (entry != null) o.put("dledger", entry);
                     w.println(toJson(o));
                     return true;
                 }
@@ -1044,6 +1106,7 @@ public class RocketMQDriver {
                         o.put("blank", true);
                         o.put("storeSize", size);
                         o.put("magic", magic);
+                        if (magic == DLEDGER_BLANK) o.put("dledger", true);
                     } else {
                         o.put("torn", why);
                     }
