@@ -170,9 +170,39 @@ static inline int record_at(const uint8_t *buf, Py_ssize_t p, Py_ssize_t left, i
     return -1;
 }
 
-/* walk(buffer, start, end, max_records) -> (positions: bytes of native int64, stop_pos, stop_code)
- * Follows TOTALSIZE from `start` and lists the position of every v1/v2 message record. */
-static PyObject *walk(PyObject *self, PyObject *args) {
+/* A DLedger CommitLog (RocketMQ 4.5+, enableDLegerCommitLog) frames each record in a DLedger
+ * entry (DLedgerEntryCoder): magic i32 (1), size i32 (the whole entry), index i64, term i64,
+ * pos i64, channel i32, chainCrc i32, bodyCrc i32, bodySize i32, then the body, a CommitLog
+ * record. A file ends in MmapFileList's blank: magic -1, then the bytes left. rmqlab.formats.dledger
+ * declares the layout (ENTRY) and holds the readable model of this walk (walk_entries_py). */
+#define DLEDGER_MAGIC_1 1
+#define DLEDGER_BLANK_MAGIC (-1)
+#define DLEDGER_BODY_OFFSET 48
+
+/* The walk's checks of the entry head at `p`, as record_at's of a record: -1 for an entry of
+ * `*size` bytes (its magic in *magic), else the stop code. */
+static inline int entry_at(const uint8_t *buf, Py_ssize_t p, Py_ssize_t left, int32_t *size, int32_t *magic) {
+    if (left < BLANK_SIZE)
+        return STOP_SHORT;
+    *magic = load_i32(buf + p);
+    *size = load_i32(buf + p + 4);
+    if (*magic == DLEDGER_BLANK_MAGIC)
+        return (Py_ssize_t)*size == left ? STOP_BLANK : STOP_BLANK_SIZE;
+    if (*magic != DLEDGER_MAGIC_1)
+        return STOP_MAGIC;
+    if (left < DLEDGER_BODY_OFFSET)
+        return STOP_SHORT;
+    if ((Py_ssize_t)*size > left)
+        return STOP_PAST_END;
+    if (*size <= DLEDGER_BODY_OFFSET)
+        return STOP_TOO_SMALL;
+    return -1;
+}
+
+/* The walk of a chain of sizes from `start` (each position depends on the one before: a
+ * sequential loop): CommitLog records (record_at) or, with `entries`, DLedger entries (entry_at).
+ * Returns (positions: bytes of native int64, stop_pos, stop_code). */
+static PyObject *walk_chain(PyObject *args, int entries) {
     Py_buffer b;
     Py_ssize_t start, end, max_records;
     if (!PyArg_ParseTuple(args, "y*nnn", &b, &start, &end, &max_records))
@@ -200,7 +230,8 @@ static PyObject *walk(PyObject *self, PyObject *args) {
             break;
         }
         int32_t size, magic;
-        if ((code = record_at(buf, p, left, &size, &magic)) >= 0)
+        code = entries ? entry_at(buf, p, left, &size, &magic) : record_at(buf, p, left, &size, &magic);
+        if (code >= 0)
             break;
         if (vec_push(&pos, p) < 0) {
             oom = 1;
@@ -221,80 +252,16 @@ static PyObject *walk(PyObject *self, PyObject *args) {
     return Py_BuildValue("(Nni)", positions, p, code);
 }
 
-/* A DLedger CommitLog (RocketMQ 4.5+, enableDLegerCommitLog) frames each record in a DLedger
- * entry (DLedgerEntryCoder): magic i32 (1), size i32 (the whole entry), index i64, term i64,
- * pos i64, channel i32, chainCrc i32, bodyCrc i32, bodySize i32, then the body, a CommitLog
- * record. A file ends in MmapFileList's blank: magic -1, then the bytes left. rmqlab.formats.dledger
- * declares the layout (ENTRY) and holds the readable model of this walk (walk_entries_py). */
-#define DLEDGER_MAGIC_1 1
-#define DLEDGER_BLANK_MAGIC (-1)
-#define DLEDGER_BODY_OFFSET 48
-
-/* The walk's checks of the entry head at `p`: a stop code, or -1 for an entry of `*size` bytes. */
-static inline int entry_at(const uint8_t *buf, Py_ssize_t p, Py_ssize_t left, int32_t *size) {
-    if (left < BLANK_SIZE)
-        return STOP_SHORT;
-    int32_t magic = load_i32(buf + p);
-    *size = load_i32(buf + p + 4);
-    if (magic == DLEDGER_BLANK_MAGIC)
-        return (Py_ssize_t)*size == left ? STOP_BLANK : STOP_BLANK_SIZE;
-    if (magic != DLEDGER_MAGIC_1)
-        return STOP_MAGIC;
-    if (left < DLEDGER_BODY_OFFSET)
-        return STOP_SHORT;
-    if ((Py_ssize_t)*size > left)
-        return STOP_PAST_END;
-    if (*size <= DLEDGER_BODY_OFFSET)
-        return STOP_TOO_SMALL;
-    return -1;
+/* walk(buffer, start, end, max_records) -> (positions, stop_pos, stop_code)
+ * Follows TOTALSIZE from `start` and lists the position of every v1/v2 message record. */
+static PyObject *walk(PyObject *self, PyObject *args) {
+    return walk_chain(args, 0);
 }
 
-/* walk_entries(buffer, start, end, max_entries) -> (positions: bytes of native int64, stop_pos, stop_code)
+/* walk_entries(buffer, start, end, max_entries) -> (positions, stop_pos, stop_code)
  * Follows the DLedger entries' sizes from `start` and lists the position of every entry. */
 static PyObject *walk_entries(PyObject *self, PyObject *args) {
-    Py_buffer b;
-    Py_ssize_t start, end, max_entries;
-    if (!PyArg_ParseTuple(args, "y*nnn", &b, &start, &end, &max_entries))
-        return NULL;
-    if (start < 0 || end > b.len || start > end) {
-        PyBuffer_Release(&b);
-        PyErr_Format(PyExc_ValueError, "walk range [%zd, %zd) outside a buffer of %zd bytes", start, end, b.len);
-        return NULL;
-    }
-    const uint8_t *buf = b.buf;
-    vec64 pos = {NULL, 0, 0};
-    Py_ssize_t p = start;
-    int code = STOP_END, oom = 0;
-    Py_BEGIN_ALLOW_THREADS
-    for (;;) {
-        Py_ssize_t left = end - p;
-        if (left == 0) {
-            code = STOP_END;
-            break;
-        }
-        if (max_entries >= 0 && (Py_ssize_t)pos.len >= max_entries) {
-            code = STOP_LIMIT;
-            break;
-        }
-        int32_t size;
-        if ((code = entry_at(buf, p, left, &size)) >= 0)
-            break;
-        if (vec_push(&pos, p) < 0) {
-            oom = 1;
-            break;
-        }
-        p += size;
-    }
-    Py_END_ALLOW_THREADS
-    PyBuffer_Release(&b);
-    if (oom) {
-        free(pos.data);
-        return PyErr_NoMemory();
-    }
-    PyObject *positions = vec_take_bytes(&pos);
-    if (positions == NULL)
-        return NULL;
-    return Py_BuildValue("(Nni)", positions, p, code);
+    return walk_chain(args, 1);
 }
 
 /* ------------------------------------------------------------------------------ CRC32 */

@@ -378,18 +378,24 @@ class Ledger:
         return read_index(self.index_folder) if self.index_folder.is_dir() else np.empty(0, INDEX_UNIT)
 
     def summary(self) -> dict[str, object]:
-        """What DLedger's store reports after recovery: begin and end index, end term, committed
-        index (the checkpoint's, capped at the end) and committed position (the end of the
-        committed entry), the term file, the data's end."""
+        """What DLedger's store reports after its recovery: begin and end index and end term (the
+        last entry's; -1 without entries), the committed index (the checkpoint's, applied as
+        ``updateCommittedIndex`` applies it: ignored when -1, without entries or below the begin
+        index, capped at the end; else -1) and the committed position (the end of that entry;
+        else -1), the term file, the data's end."""
         e = self.entries()
         cp, t = self.checkpoint(), self.term()
+        begin = int(e["index"][0]) if len(e) else -1
         end_index = int(e["index"][-1]) if len(e) else -1
-        committed = min(cp[COMMITTED_INDEX_KEY], end_index)
-        at = np.flatnonzero(e["index"] == committed)
-        return {"self_id": self.self_id, "entries": len(e), "ledger_begin_index": int(e["index"][0]) if len(e) else -1,
+        committed, committed_pos = -1, -1
+        wanted = cp[COMMITTED_INDEX_KEY]
+        if wanted != -1 and end_index != -1 and wanted >= begin:
+            committed = min(wanted, end_index)
+            at = np.flatnonzero(e["index"] == committed)
+            committed_pos = int(e["offset"][at[0]] + e["size"][at[0]]) if len(at) else -1
+        return {"self_id": self.self_id, "entries": len(e), "ledger_begin_index": begin,
                 "ledger_end_index": end_index, "ledger_end_term": int(e["term"][-1]) if len(e) else -1,
-                "committed_index": committed,
-                "committed_pos": int(e["offset"][at[0]] + e["size"][at[0]]) if len(at) else 0,
+                "committed_index": committed, "committed_pos": committed_pos,
                 "data_end": int(e["offset"][-1] + e["size"][-1]) if len(e) else 0,
                 "checkpoint_end_index": cp[END_INDEX_KEY], "checkpoint_committed_index": cp[COMMITTED_INDEX_KEY],
                 "current_term": t[TERM_KEY], "vote_leader": t[VOTE_KEY]}
@@ -424,13 +430,13 @@ class Ledger:
             fld, why = ENTRY_STOPS.get(code, ("", "?"))
             if zeros:
                 why = "zeros where the next entry or the file's blank should be (not the last file)"
-            problems.append(LedgerProblem(os.fspath(p), stop, fld, why))
+            problems.append(self._stop(files, k, stop, fld, why))
         e = self.entries()
         bad = first_bad_entry(e[list(ENTRY.names)], e["offset"])
         if bad is not None:
             row, fld, why = bad
-            problems.append(LedgerProblem(os.fspath(files[e["file"][row]]), int(e["offset"][row] - int(files[e["file"][row]].name)),
-                                          fld, why))
+            k = int(e["file"][row])
+            problems.append(self._stop(files, k, int(e["offset"][row]) - int(files[k].name), fld, why))
         problems += self._index_problems(e)
         s = self.summary()
         cp_path = os.fspath(self.folder / CHECKPOINT_FILE)
@@ -442,6 +448,16 @@ class Ledger:
             problems.append(LedgerProblem(os.fspath(self.folder / TERM_FILE), 0, TERM_KEY,
                                           f"currTerm {s['current_term']} below the last entry's term {s['ledger_end_term']}"))
         return problems
+
+    @staticmethod
+    def _stop(files: list[Path], k: int, at: int, fld: str, why: str) -> LedgerProblem:
+        """Where recovery stops: in the last file a torn tail it truncates (a kill -9 while
+        appending); before it, the truncation takes whole files, which recovery refuses
+        ("processOffset is too small": the broker exits) or which loses what follows."""
+        if k == len(files) - 1:
+            return LedgerProblem(os.fspath(files[k]), at, fld, f"torn tail: {why} (recovery truncates the ledger "
+                                 f"here)", fatal=False)
+        return LedgerProblem(os.fspath(files[k]), at, fld, why)
 
     def index_files(self) -> list[Path]:
         if not self.index_folder.is_dir():

@@ -780,6 +780,19 @@ def _geometry(root: Path, hash_slot_num: int | None, index_num: int | None) -> G
     return Geometry(hash_slot_num or DEFAULT_HASH_SLOT_NUM, index_num or DEFAULT_INDEX_NUM)
 
 
+def _refuse_ledger(root: Path) -> None:
+    """A DLedger CommitLog is recovered by DLedgerMmapFileStore.recover (the ledger's data, index
+    and checkpoint together) and DLedgerCommitLog's restart re-dispatches nothing of its own;
+    neither is modelled here: refuse before writing anything rather than cut the data files
+    behind the ledger's index."""
+    ledgers = StorePaths(root).ledgers
+    if ledgers:
+        raise UnrecoverableError(f"a DLedger CommitLog (enableDLegerCommitLog): its recovery is DLedger's own "
+                                 f"(DLedgerMmapFileStore.recover), which rmqlab does not perform; `rmqlab verify` "
+                                 f"says where it would truncate (dledger.* checks)", path=ledgers[0], offset=0,
+                                 field="dledger")
+
+
 def recover_store(root: str | os.PathLike, *, hash_slot_num: int | None = DEFAULT_HASH_SLOT_NUM,
                   index_num: int | None = DEFAULT_INDEX_NUM, commitlog_file_size: int | None = None,
                   consume_queue_file_size: int | None = None, slot_count_rule: SlotCountRule | None = None,
@@ -809,6 +822,7 @@ def recover_store(root: str | os.PathLike, *, hash_slot_num: int | None = DEFAUL
     root = Path(root)
     if not root.is_dir():
         raise NotADirectoryError(f"{root}: not a store directory")
+    _refuse_ledger(root)
     kw = dict(hash_slot_num=hash_slot_num, index_num=index_num, commitlog_file_size=commitlog_file_size,
               consume_queue_file_size=consume_queue_file_size,
               slot_count_rule=slot_count_rule or slot_count_rule_of(broker_version), tz=tz,
@@ -901,6 +915,7 @@ def broker_restart(root: str | os.PathLike, *, hash_slot_num: int = DEFAULT_HASH
     Cost: the CommitLog read, headers of the index files, and buildIndex from the recovery file.
     """
     root = Path(root)
+    _refuse_ledger(root)
     actions: list[RecoveryAction] = []
     msgs, end, _ = _commitlog(root, commitlog_file_size, False, actions)
     cp_path = StorePaths(root).checkpoint

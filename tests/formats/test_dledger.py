@@ -113,7 +113,7 @@ def test_a_ledger_reads_as_the_plain_commitlog_of_its_records(recs):
     ledger = dl.Ledger(led, file_size=FILE_SIZE)
     assert ledger.check() == []
     assert ledger.entries()["offset"].tolist() == [e[2] for e in framed.entries]
-    assert ledger.summary()["committed_pos"] == (last[2] + last[3] if last else 0)
+    assert ledger.summary()["committed_pos"] == (last[2] + last[3] if last else -1)   # -1: nothing committed
 
 
 #: the head fields recovery checks at the entry itself, and where they are
@@ -227,3 +227,20 @@ def test_verify_tells_a_ledger_and_judges_it(tmp_path):
     where = {(e.check, e.error.path, e.error.offset, e.error.field) for e in r.errors}
     assert ("dledger.entry", str(p), framed.entries[1][2], "bodySize") in where
     assert any(c.startswith("commitlog.") and (path, off) == (str(p), framed.entries[1][2]) for c, path, off, _ in where)
+
+
+def test_recover_and_restart_refuse_a_ledger_and_write_nothing(tmp_path):
+    """DLedger's recovery (DLedgerMmapFileStore.recover) is not modelled: `rmqlab store recover`
+    and the broker-restart model refuse a DLedger store, naming its ledger, before any write."""
+    from rmqlab.store.recover import UnrecoverableError, broker_restart, recover_store
+    from tests.store.test_reput import tree_digest
+
+    framed = frame([cl.encode_message(topic="T", body=b"x")] * 3, FILE_SIZE)
+    led = write_ledger(tmp_path / "store" / "dledger-n0", framed)
+    (tmp_path / "store" / "abort").write_bytes(b"")
+    before = tree_digest(tmp_path / "store")
+    for run in (recover_store, broker_restart):
+        with pytest.raises(UnrecoverableError) as e:
+            run(tmp_path / "store", commitlog_file_size=FILE_SIZE)
+        assert (e.value.path, e.value.field) == (str(led), "dledger")
+    assert tree_digest(tmp_path / "store") == before

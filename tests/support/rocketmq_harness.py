@@ -19,6 +19,10 @@ Scenarios:
                ``brokerIP1=::1``: clients reach it over IPv6, so born and store hosts are IPv6.
 ``recovered``  the crash store copied, the broker restarted on it (its own abnormal recovery),
                its answers recorded after the restart, then a clean stop.
+``dledger``    as ``clean``, with a DLedger CommitLog (enableDLegerCommitLog, a one-node group;
+               4.5.2, 4.9.7, 5.3.3: :data:`DLEDGER_RELEASES`); after the decode DLedgerLedger.java
+               records what DLedger's own store reads after its load and recovery (ledger.json).
+``dledger-crash``  as ``crash``, with the DLedger CommitLog of ``dledger``.
 
 The workload (tests/brokers/rocketmq/src/RocketMQDriver.java) reaches what the release has and
 records what it skipped and why (:attr:`BrokerStore.skipped`); :meth:`BrokerStore.store_facts`
@@ -71,11 +75,15 @@ RELEASES: dict[str, str] = {
     "5.5.0": "5.5.0",
 }
 SCENARIOS = ("clean", "crash", "recovered")
+#: the releases with a DLedger CommitLog scenario: the first DLedger line (dledger 0.1), the last
+#: 4.9 and a 5.3 (dledger 0.3.1.2)
+DLEDGER_RELEASES = ("4.5.2", "4.9.7", "5.3.3")
 #: scenarios only some releases run: name -> whether a release runs it
 EXTRA_SCENARIOS: dict[str, Any] = {
-    # a DLedger CommitLog (enableDLegerCommitLog, a one-node group) on the first DLedger line
-    # (dledger 0.1), the last 4.9 and a 5.3 (dledger 0.3.1.2)
-    "dledger": lambda release: release in ("4.5.2", "4.9.7", "5.3.3"),
+    # a DLedger CommitLog (enableDLegerCommitLog, a one-node group), stopped cleanly
+    "dledger": lambda release: release in DLEDGER_RELEASES,
+    # the same, its broker killed with SIGKILL while a producer sends (abort file left)
+    "dledger-crash": lambda release: release in DLEDGER_RELEASES,
 }
 ALL_SCENARIOS = (*SCENARIOS, *EXTRA_SCENARIOS)
 
@@ -251,10 +259,10 @@ def version_tuple(release: str) -> tuple[int, ...]:
 def scenario_conf(scenario: str) -> str:
     """broker.conf lines of one scenario: the crash and recovered stores carry the __CRC32#
     property (enabledAppendPropCRC, 5.2+; older releases ignore the key); the dledger store's
-    CommitLog is a one-node DLedger group's ({store}/dledger-n0/data)."""
+    CommitLog is a one-node DLedger group's ({store}/dledger-n0/data), in dledger and dledger-crash."""
     if scenario in ("crash", "recovered"):
         return "enabledAppendPropCRC=true\n"
-    if scenario == "dledger":
+    if scenario.startswith("dledger"):
         return (f"enableDLegerCommitLog=true\ndLegerGroup={DLEDGER_GROUP}\ndLegerSelfId={DLEDGER_SELF_ID}\n"
                 f"dLegerPeers={DLEDGER_SELF_ID}-127.0.0.1:{DLEDGER_PORT}\n")
     return ""
@@ -467,7 +475,7 @@ class _Run:
         self.procs.append(p)
         bh.wait_for_port(BROKER_PORT, p, self.logs / f"broker-{label}.out", timeout=120)
         self.broker = p
-        if self.scenario == "dledger":   # the broker takes messages once DLedger elected it (a one-node group)
+        if self.scenario.startswith("dledger"):   # the broker takes messages once DLedger elected it
             # (4.x logs through the harness's logback file, 5.x through its own, rocketmqlogs/broker.log)
             bh.wait_for_line([self.logs / "broker_logback.log", self.logs / "rocketmqlogs" / "broker.log"],
                              "Finish to change to master", p, timeout=60)
@@ -493,7 +501,7 @@ class _Run:
             kw["longGroup"] = LONG_GROUP
         else:
             self.skipped["long_retry_topic"] = "4.x writes the topic length in one byte (no v2 records)"
-        if self.scenario != "clean" and no_ipv6_reason(self.release):
+        if self.scenario in ("crash", "recovered") and no_ipv6_reason(self.release):
             self.skipped["ipv6_store_host"] = no_ipv6_reason(self.release)
         self.driver("workload", 240, **kw)
         w = json.loads((self.folder / "workload.json").read_text(encoding="utf-8"))
@@ -585,7 +593,7 @@ class _Run:
 
     def decode(self) -> None:
         self.driver("decode", 240, store=str(self.store), out=str(self.folder))
-        if self.scenario == "dledger":
+        if self.scenario.startswith("dledger"):
             self.ledger()
 
     def ledger(self) -> None:
