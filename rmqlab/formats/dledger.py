@@ -44,6 +44,7 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -69,6 +70,7 @@ ENTRY = np.dtype([
     ("body_crc", ">i4"),    # never set: 0
     ("body_size", ">i4"),   # bytes of the body that follows
 ])
+ENTRY_FIELDS: tuple[str, ...] = tuple(ENTRY.names or ())
 BODY_OFFSET = ENTRY.itemsize    # DLedgerEntry.BODY_OFFSET: where the body (a CommitLog record) starts
 HEADER_SIZE = 44                # DLedgerEntry.HEADER_SIZE (the head without bodySize): size must exceed it
 MAGIC_1 = 1                     # DLedgerMmapFileStore.MAGIC_1, the only magic written
@@ -208,11 +210,13 @@ def first_bad_entry(heads: np.ndarray, offsets: np.ndarray, *, previous: tuple[i
          lambda i: f"bodySize {heads['body_size'][i]} + 48 != size {heads['size'][i]}"),
         (has_prev & (index != prev_index + 1), "index",
          lambda i: f"index {index[i]} after index {prev_index[i]}: entries must follow one another"),
-        (has_prev & (term < prev_term), "term", lambda i: f"term {term[i]} after term {prev_term[i]}: terms never decrease"),
+        (has_prev & (term < prev_term), "term",
+         lambda i: f"term {term[i]} after term {prev_term[i]}: terms never decrease"),
     ]
     if record_size is not None:
         checks.append((record_size != heads["body_size"], "TOTALSIZE",
-                       lambda i: f"the record's TOTALSIZE {record_size[i]} is not the entry's bodySize {heads['body_size'][i]}"))
+                       lambda i: f"the record's TOTALSIZE {record_size[i]} is not the entry's bodySize "
+                                 f"{heads['body_size'][i]}"))
     worst = None
     for bad, fld, why in checks:
         hits = np.flatnonzero(bad)
@@ -342,7 +346,7 @@ class Ledger:
         return {key: _long(props.get(key), self.folder / CHECKPOINT_FILE, key)
                 for key in (END_INDEX_KEY, COMMITTED_INDEX_KEY)}
 
-    def term(self) -> dict[str, object]:
+    def term(self) -> dict[str, Any]:
         """``currterm``: the persisted term and vote (None when the file does not say: MemberState
         then starts at -1 in dledger 0.1, at 0 from 0.2; a one-node group of 0.1 stays at -1)."""
         props = read_properties(self.folder / TERM_FILE) or {}
@@ -364,7 +368,7 @@ class Ledger:
             pos, _, _ = walk_entries(buf)
             heads = entry_heads(buf, pos)
             one = np.empty(len(pos), _ENTRY_ROWS)
-            for name in ENTRY.names:
+            for name in ENTRY_FIELDS:
                 one[name] = heads[name]
             one["offset"] = int(p.name) + pos
             one["file"] = k
@@ -377,7 +381,7 @@ class Ledger:
         """:func:`read_index` of the ledger's ``index/`` folder."""
         return read_index(self.index_folder) if self.index_folder.is_dir() else np.empty(0, INDEX_UNIT)
 
-    def summary(self) -> dict[str, object]:
+    def summary(self) -> dict[str, Any]:
         """What DLedger's store reports after its recovery: begin and end index and end term (the
         last entry's; -1 without entries), the committed index (the checkpoint's, applied as
         ``updateCommittedIndex`` applies it: ignored when -1, without entries or below the begin
@@ -432,7 +436,7 @@ class Ledger:
                 why = "zeros where the next entry or the file's blank should be (not the last file)"
             problems.append(self._stop(files, k, stop, fld, why))
         e = self.entries()
-        bad = first_bad_entry(e[list(ENTRY.names)], e["offset"])
+        bad = first_bad_entry(e[list(ENTRY_FIELDS)], e["offset"])
         if bad is not None:
             row, fld, why = bad
             k = int(e["file"][row])
@@ -442,11 +446,13 @@ class Ledger:
         cp_path = os.fspath(self.folder / CHECKPOINT_FILE)
         if s["checkpoint_committed_index"] > s["ledger_end_index"]:
             problems.append(LedgerProblem(cp_path, 0, COMMITTED_INDEX_KEY,
-                                          f"committedIndex {s['checkpoint_committed_index']} past the ledger's end index "
+                                          f"committedIndex {s['checkpoint_committed_index']} past the ledger's end "
+                                          f"index "
                                           f"{s['ledger_end_index']} (recovery caps it)", fatal=False))
         if len(e) and s["current_term"] is not None and s["current_term"] < s["ledger_end_term"]:
             problems.append(LedgerProblem(os.fspath(self.folder / TERM_FILE), 0, TERM_KEY,
-                                          f"currTerm {s['current_term']} below the last entry's term {s['ledger_end_term']}"))
+                                          f"currTerm {s['current_term']} below the last entry's term "
+                                          f"{s['ledger_end_term']}"))
         return problems
 
     @staticmethod
@@ -476,9 +482,11 @@ class Ledger:
         if not have.all():
             row = int(np.flatnonzero(~have)[0])
             return [LedgerProblem(path, int(idx[row]) * INDEX_UNIT.itemsize, "index",
-                                  f"no index unit for entry {idx[row]} (the index holds {len(units)} units)", fatal=False)]
+                                  f"no index unit for entry {idx[row]} (the index holds {len(units)} units)",
+                                  fatal=False)]
         u = units[idx]
-        for name, mine in (("magic", "magic"), ("pos", "offset"), ("size", "size"), ("index", "index"), ("term", "term")):
+        pairs = (("magic", "magic"), ("pos", "offset"), ("size", "size"), ("index", "index"), ("term", "term"))
+        for name, mine in pairs:
             bad = np.flatnonzero(u[name] != e[mine])
             if len(bad):
                 row = int(bad[0])
@@ -488,7 +496,7 @@ class Ledger:
         return []
 
 
-_ENTRY_ROWS = np.dtype([(name, ENTRY[name].newbyteorder("=")) for name in ENTRY.names]
+_ENTRY_ROWS = np.dtype([(name, ENTRY[name].newbyteorder("=")) for name in ENTRY_FIELDS]
                        + [("offset", np.int64), ("file", np.int32), ("record_offset", np.int64)])
 
 

@@ -199,7 +199,7 @@ class Store:
         ledgers = self.layout.paths.ledgers
         if not ledgers:
             return {}
-        out = {"dledger": [{"folder": str(f), **Ledger(f, file_size=self.commitlog_file_size).summary()}
+        out: dict[str, Any] = {"dledger": [{"folder": str(f), **Ledger(f, file_size=self.commitlog_file_size).summary()}
                            for f in ledgers]}
         if len(ledgers) > 1:
             out["dledger_note"] = ("several dledger-<selfId> folders: the CommitLog read is none of them "

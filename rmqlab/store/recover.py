@@ -787,9 +787,9 @@ def _refuse_ledger(root: Path) -> None:
     behind the ledger's index."""
     ledgers = StorePaths(root).ledgers
     if ledgers:
-        raise UnrecoverableError(f"a DLedger CommitLog (enableDLegerCommitLog): its recovery is DLedger's own "
-                                 f"(DLedgerMmapFileStore.recover), which rmqlab does not perform; `rmqlab verify` "
-                                 f"says where it would truncate (dledger.* checks)", path=ledgers[0], offset=0,
+        raise UnrecoverableError("a DLedger CommitLog (enableDLegerCommitLog): its recovery is DLedger's own "
+                                 "(DLedgerMmapFileStore.recover), which rmqlab does not perform; `rmqlab verify` "
+                                 "says where it would truncate (dledger.* checks)", path=ledgers[0], offset=0,
                                  field="dledger")
 
 

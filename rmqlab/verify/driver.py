@@ -26,7 +26,6 @@ from rmqlab.verify.check_batchconsumequeue import (
     verify_batch_consume_queue,
 )
 from rmqlab.verify.check_checkpoint import checkpoint_report
-from rmqlab.verify.check_dledger import verify_ledger
 from rmqlab.verify.check_commitlog import CommitLogScan, Messages
 from rmqlab.verify.check_consumequeue import (
     open_queue,
@@ -34,6 +33,7 @@ from rmqlab.verify.check_consumequeue import (
     queue_folders,
     verify_consume_queue,
 )
+from rmqlab.verify.check_dledger import verify_ledger
 from rmqlab.verify.check_index import open_index
 from rmqlab.verify.common import INDEX_FILE_NAME, add_problem
 from rmqlab.verify.cross import (

@@ -34,7 +34,8 @@ def detect_kind(path: str | os.PathLike) -> Kind:
     """What `path` is, from its location, name and first bytes: one of :data:`KINDS`.
 
     A ``dledger-<selfId>`` folder holding ``data/`` is a DLedger CommitLog's ledger; a folder
-    holding ``commitlog/``, ``consumequeue/``, ``index/`` or ``checkpoint`` is a store; a folder named ``commitlog`` / ``index`` / ``consumequeue`` (or inside
+    holding ``commitlog/``, ``consumequeue/``, ``index/`` or ``checkpoint`` is a store; a folder
+    named ``commitlog`` / ``index`` / ``consumequeue`` (or inside
     ``consumequeue/``) is that part; a file is judged by its folder, then its name (17 digits:
     an index file; ``checkpoint``), then its bytes (a CommitLog record magic at byte 4).
 

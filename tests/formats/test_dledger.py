@@ -6,7 +6,6 @@ head field found where recovery would stop. The real brokers (4.5.2, 4.9.7, 5.3.
 reader in tests/brokers/test_rocketmq_brokers.py."""
 from __future__ import annotations
 
-import shutil
 import struct
 import tempfile
 from pathlib import Path
@@ -85,7 +84,8 @@ def _plain(recs: list[bytes], folder: Path) -> Path:
 
 
 @SETTINGS
-@given(st.lists(records(damage=False), min_size=1, max_size=4).map(lambda rs: [r for x in rs for r in x if len(r) < 1500]))
+@given(st.lists(records(damage=False), min_size=1, max_size=4).map(
+    lambda rs: [r for x in rs for r in x if len(r) < 1500]))
 def test_a_ledger_reads_as_the_plain_commitlog_of_its_records(recs):
     """read_columns, read_column_parts, read_at and max_offset of a DLedger data folder give the
     rows of the same records in a plain CommitLog, PHYSICALOFFSET aside (the broker rewrites it to
@@ -226,7 +226,8 @@ def test_verify_tells_a_ledger_and_judges_it(tmp_path):
     r = verify_path(led, commitlog_file_size=FILE_SIZE)
     where = {(e.check, e.error.path, e.error.offset, e.error.field) for e in r.errors}
     assert ("dledger.entry", str(p), framed.entries[1][2], "bodySize") in where
-    assert any(c.startswith("commitlog.") and (path, off) == (str(p), framed.entries[1][2]) for c, path, off, _ in where)
+    assert any(c.startswith("commitlog.") and (path, off) == (str(p), framed.entries[1][2])
+               for c, path, off, _ in where)
 
 
 def test_recover_and_restart_refuse_a_ledger_and_write_nothing(tmp_path):

@@ -223,7 +223,10 @@ def maven_jars(pom: Path, properties: dict[str, str], into: Path, *, log: Path, 
     cmd = ["mvn", "-B", "-q", "-f", pom, "dependency:copy-dependencies", f"-DoutputDirectory={into}",
            "-DincludeScope=runtime"]
     cmd += [f"-D{k}={v}" for k, v in properties.items()]
-    run(cmd, log=log, timeout=timeout)
+    # one Maven at a time on this machine: Maven 3.8 does not lock its local repository, and
+    # the builder resolves two releases at once (tests/brokers/build_all.py)
+    with locked(CACHE / "maven"):
+        run(cmd, log=log, timeout=timeout)
     jars = sorted(into.glob("*.jar"))
     if not jars:
         raise HarnessError(f"Maven resolved no jars for {pom} with {properties}\n{tail(log)}")

@@ -662,7 +662,8 @@ def _scan_entries(buf, f: StoreFile, *, last: bool, check_crc: bool, report: Rea
     not_message = np.flatnonzero((record_head[:, 1] != MAGIC_V1) & (record_head[:, 1] != MAGIC_V2))
     if len(not_message) and (bad is None or not_message[0] < bad[0]):
         row = int(not_message[0])
-        bad = (row, "MAGICCODE", f"the entry's body is no message record (MAGICCODE 0x{record_head[row, 1] & 0xFFFFFFFF:08X})")
+        magic = int(record_head[row, 1]) & 0xFFFFFFFF
+        bad = (row, "MAGICCODE", f"the entry's body is no message record (MAGICCODE 0x{magic:08X})")
     limit = len(E) if bad is None else bad[0]
     cols, dmg, kept = (decode or _decode_positions)(U, P[:limit], f, body=body, check_crc=check_crc, arrow=arrow)
     if dmg is not None:     # the record in an entry failed its checks: the entry ends the good part
