@@ -57,7 +57,8 @@ that differs by path and release:
 
 * ``"last"``, the batch's last offset: ``LogSegment.recover`` (since 0.11's batches: "the max
   timestamp is exposed at the batch level, so no need to iterate the records"), a follower's
-  appends (``analyzeAndValidateRecords``), the log cleaner (``MemoryRecords.filterTo``'s
+  appends (``analyzeAndValidateRecords``; also the KRaft metadata log's, whose raft leader appends
+  with origin RAFT_LEADER and skips LogValidator), the log cleaner (``MemoryRecords.filterTo``'s
   ``shallowOffsetOfMaxTimestamp``), and a leader's appends from Kafka 3.8 (KAFKA-16310,
   apache/kafka#15621, back to the "shallow" offset: ``assignOffsetsNonCompressed`` returns
   ``offsetCounter - 1`` for magic v2);
