@@ -55,7 +55,7 @@ from rmqlab.formats.storepaths import DLEDGER_PREFIX
 __all__ = [
     "ENTRY", "INDEX_UNIT", "BODY_OFFSET", "HEADER_SIZE", "MAGIC_1", "BLANK_MAGIC", "INDEX_FILE_SIZE",
     "is_ledger_file", "walk_entries", "walk_entries_py", "entry_heads", "first_bad_entry", "read_index",
-    "read_properties", "Ledger", "LedgerProblem",
+    "read_properties", "Ledger", "LedgerProblem", "PROBLEM_KINDS",
 ]
 
 #: DLedgerEntryCoder.encode's head of every entry (big-endian)
@@ -238,9 +238,8 @@ def read_index(folder: str | os.PathLike) -> np.ndarray:
     >>> read_index(d)["index"].tolist()
     [0, 1]
     """
-    files = sorted((p for p in Path(folder).iterdir() if re.fullmatch(r"\d{20}", p.name)), key=lambda p: int(p.name))
     parts = []
-    for p in files:
+    for p in _numbered_files(Path(folder)):
         start = int(p.name)
         if start % INDEX_UNIT.itemsize:
             raise FormatError(f"index file name {p.name} is not a multiple of {INDEX_UNIT.itemsize}", path=p, offset=0,
@@ -284,15 +283,22 @@ def read_properties(path: str | os.PathLike) -> dict[str, str] | None:
     return out
 
 
+#: the rules a ledger can break: a file's length (MmapFileList.doLoad), an entry's head (recovery
+#: stops there), an index unit against its entry, the checkpoint or term file against the entries
+PROBLEM_KINDS = ("load", "entry", "index", "checkpoint")
+
+
 @dataclass(frozen=True)
 class LedgerProblem:
     """One finding of :meth:`Ledger.check`: the file, the byte offset in it, the field, and why.
-    ``fatal``: the broker refuses to start on it (load fails) or truncates there (recovery)."""
+    ``kind``: which rule it breaks, one of :data:`PROBLEM_KINDS`. ``fatal``: the broker refuses to
+    start on it (load fails) or truncates there (recovery)."""
 
     path: str
     offset: int
     field: str
     reason: str
+    kind: str
     fatal: bool = True
 
     def __str__(self) -> str:
@@ -316,7 +322,8 @@ class Ledger:
 
     folder: Path
     file_size: int | None = None
-    _entries: np.ndarray | None = field(default=None, repr=False)
+    #: the one walk of the data files: (entries, where each file's walk stopped)
+    _walked: tuple[np.ndarray, list[_FileStop]] | None = field(default=None, repr=False)
 
     def __post_init__(self):
         self.folder = Path(self.folder)
@@ -336,9 +343,7 @@ class Ledger:
 
     def data_files(self) -> list[Path]:
         """The data files, in offset order (names of 20 digits)."""
-        if not self.data.is_dir():
-            return []
-        return sorted((p for p in self.data.iterdir() if re.fullmatch(r"\d{20}", p.name)), key=lambda p: int(p.name))
+        return _numbered_files(self.data)
 
     def checkpoint(self) -> dict[str, int]:
         """``checkpoint``: endIndex and committedIndex (-1 when missing, as DLedger starts)."""
@@ -360,12 +365,16 @@ class Ledger:
         :meth:`data_files`) and ``record_offset`` (offset + 48, the CommitLog offset of its
         record). The walk of a file stops at its blank, at zeros, or at the first head that
         cannot be (:meth:`check` says which). Cost: O(entries), C walk plus a vectorized gather."""
-        if self._entries is not None:
-            return self._entries
-        parts = []
+        return self._walk()[0]
+
+    def _walk(self) -> tuple[np.ndarray, list[_FileStop]]:
+        """The walk of every data file once (C), kept: the entries and each file's stop."""
+        if self._walked is not None:
+            return self._walked
+        parts, stops = [], []
         for k, p in enumerate(self.data_files()):
             buf = _mapped(p)
-            pos, _, _ = walk_entries(buf)
+            pos, stop, code = walk_entries(buf)
             heads = entry_heads(buf, pos)
             one = np.empty(len(pos), _ENTRY_ROWS)
             for name in ENTRY_FIELDS:
@@ -374,8 +383,9 @@ class Ledger:
             one["file"] = k
             one["record_offset"] = one["offset"] + BODY_OFFSET
             parts.append(one)
-        self._entries = np.concatenate(parts) if parts else np.empty(0, _ENTRY_ROWS)
-        return self._entries
+            stops.append(_FileStop(stop, code, zeros_after=not buf[stop:].any()))
+        self._walked = (np.concatenate(parts) if parts else np.empty(0, _ENTRY_ROWS), stops)
+        return self._walked
 
     def index_units(self) -> np.ndarray:
         """:func:`read_index` of the ledger's ``index/`` folder."""
@@ -417,25 +427,22 @@ class Ledger:
             if p.stat().st_size != size:
                 problems.append(LedgerProblem(os.fspath(p), 0, "file length",
                                               f"{p.stat().st_size} bytes, not the data files' {size} "
-                                              "(MmapFileList.doLoad refuses it)"))
+                                              "(MmapFileList.doLoad refuses it)", "load"))
         for p in (self.index_files()):
             if p.stat().st_size != INDEX_FILE_SIZE:
                 problems.append(LedgerProblem(os.fspath(p), 0, "file length", f"{p.stat().st_size} bytes, not the "
                                               f"index files' {INDEX_FILE_SIZE} (MmapFileList.doLoad refuses it)",
-                                              fatal=False))
-        for k, p in enumerate(files):
-            buf = _mapped(p)
-            pos, stop, code = walk_entries(buf)
-            if code in (_STOP_END, _STOP_BLANK):
+                                              "load", fatal=False))
+        e, stops = self._walk()
+        for k, st in enumerate(stops):
+            if st.code in (_STOP_END, _STOP_BLANK):
                 continue
-            zeros = not buf[stop:].any()
-            if zeros and k == len(files) - 1:
+            if st.zeros_after and k == len(files) - 1:
                 continue        # the unwritten rest of the last file
-            fld, why = ENTRY_STOPS.get(code, ("", "?"))
-            if zeros:
+            fld, why = ENTRY_STOPS.get(st.code, ("", "?"))
+            if st.zeros_after:
                 why = "zeros where the next entry or the file's blank should be (not the last file)"
-            problems.append(self._stop(files, k, stop, fld, why))
-        e = self.entries()
+            problems.append(self._stop(files, k, st.at, fld, why))
         bad = first_bad_entry(e[list(ENTRY_FIELDS)], e["offset"])
         if bad is not None:
             row, fld, why = bad
@@ -448,11 +455,11 @@ class Ledger:
             problems.append(LedgerProblem(cp_path, 0, COMMITTED_INDEX_KEY,
                                           f"committedIndex {s['checkpoint_committed_index']} past the ledger's end "
                                           f"index "
-                                          f"{s['ledger_end_index']} (recovery caps it)", fatal=False))
+                                          f"{s['ledger_end_index']} (recovery caps it)", "checkpoint", fatal=False))
         if len(e) and s["current_term"] is not None and s["current_term"] < s["ledger_end_term"]:
             problems.append(LedgerProblem(os.fspath(self.folder / TERM_FILE), 0, TERM_KEY,
                                           f"currTerm {s['current_term']} below the last entry's term "
-                                          f"{s['ledger_end_term']}"))
+                                          f"{s['ledger_end_term']}", "checkpoint"))
         return problems
 
     @staticmethod
@@ -462,13 +469,12 @@ class Ledger:
         ("processOffset is too small": the broker exits) or which loses what follows."""
         if k == len(files) - 1:
             return LedgerProblem(os.fspath(files[k]), at, fld, f"torn tail: {why} (recovery truncates the ledger "
-                                 f"here)", fatal=False)
-        return LedgerProblem(os.fspath(files[k]), at, fld, why)
+                                 f"here)", "entry", fatal=False)
+        return LedgerProblem(os.fspath(files[k]), at, fld, why, "entry")
 
     def index_files(self) -> list[Path]:
-        if not self.index_folder.is_dir():
-            return []
-        return sorted(p for p in self.index_folder.iterdir() if re.fullmatch(r"\d{20}", p.name))
+        """The index files, in offset order (names of 20 digits)."""
+        return _numbered_files(self.index_folder)
 
     def _index_problems(self, e: np.ndarray) -> list[LedgerProblem]:
         """Each entry against its index unit, as recovery compares them (a mismatch makes it
@@ -483,7 +489,7 @@ class Ledger:
             row = int(np.flatnonzero(~have)[0])
             return [LedgerProblem(path, int(idx[row]) * INDEX_UNIT.itemsize, "index",
                                   f"no index unit for entry {idx[row]} (the index holds {len(units)} units)",
-                                  fatal=False)]
+                                  "index", fatal=False)]
         u = units[idx]
         pairs = (("magic", "magic"), ("pos", "offset"), ("size", "size"), ("index", "index"), ("term", "term"))
         for name, mine in pairs:
@@ -492,12 +498,30 @@ class Ledger:
                 row = int(bad[0])
                 return [LedgerProblem(path, int(idx[row]) * INDEX_UNIT.itemsize, name,
                                       f"index unit {idx[row]} says {name} {u[name][row]}, the entry {e[mine][row]}",
-                                      fatal=False)]
+                                      "index", fatal=False)]
         return []
+
+
+@dataclass(frozen=True)
+class _FileStop:
+    """Where the walk of one data file stopped (a position in it), why (:data:`ENTRY_STOPS`), and
+    whether only zeros follow."""
+
+    at: int
+    code: int
+    zeros_after: bool
 
 
 _ENTRY_ROWS = np.dtype([(name, ENTRY[name].newbyteorder("=")) for name in ENTRY_FIELDS]
                        + [("offset", np.int64), ("file", np.int32), ("record_offset", np.int64)])
+
+
+def _numbered_files(folder: Path) -> list[Path]:
+    """The files of `folder` named by 20 digits (MmapFileList's offset names), in offset order;
+    none when the folder is missing."""
+    if not folder.is_dir():
+        return []
+    return sorted((p for p in folder.iterdir() if re.fullmatch(r"\d{20}", p.name)), key=lambda p: int(p.name))
 
 
 def _mapped(path: Path) -> np.ndarray:

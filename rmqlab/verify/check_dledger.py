@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from rmqlab.errors import FormatError
-from rmqlab.formats.dledger import INDEX_FOLDER, Ledger
+from rmqlab.formats.dledger import Ledger
 from rmqlab.verify.report import FileReport, make_problem
 
 
@@ -24,15 +24,7 @@ def verify_ledger(folder: Path, file_size: int | None = None) -> FileReport:
     ledger = Ledger(folder, file_size=file_size)
     rep = FileReport(str(folder), "dledger")
     rep.counts = ledger.summary()
-    for p in ledger.check():
-        if p.field == "file length":
-            check = "dledger.load"
-        elif Path(p.path).name == INDEX_FOLDER or Path(p.path).parent.name == INDEX_FOLDER:
-            check = "dledger.index"
-        elif Path(p.path).parent == Path(folder):
-            check = "dledger.checkpoint"
-        else:
-            check = "dledger.entry"
-        rep.problems.append(make_problem(check, FormatError, p.reason, p.path, p.offset, p.field,
+    for p in ledger.check():     # check codes dledger.<kind>: dledger.PROBLEM_KINDS
+        rep.problems.append(make_problem(f"dledger.{p.kind}", FormatError, p.reason, p.path, p.offset, p.field,
                                          severity="error" if p.fatal else "warning"))
     return rep

@@ -264,7 +264,7 @@ def scenario_conf(scenario: str) -> str:
         return "enabledAppendPropCRC=true\n"
     if scenario.startswith("dledger"):
         return (f"enableDLegerCommitLog=true\ndLegerGroup={DLEDGER_GROUP}\ndLegerSelfId={DLEDGER_SELF_ID}\n"
-                f"dLegerPeers={DLEDGER_SELF_ID}-127.0.0.1:{DLEDGER_PORT}\n")
+                f"dLegerPeers={DLEDGER_PEERS}\n")
     return ""
 
 
@@ -319,6 +319,7 @@ def driver(release: str) -> Path:
 
 #: the one-node DLedger group of the dledger scenario (dLegerPeers: selfId-host:port)
 DLEDGER_GROUP, DLEDGER_SELF_ID, DLEDGER_PORT = BROKER_NAME, "n0", 40911
+DLEDGER_PEERS = f"{DLEDGER_SELF_ID}-127.0.0.1:{DLEDGER_PORT}"
 
 
 def scenario_key(release: str, scenario: str) -> str:
@@ -605,7 +606,7 @@ class _Run:
         copy_store(self.store / f"dledger-{DLEDGER_SELF_ID}", copy)
         try:
             bh.run(self.java("DLedgerLedger", f"ledger={copy}", f"selfId={DLEDGER_SELF_ID}", f"group={DLEDGER_GROUP}",
-                             f"peers={DLEDGER_SELF_ID}-127.0.0.1:{DLEDGER_PORT}", f"fileSize={COMMITLOG_FILE_SIZE}",
+                             f"peers={DLEDGER_PEERS}", f"fileSize={COMMITLOG_FILE_SIZE}",
                              f"out={self.folder / 'ledger.json'}"),
                    log=self.logs / "driver-ledger.out", timeout=120, env=self.env, cwd=self.folder)
         finally:
