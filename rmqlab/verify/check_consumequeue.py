@@ -15,7 +15,7 @@ from rmqlab.formats import storepaths as sp
 from rmqlab.formats.storepaths import StorePaths
 from rmqlab.tables.arrays import most_common
 from rmqlab.verify.common import OFFSET_FILE_NAME, add_problem, first_problem
-from rmqlab.verify.report import FileReport, make_problem, problem_from_error
+from rmqlab.verify.report import FileReport, make_problem, problem_from_error, with_hint
 
 _CQ_CODES = (
     ("not a 20-digit offset", "cq.file-name"),
@@ -31,6 +31,15 @@ _CQ_CODES = (
     ("starts inside the previous", "cq.overlap"),
     ("past the CommitLog's max offset", "cq.past-commitlog-end"),
 )
+
+
+#: what a broker does that leaves the problem of a code, added to its report
+_CQ_HINTS = {
+    "cq.order": ("the units from here on may be stale: bytes a recovery left past the write position it "
+                 "truncated the queue to (ConsumeQueue.truncateDirtyLogicFiles moves the position and keeps the "
+                 "bytes) that the broker's appends did not reach; the running broker counted the queue up to here, "
+                 "one restarted on these files counts them again"),
+}
 
 
 def _cq_code(err: RmqlabError) -> str:
@@ -164,7 +173,8 @@ def _ext_address_problems(q, ext, fix) -> list:
 def queue_checks(q, report_path: str, commitlog_max_offset: int | None,
                   fix=lambda e: e) -> FileReport:
     rep = FileReport(report_path, "consumequeue")
-    rep.problems = [problem_from_error(_cq_code(e), fix(e)) for e in q.problems(commitlog_max_offset)]
+    rep.problems = [with_hint(problem_from_error(code, fix(e)), _CQ_HINTS.get(code))
+                    for e in q.problems(commitlog_max_offset) for code in [_cq_code(e)]]
     rep.counts = {"topic": q.topic, "queue_id": q.queue_id, "files": len(q.info.files), "units": q.count,
                   "min_offset": q.min_offset, "max_offset": q.max_offset, "blank_units": q.blank_units,
                   "mapped_file_size": q.mapped_file_size}

@@ -3,6 +3,7 @@ checkpoint against the data."""
 from __future__ import annotations
 
 import bisect
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -291,8 +292,20 @@ class IndexDirCross:
         # the indexed range: every key of a message inside it has an entry
         self.range = ((min(f.header.begin_phy_offset for f in with_keys),
                        max(f.header.end_phy_offset for f in with_keys)) if with_keys else None)
+        # the gaps between consecutive files: [end_phy_offset of one, begin_phy_offset of the next]
+        # where the next begins later. The messages at either end may have keys in the file beside
+        # (putKey rolls over inside a message), so the gap holds both. A gap holds no
+        # key of an uninterrupted dispatch; keys missing there are those of a file an abnormal
+        # restart destroyed and no recovery rebuilt (see "index.lost-keys")
+        gaps = [(a.header.end_phy_offset, b.header.begin_phy_offset, a, b)
+                for a, b in zip(with_keys, with_keys[1:]) if b.header.begin_phy_offset > a.header.end_phy_offset]
+        self.gaps = gaps
+        self.gap_lo = np.array([g[0] for g in gaps], np.int64)
+        self.gap_hi = np.array([g[1] for g in gaps], np.int64)
         self.missing = RunningFirst()
         self.missing_tags = RunningFirst()   # TAGS keys without an entry: problems for a 5.4.0+ store
+        self.lost = RunningFirst()           # keys missing in a gap between files
+        self.lost_tags = RunningFirst()      # TAGS keys missing there (problems for a 5.4.0+ store)
         self.codes_before = 0     # key codes of the windows already checked: the ordinals go on
         self.tags_before = 0      # TAGS key codes of the windows already checked
 
@@ -328,10 +341,17 @@ class IndexDirCross:
             part = codes[start:start + CROSS_CHUNK]
             rows = part >> KEY_CODE_HASH_BITS
             pos = w.positions[rows]
-            want = (pos >= lo) & (pos <= hi) & goes_to_index_many(w.sys_flag[rows])
-            self.missing_tags.add(want & ~present[start:start + len(part)],
-                                  self.tags_before + start + np.arange(len(part)),
+            want = (pos >= lo) & (pos <= hi) & goes_to_index_many(w.sys_flag[rows]) & ~present[start:start + len(part)]
+            gap = self._in_gap(pos)
+            ordinals = self.tags_before + start + np.arange(len(part))
+            self.missing_tags.add(want & ~gap, ordinals,
                                   lambda i, part=part: self._missing_key(w, int(part[i]), "TAGS"))
+            self.lost_tags.add(want & gap, ordinals, lambda i, part=part: self._lost_key(w, int(part[i]), "TAGS"))
+
+    def _in_gap(self, pos: np.ndarray) -> np.ndarray:
+        """Whether each position lies in a gap between two index files."""
+        g = np.searchsorted(self.gap_lo, pos, side="right") - 1
+        return (g >= 0) & (pos <= self.gap_hi[np.maximum(g, 0)]) if len(self.gap_lo) else np.zeros(len(pos), bool)
 
     def _missing_keys(self, w: Messages, present: np.ndarray) -> None:
         assert self.range is not None   # the caller checks: index files hold keys
@@ -341,26 +361,47 @@ class IndexDirCross:
             part = codes[start:start + CROSS_CHUNK]
             rows = part >> KEY_CODE_HASH_BITS
             pos = w.positions[rows]
-            want = (pos >= lo) & (pos <= hi) & goes_to_index_many(w.sys_flag[rows])
-            self.missing.add(want & ~present[np.searchsorted(uniq, part)],
-                             self.codes_before + start + np.arange(len(part)),
-                             lambda i, part=part: self._missing_key(w, int(part[i])))
+            want = ((pos >= lo) & (pos <= hi) & goes_to_index_many(w.sys_flag[rows])
+                    & ~present[np.searchsorted(uniq, part)])
+            gap = self._in_gap(pos)
+            ordinals = self.codes_before + start + np.arange(len(part))
+            self.missing.add(want & ~gap, ordinals, lambda i, part=part: self._missing_key(w, int(part[i])))
+            self.lost.add(want & gap, ordinals, lambda i, part=part: self._lost_key(w, int(part[i])))
 
-    def _missing_key(self, w: Messages, code: int, fld: str | None = None) -> Problem:
+    @staticmethod
+    def _key_field(w: Messages, code: int, fld: str | None) -> tuple[int, int, str]:
+        """(message row, key hash, the field the key comes from) of a key code."""
         from rmqlab.jvm.hashcode import index_hash
 
-        assert self.range is not None
-        lo, hi = self.range
         rr = code >> KEY_CODE_HASH_BITS
         key_hash = code & ((1 << KEY_CODE_HASH_BITS) - 1)
         uniq, topic = w.record(rr).uniq_key, w.topic(rr)
         if fld is None:
             fld = "UNIQ_KEY" if isinstance(uniq, str) and index_hash(cl.broker_string(f"{topic}#{uniq}")) == key_hash \
                 else "KEYS"
+        return rr, key_hash, fld
+
+    def _missing_key(self, w: Messages, code: int, fld: str | None = None) -> Problem:
+        assert self.range is not None
+        lo, hi = self.range
+        rr, key_hash, fld = self._key_field(w, code, fld)
         return make_problem("index.missing-key", CorruptIndexError,
                             f"the message at {int(w.positions[rr])} ({w.describe(rr)}) has a key ({fld}) with "
                             f"hash {key_hash} but no index entry, though it lies inside the indexed range {lo}..{hi}: "
                             f"a key query will not find it", *w.stored_at(rr), fld)
+
+    def _lost_key(self, w: Messages, code: int, fld: str | None = None) -> Problem:
+        rr, key_hash, fld = self._key_field(w, code, fld)
+        pos = int(w.positions[rr])
+        lo, hi, before, after = self.gaps[int(np.searchsorted(self.gap_lo, pos, side="right")) - 1]
+        return make_problem("index.lost-keys", CorruptIndexError,
+                            f"the message at {pos} ({w.describe(rr)}) has a key ({fld}) with hash {key_hash} in no "
+                            f"index file: it lies between {before.path.name} (ends at {lo}) and {after.path.name} "
+                            f"(begins at {hi}). An abnormal restart destroys the index files newer than the "
+                            f"checkpoint's indexMsgTimestamp (IndexService.load) and re-indexes only what its recovery "
+                            f"re-dispatches (a DLedger CommitLog before 5.2.0 nothing; a CommitLog from its recovery "
+                            f"file on): a key query will not find it",
+                            *w.stored_at(rr), fld, severity="warning")
 
     def problems(self, notes: list[str], counts: dict, *, checked: bool) -> list[Problem]:
         """Every problem in file order, then the missing keys; `checked`: against a CommitLog."""
@@ -373,19 +414,26 @@ class IndexDirCross:
                 out += fc.problems(notes)
         counts["index_entries"] = sum(f.header.keys for f in self.live)
         missing = self.missing.result()
+        lost = self.lost.result()
         if self.tags_indexed:
-            tags = self.missing_tags.result()
-            if missing is None:
-                missing = tags
-            elif tags is not None:
-                missing = make_problem(missing.check, type(missing.error), missing.message, missing.path,
-                                       missing.offset, missing.field, count=missing.count + tags.count,
-                                       severity=missing.severity)
+            missing = _joined(missing, self.missing_tags.result())
+            lost = _joined(lost, self.lost_tags.result())
         if checked and self.tag_keys is None and self.tag_entries:
             notes.append(f"index: {self.tag_entries} entries are TAGS keys (topic#T#tags), which only a RocketMQ "
                          f"5.4.0+ broker puts: checked as a 5.4.0+ store")
         add_problem(out, missing)
+        if checked:
+            add_problem(out, lost)
         return out
+
+
+def _joined(first: Problem | None, then: Problem | None) -> Problem | None:
+    """One problem for two counts of the same check: the first's words, both counts."""
+    if first is None or then is None:
+        return first or then
+    words = re.sub(r" \(\d+ such\)$", "", first.message)
+    return make_problem(first.check, type(first.error), words, first.path, first.offset, first.field,
+                        count=first.count + then.count, severity=first.severity)
 
 
 def index_dir_cross(opened: list[tuple[FileReport, IndexFile | None]], notes: list[str],
@@ -473,7 +521,11 @@ class QueueCross:
                                f"at {co[i]} gives {want_tc[i]} "
                                f"(TAGS {w.record(int(r[i])).tags!r}, topic {w.topic(int(r[i]))!r})")
         unit_problem("cq.queue-offset", m & ~other & (mqoff[r] != qoff), "commitlog_offset",
-                     lambda i: f"the message at {co[i]} has QUEUEOFFSET {mqoff[r[i]]}")
+                     lambda i: f"the message at {co[i]} has QUEUEOFFSET {mqoff[r[i]]}. A broker appends a unit "
+                               f"at its queue's write position whatever the message's QUEUEOFFSET (ConsumeQueue."
+                               f"putMessagePositionInfo logs '[BUG]logic queue order maybe wrong'), as a 5.2+ DLedger "
+                               f"broker does after its abnormal recovery truncated the queue below where its dispatch "
+                               f"resumes: the messages between are at no queue offset, consumers skip them")
         tran = transaction_type(w.sys_flag[r])
         unit_problem("cq.transaction", m & ~goes_to_consume_queue_many(w.sys_flag[r]), "commitlog_offset",
                      lambda i: f"the message at {co[i]} is a "

@@ -35,6 +35,8 @@ CHECKS: dict[str, str] = {
     "index.entry-time": "an entry's time_diff is not what putKey stored for its message's store time",
     "index.rolled-back": "an entry points at a rolled-back transaction record (buildIndex skips them)",
     "index.missing-key": "a key of a message inside the indexed range has no entry",
+    "index.lost-keys": "keys of messages between two consecutive index files are in neither: an abnormal restart "
+                       "destroyed the file that held them and its recovery did not re-index them (a warning)",
     # CommitLog, per file
     "commitlog.file-size": "the file size is not the mapped file size",
     "commitlog.file-name": "the file name is not a multiple of the mapped file size",
@@ -166,6 +168,16 @@ def problem_from_error(check: str, err: RmqlabError, severity: str = "error") ->
         reason = (err.reason[:m.start()] + err.reason[m.end():]).replace("  ", " ").rstrip()
         err = type(err)(reason, path=err.path, offset=err.offset, field=err.field)
     return Problem(check, err, severity, count)
+
+
+def with_hint(p: Problem, hint: str | None) -> Problem:
+    """`p` with `hint` (what leaves such a problem) after its reason, before its "(N such)"."""
+    if not hint:
+        return p
+    err = p.error
+    reason = _SUCH.sub("", err.reason).rstrip()
+    reason = f"{reason}: {hint}" + (f" ({p.count} such)" if p.count > 1 else "")
+    return Problem(p.check, type(err)(reason, path=err.path, offset=err.offset, field=err.field), p.severity, p.count)
 
 
 @dataclass

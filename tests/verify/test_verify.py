@@ -425,6 +425,36 @@ def test_clock_step_back_is_a_warning_not_an_error(tmp_path):
     assert all(p.severity == "warning" for p in r.problems)
 
 
+@pytest.mark.parametrize("kept", [1, 3])
+def test_index_files_a_restart_destroyed_and_did_not_rebuild_are_lost_keys_a_warning(copy, kept):
+    """A broker restarting after kill -9 destroys the newest index files (IndexService.load(
+    lastExitOK=false)); a DLedger CommitLog before 5.2.0 re-dispatches nothing at recovery, so its
+    index goes on only with the messages its dispatch reaches after the restart, in new files
+    seeded from the last one kept (IndexService.getAndCreateLastIndexFile). Made here with the
+    same rules: the checkpoint's indexMsgTimestamp at the end of the `kept`-th file, every file
+    after it removed, then the messages of the last quarter of the CommitLog indexed again.
+    verify reports no error and one warning, index.lost-keys, counting the keys the destroyed
+    files held less those indexed again."""
+    from rmqlab.store.indexservice import IndexService
+
+    files = sorted((copy / "index").iterdir())
+    with IndexFile.open(files[kept - 1], HSN, INUM) as f:   # what the broker had checkpointed: the files
+        cpf.update_checkpoint(copy / "checkpoint", index_msg_timestamp=f.header.end_timestamp)   # after, newer
+    destroyed = 0
+    for p in files[kept:]:
+        with IndexFile.open(p, HSN, INUM) as f:
+            destroyed += f.header.keys
+        p.unlink()
+    msgs = cl.read_columns(copy / "commitlog", body=False)
+    resume = int(msgs["phy_offset"].iloc[len(msgs) * 3 // 4])
+    with IndexService(copy / "index", HSN, INUM, read_only=False, strict=False, clock=lambda: 1_900_000_000_000) as svc:
+        again = svc.build_columns(msgs[msgs["phy_offset"] >= resume])
+    assert 0 < again < destroyed
+    r = verify_path(copy)
+    assert r.ok and r.errors == [], describe(r)
+    assert [(p.check, p.severity, p.count) for p in r.problems] == [("index.lost-keys", "warning", destroyed - again)]
+
+
 @pytest.mark.parametrize("seed", range(12))
 def test_random_damage_is_reported_never_raised(copy, seed):
     """Bytes flipped, files cut or grown anywhere: verify reports, it does not crash, and its
