@@ -150,8 +150,8 @@ class RecoveryAction:
     """One change (or, in a dry run, one planned change). `kind` is one of
     commitlog-zeroed, commitlog-file-deleted, cq-zeroed, cq-file-deleted, cq-units-added,
     index-temp-removed, index-file-removed, index-file-written, index-entries-added,
-    index-file-extended, checkpoint-updated, abort-removed; `count` the bytes, units, entries
-    or files concerned."""
+    index-file-extended, checkpoint-updated, abort-removed, bcq-units-added, dledger-torn-tail-left;
+    `count` the bytes, units, entries or files concerned."""
 
     kind: str
     path: str
@@ -299,6 +299,7 @@ def _commitlog(root: Path, file_size: int | None, dry_run: bool, actions: list[R
     """Step 1: the complete messages (DataFrame, no bodies), the valid end offset and the torn
     bytes zeroed (or to zero)."""
     d = StorePaths(root).commitlog
+    ledger = _ledger(root, file_size)
     loaded = cl.load_files(d) if d.is_dir() else None
     files = [f for f in loaded.files if f not in loaded.dropped] if loaded is not None else []
     for f in loaded.dropped if loaded is not None else []:
@@ -324,7 +325,14 @@ def _commitlog(root: Path, file_size: int | None, dry_run: bool, actions: list[R
                                  f"artifact (the broker would truncate here and delete every later file); "
                                  f"recover writes nothing", path=dmg.path, offset=dmg.offset, field=dmg.field)
     torn = 0
-    if rep.torn_tail is not None:
+    if rep.torn_tail is not None and ledger is not None:
+        # DLedger's own recovery truncates the data and its index together (DLedgerMmapFileStore.
+        # recover); zeroing the data alone would leave index units past it
+        t = rep.torn_tail
+        actions.append(RecoveryAction("dledger-torn-tail-left", t.path, f"torn entry at position {t.offset} "
+                                      f"(CommitLog offset {t.phy_offset}) left for DLedger's recovery, which "
+                                      f"truncates the data and index files together", 0))
+    elif rep.torn_tail is not None:
         t = rep.torn_tail
         p = Path(t.path)
         last = _last_nonzero(p, t.offset)
@@ -460,8 +468,17 @@ def _consume_queues(root: Path, msgs: pd.DataFrame, end: int, cq_size: int | Non
             next_offset[(topic, qid)] = keep_byte // cq.UNIT_SIZE
     if not len(msgs):
         return
+    from rmqlab.store.layout import StoreLayout
+
+    layout = StoreLayout.of(root, consume_queue_file_size=mapped, enable_lmq=enable_lmq,
+                            enable_multi_dispatch=enable_multi_dispatch, broker_version=broker_version)
+    batch_topic = np.isin(topics, list(layout.batch_cq_topics)) if layout.batch_cq_topics \
+        else np.zeros(len(msgs), bool)
+    if batch_topic.any():
+        _batch_queues(layout, msgs[batch_topic & dispatched], end, dry_run, actions, report)
     base = np.array([next_offset.get((t, int(q)), -1) for t, q in zip(topics, qids)], np.int64)
-    want = dispatched & (mqoff >= np.where(base < 0, np.iinfo(np.int64).min, base))
+    # a BatchCQ topic's messages go to its BatchConsumeQueue (ConsumeQueueStore picks the queue type)
+    want = dispatched & ~batch_topic & (mqoff >= np.where(base < 0, np.iinfo(np.int64).min, base))
     # the multi-dispatched units after their queues' kept prefixes; their messages are written
     # again whole (own units already kept are skipped by the writer as the broker skips them)
     sent_base = np.array([next_offset.get((t, int(q)), -1) for t, q in zip(multi.names, multi.qids)], np.int64)
@@ -478,15 +495,61 @@ def _consume_queues(root: Path, msgs: pd.DataFrame, end: int, cq_size: int | Non
                                       f"{n_units} units for messages after each queue's last matching unit "
                                       f"({n_q} queues), as Store.dispatch writes them", n_units))
         if not dry_run:
-            from rmqlab.store.layout import StoreLayout
             from rmqlab.store.reput import write_consume_queue_units
 
-            layout = StoreLayout.of(root, consume_queue_file_size=mapped, enable_lmq=enable_lmq,
-                                    enable_multi_dispatch=enable_multi_dispatch, broker_version=broker_version)
             written, _, skipped = write_consume_queue_units(layout, sub)
             skipped = {k: v for k, v in skipped.items() if not k.startswith("duplicate")}
             if skipped:
                 report.notes.append(f"ConsumeQueue writer skipped units: {skipped}")
+
+
+def _batch_queues(layout, msgs: pd.DataFrame, end: int, dry_run: bool, actions: list[RecoveryAction],
+                  report: RecoveryReport) -> None:
+    """Step 2 for the BatchCQ topics (config/topics.json): a BatchConsumeQueue whose units all
+    point at whole messages of its queue gets the units of its messages after its last one (the
+    writer skips what it holds, as BatchConsumeQueue.putBatchMessagePositionInfo does). A queue
+    with a unit that does not is left as it is and named in the report's notes: its repair
+    (truncating the batch units) is not modelled."""
+    from rmqlab.formats import batchconsumequeue as bcq
+    from rmqlab.store.reput import write_batch_queue_units
+
+    phy = msgs["phy_offset"].to_numpy(np.int64)
+    total = msgs["total_size"].to_numpy(np.int64)
+    # per queue: the first commitlog offset not yet held (-1: the queue is left as it is)
+    held_to: dict[tuple[str, int], int] = {}
+    for key, g in msgs.groupby(["topic", "queue_id"], sort=True):
+        pair: Any = key
+        topic, qid = str(pair[0]), int(pair[1])
+        folder = bcq.queue_dir(layout.root, topic, qid)
+        held_to[(topic, qid)] = 0
+        if folder.is_dir() and any(folder.iterdir()):
+            with bcq.BatchConsumeQueue.open(folder, layout.batch_consume_queue_file_size) as q:
+                co = q.units["commitlog_offset"].astype(np.int64)
+                sz = q.units["size"].astype(np.int64)
+            own = np.sort(g["phy_offset"].to_numpy(np.int64))
+            at = np.minimum(np.searchsorted(own, co), max(len(own) - 1, 0))
+            whole = (co + sz <= end) & (own[at] == co) if len(own) else np.zeros(len(co), bool)
+            if len(co) and not whole.all():
+                bad = int(np.argmin(whole))
+                report.notes.append(f"{folder}: BatchConsumeQueue unit {bad} (commitlog offset {int(co[bad])}) is "
+                                    f"not a whole message of the queue: left as it is (truncating batch units is "
+                                    f"not modelled)")
+                held_to[(topic, qid)] = -1
+            elif len(co):
+                held_to[(topic, qid)] = int(co.max()) + 1
+    tq = list(zip(msgs["topic"].astype(str), msgs["queue_id"].astype(int)))
+    first_new = np.array([held_to[k] for k in tq], np.int64)
+    keep = (first_new >= 0) & (phy >= first_new) & (phy + total <= end)
+    if not keep.any():
+        return
+    n = int(keep.sum())
+    report.cq_units_added += n
+    actions.append(RecoveryAction("bcq-units-added", str(layout.paths.batchconsumequeue),
+                                  f"{n} BatchConsumeQueue units for messages after each queue's last unit "
+                                  f"({len({tq[i] for i in np.flatnonzero(keep)})} queues), as Store.dispatch writes "
+                                  f"them", n))
+    if not dry_run:
+        write_batch_queue_units(layout, msgs[keep])
 
 
 # ------------------------------------------------------------------------------ index
@@ -780,17 +843,38 @@ def _geometry(root: Path, hash_slot_num: int | None, index_num: int | None) -> G
     return Geometry(hash_slot_num or DEFAULT_HASH_SLOT_NUM, index_num or DEFAULT_INDEX_NUM)
 
 
+def _ledger(root: Path, file_size: int | None) -> Path | None:
+    """The ledger folder of a DLedger CommitLog (None for a CommitLog), after DLedger's own load
+    and recovery rules (:meth:`rmqlab.formats.dledger.Ledger.check`) found nothing that makes the
+    broker refuse or cut it before its last file. Its entries are the messages; rmqlab writes
+    nothing in the ledger (DLedgerMmapFileStore.recover keeps every whole entry, and truncates a
+    torn one with the index units after it)."""
+    from rmqlab.formats.dledger import Ledger
+
+    ledgers = StorePaths(root).ledgers
+    if not ledgers:
+        return None
+    if len(ledgers) > 1:
+        raise UnrecoverableError(f"{len(ledgers)} DLedger ledgers ({', '.join(p.name for p in ledgers)}): which "
+                                 f"one is the broker's (dLegerSelfId) cannot be told from the files",
+                                 path=ledgers[0], offset=0, field="dledger")
+    for problem in Ledger(ledgers[0], file_size=file_size).check():
+        if problem.fatal:
+            raise UnrecoverableError(f"{problem.reason}: DLedger's own load or recovery would refuse or cut the "
+                                     f"ledger here (dledger.{problem.kind}); recover writes nothing",
+                                     path=problem.path, offset=problem.offset, field=problem.field)
+    return ledgers[0]
+
+
 def _refuse_ledger(root: Path) -> None:
-    """A DLedger CommitLog is recovered by DLedgerMmapFileStore.recover (the ledger's data, index
-    and checkpoint together) and DLedgerCommitLog's restart re-dispatches nothing of its own;
-    neither is modelled here: refuse before writing anything rather than cut the data files
-    behind the ledger's index."""
+    """:func:`broker_restart` models CommitLog.recoverAbnormally; a DLedger broker's restart is
+    DLedgerCommitLog's (it re-dispatches nothing before 5.2.0, and from 5.2.0 truncates the queues
+    at a sum of record sizes, not entry sizes), which is not modelled: refuse before any write."""
     ledgers = StorePaths(root).ledgers
     if ledgers:
-        raise UnrecoverableError("a DLedger CommitLog (enableDLegerCommitLog): its recovery is DLedger's own "
-                                 "(DLedgerMmapFileStore.recover), which rmqlab does not perform; `rmqlab verify` "
-                                 "says where it would truncate (dledger.* checks)", path=ledgers[0], offset=0,
-                                 field="dledger")
+        raise UnrecoverableError("a DLedger CommitLog (enableDLegerCommitLog): the broker's restart on it is "
+                                 "DLedgerCommitLog's, which broker_restart does not model; `rmqlab store recover` "
+                                 "repairs the queues and index", path=ledgers[0], offset=0, field="dledger")
 
 
 def recover_store(root: str | os.PathLike, *, hash_slot_num: int | None = DEFAULT_HASH_SLOT_NUM,
@@ -822,7 +906,6 @@ def recover_store(root: str | os.PathLike, *, hash_slot_num: int | None = DEFAUL
     root = Path(root)
     if not root.is_dir():
         raise NotADirectoryError(f"{root}: not a store directory")
-    _refuse_ledger(root)
     kw = dict(hash_slot_num=hash_slot_num, index_num=index_num, commitlog_file_size=commitlog_file_size,
               consume_queue_file_size=consume_queue_file_size,
               slot_count_rule=slot_count_rule or slot_count_rule_of(broker_version), tz=tz,

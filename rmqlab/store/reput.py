@@ -177,6 +177,17 @@ def write_consume_queue_units(layout: StoreLayout, msgs: pd.DataFrame) -> tuple[
     return run.units, len(run.queues), run.skipped
 
 
+def write_batch_queue_units(layout: StoreLayout, msgs: pd.DataFrame) -> int:
+    """The BatchConsumeQueue units of the BatchCQ topics' messages of `msgs`, as dispatch writes
+    them (a unit the queue holds already is skipped): the units written."""
+    run = Run(layout)
+    try:
+        run.batch_queues(msgs)
+    finally:
+        run.writers.close()
+    return run.batch_units
+
+
 def _broker_text(msgs: pd.DataFrame, arrow: bool) -> pd.DataFrame:
     """The part with its text as the broker's Strings (:func:`commitlog.broker_strings`: U+FFFD
     where the bytes are not UTF-8), which name the queues and are hashed. Arrow text that is all

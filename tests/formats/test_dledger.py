@@ -230,18 +230,88 @@ def test_verify_tells_a_ledger_and_judges_it(tmp_path):
                for c, path, off, _ in where)
 
 
-def test_recover_and_restart_refuse_a_ledger_and_write_nothing(tmp_path):
-    """DLedger's recovery (DLedgerMmapFileStore.recover) is not modelled: `rmqlab store recover`
-    and the broker-restart model refuse a DLedger store, naming its ledger, before any write."""
-    from rmqlab.store.recover import UnrecoverableError, broker_restart, recover_store
+def _ledger_store(tmp_path: Path, n: int = 6) -> tuple[Path, Path, list[tuple[int, int, int, int]]]:
+    """A store whose CommitLog is a one-file ledger of `n` keyed messages to T/0 (queue offsets 0..n-1,
+    store times 1000 ms apart), no queues, no index, an abort file: (store, ledger, entries)."""
+    recs = [cl.encode_message(topic="T", body=b"x" * k, queue_offset=k, store_timestamp=1_700_000_000_000 + 1000 * k,
+                              properties={"KEYS": f"k{k}", "UNIQ_KEY": f"U{k:030d}"}) for k in range(n)]
+    framed = frame(recs, FILE_SIZE)
+    store = tmp_path / "store"
+    led = write_ledger(store / "dledger-n0", framed)
+    (store / "abort").write_bytes(b"")
+    return store, led, framed.entries
+
+
+def _digest(folder: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def test_recover_rebuilds_the_queues_and_index_of_a_ledger_and_leaves_the_ledger(tmp_path):
+    """`rmqlab store recover` on a DLedger store: the entries are the messages (DLedger's
+    recovery keeps every whole entry); their ConsumeQueue units and index keys are written, as a
+    dispatch of the records framed as a plain CommitLog writes them, and not a byte of the
+    ledger changes. The store then verifies clean and answers its key queries."""
+    from rmqlab.store.directory import Store
+    from rmqlab.store.recover import recover_store
+    from rmqlab.verify import verify_path
+
+    store, led, entries = _ledger_store(tmp_path)
+    ledger_before = _digest(led)
+    r = recover_store(store, commitlog_file_size=FILE_SIZE, hash_slot_num=16, index_num=64)
+    assert (r.messages, r.cq_units_added) == (6, 6)
+    assert _digest(led) == ledger_before and not (store / "abort").exists()
+    units = np.fromfile(store / "consumequeue" / "T" / "0" / f"{0:020d}", np.dtype([("o", ">i8"), ("s", ">i4"),
+                                                                                       ("t", ">i8")]))
+    units = units[units["s"] > 0]
+    assert units["o"].tolist() == [pos + HEAD.size for _, _, pos, _ in entries]
+    assert units["s"].tolist() == [size - HEAD.size for _, _, _, size in entries]
+    report = verify_path(store, commitlog_file_size=FILE_SIZE, hash_slot_num=16, index_num=64)
+    assert report.errors == [], report.summary()
+    s = Store(store, hash_slot_num=16, index_num=64, commitlog_file_size=FILE_SIZE)
+    assert s.query_by_key("T", "k3", mode="broker")["phy_offset"].tolist() == [entries[3][2] + HEAD.size]
+    assert not recover_store(store, commitlog_file_size=FILE_SIZE, hash_slot_num=16, index_num=64).changed
+
+
+def test_recover_leaves_a_torn_entry_to_dledger_and_refuses_a_ledger_dledger_refuses(tmp_path):
+    """A torn last entry (its record cut short) is DLedger's recovery's to truncate, with the
+    index units after it: recover writes the queues of the whole entries before it and not a
+    byte of the ledger. A data file of the wrong length (DLedger's load refuses the ledger) makes
+    recover refuse before any write, naming the file and the field."""
+    from rmqlab.store.recover import UnrecoverableError, recover_store
+
+    store, led, entries = _ledger_store(tmp_path)
+    data = led / "data" / f"{0:020d}"
+    raw = bytearray(data.read_bytes())
+    _, _, pos, size = entries[-1]
+    raw[pos + size // 2:pos + size] = bytes(size - size // 2)
+    data.write_bytes(bytes(raw))
+    ledger_before = _digest(led)
+    r = recover_store(store, commitlog_file_size=FILE_SIZE, hash_slot_num=16, index_num=64)
+    assert r.messages == 5 and _digest(led) == ledger_before
+    assert [a.kind for a in r.actions if a.kind.startswith("dledger")] == ["dledger-torn-tail-left"]
+
+    store2, led2, _ = _ledger_store(tmp_path / "b")
+    with open(led2 / "data" / f"{0:020d}", "ab") as fh:
+        fh.write(b"\0" * 7)
+    before = _digest(store2)
+    with pytest.raises(UnrecoverableError) as e:
+        recover_store(store2, commitlog_file_size=FILE_SIZE, hash_slot_num=16, index_num=64)
+    assert (e.value.path, e.value.field) == (str(led2 / "data" / f"{0:020d}"), "file length")
+    assert "(dledger.load)" in e.value.reason
+    assert _digest(store2) == before
+
+
+def test_the_restart_model_refuses_a_ledger_and_writes_nothing(tmp_path):
+    """The broker-restart model (CommitLog.recoverAbnormally) is not DLedgerCommitLog's restart:
+    it refuses a DLedger store, naming its ledger, before any write."""
+    from rmqlab.store.recover import UnrecoverableError, broker_restart
     from tests.store.test_reput import tree_digest
 
     framed = frame([cl.encode_message(topic="T", body=b"x")] * 3, FILE_SIZE)
     led = write_ledger(tmp_path / "store" / "dledger-n0", framed)
     (tmp_path / "store" / "abort").write_bytes(b"")
     before = tree_digest(tmp_path / "store")
-    for run in (recover_store, broker_restart):
-        with pytest.raises(UnrecoverableError) as e:
-            run(tmp_path / "store", commitlog_file_size=FILE_SIZE)
-        assert (e.value.path, e.value.field) == (str(led), "dledger")
+    with pytest.raises(UnrecoverableError) as e:
+        broker_restart(tmp_path / "store", commitlog_file_size=FILE_SIZE)
+    assert (e.value.path, e.value.field) == (str(led), "dledger")
     assert tree_digest(tmp_path / "store") == before
