@@ -23,6 +23,7 @@ Scenarios:
                4.5.2, 4.9.7, 5.3.3: :data:`DLEDGER_RELEASES`); after the decode DLedgerLedger.java
                records what DLedger's own store reads after its load and recovery (ledger.json).
 ``dledger-crash``  as ``crash``, with the DLedger CommitLog of ``dledger``.
+``dledger-recovered``  the dledger-crash store copied, the broker restarted on it, as ``recovered``.
 
 The workload (tests/brokers/rocketmq/src/RocketMQDriver.java) reaches what the release has and
 records what it skipped and why (:attr:`BrokerStore.skipped`); :meth:`BrokerStore.store_facts`
@@ -45,6 +46,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import sys
@@ -84,8 +86,12 @@ EXTRA_SCENARIOS: dict[str, Any] = {
     "dledger": lambda release: release in DLEDGER_RELEASES,
     # the same, its broker killed with SIGKILL while a producer sends (abort file left)
     "dledger-crash": lambda release: release in DLEDGER_RELEASES,
+    # the dledger-crash store, the broker restarted on it (DLedgerCommitLog's abnormal recovery)
+    "dledger-recovered": lambda release: release in DLEDGER_RELEASES,
 }
 ALL_SCENARIOS = (*SCENARIOS, *EXTRA_SCENARIOS)
+#: restart scenario -> the crash scenario whose store it copies and restarts the broker on
+RESTARTS = {"recovered": "crash", "dledger-recovered": "dledger-crash"}
 
 
 def scenarios(release: str) -> list[str]:
@@ -220,6 +226,20 @@ class BrokerStore:
         p = self.folder / "ledger.json"
         return json.loads(p.read_text(encoding="utf-8")) if p.exists() else None
 
+    def misplaced_units(self) -> dict[tuple[str, int], list[tuple[int, int]]]:
+        """The units the broker itself logged as appended at the wrong place, per (topic, queue id):
+        (the unit's queue offset, the QUEUEOFFSET of its message), from ConsumeQueue.
+        putMessagePositionInfo's "[BUG]logic queue order maybe wrong, expectLogicOffset: E
+        currentLogicOffset: C Topic: T QID: q" lines in the broker's logs (20-byte units)."""
+        out: dict[tuple[str, int], list[tuple[int, int]]] = {}
+        pattern = re.compile(r"\[BUG\]logic queue order maybe wrong, expectLogicOffset: (\d+) currentLogicOffset: "
+                             r"(\d+) Topic: (\S+) QID: (\d+)")
+        for log in sorted((self.folder / "logs").rglob("*.log")):
+            for m in pattern.finditer(log.read_text(encoding="utf-8", errors="replace")):
+                expect, current, topic, qid = int(m[1]), int(m[2]), m[3], int(m[4])
+                out.setdefault((topic, qid), []).append((current // 20, expect // 20))
+        return {k: sorted(set(v)) for k, v in out.items()}
+
     def records(self) -> list[dict[str, Any]]:
         """decoded.jsonl, one dict a CommitLog record (blank and torn markers included)."""
         with open(self.decoded, encoding="utf-8") as fh:
@@ -259,7 +279,7 @@ def version_tuple(release: str) -> tuple[int, ...]:
 def scenario_conf(scenario: str) -> str:
     """broker.conf lines of one scenario: the crash and recovered stores carry the __CRC32#
     property (enabledAppendPropCRC, 5.2+; older releases ignore the key); the dledger store's
-    CommitLog is a one-node DLedger group's ({store}/dledger-n0/data), in dledger and dledger-crash."""
+    CommitLog is a one-node DLedger group's ({store}/dledger-n0/data), in the dledger scenarios."""
     if scenario in ("crash", "recovered"):
         return "enabledAppendPropCRC=true\n"
     if scenario.startswith("dledger"):
@@ -338,7 +358,7 @@ def rocketmq_store(release: str, scenario: str) -> BrokerStore:
     if not (entry / ".done").exists():
         classes = driver(release) / "classes"
         lib = jars(release) / "lib"
-        crash = rocketmq_store(release, "crash") if scenario == "recovered" else None
+        crash = rocketmq_store(release, RESTARTS[scenario]) if scenario in RESTARTS else None
 
         def build(tmp: Path) -> None:
             t0 = time.monotonic()
@@ -618,7 +638,7 @@ class _Run:
         self.write_conf()
         try:
             self.start_namesrv()
-            if self.scenario == "recovered":
+            if self.scenario in RESTARTS:
                 self.reached["abort_file_before_restart"] = (self.store / "abort").exists()
                 if no_ipv6_reason(self.release):
                     self.skipped["ipv6_store_host"] = no_ipv6_reason(self.release)
