@@ -20,6 +20,7 @@ EXTRAS: dict[str, str] = {
     "spark": "pyspark: index builds and statistics with Spark",
     "viz": "matplotlib, ipywidgets: figures and interactive explorers",
     "lab": "jupyterlab, voila: the notebooks and the stand-alone apps",
+    "rocksdb": "rocksdict: the RocksDB ConsumeQueue and config of a 5.2+ store with storeType=defaultRocksDB",
 }
 
 

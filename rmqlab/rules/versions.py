@@ -28,6 +28,12 @@ Each fact was settled by reading the broker's Java source at the release tags na
   from 4.7.1 (:data:`rmqlab.formats.indexfile.EVERY_PUT` / ``NEW_SLOT``). The stores that 4.2.0,
   4.3.2 and 4.5.2 write carry the first count, 4.7.1's the second.
 
+* **RocksDB ConsumeQueue.** ``storeType=defaultRocksDB`` (``RocksDBConsumeQueueStore``) from
+  5.2.0. Its time search (``RocksDBConsumeQueueTable.binarySearchInCQByTime``) answers the nearer
+  of the two units around a time in 5.2.x and takes a LOWER/UPPER boundary from 5.3.0; it
+  dispatches light-message-queue units (``dispatchLMQ``) from 5.3.2 (read at rocketmq-all-5.2.0,
+  5.3.0, 5.3.1, 5.3.2 and 5.3.3).
+
 ``None`` as a version everywhere means rmqlab's own default form: the final ``\\x02`` kept, no
 CRC property unless asked for, v2 for long topics, IPv6 allowed (a 5.2+ broker's form), and
 no TAGS index key (the 5.3.x index).
@@ -107,6 +113,9 @@ class LayoutFacts:
     light_message_queue: bool        # INNER_MULTI_DISPATCH / %LMQ%
     index_tag_key: bool = False      # buildIndex also puts topic#T#tags (5.4.0+)
     slot_count_every_put: bool = False   # hashSlotCount counts every put, not new slots (up to 4.7.0)
+    rocksdb_consume_queue: bool = False  # storeType=defaultRocksDB (RocksDBConsumeQueueStore, 5.2.0+)
+    rocksdb_lmq: bool = False        # ... which also dispatches %LMQ% units (dispatchLMQ, 5.3.2+)
+    rocksdb_time_boundary: bool = True   # ... whose time search takes LOWER/UPPER (5.3.0+; 5.2.x: the nearer unit)
 
 
 def layout_facts(version: str | BrokerVersion | None) -> LayoutFacts:
@@ -118,6 +127,10 @@ def layout_facts(version: str | BrokerVersion | None) -> LayoutFacts:
     (False, True, False)
     >>> layout_facts("4.7.0").slot_count_every_put, layout_facts("4.7.1").slot_count_every_put
     (True, False)
+    >>> [layout_facts(v).rocksdb_time_boundary for v in ("5.2.0", "5.3.0")]
+    [False, True]
+    >>> [layout_facts(v).rocksdb_lmq for v in ("5.3.1", "5.3.2")]
+    [False, True]
 
     Raises :class:`BrokerVersionError` as :func:`parse_broker_version`.
     """
@@ -137,4 +150,7 @@ def layout_facts(version: str | BrokerVersion | None) -> LayoutFacts:
         light_message_queue=t >= (4, 9, 3),
         index_tag_key=t >= (5, 4, 0),
         slot_count_every_put=t < (4, 7, 1),
+        rocksdb_consume_queue=t >= (5, 2, 0),
+        rocksdb_lmq=t >= (5, 3, 2),
+        rocksdb_time_boundary=t >= (5, 3, 0),
     )
