@@ -49,8 +49,10 @@ The reader is stricter than fastjson about types (a queue offset must be a JSON 
 fits a Java long; fastjson would also coerce "12" or 12.0): a value of another type is a
 :class:`~rmqlab.errors.FormatError` naming the file and the JSON path of the field, e.g.
 ``offsetTable["abc@g"]["x"]`` (syntax errors also name the byte offset; after invalid UTF-8
-was replaced it counts the replaced text's bytes). Only 5.3's optional RocksDB
-config storage (``config/rocksdb*``) is not read. Nothing here writes.
+was replaced it counts the replaced text's bytes). The RocksDB config managers of a 5.2+
+broker with storeType=defaultRocksDB (``config/topics/``, ``config/subscriptionGroups/``,
+``config/consumerOffsets/``) are read by :func:`load_rocksdb_config`; the unified ``config/rdb``
+database of configManagerVersion=v2 is not yet. Nothing here writes.
 
 >>> import json, tempfile, pathlib
 >>> d = pathlib.Path(tempfile.mkdtemp())
@@ -72,6 +74,7 @@ from typing import Any, Literal
 import pandas as pd
 
 from rmqlab.errors import FormatError
+from rmqlab.formats.rocksdb import is_rocksdb
 from rmqlab.formats.storepaths import CONFIG
 from rmqlab.jvm.longs import INT_MAX, INT_MIN, LONG_MAX, LONG_MIN
 
@@ -287,14 +290,15 @@ class ConfigLoad:
     """One config file as ConfigManager.load sees it.
 
     ``source`` is ``"file"`` (the main file), ``"bak"`` (the main file was missing, empty or
-    did not decode: ``reason`` says which) or ``"none"`` (neither had data: the broker starts
-    with empty tables). ``rows`` are the frame rows of the kind; ``extra`` holds the tables that
+    did not decode: ``reason`` says which), ``"none"`` (neither had data: the broker starts
+    with empty tables) or ``"rocksdb"`` (a RocksDB config manager's database, 5.2+: see
+    :func:`load_rocksdb_config`). ``rows`` are the frame rows of the kind; ``extra`` holds the tables that
     are not the kind's main one (forbiddenTable rows).
     """
 
     kind: str
     path: Path
-    source: Literal["file", "bak", "none"]
+    source: Literal["file", "bak", "none", "rocksdb"]
     reason: str
     used: Path | None = None
     rows: list[dict[str, Any]] = field(default_factory=list)
@@ -619,10 +623,64 @@ class StoreConfig:
         return {k: v.as_dict() for k, v in self.loads.items()}
 
 
+#: kind -> the folder under config/ of its RocksDB config manager (BrokerController 5.2+ with
+#: storeType=defaultRocksDB: RocksDBTopicConfigManager, RocksDBSubscriptionGroupManager,
+#: RocksDBConsumerOffsetManager, each getConfigFilePath at rocketmq-all-5.3.3)
+ROCKSDB_CONFIG_FOLDERS = {"topics": "topics", "subscription_groups": "subscriptionGroups",
+                          "consumer_offsets": "consumerOffsets"}
+_ROCKSDB_TABLES = {"topics": "topicConfigTable", "subscription_groups": "subscriptionGroupTable",
+                   "consumer_offsets": "offsetTable"}
+#: ConfigRocksDBStorage: the data version's column family and key
+_KV_DATA_VERSION = ("kvDataVersion", b"kvDataVersionKey")
+
+
+def load_rocksdb_config(folder: str | os.PathLike, kind: str, json_file: ConfigLoad | None = None) -> ConfigLoad:
+    """A RocksDB config manager's table, as its load builds it (RocksDBConfigManager.loadData, then
+    ``merge``; read at rocketmq-all-5.3.3): every key of the default column family with its JSON
+    value (a TopicConfig, a SubscriptionGroupConfig; for consumer offsets "topic@group" ->
+    ``{"offsetTable": {queueId: offset}}``), the data version from the ``kvDataVersion`` family.
+    Where the kind's JSON file loaded (`json_file`, source file or bak) with a data version whose
+    counter is greater, the broker merges it in: its topics and groups replace those of the same
+    name, its consumer offset table replaces the whole table (ConsumerOffsetManager.decode).
+    Reads only (a private snapshot of the database). Cost: one pass over the database.
+    Raises ImportError without rocksdict, FormatError for a database or value it cannot read."""
+    from rmqlab.formats.rocksdb import read_families
+
+    folder = Path(folder)
+    families = read_families(folder)
+    table: dict[str, Any] = {}
+    for key, value in families.get("default", []):
+        name = key.decode("utf-8", errors="replace")
+        entry = parse_fastjson(value.decode("utf-8", errors="replace"), path=folder)
+        if kind == "consumer_offsets":
+            entry = entry.get("offsetTable", {}) if isinstance(entry, dict) else entry
+        table[name] = entry
+    version = dict(families.get(_KV_DATA_VERSION[0], []) or []).get(_KV_DATA_VERSION[1])
+    doc: dict[str, Any] = {_ROCKSDB_TABLES[kind]: table}
+    if version is not None:
+        doc["dataVersion"] = parse_fastjson(version.decode("utf-8", errors="replace"), path=folder)
+    rows, dv, unknown, extra = decode_config(json.dumps(doc), kind, path=folder)
+    reason = f"the RocksDB config manager's database {folder.name}/ ({len(table)} keys)"
+    kv_counter = dv.counter if dv is not None and dv.counter is not None else 0
+    if json_file is not None and json_file.source in ("file", "bak") and json_file.data_version is not None \
+            and (json_file.data_version.counter or 0) > kv_counter:
+        name_field = {"topics": "topic", "subscription_groups": "group"}.get(kind)
+        if name_field is None:
+            rows = list(json_file.rows)
+        else:
+            replaced = {r[name_field] for r in json_file.rows}
+            rows = [r for r in rows if r[name_field] not in replaced] + list(json_file.rows)
+        reason += (f", merged with {json_file.used.name if json_file.used else json_file.path.name} (its data "
+                   f"version counter {json_file.data_version.counter} > {kv_counter})")
+        dv = json_file.data_version
+    return ConfigLoad(kind, folder, "rocksdb", reason, folder, rows, dv, unknown, False, extra)
+
+
 def read_store_config(root: str | os.PathLike) -> StoreConfig:
     """The ``config/`` folder of the store at `root`, every file through :func:`load_config_file`
-    (the optional lmqConsumerOffset.json only when it or its .bak exists). Reads only. Cost: reads
-    the JSON files once.
+    (the optional lmqConsumerOffset.json only when it or its .bak exists); topics, groups and
+    consumer offsets from their RocksDB config managers' databases where the store has them
+    (:func:`load_rocksdb_config`). Reads only. Cost: reads the JSON files once, and the databases.
 
     >>> import tempfile
     >>> sorted(read_store_config(tempfile.mkdtemp()).loads)
@@ -637,6 +695,9 @@ def read_store_config(root: str | os.PathLike) -> StoreConfig:
         if kind == "lmq_consumer_offsets" and not (p.exists() or p.with_name(name + ".bak").exists()):
             continue
         loads[kind] = load_config_file(p, kind)
+        rocks = folder / ROCKSDB_CONFIG_FOLDERS.get(kind, "")
+        if kind in ROCKSDB_CONFIG_FOLDERS and is_rocksdb(rocks):
+            loads[kind] = load_rocksdb_config(rocks, kind, loads[kind])
     return StoreConfig(root, loads)
 
 

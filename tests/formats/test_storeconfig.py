@@ -271,3 +271,46 @@ def test_generated_batch_cq_store_with_config_dispatches_again_from_config(tmp_p
         for f in sorted((tmp_path / "s" / sub).rglob("*")):
             if f.is_file():
                 assert f.read_bytes() == (tmp_path / "c" / f.relative_to(tmp_path / "s")).read_bytes()
+
+
+def _rocksdb_config(folder, entries: dict[bytes, bytes], counter: int) -> None:
+    rocksdict = pytest.importorskip("rocksdict", reason="the rmqlab[rocksdb] extra (rocksdict) is not installed")
+    opts = rocksdict.Options(raw_mode=True)
+    opts.create_if_missing(True)
+    opts.create_missing_column_families(True)
+    db = rocksdict.Rdict(str(folder), options=opts, column_families={"kvDataVersion": rocksdict.Options(raw_mode=True)})
+    for k, v in entries.items():
+        db[k] = v
+    db.get_column_family("kvDataVersion")[b"kvDataVersionKey"] = (
+        f'{{"counter":{counter},"stateVersion":0,"timestamp":1}}'.encode())
+    db.close()
+    (folder / "rocksdict-config.json").unlink(missing_ok=True)
+
+
+@pytest.mark.parametrize("json_counter", [None, 3, 9])
+def test_rocksdb_config_managers_merge_a_newer_json_file(tmp_path, json_counter):
+    """RocksDBTopicConfigManager / RocksDBConsumerOffsetManager (5.3.3) load their database, then
+    merge the JSON file only when its dataVersion counter is greater than the database's: topics
+    by name, the consumer offset table as a whole (ConsumerOffsetManager.decode replaces it)."""
+    from rmqlab.formats.storeconfig import read_store_config
+
+    config = tmp_path / "config"
+    config.mkdir()
+    topic = '{{"topicName":"{0}","readQueueNums":{1},"writeQueueNums":{1},"perm":6}}'
+    _rocksdb_config(config / "topics", {b"A": topic.format("A", 4).encode(), b"B": topic.format("B", 2).encode()}, 5)
+    _rocksdb_config(config / "consumerOffsets", {b"A@G": b'{"offsetTable":{"0":7,"1":9}}'}, 5)
+    if json_counter is not None:
+        version = f'"dataVersion":{{"counter":{json_counter},"timestamp":2}}'
+        (config / "topics.json").write_text(f'{{"topicConfigTable":{{"B":{topic.format("B", 8)},'
+                                            f'"C":{topic.format("C", 1)}}},{version}}}')
+        (config / "consumerOffset.json").write_text(f'{{"offsetTable":{{"C@G":{{0:3}}}},{version}}}')
+    before = {p: p.read_bytes() for p in config.rglob("*") if p.is_file()}
+    cfg = read_store_config(tmp_path)
+    assert before == {p: p.read_bytes() for p in config.rglob("*") if p.is_file()}
+    topics = {r.topic: r.read_queue_nums for r in cfg.topics().itertuples()}
+    offsets = {(r.topic, r.group, r.queue_id): r.offset for r in cfg.consumer_offsets().itertuples()}
+    assert cfg.loads["topics"].source == "rocksdb"
+    if json_counter == 9:
+        assert topics == {"A": 4, "B": 8, "C": 1} and offsets == {("C", "G", 0): 3}
+    else:
+        assert topics == {"A": 4, "B": 2} and offsets == {("A", "G", 0): 7, ("A", "G", 1): 9}
