@@ -27,7 +27,8 @@ DEFAULT_QUERY_MAX_NUM = 32
 PATTERNS = ("steady", "daily", "bursts", "daily+bursts")
 
 #: rmqlab.verify.KINDS: what a target of ``rmqlab verify`` can be
-VERIFY_KINDS = ("store", "commitlog", "consumequeue", "index", "checkpoint", "batchconsumequeue", "dledger")
+VERIFY_KINDS = ("store", "commitlog", "consumequeue", "index", "checkpoint", "batchconsumequeue", "dledger",
+                "rocksdbcq")
 
 #: rmqlab.capacity.plan.POINTS: where in a plan's (low, likely, high) intervals an estimate is taken
 PLAN_POINTS = ("low", "likely", "high")

@@ -177,6 +177,7 @@ class Store:
             **self._ext_info(),
             **self._feature_info(queues),
             **self._ledger_info(),
+            **self._rocksdb_info(),
             "index_files": len(index_frame),
             "index_keys": int(index_frame["keys"].sum()) if len(index_frame) else 0,
             "checkpoint": checkpoint,
@@ -192,6 +193,22 @@ class Store:
         return {"cq_ext_folders": len(folders),
                 "cq_ext_units": sum(i.units for i in infos),
                 "cq_ext_file_size": infos[0].mapped_file_size if infos else None}
+
+    def _rocksdb_info(self) -> dict[str, Any]:
+        """A RocksDB ConsumeQueue (storeType=defaultRocksDB, 5.2.0+: consumequeue/ is one database),
+        only for a store that has one: its queues and units, and how far its dispatch had got
+        (the file-queue counts above are then 0). Without the rocksdict package: why not read."""
+        from rmqlab.formats import rocksdbcq
+
+        folder = self.layout.paths.consumequeue
+        if not rocksdbcq.is_rocksdb(folder):
+            return {}
+        try:
+            db = rocksdbcq.RocksDBConsumeQueues.open(folder)
+        except ImportError as e:
+            return {"rocksdb_consume_queue": str(e)}
+        return {"rocksdb_consume_queue": {"queues": len(db.queues()), "units": len(db.units),
+                                          "dispatched_to": db.dispatched_to}}
 
     def _ledger_info(self) -> dict[str, Any]:
         """A DLedger CommitLog's ledger (its folder, entries, indexes, terms), only for a store

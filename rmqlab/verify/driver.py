@@ -11,6 +11,8 @@ import numpy as np
 
 from rmqlab.errors import RmqlabError
 from rmqlab.formats import batchconsumequeue as bcq
+from rmqlab.formats import commitlog as cl
+from rmqlab.formats import rocksdbcq
 from rmqlab.formats.indexfile import IndexFile, SlotCountRule, slot_count_rule_of
 from rmqlab.formats.indexgeometry import index_geometries
 from rmqlab.formats.storepaths import StorePaths
@@ -35,6 +37,7 @@ from rmqlab.verify.check_consumequeue import (
 )
 from rmqlab.verify.check_dledger import verify_ledger
 from rmqlab.verify.check_index import open_index
+from rmqlab.verify.check_rocksdbcq import verify_rocksdb_queues
 from rmqlab.verify.common import INDEX_FILE_NAME, add_problem
 from rmqlab.verify.cross import (
     IndexDirCross,
@@ -127,6 +130,8 @@ def verify_path(path: str | os.PathLike, *, kind: Kind | None = None, hash_slot_
         rep.files = verify_consume_queue(p, mapped_file_size=consume_queue_file_size)
     elif kind == "batchconsumequeue":
         rep.files = verify_batch_consume_queue(p)
+    elif kind == "rocksdbcq":
+        rep.files = [verify_rocksdb_queues(p, None)]
     else:
         if p.is_dir():
             raise IsADirectoryError(f"{p}: a checkpoint is a file")
@@ -182,7 +187,8 @@ def _verify_store(root: Path, rep: VerifyReport, hsn, inum, cl_size, cq_size, ru
             # TAGS index keys (5.4.0+): the given version's fact, else judged from the entries
             tag_keys = layout_facts(broker_version).index_tag_key if broker_version is not None else None
             index_cross = IndexDirCross(opened, tag_keys)
-        queues = _StoreQueues(root, cq_dir, cq_size) if cq_dir.is_dir() else None
+        rocks = cq_dir.is_dir() and rocksdbcq.is_rocksdb(cq_dir)   # storeType=defaultRocksDB
+        queues = _StoreQueues(root, cq_dir, cq_size) if cq_dir.is_dir() and not rocks else None
         if queues is not None:
             stack.callback(queues.close)
         if scan is not None:
@@ -200,6 +206,9 @@ def _verify_store(root: Path, rep: VerifyReport, hsn, inum, cl_size, cq_size, ru
             rep.cross += index_cross.problems(notes, rep.cross_counts, checked=scan is not None)
         if queues is not None:
             queues.finish(rep, scan, broker_version)
+        if rocks:
+            rep.files.append(verify_rocksdb_queues(cq_dir, cl.read_columns(commitlog, body=False)
+                                                   if scan is not None else None))
         for ledger in where.ledgers:      # a DLedger CommitLog: DLedger's own rules on its ledger
             rep.files.append(verify_ledger(ledger, cl_size))
         if checkpoint.exists():

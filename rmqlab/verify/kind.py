@@ -8,7 +8,7 @@ from rmqlab.formats import batchconsumequeue as bcq
 from rmqlab.formats import checkpoint as cpf
 from rmqlab.formats import commitlog as cl
 from rmqlab.formats import consumequeue as cq
-from rmqlab.formats import dledger
+from rmqlab.formats import dledger, rocksdbcq
 from rmqlab.formats import storepaths as sp
 from rmqlab.formats.storepaths import StorePaths
 from rmqlab.verify.common import INDEX_FILE_NAME, OFFSET_FILE_NAME
@@ -52,6 +52,8 @@ def detect_kind(path: str | os.PathLike) -> Kind:
         paths = StorePaths(p)
         if any(x.exists() for x in (paths.commitlog, paths.consumequeue, paths.index, paths.checkpoint)):
             return "store"
+        if rocksdbcq.is_rocksdb(p) and p.name == sp.CONSUMEQUEUE:
+            return "rocksdbcq"
         if bcq.FOLDER in (p.name, p.parent.name, p.parent.parent.name):
             return "batchconsumequeue"
         if p.name == sp.COMMITLOG:

@@ -9,8 +9,8 @@ from typing import Any, Literal
 from rmqlab.errors import RmqlabError
 
 #: What verify_path can verify.
-KINDS = ("store", "commitlog", "consumequeue", "index", "checkpoint", "batchconsumequeue", "dledger")
-Kind = Literal["store", "commitlog", "consumequeue", "index", "checkpoint", "batchconsumequeue", "dledger"]
+KINDS = ("store", "commitlog", "consumequeue", "index", "checkpoint", "batchconsumequeue", "dledger", "rocksdbcq")
+Kind = Literal["store", "commitlog", "consumequeue", "index", "checkpoint", "batchconsumequeue", "dledger", "rocksdbcq"]
 
 #: Every check code a :class:`Problem` can carry, and what it means.
 CHECKS: dict[str, str] = {
@@ -95,6 +95,18 @@ CHECKS: dict[str, str] = {
     "cq.ext-address": "a unit's tagsCode is an ext address that points at no ext unit",
     "cq.ext-order": "the ext addresses of a queue's units do not increase",
     "cqext.store-time": "an ext unit's store time is not its message's store time",
+    # a RocksDB ConsumeQueue (storeType=defaultRocksDB, 5.2.0+: consumequeue/ is one database)
+    "rcq.not-read": "the database was not read (the rocksdict package is missing: a warning)",
+    "rcq.key": "a key or value does not have the layout of RocksDBConsumeQueueTable / OffsetTable",
+    "rcq.phy-offset": "a unit's commitlog offset is not where a message starts",
+    "rcq.size": "a unit's size is not its message's TOTALSIZE",
+    "rcq.store-time": "a unit's store time is not its message's STORETIMESTAMP",
+    "rcq.transaction": "a unit points at a prepared or rolled-back transaction record",
+    "rcq.queue": "a unit's message belongs to another topic or queue",
+    "rcq.queue-offset": "a unit's message has another QUEUEOFFSET than the unit's key",
+    "rcq.tags-code": "a unit's tags code is not the broker's tags code of its message",
+    "rcq.max-offset": "a queue's max entry (offset column family) is not its last unit",
+    "rcq.missing-unit": "a dispatchable message before the dispatched end (CHECKPOINT_TOPIC) has no unit",
     # checkpoint
     # a DLedger CommitLog's ledger (dledger-<selfId>/), per ledger
     "dledger.load": "a data file's length is not the configured size (DLedger's load refuses the ledger)",

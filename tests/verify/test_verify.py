@@ -633,7 +633,8 @@ def test_kinds_are_forced_with_kind(store, tmp_path):
     assert r.ok and r.files[0].counts["blank"]
     with pytest.raises(ValueError):
         verify_path(odd, kind="nonsense")
-    assert set(KINDS) == {"store", "commitlog", "consumequeue", "index", "checkpoint", "batchconsumequeue", "dledger"}
+    assert set(KINDS) == {"store", "commitlog", "consumequeue", "index", "checkpoint", "batchconsumequeue", "dledger",
+                          "rocksdbcq"}
 
 
 # ---------------------------------------------------------------------------- real data
