@@ -25,8 +25,11 @@ import rocketmq_harness as rh
 
 from rmqlab.formats import batchconsumequeue as bcq
 from rmqlab.formats import consumequeue as cq
+from rmqlab.formats import rocksdbcq
 from rmqlab.formats.commitlog import iter_messages
 from rmqlab.formats.msgid import offset_msg_id
+from rmqlab.formats.storepaths import queue_folders
+from rmqlab.rules.versions import layout_facts
 from rmqlab.store.directory import Store
 from rmqlab.verify import verify_path
 
@@ -71,21 +74,35 @@ def test_the_store_holds_what_the_release_writes(written):
     """Each store reaches the features its release line has (the line, not rmqlab, says which):
     ConsumeQueueExt everywhere, light message queues from 4.9.3, the timer store, a BatchCQ
     topic and pop consumption from 5.0.0, a compaction topic from 5.1.0, IPv6 hosts in the
-    crash stores where the release's client and broker reach ::1."""
+    crash stores where the release's client and broker reach ::1. The rocksdb store (5.2.0+,
+    storeType=defaultRocksDB) keeps every queue in one RocksDB database, consumequeue/ itself,
+    with no ConsumeQueueExt and no BatchConsumeQueue (RocksDBConsumeQueueStore has neither), and
+    its topics, groups and consumer offsets in RocksDB config databases under config/."""
     v, store = rh.version_tuple(written.release), written.store
     facts = written.store_facts()
-    assert any(p.stat().st_size and p.read_bytes().strip(b"\0") for p in (store / "consumequeue_ext").rglob("*/*/*"))
+    rocks = written.scenario == "rocksdb"
+    assert rocksdbcq.is_rocksdb(store / "consumequeue") == rocks
+    if rocks:
+        queues = rocksdbcq.RocksDBConsumeQueues.open(store / "consumequeue").units
+        assert not (store / "consumequeue_ext").exists() and not (store / "batchconsumequeue").exists()
+        assert all(rocksdbcq.is_rocksdb(store / "config" / name) for name in ("topics", "subscriptionGroups",
+                                                                                "consumerOffsets"))
+    else:
+        assert any(p.stat().st_size and p.read_bytes().strip(b"\0")
+                   for p in (store / "consumequeue_ext").rglob("*/*/*"))
     # light message queues where the records carry INNER_MULTI_QUEUE_OFFSET: 4.9.3+, but not a 5.x
     # DLedger CommitLog's (CommitLog.doAppend adds it, DLedgerCommitLog's serializer does not)
     lmq = any("INNER_MULTI_QUEUE_OFFSET" in m["properties"] for m in _java_messages(written))
     assert lmq == (v >= rh.LMQ_SINCE and not (written.scenario.startswith("dledger") and v >= (5, 0, 0)))
-    assert any((store / "consumequeue").glob("%LMQ%lmq-a/0/*")) == lmq
+    has_lmq = bool((queues["topic"] == "%LMQ%lmq-a").any()) if rocks else any(
+        (store / "consumequeue").glob("%LMQ%lmq-a/0/*"))
+    assert has_lmq == (lmq and (not rocks or layout_facts(written.release).rocksdb_lmq))
     assert (store / "timerwheel").exists() == (v >= (5, 0, 0))
     if written.scenario not in rh.RESTARTS:     # a restart writes no workload of its own
         assert ("batch_cq_topic" in written.reached) == (v >= (5, 0, 0)), written.skipped
         assert ("compaction_topic" in written.reached) == (v >= (5, 1, 0)), written.skipped
         assert ("pop_consumer" in written.reached) == (v >= (5, 0, 0)), written.skipped
-    if v >= (5, 0, 0):
+    if v >= (5, 0, 0) and not rocks:
         assert any((store / "batchconsumequeue" / "TopicBatchCQ").rglob("*"))
     if v >= (5, 1, 0):
         assert "TopicCompact" in facts["topics"]
@@ -284,6 +301,14 @@ def test_min_max_offsets_equal_the_broker(answered):
     meanwhile: transaction check-backs keep writing half messages)."""
     a = answered.answers["broker"]
     misplaced = answered.misplaced_units()
+    if answered.scenario == "rocksdb":
+        # RocksDBConsumeQueueStore: the offset column family's max entry + 1, its min entry
+        theirs = {(q["topic"], q["queueId"]): (q["minOffset"], q["maxOffset"]) for q in a["queues"]}
+        db = rocksdbcq.RocksDBConsumeQueues.open(answered.store / "consumequeue").queues()
+        ours = {(t, int(i)): (int(lo), int(hi)) for t, i, lo, hi in
+                db[["topic", "queue_id", "min_offset", "max_offset"]].itertuples(index=False)}
+        assert len(theirs) > 30 and theirs == {k: ours.get(k) for k in theirs}
+        return
     exact = batched = 0
     for q in a["queues"]:
         assert "error" not in q, q
@@ -400,6 +425,17 @@ def test_search_offset_equals_the_broker(answered, tmp_path):
     """searchOffset (getOffsetInQueueByTime, LOWER) for several store times of every queue nothing
     was written to after the answers (so its ConsumeQueue is the one the broker searched)."""
     a = answered.answers["broker"]
+    if answered.scenario == "rocksdb":
+        # RocksDBConsumeQueueStore.getOffsetInQueueByTime: the units' own store times
+        db = rocksdbcq.RocksDBConsumeQueues.open(answered.store / "consumequeue")
+        boundary = layout_facts(answered.release).rocksdb_time_boundary
+        got = [(q["topic"], q["queueId"], s["timestamp"],
+                db.offset_by_time(q["topic"], q["queueId"], s["timestamp"], with_boundary=boundary))
+               for q in a["queues"] for s in q["searchOffset"]]
+        assert len(got) > 300
+        assert got == [(q["topic"], q["queueId"], s["timestamp"], s["offset"]) for q in a["queues"]
+                       for s in q["searchOffset"]]
+        return
     store = _store(answered)
     misplaced = answered.misplaced_units()
 
@@ -577,6 +613,110 @@ def test_dispatching_the_brokers_commitlog_gives_its_queues_and_index_files(rele
             return dt.datetime.strptime(p.name, "%Y%m%d%H%M%S%f")
 
         assert named(b) <= named(a) <= named(b) + dt.timedelta(seconds=30), (a.name, b.name)
+
+
+ROCKS = [(release, scenario) for release, scenario in CASES if scenario == "rocksdb"]
+
+
+@pytest.mark.parametrize(("release", "scenario"), ROCKS, ids=[_id(c) for c in ROCKS])
+def test_dispatching_the_brokers_commitlog_gives_its_rocksdb_queues(release, scenario, tmp_path):
+    """The CommitLog of the rocksdb store (storeType=defaultRocksDB), copied and dispatched by
+    rmqlab into file ConsumeQueues: every unit of the broker's RocksDB database (topic, queue,
+    queue offset, commitlog offset, size, tags code) is a unit of rmqlab's queues, and the other
+    way round, keyed as RocksDBConsumeQueueTable keys them (by the message's QUEUEOFFSET, where a
+    file queue places a unit at its write position: the two differ after an inner batch); the
+    database's store times are the messages' (MessageDecoder's decode), and its
+    dispatch checkpoint is the CommitLog's end. The index files are rmqlab's byte for byte as in
+    the file-queue stores (the index does not depend on the queue store)."""
+    import shutil
+
+    bs = rh.rocketmq_store(release, scenario)
+    copy = tmp_path / "store"
+    shutil.copytree(bs.commitlog, copy / "commitlog")
+    kw = {**bs.store_kwargs(), "consume_queue_ext": False}
+    if not layout_facts(release).rocksdb_lmq:   # 5.2.0 - 5.3.1: RocksDB queues hold no %LMQ% units
+        kw = {**kw, "enable_lmq": False, "enable_multi_dispatch": False}
+    Store(copy, **kw).dispatch()
+    db = rocksdbcq.RocksDBConsumeQueues.open(bs.store / "consumequeue")
+    theirs = {(t, int(q), int(o), int(p), int(z), int(c)) for t, q, o, p, z, c in
+              db.units[["topic", "queue_id", "queue_offset", "commitlog_offset", "size", "tags_code"]].itertuples(
+                  index=False)}
+    queue_offset = {m["offset"]: m["queueOffset"] for m in _java_messages(bs)}
+    ours = set()
+    for topic, qid, folder in queue_folders(copy / "consumequeue"):
+        with cq.ConsumeQueue.open(folder, rh.CONSUME_QUEUE_FILE_SIZE) as queue:
+            u = queue.units
+            for k in range(len(u)):
+                phy = int(u["commitlog_offset"][k])
+                # a unit's key is the dispatch request's queue offset: the message's QUEUEOFFSET
+                # (an inner batch of N takes N offsets, and its one unit the first), the LMQ
+                # offset in a light message queue; a file queue appends at its write position
+                key = queue.min_offset + k if topic.startswith("%LMQ%") else queue_offset[phy]
+                ours.add((topic, qid, key, phy, int(u["size"][k]), int(u["tags_code"][k])))
+    assert len(theirs) > 900 and theirs == ours, (sorted(theirs - ours)[:5], sorted(ours - theirs)[:5])
+    stored = {m["offset"]: m["storeTimestamp"] for m in _java_messages(bs)}
+    assert dict(zip(db.units["commitlog_offset"].tolist(), db.units["store_timestamp"].tolist())) == {
+        int(p): stored[int(p)] for p in db.units["commitlog_offset"]}
+    assert db.dispatched_to == max(m["offset"] + m["storeSize"] for m in _java_messages(bs))
+    theirs_index, ours_index = sorted((bs.store / "index").iterdir()), sorted((copy / "index").iterdir())
+    assert [p.read_bytes() for p in theirs_index] == [p.read_bytes() for p in ours_index]
+
+
+def _rewrite_rocksdb(folder: Path, change) -> None:
+    """`change(db)` applied to the RocksDB database in `folder` (opened read-write, raw bytes), then
+    closed: the test's own edit of a copy, with rocksdict's settings file removed after."""
+    import rocksdict
+
+    names = rocksdict.Rdict.list_cf(str(folder))
+    db = rocksdict.Rdict(str(folder), options=rocksdict.Options(raw_mode=True),
+                         column_families={n: rocksdict.Options(raw_mode=True) for n in names if n != "default"})
+    try:
+        change(db)
+    finally:
+        db.close()
+    (folder / "rocksdict-config.json").unlink(missing_ok=True)
+
+
+@pytest.mark.parametrize(("release", "scenario"), ROCKS, ids=[_id(c) for c in ROCKS])
+def test_verify_finds_each_damage_to_the_brokers_rocksdb_queues(release, scenario, tmp_path):
+    """The broker's own RocksDB ConsumeQueue, copied, each time with one edit: a unit's size, tags
+    code or store time changed, a unit removed, a max entry moved, a malformed key added. verify
+    reports each as exactly its check (and nothing else) at the database, and the store copy
+    verifies clean before any edit."""
+    bs = rh.rocketmq_store(release, scenario)
+    key = rocksdbcq.unit_key("TopicA", 1, 5)
+    fields = rocksdbcq.UNIT.struct
+
+    def with_unit(**values):
+        def change(db):
+            unit = dict(zip([f.name for f in rocksdbcq.UNIT.fields], fields.unpack(db[key])))
+            db[key] = fields.pack(*{**unit, **values}.values())
+        return change
+
+    def drop(db):
+        del db[key]
+
+    def move_max(db):
+        off = db.get_column_family(rocksdbcq.OFFSET_COLUMN_FAMILY)
+        k = rocksdbcq.offset_key("TopicA", 1, rocksdbcq.MAX)
+        off[k] = rocksdbcq.OFFSET_UNIT.struct.pack(*rocksdbcq.OFFSET_UNIT.struct.unpack(off[k])[:1], 3)
+
+    def bad_key(db):
+        db[b"\x00\x00\x00\x09\x01TopicA"] = bytes(28)
+
+    edits = {"rcq.size": with_unit(size=7), "rcq.tags-code": with_unit(tags_code=12345),
+             "rcq.store-time": with_unit(store_timestamp=1), "rcq.missing-unit": drop, "rcq.max-offset": move_max,
+             "rcq.key": bad_key}
+    kw = dict(hash_slot_num=rh.HASH_SLOT_NUM, index_num=rh.INDEX_NUM, commitlog_file_size=rh.COMMITLOG_FILE_SIZE,
+              broker_version=release)
+    for n, (check, edit) in enumerate(edits.items()):
+        copy = tmp_path / str(n) / "store"
+        rh.copy_store(bs.store, copy)
+        if n == 0:
+            assert verify_path(copy, **kw).errors == []
+        _rewrite_rocksdb(copy / "consumequeue", edit)
+        found = [(p.check, p.path) for p in verify_path(copy, **kw).errors]
+        assert found == [(check, str(copy / "consumequeue"))], (check, found)
 
 
 # -- rmqlab store recover keeps at least what the broker's own recovery kept -------------------

@@ -24,6 +24,8 @@ Scenarios:
                records what DLedger's own store reads after its load and recovery (ledger.json).
 ``dledger-crash``  as ``crash``, with the DLedger CommitLog of ``dledger``.
 ``dledger-recovered``  the dledger-crash store copied, the broker restarted on it, as ``recovered``.
+``rocksdb``    as ``clean``, with storeType=defaultRocksDB (5.2.0+): the ConsumeQueues are a RocksDB
+               database in {store}/consumequeue (RocksDBConsumeQueueStore).
 
 The workload (tests/brokers/rocketmq/src/RocketMQDriver.java) reaches what the release has and
 records what it skipped and why (:attr:`BrokerStore.skipped`); :meth:`BrokerStore.store_facts`
@@ -77,6 +79,8 @@ RELEASES: dict[str, str] = {
     "5.5.0": "5.5.0",
 }
 SCENARIOS = ("clean", "crash", "recovered")
+#: the first release with a RocksDB ConsumeQueue store (storeType=defaultRocksDB)
+ROCKSDB_SINCE = (5, 2, 0)
 #: the releases with a DLedger CommitLog scenario: the first DLedger line (dledger 0.1), the last
 #: 4.9 and a 5.3 (dledger 0.3.1.2)
 DLEDGER_RELEASES = ("4.5.2", "4.9.7", "5.3.3")
@@ -88,6 +92,8 @@ EXTRA_SCENARIOS: dict[str, Any] = {
     "dledger-crash": lambda release: release in DLEDGER_RELEASES,
     # the dledger-crash store, the broker restarted on it (DLedgerCommitLog's abnormal recovery)
     "dledger-recovered": lambda release: release in DLEDGER_RELEASES,
+    # as clean, with the ConsumeQueues in RocksDB (storeType=defaultRocksDB, RIP-66, 5.2.0+)
+    "rocksdb": lambda release: version_tuple(release) >= ROCKSDB_SINCE,
 }
 ALL_SCENARIOS = (*SCENARIOS, *EXTRA_SCENARIOS)
 #: restart scenario -> the crash scenario whose store it copies and restarts the broker on
@@ -282,6 +288,8 @@ def scenario_conf(scenario: str) -> str:
     CommitLog is a one-node DLedger group's ({store}/dledger-n0/data), in the dledger scenarios."""
     if scenario in ("crash", "recovered"):
         return "enabledAppendPropCRC=true\n"
+    if scenario == "rocksdb":
+        return "storeType=defaultRocksDB\n"
     if scenario.startswith("dledger"):
         return (f"enableDLegerCommitLog=true\ndLegerGroup={DLEDGER_GROUP}\ndLegerSelfId={DLEDGER_SELF_ID}\n"
                 f"dLegerPeers={DLEDGER_PEERS}\n")
@@ -651,7 +659,7 @@ class _Run:
             else:
                 self.start_broker("first")
                 self.workload()
-                if self.scenario in ("clean", "dledger"):
+                if self.scenario in ("clean", "dledger", "rocksdb"):
                     self.answers(self.groups)
                     self.stop_clean("first")
                 else:
