@@ -191,15 +191,24 @@ class RocksDBConsumeQueues:
         return min(max(result, lo_q), hi_q)
 
 
-def _search(at: dict[int, tuple[int, int]], high: int, low: int, ceiling: int, floor: int, timestamp: int,
-            min_phy: int, lower: bool) -> int:
-    """RocksDBConsumeQueueTable.binarySearchInCQByTime over `at` (queue offset -> (commitlog
-    offset, store time))."""
-    if ceiling in at and at[ceiling][1] < timestamp:
-        return ceiling + 1 if lower else ceiling
-    if floor in at and at[floor][1] > timestamp:
-        return floor if lower else 0
-    target = left = right = -1
+@dataclass
+class _Bisect:
+    """Where the binary search of binarySearchInCQByTime (both versions) ended: the unit with the
+    time (exact, or -1), the last older unit and the first newer one with their times (-1: none);
+    `zero`: it met a negative store time (the Java answers 0)."""
+
+    exact: int = -1
+    left: int = -1
+    left_time: int = -1
+    right: int = -1
+    right_time: int = -1
+    zero: bool = False
+
+
+def _bisect(at: dict[int, tuple[int, int]], high: int, low: int, timestamp: int, min_phy: int) -> _Bisect:
+    """The loop both versions share: a missing unit moves up; a unit below the CommitLog's min
+    offset counts as older (without a time)."""
+    r = _Bisect()
     while high >= low:
         mid = low + ((high - low) >> 1)
         if mid not in at:
@@ -207,19 +216,35 @@ def _search(at: dict[int, tuple[int, int]], high: int, low: int, ceiling: int, f
             continue
         phy, store = at[mid]
         if phy < min_phy:
-            low, left = mid + 1, mid
+            low, r.left = mid + 1, mid
             continue
         if store < 0:
-            return 0
+            r.zero = True
+            return r
         if store == timestamp:
-            target = mid
-            break
+            r.exact = mid
+            return r
         if store > timestamp:
-            high, right = mid - 1, mid
+            high, r.right, r.right_time = mid - 1, mid, store
         else:
-            low, left = mid + 1, mid
-    if target == -1:
-        return right if lower else left
+            low, r.left, r.left_time = mid + 1, mid, store
+    return r
+
+
+def _search(at: dict[int, tuple[int, int]], high: int, low: int, ceiling: int, floor: int, timestamp: int,
+            min_phy: int, lower: bool) -> int:
+    """RocksDBConsumeQueueTable.binarySearchInCQByTime (5.3.0+) over `at` (queue offset ->
+    (commitlog offset, store time))."""
+    if ceiling in at and at[ceiling][1] < timestamp:
+        return ceiling + 1 if lower else ceiling
+    if floor in at and at[floor][1] > timestamp:
+        return floor if lower else 0
+    r = _bisect(at, high, low, timestamp, min_phy)
+    if r.zero:
+        return 0
+    if r.exact == -1:
+        return r.right if lower else r.left
+    target = r.exact
     step, bound = (-1, floor) if lower else (1, ceiling)
     while (target + step >= bound) if lower else (target + step <= bound):
         nxt = at.get(target + step)
@@ -229,40 +254,26 @@ def _search(at: dict[int, tuple[int, int]], high: int, low: int, ceiling: int, f
     return target
 
 
+def _search_nearest(at: dict[int, tuple[int, int]], high: int, low: int, timestamp: int, min_phy: int) -> int:
+    """binarySearchInCQByTime of 5.2.x over `at` (queue offset -> (commitlog offset, store time))."""
+    r = _bisect(at, high, low, timestamp, min_phy)
+    if r.zero:
+        return 0
+    if r.exact != -1:
+        return r.exact
+    if r.left_time == -1:
+        return r.right
+    if r.right_time == -1:
+        return r.left
+    return r.right if abs(timestamp - r.left_time) > abs(timestamp - r.right_time) else r.left
+
+
 def _column(rest: np.ndarray, at: int, code: str) -> np.ndarray:
     """The big-endian integer at byte `at` of each row of `rest`, as int64."""
     width = np.dtype(code).itemsize
     if not len(rest):
         return np.zeros(0, np.int64)
     return rest[:, at:at + width].copy().view(code).ravel().astype(np.int64)
-
-
-def _search_nearest(at: dict[int, tuple[int, int]], high: int, low: int, timestamp: int, min_phy: int) -> int:
-    """binarySearchInCQByTime of 5.2.x over `at` (queue offset -> (commitlog offset, store time))."""
-    left = right = -1
-    left_time = right_time = -1
-    while high >= low:
-        mid = low + ((high - low) >> 1)
-        if mid not in at:
-            low = mid + 1
-            continue
-        phy, store = at[mid]
-        if phy < min_phy:
-            low, left = mid + 1, mid
-            continue
-        if store < 0:
-            return 0
-        if store == timestamp:
-            return mid
-        if store > timestamp:
-            high, right, right_time = mid - 1, mid, store
-        else:
-            low, left, left_time = mid + 1, mid, store
-    if left_time == -1:
-        return right
-    if right_time == -1:
-        return left
-    return right if abs(timestamp - left_time) > abs(timestamp - right_time) else left
 
 
 def _units_frame(folder: Path, items: list[tuple[bytes, bytes]]) -> pd.DataFrame:
