@@ -102,6 +102,7 @@ from rmqlab.formats.indexfile import (
     read_header,
     slot_count_rule_of,
 )
+from rmqlab.formats.rocksdb import is_rocksdb
 from rmqlab.formats.storepaths import StorePaths, queue_folders
 from rmqlab.rules.dispatch import goes_to_consume_queue_many, lmq_dispatch_many, message_tags_codes
 from rmqlab.rules.versions import layout_facts
@@ -906,6 +907,11 @@ def recover_store(root: str | os.PathLike, *, hash_slot_num: int | None = DEFAUL
     root = Path(root)
     if not root.is_dir():
         raise NotADirectoryError(f"{root}: not a store directory")
+    if is_rocksdb(StorePaths(root).consumequeue):
+        raise UnrecoverableError("a RocksDB ConsumeQueue (storeType=defaultRocksDB): rmqlab repairs file "
+                                 "ConsumeQueues only and writes nothing here; the broker rebuilds the database from "
+                                 "its dispatch checkpoint", path=StorePaths(root).consumequeue, offset=None,
+                                 field="storeType")
     kw = dict(hash_slot_num=hash_slot_num, index_num=index_num, commitlog_file_size=commitlog_file_size,
               consume_queue_file_size=consume_queue_file_size,
               slot_count_rule=slot_count_rule or slot_count_rule_of(broker_version), tz=tz,

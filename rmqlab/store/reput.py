@@ -31,11 +31,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from rmqlab.errors import FormatError
 from rmqlab.formats import batchconsumequeue as bcq
 from rmqlab.formats import checkpoint as cp
 from rmqlab.formats import commitlog as cl
 from rmqlab.formats import consumequeue as cq
 from rmqlab.formats import consumequeue_ext as cqx
+from rmqlab.formats.rocksdb import is_rocksdb
 from rmqlab.rules.dispatch import batch_units_many, goes_to_consume_queue_many, lmq_dispatch_many, message_tags_codes
 from rmqlab.store.layout import StoreLayout
 from rmqlab.tables.arrow import arrow_column
@@ -120,12 +122,23 @@ def batch_queues_end(layout: StoreLayout) -> int:
                 end = max(end, int(u["commitlog_offset"][-1]) + int(u["size"][-1]))
     return end
 
+def refuse_rocksdb_queues(folder: Path) -> None:
+    """Raise :class:`~rmqlab.errors.FormatError` (field ``storeType``) when `folder`, a store's
+    consumequeue/, is a RocksDB database (storeType=defaultRocksDB): rmqlab writes file
+    ConsumeQueues only, and writing them into the database's folder would mix the two."""
+    if is_rocksdb(folder):
+        raise FormatError("a RocksDB ConsumeQueue (storeType=defaultRocksDB): rmqlab writes file ConsumeQueues "
+                          "only; dispatch a copy of the store without its consumequeue/ folder to get them",
+                          path=folder, offset=None, field="storeType")
+
+
 def dispatch_store(layout: StoreLayout, *, part_messages: int = PART_MESSAGES,
                    progress: Callable[[int, int], None] | None = None) -> DispatchReport:
     """:meth:`Store.dispatch` (see there) of the store `layout` describes, reading
     `part_messages` messages at a time and calling ``progress(CommitLog bytes dispatched, bytes
     to dispatch)`` after each part; the index is written through ``layout.index_service``."""
     t0 = time.perf_counter()
+    refuse_rocksdb_queues(layout.paths.consumequeue)
     start = reput_from_offset(layout)
     if not layout.paths.has_commitlog():
         return DispatchReport(start, start, 0, 0, 0, 0, 0)

@@ -719,6 +719,25 @@ def test_verify_finds_each_damage_to_the_brokers_rocksdb_queues(release, scenari
         assert found == [(check, str(copy / "consumequeue"))], (check, found)
 
 
+@pytest.mark.parametrize(("release", "scenario"), ROCKS, ids=[_id(c) for c in ROCKS])
+def test_dispatch_and_recover_refuse_the_brokers_rocksdb_store_and_write_nothing(release, scenario, tmp_path):
+    """rmqlab writes file ConsumeQueues only: `Store.dispatch` and `store recover` on a copy of the
+    rocksdb store raise, naming consumequeue/ and storeType, before writing anything."""
+    from rmqlab.errors import FormatError
+    from rmqlab.store.recover import recover_store
+
+    bs = rh.rocketmq_store(release, scenario)
+    copy = tmp_path / "store"
+    rh.copy_store(bs.store, copy)
+    before = {p: p.read_bytes() for p in copy.rglob("*") if p.is_file()}
+    for run in (lambda: Store(copy, **bs.store_kwargs()).dispatch(),
+                lambda: recover_store(copy, hash_slot_num=rh.HASH_SLOT_NUM, index_num=rh.INDEX_NUM)):
+        with pytest.raises(FormatError) as e:
+            run()
+        assert (e.value.path, e.value.field) == (str(copy / "consumequeue"), "storeType")
+    assert before == {p: p.read_bytes() for p in copy.rglob("*") if p.is_file()}
+
+
 # -- rmqlab store recover keeps at least what the broker's own recovery kept -------------------
 
 RECOVERIES = [(release, scenario) for release, scenario in CASES if scenario in rh.RESTARTS]
