@@ -183,7 +183,26 @@ transactionTimeOut=1000
 transactionCheckInterval=2000
 timerWheelEnable=true
 timerPrecisionMs=1000
+cleanFileForciblyEnable=false
 {{extra}}"""
+# cleanFileForciblyEnable=false: a broker whose disk is over diskSpaceCleanForciblyRatio (85 %, as
+# used / (used + usable), UtilAll.getDiskPartitionSpaceUsedPercent) deletes CommitLog and queue
+# files whatever their age (CleanCommitLogService, cleanImmediately); the stores must not depend on
+# how full the machine's disk is. Past 90 % a broker refuses writes: see check_disk.
+#: the disk use (used / (used + usable)) at which a broker marks its disk full and refuses writes
+#: (diskSpaceWarningLevelRatio, capped at 0.90 in 5.x)
+DISK_FULL_RATIO = 0.90
+
+
+def check_disk(folder: Path) -> None:
+    """Raise HarnessError when the disk holding `folder` is as full as a broker refuses writes at."""
+    st = os.statvfs(folder)
+    used = (st.f_blocks - st.f_bfree) * st.f_frsize
+    usable = st.f_bavail * st.f_frsize
+    ratio = used / (used + usable) if used + usable else 0.0
+    if ratio >= DISK_FULL_RATIO:
+        raise bh.HarnessError(f"the disk holding {folder} is {ratio:.0%} full: a RocketMQ broker refuses writes from "
+                              f"{DISK_FULL_RATIO:.0%} (diskSpaceWarningLevelRatio); free some space")
 
 NAMESRV_CONF = f"listenPort={NAMESRV_PORT}\nbindAddress=::\n"
 
@@ -496,6 +515,7 @@ class _Run:
         self.timings["namesrv_start_s"] = round(time.monotonic() - t, 2)
 
     def start_broker(self, label: str) -> None:
+        check_disk(self.folder)
         t = time.monotonic()
         p = bh.start(["java", "-Xms128m", "-XX:MaxDirectMemorySize=256m",
                       *self.java("org.apache.rocketmq.broker.BrokerStartup", "-c", str(self.folder / "broker.conf"),
