@@ -80,6 +80,9 @@ def test_the_store_holds_what_the_release_writes(written):
     its topics, groups and consumer offsets in RocksDB config databases under config/."""
     v, store = rh.version_tuple(written.release), written.store
     facts = written.store_facts()
+    first = min(p.name for p in written.commitlog.iterdir())
+    assert int(first) == 0, f"{written.commitlog}: starts at {first}: the broker deleted its first files (a disk " \
+                            f"over diskSpaceCleanForciblyRatio with cleanFileForciblyEnable, or an expired store)"
     rocks = written.scenario == "rocksdb"
     assert rocksdbcq.is_rocksdb(store / "consumequeue") == rocks
     if rocks:
