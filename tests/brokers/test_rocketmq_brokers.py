@@ -795,12 +795,17 @@ def test_store_recover_keeps_what_the_brokers_recovery_kept(release, restart, tm
     theirs = {u for u in units(recovered.store) if u[1] in kept}
     assert theirs and theirs <= units(copy), sorted(theirs - units(copy))[:10]
     store = Store(copy, **crash.store_kwargs())
+    # the same store answering up to 2**20 offsets a query (maxMsgsNumBatch): see below
+    uncut = Store(copy, **crash.store_kwargs(), max_msgs_num_batch=1 << 20)
     compared = 0
     for q in recovered.answers["broker"]["key_queries"]:
         if len(q["broker_offsets"]) >= q["maxNum"]:
             continue
         want = {o for o in q["broker_offsets"] if o in kept}
-        got = set(store.query_by_key(q["topic"], q["key"], begin=q["begin"], end=q["end"], max_num=q["maxNum"],
+        # rmqlab's store holds keys the broker's restart lost (a DLedger restart before 5.2.0
+        # re-indexes nothing), so its answer can reach maxNum where the broker's did not: asked
+        # without that cut, it must hold every offset the broker found
+        got = set(uncut.query_by_key(q["topic"], q["key"], begin=q["begin"], end=q["end"], max_num=1 << 20,
                                      mode="broker")["phy_offset"].tolist())
         if not want <= got:
             # The broker's restart indexes the message at the newest remaining index file's
