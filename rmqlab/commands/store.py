@@ -177,12 +177,34 @@ def _emit(args, obj, text: str) -> None:
     print(json.dumps(obj, default=str) if args.json else text)
 
 
+def _info_lines(info: dict) -> str:
+    """``store info``'s text: one aligned line a value; a dict's values (the DLedger ledger's
+    summary, the RocksDB ConsumeQueue's counts) one line each under ``name.field``, a list of
+    dicts under ``name[i].field``."""
+    pairs: list[tuple[str, object]] = []
+
+    def add(name: str, value) -> None:
+        if isinstance(value, dict) and value:
+            for k, v in value.items():
+                add(f"{name}.{k}", v)
+        elif isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
+            for i, v in enumerate(value):
+                add(f"{name}[{i}]", v)
+        else:
+            pairs.append((name, value))
+
+    for k, v in info.items():
+        add(k, v)
+    width = max([22, *(len(name) + 2 for name, _ in pairs)])
+    return "\n".join(f"{name:<{width}}{value}" for name, value in pairs)
+
+
 def _info(args) -> int:
     import pandas as pd
 
     store = _store(args)
     info = store.info()
-    text = "\n".join(f"{k:<22}{v}" for k, v in info.items())
+    text = _info_lines(info)
     if (store.root / "config").is_dir():   # a store without config/ shows what it always showed
         progress = store.consumer_progress()
         config = progress.attrs["config"]
@@ -317,7 +339,7 @@ def _generate(args) -> int:
         print(file=sys.stderr)
     info = s.info()
     info["workload"] = dataclasses.asdict(w)
-    _emit(args, info, "\n".join(f"{k:<22}{v}" for k, v in info.items() if k != "workload"))
+    _emit(args, info, _info_lines({k: v for k, v in info.items() if k != "workload"}))
     return 0
 
 

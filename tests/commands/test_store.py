@@ -77,7 +77,10 @@ def test_info_text_and_json(store_dir, capsys):
     assert info == json.loads(json.dumps(Store(store_dir, **STORE_OPTIONS).info(), default=str))
     assert main(["store", "info", str(store_dir), *GEO]) == 0
     rows = {line.split()[0]: line.split(None, 1)[1] for line in capsys.readouterr().out.splitlines()}
-    assert set(rows) == set(info)
+    # a dict's values one line each under name.field (the checkpoint's fields here)
+    assert {name.split(".")[0] for name in rows} == set(info)
+    checkpoint = info["checkpoint"]
+    assert {k: rows[f"checkpoint.{k}"] for k in checkpoint} == {k: str(v) for k, v in checkpoint.items()}
     assert rows["messages"] == "2000" and rows["index_files"] == str(info["index_files"])
     assert rows["commitlog_files"] == str(info["commitlog_files"])
 
