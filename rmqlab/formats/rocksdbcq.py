@@ -28,8 +28,10 @@ nothing is written in the folder given; the ``rmqlab[rocksdb]`` extra).
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -114,6 +116,24 @@ class RocksDBConsumeQueues:
     offsets: pd.DataFrame
     #: the CommitLog offset the dispatch had built the queues to (the CHECKPOINT_TOPIC entry), or None
     dispatched_to: int | None = None
+    _ends: dict[int, dict[tuple[str, int], tuple[int, int]]] = field(default_factory=dict, repr=False)
+
+    @cached_property
+    def _units_by_queue(self) -> dict[tuple[str, int], dict[int, tuple[int, int]]]:
+        """(topic, queue id) -> queue offset -> (commitlog offset, store time), built once."""
+        u = self.units
+        out: dict[tuple[str, int], dict[int, tuple[int, int]]] = {}
+        for key, g in u.groupby(["topic", "queue_id"], sort=False):
+            pair: Any = key
+            out[(str(pair[0]), int(pair[1]))] = dict(zip(g["queue_offset"].tolist(), zip(
+                g["commitlog_offset"].tolist(), g["store_timestamp"].tolist())))
+        return out
+
+    @cached_property
+    def _max_entry(self) -> dict[tuple[str, int], int]:
+        """(topic, queue id) -> the queue offset its ``max`` entry names."""
+        mx = self.offsets[self.offsets["which"] == MAX]
+        return {(t, int(i)): int(o) for t, i, o in mx[["topic", "queue_id", "queue_offset"]].itertuples(index=False)}
 
     @classmethod
     def open(cls, folder: str | os.PathLike) -> RocksDBConsumeQueues:
@@ -160,7 +180,8 @@ class RocksDBConsumeQueues:
         on the units' own store times; units below `commitlog_min_offset` count as older), its
         answer clamped to [min offset, max offset]. `boundary`: "lower" or "upper". A queue with
         no ``max`` entry answers 0. `with_boundary`: the 5.3.0+ search (``layout_facts(v).
-        rocksdb_time_boundary``); False: 5.2.x's. Cost: O(log units) dictionary look-ups.
+        rocksdb_time_boundary``); False: 5.2.x's. Cost: O(log units) dictionary look-ups, after
+        one pass over the units at the first call.
 
         The 5.3.0+ search, as the Java reads: the unit at max older than the time -> max + 1
         (LOWER) or max (UPPER); the unit at min newer -> min (LOWER) or 0 (UPPER); otherwise a
@@ -173,16 +194,17 @@ class RocksDBConsumeQueues:
         side = boundary.lower()
         if side not in ("lower", "upper"):
             raise ValueError(f"boundary must be 'lower' or 'upper', got {boundary!r}")
-        q = self.queues(commitlog_min_offset)
-        row = q[(q["topic"] == topic) & (q["queue_id"] == queue_id)]
-        o = self.offsets
-        mx = o[(o["topic"] == topic) & (o["queue_id"] == queue_id) & (o["which"] == MAX)]
-        if row.empty or mx.empty:
+        ends = self._ends.get(commitlog_min_offset)
+        if ends is None:   # the queues' min and max offsets, once per CommitLog min offset
+            q = self.queues(commitlog_min_offset)
+            ends = self._ends[commitlog_min_offset] = {
+                (t, int(i)): (int(lo), int(hi)) for t, i, lo, hi in
+                q[["topic", "queue_id", "min_offset", "max_offset"]].itertuples(index=False)}
+        if (topic, queue_id) not in ends or (topic, queue_id) not in self._max_entry:
             return 0
-        lo_q, hi_q = int(row["min_offset"].iloc[0]), int(row["max_offset"].iloc[0])
-        u = self.units[(self.units["topic"] == topic) & (self.units["queue_id"] == queue_id)]
-        at = dict(zip(u["queue_offset"].tolist(), zip(u["commitlog_offset"].tolist(), u["store_timestamp"].tolist())))
-        high, low = int(mx["queue_offset"].iloc[0]), lo_q
+        lo_q, hi_q = ends[(topic, queue_id)]
+        at = self._units_by_queue.get((topic, queue_id), {})
+        high, low = self._max_entry[(topic, queue_id)], lo_q
         ceiling, floor = high, low
         if with_boundary:
             result = _search(at, high, low, ceiling, floor, timestamp, commitlog_min_offset, side == "lower")
