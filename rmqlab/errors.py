@@ -44,5 +44,10 @@ class CorruptIndexError(FormatError):
     """An index violates an invariant: pointer out of range, a cycle, a chain in the wrong slot."""
 
 
+class UnsupportedError(RmqlabError):
+    """The store holds something the broker answers from a part rmqlab does not read yet; the
+    message names it and why."""
+
+
 class ReadOnlyError(RmqlabError):
     """A write was attempted on a file opened for reading."""

@@ -173,6 +173,36 @@ class RocksDBConsumeQueues:
         return out
 
 
+    def _ends_of(self, commitlog_min_offset: int) -> dict[tuple[str, int], tuple[int, int]]:
+        """(topic, queue id) -> (min offset, max offset) of :meth:`queues`, once per CommitLog min offset."""
+        ends = self._ends.get(commitlog_min_offset)
+        if ends is None:
+            q = self.queues(commitlog_min_offset)
+            ends = self._ends[commitlog_min_offset] = {
+                (t, int(i)): (int(lo), int(hi)) for t, i, lo, hi in
+                q[["topic", "queue_id", "min_offset", "max_offset"]].itertuples(index=False)}
+        return ends
+
+    def min_max(self, topic: str, queue_id: int, commitlog_min_offset: int = 0) -> tuple[int, int]:
+        """(min offset, max offset) of one queue as :meth:`queues` answers them; (0, 0) for a
+        queue the database does not hold. Cost: O(1) after one pass over the units a CommitLog
+        min offset."""
+        return self._ends_of(commitlog_min_offset).get((topic, int(queue_id)), (0, 0))
+
+    @cached_property
+    def _frames_by_queue(self) -> dict[tuple[str, int], pd.DataFrame]:
+        out: dict[tuple[str, int], pd.DataFrame] = {}
+        for key, g in self.units.groupby(["topic", "queue_id"], sort=False):
+            pair: Any = key
+            out[(str(pair[0]), int(pair[1]))] = g.reset_index(drop=True)
+        return out
+
+    def queue_units(self, topic: str, queue_id: int) -> pd.DataFrame:
+        """The units of one queue (columns as :attr:`units`), by queue offset; empty for a
+        queue the database does not hold. Cost: O(1) after one grouping of all units."""
+        got = self._frames_by_queue.get((topic, int(queue_id)))
+        return got if got is not None else self.units.iloc[:0]
+
     def offset_by_time(self, topic: str, queue_id: int, timestamp: int, boundary: str = "lower",
                        commitlog_min_offset: int = 0, *, with_boundary: bool = True) -> int:
         """DefaultMessageStore.getOffsetInQueueByTime on this store: RocksDBConsumeQueueStore's
@@ -194,12 +224,7 @@ class RocksDBConsumeQueues:
         side = boundary.lower()
         if side not in ("lower", "upper"):
             raise ValueError(f"boundary must be 'lower' or 'upper', got {boundary!r}")
-        ends = self._ends.get(commitlog_min_offset)
-        if ends is None:   # the queues' min and max offsets, once per CommitLog min offset
-            q = self.queues(commitlog_min_offset)
-            ends = self._ends[commitlog_min_offset] = {
-                (t, int(i)): (int(lo), int(hi)) for t, i, lo, hi in
-                q[["topic", "queue_id", "min_offset", "max_offset"]].itertuples(index=False)}
+        ends = self._ends_of(commitlog_min_offset)
         if (topic, queue_id) not in ends or (topic, queue_id) not in self._max_entry:
             return 0
         lo_q, hi_q = ends[(topic, queue_id)]

@@ -16,7 +16,9 @@ Each fact was settled by reading the broker's Java source at the release tags na
 * **IPv6 hosts.** ``MessageSysFlag.BORNHOST_V6_FLAG`` / ``STOREHOSTADDRESS_V6_FLAG`` come in 4.6.0.
 * **ConsumeQueueExt** (``store/ConsumeQueueExt.java``, ``enableConsumeQueueExt`` default false)
   exists from 4.x through 5.5.x (the 5.5.0 broker writes it); **BatchConsumeQueue**
-  (``store/queue/BatchConsumeQueue.java``) from 5.0.0; **light message queues** (``MultiDispatch``,
+  (``store/queue/BatchConsumeQueue.java``) from 5.0.0; **compaction topics** (``cleanup.policy``
+  ``COMPACTION``, ``store/kv/CompactionStore.java``, which answers their pulls) from 5.1.0;
+  **light message queues** (``MultiDispatch``,
   ``INNER_MULTI_DISPATCH``) from 4.9.3.
 * **TAGS index key.** ``IndexService.buildIndex`` puts, after UNIQ_KEY and the KEYS tokens, one
   more key ``topic#T#tags`` for every indexed message whose ``TAGS`` property is non-empty (no
@@ -33,6 +35,15 @@ Each fact was settled by reading the broker's Java source at the release tags na
   of the two units around a time in 5.2.x and takes a LOWER/UPPER boundary from 5.3.0; it
   dispatches light-message-queue units (``dispatchLMQ``) from 5.3.2 (read at rocketmq-all-5.2.0,
   5.3.0, 5.3.1, 5.3.2 and 5.3.3).
+
+* **getMessage (a pull by queue and offset).** ``DefaultMessageStore.getMessage`` answers an
+  offset past the queue's end with the max offset from 4.9.4; up to 4.9.3 with the min offset
+  when that is 0 (read at 4.2.0, 4.9.3, 4.9.4). Its scan of the queue: up to 4.9.x the units
+  from the offset to the end of that ConsumeQueue file, at most ``max(16000, 20 * maxMsgNums)``
+  bytes of them ("4"); 5.0.0 iterates units and stops once a unit lies more than
+  ``max(16000, 20 * maxMsgNums)`` *units* past the offset ("5.0"); 5.1.0 compares bytes again,
+  ``(unit - offset) * unitSize > max(maxFilterMessageSize, maxMsgNums * unitSize)`` ("5.1"); 5.3.3
+  stops at ``>=`` ("5.3.3") (read at 5.0.0, 5.1.0, 5.1.4, 5.2.0, 5.3.0 - 5.3.3).
 
 ``None`` as a version everywhere means rmqlab's own default form: the final ``\\x02`` kept, no
 CRC property unless asked for, v2 for long topics, IPv6 allowed (a 5.2+ broker's form), and
@@ -116,6 +127,9 @@ class LayoutFacts:
     rocksdb_consume_queue: bool = False  # storeType=defaultRocksDB (RocksDBConsumeQueueStore, 5.2.0+)
     rocksdb_lmq: bool = False        # ... which also dispatches %LMQ% units (dispatchLMQ, 5.3.2+)
     rocksdb_time_boundary: bool = True   # ... whose time search takes LOWER/UPPER (5.3.0+; 5.2.x: the nearer unit)
+    compaction_topics: bool = False  # cleanup.policy=COMPACTION topics, pulled from the CompactionStore (5.1.0+)
+    pull_overflow_to_min: bool = False   # getMessage past the end: next offset min when min is 0 (up to 4.9.3)
+    pull_scan: str = "5.3.3"         # getMessage's scan of the queue: "4", "5.0", "5.1" or "5.3.3" (see above)
 
 
 def layout_facts(version: str | BrokerVersion | None) -> LayoutFacts:
@@ -131,6 +145,10 @@ def layout_facts(version: str | BrokerVersion | None) -> LayoutFacts:
     [False, True]
     >>> [layout_facts(v).rocksdb_lmq for v in ("5.3.1", "5.3.2")]
     [False, True]
+    >>> [layout_facts(v).pull_scan for v in ("4.9.7", "5.0.0", "5.2.0", "5.3.3")]
+    ['4', '5.0', '5.1', '5.3.3']
+    >>> layout_facts("4.9.3").pull_overflow_to_min, layout_facts("4.9.4").pull_overflow_to_min
+    (True, False)
 
     Raises :class:`BrokerVersionError` as :func:`parse_broker_version`.
     """
@@ -153,4 +171,7 @@ def layout_facts(version: str | BrokerVersion | None) -> LayoutFacts:
         rocksdb_consume_queue=t >= (5, 2, 0),
         rocksdb_lmq=t >= (5, 3, 2),
         rocksdb_time_boundary=t >= (5, 3, 0),
+        compaction_topics=t >= (5, 1, 0),
+        pull_overflow_to_min=t < (4, 9, 4),
+        pull_scan="4" if t < (5, 0, 0) else "5.0" if t < (5, 1, 0) else "5.1" if t < (5, 3, 3) else "5.3.3",
     )

@@ -350,6 +350,34 @@ class Store:
                 return self._broker_rows(idx.query_unique_key(topic, uniq_key, begin, end).phy_offsets)
         return self.explain_key(topic, uniq_key, begin=begin, end=end, unique=True).frame(mode)
 
+    def commitlog_extent(self) -> tuple[tuple[int, ...], tuple[int, ...], int]:
+        """The CommitLog files' start offsets and sizes, and its write position (the broker's
+        getMaxOffset: the end of the last whole record), read once and kept (the store is a
+        copy that does not grow). Cost: a walk of the active file's records, the first time."""
+        if getattr(self, "_commitlog_extent", None) is None:
+            files = cl.store_files(self.commitlog_dir) if self.commitlog_dir.is_dir() else []
+            end = (cl.max_offset(self.commitlog_dir) or 0) if files else 0
+            self._commitlog_extent = (tuple(f.start_offset for f in files), tuple(f.size for f in files), end)
+        return self._commitlog_extent
+
+    def rocksdb_queues(self):
+        """The store's RocksDB ConsumeQueue (storeType=defaultRocksDB), read once and kept:
+        :class:`rmqlab.formats.rocksdbcq.RocksDBConsumeQueues`. FileNotFoundError for a store
+        of file queues."""
+        from rmqlab.formats import rocksdbcq
+
+        if getattr(self, "_rocksdb_queues", None) is None:
+            self._rocksdb_queues = rocksdbcq.RocksDBConsumeQueues.open(self.consumequeue_dir)
+        return self._rocksdb_queues
+
+    def get_message(self, topic: str, queue_id: int, offset: int, max_msg_nums: int = 32,
+                    subscription: Any = "*", **kw: Any):
+        """The broker's answer to a pull at (`topic`, `queue_id`, `offset`):
+        :func:`rmqlab.store.pull.get_message` (keywords: limits, broker_version, check_topic)."""
+        from rmqlab.store.pull import get_message
+
+        return get_message(self, topic, queue_id, offset, max_msg_nums, subscription, **kw)
+
     def query_by_offset_msg_id(self, msg_id: str) -> pd.DataFrame:
         """The message an offset message id names (store host + CommitLog offset)."""
         return self.read_at([parse_offset_msg_id(msg_id).phy_offset])

@@ -1,4 +1,13 @@
-"""What a consumer's pull with a TAG subscription delivers: two filters, one on each side.
+"""A consumer's pull: what the broker answers for a queue and an offset, and what a TAG
+subscription delivers.
+
+:func:`get_message` is the broker's answer to a pull (``PULL_MESSAGE``) on a store copy:
+``DefaultMessageStore.getMessage`` and the response code ``PullMessageProcessor`` makes of its
+status, for every release line (the rules that changed are in
+:func:`rmqlab.rules.versions.layout_facts`: ``pull_scan``, ``pull_overflow_to_min``). It is also
+``mqadmin queryMsgByOffset`` (one message) and ``printMsg``'s paging.
+
+A pull with a TAG subscription passes two filters, one on each side:
 
 1. **The broker** decides from the ConsumeQueue alone: a unit passes when its tags code (the
    ``String.hashCode`` of TAGS that dispatch stored) is in the subscription's code set
@@ -14,6 +23,7 @@
 >>> import tempfile
 >>> from rmqlab.lab.generate import generate_store
 >>> from rmqlab.lab.workload import Workload
+>>> from rmqlab.store.directory import Store
 >>> root = tempfile.mkdtemp()
 >>> _ = generate_store(root, Workload(messages=200, seed=1, tags=("Aa", "BB", "TagA")), hash_slot_num=64,
 ...                    index_num=512)
@@ -25,16 +35,25 @@ True
 """
 from __future__ import annotations
 
+import bisect
 from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 
+from rmqlab.errors import UnsupportedError
+from rmqlab.formats import batchconsumequeue as bcq
 from rmqlab.formats import consumequeue as cq
 from rmqlab.formats import consumequeue_ext as cqx
-from rmqlab.store.directory import Store
+from rmqlab.formats.storeconfig import read_store_config
+from rmqlab.rules.versions import layout_facts
 
-__all__ = ["pull_with_tags"]
+if TYPE_CHECKING:
+    from rmqlab.store.directory import Store
+
+__all__ = ["pull_with_tags", "get_message", "GetMessageResult", "PullLimits", "response_code", "STATUSES"]
 
 
 def pull_with_tags(store: Store, topic: str, queue_id: int, subscription: str | Iterable[str]) -> pd.DataFrame:
@@ -70,3 +89,441 @@ def pull_with_tags(store: Store, topic: str, queue_id: int, subscription: str | 
     out.attrs.update({"subscription": subscription, "codes": cq.subscription_codes(subscription),
                       "tags": wanted})
     return out
+
+
+# ---------------------------------------------------------------- getMessage
+
+#: ResponseCode values of a pull's response (the same numbers in every release)
+SUCCESS, SYSTEM_ERROR, NO_PERMISSION, TOPIC_NOT_EXIST = 0, 1, 16, 17
+PULL_NOT_FOUND, PULL_RETRY_IMMEDIATELY, PULL_OFFSET_MOVED = 19, 20, 21
+
+#: GetMessageStatus -> the response code PullMessageProcessor sends (read at rocketmq-all-4.2.0,
+#: 4.9.7 and 5.3.3; NO_MESSAGE_IN_QUEUE is PULL_OFFSET_MOVED for a request offset other than 0)
+STATUSES = {
+    "FOUND": SUCCESS,
+    "NO_MATCHED_MESSAGE": PULL_RETRY_IMMEDIATELY,
+    "MESSAGE_WAS_REMOVING": PULL_RETRY_IMMEDIATELY,
+    "OFFSET_FOUND_NULL": PULL_NOT_FOUND,
+    "OFFSET_OVERFLOW_ONE": PULL_NOT_FOUND,
+    "OFFSET_OVERFLOW_BADLY": PULL_OFFSET_MOVED,
+    "OFFSET_TOO_SMALL": PULL_OFFSET_MOVED,
+    "NO_MESSAGE_IN_QUEUE": PULL_NOT_FOUND,
+}
+#: refusals PullMessageProcessor makes before the store is asked (with the topic's config)
+_REFUSALS = {"TOPIC_NOT_EXIST": TOPIC_NOT_EXIST, "NO_PERMISSION": NO_PERMISSION, "QUEUE_ID_ILLEGAL": SYSTEM_ERROR}
+_PERM_READ = 1 << 2                     # PermName.PERM_READ
+MAX_PULL_MSG_SIZE = 128 * 1024 * 1024   # DefaultMessageStore.MAX_PULL_MSG_SIZE (5.x)
+
+
+def response_code(status: str, request_offset: int) -> int:
+    """The ResponseCode PullMessageProcessor answers for a GetMessageStatus (or one of its own
+    refusals: TOPIC_NOT_EXIST, NO_PERMISSION, QUEUE_ID_ILLEGAL).
+
+    >>> response_code("OFFSET_OVERFLOW_ONE", 5), response_code("NO_MESSAGE_IN_QUEUE", 3)
+    (19, 21)
+    """
+    if status in _REFUSALS:
+        return _REFUSALS[status]
+    if status == "NO_MESSAGE_IN_QUEUE" and request_offset != 0:
+        return PULL_OFFSET_MOVED
+    return STATUSES[status]
+
+
+@dataclass(frozen=True)
+class PullLimits:
+    """MessageStoreConfig's limits on one pull (defaults of every release from 4.2 to 5.5).
+
+    A message counts as in memory when it lies within `access_message_in_memory_max_ratio`
+    percent of `physical_memory` (bytes of RAM of the broker's machine, StoreUtil's
+    TOTAL_PHYSICAL_MEMORY_SIZE) behind the CommitLog's end; None takes every message as in
+    memory, as on any store smaller than 40 % of that RAM.
+    """
+
+    max_transfer_bytes_in_memory: int = 256 * 1024   # maxTransferBytesOnMessageInMemory
+    max_transfer_count_in_memory: int = 32           # maxTransferCountOnMessageInMemory
+    max_transfer_bytes_on_disk: int = 64 * 1024      # maxTransferBytesOnMessageInDisk
+    max_transfer_count_on_disk: int = 8              # maxTransferCountOnMessageInDisk
+    access_message_in_memory_max_ratio: int = 40     # accessMessageInMemoryMaxRatio, percent
+    max_filter_message_size: int = 16000             # maxFilterMessageSize (5.x; 4.x: the constant 16000)
+    travel_cq_file_num: int = 1                      # travelCqFileNumWhenGetMessage (5.x)
+    physical_memory: int | None = None               # bytes of RAM of the broker's machine
+
+    def in_memory(self, log_end: int, phy_offset: int) -> bool:
+        """checkInDiskByCommitOffset / estimateInMemByCommitOffset."""
+        if self.physical_memory is None:
+            return True
+        return log_end - phy_offset <= int(self.physical_memory * (self.access_message_in_memory_max_ratio / 100.0))
+
+    def batch_full(self, size: int, batch_num: int, max_msg_nums: int, max_pull_size: int, buffer_total: int,
+                   message_total: int, in_memory: bool) -> bool:
+        """DefaultMessageStore.isTheBatchFull (4.x without the batch number and the pull size,
+        which a 4.x caller passes as 1 and never reaches)."""
+        if buffer_total == 0 or message_total == 0:
+            return False
+        if message_total + batch_num > max_msg_nums or buffer_total + size > max_pull_size:
+            return True
+        if in_memory:
+            return (buffer_total + size > self.max_transfer_bytes_in_memory
+                    or message_total > self.max_transfer_count_in_memory - 1)
+        return (buffer_total + size > self.max_transfer_bytes_on_disk
+                or message_total > self.max_transfer_count_on_disk - 1)
+
+
+@dataclass(frozen=True)
+class GetMessageResult:
+    """The broker's answer to one pull. `status` is the GetMessageStatus (or a refusal of
+    PullMessageProcessor's: TOPIC_NOT_EXIST, NO_PERMISSION, QUEUE_ID_ILLEGAL, with the offsets
+    None); `response_code` the ResponseCode sent; `next_begin_offset`, `min_offset`,
+    `max_offset` the response header's. `messages`: one row a message sent, in order (the
+    unit's queue_offset and batch_num, commitlog_offset and size, and the record decoded
+    there: its topic, queue_id, stored_queue_offset, store_timestamp, tags, keys; NaN where the
+    bytes hold no record). `queue`: which queue answered ("consumequeue", "batchconsumequeue",
+    "rocksdb", or "none" for a queue the store does not have). `scanned`: units looked at.
+    """
+
+    status: str
+    response_code: int
+    next_begin_offset: int | None
+    min_offset: int | None
+    max_offset: int | None
+    messages: pd.DataFrame
+    queue: str
+    scanned: int = 0
+
+    def __str__(self) -> str:
+        return (f"{self.status} (code {self.response_code}): {len(self.messages)} messages, next offset "
+                f"{self.next_begin_offset}, queue {self.min_offset}..{self.max_offset} ({self.queue})")
+
+
+@dataclass
+class _Window:
+    """Units as the queue's iterator hands them to getMessage (int64 arrays)."""
+
+    queue_offset: np.ndarray
+    batch_num: np.ndarray
+    phy: np.ndarray
+    size: np.ndarray
+    tags_code: np.ndarray     # raw, as the unit holds it
+
+
+class _LogView:
+    """Where CommitLog.getMessage(offset, size) finds bytes: inside one file, below the write
+    position in the last (MappedFile.selectMappedBuffer)."""
+
+    def __init__(self, store: Store):
+        self.starts, self.sizes, self.end = store.commitlog_extent()
+        self.min_offset = self.starts[0] if self.starts else 0
+        self.file_size = store.commitlog_file_size
+
+    def readable(self, phy: int, size: int) -> bool:
+        k = bisect.bisect_right(self.starts, phy) - 1
+        if k < 0 or size <= 0:
+            return False
+        limit = self.starts[k] + self.sizes[k] if k < len(self.starts) - 1 else self.end
+        return phy + size <= limit
+
+    def roll_next_file(self, phy: int) -> int:
+        """CommitLog.rollNextFile (DLedgerCommitLog's too: mappedFileSizeCommitLog)."""
+        return phy + self.file_size - phy % self.file_size
+
+
+def _window_file_queue(q: cq.ConsumeQueue, start: int) -> _Window | None:
+    """ConsumeQueue.getIndexBuffer / iterateFrom: the units from `start` to the end of its file."""
+    for first, view in q.segments():
+        if first <= start < first + len(view):
+            u = view[start - first:]
+            n = len(u)
+            return _Window(np.arange(start, start + n, dtype=np.int64), np.ones(n, np.int64),
+                           u["commitlog_offset"].astype(np.int64), u["size"].astype(np.int64),
+                           u["tags_code"].astype(np.int64))
+    return None
+
+
+def _window_batch_queue(q: bcq.BatchConsumeQueue, start: int) -> _Window | None:
+    """BatchConsumeQueue.iterateFrom: from the unit covering `start` to the end of its file."""
+    if q.find(start) is None:
+        return None
+    for _, view in reversed(list(q.segments())):
+        if len(view) and int(view[0]["msg_base_offset"]) <= start:
+            k = int(np.searchsorted(view["msg_base_offset"].astype(np.int64), start, side="right")) - 1
+            u = view[k:]
+            return _Window(u["msg_base_offset"].astype(np.int64), u["batch_size"].astype(np.int64),
+                           u["commitlog_offset"].astype(np.int64), u["size"].astype(np.int64),
+                           u["tags_code"].astype(np.int64))
+    return None
+
+
+def _window_rocksdb(units: pd.DataFrame, start: int, count: int) -> _Window | None:
+    """RocksDBConsumeQueue.iterateFrom(start, count): the units at start, start + 1, ... up to
+    `count` of them, ending at the first offset without one (rangeQuery)."""
+    offsets = units["queue_offset"].to_numpy(np.int64)
+    k = int(np.searchsorted(offsets, start))
+    run = offsets[k:k + count] - start
+    n = int(np.argmin(run == np.arange(len(run)))) if len(run) and (run != np.arange(len(run))).any() else len(run)
+    if n == 0:
+        return None
+    u = units.iloc[k:k + n]
+    return _Window(u["queue_offset"].to_numpy(np.int64), np.ones(n, np.int64),
+                   u["commitlog_offset"].to_numpy(np.int64), u["size"].to_numpy(np.int64),
+                   u["tags_code"].to_numpy(np.int64))
+
+
+def _topic_config(store: Store, topic: str) -> dict[str, Any] | None:
+    """The topic's row of config/topics (None when absent), or {} for a store without topic config."""
+    config = read_store_config(store.root)
+    if config.loads["topics"].source == "none":
+        return {}
+    topics = config.topics()
+    row = topics[topics["topic"] == topic]
+    return {str(k): v for k, v in row.iloc[0].items()} if len(row) else None
+
+
+def _refusal(config: dict[str, Any] | None, queue_id: int) -> str | None:
+    """PullMessageProcessor's checks of the topic before it asks the store (none without config)."""
+    if config is None:
+        return "TOPIC_NOT_EXIST"
+    if not config:
+        return None
+    if not int(config["perm"]) & _PERM_READ:
+        return "NO_PERMISSION"
+    if queue_id < 0 or queue_id >= int(config["read_queue_nums"]):
+        return "QUEUE_ID_ILLEGAL"
+    return None
+
+
+def _compaction_topic(config: dict[str, Any] | None) -> bool:
+    """cleanup.policy=COMPACTION among the topic's attributes (CleanupPolicyUtils.getDeletePolicy)."""
+    attrs = (config or {}).get("attributes")
+    return isinstance(attrs, dict) and str(attrs.get("cleanup.policy", "")).upper() == "COMPACTION"
+
+
+def get_message(store: Store, topic: str, queue_id: int, offset: int, max_msg_nums: int = 32,
+                subscription: str | Iterable[str] | None = "*", *, limits: PullLimits = PullLimits(),
+                broker_version: str | None = None, check_topic: bool = True) -> GetMessageResult:
+    """What the broker answers a pull of `max_msg_nums` messages from queue (`topic`,
+    `queue_id`) at queue offset `offset`, with a TAG `subscription` ("*", "TagA || TagB" or a
+    list of tags): DefaultMessageStore.getMessage under PullMessageProcessor (no long polling,
+    as a pull with no suspend flag), with the rules of `broker_version` (default: the store's;
+    None: the newest). The messages are those the broker sends, before the client's own tag
+    check (:func:`pull_with_tags`).
+
+    The broker's rules, in short: offset past the end -> OFFSET_OVERFLOW_ONE (at the end) or
+    OFFSET_OVERFLOW_BADLY (next offset: the max; up to 4.9.3 the min when that is 0); below
+    the min -> OFFSET_TOO_SMALL (next: the min); otherwise it scans units from the offset, to
+    the end of that ConsumeQueue file and at most 800 units past the offset (16,000 bytes;
+    5.0.x: 16,000 units), skips those the subscription's tag codes do not match, and stops at
+    `max_msg_nums` messages or 256 KiB (in memory; 8 messages or 64 KiB on disk). FOUND with
+    messages; else NO_MATCHED_MESSAGE (next: past the units scanned), MESSAGE_WAS_REMOVING
+    (the CommitLog bytes are gone) or OFFSET_FOUND_NULL (no file holds the offset).
+    `check_topic`: first refuse as PullMessageProcessor does when config/topics lacks the
+    topic, cannot be read, or has fewer read queues.
+
+    Cost: one queue's files opened, at most max(800, `max_msg_nums`) units scanned (a Python
+    step each), one CommitLog read of the messages sent, and config/topics read once.
+
+    >>> import tempfile
+    >>> from rmqlab.lab.generate import generate_store
+    >>> from rmqlab.lab.workload import Workload
+    >>> from rmqlab.store.directory import Store
+    >>> root = tempfile.mkdtemp()
+    >>> _ = generate_store(root, Workload(messages=100, seed=1, queues_per_topic=1), hash_slot_num=64,
+    ...                    index_num=512)
+    >>> store = Store(root, hash_slot_num=64, index_num=512)
+    >>> got = get_message(store, "TopicTest", 0, 95)
+    >>> got.status, got.next_begin_offset, got.messages["queue_offset"].tolist()
+    ('FOUND', 100, [95, 96, 97, 98, 99])
+    >>> get_message(store, "TopicTest", 0, 100).status, get_message(store, "TopicTest", 0, 107).next_begin_offset
+    ('OFFSET_OVERFLOW_ONE', 100)
+
+    Raises UnsupportedError for a compaction topic of a 5.1+ store (the broker answers it from
+    its compaction store, which rmqlab does not read yet), FormatError for a damaged queue.
+    """
+    queue_id, offset, max_msg_nums = int(queue_id), int(offset), int(max_msg_nums)
+    version = broker_version if broker_version is not None else store.broker_version
+    facts = layout_facts(version)
+    config = _topic_config(store, topic)
+    if check_topic:
+        refused = _refusal(config, queue_id)
+        if refused is not None:
+            return GetMessageResult(refused, response_code(refused, offset), None, None, None, _frame(store, []),
+                                    "none")
+    if facts.compaction_topics and _compaction_topic(config):
+        raise UnsupportedError(f"{topic} is a compaction topic (cleanup.policy=COMPACTION): a 5.1+ broker answers "
+                               "its pulls from its compaction store (CompactionStore.getMessage), which rmqlab does "
+                               "not read yet", path=store.root, field="cleanup.policy")
+    log = _LogView(store)
+    queue = _Queue(store, topic, queue_id, log.min_offset)
+    try:
+        lo, hi = queue.min_offset, queue.max_offset
+        taken: list[tuple[int, int, int, int]] = []
+        scanned = 0
+        if hi == 0:   # also a queue the store lacks: findConsumeQueue makes an empty one
+            status, next_offset = "NO_MESSAGE_IN_QUEUE", 0
+        elif offset < lo:
+            status, next_offset = "OFFSET_TOO_SMALL", lo
+        elif offset == hi:
+            status, next_offset = "OFFSET_OVERFLOW_ONE", offset
+        elif offset > hi:
+            status, next_offset = "OFFSET_OVERFLOW_BADLY", lo if facts.pull_overflow_to_min and lo == 0 else hi
+        else:
+            scan = _scan_4 if facts.pull_scan == "4" else _scan_5
+            status, next_offset, taken, scanned = scan(queue, offset, max_msg_nums, subscription, limits, log,
+                                                       facts.pull_scan)
+    finally:
+        queue.close()
+    return GetMessageResult(status, response_code(status, offset), next_offset, lo, hi, _frame(store, taken),
+                            queue.kind, scanned)
+
+
+class _Queue:
+    """The queue getMessage reads, as far as it uses ConsumeQueueInterface: its kind, unit
+    size, min and max offsets, iterateFrom, rollNextFile; tags codes through the
+    ConsumeQueueExt where the store has one."""
+
+    def __init__(self, store: Store, topic: str, queue_id: int, commitlog_min_offset: int):
+        from rmqlab.formats import rocksdbcq
+
+        self.kind, self.unit_size, self.min_offset, self.max_offset = "none", cq.UNIT_SIZE, 0, 0
+        self._file: cq.ConsumeQueue | None = None
+        self._batch: bcq.BatchConsumeQueue | None = None
+        self._ext: cqx.ConsumeQueueExt | None = None
+        self._rocks: pd.DataFrame | None = None
+        batch_dir, file_dir = bcq.queue_dir(store.root, topic, queue_id), cq.queue_dir(store.root, topic, queue_id)
+        if rocksdbcq.is_rocksdb(store.consumequeue_dir):
+            db = store.rocksdb_queues()
+            self.kind, self._rocks = "rocksdb", db.queue_units(topic, queue_id)
+            self.min_offset, self.max_offset = db.min_max(topic, queue_id, commitlog_min_offset)
+        elif batch_dir.is_dir():
+            self._batch = bcq.BatchConsumeQueue.open(
+                batch_dir, bcq.batch_file_size(batch_dir, store.batch_consume_queue_file_size))
+            self.kind, self.unit_size = "batchconsumequeue", bcq.UNIT_SIZE
+            self.min_offset, self.max_offset = max(self._batch.min_offset, 0), self._batch.max_offset
+        elif file_dir.is_dir():
+            self._file = cq.ConsumeQueue.open(file_dir, store.consume_queue_file_size)
+            ext_dir = store.root / cqx.FOLDER / topic / str(queue_id)
+            if store.consume_queue_ext and ext_dir.is_dir():
+                self._ext = cqx.ConsumeQueueExt.open(ext_dir)
+            self.kind, self.min_offset, self.max_offset = "consumequeue", self._file.min_offset, self._file.max_offset
+
+    def window(self, start: int, count: int) -> _Window | None:
+        """iterateFrom(start, count): None where the broker's iterator is null."""
+        if self._file is not None:
+            return _window_file_queue(self._file, start)
+        if self._batch is not None:
+            return _window_batch_queue(self._batch, start)
+        if self._rocks is not None:
+            return _window_rocksdb(self._rocks, start, min(self.max_offset - start, count))
+        return None
+
+    def roll_next_file(self, start: int) -> int:
+        """rollNextFile: the first offset of the next ConsumeQueue file; 0 for a
+        BatchConsumeQueue and a RocksDB queue (as 5.x answers)."""
+        if self._file is None:
+            return 0
+        per_file = self._file.units_per_file
+        return start + per_file - start % per_file
+
+    def passes(self, tags_codes: np.ndarray, subscription: str | Iterable[str] | None) -> np.ndarray:
+        return cq.filter_tags_codes(tags_codes, subscription, ext=self._ext)
+
+    def close(self) -> None:
+        for part in (self._ext, self._file, self._batch):
+            if part is not None:
+                part.close()
+
+
+class _Sent:
+    """What getMessage has put into its result so far, and the step both loops take for a unit
+    they do not stop at: skip it while the CommitLog file of an earlier unit is gone
+    (nextPhyFileStartOffset), skip it when the tags code does not match, note a message whose
+    bytes are gone (MESSAGE_WAS_REMOVING; the rest of that CommitLog file is skipped), else send it."""
+
+    def __init__(self) -> None:
+        self.status = "NO_MATCHED_MESSAGE"
+        self.buffer_total = self.count = 0
+        self.taken: list[tuple[int, int, int, int]] = []
+        self.next_file: int | None = None
+
+    def rolled_past(self, phy: int) -> bool:
+        return self.next_file is not None and phy < self.next_file
+
+    def full(self, limits: PullLimits, log: _LogView, n: int, size: int, batch: int, phy: int) -> bool:
+        return limits.batch_full(size, batch, n, MAX_PULL_MSG_SIZE, self.buffer_total, self.count,
+                                 limits.in_memory(log.end, phy))
+
+    def offer(self, log: _LogView, passes: bool, queue_offset: int, batch: int, phy: int, size: int) -> None:
+        if self.rolled_past(phy):
+            return
+        if not passes:
+            self.status = "NO_MATCHED_MESSAGE" if self.buffer_total == 0 else self.status
+        elif not log.readable(phy, size):
+            self.status = "MESSAGE_WAS_REMOVING" if self.buffer_total == 0 else self.status
+            self.next_file = log.roll_next_file(phy)
+        else:
+            self.taken.append((queue_offset, batch, phy, size))
+            self.buffer_total, self.count, self.status, self.next_file = (
+                self.buffer_total + size, self.count + batch, "FOUND", None)
+
+
+def _scan_4(queue: _Queue, offset: int, n: int, subscription, limits: PullLimits, log: _LogView, _rule: str):
+    """The loop of DefaultMessageStore.getMessage up to 4.9.x (read at 4.2.0 and 4.9.7): the
+    units from the offset to its file's end, at most max(16000, 20 * n) bytes of them."""
+    w = queue.window(offset, n)
+    if w is None:   # OFFSET_FOUND_NULL: corrected to the next file (on a master)
+        return "OFFSET_FOUND_NULL", queue.roll_next_file(offset), [], 0
+    sent = _Sent()
+    passes = queue.passes(w.tags_code, subscription)
+    stop = min(len(w.phy), max(16000 // cq.UNIT_SIZE, n))
+    k = 0
+    while k < stop:
+        phy, size = int(w.phy[k]), int(w.size[k])
+        if not sent.rolled_past(phy):
+            if sent.full(limits, log, n, size, 1, phy):
+                break
+            sent.offer(log, bool(passes[k]), int(w.queue_offset[k]), 1, phy, size)
+        k += 1
+    return sent.status, offset + k, sent.taken, k
+
+
+def _scan_5(queue: _Queue, offset: int, n: int, subscription, limits: PullLimits, log: _LogView, rule: str):
+    """The loop of DefaultMessageStore.getMessage from 5.0.0 (read at 5.0.0, 5.1.4, 5.2.0, 5.3.3):
+    the units the queue's iterator gives, from travelCqFileNumWhenGetMessage files while nothing
+    was found, up to the scan limit of `rule` (LayoutFacts.pull_scan)."""
+    sent, next_offset, scanned, travelled = _Sent(), offset, 0, 0
+    max_offset, unit_size = queue.max_offset, queue.unit_size
+    while sent.buffer_total <= 0 and next_offset < max_offset and travelled < limits.travel_cq_file_num:
+        travelled += 1
+        w = queue.window(next_offset, n)
+        if w is None:
+            return "OFFSET_FOUND_NULL", queue.roll_next_file(next_offset), sent.taken, scanned
+        passes = queue.passes(w.tags_code, subscription)
+        for k in range(len(w.phy)):
+            if next_offset >= max_offset:
+                break
+            qo, batch, phy, size = int(w.queue_offset[k]), int(w.batch_num[k]), int(w.phy[k]), int(w.size[k])
+            if rule == "5.0":   # 5.0.x compares a count of units with a byte limit
+                if qo - offset > max(16000, n * cq.UNIT_SIZE):
+                    break
+            else:
+                ahead, limit = (qo - offset) * unit_size, max(limits.max_filter_message_size, n * unit_size)
+                if ahead >= limit if rule == "5.3.3" else ahead > limit:
+                    break
+            if sent.full(limits, log, n, size, batch, phy) or sent.buffer_total >= MAX_PULL_MSG_SIZE:
+                break
+            scanned += 1
+            next_offset = qo + batch
+            sent.offer(log, bool(passes[k]), qo, batch, phy, size)
+    return sent.status, next_offset, sent.taken, scanned
+
+
+def _frame(store: Store, taken: list[tuple[int, int, int, int]]) -> pd.DataFrame:
+    """The messages sent: their units, and the records decoded at their CommitLog offsets."""
+    units = pd.DataFrame(taken, columns=["queue_offset", "batch_num", "commitlog_offset", "size"]).astype(np.int64)
+    if not len(units):
+        return units.assign(topic=pd.Series(dtype=object), queue_id=pd.Series(dtype=np.int64),
+                            stored_queue_offset=pd.Series(dtype=np.int64), store_timestamp=pd.Series(dtype=np.int64),
+                            tags=pd.Series(dtype=object), keys=pd.Series(dtype=object))
+    read = store.read_at(units["commitlog_offset"].to_numpy(np.int64))
+    read = read[["phy_offset", "topic", "queue_id", "queue_offset", "store_timestamp", "tags", "keys"]].rename(
+        columns={"phy_offset": "commitlog_offset", "queue_offset": "stored_queue_offset"})
+    return units.merge(read.drop_duplicates("commitlog_offset"), on="commitlog_offset", how="left")

@@ -20,7 +20,11 @@
  *             QUERY_MESSAGE (request code 12) through NettyRemotingClient, decoded with
  *             MessageDecoder.decodes: the offsets the broker's IndexService returned, before the
  *             client filters them by key. Keys and queues come from a read-only MessageDecoder walk
- *             of the CommitLog files. Writes answers.json.
+ *             of the CommitLog files. The raw PULL_MESSAGE (request code 11, no suspend, no
+ *             commit) at several offsets of every queue, with and without a tag subscription: the
+ *             broker's response code, next/min/max offsets and the records it returned. (A 4.x
+ *             broker answers an offset past the end with an OFFSET_MOVED_EVENT message of its own.)
+ *             Writes answers.json.
  *   decode    offline, after the broker stopped: MessageDecoder.decode(buffer, readBody=true,
  *             deCompressBody=false) of every CommitLog record into decoded.jsonl (in a DLedger
  *             CommitLog with the header of the DLedger entry around it), and
@@ -99,6 +103,8 @@ public class RocketMQDriver {
     static final int DLEDGER_BLANK = -1;          // MmapFileList.BLANK_MAGIC_CODE
     static final int DLEDGER_BODY_OFFSET = 48;    // DLedgerEntry.BODY_OFFSET
     static final int QUERY_MESSAGE = 12;          // RequestCode.QUERY_MESSAGE, the same in every release
+    static final int PULL_MESSAGE = 11;           // RequestCode.PULL_MESSAGE, the same in every release
+    static final int FLAG_SUBSCRIPTION = 0x4;     // PullSysFlag: the request carries its subscription (no suspend, no commit)
     static final String UNIQUE_FLAG = "_UNIQUE_KEY_QUERY";  // MixAll.UNIQUE_MSG_QUERY_FLAG
 
     static Map<String, String> args = new HashMap<>();
@@ -904,6 +910,9 @@ public class RocketMQDriver {
         pool.shutdown();
         a.put("views", views);
 
+        // pulls: getMessage by queue and offset, as the raw request reaches DefaultMessageStore
+        a.put("pulls", pulls(remoting, brokerAddr, queues, byQueue));
+
         // consumer offsets
         Map<String, Object> groups = new LinkedHashMap<>();
         for (String g : arg("groups").split(",")) {
@@ -922,6 +931,100 @@ public class RocketMQDriver {
         remoting.shutdown();
         admin.shutdown();
         writeJson(out, a);
+    }
+
+    /**
+     * PULL_MESSAGE for every queue the walk met, at offsets around its start, middle and end
+     * (the broker's maxOffset answer), for 32, 4 and 1 messages, with "*" and with tag
+     * subscriptions (the queue's commonest tag, it or a tag never used, a tag never used).
+     */
+    static List<Object> pulls(NettyRemotingClient remoting, String brokerAddr, List<Object> queues,
+                              TreeMap<String, List<Rec>> byQueue) throws Exception {
+        List<Object> out = new ArrayList<>();
+        for (Object o : queues) {
+            Map<?, ?> q = (Map<?, ?>) o;
+            if (!(q.get("maxOffset") instanceof Long)) continue;
+            String topic = (String) q.get("topic");
+            int queueId = (Integer) q.get("queueId");
+            long max = (Long) q.get("maxOffset");
+            Map<String, Integer> tagCount = new TreeMap<>();
+            for (Rec r : byQueue.get(topic + "\u0000" + queueId)) {
+                if (r.tags != null && !r.tags.isEmpty()) tagCount.merge(r.tags, 1, Integer::sum);
+            }
+            List<Object[]> asks = new ArrayList<>();   // offset, maxNums, subscription
+            for (long off : new TreeSet<>(Arrays.asList(0L, 1L, max / 3, max / 2, max - 1, max, max + 3))) {
+                if (off >= 0) asks.add(new Object[]{off, 32, "*"});
+            }
+            asks.add(new Object[]{0L, 4, "*"});
+            asks.add(new Object[]{0L, 1, "*"});
+            asks.add(new Object[]{max / 2, 1, "*"});
+            if (!tagCount.isEmpty()) {
+                String common = Collections.max(tagCount.entrySet(), Map.Entry.comparingByValue()).getKey();
+                asks.add(new Object[]{0L, 32, common});
+                asks.add(new Object[]{max / 3, 4, common + " || never-a-tag"});
+            }
+            asks.add(new Object[]{0L, 32, "never-a-tag"});
+            for (Object[] ask : asks) out.add(pull(remoting, brokerAddr, topic, queueId, (Long) ask[0], (Integer) ask[1], (String) ask[2]));
+        }
+        return out;
+    }
+
+    static Map<String, Object> pull(NettyRemotingClient remoting, String brokerAddr, String topic, int queueId,
+                                    long offset, int maxNums, String subscription) {
+        Map<String, Object> p = new LinkedHashMap<>();
+        p.put("topic", topic);
+        p.put("queueId", queueId);
+        p.put("offset", offset);
+        p.put("maxNums", maxNums);
+        p.put("subscription", subscription);
+        try {
+            Class<?> hc = firstClass("org.apache.rocketmq.remoting.protocol.header.PullMessageRequestHeader",
+                    "org.apache.rocketmq.common.protocol.header.PullMessageRequestHeader");
+            Object h = hc.getConstructor().newInstance();
+            hc.getMethod("setConsumerGroup", String.class).invoke(h, "G_pull");
+            hc.getMethod("setTopic", String.class).invoke(h, topic);
+            hc.getMethod("setQueueId", Integer.class).invoke(h, queueId);
+            hc.getMethod("setQueueOffset", Long.class).invoke(h, offset);
+            hc.getMethod("setMaxMsgNums", Integer.class).invoke(h, maxNums);
+            hc.getMethod("setSysFlag", Integer.class).invoke(h, FLAG_SUBSCRIPTION);
+            hc.getMethod("setCommitOffset", Long.class).invoke(h, 0L);
+            hc.getMethod("setSuspendTimeoutMillis", Long.class).invoke(h, 0L);
+            hc.getMethod("setSubscription", String.class).invoke(h, subscription);
+            hc.getMethod("setSubVersion", Long.class).invoke(h, System.currentTimeMillis());
+            try {
+                hc.getMethod("setExpressionType", String.class).invoke(h, "TAG");
+            } catch (NoSuchMethodException ignored) {   // before 4.1: tags only
+            }
+            RemotingCommand resp = remoting.invokeSync(brokerAddr,
+                    RemotingCommand.createRequestCommand(PULL_MESSAGE, (CommandCustomHeader) h), 10_000);
+            p.put("code", resp.getCode());
+            if (resp.getRemark() != null) p.put("remark", resp.getRemark().split("\n")[0]);
+            Map<String, String> ext = resp.getExtFields() == null ? new HashMap<>() : resp.getExtFields();
+            for (String f : new String[]{"nextBeginOffset", "minOffset", "maxOffset", "suggestWhichBrokerId"}) {
+                if (ext.containsKey(f)) p.put(f, Long.parseLong(ext.get(f)));
+            }
+            // each record returned, read from its own bytes: queue offset, CommitLog offset, size, CRC32
+            List<Object> recs = new ArrayList<>();
+            byte[] body = resp.getBody();
+            if (resp.getCode() == 0 && body != null) {
+                ByteBuffer b = ByteBuffer.wrap(body);
+                for (int pos = 0; pos + 36 <= body.length; ) {
+                    int size = b.getInt(pos);
+                    if (size <= 0 || pos + size > body.length) {
+                        p.put("body_error", "record size " + size + " at " + pos + " of " + body.length);
+                        break;
+                    }
+                    java.util.zip.CRC32 crc = new java.util.zip.CRC32();
+                    crc.update(body, pos, size);
+                    recs.add(Arrays.asList(b.getLong(pos + 20), b.getLong(pos + 28), size, crc.getValue()));
+                    pos += size;
+                }
+            }
+            p.put("records", recs);
+        } catch (Throwable ex) {
+            p.put("error", ex.toString().split("\n")[0]);
+        }
+        return p;
     }
 
     static Map<String, Object> view(DefaultMQAdminExt admin, Rec r) {
