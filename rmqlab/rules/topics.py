@@ -6,7 +6,7 @@ application's messages. The names are the broker's (TopicValidator and MixAll).
 """
 from __future__ import annotations
 
-__all__ = ["SYSTEM_TOPICS", "SYSTEM_TOPIC_PREFIXES", "is_system_topic"]
+__all__ = ["SYSTEM_TOPICS", "SYSTEM_TOPIC_PREFIXES", "is_system_topic", "BUILTIN_TOPICS", "is_builtin_topic"]
 
 #: Topics the broker keeps for itself (TopicValidator and MixAll), by exact name.
 SYSTEM_TOPICS = frozenset({
@@ -26,3 +26,29 @@ def is_system_topic(topic: str) -> bool:
     (True, False)
     """
     return topic in SYSTEM_TOPICS or topic.startswith(SYSTEM_TOPIC_PREFIXES)
+
+
+#: Topics a 5.x broker's TopicConfigManager puts into its table at every start (its constructor,
+#: read at rocketmq-all-5.0.0 - 5.3.3), whether or not its config store holds them: a RocksDB
+#: topic config (5.2+) need not. Also each cluster's revive topic and each broker's sync topic
+#: (:data:`BUILTIN_TOPIC_PREFIXES`), the cluster's and broker's own names, and from 5.3.1 the
+#: timer topic (:data:`TIMER_TOPIC`; ``LayoutFacts.timer_topic_builtin``).
+BUILTIN_TOPICS = frozenset({
+    "SELF_TEST_TOPIC", "TBW102", "BenchmarkTest", "OFFSET_MOVED_EVENT", "SCHEDULE_TOPIC_XXXX",
+    "RMQ_SYS_TRANS_HALF_TOPIC", "RMQ_SYS_TRANS_OP_HALF_TOPIC",
+})
+BUILTIN_TOPIC_PREFIXES = ("rmq_sys_REVIVE_LOG_", "rmq_sys_SYNC_BROKER_MEMBER_")
+TIMER_TOPIC = "rmq_sys_wheel_timer"   # TimerMessageStore.TIMER_TOPIC
+
+
+def is_builtin_topic(topic: str, *, timer: bool = True) -> bool:
+    """True for a topic a 5.x broker creates for itself at every start (:data:`BUILTIN_TOPICS`;
+    the timer topic only with `timer`).
+
+    >>> is_builtin_topic("rmq_sys_wheel_timer"), is_builtin_topic("rmq_sys_wheel_timer", timer=False)
+    (True, False)
+    >>> is_builtin_topic("rmq_sys_REVIVE_LOG_DefaultCluster"), is_builtin_topic("%RETRY%G")
+    (True, False)
+    """
+    return (topic in BUILTIN_TOPICS or topic.startswith(BUILTIN_TOPIC_PREFIXES)
+            or (timer and topic == TIMER_TOPIC))

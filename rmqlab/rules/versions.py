@@ -17,7 +17,9 @@ Each fact was settled by reading the broker's Java source at the release tags na
 * **ConsumeQueueExt** (``store/ConsumeQueueExt.java``, ``enableConsumeQueueExt`` default false)
   exists from 4.x through 5.5.x (the 5.5.0 broker writes it); **BatchConsumeQueue**
   (``store/queue/BatchConsumeQueue.java``) from 5.0.0; **compaction topics** (``cleanup.policy``
-  ``COMPACTION``, ``store/kv/CompactionStore.java``, which answers their pulls) from 5.1.0;
+  ``COMPACTION``, ``store/kv/CompactionStore.java``, which answers their pulls) from 5.1.0; the
+  timer topic among the topics ``TopicConfigManager`` creates at every start from 5.3.1 (read
+  at 5.0.0, 5.1.4, 5.2.0, 5.3.0, 5.3.1);
   **light message queues** (``MultiDispatch``,
   ``INNER_MULTI_DISPATCH``) from 4.9.3.
 * **TAGS index key.** ``IndexService.buildIndex`` puts, after UNIQ_KEY and the KEYS tokens, one
@@ -43,7 +45,11 @@ Each fact was settled by reading the broker's Java source at the release tags na
   bytes of them ("4"); 5.0.0 iterates units and stops once a unit lies more than
   ``max(16000, 20 * maxMsgNums)`` *units* past the offset ("5.0"); 5.1.0 compares bytes again,
   ``(unit - offset) * unitSize > max(maxFilterMessageSize, maxMsgNums * unitSize)`` ("5.1"); 5.3.3
-  stops at ``>=`` ("5.3.3") (read at 5.0.0, 5.1.0, 5.1.4, 5.2.0, 5.3.0 - 5.3.3).
+  stops at ``>=`` ("5.3.3") (read at 5.0.0, 5.1.0, 5.1.4, 5.2.0, 5.3.0 - 5.3.3). On a RocksDB
+  ConsumeQueue the queue's iterator (``RocksDBConsumeQueue.iterateFrom(start, maxMsgNums)``)
+  gives at most ``maxMsgNums`` units up to 5.4.x; 5.5.0 adds ``iteratorWhenUseRocksdbConsumeQueue``
+  (default true), whose ``RocksDBReusableIterator`` runs on to the queue's max offset,
+  ``maxMsgNums`` units a read (read with javap in rocketmq-store-5.4.0.jar and 5.5.0.jar).
 
 ``None`` as a version everywhere means rmqlab's own default form: the final ``\\x02`` kept, no
 CRC property unless asked for, v2 for long topics, IPv6 allowed (a 5.2+ broker's form), and
@@ -128,8 +134,10 @@ class LayoutFacts:
     rocksdb_lmq: bool = False        # ... which also dispatches %LMQ% units (dispatchLMQ, 5.3.2+)
     rocksdb_time_boundary: bool = True   # ... whose time search takes LOWER/UPPER (5.3.0+; 5.2.x: the nearer unit)
     compaction_topics: bool = False  # cleanup.policy=COMPACTION topics, pulled from the CompactionStore (5.1.0+)
+    timer_topic_builtin: bool = True  # TopicConfigManager creates rmq_sys_wheel_timer at every start (5.3.1+)
     pull_overflow_to_min: bool = False   # getMessage past the end: next offset min when min is 0 (up to 4.9.3)
     pull_scan: str = "5.3.3"         # getMessage's scan of the queue: "4", "5.0", "5.1" or "5.3.3" (see above)
+    rocksdb_pull_to_max: bool = True  # ... on a RocksDB queue: to the max offset (5.5.0+), not maxMsgNums units
 
 
 def layout_facts(version: str | BrokerVersion | None) -> LayoutFacts:
@@ -172,6 +180,8 @@ def layout_facts(version: str | BrokerVersion | None) -> LayoutFacts:
         rocksdb_lmq=t >= (5, 3, 2),
         rocksdb_time_boundary=t >= (5, 3, 0),
         compaction_topics=t >= (5, 1, 0),
+        timer_topic_builtin=t >= (5, 3, 1),
         pull_overflow_to_min=t < (4, 9, 4),
         pull_scan="4" if t < (5, 0, 0) else "5.0" if t < (5, 1, 0) else "5.1" if t < (5, 3, 3) else "5.3.3",
+        rocksdb_pull_to_max=t >= (5, 5, 0),
     )

@@ -48,6 +48,7 @@ from rmqlab.formats import batchconsumequeue as bcq
 from rmqlab.formats import consumequeue as cq
 from rmqlab.formats import consumequeue_ext as cqx
 from rmqlab.formats.storeconfig import read_store_config
+from rmqlab.rules.topics import is_builtin_topic
 from rmqlab.rules.versions import layout_facts
 
 if TYPE_CHECKING:
@@ -255,7 +256,8 @@ def _window_batch_queue(q: bcq.BatchConsumeQueue, start: int) -> _Window | None:
 
 def _window_rocksdb(units: pd.DataFrame, start: int, count: int) -> _Window | None:
     """RocksDBConsumeQueue.iterateFrom(start, count): the units at start, start + 1, ... up to
-    `count` of them, ending at the first offset without one (rangeQuery)."""
+    `count` of them, ending at the first offset without one (rangeQuery; 5.5.0's reusable
+    iterator reads on to the max offset, as `count` is then)."""
     offsets = units["queue_offset"].to_numpy(np.int64)
     k = int(np.searchsorted(offsets, start))
     run = offsets[k:k + count] - start
@@ -268,14 +270,18 @@ def _window_rocksdb(units: pd.DataFrame, start: int, count: int) -> _Window | No
                    u["tags_code"].to_numpy(np.int64))
 
 
-def _topic_config(store: Store, topic: str) -> dict[str, Any] | None:
-    """The topic's row of config/topics (None when absent), or {} for a store without topic config."""
+def _topic_config(store: Store, topic: str, facts: Any) -> dict[str, Any] | None:
+    """The topic's row of config/topics (None when absent), or {} where the store does not say:
+    no topic config, or a RocksDB one without a topic the broker creates at every start."""
     config = read_store_config(store.root)
-    if config.loads["topics"].source == "none":
+    source = config.loads["topics"].source
+    if source == "none":
         return {}
     topics = config.topics()
     row = topics[topics["topic"] == topic]
-    return {str(k): v for k, v in row.iloc[0].items()} if len(row) else None
+    if len(row):
+        return {str(k): v for k, v in row.iloc[0].items()}
+    return {} if source == "rocksdb" and is_builtin_topic(topic, timer=facts.timer_topic_builtin) else None
 
 
 def _refusal(config: dict[str, Any] | None, queue_id: int) -> str | None:
@@ -341,7 +347,7 @@ def get_message(store: Store, topic: str, queue_id: int, offset: int, max_msg_nu
     queue_id, offset, max_msg_nums = int(queue_id), int(offset), int(max_msg_nums)
     version = broker_version if broker_version is not None else store.broker_version
     facts = layout_facts(version)
-    config = _topic_config(store, topic)
+    config = _topic_config(store, topic, facts)
     if check_topic:
         refused = _refusal(config, queue_id)
         if refused is not None:
@@ -352,7 +358,7 @@ def get_message(store: Store, topic: str, queue_id: int, offset: int, max_msg_nu
                                "its pulls from its compaction store (CompactionStore.getMessage), which rmqlab does "
                                "not read yet", path=store.root, field="cleanup.policy")
     log = _LogView(store)
-    queue = _Queue(store, topic, queue_id, log.min_offset)
+    queue = _Queue(store, topic, queue_id, log.min_offset, facts.rocksdb_pull_to_max)
     try:
         lo, hi = queue.min_offset, queue.max_offset
         taken: list[tuple[int, int, int, int]] = []
@@ -380,7 +386,7 @@ class _Queue:
     size, min and max offsets, iterateFrom, rollNextFile; tags codes through the
     ConsumeQueueExt where the store has one."""
 
-    def __init__(self, store: Store, topic: str, queue_id: int, commitlog_min_offset: int):
+    def __init__(self, store: Store, topic: str, queue_id: int, commitlog_min_offset: int, rocksdb_to_max: bool):
         from rmqlab.formats import rocksdbcq
 
         self.kind, self.unit_size, self.min_offset, self.max_offset = "none", cq.UNIT_SIZE, 0, 0
@@ -388,6 +394,7 @@ class _Queue:
         self._batch: bcq.BatchConsumeQueue | None = None
         self._ext: cqx.ConsumeQueueExt | None = None
         self._rocks: pd.DataFrame | None = None
+        self._rocks_to_max = rocksdb_to_max
         batch_dir, file_dir = bcq.queue_dir(store.root, topic, queue_id), cq.queue_dir(store.root, topic, queue_id)
         if rocksdbcq.is_rocksdb(store.consumequeue_dir):
             db = store.rocksdb_queues()
@@ -412,7 +419,8 @@ class _Queue:
         if self._batch is not None:
             return _window_batch_queue(self._batch, start)
         if self._rocks is not None:
-            return _window_rocksdb(self._rocks, start, min(self.max_offset - start, count))
+            ahead = self.max_offset - start
+            return _window_rocksdb(self._rocks, start, ahead if self._rocks_to_max else min(ahead, count))
         return None
 
     def roll_next_file(self, start: int) -> int:
