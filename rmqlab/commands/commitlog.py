@@ -5,7 +5,9 @@
 
 ``dump`` reads with the pure-Python iterator (read-only memory maps) and prints, per message,
 its position and every field, properties as an object, the body as text when it is valid
-UTF-8 (else base64, with ``"body_encoding": "base64"``) and whether the body CRC matches.
+UTF-8 (else base64, with ``"body_encoding": "base64"``) and whether the body CRC matches. A
+compressed body (SYSFLAG 0x1) is shown decompressed, as the consumer gets it, with its codec
+(``"body_codec"``: zlib, lz4 or zstd) and stored size; ``--raw-body`` shows the stored bytes.
 A torn tail of the last file is reported on stderr (exit 0); damage inside a file is a typed
 error (exit 1) unless ``--keep-going``, which reports it on stderr and continues with the next
 file (exit 1 at the end).
@@ -21,8 +23,13 @@ if TYPE_CHECKING:
     from rmqlab.formats.commitlog import Message
 
 
-def message_dict(m: Message) -> dict[str, Any]:
-    """One message as a JSON-ready dict (the `dump --json` line)."""
+def message_dict(m: Message, *, decompress: bool = True) -> dict[str, Any]:
+    """One message as a JSON-ready dict (the `dump --json` line); with `decompress`, a compressed
+    body as the consumer gets it (:func:`rmqlab.formats.commitlog.body.decompress_body`), else as
+    stored. A body that does not decompress is shown as stored, with ``body_error``."""
+    from rmqlab.errors import FormatError
+    from rmqlab.formats.commitlog.body import codec_of, decompress_body
+
     out: dict[str, Any] = {
         "phy_offset": m.phy_offset, "position": m.position, "total_size": m.total_size,
         "version": m.version, "body_crc": m.body_crc, "queue_id": m.queue_id, "flag": m.flag,
@@ -32,11 +39,20 @@ def message_dict(m: Message) -> dict[str, Any]:
         "prepared_transaction_offset": m.prepared_transaction_offset, "topic": m.topic,
         "properties": m.properties,
     }
+    body = m.body
+    out["body_codec"] = codec_of(m.sys_flag)
+    if out["body_codec"] is not None:
+        out["stored_body_size"] = len(m.body)
+        if decompress:
+            try:
+                body = decompress_body(m.body, m.sys_flag, path=m.path, offset=m.phy_offset)
+            except FormatError as e:
+                out["body_error"] = e.reason
     try:
-        out["body"] = m.body.decode("utf-8")
+        out["body"] = body.decode("utf-8")
         out["body_encoding"] = "utf-8"
     except UnicodeDecodeError:
-        out["body"] = base64.b64encode(m.body).decode("ascii")
+        out["body"] = base64.b64encode(body).decode("ascii")
         out["body_encoding"] = "base64"
     out["crc_ok"] = m.crc_ok
     out["offset_msg_id"] = m.offset_msg_id
@@ -51,7 +67,7 @@ def _cmd_dump(args) -> int:
     for m in stream:
         if args.limit is not None and n >= args.limit:
             break
-        d = message_dict(m)
+        d = message_dict(m, decompress=not args.raw_body)
         if args.json:
             print(json.dumps(d, ensure_ascii=False))
         else:
@@ -61,7 +77,7 @@ def _cmd_dump(args) -> int:
                   f"born {d['born_timestamp']} {d['born_host']}  store {d['store_timestamp']} {d['store_host']}  "
                   f"reconsume {d['reconsume_times']}  prepared {d['prepared_transaction_offset']}  "
                   f"flag {d['flag']}  crc {d['body_crc']} {'ok' if d['crc_ok'] else 'MISMATCH'}\n"
-                  f"    properties: {props}\n    body ({d['body_encoding']}): {d['body'][:200]}")
+                  f"    properties: {props}\n    body ({_body_label(d)}): {d['body'][:200]}")
         n += 1
     rep = stream.report
     if rep.torn_tail is not None:
@@ -71,6 +87,13 @@ def _cmd_dump(args) -> int:
     return 1 if rep.damage else 0
 
 
+def _body_label(d: dict[str, Any]) -> str:
+    if d["body_codec"] is None:
+        return d["body_encoding"]
+    what = f"{d['body_encoding']}, {d['body_codec']}, {d['stored_body_size']} bytes stored"
+    return what + (f"; {d['body_error']}" if "body_error" in d else "")
+
+
 def register(subparsers) -> None:
     p = subparsers.add_parser("commitlog", help="CommitLog files and folders")
     sub = p.add_subparsers(dest="commitlog_command", required=True)
@@ -78,6 +101,7 @@ def register(subparsers) -> None:
     d.add_argument("target", metavar="FILE_OR_DIR")
     d.add_argument("--json", action="store_true", help="one JSON object per message per line")
     d.add_argument("--limit", type=int, metavar="N", help="print at most N messages")
+    d.add_argument("--raw-body", action="store_true", help="show compressed bodies as stored, not decompressed")
     d.add_argument("--keep-going", action="store_true",
                    help="report damage on stderr and go on with the next file (exit 1)")
     d.set_defaults(run=_cmd_dump)

@@ -9,6 +9,7 @@ import numpy as np
 
 from rmqlab.errors import FormatError, GeometryError, RmqlabError, TruncatedFileError
 from rmqlab.formats import commitlog as cl
+from rmqlab.formats.commitlog.body import decompress_body
 from rmqlab.formats.commitlog.columns import PROP_CRC_MISMATCH, chunked_decode, prop_crc_states, scan_file
 from rmqlab.rules.dispatch import (
     PROPERTY_INNER_BASE,
@@ -273,21 +274,42 @@ def _commitlog_files(path: Path) -> tuple[list[cl.StoreFile], list[FileReport]]:
     return sorted(files, key=lambda f: f.start_offset), refused
 
 
+def _body_spans(U: np.ndarray, pos: np.ndarray, sys_flag: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(first byte, BODYLEN) of the body of each record at positions `pos` of a file."""
+    bw = np.where(sys_flag & cl.BORNHOST_V6_FLAG, 16, 4)
+    sw = np.where(sys_flag & cl.STOREHOSTADDRESS_V6_FLAG, 16, 4)
+    o_tail = cl.HEAD.size + bw + cl.PORT.size + cl.STORE_TIME.size + sw + cl.PORT.size
+    body_len = gather_field(U, pos + o_tail, cl.TAIL, "body_len").astype(np.int64)
+    return (pos + o_tail + cl.TAIL.size).astype(np.int64), body_len
+
+
 def _crc_check(U: np.ndarray, pos: np.ndarray, sys_flag: np.ndarray, stored: np.ndarray) -> np.ndarray:
     """True where BODYCRC is right (or BODYLEN is 0) for records at positions `pos` of a file."""
     import rmqlab._records as _records
 
     if not len(pos):
         return np.zeros(0, bool)
-    bw = np.where(sys_flag & cl.BORNHOST_V6_FLAG, 16, 4)
-    sw = np.where(sys_flag & cl.STOREHOSTADDRESS_V6_FLAG, 16, 4)
-    o_tail = cl.HEAD.size + bw + cl.PORT.size + cl.STORE_TIME.size + sw + cl.PORT.size
-    o_body = o_tail + cl.TAIL.size
-    body_len = gather_field(U, pos + o_tail, cl.TAIL, "body_len")
+    start, body_len = _body_spans(U, pos, sys_flag)
     crc = np.empty(len(pos), np.uint32)
-    _records.crc32_spans(U, np.ascontiguousarray(pos + o_body, np.int64),
-                         np.ascontiguousarray(body_len, np.int64), crc)
+    _records.crc32_spans(U, np.ascontiguousarray(start), np.ascontiguousarray(body_len), crc)
     return (body_len == 0) | ((crc.astype(np.int64) & 0x7FFFFFFF) == stored.astype(np.int64))
+
+
+def _undecodable_bodies(U: np.ndarray, pos: np.ndarray, sys_flag: np.ndarray) -> tuple[np.ndarray, dict[int, str]]:
+    """Which records' compressed bodies (SYSFLAG 0x1) the consumer cannot decompress, and why:
+    one decompression a compressed body (the others are not looked at)."""
+    bad = np.zeros(len(pos), bool)
+    why: dict[int, str] = {}
+    compressed = np.flatnonzero(sys_flag & cl.COMPRESSED_FLAG)
+    if not len(compressed):
+        return bad, why
+    start, body_len = _body_spans(U, pos[compressed], sys_flag[compressed])
+    for k, s, n in zip(compressed.tolist(), start.tolist(), body_len.tolist()):
+        try:
+            decompress_body(U[s:s + n].tobytes(), int(sys_flag[k]))
+        except FormatError as e:
+            bad[k], why[k] = True, e.reason
+    return bad, why
 
 
 class _FileChecks:
@@ -298,7 +320,7 @@ class _FileChecks:
     def __init__(self, f: cl.StoreFile, buf):
         self.f = f
         self.U = np.frombuffer(buf, np.uint8) if buf is not None and len(buf) else None
-        self.checks = {name: FirstFlagged() for name in ("phy", "crc", "prop_crc", "pairs")}
+        self.checks = {name: FirstFlagged() for name in ("phy", "crc", "prop_crc", "pairs", "body")}
         self.words: dict[str, tuple] = {}      # what the first flagged record of each check says
 
     def add(self, cols: dict, pos: np.ndarray, lo: int) -> None:
@@ -316,6 +338,8 @@ class _FileChecks:
         self._add("crc", ~good, lo, lambda k: (int(cols["body_crc"][k]), int(pos[k])))
         prop_crc = prop_crc_states(self.U, pos, total, cols["version"], sys_flag)
         self._add("prop_crc", prop_crc == PROP_CRC_MISMATCH, lo, lambda k: (int(total[k]), int(pos[k])))
+        undecodable, why = _undecodable_bodies(self.U, pos, sys_flag)
+        self._add("body", undecodable, lo, lambda k: (int(pos[k]), why[k]))
 
     def _add(self, name: str, mask: np.ndarray, lo: int, words) -> None:
         found = self.checks[name]
@@ -369,6 +393,12 @@ class _FileChecks:
                 f"empty name): {block!r}. A 5.2.0 broker multi-dispatching a message leaves the tail of an "
                 f"earlier block so; elsewhere it is damage no CRC covers", p, at, "PROPERTIES",
                 count=c["pairs"].count, severity="warning"))
+        if c["body"].count:
+            at, why = self.words["body"]
+            rep.problems.append(make_problem(
+                "commitlog.body-codec", FormatError,
+                f"a compressed body (SYSFLAG 0x1) a consumer cannot decompress ({why}): its decode "
+                f"(MessageDecoder with deCompressBody) fails", p, at, "BODY", count=c["body"].count))
         if c["prop_crc"].count:
             total, at = self.words["prop_crc"]
             rep.problems.append(make_problem(

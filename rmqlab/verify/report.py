@@ -46,6 +46,7 @@ CHECKS: dict[str, str] = {
     "commitlog.torn-tail": "the last file ends in a torn write (the broker truncates it at recovery)",
     "commitlog.body-crc": "BODYCRC is not CRC32(body) & 0x7FFFFFFF",
     "commitlog.prop-crc": "a __CRC32# property (5.2+) does not match the record's bytes before it",
+    "commitlog.body-codec": "a compressed body (SYSFLAG 0x1) does not decompress with the codec SYSFLAG names",
     "commitlog.phy-offset-field": "PHYSICALOFFSET is not the file's start offset + the record's position",
     "commitlog.blank": "a file other than the last does not end with the end-of-file blank record",
     # ConsumeQueue, per queue folder

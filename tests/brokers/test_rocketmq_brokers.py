@@ -147,6 +147,30 @@ def test_commitlog_records_equal_message_decoder(written):
         assert got == want, where
 
 
+def test_compressed_bodies_are_what_the_consumer_gets(written):
+    """Every record with a compressed body (SYSFLAG 0x1): rmqlab's body, decompressed with the
+    codec its SYSFLAG names, is the body the release's own MessageDecoder gives with
+    deCompressBody (decoded.jsonl's plainBody). Clients before 4.9.4 compress with zlib and
+    write no type bits; from 4.9.4 the workload's producers also use LZ4, ZSTD and ZLIB level 9
+    (MixAll.MESSAGE_COMPRESS_TYPE), and each reaches the store with its type bits."""
+    from rmqlab.formats.commitlog.body import codec_of, decompress_body
+
+    compressed = {j["offset"]: j for j in _java_messages(written) if j["sysFlag"] & 0x1}
+    assert len(compressed) >= 6
+    ours = {m.phy_offset: m for m in iter_messages(written.commitlog) if m.phy_offset in compressed}
+    assert set(ours) == set(compressed)
+    codecs = set()
+    for offset, j in compressed.items():
+        assert "plainBodyError" not in j, j
+        m = ours[offset]
+        assert decompress_body(m.body, m.sys_flag) == base64.b64decode(j["plainBody"]), offset
+        codecs.add(codec_of(m.sys_flag))
+    typed = rh.version_tuple(written.release) >= (4, 9, 4)
+    assert codecs == ({"zlib", "lz4", "zstd"} if typed else {"zlib"}), codecs
+    if "workload" in written.answers:
+        assert (written.answers["workload"]["reached"].get("compression_types") == "LZ4,ZSTD,ZLIB") == typed
+
+
 def test_blank_records_end_every_full_file(written):
     """Every CommitLog file before the last one holding data (the active file; a preallocated
     empty file may follow it) ends in the broker's blank record, where the next file starts."""

@@ -67,3 +67,33 @@ def test_dump_real(capsys):
     lines = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
     assert len(lines) == 47 and all(x["crc_ok"] and x["topic"] == "abc" for x in lines)
     assert [x["phy_offset"] for x in lines] == list(range(0, 8084, 172))
+
+
+def test_dump_shows_compressed_bodies_decompressed_with_their_codec(tmp_path, capsys):
+    import zlib
+
+    import cramjam
+
+    text = "压缩 body " * 600
+    recs, offset = [], 0
+    for sys_flag, packed in ((0x1, zlib.compress(text.encode())),                            # a 4.x client
+                             (0x1 | 1 << 8, bytes(cramjam.lz4.compress(text.encode()))),
+                             (0x1 | 2 << 8, bytes(cramjam.zstd.compress(text.encode()))),
+                             (0x1 | 3 << 8, b"not zlib at all")):
+        recs.append(cl.encode_message(topic="T", body=packed, sys_flag=sys_flag, phy_offset=offset))
+        offset += len(recs[-1])
+    d = _dir(tmp_path, b"".join(recs))
+    assert main(["commitlog", "dump", str(d), "--json"]) == 0
+    lines = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
+    assert [x["body_codec"] for x in lines] == ["zlib", "lz4", "zstd", "zlib"]
+    assert [x["body"] for x in lines[:3]] == [text] * 3
+    assert [x["stored_body_size"] for x in lines] == [len(r) for r in (
+        zlib.compress(text.encode()), cramjam.lz4.compress(text.encode()), cramjam.zstd.compress(text.encode()),
+        b"not zlib at all")]
+    assert "body_error" not in lines[0] and "does not decompress" in lines[3]["body_error"]
+    assert lines[3]["body"] == "not zlib at all"                         # shown as stored
+    assert main(["commitlog", "dump", str(d), "--json", "--raw-body"]) == 0
+    raw = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
+    assert base64.b64decode(raw[0]["body"]) == zlib.compress(text.encode())
+    assert main(["commitlog", "dump", str(d), "--limit", "2"]) == 0
+    assert "body (utf-8, lz4, " in capsys.readouterr().out

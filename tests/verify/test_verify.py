@@ -663,6 +663,33 @@ def test_real_broker_commitlog_verifies_clean(tmp_path):
     assert [(p.check, p.offset, p.field) for p in r.problems] == [("commitlog.body-crc", 860, "BODYCRC")]
 
 
+def test_a_compressed_body_that_does_not_decompress_is_found_at_its_record(tmp_path):
+    """Bodies compressed as the clients do (zlib without type bits; LZ4, ZSTD, ZLIB with them)
+    verify clean; a zlib body whose bytes are not a zlib stream (its BODYCRC is right: the
+    producer sent them so) is commitlog.body-codec at its record, and nothing else."""
+    import zlib
+
+    import cramjam
+
+    text = b"body " * 2000
+    bodies = [(0x1, zlib.compress(text)), (0x1 | 1 << 8, bytes(cramjam.lz4.compress(text))),
+              (0x1 | 2 << 8, bytes(cramjam.zstd.compress(text))), (0x1 | 3 << 8, zlib.compress(text, 9)),
+              (0x1 | 3 << 8, b"\x78\x9c not a deflate stream"), (0, text)]
+    recs, offset, starts = [], 0, []
+    for sys_flag, body in bodies:
+        starts.append(offset)
+        recs.append(cl.encode_message(topic="T", body=body, sys_flag=sys_flag, phy_offset=offset,
+                                      queue_offset=len(recs)))
+        offset += len(recs[-1])
+    d = tmp_path / "commitlog"
+    d.mkdir()
+    (d / f"{0:020d}").write_bytes(b"".join(recs))
+    r = verify_path(d)
+    assert [(p.check, p.offset, p.field, p.count) for p in r.problems] == [
+        ("commitlog.body-codec", starts[4], "BODY", 1)]
+    assert "zlib" in r.problems[0].error.reason
+
+
 def test_cross_checks_give_the_same_report_whatever_the_chunk(copy, monkeypatch):
     """The index cross-file checks run CROSS_CHUNK entries (the CommitLog is decoded and its key
     codes made MESSAGE_CHUNK messages, the missing-unit check CROSS_CHUNK messages, the table

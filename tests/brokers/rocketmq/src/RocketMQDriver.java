@@ -26,7 +26,8 @@
  *             broker answers an offset past the end with an OFFSET_MOVED_EVENT message of its own.)
  *             Writes answers.json.
  *   decode    offline, after the broker stopped: MessageDecoder.decode(buffer, readBody=true,
- *             deCompressBody=false) of every CommitLog record into decoded.jsonl (in a DLedger
+ *             deCompressBody=false) of every CommitLog record into decoded.jsonl (a compressed
+ *             body also decoded with deCompressBody=true, as a consumer gets it; in a DLedger
  *             CommitLog with the header of the DLedger entry around it), and
  *             StoreCheckpoint (read from a copy in a temporary folder) into checkpoint.json.
  *
@@ -268,6 +269,7 @@ public class RocketMQDriver {
         small.setKeys("big-small");
         record("uncompressed", producer.send(small), Arrays.asList("big-small"));
         reached.put("compressed_bodies", 6);
+        compressionTypes(ns);
 
         // 5.x timer messages (TIMER_DELIVER_MS, what Message.setDeliverTimeMs sets)
         optional("timer_messages", flag("timer"), "release has no timer wheel (5.x only)", () -> {
@@ -457,6 +459,48 @@ public class RocketMQDriver {
     }
 
     static AtomicInteger txChecks;
+
+    /**
+     * Bodies over the threshold from producers whose compression type is LZ4, ZSTD and ZLIB
+     * (level 9): DefaultMQProducerImpl reads MixAll.MESSAGE_COMPRESS_TYPE / _LEVEL when it is
+     * built (4.9.4+; earlier clients compress with zlib only and write no type bits).
+     */
+    static void compressionTypes(String ns) {
+        try {
+            Class.forName("org.apache.rocketmq.common.compression.CompressionType");
+        } catch (ClassNotFoundException e) {
+            skipped.put("compression_types", "no CompressionType in this client (before 4.9.4): zlib only");
+            return;
+        }
+        List<String> done = new ArrayList<>();
+        for (String[] kind : new String[][]{{"LZ4", "5"}, {"ZSTD", "3"}, {"ZLIB", "9"}}) {
+            System.setProperty("rocketmq.message.compressType", kind[0]);
+            System.setProperty("rocketmq.message.compressLevel", kind[1]);
+            DefaultMQProducer p = new DefaultMQProducer("P_" + kind[0].toLowerCase());
+            System.clearProperty("rocketmq.message.compressType");
+            System.clearProperty("rocketmq.message.compressLevel");
+            p.setNamesrvAddr(ns);
+            p.setInstanceName("p-" + kind[0].toLowerCase());
+            p.setSendMsgTimeout(15000);
+            try {
+                p.start();
+                for (int i = 0; i < 2; i++) {
+                    StringBuilder sb = new StringBuilder();
+                    for (int j = 0; sb.length() < 6000 + 4000 * i; j++) sb.append(kind[0]).append(" 行 ").append(j).append('\n');
+                    Message m = new Message("TopicBig", "big", sb.toString().getBytes(StandardCharsets.UTF_8));
+                    String key = "big-" + kind[0].toLowerCase() + "-" + i;
+                    m.setKeys(Arrays.asList(key, "shared"));
+                    record("compressed", p.send(m), Arrays.asList(key));
+                }
+                done.add(kind[0]);
+            } catch (Throwable e) {
+                skipped.put("compression_" + kind[0].toLowerCase(), e.toString().split("\n")[0]);
+            } finally {
+                p.shutdown();
+            }
+        }
+        reached.put("compression_types", String.join(",", done));
+    }
 
     static void ipv6Client(String ns) {
         String port = ns.substring(ns.lastIndexOf(':') + 1);
@@ -1193,6 +1237,16 @@ public class RocketMQDriver {
                     o.put("reconsumeTimes", m.getReconsumeTimes());
                     o.put("preparedTransactionOffset", m.getPreparedTransactionOffset());
                     o.put("body", m.getBody() == null ? null : Base64.getEncoder().encodeToString(m.getBody()));
+                    if ((m.getSysFlag() & 0x1) != 0) {   // the body a consumer gets: decode with deCompressBody
+                        one.position(0);
+                        try {
+                            MessageExt plain = MessageDecoder.decode(one, true, true);
+                            o.put("plainBody", plain == null || plain.getBody() == null ? null
+                                    : Base64.getEncoder().encodeToString(plain.getBody()));
+                        } catch (Throwable e) {
+                            o.put("plainBodyError", e.toString().split("\n")[0]);
+                        }
+                    }
                     o.put("topic", m.getTopic());
                     o.put("properties", m.getProperties());
                     o.put("msgId", m.getMsgId());
