@@ -1120,10 +1120,29 @@ def _commitlog_special(ch, seed: Seed) -> list[tuple]:
 # ------------------------------------------------------------------------------- one message
 
 
+def _compressed_records() -> list[tuple[str, bytes]]:
+    """Records whose bodies a producer compressed: zlib without type bits (a client before
+    4.9.4), and LZ4, ZSTD and ZLIB with them."""
+    import zlib
+
+    import cramjam
+
+    from rmqlab.formats import commitlog as cl
+
+    text = ("压缩 line %d\n" * 300 % tuple(range(300))).encode()
+    return [(f"compressed-{name}", cl.encode_message(topic="TopicBig", body=body, sys_flag=flag,
+                                                    properties={"KEYS": "big-1", "TAGS": "big"}))
+            for name, flag, body in (("zlib0", 0x1, zlib.compress(text)),
+                                     ("lz4", 0x1 | 1 << 8, bytes(cramjam.lz4.compress(text))),
+                                     ("zstd", 0x1 | 2 << 8, bytes(cramjam.zstd.compress(text))),
+                                     ("zlib", 0x1 | 3 << 8, zlib.compress(text, 9)))]
+
+
 class MessageTarget(Target):
     """One CommitLog record in a buffer: read_message at 0 and at other positions (with and
-    without the CRC check), the decoded message's properties, ids and a byte-exact re-encode;
-    parse_properties of arbitrary spans."""
+    without the CRC check), the decoded message's properties, ids and a byte-exact re-encode,
+    a compressed body decompressed with the codec its SYSFLAG names (records compressed with
+    zlib, LZ4 and ZSTD among the seeds); parse_properties of arbitrary spans."""
 
     name = "message"
     anonymous_errors = True
@@ -1139,6 +1158,9 @@ class MessageTarget(Target):
         rec = _commitlog_records()[0]
         fields, hot = _record_fields(0, rec)
         out.append(Seed("record+blank", rec + blank_record(16) + bytes(8), fields, hot, _commitlog_special, {}))
+        for name, rec in _compressed_records():
+            fields, hot = _record_fields(0, rec)
+            out.append(Seed(name, rec, fields, hot, _commitlog_special, {}))
         for name, rel in (("real-2021", "store-4e25b979/commitlog/00000000000000000000"),
                           ("real-4.2.0", f"{_REAL_RMQ_STORE_420}/commitlog/00000000000000024576")):
             buf = _real_rocketmq_bytes(rel)
@@ -1160,6 +1182,10 @@ class MessageTarget(Target):
             if enc is not None:
                 rt.expect(enc == data[:m.total_size], "Message.encode", "re-encoded record differs from the input")
             rt.call("parse_properties", cl.parse_properties, m.properties_raw)
+            if m.compressed:
+                from rmqlab.formats.commitlog.body import decompress_body
+
+                rt.call("decompress_body", decompress_body, m.body, m.sys_flag, offset=m.phy_offset)
         if data:
             rt.call("read_message(position)", cl.read_message, data, rng.randrange(len(data) + 1), check_crc=crc)
             a = rng.randrange(len(data))
