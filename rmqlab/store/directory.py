@@ -413,30 +413,31 @@ class Store:
     def consumer_progress(self) -> pd.DataFrame:
         """Each consumer group's progress per queue: the committed offset from
         config/consumerOffset.json (loaded as the broker loads it, .bak fallback included)
-        against the queue's ConsumeQueue. ``lag`` = max_offset - committed (the broker's
+        against the queue's ends (its ConsumeQueue, BatchConsumeQueue or RocksDB ConsumeQueue:
+        :class:`~rmqlab.store.queues.LogicQueue`). ``lag`` = max_offset - committed (the broker's
         "diff"). Flags: ``beyond_max`` (committed past the queue's end), ``behind_min``
         (committed before the queue's first unit: those messages were deleted unconsumed),
-        ``unknown_queue`` (no ConsumeQueue folder: offsets, lag are missing),
+        ``unknown_queue`` (the store holds no such queue: offsets, lag are missing),
         ``no_subscription_group`` (the group has no subscriptionGroup.json entry).
         ``result.attrs["config"]`` says which file each table came from.
         Cost: the config files, and the ends of each queue named.
         """
         from rmqlab.formats.storeconfig import read_store_config
+        from rmqlab.store.queues import LogicQueue
 
         cfg = read_store_config(self.root)
         offsets = cfg.consumer_offsets()
         groups = set(cfg.subscription_groups()["group"])
-        known = set(self.queues())
-        ends: dict[tuple[str, int], tuple[int, int]] = {}
+        ends: dict[tuple[str, int], tuple[int, int] | None] = {}
         rows = []
         for group, topic, queue_id, offset in offsets[["group", "topic", "queue_id", "offset"]].itertuples(
                 index=False, name=None):
             where = (str(topic), int(queue_id))
             committed = int(offset)
-            if where in known and where not in ends:
-                info = cq.read_queue_info(cq.queue_dir(self.root, *where), self.consume_queue_file_size)
-                ends[where] = (info.min_offset, info.max_offset)
-            lo, hi = ends[where] if where in ends else (None, None)
+            if where not in ends:
+                with LogicQueue(self, *where) as q:
+                    ends[where] = None if q.kind == "none" else (q.min_offset, q.max_offset)
+            lo, hi = ends[where] or (None, None)
             rows.append({"group": group, "topic": topic, "queue_id": where[1], "committed": committed,
                          "min_offset": lo, "max_offset": hi, "lag": None if hi is None else hi - committed,
                          "beyond_max": hi is not None and committed > hi,

@@ -44,12 +44,12 @@ import numpy as np
 import pandas as pd
 
 from rmqlab.errors import UnsupportedError
-from rmqlab.formats import batchconsumequeue as bcq
 from rmqlab.formats import consumequeue as cq
 from rmqlab.formats import consumequeue_ext as cqx
 from rmqlab.formats.storeconfig import read_store_config
 from rmqlab.rules.topics import is_builtin_topic
 from rmqlab.rules.versions import layout_facts
+from rmqlab.store.queues import LogicQueue
 
 if TYPE_CHECKING:
     from rmqlab.store.directory import Store
@@ -196,17 +196,6 @@ class GetMessageResult:
                 f"{self.next_begin_offset}, queue {self.min_offset}..{self.max_offset} ({self.queue})")
 
 
-@dataclass
-class _Window:
-    """Units as the queue's iterator hands them to getMessage (int64 arrays)."""
-
-    queue_offset: np.ndarray
-    batch_num: np.ndarray
-    phy: np.ndarray
-    size: np.ndarray
-    tags_code: np.ndarray     # raw, as the unit holds it
-
-
 class _LogView:
     """Where CommitLog.getMessage(offset, size) finds bytes: inside one file, below the write
     position in the last (MappedFile.selectMappedBuffer)."""
@@ -226,48 +215,6 @@ class _LogView:
     def roll_next_file(self, phy: int) -> int:
         """CommitLog.rollNextFile (DLedgerCommitLog's too: mappedFileSizeCommitLog)."""
         return phy + self.file_size - phy % self.file_size
-
-
-def _window_file_queue(q: cq.ConsumeQueue, start: int) -> _Window | None:
-    """ConsumeQueue.getIndexBuffer / iterateFrom: the units from `start` to the end of its file."""
-    for first, view in q.segments():
-        if first <= start < first + len(view):
-            u = view[start - first:]
-            n = len(u)
-            return _Window(np.arange(start, start + n, dtype=np.int64), np.ones(n, np.int64),
-                           u["commitlog_offset"].astype(np.int64), u["size"].astype(np.int64),
-                           u["tags_code"].astype(np.int64))
-    return None
-
-
-def _window_batch_queue(q: bcq.BatchConsumeQueue, start: int) -> _Window | None:
-    """BatchConsumeQueue.iterateFrom: from the unit covering `start` to the end of its file."""
-    if q.find(start) is None:
-        return None
-    for _, view in reversed(list(q.segments())):
-        if len(view) and int(view[0]["msg_base_offset"]) <= start:
-            k = int(np.searchsorted(view["msg_base_offset"].astype(np.int64), start, side="right")) - 1
-            u = view[k:]
-            return _Window(u["msg_base_offset"].astype(np.int64), u["batch_size"].astype(np.int64),
-                           u["commitlog_offset"].astype(np.int64), u["size"].astype(np.int64),
-                           u["tags_code"].astype(np.int64))
-    return None
-
-
-def _window_rocksdb(units: pd.DataFrame, start: int, count: int) -> _Window | None:
-    """RocksDBConsumeQueue.iterateFrom(start, count): the units at start, start + 1, ... up to
-    `count` of them, ending at the first offset without one (rangeQuery; 5.5.0's reusable
-    iterator reads on to the max offset, as `count` is then)."""
-    offsets = units["queue_offset"].to_numpy(np.int64)
-    k = int(np.searchsorted(offsets, start))
-    run = offsets[k:k + count] - start
-    n = int(np.argmin(run == np.arange(len(run)))) if len(run) and (run != np.arange(len(run))).any() else len(run)
-    if n == 0:
-        return None
-    u = units.iloc[k:k + n]
-    return _Window(u["queue_offset"].to_numpy(np.int64), np.ones(n, np.int64),
-                   u["commitlog_offset"].to_numpy(np.int64), u["size"].to_numpy(np.int64),
-                   u["tags_code"].to_numpy(np.int64))
 
 
 def _topic_config(store: Store, topic: str, facts: Any) -> dict[str, Any] | None:
@@ -358,7 +305,7 @@ def get_message(store: Store, topic: str, queue_id: int, offset: int, max_msg_nu
                                "its pulls from its compaction store (CompactionStore.getMessage), which rmqlab does "
                                "not read yet", path=store.root, field="cleanup.policy")
     log = _LogView(store)
-    queue = _Queue(store, topic, queue_id, log.min_offset, facts.rocksdb_pull_to_max)
+    queue = LogicQueue(store, topic, queue_id, log.min_offset)
     try:
         lo, hi = queue.min_offset, queue.max_offset
         taken: list[tuple[int, int, int, int]] = []
@@ -373,71 +320,11 @@ def get_message(store: Store, topic: str, queue_id: int, offset: int, max_msg_nu
             status, next_offset = "OFFSET_OVERFLOW_BADLY", lo if facts.pull_overflow_to_min and lo == 0 else hi
         else:
             scan = _scan_4 if facts.pull_scan == "4" else _scan_5
-            status, next_offset, taken, scanned = scan(queue, offset, max_msg_nums, subscription, limits, log,
-                                                       facts.pull_scan)
+            status, next_offset, taken, scanned = scan(queue, offset, max_msg_nums, subscription, limits, log, facts)
     finally:
         queue.close()
     return GetMessageResult(status, response_code(status, offset), next_offset, lo, hi, _frame(store, taken),
                             queue.kind, scanned)
-
-
-class _Queue:
-    """The queue getMessage reads, as far as it uses ConsumeQueueInterface: its kind, unit
-    size, min and max offsets, iterateFrom, rollNextFile; tags codes through the
-    ConsumeQueueExt where the store has one."""
-
-    def __init__(self, store: Store, topic: str, queue_id: int, commitlog_min_offset: int, rocksdb_to_max: bool):
-        from rmqlab.formats import rocksdbcq
-
-        self.kind, self.unit_size, self.min_offset, self.max_offset = "none", cq.UNIT_SIZE, 0, 0
-        self._file: cq.ConsumeQueue | None = None
-        self._batch: bcq.BatchConsumeQueue | None = None
-        self._ext: cqx.ConsumeQueueExt | None = None
-        self._rocks: pd.DataFrame | None = None
-        self._rocks_to_max = rocksdb_to_max
-        batch_dir, file_dir = bcq.queue_dir(store.root, topic, queue_id), cq.queue_dir(store.root, topic, queue_id)
-        if rocksdbcq.is_rocksdb(store.consumequeue_dir):
-            db = store.rocksdb_queues()
-            self.kind, self._rocks = "rocksdb", db.queue_units(topic, queue_id)
-            self.min_offset, self.max_offset = db.min_max(topic, queue_id, commitlog_min_offset)
-        elif batch_dir.is_dir():
-            self._batch = bcq.BatchConsumeQueue.open(
-                batch_dir, bcq.batch_file_size(batch_dir, store.batch_consume_queue_file_size))
-            self.kind, self.unit_size = "batchconsumequeue", bcq.UNIT_SIZE
-            self.min_offset, self.max_offset = max(self._batch.min_offset, 0), self._batch.max_offset
-        elif file_dir.is_dir():
-            self._file = cq.ConsumeQueue.open(file_dir, store.consume_queue_file_size)
-            ext_dir = store.root / cqx.FOLDER / topic / str(queue_id)
-            if store.consume_queue_ext and ext_dir.is_dir():
-                self._ext = cqx.ConsumeQueueExt.open(ext_dir)
-            self.kind, self.min_offset, self.max_offset = "consumequeue", self._file.min_offset, self._file.max_offset
-
-    def window(self, start: int, count: int) -> _Window | None:
-        """iterateFrom(start, count): None where the broker's iterator is null."""
-        if self._file is not None:
-            return _window_file_queue(self._file, start)
-        if self._batch is not None:
-            return _window_batch_queue(self._batch, start)
-        if self._rocks is not None:
-            ahead = self.max_offset - start
-            return _window_rocksdb(self._rocks, start, ahead if self._rocks_to_max else min(ahead, count))
-        return None
-
-    def roll_next_file(self, start: int) -> int:
-        """rollNextFile: the first offset of the next ConsumeQueue file; 0 for a
-        BatchConsumeQueue and a RocksDB queue (as 5.x answers)."""
-        if self._file is None:
-            return 0
-        per_file = self._file.units_per_file
-        return start + per_file - start % per_file
-
-    def passes(self, tags_codes: np.ndarray, subscription: str | Iterable[str] | None) -> np.ndarray:
-        return cq.filter_tags_codes(tags_codes, subscription, ext=self._ext)
-
-    def close(self) -> None:
-        for part in (self._ext, self._file, self._batch):
-            if part is not None:
-                part.close()
 
 
 class _Sent:
@@ -473,7 +360,7 @@ class _Sent:
                 self.buffer_total + size, self.count + batch, "FOUND", None)
 
 
-def _scan_4(queue: _Queue, offset: int, n: int, subscription, limits: PullLimits, log: _LogView, _rule: str):
+def _scan_4(queue: LogicQueue, offset: int, n: int, subscription, limits: PullLimits, log: _LogView, _facts):
     """The loop of DefaultMessageStore.getMessage up to 4.9.x (read at 4.2.0 and 4.9.7): the
     units from the offset to its file's end, at most max(16000, 20 * n) bytes of them."""
     w = queue.window(offset, n)
@@ -493,15 +380,17 @@ def _scan_4(queue: _Queue, offset: int, n: int, subscription, limits: PullLimits
     return sent.status, offset + k, sent.taken, k
 
 
-def _scan_5(queue: _Queue, offset: int, n: int, subscription, limits: PullLimits, log: _LogView, rule: str):
+def _scan_5(queue: LogicQueue, offset: int, n: int, subscription, limits: PullLimits, log: _LogView, facts):
     """The loop of DefaultMessageStore.getMessage from 5.0.0 (read at 5.0.0, 5.1.4, 5.2.0, 5.3.3):
-    the units the queue's iterator gives, from travelCqFileNumWhenGetMessage files while nothing
-    was found, up to the scan limit of `rule` (LayoutFacts.pull_scan)."""
+    the units the queue's iterator gives (``iterateFrom(offset, n)``; on RocksDB from 5.5.0 all
+    up to the max offset), from travelCqFileNumWhenGetMessage files while nothing was found, up
+    to the scan limit of the release (LayoutFacts.pull_scan)."""
+    rule = facts.pull_scan
     sent, next_offset, scanned, travelled = _Sent(), offset, 0, 0
     max_offset, unit_size = queue.max_offset, queue.unit_size
     while sent.buffer_total <= 0 and next_offset < max_offset and travelled < limits.travel_cq_file_num:
         travelled += 1
-        w = queue.window(next_offset, n)
+        w = queue.window(next_offset, max_offset - next_offset if facts.rocksdb_pull_to_max else n)
         if w is None:
             return "OFFSET_FOUND_NULL", queue.roll_next_file(next_offset), sent.taken, scanned
         passes = queue.passes(w.tags_code, subscription)

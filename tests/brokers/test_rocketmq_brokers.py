@@ -380,10 +380,15 @@ def _rocksdb_queues_written_after(db, commitlog_end: int) -> set[tuple[str, int]
 
 def test_consumer_offsets_equal_the_broker(answered):
     """examineConsumeStats' consumer offsets are the committed offsets rmqlab reads from
-    config/consumerOffset.json (the consumers had stopped before the answers)."""
+    config/consumerOffset.json (the consumers had stopped before the answers), and its broker
+    offsets and lags are rmqlab's max offsets and lags, for every queue kind (ConsumeQueue,
+    BatchConsumeQueue, RocksDB ConsumeQueue) and every queue not written to after the answer
+    (whose max offset can only have grown)."""
     progress = _store(answered).consumer_progress()
     committed = {(r.group, r.topic, int(r.queue_id)): int(r.committed) for r in progress.itertuples()}
-    seen = empty = 0
+    ends = {(r.group, r.topic, int(r.queue_id)): (r.max_offset, r.lag) for r in progress.itertuples()}
+    misplaced = answered.misplaced_units()
+    seen = empty = lags = 0
     for group, stats in answered.answers["broker"]["consume_stats"].items():
         if "offset table is empty" in stats.get("error", ""):
             # the broker answers that it holds no committed offset of the group (4.9.3 with
@@ -401,7 +406,15 @@ def test_consumer_offsets_equal_the_broker(answered):
             key = (group, row["topic"], row["queueId"])
             assert committed.get(key) == row["consumerOffset"], (key, row)
             seen += 1
+            max_offset, lag = ends[key]
+            if (row["topic"], row["queueId"]) in misplaced:   # counted to the broker's write position
+                continue
+            assert max_offset >= row["brokerOffset"], (key, row, max_offset)
+            if max_offset == row["brokerOffset"]:
+                assert lag == row["lag"], (key, row, lag)
+                lags += 1
     assert seen >= 4 or (empty and answered.scenario in rh.RESTARTS), answered.answers["broker"]["consume_stats"]
+    assert lags >= seen - 2, (lags, seen)
 
 
 # -- acknowledged sends: what the broker acknowledged is in the store, where it said -----------
