@@ -51,6 +51,11 @@ Each fact was settled by reading the broker's Java source at the release tags na
   (default true), whose ``RocksDBReusableIterator`` runs on to the queue's max offset,
   ``maxMsgNums`` units a read (read with javap in rocketmq-store-5.4.0.jar and 5.5.0.jar).
 
+* **getOffsetInQueueByTime on a ConsumeQueue** (:meth:`rmqlab.formats.consumequeue.ConsumeQueue.
+  offset_by_time`'s `broker`): "4" up to 4.9.x, "5.0" in 5.0.0 - 5.1.0 (both: the file by its
+  modification time, the nearer unit), "5" from 5.1.1 (the file by its units' store times, a
+  LOWER/UPPER boundary).
+
 ``None`` as a version everywhere means rmqlab's own default form: the final ``\\x02`` kept, no
 CRC property unless asked for, v2 for long topics, IPv6 allowed (a 5.2+ broker's form), and
 no TAGS index key (the 5.3.x index).
@@ -135,6 +140,7 @@ class LayoutFacts:
     rocksdb_time_boundary: bool = True   # ... whose time search takes LOWER/UPPER (5.3.0+; 5.2.x: the nearer unit)
     compaction_topics: bool = False  # cleanup.policy=COMPACTION topics, pulled from the CompactionStore (5.1.0+)
     timer_topic_builtin: bool = True  # TopicConfigManager creates rmq_sys_wheel_timer at every start (5.3.1+)
+    time_search: str = "5"           # getOffsetInQueueByTime on a ConsumeQueue: "4", "5.0" or "5" (see above)
     pull_overflow_to_min: bool = False   # getMessage past the end: next offset min when min is 0 (up to 4.9.3)
     pull_scan: str = "5.3.3"         # getMessage's scan of the queue: "4", "5.0", "5.1" or "5.3.3" (see above)
     rocksdb_pull_to_max: bool = True  # ... on a RocksDB queue: to the max offset (5.5.0+), not maxMsgNums units
@@ -181,6 +187,7 @@ def layout_facts(version: str | BrokerVersion | None) -> LayoutFacts:
         rocksdb_time_boundary=t >= (5, 3, 0),
         compaction_topics=t >= (5, 1, 0),
         timer_topic_builtin=t >= (5, 3, 1),
+        time_search="4" if t < (5, 0, 0) else "5.0" if t < (5, 1, 1) else "5",
         pull_overflow_to_min=t < (4, 9, 4),
         pull_scan="4" if t < (5, 0, 0) else "5.0" if t < (5, 1, 0) else "5.1" if t < (5, 3, 3) else "5.3.3",
         rocksdb_pull_to_max=t >= (5, 5, 0),

@@ -43,7 +43,7 @@ from rmqlab.formats import consumequeue_ext as cqx
 from rmqlab.formats.dledger import Ledger
 from rmqlab.formats.indexfile import DEFAULT_HASH_SLOT_NUM, DEFAULT_INDEX_NUM
 from rmqlab.formats.msgid import parse_offset_msg_id
-from rmqlab.jvm.longs import INT_MAX, LONG_MAX
+from rmqlab.jvm.longs import LONG_MAX
 from rmqlab.rules.dispatch import is_lmq
 from rmqlab.store.indexservice import DEFAULT_MAX_MSGS_NUM_BATCH, IndexService
 from rmqlab.store.keyquery import MODES, KeyQuery, query_key, query_many
@@ -383,24 +383,28 @@ class Store:
         return self.read_at([parse_offset_msg_id(msg_id).phy_offset])
 
     def query_by_time(self, topic: str, begin: int, end: int, *, queue_ids: list[int] | None = None) -> pd.DataFrame:
-        """Messages of `topic` stored in [begin, end] ms, through the ConsumeQueue: each queue is
-        searched by store time (the broker's getOffsetInQueueByTime, lower bound for `begin`,
-        upper for `end`), the units between are read from the CommitLog, and rows outside the
-        range (store times are not monotone) are dropped. Sorted by store time.
-        ``result.attrs["explain"]`` maps each queue id to its two searches (the broker's
-        TimeSearch: every unit probed, and the outcome)."""
+        """Messages of `topic` stored in [begin, end] ms, through its queues (ConsumeQueue,
+        BatchConsumeQueue or RocksDB ConsumeQueue): each queue is searched by store time (the
+        broker's getOffsetInQueueByTime with the store's release rules, lower bound for
+        `begin`, upper for `end`), the units between are read from the CommitLog, and rows
+        outside the range (store times are not monotone) are dropped. Sorted by store time.
+        ``result.attrs["explain"]`` maps each queue id to its two searches (on a ConsumeQueue
+        the broker's TimeSearch: every unit probed, and the outcome; else the offsets)."""
+        from rmqlab.rules.versions import layout_facts
+        from rmqlab.store.queues import LogicQueue, all_queues
+
+        facts = layout_facts(self.broker_version)
         frames, explain = [], {}
-        for t, qid in self.queues():
+        for t, qid in all_queues(self):
             if t != topic or (queue_ids is not None and qid not in queue_ids):
                 continue
-            with cq.ConsumeQueue.open(cq.queue_dir(self.root, t, qid), self.consume_queue_file_size) as q:
-                if q.count == 0:
+            with LogicQueue(self, t, qid) as q:
+                if q.max_offset <= q.min_offset:
                     continue
-                lower = q.offset_by_time(begin, self._store_time_of, boundary="lower")
-                upper = q.offset_by_time(end, self._store_time_of, boundary="upper")
-                explain[qid] = {"lower": lower, "upper": upper}
-                units = q.to_frame(max(lower.offset, q.min_offset), min(upper.offset + 1, q.max_offset))
-            units = units[units["size"] != INT_MAX]
+                lower, lower_how = q.offset_by_time(begin, "lower", self._store_time_of, facts)
+                upper, upper_how = q.offset_by_time(end, "upper", self._store_time_of, facts)
+                explain[qid] = {"lower": lower_how or lower, "upper": upper_how or upper}
+                units = q.units(max(lower, q.min_offset), min(upper + 1, q.max_offset))
             if units.empty:
                 continue
             m = self.read_at(units["commitlog_offset"].to_numpy(np.int64))

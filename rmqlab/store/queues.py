@@ -19,7 +19,21 @@ from rmqlab.formats import consumequeue_ext as cqx
 if TYPE_CHECKING:
     from rmqlab.store.directory import Store
 
-__all__ = ["LogicQueue", "QueueWindow"]
+__all__ = ["LogicQueue", "QueueWindow", "all_queues"]
+
+
+def all_queues(store: Store) -> list[tuple[str, int]]:
+    """(topic, queue_id) of every queue the store holds, whatever keeps it: ConsumeQueue and
+    BatchConsumeQueue folders, and the queues of a RocksDB ConsumeQueue. Sorted. Cost: the
+    folders' listings; a RocksDB store's database read once a Store."""
+    from rmqlab.formats import rocksdbcq
+
+    found = set(store.layout.consume_queues()) | set(store.layout.batch_queues())
+    if rocksdbcq.is_rocksdb(store.consumequeue_dir):
+        found = set(store.layout.batch_queues())
+        u = store.rocksdb_queues().units
+        found |= {(str(t), int(i)) for t, i in zip(u["topic"], u["queue_id"])}
+    return sorted(found)
 
 
 @dataclass
@@ -109,12 +123,14 @@ class LogicQueue:
         self._batch: bcq.BatchConsumeQueue | None = None
         self._ext: cqx.ConsumeQueueExt | None = None
         self._rocks: pd.DataFrame | None = None
+        self._db = None
         if commitlog_min_offset is None:
             starts = store.commitlog_extent()[0]
             commitlog_min_offset = starts[0] if starts else 0
+        self._commitlog_min = commitlog_min_offset
         batch_dir, file_dir = bcq.queue_dir(store.root, topic, queue_id), cq.queue_dir(store.root, topic, queue_id)
         if rocksdbcq.is_rocksdb(store.consumequeue_dir):
-            db = store.rocksdb_queues()
+            db = self._db = store.rocksdb_queues()
             self.kind, self._rocks = "rocksdb", db.queue_units(topic, queue_id)
             self.min_offset, self.max_offset = db.min_max(topic, queue_id, commitlog_min_offset)
         elif batch_dir.is_dir():
@@ -140,6 +156,47 @@ class LogicQueue:
         if self._rocks is not None:
             return _window_rocksdb(self._rocks, start, min(self.max_offset - start, count))
         return None
+
+    def units(self, start: int, stop: int) -> pd.DataFrame:
+        """The units whose message offset lies in [`start`, `stop`) (a BatchConsumeQueue unit
+        by its first offset), blank fillers left out: queue_offset, batch_num,
+        commitlog_offset, size, tags_code. Cost: the units in the range."""
+        cols = ["queue_offset", "batch_num", "commitlog_offset", "size", "tags_code"]
+        if self._file is not None:
+            u = self._file.to_frame(max(start, self._file.min_offset), min(stop, self._file.max_offset))
+            u = u[u["size"] != cq.BLANK_UNIT[1]]
+            return u.assign(batch_num=np.ones(len(u), np.int64))[cols]
+        if self._batch is not None:
+            b = self._batch.units
+            base = b["msg_base_offset"].astype(np.int64)
+            keep = (base >= start) & (base < stop)
+            return pd.DataFrame({"queue_offset": base[keep], "batch_num": b["batch_size"][keep].astype(np.int64),
+                                 "commitlog_offset": b["commitlog_offset"][keep].astype(np.int64),
+                                 "size": b["size"][keep].astype(np.int64),
+                                 "tags_code": b["tags_code"][keep].astype(np.int64)})
+        if self._rocks is not None:
+            r = self._rocks
+            r = r[(r["queue_offset"] >= start) & (r["queue_offset"] < stop)]
+            return r.assign(batch_num=np.ones(len(r), np.int64))[cols].reset_index(drop=True)
+        return pd.DataFrame({c: np.zeros(0, np.int64) for c in cols})
+
+    def offset_by_time(self, timestamp: int, boundary: str, store_time_of, facts) -> tuple[int, object]:
+        """DefaultMessageStore.getOffsetInQueueByTime with the rules of `facts` (a release's
+        :class:`~rmqlab.rules.versions.LayoutFacts`: ``time_search``, ``rocksdb_time_boundary``):
+        (the offset, what the search did: a ConsumeQueue's
+        :class:`~rmqlab.formats.consumequeue.TimeSearch`, else None). `store_time_of(phy
+        offsets)` reads store times from the CommitLog (a ConsumeQueue keeps none). Cost:
+        O(log units) look-ups."""
+        if self._file is not None:
+            res = self._file.offset_by_time(timestamp, store_time_of, boundary=boundary,  # type: ignore[arg-type]
+                                            broker=facts.time_search, min_phy_offset=self._commitlog_min)
+            return res.offset, res
+        if self._batch is not None:
+            return self._batch.offset_by_time(timestamp, boundary), None
+        if self._db is not None:
+            return self._db.offset_by_time(self.topic, self.queue_id, timestamp, boundary, self._commitlog_min,
+                                           with_boundary=facts.rocksdb_time_boundary), None
+        return 0, None
 
     def roll_next_file(self, start: int) -> int:
         """rollNextFile: the first offset of the next ConsumeQueue file; 0 for a

@@ -456,12 +456,6 @@ def test_acknowledged_sends_are_in_the_store(written):
 
 # -- searchOffset: the queue offset for a store time ----------------------------------------
 
-def _search_algorithm(release: str) -> str:
-    """rmqlab's name for the release's getOffsetInQueueByTime (see ConsumeQueue.offset_by_time)."""
-    v = rh.version_tuple(release)
-    return "5" if v >= (5, 1, 1) else "5.0" if v >= (5,) else "4"
-
-
 def _cut_queue(folder: Path, units: int, into: Path) -> Path:
     """A copy of a queue folder holding its first `units` units, zeros after them."""
     into.mkdir(parents=True)
@@ -522,7 +516,7 @@ def test_search_offset_equals_the_broker(answered, tmp_path):
             for s in q["searchOffset"]:
                 assert "error" not in s, (q["topic"], q["queueId"], s)
                 got = queue.offset_by_time(s["timestamp"], store_time_of, boundary="lower",
-                                           broker=_search_algorithm(answered.release)).offset
+                                           broker=layout_facts(answered.release).time_search).offset
                 assert got == s["offset"], (q["topic"], q["queueId"], s)
                 compared += 1
     assert compared > 50
