@@ -372,40 +372,33 @@ class _FileChecks:
                 f"the last message ends at {used} and {f.size - used} bytes are left, but no end-of-file blank "
                 f"record (TOTALSIZE = bytes left, MAGICCODE 0xCBD43194) follows: only the last file may end "
                 f"without one", p, used, "MAGICCODE"))
-        c = self.checks
-        if c["phy"].count:
-            stored, at = self.words["phy"]
-            rep.problems.append(make_problem(
-                "commitlog.phy-offset-field", FormatError,
-                f"PHYSICALOFFSET {stored} but the record is at {f.start_offset + at} "
-                f"(file start {f.start_offset} + position {at})", p, at, "PHYSICALOFFSET", count=c["phy"].count))
-        if c["crc"].count:
-            stored, at = self.words["crc"]
-            rep.problems.append(make_problem(
-                "commitlog.body-crc", FormatError,
-                f"BODYCRC {stored} does not match the body (CRC32(body) & 0x7FFFFFFF)", p, at, "BODYCRC",
-                count=c["crc"].count))
-        if c["pairs"].count:
-            at, block = self.words["pairs"]
-            rep.problems.append(make_problem(
-                "commitlog.skipped-pairs", FormatError,
-                f"the PROPERTIES block holds a pair the broker's parser skips (empty, without \\x01, or with an "
-                f"empty name): {block!r}. A 5.2.0 broker multi-dispatching a message leaves the tail of an "
-                f"earlier block so; elsewhere it is damage no CRC covers", p, at, "PROPERTIES",
-                count=c["pairs"].count, severity="warning"))
-        if c["body"].count:
-            at, why = self.words["body"]
-            rep.problems.append(make_problem(
-                "commitlog.body-codec", FormatError,
-                f"a compressed body (SYSFLAG 0x1) a consumer cannot decompress ({why}): its decode "
-                f"(MessageDecoder with deCompressBody) fails", p, at, "BODY", count=c["body"].count))
-        if c["prop_crc"].count:
-            total, at = self.words["prop_crc"]
-            rep.problems.append(make_problem(
-                "commitlog.prop-crc", FormatError,
-                f"the __CRC32# property does not match the record: the broker (5.2+, forceVerifyPropCRC) wants it "
-                f"> 0 and equal to CRC32(the record's first {total - cl.CRC32_RESERVED_LEN} bytes) & 0x7FFFFFFF",
-                p, at, "PROPERTIES", count=c["prop_crc"].count))
+        for name, (check, fld, severity, say) in _RECORD_CHECKS.items():
+            found = self.checks[name]
+            if found.count:
+                at, what = say(f, *self.words[name])
+                rep.problems.append(make_problem(check, FormatError, what, p, at, fld, count=found.count,
+                                                 severity=severity))
+
+
+#: The record checks of _FileChecks: its name -> (check, field, severity, the first flagged
+#: record's words -> its position in the file and the message).
+_RECORD_CHECKS = {
+    "phy": ("commitlog.phy-offset-field", "PHYSICALOFFSET", "error", lambda f, stored, at: (
+        at, f"PHYSICALOFFSET {stored} but the record is at {f.start_offset + at} "
+            f"(file start {f.start_offset} + position {at})")),
+    "crc": ("commitlog.body-crc", "BODYCRC", "error", lambda f, stored, at: (
+        at, f"BODYCRC {stored} does not match the body (CRC32(body) & 0x7FFFFFFF)")),
+    "pairs": ("commitlog.skipped-pairs", "PROPERTIES", "warning", lambda f, at, block: (
+        at, f"the PROPERTIES block holds a pair the broker's parser skips (empty, without \\x01, or with an "
+            f"empty name): {block!r}. A 5.2.0 broker multi-dispatching a message leaves the tail of an "
+            f"earlier block so; elsewhere it is damage no CRC covers")),
+    "body": ("commitlog.body-codec", "BODY", "error", lambda f, at, why: (
+        at, f"a compressed body (SYSFLAG 0x1) a consumer cannot decompress ({why}): its decode "
+            f"(MessageDecoder with deCompressBody) fails")),
+    "prop_crc": ("commitlog.prop-crc", "PROPERTIES", "error", lambda f, total, at: (
+        at, f"the __CRC32# property does not match the record: the broker (5.2+, forceVerifyPropCRC) wants it "
+            f"> 0 and equal to CRC32(the record's first {total - cl.CRC32_RESERVED_LEN} bytes) & 0x7FFFFFFF")),
+}
 
 
 class CommitLogScan:
