@@ -421,7 +421,8 @@ class Store:
         :class:`~rmqlab.store.queues.LogicQueue`). ``lag`` = max_offset - committed (the broker's
         "diff"). Flags: ``beyond_max`` (committed past the queue's end), ``behind_min``
         (committed before the queue's first unit: those messages were deleted unconsumed),
-        ``unknown_queue`` (the store holds no such queue: offsets, lag are missing),
+        ``unknown_queue`` (the store holds no such queue: its min and max offsets are 0, as the
+        broker answers for a queue without files, and the lag is minus the committed offset),
         ``no_subscription_group`` (the group has no subscriptionGroup.json entry).
         ``result.attrs["config"]`` says which file each table came from.
         Cost: the config files, and the ends of each queue named.
@@ -432,7 +433,7 @@ class Store:
         cfg = read_store_config(self.root)
         offsets = cfg.consumer_offsets()
         groups = set(cfg.subscription_groups()["group"])
-        ends: dict[tuple[str, int], tuple[int, int] | None] = {}
+        ends: dict[tuple[str, int], tuple[int, int, bool]] = {}
         rows = []
         for group, topic, queue_id, offset in offsets[["group", "topic", "queue_id", "offset"]].itertuples(
                 index=False, name=None):
@@ -440,13 +441,12 @@ class Store:
             committed = int(offset)
             if where not in ends:
                 with LogicQueue(self, *where) as q:
-                    ends[where] = None if q.kind == "none" else (q.min_offset, q.max_offset)
-            lo, hi = ends[where] or (None, None)
+                    ends[where] = (q.min_offset, q.max_offset, q.kind == "none")
+            lo, hi, unknown = ends[where]
             rows.append({"group": group, "topic": topic, "queue_id": where[1], "committed": committed,
-                         "min_offset": lo, "max_offset": hi, "lag": None if hi is None else hi - committed,
-                         "beyond_max": hi is not None and committed > hi,
-                         "behind_min": lo is not None and committed < lo,
-                         "unknown_queue": hi is None, "no_subscription_group": group not in groups})
+                         "min_offset": lo, "max_offset": hi, "lag": hi - committed, "beyond_max": committed > hi,
+                         "behind_min": committed < lo, "unknown_queue": unknown,
+                         "no_subscription_group": group not in groups})
         cols = ["group", "topic", "queue_id", "committed", "min_offset", "max_offset", "lag", "beyond_max",
                 "behind_min", "unknown_queue", "no_subscription_group"]
         out = pd.DataFrame(rows, columns=cols)
