@@ -28,11 +28,12 @@ def all_queues(store: Store) -> list[tuple[str, int]]:
     folders' listings; a RocksDB store's database read once a Store."""
     from rmqlab.formats import rocksdbcq
 
-    found = set(store.layout.consume_queues()) | set(store.layout.batch_queues())
+    found = set(store.layout.batch_queues())
     if rocksdbcq.is_rocksdb(store.consumequeue_dir):
-        found = set(store.layout.batch_queues())
         u = store.rocksdb_queues().units
         found |= {(str(t), int(i)) for t, i in zip(u["topic"], u["queue_id"])}
+    else:
+        found |= set(store.layout.consume_queues())
     return sorted(found)
 
 
