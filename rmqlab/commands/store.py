@@ -140,6 +140,39 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--dry-run", action="store_true", help="write nothing; report what would change")
     p.add_argument("--json", action="store_true", help="the report as one JSON object")
     p.set_defaults(run=_recover)
+    p = ssub.add_parser("timers", help="5.x timer store: the messages still pending, when each fires, for which "
+                                       "topic, and what a restart would do with them")
+    common(p)
+    queue_file_size(p)
+    p.add_argument("--now", default=None, metavar="MS|TIME",
+                   help="the restart time to judge against: epoch ms or ISO 8601 UTC (default: now)")
+    p.add_argument("--topic", default=None, help="only the timers of this real topic")
+    p.set_defaults(run=_timers)
+
+
+def _timers(args) -> int:
+    import pandas as pd
+
+    from rmqlab.store.timers import has_timer_store
+    from rmqlab.tables.times import ms_to_iso, utc_text_to_ms
+
+    store = _store(args)
+    if not has_timer_store(store):
+        raise FileNotFoundError(f"{args.dir}: no timerwheel: not a 5.x store with a timer store "
+                                f"(timerWheelEnable)")
+    now = None if args.now is None else (int(args.now) if args.now.lstrip("-").isdigit() else utc_text_to_ms(args.now))
+    got = store.pending_timers(now=now)
+    if args.topic is not None:
+        got = got[got["real_topic"] == args.topic]
+    rows = got.to_dict(orient="records")
+    shown = got.assign(fires_at=[ms_to_iso(v) for v in got["fires_at_ms"]],
+                       slot=[ms_to_iso(v) for v in got["slot_ms"]])
+    cols = ["fires_at", "real_topic", "real_queue_id", "uniq_key", "keys", "source", "slot", "rolled", "at_restart"]
+    by = got.groupby(["real_topic", "at_restart"]).size().reset_index(name="messages")
+    text = (f"{len(got)} timer messages pending\n\n" + (by.to_string(index=False) + "\n\n" if len(got) else "")
+            + (shown[cols].to_string(index=False) if len(got) else ""))
+    _emit(args, [{k: (None if v is pd.NA else v) for k, v in r.items()} for r in rows], text)
+    return 0
 
 
 def _store(args) -> Store:

@@ -18,6 +18,8 @@ delayOffset.json       ``offsetTable``: delay level -> offset in SCHEDULE_TOPIC_
                        (level - 1); 5.0.0+ also ``dataVersion``
 subscriptionGroup.json ``subscriptionGroupTable``: group -> SubscriptionGroupConfig; ``dataVersion``;
                        5.1.0+ ``forbiddenTable`` group -> {topic: bits}
+timermetrics           5.x (TimerMetrics, store module): ``timingCount`` real topic -> {count,
+                       timeStamp}: the timer messages the wheel holds per topic; ``dataVersion``
 =====================  ==========================================================================
 
 Facts settled from the Java source:
@@ -101,9 +103,13 @@ CONFIG_FILES: dict[str, str] = {
     "lmq_consumer_offsets": "lmqConsumerOffset.json",
     "delay_offsets": "delayOffset.json",
     "subscription_groups": "subscriptionGroup.json",
+    "timer_metrics": "timermetrics",
 }
 KINDS = tuple(CONFIG_FILES)
-Kind = Literal["topics", "consumer_offsets", "lmq_consumer_offsets", "delay_offsets", "subscription_groups"]
+Kind = Literal["topics", "consumer_offsets", "lmq_consumer_offsets", "delay_offsets", "subscription_groups",
+               "timer_metrics"]
+#: the kinds only some stores have: loaded when the file or its .bak exists
+OPTIONAL_KINDS = ("lmq_consumer_offsets", "timer_metrics")
 
 #: Nesting deeper than this is refused (the broker's files nest four levels at most).
 MAX_DEPTH = 64
@@ -138,6 +144,7 @@ _ROOT_FIELDS: dict[str, tuple[str, ...]] = {
     "lmq_consumer_offsets": ("offsetTable", "dataVersion", "groupTopicMap", "lmqOffsetTable"),
     "delay_offsets": ("offsetTable", "dataVersion"),
     "subscription_groups": ("subscriptionGroupTable", "dataVersion", "forbiddenTable"),
+    "timer_metrics": ("timingCount", "dataVersion"),
 }
 
 
@@ -480,9 +487,21 @@ def _subscription_groups(ck: _Checker, root: dict) -> tuple[list[dict], dict]:
     return rows, {"forbidden": forbidden}
 
 
+def _timer_metrics(ck: _Checker, root: dict) -> tuple[list[dict], dict]:
+    # TimerMetrics.TimerMetricsSerializeWrapper: timingCount, topic -> Metric {count, timeStamp}
+    rows = []
+    for topic, v in ck.obj(_or_empty(root.get("timingCount")), "timingCount").items():
+        where = _path("timingCount", topic)
+        m = ck.obj(v, where)
+        ck.note_unknown(m, ("count", "timeStamp"), where)
+        rows.append({"topic": topic, "count": ck.integer(m.get("count", 0), _path(where, "count"), "count"),
+                     "time_stamp": ck.integer(m.get("timeStamp", 0), _path(where, "timeStamp"), "timeStamp")})
+    return rows, {}
+
+
 _DECODERS: dict[str, Callable[[_Checker, dict], tuple[list[dict], dict]]] = {
     "topics": _topics, "consumer_offsets": _consumer_offsets, "lmq_consumer_offsets": _consumer_offsets,
-    "delay_offsets": _delay_offsets, "subscription_groups": _subscription_groups,
+    "delay_offsets": _delay_offsets, "subscription_groups": _subscription_groups, "timer_metrics": _timer_metrics,
 }
 
 
@@ -579,6 +598,7 @@ _FRAME_COLUMNS: dict[str, list[str]] = {
     "consumer_offsets": ["topic", "group", "queue_id", "offset", "key", "suffix", "table"],
     "delay_offsets": ["level", "offset"],
     "subscription_groups": ["group", "group_name"] + [c for c, _, _ in _GROUP_FIELDS.values()],
+    "timer_metrics": ["topic", "count", "time_stamp"],
 }
 
 
@@ -618,6 +638,12 @@ class StoreConfig:
     def subscription_groups(self) -> pd.DataFrame:
         """subscriptionGroup.json: one row per consumer group's configuration."""
         return self._frame("subscription_groups")
+
+    def timer_metrics(self) -> pd.DataFrame:
+        """timermetrics (5.x, TimerMetrics): one row per real topic, the count of its timer
+        messages the wheel holds (+1 enqueued, -1 delivered or a delete marker) and when it last
+        changed (ms)."""
+        return self._frame("timer_metrics")
 
     def as_dict(self) -> dict[str, Any]:
         return {k: v.as_dict() for k, v in self.loads.items()}
@@ -692,7 +718,7 @@ def read_store_config(root: str | os.PathLike) -> StoreConfig:
     loads = {}
     for kind, name in CONFIG_FILES.items():
         p = folder / name
-        if kind == "lmq_consumer_offsets" and not (p.exists() or p.with_name(name + ".bak").exists()):
+        if kind in OPTIONAL_KINDS and not (p.exists() or p.with_name(name + ".bak").exists()):
             continue
         loads[kind] = load_config_file(p, kind)
         rocks = folder / ROCKSDB_CONFIG_FOLDERS.get(kind, "")

@@ -49,6 +49,7 @@ from rmqlab.store.indexservice import DEFAULT_MAX_MSGS_NUM_BATCH, IndexService
 from rmqlab.store.keyquery import MODES, KeyQuery, query_key, query_many
 from rmqlab.store.layout import StoreLayout
 from rmqlab.store.reput import DispatchReport, queue_groups
+from rmqlab.tables.times import ms_to_iso
 
 __all__ = ["Store", "DispatchReport", "queue_groups"]
 
@@ -178,6 +179,7 @@ class Store:
             **self._feature_info(queues),
             **self._ledger_info(),
             **self._rocksdb_info(),
+            **self._timer_info(),
             "index_files": len(index_frame),
             "index_keys": int(index_frame["keys"].sum()) if len(index_frame) else 0,
             "checkpoint": checkpoint,
@@ -209,6 +211,39 @@ class Store:
             return {"rocksdb_consume_queue": str(e)}
         return {"rocksdb_consume_queue": {"queues": len(db.queues()), "units": len(db.units),
                                           "dispatched_to": db.dispatched_to}}
+
+    def _timer_info(self) -> dict[str, Any]:
+        """The 5.x timer store (timerwheel, timerlog/, config/timercheck), only for a store that
+        has one: its units, the messages still pending and when the next fires, and how far the
+        broker had read the wheel and enqueued the timer topic."""
+        from rmqlab.store import timers
+
+        if not timers.has_timer_store(self):
+            return {}
+        e = self.timer_entries()
+        with timers.timer_state(self) as ts:
+            cp, precision = ts.checkpoint, ts.precision_ms
+        pending = e[(e["state"] == "pending") & ~e["delete_marker"] & ~e["cancelled"]]
+        return {"timer": {"precision_ms": precision, "units": int(len(e)), "pending": int(len(pending)),
+                          "pending_topics": int(pending["real_topic"].nunique()),
+                          "next_fires_at": ms_to_iso(pending["fires_at_ms"].min()) if len(pending) else None,
+                          "delete_markers": int(e["delete_marker"].sum()), "rolled": int(e["roll"].sum()),
+                          "read_to": ms_to_iso(cp.last_read_time_ms),
+                          "enqueued_to_queue_offset": cp.last_timer_queue_offset}}
+
+    def timer_entries(self) -> pd.DataFrame:
+        """Every unit of the 5.x timer log with its message and state
+        (:func:`rmqlab.store.timers.timer_entries`); empty without a timer store."""
+        from rmqlab.store.timers import timer_entries
+
+        return timer_entries(self)
+
+    def pending_timers(self, *, now: int | None = None) -> pd.DataFrame:
+        """The timer messages the store still holds, when each fires, for which real topic, and
+        what a restart at `now` would do with it (:func:`rmqlab.store.timers.pending_timers`)."""
+        from rmqlab.store.timers import pending_timers
+
+        return pending_timers(self, now=now)
 
     def _ledger_info(self) -> dict[str, Any]:
         """A DLedger CommitLog's ledger (its folder, entries, indexes, terms), only for a store

@@ -38,6 +38,7 @@ from rmqlab.verify.check_consumequeue import (
 from rmqlab.verify.check_dledger import verify_ledger
 from rmqlab.verify.check_index import open_index
 from rmqlab.verify.check_rocksdbcq import verify_rocksdb_queues
+from rmqlab.verify.check_timer import verify_timer_store
 from rmqlab.verify.common import INDEX_FILE_NAME, add_problem
 from rmqlab.verify.cross import (
     IndexDirCross,
@@ -211,6 +212,8 @@ def _verify_store(root: Path, rep: VerifyReport, hsn, inum, cl_size, cq_size, ru
                                                    if scan is not None else None))
         for ledger in where.ledgers:      # a DLedger CommitLog: DLedger's own rules on its ledger
             rep.files.append(verify_ledger(ledger, cl_size))
+        if (root / "timerwheel").exists():   # 5.x timer store
+            rep.files.append(verify_timer_store(root, scan.mapped_file_size if scan is not None else cl_size))
         if checkpoint.exists():
             r, c = checkpoint_report(checkpoint)
             rep.files.append(r)

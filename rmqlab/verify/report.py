@@ -115,6 +115,13 @@ CHECKS: dict[str, str] = {
     "dledger.index": "an index unit disagrees with its entry, or is missing (recovery rewrites the index from there)",
     "dledger.checkpoint": "the checkpoint or term file contradicts the entries (committedIndex past the end, "
                           "currTerm below the last entry's term)",
+    # the timer store (5.x: timerwheel, timerlog/, config/timercheck), per store
+    "timer.file": "the wheel or the timer log is missing or of a size the broker refuses to load",
+    "timer.unit": "a timer log unit's size or magic is wrong (recovery truncates the log there)",
+    "timer.chain": "a pending slot's chain, ends or count disagree with the units due in it",
+    "timer.message": "a pending unit's message is missing, of another topic or size, due in another slot, "
+                     "or of another real topic",
+    "timer.checkpoint": "the timer checkpoint is past the timer log's end (a warning)",
     "checkpoint.file": "the file is not 4096 bytes or has non-zero padding",
     "checkpoint.value": "a field is negative",
     "checkpoint.physic-timestamp": "physicMsgTimestamp is after every message's store time",

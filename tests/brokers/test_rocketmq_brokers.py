@@ -968,3 +968,180 @@ def test_the_ledger_is_what_dledgers_own_store_reads(release, scenario):
         for h in heads]
     assert led.check() == []
     assert [r["offset"] for r in _java_messages(bs)] == (e["record_offset"]).tolist()
+
+
+# -- the timer store (5.x): the release's own timer classes, the producer's timers ----------
+
+TIMERS = [(release, scenario) for release, scenario in CASES if rh.version_tuple(release) >= (5, 0, 0)]
+#: scenarios whose broker stopped cleanly after the workload: the timer checkpoint is exact
+TIMERS_CLEAN = [(r, s) for r, s in TIMERS if s in ("clean", "dledger", "rocksdb")]
+
+
+def _timer_case(release: str, scenario: str) -> tuple[rh.BrokerStore, dict]:
+    bs = rh.rocketmq_store(release, scenario)
+    java = bs.timers()
+    assert java is not None, f"{release} {scenario}: a 5.x store without TimerState's timers.json"
+    return bs, java
+
+
+@pytest.mark.parametrize(("release", "scenario"), TIMERS, ids=[_id(c) for c in TIMERS])
+def test_timer_files_read_as_the_releases_timer_classes_read_them(release, scenario):
+    """TimerCheckpoint, TimerMetrics, TimerWheel.getRawSlot / getAllNum and TimerLog's units,
+    each as the release's own classes read them (TimerState.java), and every slot's chain as
+    TimerMessageStore.dequeue walks it."""
+    from rmqlab.formats import timer as tm
+    from rmqlab.formats.storeconfig import read_store_config
+    from rmqlab.store.timers import timer_state
+
+    bs, java = _timer_case(release, scenario)
+    with timer_state(_store(bs)) as ts:
+        assert ts.precision_ms == rh.TIMER_PRECISION_MS
+        ours_cp = ts.checkpoint.as_dict()
+        theirs_cp = {tm.TIMER_CHECKPOINT.fields[i].name: java["checkpoint"][f.java_name]
+                     for i, f in enumerate(tm.TIMER_CHECKPOINT.fields)}
+        assert ours_cp == theirs_cp
+        occupied = ts.wheel.occupied()
+        ours_slots = [dict(index=int(r.index), timeMs=int(r.time_ms), firstPos=int(r.first_pos),
+                           lastPos=int(r.last_pos), num=int(r.num), magic=int(r.magic))
+                      for r in occupied.itertuples()]
+        assert ours_slots == java["slots"]
+        assert ts.wheel.all_num(ts.checkpoint.last_read_time_ms) == java["allNum"]
+        names = {"prev_pos": "prevPos", "curr_write_time": "currWriteTime", "delay_time": "delayTime",
+                 "offset_py": "offsetPy", "size_py": "sizePy", "hash_topic": "hashTopic"}
+        ours_units = [{"pos": int(p), **{names.get(f.name, f.name): int(u[f.name]) for f in tm.UNIT.fields}}
+                      for p, u in zip(ts.log.positions, ts.log.units, strict=True)]
+        assert ours_units == java["units"]
+        for chain in java["chains"]:
+            slot = ts.wheel.slot(chain["timeMs"])
+            assert ts.log.chain(slot[2]) == [u["pos"] for u in chain["units"]], chain["timeMs"]
+    metrics = read_store_config(bs.store).timer_metrics()
+    assert dict(zip(metrics["topic"], metrics["count"], strict=True)) == java["metrics"]
+
+
+def _expected_pending(bs: rh.BrokerStore, java: dict) -> set[tuple[int, int, int]]:
+    """(offset_py, slot_ms, TIMER_OUT_MS) of each unit TimerMessageStore.dequeue would still put
+    back: the units of the chains in slots from lastReadTimeMs on, less delete markers and the
+    messages they name (buildDeleteKey), the messages read by MessageDecoder (decoded.jsonl)."""
+    by_offset = {r["physicalOffset"]: r for r in _java_messages(bs)}
+    last_read = java["checkpoint"]["lastReadTimeMs"]
+    out = set()
+    for chain in java["chains"]:
+        if chain["timeMs"] < last_read:
+            continue
+        units = [(u, by_offset[u["offsetPy"]]["properties"]) for u in chain["units"]]
+        deleted = {p["TIMER_DEL_UNIQKEY"] for u, p in units if u["magic"] & 4 and not u["magic"] & 2}
+        for u, p in units:
+            if u["magic"] & 4 and not u["magic"] & 2:
+                continue
+            if f"{p.get('REAL_TOPIC')}+{p.get('UNIQ_KEY')}" in deleted:
+                continue
+            out.add((u["offsetPy"], chain["timeMs"], int(p["TIMER_OUT_MS"])))
+    return out
+
+
+@pytest.mark.parametrize(("release", "scenario"), TIMERS, ids=[_id(c) for c in TIMERS])
+def test_pending_timers_are_what_the_wheel_would_deliver(release, scenario):
+    """rmqlab's pending timers are the units the release's chains hold from the checkpoint's read
+    time on, cancellations applied as dequeue applies them, and the timer topic's messages from
+    the checkpoint's queue offset on (MessageDecoder's decode, delete markers left out)."""
+    from rmqlab.store.timers import pending_timers
+
+    bs, java = _timer_case(release, scenario)
+    got = pending_timers(_store(bs))
+    wheel = got[got["source"] == "wheel"]
+    assert set(zip(wheel["offset_py"], wheel["slot_ms"], wheel["fires_at_ms"], strict=True)) == \
+        _expected_pending(bs, java)
+    start = java["checkpoint"]["lastTimerQueueOffset"]
+    queued = {r["physicalOffset"] for r in _java_messages(bs)
+              if r["topic"] == "rmq_sys_wheel_timer" and r["queueOffset"] >= start
+              and "TIMER_DEL_UNIQKEY" not in r["properties"]}
+    assert set(got.loc[got["source"] == "timer queue", "offset_py"]) == queued
+
+
+def _timer_sends(bs: rh.BrokerStore) -> dict[str, int]:
+    """msgId -> the delivery time the producer asked for, of the workload's timer sends (the
+    time is the last word of the body it sent)."""
+    out = {}
+    by_id = {r.get("properties", {}).get("UNIQ_KEY"): r for r in _java_messages(bs)
+             if r["topic"] == "rmq_sys_wheel_timer"}
+    for s in bs.answers["sends"]:
+        if s["kind"] == "timer" and s["msgId"] in by_id:
+            body = base64.b64decode(by_id[s["msgId"]]["body"]).decode()
+            out[s["msgId"]] = int(body.rsplit(" ", 1)[1])
+    return out
+
+
+@pytest.mark.parametrize(("release", "scenario"), TIMERS_CLEAN, ids=[_id(c) for c in TIMERS_CLEAN])
+def test_pending_timers_are_the_producers_unfired_timers(release, scenario):
+    """After a clean stop the wheel holds exactly the producer's timers not yet due, less the one
+    it cancelled, each firing at the time asked rounded down to the precision as
+    HookUtils.transformTimerMessage rounds it; the counts per real topic are the broker's own
+    TimerMetrics."""
+    from rmqlab.store.timers import pending_timers
+
+    bs, java = _timer_case(release, scenario)
+    got = pending_timers(_store(bs))
+    p = rh.TIMER_PRECISION_MS
+    asked = _timer_sends(bs)
+    cancelled = {s["msgId"] for s in bs.answers["sends"] if s["kind"] == "timer" and "timer-cancelled" in s["keys"]}
+    assert len(asked) == 8 and len(cancelled) == 1   # 6, the rolled one, the cancelled one
+    rounded = {m: (at - p if at % p == 0 else at // p * p) for m, at in asked.items()}
+    expect = {m: t for m, t in rounded.items() if t >= java["checkpoint"]["lastReadTimeMs"] and m not in cancelled}
+    mine = got[got["real_topic"] == "TopicTimer"]
+    assert dict(zip(mine["uniq_key"], mine["fires_at_ms"].astype(int), strict=True)) == expect
+    assert mine["rolled"].sum() == 1
+    counts = got[got["source"] == "wheel"].groupby("real_topic").size().to_dict()
+    assert counts == {t: n for t, n in java["metrics"].items() if n}
+
+
+def _damage_timer(store: Path, what: str) -> None:
+    """One damage to a copy of a broker's timer store, at its first pending unit."""
+    import struct
+
+    from rmqlab.formats import timer as tm
+
+    last_read = tm.read_timer_checkpoint(store / "config" / "timercheck").last_read_time_ms
+    with tm.TimerLog.open(store / "timerlog") as log:
+        due = log.delayed_time()
+        i = int(np.flatnonzero(due >= last_read)[0])
+        pos, slot_time = int(log.positions[i]), int(due[i])
+        path, at = log.files[0].path, pos - log.files[0].start
+    if what == "wheel-length":
+        with open(store / "timerwheel", "r+b") as f:
+            f.truncate(tm.WHEEL_SIZE - tm.SLOT.size)
+        return
+    if what == "slot-num":
+        path, at = store / "timerwheel", (slot_time // rh.TIMER_PRECISION_MS) % (tm.SLOTS_TOTAL * 2) * tm.SLOT.size
+        field, code = "num", "i"
+    else:
+        field, code = {"prev-pos": ("prev_pos", "q"), "magic": ("magic", "i"), "offset-py": ("offset_py", "q"),
+                       "delay": ("delay_time", "i")}[what]
+    layout = tm.SLOT if what == "slot-num" else tm.UNIT
+    with open(path, "r+b") as f:
+        f.seek(at + layout.offset(field))
+        old = struct.unpack(">" + code, f.read(struct.calcsize(code)))[0]
+        new = {"prev-pos": old + 52 * 1000, "magic": 0x10, "offset-py": old + 1, "delay": old + rh.TIMER_PRECISION_MS,
+               "slot-num": old + 1}[what]
+        f.seek(at + layout.offset(field))
+        f.write(struct.pack(">" + code, new))
+
+
+TIMER_DAMAGE = {"wheel-length": "timer.file", "slot-num": "timer.chain", "prev-pos": "timer.chain",
+                "magic": "timer.unit", "offset-py": "timer.message", "delay": "timer.chain"}
+
+
+@pytest.mark.parametrize(("release", "scenario"), TIMERS_CLEAN, ids=[_id(c) for c in TIMERS_CLEAN])
+def test_verify_finds_each_damage_to_the_brokers_timer_store(release, scenario, tmp_path):
+    """Each damage, made to a copy of the broker's timer store, is the one problem verify's timer
+    report finds; the undamaged copy has none."""
+    from rmqlab.verify.check_timer import verify_timer_store
+
+    bs = rh.rocketmq_store(release, scenario)
+    clean = verify_timer_store(bs.store, rh.COMMITLOG_FILE_SIZE)
+    assert clean.problems == [] and clean.counts["pending"] > 0
+    for what, code in TIMER_DAMAGE.items():
+        copy = tmp_path / what
+        rh.copy_store(bs.store, copy)
+        _damage_timer(copy, what)
+        got = {p.check for p in verify_timer_store(copy, rh.COMMITLOG_FILE_SIZE).problems}
+        assert code in got and got <= {code, "timer.message", "timer.chain"}, (what, got)

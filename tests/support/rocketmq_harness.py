@@ -22,6 +22,8 @@ Scenarios:
 ``dledger``    as ``clean``, with a DLedger CommitLog (enableDLegerCommitLog, a one-node group;
                4.5.2, 4.9.7, 5.3.3: :data:`DLEDGER_RELEASES`); after the decode DLedgerLedger.java
                records what DLedger's own store reads after its load and recovery (ledger.json).
+               On 5.x TimerState.java records what the release's timer classes (TimerWheel,
+               TimerLog, TimerCheckpoint, TimerMetrics) read from the timer files (timers.json).
 ``dledger-crash``  as ``crash``, with the DLedger CommitLog of ``dledger``.
 ``dledger-recovered``  the dledger-crash store copied, the broker restarted on it, as ``recovered``.
 ``rocksdb``    as ``clean``, with storeType=defaultRocksDB (5.2.0+): the ConsumeQueues are a RocksDB
@@ -128,6 +130,7 @@ ONLY_FOR: dict[str, Any] = {
     "PopConsumer.java": lambda v: v >= (5, 0, 0),         # pop consumption (MessageRequestMode.POP)
     "FeatureTopics.java": lambda v: v >= (5, 0, 0),       # BatchCQ and compaction topics (topic attributes)
     "DLedgerLedger.java": lambda v: v >= (4, 5, 0),       # DLedger's own store, offline (dledger jar)
+    "TimerState.java": lambda v: v >= (5, 0, 0),          # the timer store's own classes, offline
 }
 
 
@@ -152,6 +155,9 @@ CONSUME_QUEUE_EXT_FILE_SIZE = 64 * 1024
 LMQ_SINCE = (4, 9, 3)
 HASH_SLOT_NUM = 400
 INDEX_NUM = 1000
+#: timerPrecisionMs of every run (the default), and mappedFileSizeTimerLog's default
+TIMER_PRECISION_MS = 1000
+TIMER_LOG_FILE_SIZE = 100 * 1024 * 1024
 
 #: broker.conf of every run ({...} filled per run). Old and new spellings of a setting are both
 #: given (mapedFileSize* before 4.9/5.0, mappedFileSize* after); a release ignores the others.
@@ -182,7 +188,7 @@ messageDelayLevel=1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h
 transactionTimeOut=1000
 transactionCheckInterval=2000
 timerWheelEnable=true
-timerPrecisionMs=1000
+timerPrecisionMs={TIMER_PRECISION_MS}
 cleanFileForciblyEnable=false
 {{extra}}"""
 # cleanFileForciblyEnable=false: a broker whose disk is over diskSpaceCleanForciblyRatio (85 %, as
@@ -245,6 +251,12 @@ class BrokerStore:
         dledger-n0/data."""
         ledger = self.store / f"dledger-{DLEDGER_SELF_ID}" / "data"
         return ledger if ledger.is_dir() else self.store / "commitlog"
+
+    def timers(self) -> dict[str, Any] | None:
+        """What the release's timer classes read from the store's timer files (TimerState.java's
+        timers.json), else None (4.x)."""
+        p = self.folder / "timers.json"
+        return json.loads(p.read_text(encoding="utf-8")) if p.exists() else None
 
     def ledger(self) -> dict[str, Any] | None:
         """DLedger's own view of a DLedger CommitLog (DLedgerLedger.java's ledger.json), else None."""
@@ -644,6 +656,29 @@ class _Run:
         self.driver("decode", 240, store=str(self.store), out=str(self.folder))
         if self.scenario.startswith("dledger"):
             self.ledger()
+        if (self.store / "timerwheel").exists():
+            self.timer_state()
+
+    def timer_state(self) -> None:
+        """The release's timer classes (TimerState.java) on a copy of the timer files: timers.json.
+        They open every file read-write, and TimerWheel sets the file's length."""
+        t = time.monotonic()
+        copy = self.folder / "timer-copy"
+        (copy / "config").mkdir(parents=True)
+        try:
+            for name in ("timerwheel", "timerlog"):
+                copy_store(self.store / name, copy / name)
+            for name in ("timercheck", "timermetrics"):
+                if (self.store / "config" / name).exists():
+                    shutil.copy2(self.store / "config" / name, copy / "config" / name)
+            logs = sorted((self.store / "timerlog").iterdir())
+            size = logs[0].stat().st_size if logs else TIMER_LOG_FILE_SIZE
+            bh.run(self.java("TimerState", f"root={copy}", f"precisionMs={TIMER_PRECISION_MS}",
+                             f"timerLogFileSize={size}", f"out={self.folder / 'timers.json'}"),
+                   log=self.logs / "driver-timer.out", timeout=180, env=self.env, cwd=self.folder)
+        finally:
+            shutil.rmtree(copy, ignore_errors=True)
+        self.timings["timer_state_s"] = round(time.monotonic() - t, 2)
 
     def ledger(self) -> None:
         """DLedger's own store (DLedgerLedger.java: load, recover, get every entry) on a copy of

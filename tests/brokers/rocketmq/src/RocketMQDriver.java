@@ -281,7 +281,27 @@ public class RocketMQDriver {
                 MessageAccessor.putProperty(m, "TIMER_DELIVER_MS", Long.toString(at));
                 record("timer", producer.send(m), Arrays.asList("timer-" + i));
             }
-            return "3 due during the run, 3 due in 1 h";
+            // past the roll window (timerRollWindowSlot, 2 days at 1 s): the wheel holds it at a
+            // roll point (MAGIC_ROLL) until then, its TIMER_OUT_MS says when it fires
+            long far = now + 60L * 3600_000L;
+            Message roll = new Message("TopicTimer", "timer", ("timer roll at " + far).getBytes(StandardCharsets.UTF_8));
+            roll.setKeys(Arrays.asList("timer-roll", "shared"));
+            MessageAccessor.putProperty(roll, "TIMER_DELIVER_MS", Long.toString(far));
+            record("timer", producer.send(roll), Arrays.asList("timer-roll"));
+            // one cancelled: a delete marker (TIMER_DEL_UNIQKEY = real topic + "+" + the unique key,
+            // TimerMessageStore.buildDeleteKey) due at the same time drops it at dequeue (MAGIC_DELETE)
+            long cancelAt = now + 3600_000L + 100;
+            Message doomed = new Message("TopicTimer", "timer", ("timer cancelled at " + cancelAt).getBytes(StandardCharsets.UTF_8));
+            doomed.setKeys(Arrays.asList("timer-cancelled", "shared"));
+            MessageAccessor.putProperty(doomed, "TIMER_DELIVER_MS", Long.toString(cancelAt));
+            SendResult sent = producer.send(doomed);
+            record("timer", sent, Arrays.asList("timer-cancelled"));
+            Message delete = new Message("TopicTimer", "timer", ("cancel " + sent.getMsgId()).getBytes(StandardCharsets.UTF_8));
+            delete.setKeys(Arrays.asList("timer-cancel", "shared"));
+            MessageAccessor.putProperty(delete, "TIMER_DELIVER_MS", Long.toString(cancelAt));
+            MessageAccessor.putProperty(delete, "TIMER_DEL_UNIQKEY", "TopicTimer+" + sent.getMsgId());
+            record("timer-cancel", producer.send(delete), Arrays.asList("timer-cancel"));
+            return "3 due during the run, 3 due in 1 h, 1 in 60 h (rolled), 1 cancelled";
         });
 
         // light message queues (4.9.3+, enableLmq and enableMultiDispatch): the broker dispatches

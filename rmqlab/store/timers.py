@@ -1,0 +1,263 @@
+"""What a 5.x broker's timer store still holds: which messages are pending, when each fires, for
+which real topic, and what a restart would do with them.
+
+Follows ``TimerMessageStore`` (rocketmq-all-5.3.3, commit 29d90a4f; the same rules from 5.0.0):
+
+* **enqueue** reads queue 0 of ``rmq_sys_wheel_timer`` from ``currQueueOffset`` and appends a
+  timer log unit a message to the slot of its ``TIMER_OUT_MS`` (or of a roll point, for a time past
+  the roll window); the checkpoint's ``lastTimerQueueOffset`` says how far it had got, so the
+  queue's units from there on are *awaiting enqueue*.
+* **dequeue** reads the slot of ``currReadTimeMs``, walks its chain, drops every message whose
+  ``REAL_TOPIC + "+" + UNIQ_KEY`` a delete marker of the same slot names, puts the others back
+  into their real topic (a roll unit back into the timer topic) and moves on one slot; the
+  checkpoint's ``lastReadTimeMs`` says how far it had got, so the units of slots from there on
+  are *pending*, those before it *dequeued*.
+* **recover** (a restart) reads from ``max(lastReadTimeMs, now - 7 days + 60 slots)``: pending
+  units in older slots are never delivered; due ones fire at once.
+
+>>> import tempfile
+>>> from rmqlab.store.directory import Store
+>>> timer_entries(Store(tempfile.mkdtemp())).shape[0]
+0
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pandas as pd
+
+from rmqlab.errors import FormatError
+from rmqlab.formats import commitlog as cl
+from rmqlab.formats import timer as tm
+from rmqlab.rules.topics import TIMER_TOPIC
+
+if TYPE_CHECKING:
+    from rmqlab.store.directory import Store
+
+__all__ = ["TimerState", "timer_state", "timer_entries", "pending_timers", "TIMER_ENTRY_COLUMNS"]
+
+#: timer_entries' columns, in order
+TIMER_ENTRY_COLUMNS = (
+    "pos", "slot_ms", "enqueue_time_ms", "magic", "roll", "delete_marker", "offset_py", "size_py", "state",
+    "cancelled", "real_topic", "real_queue_id", "uniq_key", "keys", "tags", "fires_at_ms", "delete_key",
+    "roll_times", "message_topic", "message_size", "hash_topic",
+)
+# the properties the timer store reads or writes (MessageConst)
+_PROPS = {"real_topic": "REAL_TOPIC", "real_queue_id": "REAL_QID", "fires_at_ms": "TIMER_OUT_MS",
+          "delete_key": "TIMER_DEL_UNIQKEY", "roll_times": "TIMER_ROLL_TIMES"}
+
+
+@dataclass
+class TimerState:
+    """A store's timer files, read: the wheel, the log, the checkpoint and the precision they
+    prove (:func:`rmqlab.formats.timer.infer_precision`, else the default). A context manager."""
+
+    wheel: tm.TimerWheel
+    log: tm.TimerLog
+    checkpoint: tm.TimerCheckpoint
+    precision_ms: int
+    precision_inferred: bool
+
+    def close(self) -> None:
+        self.wheel.close()
+        self.log.close()
+
+    def __enter__(self) -> TimerState:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def has_timer_store(store: Store) -> bool:
+    """Whether the store has a timer wheel (5.x with timerWheelEnable, the default)."""
+    return (store.root / "timerwheel").is_file()
+
+
+def timer_state(store: Store, *, precision_ms: int | None = None) -> TimerState:
+    """Open the store's timer files. `precision_ms` is timerPrecisionMs (None: what the files
+    prove, else 1000). A missing ``config/timercheck`` reads as zeros, as the broker starts
+    without one. Raises FileNotFoundError without a wheel, GeometryError for a wheel or log of
+    the wrong size. Cost: maps the files, one pass over the log's units."""
+    root = store.root
+    log = tm.TimerLog.open(root / "timerlog")
+    inferred = False
+    if precision_ms is None:
+        probe = tm.TimerWheel.open(root / "timerwheel")
+        try:
+            found = tm.infer_precision(probe.slots, log)
+        finally:
+            probe.close()
+        precision_ms, inferred = (found, True) if found else (tm.DEFAULT_PRECISION_MS, False)
+    wheel = tm.TimerWheel.open(root / "timerwheel", precision_ms=precision_ms)
+    cp_path = root / "config" / "timercheck"
+    checkpoint = tm.read_timer_checkpoint(cp_path) if cp_path.is_file() else tm.TimerCheckpoint()
+    return TimerState(wheel, log, checkpoint, precision_ms, inferred)
+
+
+def _property(props: pd.Series, name: str) -> pd.Series:
+    """The value of property `name` in each PROPERTIES text (None where absent)."""
+    got = props.fillna("").str.extract(f"(?:^|\x02){name}\x01([^\x02]*)", expand=False)
+    return got.astype(object).mask(got.isna(), None)
+
+
+def timer_entries(store: Store, *, precision_ms: int | None = None) -> pd.DataFrame:
+    """Every unit of the timer log, one row each, with its message and its state.
+
+    Columns (:data:`TIMER_ENTRY_COLUMNS`): ``pos`` (timer log offset), ``slot_ms`` (the slot it
+    is due in: curr_write_time + delay_time), ``enqueue_time_ms``, ``magic``, ``roll`` and
+    ``delete_marker`` (the magic's bits), ``offset_py`` / ``size_py`` (its message in the
+    timer topic), ``state`` ("pending": its slot is not yet read, "dequeued"), ``cancelled`` (a
+    delete marker of its slot names it), and from the message: ``real_topic``,
+    ``real_queue_id``, ``uniq_key``, ``keys``, ``tags``, ``fires_at_ms`` (TIMER_OUT_MS: when it
+    is delivered, whatever slot a roll put it in), ``delete_key`` (a marker's
+    TIMER_DEL_UNIQKEY), ``roll_times``, ``message_topic`` (rmq_sys_wheel_timer for a healthy
+    unit), ``message_size`` (its TOTALSIZE) and ``hash_topic`` (the unit's hash of the real
+    topic). A store without a wheel has none. Messages are read with
+    :func:`rmqlab.formats.commitlog.read_at`; a unit pointing outside the CommitLog (deleted
+    files, a truncated copy: apache/rocketmq#10668) gets None in the message columns.
+    Cost: the log's units, one CommitLog read of theirs.
+    """
+    cols: dict[str, list] = {c: [] for c in TIMER_ENTRY_COLUMNS}
+    if not has_timer_store(store):
+        return pd.DataFrame(cols)
+    with timer_state(store, precision_ms=precision_ms) as ts:
+        u = ts.log.units
+        slot_ms = ts.log.delayed_time()
+        magic = u["magic"].astype(np.int32)
+        frame = pd.DataFrame({
+            "pos": ts.log.positions, "slot_ms": slot_ms, "enqueue_time_ms": u["curr_write_time"].astype(np.int64),
+            "magic": magic, "roll": (magic & tm.MAGIC_ROLL) != 0,
+            "delete_marker": ((magic & tm.MAGIC_DELETE) != 0) & ((magic & tm.MAGIC_ROLL) == 0),
+            "offset_py": u["offset_py"].astype(np.int64), "size_py": u["size_py"].astype(np.int32),
+            "state": np.where(slot_ms >= ts.checkpoint.last_read_time_ms, "pending", "dequeued"),
+            "hash_topic": u["hash_topic"].astype(np.int32),
+        })
+    msgs = _messages_at(store, frame["offset_py"].to_numpy())
+    for c in ("real_topic", "real_queue_id", "fires_at_ms", "delete_key", "roll_times"):
+        frame[c] = _property(msgs["properties"], _PROPS[c])
+    frame["uniq_key"] = msgs["uniq_key"].to_numpy()
+    frame["keys"] = msgs["keys"].to_numpy()
+    frame["tags"] = msgs["tags"].to_numpy()
+    frame["message_topic"] = msgs["topic"].to_numpy()
+    frame["message_size"] = pd.array(msgs["total_size"].to_numpy(), dtype="Int64")
+    frame["fires_at_ms"] = pd.to_numeric(frame["fires_at_ms"], errors="coerce").astype("Int64")
+    frame["real_queue_id"] = pd.to_numeric(frame["real_queue_id"], errors="coerce").astype("Int64")
+    frame["roll_times"] = pd.to_numeric(frame["roll_times"], errors="coerce").astype("Int64")
+    frame["cancelled"] = _cancelled(frame)
+    return frame[list(TIMER_ENTRY_COLUMNS)]
+
+
+def _messages_at(store: Store, offsets: np.ndarray) -> pd.DataFrame:
+    """topic, uniq_key, keys, tags, properties, total_size of the messages at `offsets` (None where an
+    offset is no message's start: outside the CommitLog or not a record)."""
+    cols = ["topic", "uniq_key", "keys", "tags", "properties", "total_size"]
+    out = pd.DataFrame({c: pd.Series([None] * len(offsets), dtype=object) for c in cols})
+    if not len(offsets) or not store._has_commitlog():
+        return out
+    starts, sizes, end = store.commitlog_extent()
+    inside = np.zeros(len(offsets), bool)
+    for s, n in zip(starts, sizes, strict=True):
+        inside |= (offsets >= s) & (offsets < min(s + n, end))
+    try:
+        got = cl.read_at(store.commitlog_dir, offsets[inside], body=False)
+    except (FormatError, ValueError):
+        # some unit points into a record's middle or at damage: read them one by one
+        rows = []
+        for off in offsets[inside]:
+            try:
+                rows.append(cl.read_at(store.commitlog_dir, [off], body=False)[cols].iloc[0].to_dict())
+            except (FormatError, ValueError):
+                rows.append(dict.fromkeys(cols))
+        got = pd.DataFrame(rows, columns=cols)
+    for c in cols:
+        out.loc[inside, c] = got[c].to_numpy()
+    return out
+
+
+def _cancelled(frame: pd.DataFrame) -> np.ndarray:
+    """Whether each message unit is named by a delete marker of its own slot
+    (TimerMessageStore.buildDeleteKey: real topic + "+" + unique key)."""
+    markers = frame[frame["delete_marker"] & frame["delete_key"].notna()]
+    if not len(markers):
+        return np.zeros(len(frame), bool)
+    named = set(zip(markers["slot_ms"].tolist(), markers["delete_key"].tolist(), strict=True))
+    key = frame["real_topic"].fillna("").astype(str) + "+" + frame["uniq_key"].fillna("").astype(str)
+    hit = [(s, k) in named for s, k in zip(frame["slot_ms"].tolist(), key.tolist(), strict=True)]
+    return np.asarray(hit, bool) & ~frame["delete_marker"].to_numpy()
+
+
+def pending_timers(store: Store, *, now: int | None = None, precision_ms: int | None = None) -> pd.DataFrame:
+    """The timer messages the store still holds, one row each, soonest first: those in wheel
+    slots not yet read (delete markers and the messages they cancel left out) and those in the
+    timer topic's queue not yet enqueued (``source`` "wheel" or "timer queue").
+
+    Columns: source, real_topic, real_queue_id, uniq_key, keys, tags, fires_at_ms (when it is
+    delivered), slot_ms (the slot it waits in; a rolled message's next roll point, None for one
+    not yet enqueued), rolled, offset_py, and ``at_restart``: what a broker started at `now`
+    (ms; None: the current time) would do with it: "on time", "fires at once" (its slot is
+    due), or "never delivered" (its slot is older than the wheel's 7 days less 60 slots, which
+    recovery skips). Cost: :func:`timer_entries`, and the timer topic's queue from the
+    checkpoint's offset on.
+
+    >>> import tempfile
+    >>> from rmqlab.store.directory import Store
+    >>> list(pending_timers(Store(tempfile.mkdtemp())).columns)[:3]
+    ['source', 'real_topic', 'real_queue_id']
+    """
+    now = int(time.time() * 1000) if now is None else int(now)
+    e = timer_entries(store, precision_ms=precision_ms)
+    wheel = e[(e["state"] == "pending") & ~e["delete_marker"] & ~e["cancelled"]]
+    cols = ["source", "real_topic", "real_queue_id", "uniq_key", "keys", "tags", "fires_at_ms", "slot_ms", "rolled",
+            "offset_py"]
+    out = pd.DataFrame({"source": "wheel", "real_topic": wheel["real_topic"], "real_queue_id": wheel["real_queue_id"],
+                        "uniq_key": wheel["uniq_key"], "keys": wheel["keys"], "tags": wheel["tags"],
+                        "fires_at_ms": wheel["fires_at_ms"], "slot_ms": wheel["slot_ms"].astype("Int64"),
+                        "rolled": wheel["roll"], "offset_py": wheel["offset_py"]}, columns=cols)
+    queued = _awaiting_enqueue(store)
+    if len(queued):
+        out = pd.concat([out, queued[cols]], ignore_index=True)
+    precision = tm.DEFAULT_PRECISION_MS
+    if has_timer_store(store):
+        with timer_state(store, precision_ms=precision_ms) as ts:
+            precision, last_read = ts.precision_ms, ts.checkpoint.last_read_time_ms
+        read_from = max(last_read, now // precision * precision - tm.SLOTS_TOTAL * precision
+                        + tm.TIMER_BLANK_SLOTS * precision)
+        # a message not yet enqueued goes on the wheel at its own time, or out at once when that
+        # is past (TimerEnqueuePutService): the wheel's window does not drop it
+        queued = out["source"].to_numpy() == "timer queue"
+        slot = out["slot_ms"].fillna(out["fires_at_ms"]).fillna(now).astype(np.int64).to_numpy()
+        out["at_restart"] = np.where(~queued & (slot < read_from), "never delivered",
+                                     np.where(slot <= now, "fires at once", "on time"))
+    else:
+        out["at_restart"] = pd.Series(dtype=object)
+    return out.sort_values(["fires_at_ms", "offset_py"], kind="stable").reset_index(drop=True)
+
+
+def _awaiting_enqueue(store: Store) -> pd.DataFrame:
+    """The timer topic's queue 0 from the checkpoint's lastTimerQueueOffset on: messages the
+    broker stored but had not yet put on the wheel."""
+    from rmqlab.store.queues import LogicQueue
+
+    cp_path = store.root / "config" / "timercheck"
+    if not has_timer_store(store) or not cp_path.is_file():
+        return pd.DataFrame()
+    start = tm.read_timer_checkpoint(cp_path).last_timer_queue_offset
+    with LogicQueue(store, TIMER_TOPIC, 0) as q:
+        units = q.units(max(start, q.min_offset), q.max_offset)
+    if not len(units):
+        return pd.DataFrame()
+    offs = units["commitlog_offset"].to_numpy(np.int64)
+    m = _messages_at(store, offs)
+    keep = _property(m["properties"], "TIMER_DEL_UNIQKEY").isna().to_numpy()   # delete markers cancel, not fire
+    offs, m = offs[keep], m[keep].reset_index(drop=True)
+    return pd.DataFrame({
+        "source": "timer queue", "real_topic": _property(m["properties"], "REAL_TOPIC"),
+        "real_queue_id": pd.to_numeric(_property(m["properties"], "REAL_QID"), errors="coerce").astype("Int64"),
+        "uniq_key": m["uniq_key"], "keys": m["keys"], "tags": m["tags"],
+        "fires_at_ms": pd.to_numeric(_property(m["properties"], "TIMER_OUT_MS"), errors="coerce").astype("Int64"),
+        "slot_ms": pd.array([None] * len(offs), dtype="Int64"), "rolled": False, "offset_py": offs,
+    })
