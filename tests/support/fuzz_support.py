@@ -2175,11 +2175,127 @@ class BatchConsumeQueueTarget(Target):
                 rt.call("check", q.check)
 
 
+# ------------------------------------------------------------------------------- timer store
+
+TIMER_LOG_FILE = 52 * 6 + 16 + 4   # six units, then a blank filler
+
+
+class TimerTarget(Target):
+    """The 5.x timer store: the input is the timer checkpoint (56 bytes), then `slots` wheel slots
+    of 32 bytes (written at the seed's slot indexes of a sparse full-size wheel), then the timer
+    log (files of ``meta["file_size"]`` bytes). Calls: read_timer_checkpoint, TimerLog.open,
+    unit_at at every unit start and hostile positions, chain from every slot's last_pos,
+    delayed_time, infer_precision; on heavy inputs TimerWheel.open, occupied, slot, all_num and
+    verify_timer_store. Seeds: timer stores of the brute-force doEnqueue model
+    (tests/support/timer_model.py) and, given `stores`, a broker's own timer files."""
+
+    name = "timer"
+    heavy_every = 32
+    mem_const = 96 << 20   # the wheel's 1.2 M slots: occupied() and all_num() pass over them all
+
+    def __init__(self, stores: Sequence[Path] = (), *, only_stores: bool = False):
+        self.stores = list(stores)
+        self.only_stores = only_stores
+
+    def _seed(self, name: str, cp: bytes, slots: list[tuple[int, bytes]], log: bytes, file_size: int) -> Seed:
+        from rmqlab.formats import timer as tm
+
+        data = cp[:56] + b"".join(b for _, b in slots) + log
+        base = 56 + 32 * len(slots)
+        fields = [Field(f.name, f.offset, f.size) for f in tm.TIMER_CHECKPOINT.fields]
+        fields += [Field(f"slot[{k}].{f.name}", 56 + 32 * k + f.offset, f.size, (-1, -2, 52, base))
+                   for k in range(len(slots)) for f in tm.SLOT.fields]
+        fields += [Field(f"unit[{k}].{f.name}", base + 52 * k + f.offset, f.size, (-1, 0, 52, 16, tm.BLANK_MAGIC_CODE))
+                   for k in range(min(len(log) // 52, 40)) for f in tm.UNIT.fields]
+        hot = [base + 52 * k for k in range(min(len(log) // 52, 40))]
+        return Seed(name, data, fields, hot, None, dict(indexes=[i for i, _ in slots], file_size=file_size))
+
+    def seeds(self, workdir: Path) -> list[Seed]:
+        from timer_model import TimerModel
+
+        from rmqlab.formats import timer as tm
+
+        workdir.mkdir(parents=True, exist_ok=True)
+        out: list[Seed] = []
+        t0 = 1718000000000
+        plans = {"model-chains": [(0, 5000, False), (1, 5000, False), (2, 7000, True), (3, 5000, False)],
+                 "model-roll": [(0, 60 * 3600_000, False), (1, 2000, False)]}
+        for name, plan in () if self.only_stores else plans.items():
+            m = TimerModel(file_size=TIMER_LOG_FILE)
+            for i, (w, d, delete) in enumerate(plan):
+                m.enqueue(t0 + w * 1000, t0 + w * 1000 + d, 100 * i, 90, "T", delete=delete)
+            root = workdir / name
+            m.write(root, last_read_time_ms=t0)
+            out.append(self._seed_from(root, name, tm))
+        for k, store in enumerate(self.stores):
+            out.append(self._seed_from(store, f"broker-{k}", tm))
+        return out
+
+    def _seed_from(self, root: Path, name: str, tm) -> Seed:
+        cp = (root / "config" / "timercheck").read_bytes()[:56]
+        with tm.TimerWheel.open(root / "timerwheel") as w:
+            occ = w.occupied()
+            slots = [(int(i), bytes(w.slots[int(i)].tobytes())) for i in occ["index"][:16]]
+        with tm.TimerLog.open(root / "timerlog") as log:
+            size = log.file_size
+            used = log.end - (log.files[0].start if log.files else 0)
+        files = sorted((root / "timerlog").iterdir())
+        raw = b"".join(f.read_bytes() for f in files)[:min(max(used, 0) + 52, 64 * 52)]
+        return self._seed(name, cp, slots, raw, size if size <= 4096 else len(raw))
+
+    def run(self, rt, seed, data, ops, rng, heavy):
+        from rmqlab.formats import timer as tm
+
+        root = rt.fresh_dir()
+        k = len(seed.meta["indexes"])
+        (root / "config").mkdir(exist_ok=True)
+        (root / "config" / "timercheck").write_bytes(data[:56])
+        (root / "timerlog").mkdir(exist_ok=True)
+        log_bytes = data[56 + 32 * k:]
+        _write_chunks(root / "timerlog", log_bytes, max(seed.meta["file_size"], 1), 0)
+        cp = rt.call("read_timer_checkpoint", tm.read_timer_checkpoint, root / "config" / "timercheck")
+        log = rt.call("TimerLog.open", tm.TimerLog.open, root / "timerlog")
+        slots = np.frombuffer(data[56:56 + 32 * k].ljust(32 * k, b"\0"), dtype=tm.SLOT.dtype)
+        if log is None:
+            return
+        with log:
+            rt.expect(len(log.units) <= len(log_bytes) // 52 + 1, "TimerLog", f"{len(log.units)} units")
+            for pos in [*log.positions[:20].tolist(), -1, 1, 52 * 3 + 1, 2**62, -(2**63), len(log_bytes)]:
+                rt.call("unit_at", log.unit_at, int(pos))
+            for last in slots["last_pos"].tolist():
+                got = rt.call("chain", log.chain, int(last), limit=10_000)
+                rt.expect(got is None or len(got) <= len(log.units), "chain", f"{len(got or ())} units")
+            log.delayed_time()
+            rt.call("infer_precision", tm.infer_precision, slots, log)
+        if not heavy:
+            return
+        with open(root / "timerwheel", "wb") as f:
+            f.truncate(tm.WHEEL_SIZE)
+            for i, idx in enumerate(seed.meta["indexes"]):
+                f.seek(idx * 32)
+                f.write(data[56 + 32 * i:56 + 32 * (i + 1)])
+        w = rt.call("TimerWheel.open", tm.TimerWheel.open, root / "timerwheel")
+        if w is not None:
+            with w:
+                w.occupied()
+                for t in (0, -1, 2**62, _wrap(int(slots["time"][0]) * 1000, 8) if k else 5):
+                    w.slot(t)
+                if cp is not None:
+                    w.all_num(cp.last_read_time_ms)
+        from rmqlab.verify.check_timer import verify_timer_store
+
+        if not rt.want(rng, 0.25):   # pandas frames: a quarter of the heavy inputs
+            return
+        rep = rt.call("verify_timer_store", verify_timer_store, root)
+        for p in (rep.problems if rep is not None else ()):
+            rt.expect(p.error.path is not None, "verify_timer_store", f"problem naming no file: {p.error}")
+
+
 TARGETS: dict[str, Target] = {t.name: t for t in (
     IndexFileTarget(), ConsumeQueueTarget(), ConsumeQueueExtTarget(), CommitLogTarget(), MessageTarget(),
     CheckpointTarget(), OffsetIndexTarget(), TimeIndexTarget(), KafkaLogTarget(), MsgIdTarget(), StoreConfigTarget(),
     BatchConsumeQueueTarget(), KafkaTextFilesTarget(), KafkaInternalTopicsTarget(), KafkaProducerSnapshotTarget(),
-    KafkaTxnIndexTarget(), KafkaKraftTarget())}
+    KafkaTxnIndexTarget(), KafkaKraftTarget(), TimerTarget())}
 
 
 def budget(default: int = 10_000) -> int:
