@@ -62,8 +62,18 @@ def _starts_spark(nb) -> bool:
     return any(c.cell_type == "code" and "get_session(" in c.source for c in nb.cells)
 
 
+def reads_broker_stores(nb) -> bool:
+    """Whether the notebook reads a store a real broker wrote (rmqlab.lab.brokerstores): it runs
+    in tests/brokers/test_broker_notebooks.py, after the broker builds."""
+    return any(c.cell_type == "code" and "broker_store(" in c.source for c in nb.cells)
+
+
 def _param(path: Path):
-    marks = [pytest.mark.jvm] if _starts_spark(nbformat.read(path, as_version=4)) else []
+    nb = nbformat.read(path, as_version=4)
+    marks = [pytest.mark.jvm] if _starts_spark(nb) else []
+    if reads_broker_stores(nb):
+        marks.append(pytest.mark.skip(reason="reads a broker-written store: runs in tests/brokers/"
+                                             "test_broker_notebooks.py after the broker builds"))
     return pytest.param(path, id=_name(path), marks=marks)
 
 
@@ -153,13 +163,19 @@ def test_the_notebooks_are_found():
 
 @pytest.mark.parametrize("path", [_param(p) for p in NOTEBOOKS])
 def test_notebook_runs(path):
+    run_notebook(path)
+
+
+def run_notebook(path: Path, parameters: dict[str, object] | None = None) -> None:
+    """Run the notebook at `path` top to bottom (with `parameters`, else its small ones) in a
+    fresh kernel, in notebooks/ as the working folder; fail the test at the first cell error."""
     from nbclient import NotebookClient
     from nbclient.exceptions import CellExecutionError
 
     nb = nbformat.read(path, as_version=4)
     if _starts_spark(nb) and shutil.which("java") is None:
         missing(*NO_JAVA)
-    nb = with_small_parameters(nb, SMALL_PARAMETERS.get(_name(path), {}))
+    nb = with_small_parameters(nb, SMALL_PARAMETERS.get(_name(path), {}) if parameters is None else parameters)
     kernel = _kernel_name()
     # The rmqlab spec already keeps the JVM's stderr out of cell outputs; the fallback needs the
     # option here (given twice, the kernel refuses to start).

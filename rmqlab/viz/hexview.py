@@ -40,6 +40,7 @@ from matplotlib.patches import Rectangle
 from rmqlab.formats import batchconsumequeue as bcq
 from rmqlab.formats import commitlog as cl
 from rmqlab.formats import consumequeue_ext as cqx
+from rmqlab.formats import timer as tm
 from rmqlab.formats.indexfile import ENTRY, HEADER, SLOT, IndexFile
 from rmqlab.kafka import index as kix
 from rmqlab.rules.dispatch import (
@@ -405,6 +406,68 @@ def batch_hex_fields(path: str | os.PathLike, *, units: Numbers = None,
         return df
 
 
+def _timer_unit_rows(buf, pos: int, number: int, tz) -> list[tuple]:
+    u = tm.UNIT.unpack_from(buf, pos)
+    due = u.curr_write_time + u.delay_time
+    bits = [n for b, n in ((tm.MAGIC_DEFAULT, "message"), (tm.MAGIC_ROLL, "roll"), (tm.MAGIC_DELETE, "delete"))
+            if u.magic & b]
+    meanings = {
+        "size": "UNIT_SIZE, 52" if u.size == tm.UNIT.size else f"{u.size}: not UNIT_SIZE (a blank filler?)",
+        "prev_pos": "the first unit of its slot (-1)" if u.prev_pos == -1
+                    else f"the slot's unit before it, at timer log byte {u.prev_pos}",
+        "magic": " | ".join(bits) if tm.is_magic_ok(u.magic) else "not a unit's magic",
+        "curr_write_time": f"enqueued at {_iso(u.curr_write_time, tz)} (the timer's clock)",
+        "delay_time": f"due {u.delay_time} ms later: slot {_iso(due, tz)}",
+        "offset_py": f"the message at CommitLog byte {u.offset_py} (topic rmq_sys_wheel_timer)",
+        "size_py": f"its TOTALSIZE, {u.size_py} bytes",
+        "hash_topic": "String.hashCode of the message's REAL_TOPIC",
+        "reserved": "reserved, 0" if u.reserved == 0 else "reserved: the store writes 0",
+    }
+    return [(pos + fld.offset, fld.size, "timer-unit", f"unit[{number}].{fld.java_name}",
+             _hex(bytes(buf[pos + fld.offset:pos + fld.offset + fld.size])), int(value), meanings[fld.name])
+            for fld, value in zip(tm.UNIT.fields, u)]
+
+
+def timer_hex_fields(path: str | os.PathLike, *, units: Numbers = None,
+                     tz: _dt.tzinfo | None = None) -> pd.DataFrame:
+    """One row per field of the chosen units of a timer log file (5.x ``timerlog/``).
+
+    Columns as :func:`hex_fields` (:data:`HEX_FIELD_COLUMNS`); ``region`` is "timer-unit";
+    fields in Java case (``unit[2].prevPos``). Units are numbered from the file's start;
+    `units`: a number, range or sequence (default: the first 5). Cost: reads the file's units
+    (:class:`rmqlab.formats.timer.TimerLog`).
+
+    >>> import tempfile, os, struct
+    >>> d = tempfile.mkdtemp()
+    >>> with open(os.path.join(d, "0" * 20), "wb") as f:
+    ...     _ = f.write(struct.pack(">iqiqiqiiq", 52, -1, 1, 1718000000000, 5000, 4096, 300, 7, 0) + bytes(64))
+    >>> timer_hex_fields(os.path.join(d, "0" * 20))[["field", "value"]].values.tolist()[:2]
+    [['unit[0].size', 52], ['unit[0].prevPos', -1]]
+
+    Parameters: `path` one file of a ``timerlog`` folder (the folder is opened read-only).
+    Returns the table, with ``df.attrs`` file, units shown. Raises the reader's typed errors,
+    and ValueError for a unit number past the file's units.
+    """
+    path = Path(path)
+    tz = _dt.UTC if tz is None else tz
+    with tm.TimerLog.open(path.parent) as log:
+        f = next((f for f in log.files if f.path.name == path.name), None)
+        if f is None:
+            raise ValueError(f"{path}: not a file of its timer log folder (a 20-digit name)")
+        count = int(((log.positions >= f.start) & (log.positions < f.start + f.size)).sum())
+    numbers = (np.arange(min(_DEFAULT_ENTRIES, count), dtype=np.int64) if units is None
+               else _numbers(units, count, "units"))
+    buf = path.read_bytes()
+    rows = []
+    for n in numbers.tolist():
+        rows += _timer_unit_rows(buf, n * tm.UNIT.size, n, tz)
+    df = pd.DataFrame(rows, columns=HEX_FIELD_COLUMNS)
+    for c in ("offset", "size", "value"):
+        df[c] = df[c].astype(np.int64)
+    df.attrs.update({"file": path.name, "file_size": len(buf), "units": numbers.tolist()})
+    return df
+
+
 def _text(data: bytes, limit: int = 48) -> str:
     """Bytes as readable text: UTF-8 with the property separators shown as \\x01 / \\x02."""
     text = data.decode("utf-8", errors="replace").replace("\x01", "\\x01").replace("\x02", "\\x02")
@@ -559,7 +622,9 @@ _ENTRY_COLOURS = {"keyHash": "#fbb4ae", "phyOffset": "#b3cde3", "timeDiff": "#cc
 _UNIT_COLOURS = {"size": "#fdd0a2", "tagsCode": "#fbb4ae", "msgStoreTime": "#ccebc5",
                  "storeTime": "#ccebc5", "bitMapSize": "#dadaeb", "filterBitMap": "#bcbddc",
                  "commitlogOffset": "#b3cde3", "msgBaseOffset": "#bebada", "batchSize": "#ffffb3",
-                 "compactedOffset": "#e5d8bd", "reserved": "#f0f0f0"}
+                 "compactedOffset": "#e5d8bd", "reserved": "#f0f0f0", "prevPos": "#decbe4",
+                 "magic": "#fdae6b", "currWriteTime": "#ccebc5", "delayTime": "#a1d99b", "offsetPy": "#b3cde3",
+                 "sizePy": "#fdd0a2", "hashTopic": "#fbb4ae"}
 _END_COLOUR = "#fb8072"
 #: CommitLog record fields by kind: sizes, codes, queue, offsets, flags, times, hosts, payload.
 _RECORD_COLOURS = {"TOTALSIZE": "#fdd0a2", "MAGICCODE": "#fdae6b", "BODYCRC": "#fbb4ae", "QUEUEID": "#dadaeb",
@@ -582,13 +647,14 @@ _REGION_TITLES = {
     "ext-unit": f"units (CqExtUnit, {cqx.MIN_UNIT_SIZE} bytes: {_layout_summary(cqx.UNIT_HEADER)}; "
                 "then bitMapSize bytes of filter bit map)",
     "batch-unit": f"units ({bcq.UNIT_SIZE} bytes: {_layout_summary(bcq.UNIT)})",
+    "timer-unit": f"timer log units ({tm.UNIT.size} bytes: {_layout_summary(tm.UNIT)})",
     "end": "end of data (where the broker's walk over the units stops)",
     "record": "message record (MessageDecoder order; BORNHOST / STOREHOST 4 bytes, 16 when SYSFLAG says IPv6)",
     "offset-entry": f"offset index entries ({kix.OFFSET_ENTRY.size} bytes: relativeOffset i32, position i32)",
     "time-entry": f"time index entries ({kix.TIME_ENTRY.size} bytes: timestamp i64, relativeOffset i32)",
     "zero-tail": "preallocated zeros after the entries (an index that was never trimmed)",
 }
-_UNIT_REGIONS = {"ext-unit": "ConsumeQueueExt", "batch-unit": "BatchConsumeQueue"}
+_UNIT_REGIONS = {"ext-unit": "ConsumeQueueExt", "batch-unit": "BatchConsumeQueue", "timer-unit": "TimerLog"}
 _VALUE_NOTE = "(big-endian, signed; value = the bytes as an integer)"
 
 
