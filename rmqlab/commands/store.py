@@ -170,7 +170,7 @@ def _timers(args) -> int:
     cols = ["fires_at", "real_topic", "real_queue_id", "uniq_key", "keys", "source", "slot", "rolled", "at_restart"]
     by = got.groupby(["real_topic", "at_restart"]).size().reset_index(name="messages")
     text = (f"{len(got)} timer messages pending\n\n" + (by.to_string(index=False) + "\n\n" if len(got) else "")
-            + (shown[cols].to_string(index=False) if len(got) else ""))
+            + (shown[cols].astype(object).where(shown[cols].notna(), "").to_string(index=False) if len(got) else ""))
     _emit(args, [{k: (None if v is pd.NA else v) for k, v in r.items()} for r in rows], text)
     return 0
 

@@ -20,6 +20,14 @@ subscriptionGroup.json ``subscriptionGroupTable``: group -> SubscriptionGroupCon
                        5.1.0+ ``forbiddenTable`` group -> {topic: bits}
 timermetrics           5.x (TimerMetrics, store module): ``timingCount`` real topic -> {count,
                        timeStamp}: the timer messages the wheel holds per topic; ``dataVersion``
+transactionMetrics     5.x (TransactionMetrics): ``transactionCount`` topic -> {count, timeStamp}:
+                       half messages put less those resolved; ``dataVersion``
+consumerFilter.json    ConsumerFilterManager: ``filterDataByTopic`` topic -> {topic,
+                       groupFilterData: group -> ConsumerFilterData (SQL92 expressions)}
+consumerOrderInfo.json 5.x (ConsumerOrderInfoManager): ``table`` "topic@group" -> {queueId:
+                       OrderInfo}, fastjson short names (popTime, i, o, ot, oc, l, cm, a)
+messageRequestMode.json 5.x (MessageRequestModeManager): ``messageRequestModeMap`` topic -> group
+                       -> {mode PULL or POP, popShareQueueNum}
 =====================  ==========================================================================
 
 Facts settled from the Java source:
@@ -104,12 +112,18 @@ CONFIG_FILES: dict[str, str] = {
     "delay_offsets": "delayOffset.json",
     "subscription_groups": "subscriptionGroup.json",
     "timer_metrics": "timermetrics",
+    "transaction_metrics": "transactionMetrics",
+    "consumer_filters": "consumerFilter.json",
+    "consumer_order_info": "consumerOrderInfo.json",
+    "message_request_modes": "messageRequestMode.json",
 }
 KINDS = tuple(CONFIG_FILES)
 Kind = Literal["topics", "consumer_offsets", "lmq_consumer_offsets", "delay_offsets", "subscription_groups",
-               "timer_metrics"]
+               "timer_metrics", "transaction_metrics", "consumer_filters", "consumer_order_info",
+               "message_request_modes"]
 #: the kinds only some stores have: loaded when the file or its .bak exists
-OPTIONAL_KINDS = ("lmq_consumer_offsets", "timer_metrics")
+OPTIONAL_KINDS = ("lmq_consumer_offsets", "timer_metrics", "transaction_metrics", "consumer_filters",
+                  "consumer_order_info", "message_request_modes")
 
 #: Nesting deeper than this is refused (the broker's files nest four levels at most).
 MAX_DEPTH = 64
@@ -145,6 +159,10 @@ _ROOT_FIELDS: dict[str, tuple[str, ...]] = {
     "delay_offsets": ("offsetTable", "dataVersion"),
     "subscription_groups": ("subscriptionGroupTable", "dataVersion", "forbiddenTable"),
     "timer_metrics": ("timingCount", "dataVersion"),
+    "transaction_metrics": ("transactionCount", "dataVersion"),
+    "consumer_filters": ("filterDataByTopic", "dataVersion"),
+    "consumer_order_info": ("table", "dataVersion"),
+    "message_request_modes": ("messageRequestModeMap", "dataVersion"),
 }
 
 
@@ -487,11 +505,12 @@ def _subscription_groups(ck: _Checker, root: dict) -> tuple[list[dict], dict]:
     return rows, {"forbidden": forbidden}
 
 
-def _timer_metrics(ck: _Checker, root: dict) -> tuple[list[dict], dict]:
-    # TimerMetrics.TimerMetricsSerializeWrapper: timingCount, topic -> Metric {count, timeStamp}
+def _timer_metrics(ck: _Checker, root: dict, table: str = "timingCount") -> tuple[list[dict], dict]:
+    # TimerMetrics.TimerMetricsSerializeWrapper: timingCount, topic -> Metric {count, timeStamp};
+    # TransactionMetrics.TransactionMetricsSerializeWrapper the same under transactionCount
     rows = []
-    for topic, v in ck.obj(_or_empty(root.get("timingCount")), "timingCount").items():
-        where = _path("timingCount", topic)
+    for topic, v in ck.obj(_or_empty(root.get(table)), table).items():
+        where = _path(table, topic)
         m = ck.obj(v, where)
         ck.note_unknown(m, ("count", "timeStamp"), where)
         rows.append({"topic": topic, "count": ck.integer(m.get("count", 0), _path(where, "count"), "count"),
@@ -499,9 +518,93 @@ def _timer_metrics(ck: _Checker, root: dict) -> tuple[list[dict], dict]:
     return rows, {}
 
 
+def _transaction_metrics(ck: _Checker, root: dict) -> tuple[list[dict], dict]:
+    return _timer_metrics(ck, root, "transactionCount")
+
+
+_FILTER_FIELDS = ("consumerGroup", "topic", "expression", "expressionType", "bornTime", "deadTime",
+                  "bloomFilterData", "clientVersion")
+
+
+def _consumer_filters(ck: _Checker, root: dict) -> tuple[list[dict], dict]:
+    # ConsumerFilterManager: filterDataByTopic, topic -> FilterDataMapByTopic {topic, groupFilterData:
+    # group -> ConsumerFilterData}
+    rows = []
+    for topic, v in ck.obj(_or_empty(root.get("filterDataByTopic")), "filterDataByTopic").items():
+        where = _path("filterDataByTopic", topic)
+        by_topic = ck.obj(_or_empty(v), where)
+        ck.note_unknown(by_topic, ("topic", "groupFilterData"), where)
+        groups = ck.obj(_or_empty(by_topic.get("groupFilterData")), _path(where, "groupFilterData"))
+        for group, d in groups.items():
+            at = _path(_path(where, "groupFilterData"), group)
+            f = ck.obj(d, at)
+            ck.note_unknown(f, _FILTER_FIELDS, at)
+            expression = f.get("expression")
+            rows.append({"topic": topic, "group": group,
+                         "expression": None if expression is None else ck.string(expression, _path(at, "expression"),
+                                                                                 "expression"),
+                         "expression_type": f.get("expressionType"),
+                         "born_time": ck.integer(f.get("bornTime", 0), _path(at, "bornTime"), "bornTime"),
+                         "dead_time": ck.integer(f.get("deadTime", 0), _path(at, "deadTime"), "deadTime"),
+                         "client_version": ck.integer(f.get("clientVersion", 0), _path(at, "clientVersion"),
+                                                      "clientVersion")})
+    return rows, {}
+
+
+# ConsumerOrderInfoManager.OrderInfo's fields as fastjson writes them (@JSONField names)
+_ORDER_INFO_FIELDS = {"popTime": "pop_time", "i": "invisible_time", "o": "offsets", "ot": "offset_next_visible_time",
+                      "oc": "offset_consumed_count", "l": "last_consume_timestamp", "cm": "commit_offset_bit",
+                      "a": "attempt_id"}
+
+
+def _consumer_order_info(ck: _Checker, root: dict) -> tuple[list[dict], dict]:
+    # ConsumerOrderInfoManager: table, "topic@group" -> {queueId: OrderInfo} (orderly pop consumption)
+    rows = []
+    for key, qs in ck.obj(_or_empty(root.get("table")), "table").items():
+        topic, group, _ = _split_key(key)
+        where = _path("table", key)
+        for qkey, info in ck.obj(_or_empty(qs), where).items():
+            at = _path(where, qkey)
+            o = ck.obj(info, at)
+            ck.note_unknown(o, tuple(_ORDER_INFO_FIELDS), at)
+            row: dict[str, Any] = {"topic": topic, "group": group,
+                                   "queue_id": ck.key_int(qkey, at, "queue id")}
+            for jname, col in _ORDER_INFO_FIELDS.items():
+                v = o.get(jname)
+                if jname in ("popTime", "i", "l", "cm") and v is not None:
+                    v = ck.integer(v, _path(at, jname), jname)
+                elif jname == "o" and v is not None:
+                    v = [ck.integer(x, _path(at, "o"), "offset") for x in v] if isinstance(v, list) else \
+                        ck.fail(_path(at, "o"), "offsetList is not a list")
+                row[col] = v
+            rows.append(row)
+    return rows, {}
+
+
+def _message_request_modes(ck: _Checker, root: dict) -> tuple[list[dict], dict]:
+    # MessageRequestModeManager: messageRequestModeMap, topic -> group -> SetMessageRequestModeRequestBody
+    rows = []
+    table = "messageRequestModeMap"
+    for topic, groups in ck.obj(_or_empty(root.get(table)), table).items():
+        where = _path(table, topic)
+        for group, body in ck.obj(_or_empty(groups), where).items():
+            at = _path(where, group)
+            b = ck.obj(body, at)
+            ck.note_unknown(b, ("topic", "consumerGroup", "mode", "popShareQueueNum"), at)
+            mode = ck.string(b.get("mode", "PULL"), _path(at, "mode"), "mode")
+            if mode not in ("PULL", "POP"):
+                raise ck.fail(_path(at, "mode"), f"mode {mode!r} is not PULL or POP (MessageRequestMode)")
+            rows.append({"topic": topic, "group": group, "mode": mode,
+                         "pop_share_queue_num": ck.integer(b.get("popShareQueueNum", 0), _path(at, "popShareQueueNum"),
+                                                           "popShareQueueNum", INT_MIN, INT_MAX)})
+    return rows, {}
+
+
 _DECODERS: dict[str, Callable[[_Checker, dict], tuple[list[dict], dict]]] = {
     "topics": _topics, "consumer_offsets": _consumer_offsets, "lmq_consumer_offsets": _consumer_offsets,
     "delay_offsets": _delay_offsets, "subscription_groups": _subscription_groups, "timer_metrics": _timer_metrics,
+    "transaction_metrics": _transaction_metrics, "consumer_filters": _consumer_filters,
+    "consumer_order_info": _consumer_order_info, "message_request_modes": _message_request_modes,
 }
 
 
@@ -599,6 +702,10 @@ _FRAME_COLUMNS: dict[str, list[str]] = {
     "delay_offsets": ["level", "offset"],
     "subscription_groups": ["group", "group_name"] + [c for c, _, _ in _GROUP_FIELDS.values()],
     "timer_metrics": ["topic", "count", "time_stamp"],
+    "transaction_metrics": ["topic", "count", "time_stamp"],
+    "consumer_filters": ["topic", "group", "expression", "expression_type", "born_time", "dead_time", "client_version"],
+    "consumer_order_info": ["topic", "group", "queue_id", *_ORDER_INFO_FIELDS.values()],
+    "message_request_modes": ["topic", "group", "mode", "pop_share_queue_num"],
 }
 
 
@@ -638,6 +745,15 @@ class StoreConfig:
     def subscription_groups(self) -> pd.DataFrame:
         """subscriptionGroup.json: one row per consumer group's configuration."""
         return self._frame("subscription_groups")
+
+    def frame(self, kind: str) -> pd.DataFrame:
+        """The rows of any kind of :data:`CONFIG_FILES` as a DataFrame (empty when the store
+        has no such file): e.g. "transaction_metrics" (half messages not yet resolved, per
+        topic), "consumer_filters", "consumer_order_info" (orderly pop consumption),
+        "message_request_modes" (which groups pop)."""
+        if kind not in _FRAME_COLUMNS:
+            raise ValueError(f"kind must be one of {sorted(_FRAME_COLUMNS)}, got {kind!r}")
+        return self._frame(kind)
 
     def timer_metrics(self) -> pd.DataFrame:
         """timermetrics (5.x, TimerMetrics): one row per real topic, the count of its timer

@@ -180,6 +180,7 @@ class Store:
             **self._ledger_info(),
             **self._rocksdb_info(),
             **self._timer_info(),
+            **self._broker_files_info(),
             "index_files": len(index_frame),
             "index_keys": int(index_frame["keys"].sum()) if len(index_frame) else 0,
             "checkpoint": checkpoint,
@@ -211,6 +212,16 @@ class Store:
             return {"rocksdb_consume_queue": str(e)}
         return {"rocksdb_consume_queue": {"queues": len(db.queues()), "units": len(db.units),
                                           "dispatched_to": db.dispatched_to}}
+
+    def _broker_files_info(self) -> dict[str, Any]:
+        """``abort`` (present: the last run did not stop cleanly) with the PID a 5.x broker wrote
+        in it, only for a store that has an abort or lock file (:mod:`rmqlab.formats.brokerfiles`)."""
+        from rmqlab.formats.brokerfiles import read_broker_files
+
+        f = read_broker_files(self.root)
+        if not f.abort and f.lock_text is None and f.abort_bak_pid is None:
+            return {}
+        return {"abort": {"present": f.abort, "pid": f.abort_pid, "previous_pid": f.abort_bak_pid}}
 
     def _timer_info(self) -> dict[str, Any]:
         """The 5.x timer store (timerwheel, timerlog/, config/timercheck), only for a store that
