@@ -181,6 +181,7 @@ class Store:
             **self._rocksdb_info(),
             **self._timer_info(),
             **self._broker_files_info(),
+            **self._compaction_info(),
             "index_files": len(index_frame),
             "index_keys": int(index_frame["keys"].sum()) if len(index_frame) else 0,
             "checkpoint": checkpoint,
@@ -212,6 +213,22 @@ class Store:
             return {"rocksdb_consume_queue": str(e)}
         return {"rocksdb_consume_queue": {"queues": len(db.queues()), "units": len(db.units),
                                           "dispatched_to": db.dispatched_to}}
+
+    def _compaction_info(self) -> dict[str, Any]:
+        """The 5.1+ compaction store (compaction/), only for a store that has its logs: the
+        queues, their units and message offsets (:mod:`rmqlab.formats.compaction`)."""
+        from rmqlab.formats import compaction as cpt
+
+        cq_root = self.root / cpt.COMPACTION_DIR / cpt.COMPACTION_CQ_DIR
+        if not cq_root.is_dir():
+            return {}
+        queues = sorted((t.name, int(q.name)) for t in cq_root.iterdir() if t.is_dir() for q in t.iterdir()
+                        if q.is_dir() and q.name.isdigit())
+        units = 0
+        for topic, qid in queues:
+            with cpt.SparseQueue.open(cpt.cq_dir(self.root, topic, qid)) as q:
+                units += q.queue.unit_count
+        return {"compaction": {"topics": sorted({t for t, _ in queues}), "queues": len(queues), "units": units}}
 
     def _broker_files_info(self) -> dict[str, Any]:
         """``abort`` (present: the last run did not stop cleanly) with the PID a 5.x broker wrote

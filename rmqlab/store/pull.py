@@ -43,7 +43,6 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from rmqlab.errors import UnsupportedError
 from rmqlab.formats import consumequeue as cq
 from rmqlab.formats import consumequeue_ext as cqx
 from rmqlab.formats.storeconfig import read_store_config
@@ -109,6 +108,7 @@ STATUSES = {
     "OFFSET_OVERFLOW_BADLY": PULL_OFFSET_MOVED,
     "OFFSET_TOO_SMALL": PULL_OFFSET_MOVED,
     "NO_MESSAGE_IN_QUEUE": PULL_NOT_FOUND,
+    "NO_MATCHED_LOGIC_QUEUE": PULL_NOT_FOUND,   # a compaction topic's queue without a compaction log
 }
 #: refusals PullMessageProcessor makes before the store is asked (with the topic's config)
 _REFUSALS = {"TOPIC_NOT_EXIST": TOPIC_NOT_EXIST, "NO_PERMISSION": NO_PERMISSION, "QUEUE_ID_ILLEGAL": SYSTEM_ERROR}
@@ -125,7 +125,7 @@ def response_code(status: str, request_offset: int) -> int:
     """
     if status in _REFUSALS:
         return _REFUSALS[status]
-    if status == "NO_MESSAGE_IN_QUEUE" and request_offset != 0:
+    if status in ("NO_MESSAGE_IN_QUEUE", "NO_MATCHED_LOGIC_QUEUE") and request_offset != 0:
         return PULL_OFFSET_MOVED
     return STATUSES[status]
 
@@ -288,8 +288,9 @@ def get_message(store: Store, topic: str, queue_id: int, offset: int, max_msg_nu
     >>> get_message(store, "TopicTest", 0, 100).status, get_message(store, "TopicTest", 0, 107).next_begin_offset
     ('OFFSET_OVERFLOW_ONE', 100)
 
-    Raises UnsupportedError for a compaction topic of a 5.1+ store (the broker answers it from
-    its compaction store, which rmqlab does not read yet), FormatError for a damaged queue.
+    A compaction topic (cleanup.policy=COMPACTION) of a 5.1+ store is answered from the
+    compaction store, as the broker answers it (:func:`_compaction_get_message`: no tag
+    filter, its own log's offsets). Raises FormatError for a damaged queue.
     """
     queue_id, offset, max_msg_nums = int(queue_id), int(offset), int(max_msg_nums)
     version = broker_version if broker_version is not None else store.broker_version
@@ -301,9 +302,7 @@ def get_message(store: Store, topic: str, queue_id: int, offset: int, max_msg_nu
             return GetMessageResult(refused, response_code(refused, offset), None, None, None, _frame(store, []),
                                     "none")
     if facts.compaction_topics and _compaction_topic(config):
-        raise UnsupportedError(f"{topic} is a compaction topic (cleanup.policy=COMPACTION): a 5.1+ broker answers "
-                               "its pulls from its compaction store (CompactionStore.getMessage), which rmqlab does "
-                               "not read yet", path=store.root, field="cleanup.policy")
+        return _compaction_get_message(store, topic, queue_id, offset, max_msg_nums, limits)
     log = _LogView(store)
     queue = LogicQueue(store, topic, queue_id, log.min_offset)
     try:
@@ -325,6 +324,75 @@ def get_message(store: Store, topic: str, queue_id: int, offset: int, max_msg_nu
         queue.close()
     return GetMessageResult(status, response_code(status, offset), next_offset, lo, hi, _frame(store, taken),
                             queue.kind, scanned)
+
+
+class _CompactionLogView(_LogView):
+    """CompactionLog.getMessage(offset, size): inside one file of the topic's compaction log;
+    its end, the end of the last record the queue points at."""
+
+    def __init__(self, folder, units_end: int, file_size: int):
+        from rmqlab.formats.commitlog import store_files
+
+        files = store_files(folder) if folder.is_dir() else []
+        self.starts = tuple(f.start_offset for f in files)
+        self.sizes = tuple(f.size for f in files)
+        self.end = units_end
+        self.min_offset = self.starts[0] if self.starts else 0
+        self.file_size = file_size
+
+    def readable(self, phy: int, size: int) -> bool:
+        k = bisect.bisect_right(self.starts, phy) - 1
+        return k >= 0 and size > 0 and phy + size <= self.starts[k] + self.sizes[k]
+
+
+def _compaction_get_message(store: Store, topic: str, queue_id: int, offset: int, n: int,
+                            limits: PullLimits) -> GetMessageResult:
+    """CompactionStore.getMessage -> CompactionLog.getMessage (rocketmq-all-5.3.3; the same from
+    5.1.0): the queue is the topic's SparseConsumeQueue, the bytes its compaction log's; no tag
+    filter; an offset past the end goes back to 0 when the queue starts at 0 (5.x's regular
+    queues go to the max); a queue the compaction store has no log for answers
+    NO_MATCHED_LOGIC_QUEUE with offsets 0. Cost: the queue's files opened, the units of one
+    file from the offset scanned, one read of the records sent."""
+    from rmqlab.formats import compaction as cpt
+
+    qdir, ldir = cpt.cq_dir(store.root, topic, queue_id), cpt.log_dir(store.root, topic, queue_id)
+    if not qdir.is_dir() and not ldir.is_dir():   # compactionLogTable has no CompactionLog for it
+        status = "NO_MATCHED_LOGIC_QUEUE"
+        return GetMessageResult(status, response_code(status, offset), 0, 0, 0, _frame(store, []), "none")
+    with cpt.SparseQueue.open(qdir) as q:
+        lo, hi = q.min_offset, q.max_offset
+        units = q.queue.units
+        end = int((units["commitlog_offset"].astype(np.int64) + units["size"]).max()) if len(units) else 0
+        log = _CompactionLogView(ldir, end, cpt.compaction_log_file_size(q.queue.mapped_file_size,
+                                                                          cpt.DEFAULT_COMPACTION_FILE_SIZE))
+        sent, next_offset = _Sent(), offset
+        if hi == 0:
+            status, next_offset = "NO_MESSAGE_IN_QUEUE", 0
+        elif offset == hi:
+            status = "OFFSET_OVERFLOW_ONE"
+        elif offset > hi:
+            status, next_offset = "OFFSET_OVERFLOW_BADLY", lo if lo == 0 else hi
+        else:
+            status, travelled = "NO_MATCHED_MESSAGE", 0
+            while sent.buffer_total <= 0 and next_offset < hi and travelled < limits.travel_cq_file_num:
+                travelled += 1
+                w = q.iterate_from_or_next(next_offset)
+                if w is None:   # nextOffsetCorrection to BatchConsumeQueue.rollNextFile, which is 0
+                    status, next_offset = "OFFSET_FOUND_NULL", 0
+                    break
+                for u in w.tolist():
+                    if next_offset >= hi:
+                        break
+                    phy, size, _tags, _time, base, batch = (int(x) for x in u[:6])
+                    if not (phy >= 0 and size > 0 and base >= 0 and batch > 0):   # validateCqUnit
+                        break
+                    if sent.full(limits, log, n, size, batch, phy) or sent.buffer_total >= MAX_PULL_MSG_SIZE:
+                        break
+                    next_offset = base + batch
+                    sent.offer(log, True, base, batch, phy, size)
+            status = sent.status if status == "NO_MATCHED_MESSAGE" else status
+    return GetMessageResult(status, response_code(status, offset), next_offset, lo, hi,
+                            _frame(store, sent.taken, ldir), "compaction")
 
 
 class _Sent:
@@ -413,14 +481,21 @@ def _scan_5(queue: LogicQueue, offset: int, n: int, subscription, limits: PullLi
     return sent.status, next_offset, sent.taken, scanned
 
 
-def _frame(store: Store, taken: list[tuple[int, int, int, int]]) -> pd.DataFrame:
-    """The messages sent: their units, and the records decoded at their CommitLog offsets."""
+def _frame(store: Store, taken: list[tuple[int, int, int, int]], log_folder=None) -> pd.DataFrame:
+    """The messages sent: their units, and the records decoded at their CommitLog offsets (in
+    `log_folder`, a compaction log, where given)."""
     units = pd.DataFrame(taken, columns=["queue_offset", "batch_num", "commitlog_offset", "size"]).astype(np.int64)
     if not len(units):
         return units.assign(topic=pd.Series(dtype=object), queue_id=pd.Series(dtype=np.int64),
                             stored_queue_offset=pd.Series(dtype=np.int64), store_timestamp=pd.Series(dtype=np.int64),
                             tags=pd.Series(dtype=object), keys=pd.Series(dtype=object))
-    read = store.read_at(units["commitlog_offset"].to_numpy(np.int64))
+    offsets = units["commitlog_offset"].to_numpy(np.int64)
+    if log_folder is None:
+        read = store.read_at(offsets)
+    else:
+        from rmqlab.formats.commitlog import read_at
+
+        read = read_at(log_folder, offsets, body=False)
     read = read[["phy_offset", "topic", "queue_id", "queue_offset", "store_timestamp", "tags", "keys"]].rename(
         columns={"phy_offset": "commitlog_offset", "queue_offset": "stored_queue_offset"})
     return units.merge(read.drop_duplicates("commitlog_offset"), on="commitlog_offset", how="left")

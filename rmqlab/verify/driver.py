@@ -29,6 +29,7 @@ from rmqlab.verify.check_batchconsumequeue import (
 )
 from rmqlab.verify.check_checkpoint import checkpoint_report
 from rmqlab.verify.check_commitlog import CommitLogScan, Messages
+from rmqlab.verify.check_compaction import verify_compaction
 from rmqlab.verify.check_consumequeue import (
     open_queue,
     queue_checks,
@@ -212,6 +213,8 @@ def _verify_store(root: Path, rep: VerifyReport, hsn, inum, cl_size, cq_size, ru
                                                    if scan is not None else None))
         for ledger in where.ledgers:      # a DLedger CommitLog: DLedger's own rules on its ledger
             rep.files.append(verify_ledger(ledger, cl_size))
+        if (root / "compaction").is_dir():   # 5.1+ compaction store
+            rep.files += verify_compaction(root)
         if (root / "timerwheel").exists():   # 5.x timer store
             rep.files.append(verify_timer_store(root, scan.mapped_file_size if scan is not None else cl_size))
         if checkpoint.exists():

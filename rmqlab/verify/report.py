@@ -122,6 +122,11 @@ CHECKS: dict[str, str] = {
     "timer.message": "a pending unit's message is missing, of another topic or size, due in another slot, "
                      "or of another real topic",
     "timer.checkpoint": "the timer checkpoint is past the timer log's end (a warning)",
+    # the compaction store (5.1+: compaction/compactionLog, compactionCq, position-checkpoint)
+    "compaction.files": "a queue's log and queue files differ in names (the broker's load throws)",
+    "compaction.cq": "a compaction queue's files or units break the SparseConsumeQueue rules",
+    "compaction.unit": "a compaction queue unit disagrees with its record in the compaction log",
+    "compaction.checkpoint": "the position checkpoint is not CompactionPositionMgr's JSON",
     "checkpoint.file": "the file is not 4096 bytes or has non-zero padding",
     "checkpoint.value": "a field is negative",
     "checkpoint.physic-timestamp": "physicMsgTimestamp is after every message's store time",
