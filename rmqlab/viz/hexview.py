@@ -350,9 +350,15 @@ def _batch_unit_rows(buf, pos: int, number: int, file_start: int, tz) -> list[tu
                             else "not INVALID_POS: the store writes -1",
         "reserved": "reserved, 0" if u.reserved == 0 else "reserved: the store writes 0",
     }
-    return [(pos + fld.offset, fld.size, "batch-unit", f"unit[{number}].{fld.java_name}",
+    return _unit_rows(bcq.UNIT, u, buf, pos, number, "batch-unit", meanings)
+
+
+def _unit_rows(layout, u, buf, pos: int, number: int, region: str, meanings: dict[str, str]) -> list[tuple]:
+    """The table rows of one unit of `layout` at `pos` of `buf` (`u` its values), each field
+    with its bytes in hex, its value and `meanings[field]`."""
+    return [(pos + fld.offset, fld.size, region, f"unit[{number}].{fld.java_name}",
              _hex(bytes(buf[pos + fld.offset:pos + fld.offset + fld.size])), int(value), meanings[fld.name])
-            for fld, value in zip(bcq.UNIT.fields, u)]
+            for fld, value in zip(layout.fields, u)]
 
 
 def batch_hex_fields(path: str | os.PathLike, *, units: Numbers = None,
@@ -423,9 +429,7 @@ def _timer_unit_rows(buf, pos: int, number: int, tz) -> list[tuple]:
         "hash_topic": "String.hashCode of the message's REAL_TOPIC",
         "reserved": "reserved, 0" if u.reserved == 0 else "reserved: the store writes 0",
     }
-    return [(pos + fld.offset, fld.size, "timer-unit", f"unit[{number}].{fld.java_name}",
-             _hex(bytes(buf[pos + fld.offset:pos + fld.offset + fld.size])), int(value), meanings[fld.name])
-            for fld, value in zip(tm.UNIT.fields, u)]
+    return _unit_rows(tm.UNIT, u, buf, pos, number, "timer-unit", meanings)
 
 
 def timer_hex_fields(path: str | os.PathLike, *, units: Numbers = None,
