@@ -121,13 +121,10 @@ class RocksDBConsumeQueues:
     @cached_property
     def _units_by_queue(self) -> dict[tuple[str, int], dict[int, tuple[int, int]]]:
         """(topic, queue id) -> queue offset -> (commitlog offset, store time), built once."""
-        u = self.units
-        out: dict[tuple[str, int], dict[int, tuple[int, int]]] = {}
-        for key, g in u.groupby(["topic", "queue_id"], sort=False):
-            pair: Any = key
-            out[(str(pair[0]), int(pair[1]))] = dict(zip(g["queue_offset"].tolist(), zip(
-                g["commitlog_offset"].tolist(), g["store_timestamp"].tolist())))
-        return out
+        return {key: dict(zip(g["queue_offset"].tolist(), zip(g["commitlog_offset"].tolist(),
+                                                               g["store_timestamp"].tolist(), strict=True),
+                              strict=True))
+                for key, g in self._frames_by_queue.items()}
 
     @cached_property
     def _max_entry(self) -> dict[tuple[str, int], int]:

@@ -423,6 +423,24 @@ class Store:
             self._commitlog_extent = (tuple(f.start_offset for f in files), tuple(f.size for f in files), end)
         return self._commitlog_extent
 
+    def config(self):
+        """The store's ``config/`` folder as the broker loads it
+        (:func:`rmqlab.formats.storeconfig.read_store_config`), kept until a file in it changes
+        (its name, size or modification time: a pull loop reads the folder once, an edit is
+        seen at once). Cost: one listing of config/ a call; the files when they changed."""
+        from rmqlab.formats.storeconfig import read_store_config
+
+        folder = self.root / "config"
+        try:
+            with os.scandir(folder) as entries:
+                stamp = tuple(sorted((e.name, e.stat().st_mtime_ns, e.stat().st_size) for e in entries))
+        except (FileNotFoundError, NotADirectoryError):
+            stamp = ()
+        cached = getattr(self, "_config", None)
+        if cached is None or cached[0] != stamp:
+            self._config = (stamp, read_store_config(self.root))
+        return self._config[1]
+
     def rocksdb_queues(self):
         """The store's RocksDB ConsumeQueue (storeType=defaultRocksDB), read once and kept:
         :class:`rmqlab.formats.rocksdbcq.RocksDBConsumeQueues`. FileNotFoundError for a store
@@ -490,10 +508,9 @@ class Store:
         ``result.attrs["config"]`` says which file each table came from.
         Cost: the config files, and the ends of each queue named.
         """
-        from rmqlab.formats.storeconfig import read_store_config
         from rmqlab.store.queues import LogicQueue
 
-        cfg = read_store_config(self.root)
+        cfg = self.config()
         offsets = cfg.consumer_offsets()
         groups = set(cfg.subscription_groups()["group"])
         ends: dict[tuple[str, int], tuple[int, int, bool]] = {}

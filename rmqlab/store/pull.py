@@ -45,7 +45,6 @@ import pandas as pd
 
 from rmqlab.formats import consumequeue as cq
 from rmqlab.formats import consumequeue_ext as cqx
-from rmqlab.formats.storeconfig import read_store_config
 from rmqlab.rules.topics import is_builtin_topic
 from rmqlab.rules.versions import layout_facts
 from rmqlab.store.queues import LogicQueue
@@ -220,7 +219,7 @@ class _LogView:
 def _topic_config(store: Store, topic: str, facts: Any) -> dict[str, Any] | None:
     """The topic's row of config/topics (None when absent), or {} where the store does not say:
     no topic config, or a RocksDB one without a topic the broker creates at every start."""
-    config = read_store_config(store.root)
+    config = store.config()
     source = config.loads["topics"].source
     if source == "none":
         return {}
@@ -272,7 +271,7 @@ def get_message(store: Store, topic: str, queue_id: int, offset: int, max_msg_nu
     topic, cannot be read, or has fewer read queues.
 
     Cost: one queue's files opened, at most max(800, `max_msg_nums`) units scanned (a Python
-    step each), one CommitLog read of the messages sent, and config/topics read once.
+    step each), one CommitLog read of the messages sent; config/ read once a Store.
 
     >>> import tempfile
     >>> from rmqlab.lab.generate import generate_store

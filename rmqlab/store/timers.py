@@ -184,10 +184,10 @@ def _cancelled(frame: pd.DataFrame) -> np.ndarray:
     markers = frame[frame["delete_marker"] & frame["delete_key"].notna()]
     if not len(markers):
         return np.zeros(len(frame), bool)
-    named = set(zip(markers["slot_ms"].tolist(), markers["delete_key"].tolist(), strict=True))
-    key = frame["real_topic"].fillna("").astype(str) + "+" + frame["uniq_key"].fillna("").astype(str)
-    hit = [(s, k) in named for s, k in zip(frame["slot_ms"].tolist(), key.tolist(), strict=True)]
-    return np.asarray(hit, bool) & ~frame["delete_marker"].to_numpy()
+    named = markers["slot_ms"].astype(str) + " " + markers["delete_key"].astype(str)
+    key = (frame["slot_ms"].astype(str) + " " + frame["real_topic"].fillna("").astype(str) + "+"
+           + frame["uniq_key"].fillna("").astype(str))
+    return key.isin(set(named)).to_numpy() & ~frame["delete_marker"].to_numpy()
 
 
 def pending_timers(store: Store, *, now: int | None = None, precision_ms: int | None = None) -> pd.DataFrame:
