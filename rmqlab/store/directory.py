@@ -182,6 +182,7 @@ class Store:
             **self._timer_info(),
             **self._broker_files_info(),
             **self._compaction_info(),
+            **({"not_read": self.not_read()} if self.not_read() else {}),
             "index_files": len(index_frame),
             "index_keys": int(index_frame["keys"].sum()) if len(index_frame) else 0,
             "checkpoint": checkpoint,
@@ -213,6 +214,28 @@ class Store:
             return {"rocksdb_consume_queue": str(e)}
         return {"rocksdb_consume_queue": {"queues": len(db.queues()), "units": len(db.units),
                                           "dispatched_to": db.dispatched_to}}
+
+    #: what rmqlab reads at a store's root (besides dledger-<selfId>/ and 5.5's timerwheel.<n>)
+    _READ_AT_ROOT = frozenset({"commitlog", "consumequeue", "consumequeue_ext", "batchconsumequeue", "index",
+                               "checkpoint", "abort", "abort.bak", "lock", "config", "timerwheel", "timerlog",
+                               "compaction"})
+
+    def not_read(self) -> list[str]:
+        """The files and folders at the store's root and in config/ that rmqlab does not read
+        (5.5's rocksdbstore/, a tiered store's folders, config/rdb/, ...): ``store info`` lists
+        them, so nothing is passed over in silence. Cost: two folder listings."""
+        from rmqlab.formats.storeconfig import CONFIG_FILES, ROCKSDB_CONFIG_FOLDERS
+
+        if not self.root.is_dir():
+            return []
+        out = [p.name for p in sorted(self.root.iterdir()) if p.name not in self._READ_AT_ROOT
+               and not p.name.startswith("dledger-") and not p.name.startswith("timerwheel.")]
+        config = self.root / "config"
+        if config.is_dir():
+            known = {*CONFIG_FILES.values(), *ROCKSDB_CONFIG_FOLDERS.values(), "timercheck"}
+            out += [f"config/{p.name}" for p in sorted(config.iterdir())
+                    if p.name not in known and p.name.removesuffix(".bak") not in known]
+        return out
 
     def _compaction_info(self) -> dict[str, Any]:
         """The 5.1+ compaction store (compaction/), only for a store that has its logs: the

@@ -1218,3 +1218,45 @@ def test_verify_finds_each_damage_to_the_brokers_compaction_store(release, scena
         _damage_compaction(copy, what)
         got = {p.check for r in verify_compaction(copy) for p in r.problems}
         assert code in got, (what, got)
+
+
+def _readme_file_rows() -> dict[str, tuple[set[str], set[str], set[str]]]:
+    """README's "Every file a broker leaves" table: (root names, config names, names marked not
+    read yet). A name with <...> is a prefix; `config/*.bak` any backup in config/."""
+    import re
+
+    text = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    table = text.split("### Every file a broker leaves in its store", 1)[1].split("\n## ", 1)[0]
+    root, config, unread = set(), set(), set()
+    for line in table.splitlines():
+        if not line.startswith("| `"):
+            continue
+        first, *_, last = [c.strip() for c in line.strip("|").split("|")]
+        names = re.findall(r"`([^`]+)`", first.split("(")[0])
+        in_config = names[0].startswith("config/")
+        if in_config:
+            root.add("config")
+        for n in names:
+            n = n.removeprefix("config/").rstrip("/")
+            n = n.split("<", 1)[0] if "<" in n else n
+            (config if in_config else root).add(n)
+            if "not read yet" in last:
+                unread.add(n)
+    return root, config, unread
+
+
+def _named(name: str, names: set[str]) -> bool:
+    return name in names or any(n.endswith((".", "-")) and name.startswith(n) for n in names) or \
+        ("*.bak" in names and name.endswith(".bak"))
+
+
+def test_the_readme_names_every_file_the_brokers_leave(written):
+    """Every name at the store root and in config/ of a store a broker wrote is a row of the
+    README's table; what `store info` lists as not read is what the table marks not read yet."""
+    root, config, unread = _readme_file_rows()
+    here = sorted(p.name for p in written.store.iterdir())
+    assert [n for n in here if not _named(n, root)] == []
+    if (written.store / "config").is_dir():
+        assert [n for n in sorted(p.name for p in (written.store / "config").iterdir())
+                if not _named(n, config)] == []
+    assert set(_store(written).not_read()) <= unread
