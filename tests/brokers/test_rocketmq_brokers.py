@@ -1260,3 +1260,35 @@ def test_the_readme_names_every_file_the_brokers_leave(written):
         assert [n for n in sorted(p.name for p in (written.store / "config").iterdir())
                 if not _named(n, config)] == []
     assert set(_store(written).not_read()) <= unread
+
+
+TIMER_RESTARTS = [(r, s) for r, s in RECOVERIES if rh.version_tuple(r) >= (5, 0, 0)]
+
+
+@pytest.mark.parametrize(("release", "restart"), TIMER_RESTARTS, ids=[_id(c) for c in TIMER_RESTARTS])
+def test_pending_timers_of_a_killed_store_are_what_the_restarted_broker_delivers(release, restart):
+    """rmqlab reads the killed store's timer files and says what a restart at `now` does with
+    each pending timer; the broker was then restarted on that store. Judged by what it wrote
+    after the restart (messages past the killed CommitLog's end carrying TIMER_DEQUEUE_MS, the
+    property TimerMessageStore puts on a delivered timer): every timer rmqlab says fires at once,
+    and every one due before the restarted broker's last write, was delivered; none due after it
+    was. `now` is the store time of the first message the restarted broker wrote."""
+    from rmqlab.formats import commitlog as cl
+    from rmqlab.store.timers import pending_timers
+
+    killed = rh.rocketmq_store(release, rh.RESTARTS[restart])
+    after = rh.rocketmq_store(release, restart)
+    written = cl.read_columns(after.commitlog, body=False)
+    new = written[written["phy_offset"] >= cl.max_offset(killed.commitlog)]
+    assert len(new), "the restarted broker wrote nothing"
+    now, last = int(new["store_timestamp"].min()), int(new["store_timestamp"].max())
+    delivered = set(new.loc[new["properties"].str.contains("\x02TIMER_DEQUEUE_MS\x01|^TIMER_DEQUEUE_MS\x01", na=False,
+                                                            regex=True), "uniq_key"])
+    got = pending_timers(_store(killed), now=now)
+    wheel = got[got["source"] == "wheel"]
+    assert len(wheel) > 0
+    fired = wheel["uniq_key"].isin(delivered)
+    assert fired[wheel["at_restart"] == "fires at once"].all()
+    assert fired[wheel["slot_ms"] <= last - 2000].all()          # due while it ran: delivered
+    assert not fired[wheel["slot_ms"] > last + 1000].any()       # due after it stopped: not yet
+    assert set(new.loc[new["uniq_key"].isin(delivered), "uniq_key"]) <= set(got["uniq_key"])   # nothing unforeseen
