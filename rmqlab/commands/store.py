@@ -167,7 +167,8 @@ def _timers(args) -> int:
     rows = got.to_dict(orient="records")
     shown = got.assign(fires_at=[ms_to_iso(v) for v in got["fires_at_ms"]],
                        slot=[ms_to_iso(v) for v in got["slot_ms"]])
-    cols = ["fires_at", "real_topic", "real_queue_id", "uniq_key", "keys", "source", "slot", "rolled", "at_restart"]
+    cols = ["fires_at", "real_topic", "real_queue_id", "uniq_key", "keys", "source", "slot", "rolled", "at_restart",
+            "already_delivered"]
     by = got.groupby(["real_topic", "at_restart"]).size().reset_index(name="messages")
     text = (f"{len(got)} timer messages pending\n\n" + (by.to_string(index=False) + "\n\n" if len(got) else "")
             + (shown[cols].astype(object).where(shown[cols].notna(), "").to_string(index=False) if len(got) else ""))

@@ -197,11 +197,14 @@ def pending_timers(store: Store, *, now: int | None = None, precision_ms: int | 
 
     Columns: source, real_topic, real_queue_id, uniq_key, keys, tags, fires_at_ms (when it is
     delivered), slot_ms (the slot it waits in; a rolled message's next roll point, None for one
-    not yet enqueued), rolled, offset_py, and ``at_restart``: what a broker started at `now`
-    (ms; None: the current time) would do with it: "on time", "fires at once" (its slot is
-    due), or "never delivered" (its slot is older than the wheel's 7 days less 60 slots, which
-    recovery skips). Cost: :func:`timer_entries`, and the timer topic's queue from the
-    checkpoint's offset on.
+    not yet enqueued), rolled, offset_py, ``at_restart``: what a broker started at `now` (ms;
+    None: the current time) would do with it: "on time", "fires at once" (its slot is due), or
+    "never delivered" (its slot is older than the wheel's 7 days less 60 slots, which recovery
+    skips); and ``already_delivered``: a copy is already in its real topic (a message with its
+    unique key and TIMER_DEQUEUE_MS, stored after it), so the broker had delivered it after its
+    last checkpoint flush and a restart delivers it again. Cost: :func:`timer_entries`, the
+    timer topic's queue from the checkpoint's offset on, and the CommitLog's headers from the
+    oldest pending message on.
 
     >>> import tempfile
     >>> from rmqlab.store.directory import Store
@@ -234,7 +237,28 @@ def pending_timers(store: Store, *, now: int | None = None, precision_ms: int | 
                                      np.where(slot <= now, "fires at once", "on time"))
     else:
         out["at_restart"] = pd.Series(dtype=object)
+    out["already_delivered"] = out["uniq_key"].isin(_delivered_copies(store, out["offset_py"]))
     return out.sort_values(["fires_at_ms", "offset_py"], kind="stable").reset_index(drop=True)
+
+
+def _delivered_copies(store: Store, offsets: pd.Series) -> set[str]:
+    """Unique keys of the timers TimerMessageStore has put back into their real topics
+    (convert(): TIMER_DEQUEUE_MS set) in the CommitLog from the oldest of `offsets` on."""
+    if not len(offsets) or not store._has_commitlog():
+        return set()
+    import bisect
+
+    starts, _, end = store.commitlog_extent()
+    since = int(offsets.min())
+    if not starts or since < starts[0] or since >= end:
+        return set()
+    # from the start of the file holding it: a file starts with a record (or a DLedger entry,
+    # whose record the unit's offset points inside); a torn tail ends the read, not the answer
+    first = starts[bisect.bisect_right(starts, since) - 1]
+    m = cl.read_columns(store.commitlog_dir, body=False, start_offset=first, on_error="report")
+    copies = m["properties"].str.contains("(?:^|\x02)TIMER_DEQUEUE_MS\x01", na=False, regex=True) & (
+        m["topic"] != TIMER_TOPIC)
+    return set(m.loc[copies, "uniq_key"].dropna())
 
 
 def _awaiting_enqueue(store: Store) -> pd.DataFrame:

@@ -126,3 +126,16 @@ def test_the_command_line_lists_pending_timers(tmp_path):
 @pytest.mark.parametrize("now", [T0, T0 + 10 * DAY])
 def test_a_store_without_a_timer_store_has_no_timers(tmp_path, now):
     assert len(pending_timers(Store(tmp_path), now=now)) == 0
+
+
+def test_a_timer_delivered_after_the_last_checkpoint_is_delivered_again(tmp_path):
+    """The wheel was dequeued past the checkpoint before the broker died: the copy in the real
+    topic (TIMER_DEQUEUE_MS, same unique key) is there, and the restart reads the slot again."""
+    _build(tmp_path, [(T0 + 5000, "A", "U1", False), (T0 + 9000, "A", "U2", False)], T0)
+    with CommitLogWriter(tmp_path / "commitlog", file_size=1 << 20) as w:
+        w.offset = int(Store(tmp_path).commitlog_extent()[2])
+        w.append({"topic": ["A"], "queue_id": [0], "body": [b"x"],
+                  "properties": [_props({"UNIQ_KEY": "U1", "TIMER_DEQUEUE_MS": str(T0 + 5001)})]})
+    got = pending_timers(Store(tmp_path), now=T0 + 20_000).set_index("uniq_key")
+    assert got["already_delivered"].to_dict() == {"U1": True, "U2": False}
+    assert (got["at_restart"] == "fires at once").all()
