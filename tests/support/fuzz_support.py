@@ -2291,11 +2291,81 @@ class TimerTarget(Target):
             rt.expect(p.error.path is not None, "verify_timer_store", f"problem naming no file: {p.error}")
 
 
+# ------------------------------------------------------------------------------- compaction store
+
+
+class CompactionTarget(Target):
+    """The 5.1+ compaction store of one queue: the input is the sparse queue's bytes (46-byte
+    units, cut into 4-unit files, log files of the same names) and then the compaction log's
+    (CommitLog records whose PHYSICALOFFSET is their log position). Calls: SparseQueue.open,
+    iterate_from_or_next at every interesting offset, binary_search_right over hostile bounds,
+    verify_compaction (heavy inputs), read_position_checkpoint on the log's bytes as text."""
+
+    name = "compaction"
+    heavy_every = 8
+
+    def seeds(self, workdir: Path) -> list[Seed]:
+        from rmqlab.formats import batchconsumequeue as bcq
+        from rmqlab.formats.commitlog import CommitLogWriter
+
+        out = []
+        for name, gaps in (("dense", [0, 1, 2, 3, 4, 5]), ("compacted", [0, 3, 4, 9, 10, 15, 22])):
+            d = workdir / name
+            with CommitLogWriter(d / "log", file_size=1 << 16) as w:
+                batch = w.append({"topic": ["T"] * len(gaps), "queue_id": [0] * len(gaps), "keys": ["k"] * len(gaps),
+                                  "queue_offset": gaps, "body": [b"v" * (i + 1) for i in range(len(gaps))]})
+            log = (d / "log" / f"{0:020d}").read_bytes()[:int(batch.end_offset)]
+            sizes = np.diff(np.append(batch.phy_offset, batch.end_offset))
+            units = b"".join(bcq.UNIT.pack(int(o), int(n), 0, 1718000000000 + i, g, 1, -1, 0)
+                             for i, (o, n, g) in enumerate(zip(batch.phy_offset, sizes, gaps, strict=True)))
+            fields = [Field(f"unit[{k}].{f.name}", 46 * k + f.offset, f.size, (0, -1, 46))
+                      for k in range(len(gaps)) for f in bcq.UNIT.fields]
+            out.append(Seed(name, units + log, fields, [46 * k for k in range(len(gaps))], None,
+                            dict(cq_bytes=len(units), offsets=gaps)))
+        return out
+
+    def run(self, rt, seed, data, ops, rng, heavy):
+        from rmqlab.formats import compaction as cpt
+
+        root = rt.fresh_dir()
+        cut = seed.meta["cq_bytes"]
+        qdir, ldir = cpt.cq_dir(root, "T", 0), cpt.log_dir(root, "T", 0)
+        qdir.mkdir(parents=True, exist_ok=True)
+        ldir.mkdir(parents=True, exist_ok=True)
+        names = _write_chunks(qdir, data[:cut], BCQ_FILE, 0)
+        if names and names[-1].stat().st_size < BCQ_FILE and rng.random() < 0.8:   # the broker preallocates
+            with open(names[-1], "ab") as f:
+                f.write(bytes(BCQ_FILE - names[-1].stat().st_size))
+        log = data[cut:]
+        for k, p in enumerate(names):   # log files of the queue files' names (sanityCheck)
+            (ldir / p.name).write_bytes(log if k == 0 else b"")
+        q = rt.call("SparseQueue.open", cpt.SparseQueue.open, qdir, BCQ_FILE)
+        if q is None:
+            return
+        with q:
+            for x in {*seed.meta["offsets"], q.min_offset, q.max_offset, q.max_offset - 1, -1, 0, 2**62,
+                      rng.randint(-3, 40)}:
+                got = rt.call("iterate_from_or_next", q.iterate_from_or_next, x)
+                n = 0 if got is None else len(got)
+                rt.expect(n <= BCQ_FILE // 46, "iterate_from_or_next", f"{n} units")
+        buf = data[:cut]
+        for left, right in ((0, len(buf) - 46), (-46, 46), (0, 10**6), (46, 0)):
+            if 0 <= left and right + 46 <= len(buf):
+                cpt.binary_search_right(buf, left, right, rng.randint(-2, 30))
+        if heavy:
+            from rmqlab.verify.check_compaction import verify_compaction
+
+            rt.call("verify_compaction", verify_compaction, root)
+            checkpoint = root / "compaction" / "position-checkpoint"
+            checkpoint.write_bytes(log[:200])
+            rt.call("read_position_checkpoint", cpt.read_position_checkpoint, checkpoint)
+
+
 TARGETS: dict[str, Target] = {t.name: t for t in (
     IndexFileTarget(), ConsumeQueueTarget(), ConsumeQueueExtTarget(), CommitLogTarget(), MessageTarget(),
     CheckpointTarget(), OffsetIndexTarget(), TimeIndexTarget(), KafkaLogTarget(), MsgIdTarget(), StoreConfigTarget(),
     BatchConsumeQueueTarget(), KafkaTextFilesTarget(), KafkaInternalTopicsTarget(), KafkaProducerSnapshotTarget(),
-    KafkaTxnIndexTarget(), KafkaKraftTarget(), TimerTarget())}
+    KafkaTxnIndexTarget(), KafkaKraftTarget(), TimerTarget(), CompactionTarget())}
 
 
 def budget(default: int = 10_000) -> int:
