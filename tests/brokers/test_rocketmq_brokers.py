@@ -1292,3 +1292,21 @@ def test_pending_timers_of_a_killed_store_are_what_the_restarted_broker_delivers
     assert fired[wheel["slot_ms"] <= last - 2000].all()          # due while it ran: delivered
     assert not fired[wheel["slot_ms"] > last + 1000].any()       # due after it stopped: not yet
     assert set(new.loc[new["uniq_key"].isin(delivered), "uniq_key"]) <= set(got["uniq_key"])   # nothing unforeseen
+
+
+@pytest.mark.parametrize(("release", "scenario"), COMPACTION_CLEAN, ids=[_id(c) for c in COMPACTION_CLEAN])
+def test_compaction_readers_survive_hostile_bytes_from_the_brokers_files(release, scenario, tmp_path):
+    """The compaction readers and verify's compaction checks, fed the broker's own compaction
+    queue and log mutated (fuzz_support.CompactionTarget seeded from this store only): each
+    answers or raises a typed error naming file, offset or field; none hangs."""
+    import fuzz_support as fs
+
+    bs = rh.rocketmq_store(release, scenario)
+    target = fs.CompactionTarget([bs.store], only_stores=True)
+    with fs.Runner(target, tmp_path, timeout=10.0) as rt:
+        assert [s.name for s in rt.seeds] == ["broker-0"] and rt.seeds[0].meta["cq_bytes"] == 46 * 8
+        k = 0
+        while rt.inputs < 1500:
+            rt.run_swarm(k, 50)
+            k += 1
+    assert rt.failures == [] and rt.typed_errors > 0

@@ -2304,12 +2304,33 @@ class CompactionTarget(Target):
     name = "compaction"
     heavy_every = 8
 
+    def __init__(self, stores: Sequence[Path] = (), *, only_stores: bool = False):
+        self.stores = list(stores)
+        self.only_stores = only_stores
+
+    def _store_seed(self, k: int, root: Path) -> Seed:
+        """Queue 0 of a broker's compaction topic: its queue's units and the log's records."""
+        from rmqlab.formats import batchconsumequeue as bcq
+        from rmqlab.formats import compaction as cpt
+
+        qdir = next(d for d in sorted((root / cpt.COMPACTION_DIR / cpt.COMPACTION_CQ_DIR).iterdir()))
+        with cpt.SparseQueue.open(qdir / "0") as q:
+            units = q.queue.units.copy()
+        cq = units.tobytes()[:46 * 8]
+        end = int((units["commitlog_offset"][:8].astype(np.int64) + units["size"][:8]).max())
+        log = sorted(cpt.log_dir(root, qdir.name, 0).iterdir())[0].read_bytes()[:end]
+        fields = [Field(f"unit[{i}].{f.name}", 46 * i + f.offset, f.size, (0, -1, 46))
+                  for i in range(len(cq) // 46) for f in bcq.UNIT.fields]
+        return Seed(f"broker-{k}", cq + log, fields, [46 * i for i in range(len(cq) // 46)], None,
+                    dict(cq_bytes=len(cq), offsets=units["msg_base_offset"][:8].tolist()))
+
     def seeds(self, workdir: Path) -> list[Seed]:
         from rmqlab.formats import batchconsumequeue as bcq
         from rmqlab.formats.commitlog import CommitLogWriter
 
-        out = []
-        for name, gaps in (("dense", [0, 1, 2, 3, 4, 5]), ("compacted", [0, 3, 4, 9, 10, 15, 22])):
+        out = [self._store_seed(k, root) for k, root in enumerate(self.stores)]
+        plans = {"dense": [0, 1, 2, 3, 4, 5], "compacted": [0, 3, 4, 9, 10, 15, 22]}
+        for name, gaps in () if self.only_stores else plans.items():
             d = workdir / name
             with CommitLogWriter(d / "log", file_size=1 << 16) as w:
                 batch = w.append({"topic": ["T"] * len(gaps), "queue_id": [0] * len(gaps), "keys": ["k"] * len(gaps),
