@@ -49,15 +49,15 @@ def _build(root, timers: list[tuple[int, str, str, bool]], last_read: int):
     return m
 
 
-def _expected(timers, last_read: int, now: int) -> dict[str, str]:
-    """uniq key -> what a restart at `now` does, by the rules as the Java states them."""
+def _expected(timers, last_read: int, now: int) -> dict[tuple[str, str], str]:
+    """(real topic, uniq key) -> what a restart at `now` does, by the rules as the Java states them."""
     read_from = max(last_read, now // 1000 * 1000 - 7 * DAY + 60_000)
     cancelled = {(at, f"{topic}+{uniq}") for at, topic, uniq, marker in timers if marker}
     out = {}
     for at, topic, uniq, marker in timers:
         if marker or at < last_read or (at, f"{topic}+{uniq}") in cancelled:
             continue
-        out[uniq] = "never delivered" if at < read_from else ("fires at once" if at <= now else "on time")
+        out[(topic, uniq)] = "never delivered" if at < read_from else ("fires at once" if at <= now else "on time")
     return out
 
 
@@ -80,7 +80,9 @@ def test_pending_timers_follow_dequeue_and_recover(tmp_path_factory, spec, read_
     _build(root, timers, last_read)
     now = T0 + now_days * DAY + 20_000
     got = pending_timers(Store(root), now=now)
-    assert dict(zip(got["uniq_key"], got["at_restart"], strict=True)) == _expected(timers, last_read, now)
+    # keyed by topic too: two topics may carry one unique key
+    assert dict(zip(zip(got["real_topic"], got["uniq_key"], strict=True), got["at_restart"], strict=True)) == \
+        _expected(timers, last_read, now)
     assert (got["source"] == "wheel").all()
     assert verify_timer_store(root).problems == []
 
