@@ -49,15 +49,14 @@ def wheel_profile(store: Store, *, now: int | None = None) -> WheelProfile:
     """The store's wheel, slot by slot, and its hands for a restart at `now` (ms; None: the
     current time). A store without a timer store gives no slots. Cost: :func:`timer_entries`
     and one group-by over its units."""
-    from rmqlab.store.timers import has_timer_store, timer_entries, timer_state
+    from rmqlab.store.timers import has_timer_store, timer_entries
 
     now = int(time.time() * 1000) if now is None else int(now)
     if not has_timer_store(store):
         empty = pd.DataFrame({c: np.zeros(0, np.int64) for c in SLOT_COLUMNS})
         return WheelProfile(empty, 0, now, 0, tm.DEFAULT_PRECISION_MS)
-    with timer_state(store) as ts:
-        p, read = ts.precision_ms, ts.checkpoint.last_read_time_ms
-    e = timer_entries(store, precision_ms=p)
+    e = timer_entries(store)
+    p, read = e.attrs["precision_ms"], e.attrs["checkpoint"].last_read_time_ms
     g = e.assign(pending=e["state"] == "pending", dequeued=e["state"] == "dequeued").groupby("slot_ms")
     slots = pd.DataFrame({
         "units": g.size(), "pending": g["pending"].sum(), "dequeued": g["dequeued"].sum(), "rolled": g["roll"].sum(),

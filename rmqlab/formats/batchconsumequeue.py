@@ -440,7 +440,7 @@ class BatchConsumeQueue(MappedFolder):
 
     # -- invariants ----------------------------------------------------------------------------
 
-    def problems(self, commitlog_max_offset: int | None = None) -> list[RmqlabError]:
+    def problems(self, commitlog_max_offset: int | None = None, *, contiguous: bool = True) -> list[RmqlabError]:
         """Every problem found (empty for a healthy queue), each naming file, offset and field.
 
         Checks: file names, sizes and contiguity; every unit of a file recover() takes as full
@@ -448,7 +448,8 @@ class BatchConsumeQueue(MappedFolder):
         file after the end's; message offsets contiguous (each base = the previous base + its
         batch size, as the store assigns them); commitlog offsets increasing; compacted_offset
         -1 and reserved 0 (what the store writes); with `commitlog_max_offset` every message
-        inside the CommitLog. Cost: O(queue), vectorized.
+        inside the CommitLog. With `contiguous` False (a compaction store's SparseConsumeQueue, whose
+        offsets have gaps) message offsets need only increase. Cost: O(queue), vectorized.
         """
         self._require_open()
         out = list(self._open_problems)
@@ -482,10 +483,10 @@ class BatchConsumeQueue(MappedFolder):
                                              "broker deletes it at restart (truncateDirtyFiles)",
                                              path=s.file.path, offset=int(nz[0]) // UNIT_SIZE * UNIT_SIZE,
                                              field="unit"))
-        out += self._unit_problems(commitlog_max_offset)
+        out += self._unit_problems(commitlog_max_offset, contiguous)
         return out
 
-    def _unit_problems(self, commitlog_max_offset: int | None) -> list[RmqlabError]:
+    def _unit_problems(self, commitlog_max_offset: int | None, contiguous: bool = True) -> list[RmqlabError]:
         out: list[RmqlabError] = []
         u = self.units
         if not len(u):
@@ -508,9 +509,14 @@ class BatchConsumeQueue(MappedFolder):
         size = u["batch_size"].astype(np.int64)
         off = u["commitlog_offset"].astype(np.int64)
         gap = np.zeros(len(u), bool)
-        gap[1:] = base[1:] != base[:-1] + size[:-1]
-        report(gap, CorruptIndexError, "msg_base_offset",
-               "message offsets not contiguous: base is not the previous unit's base + batch size")
+        if contiguous:
+            gap[1:] = base[1:] != base[:-1] + size[:-1]
+            report(gap, CorruptIndexError, "msg_base_offset",
+                   "message offsets not contiguous: base is not the previous unit's base + batch size")
+        else:
+            gap[1:] = base[1:] < base[:-1] + size[:-1]
+            report(gap, CorruptIndexError, "msg_base_offset",
+                   "message offsets not increasing: base is below the previous unit's base + batch size")
         back = np.zeros(len(u), bool)
         back[1:] = off[1:] <= off[:-1]
         report(back, CorruptIndexError, "commitlog_offset", "commitlog offset not greater than the previous unit's")

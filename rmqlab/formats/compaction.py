@@ -46,7 +46,7 @@ from rmqlab.formats import batchconsumequeue as bcq
 
 __all__ = [
     "COMPACTION_DIR", "COMPACTION_LOG_DIR", "COMPACTION_CQ_DIR", "DEFAULT_COMPACTION_FILE_SIZE",
-    "DEFAULT_COMPACTION_CQ_FILE_SIZE", "compaction_log_file_size", "log_dir", "cq_dir", "binary_search_right",
+    "DEFAULT_COMPACTION_CQ_FILE_SIZE", "compaction_log_file_size", "queues", "log_dir", "cq_dir", "binary_search_right",
     "SparseQueue", "PositionCheckpoint", "read_position_checkpoint",
 ]
 
@@ -67,6 +67,15 @@ def compaction_log_file_size(cq_size: int, log_size: int) -> int:
     if n < 5:
         return cq_size * 5
     return n * cq_size if 0 < m < cq_size >> 1 else (n + 1) * cq_size
+
+
+def queues(root: str | os.PathLike) -> list[tuple[str, int]]:
+    """(topic, queue id) of every queue the compaction store at `root` has a log or a queue
+    folder for, sorted. Cost: the folders' listings."""
+    base = Path(root) / COMPACTION_DIR
+    found = {(t.name, int(q.name)) for sub in (COMPACTION_CQ_DIR, COMPACTION_LOG_DIR) if (base / sub).is_dir()
+             for t in (base / sub).iterdir() if t.is_dir() for q in t.iterdir() if q.is_dir() and q.name.isdigit()}
+    return sorted(found)
 
 
 def log_dir(root: str | os.PathLike, topic: str, queue_id: int) -> Path:
@@ -142,7 +151,7 @@ class SparseQueue:
         the file whose units span it, or the next file; then binarySearchRight) to the end of
         that file's units, as a structured array of :data:`rmqlab.formats.batchconsumequeue.UNIT`;
         None where the broker's iterator is null. Cost: O(files + log units)."""
-        live = [s for s in self.queue._live if s.count]
+        live = [u for _, u in self.queue.segments() if len(u)]
         if not live:
             return None
         target: Any = None
@@ -150,8 +159,7 @@ class SparseQueue:
             target = live[0]
         else:
             for i in range(len(live) - 1, -1, -1):   # searchOffsetFromFilesOrRight
-                lo = int(live[i].units[0]["msg_base_offset"])
-                hi = int(live[i].units[live[i].count - 1]["msg_base_offset"])
+                lo, hi = int(live[i][0]["msg_base_offset"]), int(live[i][-1]["msg_base_offset"])
                 if hi < msg_offset and i != len(live) - 1:
                     target = live[i + 1]
                     break
@@ -160,12 +168,8 @@ class SparseQueue:
                     break
             if target is None:
                 return None
-        end = target.count * bcq.UNIT_SIZE
-        mid = binary_search_right(target.buf, 0, end - bcq.UNIT_SIZE, msg_offset)
-        if mid == -1:
-            return None
-        n = (end - mid) // bcq.UNIT_SIZE
-        return np.frombuffer(target.buf, dtype=bcq.UNIT.dtype, count=n, offset=mid)
+        mid = binary_search_right(target.view(np.uint8), 0, (len(target) - 1) * bcq.UNIT_SIZE, msg_offset)
+        return None if mid == -1 else target[mid // bcq.UNIT_SIZE:]
 
 
 @dataclass(frozen=True)

@@ -574,8 +574,9 @@ def _consumer_order_info(ck: _Checker, root: dict) -> tuple[list[dict], dict]:
                 if jname in ("popTime", "i", "l", "cm") and v is not None:
                     v = ck.integer(v, _path(at, jname), jname)
                 elif jname == "o" and v is not None:
-                    v = [ck.integer(x, _path(at, "o"), "offset") for x in v] if isinstance(v, list) else \
-                        ck.fail(_path(at, "o"), "offsetList is not a list")
+                    if not isinstance(v, list):
+                        raise ck.fail(_path(at, "o"), "offsetList is not a list")
+                    v = [ck.integer(x, _path(at, "o"), "offset") for x in v]
                 row[col] = v
             rows.append(row)
     return rows, {}

@@ -54,6 +54,7 @@ Facts settled from the Java source:
 """
 from __future__ import annotations
 
+import bisect
 import mmap
 import os
 import re
@@ -277,6 +278,8 @@ class TimerLog(MappedFolder):
         self.units = np.concatenate(parts) if parts else np.zeros(0, UNIT.dtype)
         self.positions = np.concatenate(pos) if pos else np.zeros(0, np.int64)
         self._ends = ends
+        self._starts = [f.start for f in files]
+        self._bases = np.concatenate([[0], np.cumsum(ends)]).astype(np.int64).tolist() if ends else [0]
         #: the timer log offset after the last unit (0 for an empty log)
         self.end = int(files[-1].start + ends[-1] * UNIT.size) if files else 0
 
@@ -318,10 +321,7 @@ class TimerLog(MappedFolder):
         """The unit at timer log offset `pos` (a ``UNIT.record``). A position outside every
         file, not on a unit boundary, or past a file's last unit raises CorruptIndexError naming
         the file. Cost: O(log files)."""
-        starts = [f.start for f in self.files]
-        import bisect
-
-        i = bisect.bisect_right(starts, pos) - 1
+        i = bisect.bisect_right(self._starts, pos) - 1
         if i < 0 or pos >= self.files[i].start + self.files[i].size:
             raise CorruptIndexError(f"timer log offset {pos} is in no file of the timer log", path=self.folder,
                                     field="pos")
@@ -334,8 +334,7 @@ class TimerLog(MappedFolder):
         if k >= self._ends[i]:
             raise TruncatedFileError(f"timer log offset {pos} is past the file's last unit "
                                      f"({self._ends[i]} units)", path=f.path, offset=rel, field="pos")
-        base = sum(self._ends[:i])
-        return UNIT.record._make(int(v) for v in self.units[base + k].tolist())
+        return UNIT.record._make(int(v) for v in self.units[self._bases[i] + k].tolist())
 
     def chain(self, last_pos: int, *, limit: int = 1 << 24) -> list[int]:
         """The positions of a slot's units, newest first: from `last_pos` back along prev_pos to

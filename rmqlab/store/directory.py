@@ -182,7 +182,7 @@ class Store:
             **self._timer_info(),
             **self._broker_files_info(),
             **self._compaction_info(),
-            **({"not_read": self.not_read()} if self.not_read() else {}),
+            **({"not_read": not_read} if (not_read := self.not_read()) else {}),
             "index_files": len(index_frame),
             "index_keys": int(index_frame["keys"].sum()) if len(index_frame) else 0,
             "checkpoint": checkpoint,
@@ -242,11 +242,9 @@ class Store:
         queues, their units and message offsets (:mod:`rmqlab.formats.compaction`)."""
         from rmqlab.formats import compaction as cpt
 
-        cq_root = self.root / cpt.COMPACTION_DIR / cpt.COMPACTION_CQ_DIR
-        if not cq_root.is_dir():
+        if not (self.root / cpt.COMPACTION_DIR / cpt.COMPACTION_CQ_DIR).is_dir():
             return {}
-        queues = sorted((t.name, int(q.name)) for t in cq_root.iterdir() if t.is_dir() for q in t.iterdir()
-                        if q.is_dir() and q.name.isdigit())
+        queues = [(t, q) for t, q in cpt.queues(self.root) if cpt.cq_dir(self.root, t, q).is_dir()]
         units = 0
         for topic, qid in queues:
             with cpt.SparseQueue.open(cpt.cq_dir(self.root, topic, qid)) as q:
@@ -272,8 +270,7 @@ class Store:
         if not timers.has_timer_store(self):
             return {}
         e = self.timer_entries()
-        with timers.timer_state(self) as ts:
-            cp, precision = ts.checkpoint, ts.precision_ms
+        cp, precision = e.attrs["checkpoint"], e.attrs["precision_ms"]
         pending = e[(e["state"] == "pending") & ~e["delete_marker"] & ~e["cancelled"]]
         return {"timer": {"precision_ms": precision, "units": int(len(e)), "pending": int(len(pending)),
                           "pending_topics": int(pending["real_topic"].nunique()),

@@ -84,15 +84,13 @@ def timer_state(store: Store, *, precision_ms: int | None = None) -> TimerState:
     the wrong size. Cost: maps the files, one pass over the log's units."""
     root = store.root
     log = tm.TimerLog.open(root / "timerlog")
+    wheel = tm.TimerWheel.open(root / "timerwheel", precision_ms=precision_ms or tm.DEFAULT_PRECISION_MS)
     inferred = False
     if precision_ms is None:
-        probe = tm.TimerWheel.open(root / "timerwheel")
-        try:
-            found = tm.infer_precision(probe.slots, log)
-        finally:
-            probe.close()
-        precision_ms, inferred = (found, True) if found else (tm.DEFAULT_PRECISION_MS, False)
-    wheel = tm.TimerWheel.open(root / "timerwheel", precision_ms=precision_ms)
+        found = tm.infer_precision(wheel.slots, log)
+        if found:
+            wheel.precision_ms, inferred = found, True
+    precision_ms = wheel.precision_ms
     cp_path = root / "config" / "timercheck"
     checkpoint = tm.read_timer_checkpoint(cp_path) if cp_path.is_file() else tm.TimerCheckpoint()
     return TimerState(wheel, log, checkpoint, precision_ms, inferred)
@@ -104,7 +102,7 @@ def _property(props: pd.Series, name: str) -> pd.Series:
     return got.astype(object).mask(got.isna(), None)
 
 
-def timer_entries(store: Store, *, precision_ms: int | None = None) -> pd.DataFrame:
+def timer_entries(store: Store, *, precision_ms: int | None = None, state: TimerState | None = None) -> pd.DataFrame:
     """Every unit of the timer log, one row each, with its message and its state.
 
     Columns (:data:`TIMER_ENTRY_COLUMNS`): ``pos`` (timer log offset), ``slot_ms`` (the slot it
@@ -119,12 +117,16 @@ def timer_entries(store: Store, *, precision_ms: int | None = None) -> pd.DataFr
     topic). A store without a wheel has none. Messages are read with
     :func:`rmqlab.formats.commitlog.read_at`; a unit pointing outside the CommitLog (deleted
     files, a truncated copy: apache/rocketmq#10668) gets None in the message columns.
+    ``attrs`` holds the ``precision_ms`` used and the timer ``checkpoint``
+    (:class:`rmqlab.formats.timer.TimerCheckpoint`). `state`: timer files the caller has open
+    (:func:`timer_state`), else they are opened and closed here.
     Cost: the log's units, one CommitLog read of theirs.
     """
     cols: dict[str, list] = {c: [] for c in TIMER_ENTRY_COLUMNS}
     if not has_timer_store(store):
         return pd.DataFrame(cols)
-    with timer_state(store, precision_ms=precision_ms) as ts:
+    ts = state if state is not None else timer_state(store, precision_ms=precision_ms)
+    try:
         u = ts.log.units
         slot_ms = ts.log.delayed_time()
         magic = u["magic"].astype(np.int32)
@@ -136,6 +138,10 @@ def timer_entries(store: Store, *, precision_ms: int | None = None) -> pd.DataFr
             "state": np.where(slot_ms >= ts.checkpoint.last_read_time_ms, "pending", "dequeued"),
             "hash_topic": u["hash_topic"].astype(np.int32),
         })
+        found = {"precision_ms": ts.precision_ms, "checkpoint": ts.checkpoint}
+    finally:
+        if state is None:
+            ts.close()
     msgs = _messages_at(store, frame["offset_py"].to_numpy())
     for c in ("real_topic", "real_queue_id", "fires_at_ms", "delete_key", "roll_times"):
         frame[c] = _property(msgs["properties"], _PROPS[c])
@@ -148,7 +154,9 @@ def timer_entries(store: Store, *, precision_ms: int | None = None) -> pd.DataFr
     frame["real_queue_id"] = pd.to_numeric(frame["real_queue_id"], errors="coerce").astype("Int64")
     frame["roll_times"] = pd.to_numeric(frame["roll_times"], errors="coerce").astype("Int64")
     frame["cancelled"] = _cancelled(frame)
-    return frame[list(TIMER_ENTRY_COLUMNS)]
+    out = frame[list(TIMER_ENTRY_COLUMNS)]
+    out.attrs.update(found)
+    return out
 
 
 def _messages_at(store: Store, offsets: np.ndarray) -> pd.DataFrame:
@@ -223,10 +231,8 @@ def pending_timers(store: Store, *, now: int | None = None, precision_ms: int | 
     queued = _awaiting_enqueue(store)
     if len(queued):
         out = pd.concat([out, queued[cols]], ignore_index=True)
-    precision = tm.DEFAULT_PRECISION_MS
     if has_timer_store(store):
-        with timer_state(store, precision_ms=precision_ms) as ts:
-            precision, last_read = ts.precision_ms, ts.checkpoint.last_read_time_ms
+        precision, last_read = e.attrs["precision_ms"], e.attrs["checkpoint"].last_read_time_ms
         read_from = max(last_read, now // precision * precision - tm.SLOTS_TOTAL * precision
                         + tm.TIMER_BLANK_SLOTS * precision)
         # a message not yet enqueued goes on the wheel at its own time, or out at once when that

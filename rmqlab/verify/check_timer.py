@@ -45,7 +45,7 @@ def verify_timer_store(root: Path, commitlog_file_size: int | None = None) -> Fi
         rep.problems.append(problem_from_error("timer.file", e))
         return rep
     with ts:
-        cp = ts.checkpoint
+        cp, precision, inferred = ts.checkpoint, ts.precision_ms, ts.precision_inferred
         _unit_fields(ts, rep)
         _chains(ts, rep)
         if cp.last_timer_log_flush_pos > ts.log.end:
@@ -54,8 +54,7 @@ def verify_timer_store(root: Path, commitlog_file_size: int | None = None) -> Fi
                 f"timer log's end {ts.log.end} (recovery re-walks from the file before it)",
                 root / "config" / "timercheck", tm.TIMER_CHECKPOINT.offset("last_timer_log_flush_pos"),
                 "last_timer_log_flush_pos", severity="warning"))
-        precision, inferred = ts.precision_ms, ts.precision_inferred
-    entries = timer_entries(store, precision_ms=precision)
+        entries = timer_entries(store, state=ts)
     _messages(entries, ts.log.folder, precision, rep)
     pending = entries["state"] == "pending"
     rep.counts = {

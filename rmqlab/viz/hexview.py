@@ -461,14 +461,15 @@ def timer_hex_fields(path: str | os.PathLike, *, units: Numbers = None,
         count = int(((log.positions >= f.start) & (log.positions < f.start + f.size)).sum())
     numbers = (np.arange(min(_DEFAULT_ENTRIES, count), dtype=np.int64) if units is None
                else _numbers(units, count, "units"))
-    buf = path.read_bytes()
+    with open(path, "rb") as fh:   # the units shown, not the whole (100 MiB) file
+        buf = fh.read((int(numbers.max()) + 1) * tm.UNIT.size if len(numbers) else 0)
     rows = []
     for n in numbers.tolist():
         rows += _timer_unit_rows(buf, n * tm.UNIT.size, n, tz)
     df = pd.DataFrame(rows, columns=HEX_FIELD_COLUMNS)
     for c in ("offset", "size", "value"):
         df[c] = df[c].astype(np.int64)
-    df.attrs.update({"file": path.name, "file_size": len(buf), "units": numbers.tolist()})
+    df.attrs.update({"file": path.name, "file_size": f.size, "units": numbers.tolist()})
     return df
 
 
