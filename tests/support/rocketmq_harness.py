@@ -28,6 +28,11 @@ Scenarios:
 ``dledger-recovered``  the dledger-crash store copied, the broker restarted on it, as ``recovered``.
 ``rocksdb``    as ``clean``, with storeType=defaultRocksDB (5.2.0+): the ConsumeQueues are a RocksDB
                database in {store}/consumequeue (RocksDBConsumeQueueStore).
+``revived``    the clean store copied (5.0.0+), the broker restarted on it and left running until
+               its PopReviveService revived the checkpoints PopConsumer.java left in flight (the
+               held messages' revive time, from the clean run's pop.json, plus
+               :data:`REVIVE_MARGIN_S`), then a clean stop: the store holds the broker's own
+               re-puts into the pop retry topic.
 
 The workload (tests/brokers/rocketmq/src/RocketMQDriver.java) reaches what the release has and
 records what it skipped and why (:attr:`BrokerStore.skipped`); :meth:`BrokerStore.store_facts`
@@ -96,10 +101,16 @@ EXTRA_SCENARIOS: dict[str, Any] = {
     "dledger-recovered": lambda release: release in DLEDGER_RELEASES,
     # as clean, with the ConsumeQueues in RocksDB (storeType=defaultRocksDB, RIP-66, 5.2.0+)
     "rocksdb": lambda release: version_tuple(release) >= ROCKSDB_SINCE,
+    # the clean store, the broker restarted on it until it revived the pop checkpoints left in flight
+    "revived": lambda release: version_tuple(release) >= (5, 0, 0),
 }
 ALL_SCENARIOS = (*SCENARIOS, *EXTRA_SCENARIOS)
-#: restart scenario -> the crash scenario whose store it copies and restarts the broker on
-RESTARTS = {"recovered": "crash", "dledger-recovered": "dledger-crash"}
+#: restart scenario -> the scenario whose store it copies and restarts the broker on
+RESTARTS = {"recovered": "crash", "dledger-recovered": "dledger-crash", "revived": "clean"}
+#: how long past the last held message's revive time the revived scenario keeps the broker up: the
+#: timer wheel delivers the checkpoint 1 s before it, PopReviveService revives it once the revive
+#: log is 2 s past it (reviveInterval 1 s, an idle scan moves its end time after 3 s)
+REVIVE_MARGIN_S = 20.0
 
 
 def scenarios(release: str) -> list[str]:
@@ -398,13 +409,14 @@ def rocketmq_store(release: str, scenario: str) -> BrokerStore:
         classes = driver(release) / "classes"
         lib = jars(release) / "lib"
         crash = rocketmq_store(release, RESTARTS[scenario]) if scenario in RESTARTS else None
+        source = {"source_folder": str(crash.folder)} if crash is not None else {}
 
         def build(tmp: Path) -> None:
             t0 = time.monotonic()
             if crash is not None:
                 copy_store(crash.store, tmp / "store")
             spec = {"release": release, "client": RELEASES[release], "scenario": scenario, "folder": str(tmp),
-                    "lib": str(lib), "classes": str(classes), "broker_ip": broker_ip(release, scenario)}
+                    "lib": str(lib), "classes": str(classes), "broker_ip": broker_ip(release, scenario), **source}
             first_failure = ""
             for attempt in (1, 2):   # a broker run can fail on timing (a route not yet registered): once more
                 try:
@@ -696,6 +708,21 @@ class _Run:
             shutil.rmtree(copy.parent, ignore_errors=True)
         self.timings["ledger_s"] = round(time.monotonic() - t, 2)
 
+    def await_revive(self) -> None:
+        """Keep the restarted broker up until the checkpoints the clean run left in flight are due
+        and revived: the latest held message's popTime + invisibleTime (its POP_CK property:
+        ExtraInfoUtil, "startOffset popTime invisibleTime reviveQid ...") plus REVIVE_MARGIN_S."""
+        pop = json.loads((Path(self.spec["source_folder"]) / "pop.json").read_text(encoding="utf-8"))
+        held = pop.get("held") or []
+        if not held:
+            raise bh.HarnessError(f"the clean run left no pop checkpoint in flight: {pop}")
+        due_ms = max(int(h["popCk"].split()[1]) + int(h["popCk"].split()[2]) for h in held)
+        wait = due_ms / 1000 + REVIVE_MARGIN_S - time.time()
+        self.reached["revive_wait_s"] = round(max(wait, 0.0), 1)
+        self.reached["held_in_flight"] = len(held)
+        if wait > 0:
+            time.sleep(min(wait, 240.0))
+
     def go(self) -> None:
         t0 = time.monotonic()
         self.write_conf()
@@ -703,10 +730,12 @@ class _Run:
             self.start_namesrv()
             if self.scenario in RESTARTS:
                 self.reached["abort_file_before_restart"] = (self.store / "abort").exists()
-                if no_ipv6_reason(self.release):
+                if RESTARTS[self.scenario].endswith("crash") and no_ipv6_reason(self.release):
                     self.skipped["ipv6_store_host"] = no_ipv6_reason(self.release)
                 self.start_broker("restart")
                 time.sleep(2.0)   # let dispatch catch up after recovery
+                if self.scenario == "revived":
+                    self.await_revive()
                 long_group = [LONG_GROUP] if version_tuple(self.release) >= (5,) else []
                 pop_group = ["G_pop"] if version_tuple(self.release) >= (5,) else []
                 self.answers(",".join(["G_push", "G_pull", *long_group, *pop_group]))
