@@ -148,6 +148,14 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="the restart time to judge against: epoch ms or ISO 8601 UTC (default: now)")
     p.add_argument("--topic", default=None, help="only the timers of this real topic")
     p.set_defaults(run=_timers)
+    p = ssub.add_parser("pop", help="5.x pop consumption: each popping group's queues, the checkpoints in flight, "
+                                    "and the messages the revive service will put into retry topics")
+    common(p)
+    queue_file_size(p)
+    p.add_argument("--now", default=None, metavar="MS|TIME",
+                   help="the time to judge revive times against: epoch ms or ISO 8601 UTC (default: now)")
+    p.add_argument("--group", default=None, help="only this consumer group")
+    p.set_defaults(run=_pop)
 
 
 def _timers(args) -> int:
@@ -174,6 +182,47 @@ def _timers(args) -> int:
             + (shown[cols].astype(object).where(shown[cols].notna(), "").to_string(index=False) if len(got) else ""))
     _emit(args, [{k: (None if v is pd.NA else v) for k, v in r.items()} for r in rows], text)
     return 0
+
+
+def _pop(args) -> int:
+    from rmqlab.store.popstate import revive_topics
+    from rmqlab.tables.times import ms_to_iso, utc_text_to_ms
+
+    store = _store(args)
+    if not revive_topics(store):
+        raise FileNotFoundError(f"{args.dir}: no queue of a revive topic (rmq_sys_REVIVE_LOG_*): no pop "
+                                f"consumption on this store (5.x)")
+    now = None if args.now is None else (int(args.now) if args.now.lstrip("-").isdigit() else utc_text_to_ms(args.now))
+    groups, cks, redo = store.pop_groups(), store.pop_checkpoints(now=now), store.pop_redeliveries(now=now)
+    if args.group is not None:
+        groups, cks, redo = (f[f["group"] == args.group] for f in (groups, cks, redo))
+    obj = {"groups": groups.to_dict(orient="records"), "checkpoints": cks.to_dict(orient="records"),
+           "redeliveries": redo.to_dict(orient="records")}
+    shown = redo.assign(revive_at=[ms_to_iso(v) for v in redo["revive_time_ms"]])
+    cols = ["revive_at", "due", "group", "topic", "queue_id", "queue_offset", "msg_id", "keys", "retry_topic",
+            "outcome"]
+    text = (f"{len(cks)} pop checkpoints not yet processed; {len(redo)} messages popped and never acknowledged\n\n"
+            + groups.astype(object).where(groups.notna(), "").to_string(index=False)
+            + ("\n\n" + shown[cols].astype(object).where(shown[cols].notna(), "").to_string(index=False)
+               if len(redo) else ""))
+    _emit(args, _plain(obj), text)
+    return 0
+
+
+def _plain(obj):
+    """`obj` with pandas' missing values as None and NumPy scalars as Python ones, for JSON."""
+    import numpy as np
+    import pandas as pd
+
+    if isinstance(obj, dict):
+        return {k: _plain(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_plain(v) for v in obj]
+    if obj is pd.NA or obj is None:
+        return None
+    if isinstance(obj, np.generic):
+        return obj.item()
+    return obj
 
 
 def _store(args) -> Store:

@@ -754,6 +754,8 @@ class StoreConfig:
         "message_request_modes" (which groups pop)."""
         if kind not in _FRAME_COLUMNS:
             raise ValueError(f"kind must be one of {sorted(_FRAME_COLUMNS)}, got {kind!r}")
+        if kind == "consumer_offsets":   # with lmqConsumerOffset.json's, as the broker loads both
+            return self.consumer_offsets()
         return self._frame(kind)
 
     def timer_metrics(self) -> pd.DataFrame:

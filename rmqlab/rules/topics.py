@@ -6,7 +6,8 @@ application's messages. The names are the broker's (TopicValidator and MixAll).
 """
 from __future__ import annotations
 
-__all__ = ["SYSTEM_TOPICS", "SYSTEM_TOPIC_PREFIXES", "is_system_topic", "BUILTIN_TOPICS", "is_builtin_topic"]
+__all__ = ["SYSTEM_TOPICS", "SYSTEM_TOPIC_PREFIXES", "is_system_topic", "BUILTIN_TOPICS", "is_builtin_topic",
+           "REVIVE_TOPIC_PREFIX", "RETRY_PREFIX", "pop_retry_topic", "parse_pop_normal_topic"]
 
 #: Topics the broker keeps for itself (TopicValidator and MixAll), by exact name.
 SYSTEM_TOPICS = frozenset({
@@ -37,7 +38,11 @@ BUILTIN_TOPICS = frozenset({
     "SELF_TEST_TOPIC", "TBW102", "BenchmarkTest", "OFFSET_MOVED_EVENT", "SCHEDULE_TOPIC_XXXX",
     "RMQ_SYS_TRANS_HALF_TOPIC", "RMQ_SYS_TRANS_OP_HALF_TOPIC",
 })
-BUILTIN_TOPIC_PREFIXES = ("rmq_sys_REVIVE_LOG_", "rmq_sys_SYNC_BROKER_MEMBER_")
+#: PopAckConstants.REVIVE_TOPIC: each cluster's pop revive log is this prefix + the cluster name
+REVIVE_TOPIC_PREFIX = "rmq_sys_REVIVE_LOG_"
+#: MixAll.RETRY_GROUP_TOPIC_PREFIX
+RETRY_PREFIX = "%RETRY%"
+BUILTIN_TOPIC_PREFIXES = (REVIVE_TOPIC_PREFIX, "rmq_sys_SYNC_BROKER_MEMBER_")
 TIMER_TOPIC = "rmq_sys_wheel_timer"   # TimerMessageStore.TIMER_TOPIC
 
 
@@ -52,3 +57,37 @@ def is_builtin_topic(topic: str, *, timer: bool = True) -> bool:
     """
     return (topic in BUILTIN_TOPICS or topic.startswith(BUILTIN_TOPIC_PREFIXES)
             or (timer and topic == TIMER_TOPIC))
+
+
+def pop_retry_topic(topic: str, group: str, topics: set[str] | frozenset[str] = frozenset()) -> str:
+    """The topic PopReviveService re-puts a popped, unacknowledged message of `topic` into
+    (``reviveRetry``, KeyBuilder at rocketmq-all-5.3.3): `topic` itself when it is already a
+    retry topic, else ``%RETRY%{group}_{topic}``, or ``%RETRY%{group}+{topic}`` under
+    ``enableRetryTopicV2`` (5.2+, off by default). That switch is broker configuration, not on
+    disk: the ``+`` form is chosen when `topics` (the store's topics.json) holds it and not the
+    ``_`` form.
+
+    >>> pop_retry_topic("Orders", "G"), pop_retry_topic("Orders", "G", {"%RETRY%G+Orders"})
+    ('%RETRY%G_Orders', '%RETRY%G+Orders')
+    >>> pop_retry_topic("%RETRY%G_Orders", "G")
+    '%RETRY%G_Orders'
+    """
+    if topic.startswith(RETRY_PREFIX):
+        return topic
+    v1, v2 = f"{RETRY_PREFIX}{group}_{topic}", f"{RETRY_PREFIX}{group}+{topic}"
+    return v2 if v2 in topics and v1 not in topics else v1
+
+
+def parse_pop_normal_topic(topic: str, group: str) -> str:
+    """``KeyBuilder.parseNormalTopic(topic, cid)``: the topic a pop retry topic of `group` retries
+    (either separator), or `topic` itself.
+
+    >>> parse_pop_normal_topic("%RETRY%G_Orders", "G"), parse_pop_normal_topic("%RETRY%G+Orders", "G")
+    ('Orders', 'Orders')
+    """
+    if not topic.startswith(RETRY_PREFIX):
+        return topic
+    v2 = f"{RETRY_PREFIX}{group}+"
+    if topic.startswith(v2):
+        return topic[len(v2):]
+    return topic[len(f"{RETRY_PREFIX}{group}_"):]

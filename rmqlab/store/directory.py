@@ -180,6 +180,7 @@ class Store:
             **self._ledger_info(),
             **self._rocksdb_info(),
             **self._timer_info(),
+            **self._pop_info(),
             **self._broker_files_info(),
             **self._compaction_info(),
             **({"not_read": not_read} if (not_read := self.not_read()) else {}),
@@ -292,6 +293,40 @@ class Store:
         from rmqlab.store.timers import pending_timers
 
         return pending_timers(self, now=now)
+
+    def _pop_info(self) -> dict[str, Any]:
+        """Pop consumption (5.x), only for a store with a revive log: the checkpoints not yet
+        processed, the messages popped and never acknowledged, and when the first is revived."""
+        from rmqlab.store import popstate
+
+        if not popstate.revive_topics(self):
+            return {}
+        cks = self.pop_checkpoints()
+        open_ = cks[cks["unacked"] > 0]
+        return {"pop": {"revive_topics": popstate.revive_topics(self), "checkpoints": int(len(cks)),
+                        "groups": int(cks["group"].nunique()), "unacknowledged": int(cks["unacked"].sum()),
+                        "next_revive_at": ms_to_iso(open_["revive_time_ms"].min()) if len(open_) else None}}
+
+    def pop_checkpoints(self, *, now: int | None = None) -> pd.DataFrame:
+        """The pop checkpoints the revive service has yet to process, with the acknowledgements it
+        will apply (:func:`rmqlab.store.popstate.pop_checkpoints`); empty without a revive log."""
+        from rmqlab.store.popstate import pop_checkpoints
+
+        return pop_checkpoints(self, now=now)
+
+    def pop_redeliveries(self, *, now: int | None = None) -> pd.DataFrame:
+        """The popped, unacknowledged messages the revive service will put into pop retry topics,
+        and when (:func:`rmqlab.store.popstate.pop_redeliveries`)."""
+        from rmqlab.store.popstate import pop_redeliveries
+
+        return pop_redeliveries(self, now=now)
+
+    def pop_groups(self) -> pd.DataFrame:
+        """Each popping group's queues: committed offset, queue bounds, messages in flight
+        (:func:`rmqlab.store.popstate.pop_groups`)."""
+        from rmqlab.store.popstate import pop_groups
+
+        return pop_groups(self)
 
     def _ledger_info(self) -> dict[str, Any]:
         """A DLedger CommitLog's ledger (its folder, entries, indexes, terms), only for a store

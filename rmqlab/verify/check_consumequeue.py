@@ -65,7 +65,10 @@ def queue_folders(path: Path) -> list[Path]:
     return out
 
 
-def _cq_size(files: list[Path], given: int | None) -> int:
+def cq_file_size(files: list[Path], given: int | None) -> int:
+    """The ConsumeQueue file size to read `files` with: `given` (as the broker rounds it), else
+    the most common size of the non-empty files when it is a whole number of units, else the
+    default."""
     if given is not None:
         return cq.mapped_file_size_for(given)
     common = most_common(p.stat().st_size for p in files if p.stat().st_size > 0)
@@ -101,7 +104,7 @@ class _OneFileQueue:
 def open_queue(folder: Path, mapped_file_size: int | None, one_file: _OneFileQueue | None = None):
     real = one_file.real if one_file else folder
     files = [real] if one_file else [c for c in folder.iterdir() if c.is_file()]
-    size = _cq_size(files, mapped_file_size)
+    size = cq_file_size(files, mapped_file_size)
     topic = queue_id = None
     if one_file:
         qdir = real.parent

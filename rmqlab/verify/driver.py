@@ -38,6 +38,7 @@ from rmqlab.verify.check_consumequeue import (
 )
 from rmqlab.verify.check_dledger import verify_ledger
 from rmqlab.verify.check_index import open_index
+from rmqlab.verify.check_pop import verify_pop_state
 from rmqlab.verify.check_rocksdbcq import verify_rocksdb_queues
 from rmqlab.verify.check_timer import verify_timer_store
 from rmqlab.verify.common import INDEX_FILE_NAME, add_problem
@@ -217,6 +218,8 @@ def _verify_store(root: Path, rep: VerifyReport, hsn, inum, cl_size, cq_size, ru
             rep.files += verify_compaction(root)
         if (root / "timerwheel").exists():   # 5.x timer store
             rep.files.append(verify_timer_store(root, scan.mapped_file_size if scan is not None else cl_size))
+        if scan is not None and (pop := verify_pop_state(root, scan.mapped_file_size, cq_size)) is not None:
+            rep.files.append(pop)   # 5.x pop consumption: the revive log
         if checkpoint.exists():
             r, c = checkpoint_report(checkpoint)
             rep.files.append(r)

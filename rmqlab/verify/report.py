@@ -122,6 +122,10 @@ CHECKS: dict[str, str] = {
     "timer.message": "a pending unit's message is missing, of another topic or size, due in another slot, "
                      "or of another real topic",
     "timer.checkpoint": "the timer checkpoint is past the timer log's end (a warning)",
+    # pop consumption (5.x): the revive log's records not yet read by PopReviveService
+    "pop.body": "a revive log record's body does not parse (the revive service fails there every round)",
+    "pop.lost": "a pop checkpoint's timer is older than the wheel's window: never revived (a warning)",
+    "pop.skipped": "popped, unacknowledged messages the revive service will skip, not re-put (a warning)",
     # the compaction store (5.1+: compaction/compactionLog, compactionCq, position-checkpoint)
     "compaction.files": "a queue's log and queue files differ in names (the broker's load throws)",
     "compaction.cq": "a compaction queue's files or units break the SparseConsumeQueue rules",

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import base64
 import ipaddress
+import json
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
@@ -1310,3 +1311,194 @@ def test_compaction_readers_survive_hostile_bytes_from_the_brokers_files(release
             rt.run_swarm(k, 50)
             k += 1
     assert rt.failures == [] and rt.typed_errors > 0
+
+
+# -- pop consumption (5.x): the revive log's checkpoints, judged by the client and the broker ----
+
+POPS = [(r, s) for r, s in CASES if rh.version_tuple(r) >= (5, 0, 0)]
+#: PopConsumer.java's group that leaves messages unacknowledged, and its pop retry topic
+#: (KeyBuilder.buildPopRetryTopicV1: the broker runs with enableRetryTopicV2 off, its default)
+HOLD_GROUP, HOLD_RETRY = "G_pop_hold", "%RETRY%G_pop_hold_TopicOrder"
+
+
+def _held(bs: rh.BrokerStore) -> list[dict]:
+    """The messages PopConsumer.java's G_pop_hold popped and never acknowledged, as the client
+    recorded them (pop.json of the run that popped: a restart's source run)."""
+    src = rh.rocketmq_store(bs.release, rh.RESTARTS[bs.scenario]) if bs.scenario in rh.RESTARTS else bs
+    held = json.loads((src.folder / "pop.json").read_text(encoding="utf-8"))["held"]
+    assert held, f"{src.release} {src.scenario}: PopConsumer left nothing in flight"
+    return held
+
+
+def _reputs(bs: rh.BrokerStore) -> dict[str, dict]:
+    """UNIQ_KEY -> MessageDecoder's record of each message the broker put into HOLD_RETRY."""
+    return {r["properties"]["UNIQ_KEY"]: r for r in _java_messages(bs) if r["topic"] == HOLD_RETRY}
+
+
+@pytest.mark.parametrize(("release", "scenario"), POPS, ids=[_id(c) for c in POPS])
+def test_unacknowledged_pops_are_what_the_client_held(release, scenario):
+    """The messages rmqlab says the revive service will re-put are, with those the broker has
+    already re-put (MessageDecoder's decode of the pop retry topic), exactly the messages the
+    client popped and never acknowledged (pop.json): same ids, queues and offsets, none in both.
+    Every other pop (G_pop's, acknowledged) is foreseen as nothing."""
+    from rmqlab.store.popstate import REPUT
+
+    bs = rh.rocketmq_store(release, scenario)
+    held = {h["msgId"]: h for h in _held(bs)}
+    redo = _store(bs).pop_redeliveries()
+    assert set(redo["group"]) <= {HOLD_GROUP}, redo
+    reput = _reputs(bs)
+    foreseen = set(redo["msg_id"])
+    assert not foreseen & set(reput) and foreseen | set(reput) == set(held), (sorted(foreseen), sorted(reput))
+    for r in redo.itertuples():
+        h = held[r.msg_id]
+        assert (r.topic, r.queue_id, r.queue_offset) == (h["topic"], h["queueId"], h["queueOffset"])
+        assert (r.retry_topic, r.reconsume_times, r.outcome) == (HOLD_RETRY, 1, REPUT)
+        pop_time, invisible = (int(x) for x in h["popCk"].split()[1:3])    # ExtraInfoUtil's fields
+        assert r.revive_time_ms == pop_time + invisible
+
+
+REVIVED = [(r, s) for r, s in POPS if s == "revived"]
+
+
+@pytest.mark.parametrize(("release", "scenario"), REVIVED, ids=[_id(c) for c in REVIVED])
+def test_pop_redeliveries_are_what_the_restarted_broker_revived(release, scenario):
+    """rmqlab reads the cleanly stopped store and says which popped messages the revive service
+    will put into which retry topic, when, with what reconsume count; the broker was restarted on
+    that store and kept running past the revive time (the ``revived`` scenario). What it wrote
+    after the restart (MessageDecoder's decode past the stopped CommitLog's end) is exactly that:
+    each foreseen message re-put once, into the retry topic, queue 0, reconsume times 1,
+    1ST_POP_TIME the checkpoint's pop time, stored after its revive time. On the revived store
+    rmqlab foresees nothing more."""
+    from rmqlab.formats import commitlog as cl
+
+    before, after = rh.rocketmq_store(release, rh.RESTARTS[scenario]), rh.rocketmq_store(release, scenario)
+    end = cl.max_offset(before.commitlog)
+    new = [r for r in _java_messages(after) if r["offset"] >= end]
+    assert new, "the restarted broker wrote nothing"
+    now = min(r["storeTimestamp"] for r in new)
+    redo = _store(before).pop_redeliveries(now=now)
+    assert len(redo) == len(_held(before))
+    reput = [r for r in new if r["topic"] == HOLD_RETRY]
+    assert sorted(r["properties"]["UNIQ_KEY"] for r in reput) == sorted(redo["msg_id"])
+    by_id = {r["properties"]["UNIQ_KEY"]: r for r in reput}
+    ck_pop_time = {h["msgId"]: int(h["popCk"].split()[1]) for h in _held(before)}
+    for r in redo.itertuples():
+        m = by_id[r.msg_id]
+        assert (m["queueId"], m["reconsumeTimes"]) == (0, r.reconsume_times)
+        assert int(m["properties"]["1ST_POP_TIME"]) == ck_pop_time[r.msg_id]
+        assert m["storeTimestamp"] >= r.revive_time_ms
+    assert _store(after).pop_redeliveries(now=max(r["storeTimestamp"] for r in new)).empty
+
+
+@pytest.mark.parametrize(("release", "scenario"), POPS, ids=[_id(c) for c in POPS])
+def test_revive_log_bodies_read_as_json_reads_them(release, scenario):
+    """Every ck, ack and bAck body the broker wrote (MessageDecoder's decode of the revive topic,
+    and of the timer topic for those still on the wheel) parses, with each field as the JSON
+    text holds it under its fastjson name (the standard library's JSON reader)."""
+    from rmqlab.formats import revivelog as rl
+
+    bs = rh.rocketmq_store(release, scenario)
+    bodies = [(r["properties"].get("TAGS"), base64.b64decode(r["body"])) for r in _java_messages(bs)
+              if r["topic"].startswith("rmq_sys_REVIVE_LOG_")
+              or r["properties"].get("REAL_TOPIC", "").startswith("rmq_sys_REVIVE_LOG_")]
+    assert sum(tag == rl.CK_TAG for tag, _ in bodies) > 0 and sum(tag == rl.ACK_TAG for tag, _ in bodies) > 0, bs.folder
+    for tag, body in bodies:
+        doc = json.loads(body)
+        rec = rl.parse_revive_body(tag, body)
+        if tag == rl.CK_TAG:
+            assert (rec.start_offset, rec.pop_time, rec.invisible_time, rec.num, rec.queue_id, rec.topic, rec.group) \
+                == (doc["so"], doc["pt"], doc["it"], doc["n"], doc["q"], doc["t"], doc["c"])
+            assert list(rec.offset_diff or []) == doc.get("d", []) and rec.bit_map == doc["bm"]
+            assert rec.revive_time == doc.get("reviveTime", rec.revive_time)
+        elif tag == rl.ACK_TAG:
+            ao = doc.get("ao", doc.get("ackOffset"))
+            assert rec.offsets == (ao,) and rec.topic == doc.get("t", doc.get("topic"))
+
+
+POPS_CLEAN = [(r, s) for r, s in POPS if s in ("clean", "dledger", "rocksdb")]
+
+
+@pytest.mark.parametrize(("release", "scenario"), POPS_CLEAN, ids=[_id(c) for c in POPS_CLEAN])
+def test_verify_finds_a_damaged_pop_checkpoint(release, scenario, tmp_path):
+    """A copy of the store with one checkpoint body the broker wrote (MessageDecoder's decode:
+    its record's offset and size) made unparseable: rmqlab verify reports ``pop.body`` at that
+    record, where the healthy store has no pop problem; the messages of the other checkpoints
+    are still foreseen."""
+    from rmqlab.store.popstate import pop_redeliveries
+
+    bs = rh.rocketmq_store(release, scenario)
+    kw = {"hash_slot_num": rh.HASH_SLOT_NUM, "index_num": rh.INDEX_NUM, "commitlog_file_size": rh.COMMITLOG_FILE_SIZE,
+          "consume_queue_file_size": rh.CONSUME_QUEUE_FILE_SIZE, "broker_version": release}
+    healthy = verify_path(bs.store, **kw)
+    assert not [p for f in healthy.files if f.kind == "pop" for p in f.problems]
+    assert any(f.kind == "pop" for f in healthy.files)
+    cks = [r for r in _java_messages(bs) if r["properties"].get("TAGS") == "ck"
+           and r["properties"].get("REAL_TOPIC", r["topic"]).startswith("rmq_sys_REVIVE_LOG_")
+           and b'"c":"G_pop"' in base64.b64decode(r["body"])]
+    assert cks
+    victim = cks[0]
+    copy = tmp_path / "store"
+    rh.copy_store(bs.store, copy)
+    path = copy / bs.commitlog.relative_to(bs.store) / victim["file"]
+    raw = bytearray(path.read_bytes())
+    start = victim["offset"] - int(victim["file"])
+    at = raw.index(b'{"', start, start + victim["storeSize"])
+    raw[at] = ord("[")
+    path.write_bytes(bytes(raw))
+    report = verify_path(copy, **kw)
+    got = [p for f in report.files if f.kind == "pop" for p in f.problems]
+    assert [(p.check, p.severity, p.error.offset) for p in got] == [("pop.body", "error", victim["offset"])]
+    assert len(pop_redeliveries(Store(copy, **bs.store_kwargs()))) == len(_held(bs))
+
+
+@pytest.mark.parametrize(("release", "scenario"), POPS_CLEAN, ids=[_id(c) for c in POPS_CLEAN])
+def test_revive_log_readers_survive_hostile_bytes_from_the_brokers_bodies(release, scenario, tmp_path):
+    """The revive-log body readers fed this store's own ck, ack and bAck bodies mutated
+    (fuzz_support.RevivelogTarget seeded from this store only): each answers or raises a typed
+    error naming the body and field; none hangs."""
+    import fuzz_support as fs
+
+    bs = rh.rocketmq_store(release, scenario)
+    target = fs.RevivelogTarget([bs.store], only_stores=True, store_kwargs=bs.store_kwargs())
+    with fs.Runner(target, tmp_path, timeout=10.0) as rt:
+        assert {s.name for s in rt.seeds} >= {"broker-0-ck", "broker-0-ack"}
+        k = 0
+        while rt.inputs < 1500:
+            rt.run_swarm(k, 50)
+            k += 1
+    assert rt.failures == [] and rt.typed_errors > 0
+
+
+@pytest.mark.parametrize(("release", "scenario"), POPS_CLEAN, ids=[_id(c) for c in POPS_CLEAN])
+def test_store_pop_and_store_timers_on_the_command_line(release, scenario, capsys):
+    """``rmqlab store pop --json`` lists the messages the client left unacknowledged (pop.json)
+    and each popping group's committed offsets as the broker's consumer offset manager wrote
+    them (its lmqConsumerOffset.json or consumerOffset.json, read with the standard library's
+    JSON reader after quoting fastjson's bare keys); ``rmqlab store timers --json`` lists the
+    producer's timer messages still pending. A store with no revive log is told apart."""
+    import re
+
+    from rmqlab.cli import main
+
+    bs = rh.rocketmq_store(release, scenario)
+    geometry = ["--consume-queue-file-size", str(rh.CONSUME_QUEUE_FILE_SIZE), "--commitlog-file-size",
+                str(rh.COMMITLOG_FILE_SIZE)]
+    assert main(["store", "pop", str(bs.store), *geometry, "--json"]) == 0
+    got = json.loads(capsys.readouterr().out)
+    assert sorted(r["msg_id"] for r in got["redeliveries"]) == sorted(h["msgId"] for h in _held(bs))
+    names = ("lmqConsumerOffset.json", "consumerOffset.json")
+    if scenario != "rocksdb":   # the rocksdb store keeps offsets in config/consumerOffsets/ (RocksDB)
+        raw = next((bs.store / "config" / n).read_text() for n in names if (bs.store / "config" / n).exists())
+        table = json.loads(re.sub(r"([{,]\s*)(\d+):", r'\1"\2":', raw))["offsetTable"]
+        for g in got["groups"]:
+            want = table.get(f"{g['topic']}@{g['group']}", {}).get(str(g["queue_id"]))
+            assert g["committed_offset"] == want, g
+    assert main(["store", "timers", str(bs.store), *geometry, "--topic", "TopicTimer", "--json"]) == 0
+    timers = json.loads(capsys.readouterr().out)
+    sent = {s["msgId"] for s in bs.answers["sends"] if s["kind"] == "timer"}
+    assert timers and {t["uniq_key"] for t in timers} <= sent
+    plain = rh.rocketmq_store("4.9.7", "clean") if "4.9.7" in rh.selected_releases() else None
+    if plain is not None:
+        assert main(["store", "pop", str(plain.store), *geometry]) == 1
+        assert "no queue of a revive topic" in capsys.readouterr().err

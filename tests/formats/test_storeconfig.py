@@ -317,3 +317,22 @@ def test_rocksdb_config_managers_merge_a_newer_json_file(tmp_path, json_counter)
         assert topics == {"A": 4, "B": 8, "C": 1} and offsets == {("C", "G", 0): 3}
     else:
         assert topics == {"A": 4, "B": 2} and offsets == {("A", "G", 0): 7, ("A", "G", 1): 9}
+
+
+def test_lmq_consumer_offsets_are_the_consumer_offsets_a_5x_broker_with_lmq_keeps(tmp_path):
+    """A 5.x broker with enableLmq keeps every group's offsets in lmqConsumerOffset.json
+    (LmqConsumerOffsetManager; no consumerOffset.json at all): offsetTable as fastjson writes it,
+    bare integer keys, plus lmqOffsetTable. frame("consumer_offsets") reads it as
+    consumer_offsets() does."""
+    cfg = tmp_path / "config"
+    cfg.mkdir()
+    (cfg / "lmqConsumerOffset.json").write_text(
+        '{\n\t"dataVersion":{"counter":0,"stateVersion":0,"timestamp":1795974025212},\n\t"lmqOffsetTable":{},\n'
+        '\t"offsetTable":{\n\t\t"TopicOrder@G_pop":{0:13,1:13,2:7,3:7\n\t\t},\n'
+        '\t\t"rmq_sys_REVIVE_LOG_DefaultCluster@CID_RMQ_SYS_REVIVE_GROUP":{0:0\n\t\t}\n\t}\n}')
+    c = sc.read_store_config(tmp_path)
+    got = c.frame("consumer_offsets")
+    assert got.equals(c.consumer_offsets())
+    assert sorted(zip(got["topic"], got["group"], got["queue_id"], got["offset"], strict=True)) == [
+        ("TopicOrder", "G_pop", 0, 13), ("TopicOrder", "G_pop", 1, 13), ("TopicOrder", "G_pop", 2, 7),
+        ("TopicOrder", "G_pop", 3, 7), ("rmq_sys_REVIVE_LOG_DefaultCluster", "CID_RMQ_SYS_REVIVE_GROUP", 0, 0)]

@@ -2382,11 +2382,75 @@ class CompactionTarget(Target):
             rt.call("read_position_checkpoint", cpt.read_position_checkpoint, checkpoint)
 
 
+class RevivelogTarget(Target):
+    """The bodies of a 5.x revive log (fastjson PopCheckPoint, AckMsg, BatchAckMsg): the input is
+    one body, parsed under its tag; a checkpoint that parses is asked for its offsets, ack indexes
+    and problems. Seeds: bodies written from the Java classes' field names (short, and 5.0.0's
+    long ack names), or the ck/ack/bAck bodies of broker stores (`stores`; with `only_stores`,
+    those alone)."""
+
+    name = "revivelog"
+
+    def __init__(self, stores: Sequence[Path] = (), *, only_stores: bool = False, store_kwargs=None):
+        self.stores = list(stores)
+        self.only_stores = only_stores
+        self.store_kwargs = store_kwargs or {}
+
+    def _store_seeds(self, k: int, root: Path) -> list[Seed]:
+        from rmqlab.store.directory import Store
+        from rmqlab.store.popstate import revive_records
+
+        recs = revive_records(Store(root, **self.store_kwargs))
+        out = []
+        for tag in ("ck", "ack", "bAck"):
+            mine = recs[recs["tag"] == tag]
+            if len(mine):
+                body = bytes(Store(root, **self.store_kwargs).read_at([int(mine["offset_py"].iloc[0])],
+                                                                      body=True)["body"].iloc[0])
+                out.append(Seed(f"broker-{k}-{tag}", body, [], [i for i, b in enumerate(body) if b in b'{}[]:,"'],
+                                _config_special, {"tag": tag}))
+        return out
+
+    def seeds(self, workdir: Path) -> list[Seed]:
+        out = [s for k, root in enumerate(self.stores) for s in self._store_seeds(k, root)]
+        if self.only_stores:
+            return out
+        bodies = {
+            "ck": b'{"bm":3,"bn":"b","c":"G","d":[0,2,5],"it":60000,"n":3,"pt":1718000000000,"q":1,'
+                  b'"reviveTime":1718000060000,"ro":7,"rp":"2","so":40,"t":"T"}',
+            "ck-old": b'{"bitMap":0,"cid":"G","invisibleTime":1,"num":4,"popTime":5,"queueId":0,"startOffset":9,'
+                      b'"topic":"T"}',
+            "ack": b'{"ao":42,"bn":"b","c":"G","pt":1718000000000,"q":1,"so":40,"t":"T"}',
+            "ack-long": b'{"ackOffset":42,"consumerGroup":"G","popTime":1,"queueId":1,"startOffset":40,"topic":"T"}',
+            "bAck": b'{"aol":[40,45],"bn":"b","c":"G","pt":1718000000000,"q":1,"so":40,"t":"T"}',
+        }
+        for name, body in bodies.items():
+            out.append(Seed(name, body, [], [i for i, b in enumerate(body) if b in b'{}[]:,"'], _config_special,
+                            {"tag": name.split("-")[0]}))
+        return out
+
+    def run(self, rt, seed, data, ops, rng, heavy):
+        from rmqlab.formats import revivelog as rl
+
+        tag = seed.meta["tag"] if rng.random() < 0.8 else rng.choice(["ck", "ack", "bAck", "other"])
+        got = rt.call("parse_revive_body", rl.parse_revive_body, tag, data, path="revive-body", offset=0)
+        if isinstance(got, rl.PopCheckPoint):
+            offsets = got.offsets()
+            rt.expect(len(offsets) <= max(got.num, 0), "offsets", f"{len(offsets)} offsets for n={got.num}")
+            for o in offsets[:8]:
+                i = got.index_of_ack(o)
+                rt.expect(-1 <= i < max(got.num, 0), "index_of_ack", f"bit {i} of a checkpoint of {got.num}")
+            got.problems()
+            got.reput_count()
+        elif isinstance(got, rl.PopAck):
+            rt.expect(len(got.offsets) >= (0 if got.batch else 1), "offsets", "an ack without its offset")
+
+
 TARGETS: dict[str, Target] = {t.name: t for t in (
     IndexFileTarget(), ConsumeQueueTarget(), ConsumeQueueExtTarget(), CommitLogTarget(), MessageTarget(),
     CheckpointTarget(), OffsetIndexTarget(), TimeIndexTarget(), KafkaLogTarget(), MsgIdTarget(), StoreConfigTarget(),
     BatchConsumeQueueTarget(), KafkaTextFilesTarget(), KafkaInternalTopicsTarget(), KafkaProducerSnapshotTarget(),
-    KafkaTxnIndexTarget(), KafkaKraftTarget(), TimerTarget(), CompactionTarget())}
+    KafkaTxnIndexTarget(), KafkaKraftTarget(), TimerTarget(), CompactionTarget(), RevivelogTarget())}
 
 
 def budget(default: int = 10_000) -> int:
