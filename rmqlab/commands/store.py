@@ -62,6 +62,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                             "(default: on when the store has that folder)")
         p.add_argument("--consume-queue-ext-file-size", type=int, default=None, metavar="BYTES",
                        help="mappedFileSizeConsumeQueueExt (default: the size of the store's ext files, else 48 MiB)")
+        p.add_argument("--commitlog-paths", default=None, metavar="P1,P2",
+                       help="the folders of a CommitLog kept over several paths (the broker's storePathCommitLog "
+                            "with commas, plus readOnlyCommitLogStorePaths); relative ones under DIR")
 
     def queue_file_size(p: argparse.ArgumentParser) -> None:
         p.add_argument("--consume-queue-file-size", type=int, default=DEFAULT_MAPPED_FILE_SIZE, metavar="BYTES",
@@ -253,6 +256,8 @@ def _feature_options(args) -> dict:
         opts["broker_version"] = args.broker_version
     if args.batch_cq_topics is not None:
         opts["batch_cq_topics"] = _names(args.batch_cq_topics)
+    if getattr(args, "commitlog_paths", None):
+        opts["commitlog_paths"] = list(_names(args.commitlog_paths))
     return opts
 
 

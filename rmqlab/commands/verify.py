@@ -54,6 +54,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="the RocketMQ release that wrote the store, where its rules differ (e.g. 4.9.4: its "
                         "multi-dispatch rule); default: the newest rules")
     p.add_argument("--no-crc", action="store_true", help="skip the BODYCRC check of every message")
+    p.add_argument("--commitlog-paths", default=None, metavar="P1,P2",
+                   help="the folders of a CommitLog kept over several paths (the broker's storePathCommitLog "
+                        "with commas, plus readOnlyCommitLogStorePaths); relative ones under DIR")
     p.add_argument("--json", action="store_true", help="print the report as JSON to stdout")
     p.set_defaults(run=run)
 
@@ -90,7 +93,8 @@ def run(args) -> int:
         report = verify_path(args.target, kind=args.kind, hash_slot_num=args.hash_slot_num,
                              index_num=args.index_num, commitlog_file_size=args.commitlog_file_size,
                              consume_queue_file_size=args.consume_queue_file_size, slot_count_rule=args.slot_count_rule,
-                             check_crc=not args.no_crc, broker_version=args.broker_version)
+                             check_crc=not args.no_crc, broker_version=args.broker_version,
+                             commitlog_paths=[c for c in (args.commitlog_paths or "").split(",") if c] or None)
     except ValueError as e:       # cannot tell what the target is: the user must say
         raise UsageError(str(e)) from e
     if args.json:

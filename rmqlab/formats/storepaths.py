@@ -14,6 +14,7 @@ data folder, ``<root>/dledger-<selfId>/data`` (``DLedgerCommitLog``; :mod:`rmqla
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -44,17 +45,30 @@ DLEDGER_PREFIX = "dledger-"              # DLedgerConfig.getDefaultPath: <root>/
 @dataclass(frozen=True)
 class StorePaths:
     """The paths of one store's folders and files. Nothing is created: each property is a path,
-    whether or not it exists. Cost: O(1), but :attr:`commitlog` and :attr:`ledgers` list the root."""
-    root: Path
+    whether or not it exists. Cost: O(1), but :attr:`commitlog` and :attr:`ledgers` list the root.
 
-    def __init__(self, root: str | os.PathLike):
+    `commitlog_paths`: the folders of a CommitLog kept over several paths (``storePathCommitLog``
+    with commas, plus ``readOnlyCommitLogStorePaths``; 4.9.2+), relative ones under the root;
+    :attr:`commitlog` is then one view of them all (:func:`rmqlab.formats.commitlog.files.multi_path_view`).
+    """
+
+    root: Path
+    commitlog_paths: tuple[Path, ...]
+
+    def __init__(self, root: str | os.PathLike, commitlog_paths: Sequence[str | os.PathLike] | None = None):
         object.__setattr__(self, "root", Path(root))
+        object.__setattr__(self, "commitlog_paths", tuple(self.root / p for p in commitlog_paths or ()))
 
     @property
     def commitlog(self) -> Path:
         """The CommitLog's folder: ``<root>/commitlog``, or in a DLedger store (a ``dledger-<id>/data``
         folder holding files, and no file in ``commitlog/``) DLedger's data folder, whose entries
-        frame the records (the commitlog readers read either). Cost: a listing of the root."""
+        frame the records (the commitlog readers read either); with `commitlog_paths`, the view of
+        them all. Cost: a listing of the root (of each path)."""
+        if self.commitlog_paths:
+            from rmqlab.formats.commitlog.files import multi_path_view
+
+            return multi_path_view(self.commitlog_paths)
         plain = self.root / COMMITLOG
         if not (plain.is_dir() and any(plain.iterdir())):
             ledgers = self.ledgers

@@ -70,7 +70,9 @@ class Store:
     `consume_queue_ext_file_size` bytes (mappedFileSizeConsumeQueueExt; None: the size of the
     store's ext files, else 48 MiB), and the ConsumeQueue units hold their addresses.
     `broker_version` (e.g. "4.9.4"; None: the 5.x rules) selects the multi-dispatch rules of
-    that release (:func:`rmqlab.rules.dispatch.lmq_dispatch`).
+    that release (:func:`rmqlab.rules.dispatch.lmq_dispatch`). `commitlog_paths`: the folders of
+    a CommitLog kept over several paths (``storePathCommitLog`` with commas, 4.9.2+; relative
+    ones under `root`), read as one (:class:`rmqlab.formats.storepaths.StorePaths`).
     """
 
     def __init__(self, root: str | os.PathLike, *, hash_slot_num: int = DEFAULT_HASH_SLOT_NUM,
@@ -81,13 +83,15 @@ class Store:
                  enable_multi_dispatch: bool = False,
                  batch_consume_queue_file_size: int = bcq.DEFAULT_MAPPED_FILE_SIZE,
                  consume_queue_ext: bool | None = None,
-                 consume_queue_ext_file_size: int | None = None, broker_version: str | None = None):
+                 consume_queue_ext_file_size: int | None = None, broker_version: str | None = None,
+                 commitlog_paths: Iterable[str | os.PathLike] | None = None):
         self.layout = StoreLayout.of(
             root, hash_slot_num=hash_slot_num, index_num=index_num, commitlog_file_size=commitlog_file_size,
             consume_queue_file_size=consume_queue_file_size, max_msgs_num_batch=max_msgs_num_batch, tz=tz,
             batch_cq_topics=batch_cq_topics, enable_lmq=enable_lmq, enable_multi_dispatch=enable_multi_dispatch,
             batch_consume_queue_file_size=batch_consume_queue_file_size, consume_queue_ext=consume_queue_ext,
-            consume_queue_ext_file_size=consume_queue_ext_file_size, broker_version=broker_version)
+            consume_queue_ext_file_size=consume_queue_ext_file_size, broker_version=broker_version,
+            commitlog_paths=commitlog_paths)
 
     # -- the layout's settings, read as the store's own -----------------------------------
 
@@ -229,8 +233,10 @@ class Store:
 
         if not self.root.is_dir():
             return []
+        read_paths = {p for p in self.layout.paths.commitlog_paths}   # a CommitLog over several folders
         out = [p.name for p in sorted(self.root.iterdir()) if p.name not in self._READ_AT_ROOT
-               and not p.name.startswith("dledger-") and not p.name.startswith("timerwheel.")]
+               and not p.name.startswith("dledger-") and not p.name.startswith("timerwheel.")
+               and not any(p == r or p in r.parents for r in read_paths)]
         config = self.root / "config"
         if config.is_dir():
             known = {*CONFIG_FILES.values(), *ROCKSDB_CONFIG_FOLDERS.values(), "timercheck"}

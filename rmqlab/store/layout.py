@@ -52,14 +52,15 @@ class StoreLayout:
     @classmethod
     def of(cls, root: str | os.PathLike, *, batch_cq_topics: Iterable[str] | None = None,
            consume_queue_ext: bool | None = None, consume_queue_ext_file_size: int | None = None,
-           **settings) -> StoreLayout:
+           commitlog_paths: Iterable[str | os.PathLike] | None = None, **settings) -> StoreLayout:
         """The layout of the store at `root`. `batch_cq_topics` None: the topics config/topics.json
         marks BatchCQ, as the broker reads them (none without config/). `consume_queue_ext` None:
         on when the store has ``consumequeue_ext/`` (only a broker with it on writes one);
         `consume_queue_ext_file_size` None: the size of the store's ext files, else 48 MiB.
+        `commitlog_paths`: the folders of a CommitLog over several paths (:class:`StorePaths`).
         Other keywords are the fields of the same name. Cost: reads config/topics.json and lists
         consumequeue_ext/."""
-        paths = StorePaths(root)
+        paths = StorePaths(root, list(commitlog_paths) if commitlog_paths is not None else None)
         if batch_cq_topics is None:
             from rmqlab.formats.storeconfig import batch_cq_topics as configured_batch_cq_topics
 

@@ -486,6 +486,9 @@ class CommitLogScan:
                 want = files[i - 1].start_offset + mapped
                 if f.start_offset != want:
                     what = "missing file(s) before it" if f.start_offset > want else "overlaps the previous file"
+                    if f.start_offset > want and (f.start_offset - want) % mapped == 0:
+                        what += (" (a CommitLog kept over several folders, storePathCommitLog with commas, has "
+                                 "every k-th file in each: pass them all, --commitlog-paths)")
                     rep.problems.append(make_problem("commitlog.continuity", FormatError,
                                                  f"starts at {f.start_offset} but the previous file "
                                                  f"{files[i - 1].path.name} ends at {want}: {what}",

@@ -13,7 +13,8 @@ from rmqlab.verify.report import FileReport, make_problem, problem_from_error
 
 
 def verify_pop_state(root: Path, commitlog_file_size: int | None = None,
-                     consume_queue_file_size: int | None = None) -> FileReport | None:
+                     consume_queue_file_size: int | None = None, *,
+                     commitlog_paths: list | None = None) -> FileReport | None:
     """One report for the revive log (None for a store without one: no queue of a revive topic,
     in ConsumeQueue folders or a RocksDB queue store). Error: a record whose body is not a checkpoint or ack the
     broker can parse (``pop.body``: ``JSON.parseObject`` throws, the revive round fails there
@@ -36,8 +37,9 @@ def verify_pop_state(root: Path, commitlog_file_size: int | None = None,
                for q in t.iterdir() if q.is_dir()] if cq_dir.is_dir() else []
     files = [f for q in folders for f in q.iterdir() if f.is_file()]
     size = cq_file_size(files, consume_queue_file_size)
-    store = Store(root, consume_queue_file_size=size) if commitlog_file_size is None else \
-        Store(root, commitlog_file_size=commitlog_file_size, consume_queue_file_size=size)
+    store = Store(root, consume_queue_file_size=size, commitlog_paths=commitlog_paths) if commitlog_file_size is None \
+        else Store(root, commitlog_file_size=commitlog_file_size, consume_queue_file_size=size,
+                   commitlog_paths=commitlog_paths)
     if not ps.revive_topics(store):
         return None
     try:

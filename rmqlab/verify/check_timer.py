@@ -15,7 +15,8 @@ from rmqlab.rules.topics import TIMER_TOPIC
 from rmqlab.verify.report import FileReport, make_problem, problem_from_error
 
 
-def verify_timer_store(root: Path, commitlog_file_size: int | None = None) -> FileReport:
+def verify_timer_store(root: Path, commitlog_file_size: int | None = None, *,
+                       commitlog_paths: list | None = None) -> FileReport:
     """One report for the store's timer files. Errors: a wheel or log the broker refuses to load
     (``timer.file``), a unit recovery would truncate at (``timer.unit``), a pending slot whose
     chain, ends or count disagree with its units (``timer.chain``), a pending unit whose message
@@ -35,7 +36,8 @@ def verify_timer_store(root: Path, commitlog_file_size: int | None = None) -> Fi
 
     rep = FileReport(str(root / "timerwheel"), "timer")
     try:
-        store = Store(root) if commitlog_file_size is None else Store(root, commitlog_file_size=commitlog_file_size)
+        store = Store(root, commitlog_paths=commitlog_paths) if commitlog_file_size is None else \
+            Store(root, commitlog_file_size=commitlog_file_size, commitlog_paths=commitlog_paths)
         ts = timer_state(store)
     except FileNotFoundError as e:
         rep.problems.append(make_problem("timer.file", FormatError, f"missing ({e.strerror})", root / "timerwheel",

@@ -56,7 +56,8 @@ from rmqlab.verify.report import KINDS, FileReport, Kind, VerifyReport
 def verify_path(path: str | os.PathLike, *, kind: Kind | None = None, hash_slot_num: int | None = None,
                 index_num: int | None = None, commitlog_file_size: int | None = None,
                 consume_queue_file_size: int | None = None, slot_count_rule: SlotCountRule | None = None,
-                check_crc: bool = True, broker_version: str | None = None) -> VerifyReport:
+                check_crc: bool = True, broker_version: str | None = None,
+                commitlog_paths: list[str | os.PathLike] | None = None) -> VerifyReport:
     """Verify a store directory, a part of one, or one file (see the module docstring).
 
     `kind` forces what `path` is (one of :data:`KINDS`; default :func:`detect_kind`).
@@ -66,7 +67,8 @@ def verify_path(path: str | os.PathLike, *, kind: Kind | None = None, hash_slot_
     the most common file size). `check_crc`: compute every BODYCRC. `broker_version` (None:
     5.x) picks the release's multi-dispatch rule for the light message queue check and whether
     the index holds TAGS keys (``topic#T#tags``, 5.4.0+; None: judged from the index entries),
-    and the hashSlotCount rule unless `slot_count_rule` is given. Read-only. Raises
+    and the hashSlotCount rule unless `slot_count_rule` is given. `commitlog_paths`: the folders
+    of a CommitLog kept over several paths (:class:`StorePaths`). Read-only. Raises
     FileNotFoundError / ValueError for a missing or unrecognisable `path`; bad bytes are
     problems in the report, never exceptions. Cost: O(store), vectorized, plus a fixed cost a
     CommitLog file (a small store of many small files is dominated by it); a store that
@@ -92,7 +94,7 @@ def verify_path(path: str | os.PathLike, *, kind: Kind | None = None, hash_slot_
     if not p.exists():
         raise FileNotFoundError(f"{p}: no such file or directory")
     if kind is None:
-        kind = detect_kind(p)
+        kind = "store" if commitlog_paths else detect_kind(p)
     if kind not in KINDS:
         raise ValueError(f"kind must be one of {', '.join(KINDS)}, got {kind!r}")
     slot_count_rule = slot_count_rule or slot_count_rule_of(broker_version)
@@ -104,7 +106,7 @@ def verify_path(path: str | os.PathLike, *, kind: Kind | None = None, hash_slot_
         if not p.is_dir():
             raise NotADirectoryError(f"{p}: a store is a directory")
         _verify_store(p, rep, hash_slot_num, index_num, commitlog_file_size, consume_queue_file_size,
-                      slot_count_rule, check_crc, broker_version)
+                      slot_count_rule, check_crc, broker_version, commitlog_paths)
     elif kind == "commitlog":
         scan = CommitLogScan(p, commitlog_file_size, check_crc, keys=False)
         scan.walk(lambda window: None)
@@ -160,11 +162,11 @@ def _open_indexes(paths: list[Path], hsn, inum, rule) -> list[tuple[FileReport, 
 
 
 def _verify_store(root: Path, rep: VerifyReport, hsn, inum, cl_size, cq_size, rule, check_crc,
-                  broker_version: str | None = None) -> None:
+                  broker_version: str | None = None, commitlog_paths: list | None = None) -> None:
     """Every file's own checks, then the cross-file checks: the CommitLog is walked once and the
     index entries and queue units are joined with its messages a window at a time
     (:meth:`CommitLogScan.walk`), so memory follows a window, not the store."""
-    where = StorePaths(root)
+    where = StorePaths(root, commitlog_paths)
     commitlog, index_dir, cq_dir, checkpoint = where.commitlog, where.index, where.consumequeue, where.checkpoint
     notes = rep.notes
     if (root / "abort").exists():
@@ -217,8 +219,10 @@ def _verify_store(root: Path, rep: VerifyReport, hsn, inum, cl_size, cq_size, ru
         if (root / "compaction").is_dir():   # 5.1+ compaction store
             rep.files += verify_compaction(root)
         if (root / "timerwheel").exists():   # 5.x timer store
-            rep.files.append(verify_timer_store(root, scan.mapped_file_size if scan is not None else cl_size))
-        if scan is not None and (pop := verify_pop_state(root, scan.mapped_file_size, cq_size)) is not None:
+            rep.files.append(verify_timer_store(root, scan.mapped_file_size if scan is not None else cl_size,
+                                                commitlog_paths=commitlog_paths))
+        if scan is not None and (pop := verify_pop_state(root, scan.mapped_file_size, cq_size,
+                                                          commitlog_paths=commitlog_paths)) is not None:
             rep.files.append(pop)   # 5.x pop consumption: the revive log
         if checkpoint.exists():
             r, c = checkpoint_report(checkpoint)

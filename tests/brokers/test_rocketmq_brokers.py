@@ -66,6 +66,11 @@ def _host(text_or_map) -> tuple[str, int]:
     return str(ipaddress.ip_address(host.strip("[]"))), int(port)
 
 
+def _commitlog_folders(bs: rh.BrokerStore) -> list[Path]:
+    """The folders holding the store's CommitLog files: one, or each of several paths."""
+    return [bs.store / p for p in bs.commitlog_paths] if bs.commitlog_paths else [bs.commitlog]
+
+
 def _java_messages(bs: rh.BrokerStore) -> Iterator[dict]:
     return (r for r in bs.records() if "blank" not in r and "torn" not in r)
 
@@ -79,7 +84,8 @@ def test_the_store_holds_what_the_release_writes(written):
     crash stores where the release's client and broker reach ::1. The rocksdb store (5.2.0+,
     storeType=defaultRocksDB) keeps every queue in one RocksDB database, consumequeue/ itself,
     with no ConsumeQueueExt and no BatchConsumeQueue (RocksDBConsumeQueueStore has neither), and
-    its topics, groups and consumer offsets in RocksDB config databases under config/."""
+    its topics, groups and consumer offsets in RocksDB config databases under config/. The
+    multipath store's CommitLog files alternate between its folders as the broker places them."""
     v, store = rh.version_tuple(written.release), written.store
     facts = written.store_facts()
     first = min(p.name for p in written.commitlog.iterdir())
@@ -117,6 +123,11 @@ def test_the_store_holds_what_the_release_writes(written):
         assert all(r.get("dledger") for r in written.records() if "torn" not in r)
     if written.scenario in ("crash", "recovered") and not rh.no_ipv6_reason(written.release):
         assert facts["ipv6_store_hosts"] > 0 and facts["ipv6_born_hosts"] > 0
+    if written.commitlog_paths:   # the CommitLog over several folders: MultiPathMappedFileQueue's placement
+        paths = sorted(written.commitlog_paths)
+        placed = {f.name: p for p in paths for f in (store / p).iterdir()}
+        assert len(placed) >= 3 and {placed[n] for n in placed} == set(paths)
+        assert all(placed[n] == paths[int(n) // rh.COMMITLOG_FILE_SIZE % len(paths)] for n in placed), placed
 
 
 # -- 1. every record rmqlab decodes equals MessageDecoder's decode --------------------------
@@ -222,7 +233,8 @@ def test_verify_reports_no_error(written):
     queue's last unit (cq.missing-unit, counted from MessageDecoder's decode and the raw files)."""
     report = verify_path(written.store, hash_slot_num=rh.HASH_SLOT_NUM, index_num=rh.INDEX_NUM,
                          commitlog_file_size=rh.COMMITLOG_FILE_SIZE,
-                         consume_queue_file_size=rh.CONSUME_QUEUE_FILE_SIZE, broker_version=written.release)
+                         consume_queue_file_size=rh.CONSUME_QUEUE_FILE_SIZE, broker_version=written.release,
+                         commitlog_paths=written.commitlog_paths)
     misplaced = written.misplaced_units()
     if not misplaced:
         assert report.errors == [], "\n".join(report.summary())
@@ -654,7 +666,7 @@ def test_checkpoint_equals_store_checkpoint(written):
 
 # -- dispatch again: the broker's CommitLog gives its ConsumeQueues byte for byte ------------
 
-CLEAN = [(release, scenario) for release, scenario in CASES if scenario in ("clean", "dledger")]
+CLEAN = [(release, scenario) for release, scenario in CASES if scenario in ("clean", "dledger", "multipath")]
 
 
 def _queue_files_differ(theirs_root: Path, ours_root: Path, unit: int) -> list[str]:
@@ -694,7 +706,8 @@ def test_dispatching_the_brokers_commitlog_gives_its_queues_and_index_files(rele
 
     bs = rh.rocketmq_store(release, scenario)
     copy = tmp_path / "store"
-    shutil.copytree(bs.commitlog, copy / bs.commitlog.relative_to(bs.store))   # commitlog/ or dledger-n0/data/
+    for folder in _commitlog_folders(bs):   # commitlog/, dledger-n0/data/, or each of several paths
+        shutil.copytree(folder, copy / folder.relative_to(bs.store))
     if (bs.store / "config").is_dir():
         shutil.copytree(bs.store / "config", copy / "config")
     Store(copy, **bs.store_kwargs()).dispatch()
@@ -978,7 +991,7 @@ def test_the_ledger_is_what_dledgers_own_store_reads(release, scenario):
 
 TIMERS = [(release, scenario) for release, scenario in CASES if rh.version_tuple(release) >= (5, 0, 0)]
 #: scenarios whose broker stopped cleanly after the workload: the timer checkpoint is exact
-TIMERS_CLEAN = [(r, s) for r, s in TIMERS if s in ("clean", "dledger", "rocksdb")]
+TIMERS_CLEAN = [(r, s) for r, s in TIMERS if s in ("clean", "dledger", "rocksdb", "multipath")]
 
 
 def _timer_case(release: str, scenario: str) -> tuple[rh.BrokerStore, dict]:
@@ -1416,7 +1429,7 @@ def test_revive_log_bodies_read_as_json_reads_them(release, scenario):
             assert rec.offsets == (ao,) and rec.topic == doc.get("t", doc.get("topic"))
 
 
-POPS_CLEAN = [(r, s) for r, s in POPS if s in ("clean", "dledger", "rocksdb")]
+POPS_CLEAN = [(r, s) for r, s in POPS if s in ("clean", "dledger", "rocksdb", "multipath")]
 
 
 @pytest.mark.parametrize(("release", "scenario"), POPS_CLEAN, ids=[_id(c) for c in POPS_CLEAN])
@@ -1429,7 +1442,8 @@ def test_verify_finds_a_damaged_pop_checkpoint(release, scenario, tmp_path):
 
     bs = rh.rocketmq_store(release, scenario)
     kw = {"hash_slot_num": rh.HASH_SLOT_NUM, "index_num": rh.INDEX_NUM, "commitlog_file_size": rh.COMMITLOG_FILE_SIZE,
-          "consume_queue_file_size": rh.CONSUME_QUEUE_FILE_SIZE, "broker_version": release}
+          "consume_queue_file_size": rh.CONSUME_QUEUE_FILE_SIZE, "broker_version": release,
+          "commitlog_paths": bs.commitlog_paths}
     healthy = verify_path(bs.store, **kw)
     assert not [p for f in healthy.files if f.kind == "pop" for p in f.problems]
     assert any(f.kind == "pop" for f in healthy.files)
@@ -1440,7 +1454,8 @@ def test_verify_finds_a_damaged_pop_checkpoint(release, scenario, tmp_path):
     victim = cks[0]
     copy = tmp_path / "store"
     rh.copy_store(bs.store, copy)
-    path = copy / bs.commitlog.relative_to(bs.store) / victim["file"]
+    held_in = next(f for f in _commitlog_folders(bs) if (f / victim["file"]).exists())
+    path = copy / held_in.relative_to(bs.store) / victim["file"]
     raw = bytearray(path.read_bytes())
     start = victim["offset"] - int(victim["file"])
     at = raw.index(b'{"', start, start + victim["storeSize"])

@@ -28,6 +28,10 @@ Scenarios:
 ``dledger-recovered``  the dledger-crash store copied, the broker restarted on it, as ``recovered``.
 ``rocksdb``    as ``clean``, with storeType=defaultRocksDB (5.2.0+): the ConsumeQueues are a RocksDB
                database in {store}/consumequeue (RocksDBConsumeQueueStore).
+``multipath``  as ``clean``, with the CommitLog over two folders (storePathCommitLog=
+               {store}/commitlog,{store}/commitlog-b: MultiPathMappedFileQueue, 4.9.2+; 4.9.7 and
+               5.3.3, :data:`MULTIPATH_RELEASES`); the release's own code decodes and answers through
+               a folder of links to both (:meth:`_Run.java_view`).
 ``revived``    the clean store copied (5.0.0+), the broker restarted on it and left running until
                its PopReviveService revived the checkpoints PopConsumer.java left in flight (the
                held messages' revive time, from the clean run's pop.json, plus
@@ -101,10 +105,16 @@ EXTRA_SCENARIOS: dict[str, Any] = {
     "dledger-recovered": lambda release: release in DLEDGER_RELEASES,
     # as clean, with the ConsumeQueues in RocksDB (storeType=defaultRocksDB, RIP-66, 5.2.0+)
     "rocksdb": lambda release: version_tuple(release) >= ROCKSDB_SINCE,
+    # a CommitLog over two folders (storePathCommitLog with a comma, 4.9.2+)
+    "multipath": lambda release: release in MULTIPATH_RELEASES,
     # the clean store, the broker restarted on it until it revived the pop checkpoints left in flight
     "revived": lambda release: version_tuple(release) >= (5, 0, 0),
 }
 ALL_SCENARIOS = (*SCENARIOS, *EXTRA_SCENARIOS)
+#: the releases with a CommitLog over several paths: the last 4.9 and a 5.3
+MULTIPATH_RELEASES = ("4.9.7", "5.3.3")
+#: the multipath scenario's CommitLog folders, under the store root (the broker's storePathCommitLog)
+COMMITLOG_PATHS = ("commitlog", "commitlog-b")
 #: restart scenario -> the scenario whose store it copies and restarts the broker on
 RESTARTS = {"recovered": "crash", "dledger-recovered": "dledger-crash", "revived": "clean"}
 #: how long past the last held message's revive time the revived scenario keeps the broker up: the
@@ -257,9 +267,18 @@ class BrokerStore:
     broker_ip: str = "127.0.0.1"
 
     @property
+    def commitlog_paths(self) -> list[str] | None:
+        """The folders of a CommitLog over several paths (the multipath scenario), else None."""
+        return list(COMMITLOG_PATHS) if self.scenario == "multipath" else None
+
+    @property
     def commitlog(self) -> Path:
-        """The folder of the store's CommitLog files: commitlog/, or a DLedger CommitLog's
-        dledger-n0/data."""
+        """The folder of the store's CommitLog files: commitlog/, a DLedger CommitLog's
+        dledger-n0/data, or rmqlab's view of a CommitLog over several folders."""
+        if self.commitlog_paths:
+            from rmqlab.formats.storepaths import StorePaths
+
+            return StorePaths(self.store, self.commitlog_paths).commitlog
         ledger = self.store / f"dledger-{DLEDGER_SELF_ID}" / "data"
         return ledger if ledger.is_dir() else self.store / "commitlog"
 
@@ -317,7 +336,8 @@ class BrokerStore:
         return {"hash_slot_num": HASH_SLOT_NUM, "index_num": INDEX_NUM, "commitlog_file_size": COMMITLOG_FILE_SIZE,
                 "consume_queue_file_size": CONSUME_QUEUE_FILE_SIZE, "consume_queue_ext": True,
                 "consume_queue_ext_file_size": CONSUME_QUEUE_EXT_FILE_SIZE, "enable_lmq": lmq,
-                "enable_multi_dispatch": lmq, "broker_version": self.release}
+                "enable_multi_dispatch": lmq, "broker_version": self.release,
+                **({"commitlog_paths": self.commitlog_paths} if self.commitlog_paths else {})}
 
 
 def version_tuple(release: str) -> tuple[int, ...]:
@@ -332,6 +352,8 @@ def scenario_conf(scenario: str) -> str:
         return "enabledAppendPropCRC=true\n"
     if scenario == "rocksdb":
         return "storeType=defaultRocksDB\n"
+    if scenario == "multipath":   # {store} is put in by write_conf
+        return "storePathCommitLog=" + ",".join("{store}/" + p for p in COMMITLOG_PATHS) + "\n"
     if scenario.startswith("dledger"):
         return (f"enableDLegerCommitLog=true\ndLegerGroup={DLEDGER_GROUP}\ndLegerSelfId={DLEDGER_SELF_ID}\n"
                 f"dLegerPeers={DLEDGER_PEERS}\n")
@@ -521,8 +543,8 @@ class _Run:
         conf = self.folder / "conf"
         conf.mkdir(parents=True, exist_ok=True)
         self.logs.mkdir(parents=True, exist_ok=True)
-        (self.folder / "broker.conf").write_text(BROKER_CONF.format(broker_ip=self.ip, store=self.store,
-                                                                     extra=scenario_conf(self.scenario)))
+        extra = scenario_conf(self.scenario).replace("{store}", str(self.store))
+        (self.folder / "broker.conf").write_text(BROKER_CONF.format(broker_ip=self.ip, store=self.store, extra=extra))
         (self.folder / "namesrv.conf").write_text(NAMESRV_CONF)
         for name, level in (("broker", "INFO"), ("namesrv", "INFO"), ("driver", "WARN")):
             log = self.logs / f"{name}_logback.log"
@@ -625,7 +647,7 @@ class _Run:
         restart, before the broker's registration at the name server completed (5.2.0 took 12 s)."""
         out = self.folder / "answers.json"
         for attempt in range(1, 4):
-            self.driver("answers", 240, **self.common(), store=str(self.store), out=str(out), groups=groups)
+            self.driver("answers", 240, **self.common(), store=str(self.java_view()), out=str(out), groups=groups)
             a = json.loads(out.read_text(encoding="utf-8"))
             failed = (sum("error" in q for q in a["queues"]) + sum("error" in v for v in a["views"])
                       + sum("broker_error" in q for q in a["key_queries"]))
@@ -664,8 +686,26 @@ class _Run:
             tail.wait()
         self.reached["abort_file_left"] = (self.store / "abort").exists()
 
+    def java_view(self) -> Path:
+        """The store as the driver reads it: the store itself, or for a CommitLog over several
+        folders (the driver reads {store}/commitlog) a folder of links to the store's entries whose
+        commitlog/ links every CommitLog file of them all, made afresh at each call."""
+        if self.scenario != "multipath":
+            return self.store
+        view = self.folder / "java-view"
+        shutil.rmtree(view, ignore_errors=True)
+        (view / "commitlog").mkdir(parents=True)
+        for entry in self.store.iterdir():
+            if entry.name not in COMMITLOG_PATHS:
+                os.symlink(entry, view / entry.name)
+        for folder in COMMITLOG_PATHS:
+            for f in sorted((self.store / folder).iterdir()) if (self.store / folder).is_dir() else []:
+                os.symlink(f, view / "commitlog" / f.name)
+        return view
+
     def decode(self) -> None:
-        self.driver("decode", 240, store=str(self.store), out=str(self.folder))
+        self.driver("decode", 240, store=str(self.java_view()), out=str(self.folder))
+        shutil.rmtree(self.folder / "java-view", ignore_errors=True)
         if self.scenario.startswith("dledger"):
             self.ledger()
         if (self.store / "timerwheel").exists():
@@ -743,7 +783,7 @@ class _Run:
             else:
                 self.start_broker("first")
                 self.workload()
-                if self.scenario in ("clean", "dledger", "rocksdb"):
+                if self.scenario in ("clean", "dledger", "rocksdb", "multipath"):
                     self.answers(self.groups)
                     self.stop_clean("first")
                 else:

@@ -96,7 +96,15 @@ from rmqlab.formats.commitlog.encode import (
     record_sizes,
     stored_properties,
 )
-from rmqlab.formats.commitlog.files import LoadedFiles, StoreFile, classify_files, load_files, min_offset, store_files
+from rmqlab.formats.commitlog.files import (
+    LoadedFiles,
+    StoreFile,
+    classify_files,
+    load_files,
+    min_offset,
+    multi_path_view,
+    store_files,
+)
 from rmqlab.formats.commitlog.layout import (
     BLANK,
     BORNHOST_V6_FLAG,
@@ -150,7 +158,8 @@ __all__ = [
     "MAGIC_V1", "MAGIC_V2", "MAGIC_BLANK", "MIN_MESSAGE_SIZE", "END_FILE_MIN_BLANK_LENGTH",
     "DEFAULT_FILE_SIZE", "COLUMNS", "Message", "Damage", "ReadReport", "StoreFile",
     "message_length", "parse_properties", "properties_block", "read_message", "iter_messages",
-    "read_columns", "read_column_parts", "read_at", "read_at_columns", "store_files", "min_offset", "max_offset",
+    "read_columns", "read_column_parts", "read_at", "read_at_columns", "store_files", "multi_path_view", "min_offset",
+    "max_offset",
     "walk_py",
     "encode_message", "encode_messages", "record_sizes", "place_records", "EncodedBatch", "EncodedFile",
     "CommitLogWriter", "MessageStream", "blank_record", "prop_crc_value", "prop_crc_expected", "prop_crc_matches",

@@ -22,6 +22,7 @@ from __future__ import annotations
 import mmap
 import os
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -50,16 +51,77 @@ def _store_file(p: Path, start: int, size: int | None = None) -> StoreFile:
 
 def store_files(path: str | os.PathLike) -> list[StoreFile]:
     """The CommitLog files of a ``commitlog/`` folder (names of 20 digits, sorted by offset),
-    or the one file `path`. A single file whose name is not 20 digits starts at offset 0.
+    or the one file `path`. A single file whose name is not 20 digits starts at offset 0. In a
+    folder of :func:`multi_path_view` each file is named by its real path.
     A name whose offsets run past Long.MAX_VALUE raises FormatError (field "file name")."""
     p = Path(path)
     if p.is_dir():
         # scandir: one stat a file (its size), where Path.is_file and Path.stat made two
         with os.scandir(p) as entries:
-            out = [_store_file(p / e.name, int(e.name), e.stat().st_size) for e in entries
-                   if _FILE_NAME.fullmatch(e.name) and e.is_file()]
+            out = [_store_file(Path(os.path.realpath(e.path)) if e.is_symlink() else p / e.name, int(e.name),
+                               e.stat().st_size) for e in entries if _FILE_NAME.fullmatch(e.name) and e.is_file()]
         return sorted(out, key=lambda f: f.start_offset)
     return [_store_file(p, int(p.name) if _FILE_NAME.fullmatch(p.name) else 0)]
+
+
+#: folders of storePathCommitLog (a tuple, resolved) -> the view folder made for them
+_VIEWS: dict[tuple[Path, ...], Path] = {}
+
+
+def _remove_views() -> None:
+    import shutil
+
+    for view in _VIEWS.values():
+        shutil.rmtree(view, ignore_errors=True)
+
+
+def multi_path_view(folders: Sequence[str | os.PathLike]) -> Path:
+    """A CommitLog kept over several folders (``storePathCommitLog`` holding paths split by
+    commas, 4.9.2+, and ``readOnlyCommitLogStorePaths``), seen as one folder:
+    ``MultiPathMappedFileQueue.load`` (store module, rocketmq-all-4.9.2 and 5.3.3) lists the files
+    of every folder and loads them together in name order; the broker creates the file of offset
+    ``n * size`` in the ``n % k``-th of the k writable folders, sorted. The view is a private
+    folder (in the temporary directory, removed at exit) of one symbolic link a file, brought up
+    to date at each call; readers name the real files (:func:`store_files`) and never write
+    through it. Cost: one listing a folder. Raises FormatError when two folders hold a file of
+    the same name (the broker would map both at one offset).
+
+    >>> import tempfile
+    >>> a, b = Path(tempfile.mkdtemp()), Path(tempfile.mkdtemp())
+    >>> _ = (a / f"{0:020d}").write_bytes(b"x" * 8); _ = (b / f"{8:020d}").write_bytes(b"y" * 8)
+    >>> [f.start_offset for f in store_files(multi_path_view([a, b]))]
+    [0, 8]
+    """
+    import atexit
+    import tempfile
+
+    key = tuple(Path(os.path.realpath(f)) for f in folders)
+    found: dict[str, Path] = {}
+    for folder in key:
+        if not folder.is_dir():
+            continue
+        with os.scandir(folder) as entries:
+            for e in entries:
+                if not (_FILE_NAME.fullmatch(e.name) and e.is_file()):
+                    continue
+                if e.name in found:
+                    raise FormatError(f"the CommitLog file {e.name} is in two of the paths ({found[e.name].parent} "
+                                      f"and {folder}): the broker would load both at one offset",
+                                      path=folder / e.name, offset=0, field="file name")
+                found[e.name] = folder / e.name
+    view = _VIEWS.get(key)
+    if view is None or not view.is_dir():
+        if not _VIEWS:
+            atexit.register(_remove_views)
+        view = _VIEWS[key] = Path(tempfile.mkdtemp(prefix="rmqlab-commitlog-paths-"))
+    with os.scandir(view) as entries:
+        for e in entries:
+            if found.get(e.name) != (Path(os.readlink(e.path)) if e.is_symlink() else None):
+                os.unlink(e.path)
+    for name, target in found.items():
+        if not (view / name).is_symlink():
+            os.symlink(target, view / name)
+    return view
 
 
 def min_offset(path: str | os.PathLike) -> int | None:
