@@ -151,6 +151,18 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="the restart time to judge against: epoch ms or ISO 8601 UTC (default: now)")
     p.add_argument("--topic", default=None, help="only the timers of this real topic")
     p.set_defaults(run=_timers)
+    p = ssub.add_parser("tiered-query", help="the tiered store's index (tiered_index_file/, RIP-65): a key query as "
+                                             "IndexStoreService answers it")
+    common(p)
+    p.add_argument("--topic", required=True)
+    p.add_argument("--key", required=True)
+    p.add_argument("--max-num", type=int, default=32, help="maxCount (default 32)")
+    p.add_argument("--begin", default="0", metavar="MS|TIME", help="epoch ms or ISO 8601 UTC (default 0)")
+    p.add_argument("--end", default=None, metavar="MS|TIME", help="epoch ms or ISO 8601 UTC (default: no end)")
+    p.add_argument("--tiered-index-geometry", default=None, metavar="SLOTS,ITEMS",
+                   help="tieredStoreIndexFileMaxHashSlotNum,MaxIndexNum (default: from the file size, else "
+                        "5000000,20000000)")
+    p.set_defaults(run=_tiered_query)
     p = ssub.add_parser("pop", help="5.x pop consumption: each popping group's queues, the checkpoints in flight, "
                                     "and the messages the revive service will put into retry topics")
     common(p)
@@ -184,6 +196,27 @@ def _timers(args) -> int:
     text = (f"{len(got)} timer messages pending\n\n" + (by.to_string(index=False) + "\n\n" if len(got) else "")
             + (shown[cols].astype(object).where(shown[cols].notna(), "").to_string(index=False) if len(got) else ""))
     _emit(args, [{k: (None if v is pd.NA else v) for k, v in r.items()} for r in rows], text)
+    return 0
+
+
+def _tiered_query(args) -> int:
+    from rmqlab.commands.verify import _geometry
+    from rmqlab.jvm.longs import LONG_MAX
+    from rmqlab.tables.times import ms_to_iso, utc_text_to_ms
+
+    def when(text: str | None, default: int) -> int:
+        if text is None:
+            return default
+        return int(text) if text.lstrip("-").isdigit() else utc_text_to_ms(text)
+
+    store = _store(args)
+    slots, items = _geometry(args.tiered_index_geometry)
+    got = store.query_tiered_index(args.topic, args.key, max_num=args.max_num, begin=when(args.begin, 0),
+                                   end=when(args.end, LONG_MAX), hash_slot_num=slots, index_num=items)
+    shown = got.assign(stored=[ms_to_iso(v) for v in got["store_timestamp"]])
+    cols = ["stored", "topic_id", "queue_id", "offset", "size", "file_timestamp"]
+    _emit(args, _plain(got.to_dict(orient="records")),
+          f"{len(got)} items for {args.topic}#{args.key}\n" + (shown[cols].to_string(index=False) if len(got) else ""))
     return 0
 
 

@@ -57,6 +57,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--commitlog-paths", default=None, metavar="P1,P2",
                    help="the folders of a CommitLog kept over several paths (the broker's storePathCommitLog "
                         "with commas, plus readOnlyCommitLogStorePaths); relative ones under DIR")
+    p.add_argument("--tiered-index-geometry", default=None, metavar="SLOTS,ITEMS",
+                   help="tieredStoreIndexFileMaxHashSlotNum,MaxIndexNum of tiered_index_file/ (default: from the "
+                        "file size, else 5000000,20000000)")
     p.add_argument("--json", action="store_true", help="print the report as JSON to stdout")
     p.set_defaults(run=run)
 
@@ -94,7 +97,8 @@ def run(args) -> int:
                              index_num=args.index_num, commitlog_file_size=args.commitlog_file_size,
                              consume_queue_file_size=args.consume_queue_file_size, slot_count_rule=args.slot_count_rule,
                              check_crc=not args.no_crc, broker_version=args.broker_version,
-                             commitlog_paths=[c for c in (args.commitlog_paths or "").split(",") if c] or None)
+                             commitlog_paths=[c for c in (args.commitlog_paths or "").split(",") if c] or None,
+                             tiered_index_geometry=_geometry(args.tiered_index_geometry))
     except ValueError as e:       # cannot tell what the target is: the user must say
         raise UsageError(str(e)) from e
     if args.json:
@@ -102,3 +106,11 @@ def run(args) -> int:
     else:
         print_report(report, getattr(args, "command_line_words", str))
     return 0 if report.ok else VERIFY_FAILED
+
+
+def _geometry(text: str | None) -> tuple[int | None, int | None]:
+    """--tiered-index-geometry SLOTS,ITEMS (either may be empty)."""
+    if not text:
+        return (None, None)
+    slots, _, items = text.partition(",")
+    return (int(slots) if slots else None, int(items) if items else None)

@@ -35,6 +35,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from rmqlab.errors import FormatError
 from rmqlab.formats import batchconsumequeue as bcq
 from rmqlab.formats import checkpoint as cp
 from rmqlab.formats import commitlog as cl
@@ -183,10 +184,12 @@ class Store:
             **self._feature_info(queues),
             **self._ledger_info(),
             **self._rocksdb_info(),
+            **self._message_rocksdb_info(),
             **self._timer_info(),
             **self._pop_info(),
             **self._broker_files_info(),
             **self._compaction_info(),
+            **self._tiered_index_info(),
             **({"not_read": not_read} if (not_read := self.not_read()) else {}),
             "index_files": len(index_frame),
             "index_keys": int(index_frame["keys"].sum()) if len(index_frame) else 0,
@@ -203,6 +206,37 @@ class Store:
         return {"cq_ext_folders": len(folders),
                 "cq_ext_units": sum(i.units for i in infos),
                 "cq_ext_file_size": infos[0].mapped_file_size if infos else None}
+
+    #: 5.5's MessageRocksDBStorage folder (RocksDB index, timer and transaction stores)
+    MESSAGE_ROCKSDB = "rocksdbstore"
+
+    def message_rocksdb(self) -> dict[str, int] | None:
+        """5.5's ``rocksdbstore/`` (MessageRocksDBStorage: column families for the RocksDB index,
+        timer and transaction stores, which are off by default, so a default store's database is
+        empty): each column family and its key count; None without the folder. Raises
+        ImportError without rocksdict, FormatError for a database RocksDB cannot read. Cost: one
+        pass over the database."""
+        from rmqlab.formats.rocksdb import is_rocksdb, read_families
+
+        folder = self.root / self.MESSAGE_ROCKSDB
+        if not is_rocksdb(folder):
+            return None
+        return {name: len(pairs) for name, pairs in read_families(folder).items()}
+
+    def _message_rocksdb_empty(self) -> bool:
+        """Whether rocksdbstore/ was read and holds no key (its records are not decoded yet)."""
+        try:
+            families = self.message_rocksdb()
+        except (ImportError, FormatError):
+            return False
+        return families is not None and not any(families.values())
+
+    def _message_rocksdb_info(self) -> dict[str, Any]:
+        try:
+            families = self.message_rocksdb()
+        except ImportError as e:
+            return {self.MESSAGE_ROCKSDB: {"not_read": f"{e}"}}
+        return {} if families is None else {self.MESSAGE_ROCKSDB: {"column_families": families}}
 
     def _rocksdb_info(self) -> dict[str, Any]:
         """A RocksDB ConsumeQueue (storeType=defaultRocksDB, 5.2.0+: consumequeue/ is one database),
@@ -223,7 +257,7 @@ class Store:
     #: what rmqlab reads at a store's root (besides dledger-<selfId>/ and 5.5's timerwheel.<n>)
     _READ_AT_ROOT = frozenset({"commitlog", "consumequeue", "consumequeue_ext", "batchconsumequeue", "index",
                                "checkpoint", "abort", "abort.bak", "lock", "config", "timerwheel", "timerlog",
-                               "compaction"})
+                               "compaction", "tiered_index_file"})
 
     def not_read(self) -> list[str]:
         """The files and folders at the store's root and in config/ that rmqlab does not read
@@ -236,7 +270,8 @@ class Store:
         read_paths = {p for p in self.layout.paths.commitlog_paths}   # a CommitLog over several folders
         out = [p.name for p in sorted(self.root.iterdir()) if p.name not in self._READ_AT_ROOT
                and not p.name.startswith("dledger-") and not p.name.startswith("timerwheel.")
-               and not any(p == r or p in r.parents for r in read_paths)]
+               and not any(p == r or p in r.parents for r in read_paths)
+               and not (p.name == self.MESSAGE_ROCKSDB and self._message_rocksdb_empty())]
         config = self.root / "config"
         if config.is_dir():
             known = {*CONFIG_FILES.values(), *ROCKSDB_CONFIG_FOLDERS.values(), "timercheck"}
@@ -257,6 +292,65 @@ class Store:
             with cpt.SparseQueue.open(cpt.cq_dir(self.root, topic, qid)) as q:
                 units += q.queue.unit_count
         return {"compaction": {"topics": sorted({t for t, _ in queues}), "queues": len(queues), "units": units}}
+
+    def tiered_index(self, *, hash_slot_num: int | None = None, index_num: int | None = None) -> list:
+        """The tiered store's local index files (``tiered_index_file/``, RIP-65, 5.2.0+) as
+        IndexStoreService loads them, opened (:class:`rmqlab.formats.tieredindex.TieredIndexFile`;
+        close them). `hash_slot_num` / `index_num`: tieredStoreIndexFileMaxHashSlotNum /
+        MaxIndexNum (None: one follows from the other and the file size; both None: the
+        defaults). Raises GeometryError for a file the geometry does not fit. Cost: a map a file."""
+        from rmqlab.formats import tieredindex as ti
+
+        out = []
+        try:
+            for p in ti.index_files(self.root / ti.FOLDER):
+                out.append(ti.TieredIndexFile.open(p, hash_slot_num=hash_slot_num, index_num=index_num, form="local"))
+        except BaseException:
+            for f in out:
+                f.close()
+            raise
+        return out
+
+    def query_tiered_index(self, topic: str, key: str, *, max_num: int = 32, begin: int = 0, end: int = LONG_MAX,
+                           hash_slot_num: int | None = None, index_num: int | None = None) -> pd.DataFrame:
+        """A key query of the tiered store's local index files as ``IndexStoreService.queryAsync``
+        answers it (:func:`rmqlab.formats.tieredindex.query_service`: only files begun within
+        [begin, end] are asked): topic id, queue id, CommitLog offset, size and store time of
+        each item found, with the file it came from. Cost: one chain walk a file in range.
+
+        >>> import tempfile
+        >>> Store(tempfile.mkdtemp()).query_tiered_index("T", "k").shape[0]
+        0
+        """
+        from rmqlab.formats import tieredindex as ti
+
+        files = self.tiered_index(hash_slot_num=hash_slot_num, index_num=index_num)
+        try:
+            return ti.query_service(files, topic, key, max_num, begin, end)
+        finally:
+            for f in files:
+                f.close()
+
+    def _tiered_index_info(self) -> dict[str, Any]:
+        """The tiered store's local index files, only for a store that has the folder: their
+        number, items and time span (with the default geometry; else why not read)."""
+        from rmqlab.errors import RmqlabError
+        from rmqlab.formats import tieredindex as ti
+
+        paths = ti.index_files(self.root / ti.FOLDER)
+        if not (self.root / ti.FOLDER).is_dir():
+            return {}
+        try:
+            files = self.tiered_index()
+        except RmqlabError as e:
+            return {"tiered_index": {"files": len(paths), "not_read": e.reason}}
+        try:
+            return {"tiered_index": {"files": len(files), "items": sum(f.item_count for f in files),
+                                     "begin": ms_to_iso(min(f.begin_timestamp for f in files)) if files else None,
+                                     "end": ms_to_iso(max(f.end_timestamp for f in files)) if files else None}}
+        finally:
+            for f in files:
+                f.close()
 
     def _broker_files_info(self) -> dict[str, Any]:
         """``abort`` (present: the last run did not stop cleanly) with the PID a 5.x broker wrote

@@ -40,6 +40,7 @@ from rmqlab.verify.check_dledger import verify_ledger
 from rmqlab.verify.check_index import open_index
 from rmqlab.verify.check_pop import verify_pop_state
 from rmqlab.verify.check_rocksdbcq import verify_rocksdb_queues
+from rmqlab.verify.check_tiered import verify_tiered_index
 from rmqlab.verify.check_timer import verify_timer_store
 from rmqlab.verify.common import INDEX_FILE_NAME, add_problem
 from rmqlab.verify.cross import (
@@ -57,7 +58,8 @@ def verify_path(path: str | os.PathLike, *, kind: Kind | None = None, hash_slot_
                 index_num: int | None = None, commitlog_file_size: int | None = None,
                 consume_queue_file_size: int | None = None, slot_count_rule: SlotCountRule | None = None,
                 check_crc: bool = True, broker_version: str | None = None,
-                commitlog_paths: list[str | os.PathLike] | None = None) -> VerifyReport:
+                commitlog_paths: list[str | os.PathLike] | None = None,
+                tiered_index_geometry: tuple[int | None, int | None] = (None, None)) -> VerifyReport:
     """Verify a store directory, a part of one, or one file (see the module docstring).
 
     `kind` forces what `path` is (one of :data:`KINDS`; default :func:`detect_kind`).
@@ -68,7 +70,9 @@ def verify_path(path: str | os.PathLike, *, kind: Kind | None = None, hash_slot_
     5.x) picks the release's multi-dispatch rule for the light message queue check and whether
     the index holds TAGS keys (``topic#T#tags``, 5.4.0+; None: judged from the index entries),
     and the hashSlotCount rule unless `slot_count_rule` is given. `commitlog_paths`: the folders
-    of a CommitLog kept over several paths (:class:`StorePaths`). Read-only. Raises
+    of a CommitLog kept over several paths (:class:`StorePaths`). `tiered_index_geometry`:
+    tieredStoreIndexFileMaxHashSlotNum and MaxIndexNum of the tiered index files (None: from
+    the file size and the other, or the defaults). Read-only. Raises
     FileNotFoundError / ValueError for a missing or unrecognisable `path`; bad bytes are
     problems in the report, never exceptions. Cost: O(store), vectorized, plus a fixed cost a
     CommitLog file (a small store of many small files is dominated by it); a store that
@@ -106,7 +110,7 @@ def verify_path(path: str | os.PathLike, *, kind: Kind | None = None, hash_slot_
         if not p.is_dir():
             raise NotADirectoryError(f"{p}: a store is a directory")
         _verify_store(p, rep, hash_slot_num, index_num, commitlog_file_size, consume_queue_file_size,
-                      slot_count_rule, check_crc, broker_version, commitlog_paths)
+                      slot_count_rule, check_crc, broker_version, commitlog_paths, tiered_index_geometry)
     elif kind == "commitlog":
         scan = CommitLogScan(p, commitlog_file_size, check_crc, keys=False)
         scan.walk(lambda window: None)
@@ -162,7 +166,8 @@ def _open_indexes(paths: list[Path], hsn, inum, rule) -> list[tuple[FileReport, 
 
 
 def _verify_store(root: Path, rep: VerifyReport, hsn, inum, cl_size, cq_size, rule, check_crc,
-                  broker_version: str | None = None, commitlog_paths: list | None = None) -> None:
+                  broker_version: str | None = None, commitlog_paths: list | None = None,
+                  tiered_index_geometry: tuple[int | None, int | None] = (None, None)) -> None:
     """Every file's own checks, then the cross-file checks: the CommitLog is walked once and the
     index entries and queue units are joined with its messages a window at a time
     (:meth:`CommitLogScan.walk`), so memory follows a window, not the store."""
@@ -216,6 +221,7 @@ def _verify_store(root: Path, rep: VerifyReport, hsn, inum, cl_size, cq_size, ru
                                                    if scan is not None else None))
         for ledger in where.ledgers:      # a DLedger CommitLog: DLedger's own rules on its ledger
             rep.files.append(verify_ledger(ledger, cl_size))
+        rep.files += verify_tiered_index(root, *tiered_index_geometry)   # the tiered store's index (RIP-65)
         if (root / "compaction").is_dir():   # 5.1+ compaction store
             rep.files += verify_compaction(root)
         if (root / "timerwheel").exists():   # 5.x timer store

@@ -126,6 +126,9 @@ CHECKS: dict[str, str] = {
     "pop.body": "a revive log record's body does not parse (the revive service fails there every round)",
     "pop.lost": "a pop checkpoint's timer is older than the wheel's window: never revived (a warning)",
     "pop.skipped": "popped, unacknowledged messages the revive service will skip, not re-put (a warning)",
+    # the tiered store's index files (RIP-65: tiered_index_file/, its compacting/)
+    "tiered.geometry": "a tiered index file's size does not fit the geometry (pass it when not the default)",
+    "tiered.index": "a tiered index file's magic, slots or chains break IndexStoreFile's rules",
     # the compaction store (5.1+: compaction/compactionLog, compactionCq, position-checkpoint)
     "compaction.files": "a queue's log and queue files differ in names (the broker's load throws)",
     "compaction.cq": "a compaction queue's files or units break the SparseConsumeQueue rules",

@@ -1154,13 +1154,14 @@ def test_verify_finds_each_damage_to_the_brokers_timer_store(release, scenario, 
     from rmqlab.verify.check_timer import verify_timer_store
 
     bs = rh.rocketmq_store(release, scenario)
-    clean = verify_timer_store(bs.store, rh.COMMITLOG_FILE_SIZE)
+    clean = verify_timer_store(bs.store, rh.COMMITLOG_FILE_SIZE, commitlog_paths=bs.commitlog_paths)
     assert clean.problems == [] and clean.counts["pending"] > 0
     for what, code in TIMER_DAMAGE.items():
         copy = tmp_path / what
         rh.copy_store(bs.store, copy)
         _damage_timer(copy, what)
-        got = {p.check for p in verify_timer_store(copy, rh.COMMITLOG_FILE_SIZE).problems}
+        got = {p.check for p in verify_timer_store(copy, rh.COMMITLOG_FILE_SIZE,
+                                                   commitlog_paths=bs.commitlog_paths).problems}
         assert code in got and got <= {code, "timer.message", "timer.chain"}, (what, got)
 
 
@@ -1517,3 +1518,32 @@ def test_store_pop_and_store_timers_on_the_command_line(release, scenario, capsy
     if plain is not None:
         assert main(["store", "pop", str(plain.store), *geometry]) == 1
         assert "no queue of a revive topic" in capsys.readouterr().err
+
+
+MESSAGE_ROCKSDB = [(r, s) for r, s in CASES if rh.version_tuple(r) >= (5, 5, 0) and s in ("clean", "rocksdb")]
+
+
+@pytest.mark.parametrize(("release", "scenario"), MESSAGE_ROCKSDB, ids=[_id(c) for c in MESSAGE_ROCKSDB])
+def test_the_message_rocksdb_of_a_55_store_is_read_and_empty(release, scenario, tmp_path):
+    """5.5 creates rocksdbstore/ (MessageRocksDBStorage) even with its RocksDB index, timer and
+    transaction stores off: rmqlab reads its column families (those its MANIFEST names) and
+    finds no key, so it is not listed as unread; a copy given a key in one family is listed."""
+    import re
+
+    bs = rh.rocketmq_store(release, scenario)
+    store = _store(bs)
+    families = store.message_rocksdb()
+    manifest = next((bs.store / "rocksdbstore").glob("MANIFEST-*")).read_bytes()
+    named = {n for n in ("timer", "trans", "default") if re.search(n.encode(), manifest)} | {"default"}
+    assert families == {n: 0 for n in named} and {"timer", "trans"} <= set(families)
+    assert "rocksdbstore" not in store.not_read() and store.info()["rocksdbstore"]["column_families"] == families
+    import rocksdict
+
+    copy = tmp_path / "store"
+    rh.copy_store(bs.store, copy)
+    db = rocksdict.Rdict(str(copy / "rocksdbstore"), options=rocksdict.Options(raw_mode=True),
+                         column_families={n: rocksdict.Options(raw_mode=True) for n in families if n != "default"})
+    db.get_column_family("timer")[b"k"] = b"v"
+    db.close()
+    again = Store(copy, **bs.store_kwargs())
+    assert again.message_rocksdb()["timer"] == 1 and "rocksdbstore" in again.not_read()

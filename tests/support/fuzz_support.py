@@ -2446,11 +2446,81 @@ class RevivelogTarget(Target):
             rt.expect(len(got.offsets) >= (0 if got.batch else 1), "offsets", "an ack without its offset")
 
 
+class TieredIndexTarget(Target):
+    """The tiered store's index files (RIP-65): the input is one local file (28-byte header,
+    8-byte slots, 32-byte items) of a small geometry, read as a local file and its compaction as
+    a compacted one. Calls: TieredIndexFile.open, query at every key of the seed, items, check,
+    compacted_bytes (and the compacted form read back). Seeds: files written by
+    write_local_file, or (`files`) files the release's IndexStoreFile wrote."""
+
+    name = "tiered-index"
+    heavy_every = 4
+
+    def __init__(self, files: Sequence[Path] = (), *, hash_slot_num: int = 7, only_files: bool = False):
+        self.files = list(files)
+        self.hash_slot_num = hash_slot_num
+        self.only_files = only_files
+
+    def _seed(self, name: str, data: bytes, slots: int, keys: list[tuple[str, str]]) -> Seed:
+        from rmqlab.formats import tieredindex as ti
+
+        items_at = ti.HEADER.size + slots * ti.SLOT.size
+        n = (len(data) - items_at) // ti.ITEM.size
+        hostile = (n, n - 1, n + 1, slots, ti.BEGIN_MAGIC_CODE, ti.END_MAGIC_CODE)
+        fields = [Field(f"header.{f.name}", f.offset, f.size, hostile) for f in ti.HEADER.fields]
+        fields += [Field(f"slot[{i}].value", ti.HEADER.size + i * 8, 4, hostile) for i in range(slots)]
+        fields += [Field(f"item[{k}].{f.name}", items_at + k * ti.ITEM.size + f.offset, f.size, hostile)
+                   for k in range(1, min(n, 24)) for f in ti.ITEM.fields]
+        return Seed(name, data, fields, [items_at + k * ti.ITEM.size for k in range(1, min(n, 24))], None,
+                    {"slots": slots, "keys": keys})
+
+    def seeds(self, workdir: Path) -> list[Seed]:
+        from rmqlab.formats import tieredindex as ti
+
+        out = [self._seed(f"release-{k}", p.read_bytes(), self.hash_slot_num, [("TopicA", "k0")])
+               for k, p in enumerate(self.files)]
+        if self.only_files:
+            return out
+        rows = [("T", 1, i % 3, [f"k{i % 5}", f"u{i}"], 4096 * i, 300 + i, 1718000000000 + 700 * i) for i in range(9)]
+        p = ti.write_local_file(workdir / "1718000000000", ti.TieredIndexGeometry(7, 24), 1718000000000, rows)
+        out.append(self._seed("model", p.read_bytes(), 7, [("T", f"k{i}") for i in range(5)] + [("T", "u3")]))
+        return out
+
+    def run(self, rt, seed, data, ops, rng, heavy):
+        from rmqlab.formats import tieredindex as ti
+
+        d = rt.fresh_dir()
+        path = d / "1718000000000"
+        path.write_bytes(data)
+        f = rt.call("open", ti.TieredIndexFile.open, path, hash_slot_num=seed.meta["slots"], form="local")
+        if f is None:
+            return
+        with f:
+            for topic, key in seed.meta["keys"]:
+                got = rt.call("query", f.query, topic, key, rng.choice([1, 4, 64]), 0, 1 << 62)
+                if got is not None:
+                    rt.expect(len(got) <= 65, "query", f"{len(got)} items for at most 65")
+            rt.call("items", f.items)
+            rt.call("check", f.check)
+            packed = rt.call("compacted_bytes", f.compacted_bytes) if heavy else None
+        if packed is not None:
+            c = d / ti.COMPACTING / path.name
+            c.parent.mkdir(exist_ok=True)
+            c.write_bytes(packed)
+            back = rt.call("open compacted", ti.TieredIndexFile.open, c, hash_slot_num=seed.meta["slots"])
+            if back is not None:
+                with back:
+                    for topic, key in seed.meta["keys"]:
+                        rt.call("query compacted", back.query, topic, key, 64, 0, 1 << 62)
+                    rt.call("check compacted", back.check)
+
+
 TARGETS: dict[str, Target] = {t.name: t for t in (
     IndexFileTarget(), ConsumeQueueTarget(), ConsumeQueueExtTarget(), CommitLogTarget(), MessageTarget(),
     CheckpointTarget(), OffsetIndexTarget(), TimeIndexTarget(), KafkaLogTarget(), MsgIdTarget(), StoreConfigTarget(),
     BatchConsumeQueueTarget(), KafkaTextFilesTarget(), KafkaInternalTopicsTarget(), KafkaProducerSnapshotTarget(),
-    KafkaTxnIndexTarget(), KafkaKraftTarget(), TimerTarget(), CompactionTarget(), RevivelogTarget())}
+    KafkaTxnIndexTarget(), KafkaKraftTarget(), TimerTarget(), CompactionTarget(), RevivelogTarget(),
+    TieredIndexTarget())}
 
 
 def budget(default: int = 10_000) -> int:

@@ -414,6 +414,41 @@ DLEDGER_GROUP, DLEDGER_SELF_ID, DLEDGER_PORT = BROKER_NAME, "n0", 40911
 DLEDGER_PEERS = f"{DLEDGER_SELF_ID}-127.0.0.1:{DLEDGER_PORT}"
 
 
+#: oracles run offline on a release's own classes, compiled apart from the drivers (a change to
+#: one does not rebuild the stores)
+ORACLE_DIR = ROCKETMQ_DIR / "oracle"
+#: the releases whose tiered store has IndexStoreFile and the segment API of 5.3+
+TIERED_INDEX_RELEASES = ("5.3.3", "5.5.0")
+
+
+def tiered_index_oracle(release: str, rows: str, queries: str, slots: int, items: int) -> Path:
+    """TieredIndexOracle.java on the release's tiered store classes: the index files it wrote
+    for `rows` (TSV: topic, topicId, queueId, offset, size, storeTimestamp, keys), under
+    ``<entry>/root/tiered_index_file/`` (compacted ones in ``compacting/``), and ``answers.json``
+    for `queries` (TSV: topic, key, maxCount, begin, end). Built once per input into the cache."""
+    if release not in TIERED_INDEX_RELEASES:
+        raise ValueError(f"{release} has no IndexStoreFile with MemoryFileSegment; one of {TIERED_INDEX_RELEASES}")
+    bh.require_java_and_maven()
+    source = ORACLE_DIR / "TieredIndexOracle.java"
+    lib = jars(release) / "lib"
+    classes = ROOT / f"oracle-{release}-{bh.digest(source, lib.parent.name)}"
+    bh.cached(classes, lambda tmp: bh.compile_java([source], sorted(lib.glob("*.jar")), tmp / "classes",
+                                                   log=tmp / "javac.log"))
+    entry = ROOT / release / f"tiered-index-{bh.digest(source, lib.parent.name, rows, queries, str(slots), str(items))}"
+
+    def build(tmp: Path) -> None:
+        (tmp / "rows.tsv").write_text(rows, encoding="utf-8")
+        (tmp / "queries.tsv").write_text(queries, encoding="utf-8")
+        cp = os.pathsep.join([str(classes / "classes"), str(lib / "*")])
+        bh.run(["java", "-Xmx256m", *JVM_OPENS, "-cp", cp, "TieredIndexOracle", f"in={tmp / 'rows.tsv'}",
+                f"queries={tmp / 'queries.tsv'}", f"out={tmp}", f"slots={slots}", f"items={items}"],
+               log=tmp / "oracle.log", timeout=300, cwd=tmp)
+
+    (ROOT / release).mkdir(parents=True, exist_ok=True)
+    bh.cached(entry, build)
+    return entry
+
+
 def scenario_key(release: str, scenario: str) -> str:
     return bh.digest(*sources(release), POM, BROKER_CONF, NAMESRV_CONF, LOGBACK, release, RELEASES[release], scenario,
                      broker_ip(release, scenario), scenario_conf(scenario))
