@@ -66,6 +66,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                        help="the folders of a CommitLog kept over several paths (the broker's storePathCommitLog "
                             "with commas, plus readOnlyCommitLogStorePaths); relative ones under DIR")
 
+    def now_option(p: argparse.ArgumentParser, what: str) -> None:
+        p.add_argument("--now", default=None, metavar="MS|TIME", help=f"{what}: epoch ms or ISO 8601 UTC "
+                                                                       f"(default: now)")
+
     def queue_file_size(p: argparse.ArgumentParser) -> None:
         p.add_argument("--consume-queue-file-size", type=int, default=DEFAULT_MAPPED_FILE_SIZE, metavar="BYTES",
                        help=f"mappedFileSizeConsumeQueue (default {DEFAULT_MAPPED_FILE_SIZE})")
@@ -147,8 +151,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                                        "topic, and what a restart would do with them")
     common(p)
     queue_file_size(p)
-    p.add_argument("--now", default=None, metavar="MS|TIME",
-                   help="the restart time to judge against: epoch ms or ISO 8601 UTC (default: now)")
+    now_option(p, "the restart time to judge against")
     p.add_argument("--topic", default=None, help="only the timers of this real topic")
     p.set_defaults(run=_timers)
     p = ssub.add_parser("tiered-query", help="the tiered store's index (tiered_index_file/, RIP-65): a key query as "
@@ -167,8 +170,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                                     "and the messages the revive service will put into retry topics")
     common(p)
     queue_file_size(p)
-    p.add_argument("--now", default=None, metavar="MS|TIME",
-                   help="the time to judge revive times against: epoch ms or ISO 8601 UTC (default: now)")
+    now_option(p, "the time to judge revive times against")
     p.add_argument("--group", default=None, help="only this consumer group")
     p.set_defaults(run=_pop)
 
@@ -177,14 +179,13 @@ def _timers(args) -> int:
     import pandas as pd
 
     from rmqlab.store.timers import has_timer_store
-    from rmqlab.tables.times import ms_to_iso, utc_text_to_ms
+    from rmqlab.tables.times import ms_to_iso
 
     store = _store(args)
     if not has_timer_store(store):
         raise FileNotFoundError(f"{args.dir}: no timerwheel: not a 5.x store with a timer store "
                                 f"(timerWheelEnable)")
-    now = None if args.now is None else (int(args.now) if args.now.lstrip("-").isdigit() else utc_text_to_ms(args.now))
-    got = store.pending_timers(now=now)
+    got = store.pending_timers(now=_time(args.now))
     if args.topic is not None:
         got = got[got["real_topic"] == args.topic]
     rows = got.to_dict(orient="records")
@@ -202,17 +203,12 @@ def _timers(args) -> int:
 def _tiered_query(args) -> int:
     from rmqlab.commands.verify import _geometry
     from rmqlab.jvm.longs import LONG_MAX
-    from rmqlab.tables.times import ms_to_iso, utc_text_to_ms
-
-    def when(text: str | None, default: int) -> int:
-        if text is None:
-            return default
-        return int(text) if text.lstrip("-").isdigit() else utc_text_to_ms(text)
+    from rmqlab.tables.times import ms_to_iso
 
     store = _store(args)
     slots, items = _geometry(args.tiered_index_geometry)
-    got = store.query_tiered_index(args.topic, args.key, max_num=args.max_num, begin=when(args.begin, 0),
-                                   end=when(args.end, LONG_MAX), hash_slot_num=slots, index_num=items)
+    got = store.query_tiered_index(args.topic, args.key, max_num=args.max_num, begin=_time(args.begin) or 0,
+                                   end=_time(args.end, LONG_MAX), hash_slot_num=slots, index_num=items)
     shown = got.assign(stored=[ms_to_iso(v) for v in got["store_timestamp"]])
     cols = ["stored", "topic_id", "queue_id", "offset", "size", "file_timestamp"]
     _emit(args, _plain(got.to_dict(orient="records")),
@@ -222,13 +218,13 @@ def _tiered_query(args) -> int:
 
 def _pop(args) -> int:
     from rmqlab.store.popstate import revive_topics
-    from rmqlab.tables.times import ms_to_iso, utc_text_to_ms
+    from rmqlab.tables.times import ms_to_iso
 
     store = _store(args)
     if not revive_topics(store):
         raise FileNotFoundError(f"{args.dir}: no queue of a revive topic (rmq_sys_REVIVE_LOG_*): no pop "
                                 f"consumption on this store (5.x)")
-    now = None if args.now is None else (int(args.now) if args.now.lstrip("-").isdigit() else utc_text_to_ms(args.now))
+    now = _time(args.now)
     groups, cks, redo = store.pop_groups(), store.pop_checkpoints(now=now), store.pop_redeliveries(now=now)
     if args.group is not None:
         groups, cks, redo = (f[f["group"] == args.group] for f in (groups, cks, redo))
@@ -243,6 +239,15 @@ def _pop(args) -> int:
                if len(redo) else ""))
     _emit(args, _plain(obj), text)
     return 0
+
+
+def _time(text: str | None, default: int | None = None) -> int | None:
+    """A time given on the command line: epoch ms, or ISO 8601 UTC; `default` when not given."""
+    from rmqlab.tables.times import utc_text_to_ms
+
+    if text is None:
+        return default
+    return int(text) if text.lstrip("-").isdigit() else utc_text_to_ms(text)
 
 
 def _plain(obj):

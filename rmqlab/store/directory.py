@@ -136,6 +136,19 @@ class Store:
         """(topic, queue_id) of every ConsumeQueue folder, sorted."""
         return self.layout.consume_queues()
 
+    def logical_queues(self) -> list[tuple[str, int]]:
+        """(topic, queue_id) of every queue whatever keeps it: ConsumeQueue folders, or the
+        RocksDB ConsumeQueue's queues (storeType=defaultRocksDB), and BatchConsumeQueue folders;
+        sorted. Cost: directory listings, or the database's units read once."""
+        from rmqlab.formats import rocksdbcq
+
+        if rocksdbcq.is_rocksdb(self.consumequeue_dir):
+            u = self.rocksdb_queues().units
+            plain = {(str(t), int(q)) for t, q in zip(u["topic"], u["queue_id"], strict=True)}
+        else:
+            plain = set(self.queues())
+        return sorted(plain | set(self.batch_queues()))
+
     def index(self, *, writable: bool = False) -> IndexService:
         """The index folder as an :class:`IndexService` (read-only unless `writable`)."""
         return self.layout.index_service(writable=writable)

@@ -67,7 +67,7 @@ REPUT, TOPIC_GONE, GROUP_GONE, MESSAGE_GONE, CK_LOST = (
 
 def revive_topics(store: Store) -> list[str]:
     """The revive topics the store has queues of (one a cluster: ``rmq_sys_REVIVE_LOG_{cluster}``)."""
-    return sorted({t for t, _ in store.queues() if t.startswith(REVIVE_TOPIC_PREFIX)})
+    return sorted({t for t, _ in store.logical_queues() if t.startswith(REVIVE_TOPIC_PREFIX)})
 
 
 def _committed_revive_offsets(store: Store) -> dict[tuple[str, int], int]:
@@ -110,7 +110,7 @@ def revive_records(store: Store, *, now: int | None = None) -> pd.DataFrame:
     rows: list[dict[str, Any]] = []
     committed = _committed_revive_offsets(store)
     for topic in revive_topics(store):
-        for q in sorted(qid for t, qid in store.queues() if t == topic):
+        for q in sorted(qid for t, qid in store.logical_queues() if t == topic):
             with LogicQueue(store, topic, q) as lq:
                 start = max(committed.get((topic, q), -1) + 1, lq.min_offset)
                 units = lq.units(start, lq.max_offset)
@@ -296,7 +296,7 @@ def pop_groups(store: Store, *, now: int | None = None) -> pd.DataFrame:
         pairs |= {(g, t) for g, t, m in zip(modes["group"], modes["topic"], modes["mode"], strict=True) if m == "POP"}
     from rmqlab.store.queues import LogicQueue
 
-    queues = store.queues()
+    queues = store.logical_queues()
     rows = []
     for g, t in sorted(pairs):
         mine = cks[(cks["group"] == g) & (cks["topic"] == t)]

@@ -176,3 +176,18 @@ def test_tiered_index_readers_survive_hostile_bytes_from_the_releases_files(orac
             rt.run_swarm(k, 50)
             k += 1
     assert rt.failures == [] and rt.typed_errors > 0
+
+
+def test_tiered_query_on_the_command_line(oracle, capsys):
+    """``rmqlab store tiered-query --json`` answers what the release's first file answers for a
+    key in it (the whole time range, maxCount 64: every item, the file's begin in range)."""
+    from rmqlab.cli import main
+
+    _, _, queries, entry, answers = oracle
+    q = next(i for i, (t, k, n, b, e) in enumerate(queries) if n == 64 and b == 0 and answers["files"][0]["local"][i])
+    t, k, *_ = queries[q]
+    assert main(["store", "tiered-query", str(entry / "root"), "--topic", t, "--key", k, "--max-num", "64",
+                 "--tiered-index-geometry", f"{SLOTS},", "--json"]) == 0
+    got = json.loads(capsys.readouterr().out)
+    theirs = {(i[1], i[2]) for f in answers["files"] for i in f["local"][q]}
+    assert {(r["queue_id"], r["offset"]) for r in got} == theirs
