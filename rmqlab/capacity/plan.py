@@ -40,6 +40,7 @@ from rmqlab.formats.indexfile import (
     SLOT,
     Geometry,
 )
+from rmqlab.rules.topics import is_valid_topic
 from rmqlab.store.indexservice import DEFAULT_MAX_MSGS_NUM_BATCH
 
 __all__ = [
@@ -359,7 +360,7 @@ def _value(value: Any, field: str, spec: Field) -> Any:
             return tuple(f"Topic{i}" for i in range(value))
         if isinstance(value, (list, tuple)) and value:
             for i, t in enumerate(value):
-                if not isinstance(t, str) or not re.fullmatch(r"[%|a-zA-Z0-9_-]{1,127}", t):
+                if not isinstance(t, str) or not is_valid_topic(t):
                     raise PlanError(f"{field}[{i}]", f"not a valid RocketMQ topic name "
                                     f"([%|a-zA-Z0-9_-], 1..127 chars): {t!r}")
             if len(set(value)) != len(value):

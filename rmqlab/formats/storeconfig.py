@@ -821,11 +821,88 @@ def load_rocksdb_config(folder: str | os.PathLike, kind: str, json_file: ConfigL
     return ConfigLoad(kind, folder, "rocksdb", reason, folder, rows, dv, unknown, False, extra)
 
 
+#: config/rdb: the one RocksDB database of the v2 config managers (configManagerVersion=v2, 5.3+:
+#: ConfigStorage, TopicConfigManagerV2, SubscriptionGroupManagerV2, ConsumerOffsetManagerV2)
+CONFIG_V2_FOLDER = "rdb"
+# broker/config/v2 at rocketmq-all-5.3.3: a key is [TablePrefix.TABLE 1][TableId, 2 bytes]
+# [RecordPrefix: DATA_VERSION 1 or DATA 2]...; TableId -> the kind whose table it holds
+_V2_TABLES = {1: "consumer_offsets", 2: "pull_offsets", 3: "topics", 4: "subscription_groups"}
+_V2_ROOT = {"topics": "topicConfigTable", "subscription_groups": "subscriptionGroupTable",
+            "consumer_offsets": "offsetTable"}
+_V2_DATA_VERSION_KEY = b"data_version"   # ConfigStorage.DATA_VERSION_KEY
+_V2_JSON = 1                             # SerializationType.JSON: the value's first byte
+_CTRL_1 = 1                              # AbstractRocksDBStorage.CTRL_1, after a group and a topic
+
+
+def load_config_v2(folder: str | os.PathLike) -> dict[str, ConfigLoad]:
+    """The v2 config managers' tables (configManagerVersion=v2, 5.3+), read from the RocksDB
+    database ``config/rdb`` as their load reads it: topics and subscription groups keyed by
+    name (``[i16 length][name]``) with a JSON value after one serialization-type byte; consumer
+    offsets (and pull offsets, in ``extra``) keyed ``[i16][group] 0x01 [i16][topic] 0x01
+    [i32 queueId]`` with an 8-byte offset; each table's data version (state version, timestamp,
+    counter). The JSON files beside it are not read by such a broker. Reads only. Cost: one pass
+    over the database. Raises ImportError without rocksdict, FormatError for a key or value
+    these managers cannot read (naming the key)."""
+    from rmqlab.formats.rocksdb import read_families
+
+    folder = Path(folder)
+    tables: dict[str, dict[str, Any]] = {k: {} for k in ("topics", "subscription_groups", "consumer_offsets",
+                                                           "pull_offsets")}
+    versions: dict[str, dict[str, int]] = {}
+    def bad_key(key: bytes, why: str) -> FormatError:
+        return FormatError(f"key {key[:64]!r}: {why}", path=folder, offset=None, field="key")
+
+    for key, value in read_families(folder).get("default", []):
+
+        if len(key) < 4 or key[0] != 1:
+            raise bad_key(key, "not a v2 config key (TablePrefix.TABLE 0x01 first)")
+        kind = _V2_TABLES.get(int.from_bytes(key[1:3], "big"))
+        if kind is None:
+            raise bad_key(key, f"table id {int.from_bytes(key[1:3], 'big')} is none of ConfigStorage's")
+        if key[3] == 1:   # RecordPrefix.DATA_VERSION
+            if key[4:] != _V2_DATA_VERSION_KEY or len(value) != 24:
+                raise bad_key(key, "a data version record that is not 'data_version' -> 24 bytes")
+            state, ts, counter = (int.from_bytes(value[i:i + 8], "big", signed=True) for i in (0, 8, 16))
+            versions[kind] = {"stateVersion": state, "timestamp": ts, "counter": counter}
+            continue
+        if key[3] != 2:
+            raise bad_key(key, f"record prefix {key[3]} is neither DATA_VERSION (1) nor DATA (2)")
+        rest = key[4:]
+        n = int.from_bytes(rest[:2], "big")
+        name = rest[2:2 + n].decode("utf-8", errors="replace")
+        if kind in ("topics", "subscription_groups"):
+            if len(rest) != 2 + n or not value or value[0] != _V2_JSON:
+                raise bad_key(key, "a name record whose key length or value's serialization type is not JSON")
+            tables[kind][name] = parse_fastjson(value[1:].decode("utf-8", errors="replace"), path=folder)
+            continue
+        tail = rest[2 + n:]
+        m = int.from_bytes(tail[1:3], "big") if len(tail) >= 3 else -1
+        if len(tail) != 1 + 2 + m + 1 + 4 or tail[0] != _CTRL_1 or tail[3 + m] != _CTRL_1 or len(value) != 8:
+            raise bad_key(key, "an offset record that is not [group] 0x01 [topic] 0x01 [queueId] -> 8 bytes")
+        topic = tail[3:3 + m].decode("utf-8", errors="replace")
+        qid = int.from_bytes(tail[4 + m:], "big", signed=True)
+        tables[kind].setdefault(f"{topic}@{name}", {})[qid] = int.from_bytes(value, "big", signed=True)
+    out = {}
+    for kind in ("topics", "subscription_groups", "consumer_offsets"):
+        doc: dict[str, Any] = {_V2_ROOT[kind]: tables[kind]}
+        if kind in versions:
+            doc["dataVersion"] = versions[kind]
+        rows, dv, unknown, extra = decode_config(json.dumps(doc), kind, path=folder)
+        if kind == "consumer_offsets":
+            pulls, _, _, _ = decode_config(json.dumps({"offsetTable": tables["pull_offsets"]}), kind, path=folder)
+            extra = {**extra, "pull_offsets": pulls}
+        out[kind] = ConfigLoad(kind, folder, "rocksdb", f"the v2 config database {folder.name}/ "
+                               f"(configManagerVersion=v2; {len(tables[kind])} records)", folder, rows, dv, unknown,
+                               False, extra)
+    return out
+
+
 def read_store_config(root: str | os.PathLike) -> StoreConfig:
     """The ``config/`` folder of the store at `root`, every file through :func:`load_config_file`
     (the optional lmqConsumerOffset.json only when it or its .bak exists); topics, groups and
     consumer offsets from their RocksDB config managers' databases where the store has them
-    (:func:`load_rocksdb_config`). Reads only. Cost: reads the JSON files once, and the databases.
+    (:func:`load_rocksdb_config`), or from the v2 managers' ``config/rdb``
+    (:func:`load_config_v2`). Reads only. Cost: reads the JSON files once, and the databases.
 
     >>> import tempfile
     >>> sorted(read_store_config(tempfile.mkdtemp()).loads)
@@ -843,6 +920,8 @@ def read_store_config(root: str | os.PathLike) -> StoreConfig:
         rocks = folder / ROCKSDB_CONFIG_FOLDERS.get(kind, "")
         if kind in ROCKSDB_CONFIG_FOLDERS and is_rocksdb(rocks):
             loads[kind] = load_rocksdb_config(rocks, kind, loads[kind])
+    if is_rocksdb(folder / CONFIG_V2_FOLDER):   # configManagerVersion=v2: its managers read only config/rdb
+        loads.update(load_config_v2(folder / CONFIG_V2_FOLDER))
     return StoreConfig(root, loads)
 
 
@@ -850,8 +929,9 @@ def batch_cq_topics(root: str | os.PathLike) -> frozenset[str]:
     """The topics of the store at `root` whose queues are BatchConsumeQueues: those whose
     ``queue.type`` attribute in config/topics.json (or its .bak, as the broker loads it) is
     ``BatchCQ`` (QueueTypeUtils.getCQType with TopicAttributes.QUEUE_TYPE_ATTRIBUTE, read at
-    rocketmq-all-5.3.1: absent attributes mean SimpleCQ, so every 4.x file gives none). A
-    store without config/ has none. Reads only. Cost: reads topics.json once.
+    rocketmq-all-5.3.1: absent attributes mean SimpleCQ, so every 4.x file gives none); with
+    the v2 config managers, config/rdb's topics. A store without config/ has none. Reads only.
+    Cost: reads topics.json once.
 
     >>> import tempfile, pathlib
     >>> root = pathlib.Path(tempfile.mkdtemp()); (root / "config").mkdir()
@@ -866,9 +946,13 @@ def batch_cq_topics(root: str | os.PathLike) -> frozenset[str]:
     from rmqlab.rules.dispatch import QUEUE_TYPE_ATTRIBUTE, cq_type
 
     main = Path(root) / CONFIG / CONFIG_FILES["topics"]
-    if not (main.exists() or main.with_name(main.name + ".bak").exists()):
+    v2 = Path(root) / CONFIG / CONFIG_V2_FOLDER
+    if is_rocksdb(v2):   # configManagerVersion=v2: the topics are in config/rdb alone
+        load = load_config_v2(v2)["topics"]
+    elif not (main.exists() or main.with_name(main.name + ".bak").exists()):
         return frozenset()
-    load = load_config_file(main, "topics")
+    else:
+        load = load_config_file(main, "topics")
     out = set()
     for row in load.rows:
         try:

@@ -66,7 +66,6 @@ from __future__ import annotations
 import dataclasses
 import ipaddress
 import math
-import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -103,6 +102,7 @@ from rmqlab.rules.dispatch import (
 )
 
 # MessageSysFlag: BORNHOST_V6_FLAG 0x10 / STOREHOSTADDRESS_V6_FLAG 0x20 mark an IPv6 host
+from rmqlab.rules.topics import is_valid_topic
 from rmqlab.rules.versions import layout_facts
 
 if TYPE_CHECKING:
@@ -154,8 +154,6 @@ SCHEMA = pa.schema([
     pa.field("queue_offset", pa.int64(), nullable=False),        # as the broker assigns it
 ])
 
-_TOPIC_RE = re.compile(r"[%|a-zA-Z0-9_-]+")   # TopicValidator.VALID_PATTERN_STR
-_TOPIC_MAX = 127                               # TopicValidator.TOPIC_MAX_LENGTH
 _DAY = 86400
 _SEGMENT_SECONDS = 1 << 16      # the rate grid is built this many seconds at a time
 _DELIVERY_POLL_S = 0.1          # ScheduleMessageService.DELAY_FOR_A_WHILE (100 ms)
@@ -443,7 +441,7 @@ def _validate(w: Workload) -> None:
     text("producer_group", w.producer_group)
     need(len(w.topics) >= 1, "topics must name at least one topic")
     for t in w.topics:
-        need(isinstance(t, str) and _TOPIC_RE.fullmatch(t) is not None and len(t) <= _TOPIC_MAX,
+        need(isinstance(t, str) and is_valid_topic(t),
              f"topic {t!r} is not a valid RocketMQ topic ([%|a-zA-Z0-9_-], 1..127 chars)")
         need(t != SCHEDULE_TOPIC, f"{SCHEDULE_TOPIC} is the broker's; delayed messages go there by themselves")
     need(len(set(w.topics)) == len(w.topics), "topics must be distinct")
@@ -490,7 +488,7 @@ def _validate(w: Workload) -> None:
     need(all(t in w.topics for t in w.batch_cq_topics), "batch_cq_topics must be among topics")
     count("inner_batch_max", 1, 2**15 - 1)             # INNER_NUM is a Java short
     for q in w.lmq_queues:
-        need(isinstance(q, str) and is_lmq(q) and _TOPIC_RE.fullmatch(q) is not None and len(q) <= _TOPIC_MAX,
+        need(isinstance(q, str) and is_lmq(q) and is_valid_topic(q),
              f"lmq_queues: {q!r} is not a queue name starting with %LMQ%")
     count("multi_dispatch_every", 0)
     need(not w.multi_dispatch_every or len(w.lmq_queues) >= 1, "multi_dispatch_every needs lmq_queues")

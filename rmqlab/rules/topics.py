@@ -6,8 +6,11 @@ application's messages. The names are the broker's (TopicValidator and MixAll).
 """
 from __future__ import annotations
 
+import re
+
 __all__ = ["SYSTEM_TOPICS", "SYSTEM_TOPIC_PREFIXES", "is_system_topic", "BUILTIN_TOPICS", "is_builtin_topic",
-           "REVIVE_TOPIC_PREFIX", "RETRY_PREFIX", "pop_retry_topic", "parse_pop_normal_topic"]
+           "REVIVE_TOPIC_PREFIX", "RETRY_PREFIX", "pop_retry_topic", "parse_pop_normal_topic", "TOPIC_MAX_LENGTH",
+           "GROUP_MAX_LENGTH", "is_valid_topic", "is_valid_group"]
 
 #: Topics the broker keeps for itself (TopicValidator and MixAll), by exact name.
 SYSTEM_TOPICS = frozenset({
@@ -91,3 +94,28 @@ def parse_pop_normal_topic(topic: str, group: str) -> str:
     if topic.startswith(v2):
         return topic[len(v2):]
     return topic[len(f"{RETRY_PREFIX}{group}_"):]
+
+
+#: TopicValidator.VALID_CHAR_BIT_MAP: the characters of topic and group names
+_NAME_CHARS = re.compile(r"[%|a-zA-Z0-9_-]*")
+#: TopicValidator.TOPIC_MAX_LENGTH, Validators.CHARACTER_MAX_LENGTH (a group's)
+TOPIC_MAX_LENGTH, GROUP_MAX_LENGTH = 127, 255
+
+
+def is_valid_topic(name: str) -> bool:
+    """A name TopicValidator.validateTopic accepts: 1 to 127 of ``[%|a-zA-Z0-9_-]``.
+
+    >>> is_valid_topic("TopicA"), is_valid_topic("a b"), is_valid_topic("x" * 128)
+    (True, False, False)
+    """
+    return 0 < len(name) <= TOPIC_MAX_LENGTH and _NAME_CHARS.fullmatch(name) is not None
+
+
+def is_valid_group(name: str) -> bool:
+    """A group name the broker creates a subscription group for (findSubscriptionGroupConfig:
+    no longer than 255, no character TopicValidator.isTopicOrGroupIllegal rejects).
+
+    >>> is_valid_group("G_pop"), is_valid_group("G pop")
+    (True, False)
+    """
+    return len(name) <= GROUP_MAX_LENGTH and _NAME_CHARS.fullmatch(name) is not None

@@ -276,7 +276,7 @@ class Store:
         """The files and folders at the store's root and in config/ that rmqlab does not read
         (5.5's rocksdbstore/, a tiered store's folders, config/rdb/, ...): ``store info`` lists
         them, so nothing is passed over in silence. Cost: two folder listings."""
-        from rmqlab.formats.storeconfig import CONFIG_FILES, ROCKSDB_CONFIG_FOLDERS
+        from rmqlab.formats.storeconfig import CONFIG_FILES, CONFIG_V2_FOLDER, ROCKSDB_CONFIG_FOLDERS
 
         if not self.root.is_dir():
             return []
@@ -287,7 +287,7 @@ class Store:
                and not (p.name == self.MESSAGE_ROCKSDB and self._message_rocksdb_empty())]
         config = self.root / "config"
         if config.is_dir():
-            known = {*CONFIG_FILES.values(), *ROCKSDB_CONFIG_FOLDERS.values(), "timercheck"}
+            known = {*CONFIG_FILES.values(), *ROCKSDB_CONFIG_FOLDERS.values(), "timercheck", CONFIG_V2_FOLDER}
             out += [f"config/{p.name}" for p in sorted(config.iterdir())
                     if p.name not in known and p.name.removesuffix(".bak") not in known]
         return out

@@ -37,7 +37,7 @@ import pandas as pd
 
 from rmqlab.errors import FormatError
 from rmqlab.formats import revivelog as rl
-from rmqlab.rules.topics import REVIVE_TOPIC_PREFIX, parse_pop_normal_topic, pop_retry_topic
+from rmqlab.rules.topics import REVIVE_TOPIC_PREFIX, is_valid_group, parse_pop_normal_topic, pop_retry_topic
 
 if TYPE_CHECKING:
     from rmqlab.store.directory import Store
@@ -218,11 +218,14 @@ def pop_checkpoints(store: Store, *, now: int | None = None) -> pd.DataFrame:
                            kind="stable").reset_index(drop=True)
 
 
-def pop_redeliveries(store: Store, *, now: int | None = None) -> pd.DataFrame:
+def pop_redeliveries(store: Store, *, now: int | None = None,
+                     auto_create_subscription_group: bool = True) -> pd.DataFrame:
     """The messages the revive service will put into pop retry topics, one row each: popped,
     never acknowledged, their checkpoint not yet processed. ``due`` says whether the revive time
     has passed at `now` (ms; None: the current time); ``outcome`` is what ``reviveRetry`` does
-    with it ("re-put to the retry topic", or why it skips it); ``retry_topic`` is
+    with it ("re-put to the retry topic", or why it skips it: a group neither configured nor
+    auto-created, ``findSubscriptionGroupConfig`` creating any legal name while
+    `auto_create_subscription_group`, the broker's default, is on); ``retry_topic`` is
     ``%RETRY%{group}_{topic}``, or the ``+`` form where topics.json already has it
     (``enableRetryTopicV2``); ``reconsume_times`` is the message's own plus one.
     Cost: :func:`pop_checkpoints`, the popped queues' units at the unacknowledged offsets, one
@@ -261,7 +264,8 @@ def pop_redeliveries(store: Store, *, now: int | None = None) -> pd.DataFrame:
                     outcome = CK_LOST
                 elif normal not in topics:
                     outcome = TOPIC_GONE
-                elif ck["group"] not in groups:
+                elif ck["group"] not in groups and not (auto_create_subscription_group
+                                                         and is_valid_group(ck["group"])):
                     outcome = GROUP_GONE
                 elif off not in msg:
                     outcome = MESSAGE_GONE

@@ -31,6 +31,7 @@ from rmqlab.formats import rocksdbcq
 from rmqlab.formats.commitlog import iter_messages
 from rmqlab.formats.msgid import offset_msg_id
 from rmqlab.formats.storepaths import queue_folders
+from rmqlab.rules.topics import is_system_topic
 from rmqlab.rules.versions import layout_facts
 from rmqlab.store.directory import Store
 from rmqlab.verify import verify_path
@@ -567,13 +568,24 @@ def test_pulls_equal_the_broker(answered):
     pulls = answered.answers["broker"]["pulls"]
     store = _store(answered)
     misplaced = answered.misplaced_units()
-    compared = grown = refused = compaction = found = 0
+    on_disk = set(store.config().topics()["topic"])
+    compared = grown = refused = compaction = found = forgotten = 0
     for p in pulls:
         assert "error" not in p and "body_error" not in p, p
         if (p["topic"], p["queueId"]) in misplaced:
             continue
         got = store.get_message(p["topic"], p["queueId"], p["offset"], p["maxNums"], p["subscription"])
         what = (p, str(got))
+        if answered.scenario == "configv2" and p["topic"] not in on_disk and p["code"] != 17 \
+                and got.response_code == 17:
+            # a v2 broker keeps the topics it creates itself (a DLQ, a retry topic, the transaction
+            # check's) in memory only:
+            # TopicConfigManager.createTopicInSendMessageBackMethod puts them in its table and calls
+            # persist(), which TopicConfigManagerV2 makes a WAL flush, so config/rdb never holds them;
+            # the store, read as a restarted broker reads it, has no such topic
+            assert is_system_topic(p["topic"]), what
+            forgotten += 1
+            continue
         log = answered.commitlog
         if got.queue == "compaction":
             assert rh.version_tuple(answered.release) >= (5, 1, 0), what
@@ -596,6 +608,7 @@ def test_pulls_equal_the_broker(answered):
         compared += 1
         found += bool(ours)
     assert compared > 150 and found > 100 and compared > 4 * grown, (compared, found, grown, refused, compaction)
+    assert (forgotten > 0) == (answered.scenario == "configv2"), forgotten
     # every store whose broker kept a compaction log answered some pulls from it
     logs = answered.store / cpt.COMPACTION_DIR / cpt.COMPACTION_LOG_DIR
     assert (compaction > 0) == (logs.is_dir() and any(logs.iterdir())), compaction
@@ -666,7 +679,8 @@ def test_checkpoint_equals_store_checkpoint(written):
 
 # -- dispatch again: the broker's CommitLog gives its ConsumeQueues byte for byte ------------
 
-CLEAN = [(release, scenario) for release, scenario in CASES if scenario in ("clean", "dledger", "multipath")]
+CLEAN = [(release, scenario) for release, scenario in CASES
+         if scenario in ("clean", "dledger", "multipath", "configv2")]
 
 
 def _queue_files_differ(theirs_root: Path, ours_root: Path, unit: int) -> list[str]:
@@ -991,7 +1005,7 @@ def test_the_ledger_is_what_dledgers_own_store_reads(release, scenario):
 
 TIMERS = [(release, scenario) for release, scenario in CASES if rh.version_tuple(release) >= (5, 0, 0)]
 #: scenarios whose broker stopped cleanly after the workload: the timer checkpoint is exact
-TIMERS_CLEAN = [(r, s) for r, s in TIMERS if s in ("clean", "dledger", "rocksdb", "multipath")]
+TIMERS_CLEAN = [(r, s) for r, s in TIMERS if s in ("clean", "dledger", "rocksdb", "multipath", "configv2")]
 
 
 def _timer_case(release: str, scenario: str) -> tuple[rh.BrokerStore, dict]:
@@ -1437,7 +1451,7 @@ def test_revive_log_bodies_read_as_json_reads_them(release, scenario):
             assert rec.offsets == (ao,) and rec.topic == doc.get("t", doc.get("topic"))
 
 
-POPS_CLEAN = [(r, s) for r, s in POPS if s in ("clean", "dledger", "rocksdb", "multipath")]
+POPS_CLEAN = [(r, s) for r, s in POPS if s in ("clean", "dledger", "rocksdb", "multipath", "configv2")]
 
 
 @pytest.mark.parametrize(("release", "scenario"), POPS_CLEAN, ids=[_id(c) for c in POPS_CLEAN])
@@ -1511,7 +1525,7 @@ def test_store_pop_and_store_timers_on_the_command_line(release, scenario, capsy
     got = json.loads(capsys.readouterr().out)
     assert sorted(r["msg_id"] for r in got["redeliveries"]) == sorted(h["msgId"] for h in _held(bs))
     names = ("lmqConsumerOffset.json", "consumerOffset.json")
-    if scenario != "rocksdb":   # the rocksdb store keeps offsets in config/consumerOffsets/ (RocksDB)
+    if scenario not in ("rocksdb", "configv2"):   # those keep offsets in RocksDB (config/consumerOffsets/, rdb/)
         raw = next((bs.store / "config" / n).read_text() for n in names if (bs.store / "config" / n).exists())
         table = json.loads(re.sub(r"([{,]\s*)(\d+):", r'\1"\2":', raw))["offsetTable"]
         for g in got["groups"]:

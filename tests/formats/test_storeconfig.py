@@ -336,3 +336,50 @@ def test_lmq_consumer_offsets_are_the_consumer_offsets_a_5x_broker_with_lmq_keep
     assert sorted(zip(got["topic"], got["group"], got["queue_id"], got["offset"], strict=True)) == [
         ("TopicOrder", "G_pop", 0, 13), ("TopicOrder", "G_pop", 1, 13), ("TopicOrder", "G_pop", 2, 7),
         ("TopicOrder", "G_pop", 3, 7), ("rmq_sys_REVIVE_LOG_DefaultCluster", "CID_RMQ_SYS_REVIVE_GROUP", 0, 0)]
+
+
+def _v2_key(table: int, record: int, tail: bytes) -> bytes:
+    """ConfigHelper / ConsumerOffsetManagerV2's key layout (rocketmq-all-5.3.3 broker/config/v2)."""
+    return bytes([1]) + table.to_bytes(2, "big") + bytes([record]) + tail
+
+
+def _v2_name(name: str) -> bytes:
+    b = name.encode()
+    return len(b).to_bytes(2, "big") + b
+
+
+def test_v2_config_managers_are_read_from_config_rdb_alone(tmp_path):
+    """configManagerVersion=v2 (5.3+): topics, groups and consumer offsets come from config/rdb,
+    keyed and valued as ConfigHelper, TopicConfigManagerV2 and ConsumerOffsetManagerV2 write them;
+    a topics.json beside it is not read (a v2 broker does not); a key of no table is a typed
+    error naming the database."""
+    import struct
+
+    from rmqlab.formats.storeconfig import load_config_v2, read_store_config
+
+    config = tmp_path / "config"
+    config.mkdir()
+    (config / "topics.json").write_text('{"topicConfigTable":{"OLD":{"topicName":"OLD"}}}')
+    entries = {
+        _v2_key(3, 2, _v2_name("TopicA")): b"\x01" + json.dumps({"topicName": "TopicA", "readQueueNums": 4,
+                                                                  "writeQueueNums": 4, "perm": 6}).encode(),
+        _v2_key(4, 2, _v2_name("G_push")): b"\x01" + json.dumps({"groupName": "G_push"}).encode(),
+        _v2_key(1, 2, _v2_name("G_push") + b"\x01" + _v2_name("TopicA") + b"\x01" + struct.pack(">i", 3)):
+            struct.pack(">q", 42),
+        _v2_key(2, 2, _v2_name("G_push") + b"\x01" + _v2_name("TopicA") + b"\x01" + struct.pack(">i", 3)):
+            struct.pack(">q", 40),
+        _v2_key(1, 1, b"data_version"): struct.pack(">qqq", 0, 1718000000000, 7),
+    }
+    _rocksdb_config(config / "rdb", entries, 0)
+    c = read_store_config(tmp_path)
+    assert c.topics()["topic"].tolist() == ["TopicA"] and c.topics()["read_queue_nums"].tolist() == [4]
+    assert c.subscription_groups()["group"].tolist() == ["G_push"]
+    off = c.consumer_offsets()
+    assert off[["topic", "group", "queue_id", "offset"]].values.tolist() == [["TopicA", "G_push", 3, 42]]
+    loads = load_config_v2(config / "rdb")
+    assert loads["consumer_offsets"].data_version.counter == 7
+    assert [(r["queue_id"], r["offset"]) for r in loads["consumer_offsets"].extra["pull_offsets"]] == [(3, 40)]
+    _rocksdb_config(config / "rdb", {_v2_key(9, 2, _v2_name("x")): b"\x01{}"}, 0)
+    with pytest.raises(FormatError) as e:
+        load_config_v2(config / "rdb")
+    assert e.value.field == "key" and "table id 9" in str(e.value)

@@ -32,6 +32,9 @@ Scenarios:
                {store}/commitlog,{store}/commitlog-b: MultiPathMappedFileQueue, 4.9.2+; 4.9.7 and
                5.3.3, :data:`MULTIPATH_RELEASES`); the release's own code decodes and answers through
                a folder of links to both (:meth:`_Run.java_view`).
+``configv2``   as ``clean``, with the v2 config managers (configManagerVersion=v2, 5.3+: topics,
+               subscription groups and consumer offsets in one RocksDB database, config/rdb;
+               5.3.3 and 5.5.0, :data:`CONFIG_V2_RELEASES`).
 ``revived``    the clean store copied (5.0.0+), the broker restarted on it and left running until
                its PopReviveService revived the checkpoints PopConsumer.java left in flight (the
                held messages' revive time, from the clean run's pop.json, plus
@@ -105,12 +108,16 @@ EXTRA_SCENARIOS: dict[str, Any] = {
     "dledger-recovered": lambda release: release in DLEDGER_RELEASES,
     # as clean, with the ConsumeQueues in RocksDB (storeType=defaultRocksDB, RIP-66, 5.2.0+)
     "rocksdb": lambda release: version_tuple(release) >= ROCKSDB_SINCE,
+    # the v2 config managers: config/rdb (configManagerVersion=v2, 5.3+)
+    "configv2": lambda release: release in CONFIG_V2_RELEASES,
     # a CommitLog over two folders (storePathCommitLog with a comma, 4.9.2+)
     "multipath": lambda release: release in MULTIPATH_RELEASES,
     # the clean store, the broker restarted on it until it revived the pop checkpoints left in flight
     "revived": lambda release: version_tuple(release) >= (5, 0, 0),
 }
 ALL_SCENARIOS = (*SCENARIOS, *EXTRA_SCENARIOS)
+#: the releases whose broker has the v2 config managers (configManagerVersion=v2)
+CONFIG_V2_RELEASES = ("5.3.3", "5.5.0")
 #: the releases with a CommitLog over several paths: the last 4.9 and a 5.3
 MULTIPATH_RELEASES = ("4.9.7", "5.3.3")
 #: the multipath scenario's CommitLog folders, under the store root (the broker's storePathCommitLog)
@@ -352,6 +359,8 @@ def scenario_conf(scenario: str) -> str:
         return "enabledAppendPropCRC=true\n"
     if scenario == "rocksdb":
         return "storeType=defaultRocksDB\n"
+    if scenario == "configv2":
+        return "configManagerVersion=v2\n"
     if scenario == "multipath":   # {store} is put in by write_conf
         return "storePathCommitLog=" + ",".join("{store}/" + p for p in COMMITLOG_PATHS) + "\n"
     if scenario.startswith("dledger"):
@@ -818,7 +827,7 @@ class _Run:
             else:
                 self.start_broker("first")
                 self.workload()
-                if self.scenario in ("clean", "dledger", "rocksdb", "multipath"):
+                if self.scenario in ("clean", "dledger", "rocksdb", "multipath", "configv2"):
                     self.answers(self.groups)
                     self.stop_clean("first")
                 else:
