@@ -38,7 +38,7 @@ from rmqlab.jvm.hashcode import java_hash
 
 __all__ = ["HEADER", "SLOT", "ITEM", "COMPACT_ITEM", "BEGIN_MAGIC_CODE", "END_MAGIC_CODE", "TieredIndexGeometry",
            "TieredIndexFile", "tiered_index_hash", "FOLDER", "COMPACTING", "MAX_QUERY_COUNT", "index_files",
-           "query_service", "write_local_file"]
+           "query_service", "write_local_file", "TieredMetadata", "read_tiered_metadata", "METADATA_FILE"]
 
 
 def _java_int(v: int) -> int:
@@ -457,3 +457,74 @@ def query_service(files: list[TieredIndexFile], topic: str, key: str, max_count:
 
 
 _QUERY_COLUMNS = ("topic_id", "queue_id", "offset", "size", "time_diff", "hash_code", "store_timestamp")
+
+
+#: DefaultMetadataStore's file: {storePathRootDir}/config/tieredStoreMetadata.json
+METADATA_FILE = "tieredStoreMetadata.json"
+
+
+@dataclass(frozen=True)
+class TieredMetadata:
+    """``config/tieredStoreMetadata.json`` (DefaultMetadataStore, fastjson of
+    TieredMetadataSerializeWrapper): the tiered store's topics with the ids its index items
+    carry, and its file segments (``segments``: kind "commitlog", "consumequeue" or "index",
+    path, base offset, size, status 0 new / 1 sealed / 2 deleted, begin and end timestamps)."""
+
+    topic_ids: dict[str, int]
+    segments: pd.DataFrame
+
+    def topic_of(self, topic_id: int) -> str | None:
+        """The topic an index item's topic id names, None for an id the metadata lacks."""
+        by_id = {v: k for k, v in self.topic_ids.items()}
+        return by_id.get(int(topic_id))
+
+
+_SEGMENT_TABLES = {"commitLogFileSegmentTable": "commitlog", "consumeQueueFileSegmentTable": "consumequeue",
+                   "indexFileSegmentTable": "index"}
+
+
+def read_tiered_metadata(path: str | os.PathLike) -> TieredMetadata:
+    """Read ``tieredStoreMetadata.json`` as DefaultMetadataStore.decode does. Reads only.
+    Raises FormatError naming the file and the JSON path of a value of the wrong kind.
+
+    >>> import tempfile
+    >>> p = Path(tempfile.mkdtemp()) / METADATA_FILE
+    >>> _ = p.write_text('{"topicMetadataTable":{"T":{"topic":"T","topicId":3}},"indexFileSegmentTable":'
+    ...                  '{"index":{0:{"path":"index","baseOffset":0,"size":56,"status":1,"type":2,'
+    ...                  '"beginTimestamp":5,"endTimestamp":9}}}}')
+    >>> m = read_tiered_metadata(p)
+    >>> m.topic_ids, m.topic_of(3), m.segments[["kind", "size", "begin_timestamp"]].values.tolist()
+    ({'T': 3}, 'T', [['index', 56, 5]])
+    """
+    from rmqlab.formats.storeconfig import parse_fastjson
+
+    p = Path(path)
+    doc = parse_fastjson(p.read_text(encoding="utf-8", errors="replace"), path=p) or {}
+    if not isinstance(doc, dict):
+        raise FormatError("not a JSON object", path=p, offset=0, field="")
+
+    def num(v: Any, where: str) -> int:
+        if isinstance(v, bool) or not isinstance(v, int):
+            raise FormatError(f"{v!r} is not an integer", path=p, offset=None, field=where)
+        return v
+
+    topics = {}
+    for name, t in (doc.get("topicMetadataTable") or {}).items():
+        if not isinstance(t, dict):
+            raise FormatError(f"{t!r} is not an object", path=p, offset=None, field=f"topicMetadataTable.{name}")
+        topics[str(t.get("topic", name))] = num(t.get("topicId", 0), f"topicMetadataTable.{name}.topicId")
+    rows = []
+    for table, kind in _SEGMENT_TABLES.items():
+        for seg_path, by_offset in (doc.get(table) or {}).items():
+            for base, m in (by_offset or {}).items():
+                where = f"{table}.{seg_path}.{base}"
+                if not isinstance(m, dict):
+                    raise FormatError(f"{m!r} is not an object", path=p, offset=None, field=where)
+                rows.append({"kind": kind, "path": str(m.get("path", seg_path)),
+                             "base_offset": num(m.get("baseOffset", int(base)), f"{where}.baseOffset"),
+                             "size": num(m.get("size", 0), f"{where}.size"),
+                             "status": num(m.get("status", 0), f"{where}.status"),
+                             "begin_timestamp": num(m.get("beginTimestamp", 0), f"{where}.beginTimestamp"),
+                             "end_timestamp": num(m.get("endTimestamp", 0), f"{where}.endTimestamp")})
+    cols = ["kind", "path", "base_offset", "size", "status", "begin_timestamp", "end_timestamp"]
+    return TieredMetadata(topics, pd.DataFrame(rows, columns=cols))

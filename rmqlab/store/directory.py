@@ -287,7 +287,8 @@ class Store:
                and not (p.name == self.MESSAGE_ROCKSDB and self._message_rocksdb_empty())]
         config = self.root / "config"
         if config.is_dir():
-            known = {*CONFIG_FILES.values(), *ROCKSDB_CONFIG_FOLDERS.values(), "timercheck", CONFIG_V2_FOLDER}
+            known = {*CONFIG_FILES.values(), *ROCKSDB_CONFIG_FOLDERS.values(), "timercheck", CONFIG_V2_FOLDER,
+                     "tieredStoreMetadata.json"}
             out += [f"config/{p.name}" for p in sorted(config.iterdir())
                     if p.name not in known and p.name.removesuffix(".bak") not in known]
         return out
@@ -329,7 +330,8 @@ class Store:
         """A key query of the tiered store's local index files as ``IndexStoreService.queryAsync``
         answers it (:func:`rmqlab.formats.tieredindex.query_service`: only files begun within
         [begin, end] are asked): topic id, queue id, CommitLog offset, size and store time of
-        each item found, with the file it came from. Cost: one chain walk a file in range.
+        each item found, with the file it came from, and the topic its id names where the store
+        has ``config/tieredStoreMetadata.json``. Cost: one chain walk a file in range.
 
         >>> import tempfile
         >>> Store(tempfile.mkdtemp()).query_tiered_index("T", "k").shape[0]
@@ -339,10 +341,15 @@ class Store:
 
         files = self.tiered_index(hash_slot_num=hash_slot_num, index_num=index_num)
         try:
-            return ti.query_service(files, topic, key, max_num, begin, end)
+            got = ti.query_service(files, topic, key, max_num, begin, end)
         finally:
             for f in files:
                 f.close()
+        meta = self.root / "config" / ti.METADATA_FILE
+        if meta.is_file():   # the topic each item's id names (a hash may collide across topics)
+            m = ti.read_tiered_metadata(meta)
+            got.insert(0, "topic", [m.topic_of(i) for i in got["topic_id"]])
+        return got
 
     def _tiered_index_info(self) -> dict[str, Any]:
         """The tiered store's local index files, only for a store that has the folder: their

@@ -104,6 +104,12 @@ def test_rmqlabs_writer_writes_the_releases_bytes(oracle, tmp_path):
             break
         taken.append(r)
         keys += k
+    import re
+
+    raw = (entry / "root" / "config" / ti.METADATA_FILE).read_text()
+    ids = {t["topic"]: t["topicId"] for t in json.loads(re.sub(r"([{,]\s*)(-?\d+):", r'\1"\2":', raw))[
+        "topicMetadataTable"].values()}   # DefaultMetadataStore's ids, as the release put them
+    taken = [(t, ids[t], q, k, o, z, ts) for t, _, q, k, o, z, ts in taken]
     ours = ti.write_local_file(tmp_path / first.name, ti.TieredIndexGeometry(SLOTS, ITEMS), int(first.name), taken)
     assert ours.read_bytes() == first.read_bytes()
 
@@ -191,3 +197,26 @@ def test_tiered_query_on_the_command_line(oracle, capsys):
     got = json.loads(capsys.readouterr().out)
     theirs = {(i[1], i[2]) for f in answers["files"] for i in f["local"][q]}
     assert {(r["queue_id"], r["offset"]) for r in got} == theirs
+
+
+def test_the_metadata_names_the_topic_of_every_item(oracle):
+    """DefaultMetadataStore's tieredStoreMetadata.json (its topic ids, which the release's index
+    items carry, and one sealed index segment a file uploaded): every item a query finds is
+    named by rmqlab with the topic its row was put under, and the segments are the files'."""
+    from rmqlab.store.directory import Store
+
+    _, rows, queries, entry, answers = oracle
+    meta = ti.read_tiered_metadata(entry / "root" / "config" / ti.METADATA_FILE)
+    assert set(meta.topic_ids) == {r[0] for r in rows if r[3]}
+    seg = meta.segments[meta.segments["kind"] == "index"].sort_values("base_offset")
+    assert seg[["begin_timestamp", "end_timestamp", "size"]].values.tolist() == \
+        [[f["timestamp"], f["endTimestamp"], f["compactedSize"]] for f in answers["files"]]
+    assert (seg["status"] == 1).all()
+    topic_at = {(q, o): t for t, _, q, _, o, _, _ in rows}
+    store, named = Store(entry / "root"), 0
+    for t, k, n, b, e in queries[:200]:
+        got = store.query_tiered_index(t, k, max_num=n, begin=b, end=e, hash_slot_num=SLOTS)
+        for r in got.itertuples():
+            assert r.topic == topic_at[(r.queue_id, r.offset)], (t, k)
+            named += 1
+    assert named > 50

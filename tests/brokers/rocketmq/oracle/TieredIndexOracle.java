@@ -8,7 +8,9 @@
  * (queryAsyncFromUnsealedFile), compacts each file (doCompaction: DIR/root/tiered_index_file/
  * compacting/<timestamp>), and answers the queries again from each compacted file uploaded to a
  * PosixFileSegment under DIR/tiered (queryAsyncFromSegmentFile, the UPLOAD state). Writes
- * DIR/answers.json.
+ * DIR/answers.json. Topic ids are the ones DefaultMetadataStore.addTopic gives (the TSV's column
+ * is ignored), and each uploaded file is recorded as an index segment (updateFileSegment), so
+ * DIR/root/config/tieredStoreMetadata.json is the metadata a tiered broker keeps.
  * Reflection is not needed: 5.3.x and 5.5.x share these signatures.
  */
 
@@ -30,6 +32,8 @@ import org.apache.rocketmq.tieredstore.common.AppendResult;
 import org.apache.rocketmq.tieredstore.common.FileSegmentType;
 import org.apache.rocketmq.tieredstore.index.IndexItem;
 import org.apache.rocketmq.tieredstore.index.IndexStoreFile;
+import org.apache.rocketmq.tieredstore.metadata.DefaultMetadataStore;
+import org.apache.rocketmq.tieredstore.metadata.entity.FileSegmentMetadata;
 import org.apache.rocketmq.tieredstore.provider.PosixFileSegment;
 
 public class TieredIndexOracle {
@@ -43,12 +47,15 @@ public class TieredIndexOracle {
         cfg.setTieredStoreIndexFileMaxIndexNum(Integer.parseInt(args.get("items")));
         cfg.setTieredStoreFilePath(new File(out, "tiered").getPath());   // PosixFileSegment's base path
 
+        DefaultMetadataStore metadata = new DefaultMetadataStore(cfg);
         List<IndexStoreFile> files = new ArrayList<>();
         IndexStoreFile current = null;
         int rows = 0, full = 0;
         for (String line : Files.readAllLines(new File(args.get("in")).toPath(), StandardCharsets.UTF_8)) {
             if (line.isEmpty()) continue;
             String[] f = line.split("\t", -1);
+            if (metadata.getTopic(f[0]) == null) metadata.addTopic(f[0], -1L);
+            f[1] = String.valueOf(metadata.getTopic(f[0]).getTopicId());
             long ts = Long.parseLong(f[5]);
             Set<String> keys = new LinkedHashSet<>();
             for (String k : f[6].split(" ")) if (!k.isEmpty()) keys.add(k);
@@ -72,6 +79,7 @@ public class TieredIndexOracle {
         for (String line : Files.readAllLines(new File(args.get("queries")).toPath(), StandardCharsets.UTF_8)) {
             if (!line.isEmpty()) queries.add(line.split("\t", -1));
         }
+        long segmentBase = 0;
         StringBuilder json = new StringBuilder("{\"rows\":").append(rows).append(",\"files\":[");
         for (int i = 0; i < files.size(); i++) {
             IndexStoreFile file = files.get(i);
@@ -94,10 +102,19 @@ public class TieredIndexOracle {
             segment.setMinTimestamp(file.getTimestamp());
             segment.setMaxTimestamp(file.getEndTimestamp());
             IndexStoreFile uploaded = new IndexStoreFile(cfg, segment);
+            FileSegmentMetadata segmentMetadata = new FileSegmentMetadata("index", segmentBase,
+                    FileSegmentType.INDEX.getCode());
+            segmentMetadata.setSize(compacted.remaining());
+            segmentMetadata.setBeginTimestamp(file.getTimestamp());
+            segmentMetadata.setEndTimestamp(file.getEndTimestamp());
+            segmentMetadata.setStatus(FileSegmentMetadata.STATUS_SEALED);
+            metadata.updateFileSegment(segmentMetadata);
+            segmentBase += compacted.remaining();
             json.append(",\"compactedSize\":").append(compacted.remaining())
                 .append(",\"uploaded\":").append(answers(uploaded, queries)).append("}");
         }
         json.append("]}");
+        metadata.persist();
         try (PrintWriter w = new PrintWriter(new File(out, "answers.json"), "UTF-8")) {
             w.print(json);
         }
