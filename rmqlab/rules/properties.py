@@ -6,11 +6,12 @@ dispatch rules (:mod:`rmqlab.rules.dispatch`) apply, so it lives below both.
 """
 from __future__ import annotations
 
+import re
 from typing import AnyStr
 
 import numpy as np
 
-__all__ = ["malformed_pairs_many", "property_pairs"]
+__all__ = ["malformed_pairs_many", "property_pairs", "property_values"]
 
 
 def property_pairs(raw: AnyStr) -> list[AnyStr]:
@@ -49,3 +50,17 @@ def malformed_pairs_many(blocks) -> np.ndarray:
     arr = pa.array(np.asarray(blocks, dtype=object), type=pa.large_string(), from_pandas=True)
     well = pc.match_substring_regex(arr, _WELL_FORMED)
     return ~np.asarray(well.fill_null(True).to_numpy(zero_copy_only=False), dtype=bool)
+
+
+def property_values(props, name: str):
+    """The value of property `name` in each PROPERTIES text of a pandas Series (None where the
+    text has no such pair with a value; of several, the last, as ``string2messageProperties``
+    keeps it, like :func:`rmqlab.formats.commitlog.parse_properties`).
+    Cost: one regular expression a text, in pandas' C loop.
+
+    >>> import pandas as pd
+    >>> property_values(pd.Series(["A\x011\x02B\x012", "B\x013\x02B\x014", "X\x01B\x015", None]), "B").tolist()
+    ['2', '4', None, None]
+    """
+    got = props.fillna("").str.extract(f"(?s)^(?:.*\x02)?{re.escape(name)}\x01([^\x02]+)", expand=False)
+    return got.astype(object).mask(got.isna(), None)

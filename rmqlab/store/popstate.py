@@ -37,6 +37,7 @@ import pandas as pd
 
 from rmqlab.errors import FormatError
 from rmqlab.formats import revivelog as rl
+from rmqlab.rules.properties import property_values
 from rmqlab.rules.topics import REVIVE_TOPIC_PREFIX, is_valid_group, parse_pop_normal_topic, pop_retry_topic
 
 if TYPE_CHECKING:
@@ -144,8 +145,7 @@ def revive_records(store: Store, *, now: int | None = None) -> pd.DataFrame:
 
 
 def _timer_out(props: pd.Series) -> list[int | None]:
-    got = props.fillna("").str.extract("(?:^|\x02)TIMER_OUT_MS\x01([0-9]+)", expand=False)
-    return [None if pd.isna(v) else int(v) for v in got]
+    return [int(v) if v is not None and v.isdigit() else None for v in property_values(props, "TIMER_OUT_MS")]
 
 
 @dataclass

@@ -32,6 +32,7 @@ import pandas as pd
 from rmqlab.errors import FormatError
 from rmqlab.formats import commitlog as cl
 from rmqlab.formats import timer as tm
+from rmqlab.rules.properties import property_values
 from rmqlab.rules.topics import TIMER_TOPIC
 
 if TYPE_CHECKING:
@@ -96,12 +97,6 @@ def timer_state(store: Store, *, precision_ms: int | None = None) -> TimerState:
     return TimerState(wheel, log, checkpoint, precision_ms, inferred)
 
 
-def _property(props: pd.Series, name: str) -> pd.Series:
-    """The value of property `name` in each PROPERTIES text (None where absent)."""
-    got = props.fillna("").str.extract(f"(?:^|\x02){name}\x01([^\x02]*)", expand=False)
-    return got.astype(object).mask(got.isna(), None)
-
-
 def timer_entries(store: Store, *, precision_ms: int | None = None, state: TimerState | None = None) -> pd.DataFrame:
     """Every unit of the timer log, one row each, with its message and its state.
 
@@ -144,7 +139,7 @@ def timer_entries(store: Store, *, precision_ms: int | None = None, state: Timer
             ts.close()
     msgs = _messages_at(store, frame["offset_py"].to_numpy())
     for c in ("real_topic", "real_queue_id", "fires_at_ms", "delete_key", "roll_times"):
-        frame[c] = _property(msgs["properties"], _PROPS[c])
+        frame[c] = property_values(msgs["properties"], _PROPS[c])
     frame["uniq_key"] = msgs["uniq_key"].to_numpy()
     frame["keys"] = msgs["keys"].to_numpy()
     frame["tags"] = msgs["tags"].to_numpy()
@@ -282,12 +277,12 @@ def _awaiting_enqueue(store: Store) -> pd.DataFrame:
         return pd.DataFrame()
     offs = units["commitlog_offset"].to_numpy(np.int64)
     m = _messages_at(store, offs)
-    keep = _property(m["properties"], "TIMER_DEL_UNIQKEY").isna().to_numpy()   # delete markers cancel, not fire
+    keep = property_values(m["properties"], "TIMER_DEL_UNIQKEY").isna().to_numpy()   # delete markers cancel, not fire
     offs, m = offs[keep], m[keep].reset_index(drop=True)
     return pd.DataFrame({
-        "source": "timer queue", "real_topic": _property(m["properties"], "REAL_TOPIC"),
-        "real_queue_id": pd.to_numeric(_property(m["properties"], "REAL_QID"), errors="coerce").astype("Int64"),
+        "source": "timer queue", "real_topic": property_values(m["properties"], "REAL_TOPIC"),
+        "real_queue_id": pd.to_numeric(property_values(m["properties"], "REAL_QID"), errors="coerce").astype("Int64"),
         "uniq_key": m["uniq_key"], "keys": m["keys"], "tags": m["tags"],
-        "fires_at_ms": pd.to_numeric(_property(m["properties"], "TIMER_OUT_MS"), errors="coerce").astype("Int64"),
+        "fires_at_ms": pd.to_numeric(property_values(m["properties"], "TIMER_OUT_MS"), errors="coerce").astype("Int64"),
         "slot_ms": pd.array([None] * len(offs), dtype="Int64"), "rolled": False, "offset_py": offs,
     })
