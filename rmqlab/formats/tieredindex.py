@@ -485,7 +485,6 @@ _SEGMENT_TABLES = {"commitLogFileSegmentTable": "commitlog", "consumeQueueFileSe
 
 def read_tiered_metadata(path: str | os.PathLike) -> TieredMetadata:
     """Read ``tieredStoreMetadata.json`` as DefaultMetadataStore.decode does. Reads only.
-    Raises FormatError naming the file and the JSON path of a value of the wrong kind.
 
     >>> import tempfile
     >>> p = Path(tempfile.mkdtemp()) / METADATA_FILE
@@ -495,6 +494,8 @@ def read_tiered_metadata(path: str | os.PathLike) -> TieredMetadata:
     >>> m = read_tiered_metadata(p)
     >>> m.topic_ids, m.topic_of(3), m.segments[["kind", "size", "begin_timestamp"]].values.tolist()
     ({'T': 3}, 'T', [['index', 56, 5]])
+
+    Raises FormatError naming the file and the JSON path of a value of the wrong kind.
     """
     from rmqlab.formats.storeconfig import parse_fastjson
 
