@@ -417,11 +417,15 @@ class Store:
     def _pop_info(self) -> dict[str, Any]:
         """Pop consumption (5.x), only for a store with a revive log: the checkpoints not yet
         processed, the messages popped and never acknowledged, and when the first is revived."""
+        from rmqlab.errors import RmqlabError
         from rmqlab.store import popstate
 
-        if not popstate.revive_topics(self):
-            return {}
-        cks = self.pop_checkpoints()
+        try:
+            if not popstate.revive_topics(self):
+                return {}
+            cks = self.pop_checkpoints()
+        except RmqlabError as e:
+            return {"pop": {"not_read": e.reason}}
         open_ = cks[cks["unacked"] > 0]
         return {"pop": {"revive_topics": popstate.revive_topics(self), "checkpoints": int(len(cks)),
                         "groups": int(cks["group"].nunique()), "unacknowledged": int(cks["unacked"].sum()),

@@ -40,7 +40,10 @@ def verify_pop_state(root: Path, commitlog_file_size: int | None = None,
     store = Store(root, consume_queue_file_size=size, commitlog_paths=commitlog_paths) if commitlog_file_size is None \
         else Store(root, commitlog_file_size=commitlog_file_size, consume_queue_file_size=size,
                    commitlog_paths=commitlog_paths)
-    if not ps.revive_topics(store):
+    try:
+        if not ps.revive_topics(store):
+            return None
+    except RmqlabError:   # the queue store itself cannot be read: its own check reports why
         return None
     try:
         records = ps.revive_records(store)
