@@ -36,6 +36,7 @@ import numpy as np
 import pandas as pd
 
 from rmqlab.errors import FormatError
+from rmqlab.formats import commitlog as cl
 from rmqlab.formats import revivelog as rl
 from rmqlab.rules.properties import property_values
 from rmqlab.rules.topics import REVIVE_TOPIC_PREFIX, is_valid_group, parse_pop_normal_topic, pop_retry_topic
@@ -87,13 +88,24 @@ def _parse(tag: Any, body: Any, path: Any, offset: int) -> tuple[Any, str | None
     return rec, None
 
 
-def commitlog_file(store: Store, offset: int) -> str:
-    """The CommitLog file holding `offset` (to name it in errors)."""
-    starts, _, _ = store.commitlog_extent()
+def _commitlog_namer(store: Store):
+    """A function naming the CommitLog file that holds an offset (its real path, in a store over
+    several folders too), from one listing of the files (:func:`rmqlab.formats.commitlog.store_files`)."""
     import bisect
 
-    i = bisect.bisect_right(starts, offset) - 1
-    return str(store.commitlog_dir / f"{starts[max(i, 0)]:020d}") if starts else str(store.commitlog_dir)
+    files = cl.store_files(store.commitlog_dir) if store.commitlog_dir.is_dir() else []
+    starts = [f.start_offset for f in files]
+
+    def name(offset: int) -> str:
+        i = bisect.bisect_right(starts, offset) - 1
+        return str(files[max(i, 0)].path) if files else str(store.commitlog_dir)
+
+    return name
+
+
+def commitlog_file(store: Store, offset: int) -> str:
+    """The CommitLog file holding `offset` (to name it in errors)."""
+    return _commitlog_namer(store)(offset)
 
 
 def revive_records(store: Store, *, now: int | None = None) -> pd.DataFrame:
@@ -110,8 +122,10 @@ def revive_records(store: Store, *, now: int | None = None) -> pd.DataFrame:
 
     rows: list[dict[str, Any]] = []
     committed = _committed_revive_offsets(store)
-    for topic in revive_topics(store):
-        for q in sorted(qid for t, qid in store.logical_queues() if t == topic):
+    file_of = _commitlog_namer(store)
+    queues = store.logical_queues()
+    for topic in sorted({t for t, _ in queues if t.startswith(REVIVE_TOPIC_PREFIX)}):
+        for q in sorted(qid for t, qid in queues if t == topic):
             with LogicQueue(store, topic, q) as lq:
                 start = max(committed.get((topic, q), -1) + 1, lq.min_offset)
                 units = lq.units(start, lq.max_offset)
@@ -121,7 +135,7 @@ def revive_records(store: Store, *, now: int | None = None) -> pd.DataFrame:
             m = store.read_at(offs, body=True)
             for qo, off, tag, body, out_ms in zip(units["queue_offset"], offs, m["tags"], m["body"],
                                                    _timer_out(m["properties"]), strict=True):
-                record, error = _parse(tag, body, commitlog_file(store, int(off)), int(off))
+                record, error = _parse(tag, body, file_of(int(off)), int(off))
                 rows.append({"revive_topic": topic, "revive_queue_id": q, "source": "revive queue",
                              "revive_queue_offset": int(qo), "offset_py": int(off), "tag": tag,
                              "deliver_at_ms": out_ms, "record": record, "error": error})
@@ -132,7 +146,7 @@ def revive_records(store: Store, *, now: int | None = None) -> pd.DataFrame:
         if len(p):
             m = store.read_at(p["offset_py"].to_numpy(np.int64), body=True)
             for (_, t), tag, body in zip(p.iterrows(), m["tags"], m["body"], strict=True):
-                record, error = _parse(tag, body, commitlog_file(store, int(t["offset_py"])), int(t["offset_py"]))
+                record, error = _parse(tag, body, file_of(int(t["offset_py"])), int(t["offset_py"]))
                 if t["at_restart"] == "never delivered":
                     error = CK_LOST
                 rows.append({"revive_topic": t["real_topic"], "revive_queue_id": int(t["real_queue_id"]),
