@@ -165,7 +165,17 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--tiered-index-geometry", default=None, metavar="SLOTS,ITEMS",
                    help="tieredStoreIndexFileMaxHashSlotNum,MaxIndexNum (default: from the file size, else "
                         "5000000,20000000)")
+    p.add_argument("--tiered-path", default=None, metavar="DIR",
+                   help="the tiered store's file system (tieredStoreFilePath): its uploaded index segments too")
     p.set_defaults(run=_tiered_query)
+    p = ssub.add_parser("tiered", help="the tiered store's file system (tieredStoreFilePath, PosixFileSegment): each "
+                                       "queue's uploaded range, or one queue's messages as served")
+    common(p)
+    queue_file_size(p)
+    p.add_argument("--tiered-path", required=True, metavar="DIR", help="tieredStoreFilePath")
+    p.add_argument("--topic", default=None, help="with --queue: that queue's uploaded messages")
+    p.add_argument("--queue", type=int, default=None, help="the queue id (with --topic)")
+    p.set_defaults(run=_tiered)
     p = ssub.add_parser("pop", help="5.x pop consumption: each popping group's queues, the checkpoints in flight, "
                                     "and the messages the revive service will put into retry topics")
     common(p)
@@ -208,11 +218,33 @@ def _tiered_query(args) -> int:
     store = _store(args)
     slots, items = _geometry(args.tiered_index_geometry)
     got = store.query_tiered_index(args.topic, args.key, max_num=args.max_num, begin=_time(args.begin) or 0,
-                                   end=_time(args.end, LONG_MAX), hash_slot_num=slots, index_num=items)
+                                   end=_time(args.end, LONG_MAX), hash_slot_num=slots, index_num=items,
+                                   tiered_path=args.tiered_path)
     shown = got.assign(stored=[ms_to_iso(v) for v in got["store_timestamp"]])
     cols = ["stored", "topic_id", "queue_id", "offset", "size", "file_timestamp"]
     _emit(args, _plain(got.to_dict(orient="records")),
           f"{len(got)} items for {args.topic}#{args.key}\n" + (shown[cols].to_string(index=False) if len(got) else ""))
+    return 0
+
+
+def _tiered(args) -> int:
+    from rmqlab.tables.times import ms_to_iso
+
+    store = _store(args)
+    if (args.topic is None) != (args.queue is None):
+        raise UsageError("--topic and --queue go together")
+    if args.topic is None:
+        got = store.tiered_queues(args.tiered_path)
+        text = (f"{len(got)} queues uploaded, {int(got['commit_offset'].sub(got['min_offset']).sum())} messages\n"
+                + (got.to_string(index=False) if len(got) else ""))
+        _emit(args, _plain(got.to_dict(orient="records")), text)
+        return 0
+    got = store.tiered_messages(args.tiered_path, args.topic, args.queue, body=False)
+    shown = got.assign(stored=[ms_to_iso(v) for v in got.get("store_timestamp", [])])
+    cols = [c for c in ("offset", "tiered_offset", "item_size", "stored", "tags", "keys", "uniq_key") if c in shown]
+    _emit(args, _plain(got.drop(columns=["properties"], errors="ignore").to_dict(orient="records")),
+          f"{len(got)} messages of {args.topic}/{args.queue} in the tiered store\n"
+          + (shown[cols].to_string(index=False) if len(got) else ""))
     return 0
 
 

@@ -60,6 +60,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--tiered-index-geometry", default=None, metavar="SLOTS,ITEMS",
                    help="tieredStoreIndexFileMaxHashSlotNum,MaxIndexNum of tiered_index_file/ (default: from the "
                         "file size, else 5000000,20000000)")
+    p.add_argument("--tiered-path", default=None, metavar="DIR",
+                   help="the tiered store's file system (tieredStoreFilePath): check its segments against the store")
     p.add_argument("--json", action="store_true", help="print the report as JSON to stdout")
     p.set_defaults(run=run)
 
@@ -98,7 +100,8 @@ def run(args) -> int:
                              consume_queue_file_size=args.consume_queue_file_size, slot_count_rule=args.slot_count_rule,
                              check_crc=not args.no_crc, broker_version=args.broker_version,
                              commitlog_paths=[c for c in (args.commitlog_paths or "").split(",") if c] or None,
-                             tiered_index_geometry=_geometry(args.tiered_index_geometry))
+                             tiered_index_geometry=_geometry(args.tiered_index_geometry),
+                             tiered_path=args.tiered_path)
     except ValueError as e:       # cannot tell what the target is: the user must say
         raise UsageError(str(e)) from e
     if args.json:

@@ -326,30 +326,107 @@ class Store:
         return out
 
     def query_tiered_index(self, topic: str, key: str, *, max_num: int = 32, begin: int = 0, end: int = LONG_MAX,
-                           hash_slot_num: int | None = None, index_num: int | None = None) -> pd.DataFrame:
-        """A key query of the tiered store's local index files as ``IndexStoreService.queryAsync``
-        answers it (:func:`rmqlab.formats.tieredindex.query_service`: only files begun within
-        [begin, end] are asked): topic id, queue id, CommitLog offset, size and store time of
-        each item found, with the file it came from, and the topic its id names where the store
-        has ``config/tieredStoreMetadata.json``. Cost: one chain walk a file in range.
+                           hash_slot_num: int | None = None, index_num: int | None = None,
+                           tiered_path: str | os.PathLike | None = None, broker: str | None = None) -> pd.DataFrame:
+        """A key query of the tiered store's index as ``IndexStoreService.queryAsync`` answers it
+        (:func:`rmqlab.formats.tieredindex.query_service`: only files begun within [begin, end]
+        are asked): topic id, queue id, offset, size and store time of each item found, with
+        the file it came from, and the topic its id names where the store has
+        ``config/tieredStoreMetadata.json``. The files are the local ones (``tiered_index_file/``)
+        and, with `tiered_path` (tieredStoreFilePath), the compacted index segments the metadata
+        lists (of `broker`, or every broker's), which replace a local file of the same begin
+        timestamp as IndexStoreService.recover does. An item's offset is the message's offset
+        in its queue's tiered CommitLog (:meth:`tiered_messages`). Cost: one chain walk a file
+        in range.
 
         >>> import tempfile
         >>> Store(tempfile.mkdtemp()).query_tiered_index("T", "k").shape[0]
         0
         """
         from rmqlab.formats import tieredindex as ti
+        from rmqlab.formats import tieredsegment as ts
 
         files = self.tiered_index(hash_slot_num=hash_slot_num, index_num=index_num)
         try:
+            if tiered_path is not None:
+                for p in ts.index_segments(tiered_path, self._tiered_metadata(), broker=broker):
+                    seg = ti.TieredIndexFile.open(p, form="compacted")
+                    for f in [f for f in files if f.begin_timestamp == seg.begin_timestamp]:
+                        files.remove(f)
+                        f.close()
+                    files.append(seg)
             got = ti.query_service(files, topic, key, max_num, begin, end)
         finally:
             for f in files:
                 f.close()
-        meta = self.root / "config" / ti.METADATA_FILE
-        if meta.is_file():   # the topic each item's id names (a hash may collide across topics)
-            m = ti.read_tiered_metadata(meta)
-            got.insert(0, "topic", [m.topic_of(i) for i in got["topic_id"]])
+        meta = self._tiered_metadata()
+        if meta is not None:   # the topic each item's id names (a hash may collide across topics)
+            got.insert(0, "topic", [meta.topic_of(i) for i in got["topic_id"]])
         return got
+
+    def tiered_queues(self, tiered_path: str | os.PathLike, *, cluster: str | None = None,
+                      broker: str | None = None) -> pd.DataFrame:
+        """The queues the tiered store keeps on its file system (``tieredStoreFilePath``,
+        PosixFileSegment; :mod:`rmqlab.formats.tieredsegment`), as a broker with this store's
+        ``config/tieredStoreMetadata.json`` loads them: topic, queue_id, min_offset and
+        commit_offset (the queue offsets it serves from), its CommitLog and ConsumeQueue segment
+        counts and bytes, and the local ConsumeQueue's max offset for comparison (what is not yet
+        uploaded). Cost: a listing of the file system, one small read a queue.
+
+        >>> import tempfile
+        >>> Store(tempfile.mkdtemp()).tiered_queues(tempfile.mkdtemp()).shape[0]
+        0
+        """
+        from rmqlab.formats import tieredsegment as ts
+
+        rows, local = [], set(self.logical_queues())
+        for q in ts.tiered_queues(tiered_path, self._tiered_metadata(), cluster=cluster, broker=broker):
+            seg = q.segments
+            cl, cq = seg[seg["kind"] == "commitlog"], seg[seg["kind"] == "consumequeue"]
+            rows.append({"topic": q.topic, "queue_id": q.queue_id, "min_offset": q.min_offset,
+                         "commit_offset": q.commit_offset, "commitlog_segments": len(cl),
+                         "commitlog_bytes": int(cl["size"].sum()), "consumequeue_segments": len(cq),
+                         "local_max_offset": self._local_max_offset(q.topic, q.queue_id, local)})
+        cols = ["topic", "queue_id", "min_offset", "commit_offset", "commitlog_segments", "commitlog_bytes",
+                "consumequeue_segments", "local_max_offset"]
+        return pd.DataFrame(rows, columns=cols)
+
+    def tiered_messages(self, tiered_path: str | os.PathLike, topic: str, queue_id: int, *, body: bool = True,
+                        cluster: str | None = None, broker: str | None = None) -> pd.DataFrame:
+        """One queue's messages as the tiered store serves them (FlatMessageFile.getMessageAsync
+        for each queue offset it holds): the offset served, where its item points in the tiered
+        CommitLog (tiered_offset, item_size), the tags code, then the message's columns
+        (:meth:`rmqlab.formats.tieredsegment.TieredQueue.messages`).
+        Cost: one read of the queue's ConsumeQueue segments and the decode of its messages.
+
+        >>> import tempfile
+        >>> Store(tempfile.mkdtemp()).tiered_messages(tempfile.mkdtemp(), "T", 0).shape[0]
+        0
+
+        Raises FormatError naming the segment, the position and the field where an item points
+        at no message.
+        """
+        from rmqlab.formats import tieredsegment as ts
+
+        for q in ts.tiered_queues(tiered_path, self._tiered_metadata(), cluster=cluster, broker=broker):
+            if q.topic == topic and q.queue_id == int(queue_id):
+                return q.messages(body=body)
+        return ts.TieredQueue(topic, int(queue_id), ts.list_segments(tiered_path).iloc[:0]).items()
+
+    def _tiered_metadata(self) -> Any:
+        from rmqlab.formats import tieredindex as ti
+
+        meta = self.root / "config" / ti.METADATA_FILE
+        return ti.read_tiered_metadata(meta) if meta.is_file() else None
+
+    def _local_max_offset(self, topic: str, queue_id: int, local: set[tuple[str, int]]) -> int | None:
+        """The local queue's max offset (None where the store has no such queue)."""
+        from rmqlab.store.queues import LogicQueue
+
+        if (topic, queue_id) not in local:
+            return None
+        with LogicQueue(self, topic, queue_id) as q:
+            return int(q.max_offset)
 
     def _tiered_index_info(self) -> dict[str, Any]:
         """The tiered store's local index files, only for a store that has the folder: their

@@ -31,6 +31,7 @@ from rmqlab.verify.check_checkpoint import checkpoint_report
 from rmqlab.verify.check_commitlog import CommitLogScan, Messages
 from rmqlab.verify.check_compaction import verify_compaction
 from rmqlab.verify.check_consumequeue import (
+    cq_file_size,
     open_queue,
     queue_checks,
     queue_folders,
@@ -40,7 +41,7 @@ from rmqlab.verify.check_dledger import verify_ledger
 from rmqlab.verify.check_index import open_index
 from rmqlab.verify.check_pop import verify_pop_state
 from rmqlab.verify.check_rocksdbcq import verify_rocksdb_queues
-from rmqlab.verify.check_tiered import verify_tiered_index
+from rmqlab.verify.check_tiered import verify_tiered_index, verify_tiered_segments
 from rmqlab.verify.check_timer import verify_timer_store
 from rmqlab.verify.common import INDEX_FILE_NAME, add_problem
 from rmqlab.verify.cross import (
@@ -59,7 +60,8 @@ def verify_path(path: str | os.PathLike, *, kind: Kind | None = None, hash_slot_
                 consume_queue_file_size: int | None = None, slot_count_rule: SlotCountRule | None = None,
                 check_crc: bool = True, broker_version: str | None = None,
                 commitlog_paths: list[str | os.PathLike] | None = None,
-                tiered_index_geometry: tuple[int | None, int | None] = (None, None)) -> VerifyReport:
+                tiered_index_geometry: tuple[int | None, int | None] = (None, None),
+                tiered_path: str | os.PathLike | None = None) -> VerifyReport:
     """Verify a store directory, a part of one, or one file (see the module docstring).
 
     `kind` forces what `path` is (one of :data:`KINDS`; default :func:`detect_kind`).
@@ -72,7 +74,9 @@ def verify_path(path: str | os.PathLike, *, kind: Kind | None = None, hash_slot_
     and the hashSlotCount rule unless `slot_count_rule` is given. `commitlog_paths`: the folders
     of a CommitLog kept over several paths (:class:`StorePaths`). `tiered_index_geometry`:
     tieredStoreIndexFileMaxHashSlotNum and MaxIndexNum of the tiered index files (None: from
-    the file size and the other, or the defaults). Read-only. Raises
+    the file size and the other, or the defaults). `tiered_path`: the tiered store's file system
+    (tieredStoreFilePath), whose segments are checked against the store
+    (:func:`verify_tiered_segments`). Read-only. Raises
     FileNotFoundError / ValueError for a missing or unrecognisable `path`; bad bytes are
     problems in the report, never exceptions. Cost: O(store), vectorized, plus a fixed cost a
     CommitLog file (a small store of many small files is dominated by it); a store that
@@ -110,7 +114,7 @@ def verify_path(path: str | os.PathLike, *, kind: Kind | None = None, hash_slot_
         if not p.is_dir():
             raise NotADirectoryError(f"{p}: a store is a directory")
         _verify_store(p, rep, hash_slot_num, index_num, commitlog_file_size, consume_queue_file_size,
-                      slot_count_rule, check_crc, broker_version, commitlog_paths, tiered_index_geometry)
+                      slot_count_rule, check_crc, broker_version, commitlog_paths, tiered_index_geometry, tiered_path)
     elif kind == "commitlog":
         scan = CommitLogScan(p, commitlog_file_size, check_crc, keys=False)
         scan.walk(lambda window: None)
@@ -165,9 +169,23 @@ def _open_indexes(paths: list[Path], hsn, inum, rule) -> list[tuple[FileReport, 
     return out
 
 
+def _verify_tiered(root: Path, tiered_path, cl_size: int | None, cq_dir: Path, cq_size: int | None,
+                   commitlog_paths: list | None) -> list:
+    """:func:`verify_tiered_segments` beside the store, read with its file sizes."""
+    from rmqlab.store.directory import Store
+
+    files = [f for t in cq_dir.iterdir() if t.is_dir() for q in t.iterdir() if q.is_dir() for f in q.iterdir()
+             if f.is_file()] if cq_dir.is_dir() and not rocksdbcq.is_rocksdb(cq_dir) else []
+    size = cq_file_size(files, cq_size)
+    store = (Store(root, commitlog_file_size=cl_size, consume_queue_file_size=size, commitlog_paths=commitlog_paths)
+             if cl_size else Store(root, consume_queue_file_size=size, commitlog_paths=commitlog_paths))
+    return verify_tiered_segments(store, tiered_path)
+
+
 def _verify_store(root: Path, rep: VerifyReport, hsn, inum, cl_size, cq_size, rule, check_crc,
                   broker_version: str | None = None, commitlog_paths: list | None = None,
-                  tiered_index_geometry: tuple[int | None, int | None] = (None, None)) -> None:
+                  tiered_index_geometry: tuple[int | None, int | None] = (None, None),
+                  tiered_path: str | os.PathLike | None = None) -> None:
     """Every file's own checks, then the cross-file checks: the CommitLog is walked once and the
     index entries and queue units are joined with its messages a window at a time
     (:meth:`CommitLogScan.walk`), so memory follows a window, not the store."""
@@ -222,6 +240,9 @@ def _verify_store(root: Path, rep: VerifyReport, hsn, inum, cl_size, cq_size, ru
         for ledger in where.ledgers:      # a DLedger CommitLog: DLedger's own rules on its ledger
             rep.files.append(verify_ledger(ledger, cl_size))
         rep.files += verify_tiered_index(root, *tiered_index_geometry)   # the tiered store's index (RIP-65)
+        if tiered_path is not None:   # the tiered store's segments (RIP-57), against this store's queues
+            rep.files += _verify_tiered(root, tiered_path, scan.mapped_file_size if scan is not None else cl_size,
+                                        cq_dir, cq_size, commitlog_paths)
         if (root / "compaction").is_dir():   # 5.1+ compaction store
             rep.files += verify_compaction(root)
         if (root / "timerwheel").exists():   # 5.x timer store

@@ -129,6 +129,10 @@ CHECKS: dict[str, str] = {
     # the tiered store's index files (RIP-65: tiered_index_file/, its compacting/)
     "tiered.geometry": "a tiered index file's size does not fit the geometry (pass it when not the default)",
     "tiered.index": "a tiered index file's magic, slots or chains break IndexStoreFile's rules",
+    "tiered.segment": "a tiered segment's name, place in its queue's chain or size against the metadata is wrong",
+    "tiered.commitlog": "a tiered CommitLog segment's records do not chain, or PHYSICALOFFSET is not their own",
+    "tiered.item": "a tiered ConsumeQueue item points at no record, or at another queue's or size",
+    "tiered.copy": "an uploaded message differs from the local queue's at the same queue offset",
     # the compaction store (5.1+: compaction/compactionLog, compactionCq, position-checkpoint)
     "compaction.files": "a queue's log and queue files differ in names (the broker's load throws)",
     "compaction.cq": "a compaction queue's files or units break the SparseConsumeQueue rules",

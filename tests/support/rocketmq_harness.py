@@ -35,6 +35,10 @@ Scenarios:
 ``configv2``   as ``clean``, with the v2 config managers (configManagerVersion=v2, 5.3+: topics,
                subscription groups and consumer offsets in one RocksDB database, config/rdb;
                5.3.3 and 5.5.0, :data:`CONFIG_V2_RELEASES`).
+``tiered``     as ``clean``, with the tiered store (messageStorePlugIn=TieredMessageStore, RIP-57) on
+               its POSIX file system (PosixFileSegment, tieredStoreFilePath={entry}/tiered; 5.3.3
+               and 5.5.0, :data:`TIERED_STORE_RELEASES`); the broker stays up after the workload
+               until its MessageStoreDispatcher uploaded it (:data:`TIERED_UPLOAD_WAIT_S`).
 ``revived``    the clean store copied (5.0.0+), the broker restarted on it and left running until
                its PopReviveService revived the checkpoints PopConsumer.java left in flight (the
                held messages' revive time, from the clean run's pop.json, plus
@@ -112,12 +116,23 @@ EXTRA_SCENARIOS: dict[str, Any] = {
     "configv2": lambda release: release in CONFIG_V2_RELEASES,
     # a CommitLog over two folders (storePathCommitLog with a comma, 4.9.2+)
     "multipath": lambda release: release in MULTIPATH_RELEASES,
+    # the tiered store plugin on a POSIX file system beside the store (5.3+)
+    "tiered": lambda release: release in TIERED_STORE_RELEASES,
     # the clean store, the broker restarted on it until it revived the pop checkpoints left in flight
     "revived": lambda release: version_tuple(release) >= (5, 0, 0),
 }
 ALL_SCENARIOS = (*SCENARIOS, *EXTRA_SCENARIOS)
 #: the releases whose broker has the v2 config managers (configManagerVersion=v2)
 CONFIG_V2_RELEASES = ("5.3.3", "5.5.0")
+#: the releases whose tiered store has the FlatFile / FileSegment layout of 5.3+ (rocketmq-tiered-store,
+#: a dependency of the broker since 5.1; the segment paths and metadata changed in 5.3.0)
+TIERED_STORE_RELEASES = ("5.3.3", "5.5.0")
+#: the tiered scenario's file system, in the cache entry beside the store (tieredStoreFilePath)
+TIERED_FOLDER = "tiered"
+#: how long the tiered scenario's broker stays up after the workload: MessageStoreDispatcher runs
+#: every 20 s, a queue's first round only sets its start offset, a later one uploads the messages
+#: older than tieredStoreGroupCommitTimeout (1 s here, 30 s by default)
+TIERED_UPLOAD_WAIT_S = 45.0
 #: the releases with a CommitLog over several paths: the last 4.9 and a 5.3
 MULTIPATH_RELEASES = ("4.9.7", "5.3.3")
 #: the multipath scenario's CommitLog folders, under the store root (the broker's storePathCommitLog)
@@ -171,6 +186,7 @@ ROOT = bh.CACHE / "rocketmq"
 NAMESRV_PORT = 9876
 BROKER_PORT = 10911
 BROKER_NAME = "broker-a"
+CLUSTER_NAME = "DefaultCluster"
 #: a consumer group (5.x) whose retry topic, %RETRY% + 125 bytes, is longer than 127 bytes: a v2 record
 LONG_GROUP = "G_long_" + "g" * 118
 
@@ -190,7 +206,7 @@ TIMER_LOG_FILE_SIZE = 100 * 1024 * 1024
 #: broker.conf of every run ({...} filled per run). Old and new spellings of a setting are both
 #: given (mapedFileSize* before 4.9/5.0, mappedFileSize* after); a release ignores the others.
 BROKER_CONF = f"""\
-brokerClusterName=DefaultCluster
+brokerClusterName={CLUSTER_NAME}
 brokerName={BROKER_NAME}
 brokerId=0
 namesrvAddr=127.0.0.1:{NAMESRV_PORT}
@@ -279,6 +295,12 @@ class BrokerStore:
         return list(COMMITLOG_PATHS) if self.scenario == "multipath" else None
 
     @property
+    def tiered(self) -> Path | None:
+        """The tiered store's file system (tieredStoreFilePath) of the tiered scenario, else None."""
+        p = self.folder / TIERED_FOLDER
+        return p if p.is_dir() else None
+
+    @property
     def commitlog(self) -> Path:
         """The folder of the store's CommitLog files: commitlog/, a DLedger CommitLog's
         dledger-n0/data, or rmqlab's view of a CommitLog over several folders."""
@@ -363,6 +385,10 @@ def scenario_conf(scenario: str) -> str:
         return "configManagerVersion=v2\n"
     if scenario == "multipath":   # {store} is put in by write_conf
         return "storePathCommitLog=" + ",".join("{store}/" + p for p in COMMITLOG_PATHS) + "\n"
+    if scenario == "tiered":   # {tiered} is put in by write_conf
+        return ("messageStorePlugIn=org.apache.rocketmq.tieredstore.TieredMessageStore\n"
+                "tieredBackendServiceProvider=org.apache.rocketmq.tieredstore.provider.PosixFileSegment\n"
+                "tieredStoreFilePath={tiered}\ntieredStoreGroupCommitTimeout=1000\n")
     if scenario.startswith("dledger"):
         return (f"enableDLegerCommitLog=true\ndLegerGroup={DLEDGER_GROUP}\ndLegerSelfId={DLEDGER_SELF_ID}\n"
                 f"dLegerPeers={DLEDGER_PEERS}\n")
@@ -456,6 +482,49 @@ def tiered_index_oracle(release: str, rows: str, queries: str, slots: int, items
     (ROOT / release).mkdir(parents=True, exist_ok=True)
     bh.cached(entry, build)
     return entry
+
+
+def _oracle_classes(release: str, source: Path) -> Path:
+    """`source` (of :data:`ORACLE_DIR`) compiled against the release's jars, once, into the cache."""
+    bh.require_java_and_maven()
+    lib = jars(release) / "lib"
+    classes = ROOT / f"oracle-{source.stem}-{release}-{bh.digest(source, lib.parent.name)}"
+    bh.cached(classes, lambda tmp: bh.compile_java([source], sorted(lib.glob("*.jar")), tmp / "classes",
+                                                   log=tmp / "javac.log"))
+    return classes / "classes"
+
+
+def tiered_segments_oracle(store: BrokerStore, queries: str = "") -> dict[str, Any]:
+    """TieredSegmentsOracle.java on a copy of a tiered scenario's store and file system: what the
+    release's FlatFileStore serves from each queue (offsets, every ConsumeQueue item and the
+    message it reads), and IndexStoreService's answer to each key query of `queries` (TSV:
+    topic, key). Built once per store and queries into the cache."""
+    if store.tiered is None:
+        raise ValueError(f"{store.folder} has no tiered file system (the tiered scenario has one)")
+    source = ORACLE_DIR / "TieredSegmentsOracle.java"
+    classes = _oracle_classes(store.release, source)
+    lib = jars(store.release) / "lib"
+    entry = ROOT / store.release / f"tiered-segments-{bh.digest(source, lib.parent.name, store.folder.name, queries)}"
+
+    def build(tmp: Path) -> None:
+        (tmp / "root" / "config").mkdir(parents=True)
+        meta = store.store / "config" / "tieredStoreMetadata.json"
+        if meta.exists():
+            shutil.copy2(meta, tmp / "root" / "config" / meta.name)
+        copy_store(store.tiered, tmp / "tiered")
+        if (store.store / "tiered_index_file").is_dir():
+            copy_store(store.store / "tiered_index_file", tmp / "root" / "tiered_index_file")
+        (tmp / "queries.tsv").write_text(queries, encoding="utf-8")
+        cp = os.pathsep.join([str(classes), str(lib / "*")])
+        bh.run(["java", "-Xmx256m", *JVM_OPENS, f"-Duser.home={tmp}", "-cp", cp, "TieredSegmentsOracle",
+                f"root={tmp / 'root'}", f"tiered={tmp / 'tiered'}", f"broker={BROKER_NAME}",
+                f"cluster={CLUSTER_NAME}", f"out={tmp / 'segments.json'}", f"queries={tmp / 'queries.tsv'}"],
+               log=tmp / "oracle.log", timeout=300, cwd=tmp)
+        shutil.rmtree(tmp / "tiered")
+        shutil.rmtree(tmp / "root")
+
+    bh.cached(entry, build)
+    return json.loads((entry / "segments.json").read_text(encoding="utf-8"))
 
 
 def scenario_key(release: str, scenario: str) -> str:
@@ -587,7 +656,8 @@ class _Run:
         conf = self.folder / "conf"
         conf.mkdir(parents=True, exist_ok=True)
         self.logs.mkdir(parents=True, exist_ok=True)
-        extra = scenario_conf(self.scenario).replace("{store}", str(self.store))
+        extra = (scenario_conf(self.scenario).replace("{store}", str(self.store))
+                 .replace("{tiered}", str(self.folder / TIERED_FOLDER)))
         (self.folder / "broker.conf").write_text(BROKER_CONF.format(broker_ip=self.ip, store=self.store, extra=extra))
         (self.folder / "namesrv.conf").write_text(NAMESRV_CONF)
         for name, level in (("broker", "INFO"), ("namesrv", "INFO"), ("driver", "WARN")):
@@ -807,6 +877,14 @@ class _Run:
         if wait > 0:
             time.sleep(min(wait, 240.0))
 
+    def await_upload(self) -> None:
+        """Keep the broker up until its MessageStoreDispatcher uploaded the workload to the tiered
+        store (:data:`TIERED_UPLOAD_WAIT_S`); record the segment files it wrote."""
+        time.sleep(TIERED_UPLOAD_WAIT_S)
+        files = [p for p in (self.folder / TIERED_FOLDER).rglob("*") if p.is_file()]
+        self.reached["tiered_segments"] = len(files)
+        self.reached["tiered_bytes"] = sum(p.stat().st_size for p in files)
+
     def go(self) -> None:
         t0 = time.monotonic()
         self.write_conf()
@@ -827,7 +905,9 @@ class _Run:
             else:
                 self.start_broker("first")
                 self.workload()
-                if self.scenario in ("clean", "dledger", "rocksdb", "multipath", "configv2"):
+                if self.scenario == "tiered":
+                    self.await_upload()
+                if self.scenario in ("clean", "dledger", "rocksdb", "multipath", "configv2", "tiered"):
                     self.answers(self.groups)
                     self.stop_clean("first")
                 else:

@@ -1,0 +1,197 @@
+"""rmqlab.formats.tieredsegment judged by a real broker with the tiered store (the tiered scenario:
+TieredMessageStore on PosixFileSegment, its MessageStoreDispatcher uploading the workload) and by
+the release's own tiered classes reading what it wrote (TieredSegmentsOracle.java: FlatFileStore
+loads the metadata and the segments, FlatMessageFile serves each queue offset, IndexStoreService
+answers key queries from the index segment the broker compacted and uploaded at shutdown).
+rmqlab reads the same files and must serve the same queues, items and message bytes, answer the
+same key queries, find nothing wrong in the broker's files, and find each damage done to a copy."""
+from __future__ import annotations
+
+import shutil
+import zlib
+from pathlib import Path
+
+import pytest
+import rocketmq_harness as rh
+
+from rmqlab.formats import tieredindex as ti
+from rmqlab.formats import tieredsegment as ts
+from rmqlab.store.directory import Store
+from rmqlab.verify.check_tiered import verify_tiered_segments
+
+RELEASES = [r for r in rh.TIERED_STORE_RELEASES if r in rh.selected_releases()]
+
+
+def _keys(bs: rh.BrokerStore) -> list[tuple[str, str]]:
+    """(topic, key) of every KEYS key and every third UNIQ_KEY of the uploaded topics' messages
+    (MessageDecoder's decode), and keys no message has."""
+    out = []
+    for i, m in enumerate(r for r in bs.records() if "topic" in r):
+        if m["topic"].startswith(("rmq_sys_", "%LMQ%", "SCHEDULE_TOPIC", "RMQ_SYS")):
+            continue
+        p = m["properties"]
+        out += [(m["topic"], k) for k in p.get("KEYS", "").split(" ") if k]
+        if p.get("UNIQ_KEY") and i % 3 == 0:
+            out.append((m["topic"], p["UNIQ_KEY"]))
+    out = list(dict.fromkeys(out))
+    return out + [("TopicA", "no-such-key"), ("NoSuchTopic", out[0][1])]
+
+
+@pytest.fixture(scope="module", params=RELEASES)
+def tiered(request):
+    bs = rh.rocketmq_store(request.param, "tiered")
+    keys = _keys(bs)
+    oracle = rh.tiered_segments_oracle(bs, "".join(f"{t}\t{k}\n" for t, k in keys))
+    return bs, keys, oracle
+
+
+def _store(bs: rh.BrokerStore) -> Store:
+    return Store(bs.store, **bs.store_kwargs())
+
+
+def test_the_broker_uploaded_the_workload(tiered):
+    """The scenario reached what the other tests judge: most queues of the workload uploaded,
+    several topics, and an index segment."""
+    bs, _, oracle = tiered
+    assert bs.reached["tiered_segments"] >= 20, bs.reached
+    uploaded = [q for q in oracle["queues"] if q["cqCommit"] > q["cqMin"]]
+    assert len(uploaded) >= 15 and len({q["topic"] for q in uploaded}) >= 8
+    assert ts.index_segments(bs.tiered), "the broker compacted and uploaded no index file at shutdown"
+
+
+def test_queues_items_and_messages_as_the_releases_flat_files_serve_them(tiered):
+    """Every queue FlatFileStore loads, with its offsets, every ConsumeQueue item and the bytes
+    of the message getMessageAsync reads (CRC32 over them, QUEUEOFFSET and the rewritten
+    PHYSICALOFFSET), as rmqlab reads them."""
+    bs, _, oracle = tiered
+    meta = ti.read_tiered_metadata(bs.store / "config" / ti.METADATA_FILE)
+    mine = {(q.topic, q.queue_id): q for q in ts.tiered_queues(bs.tiered, meta)}
+    assert set(mine) == {(q["topic"], q["queueId"]) for q in oracle["queues"]}
+    compared = 0
+    for want in oracle["queues"]:
+        q = mine[(want["topic"], want["queueId"])]
+        cl = q.segments[q.segments["kind"] == "commitlog"]
+        assert (q.min_offset, q.commit_offset) == (want["cqMin"], want["cqCommit"]), want["topic"]
+        assert (int(cl["base_offset"].min()), int((cl["base_offset"] + cl["size"]).max())) == \
+            (want["clMin"], want["clCommit"])
+        assert meta.topic_ids[want["topic"]] == want["topicId"]
+        items = q.items()
+        assert items[["queue_offset", "commitlog_offset", "size", "tags_code"]].values.tolist() == \
+            [u[:4] for u in want["units"]]
+        msgs = q.messages(body=False)
+        for (qo, phy, size, _, length, crc, field_qo, field_phy), row in zip(want["units"], msgs.itertuples(),
+                                                                              strict=True):
+            seg = cl[cl["base_offset"] <= phy].iloc[-1]
+            raw = Path(seg["path"]).read_bytes()[phy - int(seg["base_offset"]):][:size]
+            assert (len(raw), zlib.crc32(raw)) == (length, crc)
+            assert (row.offset, row.queue_offset, row.phy_offset, row.total_size) == (qo, field_qo, field_phy, size)
+            compared += 1
+    assert compared >= 500
+
+
+def test_key_queries_as_the_releases_index_service_answers(tiered):
+    """Every key of the uploaded messages asked of the index the broker left (the segment it
+    uploaded at shutdown, through the metadata): the same items as IndexStoreService.queryAsync,
+    each pointing at a message of the key in the tiered CommitLog of its queue."""
+    bs, keys, oracle = tiered
+    s = _store(bs)
+    meta = ti.read_tiered_metadata(bs.store / "config" / ti.METADATA_FILE)
+    served = {(q.topic, q.queue_id): q.messages(body=False).set_index("tiered_offset")
+              for q in ts.tiered_queues(bs.tiered, meta)}
+    found = 0
+    for (topic, key), want in zip(keys, oracle["answers"], strict=True):
+        got = s.query_tiered_index(topic, key, max_num=64, tiered_path=bs.tiered)
+        rows = sorted(map(tuple, got[["topic_id", "queue_id", "offset", "size", "hash_code", "time_diff"]]
+                          .astype(int).values.tolist()))
+        assert rows == sorted(map(tuple, want)), (topic, key)
+        for _, r in got.iterrows():
+            if r["topic"] is None:
+                continue
+            hit = served[(r["topic"], int(r["queue_id"]))].loc[int(r["offset"])]
+            assert key in str(hit["keys"]).split(" ") or hit["uniq_key"] == key, (topic, key)
+            found += 1
+    assert found >= 100
+
+
+def test_verify_finds_nothing_wrong_in_the_brokers_files(tiered):
+    """The broker's own tiered files: no error, and the uploaded messages compared with the
+    local queues' where they still hold them."""
+    bs, _, _ = tiered
+    reports = verify_tiered_segments(_store(bs), bs.tiered)
+    assert reports and all(r.ok for r in reports), [str(p.error) for r in reports for p in r.problems]
+    assert sum(r.counts.get("compared_with_local", 0) for r in reports) >= 500
+
+
+def _damaged(bs: rh.BrokerStore, tmp_path: Path) -> tuple[Store, Path, Path]:
+    """A copy of the tiered store and of its file system, and TopicA queue 0's folder in it."""
+    store = tmp_path / "store"
+    rh.copy_store(bs.store, store)
+    tiered = tmp_path / "tiered"
+    rh.copy_store(bs.tiered, tiered)
+    queue = next(tiered.glob(f"*/{rh.BROKER_NAME}/TopicA/0"))
+    return Store(store, **bs.store_kwargs()), tiered, queue
+
+
+def _checks(store: Store, tiered: Path) -> set[str]:
+    return {p.check for r in verify_tiered_segments(store, tiered) for p in r.errors}
+
+
+def _seg(queue: Path, kind: str) -> Path:
+    return next((queue / kind).iterdir())
+
+
+def test_each_damage_to_a_copy_is_found(tiered, tmp_path):
+    """A renamed segment, a torn ConsumeQueue, a PHYSICALOFFSET not rewritten, an item of
+    another size, an uploaded message whose store time differs from the local one: each its
+    own check, in a copy of the broker's files."""
+    bs, _, _ = tiered
+    cases = {}
+
+    store, tiered_dir, queue = _damaged(bs, tmp_path / "name")
+    f = _seg(queue, "COMMIT_LOG")
+    f.rename(f.with_name("00000000" + f.name[8:]))
+    cases["name"] = (_checks(store, tiered_dir), "tiered.segment")
+
+    store, tiered_dir, queue = _damaged(bs, tmp_path / "torn")
+    f = _seg(queue, "CONSUME_QUEUE")
+    with open(f, "r+b") as fh:
+        fh.truncate(f.stat().st_size - 7)
+    cases["torn"] = (_checks(store, tiered_dir), "tiered.segment")
+
+    store, tiered_dir, queue = _damaged(bs, tmp_path / "phy")
+    f = _seg(queue, "COMMIT_LOG")
+    raw = bytearray(f.read_bytes())
+    second = int.from_bytes(raw[0:4], "big")        # the second record's PHYSICALOFFSET
+    raw[second + 28:second + 36] = (second + 1).to_bytes(8, "big")
+    f.write_bytes(bytes(raw))
+    cases["phy"] = (_checks(store, tiered_dir), "tiered.commitlog")
+
+    store, tiered_dir, queue = _damaged(bs, tmp_path / "item")
+    f = _seg(queue, "CONSUME_QUEUE")
+    raw = bytearray(f.read_bytes())
+    raw[20 + 8:20 + 12] = (int.from_bytes(raw[28:32], "big") + 4).to_bytes(4, "big")
+    f.write_bytes(bytes(raw))
+    cases["item"] = (_checks(store, tiered_dir), "tiered.item")
+
+    store, tiered_dir, queue = _damaged(bs, tmp_path / "copy")
+    f = _seg(queue, "COMMIT_LOG")
+    raw = bytearray(f.read_bytes())
+    stamp = 56 + (12 if raw[36 + 3] & 0x10 else 0)   # STORETIMESTAMP follows BORNHOST (v4 or v6)
+    raw[stamp + 7] ^= 1
+    f.write_bytes(bytes(raw))
+    cases["copy"] = (_checks(store, tiered_dir), "tiered.copy")
+
+    for name, (found, want) in cases.items():
+        assert want in found, (name, found)
+
+
+def test_a_copy_without_the_metadata_still_reads(tiered, tmp_path):
+    """Without config/tieredStoreMetadata.json (a file system copied alone) every segment file is
+    read by its own size: the same items as with it."""
+    bs, _, _ = tiered
+    meta = ti.read_tiered_metadata(bs.store / "config" / ti.METADATA_FILE)
+    with_meta = {(q.topic, q.queue_id): q.items().values.tolist() for q in ts.tiered_queues(bs.tiered, meta)}
+    copy = tmp_path / "tiered"
+    shutil.copytree(bs.tiered, copy)
+    alone = {(q.topic, q.queue_id): q.items().values.tolist() for q in ts.tiered_queues(copy)}
+    assert alone == with_meta
