@@ -41,6 +41,7 @@ from __future__ import annotations
 import hashlib
 import os
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -52,7 +53,7 @@ from rmqlab.formats.consumequeue import UNIT
 from rmqlab.formats.layout import Layout
 
 __all__ = ["KINDS", "CODA", "TIERED_INDEX_TOPIC", "segment_name", "parse_segment_name", "cluster_folder",
-           "list_segments", "TieredQueue", "tiered_queues", "index_segments"]
+           "list_segments", "TieredQueue", "tiered_queues", "index_segments", "write_queue"]
 
 #: FileSegmentType folder name -> rmqlab's kind (the metadata's segment tables use the same kinds)
 KINDS = {"COMMIT_LOG": "commitlog", "CONSUME_QUEUE": "consumequeue", "INDEX": "index"}
@@ -97,6 +98,8 @@ def cluster_folder(cluster: str) -> str:
     return f"{_md5_prefix(cluster)}_{cluster}"
 
 
+#: the columns a queue and kind of segments share (rows in order: a change starts another)
+_QUEUE_KEY = ("cluster", "broker", "topic", "queue_id", "kind")
 _SEGMENT_COLUMNS = ["cluster", "broker", "topic", "queue_id", "kind", "base_offset", "size", "name_ok", "path"]
 
 
@@ -124,6 +127,11 @@ def list_segments(root: str | os.PathLike) -> pd.DataFrame:
     A folder that is not one of the layout's (a file where a folder belongs, a queue id that is
     not a number, a type folder of another name) raises FormatError naming it.
     """
+    return pd.DataFrame(_segment_rows(root), columns=_SEGMENT_COLUMNS)
+
+
+def _segment_rows(root: str | os.PathLike) -> list[dict[str, Any]]:
+    """:func:`list_segments`'s rows as dicts, sorted."""
     base = Path(root)
     if not base.is_dir():
         raise FileNotFoundError(f"{base}: no such folder (the tiered store's tieredStoreFilePath)")
@@ -153,9 +161,17 @@ def list_segments(root: str | os.PathLike) -> pd.DataFrame:
                                              "base_offset": int(digits) if digits.isdigit() else -1,
                                              "size": f.stat(follow_symlinks=False).st_size,
                                              "name_ok": cluster_ok and parsed is not None, "path": f.path})
-    out = pd.DataFrame(rows, columns=_SEGMENT_COLUMNS)
-    return out.sort_values(["cluster", "broker", "topic", "queue_id", "kind", "base_offset"],
-                           ignore_index=True)
+    rows.sort(key=lambda r: (r["cluster"], r["broker"], r["topic"], r["queue_id"], r["kind"], r["base_offset"]))
+    return rows
+
+
+@dataclass(frozen=True)
+class _Segments:
+    """One kind of a queue's segments, in base offset order: paths, base offsets, sizes."""
+
+    paths: tuple[str, ...]
+    bases: np.ndarray
+    sizes: np.ndarray
 
 
 @dataclass(frozen=True)
@@ -173,27 +189,34 @@ class TieredQueue:
     queue_id: int
     segments: pd.DataFrame
 
-    def _of(self, kind: str) -> pd.DataFrame:
-        return self.segments[self.segments["kind"] == kind]
+    @cached_property
+    def _parts(self) -> dict[str, _Segments]:
+        seg = self.segments
+        kinds, paths = seg["kind"].tolist(), seg["path"].tolist()
+        bases, sizes = seg["base_offset"].to_numpy(np.int64), seg["size"].to_numpy(np.int64)
+        out = {}
+        for kind in ("commitlog", "consumequeue"):
+            rows = [i for i, k in enumerate(kinds) if k == kind]
+            out[kind] = _Segments(tuple(str(paths[i]) for i in rows), bases[rows], sizes[rows])
+        return out
 
     @property
     def commit_offset(self) -> int:
         """The end of the uploaded ConsumeQueue as a queue offset (getConsumeQueueCommitOffset)."""
-        cq = self._of("consumequeue")
-        return 0 if cq.empty else int(cq["base_offset"].iloc[-1] + cq["size"].iloc[-1]) // ITEM.size
+        cq = self._parts["consumequeue"]
+        return int(cq.bases[-1] + cq.sizes[-1]) // ITEM.size if len(cq.paths) else 0
 
-    @property
+    @cached_property
     def min_offset(self) -> int:
         """The queue's first offset the tiered store serves (getConsumeQueueMinOffset): the larger
         of the first ConsumeQueue segment's and the first message's QUEUEOFFSET."""
-        cq = self._of("consumequeue")
-        first = 0 if cq.empty else int(cq["base_offset"].iloc[0]) // ITEM.size
-        cl = self._of("commitlog")
-        if cl.empty or int(cl["size"].iloc[0]) < 28:
+        cq, cl = self._parts["consumequeue"], self._parts["commitlog"]
+        first = int(cq.bases[0]) // ITEM.size if len(cq.paths) else 0
+        if not len(cl.paths) or int(cl.sizes[0]) < 28:
             return first
-        with open(cl["path"].iloc[0], "rb") as fh:
+        with open(cl.paths[0], "rb") as fh:
             head = fh.read(28)
-        return max(first, int.from_bytes(head[20:28], "big", signed=True))
+        return max(first, int.from_bytes(head[20:28], "big", signed=True)) if len(head) == 28 else first
 
     def items(self) -> pd.DataFrame:
         """The ConsumeQueue items from :attr:`min_offset` to :attr:`commit_offset`: queue_offset,
@@ -202,24 +225,21 @@ class TieredQueue:
 
         Raises TruncatedFileError naming the segment when a file is shorter than its size.
         """
-        parts = []
-        for base, size, path in self._of("consumequeue")[["base_offset", "size", "path"]].itertuples(index=False):
-            raw = _read_exact(path, int(size))
-            n = int(size) // ITEM.size
-            a = np.frombuffer(raw, ITEM.dtype, count=n)
-            parts.append(pd.DataFrame({"queue_offset": np.arange(n, dtype=np.int64) + int(base) // ITEM.size,
-                                       **{f.name: a[f.name].astype(np.int64) for f in ITEM.fields}}))
-        cols = ["queue_offset", *(f.name for f in ITEM.fields)]
-        if not parts:
-            return pd.DataFrame({c: np.empty(0, np.int64) for c in cols})
-        out = pd.concat(parts, ignore_index=True)
-        return out[out["queue_offset"] >= self.min_offset].reset_index(drop=True)[cols]
+        cq = self._parts["consumequeue"]
+        raws, firsts = [], []
+        for path, base, size in zip(cq.paths, cq.bases.tolist(), cq.sizes.tolist()):
+            raws.append(_read_exact(path, int(size))[:int(size) // ITEM.size * ITEM.size])
+            firsts.append(np.arange(int(size) // ITEM.size, dtype=np.int64) + int(base) // ITEM.size)
+        a = np.frombuffer(b"".join(raws), ITEM.dtype)
+        offsets = np.concatenate(firsts) if firsts else np.empty(0, np.int64)
+        keep = offsets >= self.min_offset
+        return pd.DataFrame({"queue_offset": offsets[keep],
+                             **{f.name: a[f.name][keep].astype(np.int64) for f in ITEM.fields}})
 
     def commitlog_segment_at(self, offsets: np.ndarray) -> np.ndarray:
-        """The row (of the CommitLog segments) each tiered CommitLog offset falls in, -1 where none."""
-        cl = self._of("commitlog")
-        starts = cl["base_offset"].to_numpy(np.int64)
-        ends = starts + cl["size"].to_numpy(np.int64)
+        """The index (of the CommitLog segments) each tiered CommitLog offset falls in, -1 where none."""
+        cl = self._parts["commitlog"]
+        starts, ends = cl.bases, cl.bases + cl.sizes
         i = np.searchsorted(starts, offsets, side="right") - 1
         inside = (i >= 0) & (offsets < ends[np.maximum(i, 0)]) if len(starts) else np.zeros(len(offsets), bool)
         return np.where(inside, i, -1)
@@ -241,7 +261,7 @@ class TieredQueue:
         items = self.items()
         offs = items["commitlog_offset"].to_numpy(np.int64)
         seg = self.commitlog_segment_at(offs)
-        cl = self._of("commitlog")
+        cl = self._parts["commitlog"]
         if (seg < 0).any():
             k = int(np.argmax(seg < 0))
             raise FormatError(f"item of queue offset {int(items['queue_offset'].iloc[k])} points at tiered "
@@ -251,7 +271,7 @@ class TieredQueue:
         parts = []
         for s in np.unique(seg).tolist():
             rows = np.flatnonzero(seg == s)
-            base, path = int(cl["base_offset"].iloc[s]), cl["path"].iloc[s]
+            base, path = int(cl.bases[s]), cl.paths[s]
             cols = read_at_columns(path, offs[rows] - base, body=body)
             served = {name: items[c].to_numpy()[rows] for c, name in _SERVED.items()}
             parts.append(pd.DataFrame({**served, **cols}, index=rows))
@@ -260,9 +280,9 @@ class TieredQueue:
         return pd.concat(parts).sort_index()
 
     def _cq_path_of(self, queue_offset: int) -> str | None:
-        cq = self._of("consumequeue")
-        hit = cq[cq["base_offset"] <= queue_offset * ITEM.size]
-        return None if hit.empty else str(hit["path"].iloc[-1])
+        cq = self._parts["consumequeue"]
+        i = int(np.searchsorted(cq.bases, queue_offset * ITEM.size, side="right")) - 1
+        return cq.paths[i] if i >= 0 else None
 
 
 def _read_exact(path: str, size: int) -> bytes:
@@ -287,27 +307,25 @@ def tiered_queues(root: str | os.PathLike, metadata: Any = None, *, cluster: str
     >>> tiered_queues(tempfile.mkdtemp())
     []
     """
-    segs = list_segments(root)
-    if cluster is not None:
-        segs = segs[segs["cluster"] == cluster]
-    if broker is not None:
-        segs = segs[segs["broker"] == broker]
-    segs = segs[segs["kind"] != "index"]
+    rows = [r for r in _segment_rows(root) if r["kind"] != "index" and (cluster is None or r["cluster"] == cluster)
+            and (broker is None or r["broker"] == broker)]
     if metadata is not None and not metadata.segments.empty:
-        meta = metadata.segments
-        rel = segs["broker"] + "/" + segs["topic"] + "/" + segs["queue_id"].astype(str)
-        listed = meta.set_index(["kind", "path", "base_offset"])["size"].to_dict()
-        sizes = [listed.get((k, p, int(b))) for k, p, b in zip(segs["kind"], rel, segs["base_offset"])]
-        segs = segs.assign(file_size=segs["size"], meta_size=sizes)
-        keep = segs["meta_size"].notna()
-        segs = segs[keep].copy()
-        last = ~segs.duplicated(["cluster", "broker", "topic", "queue_id", "kind"], keep="last")
-        segs["size"] = np.where(last, segs["file_size"], segs["meta_size"]).astype(np.int64)
-    out = []
-    for key, g in segs.groupby(["topic", "queue_id"], sort=True):
-        topic, qid = key   # a tuple of a str and an int (two group keys)
-        out.append(TieredQueue(str(topic), int(str(qid)), g.reset_index(drop=True)))
-    return out
+        listed = metadata.segments.set_index(["kind", "path", "base_offset"])["size"].to_dict()
+        kept = []
+        for r in rows:
+            size = listed.get((r["kind"], f"{r['broker']}/{r['topic']}/{r['queue_id']}", r["base_offset"]))
+            if size is not None:
+                kept.append({**r, "file_size": r["size"], "meta_size": int(size)})
+        for i, r in enumerate(kept):   # the last of a queue and kind: its file's size (recoverFileSize)
+            nxt = kept[i + 1] if i + 1 < len(kept) else None
+            last = nxt is None or [nxt[k] for k in _QUEUE_KEY] != [r[k] for k in _QUEUE_KEY]
+            r["size"] = r["file_size"] if last else r["meta_size"]
+        rows = kept
+    groups: dict[tuple[str, int], list[dict[str, Any]]] = {}
+    for r in rows:
+        groups.setdefault((r["topic"], r["queue_id"]), []).append(r)
+    cols = [*_SEGMENT_COLUMNS, *(["file_size", "meta_size"] if rows and "file_size" in rows[0] else [])]
+    return [TieredQueue(t, q, pd.DataFrame(g, columns=cols)) for (t, q), g in sorted(groups.items())]
 
 
 def index_segments(root: str | os.PathLike, metadata: Any = None, *, broker: str | None = None) -> list[Path]:
@@ -330,3 +348,56 @@ def index_segments(root: str | os.PathLike, metadata: Any = None, *, broker: str
                 segs[["broker", "topic", "queue_id", "base_offset"]].itertuples(index=False)]
         segs = segs[keep]
     return [Path(p) for p in segs["path"]]
+
+
+def write_queue(root: str | os.PathLike, *, cluster: str, broker: str, topic: str, queue_id: int,
+                records: list[bytes], tags_codes: list[int] | None = None, first_offset: int = 0,
+                commitlog_rolls: tuple[int, ...] = (), consumequeue_rolls: tuple[int, ...] = ()) -> pd.DataFrame:
+    """Write one queue's segments as the dispatcher uploads them: `records` (CommitLog message
+    records, one a queue offset from `first_offset`) one after another into the tiered
+    CommitLog with PHYSICALOFFSET rewritten to each record's offset there (CommitLogInputStream),
+    and one ConsumeQueue item each (that offset, the record's size, its tags code: `tags_codes`,
+    else 0). A new segment starts before the records whose indexes `commitlog_rolls` /
+    `consumequeue_rolls` name (FlatAppendFile rolls at its append offset). Returns the segments
+    written as the metadata lists them (kind, path, base_offset, size): what
+    ``tieredStoreMetadata.json`` would hold. Cost: O(bytes written).
+
+    >>> import tempfile
+    >>> from rmqlab.formats.commitlog import encode_message
+    >>> root = tempfile.mkdtemp()
+    >>> recs = [encode_message(topic="T", body=b"x" * i, queue_offset=5 + i) for i in range(3)]
+    >>> _ = write_queue(root, cluster="C", broker="b", topic="T", queue_id=0, records=recs, first_offset=5,
+    ...                 commitlog_rolls=(2,))
+    >>> q, = tiered_queues(root)
+    >>> q.min_offset, q.commit_offset, q.items()["commitlog_offset"].tolist()
+    (5, 8, [0, 92, 185])
+    """
+    from rmqlab.formats.commitlog import HEAD
+
+    phy_at = HEAD.offset("phy_offset")
+    folder = Path(root) / cluster_folder(cluster) / broker / topic / str(queue_id)
+    codes = list(tags_codes) if tags_codes is not None else [0] * len(records)
+    rows = []
+
+    def segments(kind: str, folder_name: str, chunks: list[bytes], rolls: tuple[int, ...], base0: int) -> None:
+        d = folder / folder_name
+        d.mkdir(parents=True, exist_ok=True)
+        cuts = [0, *sorted({r for r in rolls if 0 < r < len(chunks)}), len(chunks)]
+        base = base0
+        for lo, hi in zip(cuts, cuts[1:]):
+            data = b"".join(chunks[lo:hi])
+            (d / segment_name(base)).write_bytes(data)
+            rows.append({"kind": kind, "path": f"{broker}/{topic}/{queue_id}", "base_offset": base,
+                         "size": len(data)})
+            base += len(data)
+
+    placed, items, at = [], [], 0
+    for rec, code in zip(records, codes, strict=True):
+        r = bytearray(rec)
+        r[phy_at:phy_at + 8] = at.to_bytes(8, "big", signed=True)
+        placed.append(bytes(r))
+        items.append(ITEM.pack(at, len(rec), code))
+        at += len(rec)
+    segments("commitlog", "COMMIT_LOG", placed, commitlog_rolls, 0)
+    segments("consumequeue", "CONSUME_QUEUE", items, consumequeue_rolls, first_offset * ITEM.size)
+    return pd.DataFrame(rows, columns=["kind", "path", "base_offset", "size"])

@@ -167,7 +167,7 @@ def _check_queue(q: Any, rep: FileReport, np: Any, read_columns: Any) -> None:
         for d in [*r.damage, *([r.torn_tail] if r.torn_tail is not None else [])]:
             rep.problems.append(problem_from_error("tiered.commitlog", d.error()))
         tot = df["total_size"].to_numpy(np.int64)
-        pos = np.concatenate(([0], np.cumsum(tot)[:-1])).astype(np.int64) + int(base)
+        pos = np.cumsum(tot) - tot + int(base)   # each record's own tiered offset
         bad = np.flatnonzero(df["phy_offset"].to_numpy(np.int64) != pos)
         if len(bad):
             k = int(bad[0])
@@ -195,6 +195,9 @@ def _check_queue(q: Any, rep: FileReport, np: Any, read_columns: Any) -> None:
         return
     S, Z, QO = np.concatenate(starts), np.concatenate(sizes), np.concatenate(qoffs)
     T, QI, N = np.concatenate(topics), np.concatenate(qids), np.concatenate(spans)
+    if not len(S):   # no record read: every item points at nothing (the walk's own problem says why)
+        S, Z, QO, T, QI, N = (np.array([-1], np.int64), np.zeros(1, np.int64), np.zeros(1, np.int64),
+                              np.array([""], object), np.zeros(1, np.int64), np.ones(1, np.int64))
     off = items["commitlog_offset"].to_numpy(np.int64)
     at = np.searchsorted(S, off)
     hit = (at < len(S)) & (S[np.minimum(at, len(S) - 1)] == off)

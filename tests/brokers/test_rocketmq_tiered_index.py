@@ -175,12 +175,7 @@ def test_tiered_index_readers_survive_hostile_bytes_from_the_releases_files(orac
 
     _, _, _, entry, _ = oracle
     first = ti.index_files(entry / "root" / ti.FOLDER)[0]
-    target = fs.TieredIndexTarget([first], hash_slot_num=SLOTS, only_files=True)
-    with fs.Runner(target, tmp_path, timeout=10.0) as rt:
-        k = 0
-        while rt.inputs < 600:
-            rt.run_swarm(k, 50)
-            k += 1
+    rt = fs.run_budget(fs.TieredIndexTarget([first], hash_slot_num=SLOTS, only_files=True), 600, tmp_path, swarm=50)
     assert rt.failures == [] and rt.typed_errors > 0
 
 

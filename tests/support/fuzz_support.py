@@ -2515,12 +2515,87 @@ class TieredIndexTarget(Target):
                     rt.call("check compacted", back.check)
 
 
+class TieredSegmentTarget(Target):
+    """The tiered store's segments on its file system (RIP-57): the input is one queue's
+    CommitLog segment then its ConsumeQueue segment (one file each, the split at the seed's
+    CommitLog length), laid out under a cluster folder as PosixFileSegment names them. Calls:
+    tiered_queues, min_offset, items, messages, and verify_tiered_segments beside an empty
+    store. Seeds: a queue written by write_queue, or (`queues`: CommitLog and ConsumeQueue
+    segment paths and the first queue offset) a real broker's."""
+
+    name = "tiered-segment"
+    heavy_every = 8   # verify (a walk of the segment, pandas frames) costs several times the reads
+
+    def __init__(self, queues: Sequence[tuple[Path, Path, int]] = (), *, only_queues: bool = False):
+        self.queues = list(queues)
+        self.only_queues = only_queues
+
+    @staticmethod
+    def _seed(name: str, cl: bytes, cq: bytes, first: int) -> Seed:
+        from rmqlab.formats import tieredsegment as ts
+        from rmqlab.formats.commitlog import HEAD
+
+        n = len(cq) // ts.ITEM.size
+        starts = [int.from_bytes(cq[i * 20:i * 20 + 8], "big") for i in range(n)]
+        hostile = (0, len(cl), len(cl) - 1, len(cq), first, first * 20)
+        fields = [Field(f"item[{i}].{f.name}", len(cl) + i * 20 + f.offset, f.size, hostile)
+                  for i in range(min(n, 16)) for f in ts.ITEM.fields]
+        fields += [Field(f"record@{o}.{f}", o + HEAD.offset(f), HEAD.field(f).size, hostile)
+                   for o in starts[:16] if 0 <= o < len(cl) - 40 for f in ("total_size", "queue_offset", "phy_offset")]
+        return Seed(name, cl + cq, fields, [o for o in starts if 0 <= o < len(cl)] + [len(cl)], None,
+                    {"cl": len(cl), "first": first})
+
+    def seeds(self, workdir: Path) -> list[Seed]:
+        from rmqlab.formats import tieredsegment as ts
+        from rmqlab.formats.commitlog import encode_message
+
+        out = [self._seed(f"broker-{k}", cl.read_bytes(), cq.read_bytes(), first)
+               for k, (cl, cq, first) in enumerate(self.queues)]
+        if self.only_queues:
+            return out
+        recs = [encode_message(topic="T", queue_id=0, body=b"x" * i, queue_offset=3 + i,
+                               properties={"KEYS": f"k{i}"}) for i in range(5)]
+        ts.write_queue(workdir / "model", cluster="C", broker="b", topic="T", queue_id=0, records=recs,
+                       tags_codes=[7] * 5, first_offset=3)
+        q = workdir / "model" / ts.cluster_folder("C") / "b" / "T" / "0"
+        out.append(self._seed("model", next((q / "COMMIT_LOG").iterdir()).read_bytes(),
+                              next((q / "CONSUME_QUEUE").iterdir()).read_bytes(), 3))
+        return out
+
+    def run(self, rt, seed, data, ops, rng, heavy):
+        from rmqlab.formats import tieredsegment as ts
+        from rmqlab.store.directory import Store
+        from rmqlab.verify.check_tiered import verify_tiered_segments
+
+        d = rt.fresh_dir()
+        q = d / "tiered" / ts.cluster_folder("C") / "b" / "T" / "0"
+        cut = min(seed.meta["cl"], len(data))
+        for kind, part, base in (("COMMIT_LOG", data[:cut], 0), ("CONSUME_QUEUE", data[cut:],
+                                                                  seed.meta["first"] * ts.ITEM.size)):
+            (q / kind).mkdir(parents=True, exist_ok=True)
+            (q / kind / ts.segment_name(base)).write_bytes(part)
+        (d / "store").mkdir(exist_ok=True)
+        got = rt.call("tiered_queues", ts.tiered_queues, d / "tiered")
+        if not got:
+            return
+        queue = got[0]
+        rt.call("min_offset", lambda: queue.min_offset)
+        items = rt.call("items", queue.items)
+        if items is not None:
+            rt.expect(len(items) <= max(len(data) - cut, 0) // ts.ITEM.size, "items", f"{len(items)} items")
+            msgs = rt.call("messages", queue.messages, body=heavy)
+            if msgs is not None:
+                rt.expect(len(msgs) == len(items), "messages", f"{len(msgs)} messages for {len(items)} items")
+        if heavy:
+            rt.call("verify_tiered_segments", verify_tiered_segments, Store(d / "store"), d / "tiered")
+
+
 TARGETS: dict[str, Target] = {t.name: t for t in (
     IndexFileTarget(), ConsumeQueueTarget(), ConsumeQueueExtTarget(), CommitLogTarget(), MessageTarget(),
     CheckpointTarget(), OffsetIndexTarget(), TimeIndexTarget(), KafkaLogTarget(), MsgIdTarget(), StoreConfigTarget(),
     BatchConsumeQueueTarget(), KafkaTextFilesTarget(), KafkaInternalTopicsTarget(), KafkaProducerSnapshotTarget(),
     KafkaTxnIndexTarget(), KafkaKraftTarget(), TimerTarget(), CompactionTarget(), RevivelogTarget(),
-    TieredIndexTarget())}
+    TieredIndexTarget(), TieredSegmentTarget())}
 
 
 def budget(default: int = 10_000) -> int:
@@ -2539,12 +2614,13 @@ def replay(target: str, seed: str, ops: tuple, workdir: str | os.PathLike | None
     return rt
 
 
-def run_budget(target: str, inputs: int, workdir: str | os.PathLike, *, swarm: int = 32, seed: int = 0,
+def run_budget(target: str | Target, inputs: int, workdir: str | os.PathLike, *, swarm: int = 32, seed: int = 0,
                fail_fast: bool = False, heavy_every: int | None = None, mem_every: int = 8,
                timeout: float = 10.0, everything: bool = False) -> Runner:
-    """Run `inputs` inputs of `target` without hypothesis (the benchmark's long runs): swarms of
-    `swarm` programs from seeds seed, seed+1, ..."""
-    t = TARGETS[target]
+    """Run `inputs` inputs of `target` (a name of :data:`TARGETS`, or a target made with other
+    seeds, such as a broker's files) without hypothesis (the benchmark's long runs, the broker
+    tests): swarms of `swarm` programs from seeds seed, seed+1, ..."""
+    t = TARGETS[target] if isinstance(target, str) else target
     with Runner(t, workdir, fail_fast=fail_fast, heavy_every=heavy_every, mem_every=mem_every,
                 timeout=timeout, everything=everything) as rt:
         k = seed
