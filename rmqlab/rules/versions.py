@@ -144,6 +144,8 @@ class LayoutFacts:
     pull_overflow_to_min: bool = False   # getMessage past the end: next offset min when min is 0 (up to 4.9.3)
     pull_scan: str = "5.3.3"         # getMessage's scan of the queue: "4", "5.0", "5.1" or "5.3.3" (see above)
     rocksdb_pull_to_max: bool = True  # ... on a RocksDB queue: to the max offset (5.5.0+), not maxMsgNums units
+    empty_last_file_deleted: bool = True  # MappedFileQueue.doLoad deletes an empty last file (5.1.3+); before,
+    #                                       its length mismatch fails the load and the broker exits
 
 
 def layout_facts(version: str | BrokerVersion | None) -> LayoutFacts:
@@ -163,6 +165,8 @@ def layout_facts(version: str | BrokerVersion | None) -> LayoutFacts:
     ['4', '5.0', '5.1', '5.3.3']
     >>> layout_facts("4.9.3").pull_overflow_to_min, layout_facts("4.9.4").pull_overflow_to_min
     (True, False)
+    >>> [layout_facts(v).empty_last_file_deleted for v in ("5.1.2", "5.1.3")]
+    [False, True]
 
     Raises :class:`BrokerVersionError` as :func:`parse_broker_version`.
     """
@@ -191,4 +195,5 @@ def layout_facts(version: str | BrokerVersion | None) -> LayoutFacts:
         pull_overflow_to_min=t < (4, 9, 4),
         pull_scan="4" if t < (5, 0, 0) else "5.0" if t < (5, 1, 0) else "5.1" if t < (5, 3, 3) else "5.3.3",
         rocksdb_pull_to_max=t >= (5, 5, 0),
+        empty_last_file_deleted=t >= (5, 1, 3),
     )

@@ -236,20 +236,31 @@ class Store:
             return None
         return {name: len(pairs) for name, pairs in read_families(folder).items()}
 
-    def _message_rocksdb_empty(self) -> bool:
-        """Whether rocksdbstore/ was read and holds no key (its records are not decoded yet)."""
+    def _message_rocksdb_decoded(self) -> bool:
+        """Whether rocksdbstore/ was read and every record decoded (its index, timer and
+        transaction records: :meth:`message_rocksdb_records`)."""
         try:
-            families = self.message_rocksdb()
+            return self.message_rocksdb_records() is not None
         except (ImportError, FormatError):
             return False
-        return families is not None and not any(families.values())
 
     def _message_rocksdb_info(self) -> dict[str, Any]:
         try:
             families = self.message_rocksdb()
         except ImportError as e:
             return {self.MESSAGE_ROCKSDB: {"not_read": f"{e}"}}
-        return {} if families is None else {self.MESSAGE_ROCKSDB: {"column_families": families}}
+        if families is None:
+            return {}
+        try:
+            db = self.message_rocksdb_records()
+        except FormatError as e:
+            return {self.MESSAGE_ROCKSDB: {"column_families": families, "not_read": e.reason}}
+        return {self.MESSAGE_ROCKSDB: {
+            "column_families": families, "index_records": len(db.index),
+            "index_last_offset": db.index_last_offset,
+            "index_last_store": None if db.index_last_store_timestamp is None
+            else ms_to_iso(db.index_last_store_timestamp),
+            "timer_records": len(db.timers), "transaction_records": len(db.transactions)}}
 
     def _rocksdb_info(self) -> dict[str, Any]:
         """A RocksDB ConsumeQueue (storeType=defaultRocksDB, 5.2.0+: consumequeue/ is one database),
@@ -284,7 +295,7 @@ class Store:
         out = [p.name for p in sorted(self.root.iterdir()) if p.name not in self._READ_AT_ROOT
                and not p.name.startswith("dledger-") and not p.name.startswith("timerwheel.")
                and not any(p == r or p in r.parents for r in read_paths)
-               and not (p.name == self.MESSAGE_ROCKSDB and self._message_rocksdb_empty())]
+               and not (p.name == self.MESSAGE_ROCKSDB and self._message_rocksdb_decoded())]
         config = self.root / "config"
         if config.is_dir():
             known = {*CONFIG_FILES.values(), *ROCKSDB_CONFIG_FOLDERS.values(), "timercheck", CONFIG_V2_FOLDER,
@@ -659,6 +670,43 @@ class Store:
         with self.index() as idx:
             return query_many(idx, self.read_at, topics, keys, begin=begin, end=end, max_num=max_num, mode=mode,
                               unique=unique, index_type=index_type)
+
+    def query_rocksdb_index(self, topic: str, key: str, *, begin: int = 0, end: int = LONG_MAX,
+                            max_num: int = DEFAULT_MAX_MSGS_NUM_BATCH, index_type: str | None = None,
+                            now: int | None = None) -> pd.DataFrame:
+        """A key query as a 5.5 broker answers it from its RocksDB index (``indexRocksDBEnable``
+        with ``indexFileReadEnable=false``; ``rocksdbstore/``'s default column family,
+        :func:`rmqlab.formats.messagerocksdb.query_index`): `begin` 0 or `end` Long.MAX_VALUE
+        ask the seven days before `now` (the broker's clock, ms; None: this machine's), at most
+        maxMsgsNumBatch offsets, K records, then U where none (no `index_type`), or those of
+        `index_type` (K, T or U). The messages in the order found, with ``rank``. Cost: the
+        database read once (:meth:`message_rocksdb_records`), a pass over its index records.
+
+        >>> import tempfile
+        >>> Store(tempfile.mkdtemp()).query_rocksdb_index("T", "k").shape[0]
+        0
+        """
+        from rmqlab.formats import messagerocksdb as mr
+
+        db = self.message_rocksdb_records()
+        if db is None:
+            return self._broker_rows([])
+        return self._broker_rows(mr.query_index(db, topic, key, max_num=max_num, begin=begin, end=end,
+                                                index_type=index_type, now=now))
+
+    def message_rocksdb_records(self) -> Any:
+        """5.5's ``rocksdbstore/`` decoded (:class:`rmqlab.formats.messagerocksdb.MessageRocksDB`:
+        index, timer and transaction records), read once and kept; None without the folder.
+        Raises ImportError without rocksdict, FormatError for a record of another form."""
+        from rmqlab.formats import messagerocksdb as mr
+        from rmqlab.formats.rocksdb import is_rocksdb
+
+        if getattr(self, "_message_rocksdb_records", None) is None:
+            folder = self.root / self.MESSAGE_ROCKSDB
+            if not is_rocksdb(folder):
+                return None
+            self._message_rocksdb_records = mr.read_message_rocksdb(folder)
+        return self._message_rocksdb_records
 
     def query_by_unique_key(self, topic: str, uniq_key: str, *, begin: int = 0, end: int = LONG_MAX,
                             mode: str = "broker") -> pd.DataFrame:

@@ -112,6 +112,7 @@ def revive_records(store: Store, *, now: int | None = None) -> pd.DataFrame:
     """Every revive-log record the revive service has still to read, in the order it reads them:
     each revive queue from its committed offset + 1 (``source`` "revive queue"), then the
     records still waiting on the timer wheel for the revive topic ("timer wheel", by due time;
+    on 5.5's RocksDB timeline "rocksdb timeline";
     those a restart at `now` would never deliver marked so in ``error``). ``record`` is the
     parsed body (:class:`rmqlab.formats.revivelog.PopCheckPoint` or ``PopAck``); a body that
     does not parse has ``record`` None and the typed error's text in ``error``.
@@ -150,7 +151,8 @@ def revive_records(store: Store, *, now: int | None = None) -> pd.DataFrame:
                 if t["at_restart"] == "never delivered":
                     error = CK_LOST
                 rows.append({"revive_topic": t["real_topic"], "revive_queue_id": int(t["real_queue_id"]),
-                             "source": "timer wheel", "revive_queue_offset": None, "offset_py": int(t["offset_py"]),
+                             "source": "rocksdb timeline" if t["source"] == "rocksdb timeline" else "timer wheel",
+                             "revive_queue_offset": None, "offset_py": int(t["offset_py"]),
                              "tag": tag, "deliver_at_ms": t["fires_at_ms"], "record": record, "error": error})
     out = pd.DataFrame(rows, columns=list(RECORD_COLUMNS))
     out["revive_queue_offset"] = out["revive_queue_offset"].astype("Int64")

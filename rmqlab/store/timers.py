@@ -195,8 +195,9 @@ def _cancelled(frame: pd.DataFrame) -> np.ndarray:
 
 def pending_timers(store: Store, *, now: int | None = None, precision_ms: int | None = None) -> pd.DataFrame:
     """The timer messages the store still holds, one row each, soonest first: those in wheel
-    slots not yet read (delete markers and the messages they cancel left out) and those in the
-    timer topic's queue not yet enqueued (``source`` "wheel" or "timer queue").
+    slots not yet read (delete markers and the messages they cancel left out), those on 5.5's
+    RocksDB timeline not yet delivered (:func:`rocksdb_timeline`), and those in the timer
+    topic's queue not yet enqueued (``source`` "wheel", "rocksdb timeline" or "timer queue").
 
     Columns: source, real_topic, real_queue_id, uniq_key, keys, tags, fires_at_ms (when it is
     delivered), slot_ms (the slot it waits in; a rolled message's next roll point, None for one
@@ -223,28 +224,79 @@ def pending_timers(store: Store, *, now: int | None = None, precision_ms: int | 
                         "uniq_key": wheel["uniq_key"], "keys": wheel["keys"], "tags": wheel["tags"],
                         "fires_at_ms": wheel["fires_at_ms"], "slot_ms": wheel["slot_ms"].astype("Int64"),
                         "rolled": wheel["roll"], "offset_py": wheel["offset_py"]}, columns=cols)
-    queued = _awaiting_enqueue(store)
+    timeline = rocksdb_timeline(store)
+    parts = [out]
+    if timeline is not None:
+        parts.append(timeline.pending(store)[cols])
+    queued = _awaiting_enqueue(store, timeline)
     if len(queued):
-        out = pd.concat([out, queued[cols]], ignore_index=True)
+        parts.append(queued[cols])
+    out = pd.concat(parts, ignore_index=True) if len(parts) > 1 else out
     if has_timer_store(store):
         precision, last_read = e.attrs["precision_ms"], e.attrs["checkpoint"].last_read_time_ms
         read_from = max(last_read, now // precision * precision - tm.SLOTS_TOTAL * precision
                         + tm.TIMER_BLANK_SLOTS * precision)
-        # a message not yet enqueued goes on the wheel at its own time, or out at once when that
-        # is past (TimerEnqueuePutService): the wheel's window does not drop it
-        queued = out["source"].to_numpy() == "timer queue"
+        # a message not yet enqueued goes on the wheel (or the timeline) at its own time, or out at
+        # once when that is past (TimerEnqueuePutService): the wheel's window does not drop it; the
+        # RocksDB timeline resumes from its checkpoint one precision step at a time, dropping none
+        on_wheel = out["source"].to_numpy() == "wheel"
         slot = out["slot_ms"].fillna(out["fires_at_ms"]).fillna(now).astype(np.int64).to_numpy()
-        out["at_restart"] = np.where(~queued & (slot < read_from), "never delivered",
+        out["at_restart"] = np.where(on_wheel & (slot < read_from), "never delivered",
                                      np.where(slot <= now, "fires at once", "on time"))
     else:
         out["at_restart"] = pd.Series(dtype=object)
-    out["already_delivered"] = out["uniq_key"].isin(_delivered_copies(store, out["offset_py"]))
+    out["already_delivered"] = out["uniq_key"].isin(_delivered_copies(store, out["offset_py"], timeline is not None))
     return out.sort_values(["fires_at_ms", "offset_py"], kind="stable").reset_index(drop=True)
 
 
-def _delivered_copies(store: Store, offsets: pd.Series) -> set[str]:
+@dataclass(frozen=True)
+class RocksDBTimeline:
+    """5.5's RocksDB timer store (``timerRocksDBEnable``: TimerMessageRocksDBStore and its
+    Timeline, in ``rocksdbstore/``'s timer column family; the wheel then takes no new message).
+    ``records`` (deliver_ms, uniq_key, size, phy_offset: each timer message put on the timeline
+    and not cancelled), ``checkpoint`` (timeline_checkpoint: the records due before it were
+    delivered; the delete service removes them 30 minutes later) and ``scan_offset``
+    (sys_topic_scan_offset_checkpoint: the timer topic's next queue offset to read)."""
+
+    records: pd.DataFrame
+    checkpoint: int
+    scan_offset: int
+
+    def pending(self, store: Store) -> pd.DataFrame:
+        """The records not yet delivered (due at or after :attr:`checkpoint`), with their
+        messages: the columns of :func:`pending_timers`, source "rocksdb timeline"."""
+        r = self.records[self.records["deliver_ms"] >= self.checkpoint]
+        offs = r["phy_offset"].to_numpy(np.int64)
+        m = _messages_at(store, offs)
+        props = m["properties"]
+        return pd.DataFrame({
+            "source": "rocksdb timeline", "real_topic": property_values(props, "REAL_TOPIC"),
+            "real_queue_id": pd.to_numeric(property_values(props, "REAL_QID"), errors="coerce").astype("Int64"),
+            "uniq_key": r["uniq_key"].to_numpy(), "keys": m["keys"], "tags": m["tags"],
+            "fires_at_ms": pd.array(r["deliver_ms"].to_numpy(np.int64), dtype="Int64"),
+            "slot_ms": pd.array([None] * len(r), dtype="Int64"), "rolled": False, "offset_py": offs})
+
+
+def rocksdb_timeline(store: Store) -> RocksDBTimeline | None:
+    """The store's RocksDB timeline (:class:`RocksDBTimeline`), None where ``rocksdbstore/``
+    has no timer checkpoint (timerRocksDBEnable off), or cannot be read here (no rocksdict).
+    Cost: the database read once (:meth:`Store.message_rocksdb_records`)."""
+    try:
+        db = store.message_rocksdb_records()
+    except ImportError:
+        return None
+    if db is None or "sys_topic_scan_offset_checkpoint" not in db.timer_checkpoints:
+        return None
+    cps = db.timer_checkpoints
+    return RocksDBTimeline(db.timers, int(cps.get("timeline_checkpoint", 0)),
+                           int(cps["sys_topic_scan_offset_checkpoint"]))
+
+
+def _delivered_copies(store: Store, offsets: pd.Series, timeline: bool = False) -> set[str]:
     """Unique keys of the timers TimerMessageStore has put back into their real topics
-    (convert(): TIMER_DEQUEUE_MS set) in the CommitLog from the oldest of `offsets` on."""
+    (convert(): TIMER_DEQUEUE_MS set) in the CommitLog from the oldest of `offsets` on; with the
+    RocksDB `timeline` also those TimerMessageRocksDBStore put back, which carry TIMER_OUT_MS
+    but no TIMER_DEQUEUE_MS (a message outside the timer topic has TIMER_OUT_MS only as a copy)."""
     if not len(offsets) or not store._has_commitlog():
         return set()
     import bisect
@@ -257,20 +309,25 @@ def _delivered_copies(store: Store, offsets: pd.Series) -> set[str]:
     # whose record the unit's offset points inside); a torn tail ends the read, not the answer
     first = starts[bisect.bisect_right(starts, since) - 1]
     m = cl.read_columns(store.commitlog_dir, body=False, start_offset=first, on_error="report")
-    copies = m["properties"].str.contains("(?:^|\x02)TIMER_DEQUEUE_MS\x01", na=False, regex=True) & (
+    mark = "(?:TIMER_DEQUEUE_MS|TIMER_OUT_MS)" if timeline else "TIMER_DEQUEUE_MS"
+    copies = m["properties"].str.contains(f"(?:^|\x02){mark}\x01", na=False, regex=True) & (
         m["topic"] != TIMER_TOPIC)
     return set(m.loc[copies, "uniq_key"].dropna())
 
 
-def _awaiting_enqueue(store: Store) -> pd.DataFrame:
-    """The timer topic's queue 0 from the checkpoint's lastTimerQueueOffset on: messages the
-    broker stored but had not yet put on the wheel."""
+def _awaiting_enqueue(store: Store, timeline: RocksDBTimeline | None = None) -> pd.DataFrame:
+    """The timer topic's queue 0 from where the broker reads it next: the checkpoint's
+    lastTimerQueueOffset, or with the RocksDB timeline the larger of it and the timeline's scan
+    offset (TimerMessageRocksDBStore.start): messages the broker stored but had not yet put on
+    the wheel or the timeline."""
     from rmqlab.store.queues import LogicQueue
 
     cp_path = store.root / "config" / "timercheck"
     if not has_timer_store(store) or not cp_path.is_file():
         return pd.DataFrame()
     start = tm.read_timer_checkpoint(cp_path).last_timer_queue_offset
+    if timeline is not None:
+        start = max(start, timeline.scan_offset)
     with LogicQueue(store, TIMER_TOPIC, 0) as q:
         units = q.units(max(start, q.min_offset), q.max_offset)
     if not len(units):

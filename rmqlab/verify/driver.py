@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from rmqlab.errors import RmqlabError
+from rmqlab.errors import RmqlabError, TruncatedFileError
 from rmqlab.formats import batchconsumequeue as bcq
 from rmqlab.formats import commitlog as cl
 from rmqlab.formats import rocksdbcq
@@ -39,6 +39,7 @@ from rmqlab.verify.check_consumequeue import (
 )
 from rmqlab.verify.check_dledger import verify_ledger
 from rmqlab.verify.check_index import open_index
+from rmqlab.verify.check_messagerocksdb import verify_message_rocksdb
 from rmqlab.verify.check_pop import verify_pop_state
 from rmqlab.verify.check_rocksdbcq import verify_rocksdb_queues
 from rmqlab.verify.check_tiered import verify_tiered_index, verify_tiered_segments
@@ -52,7 +53,7 @@ from rmqlab.verify.cross import (
     index_dir_cross,
 )
 from rmqlab.verify.kind import detect_kind
-from rmqlab.verify.report import KINDS, FileReport, Kind, VerifyReport
+from rmqlab.verify.report import KINDS, FileReport, Kind, VerifyReport, problem_from_error
 
 
 def verify_path(path: str | os.PathLike, *, kind: Kind | None = None, hash_slot_num: int | None = None,
@@ -169,6 +170,39 @@ def _open_indexes(paths: list[Path], hsn, inum, rule) -> list[tuple[FileReport, 
     return out
 
 
+def _empty_last_files(where: StorePaths, broker_version: str | None) -> list[FileReport]:
+    """The CommitLog's and every ConsumeQueue's empty last file (a crash between creating a file
+    and writing it), for a release whose MappedFileQueue.doLoad fails on it (before 5.1.3: "length
+    not matched message store config value", and the broker exits); 5.1.3+ deletes it and loads.
+    Unknown release (None): the newest rule. Cost: one listing a queue folder."""
+    if broker_version is None or layout_facts(broker_version).empty_last_file_deleted:
+        return []
+    folders = [where.commitlog] if where.commitlog.is_dir() else []
+    cq_root = where.consumequeue
+    if cq_root.is_dir() and not rocksdbcq.is_rocksdb(cq_root):
+        folders += [q for t in sorted(cq_root.iterdir()) if t.is_dir() for q in sorted(t.iterdir()) if q.is_dir()]
+    out = []
+    for folder in folders:
+        names = sorted(e.name for e in os.scandir(folder) if e.is_file())
+        if names and (folder / names[-1]).stat().st_size == 0:
+            rep = FileReport(str(folder / names[-1]), "store")
+            rep.problems.append(problem_from_error("store.empty-last-file", TruncatedFileError(
+                f"an empty last file: {broker_version}'s MappedFileQueue.doLoad fails on its length (\"length not "
+                f"matched message store config value\") and the broker exits; 5.1.3+ deletes it",
+                path=folder / names[-1], offset=0, field="file size")))
+            out.append(rep)
+    return out
+
+
+def _verify_message_rocksdb(root: Path, cl_size: int | None, commitlog_paths: list | None):
+    """:func:`verify_message_rocksdb` beside the store, read with its CommitLog file size."""
+    from rmqlab.store.directory import Store
+
+    store = (Store(root, commitlog_file_size=cl_size, commitlog_paths=commitlog_paths) if cl_size
+             else Store(root, commitlog_paths=commitlog_paths))
+    return verify_message_rocksdb(store)
+
+
 def _verify_tiered(root: Path, tiered_path, cl_size: int | None, cq_dir: Path, cq_size: int | None,
                    commitlog_paths: list | None) -> list:
     """:func:`verify_tiered_segments` beside the store, read with its file sizes."""
@@ -240,6 +274,11 @@ def _verify_store(root: Path, rep: VerifyReport, hsn, inum, cl_size, cq_size, ru
         for ledger in where.ledgers:      # a DLedger CommitLog: DLedger's own rules on its ledger
             rep.files.append(verify_ledger(ledger, cl_size))
         rep.files += verify_tiered_index(root, *tiered_index_geometry)   # the tiered store's index (RIP-65)
+        rep.files += _empty_last_files(where, broker_version)
+        if (root / "rocksdbstore").is_dir():   # 5.5's message RocksDB: index, timer, transaction records
+            if (mrocks := _verify_message_rocksdb(root, scan.mapped_file_size if scan is not None else cl_size,
+                                                  commitlog_paths)) is not None:
+                rep.files.append(mrocks)
         if tiered_path is not None:   # the tiered store's segments (RIP-57), against this store's queues
             rep.files += _verify_tiered(root, tiered_path, scan.mapped_file_size if scan is not None else cl_size,
                                         cq_dir, cq_size, commitlog_paths)

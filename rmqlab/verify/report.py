@@ -52,6 +52,7 @@ CHECKS: dict[str, str] = {
     # ConsumeQueue, per queue folder
     "cq.file-name": "a file name is not a 20-digit offset, not a multiple of the file size, or leaves a gap",
     "cq.file-size": "a file size is not the mapped file size",
+    "store.empty-last-file": "an empty last file of a mapped-file queue, which a broker before 5.1.3 refuses to load",
     "cq.unit": "an invalid unit (offset < 0 or size <= 0) before the end of the queue",
     "cq.end-marker": "the unit ending the queue is not all zeros",
     "cq.tail": "non-zero bytes after the end of the queue",
@@ -129,6 +130,10 @@ CHECKS: dict[str, str] = {
     # the tiered store's index files (RIP-65: tiered_index_file/, its compacting/)
     "tiered.geometry": "a tiered index file's size does not fit the geometry (pass it when not the default)",
     "tiered.index": "a tiered index file's magic, slots or chains break IndexStoreFile's rules",
+    "mrocks.record": "a record of rocksdbstore/ (5.5's message RocksDB) has a key or value of another form",
+    "mrocks.index": "a RocksDB index record points at no message, or at one of another topic, key or time",
+    "mrocks.timer": "a RocksDB timer record points at no timer message of its size, unique key and time",
+    "mrocks.trans": "a RocksDB transaction record points at no half message of its size and unique key",
     "tiered.segment": "a tiered segment's name, place in its queue's chain or size against the metadata is wrong",
     "tiered.commitlog": "a tiered CommitLog segment's records do not chain, or PHYSICALOFFSET is not their own",
     "tiered.item": "a tiered ConsumeQueue item points at no record, or at another queue's or size",
