@@ -102,6 +102,12 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="the index key type, as mqadmin queryMsgByKey -p: K, the KEYS and UNIQ_KEY the "
                         "broker indexes (default), or T, a message's TAGS (5.4.0+ brokers index topic#T#tags)")
     p.add_argument("--explain", action="store_true", help="files and entries read, and what broker mode got wrong")
+    p.add_argument("--index", choices=["file", "rocksdb"], default="file",
+                   help="the index the broker reads: file (index/, the default) or rocksdb (5.5's rocksdbstore/, "
+                        "with indexRocksDBEnable and indexFileReadEnable=false)")
+    p.add_argument("--now", type=int, default=None, metavar="MS",
+                   help="with --index rocksdb: the broker's clock (a query of all times asks the seven days "
+                        "before it; default: this machine's)")
     p.set_defaults(run=_query)
     p = ssub.add_parser("generate", help="write a synthetic store (deterministic by seed), then dispatch it")
     common(p)
@@ -401,7 +407,14 @@ def _query(args) -> int:
     if args.keys_file is not None:
         return _query_many(s, args)
     q = None
-    if args.mode == "verified" or args.explain:
+    if args.index == "rocksdb":
+        if args.mode == "verified" or args.explain:
+            raise UsageError("--index rocksdb answers in broker mode only (no --mode verified, no --explain)")
+        # a UNIQ_KEY is asked as the broker asks it without an index type: K records, then U
+        kind = None if args.unique_key else _index_type(args)
+        frame = s.query_rocksdb_index(args.topic, args.key, begin=args.begin, end=args.end, max_num=args.max,
+                                      index_type=kind, now=args.now)
+    elif args.mode == "verified" or args.explain:
         q = s.explain_key(args.topic, args.key, begin=args.begin, end=args.end, max_num=args.max,
                           unique=args.unique_key, index_type=_index_type(args))
         frame = q.frame(args.mode)

@@ -33,8 +33,8 @@ import pandas as pd
 
 from rmqlab.errors import FormatError
 
-__all__ = ["FOLDER", "MessageRocksDB", "read_message_rocksdb", "index_key", "decode_index_key", "query_index",
-           "MAX_ROCKSDB_INDEX_QUERY_DAYS", "HOUR_MS"]
+__all__ = ["FOLDER", "MessageRocksDB", "read_message_rocksdb", "decode_families", "index_key", "decode_index_key",
+           "query_index", "MAX_ROCKSDB_INDEX_QUERY_DAYS", "HOUR_MS"]
 
 #: MessageRocksDBStorage.ROCKSDB_MESSAGE_DIRECTORY, under storePathRootDir
 FOLDER = "rocksdbstore"
@@ -111,7 +111,7 @@ class MessageRocksDB:
     transactions: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=_TRANS_COLUMNS))
 
 
-def _long(raw: bytes, where: str, path: Path, at: int) -> int:
+def _long(raw: bytes, where: str, path: Path | None, at: int) -> int:
     if len(raw) != 8:
         raise FormatError(f"{len(raw)} bytes, a long has 8", path=path, offset=at, field=where)
     return struct.unpack(">q", raw)[0]
@@ -136,7 +136,22 @@ def read_message_rocksdb(folder: str | os.PathLike) -> MessageRocksDB:
     path = Path(folder)
     if not is_rocksdb(path):
         raise FileNotFoundError(f"{path}: not a RocksDB database (no CURRENT file)")
-    families = read_families(path)
+    return decode_families(read_families(path), path=path)
+
+
+def decode_families(families: dict[str, list[tuple[bytes, bytes]]], *,
+                    path: str | os.PathLike | None = None) -> MessageRocksDB:
+    """The records of ``rocksdbstore/``'s column families (``default``, ``timer``, ``trans``:
+    each a list of (key, value) in key order, as :func:`rmqlab.formats.rocksdb.read_families`
+    gives them) decoded. Cost: a Python step a record.
+
+    >>> decode_families({"default": [(b"lastOffsetPy", bytes(7) + b"\x08")]}).index_last_offset
+    8
+
+    Raises FormatError naming `path`, the record's number in its column family and the field
+    for a key or value of another form.
+    """
+    path = Path(path) if path is not None else None
     index, last_offset, last_time = [], None, None
     for i, (k, v) in enumerate(families.get("default", [])):
         if k == _LAST_OFFSET_PY:

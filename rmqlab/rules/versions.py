@@ -144,8 +144,10 @@ class LayoutFacts:
     pull_overflow_to_min: bool = False   # getMessage past the end: next offset min when min is 0 (up to 4.9.3)
     pull_scan: str = "5.3.3"         # getMessage's scan of the queue: "4", "5.0", "5.1" or "5.3.3" (see above)
     rocksdb_pull_to_max: bool = True  # ... on a RocksDB queue: to the max offset (5.5.0+), not maxMsgNums units
-    empty_last_file_deleted: bool = True  # MappedFileQueue.doLoad deletes an empty last file (5.1.3+); before,
-    #                                       its length mismatch fails the load and the broker exits
+    empty_last_file_deleted: bool = True  # MappedFileQueue.doLoad deletes an empty last file (5.1.3+)
+    # a file of another length: "refuse" (the load fails and the broker exits: 4.5.x-4.9.1, 4.9.3+) or
+    # "ignore" (the load stops there and succeeds, the files from it on left out: up to 4.4.x, and 4.9.2)
+    mismatched_file: str = "refuse"
 
 
 def layout_facts(version: str | BrokerVersion | None) -> LayoutFacts:
@@ -167,6 +169,8 @@ def layout_facts(version: str | BrokerVersion | None) -> LayoutFacts:
     (True, False)
     >>> [layout_facts(v).empty_last_file_deleted for v in ("5.1.2", "5.1.3")]
     [False, True]
+    >>> [layout_facts(v).mismatched_file for v in ("4.4.0", "4.5.1", "4.9.2", "4.9.3")]
+    ['ignore', 'refuse', 'ignore', 'refuse']
 
     Raises :class:`BrokerVersionError` as :func:`parse_broker_version`.
     """
@@ -196,4 +200,5 @@ def layout_facts(version: str | BrokerVersion | None) -> LayoutFacts:
         pull_scan="4" if t < (5, 0, 0) else "5.0" if t < (5, 1, 0) else "5.1" if t < (5, 3, 3) else "5.3.3",
         rocksdb_pull_to_max=t >= (5, 5, 0),
         empty_last_file_deleted=t >= (5, 1, 3),
+        mismatched_file="ignore" if t < (4, 5, 0) or t == (4, 9, 2) else "refuse",
     )

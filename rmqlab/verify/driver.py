@@ -172,10 +172,12 @@ def _open_indexes(paths: list[Path], hsn, inum, rule) -> list[tuple[FileReport, 
 
 def _empty_last_files(where: StorePaths, broker_version: str | None) -> list[FileReport]:
     """The CommitLog's and every ConsumeQueue's empty last file (a crash between creating a file
-    and writing it), for a release whose MappedFileQueue.doLoad fails on it (before 5.1.3: "length
-    not matched message store config value", and the broker exits); 5.1.3+ deletes it and loads.
-    Unknown release (None): the newest rule. Cost: one listing a queue folder."""
-    if broker_version is None or layout_facts(broker_version).empty_last_file_deleted:
+    and writing it), for a release whose MappedFileQueue.load fails on it ("length not matched
+    message store config value, please check it manually", and the broker exits: 4.5.x to 4.9.1
+    and 4.9.3 to 5.1.2); 5.1.3+ deletes it, and up to 4.4.x and 4.9.2 stop the load there and
+    start ("ignore it"). Unknown release (None): the newest rule. Cost: one listing a folder."""
+    facts = layout_facts(broker_version) if broker_version is not None else None
+    if facts is None or facts.empty_last_file_deleted or facts.mismatched_file != "refuse":
         return []
     folders = [where.commitlog] if where.commitlog.is_dir() else []
     cq_root = where.consumequeue
@@ -187,7 +189,7 @@ def _empty_last_files(where: StorePaths, broker_version: str | None) -> list[Fil
         if names and (folder / names[-1]).stat().st_size == 0:
             rep = FileReport(str(folder / names[-1]), "store")
             rep.problems.append(problem_from_error("store.empty-last-file", TruncatedFileError(
-                f"an empty last file: {broker_version}'s MappedFileQueue.doLoad fails on its length (\"length not "
+                f"an empty last file: {broker_version}'s MappedFileQueue.load fails on its length (\"length not "
                 f"matched message store config value\") and the broker exits; 5.1.3+ deletes it",
                 path=folder / names[-1], offset=0, field="file size")))
             out.append(rep)

@@ -52,7 +52,8 @@ CHECKS: dict[str, str] = {
     # ConsumeQueue, per queue folder
     "cq.file-name": "a file name is not a 20-digit offset, not a multiple of the file size, or leaves a gap",
     "cq.file-size": "a file size is not the mapped file size",
-    "store.empty-last-file": "an empty last file of a mapped-file queue, which a broker before 5.1.3 refuses to load",
+    "store.empty-last-file": ("an empty last file of a mapped-file queue, which 4.5.x-4.9.1 and 4.9.3-5.1.2 "
+                              "refuse to load"),
     "cq.unit": "an invalid unit (offset < 0 or size <= 0) before the end of the queue",
     "cq.end-marker": "the unit ending the queue is not all zeros",
     "cq.tail": "non-zero bytes after the end of the queue",

@@ -2590,12 +2590,87 @@ class TieredSegmentTarget(Target):
             rt.call("verify_tiered_segments", verify_tiered_segments, Store(d / "store"), d / "tiered")
 
 
+class MessageRocksDBTarget(Target):
+    """5.5's message RocksDB records (rocksdbstore/: index, timer and transaction column
+    families): the input is a run of records, each a family byte (0 default, 1 timer, 2 trans),
+    a 2-byte key length, the key, a 2-byte value length and the value, decoded by
+    decode_families and, where that answers, asked key queries of every type. Seeds: records
+    written as the 5.5 classes write them, or (`families`) a real broker's."""
+
+    name = "message-rocksdb"
+    anonymous_errors = False
+    _FAMILIES = ("default", "timer", "trans")
+
+    def __init__(self, families: dict | None = None, *, only_broker: bool = False):
+        self.families = families
+        self.only_broker = only_broker
+
+    @classmethod
+    def pack(cls, families: dict) -> tuple[bytes, list[int]]:
+        out, hot = bytearray(), []
+        for f, name in enumerate(cls._FAMILIES):
+            for k, v in families.get(name, []):
+                hot.append(len(out))
+                out += bytes([f]) + len(k).to_bytes(2, "big") + k + len(v).to_bytes(2, "big") + v
+        return bytes(out), hot
+
+    @classmethod
+    def unpack(cls, data: bytes) -> dict:
+        fams: dict = {n: [] for n in cls._FAMILIES}
+        i = 0
+        while i + 3 <= len(data):
+            f, kl = data[i] % 3, int.from_bytes(data[i + 1:i + 3], "big")
+            k = data[i + 3:i + 3 + kl]
+            vl = int.from_bytes(data[i + 3 + kl:i + 5 + kl], "big")
+            v = data[i + 5 + kl:i + 5 + kl + vl]
+            fams[cls._FAMILIES[f]].append((k, v))
+            i += 5 + kl + vl
+        return {n: sorted(p) for n, p in fams.items()}   # RocksDB keeps each family in key order
+
+    def seeds(self, workdir: Path) -> list[Seed]:
+        import struct
+
+        from rmqlab.formats import messagerocksdb as mr
+
+        out = []
+        if self.families:
+            data, hot = self.pack(self.families)
+            out.append(Seed("broker", data, [], hot, None, {}))
+        if self.only_broker:
+            return out
+        h = 1_718_000_000_000 // mr.HOUR_MS * mr.HOUR_MS
+        fams = {"default": [(mr.index_key(h, "T", "K", "k@1", "U1", 8), struct.pack(">q", h + 5)),
+                            (mr.index_key(h, "T", "T", "tag", "U1", 8), struct.pack(">q", h + 5)),
+                            (mr.index_key(h, "T", "U", None, "U1", 8), struct.pack(">q", h + 5)),
+                            (b"lastOffsetPy", struct.pack(">q", 8))],
+                "timer": [(struct.pack(">q", h + 9000) + b"U1", struct.pack(">iq", 300, 8)),
+                          (b"timeline_checkpoint", struct.pack(">q", h))],
+                "trans": [(struct.pack(">q", 8) + b"@T@U1", struct.pack(">ii", 0, 300))]}
+        data, hot = self.pack(fams)
+        fields = [Field(f"record@{p}.key_length", p + 1, 2, (0, 7, 8, 16, 255)) for p in hot]
+        out.append(Seed("model", data, fields, hot, None, {}))
+        return out
+
+    def run(self, rt, seed, data, ops, rng, heavy):
+        from rmqlab.formats import messagerocksdb as mr
+
+        db = rt.call("decode_families", mr.decode_families, self.unpack(data), path="rocksdbstore")
+        if db is None:
+            return
+        for topic, key in list(zip(db.index["topic"], db.index["key"].fillna("k")))[:4] + [("T", "k@1")]:
+            for kind in (None, "K", "T", "U"):
+                got = rt.call("query_index", mr.query_index, db, str(topic), str(key), max_num=rng.choice([1, 64, 500]),
+                              index_type=kind, now=1_718_100_000_000)
+                if got is not None:
+                    rt.expect(len(got) <= mr.MAX_MSGS_NUM_BATCH, "query_index", f"{len(got)} offsets")
+
+
 TARGETS: dict[str, Target] = {t.name: t for t in (
     IndexFileTarget(), ConsumeQueueTarget(), ConsumeQueueExtTarget(), CommitLogTarget(), MessageTarget(),
     CheckpointTarget(), OffsetIndexTarget(), TimeIndexTarget(), KafkaLogTarget(), MsgIdTarget(), StoreConfigTarget(),
     BatchConsumeQueueTarget(), KafkaTextFilesTarget(), KafkaInternalTopicsTarget(), KafkaProducerSnapshotTarget(),
     KafkaTxnIndexTarget(), KafkaKraftTarget(), TimerTarget(), CompactionTarget(), RevivelogTarget(),
-    TieredIndexTarget(), TieredSegmentTarget())}
+    TieredIndexTarget(), TieredSegmentTarget(), MessageRocksDBTarget())}
 
 
 def budget(default: int = 10_000) -> int:

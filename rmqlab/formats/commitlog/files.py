@@ -182,8 +182,9 @@ class LoadedFiles:
         return "active" if f == self.active else "data"
 
 
-DROPPED_REASON = ("0 bytes, the last file: created ahead of use; the broker deletes an empty last "
-                  "file on load (MappedFileQueue.doLoad)")
+DROPPED_REASON = ("0 bytes, the last file: created ahead of use and never written; MappedFileQueue.load "
+                  "deletes it from 5.1.3, stops loading there up to 4.4.x and in 4.9.2, and refuses the store "
+                  "in 4.5.x-4.9.1 and 4.9.3-5.1.2 (verify's store.empty-last-file, given the release)")
 PREALLOCATED_REASON = ("all zeros after the active file: created ahead of use (AllocateMappedFileService); "
                        "recovery deletes files past the end (MappedFileQueue.truncateDirtyFiles)")
 
