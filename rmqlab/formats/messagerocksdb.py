@@ -32,6 +32,7 @@ from pathlib import Path
 import pandas as pd
 
 from rmqlab.errors import FormatError
+from rmqlab.formats.layout import Layout
 
 __all__ = ["FOLDER", "MessageRocksDB", "read_message_rocksdb", "decode_families", "index_key", "decode_index_key",
            "query_index", "MAX_ROCKSDB_INDEX_QUERY_DAYS", "HOUR_MS"]
@@ -47,6 +48,16 @@ MAX_MSGS_NUM_BATCH = 64
 HOUR_MS = 3_600_000
 #: MixAll.getHours stops at 720 hours ("protect system self 30 * 24")
 MAX_HOURS = 720
+#: TimerRocksDBRecord.getValueBytes
+TIMER_VALUE = Layout("TimerRocksDBValue", [
+    ("size", "i", "sizePy: the timer message's TOTALSIZE"),
+    ("phy_offset", "q", "offsetPy: where the timer message starts in the CommitLog"),
+])
+#: TransRocksDBRecord.getValueBytes
+TRANS_VALUE = Layout("TransRocksDBValue", [
+    ("check_times", "i", "how often the broker has asked the producer to check the transaction"),
+    ("size", "i", "sizePy: the half message's TOTALSIZE"),
+])
 _LAST_OFFSET_PY, _LAST_STORE_TIMESTAMP = b"lastOffsetPy", b"lastStoreTimeStamp"
 _TIMER_CHECKPOINTS = (b"sys_topic_scan_offset_checkpoint", b"timeline_checkpoint")
 _INDEX_COLUMNS = ["hour", "topic", "index_type", "key", "uniq_key", "phy_offset", "tail", "store_timestamp"]
@@ -165,19 +176,19 @@ def decode_families(families: dict[str, list[tuple[bytes, bytes]]], *,
         if k in _TIMER_CHECKPOINTS:
             checkpoints[k.decode()] = _long(v, k.decode(), path, i)
             continue
-        if len(k) < 8 or len(v) != 12:
+        if len(k) < 8 or len(v) != TIMER_VALUE.size:
             raise FormatError(f"timer record of a {len(k)}-byte key and a {len(v)}-byte value (a key of deliver "
-                              f"time and uniqKey, a 12-byte value of size and offset)", path=path, offset=i,
-                              field="timer column family")
-        size, offset = struct.unpack(">iq", v)
+                              f"time and uniqKey, a {TIMER_VALUE.size}-byte value of size and offset)", path=path,
+                              offset=i, field="timer column family")
+        size, offset = TIMER_VALUE.unpack(v)
         timers.append((struct.unpack_from(">q", k)[0], k[8:].decode("utf-8", "replace"), size, offset))
     trans = []
     for i, (k, v) in enumerate(families.get("trans", [])):
         parts = k[8:].decode("utf-8", "replace").split(KEY_SPLIT) if len(k) > 8 else []
-        if len(parts) != 3 or parts[0] or len(v) != 8:
-            raise FormatError(f"transaction record {k[:64]!r}: not offset '@topic@uniqKey' with an 8-byte value",
-                              path=path, offset=i, field="trans column family")
-        check_times, size = struct.unpack(">ii", v)
+        if len(parts) != 3 or parts[0] or len(v) != TRANS_VALUE.size:
+            raise FormatError(f"transaction record {k[:64]!r}: not offset '@topic@uniqKey' with a "
+                              f"{TRANS_VALUE.size}-byte value", path=path, offset=i, field="trans column family")
+        check_times, size = TRANS_VALUE.unpack(v)
         trans.append((struct.unpack_from(">q", k)[0], parts[1], parts[2], check_times, size))
     # a K or T record's key and unique key, split by the U record of the same message where the
     # unique key holds "@" (the revive service's checkpoints: "TopicOrder@1@2@G@...@ck")
