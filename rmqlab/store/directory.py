@@ -689,8 +689,9 @@ class Store:
         from rmqlab.formats import messagerocksdb as mr
 
         db = self.message_rocksdb_records()
-        if db is None:
-            return self._broker_rows([])
+        if db is None:   # no rocksdbstore/: nothing is found (and there may be no CommitLog to read)
+            return pd.DataFrame({"rank": np.zeros(0, np.int64),
+                                 **{c: [] for c in cl.COLUMNS if c != "body"}})
         return self._broker_rows(mr.query_index(db, topic, key, max_num=max_num, begin=begin, end=end,
                                                 index_type=index_type, now=now))
 
