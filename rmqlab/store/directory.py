@@ -228,13 +228,20 @@ class Store:
         timer and transaction stores, which are off by default, so a default store's database is
         empty): each column family and its key count; None without the folder. Raises
         ImportError without rocksdict, FormatError for a database RocksDB cannot read. Cost: one
-        pass over the database."""
+        pass over the database, read once a Store (:meth:`_message_rocksdb_families`)."""
+        families = self._message_rocksdb_families()
+        return None if families is None else {name: len(pairs) for name, pairs in families.items()}
+
+    def _message_rocksdb_families(self) -> dict[str, list[tuple[bytes, bytes]]] | None:
+        """``rocksdbstore/``'s column families, read once and kept (None without the folder)."""
         from rmqlab.formats.rocksdb import is_rocksdb, read_families
 
-        folder = self.root / self.MESSAGE_ROCKSDB
-        if not is_rocksdb(folder):
-            return None
-        return {name: len(pairs) for name, pairs in read_families(folder).items()}
+        if getattr(self, "_rocksdbstore_families", None) is None:
+            folder = self.root / self.MESSAGE_ROCKSDB
+            if not is_rocksdb(folder):
+                return None
+            self._rocksdbstore_families = read_families(folder)
+        return self._rocksdbstore_families
 
     def _message_rocksdb_decoded(self) -> bool:
         """Whether rocksdbstore/ was read and every record decoded (its index, timer and
@@ -700,13 +707,12 @@ class Store:
         index, timer and transaction records), read once and kept; None without the folder.
         Raises ImportError without rocksdict, FormatError for a record of another form."""
         from rmqlab.formats import messagerocksdb as mr
-        from rmqlab.formats.rocksdb import is_rocksdb
 
         if getattr(self, "_message_rocksdb_records", None) is None:
-            folder = self.root / self.MESSAGE_ROCKSDB
-            if not is_rocksdb(folder):
+            families = self._message_rocksdb_families()
+            if families is None:
                 return None
-            self._message_rocksdb_records = mr.read_message_rocksdb(folder)
+            self._message_rocksdb_records = mr.decode_families(families, path=self.root / self.MESSAGE_ROCKSDB)
         return self._message_rocksdb_records
 
     def query_by_unique_key(self, topic: str, uniq_key: str, *, begin: int = 0, end: int = LONG_MAX,

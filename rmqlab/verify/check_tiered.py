@@ -7,8 +7,12 @@ import os
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from rmqlab.errors import FormatError, RmqlabError, TruncatedFileError
 from rmqlab.formats import tieredindex as ti
+from rmqlab.formats import tieredsegment as ts
+from rmqlab.formats.commitlog import read_columns
 from rmqlab.rules.dispatch import INNER_BATCH_FLAG, PROPERTY_INNER_NUM
 from rmqlab.rules.properties import property_values
 from rmqlab.verify.report import FileReport, problem_from_error
@@ -76,11 +80,6 @@ def verify_tiered_segments(store: Any, tiered_path: str | os.PathLike, *, cluste
     >>> verify_tiered_segments(Store(tempfile.mkdtemp()), tempfile.mkdtemp())
     []
     """
-    import numpy as np
-
-    from rmqlab.formats import tieredsegment as ts
-    from rmqlab.formats.commitlog import read_columns
-
     meta = store._tiered_metadata()
     every = ts.list_segments(tiered_path)
     if cluster is not None:
@@ -118,7 +117,7 @@ def verify_tiered_segments(store: Any, tiered_path: str | os.PathLike, *, cluste
 
     for q in ts.tiered_queues(tiered_path, meta, cluster=cluster, broker=broker):
         rep = report(q.topic, q.queue_id, str(Path(q.segments["path"].iloc[0]).parents[1]))
-        _check_queue(q, rep, np, read_columns)
+        _check_queue(q, rep)
         if (q.topic, q.queue_id) in local and not any(p.check in ("tiered.item", "tiered.commitlog")
                                                       for p in rep.errors):
             _check_copy(store, q, rep)
@@ -134,10 +133,8 @@ class _Row:
         self.name_ok = bool(d["name_ok"])
 
 
-def _check_queue(q: Any, rep: FileReport, np: Any, read_columns: Any) -> None:
+def _check_queue(q: Any, rep: FileReport) -> None:
     """A queue's segment chain, its CommitLog records and its ConsumeQueue items."""
-    from rmqlab.formats import tieredsegment as ts
-
     seg = q.segments
     for kind in ("commitlog", "consumequeue"):
         s = seg[seg["kind"] == kind]
@@ -225,8 +222,6 @@ _COPY_FIELDS = ("total_size", "queue_offset", "store_timestamp", "born_timestamp
 
 def _check_copy(store: Any, q: Any, rep: FileReport) -> None:
     """The uploaded messages against the local queue's at the same queue offsets."""
-    import numpy as np
-
     from rmqlab.store.queues import LogicQueue
 
     up = q.messages(body=False)

@@ -476,18 +476,15 @@ def tiered_index_oracle(release: str, rows: str, queries: str, slots: int, items
     for `queries` (TSV: topic, key, maxCount, begin, end). Built once per input into the cache."""
     if release not in TIERED_INDEX_RELEASES:
         raise ValueError(f"{release} has no IndexStoreFile with MemoryFileSegment; one of {TIERED_INDEX_RELEASES}")
-    bh.require_java_and_maven()
     source = ORACLE_DIR / "TieredIndexOracle.java"
+    classes = _oracle_classes(release, source)
     lib = jars(release) / "lib"
-    classes = ROOT / f"oracle-{release}-{bh.digest(source, lib.parent.name)}"
-    bh.cached(classes, lambda tmp: bh.compile_java([source], sorted(lib.glob("*.jar")), tmp / "classes",
-                                                   log=tmp / "javac.log"))
     entry = ROOT / release / f"tiered-index-{bh.digest(source, lib.parent.name, rows, queries, str(slots), str(items))}"
 
     def build(tmp: Path) -> None:
         (tmp / "rows.tsv").write_text(rows, encoding="utf-8")
         (tmp / "queries.tsv").write_text(queries, encoding="utf-8")
-        cp = os.pathsep.join([str(classes / "classes"), str(lib / "*")])
+        cp = os.pathsep.join([str(classes), str(lib / "*")])
         bh.run(["java", "-Xmx256m", *JVM_OPENS, "-cp", cp, "TieredIndexOracle", f"in={tmp / 'rows.tsv'}",
                 f"queries={tmp / 'queries.tsv'}", f"out={tmp}", f"slots={slots}", f"items={items}"],
                log=tmp / "oracle.log", timeout=300, cwd=tmp)
