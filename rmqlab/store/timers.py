@@ -13,7 +13,14 @@ Follows ``TimerMessageStore`` (rocketmq-all-5.3.3, commit 29d90a4f; the same rul
   checkpoint's ``lastReadTimeMs`` says how far it had got, so the units of slots from there on
   are *pending*, those before it *dequeued*.
 * **recover** (a restart) reads from ``max(lastReadTimeMs, now - 7 days + 60 slots)``: pending
-  units in older slots are never delivered; due ones fire at once.
+  units in older slots are never delivered; due ones fire at once. It enqueues again from
+  ``min(q + 1, masterTimerQueueOffset)``, q the timer-queue offset of the message the timer log's
+  last unit holds (``reviseQueueOffset``; the checkpoint's ``lastTimerQueueOffset`` when that
+  message cannot be read); a master's ``masterTimerQueueOffset`` is its own last checkpointed
+  offset, so the messages enqueued after the last checkpoint flush are enqueued a second time,
+  and delivered twice. Both lags come from the checkpoint being flushed once a second
+  (``TimerFlushService``, ``timerFlushIntervalMs``) while the log and the CommitLog, written
+  through the page cache, keep everything up to a kill.
 
 >>> import tempfile
 >>> from rmqlab.store.directory import Store
@@ -38,7 +45,8 @@ from rmqlab.rules.topics import TIMER_TOPIC
 if TYPE_CHECKING:
     from rmqlab.store.directory import Store
 
-__all__ = ["TimerState", "timer_state", "timer_entries", "pending_timers", "TIMER_ENTRY_COLUMNS"]
+__all__ = ["TimerState", "timer_state", "timer_entries", "pending_timers", "restart_queue_offset",
+           "TIMER_ENTRY_COLUMNS"]
 
 #: timer_entries' columns, in order
 TIMER_ENTRY_COLUMNS = (
@@ -155,9 +163,9 @@ def timer_entries(store: Store, *, precision_ms: int | None = None, state: Timer
 
 
 def _messages_at(store: Store, offsets: np.ndarray) -> pd.DataFrame:
-    """topic, uniq_key, keys, tags, properties, total_size of the messages at `offsets` (None where an
-    offset is no message's start: outside the CommitLog or not a record)."""
-    cols = ["topic", "uniq_key", "keys", "tags", "properties", "total_size"]
+    """topic, uniq_key, keys, tags, properties, total_size, queue_offset of the messages at `offsets`
+    (None where an offset is no message's start: outside the CommitLog or not a record)."""
+    cols = ["topic", "uniq_key", "keys", "tags", "properties", "total_size", "queue_offset"]
     out = pd.DataFrame({c: pd.Series([None] * len(offsets), dtype=object) for c in cols})
     if not len(offsets) or not store._has_commitlog():
         return out
@@ -206,9 +214,13 @@ def pending_timers(store: Store, *, now: int | None = None, precision_ms: int | 
     "never delivered" (its slot is older than the wheel's 7 days less 60 slots, which recovery
     skips); and ``already_delivered``: a copy is already in its real topic (a message with its
     unique key and TIMER_DEQUEUE_MS, stored after it), so the broker had delivered it after its
-    last checkpoint flush and a restart delivers it again. Cost: :func:`timer_entries`, the
-    timer topic's queue from the checkpoint's offset on, and the CommitLog's headers from the
-    oldest pending message on.
+    last checkpoint flush and a restart delivers it again; ``enqueued_twice``: a "timer queue"
+    row whose message the timer log already holds (enqueued after the last checkpoint flush: the
+    restart enqueues it again, :func:`restart_queue_offset`), so the message has two rows and is
+    delivered twice. A message a restart delivers a second time is one with
+    ``already_delivered`` or ``enqueued_twice``. Cost: :func:`timer_entries`, the timer topic's
+    queue from the restart's offset on, and the CommitLog's headers from the oldest pending
+    message on.
 
     >>> import tempfile
     >>> from rmqlab.store.directory import Store
@@ -228,7 +240,7 @@ def pending_timers(store: Store, *, now: int | None = None, precision_ms: int | 
     parts = [out]
     if timeline is not None:
         parts.append(timeline.pending(store)[cols])
-    queued = _awaiting_enqueue(store, timeline)
+    queued = _awaiting_enqueue(store, e, timeline)
     if len(queued):
         parts.append(queued[cols])
     out = pd.concat(parts, ignore_index=True) if len(parts) > 1 else out
@@ -246,6 +258,8 @@ def pending_timers(store: Store, *, now: int | None = None, precision_ms: int | 
     else:
         out["at_restart"] = pd.Series(dtype=object)
     out["already_delivered"] = out["uniq_key"].isin(_delivered_copies(store, out["offset_py"], timeline is not None))
+    queued_again = out["offset_py"].isin(e["offset_py"]).to_numpy()   # the timer log holds it already
+    out["enqueued_twice"] = (out["source"] == "timer queue").to_numpy() & queued_again
     return out.sort_values(["fires_at_ms", "offset_py"], kind="stable").reset_index(drop=True)
 
 
@@ -315,17 +329,43 @@ def _delivered_copies(store: Store, offsets: pd.Series, timeline: bool = False) 
     return set(m.loc[copies, "uniq_key"].dropna())
 
 
-def _awaiting_enqueue(store: Store, timeline: RocksDBTimeline | None = None) -> pd.DataFrame:
-    """The timer topic's queue 0 from where the broker reads it next: the checkpoint's
-    lastTimerQueueOffset, or with the RocksDB timeline the larger of it and the timeline's scan
-    offset (TimerMessageRocksDBStore.start): messages the broker stored but had not yet put on
-    the wheel or the timeline."""
-    from rmqlab.store.queues import LogicQueue
+def restart_queue_offset(store: Store, entries: pd.DataFrame | None = None) -> int | None:
+    """The timer topic's queue offset a broker restarted on the store enqueues from
+    (TimerMessageStore.recover, 5.0.0-5.5.x): one past the queue offset of the message the
+    timer log's last unit holds (reviseQueueOffset; the checkpoint's lastTimerQueueOffset when
+    the log is empty or that message cannot be read), at most the checkpoint's
+    masterTimerQueueOffset. None without a checkpoint. `entries`: :func:`timer_entries` when
+    the caller has them. Cost: :func:`timer_entries` (or none), one CommitLog record read.
 
+    >>> import tempfile
+    >>> from rmqlab.store.directory import Store
+    >>> restart_queue_offset(Store(tempfile.mkdtemp())) is None
+    True
+    """
     cp_path = store.root / "config" / "timercheck"
     if not has_timer_store(store) or not cp_path.is_file():
+        return None
+    cp = tm.read_timer_checkpoint(cp_path)
+    e = timer_entries(store) if entries is None else entries
+    start = cp.last_timer_queue_offset
+    if len(e):
+        last = e.loc[e["pos"].idxmax()]
+        q = _messages_at(store, np.array([last["offset_py"]], np.int64))["queue_offset"].iloc[0]
+        if q is not None:
+            start = int(q) + 1
+    return min(start, cp.master_timer_queue_offset)
+
+
+def _awaiting_enqueue(store: Store, entries: pd.DataFrame, timeline: RocksDBTimeline | None = None) -> pd.DataFrame:
+    """The timer topic's queue 0 from where a restarted broker reads it
+    (:func:`restart_queue_offset`), or with the RocksDB timeline from the larger of that and the
+    timeline's scan offset (TimerMessageRocksDBStore.start): messages the broker stored but had
+    not yet put on the wheel or the timeline, and those it put there after its last checkpoint."""
+    from rmqlab.store.queues import LogicQueue
+
+    start = restart_queue_offset(store, entries)
+    if start is None:
         return pd.DataFrame()
-    start = tm.read_timer_checkpoint(cp_path).last_timer_queue_offset
     if timeline is not None:
         start = max(start, timeline.scan_offset)
     with LogicQueue(store, TIMER_TOPIC, 0) as q:

@@ -1363,6 +1363,61 @@ def test_pending_timers_of_a_killed_store_are_what_the_restarted_broker_delivers
     assert set(new.loc[new["uniq_key"].isin(delivered), "uniq_key"]) <= set(got["uniq_key"])   # nothing unforeseen
 
 
+def _timer_deliveries(commitlog: Path, since: int = 0):
+    """uniq_key of each timer delivery (a copy carrying TIMER_DEQUEUE_MS, which
+    TimerMessageStore.convert puts on a message it puts back into its real topic) stored at
+    CommitLog offset `since` or later, with its store time."""
+    from rmqlab.formats import commitlog as cl
+
+    m = cl.read_columns(commitlog, body=False)
+    m = m[m["phy_offset"] >= since]
+    return m.loc[m["properties"].str.contains("(?:^|\x02)TIMER_DEQUEUE_MS\x01", na=False, regex=True),
+                 ["uniq_key", "store_timestamp"]]
+
+
+TIMER_CRASH_RESTARTS = [(r, s) for r, s in TIMER_RESTARTS if rh.RESTARTS[s].endswith("crash")]
+
+
+@pytest.mark.parametrize(("release", "restart"), TIMER_CRASH_RESTARTS, ids=[_id(c) for c in TIMER_CRASH_RESTARTS])
+def test_the_timers_a_restart_delivers_twice_are_those_rmqlab_names(release, restart):
+    """The broker was killed while TimerTail.java's timer messages came due (one every 20 ms,
+    each 1.5 s after its send), so its timer checkpoint, flushed once a second, lagged the timer
+    log and the CommitLog. rmqlab reads the killed store and names the messages a restart
+    delivers a second time: those already delivered after the checkpoint (already_delivered) and
+    those enqueued after it, which the restart enqueues again (enqueued_twice). Judged by the
+    restarted broker's CommitLog: the messages delivered twice in all (before the kill and after
+    the restart, or twice after it) are exactly those, among the ones due while it ran; and
+    every timer message the client had acknowledged was delivered at least once. On a DLedger
+    CommitLog they are among those delivered twice: the restarted broker dequeues before its
+    election, and DLedgerRoleChangeHandler.changeToMaster then rewinds the wheel to the
+    checkpoint (BrokerController.changeScheduleServiceStatus, TimerMessageStore.syncLastReadTimeMs),
+    so what came due in between, the election's timing decides, goes out once more."""
+    from rmqlab.formats import commitlog as cl
+    from rmqlab.store.timers import pending_timers
+
+    killed = rh.rocketmq_store(release, rh.RESTARTS[restart])
+    after = rh.rocketmq_store(release, restart)
+    end = cl.max_offset(killed.commitlog)
+    every = _timer_deliveries(after.commitlog)
+    new = _timer_deliveries(after.commitlog, end)
+    if not len(new):
+        pytest.fail(f"{release} {restart}: the restarted broker delivered no timer message")
+    counts = every["uniq_key"].value_counts()
+    twice = set(counts[counts > 1].index)
+    got = pending_timers(_store(killed), now=int(new["store_timestamp"].min()))
+    ran_until = int(new["store_timestamp"].max())
+    due = got[got["fires_at_ms"].fillna(ran_until).astype(np.int64) <= ran_until - 2000]
+    named = set(due.loc[due["already_delivered"] | due["enqueued_twice"], "uniq_key"])
+    if restart.startswith("dledger"):
+        assert named <= twice, sorted(named - twice)[:5]
+    else:
+        assert named == twice & set(due["uniq_key"]), (sorted(named - twice)[:5], sorted(twice - named)[:5])
+    assert twice <= set(got["uniq_key"])   # nothing delivered twice that rmqlab did not foresee at all
+    assert len(twice) > 0, "the kill came while the timer store delivered: some message is delivered twice"
+    acked = [json.loads(line)["msgId"] for line in (killed.folder / "timer-acks.jsonl").read_text().splitlines()]
+    assert len(acked) >= rh.TIMER_TAIL_S * 10 and set(acked) <= set(every["uniq_key"])
+
+
 @pytest.mark.parametrize(("release", "scenario"), COMPACTION_CLEAN, ids=[_id(c) for c in COMPACTION_CLEAN])
 def test_compaction_readers_survive_hostile_bytes_from_the_brokers_files(release, scenario, tmp_path):
     """The compaction readers and verify's compaction checks, fed the broker's own compaction

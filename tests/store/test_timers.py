@@ -141,3 +141,48 @@ def test_a_timer_delivered_after_the_last_checkpoint_is_delivered_again(tmp_path
     got = pending_timers(Store(tmp_path), now=T0 + 20_000).set_index("uniq_key")
     assert got["already_delivered"].to_dict() == {"U1": True, "U2": False}
     assert (got["at_restart"] == "fires at once").all()
+
+
+def _queue(root, offsets, sizes) -> None:
+    """The timer topic's ConsumeQueue, queue 0, written from ConsumeQueue.java's 20-byte unit
+    (phyOffset i64, size i32, tagsCode i64) into a file of 100 units."""
+    import struct
+
+    folder = root / "consumequeue" / "rmq_sys_wheel_timer" / "0"
+    folder.mkdir(parents=True)
+    data = b"".join(struct.pack(">qiq", int(o), int(s), 0) for o, s in zip(offsets, sizes, strict=True))
+    (folder / f"{0:020d}").write_bytes(data + bytes(2000 - len(data)))
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(n=st.integers(1, 12), logged=st.integers(0, 12), checkpointed=st.integers(0, 12))
+def test_a_restart_enqueues_again_from_the_checkpointed_queue_offset(tmp_path_factory, n, logged, checkpointed):
+    """The broker died after its timer log took the first `logged` of `n` timer messages and its
+    checkpoint last said `checkpointed` (lastTimerQueueOffset = masterTimerQueueOffset). A restart
+    enqueues from min(queue offset of the log's last message + 1, checkpointed), or from
+    `checkpointed` when the log is empty (TimerMessageStore.recover, reviseQueueOffset): every
+    message from there on is read from the queue again, and one already in the log is then
+    held twice (enqueued_twice), so it is delivered twice."""
+    root = tmp_path_factory.mktemp("store")
+    logged, checkpointed = min(logged, n), min(checkpointed, n)
+    props = [_props({"TIMER_OUT_MS": str(T0 + 5000 + i), "REAL_TOPIC": "A", "REAL_QID": "0", "UNIQ_KEY": f"U{i}"})
+             for i in range(n)]
+    with CommitLogWriter(root / "commitlog", file_size=1 << 20) as w:
+        batch = w.append({"topic": ["rmq_sys_wheel_timer"] * n, "queue_id": [0] * n, "body": [b"x"] * n,
+                          "properties": props})
+    sizes = np.diff(np.append(batch.phy_offset, batch.end_offset))
+    m = TimerModel()
+    for i in range(logged):
+        m.enqueue(T0, T0 + 5000 + i, int(batch.phy_offset[i]), int(sizes[i]), "A")
+    m.write(root, last_read_time_ms=T0, queue_offset=checkpointed)
+    _queue(root, batch.phy_offset, sizes)
+    got = pending_timers(Store(root, consume_queue_file_size=2000), now=T0)
+    # the log's last message has queue offset logged - 1; an empty log leaves the checkpoint's offset
+    start = min(logged, checkpointed) if logged else checkpointed
+    rows = got.groupby("uniq_key")["source"].apply(sorted).to_dict()
+    expected = {f"U{i}": sorted((["wheel"] if i < logged else []) + (["timer queue"] if i >= start else []))
+                for i in range(n)}
+    assert rows == {k: v for k, v in expected.items() if v}
+    twice = set(got.loc[got["enqueued_twice"], "uniq_key"])
+    assert twice == {f"U{i}" for i in range(start, logged)}
+    assert not got.loc[got["source"] == "wheel", "enqueued_twice"].any()

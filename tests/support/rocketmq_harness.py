@@ -145,6 +145,9 @@ TIERED_UPLOAD_WAIT_S = 45.0
 MULTIPATH_RELEASES = ("4.9.7", "5.3.3")
 #: the multipath scenario's CommitLog folders, under the store root (the broker's storePathCommitLog)
 COMMITLOG_PATHS = ("commitlog", "commitlog-b")
+#: how long the 5.x crash scenarios send timer messages before the kill (TimerTail.java: one every
+#: 20 ms, each due 1.5 s later): the kill then comes while the timer store enqueues and delivers
+TIMER_TAIL_S = 6.0
 #: restart scenario -> the scenario whose store it copies and restarts the broker on
 RESTARTS = {"recovered": "crash", "dledger-recovered": "dledger-crash", "revived": "clean"}
 #: how long past the last held message's revive time the revived scenario keeps the broker up: the
@@ -182,6 +185,7 @@ ONLY_FOR: dict[str, Any] = {
     "FeatureTopics.java": lambda v: v >= (5, 0, 0),       # BatchCQ and compaction topics (topic attributes)
     "DLedgerLedger.java": lambda v: v >= (4, 5, 0),       # DLedger's own store, offline (dledger jar)
     "TimerState.java": lambda v: v >= (5, 0, 0),          # the timer store's own classes, offline
+    "TimerTail.java": lambda v: v >= (5, 0, 0),           # timer messages due while the crash comes
 }
 
 
@@ -630,6 +634,11 @@ def _refused_load(entry: Path) -> bool:
     return False
 
 
+def _lines(path: Path) -> int:
+    """Lines in a file a driver appends to (0 while it is absent)."""
+    return path.read_text(encoding="utf-8").count("\n") if path.exists() else 0
+
+
 def copy_store(src: Path, dst: Path) -> None:
     """Copy a store directory keeping holes: a 5.x store's timerlog and timerwheel are sparse
     files of 100 MiB and 37 MiB that a plain copy would write out in full."""
@@ -831,26 +840,45 @@ class _Run:
         self.reached[f"broker_exit_{label}"] = rc
 
     def crash(self) -> None:
+        """Kill the broker with SIGKILL while RocketMQDriver's tail sends (after 200 of its acks);
+        on 5.x TimerTail.java sends timer messages from TIMER_TAIL_S before the tail starts, so
+        the timer store is enqueueing and delivering at the kill."""
+        tails: list[tuple[Any, str]] = []
+
+        def watch(until) -> None:
+            deadline = time.monotonic() + 90
+            while time.monotonic() < deadline and not until():
+                for p, log in tails:
+                    if p.poll() is not None:
+                        raise bh.HarnessError(f"a tail producer exited early\n{bh.tail(self.logs / log)}")
+                time.sleep(0.05)
+
+        timers = self.folder / "timer-acks.jsonl"
+        t0 = time.monotonic()
+        if version_tuple(self.release) >= (5, 0, 0):
+            timer_tail = bh.start(self.java("TimerTail", f"namesrv={self.common()['namesrv']}", f"out={self.folder}"),
+                                  log=self.logs / "driver-timer-tail.out", env=self.env, cwd=self.folder)
+            self.procs.append(timer_tail)
+            tails.append((timer_tail, "driver-timer-tail.out"))
+            watch(lambda: time.monotonic() - t0 >= TIMER_TAIL_S and _lines(timers) >= TIMER_TAIL_S * 10)
         args = [f"{k}={v}" for k, v in self.common().items()] + [f"out={self.folder}"]
         tail = bh.start(self.java("RocketMQDriver", "tail", *args), log=self.logs / "driver-tail.out", env=self.env,
                         cwd=self.folder)
         self.procs.append(tail)
+        tails.append((tail, "driver-tail.out"))
         acks = self.folder / "acks.jsonl"
-        deadline = time.monotonic() + 90
-        while time.monotonic() < deadline:
-            if acks.exists() and acks.read_text(encoding="utf-8").count("\n") >= 200:
-                break
-            if tail.poll() is not None:
-                raise bh.HarnessError(f"the tail producer exited early\n{bh.tail(self.logs / 'driver-tail.out')}")
-            time.sleep(0.05)
-        bh.kill_group(self.broker.pid)      # kill -9 while the producer is sending
+        watch(lambda: _lines(acks) >= 200)
+        bh.kill_group(self.broker.pid)      # kill -9 while the producers are sending
         self.broker.wait()
-        self.reached["crash"] = f"broker killed with SIGKILL after {acks.read_text().count(chr(10))} tail acks"
-        try:
-            tail.wait(timeout=60)
-        except Exception:
-            bh.kill_group(tail.pid)
-            tail.wait()
+        self.reached["crash"] = f"broker killed with SIGKILL after {_lines(acks)} tail acks"
+        if len(tails) > 1:
+            self.reached["crash_timers"] = f"{_lines(timers)} timer messages sent over {time.monotonic() - t0:.1f} s"
+        for p, _ in tails:
+            try:
+                p.wait(timeout=60)
+            except Exception:
+                bh.kill_group(p.pid)
+                p.wait()
         self.reached["abort_file_left"] = (self.store / "abort").exists()
 
     def java_view(self) -> Path:
