@@ -5,7 +5,11 @@ and ``MessageStoreConfig.storePathCommitLog`` defaults to ``<root>/commitlog`` (
 rocketmq-all-4.9.7 and 5.3.1). Each name is spelled here once; every other module asks
 :class:`StorePaths`. A store with ``enableDLegerCommitLog`` (4.5+) keeps its CommitLog in DLedger's
 data folder, ``<root>/dledger-<selfId>/data`` (``DLedgerCommitLog``; :mod:`rmqlab.formats.dledger`):
-:attr:`StorePaths.commitlog` is that folder there.
+:attr:`StorePaths.commitlog` is that folder there. A plain CommitLog switched to DLedger keeps its
+old files: ``DLedgerCommitLog`` (rocketmq-all-4.9.7 and 5.3.3, ``setRecoverPosition``) seals the
+last one with a blank and starts the ledger's first file at its end, ``dividedCommitlogOffset``,
+reading below it from ``commitlog/`` and from it on from the ledger: :attr:`StorePaths.commitlog`
+is then one view of both.
 
 >>> p = StorePaths("/data/store")
 >>> str(p.commitlog), str(p.consumequeue_ext), p.checkpoint.name
@@ -17,6 +21,8 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+
+from rmqlab.errors import FormatError
 
 __all__ = [
     "COMMITLOG",
@@ -62,19 +68,31 @@ class StorePaths:
     @property
     def commitlog(self) -> Path:
         """The CommitLog's folder: ``<root>/commitlog``, or in a DLedger store (a ``dledger-<id>/data``
-        folder holding files, and no file in ``commitlog/``) DLedger's data folder, whose entries
-        frame the records (the commitlog readers read either); with `commitlog_paths`, the view of
-        them all. Cost: a listing of the root (of each path)."""
-        if self.commitlog_paths:
-            from rmqlab.formats.commitlog.files import multi_path_view
+        folder holding files) DLedger's data folder, whose entries frame the records (the
+        commitlog readers read either); with files in both, a plain CommitLog switched to
+        DLedger, the view of both (:func:`rmqlab.formats.commitlog.files.multi_path_view`); with
+        `commitlog_paths`, the view of them all. Cost: a listing of the root (of each path).
+        Raises FormatError where the ledger's first file starts before the end of the plain
+        files (the broker starts it at that end, dividedCommitlogOffset)."""
+        from rmqlab.formats.commitlog.files import multi_path_view, store_files
 
+        if self.commitlog_paths:
             return multi_path_view(self.commitlog_paths)
         plain = self.root / COMMITLOG
-        if not (plain.is_dir() and any(plain.iterdir())):
-            ledgers = self.ledgers
-            if len(ledgers) == 1 and any((ledgers[0] / "data").iterdir()):
-                return ledgers[0] / "data"
-        return plain
+        ledgers = self.ledgers
+        data = ledgers[0] / "data" if len(ledgers) == 1 else None
+        if data is None or not store_files(data):
+            return plain
+        old = store_files(plain) if plain.is_dir() else []
+        if not old:
+            return data
+        first = store_files(data)[0]
+        if first.start_offset < old[-1].start_offset + old[-1].size:
+            raise FormatError(f"the DLedger CommitLog's first file starts at {first.start_offset}, inside the plain "
+                              f"CommitLog's files (they end at {old[-1].start_offset + old[-1].size}): a CommitLog "
+                              f"switched to DLedger starts the ledger where the plain files end "
+                              f"(dividedCommitlogOffset)", path=first.path, offset=0, field="file name")
+        return multi_path_view([plain, data])
 
     @property
     def ledgers(self) -> list[Path]:

@@ -68,7 +68,10 @@ def _host(text_or_map) -> tuple[str, int]:
 
 
 def _commitlog_folders(bs: rh.BrokerStore) -> list[Path]:
-    """The folders holding the store's CommitLog files: one, or each of several paths."""
+    """The folders holding the store's CommitLog files: one, each of several paths, or a plain
+    CommitLog's and the ledger's it was switched to."""
+    if bs.scenario == "dledger-mixed":
+        return [bs.store / "commitlog", bs.store / f"dledger-{rh.DLEDGER_SELF_ID}" / "data"]
     return [bs.store / p for p in bs.commitlog_paths] if bs.commitlog_paths else [bs.commitlog]
 
 
@@ -105,7 +108,7 @@ def test_the_store_holds_what_the_release_writes(written):
     # light message queues where the records carry INNER_MULTI_QUEUE_OFFSET: 4.9.3+, but not a 5.x
     # DLedger CommitLog's (CommitLog.doAppend adds it, DLedgerCommitLog's serializer does not)
     lmq = any("INNER_MULTI_QUEUE_OFFSET" in m["properties"] for m in _java_messages(written))
-    assert lmq == (v >= rh.LMQ_SINCE and not (written.scenario.startswith("dledger") and v >= (5, 0, 0)))
+    assert lmq == (v >= rh.LMQ_SINCE and not (written.scenario in rh.LEDGER_ONLY and v >= (5, 0, 0)))
     has_lmq = bool((queues["topic"] == "%LMQ%lmq-a").any()) if rocks else any(
         (store / "consumequeue").glob("%LMQ%lmq-a/0/*"))
     assert has_lmq == (lmq and (not rocks or layout_facts(written.release).rocksdb_lmq))
@@ -119,9 +122,18 @@ def test_the_store_holds_what_the_release_writes(written):
     if v >= (5, 1, 0):
         assert "TopicCompact" in facts["topics"]
     assert facts["compressed"] >= 6
-    if written.scenario.startswith("dledger"):    # the CommitLog is a DLedger group's, and only that
+    if written.scenario in rh.LEDGER_ONLY:    # the CommitLog is a DLedger group's, and only that
         assert written.commitlog == store / "dledger-n0" / "data" and not any(store.glob("commitlog/*"))
         assert all(r.get("dledger") for r in written.records() if "torn" not in r)
+    if written.scenario == "dledger-mixed":   # the plain files, sealed; the ledger from where they end
+        plain = sorted((store / "commitlog").iterdir())
+        ledger = sorted((store / "dledger-n0" / "data").iterdir())
+        divided = int(plain[-1].name) + plain[-1].stat().st_size
+        assert len(plain) >= 2 and int(ledger[0].name) == divided
+        records = [r for r in written.records() if "topic" in r]
+        assert [r["offset"] for r in records if r.get("dledger")] == [r["offset"] for r in records
+                                                                      if r["offset"] >= divided]
+        assert any(r["offset"] < divided for r in records)
     if written.scenario in ("crash", "recovered") and not rh.no_ipv6_reason(written.release):
         assert facts["ipv6_store_hosts"] > 0 and facts["ipv6_born_hosts"] > 0
     if written.commitlog_paths:   # the CommitLog over several folders: MultiPathMappedFileQueue's placement
@@ -695,7 +707,7 @@ def test_checkpoint_equals_store_checkpoint(written):
 # -- dispatch again: the broker's CommitLog gives its ConsumeQueues byte for byte ------------
 
 CLEAN = [(release, scenario) for release, scenario in CASES
-         if scenario in ("clean", "dledger", "multipath", "configv2")]
+         if scenario in ("clean", "dledger", "dledger-mixed", "multipath", "configv2")]
 
 
 def _queue_files_differ(theirs_root: Path, ours_root: Path, unit: int) -> list[str]:
@@ -980,6 +992,8 @@ def test_store_recover_keeps_what_the_brokers_recovery_kept(release, restart, tm
 # -- a DLedger CommitLog, as DLedger's own store reads it -------------------------------------
 
 DLEDGER = [(release, scenario) for release, scenario in CASES if scenario.startswith("dledger")]
+#: the DLedger stores' entry counts at least: the workload's (over 500), the mixed store's tail (200)
+LEDGER_ENTRIES = {"dledger-mixed": 200}
 
 
 @pytest.mark.parametrize(("release", "scenario"), DLEDGER, ids=[_id(c) for c in DLEDGER])
@@ -995,9 +1009,9 @@ def test_the_ledger_is_what_dledgers_own_store_reads(release, scenario):
 
     bs = rh.rocketmq_store(release, scenario)
     java = bs.ledger()
-    led = Ledger(bs.commitlog.parent, file_size=rh.COMMITLOG_FILE_SIZE)
+    led = Ledger(bs.store / f"dledger-{rh.DLEDGER_SELF_ID}", file_size=rh.COMMITLOG_FILE_SIZE)
     s = led.summary()
-    assert java["ledgerEndIndex"] >= 500
+    assert java["ledgerEndIndex"] >= LEDGER_ENTRIES.get(scenario, 500)
     assert (s["ledger_begin_index"], s["ledger_end_index"], s["ledger_end_term"], s["committed_index"],
             s["committed_pos"], s["current_term"], s["vote_leader"]) == (
         java["ledgerBeginIndex"], java["ledgerEndIndex"], java["ledgerEndTerm"], java["committedIndex"],
@@ -1006,21 +1020,23 @@ def test_the_ledger_is_what_dledgers_own_store_reads(release, scenario):
     ours = [{"index": int(x["index"]), "term": int(x["term"]), "magic": int(x["magic"]), "size": int(x["size"]),
              "pos": int(x["offset"]), "bodySize": int(x["body_size"])} for x in e]
     assert ours == java["entries"]
-    heads = [r["dledger"] for r in _java_messages(bs)]
+    in_ledger = [r for r in _java_messages(bs) if r.get("dledger")]   # a mixed store's plain records have none
+    heads = [r["dledger"] for r in in_ledger]
     assert [{k: int(x[n]) for k, n in (("index", "index"), ("term", "term"), ("pos", "pos"), ("size", "size"),
                                        ("bodySize", "body_size"), ("chainCrc", "chain_crc"), ("bodyCrc", "body_crc"),
                                        ("channel", "channel"), ("magic", "magic"))} for x in e] == [
         {k: h[k] for k in ("index", "term", "pos", "size", "bodySize", "chainCrc", "bodyCrc", "channel", "magic")}
         for h in heads]
     assert led.check() == []
-    assert [r["offset"] for r in _java_messages(bs)] == (e["record_offset"]).tolist()
+    assert [r["offset"] for r in in_ledger] == (e["record_offset"]).tolist()
 
 
 # -- the timer store (5.x): the release's own timer classes, the producer's timers ----------
 
 TIMERS = [(release, scenario) for release, scenario in CASES if rh.version_tuple(release) >= (5, 0, 0)]
 #: scenarios whose broker stopped cleanly after the workload: the timer checkpoint is exact
-TIMERS_CLEAN = [(r, s) for r, s in TIMERS if s in ("clean", "dledger", "rocksdb", "multipath", "configv2")]
+TIMERS_CLEAN = [(r, s) for r, s in TIMERS if s in ("clean", "dledger", "dledger-mixed", "rocksdb", "multipath",
+                                                   "configv2")]
 
 
 def _timer_case(release: str, scenario: str) -> tuple[rh.BrokerStore, dict]:
@@ -1230,7 +1246,8 @@ def test_timer_readers_survive_hostile_bytes_from_the_brokers_timer_files(releas
     assert rt.failures == [] and rt.typed_errors > 0
 
 
-COMPACTION_CLEAN = [(r, s) for r, s in CASES if rh.version_tuple(r) >= (5, 1, 0) and s in ("clean", "dledger")]
+COMPACTION_CLEAN = [(r, s) for r, s in CASES if rh.version_tuple(r) >= (5, 1, 0)
+                    and s in ("clean", "dledger", "dledger-mixed")]
 
 
 def _damage_compaction(store: Path, what: str) -> None:
@@ -1547,7 +1564,8 @@ def test_revive_log_bodies_read_as_json_reads_them(release, scenario):
             assert rec.offsets == (ao,) and rec.topic == doc.get("t", doc.get("topic"))
 
 
-POPS_CLEAN = [(r, s) for r, s in POPS if s in ("clean", "dledger", "rocksdb", "multipath", "configv2")]
+POPS_CLEAN = [(r, s) for r, s in POPS if s in ("clean", "dledger", "dledger-mixed", "rocksdb", "multipath",
+                                               "configv2")]
 
 
 @pytest.mark.parametrize(("release", "scenario"), POPS_CLEAN, ids=[_id(c) for c in POPS_CLEAN])

@@ -68,8 +68,9 @@ def test_the_walk_equals_its_model(data, limit):
     assert code in dl.ENTRY_STOPS
 
 
-def _plain(recs: list[bytes], folder: Path) -> Path:
-    """The same records as a plain CommitLog (one after another, the blank at a file's end)."""
+def _plain(recs: list[bytes], folder: Path, *, sealed: bool = False) -> Path:
+    """The same records as a plain CommitLog (one after another, the blank at a file's end;
+    `sealed`: the last file too, as DLedgerCommitLog.setRecoverPosition seals it)."""
     folder.mkdir(parents=True)
     files, cur, start = {}, bytearray(), 0
     for r in recs:
@@ -77,6 +78,8 @@ def _plain(recs: list[bytes], folder: Path) -> Path:
             cur += cl.blank_record(FILE_SIZE - len(cur))
             files[start], cur, start = bytes(cur.ljust(FILE_SIZE, b"\0")), bytearray(), start + FILE_SIZE
         cur += r
+    if sealed:
+        cur += cl.blank_record(FILE_SIZE - len(cur))
     files[start] = bytes(cur.ljust(FILE_SIZE, b"\0"))
     for s, b in files.items():
         (folder / f"{s:020d}").write_bytes(b)
@@ -114,6 +117,36 @@ def test_a_ledger_reads_as_the_plain_commitlog_of_its_records(recs):
     assert ledger.check() == []
     assert ledger.entries()["offset"].tolist() == [e[2] for e in framed.entries]
     assert ledger.summary()["committed_pos"] == (last[2] + last[3] if last else -1)   # -1: nothing committed
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(records(damage=False), min_size=2, max_size=4).map(
+    lambda rs: [r for x in rs for r in x if len(r) < 1500]).filter(lambda rs: len(rs) >= 2), st.data())
+def test_a_commitlog_switched_to_dledger_reads_its_plain_files_then_the_ledger(recs, data):
+    """A plain CommitLog switched to DLedger (DLedgerCommitLog.setRecoverPosition: the last plain
+    file sealed with a blank, the ledger's first file at its end, dividedCommitlogOffset): the
+    store's CommitLog reads the plain files' records, then the ledger's, each at its own offset,
+    and verify finds nothing wrong with its files. A ledger whose first file starts inside the
+    plain files is a FormatError naming it."""
+    k = data.draw(st.integers(1, len(recs) - 1))
+    root = Path(tempfile.mkdtemp())
+    plain = _plain(recs[:k], root / "commitlog", sealed=True)
+    divided = max(int(f.name) for f in plain.iterdir()) + FILE_SIZE
+    framed = frame(recs[k:], FILE_SIZE, base=divided)
+    write_ledger(root / "dledger-n0", framed)
+    got = cl.read_columns(StorePaths(root).commitlog, check_crc=True)
+    before = cl.read_columns(plain, check_crc=True)
+    after = cl.read_columns(root / "dledger-n0" / "data", check_crc=True)
+    assert got["phy_offset"].tolist() == before["phy_offset"].tolist() + framed.record_offsets
+    assert len(before) == k and len(after) == len(recs) - k
+    everything = cl.read_columns(_plain(recs, root / "all"), check_crc=True)
+    pd.testing.assert_frame_equal(got.drop(columns="phy_offset"), everything.drop(columns="phy_offset"))
+    assert got.attrs["report"].ok
+    first = root / "dledger-n0" / "data" / f"{divided:020d}"
+    first.rename(first.with_name(f"{divided - FILE_SIZE:020d}"))
+    with pytest.raises(FormatError, match="dividedCommitlogOffset") as e:
+        StorePaths(root).commitlog
+    assert Path(e.value.path).name == f"{divided - FILE_SIZE:020d}"
 
 
 #: the head fields recovery checks at the entry itself, and where they are

@@ -28,10 +28,12 @@ class Framed:
     record_offsets: list[int]       # CommitLog offset of each record (pos + 48)
 
 
-def frame(records: list[bytes], file_size: int, *, term: int = 0, first_index: int = 0) -> Framed:
-    """The data files, index units and entries of `records` appended one after another."""
-    files: dict[int, bytearray] = {0: bytearray()}
-    start, entries, offsets, units = 0, [], [], bytearray()
+def frame(records: list[bytes], file_size: int, *, term: int = 0, first_index: int = 0, base: int = 0) -> Framed:
+    """The data files, index units and entries of `records` appended one after another, the
+    first file at CommitLog offset `base` (a CommitLog switched from plain files to DLedger:
+    DLedgerCommitLog.setRecoverPosition starts the ledger at dividedCommitlogOffset)."""
+    files: dict[int, bytearray] = {base: bytearray()}
+    start, entries, offsets, units = base, [], [], bytearray()
     for k, rec in enumerate(records):
         size = HEAD.size + len(rec)
         if size + MIN_BLANK_LEN > file_size:

@@ -2397,16 +2397,18 @@ class RevivelogTarget(Target):
         self.store_kwargs = store_kwargs or {}
 
     def _store_seeds(self, k: int, root: Path) -> list[Seed]:
+        from rmqlab.formats import commitlog as cl
         from rmqlab.store.directory import Store
-        from rmqlab.store.popstate import revive_records
 
-        recs = revive_records(Store(root, **self.store_kwargs))
+        # every body the revive topic holds, read or not by the revive service (a restarted broker
+        # may have revived every checkpoint)
+        m = cl.read_columns(Store(root, **self.store_kwargs).commitlog_dir, body=True, on_error="report")
+        m = m[m["topic"].astype(str).str.startswith("rmq_sys_REVIVE_LOG_")]
         out = []
         for tag in ("ck", "ack", "bAck"):
-            mine = recs[recs["tag"] == tag]
+            mine = m[m["tags"] == tag]
             if len(mine):
-                body = bytes(Store(root, **self.store_kwargs).read_at([int(mine["offset_py"].iloc[0])],
-                                                                      body=True)["body"].iloc[0])
+                body = bytes(mine["body"].iloc[0])
                 out.append(Seed(f"broker-{k}-{tag}", body, [], [i for i, b in enumerate(body) if b in b'{}[]:,"'],
                                 _config_special, {"tag": tag}))
         return out

@@ -106,6 +106,10 @@ ROCKSDB_SINCE = (5, 2, 0)
 #: the releases with a DLedger CommitLog scenario: the first DLedger line (dledger 0.1), the last
 #: 4.9 and a 5.3 (dledger 0.3.1.2)
 DLEDGER_RELEASES = ("4.5.2", "4.9.7", "5.3.3")
+#: the scenarios whose CommitLog is a DLedger group's from the first message on
+LEDGER_ONLY = ("dledger", "dledger-crash", "dledger-recovered")
+#: the releases with a plain CommitLog switched to DLedger (DLedgerCommitLog's mixed CommitLog)
+DLEDGER_MIXED_RELEASES = ("4.9.7", "5.3.3")
 #: scenarios only some releases run: name -> whether a release runs it
 EXTRA_SCENARIOS: dict[str, Any] = {
     # a DLedger CommitLog (enableDLegerCommitLog, a one-node group), stopped cleanly
@@ -114,6 +118,9 @@ EXTRA_SCENARIOS: dict[str, Any] = {
     "dledger-crash": lambda release: release in DLEDGER_RELEASES,
     # the dledger-crash store, the broker restarted on it (DLedgerCommitLog's abnormal recovery)
     "dledger-recovered": lambda release: release in DLEDGER_RELEASES,
+    # a plain CommitLog switched to DLedger: the clean workload on a plain CommitLog, then the
+    # broker restarted with enableDLegerCommitLog; the ledger goes on from dividedCommitlogOffset
+    "dledger-mixed": lambda release: release in DLEDGER_MIXED_RELEASES,
     # as clean, with the ConsumeQueues in RocksDB (storeType=defaultRocksDB, RIP-66, 5.2.0+)
     "rocksdb": lambda release: version_tuple(release) >= ROCKSDB_SINCE,
     # the v2 config managers: config/rdb (configManagerVersion=v2, 5.3+)
@@ -315,8 +322,9 @@ class BrokerStore:
     @property
     def commitlog(self) -> Path:
         """The folder of the store's CommitLog files: commitlog/, a DLedger CommitLog's
-        dledger-n0/data, or rmqlab's view of a CommitLog over several folders."""
-        if self.commitlog_paths:
+        dledger-n0/data, or rmqlab's view of a CommitLog over several folders (multipath) or of
+        a plain one switched to DLedger (dledger-mixed: the files of both folders)."""
+        if self.commitlog_paths or self.scenario == "dledger-mixed":
             from rmqlab.formats.storepaths import StorePaths
 
             return StorePaths(self.store, self.commitlog_paths).commitlog
@@ -397,9 +405,9 @@ def scenario_conf(scenario: str) -> str:
         return "configManagerVersion=v2\n"
     if scenario == "multipath":   # {store} is put in by write_conf
         return "storePathCommitLog=" + ",".join("{store}/" + p for p in COMMITLOG_PATHS) + "\n"
-    if scenario == "rocksdb-index":
+    if scenario == "rocksdb-index":   # half messages into RMQ_SYS_ROCKSDB_TRANS_HALF_TOPIC, not the origin topic
         return ("indexRocksDBEnable=true\nindexFileReadEnable=false\ntransRocksDBEnable=true\n"
-                "timerRocksDBEnable=true\n")
+                "transWriteOriginTransHalfEnable=false\ntimerRocksDBEnable=true\n")
     if scenario == "tiered":   # {tiered} is put in by write_conf
         return ("messageStorePlugIn=org.apache.rocketmq.tieredstore.TieredMessageStore\n"
                 "tieredBackendServiceProvider=org.apache.rocketmq.tieredstore.provider.PosixFileSegment\n"
@@ -714,12 +722,15 @@ class _Run:
                 "-Drocketmq.client.rebalance.waitInterval=1000",   # clients rebalance each second, not 20 s
                 "-Djava.net.preferIPv4Stack=false", "-cp", self.classpath, main, *args]
 
-    def write_conf(self) -> None:
+    def write_conf(self, extra: str | None = None) -> None:
+        """broker.conf with the scenario's lines (`extra`: these instead), the name server's and
+        the logback files."""
         conf = self.folder / "conf"
         conf.mkdir(parents=True, exist_ok=True)
         self.logs.mkdir(parents=True, exist_ok=True)
-        extra = (scenario_conf(self.scenario).replace("{store}", str(self.store))
-                 .replace("{tiered}", str(self.folder / TIERED_FOLDER)))
+        extra = scenario_conf(self.scenario) if extra is None else extra
+        self.dledger_on = "enableDLegerCommitLog=true" in extra
+        extra = extra.replace("{store}", str(self.store)).replace("{tiered}", str(self.folder / TIERED_FOLDER))
         (self.folder / "broker.conf").write_text(BROKER_CONF.format(broker_ip=self.ip, store=self.store, extra=extra))
         (self.folder / "namesrv.conf").write_text(NAMESRV_CONF)
         for name, level in (("broker", "INFO"), ("namesrv", "INFO"), ("driver", "WARN")):
@@ -746,7 +757,7 @@ class _Run:
         self.procs.append(p)
         bh.wait_for_port(BROKER_PORT, p, self.logs / f"broker-{label}.out", timeout=120)
         self.broker = p
-        if self.scenario.startswith("dledger"):   # the broker takes messages once DLedger elected it
+        if self.dledger_on:   # the broker takes messages once DLedger elected it
             # (4.x logs through the harness's logback file, 5.x through its own, rocketmqlogs/broker.log)
             bh.wait_for_line([self.logs / "broker_logback.log", self.logs / "rocketmqlogs" / "broker.log"],
                              "Finish to change to master", p, timeout=60)
@@ -881,20 +892,42 @@ class _Run:
                 p.wait()
         self.reached["abort_file_left"] = (self.store / "abort").exists()
 
+    def mixed_tail(self) -> None:
+        """RocketMQDriver's tail into the DLedger CommitLog of the dledger-mixed scenario, stopped
+        (its JVM killed, the broker left running) after 200 acks."""
+        args = [f"{k}={v}" for k, v in self.common().items()] + [f"out={self.folder}"]
+        tail = bh.start(self.java("RocketMQDriver", "tail", *args), log=self.logs / "driver-tail.out", env=self.env,
+                        cwd=self.folder)
+        self.procs.append(tail)
+        acks = self.folder / "acks.jsonl"
+        deadline = time.monotonic() + 90
+        while time.monotonic() < deadline and _lines(acks) < 200:
+            if tail.poll() is not None:
+                raise bh.HarnessError(f"the tail producer exited early\n{bh.tail(self.logs / 'driver-tail.out')}")
+            time.sleep(0.05)
+        bh.kill_group(tail.pid)
+        tail.wait()
+        self.reached["dledger_tail"] = f"{_lines(acks)} messages sent into the ledger"
+
     def java_view(self) -> Path:
         """The store as the driver reads it: the store itself, or for a CommitLog over several
-        folders (the driver reads {store}/commitlog) a folder of links to the store's entries whose
-        commitlog/ links every CommitLog file of them all, made afresh at each call."""
-        if self.scenario != "multipath":
+        folders (multipath: the driver reads {store}/commitlog; dledger-mixed: commitlog/ and the
+        ledger's data/) a folder of links to the store's entries whose commitlog/ links every
+        CommitLog file of them all, made afresh at each call."""
+        if self.scenario == "multipath":
+            folders = [self.store / f for f in COMMITLOG_PATHS]
+        elif self.scenario == "dledger-mixed":   # the plain files below dividedCommitlogOffset, the ledger's above
+            folders = [self.store / "commitlog", self.store / f"dledger-{DLEDGER_SELF_ID}" / "data"]
+        else:
             return self.store
         view = self.folder / "java-view"
         shutil.rmtree(view, ignore_errors=True)
         (view / "commitlog").mkdir(parents=True)
         for entry in self.store.iterdir():
-            if entry.name not in COMMITLOG_PATHS:
+            if entry not in folders and entry.name != f"dledger-{DLEDGER_SELF_ID}":
                 os.symlink(entry, view / entry.name)
-        for folder in COMMITLOG_PATHS:
-            for f in sorted((self.store / folder).iterdir()) if (self.store / folder).is_dir() else []:
+        for folder in folders:
+            for f in sorted(folder.iterdir()) if folder.is_dir() else []:
                 os.symlink(f, view / "commitlog" / f.name)
         return view
 
@@ -983,6 +1016,16 @@ class _Run:
                 pop_group = ["G_pop"] if version_tuple(self.release) >= (5,) else []
                 self.answers(",".join(["G_push", "G_pull", *long_group, *pop_group]))
                 self.stop_clean("restart")
+            elif self.scenario == "dledger-mixed":
+                self.write_conf("")   # a plain CommitLog first
+                self.start_broker("first")
+                self.workload()
+                self.stop_clean("first")
+                self.write_conf()     # then DLedger on the same store
+                self.start_broker("dledger")
+                self.mixed_tail()
+                self.answers(self.groups)
+                self.stop_clean("dledger")
             else:
                 self.start_broker("first")
                 self.workload()

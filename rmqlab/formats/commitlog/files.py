@@ -61,7 +61,8 @@ def store_files(path: str | os.PathLike) -> list[StoreFile]:
             out = [_store_file(Path(os.path.realpath(e.path)) if e.is_symlink() else p / e.name, int(e.name),
                                e.stat().st_size) for e in entries if _FILE_NAME.fullmatch(e.name) and e.is_file()]
         return sorted(out, key=lambda f: f.start_offset)
-    return [_store_file(p, int(p.name) if _FILE_NAME.fullmatch(p.name) else 0)]
+    real = Path(os.path.realpath(p)) if p.is_symlink() else p   # a file of a view: name the real one
+    return [_store_file(real, int(p.name) if _FILE_NAME.fullmatch(p.name) else 0)]
 
 
 #: folders of storePathCommitLog (a tuple, resolved) -> the view folder made for them
