@@ -14,8 +14,9 @@ Mirrors rocketmq-store 5.5.0 (its sources jar): ``rocksdb/MessageRocksDBStorage`
 * **timer**: a key ``deliverTime(8) uniqKey``, a value ``size(4) phyOffset(8)`` (the message in
   the timer topic), and the checkpoints ``sys_topic_scan_offset_checkpoint`` and
   ``timeline_checkpoint`` (8 bytes each).
-* **trans**: a key ``phyOffset(8) "@" topic "@" uniqKey`` (a half message not yet resolved), a
-  value ``checkTimes(4) size(4)``.
+* **trans**: a key ``phyOffset(8) "@" topic "@" uniqKey`` (a half message not yet resolved: its
+  REAL_TOPIC and __transactionId__), a value ``checkTimes(4) size(4)``, and ``lastOffsetPy`` (8
+  bytes), the last half message put.
 
 >>> k = index_key(3_600_000, "T", "K", "k1", "U1", 40)
 >>> decode_index_key(k)
@@ -111,8 +112,10 @@ class MessageRocksDB:
     index_type, key, uniq_key, phy_offset, tail, store_timestamp, in the database's key order;
     :func:`decode_index_key`),
     ``index_last_offset`` / ``index_last_store_timestamp`` (lastOffsetPy / lastStoreTimeStamp,
-    None where absent), ``timers`` (deliver_ms, uniq_key, size, phy_offset), ``timer_checkpoints``
-    and ``transactions`` (phy_offset, topic, uniq_key, check_times, size)."""
+    None where absent), ``timers`` (deliver_ms, uniq_key, size, phy_offset), ``timer_checkpoints``,
+    ``transactions`` (phy_offset, topic, uniq_key, check_times, size) and
+    ``transactions_last_offset`` (the trans family's lastOffsetPy: how far TransMessageRocksDBStore
+    dispatched, None where absent)."""
 
     index: pd.DataFrame
     index_last_offset: int | None
@@ -120,6 +123,7 @@ class MessageRocksDB:
     timers: pd.DataFrame
     timer_checkpoints: dict[str, int] = field(default_factory=dict)
     transactions: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=_TRANS_COLUMNS))
+    transactions_last_offset: int | None = None
 
 
 def _long(raw: bytes, where: str, path: Path | None, at: int) -> int:
@@ -158,6 +162,11 @@ def decode_families(families: dict[str, list[tuple[bytes, bytes]]], *,
 
     >>> decode_families({"default": [(b"lastOffsetPy", bytes(7) + b"\x08")]}).index_last_offset
     8
+    >>> at = (40).to_bytes(8, "big")
+    >>> db = decode_families({"trans": [(at + b"@TopicTx@U1", struct.pack(">ii", 2, 160)),
+    ...                                 (b"lastOffsetPy", at)]})
+    >>> db.transactions.values.tolist(), db.transactions_last_offset
+    ([[40, 'TopicTx', 'U1', 2, 160]], 40)
 
     Raises FormatError naming `path`, the record's number in its column family and the field
     for a key or value of another form.
@@ -182,8 +191,11 @@ def decode_families(families: dict[str, list[tuple[bytes, bytes]]], *,
                               offset=i, field="timer column family")
         size, offset = TIMER_VALUE.unpack(v)
         timers.append((struct.unpack_from(">q", k)[0], k[8:].decode("utf-8", "replace"), size, offset))
-    trans = []
+    trans, trans_last = [], None
     for i, (k, v) in enumerate(families.get("trans", [])):
+        if k == _LAST_OFFSET_PY:   # MessageRocksDBStorage.writeRecordsForTrans keeps it in the family too
+            trans_last = _long(v, "lastOffsetPy", path, i)
+            continue
         parts = k[8:].decode("utf-8", "replace").split(KEY_SPLIT) if len(k) > 8 else []
         if len(parts) != 3 or parts[0] or len(v) != TRANS_VALUE.size:
             raise FormatError(f"transaction record {k[:64]!r}: not offset '@topic@uniqKey' with a "
@@ -199,7 +211,7 @@ def decode_families(families: dict[str, list[tuple[bytes, bytes]]], *,
             index[i] = (*r[:3], r[6][:-len(u) - 1], u, *r[5:])
     return MessageRocksDB(pd.DataFrame(index, columns=_INDEX_COLUMNS), last_offset, last_time,
                           pd.DataFrame(timers, columns=_TIMER_COLUMNS), checkpoints,
-                          pd.DataFrame(trans, columns=_TRANS_COLUMNS))
+                          pd.DataFrame(trans, columns=_TRANS_COLUMNS), trans_last)
 
 
 def query_index(db: MessageRocksDB, topic: str, key: str, *, max_num: int = 32, begin: int = 0,

@@ -10,7 +10,7 @@ import re
 
 __all__ = ["SYSTEM_TOPICS", "SYSTEM_TOPIC_PREFIXES", "is_system_topic", "BUILTIN_TOPICS", "is_builtin_topic",
            "REVIVE_TOPIC_PREFIX", "RETRY_PREFIX", "pop_retry_topic", "parse_pop_normal_topic", "TOPIC_MAX_LENGTH",
-           "GROUP_MAX_LENGTH", "is_valid_topic", "is_valid_group"]
+           "GROUP_MAX_LENGTH", "is_valid_topic", "is_valid_group", "TIMER_TOPIC", "TRANS_HALF_TOPICS"]
 
 #: Topics the broker keeps for itself (TopicValidator and MixAll), by exact name.
 SYSTEM_TOPICS = frozenset({
@@ -47,6 +47,11 @@ REVIVE_TOPIC_PREFIX = "rmq_sys_REVIVE_LOG_"
 RETRY_PREFIX = "%RETRY%"
 BUILTIN_TOPIC_PREFIXES = (REVIVE_TOPIC_PREFIX, "rmq_sys_SYNC_BROKER_MEMBER_")
 TIMER_TOPIC = "rmq_sys_wheel_timer"   # TimerMessageStore.TIMER_TOPIC
+#: where a broker keeps transactions' half messages (TransactionalMessageBridge.putHalfMessage): the
+#: origin topic, or from 5.5 with transRocksDBEnable and transWriteOriginTransHalfEnable off
+#: TopicValidator.RMQ_SYS_ROCKSDB_TRANS_HALF_TOPIC, whose half messages TransMessageRocksDBStore
+#: indexes in rocksdbstore/'s trans column family (its op topic deletes them)
+TRANS_HALF_TOPICS = ("RMQ_SYS_TRANS_HALF_TOPIC", "RMQ_SYS_ROCKSDB_TRANS_HALF_TOPIC")
 
 
 def is_builtin_topic(topic: str, *, timer: bool = True) -> bool:

@@ -9,6 +9,7 @@ import pandas as pd
 
 from rmqlab.errors import FormatError, RmqlabError
 from rmqlab.formats import messagerocksdb as mr
+from rmqlab.rules.topics import TIMER_TOPIC, TRANS_HALF_TOPICS
 from rmqlab.verify.report import FileReport, problem_from_error
 
 
@@ -22,8 +23,8 @@ def verify_message_rocksdb(store: Any) -> FileReport | None:
       key among its KEYS or the T record's TAGS;
     * ``mrocks.timer``: a timer record whose message is not the timer topic's message of that
       size and UNIQ_KEY, or whose TIMER_OUT_MS is not the record's delivery time;
-    * ``mrocks.trans``: a transaction record whose message is not a half message of that size
-      and UNIQ_KEY.
+    * ``mrocks.trans``: a transaction record whose message is not a half message of that size,
+      real topic and transaction id.
 
     An index past the CommitLog's end (lastOffsetPy) is a warning. Read-only. Cost: the
     database read once, and the decode of each message a record points at.
@@ -107,26 +108,35 @@ def _check_index(store: Any, ix: pd.DataFrame, rep: FileReport, folder: Any) -> 
 
 
 def _timer_wrong(rec: pd.DataFrame, m: pd.DataFrame) -> np.ndarray:
+    """A timer record (TimerRocksDBRecord) names its message's UNIQ_KEY, in the timer topic, due
+    at its TIMER_OUT_MS."""
     from rmqlab.rules.properties import property_values
 
     out_ms = property_values(m["properties"], "TIMER_OUT_MS")
-    return ((m["topic"].astype(str).to_numpy() != "rmq_sys_wheel_timer")
+    return ((m["uniq_key"].fillna("").astype(str).to_numpy() != rec["uniq_key"].to_numpy())
+            | (m["topic"].astype(str).to_numpy() != TIMER_TOPIC)
             | (out_ms.fillna("-1").astype(str).to_numpy() != rec["deliver_ms"].astype(str).to_numpy()))
 
 
 def _trans_wrong(rec: pd.DataFrame, m: pd.DataFrame) -> np.ndarray:
-    return m["topic"].astype(str).to_numpy() != "RMQ_SYS_TRANS_HALF_TOPIC"
+    """A transaction record names a half message (TransMessageRocksDBStore.buildTransIndex: its
+    REAL_TOPIC and its __transactionId__)."""
+    from rmqlab.rules.properties import property_values
+
+    real = property_values(m["properties"], "REAL_TOPIC").fillna("").astype(str).to_numpy()
+    txid = property_values(m["properties"], "__transactionId__").fillna("").astype(str).to_numpy()
+    return (~np.isin(m["topic"].astype(str).to_numpy(), TRANS_HALF_TOPICS) | (real != rec["topic"].to_numpy())
+            | (txid != rec["uniq_key"].to_numpy()))
 
 
 def _check_pointed(store: Any, rec: pd.DataFrame, rep: FileReport, folder: Any, check: str, family: str,
                    wrong_of: Any) -> None:
-    """Timer or transaction records: each at a message of its size and UNIQ_KEY, as `wrong_of` wants."""
+    """Timer or transaction records: each at a message of its size, as `wrong_of` wants."""
     if rec.empty:
         return
     offs = rec["phy_offset"].to_numpy(np.int64)
     m, missing = _messages(store, offs)
-    bad = missing | (m["total_size"].to_numpy() != rec["size"].to_numpy()) \
-        | (m["uniq_key"].fillna("").astype(str).to_numpy() != rec["uniq_key"].to_numpy()) | wrong_of(rec, m)
+    bad = missing | (m["total_size"].to_numpy() != rec["size"].to_numpy()) | wrong_of(rec, m)
     _first(rep, check, folder, bad,
            lambda k: (f"{family} record of {rec['uniq_key'].iloc[k]!r} points at offset {offs[k]}, size "
                       f"{rec['size'].iloc[k]}: " + ("no message starts there" if missing[k] else

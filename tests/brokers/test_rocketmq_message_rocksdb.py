@@ -51,6 +51,33 @@ def test_the_index_holds_what_build_index_makes_of_the_commitlog(written):
     assert len(db.timers) > 0 and "timeline_checkpoint" in db.timer_checkpoints
 
 
+def test_the_trans_family_holds_the_transactions_the_producer_left_unresolved(written):
+    """With transRocksDBEnable (half messages into RMQ_SYS_ROCKSDB_TRANS_HALF_TOPIC) the trans
+    family keeps a record a half message until its commit or rollback (an op message) deletes it:
+    the records are exactly the transactions the client left UNKNOW (sends.jsonl), each at its
+    half message as MessageDecoder decoded it (offset, size, REAL_TOPIC, __transactionId__),
+    checked at least as often as the client was asked (the workload's check-back count), and
+    lastOffsetPy is the last half message's offset (MessageRocksDBStorage.writeRecordsForTrans
+    moves it for a record put, not for an op's delete)."""
+    import json
+
+    db = Store(written.store, **written.store_kwargs()).message_rocksdb_records()
+    tx = db.transactions
+    sends = [json.loads(line) for line in (written.folder / "sends.jsonl").read_text().splitlines() if line.strip()]
+    unknown = {s["msgId"] for s in sends if s.get("transactionState") == "UNKNOW"}
+    assert len(unknown) == 3 and set(tx["uniq_key"]) == unknown and len(tx) == 3
+    halves = {m["physicalOffset"]: m for m in written.records()
+              if m.get("topic") == "RMQ_SYS_ROCKSDB_TRANS_HALF_TOPIC"}
+    for r in tx.itertuples(index=False):
+        m = halves[r.phy_offset]
+        assert (m["storeSize"], m["properties"]["REAL_TOPIC"], m["properties"]["__transactionId__"]) == (
+            r.size, r.topic, r.uniq_key)
+    checks = json.loads((written.folder / "workload.json").read_text())["transaction_checks"]
+    assert checks > 0 and int(tx["check_times"].sum()) >= checks
+    ops = [m["physicalOffset"] for m in written.records() if m.get("topic") == "RMQ_SYS_ROCKSDB_TRANS_OP_HALF_TOPIC"]
+    assert len(ops) == 6 and db.transactions_last_offset == max(halves)
+
+
 def test_verify_is_silent_on_the_broker_and_names_a_changed_record(written, tmp_path):
     import rocksdict
 

@@ -405,9 +405,12 @@ def scenario_conf(scenario: str) -> str:
         return "configManagerVersion=v2\n"
     if scenario == "multipath":   # {store} is put in by write_conf
         return "storePathCommitLog=" + ",".join("{store}/" + p for p in COMMITLOG_PATHS) + "\n"
-    if scenario == "rocksdb-index":   # half messages into RMQ_SYS_ROCKSDB_TRANS_HALF_TOPIC, not the origin topic
+    if scenario == "rocksdb-index":
+        # half messages into RMQ_SYS_ROCKSDB_TRANS_HALF_TOPIC, not the origin topic; the unresolved ones
+        # kept (TransactionalMessageRocksDBService deletes a record after transactionCheckMax checks,
+        # 15 by default: 32 s at the harness's transactionCheckInterval of 2 s)
         return ("indexRocksDBEnable=true\nindexFileReadEnable=false\ntransRocksDBEnable=true\n"
-                "transWriteOriginTransHalfEnable=false\ntimerRocksDBEnable=true\n")
+                "transWriteOriginTransHalfEnable=false\ntransactionCheckMax=100000\ntimerRocksDBEnable=true\n")
     if scenario == "tiered":   # {tiered} is put in by write_conf
         return ("messageStorePlugIn=org.apache.rocketmq.tieredstore.TieredMessageStore\n"
                 "tieredBackendServiceProvider=org.apache.rocketmq.tieredstore.provider.PosixFileSegment\n"
