@@ -145,7 +145,7 @@ def test_a_commitlog_switched_to_dledger_reads_its_plain_files_then_the_ledger(r
     first = root / "dledger-n0" / "data" / f"{divided:020d}"
     first.rename(first.with_name(f"{divided - FILE_SIZE:020d}"))
     with pytest.raises(FormatError, match="dividedCommitlogOffset") as e:
-        StorePaths(root).commitlog
+        _ = StorePaths(root).commitlog
     assert Path(e.value.path).name == f"{divided - FILE_SIZE:020d}"
 
 
