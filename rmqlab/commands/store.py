@@ -173,6 +173,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "5000000,20000000)")
     p.add_argument("--tiered-path", default=None, metavar="DIR",
                    help="the tiered store's file system (tieredStoreFilePath): its uploaded index segments too")
+    p.add_argument("--broker-version", default=None, metavar="X.Y.Z",
+                   help="the release that wrote the index: its time filter (5.2.0-5.3.0 keep every item of a "
+                        "local file; default 5.3.3's)")
     p.set_defaults(run=_tiered_query)
     p = ssub.add_parser("tiered", help="the tiered store's file system (tieredStoreFilePath, PosixFileSegment): each "
                                        "queue's uploaded range, or one queue's messages as served")

@@ -173,12 +173,15 @@ class TieredIndexFile:
 
     # -- queries ------------------------------------------------------------------------------
 
-    def query(self, topic: str, key: str, max_count: int, begin: int, end: int) -> pd.DataFrame:
+    def query(self, topic: str, key: str, max_count: int, begin: int, end: int, *,
+              broker_version: str | None = None) -> pd.DataFrame:
         """``queryAsync`` of this file: the items of `key` stored in [begin, end] (ms). Local form
         (``queryAsyncFromUnsealedFile``): the slot's chain from its newest item, at most
         MAX_QUERY_COUNT items read, stopping once more than `max_count` matched (so up to
         `max_count` + 1); compacted form (``queryAsyncFromSegmentFile``): the slot's items, at
-        most MAX_SEGMENT_READ bytes, up to `max_count`. Columns: topic_id, queue_id, offset,
+        most MAX_SEGMENT_READ bytes, up to `max_count`. `broker_version` picks the release's
+        time filter (:attr:`rmqlab.rules.versions.LayoutFacts.tiered_index_local_time_filter`
+        and ``tiered_index_time_diff_ms``; None: 5.3.3's). Columns: topic_id, queue_id, offset,
         size, time_diff, hash_code, store_timestamp (ms). Cost: one chain walk.
 
         >>> import tempfile
@@ -189,6 +192,10 @@ class TieredIndexFile:
         >>> got[["offset", "store_timestamp"]].values.tolist()
         [[64, 3000]]
         """
+        from rmqlab.rules.versions import layout_facts
+
+        facts = layout_facts(broker_version)
+        unit = facts.tiered_index_time_diff_ms
         h = tiered_index_hash(topic, key)
         slot = h % self.geometry.hash_slot_num if h >= 0 else -1
         rows: list[int] = []
@@ -199,8 +206,8 @@ class TieredIndexFile:
             left = MAX_QUERY_COUNT
             while left > 0 and 0 < at <= self.item_count and at < self.geometry.index_num:
                 item = self.item_array[at]
-                t = int(item["time_diff"]) * 1000 + self.begin_timestamp
-                if int(item["hash_code"]) == h and begin <= t <= end:
+                t = int(item["time_diff"]) * unit + self.begin_timestamp
+                if int(item["hash_code"]) == h and (begin <= t <= end or not facts.tiered_index_local_time_filter):
                     rows.append(at)
                     if len(rows) > max_count:
                         break
@@ -214,7 +221,7 @@ class TieredIndexFile:
                     if not 0 <= i < len(self.item_array):
                         break
                     item = self.item_array[i]
-                    t = int(item["time_diff"]) * 1000 + self.begin_timestamp
+                    t = int(item["time_diff"]) * unit + self.begin_timestamp
                     if int(item["hash_code"]) == h and begin <= t <= end and len(rows) < max_count:
                         rows.append(i)
         return self._frame(rows)
@@ -434,10 +441,11 @@ def index_files(folder: str | os.PathLike) -> list[Path]:
 
 
 def query_service(files: list[TieredIndexFile], topic: str, key: str, max_count: int, begin: int,
-                  end: int) -> pd.DataFrame:
+                  end: int, *, broker_version: str | None = None) -> pd.DataFrame:
     """``IndexStoreService.queryAsync``: the files whose begin timestamp (their name) is in
     [begin, end] (``timeStoreTable.subMap``: a file begun before `begin` is not asked, whatever
-    it holds), newest first, each asked :meth:`TieredIndexFile.query`; items kept by
+    it holds), newest first, each asked :meth:`TieredIndexFile.query` (as `broker_version`'s
+    release asks it); items kept by
     (queue id, offset), the first `max_count` such. Rows in the order found (the broker's own
     order is its hash map's). Cost: one query a file in range.
 
@@ -449,7 +457,7 @@ def query_service(files: list[TieredIndexFile], topic: str, key: str, max_count:
     kept: dict[tuple[int, int], dict[str, Any]] = {}
     for f in sorted((f for f in files if begin <= f.begin_timestamp <= end), key=lambda f: f.begin_timestamp,
                     reverse=True):
-        for row in f.query(topic, key, max_count, begin, end).to_dict("records"):
+        for row in f.query(topic, key, max_count, begin, end, broker_version=broker_version).to_dict("records"):
             k = (int(row["queue_id"]), int(row["offset"]))
             if len(kept) < max_count or k in kept:
                 kept[k] = {**{str(c): v for c, v in row.items()}, "file_timestamp": f.begin_timestamp}

@@ -56,6 +56,14 @@ Each fact was settled by reading the broker's Java source at the release tags na
   modification time, the nearer unit), "5" from 5.1.1 (the file by its units' store times, a
   LOWER/UPPER boundary).
 
+* **The tiered index's query** (tieredstore ``index/IndexStoreFile.queryAsync``, RIP-65, from
+  5.2.0). An item holds ``timeDiff``, the seconds from the file's begin timestamp to its store
+  time. A local (unsealed) file's chain walk keeps every item of the key up to 5.3.0 and only
+  those whose store time is in [begin, end] from 5.3.1; the compacted (sealed) form filters
+  throughout. The store time filtered by is ``timeDiff + beginTimestamp`` (seconds added as
+  milliseconds) up to 5.3.2 and ``timeDiff * 1000 + beginTimestamp`` from 5.3.3 (read at 5.2.0,
+  5.3.0, 5.3.1, 5.3.2 and 5.3.3).
+
 ``None`` as a version everywhere means rmqlab's own default form: the final ``\\x02`` kept, no
 CRC property unless asked for, v2 for long topics, IPv6 allowed (a 5.2+ broker's form), and
 no TAGS index key (the 5.3.x index).
@@ -148,6 +156,12 @@ class LayoutFacts:
     # a file of another length: "refuse" (the load fails and the broker exits: 4.5.x-4.9.1, 4.9.3+) or
     # "ignore" (the load stops there and succeeds, the files from it on left out: up to 4.4.x, and 4.9.2)
     mismatched_file: str = "refuse"
+    # the tiered index's query (tieredstore IndexStoreFile.queryAsync, RIP-65, 5.2.0+): whether a local
+    # (unsealed) file's walk keeps only items stored in [begin, end] (5.3.1+; before, every item of
+    # the key), and the unit an item's timeDiff (seconds since the file began) is added in to get
+    # the store time it is filtered by: 1000 from 5.3.3, 1 before (the seconds read as milliseconds)
+    tiered_index_local_time_filter: bool = True
+    tiered_index_time_diff_ms: int = 1000
 
 
 def layout_facts(version: str | BrokerVersion | None) -> LayoutFacts:
@@ -171,6 +185,9 @@ def layout_facts(version: str | BrokerVersion | None) -> LayoutFacts:
     [False, True]
     >>> [layout_facts(v).mismatched_file for v in ("4.4.0", "4.5.1", "4.9.2", "4.9.3")]
     ['ignore', 'refuse', 'ignore', 'refuse']
+    >>> [(layout_facts(v).tiered_index_local_time_filter, layout_facts(v).tiered_index_time_diff_ms)
+    ...  for v in ("5.3.0", "5.3.1", "5.3.3")]
+    [(False, 1), (True, 1), (True, 1000)]
 
     Raises :class:`BrokerVersionError` as :func:`parse_broker_version`.
     """
@@ -201,4 +218,6 @@ def layout_facts(version: str | BrokerVersion | None) -> LayoutFacts:
         rocksdb_pull_to_max=t >= (5, 5, 0),
         empty_last_file_deleted=t >= (5, 1, 3),
         mismatched_file="ignore" if t < (4, 5, 0) or t == (4, 9, 2) else "refuse",
+        tiered_index_local_time_filter=t >= (5, 3, 1),
+        tiered_index_time_diff_ms=1000 if t >= (5, 3, 3) else 1,
     )

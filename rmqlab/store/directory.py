@@ -354,8 +354,10 @@ class Store:
         and, with `tiered_path` (tieredStoreFilePath), the compacted index segments the metadata
         lists (of `broker`, or every broker's), which replace a local file of the same begin
         timestamp as IndexStoreService.recover does. An item's offset is the message's offset
-        in its queue's tiered CommitLog (:meth:`tiered_messages`). Cost: one chain walk a file
-        in range.
+        in its queue's tiered CommitLog (:meth:`tiered_messages`). The store's `broker_version`
+        picks the release's time filter (5.2.0 - 5.3.0 keep every item of a local file, and up to
+        5.3.2 an item's seconds count as milliseconds: :mod:`rmqlab.rules.versions`). Cost: one
+        chain walk a file in range.
 
         >>> import tempfile
         >>> Store(tempfile.mkdtemp()).query_tiered_index("T", "k").shape[0]
@@ -373,7 +375,7 @@ class Store:
                         files.remove(f)
                         f.close()
                     files.append(seg)
-            got = ti.query_service(files, topic, key, max_num, begin, end)
+            got = ti.query_service(files, topic, key, max_num, begin, end, broker_version=self.broker_version)
         finally:
             for f in files:
                 f.close()

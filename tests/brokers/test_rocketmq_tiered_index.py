@@ -51,23 +51,27 @@ def oracle(request):
 
 def test_the_releases_files_read_and_answer_as_its_classes(oracle):
     """Each local file the release wrote: its header as IndexStoreFile's getters report it, no
-    problem found, and every query answered item for item as queryAsyncFromUnsealedFile."""
-    _, rows, queries, entry, answers = oracle
+    problem found, and every query answered item for item as queryAsyncFromUnsealedFile, by the
+    release's rules: 5.2.x answers a window with every item of the key in the file, stored in it
+    or not (rmqlab.rules.versions), later releases only the items stored in it."""
+    release, rows, queries, entry, answers = oracle
     assert answers["rows"] == sum(1 for r in rows if r[3]) and len(answers["files"]) >= 3
     paths = ti.index_files(entry / "root" / ti.FOLDER)
     assert [int(p.name) for p in paths] == [f["timestamp"] for f in answers["files"]]
-    compared = 0
+    compared, outside = 0, 0
     for path, want in zip(paths, answers["files"], strict=True):
         with ti.TieredIndexFile.open(path, hash_slot_num=SLOTS) as f:
             assert (f.geometry.index_num, f.begin_timestamp, f.end_timestamp, f.slot_count, f.item_count) == \
                 (ITEMS, want["timestamp"], want["endTimestamp"], want["hashSlotCount"], want["indexItemCount"])
             assert f.check() == []
             for (t, k, n, b, e), theirs in zip(queries, want["local"], strict=True):
-                got = f.query(t, k, n, b, e)
+                got = f.query(t, k, n, b, e, broker_version=release)
                 assert got[["topic_id", "queue_id", "offset", "size", "time_diff", "hash_code"]].values.tolist() == \
                     theirs, (path.name, t, k, n, b, e)
                 compared += bool(theirs)
+                outside += sum(not b <= item[4] * 1000 + f.begin_timestamp <= e for item in theirs)
     assert compared > 100
+    assert (outside > 0) == (release == "5.2.0"), outside
 
 
 def test_compaction_writes_the_releases_bytes_and_answers_as_the_uploaded_segment(oracle):
@@ -75,7 +79,7 @@ def test_compaction_writes_the_releases_bytes_and_answers_as_the_uploaded_segmen
     byte for byte, up to the buffer the broker uploads; opened as a compacted file, it answers
     every query as the release's IndexStoreFile over that buffer in a segment (UPLOAD,
     queryAsyncFromSegmentFile)."""
-    _, _, queries, entry, answers = oracle
+    release, _, queries, entry, answers = oracle
     for path, want in zip(ti.index_files(entry / "root" / ti.FOLDER), answers["files"], strict=True):
         theirs = (path.parent / ti.COMPACTING / path.name).read_bytes()
         with ti.TieredIndexFile.open(path, hash_slot_num=SLOTS) as f:
@@ -84,7 +88,7 @@ def test_compaction_writes_the_releases_bytes_and_answers_as_the_uploaded_segmen
         with ti.TieredIndexFile.open(path.parent / ti.COMPACTING / path.name) as c:
             assert c.form == "compacted" and c.geometry.hash_slot_num == SLOTS and c.check() == []
             for (t, k, n, b, e), answer in zip(queries, want["uploaded"], strict=True):
-                got = c.query(t, k, n, b, e)
+                got = c.query(t, k, n, b, e, broker_version=release)
                 assert got[["topic_id", "queue_id", "offset", "size", "time_diff", "hash_code"]].values.tolist() == \
                     answer, (path.name, t, k, n)
 
@@ -142,9 +146,9 @@ def test_store_queries_and_verifies_the_releases_files(oracle, tmp_path):
     from rmqlab.store.directory import Store
     from rmqlab.verify import verify_path
 
-    _, _, queries, entry, answers = oracle
+    release, _, queries, entry, answers = oracle
     root = entry / "root"
-    store = Store(root)
+    store = Store(root, broker_version=release)
     for q, (t, k, n, b, e) in enumerate(queries):
         want: dict[tuple[int, int], list] = {}
         for f in sorted(answers["files"], key=lambda f: f["timestamp"], reverse=True):
@@ -184,11 +188,11 @@ def test_tiered_query_on_the_command_line(oracle, capsys):
     key in it (the whole time range, maxCount 64: every item, the file's begin in range)."""
     from rmqlab.cli import main
 
-    _, _, queries, entry, answers = oracle
+    release, _, queries, entry, answers = oracle
     q = next(i for i, (t, k, n, b, e) in enumerate(queries) if n == 64 and b == 0 and answers["files"][0]["local"][i])
     t, k, *_ = queries[q]
     assert main(["store", "tiered-query", str(entry / "root"), "--topic", t, "--key", k, "--max-num", "64",
-                 "--tiered-index-geometry", f"{SLOTS},", "--json"]) == 0
+                 "--tiered-index-geometry", f"{SLOTS},", "--broker-version", release, "--json"]) == 0
     got = json.loads(capsys.readouterr().out)
     theirs = {(i[1], i[2]) for f in answers["files"] for i in f["local"][q]}
     assert {(r["queue_id"], r["offset"]) for r in got} == theirs
@@ -200,7 +204,7 @@ def test_the_metadata_names_the_topic_of_every_item(oracle):
     named by rmqlab with the topic its row was put under, and the segments are the files'."""
     from rmqlab.store.directory import Store
 
-    _, rows, queries, entry, answers = oracle
+    release, rows, queries, entry, answers = oracle
     meta = ti.read_tiered_metadata(entry / "root" / "config" / ti.METADATA_FILE)
     assert set(meta.topic_ids) == {r[0] for r in rows if r[3]}
     seg = meta.segments[meta.segments["kind"] == "index"].sort_values("base_offset")
@@ -208,7 +212,7 @@ def test_the_metadata_names_the_topic_of_every_item(oracle):
         [[f["timestamp"], f["endTimestamp"], f["compactedSize"]] for f in answers["files"]]
     assert (seg["status"] == 1).all()
     topic_at = {(q, o): t for t, _, q, _, o, _, _ in rows}
-    store, named = Store(entry / "root"), 0
+    store, named = Store(entry / "root", broker_version=release), 0
     for t, k, n, b, e in queries[:200]:
         got = store.query_tiered_index(t, k, max_num=n, begin=b, end=e, hash_slot_num=SLOTS)
         for r in got.itertuples():

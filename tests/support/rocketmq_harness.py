@@ -480,8 +480,10 @@ DLEDGER_PEERS = f"{DLEDGER_SELF_ID}-127.0.0.1:{DLEDGER_PORT}"
 ORACLE_DIR = ROCKETMQ_DIR / "oracle"
 #: the releases with 5.5's message RocksDB (rocksdbstore/: RocksDB index, transaction and timer stores)
 MESSAGE_ROCKSDB_RELEASES = ("5.5.0",)
-#: the releases whose tiered store has IndexStoreFile and the segment API of 5.3+
-TIERED_INDEX_RELEASES = ("5.3.3", "5.5.0")
+#: the releases whose tiered store has IndexStoreFile (RIP-65, 5.2.0+), and the oracle written
+#: against each one's classes (5.2.x names the classes around the index otherwise)
+TIERED_INDEX_RELEASES = ("5.2.0", "5.3.3", "5.5.0")
+TIERED_INDEX_ORACLES = {"5.2.0": "TieredIndexOracle52.java"}
 
 
 def tiered_index_oracle(release: str, rows: str, queries: str, slots: int, items: int) -> Path:
@@ -490,8 +492,8 @@ def tiered_index_oracle(release: str, rows: str, queries: str, slots: int, items
     ``<entry>/root/tiered_index_file/`` (compacted ones in ``compacting/``), and ``answers.json``
     for `queries` (TSV: topic, key, maxCount, begin, end). Built once per input into the cache."""
     if release not in TIERED_INDEX_RELEASES:
-        raise ValueError(f"{release} has no IndexStoreFile with MemoryFileSegment; one of {TIERED_INDEX_RELEASES}")
-    source = ORACLE_DIR / "TieredIndexOracle.java"
+        raise ValueError(f"{release} has no IndexStoreFile; one of {TIERED_INDEX_RELEASES}")
+    source = ORACLE_DIR / TIERED_INDEX_ORACLES.get(release, "TieredIndexOracle.java")
     classes = _oracle_classes(release, source)
     lib = jars(release) / "lib"
     entry = ROOT / release / f"tiered-index-{bh.digest(source, lib.parent.name, rows, queries, str(slots), str(items))}"
@@ -500,7 +502,7 @@ def tiered_index_oracle(release: str, rows: str, queries: str, slots: int, items
         (tmp / "rows.tsv").write_text(rows, encoding="utf-8")
         (tmp / "queries.tsv").write_text(queries, encoding="utf-8")
         cp = os.pathsep.join([str(classes), str(lib / "*")])
-        bh.run(["java", "-Xmx256m", *JVM_OPENS, "-cp", cp, "TieredIndexOracle", f"in={tmp / 'rows.tsv'}",
+        bh.run(["java", "-Xmx256m", *JVM_OPENS, "-cp", cp, source.stem, f"in={tmp / 'rows.tsv'}",
                 f"queries={tmp / 'queries.tsv'}", f"out={tmp}", f"slots={slots}", f"items={items}"],
                log=tmp / "oracle.log", timeout=300, cwd=tmp)
 
