@@ -62,7 +62,8 @@ Each fact was settled by reading the broker's Java source at the release tags na
   those whose store time is in [begin, end] from 5.3.1; the compacted (sealed) form filters
   throughout. The store time filtered by is ``timeDiff + beginTimestamp`` (seconds added as
   milliseconds) up to 5.3.2 and ``timeDiff * 1000 + beginTimestamp`` from 5.3.3 (read at 5.2.0,
-  5.3.0, 5.3.1, 5.3.2 and 5.3.3).
+  5.3.0, 5.3.1, 5.3.2 and 5.3.3; the classes of 5.2.0, 5.3.0, 5.3.1, 5.3.3 and 5.5.0 answer so in
+  tests/brokers/test_rocketmq_tiered_index.py).
 
 ``None`` as a version everywhere means rmqlab's own default form: the final ``\\x02`` kept, no
 CRC property unless asked for, v2 for long topics, IPv6 allowed (a 5.2+ broker's form), and

@@ -482,8 +482,31 @@ ORACLE_DIR = ROCKETMQ_DIR / "oracle"
 MESSAGE_ROCKSDB_RELEASES = ("5.5.0",)
 #: the releases whose tiered store has IndexStoreFile (RIP-65, 5.2.0+), and the oracle written
 #: against each one's classes (5.2.x names the classes around the index otherwise)
-TIERED_INDEX_RELEASES = ("5.2.0", "5.3.3", "5.5.0")
+TIERED_INDEX_RELEASES = ("5.2.0", "5.3.0", "5.3.1", "5.3.3", "5.5.0")
 TIERED_INDEX_ORACLES = {"5.2.0": "TieredIndexOracle52.java"}
+#: releases run only as a tiered-store oracle (no broker: Maven Central lacks their name server),
+#: from the jars of rocketmq-tiered-store alone (TIERED_POM), beside the release they stand with
+TIERED_ONLY_RELEASES = {"5.3.0": "5.3.3", "5.3.1": "5.3.3"}
+TIERED_POM = ROCKETMQ_DIR / "tiered-pom.xml"
+
+
+def tiered_jars(release: str) -> Path:
+    """The jars of `release`'s tiered store: the release's own (:func:`jars`), or for a
+    :data:`TIERED_ONLY_RELEASES` one rocketmq-tiered-store's and its dependencies'."""
+    if release not in TIERED_ONLY_RELEASES:
+        return jars(release)
+    entry = ROOT / f"tiered-jars-{release}-{bh.digest(TIERED_POM, release)}"
+    bh.cached(entry, lambda tmp: bh.maven_jars(TIERED_POM, {"rocketmq.version": release}, tmp / "lib",
+                                               log=tmp / "maven.log"))
+    _prune(entry)
+    return entry
+
+
+def tiered_index_releases() -> list[str]:
+    """The :data:`TIERED_INDEX_RELEASES` the tests run: those selected, and each tiered-only one
+    whose stand-in release is selected."""
+    chosen = selected_releases()
+    return [r for r in TIERED_INDEX_RELEASES if r in chosen or TIERED_ONLY_RELEASES.get(r) in chosen]
 
 
 def tiered_index_oracle(release: str, rows: str, queries: str, slots: int, items: int) -> Path:
@@ -495,7 +518,7 @@ def tiered_index_oracle(release: str, rows: str, queries: str, slots: int, items
         raise ValueError(f"{release} has no IndexStoreFile; one of {TIERED_INDEX_RELEASES}")
     source = ORACLE_DIR / TIERED_INDEX_ORACLES.get(release, "TieredIndexOracle.java")
     classes = _oracle_classes(release, source)
-    lib = jars(release) / "lib"
+    lib = tiered_jars(release) / "lib"
     entry = ROOT / release / f"tiered-index-{bh.digest(source, lib.parent.name, rows, queries, str(slots), str(items))}"
 
     def build(tmp: Path) -> None:
@@ -514,7 +537,7 @@ def tiered_index_oracle(release: str, rows: str, queries: str, slots: int, items
 def _oracle_classes(release: str, source: Path) -> Path:
     """`source` (of :data:`ORACLE_DIR`) compiled against the release's jars, once, into the cache."""
     bh.require_java_and_maven()
-    lib = jars(release) / "lib"
+    lib = tiered_jars(release) / "lib" if release in TIERED_ONLY_RELEASES else jars(release) / "lib"
     classes = ROOT / f"oracle-{source.stem}-{release}-{bh.digest(source, lib.parent.name)}"
     bh.cached(classes, lambda tmp: bh.compile_java([source], sorted(lib.glob("*.jar")), tmp / "classes",
                                                    log=tmp / "javac.log"))

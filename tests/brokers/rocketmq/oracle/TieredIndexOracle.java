@@ -11,11 +11,12 @@
  * DIR/answers.json. Topic ids are the ones DefaultMetadataStore.addTopic gives (the TSV's column
  * is ignored), and each uploaded file is recorded as an index segment (updateFileSegment), so
  * DIR/root/config/tieredStoreMetadata.json is the metadata a tiered broker keeps.
- * Reflection is not needed: 5.3.x and 5.5.x share these signatures.
+ * 5.3.x and 5.5.x share these signatures but PosixFileSegment's constructor (see indexSegment).
  */
 
 import java.io.File;
 import java.io.PrintWriter;
+import java.lang.reflect.Constructor;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -27,7 +28,6 @@ import java.util.LinkedHashMap;
 import java.util.Set;
 
 import org.apache.rocketmq.tieredstore.MessageStoreConfig;
-import org.apache.rocketmq.tieredstore.MessageStoreExecutor;
 import org.apache.rocketmq.tieredstore.common.AppendResult;
 import org.apache.rocketmq.tieredstore.common.FileSegmentType;
 import org.apache.rocketmq.tieredstore.index.IndexItem;
@@ -90,8 +90,7 @@ public class TieredIndexOracle {
                 .append(",\"status\":\"").append(file.getFileStatus()).append("\"")
                 .append(",\"local\":").append(answers(file, queries));
             ByteBuffer compacted = file.doCompaction();
-            PosixFileSegment segment = new PosixFileSegment(cfg, FileSegmentType.INDEX, "index-" + i, 0L,
-                    MessageStoreExecutor.getInstance());
+            PosixFileSegment segment = indexSegment(cfg, "index-" + i);
             AppendResult appended = segment.append(compacted.duplicate(), file.getTimestamp());
             boolean committed = segment.commitAsync().join();
             if (appended != AppendResult.SUCCESS || !committed || segment.getCommitPosition() != compacted.remaining()) {
@@ -119,6 +118,23 @@ public class TieredIndexOracle {
             w.print(json);
         }
         System.exit(0);
+    }
+
+    /**
+     * A PosixFileSegment of type INDEX at base offset 0: 5.3.3 and later take the store's
+     * MessageStoreExecutor as a fifth argument, 5.3.0 - 5.3.2 have the four only.
+     */
+    static PosixFileSegment indexSegment(MessageStoreConfig cfg, String path) throws Exception {
+        for (Constructor<?> c : PosixFileSegment.class.getConstructors()) {
+            Class<?>[] types = c.getParameterTypes();
+            if (types.length == 5) {
+                Object executor = Class.forName("org.apache.rocketmq.tieredstore.MessageStoreExecutor")
+                    .getMethod("getInstance").invoke(null);
+                return (PosixFileSegment) c.newInstance(cfg, FileSegmentType.INDEX, path, 0L, executor);
+            }
+        }
+        return PosixFileSegment.class.getConstructor(MessageStoreConfig.class, FileSegmentType.class, String.class,
+            long.class).newInstance(cfg, FileSegmentType.INDEX, path, 0L);
     }
 
     static String answers(IndexStoreFile file, List<String[]> queries) throws Exception {
