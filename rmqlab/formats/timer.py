@@ -359,6 +359,25 @@ class TimerLog(MappedFolder):
         computes it."""
         return self.units["curr_write_time"].astype(np.int64) + self.units["delay_time"].astype(np.int64)
 
+    def revised_from(self, last_flush_pos: int) -> int:
+        """The timer log offset from which a restart re-revises the wheel: TimerMessageStore.
+        recover (5.0.0 - 5.5.x) calls recoverAndRevise from ``lastTimerLogFlushPos`` less one file
+        size (at least 0), which walks every unit from the start of the file holding that offset
+        and sets each one's slot's last_pos to it (TimerWheel.reviseSlot; first_pos too where the
+        slot holds another lap; never num). So a slot whose last units the wheel lost in a crash
+        is mended there. Cost: O(files).
+
+        >>> import tempfile
+        >>> with TimerLog.open(tempfile.mkdtemp()) as log:
+        ...     log.revised_from(5096)
+        0
+        """
+        if not self.files:
+            return 0
+        begin = max(int(last_flush_pos) - self.files[-1].size, 0)
+        starts = [f.start for f in self.files if f.start <= begin]
+        return starts[-1] if starts else self.files[0].start
+
 
 @dataclass(frozen=True)
 class TimerCheckpoint:

@@ -19,7 +19,8 @@ def verify_timer_store(root: Path, commitlog_file_size: int | None = None, *,
                        commitlog_paths: list | None = None) -> FileReport:
     """One report for the store's timer files. Errors: a wheel or log the broker refuses to load
     (``timer.file``), a unit recovery would truncate at (``timer.unit``), a pending slot whose
-    chain, ends or count disagree with its units (``timer.chain``), a pending unit whose message
+    chain, ends or count disagree with its units (``timer.chain``; a warning where a restart's
+    recoverAndRevise mends it: :meth:`rmqlab.formats.timer.TimerLog.revised_from`), a pending unit whose message
     is not a message of rmq_sys_wheel_timer of that size, due in that slot, of that real topic
     (``timer.message``). Warnings: a checkpoint past the log's end (``timer.checkpoint``).
     Units of slots already delivered are history: their messages may be gone with old CommitLog
@@ -116,15 +117,25 @@ def _chains(ts, rep: FileReport) -> None:
     s = wheel.slots[wheel.slot_index(slot_t[starts])]
     stored = s["time"].astype(np.int64) == slot_t[starts] // p
     bad = ~stored | (s["first_pos"] != pos[starts]) | (s["last_pos"] != pos[ends]) | (s["num"] != nums)
-    if bad.any():
-        k = int(np.flatnonzero(bad)[0])
+    # a crash between the timer log's write and the wheel's flush leaves a slot behind its units;
+    # a restart mends last_pos (and first_pos of a slot of another lap) from the units it re-walks,
+    # never num: a warning, the broker loads and delivers the slot whole
+    revised = log.revised_from(ts.checkpoint.last_timer_log_flush_pos)
+    mended = bad & (pos[ends] >= revised) & (~stored & (pos[starts] >= revised)
+                                             | stored & (s["first_pos"] == pos[starts]))
+    for mask, severity, note in ((bad & ~mended, "error", ""),
+                                 (mended, "warning", f"; a restart re-walks the timer log from {revised} "
+                                                     f"(recoverAndRevise) and mends it, its num excepted")):
+        if not mask.any():
+            continue
+        k = int(np.flatnonzero(mask)[0])
         idx = int(wheel.slot_index(slot_t[starts[k]]))
         what = ("holds another lap" if not stored[k] else
                 f"has first_pos {int(s['first_pos'][k])}, last_pos {int(s['last_pos'][k])}, num {int(s['num'][k])}; "
                 f"its units give {int(pos[starts[k]])}, {int(pos[ends[k]])}, {int(nums[k])}")
         rep.problems.append(make_problem(
-            "timer.chain", CorruptIndexError, f"the slot of {int(slot_t[starts[k]])} {what}", wheel.path,
-            idx * tm.SLOT.size, "last_pos" if stored[k] else "time", count=int(bad.sum())))
+            "timer.chain", CorruptIndexError, f"the slot of {int(slot_t[starts[k]])} {what}{note}", wheel.path,
+            idx * tm.SLOT.size, "last_pos" if stored[k] else "time", count=int(mask.sum()), severity=severity))
 
 
 def _messages(entries, folder: Path, precision: int, rep: FileReport) -> None:

@@ -2400,10 +2400,14 @@ class RevivelogTarget(Target):
         from rmqlab.formats import commitlog as cl
         from rmqlab.store.directory import Store
 
-        # every body the revive topic holds, read or not by the revive service (a restarted broker
-        # may have revived every checkpoint)
+        from rmqlab.rules.properties import property_values
+
+        # every revive-log body the store holds, in the revive topic or still on the timer wheel
+        # for it, read or not by the revive service (a restarted broker may have revived them all)
         m = cl.read_columns(Store(root, **self.store_kwargs).commitlog_dir, body=True, on_error="report")
-        m = m[m["topic"].astype(str).str.startswith("rmq_sys_REVIVE_LOG_")]
+        real = property_values(m["properties"], "REAL_TOPIC").fillna("").astype(str)
+        m = m[m["topic"].astype(str).str.startswith("rmq_sys_REVIVE_LOG_")
+              | ((m["topic"] == "rmq_sys_wheel_timer") & real.str.startswith("rmq_sys_REVIVE_LOG_")).to_numpy()]
         out = []
         for tag in ("ck", "ack", "bAck"):
             mine = m[m["tags"] == tag]
