@@ -2398,9 +2398,8 @@ class RevivelogTarget(Target):
 
     def _store_seeds(self, k: int, root: Path) -> list[Seed]:
         from rmqlab.formats import commitlog as cl
-        from rmqlab.store.directory import Store
-
         from rmqlab.rules.properties import property_values
+        from rmqlab.store.directory import Store
 
         # every revive-log body the store holds, in the revive topic or still on the timer wheel
         # for it, read or not by the revive service (a restarted broker may have revived them all)
