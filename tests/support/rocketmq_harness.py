@@ -482,10 +482,8 @@ DLEDGER_PEERS = f"{DLEDGER_SELF_ID}-127.0.0.1:{DLEDGER_PORT}"
 ORACLE_DIR = ROCKETMQ_DIR / "oracle"
 #: the releases with 5.5's message RocksDB (rocksdbstore/: RocksDB index, transaction and timer stores)
 MESSAGE_ROCKSDB_RELEASES = ("5.5.0",)
-#: the releases whose tiered store has IndexStoreFile (RIP-65, 5.2.0+), and the oracle written
-#: against each one's classes (5.2.x names the classes around the index otherwise)
+#: the releases whose tiered store has IndexStoreFile (RIP-65, 5.2.0+)
 TIERED_INDEX_RELEASES = ("5.2.0", "5.3.0", "5.3.1", "5.3.3", "5.5.0")
-TIERED_INDEX_ORACLES = {"5.2.0": "TieredIndexOracle52.java"}
 #: releases run only as a tiered-store oracle (no broker: Maven Central lacks their name server),
 #: from the jars of rocketmq-tiered-store alone (TIERED_POM), beside the release they stand with
 TIERED_ONLY_RELEASES = {"5.3.0": "5.3.3", "5.3.1": "5.3.3"}
@@ -518,7 +516,7 @@ def tiered_index_oracle(release: str, rows: str, queries: str, slots: int, items
     for `queries` (TSV: topic, key, maxCount, begin, end). Built once per input into the cache."""
     if release not in TIERED_INDEX_RELEASES:
         raise ValueError(f"{release} has no IndexStoreFile; one of {TIERED_INDEX_RELEASES}")
-    source = ORACLE_DIR / TIERED_INDEX_ORACLES.get(release, "TieredIndexOracle.java")
+    source = ORACLE_DIR / "TieredIndexOracle.java"
     classes = _oracle_classes(release, source)
     lib = tiered_jars(release) / "lib"
     entry = ROOT / release / f"tiered-index-{bh.digest(source, lib.parent.name, rows, queries, str(slots), str(items))}"
