@@ -80,13 +80,16 @@ class StorePaths:
             return multi_path_view(self.commitlog_paths)
         plain = self.root / COMMITLOG
         ledgers = self.ledgers
-        data = ledgers[0] / "data" if len(ledgers) == 1 else None
-        if data is None or not store_files(data):
+        if len(ledgers) != 1:
+            return plain
+        data = ledgers[0] / "data"
+        new = store_files(data)
+        if not new:
             return plain
         old = store_files(plain) if plain.is_dir() else []
         if not old:
             return data
-        first = store_files(data)[0]
+        first = new[0]
         if first.start_offset < old[-1].start_offset + old[-1].size:
             raise FormatError(f"the DLedger CommitLog's first file starts at {first.start_offset}, inside the plain "
                               f"CommitLog's files (they end at {old[-1].start_offset + old[-1].size}): a CommitLog "

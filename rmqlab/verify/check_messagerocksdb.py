@@ -9,6 +9,7 @@ import pandas as pd
 
 from rmqlab.errors import FormatError, RmqlabError
 from rmqlab.formats import messagerocksdb as mr
+from rmqlab.rules.properties import property_values
 from rmqlab.rules.topics import TIMER_TOPIC, TRANS_HALF_TOPICS
 from rmqlab.verify.report import FileReport, problem_from_error
 
@@ -110,8 +111,6 @@ def _check_index(store: Any, ix: pd.DataFrame, rep: FileReport, folder: Any) -> 
 def _timer_wrong(rec: pd.DataFrame, m: pd.DataFrame) -> np.ndarray:
     """A timer record (TimerRocksDBRecord) names its message's UNIQ_KEY, in the timer topic, due
     at its TIMER_OUT_MS."""
-    from rmqlab.rules.properties import property_values
-
     out_ms = property_values(m["properties"], "TIMER_OUT_MS")
     return ((m["uniq_key"].fillna("").astype(str).to_numpy() != rec["uniq_key"].to_numpy())
             | (m["topic"].astype(str).to_numpy() != TIMER_TOPIC)
@@ -121,8 +120,6 @@ def _timer_wrong(rec: pd.DataFrame, m: pd.DataFrame) -> np.ndarray:
 def _trans_wrong(rec: pd.DataFrame, m: pd.DataFrame) -> np.ndarray:
     """A transaction record names a half message (TransMessageRocksDBStore.buildTransIndex: its
     REAL_TOPIC and its __transactionId__)."""
-    from rmqlab.rules.properties import property_values
-
     real = property_values(m["properties"], "REAL_TOPIC").fillna("").astype(str).to_numpy()
     txid = property_values(m["properties"], "__transactionId__").fillna("").astype(str).to_numpy()
     return (~np.isin(m["topic"].astype(str).to_numpy(), TRANS_HALF_TOPICS) | (real != rec["topic"].to_numpy())

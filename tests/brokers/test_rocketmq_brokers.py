@@ -1400,8 +1400,7 @@ def test_pending_timers_of_a_killed_store_are_what_the_restarted_broker_delivers
         assert not (wheel[wheel["source"] == "wheel"]["at_restart"] == "fires at once").any()
         return
     now, last = int(new["store_timestamp"].min()), int(new["store_timestamp"].max())
-    delivered = set(new.loc[new["properties"].str.contains("\x02TIMER_DEQUEUE_MS\x01|^TIMER_DEQUEUE_MS\x01", na=False,
-                                                            regex=True), "uniq_key"])
+    delivered = set(_timer_deliveries(new)["uniq_key"])
     got = pending_timers(_store(killed), now=now)
     wheel = got[got["source"] == "wheel"]
     assert len(wheel) > 0
@@ -1412,16 +1411,12 @@ def test_pending_timers_of_a_killed_store_are_what_the_restarted_broker_delivers
     assert set(new.loc[new["uniq_key"].isin(delivered), "uniq_key"]) <= set(got["uniq_key"])   # nothing unforeseen
 
 
-def _timer_deliveries(commitlog: Path, since: int = 0):
-    """uniq_key of each timer delivery (a copy carrying TIMER_DEQUEUE_MS, which
-    TimerMessageStore.convert puts on a message it puts back into its real topic) stored at
-    CommitLog offset `since` or later, with its store time."""
-    from rmqlab.formats import commitlog as cl
-
-    m = cl.read_columns(commitlog, body=False)
-    m = m[m["phy_offset"] >= since]
-    return m.loc[m["properties"].str.contains("(?:^|\x02)TIMER_DEQUEUE_MS\x01", na=False, regex=True),
-                 ["uniq_key", "store_timestamp"]]
+def _timer_deliveries(records):
+    """The timer deliveries among `records` (rmqlab.formats.commitlog.read_columns rows): the
+    copies carrying TIMER_DEQUEUE_MS, which TimerMessageStore.convert puts on a message it puts
+    back into its real topic; uniq_key, store_timestamp and phy_offset of each."""
+    return records.loc[records["properties"].str.contains("(?:^|\x02)TIMER_DEQUEUE_MS\x01", na=False, regex=True),
+                       ["uniq_key", "store_timestamp", "phy_offset"]]
 
 
 TIMER_CRASH_RESTARTS = [(r, s) for r, s in TIMER_RESTARTS if rh.RESTARTS[s].endswith("crash")]
@@ -1447,8 +1442,8 @@ def test_the_timers_a_restart_delivers_twice_are_those_rmqlab_names(release, res
     killed = rh.rocketmq_store(release, rh.RESTARTS[restart])
     after = rh.rocketmq_store(release, restart)
     end = cl.max_offset(killed.commitlog)
-    every = _timer_deliveries(after.commitlog)
-    new = _timer_deliveries(after.commitlog, end)
+    every = _timer_deliveries(cl.read_columns(after.commitlog, body=False))
+    new = every[every["phy_offset"] >= end]
     if not len(new):
         pytest.fail(f"{release} {restart}: the restarted broker delivered no timer message")
     counts = every["uniq_key"].value_counts()

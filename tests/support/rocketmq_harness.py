@@ -888,35 +888,42 @@ class _Run:
         self.timings[f"broker_stop_{label}_s"] = round(time.monotonic() - t, 2)
         self.reached[f"broker_exit_{label}"] = rc
 
+    def _start_tail(self, main: str, log: str, *args: str) -> Any:
+        """A producer driver (RocketMQDriver's tail, TimerTail) started against this run's broker."""
+        p = bh.start(self.java(main, *args), log=self.logs / log, env=self.env, cwd=self.folder)
+        self.procs.append(p)
+        return p
+
+    def _watch(self, tails: list[tuple[Any, str]], until: Any) -> None:
+        """Wait (at most 90 s) until `until()` holds; a producer of `tails` that exits first is an error."""
+        deadline = time.monotonic() + 90
+        while time.monotonic() < deadline and not until():
+            for p, log in tails:
+                if p.poll() is not None:
+                    raise bh.HarnessError(f"a tail producer exited early\n{bh.tail(self.logs / log)}")
+            time.sleep(0.05)
+
+    def _tail(self, tails: list[tuple[Any, str]]) -> Path:
+        """RocketMQDriver's tail, one message after another until the broker stops answering, run
+        until 200 of its sends were acknowledged (acks.jsonl, returned)."""
+        args = [f"{k}={v}" for k, v in self.common().items()] + [f"out={self.folder}"]
+        tails.append((self._start_tail("RocketMQDriver", "driver-tail.out", "tail", *args), "driver-tail.out"))
+        acks = self.folder / "acks.jsonl"
+        self._watch(tails, lambda: _lines(acks) >= 200)
+        return acks
+
     def crash(self) -> None:
         """Kill the broker with SIGKILL while RocketMQDriver's tail sends (after 200 of its acks);
         on 5.x TimerTail.java sends timer messages from TIMER_TAIL_S before the tail starts, so
         the timer store is enqueueing and delivering at the kill."""
         tails: list[tuple[Any, str]] = []
-
-        def watch(until) -> None:
-            deadline = time.monotonic() + 90
-            while time.monotonic() < deadline and not until():
-                for p, log in tails:
-                    if p.poll() is not None:
-                        raise bh.HarnessError(f"a tail producer exited early\n{bh.tail(self.logs / log)}")
-                time.sleep(0.05)
-
         timers = self.folder / "timer-acks.jsonl"
         t0 = time.monotonic()
         if version_tuple(self.release) >= (5, 0, 0):
-            timer_tail = bh.start(self.java("TimerTail", f"namesrv={self.common()['namesrv']}", f"out={self.folder}"),
-                                  log=self.logs / "driver-timer-tail.out", env=self.env, cwd=self.folder)
-            self.procs.append(timer_tail)
-            tails.append((timer_tail, "driver-timer-tail.out"))
-            watch(lambda: time.monotonic() - t0 >= TIMER_TAIL_S and _lines(timers) >= TIMER_TAIL_S * 10)
-        args = [f"{k}={v}" for k, v in self.common().items()] + [f"out={self.folder}"]
-        tail = bh.start(self.java("RocketMQDriver", "tail", *args), log=self.logs / "driver-tail.out", env=self.env,
-                        cwd=self.folder)
-        self.procs.append(tail)
-        tails.append((tail, "driver-tail.out"))
-        acks = self.folder / "acks.jsonl"
-        watch(lambda: _lines(acks) >= 200)
+            args = (f"namesrv={self.common()['namesrv']}", f"out={self.folder}")
+            tails.append((self._start_tail("TimerTail", "driver-timer-tail.out", *args), "driver-timer-tail.out"))
+            self._watch(tails, lambda: time.monotonic() - t0 >= TIMER_TAIL_S and _lines(timers) >= TIMER_TAIL_S * 10)
+        acks = self._tail(tails)
         bh.kill_group(self.broker.pid)      # kill -9 while the producers are sending
         self.broker.wait()
         self.reached["crash"] = f"broker killed with SIGKILL after {_lines(acks)} tail acks"
@@ -933,18 +940,11 @@ class _Run:
     def mixed_tail(self) -> None:
         """RocketMQDriver's tail into the DLedger CommitLog of the dledger-mixed scenario, stopped
         (its JVM killed, the broker left running) after 200 acks."""
-        args = [f"{k}={v}" for k, v in self.common().items()] + [f"out={self.folder}"]
-        tail = bh.start(self.java("RocketMQDriver", "tail", *args), log=self.logs / "driver-tail.out", env=self.env,
-                        cwd=self.folder)
-        self.procs.append(tail)
-        acks = self.folder / "acks.jsonl"
-        deadline = time.monotonic() + 90
-        while time.monotonic() < deadline and _lines(acks) < 200:
-            if tail.poll() is not None:
-                raise bh.HarnessError(f"the tail producer exited early\n{bh.tail(self.logs / 'driver-tail.out')}")
-            time.sleep(0.05)
-        bh.kill_group(tail.pid)
-        tail.wait()
+        tails: list[tuple[Any, str]] = []
+        acks = self._tail(tails)
+        for p, _ in tails:
+            bh.kill_group(p.pid)
+            p.wait()
         self.reached["dledger_tail"] = f"{_lines(acks)} messages sent into the ledger"
 
     def java_view(self) -> Path:
