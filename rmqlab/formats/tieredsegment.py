@@ -1,12 +1,15 @@
 """The tiered store's segments on its file system (RIP-57: ``messageStorePlugIn=TieredMessageStore``
-with ``tieredBackendServiceProvider=PosixFileSegment``, 5.3+): each queue's messages copied out
-of the CommitLog into a CommitLog and a ConsumeQueue of the queue's own.
+with ``tieredBackendServiceProvider=PosixFileSegment``): each queue's messages copied out of the
+CommitLog into a CommitLog and a ConsumeQueue of the queue's own.
 
 Mirrors the tieredstore module's ``provider/PosixFileSegment``, ``provider/FileSegment``,
 ``util/MessageStoreUtil``, ``util/MessageFormatUtil``, ``file/FlatAppendFile``,
 ``file/FlatMessageFile``, ``stream/CommitLogInputStream`` and ``core/MessageStoreDispatcherImpl``
-(rocketmq-all-5.3.3, commit 29d90a4f; the same layout in the 5.5.0 jar). Under
-``tieredStoreFilePath``::
+(rocketmq-all-5.3.3, commit 29d90a4f; the same layout in the 5.5.0 jar). The classes of 5.1 and
+5.2 (``file/TieredFlatFile``, ``file/CompositeQueueFlatFile``, ``provider/TieredFileSegment``,
+``provider/posix/PosixFileSegment``, ``TieredDispatcher``; rocketmq-all-5.2.0) write the same
+layout and metadata; they differ in what they load (:data:`SEGMENT_DELETED`) and in their index,
+which they upload only once a newer index file follows. Under ``tieredStoreFilePath``::
 
     {md5(cluster)[:8]}_{cluster}/{broker}/{topic}/{queueId}/{type}/{md5(str(base))[:8]}{base:020d}
 
@@ -52,8 +55,8 @@ from rmqlab.errors import FormatError, TruncatedFileError
 from rmqlab.formats.consumequeue import UNIT
 from rmqlab.formats.layout import Layout
 
-__all__ = ["KINDS", "CODA", "TIERED_INDEX_TOPIC", "segment_name", "parse_segment_name", "cluster_folder",
-           "list_segments", "TieredQueue", "tiered_queues", "index_segments", "write_queue"]
+__all__ = ["KINDS", "CODA", "SEGMENT_DELETED", "TIERED_INDEX_TOPIC", "segment_name", "parse_segment_name",
+           "cluster_folder", "list_segments", "TieredQueue", "tiered_queues", "index_segments", "write_queue"]
 
 #: FileSegmentType folder name -> rmqlab's kind (the metadata's segment tables use the same kinds)
 KINDS = {"COMMIT_LOG": "commitlog", "CONSUME_QUEUE": "consumequeue", "INDEX": "index"}
@@ -65,6 +68,9 @@ CODA = Layout("TieredCommitLogCoda", [
     ("magic", "i", "BLANK_MAGIC_CODE, the CommitLog's blank magic (0xBBCCDDEE ^ 1880681586 + 8)"),
     ("max_store_timestamp", "q", "the segment's last store timestamp (ms)"),
 ])
+#: FileSegmentMetadata.STATUS_DELETED: 5.1-5.2 mark an expired segment so before deleting its file,
+#: and their TieredFlatFile.recoverMetadata loads no segment so marked (5.3+ never writes it)
+SEGMENT_DELETED = 2
 #: the ConsumeQueue item of a tiered queue: the CommitLog's unit, its offset in the tiered CommitLog
 ITEM = UNIT
 _HASH_LEN, _DIGITS = 8, 20
@@ -301,7 +307,8 @@ def tiered_queues(root: str | os.PathLike, metadata: Any = None, *, cluster: str
     segments it lists, each sized as it says but the last of a queue and type, sized by its file
     (recoverFileSize); without it, every segment file, sized by its file. `cluster` / `broker`
     keep one cluster's or broker's (the metadata has no cluster or broker names: a file system
-    holding several needs them). Index segments are left out. Cost: :func:`list_segments`.
+    holding several needs them). A segment the metadata marks deleted (:data:`SEGMENT_DELETED`) is
+    left out, as are index segments. Cost: :func:`list_segments`.
 
     >>> import tempfile
     >>> tiered_queues(tempfile.mkdtemp())
@@ -310,7 +317,8 @@ def tiered_queues(root: str | os.PathLike, metadata: Any = None, *, cluster: str
     rows = [r for r in _segment_rows(root) if r["kind"] != "index" and (cluster is None or r["cluster"] == cluster)
             and (broker is None or r["broker"] == broker)]
     if metadata is not None and not metadata.segments.empty:
-        listed = metadata.segments.set_index(["kind", "path", "base_offset"])["size"].to_dict()
+        live = metadata.segments[metadata.segments["status"] != SEGMENT_DELETED]
+        listed = live.set_index(["kind", "path", "base_offset"])["size"].to_dict()
         kept = []
         for r in rows:
             size = listed.get((r["kind"], f"{r['broker']}/{r['topic']}/{r['queue_id']}", r["base_offset"]))
@@ -342,11 +350,12 @@ def index_segments(root: str | os.PathLike, metadata: Any = None, *, broker: str
     if broker is not None:
         segs = segs[segs["broker"] == broker]
     if metadata is not None:
-        listed = {(p, int(b)) for k, p, b in metadata.segments[["kind", "path", "base_offset"]].itertuples(index=False)
-                  if k == "index"}
+        listed = {(p, int(b)) for k, p, b, st in
+                  metadata.segments[["kind", "path", "base_offset", "status"]].itertuples(index=False)
+                  if k == "index" and st != SEGMENT_DELETED}
         keep = [(f"{b}/{t}/{q}", int(o)) in listed for b, t, q, o in
                 segs[["broker", "topic", "queue_id", "base_offset"]].itertuples(index=False)]
-        segs = segs[keep]
+        segs = segs[np.array(keep, dtype=bool)]   # a plain list of none would select no columns
     return [Path(p) for p in segs["path"]]
 
 

@@ -62,8 +62,9 @@ def verify_tiered_segments(store: Any, tiered_path: str | os.PathLike, *, cluste
     * ``tiered.segment``: a file name that is not ``offset2FileName`` of its offset (the broker
       looks for another name), a segment the metadata lists and the file system lacks, a file
       shorter than its metadata size, a gap or overlap between a queue's segments, a
-      ConsumeQueue segment not a whole number of items; a file the metadata does not list is a
-      warning (the broker never reads it);
+      ConsumeQueue segment not a whole number of items; a file the metadata does not list, or
+      marks deleted (5.1-5.2 do so before deleting an expired file), is a warning (the broker never
+      reads it);
     * ``tiered.commitlog``: a CommitLog segment whose records do not chain from its base (a
       damaged or torn record), or whose PHYSICALOFFSET is not the record's own tiered offset;
     * ``tiered.item``: a ConsumeQueue item that points at no record start, or at a record of
@@ -87,9 +88,11 @@ def verify_tiered_segments(store: Any, tiered_path: str | os.PathLike, *, cluste
     if broker is not None:
         every = every[every["broker"] == broker]
     every = every[every["kind"] != "index"]
-    listed = set() if meta is None else {(k, p, int(b)) for k, p, b in
-                                         meta.segments[["kind", "path", "base_offset"]].itertuples(index=False)
-                                         if k != "index"}
+    rows = [] if meta is None else [(k, p, int(b), st) for k, p, b, st in
+                                    meta.segments[["kind", "path", "base_offset", "status"]].itertuples(index=False)
+                                    if k != "index"]
+    listed = {(k, p, b) for k, p, b, st in rows if st != ts.SEGMENT_DELETED}
+    deleted = {(k, p, b) for k, p, b, st in rows if st == ts.SEGMENT_DELETED}
     on_disk = {(k, f"{b}/{t}/{q}", int(o)) for k, b, t, q, o in
                every[["kind", "broker", "topic", "queue_id", "base_offset"]].itertuples(index=False)}
     local = set(store.logical_queues())
@@ -104,10 +107,12 @@ def verify_tiered_segments(store: Any, tiered_path: str | os.PathLike, *, cluste
             rep.problems.append(problem_from_error("tiered.segment", FormatError(
                 "the name is not offset2FileName of its offset (md5 prefix) under getHash(cluster)_cluster: the "
                 "broker looks for another file", path=row.path, offset=None, field="file name")))
-        if meta is not None and (row.kind, f"{row.broker}/{row.topic}/{row.queue_id}", row.base_offset) not in listed:
+        key = (row.kind, f"{row.broker}/{row.topic}/{row.queue_id}", row.base_offset)
+        if meta is not None and key not in listed:
+            why = ("the metadata marks the segment deleted (expired): the broker deletes it and never reads it"
+                   if key in deleted else "the metadata lists no such segment: the broker never reads it")
             rep.problems.append(problem_from_error("tiered.segment", FormatError(
-                "the metadata lists no such segment: the broker never reads it", path=row.path, offset=None,
-                field="tieredStoreMetadata.json"), severity="warning"))
+                why, path=row.path, offset=None, field="tieredStoreMetadata.json"), severity="warning"))
     for kind, rel, base in sorted(listed - on_disk):
         b, t, q = rel.rsplit("/", 2)
         if broker is None or b == broker:

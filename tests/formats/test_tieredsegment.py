@@ -117,6 +117,47 @@ def test_verify_names_each_damage(q, which, pick):
         assert want in found, (which, found)
 
 
+@settings(max_examples=40, deadline=None)
+@given(queues().filter(lambda q: q[0] > 1 and q[5]))
+def test_a_segment_the_metadata_marks_deleted_is_not_loaded(q):
+    """5.1-5.2 mark an expired segment STATUS_DELETED before they delete its file, and load no
+    segment so marked (TieredFlatFile.recoverMetadata, rocketmq-all-5.2.0): with the queue's first
+    ConsumeQueue segment marked so, the queue starts at the second one's first item."""
+    n, first, *_ = q
+    with tempfile.TemporaryDirectory() as d:
+        store, tiered, _, model, _ = _build(Path(d), *q[:-1], True)
+        path = store / "config" / ti.METADATA_FILE
+        doc = json.loads(path.read_text())
+        segs = doc["consumeQueueFileSegmentTable"]["b/T/1"]
+        segs[str(first * 20)]["status"] = ts.SEGMENT_DELETED
+        path.write_text(json.dumps(doc))
+        got, = ts.tiered_queues(tiered, ti.read_tiered_metadata(path))
+        second = first + q[5][0]
+        assert (got.min_offset, got.commit_offset) == (second, first + n)
+        assert got.items().values.tolist() == [list(m) for m in model if m[0] >= second]
+        found = [(p.check, p.severity) for r in verify_tiered_segments(Store(store), tiered) for p in r.problems]
+        assert found == [("tiered.segment", "warning")], found
+
+
+def test_index_segments_with_metadata_that_lists_none():
+    """A metadata file with no index segment (every 5.2 store: its index stays local until a
+    newer index file follows; a 5.3 store before its first upload), or one marked deleted: none."""
+    with tempfile.TemporaryDirectory() as d:
+        root = Path(d)
+        folder = root / "tiered" / ts.cluster_folder("C") / "b" / ts.TIERED_INDEX_TOPIC / "0" / "INDEX"
+        folder.mkdir(parents=True)
+        (folder / ts.segment_name(0)).write_bytes(bytes(28))
+        path = root / ti.METADATA_FILE
+        path.write_text(json.dumps({"topicMetadataTable": {}}))
+        assert ts.index_segments(root / "tiered", ti.read_tiered_metadata(path)) == []
+        entry = {"path": f"b/{ts.TIERED_INDEX_TOPIC}/0", "baseOffset": 0, "size": 28, "status": 1}
+        path.write_text(json.dumps({"indexFileSegmentTable": {entry["path"]: {"0": entry}}}))
+        assert ts.index_segments(root / "tiered", ti.read_tiered_metadata(path)) == [folder / ts.segment_name(0)]
+        entry["status"] = ts.SEGMENT_DELETED
+        path.write_text(json.dumps({"indexFileSegmentTable": {entry["path"]: {"0": entry}}}))
+        assert ts.index_segments(root / "tiered", ti.read_tiered_metadata(path)) == []
+
+
 def _segment_of(folder: Path, offset: int) -> tuple[Path, int]:
     """The segment of `folder` holding byte `offset` of the queue's space, and the position in it."""
     segs = sorted(folder.iterdir(), key=lambda p: int(p.name[8:]))

@@ -36,9 +36,9 @@ Scenarios:
                subscription groups and consumer offsets in one RocksDB database, config/rdb;
                5.3.3 and 5.5.0, :data:`CONFIG_V2_RELEASES`).
 ``tiered``     as ``clean``, with the tiered store (messageStorePlugIn=TieredMessageStore, RIP-57) on
-               its POSIX file system (PosixFileSegment, tieredStoreFilePath={entry}/tiered; 5.3.3
-               and 5.5.0, :data:`TIERED_STORE_RELEASES`); the broker stays up after the workload
-               until its MessageStoreDispatcher uploaded it (:data:`TIERED_UPLOAD_WAIT_S`).
+               its POSIX file system (PosixFileSegment, tieredStoreFilePath={entry}/tiered; 5.2.0,
+               5.3.3 and 5.5.0, :data:`TIERED_STORE_RELEASES`); the broker stays up after the
+               workload until its dispatcher uploaded it (:data:`TIERED_UPLOAD_WAIT_S`).
 ``rocksdb-index``  as ``clean``, with 5.5's message RocksDB in use (rocksdbstore/,
                MessageRocksDBStorage): the index (indexRocksDBEnable, and indexFileReadEnable=false so
                that queryMessage answers from it), the transaction store (transRocksDBEnable) and the
@@ -139,9 +139,12 @@ ALL_SCENARIOS = (*SCENARIOS, *EXTRA_SCENARIOS)
 CONFIG_V2_RELEASES = ("5.3.3", "5.5.0")
 #: the releases with 5.5's message RocksDB (rocksdbstore/: RocksDB index, transaction and timer stores)
 MESSAGE_ROCKSDB_RELEASES = ("5.5.0",)
-#: the releases whose tiered store has the FlatFile / FileSegment layout of 5.3+ (rocketmq-tiered-store,
-#: a dependency of the broker since 5.1; the segment paths and metadata changed in 5.3.0)
-TIERED_STORE_RELEASES = ("5.3.3", "5.5.0")
+#: the releases whose broker runs the tiered scenario (rocketmq-tiered-store, a dependency of the
+#: broker since 5.1): 5.2.0 with the classes of 5.1-5.2 (TieredFlatFileManager, TieredFileSegment),
+#: 5.3.3 and 5.5.0 with those of 5.3+ (FlatFileStore, FileSegment); both write the same layout
+TIERED_STORE_RELEASES = ("5.2.0", "5.3.3", "5.5.0")
+#: the releases among them whose tiered classes are 5.1-5.2's (TieredSegmentsOracle52.java reads them)
+TIERED_FLATFILE_MANAGER_RELEASES = ("5.2.0",)
 #: the tiered scenario's file system, in the cache entry beside the store (tieredStoreFilePath)
 TIERED_FOLDER = "tiered"
 #: how long the tiered scenario's broker stays up after the workload: MessageStoreDispatcher runs
@@ -395,10 +398,11 @@ def version_tuple(release: str) -> tuple[int, ...]:
     return tuple(int(p) for p in release.split("."))
 
 
-def scenario_conf(scenario: str) -> str:
-    """broker.conf lines of one scenario: the crash and recovered stores carry the __CRC32#
-    property (enabledAppendPropCRC, 5.2+; older releases ignore the key); the dledger store's
-    CommitLog is a one-node DLedger group's ({store}/dledger-n0/data), in the dledger scenarios."""
+def scenario_conf(scenario: str, release: str = "") -> str:
+    """broker.conf lines of one scenario (of `release`, where they differ by release): the crash
+    and recovered stores carry the __CRC32# property (enabledAppendPropCRC, 5.2+; older releases
+    ignore the key); the dledger store's CommitLog is a one-node DLedger group's
+    ({store}/dledger-n0/data), in the dledger scenarios."""
     if scenario in ("crash", "recovered"):
         return "enabledAppendPropCRC=true\n"
     if scenario == "rocksdb":
@@ -414,6 +418,12 @@ def scenario_conf(scenario: str) -> str:
         return ("indexRocksDBEnable=true\nindexFileReadEnable=false\ntransRocksDBEnable=true\n"
                 "transWriteOriginTransHalfEnable=false\ntransactionCheckMax=100000\ntimerRocksDBEnable=true\n")
     if scenario == "tiered":   # {tiered} is put in by write_conf
+        # the provider moved from provider.posix to provider in 5.3.0; 5.2's dispatcher commits
+        # each batch at once and has no tieredStoreGroupCommitTimeout
+        if release in TIERED_FLATFILE_MANAGER_RELEASES:
+            return ("messageStorePlugIn=org.apache.rocketmq.tieredstore.TieredMessageStore\n"
+                    "tieredBackendServiceProvider=org.apache.rocketmq.tieredstore.provider.posix.PosixFileSegment\n"
+                    "tieredStoreFilePath={tiered}\n")
         return ("messageStorePlugIn=org.apache.rocketmq.tieredstore.TieredMessageStore\n"
                 "tieredBackendServiceProvider=org.apache.rocketmq.tieredstore.provider.PosixFileSegment\n"
                 "tieredStoreFilePath={tiered}\ntieredStoreGroupCommitTimeout=1000\n")
@@ -545,13 +555,15 @@ def _oracle_classes(release: str, source: Path) -> Path:
 
 
 def tiered_segments_oracle(store: BrokerStore, queries: str = "") -> dict[str, Any]:
-    """TieredSegmentsOracle.java on a copy of a tiered scenario's store and file system: what the
-    release's FlatFileStore serves from each queue (offsets, every ConsumeQueue item and the
-    message it reads), and IndexStoreService's answer to each key query of `queries` (TSV:
-    topic, key). Built once per store and queries into the cache."""
+    """TieredSegmentsOracle.java (5.3+; TieredFlatFileOracle.java on the 5.1-5.2 classes of
+    :data:`TIERED_FLATFILE_MANAGER_RELEASES`) on a copy of a tiered scenario's store and file
+    system: what the release's tiered store serves from each queue (offsets, every ConsumeQueue
+    item and the message it reads), and IndexStoreService's answer to each key query of
+    `queries` (TSV: topic, key). Built once per store and queries into the cache."""
     if store.tiered is None:
         raise ValueError(f"{store.folder} has no tiered file system (the tiered scenario has one)")
-    source = ORACLE_DIR / "TieredSegmentsOracle.java"
+    old_classes = store.release in TIERED_FLATFILE_MANAGER_RELEASES
+    source = ORACLE_DIR / ("TieredFlatFileOracle.java" if old_classes else "TieredSegmentsOracle.java")
     classes = _oracle_classes(store.release, source)
     lib = jars(store.release) / "lib"
     entry = ROOT / store.release / f"tiered-segments-{bh.digest(source, lib.parent.name, store.folder.name, queries)}"
@@ -566,7 +578,7 @@ def tiered_segments_oracle(store: BrokerStore, queries: str = "") -> dict[str, A
             copy_store(store.store / "tiered_index_file", tmp / "root" / "tiered_index_file")
         (tmp / "queries.tsv").write_text(queries, encoding="utf-8")
         cp = os.pathsep.join([str(classes), str(lib / "*")])
-        bh.run(["java", "-Xmx256m", *JVM_OPENS, f"-Duser.home={tmp}", "-cp", cp, "TieredSegmentsOracle",
+        bh.run(["java", "-Xmx256m", *JVM_OPENS, f"-Duser.home={tmp}", "-cp", cp, source.stem,
                 f"root={tmp / 'root'}", f"tiered={tmp / 'tiered'}", f"broker={BROKER_NAME}",
                 f"cluster={CLUSTER_NAME}", f"out={tmp / 'segments.json'}", f"queries={tmp / 'queries.tsv'}"],
                log=tmp / "oracle.log", timeout=300, cwd=tmp)
@@ -585,7 +597,7 @@ def store_load_oracle(release: str, store: Path, scenario: str = "clean") -> boo
     lib = jars(release) / "lib"
     work = store.parent / f"{store.name}-load"
     work.mkdir(exist_ok=True)
-    extra = scenario_conf(scenario).replace("{store}", str(store))
+    extra = scenario_conf(scenario, release).replace("{store}", str(store))
     (work / "broker.conf").write_text(BROKER_CONF.format(broker_ip="127.0.0.1", store=store, extra=extra))
     cp = os.pathsep.join([str(classes), str(lib / "*")])
     bh.run(["java", "-Xmx256m", *JVM_OPENS, f"-Duser.home={work}", f"-Drocketmq.home.dir={work}", "-cp", cp,
@@ -596,7 +608,7 @@ def store_load_oracle(release: str, store: Path, scenario: str = "clean") -> boo
 
 def scenario_key(release: str, scenario: str) -> str:
     return bh.digest(*sources(release), POM, BROKER_CONF, NAMESRV_CONF, LOGBACK, release, RELEASES[release], scenario,
-                     broker_ip(release, scenario), scenario_conf(scenario))
+                     broker_ip(release, scenario), scenario_conf(scenario, release))
 
 
 def rocketmq_store(release: str, scenario: str, *, _crashed_again: bool = False) -> BrokerStore:
@@ -766,7 +778,7 @@ class _Run:
         conf = self.folder / "conf"
         conf.mkdir(parents=True, exist_ok=True)
         self.logs.mkdir(parents=True, exist_ok=True)
-        extra = scenario_conf(self.scenario) if extra is None else extra
+        extra = scenario_conf(self.scenario, self.release) if extra is None else extra
         self.dledger_on = "enableDLegerCommitLog=true" in extra
         extra = extra.replace("{store}", str(self.store)).replace("{tiered}", str(self.folder / TIERED_FOLDER))
         (self.folder / "broker.conf").write_text(BROKER_CONF.format(broker_ip=self.ip, store=self.store, extra=extra))
