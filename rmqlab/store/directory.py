@@ -590,6 +590,18 @@ class Store:
 
         return reput_from_offset(self.layout)
 
+    def restart_dispatch_units(self) -> pd.DataFrame:
+        """The units a restarted broker's dispatch writes (:func:`rmqlab.store.reput.restart_dispatch_units`),
+        read once and kept."""
+        from rmqlab.formats.rocksdb import is_rocksdb
+        from rmqlab.store.reput import restart_dispatch_units
+
+        if getattr(self, "_restart_units", None) is None:
+            # a RocksDB ConsumeQueue's dispatch checkpoint from the database this Store keeps
+            end = (self.rocksdb_queues().dispatched_to or 0) if is_rocksdb(self.consumequeue_dir) else None
+            self._restart_units = restart_dispatch_units(self.layout, end)
+        return self._restart_units
+
     def consume_queue_end(self) -> int:
         """How far dispatch has written the queues (:func:`rmqlab.store.reput.consume_queue_end`)."""
         from rmqlab.store.reput import consume_queue_end

@@ -265,7 +265,8 @@ def pop_redeliveries(store: Store, *, now: int | None = None,
         for ck in cks.to_dict("records"):
             normal = parse_pop_normal_topic(ck["topic"], ck["group"])
             retry = pop_retry_topic(ck["topic"], ck["group"], topics)
-            with LogicQueue(store, ck["topic"], int(ck["queue_id"])) as lq:
+            # the queue the restarted broker's revive service reads, its dispatch's units included
+            with LogicQueue(store, ck["topic"], int(ck["queue_id"]), after_restart=True) as lq:
                 lo, hi = lq.min_offset, lq.max_offset
                 at = {}
                 for off in ck["unacked_offsets"]:

@@ -102,8 +102,10 @@ class LogicQueue:
     answers min = max = 0 as the broker's empty queue does), `unit_size`, `min_offset` and
     `max_offset` (message offsets, as the broker answers them), :meth:`window`
     (iterateFrom), :meth:`roll_next_file` and the tag filter (:meth:`passes`).
-    A context manager. Cost: opening maps the queue's files (a RocksDB queue: the store's
-    database, read once a Store).
+    With `after_restart`, the queue as a restarted broker holds it: its units, then those the
+    restart's dispatch appends (:meth:`Store.restart_dispatch_units`; :meth:`units` and
+    `max_offset` only, not :meth:`window`). A context manager. Cost: opening maps the queue's
+    files (a RocksDB queue: the store's database, read once a Store).
 
     >>> import tempfile
     >>> from rmqlab.lab.generate import generate_store
@@ -115,7 +117,8 @@ class LogicQueue:
     ('consumequeue', 0, 21, [18, 19, 20])
     """
 
-    def __init__(self, store: Store, topic: str, queue_id: int, commitlog_min_offset: int | None = None):
+    def __init__(self, store: Store, topic: str, queue_id: int, commitlog_min_offset: int | None = None, *,
+                 after_restart: bool = False):
         from rmqlab.formats import rocksdbcq
 
         self.topic, self.queue_id = topic, int(queue_id)
@@ -145,6 +148,17 @@ class LogicQueue:
             if store.consume_queue_ext and ext_dir.is_dir():
                 self._ext = cqx.ConsumeQueueExt.open(ext_dir)
             self.kind, self.min_offset, self.max_offset = "consumequeue", self._file.min_offset, self._file.max_offset
+        self._restart: pd.DataFrame | None = None
+        if after_restart:
+            # the units the restart's dispatch appends past the queue's end (a RocksDB queue after
+            # a kill -9 may hold none of its recent units: Store.restart_dispatch_units)
+            r = store.restart_dispatch_units()
+            r = r[(r["topic"] == topic) & (r["queue_id"] == self.queue_id) & (r["queue_offset"] >= self.max_offset)]
+            if len(r):
+                self._restart = r.drop_duplicates("queue_offset", keep="last")
+                if self.kind == "none":
+                    self.min_offset = int(self._restart["queue_offset"].min())
+                self.max_offset = int(self._restart["queue_offset"].max()) + 1
 
     def window(self, start: int, count: int) -> QueueWindow | None:
         """iterateFrom(start, count): the units from `start` to the end of its file (a file
@@ -161,7 +175,16 @@ class LogicQueue:
     def units(self, start: int, stop: int) -> pd.DataFrame:
         """The units whose message offset lies in [`start`, `stop`) (a BatchConsumeQueue unit
         by its first offset), blank fillers left out: queue_offset, batch_num,
-        commitlog_offset, size, tags_code. Cost: the units in the range."""
+        commitlog_offset, size, tags_code; opened `after_restart`, then the units a restarted
+        broker's dispatch appends. Cost: the units in the range."""
+        own = self._own_units(start, stop)
+        if self._restart is None:
+            return own
+        r = self._restart[(self._restart["queue_offset"] >= start) & (self._restart["queue_offset"] < stop)]
+        added = r.assign(batch_num=np.ones(len(r), np.int64))[list(own.columns)]
+        return pd.concat([own, added], ignore_index=True) if len(added) else own
+
+    def _own_units(self, start: int, stop: int) -> pd.DataFrame:
         cols = ["queue_offset", "batch_num", "commitlog_offset", "size", "tags_code"]
         if self._file is not None:
             u = self._file.to_frame(max(start, self._file.min_offset), min(stop, self._file.max_offset))

@@ -151,7 +151,8 @@ class RecoveryAction:
     """One change (or, in a dry run, one planned change). `kind` is one of
     commitlog-zeroed, commitlog-file-deleted, cq-zeroed, cq-file-deleted, cq-units-added,
     index-temp-removed, index-file-removed, index-file-written, index-entries-added,
-    index-file-extended, checkpoint-updated, abort-removed, bcq-units-added, dledger-torn-tail-left;
+    index-file-extended, checkpoint-updated, abort-removed, bcq-units-added, dledger-torn-tail-left,
+    rocksdb-queues-left;
     `count` the bytes, units, entries or files concerned."""
 
     kind: str
@@ -895,7 +896,10 @@ def recover_store(root: str | os.PathLike, *, hash_slot_num: int | None = DEFAUL
     and, unless `slot_count_rule` is given, its hashSlotCount rule (:func:`slot_count_rule_of`).
     `enable_multi_dispatch` / `enable_lmq`: the broker's settings of the same names (as
     :class:`rmqlab.store.directory.Store` takes them): the light message queues' units are
-    checked and rebuilt too.
+    checked and rebuilt too. A RocksDB ConsumeQueue (storeType=defaultRocksDB) is left as it is
+    (action ``rocksdb-queues-left``): rmqlab reads RocksDB only, and the broker's restart
+    dispatches the CommitLog into it again from its own checkpoint
+    (:meth:`rmqlab.store.directory.Store.restart_dispatch_units` gives those units).
     Raises :class:`UnrecoverableError` for damage a crash cannot cause.
 
     Cost: one columnar read of the CommitLog (no bodies), one read of every ConsumeQueue, the
@@ -907,11 +911,6 @@ def recover_store(root: str | os.PathLike, *, hash_slot_num: int | None = DEFAUL
     root = Path(root)
     if not root.is_dir():
         raise NotADirectoryError(f"{root}: not a store directory")
-    if is_rocksdb(StorePaths(root).consumequeue):
-        raise UnrecoverableError("a RocksDB ConsumeQueue (storeType=defaultRocksDB): rmqlab repairs file "
-                                 "ConsumeQueues only and writes nothing here; the broker rebuilds the database from "
-                                 "its dispatch checkpoint", path=StorePaths(root).consumequeue, offset=None,
-                                 field="storeType")
     kw = dict(hash_slot_num=hash_slot_num, index_num=index_num, commitlog_file_size=commitlog_file_size,
               consume_queue_file_size=consume_queue_file_size,
               slot_count_rule=slot_count_rule or slot_count_rule_of(broker_version), tz=tz,
@@ -932,8 +931,20 @@ def _recover(root: Path, *, hash_slot_num, index_num, commitlog_file_size, consu
     actions = report.actions
     msgs, end, torn = _commitlog(root, commitlog_file_size, dry_run, actions)
     report.messages, report.commitlog_end, report.torn_bytes = len(msgs), end, torn
-    _consume_queues(root, msgs, end, consume_queue_file_size, dry_run, actions, report, enable_lmq=enable_lmq,
-                    enable_multi_dispatch=enable_multi_dispatch, broker_version=broker_version)
+    queues = StorePaths(root).consumequeue
+    if is_rocksdb(queues):
+        # RocksDBConsumeQueueStore: the broker writes it without a write-ahead log and, at its
+        # restart, dispatches the CommitLog again from the database's own checkpoint
+        # (truncateDirty drops what lies past the CommitLog's end); rmqlab reads RocksDB only
+        from rmqlab.formats.rocksdbcq import RocksDBConsumeQueues
+
+        mark = RocksDBConsumeQueues.open(queues).dispatched_to or 0
+        actions.append(RecoveryAction("rocksdb-queues-left", str(queues), f"a RocksDB ConsumeQueue, left as it is: "
+                                      f"the broker's restart dispatches the CommitLog again from its checkpoint "
+                                      f"({mark}) to its end ({end})", max(end - mark, 0)))
+    else:
+        _consume_queues(root, msgs, end, consume_queue_file_size, dry_run, actions, report, enable_lmq=enable_lmq,
+                        enable_multi_dispatch=enable_multi_dispatch, broker_version=broker_version)
     g = _geometry(root, hash_slot_num, index_num)
     index_ts = _index(root, msgs, g, slot_count_rule, tz, deep_check_all, dry_run, actions, report,
                       tag_key=layout_facts(broker_version).index_tag_key)

@@ -39,11 +39,12 @@ from rmqlab.formats import consumequeue as cq
 from rmqlab.formats import consumequeue_ext as cqx
 from rmqlab.formats.rocksdb import is_rocksdb
 from rmqlab.rules.dispatch import batch_units_many, goes_to_consume_queue_many, lmq_dispatch_many, message_tags_codes
+from rmqlab.rules.versions import layout_facts
 from rmqlab.store.layout import StoreLayout
 from rmqlab.tables.arrow import arrow_column
 
 __all__ = ["DispatchReport", "dispatch_store", "QueueWriters", "queue_groups", "write_consume_queue_units", "Run",
-           "PART_MESSAGES", "MAX_OPEN_WRITERS"]
+           "PART_MESSAGES", "MAX_OPEN_WRITERS", "restart_dispatch_units", "RESTART_UNIT_COLUMNS"]
 
 #: Messages a part: dispatch holds one part's columns (a few hundred bytes a message, text as Arrow).
 PART_MESSAGES = 1 << 18
@@ -79,15 +80,16 @@ class DispatchReport:
 
 
 
-def reput_from_offset(layout: StoreLayout) -> int:
+def reput_from_offset(layout: StoreLayout, queues_end: int | None = None) -> int:
     """Where a restarted broker resumes dispatch: the largest CommitLog end (offset + size) any
     ConsumeQueue or BatchConsumeQueue records, at least the CommitLog's first offset
     (DefaultMessageStore.start). With the ``abort`` file (the broker did not shut down cleanly)
     no later than where ``CommitLog.recoverAbnormally`` re-dispatches from
     (:func:`rmqlab.store.recover.recovery_start` with the checkpoint's min timestamp; units and
-    index keys already there are skipped). Cost: the last unit of each queue."""
+    index keys already there are skipped). `queues_end`: :func:`consume_queue_end`, where the
+    caller has it. Cost: the last unit of each queue."""
     paths = layout.paths
-    start = max(consume_queue_end(layout), batch_queues_end(layout))
+    start = max(consume_queue_end(layout) if queues_end is None else queues_end, batch_queues_end(layout))
     low = cl.min_offset(paths.commitlog) if paths.has_commitlog() else 0
     start = max(start, low or 0)
     if paths.abort.exists() and paths.has_commitlog():
@@ -101,7 +103,14 @@ def reput_from_offset(layout: StoreLayout) -> int:
 
 def consume_queue_end(layout: StoreLayout) -> int:
     """The largest CommitLog end (offset + size, bytes) any ConsumeQueue unit records: how far
-    dispatch has written the queues (0 without units). Cost: the last unit of each queue."""
+    dispatch has written the queues (0 without units). A RocksDB ConsumeQueue keeps it itself:
+    the offset table's dispatch checkpoint, 0 without one (RocksDBConsumeQueueOffsetTable's
+    getMaxPhyOffset, rocketmq-all-5.3.3). Cost: the last unit of each queue; a RocksDB
+    ConsumeQueue: one read of the database."""
+    if is_rocksdb(layout.paths.consumequeue):
+        from rmqlab.formats.rocksdbcq import RocksDBConsumeQueues
+
+        return RocksDBConsumeQueues.open(layout.paths.consumequeue).dispatched_to or 0
     end = 0
     for topic, qid in layout.consume_queues():
         with cq.ConsumeQueue.open(cq.queue_dir(layout.root, topic, qid), layout.consume_queue_file_size) as q:
@@ -121,6 +130,68 @@ def batch_queues_end(layout: StoreLayout) -> int:
             if len(u):
                 end = max(end, int(u["commitlog_offset"][-1]) + int(u["size"][-1]))
     return end
+
+#: the columns of :func:`restart_dispatch_units`
+RESTART_UNIT_COLUMNS = ["topic", "queue_id", "queue_offset", "commitlog_offset", "size", "tags_code"]
+
+
+def restart_dispatch_units(layout: StoreLayout, queues_end: int | None = None) -> pd.DataFrame:
+    """The ConsumeQueue units a restarted broker's dispatch writes: one a message of the
+    CommitLog from :func:`reput_from_offset` on that goes to a queue (the rules of
+    :mod:`rmqlab.rules.dispatch`), up to the first record it cannot read, where the broker's
+    reput stops too: topic, queue_id, queue_offset (the record's QUEUEOFFSET), commitlog_offset,
+    size, tags_code; with enableMultiDispatch also the light message queues' units (a RocksDB
+    ConsumeQueue holds them from 5.3.2, ``LayoutFacts.rocksdb_lmq``). A queue's units the restart
+    writes again are among them. What matters after a crash: the broker writes a RocksDB
+    ConsumeQueue without a write-ahead log (AbstractRocksDBStorage's writeOptions, disableWAL), so
+    a kill -9 loses every unit RocksDB had not flushed, and the restart dispatches them again from
+    the CommitLog. BatchConsumeQueue units are not included. `queues_end` as for
+    :func:`reput_from_offset`. Cost: one columnar read (no bodies) of the CommitLog from that
+    offset: nothing on a store the broker stopped cleanly.
+
+    >>> import tempfile
+    >>> from rmqlab.lab.generate import generate_store
+    >>> from rmqlab.lab.workload import Workload
+    >>> s = generate_store(tempfile.mkdtemp(), Workload(messages=20, seed=1), hash_slot_num=64, index_num=256)
+    >>> len(restart_dispatch_units(s.layout))   # dispatched to its end already
+    0
+    """
+    start = reput_from_offset(layout, queues_end)
+    empty = pd.DataFrame({c: pd.Series(dtype=object if c == "topic" else np.int64) for c in RESTART_UNIT_COLUMNS})
+    if not layout.paths.has_commitlog() or start >= (cl.max_offset(layout.paths.commitlog) or 0):
+        return empty
+    parts = cl.read_column_parts(layout.paths.commitlog, part_messages=PART_MESSAGES, body=False, on_error="report",
+                                 start_offset=start)
+    report, out = parts.report, []
+    lmq = layout.enable_multi_dispatch and (not is_rocksdb(layout.paths.consumequeue)
+                                            or layout_facts(layout.broker_version).rocksdb_lmq)
+    try:
+        for msgs in parts:
+            if report.damage and report.damage[0].path != report.files[-1]:
+                break
+            put = msgs[goes_to_consume_queue_many(msgs["sys_flag"].to_numpy(np.int64))]
+            topic, qid = put["topic"].to_numpy(object), put["queue_id"].to_numpy(np.int64)
+            phy, size = put["phy_offset"].to_numpy(np.int64), put["total_size"].to_numpy(np.int64)
+            codes = message_tags_codes(topic, put["tags"].to_numpy(object), put["delay_level"].to_numpy(np.int64),
+                                       put["store_timestamp"].to_numpy(np.int64))
+            out.append(pd.DataFrame({"topic": topic, "queue_id": qid,
+                                     "queue_offset": put["queue_offset"].to_numpy(np.int64),
+                                     "commitlog_offset": phy, "size": size, "tags_code": codes}))
+            if lmq:
+                at, units, _ = lmq_dispatch_many(topic, qid, put["properties"].to_numpy(object),
+                                                 enable_lmq=layout.enable_lmq, enable_multi_dispatch=True,
+                                                 broker_version=layout.broker_version)
+                if len(at):
+                    out.append(pd.DataFrame({"topic": np.array([u[0] for u in units], dtype=object),
+                                             "queue_id": np.array([u[1] for u in units], np.int64),
+                                             "queue_offset": np.array([u[2] for u in units], np.int64),
+                                             "commitlog_offset": phy[at], "size": size[at], "tags_code": codes[at]}))
+            if report.damage:
+                break
+    finally:
+        parts.close()
+    return pd.concat(out, ignore_index=True) if out else empty
+
 
 def refuse_rocksdb_queues(folder: Path) -> None:
     """Raise :class:`~rmqlab.errors.FormatError` (field ``storeType``) when `folder`, a store's

@@ -360,7 +360,9 @@ def _awaiting_enqueue(store: Store, entries: pd.DataFrame, timeline: RocksDBTime
     """The timer topic's queue 0 from where a restarted broker reads it
     (:func:`restart_queue_offset`), or with the RocksDB timeline from the larger of that and the
     timeline's scan offset (TimerMessageRocksDBStore.start): messages the broker stored but had
-    not yet put on the wheel or the timeline, and those it put there after its last checkpoint."""
+    not yet put on the wheel or the timeline, and those it put there after its last checkpoint.
+    The queue is the one the restart holds, its dispatch's units included (a RocksDB queue after
+    a kill -9 may hold none: ``LogicQueue(after_restart=True)``)."""
     from rmqlab.store.queues import LogicQueue
 
     start = restart_queue_offset(store, entries)
@@ -368,7 +370,7 @@ def _awaiting_enqueue(store: Store, entries: pd.DataFrame, timeline: RocksDBTime
         return pd.DataFrame()
     if timeline is not None:
         start = max(start, timeline.scan_offset)
-    with LogicQueue(store, TIMER_TOPIC, 0) as q:
+    with LogicQueue(store, TIMER_TOPIC, 0, after_restart=True) as q:
         units = q.units(max(start, q.min_offset), q.max_offset)
     if not len(units):
         return pd.DataFrame()

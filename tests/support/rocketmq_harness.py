@@ -28,6 +28,9 @@ Scenarios:
 ``dledger-recovered``  the dledger-crash store copied, the broker restarted on it, as ``recovered``.
 ``rocksdb``    as ``clean``, with storeType=defaultRocksDB (5.2.0+): the ConsumeQueues are a RocksDB
                database in {store}/consumequeue (RocksDBConsumeQueueStore).
+``rocksdb-crash``  as ``crash``, with the RocksDB ConsumeQueues of ``rocksdb`` (5.3.3 and 5.5.0,
+               :data:`ROCKSDB_CRASH_RELEASES`): the queues' database as a kill -9 leaves it.
+``rocksdb-recovered``  the rocksdb-crash store copied, the broker restarted on it, as ``recovered``.
 ``multipath``  as ``clean``, with the CommitLog over two folders (storePathCommitLog=
                {store}/commitlog,{store}/commitlog-b: MultiPathMappedFileQueue, 4.9.2+; 4.9.7 and
                5.3.3, :data:`MULTIPATH_RELEASES`); the release's own code decodes and answers through
@@ -103,6 +106,10 @@ RELEASES: dict[str, str] = {
 SCENARIOS = ("clean", "crash", "recovered")
 #: the first release with a RocksDB ConsumeQueue store (storeType=defaultRocksDB)
 ROCKSDB_SINCE = (5, 2, 0)
+#: the releases whose RocksDB ConsumeQueue store is also killed and restarted (rocksdb-crash, -recovered)
+ROCKSDB_CRASH_RELEASES = ("5.3.3", "5.5.0")
+#: the scenarios whose ConsumeQueues are a RocksDB database (storeType=defaultRocksDB)
+ROCKSDB_CQ_SCENARIOS = ("rocksdb", "rocksdb-crash", "rocksdb-recovered")
 #: the releases with a DLedger CommitLog scenario: the first DLedger line (dledger 0.1), the last
 #: 4.9 and a 5.3 (dledger 0.3.1.2)
 DLEDGER_RELEASES = ("4.5.2", "4.9.7", "5.3.3")
@@ -123,6 +130,9 @@ EXTRA_SCENARIOS: dict[str, Any] = {
     "dledger-mixed": lambda release: release in DLEDGER_MIXED_RELEASES,
     # as clean, with the ConsumeQueues in RocksDB (storeType=defaultRocksDB, RIP-66, 5.2.0+)
     "rocksdb": lambda release: version_tuple(release) >= ROCKSDB_SINCE,
+    # as crash, with the ConsumeQueues in RocksDB; then the broker restarted on a copy of it
+    "rocksdb-crash": lambda release: release in ROCKSDB_CRASH_RELEASES,
+    "rocksdb-recovered": lambda release: release in ROCKSDB_CRASH_RELEASES,
     # the v2 config managers: config/rdb (configManagerVersion=v2, 5.3+)
     "configv2": lambda release: release in CONFIG_V2_RELEASES,
     # a CommitLog over two folders (storePathCommitLog with a comma, 4.9.2+)
@@ -159,7 +169,8 @@ COMMITLOG_PATHS = ("commitlog", "commitlog-b")
 #: 20 ms, each due 1.5 s later): the kill then comes while the timer store enqueues and delivers
 TIMER_TAIL_S = 6.0
 #: restart scenario -> the scenario whose store it copies and restarts the broker on
-RESTARTS = {"recovered": "crash", "dledger-recovered": "dledger-crash", "revived": "clean"}
+RESTARTS = {"recovered": "crash", "dledger-recovered": "dledger-crash", "rocksdb-recovered": "rocksdb-crash",
+            "revived": "clean"}
 #: how long past the last held message's revive time the revived scenario keeps the broker up: the
 #: timer wheel delivers the checkpoint 1 s before it, PopReviveService revives it once the revive
 #: log is 2 s past it (reviveInterval 1 s, an idle scan moves its end time after 3 s)
@@ -405,7 +416,7 @@ def scenario_conf(scenario: str, release: str = "") -> str:
     ({store}/dledger-n0/data), in the dledger scenarios."""
     if scenario in ("crash", "recovered"):
         return "enabledAppendPropCRC=true\n"
-    if scenario == "rocksdb":
+    if scenario in ROCKSDB_CQ_SCENARIOS:
         return "storeType=defaultRocksDB\n"
     if scenario == "configv2":
         return "configManagerVersion=v2\n"
