@@ -50,17 +50,21 @@ broker-tools:
 	@.ci/ensure-broker-tools
 
 # The real brokers (tests/brokers/) write their stores and partitions into a cache outside the
-# checkout (~/.cache/rmqlab/brokers) while the rest of the suite runs; their tests run last, on
-# the warm cache. The builder's progress is in build/brokers.log. `make brokers` builds alone.
+# checkout (~/.cache/rmqlab/brokers). Their builder and their tests run beside the rest of the
+# suite, one process each on the two cores: a test whose store is not built yet waits for the
+# builder's lock on it, or builds it. The builder's progress is in build/brokers.log, the broker
+# tests' output in build/broker-tests.log (printed at the end). `make brokers` builds alone.
 test: $(STAMP) java chromium fonts broker-tools
 	@mkdir -p build
 	@$(VPY) tests/brokers/build_all.py > build/brokers.log 2>&1 & builder=$$!; \
-	trap 'kill $$builder 2>/dev/null' INT TERM; \
+	$(VPY) -m pytest -q -p no:cacheprovider tests/brokers > build/broker-tests.log 2>&1 & brokers=$$!; \
+	trap 'kill $$builder $$brokers 2>/dev/null' INT TERM; \
 	rc=0; $(VPY) -m pytest -q --ignore=tests/brokers || rc=$$?; \
-	echo "waiting for the broker builds (build/brokers.log)"; \
+	echo "waiting for the broker builds (build/brokers.log) and their tests (build/broker-tests.log)"; \
 	wait $$builder || echo "some broker builds failed: their tests show why (build/brokers.log)"; \
 	tail -n 1 build/brokers.log; \
-	$(VPY) -m pytest -q tests/brokers || rc=$$?; \
+	wait $$brokers || rc=$$?; \
+	cat build/broker-tests.log; \
 	exit $$rc
 
 brokers: $(STAMP) java broker-tools
