@@ -555,12 +555,13 @@ def tiered_index_oracle(release: str, rows: str, queries: str, slots: int, items
     return entry
 
 
-def _oracle_classes(release: str, source: Path) -> Path:
-    """`source` (of :data:`ORACLE_DIR`) compiled against the release's jars, once, into the cache."""
+def _oracle_classes(release: str, source: Path, *helpers: Path) -> Path:
+    """`source` (of :data:`ORACLE_DIR`), with the `helpers` it calls, compiled against the
+    release's jars, once, into the cache."""
     bh.require_java_and_maven()
     lib = tiered_jars(release) / "lib" if release in TIERED_ONLY_RELEASES else jars(release) / "lib"
-    classes = ROOT / f"oracle-{source.stem}-{release}-{bh.digest(source, lib.parent.name)}"
-    bh.cached(classes, lambda tmp: bh.compile_java([source], sorted(lib.glob("*.jar")), tmp / "classes",
+    classes = ROOT / f"oracle-{source.stem}-{release}-{bh.digest(source, *helpers, lib.parent.name)}"
+    bh.cached(classes, lambda tmp: bh.compile_java([source, *helpers], sorted(lib.glob("*.jar")), tmp / "classes",
                                                    log=tmp / "javac.log"))
     return classes / "classes"
 
@@ -575,9 +576,11 @@ def tiered_segments_oracle(store: BrokerStore, queries: str = "") -> dict[str, A
         raise ValueError(f"{store.folder} has no tiered file system (the tiered scenario has one)")
     old_classes = store.release in TIERED_FLATFILE_MANAGER_RELEASES
     source = ORACLE_DIR / ("TieredFlatFileOracle.java" if old_classes else "TieredSegmentsOracle.java")
-    classes = _oracle_classes(store.release, source)
+    output = ORACLE_DIR / "TieredOracleOutput.java"
+    classes = _oracle_classes(store.release, source, output)
     lib = jars(store.release) / "lib"
-    entry = ROOT / store.release / f"tiered-segments-{bh.digest(source, lib.parent.name, store.folder.name, queries)}"
+    entry = ROOT / store.release / \
+        f"tiered-segments-{bh.digest(source, output, lib.parent.name, store.folder.name, queries)}"
 
     def build(tmp: Path) -> None:
         (tmp / "root" / "config").mkdir(parents=True)

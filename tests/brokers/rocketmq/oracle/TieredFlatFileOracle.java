@@ -17,29 +17,21 @@
  * rewrites the metadata file.
  */
 
-import java.io.File;
-import java.io.PrintWriter;
-import java.nio.ByteBuffer;
-import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.zip.CRC32;
 
 import org.apache.rocketmq.tieredstore.common.TieredMessageStoreConfig;
 import org.apache.rocketmq.tieredstore.common.TieredStoreExecutor;
 import org.apache.rocketmq.tieredstore.file.CompositeQueueFlatFile;
 import org.apache.rocketmq.tieredstore.file.TieredFlatFileManager;
-import org.apache.rocketmq.tieredstore.index.IndexItem;
 import org.apache.rocketmq.tieredstore.index.IndexService;
 import org.apache.rocketmq.tieredstore.metadata.TieredMetadataStore;
 import org.apache.rocketmq.tieredstore.util.TieredStoreUtil;
 
 public class TieredFlatFileOracle {
     public static void main(String[] argv) throws Exception {
-        Map<String, String> args = new LinkedHashMap<>();
-        for (String a : argv) args.put(a.substring(0, a.indexOf('=')), a.substring(a.indexOf('=') + 1));
+        Map<String, String> args = TieredOracleOutput.args(argv);
         TieredMessageStoreConfig cfg = new TieredMessageStoreConfig();
         cfg.setStorePathRootDir(args.get("root"));
         cfg.setTieredStoreFilePath(args.get("tiered"));
@@ -54,58 +46,19 @@ public class TieredFlatFileOracle {
 
         List<String> queues = new ArrayList<>();
         for (CompositeQueueFlatFile f : manager.deepCopyFlatFileToList()) {
-            StringBuilder q = new StringBuilder();
             String topic = f.getMessageQueue().getTopic();
-            long cqMin = f.getConsumeQueueMinOffset(), cqCommit = f.getConsumeQueueCommitOffset();
-            q.append("{\"topic\":\"").append(topic.replace("\\", "\\\\").replace("\"", "\\\""))
-                .append("\",\"queueId\":").append(f.getMessageQueue().getQueueId())
-                .append(",\"topicId\":").append(metadata.getTopic(topic).getTopicId())
-                .append(",\"cqMin\":").append(cqMin).append(",\"cqCommit\":").append(cqCommit)
-                .append(",\"clMin\":").append(f.getCommitLogMinOffset())
-                .append(",\"clCommit\":").append(f.getCommitLogMaxOffset())
-                .append(",\"units\":[");
-            for (long offset = cqMin; offset < cqCommit; offset++) {
-                ByteBuffer cq = f.getConsumeQueueAsync(offset).join();
-                long phy = cq.getLong(cq.position());
-                int size = cq.getInt(cq.position() + 8);
-                long tags = cq.getLong(cq.position() + 12);
-                ByteBuffer msg = f.getMessageAsync(offset).join();
-                byte[] bytes = new byte[msg.remaining()];
-                msg.duplicate().get(bytes);
-                CRC32 crc = new CRC32();
-                crc.update(bytes);
-                long fieldQueueOffset = bytes.length >= 28 ? ByteBuffer.wrap(bytes).getLong(20) : -1;
-                long fieldPhy = bytes.length >= 36 ? ByteBuffer.wrap(bytes).getLong(28) : -1;
-                if (offset > cqMin) q.append(',');
-                q.append('[').append(offset).append(',').append(phy).append(',').append(size).append(',')
-                    .append(tags).append(',').append(bytes.length).append(',').append(crc.getValue()).append(',')
-                    .append(fieldQueueOffset).append(',').append(fieldPhy).append(']');
-            }
-            q.append("]}");
-            queues.add(q.toString());
+            queues.add(TieredOracleOutput.queue(topic, f.getMessageQueue().getQueueId(),
+                metadata.getTopic(topic).getTopicId(), f.getConsumeQueueMinOffset(), f.getConsumeQueueCommitOffset(),
+                f.getCommitLogMinOffset(), f.getCommitLogMaxOffset(),
+                offset -> f.getConsumeQueueAsync(offset).join(), offset -> f.getMessageAsync(offset).join()));
         }
         List<String> answers = new ArrayList<>();
         if (args.containsKey("queries")) {
             IndexService index = TieredFlatFileManager.getTieredIndexService(cfg);
-            for (String line : java.nio.file.Files.readAllLines(new File(args.get("queries")).toPath(),
-                StandardCharsets.UTF_8)) {
-                if (line.isEmpty()) continue;
-                String[] f = line.split("\t", -1);
-                List<IndexItem> got = index.queryAsync(f[0], f[1], 64, 0L, Long.MAX_VALUE).join();
-                StringBuilder a = new StringBuilder("[");
-                for (IndexItem it : got) {
-                    if (a.length() > 1) a.append(',');
-                    a.append('[').append(it.getTopicId()).append(',').append(it.getQueueId()).append(',')
-                        .append(it.getOffset()).append(',').append(it.getSize()).append(',')
-                        .append(it.getHashCode()).append(',').append(it.getTimeDiff()).append(']');
-                }
-                answers.add(a.append(']').toString());
-            }
+            answers = TieredOracleOutput.answers(args.get("queries"),
+                (topic, key) -> index.queryAsync(topic, key, 64, 0L, Long.MAX_VALUE).join());
         }
-        try (PrintWriter w = new PrintWriter(new File(args.get("out")), StandardCharsets.UTF_8.name())) {
-            w.print("{\"queues\":[" + String.join(",\n", queues) + "],\n\"answers\":["
-                + String.join(",\n", answers) + "]}");
-        }
+        TieredOracleOutput.write(args.get("out"), queues, answers);
         System.exit(0);   // the executors' threads are not daemons
     }
 }
