@@ -169,8 +169,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--begin", default="0", metavar="MS|TIME", help="epoch ms or ISO 8601 UTC (default 0)")
     p.add_argument("--end", default=None, metavar="MS|TIME", help="epoch ms or ISO 8601 UTC (default: no end)")
     p.add_argument("--tiered-index-geometry", default=None, metavar="SLOTS,ITEMS",
-                   help="tieredStoreIndexFileMaxHashSlotNum,MaxIndexNum (default: from the file size, else "
-                        "5000000,20000000)")
+                   help="tieredStoreIndexFileMaxHashSlotNum,MaxIndexNum (default: 5000000,20000000 where the "
+                        "file size is theirs, else as the file's item chains tell)")
     p.add_argument("--tiered-path", default=None, metavar="DIR",
                    help="the tiered store's file system (tieredStoreFilePath): its uploaded index segments too")
     p.add_argument("--broker-version", default=None, metavar="X.Y.Z",

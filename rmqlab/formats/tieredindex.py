@@ -38,7 +38,8 @@ from rmqlab.jvm.hashcode import java_hash
 
 __all__ = ["HEADER", "SLOT", "ITEM", "COMPACT_ITEM", "BEGIN_MAGIC_CODE", "END_MAGIC_CODE", "TieredIndexGeometry",
            "TieredIndexFile", "tiered_index_hash", "FOLDER", "COMPACTING", "MAX_QUERY_COUNT", "index_files",
-           "query_service", "write_local_file", "TieredMetadata", "read_tiered_metadata", "METADATA_FILE"]
+           "query_service", "write_local_file", "infer_local_geometry", "TieredMetadata", "read_tiered_metadata",
+           "METADATA_FILE"]
 
 
 def _java_int(v: int) -> int:
@@ -134,8 +135,9 @@ class TieredIndexFile:
     def open(cls, path: str | os.PathLike, *, hash_slot_num: int | None = None, index_num: int | None = None,
              form: str | None = None) -> TieredIndexFile:
         """Map `path`. `form` None: "compacted" for a file under ``compacting/`` or whose size is
-        not a local file's, else "local". A local file needs `hash_slot_num` or `index_num` (the
-        other follows from the size; neither: the defaults must fit); a compacted one's slot
+        not a local file's, else "local". A local file takes `hash_slot_num` or `index_num` (the
+        other follows from the size; neither: the defaults where they fit, else
+        :func:`infer_local_geometry`); a compacted one's slot
         number follows from its size and the item count in its header.
         Raises GeometryError / TruncatedFileError naming the file for sizes that do not fit."""
         p = Path(path)
@@ -348,6 +350,89 @@ def _fits_local(size: int, hash_slot_num: int | None, index_num: int | None) -> 
     return size == TieredIndexGeometry().file_size
 
 
+def infer_local_geometry(path: str | os.PathLike, size: int | None = None,
+                         item_count: int | None = None) -> TieredIndexGeometry | None:
+    """The geometry of a local index file written with other than the default
+    tieredStoreIndexFileMaxHashSlotNum / MaxIndexNum, as its own bytes tell it: every split of
+    its size into a header, whole slots and whole items is a candidate. putKey leaves the newest
+    item (number ``item_count``) at the head of the chain of slot ``hash % slots``, which the
+    candidates are first sifted by; under the geometry every item is where its slot's chain
+    says (each slot's head is its newest item, each item points at the one before it in its
+    slot), which the few left are then checked by. The one candidate that passes is the
+    geometry; None where no item was put, or none or several pass. Reads only.
+
+    >>> import tempfile
+    >>> g = TieredIndexGeometry(hash_slot_num=7, index_num=40)
+    >>> p = write_local_file(Path(tempfile.mkdtemp()) / "1", g, 1000, [("T", 1, 0, ["a", "b", "c"], 0, 9, 1000)])
+    >>> infer_local_geometry(p) == g
+    True
+
+    Cost: one read of an int and of a slot a candidate, O(file size / 32) candidates, then
+    O(items) for each of the few left: NumPy over a read-only map."""
+    p = Path(path)
+    size = p.stat().st_size if size is None else size
+    with open(p, "rb") as fh:
+        if item_count is None:
+            item_count = HEADER.unpack_from(fh.read(HEADER.size), 0).item_count
+        rest = size - HEADER.size
+        if item_count <= 0 or rest <= 0 or rest % SLOT.size:
+            return None
+        mm = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+    try:
+        data = np.frombuffer(mm, dtype=np.uint8)
+        # slots S and items N with 8 S + 32 N = rest, N > item_count (item 0's place is never written)
+        n = np.arange(item_count + 1, rest // ITEM.size + 1, dtype=np.int64)
+        slots = (rest - n * ITEM.size) // SLOT.size
+        n, slots = n[slots > 0], slots[slots > 0]
+        newest = HEADER.size + slots * SLOT.size + item_count * ITEM.size
+
+        hashes = _ints_at(data, newest)
+        ok = hashes >= 0
+        slot_of = np.where(ok, hashes, 0) % slots
+        ok &= _ints_at(data, HEADER.size + slot_of * SLOT.size) == item_count
+        left = np.flatnonzero(ok)[:_MAX_GEOMETRY_CANDIDATES + 1]
+        found = [int(i) for i in left if len(left) <= _MAX_GEOMETRY_CANDIDATES
+                 and _chains_hold(mm, int(slots[i]), item_count)]
+        del data
+    finally:
+        mm.close()
+    if len(found) != 1:
+        return None
+    return TieredIndexGeometry(int(slots[found[0]]), int(n[found[0]]))
+
+
+def _ints_at(data: np.ndarray, at: np.ndarray) -> np.ndarray:
+    """The big-endian int32 at each byte position `at` of `data` (bytes), as int64."""
+    b = data[at[:, None] + np.arange(4)].astype(np.int64)
+    v = (b[:, 0] << 24) | (b[:, 1] << 16) | (b[:, 2] << 8) | b[:, 3]
+    return np.where(v >= 1 << 31, v - (1 << 32), v)
+
+
+#: candidates left after the first sifting that :func:`infer_local_geometry` checks in full
+_MAX_GEOMETRY_CANDIDATES = 64
+
+
+def _chains_hold(data: Any, slot_num: int, item_count: int) -> bool:
+    """Whether items 1..`item_count` of a local file of `slot_num` slots are chained as putKey
+    chains them: each slot's head its newest item, each item pointing at its slot's previous."""
+    items = np.frombuffer(data, dtype=ITEM.dtype, count=item_count, offset=HEADER.size + slot_num * SLOT.size
+                          + ITEM.size)
+    heads = np.frombuffer(data, dtype=SLOT.dtype, count=slot_num, offset=HEADER.size)["value"].astype(np.int64)
+    hashes = items["hash_code"].astype(np.int64)
+    if (hashes < 0).any():
+        return False
+    slot = hashes % slot_num
+    order = np.argsort(slot, kind="stable")           # each slot's items, oldest first
+    number = order + 1                                # item numbers, from 1
+    same = np.concatenate([[False], slot[order][1:] == slot[order][:-1]])
+    prev = np.where(same, np.concatenate([[0], number[:-1]]), 0)
+    if not (items["item_index"].astype(np.int64)[order] == prev).all():
+        return False
+    newest = np.zeros(slot_num, np.int64)
+    np.maximum.at(newest, slot, np.arange(1, item_count + 1))
+    return bool((np.maximum(heads, 0) == newest).all())
+
+
 def _geometry(p: Path, size: int, form: str, item_count: int, hash_slot_num: int | None,
               index_num: int | None) -> TieredIndexGeometry:
     rest = size - HEADER.size
@@ -365,12 +450,15 @@ def _geometry(p: Path, size: int, form: str, item_count: int, hash_slot_num: int
         return TieredIndexGeometry(hash_slot_num, max(item_count, 0))
     if hash_slot_num is None and index_num is None:
         default = TieredIndexGeometry()
-        if size != default.file_size:
+        if size == default.file_size:
+            return default
+        inferred = infer_local_geometry(p, size, item_count)
+        if inferred is None:
             raise GeometryError(f"file is {size} bytes, not the {default.file_size} of the default geometry "
-                                f"(5,000,000 slots, 20,000,000 items): pass hash_slot_num or index_num "
-                                f"(tieredStoreIndexFileMaxHashSlotNum / MaxIndexNum)", path=p, offset=size,
-                                field="file size")
-        return default
+                                f"(5,000,000 slots, 20,000,000 items), and its items do not tell another: pass "
+                                f"hash_slot_num or index_num (tieredStoreIndexFileMaxHashSlotNum / MaxIndexNum)",
+                                path=p, offset=size, field="file size")
+        return inferred
     if hash_slot_num is not None:
         items = rest - hash_slot_num * SLOT.size
         if items <= 0 or items % ITEM.size:

@@ -330,7 +330,9 @@ class Store:
         IndexStoreService loads them, opened (:class:`rmqlab.formats.tieredindex.TieredIndexFile`;
         close them). `hash_slot_num` / `index_num`: tieredStoreIndexFileMaxHashSlotNum /
         MaxIndexNum (None: one follows from the other and the file size; both None: the
-        defaults). Raises GeometryError for a file the geometry does not fit. Cost: a map a file."""
+        defaults where the size is theirs, else what the file's chains tell,
+        :func:`rmqlab.formats.tieredindex.infer_local_geometry`). Raises GeometryError for a file
+        the geometry does not fit. Cost: a map a file."""
         from rmqlab.formats import tieredindex as ti
 
         out = []

@@ -84,3 +84,39 @@ def test_queries_of_both_forms_follow_the_model(tmp_path_factory, rows, slots, i
             for key in ("k0", "shared", "absent"):
                 got = c.query(topic, key, max_count, begin, end)[cols].values.tolist()
                 assert [tuple(r) for r in got] == _model_query(put, slots, topic, key, max_count, begin, end, True)
+
+
+def _model_file(path, put: list[dict], slots: int, items: int):
+    """A local file as putKey leaves it, packed here with struct from the model's items."""
+    import struct
+
+    heads, prev = [0] * slots, []
+    for n, i in enumerate(put, start=1):
+        prev.append(heads[i["slot"]])
+        heads[i["slot"]] = n
+    raw = bytearray(28 + 8 * slots + 32 * items)
+    struct.pack_into(">iqqii", raw, 0, ti.BEGIN_MAGIC_CODE, BEGIN, BEGIN, sum(h > 0 for h in heads), len(put))
+    for s, h in enumerate(heads):
+        struct.pack_into(">i", raw, 28 + 8 * s, h)
+    for n, (i, p) in enumerate(zip(put, prev, strict=True), start=1):
+        struct.pack_into(">iiiqiii", raw, 28 + 8 * slots + 32 * n, i["hash"], i["topic_id"], i["queue_id"],
+                         i["offset"], i["size"], i["time_diff"], p)
+    path.write_bytes(bytes(raw))
+    return path
+
+
+@settings(max_examples=120, deadline=None)
+@given(rows=ROWS, slots=st.integers(1, 300), spare=st.integers(1, 200))
+def test_a_local_files_geometry_is_inferred_from_its_chains(tmp_path_factory, rows, slots, spare):
+    """Files of any tieredStoreIndexFileMaxHashSlotNum / MaxIndexNum: their geometry follows
+    from their bytes (none is wrong; with a dozen items or more, it is found), and a file of
+    such a geometry opens without one given."""
+    put = _model_put(rows, slots, 10_000)
+    items = len(put) + spare
+    path = _model_file(tmp_path_factory.mktemp("g") / str(BEGIN), put, slots, items)
+    got = ti.infer_local_geometry(path)
+    assert got in (None, ti.TieredIndexGeometry(slots, items))
+    if len(put) >= 6 and len({i["hash"] for i in put}) >= 3:
+        assert got == ti.TieredIndexGeometry(slots, items)
+        with ti.TieredIndexFile.open(path) as f:
+            assert f.geometry == got
