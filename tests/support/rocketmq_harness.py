@@ -153,8 +153,11 @@ MESSAGE_ROCKSDB_RELEASES = ("5.5.0",)
 #: broker since 5.1): 5.2.0 with the classes of 5.1-5.2 (TieredFlatFileManager, TieredFileSegment),
 #: 5.3.3 and 5.5.0 with those of 5.3+ (FlatFileStore, FileSegment); both write the same layout
 TIERED_STORE_RELEASES = ("5.2.0", "5.3.3", "5.5.0")
-#: the releases among them whose tiered classes are 5.1-5.2's (TieredSegmentsOracle52.java reads them)
+#: the releases among them whose tiered classes are 5.1-5.2's (TieredFlatFileOracle.java reads them)
 TIERED_FLATFILE_MANAGER_RELEASES = ("5.2.0",)
+#: their tiered index files' hash slots and items (tieredStoreIndexFileMaxHashSlotNum / MaxIndexNum):
+#: a few hundred keys fill one, so the workload seals and uploads several
+TIERED_SMALL_INDEX = (64, 300)
 #: the tiered scenario's file system, in the cache entry beside the store (tieredStoreFilePath)
 TIERED_FOLDER = "tiered"
 #: how long the tiered scenario's broker stays up after the workload: MessageStoreDispatcher runs
@@ -430,11 +433,15 @@ def scenario_conf(scenario: str, release: str = "") -> str:
                 "transWriteOriginTransHalfEnable=false\ntransactionCheckMax=100000\ntimerRocksDBEnable=true\n")
     if scenario == "tiered":   # {tiered} is put in by write_conf
         # the provider moved from provider.posix to provider in 5.3.0; 5.2's dispatcher commits
-        # each batch at once and has no tieredStoreGroupCommitTimeout
+        # each batch at once and has no tieredStoreGroupCommitTimeout. 5.2's index service
+        # compacts and uploads a file only once it is full (5.3+ also at shutdown): small files
+        # (TIERED_SMALL_INDEX) make it upload some
         if release in TIERED_FLATFILE_MANAGER_RELEASES:
             return ("messageStorePlugIn=org.apache.rocketmq.tieredstore.TieredMessageStore\n"
                     "tieredBackendServiceProvider=org.apache.rocketmq.tieredstore.provider.posix.PosixFileSegment\n"
-                    "tieredStoreFilePath={tiered}\n")
+                    "tieredStoreFilePath={tiered}\n"
+                    f"tieredStoreIndexFileMaxHashSlotNum={TIERED_SMALL_INDEX[0]}\n"
+                    f"tieredStoreIndexFileMaxIndexNum={TIERED_SMALL_INDEX[1]}\n")
         return ("messageStorePlugIn=org.apache.rocketmq.tieredstore.TieredMessageStore\n"
                 "tieredBackendServiceProvider=org.apache.rocketmq.tieredstore.provider.PosixFileSegment\n"
                 "tieredStoreFilePath={tiered}\ntieredStoreGroupCommitTimeout=1000\n")
@@ -592,9 +599,11 @@ def tiered_segments_oracle(store: BrokerStore, queries: str = "") -> dict[str, A
             copy_store(store.store / "tiered_index_file", tmp / "root" / "tiered_index_file")
         (tmp / "queries.tsv").write_text(queries, encoding="utf-8")
         cp = os.pathsep.join([str(classes), str(lib / "*")])
+        geometry = [f"slots={TIERED_SMALL_INDEX[0]}", f"items={TIERED_SMALL_INDEX[1]}"] if old_classes else []
         bh.run(["java", "-Xmx256m", *JVM_OPENS, f"-Duser.home={tmp}", "-cp", cp, source.stem,
                 f"root={tmp / 'root'}", f"tiered={tmp / 'tiered'}", f"broker={BROKER_NAME}",
-                f"cluster={CLUSTER_NAME}", f"out={tmp / 'segments.json'}", f"queries={tmp / 'queries.tsv'}"],
+                f"cluster={CLUSTER_NAME}", f"out={tmp / 'segments.json'}", f"queries={tmp / 'queries.tsv'}",
+                *geometry],
                log=tmp / "oracle.log", timeout=300, cwd=tmp)
         shutil.rmtree(tmp / "tiered")
         shutil.rmtree(tmp / "root")

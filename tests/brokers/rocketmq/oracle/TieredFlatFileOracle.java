@@ -3,7 +3,8 @@
  * CompositeQueueFlatFile, TieredFlatFile, provider/posix/PosixFileSegment,
  * metadata/TieredMetadataManager) as the oracle of rmqlab.formats.tieredsegment on what such a
  * broker wrote. The same command and the same JSON as TieredSegmentsOracle.java (5.3+):
- * `TieredFlatFileOracle root=DIR tiered=DIR broker=NAME cluster=NAME out=FILE [queries=TSV]`
+ * `TieredFlatFileOracle root=DIR tiered=DIR broker=NAME cluster=NAME slots=N items=N out=FILE [queries=TSV]`
+ * (slots, items: the broker's tieredStoreIndexFileMaxHashSlotNum and MaxIndexNum)
  * loads root/config/tieredStoreMetadata.json and the segments under tiered/ as the broker's
  * TieredMessageStore does at start (TieredFlatFileManager.load: every queue of the metadata, its
  * CommitLog and ConsumeQueue segments as TieredFlatFile recovers them), then writes each queue's
@@ -38,6 +39,9 @@ public class TieredFlatFileOracle {
         cfg.setBrokerName(args.get("broker"));
         cfg.setBrokerClusterName(args.get("cluster"));
         cfg.setTieredBackendServiceProvider("org.apache.rocketmq.tieredstore.provider.posix.PosixFileSegment");
+        // the index geometry the broker ran with: IndexStoreFile reads a segment's slots by it
+        cfg.setTieredStoreIndexFileMaxHashSlotNum(Integer.parseInt(args.get("slots")));
+        cfg.setTieredStoreIndexFileMaxIndexNum(Integer.parseInt(args.get("items")));
 
         TieredStoreExecutor.init();   // the executors TieredMessageStore starts first
         TieredMetadataStore metadata = TieredStoreUtil.getMetadataStore(cfg);
