@@ -36,6 +36,16 @@ def verify_rocksdb_queues(folder: Path, msgs: pd.DataFrame | None) -> FileReport
     rep.counts = {"units": len(db.units), "queues": len(queues), "dispatched_to": db.dispatched_to}
     if msgs is not None:
         rep.problems += _against_messages(folder, db, queues, msgs)
+        mark = db.dispatched_to or 0
+        later = msgs[goes_to_consume_queue_many(msgs["sys_flag"].to_numpy(np.int64))
+                     & (msgs["phy_offset"].to_numpy(np.int64) >= mark)]
+        if len(later):
+            # RocksDBConsumeQueueStore writes without a write-ahead log (AbstractRocksDBStorage's
+            # writeOptions, disableWAL): a kill -9 loses what RocksDB had not flushed
+            rep.notes.append(f"{folder}: {len(later)} messages from the dispatch checkpoint ({mark}) on have no "
+                             f"unit yet: the broker writes this database without a write-ahead log, so a kill -9 "
+                             f"loses what RocksDB had not flushed; a restart dispatches them from there "
+                             f"(Store.restart_dispatch_units)")
     return rep
 
 

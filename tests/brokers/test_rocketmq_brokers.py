@@ -117,6 +117,9 @@ def test_the_store_holds_what_the_release_writes(written):
         # disableWAL): kill -9 lost what RocksDB had not flushed, most of a minute's workload
         records = sum(1 for _ in _java_messages(written))
         assert len(queues) < records / 2, (len(queues), records)
+        notes = verify_path(store, hash_slot_num=rh.HASH_SLOT_NUM, index_num=rh.INDEX_NUM,
+                            commitlog_file_size=rh.COMMITLOG_FILE_SIZE, broker_version=written.release).notes
+        assert any(n.startswith(f"{store / 'consumequeue'}: ") and "without a write-ahead log" in n for n in notes)
     else:
         assert has_lmq == (lmq and (not rocks or layout_facts(written.release).rocksdb_lmq))
     assert (store / "timerwheel").exists() == (v >= (5, 0, 0))
