@@ -39,7 +39,7 @@ from rmqlab.jvm.hashcode import java_hash
 __all__ = ["HEADER", "SLOT", "ITEM", "COMPACT_ITEM", "BEGIN_MAGIC_CODE", "END_MAGIC_CODE", "TieredIndexGeometry",
            "TieredIndexFile", "tiered_index_hash", "FOLDER", "COMPACTING", "MAX_QUERY_COUNT", "index_files",
            "query_service", "write_local_file", "infer_local_geometry", "TieredMetadata", "read_tiered_metadata",
-           "METADATA_FILE"]
+           "METADATA_FILE", "LEGACY_FILE_NAMES"]
 
 
 def _java_int(v: int) -> int:
@@ -513,10 +513,19 @@ def write_local_file(path: str | os.PathLike, geometry: TieredIndexGeometry, beg
     return p
 
 
+#: the files 5.1's index (tieredstore ``file/TieredIndexFile``, rocketmq-all-5.1.4) keeps in the same
+#: folder: the file being written, the previous one awaiting compaction, and the compaction's own.
+#: Another layout (an empty slot is -1, items count from 0, an item's time is milliseconds after the
+#: file's begin) that rmqlab does not read; 5.2's IndexStoreService renames the first two to their
+#: begin timestamps at its start and reads them as its own files
+LEGACY_FILE_NAMES = ("0000", "1111", "2222")
+
+
 def index_files(folder: str | os.PathLike) -> list[Path]:
     """The local index files of a ``tiered_index_file/`` folder as IndexStoreService.recover
     loads them: the files whose names are numeric (their begin timestamps), in name order;
-    ``compacting/`` and other names are skipped (recover deletes ``compacting/``).
+    ``compacting/``, other names and 5.1's files (:data:`LEGACY_FILE_NAMES`) are skipped
+    (recover deletes ``compacting/``).
 
     >>> import tempfile
     >>> index_files(tempfile.mkdtemp())
@@ -525,7 +534,8 @@ def index_files(folder: str | os.PathLike) -> list[Path]:
     d = Path(folder)
     if not d.is_dir():
         return []
-    return sorted((p for p in d.iterdir() if p.is_file() and p.name.isdigit()), key=lambda p: p.name)
+    return sorted((p for p in d.iterdir() if p.is_file() and p.name.isdigit() and p.name not in LEGACY_FILE_NAMES),
+                  key=lambda p: p.name)
 
 
 def query_service(files: list[TieredIndexFile], topic: str, key: str, max_count: int, begin: int,

@@ -4,6 +4,8 @@ first per slot), on random files; and the compacted form against the local one. 
 release's own classes: tests/brokers/test_rocketmq_tiered_index.py."""
 from __future__ import annotations
 
+from pathlib import Path
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -120,3 +122,20 @@ def test_a_local_files_geometry_is_inferred_from_its_chains(tmp_path_factory, ro
         assert got == ti.TieredIndexGeometry(slots, items)
         with ti.TieredIndexFile.open(path) as f:
             assert f.geometry == got
+
+
+def test_a_51_index_file_is_named_not_misread(tmp_path):
+    """5.1's TieredIndexFile keeps "0000" (the file being written), "1111" (the one awaiting
+    compaction) and "2222" (the compaction's) in the same folder, in another layout (an empty
+    slot is -1): none is read as an IndexStoreFile, and verify names each with a warning."""
+    from rmqlab.verify.check_tiered import verify_tiered_index
+
+    folder = tmp_path / ti.FOLDER
+    folder.mkdir()
+    ok = ti.write_local_file(folder / str(BEGIN), ti.TieredIndexGeometry(4, 8), BEGIN,
+                             [("T", 1, 0, ["a"], 0, 9, BEGIN)])
+    for name in ("0000", "1111"):
+        (folder / name).write_bytes(b"\xff" * (28 + 8 * 4 + 32 * 8 + 4))
+    assert ti.index_files(folder) == [ok]
+    got = {(Path(r.path).name, p.check, p.severity) for r in verify_tiered_index(tmp_path) for p in r.problems}
+    assert got == {("0000", "tiered.legacy", "warning"), ("1111", "tiered.legacy", "warning")}
