@@ -590,25 +590,30 @@ class Store:
         """Where a restarted broker resumes dispatch (:func:`rmqlab.store.reput.reput_from_offset`)."""
         from rmqlab.store.reput import reput_from_offset
 
-        return reput_from_offset(self.layout)
+        return reput_from_offset(self.layout, self._rocksdb_queues_end())
+
+    def _rocksdb_queues_end(self) -> int | None:
+        """A RocksDB ConsumeQueue's dispatch checkpoint, from the database this Store keeps (None
+        for file queues: :func:`rmqlab.store.reput.consume_queue_end` reads them)."""
+        from rmqlab.formats.rocksdb import is_rocksdb
+
+        return (self.rocksdb_queues().dispatched_to or 0) if is_rocksdb(self.consumequeue_dir) else None
 
     def restart_dispatch_units(self) -> pd.DataFrame:
         """The units a restarted broker's dispatch writes (:func:`rmqlab.store.reput.restart_dispatch_units`),
         read once and kept."""
-        from rmqlab.formats.rocksdb import is_rocksdb
         from rmqlab.store.reput import restart_dispatch_units
 
         if getattr(self, "_restart_units", None) is None:
-            # a RocksDB ConsumeQueue's dispatch checkpoint from the database this Store keeps
-            end = (self.rocksdb_queues().dispatched_to or 0) if is_rocksdb(self.consumequeue_dir) else None
-            self._restart_units = restart_dispatch_units(self.layout, end)
+            self._restart_units = restart_dispatch_units(self.layout, self._rocksdb_queues_end())
         return self._restart_units
 
     def consume_queue_end(self) -> int:
         """How far dispatch has written the queues (:func:`rmqlab.store.reput.consume_queue_end`)."""
         from rmqlab.store.reput import consume_queue_end
 
-        return consume_queue_end(self.layout)
+        end = self._rocksdb_queues_end()
+        return consume_queue_end(self.layout) if end is None else end
 
     def dispatch(self, *, progress=None) -> DispatchReport:
         """Build ConsumeQueue and index files from the CommitLog as the broker's reput service
