@@ -131,6 +131,20 @@ def batch_queues_end(layout: StoreLayout) -> int:
                 end = max(end, int(u["commitlog_offset"][-1]) + int(u["size"][-1]))
     return end
 
+
+def _readable_parts(parts):
+    """The parts of a :func:`commitlog.read_column_parts` iterator (``on_error="report"``) that
+    the broker's reput dispatches: it stops at a record it cannot read, so a part from the damaged
+    file (the records before the damage) is the last, and a part of a later file is not read."""
+    report = parts.report
+    for msgs in parts:
+        if report.damage and report.damage[0].path != report.files[-1]:
+            return
+        yield msgs
+        if report.damage:
+            return
+
+
 #: the columns of :func:`restart_dispatch_units`
 RESTART_UNIT_COLUMNS = ["topic", "queue_id", "queue_offset", "commitlog_offset", "size", "tags_code"]
 
@@ -162,13 +176,11 @@ def restart_dispatch_units(layout: StoreLayout, queues_end: int | None = None) -
         return empty
     parts = cl.read_column_parts(layout.paths.commitlog, part_messages=PART_MESSAGES, body=False, on_error="report",
                                  start_offset=start)
-    report, out = parts.report, []
+    out = []
     lmq = layout.enable_multi_dispatch and (not is_rocksdb(layout.paths.consumequeue)
                                             or layout_facts(layout.broker_version).rocksdb_lmq)
     try:
-        for msgs in parts:
-            if report.damage and report.damage[0].path != report.files[-1]:
-                break
+        for msgs in _readable_parts(parts):
             put = msgs[goes_to_consume_queue_many(msgs["sys_flag"].to_numpy(np.int64))]
             topic, qid = put["topic"].to_numpy(object), put["queue_id"].to_numpy(np.int64)
             phy, size = put["phy_offset"].to_numpy(np.int64), put["total_size"].to_numpy(np.int64)
@@ -186,8 +198,6 @@ def restart_dispatch_units(layout: StoreLayout, queues_end: int | None = None) -
                                              "queue_id": np.array([u[1] for u in units], np.int64),
                                              "queue_offset": np.array([u[2] for u in units], np.int64),
                                              "commitlog_offset": phy[at], "size": size[at], "tags_code": codes[at]}))
-            if report.damage:
-                break
     finally:
         parts.close()
     return pd.concat(out, ignore_index=True) if out else empty
@@ -224,18 +234,12 @@ def dispatch_store(layout: StoreLayout, *, part_messages: int = PART_MESSAGES,
     end = start
     try:
         with layout.index_service(writable=True) as idx:
-            for msgs in parts:
-                # the broker's reput stops at a record it cannot read: a part from the damaged
-                # file holds the records before it; a part of a later file is not dispatched
-                if report.damage and report.damage[0].path != report.files[-1]:
-                    break
+            for msgs in _readable_parts(parts):
                 run.part(_broker_text(msgs, arrow), idx)
                 ends = msgs["phy_offset"].to_numpy(np.int64) + msgs["total_size"].to_numpy(np.int64)
                 end = max(end, int(ends.max()))
                 if progress is not None:
                     progress(min(max(end - start, 0), total), total)
-                if report.damage:
-                    break
             index_files = len(idx.files)
             index_msg_ts = idx.index_msg_timestamp
     finally:
