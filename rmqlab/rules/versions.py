@@ -163,6 +163,9 @@ class LayoutFacts:
     # the store time it is filtered by: 1000 from 5.3.3, 1 before (the seconds read as milliseconds)
     tiered_index_local_time_filter: bool = True
     tiered_index_time_diff_ms: int = 1000
+    # 5.1's tiered index instead (file/TieredIndexFile, 5.1.0 - 5.1.4): only uploaded files are
+    # asked, in another layout and by other rules (rmqlab.formats.tieredindex51)
+    tiered_index_legacy: bool = False
 
 
 def layout_facts(version: str | BrokerVersion | None) -> LayoutFacts:
@@ -189,6 +192,8 @@ def layout_facts(version: str | BrokerVersion | None) -> LayoutFacts:
     >>> [(layout_facts(v).tiered_index_local_time_filter, layout_facts(v).tiered_index_time_diff_ms)
     ...  for v in ("5.3.0", "5.3.1", "5.3.3")]
     [(False, 1), (True, 1), (True, 1000)]
+    >>> [layout_facts(v).tiered_index_legacy for v in ("5.1.4", "5.2.0")]
+    [True, False]
 
     Raises :class:`BrokerVersionError` as :func:`parse_broker_version`.
     """
@@ -221,4 +226,5 @@ def layout_facts(version: str | BrokerVersion | None) -> LayoutFacts:
         mismatched_file="ignore" if t < (4, 5, 0) or t == (4, 9, 2) else "refuse",
         tiered_index_local_time_filter=t >= (5, 3, 1),
         tiered_index_time_diff_ms=1000 if t >= (5, 3, 3) else 1,
+        tiered_index_legacy=(5, 1, 0) <= t < (5, 2, 0),
     )

@@ -325,6 +325,32 @@ class Store:
                 units += q.queue.unit_count
         return {"compaction": {"topics": sorted({t for t, _ in queues}), "queues": len(queues), "units": units}}
 
+    def _query_tiered_index_51(self, topic: str, key: str, max_num: int, begin: int, end: int,
+                               tiered_path: str | os.PathLike | None, broker: str | None,
+                               hash_slot_num: int | None) -> pd.DataFrame:
+        """:meth:`query_tiered_index` as 5.1 answers it once started on this store
+        (:func:`rmqlab.formats.tieredindex51.query_uploaded`): from the uploaded files, which the
+        metadata lists with their time ranges, and the local file the start uploads."""
+        from rmqlab.formats import tieredindex as ti
+        from rmqlab.formats import tieredindex51 as t51
+        from rmqlab.formats import tieredsegment as ts
+
+        meta = self._tiered_metadata()
+        if tiered_path is None or meta is None:
+            return pd.DataFrame(columns=["topic", *t51.QUERY_COLUMNS])
+        index = meta.segments[meta.segments["kind"] == "index"]
+        ranges = {(p, int(b)): (int(lo), int(hi)) for p, b, lo, hi in
+                  index[["path", "base_offset", "begin_timestamp", "end_timestamp"]].itertuples(index=False)}
+        files = []
+        for path in ts.index_segments(tiered_path, meta, broker=broker):
+            q = path.parents[1]
+            lo, hi = ranges[(f"{q.parents[1].name}/{q.parent.name}/{q.name}", int(path.name[-20:]))]
+            files.append((path, lo, hi))
+        got = t51.query_uploaded(files, topic, key, meta.topic_ids.get(topic), max_num, begin, end,
+                                 local=t51.startup_upload(self.root / ti.FOLDER), hash_slot_num=hash_slot_num)
+        got.insert(0, "topic", [meta.topic_of(i) for i in got["topic_id"]])
+        return got
+
     def tiered_index(self, *, hash_slot_num: int | None = None, index_num: int | None = None) -> list:
         """The tiered store's local index files (``tiered_index_file/``, RIP-65, 5.2.0+) as
         IndexStoreService loads them, opened (:class:`rmqlab.formats.tieredindex.TieredIndexFile`;
@@ -350,7 +376,9 @@ class Store:
                            tiered_path: str | os.PathLike | None = None, broker: str | None = None) -> pd.DataFrame:
         """A key query of the tiered store's index as ``IndexStoreService.queryAsync`` answers it
         (:func:`rmqlab.formats.tieredindex.query_service`: only files begun within [begin, end]
-        are asked): topic id, queue id, offset, size and store time of each item found, with
+        are asked; a 5.1 `broker_version`: only the uploaded files, as 5.1 asks them,
+        :mod:`rmqlab.formats.tieredindex51`): topic id, queue id, offset, size and store time of
+        each item found, with
         the file it came from, and the topic its id names where the store has
         ``config/tieredStoreMetadata.json``. The files are the local ones (``tiered_index_file/``)
         and, with `tiered_path` (tieredStoreFilePath), the compacted index segments the metadata
@@ -367,7 +395,10 @@ class Store:
         """
         from rmqlab.formats import tieredindex as ti
         from rmqlab.formats import tieredsegment as ts
+        from rmqlab.rules.versions import layout_facts
 
+        if layout_facts(self.broker_version).tiered_index_legacy:
+            return self._query_tiered_index_51(topic, key, max_num, begin, end, tiered_path, broker, hash_slot_num)
         files = self.tiered_index(hash_slot_num=hash_slot_num, index_num=index_num)
         try:
             if tiered_path is not None:

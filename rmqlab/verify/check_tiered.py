@@ -41,8 +41,9 @@ def verify_tiered_index(root: Path, hash_slot_num: int | None = None,
             rep = FileReport(str(folder / name), "tiered-index")
             rep.problems.append(make_problem(
                 "tiered.legacy", FormatError, "a 5.1 index file (TieredIndexFile: the file being written, the one "
-                "awaiting compaction, or the compaction's own), another layout: not read (5.2's IndexStoreService "
-                "renames the first two to their begin timestamps at its start and reads them as its own)",
+                "awaiting compaction, or the compaction's own), another layout: read by 5.1's key query "
+                "(query_tiered_index with a 5.1 broker_version, rmqlab.formats.tieredindex51), not verified "
+                "(5.2's IndexStoreService renames the first two to their begin timestamps at its start)",
                 folder / name, None, "file name", severity="warning"))
             reports.append(rep)
     for path, form in paths:
