@@ -41,6 +41,7 @@ import os
 import random
 import shutil
 import signal
+import struct
 import sys
 import time
 import traceback
@@ -2531,6 +2532,90 @@ class TieredIndexTarget(Target):
                     rt.call("check compacted", back.check)
 
 
+class TieredIndex51Target(Target):
+    """5.1's tiered index (TieredIndexFile): the input is an uploaded (compacted) file then a full
+    local one (40 + 8 x slots + 32 x items + 4 bytes; the split at the seed's compacted length).
+    Calls: uploaded_slot_items and local_slot_items at every key of the seed, startup_upload and
+    query_uploaded over both. Seeds: files of 5.1's layout packed here from its rules, or
+    (`files`: (uploaded, local) pairs) files the 5.1 broker wrote."""
+
+    name = "tiered-index-51"
+
+    def __init__(self, files: Sequence[tuple[Path, Path]] = (), *, hash_slot_num: int = 7,
+                 only_files: bool = False):
+        self.files = list(files)
+        self.hash_slot_num = hash_slot_num
+        self.only_files = only_files
+
+    @staticmethod
+    def _pack(slots: int, items: int, put: list[tuple[int, int, int, int, int, int]]) -> tuple[bytes, bytes]:
+        """(compacted, local) files of the items `put` (hash, topic id, queue id, offset, size, ms)."""
+        from rmqlab.formats import tieredindex as ti
+
+        local = bytearray(40 + 8 * slots + 32 * items + 4)
+        heads = [-1] * slots
+        for n, it in enumerate(put):
+            local[28 + 8 * slots + 32 * n:28 + 8 * slots + 32 * (n + 1)] = \
+                struct.pack(">iiiqiii", *it, heads[it[0] % slots])
+            heads[it[0] % slots] = n
+        for k, h in enumerate(heads):
+            struct.pack_into(">i", local, 28 + 8 * k, h)
+        struct.pack_into(">iqqii", local, 0, ti.BEGIN_MAGIC_CODE, 1718000000000, 1718000009000, 0, len(put))
+        struct.pack_into(">i", local, len(local) - 4, ti.END_MAGIC_CODE)
+        table, body = bytearray(8 * slots), bytearray()
+        for k in range(slots):
+            chain = [it for it in reversed(put) if it[0] % slots == k]
+            if chain:
+                struct.pack_into(">ii", table, 8 * k, 28 + 8 * slots + len(body), 28 * len(chain))
+                body += b"".join(struct.pack(">iiiqii", *it) for it in chain)
+        head = struct.pack(">iqqii", ti.END_MAGIC_CODE, 1718000000000, 1718000009000, slots, len(put))
+        return head + bytes(table) + bytes(body) + struct.pack(">i", ti.BEGIN_MAGIC_CODE), bytes(local)
+
+    def _seed(self, name: str, compacted: bytes, local: bytes, slots: int, keys: list[tuple[str, str]]) -> Seed:
+        hostile = (slots, len(compacted), len(local), -1, 0)
+        fields = [Field(f"compacted.slot[{i}]", 28 + 8 * i, 4, hostile) for i in range(slots)]
+        fields += [Field(f"local.slot[{i}]", len(compacted) + 28 + 8 * i, 4, hostile) for i in range(slots)]
+        fields += [Field("compacted.header.slot_count", 20, 4, hostile)]
+        return Seed(name, compacted + local, fields, [28 + 8 * slots, len(compacted) + 28 + 8 * slots], None,
+                    {"cut": len(compacted), "slots": slots, "keys": keys})
+
+    def seeds(self, workdir: Path) -> list[Seed]:
+        from rmqlab.formats import tieredindex51 as t51
+
+        out = [self._seed(f"release-{k}", up.read_bytes(), loc.read_bytes(), self.hash_slot_num, [("TopicA", "k0")])
+               for k, (up, loc) in enumerate(self.files)]
+        if self.only_files:
+            return out
+        keys = [("T", f"k{i % 4}") for i in range(12)]
+        put = [(t51.legacy_hash(t, k), 1, i % 3, 4096 * i, 300 + i, 700 * i) for i, (t, k) in enumerate(keys)]
+        out.append(self._seed("model", *self._pack(7, 16, put), 7, sorted(set(keys))))
+        return out
+
+    def run(self, rt, seed, data, ops, rng, heavy):
+        from rmqlab.formats import tieredindex51 as t51
+
+        d = rt.fresh_dir()
+        up, folder = d / "up", d / "tiered_index_file"
+        folder.mkdir(exist_ok=True)
+        cut = min(seed.meta["cut"], len(data))
+        up.write_bytes(data[:cut])
+        (folder / "0000").write_bytes(data[cut:])
+        for topic, key in seed.meta["keys"]:
+            h = t51.legacy_hash(topic, key)
+            got = rt.call("uploaded_slot_items", t51.uploaded_slot_items, up, h)
+            if got is not None:
+                rt.expect(len(got) * 28 <= cut, "uploaded_slot_items", f"{len(got)} items from {cut} bytes")
+            got = rt.call("local_slot_items", t51.local_slot_items, folder / "0000", h, seed.meta["slots"])
+            if got is not None:
+                rt.expect(len(got) * 32 <= len(data) - cut, "local_slot_items", f"{len(got)} items")
+        local = rt.call("startup_upload", t51.startup_upload, folder)
+        for topic, key in seed.meta["keys"][:3]:
+            got = rt.call("query_uploaded", t51.query_uploaded, [(up, 0, 1 << 62)], topic, key, 1,
+                          rng.choice([1, 4, 64]), 0, 1 << 62, local=local)
+            if got is not None:
+                rt.expect(len(got) <= 64, "query_uploaded", f"{len(got)} rows")
+
+
 class TieredSegmentTarget(Target):
     """The tiered store's segments on its file system (RIP-57): the input is one queue's
     CommitLog segment then its ConsumeQueue segment (one file each, the split at the seed's
@@ -2686,7 +2771,7 @@ TARGETS: dict[str, Target] = {t.name: t for t in (
     CheckpointTarget(), OffsetIndexTarget(), TimeIndexTarget(), KafkaLogTarget(), MsgIdTarget(), StoreConfigTarget(),
     BatchConsumeQueueTarget(), KafkaTextFilesTarget(), KafkaInternalTopicsTarget(), KafkaProducerSnapshotTarget(),
     KafkaTxnIndexTarget(), KafkaKraftTarget(), TimerTarget(), CompactionTarget(), RevivelogTarget(),
-    TieredIndexTarget(), TieredSegmentTarget(), MessageRocksDBTarget())}
+    TieredIndexTarget(), TieredIndex51Target(), TieredSegmentTarget(), MessageRocksDBTarget())}
 
 
 def budget(default: int = 10_000) -> int:

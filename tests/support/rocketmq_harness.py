@@ -39,8 +39,8 @@ Scenarios:
                subscription groups and consumer offsets in one RocksDB database, config/rdb;
                5.3.3 and 5.5.0, :data:`CONFIG_V2_RELEASES`).
 ``tiered``     as ``clean``, with the tiered store (messageStorePlugIn=TieredMessageStore, RIP-57) on
-               its POSIX file system (PosixFileSegment, tieredStoreFilePath={entry}/tiered; 5.2.0,
-               5.3.3 and 5.5.0, :data:`TIERED_STORE_RELEASES`); the broker stays up after the
+               its POSIX file system (PosixFileSegment, tieredStoreFilePath={entry}/tiered; 5.1.4,
+               5.2.0, 5.3.3 and 5.5.0, :data:`TIERED_STORE_RELEASES`); the broker stays up after the
                workload until its dispatcher uploaded it (:data:`TIERED_UPLOAD_WAIT_S`).
 ``rocksdb-index``  as ``clean``, with 5.5's message RocksDB in use (rocksdbstore/,
                MessageRocksDBStorage): the index (indexRocksDBEnable, and indexFileReadEnable=false so
@@ -150,11 +150,11 @@ CONFIG_V2_RELEASES = ("5.3.3", "5.5.0")
 #: the releases with 5.5's message RocksDB (rocksdbstore/: RocksDB index, transaction and timer stores)
 MESSAGE_ROCKSDB_RELEASES = ("5.5.0",)
 #: the releases whose broker runs the tiered scenario (rocketmq-tiered-store, a dependency of the
-#: broker since 5.1): 5.2.0 with the classes of 5.1-5.2 (TieredFlatFileManager, TieredFileSegment),
+#: broker since 5.1): 5.1.4 and 5.2.0 with the classes of 5.1-5.2 (TieredFlatFileManager, TieredFileSegment),
 #: 5.3.3 and 5.5.0 with those of 5.3+ (FlatFileStore, FileSegment); both write the same layout
-TIERED_STORE_RELEASES = ("5.2.0", "5.3.3", "5.5.0")
+TIERED_STORE_RELEASES = ("5.1.4", "5.2.0", "5.3.3", "5.5.0")
 #: the releases among them whose tiered classes are 5.1-5.2's (TieredFlatFileOracle.java reads them)
-TIERED_FLATFILE_MANAGER_RELEASES = ("5.2.0",)
+TIERED_FLATFILE_MANAGER_RELEASES = ("5.1.4", "5.2.0")
 #: their tiered index files' hash slots and items (tieredStoreIndexFileMaxHashSlotNum / MaxIndexNum):
 #: a few hundred keys fill one, so the workload seals and uploads several
 TIERED_SMALL_INDEX = (64, 300)
@@ -433,7 +433,7 @@ def scenario_conf(scenario: str, release: str = "") -> str:
                 "transWriteOriginTransHalfEnable=false\ntransactionCheckMax=100000\ntimerRocksDBEnable=true\n")
     if scenario == "tiered":   # {tiered} is put in by write_conf
         # the provider moved from provider.posix to provider in 5.3.0; 5.2's dispatcher commits
-        # each batch at once and has no tieredStoreGroupCommitTimeout. 5.2's index service
+        # each batch at once and has no tieredStoreGroupCommitTimeout. 5.1's and 5.2's index
         # compacts and uploads a file only once it is full (5.3+ also at shutdown): small files
         # (TIERED_SMALL_INDEX) make it upload some
         if release in TIERED_FLATFILE_MANAGER_RELEASES:

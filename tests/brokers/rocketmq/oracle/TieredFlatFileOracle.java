@@ -12,9 +12,9 @@
  * getCommitLogMaxOffset: the commit offset once loaded) and, for each queue offset in range, the
  * ConsumeQueue item (getConsumeQueueAsync) and the message getMessageAsync reads (its length,
  * CRC32 of its bytes, its QUEUEOFFSET and PHYSICALOFFSET fields). With `queries=TSV` (topic, key a
- * line) it answers each key query from the index the broker builds (getTieredIndexService:
- * IndexStoreService over the local tiered_index_file/ and the index segments of the metadata;
- * queryAsync, maxCount 64, all times). Run it on a copy: the load opens files read-write and
+ * line) it answers each key query as the release does (keyQuery below: 5.2's IndexStoreService over
+ * the local tiered_index_file/ and the index segments of the metadata, or 5.1's fetcher over the
+ * uploaded index; maxCount 64, all times). Run it on a copy: the load opens files read-write and
  * rewrites the metadata file.
  */
 
@@ -26,7 +26,6 @@ import org.apache.rocketmq.tieredstore.common.TieredMessageStoreConfig;
 import org.apache.rocketmq.tieredstore.common.TieredStoreExecutor;
 import org.apache.rocketmq.tieredstore.file.CompositeQueueFlatFile;
 import org.apache.rocketmq.tieredstore.file.TieredFlatFileManager;
-import org.apache.rocketmq.tieredstore.index.IndexService;
 import org.apache.rocketmq.tieredstore.metadata.TieredMetadataStore;
 import org.apache.rocketmq.tieredstore.util.TieredStoreUtil;
 
@@ -58,11 +57,58 @@ public class TieredFlatFileOracle {
         }
         List<String> answers = new ArrayList<>();
         if (args.containsKey("queries")) {
-            IndexService index = TieredFlatFileManager.getTieredIndexService(cfg);
-            answers = TieredOracleOutput.answers(args.get("queries"),
-                (topic, key) -> index.queryAsync(topic, key, 64, 0L, Long.MAX_VALUE).join());
+            answers = TieredOracleOutput.answers(args.get("queries"), keyQuery(cfg));
         }
         TieredOracleOutput.write(args.get("out"), queues, answers);
         System.exit(0);   // the executors' threads are not daemons
+    }
+
+    /** The release's key query: 5.2's index service (IndexStoreService.queryAsync: its items, as
+     *  TieredOracleOutput.items rows), or 5.1's fetcher (TieredMessageFetcher.queryMessageAsync:
+     *  the messages it reads, each as [-1, its QUEUEID, its PHYSICALOFFSET (the tiered CommitLog
+     *  offset), its size, -1, -1]). Reached by reflection: each release lacks the other's classes. */
+    static java.util.function.BiFunction<String, String, List<long[]>> keyQuery(TieredMessageStoreConfig cfg)
+        throws Exception {
+        ClassLoader loader = TieredFlatFileOracle.class.getClassLoader();
+        try {
+            loader.loadClass("org.apache.rocketmq.tieredstore.index.IndexService");
+            Object index = TieredFlatFileManager.class.getMethod("getTieredIndexService", TieredMessageStoreConfig.class)
+                .invoke(null, cfg);
+            java.lang.reflect.Method query = index.getClass().getMethod("queryAsync", String.class, String.class,
+                int.class, long.class, long.class);
+            return (topic, key) -> {
+                try {
+                    return TieredOracleOutput.items((List<?>) ((java.util.concurrent.CompletableFuture<?>)
+                        query.invoke(index, topic, key, 64, 0L, Long.MAX_VALUE)).join());
+                } catch (ReflectiveOperationException e) {
+                    throw new IllegalStateException(e);
+                }
+            };
+        } catch (ClassNotFoundException fiveOne) {
+            // TieredIndexFile starts by compacting and uploading a full local file: wait for it
+            // (commit(true) joins the compaction) so that every query asks the same files
+            Object indexFile = TieredFlatFileManager.class.getMethod("getIndexFile", TieredMessageStoreConfig.class)
+                .invoke(null, cfg);
+            indexFile.getClass().getMethod("commit", boolean.class).invoke(indexFile, true);
+            Class<?> fetcherClass = loader.loadClass("org.apache.rocketmq.tieredstore.TieredMessageFetcher");
+            Object fetcher = fetcherClass.getConstructor(TieredMessageStoreConfig.class).newInstance(cfg);
+            java.lang.reflect.Method query = fetcherClass.getMethod("queryMessageAsync", String.class, String.class,
+                int.class, long.class, long.class);
+            return (topic, key) -> {
+                try {
+                    Object result = ((java.util.concurrent.CompletableFuture<?>)
+                        query.invoke(fetcher, topic, key, 64, 0L, Long.MAX_VALUE)).join();
+                    List<long[]> rows = new ArrayList<>();
+                    for (Object b : (List<?>) result.getClass().getMethod("getMessageBufferList").invoke(result)) {
+                        java.nio.ByteBuffer m = ((java.nio.ByteBuffer) b).duplicate();
+                        rows.add(new long[] {-1, m.getInt(m.position() + 12), m.getLong(m.position() + 28),
+                            m.remaining(), -1, -1});
+                    }
+                    return rows;
+                } catch (ReflectiveOperationException e) {
+                    throw new IllegalStateException(e);
+                }
+            };
+        }
     }
 }

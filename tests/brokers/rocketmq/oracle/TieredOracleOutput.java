@@ -1,7 +1,8 @@
 /*
  * What TieredSegmentsOracle.java (5.3+) and TieredFlatFileOracle.java (5.1-5.2) write, whatever
  * the release's class names: one queue's offsets and, for each queue offset, its ConsumeQueue item
- * and the message served at it; the items of a key query; and the JSON file around them.
+ * and the message served at it; the rows of a key query's answer; and the JSON file around them.
+ * It names no tiered store class, so that it compiles against every release's jars.
  */
 
 import java.io.File;
@@ -16,8 +17,6 @@ import java.util.Map;
 import java.util.function.BiFunction;
 import java.util.function.LongFunction;
 import java.util.zip.CRC32;
-
-import org.apache.rocketmq.tieredstore.index.IndexItem;
 
 public final class TieredOracleOutput {
     private TieredOracleOutput() {
@@ -60,29 +59,42 @@ public final class TieredOracleOutput {
         return q.append("]}").toString();
     }
 
-    /** The answer to each query of the TSV file `path` (topic, key a line): the items of
-     *  `query(topic, key)` (IndexItem: the same class from 5.2 on). */
-    public static List<String> answers(String path, BiFunction<String, String, List<IndexItem>> query)
+    /** The answer to each query of the TSV file `path` (topic, key a line): `query(topic, key)`'s rows. */
+    public static List<String> answers(String path, BiFunction<String, String, List<long[]>> query)
         throws Exception {
         List<String> out = new ArrayList<>();
         for (String line : Files.readAllLines(new File(path).toPath(), StandardCharsets.UTF_8)) {
             if (line.isEmpty()) continue;
             String[] f = line.split("\t", -1);
-            out.add(answer(query.apply(f[0], f[1])));
+            StringBuilder a = new StringBuilder("[");
+            for (long[] row : query.apply(f[0], f[1])) {
+                if (a.length() > 1) a.append(',');
+                a.append('[');
+                for (int i = 0; i < row.length; i++) a.append(i > 0 ? "," : "").append(row[i]);
+                a.append(']');
+            }
+            out.add(a.append(']').toString());
         }
         return out;
     }
 
-    /** A key query's items, each [topic id, queue id, offset, size, hash code, time diff]. */
-    public static String answer(List<IndexItem> items) {
-        StringBuilder a = new StringBuilder("[");
-        for (IndexItem it : items) {
-            if (a.length() > 1) a.append(',');
-            a.append('[').append(it.getTopicId()).append(',').append(it.getQueueId()).append(',')
-                .append(it.getOffset()).append(',').append(it.getSize()).append(',')
-                .append(it.getHashCode()).append(',').append(it.getTimeDiff()).append(']');
+    /** IndexItems (5.2+, the same class in each release, reached by its getters) as rows
+     *  [topic id, queue id, offset, size, hash code, time diff]. */
+    public static List<long[]> items(List<?> indexItems) {
+        List<long[]> rows = new ArrayList<>();
+        String[] getters = {"getTopicId", "getQueueId", "getOffset", "getSize", "getHashCode", "getTimeDiff"};
+        try {
+            for (Object it : indexItems) {
+                long[] row = new long[getters.length];
+                for (int i = 0; i < getters.length; i++) {
+                    row[i] = ((Number) it.getClass().getMethod(getters[i]).invoke(it)).longValue();
+                }
+                rows.add(row);
+            }
+        } catch (ReflectiveOperationException e) {
+            throw new IllegalStateException(e);
         }
-        return a.append(']').toString();
+        return rows;
     }
 
     public static void write(String path, List<String> queues, List<String> answers) throws Exception {

@@ -57,7 +57,7 @@ public class TieredSegmentsOracle {
                 MessageStoreUtil.getIndexFilePath(cfg.getBrokerName()), false);
             index.start();
             answers = TieredOracleOutput.answers(args.get("queries"),
-                (topic, key) -> index.queryAsync(topic, key, 64, 0L, Long.MAX_VALUE).join());
+                (topic, key) -> TieredOracleOutput.items(index.queryAsync(topic, key, 64, 0L, Long.MAX_VALUE).join()));
         }
         TieredOracleOutput.write(args.get("out"), queues, answers);
         System.exit(0);   // the executors' threads are not daemons
