@@ -359,16 +359,16 @@ def infer_local_geometry(path: str | os.PathLike, size: int | None = None,
     candidates are first sifted by; under the geometry every item is where its slot's chain
     says (each slot's head is its newest item, each item points at the one before it in its
     slot), which the few left are then checked by. The one candidate that passes is the
-    geometry; None where no item was put, or none or several pass. Reads only.
+    geometry; None where no item was put, or none or several pass. Reads only. Cost: one read
+    of an int and of a slot a candidate, O(file size / 32) candidates, then O(items) for each of
+    the few left: NumPy over a read-only map.
 
     >>> import tempfile
     >>> g = TieredIndexGeometry(hash_slot_num=7, index_num=40)
     >>> p = write_local_file(Path(tempfile.mkdtemp()) / "1", g, 1000, [("T", 1, 0, ["a", "b", "c"], 0, 9, 1000)])
     >>> infer_local_geometry(p) == g
     True
-
-    Cost: one read of an int and of a slot a candidate, O(file size / 32) candidates, then
-    O(items) for each of the few left: NumPy over a read-only map."""
+    """
     p = Path(path)
     size = p.stat().st_size if size is None else size
     with open(p, "rb") as fh:
