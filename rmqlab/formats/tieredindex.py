@@ -39,7 +39,7 @@ from rmqlab.jvm.hashcode import java_hash
 __all__ = ["HEADER", "SLOT", "ITEM", "COMPACT_ITEM", "BEGIN_MAGIC_CODE", "END_MAGIC_CODE", "TieredIndexGeometry",
            "TieredIndexFile", "tiered_index_hash", "FOLDER", "COMPACTING", "MAX_QUERY_COUNT", "index_files",
            "query_service", "write_local_file", "infer_local_geometry", "TieredMetadata", "read_tiered_metadata",
-           "METADATA_FILE", "LEGACY_FILE_NAMES"]
+           "METADATA_FILE", "LEGACY_FILE_NAMES", "SEGMENT_DELETED"]
 
 
 def _java_int(v: int) -> int:
@@ -355,8 +355,8 @@ def infer_local_geometry(path: str | os.PathLike, size: int | None = None,
     """The geometry of a local index file written with other than the default
     tieredStoreIndexFileMaxHashSlotNum / MaxIndexNum, as its own bytes tell it: every split of
     its size into a header, whole slots and whole items is a candidate. putKey leaves the newest
-    item (number ``item_count``) at the head of the chain of slot ``hash % slots``, which the
-    candidates are first sifted by; under the geometry every item is where its slot's chain
+    item (number ``item_count``, whose message size is above 0) at the head of the chain of slot
+    ``hash % slots``, which the candidates are first sifted by; under the geometry every item is where its slot's chain
     says (each slot's head is its newest item, each item points at the one before it in its
     slot), which the few left are then checked by. The one candidate that passes is the
     geometry; None where no item was put, or none or several pass. Reads only. Cost: one read
@@ -387,7 +387,8 @@ def infer_local_geometry(path: str | os.PathLike, size: int | None = None,
         newest = HEADER.size + slots * SLOT.size + item_count * ITEM.size
 
         hashes = _ints_at(data, newest)
-        ok = hashes >= 0
+        # an item put holds its message's size (> 0): a candidate reading zeros there is sifted out
+        ok = (hashes >= 0) & (_ints_at(data, newest + ITEM.offset("size")) > 0)
         slot_of = np.where(ok, hashes, 0) % slots
         ok &= _ints_at(data, HEADER.size + slot_of * SLOT.size) == item_count
         left = np.flatnonzero(ok)[:_MAX_GEOMETRY_CANDIDATES + 1]
@@ -569,6 +570,11 @@ _QUERY_COLUMNS = ("topic_id", "queue_id", "offset", "size", "time_diff", "hash_c
 METADATA_FILE = "tieredStoreMetadata.json"
 
 
+#: FileSegmentMetadata.STATUS_DELETED: 5.1-5.2 mark an expired segment so before deleting its file,
+#: and their TieredFlatFile.recoverMetadata loads no segment so marked (5.3+ never writes it)
+SEGMENT_DELETED = 2
+
+
 @dataclass(frozen=True)
 class TieredMetadata:
     """``config/tieredStoreMetadata.json`` (DefaultMetadataStore, fastjson of
@@ -578,6 +584,11 @@ class TieredMetadata:
 
     topic_ids: dict[str, int]
     segments: pd.DataFrame
+
+    @property
+    def loaded(self) -> pd.DataFrame:
+        """The segments the broker loads: all but those marked deleted (:data:`SEGMENT_DELETED`)."""
+        return self.segments[self.segments["status"] != SEGMENT_DELETED]
 
     def topic_of(self, topic_id: int) -> str | None:
         """The topic an index item's topic id names, None for an id the metadata lacks."""

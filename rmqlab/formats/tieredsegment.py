@@ -54,6 +54,7 @@ import pandas as pd
 from rmqlab.errors import FormatError, TruncatedFileError
 from rmqlab.formats.consumequeue import UNIT
 from rmqlab.formats.layout import Layout
+from rmqlab.formats.tieredindex import SEGMENT_DELETED
 
 __all__ = ["KINDS", "CODA", "SEGMENT_DELETED", "TIERED_INDEX_TOPIC", "segment_name", "parse_segment_name",
            "cluster_folder", "list_segments", "TieredQueue", "tiered_queues", "index_segments", "write_queue"]
@@ -68,9 +69,6 @@ CODA = Layout("TieredCommitLogCoda", [
     ("magic", "i", "BLANK_MAGIC_CODE, the CommitLog's blank magic (0xBBCCDDEE ^ 1880681586 + 8)"),
     ("max_store_timestamp", "q", "the segment's last store timestamp (ms)"),
 ])
-#: FileSegmentMetadata.STATUS_DELETED: 5.1-5.2 mark an expired segment so before deleting its file,
-#: and their TieredFlatFile.recoverMetadata loads no segment so marked (5.3+ never writes it)
-SEGMENT_DELETED = 2
 #: the ConsumeQueue item of a tiered queue: the CommitLog's unit, its offset in the tiered CommitLog
 ITEM = UNIT
 _HASH_LEN, _DIGITS = 8, 20
@@ -317,8 +315,7 @@ def tiered_queues(root: str | os.PathLike, metadata: Any = None, *, cluster: str
     rows = [r for r in _segment_rows(root) if r["kind"] != "index" and (cluster is None or r["cluster"] == cluster)
             and (broker is None or r["broker"] == broker)]
     if metadata is not None and not metadata.segments.empty:
-        live = metadata.segments[metadata.segments["status"] != SEGMENT_DELETED]
-        listed = live.set_index(["kind", "path", "base_offset"])["size"].to_dict()
+        listed = metadata.loaded.set_index(["kind", "path", "base_offset"])["size"].to_dict()
         kept = []
         for r in rows:
             size = listed.get((r["kind"], f"{r['broker']}/{r['topic']}/{r['queue_id']}", r["base_offset"]))
@@ -350,9 +347,8 @@ def index_segments(root: str | os.PathLike, metadata: Any = None, *, broker: str
     if broker is not None:
         segs = segs[segs["broker"] == broker]
     if metadata is not None:
-        listed = {(p, int(b)) for k, p, b, st in
-                  metadata.segments[["kind", "path", "base_offset", "status"]].itertuples(index=False)
-                  if k == "index" and st != SEGMENT_DELETED}
+        listed = {(p, int(b)) for k, p, b in metadata.loaded[["kind", "path", "base_offset"]].itertuples(index=False)
+                  if k == "index"}
         keep = [(f"{b}/{t}/{q}", int(o)) in listed for b, t, q, o in
                 segs[["broker", "topic", "queue_id", "base_offset"]].itertuples(index=False)]
         segs = segs[np.array(keep, dtype=bool)]   # a plain list of none would select no columns

@@ -99,11 +99,10 @@ def verify_tiered_segments(store: Any, tiered_path: str | os.PathLike, *, cluste
     if broker is not None:
         every = every[every["broker"] == broker]
     every = every[every["kind"] != "index"]
-    rows = [] if meta is None else [(k, p, int(b), st) for k, p, b, st in
-                                    meta.segments[["kind", "path", "base_offset", "status"]].itertuples(index=False)
-                                    if k != "index"]
-    listed = {(k, p, b) for k, p, b, st in rows if st != ts.SEGMENT_DELETED}
-    deleted = {(k, p, b) for k, p, b, st in rows if st == ts.SEGMENT_DELETED}
+    keys = lambda frame: {(k, p, int(b)) for k, p, b in   # noqa: E731
+                          frame[["kind", "path", "base_offset"]].itertuples(index=False) if k != "index"}
+    listed = set() if meta is None else keys(meta.loaded)
+    deleted = set() if meta is None else keys(meta.segments) - listed
     on_disk = {(k, f"{b}/{t}/{q}", int(o)) for k, b, t, q, o in
                every[["kind", "broker", "topic", "queue_id", "base_offset"]].itertuples(index=False)}
     local = set(store.logical_queues())
