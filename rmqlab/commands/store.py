@@ -185,6 +185,15 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--topic", default=None, help="with --queue: that queue's uploaded messages")
     p.add_argument("--queue", type=int, default=None, help="the queue id (with --topic)")
     p.set_defaults(run=_tiered)
+    p = ssub.add_parser("transactions", help="transactional messages: each one committed, rolled back, discarded "
+                                             "after too many checks, or pending, with its check count")
+    common(p)
+    p.add_argument("--check-max", type=int, default=15, metavar="N",
+                   help="the broker's transactionCheckMax (default 15): when a pending one is discarded")
+    p.add_argument("--state", default=None, choices=("committed", "rolled back", "discarded", "pending"),
+                   help="only transactions in this state")
+    p.add_argument("--events", action="store_true", help="every record of each transaction, not one row each")
+    p.set_defaults(run=_transactions)
     p = ssub.add_parser("pop", help="5.x pop consumption: each popping group's queues, the checkpoints in flight, "
                                     "and the messages the revive service will put into retry topics")
     common(p)
@@ -286,6 +295,38 @@ def _pop(args) -> int:
             + ("\n\n" + shown[cols].astype(object).where(shown[cols].notna(), "").to_string(index=False)
                if len(redo) else ""))
     _emit(args, _plain(obj), text)
+    return 0
+
+
+def _transactions(args) -> int:
+    import pandas as pd
+
+    from rmqlab.store.transactions import transaction_events, transactions
+    from rmqlab.tables.times import ms_to_iso
+
+    store = _store(args)
+    events = transaction_events(store)
+    got = transactions(store, check_max=args.check_max, events=events)
+    if args.state is not None:
+        got = got[got["state"] == args.state]
+    if args.events:
+        shown = events[events["transaction_id"].isin(got["transaction_id"])]
+        _emit(args, _plain(shown.to_dict(orient="records")),
+              f"{len(shown)} records of {len(got)} transactions\n"
+              + (shown.astype(object).where(shown.notna(), "").to_string(index=False) if len(shown) else ""))
+        return 0
+    counts = got["state"].value_counts()
+    head = (f"{len(got)} transactions: " + ", ".join(f"{int(counts.get(s, 0))} {s}" for s in
+                                                  ("committed", "rolled back", "discarded", "pending")))
+    later = got["state"].eq("committed") & got["discard_offset"].notna()
+    note = (f"\n{int(later.sum())} committed ones were also discarded: a half copy made by a check before the "
+            f"commit's op message arrived was checked on until transactionCheckMax\n") if later.any() else ""
+    shown = got.assign(born=["" if pd.isna(v) else ms_to_iso(v) for v in got["born_timestamp"]])
+    cols = ["transaction_id", "topic", "queue_id", "keys", "born", "state", "checks", "commit_queue_offset",
+            "next"]
+    text = head + "\n" + note + ("\n" + shown[cols].astype(object).where(shown[cols].notna(), "").to_string(
+        index=False) if len(got) else "")
+    _emit(args, _plain(got.to_dict(orient="records")), text)
     return 0
 
 

@@ -10,7 +10,9 @@ import re
 
 __all__ = ["SYSTEM_TOPICS", "SYSTEM_TOPIC_PREFIXES", "is_system_topic", "BUILTIN_TOPICS", "is_builtin_topic",
            "REVIVE_TOPIC_PREFIX", "RETRY_PREFIX", "pop_retry_topic", "parse_pop_normal_topic", "TOPIC_MAX_LENGTH",
-           "GROUP_MAX_LENGTH", "is_valid_topic", "is_valid_group", "TIMER_TOPIC", "TRANS_HALF_TOPICS"]
+           "GROUP_MAX_LENGTH", "is_valid_topic", "is_valid_group", "TIMER_TOPIC", "TRANS_HALF_TOPICS",
+           "TRANS_HALF_TOPIC", "TRANS_OP_TOPIC", "TRANS_ROCKSDB_HALF_TOPIC", "TRANS_ROCKSDB_OP_TOPIC",
+           "TRANS_CHECK_MAX_TIME_TOPIC"]
 
 #: Topics the broker keeps for itself (TopicValidator and MixAll), by exact name.
 SYSTEM_TOPICS = frozenset({
@@ -52,6 +54,12 @@ TIMER_TOPIC = "rmq_sys_wheel_timer"   # TimerMessageStore.TIMER_TOPIC
 #: TopicValidator.RMQ_SYS_ROCKSDB_TRANS_HALF_TOPIC, whose half messages TransMessageRocksDBStore
 #: indexes in rocksdbstore/'s trans column family (its op topic deletes them)
 TRANS_HALF_TOPICS = ("RMQ_SYS_TRANS_HALF_TOPIC", "RMQ_SYS_ROCKSDB_TRANS_HALF_TOPIC")
+#: TopicValidator: the half queue (4.3+), its op topic (op messages end half records), their
+#: 5.5 RocksDB counterparts, and where the check service moves a half message checked
+#: transactionCheckMax times (rmqlab.store.transactions)
+TRANS_HALF_TOPIC, TRANS_ROCKSDB_HALF_TOPIC = TRANS_HALF_TOPICS
+TRANS_OP_TOPIC, TRANS_ROCKSDB_OP_TOPIC = "RMQ_SYS_TRANS_OP_HALF_TOPIC", "RMQ_SYS_ROCKSDB_TRANS_OP_HALF_TOPIC"
+TRANS_CHECK_MAX_TIME_TOPIC = "TRANS_CHECK_MAX_TIME_TOPIC"
 
 
 def is_builtin_topic(topic: str, *, timer: bool = True) -> bool:

@@ -200,6 +200,7 @@ class Store:
             **self._message_rocksdb_info(),
             **self._timer_info(),
             **self._pop_info(),
+            **self._transaction_info(msgs),
             **self._broker_files_info(),
             **self._compaction_info(),
             **self._tiered_index_info(),
@@ -574,6 +575,31 @@ class Store:
         from rmqlab.store.popstate import pop_redeliveries
 
         return pop_redeliveries(self, now=now)
+
+    def _transaction_info(self, msgs: pd.DataFrame) -> dict[str, Any]:
+        """Transactions by state, only for a store that holds any."""
+        from rmqlab.store.transactions import has_transactions, transaction_events, transactions
+
+        if not has_transactions(msgs):
+            return {}
+        got = transactions(self, events=transaction_events(self, messages=msgs))
+        return {"transactions": {**{s: int(n) for s, n in got["state"].value_counts().sort_index().items()},
+                                 "checks": int(got["checks"].sum())}}
+
+    def transactions(self, *, check_max: int = 15) -> pd.DataFrame:
+        """Each transaction's state (committed, rolled back, discarded, pending), how often the
+        broker checked it, where its message went and what the broker does next
+        (:func:`rmqlab.store.transactions.transactions`; `check_max` is transactionCheckMax)."""
+        from rmqlab.store.transactions import transactions
+
+        return transactions(self, check_max=check_max)
+
+    def transaction_events(self) -> pd.DataFrame:
+        """Every record a transaction left: prepared, checked copies, ended by an op, commit,
+        rollback, discard (:func:`rmqlab.store.transactions.transaction_events`)."""
+        from rmqlab.store.transactions import transaction_events
+
+        return transaction_events(self)
 
     def pop_groups(self) -> pd.DataFrame:
         """Each popping group's queues: committed offset, queue bounds, messages in flight
