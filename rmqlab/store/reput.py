@@ -43,8 +43,8 @@ from rmqlab.rules.versions import layout_facts
 from rmqlab.store.layout import StoreLayout
 from rmqlab.tables.arrow import arrow_column
 
-__all__ = ["DispatchReport", "dispatch_store", "QueueWriters", "queue_groups", "write_consume_queue_units", "Run",
-           "PART_MESSAGES", "MAX_OPEN_WRITERS", "restart_dispatch_units", "RESTART_UNIT_COLUMNS"]
+__all__ = ["DispatchReport", "dispatch_store", "committed_end", "QueueWriters", "queue_groups",
+           "write_consume_queue_units", "Run", "PART_MESSAGES", "MAX_OPEN_WRITERS", "restart_dispatch_units", "RESTART_UNIT_COLUMNS"]
 
 #: Messages a part: dispatch holds one part's columns (a few hundred bytes a message, text as Arrow).
 PART_MESSAGES = 1 << 18
@@ -130,6 +130,51 @@ def batch_queues_end(layout: StoreLayout) -> int:
             if len(u):
                 end = max(end, int(u["commitlog_offset"][-1]) + int(u["size"][-1]))
     return end
+
+
+def committed_end(layout: StoreLayout) -> int | None:
+    """How far a running broker dispatches a DLedger CommitLog (``DLedgerCommitLog.getMaxOffset``,
+    rocketmq-all-4.9.7 and 5.3.3): the ledger's committed position, the end of the last entry a
+    majority of its group holds (:meth:`rmqlab.formats.dledger.Ledger.summary`), when positive;
+    else the start of its first data file (0, or a switched store's dividedCommitlogOffset).
+    Entries after it are not dispatched until they are committed: a leader stopped after its
+    followers keeps such entries. None for a plain CommitLog. A one-node group's restart commits
+    its whole ledger (:func:`restart_dispatch_units` reads to the end). Cost: one pass over the
+    ledger's entry heads.
+
+    >>> import tempfile
+    >>> from rmqlab.lab.generate import generate_store
+    >>> from rmqlab.lab.workload import Workload
+    >>> committed_end(generate_store(tempfile.mkdtemp(), Workload(messages=5, seed=1), hash_slot_num=8,
+    ...                              index_num=32).layout) is None
+    True
+    """
+    from rmqlab.formats.dledger import Ledger
+
+    ledgers = layout.paths.ledgers
+    if len(ledgers) != 1:
+        return None
+    pos = Ledger(ledgers[0], file_size=layout.commitlog_file_size).summary()["committed_pos"]
+    if pos > 0:
+        return pos
+    files = cl.store_files(ledgers[0] / "data")
+    return files[0].start_offset if files else 0
+
+
+def _committed_parts(parts, end: int | None):
+    """The messages of `parts` that end at or before `end` (all of them for None), stopping at
+    the first that does not."""
+    for msgs in parts:
+        if end is None:
+            yield msgs
+            continue
+        inside = (msgs["phy_offset"].to_numpy(np.int64) + msgs["total_size"].to_numpy(np.int64)) <= end
+        if inside.all():
+            yield msgs
+            continue
+        if inside.any():
+            yield msgs[inside].reset_index(drop=True)
+        return
 
 
 def _readable_parts(parts):
@@ -234,7 +279,7 @@ def dispatch_store(layout: StoreLayout, *, part_messages: int = PART_MESSAGES,
     end = start
     try:
         with layout.index_service(writable=True) as idx:
-            for msgs in _readable_parts(parts):
+            for msgs in _committed_parts(_readable_parts(parts), committed_end(layout)):
                 run.part(_broker_text(msgs, arrow), idx)
                 ends = msgs["phy_offset"].to_numpy(np.int64) + msgs["total_size"].to_numpy(np.int64)
                 end = max(end, int(ends.max()))

@@ -717,7 +717,7 @@ def test_checkpoint_equals_store_checkpoint(written):
 # -- dispatch again: the broker's CommitLog gives its ConsumeQueues byte for byte ------------
 
 CLEAN = [(release, scenario) for release, scenario in CASES
-         if scenario in ("clean", "dledger", "dledger-mixed", "multipath", "configv2")]
+         if scenario in ("clean", "dledger", "dledger-group", "dledger-mixed", "multipath", "configv2")]
 
 
 def _queue_files_differ(theirs_root: Path, ours_root: Path, unit: int) -> list[str]:
@@ -745,7 +745,9 @@ def _queue_files_differ(theirs_root: Path, ours_root: Path, unit: int) -> list[s
 def test_dispatching_the_brokers_commitlog_gives_its_queues_and_index_files(release, scenario, tmp_path):
     """The CommitLog (and config) of a cleanly stopped store, copied and dispatched by rmqlab
     with the release's rules (``broker_version``), a DLedger CommitLog's data folder as the
-    broker dispatches it (DLedgerCommitLog: the records in the entries): every ConsumeQueue (light message queues
+    broker dispatches it (DLedgerCommitLog: the records in the entries, up to the ledger's committed
+    position, which a group's leader stopped after its followers holds short of its end): every
+    ConsumeQueue (light message queues
     included), ConsumeQueueExt and BatchConsumeQueue file equals the broker's, byte for byte up
     to where the broker's file ends in zeros (the broker maps each file at its full size; rmqlab
     writes what it holds), and every index file equals the broker's byte for byte, in order.
@@ -758,6 +760,8 @@ def test_dispatching_the_brokers_commitlog_gives_its_queues_and_index_files(rele
     bs = rh.rocketmq_store(release, scenario)
     copy = tmp_path / "store"
     for folder in _commitlog_folders(bs):   # commitlog/, dledger-n0/data/, or each of several paths
+        if folder.name == "data" and folder.parent.name.startswith("dledger-"):
+            folder = folder.parent   # the ledger's checkpoint too: dispatch stops at its committed position
         shutil.copytree(folder, copy / folder.relative_to(bs.store))
     if (bs.store / "config").is_dir():
         shutil.copytree(bs.store / "config", copy / "config")
@@ -1059,8 +1063,8 @@ def test_the_ledger_is_what_dledgers_own_store_reads(release, scenario):
 
 TIMERS = [(release, scenario) for release, scenario in CASES if rh.version_tuple(release) >= (5, 0, 0)]
 #: scenarios whose broker stopped cleanly after the workload: the timer checkpoint is exact
-TIMERS_CLEAN = [(r, s) for r, s in TIMERS if s in ("clean", "dledger", "dledger-mixed", "rocksdb", "multipath",
-                                                   "configv2")]
+TIMERS_CLEAN = [(r, s) for r, s in TIMERS if s in ("clean", "dledger", "dledger-group", "dledger-mixed", "rocksdb",
+                                                   "multipath", "configv2")]
 
 
 def _timer_case(release: str, scenario: str) -> tuple[rh.BrokerStore, dict]:
@@ -1172,7 +1176,16 @@ def test_pending_timers_are_what_the_wheel_would_deliver(release, scenario):
     if scenario == "rocksdb-index":   # the RocksDB timeline drives (timerRocksDBEnable): see below
         assert set(got.loc[got["source"] != "wheel", "offset_py"]) == _never_delivered(bs)
         return
-    start = java["checkpoint"]["lastTimerQueueOffset"]
+    # TimerMessageStore.recover (reviseQueueOffset): a restart reads the timer queue from one past
+    # the queue offset of the message the timer log's last unit holds (the checkpoint's
+    # lastTimerQueueOffset for an empty log), at most masterTimerQueueOffset. A clean stop's
+    # checkpoint says the same unless the queue's last messages were due at once: those go to
+    # the dequeue without a unit (5.2.0's rocksdb-recovered store ends in four such)
+    by_offset = {r["physicalOffset"]: r for r in _java_messages(bs)}
+    cp = java["checkpoint"]
+    last = max(java["units"], key=lambda u: u["pos"], default=None)
+    start = cp["lastTimerQueueOffset"] if last is None else by_offset[last["offsetPy"]]["queueOffset"] + 1
+    start = min(start, cp["masterTimerQueueOffset"])
     queued = {r["physicalOffset"] for r in _java_messages(bs)
               if r["topic"] == "rmq_sys_wheel_timer" and r["queueOffset"] >= start
               and "TIMER_DEL_UNIQKEY" not in r["properties"]}
@@ -1303,7 +1316,7 @@ def test_timer_readers_survive_hostile_bytes_from_the_brokers_timer_files(releas
 
 
 COMPACTION_CLEAN = [(r, s) for r, s in CASES if rh.version_tuple(r) >= (5, 1, 0)
-                    and s in ("clean", "dledger", "dledger-mixed")]
+                    and s in ("clean", "dledger", "dledger-group", "dledger-mixed")]
 
 
 def _damage_compaction(store: Path, what: str) -> None:
@@ -1618,8 +1631,8 @@ def test_revive_log_bodies_read_as_json_reads_them(release, scenario):
             assert rec.offsets == (ao,) and rec.topic == doc.get("t", doc.get("topic"))
 
 
-POPS_CLEAN = [(r, s) for r, s in POPS if s in ("clean", "dledger", "dledger-mixed", "rocksdb", "multipath",
-                                               "configv2")]
+POPS_CLEAN = [(r, s) for r, s in POPS if s in ("clean", "dledger", "dledger-group", "dledger-mixed", "rocksdb",
+                                               "multipath", "configv2")]
 
 
 @pytest.mark.parametrize(("release", "scenario"), POPS_CLEAN, ids=[_id(c) for c in POPS_CLEAN])

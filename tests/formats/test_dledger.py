@@ -348,3 +348,32 @@ def test_the_restart_model_refuses_a_ledger_and_writes_nothing(tmp_path):
         broker_restart(tmp_path / "store", commitlog_file_size=FILE_SIZE)
     assert (e.value.path, e.value.field) == (str(led), "dledger")
     assert tree_digest(tmp_path / "store") == before
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(records(damage=False), min_size=1, max_size=4).map(
+    lambda rs: [r for x in rs for r in x if len(r) < 1500]).filter(bool), st.data())
+def test_dispatch_stops_at_the_committed_entry(recs, data):
+    """DLedgerCommitLog.getMaxOffset: the broker dispatches a ledger up to its committed position
+    (the first data file's start, 0, when nothing is committed), so a store whose checkpoint
+    commits entry c (a leader stopped after its followers holds entries no majority
+    acknowledged) gets exactly the units the whole ledger's dispatch gives the records of
+    entries 0..c."""
+    from rmqlab.store.directory import Store
+
+    framed = frame(recs, FILE_SIZE)
+    last = len(framed.entries) - 1
+    committed = data.draw(st.integers(-1, last))
+    opts = dict(hash_slot_num=16, index_num=64, commitlog_file_size=FILE_SIZE, consume_queue_file_size=600)
+    units = {}
+    for name, c in (("whole", last), ("cut", committed)):
+        root = Path(tempfile.mkdtemp())
+        write_ledger(root / "dledger-n0", framed, committed=c)
+        Store(root, **opts).dispatch()
+        raw = b"".join(p.read_bytes() for p in sorted((root / "consumequeue").rglob("*")) if p.is_file()) \
+            if (root / "consumequeue").is_dir() else b""
+        got = np.frombuffer(raw, dtype=np.dtype([("offset", ">i8"), ("size", ">i4"), ("tags", ">i8")]))
+        units[name] = sorted((int(u["offset"]), int(u["size"])) for u in got if u["size"] > 0)
+    end = framed.entries[committed][2] + framed.entries[committed][3] if committed >= 0 else 0
+    assert units["cut"] == [u for u in units["whole"] if u[0] + u[1] <= end]
+    assert committed < last or units["cut"] == units["whole"]

@@ -24,12 +24,16 @@ Scenarios:
                records what DLedger's own store reads after its load and recovery (ledger.json).
                On 5.x TimerState.java records what the release's timer classes (TimerWheel,
                TimerLog, TimerCheckpoint, TimerMetrics) read from the timer files (timers.json).
+``dledger-group``  as ``dledger``, the group of three nodes (n0 the preferred leader, whose store
+               is the scenario's; n1 and n2 followers, each a broker of its own whose store is
+               under nodes/; 4.9.7 and 5.3.3, :data:`DLEDGER_GROUP_RELEASES`); the followers
+               stop first, and DLedgerLedger.java reads each node's ledger (ledger-n1.json, ...).
 ``dledger-crash``  as ``crash``, with the DLedger CommitLog of ``dledger``.
 ``dledger-recovered``  the dledger-crash store copied, the broker restarted on it, as ``recovered``.
 ``rocksdb``    as ``clean``, with storeType=defaultRocksDB (5.2.0+): the ConsumeQueues are a RocksDB
                database in {store}/consumequeue (RocksDBConsumeQueueStore).
-``rocksdb-crash``  as ``crash``, with the RocksDB ConsumeQueues of ``rocksdb`` (5.3.3 and 5.5.0,
-               :data:`ROCKSDB_CRASH_RELEASES`): the queues' database as a kill -9 leaves it.
+``rocksdb-crash``  as ``crash``, with the RocksDB ConsumeQueues of ``rocksdb`` (5.2.0, 5.3.3 and
+               5.5.0, :data:`ROCKSDB_CRASH_RELEASES`): the queues' database as a kill -9 leaves it.
 ``rocksdb-recovered``  the rocksdb-crash store copied, the broker restarted on it, as ``recovered``.
 ``multipath``  as ``clean``, with the CommitLog over two folders (storePathCommitLog=
                {store}/commitlog,{store}/commitlog-b: MultiPathMappedFileQueue, 4.9.2+; 4.9.7 and
@@ -107,16 +111,18 @@ SCENARIOS = ("clean", "crash", "recovered")
 #: the first release with a RocksDB ConsumeQueue store (storeType=defaultRocksDB)
 ROCKSDB_SINCE = (5, 2, 0)
 #: the releases whose RocksDB ConsumeQueue store is also killed and restarted (rocksdb-crash, -recovered)
-ROCKSDB_CRASH_RELEASES = ("5.3.3", "5.5.0")
+ROCKSDB_CRASH_RELEASES = ("5.2.0", "5.3.3", "5.5.0")
 #: the scenarios whose ConsumeQueues are a RocksDB database (storeType=defaultRocksDB)
 ROCKSDB_CQ_SCENARIOS = ("rocksdb", "rocksdb-crash", "rocksdb-recovered")
 #: the releases with a DLedger CommitLog scenario: the first DLedger line (dledger 0.1), the last
 #: 4.9 and a 5.3 (dledger 0.3.1.2)
 DLEDGER_RELEASES = ("4.5.2", "4.9.7", "5.3.3")
 #: the scenarios whose CommitLog is a DLedger group's from the first message on
-LEDGER_ONLY = ("dledger", "dledger-crash", "dledger-recovered")
+LEDGER_ONLY = ("dledger", "dledger-group", "dledger-crash", "dledger-recovered")
 #: the releases with a plain CommitLog switched to DLedger (DLedgerCommitLog's mixed CommitLog)
 DLEDGER_MIXED_RELEASES = ("4.9.7", "5.3.3")
+#: the releases with a three-node DLedger group (dledger-group): the last 4.9 and a 5.3
+DLEDGER_GROUP_RELEASES = ("4.9.7", "5.3.3")
 #: scenarios only some releases run: name -> whether a release runs it
 EXTRA_SCENARIOS: dict[str, Any] = {
     # a DLedger CommitLog (enableDLegerCommitLog, a one-node group), stopped cleanly
@@ -128,6 +134,10 @@ EXTRA_SCENARIOS: dict[str, Any] = {
     # a plain CommitLog switched to DLedger: the clean workload on a plain CommitLog, then the
     # broker restarted with enableDLegerCommitLog; the ledger goes on from dividedCommitlogOffset
     "dledger-mixed": lambda release: release in DLEDGER_MIXED_RELEASES,
+    # a three-node DLedger group (n0 preferred leader, n1 and n2 followers, each a broker with a
+    # store of its own), the workload sent to the leader, every node stopped cleanly: the
+    # scenario's store is n0's, the followers' are under nodes/ (BrokerStore.nodes)
+    "dledger-group": lambda release: release in DLEDGER_GROUP_RELEASES,
     # as clean, with the ConsumeQueues in RocksDB (storeType=defaultRocksDB, RIP-66, 5.2.0+)
     "rocksdb": lambda release: version_tuple(release) >= ROCKSDB_SINCE,
     # as crash, with the ConsumeQueues in RocksDB; then the broker restarted on a copy of it
@@ -172,6 +182,8 @@ COMMITLOG_PATHS = ("commitlog", "commitlog-b")
 #: 20 ms, each due 1.5 s later): the kill then comes while the timer store enqueues and delivers
 TIMER_TAIL_S = 6.0
 #: restart scenario -> the scenario whose store it copies and restarts the broker on
+#: the scenarios whose broker stops cleanly after the workload and the answers
+CLEAN_STOPS = ("clean", "dledger", "dledger-group", "rocksdb", "multipath", "configv2", "tiered", "rocksdb-index")
 RESTARTS = {"recovered": "crash", "dledger-recovered": "dledger-crash", "rocksdb-recovered": "rocksdb-crash",
             "revived": "clean"}
 #: how long past the last held message's revive time the revived scenario keeps the broker up: the
@@ -356,20 +368,29 @@ class BrokerStore:
         p = self.folder / "timers.json"
         return json.loads(p.read_text(encoding="utf-8")) if p.exists() else None
 
-    def ledger(self) -> dict[str, Any] | None:
-        """DLedger's own view of a DLedger CommitLog (DLedgerLedger.java's ledger.json), else None."""
-        p = self.folder / "ledger.json"
+    def ledger(self, node: str | None = None) -> dict[str, Any] | None:
+        """DLedger's own view of a DLedger CommitLog (DLedgerLedger.java's ledger.json; a
+        dledger-group follower's ledger-{node}.json), else None."""
+        p = self.folder / ("ledger.json" if node in (None, DLEDGER_SELF_ID) else f"ledger-{node}.json")
         return json.loads(p.read_text(encoding="utf-8")) if p.exists() else None
 
-    def misplaced_units(self) -> dict[tuple[str, int], list[tuple[int, int]]]:
+    def nodes(self) -> dict[str, Path]:
+        """The dledger-group scenario's stores by DLedger selfId (n0 is :attr:`store`); else only
+        the store itself under n0."""
+        return {n: self.store if n == DLEDGER_SELF_ID else self.folder / "nodes" / n / "store"
+                for n in (GROUP_NODES if self.scenario == "dledger-group" else [DLEDGER_SELF_ID])}
+
+    def misplaced_units(self, node: str | None = None) -> dict[tuple[str, int], list[tuple[int, int]]]:
         """The units the broker itself logged as appended at the wrong place, per (topic, queue id):
         (the unit's queue offset, the QUEUEOFFSET of its message), from ConsumeQueue.
         putMessagePositionInfo's "[BUG]logic queue order maybe wrong, expectLogicOffset: E
-        currentLogicOffset: C Topic: T QID: q" lines in the broker's logs (20-byte units)."""
+        currentLogicOffset: C Topic: T QID: q" lines in the broker's logs (20-byte units); of a
+        dledger-group follower `node`, in its own logs."""
         out: dict[tuple[str, int], list[tuple[int, int]]] = {}
         pattern = re.compile(r"\[BUG\]logic queue order maybe wrong, expectLogicOffset: (\d+) currentLogicOffset: "
                              r"(\d+) Topic: (\S+) QID: (\d+)")
-        for log in sorted((self.folder / "logs").rglob("*.log")):
+        logs = self.folder / "logs" if node in (None, DLEDGER_SELF_ID) else self.folder / "nodes" / node / "logs"
+        for log in sorted(logs.rglob("*.log")):
             for m in pattern.finditer(log.read_text(encoding="utf-8", errors="replace")):
                 expect, current, topic, qid = int(m[1]), int(m[2]), m[3], int(m[4])
                 out.setdefault((topic, qid), []).append((current // 20, expect // 20))
@@ -445,6 +466,8 @@ def scenario_conf(scenario: str, release: str = "") -> str:
         return ("messageStorePlugIn=org.apache.rocketmq.tieredstore.TieredMessageStore\n"
                 "tieredBackendServiceProvider=org.apache.rocketmq.tieredstore.provider.PosixFileSegment\n"
                 "tieredStoreFilePath={tiered}\ntieredStoreGroupCommitTimeout=1000\n")
+    if scenario == "dledger-group":
+        return group_node_conf(DLEDGER_SELF_ID)
     if scenario.startswith("dledger"):
         return (f"enableDLegerCommitLog=true\ndLegerGroup={DLEDGER_GROUP}\ndLegerSelfId={DLEDGER_SELF_ID}\n"
                 f"dLegerPeers={DLEDGER_PEERS}\n")
@@ -503,6 +526,18 @@ def driver(release: str) -> Path:
 #: the one-node DLedger group of the dledger scenario (dLegerPeers: selfId-host:port)
 DLEDGER_GROUP, DLEDGER_SELF_ID, DLEDGER_PORT = BROKER_NAME, "n0", 40911
 DLEDGER_PEERS = f"{DLEDGER_SELF_ID}-127.0.0.1:{DLEDGER_PORT}"
+#: the dledger-group scenario's nodes: selfId -> (the broker's listenPort, DLedger's port); n0 is
+#: the harness's own broker, preferred as leader (preferredLeaderId) so the workload's broker
+#: address is the leader's
+GROUP_NODES = {"n0": (BROKER_PORT, DLEDGER_PORT), "n1": (BROKER_PORT + 10, DLEDGER_PORT + 1),
+               "n2": (BROKER_PORT + 20, DLEDGER_PORT + 2)}
+GROUP_PEERS = ";".join(f"{n}-127.0.0.1:{d}" for n, (_, d) in GROUP_NODES.items())
+
+
+def group_node_conf(self_id: str) -> str:
+    """broker.conf lines of one node of the dledger-group scenario."""
+    return (f"enableDLegerCommitLog=true\ndLegerGroup={DLEDGER_GROUP}\ndLegerSelfId={self_id}\n"
+            f"dLegerPeers={GROUP_PEERS}\npreferredLeaderId={DLEDGER_SELF_ID}\n")
 
 
 #: oracles run offline on a release's own classes, compiled apart from the drivers (a change to
@@ -833,7 +868,7 @@ class _Run:
         if self.dledger_on:   # the broker takes messages once DLedger elected it
             # (4.x logs through the harness's logback file, 5.x through its own, rocketmqlogs/broker.log)
             bh.wait_for_line([self.logs / "broker_logback.log", self.logs / "rocketmqlogs" / "broker.log"],
-                             "Finish to change to master", p, timeout=60)
+                             "Finish to change to master", p, timeout=120 if self.scenario == "dledger-group" else 60)
         time.sleep(1.0)   # the first registration at the name server
         self.timings[f"broker_start_{label}_s"] = round(time.monotonic() - t, 2)
 
@@ -1035,19 +1070,63 @@ class _Run:
 
     def ledger(self) -> None:
         """DLedger's own store (DLedgerLedger.java: load, recover, get every entry) on a copy of
-        the ledger folder: ledger.json."""
+        the ledger folder: ledger.json; in the dledger-group scenario each follower's too
+        (ledger-n1.json, ...)."""
         t = time.monotonic()
-        copy = self.folder / "ledger-copy" / f"dledger-{DLEDGER_SELF_ID}"
-        copy.parent.mkdir()
-        copy_store(self.store / f"dledger-{DLEDGER_SELF_ID}", copy)
-        try:
-            bh.run(self.java("DLedgerLedger", f"ledger={copy}", f"selfId={DLEDGER_SELF_ID}", f"group={DLEDGER_GROUP}",
-                             f"peers={DLEDGER_PEERS}", f"fileSize={COMMITLOG_FILE_SIZE}",
-                             f"out={self.folder / 'ledger.json'}"),
-                   log=self.logs / "driver-ledger.out", timeout=120, env=self.env, cwd=self.folder)
-        finally:
-            shutil.rmtree(copy.parent, ignore_errors=True)
+        group = self.scenario == "dledger-group"
+        nodes = {DLEDGER_SELF_ID: self.store, **({n: self.node_store(n) for n in GROUP_NODES if n != DLEDGER_SELF_ID}
+                                                 if group else {})}
+        for node, store in nodes.items():
+            copy = self.folder / "ledger-copy" / f"dledger-{node}"
+            copy.parent.mkdir(exist_ok=True)
+            copy_store(store / f"dledger-{node}", copy)
+            out = self.folder / ("ledger.json" if node == DLEDGER_SELF_ID else f"ledger-{node}.json")
+            try:
+                bh.run(self.java("DLedgerLedger", f"ledger={copy}", f"selfId={node}", f"group={DLEDGER_GROUP}",
+                                 f"peers={GROUP_PEERS if group else DLEDGER_PEERS}", f"fileSize={COMMITLOG_FILE_SIZE}",
+                                 f"out={out}"),
+                       log=self.logs / f"driver-ledger-{node}.out", timeout=120, env=self.env, cwd=self.folder)
+            finally:
+                shutil.rmtree(copy.parent, ignore_errors=True)
         self.timings["ledger_s"] = round(time.monotonic() - t, 2)
+
+    def node_store(self, node: str) -> Path:
+        return self.folder / "nodes" / node / "store"
+
+    def start_followers(self) -> None:
+        """The dledger-group scenario's other nodes, each a broker with its own folder (conf,
+        logs, store) and ports, started before n0 so that n0 finds a quorum."""
+        t = time.monotonic()
+        self.followers = {}
+        for node, (port, _) in GROUP_NODES.items():
+            if node == DLEDGER_SELF_ID:
+                continue
+            home = self.folder / "nodes" / node
+            (home / "conf").mkdir(parents=True, exist_ok=True)
+            (home / "logs").mkdir(exist_ok=True)
+            conf = BROKER_CONF.format(broker_ip=self.ip, store=self.node_store(node), extra=group_node_conf(node))
+            (home / "broker.conf").write_text(conf.replace(f"listenPort={BROKER_PORT}\n", f"listenPort={port}\n"))
+            (home / "conf" / "logback_broker.xml").write_text(
+                LOGBACK.format(log=home / "logs" / "broker_logback.log", level="INFO"))
+            cmd = ["java", "-Xms128m", "-Xmx384m", "-XX:MaxDirectMemorySize=256m", "-Xss512k", "-XX:+UseSerialGC",
+                   *JVM_OPENS, f"-Duser.home={home}", f"-Drocketmq.home.dir={home}",
+                   f"-Dlogback.configurationFile={home / 'conf' / 'logback_broker.xml'}",
+                   "-Djava.net.preferIPv4Stack=false", "-cp", self.classpath,
+                   "org.apache.rocketmq.broker.BrokerStartup", "-c", str(home / "broker.conf")]
+            p = bh.start(cmd, log=home / "logs" / "broker.out", env={**self.env, "ROCKETMQ_HOME": str(home)},
+                         cwd=home)
+            self.procs.append(p)
+            self.followers[node] = p
+        for node, p in self.followers.items():
+            bh.wait_for_port(GROUP_NODES[node][0], p, self.folder / "nodes" / node / "logs" / "broker.out",
+                             timeout=120)
+        self.timings["followers_start_s"] = round(time.monotonic() - t, 2)
+
+    def stop_followers(self) -> None:
+        """Let the followers catch up with the leader, then stop them cleanly."""
+        time.sleep(3.0)
+        for node, p in self.followers.items():
+            self.reached[f"broker_exit_{node}"] = bh.stop(p, timeout=90)
 
     def await_revive(self) -> None:
         """Keep the restarted broker up until the checkpoints the clean run left in flight are due
@@ -1107,12 +1186,16 @@ class _Run:
                 self.answers(self.groups)
                 self.stop_clean("dledger")
             else:
+                if self.scenario == "dledger-group":
+                    self.start_followers()
                 self.start_broker("first")
                 self.workload()
                 if self.scenario == "tiered":
                     self.await_upload()
-                if self.scenario in ("clean", "dledger", "rocksdb", "multipath", "configv2", "tiered", "rocksdb-index"):
+                if self.scenario in CLEAN_STOPS:
                     self.answers(self.groups)
+                    if self.scenario == "dledger-group":
+                        self.stop_followers()
                     self.stop_clean("first")
                 else:
                     self.crash()
