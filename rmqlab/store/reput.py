@@ -44,7 +44,8 @@ from rmqlab.store.layout import StoreLayout
 from rmqlab.tables.arrow import arrow_column
 
 __all__ = ["DispatchReport", "dispatch_store", "committed_end", "QueueWriters", "queue_groups",
-           "write_consume_queue_units", "Run", "PART_MESSAGES", "MAX_OPEN_WRITERS", "restart_dispatch_units", "RESTART_UNIT_COLUMNS"]
+           "write_consume_queue_units", "Run", "PART_MESSAGES", "MAX_OPEN_WRITERS", "restart_dispatch_units",
+           "RESTART_UNIT_COLUMNS"]
 
 #: Messages a part: dispatch holds one part's columns (a few hundred bytes a message, text as Arrow).
 PART_MESSAGES = 1 << 18
