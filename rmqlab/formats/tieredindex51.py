@@ -38,11 +38,19 @@ import numpy as np
 import pandas as pd
 
 from rmqlab.errors import FormatError, TruncatedFileError
-from rmqlab.formats.tieredindex import COMPACT_ITEM, END_MAGIC_CODE, HEADER, ITEM, LEGACY_FILE_NAMES, SLOT
+from rmqlab.formats.tieredindex import (
+    BEGIN_MAGIC_CODE,
+    COMPACT_ITEM,
+    END_MAGIC_CODE,
+    HEADER,
+    ITEM,
+    LEGACY_FILE_NAMES,
+    SLOT,
+)
 from rmqlab.jvm.hashcode import java_hash
 
 __all__ = ["legacy_hash", "slot_of", "local_file_size", "uploaded_slot_items", "local_slot_items", "startup_upload",
-           "query_uploaded", "QUERY_COLUMNS"]
+           "query_uploaded", "QUERY_COLUMNS", "check_local", "check_compacted", "local_geometries"]
 
 #: TieredIndexFile's file size counts IndexHeader.INDEX_HEADER_SIZE (the CommitLog index's 40 bytes)
 _SIZE_HEADER = 40
@@ -204,3 +212,213 @@ def query_uploaded(files: Sequence[tuple[str | os.PathLike, int, int]], topic: s
             break
     return pd.DataFrame(rows, columns=list(QUERY_COLUMNS))
 
+
+
+def _chain_errors(p: Path, hashes: np.ndarray, prev: np.ndarray, heads: np.ndarray, slots: int,
+                  items_at: int, item_size: int) -> list[FormatError]:
+    """Where items numbered 0..n-1 (their hash and previous-item pointer) and the slots' heads are
+    not what putKey leaves: each slot's head its newest item (-1: none), each item pointing at the
+    one before it in its slot (-1: the first)."""
+    n = len(hashes)
+    errors: list[FormatError] = []
+    if (hashes < 0).any():
+        i = int(np.flatnonzero(hashes < 0)[0])
+        return [FormatError(f"item {i} has hash {int(hashes[i])}: indexKeyHashMethod never gives a negative one",
+                            path=p, offset=items_at + i * item_size, field="hash_code")]
+    slot = hashes % slots
+    order = np.lexsort((np.arange(n), slot))          # by slot, then item number
+    want_prev = np.full(n, -1, np.int64)
+    same = slot[order][1:] == slot[order][:-1]
+    want_prev[order[1:][same]] = order[:-1][same]
+    bad = np.flatnonzero(prev != want_prev)
+    if len(bad):
+        i = int(bad[0])
+        errors.append(FormatError(
+            f"item {i} (slot {int(slot[i])}) points at {int(prev[i])}, not at {int(want_prev[i])}, the slot's item "
+            f"before it ({len(bad)} items so)", path=p, offset=items_at + i * item_size + item_size - 4,
+            field="item_index"))
+    want_heads = np.full(slots, -1, np.int64)
+    if n:
+        last = np.r_[~same, True]                      # the last item of each slot group
+        want_heads[slot[order][last]] = order[last]
+    bad = np.flatnonzero(heads != want_heads)
+    if len(bad):
+        k = int(bad[0])
+        errors.append(FormatError(
+            f"slot {k} holds {int(heads[k])}, not {int(want_heads[k])}, its newest item ({len(bad)} slots so)",
+            path=p, offset=HEADER.size + k * SLOT.size, field="slot"))
+    return errors
+
+
+def _local_errors(p: Path, data: np.ndarray, slots: int, items: int) -> list[FormatError]:
+    head = HEADER.unpack_from(data[:HEADER.size].tobytes(), 0)
+    errors: list[FormatError] = []
+    if head.magic != BEGIN_MAGIC_CODE:
+        errors.append(FormatError(f"magic {head.magic} is not BEGIN_MAGIC_CODE {BEGIN_MAGIC_CODE} "
+                                  f"(initIndexFileHeader's)", path=p, offset=0, field="magic"))
+    n = head.item_count
+    if not 0 <= n <= items:
+        return errors + [FormatError(f"index count {n} is outside 0..{items} (maxIndexNum)", path=p, offset=24,
+                                     field="index count")]
+    seal = int.from_bytes(data[-4:].tobytes(), "big", signed=True)
+    if seal not in (END_MAGIC_CODE, -1):
+        errors.append(FormatError(f"the last 4 bytes hold {seal}: neither -1 nor END_MAGIC_CODE {END_MAGIC_CODE}",
+                                  path=p, offset=len(data) - 4, field="end magic"))
+    elif n == items and seal != END_MAGIC_CODE:
+        errors.append(FormatError(f"{n} items fill the file but it is not sealed (END_MAGIC_CODE in its last 4 bytes)",
+                                  path=p, offset=len(data) - 4, field="end magic"))
+    if (n == 0) != (head.begin_timestamp == -1):
+        errors.append(FormatError(f"begin timestamp {head.begin_timestamp} with {n} items (-1 exactly while "
+                                  f"there is none)", path=p, offset=4, field="begin timestamp"))
+    heads = np.frombuffer(data, SLOT.dtype, count=slots, offset=HEADER.size)["value"].astype(np.int64)
+    items_at = HEADER.size + slots * SLOT.size
+    table = np.frombuffer(data, ITEM.dtype, count=n, offset=items_at)
+    errors += _chain_errors(p, table["hash_code"].astype(np.int64), table["item_index"].astype(np.int64), heads,
+                            slots, items_at, ITEM.size)
+    if n:
+        diff = table["time_diff"].astype(np.int64)
+        late = np.flatnonzero((diff < 0) | (head.begin_timestamp + diff > head.end_timestamp))
+        if len(late):
+            i = int(late[0])
+            errors.append(FormatError(
+                f"item {i} was stored {int(diff[i])} ms after the begin timestamp, outside the file's "
+                f"{head.begin_timestamp}..{head.end_timestamp} ({len(late)} items so)", path=p,
+                offset=items_at + i * ITEM.size + 24, field="time_diff"))
+    return errors
+
+
+def local_geometries(path: str | os.PathLike) -> list[tuple[int, int]]:
+    """The (slots, items) a local file's bytes allow: every split of its size into
+    ``40 + 8 x slots + 32 x items + 4`` with room for its index count under which the file
+    passes :func:`check_local`; a full (sealed at maxIndexNum) file fixes both. Reads only.
+    Cost: O(file size / 8) candidates, each sifted on its slots' heads, O(items) for the rest.
+
+    >>> import tempfile
+    >>> local_geometries(Path(tempfile.mkdtemp()) / "none")
+    []
+    """
+    p = Path(path)
+    if not p.is_file():
+        return []
+    size = p.stat().st_size
+    rest = size - _SIZE_HEADER - 4
+    if rest <= 0 or rest % SLOT.size:
+        return []
+    data = np.memmap(p, dtype=np.uint8, mode="r")
+    head = HEADER.unpack_from(data[:HEADER.size].tobytes(), 0)
+    n = head.item_count
+    if n <= 0:
+        return []
+    out = []
+    for slots in range(1, rest // SLOT.size + 1):
+        items = (rest - slots * SLOT.size) // ITEM.size
+        if items < n or local_file_size(slots, items) != size:
+            continue
+        # the newest item heads its slot's chain: one read sifts most candidates out
+        at = HEADER.size + slots * SLOT.size + (n - 1) * ITEM.size
+        if at + ITEM.size > size:
+            continue
+        h = int.from_bytes(data[at:at + 4].tobytes(), "big", signed=True)
+        if h < 0:
+            continue
+        slot_at = HEADER.size + (h % slots) * SLOT.size
+        if int.from_bytes(data[slot_at:slot_at + 4].tobytes(), "big", signed=True) != n - 1:
+            continue
+        if not _local_errors(p, data, slots, items):
+            out.append((slots, items))
+    return out
+
+
+def check_local(path: str | os.PathLike, hash_slot_num: int | None = None,
+                index_num: int | None = None) -> tuple[tuple[int, int] | None, list[FormatError]]:
+    """The geometry and the problems of a local file (``0000``, ``1111``) under 5.1's putKey and
+    initIndexFileHeader: size ``40 + 8 x slots + 32 x items + 4``, BEGIN_MAGIC_CODE, an index
+    count within maxIndexNum, the last 4 bytes -1 or END_MAGIC_CODE (always the latter once
+    full), a begin timestamp of -1 exactly while empty, each slot holding its newest item and
+    each item pointing at the one before it in its slot, item times within the header's. The
+    geometry is tieredStoreIndexFileMaxHashSlotNum / MaxIndexNum where given, else the one
+    :func:`local_geometries` finds (an error where none or several fit). Reads only. Cost: one
+    NumPy pass over the file's slots and items (and the candidates' sift without a geometry).
+
+    >>> import tempfile
+    >>> p = Path(tempfile.mkdtemp()) / "0000"
+    >>> _ = p.write_bytes(b"\\0" * 7)
+    >>> check_local(p, 1, 1)[1][0].field
+    'file size'
+    """
+    p = Path(path)
+    size = p.stat().st_size
+    if hash_slot_num is None:
+        fits = local_geometries(p)
+        if len(fits) != 1:
+            why = "none fits its bytes" if not fits else f"{len(fits)} fit: {fits[:4]}"
+            return None, [FormatError(f"file is {size} bytes and no geometry was given: {why}; pass "
+                                      f"tieredStoreIndexFileMaxHashSlotNum,MaxIndexNum", path=p, offset=None,
+                                      field="file size")]
+        return fits[0], []   # local_geometries keeps only a geometry the file passes under
+    slots = hash_slot_num
+    items = index_num if index_num is not None else (size - _SIZE_HEADER - 4 - slots * SLOT.size) // ITEM.size
+    if slots <= 0 or items <= 0 or local_file_size(slots, items) != size:
+        return None, [FormatError(f"file is {size} bytes, not the {local_file_size(max(slots, 0), max(items, 0))} "
+                                  f"of {slots} slots and {items} items (40 + 8 x slots + 32 x items + 4)", path=p,
+                                  offset=None, field="file size")]
+    return (slots, items), _local_errors(p, np.memmap(p, dtype=np.uint8, mode="r"), slots, items)
+
+
+def check_compacted(path: str | os.PathLike) -> list[FormatError]:
+    """The problems of a compacted file (``2222``, CompactTask's output before its upload; an
+    uploaded one reads alike): END_MAGIC_CODE, a positive slot count, each slot's (position,
+    length) none or whole 28-byte items inside the item area, in slot order one after another,
+    every item of a slot hashing to it, the item area ending in BEGIN_MAGIC_CODE, the items
+    counted in the header. Reads only. Cost: one NumPy pass over the slots and items.
+
+    >>> import tempfile
+    >>> p = Path(tempfile.mkdtemp()) / "2222"
+    >>> _ = p.write_bytes(b"\\0" * 3)
+    >>> check_compacted(p)[0].field
+    'header'
+    """
+    p = Path(path)
+    size = p.stat().st_size
+    if size < HEADER.size:
+        return [TruncatedFileError(f"file is {size} bytes, shorter than the {HEADER.size}-byte header", path=p,
+                                   offset=size, field="header")]
+    data = np.memmap(p, dtype=np.uint8, mode="r")
+    head = HEADER.unpack_from(data[:HEADER.size].tobytes(), 0)
+    if head.magic != END_MAGIC_CODE:
+        return [FormatError(f"magic {head.magic} is not END_MAGIC_CODE {END_MAGIC_CODE} (a compacted file's)",
+                            path=p, offset=0, field="magic")]
+    slots = head.slot_count
+    start = HEADER.size + slots * SLOT.size
+    if slots <= 0 or start + 4 > size:
+        return [FormatError(f"slot count {slots} does not fit the file's {size} bytes", path=p, offset=20,
+                            field="slot_count")]
+    table = np.frombuffer(data, SLOT.dtype, count=slots, offset=HEADER.size)
+    pos, length = table["value"].astype(np.int64), table["length"].astype(np.int64)
+    used = length > 0
+    errors: list[FormatError] = []
+    expect = start + np.r_[0, np.cumsum(length[used])[:-1]] if used.any() else np.empty(0, np.int64)
+    bad = np.flatnonzero(used)[(pos[used] != expect) | (length[used] % COMPACT_ITEM.size != 0)]
+    if len(bad):
+        k = int(bad[0])
+        errors.append(FormatError(f"slot {k} points at {int(length[k])} bytes from {int(pos[k])}, not whole items "
+                                  f"after the previous slot's ({len(bad)} slots so)", path=p,
+                                  offset=HEADER.size + k * SLOT.size, field="slot"))
+        return errors
+    end = start + int(length[used].sum())
+    if end + 4 > size or int.from_bytes(data[end:end + 4].tobytes(), "big", signed=True) != BEGIN_MAGIC_CODE:
+        errors.append(FormatError(f"the items end at {end} without BEGIN_MAGIC_CODE after them", path=p,
+                                  offset=end, field="end magic"))
+        return errors
+    items = np.frombuffer(data, COMPACT_ITEM.dtype, count=(end - start) // COMPACT_ITEM.size, offset=start)
+    if len(items) != head.item_count:
+        errors.append(FormatError(f"{len(items)} items, the header counts {head.item_count}", path=p, offset=24,
+                                  field="index count"))
+    owner = np.repeat(np.flatnonzero(used), length[used] // COMPACT_ITEM.size)
+    wrong = np.flatnonzero(items["hash_code"].astype(np.int64) % slots != owner)
+    if len(wrong):
+        i = int(wrong[0])
+        errors.append(FormatError(f"item {i} of slot {int(owner[i])} has hash {int(items['hash_code'][i])}, of "
+                                  f"another slot ({len(wrong)} items so)", path=p,
+                                  offset=start + i * COMPACT_ITEM.size, field="hash_code"))
+    return errors

@@ -11,18 +11,20 @@ import numpy as np
 
 from rmqlab.errors import FormatError, RmqlabError, TruncatedFileError
 from rmqlab.formats import tieredindex as ti
+from rmqlab.formats import tieredindex51 as t51
 from rmqlab.formats import tieredsegment as ts
 from rmqlab.formats.commitlog import read_columns
 from rmqlab.rules.dispatch import INNER_BATCH_FLAG, PROPERTY_INNER_NUM
 from rmqlab.rules.properties import property_values
-from rmqlab.verify.report import FileReport, make_problem, problem_from_error
+from rmqlab.verify.report import FileReport, problem_from_error
 
 
 def verify_tiered_index(root: Path, hash_slot_num: int | None = None,
                         index_num: int | None = None) -> list[FileReport]:
     """One report a file of ``tiered_index_file/`` (local files) and of its ``compacting/``
-    (compacted ones); a file of 5.1's index (``0000``, ``1111``, ``2222``) is a ``tiered.legacy``
-    warning. Errors: a size the geometry does not fit (``tiered.geometry``: pass
+    (compacted ones); a file of 5.1's index (``0000`` and ``1111``, local; ``2222``, compacted)
+    by 5.1's rules (:func:`rmqlab.formats.tieredindex51.check_local`, ``check_compacted``).
+    Errors: a size the geometry does not fit (``tiered.geometry``: pass
     tieredStoreIndexFileMaxHashSlotNum / MaxIndexNum when they are not the defaults), what
     :meth:`TieredIndexFile.check` finds (``tiered.index``: a magic of neither code, a slot or
     an item pointing where the broker's walk would not go, an item in another slot's chain).
@@ -36,15 +38,18 @@ def verify_tiered_index(root: Path, hash_slot_num: int | None = None,
     compacting = folder / ti.COMPACTING
     paths = [(p, "local") for p in ti.index_files(folder)] + [(p, "compacted") for p in ti.index_files(compacting)]
     reports = []
-    for name in ti.LEGACY_FILE_NAMES:
+    for name in ti.LEGACY_FILE_NAMES:   # 5.1's TieredIndexFile: its own rules (rmqlab.formats.tieredindex51)
         if (folder / name).is_file():
             rep = FileReport(str(folder / name), "tiered-index")
-            rep.problems.append(make_problem(
-                "tiered.legacy", FormatError, "a 5.1 index file (TieredIndexFile: the file being written, the one "
-                "awaiting compaction, or the compaction's own), another layout: read by 5.1's key query "
-                "(query_tiered_index with a 5.1 broker_version, rmqlab.formats.tieredindex51), not verified "
-                "(5.2's IndexStoreService renames the first two to their begin timestamps at its start)",
-                folder / name, None, "file name", severity="warning"))
+            if name == ti.LEGACY_FILE_NAMES[2]:
+                problems, counts = t51.check_compacted(folder / name), {"form": "5.1 compacted"}
+            else:
+                geometry, problems = t51.check_local(folder / name, hash_slot_num, index_num)
+                counts = {"form": "5.1 local", **({"hash_slot_num": geometry[0], "index_num": geometry[1]}
+                                                  if geometry else {})}
+            rep.problems += [problem_from_error("tiered.geometry" if e.field == "file size" else "tiered.index", e)
+                             for e in problems]
+            rep.counts = counts
             reports.append(rep)
     for path, form in paths:
         rep = FileReport(str(path), "tiered-index")

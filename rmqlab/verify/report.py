@@ -130,8 +130,8 @@ CHECKS: dict[str, str] = {
     "pop.skipped": "popped, unacknowledged messages the revive service will skip, not re-put (a warning)",
     # the tiered store's index files (RIP-65: tiered_index_file/, its compacting/)
     "tiered.geometry": "a tiered index file's size does not fit the geometry (pass it when not the default)",
-    "tiered.legacy": "a file of 5.1's tiered index (TieredIndexFile: 0000, 1111, 2222): queried, not verified",
-    "tiered.index": "a tiered index file's magic, slots or chains break IndexStoreFile's rules",
+    "tiered.index": "a tiered index file's magic, slots or chains break IndexStoreFile's rules (5.1's "
+                    "TieredIndexFile's for 0000, 1111, 2222)",
     "mrocks.record": "a record of rocksdbstore/ (5.5's message RocksDB) has a key or value of another form",
     "mrocks.index": "a RocksDB index record points at no message, or at one of another topic, key or time",
     "mrocks.timer": "a RocksDB timer record points at no timer message of its size, unique key and time",

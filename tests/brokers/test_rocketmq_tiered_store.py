@@ -142,6 +142,36 @@ def test_verify_finds_nothing_wrong_in_the_brokers_files(tiered):
     assert sum(r.counts.get("compared_with_local", 0) for r in reports) >= 500
 
 
+@pytest.mark.parametrize("release", [r for r in RELEASES if layout_facts(r).tiered_index_legacy])
+def test_51_local_index_files_verify_by_51s_rules(release, tmp_path):
+    """5.1's local index file ("0000", TieredIndexFile) as the 5.1 broker wrote it: no problem,
+    its geometry the broker's configured tieredStoreIndexFileMaxHashSlotNum / MaxIndexNum
+    (TIERED_SMALL_INDEX), found from its bytes alone; in a copy, an item pointing past the
+    slot's item before it and a slot not holding its newest item are each named."""
+    from rmqlab.verify.check_tiered import verify_tiered_index
+
+    bs = rh.rocketmq_store(release, "tiered")
+    reports = [r for r in verify_tiered_index(bs.store) if Path(r.path).name in ti.LEGACY_FILE_NAMES]
+    assert reports and all(r.problems == [] for r in reports), [str(p.error) for r in reports for p in r.problems]
+    slots, items = rh.TIERED_SMALL_INDEX
+    assert {(r.counts["hash_slot_num"], r.counts["index_num"]) for r in reports if "hash_slot_num" in r.counts} \
+        == {(slots, items)}
+    local = bs.store / ti.FOLDER / "0000"
+    raw = local.read_bytes()
+    count = int.from_bytes(raw[24:28], "big")
+    assert count > 1
+    for what, at in (("item_index", 28 + 8 * slots + 32 * (count - 1) + 28), ("slot", 28)):
+        copy = tmp_path / what / ti.FOLDER
+        copy.mkdir(parents=True)
+        bad = bytearray(raw)
+        old = int.from_bytes(bad[at:at + 4], "big", signed=True)
+        bad[at:at + 4] = (count - 2 if old != count - 2 else count - 1).to_bytes(4, "big", signed=True)
+        (copy / "0000").write_bytes(bytes(bad))
+        got = verify_tiered_index(copy.parent, slots, items)
+        assert what in {p.error.field for r in got for p in r.errors}, (what, [str(p.error) for r in got
+                                                                         for p in r.problems])
+
+
 def _damaged(bs: rh.BrokerStore, tmp_path: Path) -> tuple[Store, Path, Path]:
     """A copy of the tiered store and of its file system, and TopicA queue 0's folder in it."""
     store = tmp_path / "store"

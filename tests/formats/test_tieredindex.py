@@ -127,7 +127,8 @@ def test_a_local_files_geometry_is_inferred_from_its_chains(tmp_path_factory, ro
 def test_a_51_index_file_is_named_not_misread(tmp_path):
     """5.1's TieredIndexFile keeps "0000" (the file being written), "1111" (the one awaiting
     compaction) and "2222" (the compaction's) in the same folder, in another layout (an empty
-    slot is -1): none is read as an IndexStoreFile, and verify names each with a warning."""
+    slot is -1): none is read as an IndexStoreFile, and verify judges each by 5.1's rules (these
+    bytes are no 5.1 file either)."""
     from rmqlab.verify.check_tiered import verify_tiered_index
 
     folder = tmp_path / ti.FOLDER
@@ -138,4 +139,4 @@ def test_a_51_index_file_is_named_not_misread(tmp_path):
         (folder / name).write_bytes(b"\xff" * (28 + 8 * 4 + 32 * 8 + 4))
     assert ti.index_files(folder) == [ok]
     got = {(Path(r.path).name, p.check, p.severity) for r in verify_tiered_index(tmp_path) for p in r.problems}
-    assert got == {("0000", "tiered.legacy", "warning"), ("1111", "tiered.legacy", "warning")}
+    assert got == {("0000", "tiered.geometry", "error"), ("1111", "tiered.geometry", "error")}

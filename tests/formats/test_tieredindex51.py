@@ -117,3 +117,42 @@ def test_queries_of_uploaded_and_starting_files_follow_the_model(tmp_path_factor
         assert t51.local_slot_items(local, h, slots).tolist() == \
             [(i["hash"], i["topic_id"], i["queue_id"], i["offset"], i["size"], i["time_diff"])
              for i in _chain(second, slots, h)]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["T", "Orders"]), st.integers(1, 3), st.integers(0, 3),
+                          st.lists(st.sampled_from(["a", "b", "k1", "k2", "zz"]), min_size=1, max_size=3),
+                          st.integers(0, 1 << 40), st.integers(1, 4096), st.integers(BEGIN, BEGIN + 60_000)),
+                min_size=1, max_size=30),
+       st.integers(1, 9), st.integers(1, 40), st.booleans(), st.data())
+def test_the_model_files_pass_and_a_broken_chain_is_named(tmp_path_factory, rows, slots, items, sealed, data):
+    """Files the model of putKey and CompactTask writes pass check_local and check_compacted, the
+    local file's geometry is the one local_geometries finds (where one alone fits) and a local
+    item or slot pointer moved anywhere else breaks the check at that field."""
+    import numpy as np
+
+    d = tmp_path_factory.mktemp("t51")
+    put = _put(sorted(rows, key=lambda r: r[-1]), items)
+    full = len(put) == items
+    local = _local(d / "0000", put, slots, items, sealed or full)
+    assert t51.check_local(local, slots, items) == ((slots, items), [])
+    fits = t51.local_geometries(local)
+    assert (slots, items) in fits
+    if len(fits) == 1:
+        assert t51.check_local(local) == ((slots, items), [])
+    assert t51.check_compacted(_compacted(d / "2222", put, slots)) == []
+    raw = bytearray(local.read_bytes())
+    if data.draw(st.booleans()):   # an item's pointer to the slot's item before it
+        n = data.draw(st.integers(0, len(put) - 1))
+        at, field = 28 + 8 * slots + 32 * n + 28, "item_index"
+        old = int.from_bytes(raw[at:at + 4], "big", signed=True)
+        new = data.draw(st.integers(-1, len(put)).filter(lambda v: v != old))
+    else:                          # a slot's head
+        k = data.draw(st.integers(0, slots - 1))
+        at, field = 28 + 8 * k, "slot"
+        old = int.from_bytes(raw[at:at + 4], "big", signed=True)
+        new = data.draw(st.integers(-1, len(put)).filter(lambda v: v != old))
+    raw[at:at + 4] = int(np.int32(new)).to_bytes(4, "big", signed=True)
+    local.write_bytes(bytes(raw))
+    _, problems = t51.check_local(local, slots, items)
+    assert field in {p.field for p in problems}

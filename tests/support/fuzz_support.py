@@ -2536,7 +2536,7 @@ class TieredIndex51Target(Target):
     """5.1's tiered index (TieredIndexFile): the input is an uploaded (compacted) file then a full
     local one (40 + 8 x slots + 32 x items + 4 bytes; the split at the seed's compacted length).
     Calls: uploaded_slot_items and local_slot_items at every key of the seed, startup_upload and
-    query_uploaded over both. Seeds: files of 5.1's layout packed here from its rules, or
+    query_uploaded over both, check_compacted and check_local (local_geometries in heavy runs). Seeds: files of 5.1's layout packed here from its rules, or
     (`files`: (uploaded, local) pairs) files the 5.1 broker wrote."""
 
     name = "tiered-index-51"
@@ -2614,6 +2614,10 @@ class TieredIndex51Target(Target):
                           rng.choice([1, 4, 64]), 0, 1 << 62, local=local)
             if got is not None:
                 rt.expect(len(got) <= 64, "query_uploaded", f"{len(got)} rows")
+        rt.call("check_compacted", t51.check_compacted, up)
+        rt.call("check_local", t51.check_local, folder / "0000", seed.meta["slots"])
+        if heavy:
+            rt.call("local_geometries", t51.local_geometries, folder / "0000")
 
 
 class TieredSegmentTarget(Target):
