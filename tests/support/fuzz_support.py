@@ -2536,8 +2536,9 @@ class TieredIndex51Target(Target):
     """5.1's tiered index (TieredIndexFile): the input is an uploaded (compacted) file then a full
     local one (40 + 8 x slots + 32 x items + 4 bytes; the split at the seed's compacted length).
     Calls: uploaded_slot_items and local_slot_items at every key of the seed, startup_upload and
-    query_uploaded over both, check_compacted and check_local (local_geometries in heavy runs). Seeds: files of 5.1's layout packed here from its rules, or
-    (`files`: (uploaded, local) pairs) files the 5.1 broker wrote."""
+    query_uploaded over both, check_compacted and check_local (local_geometries in heavy runs).
+    Seeds: files of 5.1's layout packed here from its rules, or (`files`: (uploaded, local)
+    pairs) files the 5.1 broker wrote."""
 
     name = "tiered-index-51"
 
