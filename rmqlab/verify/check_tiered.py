@@ -41,6 +41,7 @@ def verify_tiered_index(root: Path, hash_slot_num: int | None = None,
     for name in ti.LEGACY_FILE_NAMES:   # 5.1's TieredIndexFile: its own rules (rmqlab.formats.tieredindex51)
         if (folder / name).is_file():
             rep = FileReport(str(folder / name), "tiered-index")
+            counts: dict[str, Any]
             if name == ti.LEGACY_FILE_NAMES[2]:
                 problems, counts = t51.check_compacted(folder / name), {"form": "5.1 compacted"}
             else:
