@@ -28,6 +28,9 @@ consumerOrderInfo.json 5.x (ConsumerOrderInfoManager): ``table`` "topic@group" -
                        OrderInfo}, fastjson short names (popTime, i, o, ot, oc, l, cm, a)
 messageRequestMode.json 5.x (MessageRequestModeManager): ``messageRequestModeMap`` topic -> group
                        -> {mode PULL or POP, popShareQueueNum}
+topicQueueMapping.json 5.x static topics (TopicQueueMappingManager): ``topicQueueMappingInfoMap``
+                       topic -> TopicQueueMappingDetail {totalQueues, bname, epoch, dirty,
+                       currIdMap, hostedQueues: global id -> [LogicQueueMappingItem]}
 =====================  ==========================================================================
 
 Facts settled from the Java source:
@@ -99,6 +102,8 @@ __all__ = [
     "decode_config",
     "load_config_file",
     "read_store_config",
+    "static_queue_offset",
+    "physical_queue_offset",
     "batch_cq_topics",
     "perm_text",
 ]
@@ -116,14 +121,15 @@ CONFIG_FILES: dict[str, str] = {
     "consumer_filters": "consumerFilter.json",
     "consumer_order_info": "consumerOrderInfo.json",
     "message_request_modes": "messageRequestMode.json",
+    "topic_queue_mappings": "topicQueueMapping.json",
 }
 KINDS = tuple(CONFIG_FILES)
 Kind = Literal["topics", "consumer_offsets", "lmq_consumer_offsets", "delay_offsets", "subscription_groups",
                "timer_metrics", "transaction_metrics", "consumer_filters", "consumer_order_info",
-               "message_request_modes"]
+               "message_request_modes", "topic_queue_mappings"]
 #: the kinds only some stores have: loaded when the file or its .bak exists
 OPTIONAL_KINDS = ("lmq_consumer_offsets", "timer_metrics", "transaction_metrics", "consumer_filters",
-                  "consumer_order_info", "message_request_modes")
+                  "consumer_order_info", "message_request_modes", "topic_queue_mappings")
 
 #: Nesting deeper than this is refused (the broker's files nest four levels at most).
 MAX_DEPTH = 64
@@ -163,6 +169,7 @@ _ROOT_FIELDS: dict[str, tuple[str, ...]] = {
     "consumer_filters": ("filterDataByTopic", "dataVersion"),
     "consumer_order_info": ("table", "dataVersion"),
     "message_request_modes": ("messageRequestModeMap", "dataVersion"),
+    "topic_queue_mappings": ("topicQueueMappingInfoMap", "dataVersion"),
 }
 
 
@@ -601,11 +608,65 @@ def _message_request_modes(ck: _Checker, root: dict) -> tuple[list[dict], dict]:
     return rows, {}
 
 
+# TopicQueueMappingInfo's and LogicQueueMappingItem's fields as fastjson writes them (their getters)
+_MAPPING_FIELDS = ("topic", "scope", "totalQueues", "bname", "epoch", "dirty", "currIdMap", "hostedQueues")
+_MAPPING_ITEM_FIELDS = {"gen": "gen", "queueId": "queue_id", "bname": "bname", "logicOffset": "logic_offset",
+                        "startOffset": "start_offset", "endOffset": "end_offset", "timeOfStart": "time_of_start",
+                        "timeOfEnd": "time_of_end"}
+
+
+def _topic_queue_mappings(ck: _Checker, root: dict) -> tuple[list[dict], dict]:
+    # TopicQueueMappingManager (5.0+): topicQueueMappingInfoMap, topic -> TopicQueueMappingDetail
+    # {topic, scope, totalQueues, bname, epoch, dirty, currIdMap: logic id -> physical id,
+    # hostedQueues: global id -> [LogicQueueMappingItem]}; a row per item (a detail without items
+    # one row with its item fields None), its currIdMap in the extra table "curr_id_map"
+    rows, ids = [], []
+    for topic, v in ck.obj(_or_empty(root.get("topicQueueMappingInfoMap")), "topicQueueMappingInfoMap").items():
+        where = _path("topicQueueMappingInfoMap", topic)
+        d = ck.obj(v, where)
+        ck.note_unknown(d, _MAPPING_FIELDS, where)
+        head = {"topic": topic,
+                "scope": ck.string(d.get("scope", "__global__"), _path(where, "scope"), "scope"),
+                "total_queues": ck.integer(d.get("totalQueues", 0), _path(where, "totalQueues"), "totalQueues",
+                                           INT_MIN, INT_MAX),
+                "mapping_bname": None if d.get("bname") is None else ck.string(d["bname"], _path(where, "bname"),
+                                                                                 "bname"),
+                "epoch": ck.integer(d.get("epoch", 0), _path(where, "epoch"), "epoch"),
+                "dirty": ck.boolean(d.get("dirty", False), _path(where, "dirty"), "dirty")}
+        at = _path(where, "currIdMap")
+        for k, phys in ck.obj(_or_empty(d.get("currIdMap")), at).items():
+            ids.append({"topic": topic, "logic_id": ck.key_int(k, _path(at, k), "logic id"),
+                        "physical_id": ck.integer(phys, _path(at, k), "physical id", INT_MIN, INT_MAX)})
+        hosted = ck.obj(_or_empty(d.get("hostedQueues")), _path(where, "hostedQueues"))
+        if not hosted:
+            rows.append({**head, "global_id": None, **dict.fromkeys(_MAPPING_ITEM_FIELDS.values())})
+        for g, items in hosted.items():
+            at = _path(_path(where, "hostedQueues"), g)
+            global_id = ck.key_int(g, at, "global id")
+            if not isinstance(items, list):
+                raise ck.fail(at, f"expected a list of items, found {_json_type(items)}")
+            for n, it in enumerate(items):
+                here = f"{at}[{n}]"
+                item = ck.obj(it, here)
+                ck.note_unknown(item, _MAPPING_ITEM_FIELDS, here)
+                row = {**head, "global_id": global_id}
+                for name, col in _MAPPING_ITEM_FIELDS.items():
+                    if name == "bname":
+                        row[col] = None if item.get(name) is None else ck.string(item[name], _path(here, name), name)
+                    else:
+                        lo, hi = (INT_MIN, INT_MAX) if name in ("gen", "queueId") else (LONG_MIN, LONG_MAX)
+                        default = -1 if name in ("endOffset", "timeOfStart", "timeOfEnd") else 0
+                        row[col] = ck.integer(item.get(name, default), _path(here, name), name, lo, hi)
+                rows.append(row)
+    return rows, {"curr_id_map": ids}
+
+
 _DECODERS: dict[str, Callable[[_Checker, dict], tuple[list[dict], dict]]] = {
     "topics": _topics, "consumer_offsets": _consumer_offsets, "lmq_consumer_offsets": _consumer_offsets,
     "delay_offsets": _delay_offsets, "subscription_groups": _subscription_groups, "timer_metrics": _timer_metrics,
     "transaction_metrics": _transaction_metrics, "consumer_filters": _consumer_filters,
     "consumer_order_info": _consumer_order_info, "message_request_modes": _message_request_modes,
+    "topic_queue_mappings": _topic_queue_mappings,
 }
 
 
@@ -707,6 +768,8 @@ _FRAME_COLUMNS: dict[str, list[str]] = {
     "consumer_filters": ["topic", "group", "expression", "expression_type", "born_time", "dead_time", "client_version"],
     "consumer_order_info": ["topic", "group", "queue_id", *_ORDER_INFO_FIELDS.values()],
     "message_request_modes": ["topic", "group", "mode", "pop_share_queue_num"],
+    "topic_queue_mappings": ["topic", "scope", "total_queues", "mapping_bname", "epoch", "dirty", "global_id",
+                             *_MAPPING_ITEM_FIELDS.values()],
 }
 
 
@@ -764,8 +827,59 @@ class StoreConfig:
         changed (ms)."""
         return self._frame("timer_metrics")
 
+    def topic_queue_mappings(self) -> pd.DataFrame:
+        """topicQueueMapping.json (5.x static topics, TopicQueueMappingManager): one row per
+        LogicQueueMappingItem this broker holds, by topic and global (logic) queue id, oldest
+        generation first: the physical queue (``bname``, ``queue_id``) that held the global queue
+        from ``logic_offset`` on, for its physical offsets ``start_offset`` to ``end_offset``
+        (-1: open). A static topic's queue offsets are logic offsets: see
+        :func:`static_queue_offset`. A topic whose mapping hosts no queue here has one row with
+        its item columns None."""
+        out = self._frame("topic_queue_mappings")
+        for col in ("global_id", "gen", "queue_id", "logic_offset", "start_offset", "end_offset", "time_of_start",
+                    "time_of_end"):
+            out[col] = out[col].astype("Int64")
+        return out.sort_values(["topic", "global_id", "gen"], kind="stable", ignore_index=True)
+
     def as_dict(self) -> dict[str, Any]:
         return {k: v.as_dict() for k, v in self.loads.items()}
+
+
+def static_queue_offset(logic_offset: int, start_offset: int, physical_offset: int, *,
+                        end_offset: int = -1, strictly: bool = True) -> int:
+    """The static (logic) queue offset of physical queue offset `physical_offset` under one
+    LogicQueueMappingItem (rocketmq-all-5.3.3): ``computeStaticQueueOffsetStrictly`` is
+    ``logic + (physical - start)``, the logic offset itself below the start;
+    ``computeStaticQueueOffsetLoosely`` (`strictly` False) also caps at the item's end when it
+    is decided (``end >= start``) and gives -1 while the logic offset is not (``logic < 0``).
+    Cost: O(1).
+
+    >>> static_queue_offset(525, 344, 350), static_queue_offset(525, 344, 10)
+    (531, 525)
+    >>> static_queue_offset(330, 120, 400, end_offset=315, strictly=False)
+    525
+    """
+    if not strictly:
+        if logic_offset < 0:
+            return -1
+        if physical_offset < start_offset:
+            return logic_offset
+        if end_offset >= start_offset and physical_offset > end_offset:
+            return logic_offset + (end_offset - start_offset)
+        return logic_offset + (physical_offset - start_offset)
+    if physical_offset < start_offset:
+        return logic_offset
+    return logic_offset + (physical_offset - start_offset)
+
+
+def physical_queue_offset(logic_offset: int, start_offset: int, static_offset: int) -> int:
+    """``LogicQueueMappingItem.computePhysicalQueueOffset``: the physical queue offset of static
+    (logic) offset `static_offset` under an item, ``(static - logic) + start``. Cost: O(1).
+
+    >>> physical_queue_offset(525, 344, 531)
+    350
+    """
+    return (static_offset - logic_offset) + start_offset
 
 
 #: kind -> the folder under config/ of its RocksDB config manager (BrokerController 5.2+ with

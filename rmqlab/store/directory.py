@@ -201,6 +201,7 @@ class Store:
             **self._timer_info(),
             **self._pop_info(),
             **self._transaction_info(msgs),
+            **self._static_topic_info(),
             **self._broker_files_info(),
             **self._compaction_info(),
             **self._tiered_index_info(),
@@ -512,6 +513,24 @@ class Store:
         if not f.abort and f.lock_text is None and f.abort_bak_pid is None:
             return {}
         return {"abort": {"present": f.abort, "pid": f.abort_pid, "previous_pid": f.abort_bak_pid}}
+
+    def _static_topic_info(self) -> dict[str, Any]:
+        """The static topics of config/topicQueueMapping.json (5.x), only for a store whose mapping
+        holds any: each with its total (logic) queues and the global queues hosted here."""
+        from rmqlab.errors import RmqlabError
+
+        if not any((self.root / "config" / n).is_file() for n in ("topicQueueMapping.json",
+                                                                  "topicQueueMapping.json.bak")):
+            return {}
+        try:
+            m = self.config().topic_queue_mappings()
+        except RmqlabError as e:
+            return {"static_topics": {"not_read": str(e)}}
+        if not len(m):
+            return {}
+        return {"static_topics": {t: {"total_queues": int(g["total_queues"].iloc[0]),
+                                      "hosted_queues": int(g["global_id"].nunique())}
+                                  for t, g in m.groupby("topic", sort=True)}}
 
     def _timer_info(self) -> dict[str, Any]:
         """The 5.x timer store (timerwheel, timerlog/, config/timercheck), only for a store that

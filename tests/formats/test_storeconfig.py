@@ -383,3 +383,25 @@ def test_v2_config_managers_are_read_from_config_rdb_alone(tmp_path):
     with pytest.raises(FormatError) as e:
         load_config_v2(config / "rdb")
     assert e.value.field == "key" and "table id 9" in str(e.value)
+
+
+def test_a_topic_queue_mapping_names_its_bad_field():
+    """topicQueueMapping.json (TopicQueueMappingSerializeWrapper): fastjson's bare int keys read;
+    an item field of the wrong type, a global id that is no integer, items that are no list:
+    each a FormatError naming the JSON path."""
+    from rmqlab.errors import FormatError
+    from rmqlab.formats.storeconfig import decode_config
+
+    good = ('{"topicQueueMappingInfoMap":{"S":{"totalQueues":2,"bname":"b","epoch":1,"dirty":false,'
+            '"currIdMap":{0:1},"hostedQueues":{0:[{"gen":0,"queueId":1,"bname":"b","logicOffset":0,'
+            '"startOffset":5,"endOffset":-1}]}}}}')
+    rows, _, unknown, extra = decode_config(good, "topic_queue_mappings")
+    assert [(r["global_id"], r["queue_id"], r["start_offset"], r["time_of_end"]) for r in rows] == [(0, 1, 5, -1)]
+    assert unknown == [] and extra["curr_id_map"] == [{"topic": "S", "logic_id": 0, "physical_id": 1}]
+    for bad, where in ((good.replace('"startOffset":5', '"startOffset":"5"'), "startOffset"),
+                       (good.replace('"hostedQueues":{0:', '"hostedQueues":{"x":'), "hostedQueues"),
+                       (good.replace(':[{"gen"', ':{"gen"').replace('"endOffset":-1}]', '"endOffset":-1}'),
+                        "hostedQueues")):
+        with pytest.raises(FormatError) as e:
+            decode_config(bad, "topic_queue_mappings")
+        assert where in e.value.field

@@ -2043,6 +2043,18 @@ class StoreConfigTarget(Target):
                 data = text.encode("utf-8")
                 hot = [i for i, b in enumerate(data) if b in b'{}[]:,"'][:64]
                 out.append(Seed(f"{version}-{name}", data, [], hot, _config_special, {"file": name}))
+        # a static topic's mapping (TopicQueueMappingSerializeWrapper in fastjson's form: bare int keys)
+        item = '{{"bname":"{b}","endOffset":{e},"gen":{g},"logicOffset":{lo},"queueId":{q},"startOffset":{s},' \
+               '"timeOfEnd":-1,"timeOfStart":-1}}'
+        items = ",".join(item.format(b=b, e=e, g=g, lo=lo, q=q, s=s) for b, e, g, lo, q, s in
+                         (("broker-b", 725, 0, 0, 3, 395), ("broker-a", -1, 1, 330, 2, 344)))
+        mapping = ('{"dataVersion":{"counter":0,"stateVersion":0,"timestamp":1718000000000},'
+                   '"topicQueueMappingInfoMap":{"S":{"bname":"broker-a","currIdMap":{0:2},"dirty":false,"epoch":7,'
+                   f'"hostedQueues":{{0:[{items}]}},"scope":"__global__","topic":"S","totalQueues":2}}}}}}')
+        data = mapping.encode("utf-8")
+        hot = [i for i, b in enumerate(data) if b in b'{}[]:,"'][:64]
+        out.append(Seed("5.3-topicQueueMapping.json", data, [], hot, _config_special,
+                        {"file": "topicQueueMapping.json"}))
         return out
 
     def run(self, rt, seed, data, ops, rng, heavy):

@@ -664,6 +664,22 @@ def store_load_oracle(release: str, store: Path, scenario: str = "clean") -> boo
     return bool(json.loads((work / "load.json").read_text())["loaded"])
 
 
+#: the releases whose static topic classes StaticTopicMapping.java reaches (remoting.protocol, 5.1+)
+STATIC_TOPIC_RELEASES = ("5.1.4", "5.2.0", "5.3.3", "5.5.0")
+
+
+def static_topic_mapping_oracle(release: str, seed: int, folder: Path) -> list[dict[str, Any]]:
+    """StaticTopicMapping.java: a config/topicQueueMapping.json the release's own classes write into
+    `folder` (mappings drawn from `seed`), and what its decoder reads back from it, with each
+    item's offset conversions at probe offsets (mapping.json)."""
+    classes = _oracle_classes(release, ORACLE_DIR / "StaticTopicMapping.java")
+    cp = os.pathsep.join([str(classes), str(jars(release) / "lib" / "*")])
+    folder.mkdir(parents=True, exist_ok=True)
+    bh.run(["java", "-Xmx128m", "-cp", cp, "StaticTopicMapping", f"seed={seed}", f"dir={folder}"],
+           log=folder / "oracle.log", timeout=120, cwd=folder)
+    return json.loads((folder / "mapping.json").read_text(encoding="utf-8"))
+
+
 def scenario_key(release: str, scenario: str) -> str:
     return bh.digest(*sources(release), POM, BROKER_CONF, NAMESRV_CONF, LOGBACK, release, RELEASES[release], scenario,
                      broker_ip(release, scenario), scenario_conf(scenario, release))
