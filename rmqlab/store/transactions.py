@@ -46,6 +46,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
+from rmqlab.jvm.longs import LONG_MAX, LONG_MIN
 from rmqlab.rules.dispatch import (
     TRANSACTION_COMMIT_TYPE,
     TRANSACTION_PREPARED_TYPE,
@@ -113,10 +114,19 @@ def parse_op_body(body: bytes | None) -> list[int]:
 
 
 def _int_or_none(v: Any) -> int | None:
-    try:
-        return int(v)
-    except (TypeError, ValueError):
+    """A property's number as the broker parses it (Integer/Long.parseLong): None where it is
+    not a decimal number or does not fit a Java long.
+
+    >>> _int_or_none("15"), _int_or_none("1e3"), _int_or_none("9" * 30), _int_or_none(None)
+    (15, None, None, None)
+    """
+    if not isinstance(v, (str, int)) or isinstance(v, bool):
         return None
+    text = str(v).strip()
+    if not text.lstrip("-").isdigit() or len(text) > 20:
+        return None
+    n = int(text)
+    return n if LONG_MIN <= n <= LONG_MAX else None
 
 
 def _event(tid, event, m, check_times=None, ended_by=None, mode=HALF_QUEUE) -> dict[str, Any]:
@@ -315,7 +325,7 @@ def transactions(store: Store, *, check_max: int = DEFAULT_CHECK_MAX, events: pd
         real_qid = _int_or_none(_prop(props, REAL_QID))
         rows.append({
             "transaction_id": tid, "topic": real_topic,
-            "queue_id": real_qid if real_qid is not None else head.get("queue_id"),
+            "queue_id": real_qid if real_qid is not None or head.get("topic") in _HALF_TOPICS else head.get("queue_id"),
             "producer_group": _prop(props, PRODUCER_GROUP), "keys": head.get("keys"),
             "born_timestamp": head.get("born_timestamp"), "state": state, "checks": checks, "mode": mode,
             "half_offset": int(halves["phy_offset"].iloc[0]) if len(halves) else None,

@@ -184,3 +184,17 @@ def test_op_bodies_of_either_form():
     assert parse_op_body(b"12") == [12]
     assert parse_op_body(b"0,1,3,2,4,5,") == [0, 1, 3, 2, 4, 5]
     assert parse_op_body(b"") == [] and parse_op_body(None) == []
+
+
+def test_hostile_properties_are_no_numbers():
+    """A check count, real queue id or op offset that is no Java number (too long, not decimal)
+    counts as absent, as the broker's parse would refuse it: no error from deep inside pandas."""
+    broker = ModelBroker(legacy=False, moves_discards=True, batches_ops=True, check_max=15)
+    broker.send("T00")
+    broker.records[0]["props"].update({"TRANSACTION_CHECK_TIMES": "9" * 30, "REAL_QID": "1e3"})
+    broker._put(HALF, 0, {**broker.records[0]["props"], "TRANSACTION_CHECK_TIMES": "-" * 3})
+    root = Path(tempfile.mkdtemp())
+    broker.write(root)
+    got = transactions(Store(root))
+    assert got["checks"].tolist() == [0] and got["state"].tolist() == ["pending"]
+    assert got["queue_id"].isna().all()   # not the half queue's own id
