@@ -417,6 +417,9 @@ def test_notebook_04_slot_browser_answers_clicks_after_run_all(browser, artifact
         root = page.locator(".rmqlab-slot-browser").first
         assert root.locator(chain).get_attribute("data-slot") == str(longest)   # the cell's jump_to_longest
         grid = root.locator(".rmqlab-slot-grid")
+        # the grid's 64 button views come after the chain table's, each from its own widget model:
+        # with the broker tests beside it on two cores, a CI run once waited over 30 s for them
+        grid.wait_for(state="attached", timeout=4 * UPDATE_S * 1000)
         grid.scroll_into_view_if_needed()
         page.screenshot(path=artifacts / "jupyterlab-04-slot-browser.png")
 
