@@ -14,8 +14,8 @@ A broker keeps a transaction in one of three ways, read from its source:
   ``REAL_TOPIC`` and ``REAL_QID`` properties). A commit puts the message into its real topic
   (sysflag COMMIT, ``preparedTransactionOffset`` = the half record's offset); a commit or a
   rollback then writes an op message (tag ``d``) to ``RMQ_SYS_TRANS_OP_HALF_TOPIC``, same queue id,
-  whose body lists the removed half records' queue offsets (``"3"`` before 5.0, ``"0,1,3,"`` as
-  ``TransactionalOpBatchService`` batches them from 5.0). The check service, every
+  whose body lists the removed half records' queue offsets (``"3"`` before 5.1, ``"0,1,3,"`` as
+  ``TransactionalOpBatchService`` batches them from 5.1.0). The check service, every
   ``transactionCheckInterval``, takes each half record no op removed and older than
   ``transactionTimeOut``: it puts a copy at the queue's end with ``TRANSACTION_CHECK_TIMES`` one
   higher and asks the producer (``putBackHalfMsgQueue``, ``resolveHalfMsg``), or, once a record
@@ -98,8 +98,8 @@ TRANSACTION_COLUMNS = ("transaction_id", "topic", "queue_id", "producer_group", 
 
 
 def parse_op_body(body: bytes | None) -> list[int]:
-    """The half queue offsets an op message's body ends: one decimal number (before 5.0) or
-    several, each followed by a comma (``TransactionalOpBatchService``, 5.0 on); the check
+    """The half queue offsets an op message's body ends: one decimal number (before 5.1) or
+    several, each followed by a comma (``TransactionalOpBatchService``, 5.1.0 on); the check
     service skips what does not parse, as ``fillOpRemoveMap`` does. Cost: O(len(body)).
 
     >>> parse_op_body(b"0,1,3,2,"), parse_op_body(b"7"), parse_op_body(b"x,4,")

@@ -83,7 +83,7 @@ class ModelBroker:
     def flush_ops(self) -> None:
         if not self.op_buffer:
             return
-        if self.batches_ops:   # 5.x: one op message, each offset followed by a comma
+        if self.batches_ops:   # 5.1+: one op message, each offset followed by a comma
             self._put(OP, 0, {"TAGS": "d"}, body="".join(f"{qo}," for qo, _ in self.op_buffer).encode())
         else:
             for qo, _ in self.op_buffer:
