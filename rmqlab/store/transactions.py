@@ -163,9 +163,9 @@ def transaction_events(store: Store, *, messages: pd.DataFrame | None = None) ->
     if not len(msgs):
         return pd.DataFrame(columns=list(EVENT_COLUMNS))
     tran = transaction_type(msgs["sys_flag"].to_numpy(np.int64))
-    own = msgs["topic"].isin([*_HALF_TOPICS, *_OP_TOPICS, TRANS_CHECK_MAX_TIME_TOPIC]).to_numpy()
-    m = msgs[own | (tran != 0)].copy()
-    m["tran"] = tran[own | (tran != 0)]
+    keep = _transaction_records(msgs, tran)
+    m = msgs[keep].copy()
+    m["tran"] = tran[keep]
     m["check_times"] = property_values(m["properties"], CHECK_TIMES).map(_int_or_none)
     rows: list[dict[str, Any]] = []
     tid_of: dict[int, str] = {}    # half, copy or prepared record offset -> transaction
@@ -240,10 +240,16 @@ def has_transactions(messages: pd.DataFrame) -> bool:
     >>> has_transactions(pd.DataFrame({"topic": ["T", "RMQ_SYS_TRANS_HALF_TOPIC"], "sys_flag": [0, 0]}))
     True
     """
-    if not len(messages):
-        return False
-    own = messages["topic"].isin([*_HALF_TOPICS, *_OP_TOPICS, TRANS_CHECK_MAX_TIME_TOPIC])
-    return bool(own.any() or (transaction_type(messages["sys_flag"].to_numpy(np.int64)) != 0).any())
+    return bool(len(messages)) and bool(_transaction_records(messages).any())
+
+
+def _transaction_records(messages: pd.DataFrame, tran: np.ndarray | None = None) -> np.ndarray:
+    """Which messages are a transaction's records: those of the half, op and discard topics and
+    those of a transaction type (`tran`: their transaction types, when already computed)."""
+    if tran is None:
+        tran = transaction_type(messages["sys_flag"].to_numpy(np.int64))
+    own = messages["topic"].isin([*_HALF_TOPICS, *_OP_TOPICS, TRANS_CHECK_MAX_TIME_TOPIC]).to_numpy()
+    return own | (tran != 0)
 
 
 def transactions(store: Store, *, check_max: int = DEFAULT_CHECK_MAX, events: pd.DataFrame | None = None
@@ -278,6 +284,9 @@ def transactions(store: Store, *, check_max: int = DEFAULT_CHECK_MAX, events: pd
         return pd.DataFrame(columns=list(TRANSACTION_COLUMNS))
     first_at = ev.loc[ev["event"] == PREPARED].groupby("transaction_id")["phy_offset"].min()
     heads = store.read_at(first_at.to_numpy(np.int64)) if len(first_at) else pd.DataFrame()
+    if len(heads):   # the properties each row shows, one pass over the first records' properties
+        heads = heads.assign(**{f"_{name}": property_values(heads["properties"], name)
+                                for name in (REAL_TOPIC, REAL_QID, PRODUCER_GROUP)})
     head_of = {int(r["phy_offset"]): r for r in heads.to_dict("records")} if len(heads) else {}
     checked_to = _check_service_offsets(store)
     rows = []
@@ -320,13 +329,12 @@ def transactions(store: Store, *, check_max: int = DEFAULT_CHECK_MAX, events: pd
         else:
             nxt = f"checked again (check {checks + 1} of {check_max})"
         head = head_of.get(int(first_at.get(tid, -1)), {}) if tid in first_at.index else {}
-        props = head.get("properties")
-        real_topic = _prop(props, REAL_TOPIC) or head.get("topic")
-        real_qid = _int_or_none(_prop(props, REAL_QID))
+        real_topic = _text(head.get(f"_{REAL_TOPIC}")) or head.get("topic")
+        real_qid = _int_or_none(_text(head.get(f"_{REAL_QID}")))
         rows.append({
             "transaction_id": tid, "topic": real_topic,
             "queue_id": real_qid if real_qid is not None or head.get("topic") in _HALF_TOPICS else head.get("queue_id"),
-            "producer_group": _prop(props, PRODUCER_GROUP), "keys": head.get("keys"),
+            "producer_group": _text(head.get(f"_{PRODUCER_GROUP}")), "keys": head.get("keys"),
             "born_timestamp": head.get("born_timestamp"), "state": state, "checks": checks, "mode": mode,
             "half_offset": int(halves["phy_offset"].iloc[0]) if len(halves) else None,
             "half_copies": int(len(halves)),
@@ -355,11 +363,9 @@ def _check_service_offsets(store: Store) -> dict[int, int]:
     return {int(q): int(o) for q, o in zip(mine["queue_id"], mine["offset"], strict=True)}
 
 
-def _prop(props: Any, name: str) -> str | None:
-    if not isinstance(props, str):
-        return None
-    got = property_values(pd.Series([props]), name).iloc[0]
-    return got if isinstance(got, str) else None
+def _text(value: Any) -> str | None:
+    """A property value as property_values gives it: the text, or None where there is none."""
+    return value if isinstance(value, str) else None
 
 
 def _rocksdb_indexed(store: Store, phy_offset: int) -> bool:
