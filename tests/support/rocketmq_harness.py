@@ -377,7 +377,7 @@ class BrokerStore:
     def nodes(self) -> dict[str, Path]:
         """The dledger-group scenario's stores by DLedger selfId (n0 is :attr:`store`); else only
         the store itself under n0."""
-        return {n: self.store if n == DLEDGER_SELF_ID else self.folder / "nodes" / n / "store"
+        return {n: self.store if n == DLEDGER_SELF_ID else group_node_home(self.folder, n) / "store"
                 for n in (GROUP_NODES if self.scenario == "dledger-group" else [DLEDGER_SELF_ID])}
 
     def misplaced_units(self, node: str | None = None) -> dict[tuple[str, int], list[tuple[int, int]]]:
@@ -389,7 +389,7 @@ class BrokerStore:
         out: dict[tuple[str, int], list[tuple[int, int]]] = {}
         pattern = re.compile(r"\[BUG\]logic queue order maybe wrong, expectLogicOffset: (\d+) currentLogicOffset: "
                              r"(\d+) Topic: (\S+) QID: (\d+)")
-        logs = self.folder / "logs" if node in (None, DLEDGER_SELF_ID) else self.folder / "nodes" / node / "logs"
+        logs = self.folder / "logs" if node in (None, DLEDGER_SELF_ID) else group_node_home(self.folder, node) / "logs"
         for log in sorted(logs.rglob("*.log")):
             for m in pattern.finditer(log.read_text(encoding="utf-8", errors="replace")):
                 expect, current, topic, qid = int(m[1]), int(m[2]), m[3], int(m[4])
@@ -532,6 +532,11 @@ DLEDGER_PEERS = f"{DLEDGER_SELF_ID}-127.0.0.1:{DLEDGER_PORT}"
 GROUP_NODES = {"n0": (BROKER_PORT, DLEDGER_PORT), "n1": (BROKER_PORT + 10, DLEDGER_PORT + 1),
                "n2": (BROKER_PORT + 20, DLEDGER_PORT + 2)}
 GROUP_PEERS = ";".join(f"{n}-127.0.0.1:{d}" for n, (_, d) in GROUP_NODES.items())
+
+
+def group_node_home(folder: Path, self_id: str) -> Path:
+    """A dledger-group follower's own folder in the scenario's cache entry: conf, logs, store."""
+    return folder / "nodes" / self_id
 
 
 def group_node_conf(self_id: str) -> str:
@@ -1107,7 +1112,7 @@ class _Run:
         self.timings["ledger_s"] = round(time.monotonic() - t, 2)
 
     def node_store(self, node: str) -> Path:
-        return self.folder / "nodes" / node / "store"
+        return group_node_home(self.folder, node) / "store"
 
     def start_followers(self) -> None:
         """The dledger-group scenario's other nodes, each a broker with its own folder (conf,
@@ -1117,7 +1122,7 @@ class _Run:
         for node, (port, _) in GROUP_NODES.items():
             if node == DLEDGER_SELF_ID:
                 continue
-            home = self.folder / "nodes" / node
+            home = group_node_home(self.folder, node)
             (home / "conf").mkdir(parents=True, exist_ok=True)
             (home / "logs").mkdir(exist_ok=True)
             conf = BROKER_CONF.format(broker_ip=self.ip, store=self.node_store(node), extra=group_node_conf(node))
@@ -1134,7 +1139,7 @@ class _Run:
             self.procs.append(p)
             self.followers[node] = p
         for node, p in self.followers.items():
-            bh.wait_for_port(GROUP_NODES[node][0], p, self.folder / "nodes" / node / "logs" / "broker.out",
+            bh.wait_for_port(GROUP_NODES[node][0], p, group_node_home(self.folder, node) / "logs" / "broker.out",
                              timeout=120)
         self.timings["followers_start_s"] = round(time.monotonic() - t, 2)
 
