@@ -3,10 +3,18 @@ error handling they share. Each group is a module of :mod:`rmqlab.commands` (``r
 is :mod:`rmqlab.commands.index`, ...).
 
 Results go to stdout (human-readable, or JSON with ``--json``); logs and errors go to stderr.
-Exit status: 0 success, 2 usage error, 1 a bad file (a typed :class:`rmqlab.RmqlabError`, or
-a file that cannot be opened) or a command whose optional extra is not installed
-(:class:`rmqlab.extras.MissingExtraError`, naming the extra); the message is printed without a
-traceback.
+Exit status, one for each kind of failure (:data:`EXIT_STATUS`), its message printed once,
+``rmqlab: error: PATH: ...``, without a traceback:
+
+- 0: done, and nothing wrong was found;
+- 1: damage: the files were read and something in them is wrong (``verify`` found problems, a
+  dump stopped at a bad record, a typed :class:`rmqlab.RmqlabError` naming file, offset and
+  field), or a command whose optional extra is not installed
+  (:class:`rmqlab.extras.MissingExtraError`, naming the extra);
+- 2: usage: an option is wrong or missing, including a setting the files leave a choice of
+  (:class:`rmqlab.errors.AmbiguousSettingError`, listing the choices);
+- 3: bad input: the path is not what the command reads (``PATH: no such file or directory``,
+  not a store directory, not a file of that kind: :class:`rmqlab.errors.InputError`).
 
 Examples::
 
@@ -32,10 +40,13 @@ import sys
 from collections.abc import Sequence
 
 from rmqlab.commands import UsageError
-from rmqlab.errors import RmqlabError
+from rmqlab.errors import AmbiguousSettingError, InputError, RmqlabError
 from rmqlab.extras import MissingExtraError
 
-__all__ = ["main", "COMMAND_GROUPS"]
+__all__ = ["main", "COMMAND_GROUPS", "EXIT_STATUS"]
+
+#: the exit status of each kind of outcome
+EXIT_STATUS = {"ok": 0, "damage": 1, "usage": 2, "bad input": 3}
 
 log = logging.getLogger("rmqlab")
 
@@ -57,6 +68,17 @@ COMMAND_GROUPS: dict[str, tuple[str, str]] = {
 }
 
 
+def _version() -> str:
+    """The installed distribution's version (importlib.metadata: no import of the package's
+    modules), or "unknown" when run from a checkout that was never installed."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("rmqlab")
+    except PackageNotFoundError:
+        return "unknown"
+
+
 def _named_group(argv: Sequence[str]) -> str | None:
     """The command group `argv` names: its first word that is not an option (the top-level
     options, -h and -v, take no value), or None."""
@@ -74,6 +96,7 @@ def _parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     when `argv` is None) registered by its module, the others by name and help only."""
     p = argparse.ArgumentParser(prog="rmqlab", description="RocketMQ message-store formats, byte for byte.")
     p.add_argument("-v", "--verbose", action="count", default=0, help="more log output on stderr")
+    p.add_argument("--version", action="version", version=f"rmqlab {_version()}")
     sub = p.add_subparsers(dest="command", required=True)
     named = None if argv is None else _named_group(argv)
     for name, (module, help_text) in COMMAND_GROUPS.items():
@@ -158,13 +181,25 @@ def main(argv: Sequence[str] | None = None) -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return 141   # 128 + SIGPIPE, what a shell reports for a reader that went away
-    except UsageError as e:
-        print(f"rmqlab: error: {command_line_words(str(e), command)}", file=sys.stderr)
-        return 2
-    # The library speaks in keyword names; on the command line they are options.
-    except (RmqlabError, OSError, MissingExtraError) as e:   # OSError: a missing file, permissions
-        print(f"rmqlab: error: {command_line_words(str(e), command)}", file=sys.stderr)
-        return 1
+    except (UsageError, AmbiguousSettingError) as e:   # an option is missing; nothing is wrong with the files
+        return _fail("usage", e, command)
+    except (InputError, FileNotFoundError, NotADirectoryError, IsADirectoryError, PermissionError) as e:
+        return _fail("bad input", e, command)
+    except (RmqlabError, OSError, MissingExtraError) as e:
+        return _fail("damage", e, command)
+
+
+def _fail(kind: str, e: BaseException, command: argparse.ArgumentParser) -> int:
+    """Print `e` once, as the command line words it, and return the exit status of `kind`.
+    An OSError of the system (``[Errno 2] No such file or directory: 'x'``) is worded as every
+    other path error: ``x: no such file or directory``. The library speaks in keyword names;
+    on the command line they are options."""
+    if isinstance(e, OSError) and e.filename is not None and e.strerror:
+        text = f"{e.filename}: {e.strerror[0].lower()}{e.strerror[1:]}"
+    else:
+        text = str(e)
+    print(f"rmqlab: error: {command_line_words(text, command)}", file=sys.stderr)
+    return EXIT_STATUS[kind]
 
 
 def _usage(parser: argparse.ArgumentParser, message: str) -> int:

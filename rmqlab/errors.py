@@ -49,5 +49,22 @@ class UnsupportedError(RmqlabError):
     message names it and why."""
 
 
+class InputError(RmqlabError):
+    """The path given is not what was asked to read: it does not exist, or it is not a store
+    directory, not a partition, not a file of that kind. Nothing is said about its bytes; the
+    command line exits 3 for it (1 is for files that are damaged)."""
+
+
+class AmbiguousSettingError(RmqlabError):
+    """The files leave a real choice of a broker setting (two file sizes, two index geometries):
+    the message lists `choices`, and the caller must pass one. The command line treats it as a
+    usage error: an option is missing, nothing is wrong with the files."""
+
+    def __init__(self, message: str, *, choices: tuple = (), path: str | os.PathLike | None = None,
+                 field: str | None = None):
+        super().__init__(message, path=path, field=field)
+        self.choices = tuple(choices)
+
+
 class ReadOnlyError(RmqlabError):
     """A write was attempted on a file opened for reading."""

@@ -59,10 +59,35 @@ def message_dict(m: Message, *, decompress: bool = True) -> dict[str, Any]:
     return out
 
 
+def commitlog_target(target: str):
+    """The CommitLog `target` names: a file, a folder of CommitLog files, or a store directory
+    (its CommitLog: ``commitlog/``, a DLedger ledger's ``data/``). Raises InputError for a path
+    that is none of them."""
+    import re
+    from pathlib import Path
+
+    from rmqlab.errors import InputError
+    from rmqlab.formats.storepaths import StorePaths
+
+    p = Path(target)
+    if not p.exists():
+        raise InputError("no such file or directory", path=target)
+    if p.is_file():
+        return p
+    if StorePaths(p).is_store() and not any(re.fullmatch(r"\d{20}", c.name) for c in p.iterdir()):
+        return StorePaths(p).commitlog
+    if not any(re.fullmatch(r"\d{20}", c.name) and c.is_file() for c in p.iterdir()):
+        raise InputError("not a CommitLog folder or a store directory: it holds no file named by a 20-digit "
+                         "offset", path=target)
+    return p
+
+
 def _cmd_dump(args) -> int:
     from rmqlab.formats.commitlog import iter_messages
+    from rmqlab.tables.times import ms_to_iso
 
-    stream = iter_messages(args.target, check_crc=False, on_error="report" if args.keep_going else "raise")
+    stream = iter_messages(commitlog_target(args.target), check_crc=False,
+                           on_error="report" if args.keep_going else "raise")
     n = 0
     for m in stream:
         if args.limit is not None and n >= args.limit:
@@ -74,7 +99,9 @@ def _cmd_dump(args) -> int:
             props = " ".join(f"{k}={v}" for k, v in d["properties"].items())
             print(f"phy {d['phy_offset']:>12}  size {d['total_size']:>6}  v{d['version']}  "
                   f"{d['topic']}[{d['queue_id']}]@{d['queue_offset']}  sysflag 0x{d['sys_flag'] & 0xFFFFFFFF:X}  "
-                  f"born {d['born_timestamp']} {d['born_host']}  store {d['store_timestamp']} {d['store_host']}  "
+                  f"msgId {d['offset_msg_id']}  uniqKey {d['properties'].get('UNIQ_KEY', '-')}\n"
+                  f"    born {d['born_timestamp']} ({ms_to_iso(d['born_timestamp'])}) {d['born_host']}  "
+                  f"store {d['store_timestamp']} ({ms_to_iso(d['store_timestamp'])}) {d['store_host']}  "
                   f"reconsume {d['reconsume_times']}  prepared {d['prepared_transaction_offset']}  "
                   f"flag {d['flag']}  crc {d['body_crc']} {'ok' if d['crc_ok'] else 'MISMATCH'}\n"
                   f"    properties: {props}\n    body ({_body_label(d)}): {d['body'][:200]}")

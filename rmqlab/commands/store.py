@@ -15,9 +15,8 @@ import sys
 from typing import TYPE_CHECKING
 
 from rmqlab.commands import UsageError
+from rmqlab.commands.bodies import add_body_options, body_view
 from rmqlab.commands.defaults import (
-    DEFAULT_HASH_SLOT_NUM,
-    DEFAULT_INDEX_NUM,
     DEFAULT_MAPPED_FILE_SIZE,
     DEFAULT_QUERY_MAX_NUM,
     LONG_MAX,
@@ -46,12 +45,12 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     def common(p: argparse.ArgumentParser) -> None:
         p.add_argument("dir", metavar="DIR")
-        p.add_argument("--hash-slot-num", type=int, default=DEFAULT_HASH_SLOT_NUM, metavar="N",
-                       help="maxHashSlotNum of the index files (default 5000000)")
-        p.add_argument("--index-num", type=int, default=DEFAULT_INDEX_NUM, metavar="N",
-                       help="maxIndexNum of the index files (default 20000000)")
-        p.add_argument("--commitlog-file-size", type=int, default=1 << 30, metavar="BYTES",
-                       help="mappedFileSizeCommitLog (default 1 GiB)")
+        p.add_argument("--hash-slot-num", type=int, default=None, metavar="N",
+                       help="maxHashSlotNum of the index files (default: what the index files say, else 5000000)")
+        p.add_argument("--index-num", type=int, default=None, metavar="N",
+                       help="maxIndexNum of the index files (default: what the index files say, else 20000000)")
+        p.add_argument("--commitlog-file-size", type=int, default=None, metavar="BYTES",
+                       help="mappedFileSizeCommitLog (default: what the CommitLog's file names say, else 1 GiB)")
         p.add_argument("--json", action="store_true", help="JSON to stdout (one object per line for results)")
         p.add_argument("--batch-cq-topics", default=None, metavar="T1,T2",
                        help="topics dispatched to BatchConsumeQueues (default: those whose queue.type is "
@@ -71,8 +70,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                                                                        f"(default: now)")
 
     def queue_file_size(p: argparse.ArgumentParser) -> None:
-        p.add_argument("--consume-queue-file-size", type=int, default=DEFAULT_MAPPED_FILE_SIZE, metavar="BYTES",
-                       help=f"mappedFileSizeConsumeQueue (default {DEFAULT_MAPPED_FILE_SIZE})")
+        p.add_argument("--consume-queue-file-size", type=int, default=None, metavar="BYTES",
+                       help=f"mappedFileSizeConsumeQueue (default: what the ConsumeQueue files say, else "
+                            f"{DEFAULT_MAPPED_FILE_SIZE})")
 
     p = ssub.add_parser("info", help="what the store holds: messages, files, queues, index, checkpoint")
     common(p)
@@ -85,16 +85,28 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="dispatch as this broker release does (4.9.x multi-dispatches every topic and "
                         "name; default: the 5.x rules)")
     p.set_defaults(run=_dispatch)
-    p = ssub.add_parser("query", help="messages by key (broker or verified mode)")
+    p = ssub.add_parser("query", help="messages by key, message id, queue offset or time range, as mqadmin "
+                                      "queryMsgByKey / ById / ByUniqueKey / ByOffset answer (broker or verified mode)")
     common(p)
     queue_file_size(p)
-    p.add_argument("--topic", required=True)
-    which = p.add_mutually_exclusive_group(required=True)
-    which.add_argument("--key")
+    p.add_argument("--topic", help="the topic (all but --msg-id need it; an id that is a UNIQ_KEY too)")
+    which = p.add_mutually_exclusive_group()
+    which.add_argument("--key", help="queryMsgByKey: the messages the index holds for TOPIC#KEY")
     which.add_argument("--keys-file", metavar="PATH", help="many keys, one a line ('-': standard input): "
                                                            "one table, keys in order")
-    p.add_argument("--begin", type=int, default=0, metavar="MS")
-    p.add_argument("--end", type=int, default=LONG_MAX, metavar="MS")
+    which.add_argument("--msg-id", metavar="ID", help="queryMsgById: an offset message id (store host + CommitLog "
+                                                     "offset), else a UNIQ_KEY of --topic")
+    which.add_argument("--offset", type=int, metavar="N", help="queryMsgByOffset: the message at queue offset N of "
+                                                               "--topic --queue-id (a pull of one message)")
+    p.add_argument("--queue-id", type=int, metavar="N", help="the queue of --offset; with a time range alone, only "
+                                                              "this queue")
+    p.add_argument("--begin", default=None, metavar="TIME",
+                   help="start of the store-time range: epoch ms, ISO 8601 (any zone; none: UTC) or "
+                        "yyyy-MM-dd#HH:mm:ss:SSS (default: the beginning)")
+    p.add_argument("--end", default=None, metavar="TIME", help="end of the range, as --begin (default: no end)")
+    p.add_argument("--tags", default=None, metavar="EXPR",
+                   help="only messages whose tag a subscription expression takes: 'TagA || TagB', '*' (all)")
+    add_body_options(p, default="none")
     p.add_argument("--max", type=int, default=64, metavar="N", help="maxNum (capped at 64, as the broker)")
     p.add_argument("--mode", choices=["broker", "verified"], default="broker")
     p.add_argument("--unique-key", action="store_true", help="KEY is a UNIQ_KEY message id (maxNum 32)")
@@ -109,6 +121,22 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="with --index rocksdb: the broker's clock (a query of all times asks the seven days "
                         "before it; default: this machine's)")
     p.set_defaults(run=_query)
+    p = ssub.add_parser("messages", help="a topic's messages stored between two times, queue by queue, with their "
+                                         "bodies (mqadmin printMsg)")
+    common(p)
+    queue_file_size(p)
+    p.add_argument("--topic", required=True)
+    p.add_argument("--queue-id", type=int, metavar="N", help="only this queue")
+    p.add_argument("--begin", default=None, metavar="TIME", help="epoch ms, ISO 8601 (any zone; none: UTC) or "
+                                                                 "yyyy-MM-dd#HH:mm:ss:SSS (default: the beginning)")
+    p.add_argument("--end", default=None, metavar="TIME", help="as --begin (default: no end)")
+    p.add_argument("--tags", default=None, metavar="EXPR", help="a subscription expression: 'TagA || TagB', '*'")
+    add_body_options(p)
+    p.add_argument("--max-bytes", type=int, default=None, metavar="N",
+                   help="read at most N bytes of messages (their stored sizes), leaving the page cache of a "
+                        "production machine alone; the rest is said to be left")
+    p.add_argument("--count-by-tag", action="store_true", help="per tag and queue, how many messages (no bodies)")
+    p.set_defaults(run=_messages)
     p = ssub.add_parser("generate", help="write a synthetic store (deterministic by seed), then dispatch it")
     common(p)
     p.add_argument("--messages", type=int, default=100_000)
@@ -331,12 +359,16 @@ def _transactions(args) -> int:
 
 
 def _time(text: str | None, default: int | None = None) -> int | None:
-    """A time given on the command line: epoch ms, or ISO 8601 UTC; `default` when not given."""
-    from rmqlab.tables.times import utc_text_to_ms
+    """A time given on the command line (:func:`rmqlab.tables.times.time_text_to_ms`: epoch ms,
+    ISO 8601 in any zone, mqadmin's form); `default` when not given."""
+    from rmqlab.tables.times import time_text_to_ms
 
     if text is None:
         return default
-    return int(text) if text.lstrip("-").isdigit() else utc_text_to_ms(text)
+    try:
+        return time_text_to_ms(str(text))
+    except ValueError as e:
+        raise UsageError(str(e)) from None
 
 
 def _plain(obj):
@@ -355,17 +387,43 @@ def _plain(obj):
     return obj
 
 
-def _store(args) -> Store:
-    from pathlib import Path
+def _store(args, *, announce: bool = True) -> Store:
 
     from rmqlab.store.directory import Store
 
-    if not Path(args.dir).is_dir():
-        raise NotADirectoryError(f"{args.dir}: not a store directory (it should hold commitlog/)")
-    return Store(args.dir, hash_slot_num=args.hash_slot_num, index_num=args.index_num,
-                 commitlog_file_size=args.commitlog_file_size,
-                 consume_queue_file_size=getattr(args, "consume_queue_file_size", DEFAULT_MAPPED_FILE_SIZE),
-                 **_feature_options(args))
+    require_store(args.dir)
+    store = Store(args.dir, hash_slot_num=args.hash_slot_num, index_num=args.index_num,
+                  commitlog_file_size=args.commitlog_file_size,
+                  consume_queue_file_size=getattr(args, "consume_queue_file_size", None), **_feature_options(args))
+    args._opened_store = store
+    told = settings_told(store)
+    if told and announce:
+        print(f"rmqlab: read with {told} (what the store's files say; `rmqlab store info` tells why)",
+              file=sys.stderr)
+    return store
+
+
+def require_store(path: str) -> None:
+    """Raise InputError unless `path` is a store directory (a broker's storePathRootDir)."""
+    from pathlib import Path
+
+    from rmqlab.errors import InputError
+    from rmqlab.formats.storepaths import StorePaths
+
+    if not Path(path).exists():
+        raise InputError("no such file or directory", path=path)
+    if not Path(path).is_dir() or not StorePaths(path).is_store():
+        raise InputError("not a store directory: a broker's storePathRootDir holds commitlog/, consumequeue/, "
+                         "index/, the checkpoint or a dledger-<id>/data ledger", path=path)
+
+
+def settings_told(store: Store) -> str:
+    """The settings the store's files told and the broker's default would have got wrong, in
+    one line (empty when there are none): what a user would otherwise have had to pass."""
+    from rmqlab.store.settings import SETTINGS
+
+    return ", ".join(f"{s.broker_name}={s.value}" for s in store.settings.values()
+                     if s.source == "files" and s.value != SETTINGS[s.keyword][1])
 
 
 def _names(text: str | None) -> tuple[str, ...]:
@@ -392,6 +450,16 @@ def _emit(args, obj, text: str) -> None:
     print(json.dumps(obj, default=str) if args.json else text)
 
 
+def _with_time(name: str, value):
+    """A store time (a name ending in "timestamp", epoch ms) with its UTC time beside it; 0 is
+    a time never set (a checkpoint before its first flush)."""
+    from rmqlab.tables.times import ms_to_iso
+
+    if not name.endswith("timestamp") or isinstance(value, bool) or not isinstance(value, int):
+        return value
+    return f"{value} ({ms_to_iso(value)})" if value > 0 else f"{value} (never set)"
+
+
 def _info_lines(info: dict) -> str:
     """``store info``'s text: one aligned line a value; a dict's values (the DLedger ledger's
     summary, the RocksDB ConsumeQueue's counts) one line each under ``name.field``, a list of
@@ -410,6 +478,7 @@ def _info_lines(info: dict) -> str:
 
     for k, v in info.items():
         add(k, v)
+    pairs = [(name, _with_time(name, value)) for name, value in pairs]
     width = max([22, *(len(name) + 2 for name, _ in pairs)])
     return "\n".join(f"{name:<{width}}{value}" for name, value in pairs)
 
@@ -417,9 +486,11 @@ def _info_lines(info: dict) -> str:
 def _info(args) -> int:
     import pandas as pd
 
-    store = _store(args)
+    store = _store(args, announce=False)
     info = store.info()
-    text = _info_lines(info)
+    text = _info_lines({**info, "settings": {s.broker_name: f"{s.value} (given)" if s.source == "given" else
+                                             f"{s.value} ({s.source}: {s.reason})"
+                                             for s in store.settings.values()}})
     if (store.root / "config").is_dir():   # a store without config/ shows what it always showed
         progress = store.consumer_progress()
         config = progress.attrs["config"]
@@ -454,7 +525,26 @@ def _dispatch(args) -> int:
 
 
 def _query(args) -> int:
+    args.begin, args.end = _time(args.begin, 0), _time(args.end, LONG_MAX)
+    view = body_view(args)
+    keyed = args.key is not None or args.keys_file is not None
+    if args.topic is None and args.msg_id is None:
+        raise UsageError("--topic is needed (only --msg-id with an offset message id goes without)")
+    if args.offset is not None and args.queue_id is None:
+        raise UsageError("--offset needs --queue-id: the queue offset is of one queue")
+    if args.queue_id is not None and (keyed or args.msg_id is not None):
+        raise UsageError("--queue-id goes with --offset or a time range alone, not with a key or an id")
     s = _store(args)
+    if args.msg_id is not None:
+        frame, how = _by_msg_id(s, args)
+        return _print_messages(args, _tagged(frame, args.tags), view, how)
+    if args.offset is not None:
+        return _by_queue_offset(s, args, view)
+    if not keyed:
+        frame = s.query_by_time(args.topic, args.begin, args.end,
+                                queue_ids=None if args.queue_id is None else [args.queue_id])
+        return _print_messages(args, _tagged(frame, args.tags), view,
+                               f"stored from {_shown_time(args.begin)} to {_shown_time(args.end)}")
     if args.keys_file is not None:
         return _query_many(s, args)
     q = None
@@ -471,19 +561,179 @@ def _query(args) -> int:
         frame = q.frame(args.mode)
     else:
         frame = _broker_answer(s, args)
+    frame = _tagged(frame, args.tags)
     cols = [c for c in RESULT_COLUMNS + (["broker_returned"] if args.mode == "verified" else []) if c in frame]
     if args.json:
         for rec in frame[cols].to_dict(orient="records"):
-            print(json.dumps(rec, default=_jsonable))
+            print(json.dumps(_with_times(rec), default=_jsonable))
         if q is not None and args.explain:
             print(json.dumps({"summary": q.summary(), "problems": q.problems.to_dict(orient="records"),
                               "trace": q.trace.as_dict()}, default=_jsonable))
     else:
-        print(frame[cols].to_string(index=False) if len(frame) else f"no {args.mode} results")
+        print(_shown(frame, cols).to_string(index=False) if len(frame) else f"no {args.mode} results")
         if q is not None and args.explain:
             print()
             print(q.explain())
     return 0
+
+
+def _messages(args) -> int:
+    """mqadmin printMsg offline: the messages of --topic stored between --begin and --end, each
+    queue searched by time as the broker searches it, in queue order, with bodies."""
+    if args.max_bytes is not None and args.max_bytes < 0:
+        raise UsageError("--max-bytes must be >= 0")
+    begin, end = _time(args.begin, 0), _time(args.end, LONG_MAX)
+    s = _store(args)
+    view = body_view(args)
+    frame = s.query_by_time(args.topic, begin, end, queue_ids=None if args.queue_id is None else [args.queue_id],
+                            max_bytes=args.max_bytes, body=view.shown and not args.count_by_tag)
+    truncated = frame.attrs.get("truncated", False)
+    frame = _tagged(frame, args.tags).sort_values(["queue_id", "queue_offset"], ignore_index=True)
+    if truncated:
+        print(f"rmqlab: --max-bytes {args.max_bytes}: stopped there; later messages were not read", file=sys.stderr)
+    if args.count_by_tag:
+        counts = (frame.assign(tags=frame["tags"].fillna("")).groupby(["queue_id", "tags"]).size()
+                  .reset_index(name="messages"))
+        _emit(args, _plain(counts.to_dict(orient="records")),
+              f"{len(frame)} messages of {args.topic} by queue and tag\n"
+              + (counts.to_string(index=False) if len(counts) else ""))
+        return 0
+    return _print_messages(args, frame, view, f"{args.topic} stored from {_shown_time(begin)} to {_shown_time(end)}")
+
+
+def _shown_time(ms: int) -> str:
+    from rmqlab.tables.times import ms_to_iso
+
+    return "the beginning" if ms <= 0 else "no end" if ms >= LONG_MAX else f"{ms} ({ms_to_iso(ms)})"
+
+
+def _with_times(rec: dict) -> dict:
+    """A JSON row with each store time also as ISO 8601 UTC (``store_time`` beside
+    ``store_timestamp``)."""
+    from rmqlab.tables.times import ms_to_iso
+
+    out = {}
+    for k, v in rec.items():
+        out[k] = v
+        if k.endswith("_timestamp") and v is not None:
+            out[k[:-len("_timestamp")] + "_time"] = ms_to_iso(v)
+    return out
+
+
+def _shown(frame: pd.DataFrame, cols: list[str]) -> pd.DataFrame:
+    """The columns `cols` of `frame` for a text table, each store time as ISO 8601 UTC beside."""
+    from rmqlab.tables.times import ms_to_iso
+
+    out = frame[cols].copy()
+    if "store_timestamp" in out:
+        out.insert(out.columns.get_loc("store_timestamp") + 1, "store_time",
+                   [ms_to_iso(v) for v in out["store_timestamp"]])
+    return out
+
+
+def _tagged(frame: pd.DataFrame, expression: str | None) -> pd.DataFrame:
+    """The rows whose TAGS a consumer's subscription `expression` takes ("TagA || TagB";
+    None or "*": all), as the client checks a pulled message's tag
+    (:func:`rmqlab.formats.consumequeue.subscription_tags`)."""
+    from rmqlab.formats.consumequeue import subscription_tags
+
+    wanted = subscription_tags(expression)
+    if wanted is None or "tags" not in frame:
+        return frame
+    return frame[frame["tags"].isin(wanted)].reset_index(drop=True)
+
+
+def _by_msg_id(s: Store, args) -> tuple[pd.DataFrame, str]:
+    """mqadmin queryMsgById (DefaultMQAdminExtImpl.viewMessage): the id as an offset message id
+    first, the message at its CommitLog offset if one is there and was stored by the host the id
+    names; else the id as a UNIQ_KEY of --topic (queryMessageByUniqKey)."""
+    from rmqlab.errors import RmqlabError
+    from rmqlab.formats.msgid import offset_msg_id, parse_offset_msg_id
+
+    why = ""
+    try:
+        at = parse_offset_msg_id(args.msg_id)
+        m = s.read_at([at.phy_offset])
+        if len(m) == 1 and offset_msg_id(m["store_host"].iloc[0], int(m["phy_offset"].iloc[0])) == args.msg_id.upper():
+            return m, f"offset message id: CommitLog offset {at.phy_offset}"
+        why = f"the message at CommitLog offset {at.phy_offset} has another id"
+    except (RmqlabError, ValueError) as e:
+        why = str(e)
+    if args.topic is None:
+        raise UsageError(f"--msg-id {args.msg_id}: not an offset message id of this store ({why}); as a UNIQ_KEY "
+                         f"it is looked up in a topic: pass --topic")
+    args.key, args.unique_key = args.msg_id, True
+    return _broker_answer(s, args), f"UNIQ_KEY of {args.topic} (as an offset message id: {why})"
+
+
+def _by_queue_offset(s: Store, args, view) -> int:
+    """mqadmin queryMsgByOffset: a pull of one message at (--topic, --queue-id, --offset),
+    the broker's answer (:meth:`Store.get_message`)."""
+    r = s.get_message(args.topic, args.queue_id, args.offset, 1, check_topic=(s.root / "config").is_dir())
+    found = r.messages.dropna(subset=["commitlog_offset"]) if len(r.messages) else r.messages
+    if r.status != "FOUND" or not len(found):
+        print(f"no message at {args.topic}/{args.queue_id} offset {args.offset}: {r.status} (queue offsets "
+              f"{r.min_offset} to {r.max_offset}, next {r.next_begin_offset})", file=sys.stderr)
+        return 0
+    frame = s.read_at(found["commitlog_offset"].astype("int64").to_numpy()[:1])
+    return _print_messages(args, _tagged(frame, args.tags), view, f"{args.topic}/{args.queue_id} offset {args.offset}")
+
+
+#: the columns of a message a query or a dump prints as text
+MESSAGE_COLUMNS = ["phy_offset", "msg_id", "uniq_key", "topic", "queue_id", "queue_offset", "tags", "keys",
+                   "store_timestamp"]
+
+
+def message_rows(frame: pd.DataFrame, view=None, *, with_body: bool = False) -> pd.DataFrame:
+    """`frame` (messages as :meth:`Store.read_at` gives them) with the offset message id
+    (``msg_id``, from store host and CommitLog offset) and, with `view`, each body as it
+    renders (``body`` decompressed first, as a consumer gets it)."""
+    from rmqlab.formats.commitlog.body import decompress_body
+    from rmqlab.formats.msgid import offset_msg_ids_many
+
+    out = frame.copy()
+    if "store_host" in out and "phy_offset" in out:
+        out["msg_id"] = offset_msg_ids_many(out["store_host"].to_numpy(object),
+                                            out["phy_offset"].to_numpy("int64")) if len(out) else []
+    if view is not None and with_body and "body" in out:
+        out["shown_body"] = [view.render(decompress_body(bytes(b), int(f))) for b, f in
+                             zip(out["body"], out["sys_flag"], strict=True)]
+    return out
+
+
+def _print_messages(args, frame: pd.DataFrame, view, how: str) -> int:
+    """Print messages: one JSON object a line (store times also as ISO 8601, the body as
+    --body shows it) or a table (and each body under it with --body)."""
+    store = _store_of(args)
+    if view.shown and len(frame) and "body" not in frame:
+        frame = store.read_at(frame["phy_offset"].to_numpy("int64"), body=True)
+    rows = message_rows(frame, view, with_body=view.shown)
+    cols = [c for c in MESSAGE_COLUMNS if c in rows]
+    if args.json:
+        for rec in rows.to_dict(orient="records"):
+            out = _with_times({c: rec[c] for c in cols})
+            out.update(rec.get("shown_body") or {})
+            print(json.dumps(_plain(out), default=_jsonable, ensure_ascii=False))
+        return 0
+    print(f"{len(rows)} message{'s' * (len(rows) != 1)}: {how}", file=sys.stderr)
+    if not len(rows):
+        return 0
+    table = _shown(rows, cols).astype(object).where(_shown(rows, cols).notna(), "")
+    if not view.shown:
+        print(table.to_string(index=False))
+        return 0
+    for (_, row), shown in zip(table.iterrows(), rows["shown_body"], strict=True):
+        print("  ".join(f"{c}={row[c]}" for c in table.columns))
+        body = shown.get("body")
+        text = body if isinstance(body, str) else json.dumps(body, ensure_ascii=False, default=str)
+        err = f"; {shown['body_error']}" if "body_error" in shown else ""
+        print(f"    body ({shown.get('body_encoding', '')}{err}): {text}")
+    return 0
+
+
+def _store_of(args) -> Store:
+    """The Store a command opened (kept on `args` by :func:`_store`)."""
+    return args._opened_store
 
 
 def _broker_answer(s: Store, args) -> pd.DataFrame:
@@ -551,9 +801,11 @@ def _generate(args) -> int:
     def progress(done, total):
         if not args.json:
             print(f"\r{done:,} / {total:,} messages", end="", file=sys.stderr, flush=True)
+    from rmqlab.formats.commitlog import DEFAULT_FILE_SIZE
     from rmqlab.lab.generate import generate_store
 
-    s = generate_store(args.dir, w, commitlog_file_size=args.commitlog_file_size, progress=progress,
+    s = generate_store(args.dir, w, commitlog_file_size=args.commitlog_file_size or DEFAULT_FILE_SIZE,
+                       progress=progress,
                        hash_slot_num=args.hash_slot_num, index_num=args.index_num,
                        config_version=config_version, **{**_feature_options(args),
                                                          "batch_cq_topics": w.batch_cq_topics})
@@ -566,12 +818,10 @@ def _generate(args) -> int:
 
 
 def _recover(args) -> int:
-    from pathlib import Path
 
     from rmqlab.store.recover import recover_store
 
-    if not Path(args.dir).is_dir():
-        raise NotADirectoryError(f"{args.dir}: not a store directory (it should hold commitlog/)")
+    require_store(args.dir)
     r = recover_store(args.dir, hash_slot_num=args.hash_slot_num, index_num=args.index_num,
                       commitlog_file_size=args.commitlog_file_size,
                       consume_queue_file_size=args.consume_queue_file_size, deep_check_all=args.deep,

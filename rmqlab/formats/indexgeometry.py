@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
-from rmqlab.errors import GeometryError, RmqlabError, TruncatedFileError
+from rmqlab.errors import AmbiguousSettingError, GeometryError, RmqlabError, TruncatedFileError
 from rmqlab.formats.indexfile import ENTRY, HEADER, SLOT, Geometry, time_diff_seconds
 from rmqlab.tables.arrays import gather_field, last_nonzero
 
@@ -111,3 +111,46 @@ def index_geometries(paths: list[Path], hash_slot_num, index_num) -> dict[Path, 
         found = by_size.get(p.stat().st_size, set())
         out[p] = next(iter(found)) if len(found) == 1 else (None, None)
     return out
+
+
+def folder_index_geometry(paths: list[Path]) -> tuple[Geometry | None, str]:
+    """The one geometry the index files `paths` (of one store) were written with, and why:
+    inferred per file size (:func:`infer_index_geometry` on the files of each size until one
+    tells); (None, reason) when no file tells (no file, or only files without two entries).
+
+    A broker writes every index file of a store with one maxHashSlotNum and maxIndexNum, so
+    two files that tell two geometries leave a real choice: :class:`AmbiguousSettingError`
+    lists them. Cost: a stat a file and two small reads per candidate split of each size.
+
+    >>> import tempfile, os
+    >>> from rmqlab.formats.indexfile import build_index_file
+    >>> d = tempfile.mkdtemp()
+    >>> for name in ("20240101000000000", "20240101000100000"):
+    ...     _ = build_index_file(os.path.join(d, name), ["T#a", "T#b"], [0, 200], [1000, 2000],
+    ...                          hash_slot_num=7, index_num=30)
+    >>> folder_index_geometry(sorted(Path(d).iterdir()))
+    (Geometry(hash_slot_num=7, index_num=30), 'from the header and size of 20240101000000000 (2 index files)')
+    """
+    by_size: dict[int, list[Path]] = {}
+    for p in paths:
+        by_size.setdefault(p.stat().st_size, []).append(p)
+    told: dict[Geometry, list[Path]] = {}
+    why = ""
+    for files in by_size.values():
+        for p in files:
+            try:
+                told.setdefault(infer_index_geometry(p), []).append(p)
+                break
+            except (GeometryError, TruncatedFileError) as e:
+                why = why or e.reason
+    if len(told) == 1:
+        (g, files), = told.items()
+        return g, f"from the header and size of {', '.join(p.name for p in files)} ({len(paths)} index " \
+                  f"file{'s' * (len(paths) != 1)})"
+    if not told:
+        return None, ("no index file" if not paths else f"no index file tells it ({why})")
+    listed = ", ".join(f"hash_slot_num={g.hash_slot_num} index_num={g.index_num} ({fs[0].name})"
+                       for g, fs in told.items())
+    raise AmbiguousSettingError(f"index files of {len(told)} geometries: {listed}; a broker writes one: pass "
+                                f"hash_slot_num= and index_num= of the one it had", choices=tuple(told),
+                                path=paths[0].parent, field="maxHashSlotNum, maxIndexNum")

@@ -42,7 +42,6 @@ from rmqlab.formats import commitlog as cl
 from rmqlab.formats import consumequeue as cq
 from rmqlab.formats import consumequeue_ext as cqx
 from rmqlab.formats.dledger import Ledger
-from rmqlab.formats.indexfile import DEFAULT_HASH_SLOT_NUM, DEFAULT_INDEX_NUM
 from rmqlab.formats.msgid import parse_offset_msg_id
 from rmqlab.jvm.longs import LONG_MAX
 from rmqlab.rules.dispatch import is_lmq
@@ -61,8 +60,13 @@ class Store:
     """A store directory. Read-only unless a method says it writes (:meth:`dispatch`).
 
     `hash_slot_num` / `index_num` are the broker's maxHashSlotNum / maxIndexNum;
-    `commitlog_file_size` mappedFileSizeCommitLog (1 GiB); `consume_queue_file_size`
-    mappedFileSizeConsumeQueue (6,000,000 bytes). `batch_cq_topics` are the topics dispatched
+    `commitlog_file_size` mappedFileSizeCommitLog; `consume_queue_file_size`
+    mappedFileSizeConsumeQueue; `batch_consume_queue_file_size` mapperFileSizeBatchConsumeQueue.
+    Each of them None (the default) is what the store's files say, else the broker's default
+    (1 GiB, 6,000,000 bytes, 5,000,000 slots and 20,000,000 entries, ...); :attr:`settings`
+    says which and why, and where the files leave a choice (index files of two geometries) the
+    store refuses to open with :class:`rmqlab.errors.AmbiguousSettingError`, listing it
+    (:mod:`rmqlab.store.settings`). `batch_cq_topics` are the topics dispatched
     to BatchConsumeQueues; None (the default) reads them from config/topics.json as the broker
     does (:func:`rmqlab.formats.storeconfig.batch_cq_topics`; none without config/).
     With `consume_queue_ext` (the broker's
@@ -76,13 +80,13 @@ class Store:
     ones under `root`), read as one (:class:`rmqlab.formats.storepaths.StorePaths`).
     """
 
-    def __init__(self, root: str | os.PathLike, *, hash_slot_num: int = DEFAULT_HASH_SLOT_NUM,
-                 index_num: int = DEFAULT_INDEX_NUM, commitlog_file_size: int = cl.DEFAULT_FILE_SIZE,
-                 consume_queue_file_size: int = cq.DEFAULT_MAPPED_FILE_SIZE,
+    def __init__(self, root: str | os.PathLike, *, hash_slot_num: int | None = None,
+                 index_num: int | None = None, commitlog_file_size: int | None = None,
+                 consume_queue_file_size: int | None = None,
                  max_msgs_num_batch: int = DEFAULT_MAX_MSGS_NUM_BATCH, tz: _dt.tzinfo | None = None,
                  batch_cq_topics: Iterable[str] | None = None, enable_lmq: bool = False,
                  enable_multi_dispatch: bool = False,
-                 batch_consume_queue_file_size: int = bcq.DEFAULT_MAPPED_FILE_SIZE,
+                 batch_consume_queue_file_size: int | None = None,
                  consume_queue_ext: bool | None = None,
                  consume_queue_ext_file_size: int | None = None, broker_version: str | None = None,
                  commitlog_paths: Iterable[str | os.PathLike] | None = None):
@@ -113,6 +117,12 @@ class Store:
     enable_multi_dispatch = property(lambda self: self.layout.enable_multi_dispatch, doc="enableMultiDispatch.")
     broker_version = property(lambda self: self.layout.broker_version, doc="The release whose rules dispatch uses.")
     tz = property(lambda self: self.layout.tz, doc="Time zone of index file names (None: local).")
+
+    @property
+    def settings(self) -> dict:
+        """Each file size and index count of the store (keyword -> :class:`rmqlab.store.settings.Setting`):
+        its value, whether it was given, told by the files or the broker's default, and why."""
+        return dict(self.layout.settings)
 
     # -- paths ----------------------------------------------------------------------------
 
@@ -169,7 +179,9 @@ class Store:
     # -- summary --------------------------------------------------------------------------
 
     def info(self) -> dict[str, Any]:
-        """Counts and ranges of every part of the store. Cost: reads the CommitLog headers."""
+        """Counts and ranges of every part of the store, and under "settings" each file size and
+        index count it was read with (given, told by its files or the broker's default, and why).
+        Cost: reads the CommitLog headers."""
         msgs = self.messages() if self._has_commitlog() else pd.DataFrame()
         if self.index_dir.is_dir():
             with self.index() as idx:
@@ -209,6 +221,9 @@ class Store:
             "index_files": len(index_frame),
             "index_keys": int(index_frame["keys"].sum()) if len(index_frame) else 0,
             "checkpoint": checkpoint,
+            # the file sizes and index counts read with, by their MessageStoreConfig names
+            "settings": {s.broker_name: {"value": s.value, "source": s.source, "reason": s.reason}
+                         for s in self.settings.values()},
         }
 
     def _ext_info(self) -> dict[str, Any]:
@@ -871,22 +886,31 @@ class Store:
         """The message an offset message id names (store host + CommitLog offset)."""
         return self.read_at([parse_offset_msg_id(msg_id).phy_offset])
 
-    def query_by_time(self, topic: str, begin: int, end: int, *, queue_ids: list[int] | None = None) -> pd.DataFrame:
+    def query_by_time(self, topic: str, begin: int, end: int, *, queue_ids: list[int] | None = None,
+                      max_bytes: int | None = None, body: bool = False) -> pd.DataFrame:
         """Messages of `topic` stored in [begin, end] ms, through its queues (ConsumeQueue,
         BatchConsumeQueue or RocksDB ConsumeQueue): each queue is searched by store time (the
         broker's getOffsetInQueueByTime with the store's release rules, lower bound for
         `begin`, upper for `end`), the units between are read from the CommitLog, and rows
         outside the range (store times are not monotone) are dropped. Sorted by store time.
         ``result.attrs["explain"]`` maps each queue id to its two searches (on a ConsumeQueue
-        the broker's TimeSearch: every unit probed, and the outcome; else the offsets)."""
+        the broker's TimeSearch: every unit probed, and the outcome; else the offsets).
+        `max_bytes` bounds the CommitLog bytes read (the units' sizes, queue by queue in queue
+        id order, as ``kafka-dump-log --max-bytes`` bounds a dump): ``attrs["truncated"]`` then
+        says whether units were left unread. `body`: read the bodies too."""
         from rmqlab.rules.versions import layout_facts
         from rmqlab.store.queues import LogicQueue, all_queues
 
         facts = layout_facts(self.broker_version)
         frames, explain = [], {}
+        budget = None if max_bytes is None else int(max_bytes)
+        truncated = False
         for t, qid in all_queues(self):
             if t != topic or (queue_ids is not None and qid not in queue_ids):
                 continue
+            if budget is not None and budget <= 0:
+                truncated = True
+                break
             with LogicQueue(self, t, qid) as q:
                 if q.max_offset <= q.min_offset:
                     continue
@@ -896,11 +920,17 @@ class Store:
                 units = q.units(max(lower, q.min_offset), min(upper + 1, q.max_offset))
             if units.empty:
                 continue
-            m = self.read_at(units["commitlog_offset"].to_numpy(np.int64))
+            if budget is not None:
+                within = int(np.searchsorted(units["size"].to_numpy(np.int64).cumsum(), budget, side="right"))
+                truncated = truncated or within < len(units)
+                units = units.iloc[:within]
+                budget -= int(units["size"].sum())
+            m = self.read_at(units["commitlog_offset"].to_numpy(np.int64), body=body)
             frames.append(m[m["store_timestamp"].between(begin, end)])
         result = (pd.concat(frames, ignore_index=True).sort_values(["store_timestamp", "phy_offset"], ignore_index=True)
-                  if frames else self.read_at([]))
+                  if frames else self.read_at([], body=body))
         result.attrs["explain"] = explain
+        result.attrs["truncated"] = truncated
         return result
 
     def consumer_progress(self) -> pd.DataFrame:

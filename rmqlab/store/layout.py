@@ -49,30 +49,41 @@ class StoreLayout:
     broker_version: str | None = None                      # the release's multi-dispatch rules; None: 5.x
     tz: _dt.tzinfo | None = None                           # time zone of index file names; None: local
 
+    #: each inferable setting (keyword -> :class:`~rmqlab.store.settings.Setting`): its value,
+    #: and whether it was given, told by the files or the broker's default
+    settings: tuple = ()
+
     @classmethod
     def of(cls, root: str | os.PathLike, *, batch_cq_topics: Iterable[str] | None = None,
-           consume_queue_ext: bool | None = None, consume_queue_ext_file_size: int | None = None,
-           commitlog_paths: Iterable[str | os.PathLike] | None = None, **settings) -> StoreLayout:
+           consume_queue_ext: bool | None = None, commitlog_paths: Iterable[str | os.PathLike] | None = None,
+           **settings) -> StoreLayout:
         """The layout of the store at `root`. `batch_cq_topics` None: the topics config/topics.json
         marks BatchCQ, as the broker reads them (none without config/). `consume_queue_ext` None:
-        on when the store has ``consumequeue_ext/`` (only a broker with it on writes one);
-        `consume_queue_ext_file_size` None: the size of the store's ext files, else 48 MiB.
+        on when the store has ``consumequeue_ext/`` (only a broker with it on writes one).
         `commitlog_paths`: the folders of a CommitLog over several paths (:class:`StorePaths`).
-        Other keywords are the fields of the same name. Cost: reads config/topics.json and lists
-        consumequeue_ext/."""
+        Other keywords are the fields of the same name; a file size or an index count that is
+        None or not given is what the store's files say, else the broker's default
+        (:func:`rmqlab.store.settings.store_settings`, which raises AmbiguousSettingError where
+        the files leave a choice). Cost: reads config/topics.json, lists every queue folder and
+        the CommitLog's, and reads two index file headers per index file size."""
+        from rmqlab.store.settings import SETTINGS, store_settings
+
         paths = StorePaths(root, list(commitlog_paths) if commitlog_paths is not None else None)
         if batch_cq_topics is None:
             from rmqlab.formats.storeconfig import batch_cq_topics as configured_batch_cq_topics
 
             batch_cq_topics = configured_batch_cq_topics(paths.root)
-        ext_files = sorted(p for p in paths.consumequeue_ext.glob("*/*/*") if p.is_file()) \
-            if consume_queue_ext is not False or consume_queue_ext_file_size is None else []
         if consume_queue_ext is None:
-            consume_queue_ext = bool(ext_files)
-        if consume_queue_ext_file_size is None:
-            consume_queue_ext_file_size = ext_files[0].stat().st_size if ext_files else cqx.DEFAULT_MAPPED_FILE_SIZE
+            consume_queue_ext = paths.consumequeue_ext.is_dir() and any(
+                p.is_file() for p in paths.consumequeue_ext.glob("*/*/*"))
+        told = store_settings(paths, **{k: settings.pop(k, None) for k in SETTINGS})
+        settings.update({k: s.value for k, s in told.items()})
         return cls(paths, batch_cq_topics=frozenset(batch_cq_topics), consume_queue_ext=consume_queue_ext,
-                   consume_queue_ext_file_size=consume_queue_ext_file_size, **settings)
+                   settings=tuple(told.items()), **settings)
+
+    def setting(self, keyword: str):
+        """The :class:`~rmqlab.store.settings.Setting` of `keyword` (e.g. "commitlog_file_size")."""
+        return dict(self.settings)[keyword]
 
     @property
     def root(self) -> Path:

@@ -102,12 +102,12 @@ from rmqlab.formats.indexfile import (
     read_header,
     slot_count_rule_of,
 )
+from rmqlab.formats.mapped import likely_mapped_file_size
 from rmqlab.formats.rocksdb import is_rocksdb
 from rmqlab.formats.storepaths import StorePaths, queue_folders
 from rmqlab.rules.dispatch import goes_to_consume_queue_many, lmq_dispatch_many, message_tags_codes
 from rmqlab.rules.versions import layout_facts
 from rmqlab.store.indexservice import ExpandedKeys, IndexService, expand_columns, is_index_file_name
-from rmqlab.tables.arrays import most_common
 
 __all__ = [
     "expected_index_files",
@@ -311,7 +311,7 @@ def _commitlog(root: Path, file_size: int | None, dry_run: bool, actions: list[R
             f.path.unlink()
     if not files:
         return cl.read_at(d, [], body=False) if d.is_dir() else pd.DataFrame(), 0, 0
-    mapped = file_size or most_common(f.size for f in files if f.size)
+    mapped = file_size or likely_mapped_file_size([[(f.start_offset, f.size) for f in files]])
     for f in files:
         if f.size != mapped:
             raise UnrecoverableError(f"file is {f.size} bytes, not the mapped file size {mapped} "
@@ -393,8 +393,9 @@ def _consume_queues(root: Path, msgs: pd.DataFrame, end: int, cq_size: int | Non
     holds its own messages' units and, with multi-dispatch, the units other messages send to it
     (a light message queue: the queue offset each one's INNER_MULTI_QUEUE_OFFSET names)."""
     queues = queue_folders(StorePaths(root).consumequeue)
-    sizes = [f.stat().st_size for _, _, q in queues for f in q.iterdir() if _DIGITS20.fullmatch(f.name)]
-    mapped = cq.mapped_file_size_for(cq_size or most_common(s for s in sizes if s) or cq.DEFAULT_MAPPED_FILE_SIZE)
+    told = likely_mapped_file_size([sorted((int(f.name), f.stat().st_size) for f in q.iterdir()
+                                           if _DIGITS20.fullmatch(f.name)) for _, _, q in queues], unit=cq.UNIT_SIZE)
+    mapped = cq.mapped_file_size_for(cq_size or told or cq.DEFAULT_MAPPED_FILE_SIZE)
     phy = msgs["phy_offset"].to_numpy(np.int64) if len(msgs) else np.zeros(0, np.int64)
     if len(msgs):
         total = msgs["total_size"].to_numpy(np.int64)

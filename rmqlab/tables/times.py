@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-__all__ = ["ms_to_iso", "ms_to_clock", "utc_text_to_ms"]
+__all__ = ["ms_to_iso", "ms_to_clock", "utc_text_to_ms", "time_text_to_ms"]
 
 _EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.UTC)
 
@@ -56,3 +56,30 @@ def utc_text_to_ms(text: str) -> int:
     if t.tzinfo is None:
         t = t.replace(tzinfo=_dt.UTC)
     return (t - _EPOCH) // _dt.timedelta(milliseconds=1)
+
+
+def time_text_to_ms(text: str) -> int:
+    """A time as a user writes it, as milliseconds since the epoch: epoch milliseconds
+    (digits), ISO 8601 in any zone (UTC where it names none: ``2024-06-10T10:00:00+08:00``,
+    ``2024-06-10 10:00``, ``...Z``), or mqadmin's ``yyyy-MM-dd#HH:mm:ss:SSS`` (taken as UTC;
+    mqadmin reads it in its JVM's zone). Cost: O(len(text)).
+
+    >>> time_text_to_ms("1718013600500"), time_text_to_ms("2024-06-10T18:00:00.5+08:00")
+    (1718013600500, 1718013600500)
+    >>> time_text_to_ms("2024-06-10#10:00:00:500")
+    1718013600500
+
+    Raises ValueError naming the forms accepted.
+    """
+    t = text.strip()
+    if t.lstrip("-").isdigit():
+        return int(t)
+    if "#" in t:                      # mqadmin printMsg's form: date#time with ':' before the milliseconds
+        day, _, clock = t.partition("#")
+        parts = clock.split(":")
+        t = f"{day}T{':'.join(parts[:3])}" + (f".{parts[3]}" if len(parts) > 3 else "")
+    try:
+        return utc_text_to_ms(t)
+    except ValueError:
+        raise ValueError(f"{text!r} is not a time: give epoch milliseconds, ISO 8601 (2024-06-10T10:00:00.500Z, "
+                         f"an offset such as +08:00 or none for UTC) or yyyy-MM-dd#HH:mm:ss:SSS") from None

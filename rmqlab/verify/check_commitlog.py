@@ -11,6 +11,7 @@ from rmqlab.errors import FormatError, GeometryError, RmqlabError, TruncatedFile
 from rmqlab.formats import commitlog as cl
 from rmqlab.formats.commitlog.body import decompress_body
 from rmqlab.formats.commitlog.columns import PROP_CRC_MISMATCH, chunked_decode, prop_crc_states, scan_file
+from rmqlab.formats.mapped import likely_mapped_file_size
 from rmqlab.rules.dispatch import (
     PROPERTY_INNER_BASE,
     PROPERTY_INNER_MULTI_DISPATCH,
@@ -20,7 +21,7 @@ from rmqlab.rules.dispatch import (
     property_values,
 )
 from rmqlab.rules.properties import malformed_pairs_many
-from rmqlab.tables.arrays import FirstFlagged, distinct, gather_field, most_common
+from rmqlab.tables.arrays import FirstFlagged, distinct, gather_field
 from rmqlab.verify.common import OFFSET_FILE_NAME
 from rmqlab.verify.report import FileReport, make_problem, problem_from_error
 
@@ -416,8 +417,10 @@ class CommitLogScan:
         self.path, self.check_crc, self.keys = path, check_crc, keys
         self.files, self._refused = _commitlog_files(path)
         self.loaded = cl.classify_files(self.files)
-        loaded_sizes = [f.size for f in self.files if f not in self.loaded.dropped]
-        self.mapped_file_size = file_size or most_common(loaded_sizes or [f.size for f in self.files])
+        # the size the file names step by (MappedFileQueue), else the one the loaded files have
+        loaded = [(f.start_offset, f.size) for f in self.files if f not in self.loaded.dropped]
+        self.mapped_file_size = file_size or likely_mapped_file_size(
+            [loaded or [(f.start_offset, f.size) for f in self.files]])
         self.min_offset = self.files[0].start_offset if self.files else None
         self.reports: list[FileReport] = []
         self.topic_index: dict[str, int] = {}

@@ -12,8 +12,8 @@ from rmqlab.errors import CorruptIndexError, RmqlabError
 from rmqlab.formats import consumequeue as cq
 from rmqlab.formats import consumequeue_ext as cqx
 from rmqlab.formats import storepaths as sp
+from rmqlab.formats.mapped import likely_mapped_file_size
 from rmqlab.formats.storepaths import StorePaths
-from rmqlab.tables.arrays import most_common
 from rmqlab.verify.common import OFFSET_FILE_NAME, add_problem, first_problem
 from rmqlab.verify.report import FileReport, make_problem, problem_from_error, with_hint
 
@@ -67,14 +67,16 @@ def queue_folders(path: Path) -> list[Path]:
 
 def cq_file_size(files: list[Path], given: int | None) -> int:
     """The ConsumeQueue file size to read `files` with: `given` (as the broker rounds it), else
-    the most common size of the non-empty files when it is a whole number of units, else the
-    default."""
+    what their names and sizes say (:func:`rmqlab.formats.mapped.likely_mapped_file_size`, by
+    queue folder), else the default."""
     if given is not None:
         return cq.mapped_file_size_for(given)
-    common = most_common(p.stat().st_size for p in files if p.stat().st_size > 0)
-    if common and common % cq.UNIT_SIZE == 0:
-        return common
-    return cq.DEFAULT_MAPPED_FILE_SIZE
+    folders: dict[Path, list[tuple[int, int]]] = {}
+    for p in files:
+        start = int(p.name) if OFFSET_FILE_NAME.fullmatch(p.name) else 0
+        folders.setdefault(p.parent, []).append((start, p.stat().st_size))
+    return likely_mapped_file_size([sorted(f) for f in folders.values()], unit=cq.UNIT_SIZE) \
+        or cq.DEFAULT_MAPPED_FILE_SIZE
 
 
 class _OneFileQueue:

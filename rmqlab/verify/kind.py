@@ -49,8 +49,7 @@ def detect_kind(path: str | os.PathLike) -> Kind:
     if p.is_dir():
         if p.name.startswith(sp.DLEDGER_PREFIX) and (p / dledger.DATA_FOLDER).is_dir():
             return "dledger"
-        paths = StorePaths(p)
-        if any(x.exists() for x in (paths.commitlog, paths.consumequeue, paths.index, paths.checkpoint)):
+        if StorePaths(p).is_store():
             return "store"
         if rocksdbcq.is_rocksdb(p) and p.name == sp.CONSUMEQUEUE:
             return "rocksdbcq"

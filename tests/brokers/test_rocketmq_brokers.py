@@ -15,8 +15,11 @@ limits the releases; ``python tests/brokers/build_rocketmq.py`` warms the cache.
 from __future__ import annotations
 
 import base64
+import contextlib
+import io
 import ipaddress
 import json
+import re
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
@@ -25,6 +28,7 @@ import numpy as np
 import pytest
 import rocketmq_harness as rh
 
+from rmqlab.cli import main as rmqlab_main
 from rmqlab.formats import batchconsumequeue as bcq
 from rmqlab.formats import consumequeue as cq
 from rmqlab.formats import rocksdbcq
@@ -154,6 +158,46 @@ def test_the_store_holds_what_the_release_writes(written):
 
 
 # -- 1. every record rmqlab decodes equals MessageDecoder's decode --------------------------
+
+#: the sizes and counts every harness broker.conf sets, by Store keyword; the rest are the broker's
+#: defaults (mapperFileSizeBatchConsumeQueue: MessageStoreConfig's 13,800,000)
+CONFIGURED = {"commitlog_file_size": rh.COMMITLOG_FILE_SIZE, "consume_queue_file_size": rh.CONSUME_QUEUE_FILE_SIZE,
+              "consume_queue_ext_file_size": rh.CONSUME_QUEUE_EXT_FILE_SIZE, "hash_slot_num": rh.HASH_SLOT_NUM,
+              "index_num": rh.INDEX_NUM, "batch_consume_queue_file_size": 13_800_000}
+
+
+def test_the_store_tells_its_broker_conf(written):
+    """Opened with no file size and no index count, the store reads each from its own files as
+    the value the broker was configured with (a DLedger CommitLog's too: DLedgerCommitLog sets
+    mappedFileSizeForEntryData to mappedFileSizeCommitLog); a kind the store has no file of is
+    the broker's default. `rmqlab store info` without options then says what it says with them."""
+    kw = {k: v for k, v in written.store_kwargs().items() if k not in CONFIGURED}
+    settings = Store(written.store, **kw).settings
+    folders = {"commitlog_file_size": _commitlog_folders(written),
+               "consume_queue_file_size": [written.store / "consumequeue"],
+               "consume_queue_ext_file_size": [written.store / "consumequeue_ext"],
+               "batch_consume_queue_file_size": [written.store / "batchconsumequeue"],
+               "hash_slot_num": [written.store / "index"], "index_num": [written.store / "index"]}
+    for keyword, configured in CONFIGURED.items():
+        has_files = any(p.is_file() and p.stat().st_size for f in folders[keyword] if f.is_dir() for p in f.rglob("*")
+                        if re.fullmatch(r"\d{17,20}", p.name))
+        got = settings[keyword]
+        if has_files:
+            assert (got.value, got.source) == (configured, "files"), (keyword, got)
+        else:
+            assert got.source == "default", (keyword, got)
+    if written.scenario in rh.ROCKSDB_CQ_SCENARIOS or written.commitlog_paths:
+        return
+    args = [*(["--enable-lmq", "--enable-multi-dispatch"] if kw["enable_lmq"] else []), "--consume-queue-ext"]
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert rmqlab_main(["store", "info", str(written.store), "--json", *args]) == 0
+    told = json.loads(out.getvalue())
+    given = json.loads(json.dumps(_store(written).info(), default=str))
+    assert {k: v["value"] for k, v in told.pop("settings").items()} == {
+        k: v["value"] for k, v in given.pop("settings").items()}
+    assert {k: told[k] for k in given} == given     # the command adds config/'s reading to Store.info()
+
 
 def test_commitlog_records_equal_message_decoder(written):
     """Field by field; MessageDecoder leaves the body null when BODYLEN is 0 (4.2.0's rollback

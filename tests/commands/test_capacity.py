@@ -133,7 +133,7 @@ def test_bad_plans_exit_2_naming_the_field(tmp_path, capsys, command, toml, fiel
 
 
 def test_a_missing_plan_file_is_a_file_error(tmp_path, capsys):
-    assert main(["capacity", "estimate", str(tmp_path / "none.toml")]) == 1
+    assert main(["capacity", "estimate", str(tmp_path / "none.toml")]) == 3
     assert "none.toml" in capsys.readouterr().err
 
 

@@ -211,7 +211,7 @@ def test_errors_and_usage(tmp_path, capsys):
     code, _, err = run(capsys, "index", "info", c["path"])          # non-default size, no geometry
     assert code == 1 and "pass --hash-slot-num or --index-num" in err  # flags, not Python names
     code, _, err = run(capsys, "index", "info", tmp_path / "missing")
-    assert code == 1 and "missing" in err
+    assert code == 3 and err == f"rmqlab: error: {tmp_path / 'missing'}: no such file or directory\n"
     # a corrupt header refuses a query (strict open) -> CorruptIndexError -> 1
     bad = tmp_path / "20240610061524062"
     data = bytearray(c["path"].read_bytes())

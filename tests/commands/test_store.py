@@ -2,6 +2,7 @@
 store, through rmqlab.cli.main: output formats, agreement with the library, exit codes."""
 from __future__ import annotations
 
+import datetime
 import json
 import shutil
 
@@ -48,7 +49,12 @@ def test_generate_writes_and_reports_a_dispatched_store(tmp_path, capsys):
     assert info["messages"] == 2000 and info["topics"] == ["A", "B"]
     assert info["commitlog_files"] >= 2 and info["index_files"] >= 2      # both rolled over
     assert info["consume_queue_units"] == 2000 and info["index_keys"] > 2000
-    assert info == json.loads(json.dumps(Store(d, **STORE_OPTIONS).info(), default=str))
+    again = json.loads(json.dumps(Store(d, **STORE_OPTIONS).info(), default=str))
+    # generate reports the settings it wrote with; the store reopened says them from its files
+    values = {k: v["value"] for k, v in again.pop("settings").items()}
+    assert {k: v["value"] for k, v in info.pop("settings").items()} == values
+    assert values["mappedFileSizeConsumeQueue"] == 6_000_000 and values["maxHashSlotNum"] == 64
+    assert info == again
     # text mode: progress on stderr, a table on stdout
     assert main(["store", "generate", str(tmp_path / "t"), *GEO, "--messages", "300"]) == 0
     out = capsys.readouterr()
@@ -79,8 +85,17 @@ def test_info_text_and_json(store_dir, capsys):
     rows = {line.split()[0]: line.split(None, 1)[1] for line in capsys.readouterr().out.splitlines()}
     # a dict's values one line each under name.field (the checkpoint's fields here)
     assert {name.split(".")[0] for name in rows} == set(info)
+    told = info["settings"]["mappedFileSizeConsumeQueue"]
+    assert rows["settings.mappedFileSizeConsumeQueue"] == f"{told['value']} (files: {told['reason']})"
     checkpoint = info["checkpoint"]
-    assert {k: rows[f"checkpoint.{k}"] for k in checkpoint} == {k: str(v) for k, v in checkpoint.items()}
+    # store times with their UTC time beside the milliseconds
+    utc = {k: datetime.datetime.fromtimestamp(v / 1000, datetime.UTC).isoformat(timespec="milliseconds")
+           .replace("+00:00", "Z") for k, v in checkpoint.items() if k.endswith("timestamp") and v}
+    assert {k: rows[f"checkpoint.{k}"] for k in checkpoint} == {
+        k: f"{v} ({utc[k]})" if k in utc else f"{v} (never set)" if k.endswith("timestamp") else str(v)
+        for k, v in checkpoint.items()}
+    assert rows["first_store_timestamp"] == f"{info['first_store_timestamp']} (" + datetime.datetime.fromtimestamp(
+        info["first_store_timestamp"] / 1000, datetime.UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z)"
     assert rows["messages"] == "2000" and rows["index_files"] == str(info["index_files"])
     assert rows["commitlog_files"] == str(info["commitlog_files"])
 
@@ -181,8 +196,12 @@ def test_commitlog_dump_of_the_generated_store(store_dir, capsys):
 # -- exit codes ------------------------------------------------------------------------------
 
 
-def test_query_on_a_missing_dir_is_exit_1_with_a_message(tmp_path, capsys):
-    assert main(["store", "query", str(tmp_path / "nowhere"), "--topic", "T", "--key", "k"]) == 1
+def test_query_on_a_missing_dir_is_exit_3_with_a_message(tmp_path, capsys):
+    assert main(["store", "query", str(tmp_path / "nowhere"), "--topic", "T", "--key", "k"]) == 3
+    err = capsys.readouterr().err
+    assert err == f"rmqlab: error: {tmp_path / 'nowhere'}: no such file or directory\n"
+    (tmp_path / "empty").mkdir()
+    assert main(["store", "query", str(tmp_path / "empty"), "--topic", "T", "--key", "k"]) == 3
     err = capsys.readouterr().err
     assert err.startswith("rmqlab: error: ") and "not a store directory" in err and "Traceback" not in err
 
@@ -220,11 +239,11 @@ def test_usage_errors_are_exit_2(tmp_path, capsys):
 
 @pytest.mark.parametrize("command", ["info", "dispatch"])
 @pytest.mark.parametrize("what", ["missing", "a file"])
-def test_info_and_dispatch_on_a_bad_dir_are_exit_1(tmp_path, capsys, command, what):
+def test_info_and_dispatch_on_a_bad_dir_are_exit_3(tmp_path, capsys, command, what):
     target = tmp_path / "nowhere"
     if what == "a file":
         target.write_text("not a store")
-    assert main(["store", command, str(target)]) == 1
+    assert main(["store", command, str(target)]) == 3
     err = capsys.readouterr().err
     assert err.startswith("rmqlab: error: ") and "Traceback" not in err
 
@@ -237,19 +256,31 @@ def test_generate_rejects_bad_workload_values_without_a_traceback(tmp_path, caps
 
 
 def test_errors_name_options_not_library_keywords(tmp_path, capsys):
-    """A ConsumeQueue of another file size: the message names the command's option."""
+    """A ConsumeQueue of another file size: read at the size its files say (and said on
+    stderr); a size given that the files refute, or files that leave a choice, are named by
+    the command's option."""
     from rmqlab.lab.generate import generate_store
     from rmqlab.lab.workload import Workload
 
     root = tmp_path / "s"
     generate_store(root, Workload(messages=50, seed=1), commitlog_file_size=65536, hash_slot_num=64,
                    index_num=1024, consume_queue_file_size=400)
+    assert main(["store", "info", str(root), *GEO, "--json"]) == 0
+    out = capsys.readouterr()
+    info = json.loads(out.out)
+    assert info["consume_queue_units"] == 50
+    assert info["settings"]["mappedFileSizeConsumeQueue"] == {"value": 400, "source": "files",
+                                                              "reason": "every non-empty file is 400 bytes (4 files)"}
     for command in ("info", "dispatch"):
-        assert main(["store", command, str(root), *GEO]) == 1
+        assert main(["store", command, str(root), *GEO, "--consume-queue-file-size", "6000000"]) == 1
         err = capsys.readouterr().err
         assert "pass --consume-queue-file-size 400" in err and "mapped_file_size" not in err, err
-    assert main(["store", "info", str(root), *GEO, "--consume-queue-file-size", "400", "--json"]) == 0
-    assert json.loads(capsys.readouterr().out)["consume_queue_units"] == 50
+    # two queues of one file each, of two sizes: a real choice, listed (a usage error: exit 2)
+    first = sorted((root / "consumequeue").glob("*/*/*"))[0]
+    first.write_bytes(first.read_bytes() + bytes(200))
+    assert main(["store", "info", str(root), *GEO]) == 2
+    err = capsys.readouterr().err
+    assert "400 bytes (3 files), 600 bytes (1 file)" in err and "pass --consume-queue-file-size" in err, err
     # a workload out of range is a usage error (exit 2), printed once
     assert main(["store", "generate", str(tmp_path / "g"), *GEO, "--messages", "-1"]) == 2
     assert capsys.readouterr().err.startswith("rmqlab: error: ")
