@@ -5,10 +5,18 @@
 it, compressed batches decompressed and control records decoded, ``--print-data-log`` also
 its key and payload) file, and the other files of a partition directory: producer-state
 ``.snapshot``, ``.txnindex``, KRaft ``.checkpoint`` snapshots (``bootstrap.checkpoint`` too),
-``leader-epoch-checkpoint``, ``partition.metadata`` and ``quorum-state``;
+``leader-epoch-checkpoint``, ``partition.metadata`` and ``quorum-state``; ``rmqlab kafka
+dump DIR`` dumps every such file of a partition directory, segment by segment, or of each
+partition of a log directory in order. A damaged ``.log`` (torn tail, a batch or record that
+cannot be read) is dumped up to the damage, which is then named on stderr (file, byte offset,
+field, why) after kafka-dump-log's "Found N invalid bytes at the end of ..." line, and the dump
+goes on with the next file; a batch whose CRC does not verify is shown (``isvalid: false``)
+and named too. Exit 1 when any file was damaged (there is no separate "damage found" status).
 ``rmqlab kafka verify DIR|SEGMENT.log`` checks every segment's batches and index files against
 the broker's indexing rule, restarts included (each named with its evidence), and reports every
-mismatch (exit 1 if any is unexplained; absent or preallocated index files are notes);
+mismatch (exit 1 if any is unexplained; absent or preallocated index files are notes); a
+damaged segment's whole batches are checked, its problems listed in file order and the damage
+last, and index entries written for bytes past the damage are problems;
 ``rmqlab kafka rebuild-index SEGMENT.log --out DIR [--restart-at OFFSET]...`` writes the
 ``.index`` and ``.timeindex`` the broker would have written. ``--json`` prints JSON instead. Inputs are only read.
 """
@@ -22,8 +30,9 @@ from typing import Any
 
 from rmqlab.commands import UsageError
 
-#: Exit status when verify finds a problem: the same as a bad file.
-VERIFY_FAILED = 1
+#: Exit status when verify finds a problem, or dump a damaged file: the same as any bad input
+#: (rmqlab.cli: 0 ok, 1 bad input, 2 usage); there is no separate "damage found" status.
+VERIFY_FAILED = DAMAGE_FOUND = 1
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -32,7 +41,11 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     p = ksub.add_parser("dump", help="print .index / .timeindex entries, .log batches, and every other file of a "
                                      "partition directory (.snapshot, .txnindex, .checkpoint, checkpoints)")
-    p.add_argument("files", nargs="+", metavar="FILE")
+    p.add_argument("files", nargs="+", metavar="FILE|DIR",
+                   help="files, partition directories (every file of it, segment by segment) or log directories "
+                        "(each partition in order)")
+    p.add_argument("--base-offset", type=int, metavar="N",
+                   help=".index/.timeindex: the base offset, for a file whose name does not say it")
     p.add_argument("--records", action="store_true",
                    help=".log: also one line a record under its batch (compressed batches decompressed)")
     p.add_argument("--print-data-log", action="store_true",
@@ -47,6 +60,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     p = ksub.add_parser("verify", help="check every segment's CRCs and index entries against the broker's rule")
     p.add_argument("target", metavar="DIR|SEGMENT.log")
+    p.add_argument("--base-offset", type=int, metavar="N",
+                   help="SEGMENT.log: its base offset, for a file whose name does not say it (its index files are "
+                        "looked for under that offset's names)")
     p.add_argument("--index-interval-bytes", type=int, default=4096, metavar="N",
                    help="index.interval.bytes of the topic (default 4096)")
     p.add_argument("--active", action="store_true",
@@ -130,10 +146,11 @@ def _dump_other(path: Path, kind: str, out: dict[str, Any]) -> None:
         out["state"] = read_quorum_state(path)
 
 
-def _record_extras(path: Path, kind: str, batches, records: list[dict]) -> None:
+def _record_extras(path: Path, kind: str, batches, records: list[dict], source) -> None:
     """Decoded control records (and KRaft metadata payloads, for snapshots and the
     ``__cluster_metadata`` partition) added to the record dicts, by record offset (the records
-    of a compressed batch have no file position)."""
+    of a compressed batch have no file position). `source`: the file's whole batches (the
+    path, or its bytes up to the damage)."""
     from rmqlab.kafka.control import CONTROL_TYPES, control_text
     from rmqlab.kafka.kraft import metadata_text, read_metadata_records
 
@@ -143,11 +160,11 @@ def _record_extras(path: Path, kind: str, batches, records: list[dict]) -> None:
     by_offset = {r["offset"]: r for r in records}
     ids = {name: t for t, name in CONTROL_TYPES.items()}
     if metadata:
-        decoded = read_metadata_records(path, errors="keep")
+        decoded = read_metadata_records(source, errors="keep")
     else:
         from rmqlab.kafka.control import read_control_records
 
-        decoded = read_control_records(path)
+        decoded = read_control_records(source)
         decoded["is_control"], decoded["error"] = True, None
     for row in decoded.to_dict(orient="records"):
         r = by_offset.get(row["offset"])
@@ -182,12 +199,21 @@ def _text(b) -> str | None:
 
 
 def dump_file(path: str | Path, *, records: bool = False, print_data: bool = False,
-              decoder: str | None = None) -> dict[str, Any]:
+              decoder: str | None = None, base_offset: int | None = None) -> dict[str, Any]:
     """One file's contents as a JSON-ready dict: ``file``, ``kind`` and ``entries`` (index
     files, absolute offsets) or ``batches`` (and ``records``, every record of every batch,
     compressed ones decompressed; ``print_data`` adds ``key`` and ``payload`` as text) for a
     ``.log``. `decoder` ("offsets" / "transaction-log") makes ``key`` and ``payload`` each data
-    record's decoded key and value as ``kafka-dump-log --offsets-decoder`` prints them."""
+    record's decoded key and value as ``kafka-dump-log --offsets-decoder`` prints them.
+    `base_offset`: an index file's, when its name does not say it.
+
+    A ``.log`` (or ``.checkpoint``) is read up to its first damage (a torn tail, a batch
+    header or record that makes no sense): ``batches`` / ``records`` are the whole ones before
+    it, ``damage`` says where and why (:class:`rmqlab.kafka.log.SegmentDamage` as a dict, None
+    when every byte was read), ``valid_bytes`` where the whole batches end and
+    ``invalid_bytes`` the rest of the file (what kafka-dump-log reports as "Found N invalid
+    bytes at the end of ..."). ``crc_errors`` counts the batches whose CRC does not verify
+    (each shown, with ``crc_ok`` false, as kafka-dump-log shows it)."""
     from rmqlab.kafka.index import OffsetIndex, TimeIndex
     from rmqlab.kafka.log import read_batches, read_records
 
@@ -203,22 +229,36 @@ def dump_file(path: str | Path, *, records: bool = False, print_data: bool = Fal
     elif kind == "index":
         # kafka-dump-log's rule: no sanity check, entries up to a preallocated file's zero tail
         # (an untrimmed active segment's index, as a crash or Kafka 4.4's metadata log leaves it)
-        with OffsetIndex.open(path, count="dump", strict=False) as idx:
+        with OffsetIndex.open(path, base_offset, count="dump", strict=False) as idx:
             out["base_offset"] = idx.base_offset
             out["entries"] = [{"offset": int(o), "position": int(p)} for o, p in zip(idx.offsets, idx.positions)]
     elif kind == "timeindex":
-        with TimeIndex.open(path, count="dump", strict=False) as idx:
+        with TimeIndex.open(path, base_offset, count="dump", strict=False) as idx:
             out["base_offset"] = idx.base_offset
             out["entries"] = [{"timestamp": int(t), "offset": int(o)} for t, o in zip(idx.timestamps, idx.offsets)]
     else:
-        batches = read_batches(path)
+        # every whole batch before the first damage, as kafka-dump-log prints the batches up to
+        # a tear (FileLogInputStream stops there) and LogSegment.recover keeps them
+        batches = read_batches(path, on_damage="report")
+        walk = batches.attrs["report"]
+        damage = walk.damage
+        if records or print_data or decoder:
+            recs = read_records(path, values=print_data, on_damage="report")
+            if recs.attrs["report"].damage is not None:   # a record that does not decode, before it
+                damage = recs.attrs["report"].damage
+                batches = batches[batches["position"] < damage.position]
         cols = ["position", "size", "base_offset", "last_offset", "records_count", "base_timestamp",
                 "max_timestamp", "compression", "timestamp_type", "is_transactional", "is_control",
                 "producer_id", "producer_epoch", "base_sequence", "partition_leader_epoch", "magic", "crc", "crc_ok"]
         out["batches"] = [{c: (v.item() if hasattr(v, "item") else v) for c, v in row.items()}
                           for row in batches[cols].to_dict(orient="records")]
+        out["valid_bytes"] = walk.file_size if damage is None else damage.position
+        out["invalid_bytes"] = walk.file_size - out["valid_bytes"]
+        out["crc_errors"] = int((~batches["crc_ok"]).sum())
+        out["damage"] = None if damage is None else damage.as_dict()
         if records or print_data or decoder:
-            recs = read_records(path, values=print_data)
+            # the decoders read the whole batches only: the bytes from the damage on would raise
+            whole = path if damage is None else memoryview(path.read_bytes())[:damage.position]
             batch_of = {b["position"]: b for b in out["batches"]}
             rows = []
             for r in recs.to_dict(orient="records"):
@@ -232,55 +272,108 @@ def dump_file(path: str | Path, *, records: bool = False, print_data: bool = Fal
                     row["key"], row["payload"] = _text(r["key"]), _text(r["value"])
                 rows.append(row)
             out["records"] = rows
-            _record_extras(path, kind, batches, out["records"])
+            _record_extras(path, kind, batches, out["records"], whole)
             if decoder:
-                _add_decoded(out["records"], path, decoder)
+                _add_decoded(out["records"], whole, decoder)
     return out
 
 
-def _add_decoded(records: list[dict[str, Any]], path: Path, decoder: str) -> None:
+def _add_decoded(records: list[dict[str, Any]], source, decoder: str) -> None:
     from rmqlab.kafka.internal_topics import describe_records
 
-    decoded = describe_records(path, decoder)
+    decoded = describe_records(source, decoder)
     for r in records:
         if r["offset"] in decoded:
             r["key"], r["payload"] = decoded[r["offset"]]
 
 
-def _dump(args) -> int:
-    for name in args.files:
+def _dump_files(names: list[str]) -> list[Path]:
+    """The files a dump reads: each FILE as given, each DIR's files in order
+    (:func:`rmqlab.kafka.dirfiles.dump_order`: a partition directory segment by segment, a log
+    directory partition by partition). Raises UsageError for a file of another kind and a
+    directory with nothing to dump."""
+    from rmqlab.kafka.dirfiles import dump_order
+
+    files: list[Path] = []
+    for name in names:
+        target = Path(name)
+        if target.is_dir():
+            found = dump_order(target)
+            if not found:
+                raise UsageError(f"{target}: no Kafka partition files (.log, .index, .timeindex, .snapshot, ...) "
+                                 f"and no partition directories (<topic>-<partition>) in it")
+            files.extend(found)
+            continue
         try:
-            _kind(Path(name))
+            _kind(target)
         except ValueError as e:
             raise UsageError(str(e)) from e
-    for name in args.files:
+        files.append(target)
+    return files
+
+
+def _dump(args) -> int:
+    """Dump every file; a damaged one is dumped up to its damage, which is then reported on
+    stderr, and the next file follows. Exit 1 when any file was damaged (a torn tail, a batch
+    that cannot be read, a CRC that does not verify), as for any bad input."""
+    damaged = 0
+    for path in _dump_files(args.files):
         decoder = getattr(args, "decoder", None)
-        d = dump_file(name, records=args.records, print_data=args.print_data_log, decoder=decoder)
+        d = dump_file(path, records=args.records, print_data=args.print_data_log, decoder=decoder,
+                      base_offset=args.base_offset)
         if args.json:
             print(json.dumps(d))
-            continue
-        print(f"Dumping {d['file']}")
-        if d["kind"] not in ("index", "timeindex", "log", "checkpoint"):
-            _print_other(d)
-            continue
-        if d["kind"] == "checkpoint":
-            print("KRaft bootstrap snapshot" if d["end_offset"] is None
-                  else f"Snapshot end offset: {d['end_offset']}, epoch: {d['epoch']}")
-        if d["kind"] == "index":
-            for e in d["entries"]:
-                print(f"offset: {e['offset']} position: {e['position']}")
-        elif d["kind"] == "timeindex":
-            for e in d["entries"]:
-                print(f"timestamp: {e['timestamp']} offset: {e['offset']}")
         else:
-            records_of: dict[int, list] = {}
-            for r in d.get("records", []):
-                records_of.setdefault(r["batch_position"], []).append(r)
-            for b in d["batches"]:
-                print(_batch_line(b))
-                for r in records_of.get(b["position"], []):
-                    print(_record_line(r))
-    return 0
+            _print_dump(d)
+        damaged += _report_damage(d, args.command_line_words)
+    return DAMAGE_FOUND if damaged else 0
+
+
+def _report_damage(d: dict[str, Any], words) -> int:
+    """Say on stderr where and why a file's dump stopped, and which batches' CRCs fail: 1 when
+    there was anything to say."""
+    if d.get("crc_errors"):
+        bad = [b for b in d["batches"] if not b["crc_ok"]]
+        print(f"rmqlab: error: {d['file']}: {len(bad)} batch{'es' * (len(bad) != 1)} whose CRC-32C does not "
+              f"verify (isvalid: false), the first at position {bad[0]['position']}", file=sys.stderr)
+    damage = d.get("damage")
+    if damage is not None:
+        from rmqlab.kafka.log import SegmentDamage
+
+        text = str(SegmentDamage(**{k: v for k, v in damage.items() if k not in ("file", "invalid_bytes")},
+                                 path=damage["file"]))
+        whole = len(d["batches"])
+        print(f"rmqlab: error: {words(text)}; dumped the {whole} whole batch{'es' * (whole != 1)} before it "
+              f"({damage['position']:,} bytes), {damage['invalid_bytes']:,} bytes not read", file=sys.stderr)
+    return int(bool(d.get("crc_errors")) or damage is not None)
+
+
+def _print_dump(d: dict[str, Any]) -> None:
+    """One file's dump as text, as kafka-dump-log prints it."""
+    print(f"Dumping {d['file']}")
+    if d["kind"] not in ("index", "timeindex", "log", "checkpoint"):
+        _print_other(d)
+        return
+    if d["kind"] == "checkpoint":
+        print("KRaft bootstrap snapshot" if d["end_offset"] is None
+              else f"Snapshot end offset: {d['end_offset']}, epoch: {d['epoch']}")
+    if d["kind"] == "index":
+        for e in d["entries"]:
+            print(f"offset: {e['offset']} position: {e['position']}")
+    elif d["kind"] == "timeindex":
+        for e in d["entries"]:
+            print(f"timestamp: {e['timestamp']} offset: {e['offset']}")
+    else:
+        records_of: dict[int, list] = {}
+        for r in d.get("records", []):
+            records_of.setdefault(r["batch_position"], []).append(r)
+        for b in d["batches"]:
+            print(_batch_line(b))
+            for r in records_of.get(b["position"], []):
+                print(_record_line(r))
+        if d["invalid_bytes"]:
+            # DumpLogSegments.dumpLog's last line for bytes its batch iteration did not reach
+            print(f"Found {d['invalid_bytes']} invalid bytes at the end of {Path(d['file']).name}")
 
 
 def _batch_line(b: dict[str, Any]) -> str:
@@ -358,12 +451,18 @@ def _verify(args) -> int:
         print(f"rmqlab: error: {target}: no such file or directory", file=sys.stderr)
         return 1
     opts = dict(index_interval_bytes=args.index_interval_bytes, rolled=False if args.active else None)
-    reports, files = verify_partition(target, **opts) if target.is_dir() else ([verify_segment(target, **opts)], [])
+    if target.is_dir():
+        if args.base_offset is not None:
+            raise UsageError("--base-offset names one segment's base offset: give SEGMENT.log, not a directory")
+        reports, files = verify_partition(target, **opts)
+    else:
+        reports, files = [verify_segment(target, base_offset=args.base_offset, **opts)], []
+    words = args.command_line_words
     failed = sum(not r.ok for r in reports)
     bad_files = sum(not f.ok for f in files)
     if args.json:
         print(json.dumps({"target": str(target), "segments": len(reports), "failed": failed,
-                          "reports": [r.as_dict() for r in reports],
+                          "reports": [_worded(r.as_dict(), words) for r in reports],
                           "files": [{"file": str(f.file), "kind": f.kind, "ok": f.ok, "summary": f.summary,
                                      "problems": list(f.problems)} for f in files],
                           "files_failed": bad_files}, indent=2))
@@ -373,9 +472,9 @@ def _verify(args) -> int:
             for restart in r.restarts:
                 print(f"  {restart.describe()}")
             for note in r.notes:
-                print(f"  note: {note}")
+                print(f"  note: {words(note)}")
             for e in r.errors:
-                print(f"  error: {e}")
+                print(f"  error: {words(e)}")
             for m in r.mismatches:
                 line = f"  {m.kind} {m.entry}: expected {m.expected}, found {m.found}"
                 print(line + (f": {m.explanation}" if m.explanation else ""))
@@ -386,6 +485,11 @@ def _verify(args) -> int:
         print(f"{len(reports)} segments, {failed} failed" + (f"; {len(files)} other files, {bad_files} failed"
                                                              if files else ""))
     return VERIFY_FAILED if failed or bad_files else 0
+
+
+def _worded(report: dict[str, Any], words) -> dict[str, Any]:
+    """A segment report's notes and errors in command-line words (options, not keywords)."""
+    return {**report, "notes": [words(n) for n in report["notes"]], "errors": [words(e) for e in report["errors"]]}
 
 
 def _rebuild(args) -> int:

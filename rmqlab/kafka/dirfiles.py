@@ -28,13 +28,15 @@ beside the segments.
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from typing import NamedTuple
 
 from rmqlab.errors import RmqlabError
 from rmqlab.kafka.index import orphaned_index_note
 
-__all__ = ["FileCheck", "file_kind", "check_file", "check_partition_files", "SEGMENT_KINDS"]
+__all__ = ["FileCheck", "file_kind", "check_file", "check_partition_files", "SEGMENT_KINDS", "DUMP_KINDS",
+           "dump_order", "partition_directories"]
 
 SEGMENT_KINDS = ("log", "index", "timeindex")
 # LogFileUtils.DELETED_FILE_SUFFIX, CLEANED_FILE_SUFFIX, SWAP_FILE_SUFFIX; CheckpointFile's
@@ -221,3 +223,68 @@ def check_partition_files(directory: str | os.PathLike, *, segments: bool = Fals
             continue
         out.append(check_file(p))
     return out
+
+
+#: the kinds ``kafka-dump-log`` (and ``rmqlab kafka dump``) reads, in the order a segment's files
+#: are dumped: the log first, then its indexes, then what is named by an offset beside it
+DUMP_KINDS = ("log", "index", "timeindex", "txnindex", "producer-snapshot", "kraft-snapshot",
+              "leader-epoch-checkpoint", "partition.metadata", "quorum-state")
+_PARTITION_NAME = re.compile(r"^(.+)-(\d+)$")       # LogFileUtils / UnifiedLog.parseTopicPartitionName
+
+
+def _dump_key(path: Path) -> tuple[int, int, int, str]:
+    """Files named by an offset first, by that offset (``.checkpoint``: its end offset), then
+    the kind's place in DUMP_KINDS; the partition's named files last, by name."""
+    stem = path.name.partition(".")[0].partition("-")[0]
+    kind = DUMP_KINDS.index(file_kind(path))
+    if stem.isascii() and stem.isdigit():
+        return (0, int(stem), kind, path.name)
+    return (1, 0, kind, path.name)
+
+
+def partition_directories(directory: str | os.PathLike) -> list[Path]:
+    """The partition directories (``<topic>-<partition>``) of a log directory, by topic and then
+    partition number (``t-2`` before ``t-10``). Cost: one directory listing.
+
+    >>> import tempfile, pathlib
+    >>> d = pathlib.Path(tempfile.mkdtemp())
+    >>> for name in ("t-10", "t-2", "a-0", "notes"):
+    ...     (d / name).mkdir()
+    >>> [p.name for p in partition_directories(d)]
+    ['a-0', 't-2', 't-10']
+    """
+    found = []
+    for p in Path(directory).iterdir():
+        m = _PARTITION_NAME.match(p.name)
+        if m and p.is_dir():
+            found.append((m[1], int(m[2]), p))
+    return [p for _, _, p in sorted(found)]
+
+
+def dump_order(directory: str | os.PathLike) -> list[Path]:
+    """The files of `directory` a dump reads, in the order it reads them. A partition directory:
+    its files of the :data:`DUMP_KINDS`, segment by segment (``.log``, ``.index``,
+    ``.timeindex``, ``.txnindex``; a ``.snapshot`` at its offset), then ``leader-epoch-checkpoint``,
+    ``partition.metadata``, ``quorum-state``. A log directory (one holding partition directories):
+    its own such files (a KRaft ``bootstrap.checkpoint``), then each partition's
+    (:func:`partition_directories`). Other files are left out (``meta.properties``, the log
+    directory's offset checkpoints, lock and marker files, transient files). An empty list when
+    there is nothing to dump. Cost: a listing of the directory and of each partition directory.
+
+    >>> import tempfile, pathlib
+    >>> d = pathlib.Path(tempfile.mkdtemp())
+    >>> p = d / "t-0"
+    >>> p.mkdir()
+    >>> for name in ("00000000000000000010.index", "00000000000000000010.log", "00000000000000000000.log",
+    ...              "00000000000000000010.snapshot", "leader-epoch-checkpoint", ".lock"):
+    ...     _ = (p / name).write_bytes(b"")
+    >>> [f.name for f in dump_order(d)]       # the log directory: each partition in order
+    ['00000000000000000000.log', '00000000000000000010.log', '00000000000000000010.index', \
+'00000000000000000010.snapshot', 'leader-epoch-checkpoint']
+    """
+    d = Path(directory)
+    return _own_dump_files(d) + [f for part in partition_directories(d) for f in _own_dump_files(part)]
+
+
+def _own_dump_files(d: Path) -> list[Path]:
+    return sorted((p for p in d.iterdir() if p.is_file() and file_kind(p) in DUMP_KINDS), key=_dump_key)

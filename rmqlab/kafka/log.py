@@ -69,7 +69,10 @@ a batch (a torn write): that raises :class:`~rmqlab.errors.TruncatedFileError` a
 batch's offset, or, with
 ``torn_tail="stop"``, ends the walk there quietly as Kafka's recovery does (it truncates the
 segment to its last whole batch); ``report.torn_tail`` says where. A CRC mismatch is a
-``crc_ok`` of False, or a FormatError when ``verify_crc=True``.
+``crc_ok`` of False, or a FormatError when ``verify_crc=True``. With ``on_damage="report"``
+nothing raises: the readers return every whole batch (record) before the first damage, and
+``report.damage`` (:class:`SegmentDamage`) says where it is (file, byte offset, field) and why,
+as ``kafka-dump-log`` prints the batches up to a tear and ``LogSegment.recover`` keeps them.
 
 >>> import tempfile
 >>> d = tempfile.mkdtemp()
@@ -119,11 +122,16 @@ __all__ = [
     "log_file_name", "walk_batches", "read_batches", "read_records", "read_legacy_records", "scan_key",
     "compressed_batch_problems",
     "encode_batches", "SegmentWriter", "write_segment", "records_from_workload", "TornTail",
+    "OnDamage", "SegmentDamage",
 ]
 
 #: What a reader does with a batch cut by the end of the file: raise TruncatedFileError, or stop
 #: quietly before it as the broker's recovery does.
 TornTail = Literal["raise", "stop"]
+#: What a reader does at the first byte it cannot accept (a torn tail, a header or record that
+#: makes no sense): raise its typed error, or stop before the batch holding it and describe it
+#: in ``report.damage`` (a :class:`SegmentDamage`).
+OnDamage = Literal["raise", "report"]
 
 # ------------------------------------------------------------------------------- layout
 
@@ -256,11 +264,68 @@ class Batch:
         return self.magic == MAGIC and bool(self.attributes & DELETE_HORIZON_FLAG_MASK)
 
 
+@dataclass(frozen=True)
+class SegmentDamage:
+    """The first place a segment cannot be read, as a reader with ``on_damage="report"`` found it.
+
+    ``position`` (bytes from the start of the file) is where the batch holding the damage
+    starts: every batch before it is whole, and it is where ``LogSegment.recover`` truncates
+    the segment (it stops at the first batch that cannot be framed or fails ``ensureValid``).
+    ``offset`` is the byte of the field at fault, ``field`` its name, ``reason`` what is wrong
+    and what was expected. ``kind``: ``"torn"`` (the file ends inside a batch, or only zero
+    bytes are left: a torn or unflushed write), ``"crc"`` (the stored CRC-32C does not match;
+    only when reading with ``verify_crc``), ``"corrupt"`` (a field holds a value no writer
+    produces: not a Kafka segment, or damaged bytes). :meth:`error` is the typed error a reader
+    with ``on_damage="raise"`` raises for it. Cost: a record, O(1).
+
+    >>> data = encode_batches([KafkaRecord(i, 1000, None, b"v") for i in range(3)]).data.tobytes()
+    >>> df = read_batches(data[:-5], on_damage="report")
+    >>> d = df.attrs["report"].damage
+    >>> len(df), d.kind, d.position, d.field, d.invalid_bytes
+    (2, 'torn', 138, 'batchLength', 64)
+    """
+
+    kind: str
+    path: str | None
+    position: int
+    offset: int
+    field: str
+    reason: str
+    file_size: int
+
+    @property
+    def invalid_bytes(self) -> int:
+        """Bytes from the damaged batch to the end of the file (what recovery truncates)."""
+        return self.file_size - self.position
+
+    def error(self) -> RmqlabError:
+        cls = TruncatedFileError if self.kind == "torn" else FormatError
+        return cls(self.reason, path=self.path, offset=self.offset, field=self.field)
+
+    def __str__(self) -> str:
+        return str(self.error())
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "file": self.path, "position": self.position, "offset": self.offset,
+                "field": self.field, "reason": self.reason, "file_size": self.file_size,
+                "invalid_bytes": self.invalid_bytes}
+
+
+def _damage(error: RmqlabError, position: int, file_size: int) -> SegmentDamage:
+    """`error`, found in the entry that starts at `position`, as a SegmentDamage."""
+    kind = "torn" if isinstance(error, TruncatedFileError) else "crc" if error.field == "crc" else "corrupt"
+    offset = position if error.offset is None else error.offset
+    return SegmentDamage(kind, error.path, int(position), int(offset), error.field or "batch", error.reason,
+                         int(file_size))
+
+
 @dataclass
 class WalkReport:
     """How a walk ended. ``valid_bytes`` is where the last whole batch ends (what Kafka's
     recovery keeps); ``torn_tail`` the position of a batch cut by the end of the file (None
-    when the file ends on a batch boundary), ``torn_reason`` why."""
+    when the file ends on a batch boundary), ``torn_reason`` why. ``damage``: with
+    ``on_damage="report"``, where and why reading stopped (:class:`SegmentDamage`), None when
+    every byte was read."""
 
     path: str | None = None
     file_size: int = 0
@@ -268,6 +333,7 @@ class WalkReport:
     valid_bytes: int = 0
     torn_tail: int | None = None
     torn_reason: str | None = None
+    damage: SegmentDamage | None = None
 
 
 @contextmanager
@@ -373,7 +439,8 @@ def _bad_batch(buf, p: int, path, batch_length: int, magic: int) -> _Stop:
             return _Stop(zeros, True)
     if magic not in _MIN_ENTRY_SIZE:
         return _Stop(FormatError(
-            f"magic v{magic}: not a Kafka log format (magic v2 record batches, v0/v1 legacy message sets)",
+            f"magic v{magic}: not a Kafka log format (expected magic v2, a record batch, or v0 / v1, a legacy "
+            f"message set)",
             path=path, offset=p + HEADER.offset("magic"), field="magic"), False)
     if size < _MIN_ENTRY_SIZE[magic]:
         if magic == MAGIC:
@@ -430,10 +497,9 @@ class BatchStream:
     filled as it goes. Made by :func:`walk_batches`."""
 
     def __init__(self, source, *, verify_crc: bool = False,
-                 torn_tail: TornTail = "raise"):
-        if torn_tail not in ("raise", "stop"):
-            raise ValueError(f"torn_tail must be 'raise' or 'stop', got {torn_tail!r}")
-        self.source, self.verify_crc, self.torn_tail = source, verify_crc, torn_tail
+                 torn_tail: TornTail = "raise", on_damage: OnDamage = "raise"):
+        _check_modes(torn_tail, on_damage)
+        self.source, self.verify_crc, self.torn_tail, self.on_damage = source, verify_crc, torn_tail, on_damage
         self.report = WalkReport()
 
     def __iter__(self) -> Iterator[Batch]:
@@ -442,20 +508,30 @@ class BatchStream:
             rep.path, rep.file_size = path, len(buf)
             U = np.frombuffer(buf, np.uint8) if len(buf) else np.empty(0, np.uint8)
             start, more = 0, True
-            while more:
-                P, stop, start, more = _entry_positions(buf, path, start, _WALK_CHUNK)
+            while more and rep.damage is None:
+                P, stop, at, more = _entry_positions(buf, path, start, _WALK_CHUNK)
                 yield from self._chunk(buf, U, path, P)
-                if stop is not None:
-                    if stop.torn and self.torn_tail == "stop":
+                if stop is not None and rep.damage is None:
+                    if stop.torn and self.torn_tail == "stop" and self.on_damage == "raise":
                         rep.torn_tail, rep.torn_reason = stop.error.offset, stop.error.reason
                         return
-                    raise stop.error
+                    self._stop(stop.error, at)
+                start = at
             del U
+
+    def _stop(self, error: RmqlabError, position: int) -> None:
+        """The walk ends at the entry starting at `position`: raise `error`, or report it."""
+        if self.on_damage == "raise":
+            raise error
+        rep = self.report
+        rep.damage = _damage(error, position, rep.file_size)
+        if rep.damage.kind == "torn":
+            rep.torn_tail, rep.torn_reason = position, error.reason
 
     def _chunk(self, buf, U: np.ndarray, path, P: np.ndarray) -> Iterator[Batch]:
         """The batches at positions `P`: v2 headers and CRCs in bulk, legacy entries decoded one
-        by one; a CRC mismatch (with verify_crc) or a legacy entry that does not decode raises
-        where it is, after the batches before it."""
+        by one; a CRC mismatch (with verify_crc) or a legacy entry that does not decode ends the
+        walk where it is (raised or reported), after the batches before it."""
         rep = self.report
         v2 = U[P + HEADER.offset("magic")] == MAGIC
         PV = P[v2]
@@ -471,7 +547,8 @@ class BatchStream:
             if not is_v2:
                 cols, _, err = legacy.decode_entries(buf, path, [p], verify_crc=self.verify_crc)
                 if err is not None:
-                    raise err
+                    self._stop(err, p)
+                    return
                 rep.batches += 1
                 rep.valid_bytes = p + int(cols["batch_length"][0]) + LOG_OVERHEAD
                 yield Batch(p, rep.valid_bytes - p, **{f.name: int(cols[f.name][0]) for f in HEADER.fields},
@@ -480,14 +557,22 @@ class BatchStream:
             row = next(rows)
             crc_computed = next(computed_crcs)
             if self.verify_crc and not row[-1]:
-                raise _crc_error(path, p, row[_CRC_AT], crc_computed)
+                self._stop(_crc_error(path, p, row[_CRC_AT], crc_computed), p)
+                return
             rep.batches += 1
             rep.valid_bytes = p + row[1]
             yield _new_batch(row)
 
 
+def _check_modes(torn_tail: str, on_damage: str) -> None:
+    if torn_tail not in ("raise", "stop"):
+        raise ValueError(f"torn_tail must be 'raise' or 'stop', got {torn_tail!r}")
+    if on_damage not in ("raise", "report"):
+        raise ValueError(f"on_damage must be 'raise' or 'report', got {on_damage!r}")
+
+
 def walk_batches(source, *, verify_crc: bool = False,
-                 torn_tail: TornTail = "raise") -> BatchStream:
+                 torn_tail: TornTail = "raise", on_damage: OnDamage = "raise") -> BatchStream:
     """Iterate the batch headers of a segment (a path, or bytes-like data) in file order.
 
     Compressed v2 batches are walked by their headers alone (a legacy wrapper is decompressed
@@ -495,7 +580,9 @@ def walk_batches(source, *, verify_crc: bool = False,
     the header (or a legacy entry that does not decode), TruncatedFileError
     (offset = the torn batch's position) when the file ends inside a batch unless
     ``torn_tail="stop"``; with `verify_crc` a CRC mismatch raises FormatError (field "crc"),
-    otherwise it is ``crc_ok=False``. Cost: the entries are framed in C and their headers
+    otherwise it is ``crc_ok=False``. ``on_damage="report"``: none of these raises; the walk
+    ends before the batch holding the first of them and ``report.damage`` says where and why
+    (:class:`SegmentDamage`). Cost: the entries are framed in C and their headers
     read and CRCs computed in bulk, 4096 batches at a time; making one :class:`Batch` a batch
     is what is left, about 4 µs (0.25 GB/s at 1 KiB batches, measured on a loaded 2-core
     machine): for a whole segment :func:`read_batches` is about eight times faster.
@@ -504,7 +591,7 @@ def walk_batches(source, *, verify_crc: bool = False,
     >>> [(b.base_offset, b.last_offset, b.size, b.compression, b.crc_ok) for b in walk_batches(data)]
     [(5, 5, 69, 'none', True)]
     """
-    return BatchStream(source, verify_crc=verify_crc, torn_tail=torn_tail)
+    return BatchStream(source, verify_crc=verify_crc, torn_tail=torn_tail, on_damage=on_damage)
 
 
 #: the NumPy type of each header field's column (read_batches' dtypes)
@@ -522,13 +609,16 @@ def _v2_header_columns(buf, positions: np.ndarray) -> dict[str, np.ndarray]:
             for j, f in enumerate(HEADER.fields)}
 
 
-def _batch_table(buf, path, verify_crc: bool, torn_tail: TornTail):
+def _batch_table(buf, path, verify_crc: bool, torn_tail: TornTail, on_damage: OnDamage = "raise"):
     """Columns (dict of arrays) of every whole batch or legacy entry, the WalkReport and the first
     pending error (a CRC mismatch when verifying, a legacy entry that does not decode, a torn
     tail when raising, a format error) or None. Legacy entries are decoded by
-    :func:`rmqlab.kafka.legacy.decode_entries`; their records are ``cols["_legacy_records"]``."""
+    :func:`rmqlab.kafka.legacy.decode_entries`; their records are ``cols["_legacy_records"]``.
+    ``on_damage="report"``: never a pending error; the columns stop before the entry holding
+    the first one, which is ``report.damage``."""
+    _check_modes(torn_tail, on_damage)
     report = WalkReport(path=path, file_size=len(buf))
-    P, stop, _, _ = _entry_positions(buf, path)
+    P, stop, stopped_at, _ = _entry_positions(buf, path)
     P = P.copy()        # the walk's bytes are read-only; the table's columns are the caller's to change
     U = np.frombuffer(buf, np.uint8) if len(buf) else np.empty(0, np.uint8)
     v2 = U[P + HEADER.offset("magic")] == MAGIC if len(P) else np.zeros(0, bool)
@@ -567,7 +657,17 @@ def _batch_table(buf, path, verify_crc: bool, torn_tail: TornTail):
     cols["crc_ok"] = crc_ok
     S = cols["size"] = cols["batch_length"] + LOG_OVERHEAD
     pending = min(errors, key=_error_offset) if errors else None
-    if stop is not None and pending is None:
+    first = pending if pending is not None else None if stop is None else stop.error
+    if on_damage == "report" and first is not None:
+        # errors inside whole entries come before the walk's stop, which is past all of them
+        at = stopped_at if pending is None else int(P[np.searchsorted(P, _error_offset(pending), "right") - 1])
+        cols = _rows_before(cols, at)
+        P, S = cols["position"], cols["size"]
+        report.damage = _damage(first, at, len(buf))
+        if report.damage.kind == "torn":
+            report.torn_tail, report.torn_reason = at, report.damage.reason
+        pending = None
+    elif stop is not None and pending is None:
         if stop.torn and torn_tail == "stop":
             report.torn_tail, report.torn_reason = stop.error.offset, stop.error.reason
         else:
@@ -575,6 +675,16 @@ def _batch_table(buf, path, verify_crc: bool, torn_tail: TornTail):
     report.batches = len(P)
     report.valid_bytes = int(P[-1] + S[-1]) if len(P) else 0
     return cols, report, pending
+
+
+def _rows_before(cols: dict[str, Any], position: int) -> dict[str, Any]:
+    """The rows of a _batch_table whose entry starts before `position` (and their legacy records)."""
+    n = int(np.searchsorted(cols["position"], position, "left"))
+    out = {k: (v[:n] if isinstance(v, np.ndarray) else v) for k, v in cols.items()}
+    if "_legacy_records" in cols:
+        recs = cols["_legacy_records"]
+        out["_legacy_records"] = legacy.select_records(recs, [b < position for b in recs.batch_position])
+    return out
 
 
 _BATCH_COLUMNS = ("position", "size", "base_offset", "last_offset", "records_count", "base_timestamp",
@@ -606,7 +716,7 @@ def _batch_frame(cols, report):
 
 
 def read_batches(source, *, verify_crc: bool = False,
-                 torn_tail: TornTail = "raise"):
+                 torn_tail: TornTail = "raise", on_damage: OnDamage = "raise"):
     """Every batch header of a segment as a pandas DataFrame, one row a batch in file order.
 
     Columns: ``position`` and ``size`` (bytes in the file), ``base_offset``, ``last_offset``,
@@ -615,20 +725,21 @@ def read_batches(source, *, verify_crc: bool = False,
     "LogAppendTime"), the flags ``is_transactional``, ``is_control``, ``has_delete_horizon``,
     ``crc`` (unsigned) and ``crc_ok``, then the remaining raw header fields. The
     :class:`WalkReport` is ``df.attrs["report"]``. Errors as :func:`walk_batches` (the first
-    in file order is raised). Cost: the framing and the header fields in C, all CRC-32Cs in
-    one C call (the crc32 instruction where there is one); about 2 GB/s from the page cache on
-    a 1 GiB segment of 1 KiB batches (a 2-core machine under load; the framing alone about
-    20 GB/s, the CRCs most of the rest: benchmarks/bench_kafka.py).
+    in file order is raised); ``on_damage="report"`` gives the whole batches before the first
+    instead, and ``df.attrs["report"].damage`` says where and why (:class:`SegmentDamage`).
+    Cost: the framing and the header fields in C, all CRC-32Cs in one C call (the crc32
+    instruction where there is one); about 2 GB/s from the page cache on a 1 GiB segment of
+    1 KiB batches (a 2-core machine under load; the framing alone about 20 GB/s, the CRCs most
+    of the rest: benchmarks/bench_kafka.py).
 
     >>> data = encode_batches([KafkaRecord(i, 1000 + i, None, b"v") for i in range(5)],
     ...                       records_per_batch=2).data.tobytes()
     >>> read_batches(data)[["position", "base_offset", "last_offset", "records_count"]].values.tolist()
     [[0, 0, 1, 2], [77, 2, 3, 2], [154, 4, 4, 1]]
     """
-    if torn_tail not in ("raise", "stop"):
-        raise ValueError(f"torn_tail must be 'raise' or 'stop', got {torn_tail!r}")
+    _check_modes(torn_tail, on_damage)
     with _opened(source) as (buf, path):
-        cols, report, pending = _batch_table(buf, path, verify_crc, torn_tail)
+        cols, report, pending = _batch_table(buf, path, verify_crc, torn_tail, on_damage)
     if pending is not None:
         raise pending
     return _batch_frame(cols, report)
@@ -913,12 +1024,11 @@ def _without_legacy(cols: dict) -> tuple[dict, Any]:
 _COMPRESSED_MODES = ("decode", "skip")
 
 
-def _decode(buf, path, *, verify_crc, torn_tail, compressed="decode") -> _Decoded:
+def _decode(buf, path, *, verify_crc, torn_tail, compressed="decode", on_damage: OnDamage = "raise") -> _Decoded:
     if compressed not in _COMPRESSED_MODES:
         raise ValueError(f"compressed must be 'decode' or 'skip', got {compressed!r}")
-    if torn_tail not in ("raise", "stop"):
-        raise ValueError(f"torn_tail must be 'raise' or 'stop', got {torn_tail!r}")
-    cols, report, pending = _batch_table(buf, path, verify_crc, torn_tail)
+    cols, report, pending = _batch_table(buf, path, verify_crc, torn_tail, on_damage)
+    entry_positions = cols["position"]      # every entry's, legacy ones included
     cols, legacy_records = _without_legacy(cols)
     fails = _Failures(path)
     if pending is not None:
@@ -933,7 +1043,22 @@ def _decode(buf, path, *, verify_crc, torn_tail, compressed="decode") -> _Decode
         if err.field != "crc" and 0 <= i < len(cols["crc_ok"]) and not cols["crc_ok"][i]:
             err = type(err)(err.reason + f" (the CRC-32C of the batch at {int(cols['position'][i])} does not "
                               f"verify either: its bytes are damaged)", path=path, offset=err.offset, field=err.field)
-        raise err
+        if on_damage == "raise":
+            raise err
+        # the records of the batches before the damaged one, decoded again without it: the
+        # report says the reading stops there, as for a batch the walk cannot frame
+        at = int(cols["position"][max(i, 0)])
+        report.damage = _damage(err, at, len(buf))
+        report.torn_tail = report.torn_reason = None
+        cols = _rows_before(cols, at)
+        report.batches, report.valid_bytes = int(np.searchsorted(entry_positions, at, "left")), at
+        if legacy_records is not None:
+            legacy_records = legacy.select_records(legacy_records, [b < at for b in legacy_records.batch_position])
+        comp = comp[:len(cols["position"])]
+        rows = rows[rows < len(comp)]
+        fails = _Failures(path)
+        d = _decode_rows(U, path, cols, rows, fails)
+        assert fails.first() is None, "the batches before the first damaged one decode"
     d.report = report
     d.skipped = cols["position"][comp != 0] if compressed == "skip" else np.empty(0, np.int64)
     d.legacy = legacy_records
@@ -1254,7 +1379,7 @@ def _with_legacy_records(df, d: _Decoded, lat: np.ndarray):
 
 def read_records(source, *, values: bool = True, headers: bool = True, verify_crc: bool = False,
                  torn_tail: TornTail = "raise",
-                 compressed: Literal["decode", "skip"] = "decode"):
+                 compressed: Literal["decode", "skip"] = "decode", on_damage: OnDamage = "raise"):
     """Every record of a segment as a pandas DataFrame, in file order (batch by batch), the
     records of compressed batches (gzip, snappy, lz4, zstd) decompressed and decoded too.
 
@@ -1279,7 +1404,10 @@ def read_records(source, *, values: bool = True, headers: bool = True, verify_cr
     a payload that does not decompress, fewer or more records than ``recordsCount``, bytes
     left after them, and offsetDeltas that do not rise within 0 .. ``lastOffsetDelta`` raise
     FormatError at the payload's first byte in the file (batch position + 61), the reason
-    naming the batch's baseOffset and the byte of the decompressed records. Cost: the record
+    naming the batch's baseOffset and the byte of the decompressed records.
+    ``on_damage="report"``: none of these raises; the records are those of the batches before
+    the one holding the first, and ``df.attrs["report"].damage`` says where and why (the
+    records of that batch are decoded twice). Cost: the record
     chain is followed for all batches together (one NumPy step per record index, so a segment
     of small batches costs a few NumPy passes), the fields are decoded with NumPy, keys and
     values copied in C; about 1 µs a record in a batch of many. Compressed batches add the
@@ -1294,7 +1422,8 @@ def read_records(source, *, values: bool = True, headers: bool = True, verify_cr
     [[-1, 0, 0, 50], [-1, 57, 1, 50], [-1, 114, 2, 50]]
     """
     with _opened(source) as (buf, path):
-        d = _decode(buf, path, verify_crc=verify_crc, torn_tail=torn_tail, compressed=compressed)
+        d = _decode(buf, path, verify_crc=verify_crc, torn_tail=torn_tail, compressed=compressed,
+                    on_damage=on_damage)
         df = _record_frame(d, values=values, headers=headers)
         del d
     return df

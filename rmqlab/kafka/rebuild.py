@@ -102,6 +102,7 @@ from the page cache) plus O(batches) NumPy and one C loop for the offset entries
 """
 from __future__ import annotations
 
+import copy
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -1141,6 +1142,14 @@ class SegmentReport:
     #: last offset), "record" (the first record holding the batch's maxTimestamp: a leader
     #: before Kafka 3.8), "mixed", or None (no entry tells them apart)
     time_entry_offset: str | None = None
+    #: bytes in the .log (``log_bytes`` are the whole batches': the same when nothing is damaged)
+    file_bytes: int = 0
+    #: where reading stopped (a torn tail, a header that makes no sense), or None: a
+    #: rmqlab.kafka.log.SegmentDamage; it is also the last of ``errors``
+    damage: Any = None
+    #: index entries written for bytes past the damage (not in offset_entries / time_entries)
+    offset_entries_past_damage: int = 0
+    time_entries_past_damage: int = 0
 
     @property
     def explained(self) -> list[Mismatch]:
@@ -1152,7 +1161,10 @@ class SegmentReport:
 
     def as_dict(self) -> dict[str, Any]:
         return {"log": self.log, "base_offset": self.base_offset, "ok": self.ok, "batches": self.batches,
-                "log_bytes": self.log_bytes, "offset_entries": self.offset_entries,
+                "log_bytes": self.log_bytes, "file_bytes": self.file_bytes,
+                "damage": None if self.damage is None else self.damage.as_dict(),
+                "offset_entries": self.offset_entries, "offset_entries_past_damage": self.offset_entries_past_damage,
+                "time_entries_past_damage": self.time_entries_past_damage,
                 "time_entries": self.time_entries, "expected_offset_entries": self.expected_offset_entries,
                 "expected_time_entries": self.expected_time_entries, "closed": self.closed,
                 "time_entry_offset": self.time_entry_offset,
@@ -1168,7 +1180,8 @@ class SegmentReport:
         def index(found: int | None) -> str:
             return "absent" if found is None else f"{found} entries"
 
-        return (f"{self.log}: {state}: {self.batches} batches, {self.log_bytes:,} bytes; offset index "
+        whole = f" whole of {self.file_bytes:,}" if self.file_bytes != self.log_bytes else ""
+        return (f"{self.log}: {state}: {self.batches} batches, {self.log_bytes:,} bytes{whole}; offset index "
                 f"{index(self.offset_entries)} (rule: {self.expected_offset_entries}), time index "
                 f"{index(self.time_entries)} (rule: {self.expected_time_entries}){extra}"
                 + (f"; {bad} problems" if bad else ""))
@@ -1184,7 +1197,8 @@ def _entries_text(entries: np.ndarray, what: str, limit: int = 3) -> str:
 
 
 def verify_segment(log_path: str | os.PathLike, *, index_interval_bytes: int = INDEX_INTERVAL_BYTES,
-                   rolled: bool | None = None, restarts=None, infer: bool = True) -> SegmentReport:
+                   rolled: bool | None = None, restarts=None, infer: bool = True,
+                   base_offset: int | None = None) -> SegmentReport:
     """Check one segment: every batch CRC, the records of compressed batches
     (:func:`~rmqlab.kafka.log.compressed_batch_problems`), the index files' own invariants
     (:meth:`OffsetIndex.problems` / :meth:`TimeIndex.problems`), and every entry against the
@@ -1211,27 +1225,63 @@ def verify_segment(log_path: str | os.PathLike, *, index_interval_bytes: int = I
     explains every later entry (:func:`infer_restart`). Absent index files are notes, not
     failures: the broker rebuilds them on load. ``time_entry_offset`` in the report says which
     offset the time entries name where the forms differ ("record": a leader before Kafka 3.8;
-    such entries are the explained ``pre-3.8 time entry`` mismatches). A torn tail or a bad
-    file is an error in the report, not an exception. Read-only.
+    such entries are the explained ``pre-3.8 time entry`` mismatches). `base_offset`: the
+    segment's, for a file whose name does not say it (the index files are looked for under
+    that base offset's names beside it). Read-only.
+
+    Damage. A torn tail or a batch header that makes no sense ends the walk
+    (:class:`~rmqlab.kafka.log.SegmentDamage`): ``batches`` and ``log_bytes`` count the whole
+    batches before it (``file_bytes`` the file), every check runs on them, and the damage is
+    the report's ``damage`` and its last error, after the problems before it in file order
+    (CRCs, compressed batches) and those of the index files. Index entries written for bytes
+    past the damage are errors (:func:`_entries_past_damage`). Nothing raises for a bad file
+    but an OSError.
+
+    >>> data = log.read_bytes()
+    >>> torn = log.with_name("00000000000000000100.log")
+    >>> _ = torn.write_bytes(data[:-300])
+    >>> r = verify_segment(torn)
+    >>> r.ok, r.batches, r.log_bytes, r.file_bytes, r.damage.kind, r.errors[-1].startswith(str(r.damage))
+    (False, 8, 7760, 8430, 'torn', True)
     """
     from rmqlab.kafka.index import base_offset_of
+    from rmqlab.kafka.log import compressed_batch_problems, read_batches
 
     log_path = Path(log_path)
     rep = SegmentReport(log=str(log_path))
+    name_error = None
     try:
-        rep.base_offset = base_offset_of(log_path)
-        batches = segment_batches(log_path)
-    except RmqlabError as e:
-        rep.errors.append(str(e))
-        return rep
-    rep.batches = len(batches)
-    rep.log_bytes = int(log_path.stat().st_size)
+        rep.base_offset = base_offset_of(log_path) if base_offset is None else int(base_offset)
+    except RmqlabError:
+        # the broker would not load it (LogFileUtils.offsetFromFileName); its batches are read
+        name_error = str(RmqlabError(
+            f"file name {log_path.name!r} is not <base offset, 20 digits>.log, the name a broker gives a segment: "
+            f"its index files cannot be found; pass base_offset=N to give the base offset",
+            path=log_path, field="file name"))
+    batches = read_batches(log_path, on_damage="report")
+    walk = batches.attrs["report"]
+    rep.batches, rep.log_bytes, rep.file_bytes, rep.damage = len(batches), walk.valid_bytes, walk.file_size, \
+        walk.damage
     for row in batches.loc[~batches["crc_ok"], ["position", "crc"]].itertuples():
         rep.errors.append(f"{log_path}: offset {row.position}: crc: stored {row.crc:#010x} does not match the batch")
-    from rmqlab.kafka.log import compressed_batch_problems
     rep.errors.extend(compressed_batch_problems(log_path))
-    _check_indexes(rep, log_path, batches, index_interval_bytes, rolled, restarts, infer)
+    if name_error is not None:
+        rep.errors.insert(0, name_error)
+    elif walk.damage is None or walk.damage.kind != "corrupt" or len(batches):
+        _check_indexes(rep, log_path, batches, index_interval_bytes, rolled, restarts, infer)
+    if walk.damage is not None:
+        rep.errors.append(_damage_text(walk.damage, len(batches)))
     return rep
+
+
+def _damage_text(damage, whole: int) -> str:
+    """The report's line for where reading stopped: the typed error's text, then what is whole
+    and what the broker's recovery does there."""
+    if damage.kind == "corrupt" and damage.position == 0:
+        return str(damage)      # not a Kafka segment at all, most likely: nothing to add
+    return (f"{damage}; the {whole} whole batch{'es' * (whole != 1)} before it ({damage.position:,} bytes) "
+            f"are checked; LogSegment.recover (after an unclean shutdown) truncates the segment here, dropping "
+            f"{damage.invalid_bytes:,} bytes")
 
 
 def _check_indexes(rep: SegmentReport, log_path: Path, batches: pd.DataFrame, interval: int,
@@ -1247,11 +1297,29 @@ def _check_indexes(rep: SegmentReport, log_path: Path, batches: pd.DataFrame, in
 
     base = rep.base_offset
     assert base is not None
+    before = copy.deepcopy(rep) if rolled is None else None
     off = _read_index(log_path.with_name(segment_file_name(base, INDEX_SUFFIX)), OffsetIndex, base,
                       ("offsets", "positions"), rep.errors)
     tim = _read_index(log_path.with_name(segment_file_name(base, TIME_INDEX_SUFFIX)), TimeIndex, base,
                       ("timestamps", "offsets"), rep.errors)
     if off.slots < 0 or tim.slots < 0:
+        return
+    for found, column in ((off, "position"), (tim, "offset")):
+        _entries_past_damage(rep, found, batches, column)
+    if before is not None and off.entries is not None and (
+            rep.offset_entries_past_damage or rep.time_entries_past_damage):
+        # The index was written for more batches than are whole. Whether its entries for them
+        # end with a closing time entry is not known: of the time entries written after the
+        # last whole batch, at most one names an offset in it (the entries' timestamps rise,
+        # and it names their maxTimestamp), as a close after them would. Both readings are
+        # judged; the one the entries agree with better is kept (not closed when equal).
+        trials = []
+        for closed in (False, True):
+            trial = copy.deepcopy(before)
+            _check_indexes(trial, log_path, batches, interval, closed, restarts, infer)
+            trials.append(trial)
+        best = min(trials, key=lambda t: (_unexplained(t.mismatches), len(t.errors)))
+        rep.__dict__.update(best.__dict__)
         return
     later = [p for p in log_path.parent.glob("*" + LOG_SUFFIX) if p.name > log_path.name]
     end_offset = int(batches["last_offset"].iloc[-1]) + 1 if len(batches) else base
@@ -1322,6 +1390,46 @@ def _check_indexes(rep: SegmentReport, log_path: Path, batches: pd.DataFrame, in
         _legacy_era_rule(rep, batches, off.entries, tim.entries, interval, rolled)
     if tim.entries is not None:
         _time_entry_form(rep, batches, tim.entries)
+
+
+def _entries_past_damage(rep: SegmentReport, found: _IndexOnDisk, batches: pd.DataFrame, column: str) -> None:
+    """Leave in `found` the entries written for the whole batches (before ``rep.damage``, or
+    all of them when the log has none and ends on a batch boundary): an
+    offset entry at a position before the damage, a time entry naming an offset up to the last
+    whole batch's (entries are in order, so those are a prefix); the entries after them, written
+    for bytes that are no longer whole, are one error. LogSegment.recover (Kafka 3.6, run by
+    LogLoader.recoverLog for the segments past the recovery point after an unclean shutdown, and
+    by loadSegmentFiles for a segment without its offset index) resets both indexes, truncates
+    the log at the damage and rebuilds the entries from the whole batches: these would go.
+    After a clean shutdown nothing is recovered (3.6's LogSegment.sanityCheck checks only the
+    .txnindex), and they stay, pointing past the last batch a reader can frame."""
+    if found.entries is None or not len(found.entries):
+        return
+    damage = rep.damage
+    end = rep.log_bytes           # where the whole batches end: the damage, else the end of the file
+    if column == "position":
+        inside = found.entries[:, 1] < end
+        where = f"at positions from byte {end:,}" + (", the damaged batch's," if damage is not None else
+                                                     ", the end of the log,") + " on"
+    else:
+        last = int(batches["last_offset"].iloc[-1]) if len(batches) else None
+        inside = found.entries[:, 1] <= (last if last is not None else np.iinfo(np.int64).min)
+        where = (f"naming offsets past {last}, the last whole batch's last offset" if last is not None else
+                 "naming offsets of batches that are not whole (none is)")
+    keep = int(np.argmin(inside)) if not inside.all() else len(inside)
+    past = found.entries[keep:]
+    if not len(past):
+        return
+    if column == "position":
+        rep.offset_entries_past_damage = len(past)
+    else:
+        rep.time_entries_past_damage = len(past)
+    rep.errors.append(
+        f"{found.path}: entry {keep} and after: {_entries_text(past, 'entr')} {where}: written for batches that are "
+        + ("not whole; LogSegment.recover resets the index and rebuilds it from the whole batches, so they would "
+           "go (after a clean shutdown the broker does not recover the segment and keeps them)" if damage is not None
+           else "not in the log (cut on a batch boundary?); LogSegment.recover would rebuild the index without them"))
+    found.entries = found.entries[:keep]
 
 
 def _time_entry_form(rep: SegmentReport, batches: pd.DataFrame, times: np.ndarray) -> None:
