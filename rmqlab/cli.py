@@ -62,7 +62,7 @@ COMMAND_GROUPS: dict[str, tuple[str, str]] = {
                                        "(local[*], --master URL or --remote sc://HOST:PORT)"),
     "capacity": ("rmqlab.commands.capacity",
                  "capacity planning: disk, index files, query cost from a plan (TOML)"),
-    "kafka": ("rmqlab.commands.kafka", "Kafka segments: dump .index/.timeindex/.log, verify, rebuild indexes"),
+    "kafka": ("rmqlab.commands.kafka", "Kafka segments and log dirs: dump, verify, rebuild indexes, groups, logdir"),
     "verify": ("rmqlab.commands.verify",
                "check every file of a store (or one file) and the files against each other"),
 }

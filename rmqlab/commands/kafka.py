@@ -19,6 +19,14 @@ damaged segment's whole batches are checked, its problems listed in file order a
 last, and index entries written for bytes past the damage are problems;
 ``rmqlab kafka rebuild-index SEGMENT.log --out DIR [--restart-at OFFSET]...`` writes the
 ``.index`` and ``.timeindex`` the broker would have written. ``--json`` prints JSON instead. Inputs are only read.
+
+A log directory (partition folders beside ``recovery-point-offset-checkpoint`` and the other
+files of :mod:`rmqlab.kafka.logdir`): ``verify DIR`` checks every partition in it and the
+directory's own files against them; ``dump`` prints those files; ``rmqlab kafka logdir DIR``
+shows, per partition, what its folder holds beside what each checkpoint says (the offline
+``kafka-log-dirs --describe``); ``rmqlab kafka groups DIR...`` the consumer groups' committed
+offsets, log end offsets and lag (the offline ``kafka-consumer-groups --describe``,
+:mod:`rmqlab.kafka.groups`).
 """
 from __future__ import annotations
 
@@ -30,13 +38,16 @@ from typing import Any
 
 from rmqlab.commands import UsageError
 
-#: Exit status when verify finds a problem, or dump a damaged file: the same as any bad input
-#: (rmqlab.cli: 0 ok, 1 bad input, 2 usage); there is no separate "damage found" status.
+#: Exit status when verify finds a problem, or dump a damaged file: damage found
+#: (rmqlab.cli.EXIT_STATUS: 0 ok, 1 damage, 2 usage, 3 bad input).
 VERIFY_FAILED = DAMAGE_FOUND = 1
+# the files at the top of a log directory that dump prints (rmqlab.kafka.logdir)
+_LOG_DIR_KINDS = ("recovery-point-offset-checkpoint", "replication-offset-checkpoint", "log-start-offset-checkpoint",
+                  "cleaner-offset-checkpoint", "meta.properties", ".kafka_cleanshutdown")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    k = sub.add_parser("kafka", help="Kafka segments: dump .index/.timeindex/.log, verify, rebuild indexes")
+    k = sub.add_parser("kafka", help="Kafka segments and log dirs: dump, verify, rebuild indexes, groups, logdir")
     ksub = k.add_subparsers(dest="kafka_command", required=True)
 
     p = ksub.add_parser("dump", help="print .index / .timeindex entries, .log batches, and every other file of a "
@@ -95,22 +106,28 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="the rule of that broker release: before 2.0 an entry names each batch's (legacy "
                         "message set's) first offset, and before 0.10.1 there is no time index (default: today's)")
     p.set_defaults(run=_rebuild)
+    _register_log_dir(ksub)
 
 
 # dirfiles.file_kind -> the kind dump reports
 _DUMP_KINDS = {"index": "index", "timeindex": "timeindex", "log": "log", "producer-snapshot": "snapshot",
                "txnindex": "txnindex", "kraft-snapshot": "checkpoint",
                "leader-epoch-checkpoint": "leader-epoch-checkpoint", "partition.metadata": "partition.metadata",
-               "quorum-state": "quorum-state"}
+               "quorum-state": "quorum-state", **{k: k for k in _LOG_DIR_KINDS}}
 
 
 def _kind(path: Path) -> str:
     from rmqlab.kafka.dirfiles import file_kind
 
+    from rmqlab.errors import InputError
+
+    if not path.exists():
+        raise FileNotFoundError(2, "No such file or directory", str(path))
     kind = _DUMP_KINDS.get(file_kind(path))
     if kind is None:
-        raise ValueError(f"{path}: not a .index, .timeindex, .log, .snapshot, .txnindex, .checkpoint, "
-                         "leader-epoch-checkpoint, partition.metadata or quorum-state file")
+        raise InputError("not a .index, .timeindex, .log, .snapshot, .txnindex, .checkpoint, "
+                         "leader-epoch-checkpoint, partition.metadata or quorum-state file, nor a log "
+                         "directory's checkpoint, meta.properties or .kafka_cleanshutdown", path=path)
     return kind
 
 
@@ -120,6 +137,8 @@ def _plain(row: dict) -> dict:
 
 def _dump_other(path: Path, kind: str, out: dict[str, Any]) -> None:
     """The kinds besides segments and their indexes."""
+    if kind in _LOG_DIR_KINDS:
+        return _dump_log_dir_file(path, kind, out)
     if kind == "snapshot":
         from rmqlab.kafka.producer_state import read_producer_snapshot
 
@@ -292,6 +311,7 @@ def _dump_files(names: list[str]) -> list[Path]:
     (:func:`rmqlab.kafka.dirfiles.dump_order`: a partition directory segment by segment, a log
     directory partition by partition). Raises UsageError for a file of another kind and a
     directory with nothing to dump."""
+    from rmqlab.errors import InputError
     from rmqlab.kafka.dirfiles import dump_order
 
     files: list[Path] = []
@@ -300,14 +320,11 @@ def _dump_files(names: list[str]) -> list[Path]:
         if target.is_dir():
             found = dump_order(target)
             if not found:
-                raise UsageError(f"{target}: no Kafka partition files (.log, .index, .timeindex, .snapshot, ...) "
-                                 f"and no partition directories (<topic>-<partition>) in it")
+                raise InputError("no Kafka partition files (.log, .index, .timeindex, .snapshot, ...) and no "
+                                 "partition directories (<topic>-<partition>) in it", path=target)
             files.extend(found)
             continue
-        try:
-            _kind(target)
-        except ValueError as e:
-            raise UsageError(str(e)) from e
+        _kind(target)
         files.append(target)
     return files
 
@@ -417,6 +434,8 @@ def _decoded_suffix(r: dict) -> str:
 def _print_other(d: dict) -> None:
     """The kinds besides segments, as kafka-dump-log prints those it knows (.snapshot, .txnindex)."""
     kind = d["kind"]
+    if kind in _LOG_DIR_KINDS:
+        return _print_log_dir_file(d)
     if kind == "snapshot":
         import pandas as pd
 
@@ -441,22 +460,16 @@ def _print_other(d: dict) -> None:
 
 
 def _verify(args) -> int:
-    from rmqlab.kafka.rebuild import verify_partition, verify_segment
-
     if args.index_interval_bytes < 0:
         print("rmqlab: error: --index-interval-bytes must be >= 0", file=sys.stderr)
         return 2
     target = Path(args.target)
     if not target.exists():
-        print(f"rmqlab: error: {target}: no such file or directory", file=sys.stderr)
-        return 1
+        raise FileNotFoundError(2, "No such file or directory", str(target))
     opts = dict(index_interval_bytes=args.index_interval_bytes, rolled=False if args.active else None)
-    if target.is_dir():
-        if args.base_offset is not None:
-            raise UsageError("--base-offset names one segment's base offset: give SEGMENT.log, not a directory")
-        reports, files = verify_partition(target, **opts)
-    else:
-        reports, files = [verify_segment(target, base_offset=args.base_offset, **opts)], []
+    if target.is_dir() and args.base_offset is not None:
+        raise UsageError("--base-offset names one segment's base offset: give SEGMENT.log, not a directory")
+    reports, files = _verify_target(target, opts, args.base_offset)
     words = args.command_line_words
     failed = sum(not r.ok for r in reports)
     bad_files = sum(not f.ok for f in files)
@@ -464,7 +477,7 @@ def _verify(args) -> int:
         print(json.dumps({"target": str(target), "segments": len(reports), "failed": failed,
                           "reports": [_worded(r.as_dict(), words) for r in reports],
                           "files": [{"file": str(f.file), "kind": f.kind, "ok": f.ok, "summary": f.summary,
-                                     "problems": list(f.problems)} for f in files],
+                                     "problems": list(f.problems), "notes": list(f.notes)} for f in files],
                           "files_failed": bad_files}, indent=2))
     else:
         for r in reports:
@@ -480,6 +493,8 @@ def _verify(args) -> int:
                 print(line + (f": {m.explanation}" if m.explanation else ""))
         for f in files:
             print(f"{f.file}: {'ok' if f.ok else 'FAILED'}: {f.summary}")
+            for note in f.notes:
+                print(f"  note: {note}")
             for problem in f.problems:
                 print(f"  error: {problem}")
         print(f"{len(reports)} segments, {failed} failed" + (f"; {len(files)} other files, {bad_files} failed"
@@ -511,3 +526,178 @@ def _rebuild(args) -> int:
 
     print(f"wrote {index} ({entry_count(index)} entries) and {timeindex} ({entry_count(timeindex)} entries)")
     return 0
+
+
+# ------------------------------------------------------------------ a log directory as a whole
+# `rmqlab kafka groups DIR...` answers kafka-consumer-groups --describe from the files;
+# `rmqlab kafka logdir DIR` is the offline kafka-log-dirs --describe: what the broker's own files
+# at the top of the directory say of each partition, beside what its folder holds. Both are
+# their own commands, not sections of dump (one file as written) or verify (a verdict).
+
+
+def _register_log_dir(ksub) -> None:
+    p = ksub.add_parser("groups", help="consumer groups of a log directory: committed offsets, log end offsets, lag")
+    p.add_argument("dirs", nargs="+", metavar="DIR",
+                   help="a Kafka log directory (or a __consumer_offsets-N folder); partitions are looked for in all")
+    p.add_argument("--json", action="store_true", help="one JSON object a (group, topic, partition) on stdout")
+    p.set_defaults(run=_groups)
+
+    p = ksub.add_parser("logdir", help="a log directory's checkpoints, meta.properties and clean-shutdown marker "
+                                       "against its partitions")
+    p.add_argument("dir", metavar="DIR")
+    p.add_argument("--all", action="store_true", help="also the partitions named in a checkpoint but not here")
+    p.add_argument("--json", action="store_true", help="one JSON object on stdout")
+    p.set_defaults(run=_logdir)
+
+
+def _verify_target(target: Path, opts: dict[str, Any], base_offset: int | None = None) -> tuple[list, list]:
+    """verify's reports: a segment (its base offset `base_offset` where its name does not say
+    it), a partition folder, or every folder of a log directory and the directory's own files."""
+    from rmqlab.kafka.logdir import is_log_dir, verify_log_dir
+    from rmqlab.kafka.rebuild import verify_partition, verify_segment
+
+    if not target.is_dir():
+        return [verify_segment(target, base_offset=base_offset, **opts)], []
+    return verify_log_dir(target, **opts) if is_log_dir(target) else verify_partition(target, **opts)
+
+
+def _json_value(v: Any) -> Any:
+    import math
+
+    import pandas as pd
+
+    if v is None or v is pd.NA:
+        return None
+    if isinstance(v, float) and math.isnan(v):
+        return None
+    return v.item() if hasattr(v, "item") else v
+
+
+def _table(header: list[str], rows: list[list[Any]], indent: str = "") -> list[str]:
+    cells = [header] + [["-" if _json_value(c) is None else str(_json_value(c)) for c in r] for r in rows]
+    widths = [max(len(r[i]) for r in cells) for i in range(len(header))]
+    return [indent + "  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in cells]
+
+
+def _groups(args) -> int:
+    from rmqlab.kafka.groups import consumer_lag
+
+    for d in args.dirs:
+        if not Path(d).is_dir():
+            raise UsageError(f"{d}: not a directory")
+    df = consumer_lag(args.dirs)
+    if args.json:
+        for r in df.to_dict(orient="records"):
+            print(json.dumps({k: _json_value(v) for k, v in r.items()}))
+        return 0
+    if not len(df):
+        print("no consumer group: no __consumer_offsets partition here holds one")
+        return 0
+    for n, (group, rows) in enumerate(df.groupby("group", sort=True)):
+        g = rows.iloc[0]
+        protocol = "/".join(str(x) for x in (g["protocol_type"], g["protocol"]) if _json_value(x) is not None)
+        generation = _json_value(g["generation"])
+        meta = _json_value(g["metadata_record_offset"])
+        print(("\n" if n else "") + f"GROUP {group}: {g['state']}" + (f", {protocol}" if protocol else "")
+              + (f", generation {generation}" if generation is not None else "")
+              + f", {int(g['member_count'])} member(s) (in __consumer_offsets-{int(g['offsets_partition'])}"
+              + (f", last group metadata at offset {meta})" if meta is not None else ", no group metadata)"))
+        parts = rows[rows["topic"].notna()]
+        if not len(parts):
+            print("  no committed offsets")
+            continue
+        body = [[r["topic"], r["partition"], r["committed_offset"], r["log_end_offset"],
+                 r["note"] if r["note"] is not None else r["lag"], r["consumer_id"], r["client_host"], r["client_id"]]
+                for r in parts.to_dict(orient="records")]
+        for line in _table(["TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG", "CONSUMER-ID", "HOST",
+                            "CLIENT-ID"], body, "  "):
+            print(line)
+    return 0
+
+
+def _logdir(args) -> int:
+    from rmqlab.errors import RmqlabError
+    from rmqlab.kafka.logdir import (
+        CLEAN_SHUTDOWN,
+        META_PROPERTIES,
+        check_log_dir,
+        log_dir_partitions,
+        read_clean_shutdown,
+        read_meta_properties,
+    )
+
+    d = Path(args.dir)
+    if not d.is_dir():
+        raise UsageError(f"{d}: not a directory")
+    checks = check_log_dir(d)
+    # a file the broker refuses leaves its part out here; its check below says why
+    try:
+        parts = log_dir_partitions(d)
+    except RmqlabError:
+        parts = None
+    try:
+        meta = read_meta_properties(d / META_PROPERTIES) if (d / META_PROPERTIES).exists() else None
+    except RmqlabError:
+        meta = None
+    shutdown = read_clean_shutdown(d / CLEAN_SHUTDOWN)
+    if args.json:
+        out = {"log_dir": str(d), "meta_properties": meta, "clean_shutdown": shutdown,
+               "partitions": [] if parts is None else
+               [{k: _json_value(v) for k, v in r.items()} for r in parts.to_dict(orient="records")
+                if args.all or r["directory"] is not None],
+               "files": [{"file": str(c.file), "kind": c.kind, "ok": c.ok, "summary": c.summary,
+                          "problems": list(c.problems), "notes": list(c.notes)} for c in checks]}
+        print(json.dumps(out))
+        return 0
+    print(f"Log directory {d}")
+    if parts is not None:
+        shown = parts if args.all else parts[parts["directory"].notna()]
+        body = []
+        for r in shown.to_dict(orient="records"):
+            start = _json_value(r["first_base_offset"])
+            lso = _json_value(r["log_start_checkpoint"])
+            if start is not None and lso is not None:
+                start = max(start, lso)      # LogLoader: max(checkpoint, first segment's base offset)
+            rec = _json_value(r["recovery_from"])
+            body.append([r["topic"], r["partition"], r["directory"], r["segments"], r["segments_bytes"], start,
+                         r["log_end_offset"], r["high_watermark"], r["recovery_point"], r["cleaner_offset"],
+                         "-" if rec is None else f"from {rec}: {int(r['recovery_bytes'])} B"])
+        for line in _table(["TOPIC", "PARTITION", "FOLDER", "SEGMENTS", "BYTES", "LOG-START", "LOG-END-OFFSET",
+                            "HIGH-WATERMARK", "RECOVERY-POINT", "CLEANER-OFFSET", "UNCLEAN-RESTART-RECHECKS"], body):
+            print(line)
+    for c in checks:
+        print(f"{c.file.name}: {'ok' if c.ok else 'PROBLEM'}: {c.summary}")
+        for note in c.notes:
+            print(f"  note: {note}")
+        for problem in c.problems:
+            print(f"  problem: {problem}")
+    return 0
+
+
+def _dump_log_dir_file(path: Path, kind: str, out: dict[str, Any]) -> None:
+    from rmqlab.kafka import logdir
+
+    if kind == logdir.META_PROPERTIES:
+        out.update(logdir.read_meta_properties(path))
+    elif kind == logdir.CLEAN_SHUTDOWN:
+        out.update(logdir.read_clean_shutdown(path))
+    else:
+        df = logdir.read_offset_checkpoint(path)
+        out["version"] = 0
+        out["entries"] = [_plain(r) for r in df.to_dict(orient="records")]
+
+
+def _print_log_dir_file(d: dict[str, Any]) -> None:
+    """A log directory's file as dump prints it: the checkpoint's header and lines, the
+    properties, the marker's content."""
+    if d["kind"] == "meta.properties":
+        for k, v in d["properties"].items():
+            print(f"{k}={v}")
+    elif d["kind"] == ".kafka_cleanshutdown":
+        epoch = d["broker_epoch"]
+        print("clean shutdown marker" + ("" if epoch is None else f": version {d['version']} brokerEpoch {epoch}")
+              + (f" ({d['note']})" if d["note"] else ""))
+    else:
+        print(f"version: {d['version']} entries: {len(d['entries'])}")
+        for e in d["entries"]:
+            print(f"topic: {e['topic']} partition: {e['partition']} offset: {e['offset']}")

@@ -13,6 +13,8 @@
 - :mod:`rmqlab.kafka.producer_state` producer-state ``.snapshot`` files (version 1, CRC-32C)
 - :mod:`rmqlab.kafka.txnindex`   ``.txnindex``: the aborted transactions of a segment
 - :mod:`rmqlab.kafka.dirfiles`   every non-segment file of a partition directory: classify and check
+- :mod:`rmqlab.kafka.logdir`     a log directory's checkpoints, meta.properties, clean-shutdown marker vs its partitions
+- :mod:`rmqlab.kafka.groups`     consumer groups offline: committed offsets, log end offsets, lag, group state
 
 :mod:`rmqlab.analysis.compare` is the one module that uses both systems.
 """

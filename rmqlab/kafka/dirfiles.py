@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Sequence
 from pathlib import Path
 from typing import NamedTuple
 
@@ -39,6 +40,9 @@ __all__ = ["FileCheck", "file_kind", "check_file", "check_partition_files", "SEG
            "dump_order", "partition_directories"]
 
 SEGMENT_KINDS = ("log", "index", "timeindex")
+# the files at the top of a log directory (rmqlab.kafka.logdir), each its own kind
+_LOG_DIR_KINDS = ("recovery-point-offset-checkpoint", "replication-offset-checkpoint", "log-start-offset-checkpoint",
+                  "cleaner-offset-checkpoint", "meta.properties", ".kafka_cleanshutdown")
 # LogFileUtils.DELETED_FILE_SUFFIX, CLEANED_FILE_SUFFIX, SWAP_FILE_SUFFIX; CheckpointFile's
 # ".tmp"; Snapshots.PARTIAL_SUFFIX
 _TRANSIENT = (".deleted", ".cleaned", ".swap", ".tmp", ".checkpoint.part")
@@ -48,7 +52,9 @@ def file_kind(path: str | os.PathLike) -> str:
     """What a file of a partition directory is, by its name: ``log``, ``index``,
     ``timeindex``, ``producer-snapshot``, ``txnindex``, ``kraft-snapshot``,
     ``leader-epoch-checkpoint``, ``partition.metadata``, ``quorum-state``, ``transient`` (see
-    the module table) or ``unknown``.
+    the module table) or ``unknown``; a log directory's own files (:mod:`rmqlab.kafka.logdir`)
+    are their names: ``recovery-point-offset-checkpoint`` ... ``meta.properties``,
+    ``.kafka_cleanshutdown``.
 
     Cost: O(1).
 
@@ -58,7 +64,7 @@ def file_kind(path: str | os.PathLike) -> str:
     name = Path(path).name
     if name.endswith(_TRANSIENT):
         return "transient"
-    if name in ("leader-epoch-checkpoint", "partition.metadata", "quorum-state"):
+    if name in ("leader-epoch-checkpoint", "partition.metadata", "quorum-state") or name in _LOG_DIR_KINDS:
         return name
     for suffix, kind in ((".log", "log"), (".index", "index"), (".timeindex", "timeindex"),
                          (".snapshot", "producer-snapshot"), (".txnindex", "txnindex"),
@@ -69,16 +75,18 @@ def file_kind(path: str | os.PathLike) -> str:
 
 
 class FileCheck(NamedTuple):
-    """One file's verdict: the file, its problems (sentences; empty when sound) and a
-    one-line summary of what it holds."""
+    """One file's verdict: the file, its problems (sentences; empty when sound), a
+    one-line summary of what it holds, and notes (what the broker will do with it, not faults;
+    :func:`rmqlab.kafka.logdir.check_log_dir` fills them)."""
 
     file: Path
     problems: list[str]
     summary: str
+    notes: Sequence[str] = ()
 
     @property
     def kind(self) -> str:
-        return file_kind(self.file)
+        return "log-dir" if self.file.is_dir() else file_kind(self.file)
 
     @property
     def ok(self) -> bool:
@@ -158,7 +166,23 @@ def _kraft_snapshot(path: Path) -> tuple[list[str], str]:
     return problems, f"KRaft metadata {where}: {s['batches']} batch(es), {n} record(s)"
 
 
-_CHECKS = {"leader-epoch-checkpoint": _leader_epochs, "partition.metadata": _partition_metadata,
+def _log_dir_file(path: Path) -> tuple[list[str], str]:
+    # read alone; rmqlab.kafka.logdir.check_log_dir judges them against the partitions
+    from rmqlab.kafka import logdir
+
+    if path.name == logdir.META_PROPERTIES:
+        m = logdir.read_meta_properties(path)
+        return [], f"meta.properties version {m['version']}, node {m['node_id']}, cluster.id {m['cluster_id']}"
+    if path.name == logdir.CLEAN_SHUTDOWN:
+        s = logdir.read_clean_shutdown(path)
+        return [], "clean-shutdown marker" + (f", broker epoch {s['broker_epoch']}" if s["broker_epoch"] is not None
+                                              else "")
+    ck = logdir.read_offset_checkpoint(path)
+    return [], f"{logdir.OFFSET_CHECKPOINTS[path.name][1]}s of {len(ck)} partition(s)"
+
+
+_CHECKS = {**{kind: _log_dir_file for kind in _LOG_DIR_KINDS},
+           "leader-epoch-checkpoint": _leader_epochs, "partition.metadata": _partition_metadata,
            "quorum-state": _quorum_state, "producer-snapshot": _producer_snapshot, "txnindex": _txn_index,
            "kraft-snapshot": _kraft_snapshot}
 

@@ -177,3 +177,104 @@ def test_rebuild_index_writes_either_time_entry_form_and_by_default_the_segments
 def _batch_last_offsets(timeindex: Path) -> list[int]:
     b = read_batches(timeindex.with_suffix(".log"))
     return (b["base_offset"] + b["last_offset_delta"]).tolist()
+
+
+# ------------------------------------------------------------ log directories: groups, logdir, verify
+
+COMPACTED = REAL / "kafka-3.6-compacted"
+
+
+@needs_real
+def test_every_real_directory_verifies_clean(capsys):
+    """Each folder of the real data, whatever appears there later, is a log directory:
+    verify checks every partition in it and the directory's own files, and finds nothing."""
+    dirs = sorted(p for p in REAL.iterdir() if p.is_dir())
+    assert dirs
+    for d in dirs:
+        assert main(["kafka", "verify", str(d), "--json"]) == 0, d
+        out = json.loads(capsys.readouterr().out)
+        assert out["failed"] == 0 and out["files_failed"] == 0
+        assert out["files"][-1]["kind"] in ("log-dir", ".kafka_cleanshutdown", "meta.properties")
+        assert {f["kind"] for f in out["files"]} >= {"log-dir"}
+        partitions = [p for p in d.iterdir() if p.is_dir()]
+        segments = sum(1 for p in partitions for _ in p.glob("*.log"))
+        assert out["segments"] == segments, d
+
+
+@needs_real
+def test_verify_fails_on_a_broken_log_directory(tmp_path, capsys):
+    from tests.kafka.test_logdir import set_line, writable_copy
+
+    d = writable_copy(COMPACTED, tmp_path / "logs")
+    set_line(d / "replication-offset-checkpoint", "stock-market-realtime", 0, 4000)
+    assert main(["kafka", "verify", str(d)]) == 1
+    out = capsys.readouterr().out
+    assert "replication-offset-checkpoint: FAILED" in out
+    assert "  error: stock-market-realtime-0: high watermark 4000 is past the log end offset 3341" in out
+    assert "  note: __consumer_offsets-9: cleaned below offset 9907" in out
+
+
+@needs_real
+def test_groups_on_the_real_log_directory(capsys):
+    from rmqlab.kafka.groups import consumer_lag
+
+    assert main(["kafka", "groups", str(COMPACTED)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    i = out.index("GROUP stock-market-realtime-consumer-group: Empty, consumer, generation 47, 0 member(s) "
+                  "(in __consumer_offsets-32, last group metadata at offset 209)")
+    assert out[i + 1].split() == ["TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG", "CONSUMER-ID",
+                                  "HOST", "CLIENT-ID"]
+    assert out[i + 2].split() == ["stock-market-realtime", "0", "3333", "3341", "8", "-", "-", "-"]
+    assert sum(line.startswith("GROUP console-consumer-") and ": Dead" in line for line in out) == 8
+    assert main(["kafka", "groups", str(COMPACTED), "--json"]) == 0
+    rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    lag = consumer_lag(COMPACTED)
+    assert len(rows) == len(lag)
+    assert [(r["group"], r["topic"], r["lag"]) for r in rows] == [
+        (g, t, None if pd_isna(x) else int(x)) for g, t, x in zip(lag["group"], lag["topic"], lag["lag"])]
+
+
+def pd_isna(x) -> bool:
+    import pandas as pd
+
+    return bool(pd.isna(x))
+
+
+@needs_real
+def test_groups_names_partitions_not_here(capsys):
+    assert main(["kafka", "groups", str(REAL / "LDI-POC")]) == 0
+    out = capsys.readouterr().out
+    assert "GROUP DEVSmileCDR: Stable, consumer/range, generation 6, 17 member(s)" in out
+    row = next(line.split() for line in out.splitlines() if line.startswith("  TestTopicPatient "))
+    assert row[:7] == ["TestTopicPatient", "0", "3", "-", "partition", "not", "here"]
+    assert row[-2:] == ["/172.18.0.5", "consumer-DEVSmileCDR-14"]      # the member assigned it
+
+
+@needs_real
+def test_logdir_and_dump_of_the_directory_files(capsys):
+    assert main(["kafka", "logdir", str(COMPACTED)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    row = next(line.split() for line in out if line.startswith("stock-market-batch "))
+    assert row == ["stock-market-batch", "0", "stock-market-batch-0", "1", "591014", "12910", "15910", "15910",
+                   "15910", "-", "-"]
+    assert "meta.properties: ok: version 0 (ZooKeeper), broker.id 1, cluster.id vqwjEvyyRj2mnTIBDZpewA" in out
+    assert main(["kafka", "logdir", str(COMPACTED), "--json", "--all"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert len(d["partitions"]) == 54 and d["clean_shutdown"]["present"] and d["meta_properties"]["node_id"] == 1
+    files = [COMPACTED / n for n in ("cleaner-offset-checkpoint", "meta.properties", ".kafka_cleanshutdown")]
+    assert main(["kafka", "dump", *map(str, files)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[:4] == [f"Dumping {files[0]}", "version: 0 entries: 2",
+                       "topic: __consumer_offsets partition: 9 offset: 9907",
+                       "topic: __consumer_offsets partition: 32 offset: 192"]
+    assert "broker.id=1" in out and out[-1].startswith("clean shutdown marker (empty")
+    assert main(["kafka", "dump", str(files[0]), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["entries"][1] == {"topic": "__consumer_offsets", "partition": 32,
+                                                                 "offset": 192}
+
+
+def test_dump_of_a_refused_checkpoint_names_the_line(tmp_path, capsys):
+    p = tmp_path / "recovery-point-offset-checkpoint"
+    p.write_text("0\n1\nt 0\n")
+    assert main(["kafka", "dump", str(p)]) == 1
+    assert f"{p}: offset 4: entry: line 3 't 0'" in capsys.readouterr().err
