@@ -117,9 +117,8 @@ _DUMP_KINDS = {"index": "index", "timeindex": "timeindex", "log": "log", "produc
 
 
 def _kind(path: Path) -> str:
-    from rmqlab.kafka.dirfiles import file_kind
-
     from rmqlab.errors import InputError
+    from rmqlab.kafka.dirfiles import file_kind
 
     if not path.exists():
         raise FileNotFoundError(2, "No such file or directory", str(path))
