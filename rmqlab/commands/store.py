@@ -108,6 +108,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="only messages whose tag a subscription expression takes: 'TagA || TagB', '*' (all)")
     add_body_options(p, default="none")
     p.add_argument("--max", type=int, default=64, metavar="N", help="maxNum (capped at 64, as the broker)")
+    p.add_argument("--broker-version", default=None, metavar="X.Y.Z",
+                   help="the release that wrote the store: its time search and pull rules (default: the 5.x ones)")
     p.add_argument("--mode", choices=["broker", "verified"], default="broker")
     p.add_argument("--unique-key", action="store_true", help="KEY is a UNIQ_KEY message id (maxNum 32)")
     p.add_argument("--key-type", choices=["K", "T"], default="K",
@@ -136,6 +138,11 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="read at most N bytes of messages (their stored sizes), leaving the page cache of a "
                         "production machine alone; the rest is said to be left")
     p.add_argument("--count-by-tag", action="store_true", help="per tag and queue, how many messages (no bodies)")
+    p.add_argument("--mode", choices=["broker", "verified"], default="broker",
+                   help="broker: each queue searched by time as the broker searches it (printMsg's answer); "
+                        "verified: every unit read, every message stored in the range")
+    p.add_argument("--broker-version", default=None, metavar="X.Y.Z",
+                   help="the release that wrote the store: its time search rules (default: the 5.x ones)")
     p.set_defaults(run=_messages)
     p = ssub.add_parser("generate", help="write a synthetic store (deterministic by seed), then dispatch it")
     common(p)
@@ -414,7 +421,7 @@ def require_store(path: str) -> None:
         raise InputError("no such file or directory", path=path)
     if not Path(path).is_dir() or not StorePaths(path).is_store():
         raise InputError("not a store directory: a broker's storePathRootDir holds commitlog/, consumequeue/, "
-                         "index/, the checkpoint or a dledger-<id>/data ledger", path=path)
+                         "index/, config/, the checkpoint or a dledger-<id>/data ledger", path=path)
 
 
 def settings_told(store: Store) -> str:
@@ -542,9 +549,10 @@ def _query(args) -> int:
         return _by_queue_offset(s, args, view)
     if not keyed:
         frame = s.query_by_time(args.topic, args.begin, args.end,
-                                queue_ids=None if args.queue_id is None else [args.queue_id])
+                                queue_ids=None if args.queue_id is None else [args.queue_id], mode=args.mode)
+        _say_missed(frame)
         return _print_messages(args, _tagged(frame, args.tags), view,
-                               f"stored from {_shown_time(args.begin)} to {_shown_time(args.end)}")
+                               f"stored from {_shown_time(args.begin)} to {_shown_time(args.end)} ({args.mode} mode)")
     if args.keys_file is not None:
         return _query_many(s, args)
     q = None
@@ -586,7 +594,8 @@ def _messages(args) -> int:
     s = _store(args)
     view = body_view(args)
     frame = s.query_by_time(args.topic, begin, end, queue_ids=None if args.queue_id is None else [args.queue_id],
-                            max_bytes=args.max_bytes, body=view.shown and not args.count_by_tag)
+                            max_bytes=args.max_bytes, body=view.shown and not args.count_by_tag, mode=args.mode)
+    _say_missed(frame)
     truncated = frame.attrs.get("truncated", False)
     frame = _tagged(frame, args.tags).sort_values(["queue_id", "queue_offset"], ignore_index=True)
     if truncated:
@@ -599,6 +608,16 @@ def _messages(args) -> int:
               + (counts.to_string(index=False) if len(counts) else ""))
         return 0
     return _print_messages(args, frame, view, f"{args.topic} stored from {_shown_time(begin)} to {_shown_time(end)}")
+
+
+def _say_missed(frame: pd.DataFrame) -> None:
+    """Say on stderr which queues' time search (the broker's) started past a message stored in
+    the range: the broker would not return it; --mode verified does."""
+    missed = frame.attrs.get("missed") or []
+    if missed:
+        print(f"rmqlab: note: in queue{'s' * (len(missed) != 1)} {', '.join(map(str, missed))} the broker's time "
+              f"search starts past messages stored in the range, so it does not return them; --mode verified "
+              f"reads every unit and does", file=sys.stderr)
 
 
 def _shown_time(ms: int) -> str:
@@ -668,15 +687,24 @@ def _by_msg_id(s: Store, args) -> tuple[pd.DataFrame, str]:
 
 def _by_queue_offset(s: Store, args, view) -> int:
     """mqadmin queryMsgByOffset: a pull of one message at (--topic, --queue-id, --offset),
-    the broker's answer (:meth:`Store.get_message`)."""
-    r = s.get_message(args.topic, args.queue_id, args.offset, 1, check_topic=(s.root / "config").is_dir())
+    the broker's answer (:meth:`Store.get_message`). The topic's config is not asked: a copy's
+    config/ may lack a topic the broker held in memory (a DLQ, a RocksDB config not flushed),
+    and the question is what the queue holds."""
+    r = s.get_message(args.topic, args.queue_id, args.offset, 1, check_topic=False)
     found = r.messages.dropna(subset=["commitlog_offset"]) if len(r.messages) else r.messages
     if r.status != "FOUND" or not len(found):
         print(f"no message at {args.topic}/{args.queue_id} offset {args.offset}: {r.status} (queue offsets "
               f"{r.min_offset} to {r.max_offset}, next {r.next_begin_offset})", file=sys.stderr)
         return 0
-    frame = s.read_at(found["commitlog_offset"].astype("int64").to_numpy()[:1])
-    return _print_messages(args, _tagged(frame, args.tags), view, f"{args.topic}/{args.queue_id} offset {args.offset}")
+    where = f"{args.topic}/{args.queue_id} offset {args.offset}"
+    if r.queue == "compaction":
+        # a compaction topic is served from the compaction store's own log: its offsets, not the CommitLog's
+        frame = found.iloc[:1].rename(columns={"commitlog_offset": "phy_offset"})
+        view = body_view(argparse.Namespace(body="none", charset="utf-8", decoder=None))
+        where += " (from the compaction store, whose offsets are its own log's)"
+    else:
+        frame = s.read_at(found["commitlog_offset"].astype("int64").to_numpy()[:1])
+    return _print_messages(args, _tagged(frame, args.tags), view, where)
 
 
 #: the columns of a message a query or a dump prints as text

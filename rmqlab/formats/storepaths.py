@@ -134,12 +134,14 @@ class StorePaths:
         return self.root / CONFIG
 
     def is_store(self) -> bool:
-        """Whether the root holds any part of a store: ``commitlog/``, ``consumequeue/``,
-        ``index/``, the ``checkpoint``, or a ``dledger-<id>/data`` ledger (a broker creates
-        the checkpoint and the CommitLog's folder when it starts). Cost: a few stats and a
-        listing of the root."""
-        return any(p.exists() for p in (self.root / COMMITLOG, self.consumequeue, self.index, self.checkpoint)) \
-            or bool(self.ledgers) or any(p.is_dir() for p in self.commitlog_paths)
+        """Whether the root holds any part of a store: ``commitlog/``, a queue folder
+        (``consumequeue/``, ``consumequeue_ext/``, ``batchconsumequeue/``), ``index/``, the
+        ``checkpoint``, ``config/``, or a ``dledger-<id>/data`` ledger (a broker creates the
+        checkpoint and the CommitLog's folder when it starts; a copy may hold some parts only).
+        Cost: a few stats and a listing of the root."""
+        parts = (COMMITLOG, CONSUMEQUEUE, CONSUMEQUEUE_EXT, BATCHCONSUMEQUEUE, INDEX, CHECKPOINT, CONFIG)
+        return any((self.root / name).exists() for name in parts) or bool(self.ledgers) \
+            or any(p.is_dir() for p in self.commitlog_paths)
 
     def has_commitlog(self) -> bool:
         """Whether the CommitLog folder holds any file. Cost: one directory read."""

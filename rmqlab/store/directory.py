@@ -887,7 +887,7 @@ class Store:
         return self.read_at([parse_offset_msg_id(msg_id).phy_offset])
 
     def query_by_time(self, topic: str, begin: int, end: int, *, queue_ids: list[int] | None = None,
-                      max_bytes: int | None = None, body: bool = False) -> pd.DataFrame:
+                      max_bytes: int | None = None, body: bool = False, mode: str = "broker") -> pd.DataFrame:
         """Messages of `topic` stored in [begin, end] ms, through its queues (ConsumeQueue,
         BatchConsumeQueue or RocksDB ConsumeQueue): each queue is searched by store time (the
         broker's getOffsetInQueueByTime with the store's release rules, lower bound for
@@ -897,12 +897,23 @@ class Store:
         the broker's TimeSearch: every unit probed, and the outcome; else the offsets).
         `max_bytes` bounds the CommitLog bytes read (the units' sizes, queue by queue in queue
         id order, as ``kafka-dump-log --max-bytes`` bounds a dump): ``attrs["truncated"]`` then
-        says whether units were left unread. `body`: read the bodies too."""
+        says whether units were left unread. `body`: read the bodies too.
+
+        `mode` "verified" reads every unit of each queue instead of the searched range, so
+        that every message stored in the range is found whatever the broker's search does
+        (5.0's search looks in one file only); in "broker" mode ``attrs["missed"]`` lists the
+        queues whose search started past a unit stored in the range (the unit just below the
+        lower bound: one read a queue), where verified mode finds more.
+
+        Cost: the two searches a queue (a few unit and message reads), then one read of each
+        unit in range (of every unit, verified); O(messages read)."""
         from rmqlab.rules.versions import layout_facts
         from rmqlab.store.queues import LogicQueue, all_queues
 
         facts = layout_facts(self.broker_version)
-        frames, explain = [], {}
+        if mode not in MODES:
+            raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+        frames, explain, missed = [], {}, []
         budget = None if max_bytes is None else int(max_bytes)
         truncated = False
         for t, qid in all_queues(self):
@@ -914,9 +925,17 @@ class Store:
             with LogicQueue(self, t, qid) as q:
                 if q.max_offset <= q.min_offset:
                     continue
-                lower, lower_how = q.offset_by_time(begin, "lower", self._store_time_of, facts)
-                upper, upper_how = q.offset_by_time(end, "upper", self._store_time_of, facts)
-                explain[qid] = {"lower": lower_how or lower, "upper": upper_how or upper}
+                if mode == "verified":
+                    lower, upper = q.min_offset, q.max_offset - 1
+                    explain[qid] = {"lower": lower, "upper": upper}
+                else:
+                    lower, lower_how = q.offset_by_time(begin, "lower", self._store_time_of, facts)
+                    upper, upper_how = q.offset_by_time(end, "upper", self._store_time_of, facts)
+                    explain[qid] = {"lower": lower_how or lower, "upper": upper_how or upper}
+                    below = q.units(lower - 1, lower) if lower > q.min_offset else q.units(0, 0)
+                    at = below["commitlog_offset"].to_numpy(np.int64)
+                    if len(below) and begin <= int(self._store_time_of(at)[0]) <= end:
+                        missed.append(qid)
                 units = q.units(max(lower, q.min_offset), min(upper + 1, q.max_offset))
             if units.empty:
                 continue
@@ -931,6 +950,7 @@ class Store:
                   if frames else self.read_at([], body=body))
         result.attrs["explain"] = explain
         result.attrs["truncated"] = truncated
+        result.attrs["missed"] = missed
         return result
 
     def consumer_progress(self) -> pd.DataFrame:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import datetime
 import io
 import ipaddress
 import json
@@ -414,6 +415,87 @@ def test_message_ids_view_the_same_message(answered):
                 int(m["store_timestamp"]), int(m["sys_flag"]) & ~1) == (
             v["commitLogOffset"], v["storeSize"], v["topic"], v["queueId"], v["queueOffset"], v["storeTimestamp"],
             v["sysFlag"] & ~1), v
+
+
+# -- 3b. the command line answers as mqadmin asks ---------------------------------------------
+
+def _cli_rows(bs: rh.BrokerStore, *argv: str) -> list[dict]:
+    """`rmqlab store query|messages DIR ... --json` on the broker's store, with the store's
+    features given as options (no file size, no index count: the files say them)."""
+    kw = bs.store_kwargs()
+    opts = [*(["--enable-lmq", "--enable-multi-dispatch"] if kw["enable_lmq"] else []),
+            "--broker-version", bs.release,
+            *(["--commitlog-paths", ",".join(str(p) for p in kw["commitlog_paths"])]
+              if "commitlog_paths" in kw else [])]
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert rmqlab_main([*argv[:2], str(bs.store), *argv[2:], *opts, "--json"]) == 0
+    return [json.loads(line) for line in out.getvalue().splitlines() if line.strip()]
+
+
+def test_query_by_message_id_is_the_brokers_view(answered):
+    """mqadmin queryMsgById with an offset message id (viewMessage): the message the broker
+    returned for the id, from the command line with nothing but the id."""
+    views = answered.answers["broker"]["views"]
+    for v in views[:: max(1, len(views) // 25)]:
+        rows = _cli_rows(answered, "store", "query", "--msg-id", v["msgId"])
+        assert [(r["phy_offset"], r["topic"], r["queue_id"], r["queue_offset"], r["store_timestamp"], r["msg_id"])
+                for r in rows] == [(v["commitLogOffset"], v["topic"], v["queueId"], v["queueOffset"],
+                                    v["storeTimestamp"], v["msgId"])], v
+
+
+def test_query_by_uniq_key_id_is_the_brokers_answer(answered):
+    """mqadmin queryMsgById with a UNIQ_KEY (not an offset id of the store): the broker's
+    queryMessage of the key, as --msg-id ID --topic T asks it."""
+    a = answered.answers["broker"]
+    if answered.scenario == "rocksdb-index":
+        pytest.skip("the command line reads the index file (--index rocksdb takes --key)")
+    for q in a["unique_key_queries"][:10]:
+        rows = _cli_rows(answered, "store", "query", "--msg-id", q["key"], "--topic", q["topic"])
+        _compare_offsets(sorted(r["phy_offset"] for r in rows), q["broker_offsets"], a["commitlog_end_before"], 32,
+                         str(q))
+
+
+def test_query_by_queue_offset_is_the_brokers_pull(answered):
+    """mqadmin queryMsgByOffset: a pull of one message at the offset; the broker's pull at the
+    same offset sent that message first."""
+    pulls = [p for p in answered.answers["broker"]["pulls"] if p["remark"] == "FOUND" and p["subscription"] == "*"
+             and p["records"] and p["records"][0][0] == p["offset"]]
+    assert pulls
+    for pull in pulls[:: max(1, len(pulls) // 20)]:
+        rows = _cli_rows(answered, "store", "query", "--topic", pull["topic"], "--queue-id", str(pull["queueId"]),
+                         "--offset", str(pull["offset"]))
+        assert [r["phy_offset"] for r in rows] == [pull["records"][0][1]], pull
+
+
+def test_time_range_queries_are_the_messages_stored_then(answered):
+    """A time range alone (printMsg, store query --begin --end): the topic's messages whose
+    store time is in the range, against MessageDecoder's reading of the whole CommitLog: every
+    message of the topic (not a transaction's half or its rollback) at a queue offset within
+    the broker's own min and max offset of its queue."""
+    from rmqlab.rules.dispatch import goes_to_consume_queue
+
+    topic = "TopicA"
+    held = {q["queueId"]: (q["minOffset"], q["maxOffset"]) for q in answered.answers["broker"]["queues"]
+            if q["topic"] == topic}
+    mine = [m for m in _java_messages(answered) if m["topic"] == topic and goes_to_consume_queue(m["sysFlag"])
+            and m["queueId"] in held and held[m["queueId"]][0] <= m["queueOffset"] < held[m["queueId"]][1]]
+    assert mine
+    times = sorted(m["storeTimestamp"] for m in mine)
+    begin, end = times[len(times) // 4], times[3 * len(times) // 4]
+    want = sorted(m["physicalOffset"] for m in mine if begin <= m["storeTimestamp"] <= end)
+    iso = datetime.datetime.fromtimestamp(begin / 1000, datetime.timezone(datetime.timedelta(hours=8)))
+    rows = _cli_rows(answered, "store", "query", "--topic", topic, "--begin", iso.isoformat(timespec="milliseconds"),
+                     "--end", str(end), "--mode", "verified")
+    assert sorted(r["phy_offset"] for r in rows) == want
+    printed = _cli_rows(answered, "store", "messages", "--topic", topic, "--begin", str(begin), "--end", str(end),
+                        "--body", "none", "--mode", "verified")
+    assert sorted(r["phy_offset"] for r in printed) == want
+    # the broker's search (5.0's looks in one file) may start late: what it gives is a part
+    broker = _cli_rows(answered, "store", "query", "--topic", topic, "--begin", str(begin), "--end", str(end))
+    assert {r["phy_offset"] for r in broker} <= set(want)
+    assert [(r["queue_id"], r["queue_offset"]) for r in printed] == sorted((r["queue_id"], r["queue_offset"])
+                                                                           for r in printed)
 
 
 # -- 4. min and max offsets of every queue -----------------------------------------------------

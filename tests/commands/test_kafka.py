@@ -45,7 +45,7 @@ def test_dump_text_looks_like_kafka_dump_log(segment, capsys):
     assert lines[0] == f"Dumping {segment.with_suffix('.index')}"
     first = read_offset_index(segment.with_suffix(".index"))[0]
     assert lines[1] == f"offset: {first['offset']} position: {first['position']}"
-    assert main(["kafka", "dump", str(segment.with_suffix(".txt"))]) == 2
+    assert main(["kafka", "dump", str(segment.with_suffix(".txt"))]) == 3       # bad input
 
 
 def test_verify_exit_status_follows_the_findings(segment, capsys):
@@ -62,7 +62,7 @@ def test_verify_exit_status_follows_the_findings(segment, capsys):
     assert main(["kafka", "verify", str(segment.parent), "--json"]) == 1
     d = json.loads(capsys.readouterr().out)
     assert d["failed"] == 1 and d["reports"][0]["mismatches"][0]["kind"] == "offset entry"
-    assert main(["kafka", "verify", str(segment.parent / "none")]) == 1
+    assert main(["kafka", "verify", str(segment.parent / "none")]) == 3
 
 
 def test_rebuild_index_writes_the_rule_and_refuses_to_overwrite(segment, tmp_path, capsys):

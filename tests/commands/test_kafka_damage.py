@@ -125,7 +125,7 @@ def test_dump_dir_of_a_partition_and_of_a_log_directory(tmp_path, capsys):
     assert sorted(f.name for f in files if f.suffix == ".log") == sorted(p.name for p in src.rglob("*.log"))
     assert not any(f.name in ("meta.properties", "cleaner-offset-checkpoint", ".lock") for f in files)
     (tmp_path / "empty").mkdir()
-    assert main(["kafka", "dump", str(tmp_path / "empty")]) == 2
+    assert main(["kafka", "dump", str(tmp_path / "empty")]) == 3
 
 
 def test_dump_dir_goes_on_past_a_torn_segment(tmp_path, capsys):

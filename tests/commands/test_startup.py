@@ -5,6 +5,7 @@ Matplotlib, Spark, ipywidgets); `rmqlab store query` answers broker mode on the 
 library's. Timings: benchmarks/bench_cli.py."""
 from __future__ import annotations
 
+import datetime
 import importlib
 import json
 import subprocess
@@ -184,11 +185,18 @@ def test_store_query_broker_mode_does_not_explain(small_store, capsys, monkeypat
     argv = ["store", "query", str(small_store), *GEO, "--topic", "A"]
     assert cli.main([*argv, "--key", key, "--json"]) == 0
     rows = _rows(capsys.readouterr().out)
-    assert rows == json.loads(want[RESULT_COLUMNS].to_json(orient="records"))     # the answer, no explanation
+    # the answer, no explanation; each store time also as UTC text
+    utc = [datetime.datetime.fromtimestamp(int(t) / 1000, datetime.UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+           for t in want["store_timestamp"]]
+    assert [{k: v for k, v in r.items() if k != "store_time"} for r in rows] == json.loads(
+        want[RESULT_COLUMNS].to_json(orient="records")) and [r["store_time"] for r in rows] == utc
     assert cli.main([*argv, "--key", uniq, "--unique-key", "--json"]) == 0
-    assert _rows(capsys.readouterr().out) == json.loads(want_uniq[RESULT_COLUMNS].to_json(orient="records"))
+    assert [{k: v for k, v in r.items() if k != "store_time"} for r in _rows(capsys.readouterr().out)] == json.loads(
+        want_uniq[RESULT_COLUMNS].to_json(orient="records"))
     assert cli.main([*argv, "--key", key]) == 0
-    assert capsys.readouterr().out == want[RESULT_COLUMNS].to_string(index=False) + "\n"
+    table = want[RESULT_COLUMNS].copy()
+    table.insert(table.columns.get_loc("store_timestamp") + 1, "store_time", utc)
+    assert capsys.readouterr().out == table.to_string(index=False) + "\n"
     assert calls == []
 
     # --explain and verified mode still explain, and broker mode's rows are the same

@@ -205,7 +205,7 @@ def test_dump_txnindex_and_text_files(tmp_path, capsys):
     out = capsys.readouterr().out.splitlines()
     assert out[1] == "version: 0 producerId: 1000 firstOffset: 3 lastOffset: 7 lastStableOffset: 3"
     assert out[3:] == ["epoch: 1 startOffset: 0", "epoch: 2 startOffset: 913"]
-    assert main(["kafka", "dump", str(tmp_path / "server.properties")]) == 2
+    assert main(["kafka", "dump", str(tmp_path / "server.properties")]) == 3     # bad input
 
 
 def test_dump_real_files(tmp_path, capsys):

@@ -595,7 +595,7 @@ def test_cli_exit_statuses(store, copy, tmp_path, capsys):
     assert main(["verify", str(copy)]) == 1
     out = capsys.readouterr().out
     assert "FAILED" in out and "error: [cq.size]" in out
-    assert main(["verify", str(tmp_path / "missing")]) == 1
+    assert main(["verify", str(tmp_path / "missing")]) == 3      # bad input: no such file
     assert main(["verify", str(store), "--kind", "bogus"]) == 2
     assert main(["verify", str(store), "--commitlog-file-size", "0"]) == 2
     assert main(["verify", str(store), "--hash-slot-num", "0"]) == 2
