@@ -603,9 +603,12 @@ def _messages(args) -> int:
     if args.count_by_tag:
         counts = (frame.assign(tags=frame["tags"].fillna("")).groupby(["queue_id", "tags"]).size()
                   .reset_index(name="messages"))
-        _emit(args, _plain(counts.to_dict(orient="records")),
-              f"{len(frame)} messages of {args.topic} by queue and tag\n"
-              + (counts.to_string(index=False) if len(counts) else ""))
+        if args.json:       # one object a line
+            for rec in _plain(counts.to_dict(orient="records")):
+                print(json.dumps(rec))
+        else:
+            print(f"{len(frame)} messages of {args.topic} by queue and tag\n"
+                  + (counts.to_string(index=False) if len(counts) else ""))
         return 0
     return _print_messages(args, frame, view, f"{args.topic} stored from {_shown_time(begin)} to {_shown_time(end)}")
 

@@ -1,0 +1,151 @@
+"""The questions mqadmin answers online, asked offline of a generated store: `rmqlab store query`
+by message id, queue offset, time and tag, and `rmqlab store messages` (printMsg), against a
+model read straight from the CommitLog with the standard library (struct, the record layout of
+CommitLog.calMsgLength / MessageDecoder at rocketmq-all-4.9.7: IPv4 hosts, magic v1)."""
+from __future__ import annotations
+
+import base64
+import datetime
+import json
+import struct
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from rmqlab.cli import main
+
+pytestmark = pytest.mark.filterwarnings("ignore")
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory):
+    root = tmp_path_factory.mktemp("q") / "store"
+    assert main(["store", "generate", str(root), "--messages", "600", "--seed", "3", "--topics", "A,B",
+                 "--rate", "200", "--hash-slot-num", "64", "--index-num", "1024", "--commitlog-file-size",
+                 "65536", "--json"]) == 0
+    return root
+
+
+BLANK_MAGIC = 0xCBD43194 - (1 << 32)
+_HEAD = struct.Struct(">iiiiiqqiq8sq8siqi")   # totalSize .. bodyLength, IPv4 born and store hosts
+
+
+def read_commitlog(folder: Path) -> list[dict]:
+    """Every message of a CommitLog folder: the files in name order, each walked from byte 0
+    until a blank record or a zero size."""
+    out = []
+    for f in sorted(folder.iterdir()):
+        data, pos = f.read_bytes(), 0
+        while pos + 8 <= len(data):
+            total, magic = struct.unpack_from(">ii", data, pos)
+            if total <= 0 or magic == BLANK_MAGIC:
+                break
+            (_, _, _, qid, _, qoff, phy, sys_flag, _, _, stored, host, _, _, body_len) = _HEAD.unpack_from(data, pos)
+            at = pos + _HEAD.size
+            body = data[at:at + body_len]
+            at += body_len
+            topic = data[at + 1:at + 1 + data[at]].decode()
+            at += 1 + data[at]
+            (plen,) = struct.unpack_from(">h", data, at)
+            props = dict(kv.split("\x01", 1) for kv in data[at + 2:at + 2 + plen].decode().split("\x02") if kv)
+            out.append({"phy_offset": int(f.name) + pos, "queue_id": qid, "queue_offset": qoff, "topic": topic,
+                        "store_timestamp": stored, "store_host": f"{'.'.join(map(str, host[:4]))}:"
+                                                                 f"{int.from_bytes(host[4:], 'big')}",
+                        "body": body, "properties": props, "total_size": total, "sys_flag": sys_flag})
+            pos += total
+    return out
+
+
+@pytest.fixture(scope="module")
+def model(store):
+    """Every message as the standard-library reader reads the CommitLog: one dict each."""
+    return read_commitlog(store / "commitlog")
+
+
+def rows(capsys, *argv) -> list[dict]:
+    assert main([*argv, "--json"]) == 0
+    return [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+
+
+def utc(ms: int) -> str:
+    return datetime.datetime.fromtimestamp(ms / 1000, datetime.UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+
+
+def test_sizes_come_from_the_files_and_are_said(store, capsys):
+    """No size and no count is passed: the CommitLog's 64 KiB and the index files' 64 slots
+    are read from the files, and said on stderr."""
+    got = rows(capsys, "store", "query", str(store), "--topic", "A", "--begin", "0")
+    assert got
+    assert main(["store", "query", str(store), "--topic", "A", "--offset", "0", "--queue-id", "0"]) == 0
+    err = capsys.readouterr().err
+    assert "mappedFileSizeCommitLog=65536" in err and "maxHashSlotNum=64" in err
+
+
+def test_a_time_range_in_any_zone_is_the_messages_stored_then(store, model, capsys):
+    a = sorted((m for m in model if m["topic"] == "A"), key=lambda m: m["store_timestamp"])
+    begin, end = a[len(a) // 3]["store_timestamp"], a[2 * len(a) // 3]["store_timestamp"]
+    want = sorted(m["phy_offset"] for m in a if begin <= m["store_timestamp"] <= end)
+    zoned = datetime.datetime.fromtimestamp(begin / 1000, datetime.timezone(datetime.timedelta(hours=-5)))
+    mqadmin = datetime.datetime.fromtimestamp(end / 1000, datetime.UTC).strftime("%Y-%m-%d#%H:%M:%S:%f")[:-3]
+    for b, e in ((str(begin), str(end)), (zoned.isoformat(timespec="milliseconds"), mqadmin)):
+        got = rows(capsys, "store", "query", str(store), "--topic", "A", "--begin", b, "--end", e, "--mode", "verified")
+        assert sorted(r["phy_offset"] for r in got) == want
+        assert all(r["store_time"] == utc(r["store_timestamp"]) for r in got)
+    assert main(["store", "query", str(store), "--topic", "A", "--begin", "yesterday"]) == 2
+    assert "is not a time" in capsys.readouterr().err
+
+
+def test_message_ids_queue_offsets_and_tags(store, model, capsys):
+    m = next(x for x in model if x["topic"] == "B" and x["properties"].get("UNIQ_KEY"))
+    host = bytes(int(p) for p in m["store_host"].split(":")[0].split(".")) + int(
+        m["store_host"].split(":")[1]).to_bytes(4, "big")
+    offset_id = (host + m["phy_offset"].to_bytes(8, "big")).hex().upper()
+    for ask in (["--msg-id", offset_id], ["--msg-id", m["properties"]["UNIQ_KEY"], "--topic", "B"]):
+        got = rows(capsys, "store", "query", str(store), *ask)
+        assert [r["phy_offset"] for r in got] == [m["phy_offset"]] and got[0]["msg_id"] == offset_id
+    assert main(["store", "query", str(store), "--msg-id", m["properties"]["UNIQ_KEY"]]) == 2   # a UNIQ_KEY: --topic
+    assert "pass --topic" in capsys.readouterr().err
+    got = rows(capsys, "store", "query", str(store), "--topic", m["topic"], "--queue-id", str(m["queue_id"]),
+               "--offset", str(m["queue_offset"]))
+    assert [r["phy_offset"] for r in got] == [m["phy_offset"]]
+    tags = sorted({x["properties"].get("TAGS") for x in model if x["topic"] == "A"} - {None})
+    want = sorted(x["phy_offset"] for x in model if x["topic"] == "A" and x["properties"].get("TAGS") in tags[:2])
+    got = rows(capsys, "store", "query", str(store), "--topic", "A", "--tags", f"{tags[0]} || {tags[1]}",
+               "--mode", "verified")
+    assert sorted(r["phy_offset"] for r in got) == want
+
+
+def test_print_msg_bodies_limits_and_counts(store, model, tmp_path, capsys, monkeypatch):
+    a = sorted((m for m in model if m["topic"] == "A"), key=lambda m: (m["queue_id"], m["queue_offset"]))
+    got = rows(capsys, "store", "messages", str(store), "--topic", "A", "--mode", "verified", "--body", "base64")
+    assert [(r["queue_id"], r["queue_offset"]) for r in got] == [(m["queue_id"], m["queue_offset"]) for m in a]
+    assert [base64.b64decode(r["body"]) for r in got] == [m["body"] for m in a]
+    got = rows(capsys, "store", "messages", str(store), "--topic", "A", "--body", "hex", "--queue-id", "1")
+    assert [bytes.fromhex(r["body"]) for r in got] == [m["body"] for m in a if m["queue_id"] == 1]
+    # --max-bytes: the queues in order, whole messages while their stored sizes fit
+    budget = sum(m["total_size"] for m in a[:7]) + 5
+    got = rows(capsys, "store", "messages", str(store), "--topic", "A", "--max-bytes", str(budget))
+    assert [r["phy_offset"] for r in got] == [m["phy_offset"] for m in a[:7]]
+    # a decoder by import path; one that raises shows the bytes, not a traceback
+    (tmp_path / "mydecoders.py").write_text(textwrap.dedent("""
+        def length(data):
+            return {"bytes": len(data)}
+        def broken(data):
+            raise RuntimeError("no schema")
+    """))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    got = rows(capsys, "store", "messages", str(store), "--topic", "A", "--decoder", "mydecoders:length")
+    assert [r["body"] for r in got] == [{"bytes": len(m["body"])} for m in a]
+    got = rows(capsys, "store", "messages", str(store), "--topic", "A", "--decoder", "mydecoders:broken")
+    assert {r["body_error"] for r in got} == {"decoder: RuntimeError: no schema"}
+    assert main(["store", "messages", str(store), "--topic", "A", "--decoder", "nosuchmodule:f"]) == 2
+    capsys.readouterr()
+    got = rows(capsys, "store", "messages", str(store), "--topic", "A", "--count-by-tag")
+    want: dict = {}
+    for m in a:
+        key = (m["queue_id"], m["properties"].get("TAGS") or "")
+        want[key] = want.get(key, 0) + 1
+    assert {(r["queue_id"], r["tags"]): r["messages"] for r in got} == want
+    sys.modules.pop("mydecoders", None)
