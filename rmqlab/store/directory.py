@@ -913,7 +913,9 @@ class Store:
         facts = layout_facts(self.broker_version)
         if mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
-        frames, explain, missed = [], {}, []
+        frames: list[pd.DataFrame] = []
+        explain: dict[int, dict[str, Any]] = {}
+        missed: list[int] = []
         budget = None if max_bytes is None else int(max_bytes)
         truncated = False
         for t, qid in all_queues(self):
