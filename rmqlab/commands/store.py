@@ -69,6 +69,12 @@ def register(sub: argparse._SubParsersAction) -> None:
         p.add_argument("--now", default=None, metavar="MS|TIME", help=f"{what}: epoch ms or ISO 8601 UTC "
                                                                        f"(default: now)")
 
+    def work_dir(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--work-dir", default=None, metavar="DIR",
+                       help="build the ConsumeQueues, index files and checkpoint there, not in the store, and read "
+                            "them from there (the store is only read); queries on a store without them build them "
+                            "in the user's cache by default")
+
     def queue_file_size(p: argparse.ArgumentParser) -> None:
         p.add_argument("--consume-queue-file-size", type=int, default=None, metavar="BYTES",
                        help=f"mappedFileSizeConsumeQueue (default: what the ConsumeQueue files say, else "
@@ -84,6 +90,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--broker-version", default=None, metavar="X.Y.Z",
                    help="dispatch as this broker release does (4.9.x multi-dispatches every topic and "
                         "name; default: the 5.x rules)")
+    work_dir(p)
     p.set_defaults(run=_dispatch)
     p = ssub.add_parser("query", help="messages by key, message id, queue offset or time range, as mqadmin "
                                       "queryMsgByKey / ById / ByUniqueKey / ByOffset answer (broker or verified mode)")
@@ -110,6 +117,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--max", type=int, default=64, metavar="N", help="maxNum (capped at 64, as the broker)")
     p.add_argument("--broker-version", default=None, metavar="X.Y.Z",
                    help="the release that wrote the store: its time search and pull rules (default: the 5.x ones)")
+    work_dir(p)
     p.add_argument("--mode", choices=["broker", "verified"], default="broker")
     p.add_argument("--unique-key", action="store_true", help="KEY is a UNIQ_KEY message id (maxNum 32)")
     p.add_argument("--key-type", choices=["K", "T"], default="K",
@@ -143,6 +151,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "verified: every unit read, every message stored in the range")
     p.add_argument("--broker-version", default=None, metavar="X.Y.Z",
                    help="the release that wrote the store: its time search rules (default: the 5.x ones)")
+    work_dir(p)
     p.set_defaults(run=_messages)
     p = ssub.add_parser("generate", help="write a synthetic store (deterministic by seed), then dispatch it")
     common(p)
@@ -521,11 +530,17 @@ def _dispatch(args) -> int:
             print(f"\r{done / 2**20:,.1f} / {total / 2**20:,.1f} MiB of CommitLog dispatched", end="",
                   file=sys.stderr, flush=True)
             shown.append(done)
-    r = _store(args).dispatch(progress=progress)
+    store = _store(args)
+    if args.work_dir is not None:
+        from rmqlab.store.workdir import work_store
+
+        store = work_store(store, args.work_dir)
+    r = store.dispatch(progress=progress)
     if shown:
         print(file=sys.stderr)
     d = r.as_dict()
-    _emit(args, d, f"dispatched {r.messages} messages from offset {r.from_offset} to {r.to_offset}: "
+    _emit(args, d, ("" if args.work_dir is None else f"into {args.work_dir}: ")
+                   + f"dispatched {r.messages} messages from offset {r.from_offset} to {r.to_offset}: "
                    f"{r.consume_queue_units} ConsumeQueue units in {r.queues} queues, {r.index_keys} index keys "
                    f"({r.index_files} index files) in {r.seconds:.2f} s")
     return 0
@@ -542,6 +557,8 @@ def _query(args) -> int:
     if args.queue_id is not None and (keyed or args.msg_id is not None):
         raise UsageError("--queue-id goes with --offset or a time range alone, not with a key or an id")
     s = _store(args)
+    if args.msg_id is None and (not keyed or args.index == "file"):
+        s = _built(s, args, "index" if keyed else "queues")
     if args.msg_id is not None:
         frame, how = _by_msg_id(s, args)
         return _print_messages(args, _tagged(frame, args.tags), view, how)
@@ -591,7 +608,7 @@ def _messages(args) -> int:
     if args.max_bytes is not None and args.max_bytes < 0:
         raise UsageError("--max-bytes must be >= 0")
     begin, end = _time(args.begin, 0), _time(args.end, LONG_MAX)
-    s = _store(args)
+    s = _built(_store(args), args, "queues")
     view = body_view(args)
     frame = s.query_by_time(args.topic, begin, end, queue_ids=None if args.queue_id is None else [args.queue_id],
                             max_bytes=args.max_bytes, body=view.shown and not args.count_by_tag, mode=args.mode)
@@ -611,6 +628,46 @@ def _messages(args) -> int:
                   + (counts.to_string(index=False) if len(counts) else ""))
         return 0
     return _print_messages(args, frame, view, f"{args.topic} stored from {_shown_time(begin)} to {_shown_time(end)}")
+
+
+def _built(store: Store, args, need: str) -> Store:
+    """The store to answer from: with --work-dir, a work folder built (dispatched, from where it
+    stopped) from the store's CommitLog; without it the store itself, unless it has a CommitLog
+    but none of what the query reads (`need`: "index" files or "queues"), which are then built
+    in the user's cache (:func:`rmqlab.store.workdir.cache_folder`), with progress. The store is
+    never written."""
+    from rmqlab.store.workdir import cache_folder, work_store
+
+    folder = args.work_dir
+    if folder is None:
+        paths = store.layout.paths
+        if need == "index":
+            has = paths.index.is_dir() and any(paths.index.iterdir())
+        else:
+            from rmqlab.store.queues import all_queues
+
+            has = any(True for _ in all_queues(store))
+        if has or not paths.has_commitlog():
+            return store
+        folder = cache_folder(store)
+        print(f"rmqlab: the store has no {'index files' if need == 'index' else 'ConsumeQueues'}: building them from "
+              f"its CommitLog in {folder} (the store is not written; --work-dir chooses the folder)", file=sys.stderr)
+        if need == "index" and store.settings["hash_slot_num"].source == "default":
+            print("rmqlab: with no index file to tell the broker's maxHashSlotNum and maxIndexNum, the defaults "
+                  "are used; pass --hash-slot-num and --index-num for the files to split where the broker's did",
+                  file=sys.stderr)
+    work = work_store(store, folder)
+
+    shown = []
+
+    def progress(done, total):
+        print(f"\r{done:,} / {total:,} bytes of CommitLog dispatched", end="", file=sys.stderr, flush=True)
+        shown.append(done)
+    work.dispatch(progress=progress)
+    if shown:
+        print(file=sys.stderr)
+    args._opened_store = work
+    return work
 
 
 def _say_missed(frame: pd.DataFrame) -> None:

@@ -21,6 +21,7 @@ import io
 import ipaddress
 import json
 import re
+import shutil
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
@@ -419,7 +420,7 @@ def test_message_ids_view_the_same_message(answered):
 
 # -- 3b. the command line answers as mqadmin asks ---------------------------------------------
 
-def _cli_rows(bs: rh.BrokerStore, *argv: str) -> list[dict]:
+def _cli_rows(bs: rh.BrokerStore, *argv: str, store: Path | None = None) -> list[dict]:
     """`rmqlab store query|messages DIR ... --json` on the broker's store, with the store's
     features given as options (no file size, no index count: the files say them)."""
     kw = bs.store_kwargs()
@@ -429,7 +430,7 @@ def _cli_rows(bs: rh.BrokerStore, *argv: str) -> list[dict]:
               if "commitlog_paths" in kw else [])]
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
-        assert rmqlab_main([*argv[:2], str(bs.store), *argv[2:], *opts, "--json"]) == 0
+        assert rmqlab_main([*argv[:2], str(store or bs.store), *argv[2:], *opts, "--json"]) == 0
     return [json.loads(line) for line in out.getvalue().splitlines() if line.strip()]
 
 
@@ -496,6 +497,34 @@ def test_time_range_queries_are_the_messages_stored_then(answered):
     assert {r["phy_offset"] for r in broker} <= set(want)
     assert [(r["queue_id"], r["queue_offset"]) for r in printed] == sorted((r["queue_id"], r["queue_offset"])
                                                                            for r in printed)
+
+
+COPIES = [(release, scenario) for release, scenario in ANSWERED if scenario in ("clean", "dledger")]
+
+
+@pytest.mark.parametrize(("release", "scenario"), COPIES, ids=[_id(c) for c in COPIES])
+def test_a_copy_of_the_commitlog_alone_answers_key_queries_unwritten(release, scenario, tmp_path):
+    """An engineer's copy holding the CommitLog (and config/) only: `store query --key` builds the
+    index files in a work folder, never in the copy, and answers as the broker answered (one plain
+    and one DLedger store a release)."""
+    answered = rh.rocketmq_store(release, scenario)
+    copy = tmp_path / "copy"
+    copy.mkdir()
+    for part in answered.store.iterdir():
+        if part.name == "commitlog" or part.name == "config" or part.name.startswith("dledger-"):
+            shutil.copytree(part, copy / part.name)
+    before = {p: p.read_bytes() for p in copy.rglob("*") if p.is_file()}
+    a = answered.answers["broker"]
+    queries = [q for q in a["key_queries"] if q["broker_offsets"]][:15]
+    for q in queries:
+        rows = _cli_rows(answered, "store", "query", "--topic", q["topic"], "--key", q["key"], "--begin",
+                         str(q["begin"]), "--end", str(q["end"]), "--work-dir", str(tmp_path / "work"),
+                         # no index file tells the geometry: the broker's maxHashSlotNum and maxIndexNum
+                         # decide where its files split, which a query's time window sees
+                         "--hash-slot-num", str(rh.HASH_SLOT_NUM), "--index-num", str(rh.INDEX_NUM), store=copy)
+        _compare_offsets([r["phy_offset"] for r in rows], q["broker_offsets"], a["commitlog_end_before"],
+                         q["maxNum"], str(q))
+    assert {p: p.read_bytes() for p in copy.rglob("*") if p.is_file()} == before
 
 
 # -- 4. min and max offsets of every queue -----------------------------------------------------
