@@ -83,6 +83,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = ssub.add_parser("info", help="what the store holds: messages, files, queues, index, checkpoint")
     common(p)
     queue_file_size(p)
+    p.add_argument("--keep-going", action="store_true",
+                   help="count a damaged CommitLog file up to its damage, report each damage and go on "
+                        "(exit 1 when any was found)")
     p.set_defaults(run=_info)
     p = ssub.add_parser("dispatch", help="build ConsumeQueue and index files from the CommitLog (incremental)")
     common(p)
@@ -503,7 +506,7 @@ def _info(args) -> int:
     import pandas as pd
 
     store = _store(args, announce=False)
-    info = store.info()
+    info = store.info(keep_going=args.keep_going)
     text = _info_lines({**info, "settings": {s.broker_name: f"{s.value} (given)" if s.source == "given" else
                                              f"{s.value} ({s.source}: {s.reason})"
                                              for s in store.settings.values()}})
@@ -519,7 +522,11 @@ def _info(args) -> int:
             text += "\n\nconsumer progress (committed offset, ConsumeQueue max offset, lag = max - committed):\n"
             text += progress.to_string(index=False)
     _emit(args, info, text)
-    return 0
+    damage = info.get("commitlog_damage") or []
+    for d in damage:
+        print(f"rmqlab: error: {d['path']}: offset {d['offset']}: {d.get('field') or ''}: {d['reason']} (the rest "
+              f"of that file is not read)", file=sys.stderr)
+    return 1 if damage else 0
 
 
 def _dispatch(args) -> int:

@@ -166,11 +166,13 @@ class Store:
     def _has_commitlog(self) -> bool:
         return self.layout.paths.has_commitlog()
 
-    def messages(self, *, body: bool = False) -> pd.DataFrame:
-        """Every message of the CommitLog, one row each (see :func:`commitlog.read_columns`)."""
+    def messages(self, *, body: bool = False, on_error: str = "raise") -> pd.DataFrame:
+        """Every message of the CommitLog, one row each (see :func:`commitlog.read_columns`;
+        `on_error` "report": a damaged file is read up to the damage, which
+        ``attrs["report"].damage`` lists, and the next file follows)."""
         if not self._has_commitlog():
             return cl.read_at(self.commitlog_dir, [], body=body) if self.commitlog_dir.is_dir() else pd.DataFrame()
-        return cl.read_columns(self.commitlog_dir, body=body)
+        return cl.read_columns(self.commitlog_dir, body=body, on_error=on_error)  # type: ignore[arg-type]
 
     def read_at(self, phy_offsets, *, body: bool = False) -> pd.DataFrame:
         """The messages at these CommitLog offsets."""
@@ -178,11 +180,18 @@ class Store:
 
     # -- summary --------------------------------------------------------------------------
 
-    def info(self) -> dict[str, Any]:
+    def info(self, *, keep_going: bool = False) -> dict[str, Any]:
         """Counts and ranges of every part of the store, and under "settings" each file size and
         index count it was read with (given, told by its files or the broker's default, and why).
-        Cost: reads the CommitLog headers."""
-        msgs = self.messages() if self._has_commitlog() else pd.DataFrame()
+        With `keep_going` a damaged CommitLog file is counted up to its damage and the next one
+        read; "commitlog_damage" then lists each damage (file, offset, field, why), and
+        "torn_tail" the last file's. Cost: reads the CommitLog headers."""
+        msgs = self.messages(on_error="report" if keep_going else "raise") if self._has_commitlog() \
+            else pd.DataFrame()
+        report = msgs.attrs.get("report")
+        damage = {"commitlog_damage": [d.__dict__ for d in report.damage],
+                  "torn_tail": None if report.torn_tail is None else report.torn_tail.__dict__} \
+            if keep_going and report is not None else {}
         if self.index_dir.is_dir():
             with self.index() as idx:
                 index_frame = idx.to_frame()
@@ -221,6 +230,7 @@ class Store:
             "index_files": len(index_frame),
             "index_keys": int(index_frame["keys"].sum()) if len(index_frame) else 0,
             "checkpoint": checkpoint,
+            **damage,
             # the file sizes and index counts read with, by their MessageStoreConfig names
             "settings": {s.broker_name: {"value": s.value, "source": s.source, "reason": s.reason}
                          for s in self.settings.values()},

@@ -149,3 +149,31 @@ def test_print_msg_bodies_limits_and_counts(store, model, tmp_path, capsys, monk
         want[key] = want.get(key, 0) + 1
     assert {(r["queue_id"], r["tags"]): r["messages"] for r in got} == want
     sys.modules.pop("mydecoders", None)
+
+
+def test_info_keeps_going_past_a_damaged_file(store, model, tmp_path, capsys):
+    """A MAGICCODE overwritten in the second CommitLog file: `store info` stops (exit 1, the
+    file and offset named); with --keep-going it counts every message outside the damaged
+    file's rest, names the damage, and exits 1."""
+    import shutil
+
+    copy = tmp_path / "s"
+    shutil.copytree(store, copy)
+    files = sorted((copy / "commitlog").iterdir())
+    second = files[1]
+    in_second = [m for m in model if m["phy_offset"] // 65536 == int(second.name) // 65536]
+    victim = in_second[len(in_second) // 2]
+    pos = victim["phy_offset"] - int(second.name)
+    data = bytearray(second.read_bytes())
+    data[pos + 4:pos + 8] = b"\x00\x00\x00\x01"
+    second.write_bytes(bytes(data))
+    assert main(["store", "info", str(copy)]) == 1
+    err = capsys.readouterr().err
+    assert str(second) in err and f"offset {pos}" in err
+    assert main(["store", "info", str(copy), "--keep-going", "--json"]) == 1
+    out = capsys.readouterr()
+    info = json.loads(out.out)
+    lost = [m for m in in_second if m["phy_offset"] >= victim["phy_offset"]]
+    assert info["messages"] == len(model) - len(lost)
+    assert [(d["path"], d["offset"]) for d in info["commitlog_damage"]] == [(str(second), pos)]
+    assert f"{second}: offset {pos}" in out.err
