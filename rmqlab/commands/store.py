@@ -802,6 +802,8 @@ def _print_messages(args, frame: pd.DataFrame, view, how: str) -> int:
     store = _store_of(args)
     if view.shown and len(frame) and "body" not in frame:
         frame = store.read_at(frame["phy_offset"].to_numpy("int64"), body=True)
+    frame = frame.copy()
+    frame.attrs = {}          # the searches' explanations: pandas would deep-copy them for every row
     rows = message_rows(frame, view, with_body=view.shown)
     cols = [c for c in MESSAGE_COLUMNS if c in rows]
     if args.json:
@@ -813,16 +815,20 @@ def _print_messages(args, frame: pd.DataFrame, view, how: str) -> int:
     print(f"{len(rows)} message{'s' * (len(rows) != 1)}: {how}", file=sys.stderr)
     if not len(rows):
         return 0
-    table = _shown(rows, cols).astype(object).where(_shown(rows, cols).notna(), "")
+    table = _shown(rows, cols)
+    table = table.astype(object).where(table.notna(), "")
     if not view.shown:
         print(table.to_string(index=False))
         return 0
-    for (_, row), shown in zip(table.iterrows(), rows["shown_body"], strict=True):
-        print("  ".join(f"{c}={row[c]}" for c in table.columns))
+    names = list(table.columns)
+    lines = []
+    for values, shown in zip(table.itertuples(index=False, name=None), rows["shown_body"], strict=True):
         body = shown.get("body")
         text = body if isinstance(body, str) else json.dumps(body, ensure_ascii=False, default=str)
         err = f"; {shown['body_error']}" if "body_error" in shown else ""
-        print(f"    body ({shown.get('body_encoding', '')}{err}): {text}")
+        lines.append("  ".join(f"{c}={v}" for c, v in zip(names, values, strict=True))
+                     + f"\n    body ({shown.get('body_encoding', '')}{err}): {text}")
+    print("\n".join(lines))
     return 0
 
 
