@@ -10,7 +10,7 @@ APP_TOKEN ?= $(shell python3 -c 'import secrets; print(secrets.token_hex(24))')
 ALLOW_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root,)
 
 .PHONY: test check lab app java chromium fonts broker-tools brokers screenshots bench bench-store bench-commitlog bench-dispatch bench-kafka bench-spark \
-        bench-scaling bench-cli \
+        bench-scaling bench-cli bench-offline \
         conformance data clean
 
 $(STAMP): pyproject.toml setup.py .ci/install-kernel $(wildcard rmqlab/_native/*.c rmqlab/_native/*.h)
@@ -123,6 +123,11 @@ bench-scaling: $(STAMP)
 # the code before a change: make bench-cli ARGS="--python-path before=/path/to/old/checkout --record".
 bench-cli: $(STAMP)
 	cd benchmarks && ../$(VPY) bench_cli.py $(ARGS)
+
+# The offline mqadmin and kafka-dump-log commands on the sample store and the real Kafka log
+# directory, one fresh process a run (about 2 minutes): make bench-offline ARGS=--record.
+bench-offline: $(STAMP) data
+	cd benchmarks && ../$(VPY) bench_offline_cli.py $(ARGS)
 
 # 200,000,000 index keys with Spark on local[2] and local[1]: about 5 minutes, 8 GiB of scratch disk.
 bench-spark: $(STAMP) java
