@@ -466,7 +466,14 @@ def _feature_options(args) -> dict:
 
 
 def _emit(args, obj, text: str) -> None:
-    print(json.dumps(obj, default=str) if args.json else text)
+    """`text`, or with --json `obj` as JSON: a list one object a line (rows), else one line."""
+    if not args.json:
+        print(text)
+    elif isinstance(obj, list):
+        for row in obj:
+            print(json.dumps(row, default=str))
+    else:
+        print(json.dumps(obj, default=str))
 
 
 def _with_time(name: str, value):

@@ -136,10 +136,13 @@ class StorePaths:
     def is_store(self) -> bool:
         """Whether the root holds any part of a store: ``commitlog/``, a queue folder
         (``consumequeue/``, ``consumequeue_ext/``, ``batchconsumequeue/``), ``index/``, the
-        ``checkpoint``, ``config/``, or a ``dledger-<id>/data`` ledger (a broker creates the
+        ``checkpoint``, ``config/``, the tiered store's ``tiered_index_file/``, or a
+        ``dledger-<id>/data`` ledger (a broker creates the
         checkpoint and the CommitLog's folder when it starts; a copy may hold some parts only).
         Cost: a few stats and a listing of the root."""
-        parts = (COMMITLOG, CONSUMEQUEUE, CONSUMEQUEUE_EXT, BATCHCONSUMEQUEUE, INDEX, CHECKPOINT, CONFIG)
+        from rmqlab.formats.tieredindex import FOLDER as TIERED_INDEX
+
+        parts = (COMMITLOG, CONSUMEQUEUE, CONSUMEQUEUE_EXT, BATCHCONSUMEQUEUE, INDEX, CHECKPOINT, CONFIG, TIERED_INDEX)
         return any((self.root / name).exists() for name in parts) or bool(self.ledgers) \
             or any(p.is_dir() for p in self.commitlog_paths)
 

@@ -199,7 +199,7 @@ def test_tiered_query_on_the_command_line(oracle, capsys):
     t, k, *_ = queries[q]
     assert main(["store", "tiered-query", str(entry / "root"), "--topic", t, "--key", k, "--max-num", "64",
                  "--tiered-index-geometry", f"{SLOTS},", "--broker-version", release, "--json"]) == 0
-    got = json.loads(capsys.readouterr().out)
+    got = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     theirs = {(i[1], i[2]) for f in answers["files"] for i in f["local"][q]}
     assert {(r["queue_id"], r["offset"]) for r in got} == theirs
 

@@ -321,12 +321,12 @@ def test_tiered_on_the_command_line(tiered, capsys):
     geometry = ["--consume-queue-file-size", str(rh.CONSUME_QUEUE_FILE_SIZE)]
     assert main(["store", "tiered", str(bs.store), "--tiered-path", str(bs.tiered), *geometry, "--json"]) == 0
     got = {(r["topic"], r["queue_id"]): (r["min_offset"], r["commit_offset"])
-           for r in json.loads(capsys.readouterr().out)}
+           for r in map(json.loads, capsys.readouterr().out.splitlines())}     # one object a line
     assert got == {(q["topic"], q["queueId"]): (q["cqMin"], q["cqCommit"]) for q in oracle["queues"]}
     want = next(q for q in oracle["queues"] if q["topic"] == "TopicB" and q["queueId"] == 1)
     assert main(["store", "tiered", str(bs.store), "--tiered-path", str(bs.tiered), *geometry, "--topic", "TopicB",
                  "--queue", "1", "--json"]) == 0
-    rows = json.loads(capsys.readouterr().out)
+    rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert [(r["offset"], r["tiered_offset"], r["item_size"]) for r in rows] == [tuple(u[:3]) for u in want["units"]]
 
 

@@ -118,8 +118,8 @@ def test_the_command_line_lists_pending_timers(tmp_path):
     run = [sys.executable, "-m", "rmqlab", "store", "timers", str(tmp_path)]
     out = subprocess.run([*run, "--now", "2024-06-10T06:13:21Z"], capture_output=True, text=True, check=True).stdout
     assert out.startswith("2 timer messages pending") and "2024-06-10T06:13:25.000Z" in out
-    rows = json.loads(subprocess.run([*run, "--json", "--topic", "B"], capture_output=True, text=True,
-                                     check=True).stdout)
+    rows = [json.loads(line) for line in subprocess.run([*run, "--json", "--topic", "B"], capture_output=True,
+                                                        text=True, check=True).stdout.splitlines()]
     assert [(r["uniq_key"], r["fires_at_ms"]) for r in rows] == [("U2", T0 + 9000)]
     bad = subprocess.run([*run[:-1], str(tmp_path / "commitlog")], capture_output=True, text=True)
     assert bad.returncode == 3 and "not a store directory" in bad.stderr
