@@ -31,16 +31,20 @@ __all__ = ["BODY_MODES", "BodyView", "add_body_options", "body_view"]
 BODY_MODES = ("text", "hex", "base64", "json", "none")
 
 
-def add_body_options(p, *, default: str = "text", what: str = "body") -> None:
-    """--body, --charset and --decoder on parser `p` (`what`: "body", or "key and value")."""
+def add_body_options(p, *, default: str | None = "text", what: str = "body", decoder: bool = True,
+                     default_help: str | None = None) -> None:
+    """--body, --charset and --decoder on parser `p` (`what`: "body", or "key and value").
+    `decoder` False leaves --decoder out (a command with decoders of its own); `default` None
+    is a command's own rendering, which `default_help` describes."""
     p.add_argument("--body", choices=BODY_MODES, default=default,
                    help=f"how to show the {what}: text in --charset (undecodable bytes as base64), hex, base64, "
-                        f"json (parsed), or none (default {default})")
+                        f"json (parsed), or none (default {default_help or default})")
     p.add_argument("--charset", default="utf-8", metavar="NAME",
                    help="the charset of --body text (default utf-8; mqadmin printMsg -c)")
-    p.add_argument("--decoder", default=None, metavar="MODULE:FUNCTION",
-                   help=f"a Python callable that gets the {what}'s bytes and returns what to show (a str or any "
-                        f"JSON value), e.g. myproject.codecs:decode_order")
+    if decoder:
+        p.add_argument("--decoder", default=None, metavar="MODULE:FUNCTION",
+                       help=f"a Python callable that gets the {what}'s bytes and returns what to show (a str or "
+                            f"any JSON value), e.g. myproject.codecs:decode_order")
 
 
 def body_view(args) -> BodyView:
@@ -48,26 +52,28 @@ def body_view(args) -> BodyView:
     return BodyView(args.body, charset=args.charset, decoder=args.decoder)
 
 
-def _load_decoder(spec: str) -> Callable[[bytes], Any]:
+def _load_decoder(spec: str, option: str = "--decoder") -> Callable[[bytes], Any]:
     module, sep, name = spec.partition(":")
     if not sep or not module or not name:
-        raise UsageError(f"--decoder {spec!r}: give MODULE:FUNCTION, e.g. json:loads")
+        raise UsageError(f"{option} {spec!r}: give MODULE:FUNCTION, e.g. json:loads")
     try:
         fn: Any = importlib.import_module(module)
         for part in name.split("."):
             fn = getattr(fn, part)
     except (ImportError, AttributeError) as e:
-        raise UsageError(f"--decoder {spec!r}: {e}") from None
+        raise UsageError(f"{option} {spec!r}: {e}") from None
     if not callable(fn):
-        raise UsageError(f"--decoder {spec!r}: {name} is not callable")
+        raise UsageError(f"{option} {spec!r}: {name} is not callable")
     return fn
 
 
 class BodyView:
     """Renders bytes as a command was asked to: `mode` one of :data:`BODY_MODES`, text in
-    `charset`, or through `decoder` ("module:function"). Cost: O(bytes) a call."""
+    `charset`, or through `decoder` ("module:function"; `option` names it in a usage error).
+    Cost: O(bytes) a call."""
 
-    def __init__(self, mode: str = "text", *, charset: str = "utf-8", decoder: str | None = None):
+    def __init__(self, mode: str = "text", *, charset: str = "utf-8", decoder: str | None = None,
+                 option: str = "--decoder"):
         if mode not in BODY_MODES:
             raise UsageError(f"--body {mode!r}: one of {', '.join(BODY_MODES)}")
         try:
@@ -75,7 +81,7 @@ class BodyView:
         except LookupError:
             raise UsageError(f"--charset {charset!r}: not a charset Python knows") from None
         self.mode, self.charset = mode, charset
-        self.decoder = _load_decoder(decoder) if decoder else None
+        self.decoder = _load_decoder(decoder, option) if decoder else None
 
     @property
     def shown(self) -> bool:

@@ -12,6 +12,13 @@ cannot be read) is dumped up to the damage, which is then named on stderr (file,
 field, why) after kafka-dump-log's "Found N invalid bytes at the end of ..." line, and the dump
 goes on with the next file; a batch whose CRC does not verify is shown (``isvalid: false``)
 and named too. Exit 1 when any file was damaged (there is no separate "damage found" status).
+``--max-bytes N`` reads each ``.log`` only up to its first N bytes, as kafka-dump-log's
+``--max-bytes`` slices the file: the batches that end within them are dumped, stderr says at
+which position the dump stopped, and the rest is not read (nor judged). Keys and payloads are
+shown as kafka-dump-log's StringDecoder shows them, or by ``--body`` / ``--charset``
+(:mod:`rmqlab.commands.bodies`) and ``--key-decoder`` / ``--value-decoder MODULE:FUNCTION``
+(its ``--key-decoder-class`` / ``--value-decoder-class``); bytes a decoder fails on are shown as
+base64 with the error, counted on stderr, and the dump goes on.
 ``rmqlab kafka verify DIR|SEGMENT.log`` checks every segment's batches and index files against
 the broker's indexing rule, restarts included (each named with its evidence), and reports every
 mismatch (exit 1 if any is unexplained; absent or preallocated index files are notes); a
@@ -37,10 +44,14 @@ from pathlib import Path
 from typing import Any
 
 from rmqlab.commands import UsageError
+from rmqlab.commands.bodies import BodyView, add_body_options
 
 #: Exit status when verify finds a problem, or dump a damaged file: damage found
 #: (rmqlab.cli.EXIT_STATUS: 0 ok, 1 damage, 2 usage, 3 bad input).
 VERIFY_FAILED = DAMAGE_FOUND = 1
+#: kafka-dump-log's --max-bytes default (Integer.MAX_VALUE): with it, and only with it, the tool
+#: ends a .log's dump with "Found N invalid bytes at the end of FILE"
+KAFKA_MAX_BYTES = 2**31 - 1
 # the files at the top of a log directory that dump prints (rmqlab.kafka.logdir)
 _LOG_DIR_KINDS = ("recovery-point-offset-checkpoint", "replication-offset-checkpoint", "log-start-offset-checkpoint",
                   "cleaner-offset-checkpoint", "meta.properties", ".kafka_cleanshutdown")
@@ -67,6 +78,17 @@ def register(sub: argparse._SubParsersAction) -> None:
                           help=".log of __consumer_offsets: decode each record's key and payload (implies --records)")
     decoders.add_argument("--transaction-log-decoder", dest="decoder", action="store_const", const="transaction-log",
                           help=".log of __transaction_state: decode each record's key and payload (implies --records)")
+    p.add_argument("--max-bytes", type=int, default=None, metavar="N",
+                   help=".log and .checkpoint: read only each file's first N bytes, the batches that end within "
+                        "them (kafka-dump-log --max-bytes; the rest of the file is not read, and said so on stderr)")
+    p.add_argument("--key-decoder", default=None, metavar="MODULE:FUNCTION",
+                   help="a Python callable that gets each record's key bytes and returns what to show (a str or "
+                        "any JSON value); implies --print-data-log (kafka-dump-log --key-decoder-class)")
+    p.add_argument("--value-decoder", default=None, metavar="MODULE:FUNCTION",
+                   help="the same for each record's value (kafka-dump-log --value-decoder-class)")
+    add_body_options(p, default=None, what="key and value", decoder=False,
+                     default_help="kafka-dump-log's StringDecoder: UTF-8, malformed bytes replaced; "
+                                  "a mode other than none implies --print-data-log")
     p.set_defaults(run=_dump)
 
     p = ksub.add_parser("verify", help="check every segment's CRCs and index entries against the broker's rule")
@@ -216,14 +238,45 @@ def _text(b) -> str | None:
     return None if b is None else bytes(b).decode("utf-8", "replace")
 
 
+def _shown(data, field: str, view: BodyView | None) -> dict[str, Any]:
+    """A record's key or value as the dump shows it: kafka-dump-log's StringDecoder without a
+    `view`, else the view's rendering (``field``, ``field_encoding``, ``field_error``)."""
+    return {field: _text(data)} if view is None else view.render(None if data is None else bytes(data), field)
+
+
+def _head(path: Path, n: int) -> bytes:
+    """The first `n` bytes of the file at `path` (only those are read)."""
+    with open(path, "rb") as fh:
+        return fh.read(n)
+
+
 def dump_file(path: str | Path, *, records: bool = False, print_data: bool = False,
-              decoder: str | None = None, base_offset: int | None = None) -> dict[str, Any]:
+              decoder: str | None = None, base_offset: int | None = None, max_bytes: int | None = None,
+              key_view: BodyView | None = None, value_view: BodyView | None = None) -> dict[str, Any]:
     """One file's contents as a JSON-ready dict: ``file``, ``kind`` and ``entries`` (index
     files, absolute offsets) or ``batches`` (and ``records``, every record of every batch,
     compressed ones decompressed; ``print_data`` adds ``key`` and ``payload`` as text) for a
     ``.log``. `decoder` ("offsets" / "transaction-log") makes ``key`` and ``payload`` each data
-    record's decoded key and value as ``kafka-dump-log --offsets-decoder`` prints them.
+    record's decoded key and value as ``kafka-dump-log --offsets-decoder`` prints them;
+    `key_view` / `value_view` (:class:`rmqlab.commands.bodies.BodyView`) show them as the view
+    renders them (with ``key_encoding`` / ``payload_encoding``, and ``key_error`` /
+    ``payload_error`` where a decoder failed: the bytes are then base64), else as
+    kafka-dump-log's StringDecoder does (UTF-8, malformed bytes replaced).
     `base_offset`: an index file's, when its name does not say it.
+
+    `max_bytes` (``kafka-dump-log --max-bytes``): a ``.log`` / ``.checkpoint`` is read up to
+    its first `max_bytes` bytes only (:func:`rmqlab.kafka.log.read_batches`): the batches that
+    end within them; ``unread_from`` is where the first batch not read starts (None when the
+    bound cut nothing), ``unread_bytes`` the bytes from there to the end of the file, and
+    ``unread_reason`` why that batch was not read. Cost: O(bytes read) plus the decode of the
+    records asked for.
+
+    >>> import tempfile
+    >>> from rmqlab.kafka.log import KafkaRecord, write_segment
+    >>> log = write_segment(tempfile.mkdtemp(), 0, [KafkaRecord(i, 1000, b"k", b"v") for i in range(3)])
+    >>> d = dump_file(log, max_bytes=150)
+    >>> [b["base_offset"] for b in d["batches"]], d["unread_from"], d["unread_bytes"]
+    ([0, 1], 140, 70)
 
     A ``.log`` (or ``.checkpoint``) is read up to its first damage (a torn tail, a batch
     header or record that makes no sense): ``batches`` / ``records`` are the whole ones before
@@ -257,11 +310,11 @@ def dump_file(path: str | Path, *, records: bool = False, print_data: bool = Fal
     else:
         # every whole batch before the first damage, as kafka-dump-log prints the batches up to
         # a tear (FileLogInputStream stops there) and LogSegment.recover keeps them
-        batches = read_batches(path, on_damage="report")
+        batches = read_batches(path, on_damage="report", max_bytes=max_bytes)
         walk = batches.attrs["report"]
         damage = walk.damage
         if records or print_data or decoder:
-            recs = read_records(path, values=print_data, on_damage="report")
+            recs = read_records(path, values=print_data, on_damage="report", max_bytes=max_bytes)
             if recs.attrs["report"].damage is not None:   # a record that does not decode, before it
                 damage = recs.attrs["report"].damage
                 batches = batches[batches["position"] < damage.position]
@@ -270,13 +323,18 @@ def dump_file(path: str | Path, *, records: bool = False, print_data: bool = Fal
                 "producer_id", "producer_epoch", "base_sequence", "partition_leader_epoch", "magic", "crc", "crc_ok"]
         out["batches"] = [{c: (v.item() if hasattr(v, "item") else v) for c, v in row.items()}
                           for row in batches[cols].to_dict(orient="records")]
-        out["valid_bytes"] = walk.file_size if damage is None else damage.position
-        out["invalid_bytes"] = walk.file_size - out["valid_bytes"]
+        out["max_bytes"] = max_bytes
+        out["unread_from"] = walk.unread_from if damage is None else None
+        out["unread_bytes"] = 0 if out["unread_from"] is None else walk.file_size - out["unread_from"]
+        out["unread_reason"] = walk.unread_reason if out["unread_from"] is not None else None
+        out["valid_bytes"] = (walk.file_size if damage is None else damage.position) - out["unread_bytes"]
+        out["invalid_bytes"] = walk.file_size - out["valid_bytes"] - out["unread_bytes"]
         out["crc_errors"] = int((~batches["crc_ok"]).sum())
         out["damage"] = None if damage is None else damage.as_dict()
         if records or print_data or decoder:
-            # the decoders read the whole batches only: the bytes from the damage on would raise
-            whole = path if damage is None else memoryview(path.read_bytes())[:damage.position]
+            # the decoders read the whole batches only: the bytes from the damage on would raise,
+            # and those past --max-bytes are not to be read
+            whole = path if out["valid_bytes"] == walk.file_size else _head(path, out["valid_bytes"])
             batch_of = {b["position"]: b for b in out["batches"]}
             rows = []
             for r in recs.to_dict(orient="records"):
@@ -287,7 +345,8 @@ def dump_file(path: str | Path, *, records: bool = False, print_data: bool = Fal
                 row["sequence"] = _sequence(b["base_sequence"], int(r["offset_delta"]))
                 row["header_keys"] = [k for k, _ in r["headers"]]
                 if print_data and not b["is_control"]:
-                    row["key"], row["payload"] = _text(r["key"]), _text(r["value"])
+                    row.update(_shown(r["key"], "key", key_view))
+                    row.update(_shown(r["value"], "payload", value_view))
                 rows.append(row)
             out["records"] = rows
             _record_extras(path, kind, batches, out["records"], whole)
@@ -332,17 +391,63 @@ def _dump(args) -> int:
     """Dump every file; a damaged one is dumped up to its damage, which is then reported on
     stderr, and the next file follows. Exit 1 when any file was damaged (a torn tail, a batch
     that cannot be read, a CRC that does not verify), as for any bad input."""
+    if args.max_bytes is not None and args.max_bytes < 0:
+        raise UsageError("--max-bytes must be >= 0")
+    decoder = getattr(args, "decoder", None)
+    key_view, value_view = _record_views(args, decoder)
+    print_data = args.print_data_log or key_view is not None or value_view is not None
     damaged = 0
     for path in _dump_files(args.files):
-        decoder = getattr(args, "decoder", None)
-        d = dump_file(path, records=args.records, print_data=args.print_data_log, decoder=decoder,
-                      base_offset=args.base_offset)
+        d = dump_file(path, records=args.records, print_data=print_data, decoder=decoder,
+                      base_offset=args.base_offset, max_bytes=args.max_bytes, key_view=key_view,
+                      value_view=value_view)
         if args.json:
-            print(json.dumps(d))
+            print(json.dumps(d, default=str))     # a decoder may return values JSON has no type for
         else:
             _print_dump(d)
+        _report_bound(d)
+        _report_decode_errors(d)
         damaged += _report_damage(d, args.command_line_words)
     return DAMAGE_FOUND if damaged else 0
+
+
+def _record_views(args, decoder: str | None) -> tuple[BodyView | None, BodyView | None]:
+    """The views of keys and values that --body, --charset, --key-decoder and --value-decoder
+    ask for; None for kafka-dump-log's StringDecoder (the default, kept character for
+    character). A decoder, or a --body other than none, implies --print-data-log as
+    kafka-dump-log's decoder classes do."""
+    mode = args.body
+    if mode is None and args.charset.replace("_", "-").lower() not in ("utf-8", "utf8"):
+        mode = "text"        # another charset is asked for: text in it, not UTF-8
+    if decoder and (mode is not None or args.key_decoder or args.value_decoder):
+        raise UsageError(f"--{decoder}-decoder shows the records it decodes: --body, --charset, --key-decoder and "
+                         f"--value-decoder do not apply")
+
+    def view(spec: str | None, option: str) -> BodyView | None:
+        if spec is None and mode is None:
+            return None
+        return BodyView(mode or "text", charset=args.charset, decoder=spec, option=option)
+    return view(args.key_decoder, "--key-decoder"), view(args.value_decoder, "--value-decoder")
+
+
+def _report_bound(d: dict[str, Any]) -> None:
+    """Say on stderr where --max-bytes stopped a file's dump and that the rest was not read."""
+    if d.get("unread_from") is None:
+        return
+    at, rest = d["unread_from"], d["unread_bytes"]
+    print(f"rmqlab: {d['file']}: --max-bytes {d['max_bytes']}: stopped at position {at}, before the batch there "
+          f"({d['unread_reason']}); the last {rest:,} byte{'s' * (rest != 1)} of the file were not read",
+          file=sys.stderr)
+
+
+def _report_decode_errors(d: dict[str, Any]) -> None:
+    """Say on stderr how many keys and values a decoder (or --charset) could not show; they are
+    shown as base64 with the error, and the dump went on."""
+    for field, what in (("key", "key"), ("payload", "value")):
+        bad = [r for r in d.get("records", []) if f"{field}_error" in r]
+        if bad:
+            print(f"rmqlab: warning: {d['file']}: {len(bad)} {what}{'s' * (len(bad) != 1)} shown as base64, the "
+                  f"first at offset {bad[0]['offset']}: {bad[0][f'{field}_error']}", file=sys.stderr)
 
 
 def _report_damage(d: dict[str, Any], words) -> int:
@@ -387,8 +492,9 @@ def _print_dump(d: dict[str, Any]) -> None:
             print(_batch_line(b))
             for r in records_of.get(b["position"], []):
                 print(_record_line(r))
-        if d["invalid_bytes"]:
-            # DumpLogSegments.dumpLog's last line for bytes its batch iteration did not reach
+        if d["invalid_bytes"] and d.get("max_bytes") in (None, KAFKA_MAX_BYTES):
+            # DumpLogSegments.dumpLog's last line for bytes its batch iteration did not reach,
+            # printed only when --max-bytes is its default (Integer.MAX_VALUE)
             print(f"Found {d['invalid_bytes']} invalid bytes at the end of {Path(d['file']).name}")
 
 
@@ -411,12 +517,23 @@ def _record_line(r: dict[str, Any]) -> str:
     line = (f"| offset: {r['offset']} {r['timestamp_type']}: {r['timestamp']} keySize: {r['key_size']} "
             f"valueSize: {r['value_size']} sequence: {r['sequence']} headerKeys: [{','.join(r['header_keys'])}]")
     if r.get("key") is not None:
-        line += f" key: {r['key']}"
+        line += f" key: {_shown_text(r, 'key')}"
     if r.get("payload") is not None and "metadata" not in r:
         # a KRaft metadata record: its payload is the decoded record alone, as the tool's
         # --cluster-metadata-decoder prints it (never the raw bytes before it)
-        line += f" payload: {r['payload']}"
+        line += f" payload: {_shown_text(r, 'payload')}"
     return line + _decoded_suffix(r)
+
+
+def _shown_text(r: dict[str, Any], field: str) -> str:
+    """A key or payload on a record line: a str as it is (kafka-dump-log prints the decoder's
+    toString), any other value a decoder gave as JSON; bytes it could not show as base64 with
+    the error after them in brackets."""
+    v = r[field]
+    text = v if isinstance(v, str) else json.dumps(v, ensure_ascii=False, default=str)
+    if f"{field}_error" in r:
+        text += f" [{r[f'{field}_encoding']}: {r[f'{field}_error']}]"
+    return text
 
 
 def _decoded_suffix(r: dict) -> str:

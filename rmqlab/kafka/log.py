@@ -325,7 +325,10 @@ class WalkReport:
     recovery keeps); ``torn_tail`` the position of a batch cut by the end of the file (None
     when the file ends on a batch boundary), ``torn_reason`` why. ``damage``: with
     ``on_damage="report"``, where and why reading stopped (:class:`SegmentDamage`), None when
-    every byte was read."""
+    every byte was read. ``unread_from``: with ``max_bytes`` smaller than the file, the
+    position of the first entry not read because it does not end within the first
+    ``max_bytes`` bytes (the bytes from there on were not read: nothing is said of them),
+    ``unread_reason`` what the walk saw there; None when the bound cut nothing."""
 
     path: str | None = None
     file_size: int = 0
@@ -334,20 +337,39 @@ class WalkReport:
     torn_tail: int | None = None
     torn_reason: str | None = None
     damage: SegmentDamage | None = None
+    unread_from: int | None = None
+    unread_reason: str | None = None
 
 
 @contextmanager
 def _opened(source):
     """(read-only buffer, path or None) of a path (memory-mapped) or a bytes-like object."""
+    with _window(source, None) as (buf, path, _):
+        yield buf, path
+
+
+def _check_max_bytes(max_bytes: int | None) -> None:
+    if max_bytes is not None and max_bytes < 0:
+        raise ValueError(f"max_bytes must be >= 0, got {max_bytes}")
+
+
+@contextmanager
+def _window(source, max_bytes: int | None):
+    """(read-only buffer, path or None, size of the whole source) of a path (memory-mapped) or
+    a bytes-like object; with `max_bytes`, the buffer is its first `max_bytes` bytes only (a
+    file is mapped that far and no further, so no reader can touch a byte past it)."""
+    _check_max_bytes(max_bytes)
     if isinstance(source, (str, os.PathLike)):
         path = os.fspath(source)
         with open(path, "rb") as fh:
-            if os.fstat(fh.fileno()).st_size == 0:
-                yield b"", path
+            size = os.fstat(fh.fileno()).st_size
+            length = size if max_bytes is None else min(size, max_bytes)
+            if length == 0:
+                yield b"", path, size
                 return
-            mm = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+            mm = mmap.mmap(fh.fileno(), length, access=mmap.ACCESS_READ)
             try:
-                yield mm, path
+                yield mm, path, size
             finally:
                 try:
                     mm.close()
@@ -357,7 +379,7 @@ def _opened(source):
     mv = memoryview(source)
     if mv.ndim != 1 or mv.format != "B":
         mv = mv.cast("B")
-    yield mv, None
+    yield (mv if max_bytes is None else mv[:max_bytes]), None, len(mv)
 
 
 class _Stop(NamedTuple):
@@ -609,16 +631,25 @@ def _v2_header_columns(buf, positions: np.ndarray) -> dict[str, np.ndarray]:
             for j, f in enumerate(HEADER.fields)}
 
 
-def _batch_table(buf, path, verify_crc: bool, torn_tail: TornTail, on_damage: OnDamage = "raise"):
+def _batch_table(buf, path, verify_crc: bool, torn_tail: TornTail, on_damage: OnDamage = "raise",
+                 file_size: int | None = None):
     """Columns (dict of arrays) of every whole batch or legacy entry, the WalkReport and the first
     pending error (a CRC mismatch when verifying, a legacy entry that does not decode, a torn
     tail when raising, a format error) or None. Legacy entries are decoded by
     :func:`rmqlab.kafka.legacy.decode_entries`; their records are ``cols["_legacy_records"]``.
     ``on_damage="report"``: never a pending error; the columns stop before the entry holding
-    the first one, which is ``report.damage``."""
+    the first one, which is ``report.damage``. `file_size` larger than `buf`: `buf` is the
+    first bytes of the file (``max_bytes``), and an entry that does not end within it is not
+    read (``report.unread_from``), as FileLogInputStream ends a slice's batches there."""
     _check_modes(torn_tail, on_damage)
-    report = WalkReport(path=path, file_size=len(buf))
+    file_size = len(buf) if file_size is None else file_size
+    report = WalkReport(path=path, file_size=file_size)
     P, stop, stopped_at, _ = _entry_positions(buf, path)
+    if file_size > len(buf) and (stop is None or stop.torn):
+        # the walk ran out of the bytes it may read: the entry there ends past the bound (or only
+        # zeros are left before it, which may go on to the end of the file or not): not read
+        report.unread_from, report.unread_reason = stopped_at, _unread_reason(buf, stopped_at)
+        stop = None
     P = P.copy()        # the walk's bytes are read-only; the table's columns are the caller's to change
     U = np.frombuffer(buf, np.uint8) if len(buf) else np.empty(0, np.uint8)
     v2 = U[P + HEADER.offset("magic")] == MAGIC if len(P) else np.zeros(0, bool)
@@ -663,7 +694,8 @@ def _batch_table(buf, path, verify_crc: bool, torn_tail: TornTail, on_damage: On
         at = stopped_at if pending is None else int(P[np.searchsorted(P, _error_offset(pending), "right") - 1])
         cols = _rows_before(cols, at)
         P, S = cols["position"], cols["size"]
-        report.damage = _damage(first, at, len(buf))
+        report.damage = _damage(first, at, file_size)
+        report.unread_from = report.unread_reason = None
         if report.damage.kind == "torn":
             report.torn_tail, report.torn_reason = at, report.damage.reason
         pending = None
@@ -675,6 +707,19 @@ def _batch_table(buf, path, verify_crc: bool, torn_tail: TornTail, on_damage: On
     report.batches = len(P)
     report.valid_bytes = int(P[-1] + S[-1]) if len(P) else 0
     return cols, report, pending
+
+
+def _unread_reason(buf, p: int) -> str:
+    """Why the entry at `p` of a bounded read (`buf` ends at the bound) was not read."""
+    left = len(buf) - p
+    if left == 0:
+        return "the bound ends there"
+    if left < HEADER_SIZE_UP_TO_MAGIC:
+        return f"{left} bytes of its header lie within the bound ({HEADER_SIZE_UP_TO_MAGIC} frame it)"
+    if not np.frombuffer(buf, np.uint8, left, p).any():
+        return f"the {left} bytes from there to the bound are zeros"
+    batch_length = _LENGTH_TO_MAGIC.unpack_from(buf, p + HEADER.offset("batch_length"))[0]
+    return f"it takes {batch_length + LOG_OVERHEAD} bytes, {left} of them within the bound"
 
 
 def _rows_before(cols: dict[str, Any], position: int) -> dict[str, Any]:
@@ -716,7 +761,7 @@ def _batch_frame(cols, report):
 
 
 def read_batches(source, *, verify_crc: bool = False,
-                 torn_tail: TornTail = "raise", on_damage: OnDamage = "raise"):
+                 torn_tail: TornTail = "raise", on_damage: OnDamage = "raise", max_bytes: int | None = None):
     """Every batch header of a segment as a pandas DataFrame, one row a batch in file order.
 
     Columns: ``position`` and ``size`` (bytes in the file), ``base_offset``, ``last_offset``,
@@ -727,6 +772,10 @@ def read_batches(source, *, verify_crc: bool = False,
     :class:`WalkReport` is ``df.attrs["report"]``. Errors as :func:`walk_batches` (the first
     in file order is raised); ``on_damage="report"`` gives the whole batches before the first
     instead, and ``df.attrs["report"].damage`` says where and why (:class:`SegmentDamage`).
+    `max_bytes`: read the first `max_bytes` bytes only, as ``kafka-dump-log --max-bytes``
+    (``FileRecords.slice(0, maxBytes)``): the batches that end within them; a batch that starts
+    inside and ends past them is not read and is no error (``report.unread_from`` is its
+    position); damage inside them is reported or raised as always (a file is mapped no further).
     Cost: the framing and the header fields in C, all CRC-32Cs in one C call (the crc32
     instruction where there is one); about 2 GB/s from the page cache on a 1 GiB segment of
     1 KiB batches (a 2-core machine under load; the framing alone about 20 GB/s, the CRCs most
@@ -736,10 +785,13 @@ def read_batches(source, *, verify_crc: bool = False,
     ...                       records_per_batch=2).data.tobytes()
     >>> read_batches(data)[["position", "base_offset", "last_offset", "records_count"]].values.tolist()
     [[0, 0, 1, 2], [77, 2, 3, 2], [154, 4, 4, 1]]
+    >>> b = read_batches(data, max_bytes=200)
+    >>> b["position"].tolist(), b.attrs["report"].unread_from
+    ([0, 77], 154)
     """
     _check_modes(torn_tail, on_damage)
-    with _opened(source) as (buf, path):
-        cols, report, pending = _batch_table(buf, path, verify_crc, torn_tail, on_damage)
+    with _window(source, max_bytes) as (buf, path, size):
+        cols, report, pending = _batch_table(buf, path, verify_crc, torn_tail, on_damage, size)
     if pending is not None:
         raise pending
     return _batch_frame(cols, report)
@@ -1024,10 +1076,11 @@ def _without_legacy(cols: dict) -> tuple[dict, Any]:
 _COMPRESSED_MODES = ("decode", "skip")
 
 
-def _decode(buf, path, *, verify_crc, torn_tail, compressed="decode", on_damage: OnDamage = "raise") -> _Decoded:
+def _decode(buf, path, *, verify_crc, torn_tail, compressed="decode", on_damage: OnDamage = "raise",
+            file_size: int | None = None) -> _Decoded:
     if compressed not in _COMPRESSED_MODES:
         raise ValueError(f"compressed must be 'decode' or 'skip', got {compressed!r}")
-    cols, report, pending = _batch_table(buf, path, verify_crc, torn_tail, on_damage)
+    cols, report, pending = _batch_table(buf, path, verify_crc, torn_tail, on_damage, file_size)
     entry_positions = cols["position"]      # every entry's, legacy ones included
     cols, legacy_records = _without_legacy(cols)
     fails = _Failures(path)
@@ -1048,8 +1101,8 @@ def _decode(buf, path, *, verify_crc, torn_tail, compressed="decode", on_damage:
         # the records of the batches before the damaged one, decoded again without it: the
         # report says the reading stops there, as for a batch the walk cannot frame
         at = int(cols["position"][max(i, 0)])
-        report.damage = _damage(err, at, len(buf))
-        report.torn_tail = report.torn_reason = None
+        report.damage = _damage(err, at, report.file_size)
+        report.torn_tail = report.torn_reason = report.unread_from = report.unread_reason = None
         cols = _rows_before(cols, at)
         report.batches, report.valid_bytes = int(np.searchsorted(entry_positions, at, "left")), at
         if legacy_records is not None:
@@ -1379,7 +1432,8 @@ def _with_legacy_records(df, d: _Decoded, lat: np.ndarray):
 
 def read_records(source, *, values: bool = True, headers: bool = True, verify_crc: bool = False,
                  torn_tail: TornTail = "raise",
-                 compressed: Literal["decode", "skip"] = "decode", on_damage: OnDamage = "raise"):
+                 compressed: Literal["decode", "skip"] = "decode", on_damage: OnDamage = "raise",
+                 max_bytes: int | None = None):
     """Every record of a segment as a pandas DataFrame, in file order (batch by batch), the
     records of compressed batches (gzip, snappy, lz4, zstd) decompressed and decoded too.
 
@@ -1407,7 +1461,8 @@ def read_records(source, *, values: bool = True, headers: bool = True, verify_cr
     naming the batch's baseOffset and the byte of the decompressed records.
     ``on_damage="report"``: none of these raises; the records are those of the batches before
     the one holding the first, and ``df.attrs["report"].damage`` says where and why (the
-    records of that batch are decoded twice). Cost: the record
+    records of that batch are decoded twice). `max_bytes`: the records of the batches that end
+    within the first `max_bytes` bytes, as :func:`read_batches` reads them. Cost: the record
     chain is followed for all batches together (one NumPy step per record index, so a segment
     of small batches costs a few NumPy passes), the fields are decoded with NumPy, keys and
     values copied in C; about 1 µs a record in a batch of many. Compressed batches add the
@@ -1421,9 +1476,9 @@ def read_records(source, *, values: bool = True, headers: bool = True, verify_cr
     >>> read_records(z)[["position", "inner_position", "offset", "value_size"]].values.tolist()
     [[-1, 0, 0, 50], [-1, 57, 1, 50], [-1, 114, 2, 50]]
     """
-    with _opened(source) as (buf, path):
+    with _window(source, max_bytes) as (buf, path, size):
         d = _decode(buf, path, verify_crc=verify_crc, torn_tail=torn_tail, compressed=compressed,
-                    on_damage=on_damage)
+                    on_damage=on_damage, file_size=size)
         df = _record_frame(d, values=values, headers=headers)
         del d
     return df

@@ -138,8 +138,8 @@ def test_dump_dir_goes_on_past_a_torn_segment(tmp_path, capsys):
 
 # ------------------------------------------------------------------------ kafka-dump-log
 
-def _kafka_dump_log(files: list[Path]) -> dict[str, str]:
-    """Kafka 3.6.2's DumpLogSegments --deep-iteration over `files`, by file."""
+def _kafka_dump_log(files: list[Path], *options: str) -> dict[str, str]:
+    """Kafka 3.6.2's DumpLogSegments --deep-iteration over `files` (with `options`), by file."""
     import kafka_harness as kh
     import oracles
 
@@ -151,7 +151,7 @@ def _kafka_dump_log(files: list[Path]) -> dict[str, str]:
         oracles.missing(f"Kafka {rel.version}'s DumpLogSegments ({str(e)[:200]})",
                         f"python tests/brokers/build_kafka.py --release {rel.version}")
     cmd = [rel.java(), "-Xmx256m", *kh.JVM[1:], "-cp", cp, kh.main_class(rel, kh.Release.dump_classes),
-           "--deep-iteration", "--files", ",".join(map(str, files))]
+           "--deep-iteration", *options, "--files", ",".join(map(str, files))]
     out = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
     return kh.split_dump(out.stdout)

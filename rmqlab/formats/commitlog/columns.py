@@ -32,6 +32,7 @@ from rmqlab.formats.commitlog.layout import (
     CRC32_RESERVED_LEN,
     HEAD,
     IPV6_SIZE,
+    MAGIC_BLANK,
     MAGIC_V1,
     MAGIC_V2,
     MIN_MESSAGE_SIZE,
@@ -1128,22 +1129,48 @@ class MessageStream:
     memory maps), each row made a :class:`Message`. ``report`` (a :class:`ReadReport`) is
     complete once the iteration ends; damage is recorded (or raised) once the messages before it
     have been yielded. Cost: O(records), the decode plus one Message (and its properties dict)
-    a record; memory: one part's messages."""
+    a record; memory: one part's messages.
 
-    def __init__(self, path, *, check_crc: bool = False, on_error: Literal["raise", "report"] = "raise"):
+    `max_bytes`: read only the messages whose records (TOTALSIZE each; for a DLedger ledger,
+    its entries) add up to at most `max_bytes` bytes from the first file's start: whole records
+    only, each file mapped no further than the bytes left (a file's end-of-file blank record
+    is read, 8 bytes, and not counted). The iteration then stops, and ``report.unread_from``
+    is the CommitLog offset of the first record not read (None when nothing was left unread),
+    ``report.unread_reason`` what was seen there. Damage inside the bytes read is damage as
+    always; what lies past them is not read, so it is never reported. A stop that only the
+    bytes past the bound could tell apart from the end of the data (zeros, or a record cut, in
+    the last file) is the bound too."""
+
+    def __init__(self, path, *, check_crc: bool = False, on_error: Literal["raise", "report"] = "raise",
+                 max_bytes: int | None = None):
         if on_error not in ("raise", "report"):
             raise ValueError(f"on_error must be 'raise' or 'report', got {on_error!r}")
-        self.path, self.check_crc, self.on_error = path, check_crc, on_error
+        if max_bytes is not None and max_bytes < 0:
+            raise ValueError(f"max_bytes must be >= 0, got {max_bytes}")
+        self.path, self.check_crc, self.on_error, self.max_bytes = path, check_crc, on_error, max_bytes
         self.report = ReadReport()
 
     def __iter__(self) -> Iterator[Message]:
         files = walked_files(self.path)
         rep = self.report
+        left = self.max_bytes          # bytes of records still to read (None: no bound)
         for i, f in enumerate(files):
             last = i == len(files) - 1
             path = os.fspath(f.path)
             rep.files.append(path)
-            with ReadOnlyMap(f.path) as buf:
+            mapped = ReadOnlyMap(f.path, left)
+            with mapped as buf:
+                # with a bound, `buf` is the file's first `left` bytes: the walk and every check
+                # of the stop (zeros after it, a torn record) see no byte past them
+                bounded = len(buf) < mapped.size
+                if bounded and len(buf) < dledger.BODY_OFFSET:
+                    # fewer bytes than any record or DLedger entry takes (and than tell the two
+                    # framings apart): nothing of this file can be read
+                    rep.unread_from = f.start_offset
+                    rep.unread_reason = ("the bound ends there" if not len(buf) else
+                                         f"{len(buf)} byte{'s' * (len(buf) != 1)} of the file within the bound, "
+                                         f"fewer than any record takes")
+                    return
                 # damage goes to a report of this file, and on to `rep` after the messages before it
                 for cols, lo, end, code, damage in _file_parts(buf, f, last=last, report=ReadReport(),
                                                                on_error="report", start=0,
@@ -1153,17 +1180,100 @@ class MessageStream:
                     for m in _messages(cols, lo + np.cumsum(total) - total, path):
                         rep.messages += 1
                         yield m
-                    if end is not None:   # the file's last part
-                        record_damage(rep, damage, self.on_error)
-                        if last:
-                            rep.end_phy_offset = f.start_offset + f.size if code == STOP_BLANK else end
+                    if end is None:        # not the file's last part
+                        continue
+                    stop = end - f.start_offset
+                    at_blank = code == STOP_BLANK
+                    if bounded:
+                        damage, reason = _bounded_stop(buf, f, mapped.size, stop, code, damage, last)
+                        if reason is not None:
+                            rep.unread_from, rep.unread_reason = end, reason
+                        at_blank = damage is None and reason is None
+                    record_damage(rep, damage, self.on_error)
+                    if last and rep.unread_from is None:
+                        rep.end_phy_offset = f.start_offset + f.size if at_blank else end
+                    if left is not None:
+                        left -= stop
+            if rep.unread_from is not None:
+                return
+
+
+def _bounded_stop(buf, f: StoreFile, size: int, stop: int, code: int, damage: Damage | None,
+                  last: bool) -> tuple[Damage | None, str | None]:
+    """What a walk of a file's first bytes (`buf`, a bound short of its `size`) that stopped
+    at position `stop` means: (damage, None) when the bytes read show it, (None, why) when the
+    record there is not read (it ends past the bound, or the bytes past the bound would tell),
+    (None, None) at the file's end-of-file blank."""
+    left = len(buf) - stop
+    if code in (STOP_END, STOP_SHORT) and left < BLANK.size and _is_end_blank(f, size, stop):
+        return None, None              # the end-of-file blank, its head past the bound: not counted
+    if code in (STOP_END, STOP_SHORT, STOP_PAST_END):
+        if left == 0:
+            return None, "the bound ends there"
+        if left < BLANK.size:
+            return None, f"{left} bytes of its head lie within the bound ({BLANK.size} frame it)"
+        return None, (f"it takes {_head_size(buf, f, stop)} bytes, {left} of them within the bound")
+    if code in (STOP_BLANK, STOP_BLANK_SIZE):
+        if _head_size(buf, f, stop) == size - stop:
+            return None, None          # the end-of-file blank: the file is done
+        if last:
+            return None, "a blank record whose size is not the bytes left (what follows it was not read)"
+        return Damage(os.fspath(f.path), stop, f.start_offset + stop, "TOTALSIZE",
+                      f"blank record TOTALSIZE {_head_size(buf, f, stop)}, "
+                      f"{size - stop} bytes left"), None
+    if last and (damage is None or damage.kind == "torn-tail"):
+        # the whole file would tell unwritten space or a torn write from damage by the bytes
+        # after this record; they are past the bound
+        return None, "zeros up to the bound" if not np.frombuffer(buf, np.uint8)[stop:].any() else \
+            "the record there does not read whole within the bound"
+    return damage, None
+
+
+def _is_end_blank(f: StoreFile, size: int, p: int) -> bool:
+    """Whether the 8-byte head at `p` of the file (read from the file: 8 bytes) is its
+    end-of-file blank: the blank's magic, and a size that is the bytes left."""
+    if size - p < BLANK.size:
+        return False
+    with open(f.path, "rb") as fh:
+        head = os.pread(fh.fileno(), BLANK.size, p)
+    if len(head) < BLANK.size:
+        return False
+    first, second = (int(x) for x in np.frombuffer(head, ">i4", 2))
+    if _ledger(f):
+        return first == dledger.BLANK_MAGIC and second == size - p
+    return second == MAGIC_BLANK and first == size - p
+
+
+def _ledger(f: StoreFile) -> bool:
+    """Whether the file is a DLedger ledger's (its first entry says so: 48 bytes read)."""
+    with open(f.path, "rb") as fh:
+        return dledger.is_ledger_file(os.pread(fh.fileno(), dledger.BODY_OFFSET, 0), f.start_offset)
+
+
+def _head_size(buf, f: StoreFile, p: int) -> int:
+    """The size the 8-byte head at `p` gives: a record's TOTALSIZE, or a DLedger entry's size."""
+    first, second = (int(x) for x in np.frombuffer(buf, ">i4", 2, p))
+    return second if dledger.is_ledger_file(buf, f.start_offset) else first
 
 
 def iter_messages(path: str | os.PathLike, *, check_crc: bool = False,
-                  on_error: Literal["raise", "report"] = "raise") -> MessageStream:
+                  on_error: Literal["raise", "report"] = "raise", max_bytes: int | None = None) -> MessageStream:
     """Iterate the messages of one CommitLog file or a ``commitlog/`` folder, in offset order.
 
+    Cost: O(records read).
+
+    >>> import tempfile
+    >>> from rmqlab.formats.commitlog.write import CommitLogWriter
+    >>> d = tempfile.mkdtemp()
+    >>> with CommitLogWriter(d, file_size=4096) as w:
+    ...     _ = w.append({"topic": ["T"] * 3, "body": [b"a", b"b", b"c"]})
+    >>> s = iter_messages(d, max_bytes=200)
+    >>> [m.phy_offset for m in s], s.report.unread_from
+    ([0, 93], 186)
+
     Returns a :class:`MessageStream`; its ``report`` holds damage, the torn tail and the end
-    offset after iterating. See the package docstring for what counts as damage.
+    offset after iterating. See the package docstring for what counts as damage. `max_bytes`:
+    stop after that many bytes of records, whole records only, reading no further
+    (``report.unread_from``: the CommitLog offset of the first record not read).
     """
-    return MessageStream(path, check_crc=check_crc, on_error=on_error)
+    return MessageStream(path, check_crc=check_crc, on_error=on_error, max_bytes=max_bytes)

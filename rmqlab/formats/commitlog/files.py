@@ -239,13 +239,15 @@ def walked_files(path: str | os.PathLike) -> list[StoreFile]:
 
 
 class ReadOnlyMap:
-    """A read-only memory map of a whole file (b"" for an empty file)."""
+    """A read-only memory map of a whole file (b"" for an empty file), or of its first `length`
+    bytes only (no byte past them can be read through it). ``size`` is the whole file's."""
 
-    def __init__(self, path):
+    def __init__(self, path, length: int | None = None):
         self.path = path
         self.fh = open(path, "rb")
-        size = os.fstat(self.fh.fileno()).st_size
-        self.mm = mmap.mmap(self.fh.fileno(), 0, access=mmap.ACCESS_READ) if size else None
+        self.size = os.fstat(self.fh.fileno()).st_size
+        mapped = self.size if length is None else min(self.size, max(length, 0))
+        self.mm = mmap.mmap(self.fh.fileno(), mapped, access=mmap.ACCESS_READ) if mapped else None
 
     def __enter__(self):
         return self.mm if self.mm is not None else b""

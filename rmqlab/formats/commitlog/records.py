@@ -367,6 +367,8 @@ class ReadReport:
     damage: list[Damage] = field(default_factory=list)
     torn_tail: Damage | None = None
     end_phy_offset: int | None = None   # phy offset after the last good message (next write)
+    unread_from: int | None = None      # with max_bytes: phy offset of the first record not read
+    unread_reason: str | None = None    # ... and what was seen there
 
     @property
     def ok(self) -> bool:
@@ -376,7 +378,7 @@ class ReadReport:
         return {"files": list(self.files), "messages": self.messages,
                 "damage": [d.__dict__ for d in self.damage],
                 "torn_tail": None if self.torn_tail is None else self.torn_tail.__dict__,
-                "end_phy_offset": self.end_phy_offset}
+                "end_phy_offset": self.end_phy_offset, "unread_from": self.unread_from}
 
 
 # ---------------------------------------------------------------- pure-Python record model
