@@ -10,7 +10,7 @@ APP_TOKEN ?= $(shell python3 -c 'import secrets; print(secrets.token_hex(24))')
 ALLOW_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root,)
 
 .PHONY: test check lab app java chromium fonts broker-tools brokers screenshots bench bench-store bench-commitlog bench-dispatch bench-kafka bench-spark \
-        bench-scaling bench-cli bench-offline \
+        bench-scaling bench-cli bench-offline shells \
         conformance data clean
 
 $(STAMP): pyproject.toml setup.py .ci/install-kernel $(wildcard rmqlab/_native/*.c rmqlab/_native/*.h)
@@ -31,7 +31,31 @@ $(STAMP): pyproject.toml setup.py .ci/install-kernel $(wildcard rmqlab/_native/*
 	@echo '{"@jupyterlab/apputils-extension:notification": {"fetchNews": "false", "checkForUpdates": false},' \
 	  '"@jupyterlab/docmanager-extension:plugin": {"defaultViewers": {"markdown": "Markdown Preview"}}}' \
 	  > $(VENV)/share/jupyter/lab/settings/overrides.json
+	$(write-completion)
 	@touch $(STAMP)
+
+# Shell completion for the rmqlab command, generated from its parser (`rmqlab completion bash|zsh`)
+# into the environment: bin/activate loads the bash script (bash-completion would also find it
+# beside bin/), zsh users put share/zsh/site-functions in fpath. The scripts are static, so they
+# are written again when a command module changes (the bash one stands for both here).
+BASH_COMPLETION := $(VENV)/share/bash-completion/completions/rmqlab
+ZSH_COMPLETION  := $(VENV)/share/zsh/site-functions/_rmqlab
+# The line bin/activate ends with; `if` so that sourcing activate still succeeds in other shells.
+ACTIVATE_COMPLETION := if [ -n "$${BASH_VERSION:-}" ] && \
+  [ -r "$$VIRTUAL_ENV/share/bash-completion/completions/rmqlab" ]; \
+  then . "$$VIRTUAL_ENV/share/bash-completion/completions/rmqlab"; fi
+define write-completion
+@mkdir -p $(dir $(BASH_COMPLETION)) $(dir $(ZSH_COMPLETION))
+@# through a temporary file: a failed run leaves the old script, not an empty one
+$(VPY) -m rmqlab completion bash > $(BASH_COMPLETION).tmp && mv $(BASH_COMPLETION).tmp $(BASH_COMPLETION)
+$(VPY) -m rmqlab completion zsh > $(ZSH_COMPLETION).tmp && mv $(ZSH_COMPLETION).tmp $(ZSH_COMPLETION)
+@grep -qxF '$(ACTIVATE_COMPLETION)' $(VENV)/bin/activate || \
+  printf '%s\n' '# rmqlab: bash completion for the rmqlab command (added by make)' '$(ACTIVATE_COMPLETION)' \
+  >> $(VENV)/bin/activate
+endef
+
+$(BASH_COMPLETION): rmqlab/cli.py $(wildcard rmqlab/commands/*.py) | $(STAMP)
+	$(write-completion)
 
 java:
 	@.ci/ensure-java
@@ -49,12 +73,16 @@ fonts:
 broker-tools:
 	@.ci/ensure-broker-tools
 
+# bash and zsh, which judge the completion scripts (installed with apt when running as root).
+shells:
+	@.ci/ensure-shells
+
 # The real brokers (tests/brokers/) write their stores and partitions into a cache outside the
 # checkout (~/.cache/rmqlab/brokers). Their builder and their tests run beside the rest of the
 # suite, one process each on the two cores: a test whose store is not built yet waits for the
 # builder's lock on it, or builds it. The builder's progress is in build/brokers.log, the broker
 # tests' output in build/broker-tests.log (printed at the end). `make brokers` builds alone.
-test: $(STAMP) java chromium fonts broker-tools
+test: $(STAMP) $(BASH_COMPLETION) java chromium fonts broker-tools shells
 	@mkdir -p build
 	@$(VPY) tests/brokers/build_all.py > build/brokers.log 2>&1 & builder=$$!; \
 	$(VPY) -m pytest -q -p no:cacheprovider tests/brokers > build/broker-tests.log 2>&1 & brokers=$$!; \
@@ -72,13 +100,13 @@ brokers: $(STAMP) java broker-tools
 
 # Lint (ruff: pyflakes, pycodestyle, bugbear, isort, pyupgrade, code that does nothing) and types
 # (mypy on jvm/, tables/, rules/, formats/, kafka/, the store engine and verify/); CI runs this first.
-check: $(STAMP)
+check: $(STAMP) $(BASH_COMPLETION)
 	$(VENV)/bin/ruff check rmqlab tests benchmarks
 	$(VENV)/bin/mypy
 
 # JupyterLab on http://127.0.0.1:$(LAB_PORT)/ (the URL with its token is printed), opening the
 # notebook index notebooks/README.md.
-lab: $(STAMP) java chromium fonts
+lab: $(STAMP) $(BASH_COMPLETION) java chromium fonts
 	$(VENV)/bin/jupyter lab --ip 127.0.0.1 --port $(LAB_PORT) --no-browser $(ALLOW_ROOT) \
 	  --ServerApp.root_dir=notebooks --LabApp.default_url=/lab/tree/README.md
 

@@ -65,6 +65,8 @@ COMMAND_GROUPS: dict[str, tuple[str, str]] = {
     "kafka": ("rmqlab.commands.kafka", "Kafka segments and log dirs: dump, verify, rebuild indexes, groups, logdir"),
     "verify": ("rmqlab.commands.verify",
                "check every file of a store (or one file) and the files against each other"),
+    "completion": ("rmqlab.commands.completion",
+                   "print a bash or zsh completion script: source <(rmqlab completion bash)"),
 }
 
 
@@ -164,6 +166,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     _setup_logging(args.verbose)
     command = invoked_parser(parser, args)
     args.command_line_words = lambda message: command_line_words(message, command)
+    # the whole command line, every group registered: for commands that describe it (completion)
+    args.full_parser = lambda: _parser(None)
     for name in ("hash_slot_num", "index_num", "max"):
         v = getattr(args, name, None)
         if v is not None and v < (0 if name == "max" else 1):

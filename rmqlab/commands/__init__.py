@@ -4,7 +4,9 @@ Each module defines ``register(subparsers)``: it adds its group's parser and set
 ``run=function(args) -> exit status`` on every leaf command. `rmqlab.cli` lists the modules in
 ``COMMAND_GROUPS`` (with each group's one-line help, so that ``rmqlab --help`` imports none of
 them), imports the one a command line names, parses, and applies the shared error handling
-(typed errors exit 1 with their message, usage errors exit 2). Human-readable output by default;
+(typed errors exit 1 with their message, usage errors exit 2); ``args.full_parser()`` gives a
+command the parser with every group registered (`rmqlab completion` describes the whole command
+line; this layer may not import `rmqlab.cli`). Human-readable output by default;
 ``--json`` prints JSON to stdout (one object per line for streams of records); logs go to stderr.
 
 Start-up: at module level a group imports the standard library, this package and
