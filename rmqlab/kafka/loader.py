@@ -155,17 +155,18 @@ def plan_steps(names: Iterable[str], next_offset: Callable[[str], int | None], *
     """
     key = _release_key(release)
     names = sorted(set(names))
-    steps: dict[str, Step] = {}
+    steps = _Steps()
     live = set(names)            # the directory as the load goes on
     cache: dict[str, int | None] = {}
 
     def nxt(name: str) -> int | None:
+        name = steps.key(name)          # a file renamed by the load is read under its name on disk
         if name not in cache:
             cache[name] = next_offset(name)
         return cache[name]
 
     def gone(name: str, reason: str) -> None:
-        steps[name] = Step("deleted", reason, steps[name].problem if name in steps else "")
+        steps.add(name, "deleted", reason)
         live.discard(name)
 
     def fail(name: str, what: str) -> None:
@@ -228,7 +229,7 @@ def plan_steps(names: Iterable[str], next_offset: Callable[[str], int | None], *
                 fail(n, "a .log file not named by an offset")
                 continue
             if n != _prefix(o) + LOG:
-                steps[n] = Step("kept", "loadSegmentFiles opens the segment by its offset's name",
+                steps[steps.key(n)] = Step("kept", "loadSegmentFiles opens the segment by its offset's name",
                                 f"not the name the broker gives the segment at offset {o} ({_prefix(o)}{LOG}): "
                                 "it would open and create that file instead")
                 continue
@@ -245,7 +246,7 @@ def plan_steps(names: Iterable[str], next_offset: Callable[[str], int | None], *
             continue
         why = (f"recoverLog: unclean shutdown, the segment holds or follows the recovery point {recovery_point}: "
                "recovered (indexes rebuilt; at the first invalid batch it is truncated and later segments deleted)")
-        _add(steps, segments[b], "recovered" if clean_shutdown is False else "recovered if the shutdown was unclean",
+        steps.add(segments[b], "recovered" if clean_shutdown is False else "recovered if the shutdown was unclean",
              why if clean_shutdown is False else why.replace("unclean shutdown", "if the shutdown was unclean"))
 
     # rule 6: producer-state snapshots
@@ -258,7 +259,7 @@ def plan_steps(names: Iterable[str], next_offset: Callable[[str], int | None], *
     for n in names:
         if n not in steps:
             steps[n] = Step("kept", _kept_reason(n))
-    return steps
+    return dict(steps)
 
 
 def _kept_reason(name: str) -> str:
@@ -273,20 +274,39 @@ def _kept_reason(name: str) -> str:
     return "not a file LogLoader changes"
 
 
-def _add(steps: dict[str, Step], name: str, action: str, reason: str) -> None:
-    old = steps.get(name)
-    if old is None or old.action == "kept":
-        steps[name] = Step(action, reason, old.problem if old else "")
-    else:
-        steps[name] = Step(f"{old.action}; {action}", f"{old.reason}; {reason}", old.problem)
+class _Steps(dict):
+    """The steps by original name; a file renamed by the load keeps its original's row."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.origin: dict[str, str] = {}
+
+    def key(self, name: str) -> str:
+        return self.origin.get(name, name)
+
+    def add(self, name: str, action: str, reason: str) -> None:
+        k = self.key(name)
+        old = self.get(k)
+        if old is None:
+            self[k] = Step(action, reason)
+        elif action == "kept":
+            self[k] = old._replace(reason=f"{old.reason}; {reason}" if old.reason else reason)
+        elif old.action == "kept":
+            self[k] = Step(action, f"{old.reason}; {reason}" if old.reason else reason, old.problem)
+        else:
+            self[k] = Step(f"{old.action}; {action}", f"{old.reason}; {reason}", old.problem)
+
+    def rename(self, source: str, target: str, reason: str) -> None:
+        self.add(source, f"renamed to {target}", reason)
+        self.origin[target] = self.key(source)
 
 
-def _load_segment(n: str, o: int, live: set[str], steps: dict[str, Step]) -> None:
+def _load_segment(n: str, o: int, live: set[str], steps: _Steps) -> None:
     if _prefix(o) + ".index" not in live:
-        _add(steps, n, "index rebuilt", "loadSegmentFiles: no .index (LogSegment.sanityCheck throws "
+        steps.add(n, "index rebuilt", "loadSegmentFiles: no .index (LogSegment.sanityCheck throws "
                                         "NoSuchFileException): recoverSegment rebuilds the indexes")
     elif _prefix(o) + ".timeindex" not in live:
-        _add(steps, n, "kept", "loadSegmentFiles: no .timeindex: LogSegment.sanityCheck creates it empty")
+        steps.add(n, "kept", "loadSegmentFiles: no .timeindex: LogSegment.sanityCheck creates it empty")
 
 
 def _judge_swaps(log_swaps: list[str], live: set[str], deleted_logs: set[int], nxt, steps: dict[str, Step]) -> None:
@@ -309,7 +329,7 @@ def _judge_swaps(log_swaps: list[str], live: set[str], deleted_logs: set[int], n
                                             "leaves such a .swap")
 
 
-def _place_swaps_3x(valid: list[str], log_swaps: list[str], live: set[str], nxt, steps: dict[str, Step],
+def _place_swaps_3x(valid: list[str], log_swaps: list[str], live: set[str], nxt, steps: _Steps,
                     gone) -> None:
     spans = []
     for n in log_swaps:
@@ -327,11 +347,9 @@ def _place_swaps_3x(valid: list[str], log_swaps: list[str], live: set[str], nxt,
                         f"compacted or split into {by}, not yet deleted")
     for n in valid:
         target = n[:-len(SWAP)]
-        old = steps.get(n)
         if target in live:
             gone(target, f"LogLoader.load, third pass: replaced by {n}")
-        steps[n] = Step(f"renamed to {target}", "LogLoader.load, third pass: an interrupted swap completed by "
-                                                "renaming", old.problem if old else "")
+        steps.rename(n, target, "LogLoader.load, third pass: an interrupted swap completed by renaming")
         live.discard(n)
         live.add(target)
 
@@ -360,7 +378,7 @@ def _swap_indexes_2x(swaps: list[str], steps: dict[str, Step], live: set[str], g
 
 
 def _complete_swaps_2x(log_swaps: list[str], segments: dict[int, str], live: set[str], nxt,
-                       steps: dict[str, Step], gone) -> None:
+                       steps: _Steps, gone) -> None:
     for n in log_swaps:
         if n not in live:
             continue
@@ -379,17 +397,14 @@ def _complete_swaps_2x(log_swaps: list[str], segments: dict[int, str], live: set
                     gone(f, f"Log.completeSwapOperations: replaced by {n}")
             segments.pop(o)
         target = n[:-len(SWAP)]
-        old = steps.get(n)
-        steps[n] = Step(f"recovered; renamed to {target}", "Log.completeSwapOperations: the swap segment is "
-                        "recovered, replaces the segments its offsets overlap and is renamed",
-                        old.problem if old else "")
+        steps.add(n, "recovered", "Log.completeSwapOperations: the swap segment is recovered")
+        steps.rename(n, target, "and replaces the segments its offsets overlap")
         live.discard(n)
         live.add(target)
         segments[base] = target
         for suffix in INDEXES:
             if (i := _prefix(base) + suffix + SWAP) in live:
-                steps[i] = Step(f"renamed to {i[:-len(SWAP)]}", f"Log.completeSwapOperations: rebuilt with {n} "
-                                                                 "and renamed")
+                steps.rename(i, i[:-len(SWAP)], f"Log.completeSwapOperations: rebuilt with {n} and renamed")
                 live.discard(i)
                 live.add(i[:-len(SWAP)])
 
@@ -573,3 +588,34 @@ def plan_checks(partition_dir: str | os.PathLike, checks: Iterable) -> list:
         problems = [*(old.problems if old else ()), *([str(problem)] if problem else [])]
         out[file] = FileCheck(d / file, problems, summary, notes)
     return [out[k] for k in sorted(out)]
+
+
+def log_dir_plan(log_dir: str | os.PathLike, *, routine: bool = False) -> pd.DataFrame:
+    """:func:`load_plan` of every partition folder of a log directory the broker loads (not
+    those being deleted or stray), one frame with a ``partition`` column (the folder's name)
+    first; without `routine`, only the rows that are more than a segment kept or recovered.
+
+    Cost: :func:`load_plan` per folder.
+
+    >>> import tempfile, pathlib
+    >>> from rmqlab.kafka.log import KafkaRecord, write_segment
+    >>> d = pathlib.Path(tempfile.mkdtemp())
+    >>> _ = write_segment(d / "t-0", 0, [KafkaRecord(0, 1, None, b"v")])
+    >>> _ = (d / "t-0" / "00000000000000000000.index").write_bytes(b"")
+    >>> _ = (d / "t-0" / "00000000000000000000.log.deleted").write_bytes(b"")
+    >>> log_dir_plan(d)[["partition", "file", "action"]].values.tolist()
+    [['t-0', '00000000000000000000.log', 'recovered'], ['t-0', '00000000000000000000.log.deleted', 'deleted']]
+    """
+    from rmqlab.kafka.logdir import partition_dirs
+
+    frames = []
+    for folder, _topic, _partition, state in partition_dirs(log_dir).itertuples(index=False):
+        if state not in ("", "future"):
+            continue
+        df = load_plan(folder)
+        if not routine:
+            more = ~df["action"].isin(_ROUTINE) | (df["problem"] != "") | df["reason"].str.contains("creates it empty")
+            df = df[more]
+        frames.append(df.assign(partition=Path(folder).name))
+    columns = ["partition", *PLAN_COLUMNS]
+    return pd.concat(frames, ignore_index=True)[columns] if frames else pd.DataFrame(columns=columns)
