@@ -408,6 +408,8 @@ def _dump(args) -> int:
         _report_bound(d)
         _report_decode_errors(d)
         damaged += _report_damage(d, args.command_line_words)
+    if not args.json:
+        _print_dump_leftovers(args.files)
     return DAMAGE_FOUND if damaged else 0
 
 
@@ -448,6 +450,22 @@ def _report_decode_errors(d: dict[str, Any]) -> None:
         if bad:
             print(f"rmqlab: warning: {d['file']}: {len(bad)} {what}{'s' * (len(bad) != 1)} shown as base64, the "
                   f"first at offset {bad[0]['offset']}: {bad[0][f'{field}_error']}", file=sys.stderr)
+
+
+def _print_dump_leftovers(names: list[str]) -> None:
+    """The files of a partition directory a dump skips because a restart removes or renames
+    them (``.deleted``, ``.cleaned``, ``.swap``, ...): what the next load does with each."""
+    from rmqlab.kafka.loader import load_plan
+    from rmqlab.kafka.logdir import is_log_dir
+
+    for name in names:
+        target = Path(name)
+        if not target.is_dir() or is_log_dir(target):
+            continue
+        plan = load_plan(target)
+        for r in plan[plan["kind"].str.contains(":") | plan["kind"].isin(["deleted", "cleaned", "swap", "tmp"])]\
+                .to_dict(orient="records"):
+            print(f"Left over: {target / r['file']}: {r['action']} on the next load ({r['reason']})")
 
 
 def _report_damage(d: dict[str, Any], words) -> int:
@@ -762,7 +780,8 @@ def _logdir(args) -> int:
                [{k: _json_value(v) for k, v in r.items()} for r in parts.to_dict(orient="records")
                 if args.all or r["directory"] is not None],
                "files": [{"file": str(c.file), "kind": c.kind, "ok": c.ok, "summary": c.summary,
-                          "problems": list(c.problems), "notes": list(c.notes)} for c in checks]}
+                          "problems": list(c.problems), "notes": list(c.notes)} for c in checks],
+               "load_plan": _load_plan_rows(d)}
         print(json.dumps(out))
         return 0
     print(f"Log directory {d}")
@@ -787,7 +806,24 @@ def _logdir(args) -> int:
             print(f"  note: {note}")
         for problem in c.problems:
             print(f"  problem: {problem}")
+    _print_load_plan(_load_plan_rows(d))
     return 0
+
+
+def _load_plan_rows(log_dir: Path) -> list[dict[str, Any]]:
+    """What the next broker start does with the log directory's files beyond keeping or
+    recovering segments (:func:`rmqlab.kafka.loader.log_dir_plan`), as JSON rows."""
+    from rmqlab.kafka.loader import log_dir_plan
+
+    return [{k: _json_value(v) for k, v in r.items()} for r in log_dir_plan(log_dir).to_dict(orient="records")]
+
+
+def _print_load_plan(rows: list[dict[str, Any]]) -> None:
+    if rows:
+        print("Next load (LogLoader):")
+    for r in rows:
+        print(f"  {r['partition']}/{r['file']}: {r['action']}: {r['reason']}"
+              + (f" PROBLEM: {r['problem']}" if r["problem"] else ""))
 
 
 def _dump_log_dir_file(path: Path, kind: str, out: dict[str, Any]) -> None:

@@ -806,8 +806,8 @@ def verify_log_dir(log_dir: str | os.PathLike, **kwargs) -> tuple[list, list[Fil
     >>> d = pathlib.Path(tempfile.mkdtemp())
     >>> _ = write_segment(d / "t-0", 0, [KafkaRecord(0, 5, None, b"v")])
     >>> segments, files = verify_log_dir(d)
-    >>> [r.ok for r in segments], [(f.kind, f.ok) for f in files]
-    ([True], [('log-dir', True)])
+    >>> [r.ok for r in segments], [(f.kind, f.ok) for f in files]     # the log: no .index, rebuilt on load
+    ([True], [('log', True), ('log-dir', True)])
 
     `kwargs` go to :func:`~rmqlab.kafka.rebuild.verify_segment`. Raises NotADirectoryError.
     """

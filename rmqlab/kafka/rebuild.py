@@ -1550,7 +1550,8 @@ def _legacy_era_rule(rep: SegmentReport, batches: pd.DataFrame, offsets: np.ndar
 def verify_partition(directory: str | os.PathLike, **kwargs) -> tuple[list[SegmentReport], list]:
     """Every file of a partition directory: :func:`verify_directory`'s segment reports, and a
     :class:`~rmqlab.kafka.dirfiles.FileCheck` for each other file (producer-state snapshots,
-    ``.txnindex``, checkpoints, KRaft snapshots, ``partition.metadata``, ``quorum-state``).
+    ``.txnindex``, checkpoints, KRaft snapshots, ``partition.metadata``, ``quorum-state``), with
+    what the broker's next load does with them (:func:`rmqlab.kafka.loader.plan_checks`).
 
     Units: reports. Cost: :func:`verify_segment` per segment plus one read of each other file.
 
@@ -1560,12 +1561,14 @@ def verify_partition(directory: str | os.PathLike, **kwargs) -> tuple[list[Segme
     >>> _ = write_segment(d, 0, [KafkaRecord(0, 5, None, b"v")])
     >>> _ = (d / "leader-epoch-checkpoint").write_text("0\\n1\\n0 0\\n")
     >>> segments, files = verify_partition(d)
-    >>> [r.ok for r in segments], [(f.file.name, f.ok) for f in files]
-    ([True], [('leader-epoch-checkpoint', True)])
+    >>> [r.ok for r in segments], [(f.file.name, f.ok) for f in files]     # no .index: rebuilt on load
+    ([True], [('00000000000000000000.log', True), ('leader-epoch-checkpoint', True)])
     """
     from rmqlab.kafka.dirfiles import check_partition_files
+    from rmqlab.kafka.loader import plan_checks
 
-    return verify_directory(directory, **kwargs), check_partition_files(directory)
+    # what the next load deletes, renames or re-indexes (LogLoader's rules) is a note, not a fault
+    return verify_directory(directory, **kwargs), plan_checks(directory, check_partition_files(directory))
 
 
 def verify_directory(directory: str | os.PathLike, **kwargs) -> list[SegmentReport]:
