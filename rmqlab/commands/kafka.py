@@ -67,6 +67,12 @@ def register(sub: argparse._SubParsersAction) -> None:
                           help=".log of __consumer_offsets: decode each record's key and payload (implies --records)")
     decoders.add_argument("--transaction-log-decoder", dest="decoder", action="store_const", const="transaction-log",
                           help=".log of __transaction_state: decode each record's key and payload (implies --records)")
+    decoders.add_argument("--share-group-state-decoder", dest="decoder", action="store_const",
+                          const="share-group-state",
+                          help=".log of __share_group_state: decode each record's key and payload (implies --records)")
+    decoders.add_argument("--remote-log-metadata-decoder", dest="decoder", action="store_const",
+                          const="remote-log-metadata",
+                          help=".log of __remote_log_metadata: decode each record's payload (implies --records)")
     p.set_defaults(run=_dump)
 
     p = ksub.add_parser("verify", help="check every segment's CRCs and index entries against the broker's rule")
@@ -221,8 +227,9 @@ def dump_file(path: str | Path, *, records: bool = False, print_data: bool = Fal
     """One file's contents as a JSON-ready dict: ``file``, ``kind`` and ``entries`` (index
     files, absolute offsets) or ``batches`` (and ``records``, every record of every batch,
     compressed ones decompressed; ``print_data`` adds ``key`` and ``payload`` as text) for a
-    ``.log``. `decoder` ("offsets" / "transaction-log") makes ``key`` and ``payload`` each data
-    record's decoded key and value as ``kafka-dump-log --offsets-decoder`` prints them.
+    ``.log``. `decoder` ("offsets", "transaction-log", "share-group-state", "remote-log-metadata")
+    makes ``key`` and ``payload`` each data record's decoded key and value as kafka-dump-log's
+    decoder of that name prints them.
     `base_offset`: an index file's, when its name does not say it.
 
     A ``.log`` (or ``.checkpoint``) is read up to its first damage (a torn tail, a batch
