@@ -78,6 +78,12 @@ def register(sub: argparse._SubParsersAction) -> None:
                           help=".log of __consumer_offsets: decode each record's key and payload (implies --records)")
     decoders.add_argument("--transaction-log-decoder", dest="decoder", action="store_const", const="transaction-log",
                           help=".log of __transaction_state: decode each record's key and payload (implies --records)")
+    decoders.add_argument("--share-group-state-decoder", dest="decoder", action="store_const",
+                          const="share-group-state",
+                          help=".log of __share_group_state: decode each record's key and payload (implies --records)")
+    decoders.add_argument("--remote-log-metadata-decoder", dest="decoder", action="store_const",
+                          const="remote-log-metadata",
+                          help=".log of __remote_log_metadata: decode each record's payload (implies --records)")
     p.add_argument("--max-bytes", type=int, default=None, metavar="N",
                    help=".log and .checkpoint: read only each file's first N bytes, the batches that end within "
                         "them (kafka-dump-log --max-bytes; the rest of the file is not read, and said so on stderr)")
@@ -256,12 +262,13 @@ def dump_file(path: str | Path, *, records: bool = False, print_data: bool = Fal
     """One file's contents as a JSON-ready dict: ``file``, ``kind`` and ``entries`` (index
     files, absolute offsets) or ``batches`` (and ``records``, every record of every batch,
     compressed ones decompressed; ``print_data`` adds ``key`` and ``payload`` as text) for a
-    ``.log``. `decoder` ("offsets" / "transaction-log") makes ``key`` and ``payload`` each data
-    record's decoded key and value as ``kafka-dump-log --offsets-decoder`` prints them;
-    `key_view` / `value_view` (:class:`rmqlab.commands.bodies.BodyView`) show them as the view
-    renders them (with ``key_encoding`` / ``payload_encoding``, and ``key_error`` /
-    ``payload_error`` where a decoder failed: the bytes are then base64), else as
-    kafka-dump-log's StringDecoder does (UTF-8, malformed bytes replaced).
+    ``.log``. `decoder` ("offsets", "transaction-log", "share-group-state", "remote-log-metadata")
+    makes ``key`` and ``payload`` each data record's decoded key and value as kafka-dump-log's
+    decoder of that name prints them; `key_view` / `value_view`
+    (:class:`rmqlab.commands.bodies.BodyView`) show them as the view renders them (with
+    ``key_encoding`` / ``payload_encoding``, and ``key_error`` / ``payload_error`` where a decoder
+    failed: the bytes are then base64), else as kafka-dump-log's StringDecoder does (UTF-8,
+    malformed bytes replaced).
     `base_offset`: an index file's, when its name does not say it.
 
     `max_bytes` (``kafka-dump-log --max-bytes``): a ``.log`` / ``.checkpoint`` is read up to

@@ -1,5 +1,7 @@
-"""Kafka's internal topics ``__consumer_offsets`` and ``__transaction_state``: their record keys
-and values decoded, as ``kafka-dump-log --offsets-decoder`` / ``--transaction-log-decoder`` show them.
+"""Kafka's internal topics ``__consumer_offsets``, ``__transaction_state``, ``__share_group_state``
+and ``__remote_log_metadata``: their record keys and values decoded, as ``kafka-dump-log
+--offsets-decoder`` / ``--transaction-log-decoder`` / ``--share-group-state-decoder`` /
+``--remote-log-metadata-decoder`` show them.
 
 Both topics hold ordinary magic v2 records whose key and value are each a big-endian ``int16``
 version followed by a message in Kafka's schema encoding. The schemas mirror these files of
@@ -9,8 +11,14 @@ Kafka's source, read at 2.8.2, 3.4.0, 3.5.0, 3.7.0 and trunk after 3.9 (commit 1
   up to 3.4, ``group-coordinator/src/main/resources/common/message/`` since 3.5; before 2.8 the
   same schemas were declared in ``GroupMetadataManager.scala``, compared at 2.7.1). The *key* version is the record
   type: 0 and 1 are an offset commit (group, topic, partition), 2 a classic group's metadata
-  (group); 3-8 are the KIP-848 consumer-group records and 9-15 the KIP-932 share-group records
-  of Kafka 3.7+/4.x, whose keys are decoded here and whose values are named but not decoded.
+  (group); 3-8 and 16 are the KIP-848 consumer-group records, 9-15 the KIP-932 share-group
+  records and 17-23 the KIP-1071 streams-group records of Kafka 3.7-4.4, keys and values
+  declared in :mod:`rmqlab.kafka.record_schemas` (checked against kafka-dump-log 4.4.0, and
+  4.0.2 for the share-group preview's layouts).
+- ``__share_group_state`` (4.0+): ``ShareSnapshotKey/Value`` (type 0) and ``ShareUpdateKey/Value``
+  (type 1) of ``share-coordinator/``; ``__remote_log_metadata`` (3.6+): the four records of
+  ``storage/src/main/resources/message/`` in the metadata frame of ``RemoteLogMetadataSerde``,
+  printed as the tool prints them (the storage-api objects' ``toString()``).
 - ``OffsetCommitValue.json`` v0-v4 (v1 adds ``expireTimestamp``, v2 drops it, v3 adds
   ``leaderEpoch``, v4 is the first flexible version: compact strings, tagged fields; Kafka 3.5+
   writes v4 only where v3 cannot carry a field, so a 2.x-3.x broker's files hold v1 or v3).
@@ -53,8 +61,6 @@ writers never leave any.
 """
 from __future__ import annotations
 
-import base64
-import json
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -64,44 +70,40 @@ import pandas as pd
 
 from rmqlab.errors import FormatError
 from rmqlab.kafka.protocol import Reader
+from rmqlab.kafka.record_schemas import (
+    GROUP_KEY_FIELDS,
+    GROUP_VALUE_LAYOUTS,
+    REMOTE_LOG_METADATA_SCHEMAS,
+    SHARE_STATE_KEY_FIELDS,
+    SHARE_STATE_KEYS,
+    SHARE_STATE_LAYOUTS,
+)
+from rmqlab.kafka.schema import ANY as _ANY
+from rmqlab.kafka.schema import Field as _Field
+from rmqlab.kafka.schema import Schema as _Schema
+from rmqlab.kafka.schema import in_versions as _in
+from rmqlab.kafka.schema import java_json as _compact_json
+from rmqlab.kafka.schema import read_message as _read_message
+from rmqlab.kafka.schema import read_struct as _read_struct
 
 __all__ = [
     "OFFSETS_TOPIC", "TRANSACTION_TOPIC", "GROUP_RECORD_TYPES", "TRANSACTION_STATES",
     "GroupRecord", "TransactionRecord", "decode_group_record", "decode_transaction_record",
     "format_offsets_record", "format_transaction_record",
     "group_records", "offset_commits", "group_metadata", "group_members", "committed_offsets",
-    "transaction_states", "describe_records",
+    "transaction_states", "describe_records", "SHARE_STATE_TOPIC", "REMOTE_LOG_METADATA_TOPIC", "ShareStateRecord",
+    "decode_share_state_record", "format_share_state_record", "decode_remote_log_metadata_record",
+    "format_remote_log_metadata", "REMOTE_SEGMENT_STATES", "REMOTE_PARTITION_DELETE_STATES",
 ]
 
 OFFSETS_TOPIC = "__consumer_offsets"
 TRANSACTION_TOPIC = "__transaction_state"
+SHARE_STATE_TOPIC = "__share_group_state"
+REMOTE_LOG_METADATA_TOPIC = "__remote_log_metadata"
 
 # =============================================================================================
 # Schemas, declared once as data (name, type, versions, nullable versions, tag, default).
 # =============================================================================================
-
-_ANY = 2**15 - 1   # "N+" in the JSON schemas: no upper bound
-
-
-class _Field(NamedTuple):
-    name: str                        # the JSON converter's camelCase name
-    type: Any                        # "int8".."int64", "string", "uuid", "bytes", "[]int32", "[]string", ("[]", fields)
-    versions: tuple[int, int]
-    nullable: tuple[int, int] | None = None
-    tag: int | None = None           # a tagged field (flexible versions only)
-    default: Any = None
-
-
-class _Schema(NamedTuple):
-    name: str
-    versions: tuple[int, int]
-    flexible_from: int | None
-    fields: tuple[_Field, ...]
-
-
-def _in(v: int, r: tuple[int, int] | None) -> bool:
-    return r is not None and r[0] <= v <= r[1]
-
 
 def _string_key(name: str, record_type: int, *names: str) -> _Schema:
     return _Schema(name, (record_type, record_type), None,
@@ -168,84 +170,31 @@ TRANSACTION_LOG_VALUE = _Schema("TransactionLogValue", (0, 1), 1, (
     _Field("clientTransactionVersion", "int16", (1, _ANY), tag=2, default=0),
 ))
 
-#: Record type (the key's version) -> (record name, key schema). Values of types 3+ are not decoded.
+#: record type (the key's version) -> record name, for the types of 3.7+ (KIP-848 consumer
+#: groups, KIP-932 share groups, KIP-1071 streams groups; 18 was never released)
+_NEWER_GROUP_RECORDS = {
+    3: "ConsumerGroupMetadata", 4: "ConsumerGroupPartitionMetadata", 5: "ConsumerGroupMemberMetadata",
+    6: "ConsumerGroupTargetAssignmentMetadata", 7: "ConsumerGroupTargetAssignmentMember",
+    8: "ConsumerGroupCurrentMemberAssignment", 9: "ShareGroupPartitionMetadata", 10: "ShareGroupMemberMetadata",
+    11: "ShareGroupMetadata", 12: "ShareGroupTargetAssignmentMetadata", 13: "ShareGroupTargetAssignmentMember",
+    14: "ShareGroupCurrentMemberAssignment", 15: "ShareGroupStatePartitionMetadata",
+    16: "ConsumerGroupRegularExpression", 17: "StreamsGroupMetadata", 19: "StreamsGroupMemberMetadata",
+    20: "StreamsGroupTargetAssignmentMetadata", 21: "StreamsGroupTargetAssignmentMember",
+    22: "StreamsGroupCurrentMemberAssignment", 23: "StreamsGroupTopology",
+}
+
+#: Record type (the key's version) -> (record name, key schema).
 GROUP_RECORD_TYPES: dict[int, tuple[str, _Schema]] = {
     0: ("OffsetCommit", OFFSET_COMMIT_KEY),
     1: ("OffsetCommit", OFFSET_COMMIT_KEY),
     2: ("GroupMetadata", GROUP_METADATA_KEY),
-    3: ("ConsumerGroupMetadata", _string_key("ConsumerGroupMetadataKey", 3, "groupId")),
-    4: ("ConsumerGroupPartitionMetadata", _string_key("ConsumerGroupPartitionMetadataKey", 4, "groupId")),
-    5: ("ConsumerGroupMemberMetadata", _string_key("ConsumerGroupMemberMetadataKey", 5, "groupId", "memberId")),
-    6: ("ConsumerGroupTargetAssignmentMetadata",
-        _string_key("ConsumerGroupTargetAssignmentMetadataKey", 6, "groupId")),
-    7: ("ConsumerGroupTargetAssignmentMember",
-        _string_key("ConsumerGroupTargetAssignmentMemberKey", 7, "groupId", "memberId")),
-    8: ("ConsumerGroupCurrentMemberAssignment",
-        _string_key("ConsumerGroupCurrentMemberAssignmentKey", 8, "groupId", "memberId")),
-    9: ("ShareGroupPartitionMetadata", _string_key("ShareGroupPartitionMetadataKey", 9, "groupId")),
-    10: ("ShareGroupMemberMetadata", _string_key("ShareGroupMemberMetadataKey", 10, "groupId", "memberId")),
-    11: ("ShareGroupMetadata", _string_key("ShareGroupMetadataKey", 11, "groupId")),
-    12: ("ShareGroupTargetAssignmentMetadata", _string_key("ShareGroupTargetAssignmentMetadataKey", 12, "groupId")),
-    13: ("ShareGroupTargetAssignmentMember",
-         _string_key("ShareGroupTargetAssignmentMemberKey", 13, "groupId", "memberId")),
-    14: ("ShareGroupCurrentMemberAssignment",
-         _string_key("ShareGroupCurrentMemberAssignmentKey", 14, "groupId", "memberId")),
-    15: ("ShareGroupStatePartitionMetadata", _string_key("ShareGroupStatePartitionMetadataKey", 15, "groupId")),
+    **{t: (name, _string_key(f"{name}Key", t, *GROUP_KEY_FIELDS[t])) for t, name in _NEWER_GROUP_RECORDS.items()},
 }
 _VALUE_SCHEMAS = {0: OFFSET_COMMIT_VALUE, 1: OFFSET_COMMIT_VALUE, 2: GROUP_METADATA_VALUE}
 
 #: TransactionState ids (TransactionMetadata.scala) -> names
 TRANSACTION_STATES = {0: "Empty", 1: "Ongoing", 2: "PrepareCommit", 3: "PrepareAbort", 4: "CompleteCommit",
                       5: "CompleteAbort", 6: "Dead", 7: "PrepareEpochFence"}
-
-
-def _read_value(r: Reader, ftype: Any, version: int, flexible: bool, nullable: bool, name: str) -> Any:
-    if ftype in ("int8", "int16", "int32", "int64"):
-        return getattr(r, ftype)(name)
-    if ftype == "string":
-        return r.compact_string(name, nullable=nullable) if flexible else r.string(name, nullable=nullable)
-    if ftype == "uuid":
-        return r.uuid(name)
-    if ftype == "bytes":
-        return r.compact_bytes(name, nullable=nullable) if flexible else r.bytes(name, nullable=nullable)
-    array = r.compact_array if flexible else r.array
-    # an element's errors are named by the reader's path to it, e.g. value.members[0]
-    if ftype == "[]int32":
-        return array(name, lambda: r.int32(""), nullable=nullable)
-    if ftype == "[]string":
-        return array(name, lambda: _read_value(r, "string", version, flexible, False, ""), nullable=nullable)
-    _, fields = ftype
-    return array(name, lambda: _read_struct(r, fields, version, flexible), nullable=nullable)
-
-
-def _read_struct(r: Reader, fields: tuple[_Field, ...], version: int, flexible: bool) -> dict:
-    got: dict[str, Any] = {}
-    tagged: dict[int, _Field] = {}
-    for f in fields:
-        if not _in(version, f.versions):
-            continue
-        if f.tag is not None:
-            tagged[f.tag] = f
-            continue
-        got[f.name] = _read_value(r, f.type, version, flexible, _in(version, f.nullable), f.name)
-    if flexible:
-        def tagged_reader(f: _Field) -> Callable[[Reader], Any]:
-            return lambda sub: _read_value(sub, f.type, version, flexible, _in(version, f.nullable), f.name)
-
-        # unknown tags come back as bytes and are skipped, as the generated readers skip them
-        values = r.tagged_fields({tag: tagged_reader(f) for tag, f in tagged.items()})
-        for tag, f in tagged.items():
-            if tag in values and values[tag] != f.default:
-                got[f.name] = values[tag]
-    # the JSON converters write the fields in schema order, tagged ones only when not default
-    return {f.name: got[f.name] for f in fields if f.name in got}
-
-
-def _read_message(r: Reader, schema: _Schema, version: int) -> dict:
-    flexible = schema.flexible_from is not None and version >= schema.flexible_from
-    out = _read_struct(r, schema.fields, version, flexible)
-    r.expect_end()
-    return out
 
 
 def _version(r: Reader, schema: _Schema) -> int:
@@ -255,6 +204,23 @@ def _version(r: Reader, schema: _Schema) -> int:
         raise r.error(f"{schema.name} version {v}: Kafka writes {schema.versions[0]}..{schema.versions[1]}",
                       "version", at)
     return v
+
+
+def _read_layouts(r: Reader, layouts: tuple[_Schema, ...]) -> tuple[int, dict, int]:
+    """The value's version, its fields by the first of `layouts` (newest first) that reads the
+    bytes exactly (a preview record changed its layout within one version), and that layout's
+    index. A value no layout reads raises the newest layout's error."""
+    version = _version(r, layouts[0])
+    body = r.pos
+    first: FormatError | None = None
+    for i, schema in enumerate(layouts):
+        r.pos = body
+        try:
+            return version, _read_message(r, schema, version), i
+        except FormatError as e:
+            first = first or e
+    assert first is not None
+    raise first
 
 
 def _reader(data: bytes, path: str | os.PathLike | None, offset: int, what: str) -> Reader:
@@ -284,7 +250,7 @@ class GroupRecord(NamedTuple):
     """One decoded ``__consumer_offsets`` record. ``record_type`` is the key's version, ``name``
     what it holds ("OffsetCommit", "GroupMetadata", "ConsumerGroupMetadata", ... or "Unknown"),
     ``key`` / ``value`` the fields by their Kafka JSON names (``value`` None for a tombstone
-    and for record types whose values are not decoded: then ``value_bytes`` keeps them)."""
+    and for an unknown record type: then ``value_bytes`` keeps its value)."""
 
     record_type: int
     name: str
@@ -319,7 +285,9 @@ def decode_group_record(key: bytes | None, value: bytes | None, *, path: str | o
 
     `path`, `key_offset` and `value_offset` (where the key and value bytes lie in the file)
     only serve the error messages. Returns a :class:`GroupRecord`; an unknown record type
-    (above 15) is ``name="Unknown"`` with no key, which the broker's loader skips too. Raises
+    (18, or above 23) is ``name="Unknown"`` with no key, which the broker's loader skips too.
+    A share-group value of the 3.9/4.0 preview is read with its own layout when the newest one
+    does not fit (:data:`~rmqlab.kafka.record_schemas.GROUP_VALUE_LAYOUTS`). Raises
     :class:`~rmqlab.errors.FormatError` (:class:`~rmqlab.errors.TruncatedFileError` when the
     bytes end early) naming the file, the field's byte offset and its path, for a missing key,
     a value version the schema does not have, a bad length, or bytes left over.
@@ -338,7 +306,8 @@ def decode_group_record(key: bytes | None, value: bytes | None, *, path: str | o
     vc = _reader(value, path, value_offset, "value")
     schema = _VALUE_SCHEMAS.get(record_type)
     if schema is None:
-        return GroupRecord(record_type, name, k, vc.int16("version"), None, False, bytes(value))
+        v_version, v, _ = _read_layouts(vc, GROUP_VALUE_LAYOUTS[record_type])
+        return GroupRecord(record_type, name, k, v_version, v, False)
     v_version = _version(vc, schema)
     v = _read_message(vc, schema, v_version)
     if record_type == 2 and v["protocolType"] == "consumer":
@@ -387,23 +356,111 @@ def decode_transaction_record(key: bytes | None, value: bytes | None, *, path: s
     return TransactionRecord(kv, tid, vv, v, False)
 
 
+class ShareStateRecord(NamedTuple):
+    """One decoded ``__share_group_state`` record (Kafka 4.0+): ``record_type`` 0 (ShareSnapshot)
+    or 1 (ShareUpdate), ``name``, ``key`` (groupId, topicId, partition), ``value_version`` /
+    ``value`` (None for a tombstone), ``layout`` (the release line whose layout read the value:
+    "4.1" for 4.1+, "4.0" for the preview's; None for a tombstone)."""
+
+    record_type: int
+    name: str
+    key: dict | None
+    value_version: int | None
+    value: dict | None
+    tombstone: bool
+    layout: str | None = None
+
+
+def decode_share_state_record(key: bytes | None, value: bytes | None, *, path: str | os.PathLike | None = None,
+                              key_offset: int = 0, value_offset: int = 0) -> ShareStateRecord:
+    """One ``__share_group_state`` record's key and value (None for a tombstone), decoded as
+    ``kafka-dump-log --share-group-state-decoder`` reads it.
+
+    Cost: a few microseconds plus about 1 µs per state batch.
+
+    >>> key = bytes.fromhex("0001") + b"\\x00\\x01g" + bytes(16) + (3).to_bytes(4, "big")
+    >>> value = bytes.fromhex("0000") + (2).to_bytes(4, "big") + (1).to_bytes(4, "big") + (10).to_bytes(8, "big") \\
+    ...         + b"\\x01\\x00"
+    >>> r = decode_share_state_record(key, value)
+    >>> r.name, r.key["partition"], r.value
+    ('ShareUpdate', 3, {'snapshotEpoch': 2, 'leaderEpoch': 1, 'startOffset': 10, 'stateBatches': []})
+
+    Arguments as :func:`decode_group_record`. The value is read with Kafka 4.1's layout (4.2's
+    tagged deliveryCompleteCount included), else with 4.0's (snapshotEpoch an uint16, no
+    timestamps), which changed within version 0. An unknown record type gives
+    ``name="Unknown"`` and no key. Raises :class:`~rmqlab.errors.FormatError` naming file,
+    offset and field for a missing key, a value version other than 0, bytes neither layout reads.
+    """
+    if key is None:
+        raise FormatError("a __share_group_state record without a key", path=path, offset=key_offset, field="key")
+    kc = _reader(key, path, key_offset, "key")
+    record_type = kc.int16("version")
+    name = SHARE_STATE_KEYS.get(record_type)
+    if name is None:
+        return ShareStateRecord(record_type, "Unknown", None, None, None, value is None)
+    k = _read_message(kc, _Schema(f"{name}Key", (0, 1), None, SHARE_STATE_KEY_FIELDS), 0)
+    if value is None:
+        return ShareStateRecord(record_type, name, k, None, None, True)
+    layouts = SHARE_STATE_LAYOUTS[record_type]
+    vv, v, which = _read_layouts(_reader(value, path, value_offset, "value"), layouts)
+    return ShareStateRecord(record_type, name, k, vv, v, False, ("4.1", "4.0")[which])
+
+
+#: RemoteLogSegmentState / RemotePartitionDeleteState ids (storage-api) -> names
+REMOTE_SEGMENT_STATES = {0: "COPY_SEGMENT_STARTED", 1: "COPY_SEGMENT_FINISHED", 2: "DELETE_SEGMENT_STARTED",
+                         3: "DELETE_SEGMENT_FINISHED"}
+REMOTE_PARTITION_DELETE_STATES = {0: "DELETE_PARTITION_MARKED", 1: "DELETE_PARTITION_STARTED",
+                                  2: "DELETE_PARTITION_FINISHED"}
+
+
+def decode_remote_log_metadata_record(value: bytes | None, *, path: str | os.PathLike | None = None,
+                                      offset: int = 0) -> dict[str, Any]:
+    """One ``__remote_log_metadata`` record's value (Kafka 3.6+, KIP-405): the frame of
+    ``RemoteLogMetadataSerde`` (frameVersion, apiKey and version as unsigned varints, as in the
+    KRaft metadata log), then the record. Returns ``api_key``, ``type`` (the record name),
+    ``version`` and ``data`` (the fields by the JSON definition's names).
+
+    Cost: O(value bytes).
+
+    >>> tp = b"\\x02t" + bytes(16) + (0).to_bytes(4, "big") + b"\\x00"
+    >>> body = tp + (1).to_bytes(4, "big") + bytes(8) + b"\\x02\\x00"   # broker 1, time 0, FINISHED
+    >>> d = decode_remote_log_metadata_record(b"\\x01\\x02\\x00" + body)
+    >>> d["type"], d["data"]["remotePartitionDeleteState"]
+    ('RemotePartitionDeleteMetadataRecord', 2)
+
+    Raises :class:`~rmqlab.errors.FormatError` naming file, offset and field for a null value,
+    a frame version other than 1, an apiKey other than 0..3, a version other than 0, a state id
+    the enum does not have, or bytes left over.
+    """
+    if value is None:
+        raise FormatError("a __remote_log_metadata record has a null value", path=path, offset=offset,
+                          field="RemoteLogMetadata")
+    r = Reader(value, path=path, base=offset, what="RemoteLogMetadata")
+    frame = r.uvarint("frameVersion")
+    if frame != 1:
+        raise r.error(f"frame version {frame}; only 1 is read", "frameVersion", 0)
+    at = r.pos
+    api_key = r.uvarint("apiKey")
+    schema = REMOTE_LOG_METADATA_SCHEMAS.get(api_key)
+    if schema is None:
+        raise r.error(f"apiKey {api_key}: unknown metadata id (0..3 are known)", "apiKey", at)
+    at = r.pos
+    version = r.uvarint("version")
+    if not _in(version, schema.versions):
+        raise r.error(f"{schema.name} version {version}; the schema has 0", "version", at)
+    body = Reader(value, path=path, base=offset, start=r.pos, what=schema.name)
+    data = _read_message(body, schema, version)
+    state, states = (("remotePartitionDeleteState", REMOTE_PARTITION_DELETE_STATES) if api_key == 2
+                     else ("remoteLogSegmentState", REMOTE_SEGMENT_STATES))
+    if data[state] not in states:
+        raise FormatError(f"state id {data[state]} (Kafka defines 0..{len(states) - 1})", path=path, offset=offset,
+                          field=f"{schema.name}.{state}")
+    return {"api_key": api_key, "type": schema.name, "version": version, "data": data}
+
+
 # =============================================================================================
 # The dump tool's text
 # =============================================================================================
-
-
-def _json_ready(x: Any) -> Any:
-    if isinstance(x, bytes):
-        return base64.b64encode(x).decode()   # Jackson's BinaryNode: standard base64 with padding
-    if isinstance(x, dict):
-        return {k: _json_ready(v) for k, v in x.items()}
-    if isinstance(x, list):
-        return [_json_ready(v) for v in x]
-    return x
-
-
-def _compact_json(x: Any) -> str:
-    return json.dumps(_json_ready(x), separators=(",", ":"), ensure_ascii=False)
 
 
 def _member_json(m: dict) -> dict:
@@ -430,10 +487,7 @@ def format_offsets_record(r: GroupRecord, offset: int) -> tuple[str, str | None]
     key = _compact_json({"type": str(r.record_type), "data": r.key})
     if r.tombstone:
         return key, "<DELETE>"
-    if r.value is None:
-        return key, (f"<{GROUP_RECORD_TYPES[r.record_type][0]}Value version {r.value_version}: "
-                     f"{len(r.value_bytes or b'')} bytes, not decoded>")
-    data = dict(r.value)
+    data = dict(r.value or {})
     if "members" in data:
         data["members"] = [_member_json(m) for m in data["members"]]
     return key, _compact_json({"version": str(r.value_version), "data": data})
@@ -462,6 +516,80 @@ def format_transaction_record(r: TransactionRecord) -> tuple[str, str | None]:
     return key, (f"producerId:{v['producerId']},producerEpoch:{v['producerEpoch']},state={v['state']},"
                  f"partitions=[{','.join(parts)}],txnLastUpdateTimestamp={v['transactionLastUpdateTimestampMs']},"
                  f"txnTimeoutMs={v['transactionTimeoutMs']}")
+
+
+def format_share_state_record(r: ShareStateRecord, offset: int) -> tuple[str, str | None]:
+    """``kafka-dump-log --share-group-state-decoder``'s key and payload text of a decoded record:
+    ``{"type":"0","data":{...}}`` for the key, ``{"version":"0","data":{...}}`` for the value
+    as 4.1+ print it; a value of 4.0's layout as 4.0.2, the one tool that reads it, prints it,
+    with ``"type"`` for the version.
+
+    Cost: one JSON serialisation.
+
+    >>> print(*format_share_state_record(ShareStateRecord(0, "ShareSnapshot", {"groupId": "g"}, None, None, True), 0))
+    {"type":"0","data":{"groupId":"g"}} <DELETE>
+
+    `offset` is the record's offset (named in the text for an unknown record type). Returns
+    (key text, payload text or None where the tool prints no payload).
+    """
+    if r.name == "Unknown":
+        return f"Unknown record type {r.record_type} at offset {offset}, skipping.", None
+    key = _compact_json({"type": str(r.record_type), "data": r.key})
+    if r.tombstone:
+        return key, "<DELETE>"
+    label = "type" if r.layout == "4.0" else "version"
+    return key, _compact_json({label: str(r.value_version), "data": r.value})
+
+
+def _topic_id_partition(t: dict) -> str:
+    return f"{t['id']}:{t['name']}-{t['partition']}"   # TopicIdPartition.toString
+
+
+def _segment_fields(d: dict) -> str:
+    # a TreeMap's toString: by epoch, a repeated epoch keeping its last offset
+    epochs = dict(sorted({e["leaderEpoch"]: e["offset"] for e in d["segmentLeaderEpochs"]}.items()))
+    custom = d["customMetadata"]
+    return (f"segmentLeaderEpochs={{{', '.join(f'{k}={v}' for k, v in epochs.items())}}}, "
+            f"segmentSizeInBytes={d['segmentSizeInBytes']}, customMetadata="
+            + ("Optional.empty" if custom is None else f"Optional[CustomMetadata{{{len(custom)} bytes}}]")
+            + f", state={REMOTE_SEGMENT_STATES[d['remoteLogSegmentState']]}, "
+            f"txnIdxEmpty={str(d.get('txnIndexEmpty', False)).lower()}}}")
+
+
+def format_remote_log_metadata(d: dict[str, Any]) -> str:
+    """``kafka-dump-log --remote-log-metadata-decoder``'s payload text of a decoded record: the
+    ``toString()`` of the storage-api object ``RemoteLogMetadataSerde`` makes of it, as Kafka
+    4.0-4.4 print it (3.6-3.9 print no ``txnIdxEmpty``).
+
+    Cost: string formatting.
+
+    >>> tp = {"name": "t", "id": "AAAAAAAAAAAAAAAAAAAAAA", "partition": 0}
+    >>> format_remote_log_metadata({"api_key": 2, "data": {"topicIdPartition": tp, "brokerId": 1,
+    ...                             "eventTimestampMs": 5, "remotePartitionDeleteState": 0}})
+    'RemotePartitionDeleteMetadata{topicPartition=AAAAAAAAAAAAAAAAAAAAAA:t-0, state=DELETE_PARTITION_MARKED, \
+eventTimestampMs=5, brokerId=1}'
+
+    `d` is what :func:`decode_remote_log_metadata_record` returns.
+    """
+    api_key, x = d["api_key"], d["data"]
+    if api_key == 2:
+        return (f"RemotePartitionDeleteMetadata{{topicPartition={_topic_id_partition(x['topicIdPartition'])}, "
+                f"state={REMOTE_PARTITION_DELETE_STATES[x['remotePartitionDeleteState']]}, "
+                f"eventTimestampMs={x['eventTimestampMs']}, brokerId={x['brokerId']}}}")
+    if api_key == 3:
+        return (f"RemoteLogSegmentMetadataSnapshot{{segmentId={x['segmentId']}, startOffset={x['startOffset']}, "
+                f"endOffset={x['endOffset']}, maxTimestampMs={x['maxTimestampMs']}, " + _segment_fields(x))
+    sid = x["remoteLogSegmentId"]
+    segment = f"RemoteLogSegmentId{{topicIdPartition={_topic_id_partition(sid['topicIdPartition'])}, id={sid['id']}}}"
+    if api_key == 1:
+        custom = x["customMetadata"]
+        return (f"RemoteLogSegmentMetadataUpdate{{remoteLogSegmentId={segment}, customMetadata="
+                + ("Optional.empty" if custom is None else f"Optional[CustomMetadata{{{len(custom)} bytes}}]")
+                + f", state={REMOTE_SEGMENT_STATES[x['remoteLogSegmentState']]}, "
+                f"eventTimestampMs={x['eventTimestampMs']}, brokerId={x['brokerId']}}}")
+    return (f"RemoteLogSegmentMetadata{{remoteLogSegmentId={segment}, startOffset={x['startOffset']}, "
+            f"endOffset={x['endOffset']}, brokerId={x['brokerId']}, maxTimestampMs={x['maxTimestampMs']}, "
+            f"eventTimestampMs={x['eventTimestampMs']}, " + _segment_fields(x))
 
 
 def _topic_partitions(v: dict) -> list[str]:
@@ -711,7 +839,7 @@ def transaction_states(source) -> pd.DataFrame:
     return df
 
 
-def describe_records(source, decoder: str) -> dict[int, tuple[str, str | None]]:
+def describe_records(source, decoder: str) -> dict[int, tuple[str | None, str | None]]:
     """The dump tool's (key, payload) text of every data record of one segment, by record
     offset; a record that does not decode gets the tool's "Error at offset N,
     skipping." text instead of raising.
@@ -724,13 +852,20 @@ def describe_records(source, decoder: str) -> dict[int, tuple[str, str | None]]:
     >>> describe_records(seg, "offsets")
     {0: ('{"type":"2","data":{"group":"g"}}', '<DELETE>')}
 
-    `decoder`: "offsets" or "transaction-log". Raises ValueError for another decoder, and
-    what :func:`rmqlab.kafka.log.read_records` raises for the segment itself.
+    `decoder`: "offsets", "transaction-log", "share-group-state" or "remote-log-metadata" (whose
+    records have no key text: None). Raises ValueError for another decoder, and what
+    :func:`rmqlab.kafka.log.read_records` raises for the segment itself.
     """
-    if decoder not in ("offsets", "transaction-log"):
-        raise ValueError(f"decoder must be 'offsets' or 'transaction-log', not {decoder!r}")
-    decode = decode_group_record if decoder == "offsets" else decode_transaction_record
-    out: dict[int, tuple[str, str | None]] = {}
+    decoders: dict[str, Callable] = {
+        "offsets": decode_group_record, "transaction-log": decode_transaction_record,
+        "share-group-state": decode_share_state_record,
+        "remote-log-metadata": lambda key, value, *, path, key_offset, value_offset:
+            decode_remote_log_metadata_record(value, path=path, offset=value_offset),
+    }
+    if decoder not in decoders:
+        raise ValueError(f"decoder must be one of {', '.join(map(repr, decoders))}, not {decoder!r}")
+    decode = decoders[decoder]
+    out: dict[int, tuple[str | None, str | None]] = {}
 
     def tolerant(key, value, **where):
         try:
@@ -740,9 +875,15 @@ def describe_records(source, decoder: str) -> dict[int, tuple[str, str | None]]:
 
     for _, off, _pos, r in _records(source, tolerant):
         if isinstance(r, FormatError):
-            out[off] = (f"Error at offset {off}, skipping. {r}", None)
+            error = f"Error at offset {off}, skipping. {r}"
+            # the remote log metadata parser prints its records (and errors) as the payload
+            out[off] = (None, error) if decoder == "remote-log-metadata" else (error, None)
         elif decoder == "offsets":
             out[off] = format_offsets_record(r, off)
-        else:
+        elif decoder == "transaction-log":
             out[off] = format_transaction_record(r)
+        elif decoder == "share-group-state":
+            out[off] = format_share_state_record(r, off)
+        else:
+            out[off] = (None, format_remote_log_metadata(r))
     return out

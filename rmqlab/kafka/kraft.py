@@ -5,7 +5,7 @@ Mirrors ``org.apache.kafka.server.common.serialization.AbstractApiMessageSerde``
 record's value is a frame: frameVersion, apiKey and version as unsigned varints, then the
 message), ``org.apache.kafka.common.metadata.MetadataRecordType`` (generated from the
 ``metadata/src/main/resources/common/metadata/*.json`` schemas: the apiKey -> name table),
-the ``TopicRecord``, ``FeatureLevelRecord`` and ``PartitionRecord`` schemas,
+every record type's schema (declared in :mod:`rmqlab.kafka.record_schemas`, 3.0-4.4),
 ``org.apache.kafka.snapshot.Snapshots`` (file names) and ``RecordsSnapshotReader`` (a snapshot
 starts with a SnapshotHeader control batch and ends with a SnapshotFooter one); read at Kafka
 3.9.0.
@@ -24,7 +24,6 @@ snapshot ``kafka-storage format`` writes to start a cluster with.
 """
 from __future__ import annotations
 
-import json
 import os
 import re
 from pathlib import Path
@@ -33,6 +32,8 @@ from typing import TYPE_CHECKING, Any
 from rmqlab.errors import FormatError, RmqlabError
 from rmqlab.kafka.control import decode_control
 from rmqlab.kafka.protocol import Reader
+from rmqlab.kafka.record_schemas import METADATA_SCHEMAS
+from rmqlab.kafka.schema import in_versions, java_json, read_message
 
 if TYPE_CHECKING:   # annotations only: log is imported where records are read
     from rmqlab.kafka.log import TornTail
@@ -46,18 +47,9 @@ BOOTSTRAP_CHECKPOINT = "bootstrap.checkpoint"   # BootstrapDirectory.BINARY_BOOT
 _FRAME_VERSION = 1                         # AbstractApiMessageSerde.DEFAULT_FRAME_VERSION
 _SNAPSHOT_NAME = re.compile(r"^(\d{20})-(\d{10})\.checkpoint$")   # Snapshots: %020d-%010d
 
-#: MetadataRecordType: apiKey -> record name (3.9; 6, 13 and 16 were removed before 3.0)
-METADATA_RECORD_TYPES = {
-    0: "RegisterBrokerRecord", 1: "UnregisterBrokerRecord", 2: "TopicRecord", 3: "PartitionRecord",
-    4: "ConfigRecord", 5: "PartitionChangeRecord", 7: "FenceBrokerRecord", 8: "UnfenceBrokerRecord",
-    9: "RemoveTopicRecord", 10: "DelegationTokenRecord", 11: "UserScramCredentialRecord",
-    12: "FeatureLevelRecord", 14: "ClientQuotaRecord", 15: "ProducerIdsRecord",
-    17: "BrokerRegistrationChangeRecord", 18: "AccessControlEntryRecord", 19: "RemoveAccessControlEntryRecord",
-    20: "NoOpRecord", 21: "ZkMigrationStateRecord", 22: "RemoveUserScramCredentialRecord",
-    23: "BeginTransactionRecord", 24: "EndTransactionRecord", 25: "AbortTransactionRecord",
-    26: "RemoveDelegationTokenRecord", 27: "RegisterControllerRecord",
-    28: "ClearElrRecord",   # Kafka 4.x (kafka-dump-log 4.4 names it CLEAR_ELR_RECORD)
-}
+#: MetadataRecordType: apiKey -> record name (6, 13 and 16 were removed before 3.0; 28 is 4.0's,
+#: 29 4.4's)
+METADATA_RECORD_TYPES = {api_key: schema.name for api_key, schema in METADATA_SCHEMAS.items()}
 
 
 def parse_snapshot_name(name: str | os.PathLike) -> tuple[int, int] | None:
@@ -72,69 +64,17 @@ def parse_snapshot_name(name: str | os.PathLike) -> tuple[int, int] | None:
     return (int(m.group(1)), int(m.group(2))) if m else None
 
 
-def _tagged(r: Reader, out: dict[str, Any], known=None) -> None:
-    fields = r.tagged_fields(known)
-    for tag, value in fields.items():
-        if known and tag in known:
-            out.update(value)
-        else:
-            out.setdefault("_unknownTaggedFields", {})[str(tag)] = value.hex()
-
-
-def _topic(r: Reader, version: int) -> dict[str, Any]:
-    out: dict[str, Any] = {"name": r.compact_string("name"), "topicId": r.uuid("topicId")}
-    _tagged(r, out)
-    return out
-
-
-def _feature_level(r: Reader, version: int) -> dict[str, Any]:
-    out: dict[str, Any] = {"name": r.compact_string("name"), "featureLevel": r.int16("featureLevel")}
-    _tagged(r, out)
-    return out
-
-
-def _partition(r: Reader, version: int) -> dict[str, Any]:
-    def ints(name: str) -> list[int] | None:
-        return r.compact_array(name, lambda: r.int32(name), min_size=4)
-
-    out: dict[str, Any] = {"partitionId": r.int32("partitionId"), "topicId": r.uuid("topicId"),
-                           "replicas": ints("replicas"), "isr": ints("isr"),
-                           "removingReplicas": ints("removingReplicas"), "addingReplicas": ints("addingReplicas"),
-                           "leader": r.int32("leader"), "leaderRecoveryState": 0,
-                           "leaderEpoch": r.int32("leaderEpoch"), "partitionEpoch": r.int32("partitionEpoch")}
-    if version >= 1:
-        out["directories"] = r.compact_array("directories", lambda: r.uuid("directories"), min_size=16)
-
-    def nullable_ints(name: str):
-        return lambda sub: {name: sub.compact_array(name, lambda: sub.int32(name), nullable=True, min_size=4)}
-
-    known = {0: lambda sub: {"leaderRecoveryState": sub.int8("leaderRecoveryState")}}
-    if version >= 2:
-        known.update({1: nullable_ints("eligibleLeaderReplicas"), 2: nullable_ints("lastKnownElr")})
-    _tagged(r, out, known)
-    if out["leaderRecoveryState"] == 0:
-        # a tagged field at its default is not written, and kafka-dump-log's JSON (the generated
-        # PartitionRecordJsonConverter) leaves it out too; the placeholder above only keeps the
-        # schema's field order when it is there
-        del out["leaderRecoveryState"]
-    return out
-
-
-# record name -> (highest version Kafka 3.9 writes, body reader)
-_BODIES = {"TopicRecord": (0, _topic), "FeatureLevelRecord": (0, _feature_level), "PartitionRecord": (2, _partition)}
-
-
 def decode_metadata_record(value: bytes | None, *, path: str | os.PathLike | None = None, offset: int = 0,
                            body: bool = True) -> dict[str, Any]:
     """A metadata record's value: ``frame_version``, ``api_key``, ``type`` (the record name,
-    None for an apiKey Kafka 3.9 does not know), ``version`` and ``data`` (the body as the JSON
-    kafka-dump-log prints, for TopicRecord, FeatureLevelRecord and PartitionRecord; None for the
-    other types, or with ``body=False``).
+    None for an apiKey no release up to 4.4 has), ``version`` and ``data`` (the body as the JSON
+    kafka-dump-log prints: every field of every version of every record type of 3.0-4.4, tagged
+    fields only when not at their default; None for an unknown apiKey, or with ``body=False``).
 
     Cost: O(value bytes).
 
-    >>> decode_metadata_record(b"\\x01\\x14\\x00\\x00")["type"]
-    'NoOpRecord'
+    >>> decode_metadata_record(b"\\x01\\x14\\x00\\x00")
+    {'frame_version': 1, 'api_key': 20, 'type': 'NoOpRecord', 'version': 0, 'data': {}}
 
     Parameters: the value bytes; ``path`` / ``offset`` (its file offset) name errors.
     Raises :class:`~rmqlab.errors.FormatError` for a null value, frame version other than 1
@@ -150,29 +90,29 @@ def decode_metadata_record(value: bytes | None, *, path: str | os.PathLike | Non
         raise r.error(f"frame version {frame}{extra}; only {_FRAME_VERSION} is read", "frameVersion", 0)
     api_key = r.uvarint("apiKey")
     version = r.uvarint("version")
-    name = METADATA_RECORD_TYPES.get(api_key)
+    schema = METADATA_SCHEMAS.get(api_key)
+    name = schema.name if schema else None
     out: dict[str, Any] = {"frame_version": frame, "api_key": api_key, "type": name, "version": version, "data": None}
-    if body and name in _BODIES:
-        top, read = _BODIES[name]
-        if not 0 <= version <= top:
-            raise r.error(f"{name} version {version}; the schema has 0..{top}", "version", 2)
-        body_reader = Reader(value, path=path, base=offset, start=r.pos, what=name)
-        out["data"] = read(body_reader, version)
-        body_reader.expect_end()
+    if body and schema is not None:
+        if not in_versions(version, schema.versions):
+            raise r.error(f"{name} version {version}; the schema has 0..{schema.versions[1]}", "version", 2)
+        body_reader = Reader(value, path=path, base=offset, start=r.pos, what=name or "")
+        out["data"] = read_message(body_reader, schema, version)
     return out
 
 
 def metadata_text(decoded: dict[str, Any]) -> str:
     """A metadata record as ``kafka-dump-log --cluster-metadata-decoder`` prints its payload:
     ``{"type":"TOPIC_RECORD","version":0,"data":{...}}`` (the type as MetadataRecordType's enum
-    name); the data is ``null`` where the body is not decoded here. Cost: O(record).
+    name, numbers as Jackson writes them); the data is ``null`` where the body is not decoded
+    here (``body=False``). Cost: O(record).
 
-    >>> metadata_text({"type": "NoOpRecord", "api_key": 20, "version": 0, "data": None})
-    '{"type":"NO_OP_RECORD","version":0,"data":null}'
+    >>> metadata_text({"type": "NoOpRecord", "api_key": 20, "version": 0, "data": {}})
+    '{"type":"NO_OP_RECORD","version":0,"data":{}}'
     """
     name = decoded["type"]
     enum = re.sub(r"(?<!^)(?=[A-Z])", "_", name).upper() if name else f"UNKNOWN({decoded['api_key']})"
-    return json.dumps({"type": enum, "version": decoded["version"], "data": decoded["data"]}, separators=(",", ":"))
+    return java_json({"type": enum, "version": decoded["version"], "data": decoded["data"]})
 
 
 def read_metadata_records(source, *, errors: str = "raise", torn_tail: TornTail = "raise"):

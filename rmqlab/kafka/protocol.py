@@ -47,6 +47,7 @@ T = TypeVar("T")
 
 _I8, _I16, _I32, _I64 = (struct.Struct(">" + c) for c in "bhiq")
 _U16, _U32 = struct.Struct(">H"), struct.Struct(">I")
+_F64 = struct.Struct(">d")
 
 #: Kafka's Uuid.ZERO_UUID as it prints
 NULL_UUID = "AAAAAAAAAAAAAAAAAAAAAA"
@@ -150,6 +151,10 @@ class Reader:
 
     def int64(self, name: str) -> int:
         return _I64.unpack_from(self.data, self._take(8, name))[0]
+
+    def float64(self, name: str) -> float:
+        """An IEEE 754 double, big-endian (Kafka's ``float64``)."""
+        return _F64.unpack_from(self.data, self._take(8, name))[0]
 
     def boolean(self, name: str) -> bool:
         return self.int8(name) != 0
