@@ -471,6 +471,16 @@ def _member_json(m: dict) -> dict:
     return out
 
 
+def _key_or_skip(r, offset: int) -> tuple[str, str | None]:
+    """A coordinator record's key text, with "<DELETE>" for a tombstone's payload; the tool's
+    skip line for an unknown record type (payload None). The key text of a record with a value
+    comes with payload None too: the caller formats the value."""
+    if r.name == "Unknown":
+        return f"Unknown record type {r.record_type} at offset {offset}, skipping.", None
+    key = _compact_json({"type": str(r.record_type), "data": r.key})
+    return (key, "<DELETE>") if r.tombstone else (key, None)
+
+
 def format_offsets_record(r: GroupRecord, offset: int) -> tuple[str, str | None]:
     """``kafka-dump-log --offsets-decoder``'s key and payload text of a decoded record.
 
@@ -482,11 +492,10 @@ def format_offsets_record(r: GroupRecord, offset: int) -> tuple[str, str | None]
     `offset` is the record's offset (named in the text for an unknown record type). Returns
     (key text, payload text or None where the tool prints no payload).
     """
-    if r.name == "Unknown":
-        return f"Unknown record type {r.record_type} at offset {offset}, skipping.", None
-    key = _compact_json({"type": str(r.record_type), "data": r.key})
-    if r.tombstone:
-        return key, "<DELETE>"
+    early = _key_or_skip(r, offset)
+    if early[1] is not None or r.name == "Unknown":
+        return early
+    key = early[0]
     data = dict(r.value or {})
     if "members" in data:
         data["members"] = [_member_json(m) for m in data["members"]]
@@ -532,11 +541,10 @@ def format_share_state_record(r: ShareStateRecord, offset: int) -> tuple[str, st
     `offset` is the record's offset (named in the text for an unknown record type). Returns
     (key text, payload text or None where the tool prints no payload).
     """
-    if r.name == "Unknown":
-        return f"Unknown record type {r.record_type} at offset {offset}, skipping.", None
-    key = _compact_json({"type": str(r.record_type), "data": r.key})
-    if r.tombstone:
-        return key, "<DELETE>"
+    early = _key_or_skip(r, offset)
+    if early[1] is not None or r.name == "Unknown":
+        return early
+    key = early[0]
     label = "type" if r.layout == "4.0" else "version"
     return key, _compact_json({label: str(r.value_version), "data": r.value})
 
