@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -94,6 +95,13 @@ def run(args) -> int:
             raise UsageError(f"--{name.replace('_', '-')} must be > 0")
     from rmqlab.verify import verify_path
 
+    shown = []
+
+    def progress(done: int, total: int) -> None:     # on a terminal only: logs and pipes stay clean
+        print(f"\r{done / 2**20:,.1f} / {total / 2**20:,.1f} MiB of CommitLog checked", end="", file=sys.stderr,
+              flush=True)
+        shown.append(done)
+
     try:
         report = verify_path(args.target, kind=args.kind, hash_slot_num=args.hash_slot_num,
                              index_num=args.index_num, commitlog_file_size=args.commitlog_file_size,
@@ -101,9 +109,12 @@ def run(args) -> int:
                              check_crc=not args.no_crc, broker_version=args.broker_version,
                              commitlog_paths=[c for c in (args.commitlog_paths or "").split(",") if c] or None,
                              tiered_index_geometry=_geometry(args.tiered_index_geometry),
-                             tiered_path=args.tiered_path)
+                             tiered_path=args.tiered_path,
+                             progress=progress if sys.stderr.isatty() and not args.json else None)
     except ValueError as e:       # cannot tell what the target is: the user must say
         raise UsageError(str(e)) from e
+    if shown:
+        print(file=sys.stderr)
     if args.json:
         print(json.dumps(report.as_dict(), indent=2, default=str))
     else:

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import mmap
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -424,6 +425,8 @@ class CommitLogScan:
         self.min_offset = self.files[0].start_offset if self.files else None
         self.reports: list[FileReport] = []
         self.topic_index: dict[str, int] = {}
+        #: called with (bytes of the files walked, bytes of all) before each file and at the end
+        self.progress: Callable[[int, int], None] | None = None
         self._reset_totals()
 
     def _reset_totals(self) -> None:
@@ -461,7 +464,11 @@ class CommitLogScan:
         reports = list(self._refused)
         active_seen = self.loaded.active is None    # no active file: one window
         files, mapped = self.files, self.mapped_file_size
+        total, done = sum(f.size for f in files), 0
         for i, f in enumerate(files):
+            if self.progress is not None:       # bytes of the files before this one, of all
+                self.progress(done, total)
+            done += f.size
             # the broker's load rules: only the active file may end without the end-of-file blank
             last = f == self.loaded.active
             p = str(f.path)
@@ -515,6 +522,8 @@ class CommitLogScan:
         if first_walk:
             self.reports = reports
         self._flush(None, self.end_offset)
+        if self.progress is not None:
+            self.progress(total, total)
 
     def _take(self, part: dict) -> None:
         """A decoded chunk's numbers: into the pending window, which is handed on once it holds

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import os
 from collections import OrderedDict
+from collections.abc import Callable
 from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
@@ -62,7 +63,8 @@ def verify_path(path: str | os.PathLike, *, kind: Kind | None = None, hash_slot_
                 check_crc: bool = True, broker_version: str | None = None,
                 commitlog_paths: list[str | os.PathLike] | None = None,
                 tiered_index_geometry: tuple[int | None, int | None] = (None, None),
-                tiered_path: str | os.PathLike | None = None) -> VerifyReport:
+                tiered_path: str | os.PathLike | None = None,
+                progress: Callable[[int, int], None] | None = None) -> VerifyReport:
     """Verify a store directory, a part of one, or one file (see the module docstring).
 
     `kind` forces what `path` is (one of :data:`KINDS`; default :func:`detect_kind`).
@@ -77,7 +79,8 @@ def verify_path(path: str | os.PathLike, *, kind: Kind | None = None, hash_slot_
     tieredStoreIndexFileMaxHashSlotNum and MaxIndexNum of the tiered index files (None: from
     the file size and the other, or the defaults). `tiered_path`: the tiered store's file system
     (tieredStoreFilePath), whose segments are checked against the store
-    (:func:`verify_tiered_segments`). Read-only. Raises
+    (:func:`verify_tiered_segments`). `progress(done, total)` is called with the CommitLog bytes
+    walked before each CommitLog file and at the end. Read-only. Raises
     FileNotFoundError / ValueError for a missing or unrecognisable `path`; bad bytes are
     problems in the report, never exceptions. Cost: O(store), vectorized, plus a fixed cost a
     CommitLog file (a small store of many small files is dominated by it); a store that
@@ -115,9 +118,11 @@ def verify_path(path: str | os.PathLike, *, kind: Kind | None = None, hash_slot_
         if not p.is_dir():
             raise NotADirectoryError(f"{p}: a store is a directory")
         _verify_store(p, rep, hash_slot_num, index_num, commitlog_file_size, consume_queue_file_size,
-                      slot_count_rule, check_crc, broker_version, commitlog_paths, tiered_index_geometry, tiered_path)
+                      slot_count_rule, check_crc, broker_version, commitlog_paths, tiered_index_geometry, tiered_path,
+                      progress)
     elif kind == "commitlog":
         scan = CommitLogScan(p, commitlog_file_size, check_crc, keys=False)
+        scan.progress = progress
         scan.walk(lambda window: None)
         rep.files = scan.reports
         rep.settings["commitlog_file_size"] = scan.mapped_file_size
@@ -221,7 +226,7 @@ def _verify_tiered(root: Path, tiered_path, cl_size: int | None, cq_dir: Path, c
 def _verify_store(root: Path, rep: VerifyReport, hsn, inum, cl_size, cq_size, rule, check_crc,
                   broker_version: str | None = None, commitlog_paths: list | None = None,
                   tiered_index_geometry: tuple[int | None, int | None] = (None, None),
-                  tiered_path: str | os.PathLike | None = None) -> None:
+                  tiered_path: str | os.PathLike | None = None, progress=None) -> None:
     """Every file's own checks, then the cross-file checks: the CommitLog is walked once and the
     index entries and queue units are joined with its messages a window at a time
     (:meth:`CommitLogScan.walk`), so memory follows a window, not the store."""
@@ -234,6 +239,7 @@ def _verify_store(root: Path, rep: VerifyReport, hsn, inum, cl_size, cq_size, ru
     scan: CommitLogScan | None = None
     if commitlog.is_dir():
         scan = CommitLogScan(commitlog, cl_size, check_crc, keys=index_dir.is_dir())
+        scan.progress = progress
         rep.settings["commitlog_file_size"] = scan.mapped_file_size
     else:
         notes.append(f"{commitlog}: missing: nothing to check index entries and queue units against")

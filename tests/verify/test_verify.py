@@ -983,3 +983,18 @@ def test_property_pairs_the_broker_skips_are_a_warning_not_an_error(tmp_path):
     assert found[0].error.offset == first and found[0].error.field == "PROPERTIES"
     # and the keys the broker takes from them are read
     assert cl.read_columns(tmp_path / "cl", body=False)["keys"].tolist() == [f"k{i}" for i in range(5)]
+
+
+def test_progress_counts_the_commitlog_bytes(tmp_path):
+    """verify's progress: before each CommitLog file the bytes of the files before it, then all
+    of them, against the files' sizes on disk."""
+    from rmqlab.lab.generate import generate_store
+    from rmqlab.lab.workload import Workload
+
+    root = tmp_path / "s"
+    generate_store(root, Workload(messages=400, seed=2), commitlog_file_size=1 << 15, hash_slot_num=16,
+                   index_num=256)
+    sizes = [p.stat().st_size for p in sorted((root / "commitlog").iterdir())]
+    seen: list[tuple[int, int]] = []
+    assert verify_path(root, progress=lambda done, total: seen.append((done, total))).ok
+    assert seen == [(sum(sizes[:i]), sum(sizes)) for i in range(len(sizes) + 1)] and len(sizes) > 2
