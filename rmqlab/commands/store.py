@@ -756,7 +756,11 @@ def _by_msg_id(s: Store, args) -> tuple[pd.DataFrame, str]:
         raise UsageError(f"--msg-id {args.msg_id}: not an offset message id of this store ({why}); as a UNIQ_KEY "
                          f"it is looked up in a topic: pass --topic")
     args.key, args.unique_key = args.msg_id, True
-    return _broker_answer(s, args), f"UNIQ_KEY of {args.topic} (as an offset message id: {why})"
+    how = f"UNIQ_KEY of {args.topic} (as an offset message id: {why})"
+    if args.index == "rocksdb":      # 5.5's RocksDB index: a UNIQ_KEY asked as the broker asks it, K then U
+        return s.query_rocksdb_index(args.topic, args.msg_id, begin=args.begin, end=args.end, max_num=args.max,
+                                     index_type=None, now=args.now), how
+    return _broker_answer(s, args), how
 
 
 def _by_queue_offset(s: Store, args, view) -> int:
