@@ -168,3 +168,25 @@ def test_mutations_are_deterministic():
     assert a == b
     assert fs.apply(b"\x00\x01\x02\x03", (("set", 0, 2, -1), ("truncate", 3), ("extend", b"zz"))) == b"\xff\xff\x02zz"
     assert fs.apply(b"abc", (("flip", 4, 0), ("resize", 5))) == b"acc\x00\x00"
+
+
+@pytest.mark.parametrize("name", ["consumequeue", "commitlog"])
+def test_a_missing_real_seed_is_a_missing_oracle(name, monkeypatch, tmp_path):
+    """A real seed whose file is gone fails the target with CI=true, as any missing oracle;
+    elsewhere the target fuzzes on from its other seeds and the run lists the file."""
+    import oracles
+
+    monkeypatch.setattr(fs, "_REAL_ROCKETMQ", tmp_path / "empty")
+    saved = oracles.MISSED.copy()           # the run's own list of missing oracles is left as it was
+    try:
+        monkeypatch.setenv("CI", "true")
+        with pytest.raises(pytest.fail.Exception, match="missing oracle: real broker data at"):
+            fs.TARGETS[name].seeds(tmp_path / "w1")
+        monkeypatch.setenv("CI", "false")
+        oracles.MISSED.clear()
+        seeds = fs.TARGETS[name].seeds(tmp_path / "w2")
+        assert seeds and not any(s.name.startswith("real-") for s in seeds)
+        assert all(str(tmp_path / "empty") in what for what in oracles.MISSED) and oracles.MISSED
+    finally:
+        oracles.MISSED.clear()
+        oracles.MISSED.update(saved)

@@ -53,7 +53,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from oracles import REAL_DATA
+from oracles import MISSED, REAL_DATA, in_ci, missing
 
 from rmqlab.errors import RmqlabError
 
@@ -723,8 +723,15 @@ _REAL_CL_MESSAGES = 4        # a real CommitLog seed keeps this many messages
 
 
 def _real_bytes(path: Path) -> bytes | None:
-    """The bytes of a real broker file, None when ../shared is not beside the checkout."""
-    return path.read_bytes() if path.is_file() else None
+    """The bytes of a real broker file. Missing, it is a missing oracle: with CI=true the fuzz
+    target fails (oracles.missing); elsewhere it fuzzes on from its other seeds, and the run's
+    list of missing oracles names the file."""
+    if path.is_file():
+        return path.read_bytes()
+    if in_ci():
+        missing(f"real broker data at {path}", "a fuzz target's real seed; it lives beside the repository")
+    MISSED[f"real broker data at {path} (a fuzz seed)"] += 1
+    return None
 
 
 def _real_rocketmq_bytes(relative: str) -> bytes | None:
