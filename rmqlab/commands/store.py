@@ -15,7 +15,7 @@ import sys
 from typing import TYPE_CHECKING
 
 from rmqlab.commands import UsageError
-from rmqlab.commands.bodies import add_body_options, body_view
+from rmqlab.commands.bodies import BodyView, add_body_options, body_view
 from rmqlab.commands.defaults import (
     DEFAULT_MAPPED_FILE_SIZE,
     DEFAULT_QUERY_MAX_NUM,
@@ -778,7 +778,7 @@ def _by_queue_offset(s: Store, args, view) -> int:
     if r.queue == "compaction":
         # a compaction topic is served from the compaction store's own log: its offsets, not the CommitLog's
         frame = found.iloc[:1].rename(columns={"commitlog_offset": "phy_offset"})
-        view = body_view(argparse.Namespace(body="none", charset="utf-8", decoder=None))
+        view = BodyView("none")
         where += " (from the compaction store, whose offsets are its own log's)"
     else:
         frame = s.read_at(found["commitlog_offset"].astype("int64").to_numpy()[:1])

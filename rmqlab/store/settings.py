@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import NamedTuple
 
@@ -102,21 +103,21 @@ def store_settings(paths: StorePaths, **given: int | None) -> dict[str, Setting]
         out[keyword] = (Setting(keyword, broker_name, value, "files", reason) if value is not None else
                         Setting(keyword, broker_name, default, "default", reason))
 
-    def size_of(keyword: str, folders: list[list[tuple[int, int]]], unit: int, where: Path) -> None:
-        if given.get(keyword) is not None:
+    def size_of(keyword: str, folders: Callable[[], list[list[tuple[int, int]]]], unit: int, where: Path) -> None:
+        if given.get(keyword) is not None:      # given: the folders are not listed at all
             put(keyword, (None, ""))
             return
         try:
-            put(keyword, mapped_file_size_of(folders, what=SETTINGS[keyword][0], unit=unit, path=where))
+            put(keyword, mapped_file_size_of(folders(), what=SETTINGS[keyword][0], unit=unit, path=where))
         except AmbiguousSettingError as e:     # name the keyword that settles it
             raise AmbiguousSettingError(f"{e.reason}; pass {keyword}= with the one the broker had",
                                         choices=e.choices, path=e.path, field=e.field) from None
 
-    size_of("commitlog_file_size", _commitlog_files(paths), 1, paths.root / "commitlog")
-    size_of("consume_queue_file_size", _queue_files(paths.consumequeue), cq.UNIT_SIZE, paths.consumequeue)
-    size_of("batch_consume_queue_file_size", _queue_files(paths.batchconsumequeue), bcq.UNIT_SIZE,
+    size_of("commitlog_file_size", lambda: _commitlog_files(paths), 1, paths.root / "commitlog")
+    size_of("consume_queue_file_size", lambda: _queue_files(paths.consumequeue), cq.UNIT_SIZE, paths.consumequeue)
+    size_of("batch_consume_queue_file_size", lambda: _queue_files(paths.batchconsumequeue), bcq.UNIT_SIZE,
             paths.batchconsumequeue)
-    size_of("consume_queue_ext_file_size", _queue_files(paths.consumequeue_ext), 1, paths.consumequeue_ext)
+    size_of("consume_queue_ext_file_size", lambda: _queue_files(paths.consumequeue_ext), 1, paths.consumequeue_ext)
     _index_geometry(paths, given, put)
     return out
 
