@@ -55,6 +55,7 @@ MEM_EVERY = 16                                             # tracemalloc check: 
 #: every run also explores inputs no earlier run tried
 FRESH_SEED = int(os.environ.get("RMQLAB_FUZZ_SEED") or int.from_bytes(os.urandom(4), "big"))
 FRESH_SHARE = 8                                            # 1/8 of the budget more, from FRESH_SEED
+MODEL_SHARE = 0.05                                         # inputs the independent model must judge
 
 
 def run_target(name: str, workdir, budget: int = BUDGET) -> fs.Runner:
@@ -99,14 +100,18 @@ def scratch(tmp_path):
 @pytest.mark.parametrize("name", list(fs.TARGETS))
 def test_fuzz(name, scratch):
     rt = run_target(name, scratch)
-    print(f"\n{name} (RMQLAB_FUZZ_SEED={FRESH_SEED}): {rt.inputs} inputs, {rt.calls} reader calls "
-          f"({rt.typed_errors} typed errors, "
+    print(f"\n{name} (RMQLAB_FUZZ_SEED={FRESH_SEED}): {rt.inputs} inputs, {rt.calls} reader calls, "
+          f"{rt.modelled} judged by the model ({rt.typed_errors} typed errors, "
           f"{rt.allowed_errors} documented ValueErrors), {rt.measured} memory-checked (max peak "
           f"{rt.max_peak} bytes, {rt.max_peak_ratio:.3f} of the bound), {rt.elapsed:.1f} s ({rt.cpu:.1f} s CPU)")
     assert not rt.failures, "\n".join(map(str, rt.failures[:3]))
     assert rt.inputs >= BUDGET
     # the mutations must not only produce garbage: most calls reach past the first check
     assert 0 < rt.typed_errors + rt.allowed_errors < rt.calls
+    # beyond "no crash": the target's property against its independent model (fuzz_models) ran
+    # on a meaningful share of the inputs, so it cannot pass by never running
+    assert rt.modelled >= MODEL_SHARE * rt.inputs, (
+        f"the model judged {rt.modelled} of {rt.inputs} inputs, under {MODEL_SHARE:.0%}")
 
 
 # ------------------------------------------------------------------ the checker checks itself
@@ -190,3 +195,17 @@ def test_a_missing_real_seed_is_a_missing_oracle(name, monkeypatch, tmp_path):
     finally:
         oracles.MISSED.clear()
         oracles.MISSED.update(saved)
+
+
+def test_the_models_share_no_code_with_rmqlab():
+    """The fuzz properties' models are judges only while they import nothing of the package
+    (nor of the test helpers that do): the standard library alone."""
+    import ast
+    import sys
+
+    import fuzz_models
+
+    tree = ast.parse(open(fuzz_models.__file__, encoding="utf-8").read())
+    names = {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+    names |= {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
+    assert names and all(n.split(".")[0] in sys.stdlib_module_names for n in names), names

@@ -332,6 +332,11 @@ class Runner:
         self.max_peak_ratio = 0.0
         self.max_peak = 0
         self.measured = 0
+        #: inputs on which the target's property against its test-side model (fuzz_models) ran;
+        #: test_fuzz asserts a share, so a property that never gets to run cannot pass
+        self.modelled = 0
+        self._modelled_at: int | None = None
+        self._warm = False
         self.seeds = target.seeds(self.work / "seeds")
         self._dir_no = 0
         self._current: Path | None = None
@@ -382,6 +387,14 @@ class Runner:
         if not ok:
             self.fail(label, what)
 
+    def model(self, ok: bool, label: str, what: str) -> None:
+        """:meth:`expect` for the property judged by the target's independent model: the input
+        counts once in :attr:`modelled` (warm runs of the bare seeds do not count)."""
+        if not self._warm and self._modelled_at != self.inputs:
+            self._modelled_at = self.inputs
+            self.modelled += 1
+        self.expect(ok, label, what)
+
     def fail(self, label: str, error: str, detail: str = "") -> None:
         seed, ops = self._ctx
         f = Failure(self.target.name, seed.name, ops, label, error, detail)
@@ -407,6 +420,7 @@ class Runner:
         self._ctx = (seed, ops)
         if not warm:
             self.inputs += 1
+        self._warm = warm
         if heavy is None:
             heavy = warm or self.inputs % self.heavy_every == 0
         rng_state = rng.getstate()
@@ -438,6 +452,9 @@ class Runner:
             bound = self.target.mem_factor * len(data) + self.target.mem_const
             if peak > bound and not again:
                 self.inputs -= 1
+                if self._modelled_at is not None and self._modelled_at > self.inputs:   # counted again on the rerun
+                    self.modelled -= 1
+                    self._modelled_at = None
                 rerun = random.Random()
                 rerun.setstate(rng_state)
                 self.run_program(si, ops, rerun, mem=True, heavy=heavy, again=True)
@@ -516,7 +533,10 @@ def _write_chunks(folder: Path, data: bytes, chunk: int, first_start: int) -> li
 class IndexFileTarget(Target):
     """IndexFile: open (strict and not, every geometry argument form), check/problems, the C and
     Python chain walks (select_phy_offsets, trace_query, select_phy_offsets_many, chain) and, on
-    heavy inputs, indexstats.file_report and an IndexService folder query."""
+    heavy inputs, indexstats.file_report and an IndexService folder query.
+
+    Model: select_phy_offsets equals fuzz_models.index_select (IndexFile.selectPhyOffset in
+    struct) wherever the file has the size of the geometry it is opened with."""
 
     name = "indexfile"
     heavy_every = 8
@@ -591,6 +611,8 @@ class IndexFileTarget(Target):
         if f is not None:
             with f:
                 self._queries(rt, f, m, rng)
+                if geo == (m["hsn"], m["num"]):   # the model knows the geometry only from the seed
+                    self._model(rt, f, data, m, rng)
         if heavy:
             rt.call("indexstats.file_report", file_report, p, top=3, hash_slot_num=geo[0], index_num=geo[1])
             for strict in (True, False):
@@ -602,6 +624,23 @@ class IndexFileTarget(Target):
                         if r is not None and t is not None:
                             rt.expect(list(r.phy_offsets) == list(t.result.phy_offsets), "IndexService",
                                       "query_offset and trace_query disagree")
+
+    @staticmethod
+    def _model(rt, f, data, m, rng):
+        """The C walk against the stdlib model of selectPhyOffset, for one key of the seed and
+        one that matches no entry; the model answers (not None) when the file is the
+        geometry's size, which most in-place mutations keep."""
+        import fuzz_models as fm
+
+        max_num = rng.choice((1, 3, 64))
+        begin, end = rng.choice(((0, LONG_MAX), (LONG_MIN, LONG_MAX), (1718000003000, LONG_MAX)))
+        for k in (rng.choice(m["keys"]), "T#absent"):
+            want = fm.index_select(data, m["hsn"], m["num"], k, max_num, begin, end)
+            if want is None:
+                return
+            got = rt.call("select_phy_offsets (model)", f.select_phy_offsets, k, max_num, begin, end)
+            if got is not None:
+                rt.model(got == want, "select_phy_offsets", f"key {k!r}: {got} but selectPhyOffset's model {want}")
 
     @staticmethod
     def _queries(rt, f, m, rng):
@@ -742,7 +781,10 @@ class ConsumeQueueTarget(Target):
     """ConsumeQueue folders: open/read (strict and not), units, unit(i), tag and code masks,
     problems/check, offset_by_time with the 5.x, 5.0 and 4.x searches (probe counts bounded),
     read_queue_info; the input bytes are cut into 100-byte files (layout ops drop, rename, add
-    files)."""
+    files).
+
+    Model: first_offset and max_offset equal fuzz_models.consumequeue_end (ConsumeQueue.recover
+    in struct) wherever the files are whole and their names contiguous."""
 
     name = "consumequeue"
     heavy_every = 8
@@ -796,6 +838,8 @@ class ConsumeQueueTarget(Target):
         return out
 
     def run(self, rt, seed, data, ops, rng, heavy):
+        import fuzz_models as fm
+
         from rmqlab.formats.consumequeue import ConsumeQueue, read_queue_info
 
         d = rt.fresh_dir() / "TopicTest" / "0"
@@ -814,6 +858,18 @@ class ConsumeQueueTarget(Target):
         with q:
             info = q.info
             live = q.files
+            first = seed.meta["first"]
+            for op in _layout_ops(ops):
+                first = op[1] if op[0] == "first" else first
+            # the model's files are the input's chunks by name; other layout ops (files dropped,
+            # renamed, added) or a name off the file size leave it undecided
+            if all(op[0] == "first" for op in _layout_ops(ops)) and first % CQ_FILE == 0 and len(data) >= 20:
+                files = [(first + i, data[i:i + CQ_FILE]) for i in range(0, len(data), CQ_FILE)]
+                end = fm.consumequeue_end(files, CQ_FILE)
+                if end is not None:
+                    rt.model((q.first_offset, q.max_offset) == (first // 20, end // 20), "ConsumeQueue",
+                             f"offsets {q.first_offset}..{q.max_offset}, recover()'s model {first // 20}.."
+                             f"{end // 20}")
             if all(b.start == a.start + CQ_FILE for a, b in zip(live, live[1:])):   # no gaps: bounded by the bytes
                 rt.expect(0 <= q.count <= sum(f.size for f in live) // 20 and q.min_offset <= q.max_offset,
                           "ConsumeQueue", f"offsets min {q.min_offset} max {q.max_offset} count {q.count} "

@@ -1,0 +1,331 @@
+"""Independent models for the fuzz targets' properties (``fuzz_support``): each reads the bytes
+of one format with the standard library alone (struct, zlib, json, re) from the brokers'
+rules, named with the class and release they come from, and imports nothing from rmqlab, so a
+fuzz input judged by one of them is judged by code that shares no line with the reader under
+test. Each model answers only what its format's rule decides; where a rule needs more than a
+few lines (a codec, a schema), the model says nothing and the property does not run.
+
+Every model must stay total: any bytes give an answer or ``None`` (undecided), never an
+exception, because the fuzzer feeds them the same hostile inputs as the readers.
+"""
+from __future__ import annotations
+
+import json
+import re
+import struct
+
+LONG_MIN, LONG_MAX = -(2**63), 2**63 - 1
+INT_MIN, INT_MAX = -(2**31), 2**31 - 1
+
+
+def wrap_long(v: int) -> int:
+    """A Java long's two's-complement wrap."""
+    v &= (1 << 64) - 1
+    return v - (1 << 64) if v >> 63 else v
+
+
+def wrap_int(v: int) -> int:
+    v &= (1 << 32) - 1
+    return v - (1 << 32) if v >> 31 else v
+
+
+# ----------------------------------------------------------------------------- RocketMQ IndexFile
+
+
+def java_string_hash(s: str) -> int:
+    """java.lang.String.hashCode over the UTF-16 code units of `s`."""
+    units = s.encode("utf-16-be", "surrogatepass")
+    h = 0
+    for i in range(0, len(units), 2):
+        h = (31 * h + (units[i] << 8 | units[i + 1])) & 0xFFFFFFFF
+    return wrap_int(h)
+
+
+def index_key_hash(key: str) -> int:
+    """IndexFile.indexKeyHashMethod (4.9.7): abs(hashCode), Integer.MIN_VALUE taken as 0."""
+    h = abs(java_string_hash(key))
+    return 0 if h > INT_MAX else h
+
+
+def index_select(data: bytes, hash_slot_num: int, index_num: int, key: str, max_num: int,
+                 begin: int, end: int) -> list[int] | None:
+    """IndexFile.selectPhyOffset (4.9.7) on the bytes of a file of that geometry: the slot's
+    chain walked while prevIndex is in (0, indexCount], not the entry itself, and the time is
+    not older than `begin`; a read past the mapped file ends the walk (the broker's
+    IndexOutOfBoundsException is caught and the list kept). None when the file is not the
+    geometry's size (the broker maps exactly that many bytes). The broker would loop forever
+    on a cycle that never matches: the model stops after `index_num` reads without a result,
+    the bound a sound chain never reaches."""
+    if hash_slot_num <= 0 or index_num <= 0 or len(data) != 40 + 4 * hash_slot_num + 20 * index_num:
+        return None
+    begin_ts = struct.unpack_from(">q", data, 0)[0]
+    count = struct.unpack_from(">i", data, 36)[0]
+    h = index_key_hash(key)
+    slot = struct.unpack_from(">i", data, 40 + 4 * (h % hash_slot_num))[0]
+    out: list[int] = []
+    if slot <= 0 or slot > count or count <= 1:
+        return out
+    entries = 40 + 4 * hash_slot_num
+    cur, idle = slot, 0
+    while len(out) < max_num:
+        at = entries + 20 * cur
+        if at + 20 > len(data) or idle >= index_num:
+            break
+        key_hash, phy, diff, prev = struct.unpack_from(">iqii", data, at)
+        idle += 1
+        if diff < 0:
+            break
+        t = wrap_long(begin_ts + diff * 1000)
+        if key_hash == h and begin <= t <= end:
+            out.append(phy)
+            idle = 0
+        if prev <= 0 or prev > count or prev == cur or t < begin:
+            break
+        cur = prev
+    return out
+
+
+# ----------------------------------------------------------------------------- RocketMQ ConsumeQueue
+
+
+def consumequeue_end(files: list[tuple[int, bytes]], file_size: int) -> int | None:
+    """ConsumeQueue.recover (4.9.7): from the third file from the end, units (offset long,
+    size int, tagsCode long) while offset >= 0 and size > 0, file after whole file; the end
+    is the last good unit's end (a byte offset of the queue). `files`: (start, bytes) in name
+    order; None unless every file has the mapped size (MappedFileQueue.load refuses others)."""
+    if not files or any(len(b) != file_size for _, b in files) or file_size % 20:
+        return None
+    k = max(0, len(files) - 3)
+    while True:
+        start, b = files[k]
+        good = 0
+        for i in range(0, file_size, 20):
+            offset, size = struct.unpack_from(">qi", b, i)
+            if offset >= 0 and size > 0:
+                good = i + 20
+            else:
+                break
+        if good == file_size and k + 1 < len(files):
+            k += 1
+            continue
+        return start + good
+
+
+# ----------------------------------------------------------------------------- RocketMQ CommitLog
+
+MAGIC_V1, MAGIC_V2, MAGIC_BLANK = -626843481, -626843477, -875286124
+
+
+def message_length(data: bytes, pos: int) -> tuple[int, int] | None:
+    """(TOTALSIZE, CommitLog.calMsgLength of the record's own length fields) of the record at
+    `pos` (MessageDecoder layout, 4.9.7 / 5.x: hosts of 8 or 20 bytes by SYSFLAG bits 0x10 and
+    0x20, a 1- or 2-byte topic length by magic v1/v2), or None if a length field lies past
+    the bytes or the magic is not a message's."""
+    if pos + 8 > len(data):
+        return None
+    total, magic = struct.unpack_from(">ii", data, pos)
+    if magic not in (MAGIC_V1, MAGIC_V2):
+        return None
+    if pos + 40 > len(data):
+        return None
+    sys_flag = struct.unpack_from(">i", data, pos + 36)[0]
+    born = 20 if sys_flag & 0x10 else 8
+    store = 20 if sys_flag & 0x20 else 8
+    at = pos + 40 + 8 + born + 8 + store + 4 + 8
+    if at + 4 > len(data):
+        return None
+    body = struct.unpack_from(">i", data, at)[0]
+    at += 4 + max(body, 0)
+    tl_size = 2 if magic == MAGIC_V2 else 1
+    if at + tl_size > len(data):
+        return None
+    topic = struct.unpack_from(">h" if tl_size == 2 else ">b", data, at)[0]
+    at += tl_size + max(topic, 0)
+    if at + 2 > len(data):
+        return None
+    props = struct.unpack_from(">h", data, at)[0]
+    if body < 0 or topic < 0 or props < 0:
+        return total, -1
+    calc = 4 + 4 + 4 + 4 + 4 + 8 + 8 + 4 + 8 + born + 8 + store + 4 + 8 + 4 + body + tl_size + topic + 2 + props
+    return total, calc
+
+
+def commitlog_file_walk(data: bytes) -> tuple[list[int], bool]:
+    """The records of one CommitLog file (CommitLog.checkMessageAndReturnSize's framing, 4.9.7):
+    from byte 0, a record whose TOTALSIZE equals calMsgLength and lies within the file, until
+    a blank record (BLANK_MAGIC_CODE), a zero TOTALSIZE with only zeros after it (unwritten
+    space), or the file's exact end. Returns (record positions, sound): sound is False when
+    the walk met anything else (damage or a torn record)."""
+    out: list[int] = []
+    pos = 0
+    while pos < len(data):
+        if pos + 8 > len(data):
+            return out, not any(data[pos:])
+        total, magic = struct.unpack_from(">ii", data, pos)
+        if magic == MAGIC_BLANK:   # the end-of-file filler: the file's records end here
+            return out, True
+        if total == 0 and not any(data[pos:]):
+            return out, True
+        got = message_length(data, pos)
+        if got is None or got[0] != got[1] or got[0] <= 0 or pos + got[0] > len(data):
+            return out, False
+        out.append(pos)
+        pos += got[0]
+    return out, True
+
+
+# ----------------------------------------------------------------------------- Kafka log segments
+
+
+def kafka_frames(data: bytes) -> tuple[list[tuple[int, int, int, int]], str]:
+    """The entries of a Kafka log segment as FileLogInputStream.nextBatch frames them (3.6):
+    [baseOffset int64][length int32] then the rest; magic at byte 16. Returns ((position, size,
+    magic, last offset), how the walk ended): "end" at the file's end, "torn" for an entry
+    the file cuts (or a header of fewer than 17 bytes), "damage" for a length below the legacy
+    v0 minimum (RECORD_OVERHEAD_V0 = 14), a v2 batch shorter than its 61-byte header or a magic
+    other than 0, 1, 2. The last offset: baseOffset + lastOffsetDelta (int32 at byte 23) for v2;
+    a legacy entry's offset field for magic 0 and 1 (a wrapper's is its last inner offset)."""
+    out = []
+    pos = 0
+    n = len(data)
+    while True:
+        if pos == n:
+            return out, "end"
+        if pos + 17 > n:
+            return out, "torn"
+        base, length = struct.unpack_from(">qi", data, pos)
+        magic = data[pos + 16]
+        if length < 14:
+            return out, "damage"
+        size = 12 + length
+        if pos + size > n:
+            return out, "torn"
+        if magic > 2 or (magic == 2 and size < 61) or (magic == 1 and size < 34) or (magic == 0 and size < 26):
+            return out, "damage"
+        last = wrap_long(base + struct.unpack_from(">i", data, pos + 23)[0]) if magic == 2 else base
+        out.append((pos, size, magic, last))
+        pos += size
+
+
+# ----------------------------------------------------------------------------- CRC-32C
+
+def _crc32c_table() -> list[int]:
+    out = []
+    for i in range(256):
+        c = i
+        for _ in range(8):
+            c = (c >> 1) ^ 0x82F63B78 if c & 1 else c >> 1
+        out.append(c)
+    return out
+
+
+_CRC32C = _crc32c_table()
+
+
+def crc32c(data: bytes) -> int:
+    """CRC-32C (Castagnoli, reflected, polynomial 0x82F63B78), as java.util.zip.CRC32C."""
+    c = 0xFFFFFFFF
+    for b in data:
+        c = _CRC32C[(c ^ b) & 0xFF] ^ (c >> 8)
+    return c ^ 0xFFFFFFFF
+
+
+# ----------------------------------------------------------------------------- Kafka small files
+
+_SNAPSHOT_ENTRY = struct.Struct(">qhiqiqiq")   # ProducerStateManager PRODUCER_SNAPSHOT_ENTRY_SCHEMA v1
+
+
+def producer_snapshot(data: bytes) -> dict | None:
+    """ProducerStateManager.readSnapshot (3.6): version int16, crc uint32 (CRC-32C of every byte
+    after it), the entries array (int32 count, 46-byte entries). Returns the stored and
+    computed CRCs and, when the array is whole, the producer ids; None for fewer than 10
+    bytes."""
+    if len(data) < 10:
+        return None
+    version, stored, count = struct.unpack_from(">hIi", data, 0)
+    out = {"version": version, "stored": stored, "computed": crc32c(data[6:]), "count": count, "ids": None}
+    if 0 <= count and 10 + count * _SNAPSHOT_ENTRY.size <= len(data):
+        out["ids"] = [_SNAPSHOT_ENTRY.unpack_from(data, 10 + i * _SNAPSHOT_ENTRY.size)[0] for i in range(count)]
+    return out
+
+
+def txn_index(data: bytes) -> list[tuple[int, int, int, int, int]]:
+    """TransactionIndex's AbortedTxn entries (3.6): 34 bytes each (version int16, producerId,
+    firstOffset, lastOffset, lastStableOffset int64) in file order; a partial entry at the
+    end is not read."""
+    return [struct.unpack_from(">hqqqq", data, i) for i in range(0, len(data) - len(data) % 34, 34)]
+
+
+_JAVA_INT = re.compile(r"[+-]?[0-9]+")
+
+
+def _java_parse(text: str, bits: int) -> int | None:
+    """Integer.parseInt / Long.parseLong on ASCII text: an optional sign and digits, in range."""
+    if not _JAVA_INT.fullmatch(text):
+        return None
+    v = int(text)
+    return v if -(1 << (bits - 1)) <= v < 1 << (bits - 1) else None
+
+
+def leader_epoch_checkpoint(data: bytes) -> list[tuple[int, int]] | None | str:
+    """CheckpointFile.CheckpointReadBuffer.read with LeaderEpochCheckpointFile's formatter (3.6):
+    lines as BufferedReader.readLine splits them (\\n, \\r, \\r\\n); the version line, parsed as
+    is (no trim), must be 0; a missing version or count line is an empty list; every later line
+    splits on \\s+ into exactly two numbers (int epoch, long offset); their count must equal the
+    count line. Returns the entries, "refused" where Kafka throws, None where the model cannot
+    decide (text that is not ASCII: Java's digit rules reach past it)."""
+    if any(b > 0x7F for b in data):
+        return None
+    text = data.decode("ascii")
+    lines = re.split(r"\r\n|\r|\n", text)
+    if lines and lines[-1] == "":
+        lines.pop()            # readLine: a final line terminator ends the last line, adds none
+    if not lines:
+        return []
+    if _java_parse(lines[0], 32) != 0:
+        return "refused"
+    if len(lines) < 2:
+        return []
+    count = _java_parse(lines[1], 32)
+    if count is None:
+        return "refused"
+    out = []
+    for line in lines[2:]:
+        parts = re.split(r"[ \t\n\x0b\f\r]+", line)
+        while parts and parts[-1] == "":
+            parts.pop()        # String.split drops trailing empty strings
+        if len(parts) != 2:
+            return "refused"
+        epoch, offset = _java_parse(parts[0], 32), _java_parse(parts[1], 64)
+        if epoch is None or offset is None:
+            return "refused"
+        out.append((epoch, offset))
+    return out if len(out) == count else "refused"
+
+
+# ----------------------------------------------------------------------------- JSON documents
+
+
+def strict_json(data: bytes):
+    """The document when it is strict JSON in UTF-8 (a subset of what fastjson reads) and holds
+    no number longer than 18 digits (a Java long's range is the broker's concern, not this
+    model's), else None."""
+    try:
+        text = data.decode("utf-8")
+        return json.loads(text, parse_int=_short_int, parse_float=_reject, parse_constant=_reject)
+    except (ValueError, RecursionError, _Undecided):
+        return None
+
+
+class _Undecided(Exception):
+    pass
+
+
+def _short_int(s: str) -> int:
+    if len(s.lstrip("-")) > 18:
+        raise _Undecided(s)
+    return int(s)
+
+
+def _reject(s: str):
+    raise _Undecided(s)
