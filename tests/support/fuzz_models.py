@@ -153,7 +153,7 @@ def message_length(data: bytes, pos: int) -> tuple[int, int] | None:
 def commitlog_file_walk(data: bytes) -> tuple[list[int], bool]:
     """The records of one CommitLog file (CommitLog.checkMessageAndReturnSize's framing, 4.9.7):
     from byte 0, a record whose TOTALSIZE equals calMsgLength and lies within the file, until
-    a blank record (BLANK_MAGIC_CODE), a zero TOTALSIZE with only zeros after it (unwritten
+    a blank record (BLANK_MAGIC_CODE; sound when its TOTALSIZE is the bytes left), a zero TOTALSIZE with only zeros after it (unwritten
     space), or the file's exact end. Returns (record positions, sound): sound is False when
     the walk met anything else (damage or a torn record)."""
     out: list[int] = []
@@ -162,8 +162,8 @@ def commitlog_file_walk(data: bytes) -> tuple[list[int], bool]:
         if pos + 8 > len(data):
             return out, not any(data[pos:])
         total, magic = struct.unpack_from(">ii", data, pos)
-        if magic == MAGIC_BLANK:   # the end-of-file filler: the file's records end here
-            return out, True
+        if magic == MAGIC_BLANK:   # the end-of-file filler, whose TOTALSIZE the broker writes as
+            return out, total == len(data) - pos   # the bytes left (CommitLog.doAppend, maxBlank)
         if total == 0 and not any(data[pos:]):
             return out, True
         got = message_length(data, pos)

@@ -1019,7 +1019,10 @@ def _record_fields(at: int, rec: bytes) -> tuple[list[Field], list[int]]:
 class CommitLogTarget(Target):
     """CommitLog files and folders: iter_messages (raise and report), the C walk against the
     Python model, min/max_offset, message re-encoding, and on heavy inputs read_columns (raise,
-    report, start_offset; compared with the iterator's report) and read_at."""
+    report, start_offset; compared with the iterator's report) and read_at.
+
+    Model: iter_messages' record positions equal fuzz_models.commitlog_file_walk's (the
+    broker's framing in struct) wherever either side finds every file sound."""
 
     name = "commitlog"
     heavy_every = 12
@@ -1089,6 +1092,7 @@ class CommitLogTarget(Target):
         if rt.want(rng, 0.2):
             rt.call("min_offset", cl.min_offset, d)
         if msgs is not None:
+            self._model(rt, data, paths, file_size, msgs, it.report, check_crc)
             rt.expect(len(msgs) <= len(data) // cl.MIN_MESSAGE_SIZE, "iter_messages",
                       f"{len(msgs)} messages from {len(data)} bytes")
             if msgs and rt.want(rng, 0.4):
@@ -1124,6 +1128,23 @@ class CommitLogTarget(Target):
             offs = [int(Path(m.path).name) + m.position for m in msgs[:4]]
             rt.call("read_at", cl.read_at, d, offs + [min(first + rng.randrange(max(len(data), 1)), LONG_MAX)],
                     check_crc=check_crc, allow=(ValueError,))
+
+
+    @staticmethod
+    def _model(rt, data, paths, file_size, msgs, report, check_crc):
+        """Where rmqlab reports no damage and no torn tail, or (CRCs unchecked) where the model
+        finds each file's records framed soundly, both read the same records at the same places."""
+        import fuzz_models as fm
+
+        walks = [fm.commitlog_file_walk(data[i * file_size:(i + 1) * file_size]) for i in range(len(paths))]
+        sound = all(ok for _, ok in walks)
+        clean = not report.damage and report.torn_tail is None
+        if clean or (sound and not check_crc):
+            want = [(p.name, pos) for p, (found, _) in zip(paths, walks) for pos in found]
+            got = [(Path(m.path).name, m.position) for m in msgs]
+            rt.model(got == want and clean == sound, "iter_messages",
+                     f"records at {got[:6]}... (report clean: {clean}), the framing model's {want[:6]}... "
+                     f"(sound: {sound})")
 
 
 def _real_commitlog_prefix(relative: str) -> tuple[bytes, int] | None:
