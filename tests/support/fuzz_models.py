@@ -150,6 +150,32 @@ def message_length(data: bytes, pos: int) -> tuple[int, int] | None:
     return total, calc
 
 
+def message_fields(data: bytes) -> dict | None:
+    """The fields of the record at byte 0 (MessageDecoder.decode's order, 4.9.7 / 5.x) when
+    its length fields agree with TOTALSIZE (calMsgLength) and it lies within the bytes; else
+    None."""
+    got = message_length(data, 0)
+    if got is None or got[0] != got[1] or got[0] > len(data):
+        return None
+    total, magic, _, queue_id, flag, queue_offset, phy, sys_flag = struct.unpack_from(">iiiiiqqi", data, 0)
+    born = 20 if sys_flag & 0x10 else 8
+    store = 20 if sys_flag & 0x20 else 8
+    at = 40 + 8 + born + 8 + store + 4 + 8
+    body_len = struct.unpack_from(">i", data, at)[0]
+    body = data[at + 4:at + 4 + body_len]
+    at += 4 + body_len
+    if magic == MAGIC_V2:
+        topic_len, at = struct.unpack_from(">h", data, at)[0], at + 2
+    else:
+        topic_len, at = data[at], at + 1
+    topic = data[at:at + topic_len]
+    at += topic_len
+    props_len = struct.unpack_from(">h", data, at)[0]
+    return {"total_size": total, "queue_id": queue_id, "flag": flag, "queue_offset": queue_offset,
+            "phy_offset": phy, "sys_flag": sys_flag, "body": body, "topic": topic,
+            "properties": data[at + 2:at + 2 + props_len]}
+
+
 def commitlog_file_walk(data: bytes) -> tuple[list[int], bool]:
     """The records of one CommitLog file (CommitLog.checkMessageAndReturnSize's framing, 4.9.7):
     from byte 0, a record whose TOTALSIZE equals calMsgLength and lies within the file, until

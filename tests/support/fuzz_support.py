@@ -1238,7 +1238,11 @@ class MessageTarget(Target):
     """One CommitLog record in a buffer: read_message at 0 and at other positions (with and
     without the CRC check), the decoded message's properties, ids and a byte-exact re-encode,
     a compressed body decompressed with the codec its SYSFLAG names (records compressed with
-    zlib, LZ4 and ZSTD among the seeds); parse_properties of arbitrary spans."""
+    zlib, LZ4 and ZSTD among the seeds); parse_properties of arbitrary spans.
+
+    Model: a record read_message decodes has the fields fuzz_models.message_fields reads with
+    struct (sizes, offsets, flags, body, topic and properties bytes); one whose length fields
+    the model finds consistent is decoded, unless its CRC is checked."""
 
     name = "message"
     anonymous_errors = True
@@ -1267,10 +1271,19 @@ class MessageTarget(Target):
         return out
 
     def run(self, rt, seed, data, ops, rng, heavy):
+        import fuzz_models as fm
+
         from rmqlab.formats import commitlog as cl
 
         crc = rng.random() < 0.5
         m = rt.call("read_message", cl.read_message, data, 0, check_crc=crc)
+        want = fm.message_fields(data)
+        if m is not None or (want is not None and not crc):
+            got = m and {"total_size": m.total_size, "queue_id": m.queue_id, "flag": m.flag,
+                         "queue_offset": m.queue_offset, "phy_offset": m.phy_offset, "sys_flag": m.sys_flag,
+                         "body": bytes(m.body), "topic": m.topic.encode("utf-8", "surrogateescape"),
+                         "properties": bytes(m.properties_raw)}
+            rt.model(got == want, "read_message", f"decoded {got}, the struct model {want}")
         if m is not None:
             m.keys, m.tags, m.uniq_key, m.delay_level, m.crc_ok, m.compressed, m.as_dict()
             rt.call("Message.offset_msg_id", lambda: m.offset_msg_id)
