@@ -179,8 +179,8 @@ def message_fields(data: bytes) -> dict | None:
 def commitlog_file_walk(data: bytes) -> tuple[list[int], bool]:
     """The records of one CommitLog file (CommitLog.checkMessageAndReturnSize's framing, 4.9.7):
     from byte 0, a record whose TOTALSIZE equals calMsgLength and lies within the file, until
-    a blank record (BLANK_MAGIC_CODE; sound when its TOTALSIZE is the bytes left), a zero TOTALSIZE with only zeros after it (unwritten
-    space), or the file's exact end. Returns (record positions, sound): sound is False when
+    a blank record (BLANK_MAGIC_CODE; sound when its TOTALSIZE is the bytes left), only zeros
+    (unwritten space), or the file's exact end. Returns (record positions, sound): sound is False when
     the walk met anything else (damage or a torn record)."""
     out: list[int] = []
     pos = 0
@@ -207,17 +207,20 @@ def kafka_frames(data: bytes) -> tuple[list[tuple[int, int, int, int]], str]:
     """The entries of a Kafka log segment as FileLogInputStream.nextBatch frames them (3.6):
     [baseOffset int64][length int32] then the rest; magic at byte 16. Returns ((position, size,
     magic, last offset), how the walk ended): "end" at the file's end, "torn" for an entry
-    the file cuts (or a header of fewer than 17 bytes), "damage" for a length below the legacy
-    v0 minimum (RECORD_OVERHEAD_V0 = 14), a v2 batch shorter than its 61-byte header or a magic
-    other than 0, 1, 2. The last offset: baseOffset + lastOffsetDelta (int32 at byte 23) for v2;
-    a legacy entry's offset field for magic 0 and 1 (a wrapper's is its last inner offset)."""
+    the file cuts (17 bytes or fewer left, or a length past the end: nextBatch's null), and
+    also for an all-zero rest of the file (space a preallocated segment never got written,
+    which LogSegment.recover truncates as it does a torn entry), "damage" for a length below
+    the legacy v0 minimum (RECORD_OVERHEAD_V0 = 14), a v2 batch shorter than its 61-byte header
+    or a magic other than 0, 1, 2. The last offset: baseOffset + lastOffsetDelta (int32 at byte
+    23) for v2; a legacy entry's offset field for magic 0 and 1 (a wrapper's is its last inner
+    offset)."""
     out = []
     pos = 0
     n = len(data)
     while True:
         if pos == n:
             return out, "end"
-        if pos + 17 > n:
+        if pos + 17 >= n or not any(data[pos:]):
             return out, "torn"
         base, length = struct.unpack_from(">qi", data, pos)
         magic = data[pos + 16]

@@ -1589,7 +1589,11 @@ class KafkaLogTarget(Target):
     (each codec, written here, and the first batches of real lz4 and gzip segments when
     ../shared is there) reach the decompression and the compressed batches' record checks.
     Legacy seeds: magic v0/v1 message sets, plain and with compressed wrappers (their inner
-    messages in decompressed bytes), and one mixing v1 and v2."""
+    messages in decompressed bytes), and one mixing v1 and v2.
+
+    Model: where walk_batches returns, its entries (position, size, magic, last offset) and
+    so the count and the end offset equal fuzz_models.kafka_frames' (FileLogInputStream's
+    framing in struct), which found no damage; a torn tail only under torn_tail="stop"."""
 
     name = "kafka-log"
     anonymous_errors = True
@@ -1688,6 +1692,14 @@ class KafkaLogTarget(Target):
                 raise
 
         bs = rt.call("walk_batches", walk)
+        if bs is not None:
+            import fuzz_models as fm
+
+            frames, how = fm.kafka_frames(bytes(data))
+            got = [(b.position, b.size, b.magic, b.last_offset) for b in bs]
+            rt.model(got == frames and (how == "end" or how == "torn" and torn == "stop"), "walk_batches",
+                     f"{len(got)} entries (torn_tail={torn}), the framing model's {len(frames)} ending {how!r}; "
+                     f"first difference {next((x for x in zip(got, frames) if x[0] != x[1]), None)}")
         if bs is not None:   # every whole entry is at least 26 bytes (a v0 message)
             rt.expect(len(bs) <= len(data) // 26 + 1, "walk_batches", f"{len(bs)} batches from {len(data)} bytes")
             if rt.want(rng, 0.1):
