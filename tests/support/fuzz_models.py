@@ -200,6 +200,22 @@ def commitlog_file_walk(data: bytes) -> tuple[list[int], bool]:
     return out, True
 
 
+# ----------------------------------------------------------------------------- message ids
+
+_HEX = re.compile(r"[0-9A-Fa-f]*")
+
+
+def id_fields(text: str) -> tuple[bytes, bytes] | None:
+    """(address bytes, the rest) of a message id: 32 hex digits hold an IPv4 address (4 bytes),
+    56 an IPv6 one (16), as MessageDecoder.createMessageId and MessageClientIDSetter.createUniqID
+    write them (4.9.7); None for other text."""
+    if len(text) not in (32, 56) or not _HEX.fullmatch(text):
+        return None
+    raw = bytes.fromhex(text)
+    n = 4 if len(raw) == 16 else 16
+    return raw[:n], raw[n:]
+
+
 # ----------------------------------------------------------------------------- Kafka log segments
 
 

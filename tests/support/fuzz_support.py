@@ -1896,7 +1896,11 @@ class KafkaInternalTopicsTarget(Target):
 class MsgIdTarget(Target):
     """Message id text: parse_offset_msg_id and parse_uniq_id (with hostile reference times and
     zones); a parsed id must re-encode to the same text. Ids are strings, so a ValueError for
-    text that is not an id is the documented answer."""
+    text that is not an id is the documented answer.
+
+    Model: both parsers answer exactly where fuzz_models.id_fields finds an id (32 or 56 hex
+    digits), and their address, port, offset, pid, class-loader hash, month offset and counter
+    are the bytes it cuts out (ipaddress and int.from_bytes)."""
 
     name = "msgid"
     anonymous_errors = True
@@ -1921,10 +1925,23 @@ class MsgIdTarget(Target):
         return out
 
     def run(self, rt, seed, data, ops, rng, heavy):
+        import ipaddress
+
+        import fuzz_models as fm
+
         from rmqlab.formats import msgid as mi
 
         text = data.decode("latin-1") if rng.random() < 0.8 else data.decode("utf-8", "surrogateescape")
         o = rt.call("parse_offset_msg_id", mi.parse_offset_msg_id, text, allow=(ValueError,))
+        want = fm.id_fields(text)
+        if want is None:
+            rt.model(o is None, "parse_offset_msg_id", f"{text!r} is no id, yet it parses as {o}")
+        else:
+            ip, rest = want
+            got = o and (ipaddress.ip_address(o.ip).packed, o.port, o.phy_offset)
+            rt.model(got == (ip, int.from_bytes(rest[:4], "big", signed=True), int.from_bytes(rest[4:], "big",
+                                                                                            signed=True)),
+                     "parse_offset_msg_id", f"{text!r} parses as {o}, the hex model's fields {want}")
         if o is not None:
             again = rt.call("offset_msg_id", mi.offset_msg_id, o.store_host, o.phy_offset)
             rt.expect(again == text.upper(), "parse_offset_msg_id", f"re-encoded {again!r} != {text.upper()!r}")
@@ -1932,6 +1949,14 @@ class MsgIdTarget(Target):
                           -62135596800000, -62135596800001, 2**53, -(2**53), 1718000000000 + 86400000 * 40))
         tz = rng.choice(("UTC", "Asia/Shanghai", "Pacific/Kiritimati", None))
         u = rt.call("parse_uniq_id", mi.parse_uniq_id, text, now=now, tz=tz, allow=(ValueError,))
+        if want is not None and (u is not None or now is None):   # a `now` past datetime's years refuses
+            ip, rest = want
+            got = u and (ipaddress.ip_address(u.ip).packed, u.pid, u.class_loader_hash, u.month_offset_ms, u.counter)
+            rt.model(got == (ip, int.from_bytes(rest[:2], "big"), int.from_bytes(rest[2:6], "big", signed=True),
+                             int.from_bytes(rest[6:10], "big"), int.from_bytes(rest[10:], "big")),
+                     "parse_uniq_id", f"{text!r} parses as {u}, the hex model's fields {want}")
+        elif want is None:
+            rt.model(u is None, "parse_uniq_id", f"{text!r} is no id, yet it parses as {u}")
         if u is not None and u.timestamp_ms is not None:
             start = u.timestamp_ms - u.month_offset_ms
             diff = _wrap(u.month_offset_ms, 4)
