@@ -294,11 +294,19 @@ def producer_snapshot(data: bytes) -> dict | None:
     return out
 
 
-def txn_index(data: bytes) -> list[tuple[int, int, int, int, int]]:
+def txn_index(data: bytes) -> list[tuple[int, int, int, int, int]] | None:
     """TransactionIndex's AbortedTxn entries (3.6): 34 bytes each (version int16, producerId,
     firstOffset, lastOffset, lastStableOffset int64) in file order; a partial entry at the
-    end is not read."""
-    return [struct.unpack_from(">hqqqq", data, i) for i in range(0, len(data) - len(data) % 34, 34)]
+    end is not read. AbortedTxn.version() reads the field's first byte (ByteBuffer.get, a
+    signed byte), and the iterator throws for a version above CURRENT_VERSION 0: None then."""
+    out = []
+    for i in range(0, len(data) - len(data) % 34, 34):
+        _, producer, first, last, stable = struct.unpack_from(">hqqqq", data, i)
+        version = struct.unpack_from(">b", data, i)[0]
+        if version > 0:
+            return None
+        out.append((version, producer, first, last, stable))
+    return out
 
 
 _JAVA_INT = re.compile(r"[+-]?[0-9]+")

@@ -1980,7 +1980,11 @@ def _real_seed(relative: str) -> bytes | None:
 
 class KafkaProducerSnapshotTarget(Target):
     """Producer-state ``.snapshot`` files: read_producer_snapshot (CRC checked and not), the
-    problems check, the dump lines; seeds from encode_producer_snapshot and the real files."""
+    problems check, the dump lines; seeds from encode_producer_snapshot and the real files.
+
+    Model: fuzz_models.producer_snapshot (struct and a table CRC-32C): both reads answer
+    exactly where it finds version 1, a whole entries array and (checked) a matching CRC, with
+    its producer ids and its computed CRC."""
 
     name = "kafka-producer-snapshot"
 
@@ -2004,6 +2008,8 @@ class KafkaProducerSnapshotTarget(Target):
         return out
 
     def run(self, rt, seed, data, ops, rng, heavy):
+        import fuzz_models as fm
+
         from rmqlab.kafka import producer_state as ps
 
         if any(op[0] == "fixcrc" for op in ops):
@@ -2014,7 +2020,15 @@ class KafkaProducerSnapshotTarget(Target):
         if df is not None:
             rt.expect(len(df) <= len(data) // ps.ENTRY.size, "read_producer_snapshot", f"{len(df)} entries")
             rt.call("producer_snapshot_lines", ps.producer_snapshot_lines, df)
-        rt.call("read_producer_snapshot(verify_crc=False)", ps.read_producer_snapshot, p, verify_crc=False)
+        loose = rt.call("read_producer_snapshot(verify_crc=False)", ps.read_producer_snapshot, p, verify_crc=False)
+        m = fm.producer_snapshot(data)
+        readable = m is not None and m["version"] == 1 and m["ids"] is not None
+        for got, crc_checked in ((df, True), (loose, False)):
+            want = m["ids"] if readable and (not crc_checked or m["stored"] == m["computed"]) else None
+            ids = None if got is None else got["producer_id"].tolist()
+            rt.model(ids == want and (got is None or got.attrs["computed_crc"] == m["computed"]),
+                     "read_producer_snapshot", f"verify_crc={crc_checked}: producers {ids}, the model's {want} "
+                                               f"({m and {k: v for k, v in m.items() if k != 'ids'}})")
         res = rt.call("producer_snapshot_problems", ps.producer_snapshot_problems, p)
         if res is not None:
             rt.expect(all(isinstance(x, str) for x in res[0]), "producer_snapshot_problems", "a problem is not text")
@@ -2034,7 +2048,10 @@ def _snapshot_special(ch, seed: Seed) -> list[tuple]:
 
 
 class KafkaTxnIndexTarget(Target):
-    """``.txnindex`` files: read_txn_index, the problems check, the dump lines."""
+    """``.txnindex`` files: read_txn_index, the problems check, the dump lines.
+
+    Model: read_txn_index answers exactly where fuzz_models.txn_index (the AbortedTxn entries in
+    struct, a version byte above 0 refused) does, with its entries in file order."""
 
     name = "kafka-txnindex"
 
@@ -2057,6 +2074,12 @@ class KafkaTxnIndexTarget(Target):
         p = rt.fresh_dir() / rng.choice(("00000000000000000000.txnindex", "00000000000000000020.txnindex"))
         p.write_bytes(data)
         df = rt.call("read_txn_index", tx.read_txn_index, p)
+        import fuzz_models as fm
+
+        want = fm.txn_index(data)
+        got = None if df is None else list(df[["version", "producer_id", "first_offset", "last_offset",
+                                              "last_stable_offset"]].itertuples(index=False, name=None))
+        rt.model(got == want, "read_txn_index", f"entries {got and got[:3]}..., the model's {want and want[:3]}...")
         if df is not None:
             rt.expect(len(df) <= len(data) // tx.ENTRY.size, "read_txn_index", f"{len(df)} entries")
             rt.call("txn_index_lines", tx.txn_index_lines, df)
