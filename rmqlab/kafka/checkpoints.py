@@ -22,6 +22,7 @@ from __future__ import annotations
 import base64
 import json
 import os
+import re
 import uuid
 from typing import Any
 
@@ -68,40 +69,73 @@ def read_leader_epoch_checkpoint(path: str | os.PathLike) -> pd.DataFrame:
     >>> read_leader_epoch_checkpoint(p).to_dict("records")
     [{'epoch': 5, 'start_offset': 12}]
 
+    Read as CheckpointFile.CheckpointReadBuffer reads it (Kafka 3.6): lines as
+    BufferedReader.readLine ends them (``\\n``, ``\\r``, ``\\r\\n``), the version and count
+    lines parsed as they stand (Integer.parseInt: no spaces), every later line an entry (a
+    blank one too) split on ``\\s+`` into an int epoch and a long offset.
+
     Raises :class:`~rmqlab.errors.FormatError` naming the line's byte offset for a version
     other than 0, a count that disagrees with the lines, or a malformed line (the broker's
     ``CheckpointFile`` refuses the same); :class:`~rmqlab.errors.TruncatedFileError` when the
     header lines are missing.
     """
-    lines = _lines(path)
+    lines, starts = _java_lines(path)
     if len(lines) < 2:
         raise TruncatedFileError(f"{len(lines)} line(s): a checkpoint starts with a version and a count line",
                                  path=path, offset=0, field="header")
 
-    def number(n: int, text: str, field: str) -> int:
-        try:
+    def number(n: int, text: str, field: str, bits: int = 32) -> int:
+        # Integer.parseInt / Long.parseLong: a sign and decimal digits alone (Python's int() would
+        # also take spaces and underscores), within the Java type's range
+        if len(text) <= 24 and _JAVA_INTEGER.fullmatch(text) and -(1 << (bits - 1)) <= int(text) < 1 << (bits - 1):
             return int(text)
-        except ValueError:
-            raise FormatError(f"line {n + 1} {lines[n]!r}: {field} is not a number", path=path,
-                              offset=_offset_of_line(lines, n), field=field) from None
+        raise FormatError(f"line {n + 1} {lines[n]!r}: {field} is not a number", path=path,
+                          offset=starts[n], field=field)
 
-    version = number(0, lines[0].strip(), "version")
+    version = number(0, lines[0], "version")
     if version != _EPOCH_CHECKPOINT_VERSION:
         raise FormatError(f"checkpoint version {version}, not {_EPOCH_CHECKPOINT_VERSION}", path=path, offset=0,
                           field="version")
-    count = number(1, lines[1].strip(), "count")
-    body = [line for line in lines[2:] if line.strip()]
-    if count != len(body):
-        raise FormatError(f"the count line says {count} epochs but {len(body)} lines follow", path=path,
-                          offset=_offset_of_line(lines, 1), field="count")
+    count = number(1, lines[1], "count")
     rows = []
-    for n, line in enumerate(lines[2:2 + count], start=2):
-        parts = line.split()
+    for n, line in enumerate(lines[2:], start=2):
+        parts = _JAVA_WHITESPACE.split(line)
+        while parts and not parts[-1]:   # String.split drops trailing empty strings
+            parts.pop()
         if len(parts) != 2:
             raise FormatError(f"line {n + 1} {line!r}: expected 'epoch startOffset'", path=path,
-                              offset=_offset_of_line(lines, n), field="entry")
-        rows.append((number(n, parts[0], "epoch"), number(n, parts[1], "startOffset")))
+                              offset=starts[n], field="entry")
+        rows.append((number(n, parts[0], "epoch"), number(n, parts[1], "startOffset", 64)))
+    if count != len(rows):
+        raise FormatError(f"the count line says {count} epochs but {len(rows)} lines follow", path=path,
+                          offset=starts[1], field="count")
     return pd.DataFrame(rows, columns=["epoch", "start_offset"], dtype="int64")
+
+
+#: Integer.parseInt's text: an optional sign, then decimal digits (Character.digit: any script's)
+_JAVA_INTEGER = re.compile(r"[+-]?\d+")
+#: java.util.regex's \s: ASCII whitespace only
+_JAVA_WHITESPACE = re.compile(r"[ \t\n\x0b\f\r]+")
+
+
+def _java_lines(path) -> tuple[list[str], list[int]]:
+    """The file's lines as BufferedReader.readLine returns them (ended by \\n, \\r or \\r\\n; a
+    final terminator adds no empty line), and the byte offset each starts at."""
+    with open(path, "rb") as f:
+        raw = f.read()
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise FormatError(f"not UTF-8 text ({e.reason})", path=path, offset=e.start, field="text") from None
+    lines, starts, at = [], [], 0
+    for m in re.finditer(rb"\r\n|\r|\n", raw):
+        lines.append(raw[at:m.start()].decode("utf-8"))
+        starts.append(at)
+        at = m.end()
+    if at < len(raw):
+        lines.append(raw[at:].decode("utf-8"))
+        starts.append(at)
+    return lines, starts
 
 
 def read_partition_metadata(path: str | os.PathLike) -> dict[str, Any]:

@@ -81,6 +81,13 @@ def test_partition_metadata_round_trip(tmp_path_factory, raw):
     ("0\n1\n1\n", FormatError, "entry", 4),
     ("0\n1\n1 x\n", FormatError, "startOffset", 4),
     ("zero\n0\n", FormatError, "version", 0),
+    # CheckpointFile's own line rules (Kafka 3.6), where Python's splitlines/strip/int are looser;
+    # found by the kafka-textfiles fuzz target's model
+    ("0\n1\x0b0 0\n", FormatError, "count", 2),        # readLine ends lines at \n and \r only
+    ("0\n1\n5 12\n\n", FormatError, "entry", 9),      # a blank line is a malformed entry
+    (" 0\n0\n", FormatError, "version", 0),             # Integer.parseInt takes no spaces
+    ("0\n1\n1_0 5\n", FormatError, "epoch", 4),         # nor underscores
+    ("0\n1\n2147483648 5\n", FormatError, "epoch", 4),  # an int epoch
 ])
 def test_bad_leader_epoch_checkpoints(tmp_path, text, error, field, offset):
     path = tmp_path / LEADER_EPOCH_CHECKPOINT

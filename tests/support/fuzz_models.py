@@ -320,13 +320,14 @@ def _java_parse(text: str, bits: int) -> int | None:
     return v if -(1 << (bits - 1)) <= v < 1 << (bits - 1) else None
 
 
-def leader_epoch_checkpoint(data: bytes) -> list[tuple[int, int]] | None | str:
+def leader_epoch_checkpoint(data: bytes) -> list[tuple[int, int]] | str | None:
     """CheckpointFile.CheckpointReadBuffer.read with LeaderEpochCheckpointFile's formatter (3.6):
     lines as BufferedReader.readLine splits them (\\n, \\r, \\r\\n); the version line, parsed as
     is (no trim), must be 0; a missing version or count line is an empty list; every later line
     splits on \\s+ into exactly two numbers (int epoch, long offset); their count must equal the
-    count line. Returns the entries, "refused" where Kafka throws, None where the model cannot
-    decide (text that is not ASCII: Java's digit rules reach past it)."""
+    count line. Returns the entries, "refused" where Kafka throws, "short" where the version or
+    the count line is missing (Kafka reads no entries), None where the model cannot decide
+    (text that is not ASCII: Java's digit rules reach past it)."""
     if any(b > 0x7F for b in data):
         return None
     text = data.decode("ascii")
@@ -334,11 +335,11 @@ def leader_epoch_checkpoint(data: bytes) -> list[tuple[int, int]] | None | str:
     if lines and lines[-1] == "":
         lines.pop()            # readLine: a final line terminator ends the last line, adds none
     if not lines:
-        return []
+        return "short"
     if _java_parse(lines[0], 32) != 0:
         return "refused"
     if len(lines) < 2:
-        return []
+        return "short"
     count = _java_parse(lines[1], 32)
     if count is None:
         return "refused"

@@ -2260,7 +2260,12 @@ def _config_special(ch, seed: Seed) -> list[tuple]:
 class KafkaTextFilesTarget(Target):
     """A partition directory's leader-epoch-checkpoint, partition.metadata and quorum-state,
     seeded with the real files when they are there. Hostile edits: huge and negative numbers,
-    missing lines, invalid UTF-8, wrong JSON types, truncation (the generic ops)."""
+    missing lines, invalid UTF-8, wrong JSON types, truncation (the generic ops).
+
+    Model: read_leader_epoch_checkpoint answers as fuzz_models.leader_epoch_checkpoint
+    (CheckpointFile's line rules in str and re) on ASCII text: its entries, or an error where
+    Kafka throws, or a TruncatedFileError where the header lines are missing (Kafka reads no
+    entries there; rmqlab refuses such a file, as documented)."""
 
     name = "kafka-textfiles"
     mem_const = 4 << 20
@@ -2287,9 +2292,29 @@ class KafkaTextFilesTarget(Target):
         for reader in (kc.read_leader_epoch_checkpoint, kc.read_partition_metadata, kc.read_quorum_state):
             rt.call(reader.__name__, reader, path)
         epochs = rt.call("read_leader_epoch_checkpoint", kc.read_leader_epoch_checkpoint, path)
+        if seed.meta["file"] == kc.LEADER_EPOCH_CHECKPOINT:
+            self._model(rt, data, path)
         if epochs is not None:
             rt.expect(list(epochs.columns) == ["epoch", "start_offset"], "read_leader_epoch_checkpoint",
                       f"columns {list(epochs.columns)}")
+
+
+    @staticmethod
+    def _model(rt, data, path):
+        import fuzz_models as fm
+
+        from rmqlab.kafka import checkpoints as kc
+
+        want = fm.leader_epoch_checkpoint(data)
+        if want is None:   # not ASCII: the model leaves it to the no-crash property
+            return
+        try:
+            got: Any = list(kc.read_leader_epoch_checkpoint(path).itertuples(index=False, name=None))
+        except RmqlabError:
+            got = "refused"
+        # a file without both header lines: Kafka reads no entries, rmqlab refuses it (documented)
+        ok = got == "refused" if want == "short" else got == want
+        rt.model(ok, "read_leader_epoch_checkpoint", f"{data[:60]!r}: read {got}, CheckpointFile's model {want}")
 
 
 # ------------------------------------------------------------------------ BatchConsumeQueue
