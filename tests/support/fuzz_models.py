@@ -360,26 +360,102 @@ def leader_epoch_checkpoint(data: bytes) -> list[tuple[int, int]] | str | None:
 # ----------------------------------------------------------------------------- JSON documents
 
 
-def strict_json(data: bytes):
-    """The document when it is strict JSON in UTF-8 (a subset of what fastjson reads) and holds
-    no number longer than 18 digits (a Java long's range is the broker's concern, not this
-    model's), else None."""
-    try:
-        text = data.decode("utf-8")
-        return json.loads(text, parse_int=_short_int, parse_float=_reject, parse_constant=_reject)
-    except (ValueError, RecursionError, _Undecided):
-        return None
-
-
 class _Undecided(Exception):
     pass
 
 
-def _short_int(s: str) -> int:
-    if len(s.lstrip("-")) > 18:
-        raise _Undecided(s)
-    return int(s)
+class _Doc:
+    """A recursive-descent reader of JSON plus the one thing fastjson writes beyond it in a
+    broker's config/ files: bare integer object keys (a Map<Integer, ...>, e.g. delayOffset.json's
+    offsetTable). Anything else fastjson might accept is outside the model (undecided)."""
+
+    _STRING = re.compile(r'"(?:[^"\\\x00-\x1f]|\\.)*"')
+    _NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")
+    _WS = re.compile(r"[ \t\n\r]*")
+
+    def __init__(self, text: str):
+        self.t, self.i = text, 0
+
+    def ws(self) -> None:
+        self.i = self._WS.match(self.t, self.i).end()
+
+    def value(self, depth: int):
+        if depth > 64:
+            raise _Undecided("depth")
+        self.ws()
+        t, i = self.t, self.i
+        if t.startswith("{", i):
+            self.i += 1
+            out = {}
+            self.ws()
+            if t.startswith("}", self.i):
+                self.i += 1
+                return out
+            while True:
+                self.ws()
+                m = self._STRING.match(t, self.i)
+                if m:
+                    key = json.loads(m.group())
+                else:
+                    m = re.compile(r"-?[0-9]{1,18}").match(t, self.i)
+                    if not m:
+                        raise _Undecided("key")
+                    key = int(m.group())
+                self.i = m.end()
+                self.ws()
+                if not t.startswith(":", self.i):
+                    raise _Undecided(":")
+                self.i += 1
+                out[key] = self.value(depth + 1)
+                self.ws()
+                if t.startswith(",", self.i):
+                    self.i += 1
+                elif t.startswith("}", self.i):
+                    self.i += 1
+                    return out
+                else:
+                    raise _Undecided("}")
+        if t.startswith("[", i):
+            self.i += 1
+            items = []
+            self.ws()
+            if t.startswith("]", self.i):
+                self.i += 1
+                return items
+            while True:
+                items.append(self.value(depth + 1))
+                self.ws()
+                if t.startswith(",", self.i):
+                    self.i += 1
+                elif t.startswith("]", self.i):
+                    self.i += 1
+                    return items
+                else:
+                    raise _Undecided("]")
+        m = self._STRING.match(t, i)
+        if m:
+            self.i = m.end()
+            return json.loads(m.group())
+        for word, v in (("true", True), ("false", False), ("null", None)):
+            if t.startswith(word, i):
+                self.i += len(word)
+                return v
+        m = self._NUMBER.match(t, i)
+        if m and m.group().lstrip("-").isdigit() and len(m.group()) <= 18:
+            self.i = m.end()
+            return int(m.group())
+        raise _Undecided("value")
 
 
-def _reject(s: str):
-    raise _Undecided(s)
+def config_json(data: bytes):
+    """A config/ file's document (UTF-8 JSON with bare integer keys allowed, integers of 18
+    digits at most, no fractions), else None."""
+    try:
+        d = _Doc(data.decode("utf-8"))
+        v = d.value(0)
+        d.ws()
+        return v if d.i == len(d.t) else None
+    except (ValueError, _Undecided, RecursionError):
+        return None
+
+

@@ -508,6 +508,7 @@ class Target:
     mem_factor = 64
     mem_const = 4 << 20
     anonymous_errors = False   # True where a reader gets bytes, not a file (no path to name)
+    model_share = 0.05         # the least share of inputs the target's model must judge (test_fuzz)
 
     def seeds(self, workdir: Path) -> list[Seed]:
         raise NotImplementedError
@@ -2183,10 +2184,15 @@ def _kraft_special(ch, seed: Seed) -> list[tuple]:
 class StoreConfigTarget(Target):
     """A store's config/ JSON (fastjson dialect): load_config_file with and without a .bak, for
     each kind, and read_store_config's frames. Hostile edits: deep nesting, wrong types, huge
-    numbers, invalid UTF-8, bare keys, truncation (the generic ops)."""
+    numbers, invalid UTF-8, bare keys, truncation (the generic ops).
+
+    Model: where a file loads from the main file and fuzz_models.config_json reads it (JSON
+    with fastjson's bare integer keys), the topics / groups are its table's keys, the delay
+    levels and consumer offsets its integer entries."""
 
     name = "storeconfig"
     mem_const = 4 << 20
+    model_share = 0.02   # most hostile edits leave no document that loads; the model judges those that do
 
     def seeds(self, workdir: Path) -> list[Seed]:
         from rmqlab.formats.storeconfig_writer import config_documents
@@ -2228,6 +2234,8 @@ class StoreConfigTarget(Target):
         load = rt.call("load_config_file", sc.load_config_file, cfg / name, kind)
         if load is not None:
             rt.expect(load.source in ("file", "bak", "none"), "load_config_file", f"source {load.source!r}")
+        if load is not None and load.source == "file":
+            self._model(rt, data, kind, load)
         other = rng.choice([k for k in sc.KINDS if k != kind])
         rt.call("load_config_file(other kind)", sc.load_config_file, cfg / name, other)
         if kind == "topics":
@@ -2239,6 +2247,44 @@ class StoreConfigTarget(Target):
             if store_cfg is not None:
                 for frame in ("topics", "consumer_offsets", "delay_offsets", "subscription_groups"):
                     rt.call(frame, getattr(store_cfg, frame))
+
+
+    @staticmethod
+    def _model(rt, data, kind, load):
+        """The rows of a file that loaded from the main file against the model's document: the
+        topics and groups are the table's keys; the delay levels and the consumer offsets its
+        (integer) entries. Where the model does not read the document, or a table holds values
+        of other types (whose conversion is fastjson's), it stays undecided."""
+        import fuzz_models as fm
+
+        doc = fm.config_json(data)
+        if not isinstance(doc, dict):
+            return
+        table = doc.get({"topics": "topicConfigTable", "subscription_groups": "subscriptionGroupTable",
+                         "delay_offsets": "offsetTable", "consumer_offsets": "offsetTable"}.get(kind, ""))
+        if not isinstance(table, dict):
+            return
+
+        def whole(v):
+            return isinstance(v, int) and not isinstance(v, bool)
+
+        if kind == "topics":
+            got, want = sorted(r["topic"] for r in load.rows), sorted(table)
+        elif kind == "subscription_groups":
+            got, want = sorted(r["group"] for r in load.rows), sorted(table)
+        elif kind == "delay_offsets":
+            if not all(whole(k) and whole(v) for k, v in table.items()):
+                return
+            got, want = sorted((r["level"], r["offset"]) for r in load.rows), sorted(table.items())
+        elif kind == "consumer_offsets":
+            if not all(isinstance(q, dict) and all(whole(k) and whole(v) for k, v in q.items())
+                       for q in table.values()):
+                return
+            got = sorted((r["key"], r["queue_id"], r["offset"]) for r in load.rows if r["table"] == "offsetTable")
+            want = sorted((key, q, o) for key, qs in table.items() for q, o in qs.items())
+        else:
+            return
+        rt.model(got == want, "load_config_file", f"{kind}: rows {got[:4]}..., the model's {want[:4]}...")
 
 
 def _config_special(ch, seed: Seed) -> list[tuple]:
