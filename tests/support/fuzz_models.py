@@ -111,6 +111,30 @@ def consumequeue_end(files: list[tuple[int, bytes]], file_size: int) -> int | No
         return start + good
 
 
+def batch_queue_units(files: list[bytes], file_size: int) -> int | None:
+    """BatchConsumeQueue.recover (5.1): the units (46 bytes: commitLogOffset long, size int,
+    tagsCode long, storeTime long, msgBaseOffset long, batchSize short, ...) before the end,
+    which the first unit with offset < 0, size <= 0, msgBaseOffset < 0 or batchSize <= 0 in
+    the files from the third newest on marks; the older files count whole. None unless every
+    file has the mapped size."""
+    if not files or any(len(b) != file_size for b in files) or file_size % 46:
+        return None
+    per = file_size // 46
+    k0 = max(0, len(files) - 3)
+    count = k0 * per
+    for b in files[k0:]:
+        good = 0
+        for i in range(0, file_size, 46):
+            offset, size, _, _, base, batch = struct.unpack_from(">qiqqqh", b, i)
+            if not (offset >= 0 and size > 0 and base >= 0 and batch > 0):
+                break
+            good += 1
+        count += good
+        if good != per:
+            break
+    return count
+
+
 # ----------------------------------------------------------------------------- RocketMQ CommitLog
 
 MAGIC_V1, MAGIC_V2, MAGIC_BLANK = -626843481, -626843477, -875286124

@@ -2371,7 +2371,10 @@ BCQ_FILE = 46 * 4   # 4 units a file
 class BatchConsumeQueueTarget(Target):
     """BatchConsumeQueue folders: open/read (strict and not), units, to_frame, find at every
     interesting message offset, offset_by_time (both boundaries), problems/check; the input is
-    cut into 4-unit files (layout ops as for the ConsumeQueue)."""
+    cut into 4-unit files (layout ops as for the ConsumeQueue).
+
+    Model: unit_count equals fuzz_models.batch_queue_units (BatchConsumeQueue.recover in
+    struct) wherever the files are whole."""
 
     name = "batchconsumequeue"
     heavy_every = 8
@@ -2412,6 +2415,11 @@ class BatchConsumeQueueTarget(Target):
         if q is None:
             return
         with q:
+            import fuzz_models as fm
+
+            want = fm.batch_queue_units([data[i:i + BCQ_FILE] for i in range(0, len(data), BCQ_FILE)], BCQ_FILE)
+            if want is not None:
+                rt.model(q.unit_count == want, "BatchConsumeQueue", f"{q.unit_count} units, recover()'s model {want}")
             rt.expect(q.unit_count <= len(data) // 46 + 1, "BatchConsumeQueue", f"{q.unit_count} units")
             len(q), q.files, q.dirty_files, repr(q)
             rt.call("units", lambda: q.units)
