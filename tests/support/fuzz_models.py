@@ -135,6 +135,23 @@ def batch_queue_units(files: list[bytes], file_size: int) -> int | None:
     return count
 
 
+TIMER_BLANK_MAGIC = wrap_int(0xBBCCDDEE ^ (1880681586 + 8))   # TimerLog.BLANK_MAGIC_CODE (+ binds before ^)
+
+
+def timer_log_units(files: list[tuple[int, bytes]]) -> list[int]:
+    """The timer log offsets of the units TimerMessageStore.recoverAndRevise walks (5.1): in each
+    file, 52-byte units (size int, prevPos long, magic int, ...) from byte 0 up to a blank
+    filler (magic BLANK_MAGIC_CODE), an unwritten unit (size 0) or the file's last whole unit."""
+    out = []
+    for start, b in files:
+        for i in range(0, len(b) - len(b) % 52, 52):
+            size, _, magic = struct.unpack_from(">iqi", b, i)
+            if size == 0 or magic == TIMER_BLANK_MAGIC:
+                break
+            out.append(start + i)
+    return out
+
+
 # ----------------------------------------------------------------------------- RocketMQ CommitLog
 
 MAGIC_V1, MAGIC_V2, MAGIC_BLANK = -626843481, -626843477, -875286124

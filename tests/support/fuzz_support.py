@@ -2447,7 +2447,10 @@ class TimerTarget(Target):
     unit_at at every unit start and hostile positions, chain from every slot's last_pos,
     delayed_time, infer_precision; on heavy inputs TimerWheel.open, occupied, slot, all_num and
     verify_timer_store. Seeds: timer stores of the brute-force doEnqueue model
-    (tests/support/timer_model.py) and, given `stores`, a broker's own timer files."""
+    (tests/support/timer_model.py) and, given `stores`, a broker's own timer files.
+
+    Model: TimerLog's units are at the offsets fuzz_models.timer_log_units finds (the walk of
+    recoverAndRevise in struct), wherever TimerLog.open answers."""
 
     name = "timer"
     heavy_every = 32
@@ -2519,6 +2522,12 @@ class TimerTarget(Target):
         if log is None:
             return
         with log:
+            import fuzz_models as fm
+
+            size = max(seed.meta["file_size"], 1)
+            want = fm.timer_log_units([(i, log_bytes[i:i + size]) for i in range(0, len(log_bytes), size)])
+            got = log.positions.tolist()
+            rt.model(got == want, "TimerLog", f"units at {got[:6]}..., recoverAndRevise's model {want[:6]}...")
             rt.expect(len(log.units) <= len(log_bytes) // 52 + 1, "TimerLog", f"{len(log.units)} units")
             for pos in [*log.positions[:20].tolist(), -1, 1, 52 * 3 + 1, 2**62, -(2**63), len(log_bytes)]:
                 rt.call("unit_at", log.unit_at, int(pos))
