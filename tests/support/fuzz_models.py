@@ -152,6 +152,16 @@ def timer_log_units(files: list[tuple[int, bytes]]) -> list[int]:
     return out
 
 
+def first_base_at_least(buf: bytes, left: int, right: int, target: int) -> int | None:
+    """Brute force over the 46-byte units at byte positions left, left + 46, ..., right: the
+    position of the first whose msgBaseOffset (int64 at byte 28) is >= `target`, or -1; None
+    when their msgBaseOffsets are not in order (a binary search's answer is then its own)."""
+    bases = [struct.unpack_from(">q", buf, p + 28)[0] for p in range(left, right + 1, 46)]
+    if any(a > b for a, b in zip(bases, bases[1:])):
+        return None
+    return next((left + 46 * i for i, b in enumerate(bases) if b >= target), -1)
+
+
 # ----------------------------------------------------------------------------- RocketMQ CommitLog
 
 MAGIC_V1, MAGIC_V2, MAGIC_BLANK = -626843481, -626843477, -875286124

@@ -2568,7 +2568,10 @@ class CompactionTarget(Target):
     units, cut into 4-unit files, log files of the same names) and then the compaction log's
     (CommitLog records whose PHYSICALOFFSET is their log position). Calls: SparseQueue.open,
     iterate_from_or_next at every interesting offset, binary_search_right over hostile bounds,
-    verify_compaction (heavy inputs), read_position_checkpoint on the log's bytes as text."""
+    verify_compaction (heavy inputs), read_position_checkpoint on the log's bytes as text.
+
+    Model: binary_search_right equals fuzz_models.first_base_at_least (a brute-force scan of
+    the units' msgBaseOffsets) wherever those are in order."""
 
     name = "compaction"
     heavy_every = 8
@@ -2638,10 +2641,18 @@ class CompactionTarget(Target):
                 got = rt.call("iterate_from_or_next", q.iterate_from_or_next, x)
                 n = 0 if got is None else len(got)
                 rt.expect(n <= BCQ_FILE // 46, "iterate_from_or_next", f"{n} units")
+        import fuzz_models as fm
+
         buf = data[:cut]
-        for left, right in ((0, len(buf) - 46), (-46, 46), (0, 10**6), (46, 0)):
+        last = (len(buf) // 46 - 1) * 46
+        for left, right in ((0, last), (0, len(buf) - 46), (-46, 46), (0, 10**6), (46, 0), (46, last)):
             if 0 <= left and right + 46 <= len(buf):
-                cpt.binary_search_right(buf, left, right, rng.randint(-2, 30))
+                target = rng.randint(-2, 30)
+                got = cpt.binary_search_right(buf, left, right, target)
+                want = fm.first_base_at_least(buf, left, right, target) if left <= right and right % 46 == 0 else None
+                if want is not None:
+                    rt.model(got == want, "binary_search_right", f"units {left}..{right}, target {target}: {got}, "
+                                                                 f"the brute-force scan's {want}")
         if heavy:
             from rmqlab.verify.check_compaction import verify_compaction
 
