@@ -510,3 +510,30 @@ def config_json(data: bytes):
         return None
 
 
+
+
+# ----------------------------------------------------------------------------- RocketMQ revive log
+
+#: the JSON names (@JSONField, then the bean name) of the fields the model reads: PopCheckPoint,
+#: AckMsg and BatchAckMsg at 5.1
+REVIVE_FIELDS = {"start_offset": ("so", "startOffset"), "pop_time": ("pt", "popTime"),
+                 "queue_id": ("q", "queueId"), "topic": ("t", "topic"), "num": ("n", "num"),
+                 "ack_offset": ("ao", "ackOffset"), "ack_offsets": ("aol", "ackOffsetList")}
+
+
+def revive_fields(data: bytes, fields: tuple[str, ...]) -> dict | None:
+    """The named fields of a revive-log body read as config_json reads it: a field missing is
+    fastjson's default (0; None for a string; an empty list); None (undecided) when the body is
+    not such a document or a field is present under both its names (which one fastjson keeps
+    is its parser's order, not the model's)."""
+    doc = config_json(data)
+    if not isinstance(doc, dict):
+        return None
+    out = {}
+    for f in fields:
+        names = [n for n in REVIVE_FIELDS[f] if n in doc]
+        if len(names) > 1:
+            return None
+        default = None if f == "topic" else [] if f == "ack_offsets" else 0
+        out[f] = doc[names[0]] if names else default
+    return out

@@ -2667,7 +2667,11 @@ class RevivelogTarget(Target):
     one body, parsed under its tag; a checkpoint that parses is asked for its offsets, ack indexes
     and problems. Seeds: bodies written from the Java classes' field names (short, and 5.0.0's
     long ack names), or the ck/ack/bAck bodies of broker stores (`stores`; with `only_stores`,
-    those alone)."""
+    those alone).
+
+    Model: where a body parses, its start offset, pop time, queue id, topic and count (a
+    checkpoint) or acknowledged offsets (an ack) are those of fuzz_models.revive_fields (the
+    document read by a stdlib JSON reader, fields by their Java names)."""
 
     name = "revivelog"
 
@@ -2719,6 +2723,17 @@ class RevivelogTarget(Target):
 
         tag = seed.meta["tag"] if rng.random() < 0.8 else rng.choice(["ck", "ack", "bAck", "other"])
         got = rt.call("parse_revive_body", rl.parse_revive_body, tag, data, path="revive-body", offset=0)
+        if isinstance(got, (rl.PopCheckPoint, rl.PopAck)):
+            import fuzz_models as fm
+
+            ck = isinstance(got, rl.PopCheckPoint)
+            names = ("start_offset", "pop_time", "queue_id", "topic") + (("num",) if ck else ())
+            want = fm.revive_fields(data, names + (() if ck else ("ack_offsets",) if got.batch else ("ack_offset",)))
+            if want is not None:
+                have = {f: getattr(got, f) for f in names}
+                if not ck:
+                    have.update({"ack_offsets": list(got.offsets)} if got.batch else {"ack_offset": got.offsets[0]})
+                rt.model(have == want, "parse_revive_body", f"{tag}: {have}, the JSON model's {want}")
         if isinstance(got, rl.PopCheckPoint):
             offsets = got.offsets()
             rt.expect(len(offsets) <= max(got.num, 0), "offsets", f"{len(offsets)} offsets for n={got.num}")
