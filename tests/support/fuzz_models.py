@@ -537,3 +537,20 @@ def revive_fields(data: bytes, fields: tuple[str, ...]) -> dict | None:
         default = None if f == "topic" else [] if f == "ack_offsets" else 0
         out[f] = doc[names[0]] if names else default
     return out
+
+
+# ----------------------------------------------------------------------------- RocketMQ tiered store
+
+
+def tiered_local_items(data: bytes, slots: int) -> list[tuple] | None:
+    """The items of a local (unsealed) IndexStoreFile (5.2, RIP-65): a 28-byte header (magic,
+    beginTimestamp, endTimestamp, slotCount, itemCount at byte 24), `slots` 8-byte slots, then
+    32-byte items numbered from 0 (hashCode, topicId, queueId int, offset long, size, timeDiff,
+    itemIndex int); the written ones are 1..itemCount, within the file's items. None unless the
+    file is a whole number of items after its slots (the model knows no other geometry)."""
+    at = 28 + 8 * slots
+    if len(data) < at or (len(data) - at) % 32:
+        return None
+    index_num = (len(data) - at) // 32
+    count = struct.unpack_from(">i", data, 24)[0]
+    return [struct.unpack_from(">iiiqiii", data, at + 32 * i) for i in range(1, min(count, index_num - 1) + 1)]

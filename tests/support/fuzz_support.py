@@ -2751,7 +2751,10 @@ class TieredIndexTarget(Target):
     8-byte slots, 32-byte items) of a small geometry, read as a local file and its compaction as
     a compacted one. Calls: TieredIndexFile.open, query at every key of the seed, items, check,
     compacted_bytes (and the compacted form read back). Seeds: files written by
-    write_local_file, or (`files`) files the release's IndexStoreFile wrote."""
+    write_local_file, or (`files`) files the release's IndexStoreFile wrote.
+
+    Model: items() lists the items 1..itemCount that fuzz_models.tiered_local_items reads
+    with struct, wherever the file is whole items after its slots."""
 
     name = "tiered-index"
     heavy_every = 4
@@ -2800,7 +2803,16 @@ class TieredIndexTarget(Target):
                 got = rt.call("query", f.query, topic, key, rng.choice([1, 4, 64]), 0, 1 << 62)
                 if got is not None:
                     rt.expect(len(got) <= 65, "query", f"{len(got)} items for at most 65")
-            rt.call("items", f.items)
+            items = rt.call("items", f.items)
+            if items is not None:
+                import fuzz_models as fm
+
+                want = fm.tiered_local_items(data, seed.meta["slots"])
+                if want is not None:
+                    got = list(items[["hash_code", "topic_id", "queue_id", "offset", "size", "time_diff", "item_index"]]
+                               .itertuples(index=False, name=None))
+                    rt.model(got == want, "items", f"{len(got)} items, the struct model's {len(want)}: "
+                                                   f"{next((x for x in zip(got, want) if x[0] != x[1]), None)}")
             rt.call("check", f.check)
             packed = rt.call("compacted_bytes", f.compacted_bytes) if heavy else None
         if packed is not None:
