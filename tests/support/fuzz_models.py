@@ -554,3 +554,55 @@ def tiered_local_items(data: bytes, slots: int) -> list[tuple] | None:
     index_num = (len(data) - at) // 32
     count = struct.unpack_from(">i", data, 24)[0]
     return [struct.unpack_from(">iiiqiii", data, at + 32 * i) for i in range(1, min(count, index_num - 1) + 1)]
+
+
+_TI51_END = wrap_int(0xCCDDEEFF ^ (1880681586 + 8))   # TieredIndexFile.END_MAGIC_CODE at 5.1 (+ binds before ^)
+
+
+def tiered51_uploaded_slot(data: bytes, hash_code: int) -> list[tuple] | str | None:
+    """The items an uploaded (compacted) 5.1 TieredIndexFile keeps in `hash_code`'s slot, as
+    TieredIndexFile.queryAsync reads them (CompactTask's layout): a 28-byte header (magic,
+    beginTimestamp, endTimestamp, slotCount at byte 20, itemCount), slotCount slots of
+    (position int, length int), 28-byte items (hashCode, topicId, queueId, offset long, size,
+    timeDiff). "refused" where the header is short, the magic is not END_MAGIC_CODE, the slot
+    count not positive, or the slot lies or points outside the file; None (undecided) for a
+    negative hash (Java's % would give a negative slot)."""
+    if hash_code < 0:
+        return None
+    if len(data) < 28:
+        return "refused"
+    magic, _, _, slots, _ = struct.unpack_from(">iqqii", data, 0)
+    if magic != _TI51_END or slots <= 0:
+        return "refused"
+    at = 28 + 8 * (hash_code % slots)
+    if at + 8 > len(data):
+        return "refused"
+    position, length = struct.unpack_from(">ii", data, at)
+    if position == -1 or length <= 0:
+        return []
+    if position < 28 or length % 28 or position + length > len(data):
+        return "refused"
+    return [struct.unpack_from(">iiiqii", data, p) for p in range(position, position + length, 28)]
+
+
+def tiered51_local_slot(data: bytes, hash_code: int, slots: int) -> list[tuple] | str | None:
+    """The chain of `hash_code`'s slot in a local 5.1 TieredIndexFile of `slots` slots, newest
+    first, as CompactTask walks it: the file is 40 + 8 x slots + 32 x items + 4 bytes (else
+    "refused"); slots (int head, 4 bytes unused) at byte 28, then 32-byte items (hashCode,
+    topicId, queueId, offset long, size, timeDiff, prevIndex); the walk follows prevIndex while
+    it is an item of the file, and at most `items` steps (a cycle the broker would walk for
+    ever). Items as (hashCode, topicId, queueId, offset, size, timeDiff); None for a negative
+    hash."""
+    if hash_code < 0:
+        return None
+    items = (len(data) - 44 - 8 * slots) // 32
+    if slots <= 0 or items <= 0 or 44 + 8 * slots + 32 * items != len(data):
+        return "refused"
+    base = 28 + 8 * slots
+    at = struct.unpack_from(">i", data, 28 + 8 * (hash_code % slots))[0]
+    out = []
+    while 0 <= at < items and len(out) < items:
+        *item, prev = struct.unpack_from(">iiiqiii", data, base + 32 * at)
+        out.append(tuple(item))
+        at = prev
+    return out

@@ -2833,7 +2833,11 @@ class TieredIndex51Target(Target):
     Calls: uploaded_slot_items and local_slot_items at every key of the seed, startup_upload and
     query_uploaded over both, check_compacted and check_local (local_geometries in heavy runs).
     Seeds: files of 5.1's layout packed here from its rules, or (`files`: (uploaded, local)
-    pairs) files the 5.1 broker wrote."""
+    pairs) files the 5.1 broker wrote.
+
+    Model: uploaded_slot_items and local_slot_items answer as fuzz_models.tiered51_uploaded_slot
+    and tiered51_local_slot (the files' layouts and CompactTask's chain walk in struct): the
+    same items in the same order, or an error where the model refuses the file."""
 
     name = "tiered-index-51"
 
@@ -2896,14 +2900,25 @@ class TieredIndex51Target(Target):
         cut = min(seed.meta["cut"], len(data))
         up.write_bytes(data[:cut])
         (folder / "0000").write_bytes(data[cut:])
+        import fuzz_models as fm
+
+        def rows(a):
+            return "refused" if a is None else [tuple(int(x) for x in r) for r in a.tolist()]
+
         for topic, key in seed.meta["keys"]:
             h = t51.legacy_hash(topic, key)
             got = rt.call("uploaded_slot_items", t51.uploaded_slot_items, up, h)
             if got is not None:
                 rt.expect(len(got) * 28 <= cut, "uploaded_slot_items", f"{len(got)} items from {cut} bytes")
+            want = fm.tiered51_uploaded_slot(data[:cut], h)
+            if want is not None:
+                rt.model(rows(got) == want, "uploaded_slot_items", f"{rows(got)}, the struct model's {want}")
             got = rt.call("local_slot_items", t51.local_slot_items, folder / "0000", h, seed.meta["slots"])
             if got is not None:
                 rt.expect(len(got) * 32 <= len(data) - cut, "local_slot_items", f"{len(got)} items")
+            want = fm.tiered51_local_slot(data[cut:], h, seed.meta["slots"])
+            if want is not None:
+                rt.model(rows(got) == want, "local_slot_items", f"{rows(got)}, the chain model's {want}")
         local = rt.call("startup_upload", t51.startup_upload, folder)
         for topic, key in seed.meta["keys"][:3]:
             got = rt.call("query_uploaded", t51.query_uploaded, [(up, 0, 1 << 62)], topic, key, 1,
