@@ -606,3 +606,17 @@ def tiered51_local_slot(data: bytes, hash_code: int, slots: int) -> list[tuple] 
         out.append(tuple(item))
         at = prev
     return out
+
+
+def tiered_queue_items(commitlog: bytes, consumequeue: bytes, first: int) -> list[tuple[int, int, int, int]]:
+    """The ConsumeQueue items a tiered queue serves (FlatMessageFile, 5.3): its one ConsumeQueue
+    segment's 20-byte items (commitLogOffset long, size int, tagsCode long), the first at
+    queue offset `first` (the segment's name / 20), from getConsumeQueueMinOffset on: the larger
+    of `first` and the QUEUEOFFSET (int64 at byte 20) of the CommitLog segment's first record,
+    when it holds 28 bytes. Rows (queue offset, commitLogOffset, size, tagsCode)."""
+    low = max(first, struct.unpack_from(">q", commitlog, 20)[0]) if len(commitlog) >= 28 else first
+    out = []
+    for i in range(len(consumequeue) // 20):
+        if first + i >= low:
+            out.append((first + i, *struct.unpack_from(">qiq", consumequeue, 20 * i)))
+    return out

@@ -2937,7 +2937,11 @@ class TieredSegmentTarget(Target):
     CommitLog length), laid out under a cluster folder as PosixFileSegment names them. Calls:
     tiered_queues, min_offset, items, messages, and verify_tiered_segments beside an empty
     store. Seeds: a queue written by write_queue, or (`queues`: CommitLog and ConsumeQueue
-    segment paths and the first queue offset) a real broker's."""
+    segment paths and the first queue offset) a real broker's.
+
+    Model: items() returns the rows of fuzz_models.tiered_queue_items (the ConsumeQueue
+    segment's items in struct, from the larger of its first offset and the first record's
+    QUEUEOFFSET), and messages() one row an item."""
 
     name = "tiered-segment"
     heavy_every = 8   # verify (a walk of the segment, pandas frames) costs several times the reads
@@ -2998,6 +3002,12 @@ class TieredSegmentTarget(Target):
         rt.call("min_offset", lambda: queue.min_offset)
         items = rt.call("items", queue.items)
         if items is not None:
+            import fuzz_models as fm
+
+            want = fm.tiered_queue_items(data[:cut], data[cut:], seed.meta["first"])
+            got = list(items[["queue_offset", "commitlog_offset", "size", "tags_code"]]
+                       .itertuples(index=False, name=None))
+            rt.model(got == want, "items", f"{len(got)} items {got[:3]}..., the model's {len(want)} {want[:3]}...")
             rt.expect(len(items) <= max(len(data) - cut, 0) // ts.ITEM.size, "items", f"{len(items)} items")
             msgs = rt.call("messages", queue.messages, body=heavy)
             if msgs is not None:
