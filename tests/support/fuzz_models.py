@@ -620,3 +620,43 @@ def tiered_queue_items(commitlog: bytes, consumequeue: bytes, first: int) -> lis
         if first + i >= low:
             out.append((first + i, *struct.unpack_from(">qiq", consumequeue, 20 * i)))
     return out
+
+
+# ----------------------------------------------------------------------------- RocketMQ 5.5 RocksDB
+
+
+def rocksdb_message_records(families: dict[str, list[tuple[bytes, bytes]]]) -> dict | str:
+    """What the 5.5 message RocksDB's column families hold, by IndexRocksDBStore,
+    TimerRocksDBStore and TransRocksDBStore's layouts: the default family's index records
+    besides its lastOffsetPy and lastStoreTimeStamp longs; the timer family's records (key:
+    deliver time long + uniqKey; value: size int, offset long) besides its two checkpoint
+    longs; the trans family's records besides its lastOffsetPy. "refused" where one of those
+    longs is not 8 bytes or a timer record is not of that form (nothing a broker writes).
+    Counts, the longs and the timers' (deliver time, size, offset)."""
+    def long(v):
+        return struct.unpack(">q", v)[0] if len(v) == 8 else None
+
+    out: dict = {"index": 0, "last_offset": None, "last_time": None, "timers": [], "trans": 0, "trans_last": None}
+    for k, v in families.get("default", []):
+        if k in (b"lastOffsetPy", b"lastStoreTimeStamp"):
+            if long(v) is None:
+                return "refused"
+            out["last_offset" if k == b"lastOffsetPy" else "last_time"] = long(v)
+        else:
+            out["index"] += 1
+    for k, v in families.get("timer", []):
+        if k in (b"sys_topic_scan_offset_checkpoint", b"timeline_checkpoint"):
+            if long(v) is None:
+                return "refused"
+            continue
+        if len(k) < 8 or len(v) != 12:
+            return "refused"
+        out["timers"].append((struct.unpack_from(">q", k)[0], *struct.unpack(">iq", v)))
+    for k, v in families.get("trans", []):
+        if k == b"lastOffsetPy":
+            if long(v) is None:
+                return "refused"
+            out["trans_last"] = long(v)
+        else:
+            out["trans"] += 1
+    return out

@@ -3021,7 +3021,11 @@ class MessageRocksDBTarget(Target):
     families): the input is a run of records, each a family byte (0 default, 1 timer, 2 trans),
     a 2-byte key length, the key, a 2-byte value length and the value, decoded by
     decode_families and, where that answers, asked key queries of every type. Seeds: records
-    written as the 5.5 classes write them, or (`families`) a real broker's."""
+    written as the 5.5 classes write them, or (`families`) a real broker's.
+
+    Model: decode_families refuses where fuzz_models.rocksdb_message_records does, and where
+    it answers, its index, timer and transaction counts, last offsets and timer rows are the
+    model's (the families' records read with struct by the 5.5 stores' layouts)."""
 
     name = "message-rocksdb"
     anonymous_errors = False
@@ -3080,7 +3084,21 @@ class MessageRocksDBTarget(Target):
     def run(self, rt, seed, data, ops, rng, heavy):
         from rmqlab.formats import messagerocksdb as mr
 
-        db = rt.call("decode_families", mr.decode_families, self.unpack(data), path="rocksdbstore")
+        families = self.unpack(data)
+        db = rt.call("decode_families", mr.decode_families, families, path="rocksdbstore")
+        import fuzz_models as fm
+
+        want = fm.rocksdb_message_records(families)
+        # RocksDB holds each key once; two records of one key (the framing's, not a store's) leave
+        # which one counts to the reader, so the model judges only inputs without
+        if all(len({k for k, _ in recs}) == len(recs) for recs in families.values()):
+            got = None if db is None else {
+                "index": len(db.index), "last_offset": db.index_last_offset, "last_time": db.index_last_store_timestamp,
+                "timers": list(db.timers[["deliver_ms", "size", "phy_offset"]].itertuples(index=False, name=None)),
+                "trans": len(db.transactions), "trans_last": db.transactions_last_offset}
+            if want == "refused" or got is not None:   # the index keys' own rules are not the model's
+                rt.model(got is None if want == "refused" else got == want, "decode_families",
+                         f"{got}, the struct model's {want}")
         if db is None:
             return
         for topic, key in list(zip(db.index["topic"], db.index["key"].fillna("k")))[:4] + [("T", "k@1")]:
