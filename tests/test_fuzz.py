@@ -209,3 +209,64 @@ def test_the_models_share_no_code_with_rmqlab():
     names = {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
     names |= {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
     assert names and all(n.split(".")[0] in sys.stdlib_module_names for n in names), names
+
+
+def _off_by_one(value):
+    """A model's answer made wrong: one record fewer (or a made-up one), a count 20 more, a
+    changed field; None (undecided) stays None."""
+    if isinstance(value, tuple) and len(value) == 2 and isinstance(value[0], list):   # (records, how it ended)
+        return (value[0][:-1] if value[0] else [0]), value[1]
+    if isinstance(value, list):
+        return value[:-1] if value else [(0,)]
+    if isinstance(value, bool) or value is None:
+        return value
+    if isinstance(value, int):   # + 20: a count, or a ConsumeQueue byte offset one unit on
+        return value + 20
+    if isinstance(value, str):
+        return [(0,)]
+    if isinstance(value, tuple):   # id_fields: (address, rest)
+        return value[0], value[1][:-1] + bytes([value[1][-1] ^ 1])
+    if isinstance(value, dict):
+        first = next(iter(value), None)
+        return {**value, first: [(0,)]} if first is not None else {0: 0}
+    return value
+
+
+#: each target's model functions (fuzz_models), made wrong by _off_by_one unless said otherwise
+_MODELS = {"indexfile": ["index_select"], "consumequeue": ["consumequeue_end"], "commitlog": ["commitlog_file_walk"],
+           "message": ["message_fields"], "kafka-log": ["kafka_frames"], "msgid": ["id_fields"],
+           "kafka-producer-snapshot": ["producer_snapshot"], "kafka-txnindex": ["txn_index"],
+           "kafka-textfiles": ["leader_epoch_checkpoint"], "storeconfig": ["config_json"],
+           "batchconsumequeue": ["batch_queue_units"], "timer": ["timer_log_units"],
+           "compaction": ["first_base_at_least"], "revivelog": ["revive_fields"],
+           "tiered-index": ["tiered_local_items"], "tiered-index-51": ["tiered51_uploaded_slot", "tiered51_local_slot"],
+           "tiered-segment": ["tiered_queue_items"], "message-rocksdb": ["rocksdb_message_records"]}
+
+
+@pytest.mark.parametrize("name", list(_MODELS))
+def test_a_wrong_model_fails_the_target(name, monkeypatch, tmp_path):
+    """The property can fail: with its model's answers made wrong, the target fails within a few
+    hundred inputs (so it is not a check that holds whatever the model says)."""
+    import fuzz_models as fm
+
+    for fn in _MODELS[name]:
+        right = getattr(fm, fn)
+        if fn == "config_json":   # a document's tables gain an entry no file has
+            def wrong(data, right=right):
+                doc = right(data)
+                return {k: {**v, "made-up": 1} if isinstance(v, dict) else v for k, v in doc.items()} \
+                    if isinstance(doc, dict) else doc
+        elif fn == "producer_snapshot":
+            def wrong(data, right=right):
+                m = right(data)
+                return m and {**m, "computed": m["computed"] ^ 1}
+        elif fn == "revive_fields":
+            def wrong(data, fields, right=right):
+                m = right(data, fields)
+                return m and {**m, "queue_id": -99}
+        else:
+            def wrong(*args, right=right):
+                return _off_by_one(right(*args))
+        monkeypatch.setattr(fm, fn, wrong)
+    with pytest.raises(fs.FuzzFailure):
+        fs.run_budget(name, 400, tmp_path, fail_fast=True)
