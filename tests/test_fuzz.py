@@ -236,6 +236,7 @@ def _off_by_one(value):
 _MODELS = {"indexfile": ["index_select"], "consumequeue": ["consumequeue_end"], "commitlog": ["commitlog_file_walk"],
            "message": ["message_fields"], "kafka-log": ["kafka_frames"], "msgid": ["id_fields"],
            "kafka-producer-snapshot": ["producer_snapshot"], "kafka-txnindex": ["txn_index"],
+           "kafka-kraft": ["kafka_v2_batches"],
            "kafka-textfiles": ["leader_epoch_checkpoint"], "storeconfig": ["config_json"],
            "batchconsumequeue": ["batch_queue_units"], "timer": ["timer_log_units"],
            "compaction": ["first_base_at_least"], "revivelog": ["revive_fields"],

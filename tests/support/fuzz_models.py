@@ -303,6 +303,18 @@ def kafka_frames(data: bytes) -> tuple[list[tuple[int, int, int, int]], str]:
         pos += size
 
 
+def kafka_v2_batches(data: bytes) -> list[tuple[int, int, bool, int, int]] | None:
+    """(position, recordsCount, control flag, baseOffset, last offset) of each whole entry
+    kafka_frames finds, all v2 batches (DefaultRecordBatch: attributes int16 at byte 21, the
+    control flag its bit 5; recordsCount int32 at byte 57); None when one is a legacy entry
+    (its records are the wrapper's business) or the walk met damage."""
+    frames, how = kafka_frames(data)
+    if how == "damage" or any(magic != 2 for _, _, magic, _ in frames):
+        return None
+    return [(p, struct.unpack_from(">i", data, p + 57)[0], bool(struct.unpack_from(">h", data, p + 21)[0] & 0x20),
+             struct.unpack_from(">q", data, p)[0], last) for p, _, _, last in frames]
+
+
 # ----------------------------------------------------------------------------- CRC-32C
 
 def _crc32c_table() -> list[int]:

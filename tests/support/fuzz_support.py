@@ -2092,7 +2092,12 @@ class KafkaKraftTarget(Target):
     every record the walk reaches (and on windows of the raw bytes), read_control_records,
     read_metadata_records, read_kraft_snapshot and its problems, dirfiles.check_file. Seeds:
     control and metadata batches written with encode_batches (control flag set, CRC
-    recomputed) and the real snapshot and bootstrap files."""
+    recomputed) and the real snapshot and bootstrap files.
+
+    Model: where read_metadata_records answers, its rows are, batch by batch, those of
+    fuzz_models.kafka_v2_batches' whole batches (struct over the batch headers): as many as
+    each header's recordsCount, control rows in control batches alone (a record's offsetDelta
+    is read as stored: DefaultRecord.readFrom checks it against nothing)."""
 
     name = "kafka-kraft"
     heavy_every = 8
@@ -2155,8 +2160,22 @@ class KafkaKraftTarget(Target):
             rt.call("decode_control", control.decode_control, window[:4], window[4:], path="w", key_offset=a,
                     value_offset=a + 4)
         if rt.want(rng, 0.3):
-            rt.call("read_metadata_records(bytes)", kraft.read_metadata_records, data, errors="keep",
-                    torn_tail=rng.choice(("raise", "stop")))
+            torn = rng.choice(("raise", "stop"))
+            recs = rt.call("read_metadata_records(bytes)", kraft.read_metadata_records, data, errors="keep",
+                           torn_tail=torn)
+            if recs is not None:
+                import fuzz_models as fm
+
+                batches = fm.kafka_v2_batches(data)
+                if batches is not None:
+                    got = [(int(b), int(o), bool(c)) for b, o, c in
+                           zip(recs["batch_position"], recs["offset"], recs["is_control"])]
+                    want = [(p, n, c, base, last) for p, n, c, base, last in batches]
+                    per = {p: [x for x in got if x[0] == p] for p, *_ in want}
+                    ok = len(got) == sum(len(v) for v in per.values()) and all(
+                        len(per[p]) == n and all(ctl == c for _, _, ctl in per[p]) for p, n, c, _, _ in want)
+                    rt.model(ok, "read_metadata_records", f"rows by batch {[(p, len(v)) for p, v in per.items()]}, "
+                                                          f"{len(got)} in all; the headers' model {want}")
         if rt.want(rng, 0.2):
             rt.call("read_control_records(bytes)", control.read_control_records, data)
         if heavy:
