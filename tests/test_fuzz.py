@@ -190,3 +190,64 @@ def test_a_missing_real_seed_is_a_missing_oracle(name, monkeypatch, tmp_path):
     finally:
         oracles.MISSED.clear()
         oracles.MISSED.update(saved)
+
+
+def _seed_files_by_target(workdir) -> dict[str, list]:
+    """Every real file each target's seeds read (through fs._real_bytes), target by target."""
+    asked: dict[str, list] = {}
+    read = fs._real_bytes
+    for name, target in fs.TARGETS.items():
+        paths: list = []
+
+        def recording(path, _paths=paths):
+            _paths.append(path)
+            return read(path)
+
+        fs._real_bytes = recording
+        try:
+            target.seeds(workdir / name)
+        finally:
+            fs._real_bytes = read
+        if paths:
+            asked[name] = paths
+    return asked
+
+
+def _linked_copy(src, dst, leave_out: set) -> None:
+    """`src` rebuilt under `dst` as a tree of symbolic links to its files, minus `leave_out`."""
+    for root, _, files in os.walk(src):
+        rel = os.path.relpath(root, src)
+        os.makedirs(os.path.join(dst, rel), exist_ok=True)
+        for f in files:
+            path = os.path.join(root, f)
+            if os.path.abspath(path) not in leave_out:
+                os.symlink(os.path.abspath(path), os.path.join(dst, rel, f))
+
+
+def test_ci_fails_on_each_real_seed_removed_and_names_it(tmp_path):
+    """A copy of ../shared lacking one real seed file of every target that has real seeds, given
+    as RMQLAB_SHARED with CI=true: each of those fuzz tests fails, naming the file it lacks."""
+    import subprocess
+    import sys
+
+    import oracles
+
+    oracles.require_path(oracles.REAL_DATA, "the real broker data (the fuzz targets' real seeds)")
+    asked = _seed_files_by_target(tmp_path / "seeds")
+    # the readers the real data feeds: every one of them has real seeds
+    assert {"checkpoint", "consumequeue", "consumequeue_ext", "commitlog", "kafka-index", "kafka-timeindex",
+            "kafka-log", "kafka-internal-topics", "kafka-producer-snapshot"} <= set(asked), sorted(asked)
+    removed = {name: os.path.abspath(paths[0]) for name, paths in asked.items()}
+    copy = tmp_path / "shared"
+    _linked_copy(oracles.SHARED, copy, set(removed.values()))
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = dict(os.environ, CI="true", RMQLAB_SHARED=str(copy), RMQLAB_FUZZ_EXAMPLES="64")
+    run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rf", "--no-header",
+                          *[f"tests/test_fuzz.py::test_fuzz[{name}]" for name in removed]],
+                         cwd=root, env=env, capture_output=True, text=True, timeout=600)
+    out = run.stdout + run.stderr
+    assert run.returncode == 1, out[-3000:]
+    for name, path in removed.items():
+        lacking = os.path.join(copy, os.path.relpath(path, oracles.SHARED))
+        failed = [line for line in out.splitlines() if line.startswith(f"FAILED tests/test_fuzz.py::test_fuzz[{name}]")]
+        assert failed and f"missing oracle: real broker data at {lacking}" in failed[0], (name, out[-3000:])
