@@ -19,6 +19,7 @@ from __future__ import annotations
 import struct
 import zlib
 from pathlib import Path
+from typing import Any
 
 _BATCH = struct.Struct(">qiibIhiqqqhii")   # baseOffset .. recordsCount: 61 bytes
 _CONTROL = 0x20
@@ -149,7 +150,7 @@ def read_records(path: Path) -> list[dict]:
 # ------------------------------------------------------------------ __consumer_offsets
 
 
-def _topic_partitions(cur: _In) -> list[tuple[str, list[int]]]:
+def _topic_partitions(cur: _In) -> list[tuple[str | None, list[int]]]:
     out = []
     for _ in range(cur.count()):
         topic = cur.string()
@@ -157,7 +158,7 @@ def _topic_partitions(cur: _In) -> list[tuple[str, list[int]]]:
     return out
 
 
-def consumer_subscription_topics(raw: bytes) -> list[str]:
+def consumer_subscription_topics(raw: bytes) -> list[str | None]:
     """ConsumerProtocolSubscription's topics (any version: the topics come first)."""
     cur = _In(raw)
     cur.fixed("h")
@@ -206,7 +207,7 @@ def decode_group_value(value: bytes) -> dict:
            "leader": cur.string(fx), "current_state_timestamp": cur.fixed("q") if v >= 2 else -1}
     members = []
     for _ in range(cur.count(fx)):
-        m = {"member_id": cur.string(fx), "group_instance_id": cur.string(fx) if v >= 3 else None,
+        m: dict[str, Any] = {"member_id": cur.string(fx), "group_instance_id": cur.string(fx) if v >= 3 else None,
              "client_id": cur.string(fx), "client_host": cur.string(fx)}
         m["rebalance_timeout"] = cur.fixed("i") if v >= 1 else -1
         m["session_timeout"] = cur.fixed("i")
