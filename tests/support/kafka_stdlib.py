@@ -316,3 +316,37 @@ def feature_level(value: bytes) -> tuple[str, int] | None:
     """(name, featureLevel) of a FeatureLevelRecord (api key 12), None for any other record."""
     api_key, _, cur = metadata_frame(value)
     return (cur.string(compact=True) or "", cur.fixed("h")) if api_key == 12 else None
+
+
+# ------------------------------------------------------------------ partition directory files
+
+
+_PRODUCER_ENTRY = struct.Struct(">qhiqiqiq")   # ProducerSnapshotEntry v1: 46 bytes
+
+
+def read_producer_snapshot(path: Path) -> dict:
+    """A producer-state ``.snapshot`` (ProducerStateManager's version 1): version, whether the
+    CRC-32C of the bytes after the CRC field matches, and each producer entry."""
+    data = Path(path).read_bytes()
+    version, crc, count = struct.unpack_from(">hIi", data, 0)
+    if version != 1 or len(data) != 10 + count * _PRODUCER_ENTRY.size:
+        raise ValueError(f"version {version}, {count} entries in {len(data)} bytes")
+    names = ("producer_id", "epoch", "last_sequence", "last_offset", "offset_delta", "timestamp",
+             "coordinator_epoch", "current_txn_first_offset")
+    entries = [dict(zip(names, _PRODUCER_ENTRY.unpack_from(data, 10 + i * _PRODUCER_ENTRY.size)))
+               for i in range(count)]
+    return {"version": version, "crc_ok": crc32c(data[6:]) == crc, "entries": entries}
+
+
+def read_checkpoint_text(path: Path) -> list[tuple[int, int]]:
+    """A leader-epoch-checkpoint (CheckpointFile's text: version line, count line, then one
+    ``epoch startOffset`` line per entry) as (epoch, start offset) pairs; the count must match."""
+    lines = Path(path).read_text().splitlines()
+    if lines[0] != "0" or int(lines[1]) != len(lines) - 2:
+        raise ValueError(f"{path}: version {lines[0]!r}, count {lines[1]!r} for {len(lines) - 2} lines")
+    return [(int(a), int(b)) for a, b in (line.split() for line in lines[2:])]
+
+
+def read_partition_metadata_text(path: Path) -> dict[str, str]:
+    """partition.metadata's ``name: value`` lines."""
+    return dict(line.split(": ", 1) for line in Path(path).read_text().splitlines() if line)
