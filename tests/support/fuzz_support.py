@@ -54,6 +54,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from kafka_stdlib import crc32c as stdlib_crc32c
 from oracles import MISSED, REAL_DATA, in_ci, missing
 
 from rmqlab.errors import RmqlabError
@@ -1843,27 +1844,6 @@ def _fix_crcs(data: bytes) -> bytes:
 
 
 # ------------------------------------------------------------------------------- Kafka internal topics
-
-
-def _crc32c_table() -> list[int]:
-    table = []
-    for n in range(256):
-        c = n
-        for _ in range(8):
-            c = (c >> 1) ^ (0x82F63B78 if c & 1 else 0)   # CRC-32C, reflected Castagnoli polynomial
-        table.append(c)
-    return table
-
-
-_CRC32C = _crc32c_table()
-
-
-def stdlib_crc32c(data: bytes) -> int:
-    """CRC-32C by table, from the definition (no rmqlab code): Kafka's v2 batch checksum."""
-    c = 0xFFFFFFFF
-    for b in data:
-        c = _CRC32C[(c ^ b) & 0xFF] ^ (c >> 8)
-    return c ^ 0xFFFFFFFF
 
 
 def whole_v2_batches(data: bytes, crc: bool = True) -> list[tuple[int, int, int, int]] | None:
