@@ -100,7 +100,7 @@ def scratch(tmp_path):
 def test_fuzz(name, scratch):
     rt = run_target(name, scratch)
     print(f"\n{name} (RMQLAB_FUZZ_SEED={FRESH_SEED}): {rt.inputs} inputs, {rt.calls} reader calls, "
-          f"{rt.modelled} judged by the model ({rt.typed_errors} typed errors, "
+          f"{rt.modelled_inputs} judged by the model ({rt.typed_errors} typed errors, "
           f"{rt.allowed_errors} documented ValueErrors), {rt.measured} memory-checked (max peak "
           f"{rt.max_peak} bytes, {rt.max_peak_ratio:.3f} of the bound), {rt.elapsed:.1f} s ({rt.cpu:.1f} s CPU)")
     assert not rt.failures, "\n".join(map(str, rt.failures[:3]))
@@ -111,7 +111,8 @@ def test_fuzz(name, scratch):
     # on a meaningful share of the inputs (Target.model_share, 5 % unless the target says why
     # not), so it cannot pass by never running
     share = fs.TARGETS[name].model_share
-    assert rt.modelled >= share * rt.inputs, f"the model judged {rt.modelled} of {rt.inputs} inputs, under {share:.0%}"
+    assert rt.modelled_inputs >= share * rt.inputs, (
+        f"the model judged {rt.modelled_inputs} of {rt.inputs} inputs, under {share:.0%}")
 
 
 # ------------------------------------------------------------------ the checker checks itself
@@ -199,16 +200,24 @@ def test_a_missing_real_seed_is_a_missing_oracle(name, monkeypatch, tmp_path):
 
 def test_the_models_share_no_code_with_rmqlab():
     """The fuzz properties' models are judges only while they import nothing of the package
-    (nor of the test helpers that do): the standard library alone."""
+    (nor of the test helpers that do): the standard library, and test-side modules beside them
+    that import the standard library alone, followed to the end."""
     import ast
     import sys
+    from pathlib import Path
 
-    import fuzz_models
-
-    tree = ast.parse(open(fuzz_models.__file__, encoding="utf-8").read())
-    names = {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
-    names |= {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
-    assert names and all(n.split(".")[0] in sys.stdlib_module_names for n in names), names
+    support = Path(fs.__file__).parent
+    seen, todo = set(), ["fuzz_models"]
+    while todo:
+        mod = todo.pop()
+        seen.add(mod)
+        tree = ast.parse((support / f"{mod}.py").read_text(encoding="utf-8"))
+        names = {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+        names |= {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
+        for name in {n.split(".")[0] for n in names} - set(sys.stdlib_module_names) - seen:
+            assert (support / f"{name}.py").is_file(), f"{mod} imports {name}, neither the standard library nor a model"
+            todo.append(name)
+    assert {"fuzz_models", "kafka_stdlib", "indexfile_stdlib"} <= seen and not any("rmqlab" in m for m in seen)
 
 
 def _off_by_one(value):
@@ -271,3 +280,64 @@ def test_a_wrong_model_fails_the_target(name, monkeypatch, tmp_path):
         monkeypatch.setattr(fm, fn, wrong)
     with pytest.raises(fs.FuzzFailure):
         fs.run_budget(name, 400, tmp_path, fail_fast=True)
+
+
+def _seed_files_by_target(workdir) -> dict[str, list]:
+    """Every real file each target's seeds read (through fs._real_bytes), target by target."""
+    asked: dict[str, list] = {}
+    read = fs._real_bytes
+    for name, target in fs.TARGETS.items():
+        paths: list = []
+
+        def recording(path, _paths=paths):
+            _paths.append(path)
+            return read(path)
+
+        fs._real_bytes = recording
+        try:
+            target.seeds(workdir / name)
+        finally:
+            fs._real_bytes = read
+        if paths:
+            asked[name] = paths
+    return asked
+
+
+def _linked_copy(src, dst, leave_out: set) -> None:
+    """`src` rebuilt under `dst` as a tree of symbolic links to its files, minus `leave_out`."""
+    for root, _, files in os.walk(src):
+        rel = os.path.relpath(root, src)
+        os.makedirs(os.path.join(dst, rel), exist_ok=True)
+        for f in files:
+            path = os.path.join(root, f)
+            if os.path.abspath(path) not in leave_out:
+                os.symlink(os.path.abspath(path), os.path.join(dst, rel, f))
+
+
+def test_ci_fails_on_each_real_seed_removed_and_names_it(tmp_path):
+    """A copy of ../shared lacking one real seed file of every target that has real seeds, given
+    as RMQLAB_SHARED with CI=true: each of those fuzz tests fails, naming the file it lacks."""
+    import subprocess
+    import sys
+
+    import oracles
+
+    oracles.require_path(oracles.REAL_DATA, "the real broker data (the fuzz targets' real seeds)")
+    asked = _seed_files_by_target(tmp_path / "seeds")
+    # the readers the real data feeds: every one of them has real seeds
+    assert {"checkpoint", "consumequeue", "consumequeue_ext", "commitlog", "kafka-index", "kafka-timeindex",
+            "kafka-log", "kafka-internal-topics", "kafka-producer-snapshot"} <= set(asked), sorted(asked)
+    removed = {name: os.path.abspath(paths[0]) for name, paths in asked.items()}
+    copy = tmp_path / "shared"
+    _linked_copy(oracles.SHARED, copy, set(removed.values()))
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = dict(os.environ, CI="true", RMQLAB_SHARED=str(copy), RMQLAB_FUZZ_EXAMPLES="64")
+    run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rf", "--no-header",
+                          *[f"tests/test_fuzz.py::test_fuzz[{name}]" for name in removed]],
+                         cwd=root, env=env, capture_output=True, text=True, timeout=600)
+    out = run.stdout + run.stderr
+    assert run.returncode == 1, out[-3000:]
+    for name, path in removed.items():
+        lacking = os.path.join(copy, os.path.relpath(path, oracles.SHARED))
+        failed = [line for line in out.splitlines() if line.startswith(f"FAILED tests/test_fuzz.py::test_fuzz[{name}]")]
+        assert failed and f"missing oracle: real broker data at {lacking}" in failed[0], (name, out[-3000:])

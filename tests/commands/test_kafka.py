@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import kafka_stdlib as ks
 import pytest
 from oracles import REAL_DATA, needs_real_data, require_real_data
 
@@ -99,8 +100,12 @@ def test_verify_names_the_real_restart_and_notes_absent_indexes(capsys):
     restart = REAL / "kraft-metadata-restart" / "__cluster_metadata-0"
     assert main(["kafka", "verify", str(restart)]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert lines[1].startswith("  restart at offset 913 (position 65785): 00000000000000000913.snapshot")
-    assert "leader epoch 2 starts at 913; 7 offset entries follow it" in lines[1]
+    # README: "The broker restarted at offset 913", "epoch 2 from offset 913", ".index (176 bytes,
+    # 22 entries)" of which "entries 0..14" precede it; the position: the standard-library reader's
+    at_913 = next(b["position"] for b in ks.read_batches(restart / "00000000000000000000.log")
+                  if b["base_offset"] == 913)
+    assert lines[1].startswith(f"  restart at offset 913 (position {at_913}): 00000000000000000913.snapshot")
+    assert f"leader epoch 2 starts at 913; {22 - 15} offset entries follow it" in lines[1]
     assert "time entry 15 (1725787026189, 912) was appended when the segment was closed at shutdown" in lines[1]
     assert lines[-1] == "1 segments, 0 failed; 5 other files, 0 failed"
     assert any(line.endswith("00000000000000000913.snapshot: ok: producer-state snapshot at offset 913: 0 producer(s), "
@@ -214,17 +219,31 @@ def test_verify_fails_on_a_broken_log_directory(tmp_path, capsys):
     assert "  note: __consumer_offsets-9: cleaned below offset 9907" in out
 
 
+def _last_group_record(folder: Path, group: str) -> dict:
+    """The last group-metadata record of `group`, by the standard-library reader."""
+    return [r for r in ks.offsets_records(folder) if r["key"]["type"] == 2 and r["key"]["group"] == group][-1]
+
+
 @needs_real
 def test_groups_on_the_real_log_directory(capsys):
     from rmqlab.kafka.groups import consumer_lag
 
     assert main(["kafka", "groups", str(COMPACTED)]) == 0
     out = capsys.readouterr().out.splitlines()
-    i = out.index("GROUP stock-market-realtime-consumer-group: Empty, consumer, generation 47, 0 member(s) "
-                  "(in __consumer_offsets-32, last group metadata at offset 209)")
+    # generation, record offset and commit: the standard-library reader of __consumer_offsets-32;
+    # the log end offset: README "stock-market-realtime-0/... offsets 3101..3340"
+    folder = COMPACTED / "__consumer_offsets-32"
+    group = "stock-market-realtime-consumer-group"
+    last = _last_group_record(folder, group)
+    assert last["value"]["members"] == []
+    commit = ks.last_commits(ks.offsets_records(folder))[group, "stock-market-realtime", 0]["value"]["offset"]
+    i = out.index(f"GROUP {group}: Empty, consumer, generation {last['value']['generation']}, 0 member(s) "
+                  f"(in __consumer_offsets-32, last group metadata at offset {last['offset']})")
     assert out[i + 1].split() == ["TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG", "CONSUMER-ID",
                                   "HOST", "CLIENT-ID"]
-    assert out[i + 2].split() == ["stock-market-realtime", "0", "3333", "3341", "8", "-", "-", "-"]
+    assert out[i + 2].split() == ["stock-market-realtime", "0", str(commit), "3341", str(3341 - commit), "-", "-",
+                                  "-"]
+    # README: the console-consumer groups' tombstones, "1 per partition, 2 in partition 20" of seven
     assert sum(line.startswith("GROUP console-consumer-") and ": Dead" in line for line in out) == 8
     assert main(["kafka", "groups", str(COMPACTED), "--json"]) == 0
     rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
@@ -244,10 +263,18 @@ def pd_isna(x) -> bool:
 def test_groups_names_partitions_not_here(capsys):
     assert main(["kafka", "groups", str(REAL / "LDI-POC")]) == 0
     out = capsys.readouterr().out
-    assert "GROUP DEVSmileCDR: Stable, consumer/range, generation 6, 17 member(s)" in out
+    # the last group record, its commit and the member assigned TestTopicPatient-0: the
+    # standard-library reader (no partition of TestTopicPatient is in LDI-POC: "not here")
+    folder = REAL / "LDI-POC" / "__consumer_offsets-6"
+    last = _last_group_record(folder, "DEVSmileCDR")["value"]
+    assert len(last["members"]) > 0
+    assert (f"GROUP DEVSmileCDR: Stable, {last['protocol_type']}/{last['protocol']}, generation {last['generation']}, "
+            f"{len(last['members'])} member(s)") in out
+    commit = ks.last_commits(ks.offsets_records(folder))["DEVSmileCDR", "TestTopicPatient", 0]["value"]["offset"]
+    (owner,) = [m for m in last["members"] if "TestTopicPatient-0" in ks.consumer_assignment(m["assignment"])]
     row = next(line.split() for line in out.splitlines() if line.startswith("  TestTopicPatient "))
-    assert row[:7] == ["TestTopicPatient", "0", "3", "-", "partition", "not", "here"]
-    assert row[-2:] == ["/172.18.0.5", "consumer-DEVSmileCDR-14"]      # the member assigned it
+    assert row[:7] == ["TestTopicPatient", "0", str(commit), "-", "partition", "not", "here"]
+    assert row[-2:] == [owner["client_host"], owner["client_id"]]
 
 
 @needs_real

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from commitlog_stdlib import read_commitlog
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from oracles import REAL_DATA, require_real_data
@@ -235,6 +236,10 @@ def test_real_store_every_unit_resolves_to_tag1_and_store_times_match():
         phys = q.units["commitlog_offset"].astype(np.int64)
         times = cl.read_at(root / "commitlog", phys)["store_timestamp"].to_numpy(np.int64)
         assert found.all() and (x.units["msg_store_time"][idx] == times).all()
+        # README: "msgStoreTime the message's store time": the standard-library walk's, by offset
+        stored = {m["phy_offset"]: m["store_timestamp"] for m in read_commitlog(root / "commitlog")}
+        assert len(stored) == 179
+        assert x.units["msg_store_time"][idx].tolist() == [stored[int(o)] for o in phys]
 
 
 def test_real_store_tag_filter_compares_the_ext_units_codes():

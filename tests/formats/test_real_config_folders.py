@@ -73,5 +73,6 @@ def test_the_531_folder_reads_as_its_readme_says():
     # abort holds "15", the PID 5.x writes (createTempFile: MixAll.string2File); the README says
     # abort.bak holds "15" too, but its bytes are "14": string2File copies the previous run's
     # text to .bak before it writes, so .bak holds the run before's PID
+    assert (root / "abort").read_bytes() == b"15" and (root / "abort.bak").read_bytes() == b"14"
     assert (files.abort, files.abort_pid, files.abort_bak_pid, files.lock_text) == (True, 15, 14, "lock")
     assert not (root / "commitlog").exists() and not (root / "timerwheel").exists()

@@ -14,15 +14,16 @@ import shutil
 import struct
 from pathlib import Path
 
+import indexfile_stdlib as ix
 import numpy as np
 import pytest
+from commitlog_stdlib import read_commitlog
 from oracles import require_real_data
 
 from rmqlab.cli import main
 from rmqlab.formats import checkpoint as cpf
 from rmqlab.formats import commitlog as cl
 from rmqlab.formats import consumequeue as cq
-from rmqlab.formats.msgid import offset_msg_id
 from rmqlab.store.directory import Store
 from rmqlab.store.recover import recover_store, recovery_start
 from rmqlab.verify import verify_path
@@ -47,6 +48,15 @@ GEOMETRY_ARGS = ["--hash-slot-num", "64", "--index-num", "512"]
 @pytest.fixture(scope="module")
 def store() -> Path:
     return require_real_data(STORE)
+
+
+@pytest.fixture(scope="module")
+def walk(store) -> list[dict]:
+    """The CommitLog's messages as tests/support/commitlog_stdlib.py reads them (the standard
+    library alone); README: "179 messages in all, queue offsets 0..178"."""
+    msgs = read_commitlog(store / "commitlog")
+    assert len(msgs) == MESSAGES and [m["queue_offset"] for m in msgs] == list(range(MESSAGES))
+    return msgs
 
 
 @pytest.fixture
@@ -219,12 +229,13 @@ def dispatched(copy, capsys) -> Store:
     return Store(copy, commitlog_file_size=CL_SIZE, consume_queue_file_size=CQ_SIZE, **GEOMETRY)
 
 
-def test_every_message_dispatches(dispatched):
+def test_every_message_dispatches(dispatched, walk):
     with cq.ConsumeQueue.open(cq.queue_dir(dispatched.root, "abc", 0), CQ_SIZE) as q:
         units = q.to_frame(q.min_offset, q.max_offset)
-    msgs = dispatched.messages()
-    assert units["commitlog_offset"].tolist() == msgs["phy_offset"].tolist()
-    assert (units["size"] == MESSAGE_SIZE).all()
+    # README: "Every unit's CommitLog offset and size match a message whose queue offset is the
+    # unit's index"; after dispatch that holds for all 179
+    assert units["commitlog_offset"].tolist() == [m["phy_offset"] for m in walk]
+    assert units["size"].tolist() == [m["total_size"] for m in walk]
     r = verify_path(dispatched.root)
     assert r.ok, "\n".join(r.summary())
     assert r.cross_counts["cq_units"] == MESSAGES
@@ -241,42 +252,62 @@ def test_dispatch_continues_the_ext_files_as_the_broker_would(dispatched):
         codes = q.units["tags_code"]
         assert cqx.is_ext_addr_many(codes).all() and len(codes) == MESSAGES
         codes, resolved = q.resolved_tags_codes(ext)
-        assert resolved.all() and set(codes.tolist()) == {2567159}
+        # README: "tagsCode 2567159 = `"TAG1".hashCode()`" (the test's own String.hashCode agrees)
+        assert resolved.all() and set(codes.tolist()) == {2567159} == {ix.java_hash("TAG1")}
+
+
+def test_index_files_hold_the_keys_the_broker_rule_gives(dispatched, walk):
+    """The store came without index/ (README: "There is no `index/`"), so these index files are
+    rmqlab's dispatch: judged by a standard-library read of them (each slot's chain, every entry)
+    against IndexService.buildIndex's keys of the standard-library CommitLog walk."""
+    want = ix.model_entries(walk)
+    assert sum(want.values()) == MESSAGES          # README: one KEYS word a message, no UNIQ_KEY
+    assert ix.file_entries(dispatched.index_dir, GEOMETRY["hash_slot_num"]) == want
+
+
+def _by_key(walk: list[dict]) -> dict[str, list[int]]:
+    out: dict[str, list[int]] = {}
+    for m in walk:
+        out.setdefault(m["properties"]["KEYS"], []).append(m["phy_offset"])
+    return out
 
 
 @pytest.mark.parametrize("mode", ["broker", "verified"])
-def test_every_message_is_found_by_key(dispatched, mode):
-    msgs = dispatched.messages()
-    for key, group in msgs.groupby("keys"):
+def test_every_message_is_found_by_key(dispatched, walk, mode):
+    keys = _by_key(walk)
+    assert sum(map(len, keys.values())) == MESSAGES
+    for key, offsets in keys.items():
         found = dispatched.query_by_key("abc", key, mode=mode)
-        assert sorted(found["phy_offset"]) == sorted(group["phy_offset"]), key
+        assert sorted(found["phy_offset"]) == offsets, key
         if mode == "verified":
             assert found["broker_returned"].all()
 
 
-def test_raw_key_query_from_the_command_line(dispatched, capsys):
+def test_raw_key_query_from_the_command_line(dispatched, walk, capsys):
     """`rmqlab index query` without --topic looks the key up as stored: abc#<KEYS>."""
-    msgs = dispatched.messages()
-    key = msgs["keys"].iloc[0]
-    want = sorted(msgs.loc[msgs["keys"] == key, "phy_offset"])
+    key = walk[0]["properties"]["KEYS"]
+    want = _by_key(walk)[key]
     assert main(["index", "query", str(dispatched.index_dir), "--key", f"abc#{key}", *GEOMETRY_ARGS,
                  "--json"]) == 0
     d = json.loads(capsys.readouterr().out)
     assert d["key"] == f"abc#{key}" and sorted(d["phy_offsets"]) == want
 
 
-def test_every_message_is_found_by_time(dispatched):
-    msgs = dispatched.messages()
+def test_every_message_is_found_by_time(dispatched, walk):
     found = dispatched.query_by_time("abc", FIRST_STORE_TIME, LAST_STORE_TIME)
-    assert sorted(found["phy_offset"]) == msgs["phy_offset"].tolist()
-    one = msgs.iloc[100]
-    t = int(one["store_timestamp"])
+    assert sorted(found["phy_offset"]) == [m["phy_offset"] for m in walk]
+    t = walk[100]["store_timestamp"]
+    at_t = [m["phy_offset"] for m in walk if m["store_timestamp"] == t]
+    assert at_t
     found = dispatched.query_by_time("abc", t, t)
-    assert sorted(found["phy_offset"]) == msgs.loc[msgs["store_timestamp"] == t, "phy_offset"].tolist()
+    assert sorted(found["phy_offset"]) == at_t
 
 
-def test_every_message_is_found_by_message_id(dispatched):
-    msgs = dispatched.messages()
-    for host, phy in zip(msgs["store_host"], msgs["phy_offset"]):
-        found = dispatched.query_by_offset_msg_id(offset_msg_id(host, int(phy)))
-        assert found["phy_offset"].tolist() == [phy]
+def test_every_message_is_found_by_message_id(dispatched, walk):
+    """The offset message id is MessageDecoder.createMessageId's: the store host's 4 address
+    bytes, its port, the physical offset, in upper-case hex (built here, not by rmqlab)."""
+    for m in walk:
+        addr, port = m["store_host"].split(":")
+        msg_id = (bytes(map(int, addr.split("."))) + struct.pack(">iq", int(port), m["phy_offset"])).hex().upper()
+        found = dispatched.query_by_offset_msg_id(msg_id)
+        assert found["phy_offset"].tolist() == [m["phy_offset"]]

@@ -6,6 +6,7 @@ import base64
 import json
 import uuid
 
+import kafka_stdlib as ks
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -25,14 +26,21 @@ KAFKA = "kafka"
 
 
 @pytest.mark.realdata
-@pytest.mark.parametrize("partition, epochs", [
+@pytest.mark.parametrize("partition, readme", [
+    # README: "`leader-epoch-checkpoint`: epoch 1 from offset 0, epoch 2 from offset 913"
     ("kraft-metadata-restart/__cluster_metadata-0", [(1, 0), (2, 913)]),
+    # README: "`leader-epoch-checkpoint`: six epochs (0@0, 1@9, 3@10, 5@12, 6@13, 7@14)"
     ("idempotent-gzip/lsx1-0", [(0, 0), (1, 9), (3, 10), (5, 12), (6, 13), (7, 14)]),
-    ("producer-state-snapshots/client.order.report-0", [(0, 0), (2, 5381), (4, 53420)]),
-    ("producer-state-snapshots/__cluster_metadata-0", [(1, 0), (2, 6347), (3, 7454), (4, 31831)]),
+    # the README names the file without its epochs: the test's own parse of the text alone
+    ("producer-state-snapshots/client.order.report-0", None),
+    ("producer-state-snapshots/__cluster_metadata-0", None),
 ])
-def test_real_leader_epoch_checkpoints(partition, epochs):
+def test_real_leader_epoch_checkpoints(partition, readme):
     path = require_real_data(f"{KAFKA}/{partition}/{LEADER_EPOCH_CHECKPOINT}")
+    epochs = ks.read_checkpoint_text(path)        # version line, count line, "epoch offset" lines
+    assert len(epochs) >= 2
+    if readme is not None:
+        assert epochs == readme
     df = read_leader_epoch_checkpoint(path)
     assert list(map(tuple, df.values.tolist())) == epochs
     assert df.dtypes.tolist() == ["int64", "int64"]
@@ -40,16 +48,23 @@ def test_real_leader_epoch_checkpoints(partition, epochs):
 
 @pytest.mark.realdata
 def test_real_partition_metadata_and_quorum_state():
-    meta = read_partition_metadata(require_real_data(f"{KAFKA}/idempotent-gzip/lsx1-0/{PARTITION_METADATA}"))
-    assert meta["version"] == 0 and meta["topic_id"] == "nigi0dJNRASJVYh5eRn0Vg"
-    # the metadata topic's fixed id (Uuid.METADATA_TOPIC_ID: 0...01)
+    # the truth is the files' text, read here with the standard library (no README lists it)
+    lsx = require_real_data(f"{KAFKA}/idempotent-gzip/lsx1-0/{PARTITION_METADATA}")
+    text = ks.read_partition_metadata_text(lsx)
+    meta = read_partition_metadata(lsx)
+    assert meta["version"] == int(text["version"]) and meta["topic_id"] == text["topic_id"]
     kraft = require_real_data(f"{KAFKA}/kraft-metadata-restart/__cluster_metadata-0")
+    kraft_text = ks.read_partition_metadata_text(kraft / PARTITION_METADATA)
+    # the metadata topic's fixed id (Uuid.METADATA_TOPIC_ID: 0...01)
+    assert kraft_text["topic_id"] == base64.urlsafe_b64encode(uuid.UUID(int=1).bytes).decode().rstrip("=")
     assert read_partition_metadata(kraft / PARTITION_METADATA)["topic_uuid"] == "00000000-0000-0000-0000-000000000001"
+    want = json.loads((kraft / QUORUM_STATE).read_text())
     state = read_quorum_state(kraft / QUORUM_STATE)
-    # the leader epoch the quorum state holds is the last one of the leader-epoch checkpoint
+    assert (state["leaderId"], state["leaderEpoch"], state["votedId"], state["currentVoters"]) == (
+        want["leaderId"], want["leaderEpoch"], want["votedId"], want["currentVoters"])
+    # README: "epoch 2 from offset 913": the leader epoch the quorum state holds is the last one
     last_epoch = int(read_leader_epoch_checkpoint(kraft / LEADER_EPOCH_CHECKPOINT)["epoch"].iloc[-1])
-    assert (state["leaderId"], state["leaderEpoch"], state["votedId"]) == (1, last_epoch, -1)
-    assert state["currentVoters"] == [{"voterId": 1}]
+    assert want["leaderEpoch"] == 2 == last_epoch
 
 
 def write_epochs(path, rows, version=0):

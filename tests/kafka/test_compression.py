@@ -196,19 +196,23 @@ def test_writers_take_compression(tmp_path, codec):
 @pytest.mark.parametrize("rel", [LZ4_REAL, GZIP_REAL])
 def test_real_compressed_segments(rel):
     path = require_real_data(rel) / "00000000000000000000.log"
+    kb, kr = kp_read(path.read_bytes())          # kafka-python, the independent reader
     b = read_batches(path, verify_crc=True)
     r = read_records(path)
-    assert len(r) == b["records_count"].sum()
+    assert len(r) == len(kr) == sum(x["records_count"] for x in kb)
     assert r["offset"].is_monotonic_increasing and r["offset"].is_unique
     assert_same(path.read_bytes())
     assert compressed_batch_problems(path) == []
     comp = b[b["compression"] != "none"]
     assert len(comp)
     if rel == LZ4_REAL:
+        # README table: "| ...-rekey-0 | 44137 | 487 | 10 | 11 | LZ4 + LogAppendTime (attributes 0x0B) |"
+        assert len(kb) == len(b) == 487
         assert (b["compression"] == "lz4").all() and (b["timestamp_type"] == "LogAppendTime").all()
-        assert len(r) == 487
     else:
-        assert len(comp) == 2 and (comp["compression"] == "gzip").all()   # README: 2 gzip-compressed batches
+        # README: "14 magic v2 batches, CRC-32C valid: 2 gzip-compressed"
+        assert len(kb) == len(b) == 14
+        assert len(comp) == 2 and (comp["compression"] == "gzip").all()
 
 
 @pytest.mark.realdata
@@ -216,11 +220,19 @@ def test_real_compressed_dump_shows_every_record(capsys):
     from rmqlab.cli import main
 
     path = require_real_data(LZ4_REAL) / "00000000000000000000.log"
+    kb, kr = kp_read(path.read_bytes())
+    assert len(kr) >= 487                          # README: 487 batches, each at least one record
     assert main(["kafka", "dump", "--records", str(path)]) == 0
     lines = capsys.readouterr().out.splitlines()
     recs = [x for x in lines if x.startswith("| offset: ")]
-    assert len(recs) == read_batches(path)["records_count"].sum()
-    assert recs[0] == "| offset: 0 LogAppendTime: 1713533419633 keySize: 0 valueSize: 3 sequence: 0 headerKeys: []"
+    assert len(recs) == len(kr)
+    # the first record as kafka-python reads it, in DumpLogSegments' words (LogAppendTime: the
+    # README's attributes 0x0B; sequence: the first batch's base sequence, the record's delta 0)
+    first = kr[0]
+    assert recs[0] == (f"| offset: {first['offset']} LogAppendTime: {first['timestamp']} "
+                       f"keySize: {len(first['key']) if first['key'] is not None else -1} "
+                       f"valueSize: {len(first['value']) if first['value'] is not None else -1} "
+                       f"sequence: {kb[0]['base_sequence']} headerKeys: [{','.join(k for k, _ in first['headers'])}]")
     assert not any("not decoded" in x for x in lines)
 
 

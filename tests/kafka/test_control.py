@@ -9,6 +9,7 @@ from __future__ import annotations
 import base64
 import struct
 
+import kafka_stdlib as ks
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -314,50 +315,67 @@ def test_snapshot_files_built_here(tmp_path):
 
 
 # ------------------------------------------------------------------ real data
+#
+# Each value comes from the file's README (the line quoted) or from tests/support/kafka_stdlib.py,
+# a standard-library reader of batches, control records and metadata record frames that shares
+# no code with rmqlab. tests/brokers/test_kafka_real_data.py also compares these files with
+# kafka-dump-log's text, live.
 
 
 def test_real_kraft_snapshot():
-    """The values are kafka-dump-log's (3.6.2, --cluster-metadata-decoder: "Snapshot end
-    offset: 4758, epoch: 1", three batches, SnapshotHeader first and SnapshotFooter last;
-    tests/brokers/test_kafka_real_data.py compares the whole file with the tool, live)."""
     p = require_real_data("kafka/producer-state-snapshots/__cluster_metadata-0/"
                           "00000000000000004758-0000000001.checkpoint")
+    model = ks.read_batches(p)
+    # README: "a KRaft metadata snapshot (named end offset 4758, epoch 1): 3 batches; the first
+    # and the last are control records of type 3 and 4 (SnapshotHeader, SnapshotFooter)"
+    assert len(model) == 3 and all(b["crc_ok"] for b in model)
+    assert [ks.control_type(b["records"][0]["key"]) for b in (model[0], model[-1])] == [3, 4]
     s = kraft.read_kraft_snapshot(p)
     assert (s["end_offset"], s["epoch"], s["batches"], s["crc_ok"]) == (4758, 1, 3, True)
     recs = s["records"]
-    assert recs["is_control"].tolist()[0] and recs["is_control"].tolist()[-1]
-    ctypes = control.read_control_records(p)["type"].tolist()
-    assert ctypes == [3, 4]
+    flat = [r for b in model for r in b["records"]]
+    assert len(recs) == len(flat) > 2
+    assert recs["is_control"].tolist() == [b["is_control"] for b in model for _ in b["records"]]
+    assert control.read_control_records(p)["type"].tolist() == [3, 4]
     assert recs["error"].isna().all()
-    assert s["header"]["version"] == 0 and s["footer"] == {"version": 0}
+    assert s["header"] == ks.decode_snapshot_header(model[0]["records"][0]["value"])
+    assert s["footer"] == {"version": 0}
     assert kraft.kraft_snapshot_problems(p) == []
-    topics = [d["name"] for t, d in zip(recs["type"], recs["data"]) if t == "TopicRecord"]
-    assert "__consumer_offsets" in topics and len(topics) == s["type_counts"]["TopicRecord"]
+    want = [n for r in model[1]["records"] if (n := ks.topic_record_name(r["value"])) is not None]
+    assert "__consumer_offsets" in want
+    assert [d["name"] for t, d in zip(recs["type"], recs["data"]) if t == "TopicRecord"] == want
+    assert s["type_counts"]["TopicRecord"] == len(want)
 
 
 def test_real_bootstrap_checkpoint():
-    """kafka-dump-log's values (3.6.2: "KRaft bootstrap snapshot", no end offset; SnapshotHeader
-    {"version":0,"lastContainedLogTimestamp":0}, the metadata.version FeatureLevelRecord at
-    level 11, SnapshotFooter {"version":0})."""
     p = require_real_data("kafka/kraft-metadata-restart/bootstrap.checkpoint")
+    model = ks.read_batches(p)
+    # the stdlib reader: header, one metadata record, footer
+    assert [len(b["records"]) for b in model] == [1, 1, 1]
+    assert [b["is_control"] for b in model] == [True, False, True]
     s = kraft.read_kraft_snapshot(p)
-    assert (s["end_offset"], s["batches"], s["header"], s["footer"]) == (
-        None, 3, {"version": 0, "lastContainedLogTimestamp": 0}, {"version": 0})
-    assert s["records"]["data"].tolist()[1] == {"name": "metadata.version", "featureLevel": 11}
+    assert (s["end_offset"], s["batches"]) == (None, 3)       # not named <offset>-<epoch>.checkpoint
+    assert s["header"] == ks.decode_snapshot_header(model[0]["records"][0]["value"])
+    assert s["footer"] == {"version": 0}
+    name, level = ks.feature_level(model[1]["records"][0]["value"])
+    assert s["records"]["data"].tolist()[1] == {"name": name, "featureLevel": level}
     assert kraft.kraft_snapshot_problems(p) == []
 
 
 def test_real_leader_change_batches():
-    """kafka-dump-log's values: 3.6.2 prints "controlType: LEADER_CHANGE(2)" at offsets 0 and 913
-    and 1358 records; the LeaderChange body is 4.4.0's text of the same records ("LeaderChange:
-    {"version":0,"leaderId":1,"voters":[{"voterId":1}],"grantingVoters":[{"voterId":1}]}", 3.6
-    prints the type alone)."""
     p = require_real_data("kafka/kraft-metadata-restart/__cluster_metadata-0/00000000000000000000.log")
+    batches = ks.read_batches(p)
+    # README: "1,351 magic v2 batches, CRC-32C valid; two are control batches (type 2,
+    # LeaderChange)"; "epoch 2 from offset 913" (the second leader's first record)
+    assert len(batches) == 1351 and all(b["crc_ok"] for b in batches)
+    model = [dict(r, is_control=b["is_control"]) for b in batches for r in b["records"]]
+    ctrl = [r for r in model if r["is_control"]]
+    assert [ks.control_type(r["key"]) for r in ctrl] == [2, 2] and ctrl[1]["offset"] == 913
     df = control.read_control_records(p)
-    assert df["offset"].tolist() == [0, 913]
+    assert df["offset"].tolist() == [r["offset"] for r in ctrl]
     assert df["name"].tolist() == ["LEADER_CHANGE"] * 2
-    assert df["data"].tolist()[0] == {"version": 0, "leaderId": 1, "voters": [{"voterId": 1}],
-                                      "grantingVoters": [{"voterId": 1}]}
+    assert df["data"].tolist() == [ks.decode_leader_change(r["value"]) for r in ctrl]
     recs = kraft.read_metadata_records(p)
-    assert len(recs) == 1358 and recs["error"].isna().all()
+    assert len(recs) == len(model) and recs["error"].isna().all()
+    assert recs["offset"].tolist() == [r["offset"] for r in model]
     assert recs.loc[~recs["is_control"], "type"].notna().all()

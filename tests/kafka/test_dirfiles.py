@@ -7,6 +7,7 @@ import json
 import shutil
 import struct
 
+import kafka_stdlib as ks
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -84,10 +85,15 @@ def test_producer_snapshot_damage(tmp_path):
 
 def test_real_producer_snapshot():
     p = require_real_data("kafka/producer-state-snapshots/client.order.report-0/00000000000000094751.snapshot")
+    # README: "a producer-state snapshot (version 1, CRC-32C valid) with 3 producer entries (not
+    # transactional: currentTxnFirstOffset -1)"; each entry's fields: the standard-library reader
+    model = ks.read_producer_snapshot(p)
+    assert (model["version"], model["crc_ok"], len(model["entries"])) == (1, True, 3)
     df = read_producer_snapshot(p)
     assert len(df) == 3 and df.attrs["version"] == 1 and df.attrs["crc_ok"]
     assert df["current_txn_first_offset"].tolist() == [-1, -1, -1]
-    assert sorted(df["producer_id"].tolist()) == [0, 1000, 2000]
+    for col in ("producer_id", "last_sequence", "last_offset", "timestamp", "coordinator_epoch"):
+        assert df[col].tolist() == [e[col] for e in model["entries"]], col
     assert producer_snapshot_problems(p) == ([], {"offset": 94751, "producers": 3, "transactional": 0,
                                                   "crc_ok": True})
 
@@ -95,6 +101,9 @@ def test_real_producer_snapshot():
 @pytest.mark.parametrize("name", ["00000000000000000913.snapshot", "00000000000000001358.snapshot"])
 def test_real_empty_snapshots(name):
     p = require_real_data(f"kafka/kraft-metadata-restart/__cluster_metadata-0/{name}")
+    # README: "`00000000000000000913.snapshot` and `00000000000000001358.snapshot` are producer-state
+    # snapshots (10 bytes: no producers)"
+    assert ks.read_producer_snapshot(p) == {"version": 1, "crc_ok": True, "entries": []}
     df = read_producer_snapshot(p)
     assert len(df) == 0 and df.attrs["crc_ok"] and p.stat().st_size == 10
 
@@ -151,8 +160,12 @@ def test_real_directories_check_clean():
 def test_real_kraft_restart_files():
     d = require_real_data("kafka/kraft-metadata-restart/__cluster_metadata-0")
     by_name = {c.file.name: c for c in dirfiles.check_partition_files(d)}
+    # README: "`leader-epoch-checkpoint`: epoch 1 from offset 0, epoch 2 from offset 913"
     assert by_name["leader-epoch-checkpoint"].summary == "leader epochs (epoch@startOffset): 1@0, 2@913"
-    assert by_name["quorum-state"].summary == "leaderId 1 leaderEpoch 2 votedId -1 voters [1]"
+    qs = json.loads((d / "quorum-state").read_text())          # the file's JSON, read here
+    voters = [v["voterId"] for v in qs["currentVoters"]]
+    assert by_name["quorum-state"].summary == \
+        f"leaderId {qs['leaderId']} leaderEpoch {qs['leaderEpoch']} votedId {qs['votedId']} voters {voters}"
     assert "AAAAAAAAAAAAAAAAAAAAAQ" in by_name["partition.metadata"].summary
     assert by_name["00000000000000000913.snapshot"].summary.startswith("producer-state snapshot at offset 913: 0 ")
 
@@ -223,9 +236,14 @@ def test_dump_real_files(tmp_path, capsys):
     assert "Snapshot end offset: 4758, epoch: 1" in out and "KRaft bootstrap snapshot" in out
     assert 'SnapshotHeader {"version":0,"lastContainedLogTimestamp":0}' in out
     assert 'SnapshotFooter {"version":0}' in out
-    assert 'payload: {"type":"FEATURE_LEVEL_RECORD","version":0,"data":{"name":"metadata.version","featureLevel":11}}' \
-        in out
-    assert "leaderId: 1 leaderEpoch: 2" in out and "topicId: AAAAAAAAAAAAAAAAAAAAAQ" in out
+    # the feature level: the standard-library reader of the bootstrap's middle batch
+    name, level = ks.feature_level(ks.read_batches(boot)[1]["records"][0]["value"])
+    data = json.dumps({"name": name, "featureLevel": level}, separators=(",", ":"))
+    assert f'payload: {{"type":"FEATURE_LEVEL_RECORD","version":0,"data":{data}}}' in out
+    # the quorum-state's JSON and partition.metadata's text, as they stand in the files
+    qs = json.loads((d / "quorum-state").read_text())
+    assert f"leaderId: {qs['leaderId']} leaderEpoch: {qs['leaderEpoch']}" in out
+    assert "topicId: " + ks.read_partition_metadata_text(d / "partition.metadata")["topic_id"] in out
     assert main(["kafka", "dump", "--records", "--json", str(snap)]) == 0
     j = json.loads(capsys.readouterr().out)
     assert (j["kind"], j["end_offset"], j["epoch"], len(j["batches"])) == ("checkpoint", 4758, 1, 3)
@@ -239,9 +257,12 @@ def test_dump_log_control_records(tmp_path, capsys):
     shutil.copy(log, part / log.name)
     assert main(["kafka", "dump", "--records", str(part / log.name)]) == 0
     lines = [ln for ln in capsys.readouterr().out.splitlines() if "LeaderChange" in ln]
-    assert len(lines) == 2 and lines[1].startswith("| offset: 913 ")
-    assert lines[0].endswith('controlType: LEADER_CHANGE(2) LeaderChange: {"version":0,"leaderId":1,'
-                             '"voters":[{"voterId":1}],"grantingVoters":[{"voterId":1}]}')
+    # README: "two are control batches (type 2, LeaderChange)", the second leader from 913; the
+    # body: the standard-library reader, printed as kafka-dump-log 4.x prints it
+    ctrl = [r for b in ks.read_batches(log) if b["is_control"] for r in b["records"]]
+    assert len(lines) == 2 == len(ctrl) and lines[1].startswith("| offset: 913 ")
+    lc = ks.decode_leader_change(ctrl[0]["value"])
+    assert lines[0].endswith("controlType: LEADER_CHANGE(2) LeaderChange: " + json.dumps(lc, separators=(",", ":")))
 
 
 def test_orphaned_index_files_are_the_brokers_leftovers_not_failures(tmp_path):

@@ -8,6 +8,7 @@ import struct
 import tempfile
 from pathlib import Path
 
+import kafka_stdlib as ks
 import pandas as pd
 import pytest
 from hypothesis import given, settings
@@ -111,18 +112,32 @@ def test_committed_offsets_equal_an_independent_reader():
 def test_kafka_36_compacted_groups_as_the_readme_says():
     d = require_real_data(COMPACTED)
     lag = consumer_lag(d).set_index("group")
-    # __consumer_offsets-9 holds one offset-commit key and the group of stock-market-batch-consumer-group;
-    # the topic's records are offsets 12910..15909 (so its end offset is 15910), the realtime one's 3101..3340
+    # the committed offsets: the independent reader above (the README does not list them)
+    theirs: dict = {}
+    for folder in sorted(d.glob("__consumer_offsets-*")):
+        theirs.update(offsets_topic_commits(folder))
+    batch_commit = theirs["stock-market-batch-consumer-group", "stock-market-batch", 0]
+    rt_commit = theirs["stock-market-realtime-consumer-group", "stock-market-realtime", 0]
+    # README: "`__consumer_offsets-9` ... 1 offset-commit key and 1 group-metadata key, for group
+    # `stock-market-batch-consumer-group`"; "stock-market-batch-0/... offsets 12910..15909" (so
+    # its end offset is 15910); "stock-market-realtime-0/... offsets 3101..3340" (end 3341)
     batch = lag.loc["stock-market-batch-consumer-group"]
     assert (batch["topic"], batch["partition"], batch["offsets_partition"]) == ("stock-market-batch", 0, 9)
-    assert (batch["committed_offset"], batch["log_end_offset"], batch["lag"]) == (15910, 15910, 0)
+    assert (batch["committed_offset"], batch["log_end_offset"]) == (batch_commit, 15910)
+    assert batch["lag"] == 15910 - batch_commit
     rt = lag.loc["stock-market-realtime-consumer-group"]
     assert (rt["topic"], rt["offsets_partition"], rt["log_end_offset"]) == ("stock-market-realtime", 32, 3341)
-    assert rt["lag"] == 3341 - rt["committed_offset"] == 8
-    # their last group metadata: no member left (the consumers stopped before the broker)
-    assert (batch["state"], rt["state"]) == ("Empty", "Empty")
-    # partitions 8, 16, 20, 22, 29, 31, 38: console-consumer groups whose metadata was tombstoned
-    # (two in partition 20): dead, nothing committed
+    assert rt["committed_offset"] == rt_commit and rt["lag"] == 3341 - rt_commit
+    # their last group metadata has no member (standard-library reader, tests/support/kafka_stdlib.py):
+    # the group is Empty
+    for name, row in (("stock-market-batch-consumer-group", batch), ("stock-market-realtime-consumer-group", rt)):
+        folder = d / f"__consumer_offsets-{row['offsets_partition']}"
+        last = [r for r in ks.offsets_records(folder) if r["key"]["type"] == 2 and r["key"]["group"] == name][-1]
+        assert last["value"] is not None and last["value"]["members"] == []
+        assert row["state"] == "Empty"
+    # README: "`__consumer_offsets-{8,16,20,22,29,31,38}` are 3-record (partition 20: 6-record)
+    # segments of console-consumer groups. Each contains group-metadata tombstones (null value):
+    # 1 per partition, 2 in partition 20": those groups are dead, nothing committed
     states = group_states(d)
     dead = states[states["state"] == "Dead"]
     assert sorted(dead["offsets_partition"].tolist()) == [8, 16, 20, 20, 22, 29, 31, 38]

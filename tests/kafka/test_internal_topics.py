@@ -8,6 +8,7 @@ import json
 import struct
 from pathlib import Path
 
+import kafka_stdlib as ks
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -416,96 +417,145 @@ def test_cli_transaction_log_decoder(tmp_path, capsys):
 
 # ------------------------------------------------------------------ real broker data
 #
-# The values pinned below are kafka-dump-log's reading of these segments (3.6.2's
-# DumpLogSegments --offsets-decoder for LDI-POC and flink-on-prem, 2.8.2's for kafka-2.7.1:
-# tests/brokers/test_kafka_real_data.py compares rmqlab with the tool's text of every real
-# __consumer_offsets segment, live); a value the tool does not print (client ids and hosts,
-# commit timestamps, the records' value versions) is marked, with what else stands behind it.
+# Every value below comes from outside rmqlab: a line of the data set's README (quoted), or
+# tests/support/kafka_stdlib.py, a standard-library reader of the batches and of the group
+# coordinator's key and value schemas that shares no code with the package. The counts come
+# first, so a reader that returns nothing fails. tests/brokers/test_kafka_real_data.py also
+# compares rmqlab with kafka-dump-log's --offsets-decoder text of these segments, live.
 
 KAFKA = Path("kafka")
 
 
+def _model_commits(d: Path) -> list[list]:
+    """The stdlib reader's last commit of each (group, topic, partition), sorted by that key."""
+    last = ks.last_commits(ks.offsets_records(d))
+    return [[g, t, p, r["value"]["offset"], r["value"]["metadata"], r["value"]["commit_timestamp"], r["offset"]]
+            for (g, t, p), r in sorted(last.items())]
+
+
+def _rmqlab_commits(d: Path) -> list[list]:
+    got = it.committed_offsets(d).sort_values(["group", "topic", "partition"])
+    return got[["group", "topic", "partition", "offset", "metadata", "commit_timestamp", "record_offset"]] \
+        .values.tolist()
+
+
+def _model_groups(d: Path) -> list[dict]:
+    """The stdlib reader's group metadata records (tombstones left out), in log order."""
+    return [dict(r["value"], group=r["key"]["group"], offset=r["offset"]) for r in ks.offsets_records(d)
+            if r["key"]["type"] == 2 and r["value"] is not None]
+
+
+def _model_members(d: Path) -> list[list]:
+    """One row a member of each group record: group, generation, client id, host, topics and
+    assigned partitions (the last two for the consumer protocol only, None otherwise)."""
+    rows = []
+    for g in _model_groups(d):
+        consumer = g["protocol_type"] == "consumer"
+        for m in g["members"]:
+            rows.append([g["group"], g["generation"], m["client_id"], m["client_host"],
+                         ks.consumer_subscription_topics(m["subscription"]) if consumer else None,
+                         ks.consumer_assignment(m["assignment"]) if consumer else None])
+    return rows
+
+
+def _rmqlab_members(d: Path) -> list[list]:
+    df = it.group_members(d)
+    return [[g, gen, c, h, t if isinstance(t, list) else None, a if isinstance(a, list) else None]
+            for g, gen, c, h, t, a in df[["group", "generation", "client_id", "client_host", "topics",
+                                          "assigned"]].values.tolist()]
+
+
 def test_real_ldi_poc_consumer_group():
     d = require_real_data(KAFKA / "LDI-POC" / "__consumer_offsets-6")
+    model = ks.offsets_records(d)
+    # README: ".log 13751 B, 13 batches (offsets 0..12)"; the stdlib reader: one record a batch
+    assert [r["offset"] for r in model] == list(range(13))
     records = it.group_records(d)
-    # the tool: 13 records (offsets 0..12), all of group DEVSmileCDR, no <DELETE>; the value
-    # versions it does not print
-    assert len(records) == 13 and set(records["group"]) == {"DEVSmileCDR"}
-    assert records["value_version"].tolist() == [3] * 13 and not records["tombstone"].any()
-    # the tool: the last offset_commit of each partition ("offset=0" at record 9 for
-    # Retry.TestTopicPatient-0, "offset=3" at record 12 for TestTopicPatient-0, ...)
-    got = it.committed_offsets(d)
-    assert got[["topic", "partition", "offset", "record_offset"]].values.tolist() == [
-        ["Retry.TestTopicPatient", 0, 0, 9], ["TestTopicPatient", 0, 3, 12],
-        ["batch2.work.notification.SHR_PROD.persistence", 0, 0, 1],
-        ["subscription.matching.SHR_PROD.persistence", 0, 0, 3]]
-    # the last commit is the one the time index's closing entry points at: (1769793578176, 12)
-    # (the broker's index; the tool's text of a commit has no timestamp)
-    assert got.loc[got["topic"] == "TestTopicPatient", "commit_timestamp"].item() == 1769793578176
-    # the tool: generationId 1 to 6, assignments of 8, 13, 0 ("{}"), 8, 13 and 17 members,
-    # protocol "range" (null for the empty generation 3)
+    assert records["offset"].tolist() == [r["offset"] for r in model]
+    assert records["group"].tolist() == [r["key"]["group"] for r in model]
+    assert records["value_version"].tolist() == [r["value"]["version"] for r in model]
+    assert records["tombstone"].tolist() == [r["value"] is None for r in model]
+    commits = _model_commits(d)
+    assert len(commits) == 4
+    assert _rmqlab_commits(d) == commits
+    # README: ".timeindex ... (1769793578176, 12); the 3rd entry is the one appended on close/roll
+    # (max timestamp of segment, last offset 12)": record 12 is the last commit, and its commit
+    # time is that timestamp (the stdlib reader gives both)
+    last = max(commits, key=lambda c: c[-1])
+    assert (last[-1], last[-2]) == (12, 1769793578176)
+    groups = _model_groups(d)
+    assert len(groups) == 6
     meta = it.group_metadata(d)
-    assert meta["generation"].tolist() == [1, 2, 3, 4, 5, 6]
-    assert meta["member_count"].tolist() == [8, 13, 0, 8, 13, 17]
-    assert set(meta["protocol"].dropna()) == {"range"}
-    members = it.group_members(d)
-    # client hosts and ids: not in the tool's text (the README's independent reader names the IP)
-    assert set(members["client_host"]) == {"/172.18.0.5"}          # the README's Docker-internal IP
-    assert members["client_id"].str.startswith("consumer-DEVSmileCDR-").all()
-    # the tool: generation 6's assignment names these four partitions
-    last = members[members["generation"] == 6]
-    assert sorted(a for lst in last["assigned"] for a in lst) == [
-        "Retry.TestTopicPatient-0", "TestTopicPatient-0", "batch2.work.notification.SHR_PROD.persistence-0",
-        "subscription.matching.SHR_PROD.persistence-0"]
+    assert meta["generation"].tolist() == [g["generation"] for g in groups]
+    assert meta["member_count"].tolist() == [len(g["members"]) for g in groups]
+    assert meta["protocol"].tolist() == [g["protocol"] for g in groups]
+    members = _model_members(d)
+    assert len(members) == sum(len(g["members"]) for g in groups) > 0
+    assert _rmqlab_members(d) == members
+    # README of ../shared/real-data/kafka: "consumer-group metadata (client ids, Docker-internal
+    # IPs such as 172.18.0.5, ...)"
+    assert {m[3] for m in members} == {"/172.18.0.5"}
 
 
 def test_real_flink_connect_group():
     d = require_real_data(KAFKA / "flink-on-prem" / "__consumer_offsets-34")
-    # the tool: ten group_metadata records of connect-group, protocolType "connect",
-    # generationId 1 to 10, no offset_commit; the subscription bytes are not in its text
+    model = ks.offsets_records(d)
+    # README: "__consumer_offsets-34 | 4384 | 10 |" batches; one record each
+    assert len(model) == 10
+    groups = _model_groups(d)
+    assert len(groups) == 10 and {g["protocol_type"] for g in groups} == {"connect"}
     meta = it.group_metadata(d)
-    assert len(meta) == 10 and set(meta["group"]) == {"connect-group"}
-    assert set(meta["protocol_type"]) == {"connect"} and meta["generation"].tolist() == list(range(1, 11))
-    assert it.committed_offsets(d).empty
-    members = it.group_members(d)
-    assert set(members["client_id"]) == {"connect-1"} and members["topics"].isna().all()   # not the consumer protocol
-    sub = meta["members"][0][0]["subscription"]
-    assert b"http://connect:8083/" in sub                         # the README's `connect:8083`
+    assert meta["group"].tolist() == [g["group"] for g in groups]
+    assert meta["protocol_type"].tolist() == [g["protocol_type"] for g in groups]
+    assert meta["generation"].tolist() == [g["generation"] for g in groups]
+    assert _model_commits(d) == [] and it.committed_offsets(d).empty
+    members = _model_members(d)
+    assert len(members) > 0 and _rmqlab_members(d) == members     # topics None: not the consumer protocol
+    # the connect protocol's member bytes stay as stored
+    assert meta["members"][0][0]["subscription"] == groups[0]["members"][0]["subscription"]
+    # README of ../shared/real-data/kafka: "consumer-group metadata (..., `connect:8083`)"
+    assert b"http://connect:8083/" in groups[0]["members"][0]["subscription"]
 
 
 def test_real_flink_control_center_streams_group():
     d = require_real_data(KAFKA / "flink-on-prem" / "__consumer_offsets-28")
-    # the tool: "offset=2,metadata=AgAAAY72k0g+" is the last commit; protocol "stream", each
-    # assignment [_confluent-command-0]; the commit timestamp is not in its text (the record's
-    # CreateTime, 1713533857013, is 1 ms after it)
-    got = it.committed_offsets(d)
-    assert got[["group", "topic", "partition", "offset", "metadata", "commit_timestamp"]].values.tolist() == [
-        ["_confluent-controlcenter-7-6-0-1-command", "_confluent-command", 0, 2, "AgAAAY72k0g+", 1713533857012]]
-    members = it.group_members(d)
-    assert members["assigned"].tolist() == [["_confluent-command-0"], ["_confluent-command-0"]]
-    assert set(it.group_metadata(d)["protocol"]) == {"stream"}
+    model = ks.offsets_records(d)
+    # README: "__consumer_offsets-28 | 1836 | 4 |" batches, one record each; ".timeindex ...
+    # 1: (1713533857013, 3)": the last record's time
+    assert len(model) == 4 and (model[-1]["offset"], model[-1]["timestamp"]) == (3, 1713533857013)
+    commits = _model_commits(d)
+    assert len(commits) == 1
+    assert _rmqlab_commits(d) == commits
+    members = _model_members(d)
+    assert len(members) == 2 and _rmqlab_members(d) == members
+    assert it.group_metadata(d)["protocol"].tolist() == [g["protocol"] for g in _model_groups(d)]
 
 
 def test_real_kafka_271_both_segments():
     d = require_real_data(KAFKA / "kafka-2.7.1" / "__consumer_offsets-17")
-    # the tool (2.8.2): records 0, 1, 2 of group console-consumer-55231, the last <DELETE>;
-    # generation 1 assigns myTopic-0 to its one member, generation 2 is empty ("{}"); the
-    # member's client id and host are not in its text
+    model = ks.offsets_records(d)
+    # README: segment 0 "1 batch (offset 0)", `00000000000000000001.log` "(221 B, 2 batches)"
+    assert [r["offset"] for r in model] == [0, 1, 2]
     records = it.group_records(d)
-    assert records["offset"].tolist() == [0, 1, 2] and records["tombstone"].tolist() == [False, False, True]
-    members = it.group_members(d)
-    assert members[["group", "generation", "client_id", "client_host", "topics", "assigned"]].values.tolist() == [
-        ["console-consumer-55231", 1, "consumer-console-consumer-55231-1", "/127.0.0.1", ["myTopic"], ["myTopic-0"]]]
+    assert records["offset"].tolist() == [0, 1, 2]
+    assert records["tombstone"].tolist() == [r["value"] is None for r in model]
+    members = _model_members(d)
+    assert len(members) == 1 and _rmqlab_members(d) == members
 
 
-@pytest.mark.parametrize("segment", ["LDI-POC/__consumer_offsets-6/00000000000000000000.log",
-                                     "flink-on-prem/__consumer_offsets-28/00000000000000000000.log",
-                                     "flink-on-prem/__consumer_offsets-34/00000000000000000000.log",
-                                     "kafka-2.7.1/__consumer_offsets-17/00000000000000000000.log",
-                                     "kafka-2.7.1/__consumer_offsets-17/00000000000000000001.log"])
-def test_real_segments_decode_completely(segment, capsys):
+@pytest.mark.parametrize("segment, batches", [
+    # each README's batch count: LDI-POC "13 batches"; flink-on-prem's table: 4 and 10;
+    # kafka-2.7.1: "1 batch (offset 0)" and "(221 B, 2 batches)"
+    ("LDI-POC/__consumer_offsets-6/00000000000000000000.log", 13),
+    ("flink-on-prem/__consumer_offsets-28/00000000000000000000.log", 4),
+    ("flink-on-prem/__consumer_offsets-34/00000000000000000000.log", 10),
+    ("kafka-2.7.1/__consumer_offsets-17/00000000000000000000.log", 1),
+    ("kafka-2.7.1/__consumer_offsets-17/00000000000000000001.log", 2)])
+def test_real_segments_decode_completely(segment, batches, capsys):
     seg = require_real_data(KAFKA / segment)
-    n = len(read_records(seg))
+    assert len(ks.read_batches(seg)) == batches
+    n = len(ks.read_records(seg))
+    assert len(read_records(seg)) == n
     # every key and value is read to its last byte (the decoder rejects bytes left over)
     assert len(it.group_records(seg)) == n
     text = it.describe_records(seg, "offsets")

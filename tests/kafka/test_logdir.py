@@ -60,24 +60,35 @@ def test_real_checkpoints_read_as_the_readme_says():
                                                          ("__consumer_offsets", 32, 192)]
     assert len(read_offset_checkpoint(d / LOG_START_OFFSET_CHECKPOINT)) == 0
     for name in (RECOVERY_POINT_CHECKPOINT, REPLICATION_OFFSET_CHECKPOINT):
+        # the file's text read here: version line, count line, one "topic partition offset" line each
+        lines = (d / name).read_text().splitlines()
+        assert lines[0] == "0" and int(lines[1]) == len(lines) - 2 > 11
         ck = read_offset_checkpoint(d / name)
-        assert len(ck) == 54 and ck.attrs["duplicates"] == []
+        assert len(ck) == len(lines) - 2 and ck.attrs["duplicates"] == []
+    # meta.properties' text read here (java.util.Properties: "key=value" lines, "#" comments)
+    props = dict(line.split("=", 1) for line in (d / META_PROPERTIES).read_text().splitlines()
+                 if line and not line.startswith("#"))
     meta = read_meta_properties(d / META_PROPERTIES)
-    assert (meta["version"], meta["node_id"], meta["cluster_id"]) == (0, 1, "vqwjEvyyRj2mnTIBDZpewA")
+    assert (meta["version"], meta["node_id"], meta["cluster_id"]) == (
+        int(props["version"]), int(props["broker.id"]), props["cluster.id"])
     shutdown = read_clean_shutdown(d / CLEAN_SHUTDOWN)
     assert shutdown["present"] and shutdown["broker_epoch"] is None     # 3.6 leaves it empty
     parts = log_dir_partitions(d).set_index(["topic", "partition"])
-    # README: offsets 12910..15909 and 3101..3340; a clean shutdown checkpoints every log at its end
+    # README: offsets 12910..15909 and 3101..3340, __consumer_offsets-9's "offsets 9907..12880";
+    # a clean shutdown checkpoints every log at its end
     assert parts.loc[("stock-market-batch", 0), "log_end_offset"] == 15910
     assert parts.loc[("stock-market-realtime", 0), "log_end_offset"] == 3341
     assert parts.loc[("__consumer_offsets", 9), "log_end_offset"] == 12881
     here = parts[parts["directory"].notna()]
-    assert len(here) == 11
+    assert len(here) == 11          # README: nine __consumer_offsets folders and two stock-market ones
     assert (here["recovery_point"] == here["log_end_offset"]).all()
     assert (here["high_watermark"] == here["log_end_offset"]).all()
     checks = checks_by_name(d)
     assert all(c.ok for c in checks.values()), [c.problems for c in checks.values()]
-    assert any("43 line(s) name partitions with no folder here" in n for n in checks[RECOVERY_POINT_CHECKPOINT].notes)
+    away = int((d / RECOVERY_POINT_CHECKPOINT).read_text().splitlines()[1]) - len(here)
+    assert any(f"{away} line(s) name partitions with no folder here" in n
+               for n in checks[RECOVERY_POINT_CHECKPOINT].notes)
+    # README: "offsets 9907..12880 with no gaps" (2,974) and "offsets 192..209: 18 records"
     assert checks[CLEANER_OFFSET_CHECKPOINT].notes == [
         "__consumer_offsets-9: cleaned below offset 9907; 2974 offset(s) from 9907 to the log end are dirty",
         "__consumer_offsets-32: cleaned below offset 192; 18 offset(s) from 192 to the log end are dirty"]

@@ -422,7 +422,8 @@ def test_the_real_restart_rebuilds_byte_for_byte_only_with_the_restart(tmp_path)
         assert [p.read_bytes() for p in got] == [index.read_bytes(), timeindex.read_bytes()], name
     got_index, got_time = rebuild_indexes(log, tmp_path / "none", restarts=())
     want, got = read_offset_index(index), read_offset_index(got_index)
-    assert want[:15].tolist() == got[:15].tolist() and got[15].tolist() == (913, 65785) != want[15].tolist()
+    at_913 = _owner(_v2_batches(log), 913)["position"]           # the test's own batch walk
+    assert want[:15].tolist() == got[:15].tolist() and got[15].tolist() == (913, at_913) != want[15].tolist()
     assert (1725787026189, 912) in read_time_index(timeindex).tolist()
     assert (1725787026189, 912) not in read_time_index(got_time).tolist()
 
@@ -523,12 +524,17 @@ def test_verify_passes_every_real_partition_and_names_each_restart():
         restarts_seen += len(r.restarts)
     assert restarts_seen > 0
     assert reports["LDI-POC/__consumer_offsets-6/00000000000000000000.log"].time_entries == 3
+    # README: "The broker restarted at offset 913"; "`.index` (176 bytes, 22 entries)", "Index
+    # entries 0..14 follow the one-entry-per-4096-bytes rule from the start" (so 7 after it);
+    # "Time entry 15, (1725787026189, 912), was appended when the segment was closed"; the
+    # position is the test's own batch walk's
     (restart,) = reports[RESTART].restarts
-    assert (restart.offset, restart.position, restart.offset_entries_after) == (913, 65785, 7)
+    at_913 = _owner(_v2_batches(REAL / RESTART), 913)["position"]
+    assert (restart.offset, restart.position, restart.offset_entries_after) == (913, at_913, 22 - 15)
     assert restart.closing_time_entry == (15, (1725787026189, 912))
     assert restart.evidence[0].startswith("00000000000000000913.snapshot (producer-state snapshot")
     assert restart.evidence[1] == "leader epoch 2 starts at 913"
-    assert "restart at offset 913 (position 65785): 00000000000000000913.snapshot" in restart.describe()
+    assert f"restart at offset 913 (position {at_913}): 00000000000000000913.snapshot" in restart.describe()
     assert any("00000000000000001358.snapshot is at the log end offset 1358" in n for n in reports[RESTART].notes)
 
 

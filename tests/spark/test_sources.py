@@ -1,13 +1,17 @@
 """Sources for Spark: a synthetic workload generated in pieces, a store split by CommitLog file.
 Each is checked against the single-process code on the same data (the generator, the
-CommitLog encoder and reader, expand_columns, bulk_build) and, for the store, the broker's own
-dispatch."""
+CommitLog encoder and reader, expand_columns, bulk_build); the store's messages and keys also
+against a standard-library walk of its CommitLog (tests/support/commitlog_stdlib.py) and
+IndexService.buildIndex's key rule (tests/support/indexfile_stdlib.py), which share no code with
+rmqlab."""
 from __future__ import annotations
 
 import datetime
 
+import indexfile_stdlib as ix
 import pyarrow as pa
 import pytest
+from commitlog_stdlib import read_commitlog
 from oracles import REAL_DATA, needs_real_data
 
 from rmqlab.formats import commitlog as cl
@@ -127,20 +131,40 @@ def test_store_source_splits_by_file_and_reads_what_the_reader_reads(small_store
     assert keys.phy_offsets.tolist() == want.phy_offsets.tolist()
 
 
+def test_store_source_keys_are_the_broker_rule_keys_of_a_stdlib_walk(small_store):
+    """The keys the source emits, in order, are IndexService.buildIndex's keys of each message of
+    a standard-library walk of the CommitLog (a rolled-back transaction has none)."""
+    walk = read_commitlog(small_store / "commitlog")
+    assert len(walk) == len(cl.read_columns(small_store / "commitlog", body=False)) > 2000
+    want = [(k, m["phy_offset"]) for m in walk for k in ix.index_keys(m)]
+    keys = all_keys(StoreSource(small_store))
+    assert list(zip(keys.key_list(), keys.phy_offsets.tolist())) == want
+
+
+def test_the_dispatched_index_holds_the_broker_rule_keys(small_store):
+    """small_store's index/ is rmqlab's own one-message-at-a-time dispatch (Store.dispatch), not a
+    broker's: a standard-library read of its files (each slot's chain, every entry) holds exactly
+    the (key hash, offset) pairs buildIndex's rule gives for the standard-library walk."""
+    walk = read_commitlog(small_store / "commitlog")
+    want = ix.model_entries(walk)
+    assert sum(want.values()) > 2000
+    assert ix.file_entries(small_store / "index", 61) == want
+
+
 @pytest.mark.jvm
-def test_spark_build_from_a_store_matches_the_brokers_own_index(spark, small_store, tmp_path):
-    """The store's index/ was written by Store.dispatch (IndexService, one message at a time,
-    named by its clock); the Spark build from the CommitLog, given the same names, is the same
-    bytes."""
+def test_spark_build_from_a_store_matches_the_dispatched_index(spark, small_store, tmp_path):
+    """The store's index/ was written by rmqlab's Store.dispatch (IndexService's order, one message
+    at a time, files named by its clock), and checked against the key rule just above; the Spark
+    build from the CommitLog, given the same names, is the same bytes."""
     from rmqlab.spark.build import build_index_files
     from rmqlab.store.indexservice import is_index_file_name
 
-    broker = sorted(p for p in (small_store / "index").iterdir() if is_index_file_name(p.name))
-    assert len(broker) >= 2
+    dispatched = sorted(p for p in (small_store / "index").iterdir() if is_index_file_name(p.name))
+    assert len(dispatched) >= 2
     got = build_index_files(StoreSource(small_store), tmp_path / "index", hash_slot_num=61,
-                            index_num=1000, names=[p.name for p in broker], spark=spark, progress=False)
-    assert [p.name for p in got] == [p.name for p in broker]
-    for a, b in zip(broker, got):
+                            index_num=1000, names=[p.name for p in dispatched], spark=spark, progress=False)
+    assert [p.name for p in got] == [p.name for p in dispatched]
+    for a, b in zip(dispatched, got):
         assert a.read_bytes() == b.read_bytes(), a.name
 
 
@@ -171,8 +195,15 @@ def test_spark_build_from_a_workload_source_equals_bulk_build(spark, workload_so
 
 @needs_real_data(REAL / "commitlog")
 def test_store_source_on_the_real_broker_commitlog():
+    """../shared/real-data/rocketmq/README.md: "it holds 47 v1 messages (magic 0xDAA320A7) from
+    offset 0 to 8,084" and "an index built from this file has one key per message
+    (`abc#<KEYS>`)"; the offsets and keys come from the standard-library walk."""
+    walk = read_commitlog(REAL / "commitlog")
+    assert len(walk) == 47 and walk[-1]["phy_offset"] + walk[-1]["total_size"] == 8084
     src = StoreSource(REAL)
-    whole = cl.read_columns(REAL / "commitlog", body=False)
     got = pa.concat_tables(all_messages(src)).to_pandas()
-    assert got["phy_offset"].tolist() == whole["phy_offset"].tolist() and len(got) > 0
-    assert all_keys(src).key_list() == expand_columns(whole).key_list()
+    assert got["phy_offset"].tolist() == [m["phy_offset"] for m in walk]
+    assert got["queue_offset"].tolist() == [m["queue_offset"] for m in walk]
+    keys = all_keys(src)
+    assert list(zip(keys.key_list(), keys.phy_offsets.tolist())) == [
+        (f"abc#{m['properties']['KEYS']}", m["phy_offset"]) for m in walk]

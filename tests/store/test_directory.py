@@ -5,6 +5,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from commitlog_stdlib import read_commitlog
 from oracles import require_real_data
 
 from rmqlab.formats import commitlog as cl
@@ -34,7 +35,9 @@ def real_store(tmp_path):
 def test_real_commitlog_dispatches_and_every_message_is_found(real_store):
     report = real_store.dispatch()
     msgs = real_store.messages()
+    # README: "it holds 47 v1 messages"; their offsets: the standard-library walk's
     assert len(msgs) == report.messages == 47
+    assert msgs["phy_offset"].tolist() == [m["phy_offset"] for m in read_commitlog(real_store.root / "commitlog")]
     assert report.consume_queue_units == 47 and report.index_keys == 47
     q = cq.ConsumeQueue.open(cq.queue_dir(real_store.root, "abc", 0))
     assert q.to_frame()["commitlog_offset"].tolist() == msgs["phy_offset"].tolist()

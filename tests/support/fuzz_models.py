@@ -1,8 +1,9 @@
 """Independent models for the fuzz targets' properties (``fuzz_support``): each reads the bytes
-of one format with the standard library alone (struct, zlib, json, re) from the brokers'
-rules, named with the class and release they come from, and imports nothing from rmqlab, so a
-fuzz input judged by one of them is judged by code that shares no line with the reader under
-test. Each model answers only what its format's rule decides; where a rule needs more than a
+of one format with the standard library alone (struct, json, re; and the suite's other
+standard-library readers: indexfile_stdlib's key hash, kafka_stdlib's CRC-32C) by the
+brokers' rules, named with the class and release they come from, and imports nothing from
+rmqlab, so a fuzz input judged by one of them is judged by code that shares no line with the
+reader under test. Each model answers only what its format's rule decides; where a rule needs more than a
 few lines (a codec, a schema), the model says nothing and the property does not run.
 
 Every model must stay total: any bytes give an answer or ``None`` (undecided), never an
@@ -13,6 +14,9 @@ from __future__ import annotations
 import json
 import re
 import struct
+
+from indexfile_stdlib import key_hash  # IndexFile.indexKeyHashMethod, in the standard library alone
+from kafka_stdlib import crc32c  # Kafka's Crc32C, table driven
 
 LONG_MIN, LONG_MAX = -(2**63), 2**63 - 1
 INT_MIN, INT_MAX = -(2**31), 2**31 - 1
@@ -32,21 +36,6 @@ def wrap_int(v: int) -> int:
 # ----------------------------------------------------------------------------- RocketMQ IndexFile
 
 
-def java_string_hash(s: str) -> int:
-    """java.lang.String.hashCode over the UTF-16 code units of `s`."""
-    units = s.encode("utf-16-be", "surrogatepass")
-    h = 0
-    for i in range(0, len(units), 2):
-        h = (31 * h + (units[i] << 8 | units[i + 1])) & 0xFFFFFFFF
-    return wrap_int(h)
-
-
-def index_key_hash(key: str) -> int:
-    """IndexFile.indexKeyHashMethod (4.9.7): abs(hashCode), Integer.MIN_VALUE taken as 0."""
-    h = abs(java_string_hash(key))
-    return 0 if h > INT_MAX else h
-
-
 def index_select(data: bytes, hash_slot_num: int, index_num: int, key: str, max_num: int,
                  begin: int, end: int) -> list[int] | None:
     """IndexFile.selectPhyOffset (4.9.7) on the bytes of a file of that geometry: the slot's
@@ -60,7 +49,7 @@ def index_select(data: bytes, hash_slot_num: int, index_num: int, key: str, max_
         return None
     begin_ts = struct.unpack_from(">q", data, 0)[0]
     count = struct.unpack_from(">i", data, 36)[0]
-    h = index_key_hash(key)
+    h = key_hash(key)
     slot = struct.unpack_from(">i", data, 40 + 4 * (h % hash_slot_num))[0]
     out: list[int] = []
     if slot <= 0 or slot > count or count <= 1:
@@ -71,12 +60,12 @@ def index_select(data: bytes, hash_slot_num: int, index_num: int, key: str, max_
         at = entries + 20 * cur
         if at + 20 > len(data) or idle >= index_num:
             break
-        key_hash, phy, diff, prev = struct.unpack_from(">iqii", data, at)
+        stored_hash, phy, diff, prev = struct.unpack_from(">iqii", data, at)
         idle += 1
         if diff < 0:
             break
         t = wrap_long(begin_ts + diff * 1000)
-        if key_hash == h and begin <= t <= end:
+        if stored_hash == h and begin <= t <= end:
             out.append(phy)
             idle = 0
         if prev <= 0 or prev > count or prev == cur or t < begin:
@@ -313,29 +302,6 @@ def kafka_v2_batches(data: bytes) -> list[tuple[int, int, bool, int, int]] | Non
         return None
     return [(p, struct.unpack_from(">i", data, p + 57)[0], bool(struct.unpack_from(">h", data, p + 21)[0] & 0x20),
              struct.unpack_from(">q", data, p)[0], last) for p, _, _, last in frames]
-
-
-# ----------------------------------------------------------------------------- CRC-32C
-
-def _crc32c_table() -> list[int]:
-    out = []
-    for i in range(256):
-        c = i
-        for _ in range(8):
-            c = (c >> 1) ^ 0x82F63B78 if c & 1 else c >> 1
-        out.append(c)
-    return out
-
-
-_CRC32C = _crc32c_table()
-
-
-def crc32c(data: bytes) -> int:
-    """CRC-32C (Castagnoli, reflected, polynomial 0x82F63B78), as java.util.zip.CRC32C."""
-    c = 0xFFFFFFFF
-    for b in data:
-        c = _CRC32C[(c ^ b) & 0xFF] ^ (c >> 8)
-    return c ^ 0xFFFFFFFF
 
 
 # ----------------------------------------------------------------------------- Kafka small files

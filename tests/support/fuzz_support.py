@@ -47,12 +47,14 @@ import time
 import traceback
 import tracemalloc
 import zlib
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+from kafka_stdlib import crc32c as stdlib_crc32c
 from oracles import MISSED, REAL_DATA, in_ci, missing
 
 from rmqlab.errors import RmqlabError
@@ -329,12 +331,14 @@ class Runner:
         self.typed_errors = 0
         self.allowed_errors = 0
         self.failures: list[Failure] = []
+        #: label -> inputs on which a property was checked against a test-side model
+        self.modelled: Counter[str] = Counter()
         self.max_peak_ratio = 0.0
         self.max_peak = 0
         self.measured = 0
-        #: inputs on which the target's property against its test-side model (fuzz_models) ran;
-        #: test_fuzz asserts a share, so a property that never gets to run cannot pass
-        self.modelled = 0
+        #: inputs on which a property against the target's test-side model ran; test_fuzz
+        #: asserts a share, so a property that never gets to run cannot pass
+        self.modelled_inputs = 0
         self._modelled_at: int | None = None
         self._warm = False
         self.seeds = target.seeds(self.work / "seeds")
@@ -387,12 +391,15 @@ class Runner:
         if not ok:
             self.fail(label, what)
 
-    def model(self, ok: bool, label: str, what: str) -> None:
-        """:meth:`expect` for the property judged by the target's independent model: the input
-        counts once in :attr:`modelled` (warm runs of the bare seeds do not count)."""
+    def agree(self, ok: bool, label: str, what: str) -> None:
+        """A property checked against the target's test-side model (which shares no code with
+        rmqlab): counted in :attr:`modelled` by label, and the input once in
+        :attr:`modelled_inputs` (warm runs of the bare seeds do not count), so a test can
+        require that it ran."""
+        self.modelled[label] += 1
         if not self._warm and self._modelled_at != self.inputs:
             self._modelled_at = self.inputs
-            self.modelled += 1
+            self.modelled_inputs += 1
         self.expect(ok, label, what)
 
     def fail(self, label: str, error: str, detail: str = "") -> None:
@@ -453,7 +460,7 @@ class Runner:
             if peak > bound and not again:
                 self.inputs -= 1
                 if self._modelled_at is not None and self._modelled_at > self.inputs:   # counted again on the rerun
-                    self.modelled -= 1
+                    self.modelled_inputs -= 1
                     self._modelled_at = None
                 rerun = random.Random()
                 rerun.setstate(rng_state)
@@ -641,7 +648,7 @@ class IndexFileTarget(Target):
                 return
             got = rt.call("select_phy_offsets (model)", f.select_phy_offsets, k, max_num, begin, end)
             if got is not None:
-                rt.model(got == want, "select_phy_offsets", f"key {k!r}: {got} but selectPhyOffset's model {want}")
+                rt.agree(got == want, "select_phy_offsets", f"key {k!r}: {got} but selectPhyOffset's model {want}")
 
     @staticmethod
     def _queries(rt, f, m, rng):
@@ -868,7 +875,7 @@ class ConsumeQueueTarget(Target):
                 files = [(first + i, data[i:i + CQ_FILE]) for i in range(0, len(data), CQ_FILE)]
                 end = fm.consumequeue_end(files, CQ_FILE)
                 if end is not None:
-                    rt.model((q.first_offset, q.max_offset) == (first // 20, end // 20), "ConsumeQueue",
+                    rt.agree((q.first_offset, q.max_offset) == (first // 20, end // 20), "ConsumeQueue",
                              f"offsets {q.first_offset}..{q.max_offset}, recover()'s model {first // 20}.."
                              f"{end // 20}")
             if all(b.start == a.start + CQ_FILE for a, b in zip(live, live[1:])):   # no gaps: bounded by the bytes
@@ -1143,7 +1150,7 @@ class CommitLogTarget(Target):
         if clean or (sound and not check_crc):
             want = [(p.name, pos) for p, (found, _) in zip(paths, walks) for pos in found]
             got = [(Path(m.path).name, m.position) for m in msgs]
-            rt.model(got == want and clean == sound, "iter_messages",
+            rt.agree(got == want and clean == sound, "iter_messages",
                      f"records at {got[:6]}... (report clean: {clean}), the framing model's {want[:6]}... "
                      f"(sound: {sound})")
 
@@ -1284,7 +1291,7 @@ class MessageTarget(Target):
                          "queue_offset": m.queue_offset, "phy_offset": m.phy_offset, "sys_flag": m.sys_flag,
                          "body": bytes(m.body), "topic": m.topic.encode("utf-8", "surrogateescape"),
                          "properties": bytes(m.properties_raw)}
-            rt.model(got == want, "read_message", f"decoded {got}, the struct model {want}")
+            rt.agree(got == want, "read_message", f"decoded {got}, the struct model {want}")
         if m is not None:
             m.keys, m.tags, m.uniq_key, m.delay_level, m.crc_ok, m.compressed, m.as_dict()
             rt.call("Message.offset_msg_id", lambda: m.offset_msg_id)
@@ -1307,9 +1314,27 @@ class MessageTarget(Target):
 # ------------------------------------------------------------------------------- checkpoint
 
 
+#: real checkpoint files (4096 bytes each): a 4.2.0 store's, a 4.x and a 5.3.1 broker's root folder
+_REAL_CHECKPOINTS = {"real-4.2.0": "store-ericpangopher-4.2.0/checkpoint",
+                     "real-4.x": "config-shaoxubao-4.x/checkpoint",
+                     "real-5.3.1": "config-guoming-5.3.1/checkpoint"}
+
+
+def checkpoint_model(data: bytes) -> tuple[tuple[int, ...], bool]:
+    """StoreCheckpoint as the broker maps it, by struct alone: the six big-endian longs at 0, 8,
+    ..., 40 (bytes past the file's end read as zeros: the broker extends the file to 4096), and
+    whether a strict reader may accept the file (exactly 4096 bytes, nothing written past the
+    48 field bytes)."""
+    fields = struct.unpack(">6q", data[:48].ljust(48, b"\0"))
+    return fields, len(data) == 4096 and not any(data[48:])
+
+
 class CheckpointTarget(Target):
     """StoreCheckpoint: read_checkpoint (strict and not) and everything a reader shows of it:
-    describe() in UTC and the local zone, times(), layout, the recovery timestamps."""
+    describe() in UTC and the local zone, times(), layout, the recovery timestamps. Seeds: the
+    three layouts written here and the real files of ../shared. Model (:func:`checkpoint_model`):
+    the fields read equal the struct's, and strict reading accepts exactly the files the model
+    calls whole."""
 
     name = "checkpoint"
 
@@ -1318,13 +1343,17 @@ class CheckpointTarget(Target):
 
         workdir.mkdir(parents=True, exist_ok=True)
         out = []
+        fields = [Field(f.name, f.offset, 8) for f in CHECKPOINT.fields]
         for layout, cp in (("4", StoreCheckpoint(1718000005000, 1718000004000, 1717990000000)),
                            ("5.0", StoreCheckpoint(1718000005000, 1718000004000, 0, 123456)),
                            ("5.1.1", StoreCheckpoint(1718000005000, 1718000009000, 1717990000000, 77, 99))):
             p = workdir / f"checkpoint-{layout}"
             write_checkpoint(p, cp, layout=layout, sync=False)
-            fields = [Field(f.name, f.offset, 8) for f in CHECKPOINT.fields]
             out.append(Seed(f"layout-{layout}", p.read_bytes(), fields, [40, 41, 100, 4095], None, {}))
+        for name, rel in _REAL_CHECKPOINTS.items():
+            real = _real_rocketmq_bytes(rel)
+            if real is not None:
+                out.append(Seed(name, real, fields, [40, 48, 4095], None, {}))
         return out
 
     def run(self, rt, seed, data, ops, rng, heavy):
@@ -1334,10 +1363,18 @@ class CheckpointTarget(Target):
         p.write_bytes(data)
         import datetime as dt
 
-        rt.call("read_checkpoint(strict=True)", read_checkpoint, p)
+        want, whole = checkpoint_model(data)
+        strict = rt.call("read_checkpoint(strict=True)", read_checkpoint, p)
+        rt.agree((strict is not None) == whole, "read_checkpoint(strict=True)",
+                 f"{len(data)}-byte file {'refused' if whole else 'accepted'}; the model calls it "
+                 f"{'whole' if whole else 'not a checkpoint the broker wrote'}")
         cp = rt.call("read_checkpoint(strict=False)", read_checkpoint, p, strict=False)
         if cp is None:
             return
+        got = tuple(cp.as_dict()[k] for k in ("physic_msg_timestamp", "logics_msg_timestamp", "index_msg_timestamp",
+                                               "master_flushed_offset", "confirm_phy_offset",
+                                               "logics_physical_offset"))
+        rt.agree(got == want, "read_checkpoint(strict=False)", f"fields {got} != struct's {want}")
         cp.min_timestamp, cp.min_timestamp_index, cp.recovery_timestamp(True), cp.layout, cp.as_dict()
         tz = rng.choice((dt.UTC, dt.timezone(dt.timedelta(hours=14)), dt.timezone(-dt.timedelta(hours=12)), None))
         rt.call("describe", cp.describe, tz)
@@ -1347,13 +1384,36 @@ class CheckpointTarget(Target):
 # ------------------------------------------------------------------------------- ConsumeQueueExt
 
 EXT_FILE = 84   # (84 - 4) // 20 = 4 bit-map-less units a file, then the -1 fill marker
+#: the real 4.2.0 store's ConsumeQueueExt folder: two 840-byte files (its broker's mappedFileSizeConsumeQueueExt)
+_REAL_EXT = (f"{_REAL_RMQ_STORE_420}/consumequeue_ext/abc/0", 840)
+
+
+def ext_units_model(data: bytes, file_size: int) -> list[tuple[int, int, int, int, int]]:
+    """ConsumeQueueExt.recover's walk by struct alone, over `data` cut into `file_size`-byte
+    files: in each file, units while the 2-byte size is > 0, stopping at a size under the
+    20-byte header or a unit that runs past the file. Each unit as (logical offset, size,
+    tags code, store time, bit map size)."""
+    out = []
+    for start in range(0, len(data), file_size):
+        buf = data[start:start + file_size]
+        pos = 0
+        while pos + 2 <= len(buf):
+            size = struct.unpack_from(">h", buf, pos)[0]
+            if size < 20 or pos + size > len(buf):   # <= 0: the file's end of data; else a bad unit
+                break
+            tags, stored, bits = struct.unpack_from(">qqh", buf, pos + 2)
+            out.append((start + pos, size, tags, stored, bits))
+            pos += size
+    return out
 
 
 class ConsumeQueueExtTarget(Target):
     """ConsumeQueueExt folders: open/read (strict and not, given and inferred file size), the
     walk (units, count, end), get at unit starts and hostile addresses, locate/resolve (must
     agree with get), iter_units, to_frame, problems/check, read_ext_info; the input bytes are
-    cut into 84-byte files."""
+    cut into 84-byte files (a real folder's seed into its own 840-byte files). Model
+    (:func:`ext_units_model`): the units walked, and end_offset, equal recover()'s walk done by
+    struct."""
 
     name = "consumequeue_ext"
     heavy_every = 8
@@ -1375,26 +1435,46 @@ class ConsumeQueueExtTarget(Target):
             starts = [a + 2**63 for a in addrs]
             fields = [Field(f"unit@{at}.{f.name}", at + f.offset, f.size) for at in starts for f in UNIT_HEADER.fields]
             out.append(Seed(name, data, fields, starts, None, {"addresses": addrs}))
+        folder, size = _REAL_EXT
+        files = [_real_rocketmq_bytes(f"{folder}/{start:020d}") for start in (0, size)]
+        if all(f is not None for f in files):
+            data = b"".join(f for f in files if f is not None)
+            starts = [u[0] for u in ext_units_model(data, size)]
+            fields = [Field(f"unit@{at}.{f.name}", at + f.offset, f.size) for at in starts[::7]
+                      for f in UNIT_HEADER.fields]
+            out.append(Seed("real-4.2.0", data, fields, starts, None,
+                            {"addresses": [at + LONG_MIN for at in starts[::10]], "file_size": size}))
         return out
 
     def run(self, rt, seed, data, ops, rng, heavy):
         from rmqlab.formats import consumequeue_ext as cqx
 
+        file_size = seed.meta.get("file_size", EXT_FILE)
         d = rt.fresh_dir() / "ext"
         d.mkdir(exist_ok=True)
-        _write_chunks(d, data, EXT_FILE, 0)
-        rt.call("open(strict)", cqx.ConsumeQueueExt.open, d, EXT_FILE)
+        _write_chunks(d, data, file_size, 0)
+        rt.call("open(strict)", cqx.ConsumeQueueExt.open, d, file_size)
         opener = cqx.ConsumeQueueExt.read if rng.random() < 0.3 else cqx.ConsumeQueueExt.open
-        size = rng.choice((EXT_FILE, None))
+        size = rng.choice((file_size, None))
         x = rt.call("open(strict=False)", opener, d, size, strict=False)
         if x is None:
             return
         with x:
             units = rt.call("units", lambda: x.units)
             if units is not None:
-                rt.expect(len(units) <= len(data) // 20 + 1, "units", f"{len(units)} units from {len(data)} bytes")
+                want = ext_units_model(data, file_size)
+                got = list(zip(*(units[c].tolist() for c in ("offset", "size", "tags_code", "msg_store_time",
+                                                            "bit_map_size"))))
+                first = next((i for i, (g, w) in enumerate(zip(got, want)) if g != w), min(len(got), len(want)))
+                rt.agree(got == want, "units", f"{len(got)} units walked, the struct walk finds {len(want)}; "
+                                               f"first difference at unit {first}")
                 _ = (x.count, x.min_address)
-                rt.call("end_offset", lambda: x.end_offset)
+                end = rt.call("end_offset", lambda: x.end_offset)
+                last = (len(data) - 1) // file_size * file_size if data else 0   # the last file's start
+                last_units = [u for u in want if u[0] >= last]
+                rt.agree(end is None or end == (last_units[-1][0] + last_units[-1][1] if last_units else last),
+                         "end_offset", f"end_offset {end}: the struct walk's last file starts at {last}, "
+                                       f"its units {last_units[-3:]}")
             asks = list(seed.meta["addresses"]) + [cqx.decorate(rng.randrange(0, len(data) + 8)), 1, LONG_MAX,
                                                   LONG_MIN, cqx.MAX_ADDR, cqx.decorate(cqx.MAX_REAL_OFFSET)]
             got = [rt.call("get", x.get, a) for a in asks]
@@ -1420,6 +1500,15 @@ class ConsumeQueueExtTarget(Target):
 
 
 # ------------------------------------------------------------------------------- Kafka indexes
+
+#: real segments whose .index and .timeindex are seeds (base offset in the name): a Connect
+#: offsets topic, a compacted __consumer_offsets, a stock-market topic and a KRaft metadata log
+_REAL_KAFKA_INDEX_SEGMENTS = (
+    "flink-on-prem/connect-offsets-14/00000000000000000000",
+    "kafka-3.6-compacted/__consumer_offsets-9/00000000000000009907",
+    "kafka-3.6-compacted/stock-market-batch-0/00000000000000012910",
+    "kraft-metadata-restart/__cluster_metadata-0/00000000000000000000",
+)
 
 
 class _KafkaIndexTarget(Target):
@@ -1452,7 +1541,28 @@ class _KafkaIndexTarget(Target):
                 for f in cls.LAYOUT.fields:
                     fields.append(Field(f"entry[{i}].{f.name}", i * size + f.offset, f.size, (0, -1, i, -base)))
             out.append(Seed(name, data, fields, [], _kafka_index_special, dict(base=base)))
+        for rel in _REAL_KAFKA_INDEX_SEGMENTS:
+            data = _real_bytes(REAL_KAFKA / (rel + self.suffix))
+            if data is not None:
+                base = int(rel.rsplit("/", 1)[1])
+                fields = [Field(f"entry[{i}].{f.name}", i * size + f.offset, f.size, (0, -1, i, -base))
+                          for i in range(0, len(data) // size, 5) for f in cls.LAYOUT.fields]
+                out.append(Seed("real-" + rel.split("/")[1], data, fields, [], _kafka_index_special, dict(base=base)))
         return out
+
+    def model(self, data: bytes, base: int) -> list[tuple[int, int]] | None:
+        """The index as AbstractIndex counts it (size // entry size whole entries) and lookup
+        reads it, by struct: (key, value) pairs in slot order, with absolute offsets: (offset,
+        position) for an offset index, (timestamp, offset) for a time index. None when the
+        keys are not strictly increasing or an offset leaves the long range: the broker's
+        binary search promises nothing there."""
+        size, fmt = (8, ">ii") if self.kind == "offset" else (12, ">qi")
+        pairs = [struct.unpack_from(fmt, data, i) for i in range(0, len(data) // size * size, size)]
+        pairs = [(base + a, b) if self.kind == "offset" else (a, base + b) for a, b in pairs]
+        if any(not LONG_MIN <= v <= LONG_MAX for p in pairs for v in p):
+            return None
+        keys = [p[0] for p in pairs]
+        return pairs if all(a < b for a, b in zip(keys, keys[1:])) else None
 
     def run(self, rt, seed, data, ops, rng, heavy):
         from rmqlab.kafka import index as kx
@@ -1494,9 +1604,18 @@ class _KafkaIndexTarget(Target):
             probs = rt.call("problems", idx.problems) if rt.want(rng, 0.5) else None
             bound = 2 * (math.ceil(math.log2(n + 1)) + 2) + 2
             scalar = {}
+            pairs, named = None, name.split(".")[0]
+            known = explicit if explicit is not None else int(named) if named.isascii() and named.isdigit() else None
+            if count == "broker" and known is not None:   # the model counts as AbstractIndex does
+                pairs = self.model(data, known)
+            empty = (known, 0) if self.kind == "offset" else (-1, known)
             for t in targets:
                 algo = rng.choice(("warm", "classic"))
                 scalar[t] = r = rt.call("lookup", idx.lookup, t, algorithm=algo)
+                if pairs is not None and r is not None:   # the largest key <= t, by brute force
+                    want = max((p for p in pairs if p[0] <= t), default=empty)
+                    rt.agree(tuple(r) == want, "lookup", f"lookup({t}) = {tuple(r)}; the entries read by struct "
+                                                         f"give {want}")
                 if rt.want(rng, 0.3):
                     tr = rt.call("trace_lookup", idx.trace_lookup, t, algo)
                     if tr is not None:
@@ -1618,9 +1737,8 @@ class KafkaLogTarget(Target):
             datas[codec] = (kl.encode_batches(records, records_per_batch=per, compression=codec).data.tobytes()
                             + kl.encode_batches([K(200, 5, b"k1", b"p")]).data.tobytes())
         for name, rel in _REAL_COMPRESSED_SEEDS.items():
-            path = REAL_KAFKA / rel
-            if path.exists():
-                raw = path.read_bytes()
+            raw = _real_bytes(REAL_KAFKA / rel)
+            if raw is not None:
                 b = kl.read_batches(raw)
                 datas[name] = raw[:int(b["position"].iloc[min(len(b), _REAL_SEED_BATCHES) - 1]
                                        + b["size"].iloc[min(len(b), _REAL_SEED_BATCHES) - 1])]
@@ -1698,7 +1816,7 @@ class KafkaLogTarget(Target):
 
             frames, how = fm.kafka_frames(bytes(data))
             got = [(b.position, b.size, b.magic, b.last_offset) for b in bs]
-            rt.model(got == frames and (how == "end" or how == "torn" and torn == "stop"), "walk_batches",
+            rt.agree(got == frames and (how == "end" or how == "torn" and torn == "stop"), "walk_batches",
                      f"{len(got)} entries (torn_tail={torn}), the framing model's {len(frames)} ending {how!r}; "
                      f"first difference {next((x for x in zip(got, frames) if x[0] != x[1]), None)}")
         if bs is not None:   # every whole entry is at least 26 bytes (a v0 message)
@@ -1828,6 +1946,90 @@ def _fix_crcs(data: bytes) -> bytes:
 # ------------------------------------------------------------------------------- Kafka internal topics
 
 
+def whole_v2_batches(data: bytes, crc: bool = True) -> list[tuple[int, int, int, int]] | None:
+    """DefaultRecordBatch's header by struct: (position, attributes, last offset delta, record
+    count) of each batch when `data` is nothing but whole magic-2 batches (with their CRC-32C
+    right, when `crc`), else None. Fields: baseOffset i64 @0, batchLength i32 @8 (bytes after it), magic
+    i8 @16, crc u32 @17 (over attributes .. end), attributes i16 @21, lastOffsetDelta i32 @23,
+    ..., recordCount i32 @57; 61 header bytes."""
+    out, p = [], 0
+    while p < len(data):
+        if p + 61 > len(data):
+            return None
+        length = struct.unpack_from(">i", data, p + 8)[0]
+        end = p + 12 + length
+        if length < 49 or end > len(data) or data[p + 16] != 2:
+            return None
+        if crc and struct.unpack_from(">I", data, p + 17)[0] != stdlib_crc32c(data[p + 21:end]):
+            return None
+        attributes, delta = struct.unpack_from(">hi", data, p + 21)
+        out.append((p, attributes, delta, struct.unpack_from(">i", data, p + 57)[0]))
+        p = end
+    return out
+
+
+def _real_batches_prefix(relative: str, batches: int) -> bytes | None:
+    """The first `batches` batches of a real segment (whole batches, by their length field)."""
+    raw = _real_bytes(REAL_KAFKA / relative)
+    if raw is None:
+        return None
+    p = 0
+    for _ in range(batches):
+        if p + 12 > len(raw):
+            break
+        p += 12 + struct.unpack_from(">i", raw, p + 8)[0]
+    return raw[:p]
+
+
+#: real __consumer_offsets segments whose first batches are seeds: Kafka 2.7.1, a compacted
+#: 3.6 partition, a Confluent 7.6 cluster and a proof-of-concept cluster
+_REAL_OFFSETS_SEGMENTS = (
+    "kafka-2.7.1/__consumer_offsets-17/00000000000000000000.log",
+    "kafka-3.6-compacted/__consumer_offsets-9/00000000000000009907.log",
+    "flink-on-prem/__consumer_offsets-28/00000000000000000000.log",
+    "LDI-POC/__consumer_offsets-6/00000000000000000000.log",
+)
+
+
+def offset_commit_model(data: bytes) -> dict | None:
+    """OffsetCommitValue (GroupMetadataManager's schemas v0-v4) by struct: version i16, offset
+    i64, v3+ leaderEpoch i32, metadata (i16 length, or v4's compact uvarint length + 1) as
+    UTF-8, commitTimestamp i64, v1 expireTimestamp i64. None when the bytes run short, the
+    version is unknown, or the text is not strict UTF-8 (replacement rules differ between
+    Java and Python)."""
+    try:
+        version = struct.unpack_from(">h", data, 0)[0]
+        if not 0 <= version <= 4:
+            return None
+        out = {"version": version, "offset": struct.unpack_from(">q", data, 2)[0]}
+        p = 10
+        if version >= 3:
+            out["leaderEpoch"] = struct.unpack_from(">i", data, p)[0]
+            p += 4
+        if version >= 4:
+            n, shift, u = 0, 0, 0x80
+            while u & 0x80:
+                u = data[p]
+                n |= (u & 0x7F) << shift
+                shift, p = shift + 7, p + 1
+                if shift > 28:
+                    return None
+            n -= 1
+        else:
+            n = struct.unpack_from(">h", data, p)[0]
+            p += 2
+        if n < 0 or p + n > len(data):
+            return None
+        out["metadata"] = data[p:p + n].decode("utf-8")
+        p += n
+        out["commitTimestamp"] = struct.unpack_from(">q", data, p)[0]
+        if version == 1:
+            out["expireTimestamp"] = struct.unpack_from(">q", data, p + 8)[0]
+        return out
+    except (struct.error, IndexError, UnicodeDecodeError):
+        return None
+
+
 class KafkaInternalTopicsTarget(Target):
     """``__consumer_offsets`` / ``__transaction_state`` records: decode_group_record and
     decode_transaction_record on mutated keys and values (every schema version, flexible ones
@@ -1867,6 +2069,15 @@ class KafkaInternalTopicsTarget(Target):
             data = encode_batches([KafkaRecord(i, 1000 + i, k, v) for i, (k, v) in enumerate(recs)],
                                   records_per_batch=2).data.tobytes()
             out.append(Seed(name, data, [], [], None, dict(kind="segment", decoder=decoder)))
+        for rel in _REAL_OFFSETS_SEGMENTS:
+            data = _real_batches_prefix(rel, _REAL_SEED_BATCHES)
+            if data is not None:
+                hot = [b[0] for b in whole_v2_batches(data) or ()]
+                fields = [Field(f"batch@{p}.{n}", p + at, w) for p in hot for n, at, w in
+                          (("batchLength", 8, 4), ("attributes", 21, 2), ("lastOffsetDelta", 23, 4),
+                           ("recordCount", 57, 4))]
+                out.append(Seed("real-" + rel.split("/")[0], data, fields, hot, None,
+                                dict(kind="segment", decoder="offsets")))
         return out
 
     def run(self, rt, seed, data, ops, rng, heavy):
@@ -1876,12 +2087,25 @@ class KafkaInternalTopicsTarget(Target):
         if seed.meta["kind"] == "value":
             decode = it.decode_group_record if offsets else it.decode_transaction_record
             r = rt.call("decode", decode, seed.meta["key"], data, path="f", value_offset=100)
+            if offsets and r is not None and r.name == "OffsetCommit":
+                want = offset_commit_model(data)
+                if want is not None:
+                    got = dict(r.value or {}, version=r.value_version)
+                    rt.agree(got == want, "decode", f"OffsetCommit value {got}; by struct {want}")
             if r is not None:
                 text = it.format_offsets_record(r, 0) if offsets else it.format_transaction_record(r)
                 rt.expect(isinstance(text[0], str), "format", f"key text {text[0]!r}")
             return
         if offsets:
-            rt.call("group_records", it.group_records, data)
+            rows = rt.call("group_records", it.group_records, data)
+            batches = whole_v2_batches(data, crc=False)
+            if rows is not None and batches is not None and not any(a & 0x07 for _, a, _, _ in batches):
+                # whole, uncompressed batches read without error: a row per record (the count in
+                # the batch header, which DefaultRecordBatch's iterator reads exactly) of every
+                # batch but the control ones
+                want = sum(n for _, a, _, n in batches if not a & 0x20)
+                rt.agree(len(rows) == want, "group_records", f"{len(rows)} rows; the batch headers count {want} "
+                                                             "records")
             if heavy:
                 rt.call("committed_offsets", it.committed_offsets, data)
                 rt.call("group_members", it.group_members, data)
@@ -1936,11 +2160,11 @@ class MsgIdTarget(Target):
         o = rt.call("parse_offset_msg_id", mi.parse_offset_msg_id, text, allow=(ValueError,))
         want = fm.id_fields(text)
         if want is None:
-            rt.model(o is None, "parse_offset_msg_id", f"{text!r} is no id, yet it parses as {o}")
+            rt.agree(o is None, "parse_offset_msg_id", f"{text!r} is no id, yet it parses as {o}")
         else:
             ip, rest = want
             got = o and (ipaddress.ip_address(o.ip).packed, o.port, o.phy_offset)
-            rt.model(got == (ip, int.from_bytes(rest[:4], "big", signed=True), int.from_bytes(rest[4:], "big",
+            rt.agree(got == (ip, int.from_bytes(rest[:4], "big", signed=True), int.from_bytes(rest[4:], "big",
                                                                                             signed=True)),
                      "parse_offset_msg_id", f"{text!r} parses as {o}, the hex model's fields {want}")
         if o is not None:
@@ -1953,11 +2177,11 @@ class MsgIdTarget(Target):
         if want is not None and (u is not None or now is None):   # a `now` past datetime's years refuses
             ip, rest = want
             got = u and (ipaddress.ip_address(u.ip).packed, u.pid, u.class_loader_hash, u.month_offset_ms, u.counter)
-            rt.model(got == (ip, int.from_bytes(rest[:2], "big"), int.from_bytes(rest[2:6], "big", signed=True),
+            rt.agree(got == (ip, int.from_bytes(rest[:2], "big"), int.from_bytes(rest[2:6], "big", signed=True),
                              int.from_bytes(rest[6:10], "big"), int.from_bytes(rest[10:], "big")),
                      "parse_uniq_id", f"{text!r} parses as {u}, the hex model's fields {want}")
         elif want is None:
-            rt.model(u is None, "parse_uniq_id", f"{text!r} is no id, yet it parses as {u}")
+            rt.agree(u is None, "parse_uniq_id", f"{text!r} is no id, yet it parses as {u}")
         if u is not None and u.timestamp_ms is not None:
             start = u.timestamp_ms - u.month_offset_ms
             diff = _wrap(u.month_offset_ms, 4)
@@ -2027,7 +2251,7 @@ class KafkaProducerSnapshotTarget(Target):
         for got, crc_checked in ((df, True), (loose, False)):
             want = m["ids"] if readable and (not crc_checked or m["stored"] == m["computed"]) else None
             ids = None if got is None else got["producer_id"].tolist()
-            rt.model(ids == want and (got is None or got.attrs["computed_crc"] == m["computed"]),
+            rt.agree(ids == want and (got is None or got.attrs["computed_crc"] == m["computed"]),
                      "read_producer_snapshot", f"verify_crc={crc_checked}: producers {ids}, the model's {want} "
                                                f"({m and {k: v for k, v in m.items() if k != 'ids'}})")
         res = rt.call("producer_snapshot_problems", ps.producer_snapshot_problems, p)
@@ -2080,7 +2304,7 @@ class KafkaTxnIndexTarget(Target):
         want = fm.txn_index(data)
         got = None if df is None else list(df[["version", "producer_id", "first_offset", "last_offset",
                                               "last_stable_offset"]].itertuples(index=False, name=None))
-        rt.model(got == want, "read_txn_index", f"entries {got and got[:3]}..., the model's {want and want[:3]}...")
+        rt.agree(got == want, "read_txn_index", f"entries {got and got[:3]}..., the model's {want and want[:3]}...")
         if df is not None:
             rt.expect(len(df) <= len(data) // tx.ENTRY.size, "read_txn_index", f"{len(df)} entries")
             rt.call("txn_index_lines", tx.txn_index_lines, df)
@@ -2174,7 +2398,7 @@ class KafkaKraftTarget(Target):
                     per = {p: [x for x in got if x[0] == p] for p, *_ in want}
                     ok = len(got) == sum(len(v) for v in per.values()) and all(
                         len(per[p]) == n and all(ctl == c for _, _, ctl in per[p]) for p, n, c, _, _ in want)
-                    rt.model(ok, "read_metadata_records", f"rows by batch {[(p, len(v)) for p, v in per.items()]}, "
+                    rt.agree(ok, "read_metadata_records", f"rows by batch {[(p, len(v)) for p, v in per.items()]}, "
                                                           f"{len(got)} in all; the headers' model {want}")
         if rt.want(rng, 0.2):
             rt.call("read_control_records(bytes)", control.read_control_records, data)
@@ -2303,7 +2527,7 @@ class StoreConfigTarget(Target):
             want = sorted((key, q, o) for key, qs in table.items() for q, o in qs.items())
         else:
             return
-        rt.model(got == want, "load_config_file", f"{kind}: rows {got[:4]}..., the model's {want[:4]}...")
+        rt.agree(got == want, "load_config_file", f"{kind}: rows {got[:4]}..., the model's {want[:4]}...")
 
 
 def _config_special(ch, seed: Seed) -> list[tuple]:
@@ -2343,7 +2567,10 @@ class KafkaTextFilesTarget(Target):
                  kc.QUORUM_STATE: b'{"clusterId":"","leaderId":1,"leaderEpoch":2,"votedId":-1,"appliedOffset":0,'
                                   b'"currentVoters":[{"voterId":1}],"data_version":0}'}
         out = [(f"synthetic-{name}", name, data) for name, data in texts.items()]
-        for path in sorted(REAL_KAFKA.glob("*/*/*")) if REAL_KAFKA.is_dir() else ():
+        real = sorted(p for p in REAL_KAFKA.glob("*/*/*") if p.name in texts) if REAL_KAFKA.is_dir() else []
+        if not real:   # every real data set: none there is a missing oracle, not a quieter target
+            _real_bytes(REAL_KAFKA / "*" / "*" / kc.LEADER_EPOCH_CHECKPOINT)
+        for path in real:
             if path.name in texts:
                 out.append((f"{path.parent.parent.name}-{path.parent.name}-{path.name}", path.name, path.read_bytes()))
         return [Seed(seed, data, [], [i for i, b in enumerate(data) if b in b'\n :{},"'][:64], _config_special,
@@ -2379,7 +2606,7 @@ class KafkaTextFilesTarget(Target):
             got = "refused"
         # a file without both header lines: Kafka reads no entries, rmqlab refuses it (documented)
         ok = got == "refused" if want == "short" else got == want
-        rt.model(ok, "read_leader_epoch_checkpoint", f"{data[:60]!r}: read {got}, CheckpointFile's model {want}")
+        rt.agree(ok, "read_leader_epoch_checkpoint", f"{data[:60]!r}: read {got}, CheckpointFile's model {want}")
 
 
 # ------------------------------------------------------------------------ BatchConsumeQueue
@@ -2438,7 +2665,7 @@ class BatchConsumeQueueTarget(Target):
 
             want = fm.batch_queue_units([data[i:i + BCQ_FILE] for i in range(0, len(data), BCQ_FILE)], BCQ_FILE)
             if want is not None:
-                rt.model(q.unit_count == want, "BatchConsumeQueue", f"{q.unit_count} units, recover()'s model {want}")
+                rt.agree(q.unit_count == want, "BatchConsumeQueue", f"{q.unit_count} units, recover()'s model {want}")
             rt.expect(q.unit_count <= len(data) // 46 + 1, "BatchConsumeQueue", f"{q.unit_count} units")
             len(q), q.files, q.dirty_files, repr(q)
             rt.call("units", lambda: q.units)
@@ -2546,7 +2773,7 @@ class TimerTarget(Target):
             size = max(seed.meta["file_size"], 1)
             want = fm.timer_log_units([(i, log_bytes[i:i + size]) for i in range(0, len(log_bytes), size)])
             got = log.positions.tolist()
-            rt.model(got == want, "TimerLog", f"units at {got[:6]}..., recoverAndRevise's model {want[:6]}...")
+            rt.agree(got == want, "TimerLog", f"units at {got[:6]}..., recoverAndRevise's model {want[:6]}...")
             rt.expect(len(log.units) <= len(log_bytes) // 52 + 1, "TimerLog", f"{len(log.units)} units")
             for pos in [*log.positions[:20].tolist(), -1, 1, 52 * 3 + 1, 2**62, -(2**63), len(log_bytes)]:
                 rt.call("unit_at", log.unit_at, int(pos))
@@ -2670,7 +2897,7 @@ class CompactionTarget(Target):
                 got = cpt.binary_search_right(buf, left, right, target)
                 want = fm.first_base_at_least(buf, left, right, target) if left <= right and right % 46 == 0 else None
                 if want is not None:
-                    rt.model(got == want, "binary_search_right", f"units {left}..{right}, target {target}: {got}, "
+                    rt.agree(got == want, "binary_search_right", f"units {left}..{right}, target {target}: {got}, "
                                                                  f"the brute-force scan's {want}")
         if heavy:
             from rmqlab.verify.check_compaction import verify_compaction
@@ -2753,7 +2980,7 @@ class RevivelogTarget(Target):
                 have = {f: getattr(got, f) for f in names}
                 if not ck:
                     have.update({"ack_offsets": list(got.offsets)} if got.batch else {"ack_offset": got.offsets[0]})
-                rt.model(have == want, "parse_revive_body", f"{tag}: {have}, the JSON model's {want}")
+                rt.agree(have == want, "parse_revive_body", f"{tag}: {have}, the JSON model's {want}")
         if isinstance(got, rl.PopCheckPoint):
             offsets = got.offsets()
             rt.expect(len(offsets) <= max(got.num, 0), "offsets", f"{len(offsets)} offsets for n={got.num}")
@@ -2831,7 +3058,7 @@ class TieredIndexTarget(Target):
                 if want is not None:
                     got = list(items[["hash_code", "topic_id", "queue_id", "offset", "size", "time_diff", "item_index"]]
                                .itertuples(index=False, name=None))
-                    rt.model(got == want, "items", f"{len(got)} items, the struct model's {len(want)}: "
+                    rt.agree(got == want, "items", f"{len(got)} items, the struct model's {len(want)}: "
                                                    f"{next((x for x in zip(got, want) if x[0] != x[1]), None)}")
             rt.call("check", f.check)
             packed = rt.call("compacted_bytes", f.compacted_bytes) if heavy else None
@@ -2932,13 +3159,13 @@ class TieredIndex51Target(Target):
                 rt.expect(len(got) * 28 <= cut, "uploaded_slot_items", f"{len(got)} items from {cut} bytes")
             want = fm.tiered51_uploaded_slot(data[:cut], h)
             if want is not None:
-                rt.model(rows(got) == want, "uploaded_slot_items", f"{rows(got)}, the struct model's {want}")
+                rt.agree(rows(got) == want, "uploaded_slot_items", f"{rows(got)}, the struct model's {want}")
             got = rt.call("local_slot_items", t51.local_slot_items, folder / "0000", h, seed.meta["slots"])
             if got is not None:
                 rt.expect(len(got) * 32 <= len(data) - cut, "local_slot_items", f"{len(got)} items")
             want = fm.tiered51_local_slot(data[cut:], h, seed.meta["slots"])
             if want is not None:
-                rt.model(rows(got) == want, "local_slot_items", f"{rows(got)}, the chain model's {want}")
+                rt.agree(rows(got) == want, "local_slot_items", f"{rows(got)}, the chain model's {want}")
         local = rt.call("startup_upload", t51.startup_upload, folder)
         for topic, key in seed.meta["keys"][:3]:
             got = rt.call("query_uploaded", t51.query_uploaded, [(up, 0, 1 << 62)], topic, key, 1,
@@ -3027,7 +3254,7 @@ class TieredSegmentTarget(Target):
             want = fm.tiered_queue_items(data[:cut], data[cut:], seed.meta["first"])
             got = list(items[["queue_offset", "commitlog_offset", "size", "tags_code"]]
                        .itertuples(index=False, name=None))
-            rt.model(got == want, "items", f"{len(got)} items {got[:3]}..., the model's {len(want)} {want[:3]}...")
+            rt.agree(got == want, "items", f"{len(got)} items {got[:3]}..., the model's {len(want)} {want[:3]}...")
             rt.expect(len(items) <= max(len(data) - cut, 0) // ts.ITEM.size, "items", f"{len(items)} items")
             msgs = rt.call("messages", queue.messages, body=heavy)
             if msgs is not None:
@@ -3117,7 +3344,7 @@ class MessageRocksDBTarget(Target):
                 "timers": list(db.timers[["deliver_ms", "size", "phy_offset"]].itertuples(index=False, name=None)),
                 "trans": len(db.transactions), "trans_last": db.transactions_last_offset}
             if want == "refused" or got is not None:   # the index keys' own rules are not the model's
-                rt.model(got is None if want == "refused" else got == want, "decode_families",
+                rt.agree(got is None if want == "refused" else got == want, "decode_families",
                          f"{got}, the struct model's {want}")
         if db is None:
             return

@@ -1,0 +1,87 @@
+"""RocketMQ index files read with the standard library alone, and the keys a broker puts in them,
+for tests that must not trust rmqlab's index code.
+
+The layout is IndexFile / IndexHeader's (read at rocketmq-all-4.9.7): a 40-byte header
+(beginTimestamp, endTimestamp, beginPhyOffset, endPhyOffset: longs; hashSlotCount, indexCount:
+ints), ``hashSlotNum`` 4-byte slots holding the newest entry's number, then 20-byte entries
+(keyHash int, phyOffset long, timeDiff int, prevIndex int) numbered from 1. The key rule is
+IndexService.buildIndex's: nothing for a rolled-back transaction, else ``topic#UNIQ_KEY`` and
+``topic#k`` for each non-empty word of KEYS split on spaces; the hash is IndexFile.indexKeyHashMethod,
+``Math.abs(String.hashCode())``, 0 for Integer.MIN_VALUE. Cost: each file is read whole, O(size).
+"""
+from __future__ import annotations
+
+import struct
+from collections import Counter
+from pathlib import Path
+
+_HEADER = struct.Struct(">qqqqii")
+_ENTRY = struct.Struct(">iqii")
+#: MessageSysFlag.TRANSACTION_ROLLBACK_TYPE, in bits 2-3 of the sys flag
+_ROLLBACK = 0x3 << 2
+
+
+def java_hash(s: str) -> int:
+    """Java's String.hashCode: 31 * h + c over UTF-16 code units, in 32-bit arithmetic."""
+    h = 0
+    raw = s.encode("utf-16-be")
+    for i in range(0, len(raw), 2):
+        h = (31 * h + int.from_bytes(raw[i:i + 2], "big")) & 0xFFFFFFFF
+    return h - (1 << 32) if h >= 1 << 31 else h
+
+
+def key_hash(key: str) -> int:
+    """IndexFile.indexKeyHashMethod: Math.abs of the hash, 0 when it stays negative."""
+    h = abs(java_hash(key))
+    return 0 if h >= 1 << 31 else h
+
+
+def index_keys(message: dict) -> list[str]:
+    """The keys IndexService.buildIndex puts for one message of commitlog_stdlib.read_commitlog."""
+    if message["sys_flag"] & _ROLLBACK == _ROLLBACK:
+        return []
+    topic, props = message["topic"], message["properties"]
+    keys = [f"{topic}#{props['UNIQ_KEY']}"] if props.get("UNIQ_KEY") else []
+    return keys + [f"{topic}#{k}" for k in props.get("KEYS", "").split(" ") if k]
+
+
+def model_entries(messages: list[dict]) -> Counter[tuple[int, int]]:
+    """Every (keyHash, phyOffset) a broker's dispatch puts in its index files for `messages`."""
+    return Counter((key_hash(k), m["phy_offset"]) for m in messages for k in index_keys(m))
+
+
+def read_index_file(path: Path, hash_slot_num: int) -> dict:
+    """One index file: its header fields, its slots and its entries (number 1 first)."""
+    data = Path(path).read_bytes()
+    begin_ts, end_ts, begin_phy, end_phy, slot_count, index_count = _HEADER.unpack_from(data, 0)
+    slots = list(struct.unpack_from(f">{hash_slot_num}i", data, _HEADER.size))
+    base = _HEADER.size + 4 * hash_slot_num
+    entries = [_ENTRY.unpack_from(data, base + n * _ENTRY.size) for n in range(1, index_count)]
+    return {"begin_timestamp": begin_ts, "end_timestamp": end_ts, "begin_phy_offset": begin_phy,
+            "end_phy_offset": end_phy, "hash_slot_count": slot_count, "index_count": index_count,
+            "slots": slots, "entries": entries}
+
+
+def chain(index: dict, slot: int) -> list[int]:
+    """The entry numbers a lookup walks from `slot`: newest first, following prevIndex to 0."""
+    out, n = [], index["slots"][slot]
+    while 0 < n < index["index_count"]:
+        out.append(n)
+        n = index["entries"][n - 1][3]
+    return out
+
+
+def file_entries(folder: Path, hash_slot_num: int) -> Counter[tuple[int, int]]:
+    """Every (keyHash, phyOffset) in the index files (17-digit names) of `folder`, after checking
+    that each slot's chain visits exactly the entries whose hash falls in that slot."""
+    out: Counter[tuple[int, int]] = Counter()
+    for f in sorted(p for p in Path(folder).iterdir() if p.name.isdigit() and len(p.name) == 17):
+        index = read_index_file(f, hash_slot_num)
+        for slot in range(hash_slot_num):
+            walked = chain(index, slot)
+            want = [n for n in range(len(index["entries"]), 0, -1)
+                    if index["entries"][n - 1][0] % hash_slot_num == slot]
+            if walked != want:
+                raise AssertionError(f"{f.name}: slot {slot} chains {walked}, its entries are {want}")
+        out.update((h, phy) for h, phy, _, _ in index["entries"])
+    return out
