@@ -22,6 +22,7 @@ from commitlog_stdlib import read_commitlog
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from oracles import REAL_DATA, require_real_data
+from reference_model import java_hash
 from snapshot_support import snapshot
 
 from rmqlab.cli import main
@@ -998,15 +999,6 @@ def test_the_message_table_holds_numbers_only(store):
     assert msgs.tags_codes.tolist() == codes
 
 
-def java_string_hash(s: str) -> int:
-    """String.hashCode: s[0]*31^(n-1) + ... + s[n-1] over UTF-16 code units, as a signed 32-bit int."""
-    units = s.encode("utf-16-be")
-    h = 0
-    for (u,) in struct.iter_unpack(">H", units):
-        h = (31 * h + u) & 0xFFFFFFFF
-    return h - (1 << 32) if h >= 1 << 31 else h
-
-
 # MessageStoreConfig.messageDelayLevel (4.9.7 / 5.3.1): "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"
 DELAY_LEVEL_MS = [1000, 5000, 10_000, 30_000, 60_000, 120_000, 180_000, 240_000, 300_000, 360_000, 420_000,
                   480_000, 540_000, 600_000, 1_200_000, 1_800_000, 3_600_000, 7_200_000]
@@ -1018,7 +1010,7 @@ def java_tags_code(topic: str, properties: dict, store_timestamp: int) -> int:
     empty TAGS); but for SCHEDULE_TOPIC_XXXX with a DELAY property, its level capped at the
     table's largest, a level above 0 gives computeDeliverTimestamp: store time + the level's delay."""
     tags = properties.get("TAGS")
-    code = java_string_hash(tags) if tags else 0
+    code = java_hash(tags) if tags else 0      # String.hashCode, signed 32-bit, widened
     level = properties.get("DELAY")
     if topic == SCHEDULE_TOPIC and level is not None:
         lv = min(int(level), len(DELAY_LEVEL_MS))
