@@ -298,19 +298,20 @@ def index_bytes_per_million(sbs: SideBySide) -> pd.DataFrame:
     part = sbs.kafka()
     batches = pd.concat([part.batches(b) for b in part.segments], ignore_index=True)
     c = sbs.kafka_config
-    model = math.nan
+    model = offset_model = math.nan
     if len(batches):
         record_bytes = (float(batches["size"].mean()) - RECORD_BATCH_OVERHEAD) / sbs.records_per_batch
-        model = kafka_estimate(float(w.rate), record_bytes=record_bytes, messages_per_batch=sbs.records_per_batch,
-                               config=KafkaConfig(c.segment_bytes, c.segment_index_bytes,
-                                                  c.index_interval_bytes)).index_bytes_per_million_messages
-    off = kidx.OFFSET_ENTRY.size
-    ent = off + kidx.TIME_ENTRY.size
-    for suffix, structure, role, share in ((kidx.INDEX_SUFFIX, ".index", "offset index (sparse)", off / ent),
+        e = kafka_estimate(float(w.rate), record_bytes=record_bytes, messages_per_batch=sbs.records_per_batch,
+                           config=KafkaConfig(c.segment_bytes, c.segment_index_bytes, c.index_interval_bytes))
+        model = e.index_bytes_per_million_messages
+        # the two files by the model's own entry counts (the time index has the roll's entry too)
+        offset_bytes = kidx.OFFSET_ENTRY.size * e.index_entries_per_segment
+        offset_model = model * offset_bytes / e.index_bytes_per_segment if e.index_bytes_per_segment else 0.0
+    for suffix, structure, role, share in ((kidx.INDEX_SUFFIX, ".index", "offset index (sparse)", offset_model),
                                            (kidx.TIME_INDEX_SUFFIX, ".timeindex", "time index (sparse)",
-                                            1 - off / ent)):
+                                            model - offset_model)):
         files, disk = _sizes(sbs.kafka_dir / kidx.segment_file_name(b, suffix) for b in part.segments)
-        row("Kafka", structure, role, files, disk, disk, model * share)
+        row("Kafka", structure, role, files, disk, disk, share)
     kafka = rows[-2:]
     row("Kafka", "Kafka indexes", "total", sum(r["files"] for r in kafka), sum(r["bytes_on_disk"] for r in kafka),
         sum(r["bytes_used"] for r in kafka), model)

@@ -29,16 +29,23 @@ back: fed the store's own realised means, the counts and bytes would agree by co
 model derives from the plan and the store could contradict. An "identity" holds by
 definition for any sound store whatever the model says: the keys of a full index file
 (index_num - 1 is what makes it full), the load factor (those keys / slots) and the entries
-a miss reads (a walk from every slot reads every chain once: entries / slots). Identities
-are shown, as checks of the store, but never counted among the predictions
-(:func:`summary`).
+a miss reads (a walk from every slot reads every chain once: entries / slots). A
+"simulation" is a figure of the model's key sample (:func:`~rmqlab.capacity.model.sample_occupancy`):
+the occupancy, mean chain length and entries read per hit. The sample draws its keys with the
+store's own workload generator and hashes them as the store's dispatch does, only on another
+seed, so it agrees with the store by construction as far as the key shapes go: it checks the
+hashing and the measurement, it predicts nothing. Identities and simulations are shown, as
+checks, but never counted among the predictions (:func:`summary`). The analytic occupancy and
+chain model (uniform hashes, :func:`~rmqlab.analysis.indexstats.chain_length_summary` and the
+uniform branch of :func:`~rmqlab.capacity.model.estimate`) is judged against index files of
+known key shapes by the test suite (tests/capacity/test_occupancy_model.py).
 
 **Tolerances.** The store's totals (index keys, CommitLog record bytes) are sums over
 random messages: within four standard errors, from the spread of one message in the store.
 Counts derived from them (index, CommitLog files and bytes) may move as far as ±4 SE of the
 total moves them, ConsumeQueue files as far as ±4 SD of a queue's binomial share moves them;
 CommitLog files also one file for the file ends the mean record only averages. ConsumeQueue
-units: exact (one a message). Occupancy and mean chain length: 1 % relative. Quantities
+units: exact (one a message). Occupancy and mean chain length (simulations): 1 % relative. Quantities
 whose measured side is a finite random sample are compared within four standard errors of
 that sample, computed from the measurement itself and shown in the table (``tolerance``): the
 index file span (Poisson arrivals), entries read per hit (the model's key sample and the
@@ -248,7 +255,8 @@ def _row(quantity: str, unit: str, model: float, measured: float, tolerance: flo
          note: str = "", kind: str = "prediction") -> dict[str, Any]:
     """rule "exact": |model - measured| <= tolerance (absolute); "relative": |d| / |measured| <=
     tolerance; "absolute": |d| <= tolerance. `kind`: "prediction" (the model's figure comes
-    from the plan alone) or "identity" (model and store hold the same figure by definition)."""
+    from the plan alone), "identity" (model and store hold the same figure by definition) or
+    "simulation" (the model's key sample, drawn with the store's own generator)."""
     diff = model - measured
     if rule == "relative":
         ok = abs(diff) <= tolerance * abs(measured)
@@ -270,17 +278,24 @@ def _spread(count, centre: float, half_width: float) -> int:
 
 def summary(df: pd.DataFrame) -> str:
     """One line on a validation frame: how many predictions are within tolerance, and the
-    identities apart (they are shown, not counted: they cannot disagree with a sound store).
+    identities and simulations apart (shown, not counted: an identity cannot disagree with a
+    sound store, a simulation draws its keys as the store did).
 
-    >>> frame = pd.DataFrame({"kind": ["prediction", "prediction", "identity"], "ok": [True, False, True]})
+    >>> frame = pd.DataFrame({"kind": ["prediction", "prediction", "identity", "simulation"],
+    ...                       "ok": [True, False, True, True]})
     >>> summary(frame)
-    '1 of 2 predictions within tolerance; 1 identity (not counted), 1 holds'
+    '1 of 2 predictions within tolerance; 1 identity (not counted), 1 holds; 1 simulation (not counted), 1 agrees'
     """
     pred = df[df["kind"] == "prediction"]
     ident = df[df["kind"] == "identity"]
-    return (f"{int(pred.ok.sum())} of {len(pred)} predictions within tolerance; "
-            f"{len(ident)} {'identity' if len(ident) == 1 else 'identities'} (not counted), "
-            f"{int(ident.ok.sum())} {'holds' if int(ident.ok.sum()) == 1 else 'hold'}")
+    sim = df[df["kind"] == "simulation"]
+    out = (f"{int(pred.ok.sum())} of {len(pred)} predictions within tolerance; "
+           f"{len(ident)} {'identity' if len(ident) == 1 else 'identities'} (not counted), "
+           f"{int(ident.ok.sum())} {'holds' if int(ident.ok.sum()) == 1 else 'hold'}")
+    if len(sim):
+        out += (f"; {len(sim)} {'simulation' if len(sim) == 1 else 'simulations'} (not counted), "
+                f"{int(sim.ok.sum())} {'agrees' if int(sim.ok.sum()) == 1 else 'agree'}")
+    return out
 
 
 def compare(scenario: Scenario, size: str, measured: dict[str, Any], plan: Plan, *,
@@ -366,10 +381,10 @@ def compare(scenario: Scenario, size: str, measured: dict[str, Any], plan: Plan,
 
     # -- slots and chains of the full files
     rows.append(_row("occupancy", "share of slots", est.occupancy, measured["occupancy"], 0.01, "relative",
-                     f"model: real hash of {est.sample.entries:,} sampled keys; measured: mean of "
-                     f"{len(full)} full files"))
+                     f"model: real hash of {est.sample.entries:,} keys of the store's generator, another seed; "
+                     f"measured: mean of {len(full)} full files", kind="simulation"))
     rows.append(_row("mean chain length", "entries/used slot", est.mean_chain_length,
-                     measured["mean_chain_length"], 0.01, "relative"))
+                     measured["mean_chain_length"], 0.01, "relative", kind="simulation"))
     # the model's hit is a whole walk of the key's slot (no maxNum cut); its mean varies from
     # file to file: 4 standard errors of the model's one-file sample and of the measured mean.
     # Both are means over every distinct key: a sample of keys is no measurement of it (see
@@ -389,7 +404,7 @@ def compare(scenario: Scenario, size: str, measured: dict[str, Any], plan: Plan,
         se = key_sd * math.sqrt(1.0 / est.sample.distinct_keys + 1.0 / walked)
     rows.append(_row("entries read, hit", "entries", est.entries_read_hit,
                      measured["entries_read_hit_whole_chain"], 4 * se, "absolute",
-                     f"whole walks of every distinct key; ±4 SE (per-file SD {per_file_sd:.3g})"))
+                     f"whole walks of every distinct key; ±4 SE (per-file SD {per_file_sd:.3g})", kind="simulation"))
     # the same walks cut at maxNum matches, as the broker reads them: same error model
     cut = full["entries_read_hit"].to_numpy(float)
     if len(cut) > 1:
@@ -401,7 +416,7 @@ def compare(scenario: Scenario, size: str, measured: dict[str, Any], plan: Plan,
     rows.append(_row("entries read, hit (broker cut)", "entries", est.entries_read_hit_broker,
                      measured["entries_read_hit"], 4 * cut_se, "absolute",
                      f"the broker's walks, stopped at maxNum = {plan.index.max_msgs_num_batch} matches; "
-                     f"±4 SE (per-file SD {cut_sd:.3g})"))
+                     f"±4 SE (per-file SD {cut_sd:.3g})", kind="simulation"))
     # time one index file spans: compare with the spread of the full files' spans
     spans = full["span_seconds"].to_numpy(float)
     span_se = float(spans.std(ddof=1) / math.sqrt(len(spans))) if len(spans) > 1 else math.nan

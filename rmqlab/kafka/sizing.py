@@ -10,13 +10,20 @@ Pure arithmetic from Kafka's log semantics (``LogSegment.append`` / ``shouldRoll
   were appended since the last entry; the counter then restarts from this batch's bytes.
   So entries fall on batches P+1, 2P+1, ... with P = floor(I / B) + 1 (the first P batches
   of a segment never get one): floor((n - 1) / P) entries in a segment of n batches.
+* The time-index entry is the largest timestamp so far, and TimeIndex.maybeAppend skips it
+  unless that timestamp passed the last entry's. The model assumes it did (records' timestamps
+  advance between index entries: no burst of batches stamped in one millisecond); then each
+  offset-index entry has its time-index entry.
 * A segment rolls when the next batch would pass ``segment.bytes`` (n = floor(S / B)
-  batches), when its offset index (``segment.index.bytes`` / 8 entries) or time index
-  (``segment.index.bytes`` / 12 entries, the file size rounded down to whole entries) is
-  full (checked before each append: a full index lets max_entries x P + 1 batches in), when
-  its relative offsets would pass Int.MAX, or after ``segment.ms``.
-* On roll both index files are trimmed to their entries; the active segment's are
-  preallocated to ``segment.index.bytes`` each.
+  batches), when its offset index (``segment.index.bytes`` / 8 entries, the file size rounded
+  down to whole entries) is full, or its time index holds ``segment.index.bytes`` / 12 - 1
+  entries (TimeIndex.isFull keeps the last slot for the roll; read at 2.8.2, 3.6.2, 3.9.0); checked before each
+  append, so a full index lets full_entries x P + 1 batches in. Or when its relative offsets
+  would pass Int.MAX, or after ``segment.ms``.
+* On roll (LogSegment.onBecomeInactiveSegment) and at a clean close the time index gets one
+  more entry, the segment's largest timestamp, unless the last batch already put it there
+  (the last batch took an index entry): then both index files are trimmed to their entries.
+  While a segment is active its index files are preallocated to ``segment.index.bytes`` each.
 
 >>> e = kafka_estimate(1000.0, record_bytes=200)
 >>> e.batches_per_index_entry, e.rolls_first
@@ -63,8 +70,11 @@ class KafkaConfig:
 
 @dataclass(frozen=True)
 class KafkaEstimate:
-    """Outputs (units in the names). ``rolls_first`` is one of "segment.bytes",
-    "time index full", "offset index full", "relative offset", "segment.ms"."""
+    """Outputs (units in the names), for a rolled segment. ``rolls_first`` is one of
+    "segment.bytes", "time index full", "offset index full", "relative offset", "segment.ms".
+    ``index_entries_per_segment``: offset-index entries; ``time_index_entries_per_segment``:
+    time-index entries once the segment rolled (the roll's entry included);
+    ``index_bytes_per_segment``: both files, trimmed."""
 
     batch_bytes: int
     bytes_per_day: float
@@ -77,6 +87,7 @@ class KafkaEstimate:
     segments_per_day: float
     index_bytes_per_segment: int
     index_bytes_per_million_messages: float
+    time_index_entries_per_segment: int = 0
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -108,18 +119,20 @@ def kafka_estimate(messages_per_second: float, record_bytes: float, messages_per
     batches_per_second = messages_per_second / messages_per_batch
     # each limit as the number of batches a segment holds when it alone rolls the segment
     limits = {"segment.bytes": c.segment_bytes // B}
-    for name, entry in (("time index full", TIME_ENTRY_BYTES), ("offset index full", OFFSET_ENTRY_BYTES)):
-        max_entries = c.segment_index_bytes // entry
-        # the last entry lands on batch max_entries x P + 1; shouldRoll sees the full index
-        # before the next batch
-        limits[name] = max_entries * P + 1
+    # full at its last slot but one for the time index (kept for the roll's entry); the last
+    # entry lands on batch full x P + 1, and shouldRoll sees the full index before the next batch
+    for name, full in (("time index full", c.segment_index_bytes // TIME_ENTRY_BYTES - 1),
+                       ("offset index full", c.segment_index_bytes // OFFSET_ENTRY_BYTES)):
+        limits[name] = full * P + 1      # full = 0: one batch a segment (LocalLog.roll recreates an empty one)
     limits["relative offset"] = _INT_MAX // messages_per_batch
     limits["segment.ms"] = max(1, math.floor(batches_per_second * c.segment_ms / 1000.0))
     order = ["segment.bytes", "time index full", "offset index full", "relative offset", "segment.ms"]
     first = min(order, key=lambda k: (limits[k], order.index(k)))
     n = limits[first]
     entries = (n - 1) // P
-    index_bytes = entries * (OFFSET_ENTRY_BYTES + TIME_ENTRY_BYTES)
+    # the roll's time entry, unless the last batch took an index entry (its timestamp is there)
+    time_entries = entries + (0 if n > 1 and (n - 1) % P == 0 else 1)
+    index_bytes = entries * OFFSET_ENTRY_BYTES + time_entries * TIME_ENTRY_BYTES
     messages = n * messages_per_batch
     hours = n / batches_per_second / 3600.0
     return KafkaEstimate(
@@ -127,4 +140,4 @@ def kafka_estimate(messages_per_second: float, record_bytes: float, messages_per
         batches_per_segment=n, messages_per_segment=messages, index_entries_per_segment=entries,
         rolls_first=first, hours_per_segment=hours, segments_per_day=24.0 / hours,
         index_bytes_per_segment=index_bytes,
-        index_bytes_per_million_messages=index_bytes / messages * 1e6)
+        index_bytes_per_million_messages=index_bytes / messages * 1e6, time_index_entries_per_segment=time_entries)

@@ -1,16 +1,22 @@
-"""The streamed key sample (keys made, hashed and dropped a chunk at a time) against the one it
-replaced, which held every key string of the sampled files at once
-(tests/support/capacity_sample_reference.py): the same OccupancySample, number for number, for the same
-plan and seed."""
+"""The capacity model's key sample against an independent computation of it.
+
+:func:`rmqlab.capacity.model.sample_occupancy` streams the plan's index keys a chunk at a time,
+hashes them in C and measures each file from its hashes. The reference
+(tests/support/capacity_sample_reference.py, no rmqlab import) takes the same keys as strings,
+all at once (:func:`~rmqlab.capacity.model.sample_index_keys`, the plan's documented stream),
+hashes them with its own String.hashCode, counts every chain key by key and sums the broker's cut
+walks term by term: the same OccupancySample, number for number. The key stream itself is judged
+against the index keys of the workload's messages by the test's own reading of
+IndexService.buildIndex (UNIQ_KEY first, then each non-empty KEYS token, as ``topic#key``)."""
 from __future__ import annotations
 
 import dataclasses
+import math
 
+import capacity_sample_reference as ref
 import numpy as np
+import pyarrow as pa
 import pytest
-from capacity_sample_reference import chain_lengths_from_keys as reference_chains
-from capacity_sample_reference import sample_index_keys as reference_keys
-from capacity_sample_reference import sample_occupancy as reference_sample
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -24,15 +30,70 @@ from rmqlab.capacity.model import (
 )
 from rmqlab.capacity.plan import parse_plan
 from rmqlab.jvm.hashcode import index_hash_many
+from rmqlab.lab.workload import Workload, generate_chunks
 
 
-def _fields(s) -> dict:
-    return {f.name: getattr(s, f.name) for f in dataclasses.fields(s) if f.name != "histogram"}
+def assert_same_sample(got, want: dict) -> None:
+    """An OccupancySample against the reference's fields: counts exact, means to 1e-12."""
+    for f in dataclasses.fields(got):
+        g, w = getattr(got, f.name), want[f.name]
+        if f.name == "histogram":
+            assert dict(zip(g.chain_length.tolist(), g.slots.tolist())) == w
+        elif f.name == "occupancy_files":
+            assert g == pytest.approx(w, rel=1e-12)
+        elif isinstance(w, float):
+            assert g == pytest.approx(w, rel=1e-12, abs=1e-15), f.name
+        else:
+            assert g == w, f.name
 
 
-def assert_same_sample(got, want) -> None:
-    assert _fields(got) == _fields(want)
-    assert got.histogram.reset_index(drop=True).equals(want.histogram.reset_index(drop=True))
+def keys_of(plan):
+    def keys(n, *, hot_keys=None, seed_offset=0, first_order_id=0):
+        return sample_index_keys(plan, n, hot_keys=hot_keys, seed=plan.seed + seed_offset,
+                                 first_order_id=first_order_id).to_pylist()
+    return keys
+
+
+def tokens_per_message(plan) -> float:
+    return (1.0 - plan.keys.keyless_fraction) * plan.keys.keys_per_message.likely
+
+
+def keys_per_message(plan) -> float:
+    return (1.0 if plan.keys.uniq_key else 0.0) + tokens_per_message(plan)
+
+
+def reference_sample(plan, **kwargs) -> dict:
+    ix = plan.index
+    return ref.sample_occupancy(
+        keys_of(plan), slots=ix.hash_slot_num, index_num=ix.index_num, max_num=ix.max_msgs_num_batch,
+        cardinality=int(plan.keys.cardinality.likely),
+        # sample_occupancy's docstring: keyed tokens x (1 - hot share) / index keys a message
+        order_ids_per_file=lambda c: int(round(c * tokens_per_message(plan) * (1.0 - plan.keys.hot_key_fraction)
+                                               / keys_per_message(plan))),
+        **kwargs)
+
+
+def workload_index_keys(plan, entries: int) -> list[str]:
+    """The first `entries` index keys of the plan's traffic, from the workload's messages: the
+    workload sized as sample_index_keys documents it (5 % to spare, 1.5 times the messages
+    again when short), each message's keys as buildIndex puts them."""
+    k, m = plan.keys, plan.messages
+    messages = int(math.ceil(entries / keys_per_message(plan) * 1.05)) + 16
+    while True:
+        w = Workload(seed=plan.seed, messages=messages, rate=plan.traffic.messages_per_second.likely,
+                     topics=m.topics, queues_per_topic=m.queues_per_topic, keyless_fraction=k.keyless_fraction,
+                     keys_per_message=k.keys_per_message.likely, max_keys_per_message=k.max_keys_per_message,
+                     hot_key_fraction=k.hot_key_fraction, hot_keys=int(k.cardinality.likely),
+                     zipf_s=k.zipf_s.likely, uniq_key=k.uniq_key)
+        table = pa.concat_tables(list(generate_chunks(w, 1 << 20, bodies=False)))
+        out = []
+        for topic, uniq, keys in zip(*(table.column(c).to_pylist() for c in ("topic", "uniq_key", "keys"))):
+            if uniq is not None:
+                out.append(f"{topic}#{uniq}")
+            out += [f"{topic}#{t}" for t in (keys or "").split(" ") if t]
+        if len(out) >= entries:
+            return out[:entries]
+        messages = int(messages * 1.5) + 16
 
 
 HOT = {"keys": {"uniq_key": False, "hot_key_fraction": 0.9, "cardinality": 200, "zipf_s": 1.2}}
@@ -51,9 +112,15 @@ HOT = {"keys": {"uniq_key": False, "hot_key_fraction": 0.9, "cardinality": 200, 
      {"whole_files": True, "files": 2}),
     ({"index": {"hash_slot_num": 5000, "index_num": 20_000}}, {"whole_files": True, "max_entries": 30_000}),
 ])
-def test_streamed_sample_equals_the_all_at_once_sample(mapping, kwargs):
+def test_streamed_sample_equals_the_reference(mapping, kwargs):
     plan = parse_plan(mapping)
     assert_same_sample(sample_occupancy(plan, **kwargs), reference_sample(plan, **kwargs))
+
+
+@pytest.mark.parametrize("mapping", [{}, HOT, {"keys": {"keys_per_message": 3.0, "keyless_fraction": 0.3}}])
+def test_the_key_stream_is_the_workloads_index_keys(mapping):
+    plan = parse_plan(mapping)
+    assert sample_index_keys(plan, 30_000).to_pylist() == workload_index_keys(plan, 30_000)
 
 
 def test_files_that_start_and_end_inside_a_chunk(monkeypatch):
@@ -64,12 +131,12 @@ def test_files_that_start_and_end_inside_a_chunk(monkeypatch):
     got = sample_occupancy(plan, files=5)
     assert got.files == 5
     assert_same_sample(got, reference_sample(plan, files=5))
-    assert sample_index_keys(plan, 12_345).equals(reference_keys(plan, 12_345))
+    assert sample_index_keys(plan, 12_345).to_pylist() == workload_index_keys(plan, 12_345)
 
 
-def test_a_short_workload_starts_again_as_before():
+def test_a_short_workload_starts_again_as_documented():
     # 90 % keyless messages: the workload sized for 40 keys (5 % to spare) is sometimes short,
-    # and the stream starts again from its first key with more messages, as the old sample did
+    # and the stream starts again from its first key with more messages
     base = {"keys": {"uniq_key": False, "keyless_fraction": 0.9, "keys_per_message": 1.0},
             "index": {"hash_slot_num": 7, "index_num": 41}}
     for seed in range(200):
@@ -79,7 +146,7 @@ def test_a_short_workload_starts_again_as_before():
     else:
         pytest.fail("no seed gave a short workload")
     assert_same_sample(sample_occupancy(plan, files=1), reference_sample(plan, files=1))
-    assert sample_index_keys(plan, 40).equals(reference_keys(plan, 40))
+    assert sample_index_keys(plan, 40).to_pylist() == workload_index_keys(plan, 40)
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -109,9 +176,10 @@ def test_chains_from_hashes_equal_the_reference_chains(keys, slots, max_num, blo
     # repeated keys and Java hash collisions ("Aa", "BB"); blocks small enough to split runs
     model._HASH_BLOCK, saved = block, model._HASH_BLOCK
     try:
-        want = reference_chains(keys, slots, len(keys), max_num=max_num)
+        want = ref.one_file(keys, slots, max_num)
         assert_same_sample(chain_lengths_from_keys(keys, slots, len(keys), max_num=max_num), want)
         hashes = index_hash_many(keys)
+        assert hashes.astype(np.int64).tolist() == ref.stored_hashes(keys).tolist()
         kept = hashes.copy()
         assert_same_sample(chain_lengths_from_hashes(hashes, slots, max_num=max_num), want)
         assert np.array_equal(hashes, kept)                    # not sorted in place unless allowed

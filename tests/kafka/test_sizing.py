@@ -1,6 +1,8 @@
 """The Kafka counterpart against hand-computed cases and a batch-by-batch simulation of
-LogSegment.append / shouldRoll (index entry when more than index.interval.bytes were appended
-since the last one; roll on size, full index, or segment.ms)."""
+LogSegment.append / shouldRoll / onBecomeInactiveSegment at 3.6.2 (index entry when more than
+index.interval.bytes were appended since the last one; roll on size, a full offset index, a time
+index at its last slot but one, or segment.ms; the roll's time entry). The segments a real broker
+rolls judge the model in tests/brokers/test_kafka_sizing.py."""
 from __future__ import annotations
 
 import pytest
@@ -11,22 +13,29 @@ from rmqlab.kafka.sizing import KafkaConfig, kafka_estimate
 
 
 def simulate(batch: int, cfg: KafkaConfig, batches_per_second: float, per_batch: int):
-    """Append batches to one segment until it rolls; (batches, entries, reason)."""
+    """Append batches (timestamps advancing) to one segment until it rolls; (batches, offset
+    entries, time entries, reason)."""
     max_time, max_offset = cfg.segment_index_bytes // 12, cfg.segment_index_bytes // 8
     size = since = entries = n = 0
+    last_indexed = False
     while True:
-        # shouldRoll, before the append
+        # shouldRoll, before the append; at the roll the time index takes the segment's largest
+        # timestamp unless the last batch's entry holds it
+        time_entries = entries + (0 if last_indexed else 1)
         if size + batch > cfg.segment_bytes:
-            return n, entries, "segment.bytes"
-        if entries >= max_time:
-            return n, entries, "time index full"
-        if entries >= max_offset:
-            return n, entries, "offset index full"
+            return n, entries, time_entries, "segment.bytes"
+        # a full index rolls an empty segment into a new empty one (LocalLog.roll): the first
+        # batch always goes in
+        if n > 0 and entries >= max_time - 1:      # TimeIndex.isFull: the last slot is the roll's
+            return n, entries, time_entries, "time index full"
+        if n > 0 and entries >= max_offset:
+            return n, entries, time_entries, "offset index full"
         if (n + 1) * per_batch - 1 > 2**31 - 1:
-            return n, entries, "relative offset"
+            return n, entries, time_entries, "relative offset"
         if n > 0 and n / batches_per_second * 1000 >= cfg.segment_ms:
-            return n, entries, "segment.ms"
-        if since > cfg.index_interval_bytes:
+            return n, entries, time_entries, "segment.ms"
+        last_indexed = since > cfg.index_interval_bytes
+        if last_indexed:
             entries += 1
             since = 0
         since += batch
@@ -40,6 +49,8 @@ def test_hand_computed_default():
     assert (e.batch_bytes, e.batches_per_index_entry, e.batches_per_segment) == (261, 16, 4_113_953)
     assert e.index_entries_per_segment == (4_113_953 - 1) // 16
     assert e.rolls_first == "segment.bytes"
+    # 4,113,952 = 16 x 257,122: the last batch takes an entry, so the roll adds no time entry
+    assert e.time_index_entries_per_segment == e.index_entries_per_segment
     assert e.index_bytes_per_segment == e.index_entries_per_segment * 20
     assert e.hours_per_segment == pytest.approx(4_113_953 / 1000 / 3600)
     assert e.segments_per_day == pytest.approx(86400 * 1000 / 4_113_953)
@@ -47,14 +58,14 @@ def test_hand_computed_default():
 
 
 def test_small_batches_fill_the_time_index_first():
-    # 100-byte batches, an entry every batch (interval 0): 10 MiB / 12 = 873,813 entries come
-    # long before 1 GiB (10.7M batches)
+    # 100-byte batches, an entry every batch (interval 0): 10 MiB / 12 = 873,813 slots, full
+    # at 873,812 (the last kept for the roll), long before 1 GiB (10.7M batches)
     cfg = KafkaConfig(index_interval_bytes=0)
     e = kafka_estimate(1e6, record_bytes=39, config=cfg)
     assert e.batch_bytes == 100 and e.batches_per_index_entry == 1
     assert e.rolls_first == "time index full"
-    assert e.index_entries_per_segment == 873_813
-    assert e.batches_per_segment == 873_814
+    assert e.index_entries_per_segment == e.time_index_entries_per_segment == 873_812
+    assert e.batches_per_segment == 873_813
 
 
 def test_slow_topic_rolls_on_time():
@@ -75,8 +86,10 @@ def test_matches_simulation(record, per_batch, interval, seg_bytes, index_bytes,
             kafka_estimate(rate * per_batch, record, per_batch, cfg)
         return
     e = kafka_estimate(rate * per_batch, record, per_batch, cfg)
-    n, entries, reason = simulate(batch, cfg, rate, per_batch)
-    assert (e.batches_per_segment, e.index_entries_per_segment, e.rolls_first) == (n, entries, reason)
+    n, entries, time_entries, reason = simulate(batch, cfg, rate, per_batch)
+    assert (e.batches_per_segment, e.index_entries_per_segment, e.time_index_entries_per_segment,
+            e.rolls_first) == (n, entries, time_entries, reason)
+    assert e.index_bytes_per_segment == 8 * entries + 12 * time_entries
 
 
 def test_bad_input():

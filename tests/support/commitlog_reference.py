@@ -1,7 +1,8 @@
-"""The NumPy reference of the CommitLog decode: the reader before ``_records.decode_records``,
-one index array per field and row, every field check restated with NumPy. The package decodes a
-record in one place (rmqlab.formats.commitlog.columns: C's layout, then ``_columns``); this
-module is what tests/formats/commitlog/test_decode.py and benchmarks/bench_commitlog.py compare it with.
+"""The CommitLog decode before ``_records.decode_records``: one index array per field and row,
+every field check restated with NumPy, on the package's own layout. Not a reference for tests
+(it shares the package's layout and walk; tests/formats/commitlog/test_decode.py judges the
+decode against tests/support/commitlog_stdlib.py instead): benchmarks/bench_commitlog.py times
+the C pass against it.
 
 ``decode_positions_numpy`` is a `decode` for ``columns._read_columns`` and ``scan_file``::
 

@@ -7,7 +7,8 @@ ints), ``hashSlotNum`` 4-byte slots holding the newest entry's number, then 20-b
 (keyHash int, phyOffset long, timeDiff int, prevIndex int) numbered from 1. The key rule is
 IndexService.buildIndex's: nothing for a rolled-back transaction, else ``topic#UNIQ_KEY`` and
 ``topic#k`` for each non-empty word of KEYS split on spaces; the hash is IndexFile.indexKeyHashMethod,
-``Math.abs(String.hashCode())``, 0 for Integer.MIN_VALUE. Cost: each file is read whole, O(size).
+``Math.abs(String.hashCode())``, 0 for Integer.MIN_VALUE. :func:`chain_lengths` and
+:func:`entry_hashes` measure a file as the capacity tests do. Cost: each file is read whole, O(size).
 """
 from __future__ import annotations
 
@@ -85,3 +86,33 @@ def file_entries(folder: Path, hash_slot_num: int) -> Counter[tuple[int, int]]:
                 raise AssertionError(f"{f.name}: slot {slot} chains {walked}, its entries are {want}")
         out.update((h, phy) for h, phy, _, _ in index["entries"])
     return out
+
+
+def chain_lengths(path: Path, hash_slot_num: int) -> list[int]:
+    """The entries a walk from each slot reads, as IndexFile.selectPhyOffset walks a chain
+    (begin = 0, nothing stops it early): the slot's entry, then each prevIndex, until one is
+    0, past indexCount or the entry itself. A slot value of 0 or past indexCount is empty."""
+    data = Path(path).read_bytes()
+    *_, index_count = _HEADER.unpack_from(data, 0)
+    base = _HEADER.size + 4 * hash_slot_num
+    out = []
+    for s in range(hash_slot_num):
+        (at,) = struct.unpack_from(">i", data, _HEADER.size + 4 * s)
+        n = 0
+        while 0 < at <= index_count:
+            n += 1
+            assert n <= index_count, f"{path}: slot {s} chains in a loop"
+            prev = _ENTRY.unpack_from(data, base + 20 * at)[3]
+            if prev == at:
+                break
+            at = prev
+        out.append(n)
+    return out
+
+
+def entry_hashes(path: Path, hash_slot_num: int) -> list[int]:
+    """The keyHash of every entry written (1 .. indexCount - 1)."""
+    data = Path(path).read_bytes()
+    *_, index_count = _HEADER.unpack_from(data, 0)
+    base = _HEADER.size + 4 * hash_slot_num
+    return [_ENTRY.unpack_from(data, base + 20 * i)[0] for i in range(1, index_count)]

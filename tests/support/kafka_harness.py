@@ -97,6 +97,8 @@ class Release:
     dump_classes = ("org.apache.kafka.tools.DumpLogSegments", "kafka.tools.DumpLogSegments")
     group_classes = ("org.apache.kafka.tools.consumer.group.ConsumerGroupCommand", "kafka.admin.ConsumerGroupCommand")
     storage_classes = ("kafka.tools.StorageTool", "org.apache.kafka.tools.StorageTool")
+    topic_classes = ("org.apache.kafka.tools.TopicCommand", "kafka.admin.TopicCommand")
+    perf_classes = ("org.apache.kafka.tools.ProducerPerformance",)
 
     #: the small segment size of the workload's topics, so that segments roll
     segment_bytes = 32 << 10
@@ -341,6 +343,46 @@ def _derive(base: KafkaScenario, scenario: str, tmp: Path) -> None:
     (tmp / "derived.json").write_text(json.dumps(changed, indent=2) + "\n")
 
 
+#: bump when how a sizing run creates or fills its topics changes (part of its cache key)
+SIZING_FORMAT = "sizing 1"
+
+
+def kafka_sizing(version: str, topics: dict[str, dict], log=print) -> Path:
+    """The log dir of one broker run that rolled segments for the segment sizing test: for each
+    topic of `topics` (name -> {"configs": topic configs, "records": n, "record_size": value
+    bytes, "throughput": records a second}), the release's TopicCommand creates it (one
+    partition) and its ProducerPerformance sends the records (null keys, values of that size,
+    one record a batch: batch.size=1, linger.ms=0, no compression), then a clean stop. Built
+    into the cache on first use, keyed by the release, the broker settings and `topics`."""
+    rel = release(version)
+    props = server_properties(rel, Path("LOGS"), Path("DATA"))
+    key = bh.digest(POM, rel.version, SIZING_FORMAT, props, json.dumps(topics, sort_keys=True))
+    entry = bh.CACHE / "kafka" / rel.version / f"sizing-{key}"
+
+    def build(tmp: Path) -> None:
+        spec = {"release": rel.version, "scenario": "sizing", "root": str(tmp), "classpath": classpath(rel, log),
+                "topics": topics}
+        cmd = [*bh.loopback_only(), sys.executable, __file__, "_inside", json.dumps(spec)]
+        bh.run(cmd, log=tmp / "scenario.log", timeout=600,
+               env={**os.environ, "PYTHONPATH": str(Path(__file__).parent)})
+
+    return bh.cached(entry, build) / "logs"
+
+
+def _fill_sizing_topics(b: _Broker, topics: dict[str, dict]) -> None:
+    topic_cmd = main_class(b.rel, Release.topic_classes)
+    perf = main_class(b.rel, Release.perf_classes)
+    for name, t in topics.items():
+        configs = [x for k, v in t["configs"].items() for x in ("--config", f"{k}={v}")]
+        bh.run(b.java(topic_cmd, "--bootstrap-server", BOOTSTRAP, "--create", "--topic", name, "--partitions", "1",
+                      "--replication-factor", "1", *configs), log=b.root / "tools.log", timeout=120)
+        bh.run(b.java(perf, "--topic", name, "--num-records", str(t["records"]), "--record-size",
+                      str(t["record_size"]), "--throughput", str(t["throughput"]), "--producer-props",
+                      f"bootstrap.servers={BOOTSTRAP}", "batch.size=1", "linger.ms=0", "acks=all",
+                      "compression.type=none"), log=b.root / "tools.log", timeout=300)
+        print(f"sizing topic {name}: {t['records']} records sent", flush=True)
+
+
 def _build_scenario(rel: Release, scenario: str, tmp: Path, log) -> None:
     t0 = time.monotonic()
     cp = classpath(rel, log)
@@ -484,7 +526,11 @@ def _inside(spec: dict) -> None:
     b = _Broker(rel, root, spec["classpath"])
     try:
         b.prepare(formatted=spec.get("derived", False))
-        if scenario in DERIVED:
+        if scenario == "sizing":
+            b.start()
+            _fill_sizing_topics(b, spec["topics"])
+            b.stop()
+        elif scenario in DERIVED:
             b.start()
             b.stop()
             said = (root / "broker-1.log").read_text(errors="replace")

@@ -18,9 +18,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from commitlog_stdlib import read_commitlog
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from oracles import REAL_DATA, require_real_data
+from reference_model import java_hash
 from snapshot_support import snapshot
 
 from rmqlab.cli import main
@@ -455,14 +457,87 @@ def test_index_files_a_restart_destroyed_and_did_not_rebuild_are_lost_keys_a_war
     assert [(p.check, p.severity, p.count) for p in r.problems] == [("index.lost-keys", "warning", destroyed - again)]
 
 
-@pytest.mark.parametrize("seed", range(12))
+# What verify must find, from the layouts alone (the test's own model, no rmqlab reader): every
+# file of a broker's store has a fixed size (MappedFile: CommitLog and ConsumeQueue files are
+# mapped at their configured size, an index file is 40 + 4 slots + 20 entries bytes, the
+# checkpoint a 4 KiB page), so a file cut or grown is damage to that file; in a CommitLog record
+# TOTALSIZE, MAGICCODE, BODYCRC, PHYSICALOFFSET, BODYLEN and the body are checked where the
+# record starts (CommitLog.checkMessageAndReturnSize, 4.9.7: the body CRC covers the body); in a
+# ConsumeQueue unit in use each field is compared with the message it points at, at that field.
+_CL_CHECKED = [(0, 12), (28, 36), (84, 88)]     # TOTALSIZE MAGICCODE BODYCRC, PHYSICALOFFSET, BODYLEN (v1, IPv4)
+_CQ_FIELDS = [(0, 8), (8, 12), (12, 20)]        # commitlog offset, size, tags code
+_EXT_ADDR_MAX = -(2**31) - 1                    # ConsumeQueueExt.MAX_ADDR (4.9.7): codes at or below are ext addresses
+
+
+def _records(data: bytes) -> list[tuple[int, int, int]]:
+    """(start, total size, body length) of each message record of a CommitLog file's bytes,
+    walked by their TOTALSIZE fields up to the blank record or a zero size."""
+    out, pos = [], 0
+    while pos + 88 <= len(data):
+        total, magic = struct.unpack_from(">iI", data, pos)
+        if total <= 0 or magic == 0xCBD43194:
+            break
+        out.append((pos, total, struct.unpack_from(">i", data, pos + 84)[0]))
+        pos += total
+    return out
+
+
+def _checked_commitlog_bytes(data: bytes, rng) -> tuple[int, int]:
+    """A random checked byte of a random record: (byte position, the record's start)."""
+    records = _records(data)
+    start, _, body_len = records[int(rng.integers(0, len(records)))]
+    spans = _CL_CHECKED + [(88, 88 + body_len)]
+    lo, hi = spans[int(rng.integers(0, len(spans)))]
+    return start + int(rng.integers(lo, hi)), start
+
+
+def _plant_checked_damage(root: Path, rng, untouched: list[Path]) -> tuple[Path, int | None, str]:
+    """Damage checked bytes of one of `untouched` files: (the file, the offset a finding must
+    name or None for any, what was done). A ConsumeQueue tags code turned into an ext address
+    needs the queue's ConsumeQueueExt, which this store has not: verify must say so in a note."""
+    commitlogs = [p for p in untouched if p.parent.name == "commitlog"]
+    queues = [p for p in untouched if "consumequeue" in p.parts and any(p.read_bytes())]
+    how = int(rng.integers(0, 3))
+    if how == 0 or not (commitlogs and queues):
+        p = untouched[int(rng.integers(0, len(untouched)))]
+        size = p.stat().st_size
+        new = int(rng.integers(0, size)) if rng.random() < 0.5 else size + int(rng.integers(1, 40))
+        if new < size:
+            os.truncate(p, new)
+        else:
+            with open(p, "ab") as fh:
+                fh.write(bytes(new - size))
+        return p, None, f"size {size} -> {new}"
+    if how == 1:
+        p = commitlogs[int(rng.integers(0, len(commitlogs)))]
+        at, start = _checked_commitlog_bytes(p.read_bytes(), rng)
+        poke(p, at, "B", peek(p, at, "B")[0] ^ int(rng.integers(1, 256)))
+        return p, start, f"CommitLog byte {at} of the record at {start}"
+    p = queues[int(rng.integers(0, len(queues)))]
+    data = p.read_bytes()
+    used = [k for k in range(len(data) // 20) if any(data[20 * k:20 * k + 20])]
+    k = used[int(rng.integers(0, len(used)))]
+    lo, hi = _CQ_FIELDS[int(rng.integers(0, 3))]
+    at = 20 * k + int(rng.integers(lo, hi))
+    poke(p, at, "B", peek(p, at, "B")[0] ^ int(rng.integers(1, 256)))
+    if lo == 12 and peek(p, 20 * k + 12, "q")[0] <= _EXT_ADDR_MAX:
+        return p, -1, f"unit {k}: its tags code is now an ext address"
+    return p, 20 * k + lo, f"ConsumeQueue byte {at} (unit {k}, field at {lo})"
+
+
+@pytest.mark.parametrize("seed", range(24))
 def test_random_damage_is_reported_never_raised(copy, seed):
     """Bytes flipped, files cut or grown anywhere: verify reports, it does not crash, and its
-    report is plain JSON; check() raises exactly when the report is not ok."""
+    report is plain JSON; check() raises exactly when the report is not ok. Damage to checked
+    bytes is found: each run also damages checked bytes of a file the random damage left alone
+    (the test's own model of the layouts above), and every file cut or grown, by either, is named."""
     rng = np.random.default_rng(1000 + seed)
     files = sorted(p for p in copy.rglob("*") if p.is_file())
+    sizes = {p: p.stat().st_size for p in files}
+    touched = set()
     for _ in range(int(rng.integers(1, 5))):
         p = files[int(rng.integers(0, len(files)))]
+        touched.add(p)
         size = p.stat().st_size
         how = int(rng.integers(0, 3))
         if how == 0:
@@ -473,16 +548,23 @@ def test_random_damage_is_reported_never_raised(copy, seed):
         else:
             with open(p, "ab") as fh:
                 fh.write(bytes(rng.integers(0, 256, int(rng.integers(1, 40)), dtype=np.uint8)))
+    planted, offset, what = _plant_checked_damage(copy, rng, [p for p in files if p not in touched])
     r = verify_path(copy)
     json.dumps(r.as_dict())
     assert {p.check for p in r.problems} <= set(CHECKS)
     assert all(p.path is not None for p in r.problems)
-    if r.ok:
-        r.check()
+    assert not r.ok
+    named = {Path(p.path) for p in r.problems}
+    resized = [p for p in files if p.stat().st_size != sizes[p]]
+    assert all(p in named for p in resized), (resized, describe(r))
+    if offset == -1:        # the ext address: no ConsumeQueueExt to check it against, and verify says so
+        assert any("ConsumeQueueExt addresses" in n and str(planted.parent) in n for n in r.notes), r.notes
     else:
-        with pytest.raises(RmqlabError) as e:
-            r.check()
-        assert e.value is r.errors[0].error
+        at = [p.offset for p in r.problems if Path(p.path) == planted]
+        assert at and (offset is None or offset in at), f"{what}: not found at {offset}\n{describe(r)}"
+    with pytest.raises(RmqlabError) as e:
+        r.check()
+    assert e.value is r.errors[0].error
 
 
 def test_index_and_queues_without_commitlog_messages(copy):
@@ -886,7 +968,6 @@ def test_the_message_table_holds_numbers_only(store):
     """The table the cross-file checks hold for a whole CommitLog keeps no strings: every
     per-message array is numeric, a topic is a code into the distinct topics, and the numbers
     are the columnar reader's (independent of the chunked walk that made them)."""
-    from rmqlab.rules.dispatch import message_tags_codes
     from rmqlab.verify.check_commitlog import CommitLogScan
 
     tables = []
@@ -908,9 +989,34 @@ def test_the_message_table_holds_numbers_only(store):
     for name, column in (("positions", "phy_offset"), ("total_size", "total_size"), ("sys_flag", "sys_flag"),
                          ("store_ts", "store_timestamp"), ("queue_id", "queue_id"), ("queue_offset", "queue_offset")):
         assert getattr(msgs, name).tolist() == want[column].tolist(), name
-    assert msgs.tags_codes.tolist() == message_tags_codes(
-        want["topic"].to_numpy(object), want["tags"].to_numpy(object), want["delay_level"].to_numpy(np.int64),
-        want["store_timestamp"].to_numpy(np.int64)).tolist()
+    # the tags codes against the test's own model of the broker's rule, on a standard-library
+    # read of the records (no rmqlab reader, no rmqlab hash)
+    records = read_commitlog(store / "commitlog")
+    assert [r["phy_offset"] for r in records] == msgs.positions.tolist()
+    codes = [java_tags_code(r["topic"], r["properties"], r["store_timestamp"]) for r in records]
+    delayed = sum(r["topic"] == SCHEDULE_TOPIC and int(r["properties"].get("DELAY", 0)) > 0 for r in records)
+    assert delayed > 50 and sum(c != 0 for c in codes) > 1000       # both branches of the rule are exercised
+    assert msgs.tags_codes.tolist() == codes
+
+
+# MessageStoreConfig.messageDelayLevel (4.9.7 / 5.3.1): "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"
+DELAY_LEVEL_MS = [1000, 5000, 10_000, 30_000, 60_000, 120_000, 180_000, 240_000, 300_000, 360_000, 420_000,
+                  480_000, 540_000, 600_000, 1_200_000, 1_800_000, 3_600_000, 7_200_000]
+
+
+def java_tags_code(topic: str, properties: dict, store_timestamp: int) -> int:
+    """The tags code CommitLog.checkMessageAndReturnSize (4.9.7, the same at 5.3.1) gives a record:
+    MessageExtBrokerInner.tagsString2tagsCode, TAGS.hashCode() widened to a long (0 for no or
+    empty TAGS); but for SCHEDULE_TOPIC_XXXX with a DELAY property, its level capped at the
+    table's largest, a level above 0 gives computeDeliverTimestamp: store time + the level's delay."""
+    tags = properties.get("TAGS")
+    code = java_hash(tags) if tags else 0      # String.hashCode, signed 32-bit, widened
+    level = properties.get("DELAY")
+    if topic == SCHEDULE_TOPIC and level is not None:
+        lv = min(int(level), len(DELAY_LEVEL_MS))
+        if lv > 0:
+            code = store_timestamp + DELAY_LEVEL_MS[lv - 1]
+    return code
 
 
 def test_the_message_table_keeps_the_properties_of_dispatch_rules_only(tmp_path):

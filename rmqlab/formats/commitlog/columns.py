@@ -8,8 +8,9 @@ for records at positions given (read_at, the CRC checks, one message). In Python
 hand their rows to :func:`_columns`, which makes every column (topic and tags as dictionaries,
 hosts from their codes, text, DELAY, nulls), and word their damage with the same helper
 (:func:`_field_problem`). A malformed property pair is skipped, as the broker's parser skips it
-(a 5.2.0 broker writes such blocks), so it is never damage. A message is a row of those columns. A
-NumPy reference of the decode, for the tests, lives in tests/support/commitlog_reference.py."""
+(a 5.2.0 broker writes such blocks), so it is never damage. A message is a row of those columns. The
+NumPy decode this replaced, which the benchmarks time it against, lives in
+tests/support/commitlog_reference.py."""
 from __future__ import annotations
 
 import collections
@@ -829,7 +830,7 @@ def _read_columns(path_or_dir, *, body: bool = True, check_crc: bool = False, on
                   start_offset: int = 0, arrow: bool = False, decode=None):
     """:func:`read_columns`, decoding each file with `decode` (the one pass, or with `check_crc`
     :func:`_decode_positions`, unless given: tests and benchmarks pass :func:`_decode_positions`,
-    or the NumPy reference of tests/support/commitlog_reference.py)."""
+    or the NumPy decode of tests/support/commitlog_reference.py)."""
     files = _files_from(path_or_dir, on_error, start_offset)
     report = ReadReport()
     gc_was = gc.isenabled()
