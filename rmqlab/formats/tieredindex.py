@@ -242,8 +242,9 @@ class TieredIndexFile:
     def items(self) -> pd.DataFrame:
         """Every item written, one row each (local form: items 1..item_count, with ``index`` and
         ``prev``; compacted: in stored order). Cost: one NumPy pass."""
-        arr = self.item_array[1:min(self.item_count, self.geometry.index_num - 1) + 1] if self.form == "local" \
-            else self.item_array
+        # a negative itemCount (a damaged header) holds no item, not a slice counted from the end
+        written = max(min(self.item_count, self.geometry.index_num - 1), 0)
+        arr = self.item_array[1:written + 1] if self.form == "local" else self.item_array
         out = pd.DataFrame({f.name: arr[f.name].astype(np.int64) for f in
                             (ITEM if self.form == "local" else COMPACT_ITEM).fields})
         if self.form == "local":

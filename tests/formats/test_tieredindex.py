@@ -140,3 +140,19 @@ def test_a_51_index_file_is_named_not_misread(tmp_path):
     assert ti.index_files(folder) == [ok]
     got = {(Path(r.path).name, p.check, p.severity) for r in verify_tiered_index(tmp_path) for p in r.problems}
     assert got == {("0000", "tiered.geometry", "error"), ("1111", "tiered.geometry", "error")}
+
+
+def test_a_negative_item_count_holds_no_item(tmp_path):
+    """IndexStoreFile's items are 1..itemCount: a header whose itemCount went negative lists none
+    (it once sliced the items from the end), and check() names the field."""
+    import struct
+
+    put = [{"hash": 11 + n, "slot": (11 + n) % 5, "topic_id": 1, "queue_id": 0, "offset": 100 * n, "size": 50,
+            "time_diff": n} for n in range(4)]
+    path = _model_file(tmp_path / str(BEGIN), put, 5, 8)
+    raw = bytearray(path.read_bytes())
+    struct.pack_into(">i", raw, 24, -20)
+    path.write_bytes(bytes(raw))
+    with ti.TieredIndexFile.open(path, hash_slot_num=5, index_num=8, form="local") as f:
+        assert len(f.items()) == 0
+        assert any(e.field == "item_count" for e in f.check())

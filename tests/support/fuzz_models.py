@@ -343,8 +343,8 @@ _JAVA_INT = re.compile(r"[+-]?[0-9]+")
 
 def _java_parse(text: str, bits: int) -> int | None:
     """Integer.parseInt / Long.parseLong on ASCII text: an optional sign and digits, in range."""
-    if not _JAVA_INT.fullmatch(text):
-        return None
+    if not _JAVA_INT.fullmatch(text) or len(text.lstrip("+-").lstrip("0")) > 20:
+        return None   # more digits than any long has (and than Python's int() takes from text)
     v = int(text)
     return v if -(1 << (bits - 1)) <= v < 1 << (bits - 1) else None
 
