@@ -1610,7 +1610,7 @@ def _segment_reports(groups: list[list[Path]], logs: list[Path], jobs: int,
     """:func:`verify_segments`' reports, a group at a time, from a pool of `jobs`."""
     from rmqlab.tables.pool import Pool
 
-    with Pool(jobs, "kafka verify") as pool:
+    with Pool(jobs, "kafka verify", preload=("rmqlab.kafka.rebuild",)) as pool:
         done = pool.ordered(_verify_segment_unit, [(p, kwargs) for p in logs])
         try:
             for group in groups:

@@ -2,15 +2,18 @@
 the units were given, so that whatever is made of them is the same with any number of
 processes (``--jobs``).
 
-:class:`Pool` runs ``fn(*args)`` for each unit in a worker process (``spawn``: a fresh
-interpreter, so no thread pool or lock of the parent is copied half-way) and hands the results
-back in submission order (:meth:`Pool.ordered`), at most a few units ahead of the one being
-consumed, so the parent holds a bounded number of results. With ``jobs=1`` nothing is started:
+:class:`Pool` runs ``fn(*args)`` for each unit in a worker process and hands the results back
+in submission order (:meth:`Pool.ordered`), at most a few units ahead of the one being
+consumed, so the parent holds a bounded number of results. Workers are forked from
+multiprocessing's fork server (``spawn`` where there is none): a process started clean, with
+no thread of the parent, which imports the modules the first pool names once (NumPy, pandas,
+PyArrow and the checks take about a second), so a worker starts in milliseconds and no
+thread pool or lock of the parent is copied half-way. With ``jobs=1`` nothing is started:
 each unit runs in the calling process when its result is taken, exactly the serial program.
 
 :func:`default_jobs` is the rule for ``jobs=None``: the cores this process may run on, at most
-one a unit, and 1 when the work is smaller than :data:`SMALL_WORK_BYTES` (a worker's start-up,
-about a second to import NumPy, pandas and PyArrow, would cost more than it saves).
+one a unit, and 1 when the work is smaller than :data:`SMALL_WORK_BYTES` (the workers' start-up,
+about a second to import NumPy, pandas, PyArrow and the checks, would cost more than it saves).
 
 :data:`RUNS` records, per pool, how many units ran and in which processes: for tests and
 benchmarks that must know the work really left the parent.
@@ -25,7 +28,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 #: below this many bytes of input, :func:`default_jobs` is 1: starting workers costs about a
-#: second (each imports NumPy, pandas and PyArrow), what one process checks of about this much
+#: second (NumPy, pandas, PyArrow and the checks imported once more), what one process checks
+#: of about this much
 SMALL_WORK_BYTES = 256 << 20
 
 
@@ -51,6 +55,18 @@ def usable_cores() -> int:
     if hasattr(os, "sched_getaffinity"):
         return max(1, len(os.sched_getaffinity(0)))
     return max(1, os.cpu_count() or 1)
+
+
+def _context(preload: tuple[str, ...]):
+    """The multiprocessing context workers start from: the fork server, which imports `preload`
+    when it starts (the first pool of this process starts it), else spawn."""
+    import multiprocessing
+
+    if "forkserver" not in multiprocessing.get_all_start_methods():
+        return multiprocessing.get_context("spawn")
+    ctx = multiprocessing.get_context("forkserver")
+    ctx.set_forkserver_preload(list(preload))
+    return ctx
 
 
 def default_jobs(units: int, work_bytes: int) -> int:
@@ -98,10 +114,12 @@ class Pool:
     """A pool of `jobs` worker processes, started when the first unit is submitted; a context
     manager (:meth:`close` stops the workers). Functions and their arguments and results cross
     the process boundary by pickle: functions must be module-level, and a result should be a
-    summary, not the data it was made from.
+    summary, not the data it was made from. `preload`: the modules the units need (imported
+    once by the fork server, when this is the first pool of the process).
 
-    Cost: start-up about a second a worker (in parallel), then a pickle of each unit's
-    arguments and result. ``jobs=1``: none of this; each unit runs in this process.
+    Cost: the fork server's start-up (about a second, the first pool of a process), a fork a
+    worker, then a pickle of each unit's arguments and result. ``jobs=1``: none of this; each
+    unit runs in this process.
 
     >>> with Pool(1, "doc") as pool:
     ...     list(pool.ordered(abs, [(-3,), (2,), (-1,)]))
@@ -110,9 +128,11 @@ class Pool:
     (3, True)
     """
 
-    def __init__(self, jobs: int, label: str):
+    def __init__(self, jobs: int, label: str, preload: tuple[str, ...] = ()):
         check_jobs(jobs)
         self.jobs = jobs
+        #: modules the workers' fork server imports first (where this pool is the first to start it)
+        self.preload = preload
         self.run = PoolRun(label, jobs)
         RUNS.append(self.run)
         del RUNS[:-MAX_RUNS]
@@ -129,10 +149,13 @@ class Pool:
         if not self.parallel:
             return _Ran(fn, args)
         if self._executor is None:
-            import multiprocessing
-
-            self._executor = ProcessPoolExecutor(self.jobs, mp_context=multiprocessing.get_context("spawn"))
+            self._executor = ProcessPoolExecutor(self.jobs, mp_context=_context(self.preload))
         return self._executor.submit(_call, fn, args)
+
+    def ran_here(self) -> None:
+        """Count a unit the caller ran itself, in this process (its serial form of the work)."""
+        self.run.units += 1
+        self.run.pids.add(os.getpid())
 
     def value(self, unit: Future | _Ran) -> Any:
         """The value of a submitted unit (waiting for it), its process recorded in :attr:`run`."""

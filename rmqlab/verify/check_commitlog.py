@@ -550,6 +550,8 @@ class CommitLogScan:
             self._may_split = not active_seen and all(g.start_offset >= f.start_offset + f.size
                                                       for g in files[i + 1:i + 2])
             if walked is None:
+                if self.pool is not None:
+                    self.pool.ran_here()
                 n, used, blank, readable = _walk_file(f, i, rep, last, table, self.check_crc)
             else:
                 n, used, blank, readable = self._take_walked(next(walked), rep)

@@ -119,10 +119,14 @@ def verify_path(path: str | os.PathLike, *, kind: Kind | None = None, hash_slot_
     slot_count_rule = slot_count_rule or slot_count_rule_of(broker_version)
     if jobs is None:
         jobs = default_jobs(*_work(p, kind, commitlog_paths))
-    with Pool(jobs, f"verify {kind}") as pool:
+    with Pool(jobs, f"verify {kind}", preload=WORKER_MODULES) as pool:
         return _verify(p, kind, hash_slot_num, index_num, commitlog_file_size, consume_queue_file_size,
                        slot_count_rule, check_crc, broker_version, commitlog_paths, tiered_index_geometry,
                        tiered_path, progress, pool)
+
+
+#: the modules a worker of verify_path runs (imported once, by the fork server)
+WORKER_MODULES = ("rmqlab.verify.check_commitlog", "rmqlab.verify.check_index", "pandas", "pyarrow.compute")
 
 
 def _work(p: Path, kind: str, commitlog_paths: list | None) -> tuple[int, int]:
@@ -216,6 +220,8 @@ def _open_indexes(paths: list[Path], hsn, inum, rule, out: list[tuple[FileReport
         out.append((r, f))
         if f is not None and pool.parallel:
             pending.append((r, pool.submit(index_checks_apart, q, *geos[q], rule)))
+        elif f is not None:
+            pool.ran_here()
     return pending
 
 
