@@ -95,8 +95,11 @@ def verify_path(path: str | os.PathLike, *, kind: Kind | None = None, hash_slot_
     checked at a time, and index entries and queue units are joined with its messages a window
     of WINDOW_MESSAGES messages at a time (:class:`CommitLogScan`, about 70 bytes a message of
     the window), CROSS_CHUNK entries or units at a time; each index file's own checks hold two
-    flags an entry. Measured time and memory by store size: benchmarks/RESULTS.md
-    (bench_scaling).
+    flags an entry. With `jobs` > 1 each worker holds what one file's walk holds, and this
+    process also the numbers of up to jobs + 1 walked CommitLog files (about 70 bytes a message)
+    waiting to be joined; what crosses from a worker is those numbers and the file's problems,
+    no strings but the few PROPERTIES blocks the dispatch rules read. Measured time and memory by store size: benchmarks/RESULTS.md
+    (bench_scaling; bench_jobs for --jobs).
 
     >>> import tempfile
     >>> from rmqlab.lab.generate import generate_store
@@ -131,22 +134,26 @@ WORKER_MODULES = ("rmqlab.verify.check_commitlog", "rmqlab.verify.check_index", 
 
 def _work(p: Path, kind: str, commitlog_paths: list | None) -> tuple[int, int]:
     """(files, bytes) of the work a pool can share for `kind` at `p`: the CommitLog and index
-    files. Cost: one listing of each folder."""
-    if kind == "store":
-        where = StorePaths(p, commitlog_paths)
-        folders = [where.commitlog, where.index]
-    elif kind == "dledger":
-        folders = [p / "data"]
-    elif kind in ("commitlog", "index"):
-        folders = [p]
-    else:
+    files; (1, 0) where they cannot be listed (the checks then say why, in one process). Cost:
+    one listing of each folder."""
+    try:
+        if kind == "store":
+            where = StorePaths(p, commitlog_paths)
+            folders = [where.commitlog, where.index]
+        elif kind == "dledger":
+            folders = [p / "data"]
+        elif kind in ("commitlog", "index"):
+            folders = [p]
+        else:
+            return 1, 0
+        sizes = []
+        for folder in folders:
+            if folder.is_file():
+                sizes.append(folder.stat().st_size)
+            elif folder.is_dir():
+                sizes += [e.stat().st_size for e in os.scandir(folder) if e.is_file()]
+    except (OSError, RmqlabError):
         return 1, 0
-    sizes = []
-    for folder in folders:
-        if folder.is_file():
-            sizes.append(folder.stat().st_size)
-        elif folder.is_dir():
-            sizes += [e.stat().st_size for e in os.scandir(folder) if e.is_file()]
     return len(sizes), sum(sizes)
 
 
