@@ -36,6 +36,7 @@ from rmqlab.verify.check_consumequeue import (
     cq_file_size,
     open_queue,
     queue_checks,
+    queue_checks_apart,
     queue_folders,
     verify_consume_queue,
 )
@@ -82,8 +83,8 @@ def verify_path(path: str | os.PathLike, *, kind: Kind | None = None, hash_slot_
     (tieredStoreFilePath), whose segments are checked against the store
     (:func:`verify_tiered_segments`). `progress(done, total)` is called with the CommitLog bytes
     walked before each CommitLog file and at the end. `jobs`: the processes the work is spread
-    over (each CommitLog file's walk, decode and per-file checks, and each index file's own
-    checks, in a worker; the joins across files here, in file order); None:
+    over (each CommitLog file's walk, decode and per-file checks, each index file's and each
+    ConsumeQueue's own checks, in a worker; the joins across files here, in file order); None:
     :func:`~rmqlab.tables.pool.default_jobs` of the CommitLog and index files (the usable cores,
     at most one a file, and 1 below 256 MiB); 1: this process alone. The report is the same,
     byte for byte, with any `jobs`. Read-only. Raises FileNotFoundError / ValueError for a
@@ -98,8 +99,8 @@ def verify_path(path: str | os.PathLike, *, kind: Kind | None = None, hash_slot_
     flags an entry. With `jobs` > 1 each worker holds what one file's walk holds, and this
     process also the numbers of up to jobs + 1 walked CommitLog files (about 70 bytes a message)
     waiting to be joined; what crosses from a worker is those numbers and the file's problems,
-    no strings but the few PROPERTIES blocks the dispatch rules read. Measured time and memory by store size: benchmarks/RESULTS.md
-    (bench_scaling; bench_jobs for --jobs).
+    no strings but the few PROPERTIES blocks the dispatch rules read. Measured time and memory
+    by store size: benchmarks/RESULTS.md (bench_scaling; bench_jobs for --jobs).
 
     >>> import tempfile
     >>> from rmqlab.lab.generate import generate_store
@@ -129,7 +130,8 @@ def verify_path(path: str | os.PathLike, *, kind: Kind | None = None, hash_slot_
 
 
 #: the modules a worker of verify_path runs (imported once, by the fork server)
-WORKER_MODULES = ("rmqlab.verify.check_commitlog", "rmqlab.verify.check_index", "pandas", "pyarrow.compute")
+WORKER_MODULES = ("rmqlab.verify.check_commitlog", "rmqlab.verify.check_index", "rmqlab.verify.check_consumequeue",
+                  "pandas", "pyarrow.compute")
 
 
 def _work(p: Path, kind: str, commitlog_paths: list | None) -> tuple[int, int]:
@@ -323,7 +325,7 @@ def _verify_store(root: Path, rep: VerifyReport, hsn, inum, cl_size, cq_size, ru
             tag_keys = layout_facts(broker_version).index_tag_key if broker_version is not None else None
             index_cross = IndexDirCross(opened, tag_keys)
         rocks = cq_dir.is_dir() and rocksdbcq.is_rocksdb(cq_dir)   # storeType=defaultRocksDB
-        queues = _StoreQueues(root, cq_dir, cq_size) if cq_dir.is_dir() and not rocks else None
+        queues = _StoreQueues(root, cq_dir, cq_size, pool) if cq_dir.is_dir() and not rocks else None
         if queues is not None:
             stack.callback(queues.close)
         if scan is not None:
@@ -413,7 +415,8 @@ class _StoreQueues:
     messages a window at a time (:meth:`add`), then their own checks and every problem
     (:meth:`finish`). Call :meth:`close` at the end."""
 
-    def __init__(self, root: Path, cq_dir: Path, cq_size: int | None):
+    def __init__(self, root: Path, cq_dir: Path, cq_size: int | None, pool: Pool):
+        self.cq_size, self.pool = cq_size, pool
         self.cq = _OpenQueues(lambda folder: open_queue(folder, cq_size)[0])
         self.bcq = _OpenQueues(lambda folder: bcq.BatchConsumeQueue.open(folder, bcq.batch_file_size(folder),
                                                                          strict=False))
@@ -467,10 +470,35 @@ class _StoreQueues:
             if targets:
                 self._walk_again(scan, targets)
                 side = scan.side
+        end = scan.end_offset if scan is not None else None
+        # each queue's own checks in a worker (with a parallel pool), taken back in folder order
+        checked = (self.pool.ordered(queue_checks_apart, [(folder, self.cq_size, end) for folder in self.folders])
+                   if self.pool.parallel else None)
+        try:
+            rep.cross_counts["cq_units"] = self._queue_reports(rep, scan, side, targets, broker_version, checked)
+        finally:
+            if checked is not None:
+                checked.close()
+        for folder in self.batch_folders:
+            rep.files.append(batch_queue_checks(self.bcq[folder], scan.end_offset if scan is not None else None))
+            if scan is not None:
+                rep.cross += self.batch[folder].problems()
+        if scan is not None:
+            add_problem(rep.cross, self.missing.result())
+
+    def _queue_reports(self, rep: VerifyReport, scan: CommitLogScan | None, side: Messages | None, targets: set,
+                       broker_version: str | None, checked) -> int:
+        """Each ConsumeQueue's report (its own checks: here, or from `checked`, the workers'
+        reports in folder order) and its units against the messages; returns the units."""
         units = 0
+        end = scan.end_offset if scan is not None else None
         for folder in self.folders:
             q = self.cq[folder]
-            rep.files.append(queue_checks(q, str(folder), scan.end_offset if scan is not None else None))
+            if checked is None:
+                self.pool.ran_here()
+                rep.files.append(queue_checks(q, str(folder), end))
+            else:
+                rep.files.append(next(checked))
             units += q.count
             if scan is None:
                 continue
@@ -479,13 +507,7 @@ class _StoreQueues:
                 rep.cross += lmq_queue_cross(q, side, broker_version=broker_version, store_messages=scan.n)
             elif folder in self.plain:
                 rep.cross += self.plain[folder].problems(rep.notes)
-        rep.cross_counts["cq_units"] = units
-        for folder in self.batch_folders:
-            rep.files.append(batch_queue_checks(self.bcq[folder], scan.end_offset if scan is not None else None))
-            if scan is not None:
-                rep.cross += self.batch[folder].problems()
-        if scan is not None:
-            add_problem(rep.cross, self.missing.result())
+        return units
 
     def _walk_again(self, scan: CommitLogScan, targets: set[tuple[str, int]]) -> None:
         """A store that multi-dispatches to plain topic queues (4.9.x): those queues are checked
