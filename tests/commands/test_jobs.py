@@ -201,6 +201,40 @@ def test_broker_written_stores_are_the_same_with_any_jobs(index, capsys):
     assert_same_with_any_jobs(["verify", str(stores[index])], capsys)
 
 
+@pytest.mark.parametrize("broker_version", ["4.9.4", None])
+def test_light_message_queues_and_batch_queues_are_the_same_with_any_jobs(tmp_path, capsys, broker_version):
+    """Light message queues filled by multi-dispatch (4.9.4's rule walks the CommitLog a second
+    time for them) and, on 5.x, a BatchConsumeQueue topic: tests/store/test_reput.py's store
+    features, with transactions and delays."""
+    batch = broker_version is None      # BatchConsumeQueue came in 5.0.0
+    w = Workload(messages=3000, seed=5, topics=("T", "B", "orders") if batch else ("T", "orders"), queues_per_topic=3,
+                 batch_cq_topics=("B",) if batch else (), inner_batch_max=4 if batch else 1,
+                 lmq_queues=("%LMQ%a", "%LMQ%b"), multi_dispatch_every=3, transaction_fraction=0.1,
+                 delay_fraction=0.05, broker_version=broker_version)
+    root = tmp_path / "store"
+    generate_store(root, w, commitlog_file_size=1 << 16, hash_slot_num=8, index_num=4096, tz=UTC,
+                   consume_queue_file_size=400, batch_cq_topics=("B",) if batch else (), enable_lmq=True,
+                   enable_multi_dispatch=True, broker_version=broker_version)
+    argv = ["verify", str(root), *(["--broker-version", broker_version] if broker_version else [])]
+    status, text = assert_same_with_any_jobs(argv, capsys)
+    assert "%LMQ%a" in text and (not batch or "batchconsumequeue" in text)
+
+
+def test_a_second_walk_is_the_same_with_any_jobs(damaged, monkeypatch):
+    """A store that multi-dispatches to a plain topic queue (4.9.x) has its CommitLog walked a
+    second time, for that queue's own messages: here queue A/0 is made such a target, and the
+    second walk, in workers too, gives the serial report."""
+    from rmqlab.verify import driver
+
+    monkeypatch.setattr(driver, "multi_dispatch_plain_queues", lambda side, broker_version=None: {("A", 0)})
+    reports = {}
+    for jobs in (1, 2):
+        reports[jobs] = json.dumps(verify_path(damaged, jobs=jobs).as_dict(), sort_keys=True, default=str)
+        assert pool.RUNS[-1].units == _store_units(damaged) + _commitlog_files(damaged)    # two walks
+    assert reports[1] == reports[2]
+    assert os.getpid() not in pool.RUNS[-1].pids
+
+
 def test_windows_and_topic_codes_are_the_same_with_any_jobs(damaged, monkeypatch):
     """The table joined in windows of one decoded file part each (WINDOW_MESSAGES 1: every
     window ends inside the walk, topics met window by window) and in one window: the report
