@@ -23,7 +23,8 @@ base64 with the error, counted on stderr, and the dump goes on.
 the broker's indexing rule, restarts included (each named with its evidence), and reports every
 mismatch (exit 1 if any is unexplained; absent or preallocated index files are notes); a
 damaged segment's whole batches are checked, its problems listed in file order and the damage
-last, and index entries written for bytes past the damage are problems;
+last, and index entries written for bytes past the damage are problems; ``--jobs N`` checks
+the segments of a DIR in N processes, the output the same as with one;
 ``rmqlab kafka rebuild-index SEGMENT.log --out DIR [--restart-at OFFSET]...`` writes the
 ``.index`` and ``.timeindex`` the broker would have written. ``--json`` prints JSON instead. Inputs are only read.
 

@@ -8,8 +8,12 @@ consumed, so the parent holds a bounded number of results. Workers are forked fr
 multiprocessing's fork server (``spawn`` where there is none): a process started clean, with
 no thread of the parent, which imports the modules the first pool names once (NumPy, pandas,
 PyArrow and the checks take about a second), so a worker starts in milliseconds and no
-thread pool or lock of the parent is copied half-way. With ``jobs=1`` nothing is started:
-each unit runs in the calling process when its result is taken, exactly the serial program.
+thread pool or lock of the parent is copied half-way. As with every multiprocessing start
+method but fork, a worker imports the parent's main module again, so it must be a file, a
+module (``python -m``) or an interactive session, not a program read from standard input
+(``python -``). With ``jobs=1`` nothing is started: each unit runs in the calling process when
+its result is taken, exactly the serial program (a caller whose serial form streams runs it
+itself and counts its units with :meth:`Pool.ran_here`).
 
 :func:`default_jobs` is the rule for ``jobs=None``: the cores this process may run on, at most
 one a unit, and 1 when the work is smaller than :data:`SMALL_WORK_BYTES` (the workers' start-up,
