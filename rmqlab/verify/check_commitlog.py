@@ -256,6 +256,9 @@ class _TableBuilder:
             if self.keys:
                 part["key_codes"] = _chunk_key_codes(cols, part["positions"], 0)
                 part["tag_codes"] = _chunk_key_codes(cols, part["positions"], 0, tags=True)
+                # sorted here, where the chunk is decoded (in a worker, with a pool): moving every
+                # code by the window's row shift later keeps the order, so the join sorts nothing
+                part["key_codes_distinct"] = distinct(part["key_codes"])
             self.take(part)
         return {"total_size": np.asarray(cols["total_size"])}
 
@@ -588,7 +591,7 @@ class CommitLogScan:
             shift = np.int64(self._rows) << KEY_CODE_HASH_BITS
             part["key_codes"] = part["key_codes"] + shift
             part["tag_codes"] = part["tag_codes"] + shift
-            part["key_codes_distinct"] = distinct(part["key_codes"])
+            part["key_codes_distinct"] = part["key_codes_distinct"] + shift
         self._pending.append(part)
         self._rows += n
         end = int(part["positions"][-1]) + int(part["total_size"][-1])
