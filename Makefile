@@ -10,7 +10,7 @@ APP_TOKEN ?= $(shell python3 -c 'import secrets; print(secrets.token_hex(24))')
 ALLOW_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root,)
 
 .PHONY: test check lab app java chromium fonts broker-tools brokers screenshots bench bench-store bench-commitlog bench-dispatch bench-kafka bench-spark \
-        bench-scaling bench-cli bench-offline shells \
+        bench-scaling bench-cli bench-offline bench-jobs shells \
         conformance data clean
 
 $(STAMP): pyproject.toml setup.py .ci/install-kernel $(wildcard rmqlab/_native/*.c rmqlab/_native/*.h)
@@ -156,6 +156,12 @@ bench-cli: $(STAMP)
 # directory, one fresh process a run (about 2 minutes): make bench-offline ARGS=--record.
 bench-offline: $(STAMP) data
 	cd benchmarks && ../$(VPY) bench_offline_cli.py $(ARGS)
+
+# rmqlab verify --jobs 1 against --jobs 2 on a generated 2 M-message store (built in a temporary
+# folder), one fresh process a run, alternating: wall time, speed-up and scaling per
+# core; make bench-jobs ARGS="--jobs-list 1,2,4 --record".
+bench-jobs: $(STAMP)
+	cd benchmarks && ../$(VPY) bench_jobs.py $(ARGS)
 
 # 200,000,000 index keys with Spark on local[2] and local[1]: about 5 minutes, 8 GiB of scratch disk.
 bench-spark: $(STAMP) java

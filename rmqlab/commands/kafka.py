@@ -23,7 +23,8 @@ base64 with the error, counted on stderr, and the dump goes on.
 the broker's indexing rule, restarts included (each named with its evidence), and reports every
 mismatch (exit 1 if any is unexplained; absent or preallocated index files are notes); a
 damaged segment's whole batches are checked, its problems listed in file order and the damage
-last, and index entries written for bytes past the damage are problems;
+last, and index entries written for bytes past the damage are problems; ``--jobs N`` checks
+the segments of a DIR in N processes, the output the same as with one;
 ``rmqlab kafka rebuild-index SEGMENT.log --out DIR [--restart-at OFFSET]...`` writes the
 ``.index`` and ``.timeindex`` the broker would have written. ``--json`` prints JSON instead. Inputs are only read.
 
@@ -108,6 +109,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="the segments were not rolled or closed: no final time entry is expected "
                         "(default: decided per segment: a later segment or trimmed index files mean "
                         "rolled or closed, preallocated ones mean active)")
+    p.add_argument("--jobs", "-j", type=int, default=None, metavar="N",
+                   help="DIR: processes to spread the segments over, the reports taken in order, so the output is "
+                        "the same with any N (default: the usable cores, at most one a segment, and 1 under 256 MiB "
+                        "of segments; 1: one process)")
     p.add_argument("--json", action="store_true", help="print JSON to stdout")
     p.set_defaults(run=_verify)
 
@@ -604,13 +609,15 @@ def _verify(args) -> int:
     if args.index_interval_bytes < 0:
         print("rmqlab: error: --index-interval-bytes must be >= 0", file=sys.stderr)
         return 2
+    if args.jobs is not None and args.jobs < 1:
+        raise UsageError("--jobs must be >= 1")
     target = Path(args.target)
     if not target.exists():
         raise FileNotFoundError(2, "No such file or directory", str(target))
     opts = dict(index_interval_bytes=args.index_interval_bytes, rolled=False if args.active else None)
     if target.is_dir() and args.base_offset is not None:
         raise UsageError("--base-offset names one segment's base offset: give SEGMENT.log, not a directory")
-    reports, files = _verify_target(target, opts, args.base_offset)
+    reports, files = _verify_target(target, opts, args.base_offset, args.jobs)
     words = args.command_line_words
     failed = sum(not r.ok for r in reports)
     bad_files = sum(not f.ok for f in files)
@@ -691,15 +698,18 @@ def _register_log_dir(ksub) -> None:
     p.set_defaults(run=_logdir)
 
 
-def _verify_target(target: Path, opts: dict[str, Any], base_offset: int | None = None) -> tuple[list, list]:
+def _verify_target(target: Path, opts: dict[str, Any], base_offset: int | None = None,
+                   jobs: int | None = None) -> tuple[list, list]:
     """verify's reports: a segment (its base offset `base_offset` where its name does not say
-    it), a partition folder, or every folder of a log directory and the directory's own files."""
+    it), a partition folder, or every folder of a log directory and the directory's own files
+    (their segments over `jobs` processes)."""
     from rmqlab.kafka.logdir import is_log_dir, verify_log_dir
     from rmqlab.kafka.rebuild import verify_partition, verify_segment
 
     if not target.is_dir():
         return [verify_segment(target, base_offset=base_offset, **opts)], []
-    return verify_log_dir(target, **opts) if is_log_dir(target) else verify_partition(target, **opts)
+    return (verify_log_dir(target, jobs=jobs, **opts) if is_log_dir(target)
+            else verify_partition(target, jobs=jobs, **opts))
 
 
 def _json_value(v: Any) -> Any:

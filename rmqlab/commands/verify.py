@@ -4,6 +4,7 @@
     rmqlab verify store/commitlog --json                  # a CommitLog folder, JSON report
     rmqlab verify store/index/20240610061524062 --hash-slot-num 64 --index-num 512
     rmqlab verify some/file --kind consumequeue --consume-queue-file-size 6000000
+    rmqlab verify store/ --jobs 4                         # four processes; the same report
 
 Prints one summary line a file (like ``kafka-dump-log`` / ``rmqlab kafka verify``), each
 problem under its file (``error:`` or ``warning:``, check code, file, byte offset, field),
@@ -63,6 +64,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "file size, else 5000000,20000000)")
     p.add_argument("--tiered-path", default=None, metavar="DIR",
                    help="the tiered store's file system (tieredStoreFilePath): check its segments against the store")
+    p.add_argument("--jobs", "-j", type=int, default=None, metavar="N",
+                   help="processes to spread the work over: each CommitLog file and index file is checked in a "
+                        "worker, the files joined in order, so the report is the same with any N (default: the "
+                        "usable cores, at most one a file, and 1 for a store under 256 MiB; 1: one process)")
     p.add_argument("--json", action="store_true", help="print the report as JSON to stdout")
     p.set_defaults(run=run)
 
@@ -93,6 +98,8 @@ def run(args) -> int:
         v = getattr(args, name)
         if v is not None and v <= 0:
             raise UsageError(f"--{name.replace('_', '-')} must be > 0")
+    if args.jobs is not None and args.jobs < 1:
+        raise UsageError("--jobs must be >= 1")
     from rmqlab.verify import verify_path
 
     shown = []
@@ -110,7 +117,8 @@ def run(args) -> int:
                              commitlog_paths=[c for c in (args.commitlog_paths or "").split(",") if c] or None,
                              tiered_index_geometry=_geometry(args.tiered_index_geometry),
                              tiered_path=args.tiered_path,
-                             progress=progress if sys.stderr.isatty() and not args.json else None)
+                             progress=progress if sys.stderr.isatty() and not args.json else None,
+                             jobs=args.jobs)
     except ValueError as e:       # cannot tell what the target is: the user must say
         raise UsageError(str(e)) from e
     if shown:

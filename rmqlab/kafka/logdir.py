@@ -792,7 +792,7 @@ _MISSING = {
 
 
 
-def verify_log_dir(log_dir: str | os.PathLike, **kwargs) -> tuple[list, list[FileCheck]]:
+def verify_log_dir(log_dir: str | os.PathLike, *, jobs: int | None = None, **kwargs) -> tuple[list, list[FileCheck]]:
     """:func:`rmqlab.kafka.rebuild.verify_partition` of every partition folder of a log
     directory (those being deleted or stray left out: the broker deletes them), then
     :func:`check_log_dir`'s checks of the directory's own files: ``(segment reports, file
@@ -809,16 +809,28 @@ def verify_log_dir(log_dir: str | os.PathLike, **kwargs) -> tuple[list, list[Fil
     >>> [r.ok for r in segments], [(f.kind, f.ok) for f in files]     # the log: no .index, rebuilt on load
     ([True], [('log', True), ('log-dir', True)])
 
-    `kwargs` go to :func:`~rmqlab.kafka.rebuild.verify_segment`. Raises NotADirectoryError.
+    `kwargs` go to :func:`~rmqlab.kafka.rebuild.verify_segment`. `jobs`: the processes the
+    segments of all partitions are spread over (:func:`~rmqlab.kafka.rebuild.verify_segments`);
+    the reports are the same with any `jobs`. Raises NotADirectoryError.
     """
-    from rmqlab.kafka.rebuild import verify_partition
+    from rmqlab.kafka.dirfiles import check_partition_files
+    from rmqlab.kafka.loader import plan_checks
+    from rmqlab.kafka.rebuild import segment_logs, verify_segments
+    from rmqlab.tables.pool import check_jobs
 
+    check_jobs(jobs)
     checks = check_log_dir(log_dir)
+    folders = [Path(folder) for folder, _topic, _partition, state in partition_dirs(log_dir).itertuples(index=False)
+               if state in ("", "future")]
+    # every partition's segments in one pool, handed back a partition at a time; each
+    # partition's other files checked after its segments, as verify_partition does
+    segments = verify_segments([segment_logs(folder) for folder in folders], jobs=jobs, **kwargs)
     reports: list = []
     files: list[FileCheck] = []
-    for folder, _topic, _partition, state in partition_dirs(log_dir).itertuples(index=False):
-        if state in ("", "future"):
-            r, f = verify_partition(folder, **kwargs)
+    try:
+        for folder, r in zip(folders, segments):
             reports += r
-            files += f
+            files += plan_checks(folder, check_partition_files(folder))
+    finally:
+        segments.close()
     return reports, files + checks

@@ -104,6 +104,7 @@ from __future__ import annotations
 
 import copy
 import os
+from collections.abc import Generator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -1547,13 +1548,16 @@ def _legacy_era_rule(rep: SegmentReport, batches: pd.DataFrame, offsets: np.ndar
             return
 
 
-def verify_partition(directory: str | os.PathLike, **kwargs) -> tuple[list[SegmentReport], list]:
+def verify_partition(directory: str | os.PathLike, *, jobs: int | None = None,
+                     **kwargs) -> tuple[list[SegmentReport], list]:
     """Every file of a partition directory: :func:`verify_directory`'s segment reports, and a
     :class:`~rmqlab.kafka.dirfiles.FileCheck` for each other file (producer-state snapshots,
     ``.txnindex``, checkpoints, KRaft snapshots, ``partition.metadata``, ``quorum-state``), with
     what the broker's next load does with them (:func:`rmqlab.kafka.loader.plan_checks`).
 
     Units: reports. Cost: :func:`verify_segment` per segment plus one read of each other file.
+    `jobs`: the processes the segments are spread over (:func:`verify_segments`); the reports
+    are the same with any `jobs`.
 
     >>> import tempfile, pathlib
     >>> from rmqlab.kafka.log import KafkaRecord, write_segment
@@ -1567,8 +1571,57 @@ def verify_partition(directory: str | os.PathLike, **kwargs) -> tuple[list[Segme
     from rmqlab.kafka.dirfiles import check_partition_files
     from rmqlab.kafka.loader import plan_checks
 
+    d = Path(directory)
+    if not d.is_dir():
+        raise NotADirectoryError(f"{d}: not a directory")
+    reports = next(verify_segments([segment_logs(d)], jobs=jobs, **kwargs))
     # what the next load deletes, renames or re-indexes (LogLoader's rules) is a note, not a fault
-    return verify_directory(directory, **kwargs), plan_checks(directory, check_partition_files(directory))
+    return reports, plan_checks(directory, check_partition_files(directory))
+
+
+def segment_logs(directory: Path) -> list[Path]:
+    """The ``*.log`` files of a partition folder, in base offset order (their names). Cost: one
+    listing."""
+    return sorted(directory.glob("*.log"))
+
+
+def verify_segments(groups: list[list[Path]], *, jobs: int | None = None,
+                    **kwargs) -> Generator[list[SegmentReport], None, None]:
+    """:func:`verify_segment` of every segment of `groups` (lists of ``.log`` paths, a partition
+    each): the reports of each group in turn, in order, as the workers finish them. `jobs`: the
+    processes they are spread over, a segment a unit (:class:`~rmqlab.tables.pool.Pool`; a
+    worker sends back the segment's report); None: :func:`~rmqlab.tables.pool.default_jobs` of
+    the segments' ``.log`` bytes; 1: this process. The reports are the same with any `jobs`.
+
+    Units: reports. Cost: :func:`verify_segment` per segment, plus a worker's start-up (about a
+    second each, in parallel) when `jobs` > 1. Raises ValueError for `jobs` < 1.
+    """
+    from rmqlab.tables.pool import check_jobs, default_jobs
+
+    check_jobs(jobs)
+    logs = [p for group in groups for p in group]
+    if jobs is None:
+        jobs = default_jobs(len(logs), sum(p.stat().st_size for p in logs))
+    return _segment_reports(groups, logs, jobs, kwargs)
+
+
+def _segment_reports(groups: list[list[Path]], logs: list[Path], jobs: int,
+                     kwargs: dict) -> Generator[list[SegmentReport], None, None]:
+    """:func:`verify_segments`' reports, a group at a time, from a pool of `jobs`."""
+    from rmqlab.tables.pool import Pool
+
+    with Pool(jobs, "kafka verify", preload=("rmqlab.kafka.rebuild",)) as pool:
+        done = pool.ordered(_verify_segment_unit, [(p, kwargs) for p in logs])
+        try:
+            for group in groups:
+                yield [next(done) for _ in group]
+        finally:
+            done.close()
+
+
+def _verify_segment_unit(log_path: Path, kwargs: dict) -> SegmentReport:
+    """:func:`verify_segment` as a unit of work of a pool (its keywords as one argument)."""
+    return verify_segment(log_path, **kwargs)
 
 
 def verify_directory(directory: str | os.PathLike, **kwargs) -> list[SegmentReport]:
@@ -1578,4 +1631,4 @@ def verify_directory(directory: str | os.PathLike, **kwargs) -> list[SegmentRepo
     d = Path(directory)
     if not d.is_dir():
         raise NotADirectoryError(f"{d}: not a directory")
-    return [verify_segment(p, **kwargs) for p in sorted(d.glob("*.log"))]
+    return [verify_segment(p, **kwargs) for p in segment_logs(d)]

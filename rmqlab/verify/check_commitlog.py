@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import mmap
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Generator
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -23,6 +24,7 @@ from rmqlab.rules.dispatch import (
 )
 from rmqlab.rules.properties import malformed_pairs_many
 from rmqlab.tables.arrays import FirstFlagged, distinct, gather_field
+from rmqlab.tables.pool import Pool
 from rmqlab.verify.common import OFFSET_FILE_NAME
 from rmqlab.verify.report import FileReport, make_problem, problem_from_error
 
@@ -254,6 +256,9 @@ class _TableBuilder:
             if self.keys:
                 part["key_codes"] = _chunk_key_codes(cols, part["positions"], 0)
                 part["tag_codes"] = _chunk_key_codes(cols, part["positions"], 0, tags=True)
+                # sorted here, where the chunk is decoded (in a worker, with a pool): moving every
+                # code by the window's row shift later keeps the order, so the join sorts nothing
+                part["key_codes_distinct"] = distinct(part["key_codes"])
             self.take(part)
         return {"total_size": np.asarray(cols["total_size"])}
 
@@ -412,10 +417,22 @@ class CommitLogScan:
     time. Afterwards :attr:`end_offset`, :attr:`n`, the store-time totals and :attr:`side` (the
     messages carrying dispatch properties, for the LMQ checks) are final. Memory: one window
     (about 52 bytes a message plus 16 a key), one decoded chunk's strings, and the walk of the
-    file being read (20 bytes a message: its record positions and TOTALSIZE)."""
+    file being read (20 bytes a message: its record positions and TOTALSIZE).
 
-    def __init__(self, path: Path, file_size: int | None, check_crc: bool, *, keys: bool = True):
+    With a `pool` of more than one job each file is walked, decoded and checked in a worker
+    (:func:`_walk_apart`), up to jobs + 1 files ahead of the one joined here; a worker sends back
+    its file's problems and table numbers, which are joined in file order exactly as the serial
+    walk joins them, so reports and windows are the same with any number of jobs. Memory then
+    adds the numbers of those files (about 70 bytes a message each)."""
+
+    def __init__(self, path: Path, file_size: int | None, check_crc: bool, *, keys: bool = True,
+                 pool: Pool | None = None):
         self.path, self.check_crc, self.keys = path, check_crc, keys
+        #: the worker processes each file's walk runs in (None or one job: this process)
+        self.pool = pool
+        #: whether the walk makes the message table (False: the per-file checks alone, and a
+        #: worker sends back only its file's problems and counts)
+        self.tables = True
         self.files, self._refused = _commitlog_files(path)
         self.loaded = cl.classify_files(self.files)
         # the size the file names step by (MappedFileQueue), else the one the loaded files have
@@ -464,6 +481,28 @@ class CommitLogScan:
         reports = list(self._refused)
         active_seen = self.loaded.active is None    # no active file: one window
         files, mapped = self.files, self.mapped_file_size
+        walked: Generator[_Walked, None, None] | None = None
+        if self.pool is not None and self.pool.parallel:   # each file's walk in a worker, taken in order
+            walked = self.pool.ordered(_walk_apart, [
+                (f, i, f == self.loaded.active, self.check_crc, self.keys, self.tables) for i, f in enumerate(files)
+                if self.loaded.role(f) not in ("dropped", "preallocated")], ahead=self.pool.jobs + 1)
+        try:
+            self._walk_files(files, mapped, table, reports, active_seen, walked)
+        finally:
+            if walked is not None:
+                walked.close()
+        if first_walk:
+            self.reports = reports
+        self._flush(None, self.end_offset)
+        if self.progress is not None:
+            total = sum(f.size for f in files)
+            self.progress(total, total)
+
+    def _walk_files(self, files: list[cl.StoreFile], mapped: int | None, table: _TableBuilder,
+                    reports: list[FileReport],
+                    active_seen: bool, walked: Generator[_Walked, None, None] | None) -> None:
+        """The files in offset order: the checks of names and sizes, then each file's walk, here
+        or, with `walked`, taken from the worker that did it (in the same order)."""
         total, done = sum(f.size for f in files), 0
         for i, f in enumerate(files):
             if self.progress is not None:       # bytes of the files before this one, of all
@@ -513,17 +552,35 @@ class CommitLogScan:
             # alone knows the CommitLog's end)
             self._may_split = not active_seen and all(g.start_offset >= f.start_offset + f.size
                                                       for g in files[i + 1:i + 2])
-            n, used, blank, readable = self._walk(f, i, rep, last, table)
+            if walked is None:
+                if self.pool is not None:
+                    self.pool.ran_here()
+                n, used, blank, readable = _walk_file(f, i, rep, last, table, self.check_crc)
+            else:
+                n, used, blank, readable = self._take_walked(next(walked), rep)
             rep.counts = {"messages": n, "bytes_used": used, "file_size": f.size, "blank": blank,
                           "start_offset": f.start_offset}
             if last:
                 active_seen = True
                 self.end_offset = f.start_offset + f.size if blank and readable else f.start_offset + used
-        if first_walk:
-            self.reports = reports
-        self._flush(None, self.end_offset)
-        if self.progress is not None:
-            self.progress(total, total)
+
+    def _take_walked(self, w: _Walked, rep: FileReport) -> tuple[int, int, bool, bool]:
+        """A file walked in a worker (:func:`_walk_apart`): its problems into `rep`, its parts
+        into the windows as if decoded here. The worker numbered its topics by first appearance
+        in the file; each part's new ones join :attr:`topic_index` in that order, as the serial
+        walk adds them chunk by chunk, so every code and every window is the same."""
+        rep.problems += w.problems
+        registered = 0
+        for part in w.parts:
+            seen = int(part["topic_code"].max()) + 1
+            for t in w.topics[registered:seen]:
+                self.topic_index.setdefault(t, len(self.topic_index))
+            registered = max(registered, seen)
+            lut = np.array([self.topic_index[t] for t in w.topics[:registered]], np.int32)
+            part["topic_code"] = lut[part["topic_code"]]
+            self._take(part)
+        w.parts.clear()
+        return w.n, w.used, w.blank, w.readable
 
     def _take(self, part: dict) -> None:
         """A decoded chunk's numbers: into the pending window, which is handed on once it holds
@@ -534,7 +591,7 @@ class CommitLogScan:
             shift = np.int64(self._rows) << KEY_CODE_HASH_BITS
             part["key_codes"] = part["key_codes"] + shift
             part["tag_codes"] = part["tag_codes"] + shift
-            part["key_codes_distinct"] = distinct(part["key_codes"])
+            part["key_codes_distinct"] = part["key_codes_distinct"] + shift
         self._pending.append(part)
         self._rows += n
         end = int(part["positions"][-1]) + int(part["total_size"][-1])
@@ -547,35 +604,6 @@ class CommitLogScan:
         parts, start = self._pending, self._start
         self._pending, self._rows, self._start, self._parts_end = [], 0, stop, None
         self._on_window(self._window(parts, start, stop, end_offset, self._keep))
-
-    def _walk(self, f: cl.StoreFile, file_index: int, rep: FileReport, last: bool, table: _TableBuilder):
-        """One file's walk, decode and per-file checks: (messages, bytes used, end-of-file blank
-        present, readable to the end)."""
-        rr = cl.ReadReport()
-        with open(f.path, "rb") as fh:
-            mm = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) if f.size else None
-            try:
-                buf = mm if mm is not None else b""
-                checks = _FileChecks(f, buf if self.check_crc else None)
-                # the format module's own walk and decode (C walk + decode of a chunk of records at
-                # a time, each chunk checked and reduced to the table's numbers), each file as if
-                # it were the last: zeros after the last message are no damage there; a missing
-                # end-of-file blank record is judged below
-                # where the walk ended, and whether at the end-of-file blank (the CommitLog's, or in
-                # a DLedger CommitLog the blank of its entries, which frame the records)
-                cols, end, code, _ = scan_file(buf, f, last=True, check_crc=False, report=rr, on_error="report",
-                                               body=False, decode=table.decode_for(f, file_index, checks))
-                n, used, blank = len(cols["total_size"]), end - f.start_offset, code == cl.STOP_BLANK
-                del cols
-                checks.problems(rep, rr, used, blank, last)
-                del checks
-            finally:
-                if mm is not None:
-                    try:
-                        mm.close()
-                    except BufferError:   # a view still alive: the map closes when it is freed
-                        pass
-        return n, used, blank, not rr.damage and rr.torn_tail is None
 
     def _window(self, parts: list[dict], start, stop, end_offset, keep) -> Messages:
         w = _messages(parts, self.topics, self.files, end_offset, self.keys, start=start, stop=stop,
@@ -604,6 +632,66 @@ class CommitLogScan:
         INNER_BASE), plus those `keep` chose, as one table; its rows are its own."""
         parts = [dict(p) for p in self._side_parts]
         return _messages(parts, self.topics, self.files, self.end_offset, False, topic_index=self.topic_index)
+
+
+def _walk_file(f: cl.StoreFile, file_index: int, rep: FileReport, last: bool, table: _TableBuilder,
+               check_crc: bool) -> tuple[int, int, bool, bool]:
+    """One file's walk, decode and per-file checks: (messages, bytes used, end-of-file blank
+    present, readable to the end)."""
+    rr = cl.ReadReport()
+    with open(f.path, "rb") as fh:
+        mm = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) if f.size else None
+        try:
+            buf = mm if mm is not None else b""
+            checks = _FileChecks(f, buf if check_crc else None)
+            # the format module's own walk and decode (C walk + decode of a chunk of records at
+            # a time, each chunk checked and reduced to the table's numbers), each file as if
+            # it were the last: zeros after the last message are no damage there; a missing
+            # end-of-file blank record is judged below
+            # where the walk ended, and whether at the end-of-file blank (the CommitLog's, or in
+            # a DLedger CommitLog the blank of its entries, which frame the records)
+            cols, end, code, _ = scan_file(buf, f, last=True, check_crc=False, report=rr, on_error="report",
+                                           body=False, decode=table.decode_for(f, file_index, checks))
+            n, used, blank = len(cols["total_size"]), end - f.start_offset, code == cl.STOP_BLANK
+            del cols
+            checks.problems(rep, rr, used, blank, last)
+            del checks
+        finally:
+            if mm is not None:
+                try:
+                    mm.close()
+                except BufferError:   # a view still alive: the map closes when it is freed
+                    pass
+    return n, used, blank, not rr.damage and rr.torn_tail is None
+
+
+@dataclass
+class _Walked:
+    """What a worker sends back of one CommitLog file (:func:`_walk_apart`): the per-file
+    problems, the walk's totals, and the numbers of its decoded chunks (about 70 bytes a message,
+    its topics as codes into `topics`, numbered by first appearance in the file); no strings
+    but the few PROPERTIES blocks the dispatch rules read."""
+
+    problems: list
+    parts: list[dict]
+    topics: list[str]
+    n: int
+    used: int
+    blank: bool
+    readable: bool
+
+
+def _walk_apart(f: cl.StoreFile, file_index: int, last: bool, check_crc: bool, keys: bool,
+                tables: bool) -> _Walked:
+    """One CommitLog file's walk, decode and per-file checks on its own (in a worker process):
+    what :meth:`CommitLogScan._take_walked` joins into the walk. Cost: as the serial walk of the
+    file; its result is its table's numbers (none when not `tables`)."""
+    parts: list[dict] = []
+    topic_index: dict[str, int] = {}
+    rep = FileReport(str(f.path), "commitlog")
+    table = _TableBuilder(keys, topic_index, parts.append if tables else lambda part: None)
+    n, used, blank, readable = _walk_file(f, file_index, rep, last, table, check_crc)
+    return _Walked(rep.problems, parts, list(topic_index), n, used, blank, readable)
 
 
 def _side_numbers(w: Messages, rows: np.ndarray, first_row: int) -> dict:

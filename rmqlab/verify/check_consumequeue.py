@@ -196,6 +196,17 @@ def queue_checks(q, report_path: str, commitlog_max_offset: int | None,
     return rep
 
 
+def queue_checks_apart(folder: Path, mapped_file_size: int | None, commitlog_max_offset: int | None) -> FileReport:
+    """:func:`queue_checks` of one queue folder on its own (in a worker process): the queue
+    opened as a store's verify opens it, checked, closed; its report crosses back. Cost:
+    O(units), as :func:`queue_checks`."""
+    q, _ = open_queue(folder, mapped_file_size)
+    try:
+        return queue_checks(q, str(folder), commitlog_max_offset)
+    finally:
+        q.close()
+
+
 def verify_consume_queue(path: str | os.PathLike, *, mapped_file_size: int | None = None) -> list[FileReport]:
     """The per-queue checks of a ConsumeQueue file, queue folder, topic folder or
     ``consumequeue/`` root: one report per queue (:meth:`ConsumeQueue.problems`).

@@ -143,7 +143,10 @@ def verify_index_file(path: str | os.PathLike, hash_slot_num: int | None = None,
     return rep
 
 
-def open_index(path: Path, hsn, inum, rule) -> tuple[FileReport, IndexFile | None]:
+def open_index(path: Path, hsn, inum, rule, *, checks: bool = True) -> tuple[FileReport, IndexFile | None]:
+    """The index file at `path` opened with the geometry given (or inferred), and its report:
+    its per-file checks (O(file)), or without `checks` only a geometry it cannot be read with
+    (then :func:`index_checks_apart` makes the rest, in a worker). Cost: the checks, or O(1)."""
     rep = FileReport(str(path), "index")
     try:
         if hsn is None and inum is None:
@@ -154,5 +157,16 @@ def open_index(path: Path, hsn, inum, rule) -> tuple[FileReport, IndexFile | Non
         rep.counts = {"unreadable": True}
         rep.problems.append(problem_from_error("index.geometry", e))
         return rep, None
-    rep.counts, rep.problems = _index_checks(f)
+    if checks:
+        rep.counts, rep.problems = _index_checks(f)
     return rep, f
+
+
+def index_checks_apart(path: Path, hsn, inum, rule) -> tuple[dict[str, Any], list[Problem]]:
+    """The per-file checks of one index file on its own (in a worker process): its report's
+    counts and problems, a few dozen numbers and the problems found. Cost: O(file), as
+    :func:`open_index`."""
+    rep, f = open_index(path, hsn, inum, rule)
+    if f is not None:
+        f.close()
+    return rep.counts, rep.problems

@@ -19,6 +19,7 @@ from rmqlab.formats.indexgeometry import index_geometries
 from rmqlab.formats.storepaths import StorePaths
 from rmqlab.rules.dispatch import goes_to_consume_queue_many
 from rmqlab.rules.versions import layout_facts
+from rmqlab.tables.pool import Pool, check_jobs, default_jobs
 from rmqlab.verify.check_batchconsumequeue import (
     BatchQueueCross,
     batch_queue_checks,
@@ -35,11 +36,12 @@ from rmqlab.verify.check_consumequeue import (
     cq_file_size,
     open_queue,
     queue_checks,
+    queue_checks_apart,
     queue_folders,
     verify_consume_queue,
 )
 from rmqlab.verify.check_dledger import verify_ledger
-from rmqlab.verify.check_index import open_index
+from rmqlab.verify.check_index import index_checks_apart, open_index
 from rmqlab.verify.check_messagerocksdb import verify_message_rocksdb
 from rmqlab.verify.check_pop import verify_pop_state
 from rmqlab.verify.check_rocksdbcq import verify_rocksdb_queues
@@ -64,7 +66,7 @@ def verify_path(path: str | os.PathLike, *, kind: Kind | None = None, hash_slot_
                 commitlog_paths: list[str | os.PathLike] | None = None,
                 tiered_index_geometry: tuple[int | None, int | None] = (None, None),
                 tiered_path: str | os.PathLike | None = None,
-                progress: Callable[[int, int], None] | None = None) -> VerifyReport:
+                progress: Callable[[int, int], None] | None = None, jobs: int | None = None) -> VerifyReport:
     """Verify a store directory, a part of one, or one file (see the module docstring).
 
     `kind` forces what `path` is (one of :data:`KINDS`; default :func:`detect_kind`).
@@ -80,17 +82,25 @@ def verify_path(path: str | os.PathLike, *, kind: Kind | None = None, hash_slot_
     the file size and the other, or the defaults). `tiered_path`: the tiered store's file system
     (tieredStoreFilePath), whose segments are checked against the store
     (:func:`verify_tiered_segments`). `progress(done, total)` is called with the CommitLog bytes
-    walked before each CommitLog file and at the end. Read-only. Raises
-    FileNotFoundError / ValueError for a missing or unrecognisable `path`; bad bytes are
-    problems in the report, never exceptions. Cost: O(store), vectorized, plus a fixed cost a
+    walked before each CommitLog file and at the end. `jobs`: the processes the work is spread
+    over (each CommitLog file's walk, decode and per-file checks, each index file's and each
+    ConsumeQueue's own checks, in a worker; the joins across files here, in file order); None:
+    :func:`~rmqlab.tables.pool.default_jobs` of the CommitLog and index files (the usable cores,
+    at most one a file, and 1 below 256 MiB); 1: this process alone. The report is the same,
+    byte for byte, with any `jobs`. Read-only. Raises FileNotFoundError / ValueError for a
+    missing or unrecognisable `path` (and ValueError for `jobs` < 1); bad bytes are problems in
+    the report, never exceptions. Cost: O(store), vectorized, plus a fixed cost a
     CommitLog file (a small store of many small files is dominated by it); a store that
     multi-dispatches to plain topic queues (4.9.x) walks its CommitLog twice. Memory: bounded,
     whatever the store holds. The CommitLog is walked once, MESSAGE_CHUNK messages decoded and
     checked at a time, and index entries and queue units are joined with its messages a window
     of WINDOW_MESSAGES messages at a time (:class:`CommitLogScan`, about 70 bytes a message of
     the window), CROSS_CHUNK entries or units at a time; each index file's own checks hold two
-    flags an entry. Measured time and memory by store size: benchmarks/RESULTS.md
-    (bench_scaling).
+    flags an entry. With `jobs` > 1 each worker holds what one file's walk holds, and this
+    process also the numbers of up to jobs + 1 walked CommitLog files (about 70 bytes a message)
+    waiting to be joined; what crosses from a worker is those numbers and the file's problems,
+    no strings but the few PROPERTIES blocks the dispatch rules read. Measured time and memory
+    by store size: benchmarks/RESULTS.md (bench_scaling; bench_jobs for --jobs).
 
     >>> import tempfile
     >>> from rmqlab.lab.generate import generate_store
@@ -109,7 +119,50 @@ def verify_path(path: str | os.PathLike, *, kind: Kind | None = None, hash_slot_
         kind = "store" if commitlog_paths else detect_kind(p)
     if kind not in KINDS:
         raise ValueError(f"kind must be one of {', '.join(KINDS)}, got {kind!r}")
+    check_jobs(jobs)
     slot_count_rule = slot_count_rule or slot_count_rule_of(broker_version)
+    if jobs is None:
+        jobs = default_jobs(*_work(p, kind, commitlog_paths))
+    with Pool(jobs, f"verify {kind}", preload=WORKER_MODULES) as pool:
+        return _verify(p, kind, hash_slot_num, index_num, commitlog_file_size, consume_queue_file_size,
+                       slot_count_rule, check_crc, broker_version, commitlog_paths, tiered_index_geometry,
+                       tiered_path, progress, pool)
+
+
+#: the modules a worker of verify_path runs (imported once, by the fork server)
+WORKER_MODULES = ("rmqlab.verify.check_commitlog", "rmqlab.verify.check_index", "rmqlab.verify.check_consumequeue",
+                  "pandas", "pyarrow.compute")
+
+
+def _work(p: Path, kind: str, commitlog_paths: list | None) -> tuple[int, int]:
+    """(files, bytes) of the work a pool can share for `kind` at `p`: the CommitLog and index
+    files; (1, 0) where they cannot be listed (the checks then say why, in one process). Cost:
+    one listing of each folder."""
+    try:
+        if kind == "store":
+            where = StorePaths(p, commitlog_paths)
+            folders = [where.commitlog, where.index]
+        elif kind == "dledger":
+            folders = [p / "data"]
+        elif kind in ("commitlog", "index"):
+            folders = [p]
+        else:
+            return 1, 0
+        sizes = []
+        for folder in folders:
+            if folder.is_file():
+                sizes.append(folder.stat().st_size)
+            elif folder.is_dir():
+                sizes += [e.stat().st_size for e in os.scandir(folder) if e.is_file()]
+    except (OSError, RmqlabError):
+        return 1, 0
+    return len(sizes), sum(sizes)
+
+
+def _verify(p: Path, kind: Kind, hash_slot_num, index_num, commitlog_file_size, consume_queue_file_size,
+            slot_count_rule, check_crc, broker_version, commitlog_paths, tiered_index_geometry, tiered_path,
+            progress, pool: Pool) -> VerifyReport:
+    """:func:`verify_path` with its settings checked and its `pool`."""
     rep = VerifyReport(str(p), kind, settings={"hash_slot_num": hash_slot_num, "index_num": index_num,
                                                "commitlog_file_size": commitlog_file_size,
                                                "consume_queue_file_size": consume_queue_file_size,
@@ -119,10 +172,10 @@ def verify_path(path: str | os.PathLike, *, kind: Kind | None = None, hash_slot_
             raise NotADirectoryError(f"{p}: a store is a directory")
         _verify_store(p, rep, hash_slot_num, index_num, commitlog_file_size, consume_queue_file_size,
                       slot_count_rule, check_crc, broker_version, commitlog_paths, tiered_index_geometry, tiered_path,
-                      progress)
+                      progress, pool)
     elif kind == "commitlog":
-        scan = CommitLogScan(p, commitlog_file_size, check_crc, keys=False)
-        scan.progress = progress
+        scan = CommitLogScan(p, commitlog_file_size, check_crc, keys=False, pool=pool)
+        scan.progress, scan.tables = progress, False    # the per-file checks alone: no table
         scan.walk(lambda window: None)
         rep.files = scan.reports
         rep.settings["commitlog_file_size"] = scan.mapped_file_size
@@ -130,15 +183,17 @@ def verify_path(path: str | os.PathLike, *, kind: Kind | None = None, hash_slot_
         if not p.is_dir():
             raise NotADirectoryError(f"{p}: a DLedger ledger is a directory (dledger-<selfId>)")
         rep.files = [verify_ledger(p, commitlog_file_size)]
-        scan = CommitLogScan(p / "data", commitlog_file_size, check_crc, keys=False)
+        scan = CommitLogScan(p / "data", commitlog_file_size, check_crc, keys=False, pool=pool)
+        scan.tables = False
         scan.walk(lambda window: None)
         rep.files += scan.reports
         rep.settings["commitlog_file_size"] = scan.mapped_file_size
     elif kind == "index":
         paths = (sorted(c for c in p.iterdir() if c.is_file() and INDEX_FILE_NAME.fullmatch(c.name))
                  if p.is_dir() else [p])
-        opened = _open_indexes(paths, hash_slot_num, index_num, slot_count_rule)
+        opened: list[tuple[FileReport, IndexFile | None]] = []
         try:
+            _fill_index_reports(pool, _open_indexes(paths, hash_slot_num, index_num, slot_count_rule, opened, pool))
             rep.files = [r for r, _ in opened]
             rep.cross = index_dir_cross(opened, rep.notes, rep.cross_counts)
         finally:
@@ -161,18 +216,28 @@ def verify_path(path: str | os.PathLike, *, kind: Kind | None = None, hash_slot_
     return rep
 
 
-def _open_indexes(paths: list[Path], hsn, inum, rule) -> list[tuple[FileReport, IndexFile | None]]:
+def _open_indexes(paths: list[Path], hsn, inum, rule, out: list[tuple[FileReport, IndexFile | None]],
+                  pool: Pool) -> list[tuple[FileReport, Any]]:
+    """Open the index files into `out` (which the caller closes, also after an error), each
+    with its report: its own checks made here, or with a parallel `pool` submitted to a worker
+    each (:func:`index_checks_apart`), returned as (report, unit) for
+    :func:`_fill_index_reports`. Cost: O(files) here, the checks O(each file)."""
     geos = index_geometries(paths, hsn, inum)
-    out = []
-    try:
-        for q in paths:
-            out.append(open_index(q, *geos[q], rule))
-    except BaseException:
-        for _, f in out:
-            if f is not None:
-                f.close()
-        raise
-    return out
+    pending = []
+    for q in paths:
+        r, f = open_index(q, *geos[q], rule, checks=not pool.parallel)
+        out.append((r, f))
+        if f is not None and pool.parallel:
+            pending.append((r, pool.submit(index_checks_apart, q, *geos[q], rule)))
+        elif f is not None:
+            pool.ran_here()
+    return pending
+
+
+def _fill_index_reports(pool: Pool, pending: list[tuple[FileReport, Any]]) -> None:
+    """The index files' reports, from their workers' checks (waiting for them)."""
+    for r, unit in pending:
+        r.counts, r.problems = pool.value(unit)
 
 
 def _empty_last_files(where: StorePaths, broker_version: str | None) -> list[FileReport]:
@@ -224,9 +289,9 @@ def _verify_tiered(root: Path, tiered_path, cl_size: int | None, cq_dir: Path, c
 
 
 def _verify_store(root: Path, rep: VerifyReport, hsn, inum, cl_size, cq_size, rule, check_crc,
-                  broker_version: str | None = None, commitlog_paths: list | None = None,
-                  tiered_index_geometry: tuple[int | None, int | None] = (None, None),
-                  tiered_path: str | os.PathLike | None = None, progress=None) -> None:
+                  broker_version: str | None, commitlog_paths: list | None,
+                  tiered_index_geometry: tuple[int | None, int | None], tiered_path: str | os.PathLike | None,
+                  progress, pool: Pool) -> None:
     """Every file's own checks, then the cross-file checks: the CommitLog is walked once and the
     index entries and queue units are joined with its messages a window at a time
     (:meth:`CommitLogScan.walk`), so memory follows a window, not the store."""
@@ -238,7 +303,7 @@ def _verify_store(root: Path, rep: VerifyReport, hsn, inum, cl_size, cq_size, ru
                      f"from the checkpoint and may delete index files)" + _abnormal_recovery_start(root))
     scan: CommitLogScan | None = None
     if commitlog.is_dir():
-        scan = CommitLogScan(commitlog, cl_size, check_crc, keys=index_dir.is_dir())
+        scan = CommitLogScan(commitlog, cl_size, check_crc, keys=index_dir.is_dir(), pool=pool)
         scan.progress = progress
         rep.settings["commitlog_file_size"] = scan.mapped_file_size
     else:
@@ -247,18 +312,20 @@ def _verify_store(root: Path, rep: VerifyReport, hsn, inum, cl_size, cq_size, ru
     with ExitStack() as stack:
         stack.callback(_close_indexes, opened)
         index_cross = None
+        index_pending: list[tuple[FileReport, Any]] = []
         if index_dir.is_dir():
             paths = sorted(c for c in index_dir.iterdir() if c.is_file() and INDEX_FILE_NAME.fullmatch(c.name))
             ignored = [c.name for c in index_dir.iterdir() if c.is_file() and not INDEX_FILE_NAME.fullmatch(c.name)]
             if ignored:
                 notes.append(f"{index_dir}: ignored (not 17-digit names, as the broker ignores them): "
                              + ", ".join(sorted(ignored)))
-            opened += _open_indexes(paths, hsn, inum, rule)   # the list the stack closes
+            # into the list the stack closes; their own checks in workers meanwhile (with a pool)
+            index_pending = _open_indexes(paths, hsn, inum, rule, opened, pool)
             # TAGS index keys (5.4.0+): the given version's fact, else judged from the entries
             tag_keys = layout_facts(broker_version).index_tag_key if broker_version is not None else None
             index_cross = IndexDirCross(opened, tag_keys)
         rocks = cq_dir.is_dir() and rocksdbcq.is_rocksdb(cq_dir)   # storeType=defaultRocksDB
-        queues = _StoreQueues(root, cq_dir, cq_size) if cq_dir.is_dir() and not rocks else None
+        queues = _StoreQueues(root, cq_dir, cq_size, pool) if cq_dir.is_dir() and not rocks else None
         if queues is not None:
             stack.callback(queues.close)
         if scan is not None:
@@ -271,6 +338,7 @@ def _verify_store(root: Path, rep: VerifyReport, hsn, inum, cl_size, cq_size, ru
             scan.walk(joins)
             rep.files += scan.reports
             rep.cross_counts["messages"] = scan.n
+        _fill_index_reports(pool, index_pending)
         rep.files += [r for r, _ in opened]
         if index_cross is not None:
             rep.cross += index_cross.problems(notes, rep.cross_counts, checked=scan is not None)
@@ -347,7 +415,8 @@ class _StoreQueues:
     messages a window at a time (:meth:`add`), then their own checks and every problem
     (:meth:`finish`). Call :meth:`close` at the end."""
 
-    def __init__(self, root: Path, cq_dir: Path, cq_size: int | None):
+    def __init__(self, root: Path, cq_dir: Path, cq_size: int | None, pool: Pool):
+        self.cq_size, self.pool = cq_size, pool
         self.cq = _OpenQueues(lambda folder: open_queue(folder, cq_size)[0])
         self.bcq = _OpenQueues(lambda folder: bcq.BatchConsumeQueue.open(folder, bcq.batch_file_size(folder),
                                                                          strict=False))
@@ -401,10 +470,35 @@ class _StoreQueues:
             if targets:
                 self._walk_again(scan, targets)
                 side = scan.side
+        end = scan.end_offset if scan is not None else None
+        # each queue's own checks in a worker (with a parallel pool), taken back in folder order
+        checked = (self.pool.ordered(queue_checks_apart, [(folder, self.cq_size, end) for folder in self.folders])
+                   if self.pool.parallel else None)
+        try:
+            rep.cross_counts["cq_units"] = self._queue_reports(rep, scan, side, targets, broker_version, checked)
+        finally:
+            if checked is not None:
+                checked.close()
+        for folder in self.batch_folders:
+            rep.files.append(batch_queue_checks(self.bcq[folder], scan.end_offset if scan is not None else None))
+            if scan is not None:
+                rep.cross += self.batch[folder].problems()
+        if scan is not None:
+            add_problem(rep.cross, self.missing.result())
+
+    def _queue_reports(self, rep: VerifyReport, scan: CommitLogScan | None, side: Messages | None, targets: set,
+                       broker_version: str | None, checked) -> int:
+        """Each ConsumeQueue's report (its own checks: here, or from `checked`, the workers'
+        reports in folder order) and its units against the messages; returns the units."""
         units = 0
+        end = scan.end_offset if scan is not None else None
         for folder in self.folders:
             q = self.cq[folder]
-            rep.files.append(queue_checks(q, str(folder), scan.end_offset if scan is not None else None))
+            if checked is None:
+                self.pool.ran_here()
+                rep.files.append(queue_checks(q, str(folder), end))
+            else:
+                rep.files.append(next(checked))
             units += q.count
             if scan is None:
                 continue
@@ -413,13 +507,7 @@ class _StoreQueues:
                 rep.cross += lmq_queue_cross(q, side, broker_version=broker_version, store_messages=scan.n)
             elif folder in self.plain:
                 rep.cross += self.plain[folder].problems(rep.notes)
-        rep.cross_counts["cq_units"] = units
-        for folder in self.batch_folders:
-            rep.files.append(batch_queue_checks(self.bcq[folder], scan.end_offset if scan is not None else None))
-            if scan is not None:
-                rep.cross += self.batch[folder].problems()
-        if scan is not None:
-            add_problem(rep.cross, self.missing.result())
+        return units
 
     def _walk_again(self, scan: CommitLogScan, targets: set[tuple[str, int]]) -> None:
         """A store that multi-dispatches to plain topic queues (4.9.x): those queues are checked

@@ -1,0 +1,120 @@
+"""``rmqlab verify --jobs N``: wall time with 1 and more processes on a generated store, one fresh
+process a run, and the scaling per added core.
+
+The store: --messages messages (default 2,000,000) of bench_scaling.py's workload (4 topics, body
+median 100 B), dispatched (ConsumeQueue, index files, checkpoint), CommitLog files of
+--commitlog-file-size bytes (default 64 MiB, so the CommitLog is several files: the unit of work
+a worker takes), built once in --work (a temporary directory by default; not measured). Each
+``--jobs`` value of --jobs-list (default 1,2) runs ``python -m rmqlab verify STORE --jobs N``
+once to warm the page cache (not counted), then --runs times, the values alternating; every run
+must exit 0 and print the same report as ``--jobs 1`` (the identity the tests check, here on a
+store of this size). The table gives the median and spread of the wall time, the median CPU
+time (``getrusage`` of the children: the workers count once the fork server has reaped them),
+messages a second, the speed-up over ``--jobs 1`` and the
+scaling per core (speed-up / N: 1.0 is perfect). The machine is shared: the load average is
+printed with the figures.
+
+Run:  python benchmarks/bench_jobs.py [--messages N] [--jobs-list 1,2] [--runs N] [--work DIR] [--record]
+"""
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from bench_cli import load
+from bench_scaling import workload
+from common import machine, publish
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def build(root: Path, messages: int, file_size: int) -> None:
+    """The generated, dispatched store (skipped when `root` holds one already)."""
+    from rmqlab.lab.generate import generate_store
+
+    if (root / "commitlog").is_dir():
+        return
+    t0 = time.perf_counter()
+    generate_store(root, workload(messages), commitlog_file_size=file_size)
+    print(f"store: {messages:,} messages written and dispatched in {time.perf_counter() - t0:.1f} s", flush=True)
+
+
+def run_once(root: Path, jobs: int, env: dict[str, str]) -> tuple[float, float, bytes]:
+    """(wall s, CPU s of the children, stdout) of one fresh ``rmqlab verify``."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.perf_counter()
+    p = subprocess.run([sys.executable, "-m", "rmqlab", "verify", str(root), "--jobs", str(jobs)], env=env,
+                       capture_output=True, timeout=3600)
+    wall = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if p.returncode != 0:
+        raise RuntimeError(f"verify --jobs {jobs} exited {p.returncode}: {p.stderr.decode(errors='replace')[-2000:]}")
+    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime), p.stdout
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--messages", type=int, default=2_000_000, help="messages in the store (default 2,000,000)")
+    ap.add_argument("--commitlog-file-size", type=int, default=64 << 20,
+                    help="bytes a CommitLog file (default 64 MiB)")
+    ap.add_argument("--jobs-list", default="1,2", help="the --jobs values, comma separated (default 1,2)")
+    ap.add_argument("--runs", type=int, default=5, help="counted runs of each --jobs value (default 5)")
+    ap.add_argument("--work", type=Path, default=None, help="where the store is built (kept; default: a temporary "
+                                                           "directory, removed)")
+    ap.add_argument("--record", action="store_true", help="append the table to RESULTS.md")
+    args = ap.parse_args()
+    jobs_list = [int(j) for j in args.jobs_list.split(",")]
+    if 1 not in jobs_list:
+        jobs_list.insert(0, 1)      # the single process is the reference of the identity and the speed-up
+    # the rmqlab of this checkout, whatever the environment has installed
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    with tempfile.TemporaryDirectory(prefix="bench_jobs_") as tmp:
+        root = (args.work or Path(tmp)) / f"store-{args.messages}"
+        build(root, args.messages, args.commitlog_file_size)
+        files = len([p for p in (root / "commitlog").iterdir() if p.is_file()])
+        res = {"date": dt.date.today().isoformat(), "machine": machine(), "load_start": load()}
+        reference: bytes | None = None
+        for jobs in jobs_list:       # warm-up: page cache, and the identity with --jobs 1
+            _, _, out = run_once(root, jobs, env)
+            reference = out if reference is None else reference
+            if out != reference:
+                raise SystemExit(f"verify --jobs {jobs} printed another report than --jobs 1")
+        wall: dict[int, list[float]] = {j: [] for j in jobs_list}
+        cpu: dict[int, list[float]] = {j: [] for j in jobs_list}
+        for i in range(args.runs):
+            for jobs in jobs_list:
+                w, c, out = run_once(root, jobs, env)
+                if out != reference:
+                    raise SystemExit(f"verify --jobs {jobs} printed another report than --jobs 1")
+                wall[jobs].append(w)
+                cpu[jobs].append(c)
+            print(f"run {i + 1} of {args.runs} done (load {load()})", file=sys.stderr, flush=True)
+        res["load_end"] = load()
+    base = statistics.median(wall[1])
+    rows = ["| --jobs | wall s (median) | wall s (min-max) | CPU s (median) | M messages/s | speed-up | per core |",
+            "|---:|---:|---:|---:|---:|---:|---:|"]
+    for jobs in jobs_list:
+        med = statistics.median(wall[jobs])
+        rows.append(f"| {jobs} | {med:.2f} | {min(wall[jobs]):.2f}-{max(wall[jobs]):.2f} | "
+                    f"{statistics.median(cpu[jobs]):.2f} | {args.messages / med / 1e6:.2f} | {base / med:.2f} | "
+                    f"{base / med / jobs:.2f} |")
+    text = (f"## {res['date']}: rmqlab verify --jobs N, one fresh process a run\n\n"
+            f"Machine: {res['machine']}; load average {res['load_start']} at the start, {res['load_end']} at the "
+            f"end. A generated, dispatched store of {args.messages:,} messages in {files} CommitLog files of "
+            f"{args.commitlog_file_size:,} bytes (bench_scaling.py's workload). Median of {args.runs} runs a value "
+            f"after one warm-up run each, values alternating; wall time of the whole process (start-up and the "
+            f"workers' start included), CPU time as getrusage counts the children. Every run printed the report of "
+            f"--jobs 1. Per core: speed-up / N. `python benchmarks/bench_jobs.py`.\n\n" + "\n".join(rows) + "\n")
+    publish(text, args.record)
+
+
+if __name__ == "__main__":
+    main()
