@@ -31,11 +31,8 @@ from rmqlab.tables import pool
 from rmqlab.verify import check_commitlog, verify_path
 from tests.kafka.test_damage import PARTITIONS, copy_partition, original
 from tests.verify.test_verify import (
-    CL_SIZE,
-    CQ_SIZE,
-    HSN,
-    INUM,
     UTC,
+    build_small_store,
     c_blank_missing,
     c_body_crc,
     c_checkpoint,
@@ -105,13 +102,7 @@ def sample(tmp_path_factory) -> Path:
 def small_store(tmp_path_factory) -> Path:
     """tests/verify/test_verify.py's store: 64 KiB CommitLog files, 64-slot / 512-entry index
     files, 100-unit ConsumeQueue files, two topics, transactions and delays."""
-    root = tmp_path_factory.mktemp("jobs") / "store"
-    w = Workload(messages=2000, seed=7, rate=60.0, topics=("A", "B"), keys_per_message=1.5,
-                 hot_key_fraction=0.5, hot_keys=40, transaction_fraction=0.1, delay_fraction=0.05,
-                 delay_levels=(1, 2, 3), drain=True, collision_pairs=3)
-    generate_store(root, w, commitlog_file_size=CL_SIZE, hash_slot_num=HSN, index_num=INUM,
-                   consume_queue_file_size=CQ_SIZE, tz=UTC)
-    return root
+    return build_small_store(tmp_path_factory.mktemp("jobs") / "store")
 
 
 @pytest.fixture

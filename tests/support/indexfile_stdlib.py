@@ -16,25 +16,16 @@ import struct
 from collections import Counter
 from pathlib import Path
 
+from reference_model import java_hash, stored_hash  # noqa: F401 (java_hash: re-exported)
+
 _HEADER = struct.Struct(">qqqqii")
 _ENTRY = struct.Struct(">iqii")
 #: MessageSysFlag.TRANSACTION_ROLLBACK_TYPE, in bits 2-3 of the sys flag
 _ROLLBACK = 0x3 << 2
 
 
-def java_hash(s: str) -> int:
-    """Java's String.hashCode: 31 * h + c over UTF-16 code units, in 32-bit arithmetic."""
-    h = 0
-    raw = s.encode("utf-16-be")
-    for i in range(0, len(raw), 2):
-        h = (31 * h + int.from_bytes(raw[i:i + 2], "big")) & 0xFFFFFFFF
-    return h - (1 << 32) if h >= 1 << 31 else h
-
-
-def key_hash(key: str) -> int:
-    """IndexFile.indexKeyHashMethod: Math.abs of the hash, 0 when it stays negative."""
-    h = abs(java_hash(key))
-    return 0 if h >= 1 << 31 else h
+#: IndexFile.indexKeyHashMethod: Math.abs of String.hashCode, 0 when it stays negative
+key_hash = stored_hash
 
 
 def index_keys(message: dict) -> list[str]:

@@ -9,19 +9,12 @@ import struct
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from reference_model import java_hash as java_string_hash  # String.hashCode
+
 SLOTS_TOTAL = 7 * 24 * 3600
 UNIT_SIZE = 52
 MIN_BLANK_LEN = 16
 BLANK_MAGIC = struct.unpack(">i", struct.pack(">I", (0xBBCCDDEE ^ (1880681586 + 8)) & 0xFFFFFFFF))[0]
-
-
-def java_string_hash(s: str) -> int:
-    """String.hashCode over UTF-16 code units, as a signed int."""
-    h = 0
-    data = s.encode("utf-16-be")
-    for i in range(0, len(data), 2):
-        h = (31 * h + int.from_bytes(data[i:i + 2], "big")) & 0xFFFFFFFF
-    return h - (1 << 32) if h >= 1 << 31 else h
 
 
 @dataclass

@@ -61,7 +61,11 @@ def store(tmp_path_factory) -> Path:
     """A small, complete store: two topics, transactions (prepared, committed, rolled back),
     delayed messages (SCHEDULE_TOPIC_XXXX tags codes), colliding keys; 64 KiB CommitLog files,
     64-slot / 512-entry index files, 100-unit ConsumeQueue files. About 0.5 s."""
-    root = tmp_path_factory.mktemp("verify") / "store"
+    return build_small_store(tmp_path_factory.mktemp("verify") / "store")
+
+
+def build_small_store(root: Path) -> Path:
+    """The `store` fixture's store, written at `root`."""
     w = Workload(messages=2000, seed=7, rate=60.0, topics=("A", "B"), keys_per_message=1.5,
                  hot_key_fraction=0.5, hot_keys=40, transaction_fraction=0.1, delay_fraction=0.05,
                  delay_levels=(1, 2, 3), drain=True, collision_pairs=3)
