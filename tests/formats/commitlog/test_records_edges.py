@@ -1,0 +1,30 @@
+"""The CommitLog walk's stop rules on cases its other tests leave out, each against a
+hand-computed expectation: the MAGICCODE a damaged head holds, printed as the broker's hex, and
+the CommitLog offset of damage in a file that does not start at 0 (file start + position)."""
+from __future__ import annotations
+
+import struct
+from pathlib import Path
+
+from rmqlab.formats.commitlog import records
+from rmqlab.formats.commitlog.files import StoreFile
+
+
+def test_a_bad_magic_is_named_in_hex() -> None:
+    buf = struct.pack(">ii", 100, 0x12345678) + bytes(92)
+    code, field, reason = records.check_head(buf, 0, len(buf))
+    assert (code, field) == (records.STOP_MAGIC, "MAGICCODE")
+    assert reason.startswith("MAGICCODE 0x12345678: ")
+    # a negative int32 is printed as its unsigned 32 bits, as Integer.toHexString would
+    buf = struct.pack(">iI", 100, 0xDEADBEEF) + bytes(92)
+    assert records.check_head(buf, 0, len(buf))[2].startswith("MAGICCODE 0xDEADBEEF: ")
+
+
+def test_damage_in_a_later_file_is_placed_at_its_start_plus_the_position() -> None:
+    # a file of 64 bytes starting at CommitLog offset 1,024: 16 bytes in, a head with a bad magic
+    buf = bytearray(64)
+    struct.pack_into(">iI", buf, 16, 40, 0x0BADF00D)
+    f = StoreFile(Path("00000000000000001024"), 1024, 64)
+    code, field, reason = records.check_head(buf, 16, len(buf))
+    dmg = records.classify_stop(buf, f, 16, code, field, reason, False, None)
+    assert (dmg.offset, dmg.phy_offset, dmg.field, dmg.kind) == (16, 1040, "MAGICCODE", "damage")
