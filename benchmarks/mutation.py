@@ -117,6 +117,7 @@ MODULES: dict[str, tuple[str, list[str]]] = {
         "tests/formats/commitlog/test_decode.py",
         "tests/formats/commitlog/test_onepass.py",
         "tests/formats/test_concurrent_readers.py",
+        "tests/formats/commitlog/test_columns_edges.py",
         DOCTESTS.format("rmqlab.formats.commitlog.columns"),
     ]),
     "commitlog_files": ("rmqlab/formats/commitlog/files.py", [
@@ -129,6 +130,7 @@ MODULES: dict[str, tuple[str, list[str]]] = {
         "tests/rules/test_dispatch.py",
         "tests/rules/test_lmq_versions.py",
         "tests/store/test_reput_parts.py",
+        "tests/rules/test_dispatch_edges.py",
         DOCTESTS.format("rmqlab.rules.dispatch"),
     ]),
     "dispatch_run": ("rmqlab/store/reput.py", [
@@ -192,6 +194,8 @@ EDGE_TESTS = {
     "keyquery": "tests/store/test_keyquery_edges.py",
     "commitlog_files": "tests/formats/commitlog/test_files_edges.py",
     "commitlog_records": "tests/formats/commitlog/test_records_edges.py",
+    "commitlog_columns": "tests/formats/commitlog/test_columns_edges.py",
+    "dispatch_rules": "tests/rules/test_dispatch_edges.py",
 }
 
 #: surviving mutants judged equivalent, by function (mutmut's name of it, before ``__mutmut_N``):
@@ -588,6 +592,18 @@ JUDGED: dict[str, dict[tuple[int, ...], str]] = {
     "rmqlab.store.keyquery.x__take": {
         (1,): "for a NumPy column, .array is a NumpyExtensionArray whose take gives the same values, and the "
               "frame built from it has the same NumPy dtype",
+    },
+    # the sampled modules (2026-11-30)
+    "rmqlab.formats.commitlog.files.x_holds_data": {
+        (15,): "a longer first read only moves where the chunked scan starts: either way every byte up to the "
+               "file's end is looked at until a non-zero one",
+    },
+    "rmqlab.rules.dispatch.x_index_keys_many": {
+        (63,): "pa.array of an int64 NumPy array is int64 without being told",
+    },
+    "rmqlab.rules.dispatch.x_tag_keys_many": {
+        (5,): "for no tags the Arrow path gives the empty bool array the shortcut builds (checked for a list, "
+              "an object array and string and chunked Arrow arrays)",
     },
 }
 
