@@ -137,6 +137,7 @@ MODULES: dict[str, tuple[str, list[str]]] = {
         "tests/store/test_reput.py",
         "tests/store/test_reput_parts.py",
         "tests/store/test_restart_dispatch.py",
+        "tests/store/test_reput_edges.py",
         DOCTESTS.format("rmqlab.store.reput"),
     ]),
     "recovery": ("rmqlab/store/recover.py", [
@@ -196,6 +197,7 @@ EDGE_TESTS = {
     "commitlog_records": "tests/formats/commitlog/test_records_edges.py",
     "commitlog_columns": "tests/formats/commitlog/test_columns_edges.py",
     "dispatch_rules": "tests/rules/test_dispatch_edges.py",
+    "dispatch_run": "tests/store/test_reput_edges.py",
 }
 
 #: surviving mutants judged equivalent, by function (mutmut's name of it, before ``__mutmut_N``):
