@@ -178,6 +178,7 @@ MODULES: dict[str, tuple[str, list[str]]] = {
     "capacity_model": ("rmqlab/capacity/model.py", [
         "tests/capacity/test_model.py",
         "tests/capacity/test_validation.py",
+        "tests/capacity/test_model_edges.py",
         DOCTESTS.format("rmqlab.capacity.model"),
     ]),
 }
@@ -198,6 +199,7 @@ EDGE_TESTS = {
     "commitlog_columns": "tests/formats/commitlog/test_columns_edges.py",
     "dispatch_rules": "tests/rules/test_dispatch_edges.py",
     "dispatch_run": "tests/store/test_reput_edges.py",
+    "capacity_model": "tests/capacity/test_model_edges.py",
 }
 
 #: surviving mutants judged equivalent, by function (mutmut's name of it, before ``__mutmut_N``):
@@ -606,6 +608,10 @@ JUDGED: dict[str, dict[tuple[int, ...], str]] = {
     "rmqlab.rules.dispatch.x_tag_keys_many": {
         (5,): "for no tags the Arrow path gives the empty bool array the shortcut builds (checked for a list, "
               "an object array and string and chunked Arrow arrays)",
+    },
+    "rmqlab.store.recover.x__index": {
+        (95,): "the index folder is <root>/index and the root exists (recovery has read the CommitLog in it), so "
+               "creating parents creates nothing more",
     },
 }
 
