@@ -74,11 +74,13 @@ TESTS: dict[str, list[str]] = {
 JUDGED: dict[str, str] = {
     "dispatchcore.c:27d0b6c42f:<=-><#0": "with exactly four units left the one-unit loop finishes them, and "
                                          "h*31^4 + p0*31^3 + p1*31^2 + p2*31 + p3 mod 2^32 is the same either way",
-    "jhash.c:69db7ad72d:-->+#0": "a clean block of objects reported bad at row 1 sends rows 1.. to the C API loop, "
+    "jhash.c:69db7ad72d:-->+#1": "a clean block of objects reported bad at row 1 sends rows 1.. to the C API loop, "
                                  "which hashes them with the same hash_str and names the same first non-str: only "
                                  "slower",
     "records.c:36bafd59b5:+->-#1": "a prefetch hint's address changes no byte read or written, only how early "
                                    "lines are fetched",
+    "vec64.h:2931817ffb:0->1#0": "after its bytes are taken a vector is only freed (free of NULL) or dropped: its "
+                                 "len and cap are never read again",
 }
 
 TIMEOUT_FACTOR = 3.0
@@ -164,12 +166,13 @@ class Mutant:
     end: int
     old: str
     new: str
-    nth: int        # among the mutants of this line with the same old -> new, from 0
+    nth: int        # among the mutants of the file's lines of this text with the same old -> new, from 0
     text: str       # the stripped source line
 
     @property
     def key(self) -> str:
-        """A stable id: file, hash of the line's text, the change and its place on the line."""
+        """A stable id: file, hash of the line's text, the change, and its place among the same
+        change on lines of that text (``return -1;`` comes back in many places)."""
         digest = hashlib.sha1(self.text.encode()).hexdigest()[:10]
         return f"{self.file}:{digest}:{self.old}->{self.new or '(removed)'}#{self.nth}"
 
@@ -267,12 +270,12 @@ def sites(file: str) -> list[Mutant]:
         if token[0].isdigit():
             found.extend((start, end, token, new) for new in _constant_changes(token))
     mutants = []
-    seen: dict[tuple[int, str, str], int] = {}
+    seen: dict[tuple[str, str, str], int] = {}
     for number, (start, end, old, new) in enumerate(found):
         line = bisect.bisect_right(line_starts, start)
         text = lines[line - 1].strip()
-        nth = seen.get((line, old, new), 0)
-        seen[(line, old, new)] = nth + 1
+        nth = seen.get((text, old, new), 0)
+        seen[(text, old, new)] = nth + 1
         mutants.append(Mutant(file, number, line, start, end, old, new, nth, text))
     return mutants
 
