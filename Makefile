@@ -163,8 +163,8 @@ bench-spark: $(STAMP) java
 
 # Mutation testing of the whole core, Python (mutmut) and C (a source mutator, one compile a
 # mutant): MUTATION_SAMPLE mutants of every Python module and MUTATION_C_SAMPLE of every C file
-# and header, drawn with MUTATION_SEED, one test process at a time and nice'd (about 90 minutes
-# on a 2-core machine at the defaults). The tables and survivors: benchmarks/out/mutation/report.md.
+# and header, drawn with MUTATION_SEED, one test process at a time and nice'd (two to three hours
+# on a shared 2-core machine at the defaults). The tables and survivors: benchmarks/out/mutation/report.md.
 MUTATION_SAMPLE ?= 10
 MUTATION_C_SAMPLE ?= 10
 MUTATION_SEED ?= 0
