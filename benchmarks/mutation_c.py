@@ -66,7 +66,8 @@ TESTS: dict[str, list[str]] = {
     "rmqlab._jhash": ["tests/jvm/test_hashcode.py"],
     "rmqlab._kafkalog": ["tests/kafka/test_walk.py", "tests/formats/test_native_layouts.py"],
     "rmqlab._records": ["tests/formats/commitlog/test_records.py", "tests/formats/commitlog/test_decode.py",
-                        "tests/formats/test_native_layouts.py", "tests/formats/commitlog/test_columns_edges.py"],
+                        "tests/formats/test_native_layouts.py", "tests/formats/commitlog/test_columns_edges.py",
+                        "tests/formats/commitlog/test_records_edges.py"],
 }
 
 #: surviving mutants judged equivalent: stable id (see :attr:`Mutant.key`) -> why no test can

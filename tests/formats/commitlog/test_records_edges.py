@@ -6,6 +6,8 @@ from __future__ import annotations
 import struct
 from pathlib import Path
 
+import pytest
+
 from rmqlab.formats.commitlog import records
 from rmqlab.formats.commitlog.files import StoreFile
 
@@ -28,3 +30,27 @@ def test_damage_in_a_later_file_is_placed_at_its_start_plus_the_position() -> No
     code, field, reason = records.check_head(buf, 16, len(buf))
     dmg = records.classify_stop(buf, f, 16, code, field, reason, False, None)
     assert (dmg.offset, dmg.phy_offset, dmg.field, dmg.kind) == (16, 1040, "MAGICCODE", "damage")
+
+
+def _delays(tmp_path: Path, texts: list[str]) -> list[int]:
+    from rmqlab.formats import commitlog as cl
+    from rmqlab.formats.commitlog.encode import encode_message
+
+    data = b""
+    for text in texts:
+        data += encode_message(topic="T", properties={"DELAY": text}, phy_offset=len(data))
+    path = tmp_path / f"{0:020d}"
+    path.write_bytes(data)
+    return cl.read_columns(path)["delay_level"].tolist()
+
+
+def test_an_integer_delay_with_leading_zeros_reads_as_integer_parse_int_reads_it(tmp_path: Path) -> None:
+    # Integer.parseInt("000000000123456789") is 123456789; a non-numeric DELAY in the same file
+    # sends that file's other texts the C reader leaves to pandas through a float parse
+    assert _delays(tmp_path, ["000000000123456789", "x"])[0] == 123456789
+
+
+@pytest.mark.xfail(strict=True, reason="known difference: integer text of 19 or more characters is read by "
+                                       "pd.to_numeric through float and loses digits (Integer.parseInt does not)")
+def test_a_19_character_delay_reads_as_integer_parse_int_reads_it(tmp_path: Path) -> None:
+    assert _delays(tmp_path, ["0000000000123456789", "x"])[0] == 123456789
