@@ -21,10 +21,11 @@ a renumbering after an edit does not carry a judgement to another mutant.
 
 Score = killed / (killed + survived), with a 95 % Wilson interval when the mutants were sampled.
 
-Cost on a 2-core machine, one mutant at a time: compiling takes about 1 to 6 s an extension
-(records.c the longest), the tests of an extension 10 to 50 s unmutated (a killed mutant stops at
-the first failure, so most take less); --sample 10 over the ten files and headers took about
-half an hour, every mutant (about 3,600) would take about a day.
+Cost on a 2-core machine, one mutant at a time: compiling takes 1 to 3 s an extension (records.c
+the longest), the tests of an extension 8 to 50 s unmutated, up to twice that on a loaded
+machine (a killed mutant stops at the first failure, so most take less); --sample 6 over the ten
+files and headers took 27 minutes on a loaded machine; every mutant (3,443) would take about a
+day.
 
 Run:  python benchmarks/mutation_c.py --sample 20 [--seed 0] [file ...]   (N mutants a file)
       python benchmarks/mutation_c.py --all records.c                     (every mutant)
