@@ -19,7 +19,9 @@ score = killed / (mutants - equivalent - message - not run). Mutant names are mu
 its mutants and the judgements of :data:`EQUIVALENT` need a new look.
 
 Cost on a 2-core machine with 2 workers: checkpoint about a minute; the two large modules
-(indexfile, consumequeue) tens of minutes each.
+(indexfile, consumequeue) tens of minutes each. Sampled, one worker, on a loaded machine: 1 to 9
+minutes a module for 6 or 10 mutants (mutmut first runs the module's tests twice, to map them and
+to time them; the verify modules, whose tests take minutes, the longest).
 
 The rest of the core (the CommitLog reader, the dispatch rules and run, recovery, verify's
 checks, the Kafka log reader and index rebuild, the capacity model) is run sampled: every mutant
