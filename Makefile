@@ -10,7 +10,7 @@ APP_TOKEN ?= $(shell python3 -c 'import secrets; print(secrets.token_hex(24))')
 ALLOW_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root,)
 
 .PHONY: test check lab app java chromium fonts broker-tools brokers screenshots bench bench-store bench-commitlog bench-dispatch bench-kafka bench-spark \
-        bench-scaling bench-cli bench-offline bench-jobs shells \
+        bench-scaling bench-cli bench-offline bench-jobs mutation shells \
         conformance data clean
 
 $(STAMP): pyproject.toml setup.py .ci/install-kernel $(wildcard rmqlab/_native/*.c rmqlab/_native/*.h)
@@ -166,6 +166,17 @@ bench-jobs: $(STAMP)
 # 200,000,000 index keys with Spark on local[2] and local[1]: about 5 minutes, 8 GiB of scratch disk.
 bench-spark: $(STAMP) java
 	cd benchmarks && ../$(VPY) bench_spark.py $(ARGS)
+
+# Mutation testing of the whole core, Python (mutmut) and C (a source mutator, one compile a
+# mutant): MUTATION_SAMPLE mutants of every Python module and MUTATION_C_SAMPLE of every C file
+# and header, drawn with MUTATION_SEED, one test process at a time and nice'd (two to three hours
+# on a shared 2-core machine at the defaults). The tables and survivors: benchmarks/out/mutation/report.md.
+MUTATION_SAMPLE ?= 10
+MUTATION_C_SAMPLE ?= 10
+MUTATION_SEED ?= 0
+mutation: $(STAMP)
+	nice -n 10 $(VPY) benchmarks/mutation.py all --workers 1 --sample $(MUTATION_SAMPLE) \
+	  --c-sample $(MUTATION_C_SAMPLE) --seed $(MUTATION_SEED)
 
 conformance: $(STAMP)
 	$(VPY) ../shared/conformance/indexfile_conformance.py tests/data/golden

@@ -19,9 +19,20 @@ score = killed / (mutants - equivalent - message - not run). Mutant names are mu
 its mutants and the judgements of :data:`EQUIVALENT` need a new look.
 
 Cost on a 2-core machine with 2 workers: checkpoint about a minute; the two large modules
-(indexfile, consumequeue) tens of minutes each.
+(indexfile, consumequeue) tens of minutes each. Sampled, one worker, on a loaded machine: 1 to 9
+minutes a module for 6 or 10 mutants (mutmut first runs the module's tests twice, to map them and
+to time them; the verify modules, whose tests take minutes, the longest).
+
+The rest of the core (the CommitLog reader, the dispatch rules and run, recovery, verify's
+checks, the Kafka log reader and index rebuild, the capacity model) is run sampled: every mutant
+of the module is generated, then ``--sample N`` of them are drawn with ``--seed`` (the same draw
+for the same source) and only those run; the score then has a 95 % Wilson interval. ``all``
+names every module; ``--c-sample N`` runs the C part after (benchmarks/mutation_c.py) and writes
+one report of both (``make mutation``).
 
 Run:  python benchmarks/mutation.py [--workers 2] [module ...]   (modules: see MODULES)
+      python benchmarks/mutation.py all --workers 1 --sample 10 --c-sample 10 --seed 0
+                                                      (what `make mutation` runs)
       python benchmarks/mutation.py --report-only        (the table from the last runs)
       python benchmarks/mutation.py --survivors checkpoint (the diff of every surviving mutant)
       python benchmarks/mutation.py --check-survivors [--every-test] keyquery (the added tests
@@ -33,7 +44,9 @@ import argparse
 import ast
 import datetime as dt
 import json
+import math
 import os
+import random
 import shutil
 import subprocess
 import sys
@@ -92,7 +105,88 @@ MODULES: dict[str, tuple[str, list[str]]] = {
         "tests/store/test_keyquery_edges.py",
         DOCTESTS.format("rmqlab.store.keyquery"),
     ]),
+    # the rest of the core, run sampled (``--sample N``): the CommitLog reader, the dispatch rules
+    # and run, recovery, verify's checks, the Kafka log reader and index rebuild, the capacity model
+    "commitlog_records": ("rmqlab/formats/commitlog/records.py", [
+        "tests/formats/commitlog/test_records.py",
+        "tests/formats/commitlog/test_decode.py",
+        "tests/formats/commitlog/test_placement.py",
+        "tests/formats/test_native_layouts.py",
+        "tests/formats/commitlog/test_records_edges.py",
+        DOCTESTS.format("rmqlab.formats.commitlog.records"),
+    ]),
+    "commitlog_columns": ("rmqlab/formats/commitlog/columns.py", [
+        "tests/formats/commitlog/test_decode.py",
+        "tests/formats/commitlog/test_onepass.py",
+        "tests/formats/test_concurrent_readers.py",
+        "tests/formats/commitlog/test_columns_edges.py",
+        DOCTESTS.format("rmqlab.formats.commitlog.columns"),
+    ]),
+    "commitlog_files": ("rmqlab/formats/commitlog/files.py", [
+        "tests/formats/commitlog/test_load.py",
+        "tests/formats/commitlog/test_records.py",
+        "tests/formats/commitlog/test_files_edges.py",
+        DOCTESTS.format("rmqlab.formats.commitlog.files"),
+    ]),
+    "dispatch_rules": ("rmqlab/rules/dispatch.py", [
+        "tests/rules/test_dispatch.py",
+        "tests/rules/test_lmq_versions.py",
+        "tests/store/test_reput_parts.py",
+        "tests/rules/test_dispatch_edges.py",
+        DOCTESTS.format("rmqlab.rules.dispatch"),
+    ]),
+    "dispatch_run": ("rmqlab/store/reput.py", [
+        "tests/store/test_reput.py",
+        "tests/store/test_reput_parts.py",
+        "tests/store/test_restart_dispatch.py",
+        "tests/store/test_reput_edges.py",
+        DOCTESTS.format("rmqlab.store.reput"),
+    ]),
+    "recovery": ("rmqlab/store/recover.py", [
+        "tests/formats/commitlog/test_load.py",
+        "tests/formats/test_dledger.py",
+        "tests/formats/test_real_store_420.py",
+        DOCTESTS.format("rmqlab.store.recover"),
+    ]),
+    "verify_commitlog": ("rmqlab/verify/check_commitlog.py", [
+        "tests/verify/test_verify.py",
+        "tests/rules/test_versions.py",
+        DOCTESTS.format("rmqlab.verify.check_commitlog"),
+    ]),
+    "verify_consumequeue": ("rmqlab/verify/check_consumequeue.py", [
+        "tests/verify/test_verify.py",
+        DOCTESTS.format("rmqlab.verify.check_consumequeue"),
+    ]),
+    "verify_index": ("rmqlab/verify/check_index.py", [
+        "tests/verify/test_verify.py",
+        DOCTESTS.format("rmqlab.verify.check_index"),
+    ]),
+    "verify_cross": ("rmqlab/verify/cross.py", [
+        "tests/verify/test_verify.py",
+        DOCTESTS.format("rmqlab.verify.cross"),
+    ]),
+    "kafka_log": ("rmqlab/kafka/log.py", [
+        "tests/kafka/test_log.py",
+        "tests/kafka/test_walk.py",
+        "tests/kafka/test_damage.py",
+        DOCTESTS.format("rmqlab.kafka.log"),
+    ]),
+    "kafka_rebuild": ("rmqlab/kafka/rebuild.py", [
+        "tests/kafka/test_rebuild.py",
+        "tests/kafka/test_walk.py",
+        "tests/kafka/test_damage.py",
+        DOCTESTS.format("rmqlab.kafka.rebuild"),
+    ]),
+    "capacity_model": ("rmqlab/capacity/model.py", [
+        "tests/capacity/test_model.py",
+        "tests/capacity/test_validation.py",
+        "tests/capacity/test_model_edges.py",
+        DOCTESTS.format("rmqlab.capacity.model"),
+    ]),
 }
+
+#: the modules judged in full before the sampled runs, in the order they run
+FIRST = ["checkpoint", "keyquery", "indexservice", "consumequeue", "indexfile"]
 
 #: module -> the tests added for the mutants its other tests let survive, each against
 #: independent truth (the last test file of its MODULES entry)
@@ -102,6 +196,12 @@ EDGE_TESTS = {
     "indexfile": "tests/formats/test_indexfile_edges.py",
     "indexservice": "tests/store/test_indexservice_edges.py",
     "keyquery": "tests/store/test_keyquery_edges.py",
+    "commitlog_files": "tests/formats/commitlog/test_files_edges.py",
+    "commitlog_records": "tests/formats/commitlog/test_records_edges.py",
+    "commitlog_columns": "tests/formats/commitlog/test_columns_edges.py",
+    "dispatch_rules": "tests/rules/test_dispatch_edges.py",
+    "dispatch_run": "tests/store/test_reput_edges.py",
+    "capacity_model": "tests/capacity/test_model_edges.py",
 }
 
 #: surviving mutants judged equivalent, by function (mutmut's name of it, before ``__mutmut_N``):
@@ -499,6 +599,28 @@ JUDGED: dict[str, dict[tuple[int, ...], str]] = {
         (1,): "for a NumPy column, .array is a NumpyExtensionArray whose take gives the same values, and the "
               "frame built from it has the same NumPy dtype",
     },
+    # the sampled modules (2026-11-30)
+    "rmqlab.formats.commitlog.files.x_holds_data": {
+        (15,): "a longer first read only moves where the chunked scan starts: either way every byte up to the "
+               "file's end is looked at until a non-zero one",
+    },
+    "rmqlab.rules.dispatch.x_index_keys_many": {
+        (63,): "pa.array of an int64 NumPy array is int64 without being told",
+    },
+    "rmqlab.rules.dispatch.x_tag_keys_many": {
+        (5,): "for no tags the Arrow path gives the empty bool array the shortcut builds (checked for a list, "
+              "an object array and string and chunked Arrow arrays)",
+    },
+    "rmqlab.store.recover.x__index": {
+        (95,): "the index folder is <root>/index and the root exists (recovery has read the CommitLog in it), so "
+               "creating parents creates nothing more",
+    },
+    "rmqlab.verify.check_commitlog.xǁMessagesǁlookup": {
+        (4,): "np.full of the Python int -1 is int64 without being told",
+    },
+    "rmqlab.verify.check_consumequeue.x_open_ext": {
+        (6,): "strict=None is as falsy as False (ConsumeQueueExt._load reads it only in `if strict and problems`)",
+    },
 }
 
 #: mutant name -> why it is equivalent
@@ -718,8 +840,39 @@ def only_a_message_changed(original: str, mutated: str) -> bool:
         return False
 
 
+def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
+    """The 95 % Wilson score interval of a proportion k / n."""
+    if n == 0:
+        return float("nan"), float("nan")
+    p = k / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def draw(module: str, size: int, seed: int) -> list[str]:
+    """`size` of the module's mutants, the same for the same module, size, seed and source: all
+    are generated first (no test runs), sorted by name (mutmut numbers them within a function in
+    source order) and drawn with a generator seeded by the seed and the module. The draw is kept
+    in <scratch>/sample.json for :func:`tally`."""
+    refresh(module)
+    names = sorted(statuses(module))
+    picked = sorted(random.Random(f"{seed}/{module}").sample(names, min(size, len(names))))
+    (OUT / module / "sample.json").write_text(json.dumps({"seed": seed, "size": size, "mutants": picked}, indent=1))
+    return picked
+
+
+def sampled(module: str) -> set[str] | None:
+    """The mutants of the module's last sampled run, or None when it ran them all."""
+    path = OUT / module / "sample.json"
+    return set(json.loads(path.read_text())["mutants"]) if path.exists() else None
+
+
 def tally(module: str) -> dict:
     found = statuses(module)
+    picked = sampled(module)
+    if picked is not None:      # a sampled run: the mutants not drawn are not part of it
+        found = {name: status for name, status in found.items() if name in picked}
     # a survivor (or a mutant without a verdict: mutmut dropped it, or its run was interrupted)
     # the survivor check has killed since is killed; one it ran and did not kill survives
     checked = checked_kills(module)
@@ -747,6 +900,8 @@ def tally(module: str) -> dict:
             row["not run"] += 1
     judged = row["mutants"] - row["equivalent"] - row["message"] - row["not run"]
     row["score"] = row["killed"] / judged if judged else float("nan")
+    row["generated"] = len(statuses(module))
+    row["ci"] = wilson(row["killed"], judged) if picked is not None else None
     row["patches"] = {name: patches[name][0] for name in row["survivors"]}
     return row
 
@@ -795,7 +950,7 @@ def check_survivors(module: str, names: list[str], workers: int = 2, every_test:
     survivor the check killed as killed: the tests run are part of the module's test selection,
     so mutmut's run would kill it too."""
     refresh(module)
-    gaps = EDGE_TESTS[module]
+    gaps = EDGE_TESTS.get(module, MODULES[module][1][0])
     tests = [gaps] + [t for t in MODULES[module][1] if every_test and t != gaps]
     dotted = MODULES[module][0][:-len(".py")].replace("/", ".")
     job = json.dumps([[str(ROOT / t) for t in tests], dotted, names, workers, CHECK_LIMIT])
@@ -814,19 +969,43 @@ def check_survivors(module: str, names: list[str], workers: int = 2, every_test:
 
 def table(rows: list[dict]) -> str:
     lines = ["| module | mutants | run | killed (timeouts; by the survivor check) | equivalent | message only "
-             "| survived | score |",
-             "|---|---:|---:|---:|---:|---:|---:|---:|"]
+             "| survived | score (95 % CI of a sample) |",
+             "|---|---:|---:|---:|---:|---:|---:|---|"]
     for r in rows:
         run = r["mutants"] - r["not run"]
-        lines.append(f"| {MODULES[r['module']][0][len('rmqlab/'):]} | {r['mutants']:,} | {run:,} | "
+        mutants = f"{r['generated']:,} (sampled {r['mutants']})" if r["ci"] else f"{r['mutants']:,}"
+        ci = f" ({100 * r['ci'][0]:.0f}–{100 * r['ci'][1]:.0f} %)" if r["ci"] else ""
+        lines.append(f"| {MODULES[r['module']][0][len('rmqlab/'):]} | {mutants} | {run:,} | "
                      f"{r['killed']:,} ({r['timeout']}; {r['by check']}) | {r['equivalent']} | {r['message']} | "
-                     f"{r['survived']} | {100 * r['score']:.1f} % |")
+                     f"{r['survived']} | {100 * r['score']:.1f} %{ci} |")
     return "\n".join(lines)
+
+
+def report(rows: list[dict], args: argparse.Namespace) -> None:
+    """The C part (benchmarks/mutation_c.py, `args.c_sample` mutants a file, the same seed), then
+    both tables and every survivor in benchmarks/out/mutation/report.md."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import mutation_c
+
+    mutation_c.main(["--sample", str(args.c_sample), "--seed", str(args.seed)]
+                    + (["--report-only"] if args.report_only else []))
+    survivors = []
+    for r in rows:
+        survivors += [f"- `{name}`\n  ```\n  {r['patches'][name].strip().replace(chr(10), chr(10) + '  ')}\n  ```"
+                      for name in r["survivors"]]
+    text = (f"# Mutation testing (seed {args.seed}; Python: "
+            f"{'as each was last run' if args.sample is None else f'{args.sample} a module'}; "
+            f"C: {args.c_sample} a file)\n\n"
+            f"## Python (mutmut)\n\n{table(rows)}\n\nSurvivors:\n{chr(10).join(survivors) or 'none'}\n\n"
+            f"## C (source mutants, compiled one by one)\n\n{(mutation_c.OUT / 'summary.md').read_text()}")
+    (OUT / "report.md").write_text(text)
+    print(f"report: {(OUT / 'report.md').relative_to(ROOT)}")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("modules", nargs="*", help=f"of {', '.join(MODULES)}; default: all, smallest first")
+    parser.add_argument("modules", nargs="*",
+                        help=f"of {', '.join(MODULES)}, or `all`; default: the first five, smallest first")
     parser.add_argument("--workers", type=int, default=2, help="mutmut's parallel test processes")
     parser.add_argument("--report-only", action="store_true", help="tabulate the last runs, run nothing")
     parser.add_argument("--survivors", action="store_true", help="print the diff of each counted survivor")
@@ -838,8 +1017,16 @@ def main() -> None:
                         help="retest only the last run's counted survivors (after tests were added)")
     parser.add_argument("--equivalents", action="store_true",
                         help="print the judged equivalents of each module as RESULTS.md lists them")
+    parser.add_argument("--sample", type=int, metavar="N",
+                        help="run N mutants of each module, drawn with --seed from all it has (default: all)")
+    parser.add_argument("--seed", type=int, default=0, help="the draw's seed (default 0)")
+    parser.add_argument("--c-sample", type=int, metavar="N",
+                        help="then the C files, N mutants of each (benchmarks/mutation_c.py), and one report "
+                             "of both in benchmarks/out/mutation/report.md")
     args = parser.parse_args()
-    modules = args.modules or ["checkpoint", "keyquery", "indexservice", "consumequeue", "indexfile"]
+    modules = args.modules or FIRST
+    if modules == ["all"]:
+        modules = FIRST + [m for m in MODULES if m not in FIRST]
     unknown = set(modules) - set(MODULES)
     if unknown:
         parser.error(f"unknown modules {sorted(unknown)}: choose from {', '.join(MODULES)}")
@@ -854,7 +1041,11 @@ def main() -> None:
                 run(module, args.workers, previous[module])
     elif not (args.report_only or args.survivors or args.check_survivors):
         for module in modules:
-            run(module, args.workers)
+            if args.sample is not None:
+                run(module, args.workers, draw(module, args.sample, args.seed))
+            else:
+                (OUT / module / "sample.json").unlink(missing_ok=True)
+                run(module, args.workers)
     rows = [tally(m) for m in modules if statuses(m)]
     text = table(rows)
     print(text)
@@ -863,6 +1054,8 @@ def main() -> None:
     last = json.loads((OUT / "survivors.json").read_text()) if (OUT / "survivors.json").exists() else {}
     last.update({r["module"]: r["survivors"] for r in rows})
     (OUT / "survivors.json").write_text(json.dumps(last, indent=1))
+    if args.c_sample is not None:
+        report(rows, args)
     if args.check_survivors:
         for r in rows:
             # survivors, earlier survivors whose verdict mutmut dropped, and mutants whose run was
