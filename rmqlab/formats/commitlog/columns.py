@@ -400,8 +400,11 @@ def _delay_levels(delay: np.ndarray, U, rows: np.ndarray, starts: np.ndarray, le
     if len(rows):
         import pandas as pd
 
-        txt = _object_column(U, starts, lengths)
-        delay[rows] = pd.to_numeric(pd.Series(txt, dtype=object), errors="coerce").fillna(0) \
+        txt = pd.Series(_object_column(U, starts, lengths), dtype=object)
+        # leading zeros off first: pandas reads text of 19 or more characters through a float,
+        # which drops digits Integer.parseInt keeps ("0000000000123456789" is 123456789)
+        txt = txt.str.replace(r"^([+-]?)0+(?=[0-9])", r"\1", regex=True)
+        delay[rows] = pd.to_numeric(txt, errors="coerce").fillna(0) \
             .clip(-2**31, 2**31 - 1).astype(np.int32).to_numpy()
 
 
