@@ -155,14 +155,17 @@ MODULES: dict[str, tuple[str, list[str]]] = {
     ]),
     "verify_consumequeue": ("rmqlab/verify/check_consumequeue.py", [
         "tests/verify/test_verify.py",
+        "tests/verify/test_verify_edges.py",
         DOCTESTS.format("rmqlab.verify.check_consumequeue"),
     ]),
     "verify_index": ("rmqlab/verify/check_index.py", [
         "tests/verify/test_verify.py",
+        "tests/verify/test_verify_edges.py",
         DOCTESTS.format("rmqlab.verify.check_index"),
     ]),
     "verify_cross": ("rmqlab/verify/cross.py", [
         "tests/verify/test_verify.py",
+        "tests/verify/test_verify_edges.py",
         DOCTESTS.format("rmqlab.verify.cross"),
     ]),
     "kafka_log": ("rmqlab/kafka/log.py", [
@@ -202,6 +205,9 @@ EDGE_TESTS = {
     "dispatch_rules": "tests/rules/test_dispatch_edges.py",
     "dispatch_run": "tests/store/test_reput_edges.py",
     "capacity_model": "tests/capacity/test_model_edges.py",
+    "verify_consumequeue": "tests/verify/test_verify_edges.py",
+    "verify_index": "tests/verify/test_verify_edges.py",
+    "verify_cross": "tests/verify/test_verify_edges.py",
 }
 
 #: surviving mutants judged equivalent, by function (mutmut's name of it, before ``__mutmut_N``):
