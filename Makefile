@@ -10,7 +10,7 @@ APP_TOKEN ?= $(shell python3 -c 'import secrets; print(secrets.token_hex(24))')
 ALLOW_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root,)
 
 .PHONY: test check lab app java chromium fonts broker-tools brokers screenshots bench bench-store bench-commitlog bench-dispatch bench-kafka bench-spark \
-        bench-scaling bench-cli bench-offline bench-jobs mutation shells \
+        bench-scaling bench-cli bench-offline bench-jobs mutation asan shells \
         conformance data clean
 
 $(STAMP): pyproject.toml setup.py .ci/install-kernel $(wildcard rmqlab/_native/*.c rmqlab/_native/*.h)
@@ -177,6 +177,15 @@ MUTATION_SEED ?= 0
 mutation: $(STAMP)
 	nice -n 10 $(VPY) benchmarks/mutation.py all --workers 1 --sample $(MUTATION_SAMPLE) \
 	  --c-sample $(MUTATION_C_SAMPLE) --seed $(MUTATION_SEED)
+
+# The C extensions built with AddressSanitizer (-fsanitize=address -fno-omit-frame-pointer) into
+# benchmarks/out/mutation_c/asan/, the package's own .so files untouched, and their own tests
+# (TESTS in benchmarks/mutation_c.py, less the JVM oracle) run with those builds loaded and the
+# sanitizer's runtime preloaded: a read or write past a buffer fails the run. About a minute on
+# a shared 2-core machine, so not part of `make test`. `benchmarks/mutation_c.py --asan` runs
+# mutants the same way.
+asan: $(STAMP)
+	nice -n 10 $(VPY) benchmarks/mutation_c.py --asan-check
 
 conformance: $(STAMP)
 	$(VPY) ../shared/conformance/indexfile_conformance.py tests/data/golden

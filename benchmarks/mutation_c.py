@@ -27,9 +27,19 @@ machine (a killed mutant stops at the first failure, so most take less); --sampl
 files and headers took 27 minutes on a loaded machine; every mutant (3,443) would take about a
 day.
 
+With ``--asan`` the baseline and every mutant are built with AddressSanitizer
+(:data:`ASAN_FLAGS`) and their tests run with gcc's runtime preloaded (Python is not built with
+it): a read or write past a buffer, a stack variable or a global then fails the run, where the
+plain build only reads or writes a neighbour's bytes (the memcpy overruns of bigendian.h). Its
+verdicts are kept apart (``<file>.asan.json``). ``--asan-check`` runs every extension's tests
+with the sanitizer builds and no mutant (``make asan``, about a minute).
+
 Run:  python benchmarks/mutation_c.py --sample 20 [--seed 0] [file ...]   (N mutants a file)
       python benchmarks/mutation_c.py --all records.c                     (every mutant)
       python benchmarks/mutation_c.py --list kafkalog.c                   (the numbered mutants)
+      python benchmarks/mutation_c.py --mutant 'bigendian.h:3227fe0229:8->9#0' --asan
+                                                                          (one mutant by stable id)
+      python benchmarks/mutation_c.py --asan-check                        (the tests under ASan)
       python benchmarks/mutation_c.py --report-only                       (the table of the last run)
 """
 from __future__ import annotations
@@ -81,12 +91,27 @@ JUDGED: dict[str, str] = {
                                  "slower",
     "records.c:36bafd59b5:+->-#1": "a prefetch hint's address changes no byte read or written, only how early "
                                    "lines are fetched",
+    "records.c:e050be7d0b:1->2#0": "find_props allocates 2 * (W + 1) mask words (W = (longest + 63) / 64) and "
+                                   "scan_block uses W of each (byte_masks writes groups 0..W-1, next_bit reads no "
+                                   "word at or past the limit): m2 at W + 2 ends at word 2W + 1, the last one "
+                                   "allocated, and still clear of m1 (AddressSanitizer run: no error)",
     "vec64.h:2931817ffb:0->1#0": "after its bytes are taken a vector is only freed (free of NULL) or dropped: its "
                                  "len and cap are never read again",
 }
 
 TIMEOUT_FACTOR = 3.0
 TIMEOUT_EXTRA = 10.0
+
+#: compiler and linker flags of the AddressSanitizer build (``--asan``): an out-of-bounds read or
+#: write of a heap block, a stack variable or a global aborts the test process with a report,
+#: where the plain build reads or writes a neighbour's bytes without a visible effect
+ASAN_FLAGS = ("-fsanitize=address", "-fno-omit-frame-pointer")
+#: the sanitizer's options in the test processes: Python itself is not built with it, and the
+#: interpreter's lifetime allocations would read as leaks
+ASAN_OPTIONS = "detect_leaks=0"
+#: what the sanitizer runs leave out: the Java oracle (a JVM started with the runtime preloaded
+#: hangs at start-up); the plain runs keep it
+ASAN_SKIP = ("-m", "not jvm")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -314,19 +339,34 @@ if _SWAP:
 '''
 
 
-def _compile_command(ext: Extension, source: Path, target: Path) -> list[str]:
+def _compile_command(ext: Extension, source: Path, target: Path, asan: bool = False) -> list[str]:
     """The compiler call setuptools makes for `ext`, in one step (compile and link), without -g:
-    debug information changes no instruction and takes a third of the time."""
+    debug information changes no instruction and takes a third of the time. With `asan`, also
+    :data:`ASAN_FLAGS` (compile and link)."""
     flags = [f for f in sysconfig.get_config_var("CFLAGS").split() if f != "-g"]
     ldshared = sysconfig.get_config_var("LDSHARED").split()
     return [*ldshared, *flags, sysconfig.get_config_var("CCSHARED"), f"-I{sysconfig.get_config_var('INCLUDEPY')}",
-            *ext.compile_args, str(source), "-o", str(target), *ext.link_args]
+            *ext.compile_args, *(ASAN_FLAGS if asan else ()), str(source), "-o", str(target), *ext.link_args]
+
+
+#: set by ``--asan``: every build a sanitizer build, every test run under it
+ASAN = False
 
 
 def build(ext: Extension, sources: Path, target: Path) -> tuple[bool, str]:
     target.parent.mkdir(parents=True, exist_ok=True)
-    done = subprocess.run(_compile_command(ext, sources / ext.source, target), capture_output=True, text=True)
+    done = subprocess.run(_compile_command(ext, sources / ext.source, target, ASAN), capture_output=True, text=True)
     return done.returncode == 0, done.stderr
+
+
+def asan_runtime() -> str:
+    """The path of gcc's AddressSanitizer runtime, preloaded into the (uninstrumented) Python
+    that loads a sanitizer build: the runtime must come first in the process."""
+    path = subprocess.run(["gcc", "-print-file-name=libasan.so"], capture_output=True, text=True,
+                          check=True).stdout.strip()
+    if not Path(path).is_file():
+        raise SystemExit(f"no AddressSanitizer runtime found (gcc -print-file-name=libasan.so gave {path!r})")
+    return path
 
 
 def _digest(path: Path) -> str:
@@ -341,8 +381,12 @@ def run_tests(ext_names: list[str], swap: dict[str, Path], limit: float | None) 
     env["PYTHONPATH"] = os.pathsep.join([str(OUT / "site"), str(ROOT)])
     env["RMQLAB_MUTANT_SO"] = ";".join(f"{k}={v}" for k, v in swap.items())
     env["PYTHONDONTWRITEBYTECODE"] = "1"
+    if ASAN:
+        env["LD_PRELOAD"] = asan_runtime()
+        env["ASAN_OPTIONS"] = ASAN_OPTIONS
     started = time.monotonic()
-    proc = subprocess.Popen([sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", *tests],
+    proc = subprocess.Popen([sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider",
+                             *(ASAN_SKIP if ASAN else ()), *tests],
                             cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                             start_new_session=True)
     try:
@@ -363,6 +407,8 @@ def run_tests(ext_names: list[str], swap: dict[str, Path], limit: float | None) 
 def _check_swap(name: str, so: Path) -> None:
     """The finder really loads the scratch .so (a wrong path would test the package's own)."""
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(OUT / "site"), str(ROOT)]), RMQLAB_MUTANT_SO=f"{name}={so}")
+    if ASAN:
+        env.update(LD_PRELOAD=asan_runtime(), ASAN_OPTIONS=ASAN_OPTIONS)
     got = subprocess.run([sys.executable, "-c", f"import {name} as m; print(m.__file__)"], cwd=ROOT, env=env,
                          capture_output=True, text=True, check=True).stdout.strip()
     if Path(got) != so:
@@ -463,6 +509,38 @@ def table(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def _results_path(file: str) -> Path:
+    """Where a file's verdicts are kept: a sanitizer run's apart from the plain build's."""
+    return OUT / f"{Path(file).stem}.{Path(file).suffix[1:]}{'.asan' if ASAN else ''}.json"
+
+
+def asan_check() -> int:
+    """Every extension built with AddressSanitizer into the scratch directory (the package's own
+    .so files untouched) and all of :data:`TESTS` run with those builds loaded: the pytest exit
+    status (0: no test failed and no memory error aborted a process). Cost: the builds (about
+    10 s) and the tests, about twice their plain time."""
+    global ASAN
+    ASAN = True
+    prepare()
+    work = OUT / "asan"
+    shutil.rmtree(work, ignore_errors=True)
+    swap = {}
+    for ext in extensions().values():
+        so = work / (ext.name.split(".")[-1] + sysconfig.get_config_var("EXT_SUFFIX"))
+        ok, err = build(ext, NATIVE, so)
+        if not ok:
+            raise SystemExit(f"{ext.name} does not compile with {' '.join(ASAN_FLAGS)}:\n{err}")
+        _check_swap(ext.name, so)
+        swap[ext.name] = so
+    tests = sorted({t for ts in TESTS.values() for t in ts})
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(OUT / "site"), str(ROOT)]),
+               RMQLAB_MUTANT_SO=";".join(f"{k}={v}" for k, v in swap.items()), PYTHONDONTWRITEBYTECODE="1",
+               LD_PRELOAD=asan_runtime(), ASAN_OPTIONS=ASAN_OPTIONS)
+    print(f"{len(swap)} extensions built with {' '.join(ASAN_FLAGS)}; running {len(tests)} test files", flush=True)
+    return subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *ASAN_SKIP, *tests],
+                          cwd=ROOT, env=env).returncode
+
+
 def files() -> list[str]:
     """The C files and headers, in the order they run (the headers after the files using them)."""
     return sorted(p.name for p in NATIVE.glob("*.c")) + sorted(p.name for p in NATIVE.glob("*.h"))
@@ -477,7 +555,20 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--list", action="store_true", help="print the numbered mutants, run nothing")
     parser.add_argument("--report-only", action="store_true", help="the table of the last run")
+    parser.add_argument("--mutant", action="append", metavar="ID", default=[],
+                        help="run only the mutant of this stable id (see --list; repeatable), whatever the draw")
+    parser.add_argument("--asan", action="store_true",
+                        help="build the mutants and the baseline with AddressSanitizer and run the tests under it "
+                             "(memory errors kill); verdicts kept apart (<file>.asan.json)")
+    parser.add_argument("--asan-check", action="store_true",
+                        help="build every extension with AddressSanitizer and run all their tests, no mutant")
     args = parser.parse_args(argv)
+    global ASAN
+    ASAN = args.asan
+    if args.asan_check:
+        raise SystemExit(asan_check())
+    if args.mutant:
+        args.files = args.files or sorted({m.split(":", 1)[0] for m in args.mutant})
     chosen = args.files or files()
     unknown = set(chosen) - set(files())
     if unknown:
@@ -497,17 +588,29 @@ def main(argv: list[str] | None = None) -> None:
             continue
         every = sites(file)
         picked = sample(every, None if args.all else args.sample, args.seed)
+        if args.mutant:
+            picked = [m for m in every if m.key in args.mutant]
+            missing = {i for i in args.mutant if i.split(":", 1)[0] == file} - {m.key for m in every}
+            if missing:
+                raise SystemExit(f"no mutant {sorted(missing)} in {file} (see --list)")
         digests, took = baseline(file, mine)
         limit = TIMEOUT_FACTOR * took + TIMEOUT_EXTRA
         print(f"{file}: {len(every)} mutants, running {len(picked)} (seed {args.seed}); tests of "
               f"{', '.join(e.name for e in mine)} take {took:.1f} s unmutated, limit {limit:.0f} s", flush=True)
-        path = OUT / f"{Path(file).stem}.{Path(file).suffix[1:]}.json"
-        results = {"total": len(every), "seed": args.seed, "sample": None if args.all else args.sample,
+        path = _results_path(file)
+        results = {"total": len(every), "seed": args.seed,
+                   "sample": "ids" if args.mutant else None if args.all else args.sample,
                    "tests": sorted({t for e in mine for t in TESTS[e.name]}), "source": _digest(NATIVE / file),
                    "baseline_s": round(took, 1), "mutants": {}}
         # an interrupted run of the same source, tests and draw goes on where it stopped
         before = json.loads(path.read_text()) if path.exists() else {}
-        if {k: before.get(k) for k in ("seed", "sample", "tests", "source")} == \
+        if args.mutant and {k: before.get(k) for k in ("tests", "source")} == \
+                {k: results[k] for k in ("tests", "source")}:
+            # mutants run by id join the last run of the same source and tests, in place of
+            # their earlier verdicts
+            results.update(seed=before["seed"], sample=before["sample"])
+            results["mutants"] = {k: v for k, v in before["mutants"].items() if k not in args.mutant}
+        elif {k: before.get(k) for k in ("seed", "sample", "tests", "source")} == \
                 {k: results[k] for k in ("seed", "sample", "tests", "source")}:
             results["mutants"] = before["mutants"]
         for m in picked:
@@ -521,7 +624,7 @@ def main(argv: list[str] | None = None) -> None:
         path.write_text(json.dumps(results, indent=1))
     rows = []
     for file in chosen:
-        path = OUT / f"{Path(file).stem}.{Path(file).suffix[1:]}.json"
+        path = _results_path(file)
         if path.exists():
             rows.append(tally(file, json.loads(path.read_text())))
     text = table(rows)
