@@ -146,6 +146,7 @@ MODULES: dict[str, tuple[str, list[str]]] = {
         "tests/formats/commitlog/test_load.py",
         "tests/formats/test_dledger.py",
         "tests/formats/test_real_store_420.py",
+        "tests/store/test_recover_edges.py",
         DOCTESTS.format("rmqlab.store.recover"),
     ]),
     "verify_commitlog": ("rmqlab/verify/check_commitlog.py", [
@@ -178,6 +179,7 @@ MODULES: dict[str, tuple[str, list[str]]] = {
         "tests/kafka/test_rebuild.py",
         "tests/kafka/test_walk.py",
         "tests/kafka/test_damage.py",
+        "tests/kafka/test_rebuild_edges.py",
         DOCTESTS.format("rmqlab.kafka.rebuild"),
     ]),
     "capacity_model": ("rmqlab/capacity/model.py", [
@@ -205,6 +207,8 @@ EDGE_TESTS = {
     "dispatch_rules": "tests/rules/test_dispatch_edges.py",
     "dispatch_run": "tests/store/test_reput_edges.py",
     "capacity_model": "tests/capacity/test_model_edges.py",
+    "recovery": "tests/store/test_recover_edges.py",
+    "kafka_rebuild": "tests/kafka/test_rebuild_edges.py",
     "verify_consumequeue": "tests/verify/test_verify_edges.py",
     "verify_index": "tests/verify/test_verify_edges.py",
     "verify_cross": "tests/verify/test_verify_edges.py",

@@ -3,6 +3,8 @@
 read_message, which the decode tests reach only through buffers."""
 from __future__ import annotations
 
+import struct
+
 from commitlog_stdlib import read_commitlog
 from oracles import require_real_data
 
@@ -42,3 +44,25 @@ def test_arrow_text_dictionaries_hold_each_value_once(tmp_path) -> None:
         written = {v for v in table.column(name).to_pylist() if v is not None}
         assert len(values) == len(set(values))
         assert set(values) - {""} == written - {""}
+
+
+def test_a_dledger_entry_whose_body_is_not_a_message_ends_the_read_there(tmp_path) -> None:
+    # DLedgerCommitLog appends one message record an entry; an entry whose body's MAGICCODE
+    # (bytes 4..7 of the record, MessageDecoder) is neither v1's nor v2's holds no message.
+    # The second entry's body is 40 bytes: TOTALSIZE 40, MAGICCODE 0x12345678, zeros.
+    from dledger_model import HEAD, frame, write_ledger
+
+    from rmqlab.formats.commitlog import encode_message, read_columns
+
+    good = encode_message(topic="T", body=b"x" * 10)
+    junk = struct.pack(">ii", 40, 0x12345678).ljust(40, b"\0")
+    framed = frame([good, junk, good], 4096)
+    led = write_ledger(tmp_path / "dledger-n0", framed)
+    df = read_columns(led / "data", on_error="report")
+    r = df.attrs["report"]
+    found = r.damage + ([r.torn_tail] if r.torn_tail else [])
+    pos = framed.entries[1][2]
+    assert pos == HEAD.size + len(good)                  # the first entry: head and record
+    assert df["phy_offset"].tolist() == [HEAD.size]      # the first record only
+    assert [(d.path, d.offset, d.field) for d in found] == [(str(led / "data" / f"{0:020d}"), pos, "MAGICCODE")]
+    assert "0x12345678" in found[0].reason

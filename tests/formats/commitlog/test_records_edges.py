@@ -53,3 +53,18 @@ def test_a_19_character_delay_reads_as_integer_parse_int_reads_it(tmp_path: Path
     # Integer.parseInt("0000000000123456789") is 123456789, and "-000...05" is -5
     assert _delays(tmp_path, ["0000000000123456789", "x", "-0000000000000000005", "+0007", "00000000000000000001.5"]) \
         == [123456789, 0, -5, 7, 1]
+
+
+def test_a_read_report_as_a_dictionary() -> None:
+    # what --json prints: the files read, the damage and the torn tail as their fields
+    damage = records.Damage("/c/0", 16, 16, "MAGICCODE", "bad magic")
+    torn = records.Damage("/c/1", 40, 1064, "TOTALSIZE", "runs past the end", kind="torn-tail")
+    r = records.ReadReport(files=("/c/0", "/c/1"), messages=2, damage=[damage], torn_tail=torn,
+                           end_phy_offset=1064, unread_from=None)
+    assert r.as_dict() == {
+        "files": ["/c/0", "/c/1"], "messages": 2,
+        "damage": [{"path": "/c/0", "offset": 16, "phy_offset": 16, "field": "MAGICCODE", "reason": "bad magic",
+                    "kind": "damage"}],
+        "torn_tail": {"path": "/c/1", "offset": 40, "phy_offset": 1064, "field": "TOTALSIZE",
+                      "reason": "runs past the end", "kind": "torn-tail"},
+        "end_phy_offset": 1064, "unread_from": None}
