@@ -625,6 +625,11 @@ JUDGED: dict[str, dict[tuple[int, ...], str]] = {
         (95,): "the index folder is <root>/index and the root exists (recovery has read the CommitLog in it), so "
                "creating parents creates nothing more",
     },
+    "rmqlab.store.recover.xǁ_IndexPlanǁ_header_ok": {
+        (33,): "the file's size was checked equal to the geometry's just before, and IndexFile.open with "
+               "index_num alone takes hash_slot_num from the size (Geometry.infer: (size - 40 - 20 * index_num) "
+               "/ 4), the same count",
+    },
     "rmqlab.verify.check_commitlog.xǁMessagesǁlookup": {
         (4,): "np.full of the Python int -1 is int64 without being told",
     },

@@ -66,3 +66,23 @@ def test_a_dledger_entry_whose_body_is_not_a_message_ends_the_read_there(tmp_pat
     assert df["phy_offset"].tolist() == [HEAD.size]      # the first record only
     assert [(d.path, d.offset, d.field) for d in found] == [(str(led / "data" / f"{0:020d}"), pos, "MAGICCODE")]
     assert "0x12345678" in found[0].reason
+
+
+def test_a_bound_inside_the_end_of_file_blank_and_one_in_the_last_files_zeros() -> None:
+    # the real 4.2.0 CommitLog (its README): 8,192-byte files, the first three of 47 records of
+    # 172 bytes then the end-of-file blank at 8,084, the fourth (the active one) of 38 records
+    # then zeros. max_bytes counts records, not the blank.
+    from rmqlab.formats.commitlog import iter_messages
+
+    folder = require_real_data("rocketmq/store-ericpangopher-4.2.0") / "commitlog"
+    # 8,088: 4 bytes past the first file's records, inside its blank's 8-byte head; the blank
+    # ends the file uncounted and the 4 bytes left fall in the second file, too few for a record
+    s = iter_messages(folder, max_bytes=47 * 172 + 4)
+    assert [m.phy_offset for m in s] == [172 * i for i in range(47)]
+    assert s.report.unread_from == 8192
+    assert s.report.unread_reason.startswith("4 bytes of the file within the bound")
+    # 100 bytes past every record: the bound ends in the active file's zeros, the end of its data
+    records = 3 * 47 + 38
+    s = iter_messages(folder, max_bytes=(3 * 47 + 38) * 172 + 100)
+    assert len(list(s)) == records
+    assert (s.report.unread_from, s.report.unread_reason) == (3 * 8192 + 38 * 172, "zeros up to the bound")
