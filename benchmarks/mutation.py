@@ -152,6 +152,7 @@ MODULES: dict[str, tuple[str, list[str]]] = {
     "verify_commitlog": ("rmqlab/verify/check_commitlog.py", [
         "tests/verify/test_verify.py",
         "tests/rules/test_versions.py",
+        "tests/verify/test_verify_edges.py",
         DOCTESTS.format("rmqlab.verify.check_commitlog"),
     ]),
     "verify_consumequeue": ("rmqlab/verify/check_consumequeue.py", [
@@ -173,6 +174,7 @@ MODULES: dict[str, tuple[str, list[str]]] = {
         "tests/kafka/test_log.py",
         "tests/kafka/test_walk.py",
         "tests/kafka/test_damage.py",
+        "tests/kafka/test_log_edges.py",
         DOCTESTS.format("rmqlab.kafka.log"),
     ]),
     "kafka_rebuild": ("rmqlab/kafka/rebuild.py", [
@@ -208,7 +210,9 @@ EDGE_TESTS = {
     "dispatch_run": "tests/store/test_reput_edges.py",
     "capacity_model": "tests/capacity/test_model_edges.py",
     "recovery": "tests/store/test_recover_edges.py",
+    "kafka_log": "tests/kafka/test_log_edges.py",
     "kafka_rebuild": "tests/kafka/test_rebuild_edges.py",
+    "verify_commitlog": "tests/verify/test_verify_edges.py",
     "verify_consumequeue": "tests/verify/test_verify_edges.py",
     "verify_index": "tests/verify/test_verify_edges.py",
     "verify_cross": "tests/verify/test_verify_edges.py",

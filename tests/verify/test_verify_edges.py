@@ -11,6 +11,7 @@ import struct
 from pathlib import Path
 
 import pytest
+from commitlog_stdlib import read_commitlog
 from indexfile_stdlib import read_index_file
 from oracles import require_real_data
 
@@ -172,3 +173,24 @@ def test_a_queue_checked_from_one_file_names_that_file(tmp_path):
     assert rep.path == str(p)
     assert [(x.check, x.path, x.offset, x.field) for x in rep.problems] == [
         ("cq.order", str(p), 40, "unit.commitlog_offset")]
+
+
+def test_a_unit_past_the_active_files_data_is_past_the_commitlog_end(store_copy):
+    # the active (last) CommitLog file ends in zeros, not a blank: the CommitLog ends after its
+    # last record (CommitLog.getMaxOffset: the write position), not at the end of the file
+    msgs = read_commitlog(store_copy / "commitlog")
+    end = msgs[-1]["phy_offset"] + msgs[-1]["total_size"]
+    last = sorted((store_copy / "commitlog").iterdir())[-1]
+    assert end < int(last.name) + last.stat().st_size            # room left in the active file
+    # one unit after a queue's last one, for a 64-byte message at the CommitLog's end
+    for cq_file in sorted((store_copy / "consumequeue").glob("*/*/*"), reverse=True):
+        data = cq_file.read_bytes()
+        free = next((i for i in range(0, len(data), 20) if not any(data[i:i + 20])), None)
+        if free is not None and free > 0:
+            break
+    with open(cq_file, "r+b") as f:
+        f.seek(free)
+        f.write(_UNIT.pack(end, 64, 0))
+    r = verify_path(store_copy, hash_slot_num=HSN, index_num=INUM)
+    found = [(x.path, x.offset) for x in r.problems if x.check == "cq.past-commitlog-end"]
+    assert found == [(str(cq_file), free)]
