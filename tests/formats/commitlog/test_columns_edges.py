@@ -86,3 +86,22 @@ def test_a_bound_inside_the_end_of_file_blank_and_one_in_the_last_files_zeros() 
     s = iter_messages(folder, max_bytes=(3 * 47 + 38) * 172 + 100)
     assert len(list(s)) == records
     assert (s.report.unread_from, s.report.unread_reason) == (3 * 8192 + 38 * 172, "zeros up to the bound")
+
+
+def test_a_bad_magic_in_a_full_file_is_damage_named_by_its_field(tmp_path) -> None:
+    # record 5 of the real 4.2.0 CommitLog's first file (172-byte records) gets a MAGICCODE that
+    # is none of v1, v2 or the blank's (CommitLog.checkMessageAndReturnSize): the rest of that
+    # file, records 5..46, cannot be framed; the other 137 of the 179 messages read
+    import shutil
+
+    from rmqlab.formats.commitlog import read_columns
+
+    folder = tmp_path / "commitlog"
+    shutil.copytree(require_real_data("rocketmq/store-ericpangopher-4.2.0") / "commitlog", folder)
+    first = folder / f"{0:020d}"
+    data = bytearray(first.read_bytes())
+    struct.pack_into(">i", data, 5 * 172 + 4, 0x12345678)
+    first.write_bytes(bytes(data))
+    df = read_columns(folder, on_error="report")
+    assert len(df) == 179 - (47 - 5)
+    assert [(d.path, d.offset, d.field) for d in df.attrs["report"].damage] == [(str(first), 5 * 172, "MAGICCODE")]
