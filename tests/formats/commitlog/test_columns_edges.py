@@ -105,3 +105,25 @@ def test_a_bad_magic_in_a_full_file_is_damage_named_by_its_field(tmp_path) -> No
     df = read_columns(folder, on_error="report")
     assert len(df) == 179 - (47 - 5)
     assert [(d.path, d.offset, d.field) for d in df.attrs["report"].damage] == [(str(first), 5 * 172, "MAGICCODE")]
+
+
+def test_a_dledger_entry_cut_short_at_the_ledgers_end_is_a_torn_tail(tmp_path) -> None:
+    # the last of three entries had its last 20 bytes never written (zeros), and only zeros
+    # follow: a write cut short in a preallocated file, the end of the data rather than damage
+    from dledger_model import frame, write_ledger
+
+    from rmqlab.formats.commitlog import encode_message, read_columns
+
+    good = encode_message(topic="T", body=b"x" * 40)
+    framed = frame([good, good, good], 4096)
+    led = write_ledger(tmp_path / "dledger-n0", framed)
+    path = led / "data" / f"{0:020d}"
+    data = bytearray(path.read_bytes())
+    _, _, pos, size = framed.entries[2]
+    data[pos + size - 20:pos + size] = bytes(20)
+    path.write_bytes(bytes(data))
+    df = read_columns(led / "data", on_error="report", check_crc=True)
+    r = df.attrs["report"]
+    assert df["phy_offset"].tolist() == framed.record_offsets[:2]
+    assert r.damage == []
+    assert (r.torn_tail.path, r.torn_tail.offset, r.torn_tail.kind) == (str(path), pos, "torn-tail")
