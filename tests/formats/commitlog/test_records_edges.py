@@ -68,3 +68,19 @@ def test_a_read_report_as_a_dictionary() -> None:
         "torn_tail": {"path": "/c/1", "offset": 40, "phy_offset": 1064, "field": "TOTALSIZE",
                       "reason": "runs past the end", "kind": "torn-tail"},
         "end_phy_offset": 1064, "unread_from": None}
+
+
+def test_a_record_that_changed_while_read_in_the_last_file_is_a_torn_tail(tmp_path: Path) -> None:
+    # the last file of a live store: the walk saw a bad head at 16 and, reading it again, found
+    # it changed (a write in flight): the end of the data, named as such, not damage
+    buf = bytearray(64)
+    struct.pack_into(">iI", buf, 16, 40, 0x0BADF00D)
+    buf[24:64] = b"\x07" * 40                    # the record's bytes, none of them zeros
+    path = tmp_path / "00000000000000001024"
+    path.write_bytes(bytes(buf))
+    f = StoreFile(path, 1024, 64)
+    code, field, _ = records.check_head(buf, 16, len(buf))
+    dmg = records.classify_stop(buf, f, 16, code, field, records.CHANGED_WHILE_READ, True, None)
+    assert (dmg.path, dmg.offset, dmg.phy_offset, dmg.field, dmg.kind) == (str(path), 16, 1040, "MAGICCODE",
+                                                                           "torn-tail")
+    assert dmg.reason == "torn tail: the record changed while it was read (a write in flight)"
