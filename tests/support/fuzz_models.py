@@ -195,13 +195,22 @@ def message_fields(data: bytes) -> dict | None:
     its length fields agree with TOTALSIZE (calMsgLength) and it lies within the bytes; else
     None."""
     got = message_length(data, 0)
-    if got is None or got[0] != got[1] or got[0] > len(data):
+    if got is None or got[0] != got[1] or not 0 < got[0] <= len(data):
         return None
+    try:
+        return _message_fields(data)
+    except struct.error:   # a negative length can make calMsgLength agree with a record cut short
+        return None
+
+
+def _message_fields(data: bytes) -> dict | None:
     total, magic, _, queue_id, flag, queue_offset, phy, sys_flag = struct.unpack_from(">iiiiiqqi", data, 0)
     born = 20 if sys_flag & 0x10 else 8
     store = 20 if sys_flag & 0x20 else 8
     at = 40 + 8 + born + 8 + store + 4 + 8
     body_len = struct.unpack_from(">i", data, at)[0]
+    if body_len < 0:
+        return None
     body = data[at + 4:at + 4 + body_len]
     at += 4 + body_len
     if magic == MAGIC_V2:
