@@ -44,7 +44,6 @@ import argparse
 import ast
 import datetime as dt
 import json
-import math
 import os
 import random
 import shutil
@@ -54,6 +53,8 @@ import textwrap
 import time
 import tomllib
 from pathlib import Path
+
+from mutation_c import wilson  # the one Wilson interval of both parts' reports
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "benchmarks" / "out" / "mutation"
@@ -861,16 +862,6 @@ def only_a_message_changed(original: str, mutated: str) -> bool:
         return _without_messages(original) == _without_messages(mutated)
     except SyntaxError:
         return False
-
-
-def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
-    """The 95 % Wilson score interval of a proportion k / n."""
-    if n == 0:
-        return float("nan"), float("nan")
-    p = k / n
-    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-    return max(0.0, centre - half), min(1.0, centre + half)
 
 
 def draw(module: str, size: int, seed: int) -> list[str]:
