@@ -6,7 +6,11 @@ STAMP   := $(VENV)/.installed
 LAB_PORT ?= 8888
 APP_PORT ?= 8866
 # A fresh secret for each `make app`, so the app is not open to every local user.
-APP_TOKEN ?= $(shell python3 -c 'import secrets; print(secrets.token_hex(24))')
+ifeq ($(origin APP_TOKEN),undefined)
+# Drawn once, at its first use: the URL `make app` prints and the token Voila gets are the same
+# string (a recursive ?= drew a new one at each use, so the printed URL led to a login page).
+APP_TOKEN = $(eval APP_TOKEN := $(shell python3 -c 'import secrets; print(secrets.token_hex(24))'))$(APP_TOKEN)
+endif
 ALLOW_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root,)
 
 .PHONY: test check lab app java chromium fonts broker-tools brokers screenshots bench bench-store bench-commitlog bench-dispatch bench-kafka bench-spark \

@@ -71,3 +71,24 @@ def test_dev_extra_includes_every_other_extra():
 
 def test_environment_yml_installs_the_package_itself():
     assert re.search(r"^\s+- pip:\s*\n\s+- --editable \.\s*$", (ROOT / "environment.yml").read_text(), re.M)
+
+
+def test_make_app_prints_the_url_of_the_token_voila_gets():
+    """`make app`'s printed URL carries the token Voila is started with (one draw, not one a use),
+    and a token given on the command line is used as given. Judged by make's own dry run."""
+    import subprocess
+
+    root = Path(__file__).resolve().parents[1]
+
+    def tokens(*args: str) -> tuple[str, str]:
+        out = subprocess.run(["make", "-n", "app", *args], cwd=root, capture_output=True, text=True,
+                             check=True).stdout
+        printed = re.search(r"/\?token=(\S+?)\"", out)
+        given = re.search(r"--Voila\.token=(\S+)", out)
+        assert printed and given, out
+        return printed.group(1), given.group(1)
+
+    printed, given = tokens()
+    assert printed == given and re.fullmatch(r"[0-9a-f]{48}", printed)
+    assert tokens("APP_TOKEN=mine") == ("mine", "mine")
+    assert tokens()[0] != printed   # a fresh token a run
