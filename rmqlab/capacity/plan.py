@@ -26,6 +26,7 @@ import re
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from rmqlab.errors import RmqlabError
@@ -474,6 +475,12 @@ class Plan:
             out["compare"] = [dataclasses.asdict(a) for a in self.compare]
         return out
 
+    @property
+    def title(self) -> str:
+        """The reports' title: "Capacity plan: <name>", or "Capacity plan" while the plan keeps
+        the default name (which would only repeat it)."""
+        return "Capacity plan" if self.name == FIELDS["plan"]["name"].default else f"Capacity plan: {self.name}"
+
     def replace(self, changes: Mapping[str, Any] | None = None, **plain: Any) -> Plan:
         """A new plan with some inputs changed, by dotted path (validated like the TOML):
         ``p.replace({"traffic.messages_per_second": 2000, "index.hash_slot_num": 1_000_000})``."""
@@ -588,13 +595,18 @@ def parse_plan(mapping: Mapping[str, Any]) -> Plan:
 
 
 def load_plan(path: str | os.PathLike) -> Plan:
-    """Read and validate a TOML plan file (stdlib ``tomllib``). A TOML syntax error becomes a
-    :class:`PlanError` with field ``"toml"`` and the parser's line/column."""
+    """Read and validate a TOML plan file (stdlib ``tomllib``); a file without ``[plan] name``
+    is named by its file name without the suffix. A TOML syntax error becomes a
+    :class:`PlanError` with field ``"toml"`` and the parser's line/column. Cost: O(file)."""
     with open(path, "rb") as f:
         try:
             data = tomllib.load(f)
         except tomllib.TOMLDecodeError as e:
             raise PlanError("toml", f"{os.fspath(path)}: {e}") from None
+    head = data.get("plan")
+    if head is None or (isinstance(head, dict) and "name" not in head):
+        # a plan file that names nothing is named by its file: shop.toml's reports say "shop"
+        data["plan"] = {**(head or {}), "name": Path(path).stem}
     return parse_plan(data)
 
 

@@ -498,8 +498,8 @@ def render_report(plan: Plan | PlanAnalysis, *, samples: int = 2000, seed: int |
     rec = a.recommendation
     parts = ["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
              '<meta name="viewport" content="width=device-width, initial-scale=1">',
-             f"<title>Capacity plan: {_esc(p.name)}</title><style>{_CSS}</style></head><body><main>",
-             f"<h1>Capacity plan: {_esc(p.name)}</h1>",
+             f"<title>{_esc(p.title)}</title><style>{_CSS}</style></head><body><main>",
+             f"<h1>{_esc(p.title)}</h1>",
              f'<p class="sub">RocketMQ store sized by rmqlab.capacity: index, ConsumeQueue and CommitLog '
              f"under {format_value(p.retention.file_reserved_time_hours.likely, 'hours')} of retention on a "
              f"{format_value(p.disk.capacity_bytes, 'bytes')} disk, "

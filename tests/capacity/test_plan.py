@@ -146,3 +146,15 @@ def test_parse_size_rejects(bad):
 def test_parse_size_property(n, unit, space):
     name, mult = unit
     assert parse_size(f"{n}{' ' if space else ''}{name}") == n * mult
+
+
+def test_a_plan_file_without_a_name_is_named_by_its_file_and_titled_once(tmp_path):
+    """Reports say "Capacity plan: shop" for shop.toml, never "Capacity plan: capacity plan"."""
+    path = tmp_path / "shop.toml"
+    path.write_text('[traffic]\nmessages_per_second = 500\n')
+    plan = load_plan(path)
+    assert plan.name == "shop" and plan.title == "Capacity plan: shop"
+    path.write_text('[plan]\nseed = 3\n')
+    assert load_plan(path).name == "shop" and load_plan(path).seed == 3
+    assert parse_plan({}).title == "Capacity plan"                          # the default name, not repeated
+    assert parse_plan({"plan": {"name": "orders 2027"}}).title == "Capacity plan: orders 2027"

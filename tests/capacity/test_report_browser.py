@@ -138,7 +138,7 @@ def test_the_report_opens_in_chromium_with_every_figure(report, browser):
 
         headings = page.evaluate("() => [...document.querySelectorAll('h2')].map(h => [h.id, h.innerText])")
         assert [tuple(h) for h in headings] == list(SECTIONS)
-        assert page.inner_text("h1") == f"Capacity plan: {analysis.plan.name}"
+        assert page.inner_text("h1") == analysis.plan.title
         assert page.inner_text(".recommendation") == analysis.recommendation.text
         best = page.inner_text("table.configurations tr.best td")
         assert best == analysis.recommendation.configuration
@@ -322,7 +322,7 @@ def test_notebook_06_shows_its_report(notebook_06, report):
     link = page.locator(".jp-OutputArea-output a[href*='capacity-report.html']").first
     assert link.count() == 1
     frame = _frame_of(page, ".jp-OutputArea-output iframe")
-    assert frame.inner_text("h1") == f"Capacity plan: {analysis.plan.name}"
+    assert frame.inner_text("h1") == analysis.plan.title
     assert frame.inner_text(".recommendation") == analysis.recommendation.text
     assert frame.evaluate("() => [...document.images].every(i => i.complete && i.naturalWidth > 400)")
     assert_nothing_overflows(frame)
