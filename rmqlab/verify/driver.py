@@ -475,23 +475,24 @@ class _StoreQueues:
         checked = (self.pool.ordered(queue_checks_apart, [(folder, self.cq_size, end) for folder in self.folders])
                    if self.pool.parallel else None)
         try:
-            rep.cross_counts["cq_units"] = self._queue_reports(rep, scan, side, targets, broker_version, checked)
+            rep.cross_counts["cq_units"] = self._queue_reports(rep, scan, end, side, targets, broker_version,
+                                                               checked)
         finally:
             if checked is not None:
                 checked.close()
         for folder in self.batch_folders:
-            rep.files.append(batch_queue_checks(self.bcq[folder], scan.end_offset if scan is not None else None))
+            rep.files.append(batch_queue_checks(self.bcq[folder], end))
             if scan is not None:
                 rep.cross += self.batch[folder].problems()
         if scan is not None:
             add_problem(rep.cross, self.missing.result())
 
-    def _queue_reports(self, rep: VerifyReport, scan: CommitLogScan | None, side: Messages | None, targets: set,
-                       broker_version: str | None, checked) -> int:
+    def _queue_reports(self, rep: VerifyReport, scan: CommitLogScan | None, end: int | None, side: Messages | None,
+                       targets: set, broker_version: str | None, checked) -> int:
         """Each ConsumeQueue's report (its own checks: here, or from `checked`, the workers'
-        reports in folder order) and its units against the messages; returns the units."""
+        reports in folder order; `end` the CommitLog's end) and its units against the messages;
+        returns the units."""
         units = 0
-        end = scan.end_offset if scan is not None else None
         for folder in self.folders:
             q = self.cq[folder]
             if checked is None:

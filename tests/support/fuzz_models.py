@@ -647,3 +647,95 @@ def rocksdb_message_records(families: dict[str, list[tuple[bytes, bytes]]]) -> d
         else:
             out["trans"] += 1
     return out
+
+
+# ---------------------------------------------- checkpoint, ConsumeQueueExt, Kafka batches and offset commits
+
+
+def checkpoint_model(data: bytes) -> tuple[tuple[int, ...], bool]:
+    """StoreCheckpoint as the broker maps it, by struct alone: the six big-endian longs at 0, 8,
+    ..., 40 (bytes past the file's end read as zeros: the broker extends the file to 4096), and
+    whether a strict reader may accept the file (exactly 4096 bytes, nothing written past the
+    48 field bytes)."""
+    fields = struct.unpack(">6q", data[:48].ljust(48, b"\0"))
+    return fields, len(data) == 4096 and not any(data[48:])
+
+
+def ext_units_model(data: bytes, file_size: int) -> list[tuple[int, int, int, int, int]]:
+    """ConsumeQueueExt.recover's walk by struct alone, over `data` cut into `file_size`-byte
+    files: in each file, units while the 2-byte size is > 0, stopping at a size under the
+    20-byte header or a unit that runs past the file. Each unit as (logical offset, size,
+    tags code, store time, bit map size)."""
+    out = []
+    for start in range(0, len(data), file_size):
+        buf = data[start:start + file_size]
+        pos = 0
+        while pos + 2 <= len(buf):
+            size = struct.unpack_from(">h", buf, pos)[0]
+            if size < 20 or pos + size > len(buf):   # <= 0: the file's end of data; else a bad unit
+                break
+            tags, stored, bits = struct.unpack_from(">qqh", buf, pos + 2)
+            out.append((start + pos, size, tags, stored, bits))
+            pos += size
+    return out
+
+
+def whole_v2_batches(data: bytes, crc: bool = True) -> list[tuple[int, int, int, int]] | None:
+    """DefaultRecordBatch's header by struct: (position, attributes, last offset delta, record
+    count) of each batch when `data` is nothing but whole magic-2 batches (with their CRC-32C
+    right, when `crc`), else None. Fields: baseOffset i64 @0, batchLength i32 @8 (bytes after it), magic
+    i8 @16, crc u32 @17 (over attributes .. end), attributes i16 @21, lastOffsetDelta i32 @23,
+    ..., recordCount i32 @57; 61 header bytes."""
+    out, p = [], 0
+    while p < len(data):
+        if p + 61 > len(data):
+            return None
+        length = struct.unpack_from(">i", data, p + 8)[0]
+        end = p + 12 + length
+        if length < 49 or end > len(data) or data[p + 16] != 2:
+            return None
+        if crc and struct.unpack_from(">I", data, p + 17)[0] != crc32c(data[p + 21:end]):
+            return None
+        attributes, delta = struct.unpack_from(">hi", data, p + 21)
+        out.append((p, attributes, delta, struct.unpack_from(">i", data, p + 57)[0]))
+        p = end
+    return out
+
+
+def offset_commit_model(data: bytes) -> dict | None:
+    """OffsetCommitValue (GroupMetadataManager's schemas v0-v4) by struct: version i16, offset
+    i64, v3+ leaderEpoch i32, metadata (i16 length, or v4's compact uvarint length + 1) as
+    UTF-8, commitTimestamp i64, v1 expireTimestamp i64. None when the bytes run short, the
+    version is unknown, or the text is not strict UTF-8 (replacement rules differ between
+    Java and Python)."""
+    try:
+        version = struct.unpack_from(">h", data, 0)[0]
+        if not 0 <= version <= 4:
+            return None
+        out = {"version": version, "offset": struct.unpack_from(">q", data, 2)[0]}
+        p = 10
+        if version >= 3:
+            out["leaderEpoch"] = struct.unpack_from(">i", data, p)[0]
+            p += 4
+        if version >= 4:
+            n, shift, u = 0, 0, 0x80
+            while u & 0x80:
+                u = data[p]
+                n |= (u & 0x7F) << shift
+                shift, p = shift + 7, p + 1
+                if shift > 28:
+                    return None
+            n -= 1
+        else:
+            n = struct.unpack_from(">h", data, p)[0]
+            p += 2
+        if n < 0 or p + n > len(data):
+            return None
+        out["metadata"] = data[p:p + n].decode("utf-8")
+        p += n
+        out["commitTimestamp"] = struct.unpack_from(">q", data, p)[0]
+        if version == 1:
+            out["expireTimestamp"] = struct.unpack_from(">q", data, p + 8)[0]
+        return out
+    except (struct.error, IndexError, UnicodeDecodeError):
+        return None

@@ -53,8 +53,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import fuzz_models as fm  # the test-side models, standard library alone
 import numpy as np
-from kafka_stdlib import crc32c as stdlib_crc32c
 from oracles import MISSED, REAL_DATA, in_ci, missing
 
 from rmqlab.errors import RmqlabError
@@ -638,7 +638,6 @@ class IndexFileTarget(Target):
         """The C walk against the stdlib model of selectPhyOffset, for one key of the seed and
         one that matches no entry; the model answers (not None) when the file is the
         geometry's size, which most in-place mutations keep."""
-        import fuzz_models as fm
 
         max_num = rng.choice((1, 3, 64))
         begin, end = rng.choice(((0, LONG_MAX), (LONG_MIN, LONG_MAX), (1718000003000, LONG_MAX)))
@@ -846,7 +845,6 @@ class ConsumeQueueTarget(Target):
         return out
 
     def run(self, rt, seed, data, ops, rng, heavy):
-        import fuzz_models as fm
 
         from rmqlab.formats.consumequeue import ConsumeQueue, read_queue_info
 
@@ -1142,7 +1140,6 @@ class CommitLogTarget(Target):
     def _model(rt, data, paths, file_size, msgs, report, check_crc):
         """Where rmqlab reports no damage and no torn tail, or (CRCs unchecked) where the model
         finds each file's records framed soundly, both read the same records at the same places."""
-        import fuzz_models as fm
 
         walks = [fm.commitlog_file_walk(data[i * file_size:(i + 1) * file_size]) for i in range(len(paths))]
         sound = all(ok for _, ok in walks)
@@ -1279,7 +1276,6 @@ class MessageTarget(Target):
         return out
 
     def run(self, rt, seed, data, ops, rng, heavy):
-        import fuzz_models as fm
 
         from rmqlab.formats import commitlog as cl
 
@@ -1320,21 +1316,12 @@ _REAL_CHECKPOINTS = {"real-4.2.0": "store-ericpangopher-4.2.0/checkpoint",
                      "real-5.3.1": "config-guoming-5.3.1/checkpoint"}
 
 
-def checkpoint_model(data: bytes) -> tuple[tuple[int, ...], bool]:
-    """StoreCheckpoint as the broker maps it, by struct alone: the six big-endian longs at 0, 8,
-    ..., 40 (bytes past the file's end read as zeros: the broker extends the file to 4096), and
-    whether a strict reader may accept the file (exactly 4096 bytes, nothing written past the
-    48 field bytes)."""
-    fields = struct.unpack(">6q", data[:48].ljust(48, b"\0"))
-    return fields, len(data) == 4096 and not any(data[48:])
-
-
 class CheckpointTarget(Target):
     """StoreCheckpoint: read_checkpoint (strict and not) and everything a reader shows of it:
     describe() in UTC and the local zone, times(), layout, the recovery timestamps. Seeds: the
-    three layouts written here and the real files of ../shared. Model (:func:`checkpoint_model`):
-    the fields read equal the struct's, and strict reading accepts exactly the files the model
-    calls whole."""
+    three layouts written here and the real files of ../shared. Model
+    (:func:`fuzz_models.checkpoint_model`): the fields read equal the struct's, and strict
+    reading accepts exactly the files the model calls whole."""
 
     name = "checkpoint"
 
@@ -1363,7 +1350,7 @@ class CheckpointTarget(Target):
         p.write_bytes(data)
         import datetime as dt
 
-        want, whole = checkpoint_model(data)
+        want, whole = fm.checkpoint_model(data)
         strict = rt.call("read_checkpoint(strict=True)", read_checkpoint, p)
         rt.agree((strict is not None) == whole, "read_checkpoint(strict=True)",
                  f"{len(data)}-byte file {'refused' if whole else 'accepted'}; the model calls it "
@@ -1388,31 +1375,12 @@ EXT_FILE = 84   # (84 - 4) // 20 = 4 bit-map-less units a file, then the -1 fill
 _REAL_EXT = (f"{_REAL_RMQ_STORE_420}/consumequeue_ext/abc/0", 840)
 
 
-def ext_units_model(data: bytes, file_size: int) -> list[tuple[int, int, int, int, int]]:
-    """ConsumeQueueExt.recover's walk by struct alone, over `data` cut into `file_size`-byte
-    files: in each file, units while the 2-byte size is > 0, stopping at a size under the
-    20-byte header or a unit that runs past the file. Each unit as (logical offset, size,
-    tags code, store time, bit map size)."""
-    out = []
-    for start in range(0, len(data), file_size):
-        buf = data[start:start + file_size]
-        pos = 0
-        while pos + 2 <= len(buf):
-            size = struct.unpack_from(">h", buf, pos)[0]
-            if size < 20 or pos + size > len(buf):   # <= 0: the file's end of data; else a bad unit
-                break
-            tags, stored, bits = struct.unpack_from(">qqh", buf, pos + 2)
-            out.append((start + pos, size, tags, stored, bits))
-            pos += size
-    return out
-
-
 class ConsumeQueueExtTarget(Target):
     """ConsumeQueueExt folders: open/read (strict and not, given and inferred file size), the
     walk (units, count, end), get at unit starts and hostile addresses, locate/resolve (must
     agree with get), iter_units, to_frame, problems/check, read_ext_info; the input bytes are
     cut into 84-byte files (a real folder's seed into its own 840-byte files). Model
-    (:func:`ext_units_model`): the units walked, and end_offset, equal recover()'s walk done by
+    (:func:`fuzz_models.ext_units_model`): the units walked, and end_offset, equal recover()'s walk done by
     struct."""
 
     name = "consumequeue_ext"
@@ -1439,7 +1407,7 @@ class ConsumeQueueExtTarget(Target):
         files = [_real_rocketmq_bytes(f"{folder}/{start:020d}") for start in (0, size)]
         if all(f is not None for f in files):
             data = b"".join(f for f in files if f is not None)
-            starts = [u[0] for u in ext_units_model(data, size)]
+            starts = [u[0] for u in fm.ext_units_model(data, size)]
             fields = [Field(f"unit@{at}.{f.name}", at + f.offset, f.size) for at in starts[::7]
                       for f in UNIT_HEADER.fields]
             out.append(Seed("real-4.2.0", data, fields, starts, None,
@@ -1462,7 +1430,7 @@ class ConsumeQueueExtTarget(Target):
         with x:
             units = rt.call("units", lambda: x.units)
             if units is not None:
-                want = ext_units_model(data, file_size)
+                want = fm.ext_units_model(data, file_size)
                 got = list(zip(*(units[c].tolist() for c in ("offset", "size", "tags_code", "msg_store_time",
                                                             "bit_map_size"))))
                 first = next((i for i, (g, w) in enumerate(zip(got, want)) if g != w), min(len(got), len(want)))
@@ -1812,7 +1780,6 @@ class KafkaLogTarget(Target):
 
         bs = rt.call("walk_batches", walk)
         if bs is not None:
-            import fuzz_models as fm
 
             frames, how = fm.kafka_frames(bytes(data))
             got = [(b.position, b.size, b.magic, b.last_offset) for b in bs]
@@ -1946,28 +1913,6 @@ def _fix_crcs(data: bytes) -> bytes:
 # ------------------------------------------------------------------------------- Kafka internal topics
 
 
-def whole_v2_batches(data: bytes, crc: bool = True) -> list[tuple[int, int, int, int]] | None:
-    """DefaultRecordBatch's header by struct: (position, attributes, last offset delta, record
-    count) of each batch when `data` is nothing but whole magic-2 batches (with their CRC-32C
-    right, when `crc`), else None. Fields: baseOffset i64 @0, batchLength i32 @8 (bytes after it), magic
-    i8 @16, crc u32 @17 (over attributes .. end), attributes i16 @21, lastOffsetDelta i32 @23,
-    ..., recordCount i32 @57; 61 header bytes."""
-    out, p = [], 0
-    while p < len(data):
-        if p + 61 > len(data):
-            return None
-        length = struct.unpack_from(">i", data, p + 8)[0]
-        end = p + 12 + length
-        if length < 49 or end > len(data) or data[p + 16] != 2:
-            return None
-        if crc and struct.unpack_from(">I", data, p + 17)[0] != stdlib_crc32c(data[p + 21:end]):
-            return None
-        attributes, delta = struct.unpack_from(">hi", data, p + 21)
-        out.append((p, attributes, delta, struct.unpack_from(">i", data, p + 57)[0]))
-        p = end
-    return out
-
-
 def _real_batches_prefix(relative: str, batches: int) -> bytes | None:
     """The first `batches` batches of a real segment (whole batches, by their length field)."""
     raw = _real_bytes(REAL_KAFKA / relative)
@@ -1989,45 +1934,6 @@ _REAL_OFFSETS_SEGMENTS = (
     "flink-on-prem/__consumer_offsets-28/00000000000000000000.log",
     "LDI-POC/__consumer_offsets-6/00000000000000000000.log",
 )
-
-
-def offset_commit_model(data: bytes) -> dict | None:
-    """OffsetCommitValue (GroupMetadataManager's schemas v0-v4) by struct: version i16, offset
-    i64, v3+ leaderEpoch i32, metadata (i16 length, or v4's compact uvarint length + 1) as
-    UTF-8, commitTimestamp i64, v1 expireTimestamp i64. None when the bytes run short, the
-    version is unknown, or the text is not strict UTF-8 (replacement rules differ between
-    Java and Python)."""
-    try:
-        version = struct.unpack_from(">h", data, 0)[0]
-        if not 0 <= version <= 4:
-            return None
-        out = {"version": version, "offset": struct.unpack_from(">q", data, 2)[0]}
-        p = 10
-        if version >= 3:
-            out["leaderEpoch"] = struct.unpack_from(">i", data, p)[0]
-            p += 4
-        if version >= 4:
-            n, shift, u = 0, 0, 0x80
-            while u & 0x80:
-                u = data[p]
-                n |= (u & 0x7F) << shift
-                shift, p = shift + 7, p + 1
-                if shift > 28:
-                    return None
-            n -= 1
-        else:
-            n = struct.unpack_from(">h", data, p)[0]
-            p += 2
-        if n < 0 or p + n > len(data):
-            return None
-        out["metadata"] = data[p:p + n].decode("utf-8")
-        p += n
-        out["commitTimestamp"] = struct.unpack_from(">q", data, p)[0]
-        if version == 1:
-            out["expireTimestamp"] = struct.unpack_from(">q", data, p + 8)[0]
-        return out
-    except (struct.error, IndexError, UnicodeDecodeError):
-        return None
 
 
 class KafkaInternalTopicsTarget(Target):
@@ -2072,7 +1978,7 @@ class KafkaInternalTopicsTarget(Target):
         for rel in _REAL_OFFSETS_SEGMENTS:
             data = _real_batches_prefix(rel, _REAL_SEED_BATCHES)
             if data is not None:
-                hot = [b[0] for b in whole_v2_batches(data) or ()]
+                hot = [b[0] for b in fm.whole_v2_batches(data) or ()]
                 fields = [Field(f"batch@{p}.{n}", p + at, w) for p in hot for n, at, w in
                           (("batchLength", 8, 4), ("attributes", 21, 2), ("lastOffsetDelta", 23, 4),
                            ("recordCount", 57, 4))]
@@ -2088,7 +1994,7 @@ class KafkaInternalTopicsTarget(Target):
             decode = it.decode_group_record if offsets else it.decode_transaction_record
             r = rt.call("decode", decode, seed.meta["key"], data, path="f", value_offset=100)
             if offsets and r is not None and r.name == "OffsetCommit":
-                want = offset_commit_model(data)
+                want = fm.offset_commit_model(data)
                 if want is not None:
                     got = dict(r.value or {}, version=r.value_version)
                     rt.agree(got == want, "decode", f"OffsetCommit value {got}; by struct {want}")
@@ -2098,7 +2004,7 @@ class KafkaInternalTopicsTarget(Target):
             return
         if offsets:
             rows = rt.call("group_records", it.group_records, data)
-            batches = whole_v2_batches(data, crc=False)
+            batches = fm.whole_v2_batches(data, crc=False)
             if rows is not None and batches is not None and not any(a & 0x07 for _, a, _, _ in batches):
                 # whole, uncompressed batches read without error: a row per record (the count in
                 # the batch header, which DefaultRecordBatch's iterator reads exactly) of every
@@ -2151,8 +2057,6 @@ class MsgIdTarget(Target):
 
     def run(self, rt, seed, data, ops, rng, heavy):
         import ipaddress
-
-        import fuzz_models as fm
 
         from rmqlab.formats import msgid as mi
 
@@ -2233,7 +2137,6 @@ class KafkaProducerSnapshotTarget(Target):
         return out
 
     def run(self, rt, seed, data, ops, rng, heavy):
-        import fuzz_models as fm
 
         from rmqlab.kafka import producer_state as ps
 
@@ -2299,7 +2202,6 @@ class KafkaTxnIndexTarget(Target):
         p = rt.fresh_dir() / rng.choice(("00000000000000000000.txnindex", "00000000000000000020.txnindex"))
         p.write_bytes(data)
         df = rt.call("read_txn_index", tx.read_txn_index, p)
-        import fuzz_models as fm
 
         want = fm.txn_index(data)
         got = None if df is None else list(df[["version", "producer_id", "first_offset", "last_offset",
@@ -2388,7 +2290,6 @@ class KafkaKraftTarget(Target):
             recs = rt.call("read_metadata_records(bytes)", kraft.read_metadata_records, data, errors="keep",
                            torn_tail=torn)
             if recs is not None:
-                import fuzz_models as fm
 
                 batches = fm.kafka_v2_batches(data)
                 if batches is not None:
@@ -2498,7 +2399,6 @@ class StoreConfigTarget(Target):
         topics and groups are the table's keys; the delay levels and the consumer offsets its
         (integer) entries. Where the model does not read the document, or a table holds values
         of other types (whose conversion is fastjson's), it stays undecided."""
-        import fuzz_models as fm
 
         doc = fm.config_json(data)
         if not isinstance(doc, dict):
@@ -2593,7 +2493,6 @@ class KafkaTextFilesTarget(Target):
 
     @staticmethod
     def _model(rt, data, path):
-        import fuzz_models as fm
 
         from rmqlab.kafka import checkpoints as kc
 
@@ -2661,7 +2560,6 @@ class BatchConsumeQueueTarget(Target):
         if q is None:
             return
         with q:
-            import fuzz_models as fm
 
             want = fm.batch_queue_units([data[i:i + BCQ_FILE] for i in range(0, len(data), BCQ_FILE)], BCQ_FILE)
             if want is not None:
@@ -2768,7 +2666,6 @@ class TimerTarget(Target):
         if log is None:
             return
         with log:
-            import fuzz_models as fm
 
             size = max(seed.meta["file_size"], 1)
             want = fm.timer_log_units([(i, log_bytes[i:i + size]) for i in range(0, len(log_bytes), size)])
@@ -2887,7 +2784,6 @@ class CompactionTarget(Target):
                 got = rt.call("iterate_from_or_next", q.iterate_from_or_next, x)
                 n = 0 if got is None else len(got)
                 rt.expect(n <= BCQ_FILE // 46, "iterate_from_or_next", f"{n} units")
-        import fuzz_models as fm
 
         buf = data[:cut]
         last = (len(buf) // 46 - 1) * 46
@@ -2971,7 +2867,6 @@ class RevivelogTarget(Target):
         tag = seed.meta["tag"] if rng.random() < 0.8 else rng.choice(["ck", "ack", "bAck", "other"])
         got = rt.call("parse_revive_body", rl.parse_revive_body, tag, data, path="revive-body", offset=0)
         if isinstance(got, (rl.PopCheckPoint, rl.PopAck)):
-            import fuzz_models as fm
 
             ck = isinstance(got, rl.PopCheckPoint)
             names = ("start_offset", "pop_time", "queue_id", "topic") + (("num",) if ck else ())
@@ -3052,7 +2947,6 @@ class TieredIndexTarget(Target):
                     rt.expect(len(got) <= 65, "query", f"{len(got)} items for at most 65")
             items = rt.call("items", f.items)
             if items is not None:
-                import fuzz_models as fm
 
                 want = fm.tiered_local_items(data, seed.meta["slots"])
                 if want is not None:
@@ -3147,7 +3041,6 @@ class TieredIndex51Target(Target):
         cut = min(seed.meta["cut"], len(data))
         up.write_bytes(data[:cut])
         (folder / "0000").write_bytes(data[cut:])
-        import fuzz_models as fm
 
         def rows(a):
             return "refused" if a is None else [tuple(int(x) for x in r) for r in a.tolist()]
@@ -3249,7 +3142,6 @@ class TieredSegmentTarget(Target):
         rt.call("min_offset", lambda: queue.min_offset)
         items = rt.call("items", queue.items)
         if items is not None:
-            import fuzz_models as fm
 
             want = fm.tiered_queue_items(data[:cut], data[cut:], seed.meta["first"])
             got = list(items[["queue_offset", "commitlog_offset", "size", "tags_code"]]
@@ -3333,7 +3225,6 @@ class MessageRocksDBTarget(Target):
 
         families = self.unpack(data)
         db = rt.call("decode_families", mr.decode_families, families, path="rocksdbstore")
-        import fuzz_models as fm
 
         want = fm.rocksdb_message_records(families)
         # RocksDB holds each key once; two records of one key (the framing's, not a store's) leave
