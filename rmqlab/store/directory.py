@@ -46,7 +46,7 @@ from rmqlab.formats.msgid import parse_offset_msg_id
 from rmqlab.jvm.longs import LONG_MAX
 from rmqlab.rules.dispatch import is_lmq
 from rmqlab.store.indexservice import DEFAULT_MAX_MSGS_NUM_BATCH, IndexService
-from rmqlab.store.keyquery import MODES, KeyQuery, query_key, query_many
+from rmqlab.store.keyquery import MODES, KeyQuery, query_key, query_many, query_message_order
 from rmqlab.store.layout import StoreLayout
 from rmqlab.store.reput import DispatchReport, queue_groups
 from rmqlab.tables.times import ms_to_iso
@@ -763,7 +763,7 @@ class Store:
                      max_num: int = DEFAULT_MAX_MSGS_NUM_BATCH, mode: str = "broker",
                      index_type: str | None = None) -> pd.DataFrame:
         """Messages of ``topic`` with ``key`` stored in [begin, end] ms. ``broker`` mode returns
-        what RocketMQ returns (hash matches, whole seconds, early stops, at most max_num);
+        what RocketMQ returns (hash matches, whole seconds, early stops, at most max_num, by CommitLog offset);
         ``verified`` mode the real matches by millisecond store time, each marked with whether
         the broker returned it. Use :meth:`explain_key` for the reasons. `index_type` "T" asks
         for messages whose TAGS is `key`, as a 5.4.0+ broker indexes them (``topic#T#tags``; a
@@ -779,8 +779,11 @@ class Store:
 
     def _broker_rows(self, offsets: list[int]) -> pd.DataFrame:
         """The broker's answer as :meth:`explain_key` gives it (``rank``, then the messages), by
-        reading only the offsets returned, in one frame made once."""
-        columns = cl.read_at_columns(self.commitlog_dir, np.asarray(offsets, dtype=np.int64), body=False)
+        reading only the offsets the index returned, in the order queryMessage returns them
+        (:func:`~rmqlab.store.keyquery.query_message_order`), in one frame made once."""
+        found = np.asarray(offsets, dtype=np.int64)
+        found = found[query_message_order(np.zeros(len(found), np.int64), found)]
+        columns = cl.read_at_columns(self.commitlog_dir, found, body=False)
         return pd.DataFrame({"rank": np.arange(len(offsets)), **columns}, copy=False)
 
     def query_many(self, topics: Any, keys: Any, *, begin: int = 0, end: int = LONG_MAX,
@@ -808,7 +811,8 @@ class Store:
         :func:`rmqlab.formats.messagerocksdb.query_index`): `begin` 0 or `end` Long.MAX_VALUE
         ask the seven days before `now` (the broker's clock, ms; None: this machine's), at most
         maxMsgsNumBatch offsets, K records, then U where none (no `index_type`), or those of
-        `index_type` (K, T or U). The messages in the order found, with ``rank``. Cost: the
+        `index_type` (K, T or U). The messages in queryMessage's order (by CommitLog offset), with
+        ``rank``. Cost: the
         database read once (:meth:`message_rocksdb_records`), a pass over its index records.
 
         >>> import tempfile

@@ -1,8 +1,9 @@
 """Query messages by key in two modes, and explain how the broker's answer differs from the truth.
 
-**broker** mode is exactly what RocketMQ's ``IndexService.queryOffset`` returns: offsets whose
-*hash* matches, stored times compared in whole seconds, walks that stop early, and at most
-``max_num`` (64) offsets. **verified** mode reads every candidate message and keeps the real
+**broker** mode is exactly what RocketMQ's ``DefaultMessageStore.queryMessage`` returns: the
+offsets ``IndexService.queryOffset`` finds (offsets whose *hash* matches, stored times compared
+in whole seconds, walks that stop early, at most ``max_num`` (64) offsets), then sorted by
+CommitLog offset (:func:`query_message_order`). **verified** mode reads every candidate message and keeps the real
 ``topic`` + key matches whose millisecond store time lies in ``[begin, end]``. The comparison
 names every difference and why it happened:
 
@@ -89,6 +90,20 @@ _HASH_ENTRY_COLUMNS = ["position", "file", "entry", "phy_offset", "time_read"]
 
 #: (max_num, begin, end) of a walk that reads a key's whole chain: no room or time limit stops it
 _EVERY_ENTRY = (INT_MAX, LONG_MIN, LONG_MAX)
+
+
+def query_message_order(who: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+    """The order ``DefaultMessageStore.queryMessage`` returns the messages of a key in: the
+    positions of `offsets` (IndexService.queryOffset's lists, newest first, one after another;
+    ``who[i]`` the list offsets[i] belongs to) taken list by list, each list by ascending
+    CommitLog offset. queryMessage sorts the offsets (``Collections.sort(phyOffsets)``,
+    4.2.0 to 5.5.0, the RocksDB index's too) before it reads the messages, so the client and
+    ``mqadmin queryMsgByKey`` see them oldest first. Cost: one stable sort, O(n log n).
+
+    >>> query_message_order(np.array([0, 0, 0, 1]), np.array([300, 100, 200, 50])).tolist()
+    [1, 2, 0, 3]
+    """
+    return np.lexsort((np.asarray(offsets, np.int64), np.asarray(who, np.int64)))
 
 #: Reads messages at CommitLog offsets: returns a DataFrame with at least phy_offset, topic,
 #: keys (the KEYS property or None), uniq_key (or None) and store_timestamp (ms).
@@ -218,7 +233,7 @@ def query_key(index: IndexService, read_messages: MessageReader, topic: str, key
     ...     q = query_key(s, lambda offs: msgs[msgs.phy_offset.isin(offs)], "T", "Aa")
     2
     >>> q.broker.phy_offset.tolist(), q.verified.phy_offset.tolist(), q.summary()["collision"]
-    ([200, 100], [100], 1)
+    ([100, 200], [100], 1)
     """
     by_tag = _by_tag(index_type, unique)
     if unique:
@@ -242,7 +257,9 @@ def query_key(index: IndexService, read_messages: MessageReader, topic: str, key
     in_range = messages["store_timestamp"].between(begin, end) if not messages.empty else real
     truth = messages[real & in_range].sort_values(["store_timestamp", "phy_offset"], ascending=False)
 
-    broker = messages.reindex(broker_offsets).reset_index(drop=True)
+    returned = np.asarray(broker_offsets, np.int64)
+    returned = returned[query_message_order(np.zeros(len(returned), np.int64), returned)]
+    broker = messages.reindex(returned).reset_index(drop=True)
     broker.insert(0, "rank", np.arange(len(broker)))
     verified = truth.reset_index(drop=True)
     verified.insert(0, "broker_returned", verified["phy_offset"].isin(broker_offsets))
@@ -306,9 +323,10 @@ def query_many(index: IndexService, read_messages: MessageReader, topics: Any, k
     who = np.repeat(np.arange(n), broker.counts())
     if mode == "broker":
         rank = np.arange(len(who)) - np.repeat(broker.starts[:-1], broker.counts())
-        offsets, at = np.unique(broker.phy_offsets, return_inverse=True)
+        returned = np.asarray(broker.phy_offsets, np.int64)[query_message_order(who, broker.phy_offsets)]
+        offsets, at = np.unique(returned, return_inverse=True)
         messages = _messages_at(read_messages, offsets)
-        return _table(who, topics, keys, "rank", rank, broker.phy_offsets,
+        return _table(who, topics, keys, "rank", rank, returned,
                       {c: _take(messages[c], at) for c in messages.columns if c != "phy_offset"})
     # every entry of every file whose stored hash matches, wherever the broker stopped
     hashes = index_hash_many([index_key(t, index_query_key(k, index_type)) for t, k in zip(topics, keys)])
@@ -453,7 +471,7 @@ class OneFileIndex:
 def result_table(kq: KeyQuery, mode: str) -> pd.DataFrame:
     """The rows of `kq` in `mode` ("broker" or "verified"), each with the reason it differs.
 
-    broker: ``rank`` (order the broker returned), ``phy_offset``, ``topic``, ``keys``,
+    broker: ``rank`` (the order queryMessage returned: by CommitLog offset), ``phy_offset``, ``topic``, ``keys``,
     ``uniq_key``, ``store_time`` (the message's real store time, ISO with milliseconds),
     ``store_timestamp`` (ms), ``reason`` (:data:`REASONS` key: "ok", "collision",
     "outside-time-range") and ``detail`` (why, with the numbers; "" for "ok"). verified:
@@ -476,6 +494,7 @@ def result_table(kq: KeyQuery, mode: str) -> pd.DataFrame:
         frame = kq.broker
         first = ("rank", frame["rank"].to_numpy())
         phy = np.asarray(kq.trace.result.phy_offsets, dtype=np.int64)
+        phy = phy[query_message_order(np.zeros(len(phy), np.int64), phy)]   # kq.broker's rows
     else:
         frame = kq.verified
         first = ("broker_returned", frame["broker_returned"].to_numpy(bool))

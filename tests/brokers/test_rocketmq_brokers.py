@@ -330,7 +330,7 @@ def test_verify_reports_no_error(written):
 # -- 3. key queries: rmqlab's broker mode returns what the broker's IndexService returned ------
 
 def _compare_offsets(ours: list[int], broker: list[int], end_before: int, max_num: int, what: str) -> None:
-    """`ours` in IndexService.queryOffset's walk order; `broker` as DefaultMessageStore.queryMessage
+    """`ours` and `broker` as DefaultMessageStore.queryMessage
     returns them: sorted ascending (``Collections.sort(phyOffsets)``, 4.x and 5.x).
 
     The broker answered while it ran, at a CommitLog end at or after `end_before`; rmqlab reads

@@ -129,7 +129,7 @@ def test_result_table_widens_a_readers_unsigned_offsets_to_int64(twins):
     Parquet column reads): the table's offsets are int64 all the same."""
     s, read, _ = twins
     q = query_key(s, lambda offs: read(offs).astype({"phy_offset": np.uint64}), "T", "ORDER_Aa1")
-    for mode, want in (("verified", [300, 100]), ("broker", [300, 200, 100])):
+    for mode, want in (("verified", [300, 100]), ("broker", [100, 200, 300])):
         rows = result_table(q, mode)
         assert rows["phy_offset"].dtype == np.int64 and rows["phy_offset"].tolist() == want
 
@@ -161,7 +161,7 @@ def test_a_reader_giving_a_message_twice_is_read_once(twins):
         return pd.concat([rows.assign(row=0), rows.assign(row=1)], ignore_index=True)
     q = query_key(s, twice, "T", "ORDER_Aa1")
     assert sorted(q.verified["phy_offset"]) == sorted(want.verified["phy_offset"]) == [100, 300]
-    assert q.broker["phy_offset"].tolist() == want.broker["phy_offset"].tolist() == [300, 200, 100]
+    assert q.broker["phy_offset"].tolist() == want.broker["phy_offset"].tolist() == [100, 200, 300]
     assert q.summary() == want.summary()
 
 
@@ -220,8 +220,8 @@ def test_each_reason_has_its_detail(tmp_path):
                       200: ("collision", "the message is T#ORDER_BB1"),
                       100: ("ok", "")}
     rows = result_table(q, "broker")
-    assert rows["store_timestamp"].isna().tolist() == [True, False, False]
-    assert rows["reason"].tolist() == ["collision", "collision", "ok"]
+    assert rows["store_timestamp"].isna().tolist() == [False, False, True]
+    assert rows["reason"].tolist() == ["ok", "collision", "collision"]
     s2, read2 = store(tmp_path / "late", [("T", "k", B), ("T", "k", B + 1700)])
     q = query_key(s2, read2, "T", "k", begin=B + 1000, end=B + 1500)
     assert q.diff.values.tolist() == [
@@ -281,8 +281,9 @@ def test_query_many_verified_lists_every_real_match_and_its_columns(tmp_path):
 
 
 def test_query_many_reads_each_message_once_and_orders_equal_times_by_offset(tmp_path):
-    """Two real matches stored in the same ms: newest offset first, as for distinct times; a
-    reader that gives each message twice (rows that differ elsewhere) changes nothing."""
+    """Two real matches stored in the same ms: verified mode puts the newest offset first, as for
+    distinct times; broker mode is by offset (queryMessage sorts); a reader that gives each
+    message twice (rows that differ elsewhere) changes nothing."""
     s, read = store(tmp_path, [("T", "k", B), ("T", "k", B + 1000), ("T", "k", B + 1000)])
     def twice(offs):
         rows = read(offs)
@@ -290,7 +291,8 @@ def test_query_many_reads_each_message_once_and_orders_equal_times_by_offset(tmp
     for reader in (read, twice):
         for mode in ("broker", "verified"):
             t = query_many(s, reader, "T", ["k"], mode=mode)
-            assert t["phy_offset"].tolist() == [300, 200, 100], (reader, mode)
+            want = [100, 200, 300] if mode == "broker" else [300, 200, 100]
+            assert t["phy_offset"].tolist() == want, (reader, mode)
 
 
 def test_each_missed_match_is_named_after_one_no_index_entry_points_at(tmp_path):
@@ -329,7 +331,7 @@ def test_query_many_broker_mode_keeps_to_end(tmp_path):
     s, read = store(tmp_path, [("T", "k", B + 1000 * i) for i in range(5)])
     t = query_many(s, read, "T", ["k"], begin=B + 1000, end=B + 2500)
     assert t["phy_offset"].tolist() == query_key(s, read, "T", "k", begin=B + 1000, end=B + 2500).broker[
-        "phy_offset"].tolist() == [300, 200]
+        "phy_offset"].tolist() == [200, 300]
 
 
 def test_query_many_verified_rows_go_key_by_key_newest_first(tmp_path):
