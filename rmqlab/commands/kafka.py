@@ -103,8 +103,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--base-offset", type=int, metavar="N",
                    help="SEGMENT.log: its base offset, for a file whose name does not say it (its index files are "
                         "looked for under that offset's names)")
-    p.add_argument("--index-interval-bytes", type=int, default=4096, metavar="N",
-                   help="index.interval.bytes of the topic (default 4096)")
+    p.add_argument("--index-interval-bytes", type=int, default=None, metavar="N",
+                   help="index.interval.bytes of the topic (default: what each segment's offset entries "
+                        "fit, 4096 when they fit it or no value; a note says which)")
     p.add_argument("--active", action="store_true",
                    help="the segments were not rolled or closed: no final time entry is expected "
                         "(default: decided per segment: a later segment or trimmed index files mean "
@@ -606,7 +607,7 @@ def _print_other(d: dict) -> None:
 
 
 def _verify(args) -> int:
-    if args.index_interval_bytes < 0:
+    if args.index_interval_bytes is not None and args.index_interval_bytes < 0:
         print("rmqlab: error: --index-interval-bytes must be >= 0", file=sys.stderr)
         return 2
     if args.jobs is not None and args.jobs < 1:

@@ -356,6 +356,86 @@ def _offset_entry_batches_py(pos: np.ndarray, cuts: np.ndarray, index_interval_b
     return np.asarray(picks, np.int64)
 
 
+def fit_index_interval(positions: np.ndarray, entry_positions: np.ndarray, *,
+                       whole: bool = True) -> tuple[int, int] | None:
+    """The index.interval.bytes values under which the broker's rule writes exactly the offset
+    entries at `entry_positions` for a segment whose batches start at `positions` (one run: no
+    restart), as (smallest, largest), or None when no value does or there is no entry to judge.
+    `whole` False: the entries are only the first ones the segment got (no constraint from the
+    batches after the last of them).
+
+    The rule (LogSegment.append): a batch gets an entry when the bytes appended since the last
+    entry (from position 0 at first) exceed the interval. So each entry's batch starts more than
+    the interval past the mark before it, the batch before that one no more than the interval
+    past it, and no batch after the last entry starts more than the interval past that entry.
+    Every value in the range gives the same entries (offset and time). Units: bytes. Cost: one
+    search a entry, O(entries log batches).
+
+    >>> fit_index_interval(np.arange(0, 1700, 170), np.array([680, 1360]))   # 170-byte batches
+    (510, 679)
+    >>> fit_index_interval(np.arange(0, 1700, 170), np.array([680, 1190])) is None
+    True
+    """
+    pos = np.asarray(positions, np.int64)
+    at = np.asarray(entry_positions, np.int64)
+    if len(at) == 0 or len(pos) == 0:
+        return None
+    picked = np.searchsorted(pos, at)
+    if (picked >= len(pos)).any() or (pos[np.minimum(picked, len(pos) - 1)] != at).any() or (picked == 0).any():
+        return None                          # an entry not at a batch start, or at position 0
+    marks = np.concatenate([[0], at[:-1]])
+    if (at <= marks).any():
+        return None
+    low = int((pos[picked - 1] - marks).max())
+    if whole:
+        low = max(low, int(pos[-1] - at[-1]))
+    high = int((at - marks).min()) - 1
+    return (low, high) if low <= high else None
+
+
+def interval_from_entries(positions: np.ndarray, entry_positions: np.ndarray) -> tuple[int, str]:
+    """index.interval.bytes for judging a segment whose topic setting is not given, and a note
+    saying where it came from ("" for the default). The range of values the offset entries fit
+    (:func:`fit_index_interval`); when no one value writes them all (a restart or the cleaner
+    counts bytes again from elsewhere), the range the longest run of first entries fits. From
+    the range: the default 4096 when it holds it, else the largest power of two in it (topic
+    settings are round numbers), else its smallest multiple of 100, else its smallest value.
+    No range: the default (no entry; or not even the first fits, which the note says). Cost:
+    O(log entries) fits.
+
+    >>> interval_from_entries(np.arange(0, 1700, 170), np.array([680, 1360]))[0]
+    512
+    """
+    at = np.asarray(entry_positions, np.int64)
+    what, fit = "the offset entries", fit_index_interval(positions, at)
+    if fit is None and len(at):
+        lo, hi = 0, len(at)            # the longest prefix that fits: a prefix of one that fits fits
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            if fit_index_interval(positions, at[:mid], whole=False) is None:
+                hi = mid - 1
+            else:
+                lo = mid
+        if lo:
+            what = f"the first {lo:,} offset entr{'y' if lo == 1 else 'ies'}"
+            fit = fit_index_interval(positions, at[:lo], whole=False)
+    if fit is None and len(at):
+        return INDEX_INTERVAL_BYTES, (
+            f"index.interval.bytes: no one value writes even the first offset entry batch by batch (an append of "
+            f"several batches at once gets one entry: a produce request's message set in magic v0/v1, the "
+            f"cleaner's chunks; or the index is damaged): judged with the default {INDEX_INTERVAL_BYTES:,}; give "
+            f"the topic's setting")
+    if fit is None or fit[0] <= INDEX_INTERVAL_BYTES <= fit[1]:
+        return INDEX_INTERVAL_BYTES, ""
+    low, high = fit
+    power = 1 << (high.bit_length() - 1) if high > 0 else 0
+    hundred = -(-low // 100) * 100
+    chosen = power if power >= low and power > 0 else hundred if hundred <= high else low
+    return chosen, (f"index.interval.bytes: {what} fit {low:,} to {high:,} bytes, not the default "
+                    f"{INDEX_INTERVAL_BYTES:,}: judged with {chosen:,} (the topic's setting; give it to check "
+                    f"against it)")
+
+
 @dataclass(frozen=True)
 class _Plan:
     """The entries of :func:`expected_entries` with where each came from: ``offset_batches``
@@ -1197,7 +1277,7 @@ def _entries_text(entries: np.ndarray, what: str, limit: int = 3) -> str:
     return text
 
 
-def verify_segment(log_path: str | os.PathLike, *, index_interval_bytes: int = INDEX_INTERVAL_BYTES,
+def verify_segment(log_path: str | os.PathLike, *, index_interval_bytes: int | None = None,
                    rolled: bool | None = None, restarts=None, infer: bool = True,
                    base_offset: int | None = None) -> SegmentReport:
     """Check one segment: every batch CRC, the records of compressed batches
@@ -1228,7 +1308,10 @@ def verify_segment(log_path: str | os.PathLike, *, index_interval_bytes: int = I
     offset the time entries name where the forms differ ("record": a leader before Kafka 3.8;
     such entries are the explained ``pre-3.8 time entry`` mismatches). `base_offset`: the
     segment's, for a file whose name does not say it (the index files are looked for under
-    that base offset's names beside it). Read-only.
+    that base offset's names beside it). `index_interval_bytes`: the topic's
+    index.interval.bytes; None (the default) takes it from the offset entries
+    (:func:`interval_from_entries`: 4096 unless the entries fit only another value, said in a
+    note). Read-only.
 
     Damage. A torn tail or a batch header that makes no sense ends the walk
     (:class:`~rmqlab.kafka.log.SegmentDamage`): ``batches`` and ``log_bytes`` count the whole
@@ -1285,7 +1368,7 @@ def _damage_text(damage, whole: int) -> str:
             f"{damage.invalid_bytes:,} bytes")
 
 
-def _check_indexes(rep: SegmentReport, log_path: Path, batches: pd.DataFrame, interval: int,
+def _check_indexes(rep: SegmentReport, log_path: Path, batches: pd.DataFrame, interval: int | None,
                    rolled: bool | None, restarts, infer: bool) -> None:
     from rmqlab.kafka.index import (
         INDEX_SUFFIX,
@@ -1322,6 +1405,12 @@ def _check_indexes(rep: SegmentReport, log_path: Path, batches: pd.DataFrame, in
         best = min(trials, key=lambda t: (_unexplained(t.mismatches), len(t.errors)))
         rep.__dict__.update(best.__dict__)
         return
+    if interval is None:
+        # the topic's index.interval.bytes not given: what the offset entries say, else the default
+        found_at = off.entries[:, 1] if off.entries is not None else np.zeros(0, np.int64)
+        interval, note = interval_from_entries(batches["position"].to_numpy(np.int64), found_at)
+        if note:
+            rep.notes.append(note)
     later = [p for p in log_path.parent.glob("*" + LOG_SUFFIX) if p.name > log_path.name]
     end_offset = int(batches["last_offset"].iloc[-1]) + 1 if len(batches) else base
     shutdown_snapshot = _snapshot_offsets(log_path.parent).get(end_offset) if not later else None

@@ -365,14 +365,20 @@ def _known(version: str, partition: str) -> str | None:
     return next((why for (v, prefix), why in KNOWN.items() if v == version and partition.startswith(prefix)), None)
 
 
+@pytest.mark.parametrize("interval", ["given", "from the files"])
 @pytest.mark.parametrize(("version", "scenario"), CASES, ids=IDS)
-def test_verify_reports_no_failure(built, version, scenario):
+def test_verify_reports_no_failure(built, version, scenario, interval):
+    """With the topics' index.interval.bytes given, and without it: then verify reads it off
+    each segment's offset entries (the harness's brokers use 512, not the default 4096)."""
     sc = built(version, scenario)
     failed = []
     for part in sc.partitions():
+        if interval != "given" and _known(version, part.name) and part.name.startswith("legacy-"):
+            continue    # a produce request's whole message set got one entry: the entries hide the interval
+        given = ["--index-interval-bytes", str(_interval(part))] if interval == "given" else []
         out = io.StringIO()
         with redirect_stdout(out):
-            rc = rmqlab_main(["kafka", "verify", str(part), "--index-interval-bytes", str(_interval(part))])
+            rc = rmqlab_main(["kafka", "verify", str(part), *given])
         if rc != 0:
             failed.append(f"{part.name} (exit {rc}):\n" + "\n".join(
                 line for line in out.getvalue().splitlines() if "error" in line or "expected" in line

@@ -1,0 +1,91 @@
+"""index.interval.bytes read off a segment's offset entries (``rmqlab kafka verify`` without the
+topic's setting). Judged by a brute force of LogSegment.append's rule written here with the
+standard library: for every interval from 0 to past the segment's size, the entries it writes;
+the fit must be exactly the intervals that write the entries on disk."""
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from rmqlab.kafka.rebuild import INDEX_INTERVAL_BYTES, fit_index_interval, interval_from_entries
+
+
+def appended_entries(sizes: list[int], interval: int) -> list[int]:
+    """LogSegment.append, one run from an empty segment: before a batch is appended, an offset
+    entry for it when the bytes since the last entry exceed the interval (Kafka 2.x-4.x)."""
+    entries, position, since = [], 0, 0
+    for size in sizes:
+        if since > interval:
+            entries.append(position)
+            since = 0
+        since += size
+        position += size
+    return entries
+
+
+@settings(max_examples=150, deadline=None)
+@given(sizes=st.lists(st.integers(1, 300), min_size=1, max_size=40), interval=st.integers(0, 2000))
+def test_the_fit_is_every_interval_that_writes_the_same_entries(sizes, interval):
+    on_disk = appended_entries(sizes, interval)
+    positions = np.cumsum([0] + sizes[:-1])
+    fit = fit_index_interval(positions, np.array(on_disk, np.int64))
+    same = [j for j in range(sum(sizes) + 2) if appended_entries(sizes, j) == on_disk]
+    if not on_disk:
+        assert fit is None          # no entry: nothing to judge (a lost index looks the same)
+        return
+    assert fit is not None and interval in range(fit[0], fit[1] + 1)
+    assert same == list(range(fit[0], fit[1] + 1))
+
+
+@settings(max_examples=100, deadline=None)
+@given(sizes=st.lists(st.integers(1, 300), min_size=3, max_size=40), interval=st.integers(0, 600),
+       data=st.data())
+def test_entries_no_interval_writes_fit_none(sizes, interval, data):
+    """An entry dropped, or one moved to another batch, fits no interval unless some interval
+    writes exactly that list (checked by the brute force)."""
+    on_disk = appended_entries(sizes, interval)
+    positions = np.cumsum([0] + sizes[:-1])
+    if len(on_disk) < 2:
+        return
+    i = data.draw(st.integers(0, len(on_disk) - 1))
+    if data.draw(st.booleans()):
+        damaged = on_disk[:i] + on_disk[i + 1:]
+    else:
+        others = [int(p) for p in positions[1:] if p not in on_disk]
+        if not others:
+            return
+        damaged = sorted(on_disk[:i] + on_disk[i + 1:] + [data.draw(st.sampled_from(others))])
+    fit = fit_index_interval(positions, np.array(damaged, np.int64))
+    writers = [j for j in range(sum(sizes) + 2) if appended_entries(sizes, j) == damaged]
+    assert (fit is None) == (not writers)
+    if fit is not None:
+        assert writers == list(range(fit[0], fit[1] + 1))
+
+
+def test_the_default_is_kept_when_it_fits_and_named_when_not():
+    sizes = [170] * 400
+    positions = np.cumsum([0] + sizes[:-1])
+    assert interval_from_entries(positions, np.array(appended_entries(sizes, 4096))) == (INDEX_INTERVAL_BYTES, "")
+    interval, note = interval_from_entries(positions, np.array(appended_entries(sizes, 512)))
+    assert interval == 512 and "fit 510 to 679 bytes, not the default 4,096: judged with 512" in note
+    # entries no one interval writes (a restart counts again from its batch): the first entry's
+    # interval, and the rest is judged with it
+    interval, note = interval_from_entries(positions, np.array([680, 1360, 1870, 2550]))
+    assert interval == 512 and "the first 2 offset entries fit 510 to 679 bytes" in note
+    assert interval_from_entries(positions, np.array([4250, 4420])) == (INDEX_INTERVAL_BYTES, "")
+
+
+@settings(max_examples=100, deadline=None)
+@given(sizes=st.lists(st.integers(1, 300), min_size=1, max_size=40), interval=st.integers(0, 2000),
+       rest=st.lists(st.integers(1, 300), max_size=20))
+def test_the_first_entry_alone_fits_the_intervals_of_the_first_run(sizes, interval, rest):
+    """Only the entries up to the first are judged (whole=False): every interval that writes
+    that entry first, whatever comes after it."""
+    on_disk = appended_entries(sizes + rest, interval)
+    if not on_disk:
+        return
+    positions = np.cumsum([0] + (sizes + rest)[:-1])
+    fit = fit_index_interval(positions, np.array(on_disk[:1], np.int64), whole=False)
+    firsts = [j for j in range(sum(sizes + rest) + 2) if appended_entries(sizes + rest, j)[:1] == on_disk[:1]]
+    assert fit is not None and firsts == list(range(fit[0], fit[1] + 1))
