@@ -13,7 +13,7 @@ APP_TOKEN = $(eval APP_TOKEN := $(shell python3 -c 'import secrets; print(secret
 endif
 ALLOW_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root,)
 
-.PHONY: test check lab app java chromium fonts broker-tools brokers screenshots bench bench-store bench-commitlog bench-dispatch bench-kafka bench-spark \
+.PHONY: test check lab app java chromium fonts broker-tools brokers screenshots bench bench-store bench-commitlog bench-dispatch bench-kafka bench-compare bench-spark \
         bench-scaling bench-cli bench-offline bench-jobs mutation asan shells \
         conformance data clean
 
@@ -166,6 +166,13 @@ bench-offline: $(STAMP) data
 # core; make bench-jobs ARGS="--jobs-list 1,2,4 --record".
 bench-jobs: $(STAMP)
 	cd benchmarks && ../$(VPY) bench_jobs.py $(ARGS)
+
+# rmqlab side by side with the brokers' own code (RocketMQ 5.3.3's IndexFile and DefaultMessageStore,
+# Kafka 3.9.2's DumpLogSegments), one fresh process a measurement, alternating, every answer
+# checked against the other side's: about 15 minutes and 3 GiB of scratch space in $TMPDIR, the
+# JVM sides built into the broker cache on first use; make bench-compare ARGS=--record.
+bench-compare: $(STAMP) java
+	cd benchmarks && ../$(VPY) bench_compare.py $(ARGS)
 
 # 200,000,000 index keys with Spark on local[2] and local[1]: about 5 minutes, 8 GiB of scratch disk.
 bench-spark: $(STAMP) java

@@ -585,7 +585,7 @@ def tiered_index_oracle(release: str, rows: str, queries: str, slots: int, items
     if release not in TIERED_INDEX_RELEASES:
         raise ValueError(f"{release} has no IndexStoreFile; one of {TIERED_INDEX_RELEASES}")
     source = ORACLE_DIR / "TieredIndexOracle.java"
-    classes = _oracle_classes(release, source)
+    classes = oracle_classes(release, source)
     lib = tiered_jars(release) / "lib"
     entry = ROOT / release / f"tiered-index-{bh.digest(source, lib.parent.name, rows, queries, str(slots), str(items))}"
 
@@ -602,7 +602,7 @@ def tiered_index_oracle(release: str, rows: str, queries: str, slots: int, items
     return entry
 
 
-def _oracle_classes(release: str, source: Path, *helpers: Path) -> Path:
+def oracle_classes(release: str, source: Path, *helpers: Path) -> Path:
     """`source` (of :data:`ORACLE_DIR`), with the `helpers` it calls, compiled against the
     release's jars, once, into the cache."""
     bh.require_java_and_maven()
@@ -624,7 +624,7 @@ def tiered_segments_oracle(store: BrokerStore, queries: str = "") -> dict[str, A
     old_classes = store.release in TIERED_FLATFILE_MANAGER_RELEASES
     source = ORACLE_DIR / ("TieredFlatFileOracle.java" if old_classes else "TieredSegmentsOracle.java")
     output = ORACLE_DIR / "TieredOracleOutput.java"
-    classes = _oracle_classes(store.release, source, output)
+    classes = oracle_classes(store.release, source, output)
     lib = jars(store.release) / "lib"
     entry = ROOT / store.release / \
         f"tiered-segments-{bh.digest(source, output, lib.parent.name, store.folder.name, queries)}"
@@ -656,7 +656,7 @@ def store_load_oracle(release: str, store: Path, scenario: str = "clean") -> boo
     """StoreLoad.java: whether the release's DefaultMessageStore.load() accepts `store` (a copy:
     load recovers it), configured as the harness's brokers are (:data:`BROKER_CONF` with the
     scenario's lines). The broker would not start where this is False."""
-    classes = _oracle_classes(release, ORACLE_DIR / "StoreLoad.java")
+    classes = oracle_classes(release, ORACLE_DIR / "StoreLoad.java")
     lib = jars(release) / "lib"
     work = store.parent / f"{store.name}-load"
     work.mkdir(exist_ok=True)
@@ -677,7 +677,7 @@ def static_topic_mapping_oracle(release: str, seed: int, folder: Path) -> list[d
     """StaticTopicMapping.java: a config/topicQueueMapping.json the release's own classes write into
     `folder` (mappings drawn from `seed`), and what its decoder reads back from it, with each
     item's offset conversions at probe offsets (mapping.json)."""
-    classes = _oracle_classes(release, ORACLE_DIR / "StaticTopicMapping.java")
+    classes = oracle_classes(release, ORACLE_DIR / "StaticTopicMapping.java")
     cp = os.pathsep.join([str(classes), str(jars(release) / "lib" / "*")])
     folder.mkdir(parents=True, exist_ok=True)
     bh.run(["java", "-Xmx128m", "-cp", cp, "StaticTopicMapping", f"seed={seed}", f"dir={folder}"],
