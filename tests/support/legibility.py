@@ -294,11 +294,12 @@ def check(fig: Figure, shown: Shown = Shown()) -> Report:
 
 
 def table_index_shown(html: str) -> bool:
-    """True when a table's HTML shows pandas' 0..N row index: a first cell of every body row that is
-    a header cell (``<th>``) holding its row number. Cost: O(len(html))."""
+    """True when a table's HTML shows pandas' row numbers (0..N, or what is left of them after a
+    filter): a first cell of every body row that is a header cell (``<th>``) holding a whole
+    number. Row labels (names, keys) are not row numbers. Cost: O(len(html))."""
     import re
 
     rows = re.findall(r"<tr[^>]*>\s*(<t[hd])[^>]*>([^<]*)<", html.split("<tbody>", 1)[-1])
     if not rows:
         return False
-    return all(tag == "<th" and text.strip() == str(i) for i, (tag, text) in enumerate(rows))
+    return all(tag == "<th" and text.strip().isdigit() for tag, text in rows)
