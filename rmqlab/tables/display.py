@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-__all__ = ["KINDS", "format_value", "column_kind", "format_frame", "ms_with_clock"]
+__all__ = ["KINDS", "format_value", "column_kind", "format_frame", "ShownFrame", "ms_with_clock"]
 
 #: Every kind :func:`format_value` knows, with what it shows.
 KINDS = {
@@ -161,10 +161,40 @@ def column_kind(name: str, dtype: Any) -> str:
     return "text"
 
 
+class ShownFrame(pd.DataFrame):
+    """A DataFrame of text for a person (what :func:`format_frame` returns): in a notebook its
+    HTML leaves out pandas' row numbers (an unnamed integer index: 0..N, or what a filter left of
+    them) and sits in a box that scrolls sideways when the table is wider than the page, so no
+    column is cut at the right edge. Row labels (a named or non-integer index) are shown. Every
+    other use is a plain DataFrame's. Cost: the HTML, O(cells shown).
+
+    >>> html = ShownFrame({"a": ["x", "y"]})._repr_html_()
+    >>> "<th>0</th>" in html, "overflow-x:auto" in html
+    (False, True)
+    >>> "<th>b</th>" in ShownFrame({"a": ["x"]}, index=["b"])._repr_html_()
+    True
+    """
+
+    @property
+    def _constructor(self):
+        return ShownFrame
+
+    def row_numbers(self) -> bool:
+        """True when the index is pandas' row numbers (unnamed, integer), not row labels."""
+        return self.index.name is None and self.index.nlevels == 1 and pd.api.types.is_integer_dtype(self.index)
+
+    def _repr_html_(self) -> str:
+        table = self.to_html(index=not self.row_numbers(), max_rows=pd.get_option("display.max_rows"),
+                             max_cols=pd.get_option("display.max_columns"), show_dimensions=False, border=0,
+                             classes="dataframe")
+        return f'<div class="rmqlab-table-box" style="max-width:100%;overflow-x:auto">{table}</div>'
+
+
 def format_frame(frame: pd.DataFrame | pd.Series, kinds: Mapping[str, str] | None = None) -> pd.DataFrame:
     """A copy of ``frame`` with every cell as text a person reads: each column by its kind in
     ``kinds``, else by :func:`column_kind`. A Series becomes a two-column table (its index as
-    ``name``), so no ``dtype: object`` line is ever printed. The index is kept.
+    ``name``), so no ``dtype: object`` line is ever printed. The index is kept; the copy is a
+    :class:`ShownFrame`, whose notebook HTML leaves pandas' row numbers out.
 
     >>> df = pd.DataFrame({"keys": [5_000_000], "file_bytes": [420_000_040], "full": [False],
     ...                    "occupancy": [0.97], "begin_timestamp": [1718000000005]})
@@ -181,7 +211,7 @@ def format_frame(frame: pd.DataFrame | pd.Series, kinds: Mapping[str, str] | Non
         name = frame.name if frame.name is not None else "value"
         kind_of_row = [kinds.get(str(k)) for k in frame.index]
         text = [format_value(v, k) if k else _auto(v) for v, k in zip(values, kind_of_row, strict=True)]
-        return pd.DataFrame({"name": [str(k) for k in frame.index], name: text})
+        return ShownFrame({"name": [str(k) for k in frame.index], name: text})
     missing = [c for c in kinds if c not in frame.columns]
     if missing:
         raise KeyError(f"format_frame: no column {missing[0]!r} in {list(frame.columns)}")
@@ -189,7 +219,7 @@ def format_frame(frame: pd.DataFrame | pd.Series, kinds: Mapping[str, str] | Non
     for col in frame.columns:
         kind = kinds.get(col) or column_kind(col, frame[col].dtype)
         out[col] = [format_value(v, kind) for v in frame[col].tolist()]
-    return pd.DataFrame(out, index=frame.index, columns=frame.columns)
+    return ShownFrame(out, index=frame.index, columns=frame.columns)
 
 
 def _auto(value: Any) -> str:

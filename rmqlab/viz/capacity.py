@@ -33,6 +33,7 @@ from matplotlib.ticker import EngFormatter, FuncFormatter, MaxNLocator
 from rmqlab.analysis.indexstats import chain_length_summary, chain_length_theory, poisson_expected_slots
 from rmqlab.capacity.model import check_configuration, hours_to_fill
 from rmqlab.formats.indexfile import DEFAULT_HASH_SLOT_NUM, DEFAULT_INDEX_NUM
+from rmqlab.viz import fonts
 
 __all__ = [
     "load_factor_figure",
@@ -231,22 +232,36 @@ def _draw_disk_lines(ax, x: np.ndarray, top: float, unit: str, size: int, disk_b
         for i, (label, frac) in enumerate((thresholds or {}).items()):
             ax.axhline(frac * disk_bytes / size, color=f"C{(i + 3) % 10}", linestyle="--",
                        linewidth=1, label=f"{label}: {100 * frac:g} % of disk")
-    for label, day in (marks or {}).items():
+    lo, hi = float(x.min()), float(x.max()) if x.max() > x.min() else float(x.min()) + 1
+    # each mark's label level, one line lower than the mark before it, so close days never run
+    # into one another; on the side of its line facing the middle, so it stays in the axes
+    for i, (label, day) in enumerate(sorted((marks or {}).items(), key=lambda m: m[1])):
         ax.axvline(day, color="#555555", linestyle=":", linewidth=1)
-        ax.annotate(label, (day, 0), xytext=(-3, 6), textcoords="offset points", rotation=90,
-                    ha="right", va="bottom", fontsize="small", color="#333333",
-                    bbox={"boxstyle": "square,pad=0.1", "facecolor": "white", "edgecolor": "none", "alpha": 0.75})
+        right_half = day > (lo + hi) / 2
+        ax.annotate(label, (day, _MARK_TOP - _MARK_STEP * (i % _MARK_LEVELS)), xycoords=("data", "axes fraction"),
+                    xytext=(-4 if right_half else 4, 0), textcoords="offset points",
+                    ha="right" if right_half else "left", va="center", fontsize=fonts.SMALL, color="#333333",
+                    bbox={"boxstyle": "square,pad=0.15", "facecolor": "white", "edgecolor": "none", "alpha": 0.85})
     ax.set_xlabel("days")
     ax.set_ylabel(f"bytes on disk ({unit})")
-    ax.set_xlim(float(x.min()), float(x.max()) if x.max() > x.min() else float(x.min()) + 1)
+    ax.set_xlim(lo, hi)
     ax.set_ylim(0, 1.04 * top / size)
+
+
+#: Where the marked days' labels go: the first at this height (axes fraction), each next one a step lower.
+_MARK_TOP, _MARK_STEP, _MARK_LEVELS = 0.62, 0.1, 5
+
+
+def _legend_below(ax, ncol: int = 2) -> None:
+    """`ax`'s legend under its x-axis label, out of the data (the layout makes room for it)."""
+    ax.legend(fontsize=fonts.SMALL, loc="upper center", bbox_to_anchor=(0.5, -0.13), ncol=ncol, frameon=False)
 
 
 def disk_usage_figure(days: Sequence[float], series: Mapping[str, Sequence[float]], *,
                       disk_bytes: float | None = None,
                       thresholds: Mapping[str, float] | None = None, stacked: bool = True,
                       marks: Mapping[str, float] | None = None,
-                      figsize: tuple[float, float] = (9.0, 4.5)) -> Figure:
+                      figsize: tuple[float, float] = (9.0, 5.4)) -> Figure:
     """Bytes on disk over time: one series per store part (for example CommitLog,
     ConsumeQueue, index), stacked by default (they share the disk) or as separate lines.
 
@@ -287,7 +302,7 @@ def disk_usage_figure(days: Sequence[float], series: Mapping[str, Sequence[float
             ax.plot(x, y / size, label=label)
     _draw_disk_lines(ax, x, top, unit, size, disk_bytes, thresholds, marks)
     ax.set_title("disk usage" + (" (stacked)" if stacked else ""), fontsize="medium")
-    ax.legend(fontsize="small", loc="upper left")
+    _legend_below(ax)
     return fig
 
 
@@ -295,7 +310,7 @@ def disk_fan_figure(days: Sequence[float], percentiles: Mapping[float, Sequence[
                     likely: Sequence[float] | None = None, disk_bytes: float | None = None,
                     thresholds: Mapping[str, float] | None = None,
                     marks: Mapping[str, float] | None = None,
-                    figsize: tuple[float, float] = (9.0, 4.6)) -> Figure:
+                    figsize: tuple[float, float] = (9.0, 5.5)) -> Figure:
     """A fan chart of bytes on disk over time: Monte Carlo percentiles as nested bands.
 
     `percentiles` maps a percentile (for example 5, 25, 50, 75, 95) to bytes at each of `days`;
@@ -343,7 +358,7 @@ def disk_fan_figure(days: Sequence[float], percentiles: Mapping[float, Sequence[
         ax.plot(x, y / size, color="black", linestyle="--", linewidth=1, label="likely inputs")
     _draw_disk_lines(ax, x, top, unit, size, disk_bytes, thresholds, marks)
     ax.set_title("disk usage, Monte Carlo", fontsize="medium")
-    ax.legend(fontsize="small", loc="upper left", ncol=2)
+    _legend_below(ax)
     return fig
 
 

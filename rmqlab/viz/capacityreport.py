@@ -111,7 +111,6 @@ def _disk_figure(a: PlanAnalysis):
     ax.set_title(f"disk usage from an empty store (likely inputs, growth "
                  f"{format_value(a.plan.traffic.growth_percent_per_month.likely / 100, 'percent')}/month)",
                  fontsize="medium")
-    ax.legend(fontsize="small", loc="upper left", ncol=2)
     return fig
 
 

@@ -108,7 +108,7 @@ def key_timeline_figure(timeline: KeyTimeline, *, origin: int, title: str = "",
         ax.vlines(np.arange(first_second, last_second + 1, dtype=np.int64) * 1000 - origin, -0.6, 1.6,
                   color="#8a8a8a", lw=0.7, linestyles=":", zorder=1)
     elif seconds > 240:
-        note = " (whole-second lines left out: more than 240 in view)"
+        note = "\n(whole-second lines left out: more than 240 in view)"
     messages, entries = timeline.messages, timeline.entries
     real_ms = messages["store_timestamp"].to_numpy(np.int64)
     stored_ms = entries["stored_ms"].to_numpy(np.int64)

@@ -237,7 +237,7 @@ def slot_occupancy_image(path_or_file: PathOrFile, *, start: int = 0, stop: int 
                        f"(> {cap} entries; longest {top:,})")
     ax.set_title(f"{name}: slots {start:,}..{stop - 1:,} of {m:,}\n"
                  f"{used:,} of {n:,} occupied ({used / n:.1%}), grey = empty{shown_note}",
-                 fontsize="medium")
+                 fontsize="medium", pad=12)       # clear of the top row's tick label, half above the axes
     return fig
 
 

@@ -22,7 +22,7 @@ import logging
 
 from matplotlib import font_manager, rcParams
 
-__all__ = ["FALLBACKS", "SANS", "MONO", "installed", "use_fallback_fonts"]
+__all__ = ["FALLBACKS", "SANS", "MONO", "SMALL", "TEXT", "TITLE", "installed", "use_fallback_fonts"]
 
 #: Fallback families, in the order matplotlib tries them for a glyph DejaVu lacks.
 FALLBACKS = ("Noto Sans CJK JP", "Symbola")
@@ -62,3 +62,16 @@ def use_fallback_fonts() -> None:
     logger = logging.getLogger("matplotlib.font_manager")
     if _not_a_bold_fallback not in logger.filters:
         logger.addFilter(_not_a_bold_fallback)
+
+
+# Font sizes of the figures, points: the one place they are set. Notebooks show a figure at its
+# dpi (100: a point is 1.39 px) in a page column of about 1100 px that shrinks wider pictures;
+# the widgets' Image shows 80 dpi (a point is 1.11 px). Nine pixels is the smallest text a
+# reader reads comfortably on a screen: 6.5 points inline, 8.1 points in a widget.
+
+#: The smallest text of a figure (notes, arrow labels, box contents): 11.8 px inline, 9.4 px in a widget.
+SMALL = 8.5
+#: Ordinary text: axis labels, box titles, legends.
+TEXT = 9.5
+#: Titles.
+TITLE = 10.5

@@ -48,7 +48,7 @@ class PlanExplorer(WidgetBase):
     the current ones; :attr:`widget` is what a notebook shows.
     """
 
-    def __init__(self, plan: Plan, *, sample: bool = True, whole_files: bool = False, dpi: int = 72):
+    def __init__(self, plan: Plan, *, sample: bool = True, whole_files: bool = False, dpi: int = 96):
         if not isinstance(plan, Plan):
             raise TypeError(f"plan must be a Plan, got {type(plan).__name__}")
         self.base = plan

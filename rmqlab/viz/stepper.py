@@ -47,6 +47,7 @@ from rmqlab.formats.indexfile import ENTRY, HEADER, NEW_SLOT, SLOT, IndexFile
 from rmqlab.jvm.hashcode import index_hash, index_key
 from rmqlab.store.indexservice import index_file_name
 from rmqlab.tables.times import ms_to_iso
+from rmqlab.viz import fonts
 from rmqlab.viz.widgetkit import (
     HIGHLIGHT,
     WidgetBase,
@@ -453,14 +454,14 @@ def chain_diagram(slots: np.ndarray, entries: np.ndarray, index_count: int, *,
         return -e * (rows - 1) / max(n - 1, 1) if n > 1 else 0.0
 
     slot_x, entry_x, box_h = 0.0, 3.0, 0.62
-    ax.text(slot_x + 0.6, 0.65, "slots", ha="center", fontsize=9, weight="bold")
-    ax.text(entry_x + 1.4, 0.65, "entries", ha="center", fontsize=9, weight="bold")
+    ax.text(slot_x + 0.6, 0.65, "slots", ha="center", fontsize=fonts.TEXT, weight="bold")
+    ax.text(entry_x + 1.4, 0.65, "entries", ha="center", fontsize=fonts.TEXT, weight="bold")
     for i in range(m):
         y = slot_y(i)
         empty = int(slots[i]) == 0
         ax.add_patch(FancyBboxPatch((slot_x, y - box_h / 2), 1.2, box_h, boxstyle="round,pad=0.02",
                                     facecolor="#eeeeee" if empty else "#cfe2f3", edgecolor="#666"))
-        ax.text(slot_x + 0.6, y, f"slot {i}: {int(slots[i])}", ha="center", va="center", fontsize=8,
+        ax.text(slot_x + 0.6, y, f"slot {i}: {int(slots[i])}", ha="center", va="center", fontsize=fonts.SMALL,
                 color="#888" if empty else "black")
     for e in range(n):
         y = entry_y(e)
@@ -474,7 +475,7 @@ def chain_diagram(slots: np.ndarray, entries: np.ndarray, index_count: int, *,
             label = f"{e}: free"
         else:
             label = f"{e}: {keys.get(e, '')}  h={int(entries[e]['key_hash'])}"
-        ax.text(entry_x + 0.08, y, label, ha="left", va="center", fontsize=7.5,
+        ax.text(entry_x + 0.08, y, label, ha="left", va="center", fontsize=fonts.SMALL,
                 color="black" if used else "#999")
     arrow = dict(arrowstyle="-|>", color="#1f5fa8", lw=1.0, shrinkA=2, shrinkB=2)
     for i in range(m):
@@ -489,7 +490,7 @@ def chain_diagram(slots: np.ndarray, entries: np.ndarray, index_count: int, *,
             ax.annotate("", xy=(entry_x + 2.8, entry_y(prev)), xytext=(entry_x + 2.8, entry_y(e)),
                         arrowprops=prev_arrow)
     ax.set_title("blue: slot → newest entry of its chain;  orange: prevIndex → older entry",
-                 fontsize=8, color="#555", loc="left")
+                 fontsize=fonts.SMALL, color="#555", loc="left")
     return fig
 
 
