@@ -198,6 +198,15 @@ def _dump_other(path: Path, kind: str, out: dict[str, Any]) -> None:
         out["state"] = read_quorum_state(path)
 
 
+def _sequences(base_sequence, offset_delta):
+    """:func:`_sequence` of arrays (int64), element by element."""
+    import numpy as np
+
+    base, delta = np.asarray(base_sequence, np.int64), np.asarray(offset_delta, np.int64)
+    int_max = 2**31 - 1
+    return np.where(base < 0, -1, np.where(base > int_max - delta, delta - (int_max - base) - 1, base + delta))
+
+
 def _record_extras(path: Path, kind: str, batches, records: list[dict], source) -> None:
     """Decoded control records (and KRaft metadata payloads, for snapshots and the
     ``__cluster_metadata`` partition) added to the record dicts, by record offset (the records
@@ -411,6 +420,16 @@ def _dump(args) -> int:
     print_data = args.print_data_log or key_view is not None or value_view is not None
     damaged = 0
     for path in _dump_files(args.files):
+        fast = None if args.json or print_data or decoder else _log_text(path, args.records, args.max_bytes)
+        if fast is not None:
+            text, d = fast
+            if hasattr(sys.stdout, "buffer"):
+                sys.stdout.flush()
+                sys.stdout.buffer.write(text)
+            else:
+                sys.stdout.write(text.decode())
+            _report_bound(d)
+            continue
         d = dump_file(path, records=args.records, print_data=print_data, decoder=decoder,
                       base_offset=args.base_offset, max_bytes=args.max_bytes, key_view=key_view,
                       value_view=value_view)
@@ -527,6 +546,88 @@ def _print_dump(d: dict[str, Any]) -> None:
             # DumpLogSegments.dumpLog's last line for bytes its batch iteration did not reach,
             # printed only when --max-bytes is its default (Integer.MAX_VALUE)
             print(f"Found {d['invalid_bytes']} invalid bytes at the end of {Path(d['file']).name}")
+
+
+def _log_text(path: Path, records: bool, max_bytes: int | None) -> tuple[bytes, dict[str, Any]] | None:
+    """A ``.log``'s text dump (UTF-8) as :func:`_print_dump` prints :func:`dump_file`'s dict, made column
+    by column in Arrow instead of a line at a time, and the dict's fields the stderr reports
+    read; None where it does not apply (another file, a KRaft metadata log, control or magic
+    0/1 batches, damage, a CRC that does not verify: the line-by-line path prints those).
+    Cost: O(batches + records) in Arrow's C kernels and one string join; about 1 µs a line."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from rmqlab.kafka.log import read_batches, read_records
+
+    if _kind(path) != "log" or path.parent.name.startswith("__cluster_metadata-"):
+        return None
+    batches = read_batches(path, on_damage="report", max_bytes=max_bytes)
+    walk = batches.attrs["report"]
+    if (walk.damage is not None or not bool(batches["crc_ok"].all()) or bool(batches["is_control"].any())
+            or bool((batches["magic"] < 2).any())):
+        return None
+    n = len(batches)
+
+    def text(values) -> pa.Array:
+        return pc.cast(pa.array(np.asarray(values)), pa.large_string())
+
+    def join(*parts) -> pa.Array:
+        """The parts end to end, row by row: arrays, and str constants for every row."""
+        return pc.binary_join_element_wise(
+            *[pa.scalar(x, pa.large_string()) if isinstance(x, str) else x for x in parts],
+            pa.scalar("", pa.large_string()))
+
+    def flag(values) -> pa.Array:
+        return pa.array(np.where(np.asarray(values, bool), "true", "false"), pa.large_string())
+
+    ts_type = pa.array(batches["timestamp_type"].to_numpy(object), pa.large_string())
+    batch_lines = join(
+        "baseOffset: ", text(batches["base_offset"]), " lastOffset: ", text(batches["last_offset"]),
+        " count: ", text(batches["records_count"]), " producerId: ", text(batches["producer_id"]),
+        " producerEpoch: ", text(batches["producer_epoch"]), " baseSequence: ", text(batches["base_sequence"]),
+        " partitionLeaderEpoch: ", text(batches["partition_leader_epoch"]),
+        " isTransactional: ", flag(batches["is_transactional"]), " isControl: false position: ",
+        text(batches["position"]), " ", ts_type, ": ", text(batches["max_timestamp"]), " size: ",
+        text(batches["size"]), " magic: 2 compresscodec: ",
+        pa.array(batches["compression"].to_numpy(object), pa.large_string()), " crc: ", text(batches["crc"]),
+        " isvalid: true")
+    lines, order = batch_lines, None
+    if records and n:
+        recs = read_records(path, values=False, on_damage="report", max_bytes=max_bytes)
+        if recs.attrs["report"].damage is not None:
+            return None
+        of = np.searchsorted(batches["position"].to_numpy(np.int64), recs["batch_position"].to_numpy(np.int64))
+        base_seq = batches["base_sequence"].to_numpy(np.int64)[of]
+        delta = recs["offset_delta"].to_numpy(np.int64)
+        seq = _sequences(base_seq, delta)
+        headers = np.full(len(recs), "[]", object)
+        with_headers = np.flatnonzero(recs["headers_count"].to_numpy(np.int64) > 0)
+        headers[with_headers] = ["[" + ",".join(k for k, _ in recs["headers"].iat[i]) + "]" for i in with_headers]
+        record_lines = join(
+            "| offset: ", text(recs["offset"]), " ", pc.take(ts_type, pa.array(of)), ": ", text(recs["timestamp"]),
+            " keySize: ", text(recs["key_size"]), " valueSize: ", text(recs["value_size"]), " sequence: ",
+            text(seq), " headerKeys: ", pa.array(headers, pa.large_string()))
+        # each batch's line, then its records' lines, in file order
+        counts = np.bincount(of, minlength=n)
+        before = np.concatenate([[0], np.cumsum(counts)[:-1]])
+        where = np.empty(n + len(recs), np.int64)
+        where[np.arange(n) + before] = np.arange(n)
+        where[of + 1 + np.arange(len(recs))] = n + np.arange(len(recs))
+        lines, order = pa.concat_arrays([batch_lines, record_lines]), where
+    if order is not None:
+        lines = pc.take(lines, pa.array(order))
+    # each line with its newline: the array's character data is then the text, end to end
+    lines = join(lines, "\n")
+    offsets = np.frombuffer(lines.buffers()[1], np.int64)[lines.offset:lines.offset + len(lines) + 1]
+    body = lines.buffers()[2].to_pybytes()[offsets[0]:offsets[-1]] if len(lines) else b""
+    unread_from = walk.unread_from
+    unread_bytes = 0 if unread_from is None else walk.file_size - unread_from
+    valid = walk.file_size - unread_bytes
+    d = {"file": str(path), "kind": "log", "max_bytes": max_bytes, "unread_from": unread_from,
+         "unread_bytes": unread_bytes, "unread_reason": walk.unread_reason if unread_from is not None else None,
+         "valid_bytes": valid, "invalid_bytes": 0, "crc_errors": 0, "damage": None}
+    return f"Dumping {path}\n".encode() + body, d
 
 
 def _batch_line(b: dict[str, Any]) -> str:
