@@ -592,31 +592,39 @@ def _log_text(path: Path, records: bool, max_bytes: int | None) -> tuple[bytes, 
         text(batches["size"]), " magic: 2 compresscodec: ",
         pa.array(batches["compression"].to_numpy(object), pa.large_string()), " crc: ", text(batches["crc"]),
         " isvalid: true")
-    lines, order = batch_lines, None
+    lines = batch_lines
     if records and n:
-        recs = read_records(path, values=False, on_damage="report", max_bytes=max_bytes)
+        recs = read_records(path, values=False, headers=False, on_damage="report", max_bytes=max_bytes)
         if recs.attrs["report"].damage is not None:
             return None
+        if bool((recs["headers_count"].to_numpy(np.int64) > 0).any()):   # their keys are shown: read them
+            recs = read_records(path, values=False, on_damage="report", max_bytes=max_bytes)
         of = np.searchsorted(batches["position"].to_numpy(np.int64), recs["batch_position"].to_numpy(np.int64))
         base_seq = batches["base_sequence"].to_numpy(np.int64)[of]
         delta = recs["offset_delta"].to_numpy(np.int64)
         seq = _sequences(base_seq, delta)
-        headers = np.full(len(recs), "[]", object)
         with_headers = np.flatnonzero(recs["headers_count"].to_numpy(np.int64) > 0)
-        headers[with_headers] = ["[" + ",".join(k for k, _ in recs["headers"].iat[i]) + "]" for i in with_headers]
+        headers: Any = "[]"
+        if len(with_headers):
+            shown = np.full(len(recs), "[]", object)
+            shown[with_headers] = ["[" + ",".join(k for k, _ in recs["headers"].iat[i]) + "]" for i in with_headers]
+            headers = pa.array(shown, pa.large_string())
+        types = batches["timestamp_type"].to_numpy(object)
+        if not bool(np.isin(types, ["CreateTime", "LogAppendTime"]).all()) or bool((np.diff(of) < 0).any()):
+            return None
+        record_type = pc.if_else(pa.array(np.asarray(types == "LogAppendTime", bool)[of]),
+                                 pa.scalar("LogAppendTime", pa.large_string()),
+                                 pa.scalar("CreateTime", pa.large_string()))
         record_lines = join(
-            "| offset: ", text(recs["offset"]), " ", pc.take(ts_type, pa.array(of)), ": ", text(recs["timestamp"]),
+            "| offset: ", text(recs["offset"]), " ", record_type, ": ", text(recs["timestamp"]),
             " keySize: ", text(recs["key_size"]), " valueSize: ", text(recs["value_size"]), " sequence: ",
-            text(seq), " headerKeys: ", pa.array(headers, pa.large_string()))
-        # each batch's line, then its records' lines, in file order
+            text(seq), " headerKeys: ", headers)
+        # each batch's line, then its records' lines (they are in file order, batch by batch)
         counts = np.bincount(of, minlength=n)
-        before = np.concatenate([[0], np.cumsum(counts)[:-1]])
-        where = np.empty(n + len(recs), np.int64)
-        where[np.arange(n) + before] = np.arange(n)
-        where[of + 1 + np.arange(len(recs))] = n + np.arange(len(recs))
-        lines, order = pa.concat_arrays([batch_lines, record_lines]), where
-    if order is not None:
-        lines = pc.take(lines, pa.array(order))
+        starts = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+        newline = pa.scalar("\n", pa.large_string())
+        grouped = pc.binary_join(pa.LargeListArray.from_arrays(pa.array(starts), record_lines), newline)
+        lines = pc.if_else(pa.array(counts > 0), join(batch_lines, "\n", grouped), batch_lines)
     # each line with its newline: the array's character data is then the text, end to end
     lines = join(lines, "\n")
     offsets = np.frombuffer(lines.buffers()[1], np.int64)[lines.offset:lines.offset + len(lines) + 1]
