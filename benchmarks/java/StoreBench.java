@@ -6,10 +6,11 @@
  *   StoreBench conf=FILE queries=TSV answers=TSV out=JSON
  *
  * conf is read as broker.conf is (MixAll.properties2Object into MessageStoreConfig); the store
- * folder it names holds a CommitLog and no consumequeue/ or index/, so start() sets the reput
- * offset to the CommitLog's first byte and ReputMessageService dispatches every message (the
- * broker's own way to rebuild them). Timed: load() (the CommitLog's recovery), then from start()
- * until dispatchBehindBytes() is 0, then queryMessage(topic, key, 64, 0, Long.MAX_VALUE) of each
+ * folder it names holds a CommitLog and no consumequeue/ or index/, so the broker rebuilds them
+ * (5.3.3: load() recovers the CommitLog and dispatches each message past the ConsumeQueues' end
+ * as it goes, CommitLog.recoverNormally -> onCommitLogDispatch; ReputMessageService, started by
+ * start(), takes whatever is left). Timed: load(), then from start() until
+ * dispatchBehindBytes() is 0, then queryMessage(topic, key, 64, 0, Long.MAX_VALUE) of each
  * line of queries (topic TAB key). answers gets one line a query: the PHYSICALOFFSET of each
  * message returned, in order, space separated. shutdown() (not timed) flushes the files, so the
  * folder then holds what the broker wrote, for the caller to compare.
