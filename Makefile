@@ -169,7 +169,7 @@ bench-jobs: $(STAMP)
 
 # rmqlab side by side with the brokers' own code (RocketMQ 5.3.3's IndexFile and DefaultMessageStore,
 # Kafka 3.9.2's DumpLogSegments), one fresh process a measurement, alternating, every answer
-# checked against the other side's: about 15 minutes and 3 GiB of scratch space in $TMPDIR, the
+# checked against the other side's: about 3 minutes and 3 GiB of scratch space in $TMPDIR, the
 # JVM sides built into the broker cache on first use; make bench-compare ARGS=--record.
 bench-compare: $(STAMP) java
 	cd benchmarks && ../$(VPY) bench_compare.py $(ARGS)
