@@ -43,7 +43,6 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
-import hashlib
 import json
 import mmap
 import os
@@ -57,7 +56,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from common import machine, publish
+from common import machine, publish, sha256_of
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -77,13 +76,6 @@ LONG_MAX = 2**63 - 1
 COMMITLOG_FILE_SIZE = 64 << 20
 KAFKA_SEGMENT_BYTES = 64 << 20
 
-
-def sha256_of(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        while chunk := fh.read(1 << 22):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 def load_average() -> str:

@@ -26,7 +26,6 @@ import argparse
 import contextlib
 import datetime as dt
 import gc
-import hashlib
 import json
 import os
 import resource
@@ -40,7 +39,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-from common import machine, publish
+from common import machine, publish, sha256_of
 
 import rmqlab
 from rmqlab.formats.indexfile import DEFAULT_HASH_SLOT_NUM, DEFAULT_INDEX_NUM, Geometry, IndexFile
@@ -107,13 +106,6 @@ def reset_hwm() -> bool:
     except OSError:
         return False
 
-
-def sha256_of(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        while chunk := fh.read(1 << 22):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 def workload(n: int):

@@ -1,6 +1,7 @@
 """What every benchmark records about the machine it ran on."""
 from __future__ import annotations
 
+import hashlib
 import os
 import platform
 from pathlib import Path
@@ -36,3 +37,12 @@ def publish(text: str, record: bool) -> None:
         with open(RESULTS, "a") as fh:
             fh.write("\n" + text.strip() + "\n")
         print(f"appended to {RESULTS}")
+
+
+def sha256_of(path: Path) -> str:
+    """The file's SHA-256, hex, read 4 MiB at a time."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        while chunk := fh.read(1 << 22):
+            digest.update(chunk)
+    return digest.hexdigest()

@@ -18,36 +18,21 @@
 
 import java.io.BufferedReader;
 import java.io.File;
-import java.io.FileInputStream;
 import java.io.PrintWriter;
-import java.lang.reflect.Constructor;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.util.ArrayList;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.Properties;
 
-import org.apache.rocketmq.common.BrokerConfig;
-import org.apache.rocketmq.common.MixAll;
 import org.apache.rocketmq.store.DefaultMessageStore;
 import org.apache.rocketmq.store.QueryMessageResult;
-import org.apache.rocketmq.store.config.MessageStoreConfig;
 
 public class StoreBench {
     public static void main(String[] argv) throws Exception {
-        Map<String, String> args = new LinkedHashMap<>();
-        for (String a : argv) args.put(a.substring(0, a.indexOf('=')), a.substring(a.indexOf('=') + 1));
-        Properties props = new Properties();
-        try (FileInputStream in = new FileInputStream(args.get("conf"))) {
-            props.load(in);
-        }
-        MessageStoreConfig config = new MessageStoreConfig();
-        BrokerConfig brokerConfig = new BrokerConfig();
-        MixAll.properties2Object(props, config);
-        MixAll.properties2Object(props, brokerConfig);
+        Map<String, String> args = StoreLoad.arguments(argv);
+        DefaultMessageStore store = StoreLoad.open(args.get("conf"));   // configured as broker.conf does
         List<String[]> queries = new ArrayList<>();
         try (BufferedReader r = Files.newBufferedReader(new File(args.get("queries")).toPath(), StandardCharsets.UTF_8)) {
             for (String line; (line = r.readLine()) != null; ) {
@@ -55,14 +40,6 @@ public class StoreBench {
             }
         }
 
-        Object stats = StoreLoad.newStats(brokerConfig.getBrokerClusterName());
-        DefaultMessageStore store = null;
-        for (Constructor<?> c : DefaultMessageStore.class.getConstructors()) {   // 5.1+: the topic table too
-            if (c.getParameterCount() == 5) {
-                store = (DefaultMessageStore) c.newInstance(config, stats, null, brokerConfig,
-                    StoreLoad.topicConfigTable(new File(config.getStorePathRootDir(), "config/topics.json")));
-            }
-        }
         long t0 = System.nanoTime();
         if (!store.load()) throw new IllegalStateException("load() refused the store");
         long t1 = System.nanoTime();

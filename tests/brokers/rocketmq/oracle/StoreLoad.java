@@ -25,10 +25,31 @@ import org.apache.rocketmq.store.config.MessageStoreConfig;
 
 public class StoreLoad {
     public static void main(String[] argv) throws Exception {
+        Map<String, String> args = arguments(argv);
+        DefaultMessageStore store = open(args.get("conf"));
+        boolean loaded = store.load();
+        try (PrintWriter w = new PrintWriter(new File(args.get("out")), "UTF-8")) {
+            w.print("{\"loaded\": " + loaded + "}");
+        }
+        try {
+            store.shutdown();
+        } catch (Throwable ignored) {
+            // a store that did not load may not shut down cleanly; the answer is written
+        }
+        System.exit(0);
+    }
+
+    /** The name=value pairs of the command line. */
+    static Map<String, String> arguments(String[] argv) {
         Map<String, String> args = new LinkedHashMap<>();
         for (String a : argv) args.put(a.substring(0, a.indexOf('=')), a.substring(a.indexOf('=') + 1));
+        return args;
+    }
+
+    /** A DefaultMessageStore (not loaded) configured by `conf` as a broker is by broker.conf. */
+    static DefaultMessageStore open(String conf) throws Exception {
         Properties props = new Properties();
-        try (FileInputStream in = new FileInputStream(args.get("conf"))) {
+        try (FileInputStream in = new FileInputStream(conf)) {
             props.load(in);
         }
         MessageStoreConfig config = new MessageStoreConfig();
@@ -51,16 +72,7 @@ public class StoreLoad {
                 m.invoke(store, topicConfigTable(new File(config.getStorePathRootDir(), "config/topics.json")));
             }
         }
-        boolean loaded = store.load();
-        try (PrintWriter w = new PrintWriter(new File(args.get("out")), "UTF-8")) {
-            w.print("{\"loaded\": " + loaded + "}");
-        }
-        try {
-            store.shutdown();
-        } catch (Throwable ignored) {
-            // a store that did not load may not shut down cleanly; the answer is written
-        }
-        System.exit(0);
+        return store;
     }
 
     /** config/topics.json as TopicConfigManager decodes it (5.x: the queue type of a BatchCQ
