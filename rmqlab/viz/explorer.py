@@ -37,6 +37,7 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
 from rmqlab.analysis.keys import KeyTimeline, colliding_keys, key_occurrences, key_timeline, suggested_keys
+from rmqlab.errors import RmqlabError
 from rmqlab.rules.topics import is_system_topic
 from rmqlab.store.directory import Store
 from rmqlab.store.indexservice import DEFAULT_MAX_MSGS_NUM_BATCH
@@ -532,6 +533,99 @@ def _rows_shown(table: pd.DataFrame, mode: str) -> tuple[pd.DataFrame, pd.DataFr
                  for k, u in zip(keys, table["uniq_key"].fillna("").astype(str))],
     }, index=text.index)
     return text, tips
+
+
+def store_from_query_string(query_string: str | None) -> str | None:
+    """The ``store`` parameter of a page address's query string (Voilà hands the kernel the
+    request's in the ``QUERY_STRING`` environment variable), or None without one. O(length).
+
+    >>> store_from_query_string("token=abc&store=%2Fdata%2Fstore-1")
+    '/data/store-1'
+    >>> store_from_query_string("") is None
+    True
+    """
+    from urllib.parse import parse_qs
+
+    values = parse_qs(query_string or "").get("store")
+    return values[-1].strip() if values and values[-1].strip() else None
+
+
+class ExplorerApp(WidgetBase):
+    """The query explorer on a store the user names: a path field and an Open button above a
+    :class:`QueryExplorer` (what ``make app`` serves, and notebook 05's explorer).
+
+    The first store is the ``store`` parameter of the page's address when there is one
+    (`query_string`: in Voilà, ``os.environ["QUERY_STRING"]``; e.g. ``...?token=T&store=/data/s``),
+    else `store` (None: the sample store); `explorer_options` (topic, key, begin, end, ...) go
+    to the explorer of `store` only, since another store has other topics and times. Opening a
+    folder that is not a store, or one that cannot be read, keeps the explorer shown and says
+    why in :attr:`error_html`; nothing raises. State: :attr:`explorer` (the QueryExplorer shown,
+    or None), :attr:`path_box`, :attr:`open_button`, :attr:`error_html`. Cost: a
+    :class:`QueryExplorer`'s construction a store opened (one read of its CommitLog).
+    """
+
+    def __init__(self, store: Store | str | os.PathLike | None = None, *, query_string: str | None = None,
+                 **explorer_options: Any):
+        asked = store_from_query_string(query_string)
+        self._given, self._options = store, explorer_options
+        self.explorer: QueryExplorer | None = None
+        self.path_box = widgets.Text(placeholder="a store folder (empty: the sample store)", description="store",
+                                     continuous_update=False,
+                                     layout=widgets.Layout(flex="1 1 30em", max_width="48em"))
+        self.open_button = widgets.Button(description="Open", button_style="primary",
+                                          layout=widgets.Layout(width="6em"))
+        self.error_html = widgets.HTML()
+        self.body = widgets.VBox()
+        for w, cls in ((self.path_box, "rmqlab-store-path"), (self.open_button, "rmqlab-store-open"),
+                       (self.error_html, "rmqlab-store-error")):
+            w.add_class(cls)
+        self.open_button.on_click(lambda _: self.open(self.path_box.value))
+        self.path_box.observe(lambda change: self.open(change["new"]), names="value")
+        self.widget = widgets.VBox([
+            widgets.HBox([self.path_box, self.open_button], layout=widgets.Layout(flex_flow="row wrap")),
+            self.error_html, self.body])
+        self.widget.add_class("rmqlab-explorer-app")
+        if asked is not None:
+            self.path_box.value = asked          # opens it
+        else:
+            self._open(store, explorer_options)
+            if isinstance(store, (str, os.PathLike)):
+                with self._quiet():
+                    self.path_box.value = os.fspath(store)
+
+    @contextmanager
+    def _quiet(self) -> Iterator[None]:
+        """Set the path field without opening what it says."""
+        self._muted = True
+        try:
+            yield
+        finally:
+            self._muted = False
+
+    def open(self, path: str | os.PathLike | None) -> bool:
+        """Show the store at `path` ("" or None: the sample store): True when it opened, else
+        False with the reason in :attr:`error_html` (the explorer shown before stays)."""
+        if getattr(self, "_muted", False):
+            return False
+        text = os.fspath(path).strip() if path is not None else ""
+        given = os.fspath(self._given) if isinstance(self._given, (str, os.PathLike)) else None
+        if text == (given or ""):
+            return self._open(self._given, self._options)
+        return self._open(text or None, {})
+
+    def _open(self, store: Store | str | os.PathLike | None, options: dict[str, Any]) -> bool:
+        try:
+            explorer = QueryExplorer(store, **options)
+        except (OSError, ValueError, RmqlabError) as e:
+            shown = "the sample store" if store is None else os.fspath(store) if not isinstance(store, Store) \
+                else str(store.root)
+            self.error_html.value = (f"<div style='color:#a00;font-family:sans-serif'><b>Cannot show "
+                                     f"{html.escape(shown)}</b>: {html.escape(str(e))}</div>")
+            return False
+        self.explorer = explorer
+        self.body.children = [explorer.widget]
+        self.error_html.value = ""
+        return True
 
 
 def _as_store(store: Store | str | os.PathLike | None, options: dict[str, Any] | None) -> Store:
