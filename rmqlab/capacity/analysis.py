@@ -232,9 +232,10 @@ class PlanAnalysis:
     draws: pd.DataFrame | None = field(default=None, repr=False, compare=False)
 
 
-def _configuration(plan: Plan, name: str, is_plan: bool, samples: int, seed: int, whole_files: bool
+def _configuration(plan: Plan, name: str, is_plan: bool, samples: int, seed: int, whole_files: bool,
+                   keys_progress: Callable[[int, int], None] | None = None
                    ) -> tuple[ConfigurationResult, Estimate, pd.DataFrame]:
-    e = estimate(plan, whole_files=whole_files)
+    e = estimate(plan, whole_files=whole_files, keys_progress=keys_progress)
     draws = monte_carlo_draws(plan, samples, seed, sample=e.sample)
     mc = draw_percentiles(draws)
     ix, d = plan.index, plan.disk
@@ -324,13 +325,16 @@ def _kafka_record_bytes(plan: Plan) -> int:
 
 
 def analyse_plan(plan: Plan, *, samples: int = 2000, seed: int | None = None,
-                 whole_files: bool = False, progress: Callable[[str], None] | None = None) -> PlanAnalysis:
+                 whole_files: bool = False, progress: Callable[[str], None] | None = None,
+                 keys_progress: Callable[[int, int, int], None] | None = None) -> PlanAnalysis:
     """Run the model for the plan and for each [[compare]] alternative (the plan with that
     alternative's hash_slot_num, index_num and max_msgs_num_batch): a likely estimate with the
     real-hash key sample and `samples` Monte Carlo draws each (`seed` None: the plan's seed),
     then :func:`recommend`. `whole_files`: the key sample hashes whole full-size files
     (:func:`~rmqlab.capacity.model.sample_occupancy`; what ``rmqlab capacity report`` does
-    unless ``--fast``). `progress` is called with a line before each configuration. Cost:
+    unless ``--fast``). `progress` is called with a line before each configuration, and
+    `keys_progress` with (configuration number from 1, keys hashed, keys to hash) as its key
+    sample streams (the long part: seconds a configuration with whole files). Cost:
     O(configurations x (key sample + samples)): per configuration one key sample, at most
     :data:`~rmqlab.capacity.model.SAMPLE_ENTRIES` keys hashed, or with `whole_files` the
     index_num - 1 keys of a whole full-size file (more for bigger files; the keys stream through,
@@ -350,14 +354,17 @@ def analyse_plan(plan: Plan, *, samples: int = 2000, seed: int | None = None,
         say(f"[{i}/{total}] {name}: {g.hash_slot_num:,} slots x {g.index_num:,} entries, "
             f"{'whole' if whole_files else 'sampled'} files of real-hash keys")
 
+    def keys_of(i: int) -> Callable[[int, int], None] | None:
+        return None if keys_progress is None else lambda done, todo: keys_progress(i, done, todo)
+
     announce(1, "this plan", plan)
-    own, e, draws = _configuration(plan, "this plan", True, int(samples), seed, whole_files)
+    own, e, draws = _configuration(plan, "this plan", True, int(samples), seed, whole_files, keys_of(1))
     configs = [own]
     for i, alt in enumerate(plan.compare, start=2):
         other = plan.replace({"index.hash_slot_num": alt.hash_slot_num, "index.index_num": alt.index_num,
                               "index.max_msgs_num_batch": alt.max_msgs_num_batch})
         announce(i, alt.name, other)
-        configs.append(_configuration(other, alt.name, False, int(samples), seed, whole_files)[0])
+        configs.append(_configuration(other, alt.name, False, int(samples), seed, whole_files, keys_of(i))[0])
     record = _kafka_record_bytes(plan)
     kafka = kafka_estimate(float(plan.traffic.messages_per_second.likely), record_bytes=record)
     return PlanAnalysis(plan=plan, samples=int(samples), seed=seed, estimate=e, monte_carlo=draw_percentiles(draws),

@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, fields
 from typing import Any
 
@@ -524,12 +524,14 @@ def sample_index_keys(plan: Plan, entries: int, *, hot_keys: int | None = None, 
 
 
 def _stream_files(plan: Plan, hash_slot_num: int, capacity: int, files: int, *, hot_keys: int | None = None,
-                  seed: int | None = None, first_order_id: int = 0) -> list[OccupancySample]:
+                  seed: int | None = None, first_order_id: int = 0,
+                  keys_progress: Callable[[int, int], None] | None = None) -> list[OccupancySample]:
     """:func:`chain_lengths_from_keys` of `files` consecutive files of `capacity` keys each from
     the start of the plan's key stream (:func:`sample_index_keys` with the same arguments, cut
     into files), without holding the strings: each chunk of keys is hashed and dropped, and a
     file is measured from its int32 hashes as soon as it is full. Peak memory: one chunk of
-    messages plus about 20 bytes per key of one file, however many files."""
+    messages plus about 20 bytes per key of one file, however many files. `keys_progress`:
+    called with (keys hashed, keys to hash) after each chunk."""
     import pyarrow as pa
 
     max_num = plan.index.max_msgs_num_batch
@@ -554,6 +556,8 @@ def _stream_files(plan: Plan, hash_slot_num: int, capacity: int, files: int, *, 
                 pa.default_memory_pool().release_unused()
                 samples.append(chain_lengths_from_hashes(hashes, hash_slot_num, max_num=max_num, overwrite=True))
                 filled = 0
+        if keys_progress is not None:
+            keys_progress(len(samples) * capacity + filled, files * capacity)
         if len(samples) == files:
             return samples
     raise ValueError(f"keys_in_file is {capacity} but the plan puts no index key "
@@ -596,7 +600,8 @@ def _combine(samples: list[OccupancySample], scale: float) -> OccupancySample:
 
 def sample_occupancy(plan: Plan, hash_slot_num: int | None = None, index_num: int | None = None, *,
                      max_entries: int = SAMPLE_ENTRIES, files: int | None = None,
-                     whole_files: bool = False) -> OccupancySample:
+                     whole_files: bool = False,
+                     keys_progress: Callable[[int, int], None] | None = None) -> OccupancySample:
     """Occupancy and chains of full index files of the plan's traffic (likely values), from
     the real hash of sampled keys (:func:`sample_index_keys`, :func:`chain_lengths_from_keys`
     with the plan's maxMsgsNumBatch), averaged over several files at different positions of
@@ -638,6 +643,7 @@ def sample_occupancy(plan: Plan, hash_slot_num: int | None = None, index_num: in
     hashes, so the peak is one chunk plus about 20 bytes per key of one file, whatever the
     number of files, where holding every key string would take tens of bytes a key more.
     Cost otherwise: O(`max_entries`). Measured: benchmarks/RESULTS.md (capacity model).
+    `keys_progress`: called with (keys hashed, keys to hash, of all the files) as they stream.
 
     >>> from rmqlab.capacity.plan import parse_plan
     >>> plan = parse_plan({"index": {"hash_slot_num": 5000, "index_num": 20000}})
@@ -661,14 +667,22 @@ def sample_occupancy(plan: Plan, hash_slot_num: int | None = None, index_num: in
     if whole_files:
         max_entries = max(int(max_entries), files * capacity)
     if files * capacity <= max_entries:
-        return _combine(_stream_files(plan, m, capacity, files), 1.0)
+        return _combine(_stream_files(plan, m, capacity, files, keys_progress=keys_progress), 1.0)
     q = (max_entries / files) / capacity
     m_s = max(1, round(m * q))
     c_s = max(1, round(capacity * m_s / m))
     hot_s = max(1, round(hot * q))
     ids_per_file = _order_ids_per_file(plan, capacity)
+
+    def of_file(j: int) -> Callable[[int, int], None] | None:
+        """File j's progress as a share of all the files' keys."""
+        if keys_progress is None:
+            return None
+        return lambda done, _total: keys_progress(j * c_s + done, files * c_s)
+
     samples = [_stream_files(plan, m_s, c_s, 1, hot_keys=hot_s, seed=plan.seed + j,
-                             first_order_id=(j + 1) * ids_per_file)[0] for j in range(files)]
+                             first_order_id=(j + 1) * ids_per_file, keys_progress=of_file(j))[0]
+               for j in range(files)]
     return _combine(samples, m_s / m)
 
 
@@ -967,7 +981,7 @@ def _point_values(plan: Plan, point: str) -> dict[str, float]:
 
 
 def estimate(plan: Plan, point: str = "likely", *, sample: bool | OccupancySample = True,
-             whole_files: bool = False) -> Estimate:
+             whole_files: bool = False, keys_progress: Callable[[int, int], None] | None = None) -> Estimate:
     """The model at one point of the plan: every interval at its "low", "likely" or "high"
     value (inputs that move outputs in opposite directions are not mixed: this is a corner, not a
     bound; use :func:`monte_carlo` for percentiles). With `sample` the occupancy, chains and
@@ -975,7 +989,8 @@ def estimate(plan: Plan, point: str = "likely", *, sample: bool | OccupancySampl
     plan's likely key shape; pass an :class:`OccupancySample` to reuse one); with
     ``sample=False`` from the uniform-hash model. `whole_files`: the key sample hashes whole
     full-size files, never scaled-down ones (:func:`sample_occupancy`): exact for any key
-    shape, at the cost of hashing a whole file's keys. Cost: the key sample's
+    shape, at the cost of hashing a whole file's keys. `keys_progress`: the key sample's
+    (keys hashed, keys to hash) as they stream. Cost: the key sample's
     (:func:`sample_occupancy`), nearly all of it; O(1) arithmetic with ``sample=False``.
 
     >>> from rmqlab.capacity.plan import parse_plan
@@ -991,7 +1006,7 @@ def estimate(plan: Plan, point: str = "likely", *, sample: bool | OccupancySampl
     if isinstance(sample, OccupancySample):
         occ = sample
     elif sample:
-        occ = sample_occupancy(plan, whole_files=whole_files)
+        occ = sample_occupancy(plan, whole_files=whole_files, keys_progress=keys_progress)
     out = _core(plan, _point_values(plan, point), occ)
     if occ is not None and point != "likely":
         _carry_sample(plan, out, occ)

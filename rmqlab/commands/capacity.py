@@ -95,8 +95,13 @@ def _report(args) -> int:
         plan = load_plan(args.plan)
     except PlanError as e:
         return _bad_plan(e)
+    def keys_progress(step: int, done: int, todo: int) -> None:    # on a terminal only
+        print(f"\r  {done / 1e6:,.1f} / {todo / 1e6:,.1f} M keys hashed", end="", file=sys.stderr, flush=True)
+        if done >= todo:
+            print(file=sys.stderr)
+
     analysis = analyse_plan(plan, samples=args.samples, seed=args.seed, whole_files=not args.fast,
-                            progress=_progress)
+                            progress=_progress, keys_progress=keys_progress if sys.stderr.isatty() else None)
     if args.out:
         text = render_report(analysis)
         with open(args.out, "w", encoding="utf-8") as f:

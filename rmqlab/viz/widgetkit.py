@@ -220,6 +220,34 @@ class WidgetBase:
         return self.widget._repr_mimebundle_(**kwargs)
 
 
+class StepProgress(WidgetBase):
+    """A long job's progress in a notebook: the current step's line of text and a bar of its
+    part done. :meth:`line` takes the step's text (``analyse_plan(progress=...)``), :meth:`part`
+    (step, done, to do) its progress (``analyse_plan(keys_progress=...)``); the bar is full
+    when the job is done. Cost: O(1) a call (a widget update).
+
+    >>> p = StepProgress("hashing keys")
+    >>> p.line("[1/2] this plan"); p.part(1, 5, 10)
+    >>> p.text.value, p.bar.value, p.bar.max
+    ('[1/2] this plan', 5, 10)
+    """
+
+    def __init__(self, description: str = "working"):
+        self.text = widgets.Label("")
+        self.bar = widgets.IntProgress(value=0, min=0, max=1, description=description,
+                                       style={"description_width": "initial"})
+        self.widget = widgets.VBox([self.text, self.bar])
+        self.widget.add_class("rmqlab-step-progress")
+
+    def line(self, text: str) -> None:
+        self.text.value = text
+        self.bar.value = 0
+
+    def part(self, step: int, done: int, todo: int) -> None:
+        self.bar.max = max(int(todo), 1)
+        self.bar.value = min(int(done), self.bar.max)
+
+
 def scroll_box(child: widgets.Widget, *, max_height: str = "36em",
                css_class: str | None = None) -> widgets.Box:
     """`child` (a figure's Image) in a box as wide as the page that scrolls on its own, both

@@ -562,3 +562,45 @@ def test_every_number_on_the_page_went_through_the_formatter(page):
     assert re.findall(r"\d\.\d{4,}", text) == []
     assert re.findall(r"\b\d{5,}(?:\.\d+)?\b", text.replace("PT", "")) == []    # 5+ digits with no separator
     assert "dtype" not in text and "nan" not in text.split()
+
+
+# ------------------------------------------------------------------------------ progress
+
+
+def small_plan():
+    """The example plan at a small geometry, with two small alternatives (whole files in ms)."""
+    toml = tomllib.loads(EXAMPLE_PLAN_TOML)
+    toml["index"].update({"hash_slot_num": 5_000, "index_num": 40_000})
+    toml["compare"] = [{"name": "half the slots", "hash_slot_num": 2_500, "index_num": 40_000},
+                       {"name": "double size", "hash_slot_num": 10_000, "index_num": 80_000}]
+    return parse_plan(toml)
+
+
+def test_each_configurations_key_sample_reports_its_progress_and_the_lines_say_which():
+    """analyse_plan's keys_progress: (configuration, keys hashed, keys to hash) as each key
+    sample streams, rising to the keys the sample hashes (index_num - 1 per whole file); the
+    line before each configuration names it, so a notebook's StepProgress shows both."""
+    plan = small_plan()
+    lines, parts = [], []
+    a = analyse_plan(plan, samples=20, whole_files=True, progress=lines.append,
+                     keys_progress=lambda *p: parts.append(p))
+    total = 1 + len(plan.compare)
+    assert len(a.configurations) == total and [ln[:5] for ln in lines] == [f"[{i}/{total}]" for i in
+                                                                           range(1, total + 1)]
+    by_step: dict[int, list[tuple[int, int]]] = {}
+    for step, done, todo in parts:
+        by_step.setdefault(step, []).append((done, todo))
+    assert sorted(by_step) == list(range(1, total + 1))
+    for step, seen in by_step.items():
+        done = [d for d, _ in seen]
+        assert done == sorted(done) and seen[-1][0] == seen[-1][1] and len({t for _, t in seen}) == 1, (step, seen)
+    assert by_step[1][-1][1] % (40_000 - 1) == 0               # whole files of index_num - 1 keys
+
+
+def test_the_notebooks_step_progress_follows_the_calls():
+    from rmqlab.viz.widgetkit import StepProgress
+
+    shown = StepProgress("keys hashed")
+    plan = small_plan()
+    analyse_plan(plan, samples=20, whole_files=True, progress=shown.line, keys_progress=shown.part)
+    assert shown.text.value.startswith(f"[{1 + len(plan.compare)}/") and shown.bar.value == shown.bar.max > 1
