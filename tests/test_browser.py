@@ -492,6 +492,47 @@ def test_notebook_05_reason_column_in_view_at_1280_px(lab, browser, artifacts):
         page.close()
 
 
+def test_the_app_opens_the_store_the_address_names(browser, artifacts, tmp_path):
+    """``make app``'s page with ``&store=<folder>``: the real 4.2.0 store beside the repository
+    (179 messages, its README) instead of the sample store, its rows those the package computes
+    for the query shown; a folder that is not a store, typed into the path field, is said on the
+    page and the explorer stays."""
+    from urllib.parse import quote
+
+    from oracles import require_real_data
+
+    from rmqlab.store.directory import Store
+
+    root = require_real_data("rocketmq/store-ericpangopher-4.2.0")
+    real = Store(root)
+    origin = int(real.messages()["store_timestamp"].min())
+    assert len(real.messages()) == 179
+    with _voila_app(tmp_path) as (base, token, log):
+        page = browser.new_page(viewport=VIEWPORT)
+        try:
+            page.goto(f"{base}/?token={token}&store={quote(str(root))}", timeout=NOTEBOOK_RUN_S * 1000)
+            page.wait_for_selector(f"{EXPLORER} {CAPTION}", timeout=NOTEBOOK_RUN_S * 1000)
+            explorer = ExplorerPage(page)
+            explorer.wait_until_settled()
+            assert f"store {root.name}" in explorer.root.inner_text()
+            assert page.locator(".rmqlab-store-path input").input_value() == str(root)
+            topic, key, window = explorer.topic(), explorer.key(), explorer.window()
+            assert topic in set(real.messages()["topic"])
+            assert explorer.rows() == len(real.query_by_key(topic, key, begin=origin + window[0],
+                                                            end=origin + window[1], max_num=explorer.max_num()))
+            explorer.screenshot(artifacts / "voila-real-4.2.0-store.png")
+            page.locator(".rmqlab-store-path input").fill(str(tmp_path))
+            page.locator(".rmqlab-store-path input").press("Enter")
+            page.wait_for_selector(".rmqlab-store-error :text('not a store folder')", timeout=60_000)
+            assert explorer.topic() == topic and f"store {root.name}" in explorer.root.inner_text()
+        except Exception as e:
+            page.screenshot(path=artifacts / "voila-real-store-failure.png", full_page=True)
+            raise AssertionError(f"the Voilà app on the real store failed ({e}); server log:\n{_tail(log)}") from e
+        finally:
+            page.close()
+
+
+
 def test_voila_app_at_800_px_shows_the_whole_slider_readout(browser, sample, artifacts, tmp_path):
     """In a window 800 px wide, the time slider's readout shows both values in full (the
     slider's own readout cut 16651 to 1665) and the explorer fits the window."""

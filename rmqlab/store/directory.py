@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from rmqlab.errors import FormatError
+from rmqlab.errors import FormatError, InputError
 from rmqlab.formats import batchconsumequeue as bcq
 from rmqlab.formats import checkpoint as cp
 from rmqlab.formats import commitlog as cl
@@ -79,6 +79,25 @@ class Store:
     a CommitLog kept over several paths (``storePathCommitLog`` with commas, 4.9.2+; relative
     ones under `root`), read as one (:class:`rmqlab.formats.storepaths.StorePaths`).
     """
+
+    @classmethod
+    def existing(cls, root: str | os.PathLike, **options: Any) -> Store:
+        """A Store of a folder a broker wrote (`options` as for the constructor, which takes
+        any folder, an empty one to write into included). Raises :class:`InputError` naming
+        the folder when there is no such folder, or when it holds neither ``commitlog/`` nor
+        ``index/`` (not a store: a store's parent, or a config folder, say). Cost: two stats.
+
+        >>> import tempfile
+        >>> Store.existing(tempfile.mkdtemp())   # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        rmqlab.errors.InputError: /...: not a store folder: it holds neither commitlog/ nor index/
+        """
+        path = Path(root)
+        if not path.is_dir():
+            raise InputError("no such folder" if not path.exists() else "not a folder", path=path)
+        if not ((path / "commitlog").is_dir() or (path / "index").is_dir()):
+            raise InputError("not a store folder: it holds neither commitlog/ nor index/", path=path)
+        return cls(path, **options)
 
     def __init__(self, root: str | os.PathLike, *, hash_slot_num: int | None = None,
                  index_num: int | None = None, commitlog_file_size: int | None = None,

@@ -637,12 +637,7 @@ def _as_store(store: Store | str | os.PathLike | None, options: dict[str, Any] |
         return store
     if not isinstance(store, (str, os.PathLike)):
         raise TypeError(f"store must be a Store or the path of a store folder, got {type(store).__name__}")
-    path = os.fspath(store)
-    if not os.path.isdir(path):
-        raise FileNotFoundError(f"store={path!r}: no such folder")
-    if not (os.path.isdir(os.path.join(path, "commitlog")) or os.path.isdir(os.path.join(path, "index"))):
-        raise ValueError(f"store={path!r} is not a store folder: it has neither commitlog/ nor index/")
-    return Store(path, **(options or {}))
+    return Store.existing(store, **(options or {}))
 
 
 def _store_label(root) -> str:

@@ -15,6 +15,7 @@ import pytest
 from pandas.testing import assert_frame_equal
 from reference_model import stored_hash
 
+from rmqlab.errors import InputError
 from rmqlab.formats.indexfile import IndexFile
 from rmqlab.lab.sample import SAMPLE_STORE_OPTIONS, sample_store
 from rmqlab.viz.explorer import ALL_FILES, QueryExplorer
@@ -255,10 +256,10 @@ def test_one_index_file_walks_only_that_file(explorer, store):
 
 
 def test_bad_store_paths_raise_clear_errors(tmp_path):
-    with pytest.raises(FileNotFoundError, match="store="):
+    with pytest.raises(InputError, match="missing: no such folder"):
         QueryExplorer(tmp_path / "missing")
     (tmp_path / "plain").mkdir()
-    with pytest.raises(ValueError, match="not a store folder"):
+    with pytest.raises(InputError, match="plain: not a store folder"):
         QueryExplorer(tmp_path / "plain")
     with pytest.raises(TypeError, match="store"):
         QueryExplorer(42)

@@ -39,7 +39,8 @@ def test_a_path_that_is_not_a_store_is_said_and_the_explorer_stays(tmp_path):
     assert "no such folder" in app.error_html.value and app.explorer is shown
     (tmp_path / "empty").mkdir()
     app.path_box.value = str(tmp_path / "empty")                              # typing a path opens it
-    assert "is not a store folder" in app.error_html.value and app.explorer is shown
+    assert "not a store folder: it holds neither commitlog/ nor index/" in app.error_html.value
+    assert app.explorer is shown
     assert app.widget.children[-1].children == (shown.widget,)
 
 
