@@ -9,7 +9,9 @@ linked, ``../../shared`` linked when it exists), so nothing is written into the 
 JupyterLab is bound to 127.0.0.1 with a random token and stopped by its PID; each notebook's
 kernel is shut down before the next one starts. A notebook JupyterLab keeps in its scrolling
 panel is captured a screen at a time and stitched into one image the height of the notebook.
-Exit status 1 when a notebook fails to run (its screenshot is still saved, with the error).
+Each notebook's outputs wider than the 1280 px page (a table or text that scrolls or is cut
+sideways; figures in their own scroll box excepted) are listed. Exit status 1 when a notebook
+fails to run (its screenshot is still saved, with the error) or has such an output.
 """
 from __future__ import annotations
 
@@ -29,6 +31,7 @@ from browser_support import (  # noqa: E402
     jupyterlab,
     kernel_name,
     launch,
+    overflowing_outputs,
     point_at_kernel,
     require_chromium,
     run_all,
@@ -94,7 +97,8 @@ def main(argv: list[str] | None = None) -> int:
                    if ".ipynb_checkpoints" not in p.parts)
     if args.only:
         names = [n for n in names if any(n.startswith(o) for o in args.only)]
-    failed = []
+    failed: list[str] = []
+    overflowing: list[str] = []
     with tempfile.TemporaryDirectory(prefix="rmqlab-screenshots-") as tmp:
         root = _workspace(Path(tmp), kernel_name())
         home = Path(tmp) / "home"
@@ -111,6 +115,13 @@ def main(argv: list[str] | None = None) -> int:
                         status = f"did not finish (a cell failed, or it ran past the timeout): {err.message}"
                         failed.append(name)
                     page.wait_for_timeout(SETTLE_S * 1000)
+                    wide = overflowing_outputs(page)
+                    for w in wide:
+                        print(f"  {name}: cell {w['cell']}: {w['element']} is {w['scroll_px']} px wide in "
+                              f"{w['width_px']} px: {w['text']!r}", flush=True)
+                    if wide:
+                        status += f"; {len(wide)} output(s) wider than the page"
+                        overflowing.append(name)
                     png = out / (name.removesuffix(".ipynb").replace("/", "-") + ".png")
                     png.write_bytes(_full_notebook_png(page))
                     print(f"{name}: {status}, {time.monotonic() - started:.0f} s -> {os.path.relpath(png)}", flush=True)
@@ -120,7 +131,9 @@ def main(argv: list[str] | None = None) -> int:
                 browser.close()
     if failed:
         print(f"failed: {', '.join(failed)}", file=sys.stderr)
-    return 1 if failed else 0
+    if overflowing:
+        print(f"outputs wider than the page: {', '.join(overflowing)}", file=sys.stderr)
+    return 1 if failed or overflowing else 0
 
 
 if __name__ == "__main__":

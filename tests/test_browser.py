@@ -26,6 +26,7 @@ from browser_support import (
     ROOT,
     jupyterlab,
     launch,
+    overflowing_outputs,
     point_at_kernel,
     require_chromium,
     run_progress,
@@ -280,6 +281,7 @@ def test_notebook_05_explorer_in_jupyterlab(lab, browser, sample, artifacts):
     page = browser.new_page(viewport=VIEWPORT)
     try:
         explorer = explorer_after_run_all(page, lab, artifacts, hide_files=True)
+        assert not overflowing_outputs(page), "outputs wider than the 1280 px page"
         topic, key, max_num = explorer.topic(), explorer.key(), explorer.max_num()
         window = explorer.window()
         assert (topic, key, max_num) == ("Orders", "USER_20", 64)       # the notebook's parameters
@@ -415,6 +417,7 @@ def test_notebook_04_slot_browser_answers_clicks_after_run_all(browser, artifact
     page = _slot_browser_after_run_all(browser, tmp_path, artifacts, chain, stack)
     try:
         root = page.locator(".rmqlab-slot-browser").first
+        assert not overflowing_outputs(page), "outputs wider than the 1280 px page"
         assert root.locator(chain).get_attribute("data-slot") == str(longest)   # the cell's jump_to_longest
         grid = root.locator(".rmqlab-slot-grid")
         # the grid's 64 button views come after the chain table's, each from its own widget model:
@@ -562,6 +565,33 @@ def test_voila_app_at_800_px_shows_the_whole_slider_readout(browser, sample, art
             raise AssertionError(f"the Voilà app at 800 px failed ({e}); server log:\n{_tail(log)}") from e
         finally:
             page.close()
+
+
+def test_the_capacity_report_fits_a_1280_px_page(browser, artifacts, tmp_path):
+    """The capacity report as a browser shows it at 1280 px: the page does not scroll sideways,
+    and no table or text inside it is wider than its box (tables wrap their cells to fit);
+    its title is the plan's."""
+    import tomllib
+
+    from rmqlab.capacity import EXAMPLE_PLAN_TOML, parse_plan
+    from rmqlab.viz.capacityreport import write_report
+
+    plan = parse_plan(tomllib.loads(EXAMPLE_PLAN_TOML))
+    report = write_report(plan, tmp_path / "report.html", samples=200)
+    page = browser.new_page(viewport=VIEWPORT)
+    try:
+        page.goto(report.as_uri())
+        page.wait_for_selector("h2#assumptions")
+        wide = page.evaluate(r"""() => [...document.querySelectorAll('*')].filter(el =>
+            el.scrollWidth > el.clientWidth + 1
+            && ['auto', 'scroll', 'hidden'].includes(getComputedStyle(el).overflowX))
+            .map(el => el.tagName + ' ' + el.className + ': ' + el.scrollWidth + ' > ' + el.clientWidth)""")
+        assert page.evaluate("() => document.documentElement.scrollWidth <= window.innerWidth"), "the page scrolls"
+        assert not wide, wide
+        assert page.title() == plan.title
+        page.screenshot(path=artifacts / "capacity-report-1280.png", full_page=True)
+    finally:
+        page.close()
 
 
 def test_a_run_all_that_stalls_says_where_it_stood(lab, browser):

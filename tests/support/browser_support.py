@@ -230,3 +230,35 @@ def shut_down_kernels(base: str, token: str) -> None:
     for s in sessions:
         req = urllib.request.Request(f"{base}/api/sessions/{s['id']}?token={token}", method="DELETE")
         urllib.request.urlopen(req, timeout=30).close()
+
+
+#: Every output of the notebook shown that is wider than the page lets it be: an element that
+#: scrolls or cuts sideways (scrollWidth past clientWidth with overflow-x auto, scroll or hidden).
+#: Figures kept at a readable size in a box of their own scroll on purpose (the walk diagrams'
+#: boxes and ScrollingFigure's) and are left out.
+_OVERFLOWING = r"""() => {
+  const found = [];
+  const cells = [...document.querySelectorAll('.jp-NotebookPanel:not(.lm-mod-hidden) .jp-Cell')];
+  cells.forEach((cell, n) => {
+    for (const out of cell.querySelectorAll('.jp-OutputArea-output')) {
+      for (const el of [out, ...out.querySelectorAll('*')]) {
+        if (el.closest('.rmqlab-walk-box, .rmqlab-scrolling-figure')) continue;
+        const x = getComputedStyle(el).overflowX;
+        if (el.scrollWidth > el.clientWidth + 1 && ['auto', 'scroll', 'hidden'].includes(x)) {
+          found.push({cell: n, element: el.tagName.toLowerCase() + (el.className ? '.' + String(el.className)
+                        .trim().split(/\s+/).join('.') : ''), scroll_px: el.scrollWidth, width_px: el.clientWidth,
+                      text: (el.innerText || '').trim().slice(0, 80)});
+          break;
+        }
+      }
+    }
+  });
+  return found;
+}"""
+
+
+def overflowing_outputs(page) -> list[dict]:
+    """The outputs of the notebook shown that scroll or are cut sideways (cell number, element,
+    its content's width and its own in CSS px, its first text): a table or text wider than its
+    column. Figures in their own scroll box are not counted (see :data:`_OVERFLOWING`)."""
+    return page.evaluate(_OVERFLOWING)
