@@ -416,9 +416,11 @@ class IndexService:
                              "broker would delete the dropped files")
         if not read_only:
             self.directory.mkdir(parents=True, exist_ok=True)
-        elif not self.directory.is_dir():
+        elif self.directory.exists() and not self.directory.is_dir():
             raise NotADirectoryError(f"{self.directory}: not a directory")
-        names = sorted(p.name for p in self.directory.iterdir() if p.is_file())
+        # IndexService.load: a missing folder lists no file (listFiles() is null), and every key
+        # query then finds nothing
+        names = sorted(p.name for p in self.directory.iterdir() if p.is_file()) if self.directory.is_dir() else []
         index_names = [n for n in names if is_index_file_name(n)]
         self.ignored = [self.directory / n for n in names if not is_index_file_name(n)]
         try:

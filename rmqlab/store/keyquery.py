@@ -217,8 +217,13 @@ def _real_matches(messages: pd.DataFrame, topics: np.ndarray, keys: np.ndarray, 
 
 def query_key(index: IndexService, read_messages: MessageReader, topic: str, key: str, *,
               begin: int = 0, end: int = LONG_MAX, max_num: int = DEFAULT_MAX_MSGS_NUM_BATCH,
-              unique: bool = False, index_type: str | None = None) -> KeyQuery:
+              unique: bool = False, index_type: str | None = None, also: Any = ()) -> KeyQuery:
     """Run the broker's query for ``topic#key`` and the verified one, and compare them.
+
+    The verified mode's candidates are the messages an index entry with the key's hash points
+    at; `also` adds CommitLog offsets to read and judge besides them (a caller that has scanned
+    the CommitLog's keys gives the messages carrying the key: then a real match no index entry
+    points at, as in a store without index files, is listed, missed-not-visited).
 
     `unique` queries a UNIQ_KEY (message id) the way the broker does: max_num 32, and a real
     match is a message whose UNIQ_KEY equals `key`. `index_type` "T" queries a tag as a 5.4.0+
@@ -250,7 +255,8 @@ def query_key(index: IndexService, read_messages: MessageReader, topic: str, key
         rows += [(position, f.path.name, s.entry, s.phy_offset, s.time_read) for s in walk.steps if s.hash_match]
     entries = pd.DataFrame(rows, columns=_HASH_ENTRY_COLUMNS)
     candidates = np.unique(np.concatenate([entries["phy_offset"].to_numpy(np.int64),
-                                           np.asarray(broker_offsets, dtype=np.int64)]))
+                                           np.asarray(broker_offsets, dtype=np.int64),
+                                           np.asarray(list(also), dtype=np.int64)]))
     messages = read_messages(candidates).drop_duplicates("phy_offset").set_index("phy_offset", drop=False)
     messages.index.name = "at"   # looked up by offset; the phy_offset column stays for output
     real = pd.Series(_real_match(messages, topic, key, unique, by_tag), index=messages.index, dtype=bool)

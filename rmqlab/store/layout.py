@@ -92,9 +92,8 @@ class StoreLayout:
     def index_service(self, *, writable: bool = False) -> IndexService:
         """The index folder as an :class:`IndexService` with this layout's geometry (read-only
         unless `writable`; files named by store time; TAGS keys indexed for a 5.4.0+
-        `broker_version`, and its hashSlotCount rule)."""
-        if not writable and not self.paths.index.is_dir():
-            raise FileNotFoundError(f"{self.paths.index}: no index folder (run `rmqlab store dispatch` first)")
+        `broker_version`, and its hashSlotCount rule). Without an index folder it holds no file,
+        and finds nothing, as the broker's does."""
         from rmqlab.rules.versions import layout_facts
 
         return IndexService(self.paths.index, self.hash_slot_num, self.index_num, self.max_msgs_num_batch,

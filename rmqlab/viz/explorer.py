@@ -408,14 +408,15 @@ class QueryExplorer(WidgetBase):
         except Exception as e:     # shown in the widget: a notebook user should never get a traceback
             return self._fail(f"{type(e).__name__}: {e}")
         self.last_error = None
-        self.status_html.value = ""
+        self.status_html.value = "" if not self.index_files.empty else message_html(
+            "This store has no index files: the broker finds nothing by key (its IndexService has no file to "
+            "walk), so every message carrying the key is a miss; `rmqlab store dispatch` (on a copy) builds them.",
+            "note")
         return self.result
 
     def _check_inputs(self) -> str | None:
         if self.messages.empty:
             return f"The store at {self.store.root} holds no messages: nothing to query."
-        if self.index_files.empty:
-            return f"The store at {self.store.root} has no index files (run `rmqlab store dispatch`)."
         if not self.topic_picker.value:
             return "Pick a topic."
         key = self.key_box.value.strip()
@@ -439,6 +440,14 @@ class QueryExplorer(WidgetBase):
         return None
 
     def _explain(self, file_name: str, topic: str, key: str, begin: int, end: int, max_num: int) -> KeyQuery:
+        if self.index_files.empty:
+            # no index entry to take candidates from: the messages this explorer's scan of the
+            # CommitLog found carrying the key are judged instead (the broker finds none of them)
+            o = self.occurrences
+            carrying = o.loc[(o["topic"] == topic) & (o["key"] == key), "phy_offset"].to_numpy(np.int64)
+            with self.store.index() as idx:
+                return query_key(idx, lambda offs: self.store.read_at(offs), topic, key, begin=begin, end=end,
+                                 max_num=max_num, also=carrying)
         if file_name == ALL_FILES:
             return self.store.explain_key(topic, key, begin=begin, end=end, max_num=max_num)
         with self.store.index() as idx:

@@ -100,10 +100,14 @@ def test_verified_mode_fixes_broker_mode_on_colliding_keys(tmp_path):
     assert window.summary()["missed-time"] == 1
 
 
-def test_queries_need_an_index(tmp_path):
+def test_without_an_index_folder_a_key_query_finds_nothing_as_the_broker(tmp_path):
+    """IndexService.load lists the index folder's files: with no folder there are none, and
+    queryMessage answers every key with nothing (the store is not changed by the query)."""
     s = write(tmp_path, [("T", "k", B, 0)])
-    with pytest.raises(FileNotFoundError, match="dispatch"):
-        s.query_by_key("T", "k")
+    assert not (tmp_path / "index").exists()
+    assert s.query_by_key("T", "k").empty
+    q = s.explain_key("T", "k")
+    assert q.broker.empty and q.trace.stop == "no-files" and not (tmp_path / "index").exists()
 
 
 def test_time_query_explains_its_searches(tmp_path):

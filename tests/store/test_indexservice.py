@@ -274,7 +274,11 @@ def test_read_only_refuses_writes_and_ignores_other_files(tmp_path):
         with pytest.raises(ReadOnlyError):
             svc.put_message("T", 20, T0, keys="b")
     with pytest.raises(NotADirectoryError):
-        IndexService(tmp_path / "missing", 4, 3)
+        IndexService(tmp_path / "notes.txt", 4, 3)
+    # a missing folder holds no file (IndexService.load: listFiles() is null): nothing is found
+    with IndexService(tmp_path / "missing", 4, 3) as empty:
+        assert len(empty) == 0 and empty.query_offset("T", "a").phy_offsets == []
+    assert not (tmp_path / "missing").exists()
 
 
 def test_abnormal_shutdown_replay_drops_files(tmp_path):
