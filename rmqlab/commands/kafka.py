@@ -423,11 +423,7 @@ def _dump(args) -> int:
         fast = None if args.json or print_data or decoder else _log_text(path, args.records, args.max_bytes)
         if fast is not None:
             text, d = fast
-            if hasattr(sys.stdout, "buffer"):
-                sys.stdout.flush()
-                sys.stdout.buffer.write(text)
-            else:
-                sys.stdout.write(text.decode())
+            _write_bytes(text)
             _report_bound(d)
             continue
         d = dump_file(path, records=args.records, print_data=print_data, decoder=decoder,
@@ -546,6 +542,20 @@ def _print_dump(d: dict[str, Any]) -> None:
             # DumpLogSegments.dumpLog's last line for bytes its batch iteration did not reach,
             # printed only when --max-bytes is its default (Integer.MAX_VALUE)
             print(f"Found {d['invalid_bytes']} invalid bytes at the end of {Path(d['file']).name}")
+
+
+def _write_bytes(data: bytes) -> None:
+    """`data` to stdout after what was printed before it, 64 KiB a write: one write of megabytes
+    into a pipe whose reader went away ends short without an error, where the next write of a
+    piece raises the BrokenPipeError the command line turns into the SIGPIPE status."""
+    sys.stdout.flush()
+    if not hasattr(sys.stdout, "buffer"):      # a text stream (a test's StringIO)
+        sys.stdout.write(data.decode())
+        return
+    view = memoryview(data)
+    for at in range(0, len(view), 1 << 16):
+        sys.stdout.buffer.write(view[at:at + (1 << 16)])
+    sys.stdout.buffer.flush()
 
 
 def _log_text(path: Path, records: bool, max_bytes: int | None) -> tuple[bytes, dict[str, Any]] | None:
