@@ -264,6 +264,11 @@ class Series:
     def add(self, name: str, seconds: float) -> None:
         self.values.setdefault(name, []).append(seconds)
 
+    def add_all(self, got: dict[str, Any], names: dict[str, str]) -> None:
+        """Each of a side's reported times: `names` maps a series to its key in `got`."""
+        for name, key in names.items():
+            self.add(name, got[key])
+
     def median(self, name: str) -> float:
         return statistics.median(self.values[name])
 
@@ -296,9 +301,7 @@ def bench_index(work: Path, args, s: Series) -> list[tuple]:
         hashes.add(sha256_of(java_file))
         java_file.unlink()
         s.add("java process", wall)
-        s.add("java putKey", got["put_s"])
-        s.add("java flush", got["flush_s"])
-        s.add("java lookups", got["lookup_s"])
+        s.add_all(got, {"java putKey": "put_s", "java flush": "flush_s", "java lookups": "lookup_s"})
 
     def python() -> None:
         wall, got = python_child("index", str(py_file), str(args.keys), str(args.lookups))
@@ -307,14 +310,11 @@ def bench_index(work: Path, args, s: Series) -> list[tuple]:
         hashes.add(got["sha256"])
         py_file.unlink()
         s.add("rmqlab process", wall)
-        s.add("rmqlab build", got["build_s"])
-        s.add("rmqlab single", got["single_s"])
-        s.add("rmqlab batch", got["batch_s"])
+        s.add_all(got, {"rmqlab build": "build_s", "rmqlab single": "single_s", "rmqlab batch": "batch_s"})
 
     def limit() -> None:
         _, got = python_child("write-limit", str(py_file), str(size))
-        s.add("write mapped", got["mapped_s"])
-        s.add("write pwrite", got["pwrite_s"])
+        s.add_all(got, {"write mapped": "mapped_s", "write pwrite": "pwrite_s"})
 
     alternate(args.runs, [java, python, limit])
     assert len(hashes) == 1, f"Java's IndexFile and rmqlab wrote different bytes: {sorted(hashes)}"
@@ -404,18 +404,14 @@ def bench_store(work: Path, args, s: Series) -> list[tuple]:
                               f"answers={work / 'java-answers.txt'}", cwd=work)
         answers["java"] = (work / "java-answers.txt").read_text()
         s.add("java process", wall)
-        s.add("java load", got["load_s"])
-        s.add("java dispatch", got["dispatch_s"])
-        s.add("java query", got["query_s"])
+        s.add_all(got, {"java load": "load_s", "java dispatch": "dispatch_s", "java query": "query_s"})
 
     def python() -> None:
         store = fresh_copy(commitlog, work / "py-store")
         wall, got = python_child("store", str(store), str(qfile), str(work / "py-answers.txt"))
         answers["rmqlab"] = (work / "py-answers.txt").read_text()
         s.add("rmqlab process", wall)
-        s.add("rmqlab dispatch", got["dispatch_s"])
-        s.add("rmqlab single", got["single_s"])
-        s.add("rmqlab many", got["many_s"])
+        s.add_all(got, {"rmqlab dispatch": "dispatch_s", "rmqlab single": "single_s", "rmqlab many": "many_s"})
 
     alternate(args.runs, [java, python])
     same_outputs(work / "java-store", work / "py-store")

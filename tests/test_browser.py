@@ -334,6 +334,15 @@ def _voila_app(tmp_path: Path) -> Iterator[tuple[str, str, Path]]:
         yield base, token, log
 
 
+def _app_page(page, url: str) -> ExplorerPage:
+    """The app at `url` (its token in it), once its explorer shows results."""
+    page.goto(url, timeout=NOTEBOOK_RUN_S * 1000)
+    page.wait_for_selector(f"{EXPLORER} {CAPTION}", timeout=NOTEBOOK_RUN_S * 1000)
+    explorer = ExplorerPage(page)
+    explorer.wait_until_settled()
+    return explorer
+
+
 def test_query_explorer_app_in_voila(browser, sample, artifacts, tmp_path):
     with _voila_app(tmp_path) as (base, token, log):
         page = browser.new_page(viewport=VIEWPORT)
@@ -514,10 +523,7 @@ def test_the_app_opens_the_store_the_address_names(browser, artifacts, tmp_path)
     with _voila_app(tmp_path) as (base, token, log):
         page = browser.new_page(viewport=VIEWPORT)
         try:
-            page.goto(f"{base}/?token={token}&store={quote(str(root))}", timeout=NOTEBOOK_RUN_S * 1000)
-            page.wait_for_selector(f"{EXPLORER} {CAPTION}", timeout=NOTEBOOK_RUN_S * 1000)
-            explorer = ExplorerPage(page)
-            explorer.wait_until_settled()
+            explorer = _app_page(page, f"{base}/?token={token}&store={quote(str(root))}")
             assert f"store {root.name}" in explorer.root.inner_text()
             assert page.locator(".rmqlab-store-path input").input_value() == str(root)
             topic, key, window = explorer.topic(), explorer.key(), explorer.window()
@@ -553,10 +559,7 @@ def test_voila_app_at_800_px_shows_the_whole_slider_readout(browser, sample, art
     with _voila_app(tmp_path) as (base, token, log):
         page = browser.new_page(viewport=NARROW)
         try:
-            page.goto(f"{base}/?token={token}", timeout=NOTEBOOK_RUN_S * 1000)
-            page.wait_for_selector(f"{EXPLORER} {CAPTION}", timeout=NOTEBOOK_RUN_S * 1000)
-            explorer = ExplorerPage(page)
-            explorer.wait_until_settled()
+            explorer = _app_page(page, f"{base}/?token={token}")
             slider = explorer.root.locator(".rmqlab-time-slider")
             slider.scroll_into_view_if_needed()
             page.screenshot(path=artifacts / "voila-800-px.png")
