@@ -801,7 +801,7 @@ class Store:
         reading only the offsets the index returned, in the order queryMessage returns them
         (:func:`~rmqlab.store.keyquery.query_message_order`), in one frame made once."""
         found = np.asarray(offsets, dtype=np.int64)
-        found = found[query_message_order(np.zeros(len(found), np.int64), found)]
+        found = found[query_message_order(found)]
         columns = cl.read_at_columns(self.commitlog_dir, found, body=False)
         return pd.DataFrame({"rank": np.arange(len(offsets)), **columns}, copy=False)
 

@@ -92,18 +92,21 @@ _HASH_ENTRY_COLUMNS = ["position", "file", "entry", "phy_offset", "time_read"]
 _EVERY_ENTRY = (INT_MAX, LONG_MIN, LONG_MAX)
 
 
-def query_message_order(who: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+def query_message_order(offsets: Any, who: Any = None) -> np.ndarray:
     """The order ``DefaultMessageStore.queryMessage`` returns the messages of a key in: the
-    positions of `offsets` (IndexService.queryOffset's lists, newest first, one after another;
-    ``who[i]`` the list offsets[i] belongs to) taken list by list, each list by ascending
-    CommitLog offset. queryMessage sorts the offsets (``Collections.sort(phyOffsets)``,
+    positions of `offsets` (IndexService.queryOffset's list, newest first; or several lists one
+    after another, ``who[i]`` the list offsets[i] belongs to) taken list by list, each list by
+    ascending CommitLog offset. queryMessage sorts the offsets (``Collections.sort(phyOffsets)``,
     4.2.0 to 5.5.0, the RocksDB index's too) before it reads the messages, so the client and
     ``mqadmin queryMsgByKey`` see them oldest first. Cost: one stable sort, O(n log n).
 
-    >>> query_message_order(np.array([0, 0, 0, 1]), np.array([300, 100, 200, 50])).tolist()
+    >>> query_message_order(np.array([300, 100, 200, 50]), np.array([0, 0, 0, 1])).tolist()
     [1, 2, 0, 3]
     """
-    return np.lexsort((np.asarray(offsets, np.int64), np.asarray(who, np.int64)))
+    offsets = np.asarray(offsets, np.int64)
+    if who is None:
+        return np.argsort(offsets, kind="stable")
+    return np.lexsort((offsets, np.asarray(who, np.int64)))
 
 #: Reads messages at CommitLog offsets: returns a DataFrame with at least phy_offset, topic,
 #: keys (the KEYS property or None), uniq_key (or None) and store_timestamp (ms).
@@ -264,7 +267,7 @@ def query_key(index: IndexService, read_messages: MessageReader, topic: str, key
     truth = messages[real & in_range].sort_values(["store_timestamp", "phy_offset"], ascending=False)
 
     returned = np.asarray(broker_offsets, np.int64)
-    returned = returned[query_message_order(np.zeros(len(returned), np.int64), returned)]
+    returned = returned[query_message_order(returned)]
     broker = messages.reindex(returned).reset_index(drop=True)
     broker.insert(0, "rank", np.arange(len(broker)))
     verified = truth.reset_index(drop=True)
@@ -329,7 +332,7 @@ def query_many(index: IndexService, read_messages: MessageReader, topics: Any, k
     who = np.repeat(np.arange(n), broker.counts())
     if mode == "broker":
         rank = np.arange(len(who)) - np.repeat(broker.starts[:-1], broker.counts())
-        returned = np.asarray(broker.phy_offsets, np.int64)[query_message_order(who, broker.phy_offsets)]
+        returned = np.asarray(broker.phy_offsets, np.int64)[query_message_order(broker.phy_offsets, who)]
         offsets, at = np.unique(returned, return_inverse=True)
         messages = _messages_at(read_messages, offsets)
         return _table(who, topics, keys, "rank", rank, returned,
@@ -500,7 +503,7 @@ def result_table(kq: KeyQuery, mode: str) -> pd.DataFrame:
         frame = kq.broker
         first = ("rank", frame["rank"].to_numpy())
         phy = np.asarray(kq.trace.result.phy_offsets, dtype=np.int64)
-        phy = phy[query_message_order(np.zeros(len(phy), np.int64), phy)]   # kq.broker's rows
+        phy = phy[query_message_order(phy)]   # kq.broker's rows
     else:
         frame = kq.verified
         first = ("broker_returned", frame["broker_returned"].to_numpy(bool))

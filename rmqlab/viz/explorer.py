@@ -411,7 +411,7 @@ class QueryExplorer(WidgetBase):
         self.status_html.value = "" if not self.index_files.empty else message_html(
             "This store has no index files: the broker finds nothing by key (its IndexService has no file to "
             "walk), so every message carrying the key is a miss; `rmqlab store dispatch` (on a copy) builds them.",
-            "note")
+            "info")
         return self.result
 
     def _check_inputs(self) -> str | None:
@@ -577,6 +577,7 @@ class ExplorerApp(WidgetBase):
                  **explorer_options: Any):
         asked = store_from_query_string(query_string)
         self._given, self._options = store, explorer_options
+        self._muted = False
         self.explorer: QueryExplorer | None = None
         self.path_box = widgets.Text(placeholder="a store folder (empty: the sample store)", description="store",
                                      continuous_update=False,
@@ -614,7 +615,7 @@ class ExplorerApp(WidgetBase):
     def open(self, path: str | os.PathLike | None) -> bool:
         """Show the store at `path` ("" or None: the sample store): True when it opened, else
         False with the reason in :attr:`error_html` (the explorer shown before stays)."""
-        if getattr(self, "_muted", False):
+        if self._muted:
             return False
         text = os.fspath(path).strip() if path is not None else ""
         given = os.fspath(self._given) if isinstance(self._given, (str, os.PathLike)) else None
@@ -628,8 +629,7 @@ class ExplorerApp(WidgetBase):
         except (OSError, ValueError, RmqlabError) as e:
             shown = "the sample store" if store is None else os.fspath(store) if not isinstance(store, Store) \
                 else str(store.root)
-            self.error_html.value = (f"<div style='color:#a00;font-family:sans-serif'><b>Cannot show "
-                                     f"{html.escape(shown)}</b>: {html.escape(str(e))}</div>")
+            self.error_html.value = message_html(f"Cannot show {shown}: {e}")
             return False
         self.explorer = explorer
         self.body.children = [explorer.widget]
