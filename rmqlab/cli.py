@@ -58,7 +58,7 @@ COMMAND_GROUPS: dict[str, tuple[str, str]] = {
     "index": ("rmqlab.commands.index", "IndexFile files and index folders"),
     "commitlog": ("rmqlab.commands.commitlog", "CommitLog files and folders"),
     "store": ("rmqlab.commands.store", "a store directory: commitlog/, consumequeue/, index/, checkpoint"),
-    "spark": ("rmqlab.commands.spark", "build and analyse index files with Spark "
+    "spark": ("rmqlab.commands.spark", "build and analyse index files, verify stores, with Spark "
                                        "(local[*], --master URL or --remote sc://HOST:PORT)"),
     "capacity": ("rmqlab.commands.capacity",
                  "capacity planning: disk, index files, query cost from a plan (TOML)"),

@@ -1,27 +1,33 @@
-"""`rmqlab spark build|stats`: index files built and analysed with Spark (local or a cluster)."""
+"""`rmqlab spark build|stats|verify`: index files built and analysed, and stores verified, with Spark (local or a
+cluster)."""
 from __future__ import annotations
 
 import argparse
 import datetime as _dt
 import json
+import os
 import time
 
 from rmqlab.commands import UsageError
 from rmqlab.commands.defaults import DEFAULT_HASH_SLOT_NUM, DEFAULT_INDEX_NUM, PATTERNS
+from rmqlab.commands.verify import add_target_arguments, verified
 from rmqlab.extras import require
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    spark = sub.add_parser("spark", help="build and analyse index files with Spark "
+    spark = sub.add_parser("spark", help="build and analyse index files, verify stores, with Spark "
                                                "(local[*], --master URL or --remote sc://HOST:PORT)")
     ssub = spark.add_subparsers(dest="spark_command", required=True)
 
-    def common(p: argparse.ArgumentParser) -> None:
-        where = p.add_mutually_exclusive_group()
-        where.add_argument("--master", default=None, metavar="URL",
+    def where(p: argparse.ArgumentParser) -> None:
+        group = p.add_mutually_exclusive_group()
+        group.add_argument("--master", default=None, metavar="URL",
                            help="Spark master (default local[*], all cores; under spark-submit: its --master)")
-        where.add_argument("--remote", default=None, metavar="sc://HOST:PORT",
+        group.add_argument("--remote", default=None, metavar="sc://HOST:PORT",
                            help="a Spark Connect server instead of a local JVM (default: $SPARK_REMOTE if set)")
+
+    def common(p: argparse.ArgumentParser) -> None:
+        where(p)
         p.add_argument("--hash-slot-num", type=int, default=DEFAULT_HASH_SLOT_NUM, metavar="N",
                        help="maxHashSlotNum of the index files (default 5000000)")
         p.add_argument("--index-num", type=int, default=DEFAULT_INDEX_NUM, metavar="N",
@@ -57,6 +63,23 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--parquet", metavar="OUT", help="also write every table as Parquet into this folder")
     p.add_argument("--top", type=int, default=10, help="longest chains and hottest hashes per file")
     p.set_defaults(run=_stats)
+
+    p = ssub.add_parser("verify", help="rmqlab verify with Spark: a task a CommitLog file, index file and 64 queues; "
+                                       "the same report")
+    add_target_arguments(p)
+    where(p)
+    p.add_argument("--json", action="store_true", help="print the report as JSON to stdout")
+    p.add_argument("--quiet", action="store_true", help="no progress line")
+    p.set_defaults(run=_verify)
+
+
+def _verify(args) -> int:
+    require("spark", "pyspark", "rmqlab spark verify")
+    from rmqlab.spark.verify import verify_with_spark
+
+    if not os.path.exists(args.target):     # said before a JVM starts
+        raise FileNotFoundError(f"{args.target}: no such file or directory")
+    return verified(args, lambda **settings: verify_with_spark(_session(args), args.target, **settings))
 
 
 def _session(args):

@@ -38,6 +38,17 @@ VERIFY_FAILED = 1
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("verify", help="check every file of a store (or one file) and the files against each other")
+    add_target_arguments(p)
+    p.add_argument("--jobs", "-j", type=int, default=None, metavar="N",
+                   help="processes to spread the work over: each CommitLog file and index file is checked in a "
+                        "worker, the files joined in order, so the report is the same with any N (default: the "
+                        "usable cores, at most one a file, and 1 for a store under 256 MiB; 1: one process)")
+    p.add_argument("--json", action="store_true", help="print the report as JSON to stdout")
+    p.set_defaults(run=run)
+
+
+def add_target_arguments(p: argparse.ArgumentParser) -> None:
+    """The target and its settings, shared by ``rmqlab verify`` and ``rmqlab spark verify``."""
     p.add_argument("target", metavar="DIR|FILE",
                    help="a store directory, a commitlog/, index/ or ConsumeQueue folder, or one file")
     p.add_argument("--kind", choices=KINDS, help="what TARGET is (default: detected from its location, "
@@ -64,12 +75,6 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "file size, else 5000000,20000000)")
     p.add_argument("--tiered-path", default=None, metavar="DIR",
                    help="the tiered store's file system (tieredStoreFilePath): check its segments against the store")
-    p.add_argument("--jobs", "-j", type=int, default=None, metavar="N",
-                   help="processes to spread the work over: each CommitLog file and index file is checked in a "
-                        "worker, the files joined in order, so the report is the same with any N (default: the "
-                        "usable cores, at most one a file, and 1 for a store under 256 MiB; 1: one process)")
-    p.add_argument("--json", action="store_true", help="print the report as JSON to stdout")
-    p.set_defaults(run=run)
 
 
 def print_report(report: VerifyReport, words: Callable[[str], str] = str) -> None:
@@ -94,14 +99,21 @@ def print_report(report: VerifyReport, words: Callable[[str], str] = str) -> Non
 
 
 def run(args) -> int:
-    for name in ("commitlog_file_size", "consume_queue_file_size"):
-        v = getattr(args, name)
-        if v is not None and v <= 0:
-            raise UsageError(f"--{name.replace('_', '-')} must be > 0")
     if args.jobs is not None and args.jobs < 1:
         raise UsageError("--jobs must be >= 1")
     from rmqlab.verify import verify_path
 
+    return verified(args, lambda **settings: verify_path(args.target, jobs=args.jobs, **settings))
+
+
+def verified(args, verify: Callable[..., VerifyReport]) -> int:
+    """Run ``verify(**settings)`` with the settings `args` give (each checked first), show a
+    progress line on a terminal, print the report (text or ``--json``) and return the exit
+    status: the one flow of ``rmqlab verify`` and ``rmqlab spark verify``."""
+    for name in ("commitlog_file_size", "consume_queue_file_size"):
+        v = getattr(args, name)
+        if v is not None and v <= 0:
+            raise UsageError(f"--{name.replace('_', '-')} must be > 0")
     shown = []
 
     def progress(done: int, total: int) -> None:     # on a terminal only: logs and pipes stay clean
@@ -109,16 +121,15 @@ def run(args) -> int:
               flush=True)
         shown.append(done)
 
+    quiet = args.json or getattr(args, "quiet", False)
     try:
-        report = verify_path(args.target, kind=args.kind, hash_slot_num=args.hash_slot_num,
-                             index_num=args.index_num, commitlog_file_size=args.commitlog_file_size,
-                             consume_queue_file_size=args.consume_queue_file_size, slot_count_rule=args.slot_count_rule,
-                             check_crc=not args.no_crc, broker_version=args.broker_version,
-                             commitlog_paths=[c for c in (args.commitlog_paths or "").split(",") if c] or None,
-                             tiered_index_geometry=_geometry(args.tiered_index_geometry),
-                             tiered_path=args.tiered_path,
-                             progress=progress if sys.stderr.isatty() and not args.json else None,
-                             jobs=args.jobs)
+        report = verify(kind=args.kind, hash_slot_num=args.hash_slot_num, index_num=args.index_num,
+                        commitlog_file_size=args.commitlog_file_size,
+                        consume_queue_file_size=args.consume_queue_file_size, slot_count_rule=args.slot_count_rule,
+                        check_crc=not args.no_crc, broker_version=args.broker_version,
+                        commitlog_paths=[c for c in (args.commitlog_paths or "").split(",") if c] or None,
+                        tiered_index_geometry=_geometry(args.tiered_index_geometry), tiered_path=args.tiered_path,
+                        progress=progress if sys.stderr.isatty() and not quiet else None)
     except ValueError as e:       # cannot tell what the target is: the user must say
         raise UsageError(str(e)) from e
     if shown:

@@ -99,6 +99,23 @@ def _call(fn: Callable, args: tuple) -> tuple[int, Any]:
     return os.getpid(), fn(*args)
 
 
+def _batches(units: Iterable[tuple], size: int) -> Generator[list[tuple], None, None]:
+    """The units in lists of `size` (the last may be shorter)."""
+    part: list[tuple] = []
+    for args in units:
+        part.append(args)
+        if len(part) == size:
+            yield part
+            part = []
+    if part:
+        yield part
+
+
+def _run_batch(fn: Callable, batch: list[tuple]) -> list[Any]:
+    """A batch of units in one worker: ``fn(*args)`` of each, in order."""
+    return [fn(*args) for args in batch]
+
+
 class _Ran:
     """A unit run in the calling process when its result is first asked for (``jobs=1``)."""
 
@@ -167,24 +184,40 @@ class Pool:
         self.run.pids.add(pid)
         return value
 
-    def ordered(self, fn: Callable, units: Iterable[tuple], ahead: int | None = None) -> Generator[Any, None, None]:
-        """``fn(*args)`` of each tuple of `units`, in their order, at most `ahead` units (default
-        twice the jobs) submitted past the one being handed back: the parent holds that many
-        results at most. Closing the iterator early cancels the units not yet started."""
+    def ordered(self, fn: Callable, units: Iterable[tuple], ahead: int | None = None,
+                batch: int = 1) -> Generator[Any, None, None]:
+        """``fn(*args)`` of each tuple of `units`, in their order, at most `ahead` submissions
+        (default twice the jobs) past the one being handed back: the parent holds that many
+        results at most. `batch`: units sent to a worker together, one submission (for units
+        much smaller than a submission's cost: a pickle each way, or a Spark job). Closing the
+        iterator early cancels the submissions not yet started."""
+        if batch < 1:
+            raise ValueError(f"batch must be >= 1, got {batch!r}")
         ahead = max(1, 2 * self.jobs if ahead is None else ahead)
         queue: deque = deque()
-        todo = iter(units)
         try:
-            for args in todo:
-                queue.append(self.submit(fn, *args))
+            for args in (iter(units) if batch == 1 else _batches(units, batch)):
+                if batch == 1:
+                    queue.append(self.submit(fn, *args))
+                else:
+                    queue.append(self.submit(_run_batch, fn, args))
+                    self.run.units += len(args) - 1     # a unit each, not a submission
                 if len(queue) > ahead:
-                    yield self.value(queue.popleft())
+                    yield from self._taken(queue.popleft(), batch)
             while queue:
-                yield self.value(queue.popleft())
+                yield from self._taken(queue.popleft(), batch)
         finally:
             for unit in queue:
                 if isinstance(unit, Future):
                     unit.cancel()
+
+    def _taken(self, unit: Future | _Ran, batch: int) -> Generator[Any, None, None]:
+        """The value of a submission: one unit's, or each of a batch's."""
+        value = self.value(unit)
+        if batch == 1:
+            yield value
+        else:
+            yield from value
 
     def close(self) -> None:
         """Stop the workers (units not started are cancelled)."""

@@ -66,7 +66,8 @@ def verify_path(path: str | os.PathLike, *, kind: Kind | None = None, hash_slot_
                 commitlog_paths: list[str | os.PathLike] | None = None,
                 tiered_index_geometry: tuple[int | None, int | None] = (None, None),
                 tiered_path: str | os.PathLike | None = None,
-                progress: Callable[[int, int], None] | None = None, jobs: int | None = None) -> VerifyReport:
+                progress: Callable[[int, int], None] | None = None, jobs: int | None = None,
+                pool: Pool | None = None) -> VerifyReport:
     """Verify a store directory, a part of one, or one file (see the module docstring).
 
     `kind` forces what `path` is (one of :data:`KINDS`; default :func:`detect_kind`).
@@ -86,8 +87,10 @@ def verify_path(path: str | os.PathLike, *, kind: Kind | None = None, hash_slot_
     over (each CommitLog file's walk, decode and per-file checks, each index file's and each
     ConsumeQueue's own checks, in a worker; the joins across files here, in file order); None:
     :func:`~rmqlab.tables.pool.default_jobs` of the CommitLog and index files (the usable cores,
-    at most one a file, and 1 below 256 MiB); 1: this process alone. The report is the same,
-    byte for byte, with any `jobs`. Read-only. Raises FileNotFoundError / ValueError for a
+    at most one a file, and 1 below 256 MiB); 1: this process alone. `pool`: where those units
+    run instead (a :class:`~rmqlab.tables.pool.Pool` the caller made and closes, such as
+    :class:`rmqlab.spark.pool.SparkPool`, a Spark task a unit); not with `jobs`. The report is
+    the same, byte for byte, with any `jobs` or `pool`. Read-only. Raises FileNotFoundError / ValueError for a
     missing or unrecognisable `path` (and ValueError for `jobs` < 1); bad bytes are problems in
     the report, never exceptions. Cost: O(store), vectorized, plus a fixed cost a
     CommitLog file (a small store of many small files is dominated by it); a store that
@@ -120,13 +123,17 @@ def verify_path(path: str | os.PathLike, *, kind: Kind | None = None, hash_slot_
     if kind not in KINDS:
         raise ValueError(f"kind must be one of {', '.join(KINDS)}, got {kind!r}")
     check_jobs(jobs)
+    if pool is not None and jobs is not None:
+        raise ValueError(f"give jobs ({jobs}) or a pool, not both")
     slot_count_rule = slot_count_rule or slot_count_rule_of(broker_version)
+    settings = (hash_slot_num, index_num, commitlog_file_size, consume_queue_file_size, slot_count_rule, check_crc,
+                broker_version, commitlog_paths, tiered_index_geometry, tiered_path, progress)
+    if pool is not None:
+        return _verify(p, kind, *settings, pool)
     if jobs is None:
         jobs = default_jobs(*_work(p, kind, commitlog_paths))
-    with Pool(jobs, f"verify {kind}", preload=WORKER_MODULES) as pool:
-        return _verify(p, kind, hash_slot_num, index_num, commitlog_file_size, consume_queue_file_size,
-                       slot_count_rule, check_crc, broker_version, commitlog_paths, tiered_index_geometry,
-                       tiered_path, progress, pool)
+    with Pool(jobs, f"verify {kind}", preload=WORKER_MODULES) as own:
+        return _verify(p, kind, *settings, own)
 
 
 #: the modules a worker of verify_path runs (imported once, by the fork server)
@@ -382,6 +389,10 @@ def _close_indexes(opened: list[tuple[FileReport, IndexFile | None]]) -> None:
             f.close()
 
 
+#: ConsumeQueues whose own checks a worker takes at once: a queue's checks cost about a
+#: millisecond, less than a unit's round trip to a process (a pickle each way) or a Spark task
+QUEUE_BATCH = 64
+
 #: Queues :class:`_StoreQueues` keeps open between windows (each holds a file handle and a map a
 #: file); past it the least recently used is closed and opened again when next needed.
 MAX_OPEN_QUEUES = 256
@@ -472,8 +483,8 @@ class _StoreQueues:
                 side = scan.side
         end = scan.end_offset if scan is not None else None
         # each queue's own checks in a worker (with a parallel pool), taken back in folder order
-        checked = (self.pool.ordered(queue_checks_apart, [(folder, self.cq_size, end) for folder in self.folders])
-                   if self.pool.parallel else None)
+        checked = (self.pool.ordered(queue_checks_apart, [(folder, self.cq_size, end) for folder in self.folders],
+                                     batch=QUEUE_BATCH) if self.pool.parallel else None)
         try:
             rep.cross_counts["cq_units"] = self._queue_reports(rep, scan, end, side, targets, broker_version,
                                                                checked)

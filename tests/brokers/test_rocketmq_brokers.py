@@ -20,6 +20,7 @@ import datetime
 import io
 import ipaddress
 import json
+import os
 import re
 import shutil
 import zlib
@@ -325,6 +326,28 @@ def test_verify_reports_no_error(written):
     past = sum(1 for m in _java_messages(written) if (m["topic"], m["queueId"]) in ends
                and m["queueOffset"] >= ends[(m["topic"], m["queueId"])])
     assert [p.count for p in by_check.get("cq.missing-unit", [])] == ([past] if past else [])
+
+
+FIVE = [(release, scenario) for release, scenario in CASES if rh.version_tuple(release) >= (5, 0, 0)]
+
+
+@pytest.mark.parametrize("case", FIVE, ids=_id)
+def test_spark_verify_reports_what_verify_reports(case, spark):
+    """`rmqlab spark verify` (each CommitLog file, index file and 64 ConsumeQueues a Spark task;
+    tests/spark/test_verify.py) on every store a 5.x broker wrote: the report of one process,
+    byte for byte, its units run in Spark's Python workers."""
+    from rmqlab.spark.verify import verify_with_spark
+    from rmqlab.tables.pool import RUNS
+
+    bs = rh.rocketmq_store(*case)
+    kw = dict(hash_slot_num=rh.HASH_SLOT_NUM, index_num=rh.INDEX_NUM, commitlog_file_size=rh.COMMITLOG_FILE_SIZE,
+              consume_queue_file_size=rh.CONSUME_QUEUE_FILE_SIZE, broker_version=bs.release,
+              commitlog_paths=bs.commitlog_paths)
+    want = verify_path(bs.store, jobs=1, **kw)
+    got = verify_with_spark(spark, bs.store, **kw)
+    assert RUNS[-1].units >= 1 and RUNS[-1].pids and os.getpid() not in RUNS[-1].pids, RUNS[-1]
+    assert got.summary() == want.summary()
+    assert json.dumps(got.as_dict(), default=str) == json.dumps(want.as_dict(), default=str)
 
 
 # -- 3. key queries: rmqlab's broker mode returns what the broker's IndexService returned ------

@@ -53,3 +53,23 @@ def test_cluster_builds_from_relative_paths_equal_the_single_process_build(stand
     got = index_files(tmp_path / "store-out")
     assert built["tasks"] > 1 and len(broker) >= 2
     assert [p.read_bytes() for p in got] == [p.read_bytes() for p in broker]
+
+
+def test_cluster_verifies_a_damaged_store_as_one_process_does(standalone_cluster, tmp_path):
+    """`rmqlab spark verify` on the cluster, from a relative path: the JSON report of
+    `rmqlab verify --jobs 1`, byte for byte, on tests/verify/test_verify.py's store (64 KiB
+    CommitLog files) with damage in its CommitLog, index and ConsumeQueue files."""
+    import numpy as np
+
+    from tests.verify.test_verify import build_small_store, c_body_crc, c_cq_tags, c_slot_flip
+
+    root = build_small_store(tmp_path / "store")
+    assert len(list((root / "commitlog").iterdir())) >= 5
+    rng = np.random.default_rng(2)
+    for corrupt in (c_body_crc, c_slot_flip, c_cq_tags):
+        corrupt(root, rng)
+    want = rmqlab_cli("verify", "store", "--jobs", "1", "--json", cwd=tmp_path)
+    got = rmqlab_cli("spark", "verify", "store", "--master", standalone_cluster.master_url, "--json", cwd=tmp_path)
+    assert want.returncode == 1 and "body-crc" in want.stdout, want.stderr[-4000:]
+    assert got.returncode == want.returncode, got.stderr[-4000:]
+    assert got.stdout == want.stdout     # the text form: tests/spark/test_verify.py, on local[*] and Connect
