@@ -27,6 +27,20 @@ class RmqlabError(Exception):
             where.append(field)
         super().__init__(f"{': '.join(where)}: {message}" if where else message)
 
+    def __reduce__(self):
+        # whole across a process boundary (a worker's error raised in the parent): its message
+        # and every attribute, whatever the subclass's __init__ takes
+        return (_rebuilt, (type(self), self.args, dict(self.__dict__)))
+
+
+def _rebuilt(cls: type, args: tuple, state: dict) -> RmqlabError:
+    """An error of `cls` with `args` and attributes `state`, as :meth:`RmqlabError.__reduce__`
+    gave them."""
+    e = cls.__new__(cls)
+    e.args = args
+    e.__dict__.update(state)
+    return e
+
 
 class FormatError(RmqlabError):
     """The bytes do not follow the format (a field holds an impossible value)."""

@@ -61,6 +61,7 @@ from rmqlab.formats.commitlog.records import (
     record_damage,
 )
 from rmqlab.formats.msgid import format_host
+from rmqlab.tables.pool import Pool, check_jobs, default_jobs
 
 
 def _gather(U: np.ndarray, starts: np.ndarray, width: int, dtype: str) -> np.ndarray:
@@ -782,7 +783,8 @@ def _arrow_column(chunks: list, name: str, check_crc: bool):
 
 
 def read_columns(path_or_dir: str | os.PathLike, *, body: bool = True, check_crc: bool = False,
-                 on_error: Literal["raise", "report"] = "raise", start_offset: int = 0, arrow: bool = False):
+                 on_error: Literal["raise", "report"] = "raise", start_offset: int = 0, arrow: bool = False,
+                 jobs: int | None = 1):
     """Every message of a CommitLog file or ``commitlog/`` folder as a pandas DataFrame, one row a
     message in offset order, columns :data:`COLUMNS` (``crc_ok`` and ``prop_crc_ok`` added when
     `check_crc`; ``body`` left out when `body` is False). ``prop_crc_ok`` is None for a record
@@ -824,23 +826,40 @@ def read_columns(path_or_dir: str | os.PathLike, *, body: bool = True, check_crc
     message): text as large_string (large_binary where a file's bytes are not UTF-8), topic,
     tags and hosts dictionary-encoded, None as null; ``pa.Table.from_pandas(df)`` gives the
     Arrow table without copying the data.
+
+    `jobs`: processes the files are decoded in, a file each (:class:`~rmqlab.tables.pool.Pool`),
+    the frame made here of their columns in file order: the same frame and report with any
+    `jobs` (a file's error is raised after the files before it, as one process raises it).
+    None: :func:`~rmqlab.tables.pool.default_jobs` of the files (the usable cores, at most one
+    a file, 1 under 256 MiB). The columns come back pickled: with `arrow` a copy of their
+    buffers; without, a Python object a text value made again here, so most of the gain is
+    with `arrow`. Measured: benchmarks/RESULTS.md (bench_commitlog.py --jobs).
     """
     return _read_columns(path_or_dir, body=body, check_crc=check_crc, on_error=on_error, start_offset=start_offset,
-                         arrow=arrow)
+                         arrow=arrow, jobs=jobs)
 
 
 def _read_columns(path_or_dir, *, body: bool = True, check_crc: bool = False, on_error: str = "raise",
-                  start_offset: int = 0, arrow: bool = False, decode=None):
+                  start_offset: int = 0, arrow: bool = False, decode=None, jobs: int | None = 1):
     """:func:`read_columns`, decoding each file with `decode` (the one pass, or with `check_crc`
     :func:`_decode_positions`, unless given: tests and benchmarks pass :func:`_decode_positions`,
     or the NumPy decode of tests/support/commitlog_reference.py)."""
     files = _files_from(path_or_dir, on_error, start_offset)
+    check_jobs(jobs)
+    if jobs is not None and jobs > 1 and not arrow:
+        raise ValueError(f"jobs={jobs} needs arrow=True: without it the frame holds a Python object a text value, "
+                         f"which only this process can make")
+    if jobs is None:
+        jobs = default_jobs(len(files), sum(f.size for f in files)) if arrow else 1
     report = ReadReport()
     gc_was = gc.isenabled()
     gc.disable()   # millions of new str/bytes objects, no cycles: skip the collector's passes
     try:
-        parts = list(_column_parts(files, report, body, check_crc, on_error, start_offset, arrow=arrow,
-                                   decode=decode))
+        if jobs > 1 and decode is None:
+            parts = _parts_apart(files, report, jobs, body, check_crc, on_error, start_offset)
+        else:
+            parts = list(_column_parts(files, report, body, check_crc, on_error, start_offset, arrow=arrow,
+                                       decode=decode))
     finally:
         if gc_was:
             gc.enable()
@@ -855,18 +874,88 @@ def _column_parts(files, report, body, check_crc, on_error, start_offset=0, arro
     or with `part_messages` at most that many records each. `report` is filled as they come and
     is complete when the generator is exhausted."""
     for i, f in enumerate(files):
-        report.files.append(os.fspath(f.path))
-        last = i == len(files) - 1
-        with ReadOnlyMap(f.path) as buf:
-            start = min(max(start_offset - f.start_offset, 0), len(buf))
-            for cols, _, end, code, _ in _file_parts(buf, f, last=last, check_crc=check_crc, report=report,
-                                                     on_error=on_error, body=body, start=start, arrow=arrow,
-                                                     decode=decode, part_messages=part_messages):
-                report.messages += len(cols["topic"])
-                if last and end is not None:
-                    report.end_phy_offset = f.start_offset + f.size if code == STOP_BLANK else end
-                if len(cols["topic"]):
-                    yield cols
+        yield from _one_file_parts(f, i == len(files) - 1, report, body, check_crc, on_error, start_offset, arrow,
+                                   decode, part_messages)
+
+
+def _one_file_parts(f: StoreFile, last: bool, report: ReadReport, body, check_crc, on_error, start_offset=0,
+                    arrow=False, decode=None, part_messages: int | None = None):
+    """:func:`_column_parts` of one file (`last`: the walk's last file)."""
+    report.files.append(os.fspath(f.path))
+    with ReadOnlyMap(f.path) as buf:
+        start = min(max(start_offset - f.start_offset, 0), len(buf))
+        for cols, _, end, code, _ in _file_parts(buf, f, last=last, check_crc=check_crc, report=report,
+                                                 on_error=on_error, body=body, start=start, arrow=arrow,
+                                                 decode=decode, part_messages=part_messages):
+            report.messages += len(cols["topic"])
+            if last and end is not None:
+                report.end_phy_offset = f.start_offset + f.size if code == STOP_BLANK else end
+            if len(cols["topic"]):
+                yield cols
+
+
+def _file_columns_apart(f: StoreFile, last: bool, body: bool, check_crc: bool, on_error: str, start_offset: int,
+                        folder: str) -> tuple[list[str], ReadReport]:
+    """One file's Arrow columns, decoded on its own (in a worker process of :func:`read_columns`)
+    and written into `folder` as Arrow IPC files, one a part, so that the parent maps them
+    instead of receiving a pickled copy (which cost more than the decode); returns their paths
+    and the file's own :class:`ReadReport`."""
+    import pyarrow as pa
+
+    report = ReadReport()
+    paths = []
+    for cols in _one_file_parts(f, last, report, body, check_crc, on_error, start_offset, True):
+        table = pa.table(cols)
+        path = os.path.join(folder, f"{f.start_offset:020d}-{len(paths)}.arrow")
+        with pa.OSFile(path, "wb") as sink, pa.ipc.new_file(sink, table.schema) as writer:
+            writer.write_table(table)
+        paths.append(path)
+    return paths, report
+
+
+def _mapped_columns(path: str) -> dict:
+    """The columns of an Arrow IPC file written by :func:`_file_columns_apart`, mapped (no
+    copy); the file is removed at once (its pages stay while the columns use them)."""
+    import pyarrow as pa
+
+    table = pa.ipc.open_file(pa.memory_map(path)).read_all()
+    os.unlink(path)
+    return {name: (col.chunk(0) if col.num_chunks == 1 else col.combine_chunks())
+            for name, col in zip(table.column_names, table.columns)}
+
+
+def _scratch_folder(files: list[StoreFile], jobs: int) -> str:
+    """A new folder for the workers' Arrow files: in shared memory (``/dev/shm``) when it has
+    room for twice what `jobs` + 1 files in flight can hold, else the temporary folder."""
+    import shutil
+    import tempfile
+
+    need = 2 * (jobs + 1) * max((f.size for f in files), default=0)
+    shm = "/dev/shm"
+    room = os.path.isdir(shm) and os.access(shm, os.W_OK) and shutil.disk_usage(shm).free > need
+    return tempfile.mkdtemp(prefix="rmqlab-columns-", dir=shm if room else None)
+
+
+def _parts_apart(files: list[StoreFile], report: ReadReport, jobs: int, body, check_crc, on_error,
+                 start_offset) -> list[dict]:
+    """:func:`_column_parts` of `files` as Arrow columns, each file decoded in one of `jobs`
+    worker processes and taken back in file order (mapped from the worker's Arrow files), its
+    report joined into `report` as the serial read fills it (an error of a file is raised when
+    its turn comes, after the files before it)."""
+    import shutil
+
+    parts: list[dict] = []
+    folder = _scratch_folder(files, jobs)
+    try:
+        units = [(f, i == len(files) - 1, body, check_crc, on_error, start_offset, folder)
+                 for i, f in enumerate(files)]
+        with Pool(jobs, "read_columns", preload=("rmqlab.formats.commitlog.columns", "pyarrow.ipc")) as pool:
+            for paths, got in pool.ordered(_file_columns_apart, units, ahead=jobs + 1):
+                parts += [_mapped_columns(p) for p in paths]
+                report.join(got)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    return parts
 
 
 def _file_parts(buf, f: StoreFile, *, last: bool, report: ReadReport, on_error: str, start: int,

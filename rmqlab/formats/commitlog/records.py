@@ -374,6 +374,16 @@ class ReadReport:
     def ok(self) -> bool:
         return not self.damage and self.torn_tail is None
 
+    def join(self, later: ReadReport) -> None:
+        """Add the report of a read of the files after these (a worker's file): its files,
+        messages and damage after these; its torn tail, end and unread point where it has one."""
+        self.files += later.files
+        self.messages += later.messages
+        self.damage += later.damage
+        for name in ("torn_tail", "end_phy_offset", "unread_from", "unread_reason"):
+            if getattr(later, name) is not None:
+                setattr(self, name, getattr(later, name))
+
     def as_dict(self) -> dict[str, Any]:
         return {"files": list(self.files), "messages": self.messages,
                 "damage": [d.__dict__ for d in self.damage],
