@@ -1,5 +1,6 @@
-"""``rmqlab verify --jobs N``: wall time with 1 and more processes on a generated store, one fresh
-process a run, and the scaling per added core.
+"""``rmqlab verify --jobs N`` and ``rmqlab spark verify``: wall time with 1 and more processes, and
+with Spark (local[N], a standalone cluster), on a generated store, one fresh process a run, and
+the scaling per added core.
 
 The store: --messages messages (default 2,000,000) of bench_scaling.py's workload (4 topics, body
 median 100 B), dispatched (ConsumeQueue, index files, checkpoint), CommitLog files of
@@ -11,27 +12,36 @@ must exit 0 and print the same report as ``--jobs 1`` (the identity the tests ch
 store of this size). The table gives the median and spread of the wall time, the median CPU
 time (``getrusage`` of the children: the workers count once the fork server has reaped them),
 messages a second, the speed-up over ``--jobs 1`` and the
-scaling per core (speed-up / N: 1.0 is perfect). The machine is shared: the load average is
-printed with the figures.
+scaling per core (speed-up / N: 1.0 is perfect). ``--spark local[2],standalone`` adds
+``python -m rmqlab spark verify STORE --master M`` to the alternation: ``standalone`` is a cluster
+of one master and two one-core workers on 127.0.0.1 (tests/support/spark_cluster.py), started
+once before the runs and stopped by process id after them; a Spark run's wall time includes
+its JVM's start. The machine is shared: the load average is printed with the figures.
 
-Run:  python benchmarks/bench_jobs.py [--messages N] [--jobs-list 1,2] [--runs N] [--work DIR] [--record]
+Run:  python benchmarks/bench_jobs.py [--messages N] [--jobs-list 1,2] [--spark local[2],standalone] [--runs N]
+      [--work DIR] [--record]
 """
 from __future__ import annotations
 
 import argparse
 import datetime as dt
 import os
+import re
 import resource
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from contextlib import ExitStack
+from dataclasses import dataclass
 from pathlib import Path
 
 from bench_cli import load
 from bench_scaling import workload
 from common import machine, publish
+
+from rmqlab.tables.pool import usable_cores
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -47,16 +57,30 @@ def build(root: Path, messages: int, file_size: int) -> None:
     print(f"store: {messages:,} messages written and dispatched in {time.perf_counter() - t0:.1f} s", flush=True)
 
 
-def run_once(root: Path, jobs: int, env: dict[str, str]) -> tuple[float, float, bytes]:
-    """(wall s, CPU s of the children, stdout) of one fresh ``rmqlab verify``."""
+#: where the store's path goes in a Variant's command line
+STORE = "{store}"
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One way of verifying the store: its label in the table, its command line after
+    ``python -m rmqlab`` (:data:`STORE` for the store), and the cores it may use."""
+
+    label: str
+    argv: tuple[str, ...]
+    cores: int
+
+
+def run_once(root: Path, v: Variant, env: dict[str, str]) -> tuple[float, float, bytes]:
+    """(wall s, CPU s of the children, stdout) of one fresh run of `v` on `root`."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
-    p = subprocess.run([sys.executable, "-m", "rmqlab", "verify", str(root), "--jobs", str(jobs)], env=env,
-                       capture_output=True, timeout=3600)
+    p = subprocess.run([sys.executable, "-m", "rmqlab", *(str(root) if a == STORE else a for a in v.argv)],
+                       env=env, capture_output=True, timeout=3600)
     wall = time.perf_counter() - t0
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if p.returncode != 0:
-        raise RuntimeError(f"verify --jobs {jobs} exited {p.returncode}: {p.stderr.decode(errors='replace')[-2000:]}")
+        raise RuntimeError(f"{v.label} exited {p.returncode}: {p.stderr.decode(errors='replace')[-2000:]}")
     return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime), p.stdout
 
 
@@ -66,7 +90,9 @@ def main() -> None:
     ap.add_argument("--commitlog-file-size", type=int, default=64 << 20,
                     help="bytes a CommitLog file (default 64 MiB)")
     ap.add_argument("--jobs-list", default="1,2", help="the --jobs values, comma separated (default 1,2)")
-    ap.add_argument("--runs", type=int, default=5, help="counted runs of each --jobs value (default 5)")
+    ap.add_argument("--spark", default="", help="also rmqlab spark verify with these masters, comma separated: "
+                                               "local[N] or standalone (two one-core workers); default none")
+    ap.add_argument("--runs", type=int, default=5, help="counted runs of each variant (default 5)")
     ap.add_argument("--work", type=Path, default=None, help="where the store is built (kept; default: a temporary "
                                                            "directory, removed)")
     ap.add_argument("--record", action="store_true", help="append the table to RESULTS.md")
@@ -76,44 +102,65 @@ def main() -> None:
         jobs_list.insert(0, 1)      # the single process is the reference of the identity and the speed-up
     # the rmqlab of this checkout, whatever the environment has installed
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    with tempfile.TemporaryDirectory(prefix="bench_jobs_") as tmp:
+    with tempfile.TemporaryDirectory(prefix="bench_jobs_") as tmp, ExitStack() as stack:
         root = (args.work or Path(tmp)) / f"store-{args.messages}"
         build(root, args.messages, args.commitlog_file_size)
         files = len([p for p in (root / "commitlog").iterdir() if p.is_file()])
+        variants = [Variant(f"verify --jobs {j}", ("verify", STORE, "--jobs", str(j)), j) for j in jobs_list]
+        for master in [m for m in args.spark.split(",") if m]:
+            variants.append(_spark_variant(master, Path(tmp), stack))
         res = {"date": dt.date.today().isoformat(), "machine": machine(), "load_start": load()}
         reference: bytes | None = None
-        for jobs in jobs_list:       # warm-up: page cache, and the identity with --jobs 1
-            _, _, out = run_once(root, jobs, env)
+        for v in variants:       # warm-up: page cache, and the identity with --jobs 1
+            _, _, out = run_once(root, v, env)
             reference = out if reference is None else reference
             if out != reference:
-                raise SystemExit(f"verify --jobs {jobs} printed another report than --jobs 1")
-        wall: dict[int, list[float]] = {j: [] for j in jobs_list}
-        cpu: dict[int, list[float]] = {j: [] for j in jobs_list}
+                raise SystemExit(f"{v.label} printed another report than --jobs 1")
+        wall: dict[str, list[float]] = {v.label: [] for v in variants}
+        cpu: dict[str, list[float]] = {v.label: [] for v in variants}
         for i in range(args.runs):
-            for jobs in jobs_list:
-                w, c, out = run_once(root, jobs, env)
+            for v in variants:
+                w, c, out = run_once(root, v, env)
                 if out != reference:
-                    raise SystemExit(f"verify --jobs {jobs} printed another report than --jobs 1")
-                wall[jobs].append(w)
-                cpu[jobs].append(c)
+                    raise SystemExit(f"{v.label} printed another report than --jobs 1")
+                wall[v.label].append(w)
+                cpu[v.label].append(c)
             print(f"run {i + 1} of {args.runs} done (load {load()})", file=sys.stderr, flush=True)
         res["load_end"] = load()
-    base = statistics.median(wall[1])
-    rows = ["| --jobs | wall s (median) | wall s (min-max) | CPU s (median) | M messages/s | speed-up | per core |",
-            "|---:|---:|---:|---:|---:|---:|---:|"]
-    for jobs in jobs_list:
-        med = statistics.median(wall[jobs])
-        rows.append(f"| {jobs} | {med:.2f} | {min(wall[jobs]):.2f}-{max(wall[jobs]):.2f} | "
-                    f"{statistics.median(cpu[jobs]):.2f} | {args.messages / med / 1e6:.2f} | {base / med:.2f} | "
-                    f"{base / med / jobs:.2f} |")
-    text = (f"## {res['date']}: rmqlab verify --jobs N, one fresh process a run\n\n"
+    base = statistics.median(wall[variants[0].label])
+    rows = ["| run | cores | wall s (median) | wall s (min-max) | CPU s (median) | M messages/s | speed-up "
+            "| per core |", "|---|---:|---:|---:|---:|---:|---:|---:|"]
+    for v in variants:
+        med = statistics.median(wall[v.label])
+        rows.append(f"| {v.label} | {v.cores} | {med:.2f} | {min(wall[v.label]):.2f}-{max(wall[v.label]):.2f} | "
+                    f"{statistics.median(cpu[v.label]):.2f} | {args.messages / med / 1e6:.2f} | {base / med:.2f} | "
+                    f"{base / med / v.cores:.2f} |")
+    text = (f"## {res['date']}: rmqlab verify --jobs N{' and rmqlab spark verify' if args.spark else ''}, one fresh "
+            f"process a run\n\n"
             f"Machine: {res['machine']}; load average {res['load_start']} at the start, {res['load_end']} at the "
             f"end. A generated, dispatched store of {args.messages:,} messages in {files} CommitLog files of "
             f"{args.commitlog_file_size:,} bytes (bench_scaling.py's workload). Median of {args.runs} runs a value "
-            f"after one warm-up run each, values alternating; wall time of the whole process (start-up and the "
-            f"workers' start included), CPU time as getrusage counts the children. Every run printed the report of "
-            f"--jobs 1. Per core: speed-up / N. `python benchmarks/bench_jobs.py`.\n\n" + "\n".join(rows) + "\n")
+            f"after one warm-up run each, values alternating; wall time of the whole process (start-up, the "
+            f"workers' start and a Spark driver's JVM included), CPU time as getrusage counts the children (not "
+            f"a standalone cluster's executors). Every run printed the report of --jobs 1. Per core: speed-up / "
+            f"cores. `python benchmarks/bench_jobs.py --jobs-list {args.jobs_list}"
+            f"{' --spark ' + args.spark if args.spark else ''}`.\n\n" + "\n".join(rows) + "\n")
     publish(text, args.record)
+
+
+def _spark_variant(master: str, work: Path, stack: ExitStack) -> Variant:
+    """``rmqlab spark verify --master M``; ``standalone`` starts a cluster of two one-core
+    workers (stopped when `stack` closes)."""
+    if master == "standalone":
+        from bench_spark import deployment
+
+        url, started, _ = stack.enter_context(deployment("standalone", work))
+        print(f"standalone cluster {url} started in {started:.1f} s", file=sys.stderr, flush=True)
+        return Variant("spark verify, standalone (2 one-core workers)",
+                       ("spark", "verify", STORE, "--master", url, "--quiet"), 2)
+    n = re.fullmatch(r"local\[(\d+)\]", master)
+    return Variant(f"spark verify --master {master}", ("spark", "verify", STORE, "--master", master, "--quiet"),
+                   int(n.group(1)) if n else usable_cores())
 
 
 if __name__ == "__main__":

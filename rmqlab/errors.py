@@ -33,7 +33,7 @@ class RmqlabError(Exception):
         return (_rebuilt, (type(self), self.args, dict(self.__dict__)))
 
 
-def _rebuilt(cls: type, args: tuple, state: dict) -> RmqlabError:
+def _rebuilt(cls: type[RmqlabError], args: tuple, state: dict) -> RmqlabError:
     """An error of `cls` with `args` and attributes `state`, as :meth:`RmqlabError.__reduce__`
     gave them."""
     e = cls.__new__(cls)

@@ -903,7 +903,7 @@ def _file_columns_apart(f: StoreFile, last: bool, body: bool, check_crc: bool, o
     import pyarrow as pa
 
     report = ReadReport()
-    paths = []
+    paths: list[str] = []
     for cols in _one_file_parts(f, last, report, body, check_crc, on_error, start_offset, True):
         table = pa.table(cols)
         path = os.path.join(folder, f"{f.start_offset:020d}-{len(paths)}.arrow")
