@@ -453,3 +453,35 @@ def test_uniform_chain_limit_edges():
             uniform_chain_limit(*bad)
     with pytest.raises(ValueError):
         uniform_chain_limit(5, 5, expected_slots=0)
+
+
+def test_directory_stats_with_jobs_is_the_one_process_frame(tmp_path):
+    """The sample store's 10 index files over 2 and 3 worker processes: the frame of one
+    process, its rows computed elsewhere; a folder with a damaged file raises its error."""
+    import os
+    import shutil
+
+    from rmqlab.errors import RmqlabError
+    from rmqlab.lab.sample import SAMPLE_STORE_OPTIONS, sample_store
+    from rmqlab.tables import pool
+
+    index = sample_store().index_dir
+    geometry = dict(hash_slot_num=SAMPLE_STORE_OPTIONS["hash_slot_num"], index_num=SAMPLE_STORE_OPTIONS["index_num"])
+    want = directory_stats(index, jobs=1, **geometry)
+    assert len(want) >= 3 and pool.RUNS[-1].pids == {os.getpid()}
+    for jobs in (2, 3):
+        got = directory_stats(index, jobs=jobs, **geometry)
+        assert pool.RUNS[-1].units == len(want) and os.getpid() not in pool.RUNS[-1].pids
+        pd.testing.assert_frame_equal(got, want)
+    bad = tmp_path / "index"
+    shutil.copytree(index, bad)
+    victim = sorted(bad.iterdir())[1]
+    victim.chmod(0o644)
+    with open(victim, "r+b") as f:
+        f.truncate(100)
+    errors = []
+    for jobs in (1, 2):
+        with pytest.raises(RmqlabError) as e:
+            directory_stats(bad, jobs=jobs, **geometry)
+        errors.append((type(e.value), str(e.value), e.value.offset))
+    assert errors[0] == errors[1] and victim.name in errors[0][1]
