@@ -57,14 +57,33 @@ def build(root: Path, messages: int, file_size: int) -> None:
     print(f"store: {messages:,} messages written and dispatched in {time.perf_counter() - t0:.1f} s", flush=True)
 
 
+#: the decode: the CommitLog of the store (argv[1]) read into Arrow columns with the bodies, over
+#: argv[2] processes; prints what the identity check compares (rows, report, the columns' digest)
+DECODE = """
+import sys
+import pyarrow as pa
+import pyarrow.compute as pc
+from rmqlab.formats import commitlog as cl
+df = cl.read_columns(sys.argv[1] + "/commitlog", arrow=True, jobs=int(sys.argv[2]))
+sums = []
+for c in df.columns:
+    a = pa.chunked_array(pa.array(df[c]).chunks if hasattr(pa.array(df[c]), "chunks") else [pa.array(df[c])])
+    if pa.types.is_dictionary(a.type):
+        a = a.cast(a.type.value_type)
+    if pa.types.is_binary(a.type) or pa.types.is_large_binary(a.type) or pa.types.is_large_string(a.type):
+        a = pc.binary_length(a)
+    sums.append((c, a.null_count, pc.sum(a.cast(pa.int64())).as_py()))
+print(len(df), df.attrs["report"].as_dict(), sums)
+"""
+
 #: where the store's path goes in a Variant's command line
 STORE = "{store}"
 
 
 @dataclass(frozen=True)
 class Variant:
-    """One way of verifying the store: its label in the table, its command line after
-    ``python -m rmqlab`` (:data:`STORE` for the store), and the cores it may use."""
+    """One way of reading the store: its label in the table, its command line after ``python``
+    (:data:`STORE` for the store), and the cores it may use."""
 
     label: str
     argv: tuple[str, ...]
@@ -75,7 +94,7 @@ def run_once(root: Path, v: Variant, env: dict[str, str]) -> tuple[float, float,
     """(wall s, CPU s of the children, stdout) of one fresh run of `v` on `root`."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
-    p = subprocess.run([sys.executable, "-m", "rmqlab", *(str(root) if a == STORE else a for a in v.argv)],
+    p = subprocess.run([sys.executable, *(str(root) if a == STORE else a for a in v.argv)],
                        env=env, capture_output=True, timeout=3600)
     wall = time.perf_counter() - t0
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -92,6 +111,8 @@ def main() -> None:
     ap.add_argument("--jobs-list", default="1,2", help="the --jobs values, comma separated (default 1,2)")
     ap.add_argument("--spark", default="", help="also rmqlab spark verify with these masters, comma separated: "
                                                "local[N] or standalone (two one-core workers); default none")
+    ap.add_argument("--decode", action="store_true", help="time the CommitLog decode, read_columns(arrow=True, "
+                                                          "jobs=N), instead of verify")
     ap.add_argument("--runs", type=int, default=5, help="counted runs of each variant (default 5)")
     ap.add_argument("--work", type=Path, default=None, help="where the store is built (kept; default: a temporary "
                                                            "directory, removed)")
@@ -106,7 +127,12 @@ def main() -> None:
         root = (args.work or Path(tmp)) / f"store-{args.messages}"
         build(root, args.messages, args.commitlog_file_size)
         files = len([p for p in (root / "commitlog").iterdir() if p.is_file()])
-        variants = [Variant(f"verify --jobs {j}", ("verify", STORE, "--jobs", str(j)), j) for j in jobs_list]
+        if args.decode:
+            variants = [Variant(f"read_columns(arrow=True, jobs={j})", ("-c", DECODE, STORE, str(j)), j)
+                        for j in jobs_list]
+        else:
+            variants = [Variant(f"verify --jobs {j}", ("-m", "rmqlab", "verify", STORE, "--jobs", str(j)), j)
+                        for j in jobs_list]
         for master in [m for m in args.spark.split(",") if m]:
             variants.append(_spark_variant(master, Path(tmp), stack))
         res = {"date": dt.date.today().isoformat(), "machine": machine(), "load_start": load()}
@@ -115,14 +141,14 @@ def main() -> None:
             _, _, out = run_once(root, v, env)
             reference = out if reference is None else reference
             if out != reference:
-                raise SystemExit(f"{v.label} printed another report than --jobs 1")
+                raise SystemExit(f"{v.label} printed another output than --jobs 1")
         wall: dict[str, list[float]] = {v.label: [] for v in variants}
         cpu: dict[str, list[float]] = {v.label: [] for v in variants}
         for i in range(args.runs):
             for v in variants:
                 w, c, out = run_once(root, v, env)
                 if out != reference:
-                    raise SystemExit(f"{v.label} printed another report than --jobs 1")
+                    raise SystemExit(f"{v.label} printed another output than --jobs 1")
                 wall[v.label].append(w)
                 cpu[v.label].append(c)
             print(f"run {i + 1} of {args.runs} done (load {load()})", file=sys.stderr, flush=True)
@@ -135,16 +161,18 @@ def main() -> None:
         rows.append(f"| {v.label} | {v.cores} | {med:.2f} | {min(wall[v.label]):.2f}-{max(wall[v.label]):.2f} | "
                     f"{statistics.median(cpu[v.label]):.2f} | {args.messages / med / 1e6:.2f} | {base / med:.2f} | "
                     f"{base / med / v.cores:.2f} |")
-    text = (f"## {res['date']}: rmqlab verify --jobs N{' and rmqlab spark verify' if args.spark else ''}, one fresh "
-            f"process a run\n\n"
+    what = ("the CommitLog decode, read_columns(arrow=True, jobs=N)" if args.decode else
+            f"rmqlab verify --jobs N{' and rmqlab spark verify' if args.spark else ''}")
+    text = (f"## {res['date']}: {what}, one fresh process a run\n\n"
             f"Machine: {res['machine']}; load average {res['load_start']} at the start, {res['load_end']} at the "
             f"end. A generated, dispatched store of {args.messages:,} messages in {files} CommitLog files of "
             f"{args.commitlog_file_size:,} bytes (bench_scaling.py's workload). Median of {args.runs} runs a value "
             f"after one warm-up run each, values alternating; wall time of the whole process (start-up, the "
             f"workers' start and a Spark driver's JVM included), CPU time as getrusage counts the children (not "
-            f"a standalone cluster's executors). Every run printed the report of --jobs 1. Per core: speed-up / "
+            f"a standalone cluster's executors). Every run printed the output of --jobs 1. Per core: speed-up / "
             f"cores. `python benchmarks/bench_jobs.py --jobs-list {args.jobs_list}"
-            f"{' --spark ' + args.spark if args.spark else ''}`.\n\n" + "\n".join(rows) + "\n")
+            f"{' --spark ' + args.spark if args.spark else ''}{' --decode' if args.decode else ''}`.\n\n"
+            + "\n".join(rows) + "\n")
     publish(text, args.record)
 
 
@@ -157,9 +185,10 @@ def _spark_variant(master: str, work: Path, stack: ExitStack) -> Variant:
         url, started, _ = stack.enter_context(deployment("standalone", work))
         print(f"standalone cluster {url} started in {started:.1f} s", file=sys.stderr, flush=True)
         return Variant("spark verify, standalone (2 one-core workers)",
-                       ("spark", "verify", STORE, "--master", url, "--quiet"), 2)
+                       ("-m", "rmqlab", "spark", "verify", STORE, "--master", url, "--quiet"), 2)
     n = re.fullmatch(r"local\[(\d+)\]", master)
-    return Variant(f"spark verify --master {master}", ("spark", "verify", STORE, "--master", master, "--quiet"),
+    return Variant(f"spark verify --master {master}",
+                   ("-m", "rmqlab", "spark", "verify", STORE, "--master", master, "--quiet"),
                    int(n.group(1)) if n else usable_cores())
 
 

@@ -949,7 +949,8 @@ def _parts_apart(files: list[StoreFile], report: ReadReport, jobs: int, body, ch
     try:
         units = [(f, i == len(files) - 1, body, check_crc, on_error, start_offset, folder)
                  for i, f in enumerate(files)]
-        with Pool(jobs, "read_columns", preload=("rmqlab.formats.commitlog.columns", "pyarrow.ipc")) as pool:
+        # pandas too: pyarrow imports it at its first array from NumPy, half a second a worker otherwise
+        with Pool(jobs, "read_columns", preload=("rmqlab.formats.commitlog.columns", "pyarrow.ipc", "pandas")) as pool:
             for paths, got in pool.ordered(_file_columns_apart, units, ahead=jobs + 1):
                 parts += [_mapped_columns(p) for p in paths]
                 report.join(got)
