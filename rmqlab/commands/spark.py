@@ -77,6 +77,12 @@ def _verify(args) -> int:
     require("spark", "pyspark", "rmqlab spark verify")
     from rmqlab.spark.verify import verify_with_spark
 
+    from rmqlab.spark.storage import is_uri
+
+    if is_uri(args.target):
+        raise UsageError(f"{args.target}: spark verify reads a store by a path every executor mounts at the same "
+                         f"place (a shared file system); an object-store or HDFS URI is not read yet: mount it "
+                         f"(s3fs, an HDFS NFS gateway) and give the mounted path")
     if not os.path.exists(args.target):     # said before a JVM starts
         raise FileNotFoundError(f"{args.target}: no such file or directory")
     return verified(args, lambda **settings: verify_with_spark(_session(args), args.target, **settings))

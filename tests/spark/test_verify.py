@@ -135,3 +135,8 @@ def test_through_spark_connect(connect_spark, small_store):
     got = json.dumps(verify_with_spark(connect_spark, small_store).as_dict(), default=str)
     assert got == want
     assert pool.RUNS[-1].pids and os.getpid() not in pool.RUNS[-1].pids
+
+
+def test_a_uri_is_a_usage_error_naming_the_way_round(capsys):
+    assert main(["spark", "verify", "s3://bucket/store"]) == EXIT_STATUS["usage"]
+    assert "s3://bucket/store: spark verify reads a store by a path every executor mounts" in capsys.readouterr().err
