@@ -613,23 +613,45 @@ def property_value(properties: str | None, name: str) -> str | None:
 
 def property_values(properties: Any, name: str):
     """:func:`property_value` of every block of a column, as a pyarrow string array (null where
-    absent). Only the blocks that mention `name` are split in Python; the filter is one Arrow
-    pass. Cost: O(total length) in Arrow plus O(matching blocks).
+    absent). Only the blocks that mention `name` are split in Python; the filter is one search
+    of the column's bytes. Cost: O(total length) in C plus O(matching blocks).
 
     >>> property_values(["A\\x01x\\x02INNER_BASE\\x017\\x02", None, "B\\x01y"], "INNER_BASE").to_pylist()
     ['7', None, None]
     """
     import pyarrow as pa
-    import pyarrow.compute as pc
 
     props = _large_strings(properties)
+    rows = _rows_containing(props, (name + _PROP_NAME).encode())
+    if not len(rows):
+        return pa.nulls(len(props), pa.string())
     out = np.full(len(props), None, dtype=object)
-    hits = pc.fill_null(pc.match_substring(props, name + _PROP_NAME), False)
-    rows = np.flatnonzero(np.asarray(hits, dtype=bool))
-    if len(rows):
-        texts = props.take(pa.array(rows, pa.int64())).to_pylist()
-        out[rows] = [property_value(t, name) for t in texts]
+    texts = props.take(pa.array(rows, pa.int64())).to_pylist()
+    out[rows] = [property_value(t, name) for t in texts]
     return pa.array(out, type=pa.string(), from_pandas=True)
+
+
+def _rows_containing(texts: Any, needle: bytes) -> np.ndarray:
+    """The rows (ascending) of a pyarrow large_string array whose text holds `needle`; a null
+    row's bytes, if any, may count. Cost: one search of the array's bytes (memchr speed, a tenth
+    of Arrow's match_substring, which restarts at every row) plus O(occurrences)."""
+    n = len(texts)
+    _, offsets_buf, data_buf = texts.buffers()
+    if not n or data_buf is None:
+        return np.zeros(0, np.int64)
+    offsets = np.frombuffer(offsets_buf, np.int64)[texts.offset:texts.offset + n + 1]
+    data = data_buf.slice(0, int(offsets[-1])).to_pybytes()
+    found, at = [], data.find(needle, int(offsets[0]))
+    while at >= 0:
+        found.append(at)
+        at = data.find(needle, at + 1)
+    if not found:
+        return np.zeros(0, np.int64)
+    at = np.array(found, np.int64)
+    row = np.searchsorted(offsets, at, side="right") - 1
+    # an occurrence across the end of a row's text is not in it (the texts are back to back)
+    inside = at + len(needle) <= offsets[row + 1]
+    return np.unique(row[inside])
 
 
 def batch_unit(queue_offset: int, properties: dict[str, str] | None) -> tuple[int, int]:
