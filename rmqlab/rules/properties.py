@@ -43,11 +43,16 @@ def malformed_pairs_many(blocks) -> np.ndarray:
 
     >>> malformed_pairs_many(["A\\x01x\\x02B\\x01y", "A\\x01x\\x02NOSEP", "\\x01v", None, ""]).tolist()
     [False, True, True, False, False]
+
+    `blocks` may be a pyarrow string array already (no copy made then).
     """
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    arr = pa.array(np.asarray(blocks, dtype=object), type=pa.large_string(), from_pandas=True)
+    if isinstance(blocks, pa.Array):
+        arr = blocks
+    else:
+        arr = pa.array(np.asarray(blocks, dtype=object), type=pa.large_string(), from_pandas=True)
     well = pc.match_substring_regex(arr, _WELL_FORMED)
     return ~np.asarray(well.fill_null(True).to_numpy(zero_copy_only=False), dtype=bool)
 

@@ -204,12 +204,10 @@ def _chunk_key_codes(cols: dict, phy: np.ndarray, first: int, *, tags: bool = Fa
     return (rows << KEY_CODE_HASH_BITS) | hashes
 
 
-def _names_dispatch_properties(props: np.ndarray) -> np.ndarray:
-    """Which PROPERTIES blocks give INNER_MULTI_DISPATCH, or both INNER_NUM and INNER_BASE (what
-    lmq_dispatch_many and batch_unit read)."""
-    import pyarrow as pa
-
-    blocks = pa.array(props, type=pa.large_string(), from_pandas=True)
+def _names_dispatch_properties(blocks) -> np.ndarray:
+    """Which PROPERTIES blocks (a pyarrow string array, or what property_values takes) give
+    INNER_MULTI_DISPATCH, or both INNER_NUM and INNER_BASE (what lmq_dispatch_many and
+    batch_unit read)."""
     multi, num, base = (np.asarray(property_values(blocks, name).is_valid(), dtype=bool)
                         for name in DISPATCH_PROPERTIES)
     return multi | (num & base)
@@ -235,12 +233,15 @@ class _TableBuilder:
                first: int) -> dict:
         import pandas as pd
 
-        checks.add(cols, pos, first)
+        # the text as the broker's Strings (U+FFFD for bytes that are not UTF-8): queue names,
+        # TAGS and key hashes come from them; each column copied into Arrow once, for every
+        # Arrow kernel that reads it
+        texts = {name: cl.broker_strings_arrow(cols[name])
+                 for name in ("topic", "tags", "keys", "uniq_key", "properties")} if len(pos) else {}
+        checks.add(cols, pos, first, properties=texts.get("properties"))
         if len(pos):
-            # the text as the broker's Strings (U+FFFD for bytes that are not UTF-8): queue names,
-            # TAGS and key hashes come from them
-            cols = dict(cols, **{name: cl.broker_strings(cols[name])
-                                 for name in ("topic", "tags", "keys", "uniq_key", "properties")})
+            cols = dict(cols, **{name: objects for name, (objects, _) in texts.items()})
+            arrow = dict(cols, **{name: a for name, (_, a) in texts.items() if a is not None})
             part = {c: np.asarray(cols[c]) for c in self.KEPT}
             codes, distinct_topics = pd.factorize(cols["topic"])
             lut = np.array([self.topic_index.setdefault(t, len(self.topic_index)) for t in distinct_topics],
@@ -250,12 +251,12 @@ class _TableBuilder:
                                                    np.asarray(cols["delay_level"], np.int64), part["store_timestamp"])
             part["positions"] = f.start_offset + pos.astype(np.int64)
             part["file_of"] = np.full(len(pos), file_index, np.int32)
-            keep = np.flatnonzero(_names_dispatch_properties(cols["properties"]))
+            keep = np.flatnonzero(_names_dispatch_properties(arrow["properties"]))
             part["kept_rows"] = keep.astype(np.int64)      # rows of the chunk: take() moves them
             part["kept_properties"] = np.asarray(cols["properties"], dtype=object)[keep]
             if self.keys:
-                part["key_codes"] = _chunk_key_codes(cols, part["positions"], 0)
-                part["tag_codes"] = _chunk_key_codes(cols, part["positions"], 0, tags=True)
+                part["key_codes"] = _chunk_key_codes(arrow, part["positions"], 0)
+                part["tag_codes"] = _chunk_key_codes(arrow, part["positions"], 0, tags=True)
                 # sorted here, where the chunk is decoded (in a worker, with a pool): moving every
                 # code by the window's row shift later keeps the order, so the join sorts nothing
                 part["key_codes_distinct"] = distinct(part["key_codes"])
@@ -330,14 +331,17 @@ class _FileChecks:
         self.checks = {name: FirstFlagged() for name in ("phy", "crc", "prop_crc", "pairs", "body")}
         self.words: dict[str, tuple] = {}      # what the first flagged record of each check says
 
-    def add(self, cols: dict, pos: np.ndarray, lo: int) -> None:
-        """Records lo.. of the file: their decoded `cols` and positions in the file `pos`."""
+    def add(self, cols: dict, pos: np.ndarray, lo: int, properties: tuple | None = None) -> None:
+        """Records lo.. of the file: their decoded `cols` and positions in the file `pos`;
+        `properties`, when given, is ``cl.broker_strings_arrow(cols["properties"])``."""
         pos = pos.astype(np.int64)
         stored_phy = cols["phy_offset"].astype(np.int64)
         self._add("phy", stored_phy != self.f.start_offset + pos, lo, lambda k: (int(stored_phy[k]), int(pos[k])))
         if len(pos):
-            props = cl.broker_strings(cols["properties"])    # bytes that are not UTF-8 as U+FFFD
-            self._add("pairs", malformed_pairs_many(props), lo, lambda k: (int(pos[k]), str(props[k])))
+            # bytes that are not UTF-8 as U+FFFD
+            props, blocks = cl.broker_strings_arrow(cols["properties"]) if properties is None else properties
+            self._add("pairs", malformed_pairs_many(props if blocks is None else blocks), lo,
+                      lambda k: (int(pos[k]), str(props[k])))
         if self.U is None or not len(pos):
             return
         sys_flag, total = cols["sys_flag"].astype(np.int64), cols["total_size"].astype(np.int64)

@@ -111,19 +111,32 @@ def broker_strings(values, *, raw: bool = False):
     with `raw` the elements are the bytes as read (an Arrow binary column). Cost: one C pass
     (pyarrow's UTF-8 encode) when the text is all UTF-8, the usual case, and then the array
     itself is returned; else, and with `raw`, a Python loop over it (text that is not UTF-8)."""
-    import numpy as np
+    if raw:
+        return np.frompyfunc(broker_string, 1, 1)(np.asarray(values, dtype=object)).astype(object)
+    return broker_strings_arrow(values)[0]
+
+
+def broker_strings_arrow(values):
+    """:func:`broker_strings` of an object array of str (None and NaN kept), with the same text
+    as a pyarrow large_string array (null for None and NaN), or None for values that are not
+    text: the one Arrow copy that tests the text for UTF-8 also serves the callers' Arrow
+    kernels. Cost: one C pass (pyarrow's UTF-8 encode) when the text is all UTF-8; else
+    broker_strings' Python loop and a second pass.
+
+    >>> objects, arrow = broker_strings_arrow(np.array(["a", None, "k\\udcff"], dtype=object))
+    >>> objects.tolist() == ["a", None, "k\\ufffd"], arrow.to_pylist() == ["a", None, "k\\ufffd"]
+    (True, True)
+    """
     import pyarrow as pa
 
     values = np.asarray(values, dtype=object)
-    if raw:
-        return np.frompyfunc(broker_string, 1, 1)(values).astype(object)
     try:
-        pa.array(values, type=pa.large_string(), from_pandas=True)
-        return values
+        return values, pa.array(values, type=pa.large_string(), from_pandas=True)
     except UnicodeEncodeError:
-        return np.frompyfunc(broker_string, 1, 1)(values).astype(object)
+        values = np.frompyfunc(broker_string, 1, 1)(values).astype(object)
+        return values, pa.array(values, type=pa.large_string(), from_pandas=True)
     except (pa.ArrowInvalid, pa.ArrowTypeError):    # not text at all: nothing to decode
-        return values
+        return values, None
 
 
 def property_problem(raw: bytes) -> tuple[int, int] | None:
