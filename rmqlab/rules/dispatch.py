@@ -633,8 +633,9 @@ def property_values(properties: Any, name: str):
 
 def _rows_containing(texts: Any, needle: bytes) -> np.ndarray:
     """The rows (ascending) of a pyarrow large_string array whose text holds `needle`; a null
-    row's bytes, if any, may count. Cost: one search of the array's bytes (memchr speed, a tenth
-    of Arrow's match_substring, which restarts at every row) plus O(occurrences)."""
+    row's bytes, if any, may count. Cost: one search of the array's bytes with bytes.find (about
+    a fifth of the time of Arrow's match_substring, which starts again at every row) plus
+    O(occurrences)."""
     n = len(texts)
     _, offsets_buf, data_buf = texts.buffers()
     if not n or data_buf is None:
