@@ -219,6 +219,9 @@ class _TableBuilder:
 
     #: the message numbers a window keeps
     KEPT = ("total_size", "sys_flag", "store_timestamp", "queue_id", "queue_offset")
+    #: the text columns only Arrow kernels read (and a few rows of properties): decoded into
+    #: Arrow, with no Python str a message
+    ARROW_TEXT = ("properties", "keys", "uniq_key")
 
     def __init__(self, keys: bool, topic_index: dict[str, int], take):
         self.keys = keys
@@ -227,21 +230,21 @@ class _TableBuilder:
 
     def decode_for(self, f: cl.StoreFile, file_index: int, checks: _FileChecks):
         return chunked_decode(lambda cols, pos, first: self.reduce(f, file_index, checks, cols, pos, first),
-                              MESSAGE_CHUNK)
+                              MESSAGE_CHUNK, arrow_text=self.ARROW_TEXT)
 
     def reduce(self, f: cl.StoreFile, file_index: int, checks: _FileChecks, cols: dict, pos: np.ndarray,
                first: int) -> dict:
         import pandas as pd
 
         # the text as the broker's Strings (U+FFFD for bytes that are not UTF-8): queue names,
-        # TAGS and key hashes come from them; each column copied into Arrow once, for every
-        # Arrow kernel that reads it
-        texts = {name: cl.broker_strings_arrow(cols[name])
-                 for name in ("topic", "tags", "keys", "uniq_key", "properties")} if len(pos) else {}
-        checks.add(cols, pos, first, properties=texts.get("properties"))
+        # TAGS and key hashes come from them; topic and tags also copied into Arrow once, for
+        # every Arrow kernel that reads them
+        texts = {name: cl.broker_strings_arrow(cols[name]) for name in ("topic", "tags")} if len(pos) else {}
+        arrow = dict(cols, **{name: cl.broker_strings_of_arrow(cols[name]) for name in self.ARROW_TEXT})
+        checks.add(cols, pos, first, arrow["properties"])
         if len(pos):
             cols = dict(cols, **{name: objects for name, (objects, _) in texts.items()})
-            arrow = dict(cols, **{name: a for name, (_, a) in texts.items() if a is not None})
+            arrow.update({name: a for name, (_, a) in texts.items() if a is not None})
             part = {c: np.asarray(cols[c]) for c in self.KEPT}
             codes, distinct_topics = pd.factorize(cols["topic"])
             lut = np.array([self.topic_index.setdefault(t, len(self.topic_index)) for t in distinct_topics],
@@ -253,7 +256,9 @@ class _TableBuilder:
             part["file_of"] = np.full(len(pos), file_index, np.int32)
             keep = np.flatnonzero(_names_dispatch_properties(arrow["properties"]))
             part["kept_rows"] = keep.astype(np.int64)      # rows of the chunk: take() moves them
-            part["kept_properties"] = np.asarray(cols["properties"], dtype=object)[keep]
+            kept = np.empty(len(keep), dtype=object)
+            kept[:] = arrow["properties"].take(keep).to_pylist()
+            part["kept_properties"] = kept
             if self.keys:
                 part["key_codes"] = _chunk_key_codes(arrow, part["positions"], 0)
                 part["tag_codes"] = _chunk_key_codes(arrow, part["positions"], 0, tags=True)
@@ -331,17 +336,16 @@ class _FileChecks:
         self.checks = {name: FirstFlagged() for name in ("phy", "crc", "prop_crc", "pairs", "body")}
         self.words: dict[str, tuple] = {}      # what the first flagged record of each check says
 
-    def add(self, cols: dict, pos: np.ndarray, lo: int, properties: tuple | None = None) -> None:
-        """Records lo.. of the file: their decoded `cols` and positions in the file `pos`;
-        `properties`, when given, is ``cl.broker_strings_arrow(cols["properties"])``."""
+    def add(self, cols: dict, pos: np.ndarray, lo: int, properties) -> None:
+        """Records lo.. of the file: their decoded `cols` and positions in the file `pos`, and
+        their PROPERTIES as the broker's Strings (U+FFFD for bytes that are not UTF-8) in a
+        pyarrow string array."""
         pos = pos.astype(np.int64)
         stored_phy = cols["phy_offset"].astype(np.int64)
         self._add("phy", stored_phy != self.f.start_offset + pos, lo, lambda k: (int(stored_phy[k]), int(pos[k])))
         if len(pos):
-            # bytes that are not UTF-8 as U+FFFD
-            props, blocks = cl.broker_strings_arrow(cols["properties"]) if properties is None else properties
-            self._add("pairs", malformed_pairs_many(props if blocks is None else blocks), lo,
-                      lambda k: (int(pos[k]), str(props[k])))
+            self._add("pairs", malformed_pairs_many(properties), lo,
+                      lambda k: (int(pos[k]), str(properties[k].as_py())))
         if self.U is None or not len(pos):
             return
         sys_flag, total = cols["sys_flag"].astype(np.int64), cols["total_size"].astype(np.int64)

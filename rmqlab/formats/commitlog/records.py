@@ -139,6 +139,22 @@ def broker_strings_arrow(values):
         return values, None
 
 
+def broker_strings_of_arrow(values):
+    """:func:`broker_strings` of a text column as the reader gives it in Arrow (large_string; or
+    large_binary, the bytes as read, when some are not UTF-8), as a large_string array. Cost:
+    none when the column is text (the array itself); else a Python loop over its values.
+
+    >>> import pyarrow as pa
+    >>> broker_strings_of_arrow(pa.array([b"k\\xff", None, b"a"], pa.large_binary())).to_pylist()
+    ['k\ufffd', None, 'a']
+    """
+    import pyarrow as pa
+
+    if not (pa.types.is_large_binary(values.type) or pa.types.is_binary(values.type)):
+        return values
+    return pa.array([broker_string(v) for v in values.to_pylist()], type=pa.large_string())
+
+
 def property_problem(raw: bytes) -> tuple[int, int] | None:
     """(offset inside the block, problem code of :data:`PROPERTY_PROBLEMS`) of the first
     malformed pair, or None. The readable model of rmqlab._records.find_props' checks."""

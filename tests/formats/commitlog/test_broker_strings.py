@@ -155,6 +155,12 @@ def test_broker_strings_arrow_is_broker_string_of_each_value():
         assert arrow.type == pa.large_string() and arrow.to_pylist() == want
         assert [None if isinstance(v, float) else v for v in objects.tolist()] == want
         assert [None if isinstance(v, float) else v for v in cl.broker_strings(values).tolist()] == want
+        # the reader's Arrow form of the same bytes: large_binary when some are not UTF-8
+        read = pa.array(raw + [None], type=pa.large_binary())
+        assert cl.broker_strings_of_arrow(read).to_pylist() == want[:-1]
+        if all(b.decode("utf-8", "ignore").encode() == b for b in raw):
+            text = pa.array([b.decode() for b in raw] + [None], type=pa.large_string())
+            assert cl.broker_strings_of_arrow(text) is text
     ints = np.array([1, 2], dtype=object)
     objects, arrow = cl.broker_strings_arrow(ints)
     assert arrow is None and objects.tolist() == [1, 2]
