@@ -192,12 +192,18 @@ def _chunk_key_codes(cols: dict, phy: np.ndarray, first: int, *, tags: bool = Fa
     chunk of decoded messages, in message order: UNIQ_KEY and KEYS, or with `tags` only the
     TAGS key a 5.4.0+ broker also puts (``topic#T#tags``, at most one a message)."""
     from rmqlab.jvm.hashcode import index_hash_many
-    from rmqlab.store.indexservice import expand_columns
+    from rmqlab.store.indexservice import expand_columns, index_key_hashes
 
     n = len(phy)
     columns = {"topic": cols["topic"], "phy_offset": phy, "store_timestamp": cols["store_timestamp"],
                "sys_flag": np.zeros(n, np.int64)}
     columns.update({"tags": cols["tags"]} if tags else {"keys": cols["keys"], "uniq_key": cols["uniq_key"]})
+    # UNIQ_KEY and KEYS hashed in C from the text (no "topic#key" string a key) when the columns
+    # allow it; TAGS keys, and text the C hashers do not take, by the expansion
+    hashed = None if tags else index_key_hashes(columns)
+    if hashed is not None:
+        message_index, index_hashes, _ = hashed
+        return ((message_index + first) << KEY_CODE_HASH_BITS) | index_hashes.astype(np.int64)
     ex = expand_columns(columns, tag_key=tags)
     rows = np.asarray(ex.message_index, np.int64) + first
     hashes = index_hash_many(ex.keys).astype(np.int64) if len(rows) else np.zeros(0, np.int64)
