@@ -20,7 +20,7 @@ from rmqlab.rules.dispatch import (
     PROPERTY_INNER_NUM,
     goes_to_consume_queue_many,
     message_tags_codes,
-    property_values,
+    property_values_many,
 )
 from rmqlab.rules.properties import malformed_pairs_many
 from rmqlab.tables.arrays import FirstFlagged, distinct, gather_field
@@ -211,11 +211,11 @@ def _chunk_key_codes(cols: dict, phy: np.ndarray, first: int, *, tags: bool = Fa
 
 
 def _names_dispatch_properties(blocks) -> np.ndarray:
-    """Which PROPERTIES blocks (a pyarrow string array, or what property_values takes) give
+    """Which PROPERTIES blocks (a pyarrow string array, or what property_values_many takes) give
     INNER_MULTI_DISPATCH, or both INNER_NUM and INNER_BASE (what lmq_dispatch_many and
     batch_unit read)."""
-    multi, num, base = (np.asarray(property_values(blocks, name).is_valid(), dtype=bool)
-                        for name in DISPATCH_PROPERTIES)
+    found = property_values_many(blocks, DISPATCH_PROPERTIES)
+    multi, num, base = (np.asarray(found[name].is_valid(), dtype=bool) for name in DISPATCH_PROPERTIES)
     return multi | (num & base)
 
 

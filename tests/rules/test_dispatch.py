@@ -318,3 +318,18 @@ def test_property_values_equal_the_scalar_rule(blocks, name, cut):
     arr = pa.array([None, "INNER_NUM\x011"] * cut + blocks + ["N\x012"] * cut, type=pa.large_string())
     assert d.property_values(arr.slice(2 * cut, len(blocks)), name).to_pylist() == want
     assert d.property_values(np.array(blocks, dtype=object), name).to_pylist() == want
+
+
+@settings(max_examples=400, deadline=None)
+@given(blocks=st.lists(_PROP_BLOCKS, max_size=12), names=st.lists(st.sampled_from(_PROP_NAMES), min_size=1,
+                                                                  max_size=4, unique=True), cut=st.integers(0, 3))
+def test_property_values_many_equal_the_scalar_rule(blocks, names, cut):
+    """One search for several names (one a suffix of another: N and INNER_NUM) finds what a
+    search for each finds."""
+    arr = pa.array(["INNER_NUM\x011", None] * cut + blocks + ["N"] * cut, type=pa.large_string())
+    for column in (blocks, arr.slice(2 * cut, len(blocks))):
+        got = d.property_values_many(column, tuple(names))
+        assert sorted(got) == sorted(names)
+        for name in names:
+            assert got[name].type == pa.string()
+            assert got[name].to_pylist() == [d.property_value(b, name) for b in blocks]
