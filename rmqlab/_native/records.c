@@ -711,11 +711,13 @@ static inline int scan_block(const uint8_t *buf, int64_t buf_len, int64_t st, in
  * drop the block's last \x02 (messageProperties2String) and their parser reads the last pair up
  * to the end of the string, as scan_block does. Malformed pairs are skipped, as Java skips them;
  * the first row holding one is returned with the offset of that pair inside its block and a
- * problem code (a note, not damage: every row is filled). */
+ * problem code (a note, not damage: every row is filled). With problems_out (int8[n]), the
+ * problem code of every row's first malformed pair (PROP_OK, 0, for none) is written there too:
+ * one pass names every malformed block, where repeated calls would scan again from each. */
 static PyObject *find_props(PyObject *self, PyObject *args) {
-    Py_buffer b, s, l, vs, vl;
+    Py_buffer b, s, l, vs, vl, pr = {0};
     PyObject *names;
-    if (!PyArg_ParseTuple(args, "y*y*y*O!w*w*", &b, &s, &l, &PyTuple_Type, &names, &vs, &vl))
+    if (!PyArg_ParseTuple(args, "y*y*y*O!w*w*|w*", &b, &s, &l, &PyTuple_Type, &names, &vs, &vl, &pr))
         return NULL;
     PyObject *result = NULL;
     Py_ssize_t n, k = PyTuple_GET_SIZE(names);
@@ -733,12 +735,17 @@ static PyObject *find_props(PyObject *self, PyObject *args) {
         PyErr_SetString(PyExc_ValueError, "value_starts and value_lengths must be int64[n * len(names)]");
         goto done;
     }
+    if (pr.obj != NULL && pr.len != (Py_ssize_t)n) {
+        PyErr_SetString(PyExc_ValueError, "problems_out must be int8[n]");
+        goto done;
+    }
     if (check_spans("property block", s.buf, l.buf, n, b.len) < 0)
         goto done;
     {
         const uint8_t *buf = b.buf;
         const int64_t *st = s.buf, *ln = l.buf;
         int64_t *out_s = vs.buf, *out_l = vl.buf;
+        int8_t *out_p = pr.obj != NULL ? pr.buf : NULL;
         Py_ssize_t bad_row = -1;
         int64_t bad_at = 0, longest = 0;
         int problem = PROP_OK;
@@ -758,6 +765,8 @@ static PyObject *find_props(PyObject *self, PyObject *args) {
             int64_t at = 0;
             int skipped = scan_block(buf, b.len, st[i], ln[i], k, name_ptr, name_len, out_s + i * k, out_l + i * k,
                                      m1, m2, &at);
+            if (out_p != NULL)
+                out_p[i] = (int8_t)skipped;
             if (skipped != PROP_OK && bad_row < 0) {
                 bad_row = i;
                 bad_at = at;
@@ -777,6 +786,8 @@ done:
     PyBuffer_Release(&l);
     PyBuffer_Release(&vs);
     PyBuffer_Release(&vl);
+    if (pr.obj != NULL)
+        PyBuffer_Release(&pr);
     return result;
 }
 
@@ -1524,8 +1535,8 @@ static PyMethodDef methods[] = {
      "walk_decode(buffer, start, body, names, outputs) -> (rows, stop_pos, stop_code, bad_kind, bad_pos, "
      "topic_spans, tags_spans, born_keys, store_keys, v6_rows, delay_rows, text_high, null_counts)"},
     {"find_props", find_props, METH_VARARGS,
-     "find_props(buffer, starts, lengths, names, value_starts_out, value_lengths_out) -> None or (row, offset, "
-     "problem) of the first row with a malformed pair (skipped)"},
+     "find_props(buffer, starts, lengths, names, value_starts_out, value_lengths_out, problems_out=None) -> None "
+     "or (row, offset, problem) of the first row with a malformed pair (skipped)"},
     {NULL, NULL, 0, NULL},
 };
 

@@ -613,23 +613,78 @@ def property_value(properties: str | None, name: str) -> str | None:
 
 def property_values(properties: Any, name: str):
     """:func:`property_value` of every block of a column, as a pyarrow string array (null where
-    absent). Only the blocks that mention `name` are split in Python; the filter is one Arrow
-    pass. Cost: O(total length) in Arrow plus O(matching blocks).
+    absent). Only the blocks that mention `name` are split in Python; the filter is one search
+    of the column's bytes. Cost: O(total length) in C plus O(matching blocks).
 
     >>> property_values(["A\\x01x\\x02INNER_BASE\\x017\\x02", None, "B\\x01y"], "INNER_BASE").to_pylist()
     ['7', None, None]
     """
     import pyarrow as pa
-    import pyarrow.compute as pc
 
     props = _large_strings(properties)
+    rows = _rows_containing(props, (name + _PROP_NAME).encode())
+    if not len(rows):
+        return pa.nulls(len(props), pa.string())
     out = np.full(len(props), None, dtype=object)
-    hits = pc.fill_null(pc.match_substring(props, name + _PROP_NAME), False)
-    rows = np.flatnonzero(np.asarray(hits, dtype=bool))
-    if len(rows):
-        texts = props.take(pa.array(rows, pa.int64())).to_pylist()
-        out[rows] = [property_value(t, name) for t in texts]
+    texts = props.take(pa.array(rows, pa.int64())).to_pylist()
+    out[rows] = [property_value(t, name) for t in texts]
     return pa.array(out, type=pa.string(), from_pandas=True)
+
+
+def property_values_many(properties: Any, names: tuple[str, ...]) -> dict[str, Any]:
+    """:func:`property_values` of each of `names`, with one search of the column's bytes for
+    all of them: a block that mentions none is not looked at again. Cost: O(total length) in C
+    plus O(matching blocks).
+
+    >>> got = property_values_many(["INNER_NUM\\x012\\x02INNER_BASE\\x017", "A\\x01x"], ("INNER_NUM", "INNER_BASE"))
+    >>> got["INNER_NUM"].to_pylist(), got["INNER_BASE"].to_pylist()
+    (['2', None], ['7', None])
+    """
+    import pyarrow as pa
+
+    props = _large_strings(properties)
+    rows = _rows_containing(props, *[(name + _PROP_NAME).encode() for name in names])
+    if not len(rows):
+        return {name: pa.nulls(len(props), pa.string()) for name in names}
+    some = props.take(pa.array(rows, pa.int64()))
+    out = {}
+    for name in names:
+        values = np.full(len(props), None, dtype=object)
+        values[rows] = property_values(some, name).to_numpy(zero_copy_only=False)
+        out[name] = pa.array(values, type=pa.string(), from_pandas=True)
+    return out
+
+
+def _rows_containing(texts: Any, *needles: bytes) -> np.ndarray:
+    """The rows (ascending) of a pyarrow large_string array whose text holds one of `needles`; a
+    null row's bytes, if any, may count. Cost: one search of the array's bytes with a regular
+    expression of the needles (Python's re, which looks for their common start at memchr-like
+    speed: about a fifth of the time of Arrow's match_substring, which starts again at every
+    row, for each) plus O(occurrences)."""
+    import re
+
+    n = len(texts)
+    _, offsets_buf, data_buf = texts.buffers()
+    if not n or data_buf is None:
+        return np.zeros(0, np.int64)
+    offsets = np.frombuffer(offsets_buf, np.int64)[texts.offset:texts.offset + n + 1]
+    data = data_buf.slice(0, int(offsets[-1])).to_pybytes()
+    # shortest first: where several needles start at one byte the match is the shortest, which
+    # fits inside a row whenever any of them does
+    pattern = re.compile(b"|".join(re.escape(nd) for nd in sorted(needles, key=len)))
+    starts, ends = [], []
+    m = pattern.search(data, int(offsets[0]))
+    while m is not None:
+        starts.append(m.start())
+        ends.append(m.end())
+        m = pattern.search(data, m.start() + 1)     # overlapping occurrences too
+    if not starts:
+        return np.zeros(0, np.int64)
+    at = np.array(starts, np.int64)
+    row = np.searchsorted(offsets, at, side="right") - 1
+    # an occurrence across the end of a row's text is not in it (the texts are back to back)
+    inside = np.array(ends, np.int64) <= offsets[row + 1]
+    return np.unique(row[inside])
 
 
 def batch_unit(queue_offset: int, properties: dict[str, str] | None) -> tuple[int, int]:

@@ -20,7 +20,7 @@ from rmqlab.rules.dispatch import (
     PROPERTY_INNER_NUM,
     goes_to_consume_queue_many,
     message_tags_codes,
-    property_values,
+    property_values_many,
 )
 from rmqlab.rules.properties import malformed_pairs_many
 from rmqlab.tables.arrays import FirstFlagged, distinct, gather_field
@@ -192,26 +192,30 @@ def _chunk_key_codes(cols: dict, phy: np.ndarray, first: int, *, tags: bool = Fa
     chunk of decoded messages, in message order: UNIQ_KEY and KEYS, or with `tags` only the
     TAGS key a 5.4.0+ broker also puts (``topic#T#tags``, at most one a message)."""
     from rmqlab.jvm.hashcode import index_hash_many
-    from rmqlab.store.indexservice import expand_columns
+    from rmqlab.store.indexservice import expand_columns, index_key_hashes
 
     n = len(phy)
     columns = {"topic": cols["topic"], "phy_offset": phy, "store_timestamp": cols["store_timestamp"],
                "sys_flag": np.zeros(n, np.int64)}
     columns.update({"tags": cols["tags"]} if tags else {"keys": cols["keys"], "uniq_key": cols["uniq_key"]})
+    # UNIQ_KEY and KEYS hashed in C from the text (no "topic#key" string a key) when the columns
+    # allow it; TAGS keys, and text the C hashers do not take, by the expansion
+    hashed = None if tags else index_key_hashes(columns)
+    if hashed is not None:
+        message_index, index_hashes, _ = hashed
+        return ((message_index + first) << KEY_CODE_HASH_BITS) | index_hashes.astype(np.int64)
     ex = expand_columns(columns, tag_key=tags)
     rows = np.asarray(ex.message_index, np.int64) + first
     hashes = index_hash_many(ex.keys).astype(np.int64) if len(rows) else np.zeros(0, np.int64)
     return (rows << KEY_CODE_HASH_BITS) | hashes
 
 
-def _names_dispatch_properties(props: np.ndarray) -> np.ndarray:
-    """Which PROPERTIES blocks give INNER_MULTI_DISPATCH, or both INNER_NUM and INNER_BASE (what
-    lmq_dispatch_many and batch_unit read)."""
-    import pyarrow as pa
-
-    blocks = pa.array(props, type=pa.large_string(), from_pandas=True)
-    multi, num, base = (np.asarray(property_values(blocks, name).is_valid(), dtype=bool)
-                        for name in DISPATCH_PROPERTIES)
+def _names_dispatch_properties(blocks) -> np.ndarray:
+    """Which PROPERTIES blocks (a pyarrow string array, or what property_values_many takes) give
+    INNER_MULTI_DISPATCH, or both INNER_NUM and INNER_BASE (what lmq_dispatch_many and
+    batch_unit read)."""
+    found = property_values_many(blocks, DISPATCH_PROPERTIES)
+    multi, num, base = (np.asarray(found[name].is_valid(), dtype=bool) for name in DISPATCH_PROPERTIES)
     return multi | (num & base)
 
 
@@ -221,6 +225,9 @@ class _TableBuilder:
 
     #: the message numbers a window keeps
     KEPT = ("total_size", "sys_flag", "store_timestamp", "queue_id", "queue_offset")
+    #: the text columns only Arrow kernels read (and a few rows of properties): decoded into
+    #: Arrow, with no Python str a message
+    ARROW_TEXT = ("properties", "keys", "uniq_key")
 
     def __init__(self, keys: bool, topic_index: dict[str, int], take):
         self.keys = keys
@@ -229,18 +236,21 @@ class _TableBuilder:
 
     def decode_for(self, f: cl.StoreFile, file_index: int, checks: _FileChecks):
         return chunked_decode(lambda cols, pos, first: self.reduce(f, file_index, checks, cols, pos, first),
-                              MESSAGE_CHUNK)
+                              MESSAGE_CHUNK, arrow_text=self.ARROW_TEXT)
 
     def reduce(self, f: cl.StoreFile, file_index: int, checks: _FileChecks, cols: dict, pos: np.ndarray,
                first: int) -> dict:
         import pandas as pd
 
-        checks.add(cols, pos, first)
+        # the text as the broker's Strings (U+FFFD for bytes that are not UTF-8): queue names,
+        # TAGS and key hashes come from them; topic and tags also copied into Arrow once, for
+        # every Arrow kernel that reads them
+        texts = {name: cl.broker_strings_arrow(cols[name]) for name in ("topic", "tags")} if len(pos) else {}
+        arrow = dict(cols, **{name: cl.broker_strings_of_arrow(cols[name]) for name in self.ARROW_TEXT})
+        checks.add(cols, pos, first, arrow["properties"])
         if len(pos):
-            # the text as the broker's Strings (U+FFFD for bytes that are not UTF-8): queue names,
-            # TAGS and key hashes come from them
-            cols = dict(cols, **{name: cl.broker_strings(cols[name])
-                                 for name in ("topic", "tags", "keys", "uniq_key", "properties")})
+            cols = dict(cols, **{name: objects for name, (objects, _) in texts.items()})
+            arrow.update({name: a for name, (_, a) in texts.items() if a is not None})
             part = {c: np.asarray(cols[c]) for c in self.KEPT}
             codes, distinct_topics = pd.factorize(cols["topic"])
             lut = np.array([self.topic_index.setdefault(t, len(self.topic_index)) for t in distinct_topics],
@@ -250,12 +260,14 @@ class _TableBuilder:
                                                    np.asarray(cols["delay_level"], np.int64), part["store_timestamp"])
             part["positions"] = f.start_offset + pos.astype(np.int64)
             part["file_of"] = np.full(len(pos), file_index, np.int32)
-            keep = np.flatnonzero(_names_dispatch_properties(cols["properties"]))
+            keep = np.flatnonzero(_names_dispatch_properties(arrow["properties"]))
             part["kept_rows"] = keep.astype(np.int64)      # rows of the chunk: take() moves them
-            part["kept_properties"] = np.asarray(cols["properties"], dtype=object)[keep]
+            kept = np.empty(len(keep), dtype=object)
+            kept[:] = arrow["properties"].take(keep).to_pylist()
+            part["kept_properties"] = kept
             if self.keys:
-                part["key_codes"] = _chunk_key_codes(cols, part["positions"], 0)
-                part["tag_codes"] = _chunk_key_codes(cols, part["positions"], 0, tags=True)
+                part["key_codes"] = _chunk_key_codes(arrow, part["positions"], 0)
+                part["tag_codes"] = _chunk_key_codes(arrow, part["positions"], 0, tags=True)
                 # sorted here, where the chunk is decoded (in a worker, with a pool): moving every
                 # code by the window's row shift later keeps the order, so the join sorts nothing
                 part["key_codes_distinct"] = distinct(part["key_codes"])
@@ -330,14 +342,16 @@ class _FileChecks:
         self.checks = {name: FirstFlagged() for name in ("phy", "crc", "prop_crc", "pairs", "body")}
         self.words: dict[str, tuple] = {}      # what the first flagged record of each check says
 
-    def add(self, cols: dict, pos: np.ndarray, lo: int) -> None:
-        """Records lo.. of the file: their decoded `cols` and positions in the file `pos`."""
+    def add(self, cols: dict, pos: np.ndarray, lo: int, properties) -> None:
+        """Records lo.. of the file: their decoded `cols` and positions in the file `pos`, and
+        their PROPERTIES as the broker's Strings (U+FFFD for bytes that are not UTF-8) in a
+        pyarrow string array."""
         pos = pos.astype(np.int64)
         stored_phy = cols["phy_offset"].astype(np.int64)
         self._add("phy", stored_phy != self.f.start_offset + pos, lo, lambda k: (int(stored_phy[k]), int(pos[k])))
         if len(pos):
-            props = cl.broker_strings(cols["properties"])    # bytes that are not UTF-8 as U+FFFD
-            self._add("pairs", malformed_pairs_many(props), lo, lambda k: (int(pos[k]), str(props[k])))
+            self._add("pairs", malformed_pairs_many(properties), lo,
+                      lambda k: (int(pos[k]), str(properties[k].as_py())))
         if self.U is None or not len(pos):
             return
         sys_flag, total = cols["sys_flag"].astype(np.int64), cols["total_size"].astype(np.int64)

@@ -280,3 +280,56 @@ def test_tag_index_key_rule_54():
         assert list(zip(msg.tolist(), parts.to_pylist())) == want
 
     check()
+
+
+# property_values filters the blocks by a search of the column's bytes: a name may sit across
+# the end of one block and the start of the next, blocks may be malformed (pairs the broker's
+# parser skips), null, empty, sliced out of a longer array or not ASCII.
+_PROP_NAMES = ["INNER_NUM", "INNER_BASE", "INNER_MULTI_DISPATCH", "INNER_MULTI_QUEUE_OFFSET", "TAGS", "N"]
+_PROP_BLOCKS = st.one_of(
+    st.none(),
+    st.lists(st.sampled_from(["\x01", "\x02", "INNER_", "NUM", "BASE", "N", "7", "é", ",", "_"]),
+             max_size=12).map("".join),
+    st.builds(lambda pairs, end: "\x02".join(f"{k}\x01{v}" for k, v in pairs) + end,
+              st.lists(st.tuples(st.sampled_from(_PROP_NAMES + ["", "INNER"]),
+                                 st.text(alphabet=st.sampled_from(list("17a,\x01é")), max_size=4)), max_size=4),
+              st.sampled_from(["", "\x02", "\x02\x02"])))
+
+
+def _property_values_model(blocks: list, name: str) -> list:
+    """The definition: property_value of each block, Arrow's match_substring as the filter
+    property_values used before its byte search."""
+    import pyarrow.compute as pc
+
+    arr = pa.array(blocks, type=pa.large_string())
+    hit = pc.fill_null(pc.match_substring(arr, name + "\x01"), False).to_pylist()
+    return [d.property_value(b, name) if h else None for b, h in zip(blocks, hit)]
+
+
+@settings(max_examples=400, deadline=None)
+@given(blocks=st.lists(_PROP_BLOCKS, max_size=12), name=st.sampled_from(_PROP_NAMES),
+       cut=st.integers(0, 3))
+def test_property_values_equal_the_scalar_rule(blocks, name, cut):
+    want = [d.property_value(b, name) for b in blocks]
+    assert _property_values_model(blocks, name) == want
+    got = d.property_values(blocks, name)
+    assert got.type == pa.string() and got.to_pylist() == want
+    # a slice of a longer array: its offsets do not start at 0
+    arr = pa.array([None, "INNER_NUM\x011"] * cut + blocks + ["N\x012"] * cut, type=pa.large_string())
+    assert d.property_values(arr.slice(2 * cut, len(blocks)), name).to_pylist() == want
+    assert d.property_values(np.array(blocks, dtype=object), name).to_pylist() == want
+
+
+@settings(max_examples=400, deadline=None)
+@given(blocks=st.lists(_PROP_BLOCKS, max_size=12), names=st.lists(st.sampled_from(_PROP_NAMES), min_size=1,
+                                                                  max_size=4, unique=True), cut=st.integers(0, 3))
+def test_property_values_many_equal_the_scalar_rule(blocks, names, cut):
+    """One search for several names (one a suffix of another: N and INNER_NUM) finds what a
+    search for each finds."""
+    arr = pa.array(["INNER_NUM\x011", None] * cut + blocks + ["N"] * cut, type=pa.large_string())
+    for column in (blocks, arr.slice(2 * cut, len(blocks))):
+        got = d.property_values_many(column, tuple(names))
+        assert sorted(got) == sorted(names)
+        for name in names:
+            assert got[name].type == pa.string()
+            assert got[name].to_pylist() == [d.property_value(b, name) for b in blocks]

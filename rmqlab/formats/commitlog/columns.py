@@ -439,7 +439,8 @@ def _dictionary_column(src: _SpanText | _CodedText, arrow: bool):
     return src.arrow() if arrow else src.objects()
 
 
-def _columns(rows: _Rows, *, arrow: bool, prop_state: np.ndarray | None = None) -> dict[str, Any]:
+def _columns(rows: _Rows, *, arrow: bool, prop_state: np.ndarray | None = None,
+             arrow_text: tuple[str, ...] = ()) -> dict[str, Any]:
     """The columns of decoded records, the same whichever pass decoded them: fixed fields and
     DELAY as decoded; topic and tags dictionary-encoded; hosts "ip:port"; properties, keys and
     uniq_key text, body bytes; keys, uniq_key and tags null where absent. pandas columns are
@@ -447,8 +448,10 @@ def _columns(rows: _Rows, *, arrow: bool, prop_state: np.ndarray | None = None) 
     host but for :data:`FEW_ROWS` rows of spans; text not UTF-8 decoded with surrogateescape,
     as :func:`records.decode_text`); with
     `arrow`, pyarrow arrays (text large_string, or large_binary where the bytes are not UTF-8).
-    With `prop_state` (the CRC checks, :data:`PROP_CRC_ABSENT` ...), ``crc_ok`` (all True: a
-    bad BODYCRC stops the read) and ``prop_crc_ok`` (None without the property)."""
+    The text columns named in `arrow_text` (properties, keys, uniq_key) are such pyarrow arrays
+    in the pandas form too, for callers that only hand them to Arrow kernels. With `prop_state`
+    (the CRC checks, :data:`PROP_CRC_ABSENT` ...), ``crc_ok`` (all True: a bad BODYCRC stops the
+    read) and ``prop_crc_ok`` (None without the property)."""
     n = len(rows.delay_level)
     cols: dict[str, Any] = {name: rows.fixed[name] for name in _FIXED_COLUMNS}
     cols["delay_level"] = rows.delay_level
@@ -471,7 +474,8 @@ def _columns(rows: _Rows, *, arrow: bool, prop_state: np.ndarray | None = None) 
         for name, (codes, texts) in rows.hosts.items():
             cols[name] = texts[codes] if len(texts) else np.empty(n, dtype=object)
         for name, src in text.items():
-            cols[name] = src.objects(as_bytes=name == "body")
+            body_bytes = name == "body"
+            cols[name] = src.arrow(binary=body_bytes) if name in arrow_text else src.objects(as_bytes=body_bytes)
         if prop_state is not None:
             cols["prop_crc_ok"] = np.array([None, False, True], dtype=object)[prop_state + 1]
     cols["topic"] = _dictionary_column(rows.topic, arrow)
@@ -482,17 +486,20 @@ def _columns(rows: _Rows, *, arrow: bool, prop_state: np.ndarray | None = None) 
 # ---------------------------------------------------------------- the two passes
 
 
-def _decode_positions(U, P: np.ndarray, f: StoreFile, *, body: bool, check_crc: bool, arrow: bool = False):
+def _decode_positions(U, P: np.ndarray, f: StoreFile, *, body: bool, check_crc: bool, arrow: bool = False,
+                      arrow_text: tuple[str, ...] = ()):
     """Decode the message records at positions P (heads already checked) of one mapped file:
     one C pass (``_records.decode_records``) for the fixed fields and the spans, the property
     scan (``find_props``), with `check_crc` the BODYCRC and ``__CRC32#`` checks, then
     :func:`_columns`. Returns (columns dict of the good prefix, Damage or None for the first
-    bad record, positions of the good prefix); with `arrow`, pyarrow arrays."""
-    cols, problem, P = _decode_at(U, P, body=body, check_crc=check_crc, arrow=arrow)
+    bad record, positions of the good prefix); with `arrow`, pyarrow arrays (`arrow_text`: those
+    text columns only, :func:`_columns`)."""
+    cols, problem, P = _decode_at(U, P, body=body, check_crc=check_crc, arrow=arrow, arrow_text=arrow_text)
     return cols, _damage(f, problem), P
 
 
-def _decode_at(U, P: np.ndarray, *, body: bool, check_crc: bool, arrow: bool = False):
+def _decode_at(U, P: np.ndarray, *, body: bool, check_crc: bool, arrow: bool = False,
+               arrow_text: tuple[str, ...] = ()):
     """:func:`_decode_positions` of a buffer: its problem, not a file's Damage."""
     n = len(P)
     P = np.ascontiguousarray(P, np.int64)
@@ -538,7 +545,7 @@ def _decode_at(U, P: np.ndarray, *, body: bool, check_crc: bool, arrow: bool = F
                  properties=_SpanText(U, d["properties_start"], d["properties_len"]),
                  keys=_SpanText(U, vs, vl, column=0), uniq_key=_SpanText(U, vs, vl, column=1),
                  body=_SpanText(U, d["body_start"], d["body_len"]) if body else None)
-    return _columns(rows, arrow=arrow, prop_state=prop_state), problem, P
+    return _columns(rows, arrow=arrow, prop_state=prop_state, arrow_text=arrow_text), problem, P
 
 
 #: ``_records.walk_decode``'s row outputs, in the order and widths the C function writes them.
@@ -692,12 +699,14 @@ def _scan_entries(buf, f: StoreFile, *, last: bool, check_crc: bool, report: Rea
     return cols, f.start_offset + end, code, d2
 
 
-def chunked_decode(reduce: Callable[[dict, np.ndarray, int], dict], rows: int):
+def chunked_decode(reduce: Callable[[dict, np.ndarray, int], dict], rows: int, *, arrow_text: tuple[str, ...] = ()):
     """A `decode` for :func:`scan_file` that decodes the walked records `rows` at a time
     (:func:`_decode_positions`) and keeps of each chunk only what ``reduce(columns, positions,
     first row)`` makes of it: a dict of NumPy arrays, joined over the chunks. A file's text
     columns then never exist whole: memory is `rows` messages' strings plus what `reduce` keeps.
-    Cost: the walk and decode of the file (C and NumPy) plus `reduce`, O(records).
+    The text columns named in `arrow_text` reach `reduce` as pyarrow arrays (large_string, or
+    large_binary where not UTF-8), with no Python object a row. Cost: the walk and decode of
+    the file (C and NumPy) plus `reduce`, O(records).
 
     >>> import tempfile
     >>> from rmqlab.formats.commitlog.files import store_files
@@ -716,7 +725,8 @@ def chunked_decode(reduce: Callable[[dict, np.ndarray, int], dict], rows: int):
     def decode(U, P: np.ndarray, f: StoreFile, *, body: bool, check_crc: bool, arrow: bool = False):
         kept, good, dmg = [], [], None
         for lo in range(0, max(len(P), 1), rows):   # once when there are no records: typed, empty
-            cols, dmg, at = _decode_positions(U, P[lo:lo + rows], f, body=body, check_crc=check_crc, arrow=arrow)
+            cols, dmg, at = _decode_positions(U, P[lo:lo + rows], f, body=body, check_crc=check_crc, arrow=arrow,
+                                              arrow_text=arrow_text)
             kept.append(reduce(cols, at, lo))
             good.append(at)
             del cols

@@ -111,19 +111,48 @@ def broker_strings(values, *, raw: bool = False):
     with `raw` the elements are the bytes as read (an Arrow binary column). Cost: one C pass
     (pyarrow's UTF-8 encode) when the text is all UTF-8, the usual case, and then the array
     itself is returned; else, and with `raw`, a Python loop over it (text that is not UTF-8)."""
-    import numpy as np
+    if raw:
+        return np.frompyfunc(broker_string, 1, 1)(np.asarray(values, dtype=object)).astype(object)
+    return broker_strings_arrow(values)[0]
+
+
+def broker_strings_arrow(values):
+    """:func:`broker_strings` of an object array of str (None and NaN kept), with the same text
+    as a pyarrow large_string array (null for None and NaN), or None for values that are not
+    text: the one Arrow copy that tests the text for UTF-8 also serves the callers' Arrow
+    kernels. Cost: one C pass (pyarrow's UTF-8 encode) when the text is all UTF-8; else
+    broker_strings' Python loop and a second pass.
+
+    >>> objects, arrow = broker_strings_arrow(np.array(["a", None, "k\\udcff"], dtype=object))
+    >>> objects.tolist() == ["a", None, "k\\ufffd"], arrow.to_pylist() == ["a", None, "k\\ufffd"]
+    (True, True)
+    """
     import pyarrow as pa
 
     values = np.asarray(values, dtype=object)
-    if raw:
-        return np.frompyfunc(broker_string, 1, 1)(values).astype(object)
     try:
-        pa.array(values, type=pa.large_string(), from_pandas=True)
-        return values
+        return values, pa.array(values, type=pa.large_string(), from_pandas=True)
     except UnicodeEncodeError:
-        return np.frompyfunc(broker_string, 1, 1)(values).astype(object)
+        values = np.frompyfunc(broker_string, 1, 1)(values).astype(object)
+        return values, pa.array(values, type=pa.large_string(), from_pandas=True)
     except (pa.ArrowInvalid, pa.ArrowTypeError):    # not text at all: nothing to decode
+        return values, None
+
+
+def broker_strings_of_arrow(values):
+    """:func:`broker_strings` of a text column as the reader gives it in Arrow (large_string; or
+    large_binary, the bytes as read, when some are not UTF-8), as a large_string array. Cost:
+    none when the column is text (the array itself); else a Python loop over its values.
+
+    >>> import pyarrow as pa
+    >>> broker_strings_of_arrow(pa.array([b"k\\xff", None, b"a"], pa.large_binary())).to_pylist()
+    ['k\ufffd', None, 'a']
+    """
+    import pyarrow as pa
+
+    if not (pa.types.is_large_binary(values.type) or pa.types.is_binary(values.type)):
         return values
+    return pa.array([broker_string(v) for v in values.to_pylist()], type=pa.large_string())
 
 
 def property_problem(raw: bytes) -> tuple[int, int] | None:

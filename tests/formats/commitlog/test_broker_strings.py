@@ -139,3 +139,28 @@ def test_a_wrong_hash_of_such_text_is_still_found(tmp_path):
         fh.write(int(java_hash(m["tags"])).to_bytes(8, "big", signed=True))
     report = verify_path(store.root)
     assert [p.check for p in report.cross] == ["cq.tags-code"], report.summary()
+
+
+def test_broker_strings_arrow_is_broker_string_of_each_value():
+    """The object array and the Arrow array broker_strings_arrow gives both hold
+    broker_string of each value (decode_text's str, None and NaN as missing), whether the
+    column is all UTF-8 or not; values that are not text come back as they are, with no Arrow."""
+    rng = np.random.default_rng(5)
+    pieces = ILL_FORMED + [b"", b"a", "é".encode(), b"KEYS\x01k\x02", "日本".encode()]
+    for _ in range(200):
+        raw = [pieces[int(i)] for i in rng.integers(0, len(pieces), int(rng.integers(0, 8)))]
+        values = np.array([decode_text(b) for b in raw] + [None, float("nan")], dtype=object)
+        want = [cl.broker_string(decode_text(b)) for b in raw] + [None, None]
+        objects, arrow = cl.broker_strings_arrow(values)
+        assert arrow.type == pa.large_string() and arrow.to_pylist() == want
+        assert [None if isinstance(v, float) else v for v in objects.tolist()] == want
+        assert [None if isinstance(v, float) else v for v in cl.broker_strings(values).tolist()] == want
+        # the reader's Arrow form of the same bytes: large_binary when some are not UTF-8
+        read = pa.array(raw + [None], type=pa.large_binary())
+        assert cl.broker_strings_of_arrow(read).to_pylist() == want[:-1]
+        if all(b.decode("utf-8", "ignore").encode() == b for b in raw):
+            text = pa.array([b.decode() for b in raw] + [None], type=pa.large_string())
+            assert cl.broker_strings_of_arrow(text) is text
+    ints = np.array([1, 2], dtype=object)
+    objects, arrow = cl.broker_strings_arrow(ints)
+    assert arrow is None and objects.tolist() == [1, 2]
