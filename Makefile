@@ -163,8 +163,10 @@ bench-offline: $(STAMP) data
 
 # rmqlab verify --jobs 1 against --jobs 2 on a generated 2 M-message store (built in a temporary
 # folder), one fresh process a run, alternating: wall time, speed-up and scaling per
-# core; make bench-jobs ARGS="--jobs-list 1,2,4 --record".
-bench-jobs: $(STAMP)
+# core; make bench-jobs ARGS="--jobs-list 1,2,4 --record". With rmqlab spark verify beside them
+# (local[2] and a standalone cluster of two one-core workers): ARGS="--spark local[2],standalone";
+# the CommitLog decode, read_columns(arrow=True, jobs=N), instead: ARGS=--decode.
+bench-jobs: $(STAMP) java
 	cd benchmarks && ../$(VPY) bench_jobs.py $(ARGS)
 
 # rmqlab side by side with the brokers' own code (RocketMQ 5.3.3's IndexFile and DefaultMessageStore,
