@@ -695,10 +695,6 @@ static PyObject *select_key(PyObject *self, PyObject *const *args, Py_ssize_t na
     if (ensure_ready(key) < 0)
         return NULL;
     int32_t key_hash = index_hash_of((int32_t)hash_str(key)), max_num;
-    long long begin, end, count, begin_ts;
-    if (max_num_of(args[2], &max_num) < 0 || java_long_of("begin", args[3], &begin) < 0 ||
-        java_long_of("end", args[4], &end) < 0)
-        return NULL;
     if (!PyTuple_CheckExact(lookup) || PyTuple_GET_SIZE(lookup) != 4 || !PyDict_Check(PyTuple_GET_ITEM(lookup, 3))) {
         PyErr_SetString(PyExc_TypeError, "lookup must be (buffer, hash_slot_num, index_num, header dict)");
         return NULL;
@@ -707,21 +703,38 @@ static PyObject *select_key(PyObject *self, PyObject *const *args, Py_ssize_t na
     Py_ssize_t hsn = PyLong_AsSsize_t(PyTuple_GET_ITEM(lookup, 1));
     if (hsn == -1 && PyErr_Occurred())
         return NULL;
+    /* The slot's cache line is requested now and read by the walk after the checks below: a
+     * look-up in a large file waits on about six reads from memory one after the other, and
+     * this hides the checks behind the first. (A prefetch never faults. A map that gives no
+     * buffer here raises below, after the arguments' errors, in their order.) */
+    Py_buffer file;
+    int have_file = PyObject_GetBuffer(PyTuple_GET_ITEM(lookup, 0), &file, PyBUF_SIMPLE) == 0;
+    if (!have_file)
+        PyErr_Clear();
+    else if (hsn > 0 && (long long)file.len >= HEADER_SIZE + (long long)SLOT_SIZE * hsn)
+        __builtin_prefetch((const uint8_t *)file.buf + HEADER_SIZE +
+                           (size_t)SLOT_SIZE * ((uint32_t)key_hash % (uint64_t)hsn));
+    PyObject *list = NULL;
+    long long begin, end, count, begin_ts;
+    if (max_num_of(args[2], &max_num) < 0 || java_long_of("begin", args[3], &begin) < 0 ||
+        java_long_of("end", args[4], &end) < 0)
+        goto done;
     Py_ssize_t index_num = PyLong_AsSsize_t(PyTuple_GET_ITEM(lookup, 2));
     if ((index_num == -1 && PyErr_Occurred()) || header_field(header, str_index_count, &count) < 0 ||
         header_field(header, str_begin_timestamp, &begin_ts) < 0)
-        return NULL;
-    Py_buffer file;
-    if (PyObject_GetBuffer(PyTuple_GET_ITEM(lookup, 0), &file, PyBUF_SIMPLE) < 0)
-        return NULL;
-    PyObject *list = NULL;
+        goto done;
+    if (!have_file && PyObject_GetBuffer(PyTuple_GET_ITEM(lookup, 0), &file, PyBUF_SIMPLE) < 0)
+        goto done;
+    have_file = 1;
     if (check_geometry(file.len, hsn, index_num) == 0) {
         walk_params w = {(const uint8_t *)file.buf + HEADER_SIZE, NULL, fastmod_of((uint32_t)hsn),
                          index_num, count, begin_ts, begin, end, max_num};
         w.entries = w.slots + (size_t)SLOT_SIZE * hsn;
         list = walk_one(&w, key_hash);
     }
-    PyBuffer_Release(&file);
+done:
+    if (have_file)
+        PyBuffer_Release(&file);
     return list;
 }
 
