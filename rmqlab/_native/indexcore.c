@@ -8,7 +8,8 @@
  * it; the tests check both against a dict-based model of putKey written from the Java source.
  * The walk has a readable twin, IndexFile._walk in rmqlab/formats/indexfile.py (behind
  * trace_query), with the same checks in the same order; the tests compare the two on random
- * inputs.
+ * inputs. IndexFile.select_phy_offsets is select_key alone: it takes the key as a str and
+ * hashes it with javahash.h, the code behind rmqlab.jvm.hashcode.java_hash.
  *
  * Layout (all big-endian): header | hash_slot_num slots | index_num entries. The sizes and
  * offsets below restate rmqlab.formats.indexfile's HEADER, SLOT and ENTRY layouts; the module
