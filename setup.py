@@ -18,7 +18,8 @@ setup(
     ext_modules=[
         Extension("rmqlab._jhash", sources=["rmqlab/_native/jhash.c"], depends=["rmqlab/_native/javahash.h"],
                   extra_compile_args=FLAGS + ["-pthread"], extra_link_args=["-pthread"]),
-        Extension("rmqlab._indexcore", sources=["rmqlab/_native/indexcore.c"], depends=HEADERS,
+        Extension("rmqlab._indexcore", sources=["rmqlab/_native/indexcore.c"],
+                  depends=HEADERS + ["rmqlab/_native/javahash.h"],
                   extra_compile_args=FLAGS),
         Extension("rmqlab._records", sources=["rmqlab/_native/records.c"], depends=HEADERS,
                   extra_compile_args=FLAGS),

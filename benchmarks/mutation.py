@@ -496,10 +496,6 @@ JUDGED: dict[str, dict[tuple[int, ...], str]] = {
         (30,): "below the clamp (2^31 - 1 s) the float quotient is within 1e-6 of the exact one, so "
                "truncating it gives the floor, and the result is cast back to integers",
     },
-    "rmqlab.formats.indexfile.x__clamp_max_num": {
-        (5,): "INT_MAX clamps to INT_MAX",
-        (9, 10, 11): "the walk returns nothing for any max_num <= 0, so -1, -2 and 0 behave alike",
-    },
     "rmqlab.formats.indexfile.x_build_index_file": {
         (3, 32): "forcing the bytes to disk (fsync=True by default, or msync left out on close) shows only after "
                  "a power loss",

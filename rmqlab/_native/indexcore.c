@@ -8,7 +8,8 @@
  * it; the tests check both against a dict-based model of putKey written from the Java source.
  * The walk has a readable twin, IndexFile._walk in rmqlab/formats/indexfile.py (behind
  * trace_query), with the same checks in the same order; the tests compare the two on random
- * inputs.
+ * inputs. IndexFile.select_phy_offsets is select_key alone: it takes the key as a str and
+ * hashes it with javahash.h, the code behind rmqlab.jvm.hashcode.java_hash.
  *
  * Layout (all big-endian): header | hash_slot_num slots | index_num entries. The sizes and
  * offsets below restate rmqlab.formats.indexfile's HEADER, SLOT and ENTRY layouts; the module
@@ -26,6 +27,7 @@
 #include <unistd.h>
 
 #include "bigendian.h"
+#include "javahash.h"
 #include "vec64.h"
 
 /* IndexHeader: four longs, then two ints. */
@@ -535,6 +537,57 @@ done:
     return result;
 }
 
+/* Scratch arrays of the single walks (select_one, select_key), kept from call to call: a
+ * look-up then allocates nothing but its answer. They are shared under the GIL, which both
+ * entries hold (the module does not declare itself free-threading safe, so a free-threaded
+ * build enables the GIL when importing it); but building the answer list may start a garbage
+ * collection, whose finalizers may run Python code, look-ups included (on this thread or, once
+ * the GIL is handed over, another): a look-up that finds the scratch in use walks with arrays of
+ * its own. An array a long answer grew past SCRATCH_KEEP elements is given back after the call. */
+#define SCRATCH_KEEP 4096
+static vec64 scratch[3];
+static int scratch_busy;
+
+static void vec_done(vec64 *v, size_t keep) {
+    v->len = 0;
+    if (v->cap > keep) {
+        free(v->data);
+        v->data = NULL;
+        v->cap = 0;
+    }
+}
+
+/* One selectPhyOffset walk (walk_group with a single key, so no second copy of its checks) ->
+ * a new list of int, or NULL with an exception set. */
+static PyObject *walk_one(const walk_params *w, int32_t key_hash) {
+    vec64 own[3] = {{NULL, 0, 0}, {NULL, 0, 0}, {NULL, 0, 0}};
+    int shared = !scratch_busy;
+    vec64 *v = shared ? scratch : own;
+    int64_t start;
+    int32_t nread;
+    PyObject *list = NULL;
+    scratch_busy |= shared;
+    v[0].len = 0;
+    if (walk_group(w, &key_hash, NULL, 1, &start, &nread, &v[0], &v[1], &v[2]) < 0) {
+        PyErr_NoMemory();
+    } else {
+        list = PyList_New((Py_ssize_t)v[0].len);
+        for (size_t i = 0; list && i < v[0].len; i++) {
+            PyObject *x = PyLong_FromLongLong(v[0].data[i]);
+            if (!x) {
+                Py_CLEAR(list);
+                break;
+            }
+            PyList_SET_ITEM(list, (Py_ssize_t)i, x);
+        }
+    }
+    for (int k = 0; k < 3; k++)
+        vec_done(&v[k], shared ? SCRATCH_KEEP : 0);
+    if (shared)
+        scratch_busy = 0;
+    return list;
+}
+
 /* select_one(buffer, hash_slot_num, index_num, index_count, begin_timestamp, key_hash,
  *            max_num, begin, end) -> list of int: one selectPhyOffset walk, for single look-ups
  * where building arrays would cost more than the walk. */
@@ -548,34 +601,141 @@ static PyObject *select_one(PyObject *self, PyObject *args) {
                           &max_num, &begin, &end))
         return NULL;
     PyObject *list = NULL;
-    vec64 out = {NULL, 0, 0}, tmp_off = {NULL, 0, 0}, tmp_key = {NULL, 0, 0};
-    if (check_geometry(file.len, hsn, index_num) < 0)
-        goto done;
-    {
+    if (check_geometry(file.len, hsn, index_num) == 0) {
         walk_params w = {(const uint8_t *)file.buf + HEADER_SIZE, NULL, fastmod_of((uint32_t)hsn),
                          index_num, count, begin_ts, begin, end, max_num};
         w.entries = w.slots + (size_t)SLOT_SIZE * hsn;
-        int64_t start;
-        int32_t nread;
-        if (walk_group(&w, &key_hash, NULL, 1, &start, &nread, &out, &tmp_off, &tmp_key) < 0) {
-            PyErr_NoMemory();
-            goto done;
-        }
+        list = walk_one(&w, key_hash);
     }
-    list = PyList_New((Py_ssize_t)out.len);
-    for (size_t i = 0; list && i < out.len; i++) {
-        PyObject *v = PyLong_FromLongLong(out.data[i]);
-        if (!v) {
-            Py_CLEAR(list);
-            break;
+    PyBuffer_Release(&file);
+    return list;
+}
+
+/* max_num as a Java int compares it, after int(obj) as Python converts: any value <= 0 returns
+ * nothing (every negative one becomes -1), and no list can reach 2^31 entries, so larger values
+ * behave as INT32_MAX. The one definition: rmqlab.formats.indexfile._clamp_max_num calls
+ * clamp_max_num below. 0, or -1 with an exception set. */
+static int max_num_of(PyObject *obj, int32_t *out) {
+    PyObject *v = PyNumber_Long(obj);
+    if (!v)
+        return -1;
+    int overflow;
+    long long x = PyLong_AsLongLongAndOverflow(v, &overflow);
+    Py_DECREF(v);
+    if (x == -1 && PyErr_Occurred())
+        return -1;
+    if (overflow > 0 || x > INT32_MAX)
+        *out = INT32_MAX;
+    else if (overflow < 0 || x < 0)
+        *out = -1;
+    else
+        *out = (int32_t)x;
+    return 0;
+}
+
+static PyObject *clamp_max_num(PyObject *self, PyObject *obj) {
+    int32_t max_num;
+    return max_num_of(obj, &max_num) < 0 ? NULL : PyLong_FromLong(max_num);
+}
+
+/* int(obj) if a Java long holds it, else ValueError naming `name`: the rule and the message of
+ * rmqlab.jvm.longs.check_long, which the rest of rmqlab uses; the tests hold the two equal.
+ * 0, or -1 with an exception set. */
+static int java_long_of(const char *name, PyObject *obj, long long *out) {
+    PyObject *v = PyNumber_Long(obj);
+    if (!v)
+        return -1;
+    int overflow;
+    *out = PyLong_AsLongLongAndOverflow(v, &overflow);
+    if (overflow)
+        PyErr_Format(PyExc_ValueError, "%s=%S does not fit in a Java long (signed 64-bit)", name, v);
+    Py_DECREF(v);
+    return overflow || (*out == -1 && PyErr_Occurred()) ? -1 : 0;
+}
+
+/* A header field from IndexFile's in-memory header dict, read at each call so that a put
+ * between two look-ups can never leave a stale copy behind. */
+static PyObject *str_index_count, *str_begin_timestamp;
+
+static int header_field(PyObject *header, PyObject *name, long long *out) {
+    PyObject *v = PyDict_GetItemWithError(header, name); /* borrowed */
+    if (!v) {
+        if (!PyErr_Occurred())
+            PyErr_SetObject(PyExc_KeyError, name);
+        return -1;
+    }
+    /* the Overflow form: PyLong_AsLongLong takes a slow path through bytes for every int of
+     * more than one digit, as a timestamp is */
+    int overflow;
+    *out = PyLong_AsLongLongAndOverflow(v, &overflow);
+    if (overflow)
+        PyErr_Format(PyExc_OverflowError, "header %S=%S does not fit in a long", name, v);
+    return overflow || (*out == -1 && PyErr_Occurred()) ? -1 : 0;
+}
+
+/* select_key(lookup, key, max_num, begin, end) -> list of int
+ * IndexFile.select_phy_offsets in one call: `lookup` is (buffer, hash_slot_num, index_num,
+ * header dict), fixed for an open file. In the order the Python code checked them: `key` must
+ * be a str (java_hash's TypeError), its index hash is String.hashCode with RocketMQ's abs rule;
+ * max_num is clamped (max_num_of); begin and end must be Java longs (java_long_of). Then the
+ * walk of select_one. Vectorcall: no argument tuple, no format string, no Python frame. */
+static PyObject *select_key(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 5) {
+        PyErr_Format(PyExc_TypeError, "select_key takes 5 arguments, got %zd", nargs);
+        return NULL;
+    }
+    PyObject *lookup = args[0], *key = args[1];
+    if (!PyUnicode_Check(key)) {
+        PyObject *type_name = PyType_GetName(Py_TYPE(key));
+        if (type_name) {
+            PyErr_Format(PyExc_TypeError, "java_hash needs a str, got %U", type_name);
+            Py_DECREF(type_name);
         }
-        PyList_SET_ITEM(list, (Py_ssize_t)i, v);
+        return NULL;
+    }
+    if (ensure_ready(key) < 0)
+        return NULL;
+    int32_t key_hash = index_hash_of((int32_t)hash_str(key)), max_num;
+    if (!PyTuple_CheckExact(lookup) || PyTuple_GET_SIZE(lookup) != 4 || !PyDict_Check(PyTuple_GET_ITEM(lookup, 3))) {
+        PyErr_SetString(PyExc_TypeError, "lookup must be (buffer, hash_slot_num, index_num, header dict)");
+        return NULL;
+    }
+    PyObject *header = PyTuple_GET_ITEM(lookup, 3);
+    Py_ssize_t hsn = PyLong_AsSsize_t(PyTuple_GET_ITEM(lookup, 1));
+    if (hsn == -1 && PyErr_Occurred())
+        return NULL;
+    /* The slot's cache line is requested now and read by the walk after the checks below: a
+     * look-up in a large file waits on about six reads from memory one after the other, and
+     * this hides the checks behind the first. (A prefetch never faults. A map that gives no
+     * buffer here raises below, after the arguments' errors, in their order.) */
+    Py_buffer file;
+    int have_file = PyObject_GetBuffer(PyTuple_GET_ITEM(lookup, 0), &file, PyBUF_SIMPLE) == 0;
+    if (!have_file)
+        PyErr_Clear();
+    else if (hsn > 0 && (long long)file.len >= HEADER_SIZE + (long long)SLOT_SIZE * hsn)
+        __builtin_prefetch((const uint8_t *)file.buf + HEADER_SIZE +
+                           (size_t)SLOT_SIZE * ((uint32_t)key_hash % (uint64_t)hsn));
+    PyObject *list = NULL;
+    long long begin, end, count, begin_ts;
+    if (max_num_of(args[2], &max_num) < 0 || java_long_of("begin", args[3], &begin) < 0 ||
+        java_long_of("end", args[4], &end) < 0)
+        goto done;
+    Py_ssize_t index_num = PyLong_AsSsize_t(PyTuple_GET_ITEM(lookup, 2));
+    if ((index_num == -1 && PyErr_Occurred()) || header_field(header, str_index_count, &count) < 0 ||
+        header_field(header, str_begin_timestamp, &begin_ts) < 0)
+        goto done;
+    if (!have_file && PyObject_GetBuffer(PyTuple_GET_ITEM(lookup, 0), &file, PyBUF_SIMPLE) < 0)
+        goto done;
+    have_file = 1;
+    if (check_geometry(file.len, hsn, index_num) == 0) {
+        walk_params w = {(const uint8_t *)file.buf + HEADER_SIZE, NULL, fastmod_of((uint32_t)hsn),
+                         index_num, count, begin_ts, begin, end, max_num};
+        w.entries = w.slots + (size_t)SLOT_SIZE * hsn;
+        list = walk_one(&w, key_hash);
     }
 done:
-    free(out.data);
-    free(tmp_off.data);
-    free(tmp_key.data);
-    PyBuffer_Release(&file);
+    if (have_file)
+        PyBuffer_Release(&file);
     return list;
 }
 
@@ -584,6 +744,12 @@ static PyMethodDef methods[] = {
      "put_one(buffer, hash_slot_num, index_num, header6, key_hash, phy, ts, every_put) -> header6 or None"},
     {"select_one", select_one, METH_VARARGS,
      "select_one(buffer, hash_slot_num, index_num, index_count, begin_ts, key_hash, max_num, begin, end) -> list"},
+    {"select_key", (PyCFunction)(void (*)(void))select_key, METH_FASTCALL,
+     "select_key(lookup, key, max_num, begin, end) -> list: IndexFile.select_phy_offsets in C;"
+     " lookup = (buffer, hash_slot_num, index_num, header dict)"},
+    {"clamp_max_num", clamp_max_num, METH_O,
+     "clamp_max_num(max_num) -> int: int(max_num) as a Java int compares it: -1 for any negative"
+     " value, 2**31-1 for any larger one"},
     {"put_entries", put_entries, METH_VARARGS,
      "put_entries(buffer, hash_slot_num, index_num, header6, hashes, phy, ts, every_put, fd=-1,"
      " java_hashes=False) -> header6"},
@@ -611,6 +777,10 @@ static const struct {
 #undef NAMED
 
 PyMODINIT_FUNC PyInit__indexcore(void) {
+    str_index_count = PyUnicode_InternFromString("index_count");
+    str_begin_timestamp = PyUnicode_InternFromString("begin_timestamp");
+    if (!str_index_count || !str_begin_timestamp)
+        return NULL;
     PyObject *m = PyModule_Create(&module);
     for (size_t i = 0; m != NULL && i < sizeof exported_constants / sizeof exported_constants[0]; i++)
         if (PyModule_AddIntConstant(m, exported_constants[i].name, exported_constants[i].value) < 0)

@@ -1,6 +1,6 @@
 /* Java's String.hashCode (h = 31*h + unit over UTF-16 code units, wrapping at 32 bits) over
- * byte-sized units, UTF-16 units and UTF-8 text, shared by the C accelerators that hash strings
- * (rmqlab._jhash, rmqlab._dispatchcore). See jhash.c for how the folds keep the dependency chain
+ * byte-sized units, UTF-16 units, Python str and UTF-8 text, shared by the C accelerators that
+ * hash strings (rmqlab._jhash, rmqlab._dispatchcore, rmqlab._indexcore). See jhash.c for how the folds keep the dependency chain
  * short. */
 #ifndef RMQLAB_JAVAHASH_H
 #define RMQLAB_JAVAHASH_H
@@ -126,6 +126,48 @@ static inline uint32_t hash_u16units(uint32_t h, const uint16_t *p, Py_ssize_t n
     if (n >= 4) { h = fold4(h, p[0], p[1], p[2], p[3]); p += 4; n -= 4; }
     while (n-- > 0) h = h * 31 + *p++;
     return h;
+}
+
+/* ---- Python str --------------------------------------------------------------------- */
+
+/* UCS4 code points from a Python str (kind 4): all <= 0x10FFFF by construction. */
+static inline uint32_t hash_ucs4_str(uint32_t h, const Py_UCS4 *p, Py_ssize_t n)
+{
+    while (n >= 4) {
+        if ((p[0] | p[1] | p[2] | p[3]) <= 0xFFFF) {
+            h = fold4(h, p[0], p[1], p[2], p[3]);
+        } else {
+            h = step_cp(h, p[0]); h = step_cp(h, p[1]);
+            h = step_cp(h, p[2]); h = step_cp(h, p[3]);
+        }
+        p += 4; n -= 4;
+    }
+    while (n-- > 0) h = step_cp(h, *p++);
+    return h;
+}
+
+/* Strings that are not "ready" exist only before Python 3.12 (legacy wstr API). */
+static inline int ensure_ready(PyObject *s)
+{
+#if PY_VERSION_HEX < 0x030C0000
+    if (PyUnicode_READY(s) < 0) return -1;
+#else
+    (void)s;
+#endif
+    return 0;
+}
+
+/* String.hashCode of a ready Python str, whatever its storage kind (the one definition behind
+ * rmqlab.jvm.hashcode.java_hash and the index look-up's key hash). */
+static inline uint32_t hash_str(PyObject *s)
+{
+    Py_ssize_t n = PyUnicode_GET_LENGTH(s);
+    const void *d = PyUnicode_DATA(s);
+    switch (PyUnicode_KIND(s)) {
+    case PyUnicode_1BYTE_KIND: return hash_u8units(0, (const uint8_t *)d, n);
+    case PyUnicode_2BYTE_KIND: return hash_u16units(0, (const uint16_t *)d, n);
+    default:                   return hash_ucs4_str(0, (const Py_UCS4 *)d, n);
+    }
 }
 
 /* ---- UTF-8 (Arrow) ---------------------------------------------------------------------- */

@@ -48,44 +48,6 @@ static inline uint32_t ld_u32(const void *p) { uint32_t v; memcpy(&v, p, 4); ret
 static inline int64_t ld_i32(const void *p) { int32_t v; memcpy(&v, p, 4); return v; }
 static inline int64_t ld_i64(const void *p) { int64_t v; memcpy(&v, p, 8); return v; }
 
-/* UCS4 code points from a Python str (kind 4): all <= 0x10FFFF by construction. */
-static inline uint32_t hash_ucs4_str(uint32_t h, const Py_UCS4 *p, Py_ssize_t n)
-{
-    while (n >= 4) {
-        if ((p[0] | p[1] | p[2] | p[3]) <= 0xFFFF) {
-            h = fold4(h, p[0], p[1], p[2], p[3]);
-        } else {
-            h = step_cp(h, p[0]); h = step_cp(h, p[1]);
-            h = step_cp(h, p[2]); h = step_cp(h, p[3]);
-        }
-        p += 4; n -= 4;
-    }
-    while (n-- > 0) h = step_cp(h, *p++);
-    return h;
-}
-
-/* Strings that are not "ready" exist only before Python 3.12 (legacy wstr API). */
-static inline int ensure_ready(PyObject *s)
-{
-#if PY_VERSION_HEX < 0x030C0000
-    if (PyUnicode_READY(s) < 0) return -1;
-#else
-    (void)s;
-#endif
-    return 0;
-}
-
-static inline uint32_t hash_str(PyObject *s)
-{
-    Py_ssize_t n = PyUnicode_GET_LENGTH(s);
-    const void *d = PyUnicode_DATA(s);
-    switch (PyUnicode_KIND(s)) {
-    case PyUnicode_1BYTE_KIND: return hash_u8units(0, (const uint8_t *)d, n);
-    case PyUnicode_2BYTE_KIND: return hash_u16units(0, (const uint16_t *)d, n);
-    default:                   return hash_ucs4_str(0, (const Py_UCS4 *)d, n);
-    }
-}
-
 /* ---- rows, threads ------------------------------------------------------------------------ */
 
 typedef struct task task_t;

@@ -75,9 +75,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def _verify(args) -> int:
     require("spark", "pyspark", "rmqlab spark verify")
-    from rmqlab.spark.verify import verify_with_spark
-
     from rmqlab.spark.storage import is_uri
+    from rmqlab.spark.verify import verify_with_spark
 
     if is_uri(args.target):
         raise UsageError(f"{args.target}: spark verify reads a store by a path every executor mounts at the same "

@@ -438,6 +438,11 @@ class IndexFile:
         self._h = hdr.as_dict()
         self._views: dict[str, np.ndarray] = {}
         self._closed = False
+        # All select_phy_offsets hands the C look-up besides its own arguments: the map, the
+        # geometry and the header dict itself (C reads index_count and begin_timestamp from it
+        # at each call, so no put can leave a stale copy behind). None once closed.
+        self._lookup: tuple[mmap.mmap, int, int, dict[str, int]] | None = (
+            mm, geometry.hash_slot_num, geometry.index_num, self._h)
 
     # -- construction -------------------------------------------------------------------
 
@@ -587,9 +592,12 @@ class IndexFile:
         """True once :meth:`close` has run: nothing can be read or written any more."""
         return self._closed
 
+    def _closed_error(self) -> ValueError:
+        return ValueError(f"{self.path}: index file is closed")
+
     def _require_open(self) -> None:
         if self._closed:
-            raise ValueError(f"{self.path}: index file is closed")
+            raise self._closed_error()
 
     def _require_writable(self) -> None:
         self._require_open()
@@ -691,6 +699,7 @@ class IndexFile:
             pass  # a caller still holds a view; the map closes when that view is collected
         self._file.close()
         self._closed = True
+        self._lookup = None
 
     def __enter__(self) -> IndexFile:
         return self
@@ -711,15 +720,17 @@ class IndexFile:
         time (whole seconds after begin_timestamp) lies in [begin, end] ms, newest first.
 
         Only hashes are compared: other keys with the same stored hash come back too.
-        Cost: O(entries walked), at most the chain length; bounded even on corrupt files.
-        The walk runs in C, no Python object an entry; :meth:`trace_query` walks the same way
-        in Python.
+        Cost: O(len(key) + entries walked), at most the chain length; bounded even on corrupt
+        files. Hashing the key, checking the arguments and the walk are one C call, no Python
+        object an entry; :meth:`trace_query` walks the same way in Python.
         """
-        self._require_open()
-        return _indexcore.select_one(
-            self._mm, self.geometry.hash_slot_num, self.geometry.index_num, self._h["index_count"],
-            self._h["begin_timestamp"], index_hash(key), _clamp_max_num(max_num),
-            check_long("begin", begin), check_long("end", end))
+        lookup = self._lookup
+        if lookup is None:
+            raise self._closed_error()
+        # The C entry hashes the key as index_hash does and checks the arguments in the order,
+        # and with the errors, of index_hash, _clamp_max_num and check_long: done in Python they
+        # cost about 1 us a call, as much as half of a walk's reads from a full file.
+        return _indexcore.select_key(lookup, key, max_num, begin, end)
 
     def trace_query(self, key: str, max_num: int = 64, begin: int = 0, end: int = LONG_MAX) -> QueryTrace:
         """Like :meth:`select_phy_offsets`, and record every entry read and why the walk stopped.
@@ -929,11 +940,11 @@ class IndexFile:
 CHECK_CHUNK = 1 << 20
 
 
-def _clamp_max_num(max_num: int) -> int:
-    """max_num as a Java int would compare: any value <= 0 returns nothing, and no list can
-    reach 2^31 entries, so larger values behave as INT_MAX."""
-    max_num = int(max_num)
-    return INT_MAX if max_num > INT_MAX else -1 if max_num < 0 else max_num
+def _clamp_max_num(max_num: Any) -> int:
+    """int(max_num) as a Java int would compare it: any value <= 0 returns nothing (negatives
+    become -1), and no list can reach 2^31 entries, so larger values behave as INT_MAX.
+    The rule lives in C (``rmqlab._indexcore``), where select_phy_offsets applies it too."""
+    return _indexcore.clamp_max_num(max_num)
 
 
 def _head(keys: Any, n: int):
