@@ -843,7 +843,7 @@ def read_columns(path_or_dir: str | os.PathLike, *, body: bool = True, check_crc
     None: :func:`~rmqlab.tables.pool.default_jobs` of the files (the usable cores, at most one
     a file, 1 under 256 MiB). The columns come back pickled: with `arrow` a copy of their
     buffers; without, a Python object a text value made again here, so most of the gain is
-    with `arrow`. Measured: benchmarks/RESULTS.md (bench_commitlog.py --jobs).
+    with `arrow`. Measured: benchmarks/RESULTS.md (bench_jobs.py --decode).
     """
     return _read_columns(path_or_dir, body=body, check_crc=check_crc, on_error=on_error, start_offset=start_offset,
                          arrow=arrow, jobs=jobs)
