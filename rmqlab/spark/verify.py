@@ -1,5 +1,5 @@
 """``rmqlab spark verify``: :func:`rmqlab.verify.verify_path` with its units of work as Spark
-tasks, for a store larger than one machine checks in good time.
+tasks, for a store too large for one machine to check in good time.
 
 The same checks and the same report, byte for byte: :func:`verify_with_spark` hands
 :func:`~rmqlab.verify.verify_path` a :class:`~rmqlab.spark.pool.SparkPool`, so each CommitLog
@@ -29,7 +29,7 @@ def verify_with_spark(spark: Any, path: str | os.PathLike, **settings: Any) -> V
     of milliseconds each on a warm session); the driver's share is the joins across files.
 
     >>> from rmqlab.spark import get_session                              # doctest: +SKIP
-    >>> verify_with_spark(get_session(), "data/sample-store").ok          # doctest: +SKIP
+    >>> verify_with_spark(get_session(), "data/generated/sample-store").ok  # doctest: +SKIP
     True
     """
     with SparkPool(spark, f"spark verify {path}") as pool:
