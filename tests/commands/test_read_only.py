@@ -73,27 +73,37 @@ def test_a_repair_command_is_not_among_them(inputs):
 
 def test_no_data_is_evaluated_as_code():
     """No module of the package calls eval / exec / compile, unpickles, or runs a shell: file
-    contents and plans are parsed (struct, NumPy, tomllib, json), never executed."""
+    contents and plans are parsed (struct, NumPy, tomllib, json), never executed. The one
+    exception, named below, is a Spark task's result, not data read from a file."""
     import ast
 
     banned_names = {"eval", "exec", "compile", "__import__"}
     banned_attrs = {("pickle", "load"), ("pickle", "loads"), ("marshal", "load"), ("marshal", "loads"),
                     ("os", "system"), ("os", "popen"), ("yaml", "load")}
+    # The one unpickling allowed: the result a SparkPool task sends back to its driver, which
+    # rmqlab's own unit function made in an executor (the channel multiprocessing's pools use
+    # for their workers' results), never a file's contents. Exactly one call, there.
+    allowed = {("spark/pool.py", "pickle.loads()")}
     package = Path(__file__).resolve().parents[2] / "rmqlab"
-    found = []
+    found, exempt = [], []
     for path in package.rglob("*.py"):
         tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+        where = path.relative_to(package).as_posix()
         for node in ast.walk(tree):
             if not isinstance(node, ast.Call):
                 continue
             f = node.func
+            call = None
             if isinstance(f, ast.Name) and f.id in banned_names:
-                found.append(f"{path.name}:{node.lineno} {f.id}()")
+                call = f"{f.id}()"
             elif (isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name)
                   and (f.value.id, f.attr) in banned_attrs):
-                found.append(f"{path.name}:{node.lineno} {f.value.id}.{f.attr}()")
+                call = f"{f.value.id}.{f.attr}()"
+            if call is not None:
+                (exempt if (where, call) in allowed else found).append(f"{where}:{node.lineno} {call}")
             for kw in node.keywords:
                 if kw.arg == "shell" and isinstance(kw.value, ast.Constant) and kw.value.value is True:
-                    found.append(f"{path.name}:{node.lineno} shell=True")
+                    found.append(f"{where}:{node.lineno} shell=True")
     assert len(list(package.rglob("*.py"))) > 30
     assert found == []
+    assert len(exempt) == 1, exempt
