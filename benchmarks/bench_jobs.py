@@ -67,7 +67,7 @@ from rmqlab.formats import commitlog as cl
 df = cl.read_columns(sys.argv[1] + "/commitlog", arrow=True, jobs=int(sys.argv[2]))
 sums = []
 for c in df.columns:
-    a = pa.chunked_array(pa.array(df[c]).chunks if hasattr(pa.array(df[c]), "chunks") else [pa.array(df[c])])
+    a = pa.array(df[c])
     if pa.types.is_dictionary(a.type):
         a = a.cast(a.type.value_type)
     if pa.types.is_binary(a.type) or pa.types.is_large_binary(a.type) or pa.types.is_large_string(a.type):

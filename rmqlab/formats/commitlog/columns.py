@@ -837,13 +837,14 @@ def read_columns(path_or_dir: str | os.PathLike, *, body: bool = True, check_crc
     tags and hosts dictionary-encoded, None as null; ``pa.Table.from_pandas(df)`` gives the
     Arrow table without copying the data.
 
-    `jobs`: processes the files are decoded in, a file each (:class:`~rmqlab.tables.pool.Pool`),
-    the frame made here of their columns in file order: the same frame and report with any
-    `jobs` (a file's error is raised after the files before it, as one process raises it).
-    None: :func:`~rmqlab.tables.pool.default_jobs` of the files (the usable cores, at most one
-    a file, 1 under 256 MiB). The columns come back pickled: with `arrow` a copy of their
-    buffers; without, a Python object a text value made again here, so most of the gain is
-    with `arrow`. Measured: benchmarks/RESULTS.md (bench_jobs.py --decode).
+    `jobs` (with `arrow` only: the pandas form's Python objects can only be made here):
+    processes the files are decoded in, a file each (:class:`~rmqlab.tables.pool.Pool`), each
+    file's Arrow columns written to shared memory by its worker and mapped here, the frame made
+    of them in file order: the same frame and report with any `jobs` (a file's error is raised
+    after the files before it, as one process raises it). None: with `arrow`,
+    :func:`~rmqlab.tables.pool.default_jobs` of the files (the usable cores, at most one a
+    file, 1 under 256 MiB), else 1. Starting the workers costs about a second, more than the
+    decode of a small file. Measured: benchmarks/RESULTS.md (bench_jobs.py --decode).
     """
     return _read_columns(path_or_dir, body=body, check_crc=check_crc, on_error=on_error, start_offset=start_offset,
                          arrow=arrow, jobs=jobs)
