@@ -168,6 +168,15 @@ class BatchQueueCross:
             lambda i: f"(msg_base_offset, batch_size) ({base[i]}, {size[i]}) but the message gives "
                       f"{tuple(int(x) for x in want[i]) if ok[i] else 'unparseable INNER_BASE / INNER_NUM'}")
 
+    def state(self) -> dict:
+        """What the checks found (picklable), for :meth:`merge`."""
+        return self.checks
+
+    def merge(self, state: dict) -> None:
+        """Take in :meth:`state` of the same queue's units checked against other windows."""
+        for name, found in state.items():
+            self.checks[name].merge(found)
+
     def problems(self) -> list:
         out: list = []
         for check in self.checks.values():

@@ -462,17 +462,28 @@ class CommitLogScan:
 
     def _reset_totals(self) -> None:
         self.end_offset = self.files[0].start_offset if self.files else 0
-        self.n = 0
-        self.last_store_timestamp: int | None = None          # of any message
-        self.last_dispatchable_timestamp: int | None = None   # of a message a ConsumeQueue can hold
-        self._side_parts: list[dict] = []
-        self._side_rows = 0
+        self._windows = _Windows(self.keys, self.topic_index, self.files, WINDOW_MESSAGES, lambda window: None)
+
+    @property
+    def n(self) -> int:
+        """Messages walked."""
+        return self._windows.n
+
+    @property
+    def last_store_timestamp(self) -> int | None:
+        """The latest store time of any message walked."""
+        return self._windows.last_store_timestamp
+
+    @property
+    def last_dispatchable_timestamp(self) -> int | None:
+        """The latest store time of a message a ConsumeQueue can hold."""
+        return self._windows.last_dispatchable_timestamp
 
     @property
     def topics(self) -> list[str]:
         return list(self.topic_index)
 
-    def walk(self, on_window, window_messages: int | None = None, *, keep=None) -> None:
+    def walk(self, on_window, window_messages: int | None = None, *, keep=None, apart=None) -> None:
         """Walk the files, calling ``on_window(table)`` with the message table a window at a
         time: a :class:`Messages` of about `window_messages` messages (default
         :data:`WINDOW_MESSAGES`; 0: everything in one window) answering for the offsets from
@@ -480,43 +491,53 @@ class CommitLogScan:
         between two decoded chunks, inside a file or between files, where no other file
         overlaps it; the last knows the CommitLog's end. `keep(window) -> rows` adds rows to
         :attr:`side` besides the messages with dispatch properties. Walking again repeats the
-        per-file checks without reporting them twice. Cost: one C walk and decode of every
-        file; memory: see the class."""
-        self._limit = WINDOW_MESSAGES if window_messages is None else window_messages
-        self._on_window, self._keep = on_window, keep
+        per-file checks without reporting them twice.
+
+        `apart`: the same joins made in the workers of a parallel pool, each over the windows of
+        its own file (:class:`FileJoins`), instead of ``on_window`` here; used when the files
+        that hold data do not overlap (one file then answers for every offset from its start to
+        the next file's) and without `keep`, else ``on_window`` is called as above. Cost: one C
+        walk and decode of every file; memory: see the class."""
+        limit = WINDOW_MESSAGES if window_messages is None else window_messages
         first_walk = not self.reports
         self._reset_totals()
-        self._pending: list[dict] = []
-        self._rows = 0
-        self._start: int | None = None
-        self._parts_end: int | None = None
-        self._may_split = False
-        table = _TableBuilder(self.keys, self.topic_index, self._take)
+        walked_files = [f for f in self.files if self.loaded.role(f) not in ("dropped", "preallocated")]
+        joined = (apart is not None and keep is None and self.tables and self.pool is not None
+                  and self.pool.parallel and bool(walked_files)
+                  and all(b.start_offset >= a.start_offset + a.size for a, b in zip(walked_files, walked_files[1:])))
+        self._windows = _Windows(self.keys, self.topic_index, self.files, limit, on_window, keep)
+        table = _TableBuilder(self.keys, self.topic_index, self._windows.take)
         reports = list(self._refused)
         active_seen = self.loaded.active is None    # no active file: one window
         files, mapped = self.files, self.mapped_file_size
         walked: Generator[_Walked, None, None] | None = None
         if self.pool is not None and self.pool.parallel:   # each file's walk in a worker, taken in order
+            spans = _spans(walked_files)
+            worker = apart.worker() if joined else None
+            number = {id(f): i for i, f in enumerate(files)}
             walked = self.pool.ordered(_walk_apart, [
-                (f, i, f == self.loaded.active, self.check_crc, self.keys, self.tables) for i, f in enumerate(files)
-                if self.loaded.role(f) not in ("dropped", "preallocated")], ahead=self.pool.jobs + 1)
+                (f, number[id(f)], f == self.loaded.active, self.check_crc, self.keys, self.tables,
+                 FileJoins(worker, spans[k], files) if worker is not None else None)
+                for k, f in enumerate(walked_files)], ahead=self.pool.jobs + 1)
         try:
-            self._walk_files(files, mapped, table, reports, active_seen, walked)
+            self._walk_files(files, mapped, table, reports, active_seen, walked, apart if joined else None)
         finally:
             if walked is not None:
                 walked.close()
         if first_walk:
             self.reports = reports
-        self._flush(None, self.end_offset)
+        if not joined:      # the last window (the workers' joins made their own)
+            self._windows.flush(None, self.end_offset)
         if self.progress is not None:
             total = sum(f.size for f in files)
             self.progress(total, total)
 
     def _walk_files(self, files: list[cl.StoreFile], mapped: int | None, table: _TableBuilder,
-                    reports: list[FileReport],
-                    active_seen: bool, walked: Generator[_Walked, None, None] | None) -> None:
+                    reports: list[FileReport], active_seen: bool, walked: Generator[_Walked, None, None] | None,
+                    apart) -> None:
         """The files in offset order: the checks of names and sizes, then each file's walk, here
-        or, with `walked`, taken from the worker that did it (in the same order)."""
+        or, with `walked`, taken from the worker that did it (in the same order), its joins
+        merged into `apart` when the worker made them."""
         total, done = sum(f.size for f in files), 0
         for i, f in enumerate(files):
             if self.progress is not None:       # bytes of the files before this one, of all
@@ -564,26 +585,32 @@ class CommitLogScan:
             # a window may end inside this file when no later file can hold an offset below its
             # end (files are sorted by start), and not after the active file (the last window
             # alone knows the CommitLog's end)
-            self._may_split = not active_seen and all(g.start_offset >= f.start_offset + f.size
-                                                      for g in files[i + 1:i + 2])
+            self._windows.may_split = not active_seen and all(g.start_offset >= f.start_offset + f.size
+                                                              for g in files[i + 1:i + 2])
             if walked is None:
                 if self.pool is not None:
                     self.pool.ran_here()
                 n, used, blank, readable = _walk_file(f, i, rep, last, table, self.check_crc)
             else:
-                n, used, blank, readable = self._take_walked(next(walked), rep)
+                n, used, blank, readable = self._take_walked(next(walked), rep, apart)
             rep.counts = {"messages": n, "bytes_used": used, "file_size": f.size, "blank": blank,
                           "start_offset": f.start_offset}
             if last:
                 active_seen = True
-                self.end_offset = f.start_offset + f.size if blank and readable else f.start_offset + used
+                self.end_offset = _end_offset(f, used, blank, readable)
 
-    def _take_walked(self, w: _Walked, rep: FileReport) -> tuple[int, int, bool, bool]:
-        """A file walked in a worker (:func:`_walk_apart`): its problems into `rep`, its parts
-        into the windows as if decoded here. The worker numbered its topics by first appearance
-        in the file; each part's new ones join :attr:`topic_index` in that order, as the serial
-        walk adds them chunk by chunk, so every code and every window is the same."""
+    def _take_walked(self, w: _Walked, rep: FileReport, apart) -> tuple[int, int, bool, bool]:
+        """A file walked in a worker (:func:`_walk_apart`): its problems into `rep`, and its parts
+        into the windows as if decoded here, or (joined there) its totals and joins into
+        `apart`. The worker numbered its topics by first appearance in the file; each part's new
+        ones join :attr:`topic_index` in that order, as the serial walk adds them chunk by chunk,
+        so every code and every window is the same."""
         rep.problems += w.problems
+        if w.joined is not None:
+            lut = np.array([self.topic_index.setdefault(t, len(self.topic_index)) for t in w.topics], np.int32)
+            self._windows.add_totals(w.joined, lut)
+            apart.merge(w.joined.state)
+            return w.n, w.used, w.blank, w.readable
         registered = 0
         for part in w.parts:
             seen = int(part["topic_code"].max()) + 1
@@ -592,60 +619,116 @@ class CommitLogScan:
             registered = max(registered, seen)
             lut = np.array([self.topic_index[t] for t in w.topics[:registered]], np.int32)
             part["topic_code"] = lut[part["topic_code"]]
-            self._take(part)
+            self._windows.take(part)
         w.parts.clear()
         return w.n, w.used, w.blank, w.readable
-
-    def _take(self, part: dict) -> None:
-        """A decoded chunk's numbers: into the pending window, which is handed on once it holds
-        `window_messages` and may end here."""
-        n = len(part["positions"])
-        part["kept_rows"] = part["kept_rows"] + self._rows
-        if self.keys:
-            shift = np.int64(self._rows) << KEY_CODE_HASH_BITS
-            part["key_codes"] = part["key_codes"] + shift
-            part["tag_codes"] = part["tag_codes"] + shift
-            part["key_codes_distinct"] = part["key_codes_distinct"] + shift
-        self._pending.append(part)
-        self._rows += n
-        end = int(part["positions"][-1]) + int(part["total_size"][-1])
-        ends_here = self._parts_end is None or self._parts_end <= end
-        self._parts_end = end if self._parts_end is None else max(self._parts_end, end)
-        if self._limit and self._rows >= self._limit and self._may_split and ends_here:
-            self._flush(end, None)
-
-    def _flush(self, stop: int | None, end_offset: int | None) -> None:
-        parts, start = self._pending, self._start
-        self._pending, self._rows, self._start, self._parts_end = [], 0, stop, None
-        self._on_window(self._window(parts, start, stop, end_offset, self._keep))
-
-    def _window(self, parts: list[dict], start, stop, end_offset, keep) -> Messages:
-        w = _messages(parts, self.topics, self.files, end_offset, self.keys, start=start, stop=stop,
-                      topic_index=self.topic_index)
-        parts.clear()
-        self.n += w.n
-        if w.n:
-            ts = int(w.store_ts.max())
-            self.last_store_timestamp = ts if self.last_store_timestamp is None else max(self.last_store_timestamp, ts)
-            disp = w.store_ts[goes_to_consume_queue_many(w.sys_flag)]
-            if len(disp):
-                ts = int(disp.max())
-                last = self.last_dispatchable_timestamp
-                self.last_dispatchable_timestamp = ts if last is None else max(last, ts)
-        rows = w.dispatch_properties[0]
-        if keep is not None:
-            rows = np.union1d(rows, keep(w)).astype(np.int64)
-        if len(rows):
-            self._side_parts.append(_side_numbers(w, rows, self._side_rows))
-            self._side_rows += len(rows)
-        return w
 
     @property
     def side(self) -> Messages:
         """The messages the dispatch-property rules read (INNER_MULTI_DISPATCH, or INNER_NUM and
         INNER_BASE), plus those `keep` chose, as one table; its rows are its own."""
-        parts = [dict(p) for p in self._side_parts]
+        parts = [dict(p) for p in self._windows.side_parts]
         return _messages(parts, self.topics, self.files, self.end_offset, False, topic_index=self.topic_index)
+
+
+def _end_offset(f: cl.StoreFile, used: int, blank: bool, readable: bool) -> int:
+    """The CommitLog's end from its active file `f`'s walk: the file's end when it ends in the
+    end-of-file blank and reads whole, else where its last message ends."""
+    return f.start_offset + f.size if blank and readable else f.start_offset + used
+
+
+def _spans(files: list[cl.StoreFile]) -> list[tuple[int | None, int | None]]:
+    """The CommitLog offsets each of the walked `files` (sorted, not overlapping) answers for in
+    the joins: from its start to the next file's, the first also all below, the last all above."""
+    starts = [f.start_offset for f in files]
+    return [(None if k == 0 else starts[k], None if k == len(files) - 1 else starts[k + 1])
+            for k in range(len(files))]
+
+
+class _Windows:
+    """Decoded chunks' numbers gathered into windows of the message table (:meth:`take`), each
+    handed to `on_window` once it holds `limit` messages (0: no limit) and may end there, the
+    last by :meth:`flush`; and the totals of the messages seen (:attr:`n`, the latest store
+    times) and the side table's parts (the messages the dispatch-property rules read, and those
+    `keep(window) -> rows` chose). `start`: the offset the first window answers from (None: all
+    below)."""
+
+    def __init__(self, keys: bool, topic_index: dict[str, int], files: list[cl.StoreFile], limit: int, on_window,
+                 keep=None, start: int | None = None):
+        self.keys, self.topic_index, self.files = keys, topic_index, files
+        self.limit, self.on_window, self.keep = limit, on_window, keep
+        #: whether a window may end inside the chunk taken next (set by the walk, file by file)
+        self.may_split = False
+        self.pending: list[dict] = []
+        self.rows = 0
+        self.start = start
+        self.parts_end: int | None = None
+        self.n = 0
+        self.last_store_timestamp: int | None = None          # of any message
+        self.last_dispatchable_timestamp: int | None = None   # of a message a ConsumeQueue can hold
+        self.side_parts: list[dict] = []
+        self.side_rows = 0
+
+    def take(self, part: dict) -> None:
+        """A decoded chunk's numbers: into the pending window, which is handed on once it holds
+        `limit` messages and may end here."""
+        n = len(part["positions"])
+        part["kept_rows"] = part["kept_rows"] + self.rows
+        if self.keys:
+            shift = np.int64(self.rows) << KEY_CODE_HASH_BITS
+            part["key_codes"] = part["key_codes"] + shift
+            part["tag_codes"] = part["tag_codes"] + shift
+            part["key_codes_distinct"] = part["key_codes_distinct"] + shift
+        self.pending.append(part)
+        self.rows += n
+        end = int(part["positions"][-1]) + int(part["total_size"][-1])
+        ends_here = self.parts_end is None or self.parts_end <= end
+        self.parts_end = end if self.parts_end is None else max(self.parts_end, end)
+        if self.limit and self.rows >= self.limit and self.may_split and ends_here:
+            self.flush(end, None)
+
+    def flush(self, stop: int | None, end_offset: int | None) -> None:
+        """Hand on the pending window, answering up to `stop` (None: all above); `end_offset`:
+        the CommitLog's end, known to the last window."""
+        parts, start = self.pending, self.start
+        self.pending, self.rows, self.start, self.parts_end = [], 0, stop, None
+        self.on_window(self._window(parts, start, stop, end_offset))
+
+    def _window(self, parts: list[dict], start, stop, end_offset) -> Messages:
+        w = _messages(parts, list(self.topic_index), self.files, end_offset, self.keys, start=start, stop=stop,
+                      topic_index=self.topic_index)
+        parts.clear()
+        self.n += w.n
+        if w.n:
+            self._times(int(w.store_ts.max()), w.store_ts[goes_to_consume_queue_many(w.sys_flag)])
+        rows = w.dispatch_properties[0]
+        if self.keep is not None:
+            rows = np.union1d(rows, self.keep(w)).astype(np.int64)
+        if len(rows):
+            self.side_parts.append(_side_numbers(w, rows, self.side_rows))
+            self.side_rows += len(rows)
+        return w
+
+    def _times(self, last: int | None, dispatchable: np.ndarray) -> None:
+        if last is not None:
+            self.last_store_timestamp = last if self.last_store_timestamp is None else max(
+                self.last_store_timestamp, last)
+        if len(dispatchable):
+            ts = int(np.max(dispatchable))
+            before = self.last_dispatchable_timestamp
+            self.last_dispatchable_timestamp = ts if before is None else max(before, ts)
+
+    def add_totals(self, joined: _Joined, lut: np.ndarray) -> None:
+        """The totals and side parts of a file whose windows a worker joined (:func:`_walk_apart`),
+        its topic codes mapped through `lut` (the worker's code -> this walk's)."""
+        self.n += joined.n
+        self._times(joined.last_store_timestamp, np.array(
+            [] if joined.last_dispatchable_timestamp is None else [joined.last_dispatchable_timestamp], np.int64))
+        for part in joined.side_parts:
+            part["topic_code"] = lut[part["topic_code"]]
+            part["kept_rows"] = part["kept_rows"] + self.side_rows
+            self.side_parts.append(part)
+            self.side_rows += len(part["positions"])
 
 
 def _walk_file(f: cl.StoreFile, file_index: int, rep: FileReport, last: bool, table: _TableBuilder,
@@ -680,11 +763,37 @@ def _walk_file(f: cl.StoreFile, file_index: int, rep: FileReport, last: bool, ta
 
 
 @dataclass
+class FileJoins:
+    """The joins one worker makes of one CommitLog file (:meth:`CommitLogScan.walk` with
+    `apart`): `worker()` makes the join (an object with ``add(window)``, as ``on_window``, and
+    ``state()``, what it found, which the parent's ``merge`` takes); `span` the CommitLog
+    offsets the file's windows answer for (:func:`_spans`); `files` every file of the walk,
+    which the windows' ``file_of`` numbers."""
+
+    worker: Callable
+    span: tuple[int | None, int | None]
+    files: list[cl.StoreFile]
+
+
+@dataclass
+class _Joined:
+    """A file's joins made in a worker: the join's `state`, and the totals the parent's walk
+    keeps (messages, latest store times, the side table's parts, topic codes the worker's)."""
+
+    state: object
+    n: int
+    last_store_timestamp: int | None
+    last_dispatchable_timestamp: int | None
+    side_parts: list[dict]
+
+
+@dataclass
 class _Walked:
     """What a worker sends back of one CommitLog file (:func:`_walk_apart`): the per-file
-    problems, the walk's totals, and the numbers of its decoded chunks (about 70 bytes a message,
-    its topics as codes into `topics`, numbered by first appearance in the file); no strings
-    but the few PROPERTIES blocks the dispatch rules read."""
+    problems, the walk's totals, and either the numbers of its decoded chunks (about 70 bytes a
+    message, its topics as codes into `topics`, numbered by first appearance in the file; no
+    strings but the few PROPERTIES blocks the dispatch rules read), or what its joins found
+    (`joined`: a few numbers and problems a check)."""
 
     problems: list
     parts: list[dict]
@@ -693,19 +802,31 @@ class _Walked:
     used: int
     blank: bool
     readable: bool
+    joined: _Joined | None = None
 
 
 def _walk_apart(f: cl.StoreFile, file_index: int, last: bool, check_crc: bool, keys: bool,
-                tables: bool) -> _Walked:
+                tables: bool, joins: FileJoins | None = None) -> _Walked:
     """One CommitLog file's walk, decode and per-file checks on its own (in a worker process):
-    what :meth:`CommitLogScan._take_walked` joins into the walk. Cost: as the serial walk of the
-    file; its result is its table's numbers (none when not `tables`)."""
+    what :meth:`CommitLogScan._take_walked` joins into the walk. With `joins` the file's windows
+    are joined here too and only what the joins found goes back. Cost: as the serial walk of the
+    file; its result is its table's numbers (none when not `tables`, or with `joins`)."""
     parts: list[dict] = []
     topic_index: dict[str, int] = {}
     rep = FileReport(str(f.path), "commitlog")
-    table = _TableBuilder(keys, topic_index, parts.append if tables else lambda part: None)
-    n, used, blank, readable = _walk_file(f, file_index, rep, last, table, check_crc)
-    return _Walked(rep.problems, parts, list(topic_index), n, used, blank, readable)
+    if joins is None:
+        table = _TableBuilder(keys, topic_index, parts.append if tables else lambda part: None)
+        n, used, blank, readable = _walk_file(f, file_index, rep, last, table, check_crc)
+        return _Walked(rep.problems, parts, list(topic_index), n, used, blank, readable)
+    join = joins.worker()
+    windows = _Windows(keys, topic_index, joins.files, WINDOW_MESSAGES, join.add, start=joins.span[0])
+    windows.may_split = True      # the file overlaps no other: a window may end anywhere inside it
+    n, used, blank, readable = _walk_file(f, file_index, rep, last, _TableBuilder(keys, topic_index, windows.take),
+                                          check_crc)
+    windows.flush(joins.span[1], _end_offset(f, used, blank, readable) if last else None)
+    joined = _Joined(join.state(), windows.n, windows.last_store_timestamp, windows.last_dispatchable_timestamp,
+                     windows.side_parts)
+    return _Walked(rep.problems, [], list(topic_index), n, used, blank, readable, joined)
 
 
 def _side_numbers(w: Messages, rows: np.ndarray, first_row: int) -> dict:

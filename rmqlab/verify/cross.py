@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import bisect
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -53,6 +53,13 @@ class RunningFirst:
         i = int(bad[np.argmin(ordinals[bad])])
         if self.ordinal is None or int(ordinals[i]) < self.ordinal:
             self.ordinal, self.problem = int(ordinals[i]), make(i)
+
+    def merge(self, other: RunningFirst, shift: int = 0) -> None:
+        """Take in what `other` found (the same check over other windows, its ordinals `shift`
+        below this one's): the counts add, the lowest ordinal's problem stays."""
+        self.count += other.count
+        if other.ordinal is not None and (self.ordinal is None or other.ordinal + shift < self.ordinal):
+            self.ordinal, self.problem = other.ordinal + shift, other.problem
 
     def result(self) -> Problem | None:
         """The first problem, its count that of every window."""
@@ -170,12 +177,13 @@ class IndexFileCross:
     transaction record, its time diff from its message's store time, and the header's time
     range from the first and last entries' messages."""
 
-    def __init__(self, f: IndexFile, seed: int | None, tag_keys: bool | None = None):
+    def __init__(self, f: IndexFile, seed: int | None, tag_keys: bool | None = None, ordered: bool | None = None):
         self.f, self.seed = f, seed
         self.tag_keys = tag_keys      # TAGS keys are the broker's: True 5.4.0+, False older, None not known
         self.tag_entries = 0          # entries only a TAGS key explains
         self.n = len(f.used_entries)
-        self.ordered = is_ordered(f.used_entries["phy_offset"]) if self.n else True
+        # whether the entries' phy offsets never decrease (`ordered`: known already)
+        self.ordered = ordered if ordered is not None else is_ordered(f.used_entries["phy_offset"]) if self.n else True
         self.checks = {name: RunningFirst() for name in ("boundary", "hash", "rollback", "time")}
         self.header: dict[str, Problem] = {}
         self.expired = 0
@@ -242,6 +250,19 @@ class IndexFileCross:
 
         self.checks["time"].add(a.checkable & (a.td != a.want), ordinals, bad_time)
 
+    def state(self) -> tuple:
+        """What the checks found (picklable), for :meth:`merge`."""
+        return self.checks, self.header, self.expired, self.tag_entries
+
+    def merge(self, state: tuple) -> None:
+        """Take in :meth:`state` of the same file's entries checked against other windows."""
+        checks, header, expired, tag_entries = state
+        for name, found in checks.items():
+            self.checks[name].merge(found)
+        self.header.update(header)
+        self.expired += expired
+        self.tag_entries += tag_entries
+
     def problems(self, notes: list[str]) -> list[Problem]:
         out: list[Problem] = []
         if self.expired:
@@ -260,7 +281,8 @@ class IndexDirCross:
     time (:meth:`add`), and against each other: files written one after the other, and every
     key of every message inside the indexed range holding an entry (:meth:`problems`)."""
 
-    def __init__(self, opened: list[tuple[FileReport, IndexFile | None]], tag_keys: bool | None = None):
+    def __init__(self, opened: Sequence[tuple[object, IndexFile | None]], tag_keys: bool | None = None,
+                 ordered: list[bool] | None = None):
         #: whether buildIndex put each message's TAGS key (topic#T#tags, 5.4.0+): True / False
         #: from the broker version, None: judged from the data (entries that only a TAGS key
         #: explains mean a 5.4.0+ broker wrote the index)
@@ -286,7 +308,7 @@ class IndexDirCross:
             seed = None
             if prev is not None and prev.is_write_full and prev.header.end_timestamp > 0:
                 seed = prev.header.end_timestamp
-            self.files.append(IndexFileCross(f, seed, tag_keys))
+            self.files.append(IndexFileCross(f, seed, tag_keys, ordered[len(self.files)] if ordered else None))
             prev = f
         with_keys = [f for f in self.live if f.header.keys]
         # the indexed range: every key of a message inside it has an entry
@@ -332,6 +354,28 @@ class IndexDirCross:
         if w.n:
             self.codes_before += len(w.key_codes[1])
             self.tags_before += len(w.tag_codes)
+
+    def state(self) -> dict:
+        """What the checks found (picklable: numbers and problems), for :meth:`merge`."""
+        return {"files": [fc.state() for fc in self.files], "missing": self.missing, "missing_tags": self.missing_tags,
+                "lost": self.lost, "lost_tags": self.lost_tags, "codes": self.codes_before, "tags": self.tags_before}
+
+    def merge(self, state: dict) -> None:
+        """Take in :meth:`state` of the same index files checked against the windows that come
+        next (a later CommitLog file's, in a worker): its key ordinals go on after this one's."""
+        for fc, found in zip(self.files, state["files"]):
+            fc.merge(found)
+        self.missing.merge(state["missing"], self.codes_before)
+        self.lost.merge(state["lost"], self.codes_before)
+        self.missing_tags.merge(state["missing_tags"], self.tags_before)
+        self.lost_tags.merge(state["lost_tags"], self.tags_before)
+        self.codes_before += state["codes"]
+        self.tags_before += state["tags"]
+
+    @property
+    def ordered(self) -> list[bool]:
+        """Whether each live file's entries' phy offsets never decrease."""
+        return [fc.ordered for fc in self.files]
 
     def _missing_tag_keys(self, w: Messages, present: np.ndarray) -> None:
         assert self.range is not None
@@ -556,6 +600,19 @@ class QueueCross:
         self.checks["cqext.store-time"].add(found & (ext_time != want), qoff, bad_time)
         return resolved, found
 
+    def state(self) -> tuple:
+        """What the checks found (picklable), for :meth:`merge`."""
+        return self.checks, self.expired, self.ext_missing, self.end
+
+    def merge(self, state: tuple) -> None:
+        """Take in :meth:`state` of the same queue's units checked against other windows."""
+        checks, expired, ext_missing, end = state
+        for name, found in checks.items():
+            self.checks[name].merge(found)
+        self.expired += expired
+        self.ext_missing += ext_missing
+        self.end = max(self.end, end)
+
     def problems(self, notes: list[str]) -> list[Problem]:
         if self.expired:
             notes.append(f"{self.report_path}: {self.expired} units point below the CommitLog's first file "
@@ -572,14 +629,15 @@ class QueueCross:
 class MissingUnits:
     """Dispatchable messages before the dispatched end without a unit in their queue, a window
     of the message table at a time. The dispatched end (the last end any queue's sound unit
-    gives) is known only after the last window, so the positions of the window it falls in are
-    kept: the windows before count whole, those after not at all."""
+    gives) is known only after the last window: the windows before the one it falls in count
+    whole, that one up to the end, those after not at all."""
 
     def __init__(self, queues: list[tuple[str, int, int, int]]):
         self.queues = queues
         self.first: tuple[str, str, str, int] | None = None   # words before and after the end, where
         self.counted = 0            # candidates of the windows before the one holding the end so far
-        self.last_sound: np.ndarray = np.zeros(0, np.int64)   # candidates' positions in that window
+        self.last_below = 0         # candidates in that window before its end
+        self.last_total = 0         # candidates in that window
         self.pending = 0            # candidates of the windows after it
         self.end = 0
 
@@ -605,11 +663,29 @@ class MissingUnits:
                     self.first = self._problem(w, missing.iloc[0])
         found = np.concatenate(positions) if positions else np.zeros(0, np.int64)
         if window_end > 0:
-            self.counted += len(self.last_sound) + self.pending
-            self.last_sound, self.pending = found, 0
+            self.counted += self.last_total + self.pending
+            self.last_below = int(np.searchsorted(found, window_end, side="left"))
+            self.last_total, self.pending = len(found), 0
             self.end = max(self.end, window_end)
         else:
             self.pending += len(found)
+
+    def state(self) -> tuple:
+        """What the check found (picklable), for :meth:`merge`."""
+        return self.first, self.counted, self.last_below, self.last_total, self.pending, self.end
+
+    def merge(self, state: tuple) -> None:
+        """Take in :meth:`state` of the windows that come next (a later CommitLog file's, in a
+        worker): an end there is past every end here, as its units point past these windows."""
+        first, counted, below, total, pending, end = state
+        if self.first is None:
+            self.first = first
+        if end > 0:
+            self.counted += self.last_total + self.pending + counted
+            self.last_below, self.last_total, self.pending = below, total, pending
+            self.end = max(self.end, end)
+        else:
+            self.pending += pending
 
     def _problem(self, w: Messages, first) -> tuple[str, str, str, int]:
         import pandas as pd
@@ -623,7 +699,7 @@ class MissingUnits:
     def result(self) -> Problem | None:
         if self.end <= 0 or self.first is None:
             return None
-        count = self.counted + int(np.searchsorted(self.last_sound, self.end, side="left"))
+        count = self.counted + self.last_below
         if not count:
             return None
         before, after, path, pos = self.first

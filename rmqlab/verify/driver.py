@@ -5,6 +5,7 @@ import os
 from collections import OrderedDict
 from collections.abc import Callable
 from contextlib import ExitStack
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -336,13 +337,9 @@ def _verify_store(root: Path, rep: VerifyReport, hsn, inum, cl_size, cq_size, ru
         if queues is not None:
             stack.callback(queues.close)
         if scan is not None:
-            def joins(window: Messages) -> None:
-                if index_cross is not None:
-                    index_cross.add(window)
-                if queues is not None:
-                    queues.add(window)
-
-            scan.walk(joins)
+            joins = _Joins(index_cross, queues, root, cq_dir, cq_size)
+            # with a parallel pool each CommitLog file's joins are made in its worker
+            scan.walk(joins.add, apart=joins)
             rep.files += scan.reports
             rep.cross_counts["messages"] = scan.n
         _fill_index_reports(pool, index_pending)
@@ -421,38 +418,70 @@ class _OpenQueues:
             self.queues.popitem()[1].close()
 
 
+@dataclass
+class _QueueFacts:
+    """What the joins read of a store's queue folders before its first window (picklable)."""
+
+    folders: list[Path]                           # the ConsumeQueue folders
+    names: dict[Path, tuple[str | None, int | None]]   # (topic, queue id) of each
+    lmq: set[Path]                                # the light message queues among them
+    #: (topic, queue id, min offset, max offset) of each queue that counts as dispatched to
+    queues: list[tuple[str, int, int, int]]
+    batch_folders: list[Path]                     # the BatchConsumeQueue folders
+
+
 class _StoreQueues:
     """The ConsumeQueue and BatchConsumeQueue folders of a store: their units joined with the
     messages a window at a time (:meth:`add`), then their own checks and every problem
-    (:meth:`finish`). Call :meth:`close` at the end."""
+    (:meth:`finish`). `facts`: the folders' facts, read already (in a worker: the parent's).
+    Call :meth:`close` at the end."""
 
-    def __init__(self, root: Path, cq_dir: Path, cq_size: int | None, pool: Pool):
+    def __init__(self, root: Path, cq_dir: Path, cq_size: int | None, pool: Pool | None,
+                 facts: _QueueFacts | None = None):
         self.cq_size, self.pool = cq_size, pool
         self.cq = _OpenQueues(lambda folder: open_queue(folder, cq_size)[0])
         self.bcq = _OpenQueues(lambda folder: bcq.BatchConsumeQueue.open(folder, bcq.batch_file_size(folder),
                                                                          strict=False))
-        self.folders = [folder for folder in queue_folders(cq_dir) if folder != cq_dir]
-        self.names: dict[Path, tuple[str | None, int | None]] = {}
-        self.lmq: set[Path] = set()
-        #: (topic, queue id, min offset, max offset) of each queue that counts as dispatched to
-        self.queues: list[tuple[str, int, int, int]] = []
-        for folder in self.folders:
-            q = self.cq[folder]
-            self.names[folder] = (q.topic, q.queue_id)
-            if is_lmq(q.topic):
-                self.lmq.add(folder)
-            elif q.topic is not None and q.queue_id is not None:
-                self.queues.append((q.topic, q.queue_id, q.min_offset, q.max_offset))
+        self.facts = facts if facts is not None else self._read_facts(root, cq_dir)
+        self.folders, self.names, self.lmq = self.facts.folders, self.facts.names, self.facts.lmq
+        self.queues, self.batch_folders = self.facts.queues, self.facts.batch_folders
         self.plain = {f: QueueCross(str(f)) for f in self.folders
                       if f not in self.lmq and None not in self.names[f]}
-        bcq_dir = root / bcq.FOLDER
-        self.batch_folders = batch_queue_folders(bcq_dir) if bcq_dir.is_dir() else []
         self.batch = {f: BatchQueueCross() for f in self.batch_folders}
-        for folder in self.batch_folders:
+        self.missing = MissingUnits(self.queues)
+
+    def _read_facts(self, root: Path, cq_dir: Path) -> _QueueFacts:
+        """Open every queue (kept open, up to MAX_OPEN_QUEUES) for its names and ends."""
+        facts = _QueueFacts([folder for folder in queue_folders(cq_dir) if folder != cq_dir], {}, set(), [], [])
+        for folder in facts.folders:
+            q = self.cq[folder]
+            facts.names[folder] = (q.topic, q.queue_id)
+            if is_lmq(q.topic):
+                facts.lmq.add(folder)
+            elif q.topic is not None and q.queue_id is not None:
+                facts.queues.append((q.topic, q.queue_id, q.min_offset, q.max_offset))
+        bcq_dir = root / bcq.FOLDER
+        facts.batch_folders = batch_queue_folders(bcq_dir) if bcq_dir.is_dir() else []
+        for folder in facts.batch_folders:
             bq = self.bcq[folder]
             if bq.topic is not None and bq.queue_id is not None:
-                self.queues.append((bq.topic, bq.queue_id, bq.min_offset, bq.max_offset))
-        self.missing = MissingUnits(self.queues)
+                facts.queues.append((bq.topic, bq.queue_id, bq.min_offset, bq.max_offset))
+        return facts
+
+    def state(self) -> tuple:
+        """What the joins found (picklable), for :meth:`merge`."""
+        return ([c.state() for c in self.plain.values()], [c.state() for c in self.batch.values()],
+                self.missing.state())
+
+    def merge(self, state: tuple) -> None:
+        """Take in :meth:`state` of the joins with the windows that come next (a later
+        CommitLog file's, made in a worker)."""
+        plain, batch, missing = state
+        for check, found in zip(self.plain.values(), plain):
+            check.merge(found)
+        for bcheck, found in zip(self.batch.values(), batch):
+            bcheck.merge(found)
+        self.missing.merge(missing)
 
     def close(self) -> None:
         for check in self.plain.values():
@@ -473,6 +502,7 @@ class _StoreQueues:
         self.missing.add(w, end if end > before else 0)
 
     def finish(self, rep: VerifyReport, scan: CommitLogScan | None, broker_version: str | None) -> None:
+        assert self.pool is not None    # the parent's queues: a worker's only join
         side: Messages | None = None
         targets: set = set()
         if scan is not None:
@@ -507,6 +537,7 @@ class _StoreQueues:
         for folder in self.folders:
             q = self.cq[folder]
             if checked is None:
+                assert self.pool is not None    # the parent's queues: a worker's only join
                 self.pool.ran_here()
                 rep.files.append(queue_checks(q, str(folder), end))
             else:
@@ -535,6 +566,97 @@ class _StoreQueues:
 
         scan.walk(lambda w: self.missing.add(w, end if end > 0 and w.n and w.contains(np.array([end - 1]))[0] else 0),
                   keep=own)
+
+
+class _Joins:
+    """The joins of a store's index entries and queue units with its messages, a window at a
+    time (:meth:`add`). With a parallel pool each CommitLog file's are made in the worker that
+    walks it (:meth:`worker` makes them there, from this one's facts), and what they found is
+    merged here in file order (:meth:`merge`), as if each window had been joined here."""
+
+    def __init__(self, index_cross: IndexDirCross | None, queues: _StoreQueues | None, root: Path, cq_dir: Path,
+                 cq_size: int | None):
+        self.index_cross, self.queues = index_cross, queues
+        self.root, self.cq_dir, self.cq_size = root, cq_dir, cq_size
+
+    def add(self, window: Messages) -> None:
+        if self.index_cross is not None:
+            self.index_cross.add(window)
+        if self.queues is not None:
+            self.queues.add(window)
+
+    def worker(self) -> _WorkerJoins:
+        """What makes these joins in a worker: the index files' geometry and the queues' facts."""
+        index = None
+        if self.index_cross is not None:
+            index = ([(f.path, f.geometry.hash_slot_num, f.geometry.index_num, f.slot_count_rule)
+                      for f in self.index_cross.live], self.index_cross.tag_keys, self.index_cross.ordered)
+        return _WorkerJoins(index, self.queues.facts if self.queues is not None else None, self.root, self.cq_dir,
+                            self.cq_size)
+
+    def merge(self, state: tuple) -> None:
+        """Take in what a worker's joins found (:meth:`_WorkerJoins.__call__`), in file order."""
+        index, queues = state
+        if self.index_cross is not None:
+            self.index_cross.merge(index)
+        if self.queues is not None:
+            self.queues.merge(queues)
+
+
+@dataclass
+class _WorkerJoins:
+    """The joins of :class:`_Joins` as a worker makes them (picklable): each call opens the
+    index files and queues again and returns an object whose ``add(window)`` joins a window and
+    whose ``state()`` (once, at the end) closes them and says what was found."""
+
+    index: tuple[list[tuple[Path, int, int, SlotCountRule]], bool | None, list[bool]] | None
+    queues: _QueueFacts | None
+    root: Path
+    cq_dir: Path
+    cq_size: int | None
+
+    def __call__(self) -> _OpenJoins:
+        return _OpenJoins(self)
+
+
+class _OpenJoins:
+    """:class:`_WorkerJoins` made: the index files and queues open in this process."""
+
+    def __init__(self, spec: _WorkerJoins):
+        self.files: list[IndexFile] = []
+        self.index_cross = None
+        self.queues = None
+        try:
+            if spec.index is not None:
+                paths, tag_keys, ordered = spec.index
+                for path, hsn, inum, rule in paths:
+                    self.files.append(IndexFile.open(path, hsn, inum, slot_count_rule=rule, strict=False))
+                self.index_cross = IndexDirCross([(None, f) for f in self.files], tag_keys, ordered)
+            if spec.queues is not None:
+                self.queues = _StoreQueues(spec.root, spec.cq_dir, spec.cq_size, None, spec.queues)
+        except BaseException:
+            self.close()
+            raise
+
+    def add(self, window: Messages) -> None:
+        if self.index_cross is not None:
+            self.index_cross.add(window)
+        if self.queues is not None:
+            self.queues.add(window)
+
+    def state(self) -> tuple:
+        try:
+            return (self.index_cross.state() if self.index_cross is not None else None,
+                    self.queues.state() if self.queues is not None else None)
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        if self.queues is not None:
+            self.queues.close()
+        for f in self.files:
+            f.close()
+        self.files = []
 
 
 def _abnormal_recovery_start(root: Path) -> str:
