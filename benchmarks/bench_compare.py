@@ -58,6 +58,8 @@ from typing import Any
 
 from common import machine, publish, sha256_of
 
+from rmqlab.tables.pool import usable_cores
+
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 JAVA_DIR = HERE / "java"
@@ -136,13 +138,16 @@ def child_index(out: str, path: str, keys: str, lookups: str) -> dict[str, Any]:
         answers = [select(k, 64, 0, LONG_MAX) for k in probe]
         single_s = time.perf_counter() - t0
         t0 = time.perf_counter()
-        batch = f.select_phy_offsets_many(probe, 64, 0, LONG_MAX)
+        one_thread = f.select_phy_offsets_many(probe, 64, 0, LONG_MAX, threads=1)
+        batch_one_s = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        batch = f.select_phy_offsets_many(probe, 64, 0, LONG_MAX)     # every usable core
         batch_s = time.perf_counter() - t0
     gc.enable()
     found = sum(w in a for w, a in zip(want, answers))
-    same = all(list(batch[i]) == list(a) for i, a in enumerate(answers))
-    return {"build_s": build_s, "written": written, "single_s": single_s, "batch_s": batch_s, "found": found,
-            "batch_same": same, "sha256": sha256_of(target)}
+    same = all(list(batch[i]) == list(a) == list(one_thread[i]) for i, a in enumerate(answers))
+    return {"build_s": build_s, "written": written, "single_s": single_s, "batch_s": batch_s,
+            "batch_one_s": batch_one_s, "found": found, "batch_same": same, "sha256": sha256_of(target)}
 
 
 def child_write_limit(out: str, path: str, size: str) -> dict[str, Any]:
@@ -310,7 +315,8 @@ def bench_index(work: Path, args, s: Series) -> list[tuple]:
         hashes.add(got["sha256"])
         py_file.unlink()
         s.add("rmqlab process", wall)
-        s.add_all(got, {"rmqlab build": "build_s", "rmqlab single": "single_s", "rmqlab batch": "batch_s"})
+        s.add_all(got, {"rmqlab build": "build_s", "rmqlab single": "single_s", "rmqlab batch": "batch_s",
+                        "rmqlab batch one thread": "batch_one_s"})
 
     def limit() -> None:
         _, got = python_child("write-limit", str(py_file), str(size))
@@ -333,9 +339,12 @@ def bench_index(work: Path, args, s: Series) -> list[tuple]:
         ("IndexFile: look-ups, one call a key", f"selectPhyOffset, {per}", s.cell("java lookups"),
          "select_phy_offsets from Python", s.cell("rmqlab single"),
          s.median("java lookups") / s.median("rmqlab single"), ">= 1x"),
+        ("IndexFile: look-ups, batch, one thread", f"selectPhyOffset, {per}", s.cell("java lookups"),
+         "select_phy_offsets_many(threads=1)", s.cell("rmqlab batch one thread"),
+         s.median("java lookups") / s.median("rmqlab batch one thread"), ""),
         ("IndexFile: look-ups, batch", f"selectPhyOffset, {per}", s.cell("java lookups"),
-         "select_phy_offsets_many", s.cell("rmqlab batch"), s.median("java lookups") / s.median("rmqlab batch"),
-         ">= 10x"),
+         f"select_phy_offsets_many ({usable_cores()} threads)", s.cell("rmqlab batch"),
+         s.median("java lookups") / s.median("rmqlab batch"), ">= 10x"),
         ("IndexFile: whole process", "java IndexFileBench", s.cell("java process"), "python child",
          s.cell("rmqlab process"), s.median("java process") / s.median("rmqlab process"), ""),
     ]

@@ -803,8 +803,11 @@ class IndexFile:
 
     def select_phy_offsets_many(self, keys: Any, max_num: int = 64, begin: int = 0,
                                 end: int = LONG_MAX, *, hashes: np.ndarray | None = None,
-                                rooms: Any = None) -> BatchResult:
-        """:meth:`select_phy_offsets` for many keys at once, in C. Cost: O(total entries walked).
+                                rooms: Any = None, threads: int | None = None) -> BatchResult:
+        """:meth:`select_phy_offsets` for many keys at once, in C. Cost: O(total entries walked),
+        spread over `threads` threads (the walks run without the GIL; None: the usable cores
+        from :data:`THREADED_LOOKUPS` keys on, else 1), each walking a contiguous share of the
+        keys; the answer is the same with any number.
 
         Returns a :class:`BatchResult` (CSR arrays); ``result[i]`` is the list for key i.
         `rooms`, one int per key, replaces `max_num` key by key: the room left in a result list
@@ -819,12 +822,34 @@ class IndexFile:
             if len(rooms) != len(hashes):
                 raise ValueError(f"{len(rooms)} rooms for {len(hashes)} keys")
         self._require_open()
-        starts, offsets, read = _indexcore.select_many(
-            self._mm, self.geometry.hash_slot_num, self.geometry.index_num,
-            self._h["index_count"], self._h["begin_timestamp"], hashes,
-            _clamp_max_num(max_num), check_long("begin", begin), check_long("end", end), rooms)
-        return BatchResult(np.frombuffer(starts, np.int64), np.frombuffer(offsets, np.int64),
-                           np.frombuffer(read, np.int32))
+        max_num, begin, end = _clamp_max_num(max_num), check_long("begin", begin), check_long("end", end)
+        if threads is not None and threads < 1:
+            raise ValueError(f"threads must be >= 1, got {threads}")
+
+        def walk(lo: int, hi: int) -> tuple[Any, Any, Any]:
+            return _indexcore.select_many(self._mm, self.geometry.hash_slot_num, self.geometry.index_num,
+                                          self._h["index_count"], self._h["begin_timestamp"], hashes[lo:hi],
+                                          max_num, begin, end, None if rooms is None else rooms[lo:hi])
+
+        n = len(hashes)
+        if threads is None:
+            threads = _lookup_threads(n)
+        threads = max(1, min(threads, n))
+        if threads == 1:
+            starts, offsets, read = walk(0, n)
+            return BatchResult(np.frombuffer(starts, np.int64), np.frombuffer(offsets, np.int64),
+                               np.frombuffer(read, np.int32))
+        from concurrent.futures import ThreadPoolExecutor
+
+        bounds = [n * k // threads for k in range(threads + 1)]
+        with ThreadPoolExecutor(threads, thread_name_prefix="rmqlab-lookup") as ex:
+            parts = list(ex.map(walk, bounds[:-1], bounds[1:]))
+        # each share's CSR starts count from its own offsets: move them past the shares before
+        base = np.cumsum([0] + [len(o) // 8 for _, o, _ in parts])
+        joined = np.concatenate([np.frombuffer(st, np.int64)[:-1] + base[k] for k, (st, _, _) in enumerate(parts)]
+                                + [np.array([base[-1]], np.int64)])
+        return BatchResult(joined, np.frombuffer(b"".join(o for _, o, _ in parts), np.int64),
+                           np.frombuffer(b"".join(r for _, _, r in parts), np.int32))
 
     # -- invariants -----------------------------------------------------------------------
 
@@ -938,6 +963,20 @@ class IndexFile:
 
 #: Entries :meth:`IndexFile.problems` (and verify's own index checks) read at a time.
 CHECK_CHUNK = 1 << 20
+
+
+#: keys from which :meth:`IndexFile.select_phy_offsets_many` walks on every usable core by
+#: default: below it starting the threads costs more than a share of the walks saves
+THREADED_LOOKUPS = 1 << 16
+
+
+def _lookup_threads(keys: int) -> int:
+    """The default threads of a batch look-up of `keys` keys (:data:`THREADED_LOOKUPS`)."""
+    if keys < THREADED_LOOKUPS:
+        return 1
+    from rmqlab.tables.pool import usable_cores
+
+    return usable_cores()
 
 
 def _clamp_max_num(max_num: Any) -> int:

@@ -19,6 +19,7 @@ import rmqlab
 import rmqlab._indexcore as _indexcore
 from rmqlab.formats import indexfile
 from rmqlab.formats.indexfile import IndexFile
+from rmqlab.tables.pool import usable_cores
 
 LONG_MAX = 2**63 - 1
 
@@ -69,11 +70,29 @@ def test_batch_select_equals_single_selects(tmp_path, n_probe):
     with IndexFile.open(tmp_path / "f", hash_slot_num=257, index_num=30_000) as f:
         for max_num, begin, end in [(64, 0, LONG_MAX), (5, 0, LONG_MAX), (0, 0, LONG_MAX),
                                     (64, int(ts[5000]), int(ts[15000])), (3, int(ts[9000]), LONG_MAX)]:
-            batch = f.select_phy_offsets_many(probe, max_num, begin, end)
-            for i, key in enumerate(probe):
-                want = f.select_phy_offsets(key, max_num, begin, end)
-                assert batch[i] == want
-                assert batch.entries_read[i] == len(f.trace_query(key, max_num, begin, end).steps)
+            rooms = rng.integers(-1, 70, len(probe)).astype(np.int32)
+            for threads in (1, 2, 3, 7):     # the keys shared out between threads: the same CSR answer
+                batch = f.select_phy_offsets_many(probe, max_num, begin, end, threads=threads)
+                roomed = f.select_phy_offsets_many(probe, max_num, begin, end, rooms=rooms, threads=threads)
+                assert len(batch) == len(probe) and batch.starts[0] == 0
+                assert batch.starts[-1] == len(batch.phy_offsets) and (np.diff(batch.starts) >= 0).all()
+                for i, key in enumerate(probe):
+                    want = f.select_phy_offsets(key, max_num, begin, end)
+                    assert batch[i] == want
+                    assert batch.entries_read[i] == len(f.trace_query(key, max_num, begin, end).steps)
+                    assert roomed[i] == f.select_phy_offsets(key, int(rooms[i]), begin, end)
+
+
+def test_batch_select_threads_default_and_bad_values(tmp_path):
+    """Many keys walk on every usable core by default, few on one; threads < 1 is refused."""
+    keys, phy, ts = workload(2_000, seed=4, distinct=500)
+    rmqlab.build_index_file(tmp_path / "f", keys, phy, ts, hash_slot_num=257, index_num=3_000)
+    assert indexfile._lookup_threads(indexfile.THREADED_LOOKUPS - 1) == 1
+    assert indexfile._lookup_threads(indexfile.THREADED_LOOKUPS) == usable_cores()
+    with IndexFile.open(tmp_path / "f", hash_slot_num=257, index_num=3_000) as f:
+        with pytest.raises(ValueError, match="threads must be >= 1"):
+            f.select_phy_offsets_many(keys[:10], threads=0)
+        assert len(f.select_phy_offsets_many([], threads=4)) == 0
 
 
 VOCAB = ["Aa", "BB", "polygenelubricants", "T#k", "T#\u00e9", "T#\U0001f600", ""] + [f"T#{i}" for i in range(40)]
