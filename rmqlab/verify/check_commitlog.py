@@ -434,10 +434,11 @@ class CommitLogScan:
     file being read (20 bytes a message: its record positions and TOTALSIZE).
 
     With a `pool` of more than one job each file is walked, decoded and checked in a worker
-    (:func:`_walk_apart`), up to jobs + 1 files ahead of the one joined here; a worker sends back
-    its file's problems and table numbers, which are joined in file order exactly as the serial
-    walk joins them, so reports and windows are the same with any number of jobs. Memory then
-    adds the numbers of those files (about 70 bytes a message each)."""
+    (:func:`_walk_apart`), up to jobs + 1 files ahead of the one taken here. With `apart` joins
+    (:meth:`walk`) the worker also joins its file's windows and sends back what the joins found;
+    else it sends its file's table numbers, which are windowed and joined here in file order
+    exactly as the serial walk does (memory then adds the numbers of those files, about 70 bytes
+    a message each). Either way reports are the same with any number of jobs."""
 
     def __init__(self, path: Path, file_size: int | None, check_crc: bool, *, keys: bool = True,
                  pool: Pool | None = None):

@@ -85,8 +85,9 @@ def verify_path(path: str | os.PathLike, *, kind: Kind | None = None, hash_slot_
     (tieredStoreFilePath), whose segments are checked against the store
     (:func:`verify_tiered_segments`). `progress(done, total)` is called with the CommitLog bytes
     walked before each CommitLog file and at the end. `jobs`: the processes the work is spread
-    over (each CommitLog file's walk, decode and per-file checks, each index file's and each
-    ConsumeQueue's own checks, in a worker; the joins across files here, in file order); None:
+    over (each CommitLog file's walk, decode and per-file checks and its joins with the index
+    entries and queue units that point into it, each index file's and each ConsumeQueue's own
+    checks, in a worker; what the joins found merged here, in file order); None:
     :func:`~rmqlab.tables.pool.default_jobs` of the CommitLog and index files (the usable cores,
     at most one a file, and 1 below 256 MiB); 1: this process alone. `pool`: where those units
     run instead (a :class:`~rmqlab.tables.pool.Pool` the caller made and closes, such as
@@ -100,10 +101,12 @@ def verify_path(path: str | os.PathLike, *, kind: Kind | None = None, hash_slot_
     checked at a time, and index entries and queue units are joined with its messages a window
     of WINDOW_MESSAGES messages at a time (:class:`CommitLogScan`, about 70 bytes a message of
     the window), CROSS_CHUNK entries or units at a time; each index file's own checks hold two
-    flags an entry. With `jobs` > 1 each worker holds what one file's walk holds, and this
-    process also the numbers of up to jobs + 1 walked CommitLog files (about 70 bytes a message)
-    waiting to be joined; what crosses from a worker is those numbers and the file's problems,
-    no strings but the few PROPERTIES blocks the dispatch rules read. Measured time and memory
+    flags an entry. With `jobs` > 1 each worker holds what one file's walk and joins hold
+    (and opens the index files and queues itself); what crosses from a worker is the file's
+    problems, what its joins found (counts and first problems) and the few messages the
+    dispatch-property rules read. Where CommitLog files overlap, the workers send their files'
+    numbers instead (about 70 bytes a message, up to jobs + 1 files waiting) and the joins are
+    made here. Measured time and memory
     by store size: benchmarks/RESULTS.md (bench_scaling; bench_jobs for --jobs).
 
     >>> import tempfile
