@@ -350,6 +350,27 @@ def test_spark_verify_reports_what_verify_reports(case, spark):
     assert json.dumps(got.as_dict(), default=str) == json.dumps(want.as_dict(), default=str)
 
 
+FOUR = [(release, scenario) for release, scenario in CASES if rh.version_tuple(release) < (5, 0, 0)]
+
+
+@pytest.mark.parametrize("case", FOUR, ids=_id)
+def test_verify_jobs_reports_what_one_process_reports(case):
+    """`rmqlab verify --jobs 2` (each CommitLog file's walk, checks and joins with the index
+    entries and queue units that point into it in a worker process; tests/commands/test_jobs.py,
+    tests/verify/test_joins_apart.py) on every store a 4.x broker wrote: the report of one
+    process, byte for byte. The 5.x stores take the same units through Spark's workers above."""
+    from rmqlab.tables.pool import RUNS
+
+    bs = rh.rocketmq_store(*case)
+    kw = dict(hash_slot_num=rh.HASH_SLOT_NUM, index_num=rh.INDEX_NUM, commitlog_file_size=rh.COMMITLOG_FILE_SIZE,
+              consume_queue_file_size=rh.CONSUME_QUEUE_FILE_SIZE, broker_version=bs.release,
+              commitlog_paths=bs.commitlog_paths)
+    want = verify_path(bs.store, jobs=1, **kw)
+    got = verify_path(bs.store, jobs=2, **kw)
+    assert RUNS[-1].jobs == 2 and RUNS[-1].pids and os.getpid() not in RUNS[-1].pids, RUNS[-1]
+    assert json.dumps(got.as_dict(), default=str) == json.dumps(want.as_dict(), default=str)
+
+
 # -- 3. key queries: rmqlab's broker mode returns what the broker's IndexService returned ------
 
 def _compare_offsets(ours: list[int], broker: list[int], end_before: int, max_num: int, what: str) -> None:
