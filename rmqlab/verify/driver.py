@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import uuid
 from collections import OrderedDict
 from collections.abc import Callable
 from contextlib import ExitStack
@@ -440,17 +441,22 @@ class _StoreQueues:
     Call :meth:`close` at the end."""
 
     def __init__(self, root: Path, cq_dir: Path, cq_size: int | None, pool: Pool | None,
-                 facts: _QueueFacts | None = None):
+                 facts: _QueueFacts | None = None, opened: _WorkerFiles | None = None):
         self.cq_size, self.pool = cq_size, pool
-        self.cq = _OpenQueues(lambda folder: open_queue(folder, cq_size)[0])
-        self.bcq = _OpenQueues(lambda folder: bcq.BatchConsumeQueue.open(folder, bcq.batch_file_size(folder),
-                                                                         strict=False))
+        # the queues open: `opened`'s (a worker's, kept from unit to unit), else this object's
+        self.cq = opened.cq if opened is not None else _OpenQueues(lambda folder: open_queue(folder, cq_size)[0])
+        self.bcq = opened.bcq if opened is not None else _OpenQueues(
+            lambda folder: bcq.BatchConsumeQueue.open(folder, bcq.batch_file_size(folder), strict=False))
         self.facts = facts if facts is not None else self._read_facts(root, cq_dir)
         self.folders, self.names, self.lmq = self.facts.folders, self.facts.names, self.facts.lmq
         self.queues, self.batch_folders = self.facts.queues, self.facts.batch_folders
         self.plain = {f: QueueCross(str(f)) for f in self.folders
                       if f not in self.lmq and None not in self.names[f]}
         self.batch = {f: BatchQueueCross() for f in self.batch_folders}
+        if opened is not None:     # which queue files' offsets never decrease: known from earlier units
+            checks: list[QueueCross | BatchQueueCross] = [*self.plain.values(), *self.batch.values()]
+            for check in checks:
+                check.ordered = opened.ordered
         self.missing = MissingUnits(self.queues)
 
     def _read_facts(self, root: Path, cq_dir: Path) -> _QueueFacts:
@@ -581,6 +587,7 @@ class _Joins:
                  cq_size: int | None):
         self.index_cross, self.queues = index_cross, queues
         self.root, self.cq_dir, self.cq_size = root, cq_dir, cq_size
+        self.token = uuid.uuid4().hex      # names this verify to the workers (their open files)
 
     def add(self, window: Messages) -> None:
         if self.index_cross is not None:
@@ -595,7 +602,7 @@ class _Joins:
             index = ([(f.path, f.geometry.hash_slot_num, f.geometry.index_num, f.slot_count_rule)
                       for f in self.index_cross.live], self.index_cross.tag_keys, self.index_cross.ordered)
         return _WorkerJoins(index, self.queues.facts if self.queues is not None else None, self.root, self.cq_dir,
-                            self.cq_size)
+                            self.cq_size, self.token)
 
     def merge(self, state: tuple) -> None:
         """Take in what a worker's joins found (:meth:`_WorkerJoins.__call__`), in file order."""
@@ -608,38 +615,73 @@ class _Joins:
 
 @dataclass
 class _WorkerJoins:
-    """The joins of :class:`_Joins` as a worker makes them (picklable): each call opens the
-    index files and queues again and returns an object whose ``add(window)`` joins a window and
-    whose ``state()`` (once, at the end) closes them and says what was found."""
+    """The joins of :class:`_Joins` as a worker makes them (picklable): each call returns an
+    object whose ``add(window)`` joins a window and whose ``state()`` (once, at the end) says what
+    was found. The index files and queues it opens stay open in the worker for the next unit of
+    the same verify (`token`), and are closed when a unit of another comes."""
 
     index: tuple[list[tuple[Path, int, int, SlotCountRule]], bool | None, list[bool]] | None
     queues: _QueueFacts | None
     root: Path
     cq_dir: Path
     cq_size: int | None
+    token: str
 
     def __call__(self) -> _OpenJoins:
-        return _OpenJoins(self)
+        return _OpenJoins(self, _worker_files(self))
 
 
-class _OpenJoins:
-    """:class:`_WorkerJoins` made: the index files and queues open in this process."""
+class _WorkerFiles:
+    """What a worker keeps open for the units of one verify: its index files, its queues (at
+    most MAX_OPEN_QUEUES at a time) and which queue files' offsets never decrease."""
 
     def __init__(self, spec: _WorkerJoins):
-        self.files: list[IndexFile] = []
-        self.index_cross = None
-        self.queues = None
+        self.index: list[IndexFile] = []
+        self.cq = _OpenQueues(lambda folder: open_queue(folder, spec.cq_size)[0])
+        self.bcq = _OpenQueues(lambda folder: bcq.BatchConsumeQueue.open(folder, bcq.batch_file_size(folder),
+                                                                         strict=False))
+        self.ordered: dict[str, bool] = {}
         try:
-            if spec.index is not None:
-                paths, tag_keys, ordered = spec.index
-                for path, hsn, inum, rule in paths:
-                    self.files.append(IndexFile.open(path, hsn, inum, slot_count_rule=rule, strict=False))
-                self.index_cross = IndexDirCross([(None, f) for f in self.files], tag_keys, ordered)
-            if spec.queues is not None:
-                self.queues = _StoreQueues(spec.root, spec.cq_dir, spec.cq_size, None, spec.queues)
+            for path, hsn, inum, rule in spec.index[0] if spec.index is not None else []:
+                self.index.append(IndexFile.open(path, hsn, inum, slot_count_rule=rule, strict=False))
         except BaseException:
             self.close()
             raise
+
+    def close(self) -> None:
+        self.cq.close()
+        self.bcq.close()
+        for f in self.index:
+            f.close()
+        self.index = []
+
+
+#: the files this worker process keeps open, by the verify they belong to (at most one)
+_WORKER_FILES: dict[str, _WorkerFiles] = {}
+
+
+def _worker_files(spec: _WorkerJoins) -> _WorkerFiles:
+    """The files open for `spec`'s verify: opened at its first unit here, those of an earlier
+    verify closed then."""
+    files = _WORKER_FILES.get(spec.token)
+    if files is None:
+        while _WORKER_FILES:
+            _WORKER_FILES.popitem()[1].close()
+        files = _WORKER_FILES[spec.token] = _WorkerFiles(spec)
+    return files
+
+
+class _OpenJoins:
+    """:class:`_WorkerJoins` made: the joins of one unit over the files `files` keeps open."""
+
+    def __init__(self, spec: _WorkerJoins, files: _WorkerFiles):
+        self.index_cross = None
+        self.queues = None
+        if spec.index is not None:
+            _, tag_keys, ordered = spec.index
+            self.index_cross = IndexDirCross([(None, f) for f in files.index], tag_keys, ordered)
+        if spec.queues is not None:
+            self.queues = _StoreQueues(spec.root, spec.cq_dir, spec.cq_size, None, spec.queues, files)
 
     def add(self, window: Messages) -> None:
         if self.index_cross is not None:
@@ -648,18 +690,11 @@ class _OpenJoins:
             self.queues.add(window)
 
     def state(self) -> tuple:
-        try:
-            return (self.index_cross.state() if self.index_cross is not None else None,
-                    self.queues.state() if self.queues is not None else None)
-        finally:
-            self.close()
-
-    def close(self) -> None:
         if self.queues is not None:
-            self.queues.close()
-        for f in self.files:
-            f.close()
-        self.files = []
+            for check in self.queues.plain.values():    # their ConsumeQueueExt files
+                check.close()
+        return (self.index_cross.state() if self.index_cross is not None else None,
+                self.queues.state() if self.queues is not None else None)
 
 
 def _abnormal_recovery_start(root: Path) -> str:

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, given, reject, settings
 from hypothesis import strategies as st
 
 from rmqlab.formats import commitlog as cl
@@ -141,7 +141,10 @@ def test_joins_in_the_workers_give_the_one_process_report(store, monkeypatch, da
         shutil.copytree(store, root)
         rng = np.random.default_rng(seed)
         for k in damage:
-            DAMAGE[k](root, rng)
+            try:
+                DAMAGE[k](root, rng)
+            except ValueError:      # nothing there to damage so (an empty body, a queue gone before)
+                reject()
         want = report_json(root, 1)
         for jobs in (2, 3):
             got, apart = joined_in_workers(root, jobs, monkeypatch)
