@@ -19,7 +19,7 @@ from rmqlab.formats import consumequeue as cq
 from rmqlab.rules.dispatch import batch_unit, goes_to_consume_queue_many, is_lmq, lmq_dispatch_many, property_value
 from rmqlab.verify.check_commitlog import Messages
 from rmqlab.verify.common import add_problem
-from rmqlab.verify.cross import RunningFirst, window_units
+from rmqlab.verify.cross import RunningFirst, merge_checks, window_units
 from rmqlab.verify.report import FileReport, make_problem, problem_from_error
 
 _CODES = (
@@ -174,8 +174,7 @@ class BatchQueueCross:
 
     def merge(self, state: dict) -> None:
         """Take in :meth:`state` of the same queue's units checked against other windows."""
-        for name, found in state.items():
-            self.checks[name].merge(found)
+        merge_checks(self.checks, state)
 
     def problems(self) -> list:
         out: list = []

@@ -70,6 +70,12 @@ class RunningFirst:
                             severity=p.severity)
 
 
+def merge_checks(checks: dict[str, RunningFirst], found: dict[str, RunningFirst]) -> None:
+    """Take into each of `checks` what the same check found over other windows (`found`, by name)."""
+    for name, other in found.items():
+        checks[name].merge(other)
+
+
 def is_ordered(column: np.ndarray) -> bool:
     """Whether the (mapped) int column never decreases, read CROSS_CHUNK values at a time."""
     last = None
@@ -257,8 +263,7 @@ class IndexFileCross:
     def merge(self, state: tuple) -> None:
         """Take in :meth:`state` of the same file's entries checked against other windows."""
         checks, header, expired, tag_entries = state
-        for name, found in checks.items():
-            self.checks[name].merge(found)
+        merge_checks(self.checks, checks)
         self.header.update(header)
         self.expired += expired
         self.tag_entries += tag_entries
@@ -607,8 +612,7 @@ class QueueCross:
     def merge(self, state: tuple) -> None:
         """Take in :meth:`state` of the same queue's units checked against other windows."""
         checks, expired, ext_missing, end = state
-        for name, found in checks.items():
-            self.checks[name].merge(found)
+        merge_checks(self.checks, checks)
         self.expired += expired
         self.ext_missing += ext_missing
         self.end = max(self.end, end)

@@ -577,7 +577,21 @@ class _StoreQueues:
                   keep=own)
 
 
-class _Joins:
+class _JoinChecks:
+    """The index files' and the queues' checks against the messages (either may be None),
+    joined with a window of the message table at a time (:meth:`add`)."""
+
+    index_cross: IndexDirCross | None
+    queues: _StoreQueues | None
+
+    def add(self, window: Messages) -> None:
+        if self.index_cross is not None:
+            self.index_cross.add(window)
+        if self.queues is not None:
+            self.queues.add(window)
+
+
+class _Joins(_JoinChecks):
     """The joins of a store's index entries and queue units with its messages, a window at a
     time (:meth:`add`). With a parallel pool each CommitLog file's are made in the worker that
     walks it (:meth:`worker` makes them there, from this one's facts), and what they found is
@@ -588,12 +602,6 @@ class _Joins:
         self.index_cross, self.queues = index_cross, queues
         self.root, self.cq_dir, self.cq_size = root, cq_dir, cq_size
         self.token = uuid.uuid4().hex      # names this verify to the workers (their open files)
-
-    def add(self, window: Messages) -> None:
-        if self.index_cross is not None:
-            self.index_cross.add(window)
-        if self.queues is not None:
-            self.queues.add(window)
 
     def worker(self) -> _WorkerJoins:
         """What makes these joins in a worker: the index files' geometry and the queues' facts."""
@@ -671,7 +679,7 @@ def _worker_files(spec: _WorkerJoins) -> _WorkerFiles:
     return files
 
 
-class _OpenJoins:
+class _OpenJoins(_JoinChecks):
     """:class:`_WorkerJoins` made: the joins of one unit over the files `files` keeps open."""
 
     def __init__(self, spec: _WorkerJoins, files: _WorkerFiles):
@@ -682,12 +690,6 @@ class _OpenJoins:
             self.index_cross = IndexDirCross([(None, f) for f in files.index], tag_keys, ordered)
         if spec.queues is not None:
             self.queues = _StoreQueues(spec.root, spec.cq_dir, spec.cq_size, None, spec.queues, files)
-
-    def add(self, window: Messages) -> None:
-        if self.index_cross is not None:
-            self.index_cross.add(window)
-        if self.queues is not None:
-            self.queues.add(window)
 
     def state(self) -> tuple:
         if self.queues is not None:
