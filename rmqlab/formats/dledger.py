@@ -353,11 +353,13 @@ class Ledger:
 
     def term(self) -> dict[str, Any]:
         """``currterm``: the persisted term and vote (None when the file does not say: MemberState
-        then starts at -1 in dledger 0.1, at 0 from 0.2; a one-node group of 0.1 stays at -1)."""
+        then starts at -1 in dledger 0.1, at 0 from 0.2; a one-node group of 0.1 stays at -1). A
+        vote that is absent or empty (``voteLeader=``: a node that voted for nobody in its term) is
+        None, as MemberState.loadTerm reads it."""
         props = read_properties(self.folder / TERM_FILE) or {}
         text = props.get(TERM_KEY)
         term = _long(text, self.folder / TERM_FILE, TERM_KEY) if text is not None and text.strip() else None
-        return {TERM_KEY: term, VOTE_KEY: props.get(VOTE_KEY, "")}
+        return {TERM_KEY: term, VOTE_KEY: props.get(VOTE_KEY) or None}
 
     def entries(self) -> np.ndarray:
         """Every entry of the data files, in order: the :data:`ENTRY` head fields plus ``offset``

@@ -213,6 +213,11 @@ def test_the_checkpoint_the_term_and_the_index_are_checked(tmp_path):
     assert fields == {"committedIndex", "currTerm"}
     s = ledger.summary()
     assert (s["ledger_end_index"], s["committed_index"], s["current_term"], s["vote_leader"]) == (3, 3, 1, "n0")
+    # MemberState.loadTerm: an empty voteLeader (a node that voted for nobody) reads as null, and
+    # so does none at all; the 5.3.3 group's third node left "voteLeader=" so, and DLedger said null
+    for text, vote in (("voteLeader=\ncurrTerm=2\n", None), ("currTerm=2\n", None), ("voteLeader=n1\n", "n1")):
+        (led / "currterm").write_text(text)
+        assert dl.Ledger(led, file_size=FILE_SIZE).summary()["vote_leader"] == vote
     units = led / "index" / f"{0:020d}"
     raw = bytearray(units.read_bytes())
     struct.pack_into(">i", raw, 2 * 32 + 12, 99)      # unit 2's size
