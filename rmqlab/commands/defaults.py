@@ -30,6 +30,10 @@ PATTERNS = ("steady", "daily", "bursts", "daily+bursts")
 VERIFY_KINDS = ("store", "commitlog", "consumequeue", "index", "checkpoint", "batchconsumequeue", "dledger",
                 "rocksdbcq")
 
+#: rmqlab.verify.driver.WORKER_MODULES: what the worker processes of ``rmqlab verify --jobs N`` import
+VERIFY_WORKER_MODULES = ("rmqlab.verify.check_commitlog", "rmqlab.verify.check_index",
+                         "rmqlab.verify.check_consumequeue", "pandas", "pyarrow.compute")
+
 #: rmqlab.capacity.plan.POINTS: where in a plan's (low, likely, high) intervals an estimate is taken
 PLAN_POINTS = ("low", "likely", "high")
 
@@ -44,4 +48,5 @@ SOURCES: dict[str, str] = {
     "PATTERNS": "rmqlab.lab.workload:PATTERNS",
     "PLAN_POINTS": "rmqlab.capacity.plan:POINTS",
     "VERIFY_KINDS": "rmqlab.verify:KINDS",
+    "VERIFY_WORKER_MODULES": "rmqlab.verify.driver:WORKER_MODULES",
 }

@@ -101,6 +101,12 @@ def print_report(report: VerifyReport, words: Callable[[str], str] = str) -> Non
 def run(args) -> int:
     if args.jobs is not None and args.jobs < 1:
         raise UsageError("--jobs must be >= 1")
+    if args.jobs is None or args.jobs > 1:
+        # the workers' fork server imports their modules while this process imports its own
+        from rmqlab.commands.defaults import VERIFY_WORKER_MODULES
+        from rmqlab.tables.pool import start_fork_server
+
+        start_fork_server(VERIFY_WORKER_MODULES)
     from rmqlab.verify import verify_path
 
     return verified(args, lambda **settings: verify_path(args.target, jobs=args.jobs, **settings))

@@ -73,6 +73,22 @@ def _context(preload: tuple[str, ...]):
     return ctx
 
 
+def start_fork_server(preload: tuple[str, ...]) -> None:
+    """Start the workers' fork server now, importing `preload` in its own process while this one
+    goes on (its imports, the listing of the input), so that a :class:`Pool` made later with
+    the same `preload` forks its workers at once. Nothing where there is no fork server (spawn),
+    on a machine of one core, or when it runs already. Cost: a process start, in the
+    background; the server stays until this process ends."""
+    import multiprocessing
+
+    if usable_cores() < 2 or "forkserver" not in multiprocessing.get_all_start_methods():
+        return
+    from multiprocessing import forkserver
+
+    _context(preload)
+    forkserver.ensure_running()
+
+
 def default_jobs(units: int, work_bytes: int) -> int:
     """The number of processes for `units` independent units holding `work_bytes` bytes of input
     in all: :func:`usable_cores`, at most `units`, and 1 below :data:`SMALL_WORK_BYTES`.
