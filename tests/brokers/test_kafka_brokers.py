@@ -611,3 +611,27 @@ def test_committed_offsets_equal_kafka_consumer_groups(built, version):
     for r in rows:
         end = int(read_partition(sc.log_dir / f"{r['TOPIC']}-{r['PARTITION']}")["last_offset"].max()) + 1
         assert end == int(r["LOG-END-OFFSET"]), r
+
+
+@pytest.mark.parametrize("version", [r.version for r in kh.RELEASES])
+def test_kafka_verify_jobs_reports_what_one_process_reports(built, version):
+    """`rmqlab kafka verify LOGDIR --jobs 2` of the log directory each release wrote in its clean
+    scenario: the output of one process, text and JSON, byte for byte, with its segments checked
+    in worker processes (tests/commands/test_jobs.py checks the real-data log directories)."""
+    import os
+
+    from rmqlab.tables.pool import RUNS
+
+    log_dir = built(version, "clean").log_dir
+    out = {}
+    for jobs in ("1", "2"):
+        for form in ((), ("--json",)):
+            buf = io.StringIO()
+            with redirect_stdout(buf):
+                status = rmqlab_main(["kafka", "verify", str(log_dir), *form, "--jobs", jobs])
+            out[jobs, form] = (status, buf.getvalue())
+            assert RUNS[-1].jobs == int(jobs)
+            assert (os.getpid() in RUNS[-1].pids) == (jobs == "1"), RUNS[-1]
+    assert out["1", ()] == out["2", ()] and out["1", ("--json",)] == out["2", ("--json",)]
+    assert out["1", ()][1].count(".log: ") == len(list(log_dir.glob("*/*.log")))
+

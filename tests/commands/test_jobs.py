@@ -7,8 +7,9 @@ Its text and ``--json`` output must come out byte for byte the same with ``--job
 the repository, and damaged copies (the corruptions of tests/verify/test_verify.py and
 tests/kafka/test_damage.py), whose reports are long. Each parallel run must also really have run
 its units in other processes (:data:`rmqlab.tables.pool.RUNS`), so a ``--jobs`` that silently
-ran serially fails here. The stores the real RocketMQ brokers write are checked the same way in
-tests/brokers/test_rocketmq_brokers.py, which waits for them to be built.
+ran serially fails here. What the real brokers write is checked the same way in
+tests/brokers/test_rocketmq_brokers.py and tests/brokers/test_kafka_brokers.py, which wait for
+it to be built.
 """
 from __future__ import annotations
 
@@ -19,7 +20,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from broker_harness import CACHE
 from oracles import require_real_data
 
 from rmqlab.cli import EXIT_STATUS, main
@@ -268,11 +268,3 @@ def test_damaged_kafka_log_dir_is_the_same_with_any_jobs(tmp_path, capsys):
     assert status == EXIT_STATUS["damage"] and "error: " in text
     for name in PARTITIONS:     # a partition folder alone: its segments over the pool too
         assert_same_with_any_jobs(["kafka", "verify", str(log_dir / name)], capsys)
-
-
-def test_kafka_log_dirs_written_by_the_broker_are_the_same_with_any_jobs(capsys):
-    runs = sorted(p / "logs" for p in (CACHE / "kafka").glob("*/clean-*")
-                  if (p / "logs").is_dir()) if (CACHE / "kafka").is_dir() else []
-    if not runs:
-        pytest.skip("the broker harness has not cached a Kafka log directory here (make brokers writes them)")
-    assert_same_with_any_jobs(["kafka", "verify", str(runs[0])], capsys)
