@@ -832,18 +832,15 @@ class IndexFile:
                                           max_num, begin, end, None if rooms is None else rooms[lo:hi])
 
         n = len(hashes)
-        if threads is None:
-            threads = _lookup_threads(n)
-        threads = max(1, min(threads, n))
-        if threads == 1:
-            starts, offsets, read = walk(0, n)
-            return BatchResult(np.frombuffer(starts, np.int64), np.frombuffer(offsets, np.int64),
-                               np.frombuffer(read, np.int32))
-        from concurrent.futures import ThreadPoolExecutor
-
+        threads = max(1, min(_lookup_threads(n) if threads is None else threads, n))
         bounds = [n * k // threads for k in range(threads + 1)]
-        with ThreadPoolExecutor(threads, thread_name_prefix="rmqlab-lookup") as ex:
-            parts = list(ex.map(walk, bounds[:-1], bounds[1:]))
+        if threads == 1:
+            parts = [walk(0, n)]
+        else:
+            from concurrent.futures import ThreadPoolExecutor
+
+            with ThreadPoolExecutor(threads, thread_name_prefix="rmqlab-lookup") as ex:
+                parts = list(ex.map(walk, bounds[:-1], bounds[1:]))
         # each share's CSR starts count from its own offsets: move them past the shares before
         base = np.cumsum([0] + [len(o) // 8 for _, o, _ in parts])
         joined = np.concatenate([np.frombuffer(st, np.int64)[:-1] + base[k] for k, (st, _, _) in enumerate(parts)]

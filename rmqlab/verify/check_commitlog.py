@@ -701,7 +701,8 @@ class _Windows:
         parts.clear()
         self.n += w.n
         if w.n:
-            self._times(int(w.store_ts.max()), w.store_ts[goes_to_consume_queue_many(w.sys_flag)])
+            dispatchable = w.store_ts[goes_to_consume_queue_many(w.sys_flag)]
+            self._times(int(w.store_ts.max()), int(dispatchable.max()) if len(dispatchable) else None)
         rows = w.dispatch_properties[0]
         if self.keep is not None:
             rows = np.union1d(rows, self.keep(w)).astype(np.int64)
@@ -710,21 +711,20 @@ class _Windows:
             self.side_rows += len(rows)
         return w
 
-    def _times(self, last: int | None, dispatchable: np.ndarray) -> None:
+    def _times(self, last: int | None, dispatchable: int | None) -> None:
+        """Take in the latest store time of some messages, and of those a queue can hold."""
         if last is not None:
-            self.last_store_timestamp = last if self.last_store_timestamp is None else max(
-                self.last_store_timestamp, last)
-        if len(dispatchable):
-            ts = int(np.max(dispatchable))
+            before = self.last_store_timestamp
+            self.last_store_timestamp = last if before is None else max(before, last)
+        if dispatchable is not None:
             before = self.last_dispatchable_timestamp
-            self.last_dispatchable_timestamp = ts if before is None else max(before, ts)
+            self.last_dispatchable_timestamp = dispatchable if before is None else max(before, dispatchable)
 
     def add_totals(self, joined: _Joined, lut: np.ndarray) -> None:
         """The totals and side parts of a file whose windows a worker joined (:func:`_walk_apart`),
         its topic codes mapped through `lut` (the worker's code -> this walk's)."""
         self.n += joined.n
-        self._times(joined.last_store_timestamp, np.array(
-            [] if joined.last_dispatchable_timestamp is None else [joined.last_dispatchable_timestamp], np.int64))
+        self._times(joined.last_store_timestamp, joined.last_dispatchable_timestamp)
         for part in joined.side_parts:
             part["topic_code"] = lut[part["topic_code"]]
             part["kept_rows"] = part["kept_rows"] + self.side_rows

@@ -666,13 +666,10 @@ class MissingUnits:
                 if self.first is None and len(missing):
                     self.first = self._problem(w, missing.iloc[0])
         found = np.concatenate(positions) if positions else np.zeros(0, np.int64)
-        if window_end > 0:
-            self.counted += self.last_total + self.pending
-            self.last_below = int(np.searchsorted(found, window_end, side="left"))
-            self.last_total, self.pending = len(found), 0
-            self.end = max(self.end, window_end)
+        if window_end > 0:      # this window holds the end so far: its candidates below it count
+            self.merge((None, 0, int(np.searchsorted(found, window_end, side="left")), len(found), 0, window_end))
         else:
-            self.pending += len(found)
+            self.merge((None, 0, 0, 0, len(found), 0))
 
     def state(self) -> tuple:
         """What the check found (picklable), for :meth:`merge`."""

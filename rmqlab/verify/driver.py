@@ -422,6 +422,12 @@ class _OpenQueues:
             self.queues.popitem()[1].close()
 
 
+def _open_queues(cq_size: int | None) -> tuple[_OpenQueues, _OpenQueues]:
+    """The ConsumeQueue and the BatchConsumeQueue folders, each opened at its first use."""
+    return (_OpenQueues(lambda folder: open_queue(folder, cq_size)[0]),
+            _OpenQueues(lambda folder: bcq.BatchConsumeQueue.open(folder, bcq.batch_file_size(folder), strict=False)))
+
+
 @dataclass
 class _QueueFacts:
     """What the joins read of a store's queue folders before its first window (picklable)."""
@@ -444,9 +450,7 @@ class _StoreQueues:
                  facts: _QueueFacts | None = None, opened: _WorkerFiles | None = None):
         self.cq_size, self.pool = cq_size, pool
         # the queues open: `opened`'s (a worker's, kept from unit to unit), else this object's
-        self.cq = opened.cq if opened is not None else _OpenQueues(lambda folder: open_queue(folder, cq_size)[0])
-        self.bcq = opened.bcq if opened is not None else _OpenQueues(
-            lambda folder: bcq.BatchConsumeQueue.open(folder, bcq.batch_file_size(folder), strict=False))
+        self.cq, self.bcq = (opened.cq, opened.bcq) if opened is not None else _open_queues(cq_size)
         self.facts = facts if facts is not None else self._read_facts(root, cq_dir)
         self.folders, self.names, self.lmq = self.facts.folders, self.facts.names, self.facts.lmq
         self.queues, self.batch_folders = self.facts.queues, self.facts.batch_folders
@@ -645,9 +649,7 @@ class _WorkerFiles:
 
     def __init__(self, spec: _WorkerJoins):
         self.index: list[IndexFile] = []
-        self.cq = _OpenQueues(lambda folder: open_queue(folder, spec.cq_size)[0])
-        self.bcq = _OpenQueues(lambda folder: bcq.BatchConsumeQueue.open(folder, bcq.batch_file_size(folder),
-                                                                         strict=False))
+        self.cq, self.bcq = _open_queues(spec.cq_size)
         self.ordered: dict[str, bool] = {}
         try:
             for path, hsn, inum, rule in spec.index[0] if spec.index is not None else []:
