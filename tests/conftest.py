@@ -29,8 +29,13 @@ def _scratch_inside_pytest_basetemp(tmp_path_factory):
     """tempfile.mkdtemp() of tests and strategies (thousands of stores a run) makes its folders
     inside pytest's base temp folder, which pytest prunes to the last three runs, so a machine
     that runs the suite every day does not fill /tmp."""
+    import multiprocessing.util
     import tempfile
 
+    # multiprocessing makes its own folder (pymp-*: the fork server's socket) once per process
+    # and removes it at exit, after pytest has released and may have pruned its base folder:
+    # made first, it lives in the system's temp folder instead
+    multiprocessing.util.get_temp_dir()
     before = tempfile.tempdir
     tempfile.tempdir = str(tmp_path_factory.mktemp("mkdtemp"))
     yield

@@ -225,28 +225,39 @@ def _message_fields(data: bytes) -> dict | None:
             "properties": data[at + 2:at + 2 + props_len]}
 
 
-def commitlog_file_walk(data: bytes) -> tuple[list[int], bool]:
+def commitlog_file_walk(data: bytes) -> tuple[list[int], str | None]:
     """The records of one CommitLog file (CommitLog.checkMessageAndReturnSize's framing, 4.9.7):
     from byte 0, a record whose TOTALSIZE equals calMsgLength and lies within the file, until
     a blank record (BLANK_MAGIC_CODE; sound when its TOTALSIZE is the bytes left), only zeros
-    (unwritten space), or the file's exact end. Returns (record positions, sound): sound is False when
-    the walk met anything else (damage or a torn record)."""
+    (unwritten space), or the file's exact end. Returns (record positions, how the walk ended):
+    "blank", "zeros", "end", or None where it met anything else (damage or a torn record)."""
     out: list[int] = []
     pos = 0
     while pos < len(data):
         if pos + 8 > len(data):
-            return out, not any(data[pos:])
+            return out, None if any(data[pos:]) else "zeros"
         total, magic = struct.unpack_from(">ii", data, pos)
         if magic == MAGIC_BLANK:   # the end-of-file filler, whose TOTALSIZE the broker writes as
-            return out, total == len(data) - pos   # the bytes left (CommitLog.doAppend, maxBlank)
+            return out, "blank" if total == len(data) - pos else None   # the bytes left (CommitLog.doAppend)
         if total == 0 and not any(data[pos:]):
-            return out, True
+            return out, "zeros"
         got = message_length(data, pos)
         if got is None or got[0] != got[1] or got[0] <= 0 or pos + got[0] > len(data):
-            return out, False
+            return out, None
         out.append(pos)
         pos += got[0]
-    return out, True
+    return out, "end"
+
+
+def commitlog_store_sound(files: list[bytes], endings: list[str | None]) -> bool:
+    """Whether a CommitLog folder's files (in order, with commitlog_file_walk's endings) hold no
+    damage: every file's walk ends cleanly, and a file whose records end in zeros has only zeros
+    after it. Zeros read as magic code 0, an illegal one, so CommitLog.recoverNormally (4.9.7)
+    ends the store there and truncateDirtyFiles drops every later file: a later file's records
+    would be lost, while an all-zero file after the active one is only preallocated space."""
+    if None in endings:
+        return False
+    return all(not any(later) for i, end in enumerate(endings) if end == "zeros" for later in files[i + 1:])
 
 
 # ----------------------------------------------------------------------------- message ids

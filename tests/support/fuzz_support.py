@@ -1028,7 +1028,8 @@ class CommitLogTarget(Target):
     report, start_offset; compared with the iterator's report) and read_at.
 
     Model: iter_messages' record positions equal fuzz_models.commitlog_file_walk's (the
-    broker's framing in struct) wherever either side finds every file sound."""
+    broker's framing in struct) wherever either side finds the store sound: every file framed
+    soundly, and no records after a file whose records end in zeros (commitlog_store_sound)."""
 
     name = "commitlog"
     heavy_every = 12
@@ -1139,10 +1140,11 @@ class CommitLogTarget(Target):
     @staticmethod
     def _model(rt, data, paths, file_size, msgs, report, check_crc):
         """Where rmqlab reports no damage and no torn tail, or (CRCs unchecked) where the model
-        finds each file's records framed soundly, both read the same records at the same places."""
+        finds the store sound, both read the same records at the same places and agree it is."""
 
-        walks = [fm.commitlog_file_walk(data[i * file_size:(i + 1) * file_size]) for i in range(len(paths))]
-        sound = all(ok for _, ok in walks)
+        files = [data[i * file_size:(i + 1) * file_size] for i in range(len(paths))]
+        walks = [fm.commitlog_file_walk(f) for f in files]
+        sound = fm.commitlog_store_sound(files, [end for _, end in walks])
         clean = not report.damage and report.torn_tail is None
         if clean or (sound and not check_crc):
             want = [(p.name, pos) for p, (found, _) in zip(paths, walks) for pos in found]
