@@ -89,3 +89,52 @@ def test_the_first_entry_alone_fits_the_intervals_of_the_first_run(sizes, interv
     fit = fit_index_interval(positions, np.array(on_disk[:1], np.int64), whole=False)
     firsts = [j for j in range(sum(sizes + rest) + 2) if appended_entries(sizes + rest, j)[:1] == on_disk[:1]]
     assert fit is not None and firsts == list(range(fit[0], fit[1] + 1))
+
+
+def call_entries(sizes: list[int], call_sizes: list[int], interval: int) -> list[tuple[int, int]]:
+    """LogSegment.append called with several batches at once (a v0/v1 producer's message set,
+    a follower's fetch, the cleaner's chunk): one run from an empty segment, each call of
+    `call_sizes` batches; an entry (the call's last batch number, its first position) when the
+    bytes since the last entry exceed the interval, the call's bytes then counted whole."""
+    entries, batch, position, since = [], 0, 0, 0
+    for n in call_sizes:
+        size = sum(sizes[batch:batch + n])
+        if since > interval:
+            entries.append((batch + n - 1, position))
+            since = 0
+        since += size
+        position += size
+        batch += n
+    return entries
+
+
+@settings(max_examples=150, deadline=None)
+@given(sizes=st.lists(st.integers(1, 300), min_size=1, max_size=40), interval=st.integers(0, 2000), data=st.data())
+def test_entries_of_several_batch_calls_fit_call_by_call(sizes, interval, data):
+    """Entries the broker made per call of several batches: read off with the calls they imply
+    (append_calls), the interval chosen is one under which those calls write exactly the
+    entries on disk, and the fit holds the interval the broker used (brute force above)."""
+    from rmqlab.kafka.rebuild import append_calls, batch_table
+
+    call_sizes, left = [], len(sizes)
+    while left:
+        call_sizes.append(data.draw(st.integers(1, min(left, 8))))
+        left -= call_sizes[-1]
+    on_disk = call_entries(sizes, call_sizes, interval)
+    positions = np.cumsum([0] + sizes[:-1])
+    batches = batch_table(positions=positions, sizes=sizes, base_offsets=range(len(sizes)),
+                          last_offsets=range(len(sizes)), max_timestamps=[-1] * len(sizes))
+    entries = np.array(on_disk, np.int64).reshape(-1, 2)
+    calls = append_calls(batches, entries)
+    assert calls is not None
+    at = entries[:, 1]
+    chosen, note = interval_from_entries(positions, at, call_positions=calls["position"].to_numpy(np.int64))
+    merged = np.diff(np.searchsorted(positions, np.append(calls["position"].to_numpy(), sum(sizes)))).tolist()
+    if not on_disk:
+        assert (chosen, note) == (INDEX_INTERVAL_BYTES, "")
+        return
+    assert call_entries(sizes, merged, chosen) == on_disk, note
+    fit = fit_index_interval(calls["position"].to_numpy(np.int64), at)
+    if fit_index_interval(positions, at) is None:
+        assert fit is not None and fit[0] <= interval <= fit[1]
+        assert [j for j in range(fit[0], fit[1] + 1) if call_entries(sizes, merged, j) != on_disk] == []
