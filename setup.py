@@ -8,6 +8,7 @@ Small extension modules, no NumPy C API (they exchange data through the buffer p
   rmqlab._crc32c     CRC-32C (Castagnoli) of Kafka's record batches, one buffer or many spans
   rmqlab._kafkalog   the Kafka segment's batch walk and the offset index rule's picks
   rmqlab._dispatchcore  the dispatch's index key hashes, straight from the message columns
+  rmqlab._textrows   text lines made column by column (decimal ints, choices, literals)
 """
 from setuptools import Extension, setup
 
@@ -28,5 +29,6 @@ setup(
                   extra_compile_args=FLAGS),
         Extension("rmqlab._dispatchcore", sources=["rmqlab/_native/dispatchcore.c"],
                   depends=["rmqlab/_native/javahash.h"], extra_compile_args=FLAGS),
+        Extension("rmqlab._textrows", sources=["rmqlab/_native/textrows.c"], extra_compile_args=FLAGS),
     ]
 )

@@ -560,15 +560,22 @@ def _write_bytes(data: bytes) -> None:
 
 def _log_text(path: Path, records: bool, max_bytes: int | None) -> tuple[bytes, dict[str, Any]] | None:
     """A ``.log``'s text dump (UTF-8) as :func:`_print_dump` prints :func:`dump_file`'s dict, made column
-    by column in Arrow instead of a line at a time, and the dict's fields the stderr reports
-    read; None where it does not apply (another file, a KRaft metadata log, control or magic
-    0/1 batches, damage, a CRC that does not verify: the line-by-line path prints those).
-    Cost: O(batches + records) in Arrow's C kernels and one string join; about 1 µs a line."""
+    by column in C (:func:`rmqlab.tables.text.format_rows`) instead of a line at a time, and the
+    dict's fields the stderr reports read; None where it does not apply (another file, a KRaft
+    metadata log, control or magic 0/1 batches, damage, a CRC that does not verify: the
+    line-by-line path prints those). Cost: O(batches + records) in C, two passes over the
+    columns; a Python string only for a record's header keys, where it has headers."""
     import numpy as np
-    import pyarrow as pa
-    import pyarrow.compute as pc
 
-    from rmqlab.kafka.log import read_batches, read_records
+    from rmqlab.kafka.log import (
+        COMPRESSION_CODEC_MASK,
+        TIMESTAMP_TYPE_MASK,
+        TIMESTAMP_TYPES,
+        compression_name,
+        read_batches,
+        read_records,
+    )
+    from rmqlab.tables.text import format_rows, interleave
 
     if _kind(path) != "log" or path.parent.name.startswith("__cluster_metadata-"):
         return None
@@ -579,66 +586,45 @@ def _log_text(path: Path, records: bool, max_bytes: int | None) -> tuple[bytes, 
         return None
     n = len(batches)
 
-    def text(values) -> pa.Array:
-        return pc.cast(pa.array(np.asarray(values)), pa.large_string())
+    def col(name: str) -> np.ndarray:
+        return batches[name].to_numpy(np.int64)
 
-    def join(*parts) -> pa.Array:
-        """The parts end to end, row by row: arrays, and str constants for every row."""
-        return pc.binary_join_element_wise(
-            *[pa.scalar(x, pa.large_string()) if isinstance(x, str) else x for x in parts],
-            pa.scalar("", pa.large_string()))
-
-    def flag(values) -> pa.Array:
-        return pa.array(np.where(np.asarray(values, bool), "true", "false"), pa.large_string())
-
-    ts_type = pa.array(batches["timestamp_type"].to_numpy(object), pa.large_string())
-    batch_lines = join(
-        "baseOffset: ", text(batches["base_offset"]), " lastOffset: ", text(batches["last_offset"]),
-        " count: ", text(batches["records_count"]), " producerId: ", text(batches["producer_id"]),
-        " producerEpoch: ", text(batches["producer_epoch"]), " baseSequence: ", text(batches["base_sequence"]),
-        " partitionLeaderEpoch: ", text(batches["partition_leader_epoch"]),
-        " isTransactional: ", flag(batches["is_transactional"]), " isControl: false position: ",
-        text(batches["position"]), " ", ts_type, ": ", text(batches["max_timestamp"]), " size: ",
-        text(batches["size"]), " magic: 2 compresscodec: ",
-        pa.array(batches["compression"].to_numpy(object), pa.large_string()), " crc: ", text(batches["crc"]),
-        " isvalid: true")
-    lines = batch_lines
+    attrs = col("attributes")
+    ts_type = ((attrs & TIMESTAMP_TYPE_MASK) >> 3, TIMESTAMP_TYPES)
+    flags = ("false", "true")
+    batch_text, batch_ends = format_rows([
+        "baseOffset: ", col("base_offset"), " lastOffset: ", col("last_offset"), " count: ", col("records_count"),
+        " producerId: ", col("producer_id"), " producerEpoch: ", col("producer_epoch"),
+        " baseSequence: ", col("base_sequence"), " partitionLeaderEpoch: ", col("partition_leader_epoch"),
+        " isTransactional: ", (batches["is_transactional"].to_numpy(bool), flags), " isControl: false position: ",
+        col("position"), " ", ts_type, ": ", col("max_timestamp"), " size: ", col("size"),
+        " magic: 2 compresscodec: ", (attrs & COMPRESSION_CODEC_MASK, tuple(compression_name(c) for c in range(8))),
+        " crc: ", col("crc"), " isvalid: true\n"], n)
+    body = batch_text
     if records and n:
         recs = read_records(path, values=False, headers=False, on_damage="report", max_bytes=max_bytes)
         if recs.attrs["report"].damage is not None:
             return None
         if bool((recs["headers_count"].to_numpy(np.int64) > 0).any()):   # their keys are shown: read them
             recs = read_records(path, values=False, on_damage="report", max_bytes=max_bytes)
-        of = np.searchsorted(batches["position"].to_numpy(np.int64), recs["batch_position"].to_numpy(np.int64))
-        base_seq = batches["base_sequence"].to_numpy(np.int64)[of]
-        delta = recs["offset_delta"].to_numpy(np.int64)
-        seq = _sequences(base_seq, delta)
+        of = np.searchsorted(col("position"), recs["batch_position"].to_numpy(np.int64))
+        if bool((np.diff(of) < 0).any()):
+            return None
+        seq = _sequences(col("base_sequence")[of], recs["offset_delta"].to_numpy(np.int64))
         with_headers = np.flatnonzero(recs["headers_count"].to_numpy(np.int64) > 0)
         headers: Any = "[]"
         if len(with_headers):
-            shown = np.full(len(recs), "[]", object)
-            shown[with_headers] = ["[" + ",".join(k for k, _ in recs["headers"].iat[i]) + "]" for i in with_headers]
-            headers = pa.array(shown, pa.large_string())
-        types = batches["timestamp_type"].to_numpy(object)
-        if not bool(np.isin(types, ["CreateTime", "LogAppendTime"]).all()) or bool((np.diff(of) < 0).any()):
-            return None
-        record_type = pc.if_else(pa.array(np.asarray(types == "LogAppendTime", bool)[of]),
-                                 pa.scalar("LogAppendTime", pa.large_string()),
-                                 pa.scalar("CreateTime", pa.large_string()))
-        record_lines = join(
-            "| offset: ", text(recs["offset"]), " ", record_type, ": ", text(recs["timestamp"]),
-            " keySize: ", text(recs["key_size"]), " valueSize: ", text(recs["value_size"]), " sequence: ",
-            text(seq), " headerKeys: ", headers)
+            shown = ["[]"] * len(recs)
+            for i in with_headers.tolist():
+                shown[i] = "[" + ",".join(k for k, _ in recs["headers"].iat[i]) + "]"
+            headers = shown
+        record_text, record_ends = format_rows([
+            "| offset: ", recs["offset"].to_numpy(np.int64), " ", (ts_type[0][of], TIMESTAMP_TYPES), ": ",
+            recs["timestamp"].to_numpy(np.int64), " keySize: ", recs["key_size"].to_numpy(np.int64),
+            " valueSize: ", recs["value_size"].to_numpy(np.int64), " sequence: ", seq, " headerKeys: ", headers,
+            "\n"], len(recs))
         # each batch's line, then its records' lines (they are in file order, batch by batch)
-        counts = np.bincount(of, minlength=n)
-        starts = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
-        newline = pa.scalar("\n", pa.large_string())
-        grouped = pc.binary_join(pa.LargeListArray.from_arrays(pa.array(starts), record_lines), newline)
-        lines = pc.if_else(pa.array(counts > 0), join(batch_lines, "\n", grouped), batch_lines)
-    # each line with its newline: the array's character data is then the text, end to end
-    lines = join(lines, "\n")
-    offsets = np.frombuffer(lines.buffers()[1], np.int64)[lines.offset:lines.offset + len(lines) + 1]
-    body = lines.buffers()[2].to_pybytes()[offsets[0]:offsets[-1]] if len(lines) else b""
+        body = interleave(batch_text, batch_ends, record_text, record_ends, np.bincount(of, minlength=n))
     unread_from = walk.unread_from
     unread_bytes = 0 if unread_from is None else walk.file_size - unread_from
     valid = walk.file_size - unread_bytes
