@@ -29,8 +29,9 @@ Paths (``--paths``, default all):
   ``kafka-dump-log --deep-iteration`` (DumpLogSegments, with kafka-run-class's JVM options)
   against ``rmqlab kafka dump --records``, both writing to a file (the batch and record counts
   must agree); its ``--index-sanity-check`` of every .index and .timeindex against
-  ``rmqlab kafka verify`` of the partition; and each tool's start alone (``--help``), so the JVM's
-  and Python's start can be taken apart.
+  ``rmqlab kafka verify`` of the partition, and the same with the .log files given too (then it
+  also walks every batch and checks its CRC, as verify does); and each tool's start alone
+  (``--help``), so the JVM's and Python's start can be taken apart.
 
 Each measurement is a fresh process; a Java side reports its own in-process times beside the
 whole process's wall time. The table gives the median and the spread (min-max) of each side and
@@ -507,6 +508,12 @@ def bench_kafka(work: Path, args, s: Series) -> list[tuple]:
     def sanity_java() -> None:
         s.add("java sanity", timed_process([*java, "--index-sanity-check", "--files", ",".join(map(str, indexes))]))
 
+    def walk_java() -> None:
+        # the same files rmqlab kafka verify reads: every batch of the logs (DumpLogSegments
+        # prints each batch header with isValid, its CRC checked) and the index files' sanity
+        s.add("java walk", timed_process([*java, "--index-sanity-check", "--files",
+                                          ",".join(map(str, [*logs, *indexes]))]))
+
     def verify_rmqlab() -> None:
         s.add("rmqlab verify", timed_process([*rmqlab, "verify", str(partition)], env=env))
 
@@ -516,7 +523,7 @@ def bench_kafka(work: Path, args, s: Series) -> list[tuple]:
     def start_rmqlab() -> None:
         s.add("rmqlab start", timed_process([*rmqlab, "dump", "--help"], env=env))
 
-    alternate(args.runs, [dump_java, dump_rmqlab, sanity_java, verify_rmqlab, start_java, start_rmqlab])
+    alternate(args.runs, [dump_java, dump_rmqlab, sanity_java, walk_java, verify_rmqlab, start_java, start_rmqlab])
     assert counts["java"] == counts["rmqlab"], f"batches and records: kafka-dump-log {counts['java']}, " \
                                                f"rmqlab {counts['rmqlab']}"
     size = sum(p.stat().st_size for p in logs) / 1e6
@@ -532,6 +539,10 @@ def bench_kafka(work: Path, args, s: Series) -> list[tuple]:
         ("Kafka: index check", f"kafka-dump-log --index-sanity-check, {len(indexes)} files", s.cell("java sanity"),
          "rmqlab kafka verify (log, indexes, snapshots)", s.cell("rmqlab verify"),
          s.median("java sanity") / s.median("rmqlab verify"), ">= 3x"),
+        ("Kafka: log walk and index check", f"kafka-dump-log --index-sanity-check of the {len(logs)} logs (each "
+         f"batch's header and CRC) and {len(indexes)} index files", s.cell("java walk"),
+         "rmqlab kafka verify (log, indexes, snapshots)", s.cell("rmqlab verify"),
+         s.median("java walk") / s.median("rmqlab verify"), ""),
         ("Kafka: start alone", "DumpLogSegments --version", s.cell("java start"), "rmqlab kafka dump --help",
          s.cell("rmqlab start"), jstart / pstart, ""),
     ]

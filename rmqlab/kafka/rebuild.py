@@ -1340,7 +1340,7 @@ def verify_segment(log_path: str | os.PathLike, *, index_interval_bytes: int | N
     (False, 8, 7760, 8430, 'torn', True)
     """
     from rmqlab.kafka.index import base_offset_of
-    from rmqlab.kafka.log import compressed_batch_problems, read_batches
+    from rmqlab.kafka.log import COMPRESSION_CODEC_MASK, compressed_batch_problems, read_batches
 
     log_path = Path(log_path)
     rep = SegmentReport(log=str(log_path))
@@ -1359,7 +1359,8 @@ def verify_segment(log_path: str | os.PathLike, *, index_interval_bytes: int | N
         walk.damage
     for row in batches.loc[~batches["crc_ok"], ["position", "crc"]].itertuples():
         rep.errors.append(f"{log_path}: offset {row.position}: crc: stored {row.crc:#010x} does not match the batch")
-    rep.errors.extend(compressed_batch_problems(log_path))
+    if len(batches) and bool((batches["attributes"] & COMPRESSION_CODEC_MASK).any()):   # else no second walk
+        rep.errors.extend(compressed_batch_problems(log_path))
     if name_error is not None:
         rep.errors.insert(0, name_error)
     elif walk.damage is None or walk.damage.kind != "corrupt" or len(batches):
