@@ -219,6 +219,22 @@ def _names_dispatch_properties(blocks) -> np.ndarray:
     return multi | (num & base)
 
 
+
+def _first_seen_topics(topic) -> tuple[np.ndarray, list]:
+    """(code of each message's topic, the distinct topics in first-seen order), as
+    ``pd.factorize`` gives them, from broker_strings_arrow's (objects, Arrow) pair: Arrow's hash
+    in C where the text is in Arrow without nulls (no pandas import), else pandas. Cost: O(rows)."""
+    objects, text = topic
+    if text is not None and text.null_count == 0:
+        import pyarrow.compute as pc
+
+        encoded = pc.dictionary_encode(text)
+        return encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64), encoded.dictionary.to_pylist()
+    import pandas as pd
+
+    codes, distinct = pd.factorize(objects)
+    return codes, list(distinct)
+
 class _TableBuilder:
     """Hands each decoded chunk of a CommitLog file to its per-file checks, and reduces it to
     the numbers :class:`Messages` keeps (handed to `take`); of the file it keeps TOTALSIZE."""
@@ -240,8 +256,6 @@ class _TableBuilder:
 
     def reduce(self, f: cl.StoreFile, file_index: int, checks: _FileChecks, cols: dict, pos: np.ndarray,
                first: int) -> dict:
-        import pandas as pd
-
         # the text as the broker's Strings (U+FFFD for bytes that are not UTF-8): queue names,
         # TAGS and key hashes come from them; topic and tags also copied into Arrow once, for
         # every Arrow kernel that reads them
@@ -252,7 +266,7 @@ class _TableBuilder:
             cols = dict(cols, **{name: objects for name, (objects, _) in texts.items()})
             arrow.update({name: a for name, (_, a) in texts.items() if a is not None})
             part = {c: np.asarray(cols[c]) for c in self.KEPT}
-            codes, distinct_topics = pd.factorize(cols["topic"])
+            codes, distinct_topics = _first_seen_topics(texts["topic"])
             lut = np.array([self.topic_index.setdefault(t, len(self.topic_index)) for t in distinct_topics],
                            np.int32)
             part["topic_code"] = lut[codes]
