@@ -78,3 +78,24 @@ def test_parts_that_do_not_fit_the_rows_raise():
         interleave(head, he, rows, re, np.array([4, -1]))
     with pytest.raises(ValueError, match="last end"):
         interleave(head[:-1], he, rows, re, np.array([1, 2]))
+
+
+def test_the_c_module_refuses_parts_it_cannot_read():
+    import rmqlab._textrows as native
+
+    with pytest.raises(TypeError, match="sequence"):
+        native.format_rows(5, 1)
+    with pytest.raises(TypeError):
+        native.format_rows([("x", b"")], 1)                  # a kind that is not an int
+    with pytest.raises(TypeError, match="not a \\(kind"):
+        native.format_rows([b"literal"], 1)
+    with pytest.raises(ValueError, match="unknown kind 9"):
+        native.format_rows([(9, b"")], 1)
+    with pytest.raises(TypeError, match="literal must be bytes"):
+        native.format_rows([(0, "str")], 1)
+    with pytest.raises(TypeError, match="choices must be a tuple"):
+        native.format_rows([(2, np.zeros(1, np.uint8))], 1)
+    with pytest.raises(TypeError, match="row 0 is not bytes"):
+        native.format_rows([(3, ["str"])], 1)
+    with pytest.raises(ValueError, match="at most 64 parts"):
+        native.format_rows([(0, b"")] * 65, 1)
