@@ -170,7 +170,8 @@ def main() -> None:
             f"after one warm-up run each, values alternating; wall time of the whole process (start-up, the "
             f"workers' start and a Spark driver's JVM included), CPU time as getrusage counts the children (not "
             f"a standalone cluster's executors). Every run printed the output of --jobs 1. Per core: speed-up / "
-            f"cores. `python benchmarks/bench_jobs.py --jobs-list {args.jobs_list}"
+            f"cores. `python benchmarks/bench_jobs.py --messages {args.messages} --commitlog-file-size "
+            f"{args.commitlog_file_size} --jobs-list {args.jobs_list} --runs {args.runs}"
             f"{' --spark ' + args.spark if args.spark else ''}{' --decode' if args.decode else ''}`.\n\n"
             + "\n".join(rows) + "\n")
     publish(text, args.record)
