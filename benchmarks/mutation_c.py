@@ -73,7 +73,7 @@ TESTS: dict[str, list[str]] = {
     "rmqlab._crc32c": ["tests/kafka/test_walk.py", "tests/kafka/test_log.py", "tests/kafka/test_compression.py"],
     "rmqlab._dispatchcore": ["tests/store/test_dispatchcore_edges.py", "tests/store/test_reput.py"],
     "rmqlab._indexcore": ["tests/formats/test_indexfile_native.py", "tests/formats/test_native_layouts.py",
-                          "tests/formats/test_indexfile_time_diff.py"],
+                          "tests/formats/test_indexfile_time_diff.py", "tests/formats/test_indexfile_invariants.py"],
     "rmqlab._jhash": ["tests/jvm/test_hashcode.py"],
     "rmqlab._kafkalog": ["tests/kafka/test_walk.py", "tests/formats/test_native_layouts.py"],
     "rmqlab._records": ["tests/formats/commitlog/test_records.py", "tests/formats/commitlog/test_decode.py",

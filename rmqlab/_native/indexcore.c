@@ -739,6 +739,131 @@ done:
     return list;
 }
 
+/* check_file(buffer, hash_slot_num, index_num, count) -> tuple
+ * The invariants of IndexFile.problems and verify's own index checks in one pass over the slots
+ * and one over the entries 1 .. count-1 (count = min(index_count, index_num)); their NumPy
+ * twins (IndexFile._problems_numpy, check_index._index_checks_numpy) are the model the tests
+ * compare it with. Each check is (first, flagged): the first flagged element (-1 for none) and
+ * how many there are. Returns, in order:
+ *   occupied           slots holding a non-zero value
+ *   longest_chain      the most entries with a non-negative key_hash in one slot (by hash)
+ *   slot_out_of_range  slot values outside 0 .. count-1                      (slot index)
+ *   wrong_head         slots whose head entry hashes to another slot         (slot index)
+ *   negative_hash      entries with key_hash < 0                             (entry number - 1)
+ *   negative_time      entries with time_diff < 0
+ *   bad_prev           prev_index outside 0 .. number-1
+ *   prev_slot          prev_index linking entries of different slots
+ *   twice              entries referenced more than once by slots and prev_index
+ *   unreached          entries referenced by none
+ *   time_order         entries whose older chain entry has the greater time_diff (entry 1's
+ *                      counted as 0: it is measured from a seed)
+ * Memory: a byte an entry and 4 bytes a slot. */
+typedef struct {
+    int64_t first, count;
+} flagged;
+
+static inline void flag(flagged *f, int64_t i) {
+    if (f->first < 0)
+        f->first = i;
+    f->count++;
+}
+
+static inline int64_t slot_of_hash(int32_t h, Py_ssize_t hsn) { return h >= 0 ? (int64_t)h % hsn : -1; }
+
+static PyObject *check_file(PyObject *self, PyObject *args) {
+    Py_buffer file;
+    Py_ssize_t hsn, index_num, count;
+    if (!PyArg_ParseTuple(args, "y*nnn", &file, &hsn, &index_num, &count))
+        return NULL;
+    PyObject *res = NULL;
+    uint8_t *refs = NULL;
+    uint32_t *chains = NULL;
+    if (check_geometry(file.len, hsn, index_num) < 0)
+        goto done;
+    if (count < 0 || count > index_num) {
+        PyErr_Format(PyExc_ValueError, "count %zd is outside 0 .. index_num (%zd)", count, index_num);
+        goto done;
+    }
+    const uint8_t *slots = (const uint8_t *)file.buf + HEADER_SIZE;
+    const uint8_t *entries = slots + (size_t)SLOT_SIZE * hsn;
+    refs = calloc((size_t)(count > 0 ? count : 1), 1);
+    chains = calloc((size_t)hsn, sizeof(uint32_t));
+    if (!refs || !chains) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    flagged out_of_range = {-1, 0}, wrong_head = {-1, 0}, neg_hash = {-1, 0}, neg_time = {-1, 0},
+            bad_prev = {-1, 0}, prev_slot = {-1, 0}, twice = {-1, 0}, unreached = {-1, 0}, time_order = {-1, 0};
+    int64_t occupied = 0;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t i = 0; i < hsn; i++) {
+        int64_t v = load_i32(slots + (size_t)SLOT_SIZE * i);
+        if (v != 0)
+            occupied++;
+        if (v < 0 || v >= count) {
+            flag(&out_of_range, i);
+            continue;
+        }
+        if (v > 0) {
+            if (refs[v] < 2)
+                refs[v]++;
+            if (slot_of_hash(load_i32(entries + (size_t)ENTRY_SIZE * v + ENTRY_KEY_HASH_OFFSET), hsn) != i)
+                flag(&wrong_head, i);
+        }
+    }
+    for (int64_t num = 1; num < count; num++) {
+        const uint8_t *e = entries + (size_t)ENTRY_SIZE * num;
+        int32_t h = load_i32(e + ENTRY_KEY_HASH_OFFSET);
+        int32_t td = load_i32(e + ENTRY_TIME_DIFF_OFFSET);
+        int64_t prev = load_i32(e + ENTRY_PREV_INDEX_OFFSET);
+        if (h < 0)
+            flag(&neg_hash, num - 1);
+        else
+            chains[h % hsn]++;
+        if (td < 0)
+            flag(&neg_time, num - 1);
+        if (prev < 0 || prev >= num) {
+            flag(&bad_prev, num - 1);
+        } else if (prev > 0) {
+            const uint8_t *older = entries + (size_t)ENTRY_SIZE * prev;
+            if (slot_of_hash(load_i32(older + ENTRY_KEY_HASH_OFFSET), hsn) != slot_of_hash(h, hsn))
+                flag(&prev_slot, num - 1);
+            if (refs[prev] < 2)
+                refs[prev]++;
+            int64_t older_td = prev == 1 ? 0 : load_i32(older + ENTRY_TIME_DIFF_OFFSET);
+            int64_t own_td = num == 1 ? 0 : td;
+            if (older_td > own_td)
+                flag(&time_order, num - 1);
+        }
+    }
+    for (int64_t num = 1; num < count; num++) {
+        if (refs[num] > 1)
+            flag(&twice, num - 1);
+        else if (refs[num] == 0)
+            flag(&unreached, num - 1);
+    }
+    Py_END_ALLOW_THREADS
+    uint32_t longest = 0;
+    for (Py_ssize_t i = 0; i < hsn; i++)
+        if (chains[i] > longest)
+            longest = chains[i];
+    res = Py_BuildValue("(LI(LL)(LL)(LL)(LL)(LL)(LL)(LL)(LL)(LL))", (long long)occupied, (unsigned int)longest,
+                        (long long)out_of_range.first, (long long)out_of_range.count,
+                        (long long)wrong_head.first, (long long)wrong_head.count,
+                        (long long)neg_hash.first, (long long)neg_hash.count,
+                        (long long)neg_time.first, (long long)neg_time.count,
+                        (long long)bad_prev.first, (long long)bad_prev.count,
+                        (long long)prev_slot.first, (long long)prev_slot.count,
+                        (long long)twice.first, (long long)twice.count,
+                        (long long)unreached.first, (long long)unreached.count,
+                        (long long)time_order.first, (long long)time_order.count);
+done:
+    free(refs);
+    free(chains);
+    PyBuffer_Release(&file);
+    return res;
+}
+
 static PyMethodDef methods[] = {
     {"put_one", put_one, METH_VARARGS,
      "put_one(buffer, hash_slot_num, index_num, header6, key_hash, phy, ts, every_put) -> header6 or None"},
@@ -753,6 +878,9 @@ static PyMethodDef methods[] = {
     {"put_entries", put_entries, METH_VARARGS,
      "put_entries(buffer, hash_slot_num, index_num, header6, hashes, phy, ts, every_put, fd=-1,"
      " java_hashes=False) -> header6"},
+    {"check_file", check_file, METH_VARARGS,
+     "check_file(buffer, hash_slot_num, index_num, count) -> (occupied, longest_chain, then (first, count) of"
+     " nine invariants): IndexFile.problems and verify's index checks in one pass"},
     {"select_many", select_many, METH_VARARGS,
      "select_many(buffer, hash_slot_num, index_num, index_count, begin_ts, hashes, max_num, begin, end[, rooms])"
      " -> (starts, offsets, entries_read) as bytes of int64/int64/int32"},

@@ -41,7 +41,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from dataclasses import fields as dc_fields
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 import numpy as np
 
@@ -64,6 +64,8 @@ __all__ = [
     "DEFAULT_HASH_SLOT_NUM",
     "DEFAULT_INDEX_NUM",
     "Geometry",
+    "Flagged",
+    "Invariants",
     "IndexHeader",
     "IndexFile",
     "QueryTrace",
@@ -411,6 +413,35 @@ class BatchResult:
 
 
 # ------------------------------------------------------------------------------- the file
+
+
+class Flagged(NamedTuple):
+    """A check over the slots or entries: the first element it flags (-1 for none; a slot
+    index, or an entry number - 1) and how many it flags."""
+
+    first: int
+    total: int
+
+
+class Invariants(NamedTuple):
+    """What one pass over an index file's slots and written entries finds
+    (:meth:`IndexFile.invariants`): occupied slots, the longest chain by key hash, and nine
+    checks (:class:`Flagged`): slot values out of range, chain heads hashed to another slot,
+    negative key hashes and time diffs, prev_index not older than its entry, prev_index into
+    another slot, entries referenced twice or never, and chain entries older in time_diff than
+    the entry before them (entry 1 counted as 0)."""
+
+    occupied: int
+    longest_chain: int
+    slot_out_of_range: Flagged
+    wrong_head: Flagged
+    negative_hash: Flagged
+    negative_time: Flagged
+    bad_prev: Flagged
+    prev_slot: Flagged
+    twice: Flagged
+    unreached: Flagged
+    time_order: Flagged
 
 
 class IndexFile:
@@ -850,18 +881,20 @@ class IndexFile:
 
     # -- invariants -----------------------------------------------------------------------
 
-    def problems(self) -> list[CorruptIndexError]:
-        """Every invariant violation found (empty for a healthy file). Cost: O(file), vectorized,
-        CHECK_CHUNK slots or entries at a time: memory is two flags an entry (40 MB for a full
-        default-size file) and a chunk's arrays, whatever the file holds.
+    def invariants(self) -> Invariants:
+        """The counts behind :meth:`problems` and verify's index checks, in one pass in C
+        (``_indexcore.check_file``) over the slots and the written entries: see
+        :class:`Invariants`. Cost: O(file), one read of each slot and entry; memory a byte an
+        entry and 4 bytes a slot. :meth:`_invariants_numpy` is its vectorised twin."""
+        g = self.geometry
+        count = min(self._h["index_count"], g.index_num)
+        found = _indexcore.check_file(self._mm, g.hash_slot_num, g.index_num, max(count, 0))
+        return Invariants(found[0], found[1], *(Flagged(*f) for f in found[2:]))
 
-        Checks: the header against the geometry; every slot and prev_index in range; each
-        prev_index older than its entry (so no cycles); every chain's entries hashed to its slot;
-        every written entry on exactly one chain; non-negative hashes and time diffs; and
-        hash_slot_count against the slot-count rule.
-        """
-        out = list(self._header_problems())
-        g, p = self.geometry, str(self.path)
+    def _invariants_numpy(self) -> Invariants:
+        """:meth:`invariants` vectorised with NumPy, CHECK_CHUNK slots or entries at a time
+        (the model the tests hold the C pass to). Cost: O(file); memory two flags an entry."""
+        g = self.geometry
         count = min(self._h["index_count"], g.index_num)
         e = self.used_entries
         key_hash = e["key_hash"]
@@ -869,18 +902,6 @@ class IndexFile:
         def slot_of(hashes: np.ndarray) -> np.ndarray:
             hashes = hashes.astype(np.int64)
             return np.where(hashes >= 0, hashes % g.hash_slot_num, -1)
-
-        def report(found: FirstFlagged, what: str, field_name: str, offset_of) -> None:
-            if found.count:
-                i = found.first
-                out.append(CorruptIndexError(f"{what} ({found.count} such)", path=p, offset=int(offset_of(i)),
-                                             field=field_name.format(i=i)))
-
-        def slot_offset(i):
-            return g.slots_offset + SLOT.size * i
-
-        def entry_offset(i):           # element i of used_entries is entry number i + 1
-            return g.entries_offset + ENTRY.size * (i + 1)
 
         # each written entry must be referenced exactly once: by a slot (chain head) or a prev
         once, twice = np.zeros(max(count, 1), bool), np.zeros(max(count, 1), bool)
@@ -901,35 +922,78 @@ class IndexFile:
             wrong = np.zeros(len(values), bool)
             wrong[heads] = slot_of(key_hash[values[heads] - 1]) != lo + heads
             wrong_head.add(wrong, lo)
-        report(out_of_range, f"slot value outside 0..{count - 1}", "slot[{i}]", slot_offset)
-        checks = {name: FirstFlagged() for name in ("key_hash", "time_diff", "prev", "prev_slot")}
+        checks = {name: FirstFlagged() for name in ("key_hash", "time_diff", "prev", "prev_slot", "time_order")}
+        chains = np.zeros(g.hash_slot_num, np.int64)
+        time_diff = e["time_diff"]
+
+        def effective(numbers: np.ndarray) -> np.ndarray:   # entry 1's time_diff is from a seed: 0
+            td = time_diff[numbers - 1].astype(np.int64)
+            td[numbers == 1] = 0
+            return td
+
         for lo in range(0, len(e), CHECK_CHUNK):
             chunk = e[lo:lo + CHECK_CHUNK]
             numbers = np.arange(lo + 1, lo + 1 + len(chunk), dtype=np.int64)
             hashes = chunk["key_hash"].astype(np.int64)
             prev = chunk["prev_index"].astype(np.int64)
             checks["key_hash"].add(hashes < 0, lo)
+            chains += np.bincount(hashes[hashes >= 0] % g.hash_slot_num, minlength=g.hash_slot_num)
             checks["time_diff"].add(chunk["time_diff"] < 0, lo)
             checks["prev"].add((prev < 0) | (prev >= numbers), lo)
             linked = (prev > 0) & (prev < numbers)
             wrong_slot = np.zeros(len(prev), dtype=bool)
             wrong_slot[linked] = slot_of(key_hash[prev[linked] - 1]) != slot_of(hashes[linked])
             checks["prev_slot"].add(wrong_slot, lo)
+            older = np.zeros(len(prev), dtype=bool)
+            older[linked] = effective(prev[linked]) > effective(numbers[linked])
+            checks["time_order"].add(older, lo)
             refer(prev[linked])
-        report(checks["key_hash"], "negative key_hash", "entry.key_hash", entry_offset)
-        report(checks["time_diff"], "negative time_diff", "entry.time_diff",
-               lambda i: entry_offset(i) + ENTRY.offset("time_diff"))
+        flags = [FirstFlagged.of(twice[1:count]), FirstFlagged.of(~once[1:count])]
+        return Invariants(occupied, int(chains.max()) if len(chains) else 0,
+                          *(Flagged(f.first, f.count) for f in (
+                              out_of_range, wrong_head, checks["key_hash"], checks["time_diff"], checks["prev"],
+                              checks["prev_slot"], *flags, checks["time_order"])))
+
+    def problems(self, invariants: Invariants | None = None) -> list[CorruptIndexError]:
+        """Every invariant violation found (empty for a healthy file), from :meth:`invariants`
+        (pass them when they are at hand). Cost: O(file), one pass in C.
+
+        Checks: the header against the geometry; every slot and prev_index in range; each
+        prev_index older than its entry (so no cycles); every chain's entries hashed to its slot;
+        every written entry on exactly one chain; non-negative hashes and time diffs; and
+        hash_slot_count against the slot-count rule.
+        """
+        out = list(self._header_problems())
+        g, p = self.geometry, str(self.path)
+        count = min(self._h["index_count"], g.index_num)
+        inv = self.invariants() if invariants is None else invariants
+
+        def report(found: Flagged, what: str, field_name: str, offset_of) -> None:
+            if found.total:
+                i = found.first
+                out.append(CorruptIndexError(f"{what} ({found.total} such)", path=p, offset=int(offset_of(i)),
+                                             field=field_name.format(i=i)))
+
+        def slot_offset(i):
+            return g.slots_offset + SLOT.size * i
+
+        def entry_offset(i):           # element i of used_entries is entry number i + 1
+            return g.entries_offset + ENTRY.size * (i + 1)
+
         prev_field = ENTRY.offset("prev_index")
-        report(checks["prev"], "prev_index not older than its entry (out of range, self-loop or cycle)",
+        report(inv.slot_out_of_range, f"slot value outside 0..{count - 1}", "slot[{i}]", slot_offset)
+        report(inv.negative_hash, "negative key_hash", "entry.key_hash", entry_offset)
+        report(inv.negative_time, "negative time_diff", "entry.time_diff",
+               lambda i: entry_offset(i) + ENTRY.offset("time_diff"))
+        report(inv.bad_prev, "prev_index not older than its entry (out of range, self-loop or cycle)",
                "entry.prev_index", lambda i: entry_offset(i) + prev_field)
-        report(checks["prev_slot"], "prev_index links entries of different slots", "entry.prev_index",
+        report(inv.prev_slot, "prev_index links entries of different slots", "entry.prev_index",
                lambda i: entry_offset(i) + prev_field)
-        report(wrong_head, "slot points at an entry hashed to another slot", "slot", slot_offset)
-        report(FirstFlagged.of(twice[1:count]), "entry referenced by more than one slot/prev_index", "entry",
-               entry_offset)
-        report(FirstFlagged.of(~once[1:count]), "entry not reachable from any slot", "entry", entry_offset)
-        want = occupied if self.slot_count_rule == NEW_SLOT else count - 1
-        if not (checks["prev"].count or self._h["hash_slot_count"] == want):
+        report(inv.wrong_head, "slot points at an entry hashed to another slot", "slot", slot_offset)
+        report(inv.twice, "entry referenced by more than one slot/prev_index", "entry", entry_offset)
+        report(inv.unreached, "entry not reachable from any slot", "entry", entry_offset)
+        want = inv.occupied if self.slot_count_rule == NEW_SLOT else count - 1
+        if not (inv.bad_prev.total or self._h["hash_slot_count"] == want):
             rule = ">= 4.7.1: occupied slots" if self.slot_count_rule == NEW_SLOT else "<= 4.7.0: puts"
             out.append(CorruptIndexError(
                 f"hash_slot_count {self._h['hash_slot_count']} but the slot-count rule ({rule}) gives {want}",

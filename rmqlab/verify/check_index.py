@@ -8,7 +8,6 @@ from typing import Any
 import numpy as np
 
 from rmqlab.errors import CorruptIndexError, RmqlabError
-from rmqlab.formats import indexfile
 from rmqlab.formats.indexfile import (
     ENTRY,
     HEADER,
@@ -18,7 +17,7 @@ from rmqlab.formats.indexfile import (
     time_diff_seconds,
 )
 from rmqlab.formats.indexgeometry import infer_index_geometry
-from rmqlab.tables.arrays import FirstFlagged, first_nonzero
+from rmqlab.tables.arrays import first_nonzero
 from rmqlab.verify.report import FileReport, Problem, make_problem, problem_from_error
 
 _INDEX_CODES = (
@@ -45,22 +44,16 @@ def _index_code(err: RmqlabError) -> str:
 
 def _index_checks(f: IndexFile) -> tuple[dict[str, Any], list[Problem]]:
     """The per-file checks of an open index file: its own problems() plus header against
-    entries, zero tail and chain time order. Vectorized: O(file)."""
+    entries, zero tail and chain time order. Cost: O(file), the invariants in one C pass."""
     g, h, p = f.geometry, f.header, str(f.path)
-    out = [problem_from_error(_index_code(e), e) for e in f.problems()]
+    inv = f.invariants()
+    out = [problem_from_error(_index_code(e), e) for e in f.problems(inv)]
     count = min(h.index_count, g.index_num)
     e = f.used_entries
     n = len(e)
-    chains = np.zeros(g.hash_slot_num, np.int64)
-    for lo in range(0, n, indexfile.CHECK_CHUNK):
-        key_hash = e["key_hash"][lo:lo + indexfile.CHECK_CHUNK].astype(np.int64)
-        chains += np.bincount(key_hash[key_hash >= 0] % g.hash_slot_num, minlength=g.hash_slot_num)
-    slots_used = sum(int(np.count_nonzero(f.slots[lo:lo + indexfile.CHECK_CHUNK]))
-                     for lo in range(0, g.hash_slot_num, indexfile.CHECK_CHUNK))
     counts = {"keys": h.keys, "capacity": g.capacity, "hash_slot_num": g.hash_slot_num,
-              "index_num": g.index_num, "slots_used": slots_used,
-              "longest_chain": int(chains.max()) if len(chains) else 0, "file_size": g.file_size,
-              "begin_timestamp": h.begin_timestamp, "end_timestamp": h.end_timestamp,
+              "index_num": g.index_num, "slots_used": inv.occupied, "longest_chain": inv.longest_chain,
+              "file_size": g.file_size, "begin_timestamp": h.begin_timestamp, "end_timestamp": h.end_timestamp,
               "begin_phy_offset": h.begin_phy_offset, "end_phy_offset": h.end_phy_offset,
               "is_write_full": f.is_write_full}
 
@@ -99,34 +92,19 @@ def _index_checks(f: IndexFile) -> tuple[dict[str, Any], list[Problem]]:
                             f"entry {entry} lies at or after index_count {h.index_count} but holds non-zero "
                             f"bytes (a put the header does not count, or a wrong index_count)",
                             p, g.entries_offset + ENTRY.size * entry, f"entry[{entry}]"))
-    # time order along chains: newest first, so an older entry never has a greater time_diff.
-    # Entry 1's is measured from a follow-on file's seed; its own time is begin: 0 here.
-    if n > 1:
-        time_diff = e["time_diff"]
-
-        def effective(entries: np.ndarray) -> np.ndarray:   # time_diff of entries (numbers)
-            td = time_diff[entries - 1].astype(np.int64)
-            td[entries == 1] = 0
-            return td
-
-        order = FirstFlagged()
-        for lo in range(0, n, indexfile.CHECK_CHUNK):
-            numbers = np.arange(lo + 1, min(lo + indexfile.CHECK_CHUNK, n) + 1, dtype=np.int64)
-            prev = e["prev_index"][lo:lo + indexfile.CHECK_CHUNK].astype(np.int64)
-            linked = (prev > 0) & (prev < numbers)
-            bad = np.zeros(len(prev), bool)
-            bad[linked] = effective(prev[linked]) > effective(numbers[linked])
-            order.add(bad, lo)
-        if order.count:
-            num = order.first + 1
-            older = int(e["prev_index"][order.first])
-            out.append(make_problem(
-                "index.time-order", CorruptIndexError,
-                f"entry {num} has time_diff {int(time_diff[order.first])} s but the older entry {older} on its "
-                f"chain has {int(effective(np.array([older]))[0])} s: chains run newest to oldest, and the "
-                f"broker's walk stops at the first entry older than a query's begin (a broker clock stepping "
-                f"back does this too)", p, g.entry_offset(num) + ENTRY.offset("time_diff"), "entry.time_diff",
-                count=order.count, severity="warning"))
+    # time order along chains: newest first, so an older entry never has a greater time_diff
+    # (entry 1's is measured from a follow-on file's seed; its own time is begin: 0 here)
+    if inv.time_order.total:
+        first = inv.time_order.first
+        num, older = first + 1, int(e["prev_index"][first])
+        older_diff = 0 if older == 1 else int(e["time_diff"][older - 1])
+        out.append(make_problem(
+            "index.time-order", CorruptIndexError,
+            f"entry {num} has time_diff {int(e['time_diff'][first])} s but the older entry {older} on its "
+            f"chain has {older_diff} s: chains run newest to oldest, and the "
+            f"broker's walk stops at the first entry older than a query's begin (a broker clock stepping "
+            f"back does this too)", p, g.entry_offset(num) + ENTRY.offset("time_diff"), "entry.time_diff",
+            count=inv.time_order.total, severity="warning"))
     return counts, out
 
 
@@ -135,7 +113,7 @@ def verify_index_file(path: str | os.PathLike, hash_slot_num: int | None = None,
     """The per-file checks of one index file (see the module docstring). Read-only.
 
     With neither count the geometry is inferred (:func:`infer_index_geometry`). Cost: O(file),
-    vectorized: about a second for a full default-size (420 MB) file.
+    one C pass over the slots and written entries (IndexFile.invariants), then the zero tail.
     """
     rep, f = open_index(Path(path), hash_slot_num, index_num, slot_count_rule)
     if f is not None:
