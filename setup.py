@@ -9,6 +9,7 @@ Small extension modules, no NumPy C API (they exchange data through the buffer p
   rmqlab._kafkalog   the Kafka segment's batch walk and the offset index rule's picks
   rmqlab._dispatchcore  the dispatch's index key hashes, straight from the message columns
   rmqlab._textrows   text lines made column by column (decimal ints, choices, literals)
+  rmqlab._sortedsearch  searchsorted for rising int64 needles (the joins of verify)
 """
 from setuptools import Extension, setup
 
@@ -30,5 +31,6 @@ setup(
         Extension("rmqlab._dispatchcore", sources=["rmqlab/_native/dispatchcore.c"],
                   depends=["rmqlab/_native/javahash.h"], extra_compile_args=FLAGS),
         Extension("rmqlab._textrows", sources=["rmqlab/_native/textrows.c"], extra_compile_args=FLAGS),
+        Extension("rmqlab._sortedsearch", sources=["rmqlab/_native/sortedsearch.c"], extra_compile_args=FLAGS),
     ]
 )

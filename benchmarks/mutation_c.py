@@ -80,6 +80,7 @@ TESTS: dict[str, list[str]] = {
                         "tests/formats/test_native_layouts.py", "tests/formats/commitlog/test_columns_edges.py",
                         "tests/formats/commitlog/test_records_edges.py"],
     "rmqlab._textrows": ["tests/tables/test_text.py", "tests/commands/test_kafka_dump_columns.py"],
+    "rmqlab._sortedsearch": ["tests/tables/test_search_sorted.py"],
 }
 
 #: surviving mutants judged equivalent: stable id (see :attr:`Mutant.key`) -> why no test can

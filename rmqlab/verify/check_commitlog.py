@@ -23,7 +23,7 @@ from rmqlab.rules.dispatch import (
     property_values_many,
 )
 from rmqlab.rules.properties import malformed_pairs_many
-from rmqlab.tables.arrays import FirstFlagged, distinct, gather_field
+from rmqlab.tables.arrays import FirstFlagged, distinct, gather_field, search_sorted
 from rmqlab.tables.pool import Pool
 from rmqlab.verify.common import OFFSET_FILE_NAME
 from rmqlab.verify.report import FileReport, make_problem, problem_from_error
@@ -99,7 +99,7 @@ class Messages:
         """(row of the message starting at each offset or -1, is-a-boundary mask)."""
         if not self.n:
             return np.full(len(offsets), -1, np.int64), np.zeros(len(offsets), bool)
-        row = np.searchsorted(self.positions, offsets)
+        row = search_sorted(self.positions, offsets)
         inside = row < self.n
         hit = inside.copy()
         hit[inside] = self.positions[row[inside]] == offsets[inside]

@@ -23,6 +23,7 @@ from rmqlab.rules.dispatch import (
     goes_to_index_many,
     transaction_type,
 )
+from rmqlab.tables.arrays import search_sorted
 from rmqlab.verify.check_commitlog import KEY_CODE_HASH_BITS, CommitLogScan, Messages
 from rmqlab.verify.check_consumequeue import open_ext
 from rmqlab.verify.common import add_problem
@@ -158,14 +159,14 @@ class _Entries:
         self.r = np.where(self.hit, row, 0)
         self.codes = (self.r << KEY_CODE_HASH_BITS) | np.where(self.kh >= 0, self.kh, 0)
         uniq, _ = msgs.key_codes
-        self.at = np.searchsorted(uniq, self.codes)
+        self.at = search_sorted(uniq, self.codes)
         matched = self.hit & (self.kh >= 0) & (self.at < len(uniq))
         matched[matched] = uniq[self.at[matched]] == self.codes[matched]
         self.matched = matched
         # the TAGS key of a 5.4.0+ broker (topic#T#tags): matched on its own, whether it counts
         # is the store's (IndexDirCross.tag_keys)
         tags = msgs.tag_codes
-        self.tag_at = np.searchsorted(tags, self.codes)
+        self.tag_at = search_sorted(tags, self.codes)
         tag_matched = self.hit & (self.kh >= 0) & (self.tag_at < len(tags))
         tag_matched[tag_matched] = tags[self.tag_at[tag_matched]] == self.codes[tag_matched]
         self.tag_matched = tag_matched
@@ -411,7 +412,7 @@ class IndexDirCross:
             rows = part >> KEY_CODE_HASH_BITS
             pos = w.positions[rows]
             want = ((pos >= lo) & (pos <= hi) & goes_to_index_many(w.sys_flag[rows])
-                    & ~present[np.searchsorted(uniq, part)])
+                    & ~present[search_sorted(uniq, part)])
             gap = self._in_gap(pos)
             ordinals = self.codes_before + start + np.arange(len(part))
             self.missing.add(want & ~gap, ordinals, lambda i, part=part: self._missing_key(w, int(part[i])))
