@@ -980,19 +980,36 @@ class ConsumeQueue(MappedFolder):
                     path=s.file.path, offset=int(nz[0]) // UNIT_SIZE * UNIT_SIZE, field="unit"))
         return out
 
+    def _real_units(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(raw units from first_offset, blank mask, numbers of the real units from min_offset
+        on, counted from first_offset), for the unit checks."""
+        raw = self.raw_units(self.first_offset, self.max_offset)
+        blank = _is_blank(raw)
+        real = np.flatnonzero(~blank)
+        return raw, blank, real[real >= self.min_offset - self.first_offset]
+
+    def max_message_end(self) -> int | None:
+        """The largest commitlog_offset + size of the queue's real units (from min_offset on,
+        no blank filler): what :meth:`problems` holds against `commitlog_max_offset` (a problem
+        only where this is past it). None where no unit is judged: none, or the queue has gaps.
+        Cost: O(queue), vectorized."""
+        self._require_open()
+        if self._gaps():
+            return None
+        raw, _, real = self._real_units()
+        if not len(real):
+            return None
+        return int((raw["commitlog_offset"][real].astype(np.int64) + raw["size"][real].astype(np.int64)).max())
+
     def _unit_problems(self, commitlog_max_offset: int | None) -> list[RmqlabError]:
         out: list[RmqlabError] = []
-        first = self.first_offset
-        raw = self.raw_units(first, self.max_offset)
-        blank = _is_blank(raw)
-        lead = self.min_offset - first
+        raw, blank, real = self._real_units()
+        lead = self.min_offset - self.first_offset
         later_blank = np.flatnonzero(blank[lead:])
         if len(later_blank):
             out.append(self._error_at(lead + int(later_blank[0]), CorruptIndexError, "unit", len(later_blank),
                                       "blank filler unit (0, Integer.MAX_VALUE, 0) after the queue's "
                                       "first real unit (the broker only writes them before it)"))
-        real = np.flatnonzero(~blank)
-        real = real[real >= lead]
         off = raw["commitlog_offset"][real].astype(np.int64)
         sz = raw["size"][real].astype(np.int64)
         if len(real) > 1:

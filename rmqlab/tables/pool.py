@@ -227,6 +227,27 @@ class Pool:
                 if isinstance(unit, Future):
                     unit.cancel()
 
+    def submit_all(self, fn: Callable, units: Iterable[tuple], batch: int = 1) -> list[Future | _Ran]:
+        """Submit ``fn(*args)`` of every tuple of `units` now, `batch` units a submission (as
+        :meth:`ordered`), for :meth:`values` later: work that needs nothing the caller does
+        next, started ahead of it so that a worker is never idle waiting for it. The parent then
+        holds every result until it takes them. ``jobs=1``: nothing runs until taken."""
+        if batch < 1:
+            raise ValueError(f"batch must be >= 1, got {batch!r}")
+        if batch == 1:
+            return [self.submit(fn, *args) for args in units]
+        out: list[Future | _Ran] = []
+        for args in _batches(units, batch):
+            out.append(self.submit(_run_batch, fn, args))
+            self.run.units += len(args) - 1     # a unit each, not a submission
+        return out
+
+    def values(self, submissions: list[Future | _Ran], batch: int = 1) -> Generator[Any, None, None]:
+        """The values of :meth:`submit_all`'s submissions (made with the same `batch`), a unit at
+        a time in their order, waiting for each."""
+        for unit in submissions:
+            yield from self._taken(unit, batch)
+
     def _taken(self, unit: Future | _Ran, batch: int) -> Generator[Any, None, None]:
         """The value of a submission: one unit's, or each of a batch's."""
         value = self.value(unit)

@@ -207,6 +207,19 @@ def queue_checks_apart(folder: Path, mapped_file_size: int | None, commitlog_max
         q.close()
 
 
+def queue_checks_early(folder: Path, mapped_file_size: int | None) -> tuple[FileReport, int | None]:
+    """:func:`queue_checks_apart` before the CommitLog's end is known (a store's verify starts
+    these with the index files' checks, before the CommitLog's walk): the report without the
+    check against that end, and the queue's :meth:`~rmqlab.formats.consumequeue.ConsumeQueue.max_message_end`.
+    The report is the whole one wherever the end turns out at or past that (then nothing ends
+    past it); elsewhere the caller checks the queue again with the end. Cost: O(units)."""
+    q, _ = open_queue(folder, mapped_file_size)
+    try:
+        return queue_checks(q, str(folder), None), q.max_message_end()
+    finally:
+        q.close()
+
+
 def verify_consume_queue(path: str | os.PathLike, *, mapped_file_size: int | None = None) -> list[FileReport]:
     """The per-queue checks of a ConsumeQueue file, queue folder, topic folder or
     ``consumequeue/`` root: one report per queue (:meth:`ConsumeQueue.problems`).

@@ -4,7 +4,7 @@ from __future__ import annotations
 import os
 import uuid
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Generator
 from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,6 +39,7 @@ from rmqlab.verify.check_consumequeue import (
     open_queue,
     queue_checks,
     queue_checks_apart,
+    queue_checks_early,
     queue_folders,
     verify_consume_queue,
 )
@@ -462,6 +463,11 @@ class _StoreQueues:
             for check in checks:
                 check.ordered = opened.ordered
         self.missing = MissingUnits(self.queues)
+        # the parent's: each queue's own checks started now, ahead of the CommitLog's walk (they
+        # need the CommitLog's end only where a unit ends past it: finish checks those again)
+        self.early = (pool.submit_all(queue_checks_early, [(folder, cq_size) for folder in self.folders],
+                                      batch=QUEUE_BATCH)
+                      if pool is not None and pool.parallel and opened is None else None)
 
     def _read_facts(self, root: Path, cq_dir: Path) -> _QueueFacts:
         """Open every queue (kept open, up to MAX_OPEN_QUEUES) for its names and ends."""
@@ -526,8 +532,9 @@ class _StoreQueues:
                 side = scan.side
         end = scan.end_offset if scan is not None else None
         # each queue's own checks in a worker (with a parallel pool), taken back in folder order
-        checked = (self.pool.ordered(queue_checks_apart, [(folder, self.cq_size, end) for folder in self.folders],
-                                     batch=QUEUE_BATCH) if self.pool.parallel else None)
+        checked = (self._early_reports(end) if self.early is not None
+                   else self.pool.ordered(queue_checks_apart, [(folder, self.cq_size, end) for folder in self.folders],
+                                          batch=QUEUE_BATCH) if self.pool.parallel else None)
         try:
             rep.cross_counts["cq_units"] = self._queue_reports(rep, scan, end, side, targets, broker_version,
                                                                checked)
@@ -540,6 +547,15 @@ class _StoreQueues:
                 rep.cross += self.batch[folder].problems()
         if scan is not None:
             add_problem(rep.cross, self.missing.result())
+
+    def _early_reports(self, end: int | None) -> Generator[FileReport, None, None]:
+        """The queues' own reports from the checks started early, in folder order: a queue
+        with a unit that ends past the CommitLog's `end` is checked again here, with it."""
+        assert self.pool is not None and self.early is not None
+        for folder, (report, message_end) in zip(self.folders, self.pool.values(self.early, QUEUE_BATCH)):
+            if end is not None and message_end is not None and message_end > end:
+                report = queue_checks(self.cq[folder], str(folder), end)
+            yield report
 
     def _queue_reports(self, rep: VerifyReport, scan: CommitLogScan | None, end: int | None, side: Messages | None,
                        targets: set, broker_version: str | None, checked) -> int:

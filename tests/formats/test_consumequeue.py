@@ -201,6 +201,28 @@ def test_write_then_read_back(tmp_path_factory, data, per_file, first_cq, bulk):
     assert (info.min_offset, info.max_offset, info.count) == (first_cq, first_cq + len(units), len(units))
 
 
+@settings(max_examples=60, **SETTINGS)
+@given(units_st, st.integers(1, 7), st.integers(0, 40), st.integers(-50, 50), st.data())
+def test_max_message_end_says_where_the_commitlog_end_check_flags(tmp_path_factory, data, per_file, first_cq,
+                                                                   shift, draw):
+    """problems(commitlog_max_offset) finds a message ending past the CommitLog's end exactly
+    when max_message_end is past it: the largest offset + size of the real units, brute-forced
+    here from the units written (one of them, maybe, made larger than the rest)."""
+    folder = tmp_path_factory.mktemp("cq") / "TopicTest" / "2"
+    units = make_units(*data)
+    k = draw.draw(st.integers(0, len(units) - 1))
+    units[k] = (units[k][0], units[k][1] + draw.draw(st.integers(0, 3)), units[k][2])
+    with ConsumeQueueWriter.create(folder, mapped_file_size=per_file * 20) as w:
+        w.put_many([u[0] for u in units], [u[1] for u in units], [u[2] for u in units],
+                   range(first_cq, first_cq + len(units)))
+    want = max(off + size for off, size, _ in units)
+    with ConsumeQueue.open(folder, per_file * 20) as q:
+        assert q.max_message_end() == want
+        commitlog_end = want + shift
+        flagged = [e for e in q.problems(commitlog_end) if "past the CommitLog's max offset" in str(e)]
+        assert bool(flagged) == (want > commitlog_end)
+
+
 def test_roll_over_exactly_at_the_file_size(tmp_path):
     with ConsumeQueueWriter.create(tmp_path, mapped_file_size=60) as w:   # 3 units a file
         for i in range(3):

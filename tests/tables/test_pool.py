@@ -31,3 +31,17 @@ def test_ordered_in_workers_is_the_loop(batch):
 def test_a_batch_below_one_is_refused():
     with Pool(1, "bad") as pool, pytest.raises(ValueError, match="batch must be >= 1"):
         list(pool.ordered(abs, [(1,)], batch=0))
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+@pytest.mark.parametrize("batch", [1, 3, 64])
+def test_submit_all_then_values_is_the_loop(jobs, batch):
+    units = [(n, 7) for n in range(-30, 70)]
+    with Pool(jobs, "early") as pool:
+        started = pool.submit_all(divmod, units, batch=batch)
+        assert len(started) == -(-len(units) // batch)
+        assert list(pool.values(started, batch)) == [divmod(*u) for u in units]
+        assert pool.run.units == len(units)
+        assert (os.getpid() not in pool.run.pids) == (jobs > 1)
+    with Pool(1, "bad") as pool, pytest.raises(ValueError, match="batch must be >= 1"):
+        pool.submit_all(abs, [(1,)], batch=0)
