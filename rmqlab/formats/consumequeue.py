@@ -980,36 +980,41 @@ class ConsumeQueue(MappedFolder):
                     path=s.file.path, offset=int(nz[0]) // UNIT_SIZE * UNIT_SIZE, field="unit"))
         return out
 
-    def _real_units(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(raw units from first_offset, blank mask, numbers of the real units from min_offset
-        on, counted from first_offset), for the unit checks."""
-        raw = self.raw_units(self.first_offset, self.max_offset)
-        blank = _is_blank(raw)
-        real = np.flatnonzero(~blank)
-        return raw, blank, real[real >= self.min_offset - self.first_offset]
-
     def max_message_end(self) -> int | None:
         """The largest commitlog_offset + size of the queue's real units (from min_offset on,
         no blank filler): what :meth:`problems` holds against `commitlog_max_offset` (a problem
         only where this is past it). None where no unit is judged: none, or the queue has gaps.
         Cost: O(queue), vectorized."""
+        return self.problems_and_message_end()[1]
+
+    def problems_and_message_end(self) -> tuple[list[RmqlabError], int | None]:
+        """``problems()`` without the CommitLog's end, and :meth:`max_message_end`, in one pass
+        over the units: for a caller that learns the CommitLog's end later (the problem
+        ``problems(end)`` adds is there exactly when the message end is past it). Cost: as
+        :meth:`problems`."""
         self._require_open()
+        out = list(self._open_problems) + self._end_problems()
         if self._gaps():
-            return None
-        raw, _, real = self._real_units()
-        if not len(real):
-            return None
-        return int((raw["commitlog_offset"][real].astype(np.int64) + raw["size"][real].astype(np.int64)).max())
+            return out, None
+        found, message_end = self._unit_checks(None)
+        return out + found, message_end
 
     def _unit_problems(self, commitlog_max_offset: int | None) -> list[RmqlabError]:
+        return self._unit_checks(commitlog_max_offset)[0]
+
+    def _unit_checks(self, commitlog_max_offset: int | None) -> tuple[list[RmqlabError], int | None]:
         out: list[RmqlabError] = []
-        raw, blank, real = self._real_units()
-        lead = self.min_offset - self.first_offset
+        first = self.first_offset
+        raw = self.raw_units(first, self.max_offset)
+        blank = _is_blank(raw)
+        lead = self.min_offset - first
         later_blank = np.flatnonzero(blank[lead:])
         if len(later_blank):
             out.append(self._error_at(lead + int(later_blank[0]), CorruptIndexError, "unit", len(later_blank),
                                       "blank filler unit (0, Integer.MAX_VALUE, 0) after the queue's "
                                       "first real unit (the broker only writes them before it)"))
+        real = np.flatnonzero(~blank)
+        real = real[real >= lead]
         off = raw["commitlog_offset"][real].astype(np.int64)
         sz = raw["size"][real].astype(np.int64)
         if len(real) > 1:
@@ -1023,13 +1028,14 @@ class ConsumeQueue(MappedFolder):
                 out.append(self._error_at(int(real[overlap[0] + 1]), CorruptIndexError,
                                           "commitlog_offset", len(overlap),
                                           "message starts inside the previous unit's message"))
+        ends = off + sz
         if commitlog_max_offset is not None and len(real):
-            outside = np.flatnonzero(off + sz > int(commitlog_max_offset))
+            outside = np.flatnonzero(ends > int(commitlog_max_offset))
             if len(outside):
                 out.append(self._error_at(int(real[outside[0]]), CorruptIndexError, "commitlog_offset",
                                           len(outside), f"message ends past the CommitLog's max offset "
                                                         f"{int(commitlog_max_offset)}"))
-        return out
+        return out, int(ends.max()) if len(ends) else None
 
     def _error_at(self, k: int, cls, fld: str, count: int, what: str) -> RmqlabError:
         """An error for raw unit k (counted from first_offset)."""

@@ -176,10 +176,12 @@ def _ext_address_problems(q, ext, fix) -> list:
 
 
 def queue_checks(q, report_path: str, commitlog_max_offset: int | None,
-                  fix=lambda e: e) -> FileReport:
+                  fix=lambda e: e, found: list | None = None) -> FileReport:
+    """A queue's own report; `found`: its ``problems(commitlog_max_offset)``, when at hand."""
     rep = FileReport(report_path, "consumequeue")
+    found = q.problems(commitlog_max_offset) if found is None else found
     rep.problems = [with_hint(problem_from_error(code, fix(e)), _CQ_HINTS.get(code))
-                    for e in q.problems(commitlog_max_offset) for code in [_cq_code(e)]]
+                    for e in found for code in [_cq_code(e)]]
     rep.counts = {"topic": q.topic, "queue_id": q.queue_id, "files": len(q.info.files), "units": q.count,
                   "min_offset": q.min_offset, "max_offset": q.max_offset, "blank_units": q.blank_units,
                   "mapped_file_size": q.mapped_file_size}
@@ -215,7 +217,8 @@ def queue_checks_early(folder: Path, mapped_file_size: int | None) -> tuple[File
     past it); elsewhere the caller checks the queue again with the end. Cost: O(units)."""
     q, _ = open_queue(folder, mapped_file_size)
     try:
-        return queue_checks(q, str(folder), None), q.max_message_end()
+        found, message_end = q.problems_and_message_end()
+        return queue_checks(q, str(folder), None, found=found), message_end
     finally:
         q.close()
 
