@@ -198,23 +198,13 @@ def queue_checks(q, report_path: str, commitlog_max_offset: int | None,
     return rep
 
 
-def queue_checks_apart(folder: Path, mapped_file_size: int | None, commitlog_max_offset: int | None) -> FileReport:
-    """:func:`queue_checks` of one queue folder on its own (in a worker process): the queue
-    opened as a store's verify opens it, checked, closed; its report crosses back. Cost:
-    O(units), as :func:`queue_checks`."""
-    q, _ = open_queue(folder, mapped_file_size)
-    try:
-        return queue_checks(q, str(folder), commitlog_max_offset)
-    finally:
-        q.close()
-
-
 def queue_checks_early(folder: Path, mapped_file_size: int | None) -> tuple[FileReport, int | None]:
-    """:func:`queue_checks_apart` before the CommitLog's end is known (a store's verify starts
-    these with the index files' checks, before the CommitLog's walk): the report without the
-    check against that end, and the queue's :meth:`~rmqlab.formats.consumequeue.ConsumeQueue.max_message_end`.
-    The report is the whole one wherever the end turns out at or past that (then nothing ends
-    past it); elsewhere the caller checks the queue again with the end. Cost: O(units)."""
+    """:func:`queue_checks` of one queue folder on its own, in a worker process, before the
+    CommitLog's end is known (a store's verify starts these with the index files' checks,
+    before the CommitLog's walk): the report without the check against that end, and the
+    queue's largest message end (``ConsumeQueue.max_message_end``). The report is the whole
+    one wherever the end turns out at or past that (then nothing ends past it); elsewhere the
+    caller checks the queue again with the end. Cost: O(units)."""
     q, _ = open_queue(folder, mapped_file_size)
     try:
         found, message_end = q.problems_and_message_end()

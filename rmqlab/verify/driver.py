@@ -38,7 +38,6 @@ from rmqlab.verify.check_consumequeue import (
     cq_file_size,
     open_queue,
     queue_checks,
-    queue_checks_apart,
     queue_checks_early,
     queue_folders,
     verify_consume_queue,
@@ -531,10 +530,9 @@ class _StoreQueues:
                 self._walk_again(scan, targets)
                 side = scan.side
         end = scan.end_offset if scan is not None else None
-        # each queue's own checks in a worker (with a parallel pool), taken back in folder order
-        checked = (self._early_reports(end) if self.early is not None
-                   else self.pool.ordered(queue_checks_apart, [(folder, self.cq_size, end) for folder in self.folders],
-                                          batch=QUEUE_BATCH) if self.pool.parallel else None)
+        # each queue's own checks: made in the workers (a parallel pool, started with the index
+        # files' checks), taken back in folder order; else here, one at a time
+        checked = self._early_reports(end) if self.early is not None else None
         try:
             rep.cross_counts["cq_units"] = self._queue_reports(rep, scan, end, side, targets, broker_version,
                                                                checked)
