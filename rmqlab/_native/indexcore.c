@@ -741,9 +741,8 @@ done:
 
 /* check_file(buffer, hash_slot_num, index_num, count) -> tuple
  * The invariants of IndexFile.problems and verify's own index checks in one pass over the slots
- * and one over the entries 1 .. count-1 (count = min(index_count, index_num)); their NumPy
- * twins (IndexFile._problems_numpy, check_index._index_checks_numpy) are the model the tests
- * compare it with. Each check is (first, flagged): the first flagged element (-1 for none) and
+ * and one over the entries 1 .. count-1 (count = min(index_count, index_num)); its NumPy twin,
+ * IndexFile._invariants_numpy, is the model the tests compare it with. Each check is (first, flagged): the first flagged element (-1 for none) and
  * how many there are. Returns, in order:
  *   occupied           slots holding a non-zero value
  *   longest_chain      the most entries with a non-negative key_hash in one slot (by hash)

@@ -10,8 +10,7 @@
  * while the haystack is still below the needle, then a binary search inside the last step;
  * a needle below the previous answer's element is searched in the part before it. So rising
  * needles cost O(log gap) each instead of O(log n), and any order gives numpy's answer.
- * Python's model is rmqlab.tables.arrays.search_sorted_py (numpy.searchsorted itself); the tests
- * compare them. Buffers only, no NumPy C API; the loop releases the GIL.
+ * Its model is numpy.searchsorted itself; tests/tables/test_search_sorted.py compares them. Buffers only, no NumPy C API; the loop releases the GIL.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>

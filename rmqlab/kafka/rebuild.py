@@ -104,7 +104,7 @@ from __future__ import annotations
 
 import copy
 import os
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -394,31 +394,32 @@ def fit_index_interval(positions: np.ndarray, entry_positions: np.ndarray, *,
 
 
 def interval_from_entries(positions: np.ndarray, entry_positions: np.ndarray, *,
-                          call_positions: np.ndarray | None = None) -> tuple[int, str]:
+                          call_positions: Callable[[], np.ndarray | None] | None = None) -> tuple[int, str]:
     """index.interval.bytes for judging a segment whose topic setting is not given, and a note
     saying where it came from ("" for the default). The range of values the offset entries fit
-    (:func:`fit_index_interval`) batch by batch; else, given `call_positions` (the first
-    positions of the ``LogSegment.append`` calls the entries imply, :func:`append_calls`), the
-    range they fit call by call (a v0/v1 producer's message set, a follower's fetch or the
-    cleaner's chunk is one call and gets one entry at most); when neither writes them all (a
-    restart counts bytes again from elsewhere), the range the longest run of first entries fits
-    batch by batch. From the range: the default 4096 when it holds it, else the largest power of
-    two in it (topic settings are round numbers), else its smallest multiple of 100, else its
-    smallest value. No range: the default (no entry; or not even the first fits, which the note
-    says). Cost: O(log entries) fits.
+    (:func:`fit_index_interval`) batch by batch; else, given `call_positions` (a function giving
+    the first positions of the ``LogSegment.append`` calls the entries imply, :func:`append_calls`,
+    or None; asked only here), the range they fit call by call (a v0/v1 producer's message set,
+    a follower's fetch or the cleaner's chunk is one call and gets one entry at most); when
+    neither writes them all (a restart counts bytes again from elsewhere), the range the longest
+    run of first entries fits batch by batch. From the range: the default 4096 when it holds it,
+    else the largest power of two in it (topic settings are round numbers), else its smallest
+    multiple of 100, else its smallest value. No range: the default (no entry; or not even the
+    first fits, which the note says). Cost: O(log entries) fits.
 
     >>> interval_from_entries(np.arange(0, 1700, 170), np.array([680, 1360]))[0]
     512
     >>> interval_from_entries(np.arange(0, 1700, 170), np.array([680, 1190]))[0]   # batch by batch only the first fits
     512
     >>> calls = np.array([0, 680, 1190])              # the call at 680 appended three batches
-    >>> interval_from_entries(np.arange(0, 1700, 170), np.array([680, 1190]), call_positions=calls)[0]
+    >>> interval_from_entries(np.arange(0, 1700, 170), np.array([680, 1190]), call_positions=lambda: calls)[0]
     256
     """
     at = np.asarray(entry_positions, np.int64)
     what, fit = "the offset entries", fit_index_interval(positions, at)
-    if fit is None and len(at) and call_positions is not None:
-        what, fit = "the offset entries, as append calls of several batches", fit_index_interval(call_positions, at)
+    calls = call_positions() if fit is None and len(at) and call_positions is not None else None
+    if calls is not None:
+        what, fit = "the offset entries, as append calls of several batches", fit_index_interval(calls, at)
     if fit is None and len(at):
         lo, hi = 0, len(at)            # the longest prefix that fits: a prefix of one that fits fits
         while lo < hi:
@@ -1420,12 +1421,12 @@ def _check_indexes(rep: SegmentReport, log_path: Path, batches: pd.DataFrame, in
     if interval is None:
         # the topic's index.interval.bytes not given: what the offset entries say, else the default
         found_at = off.entries[:, 1] if off.entries is not None else np.zeros(0, np.int64)
-        positions = batches["position"].to_numpy(np.int64)
-        calls = None
-        if len(found_at) and fit_index_interval(positions, found_at) is None:
+        def call_positions() -> np.ndarray | None:
             grouped = append_calls(batches, off.entries)
-            calls = None if grouped is None else grouped["position"].to_numpy(np.int64)
-        interval, note = interval_from_entries(positions, found_at, call_positions=calls)
+            return None if grouped is None else grouped["position"].to_numpy(np.int64)
+
+        interval, note = interval_from_entries(batches["position"].to_numpy(np.int64), found_at,
+                                               call_positions=call_positions)
         if note:
             rep.notes.append(note)
     later = [p for p in log_path.parent.glob("*" + LOG_SUFFIX) if p.name > log_path.name]

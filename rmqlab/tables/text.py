@@ -17,7 +17,7 @@ import rmqlab._textrows as _textrows
 Part = Any
 
 
-def _native_parts(parts: Sequence[Part], n: int) -> list[tuple]:
+def _native_parts(parts: Sequence[Part]) -> list[tuple]:
     out: list[tuple] = []
     for part in parts:
         if isinstance(part, str):
@@ -43,7 +43,7 @@ def format_rows(parts: Sequence[Part], n: int) -> tuple[bytes, np.ndarray]:
     >>> text, ends.tolist()
     (b'offset: 7 ok: yes\\noffset: -12 ok: no\\n', [18, 37])
     """
-    text, ends = _textrows.format_rows(_native_parts(parts, n), n)
+    text, ends = _textrows.format_rows(_native_parts(parts), n)
     return text, np.frombuffer(ends, np.int64)
 
 

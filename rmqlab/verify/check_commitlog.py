@@ -219,7 +219,6 @@ def _names_dispatch_properties(blocks) -> np.ndarray:
     return multi | (num & base)
 
 
-
 def _first_seen_topics(topic) -> tuple[np.ndarray, list]:
     """(code of each message's topic, the distinct topics in first-seen order), as
     ``pd.factorize`` gives them, from broker_strings_arrow's (objects, Arrow) pair: Arrow's hash
@@ -234,6 +233,7 @@ def _first_seen_topics(topic) -> tuple[np.ndarray, list]:
 
     codes, distinct = pd.factorize(objects)
     return codes, list(distinct)
+
 
 class _TableBuilder:
     """Hands each decoded chunk of a CommitLog file to its per-file checks, and reduces it to

@@ -128,7 +128,7 @@ def test_entries_of_several_batch_calls_fit_call_by_call(sizes, interval, data):
     calls = append_calls(batches, entries)
     assert calls is not None
     at = entries[:, 1]
-    chosen, note = interval_from_entries(positions, at, call_positions=calls["position"].to_numpy(np.int64))
+    chosen, note = interval_from_entries(positions, at, call_positions=lambda: calls["position"].to_numpy(np.int64))
     merged = np.diff(np.searchsorted(positions, np.append(calls["position"].to_numpy(), sum(sizes)))).tolist()
     if not on_disk:
         assert (chosen, note) == (INDEX_INTERVAL_BYTES, "")
