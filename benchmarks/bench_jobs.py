@@ -16,9 +16,12 @@ scaling per core (speed-up / N: 1.0 is perfect). ``--spark local[2],standalone``
 ``python -m rmqlab spark verify STORE --master M`` to the alternation: ``standalone`` is a cluster
 of one master and two one-core workers on 127.0.0.1 (tests/support/spark_cluster.py), started
 once before the runs and stopped by process id after them; a Spark run's wall time includes
-its JVM's start. The machine is shared: the load average is printed with the figures.
+its JVM's start. ``--s3`` adds each Spark master again with the store read by URI from a bucket
+of an S3-compatible server on 127.0.0.1 (moto_server, the store uploaded once before the runs):
+its report names the URI, read as the path for the identity. The machine is shared: the load
+average is printed with the figures.
 
-Run:  python benchmarks/bench_jobs.py [--messages N] [--jobs-list 1,2] [--spark local[2],standalone] [--runs N]
+Run:  python benchmarks/bench_jobs.py [--messages N] [--jobs-list 1,2] [--spark local[2],standalone] [--s3] [--runs N]
       [--work DIR] [--record]
 """
 from __future__ import annotations
@@ -41,6 +44,7 @@ from bench_cli import load
 from bench_scaling import workload
 from common import machine, publish
 
+from rmqlab.spark.mirror import shown_uri
 from rmqlab.tables.pool import usable_cores
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -88,19 +92,24 @@ class Variant:
     label: str
     argv: tuple[str, ...]
     cores: int
+    #: the store as the command names it when not by its path (a URI), and as its report shows it
+    target: str | None = None
+    shown: str | None = None
 
 
 def run_once(root: Path, v: Variant, env: dict[str, str]) -> tuple[float, float, bytes]:
     """(wall s, CPU s of the children, stdout) of one fresh run of `v` on `root`."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
-    p = subprocess.run([sys.executable, *(str(root) if a == STORE else a for a in v.argv)],
+    p = subprocess.run([sys.executable, *((v.target or str(root)) if a == STORE else a for a in v.argv)],
                        env=env, capture_output=True, timeout=3600)
     wall = time.perf_counter() - t0
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if p.returncode != 0:
         raise RuntimeError(f"{v.label} exited {p.returncode}: {p.stderr.decode(errors='replace')[-2000:]}")
-    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime), p.stdout
+    # a store read by URI is named by it: its report read as the local one's, for the identity
+    out = p.stdout.replace(v.shown.encode(), str(root).encode()) if v.shown else p.stdout
+    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime), out
 
 
 def main() -> None:
@@ -111,6 +120,8 @@ def main() -> None:
     ap.add_argument("--jobs-list", default="1,2", help="the --jobs values, comma separated (default 1,2)")
     ap.add_argument("--spark", default="", help="also rmqlab spark verify with these masters, comma separated: "
                                                "local[N] or standalone (two one-core workers); default none")
+    ap.add_argument("--s3", action="store_true", help="also each --spark master with the store read by URI from "
+                    "an S3 bucket (moto_server on 127.0.0.1, the store uploaded once, not measured)")
     ap.add_argument("--decode", action="store_true", help="time the CommitLog decode, read_columns(arrow=True, "
                                                           "jobs=N), instead of verify")
     ap.add_argument("--runs", type=int, default=5, help="counted runs of each variant (default 5)")
@@ -133,8 +144,12 @@ def main() -> None:
         else:
             variants = [Variant(f"verify --jobs {j}", ("-m", "rmqlab", "verify", STORE, "--jobs", str(j)), j)
                         for j in jobs_list]
+        uri = _uploaded(root, Path(tmp), stack) if args.s3 else None
         for master in [m for m in args.spark.split(",") if m]:
             variants.append(_spark_variant(master, Path(tmp), stack))
+            if uri is not None:
+                v = variants[-1]
+                variants.append(Variant(f"{v.label}, the store in S3", v.argv, v.cores, uri, shown_uri(uri)))
         res = {"date": dt.date.today().isoformat(), "machine": machine(), "load_start": load()}
         reference: bytes | None = None
         for v in variants:       # warm-up: page cache, and the identity with --jobs 1
@@ -172,9 +187,22 @@ def main() -> None:
             f"a standalone cluster's executors). Every run printed the output of --jobs 1. Per core: speed-up / "
             f"cores. `python benchmarks/bench_jobs.py --messages {args.messages} --commitlog-file-size "
             f"{args.commitlog_file_size} --jobs-list {args.jobs_list} --runs {args.runs}"
-            f"{' --spark ' + args.spark if args.spark else ''}{' --decode' if args.decode else ''}`.\n\n"
+            f"{' --spark ' + args.spark if args.spark else ''}{' --s3' if args.s3 else ''}"
+            f"{' --decode' if args.decode else ''}`.\n\n"
             + "\n".join(rows) + "\n")
     publish(text, args.record)
+
+
+def _uploaded(root: Path, work: Path, stack: ExitStack) -> str:
+    """The store copied into a bucket of an S3-compatible server on 127.0.0.1 (moto_server,
+    stopped when `stack` closes): its URI."""
+    sys.path.insert(0, str(ROOT / "tests" / "support"))
+    from s3server import s3_uri, serve_s3, upload
+
+    t0 = time.perf_counter()
+    uri = upload(root, s3_uri(stack.enter_context(serve_s3(work)), root.name))
+    print(f"store uploaded to {shown_uri(uri)} in {time.perf_counter() - t0:.1f} s", file=sys.stderr, flush=True)
+    return uri
 
 
 def _spark_variant(master: str, work: Path, stack: ExitStack) -> Variant:

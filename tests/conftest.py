@@ -60,6 +60,16 @@ def _require_java() -> None:
 
 
 @pytest.fixture(scope="session")
+def s3_endpoint(tmp_path_factory):
+    """An S3-compatible server on 127.0.0.1 for the session (:func:`s3server.serve_s3`): its
+    ``host:port``."""
+    from s3server import serve_s3
+
+    with serve_s3(tmp_path_factory.mktemp("moto")) as endpoint:
+        yield endpoint
+
+
+@pytest.fixture(scope="session")
 def standalone_cluster(tmp_path_factory):
     """A standalone Spark cluster on 127.0.0.1 (one master, two one-core workers with their own
     work directories), from the pyspark package's ``spark-class``: its ``master_url``. Cost:

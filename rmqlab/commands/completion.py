@@ -42,6 +42,9 @@ SHELLS = ("bash", "zsh")
 DIR_WORDS = {"DIR", "OUT"}
 #: metavar words naming any file or directory
 FILE_WORDS = {"FILE", "PATH"}
+#: metavar words for a value that may also be a path but has no local completion (a URI): an
+#: alternative beside path words, it leaves their completion as it is
+REMOTE_WORDS = {"URI"}
 #: a file of one extension: SEGMENT.log, PLAN.toml, FILE.html
 _EXTENSION = re.compile(r"[A-Z][A-Z0-9_]*\.([A-Za-z0-9]+)")
 
@@ -83,16 +86,21 @@ class Node:
 def path_value(metavar: str | None) -> Value | None:
     """The completion of a value shown as `metavar`, when it names a path: alternatives split
     at ``|`` and ``_OR_``; DIR and OUT are directories, FILE and PATH any file, ``NAME.ext`` files
-    of that extension (and directories); any other metavar (N, TOPIC, P1,P2): None.
+    of that extension (and directories); URI beside them adds nothing to propose; any other metavar
+    (N, TOPIC, P1,P2, URI alone): None.
 
     >>> [path_value(m) for m in ("DIR", "FILE_OR_DIR", "DIR|SEGMENT.log", "PLAN.toml", "N", "P1,P2")]
     ... # doctest: +NORMALIZE_WHITESPACE
     [Value(kind='dirs', words=()), Value(kind='files', words=()), Value(kind='files', words=('*.log',)),
      Value(kind='files', words=('*.toml',)), None, None]
+    >>> path_value("DIR|FILE|URI"), path_value("URI")
+    (Value(kind='files', words=()), None)
     """
     if not metavar:
         return None
-    parts = re.split(r"\||_OR_", metavar)
+    parts = [p for p in re.split(r"\||_OR_", metavar) if p not in REMOTE_WORDS]
+    if not parts:
+        return None
     globs = tuple(f"*.{m[1]}" for m in map(_EXTENSION.fullmatch, parts) if m)
     known = sum(p in DIR_WORDS or p in FILE_WORDS for p in parts) + len(globs)
     if known != len(parts):         # some alternative is not a path: propose nothing rather than files

@@ -66,7 +66,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     p = ssub.add_parser("verify", help="rmqlab verify with Spark: a task a CommitLog file, index file and 64 queues; "
                                        "the same report")
-    add_target_arguments(p)
+    add_target_arguments(p, uri_help="s3://, gs://, hdfs://, file:// (options in its query string); the driver and "
+                                      "each executor machine copy all but the CommitLog, whose files each task "
+                                      "brings for itself")
     where(p)
     p.add_argument("--json", action="store_true", help="print the report as JSON to stdout")
     p.add_argument("--quiet", action="store_true", help="no progress line")
@@ -75,14 +77,17 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def _verify(args) -> int:
     require("spark", "pyspark", "rmqlab spark verify")
-    from rmqlab.spark.storage import is_uri
+    from rmqlab.spark.mirror import shown_uri
+    from rmqlab.spark.storage import exists, is_uri, resolve
     from rmqlab.spark.verify import verify_with_spark
 
     if is_uri(args.target):
-        raise UsageError(f"{args.target}: spark verify reads a store by a path every executor mounts at the same "
-                         f"place (a shared file system); an object-store or HDFS URI is not read yet: mount it "
-                         f"(s3fs, an HDFS NFS gateway) and give the mounted path")
-    if not os.path.exists(args.target):     # said before a JVM starts
+        if args.commitlog_paths or args.tiered_path:
+            raise UsageError(f"{args.target}: a store at a URI is read from its own folder only: no "
+                             f"--commitlog-paths or --tiered-path")
+        if not exists(resolve(args.target)):     # said before a JVM starts, without credentials
+            raise FileNotFoundError(f"{shown_uri(args.target)}: no such file or directory")
+    elif not os.path.exists(args.target):
         raise FileNotFoundError(f"{args.target}: no such file or directory")
     return verified(args, lambda **settings: verify_with_spark(_session(args), args.target, **settings))
 

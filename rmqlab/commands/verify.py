@@ -47,10 +47,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(run=run)
 
 
-def add_target_arguments(p: argparse.ArgumentParser) -> None:
-    """The target and its settings, shared by ``rmqlab verify`` and ``rmqlab spark verify``."""
-    p.add_argument("target", metavar="DIR|FILE",
-                   help="a store directory, a commitlog/, index/ or ConsumeQueue folder, or one file")
+def add_target_arguments(p: argparse.ArgumentParser, uri_help: str | None = None) -> None:
+    """The target and its settings, shared by ``rmqlab verify`` and ``rmqlab spark verify``
+    (whose target may also be a URI: `uri_help` says how it is read)."""
+    p.add_argument("target", metavar="DIR|FILE|URI" if uri_help else "DIR|FILE",
+                   help="a store directory, a commitlog/, index/ or ConsumeQueue folder, or one file"
+                        + (f"; or a URI: {uri_help}" if uri_help else ""))
     p.add_argument("--kind", choices=KINDS, help="what TARGET is (default: detected from its location, "
                                                   "name and first bytes)")
     p.add_argument("--hash-slot-num", type=int, metavar="N",

@@ -48,7 +48,8 @@ class SparkPool(Pool):
     """A :class:`~rmqlab.tables.pool.Pool` whose units run as Spark tasks of `spark` (one
     one-task job a submission; see the module docstring). Always :attr:`parallel`, also with
     one task slot: the units leave the driver. :attr:`run` records the executors' process ids.
-    `jobs`: the tasks kept running at once (default :func:`task_slots`). A context manager;
+    `jobs`: the tasks kept running at once (default :func:`task_slots`). `around`: a function
+    giving a context manager each unit runs in on its executor (default: none). A context manager;
     :meth:`close` waits for the units started and drops the rest.
 
     Cost: a Spark job a submission (tens of milliseconds of scheduling on a warm session), a
@@ -60,9 +61,12 @@ class SparkPool(Pool):
     [3, 2, 1]
     """
 
-    def __init__(self, spark: Any, label: str, jobs: int | None = None):
+    def __init__(self, spark: Any, label: str, jobs: int | None = None, around: Callable | None = None):
         super().__init__(jobs or task_slots(spark), label)
         self.spark = spark
+        #: a context each unit runs in on its executor (picklable; ``around()`` gives the context
+        #: manager), such as :meth:`rmqlab.spark.mirror.Mirror.on_executor`
+        self.around = around
         #: where the driver runs: tasks run there too when the executor has that folder
         self.cwd = os.getcwd()
         self._threads: ThreadPoolExecutor | None = None
@@ -79,14 +83,17 @@ class SparkPool(Pool):
         return self._threads.submit(self._job, fn, args)
 
     def _job(self, fn: Callable, args: tuple) -> tuple[int, Any]:
-        cwd = self.cwd
+        cwd, around = self.cwd, self.around
 
         def task(batches):
+            import contextlib
+
             import pyarrow as pa
 
             for _ in batches:
                 pass
-            pid, value = _in_directory(cwd, fn, args)
+            with around() if around is not None else contextlib.nullcontext():
+                pid, value = _in_directory(cwd, fn, args)
             yield pa.RecordBatch.from_arrays([pa.array([pid], pa.int64()),
                                               pa.array([pickle.dumps(value, protocol=5)], pa.binary())],
                                              names=["pid", "value"])

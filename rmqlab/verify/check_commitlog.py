@@ -751,7 +751,7 @@ def _walk_file(f: cl.StoreFile, file_index: int, rep: FileReport, last: bool, ta
     """One file's walk, decode and per-file checks: (messages, bytes used, end-of-file blank
     present, readable to the end)."""
     rr = cl.ReadReport()
-    with open(f.path, "rb") as fh:
+    with open(cl.present(f.path), "rb") as fh:
         mm = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) if f.size else None
         try:
             buf = mm if mm is not None else b""

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any, Literal
 
 from rmqlab.errors import RmqlabError
@@ -280,6 +280,24 @@ class FileReport:
                 "problems": [p.as_dict() for p in self.problems], "notes": list(self.notes)}
 
 
+def _relocated(x: Any, old: str, new: str) -> Any:
+    """`x` (a report, its parts, or plain data) with every string's `old` replaced by `new`."""
+    if isinstance(x, str):
+        return x.replace(old, new)
+    if isinstance(x, (list, tuple)):
+        return type(x)(_relocated(v, old, new) for v in x)
+    if isinstance(x, dict):
+        return {_relocated(k, old, new): _relocated(v, old, new) for k, v in x.items()}
+    if isinstance(x, RmqlabError):
+        e = type(x).__new__(type(x))
+        e.args = _relocated(x.args, old, new)
+        e.__dict__.update(_relocated(dict(x.__dict__), old, new))
+        return e
+    if isinstance(x, (Problem, FileReport, VerifyReport)):
+        return type(x)(**{f.name: _relocated(getattr(x, f.name), old, new) for f in fields(x)})
+    return x
+
+
 def _problem_tail(problems: list[Problem]) -> str:
     if not problems:
         return ""
@@ -341,6 +359,18 @@ class VerifyReport:
         lines.append(f"{len(self.files)} files, {self.failed_files} failed, {len(self.errors)} errors, "
                      f"{len(self.problems) - len(self.errors)} warnings: {'ok' if self.ok else 'FAILED'}")
         return lines
+
+    def relocated(self, old: str, new: str) -> VerifyReport:
+        """This report with the path prefix `old` named `new` everywhere (target, file paths,
+        problems, notes): the report of a copy, as the files it copies would read it (a store
+        at a URI checked through its local mirror, :mod:`rmqlab.spark.mirror`). Cost: one pass
+        over the report's strings.
+
+        >>> r = VerifyReport("/tmp/m/store", "store", notes=["/tmp/m/store/abort: present"])
+        >>> r.relocated("/tmp/m/store", "s3://b/store").notes
+        ['s3://b/store/abort: present']
+        """
+        return _relocated(self, old, new)
 
     def as_dict(self) -> dict[str, Any]:
         return {"target": self.target, "kind": self.kind, "ok": self.ok, "files": len(self.files),

@@ -7,24 +7,18 @@ from __future__ import annotations
 
 import datetime
 import os
-import shutil
-import socket
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import numpy as np
-import oracles
 import pyarrow.fs as pafs
 import pytest
+from s3server import s3_uri, upload
 
 from rmqlab.spark import storage
 
 UTC = datetime.UTC
 FILE = 64 * 1024
 HSN, INUM = 61, 1000
-BUCKET = "rmqlab-test"
 
 # ------------------------------------------------------------------------------ local
 
@@ -122,64 +116,6 @@ def test_publish_renames_on_a_filesystem_that_is_neither_local_nor_an_object_sto
 
 
 # ------------------------------------------------------------------------------ S3
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-@pytest.fixture(scope="session")
-def s3_endpoint(tmp_path_factory):
-    """An S3-compatible server (moto_server from the dev extra) on a free port of 127.0.0.1;
-    dummy credentials in the environment. Stopped by its PID at the end of the session."""
-    exe = shutil.which("moto_server", path=os.path.dirname(sys.executable)) or shutil.which("moto_server")
-    if exe is None:
-        oracles.missing("moto_server, an S3-compatible server", "pip install -e '.[dev]' (moto[server])")
-    port = _free_port()
-    log = tmp_path_factory.mktemp("moto") / "server.log"
-    with open(log, "wb") as out:
-        proc = subprocess.Popen([exe, "-H", "127.0.0.1", "-p", str(port)], stdout=out, stderr=subprocess.STDOUT)
-    saved = {k: os.environ.get(k) for k in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_DEFAULT_REGION",
-                                            "AWS_EC2_METADATA_DISABLED")}
-    os.environ.update(AWS_ACCESS_KEY_ID="testing", AWS_SECRET_ACCESS_KEY="testing",
-                      AWS_DEFAULT_REGION="us-east-1", AWS_EC2_METADATA_DISABLED="true")
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    pytest.fail(f"moto_server did not start: {log.read_text(errors='replace')[-2000:]}")
-                time.sleep(0.2)
-        endpoint = f"127.0.0.1:{port}"
-        pafs.S3FileSystem(endpoint_override=endpoint, scheme="http", region="us-east-1",
-                          allow_bucket_creation=True).create_dir(BUCKET)
-        yield endpoint
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
-
-
-def s3_uri(endpoint: str, key: str) -> str:
-    """The URI of `key` in the test bucket. The query string carries the endpoint, and the user
-    info the dummy credentials, to every executor (pyarrow.fs.FileSystem.from_uri reads both):
-    Spark's Python workers keep the environment of the JVM, which may have started before
-    this module set AWS_ACCESS_KEY_ID, and without credentials the S3 client sends unsigned
-    chunked uploads that moto stores with their chunk framing."""
-    return f"s3://testing:testing@{BUCKET}/{key}?endpoint_override={endpoint}&scheme=http&region=us-east-1"
 
 
 def test_storage_operations_on_s3(s3_endpoint, tmp_path):
@@ -286,11 +222,7 @@ def test_build_into_a_file_uri_equals_the_plain_path_build(spark, workload_sourc
 @pytest.fixture(scope="module")
 def uploaded_store(s3_endpoint, small_store):
     """The small store copied into the bucket, as a URI."""
-    uri = s3_uri(s3_endpoint, "store")
-    loc = storage.resolve(uri)
-    pafs.copy_files(str(small_store), loc.path, source_filesystem=pafs.LocalFileSystem(),
-                    destination_filesystem=loc.fs)
-    return uri
+    return upload(small_store, s3_uri(s3_endpoint, "store"))
 
 
 @pytest.mark.jvm

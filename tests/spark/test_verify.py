@@ -3,7 +3,8 @@
 Independent truth: the single-process ``rmqlab verify --jobs 1`` (no pool started). Its text
 and ``--json`` output must come out byte for byte the same from ``rmqlab spark verify`` on the
 generated sample store, every real RocketMQ store beside the repository (the 4.2.0 store among
-them), damaged copies whose reports are long, and a relative path; through Spark Connect too.
+them), damaged copies whose reports are long, and a relative path; through Spark Connect too;
+and of the same stores copied into an S3 bucket (moto_server), read by URI.
 Each run must really have run its units as Spark tasks, in other processes than this one
 (:data:`rmqlab.tables.pool.RUNS`). Stores the real brokers wrote: tests/brokers; a standalone
 cluster of two workers: tests/spark/test_cluster.py.
@@ -17,8 +18,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 from oracles import REAL_DATA, require_real_data
+from s3server import BUCKET, s3_uri, upload
 
 from rmqlab.cli import EXIT_STATUS, main
+from rmqlab.spark.mirror import shown_uri
 from rmqlab.spark.pool import SparkPool
 from rmqlab.tables import pool
 from rmqlab.verify import verify_path
@@ -137,6 +140,69 @@ def test_through_spark_connect(connect_spark, small_store):
     assert pool.RUNS[-1].pids and os.getpid() not in pool.RUNS[-1].pids
 
 
-def test_a_uri_is_a_usage_error_naming_the_way_round(capsys):
-    assert main(["spark", "verify", "s3://bucket/store"]) == EXIT_STATUS["usage"]
-    assert "s3://bucket/store: spark verify reads a store by a path every executor mounts" in capsys.readouterr().err
+# ------------------------------------------------------------------------------ a store in S3
+
+
+def assert_same_in_s3(local: Path, uri: str, capsys, *, units: int | None = None) -> tuple[int, str]:
+    """``rmqlab spark verify URI`` (text, then --json) of a copy of `local` in the bucket: the
+    exit status and stdout of ``rmqlab verify LOCAL --jobs 1``, byte for byte, once the local
+    path is read as the URI (without credentials or query string); the units run as Spark
+    tasks (`units`: how many; 0: none, a target without units). Returns the (status, text)
+    of the text form."""
+    shown = shown_uri(uri)
+    assert "testing:" not in shown and "?" not in shown
+    seen = {}
+    for form in ([], ["--json"]):
+        want_status = main(["verify", str(local), *form, "--jobs", "1"])
+        want = capsys.readouterr().out.replace(str(local), shown)
+        status = main(["spark", "verify", uri, *form])
+        got = capsys.readouterr().out
+        run = pool.RUNS[-1]
+        assert run.label == f"spark verify {shown}", run
+        if units != 0:
+            assert run.pids and os.getpid() not in run.pids, f"spark verify ran in this process: {run}"
+        if units is not None:
+            assert run.units == units, run
+        assert got == want, f"{uri} {form}: spark verify of the copy in S3 differs from verify"
+        assert status == want_status
+        assert "testing:testing" not in got
+        seen[tuple(form)] = (status, got)
+    return seen[()]
+
+
+def test_a_store_in_s3_and_a_damaged_one(spark, s3_endpoint, small_store, tmp_path, capsys):
+    status, text = assert_same_in_s3(small_store, upload(small_store, s3_uri(s3_endpoint, "verify/small")), capsys,
+                                     units=_store_units(small_store))
+    assert status == 0 and text.rstrip().endswith(": ok")
+    root = _writable_copy(small_store, tmp_path / "damaged")
+    rng = np.random.default_rng(9)
+    for corrupt in (c_body_crc, c_phy_field, c_slot_flip, c_key_hash, c_cq_tags):
+        corrupt(root, rng)
+    uri = upload(root, s3_uri(s3_endpoint, "verify/damaged"))
+    status, text = assert_same_in_s3(root, uri, capsys, units=_store_units(root))
+    assert status == EXIT_STATUS["damage"]
+    for check in ("commitlog.body-crc", "commitlog.phy-offset-field", "index.slot-chain", "index.key-hash",
+                  "cq.tags-code"):
+        assert f"[{check}]" in text, check
+    for part in ("commitlog", "index", "checkpoint"):     # a folder of a store, and one file
+        local, shown = root / part, s3_uri(s3_endpoint, f"verify/damaged/{part}")
+        status, _ = assert_same_in_s3(local, shown, capsys, units=0 if part == "checkpoint" else None)
+        assert status == (0 if part == "checkpoint" else EXIT_STATUS["damage"])
+
+
+def test_the_real_stores_in_s3(spark, s3_endpoint, capsys):
+    require_real_data(REAL_ROCKETMQ)
+    for store in _real_stores():
+        uri = upload(store, s3_uri(s3_endpoint, f"verify/real/{store.name}"))
+        assert_same_in_s3(store, uri, capsys, units=_store_units(store))
+
+
+def test_a_missing_uri_names_it_without_credentials(s3_endpoint, capsys):
+    assert main(["spark", "verify", s3_uri(s3_endpoint, "verify/nothing-here")]) == EXIT_STATUS["bad input"]
+    err = capsys.readouterr().err
+    assert f"s3://{BUCKET}/verify/nothing-here: no such file or directory" in err and "testing:" not in err
+
+
+def test_a_uri_with_commitlog_paths_is_a_usage_error(capsys):
+    assert main(["spark", "verify", "s3://bucket/store", "--commitlog-paths", "/a,/b"]) == EXIT_STATUS["usage"]
+    assert "s3://bucket/store: a store at a URI is read from its own folder only" in capsys.readouterr().err

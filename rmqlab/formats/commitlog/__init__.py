@@ -103,6 +103,8 @@ from rmqlab.formats.commitlog.files import (
     load_files,
     min_offset,
     multi_path_view,
+    present,
+    stand_in,
     store_files,
 )
 from rmqlab.formats.commitlog.layout import (
@@ -161,6 +163,7 @@ __all__ = [
     "DEFAULT_FILE_SIZE", "COLUMNS", "Message", "Damage", "ReadReport", "StoreFile",
     "message_length", "parse_properties", "properties_block", "read_message", "iter_messages",
     "read_columns", "read_column_parts", "read_at", "read_at_columns", "store_files", "multi_path_view", "min_offset",
+    "stand_in", "present",
     "max_offset",
     "walk_py",
     "encode_message", "encode_messages", "record_sizes", "place_records", "EncodedBatch", "EncodedFile",

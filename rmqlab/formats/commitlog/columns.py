@@ -25,7 +25,7 @@ import numpy as np
 import rmqlab._records as _records
 from rmqlab.errors import FormatError, TruncatedFileError
 from rmqlab.formats import dledger
-from rmqlab.formats.commitlog.files import ReadOnlyMap, StoreFile, store_files, walked_files
+from rmqlab.formats.commitlog.files import ReadOnlyMap, StoreFile, present, store_files, walked_files
 from rmqlab.formats.commitlog.layout import (
     BLANK,
     BORNHOST_V6_FLAG,
@@ -1358,7 +1358,7 @@ def _is_end_blank(f: StoreFile, size: int, p: int) -> bool:
     end-of-file blank: the blank's magic, and a size that is the bytes left."""
     if size - p < BLANK.size:
         return False
-    with open(f.path, "rb") as fh:
+    with open(present(f.path), "rb") as fh:
         head = os.pread(fh.fileno(), BLANK.size, p)
     if len(head) < BLANK.size:
         return False
@@ -1370,7 +1370,7 @@ def _is_end_blank(f: StoreFile, size: int, p: int) -> bool:
 
 def _ledger(f: StoreFile) -> bool:
     """Whether the file is a DLedger ledger's (its first entry says so: 48 bytes read)."""
-    with open(f.path, "rb") as fh:
+    with open(present(f.path), "rb") as fh:
         return dledger.is_ledger_file(os.pread(fh.fileno(), dledger.BODY_OFFSET, 0), f.start_offset)
 
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 import mmap
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -131,6 +131,38 @@ def min_offset(path: str | os.PathLike) -> int | None:
     return files[0].start_offset if files else None
 
 
+#: CommitLog files whose bytes are not on this machine yet, by absolute path: the function that
+#: brings them (:mod:`rmqlab.spark.mirror` leaves a store's CommitLog files remote until a reader
+#: here opens one). Every read of a CommitLog file's bytes goes through :func:`present`.
+_STAND_INS: dict[str, Callable[[], None]] = {}
+
+
+def stand_in(path: str | os.PathLike, bring: Callable[[], None] | None) -> None:
+    """Say that the file at `path` stands in for one elsewhere: `bring()` puts its bytes there
+    before any reader of this module opens it (and is called before every such open, so it must
+    be cheap once done). ``bring=None`` withdraws it. The listing sees the stand-in itself, so it
+    must have the real file's name and size."""
+    key = os.path.abspath(path)
+    if bring is None:
+        _STAND_INS.pop(key, None)
+    else:
+        _STAND_INS[key] = bring
+
+
+def present(path: str | os.PathLike) -> str | os.PathLike:
+    """`path`, its bytes brought here first when it stands in for a remote file
+    (:func:`stand_in`). Cost: nothing without stand-ins; a dictionary look-up with them.
+
+    >>> present("00000000000000000000")
+    '00000000000000000000'
+    """
+    if _STAND_INS:
+        bring = _STAND_INS.get(os.path.abspath(path))
+        if bring is not None:
+            bring()
+    return path
+
+
 #: bytes read per step when checking that a file holds only zeros
 _ZERO_CHECK_CHUNK = 1 << 20
 
@@ -138,7 +170,7 @@ _ZERO_CHECK_CHUNK = 1 << 20
 def holds_data(path: str | os.PathLike) -> bool:
     """True when the file has a non-zero byte (a preallocated, never written file has none).
     Cost: the first record head; a whole read in 1 MiB steps only for a zero file."""
-    with open(path, "rb") as fh:
+    with open(present(path), "rb") as fh:
         left = os.fstat(fh.fileno()).st_size
         head = fh.read(min(8, left))
         if any(head):
@@ -244,7 +276,7 @@ class ReadOnlyMap:
 
     def __init__(self, path, length: int | None = None):
         self.path = path
-        self.fh = open(path, "rb")
+        self.fh = open(present(path), "rb")
         self.size = os.fstat(self.fh.fileno()).st_size
         mapped = self.size if length is None else min(self.size, max(length, 0))
         self.mm = mmap.mmap(self.fh.fileno(), mapped, access=mmap.ACCESS_READ) if mapped else None
