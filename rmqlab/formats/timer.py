@@ -416,10 +416,12 @@ def write_timer_checkpoint(path: str | os.PathLike, cp: TimerCheckpoint) -> None
 
 
 def infer_precision(wheel_slots: np.ndarray, log: TimerLog) -> int | None:
-    """The timerPrecisionMs the files prove: the candidate of :data:`PRECISIONS` for which every
-    slot that a unit ends (its ``last_pos``) stores that unit's delivery time / precision. None
-    when no slot points at a unit (an empty wheel proves nothing); FormatError when no
-    candidate fits. Cost: one pass over the used slots.
+    """The timerPrecisionMs the files prove: the candidate of :data:`PRECISIONS` for which the
+    most slots that a unit ends (its ``last_pos``) store that unit's delivery time / precision,
+    when those are more than half of them; a slot that disagrees is then left for the chain check
+    to name, rather than hiding every other finding (one damaged unit must not undo the inference).
+    None when no slot points at a unit (an empty wheel proves nothing); FormatError when no
+    candidate fits more than half. Cost: one pass over the used slots.
     """
     used = wheel_slots[(wheel_slots["last_pos"] >= 0) & (wheel_slots["time"] != 0)]
     if not len(used) or not len(log.units):
@@ -431,8 +433,11 @@ def infer_precision(wheel_slots: np.ndarray, log: TimerLog) -> int | None:
         return None
     delayed = log.delayed_time()[where[hit]]
     stored = used["time"][hit].astype(np.int64)
-    fits = [p for p in PRECISIONS if bool((delayed // p == stored).all())]
-    if not fits:
-        raise FormatError("no timerPrecisionMs of 100, 200, 500, 1000 makes the wheel's slot times those of its "
-                          "units' delivery times", path=log.folder, field="time")
-    return fits[0]   # slot times are whole multiples of one candidate only (unless all are 0)
+    # a slot stores its unit's delivery time divided by one candidate, which no other candidate gives
+    fitting = {p: int((delayed // p == stored).sum()) for p in PRECISIONS}
+    best = max(PRECISIONS, key=lambda p: (fitting[p], -p))
+    if 2 * fitting[best] <= len(stored):
+        raise FormatError(f"no timerPrecisionMs of 100, 200, 500, 1000 makes more than half of the wheel's "
+                          f"{len(stored)} slot times those of its units' delivery times", path=log.folder,
+                          field="time")
+    return best
