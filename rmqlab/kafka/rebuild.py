@@ -104,7 +104,7 @@ from __future__ import annotations
 
 import copy
 import os
-from collections.abc import Callable, Generator
+from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -394,7 +394,8 @@ def fit_index_interval(positions: np.ndarray, entry_positions: np.ndarray, *,
 
 
 def interval_from_entries(positions: np.ndarray, entry_positions: np.ndarray, *,
-                          call_positions: Callable[[], np.ndarray | None] | None = None) -> tuple[int, str]:
+                          call_positions: Callable[[], np.ndarray | None] | None = None,
+                          run_starts: Sequence[int] = ()) -> tuple[int, str]:
     """index.interval.bytes for judging a segment whose topic setting is not given, and a note
     saying where it came from ("" for the default). The range of values the offset entries fit
     (:func:`fit_index_interval`) batch by batch; else, given `call_positions` (a function giving
@@ -405,7 +406,12 @@ def interval_from_entries(positions: np.ndarray, entry_positions: np.ndarray, *,
     run of first entries fits batch by batch. From the range: the default 4096 when it holds it,
     else the largest power of two in it (topic settings are round numbers), else its smallest
     multiple of 100, else its smallest value. No range: the default (no entry; or not even the
-    first fits, which the note says). Cost: O(log entries) fits.
+    first fits, which the note says). `run_starts`: the positions of the batches where the broker
+    may have restarted (:func:`restart_candidates`): a restart counts bytes again from its first
+    batch, and the entries after it can happen to fit a single run under a wrong value. So each
+    run is fitted from its own start, and the values all runs fit are taken; where none (a
+    candidate was no restart), those the first run fits; where it has no entry, as if there were
+    no candidate. Cost: O(log entries) fits.
 
     >>> interval_from_entries(np.arange(0, 1700, 170), np.array([680, 1360]))[0]
     512
@@ -416,6 +422,9 @@ def interval_from_entries(positions: np.ndarray, entry_positions: np.ndarray, *,
     256
     """
     at = np.asarray(entry_positions, np.int64)
+    runs = _fit_runs(np.asarray(positions, np.int64), at, sorted(run_starts)) if len(run_starts) else None
+    if runs is not None:
+        return _interval_in(runs[1], f"the offset entries {runs[0]}")
     what, fit = "the offset entries", fit_index_interval(positions, at)
     calls = call_positions() if fit is None and len(at) and call_positions is not None else None
     if calls is not None:
@@ -437,6 +446,11 @@ def interval_from_entries(positions: np.ndarray, entry_positions: np.ndarray, *,
             f"several batches at once gets one entry: a produce request's message set in magic v0/v1, the "
             f"cleaner's chunks; or the index is damaged): judged with the default {INDEX_INTERVAL_BYTES:,}; give "
             f"the topic's setting")
+    return _interval_in(fit, what)
+
+
+def _interval_in(fit: tuple[int, int] | None, what: str) -> tuple[int, str]:
+    """The value :func:`interval_from_entries` takes from the range `fit` of `what`, and its note."""
     if fit is None or fit[0] <= INDEX_INTERVAL_BYTES <= fit[1]:
         return INDEX_INTERVAL_BYTES, ""
     low, high = fit
@@ -446,6 +460,38 @@ def interval_from_entries(positions: np.ndarray, entry_positions: np.ndarray, *,
     return chosen, (f"index.interval.bytes: {what} fit {low:,} to {high:,} bytes, not the default "
                     f"{INDEX_INTERVAL_BYTES:,}: judged with {chosen:,} (the topic's setting; give it to check "
                     f"against it)")
+
+
+def _fit_runs(positions: np.ndarray, at: np.ndarray, starts: list[int]) -> tuple[str, tuple[int, int]] | None:
+    """The values of index.interval.bytes that write the entries `at` when the segment's batches
+    (at `positions`) were appended in runs from position 0 and from each of `starts` (the count of
+    bytes since the last entry is 0 when a broker loads the segment), with what they came from:
+    each run is whole (it ended where the next began), so its entries fit as a segment of its own
+    (:func:`fit_index_interval`), and a run without an entry needs a value no smaller than its
+    last batch's distance from its start. Where the runs fit no common value (a candidate was no
+    restart), the values the first run's entries fit (from position 0 the count is the segment's
+    own); None where those are none either."""
+    bounds = [0, *starts, int(positions[-1]) + 1 if len(positions) else 1]
+    low, high, first, common = 0, None, None, True
+    for k in range(len(bounds) - 1):
+        start, end = bounds[k], bounds[k + 1]
+        in_run = positions[(positions >= start) & (positions < end)] - start
+        mine = at[(at >= start) & (at < end)] - start
+        if not len(mine):
+            low = max(low, int(in_run.max()) if len(in_run) else 0)
+            continue
+        fit = fit_index_interval(in_run, mine)
+        if k == 0:
+            first = fit_index_interval(in_run, mine, whole=False)
+        if fit is None:
+            common = False
+            continue
+        low, high = max(low, fit[0]), fit[1] if high is None else min(high, fit[1])
+    if common and high is not None and low <= high:
+        return f"of the {len(bounds) - 1} runs between the possible restarts, each from its start", (low, high)
+    if first is not None:
+        return f"before position {starts[0]:,} (where the broker may have restarted)", first
+    return None
 
 
 @dataclass(frozen=True)
@@ -1425,8 +1471,12 @@ def _check_indexes(rep: SegmentReport, log_path: Path, batches: pd.DataFrame, in
             grouped = append_calls(batches, off.entries)
             return None if grouped is None else grouped["position"].to_numpy(np.int64)
 
+        # where a restart may be: the entries after it follow another run's count
+        evidence_at = sorted(restart_candidates(log_path, batches)[0]) if restarts is None else sorted(restarts)
+        at = np.searchsorted(batches["base_offset"].to_numpy(np.int64), evidence_at)
+        run_starts = [int(p) for p in batches["position"].to_numpy(np.int64)[at[(at > 0) & (at < len(batches))]]]
         interval, note = interval_from_entries(batches["position"].to_numpy(np.int64), found_at,
-                                               call_positions=call_positions)
+                                               call_positions=call_positions, run_starts=run_starts)
         if note:
             rep.notes.append(note)
     later = [p for p in log_path.parent.glob("*" + LOG_SUFFIX) if p.name > log_path.name]

@@ -14,14 +14,7 @@ from rmqlab.kafka.rebuild import INDEX_INTERVAL_BYTES, fit_index_interval, inter
 def appended_entries(sizes: list[int], interval: int) -> list[int]:
     """LogSegment.append, one run from an empty segment: before a batch is appended, an offset
     entry for it when the bytes since the last entry exceed the interval (Kafka 2.x-4.x)."""
-    entries, position, since = [], 0, 0
-    for size in sizes:
-        if since > interval:
-            entries.append(position)
-            since = 0
-        since += size
-        position += size
-    return entries
+    return appended_entries_in_runs(sizes, interval, set())
 
 
 @settings(max_examples=150, deadline=None)
@@ -138,3 +131,37 @@ def test_entries_of_several_batch_calls_fit_call_by_call(sizes, interval, data):
     if fit_index_interval(positions, at) is None:
         assert fit is not None and fit[0] <= interval <= fit[1]
         assert [j for j in range(fit[0], fit[1] + 1) if call_entries(sizes, merged, j) != on_disk] == []
+
+
+def appended_entries_in_runs(sizes: list[int], interval: int, restarts: set[int]) -> list[int]:
+    """:func:`appended_entries` where the broker restarted before each batch numbered in
+    `restarts`: LogSegment's bytesSinceLastIndexEntry is 0 again when a broker loads the segment
+    (and the batch it appends first gets no entry)."""
+    entries, position, since = [], 0, 0
+    for n, size in enumerate(sizes):
+        if n in restarts:
+            since = 0
+        elif since > interval:
+            entries.append(position)
+            since = 0
+        since += size
+        position += size
+    return entries
+
+
+@settings(max_examples=200, deadline=None)
+@given(sizes=st.lists(st.integers(20, 300), min_size=2, max_size=60), interval=st.sampled_from([128, 256, 512, 1000]),
+       data=st.data())
+def test_a_segment_appended_over_restarts_gives_an_interval_that_writes_its_entries(sizes, interval, data):
+    """A segment appended by several broker runs (each counts bytes from its first batch) and its
+    restart points given: the interval read off its entries writes exactly those entries, run by
+    run (the brute force above); a single run's fit over all of them could pick a value that
+    writes others (a run's entries can happen to fit one count from position 0)."""
+    restarts = set(data.draw(st.lists(st.integers(1, len(sizes) - 1), max_size=3)))
+    on_disk = appended_entries_in_runs(sizes, interval, restarts)
+    if not on_disk:
+        return
+    positions = np.cumsum([0] + sizes[:-1])
+    chosen, _ = interval_from_entries(positions, np.array(on_disk, np.int64),
+                                      run_starts=[int(positions[n]) for n in sorted(restarts)])
+    assert appended_entries_in_runs(sizes, chosen, restarts) == on_disk
