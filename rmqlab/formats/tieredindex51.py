@@ -276,21 +276,28 @@ def _local_errors(p: Path, data: np.ndarray, slots: int, items: int) -> list[For
     errors += _chain_errors(p, table["hash_code"].astype(np.int64), table["item_index"].astype(np.int64), heads,
                             slots, items_at, ITEM.size)
     if n:
+        # putKey sets the begin timestamp at the first put and the end timestamp at every put, to
+        # that put's store time: the dispatcher indexes queue after queue, so items between them may
+        # be older or newer than either; only the first and the last are fixed
         diff = table["time_diff"].astype(np.int64)
-        late = np.flatnonzero((diff < 0) | (head.begin_timestamp + diff > head.end_timestamp))
-        if len(late):
-            i = int(late[0])
+        last = int(np.int32(np.int64(head.end_timestamp - head.begin_timestamp) & 0xFFFFFFFF))   # (int) cast
+        if diff[0] != 0:
+            errors.append(FormatError(f"item 0 was stored {int(diff[0])} ms after the begin timestamp, which is "
+                                      f"the first put's store time (0 expected)", path=p, offset=items_at + 24,
+                                      field="time_diff"))
+        if diff[n - 1] != last:
             errors.append(FormatError(
-                f"item {i} was stored {int(diff[i])} ms after the begin timestamp, outside the file's "
-                f"{head.begin_timestamp}..{head.end_timestamp} ({len(late)} items so)", path=p,
-                offset=items_at + i * ITEM.size + 24, field="time_diff"))
+                f"item {n - 1}, the last put, was stored {int(diff[n - 1])} ms after the begin timestamp, but the end "
+                f"timestamp {head.end_timestamp} is {last} ms after it (the last put's store time)", path=p,
+                offset=items_at + (n - 1) * ITEM.size + 24, field="time_diff"))
     return errors
 
 
 def local_geometries(path: str | os.PathLike) -> list[tuple[int, int]]:
     """The (slots, items) a local file's bytes allow: every split of its size into
     ``40 + 8 x slots + 32 x items + 4`` with room for its index count under which the file
-    passes :func:`check_local`; a full (sealed at maxIndexNum) file fixes both. Reads only.
+    passes :func:`check_local`; a full (sealed at maxIndexNum) file fixes both, and so does an
+    empty one (its slots hold -1, its items zeros). Reads only.
     Cost: O(file size / 8) candidates, each sifted on its slots' heads, O(items) for the rest.
 
     >>> import tempfile
@@ -307,8 +314,16 @@ def local_geometries(path: str | os.PathLike) -> list[tuple[int, int]]:
     data = np.memmap(p, dtype=np.uint8, mode="r")
     head = HEADER.unpack_from(data[:HEADER.size].tobytes(), 0)
     n = head.item_count
-    if n <= 0:
+    if n < 0:
         return []
+    if n == 0:
+        # a file just rolled (initIndexFileHeader): -1 in each slot, then the zeros of the items
+        # (no hash code of an item is -1), so the first slot not -1 is where the items begin
+        heads = np.frombuffer(data, ">i4", count=2 * (rest // SLOT.size), offset=HEADER.size)[::2]
+        slots = int(np.argmax(heads != -1)) if (heads != -1).any() else len(heads)
+        items = (rest - slots * SLOT.size) // ITEM.size
+        fits = slots > 0 and items > 0 and local_file_size(slots, items) == size
+        return [(slots, items)] if fits and not _local_errors(p, data, slots, items) else []
     out = []
     for slots in range(1, rest // SLOT.size + 1):
         items = (rest - slots * SLOT.size) // ITEM.size
@@ -335,7 +350,9 @@ def check_local(path: str | os.PathLike, hash_slot_num: int | None = None,
     initIndexFileHeader: size ``40 + 8 x slots + 32 x items + 4``, BEGIN_MAGIC_CODE, an index
     count within maxIndexNum, the last 4 bytes -1 or END_MAGIC_CODE (always the latter once
     full), a begin timestamp of -1 exactly while empty, each slot holding its newest item and
-    each item pointing at the one before it in its slot, item times within the header's. The
+    each item pointing at the one before it in its slot, the first item stored at the begin
+    timestamp and the last at the end timestamp (those between may be older or newer: the
+    dispatcher indexes queue after queue). The
     geometry is tieredStoreIndexFileMaxHashSlotNum / MaxIndexNum where given, else the one
     :func:`local_geometries` finds (an error where none or several fit). Reads only. Cost: one
     NumPy pass over the file's slots and items (and the candidates' sift without a geometry).

@@ -33,8 +33,12 @@ def _put(rows, items: int) -> list[dict]:
     return out
 
 
-def _local(path, put: list[dict], slots: int, items: int, sealed: bool):
+def _local(path, put: list[dict], slots: int, items: int, sealed: bool, span: tuple[int, int] | None = None):
+    """The local file of `put`; its header's begin and end timestamps `span`, else BEGIN and the
+    newest item's (the query model's files; putKey's own: :func:`_as_put`)."""
     raw = bytearray(40 + 8 * slots + 32 * items + 4)
+    for s in range(slots):
+        struct.pack_into(">i", raw, 28 + 8 * s, -1)
     heads = [-1] * slots
     for n, i in enumerate(put):
         s = i["hash"] % slots
@@ -43,11 +47,21 @@ def _local(path, put: list[dict], slots: int, items: int, sealed: bool):
         heads[s] = n
     for s, h in enumerate(heads):
         struct.pack_into(">i", raw, 28 + 8 * s, h)
-    struct.pack_into(">iqqii", raw, 0, ti.BEGIN_MAGIC_CODE, BEGIN, BEGIN + max([i["time_diff"] for i in put] or [0]),
-                     0, len(put))
+    begin, end = span or (BEGIN, BEGIN + max([i["time_diff"] for i in put] or [0]))
+    struct.pack_into(">iqqii", raw, 0, ti.BEGIN_MAGIC_CODE, begin, end, 0, len(put))
     struct.pack_into(">i", raw, len(raw) - 4, ti.END_MAGIC_CODE if sealed else -1)
     path.write_bytes(bytes(raw))
     return path
+
+
+def _as_put(put: list[dict]) -> tuple[list[dict], tuple[int, int]]:
+    """`put` (in putKey order, times from BEGIN) as putKey writes it: the begin timestamp the first
+    put's store time, the end timestamp the last put's (-1 and -1 while none), item times from
+    the begin timestamp, whatever order the store times come in."""
+    if not put:
+        return put, (-1, -1)
+    first = put[0]["time_diff"]
+    return [{**i, "time_diff": i["time_diff"] - first} for i in put], (BEGIN + first, BEGIN + put[-1]["time_diff"])
 
 
 def _chain(put: list[dict], slots: int, h: int) -> list[dict]:
@@ -128,13 +142,14 @@ def test_queries_of_uploaded_and_starting_files_follow_the_model(tmp_path_factor
 def test_the_model_files_pass_and_a_broken_chain_is_named(tmp_path_factory, rows, slots, items, sealed, data):
     """Files the model of putKey and CompactTask writes pass check_local and check_compacted, the
     local file's geometry is the one local_geometries finds (where one alone fits) and a local
-    item or slot pointer moved anywhere else breaks the check at that field."""
+    item or slot pointer moved anywhere else, or an end timestamp not the last put's, breaks the
+    check at that field."""
     import numpy as np
 
     d = tmp_path_factory.mktemp("t51")
-    put = _put(sorted(rows, key=lambda r: r[-1]), items)
+    put, span = _as_put(_put(rows, items))   # store times in any order, as queues are dispatched
     full = len(put) == items
-    local = _local(d / "0000", put, slots, items, sealed or full)
+    local = _local(d / "0000", put, slots, items, sealed or full, span)
     assert t51.check_local(local, slots, items) == ((slots, items), [])
     fits = t51.local_geometries(local)
     assert (slots, items) in fits
@@ -156,3 +171,16 @@ def test_the_model_files_pass_and_a_broken_chain_is_named(tmp_path_factory, rows
     local.write_bytes(bytes(raw))
     _, problems = t51.check_local(local, slots, items)
     assert field in {p.field for p in problems}
+    raw = bytearray(local.read_bytes())   # the end timestamp moved off the last put's store time
+    raw[12:20] = (span[1] + data.draw(st.sampled_from([-1, 1, 1000]))).to_bytes(8, "big", signed=True)
+    local.write_bytes(bytes(raw))
+    assert "time_diff" in {p.field for p in t51.check_local(local, slots, items)[1]}
+
+
+@given(st.integers(1, 300), st.integers(1, 300))
+def test_an_empty_local_file_tells_its_geometry(tmp_path_factory, slots, items):
+    """A file initIndexFileHeader just made (the broker rolled the full one): -1 in each slot and
+    zeros in the items fix the geometry, which check_local then finds without being told."""
+    local = _local(tmp_path_factory.mktemp("t51e") / "0000", [], slots, items, False, (-1, -1))
+    assert t51.local_geometries(local) == [(slots, items)]
+    assert t51.check_local(local) == ((slots, items), [])
