@@ -45,6 +45,21 @@ def _step(name: str, build, failures: list[str]) -> None:
 WORKERS = 2
 
 
+def rocketmq_chains() -> list[tuple[str, list[str]]]:
+    """The selected RocketMQ stores as chains that can build side by side: a store and the
+    restarts that copy it (:data:`rocketmq_harness.RESTARTS`), a chain each; newest release
+    first, and within a release the longest chain first."""
+    chains = []
+    for version in rh.selected_releases():
+        mine = rh.scenarios(version)
+        after = {source: [r for r, s in rh.RESTARTS.items() if s == source and r in mine] for source in mine}
+        roots = [s for s in mine if s not in rh.RESTARTS or rh.RESTARTS[s] not in mine]
+        for root in roots:
+            chains.append((version, [root, *after[root]]))
+    chains.sort(key=lambda c: (rh.version_tuple(c[0]), len(c[1])), reverse=True)
+    return chains
+
+
 def main() -> int:
     # SIGTERM (make interrupted): no new build starts, the running ones finish, then exit
     def stop(signum, frame):
@@ -57,11 +72,10 @@ def main() -> int:
     start = time.monotonic()
 
     def kafka_chain() -> None:
-        for rel in kh.RELEASES:
-            for scenario in kh.SCENARIOS:
-                _step(f"kafka {rel.version} {scenario}",
-                      lambda rel=rel, scenario=scenario: kh.kafka_partitions(rel.version, scenario, log=quiet),
-                      failures)
+        for version, scenario in kh.cases():
+            _step(f"kafka {version} {scenario}",
+                  lambda version=version, scenario=scenario: kh.kafka_partitions(version, scenario, log=quiet),
+                  failures)
         for version in ORPHAN_RELEASES:
             _step(f"kafka {version} orphans",
                   lambda version=version: kh.kafka_partitions(version, "orphans", log=quiet), failures)
@@ -69,15 +83,16 @@ def main() -> int:
         for directory in sorted(p for p in real.iterdir() if p.is_dir()) if real.is_dir() else []:
             _step(f"kafka real data {directory.name}", lambda d=directory: kh.real_data_dumps(d, log=quiet), failures)
 
-    def rocketmq_chain(version: str) -> None:    # in order: the recovered store starts from the crash store
-        for scenario in rh.scenarios(version):
+    def rocketmq_chain(version: str, scenarios: list[str]) -> None:   # a restart after the store it copies
+        for scenario in scenarios:
             _step(f"rocketmq {version} {scenario}",
                   lambda version=version, scenario=scenario: rh.rocketmq_store(version, scenario), failures)
 
-    # Kafka's chain (the longest) first, then a release of RocketMQ at a time beside it; every
-    # chain runs its brokers in network namespaces of their own, so two never meet
+    # Kafka's chain (the longest) first, then RocketMQ's chains beside it, the newest releases
+    # (the slowest builds) and the longest chains first, so that no long chain starts last;
+    # every chain runs its brokers in network namespaces of their own, so two never meet
     with ThreadPoolExecutor(WORKERS) as pool:
-        done = [pool.submit(kafka_chain)] + [pool.submit(rocketmq_chain, v) for v in rh.selected_releases()]
+        done = [pool.submit(kafka_chain)] + [pool.submit(rocketmq_chain, v, chain) for v, chain in rocketmq_chains()]
         for f in done:
             f.result()
     print(f"all: {time.monotonic() - start:.1f} s; {len(failures)} failed" + (f": {', '.join(failures)}"

@@ -16,7 +16,7 @@ from rmqlab.formats.dledger import Ledger
 from rmqlab.store.directory import Store
 from rmqlab.verify import verify_path
 
-RELEASES = [r for r in rh.DLEDGER_GROUP_RELEASES if r in rh.selected_releases()]
+RELEASES = [r for r in rh.DLEDGER_GROUP_RELEASES if rh.selected(r, "dledger-group")]
 CASES = [(r, n) for r in RELEASES for n in rh.GROUP_NODES]
 
 

@@ -15,7 +15,7 @@ from rmqlab.formats import messagerocksdb as mr
 from rmqlab.store.directory import Store
 from rmqlab.verify import verify_path
 
-RELEASES = [r for r in rh.MESSAGE_ROCKSDB_RELEASES if r in rh.selected_releases()]
+RELEASES = [r for r in rh.MESSAGE_ROCKSDB_RELEASES if rh.selected(r, "rocksdb-index")]
 
 
 @pytest.fixture(scope="module", params=RELEASES)

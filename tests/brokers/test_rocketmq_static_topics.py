@@ -53,7 +53,7 @@ def test_mappings_read_as_the_release_reads_them(release, tmp_path):
     assert compared > 50
 
 
-@pytest.mark.parametrize("release", [r for r in rh.DLEDGER_GROUP_RELEASES if r in rh.selected_releases()
+@pytest.mark.parametrize("release", [r for r in rh.DLEDGER_GROUP_RELEASES if rh.selected(r, "dledger-group")
                                      and rh.version_tuple(r) >= (5, 0, 0)])
 def test_a_followers_own_mapping_file_is_read(release):
     bs = rh.rocketmq_store(release, "dledger-group")

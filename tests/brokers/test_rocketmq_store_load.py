@@ -14,7 +14,7 @@ from rmqlab.verify import verify_path
 
 #: releases of each rule, of those selected: 4.2.0 and 4.9.2 stop the load at a file of another
 #: length and start ("ignore it"), 4.9.7 and 5.0.0 refuse it, 5.3.3 deletes an empty last file
-RELEASES = [r for r in ("4.2.0", "4.9.2", "4.9.7", "5.0.0", "5.3.3") if r in rh.selected_releases()]
+RELEASES = [r for r in ("4.2.0", "4.9.2", "4.9.7", "5.0.0", "5.3.3") if rh.selected(r, "clean")]
 DAMAGE = ("none", "empty consume queue file", "empty commitlog file")
 
 

@@ -26,8 +26,8 @@ import rocketmq_harness as rh
 from rmqlab.store.directory import Store
 from rmqlab.store.transactions import transaction_events, transactions
 
-CASES = [(r, "clean") for r in rh.selected_releases()] + [
-    (r, "rocksdb-index") for r in rh.MESSAGE_ROCKSDB_RELEASES if r in rh.selected_releases()]
+CASES = [(r, "clean") for r in rh.selected_releases() if rh.selected(r, "clean")] + [
+    (r, "rocksdb-index") for r in rh.MESSAGE_ROCKSDB_RELEASES if rh.selected(r, "rocksdb-index")]
 
 #: what rmqlab's state must be for each answer of the producer's TransactionListener
 EXPECTED = {"COMMIT_MESSAGE": {"committed"}, "ROLLBACK_MESSAGE": {"rolled back"}, "UNKNOW": {"discarded", "pending"}}

@@ -36,6 +36,22 @@ NO_MAVEN = ("Maven (`mvn` on PATH) to resolve the broker releases from Maven Cen
             "apt-get install maven")
 
 
+#: the broker matrices: "core" checks every release once and every scenario on the releases whose
+#: code for it differs, so that an empty cache builds within CI's 45 minutes on two cores beside the
+#: rest of the suite; "all" checks every release with every scenario it has (on an empty cache about
+#: 80 min of builds, more than CI allows: run it where the cache is kept)
+MATRICES = ("core", "all")
+
+
+def broker_matrix() -> str:
+    """The matrix the broker tests build and read: ``$RMQLAB_BROKER_MATRIX``, else "core" (see
+    :data:`MATRICES`)."""
+    matrix = os.environ.get("RMQLAB_BROKER_MATRIX", "").strip() or "core"
+    if matrix not in MATRICES:
+        raise ValueError(f"RMQLAB_BROKER_MATRIX={matrix!r}: one of {', '.join(MATRICES)}")
+    return matrix
+
+
 class HarnessError(RuntimeError):
     """A broker or driver run failed: the message names the command and the tail of its log."""
 
@@ -133,14 +149,19 @@ def kill_group(pid: int, sig: int = signal.SIGKILL) -> None:
         os.killpg(pid, sig)
 
 
-def stop(proc: subprocess.Popen, *, timeout: float = 60.0) -> int:
+def stop(proc: subprocess.Popen, *, timeout: float = 60.0, stuck: Path | None = None) -> int:
     """A clean stop: SIGTERM (the brokers' shutdown hooks run), then SIGKILL after `timeout`
-    seconds. Returns the exit status."""
+    seconds; before that kill, the JVM's threads (``jstack``) into `stuck` when given, to show
+    where its shutdown hung. Returns the exit status."""
     if proc.poll() is None:
         kill_group(proc.pid, signal.SIGTERM)
         try:
             proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
+            if stuck is not None and shutil.which("jstack"):
+                with open(stuck, "wb") as out, contextlib.suppress(subprocess.TimeoutExpired):
+                    subprocess.run(["jstack", str(proc.pid)], stdout=out, stderr=subprocess.STDOUT, timeout=60,
+                                   check=False)
             kill_group(proc.pid)
             proc.wait()
     return proc.returncode

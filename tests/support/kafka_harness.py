@@ -131,6 +131,25 @@ RELEASES: tuple[Release, ...] = tuple(Release(v) for v in (
     "3.9.2", "4.0.2", "4.1.2", "4.2.2", "4.4.0", "3.6.2", "2.8.2"))
 #: the scenarios every test runs over (the orphans scenario is built on demand by its test)
 SCENARIOS = ("clean", "crash", "restarts", "reindexed")
+#: the core matrix (:func:`broker_harness.broker_matrix`): the clean partitions of the first
+#: release here, the release of the real-data dumps, the last 3.x and the newest (ZooKeeper-era
+#: 2.8, 3.x, KRaft-only 4.x), and the crash, restarts and reindexed scenarios on the two newest
+CORE_RELEASES = ("2.8.2", "3.6.2", "3.9.2", "4.4.0")
+CORE_SCENARIO_RELEASES = ("3.6.2", "4.4.0")
+
+
+def selected(version: str, scenario: str) -> bool:
+    """Whether the tests build and read `version`'s `scenario` in the selected matrix: every one
+    in "all"; in "core" the clean (and orphans) of :data:`CORE_RELEASES`, the rest on
+    :data:`CORE_SCENARIO_RELEASES`."""
+    if bh.broker_matrix() == "all":
+        return True
+    return version in (CORE_RELEASES if scenario in ("clean", "orphans") else CORE_SCENARIO_RELEASES)
+
+
+def cases() -> list[tuple[str, str]]:
+    """(release, scenario) of :data:`RELEASES` x :data:`SCENARIOS` in the selected matrix."""
+    return [(r.version, s) for r in RELEASES for s in SCENARIOS if selected(r.version, s)]
 #: the orphans scenario: the partition that gets the planted files, and each file (base offset,
 #: suffix, bytes): the partition's segments start at 0, 185, 370 and 555, so one inside the first
 #: segment's range, one inside the second's, one at 600 (the producer-state snapshot's offset,

@@ -201,9 +201,47 @@ REVIVE_MARGIN_S = 20.0
 REVIVE_POLL_S = 120.0
 
 
+#: the core matrix (:func:`broker_harness.broker_matrix`): scenario -> the releases that run it.
+#: :data:`CORE_RELEASES` write their clean stores (each line's first and last: the oldest, the
+#: first DLedger release, the last 4.x, the first 5.x, 5.1 with its own tiered index, 5.3 and the
+#: newest); each other scenario runs once, on the release whose code for it is the newest line,
+#: and the tiered store once a generation of its classes (:data:`TIERED_FLATFILE_MANAGER_RELEASES`
+#: and after). The rest, 4.3.2, 4.7.1, 4.9.2, 4.9.3 and 5.2.0 among them, runs in "all".
+CORE_RELEASES = ("4.2.0", "4.5.2", "4.9.7", "5.0.0", "5.1.4", "5.3.3", "5.5.0")
+CORE_MATRIX: dict[str, tuple[str, ...]] = {
+    "clean": CORE_RELEASES,
+    "crash": ("4.9.7", "5.5.0"),
+    "recovered": ("4.9.7", "5.5.0"),
+    "dledger": ("5.3.3",),
+    "dledger-crash": ("5.3.3",),
+    "dledger-recovered": ("5.3.3",),
+    "dledger-mixed": ("5.3.3",),
+    "dledger-group": ("5.3.3",),
+    "rocksdb": ("5.5.0",),
+    "rocksdb-crash": ("5.5.0",),
+    "rocksdb-recovered": ("5.5.0",),
+    "configv2": ("5.5.0",),
+    "multipath": ("5.3.3",),
+    "tiered": ("5.1.4", "5.5.0"),
+    "rocksdb-index": ("5.5.0",),
+    "revived": ("5.5.0",),
+}
+
+
 def scenarios(release: str) -> list[str]:
-    """The scenarios `release` runs: :data:`SCENARIOS`, then those of :data:`EXTRA_SCENARIOS` it has."""
-    return [*SCENARIOS, *(name for name, has in EXTRA_SCENARIOS.items() if has(release))]
+    """The scenarios `release` runs in the selected matrix (:func:`broker_harness.broker_matrix`):
+    of :data:`SCENARIOS`, then of :data:`EXTRA_SCENARIOS`, those it has (all of them in "all",
+    those :data:`CORE_MATRIX` names for it in "core")."""
+    has = [*SCENARIOS, *(name for name, has in EXTRA_SCENARIOS.items() if has(release))]
+    if bh.broker_matrix() == "all":
+        return has
+    return [s for s in has if release in CORE_MATRIX[s]]
+
+
+def selected(release: str, scenario: str) -> bool:
+    """Whether the tests build and read `release`'s `scenario` store (:func:`selected_releases`,
+    :func:`scenarios`)."""
+    return release in selected_releases() and scenario in scenarios(release)
 
 
 def selected_releases() -> list[str]:
@@ -725,6 +763,9 @@ def rocketmq_store(release: str, scenario: str, *, _crashed_again: bool = False)
                 try:
                     bh.run([*bh.loopback_only(), sys.executable, __file__, "_run", json.dumps(spec)],
                            log=tmp / "harness.log", timeout=600)
+                    lost = disturbed(json.loads((tmp / "summary.json").read_text()))
+                    if lost and attempt == 1:
+                        raise bh.HarnessError("disturbed: " + "; ".join(lost))
                     break
                 except bh.HarnessError:
                     if attempt == 2:
@@ -739,6 +780,9 @@ def rocketmq_store(release: str, scenario: str, *, _crashed_again: bool = False)
                         copy_store(crash.store, tmp / "store")
             summary = json.loads((tmp / "summary.json").read_text())
             summary["timings"]["scenario_total_s"] = round(time.monotonic() - t0, 2)
+            if disturbed(summary):
+                raise bh.HarnessError(f"{release} {scenario}: the run was disturbed twice (a loaded machine): "
+                                      + "; ".join(disturbed(summary)))
             if first_failure:
                 summary["first_attempt_failed"] = first_failure
             (tmp / "summary.json").write_text(json.dumps(summary, indent=1, ensure_ascii=False))
@@ -752,6 +796,24 @@ def rocketmq_store(release: str, scenario: str, *, _crashed_again: bool = False)
             return rocketmq_store(release, scenario, _crashed_again=True)
         _prune(entry)
     return _load(entry)
+
+
+#: what a driver step records as skipped when the machine, not the release, stopped it: a request
+#: timed out or was refused under load, or the broker's answers kept failing. A store with such a
+#: step (of :data:`REQUIRED_STEPS`) lacks what its tests judge, so the build runs again, and fails
+#: if the second run is disturbed as well.
+DISTURBED = re.compile(r"Remoting(Timeout|SendRequest|TooMuchRequest|Connect)Exception|InvocationTargetException"
+                       r"|broker answers failed")
+#: the steps the tests require where the release has them (a step a release lacks, such as an IPv6
+#: name server address, is skipped with the release's own exception, which is no disturbance)
+REQUIRED_STEPS = ("batch_cq_topic", "compaction_topic", "pop_consumer", "answers")
+
+
+def disturbed(summary: dict[str, Any]) -> list[str]:
+    """The skipped steps of :data:`REQUIRED_STEPS` in a build's summary that :data:`DISTURBED`
+    blames on the machine, as "step: reason"."""
+    return [f"{step}: {reason}"[:300] for step, reason in summary.get("skipped", {}).items()
+            if step in REQUIRED_STEPS and DISTURBED.search(str(reason))]
 
 
 #: what MappedFileQueue.load logs before it fails on a file of another length (an empty last file
@@ -986,7 +1048,7 @@ class _Run:
         killed broker's, not the clean stop the scenario's tests judge (a 5.1.4 tiered broker
         took more than 90 s to stop on a machine loaded by other builds)."""
         t = time.monotonic()
-        rc = bh.stop(self.broker, timeout=CLEAN_STOP_S)
+        rc = bh.stop(self.broker, timeout=CLEAN_STOP_S, stuck=self.logs / f"broker-{label}-stuck.jstack")
         self.timings[f"broker_stop_{label}_s"] = round(time.monotonic() - t, 2)
         self.reached[f"broker_exit_{label}"] = rc
         if time.monotonic() - t >= CLEAN_STOP_S:
