@@ -267,15 +267,21 @@ def _timers(args) -> int:
     shown = got.assign(fires_at=[ms_to_iso(v) for v in got["fires_at_ms"]],
                        slot=[ms_to_iso(v) for v in got["slot_ms"]])
     cols = ["fires_at", "real_topic", "real_queue_id", "uniq_key", "keys", "source", "slot", "rolled", "at_restart",
-            "already_delivered", "enqueued_twice"]
-    by = got.groupby(["real_topic", "at_restart"]).size().reset_index(name="messages")
+            "already_delivered", "enqueued_twice", "may_enqueue_twice"]
+    by = got[~got["may_enqueue_twice"]].groupby(["real_topic", "at_restart"]).size().reset_index(name="messages")
     again = got["already_delivered"] | got["enqueued_twice"]
     keys = {c: got.loc[got[c], "uniq_key"].nunique() for c in ("already_delivered", "enqueued_twice")}
     twice = (f"a restart delivers {got.loc[again, 'uniq_key'].nunique()} of them a second time: "
              f"{keys['already_delivered']} already delivered after the last checkpoint, "
              f"{keys['enqueued_twice']} enqueued again from the timer queue\n\n") if again.any() else ""
-    held_twice = len(got) - got["uniq_key"].nunique()
-    head = f"{len(got)} timer messages pending" + (f" ({held_twice} held twice)" if held_twice > 0 else "")
+    maybe = got["may_enqueue_twice"]
+    if maybe.any():
+        twice += (f"and {got.loc[maybe & ~got['uniq_key'].isin(got.loc[again, 'uniq_key']), 'uniq_key'].nunique()} "
+                  f"more may be enqueued again: the restart's RocksDB ConsumeQueue recovery races the timer "
+                  f"store's (rows marked may_enqueue_twice)\n\n")
+    sure = got[~maybe]
+    held_twice = len(sure) - sure["uniq_key"].nunique()
+    head = f"{len(sure)} timer messages pending" + (f" ({held_twice} held twice)" if held_twice > 0 else "")
     text = (head + "\n\n" + (by.to_string(index=False) + "\n\n" if len(got) else "") + twice
             + (shown[cols].astype(object).where(shown[cols].notna(), "").to_string(index=False) if len(got) else ""))
     _emit(args, [{k: (None if v is pd.NA else v) for k, v in r.items()} for r in rows], text)

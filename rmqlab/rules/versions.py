@@ -149,6 +149,9 @@ class LayoutFacts:
     rocksdb_time_boundary: bool = True   # ... whose time search takes LOWER/UPPER (5.3.0+; 5.2.x: the nearer unit)
     compaction_topics: bool = False  # cleanup.policy=COMPACTION topics, pulled from the CompactionStore (5.1.0+)
     timer_topic_builtin: bool = True  # TopicConfigManager creates rmq_sys_wheel_timer at every start (5.3.1+)
+    # TimerMessageStore.recover moves the offset it enqueues from into the timer queue's
+    # [min, max] as the store's recovery left it (ISSUE #7480, 5.3.2+)
+    timer_recover_clamp: bool = True
     time_search: str = "5"           # getOffsetInQueueByTime on a ConsumeQueue: "4", "5.0" or "5" (see above)
     pull_overflow_to_min: bool = False   # getMessage past the end: next offset min when min is 0 (up to 4.9.3)
     pull_scan: str = "5.3.3"         # getMessage's scan of the queue: "4", "5.0", "5.1" or "5.3.3" (see above)
@@ -180,6 +183,8 @@ def layout_facts(version: str | BrokerVersion | None) -> LayoutFacts:
     >>> [layout_facts(v).rocksdb_time_boundary for v in ("5.2.0", "5.3.0")]
     [False, True]
     >>> [layout_facts(v).rocksdb_lmq for v in ("5.3.1", "5.3.2")]
+    [False, True]
+    >>> [layout_facts(v).timer_recover_clamp for v in ("5.3.1", "5.3.2")]
     [False, True]
     >>> [layout_facts(v).pull_scan for v in ("4.9.7", "5.0.0", "5.2.0", "5.3.3")]
     ['4', '5.0', '5.1', '5.3.3']
@@ -218,6 +223,7 @@ def layout_facts(version: str | BrokerVersion | None) -> LayoutFacts:
         rocksdb_time_boundary=t >= (5, 3, 0),
         compaction_topics=t >= (5, 1, 0),
         timer_topic_builtin=t >= (5, 3, 1),
+        timer_recover_clamp=t >= (5, 3, 2),
         time_search="4" if t < (5, 0, 0) else "5.0" if t < (5, 1, 1) else "5",
         pull_overflow_to_min=t < (4, 9, 4),
         pull_scan="4" if t < (5, 0, 0) else "5.0" if t < (5, 1, 0) else "5.1" if t < (5, 3, 3) else "5.3.3",

@@ -142,7 +142,8 @@ def revive_records(store: Store, *, now: int | None = None) -> pd.DataFrame:
                              "deliver_at_ms": out_ms, "record": record, "error": error})
     if has_timer_store(store):
         p = pending_timers(store, now=now)
-        p = p[p["real_topic"].fillna("").str.startswith(REVIVE_TOPIC_PREFIX)]
+        # what a race in the restart may enqueue again is not waiting: those records were revived
+        p = p[p["real_topic"].fillna("").str.startswith(REVIVE_TOPIC_PREFIX) & ~p["may_enqueue_twice"]]
         p = p.sort_values(["fires_at_ms", "offset_py"], kind="stable")
         if len(p):
             m = store.read_at(p["offset_py"].to_numpy(np.int64), body=True)

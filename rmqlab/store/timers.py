@@ -218,9 +218,11 @@ def pending_timers(store: Store, *, now: int | None = None, precision_ms: int | 
     row whose message the timer log already holds (enqueued after the last checkpoint flush: the
     restart enqueues it again, :func:`restart_queue_offset`), so the message has two rows and is
     delivered twice. A message a restart delivers a second time is one with
-    ``already_delivered`` or ``enqueued_twice``. Cost: :func:`timer_entries`, the timer topic's
-    queue from the restart's offset on, and the CommitLog's headers from the oldest pending
-    message on.
+    ``already_delivered`` or ``enqueued_twice``; ``may_enqueue_twice``: a "timer queue" row the
+    timer log already holds that a restart enqueues again or not, as a race in the broker
+    decides (a RocksDB ConsumeQueue's recovery, :func:`restart_queue_offsets`). Cost:
+    :func:`timer_entries`, the timer topic's queue from the restart's earliest offset on, and
+    the CommitLog's headers from the oldest pending message on.
 
     >>> import tempfile
     >>> from rmqlab.store.directory import Store
@@ -242,7 +244,7 @@ def pending_timers(store: Store, *, now: int | None = None, precision_ms: int | 
         parts.append(timeline.pending(store)[cols])
     queued = _awaiting_enqueue(store, e, timeline)
     if len(queued):
-        parts.append(queued[cols])
+        parts.append(queued[[*cols, "maybe"]])
     out = pd.concat(parts, ignore_index=True) if len(parts) > 1 else out
     if has_timer_store(store):
         precision, last_read = e.attrs["precision_ms"], e.attrs["checkpoint"].last_read_time_ms
@@ -257,9 +259,16 @@ def pending_timers(store: Store, *, now: int | None = None, precision_ms: int | 
                                      np.where(slot <= now, "fires at once", "on time"))
     else:
         out["at_restart"] = pd.Series(dtype=object)
-    out["already_delivered"] = out["uniq_key"].isin(_delivered_copies(store, out["offset_py"], timeline is not None))
     queued_again = out["offset_py"].isin(e["offset_py"]).to_numpy()   # the timer log holds it already
-    out["enqueued_twice"] = (out["source"] == "timer queue").to_numpy() & queued_again
+    from_queue = (out["source"] == "timer queue").to_numpy()
+    maybe = from_queue & (out["maybe"].to_numpy(bool, na_value=False) if "maybe" in out else False)
+    # a row only a race enqueues again was delivered before the checkpoint: its copies say nothing
+    delivered = _delivered_copies(store, out.loc[~maybe, "offset_py"], timeline is not None)
+    out["already_delivered"] = out["uniq_key"].isin(delivered).to_numpy() & ~maybe
+    out["enqueued_twice"] = from_queue & queued_again & ~maybe
+    out["may_enqueue_twice"] = maybe & queued_again
+    # a row only possibly read again that the log does not hold is awaiting enqueue as any other
+    out = out.drop(columns="maybe", errors="ignore")
     return out.sort_values(["fires_at_ms", "offset_py"], kind="stable").reset_index(drop=True)
 
 
@@ -330,18 +339,40 @@ def _delivered_copies(store: Store, offsets: pd.Series, timeline: bool = False) 
 
 
 def restart_queue_offset(store: Store, entries: pd.DataFrame | None = None) -> int | None:
-    """The timer topic's queue offset a broker restarted on the store enqueues from
-    (TimerMessageStore.recover, 5.0.0-5.5.x): one past the queue offset of the message the
-    timer log's last unit holds (reviseQueueOffset; the checkpoint's lastTimerQueueOffset when
-    the log is empty or that message cannot be read), at most the checkpoint's
-    masterTimerQueueOffset. None without a checkpoint. `entries`: :func:`timer_entries` when
-    the caller has them. Cost: :func:`timer_entries` (or none), one CommitLog record read.
+    """The timer topic's queue offset a broker restarted on the store enqueues from at the latest
+    (the second of :func:`restart_queue_offsets`): the messages from there on that the timer log
+    already holds are surely enqueued twice. None without a checkpoint.
 
     >>> import tempfile
     >>> from rmqlab.store.directory import Store
     >>> restart_queue_offset(Store(tempfile.mkdtemp())) is None
     True
     """
+    both = restart_queue_offsets(store, entries)
+    return None if both is None else both[1]
+
+
+def restart_queue_offsets(store: Store, entries: pd.DataFrame | None = None) -> tuple[int, int] | None:
+    """The earliest and the latest timer-topic queue offset a broker restarted on the store may
+    enqueue from (TimerMessageStore.recover, 5.0.0-5.5.x): one past the queue offset of the
+    message the timer log's last unit holds (reviseQueueOffset; the checkpoint's
+    lastTimerQueueOffset when the log is empty or that message cannot be read), at most the
+    checkpoint's masterTimerQueueOffset; from 5.3.2 (``timer_recover_clamp``) then moved into
+    the timer queue's [min, max] as the store's recovery left it. A ConsumeQueue file holds the
+    units the recovery dispatched, so both are the same; a RocksDB ConsumeQueue takes them
+    through its group-commit thread, which may not have stored them when the timer store
+    recovers (after a kill -9 the database may hold none), so the earliest is the queue as
+    stored. None without a checkpoint. `entries`: :func:`timer_entries` when the caller has
+    them. Cost: :func:`timer_entries` (or none), one CommitLog record read, the queue's bounds.
+
+    >>> import tempfile
+    >>> from rmqlab.store.directory import Store
+    >>> restart_queue_offsets(Store(tempfile.mkdtemp())) is None
+    True
+    """
+    from rmqlab.rules.versions import layout_facts
+    from rmqlab.store.queues import LogicQueue
+
     cp_path = store.root / "config" / "timercheck"
     if not has_timer_store(store) or not cp_path.is_file():
         return None
@@ -353,7 +384,19 @@ def restart_queue_offset(store: Store, entries: pd.DataFrame | None = None) -> i
         q = _messages_at(store, np.array([last["offset_py"]], np.int64))["queue_offset"].iloc[0]
         if q is not None:
             start = int(q) + 1
-    return min(start, cp.master_timer_queue_offset)
+    start = min(start, cp.master_timer_queue_offset)
+    if not layout_facts(store.broker_version).timer_recover_clamp:
+        return start, start
+    with LogicQueue(store, TIMER_TOPIC, 0, after_restart=True) as q:
+        if q.kind == "none" and q.max_offset == 0:    # no queue: recover leaves the offset as it is
+            return start, start
+        latest = q.min_offset if start < q.min_offset else min(start, q.max_offset)
+        rocksdb = q.kind == "rocksdb"
+    if not rocksdb:
+        return latest, latest
+    with LogicQueue(store, TIMER_TOPIC, 0) as stored:
+        earliest = stored.min_offset if start < stored.min_offset else min(start, stored.max_offset)
+    return min(earliest, latest), latest
 
 
 def _awaiting_enqueue(store: Store, entries: pd.DataFrame, timeline: RocksDBTimeline | None = None) -> pd.DataFrame:
@@ -365,23 +408,26 @@ def _awaiting_enqueue(store: Store, entries: pd.DataFrame, timeline: RocksDBTime
     a kill -9 may hold none: ``LogicQueue(after_restart=True)``)."""
     from rmqlab.store.queues import LogicQueue
 
-    start = restart_queue_offset(store, entries)
-    if start is None:
+    both = restart_queue_offsets(store, entries)
+    if both is None:
         return pd.DataFrame()
+    earliest, latest = both
     if timeline is not None:
-        start = max(start, timeline.scan_offset)
+        earliest, latest = max(earliest, timeline.scan_offset), max(latest, timeline.scan_offset)
     with LogicQueue(store, TIMER_TOPIC, 0, after_restart=True) as q:
-        units = q.units(max(start, q.min_offset), q.max_offset)
+        units = q.units(max(earliest, q.min_offset), q.max_offset)
     if not len(units):
         return pd.DataFrame()
     offs = units["commitlog_offset"].to_numpy(np.int64)
+    maybe = units["queue_offset"].to_numpy(np.int64) < latest
     m = _messages_at(store, offs)
     keep = property_values(m["properties"], "TIMER_DEL_UNIQKEY").isna().to_numpy()   # delete markers cancel, not fire
-    offs, m = offs[keep], m[keep].reset_index(drop=True)
+    offs, m, maybe = offs[keep], m[keep].reset_index(drop=True), maybe[keep]
     return pd.DataFrame({
         "source": "timer queue", "real_topic": property_values(m["properties"], "REAL_TOPIC"),
         "real_queue_id": pd.to_numeric(property_values(m["properties"], "REAL_QID"), errors="coerce").astype("Int64"),
         "uniq_key": m["uniq_key"], "keys": m["keys"], "tags": m["tags"],
         "fires_at_ms": pd.to_numeric(property_values(m["properties"], "TIMER_OUT_MS"), errors="coerce").astype("Int64"),
         "slot_ms": pd.array([None] * len(offs), dtype="Int64"), "rolled": False, "offset_py": offs,
+        "maybe": maybe,
     })

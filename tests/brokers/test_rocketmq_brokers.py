@@ -1449,7 +1449,15 @@ def test_pending_timers_are_what_the_wheel_would_deliver(release, scenario):
     queued = {r["physicalOffset"] for r in _java_messages(bs)
               if r["topic"] == "rmq_sys_wheel_timer" and r["queueOffset"] >= start
               and "TIMER_DEL_UNIQKEY" not in r["properties"]}
-    assert set(got.loc[got["source"] == "timer queue", "offset_py"]) == queued
+    maybe = got["may_enqueue_twice"]
+    assert set(got.loc[(got["source"] == "timer queue") & ~maybe, "offset_py"]) == queued
+    # 5.3.2+ then moves the offset into the queue as its recovery left it: on a RocksDB queue,
+    # whose group commit may lag the timer store's recovery, possibly earlier, never later
+    earlier = {r["physicalOffset"] for r in _java_messages(bs)
+               if r["topic"] == "rmq_sys_wheel_timer" and r["queueOffset"] < start}
+    assert set(got.loc[maybe, "offset_py"]) <= earlier
+    if "rocksdb" not in scenario:
+        assert not maybe.any()
 
 
 def _never_delivered(bs: rh.BrokerStore) -> set[int]:
@@ -1732,7 +1740,12 @@ def test_the_timers_a_restart_delivers_twice_are_those_rmqlab_names(release, res
     CommitLog they are among those delivered twice: the restarted broker dequeues before its
     election, and DLedgerRoleChangeHandler.changeToMaster then rewinds the wheel to the
     checkpoint (BrokerController.changeScheduleServiceStatus, TimerMessageStore.syncLastReadTimeMs),
-    so what came due in between, the election's timing decides, goes out once more."""
+    so what came due in between, the election's timing decides, goes out once more. On a RocksDB
+    ConsumeQueue (5.3.2+) the restart enqueues again from the timer queue's max offset when the
+    queue's recovery has stored fewer units than the timer log holds (TimerMessageStore.recover;
+    the group-commit thread stores them while the timer store recovers), so the messages from
+    the stored queue's end on may go out twice: those named may_enqueue_twice (a 5.5.0 run
+    enqueued 15 of them again)."""
     from rmqlab.formats import commitlog as cl
     from rmqlab.store.timers import pending_timers
 
@@ -1749,10 +1762,15 @@ def test_the_timers_a_restart_delivers_twice_are_those_rmqlab_names(release, res
     ran_until = int(new["store_timestamp"].max())
     due = got[got["fires_at_ms"].fillna(ran_until).astype(np.int64) <= ran_until - 2000]
     named = set(due.loc[due["already_delivered"] | due["enqueued_twice"], "uniq_key"])
+    # those a race in the restart decides: the RocksDB ConsumeQueue's recovery (5.3.2+)
+    maybe = set(due.loc[due["may_enqueue_twice"], "uniq_key"])
     if restart.startswith("dledger"):
         assert named <= twice, sorted(named - twice)[:5]
     else:
-        assert named == twice & set(due["uniq_key"]), (sorted(named - twice)[:5], sorted(twice - named)[:5])
+        assert named <= twice & set(due["uniq_key"]) <= named | maybe, (sorted(named - twice)[:5],
+                                                                          sorted(twice - named - maybe)[:5])
+        if "rocksdb" not in restart:
+            assert not maybe, sorted(maybe)[:5]     # a ConsumeQueue file decides: no race
     assert twice <= set(got["uniq_key"])   # nothing delivered twice that rmqlab did not foresee at all
     assert len(twice) > 0, "the kill came while the timer store delivered: some message is delivered twice"
     acked = [json.loads(line)["msgId"] for line in (killed.folder / "timer-acks.jsonl").read_text().splitlines()]
