@@ -948,7 +948,7 @@ class _Run:
     def start_broker(self, label: str) -> None:
         check_disk(self.folder)
         t = time.monotonic()
-        p = bh.start(["java", "-Xms128m", "-XX:MaxDirectMemorySize=256m",
+        p = bh.start(["java", "-Xms128m", "-XX:MaxDirectMemorySize=256m", *self.broker_jvm_flags(),
                       *self.java("org.apache.rocketmq.broker.BrokerStartup", "-c", str(self.folder / "broker.conf"),
                                  heap="384m", logback="broker")[1:]],
                      log=self.logs / f"broker-{label}.out", env=self.env, cwd=self.folder)
@@ -961,6 +961,19 @@ class _Run:
                              "Finish to change to master", p, timeout=120 if self.scenario == "dledger-group" else 60)
         time.sleep(1.0)   # the first registration at the name server
         self.timings[f"broker_start_{label}_s"] = round(time.monotonic() - t, 2)
+
+    def broker_jvm_flags(self) -> list[str]:
+        """JVM flags of this release's broker beyond the common ones. 5.1-5.2's tiered store
+        (TieredStoreExecutor) sizes its commit pool max(16, 4 x processors), and each flat file's
+        commit task waits, on a thread of that pool, for its segment's upload, which PosixFileSegment
+        queues on the same pool: with more flat files than threads committing at once every thread
+        waits for a task none is left to run, and the broker never stops (a 5.1.4 jstack on two
+        cores: all 16 TieredCommitExecutor threads in TieredFlatFile.commit, the tiered scenario's
+        26 queues have 52 flat files). 16 processors make the pool 64 threads, more than the flat
+        files; the files written are the same."""
+        if self.scenario == "tiered" and self.release in TIERED_FLATFILE_MANAGER_RELEASES:
+            return ["-XX:ActiveProcessorCount=16"]
+        return []
 
     def driver(self, mode: str, timeout: float, **kw: str) -> None:
         t = time.monotonic()
