@@ -1493,7 +1493,11 @@ def test_pending_timers_are_the_producers_unfired_timers(release, scenario):
     """After a clean stop the wheel holds exactly the producer's timers not yet due, less the one
     it cancelled, each firing at the time asked rounded down to the precision as
     HookUtils.transformTimerMessage rounds it; the counts per real topic are the broker's own
-    TimerMetrics."""
+    TimerMetrics, less those of the slots the shutdown's dequeue read after the checkpoint's last
+    flush: the metrics count a message out when it is dequeued and are persisted after the
+    checkpoint (a loaded 5.3.3 stop: checkpoint at lastReadTimeMs + 115 ms, metrics a second
+    later, the 3 units of the slot at lastReadTimeMs counted out), so a topic's count may be
+    short by the units in slots from lastReadTimeMs to the time its count last changed."""
     from rmqlab.store.timers import pending_timers
 
     bs, java = _timer_case(release, scenario)
@@ -1507,8 +1511,16 @@ def test_pending_timers_are_the_producers_unfired_timers(release, scenario):
     mine = got[got["real_topic"] == "TopicTimer"]
     assert dict(zip(mine["uniq_key"], mine["fires_at_ms"].astype(int), strict=True)) == expect
     assert mine["rolled"].sum() == 1
-    counts = got[got["source"] == "wheel"].groupby("real_topic").size().to_dict()
-    assert counts == {t: n for t, n in java["metrics"].items() if n}
+    wheel = got[got["source"] == "wheel"]
+    counts = wheel.groupby("real_topic").size().to_dict()
+    metrics = {t: n for t, n in java["metrics"].items() if n}
+    assert set(metrics) <= set(counts)
+    changed = {t: v["timeStamp"] for t, v in
+               json.loads((bs.store / "config" / "timermetrics").read_text())["timingCount"].items()}
+    last_read = java["checkpoint"]["lastReadTimeMs"]
+    for topic, n in counts.items():
+        late = int(((wheel["real_topic"] == topic) & (wheel["slot_ms"] <= changed.get(topic, last_read))).sum())
+        assert n - late <= metrics.get(topic, 0) <= n, (topic, n, late, metrics.get(topic))
 
 
 def _damage_timer(store: Path, what: str) -> None:
