@@ -35,6 +35,7 @@ import pandas as pd
 from rmqlab.errors import CorruptIndexError, FormatError, GeometryError, TruncatedFileError
 from rmqlab.formats.layout import Layout
 from rmqlab.jvm.hashcode import java_hash
+from rmqlab.jvm.longs import wrap_int
 
 __all__ = ["HEADER", "SLOT", "ITEM", "COMPACT_ITEM", "BEGIN_MAGIC_CODE", "END_MAGIC_CODE", "TieredIndexGeometry",
            "TieredIndexFile", "tiered_index_hash", "FOLDER", "COMPACTING", "MAX_QUERY_COUNT", "index_files",
@@ -42,14 +43,9 @@ __all__ = ["HEADER", "SLOT", "ITEM", "COMPACT_ITEM", "BEGIN_MAGIC_CODE", "END_MA
            "METADATA_FILE", "LEGACY_FILE_NAMES", "SEGMENT_DELETED"]
 
 
-def _java_int(v: int) -> int:
-    v &= 0xFFFFFFFF
-    return v - (1 << 32) if v & 0x80000000 else v
-
-
 #: IndexStoreFile's magic codes: the int 0xCCDDEEFF ^ (1880681586 + 4 / + 8) (`+` binds first)
-BEGIN_MAGIC_CODE = _java_int(0xCCDDEEFF ^ (1880681586 + 4))
-END_MAGIC_CODE = _java_int(0xCCDDEEFF ^ (1880681586 + 8))
+BEGIN_MAGIC_CODE = wrap_int(0xCCDDEEFF ^ (1880681586 + 4))
+END_MAGIC_CODE = wrap_int(0xCCDDEEFF ^ (1880681586 + 8))
 #: IndexStoreService.FILE_DIRECTORY_NAME and FILE_COMPACTED_DIRECTORY_NAME
 FOLDER, COMPACTING = "tiered_index_file", "compacting"
 #: queryAsyncFromUnsealedFile reads at most this many items of a chain

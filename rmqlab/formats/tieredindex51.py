@@ -48,6 +48,7 @@ from rmqlab.formats.tieredindex import (
     SLOT,
 )
 from rmqlab.jvm.hashcode import java_hash
+from rmqlab.jvm.longs import wrap_int
 
 __all__ = ["legacy_hash", "slot_of", "local_file_size", "uploaded_slot_items", "local_slot_items", "startup_upload",
            "query_uploaded", "QUERY_COLUMNS", "check_local", "check_compacted", "local_geometries"]
@@ -280,7 +281,7 @@ def _local_errors(p: Path, data: np.ndarray, slots: int, items: int) -> list[For
         # that put's store time: the dispatcher indexes queue after queue, so items between them may
         # be older or newer than either; only the first and the last are fixed
         diff = table["time_diff"].astype(np.int64)
-        last = int(np.int32(np.int64(head.end_timestamp - head.begin_timestamp) & 0xFFFFFFFF))   # (int) cast
+        last = wrap_int(head.end_timestamp - head.begin_timestamp)   # putKey's (int) cast
         if diff[0] != 0:
             errors.append(FormatError(f"item 0 was stored {int(diff[0])} ms after the begin timestamp, which is "
                                       f"the first put's store time (0 expected)", path=p, offset=items_at + 24,

@@ -28,6 +28,15 @@ def wrap_long(x: int) -> int:
     return ((x + 2**63) % 2**64) - 2**63
 
 
+def wrap_int(x: int) -> int:
+    """`x` as a Java int holds it (an ``(int)`` cast): wrapped into [-2**31, 2**31). O(1).
+
+    >>> wrap_int(0xCCDDEEFF), wrap_int(3_000_000_000)
+    (-857870593, -1294967296)
+    """
+    return ((x + 2**31) % 2**32) - 2**31
+
+
 def check_long(name: str, value: Any) -> int:
     """`value` as an int a Java long holds, else ValueError naming `name` (no wrapping). O(1).
 

@@ -44,7 +44,6 @@ import contextlib
 import fcntl
 import os
 import posixpath
-import re
 import secrets
 import shutil
 import socket
@@ -58,13 +57,11 @@ from typing import Any
 
 import pyarrow.fs as pafs
 
-from rmqlab.formats.commitlog import stand_in
+from rmqlab.formats.commitlog import is_file_name, stand_in
 from rmqlab.spark import storage
 
 __all__ = ["Mirror", "make_mirror", "shown_uri"]
 
-#: a CommitLog file: 20 digits (its first byte's offset) in a folder named commitlog
-_COMMITLOG_FILE = re.compile(r"\d{20}")
 #: the scratch folders' prefix, in the driver's temporary folder
 _PREFIX = "rmqlab-mirror-"
 #: a mirror unused this long on an executor's machine is left over from an ended verify
@@ -91,7 +88,7 @@ def shown_uri(uri: str) -> str:
 
 def _is_commitlog_file(relative: str) -> bool:
     folder, name = posixpath.split(relative)
-    return posixpath.basename(folder) == "commitlog" and _COMMITLOG_FILE.fullmatch(name) is not None
+    return posixpath.basename(folder) == "commitlog" and is_file_name(name)
 
 
 @dataclass(frozen=True)
@@ -262,9 +259,14 @@ def _locked(path: str) -> Iterator[None]:
             fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
 
 
+def _hidden(path: str) -> str:
+    """A name beside `path` no other process or thread writes, to be renamed over it."""
+    return f"{path}.{os.getpid()}.{secrets.token_hex(4)}.part"
+
+
 def _sparse(path: str, size: int) -> None:
     """A file of `size` bytes that holds none on disk, renamed over `path`."""
-    hidden = f"{path}.{os.getpid()}.{secrets.token_hex(4)}.part"
+    hidden = _hidden(path)
     with open(hidden, "wb") as fh:
         fh.truncate(size)
     os.replace(hidden, path)
@@ -274,7 +276,7 @@ def _download(remote: storage.Location, path: str) -> None:
     """`remote`'s bytes at `path`: ranged reads of _COPY_CHUNK bytes, _RANGES at a time (an
     object store serves each from another connection), into a hidden name, then renamed over
     it. A chunk of zeros is left a hole (a preallocated file holds no block here)."""
-    hidden = f"{path}.{os.getpid()}.{secrets.token_hex(4)}.part"
+    hidden = _hidden(path)
     try:
         with remote.fs.open_input_file(remote.path) as src:
             size = src.size()

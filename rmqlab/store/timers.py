@@ -44,9 +44,10 @@ from rmqlab.rules.topics import TIMER_TOPIC
 
 if TYPE_CHECKING:
     from rmqlab.store.directory import Store
+    from rmqlab.store.queues import LogicQueue
 
 __all__ = ["TimerState", "timer_state", "timer_entries", "pending_timers", "restart_queue_offset",
-           "TIMER_ENTRY_COLUMNS"]
+           "restart_queue_offsets", "TIMER_ENTRY_COLUMNS"]
 
 #: timer_entries' columns, in order
 TIMER_ENTRY_COLUMNS = (
@@ -390,13 +391,19 @@ def restart_queue_offsets(store: Store, entries: pd.DataFrame | None = None) -> 
     with LogicQueue(store, TIMER_TOPIC, 0, after_restart=True) as q:
         if q.kind == "none" and q.max_offset == 0:    # no queue: recover leaves the offset as it is
             return start, start
-        latest = q.min_offset if start < q.min_offset else min(start, q.max_offset)
+        latest = _into_queue(start, q)
         rocksdb = q.kind == "rocksdb"
     if not rocksdb:
         return latest, latest
     with LogicQueue(store, TIMER_TOPIC, 0) as stored:
-        earliest = stored.min_offset if start < stored.min_offset else min(start, stored.max_offset)
+        earliest = _into_queue(start, stored)
     return min(earliest, latest), latest
+
+
+def _into_queue(offset: int, queue: LogicQueue) -> int:
+    """`offset` moved into `queue`'s [min, max] as recover moves currQueueOffset: up to the min
+    when below it, else down to the max when above it."""
+    return queue.min_offset if offset < queue.min_offset else min(offset, queue.max_offset)
 
 
 def _awaiting_enqueue(store: Store, entries: pd.DataFrame, timeline: RocksDBTimeline | None = None) -> pd.DataFrame:

@@ -780,9 +780,10 @@ def rocketmq_store(release: str, scenario: str, *, _crashed_again: bool = False)
                         copy_store(crash.store, tmp / "store")
             summary = json.loads((tmp / "summary.json").read_text())
             summary["timings"]["scenario_total_s"] = round(time.monotonic() - t0, 2)
-            if disturbed(summary):
+            lost = disturbed(summary)
+            if lost:
                 raise bh.HarnessError(f"{release} {scenario}: the run was disturbed twice (a loaded machine): "
-                                      + "; ".join(disturbed(summary)))
+                                      + "; ".join(lost))
             if first_failure:
                 summary["first_attempt_failed"] = first_failure
             (tmp / "summary.json").write_text(json.dumps(summary, indent=1, ensure_ascii=False))

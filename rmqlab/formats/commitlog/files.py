@@ -41,6 +41,15 @@ class StoreFile:
     size: int
 
 
+def is_file_name(name: str) -> bool:
+    """Whether `name` is a CommitLog file's: 20 digits, its first byte's offset.
+
+    >>> is_file_name("00000000001073741824"), is_file_name("abort")
+    (True, False)
+    """
+    return _FILE_NAME.fullmatch(name) is not None
+
+
 def _store_file(p: Path, start: int, size: int | None = None) -> StoreFile:
     size = p.stat().st_size if size is None else size
     if start + max(size, 1) - 1 > LONG_MAX:   # Java's Long.parseLong / long offsets cannot hold it
