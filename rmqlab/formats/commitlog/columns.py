@@ -61,7 +61,7 @@ from rmqlab.formats.commitlog.records import (
     record_damage,
 )
 from rmqlab.formats.msgid import format_host
-from rmqlab.tables.pool import Pool, check_jobs, default_jobs
+from rmqlab.tables.pool import check_jobs, usable_cores
 
 
 def _gather(U: np.ndarray, starts: np.ndarray, width: int, dtype: str) -> np.ndarray:
@@ -813,7 +813,7 @@ def _arrow_column(chunks: list, name: str, check_crc: bool):
 
 def read_columns(path_or_dir: str | os.PathLike, *, body: bool = True, check_crc: bool = False,
                  on_error: Literal["raise", "report"] = "raise", start_offset: int = 0, arrow: bool = False,
-                 jobs: int | None = 1):
+                 jobs: int | None = None):
     """Every message of a CommitLog file or ``commitlog/`` folder as a pandas DataFrame, one row a
     message in offset order, columns :data:`COLUMNS` (``crc_ok`` and ``prop_crc_ok`` added when
     `check_crc`; ``body`` left out when `body` is False). ``prop_crc_ok`` is None for a record
@@ -856,14 +856,13 @@ def read_columns(path_or_dir: str | os.PathLike, *, body: bool = True, check_crc
     tags and hosts dictionary-encoded, None as null; ``pa.Table.from_pandas(df)`` gives the
     Arrow table without copying the data.
 
-    `jobs` (with `arrow` only: the pandas form's Python objects can only be made here):
-    processes the files are decoded in, a file each (:class:`~rmqlab.tables.pool.Pool`), each
-    file's Arrow columns written to shared memory by its worker and mapped here, the frame made
-    of them in file order: the same frame and report with any `jobs` (a file's error is raised
-    after the files before it, as one process raises it). None: with `arrow`,
-    :func:`~rmqlab.tables.pool.default_jobs` of the files (the usable cores, at most one a
-    file, 1 under 256 MiB), else 1. Starting the workers costs about a second, more than the
-    decode of a small file. Measured: benchmarks/RESULTS.md (bench_jobs.py --decode).
+    `jobs`: threads the files are decoded on, a file each: the one C pass of a file releases the
+    GIL, so the files' passes run side by side while the Python around them (about a tenth of
+    an Arrow read; with pandas columns also the Python objects, the larger part) takes turns.
+    The same frame and report with any `jobs` (a file's error is raised after the files before
+    it, as the serial read raises it). None (the default): the usable cores, at most one a
+    file. Memory: the columns of at most `jobs` + 1 files in flight beyond those already taken.
+    Measured: benchmarks/RESULTS.md (bench_jobs.py --decode).
     """
     return _read_columns(path_or_dir, body=body, check_crc=check_crc, on_error=on_error, start_offset=start_offset,
                          arrow=arrow, jobs=jobs)
@@ -876,17 +875,14 @@ def _read_columns(path_or_dir, *, body: bool = True, check_crc: bool = False, on
     or the NumPy decode of tests/support/commitlog_reference.py)."""
     files = _files_from(path_or_dir, on_error, start_offset)
     check_jobs(jobs)
-    if jobs is not None and jobs > 1 and not arrow:
-        raise ValueError(f"jobs={jobs} needs arrow=True: without it the frame holds a Python object a text value, "
-                         f"which only this process can make")
     if jobs is None:
-        jobs = default_jobs(len(files), sum(f.size for f in files)) if arrow else 1
+        jobs = min(usable_cores(), len(files))
     report = ReadReport()
     gc_was = gc.isenabled()
     gc.disable()   # millions of new str/bytes objects, no cycles: skip the collector's passes
     try:
         if jobs > 1 and decode is None:
-            parts = _parts_apart(files, report, jobs, body, check_crc, on_error, start_offset)
+            parts = _parts_threaded(files, report, jobs, body, check_crc, on_error, start_offset, arrow)
         else:
             parts = list(_column_parts(files, report, body, check_crc, on_error, start_offset, arrow=arrow,
                                        decode=decode))
@@ -924,68 +920,44 @@ def _one_file_parts(f: StoreFile, last: bool, report: ReadReport, body, check_cr
                 yield cols
 
 
-def _file_columns_apart(f: StoreFile, last: bool, body: bool, check_crc: bool, on_error: str, start_offset: int,
-                        folder: str) -> tuple[list[str], ReadReport]:
-    """One file's Arrow columns, decoded on its own (in a worker process of :func:`read_columns`)
-    and written into `folder` as Arrow IPC files, one a part, so that the parent maps them
-    instead of receiving a pickled copy (which cost more than the decode); returns their paths
-    and the file's own :class:`ReadReport`."""
-    import pyarrow as pa
-
+def _file_columns_here(f: StoreFile, last: bool, body: bool, check_crc: bool, on_error: str,
+                       start_offset: int, arrow: bool) -> tuple[list[dict], ReadReport]:
+    """One file's columns and its own :class:`ReadReport`, decoded on its own (on a thread of
+    :func:`_parts_threaded`)."""
     report = ReadReport()
-    paths: list[str] = []
-    for cols in _one_file_parts(f, last, report, body, check_crc, on_error, start_offset, True):
-        table = pa.table(cols)
-        path = os.path.join(folder, f"{f.start_offset:020d}-{len(paths)}.arrow")
-        with pa.OSFile(path, "wb") as sink, pa.ipc.new_file(sink, table.schema) as writer:
-            writer.write_table(table)
-        paths.append(path)
-    return paths, report
+    return list(_one_file_parts(f, last, report, body, check_crc, on_error, start_offset, arrow)), report
 
 
-def _mapped_columns(path: str) -> dict:
-    """The columns of an Arrow IPC file written by :func:`_file_columns_apart`, mapped (no
-    copy); the file is removed at once (its pages stay while the columns use them)."""
-    import pyarrow as pa
-
-    table = pa.ipc.open_file(pa.memory_map(path)).read_all()
-    os.unlink(path)
-    return {name: (col.chunk(0) if col.num_chunks == 1 else col.combine_chunks())
-            for name, col in zip(table.column_names, table.columns)}
-
-
-def _scratch_folder(files: list[StoreFile], jobs: int) -> str:
-    """A new folder for the workers' Arrow files: in shared memory (``/dev/shm``) when it has
-    room for twice what `jobs` + 1 files in flight can hold, else the temporary folder."""
-    import shutil
-    import tempfile
-
-    need = 2 * (jobs + 1) * max((f.size for f in files), default=0)
-    shm = "/dev/shm"
-    room = os.path.isdir(shm) and os.access(shm, os.W_OK) and shutil.disk_usage(shm).free > need
-    return tempfile.mkdtemp(prefix="rmqlab-columns-", dir=shm if room else None)
-
-
-def _parts_apart(files: list[StoreFile], report: ReadReport, jobs: int, body, check_crc, on_error,
-                 start_offset) -> list[dict]:
-    """:func:`_column_parts` of `files` as Arrow columns, each file decoded in one of `jobs`
-    worker processes and taken back in file order (mapped from the worker's Arrow files), its
-    report joined into `report` as the serial read fills it (an error of a file is raised when
-    its turn comes, after the files before it)."""
-    import shutil
+def _parts_threaded(files: list[StoreFile], report: ReadReport, jobs: int, body, check_crc, on_error,
+                    start_offset, arrow: bool) -> list[dict]:
+    """:func:`_column_parts` of `files`, each file decoded on one of `jobs`
+    threads (the one C pass, ``walk_decode``, releases the GIL; the Python around it, about a
+    tenth of a file's time, takes turns) and taken back in file order, its report joined into
+    `report` as the serial read fills it. At most `jobs` + 1 files are in flight; an error of a
+    file is raised when its turn comes, after the files before it, and the files not started
+    yet are dropped."""
+    from concurrent.futures import ThreadPoolExecutor
 
     parts: list[dict] = []
-    folder = _scratch_folder(files, jobs)
-    try:
-        units = [(f, i == len(files) - 1, body, check_crc, on_error, start_offset, folder)
-                 for i, f in enumerate(files)]
-        # pandas too: pyarrow imports it at its first array from NumPy, half a second a worker otherwise
-        with Pool(jobs, "read_columns", preload=("rmqlab.formats.commitlog.columns", "pyarrow.ipc", "pandas")) as pool:
-            for paths, got in pool.ordered(_file_columns_apart, units, ahead=jobs + 1):
-                parts += [_mapped_columns(p) for p in paths]
-                report.join(got)
-    finally:
-        shutil.rmtree(folder, ignore_errors=True)
+    units = [(f, i == len(files) - 1, body, check_crc, on_error, start_offset, arrow)
+             for i, f in enumerate(files)]
+    with ThreadPoolExecutor(jobs, thread_name_prefix="rmqlab-decode") as ex:
+        pending: collections.deque = collections.deque()
+        todo = iter(units)
+        try:
+            for unit in todo:
+                pending.append(ex.submit(_file_columns_here, *unit))
+                if len(pending) > jobs:
+                    got, got_report = pending.popleft().result()
+                    parts += got
+                    report.join(got_report)
+            while pending:
+                got, got_report = pending.popleft().result()
+                parts += got
+                report.join(got_report)
+        finally:
+            for later in pending:
+                later.cancel()
     return parts
 
 
