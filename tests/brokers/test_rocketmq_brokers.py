@@ -305,6 +305,28 @@ def _first_order_break(folder: Path) -> int | None:
     return int(down[0]) + 1 if len(down) else None
 
 
+def _never_redispatched(bs: rh.BrokerStore) -> int:
+    """Messages a RocksDB ConsumeQueue store lacks units for because its broker never dispatched
+    them, as the broker's own log testifies: a restart after kill -9, its queues empty (RocksDB
+    without a write-ahead log keeps nothing it had not flushed), whose CommitLog.recoverAbnormally
+    logged "recover from this mapped file F" for a file F after the first (the newest file whose
+    first message is older than the checkpoint) re-dispatches from F only, so the messages before
+    F that go to a queue (not prepared or rolled-back transaction records) never get a unit.
+    Counted from MessageDecoder's decode; 0 for any other store."""
+    if bs.scenario not in rh.ROCKSDB_CQ_SCENARIOS:
+        return 0
+    pattern = re.compile(r"recover from this mapped file \S*/commitlog/(\d{20})")
+    starts = [int(m[1]) for log in sorted((bs.folder / "logs").rglob("store*.log"))
+              for m in pattern.finditer(log.read_text(encoding="utf-8", errors="replace"))]
+    if not starts or min(starts) == 0:
+        return 0
+    start = min(starts)
+    queued = [m for m in _java_messages(bs) if m["physicalOffset"] < start and (m["sysFlag"] & 0xC) in (0x0, 0x8)]
+    db = rocksdbcq.RocksDBConsumeQueues.open(bs.store / "consumequeue")
+    held = set(db.units["commitlog_offset"].tolist())
+    return sum(1 for m in queued if m["physicalOffset"] not in held)
+
+
 def test_verify_reports_no_error(written):
     """Clean and recovered stores, and the crash store too: kill -9 of the JVM leaves the page
     cache, so what the broker wrote is whole (warnings, such as a torn tail, are allowed).
@@ -322,6 +344,12 @@ def test_verify_reports_no_error(written):
                          consume_queue_file_size=rh.CONSUME_QUEUE_FILE_SIZE, broker_version=written.release,
                          commitlog_paths=written.commitlog_paths)
     misplaced = written.misplaced_units()
+    undispatched = _never_redispatched(written)
+    if undispatched:
+        # the broker's own recovery left these messages without units: verify names them, no more
+        assert [(p.check, p.count) for p in report.errors] == [("rcq.missing-unit", undispatched)], \
+            "\n".join(report.summary())
+        return
     if not misplaced:
         assert report.errors == [], "\n".join(report.summary())
         return
@@ -646,11 +674,12 @@ def test_min_max_offsets_equal_the_broker(answered):
         theirs = {(q["topic"], q["queueId"]): (q["minOffset"], q["maxOffset"]) for q in a["queues"]}
         db = rocksdbcq.RocksDBConsumeQueues.open(answered.store / "consumequeue")
         late = _rocksdb_queues_written_after(db, a["commitlog_end_before"])
-        ours = {(t, int(i)): (int(lo), int(hi)) for t, i, lo, hi in
-                db.queues()[["topic", "queue_id", "min_offset", "max_offset"]].itertuples(index=False)}
+        # rmqlab's answer for every queue the broker answered, (0, 0) where the database holds no
+        # unit and no max entry (a queue whose units a restart never dispatched: min entries only)
+        ours = {k: db.min_max(*k) for k in theirs}
         assert all(theirs[k][1] <= ours[k][1] for k in theirs if k in late)
         assert len(theirs) > 30 and len(late) <= 3
-        assert {k: v for k, v in theirs.items() if k not in late} == {k: ours.get(k) for k in theirs if k not in late}
+        assert {k: v for k, v in theirs.items() if k not in late} == {k: ours[k] for k in theirs if k not in late}
         return
     exact = batched = 0
     for q in a["queues"]:
