@@ -31,4 +31,4 @@ def test_the_side_by_side_benchmark_agrees_with_the_brokers(tmp_path):
     paths = {line.split(" | ")[0].lstrip("| ") for line in rows[1:]}
     assert {"IndexFile: build", "IndexFile: look-ups, batch", "Store: recovery + dispatch",
             "Store: key queries, one call a key", "CommitLog: decode vs read limit", "Kafka: dump",
-            "Kafka: index check"} <= paths, rows
+            "Kafka: log walk and index check"} <= paths, rows
