@@ -1757,12 +1757,16 @@ def test_pending_timers_of_a_killed_store_are_what_the_restarted_broker_delivers
     assert set(new.loc[new["uniq_key"].isin(delivered), "uniq_key"]) <= set(got["uniq_key"])   # nothing unforeseen
 
 
+def _has_property(records, name: str):
+    """Whether each of `records` (read_columns rows) carries the property `name`."""
+    return records["properties"].str.contains(f"(?:^|\x02){name}\x01", na=False, regex=True)
+
+
 def _timer_deliveries(records):
     """The timer deliveries among `records` (rmqlab.formats.commitlog.read_columns rows): the
     copies carrying TIMER_DEQUEUE_MS, which TimerMessageStore.convert puts on a message it puts
     back into its real topic; uniq_key, store_timestamp and phy_offset of each."""
-    return records.loc[records["properties"].str.contains("(?:^|\x02)TIMER_DEQUEUE_MS\x01", na=False, regex=True),
-                       ["uniq_key", "store_timestamp", "phy_offset"]]
+    return records.loc[_has_property(records, "TIMER_DEQUEUE_MS"), ["uniq_key", "store_timestamp", "phy_offset"]]
 
 
 def _timers_stored_due(records):
@@ -1771,11 +1775,9 @@ def _timers_stored_due(records):
     so one whose time had passed when the broker put it (a client stalled between stamping and
     sending, as on a loaded machine) is delivered at once, never dequeued, and has no
     TIMER_DEQUEUE_MS."""
-    props = records["properties"]
-    stamped = props.str.contains("(?:^|\x02)TIMER_DELIVER_MS\x01", na=False, regex=True)
-    dequeued = props.str.contains("(?:^|\x02)TIMER_DEQUEUE_MS\x01", na=False, regex=True)
     wheel = records["topic"].astype(str) == "rmq_sys_wheel_timer"
-    return set(records.loc[stamped & ~dequeued & ~wheel, "uniq_key"])
+    straight = _has_property(records, "TIMER_DELIVER_MS") & ~_has_property(records, "TIMER_DEQUEUE_MS") & ~wheel
+    return set(records.loc[straight, "uniq_key"])
 
 
 TIMER_CRASH_RESTARTS = [(r, s) for r, s in TIMER_RESTARTS if rh.RESTARTS[s].endswith("crash")]

@@ -61,7 +61,7 @@ from rmqlab.formats.commitlog.records import (
     record_damage,
 )
 from rmqlab.formats.msgid import format_host
-from rmqlab.tables.pool import check_jobs, usable_cores
+from rmqlab.tables.pool import ThreadPool, check_jobs, usable_cores
 
 
 def _gather(U: np.ndarray, starts: np.ndarray, width: int, dtype: str) -> np.ndarray:
@@ -930,34 +930,19 @@ def _file_columns_here(f: StoreFile, last: bool, body: bool, check_crc: bool, on
 
 def _parts_threaded(files: list[StoreFile], report: ReadReport, jobs: int, body, check_crc, on_error,
                     start_offset, arrow: bool) -> list[dict]:
-    """:func:`_column_parts` of `files`, each file decoded on one of `jobs`
-    threads (the one C pass, ``walk_decode``, releases the GIL; the Python around it, about a
-    tenth of a file's time, takes turns) and taken back in file order, its report joined into
-    `report` as the serial read fills it. At most `jobs` + 1 files are in flight; an error of a
-    file is raised when its turn comes, after the files before it, and the files not started
-    yet are dropped."""
-    from concurrent.futures import ThreadPoolExecutor
-
+    """:func:`_column_parts` of `files`, each file decoded on one of `jobs` threads
+    (:class:`~rmqlab.tables.pool.ThreadPool`: the one C pass, ``walk_decode``, releases the GIL;
+    the Python around it, about a tenth of a file's time, takes turns) and taken back in file
+    order, its report joined into `report` as the serial read fills it. At most `jobs` + 1 files
+    are in flight; an error of a file is raised when its turn comes, after the files before it,
+    and the files not started yet are dropped."""
     parts: list[dict] = []
     units = [(f, i == len(files) - 1, body, check_crc, on_error, start_offset, arrow)
              for i, f in enumerate(files)]
-    with ThreadPoolExecutor(jobs, thread_name_prefix="rmqlab-decode") as ex:
-        pending: collections.deque = collections.deque()
-        todo = iter(units)
-        try:
-            for unit in todo:
-                pending.append(ex.submit(_file_columns_here, *unit))
-                if len(pending) > jobs:
-                    got, got_report = pending.popleft().result()
-                    parts += got
-                    report.join(got_report)
-            while pending:
-                got, got_report = pending.popleft().result()
-                parts += got
-                report.join(got_report)
-        finally:
-            for later in pending:
-                later.cancel()
+    with ThreadPool(jobs, "read_columns", thread_name_prefix="rmqlab-decode") as pool:
+        for got, got_report in pool.ordered(_file_columns_here, units, ahead=jobs):
+            parts += got
+            report.join(got_report)
     return parts
 
 
