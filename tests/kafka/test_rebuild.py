@@ -702,3 +702,25 @@ def test_append_calls_of_several_batches_verify_and_damage_still_fails(tmp_path_
         damaged[-1] = (damaged[-1][0], damaged[-1][1] + 1)              # not a batch's first byte
         _write_index_files(log, damaged, times, 0)
         assert not verify_segment(log, index_interval_bytes=interval).ok
+
+
+@pytest.mark.parametrize("had_column", [False, True])
+def test_filling_in_max_timestamp_offsets_leaves_the_callers_frame_as_it_was(had_column):
+    """verify fills in the holders of some batches' maxTimestamp on a new frame that shares the
+    other columns (no deep copy): the caller's frame, column set and values, must not change,
+    whether it had the column (-1 where unknown) or not."""
+    from rmqlab.kafka import rebuild
+    from rmqlab.kafka.log import encode_batches, read_batches
+
+    records = [KafkaRecord(i, 1000 + (i * 7) % 5, None, b"v") for i in range(12)]
+    data = encode_batches(records, records_per_batch=4).data.tobytes()
+    batches = read_batches(data)
+    if had_column:
+        batches[rebuild.MAX_TIMESTAMP_OFFSET] = np.full(len(batches), -1, np.int64)
+    before = batches.copy(deep=True)
+    out = rebuild._with_max_timestamp_offsets(batches, data, [0, 2])
+    assert out is not batches
+    assert batches.equals(before) and list(batches.columns) == list(before.columns)
+    want = rebuild.max_timestamp_offsets(data, read_batches(data), [0, 2])
+    assert out[rebuild.MAX_TIMESTAMP_OFFSET].tolist() == want.tolist()
+    assert want[0] >= 0 and want[2] >= 0 and want[1] == -1
