@@ -22,7 +22,7 @@ setup(
                   extra_compile_args=FLAGS + ["-pthread"], extra_link_args=["-pthread"]),
         Extension("rmqlab._indexcore", sources=["rmqlab/_native/indexcore.c"],
                   depends=HEADERS + ["rmqlab/_native/javahash.h"],
-                  extra_compile_args=FLAGS),
+                  extra_compile_args=FLAGS + ["-pthread"], extra_link_args=["-pthread"]),
         Extension("rmqlab._records", sources=["rmqlab/_native/records.c"], depends=HEADERS,
                   extra_compile_args=FLAGS),
         Extension("rmqlab._crc32c", sources=["rmqlab/_native/crc32c.c"], extra_compile_args=FLAGS),

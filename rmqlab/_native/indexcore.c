@@ -25,6 +25,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <unistd.h>
+#include <pthread.h>
 
 #include "bigendian.h"
 #include "javahash.h"
@@ -203,6 +204,146 @@ static int pread_all(int fd, uint8_t *buf, size_t len, int64_t offset) {
     return 0;
 }
 
+/* ---- the streamed put on several threads ----------------------------------------------------
+ *
+ * putKey's only dependence between keys is the chain: a key's prev_index is the entry number of
+ * the newest earlier key in its slot, and the slot then holds the key's own entry number. Keys
+ * in different slots never meet. So, once the header's begin timestamp is fixed (it changes only
+ * while index_count <= 1; those first puts go through put_sequential), the loop splits in two:
+ *  1. the chains, by slot range: every thread reads all hashes in key order but follows only the
+ *     slots of its range, writing each of its keys' prev_index and its slots' newest entries;
+ *  2. the entries, by key range: every thread assembles and pwrites its own span of the entries.
+ * Entry numbers are known up front (the first one, plus the key's position), so both phases write
+ * exactly the bytes put_sequential writes; the tests compare the two on random inputs. */
+#define PAR_MAX_THREADS 16
+
+typedef struct {
+    const int32_t *hashes;
+    const int64_t *phy, *ts;
+    Py_ssize_t n;           /* keys to put, all of which fit */
+    int64_t first_entry;    /* the entry number of hashes[0] */
+    int64_t bts;            /* the header's begin timestamp, fixed for these keys */
+    fastmod hsn;
+    uint32_t slot_count;
+    uint8_t *slots;         /* the slot table: each thread of phase 1 writes only its range */
+    int32_t *prev;          /* prev_index of each key: phase 1 writes it, phase 2 reads it */
+    int every_put;
+    int fd;
+    int64_t entries_offset;
+    int nthreads;
+    uint32_t new_slots[PAR_MAX_THREADS];    /* phase 1: the puts that counted in hash_slot_count */
+    int err[PAR_MAX_THREADS];               /* phase 2: 0, -1 (no memory) or an errno */
+} par_put;
+
+/* Phase 1, part t: the chains of the slots [lo, hi). */
+static void par_chains(par_put *p, int t) {
+    uint32_t lo = (uint32_t)((uint64_t)p->slot_count * t / p->nthreads);
+    uint32_t hi = (uint32_t)((uint64_t)p->slot_count * (t + 1) / p->nthreads);
+    uint32_t counted = 0;
+    for (Py_ssize_t i = 0; i < p->n; i++) {
+        if (i + PREFETCH_AHEAD < p->n) {
+            uint32_t ahead = mod_of(index_hash_of(p->hashes[i + PREFETCH_AHEAD]), p->hsn);
+            if (ahead >= lo && ahead < hi)
+                __builtin_prefetch(p->slots + (size_t)SLOT_SIZE * ahead, 1);
+        }
+        uint32_t s = mod_of(index_hash_of(p->hashes[i]), p->hsn);
+        if (s < lo || s >= hi)
+            continue;
+        int64_t entry = p->first_entry + i;
+        uint8_t *slot = p->slots + (size_t)SLOT_SIZE * s;
+        int32_t slot_value = load_i32(slot + SLOT_NEWEST_ENTRY_OFFSET);
+        if (slot_value <= 0 || slot_value > entry)
+            slot_value = 0;
+        p->prev[i] = slot_value;
+        store_i32(slot + SLOT_NEWEST_ENTRY_OFFSET, (int32_t)entry);
+        if (slot_value == 0 || p->every_put)
+            counted++;
+    }
+    p->new_slots[t] = counted;
+}
+
+/* Phase 2, part t: the entries of the keys [from, to), assembled and written chunk by chunk. */
+static void par_entries(par_put *p, int t) {
+    Py_ssize_t from = (Py_ssize_t)((int64_t)p->n * t / p->nthreads);
+    Py_ssize_t to = (Py_ssize_t)((int64_t)p->n * (t + 1) / p->nthreads);
+    uint8_t *chunk = malloc((size_t)ENTRY_SIZE * STREAM_CHUNK_ENTRIES);
+    int err = chunk ? 0 : -1;
+    for (Py_ssize_t i = from; !err && i < to; i += STREAM_CHUNK_ENTRIES) {
+        Py_ssize_t end = to - i < STREAM_CHUNK_ENTRIES ? to : i + STREAM_CHUNK_ENTRIES;
+        for (Py_ssize_t k = i; k < end; k++)
+            write_entry(chunk + (size_t)ENTRY_SIZE * (size_t)(k - i), index_hash_of(p->hashes[k]), p->phy[k],
+                        time_diff_of(p->ts[k], p->bts), p->prev[k]);
+        err = pwrite_all(p->fd, chunk, (size_t)ENTRY_SIZE * (size_t)(end - i),
+                         p->entries_offset + (int64_t)ENTRY_SIZE * (p->first_entry + i));
+    }
+    free(chunk);
+    p->err[t] = err;
+}
+
+typedef struct {
+    par_put *p;
+    void (*part)(par_put *, int);
+    int id;
+} par_job;
+
+static void *par_run(void *arg) {
+    par_job *j = arg;
+    j->part(j->p, j->id);
+    return NULL;
+}
+
+/* Runs part(p, t) for every t: parts 1.. on threads of their own, part 0 on this one, and any
+ * part whose thread could not be started here too, after part 0. */
+static void par_phase(par_put *p, void (*part)(par_put *, int)) {
+    par_job jobs[PAR_MAX_THREADS];
+    pthread_t tid[PAR_MAX_THREADS];
+    int started[PAR_MAX_THREADS] = {0};
+    for (int t = 0; t < p->nthreads; t++) {
+        jobs[t].p = p;
+        jobs[t].part = part;
+        jobs[t].id = t;
+    }
+    for (int t = 1; t < p->nthreads; t++)
+        started[t] = pthread_create(&tid[t], NULL, par_run, &jobs[t]) == 0;
+    part(p, 0);
+    for (int t = 1; t < p->nthreads; t++) {
+        if (started[t])
+            pthread_join(tid[t], NULL);
+        else
+            part(p, t);
+    }
+}
+
+/* Puts hashes[0, n) (all of which fit, and index_count > 1 already) on `nthreads` threads; the
+ * slot table `slots` is the caller's copy, for it to write back. Returns 0, -1 when memory runs
+ * out, or an errno. */
+static int put_parallel(int fd, Py_ssize_t hsn, int64_t entries_offset, uint8_t *slots, header_state *h,
+                        const int32_t *hashes, const int64_t *phy, const int64_t *ts, Py_ssize_t n,
+                        int every_put, int nthreads) {
+    par_put p = {hashes, phy, ts, n, h->count, h->bts, fastmod_of((uint32_t)hsn), (uint32_t)hsn, slots, NULL,
+                 every_put, fd, entries_offset, nthreads, {0}, {0}};
+    p.prev = (int32_t *)huge_alloc(sizeof(int32_t) * (size_t)n);
+    if (!p.prev)
+        return -1;
+    par_phase(&p, par_chains);
+    par_phase(&p, par_entries);
+    free(p.prev);
+    int err = 0;
+    uint32_t counted = 0;
+    for (int t = 0; t < nthreads; t++) {
+        if (!err)
+            err = p.err[t];
+        counted += p.new_slots[t];
+    }
+    if (err)
+        return err;
+    h->hsc = (int32_t)((uint32_t)h->hsc + counted); /* Java int increments */
+    h->count += n;
+    h->ephy = phy[n - 1];
+    h->ets = ts[n - 1];
+    return 0;
+}
+
 /* The put loop through the file descriptor: slot table read into huge-page memory, entries
  * written chunk by chunk in order, slot table written back last. Returns 0, -1 when memory
  * runs out, or an errno. On an error the slot table on disk is the old one, so a reader
@@ -210,7 +351,7 @@ static int pread_all(int fd, uint8_t *buf, size_t len, int64_t offset) {
  * the loop was tried: no faster on a loaded 2-core machine, so the loop writes its own chunks.) */
 static int put_streamed(int fd, Py_ssize_t hsn, int64_t index_num, header_state *h,
                         const int32_t *hashes, const int64_t *phy, const int64_t *ts, Py_ssize_t n,
-                        int every_put) {
+                        int every_put, int nthreads) {
     size_t slots_len = (size_t)SLOT_SIZE * hsn;
     int64_t entries_offset = HEADER_SIZE + (int64_t)slots_len;
     uint8_t *slots = huge_alloc(slots_len);
@@ -230,12 +371,31 @@ static int put_streamed(int fd, Py_ssize_t hsn, int64_t index_num, header_state 
 #endif
     fastmod nslots = fastmod_of((uint32_t)hsn);
     Py_ssize_t i = 0;
-    while (!err && i < n && h->count < index_num) {
-        int64_t first = h->count;
-        Py_ssize_t to = n - i < STREAM_CHUNK_ENTRIES ? n : i + STREAM_CHUNK_ENTRIES;
-        i = put_sequential(slots, chunk, first, nslots, index_num, h, hashes, phy, ts, i, to, every_put);
-        err = pwrite_all(fd, chunk, (size_t)ENTRY_SIZE * (size_t)(h->count - first),
-                         entries_offset + (int64_t)ENTRY_SIZE * first);
+    /* One thread puts the keys that move the begin timestamp (index_count <= 1), then, when the
+     * rest are enough to share, put_parallel puts all of them that fit; one thread the rest. */
+    Py_ssize_t head = h->count <= 1 ? (Py_ssize_t)(2 - h->count) : 0;
+    for (int pass = 0; pass < 2; pass++) {
+        Py_ssize_t stop = pass == 0 ? (head < n ? head : n) : n;
+        while (!err && i < stop && h->count < index_num) {
+            int64_t first = h->count;
+            Py_ssize_t to = stop - i < STREAM_CHUNK_ENTRIES ? stop : i + STREAM_CHUNK_ENTRIES;
+            i = put_sequential(slots, chunk, first, nslots, index_num, h, hashes, phy, ts, i, to, every_put);
+            err = pwrite_all(fd, chunk, (size_t)ENTRY_SIZE * (size_t)(h->count - first),
+                             entries_offset + (int64_t)ENTRY_SIZE * first);
+        }
+        if (pass == 0 && !err && h->count > 1) {
+            int64_t room = index_num - h->count;
+            Py_ssize_t fit = n - i < room ? n - i : (Py_ssize_t)(room > 0 ? room : 0);
+            /* The caller decides when threads pay (rmqlab.formats.indexfile.THREADED_PUT_KEYS). */
+            int nt = nthreads < PAR_MAX_THREADS ? nthreads : PAR_MAX_THREADS;
+            if ((Py_ssize_t)nt > fit)
+                nt = (int)fit;
+            if (nt > 1) {
+                err = put_parallel(fd, hsn, entries_offset, slots, h, hashes + i, phy + i, ts + i, fit,
+                                   every_put, nt);
+                i += fit;
+            }
+        }
     }
     if (!err)
         err = pwrite_all(fd, slots, slots_len, HEADER_SIZE);
@@ -246,21 +406,23 @@ static int put_streamed(int fd, Py_ssize_t hsn, int64_t index_num, header_state 
 
 /* put_entries(buffer, hash_slot_num, index_num,
  *             (begin_ts, end_ts, begin_phy, end_phy, hash_slot_count, index_count),
- *             hashes int32[n], phy int64[n], ts int64[n], every_put, fd=-1, java_hashes=0)
+ *             hashes int32[n], phy int64[n], ts int64[n], every_put, fd=-1, java_hashes=0,
+ *             threads=1)
  *   -> new header tuple
  * Puts keys in order until the file is full, exactly as n calls of putKey. `hashes` are index
  * hashes (>= 0, checked), or with java_hashes raw String.hashCode values (any int32), mapped
  * here so that the caller needs no extra pass over them. With fd >= 0 (the
  * file that `buffer` maps from offset 0; Linux's page cache keeps the two coherent) a large
- * batch is written through the descriptor instead of the map; the header is the caller's. */
+ * batch is written through the descriptor instead of the map, on up to `threads` threads
+ * (put_parallel) when it is large enough to share; the header is the caller's. */
 static PyObject *put_entries(PyObject *self, PyObject *args) {
     Py_buffer file, hb, pb, tb;
     Py_ssize_t hsn, index_num;
     header_state h;
-    int every_put, fd = -1, java_hashes = 0;
-    if (!PyArg_ParseTuple(args, "w*nn(LLLLLL)y*y*y*p|ip", &file, &hsn, &index_num, &h.bts, &h.ets,
+    int every_put, fd = -1, java_hashes = 0, threads = 1;
+    if (!PyArg_ParseTuple(args, "w*nn(LLLLLL)y*y*y*p|ipi", &file, &hsn, &index_num, &h.bts, &h.ets,
                           &h.bphy, &h.ephy, &h.hsc, &h.count, &hb, &pb, &tb, &every_put, &fd,
-                          &java_hashes))
+                          &java_hashes, &threads))
         return NULL;
     PyObject *result = NULL;
     if (check_geometry(file.len, hsn, index_num) < 0)
@@ -284,7 +446,7 @@ static PyObject *put_entries(PyObject *self, PyObject *args) {
     if (fd >= 0) {
         int err;
         Py_BEGIN_ALLOW_THREADS
-        err = put_streamed(fd, hsn, index_num, &h, hb.buf, pb.buf, tb.buf, n, every_put);
+        err = put_streamed(fd, hsn, index_num, &h, hb.buf, pb.buf, tb.buf, n, every_put, threads);
         Py_END_ALLOW_THREADS
         if (err < 0) {
             PyErr_NoMemory();
@@ -876,7 +1038,7 @@ static PyMethodDef methods[] = {
      " value, 2**31-1 for any larger one"},
     {"put_entries", put_entries, METH_VARARGS,
      "put_entries(buffer, hash_slot_num, index_num, header6, hashes, phy, ts, every_put, fd=-1,"
-     " java_hashes=False) -> header6"},
+     " java_hashes=False, threads=1) -> header6"},
     {"check_file", check_file, METH_VARARGS,
      "check_file(buffer, hash_slot_num, index_num, count) -> (occupied, longest_chain, then (first, count) of"
      " nine invariants): IndexFile.problems and verify's index checks in one pass"},

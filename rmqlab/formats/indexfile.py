@@ -661,7 +661,7 @@ class IndexFile:
         return True
 
     def put_keys(self, keys: Any, phy_offsets: Any, store_timestamps: Any, *,
-                 hashes: np.ndarray | None = None) -> int:
+                 hashes: np.ndarray | None = None, threads: int | None = None) -> int:
         """Put many keys in order, exactly as repeated :meth:`put_key` would; returns how many
         fit. Cost: O(n) in C, no Python loop; once hashed, the time goes to the put loop (bound
         by its random slot-table reads) and to the kernel's copy of the entries into the page
@@ -671,7 +671,9 @@ class IndexFile:
         (int32, already index hashes) instead to skip hashing. A batch of 100,000 keys or more
         writes its entries through the file descriptor rather than the map (the same bytes;
         Linux's page cache keeps the map coherent), which spares a page fault per page written
-        and keeps those pages out of this process's resident memory.
+        and keeps those pages out of this process's resident memory. Such a batch of
+        :data:`THREADED_PUT_KEYS` or more is put on `threads` threads (default: every usable
+        core): the chains split by slot range, the entries by key range, the bytes the same.
         """
         self._require_writable()
         phy = as_longs("phy_offsets", phy_offsets)
@@ -696,10 +698,14 @@ class IndexFile:
         state = (self._h["begin_timestamp"], self._h["end_timestamp"], self._h["begin_phy_offset"],
                  self._h["end_phy_offset"], self._h["hash_slot_count"], self._h["index_count"])
         fd = self._file.fileno() if take >= _STREAM_MIN_KEYS else -1
+        if threads is None:
+            threads = _put_threads(take)
+        elif isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
+            raise ValueError(f"threads must be >= 1, got {threads!r}")
         try:
             new_state = _indexcore.put_entries(
                 self._mm, self.geometry.hash_slot_num, self.geometry.index_num, state,
-                hashes, phy[:take], ts[:take], self.slot_count_rule == EVERY_PUT, fd, java_hashes)
+                hashes, phy[:take], ts[:take], self.slot_count_rule == EVERY_PUT, fd, java_hashes, threads)
         except OSError as e:
             raise OSError(e.errno, e.strerror, str(self.path)) from None
         for name, value in zip(("begin_timestamp", "end_timestamp", "begin_phy_offset",
@@ -1040,6 +1046,20 @@ def _lookup_threads(keys: int) -> int:
     return usable_cores()
 
 
+#: keys from which :meth:`IndexFile.put_keys` puts on every usable core by default: below it the
+#: threads' start and their second pass over the hashes cost more than they save
+THREADED_PUT_KEYS = 1 << 19
+
+
+def _put_threads(keys: int) -> int:
+    """The default threads of a put of `keys` keys (:data:`THREADED_PUT_KEYS`)."""
+    if keys < THREADED_PUT_KEYS:
+        return 1
+    from rmqlab.tables.pool import usable_cores
+
+    return usable_cores()
+
+
 def _clamp_max_num(max_num: Any) -> int:
     """int(max_num) as a Java int would compare it: any value <= 0 returns nothing (negatives
     become -1), and no list can reach 2^31 entries, so larger values behave as INT_MAX.
@@ -1056,7 +1076,7 @@ def build_index_file(path: str | os.PathLike, keys: Any, phy_offsets: Any, store
                      hash_slot_num: int = DEFAULT_HASH_SLOT_NUM, index_num: int = DEFAULT_INDEX_NUM,
                      end_phy_offset: int = 0, end_timestamp: int = 0,
                      slot_count_rule: SlotCountRule = NEW_SLOT, hashes: np.ndarray | None = None,
-                     fsync: bool = False) -> int:
+                     fsync: bool = False, threads: int | None = None) -> int:
     """Write a whole index file in one call: the same bytes as create + put_key in order + close.
 
     Keys beyond the capacity (``index_num - 1``) are not written. The file appears atomically:
@@ -1065,10 +1085,12 @@ def build_index_file(path: str | os.PathLike, keys: Any, phy_offsets: Any, store
     before the rename, so the file survives a power loss too (one more write-back of the whole
     file). Returns the number of keys written.
     Cost: O(n) in C, in three parts: hashing (on several threads for large inputs), the put
-    loop, bound by its random slot-table reads, and the kernel's copy into the page cache.
-    Memory: the hashes and the slot table (4 bytes a key and 4 a slot) over the inputs, as the
-    file's pages are written with pwrite and never mapped into the process (no page fault a
-    page written). Measured builds: benchmarks/RESULTS.md.
+    loop, bound by its random slot-table reads, and the kernel's copy into the page cache; the
+    put loop of a large input on `threads` threads (:meth:`IndexFile.put_keys`).
+    Memory: the hashes and the slot table (4 bytes a key and 4 a slot) over the inputs, and 4
+    bytes a key more on several threads, as the file's pages are written with pwrite and never
+    mapped into the process (no page fault a page written). Measured builds:
+    benchmarks/RESULTS.md.
 
     >>> import tempfile, os
     >>> d = tempfile.mkdtemp()
@@ -1083,7 +1105,7 @@ def build_index_file(path: str | os.PathLike, keys: Any, phy_offsets: Any, store
         f = IndexFile.create(tmp, hash_slot_num, index_num, end_phy_offset, end_timestamp,
                              slot_count_rule=slot_count_rule)
         try:
-            written = f.put_keys(keys, phy_offsets, store_timestamps, hashes=hashes)
+            written = f.put_keys(keys, phy_offsets, store_timestamps, hashes=hashes, threads=threads)
         finally:
             f.close(sync=fsync)
         os.replace(tmp, path)

@@ -406,11 +406,17 @@ def _build_one(plan: BuildPlan, fs: Any, hash_slot_num: int, index_num: int, slo
         at += hi - lo
         del run
     target = Location(fs, plan.path)
+    # the put loop's threads: the cores Spark gave this task (spark.task.cpus), not the machine's,
+    # which the executor's other tasks are using
+    from pyspark import TaskContext
+
+    ctx = TaskContext.get()
+    threads = max(1, ctx.cpus()) if ctx is not None else None
 
     def build(path: str) -> int:
         return build_index_file(path, None, phy, ts, hash_slot_num=hash_slot_num, index_num=index_num,
                                 end_phy_offset=plan.seed_phy_offset, end_timestamp=plan.seed_timestamp,
-                                slot_count_rule=slot_count_rule, hashes=hashes)
+                                slot_count_rule=slot_count_rule, hashes=hashes, threads=threads)
     if target.local:
         return build(plan.path)
     with tempfile.TemporaryDirectory(prefix="rmqlab-build-") as scratch:

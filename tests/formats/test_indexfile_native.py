@@ -219,3 +219,61 @@ def test_put_entries_rejects_a_file_shorter_than_its_geometry(tmp_path):
             _indexcore.put_entries(bytearray(size), 8, 4, (0, 0, 0, 0, 0, 1),
                                    np.zeros(2, np.int32), np.zeros(2, np.int64), np.zeros(2, np.int64),
                                    False, fh.fileno())
+
+
+@settings(deadline=None, max_examples=200)
+@given(data=st.data(), hash_slot_num=st.integers(1, 40), n=st.integers(1, 300), threads=st.integers(2, 6),
+       every_put=st.booleans(), first_count=st.sampled_from([0, 1, 2, 7]), spare=st.integers(-5, 10),
+       stale_slots=st.booleans())
+def test_put_entries_on_threads_writes_the_bytes_of_one_thread(data, hash_slot_num, n, threads, every_put,
+                                                               first_count, spare, stale_slots):
+    """put_entries(threads=k) through the descriptor (the chains split by slot range, the entries
+    by key range) writes the same file and returns the same header as one thread putting the
+    keys one after another: with few slots (long chains), a file that fills up part way, a
+    header whose index_count starts at 0, 1 or further on (the begin timestamp still moving, or
+    not), either slot-count rule, and slot values a reader must treat as empty (<= 0, or newer
+    than the entry being put)."""
+    index_num = max(1, first_count + n + spare)
+    size = indexfile.Geometry(hash_slot_num, index_num).file_size
+    raw = np.array(data.draw(st.lists(st.integers(-2**31, 2**31 - 1), min_size=n, max_size=n)), dtype=np.int32)
+    phy = np.array(data.draw(st.lists(st.integers(0, 2**40), min_size=n, max_size=n)), dtype=np.int64)
+    ts = 1718000000000 + np.array(data.draw(st.lists(st.integers(-5000, 10**7), min_size=n, max_size=n)),
+                                  dtype=np.int64)
+    start = bytearray(size)
+    if stale_slots:
+        stale = data.draw(st.lists(st.integers(-3, index_num + 3), min_size=hash_slot_num, max_size=hash_slot_num))
+        np.frombuffer(start, ">i4", count=hash_slot_num, offset=indexfile.HEADER.size)[:] = stale
+    state = (1717999990000 if first_count > 1 else 0, 0, 0, 0, 0, first_count)
+    files = []
+    for k in (1, threads):
+        with tempfile.TemporaryFile() as fh:
+            fh.write(start)
+            fh.flush()
+            buf = bytearray(start)
+            header = _indexcore.put_entries(buf, hash_slot_num, index_num, state, raw, phy, ts, every_put,
+                                            fh.fileno(), True, k)
+            fh.seek(0)
+            files.append((header, fh.read()))
+    assert files[1][0] == files[0][0]
+    assert files[1][1] == files[0][1]
+
+
+def test_build_index_file_on_threads_by_default_from_threaded_put_keys(tmp_path, monkeypatch):
+    """build_index_file of :data:`~rmqlab.formats.indexfile.THREADED_PUT_KEYS` keys or more puts
+    on every usable core by default, and the file is the one a single thread writes; a bad
+    `threads` is refused before anything is written."""
+    n = indexfile.THREADED_PUT_KEYS + 1000
+    keys = [f"TopicTest#ORDER_{k % 70_001}" for k in range(n)]       # chains of up to 8 keys
+    phy = np.arange(n, dtype=np.int64) * 200
+    ts = 1718000000000 + np.arange(n, dtype=np.int64) // 7
+    asked = []
+    real = _indexcore.put_entries
+    monkeypatch.setattr(_indexcore, "put_entries", lambda *a: asked.append(a[-1]) or real(*a))
+    geometry = dict(hash_slot_num=50_021, index_num=n + 10)
+    assert rmqlab.build_index_file(tmp_path / "default", keys, phy, ts, **geometry) == n
+    assert rmqlab.build_index_file(tmp_path / "one", keys, phy, ts, threads=1, **geometry) == n
+    assert asked == [usable_cores(), 1]
+    assert (tmp_path / "default").read_bytes() == (tmp_path / "one").read_bytes()
+    with pytest.raises(ValueError, match="threads"):
+        rmqlab.build_index_file(tmp_path / "bad", keys, phy, ts, threads=0, **geometry)
+    assert not (tmp_path / "bad").exists()
