@@ -7,7 +7,8 @@ Paths (``--paths``, default all):
 * ``index``: RocketMQ's ``IndexFile.putKey`` on the reference workload (key n
   ``TopicTest#ORDER_n``, phyOffset 200*(n+1), storeTimestamp 1718000000000 + n // 10, --keys
   keys into a default-geometry file: benchmarks/java/IndexFileBench.java) against
-  ``rmqlab.build_index_file`` of the same keys, then --lookups look-ups of key
+  ``rmqlab.build_index_file`` of the same keys (its put loop on every usable core, and in a
+  process of its own on one thread), then --lookups look-ups of key
   (i * 2654435761) mod N through ``selectPhyOffset`` against ``IndexFile.select_phy_offsets``
   called once a key from Python and the batch ``select_phy_offsets_many``. The two files must
   have the same SHA-256 and every look-up must find its key's offset. Beside them, the write
@@ -151,6 +152,31 @@ def child_index(out: str, path: str, keys: str, lookups: str) -> dict[str, Any]:
             "batch_one_s": batch_one_s, "found": found, "batch_same": same, "sha256": sha256_of(target)}
 
 
+def child_build(out: str, path: str, keys: str, threads: str) -> dict[str, Any]:
+    """The build of ``index`` alone, its put loop on `threads` threads (the hashing as always)."""
+    import gc
+
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    import rmqlab
+    from rmqlab.formats.indexfile import DEFAULT_HASH_SLOT_NUM, DEFAULT_INDEX_NUM
+
+    n = int(keys)
+    numbers = np.arange(n, dtype=np.int64)
+    key_array = pc.binary_join_element_wise("TopicTest#ORDER_", pc.cast(pa.array(numbers), pa.string()), "")
+    phy, ts = 200 * (numbers + 1), 1718000000000 + numbers // 10
+    target = Path(path)
+    target.unlink(missing_ok=True)
+    gc.collect()
+    t0 = time.perf_counter()
+    written = rmqlab.build_index_file(target, key_array, phy, ts, hash_slot_num=DEFAULT_HASH_SLOT_NUM,
+                                      index_num=DEFAULT_INDEX_NUM, threads=int(threads))
+    build_s = time.perf_counter() - t0
+    return {"build_s": build_s, "written": written, "sha256": sha256_of(target)}
+
+
 def child_write_limit(out: str, path: str, size: str) -> dict[str, Any]:
     """The write limit of a file of `size` bytes: every byte stored through a fresh shared
     mapping of a new file (page faults included), then the same bytes written with pwrite
@@ -241,7 +267,8 @@ def child_decode(out: str, folder: str) -> dict[str, Any]:
 
 
 CHILDREN: dict[str, Callable[..., dict[str, Any]]] = {
-    "index": child_index, "write-limit": child_write_limit, "store": child_store, "decode": child_decode}
+    "index": child_index, "build": child_build, "write-limit": child_write_limit, "store": child_store,
+    "decode": child_decode}
 
 
 # -- the references ---------------------------------------------------------------------------
@@ -327,16 +354,26 @@ def bench_index(work: Path, args, s: Series) -> list[tuple]:
         s.add_all(got, {"rmqlab build": "build_s", "rmqlab single": "single_s", "rmqlab batch": "batch_s",
                         "rmqlab batch one thread": "batch_one_s"})
 
+    def one_thread() -> None:
+        _, got = python_child("build", str(py_file), str(args.keys), "1")
+        hashes.add(got["sha256"])
+        py_file.unlink()
+        s.add("rmqlab build one thread", got["build_s"])
+
     def limit() -> None:
         _, got = python_child("write-limit", str(py_file), str(size))
         s.add_all(got, {"write mapped": "mapped_s", "write pwrite": "pwrite_s"})
 
-    alternate(args.runs, [java, python, limit])
+    alternate(args.runs, [java, python, one_thread, limit])
     assert len(hashes) == 1, f"Java's IndexFile and rmqlab wrote different bytes: {sorted(hashes)}"
     per = f"{args.lookups:,} look-ups"
     return [
-        ("IndexFile: build", f"putKey x {args.keys:,}", s.cell("java putKey"), "build_index_file",
+        ("IndexFile: build", f"putKey x {args.keys:,}", s.cell("java putKey"),
+         f"build_index_file ({usable_cores()} threads)",
          s.cell("rmqlab build"), s.median("java putKey") / s.median("rmqlab build"), ">= 3x"),
+        ("IndexFile: build, put loop on one thread", f"putKey x {args.keys:,}", s.cell("java putKey"),
+         "build_index_file(threads=1)", s.cell("rmqlab build one thread"),
+         s.median("java putKey") / s.median("rmqlab build one thread"), ""),
         ("IndexFile: build, then flush", "putKey + flush", f"{s.median('java putKey') + s.median('java flush'):.3f} s",
          "build_index_file (writes the header)", s.cell("rmqlab build"),
          (s.median("java putKey") + s.median("java flush")) / s.median("rmqlab build"), ""),

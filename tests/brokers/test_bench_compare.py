@@ -29,6 +29,7 @@ def test_the_side_by_side_benchmark_agrees_with_the_brokers(tmp_path):
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-5000:]
     rows = [line for line in out.stdout.splitlines() if line.startswith("| ") and "---" not in line]
     paths = {line.split(" | ")[0].lstrip("| ") for line in rows[1:]}
-    assert {"IndexFile: build", "IndexFile: look-ups, batch", "Store: recovery + dispatch",
+    assert {"IndexFile: build", "IndexFile: build, put loop on one thread", "IndexFile: look-ups, batch",
+            "Store: recovery + dispatch",
             "Store: key queries, one call a key", "CommitLog: decode vs read limit", "Kafka: dump",
             "Kafka: log walk and index check"} <= paths, rows
