@@ -36,10 +36,11 @@ __all__ = ["verify_with_spark"]
 def verify_with_spark(spark: Any, path: str | os.PathLike, **settings: Any) -> VerifyReport:
     """:func:`rmqlab.verify.verify_path` of `path` (a path or a URI; its keyword `settings` but
     ``jobs`` and ``pool``), the units run as tasks of `spark`. Cost: as ``verify_path`` spread
-    over the cluster's task slots, plus a Spark job a CommitLog file, an index file and 64
-    queues (tens of milliseconds each on a warm session); the driver's share is merging what
-    the tasks found. A URI adds a copy of the store's files but the CommitLog's on the driver
-    and on each executor machine, and each CommitLog file's transfer in its task.
+    over the cluster's task slots, plus a Spark task a CommitLog file, an index file and 64
+    queues, gathered into jobs of twice the task slots (:class:`~rmqlab.spark.pool.SparkPool`);
+    the driver's share is merging what the tasks found. A URI adds a copy of the store's files
+    but the CommitLog's on the driver and on each executor machine, and each CommitLog file's
+    transfer in its task.
 
     >>> from rmqlab.spark import get_session                              # doctest: +SKIP
     >>> verify_with_spark(get_session(), "data/generated/sample-store").ok  # doctest: +SKIP

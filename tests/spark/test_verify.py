@@ -122,8 +122,53 @@ def test_the_pool_gives_results_in_order_from_executors(spark):
         got = list(p.ordered(divmod, [(n, 7) for n in range(40)], batch=3))
         assert got == [divmod(n, 7) for n in range(40)]
         assert p.run.units == 40 and p.run.pids and os.getpid() not in p.run.pids
-        with pytest.raises(Exception, match="ZeroDivisionError"):
+        with pytest.raises(ZeroDivisionError):
             list(p.ordered(divmod, [(1, 1), (1, 0)]))
+
+
+@pytest.mark.parametrize("group", [1, 3, 64])
+def test_a_job_of_several_units_keeps_each_units_value_and_error_its_own(spark, group):
+    """Units gathered into one Spark job (`group` a job) still answer one by one, as a process
+    pool's: in order, each from an executor; a unit that raises raises its own exception (its
+    type kept, or named where it does not pickle) when its value is taken, and only then, the
+    units before it already handed back and the ones after it still answering; units waiting for
+    a group to fill start when a value is asked for; submit_all starts its last units at once."""
+    units = [(n, 0 if n in (5, 10) else 7) for n in range(13)]
+    with SparkPool(spark, "group", group=group) as p:
+        handed = []
+        with pytest.raises(ZeroDivisionError):
+            for value in p.ordered(divmod, units):
+                handed.append(value)
+        assert handed == [divmod(n, 7) for n in range(5)]
+        want = ["raised" if d == 0 else divmod(n, d) for n, d in units]
+        submitted = [p.submit(divmod, *args) for args in units]
+        seen = []
+        for unit in submitted:
+            try:
+                seen.append(p.value(unit))
+            except ZeroDivisionError:
+                seen.append("raised")
+        assert seen == want
+        early = p.submit_all(divmod, [(n, 3) for n in range(group + 1)])
+        assert not p._waiting
+        assert list(p.values(early)) == [divmod(n, 3) for n in range(group + 1)]
+        def raise_unpicklable(n):      # sent by value (cloudpickle), as its exception's class
+            import threading
+
+            class Unpicklable(Exception):
+                def __init__(self, what, lock):
+                    super().__init__(what)
+                    self.lock = lock
+
+            raise Unpicklable("five" if n == 5 else str(n), threading.Lock())
+
+        unpicklable = p.submit(raise_unpicklable, 5)
+        with pytest.raises(RuntimeError, match="Unpicklable: five"):
+            p.value(unpicklable)
+        assert p.run.pids and os.getpid() not in p.run.pids
+    with pytest.raises(ValueError, match="group"):
+        SparkPool(spark, "bad", group=0)
+
 
 
 def test_jobs_and_a_pool_exclude_each_other(spark, small_store):
