@@ -79,9 +79,26 @@ def s3_uri(endpoint: str, key: str) -> str:
 
 
 def upload(local: Path, uri: str) -> str:
-    """Every file under folder `local` copied to `uri` (a folder of the test bucket); returns `uri`."""
-    from rmqlab.spark import storage
+    """Every file under folder `local` copied to `uri` (a folder of the test bucket, as
+    :func:`s3_uri` makes it); returns `uri`. One signed PUT a file on eight threads (boto3, which
+    moto brings): a broker store of 145 files and 406 MB took 4.1 s so, 19.1 s through
+    pyarrow.fs.copy_files, whose S3 file system asks about each parent folder first."""
+    from concurrent.futures import ThreadPoolExecutor
+    from urllib.parse import parse_qs, urlsplit
 
-    loc = storage.resolve(uri)
-    pafs.copy_files(str(local), loc.path, source_filesystem=pafs.LocalFileSystem(), destination_filesystem=loc.fs)
+    import boto3
+
+    parts = urlsplit(uri)
+    assert parts.scheme == "s3" and parts.hostname == BUCKET.lower(), uri
+    endpoint = parse_qs(parts.query)["endpoint_override"][0]
+    client = boto3.client("s3", endpoint_url=f"http://{endpoint}", aws_access_key_id="testing",
+                          aws_secret_access_key="testing", region_name="us-east-1")
+    prefix = parts.path.strip("/")
+    files = sorted(p for p in Path(local).rglob("*") if p.is_file())
+
+    def put(path: Path) -> None:
+        client.put_object(Bucket=BUCKET, Key=f"{prefix}/{path.relative_to(local).as_posix()}", Body=path.read_bytes())
+
+    with ThreadPoolExecutor(8) as pool:
+        list(pool.map(put, files))
     return uri
