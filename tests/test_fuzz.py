@@ -13,17 +13,20 @@ matching the query key; slots past index_count; ConsumeQueue file gaps and bad n
 Kafka varints with the batch CRC recomputed; CommitLog names past Long.MAX_VALUE). The
 machinery is in ``fuzz_support.py``.
 
-Budget. Each test runs at least ``RMQLAB_FUZZ_EXAMPLES`` inputs (default 10,000) of its
+Budget. Each test runs at least ``RMQLAB_FUZZ_EXAMPLES`` inputs (default 3,000) of its
 format, the same every run, then an eighth more from a fresh seed printed with the test's
-output (``RMQLAB_FUZZ_SEED=N`` runs those again). The seeds are rmqlab's writers' files and,
+output (``RMQLAB_FUZZ_SEED=N`` runs those again). At the former default of 10,000 the 24
+formats took about 1,000 s of a loaded 2-core machine, a quarter of the suite; the deep runs
+(40,000 inputs a format and more) are ``benchmarks/bench_fuzz.py``'s, recorded in
+benchmarks/RESULTS.md. The seeds are rmqlab's writers' files and,
 where they exist, files no rmqlab code wrote: the Java IndexFile's golden files and the real
 Kafka files. A hypothesis example (derandomized, no database: the same inputs every run) runs its own
 shrinkable mutation program plus a swarm of ``SWARM - 1`` programs from a seed it draws:
 hypothesis costs close to a millisecond an example on a small machine, a swarm input a few
 microseconds to build. Each input opens/walks its file; the optional query groups and the
 pandas-building calls run on a deterministic share of the inputs (see ``fuzz_support``), so
-every call still sees hundreds to thousands of inputs while the file takes about 75 s on two
-cores (90,000+ inputs; input files go to /dev/shm where there is one). Per input: a CPU-time
+every call still sees hundreds of inputs or more (input files go to /dev/shm where there is
+one). Per input: a CPU-time
 limit (default 10 CPU-s; ``RMQLAB_FUZZ_TIMEOUT``; CPU, so a loaded machine cannot trip it),
 a faulthandler watchdog for C code, bounded walk
 counters (trace steps, probes, records, chain lengths), and a tracemalloc peak check on every

@@ -3257,7 +3257,7 @@ TARGETS: dict[str, Target] = {t.name: t for t in (
     TieredIndexTarget(), TieredIndex51Target(), TieredSegmentTarget(), MessageRocksDBTarget())}
 
 
-def budget(default: int = 10_000) -> int:
+def budget(default: int = 3_000) -> int:
     """Inputs per format: RMQLAB_FUZZ_EXAMPLES, else `default`."""
     return int(os.environ.get("RMQLAB_FUZZ_EXAMPLES", default))
 
