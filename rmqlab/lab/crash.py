@@ -229,7 +229,7 @@ def _instrument(ev: _Events, piece: int, put_batch: int) -> None:
 
     real_put_keys = IndexFile.put_keys
 
-    def put_keys(self, keys, phy_offsets, store_timestamps, *, hashes=None):
+    def put_keys(self, keys, phy_offsets, store_timestamps, *, hashes=None, threads=None):
         phy, ts = np.asarray(phy_offsets), np.asarray(store_timestamps)
         n, done = len(phy), 0
         while done < n:
@@ -237,7 +237,7 @@ def _instrument(ev: _Events, piece: int, put_batch: int) -> None:
             lo, hi = done, min(n, done + put_batch)
             header = bytes(self._mm[:HEADER.size])
             got = real_put_keys(self, _slice(keys, lo, hi), phy[lo:hi], ts[lo:hi],
-                                hashes=None if hashes is None else hashes[lo:hi])
+                                hashes=None if hashes is None else hashes[lo:hi], threads=threads)
             # a kill here: the batch's entries and slots are in the map, its header is not yet
             ev.tick("put:header", lambda header=header: self._mm.__setitem__(slice(0, HEADER.size), header))
             done += got

@@ -37,8 +37,9 @@ from rmqlab.tables.pool import Pool
 __all__ = ["SparkPool", "task_slots"]
 
 #: the schema of a task's one row: its unit's number in the job, the executor process, whether
-#: the unit returned (else it raised), and the pickled result or exception
-_RESULT = "unit long, pid long, ok boolean, value binary"
+#: the unit returned (else it raised), the pickled result or exception (None where the exception
+#: does not pickle), and the exception's type, message and traceback
+_RESULT = "unit long, pid long, ok boolean, value binary, error string"
 
 
 def task_slots(spark: Any) -> int:
@@ -144,10 +145,11 @@ class SparkPool(Pool):
             for n in numbers:
                 fn, args = units[n]
                 with around() if around is not None else contextlib.nullcontext():
-                    pid, ok, value = _in_directory(cwd, fn, args)
+                    pid, ok, value, error = _in_directory(cwd, fn, args)
                 yield pa.RecordBatch.from_arrays([pa.array([n], pa.int64()), pa.array([pid], pa.int64()),
-                                                  pa.array([ok], pa.bool_()), pa.array([value], pa.binary())],
-                                                 names=["unit", "pid", "ok", "value"])
+                                                  pa.array([ok], pa.bool_()), pa.array([value], pa.binary()),
+                                                  pa.array([error], pa.string())],
+                                                 names=["unit", "pid", "ok", "value", "error"])
 
         try:
             k = len(units)
@@ -163,11 +165,16 @@ class SparkPool(Pool):
             # the pickle our own unit function's result (or exception) was sent in, by an
             # executor of this session (the trust multiprocessing gives its workers' results),
             # never data read from a file
-            value = pickle.loads(row["value"])
-            if row["ok"]:
+            try:
+                value, failed = pickle.loads(row["value"]), None
+            except Exception as e:      # an exception whose class cannot be made again here
+                value, failed = None, e
+            if row["ok"] and failed is None:
                 waiting[n][2].set_result((int(row["pid"]), value))
+            elif row["ok"]:
+                waiting[n][2].set_exception(failed)
             else:
-                waiting[n][2].set_exception(value)
+                waiting[n][2].set_exception(value if isinstance(value, BaseException) else RuntimeError(row["error"]))
         for n, (_, _, unit) in enumerate(waiting):
             if n not in seen:
                 unit.set_exception(RuntimeError(f"Spark job of {k} units: unit {n} sent no result"))
@@ -181,34 +188,28 @@ class SparkPool(Pool):
             self._threads = None
 
 
-def _in_directory(cwd: str, fn: Callable, args: tuple) -> tuple[int, bool, bytes]:
-    """``(process id, whether fn returned, the pickle of what it returned or raised)`` of
-    ``fn(*args)`` in an executor, run in `cwd` when this machine has it (so a relative path means
-    what it meant to the driver). A Python worker runs one task at a time, so changing its
-    directory for the task's length touches no other task."""
+def _in_directory(cwd: str, fn: Callable, args: tuple) -> tuple[int, bool, bytes, str | None]:
+    """``(process id, whether fn returned, the pickle of what it returned or raised, the
+    exception's type, message and traceback or None)`` of ``fn(*args)`` in an executor, run in
+    `cwd` when this machine has it (so a relative path means what it meant to the driver). A
+    Python worker runs one task at a time, so changing its directory for the task's length
+    touches no other task. An exception that does not pickle is sent as the pickle of None."""
     try:
         if not os.path.isdir(cwd):
-            return os.getpid(), True, pickle.dumps(_outside(cwd, fn, args), protocol=5)
+            return os.getpid(), True, pickle.dumps(_outside(cwd, fn, args), protocol=5), None
         before = os.getcwd()
         os.chdir(cwd)
         try:
-            return os.getpid(), True, pickle.dumps(fn(*args), protocol=5)
+            return os.getpid(), True, pickle.dumps(fn(*args), protocol=5), None
         finally:
             os.chdir(before)
     except Exception as e:
-        return os.getpid(), False, _pickled_exception(e)
-
-
-def _pickled_exception(e: Exception) -> bytes:
-    """The pickle of `e`, or, where `e` does not pickle (or unpickle), of a RuntimeError naming
-    its type, message and traceback."""
-    try:
-        data = pickle.dumps(e, protocol=5)
-        pickle.loads(data)
-        return data
-    except Exception:
-        text = "".join(traceback.format_exception(e))
-        return pickle.dumps(RuntimeError(f"{type(e).__name__}: {e}\n{text}"), protocol=5)
+        text = f"{type(e).__name__}: {e}\n" + "".join(traceback.format_exception(e))
+        try:
+            data = pickle.dumps(e, protocol=5)
+        except Exception:
+            data = pickle.dumps(None, protocol=5)
+        return os.getpid(), False, data, text
 
 
 def _outside(cwd: str, fn: Callable, args: tuple) -> Any:
