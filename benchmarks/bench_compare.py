@@ -108,21 +108,29 @@ def python_child(mode: str, *args: str) -> tuple[float, dict[str, Any]]:
         return wall, json.loads(Path(out.name).read_text())
 
 
+def reference_workload(n: int) -> tuple[Any, Any, Any]:
+    """IndexFileBench's keys (an Arrow string array ``TopicTest#ORDER_k``), phy offsets
+    200*(k+1) and store times 1718000000000 + k // 10, for k in [0, n)."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    numbers = np.arange(n, dtype=np.int64)
+    keys = pc.binary_join_element_wise("TopicTest#ORDER_", pc.cast(pa.array(numbers), pa.string()), "")
+    return keys, 200 * (numbers + 1), 1718000000000 + numbers // 10
+
+
 def child_index(out: str, path: str, keys: str, lookups: str) -> dict[str, Any]:
     """rmqlab's side of ``index``: the build, then the look-ups, as IndexFileBench does them."""
     import gc
 
     import numpy as np
-    import pyarrow as pa
-    import pyarrow.compute as pc
 
     import rmqlab
     from rmqlab.formats.indexfile import DEFAULT_HASH_SLOT_NUM, DEFAULT_INDEX_NUM, IndexFile
 
     n, m = int(keys), int(lookups)
-    numbers = np.arange(n, dtype=np.int64)
-    key_array = pc.binary_join_element_wise("TopicTest#ORDER_", pc.cast(pa.array(numbers), pa.string()), "")
-    phy, ts = 200 * (numbers + 1), 1718000000000 + numbers // 10
+    key_array, phy, ts = reference_workload(n)
     picks = (np.arange(m, dtype=np.uint64) * np.uint64(2654435761)) % np.uint64(n)
     probe = [f"TopicTest#ORDER_{k}" for k in picks.tolist()]
     want = (200 * (picks.astype(np.int64) + 1)).tolist()
@@ -156,17 +164,10 @@ def child_build(out: str, path: str, keys: str, threads: str) -> dict[str, Any]:
     """The build of ``index`` alone, its put loop on `threads` threads (the hashing as always)."""
     import gc
 
-    import numpy as np
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
     import rmqlab
     from rmqlab.formats.indexfile import DEFAULT_HASH_SLOT_NUM, DEFAULT_INDEX_NUM
 
-    n = int(keys)
-    numbers = np.arange(n, dtype=np.int64)
-    key_array = pc.binary_join_element_wise("TopicTest#ORDER_", pc.cast(pa.array(numbers), pa.string()), "")
-    phy, ts = 200 * (numbers + 1), 1718000000000 + numbers // 10
+    key_array, phy, ts = reference_workload(int(keys))
     target = Path(path)
     target.unlink(missing_ok=True)
     gc.collect()
@@ -326,7 +327,7 @@ def alternate(runs: int, sides: list[Callable[[], None]]) -> None:
 
 
 def bench_index(work: Path, args, s: Series) -> list[tuple]:
-    from rmqlab.formats.indexfile import DEFAULT_HASH_SLOT_NUM, DEFAULT_INDEX_NUM, Geometry
+    from rmqlab.formats.indexfile import DEFAULT_HASH_SLOT_NUM, DEFAULT_INDEX_NUM, THREADED_PUT_KEYS, Geometry
 
     size = Geometry(DEFAULT_HASH_SLOT_NUM, DEFAULT_INDEX_NUM).file_size
     java_file, py_file = work / "java" / INDEX_FILE_NAME, work / "py" / INDEX_FILE_NAME
@@ -369,7 +370,7 @@ def bench_index(work: Path, args, s: Series) -> list[tuple]:
     per = f"{args.lookups:,} look-ups"
     return [
         ("IndexFile: build", f"putKey x {args.keys:,}", s.cell("java putKey"),
-         f"build_index_file ({usable_cores()} threads)",
+         f"build_index_file ({usable_cores() if args.keys >= THREADED_PUT_KEYS else 1} threads)",
          s.cell("rmqlab build"), s.median("java putKey") / s.median("rmqlab build"), ">= 3x"),
         ("IndexFile: build, put loop on one thread", f"putKey x {args.keys:,}", s.cell("java putKey"),
          "build_index_file(threads=1)", s.cell("rmqlab build one thread"),

@@ -344,6 +344,22 @@ static int put_parallel(int fd, Py_ssize_t hsn, int64_t entries_offset, uint8_t 
     return 0;
 }
 
+/* put_sequential of keys [*i, stop) through the descriptor, STREAM_CHUNK_ENTRIES at a time
+ * assembled in `chunk` and written with pwrite; *i moves past the keys put. 0 or an errno. */
+static int put_chunked(int fd, uint8_t *slots, uint8_t *chunk, int64_t entries_offset, fastmod nslots,
+                       int64_t index_num, header_state *h, const int32_t *hashes, const int64_t *phy,
+                       const int64_t *ts, Py_ssize_t *i, Py_ssize_t stop, int every_put) {
+    int err = 0;
+    while (!err && *i < stop && h->count < index_num) {
+        int64_t first = h->count;
+        Py_ssize_t to = stop - *i < STREAM_CHUNK_ENTRIES ? stop : *i + STREAM_CHUNK_ENTRIES;
+        *i = put_sequential(slots, chunk, first, nslots, index_num, h, hashes, phy, ts, *i, to, every_put);
+        err = pwrite_all(fd, chunk, (size_t)ENTRY_SIZE * (size_t)(h->count - first),
+                         entries_offset + (int64_t)ENTRY_SIZE * first);
+    }
+    return err;
+}
+
 /* The put loop through the file descriptor: slot table read into huge-page memory, entries
  * written chunk by chunk in order, slot table written back last. Returns 0, -1 when memory
  * runs out, or an errno. On an error the slot table on disk is the old one, so a reader
@@ -374,29 +390,24 @@ static int put_streamed(int fd, Py_ssize_t hsn, int64_t index_num, header_state 
     /* One thread puts the keys that move the begin timestamp (index_count <= 1), then, when the
      * rest are enough to share, put_parallel puts all of them that fit; one thread the rest. */
     Py_ssize_t head = h->count <= 1 ? (Py_ssize_t)(2 - h->count) : 0;
-    for (int pass = 0; pass < 2; pass++) {
-        Py_ssize_t stop = pass == 0 ? (head < n ? head : n) : n;
-        while (!err && i < stop && h->count < index_num) {
-            int64_t first = h->count;
-            Py_ssize_t to = stop - i < STREAM_CHUNK_ENTRIES ? stop : i + STREAM_CHUNK_ENTRIES;
-            i = put_sequential(slots, chunk, first, nslots, index_num, h, hashes, phy, ts, i, to, every_put);
-            err = pwrite_all(fd, chunk, (size_t)ENTRY_SIZE * (size_t)(h->count - first),
-                             entries_offset + (int64_t)ENTRY_SIZE * first);
-        }
-        if (pass == 0 && !err && h->count > 1) {
-            int64_t room = index_num - h->count;
-            Py_ssize_t fit = n - i < room ? n - i : (Py_ssize_t)(room > 0 ? room : 0);
-            /* The caller decides when threads pay (rmqlab.formats.indexfile.THREADED_PUT_KEYS). */
-            int nt = nthreads < PAR_MAX_THREADS ? nthreads : PAR_MAX_THREADS;
-            if ((Py_ssize_t)nt > fit)
-                nt = (int)fit;
-            if (nt > 1) {
-                err = put_parallel(fd, hsn, entries_offset, slots, h, hashes + i, phy + i, ts + i, fit,
-                                   every_put, nt);
-                i += fit;
-            }
+    if (!err)
+        err = put_chunked(fd, slots, chunk, entries_offset, nslots, index_num, h, hashes, phy, ts, &i,
+                          head < n ? head : n, every_put);
+    if (!err && h->count > 1) {
+        int64_t room = index_num - h->count;
+        Py_ssize_t fit = n - i < room ? n - i : (Py_ssize_t)(room > 0 ? room : 0);
+        /* The caller decides when threads pay (rmqlab.formats.indexfile.THREADED_PUT_KEYS). */
+        int nt = nthreads < PAR_MAX_THREADS ? nthreads : PAR_MAX_THREADS;
+        if ((Py_ssize_t)nt > fit)
+            nt = (int)fit;
+        if (nt > 1) {
+            err = put_parallel(fd, hsn, entries_offset, slots, h, hashes + i, phy + i, ts + i, fit, every_put, nt);
+            i += fit;
         }
     }
+    if (!err)
+        err = put_chunked(fd, slots, chunk, entries_offset, nslots, index_num, h, hashes, phy, ts, &i, n,
+                          every_put);
     if (!err)
         err = pwrite_all(fd, slots, slots_len, HEADER_SIZE);
     free(slots);

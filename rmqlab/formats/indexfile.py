@@ -699,7 +699,7 @@ class IndexFile:
                  self._h["end_phy_offset"], self._h["hash_slot_count"], self._h["index_count"])
         fd = self._file.fileno() if take >= _STREAM_MIN_KEYS else -1
         if threads is None:
-            threads = _put_threads(take)
+            threads = _threads_from(take, THREADED_PUT_KEYS)
         elif isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
             raise ValueError(f"threads must be >= 1, got {threads!r}")
         try:
@@ -1039,7 +1039,12 @@ THREADED_LOOKUPS = 1 << 16
 
 def _lookup_threads(keys: int) -> int:
     """The default threads of a batch look-up of `keys` keys (:data:`THREADED_LOOKUPS`)."""
-    if keys < THREADED_LOOKUPS:
+    return _threads_from(keys, THREADED_LOOKUPS)
+
+
+def _threads_from(keys: int, threaded_keys: int) -> int:
+    """Every usable core for `threaded_keys` keys or more, else one thread."""
+    if keys < threaded_keys:
         return 1
     from rmqlab.tables.pool import usable_cores
 
@@ -1049,15 +1054,6 @@ def _lookup_threads(keys: int) -> int:
 #: keys from which :meth:`IndexFile.put_keys` puts on every usable core by default: below it the
 #: threads' start and their second pass over the hashes cost more than they save
 THREADED_PUT_KEYS = 1 << 19
-
-
-def _put_threads(keys: int) -> int:
-    """The default threads of a put of `keys` keys (:data:`THREADED_PUT_KEYS`)."""
-    if keys < THREADED_PUT_KEYS:
-        return 1
-    from rmqlab.tables.pool import usable_cores
-
-    return usable_cores()
 
 
 def _clamp_max_num(max_num: Any) -> int:
