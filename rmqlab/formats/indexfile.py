@@ -465,6 +465,8 @@ class IndexFile:
             raise ValueError(f"slot_count_rule must be {NEW_SLOT!r} or {EVERY_PUT!r}")
         self.slot_count_rule = slot_count_rule
         hdr, self.raw_index_count = _unpack_header(mm)
+        # the header's bytes as opened: changed_on_disk compares them with the file's now
+        self._opened_header = bytes(mm[:HEADER.size]) if not writable else b""
         # The broker's in-memory header (IndexHeader's atomics); the bytes follow each setter.
         self._h = hdr.as_dict()
         self._views: dict[str, np.ndarray] = {}
@@ -768,6 +770,26 @@ class IndexFile:
         # and with the errors, of index_hash, _clamp_max_num and check_long: done in Python they
         # cost about 1 us a call, as much as half of a walk's reads from a full file.
         return _indexcore.select_key(lookup, key, max_num, begin, end)
+
+    def changed_on_disk(self) -> bool:
+        """Whether another writer has changed this read-only file's header since it was opened
+        (a broker putting keys: each put rewrites index_count and the end fields), so that a
+        reopened file would answer differently. False for a writable file, whose header is this
+        object's own. Cost: a 40-byte read of the map.
+
+        >>> import tempfile, os
+        >>> path = os.path.join(tempfile.mkdtemp(), "f")
+        >>> IndexFile.create(path, 4, 8).close()
+        >>> with IndexFile.open(path, 4, 8) as seen, IndexFile.open(path, 4, 8, writable=True) as w:
+        ...     before = seen.changed_on_disk()
+        ...     _ = w.put_key("T#a", 10, 1000)
+        ...     (before, seen.changed_on_disk())
+        (False, True)
+        """
+        if self.writable:
+            return False
+        self._require_open()
+        return self._mm[:HEADER.size] != self._opened_header
 
     def trace_query(self, key: str, max_num: int = 64, begin: int = 0, end: int = LONG_MAX) -> QueryTrace:
         """Like :meth:`select_phy_offsets`, and record every entry read and why the walk stopped.

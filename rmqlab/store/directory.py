@@ -46,8 +46,17 @@ from rmqlab.formats.msgid import parse_offset_msg_id
 from rmqlab.jvm.longs import LONG_MAX
 from rmqlab.rules.dispatch import is_lmq
 from rmqlab.store.indexservice import DEFAULT_MAX_MSGS_NUM_BATCH, IndexService
-from rmqlab.store.keyquery import MODES, KeyQuery, query_key, query_many, query_message_order
+from rmqlab.store.keyquery import (
+    MODES,
+    KeyQuery,
+    QueryMessageResult,
+    query_key,
+    query_many,
+    query_message,
+    query_message_order,
+)
 from rmqlab.store.layout import StoreLayout
+from rmqlab.store.openfiles import OpenFiles
 from rmqlab.store.reput import DispatchReport, queue_groups
 from rmqlab.tables.times import ms_to_iso
 
@@ -116,6 +125,8 @@ class Store:
             batch_consume_queue_file_size=batch_consume_queue_file_size, consume_queue_ext=consume_queue_ext,
             consume_queue_ext_file_size=consume_queue_ext_file_size, broker_version=broker_version,
             commitlog_paths=commitlog_paths)
+        # the index and CommitLog kept open between key queries (opened on the first)
+        self._open_files = OpenFiles(self.layout)
 
     # -- the layout's settings, read as the store's own -----------------------------------
 
@@ -180,6 +191,8 @@ class Store:
 
     def index(self, *, writable: bool = False) -> IndexService:
         """The index folder as an :class:`IndexService` (read-only unless `writable`)."""
+        if writable:
+            self._open_files.close()   # the caller is about to write: what was opened goes stale
         return self.layout.index_service(writable=writable)
 
     def _has_commitlog(self) -> bool:
@@ -756,6 +769,7 @@ class Store:
         """
         from rmqlab.store.reput import dispatch_store
 
+        self._open_files.close()   # closed before the writes (the next query opens them again)
         return dispatch_store(self.layout, progress=progress)
 
     # -- 5.x dispatch: BatchConsumeQueue and light message queues ----------------------------
@@ -792,9 +806,30 @@ class Store:
         if mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
         if mode == "broker":
-            with self.index() as idx:
-                return self._broker_rows(idx.query_offset(topic, key, max_num, begin, end, index_type).phy_offsets)
+            found = self.query_message(topic, key, max_num=max_num, begin=begin, end=end, index_type=index_type)
+            return self._broker_rows(found.phy_offsets)
         return self.explain_key(topic, key, begin=begin, end=end, max_num=max_num, index_type=index_type).frame(mode)
+
+    def query_message(self, topic: str, key: str, *, max_num: int = DEFAULT_MAX_MSGS_NUM_BATCH, begin: int = 0,
+                      end: int = LONG_MAX, index_type: str | None = None) -> QueryMessageResult:
+        """What the broker's ``DefaultMessageStore.queryMessage`` returns for ``topic#key`` stored
+        in [begin, end] ms: each message's CommitLog offset and record bytes, undecoded, in its
+        order, left out where the broker's read fails
+        (:func:`rmqlab.store.keyquery.query_message`). The index and CommitLog files stay
+        open between calls, as a broker's do, and are opened again when the store's folders or
+        an index file's header change (:mod:`rmqlab.store.openfiles`). Cost: the index walk,
+        O(entries walked), a few byte reads a message and a stat a folder; the first call
+        opens the files and walks the active CommitLog file to find its end.
+
+        >>> from rmqlab.formats.commitlog import read_message
+        >>> from rmqlab.lab.sample import sample_store
+        >>> r = sample_store().query_message("Orders", "ORDER_Aa0")
+        >>> len(r.phy_offsets), read_message(r.buffers[0], 0).phy_offset == r.phy_offsets[0]
+        (26, True)
+        """
+        opened = self._open_files.current()
+        return query_message(opened.index, opened.commitlog, opened.readable_end, topic, key, max_num=max_num,
+                             begin=begin, end=end, index_type=index_type)
 
     def _broker_rows(self, offsets: list[int]) -> pd.DataFrame:
         """The broker's answer as :meth:`explain_key` gives it (``rank``, then the messages), by
@@ -802,7 +837,7 @@ class Store:
         (:func:`~rmqlab.store.keyquery.query_message_order`), in one frame made once."""
         found = np.asarray(offsets, dtype=np.int64)
         found = found[query_message_order(found)]
-        columns = cl.read_at_columns(self.commitlog_dir, found, body=False)
+        columns = cl.read_at_columns(self._open_files.current().commitlog, found, body=False)
         return pd.DataFrame({"rank": np.arange(len(offsets)), **columns}, copy=False)
 
     def query_many(self, topics: Any, keys: Any, *, begin: int = 0, end: int = LONG_MAX,

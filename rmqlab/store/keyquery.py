@@ -27,6 +27,7 @@ the :class:`~rmqlab.store.directory.Store` method, which calls this module:
 
 =========================================  ==========================================================
 the broker's answer for one key            :meth:`Store.query_by_key` (``rmqlab store query``)
+the same as queryMessage returns it        :meth:`Store.query_message`: the records, undecoded
 the same for a UNIQ_KEY message id         :meth:`Store.query_by_unique_key` (``--unique-key``)
 both modes, every difference explained     :meth:`Store.explain_key`, a :class:`KeyQuery` (``--explain``)
 many keys in one table                     :meth:`Store.query_many` (``--keys-file``)
@@ -42,13 +43,16 @@ entries in its slots) and one CommitLog read per candidate.
 """
 from __future__ import annotations
 
+import struct
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import pandas as pd
 
+from rmqlab.formats.commitlog import MappedCommitLog
+from rmqlab.formats.commitlog.records import decoder_reads
 from rmqlab.formats.indexfile import IndexFile
 from rmqlab.jvm.hashcode import index_hash_many, index_key
 from rmqlab.jvm.longs import INT_MAX, LONG_MAX, LONG_MIN
@@ -65,8 +69,8 @@ from rmqlab.tables.arrays import distinct
 from rmqlab.tables.display import ms_with_clock
 from rmqlab.tables.times import ms_to_iso
 
-__all__ = ["KeyQuery", "query_key", "query_many", "REASONS", "MODES", "OneFileIndex", "result_table",
-           "first_with_reason"]
+__all__ = ["KeyQuery", "QueryMessageResult", "query_key", "query_message", "query_many", "REASONS", "MODES",
+           "OneFileIndex", "result_table", "first_with_reason"]
 
 MODES = ("broker", "verified")
 
@@ -107,6 +111,74 @@ def query_message_order(offsets: Any, who: Any = None) -> np.ndarray:
     if who is None:
         return np.argsort(offsets, kind="stable")
     return np.lexsort((offsets, np.asarray(who, np.int64)))
+
+class QueryMessageResult(NamedTuple):
+    """``DefaultMessageStore.queryMessage``'s answer (QueryMessageResult.java): the records of the
+    messages returned, as the broker hands them to the client, undecoded.
+
+    Decode one with :func:`rmqlab.formats.commitlog.read_message` (``read_message(buf, 0)``),
+    or read many as a table with :meth:`Store.query_by_key`. The views are read-only and keep their
+    file's map alive while held."""
+
+    #: each returned message's CommitLog offset, ascending (the broker sorts them)
+    phy_offsets: list[int]
+    #: each message's record bytes (TOTALSIZE of them), a view of the mapped CommitLog file
+    buffers: list[memoryview]
+    #: the newest index file's end_timestamp, end_phy_offset (0 when no offset was found)
+    index_last_update_timestamp: int
+    index_last_update_phyoffset: int
+
+
+#: TOTALSIZE, the first field of every record (big-endian int)
+_TOTAL_SIZE = struct.Struct(">i")
+
+
+def query_message(index: IndexService, commitlog: MappedCommitLog, readable_end: Callable[[int], int],
+                  topic: str, key: str, *, max_num: int = DEFAULT_MAX_MSGS_NUM_BATCH, begin: int = 0,
+                  end: int = LONG_MAX, index_type: str | None = None) -> QueryMessageResult:
+    """``DefaultMessageStore.queryMessage`` (store module, rocketmq-all-5.3.3; the same loop in
+    4.x): ``IndexService.queryOffset``, the offsets sorted ascending, then the record at each
+    offset, left out where the broker's read fails (it logs the exception and goes on).
+
+    `commitlog` holds the store's CommitLog files; ``readable_end(i)`` is how many bytes of its
+    file i the broker reads (its write position after loading the store). An offset is left out
+    when no file holds it (a CommitLog file deleted while an index file still points into it),
+    when fewer than 4 bytes of the file are readable there, or when its TOTALSIZE is negative or
+    runs past the file's end (``limit(size)`` of the slice that ``getData`` returns). The first
+    offset is read by ``lookMessageByOffset`` too, which needs TOTALSIZE within the readable
+    bytes and a record ``MessageDecoder`` decodes
+    (:func:`rmqlab.formats.commitlog.records.decoder_reads`); where it fails, its store time
+    is not taken (a NullPointerException, caught) and the offset left out. The broker asks again
+    up to twice when nothing was read, with the first message's store time as `end`; that time
+    is only taken when the first record was read, so nothing was read only when the time stayed
+    `end`, and the same question gets the same offsets: one pass answers.
+
+    Cost: the index walk (:meth:`IndexService.query_offset`) and a few byte reads an offset.
+    """
+    found = index.query_offset(topic, key, max_num, begin, end, index_type)
+    if not found.phy_offsets:
+        return QueryMessageResult([], [], 0, 0)
+    offsets: list[int] = []
+    buffers: list[memoryview] = []
+    files = commitlog.files
+    for m, offset in enumerate(sorted(found.phy_offsets)):
+        i = commitlog.file_of(offset)
+        if i < 0:
+            continue
+        pos = offset - files[i].start_offset
+        readable = readable_end(i)
+        if readable - pos < _TOTAL_SIZE.size:
+            continue
+        buf = commitlog.buffer(i)
+        size = _TOTAL_SIZE.unpack_from(buf, pos)[0]
+        if size < 0 or size > files[i].size - pos:
+            continue
+        if m == 0 and (size > readable - pos or not decoder_reads(buf, pos, size)):
+            continue
+        offsets.append(offset)
+        buffers.append(memoryview(buf)[pos:pos + size])
+    return QueryMessageResult(offsets, buffers, found.index_last_update_timestamp, found.index_last_update_phyoffset)
+
 
 #: Reads messages at CommitLog offsets: returns a DataFrame with at least phy_offset, topic,
 #: keys (the KEYS property or None), uniq_key (or None) and store_timestamp (ms).

@@ -714,6 +714,28 @@ def store_load_oracle(release: str, store: Path, scenario: str = "clean") -> boo
     return bool(json.loads((work / "load.json").read_text())["loaded"])
 
 
+def store_query_oracle(release: str, store: Path, queries: list[tuple[str, str, int, int, int]],
+                       scenario: str = "clean") -> list[list[tuple[int, int]]]:
+    """StoreQuery.java: the release's DefaultMessageStore.queryMessage of each (topic, key, maxNum,
+    begin, end) of `queries` on `store` (a copy: load() recovers it), configured as the harness's
+    brokers are: for each query, the (PHYSICALOFFSET, TOTALSIZE) of each record returned, in
+    order."""
+    classes = oracle_classes(release, ORACLE_DIR / "StoreQuery.java", ORACLE_DIR / "StoreLoad.java")
+    lib = jars(release) / "lib"
+    work = store.parent / f"{store.name}-query"
+    work.mkdir(exist_ok=True)
+    extra = scenario_conf(scenario, release).replace("{store}", str(store))
+    (work / "broker.conf").write_text(BROKER_CONF.format(broker_ip="127.0.0.1", store=store, extra=extra))
+    (work / "queries.tsv").write_text("".join("\t".join(map(str, q)) + "\n" for q in queries), encoding="utf-8")
+    cp = os.pathsep.join([str(classes), str(lib / "*")])
+    bh.run(["java", "-Xmx256m", *JVM_OPENS, f"-Duser.home={work}", f"-Drocketmq.home.dir={work}", "-cp", cp,
+            "StoreQuery", f"conf={work / 'broker.conf'}", f"queries={work / 'queries.tsv'}",
+            f"out={work / 'answers.txt'}"],
+           log=work / "query.log", timeout=180, cwd=work)
+    lines = (work / "answers.txt").read_text(encoding="utf-8").split("\n")[:len(queries)]
+    return [[(int(o), int(n)) for o, n in (pair.split(":") for pair in line.split())] for line in lines]
+
+
 #: the releases whose static topic classes StaticTopicMapping.java reaches (remoting.protocol, 5.1+)
 STATIC_TOPIC_RELEASES = ("5.1.4", "5.2.0", "5.3.3", "5.5.0")
 

@@ -98,6 +98,7 @@ from rmqlab.formats.commitlog.encode import (
 )
 from rmqlab.formats.commitlog.files import (
     LoadedFiles,
+    MappedCommitLog,
     StoreFile,
     classify_files,
     is_file_name,
@@ -174,5 +175,5 @@ __all__ = [
     "BORNHOST_V6_FLAG", "STOREHOSTADDRESS_V6_FLAG", "COMPRESSED_FLAG", "PROPERTY_CRC32", "CRC32_RESERVED_LEN",
     "STOP_END", "STOP_BLANK", "STOP_BLANK_SIZE", "STOP_SHORT", "STOP_MAGIC", "STOP_PAST_END", "STOP_TOO_SMALL",
     "STOP_LIMIT", "WALK_STOPS", "PROPERTY_PROBLEMS",
-    "LoadedFiles", "classify_files", "load_files",
+    "LoadedFiles", "MappedCommitLog", "classify_files", "load_files",
 ]

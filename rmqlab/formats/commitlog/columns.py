@@ -25,7 +25,14 @@ import numpy as np
 import rmqlab._records as _records
 from rmqlab.errors import FormatError, TruncatedFileError
 from rmqlab.formats import dledger
-from rmqlab.formats.commitlog.files import ReadOnlyMap, StoreFile, present, store_files, walked_files
+from rmqlab.formats.commitlog.files import (
+    MappedCommitLog,
+    ReadOnlyMap,
+    StoreFile,
+    present,
+    store_files,
+    walked_files,
+)
 from rmqlab.formats.commitlog.layout import (
     BLANK,
     BORNHOST_V6_FLAG,
@@ -1070,12 +1077,17 @@ def read_at(path_or_dir: str | os.PathLike, phy_offsets: Sequence[int] | np.ndar
     return pd.DataFrame(read_at_columns(path_or_dir, phy_offsets, body=body, check_crc=check_crc), copy=False)
 
 
-def read_at_columns(path_or_dir: str | os.PathLike, phy_offsets: Sequence[int] | np.ndarray, *, body: bool = True,
-                    check_crc: bool = False) -> dict[str, np.ndarray]:
+def read_at_columns(path_or_dir: str | os.PathLike | MappedCommitLog, phy_offsets: Sequence[int] | np.ndarray, *,
+                    body: bool = True, check_crc: bool = False) -> dict[str, np.ndarray]:
     """:func:`read_at`'s columns as a dict of NumPy arrays, for a caller that makes its own
-    frame with more columns (a frame made once costs less than one made and then added to)."""
+    frame with more columns (a frame made once costs less than one made and then added to).
+    `path_or_dir` may be a :class:`MappedCommitLog` kept open between calls: then no listing
+    and no map is made, only the records' pages are read."""
+    if isinstance(path_or_dir, MappedCommitLog):
+        opened, files = path_or_dir, path_or_dir.files
+    else:
+        opened, files = None, store_files(path_or_dir)
     offs = np.asarray(phy_offsets, dtype=np.int64).reshape(-1)
-    files = store_files(path_or_dir)
     starts = np.array([f.start_offset for f in files], np.int64)
     which = np.searchsorted(starts, offs, side="right") - 1
     sizes = np.array([f.size for f in files], np.int64)
@@ -1093,10 +1105,11 @@ def read_at_columns(path_or_dir: str | os.PathLike, phy_offsets: Sequence[int] |
             continue
         f = files[int(by_file[lo])]
         P = (offs[lo:hi] if order is None else offs[order[lo:hi]]) - f.start_offset
-        with ReadOnlyMap(f.path) as buf:
-            U = np.frombuffer(buf, np.uint8)
-            _check_heads(U, P, f)
-            cols, dmg, _ = _decode_positions(U, P, f, body=body, check_crc=check_crc)
+        if opened is not None:
+            cols, dmg = _decode_checked(opened.buffer(int(by_file[lo])), P, f, body, check_crc)
+        else:
+            with ReadOnlyMap(f.path) as buf:
+                cols, dmg = _decode_checked(buf, P, f, body, check_crc)
         if dmg is not None:
             raise dmg.error()
         parts.append(cols)
@@ -1106,6 +1119,15 @@ def read_at_columns(path_or_dir: str | os.PathLike, phy_offsets: Sequence[int] |
     inv = np.empty(len(offs), np.int64)
     inv[order] = np.arange(len(offs))
     return _column_arrays(parts, body, check_crc, rows=inv)
+
+
+def _decode_checked(buf, P: np.ndarray, f: StoreFile, body: bool, check_crc: bool):
+    """The columns of the records at positions P of file f's bytes `buf`, and their damage; the
+    typed error of the first position where no record starts is raised first."""
+    U = np.frombuffer(buf, np.uint8)
+    _check_heads(U, P, f)
+    cols, dmg, _ = _decode_positions(U, P, f, body=body, check_crc=check_crc)
+    return cols, dmg
 
 
 def _check_heads(U: np.ndarray, P: np.ndarray, f: StoreFile) -> None:

@@ -19,12 +19,14 @@ rocketmq-all-5.3.1:
 """
 from __future__ import annotations
 
+import bisect
 import mmap
 import os
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from rmqlab.errors import FormatError
 from rmqlab.jvm.longs import LONG_MAX
@@ -300,3 +302,60 @@ class ReadOnlyMap:
             except BufferError:   # a NumPy view still alive: the map closes when it is freed
                 pass
         self.fh.close()
+
+
+class MappedCommitLog:
+    """The files of a CommitLog folder (or one file), each mapped read-only on its first read and
+    kept mapped until :meth:`close`: the read side of the broker's ``MappedFileQueue`` for many
+    reads at offsets (``findMappedFileByOffset``, then the bytes at a position of that file).
+
+    The files are those :func:`store_files` lists when it opens (none where the folder is
+    missing; a file added or removed later is not seen: open another). Nothing is ever written
+    through it. Cost: opening lists the folder, O(files); :meth:`file_of` is a binary search of
+    the start offsets, O(log files); a file's first :meth:`buffer` maps it (no byte is read
+    until touched).
+
+    >>> import tempfile
+    >>> d = Path(tempfile.mkdtemp())
+    >>> _ = (d / f"{0:020d}").write_bytes(b"ab"); _ = (d / f"{2:020d}").write_bytes(b"cd")
+    >>> with MappedCommitLog(d) as log:
+    ...     i = log.file_of(3)
+    ...     (i, log.files[i].start_offset, bytes(log.buffer(i)[1:2]), log.file_of(4))
+    (1, 2, b'd', -1)
+    """
+
+    def __init__(self, path_or_dir: str | os.PathLike):
+        #: the folder (or file) it was opened on
+        self.path = Path(path_or_dir)
+        #: the files, by start offset
+        self.files: list[StoreFile] = store_files(path_or_dir) if self.path.exists() else []
+        self._starts = [f.start_offset for f in self.files]
+        self._maps: dict[int, ReadOnlyMap] = {}
+
+    def file_of(self, phy_offset: int) -> int:
+        """The position in :attr:`files` of the file holding CommitLog offset `phy_offset`, or -1
+        where no file holds it (before the first, past a file's end, after the last)."""
+        i = bisect.bisect_right(self._starts, phy_offset) - 1
+        if i < 0 or phy_offset - self._starts[i] >= self.files[i].size:
+            return -1
+        return i
+
+    def buffer(self, i: int) -> Any:
+        """The read-only map of file `i` of :attr:`files` (b"" for an empty file), mapped on the
+        first call and kept."""
+        m = self._maps.get(i)
+        if m is None:
+            m = self._maps[i] = ReadOnlyMap(self.files[i].path)
+        return m.mm if m.mm is not None else b""
+
+    def close(self) -> None:
+        """Unmap every file (a view someone still holds keeps its map alive until it is freed)."""
+        maps, self._maps = self._maps, {}
+        for m in maps.values():
+            m.__exit__(None, None, None)
+
+    def __enter__(self) -> MappedCommitLog:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

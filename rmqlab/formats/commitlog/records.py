@@ -449,6 +449,43 @@ def walk_py(buf, start: int, end: int, max_records: int = -1) -> tuple[list[int]
         p += size
 
 
+def decoder_reads(buf, p: int, size: int) -> bool:
+    """Whether ``MessageDecoder.decode`` (common module, rocketmq-all-5.3.3; readBody true,
+    deCompressBody false) returns a message, not null, for the `size` bytes at `p` of `buf` (the
+    buffer ``lookMessageByOffset`` hands it, limited to TOTALSIZE). It is more lenient than this
+    module's reader: MAGICCODE v1 or v2 (another throws, and decode answers null), then every
+    field it reads must lie within the `size` bytes: the fixed fields, BODY only when BODYLEN > 0,
+    TOPIC (a negative TOPICLEN fails), PROPERTIES only when PROPERTIESLENGTH > 0; bytes left after
+    them, or a TOTALSIZE that disagrees with them, are not looked at. Cost: a few field reads.
+
+    >>> from rmqlab.formats.commitlog import encode_message
+    >>> rec = encode_message(topic="T", body=b"abc")
+    >>> n = len(rec)
+    >>> decoder_reads(rec, 0, n), decoder_reads(rec, 0, n - 1), decoder_reads(rec + b"xy", 0, n + 2)
+    (True, False, True)
+    """
+    if size < HEAD.size or p < 0 or p + size > len(buf):
+        return False
+    head = HEAD.unpack_from(buf, p)
+    if head.magic not in (MAGIC_V1, MAGIC_V2):
+        return False
+    at = HEAD.size + (IPV6_SIZE if head.sys_flag & BORNHOST_V6_FLAG else IPV4_SIZE) + PORT.size + STORE_TIME.size
+    at += (IPV6_SIZE if head.sys_flag & STOREHOSTADDRESS_V6_FLAG else IPV4_SIZE) + PORT.size + TAIL.size
+    if at > size:
+        return False
+    body_len = TAIL.unpack_from(buf, p + at - TAIL.size).body_len
+    at += max(body_len, 0)
+    topic_len_layout = TOPIC_LEN_V1 if head.magic == MAGIC_V1 else TOPIC_LEN_V2
+    if at + topic_len_layout.size > size:
+        return False
+    topic_len = topic_len_layout.unpack_from(buf, p + at).topic_len
+    at += topic_len_layout.size + topic_len
+    if topic_len < 0 or at + PROPERTIES_LEN.size > size:
+        return False
+    properties_len = PROPERTIES_LEN.unpack_from(buf, p + at).properties_len
+    return at + PROPERTIES_LEN.size + max(properties_len, 0) <= size
+
+
 def check_head(buf, p: int, end: int) -> tuple[int, str, str] | None:
     """The walk's checks of the record at `p`: None when it is a message; else (stop code,
     field, reason)."""

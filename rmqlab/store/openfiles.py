@@ -1,0 +1,163 @@
+"""The files a :class:`~rmqlab.store.directory.Store` keeps open between key queries, as a running
+broker keeps its mapped files: the index folder as a read-only
+:class:`~rmqlab.store.indexservice.IndexService` and the CommitLog's files as a
+:class:`~rmqlab.formats.commitlog.MappedCommitLog`, with where each file's readable bytes end.
+
+Opening a store's index (a map and a header read a file) and listing its folders cost far more
+than one query's walk (about 200 us against a few), so they are opened once and checked at each
+use instead: the folders' modification times and link counts and each index file's header
+(:meth:`IndexFile.changed_on_disk`). Any change (a file added or removed, keys put by a broker or
+by :meth:`Store.dispatch`) opens everything again. Cost of a check: a stat a folder and a
+40-byte compare an index file.
+"""
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from rmqlab.formats import commitlog as cl
+from rmqlab.store.indexservice import IndexService
+from rmqlab.store.layout import StoreLayout
+
+__all__ = ["OpenFiles", "OpenedStore"]
+
+#: a folder changed less than this long before its stamp is read is checked as changed (ns)
+_RECENT_NS = 100_000_000
+
+
+class _Folders:
+    """Folders watched for change: each one that exists held open (a directory's descriptor, whose
+    fstat costs a fraction of a stat by path), a missing one looked up by path each time.
+    :meth:`stamps` gives each folder's (link count, modification time in ns), None where it is
+    missing: adding, removing or renaming a file changes its folder's time, and a removed folder
+    keeps no link."""
+
+    def __init__(self, folders: tuple[Path, ...]):
+        self.folders = folders
+        self.fds: list[int | None] = []
+        for p in folders:
+            try:
+                self.fds.append(os.open(p, os.O_RDONLY | os.O_DIRECTORY))
+            except OSError:
+                self.fds.append(None)
+
+    def stamps(self) -> tuple:
+        out: list[tuple[int, int] | None] = []
+        for p, fd in zip(self.folders, self.fds):
+            try:
+                st = os.fstat(fd) if fd is not None else os.stat(p)
+            except OSError:
+                out.append(None)
+            else:
+                out.append((st.st_nlink, st.st_mtime_ns))
+        return tuple(out)
+
+    def close(self) -> None:
+        fds, self.fds = self.fds, []
+        for fd in fds:
+            if fd is not None:
+                os.close(fd)
+
+
+@dataclass
+class OpenedStore:
+    """The opened index and CommitLog of a store, and the stamps they were opened under."""
+
+    index: IndexService
+    commitlog: cl.MappedCommitLog
+    folders: _Folders
+    stamps: tuple
+    #: readable bytes of each CommitLog file, by position in commitlog.files (made on first use)
+    _ends: list[int] | None = field(default=None, repr=False)
+
+    def readable_end(self, i: int) -> int:
+        """How many bytes of CommitLog file `i` (of ``commitlog.files``) the broker reads after
+        loading the store: a whole file before the active one (MappedFileQueue.load sets each
+        file's write position to its size), the active file up to its last good message
+        (CommitLog recovery: :func:`rmqlab.formats.commitlog.max_offset`), and nothing of the
+        files after it (all zeros, or an empty last file: recovery and load delete them).
+        Cost: the first call walks the active file."""
+        if self._ends is None:
+            files = self.commitlog.files
+            loaded = cl.load_files(self.commitlog.path) if files else None
+            data = {f.path for f in loaded.data} if loaded else set()
+            ends = [f.size if f.path in data else 0 for f in files]
+            if loaded is not None and loaded.active is not None:
+                active = loaded.active
+                end = cl.max_offset(self.commitlog.path)
+                at = next(i for i, f in enumerate(files) if f.path == active.path)
+                ends[at] = max(0, (end if end is not None else active.start_offset) - active.start_offset)
+            self._ends = ends
+        return self._ends[i]
+
+    def fresh(self) -> bool:
+        """Whether nothing has changed since these files were opened."""
+        return self.folders.stamps() == self.stamps and not any(
+            f.changed_on_disk() for f in self.index.files)
+
+    def close(self) -> None:
+        self.index.close()
+        self.commitlog.close()
+        self.folders.close()
+
+
+class OpenFiles:
+    """The opened index and CommitLog of a store layout, opened on first use and again after any
+    change (see the module's docstring). Not thread-safe, as :class:`IndexService` is not.
+
+    >>> import os, tempfile, time
+    >>> from rmqlab.store.layout import StoreLayout
+    >>> root = tempfile.mkdtemp()
+    >>> os.utime(root, (time.time() - 1,) * 2)   # a folder just changed is checked as changed
+    >>> files = OpenFiles(StoreLayout.of(root))
+    >>> opened = files.current()
+    >>> (len(opened.index.files), opened.commitlog.files, files.current() is opened)
+    (0, [], True)
+    """
+
+    def __init__(self, layout: StoreLayout):
+        self.layout = layout
+        self._opened: OpenedStore | None = None
+
+    def _folders(self) -> tuple[Path, ...]:
+        """The folders whose change opens the files again: the root (a folder added or removed),
+        the CommitLog's and the index's."""
+        paths = self.layout.paths
+        return (paths.root, paths.root / "commitlog", paths.index, *paths.commitlog_paths,
+                *(ledger / "data" for ledger in paths.ledgers))
+
+    def current(self) -> OpenedStore:
+        """The opened files, opened again first when anything changed. Cost: a check, or an
+        opening (a listing and a map an index file)."""
+        opened = self._opened
+        if opened is not None and opened.fresh():
+            return opened
+        self.close()
+        folders = _Folders(self._folders())
+        stamps = folders.stamps()   # before the opening: a change during it opens again next time
+        # a folder's time is the kernel's coarse clock (a few ms a tick): a file added in the tick
+        # of a stamp leaves the stamp as it was, so a folder changed that recently is not trusted
+        now = time.time_ns()
+        if any(s is not None and now - s[1] < _RECENT_NS for s in stamps):
+            stamps = ()
+        try:
+            index = self.layout.index_service()
+        except BaseException:
+            folders.close()
+            raise
+        try:
+            commitlog = cl.MappedCommitLog(self.layout.paths.commitlog)
+        except BaseException:
+            index.close()
+            folders.close()
+            raise
+        self._opened = OpenedStore(index, commitlog, folders, stamps)
+        return self._opened
+
+    def close(self) -> None:
+        """Close the opened files (the next :meth:`current` opens them again)."""
+        opened, self._opened = self._opened, None
+        if opened is not None:
+            opened.close()
