@@ -548,6 +548,11 @@ class IndexFile:
         """The header as the broker holds it (a snapshot)."""
         return IndexHeader(**self._h)
 
+    def header_value(self, name: str) -> int:
+        """One field of :attr:`header` (e.g. "end_timestamp") without making the snapshot: what a
+        query reads of each file it visits. Cost: a dict look-up."""
+        return self._h[name]
+
     def _set(self, name: str, value: int) -> None:
         self._h[name] = value
         off, st = _HEADER_FIELD_STRUCTS[name]

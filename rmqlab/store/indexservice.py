@@ -748,7 +748,8 @@ class IndexService:
         files = self.files
         for i in range(len(files) - 1, -1, -1):
             f = files[i]
-            after = "older-than-begin" if f.header.begin_timestamp < begin else "continue" if i > 0 else "oldest-file"
+            after = ("older-than-begin" if f.header_value("begin_timestamp") < begin
+                     else "continue" if i > 0 else "oldest-file")
             yield i, f, f.is_time_matched(begin, end), after
 
     def _query(self, topic: str | None, key: str, max_num: int, begin: int, end: int,
@@ -764,9 +765,8 @@ class IndexService:
                                      f.header.index_count, "not-visited")
                            for i, f in reversed(list(enumerate(files)))]
         for visit_no, (i, f, matched, after_file) in enumerate(self._visits(begin, end)):
-            h = f.header
             if i == len(files) - 1:
-                last_ts, last_phy = h.end_timestamp, h.end_phy_offset
+                last_ts, last_phy = f.header_value("end_timestamp"), f.header_value("end_phy_offset")
             if matched:
                 # The broker hands the shared list and max_num to each file; asking a file for
                 # the remaining room is the same walk (it checks size >= maxNum before each read).

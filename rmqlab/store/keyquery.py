@@ -160,23 +160,28 @@ def query_message(index: IndexService, commitlog: MappedCommitLog, readable_end:
         return QueryMessageResult([], [], 0, 0)
     offsets: list[int] = []
     buffers: list[memoryview] = []
-    files = commitlog.files
+    unpack = _TOTAL_SIZE.unpack_from
+    lo = hi = readable = 0           # the file the last offset fell in: [lo, hi), its readable bytes
+    view = memoryview(b"")
     for m, offset in enumerate(sorted(found.phy_offsets)):
-        i = commitlog.file_of(offset)
-        if i < 0:
-            continue
-        pos = offset - files[i].start_offset
-        readable = readable_end(i)
+        if not lo <= offset < hi:    # sorted offsets: a file looked up once for its run of them
+            i = commitlog.file_of(offset)
+            if i < 0:
+                lo = hi = 0
+                continue
+            f = commitlog.files[i]
+            lo, hi, readable = f.start_offset, f.start_offset + f.size, readable_end(i)
+            view = memoryview(commitlog.buffer(i))
+        pos = offset - lo
         if readable - pos < _TOTAL_SIZE.size:
             continue
-        buf = commitlog.buffer(i)
-        size = _TOTAL_SIZE.unpack_from(buf, pos)[0]
-        if size < 0 or size > files[i].size - pos:
+        size = unpack(view, pos)[0]
+        if size < 0 or size > hi - offset:
             continue
-        if m == 0 and (size > readable - pos or not decoder_reads(buf, pos, size)):
+        if m == 0 and (size > readable - pos or not decoder_reads(view, pos, size)):
             continue
         offsets.append(offset)
-        buffers.append(memoryview(buf)[pos:pos + size])
+        buffers.append(view[pos:pos + size])
     return QueryMessageResult(offsets, buffers, found.index_last_update_timestamp, found.index_last_update_phyoffset)
 
 

@@ -42,8 +42,15 @@ class _Folders:
                 self.fds.append(os.open(p, os.O_RDONLY | os.O_DIRECTORY))
             except OSError:
                 self.fds.append(None)
+        self.open_fds = [fd for fd in self.fds if fd is not None]
+        self.missing = len(self.fds) - len(self.open_fds)
 
     def stamps(self) -> tuple:
+        if self.missing == 0:   # every folder held open: the usual case, one fstat each
+            try:
+                return tuple([(st.st_nlink, st.st_mtime_ns) for st in map(os.fstat, self.open_fds)])
+            except OSError:
+                pass
         out: list[tuple[int, int] | None] = []
         for p, fd in zip(self.folders, self.fds):
             try:
@@ -55,7 +62,7 @@ class _Folders:
         return tuple(out)
 
     def close(self) -> None:
-        fds, self.fds = self.fds, []
+        fds, self.fds, self.open_fds, self.missing = self.fds, [], [], -1
         for fd in fds:
             if fd is not None:
                 os.close(fd)
@@ -71,6 +78,8 @@ class OpenedStore:
     stamps: tuple
     #: readable bytes of each CommitLog file, by position in commitlog.files (made on first use)
     _ends: list[int] | None = field(default=None, repr=False)
+    #: position of the active file until its end is walked, then -1
+    _active: int = field(default=-1, repr=False)
 
     def readable_end(self, i: int) -> int:
         """How many bytes of CommitLog file `i` (of ``commitlog.files``) the broker reads after
@@ -78,24 +87,30 @@ class OpenedStore:
         file's write position to its size), the active file up to its last good message
         (CommitLog recovery: :func:`rmqlab.formats.commitlog.max_offset`), and nothing of the
         files after it (all zeros, or an empty last file: recovery and load delete them).
-        Cost: the first call walks the active file."""
+        Cost: the first call classifies the files (a read of the last ones' first bytes); the
+        first call for the active file walks it."""
         if self._ends is None:
             files = self.commitlog.files
             loaded = cl.load_files(self.commitlog.path) if files else None
             data = {f.path for f in loaded.data} if loaded else set()
-            ends = [f.size if f.path in data else 0 for f in files]
-            if loaded is not None and loaded.active is not None:
-                active = loaded.active
-                end = cl.max_offset(self.commitlog.path)
-                at = next(i for i, f in enumerate(files) if f.path == active.path)
-                ends[at] = max(0, (end if end is not None else active.start_offset) - active.start_offset)
-            self._ends = ends
+            self._ends = [f.size if f.path in data else 0 for f in files]
+            active = loaded.active if loaded is not None else None
+            self._active = next(k for k, f in enumerate(files) if f.path == active.path) if active else -1
+        if i == self._active:   # walked once, when a read first falls in it
+            active = self.commitlog.files[i]
+            end = cl.max_offset(self.commitlog.path)
+            self._ends[i] = max(0, (end if end is not None else active.start_offset) - active.start_offset)
+            self._active = -1
         return self._ends[i]
 
     def fresh(self) -> bool:
         """Whether nothing has changed since these files were opened."""
-        return self.folders.stamps() == self.stamps and not any(
-            f.changed_on_disk() for f in self.index.files)
+        if self.folders.stamps() != self.stamps:
+            return False
+        for f in self.index.files:
+            if f.changed_on_disk():
+                return False
+        return True
 
     def close(self) -> None:
         self.index.close()
