@@ -7,8 +7,11 @@ Opening a store's index (a map and a header read a file) and listing its folders
 than one query's walk (about 200 us against a few), so they are opened once and checked at each
 use instead: the folders' modification times and link counts and each index file's header
 (:meth:`IndexFile.changed_on_disk`). Any change (a file added or removed, keys put by a broker or
-by :meth:`Store.dispatch`) opens everything again. Cost of a check: a stat a folder and a
-40-byte compare an index file.
+by :meth:`Store.dispatch`) opens everything again. A folder's time comes from the kernel's
+coarse clock (a few ms a tick), so a file added in the tick of the stamp would leave the stamp
+as it was: while a folder's last change is under 0.1 s old, its names are compared too. Cost of
+a check: an fstat a folder and a 40-byte compare an index file (and a listing a folder in the
+0.1 s after a change).
 """
 from __future__ import annotations
 
@@ -23,8 +26,15 @@ from rmqlab.store.layout import StoreLayout
 
 __all__ = ["OpenFiles", "OpenedStore"]
 
-#: a folder changed less than this long before its stamp is read is checked as changed (ns)
+#: a folder changed less than this long before its stamp is read has its names compared too (ns)
 _RECENT_NS = 100_000_000
+
+
+def _recent(stamps: tuple) -> bool:
+    """Whether a folder of `stamps` changed so recently that a change in the same tick of the
+    kernel's clock would leave its time as it is."""
+    now = time.time_ns()
+    return any(s is not None and now - s[1] < _RECENT_NS for s in stamps)
 
 
 class _Folders:
@@ -61,6 +71,16 @@ class _Folders:
                 out.append((st.st_nlink, st.st_mtime_ns))
         return tuple(out)
 
+    def listing(self) -> tuple:
+        """Each folder's file names, sorted (None where it is missing). Cost: a listing a folder."""
+        out: list[tuple[str, ...] | None] = []
+        for p in self.folders:
+            try:
+                out.append(tuple(sorted(os.listdir(p))))
+            except OSError:
+                out.append(None)
+        return tuple(out)
+
     def close(self) -> None:
         fds, self.fds, self.open_fds, self.missing = self.fds, [], [], -1
         for fd in fds:
@@ -76,6 +96,8 @@ class OpenedStore:
     commitlog: cl.MappedCommitLog
     folders: _Folders
     stamps: tuple
+    #: the folders' names when it opened, while their times were too recent to tell a change
+    listing: tuple | None = None
     #: readable bytes of each CommitLog file, by position in commitlog.files (made on first use)
     _ends: list[int] | None = field(default=None, repr=False)
     #: position of the active file until its end is walked, then -1
@@ -105,8 +127,14 @@ class OpenedStore:
 
     def fresh(self) -> bool:
         """Whether nothing has changed since these files were opened."""
-        if self.folders.stamps() != self.stamps:
+        stamps = self.folders.stamps()
+        if stamps != self.stamps:
             return False
+        if self.listing is not None:   # opened just after a change: the names are compared too
+            if self.folders.listing() != self.listing:
+                return False
+            if not _recent(stamps):
+                self.listing = None     # the times have moved on since: they alone tell from now
         for f in self.index.files:
             if f.changed_on_disk():
                 return False
@@ -122,11 +150,9 @@ class OpenFiles:
     """The opened index and CommitLog of a store layout, opened on first use and again after any
     change (see the module's docstring). Not thread-safe, as :class:`IndexService` is not.
 
-    >>> import os, tempfile, time
+    >>> import tempfile
     >>> from rmqlab.store.layout import StoreLayout
-    >>> root = tempfile.mkdtemp()
-    >>> os.utime(root, (time.time() - 1,) * 2)   # a folder just changed is checked as changed
-    >>> files = OpenFiles(StoreLayout.of(root))
+    >>> files = OpenFiles(StoreLayout.of(tempfile.mkdtemp()))
     >>> opened = files.current()
     >>> (len(opened.index.files), opened.commitlog.files, files.current() is opened)
     (0, [], True)
@@ -154,9 +180,7 @@ class OpenFiles:
         stamps = folders.stamps()   # before the opening: a change during it opens again next time
         # a folder's time is the kernel's coarse clock (a few ms a tick): a file added in the tick
         # of a stamp leaves the stamp as it was, so a folder changed that recently is not trusted
-        now = time.time_ns()
-        if any(s is not None and now - s[1] < _RECENT_NS for s in stamps):
-            stamps = ()
+        listing = folders.listing() if _recent(stamps) else None
         try:
             index = self.layout.index_service()
         except BaseException:
@@ -168,7 +192,7 @@ class OpenFiles:
             index.close()
             folders.close()
             raise
-        self._opened = OpenedStore(index, commitlog, folders, stamps)
+        self._opened = OpenedStore(index, commitlog, folders, stamps, listing)
         return self._opened
 
     def close(self) -> None:

@@ -159,3 +159,19 @@ def test_a_store_without_folders_finds_nothing(tmp_path):
     store = Store(tmp_path / "none")
     assert store.query_message("T", "k") == ([], [], 0, 0)
     assert store.query_by_key("T", "k").empty
+
+
+def test_a_file_added_in_the_tick_of_the_folders_stamp_is_seen(tmp_path):
+    """A folder's time is the kernel's coarse clock: a file added in the same tick leaves it as it
+    was (made so here by setting it back). Just after a change the names are compared too."""
+    store = _write(tmp_path, ["k"] * 12, [300] * 12)
+    before = store.query_message("T", "k").phy_offsets
+    first = store._open_files.current()
+    assert store._open_files.current() is first          # nothing changed: kept, though recent
+    folder = tmp_path / "commitlog"
+    stamp = os.stat(folder).st_mtime_ns
+    gone = max(folder.iterdir())
+    os.rename(gone, tmp_path / "moved")                  # the newest file leaves...
+    os.utime(folder, ns=(stamp, stamp))                  # ...in the same tick
+    assert store._open_files.current() is not first
+    assert store.query_message("T", "k").phy_offsets == [o for o in before if o < int(gone.name)] != before
