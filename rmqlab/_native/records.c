@@ -15,6 +15,8 @@
  *                 wording)
  *   span_objects  the bytes or str object of each of many byte ranges (pandas object columns)
  *   gather_spans  many byte ranges concatenated, with their offsets (Arrow binary/string columns)
+ *   records_at    which of a file's sorted CommitLog offsets a broker's getData reads a record at
+ *                 (4 readable bytes, a TOTALSIZE within the file), and a view of each such record
  *   walk_decode   the walk, decode_records, find_props, the text copies and the dictionary codes
  *                 of topic, tags and hosts in one pass, into Arrow's layout (read_columns'
  *                 default; decode_records and find_props serve reads of positions given: read_at,
@@ -1509,7 +1511,54 @@ done:
     return result;
 }
 
+/* records_at(view, offsets, first, stop, start, readable, out_offsets, out_views) -> None.
+ * offsets[first:stop] (a list of ints, ascending) are CommitLog offsets inside one file that
+ * starts at CommitLog offset `start`; `view` is the file's bytes (a memoryview of its map) and
+ * `readable` how many of them the broker reads. An offset is kept when at least 4 bytes are
+ * readable at its position and the TOTALSIZE there is >= 0 and ends within the file
+ * (CommitLog.getData, then limit(size) of the slice: rmqlab.store.keyquery.query_message says
+ * why); each kept offset is appended to out_offsets and view[pos:pos + size] to out_views. */
+static PyObject *records_at(PyObject *self, PyObject *args) {
+    PyObject *view, *offsets, *out_offsets, *out_views;
+    Py_ssize_t first, stop;
+    long long start, readable;
+    if (!PyArg_ParseTuple(args, "OO!nnLLO!O!", &view, &PyList_Type, &offsets, &first, &stop, &start, &readable,
+                          &PyList_Type, &out_offsets, &PyList_Type, &out_views))
+        return NULL;
+    if (first < 0 || stop > PyList_GET_SIZE(offsets) || first > stop) {
+        PyErr_SetString(PyExc_ValueError, "records_at: first and stop must lie within offsets");
+        return NULL;
+    }
+    Py_buffer b;
+    if (PyObject_GetBuffer(view, &b, PyBUF_SIMPLE) < 0) return NULL;
+    const uint8_t *buf = (const uint8_t *)b.buf;
+    long long len = (long long)b.len;
+    if (readable > len) readable = len;
+    PyObject *result = Py_None;
+    for (Py_ssize_t j = first; j < stop; j++) {
+        PyObject *item = PyList_GET_ITEM(offsets, j);
+        long long offset = PyLong_AsLongLong(item);
+        if (offset == -1 && PyErr_Occurred()) { result = NULL; break; }
+        long long pos = offset - start;
+        if (pos < 0 || pos >= len || readable - pos < 4) continue;
+        long long size = load_i32(buf + pos);
+        if (size < 0 || size > len - pos) continue;
+        PyObject *slice = PySequence_GetSlice(view, (Py_ssize_t)pos, (Py_ssize_t)(pos + size));
+        if (slice == NULL || PyList_Append(out_offsets, item) < 0 || PyList_Append(out_views, slice) < 0) {
+            Py_XDECREF(slice);
+            result = NULL;
+            break;
+        }
+        Py_DECREF(slice);
+    }
+    PyBuffer_Release(&b);
+    if (result == NULL) return NULL;
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef methods[] = {
+    {"records_at", records_at, METH_VARARGS,
+     "records_at(view, offsets, first, stop, start, readable, out_offsets, out_views) -> None"},
     {"walk", walk, METH_VARARGS,
      "walk(buffer, start, end, max_records) -> (positions int64 bytes, stop_pos, stop_code)"},
     {"crc32_spans", crc32_spans, METH_VARARGS, "crc32_spans(buffer, starts, lengths, out_uint32) -> None"},

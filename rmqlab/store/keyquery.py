@@ -43,6 +43,7 @@ entries in its slots) and one CommitLog read per candidate.
 """
 from __future__ import annotations
 
+import bisect
 import struct
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -51,6 +52,7 @@ from typing import Any, NamedTuple
 import numpy as np
 import pandas as pd
 
+import rmqlab._records as _records
 from rmqlab.formats.commitlog import MappedCommitLog
 from rmqlab.formats.commitlog.records import decoder_reads
 from rmqlab.formats.indexfile import IndexFile
@@ -158,30 +160,29 @@ def query_message(index: IndexService, commitlog: MappedCommitLog, readable_end:
     found = index.query_offset(topic, key, max_num, begin, end, index_type)
     if not found.phy_offsets:
         return QueryMessageResult([], [], 0, 0)
+    ordered = sorted(found.phy_offsets)
     offsets: list[int] = []
     buffers: list[memoryview] = []
-    unpack = _TOTAL_SIZE.unpack_from
-    lo = hi = readable = 0           # the file the last offset fell in: [lo, hi), its readable bytes
-    view = memoryview(b"")
-    for m, offset in enumerate(sorted(found.phy_offsets)):
-        if not lo <= offset < hi:    # sorted offsets: a file looked up once for its run of them
-            i = commitlog.file_of(offset)
-            if i < 0:
-                lo = hi = 0
-                continue
-            f = commitlog.files[i]
-            lo, hi, readable = f.start_offset, f.start_offset + f.size, readable_end(i)
-            view = memoryview(commitlog.buffer(i))
-        pos = offset - lo
-        if readable - pos < _TOTAL_SIZE.size:
+    k = 0
+    while k < len(ordered):
+        i = commitlog.file_of(ordered[k])
+        if i < 0:
+            k += 1
             continue
-        size = unpack(view, pos)[0]
-        if size < 0 or size > hi - offset:
-            continue
-        if m == 0 and (size > readable - pos or not decoder_reads(view, pos, size)):
-            continue
-        offsets.append(offset)
-        buffers.append(view[pos:pos + size])
+        f = commitlog.files[i]
+        stop = bisect.bisect_left(ordered, f.start_offset + f.size, k)   # the run of offsets in file i
+        readable = readable_end(i)
+        view = memoryview(commitlog.buffer(i))
+        if k == 0:   # lookMessageByOffset reads the first offset's record whole first
+            pos = ordered[0] - f.start_offset
+            if readable - pos >= _TOTAL_SIZE.size:
+                size = _TOTAL_SIZE.unpack_from(view, pos)[0]
+                if 0 <= size <= readable - pos and decoder_reads(view, pos, size):
+                    offsets.append(ordered[0])
+                    buffers.append(view[pos:pos + size])
+            k = 1
+        _records.records_at(view, ordered, k, stop, f.start_offset, readable, offsets, buffers)
+        k = stop
     return QueryMessageResult(offsets, buffers, found.index_last_update_timestamp, found.index_last_update_phyoffset)
 
 
