@@ -175,3 +175,21 @@ def test_a_file_added_in_the_tick_of_the_folders_stamp_is_seen(tmp_path):
     os.utime(folder, ns=(stamp, stamp))                  # ...in the same tick
     assert store._open_files.current() is not first
     assert store.query_message("T", "k").phy_offsets == [o for o in before if o < int(gone.name)] != before
+
+
+def test_records_at_keeps_the_offsets_whose_record_a_broker_reads_and_refuses_bad_arguments():
+    """The C loop behind query_message on hand-made bytes: a record of TOTALSIZE 12 at 0, one
+    that would run past the file at 12, a negative TOTALSIZE at 16, 3 readable bytes at 21."""
+    import rmqlab._records as _records
+
+    data = memoryview(struct.pack(">i", 12) + bytes(8) + struct.pack(">i", 40) + struct.pack(">i", -1) + bytes(4))
+    offsets, views = [], []
+    _records.records_at(data, [100, 112, 116, 121], 0, 4, 100, len(data), offsets, views)
+    assert offsets == [100] and [bytes(v) for v in views] == [bytes(data[:12])]
+    offsets, views = [], []
+    _records.records_at(data, [100], 0, 1, 100, 3, offsets, views)   # fewer than 4 bytes readable
+    assert offsets == []
+    with pytest.raises(ValueError):
+        _records.records_at(data, [100], 0, 2, 100, len(data), [], [])
+    with pytest.raises(TypeError):
+        _records.records_at(data, ["x"], 0, 1, 100, len(data), [], [])
