@@ -806,8 +806,10 @@ class Store:
         if mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
         if mode == "broker":
-            found = self.query_message(topic, key, max_num=max_num, begin=begin, end=end, index_type=index_type)
-            return self._broker_rows(found.phy_offsets)
+            opened = self._open_files.current()
+            found = query_message(opened.index, opened.commitlog, opened.readable_end, topic, key, max_num=max_num,
+                                  begin=begin, end=end, index_type=index_type)
+            return self._broker_rows(found.phy_offsets, opened.commitlog)
         return self.explain_key(topic, key, begin=begin, end=end, max_num=max_num, index_type=index_type).frame(mode)
 
     def query_message(self, topic: str, key: str, *, max_num: int = DEFAULT_MAX_MSGS_NUM_BATCH, begin: int = 0,
@@ -831,13 +833,15 @@ class Store:
         return query_message(opened.index, opened.commitlog, opened.readable_end, topic, key, max_num=max_num,
                              begin=begin, end=end, index_type=index_type)
 
-    def _broker_rows(self, offsets: list[int]) -> pd.DataFrame:
+    def _broker_rows(self, offsets: list[int], commitlog: cl.MappedCommitLog | None = None) -> pd.DataFrame:
         """The broker's answer as :meth:`explain_key` gives it (``rank``, then the messages), by
         reading only the offsets the index returned, in the order queryMessage returns them
-        (:func:`~rmqlab.store.keyquery.query_message_order`), in one frame made once."""
+        (:func:`~rmqlab.store.keyquery.query_message_order`), in one frame made once, from
+        `commitlog` (None: the store's open CommitLog)."""
         found = np.asarray(offsets, dtype=np.int64)
         found = found[query_message_order(found)]
-        columns = cl.read_at_columns(self._open_files.current().commitlog, found, body=False)
+        commitlog = commitlog if commitlog is not None else self._open_files.current().commitlog
+        columns = cl.read_at_columns(commitlog, found, body=False)
         return pd.DataFrame({"rank": np.arange(len(offsets)), **columns}, copy=False)
 
     def query_many(self, topics: Any, keys: Any, *, begin: int = 0, end: int = LONG_MAX,

@@ -44,7 +44,6 @@ entries in its slots) and one CommitLog read per candidate.
 from __future__ import annotations
 
 import bisect
-import struct
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
@@ -53,7 +52,7 @@ import numpy as np
 import pandas as pd
 
 import rmqlab._records as _records
-from rmqlab.formats.commitlog import MappedCommitLog
+from rmqlab.formats.commitlog import HEAD, MappedCommitLog
 from rmqlab.formats.commitlog.records import decoder_reads
 from rmqlab.formats.indexfile import IndexFile
 from rmqlab.jvm.hashcode import index_hash_many, index_key
@@ -131,8 +130,8 @@ class QueryMessageResult(NamedTuple):
     index_last_update_phyoffset: int
 
 
-#: TOTALSIZE, the first field of every record (big-endian int)
-_TOTAL_SIZE = struct.Struct(">i")
+#: TOTALSIZE alone, the first field of every record
+_TOTAL_SIZE = HEAD.field_struct("total_size")
 
 
 def query_message(index: IndexService, commitlog: MappedCommitLog, readable_end: Callable[[int], int],

@@ -52,15 +52,8 @@ class _Folders:
                 self.fds.append(os.open(p, os.O_RDONLY | os.O_DIRECTORY))
             except OSError:
                 self.fds.append(None)
-        self.open_fds = [fd for fd in self.fds if fd is not None]
-        self.missing = len(self.fds) - len(self.open_fds)
 
     def stamps(self) -> tuple:
-        if self.missing == 0:   # every folder held open: the usual case, one fstat each
-            try:
-                return tuple([(st.st_nlink, st.st_mtime_ns) for st in map(os.fstat, self.open_fds)])
-            except OSError:
-                pass
         out: list[tuple[int, int] | None] = []
         for p, fd in zip(self.folders, self.fds):
             try:
@@ -82,7 +75,7 @@ class _Folders:
         return tuple(out)
 
     def close(self) -> None:
-        fds, self.fds, self.open_fds, self.missing = self.fds, [], [], -1
+        fds, self.fds = self.fds, []
         for fd in fds:
             if fd is not None:
                 os.close(fd)
@@ -113,7 +106,7 @@ class OpenedStore:
         first call for the active file walks it."""
         if self._ends is None:
             files = self.commitlog.files
-            loaded = cl.load_files(self.commitlog.path) if files else None
+            loaded = cl.classify_files(files) if files else None   # the files listed when it opened
             data = {f.path for f in loaded.data} if loaded else set()
             self._ends = [f.size if f.path in data else 0 for f in files]
             active = loaded.active if loaded is not None else None
