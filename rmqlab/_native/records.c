@@ -16,7 +16,8 @@
  *   span_objects  the bytes or str object of each of many byte ranges (pandas object columns)
  *   gather_spans  many byte ranges concatenated, with their offsets (Arrow binary/string columns)
  *   records_at    which of a file's sorted CommitLog offsets a broker's getData reads a record at
- *                 (4 readable bytes, a TOTALSIZE within the file), and a view of each such record
+ *                 (4 readable bytes, a TOTALSIZE within the file; the query's first offset also
+ *                 one MessageDecoder decodes), and a view of each such record
  *   walk_decode   the walk, decode_records, find_props, the text copies and the dictionary codes
  *                 of topic, tags and hosts in one pass, into Arrow's layout (read_columns'
  *                 default; decode_records and find_props serve reads of positions given: read_at,
@@ -1511,19 +1512,56 @@ done:
     return result;
 }
 
-/* records_at(view, offsets, first, stop, start, readable, out_offsets, out_views) -> None.
- * offsets[first:stop] (a list of ints, ascending) are CommitLog offsets inside one file that
+/* Whether MessageDecoder.decode (common module, rocketmq-all-5.3.3; readBody true, deCompressBody
+ * false) returns a message, not null, for the `size` bytes at r: MAGICCODE v1 or v2, then every
+ * field it reads within the `size` bytes (BODY only when BODYLEN > 0, PROPERTIES only when
+ * PROPERTIESLENGTH > 0; TOPICLEN must not be negative). Laxer than layout_record: bytes left after
+ * the fields, or a TOTALSIZE that disagrees with them, are not looked at.
+ * rmqlab.formats.commitlog.records.decoder_reads is the readable model; the tests compare them. */
+static int decoder_reads(const uint8_t *r, int64_t size) {
+    if (size < HEAD_SIZE)
+        return 0;
+    int32_t magic = load_i32(r + HEAD_MAGIC_OFFSET);
+    if (magic != MAGIC_V1 && magic != MAGIC_V2)
+        return 0;
+    int32_t sys_flag = load_i32(r + HEAD_SYS_FLAG_OFFSET);
+    int64_t at = HEAD_SIZE + ((sys_flag & BORNHOST_V6_FLAG) ? IPV6_ADDRESS_SIZE : IPV4_ADDRESS_SIZE) + PORT_SIZE +
+                 STORE_TIME_SIZE + ((sys_flag & STOREHOSTADDRESS_V6_FLAG) ? IPV6_ADDRESS_SIZE : IPV4_ADDRESS_SIZE) +
+                 PORT_SIZE + TAIL_SIZE;
+    if (at > size)
+        return 0;
+    int32_t body_len = load_i32(r + at - TAIL_SIZE + TAIL_BODY_LEN_OFFSET);
+    if (body_len > 0)
+        at += body_len;
+    int64_t width = magic == MAGIC_V1 ? TOPIC_LEN_V1_SIZE : TOPIC_LEN_V2_SIZE;
+    if (at + width > size)
+        return 0;
+    int64_t topic_len = magic == MAGIC_V1 ? (int64_t)(int8_t)r[at]
+                                          : (int64_t)(int16_t)(((uint16_t)r[at] << 8) | r[at + 1]);
+    at += width + topic_len;
+    if (topic_len < 0 || at + PROPERTIES_LEN_SIZE > size)
+        return 0;
+    int64_t props_len = (int16_t)(((uint16_t)r[at] << 8) | r[at + 1]);
+    return at + PROPERTIES_LEN_SIZE + (props_len > 0 ? props_len : 0) <= size;
+}
+
+/* records_at(view, offsets, first, stop, start, readable, out_offsets, out_views, whole_first=False)
+ * -> None. offsets[first:stop] (a list of ints, ascending) are CommitLog offsets inside one file that
  * starts at CommitLog offset `start`; `view` is the file's bytes (a memoryview of its map) and
  * `readable` how many of them the broker reads. An offset is kept when at least 4 bytes are
  * readable at its position and the TOTALSIZE there is >= 0 and ends within the file
  * (CommitLog.getData, then limit(size) of the slice: rmqlab.store.keyquery.query_message says
- * why); each kept offset is appended to out_offsets and view[pos:pos + size] to out_views. */
+ * why); with `whole_first`, offsets[first] (the query's first offset, which lookMessageByOffset
+ * reads) also needs its TOTALSIZE within the readable bytes and a record MessageDecoder decodes
+ * (decoder_reads). Each kept offset is appended to out_offsets and view[pos:pos + size] to
+ * out_views. */
 static PyObject *records_at(PyObject *self, PyObject *args) {
     PyObject *view, *offsets, *out_offsets, *out_views;
     Py_ssize_t first, stop;
     long long start, readable;
-    if (!PyArg_ParseTuple(args, "OO!nnLLO!O!", &view, &PyList_Type, &offsets, &first, &stop, &start, &readable,
-                          &PyList_Type, &out_offsets, &PyList_Type, &out_views))
+    int whole_first = 0;
+    if (!PyArg_ParseTuple(args, "OO!nnLLO!O!|p", &view, &PyList_Type, &offsets, &first, &stop, &start, &readable,
+                          &PyList_Type, &out_offsets, &PyList_Type, &out_views, &whole_first))
         return NULL;
     if (first < 0 || stop > PyList_GET_SIZE(offsets) || first > stop) {
         PyErr_SetString(PyExc_ValueError, "records_at: first and stop must lie within offsets");
@@ -1543,6 +1581,7 @@ static PyObject *records_at(PyObject *self, PyObject *args) {
         if (pos < 0 || pos >= len || readable - pos < 4) continue;
         long long size = load_i32(buf + pos);
         if (size < 0 || size > len - pos) continue;
+        if (whole_first && j == first && (size > readable - pos || !decoder_reads(buf + pos, size))) continue;
         PyObject *slice = PySequence_GetSlice(view, (Py_ssize_t)pos, (Py_ssize_t)(pos + size));
         if (slice == NULL || PyList_Append(out_offsets, item) < 0 || PyList_Append(out_views, slice) < 0) {
             Py_XDECREF(slice);
@@ -1558,7 +1597,7 @@ static PyObject *records_at(PyObject *self, PyObject *args) {
 
 static PyMethodDef methods[] = {
     {"records_at", records_at, METH_VARARGS,
-     "records_at(view, offsets, first, stop, start, readable, out_offsets, out_views) -> None"},
+     "records_at(view, offsets, first, stop, start, readable, out_offsets, out_views, whole_first=False) -> None"},
     {"walk", walk, METH_VARARGS,
      "walk(buffer, start, end, max_records) -> (positions int64 bytes, stop_pos, stop_code)"},
     {"crc32_spans", crc32_spans, METH_VARARGS, "crc32_spans(buffer, starts, lengths, out_uint32) -> None"},

@@ -52,8 +52,7 @@ import numpy as np
 import pandas as pd
 
 import rmqlab._records as _records
-from rmqlab.formats.commitlog import HEAD, MappedCommitLog
-from rmqlab.formats.commitlog.records import decoder_reads
+from rmqlab.formats.commitlog import MappedCommitLog
 from rmqlab.formats.indexfile import IndexFile
 from rmqlab.jvm.hashcode import index_hash_many, index_key
 from rmqlab.jvm.longs import INT_MAX, LONG_MAX, LONG_MIN
@@ -130,10 +129,6 @@ class QueryMessageResult(NamedTuple):
     index_last_update_phyoffset: int
 
 
-#: TOTALSIZE alone, the first field of every record
-_TOTAL_SIZE = HEAD.field_struct("total_size")
-
-
 def query_message(index: IndexService, commitlog: MappedCommitLog, readable_end: Callable[[int], int],
                   topic: str, key: str, *, max_num: int = DEFAULT_MAX_MSGS_NUM_BATCH, begin: int = 0,
                   end: int = LONG_MAX, index_type: str | None = None) -> QueryMessageResult:
@@ -172,15 +167,8 @@ def query_message(index: IndexService, commitlog: MappedCommitLog, readable_end:
         stop = bisect.bisect_left(ordered, f.start_offset + f.size, k)   # the run of offsets in file i
         readable = readable_end(i)
         view = memoryview(commitlog.buffer(i))
-        if k == 0:   # lookMessageByOffset reads the first offset's record whole first
-            pos = ordered[0] - f.start_offset
-            if readable - pos >= _TOTAL_SIZE.size:
-                size = _TOTAL_SIZE.unpack_from(view, pos)[0]
-                if 0 <= size <= readable - pos and decoder_reads(view, pos, size):
-                    offsets.append(ordered[0])
-                    buffers.append(view[pos:pos + size])
-            k = 1
-        _records.records_at(view, ordered, k, stop, f.start_offset, readable, offsets, buffers)
+        # the query's first offset is read whole by lookMessageByOffset first (k == 0)
+        _records.records_at(view, ordered, k, stop, f.start_offset, readable, offsets, buffers, k == 0)
         k = stop
     return QueryMessageResult(offsets, buffers, found.index_last_update_timestamp, found.index_last_update_phyoffset)
 

@@ -193,3 +193,60 @@ def test_records_at_keeps_the_offsets_whose_record_a_broker_reads_and_refuses_ba
         _records.records_at(data, [100], 0, 2, 100, len(data), [], [])
     with pytest.raises(TypeError):
         _records.records_at(data, ["x"], 0, 1, 100, len(data), [], [])
+
+
+@settings(max_examples=300, deadline=None)
+@given(version=st.sampled_from([1, 2]), v6=st.sampled_from([(False, False), (True, False), (False, True)]),
+       body=st.binary(max_size=40), props=st.sampled_from([None, {"KEYS": "k"}]),
+       cut=st.integers(0, 140), field=st.sampled_from([None, "magic", "body_len", "topic_len", "props_len"]),
+       value=st.integers(-40000, 40000), grow=st.integers(0, 20))
+def test_records_at_reads_the_first_offset_as_the_decoder_model_does(version, v6, body, props, cut, field, value, grow):
+    """records_at's rule for a query's first offset (lookMessageByOffset: TOTALSIZE within the
+    readable bytes, and a record MessageDecoder decodes) against the pure-Python model
+    (commitlog.records.decoder_reads) on records with a field overwritten, cut short or grown."""
+    import rmqlab._records as _records
+    from rmqlab.formats.commitlog import layout as lay
+    from rmqlab.formats.commitlog.records import decoder_reads
+
+    rec = bytearray(cl.encode_message(topic="T", body=body, properties=props, version=version,
+                                      born_host="[::1]:1" if v6[0] else "127.0.0.1:1",
+                                      store_host="[::1]:2" if v6[1] else "127.0.0.1:2"))
+    flags = lay.HEAD.unpack_from(rec).sys_flag
+    at_tail = (lay.HEAD.size + (16 if flags & cl.BORNHOST_V6_FLAG else 4) + 4 + 8
+               + (16 if flags & cl.STOREHOSTADDRESS_V6_FLAG else 4) + 4)
+    at_topic_len = at_tail + lay.TAIL.size + len(body)
+    width = 1 if version == 1 else 2
+    if field == "magic":
+        struct.pack_into(">i", rec, 4, value)
+    elif field == "body_len":
+        struct.pack_into(">i", rec, at_tail + 12, value)
+    elif field == "topic_len":
+        bound = 1 << (8 * width - 1)
+        struct.pack_into(">b" if width == 1 else ">h", rec, at_topic_len, max(-bound, min(bound - 1, value)))
+    elif field == "props_len":
+        struct.pack_into(">h", rec, at_topic_len + width + 1, max(-32768, min(32767, value)))
+    size = max(4, len(rec) - cut + grow)   # TOTALSIZE, then the record cut to it or grown with zeros
+    data = struct.pack(">i", size) + bytes(rec[4:size]).ljust(size - 4, b"\0") + bytes(8)
+    for readable in (len(data), size, size - 1):
+        offsets, views = [], []
+        _records.records_at(memoryview(data), [500], 0, 1, 500, readable, offsets, views, True)
+        expected = readable >= 4 and size <= readable and decoder_reads(data, 0, size)
+        assert (offsets == [500]) == expected, (readable, size)
+        offsets = []
+        _records.records_at(memoryview(data), [500], 0, 1, 500, readable, offsets, [])   # not the first
+        assert (offsets == [500]) == (readable >= 4)
+
+
+def test_folder_stamps_are_the_link_count_and_time_fstat_gives(tmp_path):
+    """rmqlab._filestamps.stamps against os.fstat, None for a missing descriptor."""
+    import rmqlab._filestamps as _filestamps
+
+    fd = os.open(tmp_path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        (tmp_path / "a").touch()
+        st = os.fstat(fd)
+        assert _filestamps.stamps([fd, -1]) == ((st.st_nlink, st.st_mtime_ns), None)
+        with pytest.raises(TypeError):
+            _filestamps.stamps((fd,))
+    finally:
+        os.close(fd)
