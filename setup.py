@@ -10,6 +10,7 @@ Small extension modules, no NumPy C API (they exchange data through the buffer p
   rmqlab._dispatchcore  the dispatch's index key hashes, straight from the message columns
   rmqlab._textrows   text lines made column by column (decimal ints, choices, literals)
   rmqlab._sortedsearch  searchsorted for rising int64 needles (the joins of verify)
+  rmqlab._filestamps  link counts and modification times of open descriptors (an open store's check)
 """
 from setuptools import Extension, setup
 
@@ -32,5 +33,6 @@ setup(
                   depends=["rmqlab/_native/javahash.h"], extra_compile_args=FLAGS),
         Extension("rmqlab._textrows", sources=["rmqlab/_native/textrows.c"], extra_compile_args=FLAGS),
         Extension("rmqlab._sortedsearch", sources=["rmqlab/_native/sortedsearch.c"], extra_compile_args=FLAGS),
+        Extension("rmqlab._filestamps", sources=["rmqlab/_native/filestamps.c"], extra_compile_args=FLAGS),
     ]
 )
