@@ -595,10 +595,11 @@ def _shrunk(a: np.ndarray, n: int) -> np.ndarray:
     return a
 
 
-def _walk_decode(buf, f: StoreFile, *, start: int, body: bool, arrow: bool):
+def _walk_decode(buf, f: StoreFile, *, start: int, body: bool, arrow: bool, columns: bool = True):
     """Walk, check and decode the records of one mapped file from byte `start` in one C pass
     (``_records.walk_decode``), then :func:`_columns`: the columns of :func:`_decode_positions`
-    (without the CRC checks) and its Damage, plus the walk's stop position and code."""
+    (without the CRC checks) and its Damage, plus the walk's stop position and code. Without
+    `columns`, the columns are None (only where the good records end is wanted)."""
     U = np.frombuffer(buf, np.uint8) if len(buf) else np.empty(0, np.uint8)
     span = len(buf) - start
     cap = span // MIN_MESSAGE_SIZE + 1
@@ -622,6 +623,8 @@ def _walk_decode(buf, f: StoreFile, *, start: int, body: bool, arrow: bool):
     problem = None
     if bad_kind == _BAD_FIELDS:
         problem = _field_problem(U, bad_pos)
+    if not columns:
+        return None, _damage(f, problem), stop_pos, code
     # hosts: IPv4 codes come from the pass; rows with an IPv6 host (rare) are numbered after
     # them, their addresses found by the decode of those records
     v6 = np.frombuffer(v6_rows, np.int64).reshape(-1, 2)   # (row, record position) pairs
@@ -652,16 +655,17 @@ def _walk_decode(buf, f: StoreFile, *, start: int, body: bool, arrow: bool):
 
 
 def scan_file(buf, f: StoreFile, *, last: bool, check_crc: bool, report: ReadReport, on_error: str,
-               body: bool = False, start: int = 0, arrow: bool = False, decode=None):
+               body: bool = False, start: int = 0, arrow: bool = False, decode=None, columns: bool = True):
     """Walk one mapped file in C from byte `start` (a record boundary), check and decode its
     records (with `arrow`, into pyarrow arrays): in one pass (:func:`_walk_decode`) unless
     `check_crc` or a `decode` of positions is given (:func:`_decode_positions`, :func:`chunked_decode`,
-    or a test's reference). Returns (columns, end phy offset, stop code, damage)."""
+    or a test's reference). Returns (columns, end phy offset, stop code, damage); without
+    `columns` the one pass makes no columns (None), the rest is the same."""
     if dledger.is_ledger_file(buf, f.start_offset):
         return _scan_entries(buf, f, last=last, check_crc=check_crc, report=report, on_error=on_error, body=body,
                              start=start, arrow=arrow, decode=decode)
     if decode is None and not check_crc:
-        cols, dmg, stop_pos, code = _walk_decode(buf, f, start=start, body=body, arrow=arrow)
+        cols, dmg, stop_pos, code = _walk_decode(buf, f, start=start, body=body, arrow=arrow, columns=columns)
     else:
         U = np.frombuffer(buf, np.uint8) if len(buf) else np.empty(0, np.uint8)
         raw_pos, stop_pos, code = _records.walk(buf, start, len(buf), -1)
@@ -1161,7 +1165,7 @@ def max_offset(path: str | os.PathLike) -> int | None:
     f = files[-1]
     with ReadOnlyMap(f.path) as buf:
         parts = _file_parts(buf, f, last=True, check_crc=False, report=ReadReport(), on_error="report", start=0,
-                            part_messages=1 << 16)
+                            part_messages=1 << 16, columns=False)   # the checks alone: no columns made
         # the file's last part knows where the walk stopped; each part is dropped as the next comes
         (_, _, end, code, _), = collections.deque(parts, maxlen=1)
     # a file ended by the blank record is full: the broker's write position is its end
