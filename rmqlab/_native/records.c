@@ -1573,6 +1573,13 @@ static PyObject *records_at(PyObject *self, PyObject *args) {
     long long len = (long long)b.len;
     if (readable > len) readable = len;
     PyObject *result = Py_None;
+    /* the records lie far apart (a key's messages over the whole log): ask for all their first
+     * cache lines before reading any, so the misses overlap instead of following one another */
+    for (Py_ssize_t j = first; j < stop; j++) {
+        long long offset = PyLong_AsLongLong(PyList_GET_ITEM(offsets, j));
+        if (offset == -1 && PyErr_Occurred()) { PyErr_Clear(); break; }   /* reported by the loop below */
+        prefetch_at(buf, b.len, offset - start);
+    }
     for (Py_ssize_t j = first; j < stop; j++) {
         PyObject *item = PyList_GET_ITEM(offsets, j);
         long long offset = PyLong_AsLongLong(item);
