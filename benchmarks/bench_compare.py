@@ -212,6 +212,7 @@ def child_store(out: str, folder: str, queries: str, answers: str) -> dict[str, 
     """rmqlab's side of ``store``: dispatch, then the queries a key at a time and in one call."""
     import numpy as np
 
+    from rmqlab.formats.commitlog import HEAD
     from rmqlab.store.directory import Store
 
     pairs = [line.split("\t", 1) for line in Path(queries).read_text(encoding="utf-8").splitlines() if line]
@@ -221,9 +222,10 @@ def child_store(out: str, folder: str, queries: str, answers: str) -> dict[str, 
     dispatch_s = time.perf_counter() - t0
     t0 = time.perf_counter()
     records = []
+    phy_offset, at = HEAD.field_struct("phy_offset"), HEAD.offset("phy_offset")   # StoreBench's getLong(28)
     for topic, key in pairs:   # the broker's own answer: each record's bytes, as StoreBench reads them
         found = store.query_message(topic, key, max_num=64)
-        records.append(" ".join(str(int.from_bytes(b[28:36], "big", signed=True)) for b in found.buffers))
+        records.append(" ".join([str(phy_offset.unpack_from(b, at)[0]) for b in found.buffers]))
     message_s = time.perf_counter() - t0
     # again, the maps' pages now touched: as the broker's are, its load having read the whole
     # CommitLog and written the index through the maps its queries read
