@@ -78,9 +78,11 @@ TESTS: dict[str, list[str]] = {
     "rmqlab._kafkalog": ["tests/kafka/test_walk.py", "tests/formats/test_native_layouts.py"],
     "rmqlab._records": ["tests/formats/commitlog/test_records.py", "tests/formats/commitlog/test_decode.py",
                         "tests/formats/test_native_layouts.py", "tests/formats/commitlog/test_columns_edges.py",
-                        "tests/formats/commitlog/test_records_edges.py"],
+                        "tests/formats/commitlog/test_records_edges.py", "tests/formats/commitlog/test_onepass.py",
+                        "tests/store/test_query_message.py"],
     "rmqlab._textrows": ["tests/tables/test_text.py", "tests/commands/test_kafka_dump_columns.py"],
     "rmqlab._sortedsearch": ["tests/tables/test_search_sorted.py"],
+    "rmqlab._filestamps": ["tests/store/test_query_message.py"],
 }
 
 #: surviving mutants judged equivalent: stable id (see :attr:`Mutant.key`) -> why no test can

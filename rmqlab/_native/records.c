@@ -18,6 +18,7 @@
  *   records_at    which of a file's sorted CommitLog offsets a broker's getData reads a record at
  *                 (4 readable bytes, a TOTALSIZE within the file; the query's first offset also
  *                 one MessageDecoder decodes), and a view of each such record
+ *   walk_checked  walk_decode's walk and field checks without its outputs (where good records end)
  *   walk_decode   the walk, decode_records, find_props, the text copies and the dictionary codes
  *                 of topic, tags and hosts in one pass, into Arrow's layout (read_columns'
  *                 default; decode_records and find_props serve reads of positions given: read_at,
@@ -1512,6 +1513,48 @@ done:
     return result;
 }
 
+/* walk_checked(buffer, start) -> (rows, stop_pos, stop_code, bad_kind). walk_decode's walk and
+ * field checks alone, with none of its outputs: where a file's good records end (the recovery of
+ * the active file, rmqlab.formats.commitlog.max_offset), the same rows, stop and bad_kind as
+ * walk_decode of the same bytes (stop_pos is then the failing record's position), at the cost of
+ * reading each record's head and lengths. */
+static PyObject *walk_checked(PyObject *self, PyObject *args) {
+    Py_buffer b;
+    Py_ssize_t start;
+    if (!PyArg_ParseTuple(args, "y*n", &b, &start))
+        return NULL;
+    if (start < 0 || start > b.len) {
+        PyErr_Format(PyExc_ValueError, "start %zd outside a buffer of %zd bytes", start, b.len);
+        PyBuffer_Release(&b);
+        return NULL;
+    }
+    const uint8_t *buf = b.buf;
+    Py_ssize_t end = b.len, p = start, rows = 0;
+    int64_t prefetched = start;
+    int code = STOP_END, bad_kind = BAD_NONE;
+    Py_BEGIN_ALLOW_THREADS
+    for (;; rows++) {
+        Py_ssize_t left = end - p;
+        if (left == 0) {
+            code = STOP_END;
+            break;
+        }
+        int32_t size, magic;
+        if ((code = record_at(buf, p, left, &size, &magic)) >= 0)
+            break;
+        prefetch_stream(buf, end, &prefetched, (int64_t)p + size + PREFETCH_BYTES);
+        record_layout l;
+        if (layout_record(buf + p, &l) != LAYOUT_OK) {
+            bad_kind = BAD_FIELDS;
+            break;
+        }
+        p += size;
+    }
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&b);
+    return Py_BuildValue("(nnii)", rows, p, code, bad_kind);
+}
+
 /* Whether MessageDecoder.decode (common module, rocketmq-all-5.3.3; readBody true, deCompressBody
  * false) returns a message, not null, for the `size` bytes at r: MAGICCODE v1 or v2, then every
  * field it reads within the `size` bytes (BODY only when BODYLEN > 0, PROPERTIES only when
@@ -1605,6 +1648,8 @@ static PyObject *records_at(PyObject *self, PyObject *args) {
 static PyMethodDef methods[] = {
     {"records_at", records_at, METH_VARARGS,
      "records_at(view, offsets, first, stop, start, readable, out_offsets, out_views, whole_first=False) -> None"},
+    {"walk_checked", walk_checked, METH_VARARGS,
+     "walk_checked(buffer, start) -> (rows, stop_pos, stop_code, bad_kind)"},
     {"walk", walk, METH_VARARGS,
      "walk(buffer, start, end, max_records) -> (positions int64 bytes, stop_pos, stop_code)"},
     {"crc32_spans", crc32_spans, METH_VARARGS, "crc32_spans(buffer, starts, lengths, out_uint32) -> None"},

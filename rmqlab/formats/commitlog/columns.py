@@ -595,12 +595,9 @@ def _shrunk(a: np.ndarray, n: int) -> np.ndarray:
     return a
 
 
-def _walk_decode(buf, f: StoreFile, *, start: int, body: bool, arrow: bool, columns: bool = True):
-    """Walk, check and decode the records of one mapped file from byte `start` in one C pass
-    (``_records.walk_decode``), then :func:`_columns`: the columns of :func:`_decode_positions`
-    (without the CRC checks) and its Damage, plus the walk's stop position and code. Without
-    `columns`, the columns are None (only where the good records end is wanted)."""
-    U = np.frombuffer(buf, np.uint8) if len(buf) else np.empty(0, np.uint8)
+def _walk_decode_outputs(buf, start: int, body: bool) -> tuple[dict, dict, dict, tuple]:
+    """``_records.walk_decode`` of `buf` from `start` into fresh outputs sized for the most
+    records the bytes could hold: (row outputs, bitmaps, text (offsets, data) pairs, its result)."""
     span = len(buf) - start
     cap = span // MIN_MESSAGE_SIZE + 1
     out_rows = {name: np.empty(cap, dtype) for name, dtype in _WALKED}
@@ -609,10 +606,21 @@ def _walk_decode(buf, f: StoreFile, *, start: int, body: bool, arrow: bool, colu
                    np.empty(span + _TEXT_SLACK if body or name != "body" else _TEXT_SLACK, np.uint8))
             for name in _WALKED_TEXT}
     outputs = (*out_rows.values(), *bitmaps.values(), *(a for pair in text.values() for a in pair))
+    return out_rows, bitmaps, text, _records.walk_decode(buf, start, body, WANTED_PROPERTIES, outputs)
+
+
+def _walk_decode(buf, f: StoreFile, *, start: int, body: bool, arrow: bool, columns: bool = True):
+    """Walk, check and decode the records of one mapped file from byte `start` in one C pass
+    (``_records.walk_decode``), then :func:`_columns`: the columns of :func:`_decode_positions`
+    (without the CRC checks) and its Damage, plus the walk's stop position and code. Without
+    `columns`, the columns are None (only where the good records end is wanted)."""
+    U = np.frombuffer(buf, np.uint8) if len(buf) else np.empty(0, np.uint8)
+    if not columns:   # the same walk and checks without the outputs: only where good records end
+        _, stop_pos, code, bad_kind = _records.walk_checked(buf, start)
+        return None, _damage(f, _field_problem(U, stop_pos) if bad_kind == _BAD_FIELDS else None), stop_pos, code
+    out_rows, bitmaps, text, result = _walk_decode_outputs(buf, start, body)
     (n, stop_pos, code, bad_kind, bad_pos, topic_spans, tags_spans, born_keys,
-     store_keys, v6_rows, delay_rows, high, nulls) = _records.walk_decode(buf, start, body, WANTED_PROPERTIES,
-                                                                          outputs)
-    del outputs
+     store_keys, v6_rows, delay_rows, high, nulls) = result
     d = {name: _shrunk(a, n) for name, a in out_rows.items()}
     valid = {name: _shrunk(a, (n + 7) // 8) for name, a in bitmaps.items()}
     for name, (offsets, data) in text.items():
@@ -623,8 +631,6 @@ def _walk_decode(buf, f: StoreFile, *, start: int, body: bool, arrow: bool, colu
     problem = None
     if bad_kind == _BAD_FIELDS:
         problem = _field_problem(U, bad_pos)
-    if not columns:
-        return None, _damage(f, problem), stop_pos, code
     # hosts: IPv4 codes come from the pass; rows with an IPv6 host (rare) are numbered after
     # them, their addresses found by the decode of those records
     v6 = np.frombuffer(v6_rows, np.int64).reshape(-1, 2)   # (row, record position) pairs

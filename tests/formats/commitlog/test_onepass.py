@@ -193,6 +193,26 @@ def test_one_pass_reads_what_the_stdlib_reads(store):
     assert_rows_are_the_records(df, read_commitlog(store[0]), check_crc=True)
 
 
+@SETTINGS
+@given(stores(), st.data())
+def test_the_checks_without_columns_stop_where_the_one_pass_stops(store, data):
+    """``_records.walk_checked`` (scan_file(columns=False): max_offset's walk of the active file)
+    against walk_decode on the same bytes from a record boundary: the same rows, stop position,
+    stop code and kind of damage; and scan_file with and without columns: the same end, stop code
+    and damage."""
+    root, boundaries = store
+    files = cl.load_files(root).files
+    for k, f in enumerate(files):
+        buf = Path(f.path).read_bytes()
+        starts = [b - f.start_offset for b in boundaries if f.start_offset <= b < f.start_offset + len(buf)]
+        start = data.draw(st.sampled_from(starts)) if starts else 0
+        want = cc._walk_decode_outputs(buf, start, body=False)[3][:4]
+        assert _records.walk_checked(buf, start) == want
+        scans = [cc.scan_file(buf, f, last=k == len(files) - 1, check_crc=False, report=cl.ReadReport(),
+                              on_error="report", start=start, columns=columns) for columns in (True, False)]
+        assert scans[1][0] is None and scans[1][1:] == scans[0][1:]
+
+
 def test_dictionaries_and_hosts_outgrow_their_first_tables(tmp_path):
     """Hundreds of distinct topics, tags and hosts, in runs and interleaved: every value keeps the
     code of its first appearance."""
