@@ -847,17 +847,28 @@ static int header_field(PyObject *header, PyObject *name, long long *out) {
 }
 
 /* select_key(lookup, key, max_num, begin, end) -> list of int
- * IndexFile.select_phy_offsets in one call: `lookup` is (buffer, hash_slot_num, index_num,
- * header dict), fixed for an open file. In the order the Python code checked them: `key` must
- * be a str (java_hash's TypeError), its index hash is String.hashCode with RocketMQ's abs rule;
- * max_num is clamped (max_num_of); begin and end must be Java longs (java_long_of). Then the
- * walk of select_one. Vectorcall: no argument tuple, no format string, no Python frame. */
+ * IndexFile.select_phy_offsets in one call: `lookup` is [buffer, hash_slot_num, index_num,
+ * header dict], fixed for an open file; IndexFile.close puts the closed file's error message
+ * (a str) in place of the buffer, so a look-up bound to the list before the close raises it as
+ * a ValueError, before any argument is looked at. Then, in the order the Python code checked
+ * them: `key` must be a str (java_hash's TypeError), its index hash is String.hashCode with
+ * RocketMQ's abs rule; max_num is clamped (max_num_of); begin and end must be Java longs
+ * (java_long_of). Then the walk of select_one. Vectorcall: no argument tuple, no format
+ * string, no Python frame. */
 static PyObject *select_key(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     if (nargs != 5) {
         PyErr_Format(PyExc_TypeError, "select_key takes 5 arguments, got %zd", nargs);
         return NULL;
     }
     PyObject *lookup = args[0], *key = args[1];
+    if (!PyList_CheckExact(lookup) || PyList_GET_SIZE(lookup) != 4 || !PyDict_Check(PyList_GET_ITEM(lookup, 3))) {
+        PyErr_SetString(PyExc_TypeError, "lookup must be [buffer, hash_slot_num, index_num, header dict]");
+        return NULL;
+    }
+    if (PyUnicode_Check(PyList_GET_ITEM(lookup, 0))) {   /* closed: the file's own message */
+        PyErr_SetObject(PyExc_ValueError, PyList_GET_ITEM(lookup, 0));
+        return NULL;
+    }
     if (!PyUnicode_Check(key)) {
         PyObject *type_name = PyType_GetName(Py_TYPE(key));
         if (type_name) {
@@ -869,20 +880,23 @@ static PyObject *select_key(PyObject *self, PyObject *const *args, Py_ssize_t na
     if (ensure_ready(key) < 0)
         return NULL;
     int32_t key_hash = index_hash_of((int32_t)hash_str(key)), max_num;
-    if (!PyTuple_CheckExact(lookup) || PyTuple_GET_SIZE(lookup) != 4 || !PyDict_Check(PyTuple_GET_ITEM(lookup, 3))) {
-        PyErr_SetString(PyExc_TypeError, "lookup must be (buffer, hash_slot_num, index_num, header dict)");
-        return NULL;
-    }
-    PyObject *header = PyTuple_GET_ITEM(lookup, 3);
-    Py_ssize_t hsn = PyLong_AsSsize_t(PyTuple_GET_ITEM(lookup, 1));
+    /* the list's items held for the call: an argument's __index__ may run Python that closes
+     * the file, which replaces the list's first item */
+    PyObject *map = PyList_GET_ITEM(lookup, 0), *header = PyList_GET_ITEM(lookup, 3);
+    Py_ssize_t hsn = PyLong_AsSsize_t(PyList_GET_ITEM(lookup, 1));
     if (hsn == -1 && PyErr_Occurred())
         return NULL;
+    Py_ssize_t index_num = PyLong_AsSsize_t(PyList_GET_ITEM(lookup, 2));
+    if (index_num == -1 && PyErr_Occurred())
+        return NULL;
+    Py_INCREF(map);
+    Py_INCREF(header);
     /* The slot's cache line is requested now and read by the walk after the checks below: a
      * look-up in a large file waits on about six reads from memory one after the other, and
      * this hides the checks behind the first. (A prefetch never faults. A map that gives no
      * buffer here raises below, after the arguments' errors, in their order.) */
     Py_buffer file;
-    int have_file = PyObject_GetBuffer(PyTuple_GET_ITEM(lookup, 0), &file, PyBUF_SIMPLE) == 0;
+    int have_file = PyObject_GetBuffer(map, &file, PyBUF_SIMPLE) == 0;
     if (!have_file)
         PyErr_Clear();
     else if (hsn > 0 && (long long)file.len >= HEADER_SIZE + (long long)SLOT_SIZE * hsn)
@@ -893,11 +907,9 @@ static PyObject *select_key(PyObject *self, PyObject *const *args, Py_ssize_t na
     if (max_num_of(args[2], &max_num) < 0 || java_long_of("begin", args[3], &begin) < 0 ||
         java_long_of("end", args[4], &end) < 0)
         goto done;
-    Py_ssize_t index_num = PyLong_AsSsize_t(PyTuple_GET_ITEM(lookup, 2));
-    if ((index_num == -1 && PyErr_Occurred()) || header_field(header, str_index_count, &count) < 0 ||
-        header_field(header, str_begin_timestamp, &begin_ts) < 0)
+    if (header_field(header, str_index_count, &count) < 0 || header_field(header, str_begin_timestamp, &begin_ts) < 0)
         goto done;
-    if (!have_file && PyObject_GetBuffer(PyTuple_GET_ITEM(lookup, 0), &file, PyBUF_SIMPLE) < 0)
+    if (!have_file && PyObject_GetBuffer(map, &file, PyBUF_SIMPLE) < 0)
         goto done;
     have_file = 1;
     if (check_geometry(file.len, hsn, index_num) == 0) {
@@ -909,6 +921,8 @@ static PyObject *select_key(PyObject *self, PyObject *const *args, Py_ssize_t na
 done:
     if (have_file)
         PyBuffer_Release(&file);
+    Py_DECREF(map);
+    Py_DECREF(header);
     return list;
 }
 

@@ -34,6 +34,7 @@ True
 """
 from __future__ import annotations
 
+import functools
 import mmap
 import os
 import secrets
@@ -473,9 +474,12 @@ class IndexFile:
         self._closed = False
         # All select_phy_offsets hands the C look-up besides its own arguments: the map, the
         # geometry and the header dict itself (C reads index_count and begin_timestamp from it
-        # at each call, so no put can leave a stale copy behind). None once closed.
-        self._lookup: tuple[mmap.mmap, int, int, dict[str, int]] | None = (
-            mm, geometry.hash_slot_num, geometry.index_num, self._h)
+        # at each call, so no put can leave a stale copy behind). close() puts the closed
+        # file's error message in place of the map: a look-up bound to this list raises it.
+        self._lookup: list[Any] = [mm, geometry.hash_slot_num, geometry.index_num, self._h]
+        # An open file's look-up is the C entry bound to that list: one C call from Python, not
+        # a method's frame and then the call (the frame is about a tenth of a look-up).
+        self.select_phy_offsets = functools.partial(_indexcore.select_key, self._lookup)  # type: ignore[method-assign]
 
     # -- construction -------------------------------------------------------------------
 
@@ -743,7 +747,7 @@ class IndexFile:
             pass  # a caller still holds a view; the map closes when that view is collected
         self._file.close()
         self._closed = True
-        self._lookup = None
+        self._lookup[0] = str(self._closed_error())   # every bound look-up now raises it
 
     def __enter__(self) -> IndexFile:
         return self
@@ -766,15 +770,14 @@ class IndexFile:
         Only hashes are compared: other keys with the same stored hash come back too.
         Cost: O(len(key) + entries walked), at most the chain length; bounded even on corrupt
         files. Hashing the key, checking the arguments and the walk are one C call, no Python
-        object an entry; :meth:`trace_query` walks the same way in Python.
+        object an entry; :meth:`trace_query` walks the same way in Python. An open file's
+        ``select_phy_offsets`` is that C call bound to the file (no Python frame); a closed
+        file's raises ValueError naming the file.
         """
-        lookup = self._lookup
-        if lookup is None:
-            raise self._closed_error()
         # The C entry hashes the key as index_hash does and checks the arguments in the order,
         # and with the errors, of index_hash, _clamp_max_num and check_long: done in Python they
         # cost about 1 us a call, as much as half of a walk's reads from a full file.
-        return _indexcore.select_key(lookup, key, max_num, begin, end)
+        return _indexcore.select_key(self._lookup, key, max_num, begin, end)
 
     def changed_on_disk(self) -> bool:
         """Whether another writer has changed this read-only file's header since it was opened

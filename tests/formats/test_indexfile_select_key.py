@@ -223,6 +223,20 @@ def test_a_closed_file_raises_the_closed_error(tmp_path):
     assert outcome(lambda: f.select_phy_offsets("T#a", 64, 0, LONG_MAX)) == outcome(f._require_open)
 
 
+def test_a_look_up_taken_before_the_close_raises_the_closed_error_after_it(tmp_path):
+    """An open file's select_phy_offsets is the C entry bound to the file (no Python frame): one
+    kept from before the close, as a loop hoists it, raises the closed file's error, as the
+    method does, and before looking at its arguments."""
+    path = small_file(tmp_path)
+    f = IndexFile.open(path, 4, 32)
+    select = f.select_phy_offsets
+    assert select("T#a", 64, 0, LONG_MAX) == IndexFile.select_phy_offsets(f, "T#a", 64, 0, LONG_MAX)
+    f.close()
+    for args in (("T#a", 64, 0, LONG_MAX), (b"k", None, 0, 0)):
+        assert outcome(lambda args=args: select(*args)) == outcome(f._require_open) == \
+            outcome(lambda args=args: IndexFile.select_phy_offsets(f, *args))
+
+
 def test_a_file_closed_while_a_numpy_view_holds_the_map_is_closed_too(tmp_path):
     f = IndexFile.open(small_file(tmp_path), 4, 32)
     view = f.slots
