@@ -1276,10 +1276,12 @@ static inline void set_bit(uint8_t *bitmap, int64_t row, int on) {
     bitmap[row >> 3] |= (uint8_t)(on << (row & 7));
 }
 
-/* walk_decode(buffer, start, body, names, outputs) -> (rows, stop_pos, stop_code, bad_kind, bad_pos,
- *     topic_spans, tags_spans, born_keys, store_keys, v6_rows, delay_rows, text_high, null_counts)
+/* walk_decode(buffer, start, body, names, outputs, max_records=-1) -> (rows, stop_pos, stop_code,
+ *     bad_kind, bad_pos, topic_spans, tags_spans, born_keys, store_keys, v6_rows, delay_rows,
+ *     text_high, null_counts)
  *
- * The walk (as `walk` from `start` to the buffer's end), decode_records' checks and fields,
+ * The walk (as `walk` from `start` to the buffer's end, stopping with STOP_LIMIT after
+ * max_records records when that is >= 0, as `walk` does), decode_records' checks and fields,
  * find_props' scan (scan_block) for names = (KEYS, UNIQ_KEY, TAGS, DELAY) and the columns
  * read_columns builds, in one pass over the records, writing Arrow's layout straight into `outputs`:
  *
@@ -1303,7 +1305,9 @@ static PyObject *walk_decode(PyObject *self, PyObject *args) {
     Py_ssize_t start;
     int body;
     PyObject *names, *outs;
-    if (!PyArg_ParseTuple(args, "y*npO!O!", &b, &start, &body, &PyTuple_Type, &names, &PyTuple_Type, &outs))
+    Py_ssize_t max_records = -1;
+    if (!PyArg_ParseTuple(args, "y*npO!O!|n", &b, &start, &body, &PyTuple_Type, &names, &PyTuple_Type, &outs,
+                          &max_records))
         return NULL;
     Py_buffer o[W_NOUT];
     int got = 0;
@@ -1379,6 +1383,10 @@ static PyObject *walk_decode(PyObject *self, PyObject *args) {
             Py_ssize_t left = end - p;
             if (left == 0) {
                 code = STOP_END;
+                break;
+            }
+            if (max_records >= 0 && rows >= max_records) {
+                code = STOP_LIMIT;
                 break;
             }
             int32_t size, magic;
@@ -1672,7 +1680,7 @@ static PyMethodDef methods[] = {
      "walk_entries(buffer, start, end, max_entries) -> (positions, stop_pos, stop_code): the DLedger entries "
      "of a DLedger CommitLog file"},
     {"walk_decode", walk_decode, METH_VARARGS,
-     "walk_decode(buffer, start, body, names, outputs) -> (rows, stop_pos, stop_code, bad_kind, bad_pos, "
+     "walk_decode(buffer, start, body, names, outputs, max_records=-1) -> (rows, stop_pos, stop_code, bad_kind, bad_pos, "
      "topic_spans, tags_spans, born_keys, store_keys, v6_rows, delay_rows, text_high, null_counts)"},
     {"find_props", find_props, METH_VARARGS,
      "find_props(buffer, starts, lengths, names, value_starts_out, value_lengths_out, problems_out=None) -> None "

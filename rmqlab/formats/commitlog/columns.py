@@ -595,9 +595,10 @@ def _shrunk(a: np.ndarray, n: int) -> np.ndarray:
     return a
 
 
-def _walk_decode_outputs(buf, start: int, body: bool) -> tuple[dict, dict, dict, tuple]:
-    """``_records.walk_decode`` of `buf` from `start` into fresh outputs sized for the most
-    records the bytes could hold: (row outputs, bitmaps, text (offsets, data) pairs, its result)."""
+def _walk_decode_outputs(buf, start: int, body: bool, max_records: int = -1) -> tuple[dict, dict, dict, tuple]:
+    """``_records.walk_decode`` of `buf` from `start` (stopping after `max_records` records when
+    that is >= 0) into fresh outputs sized for the most records the bytes could hold: (row
+    outputs, bitmaps, text (offsets, data) pairs, its result)."""
     span = len(buf) - start
     cap = span // MIN_MESSAGE_SIZE + 1
     out_rows = {name: np.empty(cap, dtype) for name, dtype in _WALKED}
@@ -606,19 +607,21 @@ def _walk_decode_outputs(buf, start: int, body: bool) -> tuple[dict, dict, dict,
                    np.empty(span + _TEXT_SLACK if body or name != "body" else _TEXT_SLACK, np.uint8))
             for name in _WALKED_TEXT}
     outputs = (*out_rows.values(), *bitmaps.values(), *(a for pair in text.values() for a in pair))
-    return out_rows, bitmaps, text, _records.walk_decode(buf, start, body, WANTED_PROPERTIES, outputs)
+    return out_rows, bitmaps, text, _records.walk_decode(buf, start, body, WANTED_PROPERTIES, outputs, max_records)
 
 
-def _walk_decode(buf, f: StoreFile, *, start: int, body: bool, arrow: bool, columns: bool = True):
+def _walk_decode(buf, f: StoreFile, *, start: int, body: bool, arrow: bool, columns: bool = True,
+                 max_records: int = -1):
     """Walk, check and decode the records of one mapped file from byte `start` in one C pass
     (``_records.walk_decode``), then :func:`_columns`: the columns of :func:`_decode_positions`
     (without the CRC checks) and its Damage, plus the walk's stop position and code. Without
-    `columns`, the columns are None (only where the good records end is wanted)."""
+    `columns`, the columns are None (only where the good records end is wanted). With
+    `max_records` >= 0 the pass stops after that many records (code STOP_LIMIT)."""
     U = np.frombuffer(buf, np.uint8) if len(buf) else np.empty(0, np.uint8)
-    if not columns:   # the same walk and checks without the outputs: only where good records end
+    if not columns:   # the same walk and checks without outputs (so no parts): where good records end
         _, stop_pos, code, bad_kind = _records.walk_checked(buf, start)
         return None, _damage(f, _field_problem(U, stop_pos) if bad_kind == _BAD_FIELDS else None), stop_pos, code
-    out_rows, bitmaps, text, result = _walk_decode_outputs(buf, start, body)
+    out_rows, bitmaps, text, result = _walk_decode_outputs(buf, start, body, max_records)
     (n, stop_pos, code, bad_kind, bad_pos, topic_spans, tags_spans, born_keys,
      store_keys, v6_rows, delay_rows, high, nulls) = result
     d = {name: _shrunk(a, n) for name, a in out_rows.items()}
@@ -661,17 +664,21 @@ def _walk_decode(buf, f: StoreFile, *, start: int, body: bool, arrow: bool, colu
 
 
 def scan_file(buf, f: StoreFile, *, last: bool, check_crc: bool, report: ReadReport, on_error: str,
-               body: bool = False, start: int = 0, arrow: bool = False, decode=None, columns: bool = True):
+               body: bool = False, start: int = 0, arrow: bool = False, decode=None, columns: bool = True,
+               max_records: int = -1):
     """Walk one mapped file in C from byte `start` (a record boundary), check and decode its
     records (with `arrow`, into pyarrow arrays): in one pass (:func:`_walk_decode`) unless
     `check_crc` or a `decode` of positions is given (:func:`_decode_positions`, :func:`chunked_decode`,
     or a test's reference). Returns (columns, end phy offset, stop code, damage); without
-    `columns` the one pass makes no columns (None), the rest is the same."""
+    `columns` the one pass makes no columns (None), the rest is the same. `max_records` >= 0
+    stops the one pass after that many records (code STOP_LIMIT, the end where it stopped); the
+    other decodes read to the file's stop."""
     if dledger.is_ledger_file(buf, f.start_offset):
         return _scan_entries(buf, f, last=last, check_crc=check_crc, report=report, on_error=on_error, body=body,
                              start=start, arrow=arrow, decode=decode)
     if decode is None and not check_crc:
-        cols, dmg, stop_pos, code = _walk_decode(buf, f, start=start, body=body, arrow=arrow, columns=columns)
+        cols, dmg, stop_pos, code = _walk_decode(buf, f, start=start, body=body, arrow=arrow, columns=columns,
+                                                 max_records=max_records)
     else:
         U = np.frombuffer(buf, np.uint8) if len(buf) else np.empty(0, np.uint8)
         raw_pos, stop_pos, code = _records.walk(buf, start, len(buf), -1)
@@ -968,12 +975,26 @@ def _file_parts(buf, f: StoreFile, *, last: bool, report: ReadReport, on_error: 
     """:func:`scan_file` of one file in parts of at most `part_messages` records (all at once when
     None): (columns, position of the part's first record, end phy offset, stop code, damage)
     each, the end and the damage None but for the file's last part.
-    A header walk (``_records.walk``, TOTALSIZE only) finds where each part's records end; the
-    part is then decoded from a view that ends there, so the decode stops clean at that boundary.
-    The file's last part, and a part whose decode finds damage, are decoded from the whole map
-    as one pass over the file decodes them: the same records, stop and damage."""
+    The one pass (:func:`_walk_decode`) stops itself after `part_messages` records. The other
+    decodes (CRC checks, a `decode` given, a DLedger file) take a header walk (``_records.walk``,
+    TOTALSIZE only) to find where each part's records end, and decode the part from a view that
+    ends there, so the decode stops clean at that boundary. Either way the file's last part, and
+    a part whose decode finds damage, are decoded from the whole map as one pass over the file
+    decodes them: the same records, stop and damage."""
     lo = start
-    walk = dledger.walk_entries if dledger.is_ledger_file(buf, f.start_offset) else _records.walk
+    ledger = dledger.is_ledger_file(buf, f.start_offset)
+    if part_messages and not ledger and not scan.get("check_crc") and scan.get("decode") is None:
+        # the one pass stops itself after part_messages records (no header walk first); a part
+        # that stops for any other reason is the file's last, read as one pass over it reads it
+        while True:
+            cols, end, code, damage = scan_file(buf, f, last=last, report=report, on_error=on_error, start=lo,
+                                                max_records=part_messages, **scan)
+            if code != STOP_LIMIT:
+                yield cols, lo, end, code, damage
+                return
+            yield cols, lo, None, code, None
+            lo = end - f.start_offset
+    walk = dledger.walk_entries if ledger else _records.walk
     while part_messages:
         _, hi, code = walk(buf, lo, len(buf), part_messages)
         if code != STOP_LIMIT:

@@ -213,6 +213,28 @@ def test_the_checks_without_columns_stop_where_the_one_pass_stops(store, data):
         assert scans[1][0] is None and scans[1][1:] == scans[0][1:]
 
 
+@SETTINGS
+@given(stores(), st.integers(0, 14))
+def test_the_one_pass_stops_after_max_records_as_the_walk_does(store, limit):
+    """walk_decode's max_records (read_column_parts' parts: no header walk first) against the
+    whole pass: the first `limit` rows, stopped with STOP_LIMIT where the next record starts,
+    unless the whole pass ends before (or at the file's end right after) that many records."""
+    root, _ = store
+    for path in sorted(root.iterdir()):
+        buf = path.read_bytes()
+        whole = cc._walk_decode_outputs(buf, 0, body=False)
+        n, stop_pos = whole[3][0], whole[3][1]
+        limited = cc._walk_decode_outputs(buf, 0, body=False, max_records=limit)
+        if n > limit or (n == limit and stop_pos < len(buf)):
+            positions = np.frombuffer(_records.walk(buf, 0, len(buf), -1)[0], np.int64)
+            at = int(positions[limit]) if limit < len(positions) else stop_pos
+            assert limited[3][:4] == (limit, at, cl.STOP_LIMIT, 0)
+            for name, column in limited[0].items():
+                assert (column[:limit] == whole[0][name][:limit]).all(), name
+        else:
+            assert limited[3][:5] == whole[3][:5]
+
+
 def test_dictionaries_and_hosts_outgrow_their_first_tables(tmp_path):
     """Hundreds of distinct topics, tags and hosts, in runs and interleaved: every value keeps the
     code of its first appearance."""
