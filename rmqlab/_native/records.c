@@ -1276,6 +1276,29 @@ static inline void set_bit(uint8_t *bitmap, int64_t row, int on) {
     bitmap[row >> 3] |= (uint8_t)(on << (row & 7));
 }
 
+/* One step of walk_decode's walk and field checks: the record at p of a buffer of `end` bytes,
+ * after `rows` records. Returns the stop code (the walk's, or STOP_LIMIT once max_records >= 0
+ * records are read), or -1 for a record to take: its TOTALSIZE in *size and its layout in *l,
+ * unless its fields fail layout_record, which sets *bad_kind to BAD_FIELDS (the pass stops there).
+ * walk_decode and walk_checked share it, so they stop alike. */
+static inline int checked_step(const uint8_t *buf, Py_ssize_t end, Py_ssize_t p, Py_ssize_t rows,
+                               Py_ssize_t max_records, int64_t *prefetched, int32_t *size, record_layout *l,
+                               int *bad_kind) {
+    Py_ssize_t left = end - p;
+    if (left == 0)
+        return STOP_END;
+    if (max_records >= 0 && rows >= max_records)
+        return STOP_LIMIT;
+    int32_t magic;
+    int code = record_at(buf, p, left, size, &magic);
+    if (code >= 0)
+        return code;
+    prefetch_stream(buf, end, prefetched, (int64_t)p + *size + PREFETCH_BYTES);
+    if (layout_record(buf + p, l) != LAYOUT_OK)
+        *bad_kind = BAD_FIELDS;
+    return -1;
+}
+
 /* walk_decode(buffer, start, body, names, outputs, max_records=-1) -> (rows, stop_pos, stop_code,
  *     bad_kind, bad_pos, topic_spans, tags_spans, born_keys, store_keys, v6_rows, delay_rows,
  *     text_high, null_counts)
@@ -1379,27 +1402,13 @@ static PyObject *walk_decode(PyObject *self, PyObject *args) {
             body_off[0] = 0;
         Py_BEGIN_ALLOW_THREADS
         for (;; rows++) {
-            /* the walk's checks of the record at p */
-            Py_ssize_t left = end - p;
-            if (left == 0) {
-                code = STOP_END;
-                break;
-            }
-            if (max_records >= 0 && rows >= max_records) {
-                code = STOP_LIMIT;
-                break;
-            }
-            int32_t size, magic;
-            if ((code = record_at(buf, p, left, &size, &magic)) >= 0)
-                break;
-            prefetch_stream(buf, end, &prefetched, (int64_t)p + size + PREFETCH_BYTES);
-            /* decode_records' checks */
-            const uint8_t *r = buf + p;
+            /* the walk's checks of the record at p, then decode_records' */
+            int32_t size;
             record_layout l;
-            if (layout_record(r, &l) != LAYOUT_OK) {
-                bad_kind = BAD_FIELDS;
+            if ((code = checked_step(buf, end, p, rows, max_records, &prefetched, &size, &l, &bad_kind)) >= 0 ||
+                bad_kind != BAD_NONE)
                 break;
-            }
+            const uint8_t *r = buf + p;
             /* the wanted values (a malformed pair is skipped, as find_props and Java skip it) */
             int64_t vs[WANT_N], vl[WANT_N], skipped_at = 0;
             (void)scan_block(buf, b.len, p + l.o_props, l.props_len, WANT_N, name_ptr, name_len, vs, vl, m1, m2,
@@ -1542,20 +1551,11 @@ static PyObject *walk_checked(PyObject *self, PyObject *args) {
     int code = STOP_END, bad_kind = BAD_NONE;
     Py_BEGIN_ALLOW_THREADS
     for (;; rows++) {
-        Py_ssize_t left = end - p;
-        if (left == 0) {
-            code = STOP_END;
-            break;
-        }
-        int32_t size, magic;
-        if ((code = record_at(buf, p, left, &size, &magic)) >= 0)
-            break;
-        prefetch_stream(buf, end, &prefetched, (int64_t)p + size + PREFETCH_BYTES);
+        int32_t size;
         record_layout l;
-        if (layout_record(buf + p, &l) != LAYOUT_OK) {
-            bad_kind = BAD_FIELDS;
+        if ((code = checked_step(buf, end, p, rows, -1, &prefetched, &size, &l, &bad_kind)) >= 0 ||
+            bad_kind != BAD_NONE)
             break;
-        }
         p += size;
     }
     Py_END_ALLOW_THREADS
