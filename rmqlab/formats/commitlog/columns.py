@@ -663,6 +663,12 @@ def _walk_decode(buf, f: StoreFile, *, start: int, body: bool, arrow: bool, colu
     return _columns(rows, arrow=arrow), _damage(f, problem), stop_pos, code
 
 
+def _one_pass(buf, f: StoreFile, check_crc: bool, decode) -> bool:
+    """Whether :func:`scan_file` reads the file in the one pass (:func:`_walk_decode`): a
+    CommitLog file (not DLedger's), no CRC checks and no `decode` of positions given."""
+    return decode is None and not check_crc and not dledger.is_ledger_file(buf, f.start_offset)
+
+
 def scan_file(buf, f: StoreFile, *, last: bool, check_crc: bool, report: ReadReport, on_error: str,
                body: bool = False, start: int = 0, arrow: bool = False, decode=None, columns: bool = True,
                max_records: int = -1):
@@ -676,7 +682,7 @@ def scan_file(buf, f: StoreFile, *, last: bool, check_crc: bool, report: ReadRep
     if dledger.is_ledger_file(buf, f.start_offset):
         return _scan_entries(buf, f, last=last, check_crc=check_crc, report=report, on_error=on_error, body=body,
                              start=start, arrow=arrow, decode=decode)
-    if decode is None and not check_crc:
+    if _one_pass(buf, f, check_crc, decode):
         cols, dmg, stop_pos, code = _walk_decode(buf, f, start=start, body=body, arrow=arrow, columns=columns,
                                                  max_records=max_records)
     else:
@@ -982,8 +988,7 @@ def _file_parts(buf, f: StoreFile, *, last: bool, report: ReadReport, on_error: 
     a part whose decode finds damage, are decoded from the whole map as one pass over the file
     decodes them: the same records, stop and damage."""
     lo = start
-    ledger = dledger.is_ledger_file(buf, f.start_offset)
-    if part_messages and not ledger and not scan.get("check_crc") and scan.get("decode") is None:
+    if part_messages and _one_pass(buf, f, scan.get("check_crc", False), scan.get("decode")):
         # the one pass stops itself after part_messages records (no header walk first); a part
         # that stops for any other reason is the file's last, read as one pass over it reads it
         while True:
@@ -994,7 +999,7 @@ def _file_parts(buf, f: StoreFile, *, last: bool, report: ReadReport, on_error: 
                 return
             yield cols, lo, None, code, None
             lo = end - f.start_offset
-    walk = dledger.walk_entries if ledger else _records.walk
+    walk = dledger.walk_entries if dledger.is_ledger_file(buf, f.start_offset) else _records.walk
     while part_messages:
         _, hi, code = walk(buf, lo, len(buf), part_messages)
         if code != STOP_LIMIT:
