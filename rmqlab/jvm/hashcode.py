@@ -36,6 +36,9 @@ __all__ = [
     "java_hash_many",
     "index_hash_many",
     "to_index_hash",
+    "to_index_hash_many",
+    "utf16_lengths_many",
+    "java_hash_concat_many",
 ]
 
 
@@ -180,8 +183,65 @@ def _hash_pandas(obj: Any, pd: Any) -> np.ndarray:
 
 def index_hash_many(strings: Any) -> np.ndarray:
     """:func:`index_hash` of every string, as an int32 array (all values >= 0)."""
-    h = java_hash_many(strings)
+    return to_index_hash_many(java_hash_many(strings))
+
+
+def to_index_hash_many(hashes: np.ndarray) -> np.ndarray:
+    """:func:`to_index_hash` of every hashCode of an int32 array (a new array, all values >= 0).
+
+    >>> to_index_hash_many(np.array([-5, 7, -2**31], np.int32)).tolist()
+    [5, 7, 0]
+    """
     # abs() in two's complement leaves MIN_VALUE negative; RocketMQ maps that case to 0.
-    out = np.abs(h)
+    out = np.abs(np.asarray(hashes, np.int32))
     out[out < 0] = 0
     return out
+
+
+def utf16_lengths_many(strings: Any) -> np.ndarray:
+    """Java's ``String.length()`` (UTF-16 code units) of every string of a pyarrow string or
+    large_string array (UTF-8, as Arrow's text always is), int64; 0 for a null. A character
+    past U+FFFF is two units (a surrogate pair), so a string's length is its count of UTF-8
+    lead bytes plus its count of 4-byte leads. Cost: O(total UTF-8 bytes), in NumPy.
+
+    >>> import pyarrow as pa
+    >>> utf16_lengths_many(pa.array(["", "ab", None, "é", "😀x"])).tolist()
+    [0, 2, 0, 1, 3]
+    """
+    import pyarrow as pa
+
+    arr = strings.cast(pa.large_string()) if pa.types.is_string(strings.type) else strings
+    if not pa.types.is_large_string(arr.type):
+        raise TypeError(f"utf16_lengths_many needs a pyarrow string array, got one of type {arr.type}")
+    n = len(arr)
+    if not n:
+        return np.zeros(0, np.int64)
+    _, offsets, data = arr.buffers()
+    off = np.frombuffer(offsets, np.int64)[arr.offset:arr.offset + n + 1]
+    text = np.frombuffer(data, np.uint8)[off[0]:off[-1]] if data is not None else np.zeros(0, np.uint8)
+    units = (text & 0xC0) != 0x80            # a lead byte (or ASCII): one code point
+    units = units.astype(np.int64) + (text >= 0xF0)   # a 4-byte lead: a surrogate pair
+    before = np.zeros(len(text) + 1, np.int64)
+    np.cumsum(units, out=before[1:])
+    rel = off - off[0]
+    return before[rel[1:]] - before[rel[:-1]]
+
+
+def java_hash_concat_many(head: np.ndarray, tail: np.ndarray, tail_length: np.ndarray) -> np.ndarray:
+    """``(a + b).hashCode()`` of pairs of strings from ``a.hashCode()`` (`head`),
+    ``b.hashCode()`` (`tail`) and ``b.length()`` (`tail_length`, UTF-16 units), int32 arrays of
+    one length (or scalars): the hash is the polynomial ``sum(unit[i] * 31**(n-1-i))`` in 32-bit
+    arithmetic, so a's part is carried over b's units by ``31**len(b)``. No string is built.
+    Cost: O(pairs), O(log length) multiplications a pair, in NumPy.
+
+    >>> h = java_hash_concat_many(np.array([java_hash("Topic#")]), np.array([java_hash("k😀")]),
+    ...                           np.array([3]))
+    >>> int(h[0]) == java_hash("Topic#k😀")
+    True
+    """
+    lengths = np.asarray(tail_length, np.int64)
+    if (lengths < 0).any():
+        raise ValueError("a string's length is never negative")
+    carry = np.power(np.uint32(31), lengths.astype(np.uint32))     # wraps modulo 2**32, as Java's int does
+    h = np.asarray(head).astype(np.uint32) * carry + np.asarray(tail).astype(np.uint32)
+    return h.view(np.int32) if isinstance(h, np.ndarray) else np.uint32(h).view(np.int32)

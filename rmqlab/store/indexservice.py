@@ -59,8 +59,16 @@ from rmqlab.formats.indexfile import (
     SlotCountRule,
     build_index_file,
 )
-from rmqlab.jvm.hashcode import index_hash_many, index_key, java_hash_many
+from rmqlab.jvm.hashcode import (
+    index_hash_many,
+    index_key,
+    java_hash_concat_many,
+    java_hash_many,
+    to_index_hash_many,
+    utf16_lengths_many,
+)
 from rmqlab.rules.dispatch import (
+    TAG_INDEX_TYPE,
     goes_to_index,
     goes_to_index_many,
     index_keys,
@@ -88,6 +96,7 @@ __all__ = [
     "expand_messages",
     "expand_columns",
     "index_key_hashes",
+    "tag_key_hashes",
     "bulk_build",
     "query_trace_dict",
 ]
@@ -1070,6 +1079,48 @@ def index_key_hashes(columns: Any, *, end_phy_offset: int = 0,
     hashes = np.empty(total, np.int32)
     _dispatchcore.key_hashes(topic, keys, uniq, keep.view(np.uint8), message_index, hashes)
     return message_index, hashes, n
+
+
+def tag_key_hashes(topic: Any, tags: Any) -> tuple[np.ndarray, np.ndarray] | None:
+    """The TAGS key a 5.4.0+ broker puts of every message that has one (``topic#T#tags``,
+    :func:`rmqlab.rules.dispatch.tag_index_key`: TAGS neither null nor empty) as (rows ascending
+    int64, index hashes int32), hashed without building the keys: ``hashCode(topic + "#T#")``
+    once a distinct topic, carried over each TAGS string's own hash
+    (:func:`~rmqlab.jvm.hashcode.java_hash_concat_many`). The rows' rule for which keys are put
+    (rolled back, already indexed) is the caller's. `topic` and `tags` are Arrow text of equal
+    length (string, large_string or dictionary), the topic without nulls; None for other
+    storage (then use :func:`expand_columns` with `tag_key`). Cost: O(messages + TAGS bytes),
+    in Arrow's and NumPy's kernels.
+
+    >>> import pyarrow as pa
+    >>> rows, hashes = tag_key_hashes(pa.array(["T", "T", "U"]), pa.array(["a", "", "b c"]))
+    >>> rows.tolist(), hashes.tolist() == index_hash_many(["T#T#a", "U#T#b c"]).tolist()
+    ([0, 2], True)
+    """
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    topic_arr, tags_arr = arrow_column(topic), arrow_column(tags)
+    if topic_arr is None or tags_arr is None or len(topic_arr) != len(tags_arr):
+        return None
+    if pa.types.is_dictionary(tags_arr.type):
+        tags_arr = tags_arr.dictionary_decode()
+    if not pa.types.is_dictionary(topic_arr.type):
+        if not (pa.types.is_string(topic_arr.type) or pa.types.is_large_string(topic_arr.type)):
+            return None
+        topic_arr = topic_arr.dictionary_encode()
+    values = topic_arr.dictionary
+    if topic_arr.null_count or values.null_count or not all(
+            pa.types.is_string(t) or pa.types.is_large_string(t) for t in (values.type, tags_arr.type)):
+        return None
+    lengths = utf16_lengths_many(tags_arr)
+    rows = np.flatnonzero(lengths > 0).astype(np.int64)       # null and empty TAGS put no key
+    kept = tags_arr.take(pa.array(rows, pa.int64()))
+    heads = java_hash_many(pc.binary_join_element_wise(
+        values, pa.scalar(f"#{TAG_INDEX_TYPE}#", values.type), pa.scalar("", values.type)))
+    codes = np.asarray(topic_arr.indices.to_numpy(zero_copy_only=False), np.int64)[rows]
+    hashes = java_hash_concat_many(heads[codes], java_hash_many(kept), lengths[rows])
+    return rows, to_index_hash_many(hashes)
 
 
 def _arrow_key_columns(topic: Any, keys: Any, uniq_key: Any, n: int):

@@ -10,15 +10,21 @@ import rmqlab._sortedsearch as _sortedsearch
 from rmqlab.tables.spans import data_spans
 
 
-def distinct(values: np.ndarray) -> np.ndarray:
+def distinct(values: np.ndarray, *, runs: bool = False) -> np.ndarray:
     """The distinct values of a 1-D array, sorted: ``np.unique(values)`` by a sort. Cost:
     O(n log n), one sort. NumPy 2.3 and later answer a plain ``np.unique`` of integers through
-    a hash table, slower than a sort for this input.
+    a hash table, slower than a sort for this input. With `runs` (values mostly in ascending
+    runs already, as the key codes of messages in CommitLog order, only each message's few keys
+    out of order): NumPy's stable sort, a merge sort that finds the runs, O(n) for sorted input
+    and O(n log r) for r runs (about ten times the default sort's speed on such input, and
+    about two thirds of it on shuffled input).
 
     >>> distinct(np.array([3, 1, 3, 2, 1])).tolist()
     [1, 2, 3]
+    >>> distinct(np.array([1, 5, 2, 7, 7, 9]), runs=True).tolist()
+    [1, 2, 5, 7, 9]
     """
-    s = np.sort(np.asarray(values).reshape(-1))
+    s = np.sort(np.asarray(values).reshape(-1), kind="stable" if runs else None)
     if len(s) < 2:
         return s
     keep = np.empty(len(s), bool)

@@ -192,15 +192,21 @@ def _chunk_key_codes(cols: dict, phy: np.ndarray, first: int, *, tags: bool = Fa
     chunk of decoded messages, in message order: UNIQ_KEY and KEYS, or with `tags` only the
     TAGS key a 5.4.0+ broker also puts (``topic#T#tags``, at most one a message)."""
     from rmqlab.jvm.hashcode import index_hash_many
-    from rmqlab.store.indexservice import expand_columns, index_key_hashes
+    from rmqlab.store.indexservice import expand_columns, index_key_hashes, tag_key_hashes
 
     n = len(phy)
     columns = {"topic": cols["topic"], "phy_offset": phy, "store_timestamp": cols["store_timestamp"],
                "sys_flag": np.zeros(n, np.int64)}
     columns.update({"tags": cols["tags"]} if tags else {"keys": cols["keys"], "uniq_key": cols["uniq_key"]})
-    # UNIQ_KEY and KEYS hashed in C from the text (no "topic#key" string a key) when the columns
-    # allow it; TAGS keys, and text the C hashers do not take, by the expansion
-    hashed = None if tags else index_key_hashes(columns)
+    # hashed from the text without a "topic#key" string a key when the columns allow it (UNIQ_KEY
+    # and KEYS in C, TAGS keys by carrying the hash of "topic#T#" over the TAGS); other text by
+    # the expansion. Every message's keys count here (no sys_flag, no end offset): the joins ask
+    # which keys a message has, not which the broker put
+    if tags:
+        tagged = tag_key_hashes(cols["topic"], cols["tags"])
+        hashed = None if tagged is None else (tagged[0], tagged[1], n)
+    else:
+        hashed = index_key_hashes(columns)
     if hashed is not None:
         message_index, index_hashes, _ = hashed
         return ((message_index + first) << KEY_CODE_HASH_BITS) | index_hashes.astype(np.int64)
@@ -284,7 +290,7 @@ class _TableBuilder:
                 part["tag_codes"] = _chunk_key_codes(arrow, part["positions"], 0, tags=True)
                 # sorted here, where the chunk is decoded (in a worker, with a pool): moving every
                 # code by the window's row shift later keeps the order, so the join sorts nothing
-                part["key_codes_distinct"] = distinct(part["key_codes"])
+                part["key_codes_distinct"] = distinct(part["key_codes"], runs=True)
             self.take(part)
         return {"total_size": np.asarray(cols["total_size"])}
 
@@ -883,7 +889,7 @@ def _messages(parts: list[dict], topics: list[str], files: list[cl.StoreFile], e
             old = t["key_codes"] >> KEY_CODE_HASH_BITS
             moved = (new_row[old] << KEY_CODE_HASH_BITS) | (t["key_codes"] & ((1 << KEY_CODE_HASH_BITS) - 1))
             t["key_codes"] = moved[np.argsort(new_row[old], kind="stable")]
-            t["key_codes_distinct"] = distinct(t["key_codes"])
+            t["key_codes_distinct"] = distinct(t["key_codes"], runs=True)
             old = t["tag_codes"] >> KEY_CODE_HASH_BITS
             t["tag_codes"] = np.sort((new_row[old] << KEY_CODE_HASH_BITS)
                                      | (t["tag_codes"] & ((1 << KEY_CODE_HASH_BITS) - 1)))

@@ -25,7 +25,10 @@ from rmqlab.jvm.hashcode import (
     index_hash,
     index_hash_many,
     java_hash,
+    java_hash_concat_many,
     java_hash_many,
+    to_index_hash_many,
+    utf16_lengths_many,
 )
 
 GOLDEN = json.loads(
@@ -165,6 +168,40 @@ def test_concatenation_identity(a, b):
     lhs = java_hash(a + b) & 0xFFFFFFFF
     rhs = (java_hash(a) * pow(31, len(utf16_units(b)), 1 << 32) + java_hash(b)) & 0xFFFFFFFF
     assert lhs == rhs
+
+
+def test_golden_lengths_and_concatenations():
+    """Java's String.length() of the golden strings (the JVM's javaLength), from their UTF-8,
+    and the hashCode of every golden string pair's concatenation from the parts' hashes."""
+    utf8 = [e for e in GOLDEN if not any(0xD800 <= ord(c) <= 0xDFFF for c in e["string"])]   # what Arrow holds
+    assert len(utf8) > 10
+    for string_type in (pa.string(), pa.large_string()):
+        got = utf16_lengths_many(pa.array([e["string"] for e in utf8], string_type))
+        assert got.dtype == np.int64 and got.tolist() == [e["javaLength"] for e in utf8]
+    heads = np.repeat(np.array([e["hashCode"] for e in GOLDEN], np.int32), len(GOLDEN))
+    tails = np.tile(np.array([e["hashCode"] for e in GOLDEN], np.int32), len(GOLDEN))
+    lengths = np.tile(np.array([e["javaLength"] for e in GOLDEN]), len(GOLDEN))
+    want = [java_hash(a["string"] + b["string"]) for a in GOLDEN for b in GOLDEN]
+    assert java_hash_concat_many(heads, tails, lengths).tolist() == want
+
+
+@FAST
+@given(st.lists(st.one_of(st.none(), UTF8_TEXT), max_size=20), st.sampled_from(["whole", "sliced"]))
+def test_utf16_lengths_many(xs, shape):
+    arr = pa.array(xs, pa.large_string()) if shape == "whole" else _sliced(xs, pa.large_string())
+    assert utf16_lengths_many(arr).tolist() == [0 if x is None else len(utf16_units(x)) for x in xs]
+
+
+@FAST
+@given(st.lists(st.tuples(ANY_TEXT, ANY_TEXT), max_size=20))
+def test_java_hash_concat_many(pairs):
+    heads = np.array([java_hash(a) for a, _ in pairs], np.int32)
+    tails = np.array([java_hash(b) for _, b in pairs], np.int32)
+    lengths = np.array([len(utf16_units(b)) for _, b in pairs], np.int64)
+    got = java_hash_concat_many(heads, tails, lengths)
+    assert got.dtype == np.int32
+    assert got.tolist() == [ref_hash(a + b) for a, b in pairs]
+    assert to_index_hash_many(got).tolist() == [index_hash(a + b) for a, b in pairs]
 
 
 @LISTS
