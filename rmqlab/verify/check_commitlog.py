@@ -12,7 +12,7 @@ import numpy as np
 from rmqlab.errors import FormatError, GeometryError, RmqlabError, TruncatedFileError
 from rmqlab.formats import commitlog as cl
 from rmqlab.formats.commitlog.body import decompress_body
-from rmqlab.formats.commitlog.columns import PROP_CRC_MISMATCH, chunked_decode, prop_crc_states, scan_file
+from rmqlab.formats.commitlog.columns import PROP_CRC_MISMATCH, chunked_decode, scan_file
 from rmqlab.formats.mapped import likely_mapped_file_size
 from rmqlab.rules.dispatch import (
     PROPERTY_INNER_BASE,
@@ -258,7 +258,7 @@ class _TableBuilder:
 
     def decode_for(self, f: cl.StoreFile, file_index: int, checks: _FileChecks):
         return chunked_decode(lambda cols, pos, first: self.reduce(f, file_index, checks, cols, pos, first),
-                              MESSAGE_CHUNK, arrow_text=self.ARROW_TEXT)
+                              MESSAGE_CHUNK, arrow_text=self.ARROW_TEXT, crc_spans=checks.U is not None)
 
     def reduce(self, f: cl.StoreFile, file_index: int, checks: _FileChecks, cols: dict, pos: np.ndarray,
                first: int) -> dict:
@@ -322,14 +322,14 @@ def _body_spans(U: np.ndarray, pos: np.ndarray, sys_flag: np.ndarray) -> tuple[n
     return (pos + o_tail + cl.TAIL.size).astype(np.int64), body_len
 
 
-def _crc_check(U: np.ndarray, pos: np.ndarray, sys_flag: np.ndarray, stored: np.ndarray) -> np.ndarray:
-    """True where BODYCRC is right (or BODYLEN is 0) for records at positions `pos` of a file."""
+def _crc_check(U: np.ndarray, start: np.ndarray, body_len: np.ndarray, stored: np.ndarray) -> np.ndarray:
+    """True where BODYCRC is right (or BODYLEN is 0) for records whose bodies are the spans
+    (`start`, `body_len`) of a file's bytes `U`."""
     import rmqlab._records as _records
 
-    if not len(pos):
+    if not len(start):
         return np.zeros(0, bool)
-    start, body_len = _body_spans(U, pos, sys_flag)
-    crc = np.empty(len(pos), np.uint32)
+    crc = np.empty(len(start), np.uint32)
     _records.crc32_spans(U, np.ascontiguousarray(start), np.ascontiguousarray(body_len), crc)
     return (body_len == 0) | ((crc.astype(np.int64) & 0x7FFFFFFF) == stored.astype(np.int64))
 
@@ -363,9 +363,9 @@ class _FileChecks:
         self.words: dict[str, tuple] = {}      # what the first flagged record of each check says
 
     def add(self, cols: dict, pos: np.ndarray, lo: int, properties) -> None:
-        """Records lo.. of the file: their decoded `cols` and positions in the file `pos`, and
-        their PROPERTIES as the broker's Strings (U+FFFD for bytes that are not UTF-8) in a
-        pyarrow string array."""
+        """Records lo.. of the file: their decoded `cols` (with CRC_SPAN_COLUMNS when the checks
+        read the file's bytes) and positions in the file `pos`, and their PROPERTIES as the
+        broker's Strings (U+FFFD for bytes that are not UTF-8) in a pyarrow string array."""
         pos = pos.astype(np.int64)
         stored_phy = cols["phy_offset"].astype(np.int64)
         self._add("phy", stored_phy != self.f.start_offset + pos, lo, lambda k: (int(stored_phy[k]), int(pos[k])))
@@ -375,9 +375,10 @@ class _FileChecks:
         if self.U is None or not len(pos):
             return
         sys_flag, total = cols["sys_flag"].astype(np.int64), cols["total_size"].astype(np.int64)
-        good = _crc_check(self.U, pos, sys_flag, cols["body_crc"].astype(np.int64))
+        # the bodies' spans and the __CRC32# states as the decode found them (CRC_SPAN_COLUMNS)
+        good = _crc_check(self.U, cols["body_start"], cols["body_len"], cols["body_crc"].astype(np.int64))
         self._add("crc", ~good, lo, lambda k: (int(cols["body_crc"][k]), int(pos[k])))
-        prop_crc = prop_crc_states(self.U, pos, total, cols["version"], sys_flag)
+        prop_crc = cols["prop_crc_state"]
         self._add("prop_crc", prop_crc == PROP_CRC_MISMATCH, lo, lambda k: (int(total[k]), int(pos[k])))
         undecodable, why = _undecodable_bodies(self.U, pos, sys_flag)
         self._add("body", undecodable, lo, lambda k: (int(pos[k]), why[k]))

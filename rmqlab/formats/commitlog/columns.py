@@ -187,25 +187,6 @@ def _prop_crc_from_values(U, P: np.ndarray, total: np.ndarray, vs: np.ndarray, v
     return state
 
 
-def prop_crc_states(U: np.ndarray, P: np.ndarray, total: np.ndarray, version: np.ndarray,
-                    sys_flag: np.ndarray) -> np.ndarray:
-    """For message records at positions P of a file's bytes U (checked by the walk and the field
-    checks; `total`, `version` and `sys_flag` as decoded): -1 without a ``__CRC32#`` property, 0
-    when its CRC does not match, 1 when it does (int8), as
-    ``CommitLog.checkMessageAndReturnSize`` checks it with forceVerifyPropCRC. The property
-    blocks are found by the decode's own layout (``_records.decode_records``). Cost: O(records),
-    one property scan and one CRC32 of each record that has the property."""
-    P = np.ascontiguousarray(P, np.int64)
-    d, bad_row = _decode_records(U, P)
-    if bad_row >= 0:
-        raise ValueError(f"the record at position {int(P[bad_row])} fails the field checks")
-    vs = np.empty(len(P), np.int64)
-    vl = np.empty(len(P), np.int64)
-    if len(P):
-        _records.find_props(U, d["properties_start"], d["properties_len"], (PROPERTY_CRC32.encode(),), vs, vl)
-    return _prop_crc_from_values(U, P, np.asarray(total, np.int64), vs, vl)
-
-
 # ---------------------------------------------------------------- text, dictionaries, hosts
 
 
@@ -513,19 +494,27 @@ def _columns(rows: _Rows, *, arrow: bool, prop_state: np.ndarray | None = None,
 
 
 def _decode_positions(U, P: np.ndarray, f: StoreFile, *, body: bool, check_crc: bool, arrow: bool = False,
-                      arrow_text: tuple[str, ...] = ()):
+                      arrow_text: tuple[str, ...] = (), crc_spans: bool = False):
     """Decode the message records at positions P (heads already checked) of one mapped file:
     one C pass (``_records.decode_records``) for the fixed fields and the spans, the property
     scan (``find_props``), with `check_crc` the BODYCRC and ``__CRC32#`` checks, then
     :func:`_columns`. Returns (columns dict of the good prefix, Damage or None for the first
     bad record, positions of the good prefix); with `arrow`, pyarrow arrays (`arrow_text`: those
-    text columns only, :func:`_columns`)."""
-    cols, problem, P = _decode_at(U, P, body=body, check_crc=check_crc, arrow=arrow, arrow_text=arrow_text)
+    text columns only, :func:`_columns`). With `crc_spans`, the columns :data:`CRC_SPAN_COLUMNS`
+    too, for a caller that checks the CRCs itself without stopping at a bad one."""
+    cols, problem, P = _decode_at(U, P, body=body, check_crc=check_crc, arrow=arrow, arrow_text=arrow_text,
+                                  crc_spans=crc_spans)
     return cols, _damage(f, problem), P
 
 
+#: what the decode found for the CRC checks, by :func:`_decode_positions`' `crc_spans`: each
+#: record's body as a span of the file (first byte, BODYLEN; int64), and its PROP_CRC_* code
+#: (int8: no ``__CRC32#`` property, its CRC does not match, it matches)
+CRC_SPAN_COLUMNS = ("body_start", "body_len", "prop_crc_state")
+
+
 def _decode_at(U, P: np.ndarray, *, body: bool, check_crc: bool, arrow: bool = False,
-               arrow_text: tuple[str, ...] = ()):
+               arrow_text: tuple[str, ...] = (), crc_spans: bool = False):
     """:func:`_decode_positions` of a buffer: its problem, not a file's Damage."""
     n = len(P)
     P = np.ascontiguousarray(P, np.int64)
@@ -535,7 +524,7 @@ def _decode_at(U, P: np.ndarray, *, body: bool, check_crc: bool, arrow: bool = F
     if bad_row >= 0:
         problem = _field_problem(U, int(P[bad_row]))
         d = {name: v[:limit] for name, v in d.items()}
-    wanted = WANTED_PROPERTIES + ((PROPERTY_CRC32.encode(),) if check_crc else ())
+    wanted = WANTED_PROPERTIES + ((PROPERTY_CRC32.encode(),) if check_crc or crc_spans else ())
     k = len(wanted)
     vs = np.empty(limit * k, np.int64)
     vl = np.empty(limit * k, np.int64)
@@ -565,13 +554,16 @@ def _decode_at(U, P: np.ndarray, *, body: bool, check_crc: bool, arrow: bool = F
     has_delay = vs[:, 3] >= 0
     _delay_levels(delay, U, np.flatnonzero(has_delay), vs[has_delay, 3], vl[has_delay, 3])
     prop_state = _prop_crc_from_values(U, P, d["total_size"].astype(np.int64), vs[:, 4], vl[:, 4]) \
-        if check_crc else None
+        if check_crc or crc_spans else None
+    spans = {"body_start": np.asarray(d["body_start"], np.int64), "body_len": np.asarray(d["body_len"], np.int64),
+             "prop_crc_state": prop_state} if crc_spans else {}
     rows = _Rows(fixed=d, delay_level=delay, hosts=hosts,
                  topic=_SpanText(U, d["topic_start"], d["topic_len"]), tags=_SpanText(U, vs, vl, column=2),
                  properties=_SpanText(U, d["properties_start"], d["properties_len"]),
                  keys=_SpanText(U, vs, vl, column=0), uniq_key=_SpanText(U, vs, vl, column=1),
                  body=_SpanText(U, d["body_start"], d["body_len"]) if body else None)
-    return _columns(rows, arrow=arrow, prop_state=prop_state, arrow_text=arrow_text), problem, P
+    cols = _columns(rows, arrow=arrow, prop_state=prop_state if check_crc else None, arrow_text=arrow_text)
+    return {**cols, **spans}, problem, P
 
 
 #: ``_records.walk_decode``'s row outputs, in the order and widths the C function writes them.
@@ -748,13 +740,15 @@ def _scan_entries(buf, f: StoreFile, *, last: bool, check_crc: bool, report: Rea
     return cols, f.start_offset + end, code, d2
 
 
-def chunked_decode(reduce: Callable[[dict, np.ndarray, int], dict], rows: int, *, arrow_text: tuple[str, ...] = ()):
+def chunked_decode(reduce: Callable[[dict, np.ndarray, int], dict], rows: int, *, arrow_text: tuple[str, ...] = (),
+                   crc_spans: bool = False):
     """A `decode` for :func:`scan_file` that decodes the walked records `rows` at a time
     (:func:`_decode_positions`) and keeps of each chunk only what ``reduce(columns, positions,
     first row)`` makes of it: a dict of NumPy arrays, joined over the chunks. A file's text
     columns then never exist whole: memory is `rows` messages' strings plus what `reduce` keeps.
     The text columns named in `arrow_text` reach `reduce` as pyarrow arrays (large_string, or
-    large_binary where not UTF-8), with no Python object a row. Cost: the walk and decode of
+    large_binary where not UTF-8), with no Python object a row; with `crc_spans` the columns
+    also hold :data:`CRC_SPAN_COLUMNS` (the decode stops at no bad CRC). Cost: the walk and decode of
     the file (C and NumPy) plus `reduce`, O(records).
 
     >>> import tempfile
@@ -775,7 +769,7 @@ def chunked_decode(reduce: Callable[[dict, np.ndarray, int], dict], rows: int, *
         kept, good, dmg = [], [], None
         for lo in range(0, max(len(P), 1), rows):   # once when there are no records: typed, empty
             cols, dmg, at = _decode_positions(U, P[lo:lo + rows], f, body=body, check_crc=check_crc, arrow=arrow,
-                                              arrow_text=arrow_text)
+                                              arrow_text=arrow_text, crc_spans=crc_spans)
             kept.append(reduce(cols, at, lo))
             good.append(at)
             del cols

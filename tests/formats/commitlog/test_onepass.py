@@ -400,3 +400,43 @@ def test_parts_join_to_the_one_read(store, part_messages, arrow, on_error, data)
     rows = [as_objects(f) for f in frames]
     joined = {c: [v for r in rows for v in r[c]] for c in want.columns}
     assert joined == as_objects(want)
+
+
+@SETTINGS
+@given(st.lists(st.tuples(st.binary(max_size=40), st.sampled_from(["none", "appended", "wrong", "zero", "odd"]),
+                          st.sampled_from([None, 2])), max_size=12), st.integers(1, 5))
+def test_the_crc_spans_are_each_records_body_and_its_crc_property(recs, rows):
+    """chunked_decode(crc_spans=True), a chunk of `rows` records at a time: each record's body
+    span holds the body it was written with, and its __CRC32# state is what the record-by-record
+    reader's broker rule says (records.prop_crc_matches): absent, a CRC the broker appended
+    (matches), or a wrong, zero or odd value; a wrong BODYCRC does not stop the decode."""
+    from rmqlab.formats.commitlog.records import prop_crc_matches
+
+    data, bodies, want_state = bytearray(), [], []
+    for body, crc, version in recs:
+        props = {"KEYS": "k"}
+        if crc in ("wrong", "zero", "odd"):
+            props["__CRC32#"] = {"wrong": "1234567890", "zero": "0000000000", "odd": "12a"}[crc]
+        rec = cl.encode_message(topic="T", body=body, properties=props, append_prop_crc=crc == "appended",
+                                body_crc=7 if body and crc == "wrong" else None, version=version)
+        state = prop_crc_matches(rec, cl.read_message(rec, 0).properties)
+        want_state.append(-1 if state is None else int(state))
+        bodies.append(body)
+        data += rec
+    data += cl.blank_record(8)
+    root = Path(tempfile.mkdtemp())
+    (root / f"{0:020d}").write_bytes(bytes(data) + bytes(max(0, 4096 - len(data))))
+    seen: list[dict] = []
+    keep = lambda cols, pos, first: seen.append(cols) or {"row": first + np.arange(len(pos))}  # noqa: E731
+    f = cl.store_files(root)[0]
+    with cc.ReadOnlyMap(f.path) as buf:
+        cols, *_ = cc.scan_file(buf, f, last=True, check_crc=False, report=cl.ReadReport(), on_error="report",
+                                body=False, decode=cc.chunked_decode(keep, rows, crc_spans=True))
+        U = np.frombuffer(buf, np.uint8)
+        start = np.concatenate([c["body_start"] for c in seen])
+        length = np.concatenate([c["body_len"] for c in seen])
+        got_bodies = [U[s:s + n].tobytes() for s, n in zip(start.tolist(), length.tolist())]
+    assert cols["row"].tolist() == list(range(len(recs)))
+    assert got_bodies == bodies
+    assert np.concatenate([c["prop_crc_state"] for c in seen]).tolist() == want_state
+    assert all(set(cc.CRC_SPAN_COLUMNS) <= set(c) for c in seen)
