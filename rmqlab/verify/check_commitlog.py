@@ -227,18 +227,19 @@ def _names_dispatch_properties(blocks) -> np.ndarray:
 
 def _first_seen_topics(topic) -> tuple[np.ndarray, list]:
     """(code of each message's topic, the distinct topics in first-seen order), as
-    ``pd.factorize`` gives them, from broker_strings_arrow's (objects, Arrow) pair: Arrow's hash
-    in C where the text is in Arrow without nulls (no pandas import), else pandas. Cost: O(rows)."""
+    ``pd.factorize`` gives them, from broker_strings_of_dictionary's (objects, Arrow dictionary)
+    pair: the dictionary's own codes (the decode numbers the values by first appearance), a
+    topic that two entries hold (bytes not UTF-8 read as the same String) coded as its first.
+    Cost: O(rows) in NumPy, and a dict step a distinct value."""
     objects, text = topic
-    if text is not None and text.null_count == 0:
-        import pyarrow.compute as pc
+    if text.null_count:     # no record lacks its topic; pandas says what such a column holds
+        import pandas as pd
 
-        encoded = pc.dictionary_encode(text)
-        return encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64), encoded.dictionary.to_pylist()
-    import pandas as pd
-
-    codes, distinct = pd.factorize(objects)
-    return codes, list(distinct)
+        codes, distinct = pd.factorize(objects)
+        return codes, list(distinct)
+    first: dict[str, int] = {}
+    remap = np.array([first.setdefault(v, len(first)) for v in text.dictionary.to_pylist()], np.int64)
+    return remap[text.indices.to_numpy(zero_copy_only=False)], list(first)
 
 
 class _TableBuilder:
@@ -248,8 +249,10 @@ class _TableBuilder:
     #: the message numbers a window keeps
     KEPT = ("total_size", "sys_flag", "store_timestamp", "queue_id", "queue_offset")
     #: the text columns only Arrow kernels read (and a few rows of properties): decoded into
-    #: Arrow, with no Python str a message
-    ARROW_TEXT = ("properties", "keys", "uniq_key")
+    #: Arrow, with no Python str a message; topic and tags as dictionaries (a str a distinct value)
+    ARROW_TEXT = ("properties", "keys", "uniq_key", "topic", "tags")
+    #: of those, the ones whose Python strs the checks read too
+    DICTIONARY_TEXT = ("topic", "tags")
 
     def __init__(self, keys: bool, topic_index: dict[str, int], take):
         self.keys = keys
@@ -263,14 +266,15 @@ class _TableBuilder:
     def reduce(self, f: cl.StoreFile, file_index: int, checks: _FileChecks, cols: dict, pos: np.ndarray,
                first: int) -> dict:
         # the text as the broker's Strings (U+FFFD for bytes that are not UTF-8): queue names,
-        # TAGS and key hashes come from them; topic and tags also copied into Arrow once, for
-        # every Arrow kernel that reads them
-        texts = {name: cl.broker_strings_arrow(cols[name]) for name in ("topic", "tags")} if len(pos) else {}
-        arrow = dict(cols, **{name: cl.broker_strings_of_arrow(cols[name]) for name in self.ARROW_TEXT})
+        # TAGS and key hashes come from them; topic and tags as Python strs (one a distinct
+        # value) and as Arrow dictionaries, for every Arrow kernel that reads them
+        texts = {name: cl.broker_strings_of_dictionary(cols[name]) for name in self.DICTIONARY_TEXT}
+        arrow = dict(cols, **{name: cl.broker_strings_of_arrow(cols[name]) for name in self.ARROW_TEXT
+                              if name not in self.DICTIONARY_TEXT})
         checks.add(cols, pos, first, arrow["properties"])
         if len(pos):
             cols = dict(cols, **{name: objects for name, (objects, _) in texts.items()})
-            arrow.update({name: a for name, (_, a) in texts.items() if a is not None})
+            arrow.update({name: a for name, (_, a) in texts.items()})
             part = {c: np.asarray(cols[c]) for c in self.KEPT}
             codes, distinct_topics = _first_seen_topics(texts["topic"])
             lut = np.array([self.topic_index.setdefault(t, len(self.topic_index)) for t in distinct_topics],

@@ -455,8 +455,9 @@ def _columns(rows: _Rows, *, arrow: bool, prop_state: np.ndarray | None = None,
     host but for :data:`FEW_ROWS` rows of spans; text not UTF-8 decoded with surrogateescape,
     as :func:`records.decode_text`); with
     `arrow`, pyarrow arrays (text large_string, or large_binary where the bytes are not UTF-8).
-    The text columns named in `arrow_text` (properties, keys, uniq_key) are such pyarrow arrays
-    in the pandas form too, for callers that only hand them to Arrow kernels. With `prop_state`
+    The text columns named in `arrow_text` (properties, keys, uniq_key; topic and tags, as
+    DictionaryArrays) are such pyarrow arrays in the pandas form too, for callers that only hand
+    them to Arrow kernels or read one value a distinct text. With `prop_state`
     (the CRC checks, :data:`PROP_CRC_ABSENT` ...), ``crc_ok`` (all True: a bad BODYCRC stops the
     read) and ``prop_crc_ok`` (None without the property)."""
     n = len(rows.delay_level)
@@ -485,8 +486,8 @@ def _columns(rows: _Rows, *, arrow: bool, prop_state: np.ndarray | None = None,
             cols[name] = src.arrow(binary=body_bytes) if name in arrow_text else src.objects(as_bytes=body_bytes)
         if prop_state is not None:
             cols["prop_crc_ok"] = np.array([None, False, True], dtype=object)[prop_state + 1]
-    cols["topic"] = _dictionary_column(rows.topic, arrow)
-    cols["tags"] = _dictionary_column(rows.tags, arrow)
+    cols["topic"] = _dictionary_column(rows.topic, arrow or "topic" in arrow_text)
+    cols["tags"] = _dictionary_column(rows.tags, arrow or "tags" in arrow_text)
     return cols
 
 

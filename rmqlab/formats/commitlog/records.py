@@ -155,6 +155,32 @@ def broker_strings_of_arrow(values):
     return pa.array([broker_string(v) for v in values.to_pylist()], type=pa.large_string())
 
 
+def broker_strings_of_dictionary(column):
+    """:func:`broker_strings` of a dictionary-encoded text column as the reader gives it (a
+    pyarrow DictionaryArray of large_string values, or large_binary ones when some are not
+    UTF-8): (an object array of str, None for a null, one Python str a distinct value; the
+    same column as a DictionaryArray of large_string values). Distinct byte strings that are
+    not UTF-8 may read as the same String (U+FFFD each): the dictionary then repeats it, as
+    the objects do. Cost: the distinct values' conversion, and a gather a row.
+
+    >>> import pyarrow as pa
+    >>> col = pa.array([b"k\\xff", None, b"a", b"k\\xfe"], pa.large_binary()).dictionary_encode()
+    >>> objects, arrow = broker_strings_of_dictionary(col)
+    >>> objects.tolist(), arrow.to_pylist(), str(arrow.type.value_type)
+    (['k�', None, 'a', 'k�'], ['k�', None, 'a', 'k�'], 'large_string')
+    """
+    import pyarrow as pa
+
+    values = broker_strings_of_arrow(column.dictionary)
+    if not pa.types.is_large_string(values.type):
+        values = values.cast(pa.large_string())
+    distinct = np.empty(len(values) + 1, dtype=object)      # the last: a null's
+    distinct[:-1] = values.to_pylist()
+    indices = column.indices.to_numpy(zero_copy_only=False) if not column.null_count else \
+        column.indices.fill_null(len(values)).to_numpy(zero_copy_only=False)
+    return distinct[indices], pa.DictionaryArray.from_arrays(column.indices, values)
+
+
 def property_problem(raw: bytes) -> tuple[int, int] | None:
     """(offset inside the block, problem code of :data:`PROPERTY_PROBLEMS`) of the first
     malformed pair, or None. The readable model of rmqlab._records.find_props' checks."""

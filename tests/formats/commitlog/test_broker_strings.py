@@ -164,3 +164,25 @@ def test_broker_strings_arrow_is_broker_string_of_each_value():
     ints = np.array([1, 2], dtype=object)
     objects, arrow = cl.broker_strings_arrow(ints)
     assert arrow is None and objects.tolist() == [1, 2]
+
+
+def test_broker_strings_of_dictionary_is_broker_string_of_each_row():
+    """A dictionary column as the reader gives it (large_binary values where some are not UTF-8,
+    distinct byte strings that read as the same String among them): the objects and the
+    DictionaryArray both hold broker_string of each row, one str object a distinct value."""
+    rng = np.random.default_rng(11)
+    pieces = ILL_FORMED + [b"", b"a", "é".encode(), "日本".encode()]
+    for _ in range(200):
+        raw = [pieces[int(i)] if i < len(pieces) else None for i in rng.integers(0, len(pieces) + 1,
+                                                                                 int(rng.integers(0, 12)))]
+        want = [None if b is None else cl.broker_string(decode_text(b)) for b in raw]
+        for value_type in (pa.large_binary(), pa.large_string()):
+            if value_type == pa.large_string() and any(b is not None and b.decode("utf-8", "replace").encode() != b
+                                                       for b in raw):
+                continue        # the reader keeps such bytes as large_binary
+            column = pa.array(raw, value_type).dictionary_encode()
+            objects, arrow = cl.broker_strings_of_dictionary(column)
+            assert objects.tolist() == want
+            assert pa.types.is_dictionary(arrow.type) and arrow.type.value_type == pa.large_string()
+            assert arrow.to_pylist() == want
+            assert len({id(o) for o in objects.tolist() if o is not None}) <= len(column.dictionary)
