@@ -334,6 +334,12 @@ class IndexDirCross:
         self.missing_tags = RunningFirst()   # TAGS keys without an entry: problems for a 5.4.0+ store
         self.lost = RunningFirst()           # keys missing in a gap between files
         self.lost_tags = RunningFirst()      # TAGS keys missing there (problems for a 5.4.0+ store)
+        # keys of the last message indexed (at the range's end) without an entry: buildIndex puts
+        # a message's keys one putKey at a time (UNIQ_KEY, each KEYS token, then TAGS), each
+        # moving end_phy_offset to the message, so a broker killed between two puts leaves
+        # only the first; problems unless the store shut down abnormally (see problems())
+        self.interrupted = RunningFirst()
+        self.interrupted_tags = RunningFirst()
         self.codes_before = 0     # key codes of the windows already checked: the ordinals go on
         self.tags_before = 0      # TAGS key codes of the windows already checked
 
@@ -364,7 +370,8 @@ class IndexDirCross:
     def state(self) -> dict:
         """What the checks found (picklable: numbers and problems), for :meth:`merge`."""
         return {"files": [fc.state() for fc in self.files], "missing": self.missing, "missing_tags": self.missing_tags,
-                "lost": self.lost, "lost_tags": self.lost_tags, "codes": self.codes_before, "tags": self.tags_before}
+                "lost": self.lost, "lost_tags": self.lost_tags, "interrupted": self.interrupted,
+                "interrupted_tags": self.interrupted_tags, "codes": self.codes_before, "tags": self.tags_before}
 
     def merge(self, state: dict) -> None:
         """Take in :meth:`state` of the same index files checked against the windows that come
@@ -375,6 +382,8 @@ class IndexDirCross:
         self.lost.merge(state["lost"], self.codes_before)
         self.missing_tags.merge(state["missing_tags"], self.tags_before)
         self.lost_tags.merge(state["lost_tags"], self.tags_before)
+        self.interrupted.merge(state["interrupted"], self.codes_before)
+        self.interrupted_tags.merge(state["interrupted_tags"], self.tags_before)
         self.codes_before += state["codes"]
         self.tags_before += state["tags"]
 
@@ -393,9 +402,12 @@ class IndexDirCross:
             pos = w.positions[rows]
             want = (pos >= lo) & (pos <= hi) & goes_to_index_many(w.sys_flag[rows]) & ~present[start:start + len(part)]
             gap = self._in_gap(pos)
+            last = ~gap & (pos == hi)
             ordinals = self.tags_before + start + np.arange(len(part))
-            self.missing_tags.add(want & ~gap, ordinals,
+            self.missing_tags.add(want & ~gap & ~last, ordinals,
                                   lambda i, part=part: self._missing_key(w, int(part[i]), "TAGS"))
+            self.interrupted_tags.add(want & last, ordinals,
+                                      lambda i, part=part: self._missing_key(w, int(part[i]), "TAGS"))
             self.lost_tags.add(want & gap, ordinals, lambda i, part=part: self._lost_key(w, int(part[i]), "TAGS"))
 
     def _in_gap(self, pos: np.ndarray) -> np.ndarray:
@@ -414,8 +426,10 @@ class IndexDirCross:
             want = ((pos >= lo) & (pos <= hi) & goes_to_index_many(w.sys_flag[rows])
                     & ~present[search_sorted(uniq, part)])
             gap = self._in_gap(pos)
+            last = ~gap & (pos == hi)
             ordinals = self.codes_before + start + np.arange(len(part))
-            self.missing.add(want & ~gap, ordinals, lambda i, part=part: self._missing_key(w, int(part[i])))
+            self.missing.add(want & ~gap & ~last, ordinals, lambda i, part=part: self._missing_key(w, int(part[i])))
+            self.interrupted.add(want & last, ordinals, lambda i, part=part: self._missing_key(w, int(part[i])))
             self.lost.add(want & gap, ordinals, lambda i, part=part: self._lost_key(w, int(part[i])))
 
     @staticmethod
@@ -453,8 +467,10 @@ class IndexDirCross:
                             f"file on): a key query will not find it",
                             *w.stored_at(rr), fld, severity="warning")
 
-    def problems(self, notes: list[str], counts: dict, *, checked: bool) -> list[Problem]:
-        """Every problem in file order, then the missing keys; `checked`: against a CommitLog."""
+    def problems(self, notes: list[str], counts: dict, *, checked: bool, abnormal: bool = False) -> list[Problem]:
+        """Every problem in file order, then the missing keys; `checked`: against a CommitLog;
+        `abnormal`: the store did not shut down cleanly (its abort file), so keys of the last
+        message indexed without an entry are a put the kill interrupted (a warning)."""
         out: list[Problem] = []
         for order, not_full, fc in zip(self.order, self.not_full, self.files):
             add_problem(out, order)
@@ -463,11 +479,27 @@ class IndexDirCross:
             if checked:
                 out += fc.problems(notes)
         counts["index_entries"] = sum(f.header.keys for f in self.live)
-        missing = self.missing.result()
+        # a store that shut down cleanly finished every message's puts: keys missing at the
+        # range's end are missing keys like the others
+        missing_keys = self.missing if abnormal else _both(self.missing, self.interrupted)
+        missing_tags = self.missing_tags if abnormal else _both(self.missing_tags, self.interrupted_tags)
+        missing = missing_keys.result()
         lost = self.lost.result()
+        interrupted = self.interrupted.result() if abnormal else None
         if self.tags_indexed:
-            missing = _joined(missing, self.missing_tags.result())
+            missing = _joined(missing, missing_tags.result())
             lost = _joined(lost, self.lost_tags.result())
+            if abnormal:
+                interrupted = _joined(interrupted, self.interrupted_tags.result())
+        if interrupted is not None:
+            words = re.sub(r" \(\d+ such\)$", "", interrupted.message)
+            add_problem(out, make_problem(
+                "index.interrupted-put", type(interrupted.error),
+                f"{words}. It is the last message indexed (the range's end) and the store did not shut down "
+                f"cleanly: the broker was killed between its putKey calls (buildIndex puts UNIQ_KEY, each KEYS "
+                f"token, then TAGS, each moving end_phy_offset to the message); its restart destroys the index "
+                f"files newer than the checkpoint's indexMsgTimestamp and indexes the message again",
+                interrupted.path, interrupted.offset, interrupted.field, count=interrupted.count, severity="warning"))
         if checked and self.tag_keys is None and self.tag_entries:
             notes.append(f"index: {self.tag_entries} entries are TAGS keys (topic#T#tags), which only a RocketMQ "
                          f"5.4.0+ broker puts: checked as a 5.4.0+ store")
@@ -475,6 +507,14 @@ class IndexDirCross:
         if checked:
             add_problem(out, lost)
         return out
+
+
+def _both(a: RunningFirst, b: RunningFirst) -> RunningFirst:
+    """One check's findings from two of its parts over the same ordinals."""
+    out = RunningFirst()
+    out.merge(a)
+    out.merge(b)
+    return out
 
 
 def _joined(first: Problem | None, then: Problem | None) -> Problem | None:

@@ -349,7 +349,8 @@ def _verify_store(root: Path, rep: VerifyReport, hsn, inum, cl_size, cq_size, ru
         _fill_index_reports(pool, index_pending)
         rep.files += [r for r, _ in opened]
         if index_cross is not None:
-            rep.cross += index_cross.problems(notes, rep.cross_counts, checked=scan is not None)
+            rep.cross += index_cross.problems(notes, rep.cross_counts, checked=scan is not None,
+                                              abnormal=(root / "abort").exists())
         if queues is not None:
             queues.finish(rep, scan, broker_version)
         if rocks:

@@ -461,6 +461,43 @@ def test_index_files_a_restart_destroyed_and_did_not_rebuild_are_lost_keys_a_war
     assert [(p.check, p.severity, p.count) for p in r.problems] == [("index.lost-keys", "warning", destroyed - again)]
 
 
+@pytest.mark.parametrize("abort", [False, True])
+def test_a_kill_between_the_puts_of_the_last_message_is_a_warning_after_an_abnormal_stop(copy, abort):
+    """buildIndex puts a message's keys one putKey at a time (UNIQ_KEY, then each KEYS token),
+    each moving end_phy_offset to the message; a broker killed between two puts leaves the last
+    message indexed with its UNIQ_KEY alone. Made here by indexing every message again with the
+    last keyed message's KEYS left out. With the abort file (the broker did not stop cleanly:
+    its restart destroys the index files newer than the checkpoint's indexMsgTimestamp and
+    indexes the message again) that is one warning, index.interrupted-put, counting its KEYS
+    tokens; without it, the missing keys are errors as anywhere in the indexed range."""
+    from rmqlab.store.indexservice import IndexService
+
+    msgs = cl.read_columns(copy / "commitlog", body=False)
+    keyed = np.flatnonzero((msgs["keys"].notna() | msgs["uniq_key"].notna()).to_numpy())
+    last = int(keyed[-1])
+    keys, uniq = msgs["keys"].iloc[last], msgs["uniq_key"].iloc[last]
+    assert isinstance(keys, str) and isinstance(uniq, str)
+    tokens = [k for k in keys.split(" ") if k]      # buildIndex: split on " ", empty tokens skipped
+    assert tokens
+    for p in (copy / "index").iterdir():
+        p.unlink()
+    cut = msgs.copy()
+    cut.loc[cut.index[last], "keys"] = None
+    with IndexService(copy / "index", HSN, INUM, read_only=False, strict=False, clock=lambda: 1_900_000_000_000) as svc:
+        svc.build_columns(cut)
+    if abort:
+        (copy / "abort").write_bytes(b"")
+    r = verify_path(copy)
+    got = [(p.check, p.severity, p.count) for p in r.problems]
+    if abort:
+        assert r.ok and got == [("index.interrupted-put", "warning", len(tokens))], describe(r)
+        assert str(int(msgs["phy_offset"].iloc[last])) in r.problems[0].message
+    else:
+        assert got == [("index.missing-key", "error", len(tokens))], describe(r)
+    # the CommitLog files' joins in worker processes: the same report
+    assert verify_path(copy, jobs=2).as_dict() == r.as_dict()
+
+
 # What verify must find, from the layouts alone (the test's own model, no rmqlab reader): every
 # file of a broker's store has a fixed size (MappedFile: CommitLog and ConsumeQueue files are
 # mapped at their configured size, an index file is 40 + 4 slots + 20 entries bytes, the
