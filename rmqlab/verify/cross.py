@@ -498,7 +498,8 @@ class IndexDirCross:
                 f"{words}. It is the last message indexed (the range's end) and the store did not shut down "
                 f"cleanly: the broker was killed between its putKey calls (buildIndex puts UNIQ_KEY, each KEYS "
                 f"token, then TAGS, each moving end_phy_offset to the message); its restart destroys the index "
-                f"files newer than the checkpoint's indexMsgTimestamp and indexes the message again",
+                f"files newer than the checkpoint's indexMsgTimestamp and indexes again what its recovery "
+                f"re-dispatches",
                 interrupted.path, interrupted.offset, interrupted.field, count=interrupted.count, severity="warning"))
         if checked and self.tag_keys is None and self.tag_entries:
             notes.append(f"index: {self.tag_entries} entries are TAGS keys (topic#T#tags), which only a RocketMQ "

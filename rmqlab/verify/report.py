@@ -39,7 +39,7 @@ CHECKS: dict[str, str] = {
                        "destroyed the file that held them and its recovery did not re-index them (a warning)",
     "index.interrupted-put": "keys of the last message indexed have no entry in a store that did not shut down "
                              "cleanly: the broker was killed between that message's putKey calls, and its restart "
-                             "destroys the file and indexes the message again (a warning)",
+                             "destroys the file (a warning)",
     # CommitLog, per file
     "commitlog.file-size": "the file size is not the mapped file size",
     "commitlog.file-name": "the file name is not a multiple of the mapped file size",
