@@ -50,6 +50,7 @@ import numpy as np
 
 from rmqlab import _records
 from rmqlab.errors import FormatError
+from rmqlab.formats.mapped import present
 from rmqlab.formats.storepaths import DLEDGER_PREFIX
 
 __all__ = [
@@ -527,8 +528,9 @@ def _numbered_files(folder: Path) -> list[Path]:
 
 
 def _mapped(path: Path) -> np.ndarray:
-    """The bytes of a file as a read-only map (an empty array for an empty file)."""
-    return np.memmap(path, np.uint8, mode="r") if path.stat().st_size else np.empty(0, np.uint8)
+    """The bytes of a file as a read-only map (an empty array for an empty file), brought here
+    first when it stands in for a remote file (:func:`rmqlab.formats.mapped.present`)."""
+    return np.memmap(present(path), np.uint8, mode="r") if path.stat().st_size else np.empty(0, np.uint8)
 
 
 def _long(text: str | None, path: Path, key: str) -> int:

@@ -11,10 +11,42 @@ from __future__ import annotations
 import math
 import os
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, NamedTuple, Self
 
 from rmqlab.errors import AmbiguousSettingError
+
+#: Files whose bytes are not on this machine yet, by absolute path: the function that brings
+#: them. :mod:`rmqlab.spark.mirror` leaves a store's log files (the CommitLog's, a DLedger
+#: ledger's data files) remote until a reader here opens one, so every read of such a file's
+#: bytes goes through :func:`present`.
+_STAND_INS: dict[str, Callable[[], None]] = {}
+
+
+def stand_in(path: str | os.PathLike, bring: Callable[[], None] | None) -> None:
+    """Say that the file at `path` stands in for one elsewhere: `bring()` puts its bytes there
+    before any reader of the format modules opens it (and is called before every such open, so
+    it must be cheap once done). ``bring=None`` withdraws it. A folder's listing sees the
+    stand-in itself, so it must have the real file's name and size."""
+    key = os.path.abspath(path)
+    if bring is None:
+        _STAND_INS.pop(key, None)
+    else:
+        _STAND_INS[key] = bring
+
+
+def present(path: str | os.PathLike) -> str | os.PathLike:
+    """`path`, its bytes brought here first when it stands in for a remote file
+    (:func:`stand_in`). Cost: nothing without stand-ins; a dictionary look-up with them.
+
+    >>> present("00000000000000000000")
+    '00000000000000000000'
+    """
+    if _STAND_INS:
+        bring = _STAND_INS.get(os.path.abspath(path))
+        if bring is not None:
+            bring()
+    return path
 
 
 def close_handles(handles: list[Any]) -> None:

@@ -6,10 +6,12 @@ The checks read local files through memory maps. A :class:`Mirror` gives them a 
 store's layout at the same absolute path on the driver and on every executor, and copies in it
 the store's small files: index files, ConsumeQueues, the checkpoint, config and the rest (on the
 driver when the mirror is made, on an executor's machine at its first task). The files of a
-``commitlog`` folder, the bulk of a store, are *stand-ins*: sparse files of the real name and
-size, registered with :func:`rmqlab.formats.commitlog.stand_in`, so that the first reader that
-opens one (a task walking that file; the driver reading the last file's head, or the messages a
-timer or pop check names) brings its bytes first, whole, from the store. A task holds the
+``commitlog`` folder, the bulk of a store, and of a DLedger ledger's data folder
+(``dledger-<selfId>/data``, where a DLedger store keeps its CommitLog) are *stand-ins*: sparse
+files of the real name and size, registered with :func:`rmqlab.formats.mapped.stand_in`, so
+that the first reader that opens one (a task walking that file; the driver reading the last
+file's head, the ledger's own checks, or the messages a timer or pop check names) brings its
+bytes first, whole, from the store. A task holds the
 CommitLog files it reads (a shared lock) and, on an executor away from the driver's machine,
 gives them back to stand-ins when it ends, unless another task there still holds one: a
 machine holds the small files plus the CommitLog files its running tasks read.
@@ -57,7 +59,9 @@ from typing import Any
 
 import pyarrow.fs as pafs
 
-from rmqlab.formats.commitlog import is_file_name, stand_in
+from rmqlab.formats.commitlog import is_file_name
+from rmqlab.formats.mapped import stand_in
+from rmqlab.formats.storepaths import DLEDGER_PREFIX
 from rmqlab.spark import storage
 
 __all__ = ["Mirror", "make_mirror", "shown_uri"]
@@ -86,9 +90,14 @@ def shown_uri(uri: str) -> str:
     return urllib.parse.urlunsplit((parts.scheme, host, parts.path.rstrip("/") or "/", "", ""))
 
 
-def _is_commitlog_file(relative: str) -> bool:
+def _is_log_file(relative: str) -> bool:
+    """Whether the file at `relative` (below the store's parent) holds messages: a file of a
+    ``commitlog`` folder, or of a DLedger ledger's data folder (``dledger-<selfId>/data``,
+    DLedgerConfig.getDefaultPath), named by its 20-digit offset."""
     folder, name = posixpath.split(relative)
-    return posixpath.basename(folder) == "commitlog" and is_file_name(name)
+    parent, last = posixpath.split(folder)
+    return is_file_name(name) and (last == "commitlog"
+                                   or (last == "data" and posixpath.basename(parent).startswith(DLEDGER_PREFIX)))
 
 
 @dataclass(frozen=True)
@@ -235,7 +244,7 @@ def make_mirror(uri: str, scratch: str | os.PathLike | None = None) -> Mirror:
         prefix = source.path.rstrip("/") + "/"
         # the folder's own name counts: a URI of a commitlog/ folder leaves its files remote too
         files = tuple(sorted((i.path[len(prefix):], int(i.size),
-                              _is_commitlog_file(posixpath.join(name, i.path[len(prefix):])))
+                              _is_log_file(posixpath.join(name, i.path[len(prefix):])))
                              for i in listed if i.type == pafs.FileType.File and i.path.startswith(prefix)))
         single = False
     m = Mirror(source, folder, os.path.join(folder, "store", name), files, single, socket.gethostname())

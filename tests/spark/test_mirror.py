@@ -192,3 +192,38 @@ def test_shown_uri_drops_credentials_and_options():
     assert shown_uri("s3://K:S@b/x/store/?region=us-east-1") == "s3://b/x/store"
     assert shown_uri("hdfs://namenode:8020/data/store") == "hdfs://namenode:8020/data/store"
     assert shown_uri("file:///tmp/store") == "file:///tmp/store"
+
+
+def test_a_ledgers_data_files_stand_in_too(tmp_path):
+    """A DLedger store keeps its CommitLog in the ledger's data folder (dledger-<selfId>/data):
+    those files stand in as a commitlog folder's do (no block on disk once the mirror is made),
+    the ledger's index and every other file are copied, and DLedger's own reader of the mirror
+    brings what it reads and sees the ledger it reads at the source."""
+    from dledger_model import frame, write_ledger
+
+    from rmqlab.formats.dledger import Ledger
+
+    size = 4096
+    recs = [cl.encode_message(topic="T", body=b"x" * k, queue_offset=k, store_timestamp=1_700_000_000_000 + k,
+                              properties={"KEYS": f"k{k}"}) for k in range(60)]
+    store = tmp_path / "store"
+    ledger = write_ledger(store / "dledger-n0", frame(recs, size))
+    (store / "checkpoint").write_bytes(bytes(16))
+    want = _files(store)
+    data = sorted(rel for rel in want if rel.startswith("dledger-n0/data/"))
+    assert len(data) >= 2, "the ledger must hold several data files"
+    m = make_mirror("file://" + str(store))
+    try:
+        assert {rel: remote for rel, _, remote in m.files} == {rel: rel in data for rel in want}
+        for rel, content in want.items():
+            local = os.path.join(m.root, *rel.split("/"))
+            assert os.path.getsize(local) == len(content)
+            if rel in data:
+                assert _blocks(local) == 0, f"{rel}: brought before any reader opened it"
+            else:
+                assert Path(local).read_bytes() == content, rel
+        assert Ledger(Path(m.root) / "dledger-n0", file_size=size).summary() == Ledger(ledger, file_size=size).summary()
+        for rel in data:
+            assert Path(m.root, rel).read_bytes() == want[rel]
+    finally:
+        m.remove()

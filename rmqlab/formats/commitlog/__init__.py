@@ -105,8 +105,6 @@ from rmqlab.formats.commitlog.files import (
     load_files,
     min_offset,
     multi_path_view,
-    present,
-    stand_in,
     store_files,
 )
 from rmqlab.formats.commitlog.layout import (
@@ -159,6 +157,7 @@ from rmqlab.formats.commitlog.records import (
     walk_py,
 )
 from rmqlab.formats.commitlog.write import CommitLogWriter
+from rmqlab.formats.mapped import present, stand_in
 
 __all__ = [
     "HEAD", "STORE_TIME", "TAIL", "PORT", "TOPIC_LEN_V1", "TOPIC_LEN_V2", "PROPERTIES_LEN", "BLANK",

@@ -23,12 +23,13 @@ import bisect
 import mmap
 import os
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from rmqlab.errors import FormatError
+from rmqlab.formats.mapped import present
 from rmqlab.jvm.longs import LONG_MAX
 
 _FILE_NAME = re.compile(r"\d{20}")
@@ -142,36 +143,6 @@ def min_offset(path: str | os.PathLike) -> int | None:
     return files[0].start_offset if files else None
 
 
-#: CommitLog files whose bytes are not on this machine yet, by absolute path: the function that
-#: brings them (:mod:`rmqlab.spark.mirror` leaves a store's CommitLog files remote until a reader
-#: here opens one). Every read of a CommitLog file's bytes goes through :func:`present`.
-_STAND_INS: dict[str, Callable[[], None]] = {}
-
-
-def stand_in(path: str | os.PathLike, bring: Callable[[], None] | None) -> None:
-    """Say that the file at `path` stands in for one elsewhere: `bring()` puts its bytes there
-    before any reader of this module opens it (and is called before every such open, so it must
-    be cheap once done). ``bring=None`` withdraws it. The listing sees the stand-in itself, so it
-    must have the real file's name and size."""
-    key = os.path.abspath(path)
-    if bring is None:
-        _STAND_INS.pop(key, None)
-    else:
-        _STAND_INS[key] = bring
-
-
-def present(path: str | os.PathLike) -> str | os.PathLike:
-    """`path`, its bytes brought here first when it stands in for a remote file
-    (:func:`stand_in`). Cost: nothing without stand-ins; a dictionary look-up with them.
-
-    >>> present("00000000000000000000")
-    '00000000000000000000'
-    """
-    if _STAND_INS:
-        bring = _STAND_INS.get(os.path.abspath(path))
-        if bring is not None:
-            bring()
-    return path
 
 
 #: bytes read per step when checking that a file holds only zeros
