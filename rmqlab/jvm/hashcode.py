@@ -229,8 +229,8 @@ def utf16_lengths_many(strings: Any) -> np.ndarray:
 
 def java_hash_concat_many(head: np.ndarray, tail: np.ndarray, tail_length: np.ndarray) -> np.ndarray:
     """``(a + b).hashCode()`` of pairs of strings from ``a.hashCode()`` (`head`),
-    ``b.hashCode()`` (`tail`) and ``b.length()`` (`tail_length`, UTF-16 units), int32 arrays of
-    one length (or scalars): the hash is the polynomial ``sum(unit[i] * 31**(n-1-i))`` in 32-bit
+    ``b.hashCode()`` (`tail`) and ``b.length()`` (`tail_length`, UTF-16 units), arrays of one
+    length: the hash is the polynomial ``sum(unit[i] * 31**(n-1-i))`` in 32-bit
     arithmetic, so a's part is carried over b's units by ``31**len(b)``. No string is built.
     Cost: O(pairs), O(log length) multiplications a pair, in NumPy.
 
@@ -244,4 +244,4 @@ def java_hash_concat_many(head: np.ndarray, tail: np.ndarray, tail_length: np.nd
         raise ValueError("a string's length is never negative")
     carry = np.power(np.uint32(31), lengths.astype(np.uint32))     # wraps modulo 2**32, as Java's int does
     h = np.asarray(head).astype(np.uint32) * carry + np.asarray(tail).astype(np.uint32)
-    return h.view(np.int32) if isinstance(h, np.ndarray) else np.uint32(h).view(np.int32)
+    return np.asarray(h, np.uint32).view(np.int32)

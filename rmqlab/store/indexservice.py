@@ -1103,27 +1103,21 @@ def tag_key_hashes(topic: Any, tags: Any) -> tuple[np.ndarray, np.ndarray] | Non
     topic_arr, tags_arr = arrow_column(topic), arrow_column(tags)
     if topic_arr is None or tags_arr is None or len(topic_arr) != len(tags_arr):
         return None
-    if not pa.types.is_dictionary(topic_arr.type):
-        topic_arr = topic_arr.dictionary_encode()
-    tag_values = tags_arr.dictionary if pa.types.is_dictionary(tags_arr.type) else tags_arr
-    values = topic_arr.dictionary
+    # both as dictionaries: each distinct topic and TAGS measured and hashed once
+    topic_arr, tags_arr = (a if pa.types.is_dictionary(a.type) else a.dictionary_encode()
+                           for a in (topic_arr, tags_arr))
+    values, tag_values = topic_arr.dictionary, tags_arr.dictionary
     if topic_arr.null_count or values.null_count or not all(
             pa.types.is_string(t) or pa.types.is_large_string(t) for t in (values.type, tag_values.type)):
         return None
-    if tag_values is tags_arr:          # a text a row
-        lengths = utf16_lengths_many(tags_arr)
-        rows = np.flatnonzero(lengths > 0).astype(np.int64)       # null and empty TAGS put no key
-        tag_hashes = java_hash_many(tags_arr.take(pa.array(rows, pa.int64())))
-        lengths = lengths[rows]
-    else:                               # a dictionary: each distinct TAGS measured and hashed once
-        filled = tags_arr.indices.fill_null(len(tag_values)) if tags_arr.null_count else tags_arr.indices
-        at = np.asarray(filled.to_numpy(zero_copy_only=False), np.int64)
-        value_lengths = np.append(utf16_lengths_many(tag_values), 0)     # the last: a null's
-        rows = np.flatnonzero(value_lengths[at] > 0).astype(np.int64)
-        valued = np.flatnonzero(value_lengths[:-1] > 0)
-        value_hashes = np.zeros(len(value_lengths), np.int32)
-        value_hashes[valued] = java_hash_many(tag_values.take(pa.array(valued, pa.int64())))
-        tag_hashes, lengths = value_hashes[at[rows]], value_lengths[at[rows]]
+    filled = tags_arr.indices.fill_null(len(tag_values)) if tags_arr.null_count else tags_arr.indices
+    at = np.asarray(filled.to_numpy(zero_copy_only=False), np.int64)
+    value_lengths = np.append(utf16_lengths_many(tag_values), 0)     # the last: a null's
+    rows = np.flatnonzero(value_lengths[at] > 0).astype(np.int64)     # null and empty TAGS put no key
+    valued = np.flatnonzero(value_lengths[:-1] > 0)
+    value_hashes = np.zeros(len(value_lengths), np.int32)
+    value_hashes[valued] = java_hash_many(tag_values.take(pa.array(valued, pa.int64())))
+    tag_hashes, lengths = value_hashes[at[rows]], value_lengths[at[rows]]
     heads = java_hash_many(pc.binary_join_element_wise(
         values, pa.scalar(f"#{TAG_INDEX_TYPE}#", values.type), pa.scalar("", values.type)))
     codes = np.asarray(topic_arr.indices.to_numpy(zero_copy_only=False), np.int64)[rows]

@@ -202,13 +202,9 @@ def _chunk_key_codes(cols: dict, phy: np.ndarray, first: int, *, tags: bool = Fa
     # and KEYS in C, TAGS keys by carrying the hash of "topic#T#" over the TAGS); other text by
     # the expansion. Every message's keys count here (no sys_flag, no end offset): the joins ask
     # which keys a message has, not which the broker put
-    if tags:
-        tagged = tag_key_hashes(cols["topic"], cols["tags"])
-        hashed = None if tagged is None else (tagged[0], tagged[1], n)
-    else:
-        hashed = index_key_hashes(columns)
+    hashed = tag_key_hashes(cols["topic"], cols["tags"]) if tags else index_key_hashes(columns)
     if hashed is not None:
-        message_index, index_hashes, _ = hashed
+        message_index, index_hashes = hashed[:2]
         return ((message_index + first) << KEY_CODE_HASH_BITS) | index_hashes.astype(np.int64)
     ex = expand_columns(columns, tag_key=tags)
     rows = np.asarray(ex.message_index, np.int64) + first

@@ -492,14 +492,13 @@ class IndexDirCross:
             if abnormal:
                 interrupted = _joined(interrupted, self.interrupted_tags.result())
         if interrupted is not None:
-            words = re.sub(r" \(\d+ such\)$", "", interrupted.message)
             add_problem(out, make_problem(
                 "index.interrupted-put", type(interrupted.error),
-                f"{words}. It is the last message indexed (the range's end) and the store did not shut down "
-                f"cleanly: the broker was killed between its putKey calls (buildIndex puts UNIQ_KEY, each KEYS "
-                f"token, then TAGS, each moving end_phy_offset to the message); its restart destroys the index "
-                f"files newer than the checkpoint's indexMsgTimestamp and indexes again what its recovery "
-                f"re-dispatches",
+                f"{_words(interrupted)}. It is the last message indexed (the range's end) and the store did not "
+                f"shut down cleanly: the broker was killed between its putKey calls (buildIndex puts UNIQ_KEY, "
+                f"each KEYS token, then TAGS, each moving end_phy_offset to the message); its restart destroys "
+                f"the index files newer than the checkpoint's indexMsgTimestamp and indexes again what its "
+                f"recovery re-dispatches",
                 interrupted.path, interrupted.offset, interrupted.field, count=interrupted.count, severity="warning"))
         if checked and self.tag_keys is None and self.tag_entries:
             notes.append(f"index: {self.tag_entries} entries are TAGS keys (topic#T#tags), which only a RocketMQ "
@@ -518,12 +517,16 @@ def _both(a: RunningFirst, b: RunningFirst) -> RunningFirst:
     return out
 
 
+def _words(p: Problem) -> str:
+    """A problem's message without its count ("(N such)")."""
+    return re.sub(r" \(\d+ such\)$", "", p.message)
+
+
 def _joined(first: Problem | None, then: Problem | None) -> Problem | None:
     """One problem for two counts of the same check: the first's words, both counts."""
     if first is None or then is None:
         return first or then
-    words = re.sub(r" \(\d+ such\)$", "", first.message)
-    return make_problem(first.check, type(first.error), words, first.path, first.offset, first.field,
+    return make_problem(first.check, type(first.error), _words(first), first.path, first.offset, first.field,
                         count=first.count + then.count, severity=first.severity)
 
 
